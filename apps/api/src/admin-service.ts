@@ -1,0 +1,46 @@
+import { ApiKeyCreate, AppCreate, AppRotate, AppUpdate, type AppView } from '@herald/contracts';
+import { AppAdminError, type ApiKeyRepository, type AppCredentialStore, type AppRow } from '@herald/db';
+import { ApiError, parseBody } from './api-error.ts';
+
+export interface AdminDeps {
+  store: AppCredentialStore;
+  list(): Promise<AppRow[]>;
+  keys: Pick<ApiKeyRepository, 'create' | 'revoke'>;
+}
+
+/** What an app looks like from outside: never a secret. */
+export const appView = (a: AppRow): AppView => ({
+  id: a.id,
+  apnsTopic: a.apnsTopic,
+  fcmProjectId: a.fcmProjectId,
+  enabled: a.enabled,
+  apnsAuth: a.apnsAuth ?? null,
+  apnsEndpoint: a.apnsEndpoint ?? 'development',
+  fcmAuth: a.fcmAuth ?? null,
+  fcmEndpoint: a.fcmEndpoint ?? 'google',
+  credentialsVersion: a.credentialsVersion ?? 0,
+  updatedAt: a.updatedAt.toISOString(),
+});
+
+const STATUS: Record<AppAdminError['code'], number> = { 'unknown-app': 404, 'app-exists': 409, 'no-secret-key': 503, 'invalid-credentials': 400 };
+
+async function admin<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof AppAdminError) throw new ApiError(STATUS[err.code], err.code, err.message);
+    throw err;
+  }
+}
+
+export const createApp = (body: unknown, d: AdminDeps) => admin(async () => appView(await d.store.create(parseBody(AppCreate, body))));
+export const updateApp = (id: string, body: unknown, d: AdminDeps) => admin(async () => appView(await d.store.update(id, parseBody(AppUpdate, body))));
+export const setEnabled = (id: string, enabled: boolean, d: AdminDeps) => admin(async () => appView(await d.store.update(id, { enabled })));
+export const rotateApp = (id: string, body: unknown, d: AdminDeps) => admin(async () => appView(await d.store.rotate(id, parseBody(AppRotate, body))));
+export const listApps = async (d: AdminDeps) => (await d.list()).map(appView);
+
+export async function createKey(body: unknown, d: AdminDeps) {
+  const input = parseBody(ApiKeyCreate, body);
+  const { key, row } = await d.keys.create(input.team, input.apps);
+  return { id: row.id, key, team: row.team, apps: row.apps };
+}

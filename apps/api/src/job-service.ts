@@ -1,0 +1,147 @@
+import { JobBatch, MAX_BATCH_JOBS, PushJob, scheduleProblem, type JobAccepted, type JobStatus } from '@herald/contracts';
+import type { AcceptResult, ApiKeyRow, AppRow, JobRecord, JobStatusRecord } from '@herald/db';
+import { ApiError, parseBody } from './api-error.ts';
+import { requireApp } from './auth.ts';
+
+export interface JobServiceDeps {
+  jobs: {
+    accept(jobs: ReadonlyArray<{ id: string; app: string; team: string | null }>): Promise<Map<string, AcceptResult>>;
+    markPublished(ids: readonly string[]): Promise<void>;
+    forget(ids: readonly string[]): Promise<void>;
+    get(id: string): Promise<JobRecord | undefined>;
+    status(id: string): Promise<JobStatusRecord | undefined>;
+  };
+  apps: { get(id: string): Promise<AppRow | undefined> };
+  /** Resolves once RabbitMQ confirmed the job (the client library's publishPushJob). */
+  publish(job: PushJob): Promise<unknown>;
+  cancel(jobId: string): Promise<number>;
+  scheduleHorizonDays?: number;
+  now?: () => Date;
+}
+
+/** 403 / 422 unless the key may use the app and the app exists and is enabled. */
+export async function checkApp(deps: Pick<JobServiceDeps, 'apps'>, key: ApiKeyRow, id: string): Promise<void> {
+  requireApp(key, id);
+  const app = await deps.apps.get(id);
+  if (app === undefined) throw new ApiError(422, 'unknown-app', `unknown app "${id}"`);
+  if (!app.enabled) throw new ApiError(422, 'app-disabled', `app "${id}" is disabled`);
+}
+
+function validateJobs(raw: unknown, acceptedAt: string, deps: JobServiceDeps): PushJob[] {
+  if (raw instanceof ValidatedJobs) return raw.jobs;
+  const items = (raw as { jobs?: unknown } | null)?.jobs;
+  if (Array.isArray(items) && items.length > MAX_BATCH_JOBS) {
+    throw new ApiError(400, 'batch-too-large', `a batch may carry at most ${MAX_BATCH_JOBS} jobs, this one has ${items.length}`, [
+      { path: 'jobs', message: `at most ${MAX_BATCH_JOBS} jobs` },
+    ]);
+  }
+  const stamped = Array.isArray(items) ? { ...(raw as object), jobs: items.map((j: unknown) => stamp(j, acceptedAt)) } : raw;
+  const { jobs } = parseBody(JobBatch, stamped);
+  const seen = new Map<string, number>();
+  jobs.forEach((job, i) => {
+    const first = seen.get(job.id);
+    if (first !== undefined) throw new ApiError(400, 'invalid-request', `jobs.${i}.id: repeats jobs.${first}.id`, [{ path: `jobs.${i}.id`, message: `repeats jobs.${first}.id` }]);
+    seen.set(job.id, i);
+    const bad = scheduleProblem(job.deliverAt, new Date(acceptedAt), deps.scheduleHorizonDays);
+    if (bad !== undefined) throw new ApiError(400, 'invalid-request', `jobs.${i}.deliverAt: ${bad}`, [{ path: `jobs.${i}.deliverAt`, message: bad }]);
+  });
+  return jobs;
+}
+
+/** Jobs already validated (a single POST /v1/jobs), so they are not parsed twice. */
+class ValidatedJobs {
+  constructor(readonly jobs: PushJob[]) {}
+}
+
+const stamp = (job: unknown, acceptedAt: string): unknown =>
+  typeof job === 'object' && job !== null && !Array.isArray(job) ? { acceptedAt, ...job } : job;
+
+/** A job id already taken by another app cannot be accepted for this one. */
+function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>): ApiError | undefined {
+  const clash = jobs.find((j) => {
+    const r = accepted.get(j.id);
+    return r?.kind === 'existing' && r.app !== j.app;
+  });
+  return clash === undefined ? undefined : new ApiError(409, 'job-id-conflict', `job id "${clash.id}" is already used by another app`);
+}
+
+/** Publish the jobs this request must publish; record the confirmed ones, forget the failed ones. */
+async function publishAll(jobs: readonly PushJob[], fresh: ReadonlySet<string>, deps: JobServiceDeps): Promise<void> {
+  if (jobs.length === 0) return;
+  const settled = await Promise.allSettled(jobs.map((j) => deps.publish(j)));
+  const ok = jobs.filter((_, i) => settled[i]?.status === 'fulfilled').map((j) => j.id);
+  const failed = jobs.filter((_, i) => settled[i]?.status === 'rejected').map((j) => j.id);
+  await Promise.all([deps.jobs.markPublished(ok), deps.jobs.forget(failed.filter((id) => fresh.has(id)))]);
+  if (failed.length > 0) {
+    const reason = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')?.reason as Error | undefined;
+    throw new ApiError(503, 'broker-unavailable', `${failed.length} of ${jobs.length} jobs could not be published (${reason?.message ?? 'unknown'}); retry: jobs already published are reported as duplicates`);
+  }
+}
+
+/**
+ * Validate (the PushJob contract), authorise, record each id once, publish what is new and
+ * return once RabbitMQ confirmed it. A job recorded earlier but never confirmed (a crash or a
+ * failed publish) is published again: pushIds are deterministic, so downstream dedupes it.
+ */
+export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobServiceDeps): Promise<JobAccepted[]> {
+  const acceptedAt = (deps.now?.() ?? new Date()).toISOString();
+  const jobs = validateJobs(body, acceptedAt, deps);
+  for (const app of new Set(jobs.map((j) => j.app))) await checkApp(deps, key, app);
+  const accepted = await deps.jobs.accept(jobs.map((j) => ({ id: j.id, app: j.app, team: key.team })));
+  const conflict = conflicts(jobs, accepted);
+  const fresh = new Set(jobs.filter((j) => accepted.get(j.id)?.kind === 'new').map((j) => j.id));
+  if (conflict !== undefined) {
+    await deps.jobs.forget([...fresh]);
+    throw conflict;
+  }
+  const unpublished = jobs.filter((j) => {
+    const r = accepted.get(j.id);
+    return r?.kind === 'new' || (r?.kind === 'existing' && !r.published);
+  });
+  await publishAll(unpublished, fresh, deps);
+  const published = new Set(unpublished.map((j) => j.id));
+  return jobs.map((j) => ({ id: j.id, duplicate: !published.has(j.id) }));
+}
+
+/** A single job is a batch of one: the same validation, paths without the `jobs.0.` prefix. */
+export async function acceptJob(body: unknown, key: ApiKeyRow, deps: JobServiceDeps): Promise<JobAccepted> {
+  const acceptedAt = (deps.now?.() ?? new Date()).toISOString();
+  const job = parseBody(PushJob, stamp(body, acceptedAt));
+  const bad = scheduleProblem(job.deliverAt, new Date(acceptedAt), deps.scheduleHorizonDays);
+  if (bad !== undefined) throw new ApiError(400, 'invalid-request', `deliverAt: ${bad}`, [{ path: 'deliverAt', message: bad }]);
+  const [result] = await acceptJobs(new ValidatedJobs([job]), key, deps);
+  return result as JobAccepted;
+}
+
+/** The job, if it exists and the key may see its app (otherwise 404: ids of other teams are not revealed). */
+async function visibleJob(id: string, key: ApiKeyRow, deps: JobServiceDeps): Promise<JobRecord> {
+  const job = await deps.jobs.get(id);
+  if (job === undefined || !(key.apps.includes('*') || key.apps.includes(job.app))) throw new ApiError(404, 'unknown-job', `no job "${id}"`);
+  return job;
+}
+
+export async function jobStatus(id: string, key: ApiKeyRow, deps: JobServiceDeps): Promise<JobStatus> {
+  await visibleJob(id, key, deps);
+  const s = await deps.jobs.status(id);
+  if (s === undefined) throw new ApiError(404, 'unknown-job', `no job "${id}"`);
+  const n = (outcome: string): number => s.outcomes[outcome] ?? 0;
+  return {
+    id: s.job.id,
+    app: s.job.app,
+    acceptedAt: s.job.acceptedAt.toISOString(),
+    published: s.job.publishedAt !== null,
+    demuxOutcome: s.job.demuxOutcome,
+    targeted: s.job.targeted,
+    delivered: n('delivered'),
+    invalid: n('invalid'),
+    expired: n('expired'),
+    parked: n('parked'),
+    scheduled: s.scheduled,
+  };
+}
+
+/** Cancel the job's pushes still scheduled; those already released to the send queues are not recalled. */
+export async function cancelJob(id: string, key: ApiKeyRow, deps: JobServiceDeps): Promise<{ id: string; cancelled: number }> {
+  await visibleJob(id, key, deps);
+  return { id, cancelled: await deps.cancel(id) };
+}

@@ -1,0 +1,82 @@
+import {
+  ApiError,
+  ApiKeyCreate,
+  ApiKeyCreated,
+  AppCreate,
+  AppRotate,
+  AppUpdate,
+  AppView,
+  DeviceRegister,
+  DeviceUnregister,
+  JobAccepted,
+  JobBatch,
+  JobBatchAccepted,
+  JobCancelled,
+  JobStatus,
+  PushJob,
+} from '@herald/contracts';
+import { z } from 'zod';
+
+/** Every schema the document names, straight from libs/contracts: the API validates with these same objects. */
+const SCHEMAS = { PushJob, JobBatch, JobAccepted, JobBatchAccepted, JobStatus, JobCancelled, DeviceRegister, DeviceUnregister, AppCreate, AppUpdate, AppRotate, AppView, ApiKeyCreate, ApiKeyCreated, ApiError };
+type SchemaName = keyof typeof SCHEMAS;
+
+function component(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const json = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
+  delete json['$schema'];
+  return json;
+}
+
+const ref = (name: SchemaName) => ({ $ref: `#/components/schemas/${name}` });
+const body = (name: SchemaName) => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
+const answer = (description: string, name?: SchemaName) => ({ description, ...(name !== undefined && { content: { 'application/json': { schema: ref(name) } } }) });
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [String(c), answer('error (see error.code and error.message)', 'ApiError')]));
+const jobId = [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }];
+const appId = [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }];
+const team = [{ apiKey: [] }];
+const admin = [{ adminKey: [] }];
+
+const PATHS = {
+  '/v1/jobs': {
+    post: { summary: 'Publish a push job', security: team, requestBody: body('PushJob'), responses: { '202': answer('accepted and confirmed by RabbitMQ', 'JobAccepted'), '200': answer('this job id was accepted before: nothing published', 'JobAccepted'), ...errors(400, 401, 403, 409, 413, 415, 422, 503) } },
+  },
+  '/v1/jobs:batch': {
+    post: { summary: 'Publish up to 1,000 push jobs (all or none pass validation)', security: team, requestBody: body('JobBatch'), responses: { '202': answer('accepted', 'JobBatchAccepted'), ...errors(400, 401, 403, 409, 413, 415, 422, 503) } },
+  },
+  '/v1/jobs/{id}': {
+    get: { summary: "A job's status", security: team, parameters: jobId, responses: { '200': answer('status', 'JobStatus'), ...errors(401, 404) } },
+    delete: { summary: "Cancel a job's scheduled pushes", security: team, parameters: jobId, responses: { '200': answer('cancelled', 'JobCancelled'), ...errors(401, 404) } },
+  },
+  '/v1/devices': {
+    post: { summary: 'Register a device', security: team, requestBody: body('DeviceRegister'), responses: { '202': answer('published to push.registrations'), ...errors(400, 401, 403, 413, 415, 422, 503) } },
+    delete: { summary: 'Unregister a device', security: team, requestBody: body('DeviceUnregister'), responses: { '202': answer('published to push.registrations'), ...errors(400, 401, 403, 413, 415, 422, 503) } },
+  },
+  '/admin/apps': {
+    get: { summary: 'List apps', security: admin, responses: { '200': answer('apps (never secrets)') } },
+    post: { summary: 'Add an app, optionally with credentials', security: admin, requestBody: body('AppCreate'), responses: { '201': answer('created', 'AppView'), ...errors(400, 401, 409) } },
+  },
+  '/admin/apps/{id}': {
+    patch: { summary: "Update an app's topic or enabled flag", security: admin, parameters: appId, requestBody: body('AppUpdate'), responses: { '200': answer('updated', 'AppView'), ...errors(400, 401, 404) } },
+  },
+  '/admin/apps/{id}/disable': { post: { summary: 'Disable an app', security: admin, parameters: appId, responses: { '200': answer('disabled', 'AppView'), ...errors(401, 404) } } },
+  '/admin/apps/{id}/enable': { post: { summary: 'Enable an app', security: admin, parameters: appId, responses: { '200': answer('enabled', 'AppView'), ...errors(401, 404) } } },
+  '/admin/apps/{id}/credentials': {
+    put: { summary: "Rotate an app's credentials (pushers switch without a restart)", security: admin, parameters: appId, requestBody: body('AppRotate'), responses: { '200': answer('rotated', 'AppView'), ...errors(400, 401, 404) } },
+  },
+  '/admin/keys': { post: { summary: 'Create a team API key (shown once)', security: admin, requestBody: body('ApiKeyCreate'), responses: { '201': answer('created', 'ApiKeyCreated'), ...errors(400, 401) } } },
+};
+
+/** The OpenAPI 3.1 document, generated from the contract schemas (built once, at start-up). */
+export function openApiDocument(): Record<string, unknown> {
+  const inputs = new Set<SchemaName>(['PushJob', 'JobBatch', 'DeviceRegister', 'DeviceUnregister', 'AppCreate', 'AppUpdate', 'AppRotate', 'ApiKeyCreate']);
+  const schemas = Object.fromEntries(Object.entries(SCHEMAS).map(([name, s]) => [name, component(s, inputs.has(name as SchemaName) ? 'input' : 'output')]));
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Herald HTTP API', version: '1', description: 'Publish push jobs, manage devices, read job status. Every body is validated with the schemas below.' },
+    components: {
+      schemas,
+      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'team API key (herald keys create)' }, adminKey: { type: 'http', scheme: 'bearer', description: 'HERALD_ADMIN_KEY' } },
+    },
+    paths: PATHS,
+  };
+}

@@ -1,0 +1,90 @@
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { ApiKeyRow } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import { ApiError, fromFastifyError } from './api-error.ts';
+import { requireAdmin, type KeyLookup, createKeyAuthenticator } from './auth.ts';
+import { acceptJob, acceptJobs, cancelJob, jobStatus, type JobServiceDeps } from './job-service.ts';
+import { registerDevice, unregisterDevice, type DeviceServiceDeps } from './device-service.ts';
+import { createApp, createKey, listApps, rotateApp, setEnabled, updateApp, type AdminDeps } from './admin-service.ts';
+import { openApiDocument } from './openapi.ts';
+
+export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps {
+  keys: KeyLookup;
+  admin: AdminDeps;
+  adminKey: string | undefined;
+  bodyLimitBytes: number;
+  keyCacheTtlMs: number;
+  logger: Logger;
+}
+
+type Params = { id: string };
+type Handler = (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => Promise<unknown>;
+
+function onError(deps: ApiServerDeps) {
+  return (err: Error & { code?: string; statusCode?: number }, req: FastifyRequest, reply: FastifyReply): void => {
+    const known = err instanceof ApiError ? err : fromFastifyError(err, deps.bodyLimitBytes);
+    if (known !== undefined) {
+      void reply.status(known.status).send(known.body());
+      return;
+    }
+    deps.logger.error({ err, method: req.method, url: req.url }, 'api request failed');
+    // PostgreSQL or RabbitMQ away (connection refused, admin shutdown, connection failure): retryable.
+    const unavailable = typeof err.code === 'string' && /^(ECONN|EPIPE|57P|08)/.test(err.code);
+    const answer = unavailable ? new ApiError(503, 'unavailable', `a dependency is unavailable, retry: ${err.message}`) : new ApiError(500, 'internal', 'internal error');
+    void reply.status(answer.status).send(answer.body());
+  };
+}
+
+/** Team routes: the API key is checked first, then the handler gets it. */
+function teamRoutes(app: FastifyInstance, deps: ApiServerDeps): void {
+  const authenticate = createKeyAuthenticator(deps.keys, deps.keyCacheTtlMs);
+  const team = (fn: (req: FastifyRequest<{ Params: Params }>, key: ApiKeyRow, reply: FastifyReply) => Promise<unknown>): Handler => async (req, reply) =>
+    fn(req, await authenticate(req.headers), reply);
+  app.post('/v1/jobs', team(async (req, key, reply) => {
+    const result = await acceptJob(req.body, key, deps);
+    return reply.status(result.duplicate ? 200 : 202).send(result);
+  }));
+  app.post('/v1/jobs::batch', team(async (req, key, reply) => reply.status(202).send({ results: await acceptJobs(req.body, key, deps) })));
+  app.get('/v1/jobs/:id', team(async (req, key) => jobStatus(req.params.id, key, deps)));
+  app.delete('/v1/jobs/:id', team(async (req, key) => cancelJob(req.params.id, key, deps)));
+  app.post('/v1/devices', team(async (req, key, reply) => {
+    await registerDevice(req.body, key, deps);
+    return reply.status(202).send({ accepted: true });
+  }));
+  app.delete('/v1/devices', team(async (req, key, reply) => {
+    await unregisterDevice(req.body, key, deps);
+    return reply.status(202).send({ accepted: true });
+  }));
+}
+
+function adminRoutes(app: FastifyInstance, deps: ApiServerDeps): void {
+  const admin = (fn: (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => Promise<unknown>): Handler => async (req, reply) => {
+    requireAdmin(req.headers, deps.adminKey);
+    return fn(req, reply);
+  };
+  const d = deps.admin;
+  app.get('/admin/apps', admin(async () => listApps(d)));
+  app.post('/admin/apps', admin(async (req, reply) => reply.status(201).send(await createApp(req.body, d))));
+  app.patch('/admin/apps/:id', admin(async (req) => updateApp(req.params.id, req.body, d)));
+  app.post('/admin/apps/:id/disable', admin(async (req) => setEnabled(req.params.id, false, d)));
+  app.post('/admin/apps/:id/enable', admin(async (req) => setEnabled(req.params.id, true, d)));
+  app.put('/admin/apps/:id/credentials', admin(async (req) => rotateApp(req.params.id, req.body, d)));
+  app.post('/admin/keys', admin(async (req, reply) => reply.status(201).send(await createKey(req.body, d))));
+}
+
+/** The team-facing HTTP API: JSON only, bodies up to bodyLimitBytes, every refusal a clear 4xx. */
+export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
+  const app = Fastify({ bodyLimit: deps.bodyLimitBytes, logger: false, return503OnClosing: true });
+  // JSON only: Fastify also parses text/plain by default, which would reach validation as a string.
+  app.removeContentTypeParser('text/plain');
+  app.setErrorHandler(onError(deps));
+  app.setNotFoundHandler((req, reply) => {
+    void reply.status(404).send(new ApiError(404, 'no-route', `no route ${req.method} ${req.url.split('?')[0] ?? ''}`).body());
+  });
+  const document = openApiDocument();
+  app.get('/openapi.json', async () => document);
+  app.get('/healthz', async () => ({ ok: true }));
+  teamRoutes(app, deps);
+  adminRoutes(app, deps);
+  return app;
+}

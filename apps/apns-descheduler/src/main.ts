@@ -1,0 +1,6 @@
+import { loadConfig } from '@herald/config';
+import { deschedulerConfig, runDescheduler } from '@herald/delivery';
+
+const config = loadConfig(deschedulerConfig, process.env);
+
+await runDescheduler('apns', config);

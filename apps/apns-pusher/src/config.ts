@@ -1,0 +1,15 @@
+import { bool, int, optionalStr } from '@herald/config';
+import { pusherConfig } from '@herald/delivery';
+
+export const apnsPusherConfig = {
+  ...pusherConfig,
+  APNS_KEY_FILE: optionalStr('Token auth: path to the .p8 signing key (with APNS_KEY_ID and APNS_TEAM_ID)', { secret: true }),
+  APNS_KEY_ID: optionalStr('Token auth: the key id of APNS_KEY_FILE'),
+  APNS_TEAM_ID: optionalStr('Token auth: the Apple developer team id'),
+  APNS_CERT_FILE: optionalStr('Certificate auth: path to the PEM certificate (with APNS_CERT_KEY_FILE)'),
+  APNS_CERT_KEY_FILE: optionalStr('Certificate auth: path to the PEM private key', { secret: true }),
+  APNS_PRODUCTION: bool('Use Apple production (true) or development (false) endpoint', { default: 'false' }),
+  APNS_ADDRESS: optionalStr('Override the APNs host (default: Apple, or the sandbox when no credentials are set)'),
+  APNS_PORT: int('APNs port used with APNS_ADDRESS', { default: '443', min: 1, max: 65535 }),
+  APNS_REQUEST_TIMEOUT_MS: int('Per-request timeout for APNs', { default: '5000', min: 100 }),
+} as const;

@@ -1,0 +1,21 @@
+import { commonConfig, loadConfig, str, url, type ConfigOf, type VarSpec } from '@herald/config';
+import { parseThresholds, type ThresholdConfig } from '@herald/monitoring';
+
+export const cliConfig = {
+  AMQP_URL: commonConfig.AMQP_URL,
+  DATABASE_URL: commonConfig.DATABASE_URL,
+  DATABASE_SCHEMA: commonConfig.DATABASE_SCHEMA,
+  RABBITMQ_API_URL: url(['http', 'https'], 'RabbitMQ management API (for `herald status`)', {
+    default: 'http://guest:guest@127.0.0.1:15672/api',
+  }),
+  MONITOR_URL: url(['http', 'https'], 'The monitor (dashboard and /api/status) that `herald status` asks first', { default: 'http://127.0.0.1:9470' }),
+  MONITOR_THRESHOLDS: {
+    description: 'Alarm thresholds `herald status` applies when the monitor is not reachable (same JSON as the monitor\'s)',
+    default: '{}',
+    parse: parseThresholds,
+  } satisfies VarSpec<ThresholdConfig>,
+  SANDBOX_STATE_DIR: str('Where the sandbox writes sandbox.json (for `herald sandbox records`)', { default: '.herald/sandbox' }),
+} as const;
+export type CliConfig = ConfigOf<typeof cliConfig>;
+
+export const readCliConfig = (): CliConfig => loadConfig(cliConfig, process.env);

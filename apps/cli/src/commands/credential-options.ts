@@ -1,0 +1,66 @@
+import { readFile } from 'node:fs/promises';
+import { ApnsCredentials, FcmCredentials, describeIssues } from '@herald/contracts';
+import type { Command } from 'commander';
+
+export interface CredentialFlags {
+  apnsKeyFile?: string;
+  apnsKeyId?: string;
+  apnsTeamId?: string;
+  apnsCertFile?: string;
+  apnsCertKeyFile?: string;
+  apnsPassphrase?: string;
+  apnsEndpoint?: string;
+  fcmServiceAccount?: string;
+  fcmAccessToken?: string;
+  fcmProject?: string;
+  fcmEndpoint?: string;
+}
+
+/** The credential flags `apps add` and `apps rotate` share. */
+export function credentialOptions(cmd: Command): Command {
+  return cmd
+    .option('--apns-key-file <file>', 'APNs token auth: the .p8 key (with --apns-key-id and --apns-team-id)')
+    .option('--apns-key-id <id>', 'APNs token auth: key id')
+    .option('--apns-team-id <id>', 'APNs token auth: team id')
+    .option('--apns-cert-file <file>', 'APNs certificate auth: PEM certificate (with --apns-cert-key-file)')
+    .option('--apns-cert-key-file <file>', 'APNs certificate auth: PEM private key')
+    .option('--apns-passphrase <text>', 'APNs certificate auth: key passphrase')
+    .option('--apns-endpoint <endpoint>', 'production, development (default) or local (the sandbox)')
+    .option('--fcm-service-account <file>', 'FCM: service-account JSON file')
+    .option('--fcm-access-token <token>', 'FCM: an OAuth access token (with --fcm-project; the sandbox)')
+    .option('--fcm-project <projectId>', 'FCM: project id (default: the one in the service-account file)')
+    .option('--fcm-endpoint <endpoint>', 'google (default) or local (the sandbox)');
+}
+
+function check<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: import('zod').ZodError } }, what: string, value: unknown): T {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new Error(`${what} credentials: ${describeIssues(r.error)}`);
+  return r.data;
+}
+
+const endpoint = (v: string | undefined) => (v === undefined ? {} : { endpoint: v });
+
+/** APNs credentials from the flags (validated with the same contract as the admin API), or undefined. */
+export async function apnsFromFlags(o: CredentialFlags): Promise<ApnsCredentials | undefined> {
+  if (o.apnsKeyFile !== undefined) {
+    const keyPem = await readFile(o.apnsKeyFile, 'utf8');
+    return check(ApnsCredentials, 'APNs', { auth: 'token', keyPem, keyId: o.apnsKeyId, teamId: o.apnsTeamId, ...endpoint(o.apnsEndpoint) });
+  }
+  if (o.apnsCertFile !== undefined) {
+    const [certPem, keyPem] = await Promise.all([readFile(o.apnsCertFile, 'utf8'), readFile(o.apnsCertKeyFile ?? '', 'utf8')]);
+    return check(ApnsCredentials, 'APNs', { auth: 'certificate', certPem, keyPem, ...(o.apnsPassphrase !== undefined && { passphrase: o.apnsPassphrase }), ...endpoint(o.apnsEndpoint) });
+  }
+  return undefined;
+}
+
+/** FCM credentials from the flags, or undefined. */
+export async function fcmFromFlags(o: CredentialFlags): Promise<FcmCredentials | undefined> {
+  if (o.fcmServiceAccount !== undefined) {
+    const serviceAccountJson = await readFile(o.fcmServiceAccount, 'utf8');
+    return check(FcmCredentials, 'FCM', { auth: 'service-account', serviceAccountJson, ...(o.fcmProject !== undefined && { projectId: o.fcmProject }), ...endpoint(o.fcmEndpoint) });
+  }
+  if (o.fcmAccessToken !== undefined) {
+    return check(FcmCredentials, 'FCM', { auth: 'access-token', accessToken: o.fcmAccessToken, projectId: o.fcmProject, ...endpoint(o.fcmEndpoint) });
+  }
+  return undefined;
+}

@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import { createHeraldClient, type HeraldClient } from '@herald/client';
+import type { Command } from 'commander';
+import { readCliConfig } from '../cli-config.ts';
+import { printObject } from '../output.ts';
+
+async function withClient<T>(fn: (client: HeraldClient) => Promise<T>): Promise<T> {
+  const client = await createHeraldClient({ url: readCliConfig().AMQP_URL, connectionName: 'herald-cli' });
+  try {
+    return await fn(client);
+  } finally {
+    await client.close();
+  }
+}
+
+const collectData = (pair: string, acc: Record<string, string>): Record<string, string> => {
+  const eq = pair.indexOf('=');
+  if (eq <= 0) throw new Error(`--data wants key=value, got "${pair}"`);
+  return { ...acc, [pair.slice(0, eq)]: pair.slice(eq + 1) };
+};
+
+export function registerPublishCommands(program: Command): void {
+  program
+    .command('register')
+    .description('register a device for a user (published to push.registrations)')
+    .requiredOption('--app <app>', 'app id')
+    .requiredOption('--platform <platform>', 'apns or fcm')
+    .requiredOption('--token <token>', 'device token')
+    .requiredOption('--user <userId>', 'user id')
+    .option('--timezone <zone>', 'IANA time zone, e.g. Europe/Berlin')
+    .option('--locale <locale>', 'e.g. en-GB')
+    .option('--json', 'print JSON')
+    .action(async (o: Record<string, string | boolean | undefined>) => {
+      const reg = await withClient((c) =>
+        c.publishRegistration({
+          kind: 'register',
+          app: String(o['app']),
+          platform: o['platform'] as 'apns' | 'fcm',
+          token: String(o['token']),
+          userId: String(o['user']),
+          ...(typeof o['timezone'] === 'string' && { timezone: o['timezone'] }),
+          ...(typeof o['locale'] === 'string' && { locale: o['locale'] }),
+          eventAt: new Date().toISOString(),
+        }),
+      );
+      printObject({ published: 'registration', ...reg }, o['json'] === true);
+    });
+
+  program
+    .command('unregister')
+    .description('unregister a device token')
+    .requiredOption('--app <app>', 'app id')
+    .requiredOption('--platform <platform>', 'apns or fcm')
+    .requiredOption('--token <token>', 'device token')
+    .action(async (o: Record<string, string>) => {
+      const reg = await withClient((c) =>
+        c.publishRegistration({
+          kind: 'unregister',
+          app: String(o['app']),
+          platform: o['platform'] as 'apns' | 'fcm',
+          token: String(o['token']),
+          eventAt: new Date().toISOString(),
+        }),
+      );
+      printObject({ published: 'registration', ...reg }, false);
+    });
+
+  program
+    .command('send')
+    .description('send a push job to one or more users (published to push.jobs)')
+    .requiredOption('--app <app>', 'app id')
+    .requiredOption('--user <userId...>', 'target user id(s)')
+    .option('--title <title>', 'notification title')
+    .option('--body <body>', 'notification body')
+    .option('--category <category>', 'category for opt-outs', 'test')
+    .option('--object <objectId>', 'object id for mutes')
+    .option('--data <key=value>', 'custom data (repeatable)', collectData, {})
+    .option('--id <jobId>', 'job id (idempotency key); default: a new UUID')
+    .option('--ttl <seconds>', 'drop the push if not delivered within this many seconds')
+    .option('--trace', 'log every step of this job at info level')
+    .option('--json', 'print JSON')
+    .action(async (o: Record<string, unknown>) => {
+      const users = o['user'] as string[];
+      const data = o['data'] as Record<string, string>;
+      const job = await withClient((c) =>
+        c.publishPushJob({
+          id: (o['id'] as string | undefined) ?? randomUUID(),
+          app: String(o['app']),
+          ...(users.length === 1 ? { userId: users[0] } : { userIds: users }),
+          category: String(o['category']),
+          ...(o['object'] !== undefined && { objectId: String(o['object']) }),
+          content: {
+            ...(o['title'] !== undefined && { title: String(o['title']) }),
+            ...(o['body'] !== undefined && { body: String(o['body']) }),
+            ...(Object.keys(data).length > 0 && { data }),
+          },
+          ...(o['ttl'] !== undefined && { ttl: Number(o['ttl']) }),
+          ...(o['trace'] === true && { trace: true }),
+        }),
+      );
+      printObject({ published: 'push job', ...job }, o['json'] === true);
+    });
+}

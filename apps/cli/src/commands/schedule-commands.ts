@@ -1,0 +1,48 @@
+import { Platforms, type Platform } from '@herald/contracts';
+import { cancelJob, createDatabase, type Database } from '@herald/db';
+import { createLogger } from '@herald/logging';
+import type { Command } from 'commander';
+import { readCliConfig } from '../cli-config.ts';
+import { printRows } from '../output.ts';
+
+async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
+  const config = readCliConfig();
+  const logger = createLogger({ service: 'herald-cli', level: 'warn', format: 'json' });
+  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 1 });
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+function parsePlatform(value: string | undefined): Platform | undefined {
+  if (value === undefined) return undefined;
+  if (!(Platforms as readonly string[]).includes(value)) throw new Error(`--platform must be one of ${Platforms.join(', ')}`);
+  return value as Platform;
+}
+
+/** `herald scheduled` (what is waiting, per platform per hour) and `herald cancel --job`. */
+export function registerScheduleCommands(program: Command): void {
+  program
+    .command('scheduled')
+    .description('scheduled pushes waiting per platform per upcoming hour (UTC; overdue ones count in the first hour)')
+    .option('--platform <platform>', 'apns or fcm')
+    .option('--hours <n>', 'how many hours ahead', '24')
+    .option('--json', 'print JSON')
+    .action(async (o: { platform?: string; hours: string; json?: boolean }) => {
+      const hours = Number(o.hours);
+      if (!Number.isInteger(hours) || hours < 1) throw new Error('--hours must be a positive integer');
+      const rows = await withDatabase((db) => db.scheduled.countsByHour(parsePlatform(o.platform), hours));
+      printRows(rows.map((r) => ({ platform: r.platform, hour: r.hour.toISOString(), count: r.count })), o.json === true);
+    });
+
+  program
+    .command('cancel')
+    .description('cancel a job: remove its scheduled pushes that are not yet due (released ones are not recalled)')
+    .requiredOption('--job <jobId>', 'the job id')
+    .action(async (o: { job: string }) => {
+      const removed = await withDatabase((db) => cancelJob(db, o.job));
+      process.stdout.write(`job ${o.job}: ${removed} scheduled push${removed === 1 ? '' : 'es'} cancelled\n`);
+    });
+}

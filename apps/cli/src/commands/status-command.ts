@@ -1,0 +1,105 @@
+import { activeConditions, createManagementApi, drainSecondsOf, vhostOf } from '@herald/monitoring';
+import type { Command } from 'commander';
+import { readCliConfig, type CliConfig } from '../cli-config.ts';
+import { printRows } from '../output.ts';
+
+interface QueueRow {
+  name: string;
+  kind: string;
+  messages: number;
+  ready: number;
+  unacked: number;
+  consumers: number;
+  publishRate: number;
+  ackRate: number;
+  drainSeconds: number | null;
+}
+
+interface AlarmRow {
+  alarm: string;
+  queue: string;
+  summary: string;
+  /** When the monitor raised it (absent when computed locally: a condition holding now). */
+  firedAt?: number;
+}
+
+interface StatusView {
+  /** `monitor`: the monitor's view, with its alarms; `local`: read from RabbitMQ now, conditions without durations. */
+  source: 'monitor' | 'local';
+  note: string;
+  vhost: string;
+  queues: QueueRow[];
+  alarms: AlarmRow[];
+}
+
+const MONITOR_TIMEOUT_MS = 1_500;
+
+/** The monitor's /api/status, when it answers quickly and watches the same vhost. */
+async function fromMonitor(config: CliConfig, vhost: string): Promise<StatusView | undefined> {
+  const base = config.MONITOR_URL.replace(/\/$/, '');
+  try {
+    const res = await fetch(`${base}/api/status`, { signal: AbortSignal.timeout(MONITOR_TIMEOUT_MS) });
+    if (!res.ok) return undefined;
+    const status = (await res.json()) as { vhost: string; at: string | null; queues: QueueRow[]; alarms: AlarmRow[] };
+    if (status.vhost !== vhost || status.at === null) return undefined;
+    return { source: 'monitor', note: `from the monitor at ${base} (polled ${status.at})`, vhost, queues: status.queues, alarms: status.alarms };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Straight from the management API; alarms are the conditions holding right now (no durations, no history). */
+async function computedLocally(config: CliConfig, vhost: string): Promise<StatusView> {
+  const queues = await createManagementApi(config.RABBITMQ_API_URL).queues(vhost);
+  const conditions = activeConditions({ queues, thresholds: config.MONITOR_THRESHOLDS, parkedBaseline: () => undefined });
+  const drain = (q: (typeof queues)[number]) => {
+    const d = drainSecondsOf(q);
+    return Number.isFinite(d) ? d : null;
+  };
+  return {
+    source: 'local',
+    note: `computed locally (no monitor for vhost ${vhost} at ${config.MONITOR_URL}): alarms are conditions holding now, without the monitor's durations`,
+    vhost,
+    queues: queues.map((q) => ({ ...q, drainSeconds: drain(q) })),
+    alarms: conditions.map((c) => ({ alarm: c.alarm, queue: c.queue, summary: c.summary })),
+  };
+}
+
+const seconds = (s: number | null, messages: number): string => (messages === 0 ? '-' : s === null ? 'never' : `${Math.round(s)}s`);
+
+function printTable(view: StatusView): void {
+  process.stdout.write(`vhost ${view.vhost}, ${view.note}\n\n`);
+  printRows(
+    view.queues.map((q) => ({
+      queue: q.name,
+      depth: q.messages,
+      ready: q.ready,
+      unacked: q.unacked,
+      consumers: q.consumers,
+      'publish/s': q.publishRate.toFixed(1),
+      'ack/s': q.ackRate.toFixed(1),
+      drain: seconds(q.drainSeconds, q.messages),
+    })),
+    false,
+  );
+  process.stdout.write(`\n${view.alarms.length === 0 ? 'no active alarms' : `${view.alarms.length} active alarm(s):`}\n`);
+  if (view.alarms.length === 0) return;
+  const firing = (a: AlarmRow) => (a.firedAt === undefined ? 'now' : `${Math.round((Date.now() - a.firedAt) / 1000)}s`);
+  printRows(view.alarms.map((a) => ({ alarm: a.alarm, queue: a.queue, firing: firing(a), summary: a.summary })), false);
+}
+
+/** Every Herald queue (depth, consumers, rates) and the active alarms: from the monitor, else computed here. */
+export function registerStatusCommand(program: Command): void {
+  program
+    .command('status')
+    .description('every Herald queue (depth, in flight, consumers, rates, drain time) and active alarms')
+    .option('--json', 'print JSON')
+    .option('--local', 'do not ask the monitor; read RabbitMQ directly')
+    .action(async (o: { json?: boolean; local?: boolean }) => {
+      const config = readCliConfig();
+      const vhost = vhostOf(config.AMQP_URL);
+      const view = (o.local === true ? undefined : await fromMonitor(config, vhost)) ?? (await computedLocally(config, vhost));
+      if (o.json === true) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
+      else printTable(view);
+    });
+}

@@ -1,0 +1,17 @@
+import { commonConfig, int, intList } from '@herald/config';
+
+export const demuxerConfig = {
+  ...commonConfig,
+  DEMUXER_PREFETCH: int('Unacknowledged jobs the demuxer holds at once', { default: '200', min: 1 }),
+  DEMUXER_BATCH_SIZE: int('Jobs targeted together with one database query', { default: '100', min: 1 }),
+  DEMUXER_BATCH_WAIT_MS: int('How long to wait to fill a batch before handling what arrived', { default: '5', min: 0 }),
+  HERALD_RETRY_DELAYS_MS: intList('Retry schedule: the delay before each retry attempt, in ms', { default: '1000,5000,30000,120000,600000' }),
+  APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
+  SCHEDULE_HORIZON_DAYS: int('How far ahead a job may be scheduled (deliverAt); later ones are parked', { default: '366', min: 1 }),
+  SCHEDULE_DUE_SLACK_MS: int('A scheduled push due within this much of now is sent at once instead of stored', { default: '1000', min: 0 }),
+  SCHEDULE_WARN_RATE_PER_S: int('Outbound rate a scheduled wave is compared with: more pushes per window than this × window warns', {
+    default: '2000',
+    min: 1,
+  }),
+  SCHEDULE_WARN_WINDOW_S: int('Window (seconds) over which scheduled waves are counted for that warning', { default: '60', min: 1 }),
+} as const;

@@ -1,0 +1,44 @@
+import { Queues } from '@herald/contracts';
+import { loadConfig } from '@herald/config';
+import { createAppCache, createDatabase } from '@herald/db';
+import { connectBroker } from '@herald/messaging';
+import { runService } from '@herald/runtime';
+import { demuxerConfig } from './config.ts';
+import { createDemuxerHandler } from './demuxer.ts';
+import { createDemuxerMetrics } from './demuxer-metrics.ts';
+import { WaveMonitor } from './wave-monitor.ts';
+
+const config = loadConfig(demuxerConfig, process.env);
+
+await runService('demuxer', config, async ({ logger, registry }) => {
+  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
+  const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'demuxer', metrics: registry });
+  const handle = createDemuxerHandler({
+    targets: db.devices,
+    apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
+    publisher: broker.publisher,
+    scheduling: {
+      store: db.scheduled,
+      wave: new WaveMonitor(config.SCHEDULE_WARN_RATE_PER_S, config.SCHEDULE_WARN_WINDOW_S),
+      horizonDays: config.SCHEDULE_HORIZON_DAYS,
+      slackMs: config.SCHEDULE_DUE_SLACK_MS,
+    },
+    metrics: createDemuxerMetrics(registry),
+    logger,
+    jobs: db.jobs,
+  });
+  const consumer = await broker.consume({
+    queue: Queues.jobs,
+    prefetch: config.DEMUXER_PREFETCH,
+    batch: { maxSize: config.DEMUXER_BATCH_SIZE, maxWaitMs: config.DEMUXER_BATCH_WAIT_MS },
+    retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
+    handle,
+  });
+  return {
+    stop: async (timeoutMs) => {
+      await consumer.stop(timeoutMs);
+      await broker.close();
+      await db.close();
+    },
+  };
+});

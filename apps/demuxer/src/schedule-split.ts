@@ -1,0 +1,34 @@
+import type { DevicePush, PushJob } from '@herald/contracts';
+import type { TargetDevice } from '@herald/db';
+import { resolveDeliverAt } from '@herald/scheduling';
+
+export interface ScheduleSplit {
+  /** Due within the slack: publish now. */
+  now: DevicePush[];
+  /** Due later: store until then. */
+  later: Array<{ dueAt: Date; push: DevicePush }>;
+  /** Would expire before they are due: dropped. */
+  expired: number;
+  /** Devices whose timezone was missing or unknown, so their local time was read in UTC. */
+  timezoneFallbacks: number;
+}
+
+/**
+ * Resolve a scheduled job's due time per device (pushes[i] belongs to devices[i]) and split
+ * its pushes into due now, due later, and expiring before they are due.
+ */
+export function splitBySchedule(job: PushJob, pushes: readonly DevicePush[], devices: readonly TargetDevice[], now: Date, slackMs: number): ScheduleSplit {
+  const split: ScheduleSplit = { now: [], later: [], expired: 0, timezoneFallbacks: 0 };
+  for (const [i, push] of pushes.entries()) {
+    if (job.deliverAt === undefined) {
+      split.now.push(push);
+      continue;
+    }
+    const { dueAt, timezoneFallback } = resolveDeliverAt(job.deliverAt, devices[i]?.timezone ?? null, job.id, push.deviceId, now);
+    if (timezoneFallback) split.timezoneFallbacks++;
+    if (push.expiresAt !== undefined && Date.parse(push.expiresAt) <= Math.max(dueAt.getTime(), now.getTime())) split.expired++;
+    else if (dueAt.getTime() <= now.getTime() + slackMs) split.now.push(push);
+    else split.later.push({ dueAt, push });
+  }
+  return split;
+}

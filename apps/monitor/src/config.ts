@@ -1,0 +1,28 @@
+import { commonConfig, int, url, type ConfigOf, type VarSpec } from '@herald/config';
+import { parseThresholds, type ThresholdConfig } from '@herald/monitoring';
+
+const thresholds: VarSpec<ThresholdConfig> = {
+  description:
+    'Per-queue alarm thresholds as JSON, e.g. {"push.apns.send":{"backlog":10000,"backlogForMs":60000,"drainSeconds":300}}; "*" sets defaults (fields: backlog, backlogForMs, noConsumerForMs, drainSeconds, drainForMs, drainMinMessages, parkedWindowMs)',
+  default: '{}',
+  parse: parseThresholds,
+};
+
+const webhookUrl: VarSpec<string | undefined> = {
+  description: 'Where alarms are POSTed as JSON ({"text", "alarm", "queue", "state": "firing" or "resolved", …}); unset: log and metrics only',
+  default: '',
+  parse: (raw) => (raw.length === 0 ? undefined : url(['http', 'https'], '').parse(raw)),
+};
+
+export const monitorConfig = {
+  ...commonConfig,
+  HTTP_PORT: int('Port for the dashboard, /api, /metrics and /healthz (0 picks a free port)', { default: '9470', min: 0, max: 65535 }),
+  RABBITMQ_API_URL: url(['http', 'https'], 'RabbitMQ management API, with credentials', { default: 'http://guest:guest@127.0.0.1:15672/api' }),
+  MONITOR_POLL_MS: int('How often every queue is polled', { default: '5000', min: 100 }),
+  MONITOR_THRESHOLDS: thresholds,
+  MONITOR_WEBHOOK_URL: webhookUrl,
+  MONITOR_HISTORY_MINUTES: int('How much queue-depth history the dashboard keeps in memory', { default: '60', min: 1, max: 1440 }),
+  MONITOR_SCHEDULED_POLL_MS: int('How often scheduled-push counts by hour are read from PostgreSQL', { default: '30000', min: 100 }),
+} as const;
+
+export type MonitorConfig = ConfigOf<typeof monitorConfig>;

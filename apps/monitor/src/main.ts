@@ -1,0 +1,46 @@
+import { readFileSync } from 'node:fs';
+import { loadConfig } from '@herald/config';
+import { createDatabase } from '@herald/db';
+import { createManagementApi, vhostOf } from '@herald/monitoring';
+import { runService } from '@herald/runtime';
+import { alarmAnnouncer } from './alarm-announcer.ts';
+import { monitorConfig } from './config.ts';
+import { dashboardRoutes } from './dashboard-routes.ts';
+import { History } from './history.ts';
+import { createMonitorMetrics } from './monitor-metrics.ts';
+import { startQueueMonitor } from './queue-monitor.ts';
+import { startScheduledCounts } from './scheduled-counts.ts';
+import { createWebhook } from './webhook.ts';
+
+const config = loadConfig(monitorConfig, process.env);
+const page = readFileSync(new URL('./dashboard.html', import.meta.url), 'utf8');
+
+await runService('monitor', config, async ({ logger, registry }) => {
+  const vhost = vhostOf(config.AMQP_URL);
+  const metrics = createMonitorMetrics(registry);
+  const history = new History(config.MONITOR_HISTORY_MINUTES * 60_000);
+  const webhookUrl = config.MONITOR_WEBHOOK_URL;
+  const webhook = webhookUrl === undefined ? undefined : createWebhook(webhookUrl, logger, () => metrics.webhookFailures.inc());
+  const monitor = startQueueMonitor({
+    api: createManagementApi(config.RABBITMQ_API_URL),
+    vhost,
+    pollMs: config.MONITOR_POLL_MS,
+    thresholds: config.MONITOR_THRESHOLDS,
+    history,
+    metrics,
+    logger,
+    announce: alarmAnnouncer({ vhost, logger, metrics, webhook }),
+  });
+  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 1 });
+  const scheduled = startScheduledCounts({ db, pollMs: config.MONITOR_SCHEDULED_POLL_MS, metrics, logger });
+  logger.info({ vhost, pollMs: config.MONITOR_POLL_MS, webhook: webhookUrl !== undefined }, 'watching every Herald queue');
+  return {
+    http: dashboardRoutes({ page, monitor, history, scheduled: scheduled.current, amqpUrl: config.AMQP_URL, logger }),
+    stop: async () => {
+      await monitor.stop();
+      await scheduled.stop();
+      await webhook?.drain();
+      await db.close();
+    },
+  };
+});

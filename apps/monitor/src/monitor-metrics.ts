@@ -1,0 +1,48 @@
+import type { AlarmTransition, QueueSnapshot } from '@herald/monitoring';
+import { Counter, Gauge, type Registry } from '@herald/runtime';
+
+export interface MonitorMetrics {
+  recordQueues(queues: ReadonlyArray<QueueSnapshot & { oldestAgeSeconds: number }>): void;
+  recordAlarm(t: AlarmTransition): void;
+  recordScheduled(byPlatform: ReadonlyMap<string, number>): void;
+  polls: Counter<'outcome'>;
+  webhookFailures: Counter;
+}
+
+type QueueLabels = 'queue' | 'kind';
+
+export function createMonitorMetrics(registry: Registry): MonitorMetrics {
+  const registers = [registry];
+  const queueGauge = (name: string, help: string) => new Gauge<QueueLabels>({ name, help, labelNames: ['queue', 'kind'], registers });
+  const gauges: Array<[Gauge<QueueLabels>, (q: QueueSnapshot & { oldestAgeSeconds: number }) => number]> = [
+    [queueGauge('herald_queue_messages', 'Messages in the queue (ready + unacknowledged)'), (q) => q.messages],
+    [queueGauge('herald_queue_messages_ready', 'Messages waiting for a consumer'), (q) => q.ready],
+    [queueGauge('herald_queue_messages_unacked', 'Messages delivered and not yet acknowledged'), (q) => q.unacked],
+    [queueGauge('herald_queue_consumers', 'Consumers attached to the queue'), (q) => q.consumers],
+    [queueGauge('herald_queue_publish_rate', 'Messages published into the queue per second (broker-smoothed)'), (q) => q.publishRate],
+    [queueGauge('herald_queue_ack_rate', 'Messages acknowledged per second (broker-smoothed)'), (q) => q.ackRate],
+    [queueGauge('herald_queue_oldest_age_seconds', 'Age of the oldest message, or an upper estimate of it'), (q) => q.oldestAgeSeconds],
+  ];
+  const active = new Gauge<'alarm' | 'queue'>({ name: 'herald_alarm_active', help: '1 while the alarm fires', labelNames: ['alarm', 'queue'], registers });
+  const raised = new Counter<'alarm' | 'queue'>({ name: 'herald_alarms_raised_total', help: 'Alarms raised', labelNames: ['alarm', 'queue'], registers });
+  const scheduled = new Gauge<'platform'>({ name: 'herald_scheduled_pushes', help: 'Scheduled pushes due within the next 24 hours (overdue included)', labelNames: ['platform'], registers });
+  return {
+    recordQueues(queues) {
+      for (const [gauge, read] of gauges) {
+        gauge.reset();
+        for (const q of queues) gauge.set({ queue: q.name, kind: q.kind }, read(q));
+      }
+    },
+    recordAlarm(t) {
+      const labels = { alarm: t.alarm.alarm, queue: t.alarm.queue };
+      active.set(labels, t.state === 'firing' ? 1 : 0);
+      if (t.state === 'firing') raised.inc(labels);
+    },
+    recordScheduled(byPlatform) {
+      scheduled.reset();
+      for (const [platform, count] of byPlatform) scheduled.set({ platform }, count);
+    },
+    polls: new Counter({ name: 'herald_monitor_polls_total', help: 'Polls of the management API, by outcome (ok, failed)', labelNames: ['outcome'], registers }),
+    webhookFailures: new Counter({ name: 'herald_alarm_webhook_failures_total', help: 'Alarm webhook posts that failed after every attempt', registers }),
+  };
+}

@@ -1,0 +1,136 @@
+import type { Logger } from '@herald/logging';
+import {
+  activeConditions,
+  AlarmTracker,
+  drainSecondsOf,
+  unreachableCondition,
+  type Alarm,
+  type AlarmCondition,
+  type AlarmTransition,
+  type ManagementApi,
+  type QueueSnapshot,
+  type ThresholdConfig,
+} from '@herald/monitoring';
+import type { History } from './history.ts';
+import type { MonitorMetrics } from './monitor-metrics.ts';
+
+/** A queue as the dashboard and `herald status` show it. */
+export interface QueueStatus extends QueueSnapshot {
+  /** The head message's age when the broker reports it, else an upper estimate (see README). */
+  oldestAgeSeconds: number;
+  /** Seconds to drain at the current ack rate; null when nothing is being acked. */
+  drainSeconds: number | null;
+}
+
+export interface MonitorState {
+  vhost: string;
+  at: string | null;
+  pollMs: number;
+  /** The last poll's error, when it failed. */
+  error: string | null;
+  queues: QueueStatus[];
+  alarms: Alarm[];
+}
+
+export interface QueueMonitorDeps {
+  api: ManagementApi;
+  vhost: string;
+  pollMs: number;
+  thresholds: ThresholdConfig;
+  history: History;
+  metrics: MonitorMetrics;
+  logger: Logger;
+  /** Every alarm that fires or resolves (log, metrics and webhook are wired by the caller). */
+  announce: (t: AlarmTransition) => void;
+}
+
+export interface QueueMonitor {
+  state(): MonitorState;
+  stop(): Promise<void>;
+}
+
+/** Tracks since when each queue has been non-empty, for the oldest-message estimate. */
+class AgeEstimator {
+  private readonly nonEmptySince = new Map<string, number>();
+
+  estimate(q: QueueSnapshot, now: number): number {
+    if (q.messages === 0) {
+      this.nonEmptySince.delete(q.name);
+      return 0;
+    }
+    const since = this.nonEmptySince.get(q.name) ?? now;
+    this.nonEmptySince.set(q.name, since);
+    if (q.headAgeSeconds !== undefined) return q.headAgeSeconds;
+    const sinceNonEmpty = (now - since) / 1000;
+    return q.ackRate > 0 ? Math.min(q.messages / q.ackRate, sinceNonEmpty) : sinceNonEmpty;
+  }
+}
+
+const byFiredAt = (a: Alarm, b: Alarm): number => a.firedAt - b.firedAt || a.queue.localeCompare(b.queue) || a.alarm.localeCompare(b.alarm);
+
+/** Polls every queue each `pollMs`, keeps history, and turns conditions into alarms. */
+export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
+  const tracker = new AlarmTracker();
+  const ages = new AgeEstimator();
+  let queues: QueueStatus[] = [];
+  let lastConditions: AlarmCondition[] = [];
+  let at: number | null = null;
+  let error: string | null = null;
+
+  const evaluate = (now: number, conditions: AlarmCondition[]): void => {
+    for (const t of tracker.update(now, conditions)) deps.announce(t);
+  };
+
+  const onSnapshots = (now: number, snapshots: QueueSnapshot[]): void => {
+    queues = snapshots.map((q) => {
+      const drain = drainSecondsOf(q);
+      return { ...q, oldestAgeSeconds: ages.estimate(q, now), drainSeconds: Number.isFinite(drain) ? drain : null };
+    });
+    const parkedBaseline = (queue: string, windowMs: number) => deps.history.minSince(queue, now - windowMs);
+    lastConditions = activeConditions({ queues: snapshots, thresholds: deps.thresholds, parkedBaseline });
+    deps.history.add(now, snapshots);
+    deps.metrics.recordQueues(queues);
+    evaluate(now, lastConditions);
+  };
+
+  /** Blind: keep the other alarms as they were; raise rabbitmq-unreachable after the no-consumer delay. */
+  const onFailure = (now: number, err: Error): void => {
+    error = err.message;
+    deps.logger.warn({ err }, 'queue poll failed');
+    const forMs = deps.thresholds.for('*').noConsumerForMs;
+    evaluate(now, [...lastConditions, unreachableCondition(forMs, err.message)]);
+  };
+
+  const poll = async (): Promise<void> => {
+    const now = Date.now();
+    try {
+      const snapshots = await deps.api.queues(deps.vhost);
+      at = now;
+      error = null;
+      deps.metrics.polls.inc({ outcome: 'ok' });
+      onSnapshots(now, snapshots);
+    } catch (err) {
+      deps.metrics.polls.inc({ outcome: 'failed' });
+      onFailure(now, err as Error);
+    }
+  };
+
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let running: Promise<void> = Promise.resolve();
+  const loop = (): void => {
+    running = poll().finally(() => {
+      if (!stopped) timer = setTimeout(loop, deps.pollMs);
+    });
+  };
+  loop();
+
+  return {
+    state: () => ({ vhost: deps.vhost, at: at === null ? null : new Date(at).toISOString(), pollMs: deps.pollMs, error, queues, alarms: tracker.active().sort(byFiredAt) }),
+    stop: async () => {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,28 @@
+import { Queues } from '@herald/contracts';
+import { loadConfig } from '@herald/config';
+import { createAppCache, createDatabase } from '@herald/db';
+import { connectBroker } from '@herald/messaging';
+import { runService } from '@herald/runtime';
+import { registrarConfig } from './config.ts';
+import { createRegistrarHandler } from './registrar.ts';
+
+const config = loadConfig(registrarConfig, process.env);
+
+await runService('registrar', config, async ({ logger, registry }) => {
+  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
+  const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'registrar', metrics: registry });
+  const consumer = await broker.consume({
+    queue: Queues.registrations,
+    prefetch: config.REGISTRAR_PREFETCH,
+    batch: { maxSize: config.REGISTRAR_BATCH_SIZE, maxWaitMs: config.REGISTRAR_BATCH_WAIT_MS },
+    retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
+    handle: createRegistrarHandler({ devices: db.devices, apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS), logger }),
+  });
+  return {
+    stop: async (timeoutMs) => {
+      await consumer.stop(timeoutMs);
+      await broker.close();
+      await db.close();
+    },
+  };
+});

@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAppCache, createDatabase, type Database } from '@herald/db';
+import { createLogger } from '@herald/logging';
+import { createTestDatabase, type TestDatabase } from '@herald/testing';
+import { createRegistrarHandler } from './registrar.ts';
+
+const logger = createLogger({ service: 'registrar-test', level: 'silent' });
+let t: TestDatabase;
+let counted: Database;
+const queries: string[] = [];
+
+beforeAll(async () => {
+  t = await createTestDatabase('registrar');
+  await t.db.apps.upsert({ id: 'chat' });
+  await t.db.apps.upsert({ id: 'mail' });
+  await t.db.apps.upsert({ id: 'retired', enabled: false });
+  counted = createDatabase({ url: t.url, schema: t.schema, poolSize: 2, onQuery: (q) => queries.push(q.sql) });
+});
+afterAll(async () => {
+  await counted.close();
+  await t.drop();
+});
+
+const message = (body: unknown) => ({
+  body: Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)),
+  headers: {},
+  routingKey: 'push.registrations',
+  redelivered: false,
+  attempt: 1,
+  queue: 'push.registrations',
+});
+const register = (token: string, extra: Record<string, unknown> = {}) => ({
+  kind: 'register',
+  app: 'chat',
+  platform: 'apns',
+  token,
+  userId: 'user-1',
+  timezone: 'Europe/Paris',
+  eventAt: '2025-03-01T10:00:00Z',
+  ...extra,
+});
+const device = (token: string) => t.db.kysely.selectFrom('devices').selectAll().where('token', '=', token).executeTakeFirst();
+
+describe('registrar handler', () => {
+  it('parks each kind of bad input with a readable reason and applies the good ones, in one batch', async () => {
+    const handle = createRegistrarHandler({ devices: counted.devices, apps: counted.apps, logger });
+    queries.length = 0;
+    const outcomes = await handle([
+      message('{"kind": "register", '),
+      message(register('t-no-user', { userId: undefined })),
+      message(register('t-unknown', { app: 'ghost' })),
+      message(register('t-disabled', { app: 'retired' })),
+      message(register('t-good-1')),
+      message(register('t-good-2', { app: 'mail', platform: 'fcm' })),
+      message({ kind: 'unregister', app: 'chat', platform: 'apns', token: 't-gone', eventAt: '2025-03-01T10:00:00Z' }),
+    ]);
+    expect(outcomes[0]).toMatchObject({
+      kind: 'park',
+      code: 'malformed-json',
+      reason: expect.stringMatching(/^malformed JSON: /),
+    });
+    expect(outcomes[1]).toMatchObject({ kind: 'park', code: 'schema', reason: expect.stringContaining('userId') });
+    expect(outcomes[2]).toEqual({ kind: 'park', code: 'unknown-app', reason: 'unknown app "ghost"' });
+    expect(outcomes[3]).toEqual({ kind: 'park', code: 'app-disabled', reason: 'app "retired" is disabled' });
+    expect(outcomes.slice(4)).toEqual([{ kind: 'ack' }, { kind: 'ack' }, { kind: 'ack' }]);
+    // One lookup per distinct app (chat, mail, ghost, retired) and one statement for all devices.
+    expect(queries).toHaveLength(5);
+    expect(await device('t-good-1')).toMatchObject({
+      app: 'chat',
+      user_id: 'user-1',
+      timezone: 'Europe/Paris',
+      invalidated_at: null,
+    });
+    expect(await device('t-good-2')).toMatchObject({ app: 'mail', platform: 'fcm' });
+    expect(await device('t-gone')).toMatchObject({ invalidation_reason: 'unregistered' });
+    for (const token of ['t-no-user', 't-unknown', 't-disabled']) expect(await device(token)).toBeUndefined();
+  });
+
+  it('acks a stale event without letting it change the device', async () => {
+    const handle = createRegistrarHandler({ devices: t.db.devices, apps: createAppCache(t.db.apps, 60_000), logger });
+    const newer = { kind: 'unregister', app: 'chat', platform: 'apns', token: 't-stale', eventAt: '2025-03-02T00:00:00Z' };
+    expect(await handle([message(newer)])).toEqual([{ kind: 'ack' }]);
+    expect(await handle([message(register('t-stale', { eventAt: '2025-03-01T00:00:00Z' }))])).toEqual([{ kind: 'ack' }]);
+    expect(await device('t-stale')).toMatchObject({ user_id: null, invalidation_reason: 'unregistered' });
+  });
+
+  it('defers the valid messages while the database is unreachable (no attempt spent), still parking the bad ones', async () => {
+    // Nothing listens on port 1: every query fails to connect.
+    const broken = createDatabase({ url: 'postgres://postgres@127.0.0.1:1/test', schema: t.schema });
+    const handle = createRegistrarHandler({ devices: broken.devices, apps: t.db.apps, logger });
+    const outcomes = await handle([message('not json'), message(register('t-retry'))]).finally(() => broken.close());
+    expect(outcomes[0]).toMatchObject({ kind: 'park', code: 'malformed-json' });
+    expect(outcomes[1]).toMatchObject({ kind: 'defer', code: 'database-unavailable' });
+    expect(await device('t-retry')).toBeUndefined();
+  });
+
+  it('handles an empty batch', async () => {
+    const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger });
+    expect(await handle([])).toEqual([]);
+  });
+});

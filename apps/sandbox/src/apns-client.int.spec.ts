@@ -1,0 +1,192 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { derivePushId, type DevicePush } from '@herald/contracts';
+import { createLogger } from '@herald/logging';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { buildApnsNotification, createApnsProvider, loadSandboxCertificateAuth, loadSandboxSettings, type ApnsSettings, type PushProvider } from '@herald/providers';
+import { startSandbox, type FaultSpec, type RecordView, type Sandbox } from './index.ts';
+
+const logger = createLogger({ service: 'apns-int', level: 'silent' });
+const TOPIC = 'com.example.herald';
+let stateDir: string;
+let sandbox: Sandbox;
+let settings: ApnsSettings;
+let provider: PushProvider;
+let n = 0;
+
+const control = async (method: string, path: string, body?: unknown): Promise<unknown> => {
+  const res = await fetch(`${sandbox.settings.control.url}${path}`, { method, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  return res.json();
+};
+const fault = (spec: Omit<FaultSpec, 'platform'>): Promise<unknown> => control('POST', '/faults', { platform: 'apns', ...spec });
+const recordsFor = async (token: string): Promise<RecordView[]> => (await control('GET', `/records?platform=apns&token=${token}`)) as RecordView[];
+
+function devicePush(over: Partial<DevicePush> = {}): DevicePush {
+  n += 1;
+  const token = `${n.toString(16).padStart(8, '0')}${'ab'.repeat(28)}`;
+  return {
+    version: 1,
+    pushId: derivePushId('job-apns', `device-${n}`),
+    jobId: 'job-apns',
+    deviceId: `device-${n}`,
+    app: 'demo',
+    platform: 'apns',
+    token,
+    userId: 'user-1',
+    content: { title: 'Hello', body: 'World' },
+    priority: 'high',
+    acceptedAt: new Date().toISOString(),
+    ...over,
+  };
+}
+
+beforeAll(async () => {
+  stateDir = await mkdtemp(join(tmpdir(), 'herald-apns-'));
+  sandbox = await startSandbox({ stateDir, logger });
+  settings = (await loadSandboxSettings(stateDir)).apns;
+  provider = await createApnsProvider(settings, logger);
+});
+afterAll(async () => {
+  await provider?.close();
+  await sandbox?.close();
+  await rm(stateDir, { recursive: true, force: true });
+});
+beforeEach(async () => {
+  await control('DELETE', '/faults');
+});
+
+describe('APNs provider against the sandbox', () => {
+  it('sends exactly the headers and payload Herald builds, with a valid provider token', async () => {
+    const push = devicePush({
+      content: { title: 'T', subtitle: 'S', body: 'B', badge: 3, sound: 'ping.caf', threadId: 'th-1', imageUrl: 'https://img.example/p.png', data: { chat: '42' } },
+      collapseKey: 'chat-42',
+      expiresAt: '2030-01-01T00:00:00Z',
+    });
+    const result = await provider.send(push, { apnsTopic: TOPIC });
+    const [rec] = await recordsFor(push.token);
+    expect(rec?.status).toBe(200);
+    expect(result).toEqual({ kind: 'delivered', providerMessageId: rec?.responseHeaders['apns-unique-id'] });
+    expect(rec?.path).toBe(`/3/device/${push.token}`);
+    expect(rec?.headers).toMatchObject({
+      'apns-topic': TOPIC,
+      'apns-push-type': 'alert',
+      'apns-priority': '10',
+      'apns-expiration': String(Date.UTC(2030, 0, 1) / 1000),
+      'apns-collapse-id': 'chat-42',
+      'apns-id': push.pushId,
+    });
+    expect(rec?.headers['authorization']).toMatch(/^bearer [\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(rec?.rawBody).toBe(
+      '{"chat":"42","image-url":"https://img.example/p.png","aps":{"alert":{"title":"T","subtitle":"S","body":"B"},"badge":3,"sound":"ping.caf","thread-id":"th-1","mutable-content":1}}',
+    );
+    expect(rec?.rawBody).toBe(JSON.stringify(buildApnsNotification(push, TOPIC).payload));
+  });
+
+  it('sends a content-available-only push as background at priority 5 with expiration 0', async () => {
+    const push = devicePush({ content: { contentAvailable: true, data: { sync: '1' } }, priority: 'high' });
+    expect(await provider.send(push, { apnsTopic: TOPIC })).toMatchObject({ kind: 'delivered' });
+    const [rec] = await recordsFor(push.token);
+    expect(rec?.headers).toMatchObject({ 'apns-push-type': 'background', 'apns-priority': '5', 'apns-expiration': '0' });
+    expect(rec?.headers['apns-collapse-id']).toBeUndefined();
+    expect(rec?.rawBody).toBe('{"sync":"1","aps":{"content-available":1}}');
+  });
+
+  it('reports 410 Unregistered as a dead token with the time Apple gave', async () => {
+    const push = devicePush();
+    await fault({ token: push.token, error: 'Unregistered' });
+    const before = Date.now();
+    const result = await provider.send(push, { apnsTopic: TOPIC });
+    expect(result).toMatchObject({ kind: 'dead-token', reason: 'Unregistered' });
+    const since = result.kind === 'dead-token' ? result.invalidSince?.getTime() : undefined;
+    expect(since).toBeGreaterThanOrEqual(before - 1000);
+    const [rec] = await recordsFor(push.token);
+    expect(rec?.response).toEqual({ reason: 'Unregistered', timestamp: since });
+  });
+
+  it.each<[FaultSpec['error'], string, number]>([
+    ['BadDeviceToken', 'dead-token', 400],
+    ['DeviceTokenNotForTopic', 'dead-token', 400],
+    ['TooManyRequests', 'transient', 429],
+    ['InternalServerError', 'transient', 500],
+    ['ServiceUnavailable', 'transient', 503],
+    ['PayloadTooLarge', 'permanent', 413],
+  ])('reports %s as %s, in one attempt', async (error, kind, status) => {
+    const push = devicePush();
+    await fault({ token: push.token, error, retryAfterSeconds: 2 });
+    expect(await provider.send(push, { apnsTopic: TOPIC })).toMatchObject({ kind });
+    const recs = await recordsFor(push.token);
+    expect(recs.map((r) => r.status)).toEqual([status]);
+  });
+
+  it('answers delivered again once a `times` fault is used up', async () => {
+    const push = devicePush();
+    await fault({ token: push.token, error: 'ServiceUnavailable', times: 1 });
+    expect(await provider.send(push, { apnsTopic: TOPIC })).toMatchObject({ kind: 'transient' });
+    expect(await provider.send(push, { apnsTopic: TOPIC })).toMatchObject({ kind: 'delivered' });
+  });
+
+  it('reports a hanging APNs as transient after requestTimeoutMs', async () => {
+    const slow = await createApnsProvider({ ...settings, requestTimeoutMs: 300 }, logger);
+    try {
+      const push = devicePush();
+      await fault({ token: push.token, delayMs: 2000 });
+      const started = Date.now();
+      expect(await slow.send(push, { apnsTopic: TOPIC })).toMatchObject({ kind: 'transient' });
+      expect(Date.now() - started).toBeLessThan(1500);
+      await new Promise((r) => setTimeout(r, 2000));
+      const recs = await recordsFor(push.token);
+      expect(recs.map((r) => ({ status: r.status, clientClosed: r.clientClosed }))).toEqual([{ status: 200, clientClosed: true }]);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('reports a token signed by a key Apple does not know as permanent (InvalidProviderToken)', async () => {
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    const key = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const auth = settings.auth.kind === 'token' ? { ...settings.auth, key } : settings.auth;
+    const wrong = await createApnsProvider({ ...settings, auth }, logger);
+    try {
+      const push = devicePush();
+      expect(await wrong.send(push, { apnsTopic: TOPIC })).toEqual({ kind: 'permanent', reason: 'InvalidProviderToken' });
+      expect((await recordsFor(push.token)).map((r) => r.response)).toEqual([{ reason: 'InvalidProviderToken' }]);
+    } finally {
+      await wrong.close();
+    }
+  });
+
+  it('is permanent when no topic is known', async () => {
+    const noTopic = await createApnsProvider({ ...settings, defaultTopic: undefined }, logger);
+    try {
+      expect(await noTopic.send(devicePush(), {})).toMatchObject({ kind: 'permanent' });
+    } finally {
+      await noTopic.close();
+    }
+  });
+
+  it('authenticates with a client certificate instead of a token', async () => {
+    const auth = await loadSandboxCertificateAuth(stateDir);
+    if (auth === undefined) throw new Error('sandbox.json names no client certificate');
+    const certProvider = await createApnsProvider({ ...settings, auth }, logger);
+    try {
+      const push = devicePush();
+      expect(await certProvider.send(push, { apnsTopic: TOPIC })).toMatchObject({ kind: 'delivered' });
+      const [rec] = await recordsFor(push.token);
+      expect(rec?.headers['authorization']).toBeUndefined();
+    } finally {
+      await certProvider.close();
+    }
+  });
+
+  it('sends many pushes concurrently over one HTTP/2 session (throughput printed)', async () => {
+    const count = 5000;
+    const pushes = Array.from({ length: count }, () => devicePush());
+    const started = performance.now();
+    const results = await Promise.all(pushes.map((p) => provider.send(p, { apnsTopic: TOPIC })));
+    const seconds = (performance.now() - started) / 1000;
+    expect(results.filter((r) => r.kind === 'delivered')).toHaveLength(count);
+    console.log(`APNs provider → sandbox: ${count} pushes in ${seconds.toFixed(2)} s = ${Math.round(count / seconds)} pushes/s`);
+  });
+});

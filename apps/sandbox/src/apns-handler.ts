@@ -1,0 +1,59 @@
+import { randomUUID } from 'node:crypto';
+import type { ProviderTokenVerifier } from './apns-jwt.ts';
+import { header, routeApnsRequest, validateApnsRequest, type ApnsRequest } from './apns-validation.ts';
+import { json, sleep, type Answer, type SandboxContext } from './exchange.ts';
+import type { ApnsFaultError, Fault } from './faults.ts';
+
+const FAULT_STATUS: Record<ApnsFaultError, number> = {
+  Unregistered: 410,
+  BadDeviceToken: 400,
+  DeviceTokenNotForTopic: 400,
+  TooManyRequests: 429,
+  InternalServerError: 500,
+  ServiceUnavailable: 503,
+  PayloadTooLarge: 413,
+};
+
+export interface ApnsIncoming extends ApnsRequest {
+  /** The TLS client presented a certificate the sandbox trusts (certificate-based auth). */
+  clientCertificateAuthorized: boolean;
+}
+
+/** Apple's error body: `{"reason":"..."}`, plus `timestamp` (ms) for 410 Unregistered. */
+export function apnsError(status: number, reason: string, apnsId: string, nowMs = Date.now()): Answer {
+  const body = status === 410 ? { reason, timestamp: nowMs } : { reason };
+  return json(status, body, { 'apns-id': apnsId });
+}
+
+function faultAnswer(fault: Fault, apnsId: string): Answer | undefined {
+  if (fault.error === undefined) return undefined;
+  const error = fault.error as ApnsFaultError;
+  const answer = apnsError(FAULT_STATUS[error], error, apnsId);
+  if (fault.retryAfterSeconds !== undefined) answer.headers['retry-after'] = String(fault.retryAfterSeconds);
+  return answer;
+}
+
+const success = (apnsId: string): Answer => ({
+  status: 200,
+  headers: { 'apns-id': apnsId, 'apns-unique-id': randomUUID() },
+  body: '',
+});
+
+/** Authenticate, validate, apply any injected fault, and answer as APNs would. */
+export async function handleApnsRequest(req: ApnsIncoming, tokens: ProviderTokenVerifier, ctx: SandboxContext): Promise<{ token: string | undefined; answer: Answer }> {
+  const claimedId = header(req.headers, 'apns-id');
+  const apnsId = claimedId ?? randomUUID();
+  const route = routeApnsRequest(req.method, req.path);
+  if (!route.ok) return { token: undefined, answer: apnsError(route.status, route.reason, apnsId) };
+  const authorization = header(req.headers, 'authorization');
+  if (authorization !== undefined || !req.clientCertificateAuthorized) {
+    const auth = tokens.check(authorization);
+    if (!auth.ok) return { token: route.token, answer: apnsError(403, auth.reason, apnsId) };
+  }
+  const valid = validateApnsRequest(req);
+  if (!valid.ok) return { token: route.token, answer: apnsError(valid.status, valid.reason, apnsId) };
+  const fault = ctx.faults.take('apns', route.token);
+  if (fault?.delayMs !== undefined) await sleep(fault.delayMs);
+  const answer = (fault && faultAnswer(fault, apnsId)) ?? success(apnsId);
+  return { token: route.token, answer };
+}

@@ -1,0 +1,61 @@
+import http2 from 'node:http2';
+import type { TLSSocket } from 'node:tls';
+import { ProviderTokenVerifier, type ProviderTokenKeys } from './apns-jwt.ts';
+import { handleApnsRequest } from './apns-handler.ts';
+import { recordExchange, type SandboxContext } from './exchange.ts';
+import { readBody } from './read-body.ts';
+
+export interface ApnsServerOptions {
+  cert: string;
+  key: string;
+  /** The sandbox's own key, or every key it knows (its own plus those minted through POST /credentials). */
+  providerKey: ProviderTokenKeys;
+  /** PEM CAs whose client certificates count as certificate-based authentication. */
+  clientCa?: string;
+}
+
+/** An HTTP/2-only TLS server speaking the APNs provider API (`POST /3/device/<token>`). */
+export function createApnsServer(options: ApnsServerOptions, ctx: SandboxContext): http2.Http2SecureServer {
+  const server = http2.createSecureServer({
+    cert: options.cert,
+    key: options.key,
+    allowHTTP1: false,
+    settings: { maxConcurrentStreams: 1000 },
+    ...(options.clientCa !== undefined ? { ca: options.clientCa, requestCert: true, rejectUnauthorized: false } : {}),
+  });
+  const tokens = new ProviderTokenVerifier(options.providerKey);
+  server.on('stream', (stream, headers) => {
+    void serveStream(stream, headers, tokens, ctx);
+  });
+  server.on('sessionError', (err) => ctx.logger.debug({ err }, 'apns session error'));
+  return server;
+}
+
+async function serveStream(
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+  tokens: ProviderTokenVerifier,
+  ctx: SandboxContext,
+): Promise<void> {
+  try {
+    const body = await readBody(stream);
+    const socket = stream.session?.socket as TLSSocket | undefined;
+    const request = {
+      method: String(headers[':method'] ?? ''),
+      path: String(headers[':path'] ?? ''),
+      headers,
+      body,
+      clientCertificateAuthorized: socket?.authorized === true,
+    };
+    const { token, answer } = await handleApnsRequest(request, tokens, ctx);
+    const clientClosed = stream.destroyed || stream.closed;
+    if (!clientClosed) {
+      stream.respond({ ':status': answer.status, ...answer.headers });
+      stream.end(answer.body.length > 0 ? answer.body : undefined);
+    }
+    recordExchange(ctx, { platform: 'apns', path: request.path, token, headers, body, answer, clientClosed });
+  } catch (err) {
+    ctx.logger.warn({ err }, 'apns stream failed');
+    if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+  }
+}

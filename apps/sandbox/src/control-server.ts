@@ -1,0 +1,93 @@
+import http from 'node:http';
+import { json, type Answer, type SandboxContext } from './exchange.ts';
+import { parseFaultSpec } from './faults.ts';
+import { readBody } from './read-body.ts';
+import type { RecordQuery } from './record-store.ts';
+
+const intParam = (v: string | null): number | undefined => (v !== null && /^\d+$/.test(v) ? Number(v) : undefined);
+
+function recordQuery(params: URLSearchParams): RecordQuery {
+  const q: RecordQuery = {};
+  const platform = params.get('platform');
+  const token = params.get('token');
+  const limit = intParam(params.get('limit'));
+  const after = intParam(params.get('after'));
+  if (platform !== null && platform !== '') q.platform = platform;
+  if (token !== null && token !== '') q.token = token;
+  if (limit !== undefined) q.limit = limit;
+  if (after !== undefined) q.afterSeq = after;
+  return q;
+}
+
+function addFault(body: Buffer, ctx: SandboxContext): Answer {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    return json(400, { error: 'body must be JSON' });
+  }
+  const parsed = parseFaultSpec(value);
+  if (!parsed.ok) return json(400, { error: parsed.reason });
+  const fault = ctx.faults.add(parsed.spec);
+  ctx.logger.info({ fault }, 'fault injected');
+  return json(201, { id: fault.id });
+}
+
+/** Mint an APNs signing key (`{platform:'apns', teamId?}`) or an FCM project (`{platform:'fcm', projectId?}`). */
+function mintCredentials(body: Buffer, ctx: SandboxContext): Answer {
+  let value: { platform?: unknown; teamId?: unknown; projectId?: unknown };
+  try {
+    value = JSON.parse(body.toString('utf8')) as typeof value;
+  } catch {
+    return json(400, { error: 'body must be JSON' });
+  }
+  if (ctx.credentials === undefined) return json(404, { error: 'this sandbox does not mint credentials' });
+  const text = (v: unknown): string | undefined => (typeof v === 'string' && /^[A-Za-z0-9-]{1,64}$/.test(v) ? v : undefined);
+  if (value.platform === 'apns') return json(201, ctx.credentials.mintApnsKey(text(value.teamId)));
+  if (value.platform === 'fcm') return json(201, ctx.credentials.mintFcmProject(text(value.projectId)));
+  return json(400, { error: 'platform must be "apns" or "fcm"' });
+}
+
+/** Route one control request. */
+export function routeControl(method: string, url: URL, body: Buffer, ctx: SandboxContext): Answer {
+  const route = `${method} ${url.pathname}`;
+  switch (route) {
+    case 'GET /healthz':
+      return json(200, { ok: true });
+    case 'GET /records':
+      return json(200, ctx.records.query(recordQuery(url.searchParams)));
+    case 'DELETE /records':
+      ctx.records.clear();
+      return json(200, { cleared: true });
+    case 'GET /stats':
+      return json(200, ctx.records.getStats());
+    case 'GET /faults':
+      return json(200, ctx.faults.list());
+    case 'POST /faults':
+      return addFault(body, ctx);
+    case 'POST /credentials':
+      return mintCredentials(body, ctx);
+    case 'DELETE /faults':
+      ctx.faults.clear();
+      return json(200, { cleared: true });
+    default:
+      return json(404, { error: `no route ${route}` });
+  }
+}
+
+/** Plain HTTP/1.1 JSON API for tests and people: records, stats, faults, health. */
+export function createControlServer(ctx: SandboxContext): http.Server {
+  return http.createServer((req, res) => {
+    readBody(req)
+      .then((body) => {
+        const answer = routeControl(req.method ?? 'GET', new URL(req.url ?? '/', 'http://sandbox'), body, ctx);
+        res.writeHead(answer.status, answer.headers);
+        res.end(answer.body);
+      })
+      .catch((err: unknown) => {
+        ctx.logger.warn({ err }, 'control request failed');
+        res.writeHead(500);
+        res.end();
+      });
+  });
+}

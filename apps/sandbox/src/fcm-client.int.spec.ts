@@ -1,0 +1,185 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { derivePushId, type DevicePush } from '@herald/contracts';
+import { createLogger } from '@herald/logging';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createFcmProvider, loadSandboxSettings, type FcmSettings, type PushProvider } from '@herald/providers';
+import { startSandbox, type FaultSpec, type RecordView, type Sandbox } from './index.ts';
+
+const logger = createLogger({ service: 'fcm-int', level: 'silent' });
+let stateDir: string;
+let sandbox: Sandbox;
+let settings: FcmSettings;
+let provider: PushProvider;
+let n = 0;
+
+const control = async (method: string, path: string, body?: unknown): Promise<unknown> => {
+  const res = await fetch(`${sandbox.settings.control.url}${path}`, { method, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  return res.json();
+};
+const fault = (spec: Omit<FaultSpec, 'platform'>): Promise<unknown> => control('POST', '/faults', { platform: 'fcm', ...spec });
+const recordsFor = async (token: string): Promise<RecordView[]> => (await control('GET', `/records?platform=fcm&token=${token}`)) as RecordView[];
+
+function devicePush(over: Partial<DevicePush> = {}): DevicePush {
+  n += 1;
+  return {
+    version: 1,
+    pushId: derivePushId('job-fcm', `device-${n}`),
+    jobId: 'job-fcm',
+    deviceId: `device-${n}`,
+    app: 'demo',
+    platform: 'fcm',
+    token: `fcm-token-${n}:APA91b${'x'.repeat(40)}`,
+    userId: 'user-1',
+    content: { title: 'Hello', body: 'World' },
+    priority: 'high',
+    acceptedAt: new Date().toISOString(),
+    ...over,
+  };
+}
+
+async function withProvider(over: Partial<FcmSettings>, use: (p: PushProvider) => Promise<void>): Promise<void> {
+  const p = await createFcmProvider({ ...settings, ...over }, logger);
+  try {
+    await use(p);
+  } finally {
+    await p.close();
+  }
+}
+
+beforeAll(async () => {
+  stateDir = await mkdtemp(join(tmpdir(), 'herald-fcm-'));
+  sandbox = await startSandbox({ stateDir, logger });
+  settings = (await loadSandboxSettings(stateDir)).fcm;
+  provider = await createFcmProvider(settings, logger);
+});
+afterAll(async () => {
+  await provider?.close();
+  await sandbox?.close();
+  await rm(stateDir, { recursive: true, force: true });
+});
+beforeEach(async () => {
+  await control('DELETE', '/faults');
+});
+
+describe('FCM provider against the sandbox', () => {
+  it('sends the v1 message firebase-admin serialises from Herald\'s message', async () => {
+    const expiresAt = new Date(Date.now() + 3600_000 + 500).toISOString();
+    const push = devicePush({
+      content: { title: 'T', body: 'B', badge: 2, sound: 'default', threadId: 'th', imageUrl: 'https://img.example/p.png', data: { chat: '42' } },
+      collapseKey: 'chat-42',
+      expiresAt,
+    });
+    const result = await provider.send(push, {});
+    const [rec] = await recordsFor(push.token);
+    expect(rec?.status).toBe(200);
+    expect(result).toEqual({ kind: 'delivered', providerMessageId: (rec?.response as { name: string }).name });
+    expect(rec?.path).toBe('/v1/projects/herald-sandbox/messages:send');
+    expect(rec?.headers['authorization']).toBe(`Bearer ${sandbox.settings.fcm.accessToken}`);
+    expect(rec?.headers['content-type']).toMatch(/^application\/json/);
+    const expirationSeconds = String(Math.floor(Date.parse(expiresAt) / 1000));
+    expect(rec?.body).toEqual({
+      message: {
+        token: push.token,
+        notification: { title: 'T', body: 'B', image: 'https://img.example/p.png' },
+        data: { chat: '42' },
+        android: { priority: 'high', ttl: '3600s', collapse_key: 'chat-42', notification: { sound: 'default', notification_count: 2 } },
+        apns: {
+          headers: { 'apns-priority': '10', 'apns-push-type': 'alert', 'apns-expiration': expirationSeconds, 'apns-collapse-id': 'chat-42' },
+          payload: { aps: { badge: 2, sound: 'default', 'thread-id': 'th', 'mutable-content': 1 } },
+        },
+      },
+    });
+  });
+
+  it('sends a background push as data-only with normal/5 priorities', async () => {
+    const push = devicePush({ content: { contentAvailable: true, data: { sync: '1' } }, priority: 'normal' });
+    expect(await provider.send(push, {})).toMatchObject({ kind: 'delivered' });
+    const [rec] = await recordsFor(push.token);
+    expect(rec?.body).toEqual({
+      message: {
+        token: push.token,
+        data: { sync: '1' },
+        android: { priority: 'normal' },
+        apns: { headers: { 'apns-priority': '5', 'apns-push-type': 'background' }, payload: { aps: { 'content-available': 1 } } },
+      },
+    });
+  });
+
+  it.each<[FaultSpec['error'], string, number]>([
+    ['UNREGISTERED', 'dead-token', 404],
+    ['INVALID_ARGUMENT', 'dead-token', 400],
+    ['INTERNAL', 'transient', 500],
+    ['SENDER_ID_MISMATCH', 'permanent', 403],
+    ['THIRD_PARTY_AUTH_ERROR', 'permanent', 401],
+  ])('reports %s as %s, in one attempt', async (error, kind, status) => {
+    const push = devicePush();
+    await fault({ token: push.token, error });
+    expect(await provider.send(push, {})).toMatchObject({ kind });
+    expect((await recordsFor(push.token)).map((r) => r.status)).toEqual([status]);
+  });
+
+  it('reports QUOTA_EXCEEDED as transient with the Retry-After FCM gave', async () => {
+    const push = devicePush();
+    await fault({ token: push.token, error: 'QUOTA_EXCEEDED', retryAfterSeconds: 7 });
+    expect(await provider.send(push, {})).toMatchObject({ kind: 'transient', retryAfterMs: 7000 });
+  });
+
+  it('reports UNAVAILABLE at once with its Retry-After, without firebase-admin\'s own retries', async () => {
+    const push = devicePush();
+    await fault({ token: push.token, error: 'UNAVAILABLE', retryAfterSeconds: 30 });
+    const started = Date.now();
+    expect(await provider.send(push, {})).toEqual({ kind: 'transient', reason: 'UNAVAILABLE: HTTP 503', retryAfterMs: 30_000 });
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect((await recordsFor(push.token)).map((r) => r.status)).toEqual([503]);
+  });
+
+  it('answers delivered again once a `times` fault is used up', async () => {
+    const push = devicePush({ content: { title: 'x' } });
+    await fault({ token: push.token, error: 'INVALID_ARGUMENT', times: 1 });
+    expect(await provider.send(push, {})).toMatchObject({ kind: 'dead-token' });
+    expect(await provider.send(push, {})).toMatchObject({ kind: 'delivered' });
+  });
+
+  it('reports a hanging FCM as transient after requestTimeoutMs, in one attempt', async () => {
+    await withProvider({ requestTimeoutMs: 300 }, async (slow) => {
+      const push = devicePush();
+      await fault({ token: push.token, delayMs: 1500 });
+      const started = Date.now();
+      expect(await slow.send(push, {})).toMatchObject({ kind: 'transient', reason: expect.stringMatching(/^timeout/) });
+      expect(Date.now() - started).toBeLessThan(1200);
+      await new Promise((r) => setTimeout(r, 1500));
+      const recs = await recordsFor(push.token);
+      expect(recs.map((r) => ({ status: r.status, clientClosed: r.clientClosed }))).toEqual([{ status: 200, clientClosed: true }]);
+    });
+  });
+
+  it('reports a bad access token as permanent', async () => {
+    await withProvider({ credential: { kind: 'access-token', accessToken: 'ya29.wrong' } }, async (bad) => {
+      expect(await bad.send(devicePush(), {})).toMatchObject({ kind: 'permanent' });
+    });
+  });
+
+  it('reports an unknown project as permanent', async () => {
+    await withProvider({ projectId: 'someone-elses' }, async (other) => {
+      expect(await other.send(devicePush(), {})).toMatchObject({ kind: 'permanent' });
+    });
+  });
+
+  it('reports a refused connection as transient', async () => {
+    await withProvider({ endpoint: { host: '127.0.0.1', port: 1, ca: settings.endpoint?.ca } as FcmSettings['endpoint'] }, async (down) => {
+      expect(await down.send(devicePush(), {})).toMatchObject({ kind: 'transient' });
+    });
+  });
+
+  it('sends many pushes concurrently (throughput printed)', async () => {
+    const count = 3000;
+    const pushes = Array.from({ length: count }, () => devicePush());
+    const started = performance.now();
+    const results = await Promise.all(pushes.map((p) => provider.send(p, {})));
+    const seconds = (performance.now() - started) / 1000;
+    expect(results.filter((r) => r.kind === 'delivered')).toHaveLength(count);
+    console.log(`FCM provider → sandbox: ${count} pushes in ${seconds.toFixed(2)} s = ${Math.round(count / seconds)} pushes/s`);
+  });
+});

@@ -1,0 +1,77 @@
+import { randomBytes } from 'node:crypto';
+import { bearerToken } from './apns-jwt.ts';
+import { header, type Headers } from './apns-validation.ts';
+import { json, sleep, type Answer, type SandboxContext } from './exchange.ts';
+import type { Fault } from './faults.ts';
+import { googleError, type FcmErrorCode, type GoogleError } from './google-errors.ts';
+import { validateFcmBody } from './fcm-validation.ts';
+
+export interface FcmIncoming {
+  method: string;
+  path: string;
+  headers: Headers;
+  body: Buffer;
+}
+
+export interface FcmExpectations {
+  projectId: string;
+  accessToken: string;
+  /** Further projects (minted through POST /credentials): the project each access token belongs to. */
+  projects?: { projectOfToken(accessToken: string | undefined): string | undefined };
+}
+
+function projectOfToken(expected: FcmExpectations, accessToken: string | undefined): string | undefined {
+  if (accessToken === expected.accessToken) return expected.projectId;
+  return expected.projects?.projectOfToken(accessToken);
+}
+
+const toAnswer = (e: GoogleError, extra: Record<string, string> = {}): Answer => json(e.status, e.body, extra);
+
+function faultAnswer(fault: Fault): Answer | undefined {
+  if (fault.error === undefined) return undefined;
+  const retry: Record<string, string> = fault.retryAfterSeconds !== undefined ? { 'retry-after': String(fault.retryAfterSeconds) } : {};
+  return toAnswer(googleError(fault.error as FcmErrorCode), retry);
+}
+
+function parseJson(body: Buffer): { ok: true; value: unknown } | { ok: false; message: string } {
+  try {
+    return { ok: true, value: JSON.parse(body.toString('utf8')) as unknown };
+  } catch (err) {
+    return { ok: false, message: `Invalid JSON payload received. ${(err as Error).message}` };
+  }
+}
+
+/** Authenticate, validate, apply any injected fault, and answer as the FCM v1 API would. */
+export async function handleFcmRequest(req: FcmIncoming, expected: FcmExpectations, ctx: SandboxContext): Promise<{ token: string | undefined; answer: Answer }> {
+  const match = /^\/v1\/projects\/([^/]+)\/messages:send$/.exec(req.path.split('?')[0] ?? '');
+  if (match === null) return { token: undefined, answer: toAnswer(googleError('NOT_FOUND', `The requested URL ${req.path} was not found on this server.`)) };
+  if (req.method !== 'POST') return { token: undefined, answer: toAnswer(googleError('METHOD_NOT_ALLOWED')) };
+  const tokenProject = projectOfToken(expected, bearerToken(header(req.headers, 'authorization')));
+  if (tokenProject === undefined) {
+    return { token: undefined, answer: toAnswer(googleError('UNAUTHENTICATED')) };
+  }
+  if (match[1] !== tokenProject) {
+    const message = `Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/${match[1] ?? ''}' (or it may not exist).`;
+    return { token: undefined, answer: toAnswer(googleError('PERMISSION_DENIED', message)) };
+  }
+  const parsed = parseJson(req.body);
+  if (!parsed.ok) return { token: undefined, answer: toAnswer(googleError('INVALID_ARGUMENT', parsed.message)) };
+  const valid = validateFcmBody(parsed.value);
+  if (!valid.ok) return { token: claimedToken(parsed.value), answer: toAnswer(valid.error) };
+  const fault = ctx.faults.take('fcm', valid.token);
+  if (fault?.delayMs !== undefined) await sleep(fault.delayMs);
+  const answer = (fault && faultAnswer(fault)) ?? json(200, { name: `projects/${tokenProject}/messages/${messageId(valid.validateOnly)}` });
+  return { token: valid.token, answer };
+}
+
+/** The `message.token` of a body that failed validation, so the rejection is still findable by token. */
+function claimedToken(body: unknown): string | undefined {
+  const message = (body as { message?: { token?: unknown } } | null)?.message;
+  return typeof message?.token === 'string' ? message.token : undefined;
+}
+
+/** FCM message ids look like `0:1700000000000000%31bd1c9631bd1c96`; validate_only answers `fake_message_id`. */
+function messageId(validateOnly: boolean): string {
+  if (validateOnly) return 'fake_message_id';
+  return `0:${Date.now()}${String(Math.floor(Math.random() * 1000)).padStart(3, '0')}%${randomBytes(8).toString('hex')}`;
+}

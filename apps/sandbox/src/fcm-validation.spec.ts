@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { validateFcmBody } from './fcm-validation.ts';
+
+const message = (m: object): object => ({ message: { token: 'tok', ...m } });
+const reasonOf = (body: unknown): string | undefined => {
+  const r = validateFcmBody(body);
+  return r.ok ? undefined : r.error.body.error.message;
+};
+
+describe('validateFcmBody', () => {
+  it('accepts a full v1 message as firebase-admin serialises it', () => {
+    const body = message({
+      notification: { title: 't', body: 'b', image: 'https://x/y.png' },
+      data: { k: 'v' },
+      android: { priority: 'high', ttl: '3600s', collapse_key: 'c', notification: { sound: 'default' } },
+      apns: { headers: { 'apns-priority': '10' }, payload: { aps: { badge: 1 } } },
+    });
+    expect(validateFcmBody(body)).toEqual({ ok: true, token: 'tok', validateOnly: false });
+  });
+
+  it('answers INVALID_ARGUMENT 400 with the FcmError detail', () => {
+    const r = validateFcmBody(message({ data: { n: 1 } }));
+    expect(r).toEqual({
+      ok: false,
+      error: {
+        status: 400,
+        body: {
+          error: {
+            code: 400,
+            message: "Invalid value at 'message.data[0].value' (TYPE_STRING), 1",
+            status: 'INVALID_ARGUMENT',
+            details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'INVALID_ARGUMENT' }],
+          },
+        },
+      },
+    });
+  });
+
+  it.each<[string, unknown, RegExp]>([
+    ['no target', { message: { data: {} } }, /Recipient of the message is not set/],
+    ['two targets', message({ topic: 'news' }), /oneof field 'target' is already set/],
+    ['unknown message field', message({ foo: 1 }), /Unknown name "foo" at 'message'/],
+    ['unknown body field', { message: { token: 't' }, extra: true }, /Unknown name "extra"/],
+    ['bad ttl', message({ android: { ttl: 3600 } }), /message.android.ttl/],
+    ['bad priority', message({ android: { priority: 'urgent' } }), /message.android.priority/],
+    ['notification not an object', message({ notification: 'hi' }), /message.notification/],
+    ['unknown notification field', message({ notification: { sound: 'x' } }), /Unknown name "sound" at 'message.notification'/],
+    ['apns header not a string', message({ apns: { headers: { 'apns-priority': 10 } } }), /message.apns.headers\[0\].value/],
+    ['no message', {}, /message is required/],
+  ])('rejects %s', (_name, body, pattern) => {
+    expect(reasonOf(body)).toMatch(pattern);
+  });
+
+  it('reports validate_only', () => {
+    expect(validateFcmBody({ ...message({}), validate_only: true })).toEqual({ ok: true, token: 'tok', validateOnly: true });
+  });
+});

@@ -1,0 +1,44 @@
+/** FCM v1 error codes (FcmError.errorCode) the sandbox can answer with. */
+export const FcmErrorCodes = ['UNREGISTERED', 'INVALID_ARGUMENT', 'QUOTA_EXCEEDED', 'UNAVAILABLE', 'INTERNAL', 'SENDER_ID_MISMATCH', 'THIRD_PARTY_AUTH_ERROR'] as const;
+export type FcmErrorCode = (typeof FcmErrorCodes)[number];
+
+/** Google API errors that carry no FcmError detail (authentication, wrong project, wrong path). */
+export type GoogleOnlyCode = 'UNAUTHENTICATED' | 'PERMISSION_DENIED' | 'NOT_FOUND' | 'METHOD_NOT_ALLOWED';
+
+export interface GoogleError {
+  status: number;
+  body: { error: { code: number; message: string; status: string; details?: object[] } };
+}
+
+const FCM: Record<FcmErrorCode, { status: number; grpc: string; message: string }> = {
+  UNREGISTERED: { status: 404, grpc: 'NOT_FOUND', message: 'Requested entity was not found.' },
+  INVALID_ARGUMENT: { status: 400, grpc: 'INVALID_ARGUMENT', message: 'The registration token is not a valid FCM registration token' },
+  QUOTA_EXCEEDED: { status: 429, grpc: 'RESOURCE_EXHAUSTED', message: 'Quota exceeded for quota metric \'Send requests\' of service \'fcm.googleapis.com\'.' },
+  UNAVAILABLE: { status: 503, grpc: 'UNAVAILABLE', message: 'The service is currently unavailable.' },
+  INTERNAL: { status: 500, grpc: 'INTERNAL', message: 'Internal error encountered.' },
+  SENDER_ID_MISMATCH: { status: 403, grpc: 'PERMISSION_DENIED', message: 'SenderId mismatch' },
+  THIRD_PARTY_AUTH_ERROR: { status: 401, grpc: 'UNAUTHENTICATED', message: 'Auth error from APNS or Web Push Service' },
+};
+
+const GOOGLE: Record<GoogleOnlyCode, { status: number; message: string }> = {
+  UNAUTHENTICATED: {
+    status: 401,
+    message:
+      'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.',
+  },
+  PERMISSION_DENIED: { status: 403, message: "Permission 'cloudmessaging.messages.create' denied on resource (or it may not exist)." },
+  NOT_FOUND: { status: 404, message: 'Requested entity was not found.' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
+};
+
+/** An error in Google's format; FCM codes carry the `google.firebase.fcm.v1.FcmError` detail. */
+export function googleError(code: FcmErrorCode | GoogleOnlyCode, message?: string): GoogleError {
+  if (code in FCM) {
+    const e = FCM[code as FcmErrorCode];
+    const details = [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: code }];
+    return { status: e.status, body: { error: { code: e.status, message: message ?? e.message, status: e.grpc, details } } };
+  }
+  const g = GOOGLE[code as GoogleOnlyCode];
+  const status = code === 'METHOD_NOT_ALLOWED' ? 'INVALID_ARGUMENT' : code;
+  return { status: g.status, body: { error: { code: g.status, message: message ?? g.message, status } } };
+}

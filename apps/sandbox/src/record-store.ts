@@ -1,0 +1,98 @@
+import type { FaultPlatform } from './faults.ts';
+
+/** One request the sandbox received, with what it answered. */
+export interface RequestRecord {
+  seq: number;
+  platform: FaultPlatform;
+  receivedAt: string;
+  path: string;
+  /** The device token the request was for, when there was one. */
+  token: string | undefined;
+  headers: Record<string, string>;
+  /** The request body exactly as received (UTF-8). */
+  rawBody: string;
+  status: number;
+  responseHeaders: Record<string, string>;
+  /** The response body as sent, or '' for none. */
+  rawResponse: string;
+  /** The client had gone (timed out, reset) before the answer could be sent. */
+  clientClosed: boolean;
+}
+
+export interface RecordView extends Omit<RequestRecord, 'rawResponse'> {
+  body: unknown;
+  response: unknown;
+}
+
+export interface RecordQuery {
+  platform?: string;
+  token?: string;
+  limit?: number;
+  afterSeq?: number;
+}
+
+export interface Stats {
+  total: number;
+  byPlatform: Record<string, { total: number; byStatus: Record<string, number> }>;
+}
+
+const parseOr = (raw: string): unknown => {
+  if (raw.length === 0) return null;
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return raw;
+  }
+};
+
+/** A bounded ring of recent records plus unbounded counters. */
+export class RecordStore {
+  private ring: RequestRecord[] = [];
+  private head = 0;
+  private seq = 0;
+  private stats: Stats = { total: 0, byPlatform: {} };
+
+  constructor(private readonly capacity = 1_000_000) {}
+
+  add(record: Omit<RequestRecord, 'seq'>): RequestRecord {
+    const full: RequestRecord = { ...record, seq: ++this.seq };
+    if (this.ring.length < this.capacity) this.ring.push(full);
+    else {
+      this.ring[this.head] = full;
+      this.head = (this.head + 1) % this.capacity;
+    }
+    this.count(full);
+    return full;
+  }
+
+  private count(r: RequestRecord): void {
+    this.stats.total += 1;
+    const p = (this.stats.byPlatform[r.platform] ??= { total: 0, byStatus: {} });
+    p.total += 1;
+    p.byStatus[String(r.status)] = (p.byStatus[String(r.status)] ?? 0) + 1;
+  }
+
+  /** Oldest first; `limit` keeps the most recent matches. */
+  query(q: RecordQuery = {}): RecordView[] {
+    const ordered = [...this.ring.slice(this.head), ...this.ring.slice(0, this.head)];
+    const matches = ordered.filter(
+      (r) =>
+        (q.platform === undefined || r.platform === q.platform) &&
+        (q.token === undefined || r.token === q.token) &&
+        (q.afterSeq === undefined || r.seq > q.afterSeq),
+    );
+    const limited = q.limit === undefined ? matches : matches.slice(Math.max(0, matches.length - q.limit));
+    return limited.map(({ rawResponse, ...r }) => ({ ...r, body: parseOr(r.rawBody), response: parseOr(rawResponse) }));
+  }
+
+  getStats(): Stats {
+    return structuredClone(this.stats);
+  }
+
+  /** Forget records and counters. */
+  clear(): void {
+    this.ring = [];
+    this.head = 0;
+    this.stats = { total: 0, byPlatform: {} };
+  }
+}

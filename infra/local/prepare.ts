@@ -1,0 +1,32 @@
+import { createDatabase } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import { connectBroker, heraldTopology } from '@herald/messaging';
+
+export interface PrepareOptions {
+  amqpUrl: string;
+  databaseUrl: string;
+  schema: string;
+  retryDelaysMs: readonly number[];
+  logger: Logger;
+  /** Apps to create when missing (the local demo app). Existing apps are left as they are. */
+  seedApps?: ReadonlyArray<{ id: string; apnsTopic: string }>;
+}
+
+/** Apply the queue topology and the database migrations (both idempotent), then seed apps. */
+export async function prepareEnvironment(opts: PrepareOptions): Promise<void> {
+  const broker = await connectBroker({ url: opts.amqpUrl, logger: opts.logger, connectionName: 'herald-prepare' });
+  try {
+    await broker.applyTopology(heraldTopology({ retryDelaysMs: opts.retryDelaysMs }));
+  } finally {
+    await broker.close();
+  }
+  const db = createDatabase({ url: opts.databaseUrl, schema: opts.schema, logger: opts.logger });
+  try {
+    await db.migrate();
+    for (const app of opts.seedApps ?? []) {
+      if ((await db.apps.get(app.id)) === undefined) await db.apps.upsert({ id: app.id, apnsTopic: app.apnsTopic, enabled: true });
+    }
+  } finally {
+    await db.close();
+  }
+}

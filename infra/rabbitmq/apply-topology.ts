@@ -1,0 +1,27 @@
+/**
+ * Declares Herald's exchanges, queues and bindings. Idempotent: run it on every deploy.
+ *   AMQP_URL=amqp://… HERALD_RETRY_DELAYS_MS=1000,5000,30000 npx tsx infra/rabbitmq/apply-topology.ts
+ */
+import { createLogger } from '@herald/logging';
+import { connectBroker, heraldTopology } from '@herald/messaging';
+
+const url = process.env['AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672/';
+const delaysRaw = process.env['HERALD_RETRY_DELAYS_MS'] ?? '1000,5000,30000,120000,600000';
+const retryDelaysMs = delaysRaw.split(',').map((s) => Number(s.trim()));
+const logger = createLogger({ service: 'apply-topology', format: 'auto' });
+
+if (retryDelaysMs.some((d) => !Number.isInteger(d) || d <= 0)) {
+  logger.fatal({ HERALD_RETRY_DELAYS_MS: delaysRaw }, 'HERALD_RETRY_DELAYS_MS must be comma-separated positive integers');
+  process.exit(1);
+}
+
+try {
+  const broker = await connectBroker({ url, logger, connectionName: 'herald-apply-topology' });
+  const topology = heraldTopology({ retryDelaysMs });
+  await broker.applyTopology(topology);
+  await broker.close();
+  logger.info({ exchanges: topology.exchanges.length, queues: topology.queues.length, retryDelaysMs }, 'topology applied');
+} catch (err) {
+  logger.fatal({ err }, 'applying topology failed');
+  process.exit(1);
+}

@@ -1,0 +1,75 @@
+import {
+  Exchanges,
+  PushJob,
+  Queues,
+  Registration,
+  describeIssues,
+  scheduleProblem,
+  type PushJobInput,
+  type RegistrationInput,
+} from '@herald/contracts';
+import { createLogger, type Logger } from '@herald/logging';
+import { connectBroker, type Broker } from '@herald/messaging';
+import type { z } from 'zod';
+
+/** The job or registration failed its contract; nothing was published. `issues` name each field. */
+export class ValidationError extends Error {
+  constructor(
+    what: string,
+    readonly issues: readonly string[],
+  ) {
+    super(`invalid ${what}: ${issues.join('; ')}`);
+    this.name = 'ValidationError';
+  }
+}
+
+export interface HeraldClientOptions {
+  /** RabbitMQ URL, including the vhost. */
+  url: string;
+  logger?: Logger;
+  connectionName?: string;
+  /** How far ahead a job may be scheduled (deliverAt); default 366 days, as the demuxer's default. */
+  scheduleHorizonDays?: number;
+}
+
+export interface HeraldClient {
+  /** Validate, stamp acceptedAt, publish; resolves once RabbitMQ has confirmed the job is durable. */
+  publishPushJob(job: PushJobInput): Promise<PushJob>;
+  publishRegistration(registration: RegistrationInput): Promise<Registration>;
+  close(): Promise<void>;
+}
+
+function validate<S extends z.ZodType>(schema: S, what: string, value: unknown): z.infer<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new ValidationError(what, describeIssues(result.error).split('; '));
+  return result.data;
+}
+
+/** The library other teams use to hand Herald work over AMQP, typed from the contracts. */
+export async function createHeraldClient(options: HeraldClientOptions): Promise<HeraldClient> {
+  const logger = options.logger ?? createLogger({ service: 'herald-client', level: 'warn', format: 'json' });
+  const broker: Broker = await connectBroker({
+    url: options.url,
+    logger,
+    connectionName: options.connectionName ?? 'herald-client',
+  });
+  return {
+    async publishPushJob(input) {
+      const job = validate(PushJob, 'push job', { ...input, acceptedAt: input.acceptedAt ?? new Date().toISOString() });
+      const badSchedule = scheduleProblem(job.deliverAt, new Date(), options.scheduleHorizonDays);
+      if (badSchedule !== undefined) throw new ValidationError('push job', [`deliverAt: ${badSchedule}`]);
+      await broker.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id });
+      return job;
+    },
+    async publishRegistration(input) {
+      const registration = validate(Registration, 'registration', input);
+      await broker.publisher.publish({
+        exchange: Exchanges.registrations,
+        routingKey: Queues.registrations,
+        body: registration,
+      });
+      return registration;
+    },
+    close: () => broker.close(),
+  };
+}

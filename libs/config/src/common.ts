@@ -1,0 +1,12 @@
+import { int, oneOf, str, url } from './vars.ts';
+
+/** Settings every service shares: where the broker and database are, and how to log. */
+export const commonConfig = {
+  AMQP_URL: url(['amqp', 'amqps'], 'RabbitMQ URL, including the vhost', { default: 'amqp://guest:guest@127.0.0.1:5672/' }),
+  DATABASE_URL: url(['postgres', 'postgresql'], 'PostgreSQL URL', { default: 'postgres://postgres@127.0.0.1:5432/herald' }),
+  DATABASE_SCHEMA: str('PostgreSQL schema that holds Herald tables', { default: 'public' }),
+  LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace'], 'pino log level', { default: 'info' }),
+  LOG_FORMAT: oneOf(['json', 'pretty', 'auto'], 'json, pretty, or auto (pretty only when stdout is a terminal)', { default: 'auto' }),
+  HTTP_PORT: int('Port for /metrics and /healthz (0 picks a free port)', { default: '0', min: 0, max: 65535 }),
+  SHUTDOWN_TIMEOUT_MS: int('How long SIGTERM waits for in-flight work before closing', { default: '10000', min: 0 }),
+} as const;

@@ -1,0 +1,3 @@
+export * from './vars.ts';
+export * from './load-config.ts';
+export * from './common.ts';

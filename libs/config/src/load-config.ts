@@ -1,0 +1,39 @@
+import type { VarSpec } from './vars.ts';
+
+export type ConfigSpec = Record<string, VarSpec<unknown>>;
+export type ConfigOf<S extends ConfigSpec> = { readonly [K in keyof S]: S[K] extends VarSpec<infer T> ? T : never };
+
+/** Every bad variable at once, each with its name, so an operator fixes them in one go. */
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Validate the environment once, at start-up, into a frozen typed object. */
+export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv): ConfigOf<S> {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [name, v] of Object.entries(spec)) {
+    const raw = env[name] ?? v.default;
+    if (raw === undefined) {
+      problems.push(`${name} is required: ${v.description}`);
+      continue;
+    }
+    try {
+      out[name] = v.parse(raw);
+    } catch (err) {
+      problems.push(`${name} ${(err as Error).message}`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(out) as ConfigOf<S>;
+}
+
+/** Markdown table rows for the README's configuration section. */
+export function describeConfig(spec: ConfigSpec): string {
+  return Object.entries(spec)
+    .map(([name, v]) => `| \`${name}\` | ${v.default === undefined ? '(required)' : v.default === '' ? '(unset)' : `\`${v.default}\``} | ${v.description} |`)
+    .join('\n');
+}

@@ -1,0 +1,75 @@
+/** One environment variable: how to read it, its default, and what it means (for the README). */
+export interface VarSpec<T> {
+  readonly description: string;
+  /** Raw default; undefined means the variable is required. */
+  readonly default?: string | undefined;
+  readonly parse: (raw: string) => T;
+  readonly secret?: boolean;
+}
+
+type Opts = { default?: string | undefined; secret?: boolean };
+
+const spec = <T>(description: string, parse: (raw: string) => T, opts: Opts = {}): VarSpec<T> => ({
+  description,
+  parse,
+  default: opts.default,
+  secret: opts.secret ?? false,
+});
+
+export const str = (description: string, opts?: Opts): VarSpec<string> =>
+  spec(description, (raw) => {
+    if (raw.length === 0) throw new Error('must not be empty');
+    return raw;
+  }, opts);
+
+/** An optional string: empty or unset means undefined. */
+export const optionalStr = (description: string, opts?: Omit<Opts, 'default'>): VarSpec<string | undefined> =>
+  spec(description, (raw) => (raw.length === 0 ? undefined : raw), { ...opts, default: '' });
+
+export const int = (description: string, opts: Opts & { min?: number; max?: number } = {}): VarSpec<number> =>
+  spec(description, (raw) => {
+    if (!/^-?\d+$/.test(raw.trim())) throw new Error(`must be an integer, got "${raw}"`);
+    const n = Number(raw);
+    if (opts.min !== undefined && n < opts.min) throw new Error(`must be at least ${opts.min}, got ${n}`);
+    if (opts.max !== undefined && n > opts.max) throw new Error(`must be at most ${opts.max}, got ${n}`);
+    return n;
+  }, opts);
+
+export const bool = (description: string, opts?: Opts): VarSpec<boolean> =>
+  spec(description, (raw) => {
+    const v = raw.trim().toLowerCase();
+    if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+    if (['0', 'false', 'no', 'off'].includes(v)) return false;
+    throw new Error(`must be true or false, got "${raw}"`);
+  }, opts);
+
+export const oneOf = <const T extends string>(values: readonly T[], description: string, opts?: Opts): VarSpec<T> =>
+  spec(description, (raw) => {
+    if (!(values as readonly string[]).includes(raw)) throw new Error(`must be one of ${values.join(', ')}, got "${raw}"`);
+    return raw as T;
+  }, opts);
+
+export const url = (protocols: readonly string[], description: string, opts?: Opts): VarSpec<string> =>
+  spec(description, (raw) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(raw);
+    } catch {
+      throw new Error(`must be a URL, got "${raw}"`);
+    }
+    if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
+      throw new Error(`must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+    }
+    return raw;
+  }, opts);
+
+/** Comma-separated list of positive integers, e.g. a retry schedule "1000,5000,30000". */
+export const intList = (description: string, opts?: Opts): VarSpec<number[]> =>
+  spec(description, (raw) => {
+    const parts = raw.split(',').map((p) => p.trim()).filter((p) => p.length > 0);
+    if (parts.length === 0) throw new Error('must list at least one integer');
+    return parts.map((p) => {
+      if (!/^\d+$/.test(p)) throw new Error(`must be comma-separated non-negative integers, got "${p}"`);
+      return Number(p);
+    });
+  }, opts);

@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { AppId } from './push-job.ts';
+
+const Pem = z.string().min(1).max(20_000).regex(/-----BEGIN [A-Z ]+-----/, 'must be PEM text (-----BEGIN ...-----)');
+const AppleId = z.string().min(1).max(64).regex(/^[A-Za-z0-9]+$/, 'must be letters and digits');
+const Topic = z.string().min(1).max(255);
+
+/** production: api.push.apple.com; development: api.sandbox.push.apple.com; local: Herald's APNs sandbox. */
+export const ApnsEndpoint = z.enum(['production', 'development', 'local']);
+/** google: fcm.googleapis.com; local: Herald's FCM sandbox. */
+export const FcmEndpoint = z.enum(['google', 'local']);
+
+/** An app's Apple credentials: a token-auth .p8 key with its key and team id, or a certificate and key. */
+export const ApnsCredentials = z.discriminatedUnion('auth', [
+  z.strictObject({ auth: z.literal('token'), keyPem: Pem, keyId: AppleId, teamId: AppleId, endpoint: ApnsEndpoint.default('development') }),
+  z.strictObject({
+    auth: z.literal('certificate'),
+    certPem: Pem,
+    keyPem: Pem,
+    passphrase: z.string().min(1).max(200).optional(),
+    endpoint: ApnsEndpoint.default('development'),
+  }),
+]);
+export type ApnsCredentials = z.infer<typeof ApnsCredentials>;
+
+const ServiceAccountJson = z
+  .string()
+  .max(20_000)
+  .refine((text) => {
+    try {
+      const v = JSON.parse(text) as Record<string, unknown>;
+      return typeof v['client_email'] === 'string' && typeof v['private_key'] === 'string';
+    } catch {
+      return false;
+    }
+  }, 'must be a service-account JSON with client_email and private_key');
+
+/** An app's Firebase credentials: a service account, or a project id with an OAuth access token (the sandbox). */
+export const FcmCredentials = z.discriminatedUnion('auth', [
+  z.strictObject({
+    auth: z.literal('service-account'),
+    serviceAccountJson: ServiceAccountJson,
+    /** Default: the project_id in the service-account JSON. */
+    projectId: z.string().min(1).max(255).optional(),
+    endpoint: FcmEndpoint.default('google'),
+  }),
+  z.strictObject({ auth: z.literal('access-token'), accessToken: z.string().min(1).max(4096), projectId: z.string().min(1).max(255), endpoint: FcmEndpoint.default('google') }),
+]);
+export type FcmCredentials = z.infer<typeof FcmCredentials>;
+
+/** Add an app (admin API body; the CLI builds the same shape). */
+export const AppCreate = z.strictObject({
+  id: AppId,
+  apnsTopic: Topic.optional(),
+  enabled: z.boolean().default(true),
+  apns: ApnsCredentials.optional(),
+  fcm: FcmCredentials.optional(),
+});
+export type AppCreate = z.infer<typeof AppCreate>;
+
+/** Change an app's plain settings; credentials change through rotation. */
+export const AppUpdate = z.strictObject({ apnsTopic: Topic.nullable().optional(), enabled: z.boolean().optional() });
+export type AppUpdate = z.infer<typeof AppUpdate>;
+
+/** Replace one or both platforms' credentials; pushers pick the new ones up without a restart. */
+export const AppRotate = z
+  .strictObject({ apns: ApnsCredentials.optional(), fcm: FcmCredentials.optional() })
+  .refine((r) => r.apns !== undefined || r.fcm !== undefined, { message: 'give apns or fcm credentials' });
+export type AppRotate = z.infer<typeof AppRotate>;
+
+/** What the admin API and CLI show of an app: never a secret. */
+export const AppView = z.object({
+  id: AppId,
+  apnsTopic: z.string().nullable(),
+  fcmProjectId: z.string().nullable(),
+  enabled: z.boolean(),
+  apnsAuth: z.enum(['token', 'certificate']).nullable(),
+  apnsEndpoint: ApnsEndpoint,
+  fcmAuth: z.enum(['service-account', 'access-token']).nullable(),
+  fcmEndpoint: FcmEndpoint,
+  credentialsVersion: z.number().int(),
+  updatedAt: z.string(),
+});
+export type AppView = z.infer<typeof AppView>;

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { PushJob } from './push-job.ts';
+import { DeliverAt, parseIsoDuration, scheduleProblem } from './deliver-at.ts';
+import { parseWith } from './parse.ts';
+
+const job = (deliverAt: unknown) => ({ id: 'j', app: 'demo', userId: 'u', category: 'c', content: { title: 't' }, deliverAt });
+
+describe('deliverAt', () => {
+  it('accepts an instant, or a local time with optional date and jitter', () => {
+    expect(DeliverAt.safeParse({ at: '2026-05-20T09:00:00+02:00' }).success).toBe(true);
+    expect(DeliverAt.safeParse({ localTime: '08:30', date: '2026-05-20', jitter: 'PT30M' }).success).toBe(true);
+    expect(DeliverAt.safeParse({ localTime: '23:59' }).success).toBe(true);
+  });
+
+  it('rejects impossible local times and dates with a reason naming the field', () => {
+    for (const localTime of ['25:00', '24:00', '9:00', '09:60', 'noon']) {
+      const r = parseWith(PushJob, job({ localTime }));
+      expect(r.ok, localTime).toBe(false);
+      if (!r.ok) expect(r.reason).toMatch(/deliverAt/);
+    }
+    expect(DeliverAt.safeParse({ localTime: '09:00', date: '2026-02-30' }).success).toBe(false);
+  });
+
+  it('rejects malformed or too long jitter durations', () => {
+    for (const jitter of ['30m', 'PT', 'P', 'PT-5M', 'P1M', 'P2D', '30']) {
+      expect(DeliverAt.safeParse({ localTime: '09:00', jitter }).success, jitter).toBe(false);
+    }
+  });
+
+  it('parses day/hour/minute/second durations', () => {
+    expect(parseIsoDuration('PT30M')).toBe(1_800_000);
+    expect(parseIsoDuration('PT1H30M')).toBe(5_400_000);
+    expect(parseIsoDuration('P1D')).toBe(86_400_000);
+    expect(parseIsoDuration('PT0.5S')).toBe(500);
+    expect(parseIsoDuration('PT')).toBeUndefined();
+  });
+
+  it('finds a date beyond the horizon', () => {
+    const now = new Date('2026-05-20T00:00:00Z');
+    expect(scheduleProblem({ at: '2026-06-20T00:00:00Z' }, now)).toBeUndefined();
+    expect(scheduleProblem({ localTime: '09:00', date: '2030-01-01' }, now)).toMatch(/more than 366 days ahead/);
+    expect(scheduleProblem({ at: '2026-06-20T00:00:00Z' }, now, 7)).toMatch(/more than 7 days/);
+    expect(scheduleProblem({ localTime: '09:00' }, now, 1)).toBeUndefined();
+    expect(scheduleProblem(undefined, now)).toBeUndefined();
+  });
+});

@@ -1,0 +1,56 @@
+import { z } from 'zod';
+
+/** Longest jitter window a job may ask for. */
+export const MAX_JITTER_MS = 24 * 3600 * 1000;
+/** How far ahead a job may be scheduled unless the caller configures a different horizon. */
+export const DEFAULT_SCHEDULE_HORIZON_DAYS = 366;
+
+const DURATION = /^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$/;
+
+/**
+ * Milliseconds in an ISO-8601 duration made of days, hours, minutes and seconds ("PT30M",
+ * "PT1H30M", "P1D"), or undefined when it is malformed (years, months and weeks are not
+ * accepted: their length depends on the calendar).
+ */
+export function parseIsoDuration(text: string): number | undefined {
+  const m = DURATION.exec(text);
+  if (m === null || text === 'P' || text.endsWith('T')) return undefined;
+  const [d, h, min, s] = [m[1], m[2], m[3], m[4]].map((v) => (v === undefined ? 0 : Number(v))) as [number, number, number, number];
+  return Math.round(((d * 24 + h) * 60 + min) * 60_000 + s * 1000);
+}
+
+const LocalTime = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be a local time HH:mm between 00:00 and 23:59');
+const Jitter = z.string().refine((v) => {
+  const ms = parseIsoDuration(v);
+  return ms !== undefined && ms <= MAX_JITTER_MS;
+}, 'must be an ISO-8601 duration of at most 24 hours, e.g. "PT30M"');
+
+/**
+ * When to deliver: an absolute instant, or a wall-clock time in each device's own timezone
+ * (optionally on a given local date, optionally spread over a jitter window after that time).
+ */
+export const DeliverAt = z.union([
+  z.strictObject({ at: z.iso.datetime({ offset: true }) }),
+  z.strictObject({
+    localTime: LocalTime,
+    /** The local date; without it, today if the time is still ahead, otherwise tomorrow. */
+    date: z.iso.date().optional(),
+    /** Each device gets a deterministic offset in [0, jitter) after localTime. */
+    jitter: Jitter.optional(),
+  }),
+]);
+export type DeliverAt = z.infer<typeof DeliverAt>;
+
+/**
+ * Why a well-formed deliverAt cannot be accepted at `now` (too far ahead), or undefined.
+ * Separate from the schema because the horizon is relative to now and configurable.
+ */
+export function scheduleProblem(deliverAt: DeliverAt | undefined, now: Date, horizonDays = DEFAULT_SCHEDULE_HORIZON_DAYS): string | undefined {
+  if (deliverAt === undefined) return undefined;
+  const horizonMs = now.getTime() + horizonDays * 86_400_000;
+  // A local date counts from its start in UTC: within a day of the true instant in any zone.
+  const when = 'at' in deliverAt ? deliverAt.at : deliverAt.date;
+  if (when === undefined) return undefined;
+  const instant = 'at' in deliverAt ? Date.parse(when) : Date.parse(`${when}T00:00:00Z`);
+  return instant > horizonMs ? `deliverAt ${when} is more than ${horizonDays} days ahead` : undefined;
+}

@@ -1,0 +1,37 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { AppId, Priority, PushContent, UserId } from './push-job.ts';
+import { Platforms } from './names.ts';
+
+export const PlatformSchema = z.enum(Platforms);
+
+/** One push to one device, as the Demuxer emits it to `push.<platform>.send`. */
+export const DevicePush = z.strictObject({
+  version: z.literal(1).default(1),
+  /** Deterministic from job id + device id: the delivery-ledger key and the APNs apns-id. */
+  pushId: z.uuid(),
+  jobId: z.string().min(1),
+  deviceId: z.string().min(1),
+  app: AppId,
+  platform: PlatformSchema,
+  token: z.string().min(1).max(4096),
+  userId: UserId,
+  content: PushContent,
+  priority: Priority,
+  collapseKey: z.string().min(1).max(64).optional(),
+  expiresAt: z.iso.datetime({ offset: true }).optional(),
+  acceptedAt: z.iso.datetime({ offset: true }),
+  trace: z.boolean().optional(),
+});
+export type DevicePush = z.infer<typeof DevicePush>;
+
+/**
+ * A UUID-shaped id derived from (job id, device id). The same job replayed gives the same
+ * pushId, so the ledger (and APNs, through apns-id) can recognise a duplicate.
+ */
+export function derivePushId(jobId: string, deviceId: string): string {
+  const h = createHash('sha256').update(jobId).update('\0').update(deviceId).digest('hex');
+  // RFC 9562 version 8 (custom) with the RFC variant bits.
+  const variant = ((parseInt(h[16] ?? '0', 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}

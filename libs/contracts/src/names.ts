@@ -1,0 +1,45 @@
+/**
+ * Exchange, queue and routing-key names. Dotted, lower case, defined once.
+ * Renaming one needs a migration plan (see docs/adr/0002-queue-topology.md).
+ */
+export const Platforms = ['apns', 'fcm'] as const;
+export type Platform = (typeof Platforms)[number];
+
+export const Exchanges = {
+  jobs: 'push.jobs',
+  send: 'push.send',
+  invalidations: 'push.invalidations',
+  registrations: 'push.registrations',
+  /** Headers exchange that routes a retried message to the delay queue for its delay. */
+  retry: 'herald.retry',
+} as const;
+
+export const Queues = {
+  jobs: 'push.jobs',
+  apnsSend: 'push.apns.send',
+  fcmSend: 'push.fcm.send',
+  apnsInvalidations: 'push.apns.invalidations',
+  fcmInvalidations: 'push.fcm.invalidations',
+  registrations: 'push.registrations',
+} as const;
+export type WorkQueue = (typeof Queues)[keyof typeof Queues];
+export const WorkQueues: readonly WorkQueue[] = Object.values(Queues);
+
+/** Routing keys equal the queue names they are bound to, so a message says where it goes. */
+export const sendQueueFor = (platform: Platform): WorkQueue =>
+  platform === 'apns' ? Queues.apnsSend : Queues.fcmSend;
+export const invalidationQueueFor = (platform: Platform): WorkQueue =>
+  platform === 'apns' ? Queues.apnsInvalidations : Queues.fcmInvalidations;
+
+export const parkedQueueFor = (queue: string): string => `${queue}.parked`;
+export const delayQueueFor = (delayMs: number): string => `herald.retry.${delayMs}ms`;
+
+/** Headers Herald sets on parked and retried messages. */
+export const Headers = {
+  attempt: 'x-herald-attempt',
+  parkedReason: 'x-herald-parked-reason',
+  parkedAt: 'x-herald-parked-at',
+  originalQueue: 'x-herald-original-queue',
+  retryReason: 'x-herald-retry-reason',
+  delay: 'x-herald-delay-ms',
+} as const;

@@ -1,0 +1,29 @@
+import type { z } from 'zod';
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/** Readable one-line reason naming each failing field, e.g. `content.badge: expected number`. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
+    .join('; ');
+}
+
+/** Validate an already-decoded value against a contract. */
+export function parseWith<S extends z.ZodType>(schema: S, value: unknown): Parsed<z.infer<S>> {
+  const result = schema.safeParse(value);
+  return result.success
+    ? { ok: true, value: result.data }
+    : { ok: false, reason: `schema violation: ${describeIssues(result.error)}` };
+}
+
+/** Decode a message body (UTF-8 JSON) and validate it; never throws. */
+export function decodeWith<S extends z.ZodType>(schema: S, body: Buffer): Parsed<z.infer<S>> {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    return { ok: false, reason: `malformed JSON: ${(err as Error).message}` };
+  }
+  return parseWith(schema, value);
+}

@@ -1,0 +1,87 @@
+import { z } from 'zod';
+import { DeliverAt } from './deliver-at.ts';
+
+const Identifier = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+
+export const AppId = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be lower-case letters, digits, ".", "_" or "-"');
+
+export const UserId = z.string().min(1).max(200);
+
+/** What the user sees (or, for a silent push, what the app receives). */
+export const PushContent = z
+  .strictObject({
+    title: z.string().max(2000).optional(),
+    subtitle: z.string().max(2000).optional(),
+    body: z.string().max(4000).optional(),
+    /** Custom key/value data. FCM requires string values, so Herald does too on every platform. */
+    data: z.record(z.string().min(1).max(200), z.string()).optional(),
+    badge: z.number().int().min(0).max(99_999).optional(),
+    sound: z.string().min(1).max(200).optional(),
+    threadId: z.string().min(1).max(200).optional(),
+    imageUrl: z.url().optional(),
+    /** A silent background push (APNs content-available, FCM data-only). */
+    contentAvailable: z.boolean().optional(),
+  })
+  .refine(
+    (c) => c.title !== undefined || c.body !== undefined || c.data !== undefined || c.contentAvailable === true,
+    { message: 'content needs a title, a body, data, or contentAvailable: true' },
+  );
+export type PushContent = z.infer<typeof PushContent>;
+
+export const Priority = z.enum(['high', 'normal']);
+export type Priority = z.infer<typeof Priority>;
+
+/**
+ * A push job as other teams publish it to `push.jobs`.
+ * `id` is the idempotency key: publishing the same id twice delivers at most once per device.
+ */
+export const PushJob = z
+  .strictObject({
+    version: z.literal(1).default(1),
+    id: Identifier,
+    app: AppId,
+    userId: UserId.optional(),
+    userIds: z.array(UserId).min(1).max(10_000).optional(),
+    /** Opt-outs are by category ("social", "marketing", ...). */
+    category: z.string().min(1).max(100),
+    /** Mutes are by object ("thread:42"): a user who muted it gets no push about it. */
+    objectId: z.string().min(1).max(200).optional(),
+    content: PushContent,
+    /** Absolute expiry; a push still undelivered after it is dropped and counted. */
+    expiresAt: z.iso.datetime({ offset: true }).optional(),
+    /** Relative expiry in seconds from acceptance; the earlier of this and expiresAt wins. */
+    ttl: z.number().int().min(0).max(28 * 24 * 3600).optional(),
+    priority: Priority.default('high'),
+    collapseKey: z.string().min(1).max(64).optional(),
+    /** Deliver later: an instant, or a local time per device timezone (see deliver-at.ts). */
+    deliverAt: DeliverAt.optional(),
+    /** Log every step of this job at info level. */
+    trace: z.boolean().optional(),
+    /** When Herald accepted the job; set by the client library at publish time. */
+    acceptedAt: z.iso.datetime({ offset: true }).optional(),
+  })
+  .refine((j) => (j.userId === undefined) !== (j.userIds === undefined), {
+    message: 'give exactly one of userId or userIds',
+    path: ['userId'],
+  });
+export type PushJob = z.infer<typeof PushJob>;
+export type PushJobInput = z.input<typeof PushJob>;
+
+export const targetUsers = (job: PushJob): string[] =>
+  job.userIds !== undefined ? [...new Set(job.userIds)] : job.userId !== undefined ? [job.userId] : [];
+
+/** The instant after which a push from this job must not be sent, or undefined for never. */
+export function jobExpiry(job: PushJob, acceptedAt: Date): Date | undefined {
+  const candidates: number[] = [];
+  if (job.expiresAt !== undefined) candidates.push(Date.parse(job.expiresAt));
+  if (job.ttl !== undefined) candidates.push(acceptedAt.getTime() + job.ttl * 1000);
+  return candidates.length === 0 ? undefined : new Date(Math.min(...candidates));
+}

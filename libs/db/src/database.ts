@@ -1,0 +1,121 @@
+import pg from 'pg';
+import { Kysely, PostgresDialect, sql, type LogEvent } from 'kysely';
+import type { Logger } from '@herald/logging';
+import type { HeraldTables } from './tables.ts';
+import { migrateToLatest } from './migrations.ts';
+import { createDeviceRepository, type DeviceRepository } from './device-repository.ts';
+import { createPreferenceRepository, type PreferenceRepository } from './preference-repository.ts';
+import { createAppRepository, type AppRepository } from './app-repository.ts';
+import { createDeliveryLedger, type DeliveryLedger } from './delivery-ledger.ts';
+import { createScheduledPushRepository, type ScheduledPushRepository } from './scheduled-push-repository.ts';
+import { createRateLimitRepository, type RateLimitRepository } from './rate-limit-repository.ts';
+import { createJobRepository, type JobRepository } from './job-repository.ts';
+import { createApiKeyRepository, type ApiKeyRepository } from './api-key-repository.ts';
+
+export interface DatabaseOptions {
+  /** postgres://user@host:port/database */
+  url: string;
+  /** Every table lives in this schema (the connections' search_path). */
+  schema: string;
+  poolSize?: number;
+  logger?: Logger;
+  /** Called after every query; tests use it to count round trips. */
+  onQuery?: (query: { sql: string; durationMs: number }) => void;
+  /** Folder of NNNN_name.sql files; defaults to infra/db/migrations. */
+  migrationsDir?: string;
+  /**
+   * false: commits return before their WAL is flushed (synchronous_commit = off). Only for writes
+   * whose loss in a PostgreSQL crash is harmless, e.g. the HTTP API's job-id records (see apps/api).
+   */
+  synchronousCommit?: boolean;
+}
+
+export interface Database {
+  readonly schema: string;
+  readonly kysely: Kysely<HeraldTables>;
+  readonly devices: DeviceRepository;
+  readonly preferences: PreferenceRepository;
+  readonly apps: AppRepository;
+  readonly ledger: DeliveryLedger;
+  /** Pushes held until their due time (scheduled deliveries). */
+  readonly scheduled: ScheduledPushRepository;
+  readonly rateLimits: RateLimitRepository;
+  /** Accepted job ids (idempotency), per-job targeting and per-push outcomes (job status). */
+  readonly jobs: JobRepository;
+  /** Team API keys for the HTTP API (hashed). */
+  readonly apiKeys: ApiKeyRepository;
+  /** Create the schema if missing and apply every pending migration (safe to run concurrently). */
+  migrate(): Promise<void>;
+  /** Close the pool; idempotent. */
+  close(): Promise<void>;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Thrown for options that can never work (bad schema name). */
+export class DatabaseConfigError extends Error {
+  override readonly name = 'DatabaseConfigError';
+}
+
+function queryLogger(options: DatabaseOptions): ((event: LogEvent) => void) | undefined {
+  const { logger, onQuery } = options;
+  if (logger === undefined && onQuery === undefined) return undefined;
+  return (event) => {
+    const durationMs = event.queryDurationMillis;
+    if (event.level === 'error') {
+      logger?.error({ err: event.error, sql: event.query.sql, durationMs }, 'query failed');
+    } else {
+      logger?.trace({ sql: event.query.sql, durationMs }, 'query');
+    }
+    onQuery?.({ sql: event.query.sql, durationMs });
+  };
+}
+
+/** Kysely over a pg Pool whose every connection has search_path = schema. */
+export function createDatabase(options: DatabaseOptions): Database {
+  const { url, schema, poolSize = 10, logger } = options;
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new DatabaseConfigError(`schema "${schema}" must match ${String(SCHEMA_NAME)}`);
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    options: `-c search_path=${schema}${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
+    application_name: 'herald',
+  });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', (err) => logger?.warn({ err }, 'idle database connection failed'));
+  // A checked-out client whose session ends (a PostgreSQL restart sends 57P01 to every session)
+  // emits 'error' where the pool no longer listens: that would crash the process. The query in
+  // flight fails on its own, and the pool discards the broken client when it is released.
+  pool.on('connect', (client) => client.on('error', (err) => logger?.warn({ err }, 'database connection lost')));
+  const log = queryLogger(options);
+  const kysely = new Kysely<HeraldTables>({ dialect: new PostgresDialect({ pool }), ...(log ? { log } : {}) });
+  let closed: Promise<void> | undefined;
+  return {
+    schema,
+    kysely,
+    devices: createDeviceRepository(kysely),
+    preferences: createPreferenceRepository(kysely),
+    apps: createAppRepository(kysely),
+    ledger: createDeliveryLedger(kysely),
+    scheduled: createScheduledPushRepository(kysely, { url, schema, logger }),
+    rateLimits: createRateLimitRepository(kysely),
+    jobs: createJobRepository(kysely),
+    apiKeys: createApiKeyRepository(kysely),
+    migrate: async () => {
+      const applied = await migrateToLatest(kysely, schema, options.migrationsDir);
+      if (applied.length > 0) logger?.info({ schema, applied }, 'database migrated');
+    },
+    close: () => (closed ??= kysely.destroy()),
+  };
+}
+
+/** Drop the Database's schema and everything in it, then close it. For tests and teardown only. */
+export async function dropSchemaAndClose(db: Database): Promise<void> {
+  try {
+    await sql`drop schema if exists ${sql.id(db.schema)} cascade`.execute(db.kysely);
+  } finally {
+    await db.close();
+  }
+}

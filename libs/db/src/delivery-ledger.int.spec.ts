@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { createDatabase, type Database } from './database.ts';
+
+const LEASE = 60_000;
+let t: SpecDatabase;
+let other: Database;
+beforeAll(async () => {
+  t = await createSpecDatabase('ledger');
+  other = createDatabase({ url: t.url, schema: t.schema, poolSize: 4 });
+});
+afterAll(async () => {
+  await other.close();
+  await t.drop();
+});
+
+const ids = (n: number) => Array.from({ length: n }, () => randomUUID());
+
+describe('DeliveryLedger', () => {
+  it('claims new ids; a second claimer sees them in flight; once complete they are done', async () => {
+    const [a, b] = ids(2) as [string, string];
+    expect(await t.db.ledger.claim([a, b], 'pusher-1', LEASE)).toEqual(
+      new Map([
+        [a, 'claimed'],
+        [b, 'claimed'],
+      ]),
+    );
+    expect(await other.ledger.claim([a, b], 'pusher-2', LEASE)).toEqual(
+      new Map([
+        [a, 'in-flight'],
+        [b, 'in-flight'],
+      ]),
+    );
+    await t.db.ledger.complete([{ pushId: a, outcome: 'delivered' }]);
+    expect(await other.ledger.claim([a, b], 'pusher-2', LEASE)).toEqual(
+      new Map([
+        [a, 'done'],
+        [b, 'in-flight'],
+      ]),
+    );
+    const row = await t.db.kysely.selectFrom('delivery_ledger').selectAll().where('push_id', '=', a).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ state: 'done', outcome: 'delivered', owner: 'pusher-1' });
+    expect(row.completed_at).toBeInstanceOf(Date);
+  });
+
+  it('release lets a retry claim again, but only the owner can release', async () => {
+    const [a] = ids(1) as [string];
+    await t.db.ledger.claim([a], 'pusher-1', LEASE);
+    await other.ledger.release([a], 'pusher-2');
+    expect((await other.ledger.claim([a], 'pusher-2', LEASE)).get(a)).toBe('in-flight');
+    await t.db.ledger.release([a], 'pusher-1');
+    expect((await other.ledger.claim([a], 'pusher-2', LEASE)).get(a)).toBe('claimed');
+  });
+
+  it('release never removes a done entry', async () => {
+    const [a] = ids(1) as [string];
+    await t.db.ledger.claim([a], 'pusher-1', LEASE);
+    await t.db.ledger.complete([{ pushId: a, outcome: 'delivered' }]);
+    await t.db.ledger.release([a], 'pusher-1');
+    expect((await t.db.ledger.claim([a], 'pusher-1', LEASE)).get(a)).toBe('done');
+  });
+
+  it('takes over a claim whose lease expired, but not a live one', async () => {
+    const [stale, live] = ids(2) as [string, string];
+    await t.db.ledger.claim([stale, live], 'crashed-pusher', LEASE);
+    await sql`update delivery_ledger set claimed_at = now() - interval '2 minutes' where push_id = ${stale}::uuid`.execute(
+      t.db.kysely,
+    );
+    const result = await other.ledger.claim([stale, live], 'pusher-2', LEASE);
+    expect(result).toEqual(
+      new Map([
+        [stale, 'claimed'],
+        [live, 'in-flight'],
+      ]),
+    );
+    const row = await t.db.kysely
+      .selectFrom('delivery_ledger')
+      .select('owner')
+      .where('push_id', '=', stale)
+      .executeTakeFirstOrThrow();
+    expect(row.owner).toBe('pusher-2');
+  });
+
+  it('two concurrent claimers of the same ids: exactly one wins each id, without deadlock', async () => {
+    for (let round = 0; round < 10; round++) {
+      const batch = ids(50);
+      const [r1, r2] = await Promise.all([
+        t.db.ledger.claim(batch, 'pusher-1', LEASE),
+        other.ledger.claim([...batch].reverse(), 'pusher-2', LEASE),
+      ]);
+      for (const id of batch) {
+        const won = [r1.get(id), r2.get(id)].filter((r) => r === 'claimed');
+        expect(won, `round ${round} id ${id}`).toHaveLength(1);
+        expect([r1.get(id), r2.get(id)]).toContain('in-flight');
+      }
+    }
+  });
+
+  it('handles empty input and duplicate ids', async () => {
+    expect(await t.db.ledger.claim([], 'p', LEASE)).toEqual(new Map());
+    await t.db.ledger.complete([]);
+    await t.db.ledger.release([], 'p');
+    const [a] = ids(1) as [string];
+    expect(await t.db.ledger.claim([a, a], 'p', LEASE)).toEqual(new Map([[a, 'claimed']]));
+  });
+});

@@ -1,0 +1,86 @@
+import { sql, type Kysely } from 'kysely';
+import type { Platform } from '@herald/contracts';
+import type { HeraldTables } from './tables.ts';
+import { deviceKey, pickOnePerDevice, type DeviceKey } from './device-key.ts';
+
+export interface InvalidationInput {
+  app: string;
+  platform: Platform;
+  token: string;
+  reason: string;
+  /** The provider's "invalid since" (APNs 410 timestamp); a later registration keeps the token. */
+  invalidSince?: Date;
+  observedAt: Date;
+}
+
+/** 'invalidated' also when the device was already invalidated (idempotent redelivery). */
+export type InvalidationResult = 'invalidated' | 'stale' | 'unknown';
+
+/**
+ * Mark devices dead, in one statement. The device's invalidated_at becomes invalidSince (or
+ * observedAt), so a register event from before it, delivered late, cannot resurrect the token.
+ * If the device registered after invalidSince, the token is alive again and the result is 'stale'.
+ * An already-invalidated device keeps its first invalidation.
+ */
+export async function invalidateDevices(
+  db: Kysely<HeraldTables>,
+  invs: readonly InvalidationInput[],
+): Promise<InvalidationResult[]> {
+  if (invs.length === 0) return [];
+  // Per device, the provider's latest statement counts.
+  const since = (inv: InvalidationInput) => (inv.invalidSince ?? inv.observedAt).getTime();
+  const winners = pickOnePerDevice(invs, (a, b) => since(a) > since(b)).map((i) => invs[i] as InvalidationInput);
+  const rows = await invalidateStatement(db, winners);
+  const byKey = new Map(rows.map((r) => [deviceKey(r), r.result]));
+  return invs.map((inv) => byKey.get(deviceKey(inv)) ?? 'unknown');
+}
+
+type InvalidationRow = { app: string; platform: string; token: string; result: InvalidationResult };
+
+async function invalidateStatement(db: Kysely<HeraldTables>, winners: readonly InvalidationInput[]): Promise<InvalidationRow[]> {
+  const { rows } = await sql<InvalidationRow>`
+    with input as (
+      select * from unnest(
+        ${winners.map((v) => v.app)}::text[], ${winners.map((v) => v.platform)}::text[],
+        ${winners.map((v) => v.token)}::text[], ${winners.map((v) => v.reason)}::text[],
+        ${winners.map((v) => v.invalidSince?.toISOString() ?? null)}::timestamptz[],
+        ${winners.map((v) => v.observedAt.toISOString())}::timestamptz[]
+      ) as i(app, platform, token, reason, invalid_since, observed_at)
+    ), locked as (
+      -- Lock the devices in id order first, so concurrent overlapping batches cannot deadlock.
+      select d.id, d.app, d.platform, d.token, d.registered_at, d.invalidated_at
+      from devices d join input i on (d.app, d.platform, d.token) = (i.app, i.platform, i.token)
+      order by d.id
+      for update of d
+    ), decided as (
+      select l.id, i.app, i.platform, i.token, i.reason, coalesce(i.invalid_since, i.observed_at) as dead_since,
+        case when l.id is null then 'unknown'
+             when l.invalidated_at is not null then 'invalidated'
+             when i.invalid_since is not null and l.registered_at > i.invalid_since then 'stale'
+             else 'invalidate' end as action
+      from input i left join locked l on (l.app, l.platform, l.token) = (i.app, i.platform, i.token)
+    ), updated as (
+      update devices d
+      set invalidated_at = x.dead_since, invalidation_reason = x.reason, updated_at = now()
+      from decided x
+      where d.id = x.id and x.action = 'invalidate'
+    )
+    select app, platform, token, case when action = 'invalidate' then 'invalidated' else action end as result
+    from decided`.execute(db);
+  return rows;
+}
+
+/**
+ * The deviceKey()s of the given devices that are dead now (invalidated or unregistered), in one
+ * query. A token not in `devices` at all is not reported: only a known-dead device is.
+ */
+export async function findInvalidTokens(db: Kysely<HeraldTables>, keys: readonly DeviceKey[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const { rows } = await sql<DeviceKey>`
+    select d.app, d.platform, d.token
+    from unnest(${keys.map((k) => k.app)}::text[], ${keys.map((k) => k.platform)}::text[], ${keys.map((k) => k.token)}::text[])
+      as i(app, platform, token)
+    join devices d on (d.app, d.platform, d.token) = (i.app, i.platform, i.token)
+    where d.invalidated_at is not null`.execute(db);
+  return new Set(rows.map(deviceKey));
+}

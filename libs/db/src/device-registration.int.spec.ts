@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Registration } from '@herald/contracts';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { createDatabase } from './database.ts';
+
+let t: SpecDatabase;
+beforeAll(async () => {
+  t = await createSpecDatabase('device_reg');
+  await t.db.apps.upsert({ id: 'app-a' });
+});
+afterAll(() => t.drop());
+
+let n = 0;
+const nextToken = () => `tok-${++n}-${Math.random().toString(36).slice(2)}`;
+const at = (minute: number) => new Date(Date.UTC(2025, 0, 1, 12, minute)).toISOString();
+
+type RegisterExtra = { userId?: string; timezone?: string; locale?: string };
+const register = (token: string, minute: number, extra: RegisterExtra = {}): Registration => ({
+  version: 1,
+  kind: 'register',
+  app: 'app-a',
+  platform: 'apns',
+  token,
+  userId: 'u1',
+  eventAt: at(minute),
+  ...extra,
+});
+const unregister = (token: string, minute: number): Registration => ({
+  version: 1,
+  kind: 'unregister',
+  app: 'app-a',
+  platform: 'apns',
+  token,
+  eventAt: at(minute),
+});
+
+const device = (token: string) => t.db.kysely.selectFrom('devices').selectAll().where('token', '=', token).executeTakeFirst();
+
+describe('DeviceRepository.applyRegistration', () => {
+  it('stores a register with user, timezone, locale and event times', async () => {
+    const token = nextToken();
+    expect(await t.db.devices.applyRegistration(register(token, 0, { timezone: 'Europe/Berlin', locale: 'de-DE' }))).toBe(
+      'applied',
+    );
+    const row = await device(token);
+    expect(row).toMatchObject({ user_id: 'u1', timezone: 'Europe/Berlin', locale: 'de-DE', invalidated_at: null });
+    expect(row?.registered_at?.toISOString()).toBe(at(0));
+    expect(row?.last_event_at.toISOString()).toBe(at(0));
+  });
+
+  it('register then an older unregister: the unregister is stale and the device stays active', async () => {
+    const token = nextToken();
+    await t.db.devices.applyRegistration(register(token, 10));
+    expect(await t.db.devices.applyRegistration(unregister(token, 5))).toBe('stale');
+    expect((await device(token))?.invalidated_at).toBeNull();
+  });
+
+  it('unregister then an older register: no resurrection, even for a token never seen before', async () => {
+    const token = nextToken();
+    expect(await t.db.devices.applyRegistration(unregister(token, 10))).toBe('applied');
+    const tombstone = await device(token);
+    expect(tombstone).toMatchObject({ user_id: null, invalidation_reason: 'unregistered' });
+    expect(tombstone?.invalidated_at?.toISOString()).toBe(at(10));
+    expect(await t.db.devices.applyRegistration(register(token, 5))).toBe('stale');
+    expect((await device(token))?.invalidated_at?.toISOString()).toBe(at(10));
+  });
+
+  it('a newer register revives an unregistered token and a newer unregister kills it again', async () => {
+    const token = nextToken();
+    await t.db.devices.applyRegistration(register(token, 1));
+    expect(await t.db.devices.applyRegistration(unregister(token, 2))).toBe('applied');
+    expect(await t.db.devices.applyRegistration(register(token, 3, { userId: 'u2' }))).toBe('applied');
+    expect(await device(token)).toMatchObject({ user_id: 'u2', invalidated_at: null, invalidation_reason: null });
+    expect(await t.db.devices.applyRegistration(unregister(token, 4))).toBe('applied');
+    const row = await device(token);
+    expect(row).toMatchObject({ user_id: 'u2', invalidation_reason: 'unregistered' });
+    expect(row?.registered_at?.toISOString()).toBe(at(3));
+  });
+
+  it('a redelivered identical event is applied again without changing anything', async () => {
+    const token = nextToken();
+    await t.db.devices.applyRegistration(register(token, 7));
+    expect(await t.db.devices.applyRegistration(register(token, 7))).toBe('applied');
+    expect(await t.db.kysely.selectFrom('devices').select('id').where('token', '=', token).execute()).toHaveLength(1);
+  });
+});
+
+describe('DeviceRepository.applyRegistrations (batch)', () => {
+  it('applies a batch in input order of results; the newest event per device wins inside the batch', async () => {
+    const [a, b, c] = [nextToken(), nextToken(), nextToken()];
+    await t.db.devices.applyRegistration(register(c, 30));
+    const results = await t.db.devices.applyRegistrations([
+      register(a, 1),
+      unregister(b, 9),
+      register(b, 8),
+      unregister(a, 2),
+      register(c, 20),
+    ]);
+    expect(results).toEqual(['stale', 'applied', 'stale', 'applied', 'stale']);
+    expect((await device(a))?.invalidation_reason).toBe('unregistered');
+    expect((await device(b))?.invalidated_at?.toISOString()).toBe(at(9));
+    expect((await device(c))?.registered_at?.toISOString()).toBe(at(30));
+  });
+
+  it('concurrent overlapping batches in opposite orders neither deadlock nor lose the newest event', async () => {
+    const other = createDatabase({ url: t.url, schema: t.schema, poolSize: 2 });
+    try {
+      const tokens = Array.from({ length: 100 }, nextToken);
+      await Promise.all([
+        t.db.devices.applyRegistrations(tokens.map((tok) => register(tok, 1))),
+        other.devices.applyRegistrations(tokens.map((tok) => unregister(tok, 2)).reverse()),
+      ]);
+      const rows = await t.db.kysely.selectFrom('devices').select('invalidation_reason').where('token', 'in', tokens).execute();
+      expect(rows).toHaveLength(100);
+      expect(rows.every((r) => r.invalidation_reason === 'unregistered')).toBe(true);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('returns an empty list for an empty batch', async () => {
+    expect(await t.db.devices.applyRegistrations([])).toEqual([]);
+  });
+});

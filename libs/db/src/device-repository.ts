@@ -1,0 +1,32 @@
+import type { Kysely } from 'kysely';
+import type { Registration } from '@herald/contracts';
+import type { HeraldTables } from './tables.ts';
+import { applyRegistrations, type RegistrationResult } from './device-registration.ts';
+import { findInvalidTokens, invalidateDevices, type InvalidationInput, type InvalidationResult } from './device-invalidation.ts';
+import type { DeviceKey } from './device-key.ts';
+import { findTargets, type TargetDevice, type TargetRequest } from './device-targets.ts';
+
+/** Devices: registrations (last event wins), invalidations, and push targeting. */
+export interface DeviceRepository {
+  applyRegistration(reg: Registration): Promise<RegistrationResult>;
+  /** One statement for the whole batch; results in input order. */
+  applyRegistrations(regs: readonly Registration[]): Promise<RegistrationResult[]>;
+  invalidate(inv: InvalidationInput): Promise<InvalidationResult>;
+  /** One statement for the whole batch; results in input order. */
+  invalidateMany(invs: readonly InvalidationInput[]): Promise<InvalidationResult[]>;
+  /** deviceKey()s of the given devices that are dead now; one query. */
+  invalidTokens(keys: readonly DeviceKey[]): Promise<Set<string>>;
+  /** One query for every request and user; see device-targets.ts. */
+  findTargets(requests: readonly TargetRequest[], now: Date): Promise<Map<string, TargetDevice[]>>;
+}
+
+export function createDeviceRepository(db: Kysely<HeraldTables>): DeviceRepository {
+  return {
+    applyRegistration: async (reg) => (await applyRegistrations(db, [reg]))[0] ?? 'stale',
+    applyRegistrations: (regs) => applyRegistrations(db, regs),
+    invalidate: async (inv) => (await invalidateDevices(db, [inv]))[0] ?? 'unknown',
+    invalidateMany: (invs) => invalidateDevices(db, invs),
+    invalidTokens: (keys) => findInvalidTokens(db, keys),
+    findTargets: (requests, now) => findTargets(db, requests, now),
+  };
+}

@@ -1,0 +1,91 @@
+import { sql, type Kysely } from 'kysely';
+import type { Platform } from '@herald/contracts';
+import type { HeraldTables } from './tables.ts';
+
+export interface TargetRequest {
+  /** Caller's key for this request (e.g. the job id); unique within one call. */
+  key: string;
+  app: string;
+  userIds: readonly string[];
+  category: string;
+  objectId?: string;
+}
+
+export interface TargetDevice {
+  deviceId: string;
+  userId: string;
+  app: string;
+  platform: Platform;
+  token: string;
+  timezone: string | null;
+  locale: string | null;
+}
+
+interface TargetRow {
+  ord: number;
+  id: string;
+  user_id: string;
+  app: string;
+  platform: Platform;
+  token: string;
+  timezone: string | null;
+  locale: string | null;
+}
+
+/**
+ * The active devices for many requests at once, in ONE query however many requests and users:
+ * excludes invalidated devices, users opted out of the request's category, and users with an
+ * active mute (until NULL or after `now`) on the request's objectId. Every key gets an entry.
+ */
+export async function findTargets(
+  db: Kysely<HeraldTables>,
+  requests: readonly TargetRequest[],
+  now: Date,
+): Promise<Map<string, TargetDevice[]>> {
+  const result = new Map<string, TargetDevice[]>();
+  for (const r of requests) {
+    if (result.has(r.key)) throw new Error(`findTargets: duplicate request key ${r.key}`);
+    result.set(r.key, []);
+  }
+  if (!requests.some((r) => r.userIds.length > 0)) return result;
+  for (const row of await queryTargets(db, requests, now)) {
+    const req = requests[row.ord];
+    if (req === undefined) continue;
+    result.get(req.key)?.push({
+      deviceId: row.id,
+      userId: row.user_id,
+      app: row.app,
+      platform: row.platform,
+      token: row.token,
+      timezone: row.timezone,
+      locale: row.locale,
+    });
+  }
+  return result;
+}
+
+/** Requests and users travel as arrays (unnest), so the statement's size never depends on them. */
+async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date): Promise<TargetRow[]> {
+  const userOrds = requests.flatMap((r, ord) => r.userIds.map(() => ord));
+  const { rows } = await sql<TargetRow>`
+    with req as (
+      select * from unnest(
+        ${requests.map((r) => r.app)}::text[], ${requests.map((r) => r.category)}::text[],
+        ${requests.map((r) => r.objectId ?? null)}::text[]
+      ) with ordinality as r(app, category, object_id, ord)
+    ), wanted as materialized (
+      select distinct r.ord, r.app, r.category, r.object_id, u.user_id
+      from unnest(${userOrds}::int[], ${requests.flatMap((r) => r.userIds)}::text[]) as u(ord, user_id)
+      join req r on r.ord = u.ord + 1
+    )
+    select (w.ord - 1)::int as ord, d.id, d.user_id, d.app, d.platform, d.token, d.timezone, d.locale
+    from wanted w
+    join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is null
+    where not exists (select 1 from opt_outs o where o.user_id = w.user_id and o.category = w.category)
+      and not exists (
+        select 1 from mutes m
+        where w.object_id is not null and m.user_id = w.user_id and m.object_id = w.object_id
+          and (m.until is null or m.until > ${now.toISOString()}::timestamptz))
+    order by w.ord, d.id`.execute(db);
+  return rows;
+}

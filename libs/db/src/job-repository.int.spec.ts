@@ -1,0 +1,48 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+
+let t: SpecDatabase;
+beforeAll(async () => {
+  t = await createSpecDatabase('jobs');
+});
+afterAll(() => t.drop());
+
+describe('job records', () => {
+  it('accepts an id once; an unpublished record can be forgotten, a published one cannot', async () => {
+    const [a, b] = [randomUUID(), randomUUID()];
+    const first = await t.db.jobs.accept([{ id: a, app: 'demo', team: 't' }, { id: b, app: 'demo', team: 't' }]);
+    expect([...first.values()]).toEqual([{ kind: 'new' }, { kind: 'new' }]);
+    await t.db.jobs.markPublished([a]);
+    await t.db.jobs.forget([a, b]);
+    const again = await t.db.jobs.accept([{ id: a, app: 'other', team: 't' }, { id: b, app: 'demo', team: 't' }]);
+    expect(again.get(a)).toEqual({ kind: 'existing', app: 'demo', published: true });
+    expect(again.get(b)).toEqual({ kind: 'new' });
+  });
+
+  it('counts outcomes per job once per push, and the demuxer upsert does not double count', async () => {
+    const job = randomUUID();
+    await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 3, outcome: 'fanned-out' }]);
+    await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 3, outcome: 'fanned-out' }]);
+    const [p1, p2, p3] = [randomUUID(), randomUUID(), randomUUID()];
+    await t.db.jobs.recordOutcomes([{ pushId: p1, jobId: job, outcome: 'parked' }, { pushId: p2, jobId: job, outcome: 'delivered' }, { pushId: p3, jobId: job, outcome: 'invalid' }]);
+    await t.db.jobs.recordOutcomes([{ pushId: p1, jobId: job, outcome: 'delivered' }]);
+    const status = await t.db.jobs.status(job);
+    expect(status).toMatchObject({ job: { targeted: 3, demuxOutcome: 'fanned-out' }, outcomes: { delivered: 2, invalid: 1 }, scheduled: 0 });
+    expect(status?.job.publishedAt).not.toBeNull();
+  });
+
+  it('runs concurrent overlapping writes without deadlocks', async () => {
+    const ids = Array.from({ length: 200 }, () => randomUUID());
+    await t.db.jobs.accept(ids.map((id) => ({ id, app: 'demo', team: null })));
+    const shuffled = () => [...ids].sort(() => Math.random() - 0.5);
+    await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        i % 2 === 0
+          ? t.db.jobs.markPublished(shuffled())
+          : t.db.jobs.recordDemux(shuffled().map((id) => ({ id, app: 'demo', targeted: 1, outcome: 'fanned-out' }))),
+      ),
+    );
+    expect((await t.db.jobs.get(ids[0] ?? ''))?.publishedAt).not.toBeNull();
+  });
+});

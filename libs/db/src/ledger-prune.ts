@@ -1,0 +1,63 @@
+import { sql, type Kysely } from 'kysely';
+import type { HeraldTables } from './tables.ts';
+
+export const DEFAULT_PRUNE_BATCH = 5_000;
+
+/**
+ * Delete ledger entries older than `olderThan` in batches of `batchSize` rows, each batch its own
+ * short statement (no long transaction, no table-wide lock): 'done' entries by completed_at,
+ * abandoned 'sending' claims by claimed_at; both walk an index. Stops between batches once
+ * `signal` is aborted. Returns how many were deleted.
+ */
+export async function pruneLedger(
+  db: Kysely<HeraldTables>,
+  olderThan: Date,
+  batchSize = DEFAULT_PRUNE_BATCH,
+  signal?: AbortSignal,
+): Promise<number> {
+  const before = olderThan.toISOString();
+  const batches = [
+    sql`select push_id from delivery_ledger where completed_at < ${before}::timestamptz order by completed_at limit ${batchSize}`,
+    sql`select push_id from delivery_ledger where state = 'sending' and claimed_at < ${before}::timestamptz order by claimed_at limit ${batchSize}`,
+  ];
+  let total = 0;
+  for (const select of batches) {
+    while (signal?.aborted !== true) {
+      const result = await sql`delete from delivery_ledger where push_id in (${select})`.execute(db);
+      const deleted = Number(result.numAffectedRows ?? 0n);
+      total += deleted;
+      if (deleted < batchSize) break;
+    }
+  }
+  return total;
+}
+
+/**
+ * The advisory lock that lets one process at a time prune: (class, hashtext(schema)), so pushers
+ * of different schemas in one database do not wait for each other. Visible in pg_locks as
+ * locktype 'advisory' with classid = LEDGER_PRUNE_LOCK_CLASS.
+ */
+export const LEDGER_PRUNE_LOCK_CLASS = 0x4c50;
+
+/**
+ * pruneLedger under a session-level advisory lock taken with pg_try_advisory_lock on one pooled
+ * connection (each batch still its own statement). Returns undefined, touching nothing, when
+ * another session holds the lock. A lost connection releases the lock with it.
+ */
+export async function pruneLedgerExclusively(
+  db: Kysely<HeraldTables>,
+  olderThan: Date,
+  batchSize = DEFAULT_PRUNE_BATCH,
+  signal?: AbortSignal,
+): Promise<number | undefined> {
+  const key = sql`${LEDGER_PRUNE_LOCK_CLASS}::int, hashtext(current_schema())`;
+  return db.connection().execute(async (conn) => {
+    const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${key}) as locked`.execute(conn);
+    if (rows[0]?.locked !== true) return undefined;
+    try {
+      return await pruneLedger(conn, olderThan, batchSize, signal);
+    } finally {
+      await sql`select pg_advisory_unlock(${key})`.execute(conn);
+    }
+  });
+}

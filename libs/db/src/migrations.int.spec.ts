@@ -1,0 +1,81 @@
+import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { createSpecDatabase, SPEC_DATABASE_URL } from './spec-database.ts';
+import { createDatabase, DatabaseConfigError, dropSchemaAndClose, type Database } from './database.ts';
+import { DEFAULT_MIGRATIONS_DIR } from './migrations.ts';
+
+/** Every migration in the repo, in order (0001_apps, 0002_devices, …). */
+const ALL_MIGRATIONS = readdirSync(DEFAULT_MIGRATIONS_DIR).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort().map((f) => f.replace(/\.sql$/, ''));
+
+const opened: Database[] = [];
+afterAll(async () => {
+  for (const db of opened) await dropSchemaAndClose(db);
+});
+
+async function tablesIn(db: Database): Promise<string[]> {
+  const { rows } = await sql<{ table_name: string }>`
+    select table_name from information_schema.tables where table_schema = ${db.schema} order by table_name`.execute(db.kysely);
+  return rows.map((r) => r.table_name);
+}
+
+async function appliedMigrations(db: Database): Promise<string[]> {
+  const { rows } = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(db.kysely);
+  return rows.map((r) => r.name);
+}
+
+describe('migrate', () => {
+  it('creates the schema and every table, and a second run changes nothing', async () => {
+    const schema = `herald_mig_${randomBytes(4).toString('hex')}`;
+    const db = createDatabase({ url: SPEC_DATABASE_URL, schema });
+    opened.push(db);
+    await db.migrate();
+    const first = await appliedMigrations(db);
+    expect(first.slice(0, 4)).toEqual(['0001_apps', '0002_devices', '0003_preferences', '0004_delivery_ledger']);
+    expect(first).toEqual(ALL_MIGRATIONS);
+    expect(await tablesIn(db)).toEqual(
+      expect.arrayContaining(['apps', 'delivery_ledger', 'devices', 'kysely_migration', 'mutes', 'opt_outs']),
+    );
+    await db.apps.upsert({ id: 'kept' });
+    await db.migrate();
+    expect(await appliedMigrations(db)).toEqual(first);
+    expect((await db.apps.get('kept'))?.id).toBe('kept');
+  });
+
+  it('is safe when several starters migrate the same new schema at once', async () => {
+    const schema = `herald_race_${randomBytes(4).toString('hex')}`;
+    const dbs = Array.from({ length: 4 }, () => createDatabase({ url: SPEC_DATABASE_URL, schema, poolSize: 2 }));
+    const [first, ...rest] = dbs;
+    if (first === undefined) throw new Error('no databases');
+    opened.push(first);
+    try {
+      await Promise.all(dbs.map((db) => db.migrate()));
+    } finally {
+      await Promise.all(rest.map((db) => db.close()));
+    }
+    expect(await appliedMigrations(first)).toEqual(ALL_MIGRATIONS);
+  });
+
+  it('keeps test schemas apart: a row in one schema is invisible in another', async () => {
+    const a = await createSpecDatabase('iso_a');
+    const b = await createSpecDatabase('iso_b');
+    try {
+      await a.db.apps.upsert({ id: 'only-in-a' });
+      expect(await a.db.apps.list()).toHaveLength(1);
+      expect(await b.db.apps.list()).toHaveLength(0);
+    } finally {
+      await a.drop();
+      await b.drop();
+    }
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from information_schema.schemata where schema_name in (${a.schema}, ${b.schema})`.execute(
+      (opened[0] as Database).kysely,
+    );
+    expect(rows[0]?.n).toBe(0);
+  });
+
+  it('rejects a schema name that is not a plain identifier', () => {
+    expect(() => createDatabase({ url: SPEC_DATABASE_URL, schema: 'x; drop table devices' })).toThrow(DatabaseConfigError);
+  });
+});

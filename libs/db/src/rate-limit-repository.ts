@@ -1,0 +1,87 @@
+import { sql, type Kysely } from 'kysely';
+import type { Platform } from '@herald/contracts';
+import type { HeraldTables } from './tables.ts';
+
+/** A budget key: a platform, and an app for a per-app budget ('' or absent: the whole platform). */
+export interface RateLimitKey {
+  platform: Platform;
+  app?: string;
+}
+
+export interface RateLimitRow {
+  platform: Platform;
+  /** '' for the platform-wide budget. */
+  app: string;
+  ratePerSec: number;
+  updatedAt: Date;
+}
+
+/** What one lease call got: tokens for the current window only, and when that window ends. */
+export interface RateLimitGrant {
+  granted: number;
+  ratePerSec: number;
+  /** Milliseconds from now (database clock) until the current window ends. */
+  msLeftInWindow: number;
+  /** Which window the tokens belong to (epoch ms / windowMs, database clock). */
+  windowIndex: number;
+}
+
+/** Budgets set by operators, and the atomic lease of window slices pushers make against them. */
+export interface RateLimitRepository {
+  /** Create or change a budget; pushers pick it up at their next lease. */
+  set(key: RateLimitKey, ratePerSec: number): Promise<void>;
+  /** Remove a budget; true if there was one. */
+  remove(key: RateLimitKey): Promise<boolean>;
+  list(): Promise<RateLimitRow[]>;
+  /**
+   * Take up to `want` tokens of the current window (windowMs long, windows aligned to the
+   * database clock). One UPDATE … RETURNING: concurrent callers never get more than the
+   * window's share of the budget in total. undefined: no budget is set for this key.
+   */
+  lease(key: RateLimitKey, want: number, windowMs: number): Promise<RateLimitGrant | undefined>;
+}
+
+export function createRateLimitRepository(db: Kysely<HeraldTables>): RateLimitRepository {
+  return {
+    async set(key, ratePerSec) {
+      await db
+        .insertInto('rate_limits')
+        .values({ platform: key.platform, app: key.app ?? '', rate_per_sec: ratePerSec })
+        .onConflict((oc) => oc.columns(['platform', 'app']).doUpdateSet({ rate_per_sec: ratePerSec, updated_at: sql`now()` }))
+        .execute();
+    },
+    async remove(key) {
+      const result = await db.deleteFrom('rate_limits').where('platform', '=', key.platform).where('app', '=', key.app ?? '').executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    },
+    async list() {
+      const rows = await db.selectFrom('rate_limits').select(['platform', 'app', 'rate_per_sec', 'updated_at']).orderBy('platform').orderBy('app').execute();
+      return rows.map((r) => ({ platform: r.platform, app: r.app, ratePerSec: r.rate_per_sec, updatedAt: r.updated_at }));
+    },
+    lease: (key, want, windowMs) => leaseSlice(db, key, want, windowMs),
+  };
+}
+
+/**
+ * The window's share is floor((w+1)·rate·windowMs/1000) − floor(w·rate·windowMs/1000), so the
+ * windows of any second add up to the rate exactly, even when rate/window is fractional. A
+ * caller whose clock reading is older than the row's window (it waited for the row lock across
+ * a window boundary) gets nothing and simply asks again.
+ */
+async function leaseSlice(db: Kysely<HeraldTables>, key: RateLimitKey, want: number, windowMs: number): Promise<RateLimitGrant | undefined> {
+  const used = sql`case when r.window_index = c.idx then r.granted else 0 end`;
+  const cap = sql`(floor((c.idx + 1)::numeric * r.rate_per_sec * ${windowMs} / 1000) - floor(c.idx::numeric * r.rate_per_sec * ${windowMs} / 1000))::integer`;
+  const grant = sql`case when c.idx < r.window_index then 0 else greatest(0, least(${want}::integer, ${cap} - ${used})) end`;
+  const { rows } = await sql<{ last_grant: number; rate_per_sec: number; ms_left: number; idx: string }>`
+    update rate_limits r
+    set granted = case when c.idx < r.window_index then r.granted else ${used} + ${grant} end,
+        last_grant = ${grant},
+        window_index = greatest(r.window_index, c.idx)
+    from (select floor(t.ms / ${windowMs})::bigint as idx, t.ms
+          from (select extract(epoch from clock_timestamp()) * 1000 as ms) t) c
+    where r.platform = ${key.platform} and r.app = ${key.app ?? ''}
+    returning r.last_grant, r.rate_per_sec, ((c.idx + 1) * ${windowMs} - c.ms)::float8 as ms_left, c.idx`.execute(db);
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  return { granted: row.last_grant, ratePerSec: row.rate_per_sec, msLeftInWindow: Math.max(0, row.ms_left), windowIndex: Number(row.idx) };
+}

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { derivePushId, type DevicePush, type Platform } from '@herald/contracts';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { createDatabase, type Database } from './database.ts';
+import { cancelJob } from './cancel-job.ts';
+import type { ScheduledPushInput } from './scheduled-push-repository.ts';
+
+let t: SpecDatabase;
+let other: Database;
+beforeAll(async () => {
+  t = await createSpecDatabase('sched');
+  other = createDatabase({ url: t.url, schema: t.schema, poolSize: 4 });
+});
+afterAll(async () => {
+  await other.close();
+  await t.drop();
+});
+
+function pushes(n: number, dueAt: (i: number) => Date, opts: { jobId?: string; platform?: Platform } = {}): ScheduledPushInput[] {
+  const jobId = opts.jobId ?? randomUUID();
+  return Array.from({ length: n }, (_, i) => {
+    const push: DevicePush = {
+      version: 1,
+      pushId: derivePushId(jobId, String(i)),
+      jobId,
+      deviceId: String(i),
+      app: 'demo',
+      platform: opts.platform ?? 'apns',
+      token: `token-${i}`,
+      userId: `u${i}`,
+      content: { title: 'hi' },
+      priority: 'high',
+      acceptedAt: new Date().toISOString(),
+    };
+    return { dueAt: dueAt(i), push };
+  });
+}
+
+const clear = () => t.db.kysely.deleteFrom('scheduled_pushes').execute();
+const past = (ms: number) => new Date(Date.now() - ms);
+
+describe('ScheduledPushRepository', () => {
+  it('stores each push once, however often it is scheduled', async () => {
+    await clear();
+    const batch = pushes(3, () => past(0));
+    expect(await t.db.scheduled.schedule(batch)).toBe(3);
+    expect(await t.db.scheduled.schedule(batch)).toBe(0);
+    const rows = await t.db.kysely.selectFrom('scheduled_pushes').selectAll().execute();
+    expect(rows.map((r) => (r.payload as DevicePush).pushId).sort()).toEqual(batch.map((p) => p.push.pushId).sort());
+  });
+
+  it('releases only due rows of the platform, earliest first, and deletes them on success', async () => {
+    await clear();
+    const due = pushes(3, (i) => past(1000 * (3 - i)));
+    await t.db.scheduled.schedule([...due, ...pushes(2, () => new Date(Date.now() + 60_000)), ...pushes(2, () => past(0), { platform: 'fcm' })]);
+    const seen: string[] = [];
+    expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async (rows) => void seen.push(...rows.map((r) => r.push.pushId)))).toBe(3);
+    expect(seen).toEqual(due.map((p) => p.push.pushId));
+    expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async () => undefined)).toBe(0);
+    expect((await t.db.scheduled.nextDueAt('apns'))?.getTime()).toBeGreaterThan(Date.now());
+  });
+
+  it('puts a batch back when the release fails', async () => {
+    await clear();
+    await t.db.scheduled.schedule(pushes(5, () => past(10)));
+    await expect(t.db.scheduled.withDueBatch('apns', new Date(), 10, () => Promise.reject(new Error('broker down')))).rejects.toThrow('broker down');
+    expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async () => undefined)).toBe(5);
+  });
+
+  it('two concurrent claimers over 20,000 due rows release each row exactly once', async () => {
+    await clear();
+    const all = pushes(20_000, (i) => past(20_000 - i));
+    await t.db.scheduled.schedule(all);
+    const released = new Map<string, number>();
+    const claimer = async (db: Database) => {
+      let batches = 0;
+      for (;;) {
+        const n = await db.scheduled.withDueBatch('apns', new Date(), 500, async (rows) => {
+          for (const r of rows) released.set(r.push.pushId, (released.get(r.push.pushId) ?? 0) + 1);
+          await new Promise((resolve) => setTimeout(resolve, 1)); // hold the locks a moment, as a publish would
+        });
+        if (n === 0) return batches;
+        batches++;
+      }
+    };
+    const [a, b] = await Promise.all([claimer(t.db), claimer(other)]);
+    expect(a).toBeGreaterThan(0);
+    expect(b).toBeGreaterThan(0);
+    expect(released.size).toBe(20_000);
+    expect([...released.values()].every((n) => n === 1)).toBe(true);
+    expect(await t.db.scheduled.nextDueAt('apns')).toBeUndefined();
+  });
+
+  it('cancels a job: removes its stored pushes and says how many', async () => {
+    await clear();
+    await t.db.scheduled.schedule([...pushes(4, () => new Date(Date.now() + 60_000), { jobId: 'cancel-me' }), ...pushes(2, () => past(0))]);
+    expect(await cancelJob(t.db, 'cancel-me')).toBe(4);
+    expect(await cancelJob(t.db, 'cancel-me')).toBe(0);
+    expect(await t.db.kysely.selectFrom('scheduled_pushes').select('job_id').where('job_id', '=', 'cancel-me').execute()).toEqual([]);
+  });
+
+  it('counts stored pushes per platform per upcoming hour, overdue ones in the first hour', async () => {
+    await clear();
+    const now = new Date('2030-01-01T10:15:00Z');
+    const h = (iso: string) => () => new Date(iso);
+    await t.db.scheduled.schedule([
+      ...pushes(2, h('2030-01-01T09:00:00Z')),
+      ...pushes(3, h('2030-01-01T10:59:00Z')),
+      ...pushes(4, h('2030-01-01T12:30:00Z')),
+      ...pushes(1, h('2030-01-01T12:30:00Z'), { platform: 'fcm' }),
+      ...pushes(7, h('2030-01-02T12:30:00Z')),
+    ]);
+    expect(await t.db.scheduled.countsByHour(undefined, 24, now)).toEqual([
+      { platform: 'apns', hour: new Date('2030-01-01T10:00:00Z'), count: 5 },
+      { platform: 'apns', hour: new Date('2030-01-01T12:00:00Z'), count: 4 },
+      { platform: 'fcm', hour: new Date('2030-01-01T12:00:00Z'), count: 1 },
+    ]);
+    expect(await t.db.scheduled.countsByHour('fcm', 24, now)).toEqual([{ platform: 'fcm', hour: new Date('2030-01-01T12:00:00Z'), count: 1 }]);
+  });
+
+  it('tells listeners of the platform when pushes are scheduled, with the earliest due time', async () => {
+    await clear();
+    const heard: Date[] = [];
+    const listener = await other.scheduled.listen('fcm', (d) => heard.push(d));
+    try {
+      const dueAt = new Date(Date.now() + 3_600_000);
+      await t.db.scheduled.schedule([...pushes(2, () => new Date(dueAt.getTime() + 5000), { platform: 'fcm' }), ...pushes(1, () => dueAt, { platform: 'fcm' })]);
+      await t.db.scheduled.schedule(pushes(1, () => dueAt, { platform: 'apns' }));
+      const deadline = Date.now() + 5000;
+      while (heard.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(heard).toEqual([dueAt]);
+    } finally {
+      await listener.close();
+    }
+  });
+});

@@ -1,0 +1,125 @@
+import { sql, type Kysely } from 'kysely';
+import type { DevicePush, Platform } from '@herald/contracts';
+import type { HeraldTables } from './tables.ts';
+import { scheduleChannel } from './schedule-channel.ts';
+import { listenForSchedules, type ScheduleListener, type ScheduleListenerOptions } from './schedule-listener.ts';
+
+export interface ScheduledPushInput {
+  dueAt: Date;
+  push: DevicePush;
+}
+
+export interface DueRow {
+  id: string;
+  dueAt: Date;
+  push: DevicePush;
+}
+
+export interface HourCount {
+  platform: Platform;
+  /** Start of the hour, UTC. */
+  hour: Date;
+  count: number;
+}
+
+/** Pushes held until their due time; see infra/db/migrations/0005_scheduled_pushes.sql. */
+export interface ScheduledPushRepository {
+  /** Store pushes (a push already stored is left as it is) and wake the deschedulers; returns rows added. */
+  schedule(pushes: readonly ScheduledPushInput[]): Promise<number>;
+  /**
+   * In one transaction: lock up to `limit` rows of `platform` due at `now` (earliest first,
+   * skipping rows other deschedulers hold), run `release`, then delete them and commit. If
+   * `release` throws, nothing is deleted and the rows go back to the store. Returns the row count.
+   */
+  withDueBatch(platform: Platform, now: Date, limit: number, release: (rows: DueRow[]) => Promise<void>): Promise<number>;
+  /** Due time of the earliest row no other descheduler holds, or undefined when there is none. */
+  nextDueAt(platform: Platform): Promise<Date | undefined>;
+  /** Remove every stored push of a job; returns how many were removed. */
+  cancelJob(jobId: string): Promise<number>;
+  /** Stored pushes per platform per hour (UTC) from now (overdue ones count in the first hour). */
+  countsByHour(platform: Platform | undefined, hours: number, now?: Date): Promise<HourCount[]>;
+  /** Be told (with the earliest due time) whenever pushes are scheduled for `platform`. */
+  listen(platform: Platform, onSchedule: (earliestDueAt: Date) => void): Promise<ScheduleListener>;
+}
+
+const INSERT_CHUNK = 5_000;
+
+export function createScheduledPushRepository(
+  db: Kysely<HeraldTables>,
+  options: Omit<ScheduleListenerOptions, 'channel'>,
+): ScheduledPushRepository {
+  const channel = (platform: Platform) => scheduleChannel(options.schema, platform);
+  return {
+    schedule: async (pushes) => {
+      let added = 0;
+      for (let i = 0; i < pushes.length; i += INSERT_CHUNK) added += await insertChunk(db, pushes.slice(i, i + INSERT_CHUNK), channel);
+      return added;
+    },
+    withDueBatch: (platform, now, limit, release) => withDueBatch(db, platform, now, limit, release),
+    nextDueAt: async (platform) => {
+      const { rows } = await sql<{ due_at: Date }>`
+        select due_at from scheduled_pushes where platform = ${platform}
+        order by due_at limit 1 for update skip locked`.execute(db);
+      return rows[0]?.due_at;
+    },
+    cancelJob: async (jobId) => {
+      const result = await db.deleteFrom('scheduled_pushes').where('job_id', '=', jobId).executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+    countsByHour: (platform, hours, now = new Date()) => countsByHour(db, platform, hours, now),
+    listen: (platform, onSchedule) => listenForSchedules({ ...options, channel: channel(platform) }, onSchedule),
+  };
+}
+
+/** One statement inserts the chunk; one NOTIFY per platform, delivered when it commits. */
+async function insertChunk(db: Kysely<HeraldTables>, chunk: readonly ScheduledPushInput[], channel: (p: Platform) => string): Promise<number> {
+  if (chunk.length === 0) return 0;
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ platform: Platform; earliest: Date; added: string }>`
+      with added as (
+        insert into scheduled_pushes (platform, due_at, job_id, push_id, payload)
+        select * from unnest(
+          ${chunk.map((p) => p.push.platform)}::text[], ${chunk.map((p) => p.dueAt.toISOString())}::timestamptz[],
+          ${chunk.map((p) => p.push.jobId)}::text[], ${chunk.map((p) => p.push.pushId)}::uuid[],
+          ${chunk.map((p) => JSON.stringify(p.push))}::jsonb[])
+        on conflict (push_id) do nothing
+        returning platform, due_at
+      )
+      select platform, min(due_at) as earliest, count(*) as added from added group by platform`.execute(trx);
+    for (const r of rows) {
+      await sql`select pg_notify(${channel(r.platform)}, ${String(r.earliest.getTime())})`.execute(trx);
+    }
+    return rows.reduce((sum, r) => sum + Number(r.added), 0);
+  });
+}
+
+async function withDueBatch(
+  db: Kysely<HeraldTables>,
+  platform: Platform,
+  now: Date,
+  limit: number,
+  release: (rows: DueRow[]) => Promise<void>,
+): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ id: string; due_at: Date; payload: DevicePush }>`
+      select id, due_at, payload from scheduled_pushes
+      where platform = ${platform} and due_at <= ${now.toISOString()}::timestamptz
+      order by due_at limit ${limit} for update skip locked`.execute(trx);
+    if (rows.length === 0) return 0;
+    await release(rows.map((r) => ({ id: r.id, dueAt: r.due_at, push: r.payload })));
+    await sql`delete from scheduled_pushes where id = any(${rows.map((r) => r.id)}::bigint[])`.execute(trx);
+    return rows.length;
+  });
+}
+
+async function countsByHour(db: Kysely<HeraldTables>, platform: Platform | undefined, hours: number, now: Date): Promise<HourCount[]> {
+  const first = new Date(Math.floor(now.getTime() / 3_600_000) * 3_600_000);
+  const end = new Date(first.getTime() + hours * 3_600_000);
+  const { rows } = await sql<{ platform: Platform; hour: Date; count: string }>`
+    select platform, greatest(date_bin('1 hour', due_at, ${first.toISOString()}::timestamptz), ${first.toISOString()}::timestamptz) as hour,
+      count(*) as count
+    from scheduled_pushes
+    where due_at < ${end.toISOString()}::timestamptz ${platform === undefined ? sql`` : sql`and platform = ${platform}`}
+    group by 1, 2 order by 2, 1`.execute(db);
+  return rows.map((r) => ({ platform: r.platform, hour: r.hour, count: Number(r.count) }));
+}

@@ -1,0 +1,50 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+/** Thrown when a secret cannot be sealed or opened: a bad key, or a tampered or foreign envelope. */
+export class SecretBoxError extends Error {
+  override readonly name = 'SecretBoxError';
+}
+
+/** Seals short secrets (keys, tokens, service-account JSON) for storage at rest. */
+export interface SecretBox {
+  /** `context` (e.g. "apns:chat") is authenticated, so an envelope cannot be moved to another app. */
+  seal(plaintext: string, context: string): string;
+  open(envelope: string, context: string): string;
+}
+
+const VERSION = 'v1';
+const IV_BYTES = 12;
+
+/** HERALD_SECRET_KEY: 32 bytes as 64 hex characters or as base64 / base64url. */
+export function parseSecretKey(raw: string): Buffer {
+  const text = raw.trim();
+  const key = /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, text.includes('-') || text.includes('_') ? 'base64url' : 'base64');
+  if (key.length !== 32) throw new SecretBoxError('the secret key must be 32 bytes (64 hex characters or base64)');
+  return key;
+}
+
+/** AES-256-GCM with a random 96-bit IV per seal: `v1.<iv>.<tag>.<ciphertext>` in base64url. */
+export function createSecretBox(rawKey: string): SecretBox {
+  const key = parseSecretKey(rawKey);
+  return {
+    seal(plaintext, context) {
+      const iv = randomBytes(IV_BYTES);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      cipher.setAAD(Buffer.from(context, 'utf8'));
+      const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+      return [VERSION, iv, cipher.getAuthTag(), body].map((p) => (typeof p === 'string' ? p : p.toString('base64url'))).join('.');
+    },
+    open(envelope, context) {
+      const [version, iv, tag, body] = envelope.split('.');
+      if (version !== VERSION || iv === undefined || tag === undefined || body === undefined) throw new SecretBoxError('not a sealed secret');
+      try {
+        const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+        decipher.setAAD(Buffer.from(context, 'utf8'));
+        decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+        return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
+      } catch {
+        throw new SecretBoxError('the secret cannot be opened: wrong HERALD_SECRET_KEY, or it was altered or belongs to another app');
+      }
+    },
+  };
+}

@@ -1,0 +1,127 @@
+import type { Generated, Selectable } from 'kysely';
+import type { Platform } from '@herald/contracts';
+
+/** Row types as PostgreSQL returns them (bigint as string, timestamptz as Date). */
+export interface AppsTable {
+  id: string;
+  apns_topic: string | null;
+  fcm_project_id: string | null;
+  enabled: Generated<boolean>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+  /** Per-app credentials (0008); the *_secret columns hold SecretBox envelopes. */
+  apns_auth: Generated<'token' | 'certificate' | null>;
+  apns_key_id: Generated<string | null>;
+  apns_team_id: Generated<string | null>;
+  apns_endpoint: Generated<'production' | 'development' | 'local'>;
+  apns_secret: Generated<string | null>;
+  fcm_auth: Generated<'service-account' | 'access-token' | null>;
+  fcm_endpoint: Generated<'google' | 'local'>;
+  fcm_secret: Generated<string | null>;
+  credentials_version: Generated<number>;
+}
+
+export interface DevicesTable {
+  id: Generated<string>;
+  app: string;
+  platform: Platform;
+  token: string;
+  /** NULL only on a tombstone (an unregister for a token never registered). */
+  user_id: string | null;
+  timezone: string | null;
+  locale: string | null;
+  registered_at: Date | null;
+  last_event_at: Date;
+  invalidated_at: Date | null;
+  invalidation_reason: string | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface OptOutsTable {
+  user_id: string;
+  category: string;
+  created_at: Generated<Date>;
+}
+
+export interface MutesTable {
+  user_id: string;
+  object_id: string;
+  until: Date | null;
+  created_at: Generated<Date>;
+}
+
+export type LedgerState = 'sending' | 'done';
+
+export interface DeliveryLedgerTable {
+  push_id: string;
+  state: LedgerState;
+  outcome: string | null;
+  owner: string;
+  claimed_at: Generated<Date>;
+  completed_at: Date | null;
+}
+
+export interface RateLimitsTable {
+  platform: Platform;
+  /** '' for the platform-wide budget. */
+  app: Generated<string>;
+  rate_per_sec: number;
+  window_index: Generated<string>;
+  granted: Generated<number>;
+  last_grant: Generated<number>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface ScheduledPushesTable {
+  id: Generated<string>;
+  platform: Platform;
+  due_at: Date;
+  job_id: string;
+  push_id: string;
+  payload: unknown;
+  created_at: Generated<Date>;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  team: string;
+  key_hash: string;
+  apps: string[];
+  created_at: Generated<Date>;
+  revoked_at: Date | null;
+}
+
+export interface JobsTable {
+  id: string;
+  app: string;
+  team: string | null;
+  accepted_at: Generated<Date>;
+  published_at: Date | null;
+  targeted: number | null;
+  demux_outcome: string | null;
+  demuxed_at: Date | null;
+}
+
+export interface PushOutcomesTable {
+  push_id: string;
+  job_id: string;
+  outcome: string;
+  updated_at: Generated<Date>;
+}
+
+export interface HeraldTables {
+  apps: AppsTable;
+  api_keys: ApiKeysTable;
+  jobs: JobsTable;
+  push_outcomes: PushOutcomesTable;
+  devices: DevicesTable;
+  opt_outs: OptOutsTable;
+  mutes: MutesTable;
+  delivery_ledger: DeliveryLedgerTable;
+  scheduled_pushes: ScheduledPushesTable;
+  rate_limits: RateLimitsTable;
+}
+
+export type DeviceRow = Selectable<DevicesTable>;

@@ -1,0 +1,82 @@
+import type { Logger } from '@herald/logging';
+import type { SendResult } from '@herald/providers';
+import { Gauge, type Registry } from '@herald/runtime';
+
+/**
+ * Provider answers that say the app's credentials or topic are wrong, not the push: APNs
+ * 403 token/certificate errors and topic errors, FCM auth and sender errors, and credentials
+ * the pusher could not even load. Any number of retries would fail the same way.
+ */
+const CREDENTIAL_OR_TOPIC = new RegExp(
+  [
+    'InvalidProviderToken', 'MissingProviderToken', 'BadCertificate', 'BadCertificateEnvironment', 'Forbidden',
+    'TopicDisallowed', 'BadTopic', 'MissingTopic', 'no APNs topic',
+    'third-party-auth-error', 'THIRD_PARTY_AUTH_ERROR', 'mismatched-credential', 'SENDER_ID_MISMATCH',
+    'authentication-error', 'invalid-credential', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'permission-denied',
+    '^credentials:',
+  ].join('|'),
+);
+
+export const isCredentialFailure = (result: SendResult): result is Extract<SendResult, { kind: 'permanent' }> => result.kind === 'permanent' && CREDENTIAL_OR_TOPIC.test(result.reason);
+
+export interface AppBanSettings {
+  /** Credential/topic failures within windowMs that ban the app. */
+  threshold: number;
+  windowMs: number;
+  /** How long a banned app's pushes are parked before sends are tried again. */
+  cooldownMs: number;
+}
+
+export interface AppBans {
+  /** The ban in force for this app, if any. */
+  banned(app: string): { until: Date; reason: string } | undefined;
+  /** Count a send result; a credential or topic failure may start a ban. */
+  observe(app: string, result: SendResult): void;
+}
+
+interface Ban {
+  until: number;
+  reason: string;
+}
+
+/**
+ * Temporary bans kept in this pusher process (see docs/adr/0003-apps-as-data.md): each process
+ * sees its own failures, so with N pushers a broken app costs at most N × threshold failed
+ * requests per window, and the hot path never waits on a shared store.
+ */
+export function createAppBans(settings: AppBanSettings, logger: Logger, registry: Registry, now: () => number = Date.now): AppBans {
+  const failures = new Map<string, number[]>();
+  const bans = new Map<string, Ban>();
+  const gauge = new Gauge({
+    name: 'herald_app_banned',
+    help: 'Whether an app is banned (1) for credential or topic errors: its pushes are parked until the cool-off ends',
+    labelNames: ['app'],
+    registers: [registry],
+  });
+  return {
+    banned(app) {
+      const ban = bans.get(app);
+      if (ban === undefined) return undefined;
+      if (ban.until > now()) return { until: new Date(ban.until), reason: ban.reason };
+      bans.delete(app);
+      gauge.set({ app }, 0);
+      logger.warn({ app, alarm: 'app-ban-lifted' }, 'app ban lifted: sends are tried again');
+      return undefined;
+    },
+    observe(app, result) {
+      if (!isCredentialFailure(result) || bans.has(app)) return;
+      const at = now();
+      const recent = (failures.get(app) ?? []).filter((t) => t > at - settings.windowMs);
+      recent.push(at);
+      failures.set(app, recent);
+      if (recent.length < settings.threshold) return;
+      failures.delete(app);
+      bans.set(app, { until: at + settings.cooldownMs, reason: result.reason });
+      gauge.set({ app }, 1);
+      logger.error(
+        { app, alarm: 'app-banned', failures: recent.length, windowMs: settings.windowMs, cooldownMs: settings.cooldownMs, reason: result.reason },
+        'app banned: its sends keep failing with credential or topic errors; its pushes are parked until the cool-off ends',
+      );
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import { bool, int, optionalStr } from '@herald/config';
+import type { Platform } from '@herald/contracts';
+import { createAppCredentialStore, createSecretBox, type Database } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import type { PushProvider } from '@herald/providers';
+import type { Registry } from '@herald/runtime';
+import { createAppBans, type AppBans } from './app-ban.ts';
+import { appProviderFactory, hasOwnCredentials } from './app-provider.ts';
+import { createJobOutcomeRecorder, type JobOutcomeRecorder } from './job-outcomes.ts';
+import { createProviderPool, type ProviderPool } from './provider-pool.ts';
+
+/** Pusher settings for apps as data: per-app providers, temporary bans, job status. */
+export const appDeliveryConfig = {
+  HERALD_SECRET_KEY: optionalStr('32-byte key (64 hex characters or base64) that seals app credentials at rest (AES-256-GCM)', { secret: true }),
+  PROVIDER_IDLE_MS: int("Close an app's own provider (connection, provider token) after this long without a send", { default: '300000', min: 1000 }),
+  APP_REQUEST_TIMEOUT_MS: int('Per-request timeout for providers built from app credentials', { default: '5000', min: 100 }),
+  APP_BAN_THRESHOLD: int('Credential or topic failures of one app within APP_BAN_WINDOW_MS that ban it', { default: '20', min: 1 }),
+  APP_BAN_WINDOW_MS: int('Window over which an app\'s credential or topic failures are counted', { default: '60000', min: 1000 }),
+  APP_BAN_COOLDOWN_MS: int("How long a banned app's pushes are parked (code app-banned) before sends are tried again", { default: '300000', min: 1000 }),
+  JOB_STATUS_ENABLED: bool('Record each push\'s final outcome for the job status the HTTP API reports', { default: 'true' }),
+} as const;
+
+export interface AppDeliverySettings {
+  HERALD_SECRET_KEY: string | undefined;
+  PROVIDER_IDLE_MS: number;
+  APP_REQUEST_TIMEOUT_MS: number;
+  APP_BAN_THRESHOLD: number;
+  APP_BAN_WINDOW_MS: number;
+  APP_BAN_COOLDOWN_MS: number;
+  JOB_STATUS_ENABLED: boolean;
+  SANDBOX_STATE_DIR: string;
+}
+
+export interface AppDelivery {
+  providers: ProviderPool;
+  bans: AppBans;
+  outcomes?: JobOutcomeRecorder;
+}
+
+/** The pusher's per-app parts: a provider pool (falling back to `fallback`), bans and the job-outcome recorder. */
+export function createAppDelivery(
+  platform: Platform,
+  config: AppDeliverySettings,
+  db: Database,
+  fallback: PushProvider,
+  logger: Logger,
+  registry: Registry,
+): AppDelivery {
+  const box = config.HERALD_SECRET_KEY === undefined ? undefined : createSecretBox(config.HERALD_SECRET_KEY);
+  const credentials = createAppCredentialStore(db.kysely, box);
+  const providers = createProviderPool({
+    platform,
+    fallback: () => Promise.resolve(fallback),
+    hasOwn: (app) => hasOwnCredentials(platform, app),
+    build: appProviderFactory({ platform, credentials, sandboxStateDir: config.SANDBOX_STATE_DIR, requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS, logger }),
+    idleMs: config.PROVIDER_IDLE_MS,
+    logger,
+  });
+  const bans = createAppBans(
+    { threshold: config.APP_BAN_THRESHOLD, windowMs: config.APP_BAN_WINDOW_MS, cooldownMs: config.APP_BAN_COOLDOWN_MS },
+    logger,
+    registry,
+  );
+  return { providers, bans, ...(config.JOB_STATUS_ENABLED && { outcomes: createJobOutcomeRecorder(db.jobs, logger) }) };
+}

@@ -1,0 +1,12 @@
+import { commonConfig, int } from '@herald/config';
+
+/** Settings both deschedulers share. */
+export const deschedulerConfig = {
+  ...commonConfig,
+  DESCHEDULER_BATCH_SIZE: int('Due pushes claimed, published and deleted together (one transaction)', { default: '500', min: 1 }),
+  DESCHEDULER_RECHECK_MS: int('Longest sleep between looks at the store (a safety net behind LISTEN/NOTIFY)', {
+    default: '30000',
+    min: 100,
+  }),
+  DESCHEDULER_ERROR_BACKOFF_MS: int('Wait after a failed batch (database or broker down) before trying again', { default: '1000', min: 10 }),
+} as const;

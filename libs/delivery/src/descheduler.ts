@@ -1,0 +1,97 @@
+import { Exchanges, sendQueueFor, type DevicePush, type Platform } from '@herald/contracts';
+import type { DueRow, ScheduledPushRepository } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import type { OutboundMessage, Publisher } from '@herald/messaging';
+import type { DeschedulerMetrics } from './descheduler-metrics.ts';
+import { WakeTimer } from './wake-timer.ts';
+
+export interface DeschedulerDeps {
+  platform: Platform;
+  store: Pick<ScheduledPushRepository, 'withDueBatch' | 'nextDueAt'>;
+  publisher: Publisher;
+  metrics: DeschedulerMetrics;
+  logger: Logger;
+  batchSize: number;
+  /** Longest sleep without a look at the store. */
+  recheckMs: number;
+  errorBackoffMs: number;
+  now?: () => Date;
+}
+
+export interface Descheduler {
+  /** Someone scheduled pushes due at `earliest`: wake up if that is before the planned wake-up. */
+  notify(earliest: Date): void;
+  /** Finish the batch in flight (it commits or rolls back), then resolve. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Releases due pushes of one platform: claim a batch (SKIP LOCKED), publish with confirms,
+ * delete, commit; repeat while batches come back full; then sleep until the next due time,
+ * an earlier notification, or the re-check bound. Expired pushes are dropped and counted.
+ */
+export function startDescheduler(deps: DeschedulerDeps): Descheduler {
+  const timer = new WakeTimer();
+  let stopping = false;
+  const loop = (async () => {
+    while (!stopping) {
+      const released = await releaseOnce(deps).catch((err: unknown) => {
+        deps.metrics.batches.inc({ platform: deps.platform, outcome: 'failed' });
+        deps.logger.error({ err }, 'descheduler batch failed: the rows stay stored and are retried');
+        return -1;
+      });
+      if (stopping) break;
+      if (released === deps.batchSize) continue;
+      await timer.sleep(released < 0 ? deps.errorBackoffMs : await sleepMs(deps));
+    }
+  })();
+  return {
+    notify: (earliest) => timer.wakeIf(earliest),
+    stop: async () => {
+      stopping = true;
+      timer.wake();
+      await loop;
+    },
+  };
+}
+
+/** How long until the next stored push is due, bounded by recheckMs. */
+async function sleepMs(deps: DeschedulerDeps): Promise<number> {
+  const next = await deps.store.nextDueAt(deps.platform).catch(() => undefined);
+  const now = (deps.now ?? (() => new Date()))().getTime();
+  if (next === undefined) return deps.recheckMs;
+  // Due rows another descheduler holds are skipped by nextDueAt; a tiny floor guards the rest.
+  return Math.min(deps.recheckMs, Math.max(5, next.getTime() - now));
+}
+
+async function releaseOnce(deps: DeschedulerDeps): Promise<number> {
+  const now = deps.now ?? (() => new Date());
+  return deps.store.withDueBatch(deps.platform, now(), deps.batchSize, async (rows) => {
+    const at = now();
+    const live = rows.filter((r) => !isExpired(r.push, at));
+    const expired = rows.length - live.length;
+    await deps.publisher.publishMany(live.map((r) => toSendMessage(r.push)));
+    recordBatch(deps, live, expired, now());
+  });
+}
+
+const isExpired = (push: DevicePush, at: Date): boolean => push.expiresAt !== undefined && Date.parse(push.expiresAt) <= at.getTime();
+
+function recordBatch(deps: DeschedulerDeps, live: readonly DueRow[], expired: number, at: Date): void {
+  const { platform, metrics, logger } = deps;
+  metrics.batches.inc({ platform, outcome: 'released' });
+  if (live.length > 0) metrics.pushes.inc({ platform, outcome: 'released' }, live.length);
+  if (expired > 0) {
+    metrics.pushes.inc({ platform, outcome: 'expired' }, expired);
+    logger.info({ expired }, 'scheduled pushes expired before release: dropped');
+  }
+  for (const r of live) {
+    metrics.lag.observe({ platform }, Math.max(0, at.getTime() - r.dueAt.getTime()) / 1000);
+    if (r.push.trace === true) logger.info({ pushId: r.push.pushId, jobId: r.push.jobId, trace: true }, 'trace: descheduler released push');
+  }
+  logger.debug({ released: live.length, expired }, 'descheduler batch committed');
+}
+
+function toSendMessage(push: DevicePush): OutboundMessage {
+  return { exchange: Exchanges.send, routingKey: sendQueueFor(push.platform), body: push, messageId: push.pushId };
+}

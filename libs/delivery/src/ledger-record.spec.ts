@@ -1,0 +1,60 @@
+import { createLogger } from '@herald/logging';
+import { describe, expect, it } from 'vitest';
+import { completeDurably, DeliveredRecorder } from './ledger-record.ts';
+
+const logger = createLogger({ service: 'ledger-record-spec', level: 'silent', format: 'json' });
+const entries = [{ pushId: 'p1', outcome: 'delivered' }];
+
+describe('completeDurably', () => {
+  it('keeps trying while the database is away, and records the pushes once it is back', async () => {
+    let calls = 0;
+    const recorded: string[] = [];
+    const ledger = {
+      complete: async (e: typeof entries) => {
+        if (++calls < 3) throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+        recorded.push(...e.map((x) => x.pushId));
+      },
+    };
+    await completeDurably(ledger, entries, logger, 5_000);
+    expect(calls).toBe(3);
+    expect(recorded).toEqual(['p1']);
+  });
+
+  it('gives up with the last error once the bound has passed', async () => {
+    const started = Date.now();
+    const ledger = { complete: () => Promise.reject(new Error('the database system is shutting down')) };
+    await expect(completeDurably(ledger, entries, logger, 600)).rejects.toThrow(/shutting down/);
+    expect(Date.now() - started).toBeLessThan(1_500);
+  });
+
+  it('does nothing for no entries', async () => {
+    await completeDurably({ complete: () => Promise.reject(new Error('not called')) }, [], logger);
+  });
+});
+
+describe('DeliveredRecorder', () => {
+  it('writes a push as soon as it is added, then everything added meanwhile in one write', async () => {
+    const writes: string[][] = [];
+    let release: () => void = () => undefined;
+    const ledger = {
+      complete: (e: ReadonlyArray<{ pushId: string }>) => {
+        writes.push(e.map((x) => x.pushId));
+        return writes.length === 1 ? new Promise<void>((r) => (release = r)) : Promise.resolve();
+      },
+    };
+    const recorder = new DeliveredRecorder(ledger, logger);
+    recorder.add({ pushId: 'a', outcome: 'delivered' });
+    expect(writes).toEqual([['a']]);
+    recorder.add({ pushId: 'b', outcome: 'delivered' });
+    recorder.add({ pushId: 'c', outcome: 'delivered' });
+    release();
+    await recorder.flush();
+    expect(writes).toEqual([['a'], ['b', 'c']]);
+  });
+
+  it('flush rejects when the ledger stays unreachable', async () => {
+    const recorder = new DeliveredRecorder({ complete: () => Promise.reject(new Error('down')) }, logger, 600);
+    recorder.add({ pushId: 'a', outcome: 'delivered' });
+    await expect(recorder.flush()).rejects.toThrow(/down/);
+  });
+});

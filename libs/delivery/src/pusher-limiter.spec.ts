@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import type { DevicePush } from '@herald/contracts';
+import { createLogger } from '@herald/logging';
+import type { InboundMessage } from '@herald/messaging';
+import type { SendResult } from '@herald/providers';
+import { Registry } from '@herald/runtime';
+import { describe, expect, it } from 'vitest';
+import { createPusherHandler, type PusherDeps } from './pusher.ts';
+import { createPusherMetrics } from './pusher-metrics.ts';
+import { singleProvider } from './provider-pool.ts';
+
+const logger = createLogger({ service: 'pusher-limiter-spec', level: 'silent', format: 'json' });
+
+function message(): { push: DevicePush; inbound: InboundMessage } {
+  const push: DevicePush = { version: 1, pushId: randomUUID(), jobId: 'j', deviceId: '1', app: 'demo', platform: 'apns', token: 'a'.repeat(64),
+    userId: 'u', content: { title: 'Hi' }, priority: 'high', acceptedAt: new Date().toISOString() };
+  return { push, inbound: { body: Buffer.from(JSON.stringify(push)), headers: {}, routingKey: 'push.apns.send', redelivered: false, attempt: 1, queue: 'push.apns.send' } };
+}
+
+/** A pusher whose provider answers `answer`, with an in-memory ledger that records releases. */
+function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30_000) {
+  const sent: string[] = [];
+  const released: string[] = [];
+  const completed: string[] = [];
+  const shutdown = new AbortController();
+  const signal = shutdown.signal;
+  const deps: PusherDeps = {
+    platform: 'apns',
+    providers: singleProvider({ platform: 'apns', send: async (push) => (sent.push(push.pushId), answer), close: async () => undefined }),
+    ledger: {
+      claim: async (ids) => new Map(ids.map((id) => [id, 'claimed' as const])),
+      complete: async (entries) => void completed.push(...entries.map((e) => e.pushId)),
+      release: async (ids) => void released.push(...ids),
+    },
+    devices: { invalidTokens: async () => new Set<string>() },
+    apps: { get: async (id) => ({ id, apnsTopic: 'com.herald.demo', fcmProjectId: null, enabled: true, createdAt: new Date(), updatedAt: new Date() }) },
+    publisher: { publish: async () => undefined, publishMany: async () => undefined },
+    metrics: createPusherMetrics(new Registry()),
+    logger,
+    owner: 'spec',
+    leaseMs,
+    ...(limiter !== undefined && { limiter }),
+    signal,
+  };
+  return { handle: createPusherHandler(deps), sent, released, completed, signal, shutdown };
+}
+
+describe('pusher with a rate limiter', () => {
+  it('asks for one token per push (with its app and the shutdown signal) before sending, and reports the answer', async () => {
+    const asked: Array<[number, AbortSignal | undefined, string | undefined]> = [];
+    const observed: SendResult[] = [];
+    const throttled: SendResult = { kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 1000 };
+    const limiter = { acquire: async (n: number, s?: AbortSignal, app?: string) => (asked.push([n, s, app]), true), observe: (r: SendResult) => void observed.push(r) };
+    const p = pusher(limiter, throttled);
+    const [a, b] = [message(), message()];
+    const outcomes = await p.handle([a.inbound, b.inbound]);
+    expect(asked.map(([n, , app]) => [n, app])).toEqual([
+      [1, 'demo'],
+      [1, 'demo'],
+    ]);
+    // The wait signal follows the shutdown signal (and ends half a lease after the claim).
+    p.shutdown.abort();
+    expect(asked.every(([, s]) => s?.aborted === true)).toBe(true);
+    expect(p.sent).toEqual([a.push.pushId, b.push.pushId]);
+    expect(observed).toEqual([throttled, throttled]);
+    expect(outcomes.map((o) => o.kind)).toEqual(['retry', 'retry']);
+  });
+
+  it('a push that gets no budget is not sent: its claim is released and it is deferred, spending no attempt', async () => {
+    const p = pusher({ acquire: async () => false }, { kind: 'delivered' });
+    const m = message();
+    const [outcome] = await p.handle([m.inbound]);
+    expect(p.sent).toEqual([]);
+    expect(p.released).toEqual([m.push.pushId]);
+    expect(outcome).toMatchObject({ kind: 'defer', code: 'rate-limited' });
+  });
+
+  it('waits for budget at most half a lease after the claim: the sent part is recorded, the rest deferred unsent', async () => {
+    let calls = 0;
+    // The first push gets budget at once; the second would wait far longer than the lease.
+    const acquire = (_n: number, s?: AbortSignal) =>
+      ++calls === 1 ? Promise.resolve(true) : new Promise<boolean>((resolve) => s?.addEventListener('abort', () => resolve(false)));
+    const p = pusher({ acquire }, { kind: 'delivered', providerMessageId: 'x' }, 400);
+    const [a, b] = [message(), message()];
+    const started = Date.now();
+    const outcomes = await p.handle([a.inbound, b.inbound]);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(p.sent).toEqual([a.push.pushId]);
+    expect(p.completed).toEqual([a.push.pushId]);
+    expect(p.released).toEqual([b.push.pushId]);
+    expect(outcomes.map((o) => o.kind)).toEqual(['ack', 'defer']);
+  });
+});

@@ -1,0 +1,32 @@
+import { Counter, Histogram, type Registry } from '@herald/runtime';
+
+export interface PusherMetrics {
+  pushes: Counter<'platform' | 'app' | 'outcome'>;
+  latency: Histogram<'platform'>;
+  providerSeconds: Histogram<'platform'>;
+}
+
+export function createPusherMetrics(registry: Registry): PusherMetrics {
+  return {
+    pushes: new Counter({
+      name: 'herald_pushes_total',
+      help: 'Device pushes by final outcome: delivered, invalid, expired, duplicate, retried, failed, parked',
+      labelNames: ['platform', 'app', 'outcome'],
+      registers: [registry],
+    }),
+    latency: new Histogram({
+      name: 'herald_push_end_to_end_seconds',
+      help: 'Job accepted → provider accepted',
+      labelNames: ['platform'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300, 3600],
+      registers: [registry],
+    }),
+    providerSeconds: new Histogram({
+      name: 'herald_provider_request_seconds',
+      help: 'Time the provider took to answer one push',
+      labelNames: ['platform'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,240 @@
+import {
+  DevicePush,
+  Exchanges,
+  decodeWith,
+  invalidationQueueFor,
+  type Invalidation,
+  type Platform,
+} from '@herald/contracts';
+import type { AppRow } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
+import type { SendResult } from '@herald/providers';
+import type { PusherMetrics } from './pusher-metrics.ts';
+import { dropInvalid, type DeviceLiveness } from './drop-invalid.ts';
+import { completeDurably, DeliveredRecorder } from './ledger-record.ts';
+import type { ProviderSource } from './provider-pool.ts';
+import type { AppBans } from './app-ban.ts';
+import type { JobOutcomeRecorder } from './job-outcomes.ts';
+
+export interface Ledger {
+  claim(pushIds: readonly string[], owner: string, leaseMs: number): Promise<Map<string, 'claimed' | 'done' | 'in-flight'>>;
+  complete(entries: ReadonlyArray<{ pushId: string; outcome: string }>): Promise<void>;
+  release(pushIds: readonly string[], owner: string): Promise<void>;
+}
+
+export interface PusherDeps {
+  platform: Platform;
+  /** The provider for a push's app: its own credentials, or the process-level provider (provider-pool.ts). */
+  providers: ProviderSource;
+  /** Apps banned for credential or topic errors have their pushes parked (app-ban.ts). */
+  bans?: AppBans;
+  /** Final outcome per push, for the job status the HTTP API reports (job-outcomes.ts). */
+  outcomes?: JobOutcomeRecorder;
+  ledger: Ledger;
+  /** Pushes for tokens invalidated since they were queued are dropped, not sent. */
+  devices: DeviceLiveness;
+  apps: { get(id: string): Promise<AppRow | undefined> };
+  publisher: Publisher;
+  metrics: PusherMetrics;
+  logger: Logger;
+  /** Identifies this process in the ledger's claims. */
+  owner: string;
+  /** How long a claim protects a push being sent; after it, another pusher may take over. */
+  leaseMs: number;
+  /** Fleet-wide pacing: one token per push right before it is sent; false means "not now" (deferred). */
+  limiter?: { acquire(n: number, signal?: AbortSignal, app?: string): Promise<boolean>; observe?(result: SendResult): void };
+  /** Aborted at shutdown so no push keeps waiting for the limiter. */
+  signal?: AbortSignal;
+  now?: () => Date;
+}
+
+type Claimable = { index: number; push: DevicePush; topic: string | undefined; app: AppRow };
+const ack: Outcome = { kind: 'ack' };
+/** The limiter gave no budget within its wait bound (or the pusher is stopping): not sent. */
+const unpaced = { kind: 'unpaced' } as const;
+type Sent = SendResult | typeof unpaced;
+
+/**
+ * DevicePush → provider. Claim in the ledger, send, record, then let the messaging lib ack.
+ * A push already done is acked unsent; one claimed elsewhere is retried later.
+ */
+export function createPusherHandler(deps: PusherDeps) {
+  const now = deps.now ?? (() => new Date());
+  return async (messages: readonly InboundMessage[]): Promise<Outcome[]> => {
+    const outcomes: Outcome[] = messages.map(() => ack);
+    const ready: Claimable[] = [];
+    for (const [index, message] of messages.entries()) {
+      const checked = await admit(message, deps, now());
+      if ('kind' in checked) outcomes[index] = checked;
+      else ready.push({ index, ...checked });
+    }
+    const live = await dropInvalid(ready, outcomes, deps);
+    if (live.length === 0) return flushed(outcomes, deps);
+    const claimedAt = Date.now();
+    const claims = await deps.ledger.claim([...new Set(live.map((r) => r.push.pushId))], deps.owner, deps.leaseMs);
+    const inBatch = new Set<string>();
+    const toSend = live.filter((r) => {
+      const state = claims.get(r.push.pushId);
+      // A second copy in the same batch (a job published twice): the first copy carries it.
+      if (inBatch.has(r.push.pushId)) {
+        outcomes[r.index] = duplicate(r.push, deps);
+        return false;
+      }
+      inBatch.add(r.push.pushId);
+      if (state === 'claimed') return true;
+      outcomes[r.index] = state === 'done' ? duplicate(r.push, deps) : inFlight(r.push, deps.leaseMs);
+      return false;
+    });
+    const budgetWindow = budgetWindowOf(deps, claimedAt);
+    const recorder = new DeliveredRecorder(deps.ledger, deps.logger);
+    const results = await Promise.all(toSend.map((r) => send(r, deps, budgetWindow).then((result) => record(r, result, recorder))));
+    await recorder.flush();
+    await settle(toSend, results, outcomes, deps);
+    return flushed(outcomes, deps);
+  };
+}
+
+async function flushed(outcomes: Outcome[], deps: PusherDeps): Promise<Outcome[]> {
+  await deps.outcomes?.flush();
+  return outcomes;
+}
+
+async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promise<Outcome | Omit<Claimable, 'index'>> {
+  const parsed = decodeWith(DevicePush, message.body);
+  if (!parsed.ok) return park(deps, undefined, parsed.reason.startsWith('malformed') ? 'malformed-json' : 'schema', parsed.reason);
+  const push = parsed.value;
+  if (push.platform !== deps.platform) {
+    return park(deps, push, 'wrong-platform', `a ${push.platform} push reached the ${deps.platform} pusher`);
+  }
+  if (push.expiresAt !== undefined && Date.parse(push.expiresAt) <= at.getTime()) {
+    deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'expired' });
+    trace(deps, push, 'dropped: expired before sending', { expiresAt: push.expiresAt });
+    deps.outcomes?.note(push, 'expired');
+    return ack;
+  }
+  const app = await deps.apps.get(push.app);
+  if (app === undefined) return park(deps, push, 'unknown-app', `unknown app "${push.app}"`);
+  if (!app.enabled) return park(deps, push, 'app-disabled', `app "${push.app}" is disabled`);
+  const ban = deps.bans?.banned(app.id);
+  if (ban !== undefined) return park(deps, push, 'app-banned', `app "${app.id}" is banned until ${ban.until.toISOString()} after repeated credential or topic errors (${ban.reason})`);
+  if (deps.platform === 'apns' && app.apnsTopic === null) {
+    return park(deps, push, 'no-apns-topic', `app "${push.app}" has no APNs topic configured`);
+  }
+  return { push, topic: app.apnsTopic ?? undefined, app };
+}
+
+/**
+ * A claim protects its pushes for one lease: a push still waiting for budget late in it could see
+ * its claim taken over by a redelivered copy while it is being sent. So a batch waits for budget
+ * for at most half a lease after its claim (or until shutdown); the rest is deferred unsent.
+ */
+function budgetWindowOf(deps: PusherDeps, claimedAt: number): AbortSignal {
+  const halfLease = AbortSignal.timeout(Math.max(1, claimedAt + deps.leaseMs / 2 - Date.now()));
+  return deps.signal === undefined ? halfLease : AbortSignal.any([deps.signal, halfLease]);
+}
+
+async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): Promise<Sent> {
+  if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, budgetWindow, r.push.app))) return unpaced;
+  if (budgetWindow.aborted) return unpaced;
+  const started = process.hrtime.bigint();
+  const provider = await deps.providers.get(r.app).catch((err: unknown) => ({ failed: `credentials: ${(err as Error).message}` }));
+  if ('failed' in provider) return { kind: 'permanent', reason: provider.failed };
+  const result = await provider.send(r.push, r.topic !== undefined ? { apnsTopic: r.topic } : {});
+  deps.metrics.providerSeconds.observe({ platform: deps.platform }, Number(process.hrtime.bigint() - started) / 1e9);
+  deps.limiter?.observe?.(result);
+  return result;
+}
+
+/** A push the provider accepted goes to the ledger at once, not when the whole batch is done. */
+function record(r: Claimable, result: Sent, recorder: DeliveredRecorder): Sent {
+  if (result.kind === 'delivered') recorder.add({ pushId: r.push.pushId, outcome: 'delivered' });
+  return result;
+}
+
+/** Publish invalidations, then record dead-token pushes; release the ones to retry (delivered ones are recorded already). */
+async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], deps: PusherDeps): Promise<void> {
+  const invalid: Array<{ pushId: string; outcome: string }> = [];
+  const release: string[] = [];
+  const invalidations: Invalidation[] = [];
+  const observedAt = new Date();
+  sent.forEach((r, i) => {
+    const result = results[i] as Sent;
+    const { push } = r;
+    if (result.kind === 'unpaced') {
+      release.push(push.pushId);
+      outcomes[r.index] = { kind: 'defer', code: 'rate-limited', reason: 'no outbound budget within the wait bound', delayMs: 1000 };
+      return;
+    }
+    const label = { platform: push.platform, app: push.app };
+    switch (result.kind) {
+      case 'delivered':
+        deps.metrics.pushes.inc({ ...label, outcome: 'delivered' });
+        deps.outcomes?.note(push, 'delivered');
+        deps.metrics.latency.observe({ platform: push.platform }, (observedAt.getTime() - Date.parse(push.acceptedAt)) / 1000);
+        trace(deps, push, 'delivered', { providerMessageId: result.providerMessageId });
+        break;
+      case 'dead-token':
+        invalid.push({ pushId: push.pushId, outcome: `invalid: ${result.reason}` });
+        invalidations.push(invalidationFor(push, result, observedAt));
+        deps.metrics.pushes.inc({ ...label, outcome: 'invalid' });
+        deps.outcomes?.note(push, 'invalid');
+        trace(deps, push, 'dead token: invalidation published', { reason: result.reason });
+        break;
+      case 'transient':
+        release.push(push.pushId);
+        deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
+        outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...(result.retryAfterMs !== undefined && { delayMs: result.retryAfterMs }) };
+        break;
+      case 'permanent':
+        deps.bans?.observe(push.app, result);
+        release.push(push.pushId);
+        outcomes[r.index] = park(deps, push, 'provider-rejected', result.reason);
+        break;
+    }
+  });
+  await Promise.all([publishInvalidations(invalidations, deps), release.length > 0 ? deps.ledger.release(release, deps.owner) : undefined]);
+  await completeDurably(deps.ledger, invalid, deps.logger);
+}
+
+function invalidationFor(push: DevicePush, result: Extract<SendResult, { kind: 'dead-token' }>, observedAt: Date): Invalidation {
+  return {
+    version: 1,
+    platform: push.platform,
+    app: push.app,
+    token: push.token,
+    reason: result.reason,
+    ...(result.invalidSince !== undefined && { invalidSince: result.invalidSince.toISOString() }),
+    observedAt: observedAt.toISOString(),
+    pushId: push.pushId,
+  };
+}
+
+async function publishInvalidations(invalidations: Invalidation[], deps: PusherDeps): Promise<void> {
+  if (invalidations.length === 0) return;
+  await deps.publisher.publishMany(
+    invalidations.map((inv) => ({ exchange: Exchanges.invalidations, routingKey: invalidationQueueFor(inv.platform), body: inv })),
+  );
+}
+
+function duplicate(push: DevicePush, deps: PusherDeps): Outcome {
+  deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'duplicate' });
+  trace(deps, push, 'already delivered: acknowledged without sending');
+  return ack;
+}
+
+/** Another pusher holds the claim: come back when it has finished or its lease ran out. */
+function inFlight(push: DevicePush, leaseMs: number): Outcome {
+  return { kind: 'defer', code: 'in-flight', reason: `push ${push.pushId} is claimed by another pusher`, delayMs: Math.min(leaseMs, 5_000) };
+}
+
+function park(deps: PusherDeps, push: DevicePush | undefined, code: string, reason: string): Outcome {
+  deps.metrics.pushes.inc({ platform: deps.platform, app: push?.app ?? 'unknown', outcome: 'parked' });
+  deps.logger.warn({ pushId: push?.pushId, jobId: push?.jobId, code, reason }, 'push parked');
+  if (push !== undefined) deps.outcomes?.note(push, 'parked');
+  return { kind: 'park', code, reason };
+}
+
+function trace(deps: PusherDeps, push: DevicePush, what: string, extra: Record<string, unknown> = {}): void {
+  if (push.trace === true) deps.logger.info({ trace: true, jobId: push.jobId, pushId: push.pushId, ...extra }, `trace: pusher ${what}`);
+}

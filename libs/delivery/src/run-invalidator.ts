@@ -1,0 +1,39 @@
+import { invalidationQueueFor, type Platform } from '@herald/contracts';
+import { createDatabase } from '@herald/db';
+import { connectBroker } from '@herald/messaging';
+import { runService, type ServiceSettings } from '@herald/runtime';
+import { createInvalidatorHandler } from './invalidator.ts';
+import { createInvalidatorMetrics } from './invalidator-metrics.ts';
+
+export interface InvalidatorSettings extends ServiceSettings {
+  AMQP_URL: string;
+  DATABASE_URL: string;
+  DATABASE_SCHEMA: string;
+  INVALIDATOR_PREFETCH: number;
+  INVALIDATOR_BATCH_SIZE: number;
+  INVALIDATOR_BATCH_WAIT_MS: number;
+  HERALD_RETRY_DELAYS_MS: readonly number[];
+}
+
+/** Wire an invalidator: consume `push.<platform>.invalidations`, mark devices dead in PostgreSQL. */
+export async function runInvalidator(platform: Platform, config: InvalidatorSettings): Promise<void> {
+  const name = `${platform}-invalidator`;
+  await runService(name, config, async ({ logger, registry }) => {
+    const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
+    const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
+    const consumer = await broker.consume({
+      queue: invalidationQueueFor(platform),
+      prefetch: config.INVALIDATOR_PREFETCH,
+      batch: { maxSize: config.INVALIDATOR_BATCH_SIZE, maxWaitMs: config.INVALIDATOR_BATCH_WAIT_MS },
+      retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
+      handle: createInvalidatorHandler({ platform, devices: db.devices, metrics: createInvalidatorMetrics(registry), logger }),
+    });
+    return {
+      stop: async (timeoutMs) => {
+        await consumer.stop(timeoutMs);
+        await broker.close();
+        await db.close();
+      },
+    };
+  });
+}

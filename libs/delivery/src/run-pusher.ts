@@ -1,0 +1,84 @@
+import { hostname } from 'node:os';
+import { sendQueueFor, type Platform } from '@herald/contracts';
+import { createAppCache, createDatabase } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import { connectBroker } from '@herald/messaging';
+import type { PushProvider } from '@herald/providers';
+import { runService, type ServiceSettings } from '@herald/runtime';
+import { createPusherHandler } from './pusher.ts';
+import { createPusherMetrics } from './pusher-metrics.ts';
+import { createPusherLimiter, type RateLimitSettings } from './pusher-limiter.ts';
+import { checkLedgerRetention, startLedgerPruner } from './ledger-pruner.ts';
+import { createAppDelivery, type AppDeliverySettings } from './app-delivery.ts';
+
+export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppDeliverySettings {
+  AMQP_URL: string;
+  DATABASE_URL: string;
+  DATABASE_SCHEMA: string;
+  PUSHER_PREFETCH: number;
+  PUSHER_BATCH_SIZE: number;
+  PUSHER_BATCH_WAIT_MS: number;
+  PUSHER_RETRY_DELAYS_MS: readonly number[];
+  LEDGER_LEASE_MS: number;
+  LEDGER_PRUNE_INTERVAL_MS: number;
+  LEDGER_RETENTION_HOURS: number;
+  APP_CACHE_TTL_MS: number;
+}
+
+/** Wire a pusher: provider + ledger + broker, consuming `push.<platform>.send`. */
+export async function runPusher(
+  platform: Platform,
+  config: PusherSettings,
+  createProvider: (logger: Logger) => Promise<PushProvider>,
+): Promise<void> {
+  const name = `${platform}-pusher`;
+  await runService(name, config, async ({ logger, registry }) => {
+    checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS);
+    const provider = await createProvider(logger);
+    const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
+    const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
+    const limiter = await createPusherLimiter(platform, config, db.rateLimits, logger, registry);
+    const stopping = new AbortController();
+    // Per-app providers (own credentials, else `provider`), temporary bans, job-status outcomes.
+    const perApp = createAppDelivery(platform, config, db, provider, logger, registry);
+    const handle = createPusherHandler({
+      platform,
+      ...perApp,
+      ledger: db.ledger,
+      devices: db.devices,
+      apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
+      publisher: broker.publisher,
+      metrics: createPusherMetrics(registry),
+      logger,
+      owner: `${name}@${hostname()}:${process.pid}`,
+      leaseMs: config.LEDGER_LEASE_MS,
+      ...(limiter !== undefined && { limiter, signal: stopping.signal }),
+    });
+    const consumer = await broker.consume({
+      queue: sendQueueFor(platform),
+      prefetch: config.PUSHER_PREFETCH,
+      batch: { maxSize: config.PUSHER_BATCH_SIZE, maxWaitMs: config.PUSHER_BATCH_WAIT_MS },
+      retryDelaysMs: config.PUSHER_RETRY_DELAYS_MS,
+      handle,
+    });
+    const pruner = startLedgerPruner({
+      ledger: db.ledger,
+      intervalMs: config.LEDGER_PRUNE_INTERVAL_MS,
+      retentionMs: config.LEDGER_RETENTION_HOURS * 3_600_000,
+      logger,
+      registry,
+    });
+    return {
+      stop: async (timeoutMs) => {
+        await pruner.stop();
+        // Pushes waiting for budget give up at once (deferred), so shutdown never waits on pacing.
+        stopping.abort();
+        limiter?.close();
+        await consumer.stop(timeoutMs);
+        await perApp.providers.close();
+        await broker.close();
+        await db.close();
+      },
+    };
+  });
+}

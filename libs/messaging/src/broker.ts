@@ -1,0 +1,73 @@
+import type { Channel } from 'amqplib';
+import { mergeTopologies, parkedQueueSpec, retryTopology, type Topology } from './topology.ts';
+import { openConnection, type BrokerConnection } from './connection.ts';
+import { QueueConsumer } from './consumer.ts';
+import { declareTopology } from './declare-topology.ts';
+import { createMetrics, type MessagingMetrics } from './metrics.ts';
+import { ConfirmPublisher } from './publisher.ts';
+import { Settler } from './settle.ts';
+import type { Broker, BrokerOptions, ConsumeOptions, Consumer } from './types.ts';
+import type { Logger } from '@herald/logging';
+
+const STOP_ON_CLOSE_MS = 5_000;
+
+/** Connects to RabbitMQ; rejects at once with BrokerConnectError if the first attempt fails. */
+export async function connectBroker(opts: BrokerOptions): Promise<Broker> {
+  const logger = opts.logger.child({ component: 'messaging', connectionName: opts.connectionName });
+  const connection = await openConnection(opts.url, opts.connectionName, logger);
+  return new RabbitBroker(connection, createMetrics(opts.metrics), logger);
+}
+
+class RabbitBroker implements Broker {
+  readonly publisher: ConfirmPublisher;
+  private readonly consumers = new Set<QueueConsumer>();
+
+  constructor(
+    private readonly connection: BrokerConnection,
+    private readonly metrics: MessagingMetrics,
+    private readonly logger: Logger,
+  ) {
+    this.publisher = new ConfirmPublisher(connection, metrics, logger);
+  }
+
+  async consume(options: ConsumeOptions): Promise<Consumer> {
+    validate(options);
+    await this.applyTopology(mergeTopologies(retryTopology(options.retryDelaysMs), { exchanges: [], queues: [parkedQueueSpec(options.queue)] }));
+    const settler = new Settler(options.queue, options.retryDelaysMs, this.publisher, this.metrics, this.logger);
+    const consumer = new QueueConsumer(options, { connection: this.connection, settler, metrics: this.metrics, logger: this.logger });
+    await consumer.start();
+    this.consumers.add(consumer);
+    return { queue: consumer.queue, stop: (timeoutMs) => consumer.stop(timeoutMs).finally(() => this.consumers.delete(consumer)) };
+  }
+
+  async applyTopology(topology: Topology): Promise<void> {
+    await this.withChannel((channel) => declareTopology(channel, topology));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.consumers].map((c) => c.stop(STOP_ON_CLOSE_MS)));
+    await this.publisher.close();
+    await this.connection.close();
+  }
+
+  /** A short-lived channel, so a failed declaration cannot take a consumer or the publisher down. */
+  private async withChannel<T>(work: (channel: Channel) => Promise<T>): Promise<T> {
+    const channel = await this.connection.model.createChannel();
+    channel.on('error', (err: Error) => this.logger.debug({ err }, 'topology channel error'));
+    try {
+      return await work(channel);
+    } finally {
+      await channel.close().catch(() => undefined);
+    }
+  }
+}
+
+function validate(options: ConsumeOptions): void {
+  const problems: string[] = [];
+  if (!Number.isInteger(options.prefetch) || options.prefetch < 1) problems.push('prefetch must be an integer ≥ 1');
+  if (options.batch && (options.batch.maxSize < 1 || options.batch.maxSize > options.prefetch)) {
+    problems.push('batch.maxSize must be between 1 and prefetch');
+  }
+  if (options.retryDelaysMs.some((d) => !Number.isFinite(d) || d <= 0)) problems.push('retryDelaysMs must be positive numbers');
+  if (problems.length > 0) throw new Error(`invalid consume options for queue "${options.queue}": ${problems.join('; ')}`);
+}

@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@herald/testing';
+import {
+  forceCloseConnection,
+  recordingHandler,
+  startTestBroker,
+  takeMessage,
+  waitForMessage,
+  waitForReconnect,
+  type TestBroker,
+} from './test-helpers.ts';
+import { workQueueTopology } from './topology.ts';
+import type { InboundMessage, Outcome } from './types.ts';
+
+describe('consumer', () => {
+  let t: TestBroker;
+  let n = 0;
+  /** A fresh work queue per test so leftovers cannot leak between tests. */
+  async function freshQueue(opts: { deliveryLimit?: number } = {}): Promise<string> {
+    const queue = `c.work.${++n}`;
+    await t.broker.applyTopology(workQueueTopology(queue, 'c.exchange', opts));
+    return queue;
+  }
+  const send = (queue: string, body: string) =>
+    t.broker.publisher.publish({ exchange: 'c.exchange', routingKey: queue, body: Buffer.from(body), messageId: body });
+
+  beforeAll(async () => {
+    t = await startTestBroker('msg-consumer');
+  });
+  afterAll(() => t.teardown());
+
+  it('hands deliveries over in batches of up to maxSize, or after maxWaitMs', async () => {
+    const queue = await freshQueue();
+    for (let i = 0; i < 7; i++) await send(queue, `b${i}`);
+    const h = recordingHandler();
+    const consumer = await t.broker.consume({ queue, prefetch: 10, batch: { maxSize: 3, maxWaitMs: 300 }, retryDelaysMs: [200], handle: h.handle });
+    await waitFor('all 7 handled', () => h.seen.length === 7);
+    await consumer.stop(1000);
+    expect(h.calls.slice(0, 2)).toEqual([3, 3]);
+    expect(h.calls.reduce((a, b) => a + b, 0)).toBe(7);
+    expect(Math.max(...h.calls)).toBeLessThanOrEqual(3);
+    expect(h.seen.map((m) => m.body.toString()).sort()).toEqual(['b0', 'b1', 'b2', 'b3', 'b4', 'b5', 'b6']);
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false); // all acked
+  });
+
+  it('requeues the message when handle() throws, after a back-off, and does not lose it', async () => {
+    const queue = await freshQueue();
+    const attempts: { at: number; redelivered: boolean }[] = [];
+    const h = recordingHandler();
+    const handle = async (ms: readonly InboundMessage[]): Promise<Outcome[]> => {
+      attempts.push({ at: Date.now(), redelivered: ms[0]!.redelivered });
+      if (attempts.length <= 2) throw new Error('database is down');
+      return h.handle(ms);
+    };
+    const consumer = await t.broker.consume({ queue, prefetch: 1, retryDelaysMs: [200], handle });
+    await send(queue, 'precious');
+    await waitFor('handled after errors', () => h.seen.length === 1);
+    await consumer.stop(1000);
+    expect(attempts).toHaveLength(3);
+    expect(attempts[1]!.redelivered).toBe(true);
+    expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(450); // 0.5 s back-off
+    expect(attempts[2]!.at - attempts[1]!.at).toBeGreaterThanOrEqual(950); // then 1 s
+    expect(h.seen[0]!.body.toString()).toBe('precious');
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
+  it('parks a poison message once the queue delivery limit is reached', async () => {
+    const queue = await freshQueue({ deliveryLimit: 1 });
+    const consumer = await t.broker.consume({ queue, prefetch: 1, retryDelaysMs: [200], handle: () => Promise.reject(new Error('always crashes')) });
+    await send(queue, 'poison');
+    const parked = await waitForMessage(t.vhost.amqpUrl, `${queue}.parked`);
+    await consumer.stop(1000);
+    expect(parked.content.toString()).toBe('poison');
+    expect(parked.properties.headers?.['x-first-death-reason']).toBe('delivery_limit');
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
+  it('stop() cancels the subscription and waits for in-flight handle() calls, which are acked', async () => {
+    const queue = await freshQueue();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started = 0;
+    const consumer = await t.broker.consume({
+      queue,
+      prefetch: 2,
+      retryDelaysMs: [200],
+      handle: async (ms) => {
+        started++;
+        await gate;
+        return ms.map(() => ({ kind: 'ack' }) as const);
+      },
+    });
+    await send(queue, 's1');
+    await send(queue, 's2');
+    await waitFor('both in flight', () => started === 2);
+    let stopped = false;
+    const stopping = consumer.stop(10_000).then(() => (stopped = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(stopped).toBe(false);
+    await send(queue, 's3'); // arrives after cancel: must not be handled
+    release();
+    await stopping;
+    expect(started).toBe(2);
+    const left = await takeMessage(t.vhost.amqpUrl, queue);
+    expect(left && left.content.toString()).toBe('s3');
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
+  it('stop() gives up after its timeout; unfinished messages are redelivered, not lost', async () => {
+    const queue = await freshQueue();
+    let started = false;
+    const handle = (): Promise<Outcome[]> => {
+      started = true;
+      return new Promise<Outcome[]>(() => undefined);
+    };
+    const consumer = await t.broker.consume({ queue, prefetch: 1, retryDelaysMs: [200], handle });
+    await send(queue, 'slow');
+    await waitFor('in flight', () => started);
+    const began = Date.now();
+    await consumer.stop(300);
+    expect(Date.now() - began).toBeLessThan(3000);
+    const back = await waitForMessage(t.vhost.amqpUrl, queue);
+    expect(back.content.toString()).toBe('slow');
+  });
+
+  it('resumes by itself after the connection is force-closed; work finished on the dead channel is redelivered', async () => {
+    const queue = await freshQueue();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const h = recordingHandler(async (m) => {
+      if (m.body.toString() === 'held' && !m.redelivered) await gate;
+      return { kind: 'ack' };
+    });
+    const consumer = await t.broker.consume({ queue, prefetch: 5, retryDelaysMs: [200], handle: h.handle });
+    await send(queue, 'held');
+    await waitFor('held message in flight', () => h.seen.length === 1);
+
+    const oldName = await forceCloseConnection(t.vhost.name, t.connectionName);
+    await waitForReconnect(t.vhost.name, t.connectionName, oldName);
+    release(); // finishes after its channel died: must not throw, must not be acked
+    const sendAfter = async (): Promise<boolean> => (await send(queue, 'after'), true);
+    await waitFor('publisher back', () => sendAfter(), { timeoutMs: 30_000, intervalMs: 250 });
+    await waitFor('message after reconnect', () => h.seen.some((m) => m.body.toString() === 'after'), { timeoutMs: 30_000 });
+    await waitFor('held message redelivered', () => h.seen.some((m) => m.body.toString() === 'held' && m.redelivered), { timeoutMs: 30_000 });
+    await consumer.stop(1000);
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+});

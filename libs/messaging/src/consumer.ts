@@ -1,0 +1,185 @@
+import type { Channel, ConsumeMessage } from 'amqplib';
+import type { Logger } from '@herald/logging';
+import { Batcher } from './batcher.ts';
+import type { BrokerConnection } from './connection.ts';
+import { toInbound } from './inbound.ts';
+import type { MessagingMetrics } from './metrics.ts';
+import { handlerBackoffMs } from './retry.ts';
+import type { Delivery, Settler } from './settle.ts';
+import { sleep } from './sleep.ts';
+import type { ConsumeOptions, Consumer, Outcome } from './types.ts';
+
+export interface ConsumerDeps {
+  connection: BrokerConnection;
+  settler: Settler;
+  metrics: MessagingMetrics;
+  logger: Logger;
+}
+
+/**
+ * One queue subscription on its own channel. When the channel dies (connection loss, server-side
+ * cancel) it re-subscribes by itself once the connection is back; work finished on a dead channel
+ * is not acked and will be redelivered.
+ */
+export class QueueConsumer implements Consumer {
+  readonly queue: string;
+  private channel: Channel | undefined;
+  private consumerTag: string | undefined;
+  private stopping = false;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly batcher: Batcher<Delivery>;
+  private readonly stopSignal = new AbortController();
+  private consecutiveErrors = 0;
+  private pausedUntil = 0;
+
+  constructor(
+    private readonly options: ConsumeOptions,
+    private readonly deps: ConsumerDeps,
+  ) {
+    this.queue = options.queue;
+    const batch = options.batch ?? { maxSize: 1, maxWaitMs: 0 };
+    this.batcher = new Batcher<Delivery>(batch.maxSize, batch.maxWaitMs, (items) => this.track(this.process(items)));
+  }
+
+  /** Subscribes; rejects if the first subscription fails (e.g. the queue does not exist). */
+  async start(): Promise<void> {
+    await this.subscribe();
+  }
+
+  async stop(timeoutMs: number): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.stopSignal.abort();
+    const channel = this.channel;
+    if (channel && this.consumerTag) await channel.cancel(this.consumerTag).catch(() => undefined);
+    for (const d of this.batcher.drain()) this.nack(d);
+    const settled = Promise.allSettled([...this.inFlight]);
+    await Promise.race([settled, sleep(timeoutMs)]);
+    if (this.inFlight.size > 0) {
+      this.deps.logger.warn({ queue: this.queue, inFlight: this.inFlight.size }, 'consumer stop timed out; unfinished messages will be redelivered');
+    }
+    this.channel = undefined;
+    await channel?.close().catch(() => undefined);
+  }
+
+  private async subscribe(): Promise<void> {
+    const channel = await this.deps.connection.model.createChannel();
+    channel.on('error', (err: Error) => this.deps.logger.warn({ err, queue: this.queue }, 'consumer channel error'));
+    channel.on('close', () => this.onChannelClosed(channel));
+    try {
+      await channel.prefetch(this.options.prefetch);
+      const { consumerTag } = await channel.consume(this.queue, (msg) => this.onMessage(channel, msg), { noAck: false });
+      this.channel = channel;
+      this.consumerTag = consumerTag;
+      if (this.stopping) await channel.close();
+    } catch (err) {
+      await channel.close().catch(() => undefined);
+      throw new Error(`cannot consume from queue "${this.queue}": ${(err as Error).message}`, { cause: err });
+    }
+    this.deps.logger.info({ queue: this.queue, prefetch: this.options.prefetch }, 'consuming');
+  }
+
+  private onMessage(channel: Channel, msg: ConsumeMessage | null): void {
+    if (msg === null) {
+      this.deps.logger.warn({ queue: this.queue }, 'consumer cancelled by the broker; re-subscribing');
+      channel.close().catch(() => undefined);
+      return;
+    }
+    const delivery: Delivery = { msg, channel, inbound: toInbound(msg, this.queue) };
+    this.deps.metrics.consumed.inc({ queue: this.queue });
+    if (this.stopping) return this.nack(delivery);
+    this.batcher.add(delivery);
+  }
+
+  private onChannelClosed(channel: Channel): void {
+    this.batcher.discard((d) => d.channel === channel);
+    if (this.channel !== channel) return;
+    this.channel = undefined;
+    if (this.stopping) return;
+    this.deps.logger.warn({ queue: this.queue }, 'consumer channel closed; re-subscribing when the connection is back');
+    void this.resubscribe();
+  }
+
+  private async resubscribe(): Promise<void> {
+    for (let attempt = 1; !this.stopping && !this.deps.connection.isClosed(); attempt++) {
+      try {
+        await this.subscribe();
+        return;
+      } catch (err) {
+        if (this.deps.connection.isClosed()) return;
+        const delayMs = handlerBackoffMs(attempt);
+        this.deps.logger.warn({ err, queue: this.queue, attempt, delayMs }, 're-subscribe failed; trying again');
+        await sleep(delayMs, this.stopSignal.signal);
+      }
+    }
+  }
+
+  private track(work: Promise<void>): void {
+    const tracked = work.catch((err: unknown) => this.deps.logger.error({ err, queue: this.queue }, 'unexpected error while processing deliveries'));
+    this.inFlight.add(tracked);
+    void tracked.finally(() => this.inFlight.delete(tracked));
+  }
+
+  private async process(batch: Delivery[]): Promise<void> {
+    await sleep(this.pausedUntil - Date.now(), this.stopSignal.signal);
+    if (this.stopping) return batch.forEach((d) => this.nack(d));
+    let outcomes: Outcome[];
+    try {
+      outcomes = await this.options.handle(batch.map((d) => d.inbound));
+      if (outcomes.length !== batch.length) {
+        throw new Error(`handle() returned ${outcomes.length} outcomes for ${batch.length} messages`);
+      }
+    } catch (err) {
+      this.deps.metrics.handlerErrors.inc({ queue: this.queue });
+      return this.backOffAndRequeue(batch, err, 'handler failed');
+    }
+    this.consecutiveErrors = 0;
+    await Promise.all(batch.map((d, i) => this.settle(d, outcomes[i] ?? { kind: 'ack' })));
+  }
+
+  private async settle(d: Delivery, outcome: Outcome): Promise<void> {
+    if (!this.isLive(d)) return this.logGone(d);
+    try {
+      await this.deps.settler.apply(d, outcome);
+    } catch (err) {
+      if (!this.isLive(d)) return this.logGone(d);
+      return this.backOffAndRequeue([d], err, `could not ${outcome.kind} message`);
+    }
+    if (!this.isLive(d)) return this.logGone(d);
+    safely(() => d.channel.ack(d.msg));
+    this.deps.metrics.acked.inc({ queue: this.queue });
+  }
+
+  /** Broken infrastructure: pause the consumer (0.5 s … 30 s while errors continue), then requeue. */
+  private async backOffAndRequeue(batch: Delivery[], err: unknown, what: string): Promise<void> {
+    if (Date.now() >= this.pausedUntil) {
+      this.consecutiveErrors++;
+      this.pausedUntil = Date.now() + handlerBackoffMs(this.consecutiveErrors);
+    }
+    const backoffMs = this.pausedUntil - Date.now();
+    this.deps.logger.error({ err, queue: this.queue, messages: batch.length, consecutiveErrors: this.consecutiveErrors, backoffMs }, `${what}; requeueing after back-off`);
+    await sleep(backoffMs, this.stopSignal.signal);
+    batch.forEach((d) => this.nack(d));
+  }
+
+  private nack(d: Delivery): void {
+    if (this.isLive(d)) safely(() => d.channel.nack(d.msg, false, true));
+  }
+
+  private isLive(d: Delivery): boolean {
+    return this.channel === d.channel;
+  }
+
+  private logGone(d: Delivery): void {
+    this.deps.logger.info({ queue: this.queue, messageId: d.inbound.messageId }, 'channel closed before settling; message will be redelivered');
+  }
+}
+
+/** ack/nack on a channel that closed meanwhile throws; the broker requeues those messages anyway. */
+function safely(op: () => void): void {
+  try {
+    op();
+  } catch {
+    // channel already closed
+  }
+}

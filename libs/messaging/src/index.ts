@@ -1,0 +1,40 @@
+export { connectBroker } from './broker.ts';
+export type {
+  Broker,
+  BrokerOptions,
+  ConsumeOptions,
+  Consumer,
+  InboundMessage,
+  OutboundMessage,
+  Outcome,
+  Publisher,
+} from './types.ts';
+export {
+  heraldTopology,
+  workQueueTopology,
+  retryTopology,
+  mergeTopologies,
+  workQueueSpec,
+  parkedQueueSpec,
+  delayQueueSpec,
+  DEFAULT_DELIVERY_LIMIT,
+  type Topology,
+  type ExchangeSpec,
+  type QueueSpec,
+  type BindingSpec,
+} from './topology.ts';
+export { HeraldHeaders } from './headers.ts';
+export { Headers } from '@herald/contracts';
+export { RETRIES_EXHAUSTED } from './settle.ts';
+export { BrokerConnectError, BrokerUnavailableError, PublishFailedError, UnroutableError } from './errors.ts';
+export {
+  listParked,
+  replayParked,
+  purgeParked,
+  parkedNameOf,
+  ReplayError,
+  type ParkedMessage,
+  type ParkedFilter,
+  type ParkedOptions,
+  type ReplayOptions,
+} from './parked.ts';

@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { connect, type Channel } from 'amqplib';
+import { HeraldHeaders } from './headers.ts';
+import { listParked, purgeParked, replayParked, ReplayError } from './parked.ts';
+import { silentLogger, startTestBroker, takeMessage, type TestBroker } from './test-helpers.ts';
+import { workQueueTopology } from './topology.ts';
+
+async function withChannel<T>(work: (ch: Channel) => Promise<T>): Promise<T> {
+  const conn = await connect(url);
+  try {
+    return await work(await conn.createChannel());
+  } finally {
+    await conn.close();
+  }
+}
+let url = '';
+
+describe('parked messages: list, replay, purge', () => {
+  let t: TestBroker;
+  const opts = () => ({ url: t.vhost.amqpUrl, logger: silentLogger, queue: 'p.work' });
+  beforeAll(async () => {
+    t = await startTestBroker('msg-parked');
+    url = t.vhost.amqpUrl;
+    await t.broker.applyTopology(workQueueTopology('p.work', 'p.exchange'));
+  });
+  afterAll(() => t.teardown());
+  beforeEach(async () => {
+    for (const queue of ['p.work', 'p.work.parked']) await withChannel((ch) => ch.purgeQueue(queue));
+  });
+
+  /** A parked copy exactly as the Settler writes it. */
+  const park = (id: string, code: string, originalQueue = 'p.work') =>
+    t.broker.publisher.publish({
+      exchange: '',
+      routingKey: 'p.work.parked',
+      body: Buffer.from(`body-${id}`),
+      messageId: id,
+      headers: {
+        'x-keep': 'me',
+        [HeraldHeaders.parkedReason]: `because ${code}`,
+        [HeraldHeaders.parkedCode]: code,
+        [HeraldHeaders.parkedAt]: '2026-01-01T00:00:00.000Z',
+        [HeraldHeaders.originalQueue]: originalQueue,
+        [HeraldHeaders.attempt]: 3,
+      },
+    });
+  /** Exact depth from the broker (the management API's numbers lag). */
+  const depth = async (queue: string) => (await withChannel((ch) => ch.checkQueue(queue))).messageCount;
+
+  it('lists every parked message with why it is there, and leaves them parked', async () => {
+    await park('a', 'schema');
+    await park('b', 'retries-exhausted');
+    const listed = await listParked(opts());
+    expect(listed.map((m) => [m.messageId, m.code, m.reason, m.originalQueue, m.attempt])).toEqual([
+      ['a', 'schema', 'because schema', 'p.work', 3],
+      ['b', 'retries-exhausted', 'because retries-exhausted', 'p.work', 3],
+    ]);
+    expect(listed[0]?.body.toString()).toBe('body-a');
+    expect((await listParked({ ...opts(), queue: 'p.work.parked' })).length).toBe(2);
+    expect(await depth('p.work.parked')).toBe(2);
+  });
+
+  it('replays one message by id to its original queue once, attempt reset, parking headers removed', async () => {
+    await park('a', 'schema');
+    await park('b', 'schema');
+    expect(await replayParked({ ...opts(), filter: { kind: 'id', id: 'b' } })).toEqual({ seen: 2, replayed: 1 });
+    const moved = await takeMessage(t.vhost.amqpUrl, 'p.work');
+    if (moved === false) throw new Error('nothing replayed');
+    expect(moved.properties.messageId).toBe('b');
+    const headers: Record<string, unknown> = moved.properties.headers ?? {};
+    expect(headers[HeraldHeaders.attempt]).toBe(1);
+    expect(headers['x-keep']).toBe('me');
+    for (const h of [HeraldHeaders.parkedReason, HeraldHeaders.parkedCode, HeraldHeaders.originalQueue]) expect(headers[h]).toBeUndefined();
+    expect(await takeMessage(t.vhost.amqpUrl, 'p.work')).toBe(false);
+    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['a']);
+  });
+
+  it('replays by code with progress, and replays all', async () => {
+    for (let i = 0; i < 150; i++) await park(`t${i}`, i % 3 === 0 ? 'transient' : 'schema');
+    const progress: number[] = [];
+    const byCode = await replayParked({ ...opts(), filter: { kind: 'code', code: 'transient' }, onProgress: (p) => progress.push(p.seen) });
+    expect(byCode).toEqual({ seen: 150, replayed: 50 });
+    expect(progress).toEqual([100, 150]);
+    expect(await depth('p.work')).toBe(50);
+    expect(await depth('p.work.parked')).toBe(100);
+    expect(await replayParked({ ...opts(), filter: { kind: 'all' } })).toEqual({ seen: 100, replayed: 100 });
+    expect(await depth('p.work')).toBe(150);
+    expect(await depth('p.work.parked')).toBe(0);
+  });
+
+  it('purges by code or all', async () => {
+    await park('a', 'schema');
+    await park('b', 'unknown-app');
+    await park('c', 'schema');
+    expect(await purgeParked({ ...opts(), filter: { kind: 'code', code: 'schema' } })).toEqual({ seen: 3, purged: 2 });
+    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['b']);
+    expect(await purgeParked({ ...opts(), filter: { kind: 'all' } })).toEqual({ seen: 1, purged: 1 });
+    expect(await depth('p.work.parked')).toBe(0);
+  });
+
+  it('leaves a message parked when its original queue no longer exists', async () => {
+    await park('gone', 'schema', 'p.deleted');
+    await park('ok', 'schema');
+    const err = await replayParked({ ...opts(), filter: { kind: 'all' } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ReplayError);
+    expect((err as ReplayError).replayed).toBe(1);
+    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['gone']);
+    expect(await depth('p.work')).toBe(1);
+  });
+});

@@ -1,0 +1,240 @@
+import type { ConfirmChannel, GetMessage, Options } from 'amqplib';
+import { parkedQueueFor } from '@herald/contracts';
+import type { Logger } from '@herald/logging';
+import { openConnection } from './connection.ts';
+import { attemptOf, HeraldHeaders } from './headers.ts';
+import { sleep } from './sleep.ts';
+
+/** A message in `<queue>.parked`, with the headers that say why it is there. */
+export interface ParkedMessage {
+  messageId: string | undefined;
+  code: string | undefined;
+  reason: string | undefined;
+  parkedAt: string | undefined;
+  /** Where a replay sends it: x-herald-original-queue, else the broker's x-first-death-queue. */
+  originalQueue: string;
+  attempt: number;
+  headers: Record<string, unknown>;
+  body: Buffer;
+}
+
+/** Which parked messages an operation touches. */
+export type ParkedFilter = { kind: 'all' } | { kind: 'id'; id: string } | { kind: 'code'; code: string };
+
+export interface ParkedOptions {
+  url: string;
+  logger: Logger;
+  /** A work queue (`push.apns.send`) or its parked queue (`push.apns.send.parked`). */
+  queue: string;
+}
+
+export interface ReplayOptions extends ParkedOptions {
+  filter: ParkedFilter;
+  /** Called after each chunk with how many were looked at and replayed so far. */
+  onProgress?: (progress: { seen: number; total: number; replayed: number }) => void;
+}
+
+/** Headers a replay removes: why it was parked and the broker's dead-letter history. */
+const PARKING_HEADERS = [
+  HeraldHeaders.parkedReason,
+  HeraldHeaders.parkedCode,
+  HeraldHeaders.parkedAt,
+  HeraldHeaders.originalQueue,
+  HeraldHeaders.retryReason,
+  HeraldHeaders.delay,
+  'x-death',
+  'x-first-death-queue',
+  'x-first-death-reason',
+  'x-first-death-exchange',
+  'x-delivery-count',
+];
+const CHUNK = 100;
+const ACK_SETTLE_MS = 250;
+
+/** Some messages could not be replayed; they stay parked. `replayed` went back to their queues. */
+export class ReplayError extends Error {
+  override readonly name = 'ReplayError';
+  constructor(
+    message: string,
+    readonly replayed: number,
+  ) {
+    super(message);
+  }
+}
+
+export const parkedNameOf = (queue: string): string => (queue.endsWith('.parked') ? queue : parkedQueueFor(queue));
+
+export function toParked(msg: GetMessage, parkedQueue: string): ParkedMessage {
+  const headers: Record<string, unknown> = { ...(msg.properties.headers ?? {}) };
+  const str = (name: string): string | undefined => (headers[name] === undefined ? undefined : String(headers[name]));
+  return {
+    messageId: msg.properties.messageId as string | undefined,
+    code: str(HeraldHeaders.parkedCode) ?? (headers['x-first-death-reason'] === undefined ? undefined : 'delivery-limit'),
+    reason: str(HeraldHeaders.parkedReason) ?? str('x-first-death-reason'),
+    parkedAt: str(HeraldHeaders.parkedAt),
+    originalQueue: str(HeraldHeaders.originalQueue) ?? str('x-first-death-queue') ?? parkedQueue.replace(/\.parked$/, ''),
+    attempt: attemptOf(headers),
+    headers,
+    body: msg.content,
+  };
+}
+
+export function matches(m: ParkedMessage, filter: ParkedFilter): boolean {
+  switch (filter.kind) {
+    case 'all':
+      return true;
+    case 'id':
+      return m.messageId === filter.id;
+    case 'code':
+      return m.code === filter.code;
+  }
+}
+
+/**
+ * RabbitMQ (3.10) applies quorum-queue acks as low-priority commands: a channel closed right after
+ * acking can hand acked messages back to the queue. A few round trips and a short pause first.
+ */
+async function letAcksSettle(ch: ConfirmChannel, queue: string): Promise<void> {
+  for (let i = 0; i < 3; i++) await ch.checkQueue(queue);
+  await sleep(ACK_SETTLE_MS);
+}
+
+/** A short-lived connection and confirm channel; closing it requeues whatever was not acked. */
+async function withParkedChannel<T>(opts: ParkedOptions, work: (ch: ConfirmChannel, parked: string, total: number) => Promise<T>): Promise<T> {
+  const connection = await openConnection(opts.url, 'herald-parked', opts.logger);
+  try {
+    const channel = await connection.model.createConfirmChannel();
+    channel.on('error', (err: Error) => opts.logger.debug({ err }, 'parked channel error'));
+    const parked = parkedNameOf(opts.queue);
+    const { messageCount } = await channel.checkQueue(parked);
+    try {
+      return await work(channel, parked, messageCount);
+    } finally {
+      await letAcksSettle(channel, parked);
+      await channel.close();
+    }
+  } finally {
+    await connection.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Reads at most `total` messages (the queue's depth when we started), in chunks. Messages the
+ * visitor does not ack stay unacknowledged on this channel, so they are never read twice (no
+ * requeue loop), and go back to the queue when the channel closes.
+ */
+async function sweep(ch: ConfirmChannel, parked: string, total: number, visit: (chunk: GetMessage[]) => Promise<void>): Promise<number> {
+  let seen = 0;
+  while (seen < total) {
+    const chunk: GetMessage[] = [];
+    while (chunk.length < CHUNK && seen + chunk.length < total) {
+      const msg = await ch.get(parked, { noAck: false });
+      if (msg === false) break;
+      chunk.push(msg);
+    }
+    if (chunk.length === 0) break;
+    seen += chunk.length;
+    await visit(chunk);
+  }
+  return seen;
+}
+
+/** Up to `limit` parked messages, oldest first, without removing any. */
+export async function listParked(opts: ParkedOptions & { limit?: number }): Promise<ParkedMessage[]> {
+  return withParkedChannel(opts, async (ch, parked, total) => {
+    const found: ParkedMessage[] = [];
+    await sweep(ch, parked, Math.min(total, opts.limit ?? total), async (chunk) => {
+      found.push(...chunk.map((m) => toParked(m, parked)));
+    });
+    return found;
+  });
+}
+
+/** What a copy keeps of the parked message's properties (its id, content type, …). */
+function copiedProperties(msg: GetMessage): Options.Publish {
+  const p = msg.properties;
+  const keep: Options.Publish = {
+    contentType: p.contentType,
+    contentEncoding: p.contentEncoding,
+    correlationId: p.correlationId,
+    messageId: p.messageId,
+    type: p.type,
+    appId: p.appId,
+    timestamp: p.timestamp,
+    priority: p.priority,
+  };
+  return Object.fromEntries(Object.entries(keep).filter(([, v]) => v !== undefined)) as Options.Publish;
+}
+
+type Item = { msg: GetMessage; parked: ParkedMessage };
+
+/**
+ * Publishes copies to their original queues (attempt 1, parking headers removed) and resolves
+ * with the items the broker confirmed and routed; the rest are reported in `failed`.
+ */
+async function republish(ch: ConfirmChannel, items: readonly Item[]): Promise<{ ok: Item[]; failed: string[] }> {
+  // A return means the original queue does not exist: every copy routed there fails.
+  const returned = new Set<string>();
+  const onReturn = (msg: { fields: { routingKey: string } }): void => {
+    returned.add(msg.fields.routingKey);
+  };
+  ch.on('return', onReturn);
+  const results = await Promise.all(
+    items.map((item) => {
+      const kept = Object.entries(item.parked.headers).filter(([k]) => !PARKING_HEADERS.includes(k));
+      const headers = { ...Object.fromEntries(kept), [HeraldHeaders.attempt]: 1, 'x-herald-replayed-at': new Date().toISOString() };
+      const options: Options.Publish = { ...copiedProperties(item.msg), headers, persistent: true, mandatory: true };
+      return new Promise<string | undefined>((resolve) => {
+        ch.publish('', item.parked.originalQueue, item.msg.content, options, (err) => {
+          if (err) resolve(`not confirmed: ${String(err)}`);
+          else resolve(returned.has(item.parked.originalQueue) ? `queue "${item.parked.originalQueue}" does not exist` : undefined);
+        });
+      });
+    }),
+  );
+  ch.off('return', onReturn);
+  return { ok: items.filter((_, i) => results[i] === undefined), failed: results.filter((r): r is string => r !== undefined) };
+}
+
+/**
+ * Moves matching parked messages back to their original queues, each once: publish with confirm,
+ * then ack. Others are left in place. Only the messages present when it starts are looked at.
+ */
+export async function replayParked(opts: ReplayOptions): Promise<{ seen: number; replayed: number }> {
+  return withParkedChannel(opts, async (ch, parked, total) => {
+    let replayed = 0;
+    let seenSoFar = 0;
+    const failures: string[] = [];
+    const seen = await sweep(ch, parked, total, async (chunk) => {
+      const chosen = chunk.map((msg) => ({ msg, parked: toParked(msg, parked) })).filter((x) => matches(x.parked, opts.filter));
+      const { ok, failed } = await republish(ch, chosen);
+      for (const { msg } of ok) ch.ack(msg);
+      replayed += ok.length;
+      failures.push(...failed);
+      seenSoFar += chunk.length;
+      opts.onProgress?.({ seen: seenSoFar, total, replayed });
+    });
+    if (failures.length > 0) throw new ReplayError(`${failures.length} message(s) not replayed (left parked): ${failures[0]}`, replayed);
+    return { seen, replayed };
+  });
+}
+
+/** Deletes matching parked messages (all of them at once for `{ kind: 'all' }`). */
+export async function purgeParked(opts: ParkedOptions & { filter: ParkedFilter }): Promise<{ seen: number; purged: number }> {
+  return withParkedChannel(opts, async (ch, parked, total) => {
+    if (opts.filter.kind === 'all') {
+      const { messageCount } = await ch.purgeQueue(parked);
+      return { seen: messageCount, purged: messageCount };
+    }
+    let purged = 0;
+    const filter = opts.filter;
+    const seen = await sweep(ch, parked, total, async (chunk) => {
+      for (const msg of chunk) {
+        if (!matches(toParked(msg, parked), filter)) continue;
+        ch.ack(msg);
+        purged++;
+      }
+    });
+    return { seen, purged };
+  });
+}

@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@herald/testing';
+import { HeraldHeaders } from './headers.ts';
+import { recordingHandler, startTestBroker, waitForMessage, type TestBroker } from './test-helpers.ts';
+import { mergeTopologies, retryTopology, workQueueTopology } from './topology.ts';
+import type { InboundMessage } from './types.ts';
+
+const DELAYS = [200, 400];
+
+describe('retry and park', () => {
+  let t: TestBroker;
+  beforeAll(async () => {
+    t = await startTestBroker('msg-retry');
+    await t.broker.applyTopology(mergeTopologies(workQueueTopology('r.work', 'r.exchange'), retryTopology(DELAYS)));
+  });
+  afterAll(() => t.teardown());
+
+  const send = (body: string) =>
+    t.broker.publisher.publish({ exchange: 'r.exchange', routingKey: 'r.work', body: Buffer.from(body), messageId: body, headers: { 'x-keep': 'me' } });
+
+  it('sends a retried message through the delay queue and back with attempt+1, then parks it when retries run out', async () => {
+    const arrivals: { attempt: number; at: number; headers: Record<string, unknown> }[] = [];
+    const h = recordingHandler((m: InboundMessage) => {
+      arrivals.push({ attempt: m.attempt, at: Date.now(), headers: m.headers });
+      return { kind: 'retry', code: 'apns-503', reason: `provider unavailable (try ${m.attempt})` };
+    });
+    const consumer = await t.broker.consume({ queue: 'r.work', prefetch: 2, retryDelaysMs: DELAYS, handle: h.handle });
+    await send('retry-me');
+    const parked = await waitForMessage(t.vhost.amqpUrl, 'r.work.parked');
+    await consumer.stop(1000);
+
+    expect(arrivals.map((a) => a.attempt)).toEqual([1, 2, 3]);
+    const [first, second, third] = arrivals;
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(150); // 200 ms − 20% jitter, minus timer slack
+    expect(third!.at - second!.at).toBeGreaterThanOrEqual(300);
+    expect(second!.headers).toMatchObject({ 'x-keep': 'me', [HeraldHeaders.retryReason]: 'provider unavailable (try 1)', [HeraldHeaders.delay]: 200 });
+
+    const headers = parked.properties.headers ?? {};
+    expect(parked.content.toString()).toBe('retry-me');
+    expect(parked.properties.messageId).toBe('retry-me');
+    expect(headers).toMatchObject({
+      [HeraldHeaders.parkedCode]: 'retries-exhausted',
+      [HeraldHeaders.parkedReason]: 'provider unavailable (try 3)',
+      [HeraldHeaders.originalQueue]: 'r.work',
+      [HeraldHeaders.attempt]: 3,
+      'x-keep': 'me',
+    });
+    expect(Date.parse(String(headers[HeraldHeaders.parkedAt]))).toBeGreaterThan(Date.now() - 60_000);
+  });
+
+  it('parks a message at once when the handler says park', async () => {
+    const h = recordingHandler(() => ({ kind: 'park', code: 'schema', reason: 'field "app" is missing' }));
+    const consumer = await t.broker.consume({ queue: 'r.work', prefetch: 1, retryDelaysMs: DELAYS, handle: h.handle });
+    await send('bad-input');
+    const parked = await waitForMessage(t.vhost.amqpUrl, 'r.work.parked');
+    await consumer.stop(1000);
+    expect(h.seen).toHaveLength(1);
+    expect(parked.content.toString()).toBe('bad-input');
+    expect(parked.properties.headers).toMatchObject({
+      [HeraldHeaders.parkedCode]: 'schema',
+      [HeraldHeaders.parkedReason]: 'field "app" is missing',
+      [HeraldHeaders.originalQueue]: 'r.work',
+      [HeraldHeaders.attempt]: 1,
+    });
+  });
+
+  it('honours an explicit retry delay by routing through a delay queue that can hold it', async () => {
+    const arrivals: number[] = [];
+    const h = recordingHandler((m) => {
+      arrivals.push(Date.now());
+      return m.attempt === 1 ? { kind: 'retry', code: 'apns-429', reason: 'slow down', delayMs: 350 } : { kind: 'ack' };
+    });
+    const consumer = await t.broker.consume({ queue: 'r.work', prefetch: 1, retryDelaysMs: DELAYS, handle: h.handle });
+    await send('explicit');
+    await waitFor('second arrival', () => arrivals.length === 2);
+    await consumer.stop(1000);
+    expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(300);
+    expect(h.seen[1]!.headers[HeraldHeaders.delay]).toBe(400);
+  });
+
+  it('defers a message without spending an attempt, however often', async () => {
+    const attempts: number[] = [];
+    const h = recordingHandler((m) => {
+      attempts.push(m.attempt);
+      return attempts.length < 4 ? { kind: 'defer', code: 'in-flight', reason: 'leased elsewhere', delayMs: 100 } : { kind: 'ack' };
+    });
+    const consumer = await t.broker.consume({ queue: 'r.work', prefetch: 1, retryDelaysMs: DELAYS, handle: h.handle });
+    await send('deferred');
+    await waitFor('fourth arrival', () => attempts.length === 4);
+    await consumer.stop(1000);
+    // Four arrivals with a two-attempt schedule: deferring never exhausts retries or parks.
+    expect(attempts).toEqual([1, 1, 1, 1]);
+  });
+});

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { distinctDelays, handlerBackoffMs, planRetry } from './retry.ts';
+
+const delays = [1000, 5000, 30_000];
+
+describe('planRetry', () => {
+  it('uses the delay for the attempt, jittered down by at most 20% so it fits its queue TTL', () => {
+    expect(planRetry(1, delays, undefined, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 1000, expirationMs: 1000 });
+    expect(planRetry(2, delays, undefined, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 4000 });
+    expect(planRetry(3, delays, undefined, () => 0.5)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 27_000 });
+  });
+
+  it('spreads jitter across the whole 80–100% band', () => {
+    const seen = Array.from({ length: 500 }, () => planRetry(1, delays, undefined)).map((p) => (p.kind === 'delay' ? p.expirationMs : -1));
+    expect(Math.min(...seen)).toBeGreaterThanOrEqual(800);
+    expect(Math.max(...seen)).toBeLessThanOrEqual(1000);
+    expect(Math.max(...seen) - Math.min(...seen)).toBeGreaterThan(100);
+  });
+
+  it('is exhausted once the attempt is past the schedule', () => {
+    expect(planRetry(4, delays, undefined)).toEqual({ kind: 'exhausted' });
+    expect(planRetry(1, [], 500)).toEqual({ kind: 'exhausted' });
+  });
+
+  it('puts an explicit delay into the smallest delay queue that can hold it', () => {
+    expect(planRetry(1, delays, 3000)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 3000 });
+    expect(planRetry(1, delays, 1000)).toEqual({ kind: 'delay', queueDelayMs: 1000, expirationMs: 1000 });
+    expect(planRetry(2, delays, 10)).toEqual({ kind: 'delay', queueDelayMs: 1000, expirationMs: 10 });
+  });
+
+  it('clamps an explicit delay beyond the largest queue to that queue', () => {
+    expect(planRetry(1, delays, 3_600_000)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 30_000 });
+  });
+});
+
+describe('distinctDelays', () => {
+  it('dedupes, rounds, drops non-positive and sorts', () => {
+    expect(distinctDelays([5000, 1000, 1000, 0, 200.4])).toEqual([200, 1000, 5000]);
+  });
+});
+
+describe('handlerBackoffMs', () => {
+  it('doubles from 0.5 s and caps at 30 s', () => {
+    expect([0, 1, 2, 3, 7, 8, 20].map(handlerBackoffMs)).toEqual([0, 500, 1000, 2000, 30_000, 30_000, 30_000]);
+  });
+});

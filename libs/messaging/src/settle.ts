@@ -1,0 +1,112 @@
+import type { Channel, ConsumeMessage, Options } from 'amqplib';
+import { Exchanges, parkedQueueFor } from '@herald/contracts';
+import type { Logger } from '@herald/logging';
+import { HeraldHeaders } from './headers.ts';
+import type { MessagingMetrics } from './metrics.ts';
+import type { ConfirmPublisher, RawOutbound } from './publisher.ts';
+import { planDefer, planRetry, type RetryPlan } from './retry.ts';
+import type { InboundMessage, Outcome } from './types.ts';
+
+export interface Delivery {
+  msg: ConsumeMessage;
+  /** The channel it arrived on; it can only be acked there. */
+  channel: Channel;
+  inbound: InboundMessage;
+}
+
+export const RETRIES_EXHAUSTED = 'retries-exhausted';
+
+/** Properties a retry or park copy keeps from the original (not expiration: the copy sets its own). */
+function copiedProperties(msg: ConsumeMessage): Options.Publish {
+  const p = msg.properties;
+  const keep: Options.Publish = {
+    contentType: p.contentType,
+    contentEncoding: p.contentEncoding,
+    correlationId: p.correlationId,
+    type: p.type,
+    appId: p.appId,
+    timestamp: p.timestamp,
+    priority: p.priority,
+    messageId: p.messageId,
+  };
+  return Object.fromEntries(Object.entries(keep).filter(([, v]) => v !== undefined)) as Options.Publish;
+}
+
+/** Turns a retry or park outcome into a confirmed publish of a copy; the caller acks afterwards. */
+export class Settler {
+  constructor(
+    private readonly queue: string,
+    private readonly retryDelaysMs: readonly number[],
+    private readonly publisher: ConfirmPublisher,
+    private readonly metrics: MessagingMetrics,
+    private readonly logger: Logger,
+  ) {}
+
+  async apply(d: Delivery, outcome: Outcome): Promise<void> {
+    switch (outcome.kind) {
+      case 'ack':
+        return;
+      case 'retry':
+        return this.retry(d, outcome.code, outcome.reason, outcome.delayMs);
+      case 'park':
+        return this.park(d, outcome.code, outcome.reason);
+      case 'defer':
+        return this.defer(d, outcome.code, outcome.reason, outcome.delayMs);
+    }
+  }
+
+  private async retry(d: Delivery, code: string, reason: string, delayMs: number | undefined): Promise<void> {
+    const attempt = d.inbound.attempt;
+    const plan = planRetry(attempt, this.retryDelaysMs, delayMs);
+    if (plan.kind === 'exhausted') return this.park(d, RETRIES_EXHAUSTED, reason);
+    await this.delay(d, plan, attempt + 1, reason);
+    this.metrics.retried.inc({ queue: this.queue, code });
+    this.logger.info({ queue: this.queue, messageId: d.inbound.messageId, attempt, code, reason, delayMs: plan.expirationMs }, 'message scheduled for retry');
+  }
+
+  private async defer(d: Delivery, code: string, reason: string, delayMs: number): Promise<void> {
+    const plan = planDefer(this.retryDelaysMs, delayMs);
+    if (plan.kind === 'exhausted') throw new Error(`cannot defer on ${this.queue}: no delay queues configured`);
+    await this.delay(d, plan, d.inbound.attempt, reason);
+    this.metrics.retried.inc({ queue: this.queue, code });
+    this.logger.debug({ queue: this.queue, messageId: d.inbound.messageId, code, reason, delayMs: plan.expirationMs }, 'message deferred');
+  }
+
+  /** Publish a copy through the delay queue of `plan`; it returns to this queue when it expires. */
+  private async delay(d: Delivery, plan: Extract<RetryPlan, { kind: 'delay' }>, attempt: number, reason: string): Promise<void> {
+    const copy: RawOutbound = {
+      exchange: Exchanges.retry,
+      routingKey: this.queue,
+      body: d.msg.content,
+      properties: copiedProperties(d.msg),
+      headers: {
+        ...d.inbound.headers,
+        [HeraldHeaders.attempt]: attempt,
+        [HeraldHeaders.retryReason]: reason,
+        [HeraldHeaders.delay]: plan.queueDelayMs,
+      },
+      expirationMs: plan.expirationMs,
+    };
+    await this.publisher.publishMany([copy]);
+  }
+
+  private async park(d: Delivery, code: string, reason: string): Promise<void> {
+    const copy: RawOutbound = {
+      exchange: '',
+      routingKey: parkedQueueFor(this.queue),
+      body: d.msg.content,
+      properties: copiedProperties(d.msg),
+      headers: {
+        ...d.inbound.headers,
+        [HeraldHeaders.parkedReason]: reason,
+        [HeraldHeaders.parkedCode]: code,
+        [HeraldHeaders.parkedAt]: new Date().toISOString(),
+        [HeraldHeaders.originalQueue]: this.queue,
+        [HeraldHeaders.attempt]: d.inbound.attempt,
+      },
+    };
+    await this.publisher.publishMany([copy]);
+    this.metrics.parked.inc({ queue: this.queue, code });
+    this.logger.warn({ queue: this.queue, messageId: d.inbound.messageId, attempt: d.inbound.attempt, code, reason }, 'message parked');
+  }
+}

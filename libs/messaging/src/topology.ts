@@ -1,0 +1,111 @@
+import { Exchanges, Queues, delayQueueFor, parkedQueueFor, type WorkQueue } from '@herald/contracts';
+import { HeraldHeaders } from './headers.ts';
+import { distinctDelays } from './retry.ts';
+
+export interface ExchangeSpec {
+  name: string;
+  type: 'topic' | 'headers' | 'direct' | 'fanout';
+}
+
+export interface BindingSpec {
+  exchange: string;
+  routingKey: string;
+  arguments?: Record<string, unknown>;
+}
+
+/** Always declared durable; `arguments` carries x-queue-type and friends. */
+export interface QueueSpec {
+  name: string;
+  arguments: Record<string, unknown>;
+  bindings: readonly BindingSpec[];
+}
+
+export interface Topology {
+  exchanges: readonly ExchangeSpec[];
+  queues: readonly QueueSpec[];
+}
+
+export const DEFAULT_DELIVERY_LIMIT = 50;
+
+const quorum = { 'x-queue-type': 'quorum' } as const;
+/** Dead-letter without loss: the broker keeps the message until the target confirms. */
+const atLeastOnce = { 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' } as const;
+
+export function parkedQueueSpec(queue: string): QueueSpec {
+  return { name: parkedQueueFor(queue), arguments: { ...quorum }, bindings: [] };
+}
+
+/** A work queue bound to `exchange` by its own name; a poison message is parked after `deliveryLimit` deliveries. */
+export function workQueueSpec(queue: string, exchange: string, deliveryLimit = DEFAULT_DELIVERY_LIMIT): QueueSpec {
+  return {
+    name: queue,
+    arguments: {
+      ...quorum,
+      ...atLeastOnce,
+      'x-delivery-limit': deliveryLimit,
+      'x-dead-letter-exchange': '',
+      'x-dead-letter-routing-key': parkedQueueFor(queue),
+    },
+    bindings: [{ exchange, routingKey: queue }],
+  };
+}
+
+/**
+ * Holds a retried message for `delayMs`, then dead-letters it to "" with its routing key (= the work queue).
+ * The binding uses `all-with-x`: a headers exchange ignores `x-` headers under plain `all`, which would
+ * route every retry to every delay queue.
+ */
+export function delayQueueSpec(delayMs: number): QueueSpec {
+  return {
+    name: delayQueueFor(delayMs),
+    arguments: { ...quorum, ...atLeastOnce, 'x-message-ttl': delayMs, 'x-dead-letter-exchange': '' },
+    bindings: [
+      { exchange: Exchanges.retry, routingKey: '', arguments: { 'x-match': 'all-with-x', [HeraldHeaders.delay]: delayMs } },
+    ],
+  };
+}
+
+/** The herald.retry headers exchange and one delay queue per distinct delay. */
+export function retryTopology(retryDelaysMs: readonly number[]): Topology {
+  return {
+    exchanges: [{ name: Exchanges.retry, type: 'headers' }],
+    queues: distinctDelays(retryDelaysMs).map(delayQueueSpec),
+  };
+}
+
+/** A topic exchange, a work queue bound to it, and the queue's parked queue. */
+export function workQueueTopology(queue: string, exchange: string, opts: { deliveryLimit?: number } = {}): Topology {
+  return {
+    exchanges: [{ name: exchange, type: 'topic' }],
+    queues: [workQueueSpec(queue, exchange, opts.deliveryLimit), parkedQueueSpec(queue)],
+  };
+}
+
+/** Concatenates topologies, keeping the first declaration of each exchange and queue name. */
+export function mergeTopologies(...parts: readonly Topology[]): Topology {
+  const exchanges = new Map<string, ExchangeSpec>();
+  const queues = new Map<string, QueueSpec>();
+  for (const part of parts) {
+    for (const e of part.exchanges) if (!exchanges.has(e.name)) exchanges.set(e.name, e);
+    for (const q of part.queues) if (!queues.has(q.name)) queues.set(q.name, q);
+  }
+  return { exchanges: [...exchanges.values()], queues: [...queues.values()] };
+}
+
+/** Typed over WorkQueue so a new queue in contracts fails to compile until it is given an exchange. */
+const EXCHANGE_OF_QUEUE: Record<WorkQueue, string> = {
+  [Queues.jobs]: Exchanges.jobs,
+  [Queues.apnsSend]: Exchanges.send,
+  [Queues.fcmSend]: Exchanges.send,
+  [Queues.apnsInvalidations]: Exchanges.invalidations,
+  [Queues.fcmInvalidations]: Exchanges.invalidations,
+  [Queues.registrations]: Exchanges.registrations,
+};
+
+/** Everything Herald needs, from the names in @herald/contracts. */
+export function heraldTopology(opts: { retryDelaysMs: readonly number[]; deliveryLimit?: number }): Topology {
+  const work = Object.entries(EXCHANGE_OF_QUEUE).map(([queue, exchange]) =>
+    workQueueTopology(queue, exchange, { deliveryLimit: opts.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT }),
+  );
+  return mergeTopologies(...work, retryTopology(opts.retryDelaysMs));
+}

@@ -1,0 +1,71 @@
+import type { Logger } from '@herald/logging';
+import type { Registry } from '@herald/runtime';
+import type { Topology } from './topology.ts';
+
+export interface BrokerOptions {
+  url: string;
+  logger: Logger;
+  /** Shown in the RabbitMQ management UI; also the handle to force-close the connection there. */
+  connectionName: string;
+  metrics?: Registry;
+}
+
+export interface Broker {
+  readonly publisher: Publisher;
+  consume(options: ConsumeOptions): Promise<Consumer>;
+  /** Declares exchanges, queues and bindings; idempotent and safe to run concurrently. */
+  applyTopology(topology: Topology): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OutboundMessage {
+  exchange: string;
+  routingKey: string;
+  /** Objects are JSON-encoded (content-type application/json). */
+  body: Buffer | object;
+  headers?: Record<string, unknown>;
+  messageId?: string;
+  expirationMs?: number;
+}
+
+export interface Publisher {
+  /** Persistent + mandatory; resolves on broker confirm, rejects on nack, channel loss or unroutable. */
+  publish(msg: OutboundMessage): Promise<void>;
+  /** Writes all, then awaits all confirms; rejects with the first failure. */
+  publishMany(msgs: readonly OutboundMessage[]): Promise<void>;
+}
+
+export interface InboundMessage {
+  body: Buffer;
+  headers: Record<string, unknown>;
+  routingKey: string;
+  messageId?: string;
+  redelivered: boolean;
+  /** 1 on first delivery, from the x-herald-attempt header. */
+  attempt: number;
+  queue: string;
+}
+
+export type Outcome =
+  | { kind: 'ack' }
+  | { kind: 'retry'; code: string; reason: string; delayMs?: number }
+  | { kind: 'park'; code: string; reason: string }
+  /** Come back after about delayMs without spending an attempt (e.g. another worker holds a lease). */
+  | { kind: 'defer'; code: string; reason: string; delayMs: number };
+
+export interface ConsumeOptions {
+  queue: string;
+  prefetch: number;
+  /** Collect up to maxSize deliveries or wait maxWaitMs, then one handle() call. */
+  batch?: { maxSize: number; maxWaitMs: number };
+  /** Attempt n (1-based) that returns retry waits retryDelaysMs[n-1]; afterwards the message is parked. */
+  retryDelaysMs: readonly number[];
+  /** Must return one outcome per message, same order. Throw only for broken infrastructure. */
+  handle(messages: readonly InboundMessage[]): Promise<Outcome[]>;
+}
+
+export interface Consumer {
+  readonly queue: string;
+  /** Cancel the subscription, wait for in-flight handle() calls (bounded by timeoutMs), settle them. */
+  stop(timeoutMs: number): Promise<void>;
+}

@@ -1,0 +1,73 @@
+import { drainSecondsOf, type QueueSnapshot } from './queue-snapshot.ts';
+import type { QueueThresholds, ThresholdConfig } from './thresholds.ts';
+
+export const AlarmKinds = ['backlog', 'no-consumer', 'drain-time', 'parked-growing', 'rabbitmq-unreachable'] as const;
+export type AlarmKind = (typeof AlarmKinds)[number];
+
+/** A condition that holds right now; it becomes an alarm once it has held for `forMs`. */
+export interface AlarmCondition {
+  alarm: AlarmKind;
+  queue: string;
+  forMs: number;
+  value: number;
+  threshold: number;
+  /** One sentence for people (log, webhook, dashboard). */
+  summary: string;
+}
+
+export interface RuleInput {
+  queues: readonly QueueSnapshot[];
+  thresholds: ThresholdConfig;
+  /** A parked queue's smallest depth within the last `windowMs`; undefined when there is no earlier sample. */
+  parkedBaseline: (queue: string, windowMs: number) => number | undefined;
+}
+
+const n = (v: number): string => Math.round(v).toLocaleString('en-US');
+const secs = (v: number): string => (Number.isFinite(v) ? `${n(v)} s` : 'forever');
+
+function backlog(q: QueueSnapshot, t: QueueThresholds): AlarmCondition | undefined {
+  if (q.messages <= t.backlog) return undefined;
+  const summary = `${q.name} holds ${n(q.messages)} messages (threshold ${n(t.backlog)})`;
+  return { alarm: 'backlog', queue: q.name, forMs: t.backlogForMs, value: q.messages, threshold: t.backlog, summary };
+}
+
+function noConsumer(q: QueueSnapshot, t: QueueThresholds): AlarmCondition | undefined {
+  if (q.kind !== 'work' || q.consumers > 0 || q.messages === 0) return undefined;
+  const summary = `${q.name} has ${n(q.messages)} messages waiting and no consumer`;
+  return { alarm: 'no-consumer', queue: q.name, forMs: t.noConsumerForMs, value: q.messages, threshold: 0, summary };
+}
+
+/** Only with consumers: a queue nobody consumes is the no-consumer alarm's case. */
+function drainTime(q: QueueSnapshot, t: QueueThresholds): AlarmCondition | undefined {
+  if (q.kind !== 'work' || q.consumers === 0 || q.messages < Math.max(1, t.drainMinMessages)) return undefined;
+  const drain = drainSecondsOf(q);
+  if (drain <= t.drainSeconds) return undefined;
+  const rate = q.ackRate > 0 ? `at ${q.ackRate.toFixed(1)} acks/s` : 'with nothing being acked';
+  const summary = `${q.name} would take ${secs(drain)} to drain ${n(q.messages)} messages ${rate} (bound ${secs(t.drainSeconds)})`;
+  return { alarm: 'drain-time', queue: q.name, forMs: t.drainForMs, value: Number.isFinite(drain) ? drain : -1, threshold: t.drainSeconds, summary };
+}
+
+function parkedGrowing(q: QueueSnapshot, t: QueueThresholds, baseline: number | undefined): AlarmCondition | undefined {
+  if (q.kind !== 'parked' || baseline === undefined || q.messages <= baseline) return undefined;
+  const summary = `${q.name} grew from ${n(baseline)} to ${n(q.messages)} parked messages within ${secs(t.parkedWindowMs / 1000)}`;
+  return { alarm: 'parked-growing', queue: q.name, forMs: 0, value: q.messages - baseline, threshold: 0, summary };
+}
+
+/** Every condition that holds at this poll, over every queue. */
+export function activeConditions(input: RuleInput): AlarmCondition[] {
+  return input.queues.flatMap((q) => {
+    const t = input.thresholds.for(q.name);
+    const found = [backlog(q, t), noConsumer(q, t), drainTime(q, t), parkedGrowing(q, t, input.parkedBaseline(q.name, t.parkedWindowMs))];
+    return found.filter((c): c is AlarmCondition => c !== undefined);
+  });
+}
+
+/** The monitor itself cannot see RabbitMQ: raised after `forMs` of failed polls. */
+export const unreachableCondition = (forMs: number, error: string): AlarmCondition => ({
+  alarm: 'rabbitmq-unreachable',
+  queue: '*',
+  forMs,
+  value: 1,
+  threshold: 0,
+  summary: `the monitor cannot read the RabbitMQ management API: ${error}`,
+});

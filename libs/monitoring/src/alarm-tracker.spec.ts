@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { activeConditions, type AlarmCondition } from './alarm-rules.ts';
+import { AlarmTracker } from './alarm-tracker.ts';
+import type { QueueSnapshot } from './queue-snapshot.ts';
+import { parseThresholds, thresholdConfig } from './thresholds.ts';
+
+const queue = (over: Partial<QueueSnapshot> & { name: string }): QueueSnapshot => ({
+  kind: over.name.endsWith('.parked') ? 'parked' : 'work',
+  messages: 0,
+  ready: 0,
+  unacked: 0,
+  consumers: 1,
+  publishRate: 0,
+  ackRate: 0,
+  deliverRate: 0,
+  headAgeSeconds: undefined,
+  ...over,
+});
+
+const thresholds = thresholdConfig({
+  '*': { backlog: 100, backlogForMs: 1_000, noConsumerForMs: 2_000, drainSeconds: 10, drainForMs: 0, drainMinMessages: 20, parkedWindowMs: 5_000 },
+});
+const kinds = (queues: QueueSnapshot[], baseline?: number) =>
+  activeConditions({ queues, thresholds, parkedBaseline: () => baseline }).map((c) => `${c.alarm}:${c.queue}`);
+
+describe('alarm rules', () => {
+  it('a work queue with messages and no consumer is the dead-pusher case, not a drain problem', () => {
+    expect(kinds([queue({ name: 'push.apns.send', messages: 50, consumers: 0 })])).toEqual(['no-consumer:push.apns.send']);
+  });
+  it('an empty queue without consumers, and parked or retry queues without consumers, are fine', () => {
+    expect(kinds([queue({ name: 'push.apns.send', consumers: 0 }), queue({ name: 'push.jobs.parked', messages: 5, consumers: 0 })])).toEqual([]);
+  });
+  it('backlog above the threshold, and drain time at the current ack rate above the bound', () => {
+    expect(kinds([queue({ name: 'push.fcm.send', messages: 200, ackRate: 5 })])).toEqual(['backlog:push.fcm.send', 'drain-time:push.fcm.send']);
+    expect(kinds([queue({ name: 'push.fcm.send', messages: 90, ackRate: 50 })])).toEqual([]);
+  });
+  it('nothing acked with consumers attached is an infinite drain time, but only above the minimum depth', () => {
+    expect(kinds([queue({ name: 'push.fcm.send', messages: 30 })])).toEqual(['drain-time:push.fcm.send']);
+    expect(kinds([queue({ name: 'push.fcm.send', messages: 19 })])).toEqual([]);
+  });
+  it('a parked queue deeper than its smallest depth in the window is growing', () => {
+    expect(kinds([queue({ name: 'push.jobs.parked', messages: 3, consumers: 0 })], 1)).toEqual(['parked-growing:push.jobs.parked']);
+    expect(kinds([queue({ name: 'push.jobs.parked', messages: 3, consumers: 0 })], 3)).toEqual([]);
+    expect(kinds([queue({ name: 'push.jobs.parked', messages: 3, consumers: 0 })], undefined)).toEqual([]);
+  });
+});
+
+describe('alarm tracker', () => {
+  const cond: AlarmCondition = { alarm: 'no-consumer', queue: 'q', forMs: 2_000, value: 5, threshold: 0, summary: 's' };
+
+  it('fires once the condition has held for forMs, once, and resolves when it ends', () => {
+    const t = new AlarmTracker();
+    expect(t.update(0, [cond])).toEqual([]);
+    expect(t.update(1_999, [cond])).toEqual([]);
+    const fired = t.update(2_000, [cond]);
+    expect(fired).toEqual([{ state: 'firing', at: 2_000, alarm: expect.objectContaining({ alarm: 'no-consumer', queue: 'q', since: 0, firedAt: 2_000 }) }]);
+    expect(t.update(3_000, [{ ...cond, value: 9 }])).toEqual([]);
+    expect(t.active()).toEqual([expect.objectContaining({ value: 9 })]);
+    expect(t.update(4_000, [])).toEqual([{ state: 'resolved', at: 4_000, alarm: expect.objectContaining({ queue: 'q', value: 9 }) }]);
+    expect(t.active()).toEqual([]);
+  });
+
+  it('a condition that ends before forMs never fires, and starts its clock afresh next time', () => {
+    const t = new AlarmTracker();
+    t.update(0, [cond]);
+    expect(t.update(1_500, [])).toEqual([]);
+    t.update(1_600, [cond]);
+    expect(t.update(3_000, [cond])).toEqual([]);
+    expect(t.update(3_600, [cond])).toHaveLength(1);
+  });
+});
+
+describe('thresholds', () => {
+  it('defaults, then "*", then the queue (a parked queue falls back to its work queue)', () => {
+    const t = parseThresholds('{"*":{"backlog":50},"push.apns.send":{"backlog":7,"noConsumerForMs":1000}}');
+    expect(t.for('push.fcm.send')).toMatchObject({ backlog: 50, noConsumerForMs: 30_000 });
+    expect(t.for('push.apns.send')).toMatchObject({ backlog: 7, noConsumerForMs: 1_000, drainSeconds: 600 });
+    expect(t.for('push.apns.send.parked').backlog).toBe(7);
+  });
+  it('names every bad field', () => {
+    expect(() => parseThresholds('{"push.jobs":{"backlog":-1,"bogus":1}}')).toThrow(/push\.jobs\.backlog.*|bogus/);
+    expect(() => parseThresholds('not json')).toThrow(/must be JSON/);
+  });
+});

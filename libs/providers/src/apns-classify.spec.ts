@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { classifyApnsFailure } from './apns-classify.ts';
+
+describe('classifyApnsFailure (DESIGN.md failure table, APNs rows)', () => {
+  it('410 Unregistered is a dead token, invalid since Apple\'s timestamp', () => {
+    expect(classifyApnsFailure({ status: 410, reason: 'Unregistered', timestamp: 1_700_000_000_000 })).toEqual({
+      kind: 'dead-token',
+      reason: 'Unregistered',
+      invalidSince: new Date(1_700_000_000_000),
+    });
+    expect(classifyApnsFailure({ status: 410, reason: 'ExpiredToken' })).toEqual({ kind: 'dead-token', reason: 'ExpiredToken' });
+  });
+
+  it.each(['BadDeviceToken', 'DeviceTokenNotForTopic'])('400 %s is a dead token', (reason) => {
+    expect(classifyApnsFailure({ status: 400, reason })).toEqual({ kind: 'dead-token', reason });
+  });
+
+  it.each([
+    [429, 'TooManyRequests'],
+    [500, 'InternalServerError'],
+    [503, 'ServiceUnavailable'],
+    [503, 'Shutdown'],
+  ])('%i %s is transient, with Retry-After when given', (status, reason) => {
+    expect(classifyApnsFailure({ status, reason })).toEqual({ kind: 'transient', reason });
+    expect(classifyApnsFailure({ status, reason, retryAfterSeconds: 3 })).toEqual({ kind: 'transient', reason, retryAfterMs: 3000 });
+  });
+
+  it('a transport failure (timeout, reset) is transient', () => {
+    expect(classifyApnsFailure({ transportError: 'apn write timeout' })).toEqual({ kind: 'transient', reason: 'transport: apn write timeout' });
+  });
+
+  it('403 ExpiredProviderToken is transient (the client signs a fresh token)', () => {
+    expect(classifyApnsFailure({ status: 403, reason: 'ExpiredProviderToken' })).toMatchObject({ kind: 'transient' });
+  });
+
+  it.each([
+    [413, 'PayloadTooLarge'],
+    [400, 'BadTopic'],
+    [400, 'TopicDisallowed'],
+    [400, 'MissingTopic'],
+    [400, 'BadPriority'],
+    [403, 'InvalidProviderToken'],
+    [403, 'MissingProviderToken'],
+    [403, 'BadCertificate'],
+    [405, 'MethodNotAllowed'],
+  ])('%i %s is permanent', (status, reason) => {
+    expect(classifyApnsFailure({ status, reason })).toEqual({ kind: 'permanent', reason });
+  });
+
+  it('an unknown 5xx is transient, an unknown 4xx permanent', () => {
+    expect(classifyApnsFailure({ status: 502 })).toEqual({ kind: 'transient', reason: 'HTTP 502' });
+    expect(classifyApnsFailure({ status: 418 })).toEqual({ kind: 'permanent', reason: 'HTTP 418' });
+  });
+});

@@ -1,0 +1,61 @@
+import type { SendResult } from './push-provider.ts';
+
+/** A failed FCM send: the firebase-admin error code (or the v1 FcmError code) plus what the wire said. */
+export interface FcmFailure {
+  /** firebase-admin's code ("messaging/registration-token-not-registered", "app/network-error") or a v1 code ("UNREGISTERED"). */
+  code?: string;
+  message?: string;
+  /** HTTP status of the answer, when there was one. */
+  httpStatus?: number;
+  retryAfterMs?: number;
+}
+
+type Kind = 'dead-token' | 'transient' | 'permanent';
+
+/** firebase-admin client codes and FCM v1 codes, both ways of spelling the same outcome. */
+const KIND_BY_CODE: Record<string, Kind> = {
+  'registration-token-not-registered': 'dead-token',
+  UNREGISTERED: 'dead-token',
+  'invalid-registration-token': 'dead-token',
+  'message-rate-exceeded': 'transient',
+  'device-message-rate-exceeded': 'transient',
+  'topics-message-rate-exceeded': 'transient',
+  QUOTA_EXCEEDED: 'transient',
+  'server-unavailable': 'transient',
+  UNAVAILABLE: 'transient',
+  'internal-error': 'transient',
+  INTERNAL: 'transient',
+  'network-error': 'transient',
+  'network-timeout': 'transient',
+  'mismatched-credential': 'permanent',
+  SENDER_ID_MISMATCH: 'permanent',
+  'third-party-auth-error': 'permanent',
+  THIRD_PARTY_AUTH_ERROR: 'permanent',
+  'authentication-error': 'permanent',
+  'invalid-credential': 'permanent',
+  'invalid-payload': 'permanent',
+  'payload-size-limit-exceeded': 'permanent',
+};
+
+/** FCM answers INVALID_ARGUMENT both for a bad token and for a bad message; only the message tells which. */
+const INVALID_TOKEN_MESSAGE = /registration token|not a valid FCM registration token/i;
+const INVALID_ARGUMENT_CODES = new Set(['invalid-argument', 'INVALID_ARGUMENT']);
+
+const shortCode = (code: string): string => code.replace(/^(messaging|app)\//, '');
+
+function kindOf(f: FcmFailure, code: string): Kind {
+  if (INVALID_ARGUMENT_CODES.has(code)) return INVALID_TOKEN_MESSAGE.test(f.message ?? '') ? 'dead-token' : 'permanent';
+  const known = KIND_BY_CODE[code];
+  if (known !== undefined) return known;
+  if (f.httpStatus === undefined || f.httpStatus >= 500 || f.httpStatus === 429 || f.httpStatus === 408) return 'transient';
+  return 'permanent';
+}
+
+/** Pure: map an FCM failure to dead-token / transient / permanent (DESIGN.md failure table). */
+export function classifyFcmError(f: FcmFailure): SendResult {
+  const code = shortCode(f.code ?? '');
+  const reason = [code || (f.httpStatus !== undefined ? `HTTP ${f.httpStatus}` : 'unknown'), f.message].filter(Boolean).join(': ');
+  const kind = kindOf(f, code);
+  if (kind === 'transient') return { kind, reason, ...(f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : {}) };
+  return { kind, reason };
+}

@@ -1,0 +1,12 @@
+// Pure helpers: no client library is loaded by importing this index.
+export type { PushProvider, SendResult, SendTarget } from './push-provider.ts';
+export type { ApnsSettings, FcmSettings } from './settings.ts';
+export { buildApnsNotification, apnsRequestParts, isBackgroundPush, type ApnsRequestParts } from './apns-notification.ts';
+export { buildFcmMessage, type FcmMessage } from './fcm-message.ts';
+export { checkPayloadSize, APNS_MAX_PAYLOAD_BYTES, FCM_MAX_PAYLOAD_BYTES } from './payload-size.ts';
+export { classifyApnsFailure, type ApnsFailure } from './apns-classify.ts';
+export { classifyFcmError, type FcmFailure } from './fcm-classify.ts';
+export { loadSandboxSettings, loadSandboxCertificateAuth, SANDBOX_DEFAULT_TOPIC } from './sandbox-settings.ts';
+// Factories: each loads its client library (@parse/node-apn, firebase-admin) on first call.
+export { createApnsProvider } from './apns-provider.ts';
+export { createFcmProvider } from './fcm-provider.ts';

@@ -1,0 +1,23 @@
+import type { DevicePush } from '@herald/contracts';
+
+/** What became of one push, as a value: the pusher turns it into ack / invalidate / retry / park. */
+export type SendResult =
+  | { kind: 'delivered'; providerMessageId?: string }
+  /** APNs 410 Unregistered (with its timestamp), 400 BadDeviceToken / DeviceTokenNotForTopic; FCM UNREGISTERED, invalid registration token. */
+  | { kind: 'dead-token'; reason: string; invalidSince?: Date }
+  /** APNs 429/500/503, FCM UNAVAILABLE / INTERNAL / QUOTA_EXCEEDED, timeouts, connection resets. */
+  | { kind: 'transient'; reason: string; retryAfterMs?: number }
+  /** Payload too large, bad topic, bad credentials, other 4xx. */
+  | { kind: 'permanent'; reason: string };
+
+export interface SendTarget {
+  /** The APNs topic (bundle id) of the push's app; falls back to the provider's default topic. */
+  apnsTopic?: string;
+}
+
+/** One platform's sender. `send` never throws for a provider outcome; it returns a SendResult. */
+export interface PushProvider {
+  readonly platform: 'apns' | 'fcm';
+  send(push: DevicePush, target: SendTarget): Promise<SendResult>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,34 @@
+import { Counter, Gauge, Histogram, type Registry } from '@herald/runtime';
+
+export interface LimiterMetrics {
+  budget: Gauge<'platform' | 'app'>;
+  spent: Counter<'platform'>;
+  waitSeconds: Histogram<'platform'>;
+  backoffFactor: Gauge<'platform'>;
+}
+
+export function createLimiterMetrics(registry: Registry): LimiterMetrics {
+  const registers = [registry];
+  return {
+    budget: new Gauge({
+      name: 'herald_rate_limit_budget',
+      help: 'Configured fleet-wide budget in pushes/s (app="*": the whole platform); absent: no limit',
+      labelNames: ['platform', 'app'],
+      registers,
+    }),
+    spent: new Counter({ name: 'herald_rate_limit_spent_total', help: 'Pushes let through by the rate limiter', labelNames: ['platform'], registers }),
+    waitSeconds: new Histogram({
+      name: 'herald_rate_limit_wait_seconds',
+      help: 'How long a push waited for budget (only pushes that had to wait)',
+      labelNames: ['platform'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    backoffFactor: new Gauge({
+      name: 'herald_rate_limit_backoff_factor',
+      help: 'This process\'s provider back-pressure factor (1: not slowed down; 0.5: halved after a throttle)',
+      labelNames: ['platform'],
+      registers,
+    }),
+  };
+}

@@ -1,0 +1,40 @@
+import type { BudgetKey, ConfiguredLimit, Grant, RateLimitStore } from './rate-limit-store.ts';
+import { windowShare } from './window-share.ts';
+
+/**
+ * The PostgreSQL store's semantics in one process (for unit specs and benchmarks): the same
+ * window arithmetic, the same "one window's share at most" guarantee.
+ */
+export class MemoryRateLimitStore implements RateLimitStore {
+  private readonly limits = new Map<string, { limit: ConfiguredLimit; window: number; granted: number }>();
+  leases = 0;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  set(key: BudgetKey, ratePerSec: number): void {
+    const id = `${key.platform}/${key.app ?? ''}`;
+    const existing = this.limits.get(id);
+    const limit = { platform: key.platform, app: key.app ?? '', ratePerSec };
+    this.limits.set(id, { window: existing?.window ?? 0, granted: existing?.granted ?? 0, limit });
+  }
+
+  remove(key: BudgetKey): void {
+    this.limits.delete(`${key.platform}/${key.app ?? ''}`);
+  }
+
+  list(): Promise<ConfiguredLimit[]> {
+    return Promise.resolve([...this.limits.values()].map((s) => ({ ...s.limit })));
+  }
+
+  lease(key: BudgetKey, want: number, windowMs: number): Promise<Grant | undefined> {
+    this.leases++;
+    const state = this.limits.get(`${key.platform}/${key.app ?? ''}`);
+    if (state === undefined) return Promise.resolve(undefined);
+    const now = this.now();
+    const index = Math.floor(now / windowMs);
+    if (index !== state.window) Object.assign(state, { window: index, granted: 0 });
+    const granted = Math.max(0, Math.min(want, windowShare(state.limit.ratePerSec, index, windowMs) - state.granted));
+    state.granted += granted;
+    return Promise.resolve({ granted, ratePerSec: state.limit.ratePerSec, msLeftInWindow: (index + 1) * windowMs - now });
+  }
+}

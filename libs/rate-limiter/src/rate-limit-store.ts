@@ -1,0 +1,31 @@
+import type { Platform } from '@herald/contracts';
+
+/** A budget: one platform, or one app on one platform (app '' or absent: the whole platform). */
+export interface BudgetKey {
+  platform: Platform;
+  app?: string;
+}
+
+/** Tokens leased for the current window only, and how long that window still lasts. */
+export interface Grant {
+  granted: number;
+  ratePerSec: number;
+  msLeftInWindow: number;
+}
+
+export interface ConfiguredLimit {
+  platform: Platform;
+  /** '' for the platform-wide budget. */
+  app: string;
+  ratePerSec: number;
+}
+
+/**
+ * Where the fleet's shared budgets live (PostgreSQL in production: @herald/db's rateLimits).
+ * `lease` must be atomic: however many processes call it at once, the grants of one window
+ * add up to at most that window's share of the budget.
+ */
+export interface RateLimitStore {
+  lease(key: BudgetKey, want: number, windowMs: number): Promise<Grant | undefined>;
+  list(): Promise<ConfiguredLimit[]>;
+}

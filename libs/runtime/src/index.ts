@@ -1,0 +1,3 @@
+export * from './ops-server.ts';
+export * from './shutdown.ts';
+export * from './run-service.ts';

@@ -1,0 +1,46 @@
+import type { Logger } from '@herald/logging';
+
+/**
+ * SIGTERM/SIGINT: run `stop` (stop consuming, finish in-flight work, close) and exit 0.
+ * A second signal, or `stop` overrunning `timeoutMs` by more than a grace period, exits at once.
+ */
+export function onShutdown(logger: Logger, timeoutMs: number, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal, timeoutMs }, 'shutting down: finishing in-flight work');
+    const guard = setTimeout(() => {
+      logger.error({ timeoutMs }, 'shutdown overran its bound: exiting');
+      process.exit(1);
+    }, timeoutMs + 5_000);
+    guard.unref();
+    stop().then(
+      () => {
+        logger.info('shutdown complete');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}
+
+/** Log and exit for errors that escaped every handler: a bug, not an outcome. */
+export function exitOnFatal(logger: Logger): void {
+  process.on('unhandledRejection', (err) => {
+    logger.fatal({ err }, 'unhandled rejection');
+    process.exit(1);
+  });
+  process.on('uncaughtException', (err) => {
+    logger.fatal({ err }, 'uncaught exception');
+    process.exit(1);
+  });
+}

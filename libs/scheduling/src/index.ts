@@ -1,0 +1,3 @@
+export * from './resolve-deliver-at.ts';
+export * from './local-time.ts';
+export * from './jitter.ts';

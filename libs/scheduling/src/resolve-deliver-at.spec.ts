@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { resolveDeliverAt } from './resolve-deliver-at.ts';
+
+const at = (iso: string) => new Date(iso);
+const due = (...args: Parameters<typeof resolveDeliverAt>) => resolveDeliverAt(...args).dueAt.toISOString();
+
+describe('resolveDeliverAt', () => {
+  it('uses an absolute instant as is, whatever the zone', () => {
+    expect(resolveDeliverAt({ at: '2026-06-01T09:00:00+02:00' }, 'Asia/Tokyo', 'j', 'd', at('2026-05-01T00:00:00Z'))).toEqual({
+      dueAt: at('2026-06-01T07:00:00Z'),
+      timezoneFallback: false,
+    });
+  });
+
+  it('reads a local time in a southern-hemisphere zone (Sydney in its summer, UTC+11)', () => {
+    expect(due({ localTime: '09:00', date: '2026-01-15' }, 'Australia/Sydney', 'j', 'd', at('2026-01-01T00:00:00Z'))).toBe('2026-01-14T22:00:00.000Z');
+    // …and in its winter, UTC+10
+    expect(due({ localTime: '09:00', date: '2026-07-15' }, 'Australia/Sydney', 'j', 'd', at('2026-01-01T00:00:00Z'))).toBe('2026-07-14T23:00:00.000Z');
+  });
+
+  it('reads a local time in a half-hour zone (Asia/Kolkata, UTC+05:30)', () => {
+    expect(due({ localTime: '09:00', date: '2026-03-10' }, 'Asia/Kolkata', 'j', 'd', at('2026-01-01T00:00:00Z'))).toBe('2026-03-10T03:30:00.000Z');
+  });
+
+  it('moves a time inside a DST gap forward by the gap (New York 02:30 on spring-forward day → 03:30 EDT)', () => {
+    expect(due({ localTime: '02:30', date: '2026-03-08' }, 'America/New_York', 'j', 'd', at('2026-01-01T00:00:00Z'))).toBe('2026-03-08T07:30:00.000Z');
+    // Sydney's gap is in October: 02:30 → 03:30 AEDT (UTC+11)
+    expect(due({ localTime: '02:30', date: '2026-10-04' }, 'Australia/Sydney', 'j', 'd', at('2026-01-01T00:00:00Z'))).toBe('2026-10-03T16:30:00.000Z');
+  });
+
+  it('takes the first occurrence of a time repeated by a DST overlap', () => {
+    // New York 01:30 on fall-back day happens at 05:30Z (EDT) and 06:30Z (EST)
+    expect(due({ localTime: '01:30', date: '2026-11-01' }, 'America/New_York', 'j', 'd', at('2026-01-01T00:00:00Z'))).toBe('2026-11-01T05:30:00.000Z');
+    // Berlin 02:30 on 25 Oct happens at 00:30Z (CEST) and 01:30Z (CET)
+    expect(due({ localTime: '02:30', date: '2026-10-25' }, 'Europe/Berlin', 'j', 'd', at('2026-01-01T00:00:00Z'))).toBe('2026-10-25T00:30:00.000Z');
+    // Sydney 02:30 on 5 Apr happens at 15:30Z (AEDT) and 16:30Z (AEST)
+    expect(due({ localTime: '02:30', date: '2026-04-05' }, 'Australia/Sydney', 'j', 'd', at('2026-01-01T00:00:00Z'))).toBe('2026-04-04T15:30:00.000Z');
+  });
+
+  it('without a date: today if the local time is still ahead in the device zone, else tomorrow', () => {
+    const now = at('2026-05-20T02:00:00Z'); // 07:30 in Kolkata, 12:00 in Sydney
+    expect(due({ localTime: '09:00' }, 'Asia/Kolkata', 'j', 'd', now)).toBe('2026-05-20T03:30:00.000Z');
+    expect(due({ localTime: '09:00' }, 'Australia/Sydney', 'j', 'd', now)).toBe('2026-05-20T23:00:00.000Z');
+  });
+
+  it('with a date in the past, is due at once (the instant is in the past)', () => {
+    const now = at('2026-05-20T12:00:00Z');
+    expect(resolveDeliverAt({ localTime: '09:00', date: '2026-05-20' }, 'UTC', 'j', 'd', now).dueAt.getTime()).toBeLessThan(now.getTime());
+  });
+
+  it('falls back to UTC for an unknown or missing zone and says so', () => {
+    const now = at('2026-05-20T00:00:00Z');
+    expect(resolveDeliverAt({ localTime: '09:00' }, 'Mars/Olympus_Mons', 'j', 'd', now)).toEqual({ dueAt: at('2026-05-20T09:00:00Z'), timezoneFallback: true });
+    expect(resolveDeliverAt({ localTime: '09:00' }, null, 'j', 'd', now).timezoneFallback).toBe(true);
+    expect(resolveDeliverAt({ localTime: '09:00' }, 'UTC', 'j', 'd', now).timezoneFallback).toBe(false);
+  });
+
+  it('jitter is deterministic per (job, device), inside the window, and spreads devices over it', () => {
+    const now = at('2026-05-20T00:00:00Z');
+    const spec = { localTime: '08:30', jitter: 'PT30M' } as const;
+    const start = Date.parse('2026-05-20T03:00:00Z'); // 08:30 in Kolkata
+    const offsets = Array.from({ length: 1000 }, (_, i) => resolveDeliverAt(spec, 'Asia/Kolkata', 'job-1', `dev-${i}`, now).dueAt.getTime() - start);
+    expect(Math.min(...offsets)).toBeGreaterThanOrEqual(0);
+    expect(Math.max(...offsets)).toBeLessThan(30 * 60_000);
+    expect(Math.max(...offsets) - Math.min(...offsets)).toBeGreaterThan(25 * 60_000);
+    const again = resolveDeliverAt(spec, 'Asia/Kolkata', 'job-1', 'dev-7', now).dueAt.getTime() - start;
+    expect(again).toBe(offsets[7]);
+    expect(resolveDeliverAt(spec, 'Asia/Kolkata', 'job-2', 'dev-7', now).dueAt.getTime() - start).not.toBe(offsets[7]);
+  });
+});

@@ -1,0 +1,120 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Exchanges, Queues, parkedQueueFor } from '@herald/contracts';
+import { createLogger } from '@herald/logging';
+import { connectBroker, type Broker } from '@herald/messaging';
+import { peekMessages, waitFor } from '@herald/testing';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apnsToken, fcmToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
+import { monitorStatus, monitorUrl } from '../support/monitor-client.ts';
+import { startSystem, type System } from '../support/system.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const SCREENSHOT = 'test-results/dashboard.png';
+const BACKED_UP = 25;
+const BROKEN_ID = 'broken-job-for-the-dashboard';
+const THRESHOLDS = { [Queues.jobs]: { noConsumerForMs: 1_000, backlog: 10, backlogForMs: 1_000 }, '*': { parkedWindowMs: 600_000 } };
+
+/** A few pushes scheduled over the next hours, so the scheduled-by-hour chart has something to show. */
+async function scheduleSome(sys: System): Promise<void> {
+  const devices: Device[] = Array.from({ length: 12 }, (_, i) => ({
+    userId: uniqueUser('sched'),
+    platform: i % 3 === 0 ? 'fcm' : 'apns',
+    token: i % 3 === 0 ? fcmToken() : apnsToken(),
+  }));
+  await registerDevices(sys, devices);
+  const plan: Array<[hours: number, users: number]> = [[1, 12], [2, 5], [3, 9], [5, 3], [8, 7], [13, 10], [20, 4]];
+  for (const [hours, users] of plan) {
+    const at = new Date(Date.now() + hours * 3_600_000).toISOString();
+    await sys.client.publishPushJob(job({ userIds: devices.slice(0, users).map((d) => d.userId), deliverAt: { at } }));
+  }
+  await waitFor('scheduled pushes stored', async () => (await sys.database.db.scheduled.countsByHour(undefined, 24)).reduce((a, r) => a + r.count, 0) === 50);
+}
+
+describe('the operator dashboard, in a real headless Chromium', () => {
+  let sys: System;
+  let raw: Broker;
+  let browser: Browser | undefined;
+  let profile: string | undefined;
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(`Chromium is missing at ${CHROMIUM}: the dashboard test needs Debian's chromium (bash infra/local/test-deps.sh installs it)`);
+    }
+    sys = await startSystem({ env: { MONITOR_POLL_MS: '500', MONITOR_SCHEDULED_POLL_MS: '1000', MONITOR_THRESHOLDS: JSON.stringify(THRESHOLDS) } });
+    raw = await connectBroker({ url: sys.vhost.amqpUrl, logger: createLogger({ service: 'test', level: 'warn', format: 'json' }), connectionName: 'raw' });
+    profile = await mkdtemp(join(tmpdir(), 'herald-chromium-'));
+  });
+  afterAll(async () => {
+    await browser?.close();
+    if (profile !== undefined) await rm(profile, { recursive: true, force: true });
+    await raw?.close();
+    await sys?.stop();
+  });
+
+  it('shows a backed-up queue and its alarm, and a replay click moves a parked message back to its queue', async () => {
+    await scheduleSome(sys);
+    // A job that can never succeed is parked by the demuxer.
+    await raw.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: Buffer.from('{"id": "broken'), messageId: BROKEN_ID });
+    const parkedQueue = parkedQueueFor(Queues.jobs);
+    await waitFor('the broken job parked', async () => (await peekMessages(sys.vhost.name, parkedQueue)).some((m) => m.properties.message_id === BROKEN_ID));
+    // The demuxer dies; jobs back up in push.jobs.
+    await sys.service('demuxer').stop('SIGTERM');
+    for (let i = 0; i < BACKED_UP; i++) {
+      await sys.client.publishPushJob(job({ userId: uniqueUser() }));
+      await new Promise((r) => setTimeout(r, 250)); // a rising line on the chart, not a step
+    }
+    await waitFor(
+      'the monitor to raise no-consumer on push.jobs',
+      async () => (await monitorStatus(sys.service('monitor'))).alarms.some((a) => a.alarm === 'no-consumer' && a.queue === Queues.jobs),
+      { timeoutMs: 30_000 },
+    );
+
+    const context = await chromium.launchPersistentContext(profile as string, {
+      executablePath: CHROMIUM,
+      args: CHROMIUM_ARGS,
+      headless: true,
+      viewport: { width: 1440, height: 1100 },
+    });
+    browser = context.browser() ?? undefined;
+    const page = context.pages()[0] ?? (await context.newPage());
+    const pageErrors: string[] = [];
+    page.on('pageerror', (err) => pageErrors.push(err.message));
+    await page.goto(monitorUrl(sys.service('monitor')));
+    await page.waitForSelector('body[data-ready="true"]');
+
+    const card = page.locator(`.queue[data-queue="${Queues.jobs}"]`);
+    await expect.poll(() => card.locator('.depth').getAttribute('data-depth'), { timeout: 15_000 }).toBe(String(BACKED_UP));
+    await expect.poll(() => card.getAttribute('class')).toContain('alarmed');
+    await expect.poll(() => card.textContent()).toMatch(/0 consumers/);
+    const alarm = page.locator(`.alarm[data-alarm="no-consumer"][data-queue="${Queues.jobs}"]`);
+    await alarm.waitFor({ state: 'visible' });
+    expect(await alarm.textContent()).toMatch(/no consumer/i);
+    const replayButton = page.locator(`button.replay[data-replay-id="${BROKEN_ID}"]`);
+    await replayButton.waitFor({ state: 'visible', timeout: 15_000 });
+    await expect.poll(() => page.locator('#scheduled rect').count()).toBeGreaterThan(0);
+    await mkdir('test-results', { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+    await replayButton.click();
+    await page.locator('#toast.show').waitFor({ state: 'visible' });
+    expect(await page.locator('#toast').textContent()).toMatch(/Replayed 1 message to push\.jobs/);
+    // Back in push.jobs (where nobody consumes it now), gone from the parked queue.
+    await waitFor('the replayed job back in push.jobs', async () => (await peekMessages(sys.vhost.name, Queues.jobs, 100)).some((m) => m.properties.message_id === BROKEN_ID));
+    expect((await peekMessages(sys.vhost.name, parkedQueue)).some((m) => m.properties.message_id === BROKEN_ID)).toBe(false);
+    expect(pageErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { Queues } from '@herald/contracts';
+import { peekMessages } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_TEST_ENV, admin, call, teamKey } from '../support/http-api.ts';
+import { startSystem, type System } from '../support/system.ts';
+
+const BODY_LIMIT = 262_144;
+
+/** Every bad request is a clear 4xx naming the problem, and nothing reaches RabbitMQ. */
+describe('HTTP API bad input', () => {
+  let sys: System;
+  let key: string;
+  let anyAppKey: string;
+
+  const job = (extra: Record<string, unknown> = {}) => ({ id: randomUUID(), app: 'demo', userId: 'u1', category: 'social', content: { title: 'hi' }, ...extra });
+  const published = async (queue: string = Queues.jobs) => (await peekMessages(sys.vhost.name, queue, 5000)).length;
+
+  async function refused(req: Parameters<typeof call>, status: number, code: string, message: RegExp, queue: string = Queues.jobs) {
+    const before = await published(queue);
+    const r = await call<{ error: { code: string; message: string; issues?: Array<{ path: string }> } }>(...req);
+    expect(r.status, JSON.stringify(r.body)).toBe(status);
+    expect(r.body.error.code).toBe(code);
+    expect(r.body.error.message).toMatch(message);
+    expect(await published(queue)).toBe(before);
+    return r.body.error;
+  }
+
+  beforeAll(async () => {
+    // Only the API runs: whatever it publishes stays in push.jobs / push.registrations to be counted.
+    sys = await startSystem({ only: ['api'], env: { ...API_TEST_ENV, API_BODY_LIMIT_BYTES: String(BODY_LIMIT) } });
+    expect((await admin(sys, 'POST', '/admin/apps', { id: 'other', apnsTopic: 'com.example.other' })).status).toBe(201);
+    expect((await admin(sys, 'POST', '/admin/apps', { id: 'sleepy', apnsTopic: 'com.example.sleepy', enabled: false })).status).toBe(201);
+    key = await teamKey(sys, 'team-demo', ['demo', 'sleepy']);
+    anyAppKey = await teamKey(sys, 'team-ops', ['*']);
+  });
+  afterAll(async () => {
+    await sys?.stop();
+  });
+
+  it('publishes a good job (so the "nothing published" checks can fail)', async () => {
+    const before = await published();
+    expect((await call(sys, 'POST', '/v1/jobs', { key, body: job() })).status).toBe(202);
+    expect(await published()).toBe(before + 1);
+  });
+
+  it('refuses a request without a key or with a wrong one (401)', async () => {
+    await refused([sys, 'POST', '/v1/jobs', { body: job() }], 401, 'unauthorized', /API key is required/);
+    await refused([sys, 'POST', '/v1/jobs', { key: 'hk_nope', body: job() }], 401, 'unauthorized', /unknown or revoked/);
+  });
+
+  it('refuses an unknown app (422)', async () => {
+    await refused([sys, 'POST', '/v1/jobs', { key: anyAppKey, body: job({ app: 'no-such-app' }) }], 422, 'unknown-app', /unknown app "no-such-app"/);
+  });
+
+  it('refuses a disabled app (422)', async () => {
+    await refused([sys, 'POST', '/v1/jobs', { key, body: job({ app: 'sleepy' }) }], 422, 'app-disabled', /app "sleepy" is disabled/);
+    const r = await admin(sys, 'POST', '/admin/apps/sleepy/disable');
+    expect(r.body['enabled']).toBe(false);
+  });
+
+  it('refuses an app the key may not send for (403), in a batch too', async () => {
+    await refused([sys, 'POST', '/v1/jobs', { key, body: job({ app: 'other' }) }], 403, 'app-not-allowed', /may not act for app "other"/);
+    await refused([sys, 'POST', '/v1/jobs:batch', { key, body: { jobs: [job(), job({ app: 'other' })] } }], 403, 'app-not-allowed', /"other"/);
+    const device = { app: 'other', platform: 'fcm', token: 'tok', userId: 'u1' };
+    await refused([sys, 'POST', '/v1/devices', { key, body: device }], 403, 'app-not-allowed', /"other"/, Queues.registrations);
+  });
+
+  it('refuses a body over the limit (413)', async () => {
+    const big = job({ content: { title: 'x'.repeat(BODY_LIMIT) } });
+    await refused([sys, 'POST', '/v1/jobs', { key, body: big }], 413, 'body-too-large', new RegExp(`limit of ${BODY_LIMIT} bytes`));
+  });
+
+  it('refuses a batch over 1,000 jobs (400), naming the limit', async () => {
+    const jobs = Array.from({ length: 1001 }, (_, i) => ({ id: `b${i}`, app: 'demo', userId: 'u', category: 'c', content: { title: 't' } }));
+    const error = await refused([sys, 'POST', '/v1/jobs:batch', { key, body: { jobs } }], 400, 'batch-too-large', /at most 1000 jobs, this one has 1001/);
+    expect(error.issues?.[0]?.path).toBe('jobs');
+  });
+
+  it('refuses a body that is not JSON by content type (415)', async () => {
+    await refused([sys, 'POST', '/v1/jobs', { key, body: 'id=1&app=demo', contentType: 'application/x-www-form-urlencoded' }], 415, 'unsupported-media-type', /content-type: application\/json/);
+    await refused([sys, 'POST', '/v1/jobs', { key, body: JSON.stringify(job()), contentType: 'text/plain' }], 415, 'unsupported-media-type', /must be JSON/);
+  });
+
+  it('refuses malformed JSON (400)', async () => {
+    await refused([sys, 'POST', '/v1/jobs', { key, body: '{"id": "broken", ' }], 400, 'malformed-json', /not valid JSON/);
+    await refused([sys, 'POST', '/v1/jobs', { key, body: '' }], 400, 'malformed-json', /empty/);
+  });
+
+  it("refuses a job the PushJob contract rejects (400), naming each failing field's path", async () => {
+    const error = await refused([sys, 'POST', '/v1/jobs', { key, body: job({ content: { title: 'hi', badge: 'three' }, surprise: 1 }) }], 400, 'invalid-request', /content\.badge/);
+    expect(error.issues?.map((i) => i.path)).toEqual(expect.arrayContaining(['content.badge', '(root)']));
+    const inBatch = await refused([sys, 'POST', '/v1/jobs:batch', { key, body: { jobs: [job(), job({ userId: undefined })] } }], 400, 'invalid-request', /jobs\.1\.userId/);
+    expect(inBatch.issues?.[0]?.path).toBe('jobs.1.userId');
+    await refused([sys, 'POST', '/v1/devices', { key, body: { app: 'demo', platform: 'blackberry', token: 't', userId: 'u' } }], 400, 'invalid-request', /platform/, Queues.registrations);
+  });
+
+  it('refuses a job id already used by another app (409)', async () => {
+    const first = job();
+    expect((await call(sys, 'POST', '/v1/jobs', { key, body: first })).status).toBe(202);
+    await refused([sys, 'POST', '/v1/jobs', { key: anyAppKey, body: { ...first, app: 'other' } }], 409, 'job-id-conflict', /already used by another app/);
+  });
+
+  it('guards the admin routes with the admin key', async () => {
+    expect((await call(sys, 'POST', '/admin/apps', { key, body: { id: 'sneaky' } })).status).toBe(401);
+    expect((await admin(sys, 'POST', '/admin/apps', { id: 'other' })).status).toBe(409);
+  });
+});

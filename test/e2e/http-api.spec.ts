@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import { PushJob } from '@herald/contracts';
+import { waitFor } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { apnsToken, fcmToken, uniqueUser, type Device } from '../support/fixtures.ts';
+import {
+  API_TEST_ENV,
+  admin,
+  apnsTokenIdentity,
+  call,
+  createAppWithOwnCredentials,
+  mintApnsKey,
+  teamKey,
+} from '../support/http-api.ts';
+import { delivered, sandboxRecords } from '../support/sandbox-client.ts';
+import { startSystem, type System } from '../support/system.ts';
+
+type Creds = Awaited<ReturnType<typeof createAppWithOwnCredentials>>;
+
+describe('HTTP API: two apps on both platforms, each through its own credentials', () => {
+  let sys: System;
+  let key: string;
+  const creds = new Map<string, Creds>();
+  const users = new Map<string, { user: string; devices: Device[] }>();
+
+  const job = (app: string, extra: Record<string, unknown> = {}) => ({
+    id: randomUUID(),
+    app,
+    userId: users.get(app)?.user,
+    category: 'social',
+    content: { title: `hello ${app}`, body: 'from the HTTP API' },
+    ...extra,
+  });
+
+  async function registered(app: string, user: string, count: number): Promise<void> {
+    await waitFor(`${count} devices of ${app}`, async () => {
+      const found = await sys.database.db.devices.findTargets([{ key: 'k', app, userIds: [user], category: '__none__' }], new Date());
+      return (found.get('k') ?? []).length === count;
+    });
+  }
+
+  beforeAll(async () => {
+    sys = await startSystem({ env: API_TEST_ENV });
+    for (const app of ['alpha', 'beta']) creds.set(app, await createAppWithOwnCredentials(sys, app));
+    key = await teamKey(sys, 'team-a', ['alpha', 'beta']);
+    for (const app of ['alpha', 'beta']) {
+      const user = uniqueUser(app);
+      const devices: Device[] = [
+        { userId: user, platform: 'apns', token: apnsToken() },
+        { userId: user, platform: 'fcm', token: fcmToken() },
+      ];
+      for (const d of devices) {
+        const r = await call(sys, 'POST', '/v1/devices', { key, body: { app, platform: d.platform, token: d.token, userId: user, timezone: 'Europe/Berlin' } });
+        expect(r.status).toBe(202);
+      }
+      await registered(app, user, 2);
+      users.set(app, { user, devices });
+    }
+  });
+  afterAll(async () => {
+    await sys?.stop();
+  });
+
+  it("delivers each app's pushes with that app's APNs key and team and its FCM project", async () => {
+    for (const app of ['alpha', 'beta']) {
+      const r = await call(sys, 'POST', '/v1/jobs', { key, body: job(app) });
+      expect(r).toMatchObject({ status: 202, body: { duplicate: false } });
+    }
+    for (const app of ['alpha', 'beta']) {
+      const c = creds.get(app) as Creds;
+      const [apnsDevice, fcmDevice] = users.get(app)?.devices ?? [];
+      const [apns] = await waitFor(`${app} apns push`, async () => {
+        const got = await delivered(sys.sandbox, { token: apnsDevice?.token ?? '' });
+        return got.length > 0 && got;
+      });
+      expect(apnsTokenIdentity(apns?.headers['authorization'])).toEqual({ keyId: c.apns.keyId, teamId: c.apns.teamId });
+      expect(apns?.headers['apns-topic']).toBe(`com.example.${app}`);
+      const [fcm] = await waitFor(`${app} fcm push`, async () => {
+        const got = await delivered(sys.sandbox, { token: fcmDevice?.token ?? '' });
+        return got.length > 0 && got;
+      });
+      expect(fcm?.path).toBe(`/v1/projects/${c.fcm.projectId}/messages:send`);
+    }
+    expect(creds.get('alpha')?.apns.keyId).not.toBe(creds.get('beta')?.apns.keyId);
+  });
+
+  it('reports job status: targeted and delivered', async () => {
+    const posted = job('alpha');
+    await call(sys, 'POST', '/v1/jobs', { key, body: posted });
+    const status = await waitFor('job delivered', async () => {
+      const r = await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key });
+      return r.status === 200 && r.body['delivered'] === 2 && r.body;
+    });
+    expect(status).toMatchObject({ id: posted.id, app: 'alpha', published: true, demuxOutcome: 'fanned-out', targeted: 2, delivered: 2, invalid: 0, parked: 0, scheduled: 0 });
+    expect((await call(sys, 'GET', `/v1/jobs/${randomUUID()}`, { key })).status).toBe(404);
+  });
+
+  it('accepts a job id once: the second post is a duplicate and nothing more is sent', async () => {
+    const posted = job('beta');
+    const token = users.get('beta')?.devices[0]?.token ?? '';
+    const before = (await delivered(sys.sandbox, { token })).length;
+    expect((await call(sys, 'POST', '/v1/jobs', { key, body: posted })).status).toBe(202);
+    const again = await call(sys, 'POST', '/v1/jobs', { key, body: posted });
+    expect(again).toEqual({ status: 200, body: { id: posted.id, duplicate: true } });
+    await waitFor('one delivery', async () => (await delivered(sys.sandbox, { token })).length === before + 1);
+    const batch = await call(sys, 'POST', '/v1/jobs:batch', { key, body: { jobs: [posted, job('beta')] } });
+    expect(batch.status).toBe(202);
+    expect((batch.body['results'] as Array<{ duplicate: boolean }>).map((r) => r.duplicate)).toEqual([true, false]);
+    await waitFor('batch delivered', async () => (await delivered(sys.sandbox, { token })).length === before + 2);
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await delivered(sys.sandbox, { token })).length).toBe(before + 2);
+  });
+
+  it('cancels a scheduled job', async () => {
+    const posted = job('alpha', { deliverAt: { at: new Date(Date.now() + 3_600_000).toISOString() } });
+    expect((await call(sys, 'POST', '/v1/jobs', { key, body: posted })).status).toBe(202);
+    await waitFor('2 scheduled', async () => (await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key })).body['scheduled'] === 2);
+    expect(await call(sys, 'DELETE', `/v1/jobs/${posted.id}`, { key })).toEqual({ status: 200, body: { id: posted.id, cancelled: 2 } });
+    expect((await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key })).body).toMatchObject({ scheduled: 0, targeted: 2, delivered: 0 });
+  });
+
+  it('rotates credentials without a restart: the next push uses the new key', async () => {
+    const fresh = await mintApnsKey(sys.sandbox);
+    const rotated = await admin(sys, 'PUT', '/admin/apps/alpha/credentials', {
+      apns: { auth: 'token', keyPem: fresh.keyPem, keyId: fresh.keyId, teamId: fresh.teamId, endpoint: 'local' },
+    });
+    expect(rotated.status).toBe(200);
+    expect(JSON.stringify(rotated.body)).not.toContain('PRIVATE KEY');
+    const token = users.get('alpha')?.devices[0]?.token ?? '';
+    const seen = (await sandboxRecords(sys.sandbox, { token })).length;
+    await call(sys, 'POST', '/v1/jobs', { key, body: job('alpha') });
+    const latest = await waitFor('push with the rotated key', async () => {
+      const got = (await delivered(sys.sandbox, { token })).slice(seen);
+      return got.length > 0 && got;
+    });
+    expect(apnsTokenIdentity(latest[0]?.headers['authorization'])).toEqual({ keyId: fresh.keyId, teamId: fresh.teamId });
+  });
+
+  it('stores credentials encrypted', async () => {
+    const row = await sys.database.db.kysely.selectFrom('apps').select(['apns_secret', 'fcm_secret']).where('id', '=', 'beta').executeTakeFirstOrThrow();
+    expect(row.apns_secret).toMatch(/^v1\./);
+    expect(row.apns_secret).not.toContain('PRIVATE');
+    expect(row.fcm_secret).not.toContain('ya29');
+  });
+
+  it('unregisters a device: later jobs no longer target it', async () => {
+    const { user, devices } = users.get('beta') ?? { user: '', devices: [] };
+    const fcm = devices[1] as Device;
+    expect((await call(sys, 'DELETE', '/v1/devices', { key, body: { app: 'beta', platform: 'fcm', token: fcm.token } })).status).toBe(202);
+    await registered('beta', user, 1);
+  });
+
+  it('serves an OpenAPI document generated from the contract schemas', async () => {
+    const doc = await call(sys, 'GET', '/openapi.json');
+    expect(doc.status).toBe(200);
+    const schemas = (doc.body['components'] as { schemas: Record<string, unknown> }).schemas;
+    const pushJob = z.toJSONSchema(PushJob, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+    delete pushJob['$schema'];
+    expect(schemas['PushJob']).toEqual(pushJob);
+    expect(Object.keys(doc.body['paths'] as object)).toEqual(expect.arrayContaining(['/v1/jobs', '/v1/jobs:batch', '/v1/jobs/{id}', '/v1/devices']));
+  });
+});

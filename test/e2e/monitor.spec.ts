@@ -1,0 +1,157 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { Queues } from '@herald/contracts';
+import { queueInfo, waitFor } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apnsToken, fcmToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
+import { metric } from '../support/metrics.ts';
+import { monitorStatus, monitorUrl, secondsBetween } from '../support/monitor-client.ts';
+import { delivered } from '../support/sandbox-client.ts';
+import { startSystem, type System } from '../support/system.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+/**
+ * RabbitMQ's management API refreshes queue statistics every 5 s (collect_statistics_interval),
+ * so an alarm can be seen up to that much after its configured delay; plus a poll and slack.
+ */
+const STATS_LAG_S = 5;
+const POLL_MS = 500;
+const NO_CONSUMER_FOR_MS = 2_000;
+const BACKLOG = 40;
+const BACKLOG_FOR_MS = 1_000;
+const DRAIN_BOUND_S = 8;
+const DRAIN_FOR_MS = 1_000;
+const FCM_RATE = 4;
+const FCM_PUSHES = 150;
+
+const THRESHOLDS = {
+  '*': { noConsumerForMs: 60_000 },
+  [Queues.apnsSend]: { noConsumerForMs: NO_CONSUMER_FOR_MS, backlog: 1_000_000 },
+  [Queues.fcmSend]: { backlog: BACKLOG, backlogForMs: BACKLOG_FOR_MS, drainSeconds: DRAIN_BOUND_S, drainForMs: DRAIN_FOR_MS, drainMinMessages: 20 },
+};
+
+const run = promisify(execFile);
+
+const measured: Record<string, { firedAfterS?: number; resolvedAfterS?: number; configuredDelayS: number; pusherExitedAfterS?: number }> = {};
+const record = (what: string, entry: (typeof measured)[string]): void => {
+  measured[what] = { ...measured[what], ...entry };
+  console.log(`[monitor] ${what}: ${JSON.stringify(measured[what])}`);
+};
+
+describe('the monitor raises and clears alarms, and tells a webhook', () => {
+  let sys: System;
+  let hook: WebhookReceiver;
+
+  beforeAll(async () => {
+    hook = await startWebhookReceiver();
+    sys = await startSystem({
+      env: { MONITOR_POLL_MS: String(POLL_MS), MONITOR_THRESHOLDS: JSON.stringify(THRESHOLDS), MONITOR_WEBHOOK_URL: hook.url },
+    });
+  });
+  afterAll(async () => {
+    await sys?.stop();
+    await hook?.close();
+    mkdirSync('test-results', { recursive: true });
+    writeFileSync('test-results/alarm-delays.json', `${JSON.stringify(measured, null, 2)}\n`);
+  });
+
+  /** `herald status` as a person runs it (async: the webhook receiver lives in this process). */
+  const herald = async (env: Record<string, string>, ...args: string[]) =>
+    (await run(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', 'status', ...args], { env: { ...process.env, ...sys.env, ...env } })).stdout;
+  const alarmMetric = (alarm: string, queue: string) => metric(sys.service('monitor'), 'herald_alarm_active', { alarm, queue });
+
+  it('a dead apns-pusher while jobs flow: "no consumer" fires after its delay, reaches the webhook, and clears on restart', async () => {
+    const d: Device = { userId: uniqueUser(), platform: 'apns', token: apnsToken() };
+    await registerDevices(sys, [d]);
+    let flowing = true;
+    let published = 0;
+    const flow = (async () => {
+      while (flowing) {
+        await sys.client.publishPushJob(job({ userId: d.userId }));
+        published++;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    try {
+      await waitFor('pushes flowing', async () => (await delivered(sys.sandbox, { token: d.token })).length >= 3);
+      expect((await monitorStatus(sys.service('monitor'))).alarms).toEqual([]);
+
+      const fault = Date.now();
+      await sys.service('apns-pusher').stop('SIGTERM');
+      const stoppedAfter = secondsBetween(fault, Date.now());
+      const fired = await hook.waitFor({ alarm: 'no-consumer', queue: Queues.apnsSend, state: 'firing' }, fault);
+      const firedAfter = secondsBetween(fault, fired.receivedAt);
+      record('no-consumer (apns-pusher stopped)', { firedAfterS: firedAfter, configuredDelayS: NO_CONSUMER_FOR_MS / 1000, pusherExitedAfterS: stoppedAfter });
+      expect(firedAfter).toBeGreaterThanOrEqual(NO_CONSUMER_FOR_MS / 1000);
+      expect(firedAfter).toBeLessThanOrEqual(NO_CONSUMER_FOR_MS / 1000 + STATS_LAG_S + stoppedAfter + 3);
+      expect(String(fired.body['text'])).toMatch(/FIRING.*no-consumer.*push\.apns\.send/);
+      expect(await alarmMetric('no-consumer', Queues.apnsSend)).toBe(1);
+      expect((await monitorStatus(sys.service('monitor'))).alarms).toContainEqual(expect.objectContaining({ alarm: 'no-consumer', queue: Queues.apnsSend }));
+      expect((await queueInfo(sys.vhost.name, Queues.apnsSend))?.messages).toBeGreaterThan(0);
+
+      // `herald status` shows it, from the monitor, and computed locally when the monitor cannot be reached.
+      const viaMonitor = JSON.parse(await herald({ MONITOR_URL: monitorUrl(sys.service('monitor')) }, '--json')) as { source: string; alarms: unknown[]; queues: unknown[] };
+      expect(viaMonitor.source).toBe('monitor');
+      expect(viaMonitor.alarms).toContainEqual(expect.objectContaining({ alarm: 'no-consumer', queue: Queues.apnsSend }));
+      expect(viaMonitor.queues).toContainEqual(expect.objectContaining({ name: Queues.apnsSend, consumers: 0 }));
+      const local = JSON.parse(await herald({ MONITOR_URL: 'http://127.0.0.1:9' }, '--json')) as { source: string; alarms: unknown[] };
+      expect(local.source).toBe('local');
+      expect(local.alarms).toContainEqual(expect.objectContaining({ alarm: 'no-consumer', queue: Queues.apnsSend }));
+      const table = await herald({ MONITOR_URL: monitorUrl(sys.service('monitor')) });
+      expect(table).toMatch(/QUEUE\s+DEPTH\s+READY\s+UNACKED\s+CONSUMERS/);
+      expect(table).toMatch(/active alarm\(s\):[\s\S]*no-consumer\s+push\.apns\.send/);
+
+      const restart = Date.now();
+      await sys.service('apns-pusher').start();
+      const resolved = await hook.waitFor({ alarm: 'no-consumer', queue: Queues.apnsSend, state: 'resolved' }, restart);
+      record('no-consumer (apns-pusher stopped)', { resolvedAfterS: secondsBetween(restart, resolved.receivedAt), configuredDelayS: NO_CONSUMER_FOR_MS / 1000 });
+      expect(String(resolved.body['text'])).toMatch(/RESOLVED/);
+      expect(await alarmMetric('no-consumer', Queues.apnsSend)).toBe(0);
+      expect(await metric(sys.service('monitor'), 'herald_alarms_raised_total', { alarm: 'no-consumer', queue: Queues.apnsSend })).toBe(1);
+    } finally {
+      flowing = false;
+      await flow;
+    }
+    // Nothing was lost while the pusher was away: every job published reaches the device (within
+    // a ledger lease, LEDGER_LEASE_MS = 30 s, should a push claimed by the stopped pusher wait for it).
+    await waitFor('every push delivered', async () => (await delivered(sys.sandbox, { token: d.token })).length >= published, { timeoutMs: 45_000 });
+  });
+
+  it('a backlog on push.fcm.send under a tight rate limit: "backlog" and "drain-time" fire, and clear once it drains', async () => {
+    const d: Device = { userId: uniqueUser(), platform: 'fcm', token: fcmToken() };
+    await registerDevices(sys, [d]);
+    await sys.database.db.rateLimits.set({ platform: 'fcm' }, FCM_RATE);
+    await new Promise((r) => setTimeout(r, 1_500)); // pushers re-read limits every second
+
+    const fault = Date.now();
+    await Promise.all(Array.from({ length: FCM_PUSHES }, () => sys.client.publishPushJob(job({ userId: d.userId }))));
+    const [backlog, drain] = await Promise.all([
+      hook.waitFor({ alarm: 'backlog', queue: Queues.fcmSend, state: 'firing' }, fault),
+      hook.waitFor({ alarm: 'drain-time', queue: Queues.fcmSend, state: 'firing' }, fault),
+    ]);
+    record('backlog (150 pushes at 4/s)', { firedAfterS: secondsBetween(fault, backlog.receivedAt), configuredDelayS: BACKLOG_FOR_MS / 1000 });
+    record('drain-time (150 pushes at 4/s)', { firedAfterS: secondsBetween(fault, drain.receivedAt), configuredDelayS: DRAIN_FOR_MS / 1000 });
+    for (const fired of [backlog, drain]) {
+      expect(secondsBetween(fault, fired.receivedAt)).toBeGreaterThanOrEqual(1);
+      expect(secondsBetween(fault, fired.receivedAt)).toBeLessThanOrEqual(1 + STATS_LAG_S + 3);
+    }
+    expect(Number(backlog.body['value'])).toBeGreaterThan(BACKLOG);
+    expect(String(drain.body['summary'])).toMatch(/to drain/);
+    expect(await alarmMetric('backlog', Queues.fcmSend)).toBe(1);
+    expect(await alarmMetric('drain-time', Queues.fcmSend)).toBe(1);
+    // Throttled, not dead: the pusher is attached, so this is not the no-consumer case.
+    expect((await monitorStatus(sys.service('monitor'))).alarms.map((a) => a.alarm)).not.toContain('no-consumer');
+
+    const lifted = Date.now();
+    await sys.database.db.rateLimits.remove({ platform: 'fcm' });
+    const [backlogClear, drainClear] = await Promise.all([
+      hook.waitFor({ alarm: 'backlog', queue: Queues.fcmSend, state: 'resolved' }, lifted),
+      hook.waitFor({ alarm: 'drain-time', queue: Queues.fcmSend, state: 'resolved' }, lifted),
+    ]);
+    record('backlog (150 pushes at 4/s)', { resolvedAfterS: secondsBetween(lifted, backlogClear.receivedAt), configuredDelayS: BACKLOG_FOR_MS / 1000 });
+    record('drain-time (150 pushes at 4/s)', { resolvedAfterS: secondsBetween(lifted, drainClear.receivedAt), configuredDelayS: DRAIN_FOR_MS / 1000 });
+    await waitFor('every fcm push delivered', async () => (await delivered(sys.sandbox, { token: d.token })).length === FCM_PUSHES, { timeoutMs: 30_000 });
+    expect(await alarmMetric('backlog', Queues.fcmSend)).toBe(0);
+  });
+});

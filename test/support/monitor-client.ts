@@ -1,0 +1,29 @@
+import type { ServiceProcess } from './service-process.ts';
+
+/** Base URL of a running monitor's dashboard and API (its ops port, from its start-up log line). */
+export function monitorUrl(monitor: ServiceProcess): string {
+  const started = monitor.logs.findLast((l) => typeof l['opsPort'] === 'number');
+  if (started === undefined) throw new Error(`${monitor.name} has not logged its ops port`);
+  return `http://127.0.0.1:${String(started['opsPort'])}`;
+}
+
+export interface StatusAlarm {
+  alarm: string;
+  queue: string;
+  summary: string;
+}
+
+export interface MonitorStatus {
+  vhost: string;
+  queues: Array<{ name: string; messages: number; consumers: number }>;
+  alarms: StatusAlarm[];
+}
+
+export async function monitorStatus(monitor: ServiceProcess): Promise<MonitorStatus> {
+  const res = await fetch(`${monitorUrl(monitor)}/api/status`);
+  if (!res.ok) throw new Error(`monitor /api/status: ${res.status}`);
+  return (await res.json()) as MonitorStatus;
+}
+
+/** Seconds between two instants, one decimal, for the test output. */
+export const secondsBetween = (from: number, to: number): number => Math.round((to - from) / 100) / 10;

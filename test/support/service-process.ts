@@ -1,0 +1,71 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
+
+/** One Herald service run as a real process, its JSON log lines kept for assertions. */
+export class ServiceProcess {
+  readonly logs: LogLine[] = [];
+  private child: ChildProcess | undefined;
+  private exitPromise: Promise<{ code: number | null; signal: NodeJS.Signals | null }> = Promise.resolve({ code: 0, signal: null });
+
+  constructor(
+    readonly name: string,
+    private readonly entry: string,
+    private readonly env: Record<string, string>,
+  ) {}
+
+  /** Start and wait until the service logs that it started. */
+  async start(timeoutMs = 30_000): Promise<void> {
+    const child = spawn(process.execPath, ['--import', 'tsx', this.entry], {
+      env: { ...process.env, ...this.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    this.exitPromise = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    const collect = (stream: NodeJS.ReadableStream) =>
+      createInterface({ input: stream }).on('line', (line) => {
+        try {
+          this.logs.push(JSON.parse(line) as LogLine);
+        } catch {
+          this.logs.push({ msg: line, raw: true });
+        }
+      });
+    collect(child.stdout);
+    collect(child.stderr);
+    const startedLength = this.logs.length;
+    await this.waitForLog((l) => typeof l.msg === 'string' && l.msg.endsWith(' started'), timeoutMs, startedLength);
+  }
+
+  async waitForLog(match: (line: LogLine) => boolean, timeoutMs = 15_000, from = 0): Promise<LogLine> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.logs.slice(from).find(match);
+      if (found !== undefined) return found;
+      if (this.child?.exitCode !== null && this.child?.exitCode !== undefined) {
+        throw new Error(`${this.name} exited (${this.child.exitCode}) before the expected log line:\n${this.tail()}`);
+      }
+      if (Date.now() > deadline) throw new Error(`${this.name}: timed out waiting for a log line:\n${this.tail()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Send a signal and wait for the process to exit. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    if (this.child === undefined || this.child.exitCode !== null || this.child.signalCode !== null) return this.exitPromise;
+    this.child.kill(signal);
+    return this.exitPromise;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  tail(n = 30): string {
+    return this.logs.slice(-n).map((l) => JSON.stringify(l)).join('\n');
+  }
+}

@@ -1,0 +1,105 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHeraldClient, type HeraldClient } from '@herald/client';
+import { createLogger } from '@herald/logging';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
+import { createTestDatabase, createTestVhost, type TestVhost } from '@herald/testing';
+import { prepareEnvironment } from '../../infra/local/prepare.ts';
+import { SERVICES, type ServiceName } from '../../infra/local/service-list.ts';
+import { ServiceProcess } from './service-process.ts';
+
+type TestDatabase = Awaited<ReturnType<typeof createTestDatabase>>;
+
+export const DEMO_APP = { id: 'demo', apnsTopic: 'com.herald.demo' };
+/** Short retry schedule so tests see retries and parking in seconds. */
+export const TEST_RETRY_DELAYS_MS = [200, 400];
+
+export interface System {
+  vhost: TestVhost;
+  database: TestDatabase;
+  sandbox: Sandbox;
+  client: HeraldClient;
+  services: Map<string, ServiceProcess>;
+  /** The environment every service of this system was started with. */
+  env: Record<string, string>;
+  service(name: ServiceName): ServiceProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * The whole of Herald for one test file: its own vhost, schema and sandbox, every service
+ * as a real process, and a client to publish with.
+ */
+export async function startSystem(options: { only?: readonly string[]; env?: Record<string, string> } = {}): Promise<System> {
+  const logger = createLogger({ service: 'e2e', level: 'warn', format: 'json' });
+  const vhost = await createTestVhost('e2e');
+  const database = await createTestDatabase('e2e');
+  const stateDir = await mkdtemp(join(tmpdir(), 'herald-sandbox-'));
+  const sandbox = await startSandbox({ stateDir, logger });
+  await prepareEnvironment({
+    amqpUrl: vhost.amqpUrl,
+    databaseUrl: database.url,
+    schema: database.schema,
+    retryDelaysMs: TEST_RETRY_DELAYS_MS,
+    logger,
+    seedApps: [DEMO_APP],
+  });
+  const env = {
+    AMQP_URL: vhost.amqpUrl,
+    DATABASE_URL: database.url,
+    DATABASE_SCHEMA: database.schema,
+    SANDBOX_STATE_DIR: stateDir,
+    LOG_LEVEL: 'info',
+    LOG_FORMAT: 'json',
+    HTTP_PORT: '0',
+    API_PORT: '0',
+    HERALD_RETRY_DELAYS_MS: TEST_RETRY_DELAYS_MS.join(','),
+    PUSHER_RETRY_DELAYS_MS: TEST_RETRY_DELAYS_MS.join(','),
+    APP_CACHE_TTL_MS: '0',
+    SHUTDOWN_TIMEOUT_MS: '10000',
+    ...options.env,
+  };
+  const services = new Map<string, ServiceProcess>();
+  for (const s of SERVICES.filter((s) => options.only === undefined || options.only.includes(s.name))) {
+    services.set(s.name, new ServiceProcess(s.name, s.entry, env));
+  }
+  await Promise.all([...services.values()].map((s) => s.start()));
+  const client = await createHeraldClient({ url: vhost.amqpUrl, logger, connectionName: 'e2e-client' });
+  return {
+    vhost,
+    database,
+    sandbox,
+    client,
+    services,
+    env,
+    service(name) {
+      const s = services.get(name);
+      if (s === undefined) throw new Error(`service ${name} is not part of this system`);
+      return s;
+    },
+    async stop() {
+      await Promise.all([...services.values()].map((s) => s.stop('SIGTERM')));
+      await client.close();
+      await sandbox.close();
+      await vhost.delete();
+      await database.drop();
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Start one more process of a service (e.g. a second and third apns-pusher) with the system's
+ * environment plus `env`; stop() stops it with the rest. Registered as `<name>#<n>`.
+ */
+export async function startExtraService(sys: System, name: ServiceName, env: Record<string, string> = {}): Promise<ServiceProcess> {
+  const entry = SERVICES.find((s) => s.name === name)?.entry;
+  if (entry === undefined) throw new Error(`unknown service ${name}`);
+  let n = 2;
+  while (sys.services.has(`${name}#${n}`)) n++;
+  const extra = new ServiceProcess(`${name}#${n}`, entry, { ...sys.env, ...env });
+  sys.services.set(extra.name, extra);
+  await extra.start();
+  return extra;
+}

@@ -1,0 +1,179 @@
+/**
+ * `npm run bench:api`: what publishing costs a caller. Starts the API and the demuxer (own vhost,
+ * schema, sandbox), then measures, each on this machine:
+ *  1. HTTP POST /v1/jobs at a fixed open-loop rate (API_BENCH_RATE, default 1,000 jobs/s) for
+ *     API_BENCH_SECONDS: latency percentiles from each request's scheduled start to its answer
+ *     (the answer comes after RabbitMQ's publisher confirm);
+ *  2. the most single-job requests/s the API accepts with API_BENCH_CONCURRENCY requests in flight;
+ *  3. POST /v1/jobs:batch throughput (100 jobs a request);
+ *  4. the client library's publishPushJob latency at the same fixed rate.
+ * Prints a table and writes test-results/api-bench.json. Target: single-job p99 < 5 ms at 1,000 jobs/s.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { API_TEST_ENV, apiUrl, teamKey } from '../../../test/support/http-api.ts';
+import { startSystem, type System } from '../../../test/support/system.ts';
+
+const RATE = Number(process.env['API_BENCH_RATE'] ?? 1000);
+const SECONDS = Number(process.env['API_BENCH_SECONDS'] ?? 10);
+const CONCURRENCY = Number(process.env['API_BENCH_CONCURRENCY'] ?? 64);
+const WARMUP_SECONDS = 2;
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+const job = (i: number) => ({ id: randomUUID(), app: 'demo', userId: `bench-${i % 1000}`, category: 'bench', content: { title: `bench ${i}` } });
+
+function post(base: URL, path: string, key: string, body: unknown): Promise<number> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: base.hostname, port: base.port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), authorization: `Bearer ${key}` } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+interface Summary {
+  /** CPU the API process spent per job in this scenario (user + system), ms: load-independent. */
+  apiCpuMsPerJob?: number;
+  /** Requests answered 202. */
+  count: number;
+  /** Jobs those requests carried. */
+  jobs: number;
+  errors: number;
+  perSecond: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+function summarise(latencies: number[], errors: number, seconds: number): Summary {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const r = (v: number) => Math.round(v * 100) / 100;
+  return { count: sorted.length, jobs: sorted.length, errors, perSecond: Math.round(sorted.length / seconds), p50: r(pct(sorted, 50)), p90: r(pct(sorted, 90)), p99: r(pct(sorted, 99)), max: r(sorted.at(-1) ?? NaN) };
+}
+
+/** What went wrong, by status or error message, printed after the table. */
+const failures = new Map<string, number>();
+function noteError(what: unknown): void {
+  failures.set(String(what), (failures.get(String(what)) ?? 0) + 1);
+}
+
+/** Open loop: one call every 1/rate s, scheduled ahead of time (a slow answer does not delay the next call). */
+async function fixedRate(rate: number, seconds: number, call: (i: number) => Promise<unknown>): Promise<Summary> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const started = performance.now();
+  const total = rate * seconds;
+  const inFlight: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    inFlight.push(
+      call(i).then(
+        (status) => {
+          if (status === 202 || status === undefined || typeof status === 'object') latencies.push(performance.now() - due);
+          else {
+            errors++;
+            noteError(status);
+          }
+        },
+        (err: Error) => {
+          errors++;
+          noteError(err.message);
+        },
+      ),
+    );
+  }
+  await Promise.all(inFlight);
+  return summarise(latencies, errors, seconds);
+}
+
+/** Closed loop: `concurrency` callers, each sending its next request when the last was answered. */
+async function saturate(concurrency: number, seconds: number, call: (i: number) => Promise<number>, perCall = 1): Promise<Summary> {
+  const latencies: number[] = [];
+  let errors = 0;
+  let i = 0;
+  const until = performance.now() + seconds * 1000;
+  const worker = async () => {
+    while (performance.now() < until) {
+      const t = performance.now();
+      const status = await call(i++).catch((err: Error) => err.message);
+      if (status === 202) {
+        latencies.push(performance.now() - t);
+      } else {
+        errors++;
+        noteError(status);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const s = summarise(latencies, errors, seconds);
+  return { ...s, jobs: s.count * perCall, perSecond: s.perSecond * perCall };
+}
+
+/** utime + stime of a process in ms (Linux /proc; clock ticks of 10 ms). */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Run a scenario and add the API's CPU per job. */
+async function withCpu(sys: System, scenario: () => Promise<Summary>): Promise<Summary> {
+  const pid = sys.service('api').pid;
+  const before = cpuMs(pid);
+  const s = await scenario();
+  return { ...s, apiCpuMsPerJob: Math.round(((cpuMs(pid) - before) / Math.max(1, s.jobs)) * 1000) / 1000 };
+}
+
+async function bench(sys: System): Promise<Record<string, Summary>> {
+  const key = await teamKey(sys, 'bench', ['demo']);
+  const base = new URL(apiUrl(sys));
+  const single = (i: number) => post(base, '/v1/jobs', key, job(i));
+  await fixedRate(RATE, WARMUP_SECONDS, single);
+  const httpFixed = await withCpu(sys, () => fixedRate(RATE, SECONDS, single));
+  const httpMax = await withCpu(sys, () => saturate(CONCURRENCY, SECONDS / 2, single));
+  const batchOf100 = (i: number) => post(base, '/v1/jobs:batch', key, { jobs: Array.from({ length: 100 }, (_, j) => job(i * 100 + j)) });
+  const batch = await withCpu(sys, () => saturate(8, SECONDS / 2, batchOf100, 100));
+  await fixedRate(RATE, WARMUP_SECONDS, (i) => sys.client.publishPushJob(job(i)));
+  const clientFixed = await fixedRate(RATE, SECONDS, (i) => sys.client.publishPushJob(job(i)));
+  return {
+    [`HTTP POST /v1/jobs at ${RATE}/s`]: httpFixed,
+    [`HTTP POST /v1/jobs, ${CONCURRENCY} in flight`]: httpMax,
+    'HTTP POST /v1/jobs:batch (100 jobs), 8 in flight': batch,
+    [`client publishPushJob at ${RATE}/s`]: clientFixed,
+  };
+}
+
+const sys = await startSystem({ only: ['api', 'demuxer'], env: { ...API_TEST_ENV, API_KEY_CACHE_TTL_MS: '5000', APP_CACHE_TTL_MS: '5000' } });
+try {
+  const results = await bench(sys);
+  console.log('\nscenario                                            jobs/s   p50 ms   p90 ms   p99 ms   max ms  errors  API CPU ms/job');
+  for (const [name, s] of Object.entries(results)) {
+    const cells = [s.perSecond, s.p50, s.p90, s.p99, s.max].map((v) => String(v).padStart(8)).join(' ');
+    console.log(`${name.padEnd(50)}${cells} ${String(s.errors).padStart(7)} ${String(s.apiCpuMsPerJob ?? '').padStart(15)}`);
+  }
+  if (failures.size > 0) {
+    console.log(`failures: ${JSON.stringify(Object.fromEntries(failures))}`);
+    const firstError = sys.service('api').logs.find((l) => (l.level ?? 0) >= 50);
+    if (firstError !== undefined) console.log(`first API error: ${JSON.stringify(firstError).slice(0, 600)}`);
+  }
+  console.log(`(machine: ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+  const target = Object.values(results)[0] as Summary;
+  console.log(`\nsingle-job HTTP publish p99 at ${RATE} jobs/s: ${target.p99} ms (target < 5 ms: ${target.p99 < 5 ? 'met' : 'NOT met'})`);
+  mkdirSync('test-results', { recursive: true });
+  writeFileSync('test-results/api-bench.json', `${JSON.stringify({ at: new Date().toISOString(), rate: RATE, seconds: SECONDS, results }, null, 2)}\n`);
+} finally {
+  agent.destroy();
+  await sys.stop();
+}

@@ -1,0 +1,102 @@
+/**
+ * `npm run bench:limiter`: what the fleet rate limiter costs when it is not the bottleneck.
+ * Runs the real pusher handler (ledger on PostgreSQL, @parse/node-apn against the APNs sandbox)
+ * in this process on BENCH_LIMITER_PUSHES pushes (default 5,000), BENCH_LIMITER_CONCURRENCY
+ * batches of 100 at once (default 5, like PUSHER_PREFETCH 500), once with no limiter and once
+ * with the limiter and an APNs limit far above capacity (1,000,000/s, leased from PostgreSQL).
+ * Alternates the two BENCH_RUNS times (default 3) and prints both medians and the overhead.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { derivePushId, type DevicePush } from '@herald/contracts';
+import { createAppCache, createDatabase, type Database } from '@herald/db';
+import { createPusherHandler, createPusherMetrics, singleProvider } from '@herald/delivery';
+import { createLogger } from '@herald/logging';
+import type { InboundMessage, Publisher } from '@herald/messaging';
+import { createApnsProvider, loadSandboxSettings, type PushProvider } from '@herald/providers';
+import { createRateLimiter, type RateLimiter } from '@herald/rate-limiter';
+import { Registry } from '@herald/runtime';
+import { startSandbox } from '@herald/sandbox';
+import { createTestDatabase } from '@herald/testing';
+
+const PUSHES = Number(process.env['BENCH_LIMITER_PUSHES'] ?? 5000);
+const CONCURRENCY = Number(process.env['BENCH_LIMITER_CONCURRENCY'] ?? 5);
+const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
+const BATCH = 100;
+const logger = createLogger({ service: 'limiter-bench', level: 'warn', format: 'json' });
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const noPublisher: Publisher = { publish: async () => undefined, publishMany: async () => undefined };
+
+function messages(count: number): InboundMessage[] {
+  const jobId = randomUUID();
+  const acceptedAt = new Date().toISOString();
+  return Array.from({ length: count }, (_, i) => {
+    const push: DevicePush = { version: 1, pushId: derivePushId(jobId, String(i)), jobId, deviceId: String(i), app: 'demo', platform: 'apns',
+      token: randomBytes(32).toString('hex'), userId: `u${i}`, content: { title: 'Bench', body: 'limiter overhead' }, priority: 'high', acceptedAt };
+    return { body: Buffer.from(JSON.stringify(push)), headers: {}, routingKey: 'push.apns.send', redelivered: false, attempt: 1, queue: 'push.apns.send' };
+  });
+}
+
+/** Pushes/s through the handler: CONCURRENCY batch workers over one backlog. */
+async function run(db: Database, provider: PushProvider, limiter: RateLimiter | undefined): Promise<number> {
+  const handle = createPusherHandler({
+    platform: 'apns', providers: singleProvider(provider), ledger: db.ledger, devices: db.devices, apps: createAppCache(db.apps, 5000), publisher: noPublisher,
+    metrics: createPusherMetrics(new Registry()), logger, owner: 'limiter-bench', leaseMs: 30_000, ...(limiter !== undefined && { limiter }),
+  });
+  const backlog = messages(PUSHES);
+  const started = process.hrtime.bigint();
+  const worker = async (): Promise<void> => {
+    for (let batch = backlog.splice(0, BATCH); batch.length > 0; batch = backlog.splice(0, BATCH)) {
+      const outcomes = await handle(batch);
+      if (outcomes.some((o) => o.kind !== 'ack')) throw new Error(`unexpected outcome ${JSON.stringify(outcomes.find((o) => o.kind !== 'ack'))}`);
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return PUSHES / (Number(process.hrtime.bigint() - started) / 1e9);
+}
+
+/** Microseconds per acquire(1) on its own, 100 concurrent callers (no sends around it). */
+async function acquireCost(limiter: RateLimiter, count = 200_000): Promise<number> {
+  const started = process.hrtime.bigint();
+  const caller = async (): Promise<void> => {
+    for (let i = 0; i < count / 100; i++) if (!(await limiter.acquire(1))) throw new Error('acquire refused');
+  };
+  await Promise.all(Array.from({ length: 100 }, caller));
+  return Number(process.hrtime.bigint() - started) / 1e3 / count;
+}
+
+const database = await createTestDatabase('limiter_bench');
+const stateDir = await mkdtemp(join(tmpdir(), 'herald-limiter-bench-'));
+const sandbox = await startSandbox({ stateDir, logger });
+const provider = await createApnsProvider((await loadSandboxSettings(stateDir)).apns, logger);
+// A pool like a pusher's (10 connections), not the test helper's small one.
+const db = createDatabase({ url: database.url, schema: database.schema, logger });
+try {
+  await db.apps.upsert({ id: 'demo', apnsTopic: 'com.herald.demo', enabled: true });
+  await db.rateLimits.set({ platform: 'apns' }, 1_000_000);
+  const limiter = await createRateLimiter({ platform: 'apns', store: db.rateLimits, logger, registry: new Registry() });
+  await run(db, provider, undefined); // warm-up: TLS session, JIT, pools
+  const without: number[] = [];
+  const withLimiter: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    without.push(await run(db, provider, undefined));
+    withLimiter.push(await run(db, provider, limiter));
+    console.log(`run ${i + 1}: no limiter ${without[i]?.toFixed(0)} pushes/s, limiter ${withLimiter[i]?.toFixed(0)} pushes/s`);
+  }
+  const unlimited = await createRateLimiter({ platform: 'fcm', store: db.rateLimits, logger, registry: new Registry() });
+  const [limitedCost, unlimitedCost] = [await acquireCost(limiter), await acquireCost(unlimited)];
+  console.log(`acquire(1) alone: ${limitedCost.toFixed(2)} µs with a limit (leases from PostgreSQL), ${unlimitedCost.toFixed(2)} µs with no limit configured`);
+  limiter.close();
+  unlimited.close();
+  const base = median(without);
+  const limited = median(withLimiter);
+  console.log(`\nmedian of ${RUNS}: no limiter ${base.toFixed(0)} pushes/s, limiter (1,000,000/s limit) ${limited.toFixed(0)} pushes/s, overhead ${(((base - limited) / base) * 100).toFixed(1)}%`);
+} finally {
+  await provider.close();
+  await db.close();
+  await sandbox.close();
+  await database.drop();
+  await rm(stateDir, { recursive: true, force: true });
+}

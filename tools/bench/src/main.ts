@@ -1,0 +1,138 @@
+/**
+ * `npm run bench`: the end-to-end benchmark. Starts the whole system (own vhost, schema and
+ * sandbox), seeds BENCH_USERS users with one APNs and one FCM device each, then publishes jobs
+ * of one user (two device pushes) for BENCH_SECONDS after a BENCH_WARMUP_SECONDS warm-up —
+ * as fast as confirms allow, or at BENCH_RATE device pushes/s. It measures at the sandbox:
+ * delivered pushes/s over the measured window, latency publish → sandbox receipt (p50/p95/p99),
+ * and the peak RSS of every service. Prints a table, writes test-results/bench.json, cleans up.
+ * BENCH_RUNS runs (default 1) are summarised by their medians.
+ */
+import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { sandboxStats, sandboxRecordsAfter } from './sandbox-feed.ts';
+import { startSystem, type System } from '../../../test/support/system.ts';
+
+const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
+const USERS = env('BENCH_USERS', 20_000);
+const SECONDS = env('BENCH_SECONDS', 60);
+const WARMUP = env('BENCH_WARMUP_SECONDS', 10);
+const RATE = process.env['BENCH_RATE'] === undefined ? undefined : env('BENCH_RATE', 2000);
+const RUNS = env('BENCH_RUNS', 1);
+const CONCURRENCY = env('BENCH_PUBLISH_CONCURRENCY', 64);
+
+interface RunResult { offered: string; deliveredPerSecond: number; p50: number; p95: number; p99: number; peakRssMb: Record<string, number> }
+
+async function seed(sys: System): Promise<void> {
+  const now = new Date();
+  for (let i = 0; i < USERS; i += 5000) {
+    const rows = [];
+    for (let u = i; u < Math.min(USERS, i + 5000); u++) {
+      for (const platform of ['apns', 'fcm'] as const) {
+        const token = platform === 'apns' ? randomBytes(32).toString('hex') : `bench-${randomBytes(24).toString('base64url')}`;
+        rows.push({ app: 'demo', platform, token, user_id: `u${u}`, registered_at: now, last_event_at: now });
+      }
+    }
+    await sys.database.db.kysely.insertInto('devices').values(rows).execute();
+  }
+}
+
+/** Publish jobs until `until`; at `rate` device pushes/s if given, else as fast as confirms allow. */
+async function publish(sys: System, until: number, rate: number | undefined, counter: { n: number }): Promise<void> {
+  const started = Date.now();
+  const worker = async (): Promise<void> => {
+    while (Date.now() < until) {
+      if (rate !== undefined) {
+        const due = started + ((counter.n * 2) / rate) * 1000;
+        if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+      }
+      const n = counter.n++;
+      await sys.client.publishPushJob({
+        id: `bench-${n}-${started}`,
+        app: 'demo',
+        userId: `u${n % USERS}`,
+        category: 'bench',
+        content: { title: 'bench', data: { t: String(Date.now()) } },
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: rate === undefined ? CONCURRENCY : Math.min(CONCURRENCY, 16) }, worker));
+}
+
+const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+
+function peakRss(sys: System): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, s] of sys.services) {
+    try {
+      const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${s.pid}/status`, 'utf8'));
+      out[name] = Math.round(Number(hwm?.[1] ?? 0) / 1024);
+    } catch {
+      out[name] = NaN;
+    }
+  }
+  return out;
+}
+
+async function run(): Promise<RunResult> {
+  const sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000' } });
+  try {
+    await seed(sys);
+    const counter = { n: 0 };
+    const measureFrom = Date.now() + WARMUP * 1000;
+    const measureTo = measureFrom + SECONDS * 1000;
+    const publishing = publish(sys, measureTo, RATE, counter);
+    const latencies: number[] = [];
+    let delivered = 0;
+    let cursor = 0;
+    while (Date.now() < measureTo + 2000) {
+      await new Promise((r) => setTimeout(r, 1000));
+      const batch = await sandboxRecordsAfter(sys.sandbox, cursor);
+      for (const r of batch) {
+        cursor = Math.max(cursor, r.seq);
+        const at = Date.parse(r.receivedAt);
+        if (r.status !== 200 || at < measureFrom || at >= measureTo) continue;
+        delivered++;
+        if (r.t !== undefined) latencies.push(at - r.t);
+      }
+    }
+    await publishing;
+    latencies.sort((a, b) => a - b);
+    const stats = await sandboxStats(sys.sandbox);
+    console.log(`  published ${counter.n} jobs, sandbox answered ${stats.total} requests`);
+    return {
+      offered: RATE === undefined ? 'max' : `${RATE}/s`,
+      deliveredPerSecond: Math.round(delivered / SECONDS),
+      p50: pct(latencies, 50),
+      p95: pct(latencies, 95),
+      p99: pct(latencies, 99),
+      peakRssMb: peakRss(sys),
+    };
+  } finally {
+    await sys.stop();
+  }
+}
+
+const median = (xs: number[]): number => pct([...xs].sort((a, b) => a - b), 50);
+const results: RunResult[] = [];
+for (let i = 0; i < RUNS; i++) {
+  const r = await run();
+  results.push(r);
+  console.log(`run ${i + 1} (${r.offered}): ${r.deliveredPerSecond} pushes/s delivered; latency p50 ${r.p50} ms, p95 ${r.p95} ms, p99 ${r.p99} ms; peak RSS MB ${JSON.stringify(r.peakRssMb)}`);
+}
+const summary = {
+  date: new Date().toISOString(),
+  machine: '2 cores, everything local (RabbitMQ, PostgreSQL, sandbox in the load generator process)',
+  users: USERS,
+  seconds: SECONDS,
+  offered: RATE === undefined ? 'max' : RATE,
+  runs: results,
+  median: {
+    deliveredPerSecond: median(results.map((r) => r.deliveredPerSecond)),
+    p50: median(results.map((r) => r.p50)),
+    p95: median(results.map((r) => r.p95)),
+    p99: median(results.map((r) => r.p99)),
+  },
+};
+console.table({ median: summary.median });
+mkdirSync('test-results', { recursive: true });
+writeFileSync(`test-results/bench-${RATE ?? 'max'}.json`, JSON.stringify(summary, null, 2));

@@ -1,0 +1,30 @@
+import type { Sandbox } from '@herald/sandbox';
+
+export interface FeedRecord {
+  seq: number;
+  receivedAt: string;
+  status: number;
+  /** The publish time the bench stamped into the push's data, if present. */
+  t?: number;
+}
+
+interface RawRecord {
+  seq: number;
+  receivedAt: string;
+  status: number;
+  body?: { data?: { t?: string }; message?: { data?: { t?: string } }; t?: string };
+}
+
+/** Records newer than `after` (by seq), reduced to what the bench needs. */
+export async function sandboxRecordsAfter(sandbox: Sandbox, after: number): Promise<FeedRecord[]> {
+  const res = await fetch(`${sandbox.settings.control.url}/records?after=${after}&limit=1000000`);
+  const records = (await res.json()) as RawRecord[];
+  return records.map((r) => {
+    const t = r.body?.t ?? r.body?.message?.data?.t;
+    return { seq: r.seq, receivedAt: r.receivedAt, status: r.status, ...(t !== undefined && { t: Number(t) }) };
+  });
+}
+
+export async function sandboxStats(sandbox: Sandbox): Promise<{ total: number }> {
+  return (await (await fetch(`${sandbox.settings.control.url}/stats`)).json()) as { total: number };
+}

@@ -1,0 +1,33 @@
+/** Prints the README's configuration tables from the services' config specs (one source of truth). */
+import { describeConfig, type ConfigSpec } from '@herald/config';
+import { apiConfig } from '../../apps/api/src/config.ts';
+import { apnsPusherConfig } from '../../apps/apns-pusher/src/config.ts';
+import { cliConfig } from '../../apps/cli/src/cli-config.ts';
+import { demuxerConfig } from '../../apps/demuxer/src/config.ts';
+import { fcmPusherConfig } from '../../apps/fcm-pusher/src/config.ts';
+import { monitorConfig } from '../../apps/monitor/src/config.ts';
+import { registrarConfig } from '../../apps/registrar/src/config.ts';
+import { sandboxConfig } from '../../apps/sandbox/src/config.ts';
+import { commonConfig } from '@herald/config';
+import { deschedulerConfig, invalidatorConfig, pusherConfig } from '@herald/delivery';
+
+const only = (spec: ConfigSpec, base: ConfigSpec): ConfigSpec =>
+  Object.fromEntries(Object.entries(spec).filter(([name]) => !(name in base)));
+
+const sections: Array<[string, ConfigSpec]> = [
+  ['Every service', commonConfig],
+  ['registrar', only(registrarConfig, commonConfig)],
+  ['demuxer', only(demuxerConfig, commonConfig)],
+  ['both pushers', only(pusherConfig, commonConfig)],
+  ['apns-pusher', only(apnsPusherConfig, pusherConfig)],
+  ['fcm-pusher', only(fcmPusherConfig, pusherConfig)],
+  ['apns-descheduler / fcm-descheduler', only(deschedulerConfig, commonConfig)],
+  ['apns-invalidator / fcm-invalidator', only(invalidatorConfig, commonConfig)],
+  ['api', only(apiConfig, commonConfig)],
+  ['monitor', { HTTP_PORT: monitorConfig.HTTP_PORT, ...only(monitorConfig, commonConfig) }],
+  ['sandbox', sandboxConfig],
+  ['herald CLI', only(cliConfig, commonConfig)],
+];
+for (const [title, spec] of sections) {
+  console.log(`\n**${title}**\n\n| variable | default | meaning |\n|---|---|---|\n${describeConfig(spec)}`);
+}
