@@ -2,6 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    globalSetup: ['tools/test-runner/global-setup.ts'],
     projects: [
       {
         test: {
