@@ -2,62 +2,16 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apnsToken, job } from '../support/fixtures.ts';
+import { job } from '../support/fixtures.ts';
 import { metric } from '../support/metrics.ts';
-import { sandboxRecords, type SandboxRecord } from '../support/sandbox-client.ts';
-import { DEMO_APP, startExtraService, startSystem, type System } from '../support/system.ts';
+import { deliveredSoFar, lastSeq, maxInAnySecond, perSecond, receiveTimes, seedDevices } from '../support/rate-measure.ts';
+import { startExtraService, startSystem, type System } from '../support/system.ts';
 
 const LIMIT = 500;
 /** One lease slice at 500/s: a 100 ms window's share. */
 const SLICE = LIMIT / 10;
 const BACKLOG = 20_000;
 const run = promisify(execFile);
-
-/** Devices straight into the database, in bulk (the Registrar is not what this test is about). */
-async function seedDevices(sys: System, count: number): Promise<string[]> {
-  const users = Array.from({ length: count }, (_, i) => `rl-user-${i}`);
-  const eventAt = new Date().toISOString();
-  for (let i = 0; i < count; i += 2000) {
-    await sys.database.db.devices.applyRegistrations(
-      users.slice(i, i + 2000).map((userId) => ({ version: 1, kind: 'register', app: DEMO_APP.id, platform: 'apns', token: apnsToken(), userId, eventAt })),
-    );
-  }
-  return users;
-}
-
-async function deliveredSoFar(sys: System): Promise<number> {
-  const pushers = [...sys.services.values()].filter((s) => s.name.startsWith('apns-pusher') && s.running);
-  const counts = await Promise.all(pushers.map((p) => metric(p, 'herald_pushes_total', { outcome: 'delivered' })));
-  return counts.reduce((a, b) => a + b, 0);
-}
-
-/** Accepted requests received after sequence number `afterSeq`, as receive times in ms. */
-async function receiveTimes(sys: System, afterSeq: number): Promise<{ times: number[]; tokens: string[] }> {
-  const records = (await sandboxRecords(sys.sandbox, { platform: 'apns' })).filter((r: SandboxRecord) => r.seq > afterSeq && r.status === 200);
-  return { times: records.map((r) => Date.parse(r.receivedAt)).sort((a, b) => a - b), tokens: records.map((r) => r.path) };
-}
-
-/** Counts per 1-second window starting at `from` (window k: [from + k s, from + (k+1) s)). */
-function perSecond(times: readonly number[], from: number): number[] {
-  const counts: number[] = [];
-  for (const t of times) {
-    const k = Math.floor((t - from) / 1000);
-    counts[k] = (counts[k] ?? 0) + 1;
-  }
-  return Array.from(counts, (c) => c ?? 0);
-}
-
-/** The most receives in any 1-second span (sliding). */
-function maxInAnySecond(times: readonly number[]): number {
-  let max = 0;
-  for (let lo = 0, hi = 0; hi < times.length; hi++) {
-    while ((times[hi] as number) - (times[lo] as number) >= 1000) lo++;
-    max = Math.max(max, hi - lo + 1);
-  }
-  return max;
-}
-
-const lastSeq = async (sys: System): Promise<number> => Math.max(0, ...(await sandboxRecords(sys.sandbox, { platform: 'apns' })).map((r) => r.seq));
 
 describe('one outbound rate limit shared by every pusher process', () => {
   let sys: System;

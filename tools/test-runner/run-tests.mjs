@@ -23,7 +23,11 @@ let skipped = 0;
 try {
   const results = JSON.parse(readFileSync(report, 'utf8'));
   passed = results.numPassedTests ?? 0;
-  failed = (results.numFailedTests ?? 0) + (results.numFailedTestSuites ?? 0);
+  // Failed tests, plus each file that failed without a failed test (an error in a hook or at import).
+  const fileErrors = (results.testResults ?? []).filter(
+    (f) => f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed'),
+  ).length;
+  failed = (results.numFailedTests ?? 0) + fileErrors;
   skipped = (results.numPendingTests ?? 0) + (results.numTodoTests ?? 0);
 } catch {
   failed += 1; // no report means Vitest itself failed to run

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '@herald/config';
 import { createDatabase } from '@herald/db';
+import { connectBroker, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
 import { runService } from '@herald/runtime';
 import { alarmAnnouncer } from './alarm-announcer.ts';
@@ -8,7 +9,7 @@ import { monitorConfig } from './config.ts';
 import { dashboardRoutes } from './dashboard-routes.ts';
 import { History } from './history.ts';
 import { createMonitorMetrics } from './monitor-metrics.ts';
-import { startQueueMonitor } from './queue-monitor.ts';
+import { startQueueMonitor, type LiveCounts } from './queue-monitor.ts';
 import { startScheduledCounts } from './scheduled-counts.ts';
 import { createWebhook } from './webhook.ts';
 
@@ -21,8 +22,21 @@ await runService('monitor', config, async ({ logger, registry }) => {
   const history = new History(config.MONITOR_HISTORY_MINUTES * 60_000);
   const webhookUrl = config.MONITOR_WEBHOOK_URL;
   const webhook = webhookUrl === undefined ? undefined : createWebhook(webhookUrl, logger, () => metrics.webhookFailures.inc());
+  // The monitor must run while RabbitMQ is down (to say so): connect in the background, and until
+  // then use the management API's statistics alone.
+  let broker: Broker | undefined;
+  let connecting: Promise<void> | undefined;
+  const live: LiveCounts = async (queues) => {
+    if (broker !== undefined) return broker.queueCounts(queues);
+    connecting ??= connectBroker({ url: config.AMQP_URL, logger, connectionName: 'herald-monitor' })
+      .then((b) => void (broker = b))
+      .catch((err: unknown) => logger.debug({ err }, 'monitor: no AMQP connection for live queue counts yet'))
+      .finally(() => (connecting = undefined));
+    throw new Error('no AMQP connection yet');
+  };
   const monitor = startQueueMonitor({
     api: createManagementApi(config.RABBITMQ_API_URL),
+    live,
     vhost,
     pollMs: config.MONITOR_POLL_MS,
     thresholds: config.MONITOR_THRESHOLDS,
@@ -41,6 +55,8 @@ await runService('monitor', config, async ({ logger, registry }) => {
       await scheduled.stop();
       await webhook?.drain();
       await db.close();
+      await connecting;
+      await broker?.close();
     },
   };
 });

@@ -32,8 +32,16 @@ export interface MonitorState {
   alarms: Alarm[];
 }
 
+/** Live ready and consumer counts per queue (AMQP passive declares); missing queues left out. */
+export type LiveCounts = (queues: readonly string[]) => Promise<Map<string, { ready: number; consumers: number }>>;
+
 export interface QueueMonitorDeps {
   api: ManagementApi;
+  /**
+   * Overlays the management API's statistics, which lag by up to its collection interval (5 s by
+   * default), with live depth and consumer counts, so backlog and no-consumer alarms are not late.
+   */
+  live?: LiveCounts;
   vhost: string;
   pollMs: number;
   thresholds: ThresholdConfig;
@@ -101,10 +109,25 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
     evaluate(now, [...lastConditions, unreachableCondition(forMs, err.message)]);
   };
 
+  const withLiveCounts = async (snapshots: QueueSnapshot[]): Promise<QueueSnapshot[]> => {
+    if (deps.live === undefined) return snapshots;
+    let live: Awaited<ReturnType<LiveCounts>>;
+    try {
+      live = await deps.live(snapshots.map((q) => q.name));
+    } catch (err) {
+      deps.logger.debug({ err }, 'live queue counts unavailable; using the management API statistics');
+      return snapshots;
+    }
+    return snapshots.map((q) => {
+      const l = live.get(q.name);
+      return l === undefined ? q : { ...q, ready: l.ready, messages: l.ready + q.unacked, consumers: l.consumers };
+    });
+  };
+
   const poll = async (): Promise<void> => {
     const now = Date.now();
     try {
-      const snapshots = await deps.api.queues(deps.vhost);
+      const snapshots = await withLiveCounts(await deps.api.queues(deps.vhost));
       at = now;
       error = null;
       deps.metrics.polls.inc({ outcome: 'ok' });

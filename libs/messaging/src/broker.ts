@@ -6,7 +6,7 @@ import { declareTopology } from './declare-topology.ts';
 import { createMetrics, type MessagingMetrics } from './metrics.ts';
 import { ConfirmPublisher } from './publisher.ts';
 import { Settler } from './settle.ts';
-import type { Broker, BrokerOptions, ConsumeOptions, Consumer } from './types.ts';
+import type { Broker, BrokerOptions, ConsumeOptions, Consumer, QueueCounts } from './types.ts';
 import type { Logger } from '@herald/logging';
 
 const STOP_ON_CLOSE_MS = 5_000;
@@ -44,6 +44,25 @@ class RabbitBroker implements Broker {
     await this.withChannel((channel) => declareTopology(channel, topology));
   }
 
+  async queueCounts(queues: readonly string[]): Promise<Map<string, QueueCounts>> {
+    const counts = new Map<string, QueueCounts>();
+    let channel = await this.openChannel('queue probe channel error');
+    try {
+      for (const queue of queues) {
+        try {
+          const { messageCount, consumerCount } = await channel.checkQueue(queue);
+          counts.set(queue, { ready: messageCount, consumers: consumerCount });
+        } catch {
+          // A missing queue closes the channel (404); carry on with the rest on a new one.
+          channel = await this.openChannel('queue probe channel error');
+        }
+      }
+    } finally {
+      await channel.close().catch(() => undefined);
+    }
+    return counts;
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.consumers].map((c) => c.stop(STOP_ON_CLOSE_MS)));
     await this.publisher.close();
@@ -52,13 +71,18 @@ class RabbitBroker implements Broker {
 
   /** A short-lived channel, so a failed declaration cannot take a consumer or the publisher down. */
   private async withChannel<T>(work: (channel: Channel) => Promise<T>): Promise<T> {
-    const channel = await this.connection.model.createChannel();
-    channel.on('error', (err: Error) => this.logger.debug({ err }, 'topology channel error'));
+    const channel = await this.openChannel('topology channel error');
     try {
       return await work(channel);
     } finally {
       await channel.close().catch(() => undefined);
     }
+  }
+
+  private async openChannel(errorMessage: string): Promise<Channel> {
+    const channel = await this.connection.model.createChannel();
+    channel.on('error', (err: Error) => this.logger.debug({ err }, errorMessage));
+    return channel;
   }
 }
 

@@ -8,6 +8,7 @@ export type {
   OutboundMessage,
   Outcome,
   Publisher,
+  QueueCounts,
 } from './types.ts';
 export {
   heraldTopology,

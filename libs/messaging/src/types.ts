@@ -15,7 +15,17 @@ export interface Broker {
   consume(options: ConsumeOptions): Promise<Consumer>;
   /** Declares exchanges, queues and bindings; idempotent and safe to run concurrently. */
   applyTopology(topology: Topology): Promise<void>;
+  /**
+   * Live ready-message and consumer counts (AMQP passive declare), unlike the management API's
+   * statistics, which lag by its collection interval. Queues that do not exist are left out.
+   */
+  queueCounts(queues: readonly string[]): Promise<Map<string, QueueCounts>>;
   close(): Promise<void>;
+}
+
+export interface QueueCounts {
+  ready: number;
+  consumers: number;
 }
 
 export interface OutboundMessage {
