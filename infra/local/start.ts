@@ -7,6 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { commonConfig, intList, loadConfig, str } from '@herald/config';
 import { createLogger } from '@herald/logging';
+import { buildServices, bundleOf } from './build-services.ts';
 import { prepareEnvironment } from './prepare.ts';
 import { SANDBOX, SERVICES } from './service-list.ts';
 
@@ -33,11 +34,14 @@ await prepareEnvironment({
   seedApps: [{ id: 'demo', apnsTopic: 'com.herald.demo' }],
 });
 
+await buildServices();
+logger.info('services built into dist/services');
+
 const children = new Map<string, ChildProcess>();
 let stopping = false;
 
-function run(name: string, entry: string): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+function run(name: string): ChildProcess {
+  const child = spawn(process.execPath, ['--enable-source-maps', bundleOf(name)], {
     env: { ...process.env, LOG_FORMAT: process.env['LOG_FORMAT'] ?? childFormat },
     stdio: 'inherit',
     // Own process group: a terminal's Ctrl-C reaches only this supervisor, which then sends
@@ -49,18 +53,18 @@ function run(name: string, entry: string): ChildProcess {
     children.delete(name);
     if (stopping) return;
     logger.error({ service: name, code, signal }, 'service exited: restarting in 2 s');
-    setTimeout(() => run(name, entry), 2000);
+    setTimeout(() => run(name), 2000);
   });
   return child;
 }
 
 const sandboxFile = join(config.SANDBOX_STATE_DIR, 'sandbox.json');
 const startedAt = Date.now();
-run(SANDBOX.name, SANDBOX.entry);
+run(SANDBOX.name);
 while (!existsSync(sandboxFile) || statSync(sandboxFile).mtimeMs < startedAt - 1000) {
   await new Promise((r) => setTimeout(r, 100));
 }
-for (const s of SERVICES) run(s.name, s.entry);
+for (const s of SERVICES) run(s.name);
 logger.info({ services: [SANDBOX.name, ...SERVICES.map((s) => s.name)] }, 'Herald is running; try `npx herald register` and `npx herald send` (Ctrl-C stops)');
 
 const shutdown = (): void => {

@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 
 export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 
-/** One Herald service run as a real process, its JSON log lines kept for assertions. */
+/** One Herald service run as a real process (its esbuild bundle, see infra/local/build-services.ts), its JSON log lines kept for assertions. */
 export class ServiceProcess {
   readonly logs: LogLine[] = [];
   private child: ChildProcess | undefined;
@@ -11,13 +11,16 @@ export class ServiceProcess {
 
   constructor(
     readonly name: string,
-    private readonly entry: string,
+    /** The bundle to run: bundleOf(<service name>). */
+    private readonly bundle: string,
     private readonly env: Record<string, string>,
   ) {}
 
   /** Start and wait until the service logs that it started. */
   async start(timeoutMs = 30_000): Promise<void> {
-    const child = spawn(process.execPath, ['--import', 'tsx', this.entry], {
+    // HERALD_SERVICE_NODE_ARGS: extra Node flags (e.g. --cpu-prof, which NODE_OPTIONS refuses).
+    const nodeArgs = (this.env['HERALD_SERVICE_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+    const child = spawn(process.execPath, [...nodeArgs, '--enable-source-maps', this.bundle], {
       env: { ...process.env, ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

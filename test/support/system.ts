@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,6 +6,7 @@ import { createHeraldClient, type HeraldClient } from '@herald/client';
 import { createLogger } from '@herald/logging';
 import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { createTestDatabase, createTestVhost, type TestVhost } from '@herald/testing';
+import { bundleOf } from '../../infra/local/build-services.ts';
 import { prepareEnvironment } from '../../infra/local/prepare.ts';
 import { SERVICES, type ServiceName } from '../../infra/local/service-list.ts';
 import { ServiceProcess } from './service-process.ts';
@@ -32,6 +34,8 @@ export interface System {
  * as a real process, and a client to publish with.
  */
 export async function startSystem(options: { only?: readonly string[]; env?: Record<string, string> } = {}): Promise<System> {
+  const missing = SERVICES.map((s) => bundleOf(s.name)).filter((b) => !existsSync(b));
+  if (missing.length > 0) throw new Error(`service bundles missing (${missing[0]}, …): run \`npm run build\` (the tests' global setup and the benchmarks build them)`);
   const logger = createLogger({ service: 'e2e', level: 'warn', format: 'json' });
   const vhost = await createTestVhost('e2e');
   const database = await createTestDatabase('e2e');
@@ -62,7 +66,7 @@ export async function startSystem(options: { only?: readonly string[]; env?: Rec
   };
   const services = new Map<string, ServiceProcess>();
   for (const s of SERVICES.filter((s) => options.only === undefined || options.only.includes(s.name))) {
-    services.set(s.name, new ServiceProcess(s.name, s.entry, env));
+    services.set(s.name, new ServiceProcess(s.name, bundleOf(s.name), env));
   }
   await Promise.all([...services.values()].map((s) => s.start()));
   const client = await createHeraldClient({ url: vhost.amqpUrl, logger, connectionName: 'e2e-client' });
@@ -94,11 +98,10 @@ export async function startSystem(options: { only?: readonly string[]; env?: Rec
  * environment plus `env`; stop() stops it with the rest. Registered as `<name>#<n>`.
  */
 export async function startExtraService(sys: System, name: ServiceName, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  const entry = SERVICES.find((s) => s.name === name)?.entry;
-  if (entry === undefined) throw new Error(`unknown service ${name}`);
+  if (!SERVICES.some((s) => s.name === name)) throw new Error(`unknown service ${name}`);
   let n = 2;
   while (sys.services.has(`${name}#${n}`)) n++;
-  const extra = new ServiceProcess(`${name}#${n}`, entry, { ...sys.env, ...env });
+  const extra = new ServiceProcess(`${name}#${n}`, bundleOf(name), { ...sys.env, ...env });
   sys.services.set(extra.name, extra);
   await extra.start();
   return extra;

@@ -1,7 +1,10 @@
-// Vitest global setup: clears what killed test runs left on the machine's RabbitMQ.
+// Vitest global setup: builds the service bundles the e2e tests run, and clears what killed
+// test runs left on the machine's RabbitMQ.
 import { sweepStaleTestVhosts } from '@herald/testing';
+import { buildServices } from '../../infra/local/build-services.ts';
 
 export default async function setup(): Promise<void> {
+  await buildServices();
   const swept = await sweepStaleTestVhosts();
   if (swept.length > 0) console.log(`test setup: deleted ${swept.length} stale test vhosts left by earlier runs`);
 }

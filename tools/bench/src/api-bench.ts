@@ -14,6 +14,7 @@ import http from 'node:http';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { API_TEST_ENV, apiUrl, teamKey } from '../../../test/support/http-api.ts';
+import { buildServices } from '../../../infra/local/build-services.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
 
 const RATE = Number(process.env['API_BENCH_RATE'] ?? 1000);
@@ -155,6 +156,7 @@ async function bench(sys: System): Promise<Record<string, Summary>> {
   };
 }
 
+await buildServices();
 const sys = await startSystem({ only: ['api', 'demuxer'], env: { ...API_TEST_ENV, API_KEY_CACHE_TTL_MS: '5000', APP_CACHE_TTL_MS: '5000' } });
 try {
   const results = await bench(sys);

@@ -1,0 +1,61 @@
+/**
+ * Summarises V8 CPU profiles (.cpuprofile, as written by `node --cpu-prof`): for each profile,
+ * where its samples fall, by self time, grouped by package (node_modules/<pkg>), Herald
+ * workspace (libs/<x>, apps/<x>), Node internals, GC and idle.
+ * Usage: npx tsx tools/bench/src/profile-summary.ts <dir> [top=12]
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+function groupOf(url: string, fn: string): string {
+  if (fn === '(idle)') return '(idle)';
+  if (fn === '(garbage collector)') return '(gc)';
+  if (fn === '(program)') return '(program)';
+  const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (nm) return nm[1] as string;
+  const ws = /\/(libs|apps|tools)\/([^/]+)\//.exec(url);
+  if (ws) return `${ws[1]}/${ws[2]}`;
+  if (url.startsWith('node:') || url === '') return 'node internals and natives';
+  return url;
+}
+
+const dir = process.argv[2];
+if (dir === undefined) throw new Error('usage: profile-summary.ts <dir> [top]');
+const top = Number(process.argv[3] ?? 12);
+for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) {
+  const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const selfUs = new Map<number, number>();
+  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
+  const groups = new Map<string, number>();
+  const fns = new Map<string, number>();
+  for (const [id, us] of selfUs) {
+    const n = byId.get(id);
+    if (n === undefined) continue;
+    const g = groupOf(n.callFrame.url, n.callFrame.functionName);
+    groups.set(g, (groups.get(g) ?? 0) + us);
+    const fn = `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/(libs|apps)\//, '$1/')}:${n.callFrame.lineNumber + 1}`;
+    fns.set(fn, (fns.get(fn) ?? 0) + us);
+  }
+  const busy = total - (groups.get('(idle)') ?? 0);
+  const app = profile.nodes.map((n) => /\/apps\/([^/]+)\//.exec(n.callFrame.url)?.[1]).find((a) => a !== undefined) ?? '(no app code: a loader thread?)';
+  const pct = (us: number) => `${((100 * us) / total).toFixed(1)}%`;
+  console.log(`\n${app} — ${file}: ${(total / 1e6).toFixed(1)} s sampled, busy ${pct(busy)}`);
+  for (const [g, us] of [...groups].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us).padStart(6)}  ${g}`);
+  console.log('  top functions (self):');
+  for (const [f, us] of [...fns].filter(([f]) => !f.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us).padStart(6)}  ${f}`);
+}
