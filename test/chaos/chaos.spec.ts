@@ -19,8 +19,11 @@ import { formatSummary } from './summary.ts';
 const LONG = process.env['CHAOS_LONG'] === '1';
 const seed = Number(process.env['CHAOS_SEED'] ?? randomInt(2 ** 31 - 1));
 const plan = chaosPlan(LONG ? 'long' : 'short', seed);
-/** Short, so a SIGKILLed pusher's claims are taken over quickly (the duplicate window is one lease). */
-const LEASE_MS = 3_000;
+/**
+ * Short, so a SIGKILLed pusher's claims are taken over quickly (the duplicate window is one lease);
+ * the pushers cap provider request timeouts at 40% of it (3.2 s), so a slow live send keeps its claim.
+ */
+const LEASE_MS = 8_000;
 const log = (line: string): void => console.log(`chaos: ${line}`);
 
 /**

@@ -1,13 +1,13 @@
 import { loadConfig } from '@herald/config';
-import { runPusher } from '@herald/delivery';
+import { capRequestTimeout, runPusher } from '@herald/delivery';
 import { createApnsProvider } from '@herald/providers';
 import { apnsSettings } from './apns-settings.ts';
 import { apnsPusherConfig } from './config.ts';
 
 const config = loadConfig(apnsPusherConfig, process.env);
 
-await runPusher('apns', config, async (logger) => {
-  const settings = await apnsSettings(config);
+await runPusher('apns', config, async (logger, limits) => {
+  const settings = capRequestTimeout(await apnsSettings(config), limits, logger);
   logger.info({ address: settings.address, port: settings.port, auth: settings.auth.kind }, 'APNs endpoint');
   return createApnsProvider(settings, logger);
 });

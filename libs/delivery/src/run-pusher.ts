@@ -25,22 +25,45 @@ export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppD
   APP_CACHE_TTL_MS: number;
 }
 
+export interface ProviderLimits {
+  /** The longest a provider request may take: a send must end well inside its ledger claim. */
+  maxRequestTimeoutMs: number;
+}
+
+/**
+ * A push's ledger claim must outlive its send, or another copy of it could be claimed and sent
+ * meanwhile. A batch waits for rate-limit budget for at most half a lease after its claim; the
+ * request then gets at most 40% of the lease, leaving a tenth for recording the outcome.
+ */
+export const providerLimits = (leaseMs: number): ProviderLimits => ({ maxRequestTimeoutMs: Math.max(200, Math.floor(leaseMs * 0.4)) });
+
+/** The provider's request timeout, capped by `limits` (with a warning when the cap applies). */
+export function capRequestTimeout<S extends { requestTimeoutMs: number }>(settings: S, limits: ProviderLimits, logger: Logger): S {
+  if (settings.requestTimeoutMs <= limits.maxRequestTimeoutMs) return settings;
+  logger.warn(
+    { configuredMs: settings.requestTimeoutMs, cappedMs: limits.maxRequestTimeoutMs },
+    'provider request timeout capped at 40% of LEDGER_LEASE_MS so a send cannot outlive its ledger claim',
+  );
+  return { ...settings, requestTimeoutMs: limits.maxRequestTimeoutMs };
+}
+
 /** Wire a pusher: provider + ledger + broker, consuming `push.<platform>.send`. */
 export async function runPusher(
   platform: Platform,
   config: PusherSettings,
-  createProvider: (logger: Logger) => Promise<PushProvider>,
+  createProvider: (logger: Logger, limits: ProviderLimits) => Promise<PushProvider>,
 ): Promise<void> {
   const name = `${platform}-pusher`;
   await runService(name, config, async ({ logger, registry }) => {
     checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS);
-    const provider = await createProvider(logger);
+    const limits = providerLimits(config.LEDGER_LEASE_MS);
+    const provider = await createProvider(logger, limits);
     const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
     const limiter = await createPusherLimiter(platform, config, db.rateLimits, logger, registry);
     const stopping = new AbortController();
     // Per-app providers (own credentials, else `provider`), temporary bans, job-status outcomes.
-    const perApp = createAppDelivery(platform, config, db, provider, logger, registry);
+    const perApp = createAppDelivery(platform, { ...config, APP_REQUEST_TIMEOUT_MS: Math.min(config.APP_REQUEST_TIMEOUT_MS, limits.maxRequestTimeoutMs) }, db, provider, logger, registry);
     const handle = createPusherHandler({
       platform,
       ...perApp,
