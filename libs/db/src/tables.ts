@@ -1,5 +1,5 @@
 import type { Generated, Selectable } from 'kysely';
-import type { Platform } from '@herald/contracts';
+import type { LimitedChannel, Platform } from '@herald/contracts';
 
 /** Row types as PostgreSQL returns them (bigint as string, timestamptz as Date). */
 export interface AppsTable {
@@ -63,7 +63,7 @@ export interface DeliveryLedgerTable {
 }
 
 export interface RateLimitsTable {
-  platform: Platform;
+  platform: LimitedChannel;
   /** '' for the platform-wide budget. */
   app: Generated<string>;
   rate_per_sec: number;
