@@ -111,7 +111,23 @@ export interface PushOutcomesTable {
   updated_at: Generated<Date>;
 }
 
+export interface WebhookSubscriptionsTable {
+  id: string;
+  team: string;
+  callback_url: string;
+  resource_type: string;
+  /** '*' for every resource of the type. */
+  resource_id: string;
+  secret: string;
+  enabled: Generated<boolean>;
+  failing_since: Date | null;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+  created_at: Generated<Date>;
+}
+
 export interface HeraldTables {
+  webhook_subscriptions: WebhookSubscriptionsTable;
   apps: AppsTable;
   api_keys: ApiKeysTable;
   jobs: JobsTable;
