@@ -31,8 +31,12 @@ export const webhookPusherConfig = {
   RATE_LIMIT_REFRESH_MS,
   WEBHOOK_TIMEOUT_MS: int('Whole-request timeout of one webhook POST (connect, send, answer, body), in ms', { default: '5000', min: 100, max: 60000 }),
   WEBHOOK_MAX_PER_HOST: int('Most concurrent POSTs to one destination host:port', { default: '4', min: 1 }),
-  WEBHOOK_MAX_QUEUED_PER_HOST: int('Most deliveries waiting for a busy host; more are deferred (sent back through a delay queue) so one slow host cannot fill the prefetch', {
-    default: '32',
+  WEBHOOK_MAX_QUEUED_PER_HOST: int('Most deliveries waiting for a slot of one host; more are deferred (back through a delay queue, no attempt spent)', {
+    default: '400',
+    min: 0,
+  }),
+  WEBHOOK_MAX_QUEUED_PER_SLOW_HOST: int('The same for a host whose last request timed out or could not connect, so a hanging host cannot hold the prefetch', {
+    default: '8',
     min: 0,
   }),
   WEBHOOK_RESPONSE_BODY_LIMIT_BYTES: int("Most of a receiver's answer body read (for the failure reason); the rest is cut off", { default: '4096', min: 0, max: 1048576 }),

@@ -27,7 +27,11 @@ await runService(name, config, async ({ logger, registry }) => {
     subscriptions,
     tracking: { store: db.subscriptions, disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS, failing: new Set() },
     sender,
-    slots: new HostSlots(config.WEBHOOK_MAX_PER_HOST, config.WEBHOOK_MAX_QUEUED_PER_HOST),
+    slots: new HostSlots({
+      perHost: config.WEBHOOK_MAX_PER_HOST,
+      maxQueued: config.WEBHOOK_MAX_QUEUED_PER_HOST,
+      maxQueuedWhenSlow: config.WEBHOOK_MAX_QUEUED_PER_SLOW_HOST,
+    }),
     ledger: db.ledger,
     metrics: createPusherMetrics(registry),
     webhookMetrics: createWebhookMetrics(registry),

@@ -123,7 +123,9 @@ async function send(r: Ready, deps: WebhookPusherDeps, window: AbortSignal): Pro
     const started = process.hrtime.bigint();
     const result = await deps.sender.post(r.sub.callbackUrl, body, headers);
     deps.metrics.providerSeconds.observe({ platform: PLATFORM }, Number(process.hrtime.bigint() - started) / 1e9);
-    deps.webhookMetrics.responses.inc({ class: responseClass(result) });
+    const answerClass = responseClass(result);
+    deps.webhookMetrics.responses.inc({ class: answerClass });
+    deps.slots.noteSpeed(host, answerClass === 'timeout' || answerClass === 'connection');
     return result;
   } finally {
     release();
