@@ -121,15 +121,17 @@ describe('webhook subscriptions: signed callbacks for resource changes', () => {
     expect(unrelated.posts).toHaveLength(0);
   });
 
-  it('accepts change events through the HTTP API too', async () => {
+  it('accepts change events through the HTTP API too, and traces them on request', async () => {
     const hook = await receiver();
     const sub = await subscribe(hook.url, 'camp-http');
-    const event = change('camp-http', { status: 'draft' }, { status: 'live' });
+    const event = { ...change('camp-http', { status: 'draft' }, { status: 'live' }), trace: true };
     const since = Date.now();
     expect(await call(sys, 'POST', '/v1/changes', { key, body: event })).toMatchObject({ status: 202, body: { id: event.id } });
     const post = await hook.waitFor({ eventId: event.id }, since);
     expect(post.body['diff']).toEqual({ status: { old: 'draft', new: 'live' } });
     expect(signed(post, sub.secret)).toBe(true);
+    await sys.service('webhook-fanout').waitForLog((l) => l.msg === 'trace: change fanned out' && l['eventId'] === event.id);
+    await sys.service('webhook-pusher').waitForLog((l) => l.msg === 'trace: webhook POST answered' && l['notificationId'] === post.body['id']);
   });
 
   it('retries a receiver that fails twice (500) and delivers on the third try', async () => {

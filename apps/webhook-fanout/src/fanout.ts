@@ -49,13 +49,16 @@ export function createFanoutHandler(deps: FanoutDeps) {
       accepted.map(async (a) => {
         const subs = matches.get(matchKey(a.event.resource.type, a.event.resource.id)) ?? [];
         if (subs.length === 0) {
+          if (a.event.trace === true) deps.logger.info({ trace: true, eventId: a.event.id }, 'trace: change has no subscribers');
           deps.metrics.changes.inc({ outcome: 'no-subscribers' });
           return;
         }
         await deps.publisher.publishMany(subs.map((s) => deliveryMessage(a, s, queuedAt)));
         deps.metrics.notifications.inc({ resource_type: a.event.resource.type }, subs.length);
         deps.metrics.changes.inc({ outcome: 'fanned-out' });
-        deps.logger.debug({ eventId: a.event.id, resource: a.event.resource, subscriptions: subs.length }, 'change fanned out');
+        if (a.event.trace === true) {
+          deps.logger.info({ trace: true, eventId: a.event.id, notifications: subs.map((s) => ({ subscriptionId: s.id, notificationId: notificationIdOf(a, s) })) }, 'trace: change fanned out');
+        }
       }),
     );
     return outcomes;
@@ -78,16 +81,19 @@ function admit(message: InboundMessage, deps: FanoutDeps): Outcome | Omit<Accept
   return { event, diff };
 }
 
+const notificationIdOf = (a: Accepted, s: SubscriptionRow): string => derivePushId(`change:${a.event.id}`, s.id);
+
 function deliveryMessage(a: Accepted, s: SubscriptionRow, queuedAt: string): OutboundMessage {
   const delivery: WebhookDelivery = {
     version: 1,
-    notificationId: derivePushId(`change:${a.event.id}`, s.id),
+    notificationId: notificationIdOf(a, s),
     eventId: a.event.id,
     subscriptionId: s.id,
     resource: a.event.resource,
     diff: a.diff,
     createdAt: a.event.occurredAt,
     queuedAt,
+    ...(a.event.trace === true && { trace: true }),
   };
   return { exchange: Exchanges.send, routingKey: Queues.webhookSend, body: delivery, messageId: delivery.notificationId };
 }

@@ -123,6 +123,9 @@ async function send(r: Ready, deps: WebhookPusherDeps, window: AbortSignal): Pro
     const started = process.hrtime.bigint();
     const result = await deps.sender.post(r.sub.callbackUrl, body, headers);
     deps.metrics.providerSeconds.observe({ platform: PLATFORM }, Number(process.hrtime.bigint() - started) / 1e9);
+    if (r.delivery.trace === true) {
+      deps.logger.info({ trace: true, notificationId: r.delivery.notificationId, subscriptionId: r.sub.id, attempt: r.attempt, result }, 'trace: webhook POST answered');
+    }
     const answerClass = responseClass(result);
     deps.webhookMetrics.responses.inc({ class: answerClass });
     deps.slots.noteSpeed(host, answerClass === 'timeout' || answerClass === 'connection');

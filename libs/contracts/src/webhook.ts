@@ -29,6 +29,8 @@ export const ChangeEventFields = z.strictObject({
   old: ResourceState,
   new: ResourceState,
   occurredAt: z.iso.datetime({ offset: true }),
+  /** Log each step (fan-out, every delivery attempt) at info level, as PushJob.trace does. */
+  trace: z.boolean().optional(),
 });
 export const notBothNull = (e: { old: unknown; new: unknown }): boolean => e.old !== null || e.new !== null;
 const BOTH_NULL = { message: 'old and new cannot both be null', path: ['new'] };
@@ -53,6 +55,7 @@ export const WebhookDelivery = z.strictObject({
   createdAt: z.iso.datetime({ offset: true }),
   /** When the fan-out queued it (end-to-end latency). */
   queuedAt: z.iso.datetime({ offset: true }),
+  trace: z.boolean().optional(),
 });
 export type WebhookDelivery = z.infer<typeof WebhookDelivery>;
 
