@@ -64,7 +64,17 @@ describe('callbackUrlProblem', () => {
     expect(callbackUrlProblem('https://hooks.example.com/herald?x=1', prod)).toBeUndefined();
     expect(callbackUrlProblem('http://127.0.0.1:8080/hook', dev)).toBeUndefined();
     expect(callbackUrlProblem('http://localhost/hook', dev)).toBeUndefined();
-    expect(callbackUrlProblem('http://127.0.0.1:8080/hook', prod)).toMatch(/https/);
+    expect(callbackUrlProblem('http://127.0.0.1:8080/hook', prod)).toMatch(/this machine/);
+    expect(callbackUrlProblem('https://localhost/hook', prod)).toMatch(/this machine/);
+    expect(callbackUrlProblem('https://[::1]:8443/hook', dev)).toBeUndefined();
+  });
+
+  it('refuses private, link-local and unspecified addresses (cloud metadata, the internal network)', () => {
+    for (const url of ['https://10.1.2.3/h', 'https://172.20.0.1/h', 'https://192.168.1.1/h', 'https://169.254.169.254/latest', 'https://0.0.0.0/h', 'https://[fd00::1]/h', 'https://[::ffff:10.0.0.1]/h']) {
+      expect(callbackUrlProblem(url, dev), url).toMatch(/private, link-local/);
+    }
+    expect(callbackUrlProblem('https://8.8.8.8/h', prod)).toBeUndefined();
+    expect(callbackUrlProblem('https://172.32.0.1/h', prod)).toBeUndefined();
   });
 
   it('refuses http elsewhere, other schemes, relative URLs, credentials and fragments', () => {
