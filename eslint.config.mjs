@@ -44,7 +44,7 @@ function boundaries(extra) {
           onlyDependOnLibsWithTags: [...deps, ...extra],
           bannedExternalImports: bannedFor(tag),
         })),
-        ...['app:registrar', 'app:demuxer', 'app:apns-pusher', 'app:fcm-pusher', 'app:sandbox', 'app:cli', 'app:apns-descheduler', 'app:fcm-descheduler', 'app:apns-invalidator', 'app:fcm-invalidator', 'app:monitor', 'app:api'].map((tag) => ({
+        ...['app:registrar', 'app:demuxer', 'app:apns-pusher', 'app:fcm-pusher', 'app:sandbox', 'app:cli', 'app:apns-descheduler', 'app:fcm-descheduler', 'app:apns-invalidator', 'app:fcm-invalidator', 'app:monitor', 'app:api', 'app:webhook-fanout', 'app:webhook-pusher'].map((tag) => ({
           sourceTag: tag,
           onlyDependOnLibsWithTags: ['type:lib'],
           bannedExternalImports: bannedFor(tag),

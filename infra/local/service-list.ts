@@ -11,6 +11,8 @@ export const SERVICES = [
   { name: 'apns-invalidator', entry: 'apps/apns-invalidator/src/main.ts' },
   { name: 'fcm-invalidator', entry: 'apps/fcm-invalidator/src/main.ts' },
   { name: 'api', entry: 'apps/api/src/main.ts' },
+  { name: 'webhook-fanout', entry: 'apps/webhook-fanout/src/main.ts' },
+  { name: 'webhook-pusher', entry: 'apps/webhook-pusher/src/main.ts' },
   { name: 'monitor', entry: 'apps/monitor/src/main.ts' },
 ] as const;
 

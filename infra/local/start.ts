@@ -42,7 +42,8 @@ let stopping = false;
 
 function run(name: string): ChildProcess {
   const child = spawn(process.execPath, ['--enable-source-maps', bundleOf(name)], {
-    env: { ...process.env, LOG_FORMAT: process.env['LOG_FORMAT'] ?? childFormat },
+    // Local only: webhook subscriptions may call back to http://localhost receivers.
+    env: { ...process.env, LOG_FORMAT: process.env['LOG_FORMAT'] ?? childFormat, WEBHOOK_ALLOW_HTTP_LOCALHOST: process.env['WEBHOOK_ALLOW_HTTP_LOCALHOST'] ?? 'true' },
     stdio: 'inherit',
     // Own process group: a terminal's Ctrl-C reaches only this supervisor, which then sends
     // each service exactly one SIGTERM (a second signal would make a service exit at once).

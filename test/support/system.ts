@@ -62,6 +62,7 @@ export async function startSystem(options: { only?: readonly string[]; env?: Rec
     PUSHER_RETRY_DELAYS_MS: TEST_RETRY_DELAYS_MS.join(','),
     APP_CACHE_TTL_MS: '0',
     SHUTDOWN_TIMEOUT_MS: '10000',
+    WEBHOOK_ALLOW_HTTP_LOCALHOST: 'true',
     ...options.env,
   };
   const services = new Map<string, ServiceProcess>();

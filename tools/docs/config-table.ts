@@ -8,6 +8,8 @@ import { fcmPusherConfig } from '../../apps/fcm-pusher/src/config.ts';
 import { monitorConfig } from '../../apps/monitor/src/config.ts';
 import { registrarConfig } from '../../apps/registrar/src/config.ts';
 import { sandboxConfig } from '../../apps/sandbox/src/config.ts';
+import { fanoutConfig } from '../../apps/webhook-fanout/src/config.ts';
+import { webhookPusherConfig } from '../../apps/webhook-pusher/src/config.ts';
 import { commonConfig } from '@herald/config';
 import { deschedulerConfig, invalidatorConfig, pusherConfig } from '@herald/delivery';
 
@@ -24,6 +26,8 @@ const sections: Array<[string, ConfigSpec]> = [
   ['apns-descheduler / fcm-descheduler', only(deschedulerConfig, commonConfig)],
   ['apns-invalidator / fcm-invalidator', only(invalidatorConfig, commonConfig)],
   ['api', only(apiConfig, commonConfig)],
+  ['webhook-fanout', only(fanoutConfig, commonConfig)],
+  ['webhook-pusher (also reads the pushers\' PUSHER_*, LEDGER_* and RATE_LIMIT_* settings above)', only(webhookPusherConfig, pusherConfig)],
   ['monitor', { HTTP_PORT: monitorConfig.HTTP_PORT, ...only(monitorConfig, commonConfig) }],
   ['sandbox', sandboxConfig],
   ['herald CLI', only(cliConfig, commonConfig)],

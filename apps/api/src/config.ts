@@ -1,7 +1,8 @@
-import { commonConfig, int, optionalStr } from '@herald/config';
+import { commonConfig, int, optionalStr, webhookSubscriptionConfig } from '@herald/config';
 
 export const apiConfig = {
   ...commonConfig,
+  ...webhookSubscriptionConfig,
   API_PORT: int('Port of the HTTP API for teams (0 picks a free port)', { default: '8080', min: 0, max: 65535 }),
   API_HOST: optionalStr('Interface the HTTP API listens on (default: all)'),
   API_BODY_LIMIT_BYTES: int('Largest request body the API reads; larger ones are answered 413', { default: '2097152', min: 1024 }),

@@ -41,6 +41,10 @@ await runService('api', config, async ({ logger, registry }) => {
     // Jobs are validated by the API with the PushJob contract; publish resolves on the broker's confirm.
     publish: (job) => broker.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id }),
     publishRegistration: (r) => broker.publisher.publish({ exchange: Exchanges.registrations, routingKey: Queues.registrations, body: r }),
+    publishChange: (c) => broker.publisher.publish({ exchange: Exchanges.changes, routingKey: Queues.changes, body: c, messageId: c.id }),
+    subscriptions: db.subscriptions,
+    resourceTypes: config.WEBHOOK_RESOURCE_TYPES,
+    allowHttpLocalhost: config.WEBHOOK_ALLOW_HTTP_LOCALHOST,
     cancel: (jobId) => cancelJob(db, jobId),
     keys: db.apiKeys,
     admin: { store: createAppCredentialStore(db.kysely, box), list: () => db.apps.list(), keys: db.apiKeys },

@@ -6,6 +6,8 @@ import {
   AppRotate,
   AppUpdate,
   AppView,
+  ChangeAccepted,
+  ChangePublish,
   DeviceRegister,
   DeviceUnregister,
   JobAccepted,
@@ -14,11 +16,15 @@ import {
   JobCancelled,
   JobStatus,
   PushJob,
+  SubscriptionCreate,
+  SubscriptionCreated,
+  SubscriptionList,
+  SubscriptionView,
 } from '@herald/contracts';
 import { z } from 'zod';
 
 /** Every schema the document names, straight from libs/contracts: the API validates with these same objects. */
-const SCHEMAS = { PushJob, JobBatch, JobAccepted, JobBatchAccepted, JobStatus, JobCancelled, DeviceRegister, DeviceUnregister, AppCreate, AppUpdate, AppRotate, AppView, ApiKeyCreate, ApiKeyCreated, ApiError };
+const SCHEMAS = { PushJob, JobBatch, JobAccepted, JobBatchAccepted, JobStatus, JobCancelled, DeviceRegister, DeviceUnregister, AppCreate, AppUpdate, AppRotate, AppView, ApiKeyCreate, ApiKeyCreated, ApiError, SubscriptionCreate, SubscriptionCreated, SubscriptionView, SubscriptionList, ChangePublish, ChangeAccepted };
 type SchemaName = keyof typeof SCHEMAS;
 
 function component(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
@@ -32,6 +38,7 @@ const body = (name: SchemaName) => ({ required: true, content: { 'application/js
 const answer = (description: string, name?: SchemaName) => ({ description, ...(name !== undefined && { content: { 'application/json': { schema: ref(name) } } }) });
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [String(c), answer('error (see error.code and error.message)', 'ApiError')]));
 const jobId = [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }];
+const subscriptionId = [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }];
 const appId = [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }];
 const team = [{ apiKey: [] }];
 const admin = [{ adminKey: [] }];
@@ -51,6 +58,20 @@ const PATHS = {
     post: { summary: 'Register a device', security: team, requestBody: body('DeviceRegister'), responses: { '202': answer('published to push.registrations'), ...errors(400, 401, 403, 413, 415, 422, 503) } },
     delete: { summary: 'Unregister a device', security: team, requestBody: body('DeviceUnregister'), responses: { '202': answer('published to push.registrations'), ...errors(400, 401, 403, 413, 415, 422, 503) } },
   },
+  '/v1/subscriptions': {
+    post: { summary: 'Subscribe a callback URL to a resource (or "*" for every resource of the type); the secret is returned once', security: team, requestBody: body('SubscriptionCreate'), responses: { '201': answer('created', 'SubscriptionCreated'), ...errors(400, 401, 413, 415, 422, 503) } },
+    get: { summary: "The team's subscriptions (never their secrets)", security: team, responses: { '200': answer('subscriptions', 'SubscriptionList'), ...errors(401) } },
+  },
+  '/v1/subscriptions/{id}': {
+    get: { summary: 'One subscription', security: team, parameters: subscriptionId, responses: { '200': answer('subscription', 'SubscriptionView'), ...errors(401, 404) } },
+    delete: { summary: 'Delete a subscription (notifications already queued for it are dropped)', security: team, parameters: subscriptionId, responses: { '204': answer('deleted'), ...errors(401, 404) } },
+  },
+  '/v1/subscriptions/{id}/enable': {
+    post: { summary: 'Enable a subscription again after it was disabled for failing', security: team, parameters: subscriptionId, responses: { '200': answer('enabled', 'SubscriptionView'), ...errors(401, 404) } },
+  },
+  '/v1/changes': {
+    post: { summary: "Publish a resource's change; subscribers of it get the diff", security: team, requestBody: body('ChangePublish'), responses: { '202': answer('confirmed by RabbitMQ', 'ChangeAccepted'), ...errors(400, 401, 413, 415, 422, 503) } },
+  },
   '/admin/apps': {
     get: { summary: 'List apps', security: admin, responses: { '200': answer('apps (never secrets)') } },
     post: { summary: 'Add an app, optionally with credentials', security: admin, requestBody: body('AppCreate'), responses: { '201': answer('created', 'AppView'), ...errors(400, 401, 409) } },
@@ -68,11 +89,11 @@ const PATHS = {
 
 /** The OpenAPI 3.1 document, generated from the contract schemas (built once, at start-up). */
 export function openApiDocument(): Record<string, unknown> {
-  const inputs = new Set<SchemaName>(['PushJob', 'JobBatch', 'DeviceRegister', 'DeviceUnregister', 'AppCreate', 'AppUpdate', 'AppRotate', 'ApiKeyCreate']);
+  const inputs = new Set<SchemaName>(['PushJob', 'JobBatch', 'DeviceRegister', 'DeviceUnregister', 'AppCreate', 'AppUpdate', 'AppRotate', 'ApiKeyCreate', 'SubscriptionCreate', 'ChangePublish']);
   const schemas = Object.fromEntries(Object.entries(SCHEMAS).map(([name, s]) => [name, component(s, inputs.has(name as SchemaName) ? 'input' : 'output')]));
   return {
     openapi: '3.1.0',
-    info: { title: 'Herald HTTP API', version: '1', description: 'Publish push jobs, manage devices, read job status. Every body is validated with the schemas below.' },
+    info: { title: 'Herald HTTP API', version: '1', description: 'Publish push jobs, manage devices, read job status, manage webhook subscriptions and publish change events. Every body is validated with the schemas below.' },
     components: {
       schemas,
       securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'team API key (herald keys create)' }, adminKey: { type: 'http', scheme: 'bearer', description: 'HERALD_ADMIN_KEY' } },

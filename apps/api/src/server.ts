@@ -7,8 +7,17 @@ import { acceptJob, acceptJobs, cancelJob, jobStatus, type JobServiceDeps } from
 import { registerDevice, unregisterDevice, type DeviceServiceDeps } from './device-service.ts';
 import { createApp, createKey, listApps, rotateApp, setEnabled, updateApp, type AdminDeps } from './admin-service.ts';
 import { openApiDocument } from './openapi.ts';
+import {
+  createSubscription,
+  deleteSubscription,
+  enableSubscription,
+  getSubscription,
+  listSubscriptions,
+  type SubscriptionServiceDeps,
+} from './subscription-service.ts';
+import { acceptChange, type ChangeServiceDeps } from './change-service.ts';
 
-export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps {
+export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps, SubscriptionServiceDeps, ChangeServiceDeps {
   keys: KeyLookup;
   admin: AdminDeps;
   adminKey: string | undefined;
@@ -55,6 +64,15 @@ function teamRoutes(app: FastifyInstance, deps: ApiServerDeps): void {
     await unregisterDevice(req.body, key, deps);
     return reply.status(202).send({ accepted: true });
   }));
+  app.post('/v1/subscriptions', team(async (req, key, reply) => reply.status(201).send(await createSubscription(req.body, key, deps))));
+  app.get('/v1/subscriptions', team(async (_req, key) => listSubscriptions(key, deps)));
+  app.get('/v1/subscriptions/:id', team(async (req, key) => getSubscription(req.params.id, key, deps)));
+  app.delete('/v1/subscriptions/:id', team(async (req, key, reply) => {
+    await deleteSubscription(req.params.id, key, deps);
+    return reply.status(204).send();
+  }));
+  app.post('/v1/subscriptions/:id/enable', team(async (req, key) => enableSubscription(req.params.id, key, deps)));
+  app.post('/v1/changes', team(async (req, _key, reply) => reply.status(202).send(await acceptChange(req.body, deps))));
 }
 
 function adminRoutes(app: FastifyInstance, deps: ApiServerDeps): void {

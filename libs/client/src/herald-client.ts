@@ -1,10 +1,12 @@
 import {
+  ChangePublish,
   Exchanges,
   PushJob,
   Queues,
   Registration,
   describeIssues,
   scheduleProblem,
+  type ChangeEvent,
   type PushJobInput,
   type RegistrationInput,
 } from '@herald/contracts';
@@ -36,6 +38,12 @@ export interface HeraldClient {
   /** Validate, stamp acceptedAt, publish; resolves once RabbitMQ has confirmed the job is durable. */
   publishPushJob(job: PushJobInput): Promise<PushJob>;
   publishRegistration(registration: RegistrationInput): Promise<Registration>;
+  /**
+   * A resource changed: validate, stamp occurredAt (default now), publish to push.changes; resolves
+   * once RabbitMQ confirmed it. Herald diffs old and new and notifies the matching webhook
+   * subscriptions. Publishing the same event id again notifies nobody twice.
+   */
+  publishChange(change: z.input<typeof ChangePublish>): Promise<ChangeEvent>;
   close(): Promise<void>;
 }
 
@@ -69,6 +77,12 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
         body: registration,
       });
       return registration;
+    },
+    async publishChange(input) {
+      const parsed = validate(ChangePublish, 'change event', input);
+      const change: ChangeEvent = { ...parsed, occurredAt: parsed.occurredAt ?? new Date().toISOString() };
+      await broker.publisher.publish({ exchange: Exchanges.changes, routingKey: Queues.changes, body: change, messageId: change.id });
+      return change;
     },
     close: () => broker.close(),
   };

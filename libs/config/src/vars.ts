@@ -73,3 +73,11 @@ export const intList = (description: string, opts?: Opts): VarSpec<number[]> =>
       return Number(p);
     });
   }, opts);
+
+/** Comma-separated list of non-empty names, e.g. "campaign,ad". */
+export const strList = (description: string, opts?: Opts): VarSpec<string[]> =>
+  spec(description, (raw) => {
+    const parts = raw.split(',').map((p) => p.trim()).filter((p) => p.length > 0);
+    if (parts.length === 0) throw new Error('must list at least one name');
+    return [...new Set(parts)];
+  }, opts);

@@ -7,3 +7,8 @@ export * from './invalidation.ts';
 export * from './parse.ts';
 export * from './app-admin.ts';
 export * from './http-api.ts';
+export * from './webhook.ts';
+export * from './change-diff.ts';
+export * from './webhook-signature.ts';
+export * from './callback-url.ts';
+export * from './webhook-api.ts';

@@ -5,11 +5,17 @@
 export const Platforms = ['apns', 'fcm'] as const;
 export type Platform = (typeof Platforms)[number];
 
+/** What a fleet-wide outbound budget (`herald limits set`) can pace: each push platform, and webhooks. */
+export const LimitedChannels = [...Platforms, 'webhook'] as const;
+export type LimitedChannel = (typeof LimitedChannels)[number];
+
 export const Exchanges = {
   jobs: 'push.jobs',
   send: 'push.send',
   invalidations: 'push.invalidations',
   registrations: 'push.registrations',
+  /** Change events of resources webhook subscribers watch (issue 9). */
+  changes: 'push.changes',
   /** Headers exchange that routes a retried message to the delay queue for its delay. */
   retry: 'herald.retry',
 } as const;
@@ -21,6 +27,10 @@ export const Queues = {
   apnsInvalidations: 'push.apns.invalidations',
   fcmInvalidations: 'push.fcm.invalidations',
   registrations: 'push.registrations',
+  /** Change events, fanned out to matching webhook subscriptions by the webhook-fanout. */
+  changes: 'push.changes',
+  /** One webhook delivery per (change, subscription), sent by the webhook-pusher. */
+  webhookSend: 'push.webhook.send',
 } as const;
 export type WorkQueue = (typeof Queues)[keyof typeof Queues];
 export const WorkQueues: readonly WorkQueue[] = Object.values(Queues);

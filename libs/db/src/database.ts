@@ -11,6 +11,7 @@ import { createScheduledPushRepository, type ScheduledPushRepository } from './s
 import { createRateLimitRepository, type RateLimitRepository } from './rate-limit-repository.ts';
 import { createJobRepository, type JobRepository } from './job-repository.ts';
 import { createApiKeyRepository, type ApiKeyRepository } from './api-key-repository.ts';
+import { createSubscriptionRepository, type SubscriptionRepository } from './subscription-repository.ts';
 
 export interface DatabaseOptions {
   /** postgres://user@host:port/database */
@@ -44,6 +45,8 @@ export interface Database {
   readonly jobs: JobRepository;
   /** Team API keys for the HTTP API (hashed). */
   readonly apiKeys: ApiKeyRepository;
+  /** Webhook subscriptions (callback URL per watched resource), per team. */
+  readonly subscriptions: SubscriptionRepository;
   /** Create the schema if missing and apply every pending migration (safe to run concurrently). */
   migrate(): Promise<void>;
   /** Close the pool; idempotent. */
@@ -103,6 +106,7 @@ export function createDatabase(options: DatabaseOptions): Database {
     rateLimits: createRateLimitRepository(kysely),
     jobs: createJobRepository(kysely),
     apiKeys: createApiKeyRepository(kysely),
+    subscriptions: createSubscriptionRepository(kysely),
     migrate: async () => {
       const applied = await migrateToLatest(kysely, schema, options.migrationsDir);
       if (applied.length > 0) logger?.info({ schema, applied }, 'database migrated');

@@ -20,3 +20,4 @@ export * from './secret-box.ts';
 export * from './app-credentials.ts';
 export * from './api-key-repository.ts';
 export * from './job-repository.ts';
+export * from './subscription-repository.ts';

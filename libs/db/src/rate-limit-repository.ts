@@ -1,15 +1,15 @@
 import { sql, type Kysely } from 'kysely';
-import type { Platform } from '@herald/contracts';
+import type { LimitedChannel } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 
 /** A budget key: a platform, and an app for a per-app budget ('' or absent: the whole platform). */
 export interface RateLimitKey {
-  platform: Platform;
+  platform: LimitedChannel;
   app?: string;
 }
 
 export interface RateLimitRow {
-  platform: Platform;
+  platform: LimitedChannel;
   /** '' for the platform-wide budget. */
   app: string;
   ratePerSec: number;

@@ -1,5 +1,5 @@
 import type { Generated, Selectable } from 'kysely';
-import type { Platform } from '@herald/contracts';
+import type { LimitedChannel, Platform } from '@herald/contracts';
 
 /** Row types as PostgreSQL returns them (bigint as string, timestamptz as Date). */
 export interface AppsTable {
@@ -63,7 +63,7 @@ export interface DeliveryLedgerTable {
 }
 
 export interface RateLimitsTable {
-  platform: Platform;
+  platform: LimitedChannel;
   /** '' for the platform-wide budget. */
   app: Generated<string>;
   rate_per_sec: number;
@@ -111,7 +111,23 @@ export interface PushOutcomesTable {
   updated_at: Generated<Date>;
 }
 
+export interface WebhookSubscriptionsTable {
+  id: string;
+  team: string;
+  callback_url: string;
+  resource_type: string;
+  /** '*' for every resource of the type. */
+  resource_id: string;
+  secret: string;
+  enabled: Generated<boolean>;
+  failing_since: Date | null;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+  created_at: Generated<Date>;
+}
+
 export interface HeraldTables {
+  webhook_subscriptions: WebhookSubscriptionsTable;
   apps: AppsTable;
   api_keys: ApiKeysTable;
   jobs: JobsTable;

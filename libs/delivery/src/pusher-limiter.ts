@@ -1,4 +1,4 @@
-import type { Platform } from '@herald/contracts';
+import type { LimitedChannel } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import { createRateLimiter, type RateLimiter, type RateLimitStore } from '@herald/rate-limiter';
 import type { Registry } from '@herald/runtime';
@@ -15,7 +15,7 @@ export interface RateLimitSettings {
  * or undefined when disabled. With no limit configured it never waits.
  */
 export async function createPusherLimiter(
-  platform: Platform,
+  platform: LimitedChannel,
   settings: RateLimitSettings,
   store: RateLimitStore,
   logger: Logger,

@@ -100,6 +100,8 @@ const EXCHANGE_OF_QUEUE: Record<WorkQueue, string> = {
   [Queues.apnsInvalidations]: Exchanges.invalidations,
   [Queues.fcmInvalidations]: Exchanges.invalidations,
   [Queues.registrations]: Exchanges.registrations,
+  [Queues.changes]: Exchanges.changes,
+  [Queues.webhookSend]: Exchanges.send,
 };
 
 /** Everything Herald needs, from the names in @herald/contracts. */

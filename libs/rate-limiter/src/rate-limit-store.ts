@@ -1,8 +1,8 @@
-import type { Platform } from '@herald/contracts';
+import type { LimitedChannel } from '@herald/contracts';
 
 /** A budget: one platform, or one app on one platform (app '' or absent: the whole platform). */
 export interface BudgetKey {
-  platform: Platform;
+  platform: LimitedChannel;
   app?: string;
 }
 
@@ -14,7 +14,7 @@ export interface Grant {
 }
 
 export interface ConfiguredLimit {
-  platform: Platform;
+  platform: LimitedChannel;
   /** '' for the platform-wide budget. */
   app: string;
   ratePerSec: number;

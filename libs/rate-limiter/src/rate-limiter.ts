@@ -1,4 +1,4 @@
-import type { Platform } from '@herald/contracts';
+import type { LimitedChannel } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import type { Registry } from '@herald/runtime';
 import { abortableWait } from './abortable-wait.ts';
@@ -8,7 +8,7 @@ import type { ConfiguredLimit, RateLimitStore } from './rate-limit-store.ts';
 import { SharedBudget } from './shared-budget.ts';
 
 export interface RateLimiterOptions {
-  platform: Platform;
+  platform: LimitedChannel;
   store: RateLimitStore;
   logger: Logger;
   registry: Registry;

@@ -1,4 +1,4 @@
-import { Platforms, type Platform } from '@herald/contracts';
+import { LimitedChannels, type LimitedChannel } from '@herald/contracts';
 import { createDatabase, type Database } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import type { Command } from 'commander';
@@ -16,9 +16,9 @@ async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
   }
 }
 
-function platformOf(raw: string): Platform {
-  if (!(Platforms as readonly string[]).includes(raw)) throw new Error(`--platform must be one of ${Platforms.join(', ')}, got "${raw}"`);
-  return raw as Platform;
+function platformOf(raw: string): LimitedChannel {
+  if (!(LimitedChannels as readonly string[]).includes(raw)) throw new Error(`--platform must be one of ${LimitedChannels.join(', ')}, got "${raw}"`);
+  return raw as LimitedChannel;
 }
 
 function rateOf(raw: string): number {
@@ -33,9 +33,9 @@ export function registerLimitCommands(program: Command): void {
   limits
     .command('set')
     .description('set (or change) a budget; running pushers follow it within about a second')
-    .requiredOption('--platform <platform>', 'apns or fcm')
+    .requiredOption('--platform <platform>', 'apns, fcm or webhook')
     .requiredOption('--rate <pushesPerSecond>', 'the budget, in pushes per second')
-    .option('--app <app>', 'a budget for this app only (on top of the platform budget)')
+    .option('--app <app>', 'a budget for this app only (on top of the platform budget); for webhook, a destination host:port')
     .action(async (o: { platform: string; rate: string; app?: string }) => {
       const key = { platform: platformOf(o.platform), ...(o.app !== undefined && { app: o.app }) };
       const rate = rateOf(o.rate);
@@ -56,7 +56,7 @@ export function registerLimitCommands(program: Command): void {
   limits
     .command('remove')
     .description('remove a budget (that platform or app is then not limited)')
-    .requiredOption('--platform <platform>', 'apns or fcm')
+    .requiredOption('--platform <platform>', 'apns, fcm or webhook')
     .option('--app <app>', 'the app-specific budget')
     .action(async (o: { platform: string; app?: string }) => {
       const key = { platform: platformOf(o.platform), ...(o.app !== undefined && { app: o.app }) };

@@ -100,4 +100,36 @@ export function registerPublishCommands(program: Command): void {
       );
       printObject({ published: 'push job', ...job }, o['json'] === true);
     });
+
+  program
+    .command('change')
+    .description('publish a resource change (push.changes): its webhook subscribers get the diff')
+    .requiredOption('--type <resourceType>', 'resource type, e.g. campaign')
+    .requiredOption('--id <resourceId>', 'resource id')
+    .option('--old <json>', 'the resource before, a JSON object (omit: it was created)')
+    .option('--new <json>', 'the resource after, a JSON object (omit: it was deleted)')
+    .option('--event-id <id>', 'event id (idempotency key); default: a new UUID')
+    .option('--trace', 'log the fan-out and every delivery attempt at info level')
+    .option('--json', 'print JSON')
+    .action(async (o: Record<string, unknown>) => {
+      const state = (flag: string): Record<string, unknown> | null => {
+        const raw = o[flag];
+        if (raw === undefined) return null;
+        try {
+          return JSON.parse(String(raw)) as Record<string, unknown>;
+        } catch (err) {
+          throw new Error(`--${flag} must be a JSON object: ${(err as Error).message}`, { cause: err });
+        }
+      };
+      const change = await withClient((c) =>
+        c.publishChange({
+          id: (o['eventId'] as string | undefined) ?? randomUUID(),
+          resource: { type: String(o['type']), id: String(o['id']) },
+          old: state('old'),
+          new: state('new'),
+          ...(o['trace'] === true && { trace: true }),
+        }),
+      );
+      printObject({ published: 'change', ...change }, o['json'] === true);
+    });
 }

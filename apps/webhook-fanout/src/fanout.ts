@@ -1,0 +1,105 @@
+import {
+  ChangeEvent,
+  Exchanges,
+  Queues,
+  computeDiff,
+  decodeWith,
+  derivePushId,
+  type Diff,
+  type WebhookDelivery,
+} from '@herald/contracts';
+import { matchKey, type SubscriptionRow } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import type { InboundMessage, OutboundMessage, Outcome, Publisher } from '@herald/messaging';
+import type { FanoutMetrics } from './fanout-metrics.ts';
+
+export interface FanoutDeps {
+  subscriptions: { findMatching(resources: ReadonlyArray<{ type: string; id: string }>): Promise<Map<string, SubscriptionRow[]>> };
+  publisher: Publisher;
+  /** WEBHOOK_RESOURCE_TYPES: a change of another type is parked. */
+  resourceTypes: readonly string[];
+  metrics: FanoutMetrics;
+  logger: Logger;
+  now?: () => Date;
+}
+
+type Accepted = { index: number; event: ChangeEvent; diff: Diff };
+const ack: Outcome = { kind: 'ack' };
+
+/**
+ * ChangeEvent → one WebhookDelivery per enabled subscription of the resource (its id or "*").
+ * A batch of events costs one matching query; an event is acked only after every delivery it
+ * produced is confirmed. notificationId = hash(event id, subscription id), so an event handled
+ * twice (redelivery, published twice) yields the same ids and the pusher's ledger sends each once.
+ */
+export function createFanoutHandler(deps: FanoutDeps) {
+  const now = deps.now ?? (() => new Date());
+  return async (messages: readonly InboundMessage[]): Promise<Outcome[]> => {
+    const outcomes: Outcome[] = messages.map(() => ack);
+    const accepted: Accepted[] = [];
+    for (const [index, message] of messages.entries()) {
+      const checked = admit(message, deps);
+      if ('kind' in checked) outcomes[index] = checked;
+      else accepted.push({ index, ...checked });
+    }
+    if (accepted.length === 0) return outcomes;
+    const matches = await deps.subscriptions.findMatching(accepted.map((a) => a.event.resource));
+    const queuedAt = now().toISOString();
+    await Promise.all(
+      accepted.map(async (a) => {
+        const subs = matches.get(matchKey(a.event.resource.type, a.event.resource.id)) ?? [];
+        if (subs.length === 0) {
+          if (a.event.trace === true) deps.logger.info({ trace: true, eventId: a.event.id }, 'trace: change has no subscribers');
+          deps.metrics.changes.inc({ outcome: 'no-subscribers' });
+          return;
+        }
+        await deps.publisher.publishMany(subs.map((s) => deliveryMessage(a, s, queuedAt)));
+        deps.metrics.notifications.inc({ resource_type: a.event.resource.type }, subs.length);
+        deps.metrics.changes.inc({ outcome: 'fanned-out' });
+        if (a.event.trace === true) {
+          deps.logger.info({ trace: true, eventId: a.event.id, notifications: subs.map((s) => ({ subscriptionId: s.id, notificationId: notificationIdOf(a, s) })) }, 'trace: change fanned out');
+        }
+      }),
+    );
+    return outcomes;
+  };
+}
+
+function admit(message: InboundMessage, deps: FanoutDeps): Outcome | Omit<Accepted, 'index'> {
+  const parsed = decodeWith(ChangeEvent, message.body);
+  if (!parsed.ok) return park(deps, parsed.reason.startsWith('malformed') ? 'malformed-json' : 'schema', parsed.reason, message.messageId);
+  const event = parsed.value;
+  if (!deps.resourceTypes.includes(event.resource.type)) {
+    return park(deps, 'unknown-resource-type', `unknown resource type "${event.resource.type}" (known: ${deps.resourceTypes.join(', ')})`, event.id);
+  }
+  const diff = computeDiff(event.old, event.new);
+  if (Object.keys(diff).length === 0) {
+    deps.metrics.changes.inc({ outcome: 'no-change' });
+    deps.logger.info({ eventId: event.id, resource: event.resource }, 'change event changes no field: nobody notified');
+    return ack;
+  }
+  return { event, diff };
+}
+
+const notificationIdOf = (a: Accepted, s: SubscriptionRow): string => derivePushId(`change:${a.event.id}`, s.id);
+
+function deliveryMessage(a: Accepted, s: SubscriptionRow, queuedAt: string): OutboundMessage {
+  const delivery: WebhookDelivery = {
+    version: 1,
+    notificationId: notificationIdOf(a, s),
+    eventId: a.event.id,
+    subscriptionId: s.id,
+    resource: a.event.resource,
+    diff: a.diff,
+    createdAt: a.event.occurredAt,
+    queuedAt,
+    ...(a.event.trace === true && { trace: true }),
+  };
+  return { exchange: Exchanges.send, routingKey: Queues.webhookSend, body: delivery, messageId: delivery.notificationId };
+}
+
+function park(deps: FanoutDeps, code: string, reason: string, eventId: string | undefined): Outcome {
+  deps.metrics.changes.inc({ outcome: 'parked' });
+  deps.logger.warn({ eventId, code, reason }, 'change event parked');
+  return { kind: 'park', code, reason };
+}

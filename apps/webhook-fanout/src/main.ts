@@ -1,0 +1,36 @@
+import { Queues } from '@herald/contracts';
+import { loadConfig } from '@herald/config';
+import { createDatabase } from '@herald/db';
+import { connectBroker } from '@herald/messaging';
+import { runService } from '@herald/runtime';
+import { fanoutConfig } from './config.ts';
+import { createFanoutHandler } from './fanout.ts';
+import { createFanoutMetrics } from './fanout-metrics.ts';
+
+const config = loadConfig(fanoutConfig, process.env);
+
+await runService('webhook-fanout', config, async ({ logger, registry }) => {
+  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
+  const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'webhook-fanout', metrics: registry });
+  const handle = createFanoutHandler({
+    subscriptions: db.subscriptions,
+    publisher: broker.publisher,
+    resourceTypes: config.WEBHOOK_RESOURCE_TYPES,
+    metrics: createFanoutMetrics(registry),
+    logger,
+  });
+  const consumer = await broker.consume({
+    queue: Queues.changes,
+    prefetch: config.FANOUT_PREFETCH,
+    batch: { maxSize: config.FANOUT_BATCH_SIZE, maxWaitMs: config.FANOUT_BATCH_WAIT_MS },
+    retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
+    handle,
+  });
+  return {
+    stop: async (timeoutMs) => {
+      await consumer.stop(timeoutMs);
+      await broker.close();
+      await db.close();
+    },
+  };
+});

@@ -1,0 +1,48 @@
+import { commonConfig, int } from '@herald/config';
+import { pusherConfig } from '@herald/delivery';
+
+const {
+  PUSHER_PREFETCH,
+  PUSHER_BATCH_SIZE,
+  PUSHER_BATCH_WAIT_MS,
+  PUSHER_RETRY_DELAYS_MS,
+  LEDGER_LEASE_MS,
+  LEDGER_PRUNE_INTERVAL_MS,
+  LEDGER_RETENTION_HOURS,
+  RATE_LIMIT_ENABLED,
+  RATE_LIMIT_MAX_WAIT_MS,
+  RATE_LIMIT_MAX_SLICE,
+  RATE_LIMIT_REFRESH_MS,
+} = pusherConfig;
+
+/** The settings every pusher shares (batching, retries, ledger, fleet rate limit), plus the webhook ones. */
+export const webhookPusherConfig = {
+  ...commonConfig,
+  PUSHER_PREFETCH,
+  PUSHER_BATCH_SIZE,
+  PUSHER_BATCH_WAIT_MS,
+  PUSHER_RETRY_DELAYS_MS,
+  LEDGER_LEASE_MS,
+  LEDGER_PRUNE_INTERVAL_MS,
+  LEDGER_RETENTION_HOURS,
+  RATE_LIMIT_ENABLED,
+  RATE_LIMIT_MAX_WAIT_MS,
+  RATE_LIMIT_MAX_SLICE,
+  RATE_LIMIT_REFRESH_MS,
+  WEBHOOK_TIMEOUT_MS: int('Whole-request timeout of one webhook POST (connect, send, answer, body), in ms', { default: '5000', min: 100, max: 60000 }),
+  WEBHOOK_MAX_PER_HOST: int('Most concurrent POSTs to one destination host:port', { default: '4', min: 1 }),
+  WEBHOOK_MAX_QUEUED_PER_HOST: int('Most deliveries waiting for a slot of one host; more are deferred (back through a delay queue, no attempt spent)', {
+    default: '400',
+    min: 0,
+  }),
+  WEBHOOK_MAX_QUEUED_PER_SLOW_HOST: int('The same for a host whose last request timed out or could not connect, so a hanging host cannot hold the prefetch', {
+    default: '8',
+    min: 0,
+  }),
+  WEBHOOK_RESPONSE_BODY_LIMIT_BYTES: int("Most of a receiver's answer body read (for the failure reason); the rest is cut off", { default: '4096', min: 0, max: 1048576 }),
+  WEBHOOK_DISABLE_AFTER_MS: int('A subscription whose deliveries keep failing (no success in between) for this long is disabled, with an alarm', {
+    default: '86400000',
+    min: 0,
+  }),
+  WEBHOOK_SUBSCRIPTION_CACHE_TTL_MS: int('How long the pusher caches a subscription (URL, secret, enabled)', { default: '5000', min: 0 }),
+} as const;

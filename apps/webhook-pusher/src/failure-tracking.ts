@@ -1,0 +1,60 @@
+import type { SubscriptionRow } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import type { WebhookMetrics } from './webhook-metrics.ts';
+import type { SubscriptionCache } from './subscription-cache.ts';
+
+export interface FailureTracking {
+  store: {
+    noteFailure(id: string, at: Date): Promise<Date | undefined>;
+    noteSuccess(ids: readonly string[]): Promise<void>;
+    disable(id: string, reason: string): Promise<boolean>;
+  };
+  /** WEBHOOK_DISABLE_AFTER_MS */
+  disableAfterMs: number;
+  /** Subscriptions this process saw fail since their last success (so a success costs no write otherwise). */
+  failing: Set<string>;
+}
+
+type Result = { kind: string; reason?: string };
+type Deps = { tracking: FailureTracking; subscriptions: SubscriptionCache; webhookMetrics: WebhookMetrics; logger: Logger; now?: () => Date };
+
+/**
+ * A subscription is failing from its first failed delivery until its next success. One failing
+ * for longer than disableAfterMs is disabled (fan-out stops matching it; queued deliveries for it
+ * are parked) and alarmed: an error log and herald_webhook_subscriptions_disabled_total.
+ * Best effort: a database hiccup here must not fail the deliveries themselves.
+ */
+export async function noteResults(sent: ReadonlyArray<{ sub: SubscriptionRow }>, results: readonly Result[], deps: Deps): Promise<void> {
+  const { tracking } = deps;
+  const succeeded = new Set<string>();
+  const failed = new Map<string, string>();
+  sent.forEach(({ sub }, i) => {
+    const r = results[i];
+    if (r?.kind === 'delivered' && (sub.failingSince !== null || tracking.failing.has(sub.id))) succeeded.add(sub.id);
+    if ((r?.kind === 'transient' || r?.kind === 'permanent') && r.reason !== undefined) failed.set(sub.id, r.reason);
+  });
+  try {
+    for (const id of failed.keys()) succeeded.delete(id);
+    if (succeeded.size > 0) {
+      await tracking.store.noteSuccess([...succeeded]);
+      for (const id of succeeded) tracking.failing.delete(id);
+    }
+    const at = deps.now?.() ?? new Date();
+    await Promise.all([...failed].map(([id, reason]) => noteFailure(id, reason, at, deps)));
+  } catch (err) {
+    deps.logger.warn({ err }, 'could not record webhook subscription health');
+  }
+}
+
+async function noteFailure(id: string, reason: string, at: Date, deps: Deps): Promise<void> {
+  const { tracking } = deps;
+  tracking.failing.add(id);
+  const since = await tracking.store.noteFailure(id, at);
+  if (since === undefined || at.getTime() - since.getTime() < tracking.disableAfterMs) return;
+  const why = `endpoint failing since ${since.toISOString()} (last: ${reason})`;
+  if (!(await tracking.store.disable(id, why))) return;
+  deps.subscriptions.markDisabled(id);
+  tracking.failing.delete(id);
+  deps.webhookMetrics.disabled.inc();
+  deps.logger.error({ subscriptionId: id, failingSince: since.toISOString(), reason, alarm: 'webhook-subscription-disabled' }, 'webhook subscription disabled: its endpoint kept failing');
+}

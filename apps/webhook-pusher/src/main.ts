@@ -1,0 +1,64 @@
+import { hostname } from 'node:os';
+import { Queues } from '@herald/contracts';
+import { loadConfig } from '@herald/config';
+import { createDatabase } from '@herald/db';
+import { checkLedgerRetention, createPusherLimiter, createPusherMetrics, startLedgerPruner } from '@herald/delivery';
+import { connectBroker } from '@herald/messaging';
+import { runService } from '@herald/runtime';
+import { webhookPusherConfig } from './config.ts';
+import { HostSlots } from './host-slots.ts';
+import { createSubscriptionCache } from './subscription-cache.ts';
+import { createWebhookMetrics } from './webhook-metrics.ts';
+import { createWebhookPusherHandler } from './webhook-pusher.ts';
+import { createWebhookSender } from './webhook-sender.ts';
+
+const config = loadConfig(webhookPusherConfig, process.env);
+const name = 'webhook-pusher';
+
+await runService(name, config, async ({ logger, registry }) => {
+  checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS);
+  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
+  const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
+  const limiter = await createPusherLimiter('webhook', config, db.rateLimits, logger, registry);
+  const sender = createWebhookSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, bodyLimitBytes: config.WEBHOOK_RESPONSE_BODY_LIMIT_BYTES });
+  const subscriptions = createSubscriptionCache(db.subscriptions, config.WEBHOOK_SUBSCRIPTION_CACHE_TTL_MS);
+  const stopping = new AbortController();
+  const handle = createWebhookPusherHandler({
+    subscriptions,
+    tracking: { store: db.subscriptions, disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS, failing: new Set() },
+    sender,
+    slots: new HostSlots({
+      perHost: config.WEBHOOK_MAX_PER_HOST,
+      maxQueued: config.WEBHOOK_MAX_QUEUED_PER_HOST,
+      maxQueuedWhenSlow: config.WEBHOOK_MAX_QUEUED_PER_SLOW_HOST,
+    }),
+    ledger: db.ledger,
+    metrics: createPusherMetrics(registry),
+    webhookMetrics: createWebhookMetrics(registry),
+    logger,
+    owner: `${name}@${hostname()}:${process.pid}`,
+    leaseMs: config.LEDGER_LEASE_MS,
+    signal: stopping.signal,
+    ...(limiter !== undefined && { limiter }),
+  });
+  const consumer = await broker.consume({
+    queue: Queues.webhookSend,
+    prefetch: config.PUSHER_PREFETCH,
+    batch: { maxSize: config.PUSHER_BATCH_SIZE, maxWaitMs: config.PUSHER_BATCH_WAIT_MS },
+    retryDelaysMs: config.PUSHER_RETRY_DELAYS_MS,
+    handle,
+  });
+  const pruner = startLedgerPruner({ ledger: db.ledger, intervalMs: config.LEDGER_PRUNE_INTERVAL_MS, retentionMs: config.LEDGER_RETENTION_HOURS * 3_600_000, logger, registry });
+  return {
+    stop: async (timeoutMs) => {
+      await pruner.stop();
+      // Deliveries waiting for budget or a host slot give up at once (deferred).
+      stopping.abort();
+      limiter?.close();
+      await consumer.stop(timeoutMs);
+      sender.close();
+      await broker.close();
+      await db.close();
+    },
+  };
+});

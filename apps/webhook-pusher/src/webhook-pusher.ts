@@ -1,0 +1,188 @@
+import {
+  WebhookDelivery,
+  WebhookHeaders,
+  decodeWith,
+  destinationOf,
+  signWebhook,
+  webhookBodyOf,
+} from '@herald/contracts';
+import type { SubscriptionRow } from '@herald/db';
+import { DeliveredRecorder, type Ledger, type PusherMetrics } from '@herald/delivery';
+import type { Logger } from '@herald/logging';
+import type { InboundMessage, Outcome } from '@herald/messaging';
+import type { HostSlots } from './host-slots.ts';
+import type { SubscriptionCache } from './subscription-cache.ts';
+import type { WebhookMetrics } from './webhook-metrics.ts';
+import type { WebhookResult, WebhookSender } from './webhook-sender.ts';
+import { noteResults, type FailureTracking } from './failure-tracking.ts';
+
+export interface WebhookPusherDeps {
+  subscriptions: SubscriptionCache;
+  tracking: FailureTracking;
+  sender: WebhookSender;
+  slots: HostSlots;
+  ledger: Ledger;
+  metrics: PusherMetrics;
+  webhookMetrics: WebhookMetrics;
+  logger: Logger;
+  /** Identifies this process in the ledger's claims. */
+  owner: string;
+  leaseMs: number;
+  /** Fleet-wide pacing (`herald limits set --platform webhook [--app host:port]`). */
+  limiter?: { acquire(n: number, signal?: AbortSignal, app?: string): Promise<boolean> };
+  /** Aborted at shutdown: nothing keeps waiting for budget or a host slot. */
+  signal?: AbortSignal;
+  now?: () => Date;
+}
+
+type Ready = { index: number; delivery: WebhookDelivery; sub: SubscriptionRow; attempt: number };
+/** Not sent: no budget or host slot within the wait bound (deferred, no attempt spent). */
+type NotSent = { kind: 'unpaced' | 'host-busy' };
+export type Sent = WebhookResult | NotSent;
+const ack: Outcome = { kind: 'ack' };
+const PLATFORM = 'webhook';
+
+/**
+ * WebhookDelivery → signed POST to the subscription's URL. Claim in the ledger (by notification
+ * id), send each delivery concurrently under its host's slot bound, record, then let the
+ * messaging lib ack / retry / park.
+ */
+export function createWebhookPusherHandler(deps: WebhookPusherDeps) {
+  return async (messages: readonly InboundMessage[]): Promise<Outcome[]> => {
+    const outcomes: Outcome[] = messages.map(() => ack);
+    const decoded: Array<{ index: number; delivery: WebhookDelivery; attempt: number }> = [];
+    for (const [index, message] of messages.entries()) {
+      const parsed = decodeWith(WebhookDelivery, message.body);
+      if (parsed.ok) decoded.push({ index, delivery: parsed.value, attempt: message.attempt });
+      else outcomes[index] = park(deps, undefined, parsed.reason.startsWith('malformed') ? 'malformed-json' : 'schema', parsed.reason);
+    }
+    const subs = await deps.subscriptions.getMany(decoded.map((d) => d.delivery.subscriptionId));
+    const ready: Ready[] = [];
+    for (const d of decoded) {
+      const sub = subs.get(d.delivery.subscriptionId);
+      if (sub === undefined) outcomes[d.index] = dropped(deps, d.delivery);
+      else if (!sub.enabled) outcomes[d.index] = park(deps, sub, 'subscription-disabled', `subscription ${sub.id} is disabled${sub.disabledReason !== null ? ` (${sub.disabledReason})` : ''}; enable it and replay`);
+      else ready.push({ ...d, sub });
+    }
+    const toSend = await claim(ready, outcomes, deps);
+    const window = waitWindow(deps, Date.now());
+    const recorder = new DeliveredRecorder(deps.ledger, deps.logger);
+    const results = await Promise.all(
+      toSend.map((r) =>
+        send(r, deps, window).then((result) => {
+          if (result.kind === 'delivered') recorder.add({ pushId: r.delivery.notificationId, outcome: `delivered: HTTP ${result.status}` });
+          return result;
+        }),
+      ),
+    );
+    await recorder.flush();
+    await settle(toSend, results, outcomes, deps);
+    return outcomes;
+  };
+}
+
+/** Ledger claims: a notification already delivered is acked unsent; one held elsewhere comes back later. */
+async function claim(ready: Ready[], outcomes: Outcome[], deps: WebhookPusherDeps): Promise<Ready[]> {
+  if (ready.length === 0) return [];
+  const claims = await deps.ledger.claim([...new Set(ready.map((r) => r.delivery.notificationId))], deps.owner, deps.leaseMs);
+  const inBatch = new Set<string>();
+  return ready.filter((r) => {
+    const id = r.delivery.notificationId;
+    const state = inBatch.has(id) ? 'done' : claims.get(id);
+    inBatch.add(id);
+    if (state === 'claimed') return true;
+    if (state === 'done') {
+      deps.metrics.pushes.inc({ platform: PLATFORM, app: r.sub.team, outcome: 'duplicate' });
+      outcomes[r.index] = ack;
+    } else {
+      outcomes[r.index] = { kind: 'defer', code: 'in-flight', reason: `notification ${id} is claimed by another pusher`, delayMs: Math.min(deps.leaseMs, 5_000) };
+    }
+    return false;
+  });
+}
+
+/** Waiting for budget or a host slot ends at half a lease (the claim must outlive the send) or at shutdown. */
+function waitWindow(deps: WebhookPusherDeps, claimedAt: number): AbortSignal {
+  const halfLease = AbortSignal.timeout(Math.max(1, claimedAt + deps.leaseMs / 2 - Date.now()));
+  return deps.signal === undefined ? halfLease : AbortSignal.any([deps.signal, halfLease]);
+}
+
+async function send(r: Ready, deps: WebhookPusherDeps, window: AbortSignal): Promise<Sent> {
+  const host = destinationOf(r.sub.callbackUrl);
+  if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, window, host))) return { kind: 'unpaced' };
+  const release = await deps.slots.acquire(host, window);
+  if (release === undefined) return { kind: window.aborted ? 'unpaced' : 'host-busy' };
+  try {
+    const body = Buffer.from(JSON.stringify(webhookBodyOf(r.delivery)));
+    const timestamp = Math.floor((deps.now?.() ?? new Date()).getTime() / 1000);
+    const headers = {
+      [WebhookHeaders.signature]: signWebhook(r.sub.secret, timestamp, body),
+      [WebhookHeaders.notificationId]: r.delivery.notificationId,
+      [WebhookHeaders.attempt]: String(r.attempt),
+    };
+    const started = process.hrtime.bigint();
+    const result = await deps.sender.post(r.sub.callbackUrl, body, headers);
+    deps.metrics.providerSeconds.observe({ platform: PLATFORM }, Number(process.hrtime.bigint() - started) / 1e9);
+    if (r.delivery.trace === true) {
+      deps.logger.info({ trace: true, notificationId: r.delivery.notificationId, subscriptionId: r.sub.id, attempt: r.attempt, result }, 'trace: webhook POST answered');
+    }
+    const answerClass = responseClass(result);
+    deps.webhookMetrics.responses.inc({ class: answerClass });
+    deps.slots.noteSpeed(host, answerClass === 'timeout' || answerClass === 'connection');
+    return result;
+  } finally {
+    release();
+  }
+}
+
+function responseClass(result: WebhookResult): string {
+  if (result.status !== undefined) return `${String(result.status).charAt(0)}xx`;
+  return result.kind !== 'delivered' && result.reason.startsWith('timed out') ? 'timeout' : 'connection';
+}
+
+/** Outcomes per result; release the claims of what was not delivered; track failing subscriptions. */
+async function settle(sent: Ready[], results: Sent[], outcomes: Outcome[], deps: WebhookPusherDeps): Promise<void> {
+  const release: string[] = [];
+  const observedAt = Date.now();
+  sent.forEach((r, i) => {
+    const result = results[i] as Sent;
+    const label = { platform: PLATFORM, app: r.sub.team };
+    const id = r.delivery.notificationId;
+    switch (result.kind) {
+      case 'delivered':
+        deps.metrics.pushes.inc({ ...label, outcome: 'delivered' });
+        deps.metrics.latency.observe({ platform: PLATFORM }, (observedAt - Date.parse(r.delivery.queuedAt)) / 1000);
+        return;
+      case 'unpaced':
+      case 'host-busy':
+        release.push(id);
+        if (result.kind === 'host-busy') deps.webhookMetrics.hostBusy.inc();
+        outcomes[r.index] = { kind: 'defer', code: result.kind, reason: result.kind === 'unpaced' ? 'no outbound budget within the wait bound' : `host ${destinationOf(r.sub.callbackUrl)} is busy`, delayMs: 1000 };
+        return;
+      case 'transient':
+        release.push(id);
+        deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
+        deps.logger.info({ notificationId: id, subscriptionId: r.sub.id, attempt: r.attempt, reason: result.reason }, 'webhook delivery failed; will retry');
+        outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...(result.retryAfterMs !== undefined && { delayMs: result.retryAfterMs }) };
+        return;
+      case 'permanent':
+        release.push(id);
+        outcomes[r.index] = park(deps, r.sub, 'receiver-rejected', result.reason, id);
+        return;
+    }
+  });
+  await Promise.all([release.length > 0 ? deps.ledger.release(release, deps.owner) : undefined, noteResults(sent, results, deps)]);
+}
+
+function park(deps: WebhookPusherDeps, sub: SubscriptionRow | undefined, code: string, reason: string, notificationId?: string): Outcome {
+  deps.metrics.pushes.inc({ platform: PLATFORM, app: sub?.team ?? 'unknown', outcome: 'parked' });
+  deps.logger.warn({ notificationId, subscriptionId: sub?.id, code, reason }, 'webhook delivery parked');
+  return { kind: 'park', code, reason };
+}
+
+/** The subscription was deleted after the change was queued: nobody wants it any more. */
+function dropped(deps: WebhookPusherDeps, d: WebhookDelivery): Outcome {
+  deps.metrics.pushes.inc({ platform: PLATFORM, app: 'unknown', outcome: 'dropped' });
+  deps.logger.info({ notificationId: d.notificationId, subscriptionId: d.subscriptionId }, 'subscription no longer exists: webhook delivery dropped');
+  return ack;
+}

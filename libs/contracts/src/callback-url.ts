@@ -1,0 +1,61 @@
+import { BlockList, isIP } from 'node:net';
+
+export const MAX_CALLBACK_URL_LENGTH = 2048;
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/** Addresses a callback must not name: private, link-local (cloud metadata), shared, unspecified. */
+const INTERNAL = new BlockList();
+for (const [net, bits] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.168.0.0', 16]] as const) {
+  INTERNAL.addSubnet(net, bits, 'ipv4');
+}
+for (const [net, bits] of [['::', 128], ['fc00::', 7], ['fe80::', 10]] as const) INTERNAL.addSubnet(net, bits, 'ipv6');
+
+/** The IP a URL hostname spells literally (IPv4-mapped IPv6 as IPv4), or undefined for a name. */
+function literalIp(hostname: string): { address: string; family: 'ipv4' | 'ipv6' } | undefined {
+  const bare = hostname.replace(/^\[|\]$/g, '');
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(bare)?.[1];
+  if (mapped !== undefined) return { address: mapped, family: 'ipv4' };
+  const v = isIP(bare);
+  return v === 0 ? undefined : { address: bare, family: v === 4 ? 'ipv4' : 'ipv6' };
+}
+
+const isLoopback = (hostname: string): boolean => {
+  if (hostname === 'localhost') return true;
+  const ip = literalIp(hostname);
+  return ip !== undefined && LOOPBACK.check(ip.address, ip.family);
+};
+
+/**
+ * Why a subscription's callback URL is refused, or undefined if it is fine: an absolute https URL
+ * without credentials or fragment, not naming a private, link-local or loopback address; the
+ * loopback (localhost, 127.0.0.0/8, ::1) only with `allowHttpLocalhost` (dev, tests), and then
+ * over http too. (Names are not resolved here: a DNS name pointing inside is not caught.)
+ */
+export function callbackUrlProblem(raw: string, options: { allowHttpLocalhost: boolean }): string | undefined {
+  if (raw.length > MAX_CALLBACK_URL_LENGTH) return `must be at most ${MAX_CALLBACK_URL_LENGTH} characters`;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'must be an absolute URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `must use https, not ${url.protocol.replace(/:$/, '')}`;
+  if (url.hostname === '') return 'must name a host';
+  const loopback = isLoopback(url.hostname);
+  if (loopback && !options.allowHttpLocalhost) return 'must not point at this machine (localhost is allowed only when WEBHOOK_ALLOW_HTTP_LOCALHOST is set)';
+  if (url.protocol === 'http:' && !loopback) return 'must use https';
+  const ip = literalIp(url.hostname);
+  if (ip !== undefined && INTERNAL.check(ip.address, ip.family)) return 'must not point at a private, link-local or unspecified address';
+  if (url.username !== '' || url.password !== '') return 'must not carry a user name or password';
+  if (url.hash !== '') return 'must not have a fragment (#...)';
+  return undefined;
+}
+
+/** host:port a URL sends to (the key of the per-destination concurrency bound and rate budget). */
+export function destinationOf(raw: string): string {
+  const url = new URL(raw);
+  return `${url.hostname}:${url.port !== '' ? url.port : url.protocol === 'https:' ? '443' : '80'}`;
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { ChangeEventFields, ResourceType, WILDCARD, notBothNull } from './webhook.ts';
+
+/** POST /v1/subscriptions */
+export const SubscriptionCreate = z.strictObject({
+  /** Where notifications are POSTed: https (http only for localhost where the operator allows it). */
+  callbackUrl: z.string().min(1).max(2048),
+  /** One of the configured resource types (WEBHOOK_RESOURCE_TYPES), e.g. campaign or ad. */
+  resourceType: ResourceType,
+  /** The resource to watch, or "*" for every resource of the type. */
+  resourceId: z.string().min(1).max(200),
+  /** The HMAC-SHA256 key notifications are signed with; generated (and returned once) when absent. */
+  secret: z.string().min(16).max(256).optional(),
+});
+export type SubscriptionCreate = z.infer<typeof SubscriptionCreate>;
+
+export const SubscriptionView = z.object({
+  id: z.uuid(),
+  team: z.string(),
+  callbackUrl: z.string(),
+  resourceType: z.string(),
+  /** "*": every resource of the type. */
+  resourceId: z.string(),
+  /** false once the pusher disabled it (its endpoint kept failing) or the team did. */
+  enabled: z.boolean(),
+  disabledAt: z.string().nullable(),
+  disabledReason: z.string().nullable(),
+  /** Since when deliveries to it have been failing without a success in between; null when healthy. */
+  failingSince: z.string().nullable(),
+  createdAt: z.string(),
+});
+export type SubscriptionView = z.infer<typeof SubscriptionView>;
+
+/** The create answer: the view plus the secret, shown this once. */
+export const SubscriptionCreated = SubscriptionView.extend({ secret: z.string() });
+export type SubscriptionCreated = z.infer<typeof SubscriptionCreated>;
+
+export const SubscriptionList = z.object({ subscriptions: z.array(SubscriptionView) });
+
+/** POST /v1/changes: a ChangeEvent; occurredAt defaults to when the API received it. */
+export const ChangePublish = ChangeEventFields.extend({ occurredAt: z.iso.datetime({ offset: true }).optional() }).refine(notBothNull, {
+  message: 'old and new cannot both be null',
+  path: ['new'],
+});
+export type ChangePublish = z.infer<typeof ChangePublish>;
+
+export const ChangeAccepted = z.object({ id: z.string() });
+
+export const isWildcard = (resourceId: string): boolean => resourceId === WILDCARD;

@@ -1,0 +1,77 @@
+import { z } from 'zod';
+
+export const WILDCARD = '*';
+
+/** A resource type name, e.g. `campaign`; which types exist is configuration (WEBHOOK_RESOURCE_TYPES). */
+export const ResourceType = z.string().regex(/^[a-z][a-z0-9_.-]{0,63}$/, 'lower-case letters, digits, "_", "-" or "." (at most 64)');
+/** A resource id; `*` is reserved for wildcard subscriptions. */
+export const ResourceId = z
+  .string()
+  .min(1)
+  .max(200)
+  .refine((id) => id !== WILDCARD, 'must not be "*" (that means every resource, only in a subscription)');
+
+export const ResourceRef = z.strictObject({ type: ResourceType, id: ResourceId });
+export type ResourceRef = z.infer<typeof ResourceRef>;
+
+/** A resource's state: a JSON object whose top-level fields are compared. null: it did not exist (created) or no longer does (deleted). */
+const ResourceState = z.record(z.string(), z.unknown()).nullable();
+
+/**
+ * A change of one resource, as another team publishes it to `push.changes` (client library or
+ * POST /v1/changes). `id` is the idempotency key: the same event published twice notifies each
+ * subscription once.
+ */
+export const ChangeEventFields = z.strictObject({
+  version: z.literal(1).default(1),
+  id: z.string().min(1).max(200),
+  resource: ResourceRef,
+  old: ResourceState,
+  new: ResourceState,
+  occurredAt: z.iso.datetime({ offset: true }),
+  /** Log each step (fan-out, every delivery attempt) at info level, as PushJob.trace does. */
+  trace: z.boolean().optional(),
+});
+export const notBothNull = (e: { old: unknown; new: unknown }): boolean => e.old !== null || e.new !== null;
+const BOTH_NULL = { message: 'old and new cannot both be null', path: ['new'] };
+export const ChangeEvent = ChangeEventFields.refine(notBothNull, BOTH_NULL);
+export type ChangeEvent = z.infer<typeof ChangeEvent>;
+export type ChangeEventInput = z.input<typeof ChangeEvent>;
+
+/** Per changed top-level field, its old and new value (undefined fields are absent: null stands in). */
+export const Diff = z.record(z.string(), z.object({ old: z.unknown(), new: z.unknown() }));
+export type Diff = z.infer<typeof Diff>;
+
+/** One notification for one subscription, as the webhook-fanout emits it to `push.webhook.send`. */
+export const WebhookDelivery = z.strictObject({
+  version: z.literal(1).default(1),
+  /** Deterministic from (event id, subscription id): the ledger key and the receiver's dedupe key. */
+  notificationId: z.uuid(),
+  eventId: z.string().min(1).max(200),
+  subscriptionId: z.uuid(),
+  resource: ResourceRef,
+  diff: Diff,
+  /** When the change happened (the event's occurredAt): receivers order updates by it. */
+  createdAt: z.iso.datetime({ offset: true }),
+  /** When the fan-out queued it (end-to-end latency). */
+  queuedAt: z.iso.datetime({ offset: true }),
+  trace: z.boolean().optional(),
+});
+export type WebhookDelivery = z.infer<typeof WebhookDelivery>;
+
+/** The JSON body a receiver gets. */
+export interface WebhookNotificationBody {
+  id: string;
+  eventId: string;
+  createdAt: string;
+  resource: ResourceRef;
+  diff: Diff;
+}
+
+export const webhookBodyOf = (d: WebhookDelivery): WebhookNotificationBody => ({
+  id: d.notificationId,
+  eventId: d.eventId,
+  createdAt: d.createdAt,
+  resource: d.resource,
+  diff: d.diff,
+});
