@@ -84,7 +84,11 @@ describe('a broken credential bans that app, and only that app', () => {
     for (const platform of PLATFORMS) {
       await waitFor(`${platform} app-banned parks`, async () => (await parkedCodes(platform)).filter((c) => c === 'app-banned').length === 6);
       const codes = await parkedCodes(platform);
-      expect(codes.filter((c) => c === 'provider-rejected').length).toBeGreaterThanOrEqual(THRESHOLD);
+      const rejected = codes.filter((c) => c === 'provider-rejected').length;
+      expect(rejected).toBeGreaterThanOrEqual(THRESHOLD);
+      // Rejected for good by the provider: counted as failed (the ban's parks as parked).
+      expect(await metric(sys.service(`${platform}-pusher`), 'herald_pushes_total', { app: 'broken', outcome: 'failed' })).toBe(rejected);
+      expect(await metric(sys.service(`${platform}-pusher`), 'herald_pushes_total', { app: 'broken', outcome: 'parked' })).toBe(6);
     }
     expect(await Promise.all(PLATFORMS.map(async (p) => (await brokenRequests(p)).length))).toEqual(requestsAtBan);
 

@@ -189,7 +189,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
       case 'permanent':
         deps.bans?.observe(push.app, result);
         release.push(push.pushId);
-        outcomes[r.index] = park(deps, push, 'provider-rejected', result.reason);
+        outcomes[r.index] = park(deps, push, 'provider-rejected', result.reason, 'failed');
         break;
     }
   });
@@ -228,8 +228,9 @@ function inFlight(push: DevicePush, leaseMs: number): Outcome {
   return { kind: 'defer', code: 'in-flight', reason: `push ${push.pushId} is claimed by another pusher`, delayMs: Math.min(leaseMs, 5_000) };
 }
 
-function park(deps: PusherDeps, push: DevicePush | undefined, code: string, reason: string): Outcome {
-  deps.metrics.pushes.inc({ platform: deps.platform, app: push?.app ?? 'unknown', outcome: 'parked' });
+/** Park a push; counted as `failed` when the provider rejected it for good, else `parked`. */
+function park(deps: PusherDeps, push: DevicePush | undefined, code: string, reason: string, counted: 'parked' | 'failed' = 'parked'): Outcome {
+  deps.metrics.pushes.inc({ platform: deps.platform, app: push?.app ?? 'unknown', outcome: counted });
   deps.logger.warn({ pushId: push?.pushId, jobId: push?.jobId, code, reason }, 'push parked');
   if (push !== undefined) deps.outcomes?.note(push, 'parked');
   return { kind: 'park', code, reason };
