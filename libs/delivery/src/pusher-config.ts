@@ -29,7 +29,7 @@ export const pusherConfig = {
     min: 100,
     max: 600000,
   }),
-  RATE_LIMIT_MAX_SLICE: int('Most tokens one lease from the shared budget takes (a 100 ms window\'s share caps it too)', { default: '200', min: 1 }),
+  RATE_LIMIT_MAX_SLICE: int('Most tokens one lease from the shared budget takes (a 100 ms window\'s share caps it too)', { default: '1000', min: 1 }),
   RATE_LIMIT_REFRESH_MS: int('How often configured limits are re-read (new or removed limits take effect within this)', { default: '1000', min: 100 }),
   ...appDeliveryConfig,
   SANDBOX_STATE_DIR: str('Where the sandbox keeps its certificate, keys and sandbox.json (used when no credentials are set)', {

@@ -121,7 +121,7 @@ class FleetRateLimiter implements RateLimiter {
     this.metrics.budget.set({ platform: limit.platform, app: limit.app === '' ? '*' : limit.app }, limit.ratePerSec);
     const existing = this.budgets.get(limit.app);
     if (existing !== undefined) return existing.revive();
-    const budgetOptions = { windowMs: this.options.windowMs ?? 100, maxSlice: this.options.maxSlice ?? 200, errorBackoffMs: 500, now: this.now };
+    const budgetOptions = { windowMs: this.options.windowMs ?? 100, maxSlice: this.options.maxSlice ?? 1000, errorBackoffMs: 500, now: this.now };
     const key = { platform: limit.platform, ...(limit.app !== '' && { app: limit.app }) };
     this.budgets.set(limit.app, new SharedBudget(key, this.options.store, budgetOptions, this.options.logger, this.closed.signal));
   }

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createAppCache, createDatabase, type Database } from '@herald/db';
-import { createPusherHandler, createPusherMetrics, singleProvider } from '@herald/delivery';
+import { createPusherHandler, createPusherMetrics, openLimiterDatabase, singleProvider } from '@herald/delivery';
 import { createLogger } from '@herald/logging';
 import type { InboundMessage, Publisher } from '@herald/messaging';
 import { createApnsProvider, loadSandboxSettings, type PushProvider } from '@herald/providers';
@@ -76,7 +76,11 @@ const db = createDatabase({ url: database.url, schema: database.schema, logger }
 try {
   await db.apps.upsert({ id: 'demo', apnsTopic: 'com.herald.demo', enabled: true });
   await db.rateLimits.set({ platform: 'apns' }, 1_000_000);
-  const limiter = await createRateLimiter({ platform: 'apns', store: db.rateLimits, logger, registry: new Registry() });
+  // Leases through their own pool with asynchronous commits, as the pushers do (openLimiterDatabase);
+  // BENCH_LIMITER_SYNC_COMMIT=1 leases through the main pool instead, for comparison.
+  const leaseDb = process.env['BENCH_LIMITER_SYNC_COMMIT'] === '1' ? db : openLimiterDatabase({ DATABASE_URL: database.url, DATABASE_SCHEMA: database.schema }, logger);
+  const maxSlice = Number(process.env['RATE_LIMIT_MAX_SLICE'] ?? 1000); // the pushers' default
+  const limiter = await createRateLimiter({ platform: 'apns', store: leaseDb.rateLimits, logger, registry: new Registry(), maxSlice });
   await run(db, provider, undefined); // warm-up: TLS session, JIT, pools
   const without: number[] = [];
   const withLimiter: number[] = [];
@@ -90,6 +94,7 @@ try {
   console.log(`acquire(1) alone: ${limitedCost.toFixed(2)} µs with a limit (leases from PostgreSQL), ${unlimitedCost.toFixed(2)} µs with no limit configured`);
   limiter.close();
   unlimited.close();
+  if (leaseDb !== db) await leaseDb.close();
   const base = median(without);
   const limited = median(withLimiter);
   console.log(`\nmedian of ${RUNS}: no limiter ${base.toFixed(0)} pushes/s, limiter (1,000,000/s limit) ${limited.toFixed(0)} pushes/s, overhead ${(((base - limited) / base) * 100).toFixed(1)}%`);

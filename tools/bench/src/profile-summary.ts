@@ -26,6 +26,7 @@ function groupOf(url: string, fn: string): string {
   if (fn === '(program)') return '(program)';
   const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (nm) return nm[1] as string;
+  if (/\/dist\/services\/[^/]+\/main\.mjs/.test(url)) return 'Herald code (bundle)';
   const ws = /\/(libs|apps|tools)\/([^/]+)\//.exec(url);
   if (ws) return `${ws[1]}/${ws[2]}`;
   if (url.startsWith('node:') || url === '') return 'node internals and natives';
@@ -52,7 +53,8 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sor
     fns.set(fn, (fns.get(fn) ?? 0) + us);
   }
   const busy = total - (groups.get('(idle)') ?? 0);
-  const app = profile.nodes.map((n) => /\/apps\/([^/]+)\//.exec(n.callFrame.url)?.[1]).find((a) => a !== undefined) ?? '(no app code: a loader thread?)';
+  const app =
+    profile.nodes.map((n) => /\/(?:apps|dist\/services)\/([^/]+)\//.exec(n.callFrame.url)?.[1]).find((a) => a !== undefined) ?? '(no app code: a loader thread?)';
   const pct = (us: number) => `${((100 * us) / total).toFixed(1)}%`;
   console.log(`\n${app} — ${file}: ${(total / 1e6).toFixed(1)} s sampled, busy ${pct(busy)}`);
   for (const [g, us] of [...groups].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us).padStart(6)}  ${g}`);
