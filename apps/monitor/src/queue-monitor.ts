@@ -124,18 +124,42 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
     });
   };
 
+  // The management API can take seconds to answer on a busy broker. A poll waits for it at most
+  // one poll interval (except the first); meanwhile alarms run on the live counts laid over the
+  // last statistics it returned, and its answer is used when it comes.
+  let statistics: QueueSnapshot[] | undefined;
+  let statisticsError: Error | undefined;
+  let fetching: Promise<void> | undefined;
+  const fetchStatistics = (): Promise<void> =>
+    (fetching ??= deps.api
+      .queues(deps.vhost)
+      .then(
+        (s) => {
+          statistics = s;
+          statisticsError = undefined;
+        },
+        (err: unknown) => {
+          statisticsError = err as Error;
+        },
+      )
+      .finally(() => {
+        fetching = undefined;
+      }));
+
   const poll = async (): Promise<void> => {
     const now = Date.now();
-    try {
-      const snapshots = await withLiveCounts(await deps.api.queues(deps.vhost));
-      at = now;
-      error = null;
-      deps.metrics.polls.inc({ outcome: 'ok' });
-      onSnapshots(now, snapshots);
-    } catch (err) {
+    const fetched = fetchStatistics();
+    if (statistics === undefined) await fetched;
+    else await Promise.race([fetched, new Promise((r) => setTimeout(r, deps.pollMs))]);
+    if (statisticsError !== undefined || statistics === undefined) {
       deps.metrics.polls.inc({ outcome: 'failed' });
-      onFailure(now, err as Error);
+      onFailure(now, statisticsError ?? new Error('no queue statistics yet'));
+      return;
     }
+    at = now;
+    error = null;
+    deps.metrics.polls.inc({ outcome: 'ok' });
+    onSnapshots(now, await withLiveCounts(statistics));
   };
 
   let timer: NodeJS.Timeout | undefined;
@@ -154,6 +178,7 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
       stopped = true;
       clearTimeout(timer);
       await running;
+      await fetching;
     },
   };
 }
