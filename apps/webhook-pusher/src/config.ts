@@ -1,34 +1,10 @@
 import { commonConfig, int } from '@herald/config';
-import { pusherConfig } from '@herald/delivery';
-
-const {
-  PUSHER_PREFETCH,
-  PUSHER_BATCH_SIZE,
-  PUSHER_BATCH_WAIT_MS,
-  PUSHER_RETRY_DELAYS_MS,
-  LEDGER_LEASE_MS,
-  LEDGER_PRUNE_INTERVAL_MS,
-  LEDGER_RETENTION_HOURS,
-  RATE_LIMIT_ENABLED,
-  RATE_LIMIT_MAX_WAIT_MS,
-  RATE_LIMIT_MAX_SLICE,
-  RATE_LIMIT_REFRESH_MS,
-} = pusherConfig;
+import { sharedPusherConfig } from '@herald/delivery';
 
 /** The settings every pusher shares (batching, retries, ledger, fleet rate limit), plus the webhook ones. */
 export const webhookPusherConfig = {
   ...commonConfig,
-  PUSHER_PREFETCH,
-  PUSHER_BATCH_SIZE,
-  PUSHER_BATCH_WAIT_MS,
-  PUSHER_RETRY_DELAYS_MS,
-  LEDGER_LEASE_MS,
-  LEDGER_PRUNE_INTERVAL_MS,
-  LEDGER_RETENTION_HOURS,
-  RATE_LIMIT_ENABLED,
-  RATE_LIMIT_MAX_WAIT_MS,
-  RATE_LIMIT_MAX_SLICE,
-  RATE_LIMIT_REFRESH_MS,
+  ...sharedPusherConfig,
   WEBHOOK_TIMEOUT_MS: int('Whole-request timeout of one webhook POST (connect, send, answer, body), in ms', { default: '5000', min: 100, max: 60000 }),
   WEBHOOK_MAX_PER_HOST: int('Most concurrent POSTs to one destination host:port', { default: '4', min: 1 }),
   WEBHOOK_MAX_QUEUED_PER_HOST: int('Most deliveries waiting for a slot of one host; more are deferred (back through a delay queue, no attempt spent)', {

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { Queues } from '@herald/contracts';
 import { loadConfig } from '@herald/config';
 import { createDatabase } from '@herald/db';
-import { checkLedgerRetention, createPusherLimiter, createPusherMetrics, openLimiterDatabase, startLedgerPruner } from '@herald/delivery';
+import { checkLedgerRetention, createPusherLimiter, createPusherMetrics, startLedgerPruner } from '@herald/delivery';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import { webhookPusherConfig } from './config.ts';
@@ -19,8 +19,7 @@ await runService(name, config, async ({ logger, registry }) => {
   checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS);
   const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
-  const limiterDb = openLimiterDatabase(config, logger);
-  const limiter = await createPusherLimiter('webhook', config, limiterDb.rateLimits, logger, registry);
+  const { limiter, close: closeLimiter } = await createPusherLimiter('webhook', config, logger, registry);
   const sender = createWebhookSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, bodyLimitBytes: config.WEBHOOK_RESPONSE_BODY_LIMIT_BYTES });
   const subscriptions = createSubscriptionCache(db.subscriptions, config.WEBHOOK_SUBSCRIPTION_CACHE_TTL_MS);
   const stopping = new AbortController();
@@ -55,11 +54,11 @@ await runService(name, config, async ({ logger, registry }) => {
       await pruner.stop();
       // Deliveries waiting for budget or a host slot give up at once (deferred).
       stopping.abort();
-      limiter?.close();
+      await closeLimiter();
       await consumer.stop(timeoutMs);
       sender.close();
       await broker.close();
-      await Promise.all([db.close(), limiterDb.close()]);
+      await db.close();
     },
   };
 });

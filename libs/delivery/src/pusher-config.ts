@@ -1,9 +1,8 @@
 import { bool, commonConfig, int, intList, str } from '@herald/config';
 import { appDeliveryConfig } from './app-delivery.ts';
 
-/** Settings both pushers share; each pusher adds its provider's credentials. */
-export const pusherConfig = {
-  ...commonConfig,
+/** What every pusher (APNs, FCM, webhook) shares: batching, retries, the ledger, the fleet rate limit. */
+export const sharedPusherConfig = {
   PUSHER_PREFETCH: int('Unacknowledged pushes a pusher holds at once', { default: '500', min: 1 }),
   PUSHER_BATCH_SIZE: int('Pushes claimed in the ledger together (one query per batch)', { default: '100', min: 1 }),
   PUSHER_BATCH_WAIT_MS: int('How long to wait to fill a batch before sending what arrived', { default: '2', min: 0 }),
@@ -22,7 +21,6 @@ export const pusherConfig = {
     default: '168',
     min: 1,
   }),
-  APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
   RATE_LIMIT_ENABLED: bool('Pace sends by the fleet-wide budgets set with `herald limits set` (false: no limiter at all)', { default: 'true' }),
   RATE_LIMIT_MAX_WAIT_MS: int('Longest a push waits for budget before it is deferred (keep far below the broker consumer timeout)', {
     default: '20000',
@@ -31,6 +29,13 @@ export const pusherConfig = {
   }),
   RATE_LIMIT_MAX_SLICE: int('Most tokens one lease from the shared budget takes (a 100 ms window\'s share caps it too)', { default: '1000', min: 1 }),
   RATE_LIMIT_REFRESH_MS: int('How often configured limits are re-read (new or removed limits take effect within this)', { default: '1000', min: 100 }),
+} as const;
+
+/** Settings both device pushers share; each pusher adds its provider's credentials. */
+export const pusherConfig = {
+  ...commonConfig,
+  ...sharedPusherConfig,
+  APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
   ...appDeliveryConfig,
   SANDBOX_STATE_DIR: str('Where the sandbox keeps its certificate, keys and sandbox.json (used when no credentials are set)', {
     default: '.herald/sandbox',

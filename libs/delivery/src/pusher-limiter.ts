@@ -1,7 +1,7 @@
 import type { LimitedChannel } from '@herald/contracts';
 import { createDatabase, type Database } from '@herald/db';
 import type { Logger } from '@herald/logging';
-import { createRateLimiter, type RateLimiter, type RateLimitStore } from '@herald/rate-limiter';
+import { createRateLimiter, type RateLimiter } from '@herald/rate-limiter';
 import type { Registry } from '@herald/runtime';
 
 export interface RateLimitSettings {
@@ -11,27 +11,52 @@ export interface RateLimitSettings {
   RATE_LIMIT_REFRESH_MS: number;
 }
 
+export interface PusherLimiter {
+  /** Undefined when RATE_LIMIT_ENABLED is false: nothing is paced. */
+  readonly limiter: RateLimiter | undefined;
+  /** Stop pacing (waiting pushes give up at once) and close the lease pool. */
+  close(): Promise<void>;
+}
+
 /**
- * The pusher's fleet-wide limiter (budgets from `herald limits set`, shared through the store),
- * or undefined when disabled. With no limit configured it never waits.
+ * The pusher's fleet-wide limiter (budgets from `herald limits set`, shared through PostgreSQL),
+ * leasing through its own pool (openLimiterDatabase); none, and no pool, when disabled. With no
+ * limit configured it never waits.
  */
 export async function createPusherLimiter(
   platform: LimitedChannel,
-  settings: RateLimitSettings,
-  store: RateLimitStore,
+  settings: RateLimitSettings & DatabaseSettings,
   logger: Logger,
   registry: Registry,
-): Promise<RateLimiter | undefined> {
-  if (!settings.RATE_LIMIT_ENABLED) return undefined;
-  return createRateLimiter({
-    platform,
-    store,
-    logger,
-    registry,
-    maxWaitMs: settings.RATE_LIMIT_MAX_WAIT_MS,
-    maxSlice: settings.RATE_LIMIT_MAX_SLICE,
-    refreshMs: settings.RATE_LIMIT_REFRESH_MS,
-  });
+): Promise<PusherLimiter> {
+  if (!settings.RATE_LIMIT_ENABLED) return { limiter: undefined, close: () => Promise.resolve() };
+  const db = openLimiterDatabase(settings, logger);
+  try {
+    const limiter = await createRateLimiter({
+      platform,
+      store: db.rateLimits,
+      logger,
+      registry,
+      maxWaitMs: settings.RATE_LIMIT_MAX_WAIT_MS,
+      maxSlice: settings.RATE_LIMIT_MAX_SLICE,
+      refreshMs: settings.RATE_LIMIT_REFRESH_MS,
+    });
+    return {
+      limiter,
+      close: async () => {
+        limiter.close();
+        await db.close();
+      },
+    };
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+}
+
+interface DatabaseSettings {
+  DATABASE_URL: string;
+  DATABASE_SCHEMA: string;
 }
 
 /**
@@ -41,6 +66,6 @@ export async function createPusherLimiter(
  * second of counts, for windows that have ended. Limits themselves are set through other
  * connections, with normal commits.
  */
-export function openLimiterDatabase(settings: { DATABASE_URL: string; DATABASE_SCHEMA: string }, logger: Logger): Database {
+export function openLimiterDatabase(settings: DatabaseSettings, logger: Logger): Database {
   return createDatabase({ url: settings.DATABASE_URL, schema: settings.DATABASE_SCHEMA, logger, poolSize: 2, synchronousCommit: false });
 }

@@ -7,7 +7,7 @@ import type { PushProvider } from '@herald/providers';
 import { runService, type ServiceSettings } from '@herald/runtime';
 import { createPusherHandler } from './pusher.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
-import { createPusherLimiter, openLimiterDatabase, type RateLimitSettings } from './pusher-limiter.ts';
+import { createPusherLimiter, type RateLimitSettings } from './pusher-limiter.ts';
 import { checkLedgerRetention, startLedgerPruner } from './ledger-pruner.ts';
 import { createAppDelivery, type AppDeliverySettings } from './app-delivery.ts';
 
@@ -60,11 +60,11 @@ export async function runPusher(
     const provider = await createProvider(logger, limits);
     const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
-    const limiterDb = openLimiterDatabase(config, logger);
-    const limiter = await createPusherLimiter(platform, config, limiterDb.rateLimits, logger, registry);
+    const { limiter, close: closeLimiter } = await createPusherLimiter(platform, config, logger, registry);
     const stopping = new AbortController();
     // Per-app providers (own credentials, else `provider`), temporary bans, job-status outcomes.
-    const perApp = createAppDelivery(platform, { ...config, APP_REQUEST_TIMEOUT_MS: Math.min(config.APP_REQUEST_TIMEOUT_MS, limits.maxRequestTimeoutMs) }, db, provider, logger, registry);
+    const appTimeout = capRequestTimeout({ requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS }, limits, logger).requestTimeoutMs;
+    const perApp = createAppDelivery(platform, { ...config, APP_REQUEST_TIMEOUT_MS: appTimeout }, db, provider, logger, registry);
     const handle = createPusherHandler({
       platform,
       ...perApp,
@@ -97,11 +97,11 @@ export async function runPusher(
         await pruner.stop();
         // Pushes waiting for budget give up at once (deferred), so shutdown never waits on pacing.
         stopping.abort();
-        limiter?.close();
+        await closeLimiter();
         await consumer.stop(timeoutMs);
         await perApp.providers.close();
         await broker.close();
-        await Promise.all([db.close(), limiterDb.close()]);
+        await db.close();
       },
     };
   });
