@@ -5,7 +5,7 @@ import { sharedPusherConfig } from '@herald/delivery';
 export const webhookPusherConfig = {
   ...commonConfig,
   ...sharedPusherConfig,
-  WEBHOOK_TIMEOUT_MS: int('Whole-request timeout of one webhook POST (connect, send, answer, body), in ms', { default: '5000', min: 100, max: 60000 }),
+  WEBHOOK_TIMEOUT_MS: int('Whole-request timeout of one webhook POST (connect, send, answer, body), in ms; capped at 40% of LEDGER_LEASE_MS', { default: '5000', min: 100, max: 60000 }),
   WEBHOOK_MAX_PER_HOST: int('Most concurrent POSTs to one destination host:port', { default: '4', min: 1 }),
   WEBHOOK_MAX_QUEUED_PER_HOST: int('Most deliveries waiting for a slot of one host; more are deferred (back through a delay queue, no attempt spent)', {
     default: '400',

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { Queues } from '@herald/contracts';
 import { loadConfig } from '@herald/config';
 import { createDatabase } from '@herald/db';
-import { checkLedgerRetention, createPusherLimiter, createPusherMetrics, startLedgerPruner } from '@herald/delivery';
+import { capRequestTimeout, checkLedgerRetention, createPusherLimiter, createPusherMetrics, providerLimits, startLedgerPruner } from '@herald/delivery';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import { webhookPusherConfig } from './config.ts';
@@ -20,7 +20,9 @@ await runService(name, config, async ({ logger, registry }) => {
   const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
   const { limiter, close: closeLimiter } = await createPusherLimiter('webhook', config, logger, registry);
-  const sender = createWebhookSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, bodyLimitBytes: config.WEBHOOK_RESPONSE_BODY_LIMIT_BYTES });
+  // Like the device pushers: a POST must end well inside its ledger claim.
+  const timeoutMs = capRequestTimeout({ requestTimeoutMs: config.WEBHOOK_TIMEOUT_MS }, providerLimits(config.LEDGER_LEASE_MS), logger).requestTimeoutMs;
+  const sender = createWebhookSender({ timeoutMs, bodyLimitBytes: config.WEBHOOK_RESPONSE_BODY_LIMIT_BYTES });
   const subscriptions = createSubscriptionCache(db.subscriptions, config.WEBHOOK_SUBSCRIPTION_CACHE_TTL_MS);
   const stopping = new AbortController();
   const handle = createWebhookPusherHandler({
