@@ -1,6 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
+/** Env for ServiceProcess that makes each service write a V8 CPU profile into `dir` when it stops (nothing when undefined). */
+export const cpuProfileEnv = (dir: string | undefined): Record<string, string> =>
+  dir === undefined ? {} : { HERALD_SERVICE_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${dir}` };
+
 export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 
 /** One Herald service run as a real process (its esbuild bundle, see infra/local/build-services.ts), its JSON log lines kept for assertions. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { coalesce, coalesceMany } from './coalescer.ts';
+import { backgroundBatcher, coalesce, coalesceMany } from './coalescer.ts';
 
 describe('coalesce', () => {
   it('turns calls made in one turn into one batch, each caller getting its own answer', async () => {
@@ -19,5 +19,32 @@ describe('coalesce', () => {
       throw new Error('db down');
     });
     await expect(Promise.all([failing(1), failing(2)])).rejects.toThrow('db down');
+  });
+});
+
+describe('backgroundBatcher', () => {
+  it('returns at once, runs what waited delayMs as one batch, and reports a failed batch', async () => {
+    const batches: number[][] = [];
+    const failures: Array<{ err: string; items: readonly number[] }> = [];
+    let fail = false;
+    const b = backgroundBatcher(
+      async (xs: number[]) => {
+        if (fail) throw new Error('db down');
+        batches.push(xs);
+      },
+      { delayMs: 20, maxBatch: 3, onError: (err, items) => failures.push({ err: (err as Error).message, items }) },
+    );
+    b.add([1]);
+    b.add([2]);
+    expect(batches).toEqual([]);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(batches).toEqual([[1, 2]]);
+    b.add([3, 4, 5, 6]);
+    await b.flush();
+    expect(batches).toEqual([[1, 2], [3, 4, 5], [6]]);
+    fail = true;
+    b.add([7]);
+    await b.flush();
+    expect(failures).toEqual([{ err: 'db down', items: [7] }]);
   });
 });

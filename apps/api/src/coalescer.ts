@@ -33,3 +33,44 @@ export function coalesceMany<I, O>(run: (items: I[]) => Promise<O[]>, maxBatch?:
   return (items) => Promise.all(items.map(one));
 }
 
+export interface BackgroundBatcher<I> {
+  /** Queue items; returns at once. */
+  add(items: readonly I[]): void;
+  /** Resolves once every item added so far has been run (or its batch has failed and been reported). */
+  flush(): Promise<void>;
+}
+
+/**
+ * Runs work off the caller's path, in batches: items wait at most `delayMs` (or until `maxBatch`
+ * are waiting) and then go to `run` together. A failed batch is handed to `onError`, not retried.
+ */
+export function backgroundBatcher<I>(
+  run: (items: I[]) => Promise<void>,
+  opts: { delayMs: number; maxBatch: number; onError: (err: unknown, items: readonly I[]) => void },
+): BackgroundBatcher<I> {
+  const waiting: I[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const running = new Set<Promise<void>>();
+  const start = (): void => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    while (waiting.length > 0) {
+      const batch = waiting.splice(0, opts.maxBatch);
+      const p = run(batch).catch((err: unknown) => opts.onError(err, batch));
+      running.add(p);
+      void p.finally(() => running.delete(p));
+    }
+  };
+  return {
+    add(items) {
+      if (items.length === 0) return;
+      waiting.push(...items);
+      if (waiting.length >= opts.maxBatch) start();
+      else timer ??= setTimeout(start, opts.delayMs);
+    },
+    async flush() {
+      start();
+      await Promise.all(running);
+    },
+  };
+}

@@ -6,7 +6,11 @@ import { requireApp } from './auth.ts';
 export interface JobServiceDeps {
   jobs: {
     accept(jobs: ReadonlyArray<{ id: string; app: string; team: string | null }>): Promise<Map<string, AcceptResult>>;
-    markPublished(ids: readonly string[]): Promise<void>;
+    /**
+     * Note confirmed jobs as published. May return before that is recorded: a repost in between
+     * publishes the job again, which is harmless (its pushIds are deduplicated by the pushers).
+     */
+    markPublished(ids: readonly string[]): void;
     forget(ids: readonly string[]): Promise<void>;
     get(id: string): Promise<JobRecord | undefined>;
     status(id: string): Promise<JobStatusRecord | undefined>;
@@ -71,7 +75,8 @@ async function publishAll(jobs: readonly PushJob[], fresh: ReadonlySet<string>, 
   const settled = await Promise.allSettled(jobs.map((j) => deps.publish(j)));
   const ok = jobs.filter((_, i) => settled[i]?.status === 'fulfilled').map((j) => j.id);
   const failed = jobs.filter((_, i) => settled[i]?.status === 'rejected').map((j) => j.id);
-  await Promise.all([deps.jobs.markPublished(ok), deps.jobs.forget(failed.filter((id) => fresh.has(id)))]);
+  deps.jobs.markPublished(ok);
+  await deps.jobs.forget(failed.filter((id) => fresh.has(id)));
   if (failed.length > 0) {
     const reason = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')?.reason as Error | undefined;
     throw new ApiError(503, 'broker-unavailable', `${failed.length} of ${jobs.length} jobs could not be published (${reason?.message ?? 'unknown'}); retry: jobs already published are reported as duplicates`);

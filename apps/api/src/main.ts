@@ -1,42 +1,25 @@
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '@herald/config';
 import { Exchanges, Queues } from '@herald/contracts';
-import { cancelJob, createAppCache, createAppCredentialStore, createDatabase, createSecretBox, type AcceptResult, type Database } from '@herald/db';
+import { cancelJob, createAppCache, createAppCredentialStore, createDatabase, createSecretBox } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
-import { coalesceMany } from './coalescer.ts';
+import { createJobRecords } from './job-records.ts';
 import { apiConfig } from './config.ts';
 import { buildApiServer } from './server.ts';
 
 const config = loadConfig(apiConfig, process.env);
-
-/** The job records, with concurrent requests' INSERTs and UPDATEs coalesced into one statement each. */
-function coalescedJobs(db: Database) {
-  type Accept = { id: string; app: string; team: string | null };
-  const accept = coalesceMany<Accept, AcceptResult>(async (items) => {
-    const found = await db.jobs.accept(items);
-    return items.map((i) => found.get(i.id) ?? { kind: 'existing', app: i.app, published: false });
-  });
-  const markPublished = coalesceMany<string, undefined>(async (ids) => {
-    await db.jobs.markPublished(ids);
-    return ids.map(() => undefined);
-  });
-  return {
-    ...db.jobs,
-    accept: async (items: readonly Accept[]) => new Map((await accept(items)).map((r, i) => [items[i]?.id ?? '', r])),
-    markPublished: async (ids: readonly string[]) => void (await markPublished(ids)),
-  };
-}
 
 await runService('api', config, async ({ logger, registry }) => {
   const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 10 });
   // Job-id records commit without waiting for the WAL flush: one lost in a PostgreSQL crash only
   // lets a repost publish the job again, and its pushIds are deduplicated by the pushers' ledger.
   const jobDb = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 10, synchronousCommit: false });
+  const jobs = createJobRecords(jobDb.jobs, logger);
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'api', metrics: registry });
   const box = config.HERALD_SECRET_KEY === undefined ? undefined : createSecretBox(config.HERALD_SECRET_KEY);
   const server = buildApiServer({
-    jobs: coalescedJobs(jobDb),
+    jobs,
     apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
     // Jobs are validated by the API with the PushJob contract; publish resolves on the broker's confirm.
     publish: (job) => broker.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id }),
@@ -58,6 +41,7 @@ await runService('api', config, async ({ logger, registry }) => {
   return {
     stop: async () => {
       await server.close();
+      await jobs.flush();
       await broker.close();
       await Promise.all([db.close(), jobDb.close()]);
     },

@@ -101,7 +101,8 @@ async function fanOut(a: Accepted, devices: readonly TargetDevice[], deps: Demux
   const { job } = a;
   if (devices.length === 0) {
     deps.metrics.jobs.inc({ outcome: 'no-devices' });
-    deps.logger.info({ jobId: job.id, users: targetUsers(job).length }, 'job has no deliverable devices');
+    // Counted, and shown in the job's status; logged at info only when traced.
+    deps.logger[job.trace === true ? 'info' : 'debug']({ jobId: job.id, users: targetUsers(job).length }, 'job has no deliverable devices');
     return ack;
   }
   const platforms = new Set<Platform>(devices.map((d) => d.platform));

@@ -15,6 +15,7 @@ import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { API_TEST_ENV, apiUrl, teamKey } from '../../../test/support/http-api.ts';
 import { buildServices } from '../../../infra/local/build-services.ts';
+import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
 
 const RATE = Number(process.env['API_BENCH_RATE'] ?? 1000);
@@ -26,19 +27,20 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 const job = (i: number) => ({ id: randomUUID(), app: 'demo', userId: `bench-${i % 1000}`, category: 'bench', content: { title: `bench ${i}` } });
 
-function post(base: URL, path: string, key: string, body: unknown): Promise<number> {
-  const payload = JSON.stringify(body);
+function request(base: URL, method: string, path: string, headers: http.OutgoingHttpHeaders, payload?: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: base.hostname, port: base.port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), authorization: `Bearer ${key}` } },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      },
-    );
+    const req = http.request({ host: base.hostname, port: base.port, path, method, agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
     req.on('error', reject);
     req.end(payload);
   });
+}
+
+function post(base: URL, path: string, key: string, body: unknown): Promise<number> {
+  const payload = JSON.stringify(body);
+  return request(base, 'POST', path, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), authorization: `Bearer ${key}` }, payload);
 }
 
 interface Summary {
@@ -79,10 +81,13 @@ async function fixedRate(rate: number, seconds: number, call: (i: number) => Pro
     const due = started + (i * 1000) / rate;
     const wait = due - performance.now();
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    // From the scheduled start (so a late generator does not hide queueing), or from the actual
+    // start when the call went out up to 1 ms early.
+    const from = Math.min(due, performance.now());
     inFlight.push(
       call(i).then(
         (status) => {
-          if (status === 202 || status === undefined || typeof status === 'object') latencies.push(performance.now() - due);
+          if (status === 202 || status === undefined || typeof status === 'object') latencies.push(performance.now() - from);
           else {
             errors++;
             noteError(status);
@@ -142,6 +147,8 @@ async function bench(sys: System): Promise<Record<string, Summary>> {
   const base = new URL(apiUrl(sys));
   const single = (i: number) => post(base, '/v1/jobs', key, job(i));
   await fixedRate(RATE, WARMUP_SECONDS, single);
+  // The floor: the same load generator and HTTP stack, an answer that touches neither database nor broker.
+  const healthz = await fixedRate(RATE, SECONDS / 2, async () => ((await request(base, 'GET', '/healthz', {})) === 200 ? 202 : 500));
   const httpFixed = await withCpu(sys, () => fixedRate(RATE, SECONDS, single));
   const httpMax = await withCpu(sys, () => saturate(CONCURRENCY, SECONDS / 2, single));
   const batchOf100 = (i: number) => post(base, '/v1/jobs:batch', key, { jobs: Array.from({ length: 100 }, (_, j) => job(i * 100 + j)) });
@@ -153,11 +160,14 @@ async function bench(sys: System): Promise<Record<string, Summary>> {
     [`HTTP POST /v1/jobs, ${CONCURRENCY} in flight`]: httpMax,
     'HTTP POST /v1/jobs:batch (100 jobs), 8 in flight': batch,
     [`client publishPushJob at ${RATE}/s`]: clientFixed,
+    [`HTTP GET /healthz at ${RATE}/s (the HTTP floor)`]: healthz,
   };
 }
 
 await buildServices();
-const sys = await startSystem({ only: ['api', 'demuxer'], env: { ...API_TEST_ENV, API_KEY_CACHE_TTL_MS: '5000', APP_CACHE_TTL_MS: '5000' } });
+// BENCH_CPU_PROFILE_DIR: the API and demuxer write V8 CPU profiles there when they stop.
+const profiling = cpuProfileEnv(process.env['BENCH_CPU_PROFILE_DIR']);
+const sys = await startSystem({ only: (process.env['API_BENCH_ONLY_API'] ? ['api'] : ['api', 'demuxer']), env: { ...API_TEST_ENV, API_KEY_CACHE_TTL_MS: '5000', APP_CACHE_TTL_MS: '5000', ...profiling } });
 try {
   const results = await bench(sys);
   console.log('\nscenario                                            jobs/s   p50 ms   p90 ms   p99 ms   max ms  errors  API CPU ms/job');

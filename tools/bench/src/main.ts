@@ -11,6 +11,7 @@ import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { sandboxStats, sandboxRecordsAfter } from './sandbox-feed.ts';
 import { buildServices } from '../../../infra/local/build-services.ts';
+import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
@@ -77,8 +78,7 @@ function peakRss(sys: System): Record<string, number> {
 async function run(): Promise<RunResult> {
   // BENCH_CPU_PROFILE_DIR: every service writes a V8 CPU profile there when it stops (see
   // tools/bench/src/profile-summary.ts to read them).
-  const profileDir = process.env['BENCH_CPU_PROFILE_DIR'];
-  const profiling: Record<string, string> = profileDir === undefined ? {} : { HERALD_SERVICE_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` };
+  const profiling = cpuProfileEnv(process.env['BENCH_CPU_PROFILE_DIR']);
   await buildServices();
   const sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000', ...profiling } });
   try {

@@ -1,0 +1,53 @@
+import type { AcceptResult, JobRepository } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import { backgroundBatcher, coalesceMany } from './coalescer.ts';
+
+type Accept = { id: string; app: string; team: string | null };
+
+/**
+ * The API's job-id records. Concurrent requests' INSERTs are coalesced into one statement.
+ * "Published" marks are written in the background, off the answer's path, up to 10 ms of them in
+ * one UPDATE; until a mark is written, this process remembers it, so a repost meanwhile is still
+ * answered as a duplicate. (A repost to another API process in those milliseconds publishes the
+ * job again, which is harmless: its pushIds are deduplicated by the pushers.)
+ */
+export function createJobRecords(jobs: JobRepository, logger: Logger) {
+  const accept = coalesceMany<Accept, AcceptResult>(async (items) => {
+    const found = await jobs.accept(items);
+    return items.map((i) => found.get(i.id) ?? { kind: 'existing', app: i.app, published: false });
+  });
+  const unrecorded = new Set<string>();
+  const marks = backgroundBatcher<string>(
+    async (ids) => {
+      try {
+        await jobs.markPublished(ids);
+      } finally {
+        for (const id of ids) unrecorded.delete(id);
+      }
+    },
+    {
+      delayMs: 10,
+      maxBatch: 500,
+      // Left unpublished, a job is merely published again if it is posted again.
+      onError: (err, ids) => logger.warn({ err, jobs: ids.length }, 'could not record jobs as published; a repost will publish them again'),
+    },
+  );
+  return {
+    ...jobs,
+    async accept(items: readonly Accept[]): Promise<Map<string, AcceptResult>> {
+      const results = await accept(items);
+      return new Map(
+        items.map((item, i) => {
+          const r = results[i] as AcceptResult;
+          return [item.id, r.kind === 'existing' && unrecorded.has(item.id) ? { ...r, published: true } : r];
+        }),
+      );
+    },
+    markPublished(ids: readonly string[]): void {
+      for (const id of ids) unrecorded.add(id);
+      marks.add(ids);
+    },
+    /** Write the marks still waiting (at shutdown). */
+    flush: () => marks.flush(),
+  };
+}
