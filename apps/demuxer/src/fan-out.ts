@@ -32,5 +32,6 @@ export function devicePushesFor(job: PushJob, devices: readonly TargetDevice[], 
 
 export function toSendMessage(push: DevicePush): OutboundMessage {
   const queue = sendQueueFor(push.platform);
-  return { exchange: Exchanges.send, routingKey: queue, body: push, messageId: push.pushId };
+  // Straight to the send queue, like the deschedulers (ADR 0005).
+  return { exchange: Exchanges.direct, routingKey: queue, body: push, messageId: push.pushId };
 }

@@ -1,4 +1,5 @@
 import type { Logger } from '@herald/logging';
+import type { QueueCounts } from '@herald/messaging';
 import {
   activeConditions,
   AlarmTracker,
@@ -33,7 +34,7 @@ export interface MonitorState {
 }
 
 /** Live ready and consumer counts per queue (AMQP passive declares); missing queues left out. */
-export type LiveCounts = (queues: readonly string[]) => Promise<Map<string, { ready: number; consumers: number }>>;
+export type LiveCounts = (queues: readonly string[]) => Promise<Map<string, QueueCounts>>;
 
 export interface QueueMonitorDeps {
   api: ManagementApi;

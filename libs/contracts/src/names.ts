@@ -10,6 +10,11 @@ export const LimitedChannels = [...Platforms, 'webhook'] as const;
 export type LimitedChannel = (typeof LimitedChannels)[number];
 
 export const Exchanges = {
+  /**
+   * RabbitMQ's default exchange: routes to the queue named by the routing key. Device pushes go
+   * to their send queue through it (docs/adr/0005-send-hop-through-the-default-exchange.md).
+   */
+  direct: '',
   jobs: 'push.jobs',
   send: 'push.send',
   invalidations: 'push.invalidations',

@@ -10,7 +10,6 @@ export interface ScheduledPushInput {
 }
 
 export interface DueRow {
-  id: string;
   dueAt: Date;
   push: DevicePush;
 }
@@ -27,9 +26,9 @@ export interface ScheduledPushRepository {
   /** Store pushes (a push already stored is left as it is) and wake the deschedulers; returns rows added. */
   schedule(pushes: readonly ScheduledPushInput[]): Promise<number>;
   /**
-   * In one transaction: lock up to `limit` rows of `platform` due at `now` (earliest first,
-   * skipping rows other deschedulers hold), run `release`, then delete them and commit. If
-   * `release` throws, nothing is deleted and the rows go back to the store. Returns the row count.
+   * In one transaction: claim and delete up to `limit` rows of `platform` due at `now` (earliest
+   * first, skipping rows other deschedulers hold), run `release`, then commit. If `release`
+   * throws, the transaction rolls back and the rows stay in the store. Returns the row count.
    */
   withDueBatch(platform: Platform, now: Date, limit: number, release: (rows: DueRow[]) => Promise<void>): Promise<number>;
   /** Due time of the earliest row no other descheduler holds, or undefined when there is none. */
@@ -101,13 +100,18 @@ async function withDueBatch(
   release: (rows: DueRow[]) => Promise<void>,
 ): Promise<number> {
   return db.transaction().execute(async (trx) => {
-    const { rows } = await sql<{ id: string; due_at: Date; payload: DevicePush }>`
-      select id, due_at, payload from scheduled_pushes
-      where platform = ${platform} and due_at <= ${now.toISOString()}::timestamptz
-      order by due_at limit ${limit} for update skip locked`.execute(trx);
+    // Claim and delete in one statement: the rows are locked (SKIP LOCKED keeps other
+    // deschedulers off them) and deleted by their physical address, without a second index
+    // probe. The delete only counts once the transaction commits, after `release`.
+    const { rows } = await sql<{ due_at: Date; payload: DevicePush }>`
+      delete from scheduled_pushes where ctid = any(array(
+        select ctid from scheduled_pushes
+        where platform = ${platform} and due_at <= ${now.toISOString()}::timestamptz
+        order by due_at limit ${limit} for update skip locked))
+      returning due_at, payload`.execute(trx);
     if (rows.length === 0) return 0;
-    await release(rows.map((r) => ({ id: r.id, dueAt: r.due_at, push: r.payload })));
-    await sql`delete from scheduled_pushes where id = any(${rows.map((r) => r.id)}::bigint[])`.execute(trx);
+    rows.sort((a, b) => a.due_at.getTime() - b.due_at.getTime());
+    await release(rows.map((r) => ({ dueAt: r.due_at, push: r.payload })));
     return rows.length;
   });
 }

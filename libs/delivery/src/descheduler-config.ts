@@ -4,6 +4,11 @@ import { commonConfig, int } from '@herald/config';
 export const deschedulerConfig = {
   ...commonConfig,
   DESCHEDULER_BATCH_SIZE: int('Due pushes claimed, published and deleted together (one transaction)', { default: '500', min: 1 }),
+  DESCHEDULER_CONCURRENCY: int('Batches in flight at once per descheduler (each its own transaction; SKIP LOCKED keeps them apart)', {
+    default: '2',
+    min: 1,
+    max: 16,
+  }),
   DESCHEDULER_RECHECK_MS: int('Longest sleep between looks at the store (a safety net behind LISTEN/NOTIFY)', {
     default: '30000',
     min: 100,

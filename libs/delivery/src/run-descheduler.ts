@@ -11,7 +11,8 @@ import { createDeschedulerMetrics } from './descheduler-metrics.ts';
 export async function runDescheduler(platform: Platform, config: ConfigOf<typeof deschedulerConfig>): Promise<void> {
   const name = `${platform}-descheduler`;
   await runService(name, config, async ({ logger, registry }) => {
-    const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 3 });
+    // One connection per batch in flight, one for the look at the next due time, one spare.
+    const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: config.DESCHEDULER_CONCURRENCY + 2 });
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
     // Listen before the first look at the store, so nothing scheduled in between is missed.
     let wakeUp: (earliest: Date) => void = () => undefined;
@@ -23,6 +24,7 @@ export async function runDescheduler(platform: Platform, config: ConfigOf<typeof
       metrics: createDeschedulerMetrics(registry),
       logger,
       batchSize: config.DESCHEDULER_BATCH_SIZE,
+      concurrency: config.DESCHEDULER_CONCURRENCY,
       recheckMs: config.DESCHEDULER_RECHECK_MS,
       errorBackoffMs: config.DESCHEDULER_ERROR_BACKOFF_MS,
     });
