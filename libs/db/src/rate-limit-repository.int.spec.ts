@@ -16,8 +16,8 @@ afterAll(async () => {
 });
 
 /** Wait until at least `margin` ms remain in the current window, so a test's leases share one window. */
-async function startOfWindow(margin = 60): Promise<void> {
-  while (WINDOW_MS - (Date.now() % WINDOW_MS) < margin) await new Promise((r) => setTimeout(r, 5));
+async function startOfWindow(margin = 80): Promise<void> {
+  while (WINDOW_MS - (Date.now() % WINDOW_MS) < margin) await new Promise((r) => setTimeout(r, 1));
 }
 
 describe('RateLimitRepository', () => {
@@ -38,7 +38,7 @@ describe('RateLimitRepository', () => {
   });
 
   it('grants at most the window share, then nothing until the next window', async () => {
-    await t.db.rateLimits.set({ platform: 'apns', app: 'a' }, 500);
+    await t.db.rateLimits.set({ platform: 'apns', app: 'a' }, 500); // 50 per 100 ms window
     await startOfWindow();
     const first = await t.db.rateLimits.lease({ platform: 'apns', app: 'a' }, 30, WINDOW_MS);
     const second = await t.db.rateLimits.lease({ platform: 'apns', app: 'a' }, 30, WINDOW_MS);
@@ -51,12 +51,25 @@ describe('RateLimitRepository', () => {
     expect((await t.db.rateLimits.lease({ platform: 'apns', app: 'a' }, 30, WINDOW_MS))?.granted).toBe(30);
   });
 
+  it('one lease late in a window gets no more than the share of the time left', async () => {
+    await t.db.rateLimits.set({ platform: 'apns', app: 'late' }, 500);
+    // Between 5 and 20 ms of a window to go (the database's clock may differ by a little).
+    while (WINDOW_MS - (Date.now() % WINDOW_MS) > 20 || WINDOW_MS - (Date.now() % WINDOW_MS) < 5)
+      await new Promise((r) => setTimeout(r, 1));
+    const late = await t.db.rateLimits.lease({ platform: 'apns', app: 'late' }, 1000, WINDOW_MS);
+    expect(late?.granted).toBe(Math.ceil((50 * (late?.msLeftInWindow ?? 0)) / WINDOW_MS));
+    expect(late?.granted).toBeLessThan(50);
+  });
+
   it('a changed rate applies to the very next lease', async () => {
-    await t.db.rateLimits.set({ platform: 'apns', app: 'b' }, 100);
-    await startOfWindow();
+    await t.db.rateLimits.set({ platform: 'apns', app: 'b' }, 100); // 10 per window
+    await startOfWindow(96); // one lease gets all 10 only with over 90 ms to go
     expect((await t.db.rateLimits.lease({ platform: 'apns', app: 'b' }, 50, WINDOW_MS))?.granted).toBe(10);
-    await t.db.rateLimits.set({ platform: 'apns', app: 'b' }, 1000);
-    expect((await t.db.rateLimits.lease({ platform: 'apns', app: 'b' }, 500, WINDOW_MS))?.granted).toBe(90);
+    await t.db.rateLimits.set({ platform: 'apns', app: 'b' }, 1000); // 100 per window
+    const after = await t.db.rateLimits.lease({ platform: 'apns', app: 'b' }, 500, WINDOW_MS);
+    // Of the window's 100, 10 are gone; one lease gets no more than the share of the time left.
+    expect(after?.granted).toBe(Math.min(90, Math.ceil((100 * (after?.msLeftInWindow ?? 0)) / WINDOW_MS)));
+    expect(after?.granted).toBeGreaterThanOrEqual(50);
   });
 
   it('many concurrent leasers on four pools never get more than a window share in any window', async () => {

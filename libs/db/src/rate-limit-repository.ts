@@ -64,14 +64,17 @@ export function createRateLimitRepository(db: Kysely<HeraldTables>): RateLimitRe
 
 /**
  * The window's share is floor((w+1)·rate·windowMs/1000) − floor(w·rate·windowMs/1000), so the
- * windows of any second add up to the rate exactly, even when rate/window is fractional. A
- * caller whose clock reading is older than the row's window (it waited for the row lock across
- * a window boundary) gets nothing and simply asks again.
+ * windows of any second add up to the rate exactly, even when rate/window is fractional. One
+ * lease also gets at most ⌈share · msLeft / windowMs⌉: a pusher that starts (or wakes) late in
+ * a window cannot take the window's whole share to spend in its last milliseconds, just before
+ * the next window's. A caller whose clock reading is older than the row's window (it waited for
+ * the row lock across a window boundary) gets nothing and simply asks again.
  */
 async function leaseSlice(db: Kysely<HeraldTables>, key: RateLimitKey, want: number, windowMs: number): Promise<RateLimitGrant | undefined> {
   const used = sql`case when r.window_index = c.idx then r.granted else 0 end`;
-  const cap = sql`(floor((c.idx + 1)::numeric * r.rate_per_sec * ${windowMs} / 1000) - floor(c.idx::numeric * r.rate_per_sec * ${windowMs} / 1000))::integer`;
-  const grant = sql`case when c.idx < r.window_index then 0 else greatest(0, least(${want}::integer, ${cap} - ${used})) end`;
+  const share = sql`(floor((c.idx + 1)::numeric * r.rate_per_sec * ${windowMs} / 1000) - floor(c.idx::numeric * r.rate_per_sec * ${windowMs} / 1000))`;
+  const timeLeft = sql`ceil(${share} * ((c.idx + 1) * ${windowMs} - c.ms) / ${windowMs})::integer`;
+  const grant = sql`case when c.idx < r.window_index then 0 else greatest(0, least(${want}::integer, ${share}::integer - ${used}, ${timeLeft})) end`;
   const { rows } = await sql<{ last_grant: number; rate_per_sec: number; ms_left: number; idx: string }>`
     update rate_limits r
     set granted = case when c.idx < r.window_index then r.granted else ${used} + ${grant} end,

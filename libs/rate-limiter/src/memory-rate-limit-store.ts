@@ -33,8 +33,11 @@ export class MemoryRateLimitStore implements RateLimitStore {
     const now = this.now();
     const index = Math.floor(now / windowMs);
     if (index !== state.window) Object.assign(state, { window: index, granted: 0 });
-    const granted = Math.max(0, Math.min(want, windowShare(state.limit.ratePerSec, index, windowMs) - state.granted));
+    const msLeftInWindow = (index + 1) * windowMs - now;
+    const share = windowShare(state.limit.ratePerSec, index, windowMs);
+    // What the window has left, and in one lease no more than its share of the time left.
+    const granted = Math.max(0, Math.min(want, share - state.granted, Math.ceil((share * msLeftInWindow) / windowMs)));
     state.granted += granted;
-    return Promise.resolve({ granted, ratePerSec: state.limit.ratePerSec, msLeftInWindow: (index + 1) * windowMs - now });
+    return Promise.resolve({ granted, ratePerSec: state.limit.ratePerSec, msLeftInWindow });
   }
 }

@@ -23,7 +23,8 @@ export interface ConfiguredLimit {
 /**
  * Where the fleet's shared budgets live (PostgreSQL in production: @herald/db's rateLimits).
  * `lease` must be atomic: however many processes call it at once, the grants of one window
- * add up to at most that window's share of the budget.
+ * add up to at most that window's share of the budget, and one lease made msLeft before the
+ * window ends gets at most ⌈share · msLeft / windowMs⌉ (a late lease gets a late share).
  */
 export interface RateLimitStore {
   lease(key: BudgetKey, want: number, windowMs: number): Promise<Grant | undefined>;
