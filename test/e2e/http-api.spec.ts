@@ -13,6 +13,7 @@ import {
   mintApnsKey,
   teamKey,
 } from '../support/http-api.ts';
+import { metric } from '../support/metrics.ts';
 import { delivered, sandboxRecords } from '../support/sandbox-client.ts';
 import { startSystem, type System } from '../support/system.ts';
 
@@ -102,7 +103,7 @@ describe('HTTP API: two apps on both platforms, each through its own credentials
     const before = (await delivered(sys.sandbox, { token })).length;
     expect((await call(sys, 'POST', '/v1/jobs', { key, body: posted })).status).toBe(202);
     const again = await call(sys, 'POST', '/v1/jobs', { key, body: posted });
-    expect(again).toEqual({ status: 200, body: { id: posted.id, duplicate: true } });
+    expect({ status: again.status, body: again.body }).toEqual({ status: 200, body: { id: posted.id, duplicate: true } });
     await waitFor('one delivery', async () => (await delivered(sys.sandbox, { token })).length === before + 1);
     const batch = await call(sys, 'POST', '/v1/jobs:batch', { key, body: { jobs: [posted, job('beta')] } });
     expect(batch.status).toBe(202);
@@ -112,11 +113,42 @@ describe('HTTP API: two apps on both platforms, each through its own credentials
     expect((await delivered(sys.sandbox, { token })).length).toBe(before + 2);
   });
 
+  it('counts and times every request, and tells the caller where a publish spent its time', async () => {
+    const api = sys.service('api');
+    const count = (labels: Record<string, string>) => metric(api, 'herald_api_requests_total', labels);
+    const accepted = { method: 'POST', route: '/v1/jobs', status: '202' };
+    const [acceptedBefore, duplicatesBefore, unmatchedBefore, confirmsBefore] = await Promise.all([
+      count(accepted),
+      count({ ...accepted, status: '200' }),
+      count({ method: 'GET', route: 'unmatched', status: '404' }),
+      metric(api, 'herald_api_publish_stage_seconds_count', { stage: 'confirm' }),
+    ]);
+    const posted = job('alpha');
+    const first = await call(sys, 'POST', '/v1/jobs', { key, body: posted });
+    expect(first.status).toBe(202);
+    // Recording the id in PostgreSQL, RabbitMQ's confirm, and the whole (Server-Timing, in ms).
+    const timing = first.headers.get('server-timing') ?? '';
+    expect(timing).toMatch(/^record;dur=\d+\.\d{2}, confirm;dur=\d+\.\d{2}, total;dur=\d+\.\d{2}$/);
+    const [record, confirm, total] = [...timing.matchAll(/dur=([\d.]+)/g)].map((m) => Number(m[1]));
+    expect(total).toBeGreaterThanOrEqual((record ?? 0) + (confirm ?? 0) - 0.02);
+    const again = await call(sys, 'POST', '/v1/jobs', { key, body: posted });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('server-timing')).toMatch(/^record;dur=\d+\.\d{2}, total;dur=\d+\.\d{2}$/); // a duplicate publishes nothing
+    expect((await call(sys, 'GET', `/no/such/${randomUUID()}`, { key })).status).toBe(404);
+    expect(await count(accepted)).toBe(acceptedBefore + 1);
+    expect(await count({ ...accepted, status: '200' })).toBe(duplicatesBefore + 1);
+    // Unknown paths share one label, so scanning random URLs cannot grow the series.
+    expect(await count({ method: 'GET', route: 'unmatched', status: '404' })).toBe(unmatchedBefore + 1);
+    expect(await metric(api, 'herald_api_publish_stage_seconds_count', { stage: 'confirm' })).toBe(confirmsBefore + 1);
+    expect(await metric(api, 'herald_api_request_duration_seconds_count', { method: 'POST', route: '/v1/jobs' })).toBeGreaterThanOrEqual(2);
+  });
+
   it('cancels a scheduled job', async () => {
     const posted = job('alpha', { deliverAt: { at: new Date(Date.now() + 3_600_000).toISOString() } });
     expect((await call(sys, 'POST', '/v1/jobs', { key, body: posted })).status).toBe(202);
     await waitFor('2 scheduled', async () => (await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key })).body['scheduled'] === 2);
-    expect(await call(sys, 'DELETE', `/v1/jobs/${posted.id}`, { key })).toEqual({ status: 200, body: { id: posted.id, cancelled: 2 } });
+    const cancelled = await call(sys, 'DELETE', `/v1/jobs/${posted.id}`, { key });
+    expect({ status: cancelled.status, body: cancelled.body }).toEqual({ status: 200, body: { id: posted.id, cancelled: 2 } });
     expect((await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key })).body).toMatchObject({ scheduled: 0, targeted: 2, delivered: 0 });
   });
 

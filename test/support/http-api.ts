@@ -12,6 +12,7 @@ export const API_TEST_ENV = {
 export interface ApiAnswer<T = Record<string, unknown>> {
   status: number;
   body: T;
+  headers: Headers;
 }
 
 /** The HTTP API's base URL, from the port its process logged. */
@@ -37,7 +38,7 @@ export async function call<T = Record<string, unknown>>(
   }
   const res = await fetch(`${apiUrl(sys)}${path}`, { method, headers, ...(body !== undefined && { body }) });
   const text = await res.text();
-  return { status: res.status, body: (text.length > 0 ? JSON.parse(text) : {}) as T };
+  return { status: res.status, body: (text.length > 0 ? JSON.parse(text) : {}) as T, headers: res.headers };
 }
 
 export const admin = (sys: System, method: string, path: string, body?: unknown) =>

@@ -2,6 +2,7 @@ import { JobBatch, MAX_BATCH_JOBS, PushJob, scheduleProblem, type JobAccepted, t
 import type { AcceptResult, ApiKeyRow, AppRow, JobRecord, JobStatusRecord } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
+import type { PublishTimings } from './request-metrics.ts';
 
 export interface JobServiceDeps {
   jobs: {
@@ -88,11 +89,13 @@ async function publishAll(jobs: readonly PushJob[], fresh: ReadonlySet<string>, 
  * return once RabbitMQ confirmed it. A job recorded earlier but never confirmed (a crash or a
  * failed publish) is published again: pushIds are deterministic, so downstream dedupes it.
  */
-export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobServiceDeps): Promise<JobAccepted[]> {
+export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobServiceDeps, timings: PublishTimings = {}): Promise<JobAccepted[]> {
   const acceptedAt = (deps.now?.() ?? new Date()).toISOString();
   const jobs = validateJobs(body, acceptedAt, deps);
   for (const app of new Set(jobs.map((j) => j.app))) await checkApp(deps, key, app);
+  const recording = performance.now();
   const accepted = await deps.jobs.accept(jobs.map((j) => ({ id: j.id, app: j.app, team: key.team })));
+  timings.recordMs = performance.now() - recording;
   const conflict = conflicts(jobs, accepted);
   const fresh = new Set(jobs.filter((j) => accepted.get(j.id)?.kind === 'new').map((j) => j.id));
   if (conflict !== undefined) {
@@ -103,18 +106,23 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
     const r = accepted.get(j.id);
     return r?.kind === 'new' || (r?.kind === 'existing' && !r.published);
   });
-  await publishAll(unpublished, fresh, deps);
+  const confirming = performance.now();
+  try {
+    await publishAll(unpublished, fresh, deps);
+  } finally {
+    if (unpublished.length > 0) timings.confirmMs = performance.now() - confirming;
+  }
   const published = new Set(unpublished.map((j) => j.id));
   return jobs.map((j) => ({ id: j.id, duplicate: !published.has(j.id) }));
 }
 
 /** A single job is a batch of one: the same validation, paths without the `jobs.0.` prefix. */
-export async function acceptJob(body: unknown, key: ApiKeyRow, deps: JobServiceDeps): Promise<JobAccepted> {
+export async function acceptJob(body: unknown, key: ApiKeyRow, deps: JobServiceDeps, timings?: PublishTimings): Promise<JobAccepted> {
   const acceptedAt = (deps.now?.() ?? new Date()).toISOString();
   const job = parseBody(PushJob, stamp(body, acceptedAt));
   const bad = scheduleProblem(job.deliverAt, new Date(acceptedAt), deps.scheduleHorizonDays);
   if (bad !== undefined) throw new ApiError(400, 'invalid-request', `deliverAt: ${bad}`, [{ path: 'deliverAt', message: bad }]);
-  const [result] = await acceptJobs(new ValidatedJobs([job]), key, deps);
+  const [result] = await acceptJobs(new ValidatedJobs([job]), key, deps, timings);
   return result as JobAccepted;
 }
 

@@ -35,6 +35,7 @@ await runService('api', config, async ({ logger, registry }) => {
     bodyLimitBytes: config.API_BODY_LIMIT_BYTES,
     keyCacheTtlMs: config.API_KEY_CACHE_TTL_MS,
     logger,
+    registry,
   });
   await server.listen({ port: config.API_PORT, host: config.API_HOST ?? '0.0.0.0' });
   logger.info({ apiPort: (server.server.address() as AddressInfo).port }, 'HTTP API listening');

@@ -1,12 +1,14 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ApiKeyRow } from '@herald/db';
 import type { Logger } from '@herald/logging';
+import type { Registry } from '@herald/runtime';
 import { ApiError, fromFastifyError } from './api-error.ts';
 import { requireAdmin, type KeyLookup, createKeyAuthenticator } from './auth.ts';
 import { acceptJob, acceptJobs, cancelJob, jobStatus, type JobServiceDeps } from './job-service.ts';
 import { registerDevice, unregisterDevice, type DeviceServiceDeps } from './device-service.ts';
 import { createApp, createKey, listApps, rotateApp, setEnabled, updateApp, type AdminDeps } from './admin-service.ts';
 import { openApiDocument } from './openapi.ts';
+import { instrumentRequests, type PublishTimings, type RequestMetrics } from './request-metrics.ts';
 import {
   createSubscription,
   deleteSubscription,
@@ -24,6 +26,7 @@ export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps, Subscr
   bodyLimitBytes: number;
   keyCacheTtlMs: number;
   logger: Logger;
+  registry: Registry;
 }
 
 type Params = { id: string };
@@ -45,15 +48,24 @@ function onError(deps: ApiServerDeps) {
 }
 
 /** Team routes: the API key is checked first, then the handler gets it. */
-function teamRoutes(app: FastifyInstance, deps: ApiServerDeps): void {
+function teamRoutes(app: FastifyInstance, deps: ApiServerDeps, metrics: RequestMetrics): void {
   const authenticate = createKeyAuthenticator(deps.keys, deps.keyCacheTtlMs);
   const team = (fn: (req: FastifyRequest<{ Params: Params }>, key: ApiKeyRow, reply: FastifyReply) => Promise<unknown>): Handler => async (req, reply) =>
     fn(req, await authenticate(req.headers), reply);
+  /** Run a publish, then time its stages (also when it failed) before the answer is written. */
+  const publishing = async <T>(reply: FastifyReply, run: (timings: PublishTimings) => Promise<T>): Promise<T> => {
+    const timings: PublishTimings = {};
+    try {
+      return await run(timings);
+    } finally {
+      metrics.publishTimings(reply, timings);
+    }
+  };
   app.post('/v1/jobs', team(async (req, key, reply) => {
-    const result = await acceptJob(req.body, key, deps);
+    const result = await publishing(reply, (t) => acceptJob(req.body, key, deps, t));
     return reply.status(result.duplicate ? 200 : 202).send(result);
   }));
-  app.post('/v1/jobs::batch', team(async (req, key, reply) => reply.status(202).send({ results: await acceptJobs(req.body, key, deps) })));
+  app.post('/v1/jobs::batch', team(async (req, key, reply) => reply.status(202).send({ results: await publishing(reply, (t) => acceptJobs(req.body, key, deps, t)) })));
   app.get('/v1/jobs/:id', team(async (req, key) => jobStatus(req.params.id, key, deps)));
   app.delete('/v1/jobs/:id', team(async (req, key) => cancelJob(req.params.id, key, deps)));
   app.post('/v1/devices', team(async (req, key, reply) => {
@@ -96,13 +108,14 @@ export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
   // JSON only: Fastify also parses text/plain by default, which would reach validation as a string.
   app.removeContentTypeParser('text/plain');
   app.setErrorHandler(onError(deps));
+  const metrics = instrumentRequests(app, deps.registry);
   app.setNotFoundHandler((req, reply) => {
     void reply.status(404).send(new ApiError(404, 'no-route', `no route ${req.method} ${req.url.split('?')[0] ?? ''}`).body());
   });
   const document = openApiDocument();
   app.get('/openapi.json', async () => document);
   app.get('/healthz', async () => ({ ok: true }));
-  teamRoutes(app, deps);
+  teamRoutes(app, deps, metrics);
   adminRoutes(app, deps);
   return app;
 }

@@ -3,7 +3,8 @@
  * schema, sandbox), then measures, each on this machine:
  *  1. HTTP POST /v1/jobs at a fixed open-loop rate (API_BENCH_RATE, default 1,000 jobs/s) for
  *     API_BENCH_SECONDS: latency percentiles from each request's scheduled start to its answer
- *     (the answer comes after RabbitMQ's publisher confirm);
+ *     (the answer comes after RabbitMQ's publisher confirm), and the API's own account of each
+ *     (Server-Timing: recording the id in PostgreSQL, the confirm, arrival to answer);
  *  2. the most single-job requests/s the API accepts with API_BENCH_CONCURRENCY requests in flight;
  *  3. POST /v1/jobs:batch throughput (100 jobs a request);
  *  4. the client library's publishPushJob latency at the same fixed rate.
@@ -27,9 +28,16 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 const job = (i: number) => ({ id: randomUUID(), app: 'demo', userId: `bench-${i % 1000}`, category: 'bench', content: { title: `bench ${i}` } });
 
-function request(base: URL, method: string, path: string, headers: http.OutgoingHttpHeaders, payload?: string): Promise<number> {
+/** The API's Server-Timing stages (ms) of each answer, by stage name. */
+type TimingSink = Map<string, number[]>;
+
+function request(base: URL, method: string, path: string, headers: http.OutgoingHttpHeaders, payload?: string, sink?: TimingSink): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: base.hostname, port: base.port, path, method, agent, headers }, (res) => {
+      const timing = res.headers['server-timing'];
+      if (sink !== undefined && typeof timing === 'string') {
+        for (const [, name, dur] of timing.matchAll(/(\w+);dur=([\d.]+)/g)) sink.set(name as string, [...(sink.get(name as string) ?? []), Number(dur)]);
+      }
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
@@ -38,9 +46,9 @@ function request(base: URL, method: string, path: string, headers: http.Outgoing
   });
 }
 
-function post(base: URL, path: string, key: string, body: unknown): Promise<number> {
+function post(base: URL, path: string, key: string, body: unknown, sink?: TimingSink): Promise<number> {
   const payload = JSON.stringify(body);
-  return request(base, 'POST', path, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), authorization: `Bearer ${key}` }, payload);
+  return request(base, 'POST', path, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), authorization: `Bearer ${key}` }, payload, sink);
 }
 
 interface Summary {
@@ -142,6 +150,12 @@ async function withCpu(sys: System, scenario: () => Promise<Summary>): Promise<S
   return { ...s, apiCpuMsPerJob: Math.round(((cpuMs(pid) - before) / Math.max(1, s.jobs)) * 1000) / 1000 };
 }
 
+const STAGE_NAMES: Record<string, string> = {
+  record: 'id recorded (PostgreSQL)',
+  confirm: 'publish confirmed (RabbitMQ)',
+  total: 'arrival to answer',
+};
+
 async function bench(sys: System): Promise<Record<string, Summary>> {
   const key = await teamKey(sys, 'bench', ['demo']);
   const base = new URL(apiUrl(sys));
@@ -149,7 +163,11 @@ async function bench(sys: System): Promise<Record<string, Summary>> {
   await fixedRate(RATE, WARMUP_SECONDS, single);
   // The floor: the same load generator and HTTP stack, an answer that touches neither database nor broker.
   const healthz = await fixedRate(RATE, SECONDS / 2, async () => ((await request(base, 'GET', '/healthz', {})) === 200 ? 202 : 500));
-  const httpFixed = await withCpu(sys, () => fixedRate(RATE, SECONDS, single));
+  // The fixed-rate run also collects the API's own account (Server-Timing): PostgreSQL, the
+  // confirm, and arrival to answer, so the caller's latency can be split into the API's part
+  // and the rest (generator, loopback, the wait for a CPU before the API sees the request).
+  const stages: TimingSink = new Map();
+  const httpFixed = await withCpu(sys, () => fixedRate(RATE, SECONDS, (i) => post(base, '/v1/jobs', key, job(i), stages)));
   const httpMax = await withCpu(sys, () => saturate(CONCURRENCY, SECONDS / 2, single));
   const batchOf100 = (i: number) => post(base, '/v1/jobs:batch', key, { jobs: Array.from({ length: 100 }, (_, j) => job(i * 100 + j)) });
   const batch = await withCpu(sys, () => saturate(8, SECONDS / 2, batchOf100, 100));
@@ -161,6 +179,7 @@ async function bench(sys: System): Promise<Record<string, Summary>> {
     'HTTP POST /v1/jobs:batch (100 jobs), 8 in flight': batch,
     [`client publishPushJob at ${RATE}/s`]: clientFixed,
     [`HTTP GET /healthz at ${RATE}/s (the HTTP floor)`]: healthz,
+    ...Object.fromEntries([...stages].map(([name, ms]) => [`  of which in the API: ${STAGE_NAMES[name] ?? name}`, summarise(ms, 0, SECONDS)])),
   };
 }
 
