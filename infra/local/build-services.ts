@@ -15,6 +15,17 @@ const root = join(import.meta.dirname, '..', '..');
 /** Where the bundles go. Three levels below the repository, like apps/<x>/src, so paths relative to import.meta.url (the migrations) still resolve. */
 export const bundleOf = (name: string): string => join(root, 'dist', 'services', name, 'main.mjs');
 
+/**
+ * Node's arguments for running a service's bundle: HERALD_SERVICE_NODE_ARGS (space-separated
+ * Node flags NODE_OPTIONS refuses, e.g. --cpu-prof or --heap-growing-percent=50; see README,
+ * Benchmarks), source maps on, then the bundle. Used by `npm start`, the tests and benchmarks.
+ */
+export const serviceNodeArgs = (name: string, extraFlags: string | undefined): string[] => [
+  ...(extraFlags ?? '').split(' ').filter((a) => a !== ''),
+  '--enable-source-maps',
+  bundleOf(name),
+];
+
 /** Files a service reads next to its entry point at run time. */
 const ASSETS: Record<string, readonly string[]> = { monitor: ['dashboard.html'] };
 

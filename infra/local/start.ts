@@ -7,7 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { commonConfig, intList, loadConfig, str } from '@herald/config';
 import { createLogger } from '@herald/logging';
-import { buildServices, bundleOf } from './build-services.ts';
+import { buildServices, serviceNodeArgs } from './build-services.ts';
 import { prepareEnvironment } from './prepare.ts';
 import { SANDBOX, SERVICES } from './service-list.ts';
 
@@ -41,7 +41,7 @@ const children = new Map<string, ChildProcess>();
 let stopping = false;
 
 function run(name: string): ChildProcess {
-  const child = spawn(process.execPath, ['--enable-source-maps', bundleOf(name)], {
+  const child = spawn(process.execPath, serviceNodeArgs(name, process.env['HERALD_SERVICE_NODE_ARGS']), {
     // Local only: webhook subscriptions may call back to http://localhost receivers.
     env: { ...process.env, LOG_FORMAT: process.env['LOG_FORMAT'] ?? childFormat, WEBHOOK_ALLOW_HTTP_LOCALHOST: process.env['WEBHOOK_ALLOW_HTTP_LOCALHOST'] ?? 'true' },
     stdio: 'inherit',

@@ -9,7 +9,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apnsToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
 import { metric } from '../support/metrics.ts';
 import { delivered } from '../support/sandbox-client.ts';
-import { bundleOf } from '../../infra/local/build-services.ts';
 import { ServiceProcess } from '../support/service-process.ts';
 import { DEMO_APP, startSystem, type System } from '../support/system.ts';
 
@@ -22,7 +21,7 @@ describe('scheduled pushes', () => {
   beforeAll(async () => {
     sys = await startSystem({ env: { DESCHEDULER_BATCH_SIZE: '50' } });
     raw = await connectBroker({ url: sys.vhost.amqpUrl, logger: createLogger({ service: 'test', level: 'warn', format: 'json' }), connectionName: 'raw' });
-    second = new ServiceProcess('apns-descheduler-2', bundleOf('apns-descheduler'), {
+    second = new ServiceProcess('apns-descheduler-2', 'apns-descheduler', {
       AMQP_URL: sys.vhost.amqpUrl,
       DATABASE_URL: sys.database.url,
       DATABASE_SCHEMA: sys.database.schema,

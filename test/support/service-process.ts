@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { serviceNodeArgs } from '../../infra/local/build-services.ts';
 
 /** Env for ServiceProcess that makes each service write a V8 CPU profile into `dir` when it stops (nothing when undefined). */
 export const cpuProfileEnv = (dir: string | undefined): Record<string, string> =>
@@ -15,16 +16,17 @@ export class ServiceProcess {
 
   constructor(
     readonly name: string,
-    /** The bundle to run: bundleOf(<service name>). */
-    private readonly bundle: string,
+    /** Which service's bundle to run (infra/local/service-list.ts). */
+    private readonly service: string,
     private readonly env: Record<string, string>,
   ) {}
 
   /** Start and wait until the service logs that it started. */
   async start(timeoutMs = 30_000): Promise<void> {
-    // HERALD_SERVICE_NODE_ARGS: extra Node flags (e.g. --cpu-prof, which NODE_OPTIONS refuses).
-    const nodeArgs = (this.env['HERALD_SERVICE_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
-    const child = spawn(process.execPath, [...nodeArgs, '--enable-source-maps', this.bundle], {
+    // HERALD_SERVICE_NODE_ARGS (the service's env, else this process's): extra Node flags, e.g.
+    // --cpu-prof or --heapsnapshot-signal=SIGUSR2, which NODE_OPTIONS refuses.
+    const flags = this.env['HERALD_SERVICE_NODE_ARGS'] ?? process.env['HERALD_SERVICE_NODE_ARGS'];
+    const child = spawn(process.execPath, serviceNodeArgs(this.service, flags), {
       env: { ...process.env, ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

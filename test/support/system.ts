@@ -67,7 +67,7 @@ export async function startSystem(options: { only?: readonly string[]; env?: Rec
   };
   const services = new Map<string, ServiceProcess>();
   for (const s of SERVICES.filter((s) => options.only === undefined || options.only.includes(s.name))) {
-    services.set(s.name, new ServiceProcess(s.name, bundleOf(s.name), env));
+    services.set(s.name, new ServiceProcess(s.name, s.name, env));
   }
   await Promise.all([...services.values()].map((s) => s.start()));
   const client = await createHeraldClient({ url: vhost.amqpUrl, logger, connectionName: 'e2e-client' });
@@ -102,7 +102,7 @@ export async function startExtraService(sys: System, name: ServiceName, env: Rec
   if (!SERVICES.some((s) => s.name === name)) throw new Error(`unknown service ${name}`);
   let n = 2;
   while (sys.services.has(`${name}#${n}`)) n++;
-  const extra = new ServiceProcess(`${name}#${n}`, bundleOf(name), { ...sys.env, ...env });
+  const extra = new ServiceProcess(`${name}#${n}`, name, { ...sys.env, ...env });
   sys.services.set(extra.name, extra);
   await extra.start();
   return extra;
