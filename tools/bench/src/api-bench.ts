@@ -36,7 +36,11 @@ function request(base: URL, method: string, path: string, headers: http.Outgoing
     const req = http.request({ host: base.hostname, port: base.port, path, method, agent, headers }, (res) => {
       const timing = res.headers['server-timing'];
       if (sink !== undefined && typeof timing === 'string') {
-        for (const [, name, dur] of timing.matchAll(/(\w+);dur=([\d.]+)/g)) sink.set(name as string, [...(sink.get(name as string) ?? []), Number(dur)]);
+        for (const [, name = '', dur] of timing.matchAll(/(\w+);dur=([\d.]+)/g)) {
+          const durations = sink.get(name) ?? [];
+          if (durations.length === 0) sink.set(name, durations);
+          durations.push(Number(dur));
+        }
       }
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
