@@ -4,7 +4,7 @@ import { derivePushId, type DevicePush, type Platform } from '@herald/contracts'
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 import { createDatabase, type Database } from './database.ts';
 import { cancelJob } from './cancel-job.ts';
-import type { ScheduledPushInput } from './scheduled-push-repository.ts';
+import type { DueRow, ScheduledPushInput } from './scheduled-push-repository.ts';
 
 let t: SpecDatabase;
 let other: Database;
@@ -55,10 +55,23 @@ describe('ScheduledPushRepository', () => {
     const due = pushes(3, (i) => past(1000 * (3 - i)));
     await t.db.scheduled.schedule([...due, ...pushes(2, () => new Date(Date.now() + 60_000)), ...pushes(2, () => past(0), { platform: 'fcm' })]);
     const seen: string[] = [];
-    expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async (rows) => void seen.push(...rows.map((r) => r.push.pushId)))).toBe(3);
+    expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async (rows) => void seen.push(...rows.map((r) => r.pushId)))).toBe(3);
     expect(seen).toEqual(due.map((p) => p.push.pushId));
     expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async () => undefined)).toBe(0);
     expect((await t.db.scheduled.nextDueAt('apns'))?.getTime()).toBeGreaterThan(Date.now());
+  });
+
+  it('hands back each push as the exact JSON text it was scheduled as, with its expiry and trace flag', async () => {
+    await clear();
+    const [plain, expiring] = pushes(2, () => past(10));
+    if (plain === undefined || expiring === undefined) throw new Error('two pushes expected');
+    expiring.push = { ...expiring.push, expiresAt: '2030-01-01T00:00:00.000Z', trace: true, content: { title: 'é ✓ "quoted"' } };
+    await t.db.scheduled.schedule([plain, expiring]);
+    const released: DueRow[] = [];
+    await t.db.scheduled.withDueBatch('apns', new Date(), 10, async (rows) => void released.push(...rows));
+    const byId = new Map(released.map((r) => [r.pushId, r]));
+    expect(byId.get(plain.push.pushId)).toMatchObject({ jobId: plain.push.jobId, expiresAt: undefined, trace: false, payload: JSON.stringify(plain.push) });
+    expect(byId.get(expiring.push.pushId)).toMatchObject({ expiresAt: new Date('2030-01-01T00:00:00.000Z'), trace: true, payload: JSON.stringify(expiring.push) });
   });
 
   it('puts a batch back when the release fails', async () => {
@@ -77,7 +90,7 @@ describe('ScheduledPushRepository', () => {
       let batches = 0;
       for (;;) {
         const n = await db.scheduled.withDueBatch('apns', new Date(), 500, async (rows) => {
-          for (const r of rows) released.set(r.push.pushId, (released.get(r.push.pushId) ?? 0) + 1);
+          for (const r of rows) released.set(r.pushId, (released.get(r.pushId) ?? 0) + 1);
           await new Promise((resolve) => setTimeout(resolve, 1)); // hold the locks a moment, as a publish would
         });
         if (n === 0) return batches;

@@ -9,9 +9,17 @@ export interface ScheduledPushInput {
   push: DevicePush;
 }
 
+/** A stored push as a descheduler releases it: the push itself stays the JSON text it was stored as. */
 export interface DueRow {
   dueAt: Date;
-  push: DevicePush;
+  pushId: string;
+  jobId: string;
+  /** The push's expiresAt, if it has one. */
+  expiresAt: Date | undefined;
+  /** The push asked for trace logging. */
+  trace: boolean;
+  /** The DevicePush, JSON-encoded exactly as it was scheduled: published without re-encoding. */
+  payload: string;
 }
 
 export interface HourCount {
@@ -21,7 +29,7 @@ export interface HourCount {
   count: number;
 }
 
-/** Pushes held until their due time; see infra/db/migrations/0005_scheduled_pushes.sql. */
+/** Pushes held until their due time; see infra/db/migrations/0005_scheduled_pushes.sql and 0010. */
 export interface ScheduledPushRepository {
   /** Store pushes (a push already stored is left as it is) and wake the deschedulers; returns rows added. */
   schedule(pushes: readonly ScheduledPushInput[]): Promise<number>;
@@ -76,11 +84,12 @@ async function insertChunk(db: Kysely<HeraldTables>, chunk: readonly ScheduledPu
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<{ platform: Platform; earliest: Date; added: string }>`
       with added as (
-        insert into scheduled_pushes (platform, due_at, job_id, push_id, payload)
+        insert into scheduled_pushes (platform, due_at, job_id, push_id, expires_at, trace, payload)
         select * from unnest(
           ${chunk.map((p) => p.push.platform)}::text[], ${chunk.map((p) => p.dueAt.toISOString())}::timestamptz[],
           ${chunk.map((p) => p.push.jobId)}::text[], ${chunk.map((p) => p.push.pushId)}::uuid[],
-          ${chunk.map((p) => JSON.stringify(p.push))}::jsonb[])
+          ${chunk.map((p) => p.push.expiresAt ?? null)}::timestamptz[], ${chunk.map((p) => p.push.trace === true)}::boolean[],
+          ${chunk.map((p) => JSON.stringify(p.push))}::json[])
         on conflict (push_id) do nothing
         returning platform, due_at
       )
@@ -102,16 +111,17 @@ async function withDueBatch(
   return db.transaction().execute(async (trx) => {
     // Claim and delete in one statement: the rows are locked (SKIP LOCKED keeps other
     // deschedulers off them) and deleted by their physical address, without a second index
-    // probe. The delete only counts once the transaction commits, after `release`.
-    const { rows } = await sql<{ due_at: Date; payload: DevicePush }>`
+    // probe. The delete only counts once the transaction commits, after `release`. The payload
+    // comes back as text (json::text is the stored text), so nothing parses it here.
+    const { rows } = await sql<{ due_at: Date; push_id: string; job_id: string; expires_at: Date | null; trace: boolean; payload: string }>`
       delete from scheduled_pushes where ctid = any(array(
         select ctid from scheduled_pushes
         where platform = ${platform} and due_at <= ${now.toISOString()}::timestamptz
         order by due_at limit ${limit} for update skip locked))
-      returning due_at, payload`.execute(trx);
+      returning due_at, push_id, job_id, expires_at, trace, payload::text as payload`.execute(trx);
     if (rows.length === 0) return 0;
     rows.sort((a, b) => a.due_at.getTime() - b.due_at.getTime());
-    await release(rows.map((r) => ({ dueAt: r.due_at, push: r.payload })));
+    await release(rows.map((r) => ({ dueAt: r.due_at, pushId: r.push_id, jobId: r.job_id, expiresAt: r.expires_at ?? undefined, trace: r.trace, payload: r.payload })));
     return rows.length;
   });
 }

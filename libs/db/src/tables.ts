@@ -75,12 +75,14 @@ export interface RateLimitsTable {
 }
 
 export interface ScheduledPushesTable {
-  id: Generated<string>;
   platform: Platform;
   due_at: Date;
   job_id: string;
   push_id: string;
+  /** The DevicePush as JSON text (a json column: kept verbatim, published as is). */
   payload: unknown;
+  expires_at: Date | null;
+  trace: Generated<boolean>;
   created_at: Generated<Date>;
 }
 

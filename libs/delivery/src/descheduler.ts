@@ -1,4 +1,4 @@
-import { Exchanges, sendQueueFor, type DevicePush, type Platform } from '@herald/contracts';
+import { Exchanges, sendQueueFor, type Platform } from '@herald/contracts';
 import type { DueRow, ScheduledPushRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { OutboundMessage, Publisher } from '@herald/messaging';
@@ -72,15 +72,13 @@ async function sleepMs(deps: DeschedulerDeps): Promise<number> {
 async function releaseOnce(deps: DeschedulerDeps): Promise<number> {
   const now = deps.now ?? (() => new Date());
   return deps.store.withDueBatch(deps.platform, now(), deps.batchSize, async (rows) => {
-    const at = now();
-    const live = rows.filter((r) => !isExpired(r.push, at));
+    const at = now().getTime();
+    const live = rows.filter((r) => r.expiresAt === undefined || r.expiresAt.getTime() > at);
     const expired = rows.length - live.length;
-    await deps.publisher.publishMany(live.map((r) => toSendMessage(r.push)));
+    await deps.publisher.publishMany(live.map((r) => toSendMessage(deps.platform, r)));
     recordBatch(deps, live, expired, now());
   });
 }
-
-const isExpired = (push: DevicePush, at: Date): boolean => push.expiresAt !== undefined && Date.parse(push.expiresAt) <= at.getTime();
 
 function recordBatch(deps: DeschedulerDeps, live: readonly DueRow[], expired: number, at: Date): void {
   const { platform, metrics, logger } = deps;
@@ -92,12 +90,13 @@ function recordBatch(deps: DeschedulerDeps, live: readonly DueRow[], expired: nu
   }
   for (const r of live) {
     metrics.lag.observe({ platform }, Math.max(0, at.getTime() - r.dueAt.getTime()) / 1000);
-    if (r.push.trace === true) logger.info({ pushId: r.push.pushId, jobId: r.push.jobId, trace: true }, 'trace: descheduler released push');
+    if (r.trace) logger.info({ pushId: r.pushId, jobId: r.jobId, trace: true }, 'trace: descheduler released push');
   }
   logger.debug({ released: live.length, expired }, 'descheduler batch committed');
 }
 
-function toSendMessage(push: DevicePush): OutboundMessage {
+function toSendMessage(platform: Platform, row: DueRow): OutboundMessage {
   // Straight to the send queue: topic routing cost a fifth of RabbitMQ's capacity here (ADR 0005).
-  return { exchange: Exchanges.direct, routingKey: sendQueueFor(push.platform), body: push, messageId: push.pushId };
+  // The stored text is the DevicePush the demuxer encoded; it is sent as is, unparsed.
+  return { exchange: Exchanges.direct, routingKey: sendQueueFor(platform), body: Buffer.from(row.payload), contentType: 'application/json', messageId: row.pushId };
 }

@@ -31,8 +31,10 @@ export interface QueueCounts {
 export interface OutboundMessage {
   exchange: string;
   routingKey: string;
-  /** Objects are JSON-encoded (content-type application/json). */
+  /** Objects are JSON-encoded (content-type application/json); Buffers are sent as they are. */
   body: Buffer | object;
+  /** Content type of a Buffer body (an object body is always application/json). */
+  contentType?: string;
   headers?: Record<string, unknown>;
   messageId?: string;
   expirationMs?: number;

@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { derivePushId, sendQueueFor, type DevicePush } from '@herald/contracts';
+import { createLogger } from '@herald/logging';
+import { connectBroker, heraldTopology, type Broker } from '@herald/messaging';
+import { Registry } from '@herald/runtime';
+import { createTestDatabase, createTestVhost, peekMessages, waitFor, type TestDatabase, type TestVhost } from '@herald/testing';
+import { startDescheduler } from './descheduler.ts';
+import { createDeschedulerMetrics } from './descheduler-metrics.ts';
+
+const logger = createLogger({ service: 'descheduler-test', level: 'silent' });
+let t: TestDatabase;
+let vhost: TestVhost;
+let broker: Broker;
+beforeAll(async () => {
+  t = await createTestDatabase('desched');
+  vhost = await createTestVhost('desched');
+  broker = await connectBroker({ url: vhost.amqpUrl, logger, connectionName: 'descheduler-test' });
+  await broker.applyTopology(heraldTopology({ retryDelaysMs: [1000] }));
+});
+afterAll(async () => {
+  await broker.close();
+  await vhost.delete();
+  await t.drop();
+});
+
+const push = (deviceId: string, extra: Partial<DevicePush> = {}): DevicePush => ({
+  version: 1,
+  pushId: derivePushId('job-desched', deviceId),
+  jobId: 'job-desched',
+  deviceId,
+  app: 'demo',
+  platform: 'apns',
+  token: `token-${deviceId}`,
+  userId: 'u1',
+  content: { title: 'Good morning' },
+  priority: 'high',
+  acceptedAt: new Date().toISOString(),
+  ...extra,
+});
+
+describe('descheduler', () => {
+  it('publishes due pushes byte for byte as scheduled, with their push id; drops and counts the expired ones', async () => {
+    const live = push('1', { content: { title: 'é ✓ "quoted"', body: 'line\nbreak' } });
+    const traced = push('2', { trace: true, expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
+    const expired = push('3', { expiresAt: new Date(Date.now() - 1_000).toISOString() });
+    await t.db.scheduled.schedule([live, traced, expired].map((p) => ({ dueAt: new Date(Date.now() - 500), push: p })));
+
+    const metrics = createDeschedulerMetrics(new Registry());
+    const descheduler = startDescheduler({ platform: 'apns', store: t.db.scheduled, publisher: broker.publisher, metrics, logger,
+      batchSize: 10, recheckMs: 30_000, errorBackoffMs: 1_000 });
+    try {
+      await waitFor('the store to empty', async () => ((await t.db.scheduled.nextDueAt('apns')) === undefined ? true : undefined));
+      const ready = async () => (await broker.queueCounts([sendQueueFor('apns')])).get(sendQueueFor('apns'))?.ready;
+      await waitFor('two messages in the send queue', async () => ((await ready()) === 2 ? true : undefined));
+    } finally {
+      await descheduler.stop();
+    }
+    const messages = await peekMessages(vhost.name, sendQueueFor('apns'));
+    const byId = new Map(messages.map((m) => [m.properties.message_id, m]));
+    expect([...byId.keys()].sort()).toEqual([live.pushId, traced.pushId].sort());
+    expect(byId.get(live.pushId)?.payload).toBe(JSON.stringify(live));
+    expect(byId.get(traced.pushId)?.payload).toBe(JSON.stringify(traced));
+    expect(messages.map((m) => (m.properties as { content_type?: string }).content_type)).toEqual(['application/json', 'application/json']);
+    const counts = Object.fromEntries((await metrics.pushes.get()).values.map((v) => [v.labels['outcome'], v.value]));
+    expect(counts).toEqual({ released: 2, expired: 1 });
+  });
+});
