@@ -63,15 +63,16 @@ describe('ScheduledPushRepository', () => {
 
   it('hands back each push as the exact JSON text it was scheduled as, with its expiry and trace flag', async () => {
     await clear();
-    const [plain, expiring] = pushes(2, () => past(10));
+    const dueAt = new Date(Date.now() - 10);
+    const [plain, expiring] = pushes(2, () => dueAt);
     if (plain === undefined || expiring === undefined) throw new Error('two pushes expected');
-    expiring.push = { ...expiring.push, expiresAt: '2030-01-01T00:00:00.000Z', trace: true, content: { title: 'é ✓ "quoted"' } };
+    expiring.push = { ...expiring.push, expiresAt: '2030-01-01T00:00:00.123Z', trace: true, content: { title: 'é ✓ "quoted"' } };
     await t.db.scheduled.schedule([plain, expiring]);
     const released: DueRow[] = [];
     await t.db.scheduled.withDueBatch('apns', new Date(), 10, async (rows) => void released.push(...rows));
     const byId = new Map(released.map((r) => [r.pushId, r]));
-    expect(byId.get(plain.push.pushId)).toMatchObject({ jobId: plain.push.jobId, expiresAt: undefined, trace: false, payload: JSON.stringify(plain.push) });
-    expect(byId.get(expiring.push.pushId)).toMatchObject({ expiresAt: new Date('2030-01-01T00:00:00.000Z'), trace: true, payload: JSON.stringify(expiring.push) });
+    expect(byId.get(plain.push.pushId)).toMatchObject({ dueAt, jobId: plain.push.jobId, expiresAt: undefined, trace: false, payload: JSON.stringify(plain.push) });
+    expect(byId.get(expiring.push.pushId)).toMatchObject({ expiresAt: new Date('2030-01-01T00:00:00.123Z'), trace: true, payload: JSON.stringify(expiring.push) });
   });
 
   it('puts a batch back when the release fails', async () => {

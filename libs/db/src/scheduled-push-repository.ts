@@ -90,6 +90,9 @@ async function insertChunk(db: Kysely<HeraldTables>, chunk: readonly ScheduledPu
           ${chunk.map((p) => p.push.jobId)}::text[], ${chunk.map((p) => p.push.pushId)}::uuid[],
           ${chunk.map((p) => p.push.expiresAt ?? null)}::timestamptz[], ${chunk.map((p) => p.push.trace === true)}::boolean[],
           ${chunk.map((p) => JSON.stringify(p.push))}::json[])
+        -- Stored in due order: pushes released together then share heap pages, so a release
+        -- batch dirties (and writes a full-page image of) fewer pages.
+        order by 2
         on conflict (push_id) do nothing
         returning platform, due_at
       )
@@ -113,15 +116,26 @@ async function withDueBatch(
     // deschedulers off them) and deleted by their physical address, without a second index
     // probe. The delete only counts once the transaction commits, after `release`. The payload
     // comes back as text (json::text is the stored text), so nothing parses it here.
-    const { rows } = await sql<{ due_at: Date; push_id: string; job_id: string; expires_at: Date | null; trace: boolean; payload: string }>`
+    // Times come back as epoch ms (float8): parsing a timestamptz text per row cost more.
+    const { rows } = await sql<{ due_ms: number; push_id: string; job_id: string; expires_ms: number | null; trace: boolean; payload: string }>`
       delete from scheduled_pushes where ctid = any(array(
         select ctid from scheduled_pushes
         where platform = ${platform} and due_at <= ${now.toISOString()}::timestamptz
         order by due_at limit ${limit} for update skip locked))
-      returning due_at, push_id, job_id, expires_at, trace, payload::text as payload`.execute(trx);
+      returning (extract(epoch from due_at) * 1000)::float8 as due_ms, push_id, job_id,
+        (extract(epoch from expires_at) * 1000)::float8 as expires_ms, trace, payload::text as payload`.execute(trx);
     if (rows.length === 0) return 0;
-    rows.sort((a, b) => a.due_at.getTime() - b.due_at.getTime());
-    await release(rows.map((r) => ({ dueAt: r.due_at, pushId: r.push_id, jobId: r.job_id, expiresAt: r.expires_at ?? undefined, trace: r.trace, payload: r.payload })));
+    rows.sort((a, b) => a.due_ms - b.due_ms);
+    await release(
+      rows.map((r) => ({
+        dueAt: new Date(r.due_ms),
+        pushId: r.push_id,
+        jobId: r.job_id,
+        expiresAt: r.expires_ms === null ? undefined : new Date(r.expires_ms),
+        trace: r.trace,
+        payload: r.payload,
+      })),
+    );
     return rows.length;
   });
 }

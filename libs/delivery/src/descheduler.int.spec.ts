@@ -46,10 +46,20 @@ describe('descheduler', () => {
     await t.db.scheduled.schedule([live, traced, expired].map((p) => ({ dueAt: new Date(Date.now() - 500), push: p })));
 
     const metrics = createDeschedulerMetrics(new Registry());
-    const descheduler = startDescheduler({ platform: 'apns', store: t.db.scheduled, publisher: broker.publisher, metrics, logger,
-      batchSize: 10, recheckMs: 30_000, errorBackoffMs: 1_000 });
+    const descheduler = startDescheduler({
+      platform: 'apns',
+      store: t.db.scheduled,
+      publisher: broker.publisher,
+      metrics,
+      logger,
+      batchSize: 10,
+      recheckMs: 30_000,
+      errorBackoffMs: 1_000,
+    });
     try {
-      await waitFor('the store to empty', async () => ((await t.db.scheduled.nextDueAt('apns')) === undefined ? true : undefined));
+      await waitFor('the store to empty', async () =>
+        (await t.db.scheduled.nextDueAt('apns')) === undefined ? true : undefined,
+      );
       const ready = async () => (await broker.queueCounts([sendQueueFor('apns')])).get(sendQueueFor('apns'))?.ready;
       await waitFor('two messages in the send queue', async () => ((await ready()) === 2 ? true : undefined));
     } finally {
@@ -60,7 +70,10 @@ describe('descheduler', () => {
     expect([...byId.keys()].sort()).toEqual([live.pushId, traced.pushId].sort());
     expect(byId.get(live.pushId)?.payload).toBe(JSON.stringify(live));
     expect(byId.get(traced.pushId)?.payload).toBe(JSON.stringify(traced));
-    expect(messages.map((m) => (m.properties as { content_type?: string }).content_type)).toEqual(['application/json', 'application/json']);
+    expect(messages.map((m) => (m.properties as { content_type?: string }).content_type)).toEqual([
+      'application/json',
+      'application/json',
+    ]);
     const counts = Object.fromEntries((await metrics.pushes.get()).values.map((v) => [v.labels['outcome'], v.value]));
     expect(counts).toEqual({ released: 2, expired: 1 });
   });

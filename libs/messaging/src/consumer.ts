@@ -1,6 +1,7 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { Logger } from '@herald/logging';
 import { Batcher } from './batcher.ts';
+import { coalesceWrites } from './coalesce-writes.ts';
 import type { BrokerConnection } from './connection.ts';
 import { toInbound } from './inbound.ts';
 import type { MessagingMetrics } from './metrics.ts';
@@ -64,6 +65,7 @@ export class QueueConsumer implements Consumer {
 
   private async subscribe(): Promise<void> {
     const channel = await this.deps.connection.model.createChannel();
+    coalesceWrites(channel);
     channel.on('error', (err: Error) => this.deps.logger.warn({ err, queue: this.queue }, 'consumer channel error'));
     channel.on('close', () => this.onChannelClosed(channel));
     try {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ConfirmChannel, Message, Options } from 'amqplib';
 import type { Logger } from '@herald/logging';
+import { coalesceWrites } from './coalesce-writes.ts';
 import type { BrokerConnection } from './connection.ts';
 import { BrokerUnavailableError, PublishFailedError, UnroutableError } from './errors.ts';
 import type { MessagingMetrics } from './metrics.ts';
@@ -76,7 +77,7 @@ export class ConfirmPublisher implements Publisher {
       contentType,
       ...msg.properties,
       messageId,
-      headers: { ...msg.properties?.headers, ...msg.headers },
+      headers: headersOf(msg),
       persistent: true,
       mandatory: true,
       expiration: msg.expirationMs === undefined ? undefined : String(Math.max(0, Math.round(msg.expirationMs))),
@@ -112,6 +113,7 @@ export class ConfirmPublisher implements Publisher {
 
   private async openChannel(): Promise<ChannelState> {
     const channel = await this.connection.model.createConfirmChannel();
+    coalesceWrites(channel);
     const state: ChannelState = { channel, inFlight: new Set() };
     const current = this.state;
     channel.on('return', (returned: Message) => markReturned(state, returned));
@@ -130,6 +132,13 @@ function markReturned(state: ChannelState, returned: Message): void {
     (e) => e.returned === undefined && e.messageId === id && e.exchange === exchange && e.routingKey === routingKey,
   );
   if (entry) entry.returned = (returned.fields as { replyText?: string }).replyText ?? 'NO_ROUTE';
+}
+
+/** The merged headers, or none: an empty table still costs encoding here and decoding in the broker. */
+function headersOf(msg: RawOutbound): Record<string, unknown> | undefined {
+  if (msg.properties?.headers === undefined && msg.headers === undefined) return undefined;
+  const headers = { ...msg.properties?.headers, ...msg.headers };
+  return Object.keys(headers).length === 0 ? undefined : headers;
 }
 
 function describe(err: unknown): string {

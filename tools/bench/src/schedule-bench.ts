@@ -15,6 +15,9 @@
  * the services. Own vhost and schema, removed afterwards. Nothing consumes the send queues.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import { derivePushId, type DevicePush, type Platform } from '@herald/contracts';
 import { createDatabase, type Database, type ScheduledPushInput } from '@herald/db';
 import { createDeschedulerMetrics, startDescheduler } from '@herald/delivery';
@@ -160,11 +163,38 @@ async function wave(env: { amqpUrl: string; dbUrl: string; schema: string; db: D
 }
 
 /** Part 2: a backlog already due when the deschedulers start, drained as fast as they can. */
-async function backlog(env: { amqpUrl: string; dbUrl: string; schema: string; db: Database }): Promise<Figures> {
+async function backlog(env: { amqpUrl: string; dbUrl: string; schema: string; db: Database }): Promise<Figures & { cpuUsPerPush: number }> {
   await buildAndStore(env.db, BACKLOG_ROWS, new Date(Math.floor(Date.now() / 60_000) * 60_000 - 60_000), 0);
+  const profile = await startProfile();
+  const cpu = process.cpuUsage();
   const run = await startDeschedulers(env.amqpUrl, env.dbUrl, env.schema);
   await drained(run, BACKLOG_ROWS);
-  return figures(BACKLOG_ROWS, run);
+  const used = process.cpuUsage(cpu);
+  await profile?.stop();
+  return { ...figures(BACKLOG_ROWS, run), cpuUsPerPush: (used.user + used.system) / BACKLOG_ROWS };
+}
+
+/**
+ * BENCH_CPU_PROFILE_DIR: a V8 CPU profile of this process (the deschedulers) while it drains the
+ * backlog, without the row building before it; read it with tools/bench/src/profile-summary.ts.
+ */
+async function startProfile(): Promise<{ stop(): Promise<void> } | undefined> {
+  const dir = process.env['BENCH_CPU_PROFILE_DIR'];
+  if (dir === undefined) return undefined;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return {
+    stop: async () => {
+      const { profile } = await session.post('Profiler.stop');
+      await mkdir(dir, { recursive: true });
+      const file = join(dir, `schedule-drain-${Date.now()}.cpuprofile`);
+      await writeFile(file, JSON.stringify(profile));
+      session.disconnect();
+      console.log(`cpu profile of the drain: ${file}`);
+    },
+  };
 }
 
 async function main(): Promise<void> {
@@ -192,7 +222,8 @@ async function main(): Promise<void> {
       timeline.length = 0;
     }
     const b = await backlog(env);
-    console.log(`capacity: ${b.rows} pushes already due when the deschedulers start, drained at ${b.releasedPerS} pushes/s`);
+    console.log(`capacity: ${b.rows} pushes already due when the deschedulers start, drained at ${b.releasedPerS} pushes/s` +
+      ` (the deschedulers' process: ${b.cpuUsPerPush.toFixed(1)} µs CPU per push)`);
     if (w !== undefined) {
       // Released first → last can only approach the rate at which pushes fall due (the window's
       // edges): keeping pace means within 1% of it. The capacity part shows the headroom.
