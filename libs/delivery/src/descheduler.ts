@@ -46,7 +46,11 @@ export function startDescheduler(deps: DeschedulerDeps): Descheduler {
       });
       if (stopping) break;
       if (released === deps.batchSize) continue;
-      await timer.sleep(released < 0 ? deps.errorBackoffMs : await sleepMs(deps));
+      // Some rows but not a full batch: a wave is falling due, so more are due within
+      // milliseconds; look again after the floor without asking the store for the next due time
+      // (that query walks the same index as the claim, past every row released since the last
+      // vacuum). Only an empty batch asks, and sleeps until then.
+      await timer.sleep(released < 0 ? deps.errorBackoffMs : released > 0 ? MIN_SLEEP_MS : await sleepMs(deps));
     }
   };
   const loops = Promise.all(timers.map(worker));
@@ -66,8 +70,11 @@ async function sleepMs(deps: DeschedulerDeps): Promise<number> {
   const now = (deps.now ?? (() => new Date()))().getTime();
   if (next === undefined) return deps.recheckMs;
   // Due rows another descheduler holds are skipped by nextDueAt; a tiny floor guards the rest.
-  return Math.min(deps.recheckMs, Math.max(5, next.getTime() - now));
+  return Math.min(deps.recheckMs, Math.max(MIN_SLEEP_MS, next.getTime() - now));
 }
+
+/** The shortest sleep between batches that were not full. */
+const MIN_SLEEP_MS = 5;
 
 async function releaseOnce(deps: DeschedulerDeps): Promise<number> {
   const now = deps.now ?? (() => new Date());
