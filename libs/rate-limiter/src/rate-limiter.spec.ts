@@ -49,15 +49,19 @@ describe('createRateLimiter', () => {
   });
 
   it('three processes sharing a 300/s budget: no window over its share, the whole budget used', async () => {
-    const store = new MemoryRateLimitStore();
+    // The store's own clock reading for each lease, so a grant is counted in the window the
+    // store granted it in (reading the time after the await could fall in the next window).
+    let leaseNow = 0;
+    const store = new MemoryRateLimitStore(() => (leaseNow = Date.now()));
     store.set({ platform: 'apns' }, 300);
     // What the fleet was granted per 100 ms window, as the shared store saw it (exact, whatever
     // the machine's load): never more than the window's share of 30.
     const grantedPerWindow = new Map<number, number>();
     const lease = store.lease.bind(store);
     store.lease = async (key, want, windowMs) => {
-      const grant = await lease(key, want, windowMs);
-      const index = Math.floor(Date.now() / windowMs);
+      const pending = lease(key, want, windowMs);
+      const index = Math.floor(leaseNow / windowMs);
+      const grant = await pending;
       grantedPerWindow.set(index, (grantedPerWindow.get(index) ?? 0) + (grant?.granted ?? 0));
       return grant;
     };
