@@ -16,11 +16,12 @@ const root = join(import.meta.dirname, '..', '..');
 export const bundleOf = (name: string): string => join(root, 'dist', 'services', name, 'main.mjs');
 
 /**
- * Node's arguments for running a service's bundle: HERALD_SERVICE_NODE_ARGS (space-separated
- * Node flags NODE_OPTIONS refuses, e.g. --cpu-prof or --heap-growing-percent=50; see README,
- * Benchmarks), source maps on, then the bundle. Used by `npm start`, the tests and benchmarks.
+ * Node's arguments for running a service's bundle: `extraFlags`, by default this process's
+ * HERALD_SERVICE_NODE_ARGS (space-separated Node flags NODE_OPTIONS refuses, e.g. --cpu-prof or
+ * --heap-growing-percent=50; see README, Benchmarks), source maps on, then the bundle. Used by
+ * `npm start`, the tests and benchmarks.
  */
-export const serviceNodeArgs = (name: string, extraFlags: string | undefined): string[] => [
+export const serviceNodeArgs = (name: string, extraFlags = process.env['HERALD_SERVICE_NODE_ARGS']): string[] => [
   ...(extraFlags ?? '').split(' ').filter((a) => a !== ''),
   '--enable-source-maps',
   bundleOf(name),

@@ -41,7 +41,7 @@ const children = new Map<string, ChildProcess>();
 let stopping = false;
 
 function run(name: string): ChildProcess {
-  const child = spawn(process.execPath, serviceNodeArgs(name, process.env['HERALD_SERVICE_NODE_ARGS']), {
+  const child = spawn(process.execPath, serviceNodeArgs(name), {
     // Local only: webhook subscriptions may call back to http://localhost receivers.
     env: { ...process.env, LOG_FORMAT: process.env['LOG_FORMAT'] ?? childFormat, WEBHOOK_ALLOW_HTTP_LOCALHOST: process.env['WEBHOOK_ALLOW_HTTP_LOCALHOST'] ?? 'true' },
     stdio: 'inherit',

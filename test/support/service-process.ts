@@ -25,8 +25,7 @@ export class ServiceProcess {
   async start(timeoutMs = 30_000): Promise<void> {
     // HERALD_SERVICE_NODE_ARGS (the service's env, else this process's): extra Node flags, e.g.
     // --cpu-prof or --heapsnapshot-signal=SIGUSR2, which NODE_OPTIONS refuses.
-    const flags = this.env['HERALD_SERVICE_NODE_ARGS'] ?? process.env['HERALD_SERVICE_NODE_ARGS'];
-    const child = spawn(process.execPath, serviceNodeArgs(this.service, flags), {
+    const child = spawn(process.execPath, serviceNodeArgs(this.service, this.env['HERALD_SERVICE_NODE_ARGS']), {
       env: { ...process.env, ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -50,13 +50,10 @@ export function instrumentRequests(app: FastifyInstance, registry: Registry): Re
   return {
     publishTimings(reply, { recordMs, confirmMs }) {
       const parts: string[] = [];
-      if (recordMs !== undefined) {
-        stages.observe({ stage: 'record' }, recordMs / 1000);
-        parts.push(`record;dur=${recordMs.toFixed(2)}`);
-      }
-      if (confirmMs !== undefined) {
-        stages.observe({ stage: 'confirm' }, confirmMs / 1000);
-        parts.push(`confirm;dur=${confirmMs.toFixed(2)}`);
+      for (const [stage, ms] of [['record', recordMs], ['confirm', confirmMs]] as const) {
+        if (ms === undefined) continue;
+        stages.observe({ stage }, ms / 1000);
+        parts.push(`${stage};dur=${ms.toFixed(2)}`);
       }
       // total: from the request's arrival to now, just before the answer is written.
       if (parts.length > 0)

@@ -5,11 +5,11 @@ const WINDOW_MS = 100;
 const key = { platform: 'apns' } as const;
 
 /** A store on a clock the test moves (ms since the epoch; window n is [100n, 100n + 100)). */
-function storeAt(ratePerSec: number): { store: MemoryRateLimitStore; at(ms: number): MemoryRateLimitStore } {
+function storeAt(ratePerSec: number): { at(ms: number): MemoryRateLimitStore } {
   let now = 0;
   const store = new MemoryRateLimitStore(() => now);
   store.set(key, ratePerSec);
-  return { store, at: (ms) => ((now = ms), store) };
+  return { at: (ms) => ((now = ms), store) };
 }
 
 const granted = async (store: MemoryRateLimitStore, want: number): Promise<number | undefined> =>
