@@ -9,13 +9,18 @@
  *  3. POST /v1/jobs:batch throughput (100 jobs a request);
  *  4. the client library's publishPushJob latency at the same fixed rate.
  * Prints a table and writes test-results/api-bench.json. Target: single-job p99 < 5 ms at 1,000 jobs/s.
+ * Also printed, to read the figures by: how often this machine's CPUs went missing for over 1 ms
+ * just before the run (other processes or the hypervisor; see cpuStalls), and the API's GC pauses
+ * during the fixed-rate run.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
 import { API_TEST_ENV, apiUrl, teamKey } from '../../../test/support/http-api.ts';
 import { buildServices } from '../../../infra/local/build-services.ts';
+import { metric } from '../../../test/support/metrics.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
 
@@ -146,6 +151,12 @@ function cpuMs(pid: number | undefined): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/** A process's peak resident set so far (VmHWM), MB. */
+function peakRssMb(pid: number | undefined): number {
+  const kb = pid === undefined ? NaN : Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  return Math.round(kb / 1024);
+}
+
 /** Run a scenario and add the API's CPU per job. */
 async function withCpu(sys: System, scenario: () => Promise<Summary>): Promise<Summary> {
   const pid = sys.service('api').pid;
@@ -154,13 +165,42 @@ async function withCpu(sys: System, scenario: () => Promise<Summary>): Promise<S
   return { ...s, apiCpuMsPerJob: Math.round(((cpuMs(pid) - before) / Math.max(1, s.jobs)) * 1000) / 1000 };
 }
 
+/** The API's garbage-collection pauses so far (prom-client's nodejs_gc_duration_seconds, all kinds). */
+async function gcSoFar(sys: System): Promise<GcPauses> {
+  const api = sys.service('api');
+  const [count, seconds] = await Promise.all([metric(api, 'nodejs_gc_duration_seconds_count'), metric(api, 'nodejs_gc_duration_seconds_sum')]);
+  return { pauses: count, ms: seconds * 1000 };
+}
+
+/**
+ * How often this machine's CPUs vanish: one busy thread per CPU reads the clock in a loop for
+ * `ms`; a gap of over 1 ms between two readings is time the thread was not running (another
+ * process, or the hypervisor running something else). Run before the scenarios, on an idle system.
+ */
+async function cpuStalls(ms: number): Promise<{ perCpuPerSecond: number; maxMs: number }> {
+  const code = `const { parentPort, workerData } = require('node:worker_threads');
+    const end = performance.now() + workerData; let last = performance.now(), gaps = 0, max = 0;
+    while (last < end) { const t = performance.now(); if (t - last > 1) { gaps++; max = Math.max(max, t - last); } last = t; }
+    parentPort.postMessage({ gaps, max });`;
+  const results = await Promise.all(
+    os.cpus().map(() => new Promise<{ gaps: number; max: number }>((resolve, reject) => new Worker(code, { eval: true, workerData: ms }).once('message', resolve).once('error', reject))),
+  );
+  const gaps = results.reduce((n, r) => n + r.gaps, 0);
+  return { perCpuPerSecond: Math.round((gaps / results.length / (ms / 1000)) * 10) / 10, maxMs: Math.round(Math.max(...results.map((r) => r.max)) * 10) / 10 };
+}
+
 const STAGE_NAMES: Record<string, string> = {
   record: 'id recorded (PostgreSQL)',
   confirm: 'publish confirmed (RabbitMQ)',
   total: 'arrival to answer',
 };
 
-async function bench(sys: System): Promise<Record<string, Summary>> {
+interface GcPauses {
+  pauses: number;
+  ms: number;
+}
+
+async function bench(sys: System): Promise<{ results: Record<string, Summary>; gc: GcPauses }> {
   const key = await teamKey(sys, 'bench', ['demo']);
   const base = new URL(apiUrl(sys));
   const single = (i: number) => post(base, '/v1/jobs', key, job(i));
@@ -171,13 +211,16 @@ async function bench(sys: System): Promise<Record<string, Summary>> {
   // confirm, and arrival to answer, so the caller's latency can be split into the API's part
   // and the rest (generator, loopback, the wait for a CPU before the API sees the request).
   const stages: TimingSink = new Map();
+  const gcBefore = await gcSoFar(sys);
   const httpFixed = await withCpu(sys, () => fixedRate(RATE, SECONDS, (i) => post(base, '/v1/jobs', key, job(i), stages)));
+  const gcAfter = await gcSoFar(sys);
+  const gc = { pauses: gcAfter.pauses - gcBefore.pauses, ms: Math.round((gcAfter.ms - gcBefore.ms) * 10) / 10 };
   const httpMax = await withCpu(sys, () => saturate(CONCURRENCY, SECONDS / 2, single));
   const batchOf100 = (i: number) => post(base, '/v1/jobs:batch', key, { jobs: Array.from({ length: 100 }, (_, j) => job(i * 100 + j)) });
   const batch = await withCpu(sys, () => saturate(8, SECONDS / 2, batchOf100, 100));
   await fixedRate(RATE, WARMUP_SECONDS, (i) => sys.client.publishPushJob(job(i)));
   const clientFixed = await fixedRate(RATE, SECONDS, (i) => sys.client.publishPushJob(job(i)));
-  return {
+  const results = {
     [`HTTP POST /v1/jobs at ${RATE}/s`]: httpFixed,
     [`HTTP POST /v1/jobs, ${CONCURRENCY} in flight`]: httpMax,
     'HTTP POST /v1/jobs:batch (100 jobs), 8 in flight': batch,
@@ -185,6 +228,7 @@ async function bench(sys: System): Promise<Record<string, Summary>> {
     [`HTTP GET /healthz at ${RATE}/s (the HTTP floor)`]: healthz,
     ...Object.fromEntries([...stages].map(([name, ms]) => [`  of which in the API: ${STAGE_NAMES[name] ?? name}`, summarise(ms, 0, SECONDS)])),
   };
+  return { results, gc };
 }
 
 await buildServices();
@@ -192,7 +236,8 @@ await buildServices();
 const profiling = cpuProfileEnv(process.env['BENCH_CPU_PROFILE_DIR']);
 const sys = await startSystem({ only: (process.env['API_BENCH_ONLY_API'] ? ['api'] : ['api', 'demuxer']), env: { ...API_TEST_ENV, API_KEY_CACHE_TTL_MS: '5000', APP_CACHE_TTL_MS: '5000', ...profiling } });
 try {
-  const results = await bench(sys);
+  const stalls = await cpuStalls(3000);
+  const { results, gc } = await bench(sys);
   console.log('\nscenario                                            jobs/s   p50 ms   p90 ms   p99 ms   max ms  errors  API CPU ms/job');
   for (const [name, s] of Object.entries(results)) {
     const cells = [s.perSecond, s.p50, s.p90, s.p99, s.max].map((v) => String(v).padStart(8)).join(' ');
@@ -203,11 +248,12 @@ try {
     const firstError = sys.service('api').logs.find((l) => (l.level ?? 0) >= 50);
     if (firstError !== undefined) console.log(`first API error: ${JSON.stringify(firstError).slice(0, 600)}`);
   }
-  console.log(`(machine: ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+  console.log(`(machine: ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; before the run, each CPU went missing for over 1 ms ${stalls.perCpuPerSecond} times a second, longest ${stalls.maxMs} ms)`);
+  console.log(`(API garbage collection during the ${RATE}/s run: ${gc.pauses} pauses, ${gc.ms} ms in all; API peak RSS ${peakRssMb(sys.service('api').pid)} MB)`);
   const target = Object.values(results)[0] as Summary;
   console.log(`\nsingle-job HTTP publish p99 at ${RATE} jobs/s: ${target.p99} ms (target < 5 ms: ${target.p99 < 5 ? 'met' : 'NOT met'})`);
   mkdirSync('test-results', { recursive: true });
-  writeFileSync('test-results/api-bench.json', `${JSON.stringify({ at: new Date().toISOString(), rate: RATE, seconds: SECONDS, results }, null, 2)}\n`);
+  writeFileSync('test-results/api-bench.json', `${JSON.stringify({ at: new Date().toISOString(), rate: RATE, seconds: SECONDS, cpuStalls: stalls, apiGc: gc, results }, null, 2)}\n`);
 } finally {
   agent.destroy();
   await sys.stop();
