@@ -104,7 +104,7 @@ export function createDatabase(options: DatabaseOptions): Database {
     ledger: createDeliveryLedger(kysely),
     scheduled: createScheduledPushRepository(kysely, { url, schema, logger }),
     rateLimits: createRateLimitRepository(kysely),
-    jobs: createJobRepository(kysely),
+    jobs: createJobRepository(kysely, pool),
     apiKeys: createApiKeyRepository(kysely),
     subscriptions: createSubscriptionRepository(kysely),
     migrate: async () => {

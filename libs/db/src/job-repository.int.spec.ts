@@ -20,6 +20,16 @@ describe('job records', () => {
     expect(again.get(b)).toEqual({ kind: 'new' });
   });
 
+  it('accepts a single id once, through the same check as a batch', async () => {
+    const id = randomUUID();
+    expect(await t.db.jobs.accept([{ id, app: 'demo', team: 't' }])).toEqual(new Map([[id, { kind: 'new' }]]));
+    expect((await t.db.jobs.get(id))?.app).toBe('demo');
+    expect(await t.db.jobs.accept([{ id, app: 'other', team: 't' }])).toEqual(new Map([[id, { kind: 'existing', app: 'demo', published: false }]]));
+    await t.db.jobs.markPublished([id]);
+    const both = await t.db.jobs.accept([{ id, app: 'demo', team: 't' }, { id: randomUUID(), app: 'demo', team: 't' }]);
+    expect(both.get(id)).toEqual({ kind: 'existing', app: 'demo', published: true });
+  });
+
   it('counts outcomes per job once per push, and the demuxer upsert does not double count', async () => {
     const job = randomUUID();
     await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 3, outcome: 'fanned-out' }]);
