@@ -13,7 +13,7 @@
  * just before the run (other processes or the hypervisor; see cpuStalls), and the API's GC pauses
  * during the fixed-rate run.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
@@ -151,6 +151,20 @@ function cpuMs(pid: number | undefined): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/** CPU ms used so far by every process whose command name is `comm` (postgres, beam.smp). */
+function cpuMsOf(comm: string): number {
+  let total = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === comm) total += cpuMs(Number(pid));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return total;
+}
+
 /** A process's peak resident set so far (VmHWM), MB. */
 function peakRssMb(pid: number | undefined): number {
   const kb = pid === undefined ? NaN : Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
@@ -200,7 +214,7 @@ interface GcPauses {
   ms: number;
 }
 
-async function bench(sys: System): Promise<{ results: Record<string, Summary>; gc: GcPauses }> {
+async function bench(sys: System): Promise<{ results: Record<string, Summary>; gc: GcPauses; cpu: { postgres: number; rabbitmq: number } }> {
   const key = await teamKey(sys, 'bench', ['demo']);
   const base = new URL(apiUrl(sys));
   const single = (i: number) => post(base, '/v1/jobs', key, job(i));
@@ -212,7 +226,10 @@ async function bench(sys: System): Promise<{ results: Record<string, Summary>; g
   // and the rest (generator, loopback, the wait for a CPU before the API sees the request).
   const stages: TimingSink = new Map();
   const gcBefore = await gcSoFar(sys);
+  const [pgBefore, rabbitBefore] = [cpuMsOf('postgres'), cpuMsOf('beam.smp')];
   const httpFixed = await withCpu(sys, () => fixedRate(RATE, SECONDS, (i) => post(base, '/v1/jobs', key, job(i), stages)));
+  const perJob = (ms: number) => Math.round((ms / Math.max(1, httpFixed.jobs)) * 1000) / 1000;
+  const cpu = { postgres: perJob(cpuMsOf('postgres') - pgBefore), rabbitmq: perJob(cpuMsOf('beam.smp') - rabbitBefore) };
   const gcAfter = await gcSoFar(sys);
   const gc = { pauses: gcAfter.pauses - gcBefore.pauses, ms: Math.round((gcAfter.ms - gcBefore.ms) * 10) / 10 };
   const httpMax = await withCpu(sys, () => saturate(CONCURRENCY, SECONDS / 2, single));
@@ -228,7 +245,7 @@ async function bench(sys: System): Promise<{ results: Record<string, Summary>; g
     [`HTTP GET /healthz at ${RATE}/s (the HTTP floor)`]: healthz,
     ...Object.fromEntries([...stages].map(([name, ms]) => [`  of which in the API: ${STAGE_NAMES[name] ?? name}`, summarise(ms, 0, SECONDS)])),
   };
-  return { results, gc };
+  return { results, gc, cpu };
 }
 
 await buildServices();
@@ -237,7 +254,7 @@ const profiling = cpuProfileEnv(process.env['BENCH_CPU_PROFILE_DIR']);
 const sys = await startSystem({ only: (process.env['API_BENCH_ONLY_API'] ? ['api'] : ['api', 'demuxer']), env: { ...API_TEST_ENV, API_KEY_CACHE_TTL_MS: '5000', APP_CACHE_TTL_MS: '5000', ...profiling } });
 try {
   const stalls = await cpuStalls(3000);
-  const { results, gc } = await bench(sys);
+  const { results, gc, cpu } = await bench(sys);
   console.log('\nscenario                                            jobs/s   p50 ms   p90 ms   p99 ms   max ms  errors  API CPU ms/job');
   for (const [name, s] of Object.entries(results)) {
     const cells = [s.perSecond, s.p50, s.p90, s.p99, s.max].map((v) => String(v).padStart(8)).join(' ');
@@ -250,10 +267,11 @@ try {
   }
   console.log(`(machine: ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; before the run, each CPU went missing for over 1 ms ${stalls.perCpuPerSecond} times a second, longest ${stalls.maxMs} ms)`);
   console.log(`(API garbage collection during the ${RATE}/s run: ${gc.pauses} pauses, ${gc.ms} ms in all; API peak RSS ${peakRssMb(sys.service('api').pid)} MB)`);
+  console.log(`(CPU ms per job during the ${RATE}/s run, the demuxer's share included: PostgreSQL ${cpu.postgres}, RabbitMQ ${cpu.rabbitmq})`);
   const target = Object.values(results)[0] as Summary;
   console.log(`\nsingle-job HTTP publish p99 at ${RATE} jobs/s: ${target.p99} ms (target < 5 ms: ${target.p99 < 5 ? 'met' : 'NOT met'})`);
   mkdirSync('test-results', { recursive: true });
-  writeFileSync('test-results/api-bench.json', `${JSON.stringify({ at: new Date().toISOString(), rate: RATE, seconds: SECONDS, cpuStalls: stalls, apiGc: gc, results }, null, 2)}\n`);
+  writeFileSync('test-results/api-bench.json', `${JSON.stringify({ at: new Date().toISOString(), rate: RATE, seconds: SECONDS, cpuStalls: stalls, apiGc: gc, cpuMsPerJob: cpu, results }, null, 2)}\n`);
 } finally {
   agent.destroy();
   await sys.stop();
