@@ -35,11 +35,15 @@ export function createJobRecords(jobs: JobRepository, logger: Logger) {
   return {
     ...jobs,
     async accept(items: readonly Accept[]): Promise<Map<string, AcceptResult>> {
+      // Asked before the read as well as after: a mark written while the read is in flight leaves
+      // `unrecorded` before the answer is looked at, yet the read may have missed it.
+      const confirmedBefore = items.map((item) => unrecorded.has(item.id));
       const results = await accept(items);
       return new Map(
         items.map((item, i) => {
           const r = results[i] as AcceptResult;
-          return [item.id, r.kind === 'existing' && unrecorded.has(item.id) ? { ...r, published: true } : r];
+          const confirmed = confirmedBefore[i] === true || unrecorded.has(item.id);
+          return [item.id, r.kind === 'existing' && confirmed ? { ...r, published: true } : r];
         }),
       );
     },

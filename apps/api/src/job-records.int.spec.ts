@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JobRepository } from '@herald/db';
+import { createLogger } from '@herald/logging';
+import { createTestDatabase, type TestDatabase } from '@herald/testing';
+import { createJobRecords } from './job-records.ts';
+
+const logger = createLogger({ service: 'job-records-test', level: 'silent' });
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await createTestDatabase('job_records');
+});
+afterAll(() => t.drop());
+
+describe("the API's job-id records", () => {
+  it('answers a repost as a duplicate when the published mark is written while the repost reads the record', async () => {
+    // The real repository, with one hook: after a repost's read, wait for whatever the test says
+    // (here: the background "published" mark being written), as a slow answer would.
+    const hook: { afterRead?: () => Promise<void> } = {};
+    const jobs: JobRepository = {
+      ...t.db.jobs,
+      accept: async (items) => {
+        const found = await t.db.jobs.accept(items);
+        await hook.afterRead?.();
+        return found;
+      },
+    };
+    const records = createJobRecords(jobs, logger);
+    const id = randomUUID();
+    expect((await records.accept([{ id, app: 'demo', team: 't' }])).get(id)).toEqual({ kind: 'new' });
+    records.markPublished([id]); // confirmed; the mark goes to PostgreSQL up to 10 ms later
+    hook.afterRead = () => records.flush();
+    expect((await records.accept([{ id, app: 'demo', team: 't' }])).get(id)).toEqual({
+      kind: 'existing',
+      app: 'demo',
+      published: true,
+    });
+    expect((await t.db.jobs.get(id))?.publishedAt).not.toBeNull();
+  });
+
+  it('answers a repost after the mark is written from PostgreSQL alone', async () => {
+    const records = createJobRecords(t.db.jobs, logger);
+    const id = randomUUID();
+    await records.accept([{ id, app: 'demo', team: 't' }]);
+    records.markPublished([id]);
+    await records.flush();
+    const elsewhere = createJobRecords(t.db.jobs, logger); // another API process: nothing in memory
+    expect((await elsewhere.accept([{ id, app: 'demo', team: 't' }])).get(id)).toEqual({
+      kind: 'existing',
+      app: 'demo',
+      published: true,
+    });
+  });
+});
