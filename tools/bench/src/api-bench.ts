@@ -10,8 +10,8 @@
  *  4. the client library's publishPushJob latency at the same fixed rate.
  * Prints a table and writes test-results/api-bench.json. Target: single-job p99 < 5 ms at 1,000 jobs/s.
  * Also printed, to read the figures by: how often this machine's CPUs went missing for over 1 ms
- * just before the run (other processes or the hypervisor; see cpuStalls), and the API's GC pauses
- * during the fixed-rate run.
+ * just before the run (other processes or the hypervisor; see cpuStalls), and for the fixed-rate
+ * run the API's GC pauses and PostgreSQL's and RabbitMQ's CPU per job.
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
