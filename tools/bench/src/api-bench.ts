@@ -13,7 +13,7 @@
  * just before the run (other processes or the hypervisor; see cpuStalls), and for the fixed-rate
  * run the API's GC pauses and PostgreSQL's and RabbitMQ's CPU per job.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
@@ -23,6 +23,7 @@ import { buildServices } from '../../../infra/local/build-services.ts';
 import { metric } from '../../../test/support/metrics.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
+import { cpuMs, cpuMsOf, peakRssMb } from './proc.ts';
 
 const RATE = Number(process.env['API_BENCH_RATE'] ?? 1000);
 const SECONDS = Number(process.env['API_BENCH_SECONDS'] ?? 10);
@@ -142,33 +143,6 @@ async function saturate(concurrency: number, seconds: number, call: (i: number) 
   await Promise.all(Array.from({ length: concurrency }, worker));
   const s = summarise(latencies, errors, seconds);
   return { ...s, jobs: s.count * perCall, perSecond: s.perSecond * perCall };
-}
-
-/** utime + stime of a process in ms (Linux /proc; clock ticks of 10 ms). */
-function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-/** CPU ms used so far by every process whose command name is `comm` (postgres, beam.smp). */
-function cpuMsOf(comm: string): number {
-  let total = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === comm) total += cpuMs(Number(pid));
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return total;
-}
-
-/** A process's peak resident set so far (VmHWM), MB. */
-function peakRssMb(pid: number | undefined): number {
-  const kb = pid === undefined ? NaN : Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
-  return Math.round(kb / 1024);
 }
 
 /** Run a scenario and add the API's CPU per job. */

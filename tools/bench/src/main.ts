@@ -7,12 +7,13 @@
  * and the peak RSS of every service. Prints a table, writes test-results/bench.json, cleans up.
  * BENCH_RUNS runs (default 1) are summarised by their medians.
  */
-import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { sandboxStats, sandboxRecordsAfter } from './sandbox-feed.ts';
 import { buildServices } from '../../../infra/local/build-services.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
+import { peakRssMb } from './proc.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const USERS = env('BENCH_USERS', 20_000);
@@ -63,16 +64,7 @@ async function publish(sys: System, until: number, rate: number | undefined, cou
 const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 function peakRss(sys: System): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [name, s] of sys.services) {
-    try {
-      const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${s.pid}/status`, 'utf8'));
-      out[name] = Math.round(Number(hwm?.[1] ?? 0) / 1024);
-    } catch {
-      out[name] = NaN;
-    }
-  }
-  return out;
+  return Object.fromEntries([...sys.services].map(([name, s]) => [name, peakRssMb(s.pid)]));
 }
 
 async function run(): Promise<RunResult> {
