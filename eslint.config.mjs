@@ -22,7 +22,7 @@ const libDeps = {
   'lib:messaging': ['lib:contracts', 'lib:logging', 'lib:runtime'],
   'lib:db': ['lib:contracts', 'lib:logging'],
   'lib:providers': ['lib:contracts', 'lib:logging'],
-  'lib:client': ['lib:contracts', 'lib:logging', 'lib:messaging'],
+  'lib:client': ['lib:contracts', 'lib:logging', 'lib:messaging', 'lib:providers'],
   'lib:rate-limiter': ['lib:contracts', 'lib:logging', 'lib:runtime'],
   'lib:delivery': ['lib:contracts', 'lib:config', 'lib:db', 'lib:logging', 'lib:messaging', 'lib:providers', 'lib:rate-limiter', 'lib:runtime'],
   'lib:scheduling': ['lib:contracts'],

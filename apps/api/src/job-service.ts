@@ -1,3 +1,4 @@
+import { jobConformanceIssues, jobNotices } from '@herald/providers';
 import { JobBatch, MAX_BATCH_JOBS, PushJob, scheduleProblem, type JobAccepted, type JobStatus } from '@herald/contracts';
 import type { AcceptResult, ApiKeyRow, AppRow, JobRecord, JobStatusRecord } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
@@ -47,10 +48,17 @@ function validateJobs(raw: unknown, acceptedAt: string, deps: JobServiceDeps): P
     const first = seen.get(job.id);
     if (first !== undefined) throw new ApiError(400, 'invalid-request', `jobs.${i}.id: repeats jobs.${first}.id`, [{ path: `jobs.${i}.id`, message: `repeats jobs.${first}.id` }]);
     seen.set(job.id, i);
-    const bad = scheduleProblem(job.deliverAt, new Date(acceptedAt), deps.scheduleHorizonDays);
-    if (bad !== undefined) throw new ApiError(400, 'invalid-request', `jobs.${i}.deliverAt: ${bad}`, [{ path: `jobs.${i}.deliverAt`, message: bad }]);
+    checkJob(job, new Date(acceptedAt), deps, `jobs.${i}.`);
   });
   return jobs;
+}
+
+/** Beyond the contract: a schedule Herald can resolve, and content Apple and Google accept (400 naming the field). */
+function checkJob(job: PushJob, acceptedAt: Date, deps: JobServiceDeps, prefix: string): void {
+  const bad = scheduleProblem(job.deliverAt, acceptedAt, deps.scheduleHorizonDays);
+  if (bad !== undefined) throw new ApiError(400, 'invalid-request', `${prefix}deliverAt: ${bad}`, [{ path: `${prefix}deliverAt`, message: bad }]);
+  const issues = jobConformanceIssues(job, acceptedAt).map((i) => ({ path: `${prefix}${i.path}`, message: i.message }));
+  if (issues.length > 0) throw new ApiError(400, 'invalid-request', issues.map((i) => `${i.path}: ${i.message}`).join('; '), issues);
 }
 
 /** Jobs already validated (a single POST /v1/jobs), so they are not parsed twice. */
@@ -113,15 +121,17 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
     if (unpublished.length > 0) timings.confirmMs = performance.now() - confirming;
   }
   const published = new Set(unpublished.map((j) => j.id));
-  return jobs.map((j) => ({ id: j.id, duplicate: !published.has(j.id) }));
+  return jobs.map((j) => {
+    const notices = jobNotices(j, new Date(acceptedAt));
+    return { id: j.id, duplicate: !published.has(j.id), ...(notices.length > 0 && { notices }) };
+  });
 }
 
 /** A single job is a batch of one: the same validation, paths without the `jobs.0.` prefix. */
 export async function acceptJob(body: unknown, key: ApiKeyRow, deps: JobServiceDeps, timings?: PublishTimings): Promise<JobAccepted> {
   const acceptedAt = (deps.now?.() ?? new Date()).toISOString();
   const job = parseBody(PushJob, stamp(body, acceptedAt));
-  const bad = scheduleProblem(job.deliverAt, new Date(acceptedAt), deps.scheduleHorizonDays);
-  if (bad !== undefined) throw new ApiError(400, 'invalid-request', `deliverAt: ${bad}`, [{ path: 'deliverAt', message: bad }]);
+  checkJob(job, new Date(acceptedAt), deps, '');
   const [result] = await acceptJobs(new ValidatedJobs([job]), key, deps, timings);
   return result as JobAccepted;
 }

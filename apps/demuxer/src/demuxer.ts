@@ -1,8 +1,8 @@
-import { PushJob, decodeWith, jobExpiry, scheduleProblem, targetUsers, type Platform } from '@herald/contracts';
+import { PushJob, decodeWith, jobExpiry, scheduleProblem, targetUsers } from '@herald/contracts';
 import type { AppRow, TargetDevice } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
-import { checkPayloadSize } from '@herald/providers';
+import { jobConformanceIssues } from '@herald/providers';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
 import { devicePushesFor, toSendMessage } from './fan-out.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
@@ -86,6 +86,12 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
   const app = await deps.apps.get(job.app);
   if (app === undefined) return park(deps, 'unknown-app', `unknown app "${job.app}"`, job);
   if (!app.enabled) return park(deps, 'app-disabled', `app "${job.app}" is disabled`, job);
+  // Apple's and Google's rules, as at every door: a job they would refuse is parked, never sent.
+  const issues = jobConformanceIssues(job, at);
+  if (issues.length > 0) {
+    const reason = issues.map((i) => `${i.path}: ${i.message}`).join('; ');
+    return park(deps, /payload too large/.test(reason) ? 'payload-too-large' : 'provider-rules', reason, job);
+  }
   const acceptedAt = job.acceptedAt !== undefined ? new Date(job.acceptedAt) : at;
   const expiry = jobExpiry(job, acceptedAt);
   if (expiry !== undefined && expiry <= at) {
@@ -104,11 +110,6 @@ async function fanOut(a: Accepted, devices: readonly TargetDevice[], deps: Demux
     // Counted, and shown in the job's status; logged at info only when traced.
     deps.logger[job.trace === true ? 'info' : 'debug']({ jobId: job.id, users: targetUsers(job).length }, 'job has no deliverable devices');
     return ack;
-  }
-  const platforms = new Set<Platform>(devices.map((d) => d.platform));
-  for (const platform of platforms) {
-    const tooLarge = checkPayloadSize(platform, job.content);
-    if (tooLarge !== undefined) return park(deps, 'payload-too-large', tooLarge, job);
   }
   const all = devicePushesFor(job, devices, a.acceptedAt);
   const pushes = job.deliverAt === undefined ? all : await scheduleLater(job, all, devices, deps, at);

@@ -25,6 +25,7 @@ export function devicePushesFor(job: PushJob, devices: readonly TargetDevice[], 
     priority: job.priority,
     ...(job.collapseKey !== undefined && { collapseKey: job.collapseKey }),
     ...(expiresAt !== undefined && { expiresAt: expiresAt.toISOString() }),
+    ...(job.ttl === 0 && { nowOrNever: true as const }),
     acceptedAt: acceptedAt.toISOString(),
     ...(job.trace === true && { trace: true }),
   }));

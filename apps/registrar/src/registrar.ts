@@ -1,4 +1,4 @@
-import { decodeWith, Registration } from '@herald/contracts';
+import { decodeWith, normalizeDeviceToken, Registration } from '@herald/contracts';
 import { isDatabaseUnavailable, type AppRow, type DeviceRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
@@ -31,7 +31,8 @@ type Park = Extract<Outcome, { kind: 'park' }>;
 
 function decode(message: InboundMessage): { ok: true; reg: Registration } | { ok: false; park: Park } {
   const parsed = decodeWith(Registration, message.body);
-  if (parsed.ok) return { ok: true, reg: parsed.value };
+  // One spelling per token: APNs hex is stored in lower case.
+  if (parsed.ok) return { ok: true, reg: { ...parsed.value, token: normalizeDeviceToken(parsed.value.platform, parsed.value.token) } };
   const code = parsed.reason.startsWith('malformed JSON') ? 'malformed-json' : 'schema';
   return { ok: false, park: { kind: 'park', code, reason: parsed.reason } };
 }

@@ -1,3 +1,4 @@
+import { jobConformanceIssues } from '@herald/providers';
 import {
   ChangePublish,
   Exchanges,
@@ -66,6 +67,9 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
       const job = validate(PushJob, 'push job', { ...input, acceptedAt: input.acceptedAt ?? new Date().toISOString() });
       const badSchedule = scheduleProblem(job.deliverAt, new Date(), options.scheduleHorizonDays);
       if (badSchedule !== undefined) throw new ValidationError('push job', [`deliverAt: ${badSchedule}`]);
+      // Apple's and Google's rules (sizes, headers), so a job they would refuse is never published.
+      const issues = jobConformanceIssues(job);
+      if (issues.length > 0) throw new ValidationError('push job', issues.map((i) => `${i.path}: ${i.message}`));
       await broker.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id });
       return job;
     },

@@ -1,12 +1,16 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { AppId, Priority, PushContent, UserId } from './push-job.ts';
+import { AppId, Priority, UserId } from './push-job.ts';
+import { PushContent } from './push-content.ts';
+import { CollapseKey } from './provider-override.ts';
+import { deviceTokenProblem } from './device-token.ts';
 import { Platforms } from './names.ts';
 
 export const PlatformSchema = z.enum(Platforms);
 
 /** One push to one device, as the Demuxer emits it to `push.<platform>.send`. */
-export const DevicePush = z.strictObject({
+export const DevicePush = z
+  .strictObject({
   version: z.literal(1).default(1),
   /** Deterministic from job id + device id: the delivery-ledger key and the APNs apns-id. */
   pushId: z.uuid(),
@@ -18,11 +22,18 @@ export const DevicePush = z.strictObject({
   userId: UserId,
   content: PushContent,
   priority: Priority,
-  collapseKey: z.string().min(1).max(64).optional(),
+  collapseKey: CollapseKey.optional(),
   expiresAt: z.iso.datetime({ offset: true }).optional(),
+  /** The job's ttl was 0: the providers must not store it for an offline device. */
+  nowOrNever: z.literal(true).optional(),
   acceptedAt: z.iso.datetime({ offset: true }),
   trace: z.boolean().optional(),
-});
+  })
+  // The pushers' last line of defence: a token no provider could accept is parked, never sent.
+  .superRefine((p, ctx) => {
+    const problem = deviceTokenProblem(p.platform, p.token);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['token'], message: problem });
+  });
 export type DevicePush = z.infer<typeof DevicePush>;
 
 /**

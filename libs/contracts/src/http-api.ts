@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PushJob } from './push-job.ts';
-import { Registration } from './registration.ts';
+import { checkDeviceToken, RegisterShape, UnregisterShape } from './registration.ts';
 
 /** Most jobs one POST /v1/jobs:batch may carry. */
 export const MAX_BATCH_JOBS = 1000;
@@ -9,21 +9,28 @@ export const MAX_BATCH_JOBS = 1000;
 export const JobBatch = z.strictObject({ jobs: z.array(PushJob).min(1).max(MAX_BATCH_JOBS) });
 export type JobBatch = z.infer<typeof JobBatch>;
 
-const [RegisterEvent, UnregisterEvent] = Registration.options;
 const OptionalEventAt = z.iso.datetime({ offset: true }).optional().describe('event time; default: when the API received it');
 
 /** POST /v1/devices — a Registration "register" event; kind and version are implied, eventAt defaults to now. */
-export const DeviceRegister = RegisterEvent.omit({ kind: true, version: true, eventAt: true }).extend({ eventAt: OptionalEventAt });
+export const DeviceRegister = z
+  .strictObject({ ...RegisterShape, eventAt: OptionalEventAt })
+  .omit({ kind: true, version: true })
+  .superRefine(checkDeviceToken);
 export type DeviceRegister = z.infer<typeof DeviceRegister>;
 
 /** DELETE /v1/devices — a Registration "unregister" event. */
-export const DeviceUnregister = UnregisterEvent.omit({ kind: true, version: true, eventAt: true }).extend({ eventAt: OptionalEventAt });
+export const DeviceUnregister = z
+  .strictObject({ ...UnregisterShape, eventAt: OptionalEventAt })
+  .omit({ kind: true, version: true })
+  .superRefine(checkDeviceToken);
 export type DeviceUnregister = z.infer<typeof DeviceUnregister>;
 
 export const JobAccepted = z.object({
   id: z.string(),
   /** true when this job id was accepted before: nothing was published this time. */
   duplicate: z.boolean(),
+  /** Where Herald adapted the job to a provider's limits (e.g. an expiry beyond FCM's 28 days). */
+  notices: z.array(z.string()).optional(),
 });
 export type JobAccepted = z.infer<typeof JobAccepted>;
 

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { DeliverAt } from './deliver-at.ts';
+import { PushContent } from './push-content.ts';
+import { CollapseKey } from './provider-override.ts';
 
 const Identifier = z
   .string()
@@ -14,27 +16,6 @@ export const AppId = z
   .regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be lower-case letters, digits, ".", "_" or "-"');
 
 export const UserId = z.string().min(1).max(200);
-
-/** What the user sees (or, for a silent push, what the app receives). */
-export const PushContent = z
-  .strictObject({
-    title: z.string().max(2000).optional(),
-    subtitle: z.string().max(2000).optional(),
-    body: z.string().max(4000).optional(),
-    /** Custom key/value data. FCM requires string values, so Herald does too on every platform. */
-    data: z.record(z.string().min(1).max(200), z.string()).optional(),
-    badge: z.number().int().min(0).max(99_999).optional(),
-    sound: z.string().min(1).max(200).optional(),
-    threadId: z.string().min(1).max(200).optional(),
-    imageUrl: z.url().optional(),
-    /** A silent background push (APNs content-available, FCM data-only). */
-    contentAvailable: z.boolean().optional(),
-  })
-  .refine(
-    (c) => c.title !== undefined || c.body !== undefined || c.data !== undefined || c.contentAvailable === true,
-    { message: 'content needs a title, a body, data, or contentAvailable: true' },
-  );
-export type PushContent = z.infer<typeof PushContent>;
 
 export const Priority = z.enum(['high', 'normal']);
 export type Priority = z.infer<typeof Priority>;
@@ -57,10 +38,15 @@ export const PushJob = z
     content: PushContent,
     /** Absolute expiry; a push still undelivered after it is dropped and counted. */
     expiresAt: z.iso.datetime({ offset: true }).optional(),
-    /** Relative expiry in seconds from acceptance; the earlier of this and expiresAt wins. */
+    /**
+     * Relative expiry in seconds from acceptance; the earlier of this and expiresAt wins.
+     * 0 means "now or never": sent as soon as Herald gets to it, and the providers are told not
+     * to store it for an offline device (apns-expiration 0, android.ttl "0s").
+     */
     ttl: z.number().int().min(0).max(28 * 24 * 3600).optional(),
     priority: Priority.default('high'),
-    collapseKey: z.string().min(1).max(64).optional(),
+    /** APNs apns-collapse-id / FCM collapse_key: printable ASCII, at most 64 bytes. */
+    collapseKey: CollapseKey.optional(),
     /** Deliver later: an instant, or a local time per device timezone (see deliver-at.ts). */
     deliverAt: DeliverAt.optional(),
     /** Log every step of this job at info level. */
@@ -78,10 +64,13 @@ export type PushJobInput = z.input<typeof PushJob>;
 export const targetUsers = (job: PushJob): string[] =>
   job.userIds !== undefined ? [...new Set(job.userIds)] : job.userId !== undefined ? [job.userId] : [];
 
-/** The instant after which a push from this job must not be sent, or undefined for never. */
+/**
+ * The instant after which a push from this job must not be sent, or undefined for never.
+ * `ttl: 0` sets no instant: it tells the providers not to store the push (see `nowOrNever`).
+ */
 export function jobExpiry(job: PushJob, acceptedAt: Date): Date | undefined {
   const candidates: number[] = [];
   if (job.expiresAt !== undefined) candidates.push(Date.parse(job.expiresAt));
-  if (job.ttl !== undefined) candidates.push(acceptedAt.getTime() + job.ttl * 1000);
+  if (job.ttl !== undefined && job.ttl > 0) candidates.push(acceptedAt.getTime() + job.ttl * 1000);
   return candidates.length === 0 ? undefined : new Date(Math.min(...candidates));
 }

@@ -1,35 +1,47 @@
 import { z } from 'zod';
 import { AppId, UserId } from './push-job.ts';
 import { PlatformSchema as Platform } from './device-push.ts';
+import { deviceTokenProblem } from './device-token.ts';
 
 const Token = z.string().min(1).max(4096);
 const EventAt = z.iso.datetime({ offset: true });
+
+/** The token must suit its platform (device-token.ts); each door reports it on `token`. */
+export function checkDeviceToken(value: { platform: 'apns' | 'fcm'; token: string }, ctx: z.RefinementCtx): void {
+  const problem = deviceTokenProblem(value.platform, value.token);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['token'], message: problem });
+}
+
+/** The fields of each event; `Registration` adds the token check (other contracts build on these). */
+export const RegisterShape = {
+  version: z.literal(1).default(1),
+  kind: z.literal('register'),
+  app: AppId,
+  platform: Platform,
+  token: Token,
+  userId: UserId,
+  /** IANA zone name, e.g. "Europe/Berlin"; used to resolve local delivery times. */
+  timezone: z.string().min(1).max(64).optional(),
+  locale: z.string().min(2).max(35).optional(),
+  eventAt: EventAt,
+};
+
+export const UnregisterShape = {
+  version: z.literal(1).default(1),
+  kind: z.literal('unregister'),
+  app: AppId,
+  platform: Platform,
+  token: Token,
+  eventAt: EventAt,
+};
 
 /**
  * A device registration event. The last event time wins, so an out-of-order "register"
  * cannot resurrect a token that a later "unregister" removed.
  */
 export const Registration = z.discriminatedUnion('kind', [
-  z.strictObject({
-    version: z.literal(1).default(1),
-    kind: z.literal('register'),
-    app: AppId,
-    platform: Platform,
-    token: Token,
-    userId: UserId,
-    /** IANA zone name, e.g. "Europe/Berlin"; used to resolve local delivery times. */
-    timezone: z.string().min(1).max(64).optional(),
-    locale: z.string().min(2).max(35).optional(),
-    eventAt: EventAt,
-  }),
-  z.strictObject({
-    version: z.literal(1).default(1),
-    kind: z.literal('unregister'),
-    app: AppId,
-    platform: Platform,
-    token: Token,
-    eventAt: EventAt,
-  }),
+  z.strictObject(RegisterShape).superRefine(checkDeviceToken),
+  z.strictObject(UnregisterShape).superRefine(checkDeviceToken),
 ]);
 export type Registration = z.infer<typeof Registration>;
 export type RegistrationInput = z.input<typeof Registration>;

@@ -1,21 +1,10 @@
-import { derivePushId, type DevicePush } from '@herald/contracts';
 import { describe, expect, it } from 'vitest';
 import { buildApnsNotification } from './apns-notification.ts';
+import { testPush } from './test-pushes.ts';
 
-const push = (over: Partial<DevicePush>): DevicePush => ({
-  version: 1,
-  pushId: derivePushId('job', 'dev'),
-  jobId: 'job',
-  deviceId: 'dev',
-  app: 'demo',
-  platform: 'apns',
-  token: 'ab'.repeat(32),
-  userId: 'u',
-  content: { title: 'Hi' },
-  priority: 'high',
-  acceptedAt: '2026-01-01T00:00:00Z',
-  ...over,
-});
+const NOW = new Date('2026-01-01T00:00:00Z');
+const NOW_S = NOW.getTime() / 1000;
+const push = (over: Parameters<typeof testPush>[1]) => testPush('apns', over);
 
 describe('buildApnsNotification', () => {
   it('builds an alert with every content field, data at top level', () => {
@@ -24,7 +13,7 @@ describe('buildApnsNotification', () => {
       collapseKey: 'c1',
       expiresAt: '2026-01-02T00:00:00.900Z',
     });
-    expect(buildApnsNotification(p, 'com.example')).toEqual({
+    expect(buildApnsNotification(p, 'com.example', NOW)).toEqual({
       headers: {
         'apns-topic': 'com.example',
         'apns-push-type': 'alert',
@@ -41,25 +30,71 @@ describe('buildApnsNotification', () => {
     });
   });
 
-  it('uses priority 5 for normal pushes and expiration 0 without expiresAt', () => {
-    const { headers } = buildApnsNotification(push({ priority: 'normal' }), 't');
-    expect(headers).toMatchObject({ 'apns-priority': '5', 'apns-expiration': '0', 'apns-push-type': 'alert' });
+  it('a push without expiry is stored by Apple for 28 days, never sent with apns-expiration 0', () => {
+    const { headers } = buildApnsNotification(push({ priority: 'normal' }), 't', NOW);
+    expect(headers).toMatchObject({ 'apns-priority': '5', 'apns-expiration': String(NOW_S + 28 * 86_400), 'apns-push-type': 'alert' });
     expect(headers['apns-collapse-id']).toBeUndefined();
   });
 
-  it('sends content-available-only as background at priority 5 without badge or sound', () => {
-    const n = buildApnsNotification(push({ content: { contentAvailable: true, badge: 1, sound: 'x' }, priority: 'high' }), 't');
+  it('ttl 0 (now or never) is apns-expiration 0', () => {
+    expect(buildApnsNotification(push({ nowOrNever: true }), 't', NOW).headers['apns-expiration']).toBe('0');
+  });
+
+  it('sends content-available-only as background at priority 5, content-available 1', () => {
+    const n = buildApnsNotification(push({ content: { contentAvailable: true }, priority: 'high' }), 't', NOW);
     expect(n.headers).toMatchObject({ 'apns-push-type': 'background', 'apns-priority': '5' });
     expect(n.payload).toEqual({ aps: { 'content-available': 1 } });
   });
 
+  it('turns a data-only push into a background push (priority 5, content-available), not an empty alert', () => {
+    const n = buildApnsNotification(push({ content: { data: { sync: '1' } }, priority: 'high' }), 't', NOW);
+    expect(n.headers).toMatchObject({ 'apns-push-type': 'background', 'apns-priority': '5' });
+    expect(n.payload).toEqual({ sync: '1', aps: { 'content-available': 1 } });
+  });
+
   it('keeps content-available on an alert push, which stays an alert', () => {
-    const n = buildApnsNotification(push({ content: { body: 'b', contentAvailable: true } }), 't');
+    const n = buildApnsNotification(push({ content: { body: 'b', contentAvailable: true } }), 't', NOW);
     expect(n.headers['apns-push-type']).toBe('alert');
     expect(n.payload).toEqual({ aps: { alert: { body: 'b' }, 'content-available': 1 } });
   });
 
-  it('never lets data overwrite aps', () => {
-    expect(buildApnsNotification(push({ content: { body: 'b', data: { aps: 'evil' } } }), 't').payload).toEqual({ aps: { alert: { body: 'b' } } });
+  it('maps localized keys, category, interruption level, relevance score, target content id, mutable-content', () => {
+    const n = buildApnsNotification(
+      push({
+        content: {
+          titleLocKey: 'T_KEY', titleLocArgs: ['a'], locKey: 'B_KEY', locArgs: ['b', 'c'], actionCategory: 'REPLY',
+          interruptionLevel: 'time-sensitive', relevanceScore: 0.5, targetContentId: 'chat-1', mutableContent: true,
+        },
+      }),
+      't',
+      NOW,
+    );
+    expect(n.payload).toEqual({
+      aps: {
+        alert: { 'title-loc-key': 'T_KEY', 'title-loc-args': ['a'], 'loc-key': 'B_KEY', 'loc-args': ['b', 'c'] },
+        category: 'REPLY', 'mutable-content': 1, 'interruption-level': 'time-sensitive', 'relevance-score': 0.5, 'target-content-id': 'chat-1',
+      },
+    });
+  });
+
+  it('a VoIP push goes to <bundle>.voip with push type voip', () => {
+    const n = buildApnsNotification(push({ content: { pushType: 'voip', data: { caller: 'Ann' } } }), 'com.example', NOW);
+    expect(n.headers).toMatchObject({ 'apns-topic': 'com.example.voip', 'apns-push-type': 'voip', 'apns-priority': '10' });
+  });
+
+  it('a Live Activity push goes to <bundle>.push-type.liveactivity with event, content-state and timestamp', () => {
+    const n = buildApnsNotification(push({ content: { liveActivity: { event: 'update', contentState: { score: '2-1' }, dismissalDate: 1_900_000_000 } } }), 'com.example', NOW);
+    expect(n.headers).toMatchObject({ 'apns-topic': 'com.example.push-type.liveactivity', 'apns-push-type': 'liveactivity' });
+    expect(n.payload).toEqual({ aps: { event: 'update', timestamp: NOW_S, 'content-state': { score: '2-1' }, 'dismissal-date': 1_900_000_000 } });
+  });
+
+  it('merges the raw apns override last: headers replace, payload and aps merge key by key', () => {
+    const n = buildApnsNotification(
+      push({ content: { body: 'b', apns: { headers: { 'apns-priority': '5', 'apns-collapse-id': 'x' }, payload: { extra: 1, aps: { 'sound-name': 's' } } } } }),
+      't',
+      NOW,
+    );
+    expect(n.headers).toMatchObject({ 'apns-priority': '5', 'apns-collapse-id': 'x' });
+    expect(n.payload).toEqual({ extra: 1, aps: { alert: { body: 'b' }, 'sound-name': 's' } });
   });
 });

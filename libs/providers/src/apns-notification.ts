@@ -1,12 +1,13 @@
-import type { DevicePush, PushContent } from '@herald/contracts';
-
-export type ApnsPushType = 'alert' | 'background';
+import { resolvePushType, type DevicePush, type PushContent } from '@herald/contracts';
+import { apnsTopicFor, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
+import { mergeJson } from './merge-json.ts';
 
 /** The parts of an APNs request, before they become header strings. */
 export interface ApnsRequestParts {
   topic: string;
-  pushType: ApnsPushType;
-  priority: 5 | 10;
+  /** Apple's apns-push-type: Herald's own types, or another one set through `content.apns.headers`. */
+  pushType: string;
+  priority: 1 | 5 | 10;
   /** Epoch seconds; 0 means "deliver once or not at all". */
   expiration: number;
   collapseId: string | undefined;
@@ -14,58 +15,101 @@ export interface ApnsRequestParts {
   payload: Record<string, unknown>;
 }
 
-const hasAlert = (c: PushContent): boolean => c.title !== undefined || c.subtitle !== undefined || c.body !== undefined;
-
 /** A content-available push with nothing to show is a background push. */
-export const isBackgroundPush = (c: PushContent): boolean => c.contentAvailable === true && !hasAlert(c);
+export const isBackgroundPush = (c: PushContent): boolean => resolvePushType(c) === 'background';
 
-function alertOf(c: PushContent): Record<string, string> | undefined {
-  if (!hasAlert(c)) return undefined;
-  const alert: Record<string, string> = {};
-  if (c.title !== undefined) alert['title'] = c.title;
-  if (c.subtitle !== undefined) alert['subtitle'] = c.subtitle;
-  if (c.body !== undefined) alert['body'] = c.body;
-  return alert;
+type Json = Record<string, unknown>;
+const put = (target: Json, key: string, value: unknown): void => {
+  if (value !== undefined) target[key] = value;
+};
+
+function alertOf(c: PushContent): Json | undefined {
+  const alert: Json = {};
+  put(alert, 'title', c.title);
+  put(alert, 'subtitle', c.subtitle);
+  put(alert, 'body', c.body);
+  put(alert, 'title-loc-key', c.titleLocKey);
+  put(alert, 'title-loc-args', c.titleLocArgs);
+  put(alert, 'loc-key', c.locKey);
+  put(alert, 'loc-args', c.locArgs);
+  return Object.keys(alert).length > 0 ? alert : undefined;
+}
+
+function liveActivityAps(c: PushContent, aps: Json, nowS: number): void {
+  const la = c.liveActivity;
+  if (la === undefined) return;
+  aps['event'] = la.event;
+  aps['timestamp'] = la.timestamp ?? nowS;
+  aps['content-state'] = la.contentState;
+  put(aps, 'dismissal-date', la.dismissalDate);
+  put(aps, 'stale-date', la.staleDate);
+  put(aps, 'attributes-type', la.attributesType);
+  put(aps, 'attributes', la.attributes);
 }
 
 /** The `aps` dictionary. Background pushes carry no alert, badge or sound, as Apple asks. */
-export function apsOf(c: PushContent): Record<string, unknown> {
-  const aps: Record<string, unknown> = {};
-  const background = isBackgroundPush(c);
-  const alert = alertOf(c);
-  if (alert !== undefined) aps['alert'] = alert;
-  if (!background && c.badge !== undefined) aps['badge'] = c.badge;
-  if (!background && c.sound !== undefined) aps['sound'] = c.sound;
-  if (c.threadId !== undefined) aps['thread-id'] = c.threadId;
-  if (c.contentAvailable === true) aps['content-available'] = 1;
-  if (c.imageUrl !== undefined && !background) aps['mutable-content'] = 1;
+export function apsOf(c: PushContent, now: Date = new Date()): Json {
+  const type = resolvePushType(c);
+  const background = type === 'background';
+  const aps: Json = {};
+  put(aps, 'alert', alertOf(c));
+  if (!background) {
+    put(aps, 'badge', c.badge);
+    put(aps, 'sound', c.sound);
+  }
+  put(aps, 'thread-id', c.threadId);
+  put(aps, 'category', c.actionCategory);
+  if (background || c.contentAvailable === true) aps['content-available'] = 1;
+  if (!background && (c.mutableContent === true || c.imageUrl !== undefined)) aps['mutable-content'] = 1;
+  put(aps, 'interruption-level', c.interruptionLevel);
+  put(aps, 'relevance-score', c.relevanceScore);
+  put(aps, 'target-content-id', c.targetContentId);
+  if (type === 'liveactivity') liveActivityAps(c, aps, Math.floor(now.getTime() / 1000));
   return aps;
 }
 
-/** The JSON body: custom data at top level, `image-url` for a notification service extension, then `aps`. */
-export function apnsPayloadOf(c: PushContent): Record<string, unknown> {
-  const payload: Record<string, unknown> = { ...(c.data ?? {}) };
+/** The JSON body: custom data at top level, `image-url` for a notification service extension, `aps`, then the raw override. */
+export function apnsPayloadOf(c: PushContent, now: Date = new Date()): Json {
+  const payload: Json = { ...(c.data ?? {}) };
   if (c.imageUrl !== undefined) payload['image-url'] = c.imageUrl;
-  payload['aps'] = apsOf(c);
-  return payload;
+  payload['aps'] = apsOf(c, now);
+  return c.apns?.payload === undefined ? payload : mergeJson(payload, c.apns.payload);
 }
 
-export function apnsRequestParts(push: DevicePush, topic: string): ApnsRequestParts {
-  const background = isBackgroundPush(push.content);
+/**
+ * apns-expiration: the job's expiry; 0 for `ttl: 0` (now or never); without an expiry, as long as
+ * Herald lets providers keep a push (28 days) — never 0, which Apple reads as "do not store".
+ */
+function expirationOf(push: DevicePush, now: Date): number {
+  if (push.nowOrNever === true) return 0;
+  if (push.expiresAt !== undefined) return Math.floor(Date.parse(push.expiresAt) / 1000);
+  return Math.floor(now.getTime() / 1000) + HERALD_MAX_STORAGE_S;
+}
+
+/** Priority 10 only where Apple allows it: never for background pushes. */
+function priorityOf(push: DevicePush, pushType: string): 5 | 10 {
+  return pushType === 'background' || push.priority === 'normal' ? 5 : 10;
+}
+
+/** What Herald sends for one push, the `content.apns` override applied last. `bundleId` is the app's topic. */
+export function apnsRequestParts(push: DevicePush, bundleId: string, now: Date = new Date()): ApnsRequestParts {
+  const headers = push.content.apns?.headers ?? {};
+  const pushType = headers['apns-push-type'] ?? resolvePushType(push.content);
+  const override = headers['apns-priority'];
   return {
-    topic,
-    pushType: background ? 'background' : 'alert',
-    priority: background || push.priority === 'normal' ? 5 : 10,
-    expiration: push.expiresAt === undefined ? 0 : Math.floor(Date.parse(push.expiresAt) / 1000),
-    collapseId: push.collapseKey,
+    topic: apnsTopicFor(bundleId, pushType),
+    pushType,
+    priority: override !== undefined ? (Number(override) as 1 | 5 | 10) : priorityOf(push, pushType),
+    expiration: headers['apns-expiration'] !== undefined ? Number(headers['apns-expiration']) : expirationOf(push, now),
+    collapseId: headers['apns-collapse-id'] ?? push.collapseKey,
     apnsId: push.pushId,
-    payload: apnsPayloadOf(push.content),
+    payload: apnsPayloadOf(push.content, now),
   };
 }
 
 /** Exactly what goes on the wire to APNs: header strings and the JSON payload. */
-export function buildApnsNotification(push: DevicePush, topic: string): { headers: Record<string, string>; payload: object } {
-  const p = apnsRequestParts(push, topic);
+export function buildApnsNotification(push: DevicePush, bundleId: string, now: Date = new Date()): { headers: Record<string, string>; payload: object } {
+  const p = apnsRequestParts(push, bundleId, now);
   const headers: Record<string, string> = {
     'apns-topic': p.topic,
     'apns-push-type': p.pushType,

@@ -1,52 +1,73 @@
-import { derivePushId, type DevicePush } from '@herald/contracts';
 import { describe, expect, it } from 'vitest';
-import { buildFcmMessage } from './fcm-message.ts';
+import { buildFcmMessage, toFirebaseAdminMessage } from './fcm-message.ts';
+import { FCM_TOKEN, testPush } from './test-pushes.ts';
 
 const NOW = new Date('2026-01-01T00:00:00Z');
-const push = (over: Partial<DevicePush>): DevicePush => ({
-  version: 1,
-  pushId: derivePushId('job', 'dev'),
-  jobId: 'job',
-  deviceId: 'dev',
-  app: 'demo',
-  platform: 'fcm',
-  token: 'fcm-token',
-  userId: 'u',
-  content: { title: 'Hi' },
-  priority: 'high',
-  acceptedAt: '2026-01-01T00:00:00Z',
-  ...over,
-});
+const NOW_S = NOW.getTime() / 1000;
+const push = (over: Parameters<typeof testPush>[1]) => testPush('fcm', over);
 
-describe('buildFcmMessage', () => {
-  it('maps every content field to firebase-admin\'s Message', () => {
+describe('buildFcmMessage (the v1 Message as Google documents it)', () => {
+  it('maps every content field to the v1 wire names', () => {
     const p = push({
-      content: { title: 'T', body: 'B', badge: 4, sound: 'default', threadId: 'th', imageUrl: 'https://i.example/a.png', data: { k: 'v' } },
+      content: {
+        title: 'T', body: 'B', badge: 4, sound: 'default', threadId: 'th', imageUrl: 'https://i.example/a.png', data: { k: 'v' },
+        channelId: 'news', clickAction: 'OPEN', tag: 't1', color: '#ff0000', icon: 'ic', locKey: 'BODY', locArgs: ['x'],
+      },
       collapseKey: 'c1',
       expiresAt: '2026-01-01T01:00:00.700Z',
     });
     expect(buildFcmMessage(p, NOW)).toEqual({
-      token: 'fcm-token',
-      notification: { title: 'T', body: 'B', imageUrl: 'https://i.example/a.png' },
+      token: FCM_TOKEN,
+      notification: { title: 'T', body: 'B', image: 'https://i.example/a.png' },
       data: { k: 'v' },
-      android: { priority: 'high', ttl: 3600_000, collapseKey: 'c1', notification: { sound: 'default', notificationCount: 4 } },
+      android: {
+        priority: 'HIGH',
+        ttl: '3600s',
+        collapse_key: 'c1',
+        notification: { channel_id: 'news', click_action: 'OPEN', tag: 't1', color: '#ff0000', icon: 'ic', sound: 'default', notification_count: 4, body_loc_key: 'BODY', body_loc_args: ['x'] },
+      },
       apns: {
         headers: { 'apns-priority': '10', 'apns-push-type': 'alert', 'apns-expiration': String(Date.UTC(2026, 0, 1, 1) / 1000), 'apns-collapse-id': 'c1' },
-        payload: { aps: { badge: 4, sound: 'default', threadId: 'th', mutableContent: true } },
+        payload: { aps: { alert: { title: 'T', body: 'B', 'loc-key': 'BODY', 'loc-args': ['x'] }, badge: 4, sound: 'default', 'thread-id': 'th', 'mutable-content': 1 } },
       },
     });
   });
 
-  it('sends data-only for a background push, normal priority, ttl never negative', () => {
-    const p = push({ content: { contentAvailable: true, data: { s: '1' } }, priority: 'normal', expiresAt: '2025-12-31T00:00:00Z' });
-    expect(buildFcmMessage(p, NOW)).toEqual({
-      token: 'fcm-token',
-      data: { s: '1' },
-      android: { priority: 'normal', ttl: 0 },
-      apns: {
-        headers: { 'apns-priority': '5', 'apns-push-type': 'background', 'apns-expiration': String(Date.UTC(2025, 11, 31) / 1000) },
-        payload: { aps: { contentAvailable: true } },
-      },
+  it('without expiry: stored for FCM\'s maximum, 4 weeks, and 28 days for iOS through FCM', () => {
+    const m = buildFcmMessage(push({}), NOW);
+    expect(m.android.ttl).toBe('2419200s');
+    expect(m.apns.headers['apns-expiration']).toBe(String(NOW_S + 2_419_200));
+  });
+
+  it('an expiry 40 days ahead is capped at 4 weeks (2419200s), not sent as an invalid ttl', () => {
+    const m = buildFcmMessage(push({ expiresAt: new Date(NOW.getTime() + 40 * 86_400_000).toISOString() }), NOW);
+    expect(m.android.ttl).toBe('2419200s');
+  });
+
+  it('ttl 0 (now or never) is android.ttl "0s" and apns-expiration 0', () => {
+    const m = buildFcmMessage(push({ nowOrNever: true }), NOW);
+    expect(m.android.ttl).toBe('0s');
+    expect(m.apns.headers['apns-expiration']).toBe('0');
+  });
+
+  it('a data-only push to iOS through FCM is background at apns-priority 5, no empty alert; Android keeps its priority', () => {
+    const m = buildFcmMessage(push({ content: { data: { sync: '1' } }, priority: 'high' }), NOW);
+    expect(m.notification).toBeUndefined();
+    expect(m.android.priority).toBe('HIGH');
+    expect(m.apns).toEqual({
+      headers: { 'apns-priority': '5', 'apns-push-type': 'background', 'apns-expiration': String(NOW_S + 2_419_200) },
+      payload: { aps: { 'content-available': 1 } },
     });
+  });
+
+  it('merges the raw fcm override last', () => {
+    const m = buildFcmMessage(push({ content: { body: 'b', fcm: { android: { direct_boot_ok: true, notification: { visibility: 'PUBLIC' } }, webpush: { headers: { Urgency: 'high' } } } } }), NOW);
+    expect(m.android).toMatchObject({ direct_boot_ok: true, notification: { visibility: 'PUBLIC' }, priority: 'HIGH' });
+    expect(m.webpush).toEqual({ headers: { Urgency: 'high' } });
+  });
+
+  it('hands firebase-admin android.ttl in milliseconds and every other name unchanged', () => {
+    const m = buildFcmMessage(push({ expiresAt: '2026-01-01T00:00:30Z' }), NOW);
+    expect(toFirebaseAdminMessage(m)).toEqual({ ...m, android: { ...m.android, ttl: 30_000 } });
   });
 });

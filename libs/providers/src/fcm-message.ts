@@ -1,76 +1,101 @@
-import type { DevicePush, PushContent } from '@herald/contracts';
-import { isBackgroundPush } from './apns-notification.ts';
+import { resolvePushType, type DevicePush, type PushContent } from '@herald/contracts';
+import { apsOf } from './apns-notification.ts';
+import { HERALD_MAX_STORAGE_S } from './apns-rules.ts';
+import { FCM_MAX_TTL_S } from './fcm-rules.ts';
+import { mergeJson } from './merge-json.ts';
+
+type Json = Record<string, unknown>;
 
 /**
- * The subset of firebase-admin's `Message` Herald sends (camelCase, android.ttl in milliseconds).
- * firebase-admin renames it to the v1 wire shape: collapse_key, ttl "3600s", image,
- * content-available, mutable-content, thread-id, notification_count.
+ * An FCM HTTP v1 `Message` exactly as Google documents it (snake_case, `ttl` as a Duration string
+ * "Ns", priority HIGH/NORMAL). The provider hands it to firebase-admin, which passes these names
+ * through unchanged (see toFirebaseAdminMessage).
  */
 export interface FcmMessage {
   token: string;
-  notification?: { title?: string; body?: string; imageUrl?: string };
+  notification?: { title?: string; body?: string; image?: string };
   data?: Record<string, string>;
-  android: {
-    priority: 'high' | 'normal';
-    ttl?: number;
-    collapseKey?: string;
-    notification?: { sound?: string; notificationCount?: number };
-  };
-  apns: {
-    headers: Record<string, string>;
-    payload: { aps: { badge?: number; sound?: string; threadId?: string; contentAvailable?: boolean; mutableContent?: boolean } };
-  };
+  android: Json & { priority: 'HIGH' | 'NORMAL'; ttl: string; collapse_key?: string; notification?: Json };
+  apns: { headers: Record<string, string>; payload: Json & { aps: Json } };
+  webpush?: Json;
 }
 
+const put = (target: Json, key: string, value: unknown): void => {
+  if (value !== undefined) target[key] = value;
+};
+
 function notificationOf(c: PushContent): FcmMessage['notification'] {
-  if (c.title === undefined && c.body === undefined && c.imageUrl === undefined) return undefined;
-  return {
-    ...(c.title !== undefined ? { title: c.title } : {}),
-    ...(c.body !== undefined ? { body: c.body } : {}),
-    ...(c.imageUrl !== undefined ? { imageUrl: c.imageUrl } : {}),
-  };
+  const n: Json = {};
+  put(n, 'title', c.title);
+  put(n, 'body', c.body);
+  put(n, 'image', c.imageUrl);
+  return Object.keys(n).length > 0 ? n : undefined;
+}
+
+function androidNotificationOf(c: PushContent): Json | undefined {
+  const n: Json = {};
+  put(n, 'channel_id', c.channelId);
+  put(n, 'click_action', c.clickAction ?? c.actionCategory);
+  put(n, 'tag', c.tag);
+  put(n, 'color', c.color);
+  put(n, 'icon', c.icon);
+  put(n, 'sound', c.sound);
+  put(n, 'notification_count', c.badge);
+  put(n, 'title_loc_key', c.titleLocKey);
+  put(n, 'title_loc_args', c.titleLocArgs);
+  put(n, 'body_loc_key', c.locKey);
+  put(n, 'body_loc_args', c.locArgs);
+  return Object.keys(n).length > 0 ? n : undefined;
+}
+
+/** Seconds FCM may store the push: 0 for now-or-never, the time left until expiresAt capped at 4 weeks, else 4 weeks. */
+export function fcmTtlSeconds(push: DevicePush, now: Date): number {
+  if (push.nowOrNever === true) return 0;
+  if (push.expiresAt === undefined) return FCM_MAX_TTL_S;
+  return Math.min(FCM_MAX_TTL_S, Math.max(0, Math.floor((Date.parse(push.expiresAt) - now.getTime()) / 1000)));
 }
 
 function androidOf(push: DevicePush, now: Date): FcmMessage['android'] {
-  const c = push.content;
-  const android: FcmMessage['android'] = { priority: push.priority === 'high' ? 'high' : 'normal' };
-  if (push.expiresAt !== undefined) android.ttl = Math.max(0, Math.floor((Date.parse(push.expiresAt) - now.getTime()) / 1000)) * 1000;
-  if (push.collapseKey !== undefined) android.collapseKey = push.collapseKey;
-  if (c.sound !== undefined || c.badge !== undefined) {
-    android.notification = {
-      ...(c.sound !== undefined ? { sound: c.sound } : {}),
-      ...(c.badge !== undefined ? { notificationCount: c.badge } : {}),
-    };
-  }
+  const android: FcmMessage['android'] = { priority: push.priority === 'high' ? 'HIGH' : 'NORMAL', ttl: `${fcmTtlSeconds(push, now)}s` };
+  put(android, 'collapse_key', push.collapseKey);
+  put(android, 'notification', androidNotificationOf(push.content));
   return android;
 }
 
-function apnsOf(push: DevicePush): FcmMessage['apns'] {
-  const c = push.content;
-  const background = isBackgroundPush(c);
+/** The apns block for an iOS app reached through FCM: Apple's rules apply (background at priority 5). */
+function apnsOf(push: DevicePush, now: Date): FcmMessage['apns'] {
+  const background = resolvePushType(push.content) === 'background';
+  const expiration = push.nowOrNever === true ? 0 : push.expiresAt !== undefined ? Math.floor(Date.parse(push.expiresAt) / 1000) : Math.floor(now.getTime() / 1000) + HERALD_MAX_STORAGE_S;
   const headers: Record<string, string> = {
     'apns-priority': background || push.priority === 'normal' ? '5' : '10',
     'apns-push-type': background ? 'background' : 'alert',
+    'apns-expiration': String(expiration),
   };
-  if (push.expiresAt !== undefined) headers['apns-expiration'] = String(Math.floor(Date.parse(push.expiresAt) / 1000));
-  if (push.collapseKey !== undefined) headers['apns-collapse-id'] = push.collapseKey;
-  const aps: FcmMessage['apns']['payload']['aps'] = {};
-  if (!background && c.badge !== undefined) aps.badge = c.badge;
-  if (!background && c.sound !== undefined) aps.sound = c.sound;
-  if (c.threadId !== undefined) aps.threadId = c.threadId;
-  if (c.contentAvailable === true) aps.contentAvailable = true;
-  if (c.imageUrl !== undefined && !background) aps.mutableContent = true;
-  return { headers, payload: { aps } };
+  put(headers, 'apns-collapse-id', push.collapseKey);
+  return { headers, payload: { aps: apsOf(push.content, now) } };
 }
 
-/** The firebase-admin Message for one device push. `now` fixes android.ttl (time left until expiresAt). */
+/** The v1 Message for one device push, the `content.fcm` override merged last. `now` fixes ttl and expiration. */
 export function buildFcmMessage(push: DevicePush, now: Date = new Date()): FcmMessage {
   const notification = notificationOf(push.content);
-  return {
+  const message: Json = {
     token: push.token,
     ...(notification !== undefined ? { notification } : {}),
     ...(push.content.data !== undefined ? { data: push.content.data } : {}),
     android: androidOf(push, now),
-    apns: apnsOf(push),
+    apns: apnsOf(push, now),
   };
+  const override = push.content.fcm;
+  return (override === undefined ? message : mergeJson(message, override)) as unknown as FcmMessage;
+}
+
+/**
+ * firebase-admin's `Message` for a wire-shaped one: the same object, except `android.ttl`, which
+ * firebase-admin takes in milliseconds (it writes "Ns" back). Every other snake_case name passes
+ * through its renaming untouched.
+ */
+export function toFirebaseAdminMessage(message: FcmMessage): Json {
+  const ttl = /^(\d+)(?:\.\d+)?s$/.exec(String(message.android.ttl));
+  const android = { ...message.android, ttl: ttl === null ? undefined : Number(ttl[1]) * 1000 };
+  return { ...message, android };
 }

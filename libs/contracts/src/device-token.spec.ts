@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { deviceTokenProblem, normalizeDeviceToken } from './device-token.ts';
+import { parseWith } from './parse.ts';
+import { Registration } from './registration.ts';
+
+describe('device tokens', () => {
+  it('APNs: even-length hex of 64–200 characters, either case', () => {
+    expect(deviceTokenProblem('apns', 'ab'.repeat(32))).toBeUndefined();
+    expect(deviceTokenProblem('apns', 'AB'.repeat(100))).toBeUndefined();
+    expect(deviceTokenProblem('apns', 'a'.repeat(65))).toMatch(/even-length hexadecimal/);
+    expect(deviceTokenProblem('apns', 'ab'.repeat(31))).toMatch(/64–200/);
+    expect(deviceTokenProblem('apns', 'ab'.repeat(101))).toMatch(/64–200/);
+    expect(deviceTokenProblem('apns', 'zz'.repeat(32))).toMatch(/not an APNs device token/);
+  });
+
+  it('FCM: letters, digits, "-", "_" and ":", 32–4096 characters', () => {
+    expect(deviceTokenProblem('fcm', `cXyz-_:APA91b${'Q'.repeat(140)}`)).toBeUndefined();
+    expect(deviceTokenProblem('fcm', 'short')).toMatch(/32–4096/);
+    expect(deviceTokenProblem('fcm', `${'a'.repeat(40)}/x`)).toMatch(/including "\/"/);
+  });
+
+  it.each([
+    ['apns', 'not a token'],
+    ['apns', '../x'],
+    ['fcm', 'not a token'],
+    ['fcm', '../x'],
+  ] as const)('a %s registration with %j is refused on token', (platform, token) => {
+    const r = parseWith(Registration, { kind: 'register', app: 'demo', platform, token, userId: 'u', eventAt: '2026-01-01T00:00:00Z' });
+    expect(r.ok ? '' : r.reason).toMatch(/^schema violation: token: not an/);
+  });
+
+  it('stores APNs tokens in lower case, FCM tokens as given', () => {
+    expect(normalizeDeviceToken('apns', 'AB'.repeat(32))).toBe('ab'.repeat(32));
+    expect(normalizeDeviceToken('fcm', 'AbC')).toBe('AbC');
+  });
+});

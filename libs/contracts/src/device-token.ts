@@ -1,0 +1,32 @@
+import type { Platform } from './names.ts';
+
+/**
+ * Device token formats (libs/providers/PROVIDER-RULES.md).
+ * APNs: the device token is binary data that apps send as hex; Apple's tokens are 32 bytes today
+ * and Apple warns they may grow, so Herald accepts even-length hex of 64–200 characters.
+ * FCM: registration tokens are URL-safe text (letters, digits, "-", "_" and ":"); Google documents
+ * no fixed length, so Herald bounds it to 32–4096 characters (today's tokens are about 150–180).
+ * A token outside these can never be delivered: it would reset an HTTP/2 stream (a space) or reach
+ * another path ("/"), so every door refuses it.
+ */
+const APNS_TOKEN = /^(?:[0-9a-fA-F]{2}){32,100}$/;
+const FCM_TOKEN = /^[A-Za-z0-9_:-]{32,4096}$/;
+
+export function deviceTokenProblem(platform: Platform, token: string): string | undefined {
+  if (platform === 'apns') {
+    return APNS_TOKEN.test(token)
+      ? undefined
+      : `not an APNs device token: expected even-length hexadecimal of 64–200 characters, got ${describe(token)}`;
+  }
+  return FCM_TOKEN.test(token)
+    ? undefined
+    : `not an FCM registration token: expected 32–4096 letters, digits, "-", "_" or ":", got ${describe(token)}`;
+}
+
+function describe(token: string): string {
+  const bad = /[^A-Za-z0-9_:-]/.exec(token);
+  return bad !== null ? `${token.length} characters including ${JSON.stringify(bad[0])}` : `${token.length} characters`;
+}
+
+/** How Herald stores a token: APNs hex in lower case, so "AB…" and "ab…" are one device. */
+export const normalizeDeviceToken = (platform: Platform, token: string): string => (platform === 'apns' ? token.toLowerCase() : token);

@@ -1,0 +1,54 @@
+import { z } from 'zod';
+
+/**
+ * Raw per-platform fields for what Herald does not model yet, merged last into what Herald
+ * builds. The merged result is checked again against the providers' rules (size, headers), at
+ * the door and in the pushers.
+ */
+
+/** A printable-ASCII header value of at most 64 bytes: Apple's apns-collapse-id rule. */
+export const COLLAPSE_ID_MAX_BYTES = 64;
+const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
+
+/** Why a collapse key / apns-collapse-id is unusable, or undefined. Header values travel as Latin-1 bytes, so only ASCII is safe. */
+export function collapseKeyProblem(value: string): string | undefined {
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (!PRINTABLE_ASCII.test(value)) {
+    return `must be printable ASCII (no emoji, "€" or control characters) of at most ${COLLAPSE_ID_MAX_BYTES} bytes (APNs apns-collapse-id); this one is ${bytes} bytes with non-ASCII characters`;
+  }
+  if (bytes > COLLAPSE_ID_MAX_BYTES) return `must be printable ASCII of at most ${COLLAPSE_ID_MAX_BYTES} bytes (APNs apns-collapse-id); this one is ${bytes} bytes`;
+  return undefined;
+}
+
+export const CollapseKey = z
+  .string()
+  .min(1)
+  .superRefine((v, ctx) => {
+    const problem = collapseKeyProblem(v);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
+/** The APNs request headers an override may set; apns-topic follows the app and push type, apns-id the pushId. */
+export const ApnsOverrideHeaders = z.strictObject({
+  'apns-push-type': z.enum(['alert', 'background', 'location', 'voip', 'complication', 'fileprovider', 'mdm', 'liveactivity', 'pushtotalk', 'widgets', 'controls']).optional(),
+  'apns-priority': z.enum(['1', '5', '10']).optional(),
+  'apns-expiration': z.string().regex(/^\d{1,12}$/, 'must be epoch seconds (0: deliver once, do not store)').optional(),
+  'apns-collapse-id': CollapseKey.optional(),
+});
+
+const JsonObject = z.record(z.string(), z.unknown());
+
+export const ApnsOverride = z.strictObject({
+  headers: ApnsOverrideHeaders.optional(),
+  /** Merged into the payload; `aps` is merged into Herald's `aps` key by key. */
+  payload: JsonObject.optional(),
+});
+export type ApnsOverride = z.infer<typeof ApnsOverride>;
+
+/** FCM v1 `Message` fields in Google's wire shape (snake_case, ttl as "Ns"), merged into the message Herald builds. */
+export const FcmOverride = z.strictObject({
+  android: JsonObject.optional(),
+  apns: z.strictObject({ headers: z.record(z.string(), z.string()).optional(), payload: JsonObject.optional() }).optional(),
+  webpush: JsonObject.optional(),
+});
+export type FcmOverride = z.infer<typeof FcmOverride>;

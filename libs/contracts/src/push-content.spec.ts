@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { parseWith } from './parse.ts';
+import { PushContent, resolvePushType } from './push-content.ts';
+import { PushJob } from './push-job.ts';
+
+const reason = (content: unknown): string | undefined => {
+  const r = parseWith(PushContent, content);
+  return r.ok ? undefined : r.reason;
+};
+const job = (over: object) => ({ id: 'j', app: 'demo', userId: 'u', category: 'c', content: { title: 'Hi' }, ...over });
+
+describe('PushContent', () => {
+  it('resolves the push type: alert when something shows, background for data-only or content-available, liveactivity for an update', () => {
+    expect(resolvePushType({ title: 'a' })).toBe('alert');
+    expect(resolvePushType({ badge: 3 })).toBe('alert');
+    expect(resolvePushType({ data: { k: 'v' } })).toBe('background');
+    expect(resolvePushType({ contentAvailable: true })).toBe('background');
+    expect(resolvePushType({ liveActivity: { event: 'end', contentState: {} } })).toBe('liveactivity');
+    expect(resolvePushType({ pushType: 'voip', data: { k: 'v' } })).toBe('voip');
+  });
+
+  it('a background push carries no alert, badge or sound', () => {
+    expect(reason({ pushType: 'background', title: 'x' })).toMatch(/title: a background push carries no alert/);
+    expect(reason({ pushType: 'background', data: { k: 'v' } })).toBeUndefined();
+  });
+
+  it('data keys FCM or APNs reserve are refused, naming the key', () => {
+    for (const key of ['from', 'message_type', 'notification', 'google.x', 'gcm.y', 'aps']) {
+      expect(reason({ title: 't', data: { [key]: 'v' } })).toMatch(new RegExp(`data\\.${key.replace('.', '\\.')}: is reserved`));
+    }
+  });
+
+  it('a Live Activity needs its block, and "start" needs attributes', () => {
+    expect(reason({ pushType: 'liveactivity', title: 't' })).toMatch(/liveActivity: pushType "liveactivity" needs/);
+    expect(reason({ liveActivity: { event: 'start', contentState: {} } })).toMatch(/attributesType and attributes/);
+    expect(reason({ title: 't', pushType: 'alert', liveActivity: { event: 'end', contentState: {} } })).toMatch(/pushType: liveActivity needs/);
+  });
+
+  it('loc args need their loc key; color is #rrggbb; the override allows only documented APNs headers', () => {
+    expect(reason({ locArgs: ['a'], title: 't' })).toMatch(/locArgs: needs locKey/);
+    expect(reason({ title: 't', color: 'red' })).toMatch(/color: must be #rrggbb/);
+    expect(reason({ title: 't', apns: { headers: { 'apns-topic': 'x' } } })).toMatch(/apns.headers/);
+    expect(reason({ title: 't', apns: { headers: { 'apns-priority': '7' } } })).toMatch(/apns-priority/);
+  });
+});
+
+describe('PushJob.collapseKey', () => {
+  it.each(['price-€', 'fire-🔥', 'tab\tkey', 'x'.repeat(65)])('refuses %j, naming the 64-byte printable-ASCII rule', (collapseKey) => {
+    const r = parseWith(PushJob, job({ collapseKey }));
+    expect(r.ok).toBe(false);
+    expect(r.ok ? '' : r.reason).toMatch(/collapseKey: must be printable ASCII .*at most 64 bytes/);
+  });
+
+  it('accepts 64 bytes of printable ASCII', () => {
+    expect(parseWith(PushJob, job({ collapseKey: 'k'.repeat(64) })).ok).toBe(true);
+  });
+});

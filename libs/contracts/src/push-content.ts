@@ -1,0 +1,134 @@
+import { z } from 'zod';
+import { ApnsOverride, FcmOverride } from './provider-override.ts';
+
+/**
+ * What the user sees (or, for a background push, what the app receives), in one platform-neutral
+ * shape. The providers lib turns it into Apple's and Google's wire formats; the rules each field
+ * follows are in libs/providers/PROVIDER-RULES.md.
+ */
+
+/** Apple's push types that Herald sends (apns-push-type). FCM devices get `alert`/`background` as notification/data messages. */
+export const PushTypes = ['alert', 'background', 'voip', 'liveactivity'] as const;
+export const PushType = z.enum(PushTypes);
+export type PushType = z.infer<typeof PushType>;
+
+/** FCM reserves these data keys (Message.data: "must not contain reserved words"); APNs reserves `aps`. */
+const RESERVED_DATA_KEY = /^(from|message_type|notification|aps)$|^(google|gcm)/i;
+const Data = z.record(z.string().min(1).max(200), z.string()).superRefine((data, ctx) => {
+  for (const key of Object.keys(data).filter((k) => RESERVED_DATA_KEY.test(k))) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [key],
+      message: 'is reserved: FCM refuses "from", "message_type", "notification" and keys starting with "google" or "gcm"; APNs reserves "aps"',
+    });
+  }
+});
+
+/** One loc-args / title-loc-args entry. */
+const LocArgs = z.array(z.string().max(1000)).max(20);
+const LocKey = z.string().min(1).max(200);
+
+export const LiveActivity = z.strictObject({
+  /** Apple: aps.event. `start` needs `attributesType` and `attributes`. */
+  event: z.enum(['start', 'update', 'end']),
+  /** aps.content-state: the ActivityKit ContentState, as JSON. */
+  contentState: z.record(z.string(), z.unknown()),
+  /** aps.timestamp (epoch seconds) of this update; default: when Herald sends it. */
+  timestamp: z.number().int().positive().optional(),
+  /** aps.dismissal-date (epoch seconds) for `end`. */
+  dismissalDate: z.number().int().positive().optional(),
+  /** aps.stale-date (epoch seconds). */
+  staleDate: z.number().int().positive().optional(),
+  attributesType: z.string().min(1).max(200).optional(),
+  attributes: z.record(z.string(), z.unknown()).optional(),
+});
+export type LiveActivity = z.infer<typeof LiveActivity>;
+
+const Color = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be #rrggbb (FCM AndroidNotification.color)');
+
+export const PushContentShape = {
+  title: z.string().max(2000).optional(),
+  subtitle: z.string().max(2000).optional(),
+  body: z.string().max(4000).optional(),
+  /** Localized alert: APNs title-loc-key/loc-key/loc-args, FCM title_loc_key/body_loc_key/body_loc_args. */
+  titleLocKey: LocKey.optional(),
+  titleLocArgs: LocArgs.optional(),
+  locKey: LocKey.optional(),
+  locArgs: LocArgs.optional(),
+  /** Custom key/value data. FCM requires string values, so Herald does too on every platform. */
+  data: Data.optional(),
+  badge: z.number().int().min(0).max(99_999).optional(),
+  sound: z.string().min(1).max(200).optional(),
+  threadId: z.string().min(1).max(200).optional(),
+  imageUrl: z.url().optional(),
+  /** A silent background push (APNs content-available, FCM data-only). */
+  contentAvailable: z.boolean().optional(),
+  /** Apple's push type; default: `alert` when there is something to show, else `background`. */
+  pushType: PushType.optional(),
+  /** aps.mutable-content: a notification service extension may change it (rich media). Implied by imageUrl. */
+  mutableContent: z.boolean().optional(),
+  /** aps.interruption-level (iOS 15+ focus modes). `critical` needs Apple's entitlement. */
+  interruptionLevel: z.enum(['passive', 'active', 'time-sensitive', 'critical']).optional(),
+  /** aps.relevance-score, 0–1: which notification of a summary is featured. */
+  relevanceScore: z.number().min(0).max(1).optional(),
+  /** aps.target-content-id: the window to bring forward. */
+  targetContentId: z.string().min(1).max(200).optional(),
+  /** The notification's action category (aps.category; FCM android click_action when clickAction is not given). */
+  actionCategory: z.string().min(1).max(200).optional(),
+  /** A Live Activity update (push type `liveactivity`). */
+  liveActivity: LiveActivity.optional(),
+  /** FCM AndroidNotification fields. */
+  channelId: z.string().min(1).max(200).optional(),
+  clickAction: z.string().min(1).max(500).optional(),
+  tag: z.string().min(1).max(200).optional(),
+  color: Color.optional(),
+  icon: z.string().min(1).max(200).optional(),
+  /** Raw APNs fields Herald does not model, merged last: `{ headers, payload }`. */
+  apns: ApnsOverride.optional(),
+  /** Raw FCM v1 Message fields Herald does not model, merged last: `{ android, apns, webpush }`. */
+  fcm: FcmOverride.optional(),
+};
+
+type Content = z.infer<z.ZodObject<typeof PushContentShape>>;
+
+export const hasAlertText = (c: Content): boolean =>
+  c.title !== undefined || c.subtitle !== undefined || c.body !== undefined || c.titleLocKey !== undefined || c.locKey !== undefined;
+
+/** What an alert shows or plays: text, a badge or a sound. */
+const showsSomething = (c: Content): boolean => hasAlertText(c) || c.badge !== undefined || c.sound !== undefined;
+
+/**
+ * The push type a content resolves to: the one given, else `liveactivity` for a Live Activity
+ * update, `alert` when it shows something, else `background` (data-only and content-available
+ * pushes wake the app instead of showing nothing).
+ */
+export function resolvePushType(c: Content): PushType {
+  if (c.pushType !== undefined) return c.pushType;
+  if (c.liveActivity !== undefined) return 'liveactivity';
+  return showsSomething(c) ? 'alert' : 'background';
+}
+
+/** Cross-field rules; each issue names its field. */
+function checkContent(c: Content, ctx: z.RefinementCtx): void {
+  const issue = (path: string, message: string): void => void ctx.addIssue({ code: 'custom', path: [path], message });
+  const type = resolvePushType(c);
+  if (!showsSomething(c) && c.data === undefined && c.contentAvailable !== true && c.liveActivity === undefined) {
+    issue('title', 'content needs a title, a body, a loc key, a badge, a sound, data, contentAvailable: true or a liveActivity');
+  }
+  if (c.titleLocArgs !== undefined && c.titleLocKey === undefined) issue('titleLocArgs', 'needs titleLocKey');
+  if (c.locArgs !== undefined && c.locKey === undefined) issue('locArgs', 'needs locKey');
+  if (type === 'background') {
+    for (const f of ['title', 'subtitle', 'body', 'titleLocKey', 'locKey', 'badge', 'sound'] as const) {
+      if (c[f] !== undefined) issue(f, 'a background push carries no alert, badge or sound (Apple: background notifications); use pushType "alert"');
+    }
+  }
+  if (type === 'liveactivity' && c.liveActivity === undefined) issue('liveActivity', 'pushType "liveactivity" needs liveActivity { event, contentState }');
+  if (type !== 'liveactivity' && c.liveActivity !== undefined) issue('pushType', 'liveActivity needs pushType "liveactivity"');
+  const la = c.liveActivity;
+  if (la?.event === 'start' && (la.attributesType === undefined || la.attributes === undefined)) {
+    issue('liveActivity', 'event "start" needs attributesType and attributes (Apple: starting a Live Activity with a push)');
+  }
+}
+
+export const PushContent = z.strictObject(PushContentShape).superRefine(checkContent);
+export type PushContent = z.infer<typeof PushContent>;

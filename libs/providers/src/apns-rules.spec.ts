@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { apnsRequestParts, type ApnsRequestParts } from './apns-notification.ts';
+import { apnsRequestProblem, apnsTopicFor } from './apns-rules.ts';
+import { testPush } from './test-pushes.ts';
+
+const parts = (over: Partial<ApnsRequestParts>): ApnsRequestParts => ({ ...apnsRequestParts(testPush('apns'), 'com.example'), ...over });
+
+describe('Apple\'s request rules (PROVIDER-RULES.md, APNs rows)', () => {
+  it('apns-topic: <bundle>.voip, <bundle>.push-type.liveactivity, the bundle id for alert/background', () => {
+    expect(apnsTopicFor('com.example', 'voip')).toBe('com.example.voip');
+    expect(apnsTopicFor('com.example', 'liveactivity')).toBe('com.example.push-type.liveactivity');
+    expect(apnsTopicFor('com.example', 'complication')).toBe('com.example.complication');
+    expect(apnsTopicFor('com.example', 'alert')).toBe('com.example');
+    expect(apnsTopicFor('com.example.voip', 'voip')).toBe('com.example.voip');
+  });
+
+  it('payload limit: 4096 bytes, counted in UTF-8 bytes of the JSON', () => {
+    const base = JSON.stringify({ aps: { alert: { body: '' } } }).length;
+    expect(apnsRequestProblem(parts({ payload: { aps: { alert: { body: 'x'.repeat(4096 - base) } } } }))).toBeUndefined();
+    expect(apnsRequestProblem(parts({ payload: { aps: { alert: { body: 'x'.repeat(4097 - base) } } } }))).toBe(
+      'payload too large: APNs alert payload is 4097 bytes, the limit is 4096',
+    );
+    expect(apnsRequestProblem(parts({ payload: { aps: { alert: { body: 'é'.repeat(2040) } } } }))).toMatch(/payload too large/);
+  });
+
+  it('payload limit: 5120 bytes for VoIP', () => {
+    const payload = { aps: {}, blob: 'x'.repeat(5000) };
+    expect(apnsRequestProblem(parts({ pushType: 'voip', payload }))).toBeUndefined();
+    expect(apnsRequestProblem(parts({ pushType: 'alert', payload }))).toMatch(/limit is 4096/);
+  });
+
+  it('apns-collapse-id: printable ASCII, at most 64 bytes', () => {
+    expect(apnsRequestProblem(parts({ collapseId: 'x'.repeat(64) }))).toBeUndefined();
+    expect(apnsRequestProblem(parts({ collapseId: 'x'.repeat(65) }))).toMatch(/at most 64 bytes/);
+    expect(apnsRequestProblem(parts({ collapseId: 'price-€' }))).toMatch(/printable ASCII/);
+  });
+
+  it('background: priority 5, content-available 1, no alert, badge or sound', () => {
+    const aps = { 'content-available': 1 };
+    expect(apnsRequestProblem(parts({ pushType: 'background', priority: 5, payload: { aps } }))).toBeUndefined();
+    expect(apnsRequestProblem(parts({ pushType: 'background', priority: 10, payload: { aps } }))).toMatch(/priority 5/);
+    expect(apnsRequestProblem(parts({ pushType: 'background', priority: 5, payload: { aps: {} } }))).toMatch(/content-available/);
+    expect(apnsRequestProblem(parts({ pushType: 'background', priority: 5, payload: { aps: { ...aps, badge: 1 } } }))).toMatch(/aps.badge/);
+  });
+
+  it('liveactivity: aps.event, aps.timestamp and aps.content-state', () => {
+    const ok = { event: 'update', timestamp: 1, 'content-state': {} };
+    expect(apnsRequestProblem(parts({ pushType: 'liveactivity', payload: { aps: ok } }))).toBeUndefined();
+    expect(apnsRequestProblem(parts({ pushType: 'liveactivity', payload: { aps: { ...ok, event: 'pause' } } }))).toMatch(/aps.event/);
+    expect(apnsRequestProblem(parts({ pushType: 'liveactivity', payload: { aps: { event: 'update', 'content-state': {} } } }))).toMatch(/aps.timestamp/);
+  });
+
+  it('apns-expiration: epoch seconds; the payload needs an aps dictionary', () => {
+    expect(apnsRequestProblem(parts({ expiration: -1 }))).toMatch(/apns-expiration/);
+    expect(apnsRequestProblem(parts({ payload: { aps: 'x' } }))).toMatch(/aps dictionary/);
+  });
+});

@@ -1,0 +1,71 @@
+import { collapseKeyProblem } from '@herald/contracts';
+import type { ApnsRequestParts } from './apns-notification.ts';
+
+/**
+ * Apple's rules for a notification request, from "Sending notification requests to APNs" and
+ * "Generating a remote notification" (rows in PROVIDER-RULES.md, each pinned by apns-rules.spec.ts).
+ */
+
+/** Payload limit of every push type but VoIP. */
+export const APNS_MAX_PAYLOAD_BYTES = 4096;
+/** VoIP payload limit. */
+export const APNS_MAX_VOIP_PAYLOAD_BYTES = 5120;
+
+/**
+ * How long Herald lets a provider store a push that has no expiry: FCM's maximum (4 weeks).
+ * Apple publishes no maximum ("stores it for a limited period"), so the same value asks Apple to
+ * store it for as long as Apple does.
+ */
+export const HERALD_MAX_STORAGE_S = 28 * 24 * 3600;
+
+/** apns-topic per push type: the bundle id, plus Apple's suffix for push types that need one. */
+const TOPIC_SUFFIX: Record<string, string> = {
+  voip: '.voip',
+  liveactivity: '.push-type.liveactivity',
+  complication: '.complication',
+  fileprovider: '.pushkit.fileprovider',
+  location: '.location-query',
+  pushtotalk: '.voip-ptt',
+};
+
+export function apnsTopicFor(bundleId: string, pushType: string): string {
+  const suffix = TOPIC_SUFFIX[pushType] ?? '';
+  return suffix === '' || bundleId.endsWith(suffix) ? bundleId : `${bundleId}${suffix}`;
+}
+
+export const apnsPayloadLimit = (pushType: string): number => (pushType === 'voip' ? APNS_MAX_VOIP_PAYLOAD_BYTES : APNS_MAX_PAYLOAD_BYTES);
+
+export const apnsPayloadBytes = (payload: object): number => Buffer.byteLength(JSON.stringify(payload), 'utf8');
+
+type Json = Record<string, unknown>;
+
+function backgroundProblem(parts: ApnsRequestParts, aps: Json): string | undefined {
+  if (parts.priority === 10) return 'a background push must use apns-priority 5 (Apple: BadPriority at 10)';
+  if (aps['content-available'] !== 1) return 'a background push needs aps.content-available: 1';
+  const shown = ['alert', 'badge', 'sound'].filter((k) => aps[k] !== undefined);
+  return shown.length > 0 ? `a background push must not carry aps.${shown.join(', aps.')}` : undefined;
+}
+
+function liveActivityProblem(aps: Json): string | undefined {
+  if (!['start', 'update', 'end'].includes(String(aps['event']))) return 'a Live Activity push needs aps.event start, update or end';
+  if (typeof aps['timestamp'] !== 'number') return 'a Live Activity push needs aps.timestamp (epoch seconds)';
+  if (aps['event'] !== 'end' && typeof aps['content-state'] !== 'object') return 'a Live Activity push needs aps.content-state';
+  return undefined;
+}
+
+/** Apple's rules for the request Herald is about to send (after any override); a reason, or undefined. */
+export function apnsRequestProblem(parts: ApnsRequestParts): string | undefined {
+  const size = apnsPayloadBytes(parts.payload);
+  const limit = apnsPayloadLimit(parts.pushType);
+  if (size > limit) return `payload too large: APNs ${parts.pushType} payload is ${size} bytes, the limit is ${limit}`;
+  if (parts.collapseId !== undefined) {
+    const problem = collapseKeyProblem(parts.collapseId);
+    if (problem !== undefined) return `apns-collapse-id ${problem}`;
+  }
+  if (!Number.isInteger(parts.expiration) || parts.expiration < 0) return 'apns-expiration must be epoch seconds';
+  const aps = parts.payload['aps'];
+  if (typeof aps !== 'object' || aps === null || Array.isArray(aps)) return 'the payload needs an aps dictionary';
+  if (parts.pushType === 'background') return backgroundProblem(parts, aps as Json);
+  if (parts.pushType === 'liveactivity') return liveActivityProblem(aps as Json);
+  return undefined;
+}

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { buildFcmMessage, type FcmMessage } from './fcm-message.ts';
+import { fcmMessageProblem } from './fcm-rules.ts';
+import { testPush } from './test-pushes.ts';
+
+const message = (over: Record<string, unknown> = {}): FcmMessage => ({ ...buildFcmMessage(testPush('fcm')), ...over }) as FcmMessage;
+
+describe('Google\'s Message rules (PROVIDER-RULES.md, FCM rows)', () => {
+  it('accepts what Herald builds for ordinary content', () => {
+    expect(fcmMessageProblem(message())).toBeUndefined();
+  });
+
+  it('data: reserved keys ("from", "message_type", google.*, gcm*) are refused; values are strings', () => {
+    for (const key of ['from', 'message_type', 'google.c.a', 'gcm.notification.x', 'gcmx']) {
+      expect(fcmMessageProblem(message({ data: { [key]: 'v' } }))).toMatch(/reserves/);
+    }
+    expect(fcmMessageProblem(message({ data: { n: 1 } }))).toMatch(/must be a string/);
+    expect(fcmMessageProblem(message({ data: { fromage: 'ok' } }))).toBeUndefined();
+  });
+
+  it('android.ttl: a Duration of at most 4 weeks', () => {
+    const m = message();
+    expect(fcmMessageProblem({ ...m, android: { ...m.android, ttl: '2419200s' } })).toBeUndefined();
+    expect(fcmMessageProblem({ ...m, android: { ...m.android, ttl: '3455999s' } })).toMatch(/4-week maximum/);
+    expect(fcmMessageProblem({ ...m, android: { ...m.android, ttl: '1h' } })).toMatch(/Duration/);
+  });
+
+  it('payload: 4096 bytes of notification + data + android.notification', () => {
+    expect(fcmMessageProblem(message({ data: { blob: 'y'.repeat(4000) } }))).toBeUndefined();
+    expect(fcmMessageProblem(message({ data: { blob: 'y'.repeat(4100) } }))).toMatch(/^payload too large: FCM message .* is \d+ bytes, the limit is 4096$/);
+  });
+
+  it('android.notification.color is #rrggbb', () => {
+    const m = message();
+    expect(fcmMessageProblem({ ...m, android: { ...m.android, notification: { color: 'red' } } })).toMatch(/#rrggbb/);
+  });
+
+  it('the apns block follows Apple: a background push to iOS at apns-priority 10 is refused', () => {
+    const m = message();
+    expect(fcmMessageProblem({ ...m, apns: { ...m.apns, headers: { 'apns-push-type': 'background', 'apns-priority': '10' } } })).toMatch(/priority 5/);
+  });
+
+  it('collapse keys follow the 64-byte printable-ASCII rule', () => {
+    const m = message();
+    expect(fcmMessageProblem({ ...m, android: { ...m.android, collapse_key: '🔥' } })).toMatch(/printable ASCII/);
+  });
+});

@@ -1,0 +1,71 @@
+import { collapseKeyProblem } from '@herald/contracts';
+import { APNS_MAX_PAYLOAD_BYTES, apnsPayloadBytes } from './apns-rules.ts';
+import type { FcmMessage } from './fcm-message.ts';
+
+/**
+ * Google's rules for an FCM HTTP v1 message (the `projects.messages` reference: Message,
+ * AndroidConfig, ApnsConfig), rows in PROVIDER-RULES.md, each pinned by fcm-rules.spec.ts.
+ */
+
+/** AndroidConfig.ttl: "The maximum time to live supported is 4 weeks". */
+export const FCM_MAX_TTL_S = 28 * 24 * 3600;
+/** "The maximum payload for both message types is 4096 bytes." */
+export const FCM_MAX_PAYLOAD_BYTES = 4096;
+
+/** Message.data: "must not contain reserved words ("from", "message_type", or any word starting with "google" or "gcm")". */
+const RESERVED_DATA_KEY = /^(from|message_type|notification)$|^(google|gcm)/i;
+const COLOR = /^#[0-9a-fA-F]{6}$/;
+const DURATION = /^(\d+)(\.\d{1,9})?s$/;
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const bytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v), 'utf8');
+
+/**
+ * Bytes Herald counts against FCM's 4096: what reaches an Android device (notification, data
+ * and android.notification). Google does not say how it counts; this errs on the strict side.
+ */
+export function fcmPayloadBytes(m: FcmMessage): number {
+  return bytes({ notification: m.notification ?? {}, data: m.data ?? {}, android: m.android.notification ?? {} });
+}
+
+function dataProblem(data: unknown, at: string): string | undefined {
+  if (data === undefined) return undefined;
+  if (!isObject(data)) return `${at} must be a map of strings`;
+  for (const [key, value] of Object.entries(data)) {
+    if (RESERVED_DATA_KEY.test(key)) return `${at}.${key} is a key FCM reserves ("from", "message_type", "notification", "google…", "gcm…")`;
+    if (typeof value !== 'string') return `${at}.${key} must be a string (FCM data values are strings)`;
+  }
+  return undefined;
+}
+
+function androidProblem(android: Json): string | undefined {
+  const ttl = DURATION.exec(String(android['ttl'] ?? '0s'));
+  if (ttl === null) return 'android.ttl must be a Duration such as "3600s"';
+  if (Number(ttl[1]) > FCM_MAX_TTL_S) return `android.ttl is ${ttl[1]} s, beyond FCM's 4-week maximum (${FCM_MAX_TTL_S} s)`;
+  const collapse = android['collapse_key'];
+  if (typeof collapse === 'string' && collapseKeyProblem(collapse) !== undefined) return `android.collapse_key ${collapseKeyProblem(collapse)}`;
+  const n = android['notification'];
+  if (isObject(n) && n['color'] !== undefined && !COLOR.test(String(n['color']))) return 'android.notification.color must be #rrggbb';
+  return dataProblem(android['data'], 'android.data');
+}
+
+/** The apns block must follow Apple's rules too: FCM forwards it to APNs. */
+function apnsProblem(m: FcmMessage): string | undefined {
+  const headers = m.apns.headers;
+  const aps = m.apns.payload.aps;
+  const background = headers['apns-push-type'] === 'background';
+  if (background && headers['apns-priority'] === '10') return 'apns: a background (data-only) push to iOS must use apns-priority 5';
+  const size = apnsPayloadBytes({ ...(m.data ?? {}), ...m.apns.payload });
+  if (size > APNS_MAX_PAYLOAD_BYTES) return `payload too large: the APNs payload FCM forwards to iOS is ${size} bytes, the limit is ${APNS_MAX_PAYLOAD_BYTES}`;
+  const collapse = headers['apns-collapse-id'];
+  if (collapse !== undefined && collapseKeyProblem(collapse) !== undefined) return `apns.headers.apns-collapse-id ${collapseKeyProblem(collapse)}`;
+  return isObject(aps) ? undefined : 'apns.payload.aps must be a dictionary';
+}
+
+/** Google's rules for the message Herald is about to send (after any override); a reason, or undefined. */
+export function fcmMessageProblem(m: FcmMessage): string | undefined {
+  const size = fcmPayloadBytes(m);
+  if (size > FCM_MAX_PAYLOAD_BYTES) return `payload too large: FCM message (notification + data + android.notification) is ${size} bytes, the limit is ${FCM_MAX_PAYLOAD_BYTES}`;
+  return dataProblem(m.data, 'data') ?? androidProblem(m.android) ?? apnsProblem(m);
+}

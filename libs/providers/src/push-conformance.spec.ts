@@ -1,0 +1,36 @@
+import { PushJob, type PushJobInput } from '@herald/contracts';
+import { describe, expect, it } from 'vitest';
+import { jobConformanceIssues, jobNotices, platformsFor } from './push-conformance.ts';
+
+const job = (over: Partial<PushJobInput>): PushJob => PushJob.parse({ id: 'j1', app: 'demo', userId: 'u', category: 'c', content: { title: 'Hi' }, ...over });
+const NOW = new Date('2026-01-01T00:00:00Z');
+
+describe('jobConformanceIssues: the providers\' rules at the door', () => {
+  it('accepts an ordinary job', () => {
+    expect(jobConformanceIssues(job({}), NOW)).toEqual([]);
+  });
+
+  it('a 5 KB payload is refused with its computed size for each platform', () => {
+    const issues = jobConformanceIssues(job({ content: { title: 'Hi', data: { blob: 'x'.repeat(5000) } } }), NOW);
+    expect(issues).toEqual([
+      { path: 'content', message: expect.stringMatching(/^APNs: payload too large: APNs alert payload is 50\d\d bytes, the limit is 4096$/) as unknown },
+      { path: 'content', message: expect.stringMatching(/^FCM: payload too large: .* is 50\d\d bytes, the limit is 4096$/) as unknown },
+    ]);
+  });
+
+  it('a VoIP push may use 5,120 bytes and is checked against APNs only', () => {
+    const voip = job({ content: { pushType: 'voip', data: { blob: 'x'.repeat(4500) } } });
+    expect(platformsFor(voip.content)).toEqual(['apns']);
+    expect(jobConformanceIssues(voip, NOW)).toEqual([]);
+  });
+
+  it('an override that breaks a header rule is refused after the merge', () => {
+    const issues = jobConformanceIssues(job({ content: { contentAvailable: true, apns: { headers: { 'apns-priority': '10' } } } }), NOW);
+    expect(issues).toEqual([{ path: 'content', message: 'APNs: a background push must use apns-priority 5 (Apple: BadPriority at 10)' }]);
+  });
+
+  it('says so when an expiry is beyond FCM\'s 28 days', () => {
+    expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z' }, NOW)).toEqual([expect.stringMatching(/40 days ahead: FCM stores a push at most 28 days/) as unknown]);
+    expect(jobNotices({ expiresAt: '2026-01-20T00:00:00Z' }, NOW)).toEqual([]);
+  });
+});

@@ -1,0 +1,66 @@
+import { derivePushId, resolvePushType, type DevicePush, type Platform, type PushJob } from '@herald/contracts';
+import { apnsRequestParts } from './apns-notification.ts';
+import { apnsRequestProblem, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
+import { buildFcmMessage } from './fcm-message.ts';
+import { fcmMessageProblem } from './fcm-rules.ts';
+
+/** A problem a job's pushes would have with a provider: the field it comes from and why. */
+export interface ConformanceIssue {
+  path: string;
+  message: string;
+}
+
+type JobPart = Pick<PushJob, 'id' | 'app' | 'content' | 'priority' | 'collapseKey' | 'ttl' | 'expiresAt'>;
+
+/** Tokens of the right shape: the checks below are about the content, not the device. */
+const SAMPLE_TOKEN: Record<Platform, string> = { apns: '0'.repeat(64), fcm: `sample:${'A'.repeat(140)}` };
+
+/** Voip and Live Activity pushes reach only APNs tokens registered for them; the rest reach every platform. */
+export const platformsFor = (content: PushJob['content']): Platform[] => (['voip', 'liveactivity'].includes(resolvePushType(content)) ? ['apns'] : ['apns', 'fcm']);
+
+function samplePush(job: JobPart, platform: Platform, now: Date): DevicePush {
+  const expiresAt = job.expiresAt ?? (job.ttl !== undefined && job.ttl > 0 ? new Date(now.getTime() + job.ttl * 1000).toISOString() : undefined);
+  return {
+    version: 1,
+    pushId: derivePushId(job.id, 'sample'),
+    jobId: job.id,
+    deviceId: 'sample',
+    app: job.app,
+    platform,
+    token: SAMPLE_TOKEN[platform],
+    userId: 'sample',
+    content: job.content,
+    priority: job.priority,
+    ...(job.collapseKey !== undefined && { collapseKey: job.collapseKey }),
+    ...(expiresAt !== undefined && { expiresAt }),
+    ...(job.ttl === 0 && { nowOrNever: true as const }),
+    acceptedAt: now.toISOString(),
+  };
+}
+
+/** The provider's problem with one push, or undefined: the pushers' last line of defence. */
+export function pushProblem(push: DevicePush, bundleId: string, now: Date = new Date()): string | undefined {
+  return push.platform === 'apns' ? apnsRequestProblem(apnsRequestParts(push, bundleId, now)) : fcmMessageProblem(buildFcmMessage(push, now));
+}
+
+const pathOf = (message: string): string => (/collapse/i.test(message) ? 'collapseKey' : 'content');
+
+/**
+ * Every rule a job's pushes would break at Apple or Google, checked when the job is accepted
+ * (HTTP API, client library, CLI, demuxer), with the field it comes from. The bundle id is a
+ * stand-in: Apple's rules do not depend on it.
+ */
+export function jobConformanceIssues(job: JobPart, now: Date = new Date()): ConformanceIssue[] {
+  return platformsFor(job.content).flatMap((platform) => {
+    const problem = pushProblem(samplePush(job, platform, now), 'com.example.app', now);
+    return problem === undefined ? [] : [{ path: pathOf(problem), message: `${platform === 'apns' ? 'APNs' : 'FCM'}: ${problem}` }];
+  });
+}
+
+/** Sentences for the job's status when Herald had to adapt it to a provider's limits. */
+export function jobNotices(job: Pick<PushJob, 'expiresAt'>, acceptedAt: Date): string[] {
+  if (job.expiresAt === undefined) return [];
+  const aheadS = (Date.parse(job.expiresAt) - acceptedAt.getTime()) / 1000;
+  if (aheadS <= HERALD_MAX_STORAGE_S) return [];
+  return [`expiresAt is ${Math.round(aheadS / 86_400)} days ahead: FCM stores a push at most 28 days, so FCM devices get android.ttl ${HERALD_MAX_STORAGE_S}s`];
+}
