@@ -4,7 +4,7 @@ import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import { jobConformanceIssues } from '@herald/providers';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
-import { devicePushesFor, toSendMessage } from './fan-out.ts';
+import { devicePushesFor, reachableDevices, toSendMessage } from './fan-out.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
 
 export interface DemuxerDeps {
@@ -53,6 +53,7 @@ export function createDemuxerHandler(deps: DemuxerDeps) {
       })),
       now(),
     );
+    for (const a of accepted) targets.set(String(a.index), reachableDevices(a.job, targets.get(String(a.index)) ?? []));
     const publishing = accepted.map((a) => fanOut(a, targets.get(String(a.index)) ?? [], deps, now()).then((o) => (outcomes[a.index] = o)));
     await Promise.all(publishing);
     await recordDemux(accepted, targets, outcomes, deps);

@@ -2,12 +2,24 @@ import {
   Exchanges,
   derivePushId,
   jobExpiry,
+  resolvePushType,
   sendQueueFor,
+  tokenKindFor,
   type DevicePush,
   type PushJob,
 } from '@herald/contracts';
 import type { TargetDevice } from '@herald/db';
 import type { OutboundMessage } from '@herald/messaging';
+
+/**
+ * The devices a job's push type can reach: VoIP and Live Activity pushes only the APNs tokens
+ * registered for them, every other push only device tokens. (Apple refuses a push sent to a token
+ * of another kind with DeviceTokenNotForTopic, which would invalidate a good token.)
+ */
+export function reachableDevices(job: PushJob, devices: readonly TargetDevice[]): TargetDevice[] {
+  const kind = tokenKindFor(job.content.apns?.headers?.['apns-push-type'] ?? resolvePushType(job.content));
+  return devices.filter((d) => d.tokenKind === kind);
+}
 
 /** One DevicePush per target device; pushIds are deterministic so a replayed job dedupes. */
 export function devicePushesFor(job: PushJob, devices: readonly TargetDevice[], acceptedAt: Date): DevicePush[] {

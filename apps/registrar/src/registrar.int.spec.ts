@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAppCache, createDatabase, type Database } from '@herald/db';
 import { createLogger } from '@herald/logging';
@@ -29,17 +30,20 @@ const message = (body: unknown) => ({
   attempt: 1,
   queue: 'push.registrations',
 });
-const register = (token: string, extra: Record<string, unknown> = {}) => ({
+/** Tokens of the right shape, named by a label: APNs hex, FCM registration-token text. */
+const apns = (label: string): string => createHash('sha256').update(label).digest('hex');
+const fcm = (label: string): string => `${label}:APA91b${'x'.repeat(40)}`;
+const register = (label: string, extra: Record<string, unknown> = {}) => ({
   kind: 'register',
   app: 'chat',
   platform: 'apns',
-  token,
+  token: extra['platform'] === 'fcm' ? fcm(label) : apns(label),
   userId: 'user-1',
   timezone: 'Europe/Paris',
   eventAt: '2025-03-01T10:00:00Z',
   ...extra,
 });
-const device = (token: string) => t.db.kysely.selectFrom('devices').selectAll().where('token', '=', token).executeTakeFirst();
+const device = (label: string) => t.db.kysely.selectFrom('devices').selectAll().where('token', 'in', [apns(label), fcm(label)]).executeTakeFirst();
 
 describe('registrar handler', () => {
   it('parks each kind of bad input with a readable reason and applies the good ones, in one batch', async () => {
@@ -52,7 +56,7 @@ describe('registrar handler', () => {
       message(register('t-disabled', { app: 'retired' })),
       message(register('t-good-1')),
       message(register('t-good-2', { app: 'mail', platform: 'fcm' })),
-      message({ kind: 'unregister', app: 'chat', platform: 'apns', token: 't-gone', eventAt: '2025-03-01T10:00:00Z' }),
+      message({ kind: 'unregister', app: 'chat', platform: 'apns', token: apns('t-gone'), eventAt: '2025-03-01T10:00:00Z' }),
     ]);
     expect(outcomes[0]).toMatchObject({
       kind: 'park',
@@ -78,7 +82,7 @@ describe('registrar handler', () => {
 
   it('acks a stale event without letting it change the device', async () => {
     const handle = createRegistrarHandler({ devices: t.db.devices, apps: createAppCache(t.db.apps, 60_000), logger });
-    const newer = { kind: 'unregister', app: 'chat', platform: 'apns', token: 't-stale', eventAt: '2025-03-02T00:00:00Z' };
+    const newer = { kind: 'unregister', app: 'chat', platform: 'apns', token: apns('t-stale'), eventAt: '2025-03-02T00:00:00Z' };
     expect(await handle([message(newer)])).toEqual([{ kind: 'ack' }]);
     expect(await handle([message(register('t-stale', { eventAt: '2025-03-01T00:00:00Z' }))])).toEqual([{ kind: 'ack' }]);
     expect(await device('t-stale')).toMatchObject({ user_id: null, invalidation_reason: 'unregistered' });
@@ -92,6 +96,22 @@ describe('registrar handler', () => {
     expect(outcomes[0]).toMatchObject({ kind: 'park', code: 'malformed-json' });
     expect(outcomes[1]).toMatchObject({ kind: 'defer', code: 'database-unavailable' });
     expect(await device('t-retry')).toBeUndefined();
+  });
+
+  it('parks a token no provider could accept, naming the token rule; stores APNs hex in lower case, with its token kind', async () => {
+    const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger });
+    const outcomes = await handle([
+      message({ ...register('x'), token: 'not a token' }),
+      message({ ...register('x'), token: '../x', platform: 'fcm' }),
+      message({ ...register('t-upper'), token: apns('t-upper').toUpperCase(), tokenKind: 'voip' }),
+      message({ ...register('t-fcm-voip', { platform: 'fcm' }), tokenKind: 'voip' }),
+    ]);
+    expect(outcomes[0]).toMatchObject({ kind: 'park', code: 'schema', reason: expect.stringMatching(/token: not an APNs device token/) as unknown });
+    expect(outcomes[1]).toMatchObject({ kind: 'park', code: 'schema', reason: expect.stringMatching(/token: not an FCM registration token/) as unknown });
+    expect(outcomes[2]).toEqual({ kind: 'ack' });
+    expect(outcomes[3]).toMatchObject({ kind: 'park', reason: expect.stringMatching(/tokenKind: VoIP and Live Activity tokens are APNs tokens/) as unknown });
+    expect(await device('t-upper')).toMatchObject({ token: apns('t-upper'), token_kind: 'voip' });
+    expect(await t.db.kysely.selectFrom('devices').select('token').where('token', 'in', ['not a token', '../x']).execute()).toEqual([]);
   });
 
   it('handles an empty batch', async () => {

@@ -28,5 +28,15 @@ function describe(token: string): string {
   return bad !== null ? `${token.length} characters including ${JSON.stringify(bad[0])}` : `${token.length} characters`;
 }
 
+/**
+ * Which kind of APNs token a device row holds: the device token (alert and background pushes),
+ * a PushKit VoIP token, or a Live Activity push token. FCM tokens are always `device`.
+ */
+export const TokenKinds = ['device', 'voip', 'liveactivity'] as const;
+export type TokenKind = (typeof TokenKinds)[number];
+
+/** The token kind a push type reaches: VoIP and Live Activity pushes go only to tokens registered for them. */
+export const tokenKindFor = (pushType: string): TokenKind => (pushType === 'voip' ? 'voip' : pushType === 'liveactivity' ? 'liveactivity' : 'device');
+
 /** How Herald stores a token: APNs hex in lower case, so "AB…" and "ab…" are one device. */
 export const normalizeDeviceToken = (platform: Platform, token: string): string => (platform === 'apns' ? token.toLowerCase() : token);

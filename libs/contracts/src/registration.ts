@@ -1,15 +1,18 @@
 import { z } from 'zod';
 import { AppId, UserId } from './push-job.ts';
 import { PlatformSchema as Platform } from './device-push.ts';
-import { deviceTokenProblem } from './device-token.ts';
+import { deviceTokenProblem, TokenKinds } from './device-token.ts';
 
 const Token = z.string().min(1).max(4096);
 const EventAt = z.iso.datetime({ offset: true });
 
 /** The token must suit its platform (device-token.ts); each door reports it on `token`. */
-export function checkDeviceToken(value: { platform: 'apns' | 'fcm'; token: string }, ctx: z.RefinementCtx): void {
+export function checkDeviceToken(value: { platform: 'apns' | 'fcm'; token: string; tokenKind?: string | undefined }, ctx: z.RefinementCtx): void {
   const problem = deviceTokenProblem(value.platform, value.token);
   if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['token'], message: problem });
+  if (value.platform === 'fcm' && value.tokenKind !== undefined && value.tokenKind !== 'device') {
+    ctx.addIssue({ code: 'custom', path: ['tokenKind'], message: 'VoIP and Live Activity tokens are APNs tokens; an FCM token is always "device"' });
+  }
 }
 
 /** The fields of each event; `Registration` adds the token check (other contracts build on these). */
@@ -19,6 +22,8 @@ export const RegisterShape = {
   app: AppId,
   platform: Platform,
   token: Token,
+  /** APNs: `voip` for a PushKit token, `liveactivity` for a Live Activity push token; default `device`. */
+  tokenKind: z.enum(TokenKinds).optional(),
   userId: UserId,
   /** IANA zone name, e.g. "Europe/Berlin"; used to resolve local delivery times. */
   timezone: z.string().min(1).max(64).optional(),

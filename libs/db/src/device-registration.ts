@@ -30,8 +30,8 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
   const reg = (r: Registration) => (r.kind === 'register' ? r : undefined);
   const { rows: applied } = await sql<DeviceKey>`
     insert into devices as d
-      (app, platform, token, user_id, timezone, locale, registered_at, last_event_at, invalidated_at, invalidation_reason)
-    select i.app, i.platform, i.token, i.user_id, i.timezone, i.locale,
+      (app, platform, token, token_kind, user_id, timezone, locale, registered_at, last_event_at, invalidated_at, invalidation_reason)
+    select i.app, i.platform, i.token, coalesce(i.token_kind, 'device'), i.user_id, i.timezone, i.locale,
            case when i.is_register then i.event_at end,
            i.event_at,
            case when i.is_register then null else i.event_at end,
@@ -40,13 +40,14 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.platform)}::text[], ${rows.map((r) => r.token)}::text[],
       ${rows.map((r) => reg(r)?.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],
       ${rows.map((r) => reg(r)?.locale ?? null)}::text[], ${rows.map((r) => r.eventAt)}::timestamptz[],
-      ${rows.map((r) => r.kind === 'register')}::boolean[]
-    ) as i(app, platform, token, user_id, timezone, locale, event_at, is_register)
+      ${rows.map((r) => r.kind === 'register')}::boolean[], ${rows.map((r) => reg(r)?.tokenKind ?? null)}::text[]
+    ) as i(app, platform, token, user_id, timezone, locale, event_at, is_register, token_kind)
     order by i.app, i.platform, i.token -- one lock order for every batch: no deadlocks
     on conflict (app, platform, token) do update set
       user_id = case when excluded.registered_at is null then d.user_id else excluded.user_id end,
       timezone = case when excluded.registered_at is null then d.timezone else excluded.timezone end,
       locale = case when excluded.registered_at is null then d.locale else excluded.locale end,
+      token_kind = case when excluded.registered_at is null then d.token_kind else excluded.token_kind end,
       registered_at = coalesce(excluded.registered_at, d.registered_at),
       last_event_at = excluded.last_event_at,
       invalidated_at = excluded.invalidated_at,

@@ -107,6 +107,7 @@ describe('DeviceRepository.findTargets', () => {
       app: 'app-a',
       platform: 'fcm',
       token: 'app-a-fcm-4',
+      tokenKind: 'device',
       timezone: 'UTC',
       locale: null,
     });

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { Platform } from '@herald/contracts';
+import type { Platform, TokenKind } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 
 export interface TargetRequest {
@@ -17,6 +17,7 @@ export interface TargetDevice {
   app: string;
   platform: Platform;
   token: string;
+  tokenKind: TokenKind;
   timezone: string | null;
   locale: string | null;
 }
@@ -28,6 +29,7 @@ interface TargetRow {
   app: string;
   platform: Platform;
   token: string;
+  token_kind: TokenKind;
   timezone: string | null;
   locale: string | null;
 }
@@ -57,6 +59,7 @@ export async function findTargets(
       app: row.app,
       platform: row.platform,
       token: row.token,
+      tokenKind: row.token_kind,
       timezone: row.timezone,
       locale: row.locale,
     });
@@ -78,7 +81,7 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
       from unnest(${userOrds}::int[], ${requests.flatMap((r) => r.userIds)}::text[]) as u(ord, user_id)
       join req r on r.ord = u.ord + 1
     )
-    select (w.ord - 1)::int as ord, d.id, d.user_id, d.app, d.platform, d.token, d.timezone, d.locale
+    select (w.ord - 1)::int as ord, d.id, d.user_id, d.app, d.platform, d.token, d.token_kind, d.timezone, d.locale
     from wanted w
     join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is null
     where not exists (select 1 from opt_outs o where o.user_id = w.user_id and o.category = w.category)

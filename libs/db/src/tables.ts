@@ -1,5 +1,5 @@
 import type { Generated, Selectable } from 'kysely';
-import type { LimitedChannel, Platform } from '@herald/contracts';
+import type { LimitedChannel, Platform, TokenKind } from '@herald/contracts';
 
 /** Row types as PostgreSQL returns them (bigint as string, timestamptz as Date). */
 export interface AppsTable {
@@ -26,6 +26,8 @@ export interface DevicesTable {
   app: string;
   platform: Platform;
   token: string;
+  /** device | voip | liveactivity (migration 0012): which push types reach this token. */
+  token_kind: Generated<TokenKind>;
   /** NULL only on a tombstone (an unregister for a token never registered). */
   user_id: string | null;
   timezone: string | null;

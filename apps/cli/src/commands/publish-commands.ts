@@ -19,6 +19,18 @@ const collectData = (pair: string, acc: Record<string, string>): Record<string, 
   return { ...acc, [pair.slice(0, eq)]: pair.slice(eq + 1) };
 };
 
+/** A JSON-object option, or {} when absent; a clear error naming the flag otherwise. */
+function jsonOption(raw: unknown, flag: string): Record<string, unknown> {
+  if (raw === undefined) return {};
+  try {
+    const value = JSON.parse(String(raw)) as unknown;
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch (err) {
+    throw new Error(`--${flag} must be a JSON object: ${(err as Error).message}`, { cause: err });
+  }
+  throw new Error(`--${flag} must be a JSON object`);
+}
+
 export function registerPublishCommands(program: Command): void {
   program
     .command('register')
@@ -29,6 +41,7 @@ export function registerPublishCommands(program: Command): void {
     .requiredOption('--user <userId>', 'user id')
     .option('--timezone <zone>', 'IANA time zone, e.g. Europe/Berlin')
     .option('--locale <locale>', 'e.g. en-GB')
+    .option('--token-kind <kind>', 'APNs: device (default), voip (a PushKit token) or liveactivity (a Live Activity push token)')
     .option('--json', 'print JSON')
     .action(async (o: Record<string, string | boolean | undefined>) => {
       const reg = await withClient((c) =>
@@ -40,6 +53,7 @@ export function registerPublishCommands(program: Command): void {
           userId: String(o['user']),
           ...(typeof o['timezone'] === 'string' && { timezone: o['timezone'] }),
           ...(typeof o['locale'] === 'string' && { locale: o['locale'] }),
+          ...(typeof o['tokenKind'] === 'string' && { tokenKind: o['tokenKind'] as 'device' | 'voip' | 'liveactivity' }),
           eventAt: new Date().toISOString(),
         }),
       );
@@ -76,7 +90,10 @@ export function registerPublishCommands(program: Command): void {
     .option('--object <objectId>', 'object id for mutes')
     .option('--data <key=value>', 'custom data (repeatable)', collectData, {})
     .option('--id <jobId>', 'job id (idempotency key); default: a new UUID')
-    .option('--ttl <seconds>', 'drop the push if not delivered within this many seconds')
+    .option('--ttl <seconds>', 'drop the push if not delivered within this many seconds (0: now or never, providers do not store it)')
+    .option('--push-type <type>', 'alert, background, voip or liveactivity (default: alert when there is something to show, else background)')
+    .option('--collapse-key <key>', 'printable ASCII, at most 64 bytes: a newer push with the same key replaces this one')
+    .option('--content <json>', 'more content fields as a JSON object (e.g. {"badge":1,"sound":"default","apns":{"payload":{...}}})')
     .option('--trace', 'log every step of this job at info level')
     .option('--json', 'print JSON')
     .action(async (o: Record<string, unknown>) => {
@@ -90,10 +107,13 @@ export function registerPublishCommands(program: Command): void {
           category: String(o['category']),
           ...(o['object'] !== undefined && { objectId: String(o['object']) }),
           content: {
+            ...jsonOption(o['content'], 'content'),
             ...(o['title'] !== undefined && { title: String(o['title']) }),
             ...(o['body'] !== undefined && { body: String(o['body']) }),
             ...(Object.keys(data).length > 0 && { data }),
+            ...(o['pushType'] !== undefined && { pushType: String(o['pushType']) as 'alert' }),
           },
+          ...(o['collapseKey'] !== undefined && { collapseKey: String(o['collapseKey']) }),
           ...(o['ttl'] !== undefined && { ttl: Number(o['ttl']) }),
           ...(o['trace'] === true && { trace: true }),
         }),
