@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Platform, PushJobInput } from '@herald/contracts';
+import type { Platform, PushJobInput, TokenKind } from '@herald/contracts';
 import { waitFor } from '@herald/testing';
 import { DEMO_APP, type System } from './system.ts';
 
@@ -12,6 +12,8 @@ export interface Device {
   userId: string;
   platform: Platform;
   token: string;
+  /** APNs VoIP / Live Activity tokens; default `device`. */
+  tokenKind?: TokenKind;
 }
 
 /** Register devices through the Registrar (as apps do) and wait until it has stored them. */
@@ -24,6 +26,7 @@ export async function registerDevices(sys: System, devices: readonly Device[], e
         platform: d.platform,
         token: d.token,
         userId: d.userId,
+        ...(d.tokenKind !== undefined && { tokenKind: d.tokenKind }),
         ...extra,
         eventAt: new Date().toISOString(),
       }),
