@@ -60,9 +60,9 @@ describe('bad input is parked with a readable reason, counted, and the services 
     await stillDelivers();
   });
 
-  it('parks content over the provider size limit before fanning out', async () => {
+  it('parks content over the provider size limit before fanning out (published past the client library\'s own check)', async () => {
     const before = (await delivered(sys.sandbox, { token: device.token })).length;
-    await sys.client.publishPushJob(job({ id: 'too-big-job', userId: device.userId, content: { title: 'big', data: { blob: 'x'.repeat(5000) } } }));
+    await publishRawJob(job({ id: 'too-big-job', userId: device.userId, content: { title: 'big', data: { blob: 'x'.repeat(5000) } } }));
     const parked = await parkedJob((p) => p.includes('too-big-job'));
     expect(String(parked.properties.headers?.[Headers.parkedReason])).toMatch(/4096|too large|limit/i);
     expect(await metric(sys.service('demuxer'), 'herald_messages_parked_total', { queue: Queues.jobs, code: 'payload-too-large' })).toBe(1);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Queues } from '@herald/contracts';
 import { peekMessages } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fcmToken } from '../support/fixtures.ts';
 import { API_TEST_ENV, admin, call, teamKey } from '../support/http-api.ts';
 import { startSystem, type System } from '../support/system.ts';
 
@@ -62,7 +63,7 @@ describe('HTTP API bad input', () => {
   it('refuses an app the key may not send for (403), in a batch too', async () => {
     await refused([sys, 'POST', '/v1/jobs', { key, body: job({ app: 'other' }) }], 403, 'app-not-allowed', /may not act for app "other"/);
     await refused([sys, 'POST', '/v1/jobs:batch', { key, body: { jobs: [job(), job({ app: 'other' })] } }], 403, 'app-not-allowed', /"other"/);
-    const device = { app: 'other', platform: 'fcm', token: 'tok', userId: 'u1' };
+    const device = { app: 'other', platform: 'fcm', token: fcmToken(), userId: 'u1' };
     await refused([sys, 'POST', '/v1/devices', { key, body: device }], 403, 'app-not-allowed', /"other"/, Queues.registrations);
   });
 

@@ -63,7 +63,8 @@ describe('a push job travels end to end', () => {
     expect(message['token']).toBe(device.token);
     expect(message['notification']).toEqual({ title: 'Hi', body: 'There' });
     expect(message['data']).toEqual({ k: 'v' });
-    expect(message['android']).toMatchObject({ priority: 'normal', collapse_key: 'c1' });
+    // Google's AndroidMessagePriority enum values.
+    expect(message['android']).toMatchObject({ priority: 'NORMAL', collapse_key: 'c1' });
     const ttl = (message['android'] as { ttl: string }).ttl;
     expect(Number(ttl.replace(/s$/, ''))).toBeGreaterThan(3500);
     expect(Number(ttl.replace(/s$/, ''))).toBeLessThanOrEqual(3600);
