@@ -84,10 +84,10 @@ describe('FCM provider against the sandbox', () => {
         token: push.token,
         notification: { title: 'T', body: 'B', image: 'https://img.example/p.png' },
         data: { chat: '42' },
-        android: { priority: 'high', ttl: '3600s', collapse_key: 'chat-42', notification: { sound: 'default', notification_count: 2 } },
+        android: { priority: 'HIGH', ttl: '3600s', collapse_key: 'chat-42', notification: { sound: 'default', notification_count: 2 } },
         apns: {
           headers: { 'apns-priority': '10', 'apns-push-type': 'alert', 'apns-expiration': expirationSeconds, 'apns-collapse-id': 'chat-42' },
-          payload: { aps: { badge: 2, sound: 'default', 'thread-id': 'th', 'mutable-content': 1 } },
+          payload: { aps: { alert: { title: 'T', body: 'B' }, badge: 2, sound: 'default', 'thread-id': 'th', 'mutable-content': 1 } },
         },
       },
     });
@@ -101,8 +101,12 @@ describe('FCM provider against the sandbox', () => {
       message: {
         token: push.token,
         data: { sync: '1' },
-        android: { priority: 'normal' },
-        apns: { headers: { 'apns-priority': '5', 'apns-push-type': 'background' }, payload: { aps: { 'content-available': 1 } } },
+        // No expiry: stored as long as FCM allows (4 weeks), and for iOS through FCM likewise.
+        android: { priority: 'NORMAL', ttl: '2419200s' },
+        apns: {
+          headers: { 'apns-priority': '5', 'apns-push-type': 'background', 'apns-expiration': expect.stringMatching(/^\d{10}$/) as unknown },
+          payload: { aps: { 'content-available': 1 } },
+        },
       },
     });
   });
