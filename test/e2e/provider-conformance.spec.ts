@@ -77,6 +77,22 @@ describe('Apple\'s and Google\'s rules, end to end', () => {
     expect(expiration).toBeLessThanOrEqual(sentAt + 28 * 86_400 + 60);
   });
 
+  it('an expiry 40 days ahead is capped at FCM\'s 4 weeks, and the answer and the job\'s status say so', async () => {
+    const device: Device = { userId: uniqueUser(), platform: 'fcm', token: fcmToken() };
+    await registerDevices(sys, [device]);
+    const body = apiJob({ userId: device.userId, expiresAt: new Date(Date.now() + 40 * 86_400_000).toISOString() });
+    const r = await call<{ notices?: string[] }>(sys, 'POST', '/v1/jobs', { key, body });
+    expect(r.status).toBe(202);
+    expect(r.body.notices).toEqual([expect.stringMatching(/40 days ahead: FCM stores a push at most 28 days/) as unknown]);
+    const record = await firstDelivery(device.token);
+    expect((record.body['message'] as { android: { ttl: string } }).android.ttl).toBe('2419200s');
+    const status = await waitFor('job status with its outcome', async () => {
+      const s = await call<{ delivered: number; notices: string[] }>(sys, 'GET', `/v1/jobs/${body.id}`, { key });
+      return s.body.delivered === 1 && s.body;
+    });
+    expect(status.notices).toEqual(r.body.notices);
+  });
+
   it('a data-only push arrives as a background push at priority 5 on iOS, directly and through FCM', async () => {
     const ios: Device = { userId: uniqueUser(), platform: 'apns', token: apnsToken() };
     const android: Device = { userId: ios.userId, platform: 'fcm', token: fcmToken() };

@@ -160,6 +160,7 @@ export async function jobStatus(id: string, key: ApiKeyRow, deps: JobServiceDeps
     expired: n('expired'),
     parked: n('parked'),
     scheduled: s.scheduled,
+    notices: s.job.notices,
   };
 }
 

@@ -2,7 +2,7 @@ import { PushJob, decodeWith, jobExpiry, scheduleProblem, targetUsers } from '@h
 import type { AppRow, TargetDevice } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
-import { jobConformanceIssues } from '@herald/providers';
+import { jobConformanceIssues, jobNotices } from '@herald/providers';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
 import { devicePushesFor, reachableDevices, toSendMessage } from './fan-out.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
@@ -64,11 +64,11 @@ export function createDemuxerHandler(deps: DemuxerDeps) {
 /** Best effort: job status is advisory and must not hold up (or fail) delivery. */
 async function recordDemux(accepted: Accepted[], targets: Map<string, TargetDevice[]>, outcomes: Outcome[], deps: DemuxerDeps): Promise<void> {
   if (deps.jobs === undefined) return;
-  const entries = accepted.map(({ index, job }) => {
+  const entries = accepted.map(({ index, job, acceptedAt }) => {
     const outcome = outcomes[index];
     const targeted = (targets.get(String(index)) ?? []).length;
     const label = outcome?.kind === 'park' ? `parked: ${outcome.code}` : targeted === 0 ? 'no-devices' : 'fanned-out';
-    return { id: job.id, app: job.app, targeted: outcome?.kind === 'park' ? 0 : targeted, outcome: label };
+    return { id: job.id, app: job.app, targeted: outcome?.kind === 'park' ? 0 : targeted, outcome: label, notices: jobNotices(job, acceptedAt) };
   });
   try {
     await deps.jobs.recordDemux(entries);

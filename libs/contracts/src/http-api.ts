@@ -52,6 +52,8 @@ export const JobStatus = z.object({
   parked: z.number().int(),
   /** Device pushes still waiting for their deliverAt. */
   scheduled: z.number().int(),
+  /** Where Herald adapted the job to a provider's limits, e.g. an expiry capped at FCM's 28 days. */
+  notices: z.array(z.string()),
 });
 export type JobStatus = z.infer<typeof JobStatus>;
 

@@ -12,6 +12,7 @@ export interface JobRecord {
   publishedAt: Date | null;
   targeted: number | null;
   demuxOutcome: string | null;
+  notices: string[];
 }
 
 /** A job's progress: the job row, final outcomes of its device pushes, and pushes still scheduled. */
@@ -29,7 +30,7 @@ export interface JobRepository {
   /** Publishing failed: forget the unpublished record so the caller may try again. */
   forget(ids: readonly string[]): Promise<void>;
   /** The demuxer's result for each job: how many device pushes it targeted (idempotent upsert). */
-  recordDemux(entries: ReadonlyArray<{ id: string; app: string; targeted: number; outcome: string }>): Promise<void>;
+  recordDemux(entries: ReadonlyArray<{ id: string; app: string; targeted: number; outcome: string; notices?: readonly string[] }>): Promise<void>;
   /** Final outcome per device push (delivered, invalid, expired, parked); a later outcome replaces an earlier. */
   recordOutcomes(entries: ReadonlyArray<{ pushId: string; jobId: string; outcome: string }>): Promise<void>;
   get(id: string): Promise<JobRecord | undefined>;
@@ -62,7 +63,7 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
     const r = await db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
     return r === undefined
       ? undefined
-      : { id: r.id, app: r.app, acceptedAt: r.accepted_at, publishedAt: r.published_at, targeted: r.targeted, demuxOutcome: r.demux_outcome };
+      : { id: r.id, app: r.app, acceptedAt: r.accepted_at, publishedAt: r.published_at, targeted: r.targeted, demuxOutcome: r.demux_outcome, notices: r.notices };
   };
   return {
     get,
@@ -103,12 +104,13 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
       const last = new Map(entries.map((e) => [e.id, e]));
       const rows = [...last.values()];
       await sql`
-        insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at)
-        select i.id, i.app, now(), i.targeted, i.outcome, now()
-        from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.targeted)}::int[], ${rows.map((r) => r.outcome)}::text[])
-          as i(id, app, targeted, outcome)
+        insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices)
+        select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}')
+        from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.targeted)}::int[], ${rows.map((r) => r.outcome)}::text[],
+          ${rows.map((r) => (r.notices !== undefined && r.notices.length > 0 ? r.notices.join('\n') : null))}::text[])
+          as i(id, app, targeted, outcome, notices)
         order by i.id
-        on conflict (id) do update set targeted = excluded.targeted, demux_outcome = excluded.demux_outcome, demuxed_at = now(),
+        on conflict (id) do update set targeted = excluded.targeted, demux_outcome = excluded.demux_outcome, demuxed_at = now(), notices = excluded.notices,
           published_at = coalesce(jobs.published_at, now())`.execute(db);
     },
     async recordOutcomes(entries) {

@@ -106,6 +106,8 @@ export interface JobsTable {
   targeted: number | null;
   demux_outcome: string | null;
   demuxed_at: Date | null;
+  /** Where Herald adapted the job to a provider's limits (migration 0014). */
+  notices: Generated<string[]>;
 }
 
 export interface PushOutcomesTable {
