@@ -6,7 +6,7 @@ import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apnsToken, fcmToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
 import { API_TEST_ENV, call, teamKey } from '../support/http-api.ts';
-import { delivered } from '../support/sandbox-client.ts';
+import { delivered, phoneDeliveries, setPhoneOffline, setPhoneOnline } from '../support/sandbox-client.ts';
 import { DEMO_APP, startSystem, type System } from '../support/system.ts';
 
 type ErrorBody = { error: { code: string; message: string; issues?: Array<{ path: string; message: string }> } };
@@ -75,6 +75,28 @@ describe('Apple\'s and Google\'s rules, end to end', () => {
     const expiration = Number(record.headers['apns-expiration']);
     expect(expiration).toBeGreaterThanOrEqual(sentAt + 28 * 86_400 - 5);
     expect(expiration).toBeLessThanOrEqual(sentAt + 28 * 86_400 + 60);
+  });
+
+  it('a phone offline when the push is sent gets it when it reconnects (no expiry); a now-or-never push (ttl 0) it does not', async () => {
+    const phones: Device[] = [
+      { userId: uniqueUser(), platform: 'apns', token: apnsToken() },
+      { userId: uniqueUser(), platform: 'fcm', token: fcmToken() },
+    ];
+    await registerDevices(sys, phones);
+    for (const phone of phones) await setPhoneOffline(sys.sandbox, { platform: phone.platform, token: phone.token });
+    for (const phone of phones) {
+      await sys.client.publishPushJob(job({ userId: phone.userId, ttl: 0, content: { title: 'now or never' } }));
+      await firstDelivery(phone.token);
+      await sys.client.publishPushJob(job({ userId: phone.userId, content: { title: 'while you were away' } }));
+      await waitFor('second push accepted', async () => (await delivered(sys.sandbox, { token: phone.token })).length === 2);
+      expect(await phoneDeliveries(sys.sandbox, phone)).toEqual([]);
+    }
+    for (const phone of phones) {
+      expect(await setPhoneOnline(sys.sandbox, phone)).toBe(1);
+      const got = await phoneDeliveries(sys.sandbox, phone);
+      expect(got.map((d) => d.via)).toEqual(['stored']);
+      expect(JSON.stringify(got[0]?.body)).toContain('while you were away');
+    }
   });
 
   it('an expiry 40 days ahead is capped at FCM\'s 4 weeks, and the answer and the job\'s status say so', async () => {

@@ -9,6 +9,30 @@ export interface SandboxRecord {
   body: Record<string, unknown>;
   status: number;
   response: unknown;
+  /** Accepted but not as Apple or Google advise, or why a payload rule refused it. */
+  warnings: string[];
+}
+
+/** One push a simulated phone received (`GET /devices/deliveries`). */
+export interface PhoneDelivery {
+  seq: number;
+  platform: 'apns' | 'fcm';
+  token: string;
+  /** The seq of the request record that carried it. */
+  recordSeq: number;
+  receivedAt: string;
+  deliveredAt: string;
+  /** `direct`: the phone was online; `stored`: the provider kept it until the phone came back. */
+  via: 'direct' | 'stored';
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+}
+
+export interface PhoneSpec {
+  platform: 'apns' | 'fcm';
+  token: string;
+  /** FCM only: an iOS phone follows apns-expiration, an Android one (default) android.ttl. */
+  os?: 'android' | 'ios';
 }
 
 /** Read what the sandbox received, through its control API (as an operator would). */
@@ -31,4 +55,34 @@ export async function injectFault(sandbox: Sandbox, fault: Record<string, unknow
     body: JSON.stringify(fault),
   });
   if (!res.ok) throw new Error(`sandbox fault: ${res.status} ${await res.text()}`);
+}
+
+async function control(sandbox: Sandbox, method: string, path: string, body?: unknown): Promise<unknown> {
+  const res = await fetch(`${sandbox.settings.control.url}${path}`, {
+    method,
+    ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
+  });
+  if (!res.ok) throw new Error(`sandbox ${method} ${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** Take a phone offline: accepted pushes are kept only as Apple / Google would store them. */
+export async function setPhoneOffline(sandbox: Sandbox, phone: PhoneSpec): Promise<void> {
+  await control(sandbox, 'POST', '/devices/offline', phone);
+}
+
+/** Bring a phone back online; returns how many stored, unexpired pushes it then received. */
+export async function setPhoneOnline(sandbox: Sandbox, phone: Omit<PhoneSpec, 'os'>): Promise<number> {
+  return ((await control(sandbox, 'POST', '/devices/online', phone)) as { delivered: number }).delivered;
+}
+
+/** What the phone with this token received, oldest first. */
+export async function phoneDeliveries(sandbox: Sandbox, phone: Omit<PhoneSpec, 'os'>): Promise<PhoneDelivery[]> {
+  const params = new URLSearchParams({ platform: phone.platform, token: phone.token });
+  return (await control(sandbox, 'GET', `/devices/deliveries?${params}`)) as PhoneDelivery[];
+}
+
+/** Every phone online again, nothing stored, no deliveries. */
+export async function resetPhones(sandbox: Sandbox): Promise<void> {
+  await control(sandbox, 'DELETE', '/devices');
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ProviderTokenVerifier } from './apns-jwt.ts';
-import { header, routeApnsRequest, validateApnsRequest, type ApnsRequest } from './apns-validation.ts';
-import { json, sleep, type Answer, type SandboxContext } from './exchange.ts';
+import { header, type ApnsRequest } from './apns-request.ts';
+import { routeApnsRequest, validateApnsRequest } from './apns-validation.ts';
+import { json, sleep, type Answer, type Handled, type SandboxContext } from './exchange.ts';
 import type { ApnsFaultError, Fault } from './faults.ts';
 
 const FAULT_STATUS: Record<ApnsFaultError, number> = {
@@ -39,21 +40,23 @@ const success = (apnsId: string): Answer => ({
   body: '',
 });
 
+const refused = (token: string | undefined, answer: Answer, warnings: string[] = []): Handled => ({ token, answer, warnings, deliver: false });
+
 /** Authenticate, validate, apply any injected fault, and answer as APNs would. */
-export async function handleApnsRequest(req: ApnsIncoming, tokens: ProviderTokenVerifier, ctx: SandboxContext): Promise<{ token: string | undefined; answer: Answer }> {
+export async function handleApnsRequest(req: ApnsIncoming, tokens: ProviderTokenVerifier, ctx: SandboxContext): Promise<Handled> {
   const claimedId = header(req.headers, 'apns-id');
   const apnsId = claimedId ?? randomUUID();
   const route = routeApnsRequest(req.method, req.path);
-  if (!route.ok) return { token: undefined, answer: apnsError(route.status, route.reason, apnsId) };
+  if (!route.ok) return refused(undefined, apnsError(route.status, route.reason, apnsId));
   const authorization = header(req.headers, 'authorization');
   if (authorization !== undefined || !req.clientCertificateAuthorized) {
     const auth = tokens.check(authorization);
-    if (!auth.ok) return { token: route.token, answer: apnsError(403, auth.reason, apnsId) };
+    if (!auth.ok) return refused(route.token, apnsError(403, auth.reason, apnsId));
   }
   const valid = validateApnsRequest(req);
-  if (!valid.ok) return { token: route.token, answer: apnsError(valid.status, valid.reason, apnsId) };
+  if (!valid.ok) return refused(route.token, apnsError(valid.status, valid.reason, apnsId), valid.warnings);
   const fault = ctx.faults.take('apns', route.token);
   if (fault?.delayMs !== undefined) await sleep(fault.delayMs);
   const answer = (fault && faultAnswer(fault, apnsId)) ?? success(apnsId);
-  return { token: route.token, answer };
+  return { token: route.token, answer, warnings: valid.warnings, deliver: answer.status === 200 };
 }

@@ -47,13 +47,14 @@ async function serveStream(
       body,
       clientCertificateAuthorized: socket?.authorized === true,
     };
-    const { token, answer } = await handleApnsRequest(request, tokens, ctx);
+    const handled = await handleApnsRequest(request, tokens, ctx);
+    const { answer } = handled;
     const clientClosed = stream.destroyed || stream.closed;
     if (!clientClosed) {
       stream.respond({ ':status': answer.status, ...answer.headers });
       stream.end(answer.body.length > 0 ? answer.body : undefined);
     }
-    recordExchange(ctx, { platform: 'apns', path: request.path, token, headers, body, answer, clientClosed });
+    recordExchange(ctx, { ...handled, platform: 'apns', path: request.path, headers, body, clientClosed });
   } catch (err) {
     ctx.logger.warn({ err }, 'apns stream failed');
     if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { routeDevices } from './device-control.ts';
 import { json, type Answer, type SandboxContext } from './exchange.ts';
 import { parseFaultSpec } from './faults.ts';
 import { readBody } from './read-body.ts';
@@ -51,6 +52,7 @@ function mintCredentials(body: Buffer, ctx: SandboxContext): Answer {
 /** Route one control request. */
 export function routeControl(method: string, url: URL, body: Buffer, ctx: SandboxContext): Answer {
   const route = `${method} ${url.pathname}`;
+  if (url.pathname.startsWith('/devices')) return routeDevices(method, url, body, ctx) ?? json(404, { error: `no route ${route}` });
   switch (route) {
     case 'GET /healthz':
       return json(200, { ok: true });
@@ -75,7 +77,7 @@ export function routeControl(method: string, url: URL, body: Buffer, ctx: Sandbo
   }
 }
 
-/** Plain HTTP/1.1 JSON API for tests and people: records, stats, faults, health. */
+/** Plain HTTP/1.1 JSON API for tests and people: records, stats, faults, devices, health. */
 export function createControlServer(ctx: SandboxContext): http.Server {
   return http.createServer((req, res) => {
     readBody(req)

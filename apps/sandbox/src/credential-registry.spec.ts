@@ -3,6 +3,7 @@ import { createLogger } from '@herald/logging';
 import { describe, expect, it } from 'vitest';
 import { verifyProviderToken } from './apns-jwt.ts';
 import { CredentialRegistry } from './credential-registry.ts';
+import { DeviceStore } from './device-store.ts';
 import { handleFcmRequest } from './fcm-handler.ts';
 import { FaultTable } from './faults.ts';
 import { RecordStore } from './record-store.ts';
@@ -30,7 +31,7 @@ describe('credential registry (POST /credentials)', () => {
     const registry = new CredentialRegistry();
     const p = registry.mintFcmProject('proj-a');
     const q = registry.mintFcmProject();
-    const ctx = { faults: new FaultTable(), records: new RecordStore(10), logger: createLogger({ service: 'spec', level: 'silent', format: 'json' }) };
+    const ctx = { faults: new FaultTable(), records: new RecordStore(10), devices: new DeviceStore(10), logger: createLogger({ service: 'spec', level: 'silent', format: 'json' }) };
     const send = (project: string, token: string) =>
       handleFcmRequest(
         { method: 'POST', path: `/v1/projects/${project}/messages:send`, headers: { authorization: `Bearer ${token}` }, body: Buffer.from(JSON.stringify({ message: { token: 'device' } })) },

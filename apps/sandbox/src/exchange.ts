@@ -3,7 +3,8 @@ import { maskToken } from '@herald/logging';
 import type { FaultPlatform, FaultTable } from './faults.ts';
 import type { RecordStore } from './record-store.ts';
 import type { CredentialRegistry } from './credential-registry.ts';
-import type { Headers } from './apns-validation.ts';
+import type { Headers } from './apns-request.ts';
+import type { DeviceStore } from './device-store.ts';
 
 /** What a protocol handler answers. */
 export interface Answer {
@@ -19,15 +20,25 @@ export interface SandboxContext {
   logger: Logger;
   /** APNs keys and FCM projects minted at run time (POST /credentials). */
   credentials?: CredentialRegistry;
+  /** Simulated phones: online/offline, what each received (`/devices/...`). */
+  devices: DeviceStore;
 }
 
-export interface Exchange {
+/** A protocol handler's verdict on one request. */
+export interface Handled {
+  token: string | undefined;
+  answer: Answer;
+  /** Accepted but not as Apple or Google advise; rejected: why (kept on the record). */
+  warnings: string[];
+  /** The provider accepted a real send (not validate_only): the phone gets it or it is stored. */
+  deliver: boolean;
+}
+
+export interface Exchange extends Handled {
   platform: FaultPlatform;
   path: string;
-  token: string | undefined;
   headers: Headers;
   body: Buffer;
-  answer: Answer;
   clientClosed: boolean;
 }
 
@@ -49,20 +60,30 @@ export function plainHeaders(headers: Headers): Record<string, string> {
   return out;
 }
 
-/** Record the exchange (rejections too) and log it at info with the token masked. */
+/**
+ * Record the exchange (rejections too), hand an accepted push to the simulated phone (even when
+ * the client hung up: the provider had accepted it), and log it at info with the token masked.
+ */
 export function recordExchange(ctx: SandboxContext, x: Exchange): void {
+  const receivedAtMs = Date.now();
+  const headers = plainHeaders(x.headers);
+  const rawBody = x.body.toString('utf8');
   const record = ctx.records.add({
     platform: x.platform,
-    receivedAt: new Date().toISOString(),
+    receivedAt: new Date(receivedAtMs).toISOString(),
     path: x.path,
     token: x.token,
-    headers: plainHeaders(x.headers),
-    rawBody: x.body.toString('utf8'),
+    headers,
+    rawBody,
     status: x.answer.status,
     responseHeaders: x.answer.headers,
     rawResponse: x.answer.body,
     clientClosed: x.clientClosed,
+    warnings: x.warnings,
   });
+  if (x.deliver && x.token !== undefined) {
+    ctx.devices.accept({ platform: x.platform, token: x.token, recordSeq: record.seq, receivedAtMs, headers, rawBody });
+  }
   const path = x.token === undefined ? x.path : x.path.replace(x.token, maskToken(x.token));
   ctx.logger.info(
     { platform: x.platform, seq: record.seq, path, device: maskToken(x.token), status: x.answer.status, bytes: x.body.length, clientClosed: x.clientClosed },

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { bearerToken } from './apns-jwt.ts';
-import { header, type Headers } from './apns-validation.ts';
-import { json, sleep, type Answer, type SandboxContext } from './exchange.ts';
+import { header, type Headers } from './apns-request.ts';
+import { json, sleep, type Answer, type Handled, type SandboxContext } from './exchange.ts';
 import type { Fault } from './faults.ts';
 import { googleError, type FcmErrorCode, type GoogleError } from './google-errors.ts';
 import { validateFcmBody } from './fcm-validation.ts';
@@ -41,27 +41,27 @@ function parseJson(body: Buffer): { ok: true; value: unknown } | { ok: false; me
   }
 }
 
+const refused = (token: string | undefined, e: GoogleError): Handled => ({ token, answer: toAnswer(e), warnings: [], deliver: false });
+
 /** Authenticate, validate, apply any injected fault, and answer as the FCM v1 API would. */
-export async function handleFcmRequest(req: FcmIncoming, expected: FcmExpectations, ctx: SandboxContext): Promise<{ token: string | undefined; answer: Answer }> {
+export async function handleFcmRequest(req: FcmIncoming, expected: FcmExpectations, ctx: SandboxContext): Promise<Handled> {
   const match = /^\/v1\/projects\/([^/]+)\/messages:send$/.exec(req.path.split('?')[0] ?? '');
-  if (match === null) return { token: undefined, answer: toAnswer(googleError('NOT_FOUND', `The requested URL ${req.path} was not found on this server.`)) };
-  if (req.method !== 'POST') return { token: undefined, answer: toAnswer(googleError('METHOD_NOT_ALLOWED')) };
+  if (match === null) return refused(undefined, googleError('NOT_FOUND', `The requested URL ${req.path} was not found on this server.`));
+  if (req.method !== 'POST') return refused(undefined, googleError('METHOD_NOT_ALLOWED'));
   const tokenProject = projectOfToken(expected, bearerToken(header(req.headers, 'authorization')));
-  if (tokenProject === undefined) {
-    return { token: undefined, answer: toAnswer(googleError('UNAUTHENTICATED')) };
-  }
+  if (tokenProject === undefined) return refused(undefined, googleError('UNAUTHENTICATED'));
   if (match[1] !== tokenProject) {
     const message = `Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/${match[1] ?? ''}' (or it may not exist).`;
-    return { token: undefined, answer: toAnswer(googleError('PERMISSION_DENIED', message)) };
+    return refused(undefined, googleError('PERMISSION_DENIED', message));
   }
   const parsed = parseJson(req.body);
-  if (!parsed.ok) return { token: undefined, answer: toAnswer(googleError('INVALID_ARGUMENT', parsed.message)) };
+  if (!parsed.ok) return refused(undefined, googleError('INVALID_ARGUMENT', parsed.message));
   const valid = validateFcmBody(parsed.value);
-  if (!valid.ok) return { token: claimedToken(parsed.value), answer: toAnswer(valid.error) };
+  if (!valid.ok) return refused(claimedToken(parsed.value), valid.error);
   const fault = ctx.faults.take('fcm', valid.token);
   if (fault?.delayMs !== undefined) await sleep(fault.delayMs);
   const answer = (fault && faultAnswer(fault)) ?? json(200, { name: `projects/${tokenProject}/messages/${messageId(valid.validateOnly)}` });
-  return { token: valid.token, answer };
+  return { token: valid.token, answer, warnings: valid.warnings, deliver: answer.status === 200 && !valid.validateOnly };
 }
 
 /** The `message.token` of a body that failed validation, so the rejection is still findable by token. */

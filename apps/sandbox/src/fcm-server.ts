@@ -22,13 +22,14 @@ async function serve(req: http2.Http2ServerRequest, res: http2.Http2ServerRespon
   try {
     const body = await readBody(req);
     const request = { method: req.method, path: req.url, headers: req.headers, body };
-    const { token, answer } = await handleFcmRequest(request, options, ctx);
+    const handled = await handleFcmRequest(request, options, ctx);
+    const { answer } = handled;
     const clientClosed = res.destroyed || req.socket.destroyed;
     if (!clientClosed) {
       res.writeHead(answer.status, answer.headers);
       res.end(answer.body);
     }
-    recordExchange(ctx, { platform: 'fcm', path: request.path, token, headers: req.headers, body, answer, clientClosed });
+    recordExchange(ctx, { ...handled, platform: 'fcm', path: request.path, headers: req.headers, body, clientClosed });
   } catch (err) {
     ctx.logger.warn({ err }, 'fcm request failed');
     if (!res.headersSent) res.writeHead(500);

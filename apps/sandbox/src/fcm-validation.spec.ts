@@ -15,7 +15,7 @@ describe('validateFcmBody', () => {
       android: { priority: 'high', ttl: '3600s', collapse_key: 'c', notification: { sound: 'default' } },
       apns: { headers: { 'apns-priority': '10' }, payload: { aps: { badge: 1 } } },
     });
-    expect(validateFcmBody(body)).toEqual({ ok: true, token: 'tok', validateOnly: false });
+    expect(validateFcmBody(body)).toEqual({ ok: true, token: 'tok', validateOnly: false, warnings: [] });
   });
 
   it('answers INVALID_ARGUMENT 400 with the FcmError detail', () => {
@@ -52,6 +52,24 @@ describe('validateFcmBody', () => {
   });
 
   it('reports validate_only', () => {
-    expect(validateFcmBody({ ...message({}), validate_only: true })).toEqual({ ok: true, token: 'tok', validateOnly: true });
+    expect(validateFcmBody({ ...message({}), validate_only: true })).toEqual({ ok: true, token: 'tok', validateOnly: true, warnings: [] });
+  });
+
+  it.each(['my fcm token', 'a/b', 'tok.en', 'ключ'])('answers a token outside FCM\'s alphabet (%s) as Google does', (token) => {
+    expect(reasonOf({ message: { token } })).toBe('The registration token is not a valid FCM registration token');
+  });
+
+  it('accepts tokens of letters, digits, -, _ and :', () => {
+    expect(validateFcmBody({ message: { token: 'fcm-token_1:APA91bXYZ' } })).toMatchObject({ ok: true });
+  });
+
+  it.each<[string, unknown, RegExp]>([
+    ['a reserved data key', message({ data: { from: 'alice' } }), /Invalid data payload key: from/],
+    ['ttl over 4 weeks', message({ android: { ttl: '2419201s' } }), /'message\.android\.ttl'.*4 weeks/],
+    ['an unknown android field', message({ android: { time_to_live: 5 } }), /Unknown name "time_to_live" at 'message\.android'/],
+    ['a bad notification colour', message({ android: { notification: { color: 'red' } } }), /message\.android\.notification\.color/],
+    ['a data message to Apple at priority 10', message({ data: { k: 'v' }, apns: { headers: { 'apns-priority': '10' } } }), /apns-priority 5/],
+  ])('rejects %s', (_name, body, pattern) => {
+    expect(reasonOf(body)).toMatch(pattern);
   });
 });

@@ -3,3 +3,5 @@ export { SETTINGS_FILE, FCM_PROJECT_ID, type SandboxSettings } from './settings-
 export { ApnsFaultErrors, type ApnsFaultError, type FaultSpec } from './faults.ts';
 export { FcmErrorCodes, type FcmErrorCode } from './google-errors.ts';
 export type { RecordView, Stats } from './record-store.ts';
+export type { DeliveryView } from './delivery-log.ts';
+export type { DeviceSpec } from './device-control.ts';

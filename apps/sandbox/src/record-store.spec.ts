@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { RecordStore } from './record-store.ts';
 
 const rec = (platform: 'apns' | 'fcm', token: string, status: number) => ({
-  platform, token, status, receivedAt: 'now', path: '/p', headers: {}, rawBody: '{"a":1}', responseHeaders: {}, rawResponse: '', clientClosed: false,
+  platform, token, status, receivedAt: 'now', path: '/p', headers: {}, rawBody: '{"a":1}', responseHeaders: {}, rawResponse: '', clientClosed: false, warnings: [],
 });
 
 describe('RecordStore', () => {

@@ -17,6 +17,8 @@ export interface RequestRecord {
   rawResponse: string;
   /** The client had gone (timed out, reset) before the answer could be sent. */
   clientClosed: boolean;
+  /** Accepted but not as Apple or Google advise, or why it was refused (empty when nothing to say). */
+  warnings: string[];
 }
 
 export interface RecordView extends Omit<RequestRecord, 'rawResponse'> {

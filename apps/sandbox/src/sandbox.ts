@@ -8,6 +8,7 @@ import type { SandboxContext } from './exchange.ts';
 import { createFcmServer } from './fcm-server.ts';
 import { FaultTable } from './faults.ts';
 import { CredentialRegistry } from './credential-registry.ts';
+import { DeviceStore } from './device-store.ts';
 import { RecordStore } from './record-store.ts';
 import { buildSettings, FCM_PROJECT_ID, writeSettings, type SandboxSettings } from './settings-file.ts';
 import { ensureIdentity } from './state-files.ts';
@@ -19,7 +20,7 @@ export interface SandboxOptions {
   controlPort?: number;
   host?: string;
   logger: Logger;
-  /** How many recent requests `GET /records` can return; counters are unbounded. */
+  /** How many recent requests `GET /records` (and deliveries `GET /devices/deliveries`) can return; counters are unbounded. */
   maxRecords?: number;
 }
 
@@ -60,7 +61,13 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const host = options.host ?? '127.0.0.1';
   const identity = await ensureIdentity(options.stateDir);
   const credentials = new CredentialRegistry();
-  const ctx: SandboxContext = { faults: new FaultTable(), records: new RecordStore(options.maxRecords), logger: options.logger, credentials };
+  const ctx: SandboxContext = {
+    faults: new FaultTable(),
+    records: new RecordStore(options.maxRecords),
+    devices: new DeviceStore(options.maxRecords),
+    logger: options.logger,
+    credentials,
+  };
   credentials.addApnsKey({ publicKey: identity.apnsPublicKey, keyId: identity.keyId, teamId: identity.teamId });
   const providerKey = credentials;
   const tls = { cert: identity.tlsCert, key: identity.tlsKey };

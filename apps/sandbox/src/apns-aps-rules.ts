@@ -1,0 +1,39 @@
+import { reject, type ApsVerdict } from './apns-request.ts';
+import type { Json } from './json.ts';
+import { checkLiveActivityAps } from './apns-live-activity.ts';
+
+/** Keys that make the system show something: an alert, a sound, a badge. */
+const USER_VISIBLE = ['alert', 'sound', 'badge'] as const;
+
+const visibleKeys = (aps: Json): string[] => USER_VISIBLE.filter((k) => aps[k] !== undefined);
+
+/**
+ * Apple, "Pushing background updates to your App": "create a remote notification with an aps
+ * dictionary that includes only the content-available key ... the aps dictionary must not contain
+ * any keys that would trigger user interactions." The two musts are enforced (BadPayload: Apple
+ * lists no reason for them); other `aps` keys beside content-available are only noted.
+ */
+function checkBackgroundAps(aps: Json): ApsVerdict {
+  if (aps['content-available'] !== 1) {
+    return { rejection: reject(400, 'BadPayload'), warnings: ['a background push needs aps.content-available = 1'] };
+  }
+  const visible = visibleKeys(aps);
+  if (visible.length > 0) {
+    return { rejection: reject(400, 'BadPayload'), warnings: [`a background push must not contain aps.${visible.join(', aps.')}`] };
+  }
+  const others = Object.keys(aps).filter((k) => k !== 'content-available');
+  return { warnings: others.length > 0 ? [`background aps should include only content-available (also has ${others.join(', ')})`] : [] };
+}
+
+/** An `alert` push with no alert, sound or badge is accepted, but the phone shows nothing. */
+function checkAlertAps(aps: Json): ApsVerdict {
+  return { warnings: visibleKeys(aps).length === 0 ? ['alert push with no aps.alert, aps.sound or aps.badge: the phone shows nothing'] : [] };
+}
+
+/** The content rules of the `aps` dictionary for the request's push type. */
+export function checkAps(pushType: string | undefined, aps: Json): ApsVerdict {
+  if (pushType === 'background') return checkBackgroundAps(aps);
+  if (pushType === 'alert') return checkAlertAps(aps);
+  if (pushType === 'liveactivity') return checkLiveActivityAps(aps);
+  return { warnings: [] };
+}

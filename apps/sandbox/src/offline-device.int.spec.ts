@@ -1,0 +1,90 @@
+import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import http2 from 'node:http2';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '@herald/logging';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startSandbox, type DeliveryView, type Sandbox } from './index.ts';
+
+// The servers' wiring for simulated phones, over real HTTP/2 (client-certificate auth for APNs).
+const logger = createLogger({ service: 'offline-int', level: 'silent' });
+const TOKEN = 'cd'.repeat(32);
+const FCM_TOKEN = 'fcm-offline:APA91bXYZ';
+let stateDir: string;
+let sandbox: Sandbox;
+let apns: http2.ClientHttp2Session;
+let fcm: http2.ClientHttp2Session;
+
+function post(session: http2.ClientHttp2Session, headers: Record<string, string>, body: unknown): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ':method': 'POST', 'content-type': 'application/json', ...headers });
+    req.on('response', (h) => resolve(Number(h[':status'])));
+    req.on('error', reject);
+    req.resume();
+    req.end(JSON.stringify(body));
+  });
+}
+const sendApns = (expiration: string) =>
+  post(apns, { ':path': `/3/device/${TOKEN}`, 'apns-topic': 'com.example.app', 'apns-push-type': 'alert', 'apns-expiration': expiration }, { aps: { alert: 'hi' } });
+const sendFcm = (message: object, validateOnly = false) =>
+  post(
+    fcm,
+    { ':path': `/v1/projects/${sandbox.settings.fcm.projectId}/messages:send`, authorization: `Bearer ${sandbox.settings.fcm.accessToken}` },
+    { message: { token: FCM_TOKEN, notification: { title: 't' }, ...message }, ...(validateOnly ? { validate_only: true } : {}) },
+  );
+const control = async (method: string, path: string, body?: unknown): Promise<unknown> =>
+  (await fetch(`${sandbox.settings.control.url}${path}`, { method, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) })).json();
+const deliveries = async (platform: string, token: string) => (await control('GET', `/devices/deliveries?platform=${platform}&token=${token}`)) as DeliveryView[];
+
+beforeAll(async () => {
+  stateDir = await mkdtemp(join(tmpdir(), 'herald-offline-'));
+  sandbox = await startSandbox({ stateDir, logger });
+  const s = sandbox.settings;
+  const ca = await readFile(s.apns.caFile);
+  const [cert, key] = await Promise.all([readFile(s.apns.clientCertFile), readFile(s.apns.clientKeyFile)]);
+  apns = http2.connect(`https://${s.apns.address}:${s.apns.port}`, { ca, cert, key });
+  fcm = http2.connect(`https://${s.fcm.host}:${s.fcm.port}`, { ca });
+});
+afterAll(async () => {
+  apns?.close();
+  fcm?.close();
+  await sandbox?.close();
+  await rm(stateDir, { recursive: true, force: true });
+});
+beforeEach(async () => {
+  await control('DELETE', '/devices');
+  await control('DELETE', '/faults');
+});
+
+describe('simulated phones behind the real servers', () => {
+  it('APNs: a push with an expiry reaches a phone that was offline; expiration 0 and refused pushes do not', async () => {
+    await control('POST', '/devices/offline', { platform: 'apns', token: TOKEN });
+    expect(await sendApns('0')).toBe(200);
+    expect(await sendApns(String(Math.floor(Date.now() / 1000) + 3600))).toBe(200);
+    await control('POST', '/faults', { platform: 'apns', token: TOKEN, error: 'Unregistered', times: 1 });
+    expect(await sendApns(String(Math.floor(Date.now() / 1000) + 3600))).toBe(410);
+    expect(await deliveries('apns', TOKEN)).toEqual([]);
+    expect(await control('POST', '/devices/online', { platform: 'apns', token: TOKEN })).toMatchObject({ delivered: 1 });
+    const [got] = await deliveries('apns', TOKEN);
+    expect(got).toMatchObject({ via: 'stored', body: { aps: { alert: 'hi' } } });
+    expect(await sendApns('0')).toBe(200);
+    expect((await deliveries('apns', TOKEN)).map((d) => d.via)).toEqual(['stored', 'direct']);
+  });
+
+  it('FCM: ttl 0s is lost while offline, a ttl is kept; validate_only never reaches the phone', async () => {
+    expect(await sendFcm({}, true)).toBe(200);
+    expect(await deliveries('fcm', FCM_TOKEN)).toEqual([]);
+    await control('POST', '/devices/offline', { platform: 'fcm', token: FCM_TOKEN });
+    expect(await sendFcm({ android: { ttl: '0s' } })).toBe(200);
+    expect(await sendFcm({ android: { ttl: '600s' } })).toBe(200);
+    await control('POST', '/devices/online', { platform: 'fcm', token: FCM_TOKEN });
+    const got = await deliveries('fcm', FCM_TOKEN);
+    expect(got.map((d) => [d.via, (d.body as { message: { android: { ttl: string } } }).message.android.ttl])).toEqual([['stored', '600s']]);
+  });
+
+  it('keeps warnings on the record', async () => {
+    await post(apns, { ':path': `/3/device/${TOKEN}`, 'apns-topic': 'com.example.app', 'apns-push-type': 'alert' }, { aps: { 'thread-id': 't' } });
+    const [rec] = (await control('GET', `/records?platform=apns&token=${TOKEN}&limit=1`)) as { warnings: string[] }[];
+    expect(rec?.warnings).toEqual(['alert push with no aps.alert, aps.sound or aps.badge: the phone shows nothing']);
+  });
+});
