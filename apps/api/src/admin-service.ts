@@ -1,5 +1,5 @@
 import { ApiKeyCreate, AppCreate, AppRotate, AppUpdate, type AppView } from '@herald/contracts';
-import { AppAdminError, type ApiKeyRepository, type AppCredentialStore, type AppRow } from '@herald/db';
+import { AppAdminError, type ApiKeyRepository, type AppCredentialStore, type AppRow, type ConnectionSummary } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 
 export interface AdminDeps {
@@ -8,7 +8,11 @@ export interface AdminDeps {
   keys: Pick<ApiKeyRepository, 'create' | 'revoke'>;
 }
 
-/** What an app looks like from outside: never a secret. */
+const NO_CONNECTION: ConnectionSummary = { host: null, port: null, ca: false, proxy: false };
+const apnsConnectionView = ({ host, port, ca, proxy }: ConnectionSummary = NO_CONNECTION) => ({ address: host, port, ca, proxy });
+const fcmConnectionView = ({ host, port, ca, proxy }: ConnectionSummary = NO_CONNECTION) => ({ host, port, ca, proxy });
+
+/** What an app looks like from outside: never a secret (the CA bundle and the proxy URL only as set or not). */
 export const appView = (a: AppRow): AppView => ({
   id: a.id,
   apnsTopic: a.apnsTopic,
@@ -18,11 +22,13 @@ export const appView = (a: AppRow): AppView => ({
   apnsEndpoint: a.apnsEndpoint ?? 'development',
   fcmAuth: a.fcmAuth ?? null,
   fcmEndpoint: a.fcmEndpoint ?? 'google',
+  apnsConnection: apnsConnectionView(a.apnsConnection),
+  fcmConnection: fcmConnectionView(a.fcmConnection),
   credentialsVersion: a.credentialsVersion ?? 0,
   updatedAt: a.updatedAt.toISOString(),
 });
 
-const STATUS: Record<AppAdminError['code'], number> = { 'unknown-app': 404, 'app-exists': 409, 'no-secret-key': 503, 'invalid-credentials': 400 };
+const STATUS: Record<AppAdminError['code'], number> = { 'unknown-app': 404, 'app-exists': 409, 'no-secret-key': 503, 'invalid-credentials': 400, 'invalid-connection': 400 };
 
 async function admin<T>(fn: () => Promise<T>): Promise<T> {
   try {

@@ -77,7 +77,7 @@ const PATHS = {
     post: { summary: 'Add an app, optionally with credentials', security: admin, requestBody: body('AppCreate'), responses: { '201': answer('created', 'AppView'), ...errors(400, 401, 409) } },
   },
   '/admin/apps/{id}': {
-    patch: { summary: "Update an app's topic or enabled flag", security: admin, parameters: appId, requestBody: body('AppUpdate'), responses: { '200': answer('updated', 'AppView'), ...errors(400, 401, 404) } },
+    patch: { summary: "Update an app's topic, enabled flag or connection settings (endpoint, CA, proxy: null clears a field)", security: admin, parameters: appId, requestBody: body('AppUpdate'), responses: { '200': answer('updated', 'AppView'), ...errors(400, 401, 404) } },
   },
   '/admin/apps/{id}/disable': { post: { summary: 'Disable an app', security: admin, parameters: appId, responses: { '200': answer('disabled', 'AppView'), ...errors(401, 404) } } },
   '/admin/apps/{id}/enable': { post: { summary: 'Enable an app', security: admin, parameters: appId, responses: { '200': answer('enabled', 'AppView'), ...errors(401, 404) } } },

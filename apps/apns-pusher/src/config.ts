@@ -1,5 +1,5 @@
 import { bool, int, optionalStr } from '@herald/config';
-import { pusherConfig } from '@herald/delivery';
+import { caFileVar, hostVar, proxyUrlVar, pusherConfig } from '@herald/delivery';
 
 export const apnsPusherConfig = {
   ...pusherConfig,
@@ -9,7 +9,9 @@ export const apnsPusherConfig = {
   APNS_CERT_FILE: optionalStr('Certificate auth: path to the PEM certificate (with APNS_CERT_KEY_FILE)'),
   APNS_CERT_KEY_FILE: optionalStr('Certificate auth: path to the PEM private key', { secret: true }),
   APNS_PRODUCTION: bool('Use Apple production (true) or development (false) endpoint', { default: 'false' }),
-  APNS_ADDRESS: optionalStr('Override the APNs host (default: Apple, or the sandbox when no credentials are set)'),
-  APNS_PORT: int('APNs port used with APNS_ADDRESS', { default: '443', min: 1, max: 65535 }),
+  APNS_ADDRESS: hostVar("APNs host instead of Apple's (api.push.apple.com or api.sandbox.push.apple.com, per APNS_PRODUCTION or the app's endpoint)"),
+  APNS_PORT: int('APNs port', { default: '443', min: 1, max: 65535 }),
+  APNS_CA_FILE: caFileVar("PEM CA bundle trusted at the APNs host instead of Node's built-in roots"),
+  APNS_PROXY_URL: proxyUrlVar('HTTP CONNECT egress proxy for APNs: http://[user:password@]host:port'),
   APNS_REQUEST_TIMEOUT_MS: int('Per-request timeout for APNs', { default: '5000', min: 100 }),
 } as const;

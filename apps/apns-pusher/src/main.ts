@@ -8,6 +8,7 @@ const config = loadConfig(apnsPusherConfig, process.env);
 
 await runPusher('apns', config, async (logger, limits) => {
   const settings = capRequestTimeout(await apnsSettings(config), limits, logger);
-  logger.info({ address: settings.address, port: settings.port, auth: settings.auth.kind }, 'APNs endpoint');
+  const via = settings.proxy && `${settings.proxy.host}:${settings.proxy.port}`;
+  logger.info({ address: settings.address, port: settings.port, auth: settings.auth.kind, ca: settings.ca !== undefined, proxy: via }, 'APNs endpoint');
   return createApnsProvider(settings, logger);
 });

@@ -8,6 +8,8 @@ const config = loadConfig(fcmPusherConfig, process.env);
 
 await runPusher('fcm', config, async (logger, limits) => {
   const settings = capRequestTimeout(await fcmSettings(config), limits, logger);
-  logger.info({ projectId: settings.projectId, sandbox: settings.endpoint !== undefined }, 'FCM endpoint');
+  const endpoint = settings.endpoint && `${settings.endpoint.host}:${settings.endpoint.port}`;
+  const via = settings.proxy && `${settings.proxy.host}:${settings.proxy.port}`;
+  logger.info({ projectId: settings.projectId, endpoint: endpoint ?? 'fcm.googleapis.com:443', ca: settings.endpoint?.ca !== undefined, proxy: via }, 'FCM endpoint');
   return createFcmProvider(settings, logger);
 });

@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { AppId } from './push-job.ts';
+import { ApnsConnection, ApnsConnectionView, FcmConnection, FcmConnectionView } from './provider-connection.ts';
+
+export * from './provider-connection.ts';
 
 const Pem = z.string().min(1).max(20_000).regex(/-----BEGIN [A-Z ]+-----/, 'must be PEM text (-----BEGIN ...-----)');
 const AppleId = z.string().min(1).max(64).regex(/^[A-Za-z0-9]+$/, 'must be letters and digits');
@@ -55,11 +58,22 @@ export const AppCreate = z.strictObject({
   enabled: z.boolean().default(true),
   apns: ApnsCredentials.optional(),
   fcm: FcmCredentials.optional(),
+  /** How to reach APNs / FCM with this app's own credentials (needs them); unset parts use the pusher's defaults. */
+  apnsConnection: ApnsConnection.optional(),
+  fcmConnection: FcmConnection.optional(),
 });
 export type AppCreate = z.infer<typeof AppCreate>;
 
-/** Change an app's plain settings; credentials change through rotation. */
-export const AppUpdate = z.strictObject({ apnsTopic: Topic.nullable().optional(), enabled: z.boolean().optional() });
+/**
+ * Change an app's plain settings and connection settings (a connection field set to null is
+ * cleared; a whole connection set to null clears all of it); credentials change through rotation.
+ */
+export const AppUpdate = z.strictObject({
+  apnsTopic: Topic.nullable().optional(),
+  enabled: z.boolean().optional(),
+  apnsConnection: ApnsConnection.nullable().optional(),
+  fcmConnection: FcmConnection.nullable().optional(),
+});
 export type AppUpdate = z.infer<typeof AppUpdate>;
 
 /** Replace one or both platforms' credentials; pushers pick the new ones up without a restart. */
@@ -78,6 +92,8 @@ export const AppView = z.object({
   apnsEndpoint: ApnsEndpoint,
   fcmAuth: z.enum(['service-account', 'access-token']).nullable(),
   fcmEndpoint: FcmEndpoint,
+  apnsConnection: ApnsConnectionView,
+  fcmConnection: FcmConnectionView,
   credentialsVersion: z.number().int(),
   updatedAt: z.string(),
 });

@@ -1,28 +1,34 @@
-import { sql, type Kysely } from 'kysely';
-import type { ApnsCredentials, AppCreate, AppRotate, AppUpdate, FcmCredentials, Platform } from '@herald/contracts';
+import { sql, type Kysely, type Updateable } from 'kysely';
+import type { ApnsCredentials, AppCreate, AppRotate, AppUpdate, FcmCredentials, Platform, ProviderConnection } from '@herald/contracts';
+import { connectionColumns, proxyContext, readConnection, setsConnection, touchesConnection, type ConnectionChange } from './app-connections.ts';
 import { createAppRepository, type AppRow } from './app-repository.ts';
-import type { HeraldTables } from './tables.ts';
+import type { AppsTable, HeraldTables } from './tables.ts';
 import { SecretBoxError, type SecretBox } from './secret-box.ts';
 
 /** Thrown for an admin change that cannot apply (unknown app, app exists, no secret key). */
 export class AppAdminError extends Error {
   override readonly name = 'AppAdminError';
   constructor(
-    readonly code: 'unknown-app' | 'app-exists' | 'no-secret-key' | 'invalid-credentials',
+    readonly code: 'unknown-app' | 'app-exists' | 'no-secret-key' | 'invalid-credentials' | 'invalid-connection',
     message: string,
   ) {
     super(message);
   }
 }
 
+/** An app's credentials for one platform with its connection settings (endpoint, CA, proxy), if it has any. */
+export type StoredApnsCredentials = ApnsCredentials & { connection?: ProviderConnection };
+export type StoredFcmCredentials = FcmCredentials & { connection?: ProviderConnection };
+
 /** Add, update, disable apps and rotate their credentials (secrets sealed), and read them back for pushers. */
 export interface AppCredentialStore {
   create(input: AppCreate): Promise<AppRow>;
+  /** Plain settings and connection settings; a connection change moves credentials_version. */
   update(id: string, changes: AppUpdate): Promise<AppRow>;
   rotate(id: string, credentials: AppRotate): Promise<AppRow>;
-  /** Decrypted credentials for a pusher, or undefined when the app has none for that platform. */
-  readApns(id: string): Promise<ApnsCredentials | undefined>;
-  readFcm(id: string): Promise<FcmCredentials | undefined>;
+  /** Decrypted credentials (and connection settings) for a pusher, or undefined when the app has none for that platform. */
+  readApns(id: string): Promise<StoredApnsCredentials | undefined>;
+  readFcm(id: string): Promise<StoredFcmCredentials | undefined>;
 }
 
 const context = (platform: Platform, app: string): string => `${platform}:${app}`;
@@ -62,6 +68,33 @@ function credentialColumns(id: string, c: { apns?: ApnsCredentials | undefined; 
   };
 }
 
+const PLATFORM_NAME: Record<Platform, string> = { apns: 'APNs', fcm: 'FCM' };
+
+/** Connection settings only apply to an app's own credentials: refuse setting them on a platform without. */
+function checkConnection(platform: Platform, change: ConnectionChange, hasCredentials: boolean): void {
+  if (!setsConnection(change) || hasCredentials) return;
+  throw new AppAdminError(
+    'invalid-connection',
+    `${platform}Connection: the app has no ${PLATFORM_NAME[platform]} credentials of its own; connection settings apply to them (give ${platform} credentials too; apps without use the pusher's defaults)`,
+  );
+}
+
+/** Both platforms' connection columns for an insert or update. */
+function connectionSet(id: string, apns: ConnectionChange, fcm: ConnectionChange, box: SecretBox | undefined): Updateable<AppsTable> {
+  const a = connectionColumns('apns', id, apns, () => need(box));
+  const f = connectionColumns('fcm', id, fcm, () => need(box));
+  return {
+    ...(a.host !== undefined && { apns_address: a.host }),
+    ...(a.port !== undefined && { apns_port: a.port }),
+    ...(a.caPem !== undefined && { apns_ca_pem: a.caPem }),
+    ...(a.proxySecret !== undefined && { apns_proxy_secret: a.proxySecret }),
+    ...(f.host !== undefined && { fcm_host: f.host }),
+    ...(f.port !== undefined && { fcm_port: f.port }),
+    ...(f.caPem !== undefined && { fcm_ca_pem: f.caPem }),
+    ...(f.proxySecret !== undefined && { fcm_proxy_secret: f.proxySecret }),
+  };
+}
+
 async function selectApp(db: Kysely<HeraldTables>, id: string): Promise<AppRow> {
   const row = await createAppRepository(db).get(id);
   if (row === undefined) throw new AppAdminError('unknown-app', `unknown app "${id}"`);
@@ -69,16 +102,20 @@ async function selectApp(db: Kysely<HeraldTables>, id: string): Promise<AppRow> 
 }
 
 export function createAppCredentialStore(db: Kysely<HeraldTables>, box: SecretBox | undefined): AppCredentialStore {
-  const open = (envelope: string, platform: Platform, id: string): string => {
+  const openAs = (envelope: string, ctx: string, what: string): string => {
     try {
-      return need(box).open(envelope, context(platform, id));
+      return need(box).open(envelope, ctx);
     } catch (err) {
-      throw err instanceof SecretBoxError ? new SecretBoxError(`app "${id}" ${platform} credentials: ${err.message}`) : err;
+      throw err instanceof SecretBoxError ? new SecretBoxError(`${what}: ${err.message}`) : err;
     }
   };
+  const open = (envelope: string, platform: Platform, id: string): string => openAs(envelope, context(platform, id), `app "${id}" ${platform} credentials`);
+  const openProxy = (platform: Platform, id: string) => (envelope: string) => openAs(envelope, proxyContext(platform, id), `app "${id}" ${platform} proxy URL`);
   return {
     async create(input) {
-      const columns = credentialColumns(input.id, input, box);
+      checkConnection('apns', input.apnsConnection, input.apns !== undefined);
+      checkConnection('fcm', input.fcmConnection, input.fcm !== undefined);
+      const columns = { ...credentialColumns(input.id, input, box), ...connectionSet(input.id, input.apnsConnection, input.fcmConnection, box) };
       const inserted = await db
         .insertInto('apps')
         .values({ id: input.id, apns_topic: input.apnsTopic ?? null, fcm_project_id: null, enabled: input.enabled, ...columns, credentials_version: 1 })
@@ -89,9 +126,17 @@ export function createAppCredentialStore(db: Kysely<HeraldTables>, box: SecretBo
       return selectApp(db, input.id);
     },
     async update(id, changes) {
+      const reconnect = touchesConnection(changes.apnsConnection) || touchesConnection(changes.fcmConnection);
+      if (reconnect) {
+        const app = await selectApp(db, id);
+        checkConnection('apns', changes.apnsConnection, app.apnsAuth != null);
+        checkConnection('fcm', changes.fcmConnection, app.fcmAuth != null);
+      }
       const set = {
         ...(changes.apnsTopic !== undefined ? { apns_topic: changes.apnsTopic } : {}),
         ...(changes.enabled !== undefined ? { enabled: changes.enabled } : {}),
+        ...connectionSet(id, changes.apnsConnection, changes.fcmConnection, box),
+        ...(reconnect && { credentials_version: sql<number>`credentials_version + 1` }),
       };
       const done = await db.updateTable('apps').set({ ...set, updated_at: sql<Date>`now()` }).where('id', '=', id).returning('id').executeTakeFirst();
       if (done === undefined) throw new AppAdminError('unknown-app', `unknown app "${id}"`);
@@ -109,21 +154,33 @@ export function createAppCredentialStore(db: Kysely<HeraldTables>, box: SecretBo
       return selectApp(db, id);
     },
     async readApns(id) {
-      const r = await db.selectFrom('apps').select(['apns_auth', 'apns_key_id', 'apns_team_id', 'apns_endpoint', 'apns_secret']).where('id', '=', id).executeTakeFirst();
+      const r = await db
+        .selectFrom('apps')
+        .select(['apns_auth', 'apns_key_id', 'apns_team_id', 'apns_endpoint', 'apns_secret', 'apns_address', 'apns_port', 'apns_ca_pem', 'apns_proxy_secret'])
+        .where('id', '=', id)
+        .executeTakeFirst();
       if (r?.apns_auth == null || r.apns_secret === null) return undefined;
       const secret = JSON.parse(open(r.apns_secret, 'apns', id)) as { keyPem: string; certPem?: string; passphrase?: string };
+      const connection = readConnection({ host: r.apns_address, port: r.apns_port, caPem: r.apns_ca_pem, proxySecret: r.apns_proxy_secret }, openProxy('apns', id));
+      const extra = { endpoint: r.apns_endpoint, ...(connection !== undefined && { connection }) };
       if (r.apns_auth === 'token') {
-        return { auth: 'token', keyPem: secret.keyPem, keyId: r.apns_key_id ?? '', teamId: r.apns_team_id ?? '', endpoint: r.apns_endpoint };
+        return { auth: 'token', keyPem: secret.keyPem, keyId: r.apns_key_id ?? '', teamId: r.apns_team_id ?? '', ...extra };
       }
-      return { auth: 'certificate', certPem: secret.certPem ?? '', keyPem: secret.keyPem, ...(secret.passphrase !== undefined && { passphrase: secret.passphrase }), endpoint: r.apns_endpoint };
+      return { auth: 'certificate', certPem: secret.certPem ?? '', keyPem: secret.keyPem, ...(secret.passphrase !== undefined && { passphrase: secret.passphrase }), ...extra };
     },
     async readFcm(id) {
-      const r = await db.selectFrom('apps').select(['fcm_auth', 'fcm_endpoint', 'fcm_project_id', 'fcm_secret']).where('id', '=', id).executeTakeFirst();
+      const r = await db
+        .selectFrom('apps')
+        .select(['fcm_auth', 'fcm_endpoint', 'fcm_project_id', 'fcm_secret', 'fcm_host', 'fcm_port', 'fcm_ca_pem', 'fcm_proxy_secret'])
+        .where('id', '=', id)
+        .executeTakeFirst();
       if (r?.fcm_auth == null || r.fcm_secret === null || r.fcm_project_id === null) return undefined;
       const secret = open(r.fcm_secret, 'fcm', id);
+      const connection = readConnection({ host: r.fcm_host, port: r.fcm_port, caPem: r.fcm_ca_pem, proxySecret: r.fcm_proxy_secret }, openProxy('fcm', id));
+      const extra = { projectId: r.fcm_project_id, endpoint: r.fcm_endpoint, ...(connection !== undefined && { connection }) };
       return r.fcm_auth === 'access-token'
-        ? { auth: 'access-token', accessToken: secret, projectId: r.fcm_project_id, endpoint: r.fcm_endpoint }
-        : { auth: 'service-account', serviceAccountJson: secret, projectId: r.fcm_project_id, endpoint: r.fcm_endpoint };
+        ? { auth: 'access-token', accessToken: secret, ...extra }
+        : { auth: 'service-account', serviceAccountJson: secret, ...extra };
     },
   };
 }

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
 import type { AppsTable, HeraldTables } from './tables.ts';
 
 export interface AppRow {
@@ -15,6 +15,16 @@ export interface AppRow {
   fcmEndpoint?: 'google' | 'local';
   /** Grows on every credential change: a pusher rebuilds the app's provider when it moves. */
   credentialsVersion?: number;
+  /** The app's own connection settings (0011): endpoint host and port, whether a CA bundle and a proxy are set. */
+  apnsConnection?: ConnectionSummary;
+  fcmConnection?: ConnectionSummary;
+}
+
+export interface ConnectionSummary {
+  host: string | null;
+  port: number | null;
+  ca: boolean;
+  proxy: boolean;
 }
 
 /** Fields left undefined keep their stored value (or the column default on insert). */
@@ -31,7 +41,21 @@ export interface AppRepository {
   list(): Promise<AppRow[]>;
 }
 
-const toAppRow = (r: Selectable<AppsTable>): AppRow => ({
+type Heavy = 'apns_ca_pem' | 'apns_proxy_secret' | 'fcm_ca_pem' | 'fcm_proxy_secret';
+type AppSelection = Omit<Selectable<AppsTable>, Heavy> & { apns_has_ca: boolean; apns_has_proxy: boolean; fcm_has_ca: boolean; fcm_has_proxy: boolean };
+
+/** Every column but the CA bundles (up to 512 KB each) and sealed proxy URLs, which only a pusher building the app's provider reads. */
+const appColumns = (eb: ExpressionBuilder<HeraldTables, 'apps'>) =>
+  [
+    'id', 'apns_topic', 'fcm_project_id', 'enabled', 'created_at', 'updated_at', 'apns_auth', 'apns_key_id', 'apns_team_id', 'apns_endpoint',
+    'apns_secret', 'fcm_auth', 'fcm_endpoint', 'fcm_secret', 'credentials_version', 'apns_address', 'apns_port', 'fcm_host', 'fcm_port',
+    eb('apns_ca_pem', 'is not', null).$castTo<boolean>().as('apns_has_ca'),
+    eb('apns_proxy_secret', 'is not', null).$castTo<boolean>().as('apns_has_proxy'),
+    eb('fcm_ca_pem', 'is not', null).$castTo<boolean>().as('fcm_has_ca'),
+    eb('fcm_proxy_secret', 'is not', null).$castTo<boolean>().as('fcm_has_proxy'),
+  ] as const;
+
+const toAppRow = (r: AppSelection): AppRow => ({
   id: r.id,
   apnsTopic: r.apns_topic,
   fcmProjectId: r.fcm_project_id,
@@ -43,12 +67,14 @@ const toAppRow = (r: Selectable<AppsTable>): AppRow => ({
   fcmAuth: r.fcm_auth,
   fcmEndpoint: r.fcm_endpoint,
   credentialsVersion: r.credentials_version,
+  apnsConnection: { host: r.apns_address, port: r.apns_port, ca: r.apns_has_ca, proxy: r.apns_has_proxy },
+  fcmConnection: { host: r.fcm_host, port: r.fcm_port, ca: r.fcm_has_ca, proxy: r.fcm_has_proxy },
 });
 
 export function createAppRepository(db: Kysely<HeraldTables>): AppRepository {
   return {
     async get(id) {
-      const row = await db.selectFrom('apps').selectAll().where('id', '=', id).executeTakeFirst();
+      const row = await db.selectFrom('apps').select(appColumns).where('id', '=', id).executeTakeFirst();
       return row === undefined ? undefined : toAppRow(row);
     },
     async upsert(app) {
@@ -61,12 +87,12 @@ export function createAppRepository(db: Kysely<HeraldTables>): AppRepository {
         .insertInto('apps')
         .values({ id: app.id, apns_topic: null, fcm_project_id: null, ...changes })
         .onConflict((oc) => oc.column('id').doUpdateSet({ ...changes, updated_at: sql<Date>`now()` }))
-        .returningAll()
+        .returning(appColumns)
         .executeTakeFirstOrThrow();
       return toAppRow(row);
     },
     async list() {
-      const rows = await db.selectFrom('apps').selectAll().orderBy('id').execute();
+      const rows = await db.selectFrom('apps').select(appColumns).orderBy('id').execute();
       return rows.map(toAppRow);
     },
   };

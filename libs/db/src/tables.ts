@@ -19,6 +19,15 @@ export interface AppsTable {
   fcm_endpoint: Generated<'google' | 'local'>;
   fcm_secret: Generated<string | null>;
   credentials_version: Generated<number>;
+  /** Per-app connection settings (0011); the *_proxy_secret columns hold SecretBox envelopes. */
+  apns_address: Generated<string | null>;
+  apns_port: Generated<number | null>;
+  apns_ca_pem: Generated<string | null>;
+  apns_proxy_secret: Generated<string | null>;
+  fcm_host: Generated<string | null>;
+  fcm_port: Generated<number | null>;
+  fcm_ca_pem: Generated<string | null>;
+  fcm_proxy_secret: Generated<string | null>;
 }
 
 export interface DevicesTable {

@@ -8,6 +8,7 @@ import { createAppBans, type AppBans } from './app-ban.ts';
 import { appProviderFactory, hasOwnCredentials } from './app-provider.ts';
 import { createJobOutcomeRecorder, type JobOutcomeRecorder } from './job-outcomes.ts';
 import { createProviderPool, type ProviderPool } from './provider-pool.ts';
+import { connectionDefaults, type ConnectionConfig } from './provider-connection.ts';
 
 /** Pusher settings for apps as data: per-app providers, temporary bans, job status. */
 export const appDeliveryConfig = {
@@ -20,7 +21,8 @@ export const appDeliveryConfig = {
   JOB_STATUS_ENABLED: bool('Record each push\'s final outcome for the job status the HTTP API reports', { default: 'true' }),
 } as const;
 
-export interface AppDeliverySettings {
+/** The connection settings (APNS_ADDRESS, APNS_CA_FILE, FCM_PROXY_URL, ...) are the defaults for apps' own providers. */
+export interface AppDeliverySettings extends ConnectionConfig {
   HERALD_SECRET_KEY: string | undefined;
   PROVIDER_IDLE_MS: number;
   APP_REQUEST_TIMEOUT_MS: number;
@@ -52,7 +54,14 @@ export function createAppDelivery(
     platform,
     fallback: () => Promise.resolve(fallback),
     hasOwn: (app) => hasOwnCredentials(platform, app),
-    build: appProviderFactory({ platform, credentials, sandboxStateDir: config.SANDBOX_STATE_DIR, requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS, logger }),
+    build: appProviderFactory({
+      platform,
+      credentials,
+      sandboxStateDir: config.SANDBOX_STATE_DIR,
+      requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS,
+      defaults: connectionDefaults(platform, config),
+      logger,
+    }),
     idleMs: config.PROVIDER_IDLE_MS,
     logger,
   });

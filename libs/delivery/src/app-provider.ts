@@ -1,7 +1,11 @@
-import type { ApnsCredentials, FcmCredentials, Platform } from '@herald/contracts';
-import type { AppCredentialStore, AppRow } from '@herald/db';
+import type { ApnsCredentials, Platform, ProviderConnection } from '@herald/contracts';
+import type { AppCredentialStore, AppRow, StoredApnsCredentials, StoredFcmCredentials } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { createApnsProvider, createFcmProvider, loadSandboxSettings, type ApnsSettings, type FcmSettings, type PushProvider } from '@herald/providers';
+import { apnsConnection, fcmConnection, mergeConnection } from './provider-connection.ts';
+
+// The pushers' process-level providers resolve their connection the same way.
+export { apnsConnection, fcmConnection, connectionDefaults, mergeConnection, type CaFile, type ConnectionConfig } from './provider-connection.ts';
 
 export interface AppProviderOptions {
   platform: Platform;
@@ -9,6 +13,11 @@ export interface AppProviderOptions {
   /** Where the local sandbox's sandbox.json is (for apps whose endpoint is "local"). */
   sandboxStateDir: string;
   requestTimeoutMs: number;
+  /**
+   * The pusher's connection defaults (endpoint, CA, proxy) for apps that reach Apple or Google;
+   * an app's own settings win part by part. A "local" (sandbox) app uses sandbox.json and its own settings only.
+   */
+  defaults?: ProviderConnection;
   logger: Logger;
 }
 
@@ -20,24 +29,25 @@ function apnsAuth(c: ApnsCredentials): ApnsSettings['auth'] {
     : { kind: 'certificate', cert: c.certPem, key: c.keyPem, ...(c.passphrase !== undefined && { passphrase: c.passphrase }) };
 }
 
-async function apnsSettingsFor(c: ApnsCredentials, o: AppProviderOptions): Promise<ApnsSettings> {
+async function apnsSettingsFor(c: StoredApnsCredentials, o: AppProviderOptions): Promise<ApnsSettings> {
   const auth = apnsAuth(c);
   if (c.endpoint === 'local') {
     const sandbox = (await loadSandboxSettings(o.sandboxStateDir)).apns;
-    return { ...sandbox, auth, requestTimeoutMs: o.requestTimeoutMs };
+    return { ...sandbox, ...apnsConnection(sandbox, c.connection ?? {}), auth, requestTimeoutMs: o.requestTimeoutMs };
   }
-  return { address: APPLE_HOSTS[c.endpoint], port: 443, production: c.endpoint === 'production', auth, requestTimeoutMs: o.requestTimeoutMs };
+  const connection = apnsConnection({ address: APPLE_HOSTS[c.endpoint], port: 443 }, mergeConnection(c.connection, o.defaults ?? {}));
+  return { ...connection, production: c.endpoint === 'production', auth, requestTimeoutMs: o.requestTimeoutMs };
 }
 
-async function fcmSettingsFor(c: FcmCredentials, o: AppProviderOptions): Promise<FcmSettings> {
+async function fcmSettingsFor(c: StoredFcmCredentials, o: AppProviderOptions): Promise<FcmSettings> {
   const credential: FcmSettings['credential'] =
     c.auth === 'access-token' ? { kind: 'access-token', accessToken: c.accessToken } : { kind: 'service-account', json: c.serviceAccountJson };
   const projectId = c.projectId ?? '';
   if (c.endpoint === 'local') {
     const sandbox = (await loadSandboxSettings(o.sandboxStateDir)).fcm;
-    return { ...sandbox, projectId, credential, requestTimeoutMs: o.requestTimeoutMs };
+    return { ...sandbox, ...fcmConnection(sandbox.endpoint, c.connection ?? {}), projectId, credential, requestTimeoutMs: o.requestTimeoutMs };
   }
-  return { projectId, credential, requestTimeoutMs: o.requestTimeoutMs };
+  return { ...fcmConnection(undefined, mergeConnection(c.connection, o.defaults ?? {})), projectId, credential, requestTimeoutMs: o.requestTimeoutMs };
 }
 
 /** Whether the app has its own credentials for this platform. */

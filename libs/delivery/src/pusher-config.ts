@@ -1,5 +1,57 @@
-import { bool, commonConfig, int, intList, str } from '@herald/config';
+import { readFileSync } from 'node:fs';
+import { bool, commonConfig, int, intList, str, type VarSpec } from '@herald/config';
+import { caPemProblem, hostProblem, parseProxyUrl, portProblem } from '@herald/contracts';
 import { appDeliveryConfig } from './app-delivery.ts';
+import type { CaFile } from './provider-connection.ts';
+
+/** An optional variable (unset or empty: undefined) whose value `check` turns into T or refuses with a sentence. */
+const optional = <T>(description: string, check: (raw: string) => T, secret = false): VarSpec<T | undefined> => ({
+  description,
+  default: '',
+  secret,
+  parse: (raw) => (raw.trim().length === 0 ? undefined : check(raw.trim())),
+});
+
+const fail = (problem: string | undefined): void => {
+  if (problem !== undefined) throw new Error(problem);
+};
+
+/** A provider host name or IP address. */
+export const hostVar = (description: string): VarSpec<string | undefined> => optional(description, (raw) => (fail(hostProblem(raw)), raw));
+
+/** A TCP port, optional. */
+export const portVar = (description: string): VarSpec<number | undefined> =>
+  optional(description, (raw) => {
+    if (!/^\d+$/.test(raw)) throw new Error(`must be a port from 1 to 65535, got "${raw}"`);
+    fail(portProblem(Number(raw)));
+    return Number(raw);
+  });
+
+/** A PEM CA bundle file, read and checked at start-up (so a missing or broken file is reported with the other settings). */
+export const caFileVar = (description: string): VarSpec<CaFile | undefined> =>
+  optional(description, (path) => {
+    let pem: string;
+    try {
+      pem = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new Error(`cannot be read: ${(err as Error).message}`, { cause: err });
+    }
+    const problem = caPemProblem(pem);
+    if (problem !== undefined) throw new Error(`${path}: ${problem}`);
+    return { path, pem };
+  });
+
+/** An HTTPS_PROXY-style URL http://[user:password@]host:port (secret: it may carry a password). */
+export const proxyUrlVar = (description: string): VarSpec<string | undefined> =>
+  optional(
+    description,
+    (raw) => {
+      const parsed = parseProxyUrl(raw);
+      if (!parsed.ok) throw new Error(parsed.reason);
+      return raw;
+    },
+    true,
+  );
 
 /** What every pusher (APNs, FCM, webhook) shares: batching, retries, the ledger, the fleet rate limit. */
 export const sharedPusherConfig = {

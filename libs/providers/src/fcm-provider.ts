@@ -5,19 +5,26 @@ import type { App, Credential } from 'firebase-admin/app';
 import type { Message, Messaging } from 'firebase-admin/messaging';
 import { classifyFcmError } from './fcm-classify.ts';
 import { FcmAgent, NO_RETRY_CODE, retryAfterMs, type FcmAttempt } from './fcm-agent.ts';
-import { buildFcmMessage } from './fcm-message.ts';
+import { buildFcmMessage, toFirebaseAdminMessage } from './fcm-message.ts';
+import { fcmMessageProblem } from './fcm-rules.ts';
 import type { PushProvider, SendResult } from './push-provider.ts';
 import type { FcmSettings } from './settings.ts';
 
 const DEFAULT_MAX_CONNECTIONS = 128;
 
-async function credentialFor(settings: FcmSettings): Promise<Credential> {
+/**
+ * A service account fetches its OAuth tokens from Google's token server: through the proxy too (an
+ * agent of its own, so a token fetch is not counted as a send's attempt), never redirected to the
+ * endpoint and with Node's own roots (the endpoint's CA is for the endpoint).
+ */
+async function credentialFor(settings: FcmSettings): Promise<{ credential: Credential; tokenAgent?: FcmAgent }> {
   if (settings.credential.kind === 'access-token') {
     const accessToken = settings.credential.accessToken;
-    return { getAccessToken: () => Promise.resolve({ access_token: accessToken, expires_in: 3600 }) };
+    return { credential: { getAccessToken: () => Promise.resolve({ access_token: accessToken, expires_in: 3600 }) } };
   }
   const { cert } = await import('firebase-admin/app');
-  return cert(JSON.parse(settings.credential.json) as object);
+  const tokenAgent = settings.proxy !== undefined ? new FcmAgent({ maxSockets: 2, proxy: settings.proxy }) : undefined;
+  return { credential: cert(JSON.parse(settings.credential.json) as object, tokenAgent), ...(tokenAgent !== undefined && { tokenAgent }) };
 }
 
 /** Turn what firebase-admin threw (plus what the agent saw on the wire) into a SendResult. */
@@ -70,8 +77,12 @@ async function sendOnce(messaging: Messaging, agent: FcmAgent, message: Message,
  */
 export async function createFcmProvider(settings: FcmSettings, logger: Logger): Promise<PushProvider> {
   const [{ initializeApp, deleteApp }, { getMessaging }] = await Promise.all([import('firebase-admin/app'), import('firebase-admin/messaging')]);
-  const agent = new FcmAgent({ maxSockets: settings.maxConnections ?? DEFAULT_MAX_CONNECTIONS, ...(settings.endpoint !== undefined ? { endpoint: settings.endpoint } : {}) });
-  const credential = await credentialFor(settings);
+  const agent = new FcmAgent({
+    maxSockets: settings.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+    ...(settings.endpoint !== undefined ? { endpoint: settings.endpoint } : {}),
+    ...(settings.proxy !== undefined ? { proxy: settings.proxy } : {}),
+  });
+  const { credential, tokenAgent } = await credentialFor(settings);
   const app: App = initializeApp({ credential, projectId: settings.projectId, httpAgent: agent }, `herald-fcm-${randomUUID()}`);
   const messaging = getMessaging(app);
   const log = logger.child({ provider: 'fcm' });
@@ -79,7 +90,11 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
     platform: 'fcm',
     async send(push: DevicePush): Promise<SendResult> {
       try {
-        return await sendOnce(messaging, agent, buildFcmMessage(push) as Message, settings.requestTimeoutMs);
+        const message = buildFcmMessage(push);
+        // The last line of defence: a message Google would refuse for good is never sent.
+        const problem = fcmMessageProblem(message);
+        if (problem !== undefined) return { kind: 'permanent', reason: problem };
+        return await sendOnce(messaging, agent, toFirebaseAdminMessage(message) as unknown as Message, settings.requestTimeoutMs);
       } catch (err) {
         log.warn({ err, pushId: push.pushId }, 'fcm send threw');
         return { kind: 'transient', reason: `transport: ${(err as Error).message}` };
@@ -88,6 +103,7 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
     close: async () => {
       await deleteApp(app);
       agent.destroy();
+      tokenAgent?.destroy();
     },
   };
 }

@@ -1,3 +1,11 @@
+/** An HTTP CONNECT egress proxy (parsed from an HTTPS_PROXY-style URL); user and password go as Proxy-Authorization: Basic. */
+export interface ProxySettings {
+  host: string;
+  port: number;
+  username?: string;
+  password?: string;
+}
+
 /** How to reach APNs (or the sandbox) and authenticate. */
 export interface ApnsSettings {
   address: string;
@@ -6,8 +14,10 @@ export interface ApnsSettings {
   auth:
     | { kind: 'token'; /** PEM contents of the .p8 key */ key: string; keyId: string; teamId: string }
     | { kind: 'certificate'; cert: string; key: string; passphrase?: string };
-  /** PEM to trust (the sandbox's certificate); omit for Apple. */
+  /** PEM bundle trusted at `address` instead of Node's built-in roots (the sandbox's certificate); omit for Apple. */
   ca?: string;
+  /** Tunnel the HTTP/2 connection through this proxy (HTTP CONNECT to address:port). */
+  proxy?: ProxySettings;
   defaultTopic?: string;
   requestTimeoutMs: number;
 }
@@ -16,8 +26,13 @@ export interface ApnsSettings {
 export interface FcmSettings {
   projectId: string;
   credential: { kind: 'service-account'; json: string } | { kind: 'access-token'; accessToken: string };
-  /** Redirect to the sandbox: connect here instead of fcm.googleapis.com:443. */
+  /**
+   * Connect here instead of fcm.googleapis.com:443 (the sandbox), trusting `ca` (a PEM bundle,
+   * instead of Node's built-in roots) there. `{ host: 'fcm.googleapis.com', port: 443, ca }` only sets the CA.
+   */
   endpoint?: { host: string; port: number; ca?: string };
+  /** Tunnel connections to FCM (and, for a service account, to Google's token server) through this proxy. */
+  proxy?: ProxySettings;
   requestTimeoutMs: number;
   /** Most HTTP/1.1 connections kept open to FCM (each carries one request at a time). */
   maxConnections?: number;

@@ -1,7 +1,8 @@
 import { loadConfig, optionalStr } from '@herald/config';
-import { createAppCredentialStore, createSecretBox, type AppCredentialStore, type AppRow, type Database } from '@herald/db';
+import { createAppCredentialStore, createSecretBox, type AppCredentialStore, type AppRow, type ConnectionSummary, type Database } from '@herald/db';
 import type { Command } from 'commander';
 import { printRows } from '../output.ts';
+import { apnsConnectionFromFlags, connectionOptions, fcmConnectionFromFlags, type ConnectionFlags } from './connection-options.ts';
 import { apnsFromFlags, credentialOptions, fcmFromFlags, type CredentialFlags } from './credential-options.ts';
 import { withDatabase } from './with-database.ts';
 
@@ -14,44 +15,67 @@ function credentialStore(db: Database): AppCredentialStore {
   return createAppCredentialStore(db.kysely, key === undefined ? undefined : createSecretBox(key));
 }
 
+/** "host:port, ca, proxy" for what the app sets itself; empty when it uses the pusher's defaults. */
+const connection = (c: ConnectionSummary | undefined): string =>
+  c === undefined
+    ? ''
+    : [c.host !== null || c.port !== null ? `${c.host ?? '(default host)'}:${c.port ?? '(default port)'}` : '', c.ca ? 'ca' : '', c.proxy ? 'proxy' : ''].filter((p) => p !== '').join(', ');
+
 const view = (a: AppRow) => ({
   id: a.id,
   enabled: a.enabled,
   apnsTopic: a.apnsTopic,
   apns: a.apnsAuth == null ? '(process default)' : `${a.apnsAuth} @ ${a.apnsEndpoint ?? ''}`,
   fcm: a.fcmAuth == null ? '(process default)' : `${a.fcmAuth} ${a.fcmProjectId ?? ''} @ ${a.fcmEndpoint ?? ''}`,
+  apnsConnection: connection(a.apnsConnection),
+  fcmConnection: connection(a.fcmConnection),
   credentialsVersion: a.credentialsVersion,
 });
 
 const print = (a: AppRow): void => printRows([view(a)], false);
 
-type AddFlags = CredentialFlags & { apnsTopic?: string; disabled?: boolean };
+type AddFlags = CredentialFlags & ConnectionFlags & { apnsTopic?: string; disabled?: boolean };
+type UpdateFlags = ConnectionFlags & { apnsTopic?: string };
+
+async function connectionsFromFlags(o: ConnectionFlags) {
+  const [apnsConnection, fcmConnection] = [await apnsConnectionFromFlags(o), await fcmConnectionFromFlags(o)];
+  return { ...(apnsConnection && { apnsConnection }), ...(fcmConnection && { fcmConnection }) };
+}
 
 /** `herald apps add|update|enable|disable|rotate|list`: apps as data, credentials sealed with HERALD_SECRET_KEY. */
 export function registerAppCommands(program: Command): void {
   const apps = program.command('apps').description('apps Herald sends for, with their own credentials');
-  credentialOptions(
-    apps
-      .command('add <id>')
-      .description('add an app (or update the topic and enabled flag of an existing one), optionally with its credentials')
-      .option('--apns-topic <topic>', 'APNs topic (the iOS bundle id)')
-      .option('--disabled', 'create it disabled'),
+  connectionOptions(
+    credentialOptions(
+      apps
+        .command('add <id>')
+        .description('add an app (or update the topic and enabled flag of an existing one), optionally with its credentials and connection settings')
+        .option('--apns-topic <topic>', 'APNs topic (the iOS bundle id)')
+        .option('--disabled', 'create it disabled'),
+    ),
   ).action(async (id: string, o: AddFlags) => {
-    const [apns, fcm] = [await apnsFromFlags(o), await fcmFromFlags(o)];
+    const [apns, fcm, connections] = [await apnsFromFlags(o), await fcmFromFlags(o), await connectionsFromFlags(o)];
     const row = await withDatabase(async (db) => {
       const plain = { ...(o.apnsTopic !== undefined && { apnsTopic: o.apnsTopic }), enabled: o.disabled !== true };
       const store = credentialStore(db);
-      if ((await db.apps.get(id)) === undefined) return store.create({ id, ...plain, ...(apns && { apns }), ...(fcm && { fcm }) });
+      if ((await db.apps.get(id)) === undefined) return store.create({ id, ...plain, ...(apns && { apns }), ...(fcm && { fcm }), ...connections });
       await store.update(id, plain);
-      return apns !== undefined || fcm !== undefined ? store.rotate(id, { ...(apns && { apns }), ...(fcm && { fcm }) }) : (db.apps.get(id) as Promise<AppRow>);
+      if (apns !== undefined || fcm !== undefined) await store.rotate(id, { ...(apns && { apns }), ...(fcm && { fcm }) });
+      // After the rotation: connection settings need the app's own credentials.
+      return store.update(id, connections);
     });
     print(row);
   });
-  apps
-    .command('update <id>')
-    .description("change an app's APNs topic")
-    .requiredOption('--apns-topic <topic>', 'APNs topic (the iOS bundle id)')
-    .action(async (id: string, o: { apnsTopic: string }) => print(await withDatabase((db) => credentialStore(db).update(id, { apnsTopic: o.apnsTopic }))));
+  connectionOptions(
+    apps
+      .command('update <id>')
+      .description("change an app's APNs topic and/or its connection settings (endpoint, CA bundle, proxy)")
+      .option('--apns-topic <topic>', 'APNs topic (the iOS bundle id)'),
+  ).action(async (id: string, o: UpdateFlags) => {
+    const changes = { ...(o.apnsTopic !== undefined && { apnsTopic: o.apnsTopic }), ...(await connectionsFromFlags(o)) };
+    if (Object.keys(changes).length === 0) throw new Error('give --apns-topic or connection settings (--apns-address, --apns-ca-file, --fcm-proxy-url, ...)');
+    print(await withDatabase((db) => credentialStore(db).update(id, changes)));
+  });
   for (const [name, enabled] of [['enable', true], ['disable', false]] as const) {
     apps
       .command(`${name} <id>`)

@@ -32,9 +32,10 @@ export function credentialOptions(cmd: Command): Command {
     .option('--fcm-endpoint <endpoint>', 'google (default) or local (the sandbox)');
 }
 
-function check<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: import('zod').ZodError } }, what: string, value: unknown): T {
+/** Validate flags with the admin API's contract; the error names what (e.g. "APNs credentials") and each failing field. */
+export function check<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: import('zod').ZodError } }, what: string, value: unknown): T {
   const r = schema.safeParse(value);
-  if (!r.success) throw new Error(`${what} credentials: ${describeIssues(r.error)}`);
+  if (!r.success) throw new Error(`${what}: ${describeIssues(r.error)}`);
   return r.data;
 }
 
@@ -44,11 +45,11 @@ const endpoint = (v: string | undefined) => (v === undefined ? {} : { endpoint: 
 export async function apnsFromFlags(o: CredentialFlags): Promise<ApnsCredentials | undefined> {
   if (o.apnsKeyFile !== undefined) {
     const keyPem = await readFile(o.apnsKeyFile, 'utf8');
-    return check(ApnsCredentials, 'APNs', { auth: 'token', keyPem, keyId: o.apnsKeyId, teamId: o.apnsTeamId, ...endpoint(o.apnsEndpoint) });
+    return check(ApnsCredentials, 'APNs credentials', { auth: 'token', keyPem, keyId: o.apnsKeyId, teamId: o.apnsTeamId, ...endpoint(o.apnsEndpoint) });
   }
   if (o.apnsCertFile !== undefined) {
     const [certPem, keyPem] = await Promise.all([readFile(o.apnsCertFile, 'utf8'), readFile(o.apnsCertKeyFile ?? '', 'utf8')]);
-    return check(ApnsCredentials, 'APNs', { auth: 'certificate', certPem, keyPem, ...(o.apnsPassphrase !== undefined && { passphrase: o.apnsPassphrase }), ...endpoint(o.apnsEndpoint) });
+    return check(ApnsCredentials, 'APNs credentials', { auth: 'certificate', certPem, keyPem, ...(o.apnsPassphrase !== undefined && { passphrase: o.apnsPassphrase }), ...endpoint(o.apnsEndpoint) });
   }
   return undefined;
 }
@@ -57,10 +58,10 @@ export async function apnsFromFlags(o: CredentialFlags): Promise<ApnsCredentials
 export async function fcmFromFlags(o: CredentialFlags): Promise<FcmCredentials | undefined> {
   if (o.fcmServiceAccount !== undefined) {
     const serviceAccountJson = await readFile(o.fcmServiceAccount, 'utf8');
-    return check(FcmCredentials, 'FCM', { auth: 'service-account', serviceAccountJson, ...(o.fcmProject !== undefined && { projectId: o.fcmProject }), ...endpoint(o.fcmEndpoint) });
+    return check(FcmCredentials, 'FCM credentials', { auth: 'service-account', serviceAccountJson, ...(o.fcmProject !== undefined && { projectId: o.fcmProject }), ...endpoint(o.fcmEndpoint) });
   }
   if (o.fcmAccessToken !== undefined) {
-    return check(FcmCredentials, 'FCM', { auth: 'access-token', accessToken: o.fcmAccessToken, projectId: o.fcmProject, ...endpoint(o.fcmEndpoint) });
+    return check(FcmCredentials, 'FCM credentials', { auth: 'access-token', accessToken: o.fcmAccessToken, projectId: o.fcmProject, ...endpoint(o.fcmEndpoint) });
   }
   return undefined;
 }

@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import { createAppCredentialStore, createSecretBox } from '@herald/db';
+import { createTestDatabase, type TestDatabase } from '@herald/testing';
+import { generate } from 'selfsigned';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp, listApps, updateApp, type AdminDeps } from './admin-service.ts';
+import { ApiError } from './api-error.ts';
+
+const KEY = '-----BEGIN PRIVATE KEY-----\nMIGT\n-----END PRIVATE KEY-----\n';
+const apns = { auth: 'token', keyPem: KEY, keyId: 'KEY1234567', teamId: 'TEAM123456' };
+let t: TestDatabase;
+let d: AdminDeps;
+let ca: string;
+
+beforeAll(async () => {
+  t = await createTestDatabase('admin_conn');
+  const store = createAppCredentialStore(t.db.kysely, createSecretBox(randomBytes(32).toString('hex')));
+  d = { store, list: () => t.db.apps.list(), keys: { create: () => Promise.reject(new Error('unused')), revoke: () => Promise.reject(new Error('unused')) } };
+  ca = (await generate([{ name: 'commonName', value: 'relay CA' }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256' })).cert;
+});
+afterAll(() => t?.drop());
+
+/** The ApiError a call was refused with. */
+async function refusal(call: Promise<unknown>): Promise<ApiError> {
+  const err = await call.then(() => undefined, (e: unknown) => e);
+  if (!(err instanceof ApiError)) throw new Error(`expected an ApiError, got ${String(err)}`);
+  return err;
+}
+
+describe('admin API: app connection settings', () => {
+  it('refuses a bad address, port, CA and proxy with a 400 naming each field, and stores nothing', async () => {
+    const body = { id: 'bad', apns, apnsConnection: { address: 'https://relay', port: 0, caPem: 'not a pem', proxyUrl: 'http://u:hunter2@proxy' } };
+    const err = await refusal(createApp(body, d));
+    expect(err.status).toBe(400);
+    expect(err.issues?.map((i) => i.path)).toEqual(['apnsConnection.address', 'apnsConnection.port', 'apnsConnection.caPem', 'apnsConnection.proxyUrl']);
+    expect(err.message).not.toContain('hunter2');
+    expect(await t.db.apps.get('bad')).toBeUndefined();
+  });
+
+  it('refuses connection settings for a platform the app has no credentials for (400 invalid-connection)', async () => {
+    const err = await refusal(createApp({ id: 'nocreds', fcmConnection: { proxyUrl: 'http://127.0.0.1:3128' } }, d));
+    expect([err.status, err.code]).toEqual([400, 'invalid-connection']);
+    expect(err.message).toMatch(/^fcmConnection: the app has no FCM credentials/);
+  });
+
+  it('shows the settings without the CA or the proxy URL, and PATCH changes or clears them', async () => {
+    const created = await createApp({ id: 'relay', apns, apnsConnection: { address: 'relay.corp.example', caPem: ca, proxyUrl: 'http://u:hunter2@127.0.0.1:3128' } }, d);
+    expect(created.apnsConnection).toEqual({ address: 'relay.corp.example', port: null, ca: true, proxy: true });
+    expect(created.fcmConnection).toEqual({ host: null, port: null, ca: false, proxy: false });
+    expect(JSON.stringify(await listApps(d))).not.toMatch(/hunter2|BEGIN CERTIFICATE/);
+    const patched = await updateApp('relay', { apnsConnection: { port: 8443, proxyUrl: null } }, d);
+    expect(patched).toMatchObject({ apnsConnection: { address: 'relay.corp.example', port: 8443, ca: true, proxy: false }, credentialsVersion: created.credentialsVersion + 1 });
+    const err = await refusal(updateApp('relay', { fcmConnection: { port: 'x' } }, d));
+    expect(err.issues?.map((i) => i.path)).toEqual(['fcmConnection.port']);
+  });
+});
