@@ -84,11 +84,13 @@ describe('APNs provider against the sandbox', () => {
     expect(rec?.rawBody).toBe(JSON.stringify(buildApnsNotification(push, TOPIC).payload));
   });
 
-  it('sends a content-available-only push as background at priority 5 with expiration 0', async () => {
+  it('sends a content-available-only push as background at priority 5, stored 28 days without an expiry', async () => {
     const push = devicePush({ content: { contentAvailable: true, data: { sync: '1' } }, priority: 'high' });
+    const sentAt = Math.floor(Date.now() / 1000);
     expect(await provider.send(push, { apnsTopic: TOPIC })).toMatchObject({ kind: 'delivered' });
     const [rec] = await recordsFor(push.token);
-    expect(rec?.headers).toMatchObject({ 'apns-push-type': 'background', 'apns-priority': '5', 'apns-expiration': '0' });
+    expect(rec?.headers).toMatchObject({ 'apns-push-type': 'background', 'apns-priority': '5' });
+    expect(Number(rec?.headers['apns-expiration']) - sentAt).toBeGreaterThanOrEqual(28 * 86_400 - 2);
     expect(rec?.headers['apns-collapse-id']).toBeUndefined();
     expect(rec?.rawBody).toBe('{"sync":"1","aps":{"content-available":1}}');
   });
@@ -118,6 +120,18 @@ describe('APNs provider against the sandbox', () => {
     expect(await provider.send(push, { apnsTopic: TOPIC })).toMatchObject({ kind });
     const recs = await recordsFor(push.token);
     expect(recs.map((r) => r.status)).toEqual([status]);
+  });
+
+  // node-apn 8.1.0 drops Retry-After inside its client; patches/@parse+node-apn+8.1.0.patch keeps it.
+  it.each<[FaultSpec['error'], number]>([
+    ['TooManyRequests', 429],
+    ['ServiceUnavailable', 503],
+  ])('passes APNs\' Retry-After on %s (%i) through the client as retryAfterMs', async (error, status) => {
+    const push = devicePush();
+    await fault({ token: push.token, error, retryAfterSeconds: 7 });
+    expect(await provider.send(push, { apnsTopic: TOPIC })).toEqual({ kind: 'transient', reason: error, retryAfterMs: 7000 });
+    const recs = await recordsFor(push.token);
+    expect(recs.map((r) => [r.status, r.responseHeaders['retry-after']])).toEqual([[status, '7']]);
   });
 
   it('answers delivered again once a `times` fault is used up', async () => {

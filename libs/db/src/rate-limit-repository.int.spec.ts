@@ -37,6 +37,23 @@ describe('RateLimitRepository', () => {
     await t.db.rateLimits.remove({ platform: 'fcm' });
   });
 
+  it('provider pauses: at least the time asked from the database\'s now, per platform and app, only ever longer', async () => {
+    expect(await t.db.rateLimits.pauses('apns')).toEqual([]);
+    await t.db.rateLimits.pause({ platform: 'apns', app: 'p' }, 3_000);
+    await (others[0] as Database).rateLimits.pause({ platform: 'apns', app: 'p' }, 500); // a shorter one from another pusher
+    await t.db.rateLimits.pause({ platform: 'fcm', app: 'p' }, 60_000);
+    const [apns] = await (others[1] as Database).rateLimits.pauses('apns');
+    expect(apns?.app).toBe('p');
+    expect(apns?.msLeft).toBeGreaterThan(2_500);
+    expect(apns?.msLeft).toBeLessThanOrEqual(3_000);
+    expect((await t.db.rateLimits.pauses('fcm')).map((p) => p.app)).toEqual(['p']);
+    await t.db.rateLimits.pause({ platform: 'apns', app: 'q' }, 100);
+    await new Promise((r) => setTimeout(r, 150));
+    expect((await t.db.rateLimits.pauses('apns')).map((p) => p.app)).toEqual(['p']); // q's pause is over
+    await t.db.rateLimits.pause({ platform: 'apns', app: 'q' }, 10_000); // and q can be paused again
+    expect((await t.db.rateLimits.pauses('apns')).map((p) => p.app).sort()).toEqual(['p', 'q']);
+  });
+
   it('grants at most the window share, then nothing until the next window', async () => {
     await t.db.rateLimits.set({ platform: 'apns', app: 'a' }, 500); // 50 per 100 ms window
     await startOfWindow();

@@ -26,7 +26,16 @@ export interface RateLimitGrant {
   windowIndex: number;
 }
 
-/** Budgets set by operators, and the atomic lease of window slices pushers make against them. */
+/** One app a provider asked to back off (Retry-After), and how long is left (database clock). */
+export interface AppPauseRow {
+  app: string;
+  msLeft: number;
+}
+
+/**
+ * Budgets set by operators, and the atomic lease of window slices pushers make against them;
+ * plus the providers' Retry-After pauses per app, which every pusher of the platform honours.
+ */
 export interface RateLimitRepository {
   /** Create or change a budget; pushers pick it up at their next lease. */
   set(key: RateLimitKey, ratePerSec: number): Promise<void>;
@@ -39,6 +48,10 @@ export interface RateLimitRepository {
    * window's share of the budget in total. undefined: no budget is set for this key.
    */
   lease(key: RateLimitKey, want: number, windowMs: number): Promise<RateLimitGrant | undefined>;
+  /** Pause the app on the platform until at least `ms` from now (database clock); a later pause already stored stays. */
+  pause(key: { platform: LimitedChannel; app: string }, ms: number): Promise<void>;
+  /** The platform's pauses that have not ended yet. */
+  pauses(platform: LimitedChannel): Promise<AppPauseRow[]>;
 }
 
 export function createRateLimitRepository(db: Kysely<HeraldTables>): RateLimitRepository {
@@ -59,6 +72,26 @@ export function createRateLimitRepository(db: Kysely<HeraldTables>): RateLimitRe
       return rows.map((r) => ({ platform: r.platform, app: r.app, ratePerSec: r.rate_per_sec, updatedAt: r.updated_at }));
     },
     lease: (key, want, windowMs) => leaseSlice(db, key, want, windowMs),
+    async pause(key, ms) {
+      const until = sql<Date>`clock_timestamp() + ${Math.max(0, Math.ceil(ms))} * interval '1 millisecond'`;
+      await db
+        .insertInto('provider_pauses')
+        .values({ platform: key.platform, app: key.app, paused_until: until })
+        .onConflict((oc) =>
+          oc.columns(['platform', 'app']).doUpdateSet({ paused_until: sql`greatest(provider_pauses.paused_until, excluded.paused_until)`, updated_at: sql`now()` }),
+        )
+        .execute();
+    },
+    async pauses(platform) {
+      const msLeft = sql<number>`(extract(epoch from paused_until - clock_timestamp()) * 1000)::float8`;
+      const rows = await db
+        .selectFrom('provider_pauses')
+        .select(['app', msLeft.as('ms_left')])
+        .where('platform', '=', platform)
+        .where('paused_until', '>', sql<Date>`clock_timestamp()`)
+        .execute();
+      return rows.map((r) => ({ app: r.app, msLeft: Math.max(0, Number(r.ms_left)) }));
+    },
   };
 }
 

@@ -85,6 +85,14 @@ export interface RateLimitsTable {
   updated_at: Generated<Date>;
 }
 
+/** A provider's Retry-After for one app on one platform, shared by the pushers (migration 0013). */
+export interface ProviderPausesTable {
+  platform: LimitedChannel;
+  app: string;
+  paused_until: Date;
+  updated_at: Generated<Date>;
+}
+
 export interface ScheduledPushesTable {
   platform: Platform;
   due_at: Date;
@@ -153,6 +161,7 @@ export interface HeraldTables {
   delivery_ledger: DeliveryLedgerTable;
   scheduled_pushes: ScheduledPushesTable;
   rate_limits: RateLimitsTable;
+  provider_pauses: ProviderPausesTable;
 }
 
 export type DeviceRow = Selectable<DevicesTable>;

@@ -1,6 +1,7 @@
 import { createLogger } from '@herald/logging';
+import { classifyApnsFailure, classifyFcmError, type SendResult } from '@herald/providers';
 import { Registry } from '@herald/runtime';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createAppBans, isCredentialFailure } from './app-ban.ts';
 
 const logger = createLogger({ service: 'spec', level: 'silent', format: 'json' });
@@ -40,5 +41,53 @@ describe('app bans', () => {
     bans.observe('a', { kind: 'delivered' });
     bans.observe('a', { kind: 'permanent', reason: 'BadExpirationDate' });
     expect(bans.banned('a')).toBeUndefined();
+  });
+});
+
+/** The documented rules end to end: provider answer → classifier → what the pusher does with it. */
+describe('provider answers: dead token, park, or ban', () => {
+  const fate = (r: SendResult): string => {
+    if (r.kind === 'dead-token') return 'invalidate';
+    if (r.kind !== 'permanent') return r.kind;
+    return isCredentialFailure(r) ? 'park + ban' : 'park';
+  };
+
+  it.each<[string, SendResult]>([
+    ['APNs 400 BadDeviceToken', classifyApnsFailure({ status: 400, reason: 'BadDeviceToken' })],
+    ['APNs 410 Unregistered', classifyApnsFailure({ status: 410, reason: 'Unregistered', timestamp: 1 })],
+    ['FCM UNREGISTERED', classifyFcmError({ code: 'messaging/registration-token-not-registered', httpStatus: 404 })],
+    ['FCM UNREGISTERED (v1 code)', classifyFcmError({ code: 'UNREGISTERED' })],
+  ])('%s invalidates the token (a dead token, never an app ban)', (_, result) => {
+    expect(fate(result)).toBe('invalidate');
+  });
+
+  it.each<[string, SendResult, string]>([
+    ['APNs 413 PayloadTooLarge', classifyApnsFailure({ status: 413, reason: 'PayloadTooLarge' }), 'PayloadTooLarge'],
+    ['APNs 400 InvalidPushType', classifyApnsFailure({ status: 400, reason: 'InvalidPushType' }), 'InvalidPushType'],
+    ['FCM INVALID_ARGUMENT (the message)', classifyFcmError({ code: 'messaging/invalid-argument', message: "Invalid value at 'message.data[0].value'" }), "invalid-argument: Invalid value at 'message.data[0].value'"],
+  ])('%s parks the push with the provider\'s reason: no invalidation, no ban', (_, result, reason) => {
+    expect(fate(result)).toBe('park');
+    expect(result).toEqual({ kind: 'permanent', reason });
+  });
+
+  it.each<[string, SendResult]>([
+    ['APNs 400 TopicDisallowed', classifyApnsFailure({ status: 400, reason: 'TopicDisallowed' })],
+    ['APNs 403 InvalidProviderToken', classifyApnsFailure({ status: 403, reason: 'InvalidProviderToken' })],
+    ['FCM SENDER_ID_MISMATCH', classifyFcmError({ code: 'messaging/mismatched-credential', message: 'SenderId mismatch', httpStatus: 403 })],
+    ['FCM SENDER_ID_MISMATCH (v1 code)', classifyFcmError({ code: 'SENDER_ID_MISMATCH' })],
+  ])('%s counts towards banning the app (which alarms) and never invalidates the device', (_, result) => {
+    expect(fate(result)).toBe('park + ban');
+  });
+
+  it('a ban is started by those answers, with an alarm, and by no dead-token answer', () => {
+    const spy = createLogger({ service: 'spec', level: 'silent', format: 'json' });
+    const errors = vi.spyOn(spy, 'error');
+    const bans = createAppBans({ threshold: 2, windowMs: 60_000, cooldownMs: 60_000 }, spy, new Registry());
+    for (let i = 0; i < 5; i++) bans.observe('a', classifyApnsFailure({ status: 400, reason: 'BadDeviceToken' }));
+    expect(bans.banned('a')).toBeUndefined();
+    bans.observe('b', classifyFcmError({ code: 'SENDER_ID_MISMATCH' }));
+    bans.observe('b', classifyApnsFailure({ status: 400, reason: 'TopicDisallowed' }));
+    expect(bans.banned('b')?.reason).toBe('TopicDisallowed');
+    expect(errors.mock.calls.map(([fields]) => fields)).toEqual([expect.objectContaining({ alarm: 'app-banned', app: 'b' })]);
   });
 });

@@ -48,9 +48,12 @@ function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30
 describe('pusher with a rate limiter', () => {
   it('asks for one token per push (with its app and the shutdown signal) before sending, and reports the answer', async () => {
     const asked: Array<[number, AbortSignal | undefined, string | undefined]> = [];
-    const observed: SendResult[] = [];
+    const observed: Array<[SendResult, string]> = [];
     const throttled: SendResult = { kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 1000 };
-    const limiter = { acquire: async (n: number, s?: AbortSignal, app?: string) => (asked.push([n, s, app]), true), observe: (r: SendResult) => void observed.push(r) };
+    const limiter = {
+      acquire: async (n: number, s?: AbortSignal, app?: string) => (asked.push([n, s, app]), true),
+      observe: (r: SendResult, app: string) => void observed.push([r, app]),
+    };
     const p = pusher(limiter, throttled);
     const [a, b] = [message(), message()];
     const outcomes = await p.handle([a.inbound, b.inbound]);
@@ -62,7 +65,10 @@ describe('pusher with a rate limiter', () => {
     p.shutdown.abort();
     expect(asked.every(([, s]) => s?.aborted === true)).toBe(true);
     expect(p.sent).toEqual([a.push.pushId, b.push.pushId]);
-    expect(observed).toEqual([throttled, throttled]);
+    expect(observed).toEqual([
+      [throttled, 'demo'],
+      [throttled, 'demo'],
+    ]);
     expect(outcomes.map((o) => o.kind)).toEqual(['retry', 'retry']);
   });
 
@@ -73,6 +79,15 @@ describe('pusher with a rate limiter', () => {
     expect(p.sent).toEqual([]);
     expect(p.released).toEqual([m.push.pushId]);
     expect(outcome).toMatchObject({ kind: 'defer', code: 'rate-limited' });
+  });
+
+  it('a push of an app paused by a provider\'s Retry-After is not sent: deferred until the pause ends, spending no attempt', async () => {
+    const p = pusher({ acquire: async () => false, pausedFor: (app: string) => (app === 'demo' ? 4_321 : 0) }, { kind: 'delivered' });
+    const m = message();
+    const [outcome] = await p.handle([m.inbound]);
+    expect(p.sent).toEqual([]);
+    expect(p.released).toEqual([m.push.pushId]);
+    expect(outcome).toMatchObject({ kind: 'defer', code: 'provider-backoff', delayMs: 4_321 });
   });
 
   it('waits for budget at most half a lease after the claim: the sent part is recorded, the rest deferred unsent', async () => {

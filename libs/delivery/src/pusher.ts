@@ -42,8 +42,16 @@ export interface PusherDeps {
   owner: string;
   /** How long a claim protects a push being sent; after it, another pusher may take over. */
   leaseMs: number;
-  /** Fleet-wide pacing: one token per push right before it is sent; false means "not now" (deferred). */
-  limiter?: { acquire(n: number, signal?: AbortSignal, app?: string): Promise<boolean>; observe?(result: SendResult): void };
+  /**
+   * Fleet-wide pacing: one token per push right before it is sent; false means "not now" (deferred:
+   * until the app's pause ends when a provider's Retry-After paused it, see pausedFor). Every
+   * provider answer is observed with its push's app.
+   */
+  limiter?: {
+    acquire(n: number, signal?: AbortSignal, app?: string): Promise<boolean>;
+    observe?(result: SendResult, app: string): void;
+    pausedFor?(app: string): number;
+  };
   /** Aborted at shutdown so no push keeps waiting for the limiter. */
   signal?: AbortSignal;
   now?: () => Date;
@@ -51,9 +59,10 @@ export interface PusherDeps {
 
 type Claimable = { index: number; push: DevicePush; topic: string | undefined; app: AppRow };
 const ack: Outcome = { kind: 'ack' };
-/** The limiter gave no budget within its wait bound (or the pusher is stopping): not sent. */
-const unpaced = { kind: 'unpaced' } as const;
-type Sent = SendResult | typeof unpaced;
+/** Not sent: no budget within the wait bound, or the pusher is stopping, or (pausedMs > 0) the app is paused. */
+type Unpaced = { kind: 'unpaced'; pausedMs: number };
+type Sent = SendResult | Unpaced;
+const unpaced = (deps: PusherDeps, app: string): Unpaced => ({ kind: 'unpaced', pausedMs: deps.limiter?.pausedFor?.(app) ?? 0 });
 
 /**
  * DevicePush → provider. Claim in the ledger, send, record, then let the messaging lib ack.
@@ -135,14 +144,14 @@ function budgetWindowOf(deps: PusherDeps, claimedAt: number): AbortSignal {
 }
 
 async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): Promise<Sent> {
-  if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, budgetWindow, r.push.app))) return unpaced;
-  if (budgetWindow.aborted) return unpaced;
+  if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, budgetWindow, r.push.app))) return unpaced(deps, r.push.app);
+  if (budgetWindow.aborted) return unpaced(deps, r.push.app);
   const started = process.hrtime.bigint();
   const provider = await deps.providers.get(r.app).catch((err: unknown) => ({ failed: `credentials: ${(err as Error).message}` }));
   if ('failed' in provider) return { kind: 'permanent', reason: provider.failed };
   const result = await provider.send(r.push, r.topic !== undefined ? { apnsTopic: r.topic } : {});
   deps.metrics.providerSeconds.observe({ platform: deps.platform }, Number(process.hrtime.bigint() - started) / 1e9);
-  deps.limiter?.observe?.(result);
+  deps.limiter?.observe?.(result, r.push.app);
   return result;
 }
 
@@ -163,7 +172,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     const { push } = r;
     if (result.kind === 'unpaced') {
       release.push(push.pushId);
-      outcomes[r.index] = { kind: 'defer', code: 'rate-limited', reason: 'no outbound budget within the wait bound', delayMs: 1000 };
+      outcomes[r.index] = deferUnsent(result);
       return;
     }
     const label = { platform: push.platform, app: push.app };
@@ -195,6 +204,14 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
   });
   await Promise.all([publishInvalidations(invalidations, deps), release.length > 0 ? deps.ledger.release(release, deps.owner) : undefined]);
   await completeDurably(deps.ledger, invalid, deps.logger);
+}
+
+/** An unsent push comes back without spending an attempt: when its app's pause ends, or in a second for budget. */
+function deferUnsent(result: Unpaced): Outcome {
+  if (result.pausedMs > 0) {
+    return { kind: 'defer', code: 'provider-backoff', reason: `the provider asked this app to back off (Retry-After): ${result.pausedMs} ms to go`, delayMs: result.pausedMs };
+  }
+  return { kind: 'defer', code: 'rate-limited', reason: 'no outbound budget within the wait bound', delayMs: 1000 };
 }
 
 function invalidationFor(push: DevicePush, result: Extract<SendResult, { kind: 'dead-token' }>, observedAt: Date): Invalidation {

@@ -1,18 +1,27 @@
 import type { DevicePush } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import type { Provider, ProviderOptions, ResponseFailure } from '@parse/node-apn';
-import { apnsRequestParts } from './apns-notification.ts';
-import { classifyApnsFailure } from './apns-classify.ts';
+import { apnsRequestParts, type ApnsRequestParts } from './apns-notification.ts';
+import { apnsRequestProblem } from './apns-rules.ts';
+import { classifyApnsFailure, retryAfterSecondsOf } from './apns-classify.ts';
 import type { PushProvider, SendResult, SendTarget } from './push-provider.ts';
+import { apnsTunnelOptions } from './apns-tunnel.ts';
 import type { ApnsSettings } from './settings.ts';
 
 type ApnModule = typeof import('@parse/node-apn');
 
-/** node-apn's failure object; `status` and `response` are absent for transport errors. */
+/**
+ * node-apn's failure object; `status` and `response` are absent for transport errors.
+ * `retryAfter` is APNs' Retry-After header (delay-seconds or an HTTP-date). node-apn 8.1.0 reads
+ * it under the wrong name and deletes it inside its client before the failure reaches
+ * `Provider.send`'s `failed[]`, so no wrapper out here could ever see it: the patch in
+ * patches/@parse+node-apn+8.1.0.patch (applied by `postinstall`) makes the client keep it.
+ */
 interface NodeApnFailure {
   status?: number | string;
   response?: { reason?: string; timestamp?: number };
   error?: { message?: string };
+  retryAfter?: unknown;
 }
 
 function providerOptions(s: ApnsSettings): ProviderOptions {
@@ -26,29 +35,33 @@ function providerOptions(s: ApnsSettings): ProviderOptions {
     port: s.port,
     production: s.production,
     ...(s.ca !== undefined ? { ca: [s.ca] } : {}),
+    // Through settings.proxy (CONNECT, then TLS with the CA): http2.connect takes createConnection from node-apn's options.
+    ...apnsTunnelOptions(s),
     requestTimeout: s.requestTimeoutMs,
     // Herald retries through its own queues (with back-off and the shared limiter), not inside the client.
     connectionRetryLimit: 0,
   };
 }
 
-function toFailureResult(failure: NodeApnFailure): SendResult {
+function toFailureResult(failure: NodeApnFailure, nowMs = Date.now()): SendResult {
   const status = typeof failure.status === 'number' ? failure.status : undefined;
   const reason = failure.response?.reason ?? (status !== undefined ? failure.error?.message : undefined);
+  const retryAfterSeconds = retryAfterSecondsOf(failure.retryAfter, nowMs);
   return classifyApnsFailure({
     ...(status !== undefined ? { status } : {}),
     ...(reason !== undefined ? { reason } : {}),
     ...(failure.response?.timestamp !== undefined ? { timestamp: failure.response.timestamp } : {}),
+    ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
     transportError: failure.error?.message ?? String(failure.status ?? 'unknown'),
   });
 }
 
-function buildNote(apn: ApnModule, push: DevicePush, topic: string): InstanceType<ApnModule['Notification']> {
-  const parts = apnsRequestParts(push, topic);
+function buildNote(apn: ApnModule, parts: ApnsRequestParts): InstanceType<ApnModule['Notification']> {
   const note = new apn.Notification();
   note.rawPayload = parts.payload;
   note.topic = parts.topic;
-  note.pushType = parts.pushType;
+  // node-apn types pushType as its own union; Herald checks it against Apple's list (apns-rules.ts).
+  note.pushType = parts.pushType as typeof note.pushType;
   note.priority = parts.priority;
   note.expiry = parts.expiration;
   note.id = parts.apnsId;
@@ -57,7 +70,11 @@ function buildNote(apn: ApnModule, push: DevicePush, topic: string): InstanceTyp
 }
 
 async function sendOne(apn: ApnModule, provider: Provider, push: DevicePush, topic: string): Promise<SendResult> {
-  const result = await provider.send(buildNote(apn, push, topic), push.token);
+  const parts = apnsRequestParts(push, topic);
+  // The last line of defence: a request Apple would refuse for good is never sent.
+  const problem = apnsRequestProblem(parts);
+  if (problem !== undefined) return { kind: 'permanent', reason: problem };
+  const result = await provider.send(buildNote(apn, parts), push.token);
   const sent = result.sent[0] as { 'apns-unique-id'?: string; 'apns-id'?: string } | undefined;
   if (sent !== undefined) {
     const id = sent['apns-unique-id'] ?? sent['apns-id'];

@@ -44,6 +44,30 @@ describe('classifyFcmError (DESIGN.md failure table, FCM rows)', () => {
     expect(classifyFcmError({ code })).toMatchObject({ kind: 'permanent' });
   });
 
+  it('INVALID_ARGUMENT that is not about the token is permanent with FCM\'s own reason, never a dead token', () => {
+    const message = "Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration), Field 'ttl', Illegal duration format";
+    expect(classifyFcmError({ code: 'messaging/invalid-argument', message, httpStatus: 400 })).toEqual({ kind: 'permanent', reason: `invalid-argument: ${message}` });
+    expect(classifyFcmError({ code: 'INVALID_ARGUMENT', message: 'Request contains an invalid argument.', retryAfterMs: 1000 })).toEqual({
+      kind: 'permanent',
+      reason: 'INVALID_ARGUMENT: Request contains an invalid argument.',
+    });
+  });
+
+  it('SENDER_ID_MISMATCH (both spellings) is permanent, never a dead token: the app\'s credentials are wrong, not the device', () => {
+    const message = 'SenderId mismatch';
+    expect(classifyFcmError({ code: 'messaging/mismatched-credential', message, httpStatus: 403 })).toEqual({ kind: 'permanent', reason: `mismatched-credential: ${message}` });
+    expect(classifyFcmError({ code: 'SENDER_ID_MISMATCH', httpStatus: 403 })).toEqual({ kind: 'permanent', reason: 'SENDER_ID_MISMATCH' });
+  });
+
+  it('QUOTA_EXCEEDED and UNAVAILABLE carry FCM\'s Retry-After; a permanent or dead-token answer never does', () => {
+    expect(classifyFcmError({ code: 'messaging/message-rate-exceeded', httpStatus: 429, retryAfterMs: 7000 })).toEqual({
+      kind: 'transient',
+      reason: 'message-rate-exceeded',
+      retryAfterMs: 7000,
+    });
+    expect(classifyFcmError({ code: 'UNREGISTERED', retryAfterMs: 7000 })).toEqual({ kind: 'dead-token', reason: 'UNREGISTERED' });
+  });
+
   it('an unknown code is decided by the HTTP status', () => {
     expect(classifyFcmError({ code: 'messaging/unknown-error', httpStatus: 502 })).toMatchObject({ kind: 'transient' });
     expect(classifyFcmError({ code: 'messaging/unknown-error', httpStatus: 404 })).toMatchObject({ kind: 'permanent' });

@@ -4,5 +4,7 @@ export * from './window-share.ts';
 export * from './aimd.ts';
 export * from './token-bucket.ts';
 export * from './back-pressure.ts';
+export * from './throttle-scope.ts';
+export * from './app-pauses.ts';
 export * from './memory-rate-limit-store.ts';
 export type { LimiterMetrics } from './limiter-metrics.ts';

@@ -5,6 +5,8 @@ export interface LimiterMetrics {
   spent: Counter<'platform'>;
   waitSeconds: Histogram<'platform'>;
   backoffFactor: Gauge<'platform'>;
+  pauses: Counter<'platform' | 'app' | 'source'>;
+  held: Counter<'platform'>;
 }
 
 export function createLimiterMetrics(registry: Registry): LimiterMetrics {
@@ -27,6 +29,18 @@ export function createLimiterMetrics(registry: Registry): LimiterMetrics {
     backoffFactor: new Gauge({
       name: 'herald_rate_limit_backoff_factor',
       help: 'This process\'s provider back-pressure factor (1: not slowed down; 0.5: halved after a throttle)',
+      labelNames: ['platform'],
+      registers,
+    }),
+    pauses: new Counter({
+      name: 'herald_rate_limit_app_pauses_total',
+      help: 'Apps held back for a provider Retry-After: source="provider" (this process got the answer) or "fleet" (another pusher did; read from the store)',
+      labelNames: ['platform', 'app', 'source'],
+      registers,
+    }),
+    held: new Counter({
+      name: 'herald_rate_limit_held_total',
+      help: 'Pushes not let through because their app is paused for a provider Retry-After (the pusher defers them, spending no attempt)',
       labelNames: ['platform'],
       registers,
     }),

@@ -39,3 +39,18 @@ describe('MemoryRateLimitStore (the lease rules the PostgreSQL store implements)
     expect(await granted(at(5_099), 5)).toBe(0);
   });
 });
+
+describe('MemoryRateLimitStore pauses (the rules the PostgreSQL store implements)', () => {
+  it('a pause lasts at least its time from the store\'s now, per platform and app; a shorter one keeps the longer', async () => {
+    let now = 10_000;
+    const store = new MemoryRateLimitStore(() => now);
+    await store.pause({ platform: 'apns', app: 'a' }, 5_000);
+    await store.pause({ platform: 'apns', app: 'a' }, 1_000);
+    await store.pause({ platform: 'fcm', app: 'b' }, 2_000);
+    now = 11_000;
+    expect(await store.pauses('apns')).toEqual([{ app: 'a', msLeft: 4_000 }]);
+    expect(await store.pauses('fcm')).toEqual([{ app: 'b', msLeft: 1_000 }]);
+    now = 15_000;
+    expect(await store.pauses('apns')).toEqual([]);
+  });
+});

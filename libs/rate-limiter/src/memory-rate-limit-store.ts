@@ -1,4 +1,5 @@
-import type { BudgetKey, ConfiguredLimit, Grant, RateLimitStore } from './rate-limit-store.ts';
+import type { LimitedChannel } from '@herald/contracts';
+import type { AppPause, BudgetKey, ConfiguredLimit, Grant, RateLimitStore } from './rate-limit-store.ts';
 import { windowShare } from './window-share.ts';
 
 /**
@@ -7,6 +8,8 @@ import { windowShare } from './window-share.ts';
  */
 export class MemoryRateLimitStore implements RateLimitStore {
   private readonly limits = new Map<string, { limit: ConfiguredLimit; window: number; granted: number }>();
+  /** `${platform}/${app}` → paused until (this store's clock). */
+  private readonly paused = new Map<string, number>();
   leases = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -24,6 +27,18 @@ export class MemoryRateLimitStore implements RateLimitStore {
 
   list(): Promise<ConfiguredLimit[]> {
     return Promise.resolve([...this.limits.values()].map((s) => ({ ...s.limit })));
+  }
+
+  pause(key: { platform: LimitedChannel; app: string }, ms: number): Promise<void> {
+    const id = `${key.platform}/${key.app}`;
+    this.paused.set(id, Math.max(this.paused.get(id) ?? 0, this.now() + ms));
+    return Promise.resolve();
+  }
+
+  pauses(platform: LimitedChannel): Promise<AppPause[]> {
+    const now = this.now();
+    const running = [...this.paused].filter(([id, until]) => id.startsWith(`${platform}/`) && until > now);
+    return Promise.resolve(running.map(([id, until]) => ({ app: id.slice(platform.length + 1), msLeft: until - now })));
   }
 
   lease(key: BudgetKey, want: number, windowMs: number): Promise<Grant | undefined> {

@@ -122,15 +122,30 @@ describe('createRateLimiter', () => {
     expect(fast.length).toBeGreaterThan(800);
   });
 
-  it('a provider throttle slows this process down; retry-after pauses it', async () => {
+  it('a provider overload slows this process down', async () => {
     const store = new MemoryRateLimitStore();
     const l = await limiter(store);
     const before = (await drive(l, 300, 1)).length;
-    l.observe({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 200 });
-    const started = Date.now();
-    expect(await l.acquire(1)).toBe(true);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+    l.observe({ kind: 'transient', reason: 'ServiceUnavailable' }, 'demo');
     const after = (await drive(l, 300, 1)).length;
     expect(after).toBeLessThan(before * 0.8);
+  });
+
+  it('a Retry-After refuses that app\'s pushes at once (the pusher defers them) in every process, and no other app\'s', async () => {
+    const store = new MemoryRateLimitStore();
+    const [got, other] = [await limiter(store), await limiter(store)];
+    got.observe({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 600 }, 'a');
+    const started = Date.now();
+    expect(await got.acquire(1, undefined, 'a')).toBe(false);
+    expect(Date.now() - started).toBeLessThan(50); // refused, not held: it would stall other apps' pushes
+    expect(got.pausedFor('a')).toBeGreaterThan(500);
+    expect(await got.acquire(1, undefined, 'b')).toBe(true);
+    await new Promise((r) => setTimeout(r, 150)); // the other process's next refresh (refreshMs 100)
+    expect(await other.acquire(1, undefined, 'a')).toBe(false);
+    expect(other.pausedFor('a')).toBeGreaterThan(300);
+    expect(await other.acquire(1, undefined, 'b')).toBe(true);
+    await new Promise((r) => setTimeout(r, Math.max(0, started + 610 - Date.now())));
+    expect(await got.acquire(1, undefined, 'a')).toBe(true);
+    expect(await other.acquire(1, undefined, 'a')).toBe(true);
   });
 });

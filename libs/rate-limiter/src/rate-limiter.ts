@@ -2,10 +2,12 @@ import type { LimitedChannel } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import type { Registry } from '@herald/runtime';
 import { abortableWait } from './abortable-wait.ts';
-import { BackPressure, isThrottle, type BackPressureOptions, type ProviderAnswer } from './back-pressure.ts';
+import type { BackPressureOptions } from './back-pressure.ts';
 import { createLimiterMetrics, type LimiterMetrics } from './limiter-metrics.ts';
+import { ProviderBackOff } from './provider-back-off.ts';
 import type { ConfiguredLimit, RateLimitStore } from './rate-limit-store.ts';
 import { SharedBudget } from './shared-budget.ts';
+import type { ProviderAnswer } from './throttle-scope.ts';
 
 export interface RateLimiterOptions {
   platform: LimitedChannel;
@@ -16,7 +18,7 @@ export interface RateLimiterOptions {
   windowMs?: number;
   /** Most tokens one lease takes. Default 200 (a window's share caps it too). */
   maxSlice?: number;
-  /** How often the configured limits are re-read (new or removed limits take effect). Default 1000 ms. */
+  /** How often the configured limits and the fleet's app pauses are re-read. Default 1000 ms. */
   refreshMs?: number;
   /** Longest an acquire waits before giving up (the caller defers the push). Default 20 s. */
   maxWaitMs?: number;
@@ -25,10 +27,15 @@ export interface RateLimiterOptions {
 }
 
 export interface RateLimiter {
-  /** Wait for n tokens of the platform's (and the app's, if it has one) budget; false: not within the wait bound, or aborted. */
+  /**
+   * Wait for n tokens of the platform's (and the app's, if it has one) budget; false: not within
+   * the wait bound, or aborted, or (at once, without waiting) the app is paused: see pausedFor.
+   */
   acquire(n: number, signal?: AbortSignal, app?: string): Promise<boolean>;
-  /** Feed every provider answer: throttles slow this process down, retry-after pauses it. */
-  observe(answer: ProviderAnswer): void;
+  /** Feed every provider answer with its push's app: a Retry-After pauses the app fleet-wide, throttles slow down (provider-back-off.ts). */
+  observe(answer: ProviderAnswer, app: string): void;
+  /** ms until the app may send again after a provider's Retry-After (here or in another pusher); 0: not paused. */
+  pausedFor(app: string): number;
   /** Stop refreshing; every waiting acquire resolves false. */
   close(): void;
 }
@@ -42,50 +49,57 @@ export async function createRateLimiter(options: RateLimiterOptions): Promise<Ra
 }
 
 /**
- * Fleet-wide budgets (leased in slices from the store, spent locally) plus this process's own
- * reaction to provider push-back. With no limit configured and no push-back, acquire never waits
- * and never touches the network.
+ * Fleet-wide budgets (leased in slices from the store, spent locally) plus the reaction to
+ * provider push-back (provider-back-off.ts). With no limit configured and no push-back, acquire
+ * never waits and never touches the network.
  */
 class FleetRateLimiter implements RateLimiter {
   private readonly now: () => number;
   private readonly metrics: LimiterMetrics;
   private readonly closed = new AbortController();
   private readonly budgets = new Map<string, SharedBudget>();
-  private readonly backPressure: BackPressure;
+  private readonly backOff: ProviderBackOff;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: RateLimiterOptions) {
     this.now = options.now ?? Date.now;
     this.metrics = createLimiterMetrics(options.registry);
-    this.backPressure = new BackPressure(options.backPressure ?? {}, this.now());
+    const { platform, store, logger } = options;
+    this.backOff = new ProviderBackOff({ platform, store, logger, metrics: this.metrics, options: options.backPressure ?? {}, now: this.now });
     this.metrics.backoffFactor.set({ platform: options.platform }, 1);
   }
 
   async acquire(n: number, signal?: AbortSignal, app?: string): Promise<boolean> {
+    // A paused app's pushes are not held here (they would fill the prefetch and stall other
+    // apps): the caller defers them until the pause ends.
+    if (this.paused(app)) return false;
     const started = this.now();
     const deadline = started + (this.options.maxWaitMs ?? 20_000);
     let waited = false;
-    if (this.backPressure.delayFor(n, started) > 0) {
+    if (this.backOff.delayFor(n, app, started) > 0) {
       waited = true;
-      if (!(await this.waitForPacing(n, deadline, signal))) return this.waited(started, false);
+      if (!(await this.waitForPacing(n, app, deadline, signal))) return this.waited(started, false);
     }
     for (const budget of this.budgetsFor(app)) {
       if (budget.tryTake(n)) continue;
       waited = true;
       if (!(await budget.take(n, deadline, signal))) return this.waited(started, false);
     }
-    if (waited) this.waited(started, true);
-    this.backPressure.sent(n, this.now());
+    if (waited) {
+      this.waited(started, true);
+      if (this.paused(app)) return false; // a pause began while this push waited
+    }
+    this.backOff.sent(n, app, this.now());
     this.metrics.spent.inc({ platform: this.options.platform }, n);
     return true;
   }
 
-  observe(answer: ProviderAnswer): void {
-    const now = this.now();
-    if (!this.backPressure.observe(answer, now)) return;
-    const factor = this.backPressure.factor(now);
-    this.metrics.backoffFactor.set({ platform: this.options.platform }, factor);
-    if (isThrottle(answer)) this.options.logger.warn({ reason: answer.reason, retryAfterMs: answer.retryAfterMs, factor }, 'provider throttled: slowing down');
+  observe(answer: ProviderAnswer, app: string): void {
+    this.backOff.observe(answer, app);
+  }
+
+  pausedFor(app: string): number {
+    return this.backOff.pausedFor(app);
   }
 
   close(): void {
@@ -93,8 +107,20 @@ class FleetRateLimiter implements RateLimiter {
     this.closed.abort();
   }
 
-  /** Re-read the configured limits: budgets appear, change and disappear within refreshMs. */
+  /** Re-read the configured limits (budgets appear, change and disappear within refreshMs) and the fleet's pauses. */
   async refresh(): Promise<void> {
+    await Promise.all([this.refreshLimits(), this.refreshPauses()]);
+  }
+
+  private async refreshPauses(): Promise<void> {
+    try {
+      await this.backOff.learn();
+    } catch (err) {
+      this.options.logger.error({ err }, 'could not read the fleet\'s provider pauses; keeping the last known ones');
+    }
+  }
+
+  private async refreshLimits(): Promise<void> {
     let limits: ConfiguredLimit[];
     try {
       limits = (await this.options.store.list()).filter((l) => l.platform === this.options.platform);
@@ -109,7 +135,7 @@ class FleetRateLimiter implements RateLimiter {
       this.metrics.budget.remove({ platform: this.options.platform, app: app === '' ? '*' : app });
     }
     for (const limit of limits) this.ensureBudget(limit);
-    this.metrics.backoffFactor.set({ platform: this.options.platform }, this.backPressure.factor(this.now()));
+    this.metrics.backoffFactor.set({ platform: this.options.platform }, this.backOff.factor(this.now()));
   }
 
   startRefreshing(): void {
@@ -134,8 +160,15 @@ class FleetRateLimiter implements RateLimiter {
     return [appBudget, platformBudget].filter((b): b is SharedBudget => b !== undefined);
   }
 
-  private async waitForPacing(n: number, deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
-    for (let delay = this.backPressure.delayFor(n, this.now()); delay > 0; delay = this.backPressure.delayFor(n, this.now())) {
+  /** A paused app's push is refused (and counted): the caller defers it. */
+  private paused(app: string | undefined): boolean {
+    if (app === undefined || this.backOff.pausedFor(app) === 0) return false;
+    this.metrics.held.inc({ platform: this.options.platform });
+    return true;
+  }
+
+  private async waitForPacing(n: number, app: string | undefined, deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
+    for (let delay = this.backOff.delayFor(n, app, this.now()); delay > 0; delay = this.backOff.delayFor(n, app, this.now())) {
       if (this.now() + delay > deadline || this.closed.signal.aborted) return false;
       if (!(await abortableWait(delay, signal, this.closed.signal))) return false;
     }

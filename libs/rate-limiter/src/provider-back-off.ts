@@ -1,0 +1,130 @@
+import type { LimitedChannel } from '@herald/contracts';
+import type { Logger } from '@herald/logging';
+import { AppPauses } from './app-pauses.ts';
+import { BackPressure, type BackPressureOptions } from './back-pressure.ts';
+import type { LimiterMetrics } from './limiter-metrics.ts';
+import type { RateLimitStore } from './rate-limit-store.ts';
+import { pauseAsked, throttleScope, type ProviderAnswer } from './throttle-scope.ts';
+
+export interface ProviderBackOffDeps {
+  platform: LimitedChannel;
+  store: RateLimitStore;
+  logger: Logger;
+  metrics: LimiterMetrics;
+  options: BackPressureOptions;
+  now: () => number;
+}
+
+const DEFAULT_MAX_PAUSE_MS = 600_000;
+
+/**
+ * Provider push-back, as docs/adr/0006-provider-back-off.md decides it:
+ * - a Retry-After pauses the app it came with, for at least that long: in this process at once,
+ *   and in every pusher of the platform through the store (each reads it at its next refresh);
+ * - a throttle without one slows down whom it is about (throttle-scope.ts): the platform in this
+ *   process (AIMD), or the app in this process (AIMD), or nobody (one device: the push retries).
+ */
+export class ProviderBackOff {
+  private readonly platformPacing: BackPressure;
+  private readonly appPacing = new Map<string, BackPressure>();
+  private readonly pauses = new AppPauses();
+  /** Apps whose pause is being written to the store: one write per app at a time. */
+  private readonly sharing = new Set<string>();
+  /** Per app, the end (local clock) of the pause last written to the store. */
+  private readonly shared = new Map<string, number>();
+
+  constructor(private readonly deps: ProviderBackOffDeps) {
+    this.platformPacing = new BackPressure(deps.options, deps.now());
+  }
+
+  /** ms until the app may send again (a Retry-After pause); 0 when it is not paused. */
+  pausedFor(app: string, nowMs = this.deps.now()): number {
+    return this.pauses.msLeft(app, nowMs);
+  }
+
+  /** ms to wait before n pushes of the app may go (throttles); 0: go now (the tokens are taken). */
+  delayFor(n: number, app: string | undefined, nowMs: number): number {
+    const forApp = app === undefined ? 0 : (this.appPacing.get(app)?.delayFor(n, nowMs) ?? 0);
+    return forApp > 0 ? forApp : this.platformPacing.delayFor(n, nowMs);
+  }
+
+  sent(n: number, app: string | undefined, nowMs: number): void {
+    this.platformPacing.sent(n, nowMs);
+    if (app !== undefined) this.pacingOf(app, nowMs).sent(n, nowMs);
+  }
+
+  factor(nowMs: number): number {
+    return this.platformPacing.factor(nowMs);
+  }
+
+  observe(answer: ProviderAnswer, app: string): void {
+    const now = this.deps.now();
+    this.pauseFor(answer, app, now);
+    const scope = throttleScope(answer);
+    if (scope === 'platform' && this.platformPacing.throttled(now)) {
+      const factor = this.platformPacing.factor(now);
+      this.deps.metrics.backoffFactor.set({ platform: this.deps.platform }, factor);
+      this.deps.logger.warn({ reason: answer.reason, factor }, 'provider overloaded: this pusher slows the platform down');
+    }
+    if (scope === 'app' && this.pacingOf(app, now).throttled(now)) {
+      this.deps.logger.warn(
+        { app, reason: answer.reason, factor: this.pacingOf(app, now).factor(now) },
+        'provider quota: this pusher slows the app down',
+      );
+    }
+  }
+
+  /** Read the fleet's pauses from the store (a pusher that got a Retry-After wrote it there). */
+  async learn(): Promise<void> {
+    const running = await this.deps.store.pauses(this.deps.platform);
+    const now = this.deps.now();
+    for (const { app, msLeft } of running) {
+      const fresh = this.pauses.msLeft(app, now) === 0;
+      if (!this.pauses.extend(app, now + msLeft) || !fresh) continue;
+      this.deps.metrics.pauses.inc({ platform: this.deps.platform, app, source: 'fleet' });
+      this.deps.logger.info({ app, msLeft }, 'another pusher got a Retry-After: app paused here too');
+    }
+    this.pauses.prune(now);
+  }
+
+  /** A Retry-After pauses the app (here at once, then fleet-wide); a burst of them counts once. */
+  private pauseFor(answer: ProviderAnswer, app: string, now: number): void {
+    const pauseMs = Math.min(pauseAsked(answer), this.deps.options.maxPauseMs ?? DEFAULT_MAX_PAUSE_MS);
+    if (pauseMs <= 0) return;
+    const wasPaused = this.pauses.msLeft(app, now) > 0;
+    if (!this.pauses.extend(app, now + pauseMs)) return;
+    void this.share(app);
+    if (wasPaused) return;
+    this.deps.metrics.pauses.inc({ platform: this.deps.platform, app, source: 'provider' });
+    this.deps.logger.warn(
+      { app, reason: answer.reason, retryAfterMs: answer.retryAfterMs, pauseMs },
+      'provider asked to back off: app paused fleet-wide',
+    );
+  }
+
+  private pacingOf(app: string, nowMs: number): BackPressure {
+    let pacing = this.appPacing.get(app);
+    if (pacing === undefined) this.appPacing.set(app, (pacing = new BackPressure(this.deps.options, nowMs)));
+    return pacing;
+  }
+
+  /** Write the app's pause to the store; a pause extended meanwhile is written after it. */
+  private async share(app: string): Promise<void> {
+    if (this.sharing.has(app)) return;
+    this.sharing.add(app);
+    try {
+      for (let end = this.pauses.endOf(app); end > (this.shared.get(app) ?? 0); end = this.pauses.endOf(app)) {
+        this.shared.set(app, end);
+        const ms = end - this.deps.now();
+        if (ms > 0) await this.deps.store.pause({ platform: this.deps.platform, app }, ms);
+      }
+    } catch (err) {
+      this.deps.logger.error(
+        { err, app },
+        'could not share a provider pause with the fleet: other pushers hold the app back only once they get their own answer',
+      );
+    } finally {
+      this.sharing.delete(app);
+    }
+  }
+}
