@@ -65,7 +65,7 @@ async function buildAndStore(db: Database, rows: number, dueAt: Date, windowS: n
     const at = windowS === 0 ? dueAt : new Date((bases[i % ZONES.length] ?? NaN) + jitterOffsetMs(jobId, deviceId, windowS * 1000));
     const platform: Platform = i % 2 === 0 ? 'apns' : 'fcm';
     const push: DevicePush = { version: 1, pushId: derivePushId(jobId, deviceId), jobId, deviceId, app: 'demo', platform,
-      token: `t${i}`.padEnd(64, '0'), userId: `u${i}`, content: { title: 'Good morning', body: 'Your digest' }, priority: 'high',
+      token: i.toString(16).padStart(64, '0'), userId: `u${i}`, content: { title: 'Good morning', body: 'Your digest' }, priority: 'high',
       acceptedAt: now.toISOString() };
     return { dueAt: at, push };
   };
