@@ -9,7 +9,7 @@ export const apnsPusherConfig = {
   APNS_CERT_FILE: optionalStr('Certificate auth: path to the PEM certificate (with APNS_CERT_KEY_FILE)'),
   APNS_CERT_KEY_FILE: optionalStr('Certificate auth: path to the PEM private key', { secret: true }),
   APNS_PRODUCTION: bool('Use Apple production (true) or development (false) endpoint', { default: 'false' }),
-  APNS_ADDRESS: hostVar("APNs host instead of Apple's (api.push.apple.com or api.sandbox.push.apple.com, per APNS_PRODUCTION or the app's endpoint)"),
+  APNS_ADDRESS: hostVar("APNs host instead of Apple's for the environment credentials (api.push.apple.com or api.sandbox.push.apple.com, per APNS_PRODUCTION); apps with their own credentials keep their endpoint's host"),
   APNS_PORT: int('APNs port', { default: '443', min: 1, max: 65535 }),
   APNS_CA_FILE: caFileVar("PEM CA bundle trusted at the APNs host instead of Node's built-in roots"),
   APNS_PROXY_URL: proxyUrlVar('HTTP CONNECT egress proxy for APNs: http://[user:password@]host:port'),

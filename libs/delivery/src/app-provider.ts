@@ -2,7 +2,7 @@ import type { ApnsCredentials, Platform, ProviderConnection } from '@herald/cont
 import type { AppCredentialStore, AppRow, StoredApnsCredentials, StoredFcmCredentials } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { createApnsProvider, createFcmProvider, loadSandboxSettings, type ApnsSettings, type FcmSettings, type PushProvider } from '@herald/providers';
-import { apnsConnection, fcmConnection, mergeConnection } from './provider-connection.ts';
+import { apnsConnection, appDefaults, fcmConnection, mergeConnection } from './provider-connection.ts';
 
 // The pushers' process-level providers resolve their connection the same way.
 export { apnsConnection, fcmConnection, connectionDefaults, mergeConnection, type CaFile, type ConnectionConfig } from './provider-connection.ts';
@@ -14,8 +14,8 @@ export interface AppProviderOptions {
   sandboxStateDir: string;
   requestTimeoutMs: number;
   /**
-   * The pusher's connection defaults (endpoint, CA, proxy) for apps that reach Apple or Google;
-   * an app's own settings win part by part. A "local" (sandbox) app uses sandbox.json and its own settings only.
+   * The pusher's connection settings; apps that reach Apple or Google inherit its CA and proxy
+   * (never its host or port: appDefaults), and their own settings win part by part. A "local" (sandbox) app uses sandbox.json and its own settings only.
    */
   defaults?: ProviderConnection;
   logger: Logger;
@@ -35,7 +35,7 @@ async function apnsSettingsFor(c: StoredApnsCredentials, o: AppProviderOptions):
     const sandbox = (await loadSandboxSettings(o.sandboxStateDir)).apns;
     return { ...sandbox, ...apnsConnection(sandbox, c.connection ?? {}), auth, requestTimeoutMs: o.requestTimeoutMs };
   }
-  const connection = apnsConnection({ address: APPLE_HOSTS[c.endpoint], port: 443 }, mergeConnection(c.connection, o.defaults ?? {}));
+  const connection = apnsConnection({ address: APPLE_HOSTS[c.endpoint], port: 443 }, mergeConnection(c.connection, appDefaults(o.defaults ?? {})));
   return { ...connection, production: c.endpoint === 'production', auth, requestTimeoutMs: o.requestTimeoutMs };
 }
 
@@ -47,7 +47,7 @@ async function fcmSettingsFor(c: StoredFcmCredentials, o: AppProviderOptions): P
     const sandbox = (await loadSandboxSettings(o.sandboxStateDir)).fcm;
     return { ...sandbox, ...fcmConnection(sandbox.endpoint, c.connection ?? {}), projectId, credential, requestTimeoutMs: o.requestTimeoutMs };
   }
-  return { ...fcmConnection(undefined, mergeConnection(c.connection, o.defaults ?? {})), projectId, credential, requestTimeoutMs: o.requestTimeoutMs };
+  return { ...fcmConnection(undefined, mergeConnection(c.connection, appDefaults(o.defaults ?? {}))), projectId, credential, requestTimeoutMs: o.requestTimeoutMs };
 }
 
 /** Whether the app has its own credentials for this platform. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { apnsConnection, connectionDefaults, fcmConnection, mergeConnection } from './provider-connection.ts';
+import { apnsConnection, appDefaults, connectionDefaults, fcmConnection, mergeConnection } from './provider-connection.ts';
 
 const GLOBAL_CA = '-----BEGIN CERTIFICATE-----\nglobal\n-----END CERTIFICATE-----\n';
 const APP_CA = '-----BEGIN CERTIFICATE-----\napp\n-----END CERTIFICATE-----\n';
@@ -28,6 +28,15 @@ describe('an app\'s connection over the defaults', () => {
     expect(mergeConnection({ host: 'app.example', caPem: APP_CA }, defaults)).toEqual({ host: 'app.example', port: 8443, caPem: APP_CA, proxyUrl: defaults.proxyUrl });
     expect(mergeConnection(undefined, defaults)).toEqual(defaults);
     expect(mergeConnection({ port: 2197 }, {})).toEqual({ port: 2197 });
+  });
+
+  it('apps inherit only the pusher\'s CA and proxy, never its host or port (the app\'s endpoint picks Apple\'s host)', () => {
+    expect(appDefaults(defaults)).toEqual({ caPem: GLOBAL_CA, proxyUrl: defaults.proxyUrl });
+    expect(apnsConnection({ address: 'api.sandbox.push.apple.com', port: 443 }, mergeConnection(undefined, appDefaults(defaults)))).toMatchObject({
+      address: 'api.sandbox.push.apple.com',
+      port: 443,
+      ca: GLOBAL_CA,
+    });
   });
 
   it('becomes APNs settings over Apple\'s host, with the proxy parsed (credentials kept for Proxy-Authorization)', () => {

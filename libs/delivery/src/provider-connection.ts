@@ -48,6 +48,16 @@ export function mergeConnection(own: ProviderConnection | undefined, defaults: P
   });
 }
 
+/**
+ * What an app with its own credentials inherits from the pusher: the CA bundle and the proxy, not
+ * the host or port. An app's endpoint (production or development) picks Apple's host; a
+ * pusher-wide APNS_ADDRESS applied to it would send development tokens to production (or the
+ * reverse), which Apple answers with BadDeviceToken, and Herald would invalidate good tokens.
+ */
+export function appDefaults(defaults: ProviderConnection): ProviderConnection {
+  return compact({ caPem: defaults.caPem, proxyUrl: defaults.proxyUrl });
+}
+
 /** The proxy of a URL validated where it was given (admin API, CLI, start-up); a bad one here is a bug. */
 export function proxyOf(url: string | undefined): ProxySettings | undefined {
   if (url === undefined) return undefined;
