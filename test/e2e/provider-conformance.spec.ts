@@ -139,7 +139,8 @@ describe('Apple\'s and Google\'s rules, end to end', () => {
     await sys.client.publishPushJob(job({ userId, content: { pushType: 'voip', data: { caller: 'Ann' } } }));
     await sys.client.publishPushJob(job({ userId, content: { liveActivity: { event: 'update', contentState: { score: '2-1' } } } }));
     const call1 = await firstDelivery(voip.token);
-    expect(call1.headers).toMatchObject({ 'apns-topic': `${DEMO_APP.apnsTopic}.voip`, 'apns-push-type': 'voip', 'apns-priority': '10' });
+    // A call without an expiry is now or never: Apple must not ring it hours later.
+    expect(call1.headers).toMatchObject({ 'apns-topic': `${DEMO_APP.apnsTopic}.voip`, 'apns-push-type': 'voip', 'apns-priority': '10', 'apns-expiration': '0' });
     const update = await firstDelivery(activity.token);
     expect(update.headers).toMatchObject({ 'apns-topic': `${DEMO_APP.apnsTopic}.push-type.liveactivity`, 'apns-push-type': 'liveactivity' });
     expect(update.body['aps']).toMatchObject({ event: 'update', 'content-state': { score: '2-1' }, timestamp: expect.any(Number) as unknown });

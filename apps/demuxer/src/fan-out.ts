@@ -1,6 +1,7 @@
 import {
   Exchanges,
   derivePushId,
+  isNowOrNever,
   jobExpiry,
   resolvePushType,
   sendQueueFor,
@@ -37,7 +38,7 @@ export function devicePushesFor(job: PushJob, devices: readonly TargetDevice[], 
     priority: job.priority,
     ...(job.collapseKey !== undefined && { collapseKey: job.collapseKey }),
     ...(expiresAt !== undefined && { expiresAt: expiresAt.toISOString() }),
-    ...(job.ttl === 0 && { nowOrNever: true as const }),
+    ...(isNowOrNever(job) && { nowOrNever: true as const }),
     acceptedAt: acceptedAt.toISOString(),
     ...(job.trace === true && { trace: true }),
   }));

@@ -28,15 +28,37 @@ export const CollapseKey = z
     if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
   });
 
-/** The APNs request headers an override may set; apns-topic follows the app and push type, apns-id the pushId. */
+/**
+ * The APNs request headers an override may set; apns-topic follows the app and push type, apns-id
+ * the pushId. The push type is one Herald models: other types (location, complication, …) need
+ * tokens of their own kind, and one sent to a device token would be answered
+ * DeviceTokenNotForTopic, which invalidates a good token.
+ */
 export const ApnsOverrideHeaders = z.strictObject({
-  'apns-push-type': z.enum(['alert', 'background', 'location', 'voip', 'complication', 'fileprovider', 'mdm', 'liveactivity', 'pushtotalk', 'widgets', 'controls']).optional(),
+  'apns-push-type': z.enum(['alert', 'background', 'voip', 'liveactivity']).optional(),
   'apns-priority': z.enum(['1', '5', '10']).optional(),
   'apns-expiration': z.string().regex(/^\d{1,12}$/, 'must be epoch seconds (0: deliver once, do not store)').optional(),
   'apns-collapse-id': CollapseKey.optional(),
 });
 
-const JsonObject = z.record(z.string(), z.unknown());
+/** Deepest nesting a raw JSON value may have: deeper input is refused, not left to overflow a serializer. */
+export const MAX_JSON_DEPTH = 32;
+
+function jsonDepthExceeds(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** A JSON object of at most MAX_JSON_DEPTH levels. */
+export const JsonObject = z.record(z.string(), z.unknown()).superRefine((v, ctx) => {
+  if (jsonDepthExceeds(v, MAX_JSON_DEPTH)) ctx.addIssue({ code: 'custom', message: `nests deeper than ${MAX_JSON_DEPTH} levels` });
+});
 
 export const ApnsOverride = z.strictObject({
   headers: ApnsOverrideHeaders.optional(),

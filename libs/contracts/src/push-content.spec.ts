@@ -25,14 +25,30 @@ describe('PushContent', () => {
   });
 
   it('data keys FCM or APNs reserve are refused, naming the key', () => {
-    for (const key of ['from', 'message_type', 'notification', 'google.x', 'gcm.y', 'aps']) {
+    for (const key of ['from', 'message_type', 'google.x', 'googleId', 'gcm.y', 'aps']) {
       expect(reason({ title: 't', data: { [key]: 'v' } })).toMatch(new RegExp(`data\\.${key.replace('.', '\\.')}: is reserved`));
     }
+    // Only what Google documents, case as documented: FCM accepts these.
+    for (const key of ['notification', 'From', 'Google', 'fromage']) expect(reason({ title: 't', data: { [key]: 'v' } })).toBeUndefined();
+  });
+
+  it('an explicit alert with nothing to show is refused (it would be an empty alert)', () => {
+    expect(reason({ pushType: 'alert', data: { k: 'v' } })).toMatch(/pushType: an alert push needs a title/);
+    expect(reason({ pushType: 'alert', badge: 1 })).toBeUndefined();
+  });
+
+  it('raw JSON nested deeper than 32 levels is refused, not left to overflow a serializer', () => {
+    let deep: Record<string, unknown> = { leaf: 1 };
+    for (let i = 0; i < 40; i++) deep = { d: deep };
+    expect(reason({ title: 't', apns: { payload: deep } })).toMatch(/apns.payload: nests deeper than 32 levels/);
+    expect(reason({ liveActivity: { event: 'update', contentState: deep } })).toMatch(/nests deeper than 32 levels/);
   });
 
   it('a Live Activity needs its block, and "start" needs attributes', () => {
     expect(reason({ pushType: 'liveactivity', title: 't' })).toMatch(/liveActivity: pushType "liveactivity" needs/);
     expect(reason({ liveActivity: { event: 'start', contentState: {} } })).toMatch(/attributesType and attributes/);
+    expect(reason({ liveActivity: { event: 'update' } })).toMatch(/event "update" needs contentState/);
+    expect(reason({ liveActivity: { event: 'end' } })).toBeUndefined();
     expect(reason({ title: 't', pushType: 'alert', liveActivity: { event: 'end', contentState: {} } })).toMatch(/pushType: liveActivity needs/);
   });
 
@@ -41,6 +57,8 @@ describe('PushContent', () => {
     expect(reason({ title: 't', color: 'red' })).toMatch(/color: must be #rrggbb/);
     expect(reason({ title: 't', apns: { headers: { 'apns-topic': 'x' } } })).toMatch(/apns.headers/);
     expect(reason({ title: 't', apns: { headers: { 'apns-priority': '7' } } })).toMatch(/apns-priority/);
+    // Push types whose tokens Herald does not model would reach device tokens and invalidate them.
+    expect(reason({ title: 't', apns: { headers: { 'apns-push-type': 'location' } } })).toMatch(/apns-push-type/);
   });
 });
 

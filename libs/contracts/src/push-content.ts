@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ApnsOverride, FcmOverride } from './provider-override.ts';
+import { ApnsOverride, FcmOverride, JsonObject } from './provider-override.ts';
 
 /**
  * What the user sees (or, for a background push, what the app receives), in one platform-neutral
@@ -12,14 +12,19 @@ export const PushTypes = ['alert', 'background', 'voip', 'liveactivity'] as cons
 export const PushType = z.enum(PushTypes);
 export type PushType = z.infer<typeof PushType>;
 
-/** FCM reserves these data keys (Message.data: "must not contain reserved words"); APNs reserves `aps`. */
-const RESERVED_DATA_KEY = /^(from|message_type|notification|aps)$|^(google|gcm)/i;
+/**
+ * Data keys the providers reserve: FCM's Message.data ("The key should not be a reserved word
+ * ("from", "message_type", or any word starting with "google" or "gcm")"), case as documented, and
+ * APNs' `aps` (custom keys sit beside it in the payload).
+ */
+export const FCM_RESERVED_DATA_KEY = /^(from|message_type)$|^(google|gcm)/;
+const isReservedDataKey = (key: string): boolean => FCM_RESERVED_DATA_KEY.test(key) || key === 'aps';
 const Data = z.record(z.string().min(1).max(200), z.string()).superRefine((data, ctx) => {
-  for (const key of Object.keys(data).filter((k) => RESERVED_DATA_KEY.test(k))) {
+  for (const key of Object.keys(data).filter(isReservedDataKey)) {
     ctx.addIssue({
       code: 'custom',
       path: [key],
-      message: 'is reserved: FCM refuses "from", "message_type", "notification" and keys starting with "google" or "gcm"; APNs reserves "aps"',
+      message: 'is reserved: FCM refuses "from", "message_type" and keys starting with "google" or "gcm"; APNs reserves "aps"',
     });
   }
 });
@@ -31,16 +36,16 @@ const LocKey = z.string().min(1).max(200);
 export const LiveActivity = z.strictObject({
   /** Apple: aps.event. `start` needs `attributesType` and `attributes`. */
   event: z.enum(['start', 'update', 'end']),
-  /** aps.content-state: the ActivityKit ContentState, as JSON. */
-  contentState: z.record(z.string(), z.unknown()),
-  /** aps.timestamp (epoch seconds) of this update; default: when Herald sends it. */
+  /** aps.content-state: the ActivityKit ContentState, as JSON (optional for `end`). */
+  contentState: JsonObject.optional(),
+  /** aps.timestamp (epoch seconds) of this update; default: when Herald accepted the job, so a retried older update never looks newer. */
   timestamp: z.number().int().positive().optional(),
   /** aps.dismissal-date (epoch seconds) for `end`. */
   dismissalDate: z.number().int().positive().optional(),
   /** aps.stale-date (epoch seconds). */
   staleDate: z.number().int().positive().optional(),
   attributesType: z.string().min(1).max(200).optional(),
-  attributes: z.record(z.string(), z.unknown()).optional(),
+  attributes: JsonObject.optional(),
 });
 export type LiveActivity = z.infer<typeof LiveActivity>;
 
@@ -122,7 +127,13 @@ function checkContent(c: Content, ctx: z.RefinementCtx): void {
       if (c[f] !== undefined) issue(f, 'a background push carries no alert, badge or sound (Apple: background notifications); use pushType "alert"');
     }
   }
+  if (type === 'alert' && !showsSomething(c)) {
+    issue('pushType', 'an alert push needs a title, a body, a loc key, a badge or a sound: with nothing to show, send data as a background push');
+  }
   if (type === 'liveactivity' && c.liveActivity === undefined) issue('liveActivity', 'pushType "liveactivity" needs liveActivity { event, contentState }');
+  if (c.liveActivity !== undefined && c.liveActivity.event !== 'end' && c.liveActivity.contentState === undefined) {
+    issue('liveActivity', `event "${c.liveActivity.event}" needs contentState`);
+  }
   if (type !== 'liveactivity' && c.liveActivity !== undefined) issue('pushType', 'liveActivity needs pushType "liveactivity"');
   const la = c.liveActivity;
   if (la?.event === 'start' && (la.attributesType === undefined || la.attributes === undefined)) {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DeliverAt } from './deliver-at.ts';
-import { PushContent } from './push-content.ts';
+import { PushContent, resolvePushType } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
 
 const Identifier = z
@@ -40,8 +40,8 @@ export const PushJob = z
     expiresAt: z.iso.datetime({ offset: true }).optional(),
     /**
      * Relative expiry in seconds from acceptance; the earlier of this and expiresAt wins.
-     * 0 means "now or never": sent as soon as Herald gets to it, and the providers are told not
-     * to store it for an offline device (apns-expiration 0, android.ttl "0s").
+     * 0 means "now or never": sent only within a minute of acceptance (NOW_OR_NEVER_GRACE_S), and
+     * the providers are told not to store it for an offline device (apns-expiration 0, "0s").
      */
     ttl: z.number().int().min(0).max(28 * 24 * 3600).optional(),
     priority: Priority.default('high'),
@@ -64,13 +64,25 @@ export type PushJobInput = z.input<typeof PushJob>;
 export const targetUsers = (job: PushJob): string[] =>
   job.userIds !== undefined ? [...new Set(job.userIds)] : job.userId !== undefined ? [job.userId] : [];
 
+/** How long Herald itself still sends a now-or-never push after accepting it. */
+export const NOW_OR_NEVER_GRACE_S = 60;
+
 /**
- * The instant after which a push from this job must not be sent, or undefined for never.
- * `ttl: 0` sets no instant: it tells the providers not to store the push (see `nowOrNever`).
+ * A push the providers must not store for an offline device: `ttl: 0`, and a VoIP push that gives
+ * no expiry of its own (Herald's choice: a call that rings hours later is worse than none).
+ */
+export const isNowOrNever = (job: Pick<PushJob, 'ttl' | 'expiresAt' | 'content'>): boolean =>
+  job.ttl === 0 || (job.ttl === undefined && job.expiresAt === undefined && resolvePushType(job.content) === 'voip');
+
+/**
+ * The instant after which a push from this job must not be sent, or undefined for never. A
+ * now-or-never push is sent only within NOW_OR_NEVER_GRACE_S of acceptance (a backlog or an
+ * outage must not deliver it late) and is not stored by the providers.
  */
 export function jobExpiry(job: PushJob, acceptedAt: Date): Date | undefined {
   const candidates: number[] = [];
   if (job.expiresAt !== undefined) candidates.push(Date.parse(job.expiresAt));
   if (job.ttl !== undefined && job.ttl > 0) candidates.push(acceptedAt.getTime() + job.ttl * 1000);
+  if (isNowOrNever(job)) candidates.push(acceptedAt.getTime() + NOW_OR_NEVER_GRACE_S * 1000);
   return candidates.length === 0 ? undefined : new Date(Math.min(...candidates));
 }

@@ -80,7 +80,7 @@ export const sharedPusherConfig = {
     max: 600000,
   }),
   RATE_LIMIT_MAX_SLICE: int('Most tokens one lease from the shared budget takes (a 100 ms window\'s share caps it too)', { default: '1000', min: 1 }),
-  RATE_LIMIT_REFRESH_MS: int('How often configured limits and other pushers' provider pauses are re-read (changes take effect within this)', { default: '1000', min: 100 }),
+  RATE_LIMIT_REFRESH_MS: int('How often configured limits and the provider pauses other pushers recorded are re-read (changes take effect within this)', { default: '1000', min: 100 }),
 } as const;
 
 /** Settings both device pushers share; each pusher adds its provider's credentials. */

@@ -82,8 +82,10 @@ describe('buildApnsNotification', () => {
     expect(n.headers).toMatchObject({ 'apns-topic': 'com.example.voip', 'apns-push-type': 'voip', 'apns-priority': '10' });
   });
 
-  it('a Live Activity push goes to <bundle>.push-type.liveactivity with event, content-state and timestamp', () => {
-    const n = buildApnsNotification(push({ content: { liveActivity: { event: 'update', contentState: { score: '2-1' }, dismissalDate: 1_900_000_000 } } }), 'com.example', NOW);
+  it('a Live Activity push goes to <bundle>.push-type.liveactivity with event, content-state and the job\'s acceptance as timestamp', () => {
+    // Sent an hour after acceptance (a retry, a pause): the timestamp stays the acceptance time, so it never looks newer than a later update.
+    const later = new Date(NOW.getTime() + 3_600_000);
+    const n = buildApnsNotification(push({ content: { liveActivity: { event: 'update', contentState: { score: '2-1' }, dismissalDate: 1_900_000_000 } } }), 'com.example', later);
     expect(n.headers).toMatchObject({ 'apns-topic': 'com.example.push-type.liveactivity', 'apns-push-type': 'liveactivity' });
     expect(n.payload).toEqual({ aps: { event: 'update', timestamp: NOW_S, 'content-state': { score: '2-1' }, 'dismissal-date': 1_900_000_000 } });
   });

@@ -35,20 +35,24 @@ function alertOf(c: PushContent): Json | undefined {
   return Object.keys(alert).length > 0 ? alert : undefined;
 }
 
-function liveActivityAps(c: PushContent, aps: Json, nowS: number): void {
+function liveActivityAps(c: PushContent, aps: Json, acceptedS: number): void {
   const la = c.liveActivity;
   if (la === undefined) return;
   aps['event'] = la.event;
-  aps['timestamp'] = la.timestamp ?? nowS;
-  aps['content-state'] = la.contentState;
+  aps['timestamp'] = la.timestamp ?? acceptedS;
+  put(aps, 'content-state', la.contentState);
   put(aps, 'dismissal-date', la.dismissalDate);
   put(aps, 'stale-date', la.staleDate);
   put(aps, 'attributes-type', la.attributesType);
   put(aps, 'attributes', la.attributes);
 }
 
-/** The `aps` dictionary. Background pushes carry no alert, badge or sound, as Apple asks. */
-export function apsOf(c: PushContent, now: Date = new Date()): Json {
+/**
+ * The `aps` dictionary. Background pushes carry no alert, badge or sound, as Apple asks. A Live
+ * Activity's timestamp defaults to `acceptedAt` (Apple drops an update older than the one it
+ * shows, so a retried older update must keep its older time).
+ */
+export function apsOf(c: PushContent, acceptedAt: Date): Json {
   const type = resolvePushType(c);
   const background = type === 'background';
   const aps: Json = {};
@@ -64,23 +68,24 @@ export function apsOf(c: PushContent, now: Date = new Date()): Json {
   put(aps, 'interruption-level', c.interruptionLevel);
   put(aps, 'relevance-score', c.relevanceScore);
   put(aps, 'target-content-id', c.targetContentId);
-  if (type === 'liveactivity') liveActivityAps(c, aps, Math.floor(now.getTime() / 1000));
+  if (type === 'liveactivity') liveActivityAps(c, aps, Math.floor(acceptedAt.getTime() / 1000));
   return aps;
 }
 
 /** The JSON body: custom data at top level, `image-url` for a notification service extension, `aps`, then the raw override. */
-export function apnsPayloadOf(c: PushContent, now: Date = new Date()): Json {
+export function apnsPayloadOf(c: PushContent, acceptedAt: Date): Json {
   const payload: Json = { ...(c.data ?? {}) };
   if (c.imageUrl !== undefined) payload['image-url'] = c.imageUrl;
-  payload['aps'] = apsOf(c, now);
+  payload['aps'] = apsOf(c, acceptedAt);
   return c.apns?.payload === undefined ? payload : mergeJson(payload, c.apns.payload);
 }
 
 /**
- * apns-expiration: the job's expiry; 0 for `ttl: 0` (now or never); without an expiry, as long as
- * Herald lets providers keep a push (28 days) — never 0, which Apple reads as "do not store".
+ * apns-expiration (directly or through FCM): the job's expiry; 0 for a now-or-never push; without
+ * an expiry, as long as Herald lets providers keep a push (28 days) — never 0, which Apple reads
+ * as "do not store".
  */
-function expirationOf(push: DevicePush, now: Date): number {
+export function expirationOf(push: DevicePush, now: Date): number {
   if (push.nowOrNever === true) return 0;
   if (push.expiresAt !== undefined) return Math.floor(Date.parse(push.expiresAt) / 1000);
   return Math.floor(now.getTime() / 1000) + HERALD_MAX_STORAGE_S;
@@ -103,7 +108,7 @@ export function apnsRequestParts(push: DevicePush, bundleId: string, now: Date =
     expiration: headers['apns-expiration'] !== undefined ? Number(headers['apns-expiration']) : expirationOf(push, now),
     collapseId: headers['apns-collapse-id'] ?? push.collapseKey,
     apnsId: push.pushId,
-    payload: apnsPayloadOf(push.content, now),
+    payload: apnsPayloadOf(push.content, new Date(push.acceptedAt)),
   };
 }
 

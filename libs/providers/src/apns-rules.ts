@@ -46,7 +46,8 @@ function backgroundProblem(parts: ApnsRequestParts, aps: Json): string | undefin
   return shown.length > 0 ? `a background push must not carry aps.${shown.join(', aps.')}` : undefined;
 }
 
-function liveActivityProblem(aps: Json): string | undefined {
+function liveActivityProblem(parts: ApnsRequestParts, aps: Json): string | undefined {
+  if (parts.priority === 1) return 'a Live Activity push must use apns-priority 5 or 10';
   if (!['start', 'update', 'end'].includes(String(aps['event']))) return 'a Live Activity push needs aps.event start, update or end';
   if (typeof aps['timestamp'] !== 'number') return 'a Live Activity push needs aps.timestamp (epoch seconds)';
   if (aps['event'] !== 'end' && typeof aps['content-state'] !== 'object') return 'a Live Activity push needs aps.content-state';
@@ -66,6 +67,6 @@ export function apnsRequestProblem(parts: ApnsRequestParts): string | undefined 
   const aps = parts.payload['aps'];
   if (typeof aps !== 'object' || aps === null || Array.isArray(aps)) return 'the payload needs an aps dictionary';
   if (parts.pushType === 'background') return backgroundProblem(parts, aps as Json);
-  if (parts.pushType === 'liveactivity') return liveActivityProblem(aps as Json);
+  if (parts.pushType === 'liveactivity') return liveActivityProblem(parts, aps as Json);
   return undefined;
 }

@@ -60,6 +60,17 @@ describe('buildFcmMessage (the v1 Message as Google documents it)', () => {
     });
   });
 
+  it('a data-only push stays a data message on Android: no android.notification even with Android fields set', () => {
+    const m = buildFcmMessage(push({ content: { data: { sync: '1' }, channelId: 'sync', tag: 't' } }), NOW);
+    expect(m.android).toEqual({ priority: 'HIGH', ttl: '2419200s' });
+  });
+
+  it('the iOS action category is not Android\'s click_action', () => {
+    const m = buildFcmMessage(push({ content: { title: 'T', actionCategory: 'REPLY' } }), NOW);
+    expect(m.android.notification).toBeUndefined();
+    expect(m.apns.payload.aps['category']).toBe('REPLY');
+  });
+
   it('merges the raw fcm override last', () => {
     const m = buildFcmMessage(push({ content: { body: 'b', fcm: { android: { direct_boot_ok: true, notification: { visibility: 'PUBLIC' } }, webpush: { headers: { Urgency: 'high' } } } } }), NOW);
     expect(m.android).toMatchObject({ direct_boot_ok: true, notification: { visibility: 'PUBLIC' }, priority: 'HIGH' });

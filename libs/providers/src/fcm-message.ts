@@ -1,6 +1,5 @@
 import { resolvePushType, type DevicePush, type PushContent } from '@herald/contracts';
-import { apsOf } from './apns-notification.ts';
-import { HERALD_MAX_STORAGE_S } from './apns-rules.ts';
+import { apsOf, expirationOf } from './apns-notification.ts';
 import { FCM_MAX_TTL_S } from './fcm-rules.ts';
 import { mergeJson } from './merge-json.ts';
 
@@ -35,7 +34,7 @@ function notificationOf(c: PushContent): FcmMessage['notification'] {
 function androidNotificationOf(c: PushContent): Json | undefined {
   const n: Json = {};
   put(n, 'channel_id', c.channelId);
-  put(n, 'click_action', c.clickAction ?? c.actionCategory);
+  put(n, 'click_action', c.clickAction);
   put(n, 'tag', c.tag);
   put(n, 'color', c.color);
   put(n, 'icon', c.icon);
@@ -58,21 +57,22 @@ export function fcmTtlSeconds(push: DevicePush, now: Date): number {
 function androidOf(push: DevicePush, now: Date): FcmMessage['android'] {
   const android: FcmMessage['android'] = { priority: push.priority === 'high' ? 'HIGH' : 'NORMAL', ttl: `${fcmTtlSeconds(push, now)}s` };
   put(android, 'collapse_key', push.collapseKey);
-  put(android, 'notification', androidNotificationOf(push.content));
+  // A data-only (background) push gets no android.notification: with one, FCM would show a tray
+  // entry and keep the data from the app's onMessageReceived while it is in the background.
+  if (resolvePushType(push.content) !== 'background') put(android, 'notification', androidNotificationOf(push.content));
   return android;
 }
 
 /** The apns block for an iOS app reached through FCM: Apple's rules apply (background at priority 5). */
 function apnsOf(push: DevicePush, now: Date): FcmMessage['apns'] {
   const background = resolvePushType(push.content) === 'background';
-  const expiration = push.nowOrNever === true ? 0 : push.expiresAt !== undefined ? Math.floor(Date.parse(push.expiresAt) / 1000) : Math.floor(now.getTime() / 1000) + HERALD_MAX_STORAGE_S;
   const headers: Record<string, string> = {
     'apns-priority': background || push.priority === 'normal' ? '5' : '10',
     'apns-push-type': background ? 'background' : 'alert',
-    'apns-expiration': String(expiration),
+    'apns-expiration': String(expirationOf(push, now)),
   };
   put(headers, 'apns-collapse-id', push.collapseKey);
-  return { headers, payload: { aps: apsOf(push.content, now) } };
+  return { headers, payload: { aps: apsOf(push.content, new Date(push.acceptedAt)) } };
 }
 
 /** The v1 Message for one device push, the `content.fcm` override merged last. `now` fixes ttl and expiration. */

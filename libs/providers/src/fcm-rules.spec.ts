@@ -40,6 +40,11 @@ describe('Google\'s Message rules (PROVIDER-RULES.md, FCM rows)', () => {
     expect(fcmMessageProblem({ ...m, apns: { ...m.apns, headers: { 'apns-push-type': 'background', 'apns-priority': '10' } } })).toMatch(/priority 5/);
   });
 
+  it('a data message to Apple devices at apns-priority 10 is refused even when labelled alert (Google: data messages to Apple devices use 5)', () => {
+    const m = buildFcmMessage(testPush('fcm', { content: { data: { k: 'v' } } }));
+    expect(fcmMessageProblem({ ...m, apns: { ...m.apns, headers: { ...m.apns.headers, 'apns-push-type': 'alert', 'apns-priority': '10' } } })).toMatch(/must use apns-priority 5/);
+  });
+
   it('collapse keys follow the 64-byte printable-ASCII rule', () => {
     const m = message();
     expect(fcmMessageProblem({ ...m, android: { ...m.android, collapse_key: '🔥' } })).toMatch(/printable ASCII/);

@@ -1,4 +1,4 @@
-import { collapseKeyProblem } from '@herald/contracts';
+import { collapseKeyProblem, FCM_RESERVED_DATA_KEY } from '@herald/contracts';
 import { APNS_MAX_PAYLOAD_BYTES, apnsPayloadBytes } from './apns-rules.ts';
 import type { FcmMessage } from './fcm-message.ts';
 
@@ -12,8 +12,7 @@ export const FCM_MAX_TTL_S = 28 * 24 * 3600;
 /** "The maximum payload for both message types is 4096 bytes." */
 export const FCM_MAX_PAYLOAD_BYTES = 4096;
 
-/** Message.data: "must not contain reserved words ("from", "message_type", or any word starting with "google" or "gcm")". */
-const RESERVED_DATA_KEY = /^(from|message_type|notification)$|^(google|gcm)/i;
+
 const COLOR = /^#[0-9a-fA-F]{6}$/;
 const DURATION = /^(\d+)(\.\d{1,9})?s$/;
 
@@ -33,7 +32,7 @@ function dataProblem(data: unknown, at: string): string | undefined {
   if (data === undefined) return undefined;
   if (!isObject(data)) return `${at} must be a map of strings`;
   for (const [key, value] of Object.entries(data)) {
-    if (RESERVED_DATA_KEY.test(key)) return `${at}.${key} is a key FCM reserves ("from", "message_type", "notification", "google…", "gcm…")`;
+    if (FCM_RESERVED_DATA_KEY.test(key)) return `${at}.${key} is a key FCM reserves ("from", "message_type", "google…", "gcm…")`;
     if (typeof value !== 'string') return `${at}.${key} must be a string (FCM data values are strings)`;
   }
   return undefined;
@@ -54,8 +53,11 @@ function androidProblem(android: Json): string | undefined {
 function apnsProblem(m: FcmMessage): string | undefined {
   const headers = m.apns.headers;
   const aps = m.apns.payload.aps;
-  const background = headers['apns-push-type'] === 'background';
-  if (background && headers['apns-priority'] === '10') return 'apns: a background (data-only) push to iOS must use apns-priority 5';
+  // Google: a data message to Apple devices (no notification, nothing shown in aps) must use priority 5.
+  const showsNothing = m.notification === undefined && ['alert', 'badge', 'sound'].every((k) => aps[k] === undefined);
+  if ((showsNothing || headers['apns-push-type'] === 'background') && headers['apns-priority'] === '10') {
+    return 'apns: a data-only (background) push to iOS must use apns-priority 5';
+  }
   const size = apnsPayloadBytes({ ...(m.data ?? {}), ...m.apns.payload });
   if (size > APNS_MAX_PAYLOAD_BYTES) return `payload too large: the APNs payload FCM forwards to iOS is ${size} bytes, the limit is ${APNS_MAX_PAYLOAD_BYTES}`;
   const collapse = headers['apns-collapse-id'];

@@ -19,13 +19,23 @@ function proxyAuthorization(proxy: ProxySettings): Record<string, string> {
 /**
  * Ask the proxy for a tunnel to host:port (HTTP CONNECT, with Proxy-Authorization when the proxy
  * has a user) and resolve with the raw socket once it answered 2xx. The caller speaks TLS over it.
+ * A proxy that accepts the connection but does not answer within `timeoutMs` fails the tunnel (a
+ * timer, not a socket timeout, which would stay on the tunnel's socket afterwards).
  */
-export function openTunnel(proxy: ProxySettings, host: string, port: number): Promise<Socket> {
+export const PROXY_CONNECT_TIMEOUT_MS = 10_000;
+
+export function openTunnel(proxy: ProxySettings, host: string, port: number, timeoutMs = PROXY_CONNECT_TIMEOUT_MS): Promise<Socket> {
   const target = authority(host, port);
   const via = authority(proxy.host, proxy.port);
   return new Promise((resolve, reject) => {
     const req = request({ host: proxy.host, port: proxy.port, method: 'CONNECT', path: target, agent: false, headers: { host: target, ...proxyAuthorization(proxy) } });
+    const timer = setTimeout(() => {
+      req.destroy();
+      reject(new ProxyTunnelError(`proxy ${via} did not answer CONNECT ${target} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    req.once('close', () => clearTimeout(timer));
     req.once('connect', (res: IncomingMessage, socket: Socket, head: Buffer) => {
+      clearTimeout(timer);
       const status = res.statusCode ?? 0;
       if (status < 200 || status > 299) {
         socket.destroy();

@@ -24,13 +24,32 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(jobConformanceIssues(voip, NOW)).toEqual([]);
   });
 
-  it('an override that breaks a header rule is refused after the merge', () => {
+  it('an override that breaks a header rule is refused after the merge, naming the override\'s header', () => {
     const issues = jobConformanceIssues(job({ content: { contentAvailable: true, apns: { headers: { 'apns-priority': '10' } } } }), NOW);
-    expect(issues).toEqual([{ path: 'content', message: 'APNs: a background push must use apns-priority 5 (Apple: BadPriority at 10)' }]);
+    expect(issues).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a background push must use apns-priority 5 (Apple: BadPriority at 10)' }]);
   });
 
-  it('says so when an expiry is beyond FCM\'s 28 days', () => {
-    expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z' }, NOW)).toEqual([expect.stringMatching(/40 days ahead: FCM stores a push at most 28 days/) as unknown]);
-    expect(jobNotices({ expiresAt: '2026-01-20T00:00:00Z' }, NOW)).toEqual([]);
+  it('an FCM override that breaks Google\'s rules names content.fcm', () => {
+    const issues = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { ttl: '9999999s' } } } }), NOW);
+    expect(issues).toEqual([{ path: 'content.fcm.android', message: expect.stringMatching(/^FCM: android.ttl is 9999999 s, beyond FCM's 4-week maximum/) as unknown }]);
+  });
+
+  it('a Live Activity at apns-priority 1 is refused (Apple allows 5 or 10)', () => {
+    const la = { liveActivity: { event: 'update' as const, contentState: { s: 1 } }, apns: { headers: { 'apns-priority': '1' as const } } };
+    expect(jobConformanceIssues(job({ content: la }), NOW)).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a Live Activity push must use apns-priority 5 or 10' }]);
+  });
+
+  it('input a serializer cannot take is a refusal, not a crash', () => {
+    const loop: Record<string, unknown> = {};
+    loop['self'] = loop;
+    const bad = { ...job({}), content: { title: 't', apns: { payload: loop } } } as unknown as PushJob;
+    expect(jobConformanceIssues(bad, NOW)[0]?.message).toMatch(/^APNs: cannot be checked: /);
+  });
+
+  it('says so when an expiry is beyond FCM\'s 28 days, only when the job can reach FCM', () => {
+    const content = { title: 't' };
+    expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content }, NOW)).toEqual([expect.stringMatching(/40 days ahead: FCM stores a push at most 28 days/) as unknown]);
+    expect(jobNotices({ expiresAt: '2026-01-20T00:00:00Z', content }, NOW)).toEqual([]);
+    expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content: { pushType: 'voip', data: { c: '1' } } }, NOW)).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { derivePushId, resolvePushType, type DevicePush, type Platform, type PushJob } from '@herald/contracts';
+import { derivePushId, isNowOrNever, resolvePushType, type DevicePush, type Platform, type PushJob } from '@herald/contracts';
 import { apnsRequestParts } from './apns-notification.ts';
 import { apnsRequestProblem, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
 import { buildFcmMessage } from './fcm-message.ts';
@@ -33,7 +33,7 @@ function samplePush(job: JobPart, platform: Platform, now: Date): DevicePush {
     priority: job.priority,
     ...(job.collapseKey !== undefined && { collapseKey: job.collapseKey }),
     ...(expiresAt !== undefined && { expiresAt }),
-    ...(job.ttl === 0 && { nowOrNever: true as const }),
+    ...(isNowOrNever(job) && { nowOrNever: true as const }),
     acceptedAt: now.toISOString(),
   };
 }
@@ -43,7 +43,24 @@ export function pushProblem(push: DevicePush, bundleId: string, now: Date = new 
   return push.platform === 'apns' ? apnsRequestProblem(apnsRequestParts(push, bundleId, now)) : fcmMessageProblem(buildFcmMessage(push, now));
 }
 
-const pathOf = (message: string): string => (/collapse/i.test(message) ? 'collapseKey' : 'content');
+/** The job field a provider's problem comes from: an override's header, the collapse key, or the content. */
+function pathOf(job: JobPart, message: string): string {
+  const header = /apns-(priority|expiration|collapse-id|push-type)/.exec(message)?.[0];
+  if (header !== undefined && job.content.apns?.headers?.[header as 'apns-priority'] !== undefined) return `content.apns.headers.${header}`;
+  if (/collapse/i.test(message)) return 'collapseKey';
+  if (/^android\./.test(message) && job.content.fcm?.android !== undefined) return 'content.fcm.android';
+  if (/^apns[.:]/.test(message) && job.content.fcm?.apns !== undefined) return 'content.fcm.apns';
+  return 'content';
+}
+
+/** A rule that throws (a bug, or input no serializer can take) is a refusal, never a crash of the door. */
+function safeProblem(job: JobPart, platform: Platform, now: Date): string | undefined {
+  try {
+    return pushProblem(samplePush(job, platform, now), 'com.example.app', now);
+  } catch (err) {
+    return `cannot be checked: ${(err as Error).message}`;
+  }
+}
 
 /**
  * Every rule a job's pushes would break at Apple or Google, checked when the job is accepted
@@ -52,14 +69,14 @@ const pathOf = (message: string): string => (/collapse/i.test(message) ? 'collap
  */
 export function jobConformanceIssues(job: JobPart, now: Date = new Date()): ConformanceIssue[] {
   return platformsFor(job.content).flatMap((platform) => {
-    const problem = pushProblem(samplePush(job, platform, now), 'com.example.app', now);
-    return problem === undefined ? [] : [{ path: pathOf(problem), message: `${platform === 'apns' ? 'APNs' : 'FCM'}: ${problem}` }];
+    const problem = safeProblem(job, platform, now);
+    return problem === undefined ? [] : [{ path: pathOf(job, problem), message: `${platform === 'apns' ? 'APNs' : 'FCM'}: ${problem}` }];
   });
 }
 
 /** Sentences for the job's status when Herald had to adapt it to a provider's limits. */
-export function jobNotices(job: Pick<PushJob, 'expiresAt'>, acceptedAt: Date): string[] {
-  if (job.expiresAt === undefined) return [];
+export function jobNotices(job: Pick<PushJob, 'expiresAt' | 'content'>, acceptedAt: Date): string[] {
+  if (job.expiresAt === undefined || !platformsFor(job.content).includes('fcm')) return [];
   const aheadS = (Date.parse(job.expiresAt) - acceptedAt.getTime()) / 1000;
   if (aheadS <= HERALD_MAX_STORAGE_S) return [];
   return [`expiresAt is ${Math.round(aheadS / 86_400)} days ahead: FCM stores a push at most 28 days, so FCM devices get android.ttl ${HERALD_MAX_STORAGE_S}s`];
