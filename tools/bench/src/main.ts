@@ -13,7 +13,7 @@ import { sandboxStats, sandboxRecordsAfter } from './sandbox-feed.ts';
 import { buildServices } from '../../../infra/local/build-services.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
-import { peakRssMb } from './proc.ts';
+import { cpuMs, peakRssMb } from './proc.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const USERS = env('BENCH_USERS', 20_000);
@@ -23,7 +23,16 @@ const RATE = process.env['BENCH_RATE'] === undefined ? undefined : env('BENCH_RA
 const RUNS = env('BENCH_RUNS', 1);
 const CONCURRENCY = env('BENCH_PUBLISH_CONCURRENCY', 64);
 
-interface RunResult { offered: string; deliveredPerSecond: number; p50: number; p95: number; p99: number; peakRssMb: Record<string, number> }
+interface RunResult {
+  offered: string;
+  deliveredPerSecond: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  peakRssMb: Record<string, number>;
+  /** CPU time per delivered device push over the measured window, µs (pushers: per push of their platform). */
+  cpuUsPerPush: Record<string, number>;
+}
 
 async function seed(sys: System): Promise<void> {
   const now = new Date();
@@ -63,6 +72,17 @@ async function publish(sys: System, until: number, rate: number | undefined, cou
 
 const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
+const cpuSnapshot = (sys: System): Map<string, number> => new Map([...sys.services].map(([name, s]) => [name, cpuMs(s.pid)]));
+
+/**
+ * CPU µs per delivered push for the services on the push path: the demuxer per device push, each
+ * pusher per push of its platform (every bench job is one APNs and one FCM push).
+ */
+function cpuPerPush(from: Map<string, number>, to: Map<string, number>, delivered: number): Record<string, number> {
+  const per = (name: string, pushes: number): number => Math.round((((to.get(name) ?? NaN) - (from.get(name) ?? NaN)) * 1000) / pushes);
+  return { demuxer: per('demuxer', delivered), 'apns-pusher': per('apns-pusher', delivered / 2), 'fcm-pusher': per('fcm-pusher', delivered / 2) };
+}
+
 function peakRss(sys: System): Record<string, number> {
   return Object.fromEntries([...sys.services].map(([name, s]) => [name, peakRssMb(s.pid)]));
 }
@@ -82,8 +102,12 @@ async function run(): Promise<RunResult> {
     const latencies: number[] = [];
     let delivered = 0;
     let cursor = 0;
+    let cpuFrom: Map<string, number> | undefined;
+    let cpuTo: Map<string, number> | undefined;
     while (Date.now() < measureTo + 2000) {
       await new Promise((r) => setTimeout(r, 1000));
+      if (cpuFrom === undefined && Date.now() >= measureFrom) cpuFrom = cpuSnapshot(sys);
+      if (cpuTo === undefined && Date.now() >= measureTo) cpuTo = cpuSnapshot(sys);
       const batch = await sandboxRecordsAfter(sys.sandbox, cursor);
       for (const r of batch) {
         cursor = Math.max(cursor, r.seq);
@@ -104,6 +128,7 @@ async function run(): Promise<RunResult> {
       p95: pct(latencies, 95),
       p99: pct(latencies, 99),
       peakRssMb: peakRss(sys),
+      cpuUsPerPush: cpuFrom !== undefined && cpuTo !== undefined ? cpuPerPush(cpuFrom, cpuTo, delivered) : {},
     };
   } finally {
     await sys.stop();
@@ -115,7 +140,7 @@ const results: RunResult[] = [];
 for (let i = 0; i < RUNS; i++) {
   const r = await run();
   results.push(r);
-  console.log(`run ${i + 1} (${r.offered}): ${r.deliveredPerSecond} pushes/s delivered; latency p50 ${r.p50} ms, p95 ${r.p95} ms, p99 ${r.p99} ms; peak RSS MB ${JSON.stringify(r.peakRssMb)}`);
+  console.log(`run ${i + 1} (${r.offered}): ${r.deliveredPerSecond} pushes/s delivered; latency p50 ${r.p50} ms, p95 ${r.p95} ms, p99 ${r.p99} ms; peak RSS MB ${JSON.stringify(r.peakRssMb)}; CPU µs per push ${JSON.stringify(r.cpuUsPerPush)}`);
 }
 const summary = {
   date: new Date().toISOString(),
@@ -129,6 +154,7 @@ const summary = {
     p50: median(results.map((r) => r.p50)),
     p95: median(results.map((r) => r.p95)),
     p99: median(results.map((r) => r.p99)),
+    ...Object.fromEntries(['demuxer', 'apns-pusher', 'fcm-pusher'].map((s) => [`cpuUs:${s}`, median(results.map((r) => r.cpuUsPerPush[s] ?? NaN))])),
   },
 };
 console.table({ median: summary.median });
