@@ -1,14 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_MIGRATIONS_DIR } from './migrations.ts';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 
 /** Migration 0015 on rows written before registrations checked and normalised tokens. */
-let t: TestDatabase;
+let t: SpecDatabase;
 beforeAll(async () => {
-  t = await createTestDatabase('token-format');
+  t = await createSpecDatabase('token_format');
   await t.db.apps.upsert({ id: 'chat' });
 });
 afterAll(async () => {
