@@ -65,7 +65,7 @@ describe('the operator dashboard, in a real headless Chromium', () => {
     await sys?.stop();
   });
 
-  it('shows a backed-up queue and its alarm, and a replay click moves a parked message back to its queue', async () => {
+  it('asks for an operator key, shows a backed-up queue and its alarm, and a replay click (confirmed past the permanent-rejection refusal) moves a parked message back', async () => {
     await scheduleSome(sys);
     // A job that can never succeed is parked by the demuxer.
     await raw.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: Buffer.from('{"id": "broken'), messageId: BROKEN_ID });
@@ -79,7 +79,7 @@ describe('the operator dashboard, in a real headless Chromium', () => {
     }
     await waitFor(
       'the monitor to raise no-consumer on push.jobs',
-      async () => (await monitorStatus(sys.service('monitor'))).alarms.some((a) => a.alarm === 'no-consumer' && a.queue === Queues.jobs),
+      async () => (await monitorStatus(sys.service('monitor'), sys.operatorKey)).alarms.some((a) => a.alarm === 'no-consumer' && a.queue === Queues.jobs),
       { timeoutMs: 30_000 },
     );
 
@@ -93,8 +93,18 @@ describe('the operator dashboard, in a real headless Chromium', () => {
     const page = context.pages()[0] ?? (await context.newPage());
     const pageErrors: string[] = [];
     page.on('pageerror', (err) => pageErrors.push(err.message));
-    await page.goto(monitorUrl(sys.service('monitor')));
+    // Without a session the dashboard is a login form (401); a wrong key is refused, the operator key opens it.
+    const login = await page.goto(monitorUrl(sys.service('monitor')));
+    expect(login?.status()).toBe(401);
+    await page.fill('#key', 'hko_not_a_real_key');
+    await page.click('button[type="submit"]');
+    await expect.poll(() => page.locator('#error').textContent()).toMatch(/unknown or revoked operator key/);
+    await page.fill('#key', sys.operatorKey);
+    await page.click('button[type="submit"]');
     await page.waitForSelector('body[data-ready="true"]');
+    await expect.poll(() => page.locator('#operator').textContent()).toBe('e2e');
+    const cookie = (await context.cookies()).find((c) => c.name === 'herald_operator_session');
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
 
     const card = page.locator(`.queue[data-queue="${Queues.jobs}"]`);
     await expect.poll(() => card.locator('.depth').getAttribute('data-depth'), { timeout: 15_000 }).toBe(String(BACKED_UP));
@@ -109,12 +119,26 @@ describe('the operator dashboard, in a real headless Chromium', () => {
     await mkdir('test-results', { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
 
+    // The broken job was parked as malformed-json, a permanent rejection: the first answer refuses
+    // and says why; the operator confirms, and it is replayed with force.
+    const dialogs: string[] = [];
+    page.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.accept();
+    });
     await replayButton.click();
-    await page.locator('#toast.show').waitFor({ state: 'visible' });
-    expect(await page.locator('#toast').textContent()).toMatch(/Replayed 1 message to push\.jobs/);
+    await expect.poll(() => page.locator('#toast').textContent(), { timeout: 15_000 }).toMatch(/Replayed 1 message to push\.jobs/);
+    expect(dialogs).toHaveLength(1);
+    expect(dialogs[0]).toMatch(/refused to replay 1 permanent rejection.*"malformed-json".*not valid JSON[\s\S]*Replay it anyway\?/);
     // Back in push.jobs (where nobody consumes it now), gone from the parked queue.
     await waitFor('the replayed job back in push.jobs', async () => (await peekMessages(sys.vhost.name, Queues.jobs, 100)).some((m) => m.properties.message_id === BROKEN_ID));
     expect((await peekMessages(sys.vhost.name, parkedQueue)).some((m) => m.properties.message_id === BROKEN_ID)).toBe(false);
+    // Both answers are in the audit log under the operator who clicked.
+    const audit = await sys.database.db.audit.list({ action: 'parked.replay' });
+    expect(audit.map((e) => [e.actor.name, e.actor.kind, e.target, e.request['force'], e.outcome])).toEqual([
+      ['e2e', 'operator', parkedQueue, true, 'ok'],
+      ['e2e', 'operator', parkedQueue, false, 'refused'],
+    ]);
     expect(pageErrors).toEqual([]);
   });
 });

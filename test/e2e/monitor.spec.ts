@@ -85,7 +85,7 @@ describe('the monitor raises and clears alarms, and tells a webhook', () => {
     })();
     try {
       await waitFor('pushes flowing', async () => (await delivered(sys.sandbox, { token: d.token })).length >= 3);
-      expect((await monitorStatus(sys.service('monitor'))).alarms).toEqual([]);
+      expect((await monitorStatus(sys.service('monitor'), sys.operatorKey)).alarms).toEqual([]);
 
       const fault = Date.now();
       await sys.service('apns-pusher').stop('SIGTERM');
@@ -97,7 +97,7 @@ describe('the monitor raises and clears alarms, and tells a webhook', () => {
       expect(firedAfter).toBeLessThanOrEqual(NO_CONSUMER_FOR_MS / 1000 + STATS_LAG_S + stoppedAfter + 3);
       expect(String(fired.body['text'])).toMatch(/FIRING.*no-consumer.*push\.apns\.send/);
       expect(await alarmMetric('no-consumer', Queues.apnsSend)).toBe(1);
-      expect((await monitorStatus(sys.service('monitor'))).alarms).toContainEqual(expect.objectContaining({ alarm: 'no-consumer', queue: Queues.apnsSend }));
+      expect((await monitorStatus(sys.service('monitor'), sys.operatorKey)).alarms).toContainEqual(expect.objectContaining({ alarm: 'no-consumer', queue: Queues.apnsSend }));
       // The alarm uses live counts; the management API's statistics (which `herald status`
       // computes from when the monitor is away) catch up within their collection interval.
       await waitFor('the management API to show the stalled queue', async () => {
@@ -106,14 +106,14 @@ describe('the monitor raises and clears alarms, and tells a webhook', () => {
       }, { timeoutMs: (STATS_LAG_S + 5) * 1000 });
 
       // `herald status` shows it, from the monitor, and computed locally when the monitor cannot be reached.
-      const viaMonitor = JSON.parse(await herald({ MONITOR_URL: monitorUrl(sys.service('monitor')) }, '--json')) as { source: string; alarms: unknown[]; queues: unknown[] };
+      const viaMonitor = JSON.parse(await herald({ MONITOR_URL: monitorUrl(sys.service('monitor')), HERALD_OPERATOR_KEY: sys.operatorKey }, '--json')) as { source: string; alarms: unknown[]; queues: unknown[] };
       expect(viaMonitor.source).toBe('monitor');
       expect(viaMonitor.alarms).toContainEqual(expect.objectContaining({ alarm: 'no-consumer', queue: Queues.apnsSend }));
       expect(viaMonitor.queues).toContainEqual(expect.objectContaining({ name: Queues.apnsSend, consumers: 0 }));
       const local = JSON.parse(await herald({ MONITOR_URL: 'http://127.0.0.1:9' }, '--json')) as { source: string; alarms: unknown[] };
       expect(local.source).toBe('local');
       expect(local.alarms).toContainEqual(expect.objectContaining({ alarm: 'no-consumer', queue: Queues.apnsSend }));
-      const table = await herald({ MONITOR_URL: monitorUrl(sys.service('monitor')) });
+      const table = await herald({ MONITOR_URL: monitorUrl(sys.service('monitor')), HERALD_OPERATOR_KEY: sys.operatorKey });
       expect(table).toMatch(/QUEUE\s+DEPTH\s+READY\s+UNACKED\s+CONSUMERS/);
       expect(table).toMatch(/active alarm\(s\):[\s\S]*no-consumer\s+push\.apns\.send/);
 
@@ -165,7 +165,7 @@ describe('the monitor raises and clears alarms, and tells a webhook', () => {
     expect(await alarmMetric('backlog', Queues.fcmSend)).toBe(1);
     expect(await alarmMetric('drain-time', Queues.fcmSend)).toBe(1);
     // Throttled, not dead: the pusher is attached, so this is not the no-consumer case.
-    expect((await monitorStatus(sys.service('monitor'))).alarms.map((a) => a.alarm)).not.toContain('no-consumer');
+    expect((await monitorStatus(sys.service('monitor'), sys.operatorKey)).alarms.map((a) => a.alarm)).not.toContain('no-consumer');
 
     const lifted = Date.now();
     await sys.database.db.rateLimits.remove({ platform: 'fcm' });

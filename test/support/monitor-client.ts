@@ -19,8 +19,9 @@ export interface MonitorStatus {
   alarms: StatusAlarm[];
 }
 
-export async function monitorStatus(monitor: ServiceProcess): Promise<MonitorStatus> {
-  const res = await fetch(`${monitorUrl(monitor)}/api/status`);
+/** The monitor's /api/status, with an operator key (the monitor's /api needs one). */
+export async function monitorStatus(monitor: ServiceProcess, operatorKey: string): Promise<MonitorStatus> {
+  const res = await fetch(`${monitorUrl(monitor)}/api/status`, { headers: { authorization: `Bearer ${operatorKey}` } });
   if (!res.ok) throw new Error(`monitor /api/status: ${res.status}`);
   return (await res.json()) as MonitorStatus;
 }

@@ -25,6 +25,8 @@ export interface System {
   services: Map<string, ServiceProcess>;
   /** The environment every service of this system was started with. */
   env: Record<string, string>;
+  /** An operator key (kind operator, name "e2e") for the monitor's dashboard and the admin routes. */
+  operatorKey: string;
   service(name: ServiceName): ServiceProcess;
   stop(): Promise<void>;
 }
@@ -49,6 +51,7 @@ export async function startSystem(options: { only?: readonly string[]; env?: Rec
     logger,
     seedApps: [DEMO_APP],
   });
+  const operatorKey = (await database.db.apiKeys.createOperator('e2e')).key;
   const env = {
     AMQP_URL: vhost.amqpUrl,
     DATABASE_URL: database.url,
@@ -78,6 +81,7 @@ export async function startSystem(options: { only?: readonly string[]; env?: Rec
     client,
     services,
     env,
+    operatorKey,
     service(name) {
       const s = services.get(name);
       if (s === undefined) throw new Error(`service ${name} is not part of this system`);

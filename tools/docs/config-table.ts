@@ -28,7 +28,7 @@ const sections: Array<[string, ConfigSpec]> = [
   ['api', only(apiConfig, commonConfig)],
   ['webhook-fanout', only(fanoutConfig, commonConfig)],
   ['webhook-pusher (also reads the pushers\' PUSHER_*, LEDGER_* and RATE_LIMIT_* settings above)', only(webhookPusherConfig, pusherConfig)],
-  ['monitor', { HTTP_PORT: monitorConfig.HTTP_PORT, ...only(monitorConfig, commonConfig) }],
+  ['monitor', { HTTP_PORT: monitorConfig.HTTP_PORT, HTTP_HOST: monitorConfig.HTTP_HOST, ...only(monitorConfig, commonConfig) }],
   ['sandbox', sandboxConfig],
   ['herald CLI', only(cliConfig, commonConfig)],
 ];

@@ -1,11 +1,13 @@
-import { ApiKeyCreate, AppCreate, AppRotate, AppUpdate, type AppView } from '@herald/contracts';
-import { AppAdminError, type ApiKeyRepository, type AppCredentialStore, type AppRow, type ConnectionSummary } from '@herald/db';
+import { ApiKeyCreate, AppCreate, AppRotate, AppUpdate, OperatorKeyCreate, type AppView, type OperatorKeyCreated } from '@herald/contracts';
+import { AppAdminError, type ApiKeyRepository, type AppCredentialStore, type AppRow, type AuditLog, type ConnectionSummary } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 
 export interface AdminDeps {
   store: AppCredentialStore;
   list(): Promise<AppRow[]>;
-  keys: Pick<ApiKeyRepository, 'create' | 'revoke'>;
+  keys: Pick<ApiKeyRepository, 'create' | 'revoke' | 'createOperator' | 'findOperatorByKey'>;
+  /** Every admin write is recorded: who (operator key or the bootstrap admin key), what, when. */
+  audit: AuditLog;
 }
 
 const NO_CONNECTION: ConnectionSummary = { host: null, port: null, ca: false, proxy: false };
@@ -49,4 +51,10 @@ export async function createKey(body: unknown, d: AdminDeps) {
   const input = parseBody(ApiKeyCreate, body);
   const { key, row } = await d.keys.create(input.team, input.apps);
   return { id: row.id, key, team: row.team, apps: row.apps };
+}
+
+export async function createOperatorKey(body: unknown, d: AdminDeps): Promise<OperatorKeyCreated> {
+  const input = parseBody(OperatorKeyCreate, body);
+  const { key, row } = await d.keys.createOperator(input.name);
+  return { id: row.id, key, name: row.team, kind: 'operator' };
 }

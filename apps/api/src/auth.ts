@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { hashApiKey, keyAllowsApp, type ApiKeyRow } from '@herald/db';
 import { ApiError } from './api-error.ts';
 
@@ -39,13 +38,4 @@ export function createKeyAuthenticator(keys: KeyLookup, ttlMs: number, now = Dat
 /** 403 unless the key may act for the app. */
 export function requireApp(key: ApiKeyRow, app: string): void {
   if (!keyAllowsApp(key, app)) throw new ApiError(403, 'app-not-allowed', `this API key (team ${key.team}) may not act for app "${app}"`);
-}
-
-const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
-
-/** Admin routes: the configured admin key, compared in constant time. */
-export function requireAdmin(headers: Record<string, string | string[] | undefined>, adminKey: string | undefined): void {
-  if (adminKey === undefined) throw new ApiError(404, 'admin-disabled', 'the admin API is disabled (HERALD_ADMIN_KEY is not set)');
-  const key = presentedKey(headers);
-  if (key === undefined || !timingSafeEqual(digest(key), digest(adminKey))) throw new ApiError(401, 'unauthorized', 'the admin key is missing or wrong');
 }

@@ -1,10 +1,10 @@
-import { commonConfig, int, optionalStr, webhookSubscriptionConfig } from '@herald/config';
+import { bindAddress, commonConfig, int, optionalStr, webhookSubscriptionConfig } from '@herald/config';
 
 export const apiConfig = {
   ...commonConfig,
   ...webhookSubscriptionConfig,
   API_PORT: int('Port of the HTTP API for teams (0 picks a free port)', { default: '8080', min: 0, max: 65535 }),
-  API_HOST: optionalStr('Interface the HTTP API listens on (default: all)'),
+  API_HOST: bindAddress('Address the HTTP API listens on (0.0.0.0: every IPv4 interface, :: every interface)'),
   API_BODY_LIMIT_BYTES: int('Largest request body the API reads; larger ones are answered 413', { default: '2097152', min: 1024 }),
   API_KEY_CACHE_TTL_MS: int('How long a looked-up API key (or its absence) is cached; a revoked key stops working within this', {
     default: '5000',
@@ -12,5 +12,5 @@ export const apiConfig = {
   }),
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
   HERALD_SECRET_KEY: optionalStr('32-byte key (64 hex characters or base64) that seals app credentials at rest (AES-256-GCM)', { secret: true }),
-  HERALD_ADMIN_KEY: optionalStr('Bearer key for the admin routes (/admin/...); unset disables them', { secret: true }),
+  HERALD_ADMIN_KEY: optionalStr('Bootstrap bearer key for the admin routes (/admin/...), beside operator keys (herald keys create --operator); unset: operator keys only', { secret: true }),
 } as const;

@@ -1,8 +1,9 @@
 import { jobConformanceIssues, jobNotices } from '@herald/providers';
-import { JobBatch, MAX_BATCH_JOBS, PushJob, scheduleProblem, type JobAccepted, type JobStatus } from '@herald/contracts';
-import type { AcceptResult, ApiKeyRow, AppRow, JobRecord, JobStatusRecord } from '@herald/db';
+import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
+import type { AcceptResult, ApiKeyRow, AppRow, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
+import { toJobPushList, toJobStatus } from './job-status.ts';
 import type { PublishTimings } from './request-metrics.ts';
 
 export interface JobServiceDeps {
@@ -16,6 +17,7 @@ export interface JobServiceDeps {
     forget(ids: readonly string[]): Promise<void>;
     get(id: string): Promise<JobRecord | undefined>;
     status(id: string): Promise<JobStatusRecord | undefined>;
+    pushes(id: string, page: { limit: number; after?: string }): Promise<PushRecord[]>;
   };
   apps: { get(id: string): Promise<AppRow | undefined> };
   /** Resolves once RabbitMQ confirmed the job (the client library's publishPushJob). */
@@ -147,21 +149,15 @@ export async function jobStatus(id: string, key: ApiKeyRow, deps: JobServiceDeps
   await visibleJob(id, key, deps);
   const s = await deps.jobs.status(id);
   if (s === undefined) throw new ApiError(404, 'unknown-job', `no job "${id}"`);
-  const n = (outcome: string): number => s.outcomes[outcome] ?? 0;
-  return {
-    id: s.job.id,
-    app: s.job.app,
-    acceptedAt: s.job.acceptedAt.toISOString(),
-    published: s.job.publishedAt !== null,
-    demuxOutcome: s.job.demuxOutcome,
-    targeted: s.job.targeted,
-    delivered: n('delivered'),
-    invalid: n('invalid'),
-    expired: n('expired'),
-    parked: n('parked'),
-    scheduled: s.scheduled,
-    notices: s.job.notices,
-  };
+  return toJobStatus(s);
+}
+
+/** A page of the job's device pushes and what became of each (GET /v1/jobs/:id/pushes?limit=&after=). */
+export async function jobPushes(id: string, query: unknown, key: ApiKeyRow, deps: JobServiceDeps): Promise<JobPushList> {
+  const page = parseBody(JobPushesQuery, query);
+  await visibleJob(id, key, deps);
+  const rows = await deps.jobs.pushes(id, { limit: page.limit, ...(page.after !== undefined && { after: page.after }) });
+  return toJobPushList(rows, page.limit);
 }
 
 /** Cancel the job's pushes still scheduled; those already released to the send queues are not recalled. */

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '@herald/config';
 import { Exchanges, Queues } from '@herald/contracts';
-import { cancelJob, createAppCache, createAppCredentialStore, createDatabase, createSecretBox } from '@herald/db';
+import { cancelJob, createAppCache, createAppCredentialStore, createDatabase, createSecretBox, listUserDevices } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import { createJobRecords } from './job-records.ts';
@@ -29,16 +29,18 @@ await runService('api', config, async ({ logger, registry }) => {
     resourceTypes: config.WEBHOOK_RESOURCE_TYPES,
     allowHttpLocalhost: config.WEBHOOK_ALLOW_HTTP_LOCALHOST,
     cancel: (jobId) => cancelJob(db, jobId),
+    preferences: db.preferences,
+    userDevices: (app, userId, limit) => listUserDevices(db.kysely, app, userId, limit),
     keys: db.apiKeys,
-    admin: { store: createAppCredentialStore(db.kysely, box), list: () => db.apps.list(), keys: db.apiKeys },
+    admin: { store: createAppCredentialStore(db.kysely, box), list: () => db.apps.list(), keys: db.apiKeys, audit: db.audit },
     adminKey: config.HERALD_ADMIN_KEY,
     bodyLimitBytes: config.API_BODY_LIMIT_BYTES,
     keyCacheTtlMs: config.API_KEY_CACHE_TTL_MS,
     logger,
     registry,
   });
-  await server.listen({ port: config.API_PORT, host: config.API_HOST ?? '0.0.0.0' });
-  logger.info({ apiPort: (server.server.address() as AddressInfo).port }, 'HTTP API listening');
+  await server.listen({ port: config.API_PORT, host: config.API_HOST });
+  logger.info({ apiPort: (server.server.address() as AddressInfo).port, apiHost: config.API_HOST }, 'HTTP API listening');
   return {
     stop: async () => {
       await server.close();

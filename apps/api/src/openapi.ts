@@ -15,6 +15,8 @@ import {
   JobBatchAccepted,
   JobCancelled,
   JobStatus,
+  OperatorKeyCreate,
+  OperatorKeyCreated,
   PushJob,
   SubscriptionCreate,
   SubscriptionCreated,
@@ -22,9 +24,11 @@ import {
   SubscriptionView,
 } from '@herald/contracts';
 import { z } from 'zod';
+import { DEVICE_LIST_OPERATION, PREFERENCE_INPUTS, PREFERENCE_PATHS, PREFERENCE_SCHEMAS } from './openapi-preferences.ts';
+import { JOB_PUSH_PATHS, JOB_PUSH_SCHEMAS } from './openapi-job-pushes.ts';
 
 /** Every schema the document names, straight from libs/contracts: the API validates with these same objects. */
-const SCHEMAS = { PushJob, JobBatch, JobAccepted, JobBatchAccepted, JobStatus, JobCancelled, DeviceRegister, DeviceUnregister, AppCreate, AppUpdate, AppRotate, AppView, ApiKeyCreate, ApiKeyCreated, ApiError, SubscriptionCreate, SubscriptionCreated, SubscriptionView, SubscriptionList, ChangePublish, ChangeAccepted };
+const SCHEMAS = { PushJob, JobBatch, JobAccepted, JobBatchAccepted, JobStatus, JobCancelled, DeviceRegister, DeviceUnregister, AppCreate, AppUpdate, AppRotate, AppView, ApiKeyCreate, ApiKeyCreated, ApiError, SubscriptionCreate, SubscriptionCreated, SubscriptionView, SubscriptionList, ChangePublish, ChangeAccepted, OperatorKeyCreate, OperatorKeyCreated, ...PREFERENCE_SCHEMAS, ...JOB_PUSH_SCHEMAS };
 type SchemaName = keyof typeof SCHEMAS;
 
 function component(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
@@ -54,10 +58,13 @@ const PATHS = {
     get: { summary: "A job's status", security: team, parameters: jobId, responses: { '200': answer('status', 'JobStatus'), ...errors(401, 404) } },
     delete: { summary: "Cancel a job's scheduled pushes", security: team, parameters: jobId, responses: { '200': answer('cancelled', 'JobCancelled'), ...errors(401, 404) } },
   },
+  ...JOB_PUSH_PATHS,
   '/v1/devices': {
+    get: DEVICE_LIST_OPERATION,
     post: { summary: 'Register a device', security: team, requestBody: body('DeviceRegister'), responses: { '202': answer('published to push.registrations'), ...errors(400, 401, 403, 413, 415, 422, 503) } },
     delete: { summary: 'Unregister a device', security: team, requestBody: body('DeviceUnregister'), responses: { '202': answer('published to push.registrations'), ...errors(400, 401, 403, 413, 415, 422, 503) } },
   },
+  ...PREFERENCE_PATHS,
   '/v1/subscriptions': {
     post: { summary: 'Subscribe a callback URL to a resource (or "*" for every resource of the type); the secret is returned once', security: team, requestBody: body('SubscriptionCreate'), responses: { '201': answer('created', 'SubscriptionCreated'), ...errors(400, 401, 413, 415, 422, 503) } },
     get: { summary: "The team's subscriptions (never their secrets)", security: team, responses: { '200': answer('subscriptions', 'SubscriptionList'), ...errors(401) } },
@@ -85,18 +92,21 @@ const PATHS = {
     put: { summary: "Rotate an app's credentials (pushers switch without a restart)", security: admin, parameters: appId, requestBody: body('AppRotate'), responses: { '200': answer('rotated', 'AppView'), ...errors(400, 401, 404) } },
   },
   '/admin/keys': { post: { summary: 'Create a team API key (shown once)', security: admin, requestBody: body('ApiKeyCreate'), responses: { '201': answer('created', 'ApiKeyCreated'), ...errors(400, 401) } } },
+  '/admin/operator-keys': {
+    post: { summary: "Create an operator key for a person (shown once): the monitor's dashboard, its write actions and these admin routes", security: admin, requestBody: body('OperatorKeyCreate'), responses: { '201': answer('created', 'OperatorKeyCreated'), ...errors(400, 401) } },
+  },
 };
 
 /** The OpenAPI 3.1 document, generated from the contract schemas (built once, at start-up). */
 export function openApiDocument(): Record<string, unknown> {
-  const inputs = new Set<SchemaName>(['PushJob', 'JobBatch', 'DeviceRegister', 'DeviceUnregister', 'AppCreate', 'AppUpdate', 'AppRotate', 'ApiKeyCreate', 'SubscriptionCreate', 'ChangePublish']);
-  const schemas = Object.fromEntries(Object.entries(SCHEMAS).map(([name, s]) => [name, component(s, inputs.has(name as SchemaName) ? 'input' : 'output')]));
+  const inputs = new Set<SchemaName>(['PushJob', 'JobBatch', 'DeviceRegister', 'DeviceUnregister', 'AppCreate', 'AppUpdate', 'AppRotate', 'ApiKeyCreate', 'OperatorKeyCreate', 'SubscriptionCreate', 'ChangePublish']);
+  const schemas = Object.fromEntries(Object.entries(SCHEMAS).map(([name, s]) => [name, component(s, inputs.has(name as SchemaName) || PREFERENCE_INPUTS.has(name) ? 'input' : 'output')]));
   return {
     openapi: '3.1.0',
-    info: { title: 'Herald HTTP API', version: '1', description: 'Publish push jobs, manage devices, read job status, manage webhook subscriptions and publish change events. Every body is validated with the schemas below.' },
+    info: { title: 'Herald HTTP API', version: '1', description: 'Publish push jobs, manage devices and per-app opt-outs and mutes, read job status, manage webhook subscriptions and publish change events. Every body is validated with the schemas below.' },
     components: {
       schemas,
-      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'team API key (herald keys create)' }, adminKey: { type: 'http', scheme: 'bearer', description: 'HERALD_ADMIN_KEY' } },
+      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'team API key (herald keys create)' }, adminKey: { type: 'http', scheme: 'bearer', description: 'an operator key (herald keys create --operator <name>; who acted goes into the audit log) or the bootstrap HERALD_ADMIN_KEY; every admin write is audited' } },
     },
     paths: PATHS,
   };

@@ -3,10 +3,11 @@ import type { ApiKeyRow } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { Registry } from '@herald/runtime';
 import { ApiError, fromFastifyError } from './api-error.ts';
-import { requireAdmin, type KeyLookup, createKeyAuthenticator } from './auth.ts';
-import { acceptJob, acceptJobs, cancelJob, jobStatus, type JobServiceDeps } from './job-service.ts';
+import { type KeyLookup, createKeyAuthenticator } from './auth.ts';
+import { acceptJob, acceptJobs, cancelJob, jobPushes, jobStatus, type JobServiceDeps } from './job-service.ts';
 import { registerDevice, unregisterDevice, type DeviceServiceDeps } from './device-service.ts';
-import { createApp, createKey, listApps, rotateApp, setEnabled, updateApp, type AdminDeps } from './admin-service.ts';
+import type { AdminDeps } from './admin-service.ts';
+import { adminRoutes } from './admin-routes.ts';
 import { openApiDocument } from './openapi.ts';
 import { instrumentRequests, type PublishTimings, type RequestMetrics } from './request-metrics.ts';
 import {
@@ -18,8 +19,11 @@ import {
   type SubscriptionServiceDeps,
 } from './subscription-service.ts';
 import { acceptChange, type ChangeServiceDeps } from './change-service.ts';
+import { registerPreferenceRoutes } from './preference-routes.ts';
+import type { PreferenceServiceDeps } from './preference-service.ts';
+import type { UserDevicesServiceDeps } from './user-devices-service.ts';
 
-export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps, SubscriptionServiceDeps, ChangeServiceDeps {
+export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps, SubscriptionServiceDeps, ChangeServiceDeps, PreferenceServiceDeps, UserDevicesServiceDeps {
   keys: KeyLookup;
   admin: AdminDeps;
   adminKey: string | undefined;
@@ -67,6 +71,7 @@ function teamRoutes(app: FastifyInstance, deps: ApiServerDeps, metrics: RequestM
   }));
   app.post('/v1/jobs::batch', team(async (req, key, reply) => reply.status(202).send({ results: await publishing(reply, (t) => acceptJobs(req.body, key, deps, t)) })));
   app.get('/v1/jobs/:id', team(async (req, key) => jobStatus(req.params.id, key, deps)));
+  app.get('/v1/jobs/:id/pushes', team(async (req, key) => jobPushes(req.params.id, req.query, key, deps)));
   app.delete('/v1/jobs/:id', team(async (req, key) => cancelJob(req.params.id, key, deps)));
   app.post('/v1/devices', team(async (req, key, reply) => {
     await registerDevice(req.body, key, deps);
@@ -85,21 +90,7 @@ function teamRoutes(app: FastifyInstance, deps: ApiServerDeps, metrics: RequestM
   }));
   app.post('/v1/subscriptions/:id/enable', team(async (req, key) => enableSubscription(req.params.id, key, deps)));
   app.post('/v1/changes', team(async (req, _key, reply) => reply.status(202).send(await acceptChange(req.body, deps))));
-}
-
-function adminRoutes(app: FastifyInstance, deps: ApiServerDeps): void {
-  const admin = (fn: (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => Promise<unknown>): Handler => async (req, reply) => {
-    requireAdmin(req.headers, deps.adminKey);
-    return fn(req, reply);
-  };
-  const d = deps.admin;
-  app.get('/admin/apps', admin(async () => listApps(d)));
-  app.post('/admin/apps', admin(async (req, reply) => reply.status(201).send(await createApp(req.body, d))));
-  app.patch('/admin/apps/:id', admin(async (req) => updateApp(req.params.id, req.body, d)));
-  app.post('/admin/apps/:id/disable', admin(async (req) => setEnabled(req.params.id, false, d)));
-  app.post('/admin/apps/:id/enable', admin(async (req) => setEnabled(req.params.id, true, d)));
-  app.put('/admin/apps/:id/credentials', admin(async (req) => rotateApp(req.params.id, req.body, d)));
-  app.post('/admin/keys', admin(async (req, reply) => reply.status(201).send(await createKey(req.body, d))));
+  registerPreferenceRoutes(app, team, deps);
 }
 
 /** The team-facing HTTP API: JSON only, bodies up to bodyLimitBytes, every refusal a clear 4xx. */

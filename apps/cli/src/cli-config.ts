@@ -1,4 +1,4 @@
-import { commonConfig, loadConfig, str, url, type ConfigOf, type VarSpec } from '@herald/config';
+import { commonConfig, loadConfig, optionalStr, str, url, type ConfigOf, type VarSpec } from '@herald/config';
 import { parseThresholds, type ThresholdConfig } from '@herald/monitoring';
 
 export const cliConfig = {
@@ -9,6 +9,7 @@ export const cliConfig = {
     default: 'http://guest:guest@127.0.0.1:15672/api',
   }),
   MONITOR_URL: url(['http', 'https'], 'The monitor (dashboard and /api/status) that `herald status` asks first', { default: 'http://127.0.0.1:9470' }),
+  HERALD_OPERATOR_KEY: optionalStr('Operator key `herald status` shows the monitor (its /api needs one); unset: status is computed from RabbitMQ', { secret: true }),
   MONITOR_THRESHOLDS: {
     description: 'Alarm thresholds `herald status` applies when the monitor is not reachable (same JSON as the monitor\'s)',
     default: '{}',

@@ -7,16 +7,24 @@ import { registerLimitCommands } from './commands/limit-commands.ts';
 import { registerScheduleCommands } from './commands/schedule-commands.ts';
 import { registerAppCommands } from './commands/app-commands.ts';
 import { registerKeyCommands } from './commands/key-commands.ts';
+import { registerAuditCommand } from './commands/audit-command.ts';
+import { registerPreferenceCommands } from './commands/preference-commands.ts';
+import { heraldVersion } from './version.ts';
 
-const program = new Command('herald').description('Herald push delivery: send, register, inspect').showHelpAfterError();
+const program = new Command('herald')
+  .description('Herald push delivery: send, register, inspect')
+  .version(heraldVersion(), '-V, --version', "print Herald's version")
+  .showHelpAfterError();
 registerPublishCommands(program);
 registerAdminCommands(program);
+registerPreferenceCommands(program);
 registerStatusCommand(program);
 registerParkedCommands(program);
 registerLimitCommands(program);
 registerScheduleCommands(program);
 registerAppCommands(program);
 registerKeyCommands(program);
+registerAuditCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -12,7 +12,7 @@ export function createDemuxerMetrics(registry: Registry): DemuxerMetrics {
   return {
     jobs: new Counter({
       name: 'herald_demuxer_jobs_total',
-      help: 'Push jobs handled by the demuxer, by outcome (fanned-out, no-devices, expired, parked)',
+      help: 'Push jobs handled by the demuxer, by outcome (fanned-out, no-devices, skipped: every device skipped for opt-outs or mutes, expired, parked)',
       labelNames: ['outcome'],
       registers: [registry],
     }),

@@ -1,18 +1,17 @@
 import { PushJob, decodeWith, jobExpiry, scheduleProblem, targetUsers } from '@herald/contracts';
-import type { AppRow, TargetDevice } from '@herald/db';
+import type { AppRow, AudienceDevice, DemuxEntry, TargetRequest } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import { jobConformanceIssues, jobNotices } from '@herald/providers';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
-import { devicePushesFor, reachableDevices, toSendMessage } from './fan-out.ts';
+import { toSendMessage } from './fan-out.ts';
+import { planJob, type JobPlan } from './job-plan.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
 
 export interface DemuxerDeps {
   targets: {
-    findTargets(
-      requests: ReadonlyArray<{ key: string; app: string; userIds: readonly string[]; category: string; objectId?: string }>,
-      now: Date,
-    ): Promise<Map<string, TargetDevice[]>>;
+    /** Every active device of the requests' users, each with why it is skipped (opt-out, mute) or null. */
+    findAudience(requests: readonly TargetRequest[], now: Date): Promise<Map<string, AudienceDevice[]>>;
   };
   apps: { get(id: string): Promise<AppRow | undefined> };
   publisher: Publisher;
@@ -20,17 +19,22 @@ export interface DemuxerDeps {
   scheduling: SchedulingDeps;
   metrics: DemuxerMetrics;
   logger: Logger;
-  /** Job status: how many device pushes each job targeted (read by the HTTP API's GET /v1/jobs/:id). */
-  jobs?: { recordDemux(entries: ReadonlyArray<{ id: string; app: string; targeted: number; outcome: string }>): Promise<void> };
+  /**
+   * Job status (GET /v1/jobs/:id): what each job targeted and the outcomes decided here, written
+   * before its pushes are published so no push's outcome is ever counted against an unknown total.
+   * Parked jobs are recorded by the consumer's onParked (job-parks.ts).
+   */
+  jobs?: { recordDemux(entries: readonly DemuxEntry[]): Promise<void> };
   now?: () => Date;
 }
 
-type Accepted = { index: number; job: PushJob; acceptedAt: Date };
+type Accepted = { index: number; job: PushJob; acceptedAt: Date; expired: boolean };
 const ack: Outcome = { kind: 'ack' };
 
 /**
  * Job → one DevicePush per valid device of each target user. A batch of jobs costs one
- * targeting query, and the input is acked only after every emitted push is confirmed.
+ * targeting query and one status write, and the input is acked only after every emitted push is
+ * confirmed (or stored, for later).
  */
 export function createDemuxerHandler(deps: DemuxerDeps) {
   const now = deps.now ?? (() => new Date());
@@ -43,7 +47,8 @@ export function createDemuxerHandler(deps: DemuxerDeps) {
       else accepted.push({ index, ...checked });
     }
     if (accepted.length === 0) return outcomes;
-    const targets = await deps.targets.findTargets(
+    const at = now();
+    const audience = await deps.targets.findAudience(
       accepted.map(({ index, job }) => ({
         key: String(index),
         app: job.app,
@@ -51,30 +56,17 @@ export function createDemuxerHandler(deps: DemuxerDeps) {
         category: job.category,
         ...(job.objectId !== undefined && { objectId: job.objectId }),
       })),
-      now(),
+      at,
     );
-    for (const a of accepted) targets.set(String(a.index), reachableDevices(a.job, targets.get(String(a.index)) ?? []));
-    const publishing = accepted.map((a) => fanOut(a, targets.get(String(a.index)) ?? [], deps, now()).then((o) => (outcomes[a.index] = o)));
-    await Promise.all(publishing);
-    await recordDemux(accepted, targets, outcomes, deps);
+    const plans = accepted.map((a) => planJob(a.job, a.acceptedAt, audience.get(String(a.index)) ?? [], a.expired, at, deps.scheduling.slackMs));
+    await deps.jobs?.recordDemux(accepted.map((a, i) => demuxEntry(a, plans[i] as JobPlan)));
+    await Promise.all(accepted.map((a, i) => fanOut(a, plans[i] as JobPlan, deps, at)));
     return outcomes;
   };
 }
 
-/** Best effort: job status is advisory and must not hold up (or fail) delivery. */
-async function recordDemux(accepted: Accepted[], targets: Map<string, TargetDevice[]>, outcomes: Outcome[], deps: DemuxerDeps): Promise<void> {
-  if (deps.jobs === undefined) return;
-  const entries = accepted.map(({ index, job, acceptedAt }) => {
-    const outcome = outcomes[index];
-    const targeted = (targets.get(String(index)) ?? []).length;
-    const label = outcome?.kind === 'park' ? `parked: ${outcome.code}` : targeted === 0 ? 'no-devices' : 'fanned-out';
-    return { id: job.id, app: job.app, targeted: outcome?.kind === 'park' ? 0 : targeted, outcome: label, notices: jobNotices(job, acceptedAt) };
-  });
-  try {
-    await deps.jobs.recordDemux(entries);
-  } catch (err) {
-    deps.logger.warn({ err, jobs: entries.length }, 'job status not recorded for these jobs');
-  }
+function demuxEntry({ job, acceptedAt }: Accepted, plan: JobPlan): DemuxEntry {
+  return { id: job.id, app: job.app, targeted: plan.targeted, outcome: plan.label, notices: jobNotices(job, acceptedAt), noDevice: plan.noDevice, pushes: plan.outcomes };
 }
 
 /** Validate one job; returns a final outcome, or the job to target. */
@@ -95,32 +87,27 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
   }
   const acceptedAt = job.acceptedAt !== undefined ? new Date(job.acceptedAt) : at;
   const expiry = jobExpiry(job, acceptedAt);
-  if (expiry !== undefined && expiry <= at) {
-    deps.metrics.jobs.inc({ outcome: 'expired' });
-    deps.logger.info({ jobId: job.id, expiresAt: expiry.toISOString() }, 'job expired before fan-out: dropped');
-    return ack;
-  }
+  // An expired job is still targeted: its status counts each push it would have made as expired.
+  const expired = expiry !== undefined && expiry <= at;
+  if (expired) deps.logger.info({ jobId: job.id, expiresAt: expiry.toISOString() }, 'job expired before fan-out: dropped');
   if (job.trace === true) deps.logger.info({ jobId: job.id, trace: true, attempt: message.attempt }, 'trace: demuxer accepted job');
-  return { job, acceptedAt };
+  return { job, acceptedAt, expired };
 }
 
-async function fanOut(a: Accepted, devices: readonly TargetDevice[], deps: DemuxerDeps, at: Date): Promise<Outcome> {
+async function fanOut(a: Accepted, plan: JobPlan, deps: DemuxerDeps, at: Date): Promise<void> {
   const { job } = a;
-  if (devices.length === 0) {
-    deps.metrics.jobs.inc({ outcome: 'no-devices' });
+  deps.metrics.jobs.inc({ outcome: plan.label });
+  const pushes = job.deliverAt === undefined || a.expired ? plan.split.now : await scheduleLater(job, plan.split, deps, at);
+  if (plan.label !== 'fanned-out') {
     // Counted, and shown in the job's status; logged at info only when traced.
-    deps.logger[job.trace === true ? 'info' : 'debug']({ jobId: job.id, users: targetUsers(job).length }, 'job has no deliverable devices');
-    return ack;
+    deps.logger[job.trace === true ? 'info' : 'debug']({ jobId: job.id, users: targetUsers(job).length, outcome: plan.label }, 'job has nothing to send');
+    return;
   }
-  const all = devicePushesFor(job, devices, a.acceptedAt);
-  const pushes = job.deliverAt === undefined ? all : await scheduleLater(job, all, devices, deps, at);
   await deps.publisher.publishMany(pushes.map(toSendMessage));
   for (const p of pushes) deps.metrics.devicePushes.inc({ platform: p.platform });
-  deps.metrics.jobs.inc({ outcome: 'fanned-out' });
   if (job.trace === true) {
     deps.logger.info({ jobId: job.id, trace: true, pushIds: pushes.map((p) => p.pushId) }, 'trace: demuxer emitted device pushes');
   }
-  return ack;
 }
 
 function park(deps: DemuxerDeps, code: string, reason: string, job?: PushJob): Outcome {

@@ -17,7 +17,7 @@ import type { OutboundMessage } from '@herald/messaging';
  * registered for them, every other push only device tokens. (Apple refuses a push sent to a token
  * of another kind with DeviceTokenNotForTopic, which would invalidate a good token.)
  */
-export function reachableDevices(job: PushJob, devices: readonly TargetDevice[]): TargetDevice[] {
+export function reachableDevices<D extends TargetDevice>(job: PushJob, devices: readonly D[]): D[] {
   const kind = tokenKindFor(job.content.apns?.headers?.['apns-push-type'] ?? resolvePushType(job.content));
   return devices.filter((d) => d.tokenKind === kind);
 }

@@ -6,6 +6,7 @@ import { runService } from '@herald/runtime';
 import { demuxerConfig } from './config.ts';
 import { createDemuxerHandler } from './demuxer.ts';
 import { createDemuxerMetrics } from './demuxer-metrics.ts';
+import { recordParkedJobs } from './job-parks.ts';
 import { WaveMonitor } from './wave-monitor.ts';
 
 const config = loadConfig(demuxerConfig, process.env);
@@ -33,6 +34,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     batch: { maxSize: config.DEMUXER_BATCH_SIZE, maxWaitMs: config.DEMUXER_BATCH_WAIT_MS },
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
     handle,
+    onParked: recordParkedJobs(db.jobs),
   });
   return {
     stop: async (timeoutMs) => {

@@ -1,8 +1,8 @@
 import type { DevicePush, PushJob } from '@herald/contracts';
-import type { ScheduledPushInput, TargetDevice } from '@herald/db';
+import type { ScheduledPushInput } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
-import { splitBySchedule } from './schedule-split.ts';
+import type { ScheduleSplit } from './schedule-split.ts';
 import type { WaveMonitor } from './wave-monitor.ts';
 
 export interface SchedulingDeps {
@@ -19,18 +19,18 @@ interface Deps {
 }
 
 /**
- * For a job with deliverAt: store the pushes due later (committed before this resolves) and
- * return the ones due now, for the caller to publish. Expiring-before-due pushes are dropped.
+ * For a job with deliverAt, split by splitBySchedule: store the pushes due later (committed
+ * before this resolves) and return the ones due now, for the caller to publish. Expiring-before-due
+ * pushes are dropped (the caller has recorded them in the job's status).
  */
-export async function scheduleLater(job: PushJob, pushes: readonly DevicePush[], devices: readonly TargetDevice[], deps: Deps, now: Date): Promise<DevicePush[]> {
+export async function scheduleLater(job: PushJob, split: ScheduleSplit, deps: Deps, now: Date): Promise<DevicePush[]> {
   const { metrics, logger, scheduling } = deps;
-  const split = splitBySchedule(job, pushes, devices, now, scheduling.slackMs);
   if (split.later.length > 0) await scheduling.store.schedule(split.later);
   for (const p of split.later) metrics.scheduled.inc({ platform: p.push.platform, outcome: 'stored' });
   for (const p of split.now) metrics.scheduled.inc({ platform: p.platform, outcome: 'due-now' });
-  if (split.expired > 0) {
-    metrics.scheduled.inc({ platform: pushes[0]?.platform ?? 'apns', outcome: 'expired' }, split.expired);
-    logger.info({ jobId: job.id, expired: split.expired }, 'scheduled pushes would expire before they are due: dropped');
+  for (const p of split.expired) metrics.scheduled.inc({ platform: p.platform, outcome: 'expired' });
+  if (split.expired.length > 0) {
+    logger.info({ jobId: job.id, expired: split.expired.length }, 'scheduled pushes would expire before they are due: dropped');
   }
   if (split.timezoneFallbacks > 0) {
     metrics.timezoneFallbacks.inc(split.timezoneFallbacks);

@@ -7,8 +7,8 @@ export interface ScheduleSplit {
   now: DevicePush[];
   /** Due later: store until then. */
   later: Array<{ dueAt: Date; push: DevicePush }>;
-  /** Would expire before they are due: dropped. */
-  expired: number;
+  /** Would expire before they are due: dropped (and counted in their job's status). */
+  expired: DevicePush[];
   /** Devices whose timezone was missing or unknown, so their local time was read in UTC. */
   timezoneFallbacks: number;
 }
@@ -18,7 +18,7 @@ export interface ScheduleSplit {
  * its pushes into due now, due later, and expiring before they are due.
  */
 export function splitBySchedule(job: PushJob, pushes: readonly DevicePush[], devices: readonly TargetDevice[], now: Date, slackMs: number): ScheduleSplit {
-  const split: ScheduleSplit = { now: [], later: [], expired: 0, timezoneFallbacks: 0 };
+  const split: ScheduleSplit = { now: [], later: [], expired: [], timezoneFallbacks: 0 };
   for (const [i, push] of pushes.entries()) {
     if (job.deliverAt === undefined) {
       split.now.push(push);
@@ -26,7 +26,7 @@ export function splitBySchedule(job: PushJob, pushes: readonly DevicePush[], dev
     }
     const { dueAt, timezoneFallback } = resolveDeliverAt(job.deliverAt, devices[i]?.timezone ?? null, job.id, push.deviceId, now);
     if (timezoneFallback) split.timezoneFallbacks++;
-    if (push.expiresAt !== undefined && Date.parse(push.expiresAt) <= Math.max(dueAt.getTime(), now.getTime())) split.expired++;
+    if (push.expiresAt !== undefined && Date.parse(push.expiresAt) <= Math.max(dueAt.getTime(), now.getTime())) split.expired.push(push);
     else if (dueAt.getTime() <= now.getTime() + slackMs) split.now.push(push);
     else split.later.push({ dueAt, push });
   }

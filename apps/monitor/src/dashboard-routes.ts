@@ -1,13 +1,20 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ActionRefused, audited, type AuditLog } from '@herald/db';
 import type { Logger } from '@herald/logging';
-import { listParked, parkedNameOf, replayParked, type ParkedMessage } from '@herald/messaging';
+import { describeRefusals, listParked, parkedNameOf, purgeParked, replayParked, type ParkedMessage } from '@herald/messaging';
 import type { HttpRoutes } from '@herald/runtime';
 import type { History } from './history.ts';
+import type { Operator, OperatorGate } from './operator-gate.ts';
 import type { QueueMonitor } from './queue-monitor.ts';
+import { crossSiteRefusal } from './request-guard.ts';
 import type { ScheduledCounts } from './scheduled-counts.ts';
 
 export interface DashboardDeps {
   page: string;
+  /** Shown (with 401) to a browser without an operator session. */
+  loginPage: string;
+  gate: OperatorGate;
+  audit: AuditLog;
   monitor: QueueMonitor;
   history: History;
   scheduled: () => ScheduledCounts;
@@ -20,6 +27,7 @@ class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly extra: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -67,14 +75,35 @@ function parkedQueueOf(deps: DashboardDeps, raw: string): string {
   return parked;
 }
 
-async function replay(deps: DashboardDeps, req: IncomingMessage, rawQueue: string): Promise<unknown> {
-  const queue = parkedQueueOf(deps, rawQueue);
-  const body = await readJson(req);
-  if (typeof body['id'] !== 'string' || body['id'].length === 0) throw new HttpError(400, 'give the parked message id as {"id": "..."}');
-  const result = await replayParked({ url: deps.amqpUrl, logger: deps.logger, queue, filter: { kind: 'id', id: body['id'] } });
-  deps.logger.info({ queue, messageId: body['id'], ...result }, 'parked message replayed from the dashboard');
-  if (result.replayed === 0) throw new HttpError(404, `no parked message ${body['id']} in ${queue}`);
-  return result;
+const actorOf = (operator: Operator) => ({ kind: 'operator' as const, id: operator.id, name: operator.name });
+
+const messageIdOf = (body: Record<string, unknown>, verb: string): string => {
+  if (typeof body['id'] !== 'string' || body['id'].length === 0) throw new HttpError(400, `give the parked message id to ${verb} as {"id": "..."}`);
+  return body['id'];
+};
+
+/** Replay one parked message; a permanent rejection only with {"force": true} (409 saying why otherwise). */
+async function replay(deps: DashboardDeps, operator: Operator, body: Record<string, unknown>, queue: string): Promise<unknown> {
+  const id = messageIdOf(body, 'replay');
+  if (body['force'] !== undefined && typeof body['force'] !== 'boolean') throw new HttpError(400, 'force must be true or false');
+  const force = body['force'] === true;
+  const what = { action: 'parked.replay', target: queue, request: { id, force, via: 'dashboard' } };
+  return audited(deps.audit, deps.logger, actorOf(operator), what, async () => {
+    const result = await replayParked({ url: deps.amqpUrl, logger: deps.logger, queue, filter: { kind: 'id', id }, force });
+    if (result.refused.length > 0) throw new ActionRefused(describeRefusals(result.refused), { ...result });
+    if (result.replayed === 0) throw new HttpError(404, `no parked message ${id} in ${queue}`);
+    return result;
+  });
+}
+
+async function purge(deps: DashboardDeps, operator: Operator, body: Record<string, unknown>, queue: string): Promise<unknown> {
+  const id = messageIdOf(body, 'purge');
+  const what = { action: 'parked.purge', target: queue, request: { id, via: 'dashboard' } };
+  return audited(deps.audit, deps.logger, actorOf(operator), what, async () => {
+    const result = await purgeParked({ url: deps.amqpUrl, logger: deps.logger, queue, filter: { kind: 'id', id } });
+    if (result.purged === 0) throw new HttpError(404, `no parked message ${id} in ${queue}`);
+    return result;
+  });
 }
 
 /**
@@ -90,9 +119,10 @@ function serially(): <T>(work: () => Promise<T>) => Promise<T> {
   };
 }
 
-async function route(deps: DashboardDeps, req: IncomingMessage, url: URL, parkedLock: ReturnType<typeof serially>): Promise<unknown> {
-  const parked = /^\/api\/parked\/([^/]+)(\/replay)?$/.exec(url.pathname);
+async function route(deps: DashboardDeps, req: IncomingMessage, url: URL, operator: Operator, parkedLock: ReturnType<typeof serially>): Promise<unknown> {
+  const parked = /^\/api\/parked\/([^/]+)(?:\/(replay|purge))?$/.exec(url.pathname);
   if (req.method === 'GET' && url.pathname === '/api/status') return { ...deps.monitor.state(), scheduled: deps.scheduled() };
+  if (req.method === 'GET' && url.pathname === '/api/session') return { operator: { id: operator.id, name: operator.name } };
   if (req.method === 'GET' && url.pathname === '/api/history') {
     const minutes = Math.min(1440, Math.max(1, Number(url.searchParams.get('minutes') ?? 60) || 60));
     return deps.history.series(Date.now(), minutes * 60_000, HISTORY_POINTS);
@@ -103,30 +133,85 @@ async function route(deps: DashboardDeps, req: IncomingMessage, url: URL, parked
     return { queue, messages: messages.map(parkedRow) };
   }
   if (parked?.[1] !== undefined && parked[2] !== undefined && req.method === 'POST') {
-    const rawQueue = parked[1];
-    return parkedLock(() => replay(deps, req, rawQueue));
+    const queue = parkedQueueOf(deps, parked[1]);
+    const body = await readJson(req);
+    return parkedLock(() => (parked[2] === 'replay' ? replay(deps, operator, body, queue) : purge(deps, operator, body, queue)));
   }
   throw new HttpError(404, 'not found');
 }
 
-/** GET / (the page), GET /api/status, /api/history, /api/parked/:queue, POST /api/parked/:queue/replay. */
+/** POST /api/login {"key": "<operator key>"}: opens a session (cookie); POST /api/logout ends it. */
+async function session(deps: DashboardDeps, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+  const refusal = crossSiteRefusal(req, 'none');
+  if (refusal !== undefined) throw new HttpError(403, refusal);
+  if (path === '/api/logout') {
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'set-cookie': deps.gate.logout(req) }).end('{"ok":true}');
+    return;
+  }
+  const body = await readJson(req);
+  if (typeof body['key'] !== 'string' || body['key'].length === 0) throw new HttpError(400, 'give the operator key as {"key": "..."}');
+  const secure = req.headers['x-forwarded-proto'] === 'https';
+  const opened = await deps.gate.login(body['key'], secure);
+  if (opened === undefined) {
+    deps.logger.warn({ remote: req.socket.remoteAddress }, 'dashboard login refused: unknown or revoked operator key');
+    throw new HttpError(401, 'unknown or revoked operator key');
+  }
+  deps.logger.info({ operator: opened.operator }, 'operator logged in to the dashboard');
+  res
+    .writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'set-cookie': opened.cookie })
+    .end(JSON.stringify({ operator: opened.operator }));
+}
+
+/** Pages are never framed by another site (no clickjacking of a replay button). */
+const PAGE_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-frame-options': 'DENY',
+  'content-security-policy': "frame-ancestors 'none'",
+  'referrer-policy': 'no-referrer',
+};
+
+const UNAUTHORIZED = 'an operator key is required: log in on the dashboard, or send authorization: Bearer <operator key> (herald keys create --operator <name>)';
+
+async function handle(deps: DashboardDeps, req: IncomingMessage, res: ServerResponse, url: URL, parkedLock: ReturnType<typeof serially>): Promise<void> {
+  if (req.method === 'POST' && (url.pathname === '/api/login' || url.pathname === '/api/logout')) {
+    await session(deps, req, res, url.pathname);
+    return;
+  }
+  const operator = await deps.gate.authenticate(req);
+  const page = url.pathname === '/' || url.pathname === '/index.html';
+  if (operator === undefined) {
+    if (page && req.method === 'GET') res.writeHead(401, PAGE_HEADERS).end(deps.loginPage);
+    else throw new HttpError(401, UNAUTHORIZED);
+    return;
+  }
+  const refusal = crossSiteRefusal(req, operator.via);
+  if (refusal !== undefined) throw new HttpError(403, refusal);
+  if (page) {
+    if (req.method !== 'GET') throw new HttpError(405, 'GET only');
+    res.writeHead(200, PAGE_HEADERS).end(deps.page);
+    return;
+  }
+  sendJson(res, 200, await route(deps, req, url, operator, parkedLock));
+}
+
+/**
+ * GET / (the page, or the login page with 401), GET /api/status, /api/history, /api/session,
+ * /api/parked/:queue, POST /api/parked/:queue/replay|purge, POST /api/login|logout. Everything but
+ * login needs an operator key (bearer or session); writes are CSRF-checked and audited.
+ */
 export function dashboardRoutes(deps: DashboardDeps): HttpRoutes {
   const parkedLock = serially();
   return (req, res) => {
     const url = new URL(req.url ?? '/', 'http://monitor');
-    if (req.method === 'GET' && (url.pathname === '/' || url.pathname === '/index.html')) {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(deps.page);
-      return true;
-    }
-    if (!url.pathname.startsWith('/api/')) return false;
-    route(deps, req, url, parkedLock).then(
-      (value) => sendJson(res, 200, value),
-      (err: Error) => {
-        const status = err instanceof HttpError ? err.status : 500;
-        if (status === 500) deps.logger.error({ err, path: url.pathname }, 'dashboard request failed');
-        sendJson(res, status, { error: err.message });
-      },
-    );
+    if (!(url.pathname === '/' || url.pathname === '/index.html' || url.pathname.startsWith('/api/'))) return false;
+    handle(deps, req, res, url, parkedLock).catch((err: Error) => {
+      const refused = err instanceof ActionRefused;
+      const status = err instanceof HttpError ? err.status : refused ? 409 : 500;
+      if (status === 500) deps.logger.error({ err, path: url.pathname }, 'dashboard request failed');
+      const extra = err instanceof HttpError ? err.extra : refused ? { code: 'permanent-rejection', ...err.details } : {};
+      if (!res.headersSent) sendJson(res, status, { error: err.message, ...extra });
+    });
     return true;
   };
 }

@@ -9,12 +9,16 @@ import { monitorConfig } from './config.ts';
 import { dashboardRoutes } from './dashboard-routes.ts';
 import { History } from './history.ts';
 import { createMonitorMetrics } from './monitor-metrics.ts';
+import { LOGIN_PAGE } from './login-page.ts';
+import { createOperatorGate } from './operator-gate.ts';
 import { startQueueMonitor, type LiveCounts } from './queue-monitor.ts';
 import { startScheduledCounts } from './scheduled-counts.ts';
 import { createWebhook } from './webhook.ts';
 
 const config = loadConfig(monitorConfig, process.env);
 const page = readFileSync(new URL('./dashboard.html', import.meta.url), 'utf8');
+/** A revoked operator key stops working (its dashboard sessions too) within this. */
+const OPERATOR_KEY_CACHE_TTL_MS = 5_000;
 
 await runService('monitor', config, async ({ logger, registry }) => {
   const vhost = vhostOf(config.AMQP_URL);
@@ -45,11 +49,21 @@ await runService('monitor', config, async ({ logger, registry }) => {
     logger,
     announce: alarmAnnouncer({ vhost, logger, metrics, webhook }),
   });
-  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 1 });
+  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 2 });
   const scheduled = startScheduledCounts({ db, pollMs: config.MONITOR_SCHEDULED_POLL_MS, metrics, logger });
   logger.info({ vhost, pollMs: config.MONITOR_POLL_MS, webhook: webhookUrl !== undefined }, 'watching every Herald queue');
   return {
-    http: dashboardRoutes({ page, monitor, history, scheduled: scheduled.current, amqpUrl: config.AMQP_URL, logger }),
+    http: dashboardRoutes({
+      page,
+      loginPage: LOGIN_PAGE,
+      gate: createOperatorGate(db.apiKeys, OPERATOR_KEY_CACHE_TTL_MS),
+      audit: db.audit,
+      monitor,
+      history,
+      scheduled: scheduled.current,
+      amqpUrl: config.AMQP_URL,
+      logger,
+    }),
     stop: async () => {
       await monitor.stop();
       await scheduled.stop();

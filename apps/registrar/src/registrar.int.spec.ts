@@ -114,6 +114,20 @@ describe('registrar handler', () => {
     expect(await t.db.kysely.selectFrom('devices').select('token').where('token', 'in', ['not a token', '../x']).execute()).toEqual([]);
   });
 
+  it('parks a registration whose timezone is not an IANA zone or whose locale is not a BCP 47 tag, naming the field', async () => {
+    const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger });
+    const outcomes = await handle([
+      message(register('t-mars', { timezone: 'Mars/Base' })),
+      message(register('t-underscore', { locale: 'en_US' })),
+      message(register('t-zoned', { timezone: 'Asia/Kolkata', locale: 'hi-IN' })),
+    ]);
+    expect(outcomes[0]).toMatchObject({ kind: 'park', code: 'schema', reason: expect.stringMatching(/timezone: "Mars\/Base" is not an IANA time zone name/) as unknown });
+    expect(outcomes[1]).toMatchObject({ kind: 'park', code: 'schema', reason: expect.stringMatching(/locale: "en_US" is not a BCP 47 language tag/) as unknown });
+    expect(outcomes[2]).toEqual({ kind: 'ack' });
+    expect(await device('t-mars')).toBeUndefined();
+    expect(await device('t-zoned')).toMatchObject({ timezone: 'Asia/Kolkata', locale: 'hi-IN' });
+  });
+
   it('handles an empty batch', async () => {
     const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger });
     expect(await handle([])).toEqual([]);

@@ -1,1 +1,2 @@
 export * from './herald-client.ts';
+export * from './herald-http-client.ts';

@@ -1,3 +1,4 @@
+import { bindAddress } from './bind-address.ts';
 import { int, oneOf, str, url } from './vars.ts';
 
 /** Settings every service shares: where the broker and database are, and how to log. */
@@ -8,5 +9,6 @@ export const commonConfig = {
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace'], 'pino log level', { default: 'info' }),
   LOG_FORMAT: oneOf(['json', 'pretty', 'auto'], 'json, pretty, or auto (pretty only when stdout is a terminal)', { default: 'auto' }),
   HTTP_PORT: int('Port for /metrics and /healthz (0 picks a free port)', { default: '0', min: 0, max: 65535 }),
+  HTTP_HOST: bindAddress('Address /metrics and /healthz listen on (0.0.0.0: every IPv4 interface, e.g. for a Prometheus on another machine)'),
   SHUTDOWN_TIMEOUT_MS: int('How long SIGTERM waits for in-flight work before closing', { default: '10000', min: 0 }),
 } as const;

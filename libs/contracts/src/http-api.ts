@@ -36,26 +36,87 @@ export type JobAccepted = z.infer<typeof JobAccepted>;
 
 export const JobBatchAccepted = z.object({ results: z.array(JobAccepted) });
 
+const count = z.number().int().min(0);
+
+/**
+ * A job's status. Its counts add up at every moment:
+ * targeted = delivered + invalid + failed + parked + (skipped.optedOut + skipped.muted +
+ * skipped.noDevice + skipped.expired + skipped.cancelled) + inFlight.
+ */
 export const JobStatus = z.object({
   id: z.string(),
   app: z.string(),
   acceptedAt: z.string(),
   /** RabbitMQ confirmed the job. */
   published: z.boolean(),
-  /** The demuxer's result: fanned-out, no-devices, or parked: <code>; null until it has seen the job. */
+  /** The demuxer's result: fanned-out, no-devices, skipped (every device skipped for opt-outs or mutes), expired, or parked: <code>; null until it has seen the job. */
   demuxOutcome: z.string().nullable(),
-  /** Device pushes the job fanned out to (including scheduled ones); null until the demuxer has seen it. */
-  targeted: z.number().int().nullable(),
-  delivered: z.number().int(),
-  invalid: z.number().int(),
-  expired: z.number().int(),
-  parked: z.number().int(),
-  /** Device pushes still waiting for their deliverAt. */
-  scheduled: z.number().int(),
+  /**
+   * Every device push the job addressed (scheduled and skipped ones included) plus one for each
+   * target user without a device; null until the demuxer has seen the job, 0 when it parked it.
+   */
+  targeted: count.nullable(),
+  delivered: count,
+  /** The device's token is dead (the provider said so, or it was invalidated while the push was queued). */
+  invalid: count,
+  /** The same as skipped.expired (kept for existing clients). */
+  expired: count,
+  /** Device pushes Herald stopped trying (the sum of parkedBy); a replay by an operator sends them again. */
+  parked: count,
+  /** Parked device pushes per park code: retries-exhausted, delivery-limit, app-disabled, app-banned, ... */
+  parkedBy: z.record(z.string(), count),
+  /** The provider refused these device pushes for good (parked with code provider-rejected; see the pushes' reasons). */
+  failed: count,
+  /** Not sent, by why: the user opted out of the category, muted the object, has no device; expired before it could be sent; cancelled while scheduled. */
+  skipped: z.object({ optedOut: count, muted: count, noDevice: count, expired: count, cancelled: count }),
+  /** targeted minus every outcome above: queued, being sent, waiting for a retry, or scheduled; null while targeted is. */
+  inFlight: count.nullable(),
+  /** Device pushes still waiting for their deliverAt (part of inFlight). */
+  scheduled: count,
+  /** The job itself was parked by the demuxer (demuxOutcome "parked: <code>"), and why; null otherwise. */
+  jobParked: z.object({ code: z.string(), reason: z.string().nullable() }).nullable(),
   /** Where Herald adapted the job to a provider's limits, e.g. an expiry capped at FCM's 28 days. */
   notices: z.array(z.string()),
 });
 export type JobStatus = z.infer<typeof JobStatus>;
+
+/** What became of one device push (GET /v1/jobs/:id/pushes); pushes on their way to a provider are not listed yet. */
+export const JobPushOutcome = z.enum(['delivered', 'invalid', 'failed', 'parked', 'expired', 'cancelled', 'opted-out', 'muted', 'scheduled']);
+
+export const JobPush = z.object({
+  pushId: z.string(),
+  platform: z.enum(['apns', 'fcm']).nullable(),
+  deviceId: z.string().nullable(),
+  /** The device's token, masked as in Herald's logs (… and its last six characters); null when the device is unknown. */
+  token: z.string().nullable(),
+  outcome: JobPushOutcome,
+  /** The park code (parked, failed), or the provider's reason for a dead token (invalid). */
+  code: z.string().nullable(),
+  /** Why, in a sentence: the provider's answer, the park reason. */
+  reason: z.string().nullable(),
+  /** apns-id or FCM message name of a delivered push. */
+  providerMessageId: z.string().nullable(),
+  /** When a scheduled push is due. */
+  dueAt: z.string().nullable(),
+  updatedAt: z.string(),
+});
+export type JobPush = z.infer<typeof JobPush>;
+
+export const MAX_JOB_PUSHES_PAGE = 1000;
+
+/** GET /v1/jobs/:id/pushes?limit=&after= — keyset paging in pushId order. */
+export const JobPushesQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(MAX_JOB_PUSHES_PAGE).default(100),
+  /** The `next` of the previous page. */
+  after: z.uuid().optional(),
+});
+
+export const JobPushList = z.object({
+  pushes: z.array(JobPush),
+  /** Pass as `after` for the next page; null on the last page. */
+  next: z.string().nullable(),
+});
+export type JobPushList = z.infer<typeof JobPushList>;
 
 export const JobCancelled = z.object({ id: z.string(), cancelled: z.number().int() });
 

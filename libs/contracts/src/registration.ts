@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AppId, UserId } from './push-job.ts';
 import { PlatformSchema as Platform } from './device-push.ts';
 import { deviceTokenProblem, TokenKinds } from './device-token.ts';
+import { LocaleTag, TimeZone } from './device-locale.ts';
 
 const Token = z.string().min(1).max(4096);
 const EventAt = z.iso.datetime({ offset: true });
@@ -25,9 +26,10 @@ export const RegisterShape = {
   /** APNs: `voip` for a PushKit token, `liveactivity` for a Live Activity push token; default `device`. */
   tokenKind: z.enum(TokenKinds).optional(),
   userId: UserId,
-  /** IANA zone name, e.g. "Europe/Berlin"; used to resolve local delivery times. */
-  timezone: z.string().min(1).max(64).optional(),
-  locale: z.string().min(2).max(35).optional(),
+  /** IANA zone name, e.g. "Europe/Berlin"; used to resolve local delivery times (an unknown zone is refused). */
+  timezone: TimeZone.optional(),
+  /** BCP 47 language tag, e.g. "en-GB". */
+  locale: LocaleTag.optional(),
   eventAt: EventAt,
 };
 

@@ -1,22 +1,35 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import type { HeraldTables } from './tables.ts';
+import type { ApiKeyKind, HeraldTables } from './tables.ts';
 
-/** A team's API key as stored (the key itself is never stored, only its SHA-256). */
+/** An API key as stored (the key itself is never stored, only its SHA-256). */
 export interface ApiKeyRow {
   id: string;
+  /** The team; for an operator key, the operator's name. */
   team: string;
-  /** App ids the key may act for; '*' means every app. */
+  /** App ids the key may act for; '*' means every app. Empty for an operator key. */
   apps: string[];
   createdAt: Date;
   revokedAt: Date | null;
+  /** team: the HTTP API's /v1 routes; operator: the dashboard, its write actions and the admin routes. */
+  kind: ApiKeyKind;
+}
+
+/** Who an operator key belongs to, for the audit log. */
+export interface OperatorKey {
+  id: string;
+  name: string;
 }
 
 export interface ApiKeyRepository {
   /** Create a key; the returned `key` is shown once and cannot be recovered. */
   create(team: string, apps: readonly string[]): Promise<{ key: string; row: ApiKeyRow }>;
-  /** The live (unrevoked) key with this secret, or undefined. */
+  /** The live (unrevoked) team key with this secret, or undefined (an operator key is not a team key). */
   findByKey(key: string): Promise<ApiKeyRow | undefined>;
+  /** Create an operator key for a person; shown once, like a team key. */
+  createOperator(name: string): Promise<{ key: string; row: ApiKeyRow }>;
+  /** The live operator key with this secret, or undefined (a team key is not an operator key). */
+  findOperatorByKey(key: string): Promise<OperatorKey | undefined>;
   list(): Promise<ApiKeyRow[]>;
   revoke(id: string): Promise<boolean>;
 }
@@ -26,37 +39,44 @@ export const hashApiKey = (key: string): string => createHash('sha256').update(k
 
 export const keyAllowsApp = (key: Pick<ApiKeyRow, 'apps'>, app: string): boolean => key.apps.includes('*') || key.apps.includes(app);
 
-const toRow = (r: { id: string; team: string; apps: string[]; created_at: Date; revoked_at: Date | null }): ApiKeyRow => ({
+const toRow = (r: { id: string; team: string; apps: string[]; created_at: Date; revoked_at: Date | null; kind: ApiKeyKind }): ApiKeyRow => ({
   id: r.id,
   team: r.team,
   apps: r.apps,
   createdAt: r.created_at,
   revokedAt: r.revoked_at,
+  kind: r.kind,
 });
 
+const COLUMNS = ['id', 'team', 'apps', 'created_at', 'revoked_at', 'kind'] as const;
+
 export function createApiKeyRepository(db: Kysely<HeraldTables>): ApiKeyRepository {
+  const insert = async (kind: ApiKeyKind, team: string, apps: string[]) => {
+    const id = randomBytes(6).toString('hex');
+    // hk_ for team keys, hko_ for operator keys: a person can tell them apart at a glance.
+    const key = `${kind === 'operator' ? 'hko' : 'hk'}_${id}_${randomBytes(32).toString('base64url')}`;
+    const row = await db
+      .insertInto('api_keys')
+      .values({ id, team, key_hash: hashApiKey(key), apps, revoked_at: null, kind })
+      .returning(COLUMNS)
+      .executeTakeFirstOrThrow();
+    return { key, row: toRow(row) };
+  };
+  const live = (key: string, kind: ApiKeyKind) =>
+    db.selectFrom('api_keys').select(COLUMNS).where('key_hash', '=', hashApiKey(key)).where('revoked_at', 'is', null).where('kind', '=', kind).executeTakeFirst();
   return {
-    async create(team, apps) {
-      const id = randomBytes(6).toString('hex');
-      const key = `hk_${id}_${randomBytes(32).toString('base64url')}`;
-      const row = await db
-        .insertInto('api_keys')
-        .values({ id, team, key_hash: hashApiKey(key), apps: [...new Set(apps)], revoked_at: null })
-        .returning(['id', 'team', 'apps', 'created_at', 'revoked_at'])
-        .executeTakeFirstOrThrow();
-      return { key, row: toRow(row) };
-    },
+    create: (team, apps) => insert('team', team, [...new Set(apps)]),
     async findByKey(key) {
-      const row = await db
-        .selectFrom('api_keys')
-        .select(['id', 'team', 'apps', 'created_at', 'revoked_at'])
-        .where('key_hash', '=', hashApiKey(key))
-        .where('revoked_at', 'is', null)
-        .executeTakeFirst();
+      const row = await live(key, 'team');
       return row === undefined ? undefined : toRow(row);
     },
+    createOperator: (name) => insert('operator', name, []),
+    async findOperatorByKey(key) {
+      const row = await live(key, 'operator');
+      return row === undefined ? undefined : { id: row.id, name: row.team };
+    },
     async list() {
-      const rows = await db.selectFrom('api_keys').select(['id', 'team', 'apps', 'created_at', 'revoked_at']).orderBy('created_at').execute();
+      const rows = await db.selectFrom('api_keys').select(COLUMNS).orderBy('created_at').execute();
       return rows.map(toRow);
     },
     async revoke(id) {

@@ -12,6 +12,7 @@ import { createRateLimitRepository, type RateLimitRepository } from './rate-limi
 import { createJobRepository, type JobRepository } from './job-repository.ts';
 import { createApiKeyRepository, type ApiKeyRepository } from './api-key-repository.ts';
 import { createSubscriptionRepository, type SubscriptionRepository } from './subscription-repository.ts';
+import { createAuditLog, type AuditLog } from './audit-log.ts';
 
 export interface DatabaseOptions {
   /** postgres://user@host:port/database */
@@ -47,6 +48,8 @@ export interface Database {
   readonly apiKeys: ApiKeyRepository;
   /** Webhook subscriptions (callback URL per watched resource), per team. */
   readonly subscriptions: SubscriptionRepository;
+  /** Every operator write action: who, what, when. */
+  readonly audit: AuditLog;
   /** Create the schema if missing and apply every pending migration (safe to run concurrently). */
   migrate(): Promise<void>;
   /** Close the pool; idempotent. */
@@ -107,6 +110,7 @@ export function createDatabase(options: DatabaseOptions): Database {
     jobs: createJobRepository(kysely, pool),
     apiKeys: createApiKeyRepository(kysely),
     subscriptions: createSubscriptionRepository(kysely),
+    audit: createAuditLog(kysely),
     migrate: async () => {
       const applied = await migrateToLatest(kysely, schema, options.migrationsDir);
       if (applied.length > 0) logger?.info({ schema, applied }, 'database migrated');

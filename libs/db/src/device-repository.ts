@@ -4,7 +4,7 @@ import type { HeraldTables } from './tables.ts';
 import { applyRegistrations, type RegistrationResult } from './device-registration.ts';
 import { findInvalidTokens, invalidateDevices, type InvalidationInput, type InvalidationResult } from './device-invalidation.ts';
 import type { DeviceKey } from './device-key.ts';
-import { findTargets, type TargetDevice, type TargetRequest } from './device-targets.ts';
+import { findAudience, findTargets, type AudienceDevice, type TargetDevice, type TargetRequest } from './device-targets.ts';
 
 /** Devices: registrations (last event wins), invalidations, and push targeting. */
 export interface DeviceRepository {
@@ -18,6 +18,8 @@ export interface DeviceRepository {
   invalidTokens(keys: readonly DeviceKey[]): Promise<Set<string>>;
   /** One query for every request and user; see device-targets.ts. */
   findTargets(requests: readonly TargetRequest[], now: Date): Promise<Map<string, TargetDevice[]>>;
+  /** findTargets plus the devices it leaves out for opt-outs and mutes, each with its reason; one query. */
+  findAudience(requests: readonly TargetRequest[], now: Date): Promise<Map<string, AudienceDevice[]>>;
 }
 
 export function createDeviceRepository(db: Kysely<HeraldTables>): DeviceRepository {
@@ -28,5 +30,6 @@ export function createDeviceRepository(db: Kysely<HeraldTables>): DeviceReposito
     invalidateMany: (invs) => invalidateDevices(db, invs),
     invalidTokens: (keys) => findInvalidTokens(db, keys),
     findTargets: (requests, now) => findTargets(db, requests, now),
+    findAudience: (requests, now) => findAudience(db, requests, now),
   };
 }

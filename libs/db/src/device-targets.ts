@@ -22,6 +22,14 @@ export interface TargetDevice {
   locale: string | null;
 }
 
+/** Why a device of a target user gets no push: its user opted out of the category, or muted the object. */
+export type SkipReason = 'opted-out' | 'muted';
+
+/** An active device of a target user, with why it is skipped (null: it gets the push). */
+export interface AudienceDevice extends TargetDevice {
+  skipped: SkipReason | null;
+}
+
 interface TargetRow {
   ord: number;
   id: string;
@@ -32,6 +40,7 @@ interface TargetRow {
   token_kind: TokenKind;
   timezone: string | null;
   locale: string | null;
+  skipped: SkipReason | null;
 }
 
 /**
@@ -44,7 +53,21 @@ export async function findTargets(
   requests: readonly TargetRequest[],
   now: Date,
 ): Promise<Map<string, TargetDevice[]>> {
-  const result = new Map<string, TargetDevice[]>();
+  const audience = await findAudience(db, requests, now);
+  return new Map([...audience].map(([key, devices]) => [key, devices.filter((d) => d.skipped === null).map(withoutSkipped)]));
+}
+
+function withoutSkipped(d: AudienceDevice): TargetDevice {
+  return { deviceId: d.deviceId, userId: d.userId, app: d.app, platform: d.platform, token: d.token, tokenKind: d.tokenKind, timezone: d.timezone, locale: d.locale };
+}
+
+/**
+ * Every active device of the requests' users, in ONE query, each with why it is skipped (its
+ * user opted out of the request's category, or muted its objectId) or null: what findTargets
+ * returns, plus the devices it leaves out for preferences, so a job's status can count them.
+ */
+export async function findAudience(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date): Promise<Map<string, AudienceDevice[]>> {
+  const result = new Map<string, AudienceDevice[]>();
   for (const r of requests) {
     if (result.has(r.key)) throw new Error(`findTargets: duplicate request key ${r.key}`);
     result.set(r.key, []);
@@ -62,6 +85,7 @@ export async function findTargets(
       tokenKind: row.token_kind,
       timezone: row.timezone,
       locale: row.locale,
+      skipped: row.skipped,
     });
   }
   return result;
@@ -81,14 +105,19 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
       from unnest(${userOrds}::int[], ${requests.flatMap((r) => r.userIds)}::text[]) as u(ord, user_id)
       join req r on r.ord = u.ord + 1
     )
-    select (w.ord - 1)::int as ord, d.id, d.user_id, d.app, d.platform, d.token, d.token_kind, d.timezone, d.locale
+    select (w.ord - 1)::int as ord, d.id, d.user_id, d.app, d.platform, d.token, d.token_kind, d.timezone, d.locale,
+      case
+        when exists (
+          select 1 from opt_outs o
+          where o.user_id = w.user_id and o.category = w.category and (o.app is null or o.app = w.app)) then 'opted-out'
+        when exists (
+          select 1 from mutes m
+          where w.object_id is not null and m.user_id = w.user_id and m.object_id = w.object_id
+            and (m.app is null or m.app = w.app)
+            and (m.until is null or m.until > ${now.toISOString()}::timestamptz)) then 'muted'
+      end as skipped
     from wanted w
     join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is null
-    where not exists (select 1 from opt_outs o where o.user_id = w.user_id and o.category = w.category)
-      and not exists (
-        select 1 from mutes m
-        where w.object_id is not null and m.user_id = w.user_id and m.object_id = w.object_id
-          and (m.until is null or m.until > ${now.toISOString()}::timestamptz))
     order by w.ord, d.id`.execute(db);
   return rows;
 }

@@ -1,6 +1,7 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type pg from 'pg';
-import type { HeraldTables } from './tables.ts';
+import type { HeraldTables, JobsTable } from './tables.ts';
+import { listJobPushes, upsertOutcomes, type PushOutcomeEntry, type PushRecord } from './push-outcomes.ts';
 
 /** What accepting a job id found: new, or already taken (by this app or another). */
 export type AcceptResult = { kind: 'new' } | { kind: 'existing'; app: string; published: boolean };
@@ -13,13 +14,42 @@ export interface JobRecord {
   targeted: number | null;
   demuxOutcome: string | null;
   notices: string[];
+  /** Target users the demuxer found no device for (each counts one in targeted). */
+  noDevice: number | null;
+  /** Why the demuxer parked the job itself (demuxOutcome `parked: <code>`). */
+  demuxReason: string | null;
 }
 
-/** A job's progress: the job row, final outcomes of its device pushes, and pushes still scheduled. */
+/**
+ * A job's progress, read in one statement (one snapshot): the job row, its device pushes per
+ * outcome, the parked ones per park code, and pushes still scheduled.
+ */
 export interface JobStatusRecord {
   job: JobRecord;
   outcomes: Record<string, number>;
+  parkedBy: Record<string, number>;
   scheduled: number;
+}
+
+/** The demuxer's result for one job. */
+export interface DemuxEntry {
+  id: string;
+  app: string;
+  /** Every device push the job addressed (skipped ones included) plus one per user without a device. */
+  targeted: number;
+  outcome: string;
+  notices?: readonly string[];
+  noDevice?: number;
+  /** Outcomes decided in the demuxer (opted-out, muted, expired), written with the job row. */
+  pushes?: readonly PushOutcomeEntry[];
+}
+
+/** A job the demuxer parked (its own park, a retry that ran out, the delivery limit). */
+export interface JobPark {
+  id: string;
+  app: string;
+  code: string;
+  reason: string;
 }
 
 export interface JobRepository {
@@ -29,12 +59,20 @@ export interface JobRepository {
   markPublished(ids: readonly string[]): Promise<void>;
   /** Publishing failed: forget the unpublished record so the caller may try again. */
   forget(ids: readonly string[]): Promise<void>;
-  /** The demuxer's result for each job: how many device pushes it targeted (idempotent upsert). */
-  recordDemux(entries: ReadonlyArray<{ id: string; app: string; targeted: number; outcome: string; notices?: readonly string[] }>): Promise<void>;
-  /** Final outcome per device push (delivered, invalid, expired, parked); a later outcome replaces an earlier. */
-  recordOutcomes(entries: ReadonlyArray<{ pushId: string; jobId: string; outcome: string }>): Promise<void>;
+  /**
+   * The demuxer's result for each job: what it targeted, and the outcomes it decided itself, in one
+   * transaction (idempotent upsert). Written before the job's pushes are published, so no outcome
+   * is ever counted against a job whose targeted is not yet known.
+   */
+  recordDemux(entries: readonly DemuxEntry[]): Promise<void>;
+  /** Jobs the demuxer parked: demuxOutcome `parked: <code>` with the reason (a job already fanned out keeps its record). */
+  recordJobParks(entries: readonly JobPark[]): Promise<void>;
+  /** Final outcome per device push (see PushOutcomeKind); a later outcome replaces an earlier, except after delivered. */
+  recordOutcomes(entries: readonly PushOutcomeEntry[]): Promise<void>;
   get(id: string): Promise<JobRecord | undefined>;
   status(id: string): Promise<JobStatusRecord | undefined>;
+  /** A page of the job's device pushes, in push_id order after `after`. */
+  pushes(id: string, page: { limit: number; after?: string }): Promise<PushRecord[]>;
 }
 
 /**
@@ -61,9 +99,7 @@ const ACCEPT = {
 export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): JobRepository {
   const get = async (id: string): Promise<JobRecord | undefined> => {
     const r = await db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
-    return r === undefined
-      ? undefined
-      : { id: r.id, app: r.app, acceptedAt: r.accepted_at, publishedAt: r.published_at, targeted: r.targeted, demuxOutcome: r.demux_outcome, notices: r.notices };
+    return r === undefined ? undefined : toJobRecord(r);
   };
   return {
     get,
@@ -99,38 +135,95 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
         with target as (select id from jobs where id = any(${[...ids]}::text[]) and published_at is null order by id for update)
         delete from jobs using target where jobs.id = target.id`.execute(db);
     },
-    async recordDemux(entries) {
+    recordDemux: (entries) => recordDemux(db, entries),
+    async recordJobParks(entries) {
       if (entries.length === 0) return;
-      const last = new Map(entries.map((e) => [e.id, e]));
-      const rows = [...last.values()];
+      const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
       await sql`
-        insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices)
-        select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}')
-        from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.targeted)}::int[], ${rows.map((r) => r.outcome)}::text[],
-          ${rows.map((r) => (r.notices !== undefined && r.notices.length > 0 ? r.notices.join('\n') : null))}::text[])
-          as i(id, app, targeted, outcome, notices)
+        insert into jobs (id, app, published_at, targeted, demux_outcome, demux_reason, demuxed_at)
+        select i.id, i.app, now(), 0, 'parked: ' || i.code, i.reason, now()
+        from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.code)}::text[], ${rows.map((r) => r.reason)}::text[])
+          as i(id, app, code, reason)
         order by i.id
-        on conflict (id) do update set targeted = excluded.targeted, demux_outcome = excluded.demux_outcome, demuxed_at = now(), notices = excluded.notices,
-          published_at = coalesce(jobs.published_at, now())`.execute(db);
+        on conflict (id) do update set targeted = coalesce(jobs.targeted, 0), demux_outcome = excluded.demux_outcome, demux_reason = excluded.demux_reason,
+          demuxed_at = now(), published_at = coalesce(jobs.published_at, now())
+          where jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %'`.execute(db);
     },
-    async recordOutcomes(entries) {
-      if (entries.length === 0) return;
-      const last = new Map(entries.map((e) => [e.pushId.toLowerCase(), e]));
-      const rows = [...last.values()];
-      await sql`
-        insert into push_outcomes (push_id, job_id, outcome)
-        select * from unnest(${rows.map((r) => r.pushId)}::uuid[], ${rows.map((r) => r.jobId)}::text[], ${rows.map((r) => r.outcome)}::text[]) as i(push_id, job_id, outcome)
-        order by push_id
-        on conflict (push_id) do update set outcome = excluded.outcome, updated_at = now()`.execute(db);
-    },
-    async status(id) {
-      const job = await get(id);
-      if (job === undefined) return undefined;
-      const [outcomes, scheduled] = await Promise.all([
-        db.selectFrom('push_outcomes').select(['outcome', sql<string>`count(*)`.as('n')]).where('job_id', '=', id).groupBy('outcome').execute(),
-        db.selectFrom('scheduled_pushes').select(sql<string>`count(*)`.as('n')).where('job_id', '=', id).executeTakeFirstOrThrow(),
-      ]);
-      return { job, outcomes: Object.fromEntries(outcomes.map((o) => [o.outcome, Number(o.n)])), scheduled: Number(scheduled.n) };
-    },
+    recordOutcomes: (entries) => upsertOutcomes(db, entries),
+    status: (id) => jobStatus(db, id),
+    pushes: (id, page) => listJobPushes(db, id, page),
   };
+}
+
+type JobRow = Pick<
+  Selectable<JobsTable>,
+  'id' | 'app' | 'accepted_at' | 'published_at' | 'targeted' | 'demux_outcome' | 'notices' | 'no_device' | 'demux_reason'
+>;
+
+function toJobRecord(r: JobRow): JobRecord {
+  return {
+    id: r.id,
+    app: r.app,
+    acceptedAt: r.accepted_at,
+    publishedAt: r.published_at,
+    targeted: r.targeted,
+    demuxOutcome: r.demux_outcome,
+    notices: r.notices,
+    noDevice: r.no_device,
+    demuxReason: r.demux_reason,
+  };
+}
+
+/**
+ * The job row and its outcomes in one transaction, jobs first and in id order like every statement
+ * on jobs. A job fanned out twice (redelivered, or published again over AMQP) is counted as the
+ * union of both: targeted keeps the larger, no_device the smaller. Between the two a device may
+ * have been invalidated (its user now has none: its push was made all the same) or registered
+ * (a user without one now has a push); either way the sum stays exact. Only two such changes
+ * between the same two fan-outs could leave it off by one. demux_reason is cleared by a fan-out
+ * (a parked job replayed after its cause was fixed).
+ */
+async function recordDemux(db: Kysely<HeraldTables>, entries: readonly DemuxEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
+  const pushes = rows.flatMap((r) => r.pushes ?? []);
+  const write = async (trx: Kysely<HeraldTables>): Promise<void> => {
+    await sql`
+      insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device)
+      select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}'), i.no_device
+      from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.targeted)}::int[], ${rows.map((r) => r.outcome)}::text[],
+        ${rows.map((r) => (r.notices !== undefined && r.notices.length > 0 ? r.notices.join('\n') : null))}::text[], ${rows.map((r) => r.noDevice ?? 0)}::int[])
+        as i(id, app, targeted, outcome, notices, no_device)
+      order by i.id
+      on conflict (id) do update set targeted = greatest(jobs.targeted, excluded.targeted),
+        no_device = least(jobs.no_device, excluded.no_device),
+        demux_outcome = excluded.demux_outcome, demux_reason = null, demuxed_at = now(), notices = excluded.notices,
+        published_at = coalesce(jobs.published_at, now())`.execute(trx);
+    await upsertOutcomes(trx, pushes);
+  };
+  if (pushes.length === 0) await write(db);
+  else await db.transaction().execute(write);
+}
+
+/** One statement, so the counts are one snapshot: the sum of a job's outcomes never runs ahead of what was read as targeted. */
+async function jobStatus(db: Kysely<HeraldTables>, id: string): Promise<JobStatusRecord | undefined> {
+  const { rows } = await sql<JobRow & { scheduled: number; outcomes: Array<{ outcome: string; code: string | null; n: number }> }>`
+    select j.id, j.app, j.accepted_at, j.published_at, j.targeted, j.demux_outcome, j.notices, j.no_device, j.demux_reason,
+      (select count(*) from scheduled_pushes s where s.job_id = j.id)::int as scheduled,
+      coalesce((
+        select json_agg(json_build_object('outcome', g.outcome, 'code', g.code, 'n', g.n))
+        from (
+          select outcome, case when outcome = 'parked' then coalesce(code, 'unknown') end as code, count(*)::int as n
+          from push_outcomes where job_id = j.id group by 1, 2
+        ) g), '[]'::json) as outcomes
+    from jobs j where j.id = ${id}`.execute(db);
+  const r = rows[0];
+  if (r === undefined) return undefined;
+  const outcomes: Record<string, number> = {};
+  const parkedBy: Record<string, number> = {};
+  for (const o of r.outcomes) {
+    outcomes[o.outcome] = (outcomes[o.outcome] ?? 0) + o.n;
+    if (o.code !== null) parkedBy[o.code] = (parkedBy[o.code] ?? 0) + o.n;
+  }
+  return { job: toJobRecord(r), outcomes, parkedBy, scheduled: r.scheduled };
 }

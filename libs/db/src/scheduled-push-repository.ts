@@ -3,6 +3,7 @@ import type { DevicePush, Platform } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { scheduleChannel } from './schedule-channel.ts';
 import { listenForSchedules, type ScheduleListener, type ScheduleListenerOptions } from './schedule-listener.ts';
+import { upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
 
 export interface ScheduledPushInput {
   dueAt: Date;
@@ -22,6 +23,11 @@ export interface DueRow {
   payload: string;
 }
 
+/** What a release decided besides publishing: outcomes to record in the claim's transaction (e.g. expired pushes). */
+export interface ReleaseResult {
+  outcomes?: readonly PushOutcomeEntry[];
+}
+
 export interface HourCount {
   platform: Platform;
   /** Start of the hour, UTC. */
@@ -35,13 +41,14 @@ export interface ScheduledPushRepository {
   schedule(pushes: readonly ScheduledPushInput[]): Promise<number>;
   /**
    * In one transaction: claim and delete up to `limit` rows of `platform` due at `now` (earliest
-   * first, skipping rows other deschedulers hold), run `release`, then commit. If `release`
-   * throws, the transaction rolls back and the rows stay in the store. Returns the row count.
+   * first, skipping rows other deschedulers hold), run `release`, record the outcomes it returns,
+   * then commit. If `release` throws, the transaction rolls back and the rows stay in the store.
+   * Returns the row count.
    */
-  withDueBatch(platform: Platform, now: Date, limit: number, release: (rows: DueRow[]) => Promise<void>): Promise<number>;
+  withDueBatch(platform: Platform, now: Date, limit: number, release: (rows: DueRow[]) => Promise<ReleaseResult | void>): Promise<number>;
   /** Due time of the earliest row no other descheduler holds, or undefined when there is none. */
   nextDueAt(platform: Platform): Promise<Date | undefined>;
-  /** Remove every stored push of a job; returns how many were removed. */
+  /** Remove every stored push of a job, recording each as cancelled for the job's status; returns how many were removed. */
   cancelJob(jobId: string): Promise<number>;
   /** Stored pushes per platform per hour (UTC) from now (overdue ones count in the first hour). */
   countsByHour(platform: Platform | undefined, hours: number, now?: Date): Promise<HourCount[]>;
@@ -70,8 +77,19 @@ export function createScheduledPushRepository(
       return rows[0]?.due_at;
     },
     cancelJob: async (jobId) => {
-      const result = await db.deleteFrom('scheduled_pushes').where('job_id', '=', jobId).executeTakeFirst();
-      return Number(result.numDeletedRows);
+      // One statement: the pushes leave the store and enter the job's outcomes together.
+      const { rows } = await sql<{ removed: string }>`
+        with gone as (
+          delete from scheduled_pushes where job_id = ${jobId}
+          returning push_id, job_id, platform, payload->>'deviceId' as device_id
+        ), recorded as (
+          insert into push_outcomes (push_id, job_id, outcome, reason, platform, device_id)
+          select push_id, job_id, 'cancelled', 'cancelled while scheduled (DELETE /v1/jobs/:id)', platform, device_id from gone order by push_id
+          on conflict (push_id) do update set outcome = excluded.outcome, code = null, reason = excluded.reason, provider_message_id = null, updated_at = now()
+            where push_outcomes.outcome <> 'delivered'
+        )
+        select count(*) as removed from gone`.execute(db);
+      return Number(rows[0]?.removed ?? 0);
     },
     countsByHour: (platform, hours, now = new Date()) => countsByHour(db, platform, hours, now),
     listen: (platform, onSchedule) => listenForSchedules({ ...options, channel: channel(platform) }, onSchedule),
@@ -109,7 +127,7 @@ async function withDueBatch(
   platform: Platform,
   now: Date,
   limit: number,
-  release: (rows: DueRow[]) => Promise<void>,
+  release: (rows: DueRow[]) => Promise<ReleaseResult | void>,
 ): Promise<number> {
   return db.transaction().execute(async (trx) => {
     // Claim and delete in one statement: the rows are locked (SKIP LOCKED keeps other
@@ -126,7 +144,7 @@ async function withDueBatch(
         (extract(epoch from expires_at) * 1000)::float8 as expires_ms, trace, payload::text as payload`.execute(trx);
     if (rows.length === 0) return 0;
     rows.sort((a, b) => a.due_ms - b.due_ms);
-    await release(
+    const released = await release(
       rows.map((r) => ({
         dueAt: new Date(r.due_ms),
         pushId: r.push_id,
@@ -136,6 +154,7 @@ async function withDueBatch(
         payload: r.payload,
       })),
     );
+    if (released) await upsertOutcomes(trx, released.outcomes ?? []);
     return rows.length;
   });
 }

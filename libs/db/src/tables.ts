@@ -52,12 +52,16 @@ export interface DevicesTable {
 export interface OptOutsTable {
   user_id: string;
   category: string;
+  /** The app it applies to; NULL: every app (migration 0018). */
+  app: Generated<string | null>;
   created_at: Generated<Date>;
 }
 
 export interface MutesTable {
   user_id: string;
   object_id: string;
+  /** The app it applies to; NULL: every app (migration 0018). */
+  app: Generated<string | null>;
   until: Date | null;
   created_at: Generated<Date>;
 }
@@ -105,13 +109,37 @@ export interface ScheduledPushesTable {
   created_at: Generated<Date>;
 }
 
+export type ApiKeyKind = 'team' | 'operator';
+
 export interface ApiKeysTable {
   id: string;
+  /** The team, or for an operator key the operator's name. */
   team: string;
   key_hash: string;
+  /** Empty for an operator key. */
   apps: string[];
   created_at: Generated<Date>;
   revoked_at: Date | null;
+  /** team | operator (migration 0016); one never stands in for the other. */
+  kind: Generated<ApiKeyKind>;
+}
+
+export type AuditActorKind = 'operator' | 'admin-key' | 'cli';
+export type AuditOutcome = 'started' | 'ok' | 'refused' | 'failed';
+
+/** Every operator write action: who, what, when (migration 0016). */
+export interface AuditLogTable {
+  id: Generated<string>;
+  at: Generated<Date>;
+  actor_kind: AuditActorKind;
+  actor_id: string;
+  actor_name: string;
+  action: string;
+  target: string;
+  request: unknown;
+  outcome: Generated<AuditOutcome>;
+  result: unknown;
+  finished_at: Date | null;
 }
 
 export interface JobsTable {
@@ -125,6 +153,9 @@ export interface JobsTable {
   demuxed_at: Date | null;
   /** Where Herald adapted the job to a provider's limits (migration 0014). */
   notices: Generated<string[]>;
+  /** Target users the demuxer found no device for; why it parked the job itself (migration 0017). */
+  no_device: Generated<number | null>;
+  demux_reason: Generated<string | null>;
 }
 
 export interface PushOutcomesTable {
@@ -132,6 +163,12 @@ export interface PushOutcomesTable {
   job_id: string;
   outcome: string;
   updated_at: Generated<Date>;
+  /** Park code or provider reason, the answer, apns-id / FCM name, which device push (migration 0017). */
+  code: Generated<string | null>;
+  reason: Generated<string | null>;
+  provider_message_id: Generated<string | null>;
+  platform: Generated<string | null>;
+  device_id: Generated<string | null>;
 }
 
 export interface WebhookSubscriptionsTable {
@@ -153,6 +190,7 @@ export interface HeraldTables {
   webhook_subscriptions: WebhookSubscriptionsTable;
   apps: AppsTable;
   api_keys: ApiKeysTable;
+  audit_log: AuditLogTable;
   jobs: JobsTable;
   push_outcomes: PushOutcomesTable;
   devices: DevicesTable;

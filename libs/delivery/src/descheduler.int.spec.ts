@@ -76,5 +76,8 @@ describe('descheduler', () => {
     ]);
     const counts = Object.fromEntries((await metrics.pushes.get()).values.map((v) => [v.labels['outcome'], v.value]));
     expect(counts).toEqual({ released: 2, expired: 1 });
+    // The expired push is its job's outcome, committed with the release; the released ones are in flight.
+    const outcomes = await t.db.jobs.pushes('job-desched', { limit: 10 });
+    expect(outcomes).toEqual([expect.objectContaining({ pushId: expired.pushId, outcome: 'expired', platform: 'apns', deviceId: '3' })]);
   });
 });

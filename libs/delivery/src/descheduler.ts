@@ -1,5 +1,5 @@
 import { Exchanges, sendQueueFor, type Platform } from '@herald/contracts';
-import type { DueRow, ScheduledPushRepository } from '@herald/db';
+import type { DueRow, PushOutcomeEntry, ReleaseResult, ScheduledPushRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { OutboundMessage, Publisher } from '@herald/messaging';
 import type { DeschedulerMetrics } from './descheduler-metrics.ts';
@@ -78,13 +78,28 @@ const MIN_SLEEP_MS = 5;
 
 async function releaseOnce(deps: DeschedulerDeps): Promise<number> {
   const now = deps.now ?? (() => new Date());
-  return deps.store.withDueBatch(deps.platform, now(), deps.batchSize, async (rows) => {
+  return deps.store.withDueBatch(deps.platform, now(), deps.batchSize, async (rows): Promise<ReleaseResult> => {
     const at = now().getTime();
     const live = rows.filter((r) => r.expiresAt === undefined || r.expiresAt.getTime() > at);
-    const expired = rows.length - live.length;
+    const expired = rows.filter((r) => r.expiresAt !== undefined && r.expiresAt.getTime() <= at);
     await deps.publisher.publishMany(live.map((r) => toSendMessage(deps.platform, r)));
-    recordBatch(deps, live, expired, now());
+    recordBatch(deps, live, expired.length, now());
+    // Committed with the claim: a push leaves the store and becomes its job's `expired` together.
+    return { outcomes: expired.map((r) => expiredOutcome(deps.platform, r)) };
   });
+}
+
+/** Only expired rows are parsed (for their device id); released ones go out as the stored text. */
+function expiredOutcome(platform: Platform, row: DueRow): PushOutcomeEntry {
+  const deviceId = (JSON.parse(row.payload) as { deviceId?: unknown }).deviceId;
+  return {
+    pushId: row.pushId,
+    jobId: row.jobId,
+    outcome: 'expired',
+    reason: `expired at ${row.expiresAt?.toISOString() ?? '?'} before it was released`,
+    platform,
+    ...(typeof deviceId === 'string' && { deviceId }),
+  };
 }
 
 function recordBatch(deps: DeschedulerDeps, live: readonly DueRow[], expired: number, at: Date): void {

@@ -29,7 +29,7 @@ export async function dropInvalid<T extends { index: number; push: DevicePush }>
     if (!dead.has(deviceKey(push))) return true;
     outcomes[index] = { kind: 'ack' };
     deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'invalid' });
-    deps.outcomes?.note(push, 'invalid');
+    deps.outcomes?.note(push, 'invalid', { code: 'invalidated', reason: 'the token was invalidated or unregistered after the push was queued' });
     deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token }, 'push dropped: token invalidated since it was queued');
     return false;
   });

@@ -16,5 +16,6 @@ export * from './app-ban.ts';
 export * from './app-provider.ts';
 export * from './app-delivery.ts';
 export * from './job-outcomes.ts';
+export * from './park-outcomes.ts';
 export { DeliveredRecorder, completeDurably } from './ledger-record.ts';
 export * from './pusher-limiter.ts';

@@ -1,24 +1,42 @@
 import type { DevicePush } from '@herald/contracts';
+import type { PushOutcomeEntry } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
-/** A device push's final outcome as a job's status counts it. */
-export type JobOutcome = 'delivered' | 'invalid' | 'expired' | 'parked';
+/** A device push's final outcome as the pusher decides it (parks reach the status through park-outcomes.ts). */
+export type JobOutcome = 'delivered' | 'invalid' | 'expired';
+
+/** What the provider answered, or why: kept with the outcome for GET /v1/jobs/:id/pushes. */
+export interface OutcomeDetail {
+  code?: string;
+  reason?: string;
+  providerMessageId?: string;
+}
+
+export interface JobOutcomeStore {
+  recordOutcomes(entries: readonly PushOutcomeEntry[]): Promise<void>;
+}
 
 export interface JobOutcomeRecorder {
   /** Remember an outcome; written by the next flush. */
-  note(push: DevicePush, outcome: JobOutcome): void;
+  note(push: DevicePush, outcome: JobOutcome, detail?: OutcomeDetail): void;
   /** Write what was noted (one statement). Never throws: job status is advisory, delivery is not held up. */
   flush(): Promise<void>;
 }
 
-export function createJobOutcomeRecorder(
-  store: { recordOutcomes(entries: ReadonlyArray<{ pushId: string; jobId: string; outcome: string }>): Promise<void> },
-  logger: Logger,
-): JobOutcomeRecorder {
-  let pending: Array<{ pushId: string; jobId: string; outcome: string }> = [];
+export const outcomeEntry = (push: Pick<DevicePush, 'pushId' | 'jobId' | 'platform' | 'deviceId'>, outcome: PushOutcomeEntry['outcome'], detail: OutcomeDetail = {}): PushOutcomeEntry => ({
+  pushId: push.pushId,
+  jobId: push.jobId,
+  outcome,
+  platform: push.platform,
+  deviceId: push.deviceId,
+  ...detail,
+});
+
+export function createJobOutcomeRecorder(store: JobOutcomeStore, logger: Logger): JobOutcomeRecorder {
+  let pending: PushOutcomeEntry[] = [];
   return {
-    note(push, outcome) {
-      pending.push({ pushId: push.pushId, jobId: push.jobId, outcome });
+    note(push, outcome, detail) {
+      pending.push(outcomeEntry(push, outcome, detail));
     },
     async flush() {
       if (pending.length === 0) return;

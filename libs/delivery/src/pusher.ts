@@ -16,6 +16,7 @@ import { completeDurably, DeliveredRecorder } from './ledger-record.ts';
 import type { ProviderSource } from './provider-pool.ts';
 import type { AppBans } from './app-ban.ts';
 import type { JobOutcomeRecorder } from './job-outcomes.ts';
+import { PROVIDER_REJECTED } from './park-outcomes.ts';
 
 export interface Ledger {
   claim(pushIds: readonly string[], owner: string, leaseMs: number): Promise<Map<string, 'claimed' | 'done' | 'in-flight'>>;
@@ -29,7 +30,7 @@ export interface PusherDeps {
   providers: ProviderSource;
   /** Apps banned for credential or topic errors have their pushes parked (app-ban.ts). */
   bans?: AppBans;
-  /** Final outcome per push, for the job status the HTTP API reports (job-outcomes.ts). */
+  /** Final outcome per push, for the job status the HTTP API reports (job-outcomes.ts); parks are recorded by the consumer's onParked (park-outcomes.ts). */
   outcomes?: JobOutcomeRecorder;
   ledger: Ledger;
   /** Pushes for tokens invalidated since they were queued are dropped, not sent. */
@@ -119,7 +120,7 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   if (push.expiresAt !== undefined && Date.parse(push.expiresAt) <= at.getTime()) {
     deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'expired' });
     trace(deps, push, 'dropped: expired before sending', { expiresAt: push.expiresAt });
-    deps.outcomes?.note(push, 'expired');
+    deps.outcomes?.note(push, 'expired', { reason: `expired at ${push.expiresAt} before it could be sent` });
     return ack;
   }
   const app = await deps.apps.get(push.app);
@@ -179,7 +180,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     switch (result.kind) {
       case 'delivered':
         deps.metrics.pushes.inc({ ...label, outcome: 'delivered' });
-        deps.outcomes?.note(push, 'delivered');
+        deps.outcomes?.note(push, 'delivered', result.providerMessageId !== undefined ? { providerMessageId: result.providerMessageId } : {});
         deps.metrics.latency.observe({ platform: push.platform }, (observedAt.getTime() - Date.parse(push.acceptedAt)) / 1000);
         trace(deps, push, 'delivered', { providerMessageId: result.providerMessageId });
         break;
@@ -187,7 +188,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
         invalid.push({ pushId: push.pushId, outcome: `invalid: ${result.reason}` });
         invalidations.push(invalidationFor(push, result, observedAt));
         deps.metrics.pushes.inc({ ...label, outcome: 'invalid' });
-        deps.outcomes?.note(push, 'invalid');
+        deps.outcomes?.note(push, 'invalid', { code: result.reason, reason: `the provider answered ${result.reason}: the token is dead` });
         trace(deps, push, 'dead token: invalidation published', { reason: result.reason });
         break;
       case 'transient':
@@ -198,7 +199,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
       case 'permanent':
         deps.bans?.observe(push.app, result);
         release.push(push.pushId);
-        outcomes[r.index] = park(deps, push, 'provider-rejected', result.reason, 'failed');
+        outcomes[r.index] = park(deps, push, PROVIDER_REJECTED, result.reason, 'failed');
         break;
     }
   });
@@ -249,7 +250,6 @@ function inFlight(push: DevicePush, leaseMs: number): Outcome {
 function park(deps: PusherDeps, push: DevicePush | undefined, code: string, reason: string, counted: 'parked' | 'failed' = 'parked'): Outcome {
   deps.metrics.pushes.inc({ platform: deps.platform, app: push?.app ?? 'unknown', outcome: counted });
   deps.logger.warn({ pushId: push?.pushId, jobId: push?.jobId, code, reason }, 'push parked');
-  if (push !== undefined) deps.outcomes?.note(push, 'parked');
   return { kind: 'park', code, reason };
 }
 

@@ -10,6 +10,7 @@ import { createPusherMetrics } from './pusher-metrics.ts';
 import { createPusherLimiter, type RateLimitSettings } from './pusher-limiter.ts';
 import { checkLedgerRetention, startLedgerPruner } from './ledger-pruner.ts';
 import { createAppDelivery, type AppDeliverySettings } from './app-delivery.ts';
+import { recordParkedPushes } from './park-outcomes.ts';
 
 export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppDeliverySettings {
   AMQP_URL: string;
@@ -84,6 +85,8 @@ export async function runPusher(
       batch: { maxSize: config.PUSHER_BATCH_SIZE, maxWaitMs: config.PUSHER_BATCH_WAIT_MS },
       retryDelaysMs: config.PUSHER_RETRY_DELAYS_MS,
       handle,
+      // Every park (the handler's, a retry that ran out, the delivery limit) counted in its job's status.
+      ...(config.JOB_STATUS_ENABLED && { onParked: recordParkedPushes(db.jobs) }),
     });
     const pruner = startLedgerPruner({
       ledger: db.ledger,

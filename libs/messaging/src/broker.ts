@@ -93,5 +93,6 @@ function validate(options: ConsumeOptions): void {
     problems.push('batch.maxSize must be between 1 and prefetch');
   }
   if (options.retryDelaysMs.some((d) => !Number.isFinite(d) || d <= 0)) problems.push('retryDelaysMs must be positive numbers');
+  if (options.deliveryLimit !== undefined && (!Number.isInteger(options.deliveryLimit) || options.deliveryLimit < 1)) problems.push('deliveryLimit must be an integer ≥ 1');
   if (problems.length > 0) throw new Error(`invalid consume options for queue "${options.queue}": ${problems.join('; ')}`);
 }

@@ -6,8 +6,9 @@ import type { BrokerConnection } from './connection.ts';
 import { toInbound } from './inbound.ts';
 import type { MessagingMetrics } from './metrics.ts';
 import { handlerBackoffMs } from './retry.ts';
-import type { Delivery, Settler } from './settle.ts';
+import { DELIVERY_LIMIT, type Delivery, type Parked, type Settler } from './settle.ts';
 import { sleep } from './sleep.ts';
+import { DEFAULT_DELIVERY_LIMIT } from './topology.ts';
 import type { ConsumeOptions, Consumer, Outcome } from './types.ts';
 
 export interface ConsumerDeps {
@@ -122,9 +123,14 @@ export class QueueConsumer implements Consumer {
     void tracked.finally(() => this.inFlight.delete(tracked));
   }
 
-  private async process(batch: Delivery[]): Promise<void> {
+  private async process(delivered: Delivery[]): Promise<void> {
     await sleep(this.pausedUntil - Date.now(), this.stopSignal.signal);
-    if (this.stopping) return batch.forEach((d) => this.nack(d));
+    if (this.stopping) return delivered.forEach((d) => this.nack(d));
+    const limit = this.options.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT;
+    const spent = delivered.filter((d) => deliveriesOf(d) > limit);
+    const batch = spent.length === 0 ? delivered : delivered.filter((d) => !spent.includes(d));
+    await Promise.all(spent.map((d) => this.settle(d, overLimit(d, limit))));
+    if (batch.length === 0) return;
     let outcomes: Outcome[];
     try {
       outcomes = await this.options.handle(batch.map((d) => d.inbound));
@@ -141,15 +147,27 @@ export class QueueConsumer implements Consumer {
 
   private async settle(d: Delivery, outcome: Outcome): Promise<void> {
     if (!this.isLive(d)) return this.logGone(d);
+    let parked: Parked | undefined;
     try {
-      await this.deps.settler.apply(d, outcome);
+      parked = await this.deps.settler.apply(d, outcome);
     } catch (err) {
       if (!this.isLive(d)) return this.logGone(d);
       return this.backOffAndRequeue([d], err, `could not ${outcome.kind} message`);
     }
+    if (parked !== undefined) await this.tellParked(d, parked);
     if (!this.isLive(d)) return this.logGone(d);
     safely(() => d.channel.ack(d.msg));
     this.deps.metrics.acked.inc({ queue: this.queue });
+  }
+
+  /** onParked is best effort: the parked copy is confirmed, so the input is acked whatever it does. */
+  private async tellParked(d: Delivery, parked: Parked): Promise<void> {
+    if (this.options.onParked === undefined) return;
+    try {
+      await this.options.onParked({ message: d.inbound, ...parked });
+    } catch (err) {
+      this.deps.logger.warn({ err, queue: this.queue, messageId: d.inbound.messageId, code: parked.code }, 'onParked failed; the message is parked all the same');
+    }
   }
 
   /** Broken infrastructure: pause the consumer (0.5 s … 30 s while errors continue), then requeue. */
@@ -175,6 +193,23 @@ export class QueueConsumer implements Consumer {
   private logGone(d: Delivery): void {
     this.deps.logger.info({ queue: this.queue, messageId: d.inbound.messageId }, 'channel closed before settling; message will be redelivered');
   }
+}
+
+/**
+ * How many times this message has been delivered, this time included: the broker counts the times
+ * it came back unsettled in x-delivery-count (only on a redelivery: a fresh message may carry a
+ * stale one a publisher copied).
+ */
+function deliveriesOf(d: Delivery): number {
+  if (!d.msg.fields.redelivered) return 1;
+  const raw = d.inbound.headers['x-delivery-count'];
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' ? Number(raw) : NaN;
+  return Number.isInteger(n) && n >= 0 ? n + 1 : 1;
+}
+
+function overLimit(d: Delivery, limit: number): Outcome {
+  const reason = `delivered ${deliveriesOf(d)} times without being settled (the handler failed or its process stopped each time); the delivery limit is ${limit}`;
+  return { kind: 'park', code: DELIVERY_LIMIT, reason };
 }
 
 /** ack/nack on a channel that closed meanwhile throws; the broker requeues those messages anyway. */

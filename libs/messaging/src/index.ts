@@ -7,6 +7,7 @@ export type {
   InboundMessage,
   OutboundMessage,
   Outcome,
+  ParkedNotice,
   Publisher,
   QueueCounts,
 } from './types.ts';
@@ -26,7 +27,7 @@ export {
 } from './topology.ts';
 export { HeraldHeaders } from './headers.ts';
 export { Headers } from '@herald/contracts';
-export { RETRIES_EXHAUSTED } from './settle.ts';
+export { RETRIES_EXHAUSTED, DELIVERY_LIMIT } from './settle.ts';
 export { BrokerConnectError, BrokerUnavailableError, PublishFailedError, UnroutableError } from './errors.ts';
 export {
   listParked,
@@ -35,7 +36,10 @@ export {
   parkedNameOf,
   ReplayError,
   type ParkedMessage,
+  type RefusedReplay,
+  type ReplayResult,
   type ParkedFilter,
   type ParkedOptions,
   type ReplayOptions,
 } from './parked.ts';
+export { PERMANENT_PARK_CODES, permanentRejection, describeRefusals } from './park-codes.ts';

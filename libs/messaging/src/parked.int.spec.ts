@@ -61,9 +61,9 @@ describe('parked messages: list, replay, purge', () => {
   });
 
   it('replays one message by id to its original queue once, attempt reset, parking headers removed', async () => {
-    await park('a', 'schema');
-    await park('b', 'schema');
-    expect(await replayParked({ ...opts(), filter: { kind: 'id', id: 'b' } })).toEqual({ seen: 2, replayed: 1 });
+    await park('a', 'retries-exhausted');
+    await park('b', 'retries-exhausted');
+    expect(await replayParked({ ...opts(), filter: { kind: 'id', id: 'b' } })).toEqual({ seen: 2, replayed: 1, refused: [] });
     const moved = await takeMessage(t.vhost.amqpUrl, 'p.work');
     if (moved === false) throw new Error('nothing replayed');
     expect(moved.properties.messageId).toBe('b');
@@ -76,14 +76,14 @@ describe('parked messages: list, replay, purge', () => {
   });
 
   it('replays by code with progress, and replays all', async () => {
-    for (let i = 0; i < 150; i++) await park(`t${i}`, i % 3 === 0 ? 'transient' : 'schema');
+    for (let i = 0; i < 150; i++) await park(`t${i}`, i % 3 === 0 ? 'transient' : 'unknown-app');
     const progress: number[] = [];
     const byCode = await replayParked({ ...opts(), filter: { kind: 'code', code: 'transient' }, onProgress: (p) => progress.push(p.seen) });
-    expect(byCode).toEqual({ seen: 150, replayed: 50 });
+    expect(byCode).toEqual({ seen: 150, replayed: 50, refused: [] });
     expect(progress).toEqual([100, 150]);
     expect(await depth('p.work')).toBe(50);
     expect(await depth('p.work.parked')).toBe(100);
-    expect(await replayParked({ ...opts(), filter: { kind: 'all' } })).toEqual({ seen: 100, replayed: 100 });
+    expect(await replayParked({ ...opts(), filter: { kind: 'all' } })).toEqual({ seen: 100, replayed: 100, refused: [] });
     expect(await depth('p.work')).toBe(150);
     expect(await depth('p.work.parked')).toBe(0);
   });
@@ -99,12 +99,34 @@ describe('parked messages: list, replay, purge', () => {
   });
 
   it('leaves a message parked when its original queue no longer exists', async () => {
-    await park('gone', 'schema', 'p.deleted');
-    await park('ok', 'schema');
+    await park('gone', 'retries-exhausted', 'p.deleted');
+    await park('ok', 'retries-exhausted');
     const err = await replayParked({ ...opts(), filter: { kind: 'all' } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ReplayError);
     expect((err as ReplayError).replayed).toBe(1);
     expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['gone']);
     expect(await depth('p.work')).toBe(1);
+  });
+
+  it('leaves permanent rejections parked unless forced, and says why', async () => {
+    await park('bad-json', 'malformed-json');
+    await park('rejected', 'provider-rejected');
+    await park('fixable', 'app-disabled');
+    const unforced = await replayParked({ ...opts(), filter: { kind: 'all' } });
+    expect(unforced.replayed).toBe(1);
+    expect(unforced.refused).toEqual([
+      { code: 'malformed-json', count: 1, why: expect.stringMatching(/not valid JSON/) as unknown, messageIds: ['bad-json'] },
+      { code: 'provider-rejected', count: 1, why: expect.stringMatching(/rejected this push for good/) as unknown, messageIds: ['rejected'] },
+    ]);
+    expect((await listParked(opts())).map((m) => m.messageId).sort()).toEqual(['bad-json', 'rejected']);
+    expect(await depth('p.work')).toBe(1);
+
+    const byId = await replayParked({ ...opts(), filter: { kind: 'id', id: 'rejected' } });
+    expect(byId).toMatchObject({ replayed: 0, refused: [{ code: 'provider-rejected', count: 1 }] });
+
+    const forced = await replayParked({ ...opts(), filter: { kind: 'all' }, force: true });
+    expect(forced).toEqual({ seen: 2, replayed: 2, refused: [] });
+    expect(await depth('p.work.parked')).toBe(0);
+    expect(await depth('p.work')).toBe(3);
   });
 });

@@ -3,6 +3,7 @@ import { parkedQueueFor } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import { openConnection } from './connection.ts';
 import { attemptOf, HeraldHeaders } from './headers.ts';
+import { permanentRejection } from './park-codes.ts';
 import { sleep } from './sleep.ts';
 
 /** A message in `<queue>.parked`, with the headers that say why it is there. */
@@ -30,6 +31,8 @@ export interface ParkedOptions {
 
 export interface ReplayOptions extends ParkedOptions {
   filter: ParkedFilter;
+  /** Replay permanent rejections too (PERMANENT_PARK_CODES); without it they stay parked and are reported in `refused`. */
+  force?: boolean;
   /** Called after each chunk with how many were looked at and replayed so far. */
   onProgress?: (progress: { seen: number; total: number; replayed: number }) => void;
 }
@@ -196,17 +199,53 @@ async function republish(ch: ConfirmChannel, items: readonly Item[]): Promise<{ 
   return { ok: items.filter((_, i) => results[i] === undefined), failed: results.filter((r): r is string => r !== undefined) };
 }
 
+/** Matching messages a replay left parked because they were rejected for good, per park code. */
+export interface RefusedReplay {
+  code: string;
+  count: number;
+  /** Why replaying them would not help. */
+  why: string;
+  /** The first few message ids, for the operator's answer. */
+  messageIds: string[];
+}
+
+export interface ReplayResult {
+  seen: number;
+  replayed: number;
+  /** Empty when forced or when nothing matching was a permanent rejection. */
+  refused: RefusedReplay[];
+}
+
+const REFUSED_IDS_SHOWN = 10;
+
+function noteRefusal(refused: Map<string, RefusedReplay>, m: ParkedMessage, why: string): void {
+  const code = m.code ?? '(none)';
+  const entry = refused.get(code) ?? { code, count: 0, why, messageIds: [] };
+  entry.count++;
+  if (m.messageId !== undefined && entry.messageIds.length < REFUSED_IDS_SHOWN) entry.messageIds.push(m.messageId);
+  refused.set(code, entry);
+}
+
 /**
  * Moves matching parked messages back to their original queues, each once: publish with confirm,
- * then ack. Others are left in place. Only the messages present when it starts are looked at.
+ * then ack. Others are left in place, and so are permanent rejections unless `force` (reported in
+ * `refused` with why). Only the messages present when it starts are looked at.
  */
-export async function replayParked(opts: ReplayOptions): Promise<{ seen: number; replayed: number }> {
+export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
   return withParkedChannel(opts, async (ch, parked, total) => {
     let replayed = 0;
     let seenSoFar = 0;
     const failures: string[] = [];
+    const refused = new Map<string, RefusedReplay>();
     const seen = await sweep(ch, parked, total, async (chunk) => {
-      const chosen = chunk.map((msg) => ({ msg, parked: toParked(msg, parked) })).filter((x) => matches(x.parked, opts.filter));
+      const chosen = chunk
+        .map((msg) => ({ msg, parked: toParked(msg, parked) }))
+        .filter((x) => matches(x.parked, opts.filter))
+        .filter((x) => {
+          const why = opts.force === true ? undefined : permanentRejection(x.parked.code);
+          if (why !== undefined) noteRefusal(refused, x.parked, why);
+          return why === undefined;
+        });
       const { ok, failed } = await republish(ch, chosen);
       for (const { msg } of ok) ch.ack(msg);
       replayed += ok.length;
@@ -215,7 +254,7 @@ export async function replayParked(opts: ReplayOptions): Promise<{ seen: number;
       opts.onProgress?.({ seen: seenSoFar, total, replayed });
     });
     if (failures.length > 0) throw new ReplayError(`${failures.length} message(s) not replayed (left parked): ${failures[0]}`, replayed);
-    return { seen, replayed };
+    return { seen, replayed, refused: [...refused.values()] };
   });
 }
 

@@ -15,6 +15,19 @@ export interface Delivery {
 }
 
 export const RETRIES_EXHAUSTED = 'retries-exhausted';
+/** Parked by the consumer: delivered up to the queue's delivery limit without being settled. */
+export const DELIVERY_LIMIT = 'delivery-limit';
+
+/** What a settled outcome turned into, when it was a park: the code and reason of the parked copy. */
+export interface Parked {
+  code: string;
+  reason: string;
+}
+
+/** The broker's redelivery count is about the original; a copy must not carry it (a fresh message keeps a published one). */
+function copiedHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'x-delivery-count'));
+}
 
 /** Properties a retry or park copy keeps from the original (not expiration: the copy sets its own). */
 function copiedProperties(msg: ConsumeMessage): Options.Publish {
@@ -42,20 +55,22 @@ export class Settler {
     private readonly logger: Logger,
   ) {}
 
-  async apply(d: Delivery, outcome: Outcome): Promise<void> {
+  /** Returns the park when the outcome ended in one (a park, or a retry that ran out). */
+  async apply(d: Delivery, outcome: Outcome): Promise<Parked | undefined> {
     switch (outcome.kind) {
       case 'ack':
-        return;
+        return undefined;
       case 'retry':
         return this.retry(d, outcome.code, outcome.reason, outcome.delayMs);
       case 'park':
         return this.park(d, outcome.code, outcome.reason);
       case 'defer':
-        return this.defer(d, outcome.code, outcome.reason, outcome.delayMs);
+        await this.defer(d, outcome.code, outcome.reason, outcome.delayMs);
+        return undefined;
     }
   }
 
-  private async retry(d: Delivery, code: string, reason: string, delayMs: number | undefined): Promise<void> {
+  private async retry(d: Delivery, code: string, reason: string, delayMs: number | undefined): Promise<Parked | undefined> {
     const attempt = d.inbound.attempt;
     const plan = planRetry(attempt, this.retryDelaysMs, delayMs);
     if (plan.kind === 'exhausted') return this.park(d, RETRIES_EXHAUSTED, reason);
@@ -80,7 +95,7 @@ export class Settler {
       body: d.msg.content,
       properties: copiedProperties(d.msg),
       headers: {
-        ...d.inbound.headers,
+        ...copiedHeaders(d.inbound.headers),
         [HeraldHeaders.attempt]: attempt,
         [HeraldHeaders.retryReason]: reason,
         [HeraldHeaders.delay]: plan.queueDelayMs,
@@ -90,14 +105,14 @@ export class Settler {
     await this.publisher.publishMany([copy]);
   }
 
-  private async park(d: Delivery, code: string, reason: string): Promise<void> {
+  private async park(d: Delivery, code: string, reason: string): Promise<Parked> {
     const copy: RawOutbound = {
       exchange: '',
       routingKey: parkedQueueFor(this.queue),
       body: d.msg.content,
       properties: copiedProperties(d.msg),
       headers: {
-        ...d.inbound.headers,
+        ...copiedHeaders(d.inbound.headers),
         [HeraldHeaders.parkedReason]: reason,
         [HeraldHeaders.parkedCode]: code,
         [HeraldHeaders.parkedAt]: new Date().toISOString(),
@@ -108,5 +123,6 @@ export class Settler {
     await this.publisher.publishMany([copy]);
     this.metrics.parked.inc({ queue: this.queue, code });
     this.logger.warn({ queue: this.queue, messageId: d.inbound.messageId, attempt: d.inbound.attempt, code, reason }, 'message parked');
+    return { code, reason };
   }
 }

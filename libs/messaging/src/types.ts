@@ -65,6 +65,13 @@ export type Outcome =
   /** Come back after about delayMs without spending an attempt (e.g. another worker holds a lease). */
   | { kind: 'defer'; code: string; reason: string; delayMs: number };
 
+/** A message a consumer parked, and why (ConsumeOptions.onParked). */
+export interface ParkedNotice {
+  message: InboundMessage;
+  code: string;
+  reason: string;
+}
+
 export interface ConsumeOptions {
   queue: string;
   prefetch: number;
@@ -74,6 +81,19 @@ export interface ConsumeOptions {
   retryDelaysMs: readonly number[];
   /** Must return one outcome per message, same order. Throw only for broken infrastructure. */
   handle(messages: readonly InboundMessage[]): Promise<Outcome[]>;
+  /**
+   * The work queue's x-delivery-limit (default DEFAULT_DELIVERY_LIMIT). A message delivered that
+   * many times without being settled (the handler threw, or a process died holding it) is parked
+   * by the consumer on its next delivery, code `delivery-limit`, without reaching the handler: the
+   * park then carries a reason and reaches onParked. The broker's own limit stays the backstop.
+   */
+  deliveryLimit?: number;
+  /**
+   * Told of every message this consumer parks (the handler's parks, retries that ran out, the
+   * delivery limit), after the parked copy is confirmed and before the input is acked, e.g. to
+   * record the outcome for a job's status. Best effort: a failure is logged and the input still acked.
+   */
+  onParked?(notice: ParkedNotice): Promise<void>;
 }
 
 export interface Consumer {

@@ -26,6 +26,8 @@ export interface OpsServer {
  */
 export async function startOpsServer(opts: {
   port: number;
+  /** Address to listen on; loopback unless configured (HTTP_HOST). */
+  host?: string;
   registry: Registry;
   healthy: () => boolean;
   routes?: () => HttpRoutes | undefined;
@@ -43,7 +45,7 @@ export async function startOpsServer(opts: {
       res.writeHead(404).end();
     }
   });
-  await new Promise<void>((resolve) => server.listen(opts.port, '0.0.0.0', resolve));
+  await new Promise<void>((resolve) => server.listen(opts.port, opts.host ?? '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

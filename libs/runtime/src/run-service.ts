@@ -7,6 +7,8 @@ export interface ServiceSettings {
   LOG_LEVEL: string;
   LOG_FORMAT: 'json' | 'pretty' | 'auto';
   HTTP_PORT: number;
+  /** Address of the /metrics + /healthz server (loopback by default). */
+  HTTP_HOST: string;
   SHUTDOWN_TIMEOUT_MS: number;
 }
 
@@ -36,7 +38,7 @@ export async function runService(
   const registry = createMetricsRegistry(name);
   let healthy = false;
   let routes: HttpRoutes | undefined = undefined;
-  const ops = await startOpsServer({ port: settings.HTTP_PORT, registry, healthy: () => healthy, routes: () => routes });
+  const ops = await startOpsServer({ port: settings.HTTP_PORT, host: settings.HTTP_HOST, registry, healthy: () => healthy, routes: () => routes });
   let service: RunningService;
   try {
     service = await start({ logger, registry });
@@ -46,7 +48,7 @@ export async function runService(
   }
   healthy = true;
   routes = service.http;
-  logger.info({ opsPort: ops.port }, `${name} started`);
+  logger.info({ opsPort: ops.port, opsHost: settings.HTTP_HOST }, `${name} started`);
   onShutdown(logger, settings.SHUTDOWN_TIMEOUT_MS, async () => {
     healthy = false;
     await service.stop(settings.SHUTDOWN_TIMEOUT_MS);

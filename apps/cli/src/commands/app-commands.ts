@@ -4,7 +4,12 @@ import type { Command } from 'commander';
 import { printRows } from '../output.ts';
 import { apnsConnectionFromFlags, connectionOptions, fcmConnectionFromFlags, type ConnectionFlags } from './connection-options.ts';
 import { apnsFromFlags, credentialOptions, fcmFromFlags, type CredentialFlags } from './credential-options.ts';
+import { auditedCli } from './cli-audit.ts';
 import { withDatabase } from './with-database.ts';
+
+/** What the audit log keeps of an app change: the flags given (never their values) and the app after it. */
+const audit = (action: string, id: string, flags: object = {}) => ({ action, target: id, request: { flags: Object.keys(flags).sort(), via: 'cli' } });
+const summary = (a: AppRow) => ({ id: a.id, enabled: a.enabled, credentialsVersion: a.credentialsVersion });
 
 const secretConfig = {
   HERALD_SECRET_KEY: optionalStr('32-byte key (64 hex characters or base64) that seals app credentials at rest', { secret: true }),
@@ -55,7 +60,7 @@ export function registerAppCommands(program: Command): void {
     ),
   ).action(async (id: string, o: AddFlags) => {
     const [apns, fcm, connections] = [await apnsFromFlags(o), await fcmFromFlags(o), await connectionsFromFlags(o)];
-    const row = await withDatabase(async (db) => {
+    const row = await auditedCli(audit('app.create', id, o), async (db) => {
       const plain = { ...(o.apnsTopic !== undefined && { apnsTopic: o.apnsTopic }), enabled: o.disabled !== true };
       const store = credentialStore(db);
       if ((await db.apps.get(id)) === undefined) return store.create({ id, ...plain, ...(apns && { apns }), ...(fcm && { fcm }), ...connections });
@@ -63,7 +68,7 @@ export function registerAppCommands(program: Command): void {
       if (apns !== undefined || fcm !== undefined) await store.rotate(id, { ...(apns && { apns }), ...(fcm && { fcm }) });
       // After the rotation: connection settings need the app's own credentials.
       return store.update(id, connections);
-    });
+    }, summary);
     print(row);
   });
   connectionOptions(
@@ -74,19 +79,19 @@ export function registerAppCommands(program: Command): void {
   ).action(async (id: string, o: UpdateFlags) => {
     const changes = { ...(o.apnsTopic !== undefined && { apnsTopic: o.apnsTopic }), ...(await connectionsFromFlags(o)) };
     if (Object.keys(changes).length === 0) throw new Error('give --apns-topic or connection settings (--apns-address, --apns-ca-file, --fcm-proxy-url, ...)');
-    print(await withDatabase((db) => credentialStore(db).update(id, changes)));
+    print(await auditedCli(audit('app.update', id, o), (db) => credentialStore(db).update(id, changes), summary));
   });
   for (const [name, enabled] of [['enable', true], ['disable', false]] as const) {
     apps
       .command(`${name} <id>`)
       .description(enabled ? 'let the app send again' : 'stop the app: its jobs and pushes are parked (code app-disabled)')
-      .action(async (id: string) => print(await withDatabase((db) => credentialStore(db).update(id, { enabled }))));
+      .action(async (id: string) => print(await auditedCli(audit(`app.${name}`, id), (db) => credentialStore(db).update(id, { enabled }), summary)));
   }
   credentialOptions(apps.command('rotate <id>').description('replace the app\'s APNs and/or FCM credentials; pushers switch without a restart')).action(
     async (id: string, o: CredentialFlags) => {
       const [apns, fcm] = [await apnsFromFlags(o), await fcmFromFlags(o)];
       if (apns === undefined && fcm === undefined) throw new Error('give APNs (--apns-key-file or --apns-cert-file) or FCM (--fcm-service-account or --fcm-access-token) credentials');
-      print(await withDatabase((db) => credentialStore(db).rotate(id, { ...(apns && { apns }), ...(fcm && { fcm }) })));
+      print(await auditedCli(audit('app.rotate-credentials', id, o), (db) => credentialStore(db).rotate(id, { ...(apns && { apns }), ...(fcm && { fcm }) }), summary));
     },
   );
   apps

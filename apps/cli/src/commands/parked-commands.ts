@@ -1,16 +1,20 @@
 import { createLogger } from '@herald/logging';
-import { listParked, purgeParked, replayParked, type ParkedFilter, type ParkedMessage } from '@herald/messaging';
+import { ActionRefused } from '@herald/db';
+import { describeRefusals, listParked, parkedNameOf, purgeParked, replayParked, type ParkedFilter, type ParkedMessage, type ReplayResult } from '@herald/messaging';
 import type { Command } from 'commander';
 import { readCliConfig } from '../cli-config.ts';
+import { knownWorkQueue } from './queue-name.ts';
 import { printObject, printRows } from '../output.ts';
 import { progressBar } from '../progress-bar.ts';
+import { auditedCli } from './cli-audit.ts';
 
 type FilterOptions = { id?: string; code?: string; all?: boolean };
+type ReplayFlags = FilterOptions & { force?: boolean };
 
 const base = (queue: string) => ({
   url: readCliConfig().AMQP_URL,
   logger: createLogger({ service: 'herald-cli', level: 'warn', format: 'json' }),
-  queue,
+  queue: knownWorkQueue(queue),
 });
 
 /** Exactly one of --id, --code, --all; a bulk operation must be asked for by name. */
@@ -54,17 +58,38 @@ export function registerParkedCommands(program: Command): void {
     });
   parked
     .command('replay <queue>')
-    .description('move parked messages back to their original queue (attempt 1), each once')
+    .description('move parked messages back to their original queue (attempt 1), each once; permanent rejections (schema, provider-rejected, …) only with --force')
     .option('--id <messageId>', 'only this message')
     .option('--code <code>', 'only messages parked with this code')
     .option('--all', 'every parked message')
-    .action(async (queue: string, o: FilterOptions) => {
+    .option('--force', 'replay permanent rejections too (they would be parked again or rejected again unless their cause was fixed)')
+    .action(async (queue: string, o: ReplayFlags) => {
+      const opts = base(queue);
+      const filter = filterOf(o);
+      const force = o.force === true;
       const bar = progressBar('replay');
       const progress = (p: { seen: number; total: number; replayed: number }): void => {
         if (p.total > 100) bar.update(p.seen, p.total, `looked at, ${p.replayed} replayed`);
       };
-      const result = await replayParked({ ...base(queue), filter: filterOf(o), onProgress: progress }).finally(() => bar.finish());
+      const what = { action: 'parked.replay', target: parkedNameOf(queue), request: { filter, force, via: 'cli' } };
+      let result: ReplayResult | undefined;
+      await auditedCli(what, async () => {
+        result = await replayParked({ ...opts, filter, force, onProgress: progress });
+        // Nothing replayed because everything matching was a permanent rejection: audited as refused.
+        if (result.replayed === 0 && result.refused.length > 0) throw new ActionRefused(describeRefusals(result.refused), { ...result });
+        return result;
+      })
+        .catch((err: unknown) => {
+          if (!(err instanceof ActionRefused)) throw err;
+        })
+        .finally(() => bar.finish());
+      if (result === undefined) return;
       process.stdout.write(`replayed ${result.replayed} of ${result.seen} parked message(s)\n`);
+      if (result.refused.length > 0) {
+        // Not what was asked: say why, and exit non-zero.
+        process.stderr.write(`${describeRefusals(result.refused).replace('Replay with force', 'Add --force')}\n`);
+        process.exitCode = 1;
+      }
     });
   parked
     .command('purge <queue>')
@@ -73,7 +98,10 @@ export function registerParkedCommands(program: Command): void {
     .option('--code <code>', 'only messages parked with this code')
     .option('--all', 'every parked message')
     .action(async (queue: string, o: FilterOptions) => {
-      const result = await purgeParked({ ...base(queue), filter: filterOf(o) });
+      const opts = base(queue);
+      const filter = filterOf(o);
+      const what = { action: 'parked.purge', target: parkedNameOf(queue), request: { filter, via: 'cli' } };
+      const result = await auditedCli(what, () => purgeParked({ ...opts, filter }));
       process.stdout.write(`purged ${result.purged} of ${result.seen} parked message(s)\n`);
     });
 }

@@ -3,6 +3,9 @@ import { createHeraldClient, type HeraldClient } from '@herald/client';
 import type { Command } from 'commander';
 import { readCliConfig } from '../cli-config.ts';
 import { printObject } from '../output.ts';
+import { requireEnabledApp } from './app-check.ts';
+import { deliverAtFromFlags, wholeNumber, type ScheduleFlags } from './send-options.ts';
+import { withDatabase } from './with-database.ts';
 
 async function withClient<T>(fn: (client: HeraldClient) => Promise<T>): Promise<T> {
   const client = await createHeraldClient({ url: readCliConfig().AMQP_URL, connectionName: 'herald-cli' });
@@ -39,11 +42,12 @@ export function registerPublishCommands(program: Command): void {
     .requiredOption('--platform <platform>', 'apns or fcm')
     .requiredOption('--token <token>', 'device token')
     .requiredOption('--user <userId>', 'user id')
-    .option('--timezone <zone>', 'IANA time zone, e.g. Europe/Berlin')
-    .option('--locale <locale>', 'e.g. en-GB')
+    .option('--timezone <zone>', 'IANA time zone, e.g. Europe/Berlin (an unknown zone is refused)')
+    .option('--locale <locale>', 'BCP 47 language tag, e.g. en-GB')
     .option('--token-kind <kind>', 'APNs: device (default), voip (a PushKit token) or liveactivity (a Live Activity push token)')
     .option('--json', 'print JSON')
     .action(async (o: Record<string, string | boolean | undefined>) => {
+      await withDatabase((db) => requireEnabledApp(db, String(o['app'])));
       const reg = await withClient((c) =>
         c.publishRegistration({
           kind: 'register',
@@ -67,6 +71,7 @@ export function registerPublishCommands(program: Command): void {
     .requiredOption('--platform <platform>', 'apns or fcm')
     .requiredOption('--token <token>', 'device token')
     .action(async (o: Record<string, string>) => {
+      await withDatabase((db) => requireEnabledApp(db, String(o['app'])));
       const reg = await withClient((c) =>
         c.publishRegistration({
           kind: 'unregister',
@@ -93,12 +98,23 @@ export function registerPublishCommands(program: Command): void {
     .option('--ttl <seconds>', 'drop the push if not delivered within this many seconds (0: now or never, providers do not store it)')
     .option('--push-type <type>', 'alert, background, voip or liveactivity (default: alert when there is something to show, else background)')
     .option('--collapse-key <key>', 'printable ASCII, at most 64 bytes: a newer push with the same key replaces this one')
-    .option('--content <json>', 'more content fields as a JSON object (e.g. {"badge":1,"sound":"default","apns":{"payload":{...}}})')
+    .option('--content <json>', 'more content fields as a JSON object (e.g. {"threadId":"t1","apns":{"payload":{...}}})')
+    .option('--badge <n>', 'app icon badge number (0 clears it)')
+    .option('--sound <name>', 'sound to play, e.g. default')
+    .option('--priority <priority>', 'high (default) or normal (delivered when convenient for the battery)')
+    .option('--expires-at <iso>', 'drop the push if not delivered by this ISO-8601 instant (with --ttl the earlier wins)')
+    .option('--deliver-at <iso>', 'deliver at this ISO-8601 instant (held until then)')
+    .option('--local-time <HH:mm>', "deliver at this wall-clock time in each device's own timezone (next occurrence)")
+    .option('--date <YYYY-MM-DD>', 'with --local-time: on this local date')
+    .option('--jitter <duration>', 'with --local-time: spread deliveries over this ISO-8601 duration after it, e.g. PT30M')
     .option('--trace', 'log every step of this job at info level')
     .option('--json', 'print JSON')
     .action(async (o: Record<string, unknown>) => {
       const users = o['user'] as string[];
       const data = o['data'] as Record<string, string>;
+      const deliverAt = deliverAtFromFlags(o as ScheduleFlags);
+      // The app must exist (and be enabled) before anything is published: the database says so.
+      await withDatabase((db) => requireEnabledApp(db, String(o['app'])));
       const job = await withClient((c) =>
         c.publishPushJob({
           id: (o['id'] as string | undefined) ?? randomUUID(),
@@ -112,9 +128,14 @@ export function registerPublishCommands(program: Command): void {
             ...(o['body'] !== undefined && { body: String(o['body']) }),
             ...(Object.keys(data).length > 0 && { data }),
             ...(o['pushType'] !== undefined && { pushType: String(o['pushType']) as 'alert' }),
+            ...(o['badge'] !== undefined && { badge: wholeNumber('--badge', o['badge']) }),
+            ...(o['sound'] !== undefined && { sound: String(o['sound']) }),
           },
           ...(o['collapseKey'] !== undefined && { collapseKey: String(o['collapseKey']) }),
-          ...(o['ttl'] !== undefined && { ttl: Number(o['ttl']) }),
+          ...(o['ttl'] !== undefined && { ttl: wholeNumber('--ttl', o['ttl']) }),
+          ...(o['priority'] !== undefined && { priority: String(o['priority']) as 'high' }),
+          ...(o['expiresAt'] !== undefined && { expiresAt: String(o['expiresAt']) }),
+          ...(deliverAt !== undefined && { deliverAt }),
           ...(o['trace'] === true && { trace: true }),
         }),
       );

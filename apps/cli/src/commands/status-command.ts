@@ -38,7 +38,11 @@ const MONITOR_TIMEOUT_MS = 1_500;
 async function fromMonitor(config: CliConfig, vhost: string): Promise<StatusView | undefined> {
   const base = config.MONITOR_URL.replace(/\/$/, '');
   try {
-    const res = await fetch(`${base}/api/status`, { signal: AbortSignal.timeout(MONITOR_TIMEOUT_MS) });
+    if (config.HERALD_OPERATOR_KEY === undefined) return undefined;
+    const res = await fetch(`${base}/api/status`, {
+      headers: { authorization: `Bearer ${config.HERALD_OPERATOR_KEY}` },
+      signal: AbortSignal.timeout(MONITOR_TIMEOUT_MS),
+    });
     if (!res.ok) return undefined;
     const status = (await res.json()) as { vhost: string; at: string | null; queues: QueueRow[]; alarms: AlarmRow[] };
     if (status.vhost !== vhost || status.at === null) return undefined;
@@ -58,7 +62,7 @@ async function computedLocally(config: CliConfig, vhost: string): Promise<Status
   };
   return {
     source: 'local',
-    note: `computed locally (no monitor for vhost ${vhost} at ${config.MONITOR_URL}): alarms are conditions holding now, without the monitor's durations`,
+    note: `computed locally (${config.HERALD_OPERATOR_KEY === undefined ? 'HERALD_OPERATOR_KEY is not set, so the monitor was not asked' : `no monitor for vhost ${vhost} at ${config.MONITOR_URL}`}): alarms are conditions holding now, without the monitor's durations`,
     vhost,
     queues: queues.map((q) => ({ ...q, drainSeconds: drain(q) })),
     alarms: conditions.map((c) => ({ alarm: c.alarm, queue: c.queue, summary: c.summary })),

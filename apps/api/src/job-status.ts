@@ -1,0 +1,68 @@
+import { JobPushOutcome, type JobPush, type JobPushList, type JobStatus } from '@herald/contracts';
+import type { JobStatusRecord, PushRecord } from '@herald/db';
+import { maskToken } from '@herald/logging';
+
+const PARKED_PREFIX = 'parked: ';
+
+/**
+ * A job's status from its record: every device push the job addressed is counted once, in its
+ * outcome or in flight, so targeted = delivered + invalid + failed + parked + skipped + inFlight.
+ */
+export function toJobStatus(s: JobStatusRecord): JobStatus {
+  const n = (outcome: string): number => s.outcomes[outcome] ?? 0;
+  const parked = Object.values(s.parkedBy).reduce((a, b) => a + b, 0);
+  const skipped = {
+    optedOut: n('opted-out'),
+    muted: n('muted'),
+    noDevice: s.job.noDevice ?? 0,
+    expired: n('expired'),
+    cancelled: n('cancelled'),
+  };
+  const terminal = n('delivered') + n('invalid') + n('failed') + parked + Object.values(skipped).reduce((a, b) => a + b, 0);
+  const demux = s.job.demuxOutcome;
+  return {
+    id: s.job.id,
+    app: s.job.app,
+    acceptedAt: s.job.acceptedAt.toISOString(),
+    published: s.job.publishedAt !== null,
+    demuxOutcome: demux,
+    targeted: s.job.targeted,
+    delivered: n('delivered'),
+    invalid: n('invalid'),
+    expired: skipped.expired,
+    parked,
+    parkedBy: s.parkedBy,
+    failed: n('failed'),
+    skipped,
+    // Never below 0 on the wire; the property test (test/e2e/job-status-sum.spec.ts) holds the sum exact.
+    inFlight: s.job.targeted === null ? null : Math.max(0, s.job.targeted - terminal),
+    scheduled: s.scheduled,
+    jobParked:
+      demux?.startsWith(PARKED_PREFIX) === true ? { code: demux.slice(PARKED_PREFIX.length), reason: s.job.demuxReason } : null,
+    notices: s.job.notices,
+  };
+}
+
+function toJobPush(r: PushRecord): JobPush {
+  const outcome = JobPushOutcome.safeParse(r.outcome);
+  return {
+    pushId: r.pushId,
+    platform: r.platform === 'apns' || r.platform === 'fcm' ? r.platform : null,
+    deviceId: r.deviceId,
+    // Masked as in Herald's logs and GET /v1/devices, so a row can be matched with either.
+    token: r.token === null ? null : maskToken(r.token),
+    // An outcome written by an older Herald (before 0017 every park was "parked").
+    outcome: outcome.success ? outcome.data : 'parked',
+    code: r.code,
+    reason: r.reason,
+    providerMessageId: r.providerMessageId,
+    dueAt: r.dueAt?.toISOString() ?? null,
+    updatedAt: r.updatedAt.toISOString(),
+  };
+}
+
+/** A page of `limit` rows; `next` only when the page is full (there may be more). */
+export function toJobPushList(rows: readonly PushRecord[], limit: number): JobPushList {
+  const last = rows[rows.length - 1];
+  return { pushes: rows.map(toJobPush), next: rows.length === limit && last !== undefined ? last.pushId : null };
+}

@@ -1,0 +1,32 @@
+import type { JobPark } from '@herald/db';
+import type { ParkedNotice } from '@herald/messaging';
+
+/**
+ * The job a parked message carried, read leniently: a job that broke its contract but still names
+ * its id and app is shown as parked in its status. Undefined when there is no job to show it on.
+ */
+export function parkedJobOf(body: Buffer): Pick<JobPark, 'id' | 'app'> | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { id, app } = value as Record<string, unknown>;
+  const named = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 200;
+  return named(id) && named(app) ? { id, app } : undefined;
+}
+
+/**
+ * push.jobs' onParked: every job the messaging lib parks (the demuxer's own parks, a retry that
+ * ran out, the delivery limit) is shown in its status as `parked: <code>` with the reason.
+ */
+export function recordParkedJobs(jobs: {
+  recordJobParks(entries: readonly JobPark[]): Promise<void>;
+}): (notice: ParkedNotice) => Promise<void> {
+  return async ({ message, code, reason }) => {
+    const job = parkedJobOf(message.body);
+    if (job !== undefined) await jobs.recordJobParks([{ ...job, code, reason }]);
+  };
+}

@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { PushJob, derivePushId, type PushJobInput } from '@herald/contracts';
+import type { AudienceDevice } from '@herald/db';
+import { planJob, type JobPlan } from './job-plan.ts';
+
+const now = new Date('2030-01-01T08:00:00Z');
+const job = (extra: Partial<PushJobInput> = {}) =>
+  PushJob.parse({
+    id: 'job-1',
+    app: 'demo',
+    userIds: ['ann', 'bob', 'cy', 'dee'],
+    category: 'news',
+    objectId: 'thread:1',
+    content: { title: 'hi' },
+    ...extra,
+  });
+const device = (
+  deviceId: string,
+  userId: string,
+  skipped: AudienceDevice['skipped'] = null,
+  extra: Partial<AudienceDevice> = {},
+): AudienceDevice => ({
+  deviceId,
+  userId,
+  app: 'demo',
+  platform: 'fcm',
+  token: `t-${deviceId}`,
+  tokenKind: 'device',
+  timezone: 'UTC',
+  locale: null,
+  skipped,
+  ...extra,
+});
+
+/** Everything the plan accounts for: what it sends or stores, what it decided, users without a device. */
+const accounted = (p: JobPlan) => p.split.now.length + p.split.later.length + p.outcomes.length + p.noDevice;
+
+describe('planJob', () => {
+  // ann: two devices; bob: opted out (two devices); cy: muted; dee: only a VoIP token, which an alert cannot reach.
+  const audience = [
+    device('1', 'ann'),
+    device('2', 'ann'),
+    device('3', 'bob', 'opted-out'),
+    device('4', 'bob', 'opted-out'),
+    device('5', 'cy', 'muted'),
+    device('6', 'dee', null, { platform: 'apns', tokenKind: 'voip' }),
+  ];
+
+  it('counts every device push it addresses once: sent, skipped with its reason, and one per user without a device', () => {
+    const plan = planJob(job(), now, audience, false, now, 1000);
+    expect(plan.split.now.map((p) => p.deviceId)).toEqual(['1', '2']);
+    expect(plan.outcomes).toEqual([
+      expect.objectContaining({
+        pushId: derivePushId('job-1', '3'),
+        outcome: 'opted-out',
+        reason: 'the user opted out of category "news"',
+        deviceId: '3',
+        platform: 'fcm',
+      }),
+      expect.objectContaining({ pushId: derivePushId('job-1', '4'), outcome: 'opted-out' }),
+      expect.objectContaining({ pushId: derivePushId('job-1', '5'), outcome: 'muted', reason: 'the user muted "thread:1"' }),
+    ]);
+    expect(plan.noDevice).toBe(1);
+    expect(plan).toMatchObject({ targeted: 6, label: 'fanned-out' });
+    expect(accounted(plan)).toBe(plan.targeted);
+  });
+
+  it('says "skipped", not "no-devices", when every device was skipped for preferences', () => {
+    const plan = planJob(
+      job({ userIds: ['bob'] }),
+      now,
+      audience.filter((d) => d.userId === 'bob'),
+      false,
+      now,
+      1000,
+    );
+    expect(plan).toMatchObject({ targeted: 2, noDevice: 0, label: 'skipped' });
+    expect(planJob(job({ userIds: ['zed'] }), now, [], false, now, 1000)).toMatchObject({
+      targeted: 1,
+      noDevice: 1,
+      label: 'no-devices',
+    });
+  });
+
+  it('records each push of a job that expired before fan-out as expired, and sends nothing', () => {
+    const plan = planJob(job(), now, audience, true, now, 1000);
+    expect(plan.split.now).toEqual([]);
+    expect(plan.outcomes.filter((o) => o.outcome === 'expired').map((o) => o.deviceId)).toEqual(['1', '2']);
+    expect(plan).toMatchObject({ targeted: 6, label: 'expired' });
+    expect(accounted(plan)).toBe(plan.targeted);
+  });
+
+  it('splits a scheduled job, and records pushes that would expire before they are due', () => {
+    const due = { at: '2030-01-01T10:00:00Z' };
+    const later = planJob(job({ deliverAt: due }), now, audience, false, now, 1000);
+    expect(later.split.later.map((l) => l.push.deviceId)).toEqual(['1', '2']);
+    expect(accounted(later)).toBe(later.targeted);
+    const expiring = planJob(job({ deliverAt: due, expiresAt: '2030-01-01T09:00:00Z' }), now, audience, false, now, 1000);
+    expect(expiring.split.later).toEqual([]);
+    expect(expiring.outcomes.filter((o) => o.outcome === 'expired')).toHaveLength(2);
+    expect(expiring).toMatchObject({ label: 'expired' });
+    expect(accounted(expiring)).toBe(expiring.targeted);
+  });
+});

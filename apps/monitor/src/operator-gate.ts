@@ -1,0 +1,98 @@
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { OperatorKey } from '@herald/db';
+
+/** Where operator keys are looked up (the api_keys table, kind operator). */
+export interface OperatorKeys {
+  findOperatorByKey(key: string): Promise<OperatorKey | undefined>;
+}
+
+/** Who is asking, and how they proved it: a bearer header (scripts) or the dashboard's session cookie. */
+export interface Operator extends OperatorKey {
+  via: 'bearer' | 'session';
+}
+
+export const SESSION_COOKIE = 'herald_operator_session';
+const SESSION_MAX_AGE_S = 12 * 60 * 60;
+const MAX_SESSIONS = 10_000;
+
+interface Session {
+  /** The key the session was opened with, kept in this process only: its revocation ends the session. */
+  key: string;
+  expiresAt: number;
+}
+
+const bearerOf = (req: IncomingMessage): string | undefined => {
+  const auth = req.headers['authorization'];
+  return typeof auth === 'string' ? /^bearer\s+(\S+)$/i.exec(auth.trim())?.[1] : undefined;
+};
+
+export const cookieOf = (req: IncomingMessage, name: string): string | undefined => {
+  for (const part of (req.headers['cookie'] ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return v.join('=');
+  }
+  return undefined;
+};
+
+/**
+ * Operator authentication for the dashboard: `authorization: Bearer <operator key>`, or a session
+ * opened by POST /api/login with the key (an HttpOnly, SameSite=Strict cookie holding a random
+ * token; sessions live in this process for 12 hours). Key lookups are cached for `ttlMs`, so a
+ * revoked key stops working, sessions included, within it.
+ */
+export function createOperatorGate(keys: OperatorKeys, ttlMs: number, now: () => number = Date.now) {
+  const lookups = new Map<string, { until: number; found: Promise<OperatorKey | undefined> }>();
+  const sessions = new Map<string, Session>();
+  const lookup = (key: string): Promise<OperatorKey | undefined> => {
+    let hit = lookups.get(key);
+    if (hit === undefined || hit.until <= now()) {
+      if (lookups.size >= MAX_SESSIONS) lookups.clear();
+      hit = { until: now() + ttlMs, found: keys.findOperatorByKey(key) };
+      lookups.set(key, hit);
+      hit.found.catch(() => lookups.delete(key));
+    }
+    return hit.found;
+  };
+  const sweep = (): void => {
+    for (const [token, s] of sessions) if (s.expiresAt <= now()) sessions.delete(token);
+  };
+  return {
+    /** The operator behind this request, or undefined (no credential, unknown or revoked key, expired session). */
+    async authenticate(req: IncomingMessage): Promise<Operator | undefined> {
+      const bearer = bearerOf(req);
+      if (bearer !== undefined) {
+        const found = await lookup(bearer);
+        return found === undefined ? undefined : { ...found, via: 'bearer' };
+      }
+      const token = cookieOf(req, SESSION_COOKIE);
+      const session = token === undefined ? undefined : sessions.get(token);
+      if (token === undefined || session === undefined) return undefined;
+      if (session.expiresAt <= now()) {
+        sessions.delete(token);
+        return undefined;
+      }
+      const found = await lookup(session.key);
+      if (found === undefined) sessions.delete(token);
+      return found === undefined ? undefined : { ...found, via: 'session' };
+    },
+    /** Open a session for a valid operator key: the Set-Cookie value, or undefined for a bad key. */
+    async login(key: string, secure: boolean): Promise<{ operator: OperatorKey; cookie: string } | undefined> {
+      const operator = await lookup(key);
+      if (operator === undefined) return undefined;
+      if (sessions.size >= MAX_SESSIONS) sweep();
+      const token = randomBytes(32).toString('base64url');
+      sessions.set(token, { key, expiresAt: now() + SESSION_MAX_AGE_S * 1000 });
+      const cookie = `${SESSION_COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${SESSION_MAX_AGE_S}${secure ? '; Secure' : ''}`;
+      return { operator, cookie };
+    },
+    /** End the request's session (if any); the Set-Cookie value that clears it. */
+    logout(req: IncomingMessage): string {
+      const token = cookieOf(req, SESSION_COOKIE);
+      if (token !== undefined) sessions.delete(token);
+      return `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0`;
+    },
+  };
+}
+
+export type OperatorGate = ReturnType<typeof createOperatorGate>;

@@ -1,0 +1,124 @@
+import { sql, type Kysely } from 'kysely';
+import type { HeraldTables } from './tables.ts';
+
+/**
+ * How a device push of a job ended (push_outcomes.outcome). Every device push a job addressed
+ * ends in exactly one of these, or is still in flight:
+ * - delivered: the provider accepted it;
+ * - invalid: its token is dead (the provider said so, or it was invalidated while queued);
+ * - failed: the provider refused it for good (parked with code provider-rejected);
+ * - parked: Herald stopped trying (code: retries-exhausted, delivery-limit, app-disabled, ...);
+ * - expired: its expiry passed before it could be sent (demuxer, descheduler or pusher);
+ * - cancelled: DELETE /v1/jobs/:id removed it while it was scheduled;
+ * - opted-out / muted: the demuxer skipped the device for its user's preferences.
+ */
+export type PushOutcomeKind = 'delivered' | 'invalid' | 'failed' | 'parked' | 'expired' | 'cancelled' | 'opted-out' | 'muted';
+
+export interface PushOutcomeEntry {
+  pushId: string;
+  jobId: string;
+  outcome: PushOutcomeKind;
+  /** The park code, or the provider's reason for a dead token. */
+  code?: string;
+  /** A sentence: why it was parked or refused, the provider's answer. */
+  reason?: string;
+  /** apns-id / FCM message name of a delivered push. */
+  providerMessageId?: string;
+  platform?: string;
+  deviceId?: string;
+}
+
+/** One device push of a job as GET /v1/jobs/:id/pushes lists it. */
+export interface PushRecord {
+  pushId: string;
+  /** A PushOutcomeKind, or `scheduled` for a push still waiting for its due time. */
+  outcome: string;
+  code: string | null;
+  reason: string | null;
+  providerMessageId: string | null;
+  platform: string | null;
+  deviceId: string | null;
+  /** The device's token (the caller masks it); null when the device is unknown. */
+  token: string | null;
+  /** When a scheduled push is due. */
+  dueAt: Date | null;
+  updatedAt: Date;
+}
+
+const TEXT_MAX = 1000;
+const clip = (s: string | undefined): string | null =>
+  s === undefined ? null : s.length > TEXT_MAX ? `${s.slice(0, TEXT_MAX - 1)}…` : s;
+
+/**
+ * Upsert outcomes keyed by push id (one statement, in push_id order): a redelivered push
+ * overwrites its outcome rather than counting twice, and a delivered push stays delivered (a later
+ * duplicate copy parked or expired does not undo a delivery).
+ */
+export async function upsertOutcomes(db: Kysely<HeraldTables>, entries: readonly PushOutcomeEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  const rows = [...new Map(entries.map((e) => [e.pushId.toLowerCase(), e])).values()];
+  await sql`
+    insert into push_outcomes (push_id, job_id, outcome, code, reason, provider_message_id, platform, device_id)
+    select * from unnest(
+      ${rows.map((r) => r.pushId)}::uuid[], ${rows.map((r) => r.jobId)}::text[], ${rows.map((r) => r.outcome)}::text[],
+      ${rows.map((r) => clip(r.code))}::text[], ${rows.map((r) => clip(r.reason))}::text[], ${rows.map((r) => clip(r.providerMessageId))}::text[],
+      ${rows.map((r) => r.platform ?? null)}::text[], ${rows.map((r) => r.deviceId ?? null)}::text[])
+      as i(push_id, job_id, outcome, code, reason, provider_message_id, platform, device_id)
+    order by push_id
+    on conflict (push_id) do update set outcome = excluded.outcome, code = excluded.code, reason = excluded.reason,
+      provider_message_id = excluded.provider_message_id, platform = coalesce(excluded.platform, push_outcomes.platform),
+      device_id = coalesce(excluded.device_id, push_outcomes.device_id), updated_at = now()
+      where push_outcomes.outcome <> 'delivered'`.execute(db);
+}
+
+/**
+ * A page of a job's device pushes in push_id order (keyset: the ones after `after`): those with an
+ * outcome and those still scheduled; pushes on their way to a provider have neither yet.
+ */
+export async function listJobPushes(
+  db: Kysely<HeraldTables>,
+  jobId: string,
+  page: { limit: number; after?: string },
+): Promise<PushRecord[]> {
+  const after = page.after ?? null;
+  const { rows } = await sql<{
+    push_id: string;
+    outcome: string;
+    code: string | null;
+    reason: string | null;
+    provider_message_id: string | null;
+    platform: string | null;
+    device_id: string | null;
+    token: string | null;
+    due_at: Date | null;
+    updated_at: Date;
+  }>`
+    select p.*, d.token from (
+      select o.push_id, o.outcome, o.code, o.reason, o.provider_message_id, o.platform, o.device_id, null::timestamptz as due_at, o.updated_at
+      from push_outcomes o
+      where o.job_id = ${jobId} and (${after}::uuid is null or o.push_id > ${after}::uuid)
+      union all
+      select s.push_id, 'scheduled', null, null, null, s.platform, s.payload->>'deviceId', s.due_at, s.created_at
+      from scheduled_pushes s
+      where s.job_id = ${jobId} and (${after}::uuid is null or s.push_id > ${after}::uuid)
+        and not exists (select 1 from push_outcomes o where o.push_id = s.push_id)
+      order by push_id
+      limit ${page.limit}
+    ) p
+    left join lateral (
+      select token from devices where id = case when p.device_id ~ '^[0-9]{1,18}$' then p.device_id::bigint end
+    ) d on true
+    order by p.push_id`.execute(db);
+  return rows.map((r) => ({
+    pushId: r.push_id,
+    outcome: r.outcome,
+    code: r.code,
+    reason: r.reason,
+    providerMessageId: r.provider_message_id,
+    platform: r.platform,
+    deviceId: r.device_id,
+    token: r.token,
+    dueAt: r.due_at,
+    updatedAt: r.updated_at,
+  }));
+}
