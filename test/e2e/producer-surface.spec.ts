@@ -5,9 +5,9 @@ import { createHeraldHttpClient, HeraldApiError, ValidationError } from '@herald
 import { DevicePush, Queues, parkedQueueFor } from '@herald/contracts';
 import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apnsToken, fcmToken, uniqueUser } from '../support/fixtures.ts';
+import { apnsToken, fcmToken, registerDevices, uniqueUser } from '../support/fixtures.ts';
 import { API_TEST_ENV, apiUrl, call, createAppWithOwnCredentials, teamKey } from '../support/http-api.ts';
-import { delivered, sandboxRecords } from '../support/sandbox-client.ts';
+import { delivered, injectFault, sandboxRecords } from '../support/sandbox-client.ts';
 import { DEMO_APP, startSystem, type System } from '../support/system.ts';
 
 type Issues = Array<{ path: string; message: string }>;
@@ -224,6 +224,21 @@ describe('producer surface: opt-outs, mutes and devices per app over HTTP, the C
     }
     expect((await herald('opt-out', '--app', 'nosuch', '--user', user, '--category', 'p')).stderr).toMatch(/unknown app "nosuch"/);
     expect((await herald('opt-out', '--app', 'beta', '--user', user, '--category', 'promo', '--undo')).stdout).toBe(`${user} opted back into promo (app beta)\n`);
+  });
+
+  it('CLI send --trace follows the job where the command runs: each device push\'s outcome, then a summary', async () => {
+    const userId = uniqueUser('trace');
+    const phone = { userId, platform: 'apns' as const, token: apnsToken() };
+    const gone = { userId, platform: 'fcm' as const, token: fcmToken() };
+    await registerDevices(sys, [phone, gone]);
+    await injectFault(sys.sandbox, { platform: 'fcm', token: gone.token, error: 'UNREGISTERED' });
+    const r = await herald('send', '--app', DEMO_APP.id, '--user', userId, '--title', 'hi', '--trace', '--trace-timeout', '20');
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toContainEqual(expect.stringMatching(/^demuxer: fanned-out$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^push \S+ {2}apns {2}\S+ {2}delivered/));
+    expect(lines).toContainEqual(expect.stringMatching(/^push \S+ {2}fcm {2}\S+ {2}invalid {2}.*not-registered/));
+    expect(lines.at(-1)).toMatch(/^job \S+: targeted 2, delivered 1, invalid 1, failed 0, parked 0, skipped 0, scheduled 0, in flight 0$/);
   });
 
   it('CLI send: an unknown app is one line and a non-zero exit, before anything is published', async () => {

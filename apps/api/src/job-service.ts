@@ -3,7 +3,7 @@ import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, scheduleProblem, typ
 import type { AcceptResult, ApiKeyRow, AppRow, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
-import { toJobPushList, toJobStatus } from './job-status.ts';
+import { toJobPushList, toJobStatus } from '@herald/db';
 import type { PublishTimings } from './request-metrics.ts';
 
 export interface JobServiceDeps {

@@ -24,3 +24,4 @@ export type { PushOutcomeEntry, PushOutcomeKind, PushRecord } from './push-outco
 export * from './subscription-repository.ts';
 export * from './audit-log.ts';
 export { listUserDevices, type UserDevice } from './user-devices.ts';
+export { toJobStatus, toJobPushList } from './job-status-view.ts';

@@ -6,6 +6,7 @@ import { printObject } from '../output.ts';
 import { requireEnabledApp } from './app-check.ts';
 import { deliverAtFromFlags, wholeNumber, type ScheduleFlags } from './send-options.ts';
 import { withDatabase } from './with-database.ts';
+import { followJob } from './follow-job.ts';
 
 async function withClient<T>(fn: (client: HeraldClient) => Promise<T>): Promise<T> {
   const client = await createHeraldClient({ url: readCliConfig().AMQP_URL, connectionName: 'herald-cli' });
@@ -107,7 +108,8 @@ export function registerPublishCommands(program: Command): void {
     .option('--local-time <HH:mm>', "deliver at this wall-clock time in each device's own timezone (next occurrence)")
     .option('--date <YYYY-MM-DD>', 'with --local-time: on this local date')
     .option('--jitter <duration>', 'with --local-time: spread deliveries over this ISO-8601 duration after it, e.g. PT30M')
-    .option('--trace', 'log every step of this job at info level')
+    .option('--trace', 'log every step of this job at info level in the services, and follow it here: the demuxer\'s outcome and each device push\'s outcome as they are recorded')
+    .option('--trace-timeout <seconds>', 'with --trace: stop following after this long', '30')
     .option('--json', 'print JSON')
     .action(async (o: Record<string, unknown>) => {
       const users = o['user'] as string[];
@@ -140,6 +142,10 @@ export function registerPublishCommands(program: Command): void {
         }),
       );
       printObject({ published: 'push job', ...job }, o['json'] === true);
+      if (o['trace'] === true) {
+        const timeoutMs = wholeNumber('--trace-timeout', o['traceTimeout']) * 1000;
+        await withDatabase((db) => followJob(db, job.id, { timeoutMs, write: (line) => console.log(line) }));
+      }
     });
 
   program

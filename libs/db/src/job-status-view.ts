@@ -1,5 +1,6 @@
 import { JobPushOutcome, type JobPush, type JobPushList, type JobStatus } from '@herald/contracts';
-import type { JobStatusRecord, PushRecord } from '@herald/db';
+import type { JobStatusRecord } from './job-repository.ts';
+import type { PushRecord } from './push-outcomes.ts';
 import { maskToken } from '@herald/logging';
 
 const PARKED_PREFIX = 'parked: ';

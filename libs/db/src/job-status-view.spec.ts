@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { JobStatus } from '@herald/contracts';
-import type { JobStatusRecord, PushRecord } from '@herald/db';
-import { toJobPushList, toJobStatus } from './job-status.ts';
+import type { JobStatusRecord } from './job-repository.ts';
+import type { PushRecord } from './push-outcomes.ts';
+import { toJobPushList, toJobStatus } from './job-status-view.ts';
 
 const record = (
   over: Partial<JobStatusRecord['job']>,

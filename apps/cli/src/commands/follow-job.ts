@@ -1,0 +1,52 @@
+import type { JobPush, JobStatus } from '@herald/contracts';
+import { toJobPushList, toJobStatus, type Database } from '@herald/db';
+
+export interface FollowOptions {
+  /** Give up after this long (the job may still be in flight; `herald` prints what it saw). */
+  timeoutMs: number;
+  pollMs?: number;
+  write(line: string): void;
+}
+
+const describePush = (p: JobPush): string =>
+  [`push ${p.pushId}`, p.platform ?? '?', p.token ?? '', p.outcome, p.code ?? '', p.reason ?? '', p.providerMessageId ?? ''].filter((s) => s !== '').join('  ');
+
+const settled = (s: JobStatus): boolean => s.jobParked !== null || (s.inFlight !== null && s.inFlight - s.scheduled <= 0);
+
+const summary = (s: JobStatus): string =>
+  `job ${s.id}: targeted ${s.targeted ?? '?'}, delivered ${s.delivered}, invalid ${s.invalid}, failed ${s.failed}, parked ${s.parked}, ` +
+  `skipped ${Object.values(s.skipped).reduce((a, b) => a + b, 0)}, scheduled ${s.scheduled}, in flight ${s.inFlight ?? '?'}`;
+
+/**
+ * `herald send --trace`: follow a job where the command runs. Prints the demuxer's outcome and
+ * each device push's outcome as it is recorded (the same records as GET /v1/jobs/:id and
+ * /pushes), then a summary once nothing is in flight but scheduled pushes, or at the timeout.
+ * Returns the last status (undefined if the job was never seen).
+ */
+export async function followJob(db: Database, jobId: string, o: FollowOptions): Promise<JobStatus | undefined> {
+  const seen = new Map<string, string>();
+  const deadline = Date.now() + o.timeoutMs;
+  let demux: string | null = null;
+  let last: JobStatus | undefined;
+  for (;;) {
+    const record = await db.jobs.status(jobId);
+    if (record !== undefined) {
+      last = toJobStatus(record);
+      if (last.demuxOutcome !== demux && last.demuxOutcome !== null) o.write(`demuxer: ${last.demuxOutcome}${last.jobParked?.reason != null ? ` (${last.jobParked.reason})` : ''}`);
+      demux = last.demuxOutcome;
+      for (const p of toJobPushList(await db.jobs.pushes(jobId, { limit: 1000 }), 1000).pushes) {
+        const line = describePush(p);
+        if (seen.get(p.pushId) !== line) o.write(line);
+        seen.set(p.pushId, line);
+      }
+      if (settled(last)) break;
+    }
+    if (Date.now() >= deadline) {
+      o.write(`still in flight after ${o.timeoutMs} ms: GET /v1/jobs/${jobId} (and /pushes) shows the rest`);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, o.pollMs ?? 250));
+  }
+  if (last !== undefined) o.write(summary(last));
+  return last;
+}
