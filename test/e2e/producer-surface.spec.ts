@@ -167,7 +167,7 @@ describe('producer surface: opt-outs, mutes and devices per app over HTTP, the C
     expect(zone.status).toBe(400);
     expect(named(zone)).toEqual(['timezone']);
     expect((zone.body['error'] as { message: string }).message).toMatch(/timezone: "Mars\/Base" is not an IANA time zone name/);
-    expect(named(await call(sys, 'POST', '/v1/devices', { key, body: { ...base, locale: 'en_US' } }))).toEqual(['locale']);
+    expect(named(await call(sys, 'POST', '/v1/devices', { key, body: { ...base, locale: 'english language' } }))).toEqual(['locale']);
     // The client libraries throw before anything is sent.
     await expect(sys.client.publishRegistration({ ...base, platform: 'apns', kind: 'register', timezone: 'Mars/Base', eventAt: new Date().toISOString() })).rejects.toThrow(ValidationError);
     const http = createHeraldHttpClient({ url: apiUrl(sys), apiKey: key });

@@ -29,12 +29,39 @@ const ACK: Outcome = { kind: 'ack' };
 
 type Park = Extract<Outcome, { kind: 'park' }>;
 
-function decode(message: InboundMessage): { ok: true; reg: Registration } | { ok: false; park: Park } {
+type Decode = { ok: true; reg: Registration; dropped?: string } | { ok: false; park: Park };
+
+/** Fields a registration can lose without losing the device: the token still gets its pushes (in UTC, default language). */
+const DROPPABLE = ['timezone', 'locale'] as const;
+
+/**
+ * A registration whose only problems are its timezone or locale is applied without them (and the
+ * drop is logged with the reason): parking it would lose the device token, and with it every push
+ * to that device. The HTTP API refuses such a registration with a 400 instead, so its caller can fix it.
+ */
+function withoutBadFields(body: Buffer, reason: string): Decode | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const first = Registration.safeParse(raw);
+  if (first.success || typeof raw !== 'object' || raw === null) return undefined;
+  const fields = new Set(first.error.issues.map((i) => i.path[0]));
+  if (![...fields].every((f) => (DROPPABLE as readonly unknown[]).includes(f))) return undefined;
+  const trimmed = Object.fromEntries(Object.entries(raw).filter(([k]) => !fields.has(k)));
+  const again = Registration.safeParse(trimmed);
+  return again.success ? { ok: true, reg: again.data, dropped: reason } : undefined;
+}
+
+function decode(message: InboundMessage): Decode {
   const parsed = decodeWith(Registration, message.body);
+  const result: Decode | undefined = parsed.ok ? { ok: true, reg: parsed.value } : withoutBadFields(message.body, parsed.reason);
   // One spelling per token: APNs hex is stored in lower case.
-  if (parsed.ok) return { ok: true, reg: { ...parsed.value, token: normalizeDeviceToken(parsed.value.platform, parsed.value.token) } };
-  const code = parsed.reason.startsWith('malformed JSON') ? 'malformed-json' : 'schema';
-  return { ok: false, park: { kind: 'park', code, reason: parsed.reason } };
+  if (result?.ok === true) return { ...result, reg: { ...result.reg, token: normalizeDeviceToken(result.reg.platform, result.reg.token) } };
+  const reason = parsed.ok ? 'unreachable' : parsed.reason;
+  return { ok: false, park: { kind: 'park', code: reason.startsWith('malformed JSON') ? 'malformed-json' : 'schema', reason } };
 }
 
 /** Looks up each distinct app once; an app that cannot be used parks its messages. */
@@ -86,6 +113,9 @@ export function createRegistrarHandler(deps: RegistrarDeps): (messages: readonly
       const result = decode(message);
       if (result.ok) {
         decoded.push({ index, reg: result.reg });
+        if (result.dropped !== undefined) {
+          deps.logger.warn({ app: result.reg.app, platform: result.reg.platform, token: result.reg.token, reason: result.dropped }, 'registration applied without its timezone or locale');
+        }
       } else {
         outcomes[index] = result.park;
         deps.logger.warn({ queue: message.queue, outcome: result.park }, 'registration parked');

@@ -37,5 +37,11 @@ const check = (problem: (v: string) => string | undefined) => (value: string, ct
 /** A device's IANA zone, used to resolve local delivery times (see timeZoneProblem). */
 export const TimeZone = z.string().max(64).superRefine(check(timeZoneProblem)).describe('IANA time zone name, e.g. "Europe/Berlin"');
 
-/** A device's language, a BCP 47 tag. */
-export const LocaleTag = z.string().min(2).max(35).superRefine(check(localeProblem)).describe('BCP 47 language tag, e.g. "en-GB"');
+/**
+ * A device's language, a BCP 47 tag. iOS (`Locale.identifier`) and Android (`Locale.toString()`)
+ * spell it with "_" ("en_US"): that is taken as "en-US", not refused, so no app loses a
+ * registration over the separator.
+ */
+export const LocaleTag = z
+  .preprocess((v) => (typeof v === 'string' ? v.replace(/_/g, '-') : v), z.string().min(2).max(35).superRefine(check(localeProblem)))
+  .describe('BCP 47 language tag, e.g. "en-GB" ("en_GB" is taken as "en-GB")');

@@ -11,6 +11,9 @@ import { sleep } from './sleep.ts';
 import { DEFAULT_DELIVERY_LIMIT } from './topology.ts';
 import type { ConsumeOptions, Consumer, Outcome } from './types.ts';
 
+/** How long a parked message's onParked hook may take before the message is acked without it. */
+const ON_PARKED_TIMEOUT_MS = 5_000;
+
 export interface ConsumerDeps {
   connection: BrokerConnection;
   settler: Settler;
@@ -160,13 +163,22 @@ export class QueueConsumer implements Consumer {
     this.deps.metrics.acked.inc({ queue: this.queue });
   }
 
-  /** onParked is best effort: the parked copy is confirmed, so the input is acked whatever it does. */
+  /**
+   * onParked is best effort: the parked copy is confirmed, so the input is acked whatever it does,
+   * and it gets at most ON_PARKED_TIMEOUT_MS (a hung database must not stall the queue).
+   */
   private async tellParked(d: Delivery, parked: Parked): Promise<void> {
     if (this.options.onParked === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`onParked took over ${ON_PARKED_TIMEOUT_MS} ms`)), ON_PARKED_TIMEOUT_MS);
+    });
     try {
-      await this.options.onParked({ message: d.inbound, ...parked });
+      await Promise.race([this.options.onParked({ message: d.inbound, ...parked }), timeout]);
     } catch (err) {
       this.deps.logger.warn({ err, queue: this.queue, messageId: d.inbound.messageId, code: parked.code }, 'onParked failed; the message is parked all the same');
+    } finally {
+      clearTimeout(timer);
     }
   }
 
