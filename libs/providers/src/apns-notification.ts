@@ -1,6 +1,6 @@
 import { resolvePushType, type DevicePush, type PushContent } from '@herald/contracts';
 import { apnsTopicFor, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
-import { mergeJson } from './merge-json.ts';
+import { mergeJson, put, type Json } from './merge-json.ts';
 
 /** The parts of an APNs request, before they become header strings. */
 export interface ApnsRequestParts {
@@ -18,10 +18,6 @@ export interface ApnsRequestParts {
 /** A content-available push with nothing to show is a background push. */
 export const isBackgroundPush = (c: PushContent): boolean => resolvePushType(c) === 'background';
 
-type Json = Record<string, unknown>;
-const put = (target: Json, key: string, value: unknown): void => {
-  if (value !== undefined) target[key] = value;
-};
 
 function alertOf(c: PushContent): Json | undefined {
   const alert: Json = {};

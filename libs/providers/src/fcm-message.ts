@@ -1,9 +1,8 @@
 import { resolvePushType, type DevicePush, type PushContent } from '@herald/contracts';
 import { apsOf, expirationOf } from './apns-notification.ts';
 import { FCM_MAX_TTL_S } from './fcm-rules.ts';
-import { mergeJson } from './merge-json.ts';
+import { mergeJson, put, type Json } from './merge-json.ts';
 
-type Json = Record<string, unknown>;
 
 /**
  * An FCM HTTP v1 `Message` exactly as Google documents it (snake_case, `ttl` as a Duration string
@@ -19,9 +18,6 @@ export interface FcmMessage {
   webpush?: Json;
 }
 
-const put = (target: Json, key: string, value: unknown): void => {
-  if (value !== undefined) target[key] = value;
-};
 
 function notificationOf(c: PushContent): FcmMessage['notification'] {
   const n: Json = {};

@@ -1,4 +1,9 @@
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
+
+/** Set `key` only when there is a value: the providers' payloads leave absent fields out. */
+export const put = (target: Json, key: string, value: unknown): void => {
+  if (value !== undefined) target[key] = value;
+};
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
