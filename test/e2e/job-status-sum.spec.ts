@@ -6,6 +6,7 @@ import { apnsToken, fcmToken } from '../support/fixtures.ts';
 import { API_TEST_ENV, call, teamKey } from '../support/http-api.ts';
 import { injectFault } from '../support/sandbox-client.ts';
 import { DEMO_APP, startSystem, type System } from '../support/system.ts';
+import { seededRandom } from '../chaos/chaos-plan.ts';
 
 /**
  * Property: for every job, at every moment, no count exceeds targeted, and once the system has
@@ -18,17 +19,6 @@ import { DEMO_APP, startSystem, type System } from '../support/system.ts';
  */
 const SEED = Number(process.env['HERALD_PROPERTY_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
 
-/** mulberry32: small, fast, good enough to pick test cases; the same seed gives the same system. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Script = 'ok' | 'flaky' | 'exhaust' | 'dead' | 'permanent';
 const TRANSIENT: Record<Platform, string[]> = {
@@ -78,7 +68,7 @@ function momentViolation(s: JobStatus): string | undefined {
 describe(`job status adds up under random faults (seed ${SEED})`, () => {
   let sys: System;
   let key: string;
-  const random = prng(SEED);
+  const random = seededRandom(SEED);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
   const chance = (p: number) => random() < p;
 

@@ -1,3 +1,4 @@
+import { jsonObjectOf } from '@herald/contracts';
 import type { JobPark } from '@herald/db';
 import type { ParkedNotice } from '@herald/messaging';
 
@@ -6,14 +7,9 @@ import type { ParkedNotice } from '@herald/messaging';
  * its id and app is shown as parked in its status. Undefined when there is no job to show it on.
  */
 export function parkedJobOf(body: Buffer): Pick<JobPark, 'id' | 'app'> | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(body.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const { id, app } = value as Record<string, unknown>;
+  const value = jsonObjectOf(body);
+  if (value === undefined) return undefined;
+  const { id, app } = value;
   const named = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 200;
   return named(id) && named(app) ? { id, app } : undefined;
 }

@@ -17,6 +17,19 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown): Parse
     : { ok: false, reason: `schema violation: ${describeIssues(result.error)}` };
 }
 
+/**
+ * A message body read leniently as a JSON object, without a contract: for naming what a parked
+ * message (one that may have broken its contract) was about. Undefined when it is not one.
+ */
+export function jsonObjectOf(body: Buffer): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(body.toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Decode a message body (UTF-8 JSON) and validate it; never throws. */
 export function decodeWith<S extends z.ZodType>(schema: S, body: Buffer): Parsed<z.infer<S>> {
   let value: unknown;

@@ -1,4 +1,4 @@
-import type { Platform } from '@herald/contracts';
+import { jsonObjectOf, type Platform } from '@herald/contracts';
 import type { PushOutcomeEntry } from '@herald/db';
 import type { ParkedNotice } from '@herald/messaging';
 import type { JobOutcomeStore } from './job-outcomes.ts';
@@ -13,14 +13,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * its push and job is counted against that job. Undefined when there is nothing to count it against.
  */
 export function parkedPushOf(body: Buffer): Pick<PushOutcomeEntry, 'pushId' | 'jobId' | 'platform' | 'deviceId'> | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(body.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const { pushId, jobId, platform, deviceId } = value as Record<string, unknown>;
+  const value = jsonObjectOf(body);
+  if (value === undefined) return undefined;
+  const { pushId, jobId, platform, deviceId } = value;
   if (typeof pushId !== 'string' || !UUID.test(pushId) || typeof jobId !== 'string' || jobId.length === 0) return undefined;
   return {
     pushId,
