@@ -1,4 +1,4 @@
-/** Prints the README's configuration tables from the services' config specs (one source of truth). */
+/** Prints docs/configuration.md's tables from the services' config specs (one source of truth). */
 import { describeConfig, type ConfigSpec } from '@herald/config';
 import { apiConfig } from '../../apps/api/src/config.ts';
 import { apnsPusherConfig } from '../../apps/apns-pusher/src/config.ts';

@@ -31,7 +31,7 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
   return Object.freeze(out) as ConfigOf<S>;
 }
 
-/** Markdown table rows for the README's configuration section. */
+/** Markdown table rows for docs/configuration.md. */
 export function describeConfig(spec: ConfigSpec): string {
   return Object.entries(spec)
     .map(([name, v]) => `| \`${name}\` | ${v.default === undefined ? '(required)' : v.default === '' ? '(unset)' : `\`${v.default}\``} | ${v.description} |`)
