@@ -10,6 +10,7 @@ const owners = {
   'prom-client': 'lib:runtime',
   '@parse/node-apn': 'lib:providers',
   'firebase-admin': 'lib:providers',
+  'web-push': 'lib:providers',
 };
 const bannedFor = (tag) => Object.entries(owners).filter(([, owner]) => owner !== tag).map(([pkg]) => pkg);
 
@@ -44,7 +45,7 @@ function boundaries(extra) {
           onlyDependOnLibsWithTags: [...deps, ...extra],
           bannedExternalImports: bannedFor(tag),
         })),
-        ...['app:registrar', 'app:demuxer', 'app:apns-pusher', 'app:fcm-pusher', 'app:sandbox', 'app:cli', 'app:apns-descheduler', 'app:fcm-descheduler', 'app:apns-invalidator', 'app:fcm-invalidator', 'app:monitor', 'app:api', 'app:webhook-fanout', 'app:webhook-pusher'].map((tag) => ({
+        ...['app:registrar', 'app:demuxer', 'app:apns-pusher', 'app:fcm-pusher', 'app:sandbox', 'app:cli', 'app:apns-descheduler', 'app:fcm-descheduler', 'app:apns-invalidator', 'app:fcm-invalidator', 'app:web-pusher', 'app:web-invalidator', 'app:monitor', 'app:api', 'app:webhook-fanout', 'app:webhook-pusher'].map((tag) => ({
           sourceTag: tag,
           onlyDependOnLibsWithTags: ['type:lib'],
           bannedExternalImports: bannedFor(tag),

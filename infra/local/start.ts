@@ -40,6 +40,7 @@ const config = loadConfig(
     HTTP_PORT: port("The monitor's port (every other service picks a free ops port under npm start)", '9470'),
     SANDBOX_APNS_PORT: port('Sandbox APNs port', '2197'),
     SANDBOX_FCM_PORT: port('Sandbox FCM port', '4443'),
+    SANDBOX_WEB_PORT: port('Sandbox Web Push port', '4445'),
     SANDBOX_CONTROL_PORT: port('Sandbox control port', '4480'),
   },
   process.env,
@@ -140,6 +141,7 @@ const busy = await busyPorts([
   { port: config.HTTP_PORT, setting: 'HTTP_PORT', service: 'monitor' },
   { port: config.SANDBOX_APNS_PORT, setting: 'SANDBOX_APNS_PORT', service: 'APNs sandbox' },
   { port: config.SANDBOX_FCM_PORT, setting: 'SANDBOX_FCM_PORT', service: 'FCM sandbox' },
+  { port: config.SANDBOX_WEB_PORT, setting: 'SANDBOX_WEB_PORT', service: 'Web Push sandbox' },
   { port: config.SANDBOX_CONTROL_PORT, setting: 'SANDBOX_CONTROL_PORT', service: 'sandbox control API' },
 ]);
 if (busy.length > 0) {

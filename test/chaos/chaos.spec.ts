@@ -34,7 +34,10 @@ const log = (line: string): void => console.log(`chaos: ${line}`);
  * destroys its HTTP/2 session, and every push in flight on it loses its answer and is retried.)
  */
 async function sandboxFaults(sys: System, devices: readonly ChaosDevice[]): Promise<void> {
-  const errors = { dead: { apns: 'Unregistered', fcm: 'UNREGISTERED' }, flaky: { apns: 'ServiceUnavailable', fcm: 'UNAVAILABLE' } } as const;
+  const errors = {
+    dead: { apns: 'Unregistered', fcm: 'UNREGISTERED', web: 'Gone' },
+    flaky: { apns: 'ServiceUnavailable', fcm: 'UNAVAILABLE', web: 'InternalServerError' },
+  } as const;
   for (const d of devices) {
     if (d.kind !== 'ok') await injectFault(sys.sandbox, { platform: d.platform, token: d.token, error: errors[d.kind][d.platform] });
   }

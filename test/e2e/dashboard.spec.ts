@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Exchanges, Queues, parkedQueueFor } from '@herald/contracts';
+import { createFanoutRepository } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { peekMessages, waitFor } from '@herald/testing';
@@ -83,6 +84,11 @@ describe('the operator dashboard, in a real headless Chromium', () => {
       { timeoutMs: 30_000 },
     );
 
+    // A running audience fan-out (recorded as the demuxer records one; with the demuxer down it stays at its first chunk).
+    const fanouts = createFanoutRepository(sys.database.db.kysely);
+    await fanouts.start({ jobId: 'fanout-on-the-dashboard', app: 'demo', audience: { topic: 'breaking-news' }, job: {}, acceptedAt: new Date(), size: 5000, exact: true });
+    await fanouts.recordChunk('fanout-on-the-dashboard', 0, { devices: 1000, targeted: 1000, noDevice: 0, emitted: 1000, outcomes: [] });
+
     const context = await chromium.launchPersistentContext(profile as string, {
       executablePath: CHROMIUM,
       args: CHROMIUM_ARGS,
@@ -116,6 +122,9 @@ describe('the operator dashboard, in a real headless Chromium', () => {
     const replayButton = page.locator(`button.replay[data-replay-id="${BROKEN_ID}"]`);
     await replayButton.waitFor({ state: 'visible', timeout: 15_000 });
     await expect.poll(() => page.locator('#scheduled rect').count()).toBeGreaterThan(0);
+    const fanoutRow = page.locator('#fanouts tr[data-fanout="fanout-on-the-dashboard"]');
+    await fanoutRow.waitFor({ state: 'visible', timeout: 15_000 });
+    expect(await fanoutRow.textContent()).toMatch(/breaking-news[\s\S]*expanding[\s\S]*1,000 \/ 5,000/);
     await mkdir('test-results', { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
 

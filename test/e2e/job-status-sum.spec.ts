@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { JobPushList, JobStatus, Platform, PushJobInput, Registration } from '@herald/contracts';
 import { waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apnsToken, fcmToken } from '../support/fixtures.ts';
+import { apnsToken, fcmToken, type PhonePlatform } from '../support/fixtures.ts';
 import { API_TEST_ENV, call, teamKey } from '../support/http-api.ts';
 import { injectFault } from '../support/sandbox-client.ts';
 import { DEMO_APP, startSystem, type System } from '../support/system.ts';
@@ -21,17 +21,17 @@ const SEED = Number(process.env['HERALD_PROPERTY_SEED'] ?? Math.floor(Math.rando
 
 
 type Script = 'ok' | 'flaky' | 'exhaust' | 'dead' | 'permanent';
-const TRANSIENT: Record<Platform, string[]> = {
+const TRANSIENT: Record<PhonePlatform, string[]> = {
   apns: ['TooManyRequests', 'InternalServerError', 'ServiceUnavailable'],
   fcm: ['UNAVAILABLE', 'INTERNAL'],
 };
-const DEAD: Record<Platform, string[]> = { apns: ['Unregistered', 'BadDeviceToken'], fcm: ['UNREGISTERED', 'INVALID_ARGUMENT'] };
+const DEAD: Record<PhonePlatform, string[]> = { apns: ['Unregistered', 'BadDeviceToken'], fcm: ['UNREGISTERED', 'INVALID_ARGUMENT'] };
 // SENDER_ID_MISMATCH counts towards an app ban (20 a minute); this population stays well below.
-const PERMANENT: Record<Platform, string[]> = { apns: ['PayloadTooLarge'], fcm: ['SENDER_ID_MISMATCH'] };
+const PERMANENT: Record<PhonePlatform, string[]> = { apns: ['PayloadTooLarge'], fcm: ['SENDER_ID_MISMATCH'] };
 
 interface User {
   id: string;
-  devices: Array<{ platform: Platform; token: string; script: Script }>;
+  devices: Array<{ platform: PhonePlatform; token: string; script: Script }>;
   optedOut: boolean;
   muted: boolean;
 }
@@ -99,7 +99,7 @@ describe(`job status adds up under random faults (seed ${SEED})`, () => {
       return {
         id: `sum-${SEED}-u${i}-${randomUUID().slice(0, 6)}`,
         devices: Array.from({ length: count }, (_, d) => {
-          const platform: Platform = chance(0.5) ? 'apns' : 'fcm';
+          const platform: PhonePlatform = chance(0.5) ? 'apns' : 'fcm';
           return { platform, token: platform === 'apns' ? apnsToken() : fcmToken(), script: f?.scripts?.[d] ?? pick(scripts) };
         }),
         optedOut: f?.optedOut ?? (f === undefined && chance(0.12)),
@@ -130,7 +130,7 @@ describe(`job status adds up under random faults (seed ${SEED})`, () => {
     const muted = users.filter((u) => u.muted).map((u) => ({ user_id: u.id, object_id: 'thread:1', until: null }));
     if (muted.length > 0) await db.kysely.insertInto('mutes').values(muted).execute();
     for (const d of users.flatMap((u) => u.devices)) {
-      const error = (table: Record<Platform, string[]>) => pick(table[d.platform]);
+      const error = (table: Record<PhonePlatform, string[]>) => pick(table[d.platform]);
       if (d.script === 'flaky')
         await injectFault(sys.sandbox, { platform: d.platform, token: d.token, error: error(TRANSIENT), times: pick([1, 2]) });
       if (d.script === 'exhaust')

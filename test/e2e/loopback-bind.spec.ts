@@ -57,9 +57,10 @@ describe.skipIf(ADDRESS === undefined)(`servers listen on loopback unless config
     ports.push(
       ['sandbox apns', sys.sandbox.apnsPort],
       ['sandbox fcm', sys.sandbox.fcmPort],
+      ['sandbox web', sys.sandbox.webPort],
       ['sandbox control', sys.sandbox.controlPort],
     );
-    expect(ports.length).toBe(sys.services.size + 4);
+    expect(ports.length).toBe(sys.services.size + 5);
     const seen = await Promise.all(
       ports.map(
         async ([name, port]) => [name, port, await tcpConnect(address, port), await tcpConnect('127.0.0.1', port)] as const,

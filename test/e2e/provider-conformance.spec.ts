@@ -4,7 +4,7 @@ import { createLogger } from '@herald/logging';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apnsToken, fcmToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
+import { apnsToken, fcmToken, job, registerDevices, uniqueUser, type Device, type PhonePlatform } from '../support/fixtures.ts';
 import { API_TEST_ENV, call, teamKey } from '../support/http-api.ts';
 import { delivered, phoneDeliveries, setPhoneOffline, setPhoneOnline } from '../support/sandbox-client.ts';
 import { DEMO_APP, startSystem, type System } from '../support/system.ts';
@@ -78,7 +78,7 @@ describe('Apple\'s and Google\'s rules, end to end', () => {
   });
 
   it('a phone offline when the push is sent gets it when it reconnects (no expiry); a now-or-never push (ttl 0) it does not', async () => {
-    const phones: Device[] = [
+    const phones: Array<Device & { platform: PhonePlatform }> = [
       { userId: uniqueUser(), platform: 'apns', token: apnsToken() },
       { userId: uniqueUser(), platform: 'fcm', token: fcmToken() },
     ];

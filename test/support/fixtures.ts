@@ -5,7 +5,9 @@ import { DEMO_APP, type System } from './system.ts';
 
 export const apnsToken = (): string => randomBytes(32).toString('hex');
 export const fcmToken = (): string => `${randomBytes(11).toString('base64url')}:APA91b${randomBytes(60).toString('base64url')}`;
-export const tokenFor = (platform: Platform): string => (platform === 'apns' ? apnsToken() : fcmToken());
+/** A phone's platform; a browser (web) device needs a subscription with keys (test/support/web-push-apps.ts, the sandbox's createWebSubscription). */
+export type PhonePlatform = Exclude<Platform, 'web'>;
+export const tokenFor = (platform: PhonePlatform): string => (platform === 'apns' ? apnsToken() : fcmToken());
 export const uniqueUser = (label = 'user'): string => `${label}-${randomUUID().slice(0, 8)}`;
 
 export interface Device {

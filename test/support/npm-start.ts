@@ -168,6 +168,7 @@ export function isolatedEnv(amqpUrl: string, databaseUrl: string, schema: string
     HTTP_PORT: '0',
     SANDBOX_APNS_PORT: '0',
     SANDBOX_FCM_PORT: '0',
+    SANDBOX_WEB_PORT: '0',
     SANDBOX_CONTROL_PORT: '0',
     LOG_LEVEL: 'info',
     // A service's shutdown is bounded by this + 5 s (libs/runtime): keeps the tests' waits short.

@@ -2,7 +2,7 @@ import type { Sandbox } from '@herald/sandbox';
 
 export interface SandboxRecord {
   seq: number;
-  platform: 'apns' | 'fcm';
+  platform: 'apns' | 'fcm' | 'web';
   receivedAt: string;
   path: string;
   headers: Record<string, string>;
@@ -85,4 +85,53 @@ export async function phoneDeliveries(sandbox: Sandbox, phone: Omit<PhoneSpec, '
 /** Every phone online again, nothing stored, no deliveries. */
 export async function resetPhones(sandbox: Sandbox): Promise<void> {
   await control(sandbox, 'DELETE', '/devices');
+}
+
+/** A simulated browser's push subscription, as `PushSubscription.toJSON()` gives it. */
+export interface WebSubscriptionJson {
+  endpoint: string;
+  expirationTime: null;
+  keys: { p256dh: string; auth: string };
+}
+
+/** One Web Push message the sandbox's push service accepted (201) and decrypted. */
+export interface WebPushReceived {
+  seq: number;
+  endpoint: string;
+  receivedAt: string;
+  /** The decrypted payload (JSON). */
+  payload: Record<string, unknown>;
+  plaintextBytes: number;
+  bodyBytes: number;
+  ttl: number;
+  urgency: string;
+  topic?: string;
+  /** The VAPID JWT's claims and the key that signed it. */
+  claims: { aud: string; exp: number; sub?: string };
+  vapidKey: string;
+}
+
+/** Subscribe a simulated browser (optionally bound to an application server key, as pushManager.subscribe does). */
+export async function createWebSubscription(sandbox: Sandbox, options: { applicationServerKey?: string } = {}): Promise<WebSubscriptionJson> {
+  return (await control(sandbox, 'POST', '/web/subscriptions', options)) as WebSubscriptionJson;
+}
+
+/** The browser unsubscribed: its push service answers 410 Gone from now on. */
+export async function unsubscribeWeb(sandbox: Sandbox, endpoint: string): Promise<void> {
+  await control(sandbox, 'DELETE', `/web/subscriptions?${new URLSearchParams({ endpoint })}`);
+}
+
+/** What the sandbox's push service accepted, oldest first (one subscription's when `endpoint` is given). */
+export async function webPushes(sandbox: Sandbox, endpoint?: string): Promise<WebPushReceived[]> {
+  const query = endpoint === undefined ? '' : `?${new URLSearchParams({ endpoint })}`;
+  return (await control(sandbox, 'GET', `/web/pushes${query}`)) as WebPushReceived[];
+}
+
+/** Make the push service answer with an error: for one subscription (`endpoint`) or all. */
+export async function injectWebFault(
+  sandbox: Sandbox,
+  fault: { endpoint?: string; error: 'NotFound' | 'Gone' | 'PayloadTooLarge' | 'TooManyRequests' | 'InternalServerError'; times?: number; retryAfterSeconds?: number },
+): Promise<void> {
+  const { endpoint, ...rest } = fault;
+  await injectFault(sandbox, { platform: 'web', ...(endpoint !== undefined && { token: endpoint }), ...rest });
 }

@@ -5,6 +5,7 @@ import { apnsPusherConfig } from '../../apps/apns-pusher/src/config.ts';
 import { cliConfig } from '../../apps/cli/src/cli-config.ts';
 import { demuxerConfig } from '../../apps/demuxer/src/config.ts';
 import { fcmPusherConfig } from '../../apps/fcm-pusher/src/config.ts';
+import { webPusherConfig } from '../../apps/web-pusher/src/config.ts';
 import { monitorConfig } from '../../apps/monitor/src/config.ts';
 import { registrarConfig } from '../../apps/registrar/src/config.ts';
 import { sandboxConfig } from '../../apps/sandbox/src/config.ts';
@@ -23,8 +24,9 @@ const sections: Array<[string, ConfigSpec]> = [
   ['both pushers', only(pusherConfig, commonConfig)],
   ['apns-pusher', only(apnsPusherConfig, pusherConfig)],
   ['fcm-pusher', only(fcmPusherConfig, pusherConfig)],
+  ['web-pusher (also releases scheduled web pushes)', only(webPusherConfig, pusherConfig)],
   ['apns-descheduler / fcm-descheduler', only(deschedulerConfig, commonConfig)],
-  ['apns-invalidator / fcm-invalidator', only(invalidatorConfig, commonConfig)],
+  ['apns-invalidator / fcm-invalidator / web-invalidator', only(invalidatorConfig, commonConfig)],
   ['api', only(apiConfig, commonConfig)],
   ['webhook-fanout', only(fanoutConfig, commonConfig)],
   ['webhook-pusher (also reads the pushers\' PUSHER_*, LEDGER_* and RATE_LIMIT_* settings above)', only(webhookPusherConfig, pusherConfig)],

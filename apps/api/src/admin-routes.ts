@@ -12,8 +12,9 @@ import {
   updateApp,
   type AdminDeps,
 } from './admin-service.ts';
+import { generateVapid, getWebPush, rotateVapid, updateWebPush, type WebPushServiceDeps } from './web-push-service.ts';
 
-export interface AdminRouteDeps {
+export interface AdminRouteDeps extends WebPushServiceDeps {
   admin: AdminDeps;
   adminKey: string | undefined;
   keyCacheTtlMs: number;
@@ -102,6 +103,19 @@ export function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): void {
     '/admin/apps/:id/credentials',
     write('app.rotate-credentials', byId, (req) => rotateApp(req.params.id, req.body, d), appSummary),
   );
+  // Web Push (ADR 0014): VAPID keys (the audit log keeps the public key, never the private one) and the host allow-list.
+  const webSummary = (w: { app: string; vapid: { publicKey: string } | null; credentialsVersion: number }) => ({
+    id: w.app,
+    vapidPublicKey: w.vapid?.publicKey ?? null,
+    credentialsVersion: w.credentialsVersion,
+  });
+  app.get('/admin/apps/:id/web-push', async (req: Req) => {
+    await authenticate(req.headers);
+    return getWebPush(req.params.id, deps);
+  });
+  app.patch('/admin/apps/:id/web-push', write('app.update-web-push', byId, (req) => updateWebPush(req.params.id, req.body, d), webSummary));
+  app.post('/admin/apps/:id/vapid', write('app.generate-vapid', byId, (req) => generateVapid(req.params.id, req.body, d), webSummary, 201));
+  app.post('/admin/apps/:id/vapid/rotate', write('app.rotate-vapid', byId, (req) => rotateVapid(req.params.id, req.body, d), webSummary));
   app.post(
     '/admin/keys',
     write(

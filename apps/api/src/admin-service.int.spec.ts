@@ -16,7 +16,7 @@ beforeAll(async () => {
   t = await createTestDatabase('admin_conn');
   const store = createAppCredentialStore(t.db.kysely, createSecretBox(randomBytes(32).toString('hex')));
   const unused = () => Promise.reject(new Error('unused'));
-  d = { store, list: () => t.db.apps.list(), keys: { create: unused, revoke: unused, createOperator: unused, findOperatorByKey: unused }, audit: t.db.audit };
+  d = { store, list: () => t.db.apps.list(), keys: { create: unused, revoke: unused, createOperator: unused, findOperatorByKey: unused }, audit: t.db.audit, generateVapidKeys: unused };
   ca = (await generate([{ name: 'commonName', value: 'relay CA' }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256' })).cert;
 });
 afterAll(() => t?.drop());

@@ -1,5 +1,5 @@
 import { ApiKeyCreate, AppCreate, AppRotate, AppUpdate, OperatorKeyCreate, type AppView, type OperatorKeyCreated } from '@herald/contracts';
-import { AppAdminError, type ApiKeyRepository, type AppCredentialStore, type AppRow, type AuditLog, type ConnectionSummary } from '@herald/db';
+import { AppAdminError, type ApiKeyRepository, type AppCredentialStore, type AppRow, type AuditLog, type ConnectionSummary, type VapidKeyPair } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 
 export interface AdminDeps {
@@ -8,6 +8,8 @@ export interface AdminDeps {
   keys: Pick<ApiKeyRepository, 'create' | 'revoke' | 'createOperator' | 'findOperatorByKey'>;
   /** Every admin write is recorded: who (operator key or the bootstrap admin key), what, when. */
   audit: AuditLog;
+  /** A new VAPID key pair (web-push's generateVAPIDKeys, through @herald/providers). */
+  generateVapidKeys(): Promise<VapidKeyPair>;
 }
 
 const NO_CONNECTION: ConnectionSummary = { host: null, port: null, ca: false, proxy: false };
@@ -27,12 +29,21 @@ export const appView = (a: AppRow): AppView => ({
   apnsConnection: apnsConnectionView(a.apnsConnection),
   fcmConnection: fcmConnectionView(a.fcmConnection),
   credentialsVersion: a.credentialsVersion ?? 0,
+  webVapidPublicKey: a.webVapidPublicKey ?? null,
   updatedAt: a.updatedAt.toISOString(),
 });
 
-const STATUS: Record<AppAdminError['code'], number> = { 'unknown-app': 404, 'app-exists': 409, 'no-secret-key': 503, 'invalid-credentials': 400, 'invalid-connection': 400 };
+const STATUS: Record<AppAdminError['code'], number> = {
+  'unknown-app': 404,
+  'app-exists': 409,
+  'no-secret-key': 503,
+  'invalid-credentials': 400,
+  'invalid-connection': 400,
+  'vapid-exists': 409,
+  'no-vapid': 409,
+};
 
-async function admin<T>(fn: () => Promise<T>): Promise<T> {
+export async function admin<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {

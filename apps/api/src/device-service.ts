@@ -1,6 +1,6 @@
-import { DeviceRegister, DeviceUnregister, type Registration } from '@herald/contracts';
+import { DeviceRegister, DeviceUnregister, endpointHostProblem, type Registration } from '@herald/contracts';
 import type { ApiKeyRow, AppRow } from '@herald/db';
-import { parseBody } from './api-error.ts';
+import { ApiError, parseBody } from './api-error.ts';
 import { checkApp } from './job-service.ts';
 
 export interface DeviceServiceDeps {
@@ -14,7 +14,16 @@ export interface DeviceServiceDeps {
 export async function registerDevice(body: unknown, key: ApiKeyRow, deps: DeviceServiceDeps): Promise<void> {
   const d = parseBody(DeviceRegister, body);
   await checkApp(deps, key, d.app);
+  if (d.platform === 'web') await checkPushService(d.token, body, d.app, deps);
   await deps.publishRegistration({ ...d, version: 1, kind: 'register', eventAt: d.eventAt ?? (deps.now?.() ?? new Date()).toISOString() });
+}
+
+/** A subscription's push service must be on the app's allow-list (apps.web_push_hosts, default DEFAULT_WEB_PUSH_HOSTS). */
+async function checkPushService(endpoint: string, body: unknown, appId: string, deps: DeviceServiceDeps): Promise<void> {
+  const problem = endpointHostProblem(endpoint, (await deps.apps.get(appId))?.webPushHosts);
+  if (problem === undefined) return;
+  const path = typeof body === 'object' && body !== null && 'subscription' in body ? 'subscription.endpoint' : 'token';
+  throw new ApiError(400, 'invalid-request', `${path}: ${problem}`, [{ path, message: problem }]);
 }
 
 /** DELETE /v1/devices. */

@@ -23,6 +23,8 @@ export interface JobServiceDeps {
   /** Resolves once RabbitMQ confirmed the job (the client library's publishPushJob). */
   publish(job: PushJob): Promise<unknown>;
   cancel(jobId: string): Promise<number>;
+  /** Why an audience job cannot be expanded (an unknown topic: 404 naming it), or undefined. */
+  audienceProblem?(app: string, audience: NonNullable<PushJob['audience']>): Promise<string | undefined>;
   scheduleHorizonDays?: number;
   now?: () => Date;
 }
@@ -61,6 +63,17 @@ function checkJob(job: PushJob, acceptedAt: Date, deps: JobServiceDeps, prefix: 
   if (bad !== undefined) throw new ApiError(400, 'invalid-request', `${prefix}deliverAt: ${bad}`, [{ path: `${prefix}deliverAt`, message: bad }]);
   const issues = jobConformanceIssues(job, acceptedAt).map((i) => ({ path: `${prefix}${i.path}`, message: i.message }));
   if (issues.length > 0) throw new ApiError(400, 'invalid-request', issues.map((i) => `${i.path}: ${i.message}`).join('; '), issues);
+}
+
+/** A job to a topic the app does not have is refused with 404 naming the topic. */
+async function checkAudiences(jobs: readonly PushJob[], deps: JobServiceDeps, prefix: string): Promise<void> {
+  if (deps.audienceProblem === undefined) return;
+  for (const [i, job] of jobs.entries()) {
+    if (job.audience === undefined) continue;
+    const problem = await deps.audienceProblem(job.app, job.audience);
+    const path = `${prefix === '' ? '' : `${prefix}${i}.`}audience.topic`;
+    if (problem !== undefined) throw new ApiError(404, 'unknown-topic', `${path}: ${problem}`, [{ path, message: problem }]);
+  }
 }
 
 /** Jobs already validated (a single POST /v1/jobs), so they are not parsed twice. */
@@ -103,6 +116,7 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   const acceptedAt = (deps.now?.() ?? new Date()).toISOString();
   const jobs = validateJobs(body, acceptedAt, deps);
   for (const app of new Set(jobs.map((j) => j.app))) await checkApp(deps, key, app);
+  await checkAudiences(jobs, deps, body instanceof ValidatedJobs ? '' : 'jobs.');
   const recording = performance.now();
   const accepted = await deps.jobs.accept(jobs.map((j) => ({ id: j.id, app: j.app, team: key.team })));
   timings.recordMs = performance.now() - recording;
@@ -160,7 +174,11 @@ export async function jobPushes(id: string, query: unknown, key: ApiKeyRow, deps
   return toJobPushList(rows, page.limit);
 }
 
-/** Cancel the job's pushes still scheduled; those already released to the send queues are not recalled. */
+/**
+ * Cancel the job: a running audience fan-out stops before its next chunk, pushes still queued are
+ * dropped by the pushers (outcome cancelled), and its scheduled pushes are removed (`cancelled`
+ * counts those). Pushes a provider already accepted are not recalled.
+ */
 export async function cancelJob(id: string, key: ApiKeyRow, deps: JobServiceDeps): Promise<{ id: string; cancelled: number }> {
   await visibleJob(id, key, deps);
   return { id, cancelled: await deps.cancel(id) };

@@ -1,8 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '@herald/config';
 import { Exchanges, Queues } from '@herald/contracts';
-import { cancelJob, createAppCache, createAppCredentialStore, createDatabase, createSecretBox, listUserDevices } from '@herald/db';
+import { audienceProblem, cancelJob, createAudienceStore, createAppCache, createAppCredentialStore, createDatabase, createSecretBox, listUserDevices } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
+import { generateVapidKeys } from '@herald/providers';
 import { runService } from '@herald/runtime';
 import { createJobRecords } from './job-records.ts';
 import { apiConfig } from './config.ts';
@@ -29,10 +30,13 @@ await runService('api', config, async ({ logger, registry }) => {
     resourceTypes: config.WEBHOOK_RESOURCE_TYPES,
     allowHttpLocalhost: config.WEBHOOK_ALLOW_HTTP_LOCALHOST,
     cancel: (jobId) => cancelJob(db, jobId),
+    audienceProblem: (app, audience) => audienceProblem(db.kysely, app, audience),
     preferences: db.preferences,
+    audiences: createAudienceStore(db.kysely),
     userDevices: (app, userId, limit) => listUserDevices(db.kysely, app, userId, limit),
     keys: db.apiKeys,
-    admin: { store: createAppCredentialStore(db.kysely, box), list: () => db.apps.list(), keys: db.apiKeys, audit: db.audit },
+    admin: { store: createAppCredentialStore(db.kysely, box), list: () => db.apps.list(), keys: db.apiKeys, audit: db.audit, generateVapidKeys },
+    vapidApps: db.apps,
     adminKey: config.HERALD_ADMIN_KEY,
     bodyLimitBytes: config.API_BODY_LIMIT_BYTES,
     keyCacheTtlMs: config.API_KEY_CACHE_TTL_MS,

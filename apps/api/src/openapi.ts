@@ -26,9 +26,11 @@ import {
 import { z } from 'zod';
 import { DEVICE_LIST_OPERATION, PREFERENCE_INPUTS, PREFERENCE_PATHS, PREFERENCE_SCHEMAS } from './openapi-preferences.ts';
 import { JOB_PUSH_PATHS, JOB_PUSH_SCHEMAS } from './openapi-job-pushes.ts';
+import { WEB_PUSH_INPUTS, WEB_PUSH_PATHS, WEB_PUSH_SCHEMAS } from './openapi-web-push.ts';
+import { AUDIENCE_INPUTS, AUDIENCE_PATHS, AUDIENCE_SCHEMAS } from './openapi-audiences.ts';
 
 /** Every schema the document names, straight from libs/contracts: the API validates with these same objects. */
-const SCHEMAS = { PushJob, JobBatch, JobAccepted, JobBatchAccepted, JobStatus, JobCancelled, DeviceRegister, DeviceUnregister, AppCreate, AppUpdate, AppRotate, AppView, ApiKeyCreate, ApiKeyCreated, ApiError, SubscriptionCreate, SubscriptionCreated, SubscriptionView, SubscriptionList, ChangePublish, ChangeAccepted, OperatorKeyCreate, OperatorKeyCreated, ...PREFERENCE_SCHEMAS, ...JOB_PUSH_SCHEMAS };
+const SCHEMAS = { PushJob, JobBatch, JobAccepted, JobBatchAccepted, JobStatus, JobCancelled, DeviceRegister, DeviceUnregister, AppCreate, AppUpdate, AppRotate, AppView, ApiKeyCreate, ApiKeyCreated, ApiError, SubscriptionCreate, SubscriptionCreated, SubscriptionView, SubscriptionList, ChangePublish, ChangeAccepted, OperatorKeyCreate, OperatorKeyCreated, ...PREFERENCE_SCHEMAS, ...JOB_PUSH_SCHEMAS, ...WEB_PUSH_SCHEMAS, ...AUDIENCE_SCHEMAS };
 type SchemaName = keyof typeof SCHEMAS;
 
 function component(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
@@ -49,22 +51,24 @@ const admin = [{ adminKey: [] }];
 
 const PATHS = {
   '/v1/jobs': {
-    post: { summary: 'Publish a push job', security: team, requestBody: body('PushJob'), responses: { '202': answer('accepted and confirmed by RabbitMQ', 'JobAccepted'), '200': answer('this job id was accepted before: nothing published', 'JobAccepted'), ...errors(400, 401, 403, 409, 413, 415, 422, 503) } },
+    post: { summary: 'Publish a push job (to userId, userIds, or an audience: topic, followersOf or broadcast, with an optional segment; 404 for an unknown topic)', security: team, requestBody: body('PushJob'), responses: { '202': answer('accepted and confirmed by RabbitMQ', 'JobAccepted'), '200': answer('this job id was accepted before: nothing published', 'JobAccepted'), ...errors(400, 401, 403, 404, 409, 413, 415, 422, 503) } },
   },
   '/v1/jobs:batch': {
     post: { summary: 'Publish up to 1,000 push jobs (all or none pass validation)', security: team, requestBody: body('JobBatch'), responses: { '202': answer('accepted', 'JobBatchAccepted'), ...errors(400, 401, 403, 409, 413, 415, 422, 503) } },
   },
   '/v1/jobs/{id}': {
-    get: { summary: "A job's status", security: team, parameters: jobId, responses: { '200': answer('status', 'JobStatus'), ...errors(401, 404) } },
-    delete: { summary: "Cancel a job's scheduled pushes", security: team, parameters: jobId, responses: { '200': answer('cancelled', 'JobCancelled'), ...errors(401, 404) } },
+    get: { summary: "A job's status: its state (expanding, sending, done, cancelled), audience progress, and counts that add up", security: team, parameters: jobId, responses: { '200': answer('status', 'JobStatus'), ...errors(401, 404) } },
+    delete: { summary: 'Cancel a job: stop its running fan-out, drop its queued pushes, remove its scheduled ones (cancelled counts those)', security: team, parameters: jobId, responses: { '200': answer('cancelled', 'JobCancelled'), ...errors(401, 404) } },
   },
   ...JOB_PUSH_PATHS,
   '/v1/devices': {
     get: DEVICE_LIST_OPERATION,
-    post: { summary: 'Register a device', security: team, requestBody: body('DeviceRegister'), responses: { '202': answer('published to push.registrations'), ...errors(400, 401, 403, 413, 415, 422, 503) } },
+    post: { summary: 'Register a device: an APNs or FCM token, or a browser subscription (platform web: token = endpoint and keys, or subscription = PushSubscription.toJSON(); its push service must be on the host list of the app)', security: team, requestBody: body('DeviceRegister'), responses: { '202': answer('published to push.registrations'), ...errors(400, 401, 403, 413, 415, 422, 503) } },
     delete: { summary: 'Unregister a device', security: team, requestBody: body('DeviceUnregister'), responses: { '202': answer('published to push.registrations'), ...errors(400, 401, 403, 413, 415, 422, 503) } },
   },
   ...PREFERENCE_PATHS,
+  ...WEB_PUSH_PATHS,
+  ...AUDIENCE_PATHS,
   '/v1/subscriptions': {
     post: { summary: 'Subscribe a callback URL to a resource (or "*" for every resource of the type); the secret is returned once', security: team, requestBody: body('SubscriptionCreate'), responses: { '201': answer('created', 'SubscriptionCreated'), ...errors(400, 401, 413, 415, 422, 503) } },
     get: { summary: "The team's subscriptions (never their secrets)", security: team, responses: { '200': answer('subscriptions', 'SubscriptionList'), ...errors(401) } },
@@ -100,7 +104,7 @@ const PATHS = {
 /** The OpenAPI 3.1 document, generated from the contract schemas (built once, at start-up). */
 export function openApiDocument(): Record<string, unknown> {
   const inputs = new Set<SchemaName>(['PushJob', 'JobBatch', 'DeviceRegister', 'DeviceUnregister', 'AppCreate', 'AppUpdate', 'AppRotate', 'ApiKeyCreate', 'OperatorKeyCreate', 'SubscriptionCreate', 'ChangePublish']);
-  const schemas = Object.fromEntries(Object.entries(SCHEMAS).map(([name, s]) => [name, component(s, inputs.has(name as SchemaName) || PREFERENCE_INPUTS.has(name) ? 'input' : 'output')]));
+  const schemas = Object.fromEntries(Object.entries(SCHEMAS).map(([name, s]) => [name, component(s, inputs.has(name as SchemaName) || PREFERENCE_INPUTS.has(name) || WEB_PUSH_INPUTS.has(name) || AUDIENCE_INPUTS.has(name) ? 'input' : 'output')]));
   return {
     openapi: '3.1.0',
     info: { title: 'Herald HTTP API', version: '1', description: 'Publish push jobs, manage devices and per-app opt-outs and mutes, read job status, manage webhook subscriptions and publish change events. Every body is validated with the schemas below.' },

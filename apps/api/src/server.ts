@@ -20,10 +20,13 @@ import {
 } from './subscription-service.ts';
 import { acceptChange, type ChangeServiceDeps } from './change-service.ts';
 import { registerPreferenceRoutes } from './preference-routes.ts';
+import { registerAudienceRoutes } from './audience-routes.ts';
+import type { AudienceServiceDeps } from './audience-service.ts';
 import type { PreferenceServiceDeps } from './preference-service.ts';
 import type { UserDevicesServiceDeps } from './user-devices-service.ts';
+import { vapidPublicKey, type WebPushServiceDeps } from './web-push-service.ts';
 
-export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps, SubscriptionServiceDeps, ChangeServiceDeps, PreferenceServiceDeps, UserDevicesServiceDeps {
+export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps, SubscriptionServiceDeps, ChangeServiceDeps, PreferenceServiceDeps, UserDevicesServiceDeps, WebPushServiceDeps, AudienceServiceDeps {
   keys: KeyLookup;
   admin: AdminDeps;
   adminKey: string | undefined;
@@ -89,8 +92,10 @@ function teamRoutes(app: FastifyInstance, deps: ApiServerDeps, metrics: RequestM
     return reply.status(204).send();
   }));
   app.post('/v1/subscriptions/:id/enable', team(async (req, key) => enableSubscription(req.params.id, key, deps)));
+  app.get('/v1/web-push/vapid-public-key', team(async (req, key) => vapidPublicKey(req.query, key, deps)));
   app.post('/v1/changes', team(async (req, _key, reply) => reply.status(202).send(await acceptChange(req.body, deps))));
   registerPreferenceRoutes(app, team, deps);
+  registerAudienceRoutes(app, team, deps);
 }
 
 /** The team-facing HTTP API: JSON only, bodies up to bodyLimitBytes, every refusal a clear 4xx. */

@@ -9,6 +9,9 @@ import { registerAppCommands } from './commands/app-commands.ts';
 import { registerKeyCommands } from './commands/key-commands.ts';
 import { registerAuditCommand } from './commands/audit-command.ts';
 import { registerPreferenceCommands } from './commands/preference-commands.ts';
+import { registerTopicCommands } from './commands/topic-commands.ts';
+import { registerFollowCommands } from './commands/follow-commands.ts';
+import { registerJobCommands } from './commands/job-commands.ts';
 import { heraldVersion } from './version.ts';
 
 const program = new Command('herald')
@@ -18,6 +21,8 @@ const program = new Command('herald')
 registerPublishCommands(program);
 registerAdminCommands(program);
 registerPreferenceCommands(program);
+registerTopicCommands(program);
+registerFollowCommands(program);
 registerStatusCommand(program);
 registerParkedCommands(program);
 registerLimitCommands(program);
@@ -25,6 +30,7 @@ registerScheduleCommands(program);
 registerAppCommands(program);
 registerKeyCommands(program);
 registerAuditCommand(program);
+registerJobCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -13,5 +13,7 @@ export const demuxerConfig = {
     default: '2000',
     min: 1,
   }),
+  FANOUT_CHUNK_SIZE: int('Audience fan-outs: member devices read and sent per chunk (one checkpoint each)', { default: '1000', min: 1, max: 50000 }),
+  FANOUT_PREFETCH: int('Audience fan-outs: chunks this demuxer expands at once (push.fanout prefetch)', { default: '2', min: 1 }),
   SCHEDULE_WARN_WINDOW_S: int('Window (seconds) over which scheduled waves are counted for that warning', { default: '60', min: 1 }),
 } as const;

@@ -6,13 +6,16 @@ export interface DemuxerMetrics {
   scheduled: Counter<'platform' | 'outcome'>;
   timezoneFallbacks: Counter;
   waveOverCapacity: Counter<'platform'>;
+  /** Audience fan-out chunks (fanout-chunk.ts) by outcome, and the devices they read. */
+  fanoutChunks: Counter<'outcome'>;
+  fanoutDevices: Counter;
 }
 
 export function createDemuxerMetrics(registry: Registry): DemuxerMetrics {
   return {
     jobs: new Counter({
       name: 'herald_demuxer_jobs_total',
-      help: 'Push jobs handled by the demuxer, by outcome (fanned-out, no-devices, skipped: every device skipped for opt-outs or mutes, expired, parked)',
+      help: 'Push jobs handled by the demuxer, by outcome (fanned-out, fan-out-started: an audience job handed to the fan-out stage, no-devices, skipped: every device skipped for opt-outs or mutes, expired, parked)',
       labelNames: ['outcome'],
       registers: [registry],
     }),
@@ -37,6 +40,17 @@ export function createDemuxerMetrics(registry: Registry): DemuxerMetrics {
       name: 'herald_scheduled_wave_over_capacity_total',
       help: 'Time windows whose scheduled pushes exceed what the outbound rate can send within them',
       labelNames: ['platform'],
+      registers: [registry],
+    }),
+    fanoutChunks: new Counter({
+      name: 'herald_demuxer_fanout_chunks_total',
+      help: 'Audience fan-out chunks handled, by outcome (expanded, last: the final chunk, cancelled: its job was cancelled, duplicate: already done, parked)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    fanoutDevices: new Counter({
+      name: 'herald_demuxer_fanout_devices_total',
+      help: 'Devices read by audience fan-outs (skipped ones included)',
       registers: [registry],
     }),
   };

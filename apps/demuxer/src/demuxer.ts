@@ -7,6 +7,7 @@ import type { DemuxerMetrics } from './demuxer-metrics.ts';
 import { toSendMessage } from './fan-out.ts';
 import { planJob, type JobPlan } from './job-plan.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
+import { startAudienceJob, type AudienceStartDeps } from './audience-start.ts';
 
 export interface DemuxerDeps {
   targets: {
@@ -25,6 +26,8 @@ export interface DemuxerDeps {
    * Parked jobs are recorded by the consumer's onParked (job-parks.ts).
    */
   jobs?: { recordDemux(entries: readonly DemuxEntry[]): Promise<void> };
+  /** Audience jobs are handed to the fan-out stage (audience-start.ts, fanout-chunk.ts). */
+  audiences?: Pick<AudienceStartDeps, 'fanouts' | 'audiences'>;
   now?: () => Date;
 }
 
@@ -44,6 +47,7 @@ export function createDemuxerHandler(deps: DemuxerDeps) {
     for (const [index, message] of messages.entries()) {
       const checked = await admit(message, deps, now());
       if ('kind' in checked) outcomes[index] = checked;
+      else if (checked.job.audience !== undefined) outcomes[index] = await startAudience(checked, deps);
       else accepted.push({ index, ...checked });
     }
     if (accepted.length === 0) return outcomes;
@@ -108,6 +112,12 @@ async function fanOut(a: Accepted, plan: JobPlan, deps: DemuxerDeps, at: Date): 
   if (job.trace === true) {
     deps.logger.info({ jobId: job.id, trace: true, pushIds: pushes.map((p) => p.pushId) }, 'trace: demuxer emitted device pushes');
   }
+}
+
+/** An audience job starts its chunked fan-out; an expired one too (its status counts each push as expired). */
+function startAudience({ job, acceptedAt }: Omit<Accepted, 'index'>, deps: DemuxerDeps): Promise<Outcome> | Outcome {
+  if (deps.audiences === undefined) return park(deps, 'schema', 'this demuxer does not expand audiences', job);
+  return startAudienceJob(job, acceptedAt, { ...deps.audiences, publisher: deps.publisher, metrics: deps.metrics, logger: deps.logger });
 }
 
 function park(deps: DemuxerDeps, code: string, reason: string, job?: PushJob): Outcome {

@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfig } from '@herald/config';
-import { createAppCache, createDatabase } from '@herald/db';
+import { createAppCache, createDatabase, createFanoutRepository } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import { demuxerConfig } from './config.ts';
@@ -8,25 +8,41 @@ import { createDemuxerHandler } from './demuxer.ts';
 import { createDemuxerMetrics } from './demuxer-metrics.ts';
 import { recordParkedJobs } from './job-parks.ts';
 import { WaveMonitor } from './wave-monitor.ts';
+import { createAudienceSource } from './audience-reader.ts';
+import { createFanoutChunkHandler } from './fanout-chunk.ts';
 
 const config = loadConfig(demuxerConfig, process.env);
 
 await runService('demuxer', config, async ({ logger, registry }) => {
   const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'demuxer', metrics: registry });
+  const scheduling = {
+    store: db.scheduled,
+    wave: new WaveMonitor(config.SCHEDULE_WARN_RATE_PER_S, config.SCHEDULE_WARN_WINDOW_S),
+    horizonDays: config.SCHEDULE_HORIZON_DAYS,
+    slackMs: config.SCHEDULE_DUE_SLACK_MS,
+  };
+  const metrics = createDemuxerMetrics(registry);
+  const fanouts = createFanoutRepository(db.kysely);
+  const audiences = createAudienceSource(db);
   const handle = createDemuxerHandler({
     targets: db.devices,
     apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
     publisher: broker.publisher,
-    scheduling: {
-      store: db.scheduled,
-      wave: new WaveMonitor(config.SCHEDULE_WARN_RATE_PER_S, config.SCHEDULE_WARN_WINDOW_S),
-      horizonDays: config.SCHEDULE_HORIZON_DAYS,
-      slackMs: config.SCHEDULE_DUE_SLACK_MS,
-    },
-    metrics: createDemuxerMetrics(registry),
+    scheduling,
+    metrics,
     logger,
     jobs: db.jobs,
+    audiences: { fanouts, audiences },
+  });
+  // Audience jobs' chunks (ADR 0013): shared by every demuxer, one checkpointed chunk per task.
+  const expand = createFanoutChunkHandler({ fanouts, audiences, publisher: broker.publisher, scheduling, metrics, logger, chunkSize: config.FANOUT_CHUNK_SIZE });
+  const chunks = await broker.consume({
+    queue: Queues.fanout,
+    prefetch: config.FANOUT_PREFETCH,
+    batch: { maxSize: 1, maxWaitMs: 0 },
+    retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
+    handle: expand,
   });
   const consumer = await broker.consume({
     queue: Queues.jobs,
@@ -38,7 +54,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
   });
   return {
     stop: async (timeoutMs) => {
-      await consumer.stop(timeoutMs);
+      await Promise.all([consumer.stop(timeoutMs), chunks.stop(timeoutMs)]);
       await broker.close();
       await db.close();
     },

@@ -18,6 +18,8 @@ export interface DashboardDeps {
   monitor: QueueMonitor;
   history: History;
   scheduled: () => ScheduledCounts;
+  /** Running audience fan-outs with their progress (GET /api/fanouts). */
+  fanouts?: () => Promise<unknown>;
   /** AMQP URL of the monitored vhost, for listing and replaying parked messages. */
   amqpUrl: string;
   logger: Logger;
@@ -122,6 +124,7 @@ function serially(): <T>(work: () => Promise<T>) => Promise<T> {
 async function route(deps: DashboardDeps, req: IncomingMessage, url: URL, operator: Operator, parkedLock: ReturnType<typeof serially>): Promise<unknown> {
   const parked = /^\/api\/parked\/([^/]+)(?:\/(replay|purge))?$/.exec(url.pathname);
   if (req.method === 'GET' && url.pathname === '/api/status') return { ...deps.monitor.state(), scheduled: deps.scheduled() };
+  if (req.method === 'GET' && url.pathname === '/api/fanouts') return { fanouts: (await deps.fanouts?.()) ?? [] };
   if (req.method === 'GET' && url.pathname === '/api/session') return { operator: { id: operator.id, name: operator.name } };
   if (req.method === 'GET' && url.pathname === '/api/history') {
     const minutes = Math.min(1440, Math.max(1, Number(url.searchParams.get('minutes') ?? 60) || 60));

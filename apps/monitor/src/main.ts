@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '@herald/config';
-import { createDatabase } from '@herald/db';
+import { createDatabase, createFanoutRepository } from '@herald/db';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
 import { runService } from '@herald/runtime';
@@ -13,6 +13,7 @@ import { LOGIN_PAGE } from './login-page.ts';
 import { createOperatorGate } from './operator-gate.ts';
 import { startQueueMonitor, type LiveCounts } from './queue-monitor.ts';
 import { startScheduledCounts } from './scheduled-counts.ts';
+import { runningFanouts } from './running-fanouts.ts';
 import { createWebhook } from './webhook.ts';
 
 const config = loadConfig(monitorConfig, process.env);
@@ -61,6 +62,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
       monitor,
       history,
       scheduled: scheduled.current,
+      fanouts: () => runningFanouts(createFanoutRepository(db.kysely)),
       amqpUrl: config.AMQP_URL,
       logger,
     }),

@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfig } from '@herald/config';
-import { createAppCache, createDatabase } from '@herald/db';
+import { createAppCache, createAudienceStore, createDatabase } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import { registrarConfig } from './config.ts';
@@ -16,7 +16,7 @@ await runService('registrar', config, async ({ logger, registry }) => {
     prefetch: config.REGISTRAR_PREFETCH,
     batch: { maxSize: config.REGISTRAR_BATCH_SIZE, maxWaitMs: config.REGISTRAR_BATCH_WAIT_MS },
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
-    handle: createRegistrarHandler({ devices: db.devices, apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS), logger }),
+    handle: createRegistrarHandler({ devices: db.devices, audiences: createAudienceStore(db.kysely), apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS), logger }),
   });
   return {
     stop: async (timeoutMs) => {

@@ -1,6 +1,7 @@
-import { decodeWith, normalizeDeviceToken, Registration } from '@herald/contracts';
+import { decodeWith, endpointHostProblem, normalizeDeviceToken, Registration } from '@herald/contracts';
 import { isDatabaseUnavailable, type AppRow, type DeviceRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
+import { applyMembershipEvents, isMembershipMessage, type MembershipDeps } from './membership-events.ts';
 
 // Minimal structural types; @herald/messaging exports identical shapes.
 interface InboundMessage {
@@ -19,6 +20,8 @@ type Outcome =
 
 export interface RegistrarDeps {
   devices: DeviceRepository;
+  /** Topic memberships and follow edges (issue 20); see membership-events.ts. */
+  audiences?: MembershipDeps['audiences'];
   apps: { get(id: string): Promise<AppRow | undefined> };
   logger: Logger;
 }
@@ -70,11 +73,15 @@ async function checkApps(regs: readonly Decoded[], deps: RegistrarDeps, outcomes
   const apps = new Map(await Promise.all(ids.map(async (id) => [id, await deps.apps.get(id)] as const)));
   return regs.filter(({ index, reg }) => {
     const app = apps.get(reg.app);
-    if (app?.enabled === true) return true;
+    // A browser subscription must point at a push service the app accepts (apps.web_push_hosts).
+    const host = app?.enabled === true && reg.kind === 'register' && reg.platform === 'web' ? endpointHostProblem(reg.token, app.webPushHosts) : undefined;
+    if (app?.enabled === true && host === undefined) return true;
     outcomes[index] =
       app === undefined
         ? { kind: 'park', code: 'unknown-app', reason: `unknown app "${reg.app}"` }
-        : { kind: 'park', code: 'app-disabled', reason: `app "${reg.app}" is disabled` };
+        : host !== undefined
+          ? { kind: 'park', code: 'push-service-not-allowed', reason: `token: ${host}` }
+          : { kind: 'park', code: 'app-disabled', reason: `app "${reg.app}" is disabled` };
     deps.logger.warn({ app: reg.app, outcome: outcomes[index] }, 'registration parked');
     return false;
   });
@@ -109,7 +116,12 @@ export function createRegistrarHandler(deps: RegistrarDeps): (messages: readonly
   return async (messages) => {
     const outcomes: Outcome[] = messages.map(() => ACK);
     const decoded: Decoded[] = [];
+    const memberships: { index: number; body: Buffer }[] = [];
     messages.forEach((message, index) => {
+      if (isMembershipMessage(message.body)) {
+        memberships.push({ index, body: message.body });
+        return;
+      }
       const result = decode(message);
       if (result.ok) {
         decoded.push({ index, reg: result.reg });
@@ -126,6 +138,14 @@ export function createRegistrarHandler(deps: RegistrarDeps): (messages: readonly
     } catch (err) {
       deps.logger.error({ err }, 'registrations could not be applied; retrying');
       for (const { index } of decoded) {
+        if (outcomes[index]?.kind !== 'park') outcomes[index] = databaseFailure(err);
+      }
+    }
+    try {
+      if (memberships.length > 0) await applyMembershipEvents(memberships, deps, outcomes);
+    } catch (err) {
+      deps.logger.error({ err }, 'membership events could not be applied; retrying');
+      for (const { index } of memberships) {
         if (outcomes[index]?.kind !== 'park') outcomes[index] = databaseFailure(err);
       }
     }

@@ -3,7 +3,9 @@ import { routeDevices } from './device-control.ts';
 import { json, type Answer, type SandboxContext } from './exchange.ts';
 import { parseFaultSpec } from './faults.ts';
 import { readBody } from './read-body.ts';
+import { routeWeb } from './web-control.ts';
 import type { RecordQuery } from './record-store.ts';
+import { routeWebDemo } from './web-demo-routes.ts';
 
 const intParam = (v: string | null): number | undefined => (v !== null && /^\d+$/.test(v) ? Number(v) : undefined);
 
@@ -53,6 +55,8 @@ function mintCredentials(body: Buffer, ctx: SandboxContext): Answer {
 export function routeControl(method: string, url: URL, body: Buffer, ctx: SandboxContext): Answer {
   const route = `${method} ${url.pathname}`;
   if (url.pathname.startsWith('/devices')) return routeDevices(method, url, body, ctx) ?? json(404, { error: `no route ${route}` });
+  if (url.pathname.startsWith('/web/')) return routeWeb(method, url, body, ctx) ?? json(404, { error: `no route ${route}` });
+  if (url.pathname.startsWith('/web-demo')) return routeWebDemo(method, url) ?? json(404, { error: `no route ${route}` });
   switch (route) {
     case 'GET /healthz':
       return json(200, { ok: true });

@@ -5,6 +5,7 @@ import type { RecordStore } from './record-store.ts';
 import type { CredentialRegistry } from './credential-registry.ts';
 import type { Headers } from './apns-request.ts';
 import type { DeviceStore } from './device-store.ts';
+import type { WebPushStore } from './web-store.ts';
 
 /** What a protocol handler answers. */
 export interface Answer {
@@ -22,6 +23,8 @@ export interface SandboxContext {
   credentials?: CredentialRegistry;
   /** Simulated phones: online/offline, what each received (`/devices/...`). */
   devices: DeviceStore;
+  /** Simulated browsers' push subscriptions and the Web Push messages they received (`/web/...`). */
+  web?: WebPushStore;
 }
 
 /** A protocol handler's verdict on one request. */

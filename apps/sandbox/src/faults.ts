@@ -5,14 +5,19 @@ export const ApnsFaultErrors = [
 ] as const;
 export type ApnsFaultError = (typeof ApnsFaultErrors)[number];
 
-export type FaultPlatform = 'apns' | 'fcm';
+/** Web Push faults, by the push service's status: 404, 410, 413, 429 (with retryAfterSeconds), 500. */
+export const WebFaultErrors = ['NotFound', 'Gone', 'PayloadTooLarge', 'TooManyRequests', 'InternalServerError'] as const;
+export type WebFaultError = (typeof WebFaultErrors)[number];
+export const WEB_FAULT_STATUS: Record<WebFaultError, number> = { NotFound: 404, Gone: 410, PayloadTooLarge: 413, TooManyRequests: 429, InternalServerError: 500 };
+
+export type FaultPlatform = 'apns' | 'fcm' | 'web';
 
 /** What `POST /faults` accepts. Without `error` the fault only delays a normal answer. */
 export interface FaultSpec {
   platform: FaultPlatform;
   token?: string;
   fraction?: number;
-  error?: ApnsFaultError | FcmErrorCode;
+  error?: ApnsFaultError | FcmErrorCode | WebFaultError;
   times?: number;
   retryAfterSeconds?: number;
   delayMs?: number;
@@ -41,8 +46,8 @@ export function parseFaultSpec(body: unknown): ParsedFault {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return { ok: false, reason: 'body must be a JSON object' };
   const o = body as Record<string, unknown>;
   const platform = o['platform'];
-  if (platform !== 'apns' && platform !== 'fcm') return { ok: false, reason: 'platform must be "apns" or "fcm"' };
-  const allowed: readonly string[] = platform === 'apns' ? ApnsFaultErrors : FcmErrorCodes;
+  if (platform !== 'apns' && platform !== 'fcm' && platform !== 'web') return { ok: false, reason: 'platform must be "apns", "fcm" or "web"' };
+  const allowed: readonly string[] = platform === 'apns' ? ApnsFaultErrors : platform === 'fcm' ? FcmErrorCodes : WebFaultErrors;
   if (o['error'] !== undefined && !allowed.includes(o['error'] as string)) {
     return { ok: false, reason: `error must be one of ${allowed.join(', ')} for ${platform}` };
   }

@@ -11,6 +11,7 @@ const sandbox = await startSandbox({
   host: config.SANDBOX_HOST,
   apnsPort: config.SANDBOX_APNS_PORT,
   fcmPort: config.SANDBOX_FCM_PORT,
+  webPort: config.SANDBOX_WEB_PORT,
   controlPort: config.SANDBOX_CONTROL_PORT,
   maxRecords: config.SANDBOX_MAX_RECORDS,
   logger,

@@ -12,11 +12,14 @@ import { DeviceStore } from './device-store.ts';
 import { RecordStore } from './record-store.ts';
 import { buildSettings, FCM_PROJECT_ID, writeSettings, type SandboxSettings } from './settings-file.ts';
 import { ensureIdentity } from './state-files.ts';
+import { createWebPushServer } from './web-server.ts';
+import { WebPushStore } from './web-store.ts';
 
 export interface SandboxOptions {
   stateDir: string;
   apnsPort?: number;
   fcmPort?: number;
+  webPort?: number;
   controlPort?: number;
   host?: string;
   logger: Logger;
@@ -27,6 +30,7 @@ export interface SandboxOptions {
 export interface Sandbox {
   apnsPort: number;
   fcmPort: number;
+  webPort: number;
   controlPort: number;
   /** What was written to `<stateDir>/sandbox.json`. */
   settings: SandboxSettings;
@@ -65,6 +69,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     faults: new FaultTable(),
     records: new RecordStore(options.maxRecords),
     devices: new DeviceStore(options.maxRecords),
+    web: new WebPushStore(Math.min(options.maxRecords ?? 100_000, 100_000)),
     logger: options.logger,
     credentials,
   };
@@ -73,23 +78,27 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const tls = { cert: identity.tlsCert, key: identity.tlsKey };
   const apns = createApnsServer({ ...tls, providerKey, clientCa: identity.tlsCert }, ctx);
   const fcm = createFcmServer({ ...tls, projectId: FCM_PROJECT_ID, accessToken: identity.fcmAccessToken, projects: credentials }, ctx);
+  const web = createWebPushServer({ ...tls, store: ctx.web as WebPushStore }, ctx);
   const control = createControlServer(ctx);
-  const endSessions = [trackSessions(apns), trackSessions(fcm)];
+  const endSessions = [trackSessions(apns), trackSessions(fcm), trackSessions(web)];
   const apnsPort = await listen(apns, options.apnsPort ?? 0, host);
   const fcmPort = await listen(fcm, options.fcmPort ?? 0, host);
+  const webPort = await listen(web, options.webPort ?? 0, host);
   const controlPort = await listen(control, options.controlPort ?? 0, host);
-  const settings = buildSettings(identity, { host, apnsPort, fcmPort, controlPort });
+  const settings = buildSettings(identity, { host, apnsPort, fcmPort, webPort, controlPort });
+  (ctx.web as WebPushStore).endpointBase = settings.web.endpointBase;
   await writeSettings(options.stateDir, settings);
-  options.logger.info({ apnsPort, fcmPort, controlPort, stateDir: options.stateDir }, 'sandbox listening');
+  options.logger.info({ apnsPort, fcmPort, webPort, controlPort, stateDir: options.stateDir }, 'sandbox listening');
   return {
     apnsPort,
     fcmPort,
+    webPort,
     controlPort,
     settings,
     close: async () => {
       endSessions.forEach((end) => end());
       control.closeAllConnections();
-      await Promise.all([closeServer(apns), closeServer(fcm), closeServer(control)]);
+      await Promise.all([closeServer(apns), closeServer(fcm), closeServer(web), closeServer(control)]);
     },
   };
 }

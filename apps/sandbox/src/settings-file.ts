@@ -19,6 +19,8 @@ export interface SandboxSettings {
     clientKeyFile: string;
   };
   fcm: { host: string; port: number; caFile: string; projectId: string; accessToken: string };
+  /** The Web Push service: subscriptions (POST <control>/web/subscriptions) get endpoints under `endpointBase`. */
+  web: { host: string; port: number; caFile: string; endpointBase: string };
   control: { url: string };
 }
 
@@ -26,6 +28,7 @@ export interface BoundPorts {
   host: string;
   apnsPort: number;
   fcmPort: number;
+  webPort: number;
   controlPort: number;
 }
 
@@ -53,6 +56,7 @@ export function buildSettings(identity: SandboxIdentity, ports: BoundPorts): San
       projectId: FCM_PROJECT_ID,
       accessToken: identity.fcmAccessToken,
     },
+    web: { host: address, port: ports.webPort, caFile: identity.tlsCertFile, endpointBase: `https://${urlHost}:${ports.webPort}/wp/` },
     control: { url: `http://${urlHost}:${ports.controlPort}` },
   };
 }

@@ -2,6 +2,10 @@ import { jobConformanceIssues } from '@herald/providers';
 import {
   ChangePublish,
   Exchanges,
+  FollowEvent,
+  TopicMembership,
+  type FollowEventInput,
+  type TopicMembershipInput,
   PushJob,
   Queues,
   Registration,
@@ -38,6 +42,11 @@ export interface HeraldClientOptions {
 export interface HeraldClient {
   /** Validate, stamp acceptedAt, publish; resolves once RabbitMQ has confirmed the job is durable. */
   publishPushJob(job: PushJobInput): Promise<PushJob>;
+  /**
+   * Validate and publish a registration. A browser subscription is platform 'web' with token = its
+   * endpoint and keys = its keys (subscriptionFields(pushSubscription.toJSON()) from @herald/contracts
+   * gives both), optionally applicationServerKey. Which push services an app accepts is checked by the registrar.
+   */
   publishRegistration(registration: RegistrationInput): Promise<Registration>;
   /**
    * A resource changed: validate, stamp occurredAt (default now), publish to push.changes; resolves
@@ -45,8 +54,23 @@ export interface HeraldClient {
    * subscriptions. Publishing the same event id again notifies nobody twice.
    */
   publishChange(change: z.input<typeof ChangePublish>): Promise<ChangeEvent>;
+  /** A user or single device joins or leaves a topic (kind 'topic-membership'); the registrar applies it, last event wins. */
+  publishTopicMembership(event: TopicMembershipInput): Promise<TopicMembership>;
+  /** subscribeToTopic / unsubscribeFromTopic: publishTopicMembership with subscribed set; eventAt defaults to now. */
+  subscribeToTopic(member: TopicMemberInput): Promise<TopicMembership>;
+  unsubscribeFromTopic(member: TopicMemberInput): Promise<TopicMembership>;
+  /** "follower follows followee" (kind 'follow'); the registrar applies it, last event per edge wins. */
+  publishFollowEvent(event: FollowEventInput): Promise<FollowEvent>;
+  /** follow / unfollow: publishFollowEvent with following set; eventAt defaults to now. */
+  follow(edge: FollowEdgeInput): Promise<FollowEvent>;
+  unfollow(edge: FollowEdgeInput): Promise<FollowEvent>;
   close(): Promise<void>;
 }
+
+/** A topic member without kind and subscribed; eventAt optional (default now). */
+export type TopicMemberInput = Omit<TopicMembershipInput, 'kind' | 'subscribed' | 'version' | 'eventAt'> & { eventAt?: string };
+/** A follow edge without kind and following; eventAt optional (default now). */
+export type FollowEdgeInput = Omit<FollowEventInput, 'kind' | 'following' | 'version' | 'eventAt'> & { eventAt?: string };
 
 function validate<S extends z.ZodType>(schema: S, what: string, value: unknown): z.infer<S> {
   const result = schema.safeParse(value);
@@ -62,7 +86,7 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
     logger,
     connectionName: options.connectionName ?? 'herald-client',
   });
-  return {
+  const client: HeraldClient = {
     async publishPushJob(input) {
       const job = validate(PushJob, 'push job', { ...input, acceptedAt: input.acceptedAt ?? new Date().toISOString() });
       const badSchedule = scheduleProblem(job.deliverAt, new Date(), options.scheduleHorizonDays);
@@ -88,6 +112,29 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
       await broker.publisher.publish({ exchange: Exchanges.changes, routingKey: Queues.changes, body: change, messageId: change.id });
       return change;
     },
+    async publishTopicMembership(input) {
+      const event = validate(TopicMembership, 'topic membership', input);
+      await broker.publisher.publish({ exchange: Exchanges.registrations, routingKey: Queues.registrations, body: event });
+      return event;
+    },
+    async subscribeToTopic(member) {
+      return client.publishTopicMembership({ ...member, kind: 'topic-membership', subscribed: true, eventAt: member.eventAt ?? new Date().toISOString() });
+    },
+    async unsubscribeFromTopic(member) {
+      return client.publishTopicMembership({ ...member, kind: 'topic-membership', subscribed: false, eventAt: member.eventAt ?? new Date().toISOString() });
+    },
+    async publishFollowEvent(input) {
+      const event = validate(FollowEvent, 'follow event', input);
+      await broker.publisher.publish({ exchange: Exchanges.registrations, routingKey: Queues.registrations, body: event });
+      return event;
+    },
+    async follow(edge) {
+      return client.publishFollowEvent({ ...edge, kind: 'follow', following: true, eventAt: edge.eventAt ?? new Date().toISOString() });
+    },
+    async unfollow(edge) {
+      return client.publishFollowEvent({ ...edge, kind: 'follow', following: false, eventAt: edge.eventAt ?? new Date().toISOString() });
+    },
     close: () => broker.close(),
   };
+  return client;
 }

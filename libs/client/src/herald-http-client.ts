@@ -2,6 +2,7 @@ import {
   ApiError,
   DeviceList,
   DeviceRegister,
+  DeviceUnregister,
   MuteCreate,
   MuteDelete,
   MuteList,
@@ -11,6 +12,7 @@ import {
   OptOutView,
   PreferenceRemoved,
   UserOfApp,
+  VapidPublicKeyView,
   describeIssues,
 } from '@herald/contracts';
 import { z } from 'zod';
@@ -44,8 +46,15 @@ export interface HeraldHttpClientOptions {
  * before anything is sent; a refusal by the API throws HeraldApiError.
  */
 export interface HeraldHttpClient {
-  /** Register a device (POST /v1/devices); resolves once it is published to push.registrations. */
+  /**
+   * Register a device (POST /v1/devices); resolves once it is published to push.registrations. A
+   * browser: `{ app, userId, platform: 'web', subscription: pushSubscription.toJSON() }` (or token = endpoint and keys).
+   */
   registerDevice(device: z.input<typeof DeviceRegister>): Promise<void>;
+  /** Unregister a device (DELETE /v1/devices); a browser subscription by its endpoint as token. */
+  unregisterDevice(device: z.input<typeof DeviceUnregister>): Promise<void>;
+  /** The app's VAPID public key, the applicationServerKey a web front end subscribes with (app: needed when the key acts for several apps). */
+  vapidPublicKey(app?: string): Promise<VapidPublicKeyView>;
   /** The user gets no push of the category from the app (idempotent). */
   optOut(optOut: z.input<typeof OptOutChange>): Promise<OptOutView>;
   /** Opt back in; resolves to whether there was an opt-out to remove. */
@@ -100,6 +109,11 @@ export function createHeraldHttpClient(options: HeraldHttpClientOptions): Herald
     async registerDevice(device) {
       await send('POST', '/v1/devices', Accepted, validate(DeviceRegister, 'registration', device));
     },
+    async unregisterDevice(device) {
+      await send('DELETE', '/v1/devices', Accepted, validate(DeviceUnregister, 'registration', device));
+    },
+    vapidPublicKey: async (app) =>
+      send('GET', `/v1/web-push/vapid-public-key${app === undefined ? '' : `?${new URLSearchParams({ app }).toString()}`}`, VapidPublicKeyView),
     // async throughout: a refused input rejects the promise like every other failure.
     optOut: async (o) => send('POST', '/v1/opt-outs', OptOutView, validate(OptOutChange, 'opt-out', o)),
     optIn: async (o) => (await send('DELETE', '/v1/opt-outs', PreferenceRemoved, validate(OptOutChange, 'opt-out', o))).removed,

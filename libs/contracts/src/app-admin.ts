@@ -95,6 +95,8 @@ export const AppView = z.object({
   apnsConnection: ApnsConnectionView,
   fcmConnection: FcmConnectionView,
   credentialsVersion: z.number().int(),
+  /** Web Push: the current VAPID public key (null: none yet; see GET /admin/apps/:id/web-push). */
+  webVapidPublicKey: z.string().nullable(),
   updatedAt: z.string(),
 });
 export type AppView = z.infer<typeof AppView>;

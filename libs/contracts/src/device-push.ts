@@ -5,6 +5,7 @@ import { PushContent } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
 import { deviceTokenProblem } from './device-token.ts';
 import { Platforms } from './names.ts';
+import { WebPushKeys } from './web-push.ts';
 
 export const PlatformSchema = z.enum(Platforms);
 
@@ -19,6 +20,10 @@ export const DevicePush = z
   app: AppId,
   platform: PlatformSchema,
   token: z.string().min(1).max(4096),
+  /** Web Push only: the subscription's keys (the token is its endpoint). */
+  webKeys: WebPushKeys.optional(),
+  /** Web Push only: the VAPID public key the subscription was made with, when its registration said so (the pusher signs with that pair). */
+  webVapidKey: z.string().min(1).max(200).optional(),
   userId: UserId,
   content: PushContent,
   priority: Priority,
@@ -33,6 +38,9 @@ export const DevicePush = z
   .superRefine((p, ctx) => {
     const problem = deviceTokenProblem(p.platform, p.token);
     if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['token'], message: problem });
+    if ((p.platform === 'web') !== (p.webKeys !== undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['webKeys'], message: 'a web push carries its subscription keys; an APNs or FCM push has none' });
+    }
   });
 export type DevicePush = z.infer<typeof DevicePush>;
 

@@ -1,4 +1,5 @@
 import type { Platform } from './names.ts';
+import { webEndpointProblem } from './web-push.ts';
 
 /**
  * Device token formats (libs/providers/PROVIDER-RULES.md).
@@ -6,6 +7,8 @@ import type { Platform } from './names.ts';
  * and Apple warns they may grow, so Herald accepts even-length hex of 64–200 characters.
  * FCM: registration tokens are URL-safe text (letters, digits, "-", "_" and ":"); Google documents
  * no fixed length, so Herald bounds it to 32–4096 characters (today's tokens are about 150–180).
+ * Web Push: the "token" is the subscription's endpoint, an https URL (web-push.ts); which push
+ * service hosts an app accepts is checked per app at the doors.
  * A token outside these can never be delivered: it would reset an HTTP/2 stream (a space) or reach
  * another path ("/"), so every door refuses it.
  */
@@ -13,6 +16,7 @@ const APNS_TOKEN = /^(?:[0-9a-fA-F]{2}){32,100}$/;
 const FCM_TOKEN = /^[A-Za-z0-9_:-]{32,4096}$/;
 
 export function deviceTokenProblem(platform: Platform, token: string): string | undefined {
+  if (platform === 'web') return webEndpointProblem(token);
   if (platform === 'apns') {
     return APNS_TOKEN.test(token)
       ? undefined

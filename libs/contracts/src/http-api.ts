@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { PushJob } from './push-job.ts';
-import { checkDeviceToken, RegisterShape, UnregisterShape } from './registration.ts';
+import { checkDeviceToken, registerProblems, RegisterShape, UnregisterShape } from './registration.ts';
+import { PushSubscriptionJson, subscriptionFields } from './web-subscription.ts';
+import { PlatformSchema } from './device-push.ts';
 
 /** Most jobs one POST /v1/jobs:batch may carry. */
 export const MAX_BATCH_JOBS = 1000;
@@ -11,11 +13,40 @@ export type JobBatch = z.infer<typeof JobBatch>;
 
 const OptionalEventAt = z.iso.datetime({ offset: true }).optional().describe('event time; default: when the API received it');
 
-/** POST /v1/devices — a Registration "register" event; kind and version are implied, eventAt defaults to now. */
-export const DeviceRegister = z
-  .strictObject({ ...RegisterShape, eventAt: OptionalEventAt })
-  .omit({ kind: true, version: true })
-  .superRefine(checkDeviceToken);
+const DeviceRegisterFields = z
+  .strictObject({
+    ...RegisterShape,
+    /** The device token; for web, the subscription's endpoint (or give `subscription` instead of token and keys). */
+    token: RegisterShape.token.optional(),
+    /** Web Push: the browser's `PushSubscription.toJSON()` as is, instead of token (its endpoint) and keys. */
+    subscription: PushSubscriptionJson.optional(),
+    eventAt: OptionalEventAt,
+  })
+  .omit({ kind: true, version: true });
+
+/** A subscription's problems are reported on its own fields: subscription.endpoint, subscription.keys. */
+const SUBSCRIPTION_PATHS: Record<string, string[]> = { token: ['subscription', 'endpoint'], keys: ['subscription', 'keys'] };
+
+function checkDeviceRegister(d: z.infer<typeof DeviceRegisterFields>, ctx: z.RefinementCtx): void {
+  const add = (path: string[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+  if (d.subscription === undefined) {
+    if (d.token === undefined) return add(['token'], d.platform === 'web' ? 'give token (the endpoint) and keys, or subscription' : 'a device token is required');
+    return registerProblems({ ...d, token: d.token }).forEach((p) => add(p.path, p.message));
+  }
+  if (d.platform !== 'web') return add(['subscription'], 'subscription is a Web Push subscription: give platform "web"');
+  if (d.token !== undefined || d.keys !== undefined) return add(['subscription'], 'give either subscription or token and keys, not both');
+  registerProblems({ ...d, ...subscriptionFields(d.subscription) }).forEach((p) => add(SUBSCRIPTION_PATHS[p.path[0] ?? ''] ?? p.path, p.message));
+}
+
+/**
+ * POST /v1/devices — a Registration "register" event; kind and version are implied, eventAt defaults
+ * to now. A browser subscription may come as `subscription` (PushSubscription.toJSON()); the
+ * result is always the canonical fields (token = endpoint, keys).
+ */
+export const DeviceRegister = DeviceRegisterFields.superRefine(checkDeviceRegister).transform(({ subscription, token, ...rest }) => ({
+  ...rest,
+  ...(subscription !== undefined ? subscriptionFields(subscription) : { token: token as string }),
+}));
 export type DeviceRegister = z.infer<typeof DeviceRegister>;
 
 /** DELETE /v1/devices — a Registration "unregister" event. */
@@ -77,6 +108,26 @@ export const JobStatus = z.object({
   jobParked: z.object({ code: z.string(), reason: z.string().nullable() }).nullable(),
   /** Where Herald adapted the job to a provider's limits, e.g. an expiry capped at FCM's 28 days. */
   notices: z.array(z.string()),
+  /**
+   * expanding: its audience is still being read (or the demuxer has not seen it yet); sending:
+   * every push is made, some are in flight; done: nothing in flight; cancelled (DELETE /v1/jobs/:id).
+   */
+  state: z.enum(['expanding', 'sending', 'done', 'cancelled']).optional(),
+  /** An audience job's fan-out (ADR 0013); null for a job that names its users. */
+  audience: z
+    .object({
+      /** The audience as the job gave it (topic, followersOf, broadcast, segment, ...). */
+      target: z.record(z.string(), z.unknown()),
+      /** Devices in the audience when the fan-out started (an estimate when sizeExact is false). */
+      size: count.nullable(),
+      sizeExact: z.boolean(),
+      /** Devices read so far (skipped ones included); equals size once every chunk is read, unless the audience changed meanwhile. */
+      expanded: count,
+      chunks: count,
+      chunksDone: count,
+    })
+    .nullable()
+    .optional(),
 });
 export type JobStatus = z.infer<typeof JobStatus>;
 
@@ -85,7 +136,7 @@ export const JobPushOutcome = z.enum(['delivered', 'invalid', 'failed', 'parked'
 
 export const JobPush = z.object({
   pushId: z.string(),
-  platform: z.enum(['apns', 'fcm']).nullable(),
+  platform: PlatformSchema.nullable(),
   deviceId: z.string().nullable(),
   /** The device's token, masked as in Herald's logs (… and its last six characters); null when the device is unknown. */
   token: z.string().nullable(),

@@ -2,7 +2,8 @@
  * Exchange, queue and routing-key names. Dotted, lower case, defined once.
  * Renaming one needs a migration plan (see docs/adr/0002-queue-topology.md).
  */
-export const Platforms = ['apns', 'fcm'] as const;
+/** Apple (APNs), Google (FCM) and browsers (Web Push: RFC 8030 delivery, RFC 8291 encryption, RFC 8292 VAPID). */
+export const Platforms = ['apns', 'fcm', 'web'] as const;
 export type Platform = (typeof Platforms)[number];
 
 /** What a fleet-wide outbound budget (`herald limits set`) can pace: each push platform, and webhooks. */
@@ -27,10 +28,14 @@ export const Exchanges = {
 
 export const Queues = {
   jobs: 'push.jobs',
+  /** Chunk tasks of audience jobs ("expand job J from chunk k"), shared by every demuxer (ADR 0013). */
+  fanout: 'push.fanout',
   apnsSend: 'push.apns.send',
   fcmSend: 'push.fcm.send',
+  webSend: 'push.web.send',
   apnsInvalidations: 'push.apns.invalidations',
   fcmInvalidations: 'push.fcm.invalidations',
+  webInvalidations: 'push.web.invalidations',
   registrations: 'push.registrations',
   /** Change events, fanned out to matching webhook subscriptions by the webhook-fanout. */
   changes: 'push.changes',
@@ -41,10 +46,10 @@ export type WorkQueue = (typeof Queues)[keyof typeof Queues];
 export const WorkQueues: readonly WorkQueue[] = Object.values(Queues);
 
 /** Routing keys equal the queue names they are bound to, so a message says where it goes. */
-export const sendQueueFor = (platform: Platform): WorkQueue =>
-  platform === 'apns' ? Queues.apnsSend : Queues.fcmSend;
-export const invalidationQueueFor = (platform: Platform): WorkQueue =>
-  platform === 'apns' ? Queues.apnsInvalidations : Queues.fcmInvalidations;
+const SEND_QUEUES: Record<Platform, WorkQueue> = { apns: Queues.apnsSend, fcm: Queues.fcmSend, web: Queues.webSend };
+const INVALIDATION_QUEUES: Record<Platform, WorkQueue> = { apns: Queues.apnsInvalidations, fcm: Queues.fcmInvalidations, web: Queues.webInvalidations };
+export const sendQueueFor = (platform: Platform): WorkQueue => SEND_QUEUES[platform];
+export const invalidationQueueFor = (platform: Platform): WorkQueue => INVALIDATION_QUEUES[platform];
 
 export const parkedQueueFor = (queue: string): string => `${queue}.parked`;
 export const delayQueueFor = (delayMs: number): string => `herald.retry.${delayMs}ms`;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ApnsOverride, FcmOverride, JsonObject } from './provider-override.ts';
+import { WEB_PUSH_TOPIC, WebPushUrgencies } from './web-push.ts';
 
 /**
  * What the user sees (or, for a background push, what the app receives), in one platform-neutral
@@ -49,6 +50,17 @@ export const LiveActivity = z.strictObject({
 });
 export type LiveActivity = z.infer<typeof LiveActivity>;
 
+/** Web Push choices (PROVIDER-RULES.md "Web Push"): RFC 8030 Topic and Urgency, and JSON merged into what the service worker receives. */
+export const WebOverride = z.strictObject({
+  /** RFC 8030 §5.4 Topic; default: derived from the job's collapseKey. */
+  topic: z.string().regex(WEB_PUSH_TOPIC, 'must be 1–32 characters of the URL-safe base64 alphabet (RFC 8030 §5.4 Topic)').optional(),
+  /** RFC 8030 §5.3 Urgency; default: from the job's priority. */
+  urgency: z.enum(WebPushUrgencies).optional(),
+  /** Merged last into the JSON Herald encrypts for the browser (null removes a key). */
+  payload: JsonObject.optional(),
+});
+export type WebOverride = z.infer<typeof WebOverride>;
+
 const Color = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be #rrggbb (FCM AndroidNotification.color)');
 
 export const PushContentShape = {
@@ -92,6 +104,8 @@ export const PushContentShape = {
   apns: ApnsOverride.optional(),
   /** Raw FCM v1 Message fields Herald does not model, merged last: `{ android, apns, webpush }`. */
   fcm: FcmOverride.optional(),
+  /** Web Push topic, urgency and extra payload JSON: `{ topic, urgency, payload }`. */
+  web: WebOverride.optional(),
 };
 
 type Content = z.infer<z.ZodObject<typeof PushContentShape>>;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DeliverAt } from './deliver-at.ts';
 import { PushContent, resolvePushType } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
+import { JobAudience } from './job-audience.ts';
 
 const Identifier = z
   .string()
@@ -31,6 +32,12 @@ export const PushJob = z
     app: AppId,
     userId: UserId.optional(),
     userIds: z.array(UserId).min(1).max(10_000).optional(),
+    /**
+     * Or an audience: a topic, the followers of a user, or the whole app (broadcast), optionally
+     * narrowed by a segment filter; expanded in checkpointed chunks (job-audience.ts). Exactly one
+     * of userId, userIds and audience.
+     */
+    audience: JobAudience.optional(),
     /** Opt-outs are by category ("social", "marketing", ...). */
     category: z.string().min(1).max(100),
     /** Mutes are by object ("thread:42"): a user who muted it gets no push about it. */
@@ -54,13 +61,14 @@ export const PushJob = z
     /** When Herald accepted the job; set by the client library at publish time. */
     acceptedAt: z.iso.datetime({ offset: true }).optional(),
   })
-  .refine((j) => (j.userId === undefined) !== (j.userIds === undefined), {
-    message: 'give exactly one of userId or userIds',
+  .refine((j) => [j.userId, j.userIds, j.audience].filter((t) => t !== undefined).length === 1, {
+    message: 'give exactly one of userId, userIds or audience',
     path: ['userId'],
   });
 export type PushJob = z.infer<typeof PushJob>;
 export type PushJobInput = z.input<typeof PushJob>;
 
+/** The users a user job names (an audience job names none: its members are read in chunks). */
 export const targetUsers = (job: PushJob): string[] =>
   job.userIds !== undefined ? [...new Set(job.userIds)] : job.userId !== undefined ? [job.userId] : [];
 

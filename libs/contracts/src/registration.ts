@@ -3,17 +3,53 @@ import { AppId, UserId } from './push-job.ts';
 import { PlatformSchema as Platform } from './device-push.ts';
 import { deviceTokenProblem, TokenKinds } from './device-token.ts';
 import { LocaleTag, TimeZone } from './device-locale.ts';
+import type { Platform as PlatformName } from './names.ts';
+import { WebPushKeys } from './web-push.ts';
+import { VapidPublicKey } from './web-subscription.ts';
+import { AppVersion } from './segment-filter.ts';
 
 const Token = z.string().min(1).max(4096);
 const EventAt = z.iso.datetime({ offset: true });
 
-/** The token must suit its platform (device-token.ts); each door reports it on `token`. */
-export function checkDeviceToken(value: { platform: 'apns' | 'fcm'; token: string; tokenKind?: string | undefined }, ctx: z.RefinementCtx): void {
+type Problem = { path: string[]; message: string };
+
+/** What is wrong with a token for its platform (device-token.ts), reported on `token`. */
+export function deviceTokenProblems(value: { platform: PlatformName; token: string; tokenKind?: string | undefined }): Problem[] {
+  const problems: Problem[] = [];
   const problem = deviceTokenProblem(value.platform, value.token);
-  if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['token'], message: problem });
-  if (value.platform === 'fcm' && value.tokenKind !== undefined && value.tokenKind !== 'device') {
-    ctx.addIssue({ code: 'custom', path: ['tokenKind'], message: 'VoIP and Live Activity tokens are APNs tokens; an FCM token is always "device"' });
+  if (problem !== undefined) problems.push({ path: ['token'], message: problem });
+  if (value.platform !== 'apns' && value.tokenKind !== undefined && value.tokenKind !== 'device') {
+    const which = value.platform === 'fcm' ? 'an FCM token' : 'a Web Push subscription';
+    problems.push({ path: ['tokenKind'], message: `VoIP and Live Activity tokens are APNs tokens; ${which} is always "device"` });
   }
+  return problems;
+}
+
+/** A register's token, and its subscription keys: required for web, refused for APNs and FCM. */
+export function registerProblems(value: { platform: PlatformName; token: string; tokenKind?: string | undefined; keys?: unknown; applicationServerKey?: unknown }): Problem[] {
+  const problems = deviceTokenProblems(value);
+  if (value.platform === 'web') {
+    if (value.keys === undefined) problems.push({ path: ['keys'], message: 'a web registration carries the subscription keys {p256dh, auth} (PushSubscription.toJSON().keys)' });
+    return problems;
+  }
+  const name = value.platform === 'apns' ? 'an APNs' : 'an FCM';
+  if (value.keys !== undefined) problems.push({ path: ['keys'], message: `keys belong to a Web Push subscription; ${name} registration has none` });
+  if (value.applicationServerKey !== undefined) problems.push({ path: ['applicationServerKey'], message: `applicationServerKey belongs to a Web Push subscription; ${name} registration has none` });
+  return problems;
+}
+
+const report = (problems: readonly Problem[], ctx: z.RefinementCtx): void => {
+  for (const p of problems) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
+};
+
+/** The token must suit its platform (device-token.ts); each door reports it on `token`. */
+export function checkDeviceToken(value: { platform: PlatformName; token: string; tokenKind?: string | undefined }, ctx: z.RefinementCtx): void {
+  report(deviceTokenProblems(value), ctx);
+}
+
+/** checkDeviceToken, and a web registration's keys (registerProblems). */
+export function checkRegister(value: Parameters<typeof registerProblems>[0], ctx: z.RefinementCtx): void {
+  report(registerProblems(value), ctx);
 }
 
 /** The fields of each event; `Registration` adds the token check (other contracts build on these). */
@@ -30,6 +66,14 @@ export const RegisterShape = {
   timezone: TimeZone.optional(),
   /** BCP 47 language tag, e.g. "en-GB". */
   locale: LocaleTag.optional(),
+  /** The app's version, dotted numeric with an optional suffix ("5.2.1", "5.3.0-beta2"); segments compare its numbers. */
+  appVersion: AppVersion.optional(),
+  /** When the app was last in use on this device (segments' `lastSeen`); default: eventAt. */
+  lastSeenAt: EventAt.optional(),
+  /** Web Push only (then required): the subscription's keys; `token` is its endpoint. */
+  keys: WebPushKeys.optional(),
+  /** Web Push only: the VAPID public key the browser subscribed with (applicationServerKey), so Herald signs with the matching key pair. */
+  applicationServerKey: VapidPublicKey.optional(),
   eventAt: EventAt,
 };
 
@@ -47,7 +91,7 @@ export const UnregisterShape = {
  * cannot resurrect a token that a later "unregister" removed.
  */
 export const Registration = z.discriminatedUnion('kind', [
-  z.strictObject(RegisterShape).superRefine(checkDeviceToken),
+  z.strictObject(RegisterShape).superRefine(checkRegister),
   z.strictObject(UnregisterShape).superRefine(checkDeviceToken),
 ]);
 export type Registration = z.infer<typeof Registration>;

@@ -1,15 +1,18 @@
 import { sql, type Kysely, type Updateable } from 'kysely';
-import type { ApnsCredentials, AppCreate, AppRotate, AppUpdate, FcmCredentials, Platform, ProviderConnection } from '@herald/contracts';
+import type { ApnsCredentials, AppCreate, AppRotate, AppUpdate, FcmCredentials, Platform, ProviderConnection, WebPushUpdate } from '@herald/contracts';
 import { connectionColumns, proxyContext, readConnection, setsConnection, touchesConnection, type ConnectionChange } from './app-connections.ts';
 import { createAppRepository, type AppRow } from './app-repository.ts';
 import type { AppsTable, HeraldTables } from './tables.ts';
 import { SecretBoxError, type SecretBox } from './secret-box.ts';
+import { generateVapid, readWeb, rotateVapid, updateWebPush, type StoredWebCredentials, type VapidKeyPair, type VapidWriteResult } from './web-vapid-store.ts';
+
+export type { StoredWebCredentials, VapidKeyPair } from './web-vapid-store.ts';
 
 /** Thrown for an admin change that cannot apply (unknown app, app exists, no secret key). */
 export class AppAdminError extends Error {
   override readonly name = 'AppAdminError';
   constructor(
-    readonly code: 'unknown-app' | 'app-exists' | 'no-secret-key' | 'invalid-credentials' | 'invalid-connection',
+    readonly code: 'unknown-app' | 'app-exists' | 'no-secret-key' | 'invalid-credentials' | 'invalid-connection' | 'vapid-exists' | 'no-vapid',
     message: string,
   ) {
     super(message);
@@ -29,6 +32,13 @@ export interface AppCredentialStore {
   /** Decrypted credentials (and connection settings) for a pusher, or undefined when the app has none for that platform. */
   readApns(id: string): Promise<StoredApnsCredentials | undefined>;
   readFcm(id: string): Promise<StoredFcmCredentials | undefined>;
+  /** Web Push: the app's first VAPID key pair (from web-push's generateVAPIDKeys) and its contact subject; refused when it has one. */
+  generateVapid(id: string, input: { subject: string; keys: VapidKeyPair }): Promise<AppRow>;
+  /** A new current pair; the current one becomes the previous one (kept for subscriptions made under it). */
+  rotateVapid(id: string, input: { subject?: string | undefined; keys: VapidKeyPair }): Promise<AppRow>;
+  /** The contact subject and/or the push-service allow-list (hosts null: the default list). */
+  updateWebPush(id: string, changes: WebPushUpdate): Promise<AppRow>;
+  readWeb(id: string): Promise<StoredWebCredentials | undefined>;
 }
 
 const context = (platform: Platform, app: string): string => `${platform}:${app}`;
@@ -68,7 +78,21 @@ function credentialColumns(id: string, c: { apns?: ApnsCredentials | undefined; 
   };
 }
 
-const PLATFORM_NAME: Record<Platform, string> = { apns: 'APNs', fcm: 'FCM' };
+const PLATFORM_NAME: Record<Platform, string> = { apns: 'APNs', fcm: 'FCM', web: 'Web Push' };
+
+/** A VAPID write's outcome as the admin error it is (or nothing when it was done). */
+function vapidOutcome(result: VapidWriteResult, id: string): void {
+  switch (result) {
+    case 'done':
+      return;
+    case 'unknown-app':
+      throw new AppAdminError('unknown-app', `unknown app "${id}"`);
+    case 'vapid-exists':
+      throw new AppAdminError('vapid-exists', `app "${id}" already has VAPID keys: rotate them (the current pair is kept as the previous one)`);
+    case 'no-vapid':
+      throw new AppAdminError('no-vapid', `app "${id}" has no VAPID keys yet: generate them first, with a subject`);
+  }
+}
 
 /** Connection settings only apply to an app's own credentials: refuse setting them on a platform without. */
 function checkConnection(platform: Platform, change: ConnectionChange, hasCredentials: boolean): void {
@@ -111,7 +135,25 @@ export function createAppCredentialStore(db: Kysely<HeraldTables>, box: SecretBo
   };
   const open = (envelope: string, platform: Platform, id: string): string => openAs(envelope, context(platform, id), `app "${id}" ${platform} credentials`);
   const openProxy = (platform: Platform, id: string) => (envelope: string) => openAs(envelope, proxyContext(platform, id), `app "${id}" ${platform} proxy URL`);
+  /** VAPID private keys are sealed like the other credentials: AES-256-GCM, associated data "web:<app>". */
+  const vapidBox = (id: string) => ({ seal: (key: string) => need(box).seal(key, context('web', id)), open: (envelope: string) => open(envelope, 'web', id) });
+  const web = {
+    async generateVapid(id: string, input: { subject: string; keys: VapidKeyPair }) {
+      vapidOutcome(await generateVapid(db, id, input.subject, input.keys, vapidBox(id)), id);
+      return selectApp(db, id);
+    },
+    async rotateVapid(id: string, input: { subject?: string | undefined; keys: VapidKeyPair }) {
+      vapidOutcome(await rotateVapid(db, id, input.subject, input.keys, vapidBox(id)), id);
+      return selectApp(db, id);
+    },
+    async updateWebPush(id: string, changes: WebPushUpdate) {
+      vapidOutcome(await updateWebPush(db, id, changes), id);
+      return selectApp(db, id);
+    },
+    readWeb: (id: string) => readWeb(db, id, vapidBox(id)),
+  };
   return {
+    ...web,
     async create(input) {
       checkConnection('apns', input.apnsConnection, input.apns !== undefined);
       checkConnection('fcm', input.fcmConnection, input.fcm !== undefined);

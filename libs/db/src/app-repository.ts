@@ -18,6 +18,14 @@ export interface AppRow {
   /** The app's own connection settings (0011): endpoint host and port, whether a CA bundle and a proxy are set. */
   apnsConnection?: ConnectionSummary;
   fcmConnection?: ConnectionSummary;
+  /** Web Push (0019): whether the app has its own VAPID key pair (a pusher reads it with readWeb). */
+  webVapid?: boolean;
+  /** The VAPID public keys (base64url; never the private ones) and the contact subject (mailto: or https:). */
+  webVapidPublicKey?: string | null;
+  webVapidPreviousPublicKey?: string | null;
+  webVapidSubject?: string | null;
+  /** The push-service hosts its subscriptions may use; null: DEFAULT_WEB_PUSH_HOSTS. */
+  webPushHosts?: string[] | null;
 }
 
 export interface ConnectionSummary {
@@ -41,7 +49,7 @@ export interface AppRepository {
   list(): Promise<AppRow[]>;
 }
 
-type Heavy = 'apns_ca_pem' | 'apns_proxy_secret' | 'fcm_ca_pem' | 'fcm_proxy_secret';
+type Heavy = 'apns_ca_pem' | 'apns_proxy_secret' | 'fcm_ca_pem' | 'fcm_proxy_secret' | 'web_vapid_secret' | 'web_vapid_previous_secret';
 type AppSelection = Omit<Selectable<AppsTable>, Heavy> & { apns_has_ca: boolean; apns_has_proxy: boolean; fcm_has_ca: boolean; fcm_has_proxy: boolean };
 
 /** Every column but the CA bundles (up to 512 KB each) and sealed proxy URLs, which only a pusher building the app's provider reads. */
@@ -49,6 +57,7 @@ const appColumns = (eb: ExpressionBuilder<HeraldTables, 'apps'>) =>
   [
     'id', 'apns_topic', 'fcm_project_id', 'enabled', 'created_at', 'updated_at', 'apns_auth', 'apns_key_id', 'apns_team_id', 'apns_endpoint',
     'apns_secret', 'fcm_auth', 'fcm_endpoint', 'fcm_secret', 'credentials_version', 'apns_address', 'apns_port', 'fcm_host', 'fcm_port',
+    'web_vapid_public_key', 'web_vapid_previous_public_key', 'web_vapid_subject', 'web_push_hosts',
     eb('apns_ca_pem', 'is not', null).$castTo<boolean>().as('apns_has_ca'),
     eb('apns_proxy_secret', 'is not', null).$castTo<boolean>().as('apns_has_proxy'),
     eb('fcm_ca_pem', 'is not', null).$castTo<boolean>().as('fcm_has_ca'),
@@ -69,6 +78,11 @@ const toAppRow = (r: AppSelection): AppRow => ({
   credentialsVersion: r.credentials_version,
   apnsConnection: { host: r.apns_address, port: r.apns_port, ca: r.apns_has_ca, proxy: r.apns_has_proxy },
   fcmConnection: { host: r.fcm_host, port: r.fcm_port, ca: r.fcm_has_ca, proxy: r.fcm_has_proxy },
+  webVapid: r.web_vapid_public_key !== null,
+  webVapidPublicKey: r.web_vapid_public_key,
+  webVapidPreviousPublicKey: r.web_vapid_previous_public_key,
+  webVapidSubject: r.web_vapid_subject,
+  webPushHosts: r.web_push_hosts,
 });
 
 export function createAppRepository(db: Kysely<HeraldTables>): AppRepository {

@@ -1,7 +1,22 @@
 import type { Database } from './database.ts';
+import { createFanoutRepository } from './fanout-repository.ts';
+
+export interface JobCancellation {
+  /** Scheduled pushes removed before they were due. */
+  scheduled: number;
+  /** A running audience fan-out was stopped. */
+  fanout: boolean;
+}
 
 /**
- * Cancel a job's scheduled pushes before they are due: removes every stored push of the job
- * and returns how many were removed. Pushes already released to the send queues are not recalled.
+ * Cancel a job: mark it cancelled (its running fan-out stops before its next chunk, and the
+ * pushers drop its pushes still queued, recorded as cancelled) and remove every stored scheduled
+ * push of the job. Pushes a provider already accepted are not recalled.
  */
-export const cancelJob = (db: Pick<Database, 'scheduled'>, jobId: string): Promise<number> => db.scheduled.cancelJob(jobId);
+export async function cancelJobFully(db: Pick<Database, 'scheduled' | 'kysely'>, jobId: string): Promise<JobCancellation> {
+  const fanout = await createFanoutRepository(db.kysely).cancel(jobId);
+  return { fanout, scheduled: await db.scheduled.cancelJob(jobId) };
+}
+
+/** cancelJobFully, answering how many scheduled pushes were removed. */
+export const cancelJob = async (db: Pick<Database, 'scheduled' | 'kysely'>, jobId: string): Promise<number> => (await cancelJobFully(db, jobId)).scheduled;

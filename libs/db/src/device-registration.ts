@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Registration } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { deviceKey, pickOnePerDevice, type DeviceKey } from './device-key.ts';
+import { followerActivitySql } from './follow-index.ts';
 
 export type RegistrationResult = 'applied' | 'stale';
 
@@ -29,31 +30,49 @@ export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonl
 async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registration[]): Promise<DeviceKey[]> {
   const reg = (r: Registration) => (r.kind === 'register' ? r : undefined);
   const { rows: applied } = await sql<DeviceKey>`
+    with up as (
     insert into devices as d
-      (app, platform, token, token_kind, user_id, timezone, locale, registered_at, last_event_at, invalidated_at, invalidation_reason)
+      (app, platform, token, token_kind, user_id, timezone, locale, registered_at, last_event_at, invalidated_at, invalidation_reason,
+       web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at)
     select i.app, i.platform, i.token, coalesce(i.token_kind, 'device'), i.user_id, i.timezone, i.locale,
            case when i.is_register then i.event_at end,
            i.event_at,
            case when i.is_register then null else i.event_at end,
-           case when i.is_register then null else 'unregistered' end
+           case when i.is_register then null else 'unregistered' end,
+           i.web_p256dh, i.web_auth, i.web_vapid_key, i.app_version, case when i.is_register then coalesce(i.last_seen_at, i.event_at) end
     from unnest(
       ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.platform)}::text[], ${rows.map((r) => r.token)}::text[],
       ${rows.map((r) => reg(r)?.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],
       ${rows.map((r) => reg(r)?.locale ?? null)}::text[], ${rows.map((r) => r.eventAt)}::timestamptz[],
-      ${rows.map((r) => r.kind === 'register')}::boolean[], ${rows.map((r) => reg(r)?.tokenKind ?? null)}::text[]
-    ) as i(app, platform, token, user_id, timezone, locale, event_at, is_register, token_kind)
+      ${rows.map((r) => r.kind === 'register')}::boolean[], ${rows.map((r) => reg(r)?.tokenKind ?? null)}::text[],
+      ${rows.map((r) => reg(r)?.keys?.p256dh ?? null)}::text[], ${rows.map((r) => reg(r)?.keys?.auth ?? null)}::text[],
+      ${rows.map((r) => reg(r)?.applicationServerKey ?? null)}::text[],
+      ${rows.map((r) => reg(r)?.appVersion ?? null)}::text[], ${rows.map((r) => reg(r)?.lastSeenAt ?? null)}::timestamptz[]
+    ) as i(app, platform, token, user_id, timezone, locale, event_at, is_register, token_kind, web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at)
     order by i.app, i.platform, i.token -- one lock order for every batch: no deadlocks
     on conflict (app, platform, token) do update set
       user_id = case when excluded.registered_at is null then d.user_id else excluded.user_id end,
       timezone = case when excluded.registered_at is null then d.timezone else excluded.timezone end,
       locale = case when excluded.registered_at is null then d.locale else excluded.locale end,
       token_kind = case when excluded.registered_at is null then d.token_kind else excluded.token_kind end,
+      -- A web register replaces the subscription's keys (a browser may resubscribe with new ones at the same endpoint).
+      web_p256dh = case when excluded.registered_at is null then d.web_p256dh else excluded.web_p256dh end,
+      web_auth = case when excluded.registered_at is null then d.web_auth else excluded.web_auth end,
+      web_vapid_key = case when excluded.registered_at is null then d.web_vapid_key else excluded.web_vapid_key end,
+      -- Segment attributes (migration 0020): a register reports them; last_seen_at never moves back.
+      app_version = case when excluded.registered_at is null then d.app_version else excluded.app_version end,
+      last_seen_at = case when excluded.registered_at is null then d.last_seen_at else greatest(d.last_seen_at, excluded.last_seen_at) end,
       registered_at = coalesce(excluded.registered_at, d.registered_at),
       last_event_at = excluded.last_event_at,
       invalidated_at = excluded.invalidated_at,
       invalidation_reason = excluded.invalidation_reason,
       updated_at = now()
     where excluded.last_event_at >= greatest(d.last_event_at, d.invalidated_at)
-    returning d.app, d.platform, d.token`.execute(db);
+    returning d.app, d.platform, d.token, d.user_id, d.last_seen_at, d.registered_at, d.invalidated_at
+    ), touched as (
+      -- A follower's device activity moves them forward in the recently-active follower indexes (0020).
+      ${followerActivitySql(sql`(select app, user_id, last_seen_at as at from up where invalidated_at is null and registered_at is not null)`)}
+    )
+    select app, platform, token from up`.execute(db);
   return applied;
 }

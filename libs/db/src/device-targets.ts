@@ -1,5 +1,5 @@
-import { sql, type Kysely } from 'kysely';
-import type { Platform, TokenKind } from '@herald/contracts';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { Platform, TokenKind, WebPushKeys } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 
 export interface TargetRequest {
@@ -20,6 +20,9 @@ export interface TargetDevice {
   tokenKind: TokenKind;
   timezone: string | null;
   locale: string | null;
+  /** Web Push subscriptions only: the keys, and the VAPID public key it was made with when the registration said so. */
+  webKeys?: WebPushKeys;
+  webVapidKey?: string;
 }
 
 /** Why a device of a target user gets no push: its user opted out of the category, or muted the object. */
@@ -40,7 +43,18 @@ interface TargetRow {
   token_kind: TokenKind;
   timezone: string | null;
   locale: string | null;
+  web_p256dh: string | null;
+  web_auth: string | null;
+  web_vapid_key: string | null;
   skipped: SkipReason | null;
+}
+
+/** A web device's keys as a TargetDevice carries them (nothing for APNs and FCM). */
+export function webFieldsOf(r: { web_p256dh: string | null; web_auth: string | null; web_vapid_key: string | null }): Pick<TargetDevice, 'webKeys' | 'webVapidKey'> {
+  return {
+    ...(r.web_p256dh !== null && r.web_auth !== null && { webKeys: { p256dh: r.web_p256dh, auth: r.web_auth } }),
+    ...(r.web_vapid_key !== null && { webVapidKey: r.web_vapid_key }),
+  };
 }
 
 /**
@@ -58,7 +72,8 @@ export async function findTargets(
 }
 
 function withoutSkipped(d: AudienceDevice): TargetDevice {
-  return { deviceId: d.deviceId, userId: d.userId, app: d.app, platform: d.platform, token: d.token, tokenKind: d.tokenKind, timezone: d.timezone, locale: d.locale };
+  const web = { ...(d.webKeys !== undefined && { webKeys: d.webKeys }), ...(d.webVapidKey !== undefined && { webVapidKey: d.webVapidKey }) };
+  return { deviceId: d.deviceId, userId: d.userId, app: d.app, platform: d.platform, token: d.token, tokenKind: d.tokenKind, timezone: d.timezone, locale: d.locale, ...web };
 }
 
 /**
@@ -85,10 +100,33 @@ export async function findAudience(db: Kysely<HeraldTables>, requests: readonly 
       tokenKind: row.token_kind,
       timezone: row.timezone,
       locale: row.locale,
+      ...webFieldsOf(row),
       skipped: row.skipped,
     });
   }
   return result;
+}
+
+/**
+ * Why a user's device gets no push (SQL, evaluating to 'opted-out', 'muted' or NULL): the user
+ * opted out of the category (in this app or every app), or has an active mute (until NULL or after
+ * `now`) on the object. Shared by findAudience and the audience reader (audience-stream.ts).
+ */
+export function skipReasonSql(
+  /** Each a column reference (sql.ref) or a value (sent as a parameter). */
+  on: { userId: unknown; app: unknown; category: unknown; objectId: unknown },
+  now: Date,
+): RawBuilder<SkipReason | null> {
+  return sql<SkipReason | null>`case
+        when exists (
+          select 1 from opt_outs o
+          where o.user_id = ${on.userId} and o.category = ${on.category} and (o.app is null or o.app = ${on.app})) then 'opted-out'
+        when exists (
+          select 1 from mutes m
+          where ${on.objectId}::text is not null and m.user_id = ${on.userId} and m.object_id = ${on.objectId}
+            and (m.app is null or m.app = ${on.app})
+            and (m.until is null or m.until > ${now.toISOString()}::timestamptz)) then 'muted'
+      end`;
 }
 
 /** Requests and users travel as arrays (unnest), so the statement's size never depends on them. */
@@ -106,16 +144,8 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
       join req r on r.ord = u.ord + 1
     )
     select (w.ord - 1)::int as ord, d.id, d.user_id, d.app, d.platform, d.token, d.token_kind, d.timezone, d.locale,
-      case
-        when exists (
-          select 1 from opt_outs o
-          where o.user_id = w.user_id and o.category = w.category and (o.app is null or o.app = w.app)) then 'opted-out'
-        when exists (
-          select 1 from mutes m
-          where w.object_id is not null and m.user_id = w.user_id and m.object_id = w.object_id
-            and (m.app is null or m.app = w.app)
-            and (m.until is null or m.until > ${now.toISOString()}::timestamptz)) then 'muted'
-      end as skipped
+      d.web_p256dh, d.web_auth, d.web_vapid_key,
+      ${skipReasonSql({ userId: sql.ref('w.user_id'), app: sql.ref('w.app'), category: sql.ref('w.category'), objectId: sql.ref('w.object_id') }, now)} as skipped
     from wanted w
     join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is null
     order by w.ord, d.id`.execute(db);

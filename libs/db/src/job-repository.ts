@@ -2,6 +2,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import type pg from 'pg';
 import type { HeraldTables, JobsTable } from './tables.ts';
 import { listJobPushes, upsertOutcomes, type PushOutcomeEntry, type PushRecord } from './push-outcomes.ts';
+import type { FanoutProgress } from './fanout-repository.ts';
 
 /** What accepting a job id found: new, or already taken (by this app or another). */
 export type AcceptResult = { kind: 'new' } | { kind: 'existing'; app: string; published: boolean };
@@ -29,6 +30,10 @@ export interface JobStatusRecord {
   outcomes: Record<string, number>;
   parkedBy: Record<string, number>;
   scheduled: number;
+  /** When the job was cancelled (DELETE /v1/jobs/:id), or null. */
+  cancelledAt?: Date | null;
+  /** An audience job's fan-out progress (fanouts, fanout_chunks); null for a user job. */
+  fanout?: FanoutProgress | null;
 }
 
 /** The demuxer's result for one job. */
@@ -207,9 +212,17 @@ async function recordDemux(db: Kysely<HeraldTables>, entries: readonly DemuxEntr
 
 /** One statement, so the counts are one snapshot: the sum of a job's outcomes never runs ahead of what was read as targeted. */
 async function jobStatus(db: Kysely<HeraldTables>, id: string): Promise<JobStatusRecord | undefined> {
-  const { rows } = await sql<JobRow & { scheduled: number; outcomes: Array<{ outcome: string; code: string | null; n: number }> }>`
-    select j.id, j.app, j.accepted_at, j.published_at, j.targeted, j.demux_outcome, j.notices, j.no_device, j.demux_reason,
+  const { rows } = await sql<
+    JobRow & { scheduled: number; outcomes: Array<{ outcome: string; code: string | null; n: number }>; cancelled_at: Date | null; fanout: FanoutProgress | null }
+  >`
+    select j.id, j.app, j.accepted_at, j.published_at, j.targeted, j.demux_outcome, j.notices, j.no_device, j.demux_reason, j.cancelled_at,
       (select count(*) from scheduled_pushes s where s.job_id = j.id)::int as scheduled,
+      (select json_build_object('state', f.state, 'audience', f.audience, 'size', f.audience_size, 'exact', f.size_exact,
+          'expanded', coalesce(c.expanded, 0), 'chunks', coalesce(c.chunks, 0), 'chunksDone', coalesce(c.done, 0))
+        from fanouts f left join lateral (
+          select sum(devices) filter (where state <> 'pending') as expanded, count(*) as chunks, count(*) filter (where state = 'done') as done
+          from fanout_chunks where job_id = f.job_id) c on true
+        where f.job_id = j.id) as fanout,
       coalesce((
         select json_agg(json_build_object('outcome', g.outcome, 'code', g.code, 'n', g.n))
         from (
@@ -225,5 +238,5 @@ async function jobStatus(db: Kysely<HeraldTables>, id: string): Promise<JobStatu
     outcomes[o.outcome] = (outcomes[o.outcome] ?? 0) + o.n;
     if (o.code !== null) parkedBy[o.code] = (parkedBy[o.code] ?? 0) + o.n;
   }
-  return { job: toJobRecord(r), outcomes, parkedBy, scheduled: r.scheduled };
+  return { job: toJobRecord(r), outcomes, parkedBy, scheduled: r.scheduled, cancelledAt: r.cancelled_at, fanout: r.fanout };
 }

@@ -1,4 +1,4 @@
-import { JobPushOutcome, type JobPush, type JobPushList, type JobStatus } from '@herald/contracts';
+import { JobPushOutcome, Platforms, type JobPush, type JobPushList, type JobStatus, type Platform } from '@herald/contracts';
 import type { JobStatusRecord } from './job-repository.ts';
 import type { PushRecord } from './push-outcomes.ts';
 import { maskToken } from '@herald/logging';
@@ -36,19 +36,42 @@ export function toJobStatus(s: JobStatusRecord): JobStatus {
     failed: n('failed'),
     skipped,
     // Never below 0 on the wire; the property test (test/e2e/job-status-sum.spec.ts) holds the sum exact.
-    inFlight: s.job.targeted === null ? null : Math.max(0, s.job.targeted - terminal),
+    inFlight: inFlightOf(s, terminal),
     scheduled: s.scheduled,
     jobParked:
       demux?.startsWith(PARKED_PREFIX) === true ? { code: demux.slice(PARKED_PREFIX.length), reason: s.job.demuxReason } : null,
     notices: s.job.notices,
+    state: jobState(s, inFlightOf(s, terminal)),
+    audience:
+      s.fanout == null
+        ? null
+        : {
+            target: typeof s.fanout.audience === 'object' && s.fanout.audience !== null ? (s.fanout.audience as Record<string, unknown>) : {},
+            size: s.fanout.size === null ? null : Number(s.fanout.size),
+            sizeExact: s.fanout.exact,
+            expanded: Number(s.fanout.expanded),
+            chunks: Number(s.fanout.chunks),
+            chunksDone: Number(s.fanout.chunksDone),
+          },
   };
+}
+
+const inFlightOf = (s: JobStatusRecord, terminal: number): number | null => (s.job.targeted === null ? null : Math.max(0, s.job.targeted - terminal));
+
+/** expanding until the demuxer made every push (an audience job: read every chunk), sending while any is in flight, then done. */
+function jobState(s: JobStatusRecord, inFlight: number | null): NonNullable<JobStatus['state']> {
+  if (s.cancelledAt != null || s.fanout?.state === 'cancelled') return 'cancelled';
+  if (s.fanout != null && s.fanout.state === 'expanding') return 'expanding';
+  if (s.job.demuxOutcome?.startsWith(PARKED_PREFIX) === true) return 'done';
+  if (inFlight === null) return 'expanding';
+  return inFlight > 0 ? 'sending' : 'done';
 }
 
 function toJobPush(r: PushRecord): JobPush {
   const outcome = JobPushOutcome.safeParse(r.outcome);
   return {
     pushId: r.pushId,
-    platform: r.platform === 'apns' || r.platform === 'fcm' ? r.platform : null,
+    platform: (Platforms as readonly (string | null)[]).includes(r.platform) ? (r.platform as Platform) : null,
     deviceId: r.deviceId,
     // Masked as in Herald's logs and GET /v1/devices, so a row can be matched with either.
     token: r.token === null ? null : maskToken(r.token),

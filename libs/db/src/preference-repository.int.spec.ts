@@ -99,9 +99,15 @@ describe('migration 0018', () => {
     const db = createDatabase({ url: SPEC_DATABASE_URL, schema });
     try {
       await old.migrate();
-      await old.apps.upsert({ id: 'app-a' });
-      await old.apps.upsert({ id: 'app-b' });
-      await old.devices.applyRegistrations([reg('app-a', 'legacy'), reg('app-b', 'legacy')]);
+      // Apps and devices as the code before 0018 wrote them (today's repositories name columns later migrations add).
+      for (const app of ['app-a', 'app-b']) {
+        const { token, eventAt } = reg(app, 'legacy');
+        await old.kysely.insertInto('apps').values({ id: app, apns_topic: null, fcm_project_id: null }).execute();
+        await old.kysely
+          .insertInto('devices')
+          .values({ app, platform: 'apns', token, user_id: 'legacy', timezone: null, locale: null, registered_at: new Date(eventAt), last_event_at: new Date(eventAt), invalidated_at: null, invalidation_reason: null })
+          .execute();
+      }
       // Rows as they were written before: no app column.
       await old.kysely.insertInto('opt_outs').values({ user_id: 'legacy', category: 'news' }).execute();
       await old.kysely.insertInto('mutes').values({ user_id: 'legacy', object_id: 'thread:9', until: null }).execute();

@@ -28,6 +28,13 @@ export interface AppsTable {
   fcm_port: Generated<number | null>;
   fcm_ca_pem: Generated<string | null>;
   fcm_proxy_secret: Generated<string | null>;
+  /** Web Push (0019): the VAPID key pairs (secrets sealed), the contact subject, the push-service allow-list (NULL: the default). */
+  web_vapid_public_key: Generated<string | null>;
+  web_vapid_secret: Generated<string | null>;
+  web_vapid_subject: Generated<string | null>;
+  web_vapid_previous_public_key: Generated<string | null>;
+  web_vapid_previous_secret: Generated<string | null>;
+  web_push_hosts: Generated<string[] | null>;
 }
 
 export interface DevicesTable {
@@ -47,6 +54,14 @@ export interface DevicesTable {
   invalidation_reason: string | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+  /** What the app reported at registration (migration 0020); parts: numeric, trailing zeros trimmed (generated). */
+  app_version: Generated<string | null>;
+  app_version_parts: Generated<number[] | null>;
+  last_seen_at: Generated<Date | null>;
+  /** Web Push subscriptions (0019): the keys (base64url) and the application server key they were made with. */
+  web_p256dh: Generated<string | null>;
+  web_auth: Generated<string | null>;
+  web_vapid_key: Generated<string | null>;
 }
 
 export interface OptOutsTable {
@@ -156,6 +171,8 @@ export interface JobsTable {
   /** Target users the demuxer found no device for; why it parked the job itself (migration 0017). */
   no_device: Generated<number | null>;
   demux_reason: Generated<string | null>;
+  /** DELETE /v1/jobs/:id or herald job cancel (migration 0021): pushers drop its queued pushes. */
+  cancelled_at: Generated<Date | null>;
 }
 
 export interface PushOutcomesTable {
@@ -186,7 +203,52 @@ export interface WebhookSubscriptionsTable {
   created_at: Generated<Date>;
 }
 
+/** Audiences (migration 0020): topics, their members, follow edges and the capped follower index. */
+export interface TopicsTable {
+  app: string;
+  name: string;
+  created_at: Generated<Date>;
+  subscriber_count: Generated<string>;
+}
+
+export interface TopicMembersTable {
+  app: string;
+  topic: string;
+  member_kind: 'user' | 'device';
+  /** The user id, or '<platform>:<token>' for a single device. */
+  member_id: string;
+  subscribed: boolean;
+  event_at: Date;
+}
+
+export interface FollowsTable {
+  app: string;
+  followee: string;
+  follower: string;
+  following: boolean;
+  event_at: Date;
+}
+
+export interface FolloweesTable {
+  app: string;
+  followee: string;
+  follower_count: Generated<string>;
+  recent_refilled_at: Date | null;
+}
+
+export interface FollowerRecentTable {
+  app: string;
+  followee: string;
+  follower: string;
+  active_at: Date | null;
+}
+
 export interface HeraldTables {
+  topics: TopicsTable;
+  topic_members: TopicMembersTable;
+  follows: FollowsTable;
+  followees: FolloweesTable;
+  follower_recent: FollowerRecentTable;
   webhook_subscriptions: WebhookSubscriptionsTable;
   apps: AppsTable;
   api_keys: ApiKeysTable;

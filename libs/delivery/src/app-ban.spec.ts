@@ -14,6 +14,10 @@ describe('app bans', () => {
     expect(isCredentialFailure({ kind: 'permanent', reason: 'third-party-auth-error: PERMISSION_DENIED' })).toBe(true);
     expect(isCredentialFailure({ kind: 'permanent', reason: 'credentials: app "x" has no APNs credentials' })).toBe(true);
     expect(isCredentialFailure({ kind: 'permanent', reason: 'PayloadTooLarge' })).toBe(false);
+    // Web Push: a refused VAPID JWT or no keys at all is the app's; a key mismatch is one subscription's.
+    expect(isCredentialFailure({ kind: 'permanent', reason: 'VapidUnauthorized: the push service refused the VAPID JWT (HTTP 401)' })).toBe(true);
+    expect(isCredentialFailure({ kind: 'permanent', reason: 'no-vapid-keys: app "x" has no VAPID keys' })).toBe(true);
+    expect(isCredentialFailure({ kind: 'permanent', reason: 'VapidKeyMismatch: the subscription belongs to another application server key (HTTP 403)' })).toBe(false);
     expect(isCredentialFailure({ kind: 'transient', reason: 'InvalidProviderToken' })).toBe(false);
   });
 

@@ -14,6 +14,8 @@ const CREDENTIAL_OR_TOPIC = new RegExp(
     'third-party-auth-error', 'THIRD_PARTY_AUTH_ERROR', 'mismatched-credential', 'SENDER_ID_MISMATCH',
     'authentication-error', 'invalid-credential', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'permission-denied',
     '^credentials:',
+    // Web Push: the push service refused the app's VAPID JWT, or the app has no keys at all.
+    'VapidUnauthorized', '^no-vapid-keys:',
   ].join('|'),
 );
 

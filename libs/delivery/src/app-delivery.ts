@@ -31,6 +31,8 @@ export interface AppDeliverySettings extends ConnectionConfig {
   APP_BAN_COOLDOWN_MS: number;
   JOB_STATUS_ENABLED: boolean;
   SANDBOX_STATE_DIR: string;
+  /** Web Push: trust the sandbox's certificate for its origin (the web-pusher's WEB_PUSH_TRUST_SANDBOX). */
+  WEB_PUSH_TRUST_SANDBOX?: boolean;
 }
 
 export interface AppDelivery {
@@ -60,6 +62,7 @@ export function createAppDelivery(
       sandboxStateDir: config.SANDBOX_STATE_DIR,
       requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS,
       defaults: connectionDefaults(platform, config),
+      ...(config.WEB_PUSH_TRUST_SANDBOX !== undefined && { webTrustSandbox: config.WEB_PUSH_TRUST_SANDBOX }),
       logger,
     }),
     idleMs: config.PROVIDER_IDLE_MS,

@@ -1,15 +1,25 @@
 import type { ApnsCredentials, Platform, ProviderConnection } from '@herald/contracts';
 import type { AppCredentialStore, AppRow, StoredApnsCredentials, StoredFcmCredentials } from '@herald/db';
 import type { Logger } from '@herald/logging';
-import { createApnsProvider, createFcmProvider, loadSandboxSettings, type ApnsSettings, type FcmSettings, type PushProvider } from '@herald/providers';
-import { apnsConnection, appDefaults, fcmConnection, mergeConnection } from './provider-connection.ts';
+import {
+  createApnsProvider,
+  createFcmProvider,
+  createWebPushProvider,
+  loadSandboxSettings,
+  loadSandboxWebTrust,
+  type ApnsSettings,
+  type FcmSettings,
+  type PushProvider,
+  type WebPushSettings,
+} from '@herald/providers';
+import { apnsConnection, appDefaults, fcmConnection, mergeConnection, proxyOf } from './provider-connection.ts';
 
 // The pushers' process-level providers resolve their connection the same way.
 export { apnsConnection, fcmConnection, connectionDefaults, mergeConnection, type CaFile, type ConnectionConfig } from './provider-connection.ts';
 
 export interface AppProviderOptions {
   platform: Platform;
-  credentials: Pick<AppCredentialStore, 'readApns' | 'readFcm'>;
+  credentials: Pick<AppCredentialStore, 'readApns' | 'readFcm' | 'readWeb'>;
   /** Where the local sandbox's sandbox.json is (for apps whose endpoint is "local"). */
   sandboxStateDir: string;
   requestTimeoutMs: number;
@@ -18,6 +28,8 @@ export interface AppProviderOptions {
    * (never its host or port: appDefaults), and their own settings win part by part. A "local" (sandbox) app uses sandbox.json and its own settings only.
    */
   defaults?: ProviderConnection;
+  /** Web Push: trust the local sandbox's certificate for the sandbox's own origin (default true). */
+  webTrustSandbox?: boolean;
   logger: Logger;
 }
 
@@ -50,8 +62,21 @@ async function fcmSettingsFor(c: StoredFcmCredentials, o: AppProviderOptions): P
   return { ...fcmConnection(undefined, mergeConnection(c.connection, appDefaults(o.defaults ?? {}))), projectId, credential, requestTimeoutMs: o.requestTimeoutMs };
 }
 
-/** Whether the app has its own credentials for this platform. */
-export const hasOwnCredentials = (platform: Platform, app: AppRow): boolean => (platform === 'apns' ? app.apnsAuth : app.fcmAuth) != null;
+/**
+ * How a web pusher reaches push services (for its own keys and for every app's): Node's roots,
+ * plus the sandbox's CA for the sandbox's origin unless turned off, through the proxy if any.
+ */
+export async function webConnection(o: { sandboxStateDir: string; webTrustSandbox?: boolean; proxyUrl?: string | undefined }): Promise<Pick<WebPushSettings, 'trusted' | 'proxy'>> {
+  const trusted = o.webTrustSandbox === false ? [] : await loadSandboxWebTrust(o.sandboxStateDir);
+  const proxy = proxyOf(o.proxyUrl);
+  return { trusted, ...(proxy !== undefined && { proxy }) };
+}
+
+/** Whether the app has its own credentials for this platform (for Web Push: its own VAPID keys). */
+export const hasOwnCredentials = (platform: Platform, app: AppRow): boolean => {
+  if (platform === 'web') return app.webVapid === true;
+  return (platform === 'apns' ? app.apnsAuth : app.fcmAuth) != null;
+};
 
 /** Build a provider from an app's stored credentials (decrypted only here, never cached elsewhere). */
 export function appProviderFactory(o: AppProviderOptions): (app: AppRow) => Promise<PushProvider> {
@@ -61,6 +86,12 @@ export function appProviderFactory(o: AppProviderOptions): (app: AppRow) => Prom
       const c = await o.credentials.readApns(app.id);
       if (c === undefined) throw new Error(`app "${app.id}" has no APNs credentials`);
       return createApnsProvider(await apnsSettingsFor(c, o), logger(app.id));
+    }
+    if (o.platform === 'web') {
+      const vapid = await o.credentials.readWeb(app.id);
+      if (vapid === undefined) throw new Error(`app "${app.id}" has no VAPID keys`);
+      const connection = await webConnection({ ...o, proxyUrl: o.defaults?.proxyUrl });
+      return createWebPushProvider({ ...connection, vapid, requestTimeoutMs: o.requestTimeoutMs }, logger(app.id));
     }
     const c = await o.credentials.readFcm(app.id);
     if (c === undefined) throw new Error(`app "${app.id}" has no FCM credentials`);

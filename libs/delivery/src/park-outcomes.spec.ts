@@ -18,7 +18,8 @@ describe('parked pushes in their job status', () => {
     expect(
       parkedPushOf(Buffer.from(JSON.stringify({ pushId, jobId: 'j', platform: 'apns', deviceId: '4', version: 99 }))),
     ).toEqual({ pushId, jobId: 'j', platform: 'apns', deviceId: '4' });
-    expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId, jobId: 'j', platform: 'web' })))).toEqual({ pushId, jobId: 'j' });
+    expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId, jobId: 'j', platform: 'web' })))).toEqual({ pushId, jobId: 'j', platform: 'web' });
+    expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId, jobId: 'j', platform: 'sms' })))).toEqual({ pushId, jobId: 'j' });
     expect(parkedPushOf(Buffer.from('not json'))).toBeUndefined();
     expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId: 'not-a-uuid', jobId: 'j' })))).toBeUndefined();
     expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId })))).toBeUndefined();

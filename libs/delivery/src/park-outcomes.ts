@@ -1,4 +1,4 @@
-import { jsonObjectOf, type Platform } from '@herald/contracts';
+import { jsonObjectOf, Platforms, type Platform } from '@herald/contracts';
 import type { PushOutcomeEntry } from '@herald/db';
 import type { ParkedNotice } from '@herald/messaging';
 import type { JobOutcomeStore } from './job-outcomes.ts';
@@ -20,7 +20,7 @@ export function parkedPushOf(body: Buffer): Pick<PushOutcomeEntry, 'pushId' | 'j
   return {
     pushId,
     jobId,
-    ...((platform === 'apns' || platform === 'fcm') && { platform: platform satisfies Platform }),
+    ...(Platforms.includes(platform as Platform) && { platform: platform as Platform }),
     ...(typeof deviceId === 'string' && { deviceId }),
   };
 }

@@ -19,6 +19,8 @@ export interface ConnectionConfig {
   FCM_PORT?: number | undefined;
   FCM_CA_FILE?: CaFile | undefined;
   FCM_PROXY_URL?: string | undefined;
+  /** Web Push: endpoints are the subscriptions' own URLs, so only a proxy applies. */
+  WEB_PUSH_PROXY_URL?: string | undefined;
 }
 
 /** Only the parts that are set. */
@@ -33,6 +35,7 @@ function compact(c: { host?: string | undefined; port?: number | undefined; caPe
 
 /** The pusher-wide defaults for `platform` (APNS_ADDRESS, APNS_PORT, APNS_CA_FILE, APNS_PROXY_URL or the FCM_ ones). */
 export function connectionDefaults(platform: Platform, config: ConnectionConfig): ProviderConnection {
+  if (platform === 'web') return compact({ proxyUrl: config.WEB_PUSH_PROXY_URL });
   return platform === 'apns'
     ? compact({ host: config.APNS_ADDRESS, port: config.APNS_PORT, caPem: config.APNS_CA_FILE?.pem, proxyUrl: config.APNS_PROXY_URL })
     : compact({ host: config.FCM_HOST, port: config.FCM_PORT, caPem: config.FCM_CA_FILE?.pem, proxyUrl: config.FCM_PROXY_URL });

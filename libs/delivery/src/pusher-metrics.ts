@@ -10,7 +10,7 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
   return {
     pushes: new Counter({
       name: 'herald_pushes_total',
-      help: 'Device pushes by outcome: delivered, invalid (dead token), expired, duplicate (acked unsent), retried, failed (rejected by the provider for good, parked), parked (any other reason)',
+      help: 'Device pushes by outcome: delivered, invalid (dead token), expired, cancelled (its job was cancelled: acked unsent), duplicate (acked unsent), retried, failed (rejected by the provider for good, parked), parked (any other reason)',
       labelNames: ['platform', 'app', 'outcome'],
       registers: [registry],
     }),

@@ -35,6 +35,8 @@ export interface PusherDeps {
   ledger: Ledger;
   /** Pushes for tokens invalidated since they were queued are dropped, not sent. */
   devices: DeviceLiveness;
+  /** Jobs cancelled lately (cancelled-jobs.ts): their queued pushes are dropped unsent, recorded as cancelled. */
+  cancelled?: { has(jobId: string): boolean };
   apps: { get(id: string): Promise<AppRow | undefined> };
   publisher: Publisher;
   metrics: PusherMetrics;
@@ -121,6 +123,12 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
     deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'expired' });
     trace(deps, push, 'dropped: expired before sending', { expiresAt: push.expiresAt });
     deps.outcomes?.note(push, 'expired', { reason: `expired at ${push.expiresAt} before it could be sent` });
+    return ack;
+  }
+  if (deps.cancelled?.has(push.jobId) === true) {
+    deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'cancelled' });
+    trace(deps, push, 'dropped: its job was cancelled');
+    deps.outcomes?.note(push, 'cancelled', { reason: 'its job was cancelled (DELETE /v1/jobs/:id) before it was sent' });
     return ack;
   }
   const app = await deps.apps.get(push.app);

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { sendQueueFor, type Platform } from '@herald/contracts';
-import { createAppCache, createDatabase } from '@herald/db';
+import { createAppCache, createCancelledJobsReader, createDatabase } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { connectBroker } from '@herald/messaging';
 import type { PushProvider } from '@herald/providers';
@@ -11,6 +11,11 @@ import { createPusherLimiter, type RateLimitSettings } from './pusher-limiter.ts
 import { checkLedgerRetention, startLedgerPruner } from './ledger-pruner.ts';
 import { createAppDelivery, type AppDeliverySettings } from './app-delivery.ts';
 import { recordParkedPushes } from './park-outcomes.ts';
+import type { PusherParts } from './in-process-descheduler.ts';
+import { CancelledJobs } from './cancelled-jobs.ts';
+
+/** How often a pusher re-reads the cancelled jobs (a cancel stops queued pushes within about this). */
+export const CANCELLED_JOBS_REFRESH_MS = 250;
 
 export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppDeliverySettings {
   AMQP_URL: string;
@@ -48,11 +53,16 @@ export function capRequestTimeout<S extends { requestTimeoutMs: number }>(settin
   return { ...settings, requestTimeoutMs: limits.maxRequestTimeoutMs };
 }
 
-/** Wire a pusher: provider + ledger + broker, consuming `push.<platform>.send`. */
+/**
+ * Wire a pusher: provider + ledger + broker, consuming `push.<platform>.send`. `alongside` starts
+ * work that shares the pusher's database and broker (the web-pusher's in-process descheduler);
+ * it is stopped before the consumer.
+ */
 export async function runPusher(
   platform: Platform,
   config: PusherSettings,
   createProvider: (logger: Logger, limits: ProviderLimits) => Promise<PushProvider>,
+  alongside?: (parts: PusherParts) => Promise<{ stop(): Promise<void> }>,
 ): Promise<void> {
   const name = `${platform}-pusher`;
   await runService(name, config, async ({ logger, registry }) => {
@@ -63,6 +73,12 @@ export async function runPusher(
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
     const { limiter, close: closeLimiter } = await createPusherLimiter(platform, config, logger, registry);
     const stopping = new AbortController();
+    const cancelled = new CancelledJobs(createCancelledJobsReader(db.kysely), {
+      intervalMs: CANCELLED_JOBS_REFRESH_MS,
+      retentionMs: config.LEDGER_RETENTION_HOURS * 3_600_000,
+      logger,
+    });
+    await cancelled.start();
     // Per-app providers (own credentials, else `provider`), temporary bans, job-status outcomes.
     const appTimeout = capRequestTimeout({ requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS }, limits, logger).requestTimeoutMs;
     const perApp = createAppDelivery(platform, { ...config, APP_REQUEST_TIMEOUT_MS: appTimeout }, db, provider, logger, registry);
@@ -71,6 +87,7 @@ export async function runPusher(
       ...perApp,
       ledger: db.ledger,
       devices: db.devices,
+      cancelled,
       apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
       publisher: broker.publisher,
       metrics: createPusherMetrics(registry),
@@ -95,9 +112,12 @@ export async function runPusher(
       logger,
       registry,
     });
+    const beside = await alongside?.({ db, broker, logger, registry });
     return {
       stop: async (timeoutMs) => {
+        await beside?.stop();
         await pruner.stop();
+        await cancelled.stop();
         // Pushes waiting for budget give up at once (deferred), so shutdown never waits on pacing.
         stopping.abort();
         await closeLimiter();

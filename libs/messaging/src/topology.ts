@@ -95,10 +95,13 @@ export function mergeTopologies(...parts: readonly Topology[]): Topology {
 /** Typed over WorkQueue so a new queue in contracts fails to compile until it is given an exchange. */
 const EXCHANGE_OF_QUEUE: Record<WorkQueue, string> = {
   [Queues.jobs]: Exchanges.jobs,
+  [Queues.fanout]: Exchanges.jobs,
   [Queues.apnsSend]: Exchanges.send,
   [Queues.fcmSend]: Exchanges.send,
+  [Queues.webSend]: Exchanges.send,
   [Queues.apnsInvalidations]: Exchanges.invalidations,
   [Queues.fcmInvalidations]: Exchanges.invalidations,
+  [Queues.webInvalidations]: Exchanges.invalidations,
   [Queues.registrations]: Exchanges.registrations,
   [Queues.changes]: Exchanges.changes,
   [Queues.webhookSend]: Exchanges.send,

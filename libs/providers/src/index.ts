@@ -1,6 +1,10 @@
 // Pure helpers: no client library is loaded by importing this index.
 export type { PushProvider, SendResult, SendTarget } from './push-provider.ts';
 export type { ApnsSettings, FcmSettings } from './settings.ts';
+export type { VapidCredentials, VapidKeyPair, WebPushSettings } from './web-settings.ts';
+export { buildWebPayload, buildWebRequest, type WebPushPayload } from './web-payload.ts';
+export { WEB_PUSH_DEFAULT_TTL_S, webRequestProblem, webTopic, webTtlSeconds, webUrgency, type WebPushRequest } from './web-rules.ts';
+export { classifyWebPushAnswer, type WebPushAnswer } from './web-classify.ts';
 export { buildApnsNotification, apnsRequestParts, isBackgroundPush, type ApnsRequestParts } from './apns-notification.ts';
 export { buildFcmMessage, toFirebaseAdminMessage, fcmTtlSeconds, type FcmMessage } from './fcm-message.ts';
 export { APNS_MAX_PAYLOAD_BYTES, APNS_MAX_VOIP_PAYLOAD_BYTES, HERALD_MAX_STORAGE_S, apnsTopicFor, apnsRequestProblem } from './apns-rules.ts';
@@ -9,6 +13,9 @@ export { jobConformanceIssues, jobNotices, platformsFor, pushProblem, type Confo
 export { classifyApnsFailure, type ApnsFailure } from './apns-classify.ts';
 export { classifyFcmError, type FcmFailure } from './fcm-classify.ts';
 export { loadSandboxSettings, loadSandboxCertificateAuth, SANDBOX_DEFAULT_TOPIC } from './sandbox-settings.ts';
+export { loadSandboxWebTrust } from './web-sandbox.ts';
 // Factories: each loads its client library (@parse/node-apn, firebase-admin) on first call.
 export { createApnsProvider } from './apns-provider.ts';
 export { createFcmProvider } from './fcm-provider.ts';
+export { createWebPushProvider } from './web-push-provider.ts';
+export { generateVapidKeys } from './web-vapid-keys.ts';

@@ -15,7 +15,21 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(issues).toEqual([
       { path: 'content', message: expect.stringMatching(/^APNs: payload too large: APNs alert payload is 50\d\d bytes, the limit is 4096$/) as unknown },
       { path: 'content', message: expect.stringMatching(/^FCM: payload too large: .* is 50\d\d bytes, the limit is 4096$/) as unknown },
+      { path: 'content', message: expect.stringMatching(/^Web Push: payload is 5\d\d\d bytes; Web Push allows 3993 bytes of JSON/) as unknown },
     ]);
+  });
+
+  it('Web Push: JSON over 3,993 bytes is refused even when APNs and FCM would take it (4,096 once encrypted)', () => {
+    const issues = jobConformanceIssues(job({ content: { title: 'Hi', data: { blob: 'x'.repeat(3900) } } }), NOW);
+    expect(issues).toEqual([{ path: 'content', message: expect.stringMatching(/^Web Push: payload is 40\d\d bytes; Web Push allows 3993 bytes/) as unknown }]);
+    const viaOverride = jobConformanceIssues(job({ content: { title: 'Hi', web: { payload: { blob: 'x'.repeat(4000) } } } }), NOW);
+    expect(viaOverride).toEqual([{ path: 'content.web.payload', message: expect.stringMatching(/^Web Push: payload is/) as unknown }]);
+  });
+
+  it('Web Push: a collapse key of any form is accepted (it becomes a 32-character topic); content.web.topic must meet RFC 8030', () => {
+    expect(jobConformanceIssues(job({ collapseKey: 'a key with spaces that is longer than 32 chars' }), NOW)).toEqual([]);
+    expect(PushJob.safeParse({ id: 'j1', app: 'demo', userId: 'u', category: 'c', content: { title: 'Hi', web: { topic: 'not a topic!' } } }).error?.issues[0]?.path).toEqual(['content', 'web', 'topic']);
+    expect(PushJob.safeParse({ id: 'j1', app: 'demo', userId: 'u', category: 'c', content: { title: 'Hi', web: { urgency: 'urgent' } } }).success).toBe(false);
   });
 
   it('a VoIP push may use 5,120 bytes and is checked against APNs only', () => {

@@ -3,6 +3,8 @@ import { apnsRequestParts } from './apns-notification.ts';
 import { apnsRequestProblem, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
 import { buildFcmMessage } from './fcm-message.ts';
 import { fcmMessageProblem } from './fcm-rules.ts';
+import { buildWebRequest } from './web-payload.ts';
+import { webRequestProblem } from './web-rules.ts';
 
 /** A problem a job's pushes would have with a provider: the field it comes from and why. */
 export interface ConformanceIssue {
@@ -13,10 +15,12 @@ export interface ConformanceIssue {
 type JobPart = Pick<PushJob, 'id' | 'app' | 'content' | 'priority' | 'collapseKey' | 'ttl' | 'expiresAt'>;
 
 /** Tokens of the right shape: the checks below are about the content, not the device. */
-const SAMPLE_TOKEN: Record<Platform, string> = { apns: '0'.repeat(64), fcm: `sample:${'A'.repeat(140)}` };
+const SAMPLE_TOKEN: Record<Platform, string> = { apns: '0'.repeat(64), fcm: `sample:${'A'.repeat(140)}`, web: 'https://push.example.com/sample' };
+const PROVIDER_NAME: Record<Platform, string> = { apns: 'APNs', fcm: 'FCM', web: 'Web Push' };
 
 /** Voip and Live Activity pushes reach only APNs tokens registered for them; the rest reach every platform. */
-export const platformsFor = (content: PushJob['content']): Platform[] => (['voip', 'liveactivity'].includes(resolvePushType(content)) ? ['apns'] : ['apns', 'fcm']);
+export const platformsFor = (content: PushJob['content']): Platform[] =>
+  ['voip', 'liveactivity'].includes(resolvePushType(content)) ? ['apns'] : ['apns', 'fcm', 'web'];
 
 function samplePush(job: JobPart, platform: Platform, now: Date): DevicePush {
   const expiresAt = job.expiresAt ?? (job.ttl !== undefined && job.ttl > 0 ? new Date(now.getTime() + job.ttl * 1000).toISOString() : undefined);
@@ -40,11 +44,13 @@ function samplePush(job: JobPart, platform: Platform, now: Date): DevicePush {
 
 /** The provider's problem with one push, or undefined: the pushers' last line of defence. */
 export function pushProblem(push: DevicePush, bundleId: string, now: Date = new Date()): string | undefined {
+  if (push.platform === 'web') return webRequestProblem(buildWebRequest(push, now));
   return push.platform === 'apns' ? apnsRequestProblem(apnsRequestParts(push, bundleId, now)) : fcmMessageProblem(buildFcmMessage(push, now));
 }
 
 /** The job field a provider's problem comes from: an override's header, the collapse key, or the content. */
-function pathOf(job: JobPart, message: string): string {
+function pathOf(job: JobPart, message: string, platform: Platform): string {
+  if (platform === 'web') return /topic/.test(message) ? 'content.web.topic' : job.content.web?.payload !== undefined ? 'content.web.payload' : 'content';
   const header = /apns-(priority|expiration|collapse-id|push-type)/.exec(message)?.[0];
   if (header !== undefined && job.content.apns?.headers?.[header as 'apns-priority'] !== undefined) return `content.apns.headers.${header}`;
   if (/collapse/i.test(message)) return 'collapseKey';
@@ -70,7 +76,7 @@ function safeProblem(job: JobPart, platform: Platform, now: Date): string | unde
 export function jobConformanceIssues(job: JobPart, now: Date = new Date()): ConformanceIssue[] {
   return platformsFor(job.content).flatMap((platform) => {
     const problem = safeProblem(job, platform, now);
-    return problem === undefined ? [] : [{ path: pathOf(job, problem), message: `${platform === 'apns' ? 'APNs' : 'FCM'}: ${problem}` }];
+    return problem === undefined ? [] : [{ path: pathOf(job, problem, platform), message: `${PROVIDER_NAME[platform]}: ${problem}` }];
   });
 }
 

@@ -1,11 +1,11 @@
-import type { DevicePush } from '@herald/contracts';
+import type { DevicePush, Platform } from '@herald/contracts';
 
 /** What became of one push, as a value: the pusher turns it into ack / invalidate / retry / park. */
 export type SendResult =
   | { kind: 'delivered'; providerMessageId?: string }
-  /** APNs 410 Unregistered (with its timestamp), 400 BadDeviceToken / DeviceTokenNotForTopic; FCM UNREGISTERED, invalid registration token. */
+  /** APNs 410 Unregistered (with its timestamp), 400 BadDeviceToken / DeviceTokenNotForTopic; FCM UNREGISTERED, invalid registration token; Web Push 404/410. */
   | { kind: 'dead-token'; reason: string; invalidSince?: Date }
-  /** APNs 429/500/503, FCM UNAVAILABLE / INTERNAL / QUOTA_EXCEEDED, timeouts, connection resets. */
+  /** APNs 429/500/503, FCM UNAVAILABLE / INTERNAL / QUOTA_EXCEEDED, Web Push 429/5xx, timeouts, connection resets. */
   | { kind: 'transient'; reason: string; retryAfterMs?: number }
   /** Payload too large, bad topic, bad credentials, other 4xx. */
   | { kind: 'permanent'; reason: string };
@@ -17,7 +17,7 @@ export interface SendTarget {
 
 /** One platform's sender. `send` never throws for a provider outcome; it returns a SendResult. */
 export interface PushProvider {
-  readonly platform: 'apns' | 'fcm';
+  readonly platform: Platform;
   send(push: DevicePush, target: SendTarget): Promise<SendResult>;
   close(): Promise<void>;
 }

@@ -14,6 +14,7 @@ import { buildServices } from '../../../infra/local/build-services.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
 import { cpuMs, peakRssMb } from './proc.ts';
+import { benchWebProvider, webBenchOptions } from './web-provider-bench.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const USERS = env('BENCH_USERS', 20_000);
@@ -157,6 +158,10 @@ const summary = {
     ...Object.fromEntries(['demuxer', 'apns-pusher', 'fcm-pusher'].map((s) => [`cpuUs:${s}`, median(results.map((r) => r.cpuUsPerPush[s] ?? NaN))])),
   },
 };
+// Web Push (issue 21): the provider's own figure, web pushes/s to the sandbox's push service (decrypting each).
+const web = await benchWebProvider(webBenchOptions());
+console.log(`web provider → sandbox: ${web.webPushesPerSecond} web pushes/s (${web.sent} delivered, ${web.failed} failed, concurrency ${web.concurrency})`);
+Object.assign(summary, { web });
 console.table({ median: summary.median });
 mkdirSync('test-results', { recursive: true });
 writeFileSync(`test-results/bench-${RATE ?? 'max'}.json`, JSON.stringify(summary, null, 2));

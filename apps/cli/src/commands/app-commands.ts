@@ -6,6 +6,7 @@ import { apnsConnectionFromFlags, connectionOptions, fcmConnectionFromFlags, typ
 import { apnsFromFlags, credentialOptions, fcmFromFlags, type CredentialFlags } from './credential-options.ts';
 import { auditedCli } from './cli-audit.ts';
 import { withDatabase } from './with-database.ts';
+import { registerWebPushCommands } from './web-push-commands.ts';
 
 /** What the audit log keeps of an app change: the flags given (never their values) and the app after it. */
 const audit = (action: string, id: string, flags: object = {}) => ({ action, target: id, request: { flags: Object.keys(flags).sort(), via: 'cli' } });
@@ -94,6 +95,7 @@ export function registerAppCommands(program: Command): void {
       print(await auditedCli(audit('app.rotate-credentials', id, o), (db) => credentialStore(db).rotate(id, { ...(apns && { apns }), ...(fcm && { fcm }) }), summary));
     },
   );
+  registerWebPushCommands(apps, credentialStore);
   apps
     .command('list')
     .option('--json', 'print JSON')

@@ -33,7 +33,7 @@ export function registerLimitCommands(program: Command): void {
   limits
     .command('set')
     .description('set (or change) a budget; running pushers follow it within about a second')
-    .requiredOption('--platform <platform>', 'apns, fcm or webhook')
+    .requiredOption('--platform <platform>', 'apns, fcm, web or webhook')
     .requiredOption('--rate <pushesPerSecond>', 'the budget, in pushes per second')
     .option('--app <app>', 'a budget for this app only (on top of the platform budget); for webhook, a destination host:port')
     .action(async (o: { platform: string; rate: string; app?: string }) => {

@@ -7,6 +7,8 @@ import { requireEnabledApp } from './app-check.ts';
 import { deliverAtFromFlags, wholeNumber, type ScheduleFlags } from './send-options.ts';
 import { withDatabase } from './with-database.ts';
 import { followJob } from './follow-job.ts';
+import { deviceFieldsFromFlags, type DeviceFlags } from './device-flags.ts';
+import { endpointHostProblem, type Platform } from '@herald/contracts';
 
 async function withClient<T>(fn: (client: HeraldClient) => Promise<T>): Promise<T> {
   const client = await createHeraldClient({ url: readCliConfig().AMQP_URL, connectionName: 'herald-cli' });
@@ -40,21 +42,30 @@ export function registerPublishCommands(program: Command): void {
     .command('register')
     .description('register a device for a user (published to push.registrations)')
     .requiredOption('--app <app>', 'app id')
-    .requiredOption('--platform <platform>', 'apns or fcm')
-    .requiredOption('--token <token>', 'device token')
+    .requiredOption('--platform <platform>', 'apns, fcm or web')
+    .option('--token <token>', 'device token (web: the subscription endpoint)')
+    .option('--subscription <json>', "web: the browser's PushSubscription.toJSON(), instead of --endpoint, --p256dh and --auth")
+    .option('--endpoint <url>', 'web: the subscription endpoint')
+    .option('--p256dh <key>', "web: the subscription's p256dh key (base64url)")
+    .option('--auth <secret>', "web: the subscription's auth secret (base64url)")
+    .option('--application-server-key <key>', 'web: the VAPID public key the browser subscribed with (herald apps vapid show)')
     .requiredOption('--user <userId>', 'user id')
     .option('--timezone <zone>', 'IANA time zone, e.g. Europe/Berlin (an unknown zone is refused)')
     .option('--locale <locale>', 'BCP 47 language tag, e.g. en-GB')
     .option('--token-kind <kind>', 'APNs: device (default), voip (a PushKit token) or liveactivity (a Live Activity push token)')
     .option('--json', 'print JSON')
     .action(async (o: Record<string, string | boolean | undefined>) => {
-      await withDatabase((db) => requireEnabledApp(db, String(o['app'])));
+      const device = deviceFieldsFromFlags(o as DeviceFlags, 'register');
+      const app = await withDatabase((db) => requireEnabledApp(db, String(o['app'])));
+      // The registrar would park a subscription whose push service the app does not accept: say so now.
+      const host = o['platform'] === 'web' ? endpointHostProblem(device.token, app.webPushHosts) : undefined;
+      if (host !== undefined) throw new Error(`--endpoint: ${host}`);
       const reg = await withClient((c) =>
         c.publishRegistration({
           kind: 'register',
           app: String(o['app']),
-          platform: o['platform'] as 'apns' | 'fcm',
-          token: String(o['token']),
+          platform: o['platform'] as Platform,
+          ...device,
           userId: String(o['user']),
           ...(typeof o['timezone'] === 'string' && { timezone: o['timezone'] }),
           ...(typeof o['locale'] === 'string' && { locale: o['locale'] }),
@@ -69,16 +80,19 @@ export function registerPublishCommands(program: Command): void {
     .command('unregister')
     .description('unregister a device token')
     .requiredOption('--app <app>', 'app id')
-    .requiredOption('--platform <platform>', 'apns or fcm')
-    .requiredOption('--token <token>', 'device token')
+    .requiredOption('--platform <platform>', 'apns, fcm or web')
+    .option('--token <token>', 'device token (web: the subscription endpoint)')
+    .option('--endpoint <url>', 'web: the subscription endpoint')
+    .option('--subscription <json>', "web: the browser's PushSubscription.toJSON()")
     .action(async (o: Record<string, string>) => {
+      const { token } = deviceFieldsFromFlags(o as DeviceFlags, 'unregister');
       await withDatabase((db) => requireEnabledApp(db, String(o['app'])));
       const reg = await withClient((c) =>
         c.publishRegistration({
           kind: 'unregister',
           app: String(o['app']),
-          platform: o['platform'] as 'apns' | 'fcm',
-          token: String(o['token']),
+          platform: o['platform'] as Platform,
+          token,
           eventAt: new Date().toISOString(),
         }),
       );

@@ -8,7 +8,7 @@ describe('parked queue names', () => {
   });
 
   it('refuses anything else with one line naming the queue and listing the real ones', () => {
-    expect(() => knownWorkQueue('bogus')).toThrow(/^no queue "bogus": parked messages live under Herald's work queues, push\.jobs, push\.apns\.send/);
+    expect(() => knownWorkQueue('bogus')).toThrow(/^no queue "bogus": parked messages live under Herald's work queues, push\.jobs, push\.fanout, push\.apns\.send/);
     expect(() => knownWorkQueue('bogus.parked')).toThrow(/no queue "bogus.parked"/);
     expect(() => knownWorkQueue('push.apns')).toThrow(/no queue "push.apns"/);
   });

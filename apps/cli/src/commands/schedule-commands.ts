@@ -27,7 +27,7 @@ export function registerScheduleCommands(program: Command): void {
   program
     .command('scheduled')
     .description('scheduled pushes waiting per platform per upcoming hour (UTC; overdue ones count in the first hour)')
-    .option('--platform <platform>', 'apns or fcm')
+    .option('--platform <platform>', 'apns, fcm or web')
     .option('--hours <n>', 'how many hours ahead', '24')
     .option('--json', 'print JSON')
     .action(async (o: { platform?: string; hours: string; json?: boolean }) => {

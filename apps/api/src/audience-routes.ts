@@ -1,0 +1,24 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ApiKeyRow } from '@herald/db';
+import { applyFollows, changeSubscriptions, createTopic, deleteTopic, getTopic, listTopics, type AudienceServiceDeps } from './audience-service.ts';
+
+type Req = FastifyRequest<{ Params: { id: string } }>;
+/** server.ts's wrapper: authenticates the team key, then calls the handler with it. */
+type Team = (fn: (req: Req, key: ApiKeyRow, reply: FastifyReply) => Promise<unknown>) => (req: Req, reply: FastifyReply) => Promise<unknown>;
+
+/** Topics, their members and follow edges (issue 20); each scoped to the key's apps. */
+export function registerAudienceRoutes(app: FastifyInstance, team: Team, deps: AudienceServiceDeps): void {
+  const nameOf = (req: Req): string => (req.params as unknown as { name: string }).name;
+  app.post('/v1/topics', team(async (req, key, reply) => {
+    const { created, topic } = await createTopic(req.body, key, deps);
+    return reply.status(created ? 201 : 200).send(topic);
+  }));
+  app.get('/v1/topics', team(async (req, key) => listTopics(req.query, key, deps)));
+  app.get('/v1/topics/:name', team(async (req, key) => getTopic(nameOf(req), req.query, key, deps)));
+  app.delete('/v1/topics/:name', team(async (req, key, reply) => {
+    await deleteTopic(nameOf(req), req.query, key, deps);
+    return reply.status(204).send();
+  }));
+  app.post('/v1/topics/:name/subscriptions', team(async (req, key) => changeSubscriptions(nameOf(req), req.body, key, deps)));
+  app.post('/v1/follows', team(async (req, key) => applyFollows(req.body, key, deps)));
+}

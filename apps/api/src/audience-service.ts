@@ -1,0 +1,94 @@
+import {
+  FollowEvents,
+  MAX_TOPIC_LIST,
+  TopicCreate,
+  TopicName,
+  TopicQuery,
+  TopicSubscriptions,
+  type FollowEventsResult,
+  type TopicList,
+  type TopicSubscriptionsResult,
+  type TopicView,
+} from '@herald/contracts';
+import type { ApiKeyRow, AudienceStore, TopicRow } from '@herald/db';
+import { ApiError, parseBody } from './api-error.ts';
+import { requireKnownApp, type PreferenceServiceDeps } from './preference-service.ts';
+
+export interface AudienceServiceDeps {
+  apps: PreferenceServiceDeps['apps'];
+  audiences: AudienceStore;
+  now?: () => Date;
+}
+
+const topicView = (t: TopicRow): TopicView => ({ app: t.app, name: t.name, subscribers: t.subscribers, createdAt: t.createdAt.toISOString() });
+
+/** The app named by the request, or the key's only app; 403/422 as for preferences. */
+async function appOf(explicit: string | undefined, key: ApiKeyRow, deps: AudienceServiceDeps): Promise<string> {
+  const only = key.apps.length === 1 && key.apps[0] !== '*' ? key.apps[0] : undefined;
+  const app = explicit ?? only;
+  if (app === undefined) throw new ApiError(400, 'invalid-request', 'app: required (this API key may act for more than one app)', [{ path: 'app', message: 'required' }]);
+  await requireKnownApp(deps, key, app);
+  return app;
+}
+
+function topicName(raw: string): string {
+  const r = TopicName.safeParse(raw);
+  if (!r.success) throw new ApiError(400, 'invalid-request', `name: ${r.error.issues[0]?.message ?? 'invalid'}`, [{ path: 'name', message: r.error.issues[0]?.message ?? 'invalid' }]);
+  return r.data;
+}
+
+const unknownTopic = (app: string, name: string) => new ApiError(404, 'unknown-topic', `unknown topic "${name}" of app "${app}"`, [{ path: 'name', message: 'no such topic' }]);
+
+/** POST /v1/topics (idempotent: 200 with the existing topic). */
+export async function createTopic(body: unknown, key: ApiKeyRow, deps: AudienceServiceDeps): Promise<{ created: boolean; topic: TopicView }> {
+  const t = parseBody(TopicCreate, body);
+  const app = await appOf(t.app, key, deps);
+  const { created, topic } = await deps.audiences.createTopic(app, t.name);
+  return { created, topic: topicView(topic) };
+}
+
+/** DELETE /v1/topics/:name?app=: the topic and all its memberships. */
+export async function deleteTopic(rawName: string, query: unknown, key: ApiKeyRow, deps: AudienceServiceDeps): Promise<void> {
+  const name = topicName(rawName);
+  const app = await appOf(parseBody(TopicQuery, query ?? {}).app, key, deps);
+  if (!(await deps.audiences.deleteTopic(app, name))) throw unknownTopic(app, name);
+}
+
+/** GET /v1/topics/:name?app= with its subscriber count. */
+export async function getTopic(rawName: string, query: unknown, key: ApiKeyRow, deps: AudienceServiceDeps): Promise<TopicView> {
+  const name = topicName(rawName);
+  const app = await appOf(parseBody(TopicQuery, query ?? {}).app, key, deps);
+  const topic = await deps.audiences.findTopic(app, name);
+  if (topic === undefined) throw unknownTopic(app, name);
+  return topicView(topic);
+}
+
+/** GET /v1/topics?app=&after=: by name, MAX_TOPIC_LIST at a time. */
+export async function listTopics(query: unknown, key: ApiKeyRow, deps: AudienceServiceDeps): Promise<TopicList> {
+  const q = parseBody(TopicQuery, query ?? {});
+  const app = await appOf(q.app, key, deps);
+  const rows = await deps.audiences.listTopics(app, MAX_TOPIC_LIST + 1, q.after);
+  return { topics: rows.slice(0, MAX_TOPIC_LIST).map(topicView), truncated: rows.length > MAX_TOPIC_LIST };
+}
+
+/** POST /v1/topics/:name/subscriptions: up to 1,000 users and devices join or leave; last event wins. */
+export async function changeSubscriptions(rawName: string, body: unknown, key: ApiKeyRow, deps: AudienceServiceDeps): Promise<TopicSubscriptionsResult> {
+  const name = topicName(rawName);
+  const s = parseBody(TopicSubscriptions, body);
+  const app = await appOf(s.app, key, deps);
+  if ((await deps.audiences.findTopic(app, name)) === undefined) throw unknownTopic(app, name);
+  const eventAt = s.eventAt ?? (deps.now?.() ?? new Date()).toISOString();
+  const members = [...(s.users ?? []).map((userId) => ({ userId })), ...(s.devices ?? [])];
+  const results = await deps.audiences.applyTopicMemberships(members.map((member) => ({ app, topic: name, member, subscribed: s.subscribed, eventAt })));
+  if (results.includes('unknown-topic')) throw unknownTopic(app, name);
+  const topic = await deps.audiences.findTopic(app, name);
+  return { applied: results.filter((r) => r === 'applied').length, stale: results.filter((r) => r === 'stale').length, subscribers: topic?.subscribers ?? 0 };
+}
+
+/** POST /v1/follows: up to 1,000 follow/unfollow events; last event per edge wins. */
+export async function applyFollows(body: unknown, key: ApiKeyRow, deps: AudienceServiceDeps): Promise<FollowEventsResult> {
+  const f = parseBody(FollowEvents, body);
+  const app = await appOf(f.app, key, deps);
+  const results = await deps.audiences.applyFollowEvents(f.events.map((e) => ({ app, ...e })));
+  return { applied: results.filter((r) => r === 'applied').length, stale: results.filter((r) => r === 'stale').length };
+}

@@ -1,0 +1,46 @@
+import type { JobStatus } from '@herald/contracts';
+import { cancelJobFully, toJobStatus } from '@herald/db';
+import type { Command } from 'commander';
+import { withDatabase } from './with-database.ts';
+
+/** `herald job <id>`: the job's state, audience progress and counts (the same as GET /v1/jobs/:id). */
+export function describeJobStatus(s: JobStatus): string {
+  const skipped = s.skipped;
+  const lines = [
+    `job ${s.id} (app ${s.app}): ${s.state ?? '?'}`,
+    ...(s.audience == null
+      ? []
+      : [`audience: ${JSON.stringify(s.audience.target)}: size ${s.audience.size ?? '?'}${s.audience.sizeExact ? '' : ' (estimate)'}, expanded ${s.audience.expanded}, chunks ${s.audience.chunksDone}/${s.audience.chunks}`]),
+    `targeted ${s.targeted ?? '?'}, sent ${s.delivered}, in flight ${s.inFlight ?? '?'} (scheduled ${s.scheduled})`,
+    `skipped: opted out ${skipped.optedOut}, muted ${skipped.muted}, no device ${skipped.noDevice}, expired ${skipped.expired}, cancelled ${skipped.cancelled}`,
+    `failed ${s.failed}, invalidated ${s.invalid}, parked ${s.parked}`,
+    ...(s.jobParked === null ? [] : [`parked by the demuxer: ${s.jobParked.code}${s.jobParked.reason === null ? '' : ` (${s.jobParked.reason})`}`]),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/** `herald job <id>` and `herald job cancel <id>`. */
+export function registerJobCommands(program: Command): void {
+  program
+    .command('job')
+    .description("a job's status (herald job <id>), or cancel it (herald job cancel <id>): stops its fan-out, drops its queued and scheduled pushes")
+    .argument('<idOrAction>', 'a job id, or "cancel"')
+    .argument('[id]', 'with cancel: the job id')
+    .option('--json', 'print JSON')
+    .action(async (first: string, second: string | undefined, o: { json?: boolean }) => {
+      if (first === 'cancel' && second !== undefined) {
+        const done = await withDatabase((db) => cancelJobFully(db, second));
+        if (o.json === true) process.stdout.write(`${JSON.stringify({ id: second, ...done })}\n`);
+        else process.stdout.write(`job ${second}: cancelled${done.fanout ? ' (its fan-out stopped)' : ''}; ${done.scheduled} scheduled push${done.scheduled === 1 ? '' : 'es'} removed\n`);
+        return;
+      }
+      const record = await withDatabase((db) => db.jobs.status(first));
+      if (record === undefined) {
+        process.stderr.write(`no job "${first}"\n`);
+        process.exitCode = 1;
+        return;
+      }
+      const status = toJobStatus(record);
+      process.stdout.write(o.json === true ? `${JSON.stringify(status, null, 2)}\n` : describeJobStatus(status));
+    });
+}

@@ -1,0 +1,98 @@
+import { MAX_TOPIC_BATCH, Platforms, TopicName, TopicSubscriptions, type Platform } from '@herald/contracts';
+import { createAudienceStore, type Database } from '@herald/db';
+import type { Command } from 'commander';
+import { printObject, printRows } from '../output.ts';
+import { requireApp } from './app-check.ts';
+import { check } from './credential-options.ts';
+import { withDatabase } from './with-database.ts';
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** `--device platform:token` (the token may itself contain ':', e.g. a Web Push endpoint). */
+export function parseDeviceOption(text: string): { platform: Platform; token: string } {
+  const at = text.indexOf(':');
+  const platform = text.slice(0, Math.max(at, 0));
+  if (at < 1 || !(Platforms as readonly string[]).includes(platform)) throw new Error(`--device ${text}: expected platform:token with platform one of ${Platforms.join(', ')}`);
+  return { platform: platform as Platform, token: text.slice(at + 1) };
+}
+
+async function topicOf(db: Database, app: string, name: string): Promise<string> {
+  check(TopicName, 'topic', name);
+  await requireApp(db, app);
+  return name;
+}
+
+type Membership = { app: string; user?: string[]; device?: string[]; at?: string; json?: boolean };
+
+async function changeMembership(topic: string, o: Membership, subscribed: boolean): Promise<void> {
+  const body = check(TopicSubscriptions, 'subscriptions', {
+    subscribed,
+    eventAt: o.at ?? new Date().toISOString(),
+    ...(o.user !== undefined && { users: o.user }),
+    ...(o.device !== undefined && { devices: o.device.map(parseDeviceOption) }),
+  });
+  const result = await withDatabase(async (db) => {
+    await topicOf(db, o.app, topic);
+    const store = createAudienceStore(db.kysely);
+    if ((await store.findTopic(o.app, topic)) === undefined) throw new Error(`unknown topic "${topic}" of app "${o.app}"`);
+    const members = [...(body.users ?? []).map((userId) => ({ userId })), ...(body.devices ?? [])];
+    const results = await store.applyTopicMemberships(members.map((member) => ({ app: o.app, topic, member, subscribed, eventAt: body.eventAt ?? '' })));
+    return { applied: results.filter((r) => r === 'applied').length, stale: results.filter((r) => r === 'stale').length, subscribers: (await store.findTopic(o.app, topic))?.subscribers ?? 0 };
+  });
+  printObject(result, o.json === true);
+}
+
+/** `herald topics create|delete|list|show|subscribe|unsubscribe` (issue 20). */
+export function registerTopicCommands(program: Command): void {
+  const topics = program.command('topics').description("an app's topics and their members (users or single devices)");
+  topics
+    .command('create <topic>')
+    .description('create a topic (idempotent)')
+    .requiredOption('--app <app>', 'the app')
+    .action(async (name: string, o: { app: string }) => {
+      const created = await withDatabase(async (db) => createAudienceStore(db.kysely).createTopic(o.app, await topicOf(db, o.app, name)));
+      process.stdout.write(`topic ${name} of ${o.app} ${created.created ? 'created' : 'existed already'}\n`);
+    });
+  topics
+    .command('delete <topic>')
+    .description('delete a topic and all its memberships')
+    .requiredOption('--app <app>', 'the app')
+    .action(async (name: string, o: { app: string }) => {
+      const deleted = await withDatabase(async (db) => createAudienceStore(db.kysely).deleteTopic(o.app, await topicOf(db, o.app, name)));
+      if (!deleted) throw new Error(`unknown topic "${name}" of app "${o.app}"`);
+      process.stdout.write(`topic ${name} of ${o.app} deleted\n`);
+    });
+  topics
+    .command('list')
+    .description("the app's topics with their subscriber counts")
+    .requiredOption('--app <app>', 'the app')
+    .option('--json', 'JSON output')
+    .action(async (o: { app: string; json?: boolean }) => {
+      const rows = await withDatabase(async (db) => {
+        await requireApp(db, o.app);
+        return createAudienceStore(db.kysely).listTopics(o.app, 1000);
+      });
+      printRows(rows.map((t) => ({ name: t.name, subscribers: t.subscribers, createdAt: t.createdAt.toISOString() })), o.json === true);
+    });
+  topics
+    .command('show <topic>')
+    .description('a topic and its subscriber count')
+    .requiredOption('--app <app>', 'the app')
+    .option('--json', 'JSON output')
+    .action(async (name: string, o: { app: string; json?: boolean }) => {
+      const topic = await withDatabase(async (db) => createAudienceStore(db.kysely).findTopic(o.app, await topicOf(db, o.app, name)));
+      if (topic === undefined) throw new Error(`unknown topic "${name}" of app "${o.app}"`);
+      printObject({ app: topic.app, name: topic.name, subscribers: topic.subscribers, createdAt: topic.createdAt.toISOString() }, o.json === true);
+    });
+  for (const [verb, subscribed] of [['subscribe', true], ['unsubscribe', false]] as const) {
+    topics
+      .command(`${verb} <topic>`)
+      .description(`${verb} users and devices (at most ${MAX_TOPIC_BATCH}); the last event per member wins`)
+      .requiredOption('--app <app>', 'the app')
+      .option('--user <userId>', 'a user (repeatable)', collect)
+      .option('--device <platform:token>', 'a single device (repeatable)', collect)
+      .option('--at <iso-time>', 'the event time (default: now)')
+      .option('--json', 'JSON output')
+      .action(async (topic: string, o: Membership) => changeMembership(topic, o, subscribed));
+  }
+}

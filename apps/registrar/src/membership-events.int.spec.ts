@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAudienceStore } from '@herald/db';
+import { createLogger } from '@herald/logging';
+import { createTestDatabase, type TestDatabase } from '@herald/testing';
+import { createRegistrarHandler } from './registrar.ts';
+
+const logger = createLogger({ service: 'registrar-test', level: 'silent' });
+let t: TestDatabase;
+
+beforeAll(async () => {
+  t = await createTestDatabase('registrar_members');
+  await t.db.apps.upsert({ id: 'chat' });
+  await t.db.kysely.insertInto('topics').values({ app: 'chat', name: 'news' }).execute();
+});
+afterAll(async () => t?.drop());
+
+const message = (body: unknown) => ({
+  body: Buffer.from(JSON.stringify(body)),
+  headers: {},
+  routingKey: 'push.registrations',
+  redelivered: false,
+  attempt: 1,
+  queue: 'push.registrations',
+});
+const member = (extra: Record<string, unknown>) => ({ kind: 'topic-membership', app: 'chat', topic: 'news', userId: 'u1', subscribed: true, eventAt: '2025-03-01T10:00:00Z', ...extra });
+const count = async () => Number((await t.db.kysely.selectFrom('topics').select('subscriber_count').where('name', '=', 'news').executeTakeFirstOrThrow()).subscriber_count);
+
+describe('registrar: topic memberships and follow events on push.registrations', () => {
+  it('applies good events (last event wins) and parks bad ones with a reason', async () => {
+    const handle = createRegistrarHandler({ devices: t.db.devices, audiences: createAudienceStore(t.db.kysely), apps: t.db.apps, logger });
+    const outcomes = await handle([
+      message(member({ subscribed: false, eventAt: '2025-03-02T00:00:00Z' })),
+      message(member({})),
+      message(member({ userId: 'u2' })),
+      message(member({ topic: 'sport' })),
+      message(member({ userId: undefined })),
+      message(member({ app: 'ghost' })),
+      message({ kind: 'follow', app: 'chat', follower: 'u1', followee: 'u9', following: true, eventAt: '2025-03-01T10:00:00Z' }),
+      message({ kind: 'follow', app: 'chat', follower: 'u1', followee: 'u1', following: true, eventAt: '2025-03-01T10:00:00Z' }),
+    ]);
+    expect(outcomes.slice(0, 3)).toEqual([{ kind: 'ack' }, { kind: 'ack' }, { kind: 'ack' }]);
+    expect(outcomes[3]).toEqual({ kind: 'park', code: 'unknown-topic', reason: 'unknown topic "sport" of app "chat"' });
+    expect(outcomes[4]).toMatchObject({ kind: 'park', code: 'schema', reason: expect.stringContaining('exactly one of userId and device') });
+    expect(outcomes[5]).toEqual({ kind: 'park', code: 'unknown-app', reason: 'unknown app "ghost"' });
+    expect(outcomes[6]).toEqual({ kind: 'ack' });
+    expect(outcomes[7]).toMatchObject({ kind: 'park', code: 'schema', reason: expect.stringContaining('followee: a user cannot follow themselves') });
+    // u1's newer unsubscribe beat its older subscribe in the same batch; u2 subscribed.
+    expect(await count()).toBe(1);
+    const edge = await t.db.kysely.selectFrom('follows').selectAll().where('followee', '=', 'u9').executeTakeFirst();
+    expect(edge?.following).toBe(true);
+  });
+});

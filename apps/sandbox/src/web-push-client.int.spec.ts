@@ -1,0 +1,183 @@
+import { createECDH } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { derivePushId, type DevicePush } from '@herald/contracts';
+import { createLogger } from '@herald/logging';
+import { createWebPushProvider, loadSandboxWebTrust, type PushProvider, type VapidKeyPair, type WebPushSettings } from '@herald/providers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from './index.ts';
+
+/** Provider (web-push encrypting and signing) against the sandbox's push service (node:crypto decrypting and verifying). */
+const logger = createLogger({ service: 'web-int', level: 'silent' });
+let stateDir: string;
+let sandbox: Sandbox;
+let settings: WebPushSettings;
+let provider: PushProvider;
+let n = 0;
+
+const vapidPair = (): VapidKeyPair => {
+  const ecdh = createECDH('prime256v1');
+  ecdh.generateKeys();
+  return { publicKey: ecdh.getPublicKey().toString('base64url'), privateKey: ecdh.getPrivateKey().toString('base64url') };
+};
+const appKeys = vapidPair();
+
+const control = async (method: string, path: string, body?: unknown): Promise<unknown> => {
+  const res = await fetch(`${sandbox.settings.control.url}${path}`, { method, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  return res.json();
+};
+type Subscription = { endpoint: string; keys: { p256dh: string; auth: string } };
+const subscribe = (applicationServerKey?: string): Promise<Subscription> =>
+  control('POST', '/web/subscriptions', applicationServerKey === undefined ? {} : { applicationServerKey }) as Promise<Subscription>;
+const received = async (endpoint: string): Promise<Array<Record<string, unknown>>> =>
+  (await control('GET', `/web/pushes?endpoint=${encodeURIComponent(endpoint)}`)) as Array<Record<string, unknown>>;
+const fault = (spec: Record<string, unknown>): Promise<unknown> => control('POST', '/faults', { platform: 'web', ...spec });
+
+function webPush(sub: Subscription, over: Partial<DevicePush> = {}): DevicePush {
+  n += 1;
+  return {
+    version: 1,
+    pushId: derivePushId('job-web', `device-${n}`),
+    jobId: 'job-web',
+    deviceId: `device-${n}`,
+    app: 'demo',
+    platform: 'web',
+    token: sub.endpoint,
+    webKeys: sub.keys,
+    userId: 'user-1',
+    content: { title: 'Hello', body: 'World', data: { chat: '42' }, clickAction: 'https://example.com/chat/42' },
+    priority: 'high',
+    collapseKey: 'chat-42',
+    acceptedAt: new Date().toISOString(),
+    ...over,
+  };
+}
+
+beforeAll(async () => {
+  stateDir = await mkdtemp(join(tmpdir(), 'herald-web-'));
+  sandbox = await startSandbox({ stateDir, logger });
+  settings = { trusted: await loadSandboxWebTrust(stateDir), vapid: { subject: 'mailto:ops@example.com', current: appKeys }, requestTimeoutMs: 5000 };
+  provider = await createWebPushProvider(settings, logger);
+});
+afterAll(async () => {
+  await provider?.close();
+  await sandbox?.close();
+  await rm(stateDir, { recursive: true, force: true });
+});
+
+describe('Web Push provider against the sandbox push service', () => {
+  it('delivers: the push service decrypts exactly the JSON Herald sent, with TTL, Urgency, Topic and a verified VAPID JWT', async () => {
+    const sub = await subscribe(appKeys.publicKey);
+    const push = webPush(sub, { expiresAt: new Date(Date.now() + 3600_000).toISOString() });
+    const result = await provider.send(push, {});
+    expect(result).toMatchObject({ kind: 'delivered', providerMessageId: expect.stringContaining('/m/') });
+    const [got] = await received(sub.endpoint);
+    expect(got?.['payload']).toEqual({
+      title: 'Hello',
+      body: 'World',
+      tag: 'chat-42',
+      url: 'https://example.com/chat/42',
+      data: { chat: '42' },
+      jobId: 'job-web',
+      pushId: push.pushId,
+      sentAt: expect.any(String),
+    });
+    expect(got?.['ttl']).toBeGreaterThan(3500);
+    expect(got?.['ttl']).toBeLessThanOrEqual(3600);
+    expect(got).toMatchObject({ urgency: 'high', topic: 'chat-42', vapidKey: appKeys.publicKey });
+    const claims = got?.['claims'] as { aud: string; exp: number; sub: string };
+    expect(claims.aud).toBe(new URL(sub.endpoint).origin);
+    expect(claims.sub).toBe('mailto:ops@example.com');
+    expect(claims.exp).toBeGreaterThan(Date.now() / 1000);
+  });
+
+  it('a collapse key outside RFC 8030 becomes a stable 32-character topic (same key, same topic)', async () => {
+    const sub = await subscribe();
+    for (let i = 0; i < 2; i++) expect(await provider.send(webPush(sub, { collapseKey: 'score: 2–1 (live)' }), {})).toMatchObject({ kind: 'delivered' });
+    const topics = (await received(sub.endpoint)).map((p) => p['topic']);
+    expect(topics[0]).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(topics[1]).toBe(topics[0]);
+  });
+
+  it('signs with another key than the subscription was made with: 403, permanent (the subscription is not invalidated)', async () => {
+    const sub = await subscribe(vapidPair().publicKey);
+    const result = await provider.send(webPush(sub), {});
+    expect(result).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidKeyMismatch: .*HTTP 403/) });
+    expect(await received(sub.endpoint)).toEqual([]);
+  });
+
+  it('signs a subscription made under the previous key pair with that pair after a rotation, and names the rotation when neither is held', async () => {
+    const old = vapidPair();
+    const rotated = await createWebPushProvider({ ...settings, vapid: { subject: 'https://example.com/contact', current: vapidPair(), previous: old } }, logger);
+    try {
+      const sub = await subscribe(old.publicKey);
+      const asOld = { ...webPush(sub), webVapidKey: old.publicKey } as DevicePush;
+      expect(await rotated.send(asOld, {})).toMatchObject({ kind: 'delivered' });
+      expect((await received(sub.endpoint))[0]).toMatchObject({ vapidKey: old.publicKey });
+      const lost = { ...webPush(sub), webVapidKey: vapidPair().publicKey } as DevicePush;
+      expect(await rotated.send(lost, {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^vapid-key-rotated: /) });
+    } finally {
+      await rotated.close();
+    }
+  });
+
+  it('parks with a readable reason when there are no VAPID keys at all', async () => {
+    const keyless = await createWebPushProvider({ ...settings, vapid: undefined }, logger);
+    try {
+      expect(await keyless.send(webPush(await subscribe()), {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^no-vapid-keys: app "demo"/) });
+    } finally {
+      await keyless.close();
+    }
+  });
+
+  it('410 Gone (the browser unsubscribed) and 404 are dead tokens', async () => {
+    const gone = await subscribe();
+    await control('DELETE', `/web/subscriptions?endpoint=${encodeURIComponent(gone.endpoint)}`);
+    expect(await provider.send(webPush(gone), {})).toEqual({ kind: 'dead-token', reason: 'Gone' });
+    const missing = await subscribe();
+    await fault({ token: missing.endpoint, error: 'NotFound', times: 1 });
+    expect(await provider.send(webPush(missing), {})).toEqual({ kind: 'dead-token', reason: 'NotFound' });
+  });
+
+  it('429 with Retry-After is transient with that delay; 500 is transient; 413 is permanent', async () => {
+    const sub = await subscribe();
+    await fault({ token: sub.endpoint, error: 'TooManyRequests', retryAfterSeconds: 7, times: 1 });
+    expect(await provider.send(webPush(sub), {})).toMatchObject({ kind: 'transient', retryAfterMs: 7000, reason: expect.stringMatching(/^TooManyRequests/) });
+    await fault({ token: sub.endpoint, error: 'InternalServerError', times: 1 });
+    expect(await provider.send(webPush(sub), {})).toMatchObject({ kind: 'transient' });
+    await fault({ token: sub.endpoint, error: 'PayloadTooLarge', times: 1 });
+    expect(await provider.send(webPush(sub), {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^PayloadTooLarge/) });
+    expect(await provider.send(webPush(sub), {})).toMatchObject({ kind: 'delivered' });
+  });
+
+  it('refuses a payload over 3,993 bytes before sending (it would exceed 4,096 encrypted)', async () => {
+    const sub = await subscribe();
+    const result = await provider.send(webPush(sub, { content: { title: 'x', body: 'é'.repeat(2100) } }), {});
+    expect(result).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/Web Push allows 3993 bytes/) });
+    expect(await received(sub.endpoint)).toEqual([]);
+  });
+});
+
+describe('the sandbox push service enforces RFC 8030 / 8292 on any client', () => {
+  const post = (endpoint: string, headers: Record<string, string>, body: Buffer): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const url = new URL(endpoint);
+      const ca = settings.trusted?.[0]?.ca;
+      const req = request(url, { method: 'POST', headers, ...(ca !== undefined && { ca }) }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+
+  it('answers 413 to a body over 4,096 bytes, 401 without VAPID, 404 for an unknown subscription', async () => {
+    const sub = await subscribe();
+    const headers = { ttl: '60', 'content-encoding': 'aes128gcm' };
+    expect(await post(sub.endpoint, headers, Buffer.alloc(4097))).toBe(413);
+    expect(await post(sub.endpoint, headers, Buffer.alloc(200))).toBe(401);
+    expect(await post(`${sub.endpoint}x`, headers, Buffer.alloc(200))).toBe(404);
+  });
+});

@@ -1,0 +1,84 @@
+import { createPublicKey, verify } from 'node:crypto';
+
+/** RFC 8292 §2: a JWT "MUST NOT" expire more than 24 hours from the request. A minute of clock skew is tolerated. */
+const MAX_AHEAD_S = 24 * 3600;
+const SKEW_S = 60;
+
+export interface VapidClaims {
+  aud: string;
+  exp: number;
+  sub?: string;
+}
+
+export type VapidCheck = { ok: true; claims: VapidClaims; publicKey: string } | { ok: false; status: 401 | 403; reason: string };
+
+const fail = (reason: string, status: 401 | 403 = 401): VapidCheck => ({ ok: false, status, reason });
+
+/** `vapid t=<jwt>, k=<key>` (RFC 8292 §3) as its two parameters. */
+function parseAuthorization(header: string | undefined): { t: string; k: string } | undefined {
+  const m = /^vapid\s+(.*)$/i.exec(header?.trim() ?? '');
+  if (m === null) return undefined;
+  const params = new Map<string, string>();
+  for (const part of (m[1] ?? '').split(',')) {
+    const eq = part.indexOf('=');
+    if (eq > 0) params.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+  }
+  const t = params.get('t');
+  const k = params.get('k');
+  return t === undefined || k === undefined ? undefined : { t, k };
+}
+
+/** A raw uncompressed P-256 point (base64url) as a public key object. */
+function p256Key(k: string) {
+  const raw = Buffer.from(k, 'base64url');
+  if (raw.length !== 65 || raw[0] !== 4) return undefined;
+  try {
+    return createPublicKey({ key: { kty: 'EC', crv: 'P-256', x: raw.subarray(1, 33).toString('base64url'), y: raw.subarray(33).toString('base64url') }, format: 'jwk' });
+  } catch {
+    return undefined;
+  }
+}
+
+function decodeJson(part: string): Record<string, unknown> | undefined {
+  try {
+    const value = JSON.parse(Buffer.from(part, 'base64url').toString('utf8')) as unknown;
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function claimsProblem(claims: Record<string, unknown>, origin: string, nowS: number): string | undefined {
+  if (claims['aud'] !== origin) return `aud must be the push resource's origin ${origin}, got ${JSON.stringify(claims['aud'])} (RFC 8292 §2)`;
+  const exp = claims['exp'];
+  if (typeof exp !== 'number' || !Number.isInteger(exp)) return 'exp must be an integer (RFC 8292 §2)';
+  if (exp <= nowS - SKEW_S) return 'the JWT has expired (exp is in the past)';
+  if (exp > nowS + MAX_AHEAD_S + SKEW_S) return 'exp is more than 24 hours ahead (RFC 8292 §2)';
+  const sub = claims['sub'];
+  if (sub !== undefined && (typeof sub !== 'string' || !/^(mailto:|https:)/.test(sub))) return 'sub must be a mailto: or https: URL (RFC 8292 §2.1)';
+  return undefined;
+}
+
+/**
+ * Verify a request's VAPID Authorization (RFC 8292): ES256 signature with the key `k`, `aud` the
+ * endpoint's origin, `exp` not past and at most 24 h ahead, `sub` mailto:/https:. A subscription
+ * bound to an applicationServerKey answers 403 for any other key, as push services do.
+ */
+export function checkVapid(header: string | undefined, origin: string, boundKey: string | undefined, nowS = Math.floor(Date.now() / 1000)): VapidCheck {
+  const auth = parseAuthorization(header);
+  if (auth === undefined) return fail('missing or malformed Authorization: expected "vapid t=<JWT>, k=<public key>" (RFC 8292 §3)');
+  const key = p256Key(auth.k);
+  if (key === undefined) return fail('k must be an uncompressed P-256 public key, base64url (RFC 8292 §3.2)');
+  if (boundKey !== undefined && auth.k !== boundKey) return fail('the VAPID key does not match the applicationServerKey this subscription was made with', 403);
+  const [h, p, s, extra] = auth.t.split('.');
+  if (h === undefined || p === undefined || s === undefined || extra !== undefined) return fail('t must be a JWS compact serialization');
+  const jose = decodeJson(h);
+  if (jose?.['alg'] !== 'ES256') return fail('the JWT must be signed with ES256 (RFC 8292 §2)');
+  const ok = verify('sha256', Buffer.from(`${h}.${p}`, 'latin1'), { key, dsaEncoding: 'ieee-p1363' }, Buffer.from(s, 'base64url'));
+  if (!ok) return fail('the JWT signature does not verify with k');
+  const claims = decodeJson(p);
+  if (claims === undefined) return fail('the JWT claims are not a JSON object');
+  const problem = claimsProblem(claims, origin, nowS);
+  if (problem !== undefined) return fail(problem);
+  return { ok: true, claims: claims as unknown as VapidClaims, publicKey: auth.k };
+}

@@ -1,0 +1,43 @@
+import { bool, int, type VarSpec } from '@herald/config';
+import { deschedulerConfig, proxyUrlVar, pusherConfig } from '@herald/delivery';
+
+/** An optional base64url key of `bytes` bytes (unset or empty: undefined). */
+const vapidKeyVar = (description: string, bytes: number, secret = false): VarSpec<string | undefined> => ({
+  description,
+  default: '',
+  secret,
+  parse: (raw) => {
+    const value = raw.trim();
+    if (value.length === 0) return undefined;
+    if (!/^[A-Za-z0-9_-]+$/.test(value) || Buffer.from(value, 'base64url').length !== bytes) {
+      throw new Error(`must be ${bytes} bytes, base64url without padding (as web-push generate-vapid-keys prints them)`);
+    }
+    return value;
+  },
+});
+
+const subjectVar: VarSpec<string | undefined> = {
+  description: 'VAPID contact (RFC 8292 §2.1): a mailto: or https: URL push services can reach the operator at',
+  default: '',
+  parse: (raw) => {
+    const value = raw.trim();
+    if (value.length === 0) return undefined;
+    if (!/^(mailto:.+@.+|https:\/\/.+)$/.test(value)) throw new Error('must be a mailto: or https: URL');
+    return value;
+  },
+};
+
+export const webPusherConfig = {
+  ...pusherConfig,
+  // The in-process descheduler (scheduled web pushes are released here; there is no web-descheduler).
+  DESCHEDULER_BATCH_SIZE: deschedulerConfig.DESCHEDULER_BATCH_SIZE,
+  DESCHEDULER_CONCURRENCY: deschedulerConfig.DESCHEDULER_CONCURRENCY,
+  DESCHEDULER_RECHECK_MS: deschedulerConfig.DESCHEDULER_RECHECK_MS,
+  DESCHEDULER_ERROR_BACKOFF_MS: deschedulerConfig.DESCHEDULER_ERROR_BACKOFF_MS,
+  WEB_PUSH_VAPID_PUBLIC_KEY: vapidKeyVar('VAPID public key for apps without their own (65 bytes, base64url); with the private key and subject', 65),
+  WEB_PUSH_VAPID_PRIVATE_KEY: vapidKeyVar('VAPID private key for apps without their own (32 bytes, base64url)', 32, true),
+  WEB_PUSH_VAPID_SUBJECT: subjectVar,
+  WEB_PUSH_PROXY_URL: proxyUrlVar('HTTP CONNECT egress proxy for push services: http://[user:password@]host:port'),
+  WEB_PUSH_TRUST_SANDBOX: bool("Trust the local sandbox's certificate for the sandbox's Web Push origin only (sandbox.json); false in production", { default: 'true' }),
+  WEB_PUSH_REQUEST_TIMEOUT_MS: int('Per-request timeout for push services', { default: '5000', min: 100 }),
+} as const;

@@ -1,0 +1,26 @@
+import { loadConfig } from '@herald/config';
+import { capRequestTimeout, runPusher, startInProcessDescheduler } from '@herald/delivery';
+import { createWebPushProvider } from '@herald/providers';
+import { webPusherConfig } from './config.ts';
+import { webSettings } from './web-settings.ts';
+
+const config = loadConfig(webPusherConfig, process.env);
+
+await runPusher(
+  'web',
+  config,
+  async (logger, limits) => {
+    const settings = capRequestTimeout(await webSettings(config), limits, logger);
+    logger.info(
+      {
+        vapid: settings.vapid?.current.publicKey ?? 'none (apps without their own keys park as no-vapid-keys)',
+        sandbox: settings.trusted?.map((t) => `${t.host}:${t.port}`) ?? [],
+        proxy: settings.proxy && `${settings.proxy.host}:${settings.proxy.port}`,
+      },
+      'Web Push settings',
+    );
+    return createWebPushProvider(settings, logger);
+  },
+  // Scheduled web pushes are released here, not by a web-descheduler (SKIP LOCKED keeps N pushers apart).
+  (parts) => startInProcessDescheduler('web', config, parts),
+);

@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import { WebPushHost } from './web-subscription.ts';
+
+/** RFC 8292 §2.1: the `sub` claim, a contact for the push service's operators: a mailto: or https: URL. */
+export const VapidSubject = z
+  .string()
+  .max(1024)
+  .superRefine((value, ctx) => {
+    const bad = (why: string) => ctx.addIssue({ code: 'custom', message: `must be a mailto: or https: URL (RFC 8292 §2.1): ${why}` });
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      return bad(`"${value.slice(0, 80)}" is not a URL`);
+    }
+    if (url.protocol === 'mailto:') return url.pathname.includes('@') ? undefined : bad('a mailto: URL names an address (mailto:ops@example.com)');
+    if (url.protocol !== 'https:') return bad(`got ${url.protocol.replace(/:$/, '')}`);
+    return undefined;
+  });
+
+/** POST /admin/apps/:id/vapid — the app's first VAPID key pair (Herald generates it), with its contact subject. */
+export const VapidGenerate = z.strictObject({ subject: VapidSubject });
+export type VapidGenerate = z.infer<typeof VapidGenerate>;
+
+/** POST /admin/apps/:id/vapid/rotate — a new pair; the current one is kept as previous; optionally a new subject. */
+export const VapidRotate = z.strictObject({ subject: VapidSubject.optional() });
+export type VapidRotate = z.infer<typeof VapidRotate>;
+
+/** PATCH /admin/apps/:id/web-push — the contact subject and/or the push-service hosts (null: back to the default list). */
+export const WebPushUpdate = z
+  .strictObject({
+    subject: VapidSubject.optional(),
+    hosts: z.array(WebPushHost).min(1).max(100).nullable().optional(),
+  })
+  .refine((u) => u.subject !== undefined || u.hosts !== undefined, { message: 'give subject or hosts', path: ['subject'] });
+export type WebPushUpdate = z.infer<typeof WebPushUpdate>;
+
+/** An app's Web Push settings as the admin API and the CLI show them: public keys only, never a private one. */
+export const WebPushView = z.object({
+  app: z.string(),
+  /** null until a key pair is generated. */
+  vapid: z
+    .object({
+      publicKey: z.string(),
+      /** The key pair before the last rotation, still used for subscriptions made under it. */
+      previousPublicKey: z.string().nullable(),
+      subject: z.string(),
+    })
+    .nullable(),
+  hosts: z.array(z.string()),
+  /** true when hosts is Herald's default list (the well-known browser push services). */
+  defaultHosts: z.boolean(),
+  credentialsVersion: z.number().int(),
+});
+export type WebPushView = z.infer<typeof WebPushView>;
+
+/** GET /v1/web-push/vapid-public-key — what a web front end subscribes with (`applicationServerKey`). */
+export const VapidPublicKeyView = z.object({ app: z.string(), publicKey: z.string(), subject: z.string() });
+export type VapidPublicKeyView = z.infer<typeof VapidPublicKeyView>;
+
+/** Its query: the app, needed when the API key acts for more than one. */
+export const VapidPublicKeyQuery = z.strictObject({ app: z.string().min(1).max(64).optional() });

@@ -1,0 +1,85 @@
+import { z } from 'zod';
+
+/**
+ * Web Push (libs/providers/PROVIDER-RULES.md, "Web Push"): a browser's PushSubscription is an
+ * endpoint URL on its push service plus two keys (RFC 8291 §3): `p256dh`, the browser's P-256
+ * public key (65 bytes, uncompressed point), and `auth`, a 16-byte secret. Herald stores the
+ * endpoint as the device's token and the keys beside it.
+ */
+const BASE64URL = /^[A-Za-z0-9_-]+={0,2}$/;
+
+const decodedLength = (value: string): number => Buffer.from(value.replace(/=+$/, ''), 'base64url').length;
+
+function base64urlKey(name: string, bytes: number, check?: (raw: Buffer) => string | undefined) {
+  return z.string().superRefine((value, ctx) => {
+    if (!BASE64URL.test(value)) {
+      ctx.addIssue({ code: 'custom', message: `${name} must be base64url (RFC 4648 §5: letters, digits, "-" and "_")` });
+      return;
+    }
+    const length = decodedLength(value);
+    if (length !== bytes) {
+      ctx.addIssue({ code: 'custom', message: `${name} must decode to ${bytes} bytes, got ${length}` });
+      return;
+    }
+    const problem = check?.(Buffer.from(value.replace(/=+$/, ''), 'base64url'));
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  });
+}
+
+/** A subscription's keys, as `PushSubscription.toJSON().keys` gives them. */
+export const WebPushKeys = z.strictObject({
+  p256dh: base64urlKey('p256dh', 65, (raw) => (raw[0] === 0x04 ? undefined : 'p256dh must be an uncompressed P-256 point (first byte 0x04)')),
+  auth: base64urlKey('auth', 16),
+});
+export type WebPushKeys = z.infer<typeof WebPushKeys>;
+
+/** The endpoint of a subscription: an https URL of at most 2,048 characters, without credentials or a fragment. */
+export function webEndpointProblem(endpoint: string): string | undefined {
+  if (endpoint.length > 2048) return `not a Web Push endpoint: at most 2048 characters, got ${endpoint.length}`;
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return 'not a Web Push endpoint: expected an https URL';
+  }
+  if (url.protocol !== 'https:') return `not a Web Push endpoint: expected an https URL, got ${url.protocol.replace(/:$/, '')}`;
+  if (url.username !== '' || url.password !== '') return 'not a Web Push endpoint: the URL must not carry credentials';
+  if (url.hash !== '') return 'not a Web Push endpoint: the URL must not carry a fragment';
+  return undefined;
+}
+
+/**
+ * The push services of the browsers people use (Chrome/Edge/Opera via FCM, Firefox via Mozilla
+ * autopush, Safari via Apple, legacy Edge via WNS). An app's own allow-list replaces this one.
+ * An entry "*.example.com" matches every subdomain of example.com (not example.com itself).
+ */
+export const DEFAULT_WEB_PUSH_HOSTS: readonly string[] = [
+  'fcm.googleapis.com',
+  'updates.push.services.mozilla.com',
+  'web.push.apple.com',
+  '*.push.apple.com',
+  '*.notify.windows.com',
+];
+
+export function hostAllowed(host: string, allowed: readonly string[]): boolean {
+  const h = host.toLowerCase();
+  return allowed.some((entry) => {
+    const e = entry.toLowerCase();
+    return e.startsWith('*.') ? h.endsWith(e.slice(1)) : h === e;
+  });
+}
+
+/** RFC 8030 §5.4: a Topic is at most 32 characters of the URL-safe base64 alphabet. */
+export const WEB_PUSH_TOPIC = /^[A-Za-z0-9_-]{1,32}$/;
+
+/** RFC 8030 §5.3 Urgency values. */
+export const WebPushUrgencies = ['very-low', 'low', 'normal', 'high'] as const;
+export type WebPushUrgency = (typeof WebPushUrgencies)[number];
+
+/**
+ * A push service refuses a body over 4,096 bytes (RFC 8030 §7.2 asks it to accept at least that).
+ * The aes128gcm body is an 86-byte header (salt 16, record size 4, key id length 1, key id 65),
+ * one record of plaintext + 1 padding delimiter + 16-byte tag: so at most 3,993 plaintext bytes.
+ */
+export const WEB_PUSH_MAX_BODY_BYTES = 4096;
+export const WEB_PUSH_MAX_PLAINTEXT_BYTES = WEB_PUSH_MAX_BODY_BYTES - 86 - 1 - 16;

@@ -1,0 +1,103 @@
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { DeviceRegister, DeviceUnregister } from './http-api.ts';
+import { Registration } from './registration.ts';
+import { endpointHostProblem } from './web-subscription.ts';
+import { VapidGenerate, WebPushUpdate } from './web-push-admin.ts';
+
+/** A P-256 public key as browsers give it (uncompressed point, base64url). */
+function p256(): string {
+  const jwk = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'jwk' });
+  return Buffer.concat([Buffer.from([4]), Buffer.from(jwk.x ?? '', 'base64url'), Buffer.from(jwk.y ?? '', 'base64url')]).toString('base64url');
+}
+const endpoint = 'https://fcm.googleapis.com/fcm/send/dGVzdA:APA91b-example';
+/** What `PushSubscription.toJSON()` gives in a browser. */
+const browserSubscription = () => ({ endpoint, expirationTime: null, keys: { p256dh: p256(), auth: randomBytes(16).toString('base64url') } });
+const base = { app: 'chat', platform: 'web', userId: 'u1' } as const;
+
+const issues = (schema: { safeParse(v: unknown): { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string }> } } }, value: unknown) => {
+  const r = schema.safeParse(value);
+  return r.success ? [] : (r.error?.issues ?? []).map((i) => `${i.path.map(String).join('.')}: ${i.message}`);
+};
+
+describe('web registrations at the doors', () => {
+  it('takes a browser PushSubscription as is and gives the canonical token (endpoint) and keys', () => {
+    const subscription = browserSubscription();
+    const parsed = DeviceRegister.parse({ ...base, subscription });
+    expect(parsed).toMatchObject({ platform: 'web', token: endpoint, keys: subscription.keys });
+    expect(parsed).not.toHaveProperty('subscription');
+    // The canonical form is a valid queue message.
+    expect(issues(Registration, { ...parsed, kind: 'register', eventAt: '2025-03-01T10:00:00Z' })).toEqual([]);
+  });
+
+  it('takes token and keys, and the applicationServerKey the browser subscribed with', () => {
+    const { keys } = browserSubscription();
+    expect(issues(DeviceRegister, { ...base, token: endpoint, keys, applicationServerKey: p256() })).toEqual([]);
+    expect(issues(DeviceRegister, { ...base, token: endpoint, keys, applicationServerKey: 'short' })).toEqual([expect.stringMatching(/^applicationServerKey: must be an uncompressed P-256 public key/)]);
+  });
+
+  it('refuses a bad endpoint, naming the field: not a URL, http, credentials, a fragment', () => {
+    const { keys } = browserSubscription();
+    expect(issues(DeviceRegister, { ...base, token: 'fcm.googleapis.com/x', keys })).toEqual(['token: not a Web Push endpoint: expected an https URL']);
+    expect(issues(DeviceRegister, { ...base, token: 'http://fcm.googleapis.com/x', keys })).toEqual(['token: not a Web Push endpoint: expected an https URL, got http']);
+    expect(issues(DeviceRegister, { ...base, token: 'ftp://fcm.googleapis.com/x', keys })).toEqual(['token: not a Web Push endpoint: expected an https URL, got ftp']);
+    expect(issues(DeviceRegister, { ...base, token: 'https://u:p@fcm.googleapis.com/x', keys })).toEqual([expect.stringMatching(/^token: .*credentials/)]);
+    const sub = { ...browserSubscription(), endpoint: 'http://fcm.googleapis.com/x' };
+    expect(issues(DeviceRegister, { ...base, subscription: sub })).toEqual(['subscription.endpoint: not a Web Push endpoint: expected an https URL, got http']);
+  });
+
+  it('refuses bad keys, naming each: not base64url, wrong lengths, not an uncompressed point', () => {
+    const { keys } = browserSubscription();
+    expect(issues(DeviceRegister, { ...base, token: endpoint, keys: { ...keys, auth: 'a+b/c' } })).toEqual([expect.stringMatching(/^keys\.auth: auth must be base64url/)]);
+    expect(issues(DeviceRegister, { ...base, token: endpoint, keys: { ...keys, auth: randomBytes(8).toString('base64url') } })).toEqual(['keys.auth: auth must decode to 16 bytes, got 8']);
+    expect(issues(DeviceRegister, { ...base, token: endpoint, keys: { ...keys, p256dh: randomBytes(64).toString('base64url') } })).toEqual(['keys.p256dh: p256dh must decode to 65 bytes, got 64']);
+    const notPoint = Buffer.concat([Buffer.from([2]), randomBytes(64)]).toString('base64url');
+    expect(issues(DeviceRegister, { ...base, token: endpoint, keys: { ...keys, p256dh: notPoint } })).toEqual(['keys.p256dh: p256dh must be an uncompressed P-256 point (first byte 0x04)']);
+    const sub = browserSubscription();
+    expect(issues(DeviceRegister, { ...base, subscription: { ...sub, keys: { ...sub.keys, auth: 'x' } } })).toEqual([expect.stringMatching(/^subscription\.keys\.auth: /)]);
+  });
+
+  it('a web registration needs its keys; an APNs or FCM one may not carry any', () => {
+    const { keys } = browserSubscription();
+    expect(issues(DeviceRegister, { ...base, token: endpoint })).toEqual([expect.stringMatching(/^keys: a web registration carries the subscription keys/)]);
+    expect(issues(Registration, { ...base, kind: 'register', token: endpoint, eventAt: '2025-03-01T10:00:00Z' })).toEqual([expect.stringMatching(/^keys: /)]);
+    const apns = { app: 'chat', platform: 'apns', userId: 'u1', token: 'ab'.repeat(32) };
+    expect(issues(DeviceRegister, { ...apns, keys })).toEqual(['keys: keys belong to a Web Push subscription; an APNs registration has none']);
+    expect(issues(DeviceRegister, { ...apns, applicationServerKey: p256() })).toEqual([expect.stringMatching(/^applicationServerKey: .*an APNs registration has none/)]);
+    expect(issues(DeviceRegister, { ...apns, subscription: browserSubscription() })).toEqual(['subscription: subscription is a Web Push subscription: give platform "web"']);
+    expect(issues(DeviceRegister, { ...base, token: endpoint, keys, subscription: browserSubscription() })).toEqual(['subscription: give either subscription or token and keys, not both']);
+    expect(issues(DeviceRegister, { ...base, token: endpoint, keys, tokenKind: 'voip' })).toEqual([expect.stringMatching(/^tokenKind: .*a Web Push subscription is always "device"/)]);
+  });
+
+  it('unregisters by endpoint', () => {
+    expect(issues(DeviceUnregister, { app: 'chat', platform: 'web', token: endpoint })).toEqual([]);
+    expect(issues(DeviceUnregister, { app: 'chat', platform: 'web', token: 'http://x/y' })).toEqual(['token: not a Web Push endpoint: expected an https URL, got http']);
+  });
+});
+
+describe('push-service allow-list', () => {
+  it('accepts the browsers push services by default and an app list when it has one, naming the host otherwise', () => {
+    expect(endpointHostProblem(endpoint, null)).toBeUndefined();
+    expect(endpointHostProblem('https://web.push.apple.com/QGx', null)).toBeUndefined();
+    expect(endpointHostProblem('https://push.example.net/x', null)).toMatch(/^the push service host "push.example.net" is not on the app's allow-list \(fcm.googleapis.com, /);
+    expect(endpointHostProblem('https://127.0.0.1:4443/wp/1', ['127.0.0.1'])).toBeUndefined();
+    expect(endpointHostProblem(endpoint, ['127.0.0.1'])).toMatch(/"fcm.googleapis.com" is not on the app's allow-list \(127.0.0.1\)/);
+  });
+});
+
+describe('VAPID admin inputs', () => {
+  it('a subject is a mailto: address or an https: URL, named in the error', () => {
+    expect(issues(VapidGenerate, { subject: 'mailto:ops@example.com' })).toEqual([]);
+    expect(issues(VapidGenerate, { subject: 'https://example.com/contact' })).toEqual([]);
+    expect(issues(VapidGenerate, { subject: 'http://example.com' })).toEqual([expect.stringMatching(/^subject: must be a mailto: or https: URL .*got http/)]);
+    expect(issues(VapidGenerate, { subject: 'mailto:nobody' })).toEqual([expect.stringMatching(/^subject: .*names an address/)]);
+    expect(issues(VapidGenerate, { subject: 'ops@example.com' })).toEqual([expect.stringMatching(/^subject: .*is not a URL/)]);
+  });
+
+  it('hosts are host names or *.domain entries', () => {
+    expect(issues(WebPushUpdate, { hosts: ['127.0.0.1', '*.push.example.com'] })).toEqual([]);
+    expect(issues(WebPushUpdate, { hosts: ['https://push.example.com'] })).toEqual([expect.stringMatching(/^hosts\.0: must be a host name/)]);
+    expect(issues(WebPushUpdate, { hosts: null })).toEqual([]);
+    expect(issues(WebPushUpdate, {})).toEqual(['subject: give subject or hosts']);
+  });
+});

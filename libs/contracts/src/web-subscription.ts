@@ -1,0 +1,54 @@
+import { z } from 'zod';
+import { DEFAULT_WEB_PUSH_HOSTS, hostAllowed, WebPushKeys } from './web-push.ts';
+
+/**
+ * A browser subscription at Herald's doors (docs/adr/0014-web-push.md). On the queue a web
+ * registration is canonical: `token` = the subscription's endpoint, `keys` = its keys. The HTTP
+ * API and the CLI also take the subscription as the browser gives it (`PushSubscription.toJSON()`).
+ */
+
+/** A VAPID public key (RFC 8292 §3.2, the browser's applicationServerKey): an uncompressed P-256 point, base64url. */
+export const VapidPublicKey = z.string().superRefine((value, ctx) => {
+  if (!/^[A-Za-z0-9_-]+={0,2}$/.test(value)) {
+    ctx.addIssue({ code: 'custom', message: 'must be base64url (RFC 4648 §5: letters, digits, "-" and "_")' });
+    return;
+  }
+  const raw = Buffer.from(value.replace(/=+$/, ''), 'base64url');
+  if (raw.length !== 65 || raw[0] !== 0x04) {
+    ctx.addIssue({ code: 'custom', message: `must be an uncompressed P-256 public key (65 bytes starting 0x04), got ${raw.length} bytes` });
+  }
+});
+
+/** `PushSubscription.toJSON()`: endpoint, expirationTime (ignored: the push service answers 404/410 when it ends) and keys. */
+export const PushSubscriptionJson = z.object({
+  endpoint: z.string().min(1).max(4096),
+  expirationTime: z.number().nullable().optional(),
+  keys: WebPushKeys,
+});
+export type PushSubscriptionJson = z.infer<typeof PushSubscriptionJson>;
+
+/** The registration fields of a browser subscription: its endpoint is the device token. */
+export const subscriptionFields = (s: PushSubscriptionJson): { token: string; keys: WebPushKeys } => ({ token: s.endpoint, keys: s.keys });
+
+/** The push-service hosts an app accepts: its own list, or the well-known browser push services. */
+export const webPushHostsOf = (hosts: readonly string[] | null | undefined): readonly string[] => hosts ?? DEFAULT_WEB_PUSH_HOSTS;
+
+/** Why an endpoint's push service is not one the app accepts (undefined: it is, or the endpoint is no URL: the contract says so). */
+export function endpointHostProblem(endpoint: string, hosts: readonly string[] | null | undefined): string | undefined {
+  let host: string;
+  try {
+    host = new URL(endpoint).hostname;
+  } catch {
+    return undefined;
+  }
+  const allowed = webPushHostsOf(hosts);
+  if (hostAllowed(host, allowed)) return undefined;
+  return `the push service host "${host}" is not on the app's allow-list (${allowed.join(', ')}); an operator adds it with herald apps web-hosts`;
+}
+
+/** A host-list entry: a host name, or "*." and a domain for its subdomains (no scheme, port or path). */
+export const WebPushHost = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/, 'must be a host name, or "*." and a domain for its subdomains (no scheme, port or path)');

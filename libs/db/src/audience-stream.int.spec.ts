@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseSegment, type Registration, type SegmentFilter } from '@herald/contracts';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { audienceSize, readAudienceChunk, type AudienceSpec } from './audience-stream.ts';
+import { applyTopicMemberships, createTopic } from './topic-store.ts';
+import { applyFollowEvents } from './follow-edges.ts';
+import type { AudienceDevice } from './device-targets.ts';
+
+const NOW = new Date('2025-06-01T12:00:00Z');
+const N = 2_500;
+const daysAgo = (d: number) => new Date(NOW.getTime() - d * 86_400_000).toISOString();
+const LOCALES = ['de-DE', 'de-AT', 'en-GB', 'fr-FR', 'en-US'];
+const VERSIONS = ['4.9.9', '5', '5.0.1', '5.10', '5.9.3-beta1'];
+
+/** Device i of app-a: user-i, apns when i is even; attributes cycle so segments split them. */
+const reg = (i: number, over: Partial<Extract<Registration, { kind: 'register' }>> = {}): Registration => ({
+  version: 1,
+  kind: 'register',
+  app: 'app-a',
+  platform: i % 2 === 0 ? 'apns' : 'fcm',
+  token: `tok-${i}`,
+  userId: `user-${i}`,
+  locale: LOCALES[i % 5],
+  timezone: i % 3 === 0 ? 'Europe/Berlin' : 'UTC',
+  appVersion: VERSIONS[i % 5],
+  lastSeenAt: daysAgo(i % 60),
+  eventAt: '2025-01-01T00:00:00Z',
+  ...over,
+});
+
+let t: SpecDatabase;
+
+const segment = (text: string): SegmentFilter => {
+  const r = parseSegment(text);
+  if (!r.ok) throw new Error(r.message);
+  return r.filter;
+};
+
+/** Reads the whole audience chunk by chunk; fails on a chunk larger than the limit. */
+async function walk(audience: AudienceSpec, limit: number, extra: { category?: string; objectId?: string } = {}) {
+  const devices: AudienceDevice[] = [];
+  let after: string | null = null;
+  let chunks = 0;
+  let usersWithoutDevice = 0;
+  do {
+    const chunk = await readAudienceChunk(t.db, { app: 'app-a', audience, category: extra.category ?? 'news', ...(extra.objectId !== undefined && { objectId: extra.objectId }), after, limit, now: NOW });
+    expect(chunk.devices.length).toBeLessThanOrEqual(limit);
+    devices.push(...chunk.devices);
+    usersWithoutDevice += chunk.usersWithoutDevice;
+    after = chunk.next;
+    chunks += 1;
+  } while (after !== null && chunks < 1000);
+  return { devices, chunks, usersWithoutDevice, ids: devices.map((d) => d.deviceId) };
+}
+
+beforeAll(async () => {
+  t = await createSpecDatabase('audience');
+  await t.db.apps.upsert({ id: 'app-a' });
+  await t.db.apps.upsert({ id: 'app-b' });
+  const all = Array.from({ length: N }, (_, i) => reg(i));
+  await t.db.devices.applyRegistrations(all);
+  // Another app's devices and dead devices are never in app-a's audiences.
+  await t.db.devices.applyRegistrations(Array.from({ length: 50 }, (_, i) => reg(i, { app: 'app-b' })));
+  await t.db.devices.applyRegistrations(
+    Array.from({ length: 25 }, (_, i) => ({ version: 1, kind: 'unregister', app: 'app-a', platform: 'fcm', token: `tok-${i * 100 + 1}`, eventAt: '2025-02-01T00:00:00Z' }) as const),
+  );
+});
+
+afterAll(async () => t?.drop());
+
+describe('broadcast', () => {
+  it('walks every active device of the app exactly once in chunks of 500', async () => {
+    const { ids, chunks } = await walk({ kind: 'broadcast' }, 500);
+    expect(ids).toHaveLength(N - 25);
+    expect(new Set(ids).size).toBe(N - 25);
+    expect(chunks).toBeGreaterThanOrEqual(5);
+    expect(ids).toEqual([...ids].sort((a, b) => Number(a) - Number(b)));
+    expect(await audienceSize(t.db, { app: 'app-a', audience: { kind: 'broadcast' } })).toEqual({ size: N - 25, exact: true });
+  });
+
+  it('reports opt-outs and mutes of the category and object in skipped', async () => {
+    await t.db.preferences.addOptOut('user-2', 'promo', 'app-a');
+    await t.db.preferences.setMute('user-4', 'thread:9', null, 'app-a');
+    const { devices } = await walk({ kind: 'broadcast', segment: segment('platform = "apns" and timezone = "UTC"') }, 300, { category: 'promo', objectId: 'thread:9' });
+    const byUser = new Map(devices.map((d) => [d.userId, d.skipped]));
+    expect(byUser.get('user-2')).toBe('opted-out');
+    expect(byUser.get('user-4')).toBe('muted');
+    expect(byUser.get('user-8')).toBeNull();
+  });
+});
+
+describe('segments', () => {
+  const active = Array.from({ length: N }, (_, i) => i).filter((i) => !(i % 100 === 1 && i / 100 < 25));
+  const expectSegment = async (text: string, predicate: (i: number) => boolean) => {
+    const { devices } = await walk({ kind: 'broadcast', segment: segment(text) }, 700);
+    expect(devices.map((d) => d.userId).sort()).toEqual(active.filter(predicate).map((i) => `user-${i}`).sort());
+    const size = await audienceSize(t.db, { app: 'app-a', audience: { kind: 'broadcast', segment: segment(text) }, now: NOW });
+    expect(size.size).toBe(active.filter(predicate).length);
+  };
+
+  it('compares appVersion by its numbers (5.10 > 5.9, 5 = 5.0.0, a suffix ignored)', async () => {
+    await expectSegment('appVersion >= "5.9"', (i) => [3, 4].includes(i % 5));
+    await expectSegment('appVersion = "5.0.0"', (i) => i % 5 === 1);
+    await expectSegment('appVersion < 5', (i) => i % 5 === 0);
+  });
+
+  it('combines platform, language prefix, locale lists, timezone, lastSeen, not and or', async () => {
+    await expectSegment('platform = "apns" and language = "de"', (i) => i % 2 === 0 && i % 5 < 2);
+    await expectSegment('locale in ("en-GB", "fr-FR") or timezone = "Europe/Berlin"', (i) => [2, 3].includes(i % 5) || i % 3 === 0);
+    await expectSegment('lastSeen within 10d and not (platform = "fcm")', (i) => i % 60 <= 10 && i % 2 === 0);
+    await expectSegment('lastSeen before 50d', (i) => i % 60 > 50);
+    await expectSegment('not (language = "en") and locale != "de-AT"', (i) => [0, 3].includes(i % 5));
+  });
+});
+
+describe('topics', () => {
+  beforeAll(async () => {
+    await createTopic(t.db.kysely, 'app-a', 'news');
+    const users = Array.from({ length: N }, (_, i) => i).filter((i) => i % 2 === 0);
+    await applyTopicMemberships(
+      t.db.kysely,
+      users.map((i) => ({ app: 'app-a', topic: 'news', member: { userId: `user-${i}` }, subscribed: true, eventAt: '2025-03-01T00:00:00Z' })),
+    );
+    // Single devices: an odd user's device, an even user's (already in through its user), and a token registered later.
+    await applyTopicMemberships(t.db.kysely, [
+      { app: 'app-a', topic: 'news', member: { platform: 'fcm', token: 'tok-3' }, subscribed: true, eventAt: '2025-03-01T00:00:00Z' },
+      { app: 'app-a', topic: 'news', member: { platform: 'apns', token: 'tok-4' }, subscribed: true, eventAt: '2025-03-01T00:00:00Z' },
+      { app: 'app-a', topic: 'news', member: { platform: 'fcm', token: 'later-token' }, subscribed: true, eventAt: '2025-03-01T00:00:00Z' },
+      { app: 'app-a', topic: 'news', member: { userId: 'user-without-device' }, subscribed: true, eventAt: '2025-03-01T00:00:00Z' },
+    ]);
+  });
+
+  it('walks user members then device members, each device once, with users lacking a device counted', async () => {
+    await t.db.devices.applyRegistrations([reg(9999, { platform: 'fcm', token: 'later-token', userId: 'late-user' })]);
+    const { devices, usersWithoutDevice } = await walk({ kind: 'topic', topic: 'news' }, 500);
+    const expected = [...Array.from({ length: N / 2 }, (_, k) => `user-${k * 2}`), 'user-3', 'late-user'];
+    expect(devices.map((d) => d.userId).sort()).toEqual(expected.sort());
+    expect(new Set(devices.map((d) => d.deviceId)).size).toBe(devices.length);
+    expect(usersWithoutDevice).toBe(1);
+    expect(await audienceSize(t.db, { app: 'app-a', audience: { kind: 'topic', topic: 'news' } })).toEqual({ size: N / 2 + 4, exact: false });
+  });
+
+  it('last event wins: a late older subscribe cannot undo a newer unsubscribe, and the count follows', async () => {
+    const ev = (subscribed: boolean, eventAt: string) => ({ app: 'app-a', topic: 'news', member: { userId: 'user-0' }, subscribed, eventAt });
+    expect(await applyTopicMemberships(t.db.kysely, [ev(false, '2025-04-01T00:00:00Z')])).toEqual(['applied']);
+    expect(await applyTopicMemberships(t.db.kysely, [ev(true, '2025-03-15T00:00:00Z')])).toEqual(['stale']);
+    expect((await audienceSize(t.db, { app: 'app-a', audience: { kind: 'topic', topic: 'news' } })).size).toBe(N / 2 + 3);
+    const { devices } = await walk({ kind: 'topic', topic: 'news', segment: segment('platform = "apns"') }, 400);
+    expect(devices.map((d) => d.userId)).not.toContain('user-0');
+    expect(devices.every((d) => d.platform === 'apns')).toBe(true);
+    // Within one batch the newest event wins whatever the order.
+    expect(await applyTopicMemberships(t.db.kysely, [ev(true, '2025-05-02T00:00:00Z'), ev(false, '2025-05-01T00:00:00Z')])).toEqual(['applied', 'stale']);
+    expect((await audienceSize(t.db, { app: 'app-a', audience: { kind: 'topic', topic: 'news' } })).size).toBe(N / 2 + 4);
+  });
+
+  it('refuses members of an unknown topic and changes nothing', async () => {
+    expect(await applyTopicMemberships(t.db.kysely, [{ app: 'app-a', topic: 'nope', member: { userId: 'user-1' }, subscribed: true, eventAt: NOW.toISOString() }])).toEqual(['unknown-topic']);
+  });
+});
+
+describe('followers', () => {
+  const follow = (follower: string, following: boolean, eventAt: string) => ({ app: 'app-a', followee: 'star', follower, following, eventAt });
+
+  beforeAll(async () => {
+    await applyFollowEvents(
+      t.db.kysely,
+      Array.from({ length: 1200 }, (_, i) => follow(`user-${i}`, true, '2025-03-01T00:00:00Z')),
+      { cap: 100, min: 50, maxAgeMs: 86_400_000 },
+    );
+  });
+
+  it('walks every follower with a device once; an out-of-order follow does not undo an unfollow', async () => {
+    expect(await applyFollowEvents(t.db.kysely, [follow('user-5', false, '2025-04-01T00:00:00Z'), follow('user-5', true, '2025-03-20T00:00:00Z')], { cap: 100, min: 50, maxAgeMs: 86_400_000 })).toEqual(['applied', 'stale']);
+    const { devices } = await walk({ kind: 'followers', of: 'star' }, 250);
+    const expected = Array.from({ length: 1200 }, (_, i) => i).filter((i) => i !== 5 && !(i % 100 === 1 && i < 2500));
+    expect(devices.map((d) => d.userId).sort()).toEqual(expected.map((i) => `user-${i}`).sort());
+    expect(await audienceSize(t.db, { app: 'app-a', audience: { kind: 'followers', of: 'star' } })).toEqual({ size: 1199, exact: false });
+  });
+
+  it('the most recently active N come from the capped index, most recent first', async () => {
+    const { devices } = await walk({ kind: 'followers', of: 'star', mostRecent: 30 }, 7);
+    expect(devices).toHaveLength(30);
+    const seen = devices.map((d) => Number(d.userId.slice(5)) % 60);
+    expect(seen.every((s) => s <= 1)).toBe(true); // lastSeen i % 60 days ago: the 30 newest are 0 or 1 day old
+    expect(new Set(devices.map((d) => d.userId)).size).toBe(30);
+  });
+
+  it('followers active within D days, read from the index (at most its cap)', async () => {
+    const { devices } = await walk({ kind: 'followers', of: 'star', activeWithinDays: 1 }, 9);
+    expect(devices.every((d) => Number(d.userId.slice(5)) % 60 <= 1)).toBe(true);
+    expect(devices.length).toBeGreaterThan(0);
+    expect(devices.length).toBeLessThanOrEqual(100);
+  });
+});

@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { derivePushId } from '@herald/contracts';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { createFanoutRepository, type FanoutRepository } from './fanout-repository.ts';
+import { createCancelledJobsReader } from './fanout-cancellations.ts';
+import { cancelJobFully } from './cancel-job.ts';
+import { toJobStatus } from './job-status-view.ts';
+
+let t: SpecDatabase;
+let fanouts: FanoutRepository;
+beforeAll(async () => {
+  t = await createSpecDatabase('fanouts');
+  await t.db.apps.upsert({ id: 'demo' });
+  fanouts = createFanoutRepository(t.db.kysely);
+});
+afterAll(() => t.drop());
+
+const begin = (jobId: string, size = 5) =>
+  fanouts.start({ jobId, app: 'demo', audience: { topic: 'news' }, job: { id: jobId }, acceptedAt: new Date(), size, exact: true });
+
+const status = async (jobId: string) => {
+  const record = await t.db.jobs.status(jobId);
+  if (record === undefined) throw new Error('no status');
+  return toJobStatus(record);
+};
+
+describe('fan-out checkpoints', () => {
+  it('starts once: a redelivered job finds the chunks not yet done', async () => {
+    const job = randomUUID();
+    expect(await begin(job)).toEqual({ created: true, state: 'expanding', open: [0] });
+    expect(await fanouts.linkNext(job, 0, 'c1')).toBe(true);
+    await fanouts.finishChunk(job, 0);
+    expect(await begin(job)).toEqual({ created: false, state: 'expanding', open: [1] });
+    expect(await fanouts.chunk(job, 1)).toEqual({ chunkNo: 1, afterCursor: 'c1', state: 'pending' });
+  });
+
+  it('a redelivered task cannot fork the chain: only the first link creates the next chunk', async () => {
+    const job = randomUUID();
+    await begin(job);
+    expect(await fanouts.linkNext(job, 0, 'c1')).toBe(true);
+    expect(await fanouts.linkNext(job, 0, 'c1-again')).toBe(false);
+    expect((await fanouts.chunk(job, 1))?.afterCursor).toBe('c1');
+    expect(await fanouts.linkNext(job, 1, null)).toBe(false);
+    expect(await fanouts.chunk(job, 2)).toBeUndefined();
+  });
+
+  it('counts add up per chunk, re-recording a chunk does not count it twice, and the last chunk moves it to sending', async () => {
+    const job = randomUUID();
+    await begin(job, 5);
+    const skip = (d: string) => ({ pushId: derivePushId(job, d), jobId: job, outcome: 'opted-out' as const, platform: 'apns', deviceId: d });
+    await fanouts.linkNext(job, 0, 'c1');
+    expect(await fanouts.recordChunk(job, 0, { devices: 3, targeted: 4, noDevice: 1, emitted: 2, outcomes: [skip('1')] })).toBe('recorded');
+    // The same chunk again (a demuxer died after recording it): same values, nothing added.
+    expect(await fanouts.recordChunk(job, 0, { devices: 3, targeted: 4, noDevice: 1, emitted: 2, outcomes: [skip('1')] })).toBe('recorded');
+    await fanouts.finishChunk(job, 0);
+    let s = await status(job);
+    expect(s).toMatchObject({ targeted: 4, state: 'expanding', skipped: { optedOut: 1, noDevice: 1 }, inFlight: 2 });
+    expect(s.audience).toMatchObject({ size: 5, expanded: 3, chunks: 2, chunksDone: 1 });
+    await fanouts.linkNext(job, 1, null);
+    expect(await fanouts.recordChunk(job, 1, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [] })).toBe('recorded');
+    await fanouts.finishChunk(job, 1);
+    await t.db.jobs.recordOutcomes(['2', '3', '4', '5'].map((d) => ({ pushId: derivePushId(job, d), jobId: job, outcome: 'delivered' as const })));
+    s = await status(job);
+    expect(s).toMatchObject({ targeted: 6, delivered: 4, inFlight: 0, state: 'done' });
+    expect(s.audience).toMatchObject({ expanded: 5, chunks: 2, chunksDone: 2 });
+    expect(await fanouts.state(job)).toBe('sending');
+  });
+
+  it('cancel stops the chain: a chunk is refused after it, the pushers see the job, the status says cancelled', async () => {
+    const job = randomUUID();
+    await begin(job);
+    const before = new Date(Date.now() - 1000);
+    await fanouts.linkNext(job, 0, 'c1');
+    await fanouts.recordChunk(job, 0, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [] });
+    expect(await cancelJobFully(t.db, job)).toEqual({ fanout: true, scheduled: 0 });
+    expect(await fanouts.state(job)).toBe('cancelled');
+    expect(await fanouts.recordChunk(job, 1, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [] })).toBe('cancelled');
+    expect((await createCancelledJobsReader(t.db.kysely).since(before, 100)).map((r) => r.jobId)).toContain(job);
+    // The two pushes already published are dropped by a pusher and recorded as cancelled.
+    await t.db.jobs.recordOutcomes(['a', 'b'].map((d) => ({ pushId: derivePushId(job, d), jobId: job, outcome: 'cancelled' as const })));
+    expect(await status(job)).toMatchObject({ state: 'cancelled', targeted: 2, inFlight: 0, skipped: { cancelled: 2 } });
+    // A second cancel finds no running fan-out.
+    expect((await cancelJobFully(t.db, job)).fanout).toBe(false);
+  });
+
+  it('a user job cancelled is listed for the pushers too', async () => {
+    const job = randomUUID();
+    const before = new Date(Date.now() - 1000);
+    await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 1, outcome: 'fanned-out' }]);
+    expect(await cancelJobFully(t.db, job)).toEqual({ fanout: false, scheduled: 0 });
+    expect((await createCancelledJobsReader(t.db.kysely).since(before, 100)).map((r) => r.jobId)).toContain(job);
+    expect((await status(job)).state).toBe('cancelled');
+  });
+
+  it('lists running fan-outs with their progress for the dashboard', async () => {
+    const job = randomUUID();
+    await begin(job, 10);
+    await fanouts.recordChunk(job, 0, { devices: 4, targeted: 4, noDevice: 0, emitted: 4, outcomes: [] });
+    await t.db.jobs.recordOutcomes([{ pushId: derivePushId(job, 'x'), jobId: job, outcome: 'delivered' }]);
+    const running = (await fanouts.running(100)).find((r) => r.jobId === job);
+    expect(running).toMatchObject({ state: 'expanding', size: 10, expanded: 4, delivered: 1, targeted: 4 });
+  });
+});

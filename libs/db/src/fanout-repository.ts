@@ -1,0 +1,260 @@
+import { sql, type Kysely } from 'kysely';
+import type { HeraldTables } from './tables.ts';
+import { upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
+
+export type FanoutState = 'expanding' | 'sending' | 'done' | 'cancelled';
+
+export interface FanoutStart {
+  jobId: string;
+  app: string;
+  /** The job's audience as given (shown in status and on the dashboard). */
+  audience: object;
+  /** The validated PushJob: chunk tasks read it from here. */
+  job: object;
+  acceptedAt: Date;
+  size: number;
+  exact: boolean;
+}
+
+export interface Fanout {
+  jobId: string;
+  app: string;
+  job: unknown;
+  acceptedAt: Date;
+  state: FanoutState;
+}
+
+export interface FanoutChunk {
+  chunkNo: number;
+  afterCursor: string | null;
+  state: 'pending' | 'planned' | 'done';
+}
+
+/** What a chunk found and decided, written with its skip outcomes before its pushes are published. */
+export interface ChunkCounts {
+  /** Devices read (skipped ones included). */
+  devices: number;
+  /** Device pushes addressed plus one per member without a device. */
+  targeted: number;
+  noDevice: number;
+  /** Pushes published now or stored for later. */
+  emitted: number;
+  outcomes: readonly PushOutcomeEntry[];
+}
+
+export interface FanoutProgress {
+  state: FanoutState;
+  audience: unknown;
+  size: number | null;
+  exact: boolean;
+  /** Devices read so far (chunks planned or done). */
+  expanded: number;
+  chunks: number;
+  chunksDone: number;
+}
+
+export interface RunningFanout extends FanoutProgress {
+  jobId: string;
+  app: string;
+  createdAt: Date;
+  targeted: number;
+  delivered: number;
+  /** Device pushes with any final outcome (delivered, skipped, failed, ...). */
+  settled: number;
+}
+
+export interface FanoutRepository {
+  /**
+   * Record a new fan-out with its first chunk, and the job row (demux outcome fanned-out). Idempotent:
+   * for a fan-out already recorded, `created` is false and `open` lists its chunks not yet done (a
+   * redelivered job re-publishes their tasks, in case the first delivery died before publishing).
+   */
+  start(f: FanoutStart): Promise<{ created: boolean; state: FanoutState; open: number[] }>;
+  get(jobId: string): Promise<Fanout | undefined>;
+  chunk(jobId: string, chunkNo: number): Promise<FanoutChunk | undefined>;
+  /** The fan-out's state (the chunk handler checks it before reading and before publishing). */
+  state(jobId: string): Promise<FanoutState | undefined>;
+  /**
+   * Chunk k was read: remember where it ended and create chunk k+1 starting there (unless it was the
+   * last). INSERT … ON CONFLICT DO NOTHING: true only for the caller that created k+1.
+   */
+  linkNext(jobId: string, chunkNo: number, next: string | null): Promise<boolean>;
+  /**
+   * In one transaction: the chunk's counts and skip outcomes, and the job's targeted / no_device as
+   * the sum over its chunks (so the job's status adds up at every moment). 'cancelled' (nothing
+   * written) when the job was cancelled meanwhile.
+   */
+  recordChunk(jobId: string, chunkNo: number, counts: ChunkCounts): Promise<'recorded' | 'cancelled'>;
+  /** The chunk's pushes are confirmed or stored; the fan-out moves to `sending` once its last chunk is done. */
+  finishChunk(jobId: string, chunkNo: number): Promise<void>;
+  /** Cancel a fan-out still expanding or sending; true if it was one. Marks the job cancelled either way. */
+  cancel(jobId: string): Promise<boolean>;
+  progress(jobId: string): Promise<FanoutProgress | undefined>;
+  /** Fan-outs expanding or sending (newest first), with their delivery counts (the dashboard). */
+  running(limit: number): Promise<RunningFanout[]>;
+  /** Sending fan-outs whose every push has an outcome become done. */
+  markSettled(jobIds: readonly string[]): Promise<void>;
+}
+
+export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutRepository {
+  return {
+    start: (f) => start(db, f),
+    async get(jobId) {
+      const { rows } = await sql<{ job_id: string; app: string; job: unknown; accepted_at: Date; state: FanoutState }>`
+        select job_id, app, job, accepted_at, state from fanouts where job_id = ${jobId}`.execute(db);
+      const r = rows[0];
+      return r === undefined ? undefined : { jobId: r.job_id, app: r.app, job: r.job, acceptedAt: r.accepted_at, state: r.state };
+    },
+    async chunk(jobId, chunkNo) {
+      const { rows } = await sql<{ after_cursor: string | null; state: FanoutChunk['state'] }>`
+        select after_cursor, state from fanout_chunks where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(db);
+      const r = rows[0];
+      return r === undefined ? undefined : { chunkNo, afterCursor: r.after_cursor, state: r.state };
+    },
+    async state(jobId) {
+      const { rows } = await sql<{ state: FanoutState }>`select state from fanouts where job_id = ${jobId}`.execute(db);
+      return rows[0]?.state;
+    },
+    linkNext: (jobId, chunkNo, next) =>
+      db.transaction().execute(async (trx) => {
+        await sql`update fanout_chunks set next_cursor = ${next}, last_chunk = ${next === null}, updated_at = now()
+          where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(trx);
+        if (next === null) return false;
+        const { rows } = await sql`insert into fanout_chunks (job_id, chunk_no, after_cursor) values (${jobId}, ${chunkNo + 1}, ${next})
+          on conflict (job_id, chunk_no) do nothing returning chunk_no`.execute(trx);
+        return rows.length > 0;
+      }),
+    recordChunk: (jobId, chunkNo, counts) => recordChunk(db, jobId, chunkNo, counts),
+    async finishChunk(jobId, chunkNo) {
+      await sql`update fanout_chunks set state = 'done', updated_at = now() where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(db);
+      await sql`
+        update fanouts set state = 'sending', updated_at = now()
+        where job_id = ${jobId} and state = 'expanding'
+          and exists (select 1 from fanout_chunks c where c.job_id = ${jobId} and c.last_chunk and c.state = 'done')
+          and not exists (select 1 from fanout_chunks c where c.job_id = ${jobId} and c.state <> 'done')`.execute(db);
+    },
+    cancel: (jobId) =>
+      db.transaction().execute(async (trx) => {
+        // jobs first, like every statement on jobs: recordChunk holds this row's lock while it writes.
+        await sql`
+          insert into jobs (id, app, published_at, cancelled_at)
+          select job_id, app, now(), now() from fanouts where job_id = ${jobId}
+          on conflict (id) do update set cancelled_at = coalesce(jobs.cancelled_at, now())`.execute(trx);
+        await sql`update jobs set cancelled_at = coalesce(cancelled_at, now()) where id = ${jobId}`.execute(trx);
+        const { rows } = await sql`
+          update fanouts set state = 'cancelled', cancelled_at = now(), updated_at = now()
+          where job_id = ${jobId} and state in ('expanding', 'sending') returning job_id`.execute(trx);
+        return rows.length > 0;
+      }),
+    async progress(jobId) {
+      const { rows } = await sql<ProgressRow>`${progressSelect} where f.job_id = ${jobId}`.execute(db);
+      const r = rows[0];
+      return r === undefined ? undefined : toProgress(r);
+    },
+    async running(limit) {
+      const { rows } = await sql<ProgressRow & { job_id: string; app: string; created_at: Date; targeted: number | null; delivered: number; settled: number }>`
+        select p.*, j.targeted,
+          (select count(*) from push_outcomes o where o.job_id = p.job_id and o.outcome = 'delivered')::int as delivered,
+          (select count(*) from push_outcomes o where o.job_id = p.job_id)::int as settled
+        from (${progressSelect} where f.state in ('expanding', 'sending') order by f.created_at desc limit ${limit}) p
+        left join jobs j on j.id = p.job_id
+        order by p.created_at desc`.execute(db);
+      return rows.map((r) => ({
+        ...toProgress(r),
+        jobId: r.job_id,
+        app: r.app,
+        createdAt: r.created_at,
+        targeted: r.targeted ?? 0,
+        delivered: r.delivered,
+        settled: r.settled + r.no_device,
+      }));
+    },
+    async markSettled(jobIds) {
+      if (jobIds.length === 0) return;
+      await sql`update fanouts set state = 'done', updated_at = now() where job_id = any(${[...jobIds]}::text[]) and state = 'sending'`.execute(db);
+    },
+  };
+}
+
+async function start(db: Kysely<HeraldTables>, f: FanoutStart): Promise<{ created: boolean; state: FanoutState; open: number[] }> {
+  return db.transaction().execute(async (trx) => {
+    await sql`
+      insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, no_device)
+      values (${f.jobId}, ${f.app}, now(), 0, 'fanned-out', now(), 0)
+      on conflict (id) do update set targeted = coalesce(jobs.targeted, 0), no_device = coalesce(jobs.no_device, 0),
+        demux_outcome = 'fanned-out', demux_reason = null, demuxed_at = now(), published_at = coalesce(jobs.published_at, now())`.execute(trx);
+    const { rows: created } = await sql`
+      insert into fanouts (job_id, app, audience, job, accepted_at, audience_size, size_exact)
+      values (${f.jobId}, ${f.app}, ${JSON.stringify(f.audience)}::jsonb, ${JSON.stringify(f.job)}::jsonb, ${f.acceptedAt.toISOString()}::timestamptz, ${f.size}, ${f.exact})
+      on conflict (job_id) do nothing returning job_id`.execute(trx);
+    if (created.length > 0) {
+      await sql`insert into fanout_chunks (job_id, chunk_no, after_cursor) values (${f.jobId}, 0, null)`.execute(trx);
+      return { created: true, state: 'expanding' as const, open: [0] };
+    }
+    const { rows } = await sql<{ state: FanoutState; open: number[] | null }>`
+      select f.state, (select array_agg(c.chunk_no order by c.chunk_no) from fanout_chunks c where c.job_id = f.job_id and c.state <> 'done') as open
+      from fanouts f where f.job_id = ${f.jobId}`.execute(trx);
+    const r = rows[0];
+    return { created: false, state: r?.state ?? 'expanding', open: r?.open ?? [] };
+  });
+}
+
+async function recordChunk(db: Kysely<HeraldTables>, jobId: string, chunkNo: number, c: ChunkCounts): Promise<'recorded' | 'cancelled'> {
+  return db.transaction().execute(async (trx) => {
+    // Its own statement, so the sums below are read after every other chunk's transaction that held
+    // this lock has committed (a subquery in the same statement would read the snapshot before the wait).
+    const { rows } = await sql<{ cancelled: boolean }>`
+      select j.cancelled_at is not null or coalesce(f.state = 'cancelled', false) as cancelled
+      from jobs j left join fanouts f on f.job_id = j.id where j.id = ${jobId} for update of j`.execute(trx);
+    if (rows[0]?.cancelled !== false) return 'cancelled';
+    await sql`
+      update fanout_chunks set state = case when state = 'done' then 'done' else 'planned' end,
+        devices = greatest(devices, ${c.devices}), targeted = greatest(targeted, ${c.targeted}),
+        no_device = least(case when state = 'pending' then ${c.noDevice} else no_device end, ${c.noDevice}),
+        emitted = greatest(emitted, ${c.emitted}), updated_at = now()
+      where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(trx);
+    await upsertOutcomes(trx, c.outcomes);
+    await sql`
+      update jobs set (targeted, no_device) = (
+        select coalesce(sum(targeted), 0)::int, coalesce(sum(no_device), 0)::int from fanout_chunks where job_id = ${jobId})
+      where id = ${jobId}`.execute(trx);
+    return 'recorded';
+  });
+}
+
+interface ProgressRow {
+  job_id: string;
+  app: string;
+  created_at: Date;
+  state: FanoutState;
+  audience: unknown;
+  audience_size: string | null;
+  size_exact: boolean;
+  expanded: number;
+  chunks: number;
+  chunks_done: number;
+  no_device: number;
+}
+
+const progressSelect = sql`
+  select f.job_id, f.app, f.created_at, f.state, f.audience, f.audience_size, f.size_exact,
+    coalesce(c.expanded, 0)::int as expanded, coalesce(c.chunks, 0)::int as chunks, coalesce(c.chunks_done, 0)::int as chunks_done,
+    coalesce(c.no_device, 0)::int as no_device
+  from fanouts f
+  left join lateral (
+    select sum(devices) filter (where state <> 'pending') as expanded, count(*) as chunks,
+      count(*) filter (where state = 'done') as chunks_done, sum(no_device) as no_device
+    from fanout_chunks where job_id = f.job_id
+  ) c on true`;
+
+function toProgress(r: ProgressRow): FanoutProgress {
+  return {
+    state: r.state,
+    audience: r.audience,
+    size: r.audience_size === null ? null : Number(r.audience_size),
+    exact: r.size_exact,
+    expanded: r.expanded,
+    chunks: r.chunks,
+    chunksDone: r.chunks_done,
+  };
+}

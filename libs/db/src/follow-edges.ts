@@ -1,0 +1,54 @@
+import { sql, type Kysely } from 'kysely';
+import type { HeraldTables } from './tables.ts';
+import { DEFAULT_FOLLOWER_INDEX, updateFollowerIndex, type FollowerIndexOptions } from './follow-index.ts';
+
+/** "follower follows (or unfollowed) followee" at the caller's event time. */
+export interface FollowEdgeEvent {
+  app: string;
+  follower: string;
+  followee: string;
+  following: boolean;
+  eventAt: string;
+}
+
+export type FollowResult = 'applied' | 'stale';
+
+const keyOf = (e: { app: string; followee: string; follower: string }) => JSON.stringify([e.app, e.followee, e.follower]);
+
+/**
+ * Applies follow events in one statement; last event wins per edge (an event older than the
+ * edge's stored event_at is 'stale'; within a batch the newest per edge wins). Follower counts
+ * follow by trigger; the recently-active index is updated after (follow-index.ts).
+ */
+export async function applyFollowEvents(
+  db: Kysely<HeraldTables>,
+  events: readonly FollowEdgeEvent[],
+  index: FollowerIndexOptions = DEFAULT_FOLLOWER_INDEX,
+): Promise<FollowResult[]> {
+  const results: FollowResult[] = events.map(() => 'stale');
+  if (events.length === 0) return results;
+  const best = new Map<string, number>();
+  events.forEach((e, i) => {
+    const j = best.get(keyOf(e));
+    if (j === undefined || Date.parse((events[j] as FollowEdgeEvent).eventAt) <= Date.parse(e.eventAt)) best.set(keyOf(e), i);
+  });
+  const winners = [...best.values()].map((i) => events[i] as FollowEdgeEvent);
+  const col = <K extends keyof FollowEdgeEvent>(k: K) => winners.map((w) => w[k]);
+  const { rows } = await sql<{ app: string; followee: string; follower: string; following: boolean }>`
+    insert into follows as f (app, followee, follower, following, event_at)
+    select * from unnest(${col('app')}::text[], ${col('followee')}::text[], ${col('follower')}::text[], ${col('following')}::boolean[], ${col('eventAt')}::timestamptz[])
+    order by 1, 2, 3 -- one lock order for every batch: no deadlocks
+    on conflict (app, followee, follower) do update set following = excluded.following, event_at = excluded.event_at
+    where excluded.event_at >= f.event_at
+    returning f.app, f.followee, f.follower, f.following`.execute(db);
+  const applied = new Set(rows.map(keyOf));
+  for (const i of best.values()) if (applied.has(keyOf(events[i] as FollowEdgeEvent))) results[i] = 'applied';
+  await updateFollowerIndex(db, rows, index);
+  return results;
+}
+
+/** How many follow the user (exact, kept by trigger). */
+export async function followerCount(db: Kysely<HeraldTables>, app: string, followee: string): Promise<number> {
+  const row = await db.selectFrom('followees').select('follower_count').where('app', '=', app).where('followee', '=', followee).executeTakeFirst();
+  return row === undefined ? 0 : Number(row.follower_count);
+}

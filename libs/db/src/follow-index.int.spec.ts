@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import type { Registration } from '@herald/contracts';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { applyFollowEvents, followerCount } from './follow-edges.ts';
+import { segmentSql } from './segment-sql.ts';
+
+const OPTS = { cap: 20, min: 10, maxAgeMs: 3_600_000 };
+const at = (minute: number) => new Date(Date.UTC(2025, 0, 1, 0, minute)).toISOString();
+const reg = (i: number, lastSeenAt: string, extra: Partial<Extract<Registration, { kind: 'register' }>> = {}): Registration => ({
+  version: 1, kind: 'register', app: 'app-f', platform: 'fcm', token: `t-${i}`, userId: `u-${i}`, lastSeenAt, eventAt: lastSeenAt, ...extra,
+});
+const follow = (i: number, following: boolean, eventAt = at(100)) => ({ app: 'app-f', followee: 'star', follower: `u-${i}`, following, eventAt });
+
+let t: SpecDatabase;
+const index = async () =>
+  (await sql<{ follower: string }>`select follower from follower_recent where app = 'app-f' and followee = 'star' order by active_at desc nulls last, follower`.execute(t.db.kysely)).rows.map((r) => r.follower);
+
+beforeAll(async () => {
+  t = await createSpecDatabase('follows');
+  await t.db.apps.upsert({ id: 'app-f' });
+  // u-i was last seen at minute i: u-49 is the most recently active.
+  await t.db.devices.applyRegistrations(Array.from({ length: 50 }, (_, i) => reg(i, at(i))));
+});
+afterAll(async () => t?.drop());
+
+describe('the capped recently-active follower index', () => {
+  it('keeps at most cap followers, the most recently active, and an exact follower count', async () => {
+    await applyFollowEvents(t.db.kysely, Array.from({ length: 50 }, (_, i) => follow(i, true)), OPTS);
+    expect(await followerCount(t.db.kysely, 'app-f', 'star')).toBe(50);
+    expect(await index()).toEqual(Array.from({ length: 20 }, (_, k) => `u-${49 - k}`));
+  });
+
+  it('moves a follower forward when one of their devices is seen again', async () => {
+    await t.db.devices.applyRegistrations([reg(45, at(500), { token: 't-45b' })]);
+    expect((await index())[0]).toBe('u-45');
+  });
+
+  it('refills from follows and device activity when unfollows shrink it below its minimum', async () => {
+    await applyFollowEvents(t.db.kysely, Array.from({ length: 11 }, (_, k) => follow(49 - k, false, at(200))), OPTS);
+    expect(await followerCount(t.db.kysely, 'app-f', 'star')).toBe(39);
+    // 20 - 11 = 9 < min 10: refilled with the 20 most recently active of the 39 who still follow.
+    expect(await index()).toEqual(Array.from({ length: 20 }, (_, k) => `u-${38 - k}`));
+  });
+});
+
+describe('registration attributes and segment SQL', () => {
+  it('stores appVersion with its numeric parts, and lastSeenAt (default: the event time)', async () => {
+    await t.db.devices.applyRegistrations([
+      reg(90, at(1), { appVersion: '5.10.0-rc1' }),
+      { version: 1, kind: 'register', app: 'app-f', platform: 'fcm', token: 't-91', userId: 'u-91', appVersion: '5.9', eventAt: at(7) },
+    ]);
+    const rows = await t.db.kysely.selectFrom('devices').select(['token', 'app_version', 'app_version_parts', 'last_seen_at']).where('token', 'in', ['t-90', 't-91']).orderBy('token').execute();
+    expect(rows).toEqual([
+      { token: 't-90', app_version: '5.10.0-rc1', app_version_parts: [5, 10], last_seen_at: new Date(at(1)) },
+      { token: 't-91', app_version: '5.9', app_version_parts: [5, 9], last_seen_at: new Date(at(7)) },
+    ]);
+  });
+
+  it('sends every value as a parameter, never inside the SQL text', async () => {
+    const q = sql`select count(*) from devices d where ${segmentSql({ kind: 'compare', field: 'locale', op: '=', value: "x' or '1'='1" }, new Date())}`.compile(t.db.kysely);
+    expect(q.sql).not.toContain("'1'='1");
+    expect(q.parameters).toContain("x' or '1'='1");
+    const { rows } = await sql<{ count: string }>`select count(*) from devices d where ${segmentSql({ kind: 'compare', field: 'locale', op: '=', value: "x' or '1'='1" }, new Date())}`.execute(t.db.kysely);
+    expect(rows[0]?.count).toBe('0');
+  });
+});

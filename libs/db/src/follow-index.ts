@@ -1,0 +1,102 @@
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { HeraldTables } from './tables.ts';
+
+/**
+ * Flickr's capped recently-active follower index (follower_recent, migration 0020; see
+ * docs/adr/0012-audience-data.md). Per followee it holds at most `cap` followers, most recently
+ * active first, so "the most recently active N followers" and "followers active in the last D
+ * days" read at most `cap` rows however many edges the followee has.
+ *
+ * Kept by: follow events (a new follower goes in, the index is trimmed back to `cap`), unfollow
+ * events (the follower goes out; below `min` rows while there are more followers, it is refilled
+ * from the source of truth), device activity at registration (a follower's active_at moves
+ * forward), and a refill at read time when a full index is older than `maxAgeMs` (followers
+ * trimmed out who became active since come back then).
+ */
+export interface FollowerIndexOptions {
+  cap: number;
+  min: number;
+  maxAgeMs: number;
+}
+
+export const DEFAULT_FOLLOWER_INDEX: FollowerIndexOptions = { cap: 10_000, min: 5_000, maxAgeMs: 24 * 3_600_000 };
+
+/** The newest last_seen_at of the user's active devices: the follower's activity. */
+const activityOf = (app: unknown, user: unknown) => sql<Date | null>`(
+  select max(d.last_seen_at) from devices d where d.app = ${app} and d.user_id = ${user} and d.invalidated_at is null)`;
+
+/** Rebuilds one followee's index from follows joined with the followers' device activity. */
+export async function refillFollowerIndex(db: Kysely<HeraldTables>, app: string, followee: string, options = DEFAULT_FOLLOWER_INDEX): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    await sql`select 1 from followees where app = ${app} and followee = ${followee} for update`.execute(tx);
+    await sql`delete from follower_recent where app = ${app} and followee = ${followee}`.execute(tx);
+    await sql`
+      insert into follower_recent (app, followee, follower, active_at)
+      select f.app, f.followee, f.follower, ${activityOf(sql.ref('f.app'), sql.ref('f.follower'))}
+      from follows f where f.app = ${app} and f.followee = ${followee} and f.following
+      order by 4 desc nulls last, f.follower
+      limit ${options.cap}`.execute(tx);
+    await sql`update followees set recent_refilled_at = now() where app = ${app} and followee = ${followee}`.execute(tx);
+  });
+}
+
+/** After follow edges changed: add new followers, drop unfollowers, trim to cap, refill below min. */
+export async function updateFollowerIndex(
+  db: Kysely<HeraldTables>,
+  edges: readonly { app: string; followee: string; follower: string; following: boolean }[],
+  options = DEFAULT_FOLLOWER_INDEX,
+): Promise<void> {
+  if (edges.length === 0) return;
+  const col = <K extends keyof (typeof edges)[number]>(k: K) => edges.map((e) => e[k]);
+  await sql`
+    with e as (select * from unnest(${col('app')}::text[], ${col('followee')}::text[], ${col('follower')}::text[], ${col('following')}::boolean[])
+      as e(app, followee, follower, following)),
+    gone as (
+      delete from follower_recent r using e
+      where not e.following and r.app = e.app and r.followee = e.followee and r.follower = e.follower)
+    insert into follower_recent (app, followee, follower, active_at)
+    select e.app, e.followee, e.follower, ${activityOf(sql.ref('e.app'), sql.ref('e.follower'))} from e where e.following
+    order by 1, 2, 3
+    on conflict (app, followee, follower) do update set active_at = excluded.active_at`.execute(db);
+  const followees = [...new Map(edges.map((e) => [JSON.stringify([e.app, e.followee]), e])).values()];
+  const { rows } = await sql<{ app: string; followee: string; follower_count: string; recent: string }>`
+    select fe.app, fe.followee, fe.follower_count,
+      (select count(*) from follower_recent r where r.app = fe.app and r.followee = fe.followee) as recent
+    from followees fe
+    join unnest(${followees.map((f) => f.app)}::text[], ${followees.map((f) => f.followee)}::text[]) as x(app, followee)
+      on fe.app = x.app and fe.followee = x.followee`.execute(db);
+  for (const r of rows) {
+    const recent = Number(r.recent);
+    if (recent > options.cap) await trim(db, r.app, r.followee, options.cap);
+    else if (recent < options.min && Number(r.follower_count) > recent) await refillFollowerIndex(db, r.app, r.followee, options);
+  }
+}
+
+async function trim(db: Kysely<HeraldTables>, app: string, followee: string, cap: number): Promise<void> {
+  await sql`
+    delete from follower_recent r using (
+      select follower from follower_recent where app = ${app} and followee = ${followee}
+      order by active_at desc nulls last, follower offset ${cap}
+    ) x
+    where r.app = ${app} and r.followee = ${followee} and r.follower = x.follower`.execute(db);
+}
+
+/**
+ * Device activity (registrations): an UPDATE moving each user's active_at forward in every index
+ * they are in. `activity` is a relation (app, user_id, at); device-registration.ts runs this as a
+ * CTE of its upsert, so a batch of registrations stays one statement.
+ */
+export function followerActivitySql(activity: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`
+    update follower_recent r set active_at = greatest(r.active_at, a.at)
+    from (select app, user_id, max(at) as at from ${activity} as x group by app, user_id) a
+    where r.app = a.app and r.follower = a.user_id and a.at is not null and (r.active_at is null or r.active_at < a.at)`;
+}
+
+/** At read time: refill a full index that is older than maxAgeMs (or was never refilled). */
+export async function refreshFollowerIndexIfStale(db: Kysely<HeraldTables>, app: string, followee: string, now: Date, options = DEFAULT_FOLLOWER_INDEX): Promise<void> {
+  const row = await db.selectFrom('followees').select(['follower_count', 'recent_refilled_at']).where('app', '=', app).where('followee', '=', followee).executeTakeFirst();
+  if (row === undefined || Number(row.follower_count) <= options.cap) return;
+  const age = row.recent_refilled_at === null ? Infinity : now.getTime() - row.recent_refilled_at.getTime();
+  if (age > options.maxAgeMs) await refillFollowerIndex(db, app, followee, options);
+}

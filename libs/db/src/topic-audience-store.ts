@@ -1,0 +1,25 @@
+import type { Kysely } from 'kysely';
+import type { HeraldTables } from './tables.ts';
+import { applyTopicMemberships, createTopic, deleteTopic, findTopic, listTopics, type TopicMemberEvent, type TopicMemberResult, type TopicRow } from './topic-store.ts';
+import { applyFollowEvents, type FollowEdgeEvent, type FollowResult } from './follow-edges.ts';
+
+/** Topics, memberships and follow edges behind one object, for the HTTP API and the registrar. */
+export interface AudienceStore {
+  createTopic(app: string, name: string): Promise<{ created: boolean; topic: TopicRow }>;
+  deleteTopic(app: string, name: string): Promise<boolean>;
+  findTopic(app: string, name: string): Promise<TopicRow | undefined>;
+  listTopics(app: string, limit: number, after?: string): Promise<TopicRow[]>;
+  applyTopicMemberships(events: readonly TopicMemberEvent[]): Promise<TopicMemberResult[]>;
+  applyFollowEvents(events: readonly FollowEdgeEvent[]): Promise<FollowResult[]>;
+}
+
+export function createAudienceStore(db: Kysely<HeraldTables>): AudienceStore {
+  return {
+    createTopic: (app, name) => createTopic(db, app, name),
+    deleteTopic: (app, name) => deleteTopic(db, app, name),
+    findTopic: (app, name) => findTopic(db, app, name),
+    listTopics: (app, limit, after) => listTopics(db, app, limit, after),
+    applyTopicMemberships: (events) => applyTopicMemberships(db, events),
+    applyFollowEvents: (events) => applyFollowEvents(db, events),
+  };
+}

@@ -1,0 +1,109 @@
+import { sql, type Kysely } from 'kysely';
+import { normalizeDeviceToken, type Platform } from '@herald/contracts';
+import type { HeraldTables } from './tables.ts';
+
+/** A topic as listed: its member count is kept by triggers (migration 0020), so reading it is cheap. */
+export interface TopicRow {
+  app: string;
+  name: string;
+  subscribers: number;
+  createdAt: Date;
+}
+
+/** One membership change: a user, or a single device ({platform, token}). */
+export interface TopicMemberEvent {
+  app: string;
+  topic: string;
+  member: { userId: string } | { platform: Platform; token: string };
+  subscribed: boolean;
+  eventAt: string;
+}
+
+export type TopicMemberResult = 'applied' | 'stale' | 'unknown-topic';
+
+/** How a device member is stored: '<platform>:<token>' (APNs tokens lower-cased, like devices.token). */
+export const deviceMemberId = (platform: Platform, token: string): string => `${platform}:${normalizeDeviceToken(platform, token)}`;
+
+const memberOf = (e: TopicMemberEvent): { kind: 'user' | 'device'; id: string } =>
+  'userId' in e.member ? { kind: 'user', id: e.member.userId } : { kind: 'device', id: deviceMemberId(e.member.platform, e.member.token) };
+
+const toTopic = (r: { app: string; name: string; subscriber_count: string; created_at: Date }): TopicRow => ({
+  app: r.app,
+  name: r.name,
+  subscribers: Number(r.subscriber_count),
+  createdAt: r.created_at,
+});
+
+/** Creates the topic; `created` false when it existed (idempotent). */
+export async function createTopic(db: Kysely<HeraldTables>, app: string, name: string): Promise<{ created: boolean; topic: TopicRow }> {
+  const inserted = await db.insertInto('topics').values({ app, name }).onConflict((oc) => oc.doNothing()).returningAll().executeTakeFirst();
+  if (inserted !== undefined) return { created: true, topic: toTopic(inserted) };
+  const existing = await findTopic(db, app, name);
+  if (existing === undefined) throw new Error(`topic ${app}/${name} vanished while it was created`);
+  return { created: false, topic: existing };
+}
+
+/** Deletes the topic and every membership of it; false when there was none. */
+export async function deleteTopic(db: Kysely<HeraldTables>, app: string, name: string): Promise<boolean> {
+  const r = await db.deleteFrom('topics').where('app', '=', app).where('name', '=', name).executeTakeFirst();
+  return r.numDeletedRows > 0n;
+}
+
+export async function findTopic(db: Kysely<HeraldTables>, app: string, name: string): Promise<TopicRow | undefined> {
+  const row = await db.selectFrom('topics').selectAll().where('app', '=', app).where('name', '=', name).executeTakeFirst();
+  return row === undefined ? undefined : toTopic(row);
+}
+
+/** The app's topics by name, at most `limit`, after `after` (keyset). */
+export async function listTopics(db: Kysely<HeraldTables>, app: string, limit: number, after?: string): Promise<TopicRow[]> {
+  let q = db.selectFrom('topics').selectAll().where('app', '=', app);
+  if (after !== undefined) q = q.where('name', '>', after);
+  return (await q.orderBy('name').limit(limit).execute()).map(toTopic);
+}
+
+/**
+ * Applies membership events in one statement. Last event wins: an event older than the member's
+ * stored event_at changes nothing ('stale'); within a batch the newest per member wins. Events for
+ * a topic the app does not have are 'unknown-topic' and change nothing. Counts follow by trigger.
+ */
+export async function applyTopicMemberships(db: Kysely<HeraldTables>, events: readonly TopicMemberEvent[]): Promise<TopicMemberResult[]> {
+  const results: TopicMemberResult[] = events.map(() => 'stale');
+  if (events.length === 0) return results;
+  const keyed = events.map((e) => ({ e, m: memberOf(e), key: '' }));
+  for (const k of keyed) k.key = JSON.stringify([k.e.app, k.e.topic, k.m.kind, k.m.id]);
+  const best = new Map<string, number>();
+  keyed.forEach((k, i) => {
+    const j = best.get(k.key);
+    if (j === undefined || Date.parse((keyed[j] as (typeof keyed)[number]).e.eventAt) <= Date.parse(k.e.eventAt)) best.set(k.key, i);
+  });
+  const winners = [...best.values()].map((i) => keyed[i] as (typeof keyed)[number]);
+  const { rows } = await sql<{ app: string; topic: string; member_kind: string; member_id: string; applied: boolean }>`
+    with i as (
+      select * from unnest(
+        ${winners.map((w) => w.e.app)}::text[], ${winners.map((w) => w.e.topic)}::text[], ${winners.map((w) => w.m.kind)}::text[],
+        ${winners.map((w) => w.m.id)}::text[], ${winners.map((w) => w.e.subscribed)}::boolean[], ${winners.map((w) => w.e.eventAt)}::timestamptz[]
+      ) as i(app, topic, member_kind, member_id, subscribed, event_at)
+    ), known as (
+      select i.* from i join topics t on t.app = i.app and t.name = i.topic
+    ), up as (
+      insert into topic_members as m (app, topic, member_kind, member_id, subscribed, event_at)
+      select app, topic, member_kind, member_id, subscribed, event_at from known
+      order by app, topic, member_kind, member_id -- one lock order for every batch: no deadlocks
+      on conflict (app, topic, member_kind, member_id) do update set subscribed = excluded.subscribed, event_at = excluded.event_at
+      where excluded.event_at >= m.event_at
+      returning m.app, m.topic, m.member_kind, m.member_id
+    )
+    select k.app, k.topic, k.member_kind, k.member_id, (u.member_id is not null) as applied
+    from known k left join up u using (app, topic, member_kind, member_id)`.execute(db);
+  const outcome = new Map(rows.map((r) => [JSON.stringify([r.app, r.topic, r.member_kind, r.member_id]), r.applied ? 'applied' : 'stale'] as const));
+  for (const i of best.values()) {
+    const k = keyed[i] as (typeof keyed)[number];
+    results[i] = outcome.get(k.key) ?? 'unknown-topic';
+  }
+  // Superseded events in the batch of an unknown topic are unknown too.
+  keyed.forEach((k, i) => {
+    const w = best.get(k.key);
+    if (w !== undefined && results[w] === 'unknown-topic') results[i] = 'unknown-topic';
+  });
+  return results;
+}

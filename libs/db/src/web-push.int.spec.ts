@@ -1,0 +1,113 @@
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DevicePush, Registration } from '@herald/contracts';
+import { AppAdminError, createAppCredentialStore } from './app-credentials.ts';
+import { createSecretBox } from './secret-box.ts';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+
+/** A P-256 public key (uncompressed point, base64url), as browsers' p256dh and VAPID public keys are. */
+function p256(): string {
+  const jwk = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'jwk' });
+  return Buffer.concat([Buffer.from([4]), Buffer.from(jwk.x ?? '', 'base64url'), Buffer.from(jwk.y ?? '', 'base64url')]).toString('base64url');
+}
+const keysOf = () => ({ p256dh: p256(), auth: randomBytes(16).toString('base64url') });
+/** A VAPID pair shaped like web-push's generateVAPIDKeys(): the private part is 32 bytes base64url. */
+const vapidPair = () => ({ publicKey: p256(), privateKey: randomBytes(32).toString('base64url') });
+const endpoint = (n: string) => `https://fcm.googleapis.com/fcm/send/${n}`;
+const NOW = new Date('2025-06-01T12:00:00Z');
+
+let t: SpecDatabase;
+beforeAll(async () => {
+  t = await createSpecDatabase('webpush');
+  await t.db.apps.upsert({ id: 'site' });
+});
+afterAll(() => t.drop());
+
+const register = (token: string, keys: { p256dh: string; auth: string }, eventAt: string, extra: Partial<Registration> = {}): Registration =>
+  ({ version: 1, kind: 'register', app: 'site', platform: 'web', token, userId: 'u-web', keys, eventAt, ...extra }) as Registration;
+const targets = async (userId: string) => (await t.db.devices.findTargets([{ key: 'j', app: 'site', userIds: [userId], category: 'news' }], NOW)).get('j') ?? [];
+
+describe('web subscriptions as devices', () => {
+  it('stores the keys and the application server key, and targets return them with the endpoint as token', async () => {
+    const keys = keysOf();
+    const serverKey = p256();
+    expect(await t.db.devices.applyRegistrations([register(endpoint('a'), keys, '2025-03-01T10:00:00Z', { applicationServerKey: serverKey } as Partial<Registration>)])).toEqual(['applied']);
+    await t.db.devices.applyRegistrations([{ version: 1, kind: 'register', app: 'site', platform: 'fcm', token: `fcm:${'x'.repeat(40)}`, userId: 'u-web', eventAt: '2025-03-01T10:00:00Z' }]);
+    const found = await targets('u-web');
+    expect(found.find((d) => d.platform === 'web')).toMatchObject({ token: endpoint('a'), tokenKind: 'device', webKeys: keys, webVapidKey: serverKey });
+    const phone = found.find((d) => d.platform === 'fcm');
+    expect(phone).toBeDefined();
+    expect(phone).not.toHaveProperty('webKeys');
+    expect(phone).not.toHaveProperty('webVapidKey');
+  });
+
+  it('last event wins: a newer register replaces the keys, an older one changes nothing, an unregister by endpoint ends it', async () => {
+    const [first, second, stale] = [keysOf(), keysOf(), keysOf()];
+    const token = endpoint('b');
+    await t.db.devices.applyRegistrations([register(token, first, '2025-03-01T10:00:00Z', { userId: 'u-b' } as Partial<Registration>)]);
+    await t.db.devices.applyRegistrations([register(token, second, '2025-03-02T10:00:00Z', { userId: 'u-b' } as Partial<Registration>)]);
+    expect(await t.db.devices.applyRegistrations([register(token, stale, '2025-03-01T12:00:00Z', { userId: 'u-b' } as Partial<Registration>)])).toEqual(['stale']);
+    expect((await targets('u-b'))[0]?.webKeys).toEqual(second);
+    await t.db.devices.applyRegistrations([{ version: 1, kind: 'unregister', app: 'site', platform: 'web', token, eventAt: '2025-03-03T10:00:00Z' }]);
+    expect(await targets('u-b')).toEqual([]);
+    // An older register delivered late does not resurrect it.
+    expect(await t.db.devices.applyRegistrations([register(token, first, '2025-03-02T12:00:00Z', { userId: 'u-b' } as Partial<Registration>)])).toEqual(['stale']);
+    expect(await targets('u-b')).toEqual([]);
+  });
+
+  it('a scheduled web push keeps its keys: the stored DevicePush is released as it was', async () => {
+    const keys = keysOf();
+    const push: DevicePush = {
+      version: 1, pushId: '6f1c7a4e-9d2b-4c53-8f0a-1b2c3d4e5f60', jobId: 'job-s', deviceId: '1', app: 'site', platform: 'web', token: endpoint('s'),
+      webKeys: keys, webVapidKey: p256(), userId: 'u-s', content: { title: 'hi' }, priority: 'high', acceptedAt: NOW.toISOString(),
+    } as DevicePush;
+    expect(await t.db.scheduled.schedule([{ dueAt: new Date(NOW.getTime() - 1000), push }])).toBe(1);
+    let released: unknown;
+    await t.db.scheduled.withDueBatch('web', NOW, 10, async (rows) => {
+      released = JSON.parse(rows[0]?.payload ?? 'null');
+    });
+    expect(released).toMatchObject({ platform: 'web', token: endpoint('s'), webKeys: keys, webVapidKey: push.webVapidKey });
+  });
+});
+
+describe('VAPID keys', () => {
+  const box = createSecretBox(randomBytes(32).toString('hex'));
+
+  it('generates once, rotates current to previous, reads both back, and seals the private keys at rest', async () => {
+    const store = createAppCredentialStore(t.db.kysely, box);
+    await t.db.apps.upsert({ id: 'blog' });
+    const before = (await t.db.apps.get('blog'))?.credentialsVersion ?? 0;
+    const [first, second, third] = [vapidPair(), vapidPair(), vapidPair()];
+    const generated = await store.generateVapid('blog', { subject: 'mailto:ops@example.com', keys: first });
+    expect(generated).toMatchObject({ webVapid: true, webVapidPublicKey: first.publicKey, webVapidPreviousPublicKey: null, webVapidSubject: 'mailto:ops@example.com', credentialsVersion: before + 1 });
+    expect(await store.readWeb('blog')).toEqual({ subject: 'mailto:ops@example.com', current: first });
+    await expect(store.generateVapid('blog', { subject: 'mailto:ops@example.com', keys: second })).rejects.toMatchObject({ code: 'vapid-exists' });
+
+    const rotated = await store.rotateVapid('blog', { keys: second });
+    expect(rotated).toMatchObject({ webVapidPublicKey: second.publicKey, webVapidPreviousPublicKey: first.publicKey, credentialsVersion: before + 2 });
+    expect(await store.readWeb('blog')).toEqual({ subject: 'mailto:ops@example.com', current: second, previous: first });
+    await store.rotateVapid('blog', { keys: third, subject: 'https://example.com/contact' });
+    // Only one previous pair is kept: the first is gone.
+    expect(await store.readWeb('blog')).toEqual({ subject: 'https://example.com/contact', current: third, previous: second });
+
+    const raw = await t.db.kysely.selectFrom('apps').select(['web_vapid_secret', 'web_vapid_previous_secret']).where('id', '=', 'blog').executeTakeFirstOrThrow();
+    expect(`${raw.web_vapid_secret} ${raw.web_vapid_previous_secret}`).not.toContain(third.privateKey);
+    expect(`${raw.web_vapid_secret} ${raw.web_vapid_previous_secret}`).not.toContain(second.privateKey);
+    await expect(createAppCredentialStore(t.db.kysely, createSecretBox(randomBytes(32).toString('hex'))).readWeb('blog')).rejects.toThrow(/cannot be opened/);
+    // The app listing never carries a private key.
+    expect(JSON.stringify(await t.db.apps.list())).not.toContain(third.privateKey);
+  });
+
+  it('refuses a rotation without keys, unknown apps, and keeps the host list apart from the credentials', async () => {
+    const store = createAppCredentialStore(t.db.kysely, box);
+    await t.db.apps.upsert({ id: 'nokeys' });
+    await expect(store.rotateVapid('nokeys', { keys: vapidPair() })).rejects.toMatchObject({ code: 'no-vapid' });
+    await expect(store.updateWebPush('nokeys', { subject: 'mailto:a@b.c' })).rejects.toMatchObject({ code: 'no-vapid' });
+    await expect(store.generateVapid('ghost', { subject: 'mailto:a@b.c', keys: vapidPair() })).rejects.toBeInstanceOf(AppAdminError);
+    expect(await store.readWeb('nokeys')).toBeUndefined();
+    const version = (await t.db.apps.get('nokeys'))?.credentialsVersion;
+    const hosts = await store.updateWebPush('nokeys', { hosts: ['127.0.0.1', '*.push.example.com'] });
+    expect(hosts).toMatchObject({ webPushHosts: ['127.0.0.1', '*.push.example.com'], credentialsVersion: version, webVapid: false });
+    expect((await store.updateWebPush('nokeys', { hosts: null })).webPushHosts).toBeNull();
+  });
+});

@@ -1,0 +1,111 @@
+import { sql, type Kysely } from 'kysely';
+import type { WebPushUpdate } from '@herald/contracts';
+import type { HeraldTables } from './tables.ts';
+
+/** One VAPID key pair, base64url as web-push's generateVAPIDKeys() gives it. */
+export interface VapidKeyPair {
+  publicKey: string;
+  privateKey: string;
+}
+
+/** An app's VAPID identity for the web pusher (the private keys opened). */
+export interface StoredWebCredentials {
+  subject: string;
+  current: VapidKeyPair;
+  /** The pair before the last rotation: subscriptions made under it are still signed with it. */
+  previous?: VapidKeyPair;
+}
+
+/** Outcomes the caller turns into AppAdminError (app-credentials.ts). */
+export type VapidWriteResult = 'done' | 'unknown-app' | 'vapid-exists' | 'no-vapid';
+
+interface Sealer {
+  seal(privateKey: string): string;
+  open(envelope: string): string;
+}
+
+async function explain(db: Kysely<HeraldTables>, id: string, missing: 'vapid-exists' | 'no-vapid'): Promise<VapidWriteResult> {
+  const app = await db.selectFrom('apps').select('id').where('id', '=', id).executeTakeFirst();
+  return app === undefined ? 'unknown-app' : missing;
+}
+
+/** The app's first pair; refused ('vapid-exists') when it has one, so a second call cannot silently drop a key browsers use. */
+export async function generateVapid(db: Kysely<HeraldTables>, id: string, subject: string, keys: VapidKeyPair, box: Sealer): Promise<VapidWriteResult> {
+  const done = await db
+    .updateTable('apps')
+    .set({
+      web_vapid_public_key: keys.publicKey,
+      web_vapid_secret: box.seal(keys.privateKey),
+      web_vapid_subject: subject,
+      credentials_version: sql<number>`credentials_version + 1`,
+      updated_at: sql<Date>`now()`,
+    })
+    .where('id', '=', id)
+    .where('web_vapid_public_key', 'is', null)
+    .returning('id')
+    .executeTakeFirst();
+  return done !== undefined ? 'done' : explain(db, id, 'vapid-exists');
+}
+
+/**
+ * Current → previous (the pair before it is forgotten), `keys` → current, in one statement (the
+ * right-hand sides read the row as it was). credentials_version moves: pushers rebuild the app's
+ * web provider without a restart.
+ */
+export async function rotateVapid(db: Kysely<HeraldTables>, id: string, subject: string | undefined, keys: VapidKeyPair, box: Sealer): Promise<VapidWriteResult> {
+  const done = await db
+    .updateTable('apps')
+    .set({
+      web_vapid_previous_public_key: sql<string>`web_vapid_public_key`,
+      web_vapid_previous_secret: sql<string>`web_vapid_secret`,
+      web_vapid_public_key: keys.publicKey,
+      web_vapid_secret: box.seal(keys.privateKey),
+      ...(subject !== undefined && { web_vapid_subject: subject }),
+      credentials_version: sql<number>`credentials_version + 1`,
+      updated_at: sql<Date>`now()`,
+    })
+    .where('id', '=', id)
+    .where('web_vapid_public_key', 'is not', null)
+    .returning('id')
+    .executeTakeFirst();
+  return done !== undefined ? 'done' : explain(db, id, 'no-vapid');
+}
+
+/** Subject (signs every push: credentials_version moves) and/or the push-service allow-list (read at the doors). */
+export async function updateWebPush(db: Kysely<HeraldTables>, id: string, changes: WebPushUpdate): Promise<VapidWriteResult> {
+  if (changes.subject !== undefined) {
+    const app = await db.selectFrom('apps').select('web_vapid_public_key').where('id', '=', id).executeTakeFirst();
+    if (app === undefined) return 'unknown-app';
+    if (app.web_vapid_public_key === null) return 'no-vapid';
+  }
+  const done = await db
+    .updateTable('apps')
+    .set({
+      ...(changes.subject !== undefined && { web_vapid_subject: changes.subject, credentials_version: sql<number>`credentials_version + 1` }),
+      ...(changes.hosts !== undefined && { web_push_hosts: changes.hosts }),
+      updated_at: sql<Date>`now()`,
+    })
+    .where('id', '=', id)
+    .returning('id')
+    .executeTakeFirst();
+  return done !== undefined ? 'done' : 'unknown-app';
+}
+
+/** The app's VAPID identity with the private keys opened, or undefined when it has none. */
+export async function readWeb(db: Kysely<HeraldTables>, id: string, box: Pick<Sealer, 'open'>): Promise<StoredWebCredentials | undefined> {
+  const r = await db
+    .selectFrom('apps')
+    .select(['web_vapid_public_key', 'web_vapid_secret', 'web_vapid_subject', 'web_vapid_previous_public_key', 'web_vapid_previous_secret'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (r?.web_vapid_public_key == null || r.web_vapid_secret === null || r.web_vapid_subject === null) return undefined;
+  const previous =
+    r.web_vapid_previous_public_key !== null && r.web_vapid_previous_secret !== null
+      ? { publicKey: r.web_vapid_previous_public_key, privateKey: box.open(r.web_vapid_previous_secret) }
+      : undefined;
+  return {
+    subject: r.web_vapid_subject,
+    current: { publicKey: r.web_vapid_public_key, privateKey: box.open(r.web_vapid_secret) },
+    ...(previous !== undefined && { previous }),
+  };
+}

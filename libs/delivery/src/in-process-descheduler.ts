@@ -1,0 +1,52 @@
+import type { Platform } from '@herald/contracts';
+import type { Database } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import type { Broker } from '@herald/messaging';
+import type { Registry } from '@herald/runtime';
+import { startDescheduler } from './descheduler.ts';
+import { createDeschedulerMetrics } from './descheduler-metrics.ts';
+
+export interface InProcessDeschedulerSettings {
+  DESCHEDULER_BATCH_SIZE: number;
+  DESCHEDULER_CONCURRENCY: number;
+  DESCHEDULER_RECHECK_MS: number;
+  DESCHEDULER_ERROR_BACKOFF_MS: number;
+}
+
+/** What a pusher shares with work it runs beside its consumer (runPusher's `alongside`). */
+export interface PusherParts {
+  db: Database;
+  broker: Broker;
+  logger: Logger;
+  registry: Registry;
+}
+
+/**
+ * The descheduler-free path (issue 21): a pusher releases its platform's due scheduled pushes
+ * itself, with the same store, LISTEN/NOTIFY wake-ups and SKIP LOCKED batches as a descheduler
+ * service, so any number of pushers run side by side without double sends.
+ */
+export async function startInProcessDescheduler(platform: Platform, config: InProcessDeschedulerSettings, parts: PusherParts): Promise<{ stop(): Promise<void> }> {
+  const logger = parts.logger.child({ component: 'descheduler' });
+  // Listen before the first look at the store, so nothing scheduled in between is missed.
+  let wakeUp: (earliest: Date) => void = () => undefined;
+  const listener = await parts.db.scheduled.listen(platform, (earliest) => wakeUp(earliest));
+  const descheduler = startDescheduler({
+    platform,
+    store: parts.db.scheduled,
+    publisher: parts.broker.publisher,
+    metrics: createDeschedulerMetrics(parts.registry),
+    logger,
+    batchSize: config.DESCHEDULER_BATCH_SIZE,
+    concurrency: config.DESCHEDULER_CONCURRENCY,
+    recheckMs: config.DESCHEDULER_RECHECK_MS,
+    errorBackoffMs: config.DESCHEDULER_ERROR_BACKOFF_MS,
+  });
+  wakeUp = (earliest) => descheduler.notify(earliest);
+  return {
+    stop: async () => {
+      await descheduler.stop();
+      await listener.close();
+    },
+  };
+}

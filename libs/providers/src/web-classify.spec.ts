@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { classifyWebPushAnswer } from './web-classify.ts';
+
+describe('push service answers (RFC 8030 §5, RFC 8292)', () => {
+  it('2xx is delivered, with the push message resource as the id', () => {
+    expect(classifyWebPushAnswer({ status: 201, location: 'https://push.example.com/m/1' })).toEqual({ kind: 'delivered', providerMessageId: 'https://push.example.com/m/1' });
+    expect(classifyWebPushAnswer({ status: 202 })).toEqual({ kind: 'delivered' });
+  });
+
+  it('404 and 410 are dead subscriptions', () => {
+    expect(classifyWebPushAnswer({ status: 410, body: 'push subscription has unsubscribed or expired' })).toEqual({ kind: 'dead-token', reason: 'Gone' });
+    expect(classifyWebPushAnswer({ status: 404 })).toEqual({ kind: 'dead-token', reason: 'NotFound' });
+  });
+
+  it('429 and 5xx are transient and keep the Retry-After', () => {
+    expect(classifyWebPushAnswer({ status: 429, retryAfterMs: 30_000 })).toEqual({ kind: 'transient', reason: 'TooManyRequests: HTTP 429', retryAfterMs: 30_000 });
+    expect(classifyWebPushAnswer({ status: 503, retryAfterMs: 1000 })).toMatchObject({ kind: 'transient', retryAfterMs: 1000 });
+    expect(classifyWebPushAnswer({ status: 500 })).toMatchObject({ kind: 'transient' });
+  });
+
+  it('401 is the app\'s VAPID JWT refused, 403 a key that does not match the subscription, 413 too large, 400 bad request: all permanent', () => {
+    expect(classifyWebPushAnswer({ status: 401, body: 'bad jwt' })).toEqual({ kind: 'permanent', reason: 'VapidUnauthorized: the push service refused the VAPID JWT (HTTP 401: bad jwt)' });
+    expect(classifyWebPushAnswer({ status: 403 })).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidKeyMismatch/) });
+    expect(classifyWebPushAnswer({ status: 413 })).toMatchObject({ kind: 'permanent', reason: 'PayloadTooLarge: HTTP 413' });
+    expect(classifyWebPushAnswer({ status: 400, body: 'x'.repeat(500) })).toMatchObject({ kind: 'permanent' });
+    expect((classifyWebPushAnswer({ status: 400, body: 'x'.repeat(500) }) as { reason: string }).reason.length).toBeLessThan(300);
+  });
+});

@@ -1,0 +1,39 @@
+import type { SendResult } from './push-provider.ts';
+
+/** What a push service answered (RFC 8030 §5, §8.3 of RFC 8292), or the transport failure instead. */
+export interface WebPushAnswer {
+  status: number;
+  /** The push message resource (RFC 8030 §5: 201 with Location). */
+  location?: string;
+  /** Retry-After in milliseconds, when given (429, 503). */
+  retryAfterMs?: number;
+  /** The push service's explanation, if any (kept short in the reason). */
+  body?: string;
+}
+
+const MAX_REASON_BODY = 200;
+
+function because(answer: WebPushAnswer): string {
+  const text = answer.body?.replace(/\s+/g, ' ').trim() ?? '';
+  return text.length === 0 ? `HTTP ${answer.status}` : `HTTP ${answer.status}: ${text.slice(0, MAX_REASON_BODY)}`;
+}
+
+/**
+ * A push service's answer as a SendResult (PROVIDER-RULES.md "Web Push", answers):
+ * 2xx delivered; 404/410 the subscription is gone; 429 and 5xx transient (Retry-After honoured);
+ * 401 the VAPID JWT was refused (an app credential problem: counts towards the app's ban);
+ * 403 the signing key does not match the subscription's applicationServerKey (this subscription's
+ * problem, not the app's); 413 too large and any other 4xx permanent.
+ */
+export function classifyWebPushAnswer(answer: WebPushAnswer): SendResult {
+  const { status } = answer;
+  const retry = answer.retryAfterMs !== undefined ? { retryAfterMs: answer.retryAfterMs } : {};
+  if (status >= 200 && status < 300) return { kind: 'delivered', ...(answer.location !== undefined && { providerMessageId: answer.location }) };
+  if (status === 404 || status === 410) return { kind: 'dead-token', reason: status === 410 ? 'Gone' : 'NotFound' };
+  if (status === 429) return { kind: 'transient', reason: `TooManyRequests: ${because(answer)}`, ...retry };
+  if (status >= 500) return { kind: 'transient', reason: `push service error: ${because(answer)}`, ...retry };
+  if (status === 401) return { kind: 'permanent', reason: `VapidUnauthorized: the push service refused the VAPID JWT (${because(answer)})` };
+  if (status === 403) return { kind: 'permanent', reason: `VapidKeyMismatch: the subscription belongs to another application server key (${because(answer)})` };
+  if (status === 413) return { kind: 'permanent', reason: `PayloadTooLarge: ${because(answer)}` };
+  return { kind: 'permanent', reason: `push service refused the request: ${because(answer)}` };
+}

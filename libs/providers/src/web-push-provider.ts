@@ -1,0 +1,126 @@
+import https from 'node:https';
+import type { DevicePush } from '@herald/contracts';
+import type { Logger } from '@herald/logging';
+import { retryAfterMs } from './fcm-agent.ts';
+import type { PushProvider, SendResult } from './push-provider.ts';
+import { WebPushAgent } from './web-agent.ts';
+import { classifyWebPushAnswer, type WebPushAnswer } from './web-classify.ts';
+import { buildWebRequest } from './web-payload.ts';
+import { webRequestProblem } from './web-rules.ts';
+import type { VapidCredentials, VapidKeyPair, WebPushSettings } from './web-settings.ts';
+
+type WebPushLib = typeof import('web-push');
+
+/** RFC 8292 §2: a JWT lives at most 24 h; Herald signs for 12 h and re-signs an hour before it ends. */
+const JWT_LIFETIME_S = 12 * 3600;
+const JWT_RENEW_BEFORE_S = 3600;
+const MAX_CACHED_JWTS = 1000;
+const MAX_ANSWER_BYTES = 4096;
+
+/** The key pair this subscription was made with: the current one unless it names the previous one. */
+function keyPairFor(push: DevicePush, vapid: VapidCredentials | undefined): VapidKeyPair | { problem: string } {
+  if (vapid === undefined) {
+    return { problem: `no-vapid-keys: app "${push.app}" has no VAPID keys and the web-pusher has none (WEB_PUSH_VAPID_PUBLIC_KEY, WEB_PUSH_VAPID_PRIVATE_KEY, WEB_PUSH_VAPID_SUBJECT)` };
+  }
+  // DevicePush.webVapidKey: the applicationServerKey the browser subscribed with, when its registration said so.
+  const wanted = (push as DevicePush & { webVapidKey?: string }).webVapidKey;
+  if (wanted === undefined || wanted === vapid.current.publicKey) return vapid.current;
+  if (wanted === vapid.previous?.publicKey) return vapid.previous;
+  return {
+    problem: `vapid-key-rotated: the subscription was made with application server key ${wanted.slice(0, 12)}…, which app "${push.app}" no longer holds (its keys were rotated twice since); the browser must subscribe again`,
+  };
+}
+
+/** Signed `Authorization: vapid t=…, k=…` headers, reused per push-service origin and key until an hour before they expire. */
+function vapidSigner(lib: WebPushLib, now: () => number) {
+  const cache = new Map<string, { header: string; renewAt: number }>();
+  return (audience: string, subject: string, pair: VapidKeyPair): string => {
+    const key = `${audience} ${pair.publicKey}`;
+    const hit = cache.get(key);
+    const at = now();
+    if (hit !== undefined && hit.renewAt > at) return hit.header;
+    const exp = Math.floor(at / 1000) + JWT_LIFETIME_S;
+    const header = lib.getVapidHeaders(audience, subject, pair.publicKey, pair.privateKey, 'aes128gcm', exp).Authorization;
+    if (cache.size >= MAX_CACHED_JWTS) cache.clear();
+    cache.set(key, { header, renewAt: (exp - JWT_RENEW_BEFORE_S) * 1000 });
+    return header;
+  };
+}
+
+/** POST the encrypted message; the answer (status, Location, Retry-After, a little of the body) or a transport error. */
+function post(endpoint: string, headers: Record<string, string | number>, body: Buffer, agent: https.Agent, timeoutMs: number): Promise<WebPushAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(endpoint, { method: 'POST', headers, agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        if (size < MAX_ANSWER_BYTES) chunks.push(chunk);
+        size += chunk.length;
+      });
+      res.on('error', reject);
+      res.on('end', () => {
+        const retryAfter = retryAfterMs(res.headers['retry-after']);
+        resolve({
+          status: res.statusCode ?? 0,
+          ...(res.headers.location !== undefined && { location: res.headers.location }),
+          ...(retryAfter !== undefined && { retryAfterMs: retryAfter }),
+          body: Buffer.concat(chunks).toString('utf8'),
+        });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * Web Push (RFC 8030) with `web-push` doing the RFC 8291 aes128gcm encryption and the RFC 8292
+ * VAPID signature (generateRequestDetails), sent over Herald's own keep-alive agent so
+ * connections to a push service are reused. One provider per app (its own VAPID keys).
+ */
+export async function createWebPushProvider(settings: WebPushSettings, logger: Logger, now: () => number = Date.now): Promise<PushProvider> {
+  const lib = (await import('web-push')).default;
+  const agent = new WebPushAgent(settings);
+  const sign = vapidSigner(lib, now);
+  const log = logger.child({ provider: 'web' });
+  return {
+    platform: 'web',
+    async send(push: DevicePush): Promise<SendResult> {
+      const request = buildWebRequest(push, new Date(now()));
+      // The last line of defence: a message the push service would refuse for good is never sent.
+      const problem = webRequestProblem(request);
+      if (problem !== undefined) return { kind: 'permanent', reason: problem };
+      if (push.webKeys === undefined) return { kind: 'permanent', reason: 'a web push without its subscription keys (p256dh, auth)' };
+      const pair = keyPairFor(push, settings.vapid);
+      if ('problem' in pair) return { kind: 'permanent', reason: pair.problem };
+      let details: ReturnType<WebPushLib['generateRequestDetails']>;
+      try {
+        const authorization = sign(new URL(push.token).origin, (settings.vapid as VapidCredentials).subject, pair);
+        details = lib.generateRequestDetails({ endpoint: push.token, keys: push.webKeys }, request.plaintext, {
+          TTL: request.ttl,
+          urgency: request.urgency,
+          ...(request.topic !== undefined && { topic: request.topic }),
+          contentEncoding: 'aes128gcm',
+          headers: { Authorization: authorization },
+        });
+      } catch (err) {
+        // A key web-push cannot use: the app's VAPID keys (its ban counts it) or the subscription's keys.
+        const message = (err as Error).message;
+        return { kind: 'permanent', reason: /vapid|subject|audience/i.test(message) ? `credentials: VAPID ${message}` : `subscription keys unusable: ${message}` };
+      }
+      try {
+        const answer = await post(details.endpoint, details.headers as Record<string, string | number>, details.body ?? Buffer.alloc(0), agent, settings.requestTimeoutMs);
+        return classifyWebPushAnswer(answer);
+      } catch (err) {
+        const e = err as Error;
+        if (e.name === 'TimeoutError' || e.name === 'AbortError') return { kind: 'transient', reason: `timeout: no answer from the push service within ${settings.requestTimeoutMs} ms` };
+        log.warn({ err, pushId: push.pushId }, 'web push send failed');
+        return { kind: 'transient', reason: `transport: ${e.message}` };
+      }
+    },
+    close: () => {
+      agent.destroy();
+      return Promise.resolve();
+    },
+  };
+}

@@ -1,0 +1,34 @@
+import type { ProxySettings } from './settings.ts';
+
+/** One VAPID key pair (RFC 8292), base64url as `web-push`'s generateVAPIDKeys() gives them. */
+export interface VapidKeyPair {
+  /** The uncompressed P-256 public key (65 bytes): the applicationServerKey browsers subscribe with. */
+  publicKey: string;
+  /** The 32-byte private scalar. */
+  privateKey: string;
+}
+
+/** An application server's VAPID identity: its contact and its key pair, plus the one before the last rotation. */
+export interface VapidCredentials {
+  /** RFC 8292 §2.1 `sub`: a mailto: or https: URL where the push service can reach the operator. */
+  subject: string;
+  current: VapidKeyPair;
+  /** Kept after a rotation so subscriptions made under the old key still get a matching signature. */
+  previous?: VapidKeyPair;
+}
+
+/** How the Web Push provider signs and reaches push services. */
+export interface WebPushSettings {
+  /** Without keys every push is refused for good (`no-vapid-keys`): browsers' push services require VAPID. */
+  vapid?: VapidCredentials;
+  /**
+   * Push-service origins trusted with a CA bundle of their own (the sandbox's self-signed
+   * certificate); every other host is verified against Node's built-in roots.
+   */
+  trusted?: ReadonlyArray<{ host: string; port: number; ca: string }>;
+  /** Reach push services through this HTTP CONNECT egress proxy. */
+  proxy?: ProxySettings;
+  requestTimeoutMs: number;
+  /** Most keep-alive connections kept open per push-service origin. */
+  maxSockets?: number;
+}

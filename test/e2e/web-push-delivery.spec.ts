@@ -1,0 +1,117 @@
+import { peekMessages, waitFor } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apnsToken, fcmToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
+import { API_TEST_ENV } from '../support/http-api.ts';
+import { createWebSubscription, delivered, sandboxRecords, unsubscribeWeb, webPushes, type WebPushReceived, type WebSubscriptionJson } from '../support/sandbox-client.ts';
+import { DEMO_APP, startSystem, type System } from '../support/system.ts';
+import { createWebPushApp, rotateWebPushKeys, type WebPushApp } from '../support/web-push-apps.ts';
+
+/**
+ * Browsers as the third platform, end to end: the demo app has its own VAPID keys (admin API),
+ * its browsers subscribe at the sandbox's push service (which verifies VAPID and decrypts), and
+ * the web-pusher sends (and releases scheduled web pushes itself).
+ */
+describe('Web Push delivery, end to end', () => {
+  let sys: System;
+  let site: WebPushApp;
+  beforeAll(async () => {
+    sys = await startSystem({ env: API_TEST_ENV });
+    site = await createWebPushApp(sys, DEMO_APP.id);
+  });
+  afterAll(async () => {
+    await sys?.stop();
+  });
+
+  const deviceRow = (token: string) => sys.database.db.kysely.selectFrom('devices').selectAll().where('token', '=', token).executeTakeFirst();
+
+  /** A browser subscribes (bound to `serverKey`, as pushManager.subscribe does) and registers through AMQP. */
+  async function browser(userId: string, serverKey = site.publicKey): Promise<WebSubscriptionJson> {
+    const sub = await createWebSubscription(sys.sandbox, { applicationServerKey: serverKey });
+    await sys.client.publishRegistration({
+      kind: 'register',
+      app: DEMO_APP.id,
+      platform: 'web',
+      token: sub.endpoint,
+      keys: sub.keys,
+      applicationServerKey: serverKey,
+      userId,
+      eventAt: new Date().toISOString(),
+    } as Parameters<System['client']['publishRegistration']>[0]);
+    await waitFor('the subscription stored', async () => (await deviceRow(sub.endpoint)) !== undefined);
+    return sub;
+  }
+  const received = (endpoint: string, n = 1): Promise<WebPushReceived[]> =>
+    waitFor(`${n} web push(es) at the push service`, async () => {
+      const got = await webPushes(sys.sandbox, endpoint);
+      return got.length >= n && got;
+    });
+
+  it('one job reaches the iPhone (APNs), the Android phone (FCM) and the browser (Web Push), the browser decrypting what Herald sent', async () => {
+    const userId = uniqueUser('three');
+    const iphone: Device = { userId, platform: 'apns', token: apnsToken() };
+    const android: Device = { userId, platform: 'fcm', token: fcmToken() };
+    await registerDevices(sys, [iphone, android]);
+    const web = await browser(userId);
+    const content = { title: 'Your order shipped', body: 'Parcel 42 is on its way', data: { orderId: '42' } };
+    const sent = await sys.client.publishPushJob(job({ userId, content, collapseKey: 'order-42', priority: 'high' }));
+
+    await waitFor('the iPhone got it', async () => (await delivered(sys.sandbox, { token: iphone.token })).length === 1);
+    await waitFor('the Android phone got it', async () => (await delivered(sys.sandbox, { token: android.token })).length === 1);
+    const [push] = await received(web.endpoint);
+    expect(push?.payload).toMatchObject({ ...content, tag: 'order-42', jobId: sent.id });
+    expect(push).toMatchObject({ urgency: 'high', topic: 'order-42', vapidKey: site.publicKey, claims: { sub: site.subject, aud: new URL(web.endpoint).origin } });
+    expect(push?.ttl).toBeGreaterThan(2_400_000);
+  });
+
+  it('a 410 from the push service invalidates the subscription, and the next job skips it', async () => {
+    const userId = uniqueUser('gone');
+    const phone: Device = { userId, platform: 'apns', token: apnsToken() };
+    await registerDevices(sys, [phone]);
+    const web = await browser(userId);
+    await unsubscribeWeb(sys.sandbox, web.endpoint);
+
+    await sys.client.publishPushJob(job({ userId }));
+    const row = await waitFor('the subscription invalidated', async () => {
+      const r = await deviceRow(web.endpoint);
+      return r?.invalidated_at != null && r;
+    });
+    expect(row.invalidation_reason).toBe('Gone');
+    expect((await sandboxRecords(sys.sandbox, { platform: 'web', token: web.endpoint })).map((r) => r.status)).toEqual([410]);
+
+    await sys.client.publishPushJob(job({ userId }));
+    await waitFor('the phone got both jobs', async () => (await delivered(sys.sandbox, { token: phone.token })).length === 2);
+    expect(await sandboxRecords(sys.sandbox, { platform: 'web', token: web.endpoint })).toHaveLength(1);
+  });
+
+  it('a scheduled web push waits in the store and is released by the web-pusher itself (no web-descheduler), on time', async () => {
+    const userId = uniqueUser('later');
+    const web = await browser(userId);
+    const dueAt = new Date(Date.now() + 4000);
+    await sys.client.publishPushJob(job({ userId, deliverAt: { at: dueAt.toISOString() } }));
+    await waitFor('the push scheduled', async () => {
+      const rows = await sys.database.db.kysely.selectFrom('scheduled_pushes').select('platform').where('platform', '=', 'web').execute();
+      return rows.length > 0;
+    });
+    expect(await webPushes(sys.sandbox, web.endpoint)).toEqual([]);
+    const [push] = await received(web.endpoint);
+    expect(Date.parse(push?.receivedAt ?? '')).toBeGreaterThanOrEqual(dueAt.getTime() - 50);
+    expect([...sys.services.keys()].filter((s) => s.includes('descheduler'))).toEqual(['apns-descheduler', 'fcm-descheduler']);
+  });
+
+  it('VAPID keys rotate without a restart: old subscriptions are signed with the previous pair, new ones with the new pair', async () => {
+    const userId = uniqueUser('rotate');
+    const before = await browser(userId);
+    const newKey = await rotateWebPushKeys(sys, DEMO_APP.id);
+    const after = await browser(userId, newKey);
+    await sys.client.publishPushJob(job({ userId }));
+    const [old] = await received(before.endpoint);
+    const [fresh] = await received(after.endpoint);
+    expect(old?.vapidKey).toBe(site.publicKey);
+    expect(fresh?.vapidKey).toBe(newKey);
+    site = { ...site, publicKey: newKey };
+  });
+
+  it('nothing parked on push.web.send along the way', async () => {
+    expect(await peekMessages(sys.vhost.name, 'push.web.send.parked')).toEqual([]);
+  });
+});
