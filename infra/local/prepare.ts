@@ -1,4 +1,4 @@
-import { createDatabase } from '@herald/db';
+import { createAppCredentialStore, createDatabase } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { connectBroker, heraldTopology } from '@herald/messaging';
 
@@ -9,7 +9,7 @@ export interface PrepareOptions {
   retryDelaysMs: readonly number[];
   logger: Logger;
   /** Apps to create when missing (the local demo app). Existing apps are left as they are. */
-  seedApps?: ReadonlyArray<{ id: string; apnsTopic: string }>;
+  seedApps?: ReadonlyArray<{ id: string; apnsTopic: string; webPushHosts?: string[] }>;
 }
 
 /** Apply the queue topology and the database migrations (both idempotent), then seed apps. */
@@ -24,7 +24,9 @@ export async function prepareEnvironment(opts: PrepareOptions): Promise<void> {
   try {
     await db.migrate();
     for (const app of opts.seedApps ?? []) {
-      if ((await db.apps.get(app.id)) === undefined) await db.apps.upsert({ id: app.id, apnsTopic: app.apnsTopic, enabled: true });
+      if ((await db.apps.get(app.id)) !== undefined) continue;
+      await db.apps.upsert({ id: app.id, apnsTopic: app.apnsTopic, enabled: true });
+      if (app.webPushHosts !== undefined) await createAppCredentialStore(db.kysely, undefined).updateWebPush(app.id, { hosts: app.webPushHosts });
     }
   } finally {
     await db.close();

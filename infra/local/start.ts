@@ -13,10 +13,12 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { DEFAULT_WEB_PUSH_HOSTS } from '@herald/contracts';
 import { commonConfig, int, intList, loadConfig, optionalStr, str } from '@herald/config';
 import { createLogger } from '@herald/logging';
 import { buildServices } from './build-services.ts';
 import { currentParentPid, watchParent } from './parent-watch.mjs';
+import { localVapidEnv } from './local-vapid.ts';
 import { busyPorts } from './port-check.ts';
 import { prepareEnvironment } from './prepare.ts';
 import { SANDBOX, SERVICES } from './service-list.ts';
@@ -67,12 +69,15 @@ if (taken.kind === 'held') {
   process.exit(1);
 }
 const lock: StartLock = taken.lock;
+// The web-pusher's VAPID keys for apps without their own (local-vapid.ts).
+const vapidEnv = await localVapidEnv(stateDir, process.env);
 
 const supervisor = new Supervisor({
   logger,
   stopBoundMs,
   env: (service) => ({
     ...process.env,
+    ...(service === 'web-pusher' ? vapidEnv : {}),
     LOG_FORMAT: process.env['LOG_FORMAT'] ?? childFormat,
     SANDBOX_STATE_DIR: sandboxDir,
     // HTTP_PORT is the monitor's: the other services could not all listen on one port.
@@ -174,7 +179,8 @@ await prepareEnvironment({
   schema: config.DATABASE_SCHEMA,
   retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
   logger,
-  seedApps: [{ id: 'demo', apnsTopic: 'com.herald.demo' }],
+  // The demo app's browser subscriptions may use the sandbox's push service (and the browsers' own).
+  seedApps: [{ id: 'demo', apnsTopic: 'com.herald.demo', webPushHosts: ['127.0.0.1', 'localhost', ...DEFAULT_WEB_PUSH_HOSTS] }],
 });
 await buildServices();
 logger.info('services built into dist/services');

@@ -9,21 +9,11 @@ import { connectBroker, type Broker } from '@herald/messaging';
 import { peekMessages, waitFor } from '@herald/testing';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM, CHROMIUM_ARGS } from '../support/chromium.ts';
 import { apnsToken, fcmToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
 import { monitorStatus, monitorUrl } from '../support/monitor-client.ts';
 import { startSystem, type System } from '../support/system.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const SCREENSHOT = 'test-results/dashboard.png';
 const BACKED_UP = 25;
 const BROKEN_ID = 'broken-job-for-the-dashboard';
@@ -91,7 +81,7 @@ describe('the operator dashboard, in a real headless Chromium', () => {
 
     const context = await chromium.launchPersistentContext(profile as string, {
       executablePath: CHROMIUM,
-      args: CHROMIUM_ARGS,
+      args: [...CHROMIUM_ARGS],
       headless: true,
       viewport: { width: 1440, height: 1100 },
     });

@@ -1,3 +1,4 @@
+import { Headers, Queues, parkedQueueFor } from '@herald/contracts';
 import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apnsToken, fcmToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
@@ -24,8 +25,11 @@ describe('Web Push delivery, end to end', () => {
 
   const deviceRow = (token: string) => sys.database.db.kysely.selectFrom('devices').selectAll().where('token', '=', token).executeTakeFirst();
 
-  /** A browser subscribes (bound to `serverKey`, as pushManager.subscribe does) and registers through AMQP. */
-  async function browser(userId: string, serverKey = site.publicKey): Promise<WebSubscriptionJson> {
+  /**
+   * A browser subscribes (bound to `serverKey`, as pushManager.subscribe does) and registers through
+   * AMQP, naming that key unless `namesKey` is false (the field is optional).
+   */
+  async function browser(userId: string, serverKey = site.publicKey, namesKey = true): Promise<WebSubscriptionJson> {
     const sub = await createWebSubscription(sys.sandbox, { applicationServerKey: serverKey });
     await sys.client.publishRegistration({
       kind: 'register',
@@ -33,7 +37,7 @@ describe('Web Push delivery, end to end', () => {
       platform: 'web',
       token: sub.endpoint,
       keys: sub.keys,
-      applicationServerKey: serverKey,
+      ...(namesKey && { applicationServerKey: serverKey }),
       userId,
       eventAt: new Date().toISOString(),
     } as Parameters<System['client']['publishRegistration']>[0]);
@@ -101,14 +105,28 @@ describe('Web Push delivery, end to end', () => {
   it('VAPID keys rotate without a restart: old subscriptions are signed with the previous pair, new ones with the new pair', async () => {
     const userId = uniqueUser('rotate');
     const before = await browser(userId);
+    // Registered without applicationServerKey: Herald records the app's key of that moment.
+    const unnamed = await browser(userId, site.publicKey, false);
+    expect((await deviceRow(unnamed.endpoint))?.web_vapid_key).toBe(site.publicKey);
     const newKey = await rotateWebPushKeys(sys, DEMO_APP.id);
     const after = await browser(userId, newKey);
     await sys.client.publishPushJob(job({ userId }));
     const [old] = await received(before.endpoint);
+    const [oldUnnamed] = await received(unnamed.endpoint);
     const [fresh] = await received(after.endpoint);
     expect(old?.vapidKey).toBe(site.publicKey);
+    expect(oldUnnamed?.vapidKey).toBe(site.publicKey);
     expect(fresh?.vapidKey).toBe(newKey);
     site = { ...site, publicKey: newKey };
+  });
+
+  it('a job over Web Push\'s size limit for an app with VAPID keys: the client library (which does not know the app) publishes it, the demuxer parks it', async () => {
+    const userId = uniqueUser('big');
+    await browser(userId);
+    const sent = await sys.client.publishPushJob(job({ userId, content: { title: 'big', data: { blob: 'x'.repeat(3900) } } }));
+    const parked = await waitFor('the job parked', async () => (await peekMessages(sys.vhost.name, parkedQueueFor(Queues.jobs), 1000)).find((m) => m.payload.includes(sent.id)));
+    expect(parked.properties.headers?.['x-herald-parked-code']).toBe('payload-too-large');
+    expect(String(parked.properties.headers?.[Headers.parkedReason])).toMatch(/^content: Web Push: payload is 40\d\d bytes; Web Push allows 3993 bytes/);
   });
 
   it('nothing parked on push.web.send along the way', async () => {

@@ -7,6 +7,7 @@ import type { WebPushPayload } from '@herald/providers';
 import { waitFor } from '@herald/testing';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM, CHROMIUM_ARGS } from '../support/chromium.ts';
 import { startFakeGcm, type FakeGcm } from '../support/fake-gcm.ts';
 import { job, uniqueUser } from '../support/fixtures.ts';
 import { API_TEST_ENV, call, teamKey } from '../support/http-api.ts';
@@ -14,17 +15,6 @@ import { createWebSubscription, webPushes } from '../support/sandbox-client.ts';
 import { startSystem, type System } from '../support/system.ts';
 import { createWebPushApp, SANDBOX_WEB_PUSH_HOST } from '../support/web-push-apps.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const SCREENSHOT = 'test-results/web-push-demo.png';
 const APP = 'webdemo';
 /** Chromium builds a subscription's endpoint from a hard-wired Google prefix (staging when GCM is moved). */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createAppCredentialStore, createSecretBox } from '@herald/db';
 import { Headers, Queues, parkedQueueFor } from '@herald/contracts';
 import { peekMessages, waitFor } from '@herald/testing';
@@ -69,11 +70,12 @@ describe('Web Push doors: browser subscriptions and VAPID keys', () => {
     expect(await deviceRow(foreign)).toBeUndefined();
   });
 
+  // Registered without applicationServerKey: the app's current key is recorded, so a rotation keeps it working.
   it('registers through AMQP, and the registrar parks a subscription on a host the app does not allow, with the reason, counted', async () => {
     const good = browserSubscription();
     const userId = uniqueUser('amqp');
     await sys.client.publishRegistration({ kind: 'register', app: 'site', platform: 'web', token: good.endpoint, keys: good.keys, userId, eventAt: new Date().toISOString() });
-    expect(await stored(good.endpoint)).toMatchObject({ user_id: userId, web_p256dh: good.keys.p256dh, web_auth: good.keys.auth, web_vapid_key: null });
+    expect(await stored(good.endpoint)).toMatchObject({ user_id: userId, web_p256dh: good.keys.p256dh, web_auth: good.keys.auth, web_vapid_key: site.publicKey });
 
     // The default list (Chrome's, Firefox's, Safari's push services) does not hold for this app: its list is 127.0.0.1.
     const chrome = browserSubscription('https://fcm.googleapis.com/fcm/send/abc:APA91b-test');
@@ -110,6 +112,30 @@ describe('Web Push doors: browser subscriptions and VAPID keys', () => {
     const audit = await sys.database.db.audit.list({ action: 'app.rotate-vapid' });
     expect(audit.map((e) => [e.target, e.outcome])).toContainEqual(['site', 'ok']);
     expect(JSON.stringify(audit)).not.toContain(stored?.current.privateKey);
+  });
+
+  it('refuses an oversize web payload at the API with a 400 naming the field, only for an app with VAPID keys', async () => {
+    type Refusal = { error: { issues: Array<{ path: string; message: string }> } };
+    // About 4,000 bytes of JSON: within APNs' and FCM's 4,096, beyond Web Push's 3,993.
+    const content = { title: 'big', data: { blob: 'x'.repeat(3900) } };
+    const webLimit = expect.stringMatching(/^Web Push: payload is 4\d{3} bytes; Web Push allows 3993 bytes/) as unknown;
+    const single = await call<Refusal>(sys, 'POST', '/v1/jobs', { key, body: { id: randomUUID(), app: 'site', userId: 'u', category: 'c', content } });
+    expect(single.status).toBe(400);
+    expect(single.body.error.issues).toEqual([{ path: 'content', message: webLimit }]);
+    const override = { title: 'big', web: { payload: { blob: 'x'.repeat(4000) } } };
+    const batch = await call<Refusal>(sys, 'POST', '/v1/jobs:batch', {
+      key,
+      body: { jobs: [{ id: randomUUID(), app: 'site', userId: 'u', category: 'c', content: { title: 'fine' } }, { id: randomUUID(), app: 'site', userId: 'u', category: 'c', content: override }] },
+    });
+    expect(batch.status).toBe(400);
+    expect(batch.body.error.issues).toEqual([{ path: 'jobs.1.content.web.payload', message: webLimit }]);
+
+    // The same job to an app without VAPID keys (no browsers): APNs and FCM take it.
+    await admin(sys, 'POST', '/admin/apps', { id: 'phones' });
+    const phonesKey = await teamKey(sys, 'phones-team', ['phones']);
+    const id = randomUUID();
+    const accepted = await call(sys, 'POST', '/v1/jobs', { key: phonesKey, body: { id, app: 'phones', userId: 'u', category: 'c', content } });
+    expect(accepted).toMatchObject({ status: 202, body: { id, duplicate: false } });
   });
 
   it('documents the web platform and the VAPID routes in /openapi.json', async () => {

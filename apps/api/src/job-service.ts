@@ -29,12 +29,13 @@ export interface JobServiceDeps {
   now?: () => Date;
 }
 
-/** 403 / 422 unless the key may use the app and the app exists and is enabled. */
-export async function checkApp(deps: Pick<JobServiceDeps, 'apps'>, key: ApiKeyRow, id: string): Promise<void> {
+/** 403 / 422 unless the key may use the app and the app exists and is enabled; the app. */
+export async function checkApp(deps: Pick<JobServiceDeps, 'apps'>, key: ApiKeyRow, id: string): Promise<AppRow> {
   requireApp(key, id);
   const app = await deps.apps.get(id);
   if (app === undefined) throw new ApiError(422, 'unknown-app', `unknown app "${id}"`);
   if (!app.enabled) throw new ApiError(422, 'app-disabled', `app "${id}" is disabled`);
+  return app;
 }
 
 function validateJobs(raw: unknown, acceptedAt: string, deps: JobServiceDeps): PushJob[] {
@@ -57,12 +58,24 @@ function validateJobs(raw: unknown, acceptedAt: string, deps: JobServiceDeps): P
   return jobs;
 }
 
-/** Beyond the contract: a schedule Herald can resolve, and content Apple and Google accept (400 naming the field). */
+/** Beyond the contract: a schedule Herald can resolve (400 naming the field). */
 function checkJob(job: PushJob, acceptedAt: Date, deps: JobServiceDeps, prefix: string): void {
   const bad = scheduleProblem(job.deliverAt, acceptedAt, deps.scheduleHorizonDays);
   if (bad !== undefined) throw new ApiError(400, 'invalid-request', `${prefix}deliverAt: ${bad}`, [{ path: `${prefix}deliverAt`, message: bad }]);
-  const issues = jobConformanceIssues(job, acceptedAt).map((i) => ({ path: `${prefix}${i.path}`, message: i.message }));
-  if (issues.length > 0) throw new ApiError(400, 'invalid-request', issues.map((i) => `${i.path}: ${i.message}`).join('; '), issues);
+}
+
+/**
+ * Content Apple and Google accept, and Web Push too when the job's app has VAPID keys (400
+ * naming the field). Checked once the apps are known: an app without browsers is not held to
+ * Web Push's smaller size limit.
+ */
+function checkConformance(jobs: readonly PushJob[], apps: ReadonlyMap<string, AppRow>, acceptedAt: Date, prefix: string): void {
+  for (const [i, job] of jobs.entries()) {
+    const at = prefix === '' ? '' : `${prefix}${i}.`;
+    const web = apps.get(job.app)?.webVapid === true;
+    const issues = jobConformanceIssues(job, { web }, acceptedAt).map((issue) => ({ path: `${at}${issue.path}`, message: issue.message }));
+    if (issues.length > 0) throw new ApiError(400, 'invalid-request', issues.map((issue) => `${issue.path}: ${issue.message}`).join('; '), issues);
+  }
 }
 
 /** A job to a topic the app does not have is refused with 404 naming the topic. */
@@ -115,8 +128,11 @@ async function publishAll(jobs: readonly PushJob[], fresh: ReadonlySet<string>, 
 export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobServiceDeps, timings: PublishTimings = {}): Promise<JobAccepted[]> {
   const acceptedAt = (deps.now?.() ?? new Date()).toISOString();
   const jobs = validateJobs(body, acceptedAt, deps);
-  for (const app of new Set(jobs.map((j) => j.app))) await checkApp(deps, key, app);
-  await checkAudiences(jobs, deps, body instanceof ValidatedJobs ? '' : 'jobs.');
+  const apps = new Map<string, AppRow>();
+  for (const app of new Set(jobs.map((j) => j.app))) apps.set(app, await checkApp(deps, key, app));
+  const prefix = body instanceof ValidatedJobs ? '' : 'jobs.';
+  checkConformance(jobs, apps, new Date(acceptedAt), prefix);
+  await checkAudiences(jobs, deps, prefix);
   const recording = performance.now();
   const accepted = await deps.jobs.accept(jobs.map((j) => ({ id: j.id, app: j.app, team: key.team })));
   timings.recordMs = performance.now() - recording;

@@ -83,11 +83,11 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
   const app = await deps.apps.get(job.app);
   if (app === undefined) return park(deps, 'unknown-app', `unknown app "${job.app}"`, job);
   if (!app.enabled) return park(deps, 'app-disabled', `app "${job.app}" is disabled`, job);
-  // Apple's and Google's rules, as at every door: a job they would refuse is parked, never sent.
-  const issues = jobConformanceIssues(job, at);
+  // Apple's and Google's rules (and Web Push's when the app has VAPID keys), as at the API: a job they would refuse is parked, never sent.
+  const issues = jobConformanceIssues(job, { web: app.webVapid === true }, at);
   if (issues.length > 0) {
     const reason = issues.map((i) => `${i.path}: ${i.message}`).join('; ');
-    return park(deps, /payload too large/.test(reason) ? 'payload-too-large' : 'provider-rules', reason, job);
+    return park(deps, /payload too large|Web Push: payload is \d+ bytes/.test(reason) ? 'payload-too-large' : 'provider-rules', reason, job);
   }
   const acceptedAt = job.acceptedAt !== undefined ? new Date(job.acceptedAt) : at;
   const expiry = jobExpiry(job, acceptedAt);

@@ -21,6 +21,7 @@ describe('the Web Push demo routes', () => {
   it('serves only its own files and only for reading; other paths are not its business', () => {
     expect(get('/web-demo/..%2Fsrc%2Fconfig.ts')?.status).toBe(404);
     expect(get('/web-demo/README.md')?.status).toBe(404);
+    for (const inherited of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) expect(get(`/web-demo/${inherited}`)?.status).toBe(404);
     expect(get('/web-demo/sw.js', 'POST')).toMatchObject({ status: 405, headers: { allow: 'GET, HEAD' } });
     expect(get('/records')).toBeUndefined();
   });

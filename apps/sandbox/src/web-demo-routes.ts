@@ -15,11 +15,11 @@ export const WEB_DEMO_DIR = fileURLToPath(new URL('../../../apps/sandbox/web-dem
 export const WEB_DEMO_PREFIX = '/web-demo/';
 
 /** The only files served: no path from the URL ever reaches the file system. */
-const FILES: Record<string, string> = {
-  'index.html': 'text/html; charset=utf-8',
-  'app.js': 'text/javascript; charset=utf-8',
-  'sw.js': 'text/javascript; charset=utf-8',
-};
+const FILES: ReadonlyMap<string, string> = new Map([
+  ['index.html', 'text/html; charset=utf-8'],
+  ['app.js', 'text/javascript; charset=utf-8'],
+  ['sw.js', 'text/javascript; charset=utf-8'],
+]);
 
 const text = (status: number, body: string, headers: Record<string, string> = {}): Answer => ({
   status,
@@ -33,7 +33,8 @@ export function routeWebDemo(method: string, url: URL, dir: string = WEB_DEMO_DI
   if (!url.pathname.startsWith(WEB_DEMO_PREFIX)) return undefined;
   if (method !== 'GET' && method !== 'HEAD') return text(405, 'the demo page is read-only\n', { allow: 'GET, HEAD' });
   const name = url.pathname.slice(WEB_DEMO_PREFIX.length) || 'index.html';
-  const type = FILES[name];
+  // A Map, not an object: `constructor` or `__proto__` must not pass for a file name.
+  const type = FILES.get(name);
   if (type === undefined) return text(404, `no demo file ${name}\n`);
   // Read on each request: the files are a few KB, and an edited page shows on reload.
   return { status: 200, headers: { 'content-type': type, 'cache-control': 'no-store' }, body: readFileSync(`${dir}${name}`, 'utf8') };

@@ -92,7 +92,9 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
       const badSchedule = scheduleProblem(job.deliverAt, new Date(), options.scheduleHorizonDays);
       if (badSchedule !== undefined) throw new ValidationError('push job', [`deliverAt: ${badSchedule}`]);
       // Apple's and Google's rules (sizes, headers), so a job they would refuse is never published.
-      const issues = jobConformanceIssues(job);
+      // Web Push's smaller size limit depends on the app having VAPID keys, which the client does
+      // not know: the demuxer checks it against the app (and parks a job over it, payload-too-large).
+      const issues = jobConformanceIssues(job, { web: false });
       if (issues.length > 0) throw new ValidationError('push job', issues.map((i) => `${i.path}: ${i.message}`));
       await broker.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id });
       return job;

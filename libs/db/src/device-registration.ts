@@ -39,7 +39,11 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
            i.event_at,
            case when i.is_register then null else i.event_at end,
            case when i.is_register then null else 'unregistered' end,
-           i.web_p256dh, i.web_auth, i.web_vapid_key, i.app_version, case when i.is_register then coalesce(i.last_seen_at, i.event_at) end
+           i.web_p256dh, i.web_auth,
+           -- A web register that does not name its applicationServerKey subscribed with the app's current key:
+           -- record it now, so after a rotation the pusher still signs with that (then previous) pair.
+           coalesce(i.web_vapid_key, case when i.is_register and i.platform = 'web' then (select a.web_vapid_public_key from apps a where a.id = i.app) end),
+           i.app_version, case when i.is_register then coalesce(i.last_seen_at, i.event_at) end
     from unnest(
       ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.platform)}::text[], ${rows.map((r) => r.token)}::text[],
       ${rows.map((r) => reg(r)?.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],

@@ -55,6 +55,32 @@ describe('web subscriptions as devices', () => {
     expect(await targets('u-b')).toEqual([]);
   });
 
+  it('a web register without applicationServerKey records the app\'s current VAPID key (none when the app has none)', async () => {
+    const store = createAppCredentialStore(t.db.kysely, createSecretBox(randomBytes(32).toString('hex')));
+    await t.db.apps.upsert({ id: 'keyed' });
+    const [first, second] = [vapidPair(), vapidPair()];
+    await store.generateVapid('keyed', { subject: 'mailto:ops@example.com', keys: first });
+    const vapidKeyOf = async (app: string, token: string) =>
+      (await t.db.kysely.selectFrom('devices').select('web_vapid_key').where('app', '=', app).where('token', '=', token).executeTakeFirstOrThrow()).web_vapid_key;
+
+    await t.db.devices.applyRegistrations([register(endpoint('k1'), keysOf(), '2025-03-01T10:00:00Z', { app: 'keyed' } as Partial<Registration>)]);
+    expect(await vapidKeyOf('keyed', endpoint('k1'))).toBe(first.publicKey);
+    // After a rotation the subscription still names the key it was made with; a new one gets the new key; a named key wins.
+    await store.rotateVapid('keyed', { keys: second });
+    await t.db.devices.applyRegistrations([
+      register(endpoint('k2'), keysOf(), '2025-03-01T10:00:00Z', { app: 'keyed' } as Partial<Registration>),
+      register(endpoint('k3'), keysOf(), '2025-03-01T10:00:00Z', { app: 'keyed', applicationServerKey: first.publicKey } as Partial<Registration>),
+    ]);
+    expect(await vapidKeyOf('keyed', endpoint('k1'))).toBe(first.publicKey);
+    expect(await vapidKeyOf('keyed', endpoint('k2'))).toBe(second.publicKey);
+    expect(await vapidKeyOf('keyed', endpoint('k3'))).toBe(first.publicKey);
+    // An app without VAPID keys, and other platforms, record none.
+    await t.db.devices.applyRegistrations([register(endpoint('k4'), keysOf(), '2025-03-01T10:00:00Z')]);
+    expect(await vapidKeyOf('site', endpoint('k4'))).toBeNull();
+    await t.db.devices.applyRegistrations([{ version: 1, kind: 'register', app: 'keyed', platform: 'fcm', token: `fcm:${'k'.repeat(40)}`, userId: 'u-k', eventAt: '2025-03-01T10:00:00Z' }]);
+    expect(await vapidKeyOf('keyed', `fcm:${'k'.repeat(40)}`)).toBeNull();
+  });
+
   it('a scheduled web push keeps its keys: the stored DevicePush is released as it was', async () => {
     const keys = keysOf();
     const push: DevicePush = {

@@ -22,12 +22,11 @@ export interface PusherParts {
 }
 
 /**
- * The descheduler-free path (issue 21): a pusher releases its platform's due scheduled pushes
- * itself, with the same store, LISTEN/NOTIFY wake-ups and SKIP LOCKED batches as a descheduler
- * service, so any number of pushers run side by side without double sends.
+ * The one wiring of a descheduler: LISTEN for wake-ups, then release `platform`'s due pushes from
+ * the store in SKIP LOCKED batches. The descheduler services (runDescheduler) and the pushers that
+ * deschedule in process both start theirs here. Stopping it leaves `parts` open.
  */
-export async function startInProcessDescheduler(platform: Platform, config: InProcessDeschedulerSettings, parts: PusherParts): Promise<{ stop(): Promise<void> }> {
-  const logger = parts.logger.child({ component: 'descheduler' });
+export async function startStoreDescheduler(platform: Platform, config: InProcessDeschedulerSettings, parts: PusherParts): Promise<{ stop(): Promise<void> }> {
   // Listen before the first look at the store, so nothing scheduled in between is missed.
   let wakeUp: (earliest: Date) => void = () => undefined;
   const listener = await parts.db.scheduled.listen(platform, (earliest) => wakeUp(earliest));
@@ -36,7 +35,7 @@ export async function startInProcessDescheduler(platform: Platform, config: InPr
     store: parts.db.scheduled,
     publisher: parts.broker.publisher,
     metrics: createDeschedulerMetrics(parts.registry),
-    logger,
+    logger: parts.logger,
     batchSize: config.DESCHEDULER_BATCH_SIZE,
     concurrency: config.DESCHEDULER_CONCURRENCY,
     recheckMs: config.DESCHEDULER_RECHECK_MS,
@@ -49,4 +48,13 @@ export async function startInProcessDescheduler(platform: Platform, config: InPr
       await listener.close();
     },
   };
+}
+
+/**
+ * The descheduler-free path (issue 21): a pusher releases its platform's due scheduled pushes
+ * itself, with the same store, LISTEN/NOTIFY wake-ups and SKIP LOCKED batches as a descheduler
+ * service, so any number of pushers run side by side without double sends.
+ */
+export function startInProcessDescheduler(platform: Platform, config: InProcessDeschedulerSettings, parts: PusherParts): Promise<{ stop(): Promise<void> }> {
+  return startStoreDescheduler(platform, config, { ...parts, logger: parts.logger.child({ component: 'descheduler' }) });
 }

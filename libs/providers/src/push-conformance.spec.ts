@@ -4,14 +4,16 @@ import { jobConformanceIssues, jobNotices, platformsFor } from './push-conforman
 
 const job = (over: Partial<PushJobInput>): PushJob => PushJob.parse({ id: 'j1', app: 'demo', userId: 'u', category: 'c', content: { title: 'Hi' }, ...over });
 const NOW = new Date('2026-01-01T00:00:00Z');
+/** The door of an app with VAPID keys: Web Push's rules too. */
+const WEB = { web: true };
 
 describe('jobConformanceIssues: the providers\' rules at the door', () => {
   it('accepts an ordinary job', () => {
-    expect(jobConformanceIssues(job({}), NOW)).toEqual([]);
+    expect(jobConformanceIssues(job({}), WEB, NOW)).toEqual([]);
   });
 
   it('a 5 KB payload is refused with its computed size for each platform', () => {
-    const issues = jobConformanceIssues(job({ content: { title: 'Hi', data: { blob: 'x'.repeat(5000) } } }), NOW);
+    const issues = jobConformanceIssues(job({ content: { title: 'Hi', data: { blob: 'x'.repeat(5000) } } }), WEB, NOW);
     expect(issues).toEqual([
       { path: 'content', message: expect.stringMatching(/^APNs: payload too large: APNs alert payload is 50\d\d bytes, the limit is 4096$/) as unknown },
       { path: 'content', message: expect.stringMatching(/^FCM: payload too large: .* is 50\d\d bytes, the limit is 4096$/) as unknown },
@@ -20,14 +22,21 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
   });
 
   it('Web Push: JSON over 3,993 bytes is refused even when APNs and FCM would take it (4,096 once encrypted)', () => {
-    const issues = jobConformanceIssues(job({ content: { title: 'Hi', data: { blob: 'x'.repeat(3900) } } }), NOW);
+    const issues = jobConformanceIssues(job({ content: { title: 'Hi', data: { blob: 'x'.repeat(3900) } } }), WEB, NOW);
     expect(issues).toEqual([{ path: 'content', message: expect.stringMatching(/^Web Push: payload is 40\d\d bytes; Web Push allows 3993 bytes/) as unknown }]);
-    const viaOverride = jobConformanceIssues(job({ content: { title: 'Hi', web: { payload: { blob: 'x'.repeat(4000) } } } }), NOW);
+    const viaOverride = jobConformanceIssues(job({ content: { title: 'Hi', web: { payload: { blob: 'x'.repeat(4000) } } } }), WEB, NOW);
     expect(viaOverride).toEqual([{ path: 'content.web.payload', message: expect.stringMatching(/^Web Push: payload is/) as unknown }]);
   });
 
+  it('an app without VAPID keys is not held to the Web Push limit: the same job passes, a 5 KB one still fails for APNs and FCM', () => {
+    expect(jobConformanceIssues(job({ content: { title: 'Hi', data: { blob: 'x'.repeat(3900) } } }), { web: false }, NOW)).toEqual([]);
+    expect(jobConformanceIssues(job({ content: { title: 'Hi', web: { payload: { blob: 'x'.repeat(4000) } } } }), { web: false }, NOW)).toEqual([]);
+    const big = jobConformanceIssues(job({ content: { title: 'Hi', data: { blob: 'x'.repeat(5000) } } }), { web: false }, NOW);
+    expect(big.map((i) => i.message.split(':')[0])).toEqual(['APNs', 'FCM']);
+  });
+
   it('Web Push: a collapse key of any form is accepted (it becomes a 32-character topic); content.web.topic must meet RFC 8030', () => {
-    expect(jobConformanceIssues(job({ collapseKey: 'a key with spaces that is longer than 32 chars' }), NOW)).toEqual([]);
+    expect(jobConformanceIssues(job({ collapseKey: 'a key with spaces that is longer than 32 chars' }), WEB, NOW)).toEqual([]);
     expect(PushJob.safeParse({ id: 'j1', app: 'demo', userId: 'u', category: 'c', content: { title: 'Hi', web: { topic: 'not a topic!' } } }).error?.issues[0]?.path).toEqual(['content', 'web', 'topic']);
     expect(PushJob.safeParse({ id: 'j1', app: 'demo', userId: 'u', category: 'c', content: { title: 'Hi', web: { urgency: 'urgent' } } }).success).toBe(false);
   });
@@ -35,29 +44,29 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
   it('a VoIP push may use 5,120 bytes and is checked against APNs only', () => {
     const voip = job({ content: { pushType: 'voip', data: { blob: 'x'.repeat(4500) } } });
     expect(platformsFor(voip.content)).toEqual(['apns']);
-    expect(jobConformanceIssues(voip, NOW)).toEqual([]);
+    expect(jobConformanceIssues(voip, WEB, NOW)).toEqual([]);
   });
 
   it('an override that breaks a header rule is refused after the merge, naming the override\'s header', () => {
-    const issues = jobConformanceIssues(job({ content: { contentAvailable: true, apns: { headers: { 'apns-priority': '10' } } } }), NOW);
+    const issues = jobConformanceIssues(job({ content: { contentAvailable: true, apns: { headers: { 'apns-priority': '10' } } } }), WEB, NOW);
     expect(issues).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a background push must use apns-priority 5 (Apple: BadPriority at 10)' }]);
   });
 
   it('an FCM override that breaks Google\'s rules names content.fcm', () => {
-    const issues = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { ttl: '9999999s' } } } }), NOW);
+    const issues = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { ttl: '9999999s' } } } }), WEB, NOW);
     expect(issues).toEqual([{ path: 'content.fcm.android', message: expect.stringMatching(/^FCM: android.ttl is 9999999 s, beyond FCM's 4-week maximum/) as unknown }]);
   });
 
   it('a Live Activity at apns-priority 1 is refused (Apple allows 5 or 10)', () => {
     const la = { liveActivity: { event: 'update' as const, contentState: { s: 1 } }, apns: { headers: { 'apns-priority': '1' as const } } };
-    expect(jobConformanceIssues(job({ content: la }), NOW)).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a Live Activity push must use apns-priority 5 or 10' }]);
+    expect(jobConformanceIssues(job({ content: la }), WEB, NOW)).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a Live Activity push must use apns-priority 5 or 10' }]);
   });
 
   it('input a serializer cannot take is a refusal, not a crash', () => {
     const loop: Record<string, unknown> = {};
     loop['self'] = loop;
     const bad = { ...job({}), content: { title: 't', apns: { payload: loop } } } as unknown as PushJob;
-    expect(jobConformanceIssues(bad, NOW)[0]?.message).toMatch(/^APNs: cannot be checked: /);
+    expect(jobConformanceIssues(bad, WEB, NOW)[0]?.message).toMatch(/^APNs: cannot be checked: /);
   });
 
   it('says so when an expiry is beyond FCM\'s 28 days, only when the job can reach FCM', () => {

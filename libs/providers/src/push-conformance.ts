@@ -68,13 +68,24 @@ function safeProblem(job: JobPart, platform: Platform, now: Date): string | unde
   }
 }
 
+/** Which providers a door checks a job against beyond APNs and FCM. */
+export interface ConformanceScope {
+  /**
+   * Check Web Push's rules too (a 3,993-byte JSON limit, below APNs' and FCM's 4,096): true when
+   * the job's app can send Web Push (it has VAPID keys, AppRow.webVapid). A door that does not
+   * know the app passes false and leaves it to the demuxer; the web-pusher checks every push again.
+   */
+  web: boolean;
+}
+
 /**
- * Every rule a job's pushes would break at Apple or Google, checked when the job is accepted
- * (HTTP API, client library, CLI, demuxer), with the field it comes from. The bundle id is a
- * stand-in: Apple's rules do not depend on it.
+ * Every rule a job's pushes would break at Apple, Google or (when `scope.web`) a Web Push service,
+ * checked when the job is accepted (HTTP API, client library, CLI, demuxer), with the field it
+ * comes from. The bundle id is a stand-in: Apple's rules do not depend on it.
  */
-export function jobConformanceIssues(job: JobPart, now: Date = new Date()): ConformanceIssue[] {
-  return platformsFor(job.content).flatMap((platform) => {
+export function jobConformanceIssues(job: JobPart, scope: ConformanceScope, now: Date = new Date()): ConformanceIssue[] {
+  const platforms = platformsFor(job.content).filter((p) => p !== 'web' || scope.web);
+  return platforms.flatMap((platform) => {
     const problem = safeProblem(job, platform, now);
     return problem === undefined ? [] : [{ path: pathOf(job, problem, platform), message: `${PROVIDER_NAME[platform]}: ${problem}` }];
   });

@@ -22,8 +22,8 @@ function keyPairFor(push: DevicePush, vapid: VapidCredentials | undefined): Vapi
   if (vapid === undefined) {
     return { problem: `no-vapid-keys: app "${push.app}" has no VAPID keys and the web-pusher has none (WEB_PUSH_VAPID_PUBLIC_KEY, WEB_PUSH_VAPID_PRIVATE_KEY, WEB_PUSH_VAPID_SUBJECT)` };
   }
-  // DevicePush.webVapidKey: the applicationServerKey the browser subscribed with, when its registration said so.
-  const wanted = (push as DevicePush & { webVapidKey?: string }).webVapidKey;
+  // The applicationServerKey the browser subscribed with: as registered, or the app's current key at registration.
+  const wanted = push.webVapidKey;
   if (wanted === undefined || wanted === vapid.current.publicKey) return vapid.current;
   if (wanted === vapid.previous?.publicKey) return vapid.previous;
   return {
