@@ -31,11 +31,11 @@ function keyPairFor(push: DevicePush, vapid: VapidCredentials | undefined): Vapi
   };
 }
 
-/** Signed `Authorization: vapid t=…, k=…` headers, reused per push-service origin and key until an hour before they expire. */
+/** Signed `Authorization: vapid t=…, k=…` headers, reused per push-service origin, subject and key until an hour before they expire. */
 function vapidSigner(lib: WebPushLib, now: () => number) {
   const cache = new Map<string, { header: string; renewAt: number }>();
   return (audience: string, subject: string, pair: VapidKeyPair): string => {
-    const key = `${audience} ${pair.publicKey}`;
+    const key = `${audience} ${subject} ${pair.publicKey}`;
     const hit = cache.get(key);
     const at = now();
     if (hit !== undefined && hit.renewAt > at) return hit.header;
