@@ -58,8 +58,11 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
     category: job.category,
     ...(job.objectId !== undefined && { objectId: job.objectId }),
     after: chunk.afterCursor,
+    // Redone after a redelivery: exactly the range read the first time, so chunk k+1 still starts where this one ends.
+    ...(chunk.nextCursor !== null && { until: chunk.nextCursor }),
     limit: deps.chunkSize,
     now,
+    startedAt: fanout.startedAt,
   });
   // The chain first: the next chunk's task goes out before this chunk is sent, so demuxers work side by side.
   const createdNext = await deps.fanouts.linkNext(jobId, chunkNo, read.next);

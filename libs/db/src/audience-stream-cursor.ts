@@ -9,10 +9,20 @@ export type AudienceCursor =
   | { w: 'td'; after: string | null }
   /** Followers, all edges, by follower id. */
   | { w: 'f'; after: string }
-  /** Followers from the recently-active index: after (active_at, follower); `taken` users so far. */
-  | { w: 'fr'; at: string | null; after: string; taken: number }
+  /**
+   * Followers from the recently-active index, by follower id, among those at or above `floor`: the
+   * last of the N most recent (active_at desc, follower) when the walk began, fixed for the whole
+   * walk (null: no floor, every indexed follower).
+   */
+  | { w: 'fr'; after: string; floor: RecentFloor | null }
   /** Broadcast: by device id. */
   | { w: 'b'; after: string };
+
+/** A place in the recently-active order (active_at desc nulls last, follower). */
+export interface RecentFloor {
+  at: string | null;
+  follower: string;
+}
 
 /** Thrown for a cursor this reader did not write (or wrote for another audience). */
 export class AudienceCursorError extends Error {

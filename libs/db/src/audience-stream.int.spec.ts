@@ -153,6 +153,26 @@ describe('topics', () => {
     expect((await audienceSize(t.db, { app: 'app-a', audience: { kind: 'topic', topic: 'news' } })).size).toBe(N / 2 + 4);
   });
 
+  it('a chunk read again up to the cursor it first ended at covers exactly that range, members added since included', async () => {
+    const req = { app: 'app-a', audience: { kind: 'topic', topic: 'news' } as const, category: 'news', after: null, limit: 40, now: NOW };
+    const first = await readAudienceChunk(t.db, req);
+    const users = new Set(first.devices.map((d) => d.userId));
+    expect(first.next).not.toBeNull();
+    // Odd users sort among the even ones already read (user-10 < user-1001 < user-1002 ...).
+    const added = ['user-1003', 'user-1005', 'user-1007'];
+    const lastRead = [...users].sort().at(-1) ?? '';
+    const inRange = added.filter((u) => u < lastRead);
+    expect(inRange.length).toBeGreaterThan(0);
+    await applyTopicMemberships(t.db.kysely, added.map((u) => ({ app: 'app-a', topic: 'news', member: { userId: u }, subscribed: true, eventAt: '2025-03-02T00:00:00Z' })));
+    const again = await readAudienceChunk(t.db, { ...req, until: first.next ?? '' });
+    expect(again.next).toBe(first.next);
+    expect(new Set(again.devices.map((d) => d.userId))).toEqual(new Set([...users, ...inRange]));
+    // Read with a fresh limit instead, the chunk would end earlier: the members between would be in no chunk.
+    const fresh = await readAudienceChunk(t.db, req);
+    expect(fresh.next).not.toBe(first.next);
+    await applyTopicMemberships(t.db.kysely, added.map((u) => ({ app: 'app-a', topic: 'news', member: { userId: u }, subscribed: false, eventAt: '2025-03-03T00:00:00Z' })));
+  });
+
   it('refuses members of an unknown topic and changes nothing', async () => {
     expect(await applyTopicMemberships(t.db.kysely, [{ app: 'app-a', topic: 'nope', member: { userId: 'user-1' }, subscribed: true, eventAt: NOW.toISOString() }])).toEqual(['unknown-topic']);
   });
@@ -177,7 +197,26 @@ describe('followers', () => {
     expect(await audienceSize(t.db, { app: 'app-a', audience: { kind: 'followers', of: 'star' } })).toEqual({ size: 1199, exact: false });
   });
 
-  it('the most recently active N come from the capped index, most recent first', async () => {
+  it('a follower of the N most recent who becomes active while the walk runs is still read', async () => {
+    const audience: AudienceSpec = { kind: 'followers', of: 'star', mostRecent: 30 };
+    const first = await readAudienceChunk(t.db, { app: 'app-a', audience, category: 'news', after: null, limit: 7, now: NOW });
+    const all = (await walk(audience, 7)).devices.map((d) => d.userId);
+    const read = new Set(first.devices.map((d) => d.userId));
+    const later = all.filter((u) => !read.has(u));
+    expect(later.length).toBeGreaterThan(0);
+    // Activity moves a follower not yet read to the top of the recently-active order.
+    await t.db.kysely.updateTable('follower_recent').set({ active_at: new Date(NOW.getTime() + 60_000) }).where('followee', '=', 'star').where('follower', '=', later.at(-1) ?? '').execute();
+    const rest: string[] = [];
+    let after = first.next;
+    while (after !== null) {
+      const chunk = await readAudienceChunk(t.db, { app: 'app-a', audience, category: 'news', after, limit: 7, now: NOW });
+      rest.push(...chunk.devices.map((d) => d.userId));
+      after = chunk.next;
+    }
+    expect(new Set([...read, ...rest])).toEqual(new Set(all));
+  });
+
+  it('the most recently active N come from the capped index', async () => {
     const { devices } = await walk({ kind: 'followers', of: 'star', mostRecent: 30 }, 7);
     expect(devices).toHaveLength(30);
     const seen = devices.map((d) => Number(d.userId.slice(5)) % 60);

@@ -1,8 +1,8 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { SegmentFilter } from '@herald/contracts';
 import type { Database } from './database.ts';
 import type { AudienceDevice } from './device-targets.ts';
-import { decodeCursor, encodeCursor, type AudienceCursor } from './audience-stream-cursor.ts';
+import { decodeCursor, encodeCursor, type AudienceCursor, type RecentFloor } from './audience-stream-cursor.ts';
 import { deviceColumns, devicesOfUsers, segmentCondition, toAudienceDevice, type DeviceRow, type WalkContext } from './audience-stream-devices.ts';
 import { DEFAULT_FOLLOWER_INDEX, refreshFollowerIndexIfStale, type FollowerIndexOptions } from './follow-index.ts';
 
@@ -29,8 +29,16 @@ export interface AudienceChunkRequest {
   category: string;
   objectId?: string;
   after: string | null;
+  /**
+   * A cursor this reader returned for the same audience: read every member after `after` up to and
+   * including it, whatever `limit` says, and answer it as `next` (a chunk redone after a redelivery
+   * covers exactly the range it covered the first time, so the chain of chunks keeps no gap).
+   */
+  until?: string;
   limit: number;
   now: Date;
+  /** When the fan-out started: activeWithinDays counts back from it in every chunk (default `now`). */
+  startedAt?: Date;
   /** The capped follower index's settings (default DEFAULT_FOLLOWER_INDEX). */
   followerIndex?: FollowerIndexOptions;
 }
@@ -42,7 +50,8 @@ type Chunk = { devices: AudienceDevice[]; usersWithoutDevice: number; next: Audi
  * - topic: first the user members (by user id; each user's active devices), then the single-device
  *   members (by '<platform>:<token>'; a device whose user is a subscribed member came in phase 1).
  * - followers: the edges by follower id; with mostRecent/activeWithinDays, the capped
- *   recently-active index instead (at most its cap of followers; see follow-index.ts).
+ *   recently-active index instead (at most its cap of followers; see follow-index.ts), also by
+ *   follower id, above a floor fixed when the walk began (recentFollowers).
  * - broadcast: the app's active devices by id.
  * User-based chunks stop at a user boundary, so they hold at most `limit` devices unless one user
  * alone has more. A segment drops the devices it does not match. Opt-outs and mutes are reported in
@@ -51,32 +60,47 @@ type Chunk = { devices: AudienceDevice[]; usersWithoutDevice: number; next: Audi
 export async function readAudienceChunk(db: Database, req: AudienceChunkRequest): Promise<AudienceChunk> {
   if (!Number.isInteger(req.limit) || req.limit < 1) throw new RangeError(`readAudienceChunk: limit must be a positive integer, not ${req.limit}`);
   const ctx: WalkContext = { db: db.kysely, app: req.app, category: req.category, objectId: req.objectId ?? null, segment: req.audience.segment, now: req.now };
-  const chunk = await read(ctx, req);
+  if (req.until !== undefined) {
+    const chunk = await read(ctx, { ...req, limit: UNBOUNDED }, req.until);
+    return { devices: chunk.devices, usersWithoutDevice: chunk.usersWithoutDevice, next: req.until };
+  }
+  const chunk = await read(ctx, req, undefined);
   return { devices: chunk.devices, usersWithoutDevice: chunk.usersWithoutDevice, next: chunk.next === null ? null : encodeCursor(chunk.next) };
 }
 
-async function read(ctx: WalkContext, req: AudienceChunkRequest): Promise<Chunk> {
+/** The limit of a read bounded by `until` (the bound, not the limit, ends it). */
+const UNBOUNDED = 2_147_483_647;
+
+async function read(ctx: WalkContext, req: AudienceChunkRequest, until: string | undefined): Promise<Chunk> {
   const a = req.audience;
+  const cursors = (walks: readonly AudienceCursor['w'][]) => ({
+    after: req.after === null ? null : decodeCursor(req.after, walks),
+    until: until === undefined ? null : decodeCursor(until, walks),
+  });
   switch (a.kind) {
     case 'broadcast':
-      return broadcast(ctx, req.after === null ? null : decodeCursor(req.after, ['b']), req.limit);
+      return broadcast(ctx, cursors(['b']), req.limit);
     case 'topic':
-      return topic(ctx, a.topic, req.after === null ? null : decodeCursor(req.after, ['tu', 'td']), req.limit);
+      return topic(ctx, a.topic, cursors(['tu', 'td']), req.limit);
     case 'followers':
       if (a.mostRecent !== undefined || a.activeWithinDays !== undefined) {
         const index = req.followerIndex ?? DEFAULT_FOLLOWER_INDEX;
-        if (req.after === null) await refreshFollowerIndexIfStale(ctx.db, ctx.app, a.of, ctx.now, index);
-        return recentFollowers(ctx, a, req.after === null ? null : decodeCursor(req.after, ['fr']), req.limit);
+        if (req.after === null && until === undefined) await refreshFollowerIndexIfStale(ctx.db, ctx.app, a.of, ctx.now, index);
+        return recentFollowers(ctx, a, cursors(['fr']), req.limit, req.startedAt ?? null);
       }
-      return followers(ctx, a.of, req.after === null ? null : decodeCursor(req.after, ['f']), req.limit);
+      return followers(ctx, a.of, cursors(['f']), req.limit);
   }
 }
 
-async function broadcast(ctx: WalkContext, cursor: AudienceCursor | null, limit: number): Promise<Chunk> {
-  const after = cursor?.w === 'b' ? cursor.after : null;
+/** Where a read starts (exclusive) and, for a chunk redone, where it ends (inclusive). */
+type Range = { after: AudienceCursor | null; until: AudienceCursor | null };
+
+async function broadcast(ctx: WalkContext, range: Range, limit: number): Promise<Chunk> {
+  const after = range.after?.w === 'b' ? range.after.after : null;
+  const until = range.until?.w === 'b' ? sql`d.id <= ${range.until.after}::bigint` : sql`true`;
   const { rows } = await sql<DeviceRow>`
     select ${deviceColumns(ctx)} from devices d
-    where d.app = ${ctx.app} and d.invalidated_at is null and ${after === null ? sql`true` : sql`d.id > ${after}::bigint`}
+    where d.app = ${ctx.app} and d.invalidated_at is null and ${after === null ? sql`true` : sql`d.id > ${after}::bigint`} and ${until}
       and ${segmentCondition(ctx)}
     order by d.id limit ${limit}`.execute(ctx.db);
   const last = rows[rows.length - 1];
@@ -90,30 +114,33 @@ async function userPage(ctx: WalkContext, users: readonly string[], limit: numbe
   return { devices: page.devices, usersWithoutDevice: page.usersWithoutDevice, next: page.usersTaken === 0 ? null : cursorOf(page.usersTaken - 1), exhausted };
 }
 
-async function topic(ctx: WalkContext, name: string, cursor: AudienceCursor | null, limit: number): Promise<Chunk> {
-  if (cursor?.w === 'td') return topicDevices(ctx, name, cursor.after, limit);
-  const after = cursor?.w === 'tu' ? cursor.after : null;
+async function topic(ctx: WalkContext, name: string, range: Range, limit: number): Promise<Chunk> {
+  // A bound in phase 2 ('td'): phase 1 unbounded, phase 2 up to it (a null bound: none of phase 2).
+  const devicesUntil = range.until?.w === 'td' ? (range.until.after ?? '') : undefined;
+  if (range.after?.w === 'td') return topicDevices(ctx, name, range.after.after, limit, devicesUntil);
+  const after = range.after?.w === 'tu' ? range.after.after : null;
+  const until = range.until?.w === 'tu' ? sql`member_id <= ${range.until.after}` : sql`true`;
   const { rows } = await sql<{ member_id: string }>`
     select member_id from topic_members
-    where app = ${ctx.app} and topic = ${name} and member_kind = 'user' and subscribed and ${after === null ? sql`true` : sql`member_id > ${after}`}
+    where app = ${ctx.app} and topic = ${name} and member_kind = 'user' and subscribed and ${after === null ? sql`true` : sql`member_id > ${after}`} and ${until}
     order by member_id limit ${limit}`.execute(ctx.db);
   const users = rows.map((r) => r.member_id);
   const page = await userPage(ctx, users, limit, (i) => ({ w: 'tu', after: users[i] as string }));
-  if (!page.exhausted) return page;
+  if (!page.exhausted || range.until?.w === 'tu') return page;
   const room = limit - page.devices.length;
   if (room < 1) return { ...page, next: { w: 'td', after: null } };
-  const rest = await topicDevices(ctx, name, null, room);
+  const rest = await topicDevices(ctx, name, null, room, devicesUntil);
   return { devices: [...page.devices, ...rest.devices], usersWithoutDevice: page.usersWithoutDevice, next: rest.next };
 }
 
-async function topicDevices(ctx: WalkContext, name: string, after: string | null, limit: number): Promise<Chunk> {
+async function topicDevices(ctx: WalkContext, name: string, after: string | null, limit: number, until?: string): Promise<Chunk> {
   const { rows } = await sql<DeviceRow & { member_id: string }>`
     select m.member_id, ${deviceColumns(ctx)}
     from topic_members m
     join devices d on d.app = m.app and d.platform = split_part(m.member_id, ':', 1)
       and d.token = substr(m.member_id, strpos(m.member_id, ':') + 1) and d.invalidated_at is null
     where m.app = ${ctx.app} and m.topic = ${name} and m.member_kind = 'device' and m.subscribed
-      and ${after === null ? sql`true` : sql`m.member_id > ${after}`}
+      and ${after === null ? sql`true` : sql`m.member_id > ${after}`} and ${until === undefined ? sql`true` : sql`m.member_id <= ${until}`}
       and not exists (
         select 1 from topic_members u
         where u.app = m.app and u.topic = m.topic and u.member_kind = 'user' and u.member_id = d.user_id and u.subscribed)
@@ -123,44 +150,62 @@ async function topicDevices(ctx: WalkContext, name: string, after: string | null
   return { devices: rows.map(toAudienceDevice), usersWithoutDevice: 0, next: rows.length < limit || last === undefined ? null : { w: 'td', after: last.member_id } };
 }
 
-async function followers(ctx: WalkContext, of: string, cursor: AudienceCursor | null, limit: number): Promise<Chunk> {
-  const after = cursor?.w === 'f' ? cursor.after : null;
+async function followers(ctx: WalkContext, of: string, range: Range, limit: number): Promise<Chunk> {
+  const after = range.after?.w === 'f' ? range.after.after : null;
+  const until = range.until?.w === 'f' ? sql`follower <= ${range.until.after}` : sql`true`;
   const { rows } = await sql<{ follower: string }>`
     select follower from follows
-    where app = ${ctx.app} and followee = ${of} and following and ${after === null ? sql`true` : sql`follower > ${after}`}
+    where app = ${ctx.app} and followee = ${of} and following and ${after === null ? sql`true` : sql`follower > ${after}`} and ${until}
     order by follower limit ${limit}`.execute(ctx.db);
   const users = rows.map((r) => r.follower);
   const page = await userPage(ctx, users, limit, (i) => ({ w: 'f', after: users[i] as string }));
   return page.exhausted ? { ...page, next: null } : page;
 }
 
+/**
+ * The recently-active walk pages by follower id (a key that does not change while the fan-out runs),
+ * over the followers active since the cutoff and, with mostRecent, at or above the floor fixed when
+ * the walk began (the N-th most recent then). Activity only moves forward, so a follower in the
+ * audience at the start stays in it and is read wherever the cursor is; one who becomes active
+ * meanwhile may join (a few more than N).
+ */
 async function recentFollowers(
   ctx: WalkContext,
   a: Extract<AudienceSpec, { kind: 'followers' }>,
-  cursor: AudienceCursor | null,
+  range: Range,
   limit: number,
+  startedAt: Date | null,
 ): Promise<Chunk> {
-  const c = cursor?.w === 'fr' ? cursor : null;
-  const taken = c?.taken ?? 0;
-  const want = Math.min(limit, (a.mostRecent ?? Infinity) - taken);
-  if (want < 1) return { devices: [], usersWithoutDevice: 0, next: null };
-  const cutoff = a.activeWithinDays === undefined ? null : new Date(ctx.now.getTime() - a.activeWithinDays * 86_400_000).toISOString();
-  // Keyset on (active_at desc nulls last, follower): after (at, f) come older activity, or the same with a greater id, then NULLs.
-  const afterCond =
-    c === null
+  const c = range.after?.w === 'fr' ? range.after : null;
+  const u = range.until?.w === 'fr' ? range.until : null;
+  const cutoff = a.activeWithinDays === undefined ? null : new Date((startedAt ?? ctx.now).getTime() - a.activeWithinDays * 86_400_000).toISOString();
+  const cutoffCond = cutoff === null ? sql`true` : sql`r.active_at >= ${cutoff}::timestamptz`;
+  const floor = c !== null ? c.floor : u !== null ? u.floor : await recentFloor(ctx, a, cutoffCond);
+  const floorCond =
+    floor === null
       ? sql`true`
-      : c.at === null
-        ? sql`(r.active_at is null and r.follower > ${c.after})`
-        : sql`(r.active_at < ${c.at}::timestamptz or (r.active_at = ${c.at}::timestamptz and r.follower > ${c.after}) or r.active_at is null)`;
+      : floor.at === null
+        ? sql`(r.active_at is not null or r.follower <= ${floor.follower})`
+        : sql`(r.active_at > ${floor.at}::timestamptz or (r.active_at = ${floor.at}::timestamptz and r.follower <= ${floor.follower}))`;
+  const { rows } = await sql<{ follower: string }>`
+    select r.follower from follower_recent r
+    where r.app = ${ctx.app} and r.followee = ${a.of} and ${c === null ? sql`true` : sql`r.follower > ${c.after}`}
+      and ${u === null ? sql`true` : sql`r.follower <= ${u.after}`} and ${cutoffCond} and ${floorCond}
+    order by r.follower limit ${limit}`.execute(ctx.db);
+  const users = rows.map((r) => r.follower);
+  const page = await userPage(ctx, users, limit, (i) => ({ w: 'fr', after: users[i] as string, floor }));
+  return page.exhausted ? { ...page, next: null } : page;
+}
+
+/** The N-th most recent follower (active_at desc nulls last, follower) now; null without mostRecent or with fewer than N. */
+async function recentFloor(ctx: WalkContext, a: Extract<AudienceSpec, { kind: 'followers' }>, cutoffCond: RawBuilder<unknown>): Promise<RecentFloor | null> {
+  if (a.mostRecent === undefined) return null;
   const { rows } = await sql<{ follower: string; at: string | null }>`
     select r.follower, r.active_at::text as at from follower_recent r
-    where r.app = ${ctx.app} and r.followee = ${a.of} and ${afterCond}
-      and ${cutoff === null ? sql`true` : sql`r.active_at >= ${cutoff}::timestamptz`}
-    order by r.active_at desc nulls last, r.follower limit ${want}`.execute(ctx.db);
-  const users = rows.map((r) => r.follower);
-  const page = await userPage(ctx, users, want, (i) => ({ w: 'fr', at: rows[i]?.at ?? null, after: users[i] as string, taken: taken + i + 1 }));
-  const done = page.exhausted || (page.next?.w === 'fr' && page.next.taken >= (a.mostRecent ?? Infinity));
-  return done ? { ...page, next: null } : page;
+    where r.app = ${ctx.app} and r.followee = ${a.of} and ${cutoffCond}
+    order by r.active_at desc nulls last, r.follower offset ${a.mostRecent - 1} limit 1`.execute(ctx.db);
+  const r = rows[0];
+  return r === undefined ? null : { at: r.at, follower: r.follower };
 }
 
 /**

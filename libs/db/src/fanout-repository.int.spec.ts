@@ -32,7 +32,9 @@ describe('fan-out checkpoints', () => {
     expect(await fanouts.linkNext(job, 0, 'c1')).toBe(true);
     await fanouts.finishChunk(job, 0);
     expect(await begin(job)).toEqual({ created: false, state: 'expanding', open: [1] });
-    expect(await fanouts.chunk(job, 1)).toEqual({ chunkNo: 1, afterCursor: 'c1', state: 'pending' });
+    expect(await fanouts.chunk(job, 1)).toEqual({ chunkNo: 1, afterCursor: 'c1', nextCursor: null, state: 'pending' });
+    // A linked chunk remembers where it ended: redone, it reads up to there again.
+    expect(await fanouts.chunk(job, 0)).toMatchObject({ afterCursor: null, nextCursor: 'c1' });
   });
 
   it('a redelivered task cannot fork the chain: only the first link creates the next chunk', async () => {

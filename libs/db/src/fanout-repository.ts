@@ -21,12 +21,16 @@ export interface Fanout {
   app: string;
   job: unknown;
   acceptedAt: Date;
+  /** When the fan-out was recorded (the recently-active follower walk reads activity as of then). */
+  startedAt: Date;
   state: FanoutState;
 }
 
 export interface FanoutChunk {
   chunkNo: number;
   afterCursor: string | null;
+  /** Where the chunk ended when it was first read (chunk k+1 starts there), or null if not linked or the last. */
+  nextCursor: string | null;
   state: 'pending' | 'planned' | 'done';
 }
 
@@ -100,16 +104,16 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
   return {
     start: (f) => start(db, f),
     async get(jobId) {
-      const { rows } = await sql<{ job_id: string; app: string; job: unknown; accepted_at: Date; state: FanoutState }>`
-        select job_id, app, job, accepted_at, state from fanouts where job_id = ${jobId}`.execute(db);
+      const { rows } = await sql<{ job_id: string; app: string; job: unknown; accepted_at: Date; created_at: Date; state: FanoutState }>`
+        select job_id, app, job, accepted_at, created_at, state from fanouts where job_id = ${jobId}`.execute(db);
       const r = rows[0];
-      return r === undefined ? undefined : { jobId: r.job_id, app: r.app, job: r.job, acceptedAt: r.accepted_at, state: r.state };
+      return r === undefined ? undefined : { jobId: r.job_id, app: r.app, job: r.job, acceptedAt: r.accepted_at, startedAt: r.created_at, state: r.state };
     },
     async chunk(jobId, chunkNo) {
-      const { rows } = await sql<{ after_cursor: string | null; state: FanoutChunk['state'] }>`
-        select after_cursor, state from fanout_chunks where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(db);
+      const { rows } = await sql<{ after_cursor: string | null; next_cursor: string | null; state: FanoutChunk['state'] }>`
+        select after_cursor, next_cursor, state from fanout_chunks where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(db);
       const r = rows[0];
-      return r === undefined ? undefined : { chunkNo, afterCursor: r.after_cursor, state: r.state };
+      return r === undefined ? undefined : { chunkNo, afterCursor: r.after_cursor, nextCursor: r.next_cursor, state: r.state };
     },
     async state(jobId) {
       const { rows } = await sql<{ state: FanoutState }>`select state from fanouts where job_id = ${jobId}`.execute(db);

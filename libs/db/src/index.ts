@@ -16,7 +16,7 @@ export * from './scheduled-push-repository.ts';
 export { cancelJob, cancelJobFully, type JobCancellation } from './cancel-job.ts';
 export * from './fanout-repository.ts';
 export { audienceProblem } from './fanout-audience-check.ts';
-export { createCancelledJobsReader, type CancelledJobsReader } from './fanout-cancellations.ts';
+export { createCancelledJobsReader, type CancelledJobsKey, type CancelledJobsReader } from './fanout-cancellations.ts';
 export type { ScheduleListener } from './schedule-listener.ts';
 export * from './rate-limit-repository.ts';
 export * from './secret-box.ts';

@@ -114,6 +114,21 @@ describe('ScheduledPushRepository', () => {
     expect(await t.db.kysely.selectFrom('scheduled_pushes').select('job_id').where('job_id', '=', 'cancel-me').execute()).toEqual([]);
   });
 
+  it('never releases a push of a job cancelled after it was stored: deleted and recorded as cancelled instead', async () => {
+    await clear();
+    const late = pushes(3, () => past(1000), { jobId: 'cancelled-later' });
+    const live = pushes(2, () => past(500));
+    await t.db.scheduled.schedule([...late, ...live]);
+    // The cancel landed first; a chunk already past its cancel check stored these afterwards.
+    await t.db.kysely.insertInto('jobs').values({ id: 'cancelled-later', app: 'demo', published_at: new Date(), cancelled_at: new Date() }).execute();
+    const seen: string[] = [];
+    expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async (rows) => void seen.push(...rows.map((r) => r.pushId)))).toBe(5);
+    expect(seen).toEqual(live.map((p) => p.push.pushId));
+    const outcomes = await t.db.kysely.selectFrom('push_outcomes').select(['push_id', 'outcome', 'device_id']).where('job_id', '=', 'cancelled-later').orderBy('push_id').execute();
+    expect(outcomes).toEqual(late.map((p) => ({ push_id: p.push.pushId, outcome: 'cancelled', device_id: p.push.deviceId })).sort((a, b) => a.push_id.localeCompare(b.push_id)));
+    expect(await t.db.scheduled.nextDueAt('apns')).toBeUndefined();
+  });
+
   it('counts stored pushes per platform per upcoming hour, overdue ones in the first hour', async () => {
     await clear();
     const now = new Date('2030-01-01T10:15:00Z');

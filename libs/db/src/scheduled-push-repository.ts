@@ -135,14 +135,20 @@ async function withDueBatch(
     // probe. The delete only counts once the transaction commits, after `release`. The payload
     // comes back as text (json::text is the stored text), so nothing parses it here.
     // Times come back as epoch ms (float8): parsing a timestamptz text per row cost more.
-    const { rows } = await sql<{ due_ms: number; push_id: string; job_id: string; expires_ms: number | null; trace: boolean; payload: string }>`
+    // A row of a cancelled job (stored after its cancel by a chunk or demux already past its check)
+    // is deleted unreleased and recorded as cancelled, in the same transaction.
+    const { rows: claimed } = await sql<{ due_ms: number; push_id: string; job_id: string; expires_ms: number | null; trace: boolean; payload: string; cancelled: boolean }>`
       delete from scheduled_pushes where ctid = any(array(
         select ctid from scheduled_pushes
         where platform = ${platform} and due_at <= ${now.toISOString()}::timestamptz
         order by due_at limit ${limit} for update skip locked))
       returning (extract(epoch from due_at) * 1000)::float8 as due_ms, push_id, job_id,
-        (extract(epoch from expires_at) * 1000)::float8 as expires_ms, trace, payload::text as payload`.execute(trx);
-    if (rows.length === 0) return 0;
+        (extract(epoch from expires_at) * 1000)::float8 as expires_ms, trace, payload::text as payload,
+        exists (select 1 from jobs j where j.id = scheduled_pushes.job_id and j.cancelled_at is not null) as cancelled`.execute(trx);
+    if (claimed.length === 0) return 0;
+    const rows = claimed.filter((r) => !r.cancelled);
+    await upsertOutcomes(trx, claimed.filter((r) => r.cancelled).map((r) => cancelledOutcome(platform, r)));
+    if (rows.length === 0) return claimed.length;
     rows.sort((a, b) => a.due_ms - b.due_ms);
     const released = await release(
       rows.map((r) => ({
@@ -155,8 +161,20 @@ async function withDueBatch(
       })),
     );
     if (released) await upsertOutcomes(trx, released.outcomes ?? []);
-    return rows.length;
+    return claimed.length;
   });
+}
+
+function cancelledOutcome(platform: Platform, r: { push_id: string; job_id: string; payload: string }): PushOutcomeEntry {
+  const deviceId = (JSON.parse(r.payload) as { deviceId?: unknown }).deviceId;
+  return {
+    pushId: r.push_id,
+    jobId: r.job_id,
+    outcome: 'cancelled',
+    reason: 'cancelled while scheduled (DELETE /v1/jobs/:id)',
+    platform,
+    ...(typeof deviceId === 'string' && { deviceId }),
+  };
 }
 
 async function countsByHour(db: Kysely<HeraldTables>, platform: Platform | undefined, hours: number, now: Date): Promise<HourCount[]> {

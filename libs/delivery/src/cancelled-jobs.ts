@@ -1,4 +1,4 @@
-import type { CancelledJobsReader } from '@herald/db';
+import type { CancelledJobsKey, CancelledJobsReader } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
 /** Read again this far back each poll: a cancel committed late with an earlier timestamp is still seen. */
@@ -33,13 +33,18 @@ export class CancelledJobs {
 
   /** One poll: add the jobs cancelled since the last one, forget the old ones. */
   async refresh(): Promise<void> {
+    const since = new Date(this.cursor.getTime() - OVERLAP_MS);
+    // Later pages continue after the last (cancelled_at, id) read, so a poll ends however many share a timestamp.
+    let after: CancelledJobsKey | undefined;
     for (;;) {
-      const rows = await this.reader.since(new Date(this.cursor.getTime() - OVERLAP_MS), PAGE);
+      const rows = await this.reader.since(since, PAGE, after);
       for (const r of rows) {
         this.ids.set(r.jobId, r.cancelledAt.getTime());
         if (r.cancelledAt > this.cursor) this.cursor = r.cancelledAt;
       }
-      if (rows.length < PAGE) break;
+      const last = rows[rows.length - 1];
+      if (rows.length < PAGE || last === undefined) break;
+      after = { at: last.at, jobId: last.jobId };
     }
     const oldest = Date.now() - this.opts.retentionMs;
     for (const [id, at] of this.ids) if (at < oldest) this.ids.delete(id);

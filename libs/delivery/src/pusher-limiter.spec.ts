@@ -18,7 +18,7 @@ function message(): { push: DevicePush; inbound: InboundMessage } {
 }
 
 /** A pusher whose provider answers `answer`, with an in-memory ledger that records releases. */
-function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30_000) {
+function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30_000, cancelled?: PusherDeps['cancelled']) {
   const sent: string[] = [];
   const released: string[] = [];
   const completed: string[] = [];
@@ -40,6 +40,7 @@ function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30
     owner: 'spec',
     leaseMs,
     ...(limiter !== undefined && { limiter }),
+    ...(cancelled !== undefined && { cancelled }),
     signal,
   };
   return { handle: createPusherHandler(deps), sent, released, completed, signal, shutdown };
@@ -104,5 +105,17 @@ describe('pusher with a rate limiter', () => {
     expect(p.completed).toEqual([a.push.pushId]);
     expect(p.released).toEqual([b.push.pushId]);
     expect(outcomes.map((o) => o.kind)).toEqual(['ack', 'defer']);
+  });
+
+  it('a push whose job is cancelled while it waits for budget is not sent: recorded as cancelled and acked', async () => {
+    const cancelledJobs = new Set<string>();
+    const limiter = { acquire: async () => (cancelledJobs.add('j'), true) };
+    const p = pusher(limiter, { kind: 'delivered' }, 30_000, cancelledJobs);
+    const m = message();
+    const [outcome] = await p.handle([m.inbound]);
+    expect(p.sent).toEqual([]);
+    expect(p.completed).toEqual([m.push.pushId]);
+    expect(p.released).toEqual([]);
+    expect(outcome).toEqual({ kind: 'ack' });
   });
 });

@@ -64,7 +64,9 @@ type Claimable = { index: number; push: DevicePush; topic: string | undefined; a
 const ack: Outcome = { kind: 'ack' };
 /** Not sent: no budget within the wait bound, or the pusher is stopping, or (pausedMs > 0) the app is paused. */
 type Unpaced = { kind: 'unpaced'; pausedMs: number };
-type Sent = SendResult | Unpaced;
+/** Not sent: its job was cancelled while the push waited for budget. */
+type CancelledWhileWaiting = { kind: 'cancelled' };
+type Sent = SendResult | Unpaced | CancelledWhileWaiting;
 const unpaced = (deps: PusherDeps, app: string): Unpaced => ({ kind: 'unpaced', pausedMs: deps.limiter?.pausedFor?.(app) ?? 0 });
 
 /**
@@ -125,12 +127,7 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
     deps.outcomes?.note(push, 'expired', { reason: `expired at ${push.expiresAt} before it could be sent` });
     return ack;
   }
-  if (deps.cancelled?.has(push.jobId) === true) {
-    deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'cancelled' });
-    trace(deps, push, 'dropped: its job was cancelled');
-    deps.outcomes?.note(push, 'cancelled', { reason: 'its job was cancelled (DELETE /v1/jobs/:id) before it was sent' });
-    return ack;
-  }
+  if (deps.cancelled?.has(push.jobId) === true) return droppedCancelled(push, deps);
   const app = await deps.apps.get(push.app);
   if (app === undefined) return park(deps, push, 'unknown-app', `unknown app "${push.app}"`);
   if (!app.enabled) return park(deps, push, 'app-disabled', `app "${push.app}" is disabled`);
@@ -155,6 +152,8 @@ function budgetWindowOf(deps: PusherDeps, claimedAt: number): AbortSignal {
 async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): Promise<Sent> {
   if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, budgetWindow, r.push.app))) return unpaced(deps, r.push.app);
   if (budgetWindow.aborted) return unpaced(deps, r.push.app);
+  // The wait for budget can be long: a job cancelled meanwhile is dropped as at intake.
+  if (deps.cancelled?.has(r.push.jobId) === true) return { kind: 'cancelled' };
   const started = process.hrtime.bigint();
   const provider = await deps.providers.get(r.app).catch((err: unknown) => ({ failed: `credentials: ${(err as Error).message}` }));
   if ('failed' in provider) return { kind: 'permanent', reason: provider.failed };
@@ -170,9 +169,9 @@ function record(r: Claimable, result: Sent, recorder: DeliveredRecorder): Sent {
   return result;
 }
 
-/** Publish invalidations, then record dead-token pushes; release the ones to retry (delivered ones are recorded already). */
+/** Publish invalidations, then record dead-token and cancelled pushes; release the ones to retry (delivered ones are recorded already). */
 async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], deps: PusherDeps): Promise<void> {
-  const invalid: Array<{ pushId: string; outcome: string }> = [];
+  const completed: Array<{ pushId: string; outcome: string }> = [];
   const release: string[] = [];
   const invalidations: Invalidation[] = [];
   const observedAt = new Date();
@@ -184,6 +183,11 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
       outcomes[r.index] = deferUnsent(result);
       return;
     }
+    if (result.kind === 'cancelled') {
+      completed.push({ pushId: push.pushId, outcome: 'cancelled' });
+      outcomes[r.index] = droppedCancelled(push, deps);
+      return;
+    }
     const label = { platform: push.platform, app: push.app };
     switch (result.kind) {
       case 'delivered':
@@ -193,7 +197,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
         trace(deps, push, 'delivered', { providerMessageId: result.providerMessageId });
         break;
       case 'dead-token':
-        invalid.push({ pushId: push.pushId, outcome: `invalid: ${result.reason}` });
+        completed.push({ pushId: push.pushId, outcome: `invalid: ${result.reason}` });
         invalidations.push(invalidationFor(push, result, observedAt));
         deps.metrics.pushes.inc({ ...label, outcome: 'invalid' });
         deps.outcomes?.note(push, 'invalid', { code: result.reason, reason: `the provider answered ${result.reason}: the token is dead` });
@@ -212,7 +216,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     }
   });
   await Promise.all([publishInvalidations(invalidations, deps), release.length > 0 ? deps.ledger.release(release, deps.owner) : undefined]);
-  await completeDurably(deps.ledger, invalid, deps.logger);
+  await completeDurably(deps.ledger, completed, deps.logger);
 }
 
 /** An unsent push comes back without spending an attempt: when its app's pause ends, or in a second for budget. */
@@ -241,6 +245,14 @@ async function publishInvalidations(invalidations: Invalidation[], deps: PusherD
   await deps.publisher.publishMany(
     invalidations.map((inv) => ({ exchange: Exchanges.invalidations, routingKey: invalidationQueueFor(inv.platform), body: inv })),
   );
+}
+
+/** A cancelled job's push, dropped unsent and recorded as cancelled. */
+function droppedCancelled(push: DevicePush, deps: PusherDeps): Outcome {
+  deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'cancelled' });
+  trace(deps, push, 'dropped: its job was cancelled');
+  deps.outcomes?.note(push, 'cancelled', { reason: 'its job was cancelled (DELETE /v1/jobs/:id) before it was sent' });
+  return ack;
 }
 
 function duplicate(push: DevicePush, deps: PusherDeps): Outcome {
