@@ -1,6 +1,7 @@
 import { DeliveryLog, type Delivery, type DeliveryQuery, type DeliveryView } from './delivery-log.ts';
 import type { FaultPlatform } from './faults.ts';
 import { apnsRetention, fcmRetention, type DeviceOs, type Retention } from './offline-retention.ts';
+import { DEFAULT_MAX_RECORDS } from './record-store.ts';
 
 /** A push the provider accepted (answered 200) for a device token. */
 export interface AcceptedPush {
@@ -47,7 +48,7 @@ export class DeviceStore {
   private offline = new Map<string, OfflineDevice>();
   private log: DeliveryLog;
 
-  constructor(capacity = 1_000_000, private readonly now: () => number = Date.now) {
+  constructor(capacity = DEFAULT_MAX_RECORDS, private readonly now: () => number = Date.now) {
     this.log = new DeliveryLog(capacity);
   }
 

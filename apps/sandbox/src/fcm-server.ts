@@ -1,6 +1,8 @@
 import http2 from 'node:http2';
+import type { TLSSocket } from 'node:tls';
 import { recordExchange, type SandboxContext } from './exchange.ts';
 import { handleFcmRequest, type FcmExpectations } from './fcm-handler.ts';
+import { lenientSchemeSocket } from './lenient-scheme.ts';
 import { readBody } from './read-body.ts';
 
 export interface FcmServerOptions extends FcmExpectations {
@@ -8,9 +10,25 @@ export interface FcmServerOptions extends FcmExpectations {
   key: string;
 }
 
+type ConnectionListener = (this: http2.Http2SecureServer, socket: TLSSocket | ReturnType<typeof lenientSchemeSocket>) => void;
+
+/**
+ * Accept what Google accepts: HTTP/2 connections reach Node's HTTP/2 server through a filter that
+ * makes firebase-admin's `:scheme: https:` acceptable (see lenient-scheme.ts); HTTP/1.1 ones as they are.
+ */
+function acceptLenientScheme(server: http2.Http2SecureServer): void {
+  const [connectionListener] = server.listeners('secureConnection') as ConnectionListener[];
+  if (connectionListener === undefined) throw new Error('http2 secure server without its connection listener');
+  server.removeAllListeners('secureConnection');
+  server.on('secureConnection', (socket: TLSSocket) => {
+    connectionListener.call(server, socket.alpnProtocol === 'h2' ? lenientSchemeSocket(socket) : socket);
+  });
+}
+
 /** A TLS server speaking the FCM HTTP v1 send API over HTTP/2 and HTTP/1.1 (`allowHTTP1`). */
 export function createFcmServer(options: FcmServerOptions, ctx: SandboxContext): http2.Http2SecureServer {
   const server = http2.createSecureServer({ cert: options.cert, key: options.key, allowHTTP1: true, settings: { maxConcurrentStreams: 1000 } });
+  acceptLenientScheme(server);
   server.on('request', (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
     void serve(req, res, options, ctx);
   });

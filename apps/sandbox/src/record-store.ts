@@ -47,6 +47,13 @@ const parseOr = (raw: string): unknown => {
   }
 };
 
+/**
+ * How many recent requests (and deliveries) the sandbox keeps by default. A record holds the raw
+ * request and answer (a few kB in memory): a million of them took gigabytes in long benchmarks, so
+ * the default keeps a bounded window; the counters (`GET /stats`) stay exact however long it runs.
+ */
+export const DEFAULT_MAX_RECORDS = 100_000;
+
 /** A bounded ring of recent records plus unbounded counters. */
 export class RecordStore {
   private ring: RequestRecord[] = [];
@@ -54,7 +61,7 @@ export class RecordStore {
   private seq = 0;
   private stats: Stats = { total: 0, byPlatform: {} };
 
-  constructor(private readonly capacity = 1_000_000) {}
+  constructor(private readonly capacity = DEFAULT_MAX_RECORDS) {}
 
   add(record: Omit<RequestRecord, 'seq'>): RequestRecord {
     const full: RequestRecord = { ...record, seq: ++this.seq };

@@ -9,7 +9,7 @@ import { createFcmServer } from './fcm-server.ts';
 import { FaultTable } from './faults.ts';
 import { CredentialRegistry } from './credential-registry.ts';
 import { DeviceStore } from './device-store.ts';
-import { RecordStore } from './record-store.ts';
+import { DEFAULT_MAX_RECORDS, RecordStore } from './record-store.ts';
 import { buildSettings, FCM_PROJECT_ID, writeSettings, type SandboxSettings } from './settings-file.ts';
 import { ensureIdentity } from './state-files.ts';
 import { createWebPushServer } from './web-server.ts';
@@ -67,9 +67,9 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const credentials = new CredentialRegistry();
   const ctx: SandboxContext = {
     faults: new FaultTable(),
-    records: new RecordStore(options.maxRecords),
-    devices: new DeviceStore(options.maxRecords),
-    web: new WebPushStore(Math.min(options.maxRecords ?? 100_000, 100_000)),
+    records: new RecordStore(options.maxRecords ?? DEFAULT_MAX_RECORDS),
+    devices: new DeviceStore(options.maxRecords ?? DEFAULT_MAX_RECORDS),
+    web: new WebPushStore(Math.min(options.maxRecords ?? DEFAULT_MAX_RECORDS, 100_000)),
     logger: options.logger,
     credentials,
   };

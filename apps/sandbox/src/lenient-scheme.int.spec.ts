@@ -1,0 +1,89 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import http2 from 'node:http2';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '@herald/logging';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SchemeFilter } from './lenient-scheme.ts';
+import { startSandbox, type RecordView, type Sandbox } from './index.ts';
+
+const logger = createLogger({ service: 'scheme-int', level: 'silent' });
+let stateDir: string;
+let sandbox: Sandbox;
+
+beforeAll(async () => {
+  stateDir = await mkdtemp(join(tmpdir(), 'herald-scheme-'));
+  sandbox = await startSandbox({ stateDir, logger });
+});
+afterAll(async () => {
+  await sandbox?.close();
+  await rm(stateDir, { recursive: true, force: true });
+});
+
+/** Send FCM v1 requests over one HTTP/2 session with the given :scheme, as firebase-admin's HTTP/2 transport does. */
+async function sendOver(scheme: string, tokens: string[]): Promise<number[]> {
+  const { fcm } = sandbox.settings;
+  const session = http2.connect(`https://${fcm.host}:${fcm.port}`, { ca: await readFile(fcm.caFile, 'utf8'), ALPNProtocols: ['h2'] });
+  try {
+    return await Promise.all(
+      tokens.map(
+        (token) =>
+          new Promise<number>((resolve, reject) => {
+            const req = session.request({
+              ':method': 'POST',
+              ':scheme': scheme,
+              ':path': `/v1/projects/${fcm.projectId}/messages:send`,
+              authorization: `Bearer ${fcm.accessToken}`,
+              'content-type': 'application/json',
+            });
+            let status = 0;
+            req.on('response', (headers) => (status = Number(headers[':status'])));
+            req.resume();
+            req.on('end', () => resolve(status));
+            req.on('error', reject);
+            req.end(JSON.stringify({ message: { token, notification: { title: 'scheme' } } }));
+          }),
+      ),
+    );
+  } finally {
+    session.close();
+  }
+}
+
+describe('the FCM server accepts what Google accepts', () => {
+  it('answers requests whose :scheme is "https:" (firebase-admin 13.x HTTP/2) instead of resetting them', async () => {
+    const tokens = [1, 2, 3].map((i) => `scheme-${i}:APA91b${'x'.repeat(40)}`);
+    // The first request carries the literal, the next ones HPACK's dynamic-table index for it.
+    expect(await sendOver('https:', tokens)).toEqual([200, 200, 200]);
+    const records = (await (await fetch(`${sandbox.settings.control.url}/records?platform=fcm`)).json()) as RecordView[];
+    expect(records.filter((r) => tokens.includes(r.token ?? '')).map((r) => r.status)).toEqual([200, 200, 200]);
+  });
+
+  it('still answers the usual :scheme "https"', async () => {
+    expect(await sendOver('https', [`plain:APA91b${'x'.repeat(40)}`])).toEqual([200]);
+  });
+});
+
+describe('SchemeFilter', () => {
+  const frame = (type: number, payload: Buffer): Buffer => {
+    const header = Buffer.alloc(9);
+    header.writeUIntBE(payload.length, 0, 3);
+    header[3] = type;
+    header.writeUInt32BE(1, 5);
+    return Buffer.concat([header, payload]);
+  };
+  const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+  const plainLiteral = (s: string): Buffer => Buffer.concat([Buffer.from([s.length]), Buffer.from(s)]);
+
+  it('rewrites the literal in header blocks only, however the bytes are split', () => {
+    const headers = frame(0x1, Buffer.concat([Buffer.from([0x47]), plainLiteral('https:')]));
+    const data = frame(0x0, plainLiteral('https:'));
+    const wire = Buffer.concat([preface, headers, data]);
+    const filter = new SchemeFilter();
+    const out = Buffer.concat([...wire].map((byte) => filter.push(Buffer.from([byte]))));
+    expect(out.length).toBe(wire.length);
+    expect(out.subarray(0, preface.length)).toEqual(preface);
+    expect(out.subarray(preface.length, preface.length + headers.length)).toEqual(frame(0x1, Buffer.concat([Buffer.from([0x47]), plainLiteral('httpsB')])));
+    expect(out.subarray(preface.length + headers.length)).toEqual(data);
+  });
+});
