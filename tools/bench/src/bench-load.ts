@@ -1,0 +1,58 @@
+/**
+ * The load the end-to-end benchmarks put on Herald: users with one APNs and one FCM device each,
+ * and jobs of one user (two device pushes) published with confirms. Factored out of main.ts's
+ * seed()/publish() so bench:peer drives Herald the same way (main.ts can import these too).
+ */
+import { randomBytes } from 'node:crypto';
+import type { System } from '../../../test/support/system.ts';
+
+/** Users `u<from>` … `u<from + users - 1>` of app `demo`, each with a random APNs and FCM token the sandbox accepts. */
+export async function seedBenchDevices(sys: System, users: number, from = 0): Promise<void> {
+  const now = new Date();
+  for (let i = from; i < from + users; i += 5000) {
+    const rows = [];
+    for (let u = i; u < Math.min(from + users, i + 5000); u++) {
+      for (const platform of ['apns', 'fcm'] as const) {
+        const token = platform === 'apns' ? randomBytes(32).toString('hex') : `bench-${randomBytes(24).toString('base64url')}`;
+        rows.push({ app: 'demo', platform, token, user_id: `u${u}`, registered_at: now, last_event_at: now });
+      }
+    }
+    await sys.database.db.kysely.insertInto('devices').values(rows).execute();
+  }
+}
+
+export interface PublishOptions {
+  /** Jobs go to users `u<n % users>` for the n-th job. */
+  users: number;
+  /** Checked before each job; counter.n is the number of jobs taken so far. */
+  done: (counter: { n: number }) => boolean;
+  /** Device pushes/s to offer (2 per job); as fast as confirms allow when absent. */
+  rate?: number;
+  concurrency: number;
+  counter: { n: number };
+  /** Prefix of the job ids, so runs and rounds never share an idempotency key. */
+  idPrefix: string;
+}
+
+/** Publish one-user jobs until `done`, at `rate` device pushes/s if given, else as fast as confirms allow. */
+export async function publishBenchJobs(sys: System, o: PublishOptions): Promise<void> {
+  const started = Date.now();
+  const worker = async (): Promise<void> => {
+    while (!o.done(o.counter)) {
+      if (o.rate !== undefined) {
+        const due = started + ((o.counter.n * 2) / o.rate) * 1000;
+        if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+        if (o.done(o.counter)) break;
+      }
+      const n = o.counter.n++;
+      await sys.client.publishPushJob({
+        id: `${o.idPrefix}-${n}`,
+        app: 'demo',
+        userId: `u${n % o.users}`,
+        category: 'bench',
+        content: { title: 'bench', data: { t: String(Date.now()) } },
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: o.rate === undefined ? o.concurrency : Math.min(o.concurrency, 16) }, worker));
+}

@@ -1,0 +1,195 @@
+/**
+ * `npm run bench:peer`: Herald side by side with `@parse/push-adapter` (issue 19 part 2), in one
+ * invocation, against one sandbox process (APNs and FCM stand-ins) and the same PEER_PUSHES device
+ * tokens (half APNs, half FCM: PEER_PUSHES/2 users with one device of each).
+ *   (a) the adapter, in its own process (peer-adapter.ts), sends to every token as Parse Server
+ *       calls it: `send(data, installations)`, PEER_BATCH installations a call, PEER_IN_FLIGHT calls
+ *       in flight;
+ *   (b) Herald end to end: one job per user published with confirms (bench-load.ts, as
+ *       `npm run bench`), demuxer → pushers → sandbox.
+ * Each is measured at the sandbox (its exact counters of 200 answers) from the first send until the
+ * last push arrived; CPU per delivered push comes from /proc over that window, per process. They
+ * alternate for PEER_ROUNDS rounds after a warm-up; medians at the end, then the ratio line.
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildServices, serviceNodeArgs } from '../../../infra/local/build-services.ts';
+import { startSystem, type System } from '../../../test/support/system.ts';
+import { publishBenchJobs, seedBenchDevices } from './bench-load.ts';
+import { cpuMs, cpuMsOf, peakRssMb } from './proc.ts';
+import type { SendCommand, SentReport } from './peer-adapter.ts';
+import { formatCpuTable, formatSummary, median, type Measured } from './peer-report.ts';
+
+const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
+const ROUNDS = env('PEER_ROUNDS', 3);
+const PUSHES = Math.floor(env('PEER_PUSHES', 80_000) / 2) * 2;
+const WARMUP = Math.floor(env('PEER_WARMUP_PUSHES', 10_000) / 2) * 2;
+const BATCH = env('PEER_BATCH', 100);
+const IN_FLIGHT = env('PEER_IN_FLIGHT', 8);
+const CONCURRENCY = env('BENCH_PUBLISH_CONCURRENCY', 64);
+const TIMEOUT_MS = env('PEER_ROUND_TIMEOUT_SECONDS', 300) * 1000;
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+interface SandboxProcess {
+  child: ChildProcess;
+  stateDir: string;
+  controlUrl: string;
+}
+
+/** The sandbox as a process of its own (its bundle), so its CPU is its own; only counters matter here. */
+async function startSandboxProcess(): Promise<SandboxProcess> {
+  const stateDir = await mkdtemp(join(tmpdir(), 'herald-peer-sandbox-'));
+  const ports = { SANDBOX_APNS_PORT: '0', SANDBOX_FCM_PORT: '0', SANDBOX_WEB_PORT: '0', SANDBOX_CONTROL_PORT: '0' };
+  const child = spawn(process.execPath, serviceNodeArgs('sandbox'), {
+    env: { ...process.env, ...ports, SANDBOX_STATE_DIR: stateDir, SANDBOX_MAX_RECORDS: '10000', LOG_LEVEL: 'warn', LOG_FORMAT: 'json' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const settingsFile = join(stateDir, 'sandbox.json');
+  for (const deadline = Date.now() + 30_000; !existsSync(settingsFile); await sleep(100)) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error('the sandbox process did not start');
+  }
+  const { control } = JSON.parse(await readFile(settingsFile, 'utf8')) as { control: { url: string } };
+  return { child, stateDir, controlUrl: control.url };
+}
+
+/** Pushes the sandbox answered 200, APNs and FCM together (exact counters, whatever the record window). */
+async function accepted(sandbox: SandboxProcess): Promise<number> {
+  const stats = (await (await fetch(`${sandbox.controlUrl}/stats`)).json()) as { byPlatform: Record<string, { byStatus: Record<string, number> }> };
+  return Object.values(stats.byPlatform).reduce((sum, p) => sum + (p.byStatus['200'] ?? 0), 0);
+}
+
+async function waitForAccepted(sandbox: SandboxProcess, target: number, deadline: number): Promise<number> {
+  for (;;) {
+    const n = await accepted(sandbox);
+    if (n >= target || Date.now() > deadline) return n;
+    await sleep(50);
+  }
+}
+
+type Pids = Record<string, () => number>;
+
+const snapshot = (pids: Pids): Record<string, number> => Object.fromEntries(Object.entries(pids).map(([name, read]) => [name, read()]));
+
+function usPerPush(from: Record<string, number>, to: Record<string, number>, pushes: number): Record<string, number> {
+  return Object.fromEntries(Object.keys(from).map((name) => [name, Math.round((((to[name] ?? NaN) - (from[name] ?? NaN)) * 1000) / pushes)]));
+}
+
+interface AdapterProcess {
+  child: ChildProcess;
+  send(command: Omit<SendCommand, 'kind'>): Promise<SentReport>;
+}
+
+async function startAdapter(sandbox: SandboxProcess, tokensFile: string): Promise<AdapterProcess> {
+  const child = fork(new URL('./peer-adapter.ts', import.meta.url).pathname, {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, PEER_SANDBOX_STATE_DIR: sandbox.stateDir, PEER_TOKENS_FILE: tokensFile },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const next = (): Promise<{ kind: string }> =>
+    new Promise((resolve, reject) => {
+      const onExit = (code: number | null): void => reject(new Error(`the adapter process exited (${code})`));
+      child.once('exit', onExit);
+      child.once('message', (m: { kind: string }) => {
+        child.off('exit', onExit);
+        resolve(m);
+      });
+    });
+  await next(); // ready
+  return {
+    child,
+    async send(command) {
+      const answer = next();
+      child.send({ kind: 'send', ...command } satisfies SendCommand);
+      return (await answer) as SentReport;
+    },
+  };
+}
+
+/** (a) the adapter sends `count` pushes; measured at the sandbox. */
+async function runAdapter(adapter: AdapterProcess, sandbox: SandboxProcess, count: number): Promise<Measured> {
+  const pids: Pids = { 'parse-adapter': () => cpuMs(adapter.child.pid), sandbox: () => cpuMs(sandbox.child.pid), 'load generator': () => cpuMs(process.pid) };
+  // Not the adapter's: what RabbitMQ and PostgreSQL spent meanwhile is other work on this machine (the noise floor).
+  const ambient: Pids = { 'beam.smp (RabbitMQ)': () => cpuMsOf('beam.smp'), 'postgres (all)': () => cpuMsOf('postgres') };
+  const before = await accepted(sandbox);
+  const ambientFrom = snapshot(ambient);
+  const cpuFrom = snapshot(pids);
+  const started = performance.now();
+  const report = await adapter.send({ count, batch: BATCH, inFlight: IN_FLIGHT });
+  const delivered = (await waitForAccepted(sandbox, before + count, Date.now() + 5000)) - before;
+  const seconds = (performance.now() - started) / 1000;
+  const cpuTo = snapshot(pids);
+  const noise = usPerPush(ambientFrom, snapshot(ambient), delivered);
+  if (report.failed > 0) console.log(`  adapter: ${report.failed} sends failed`);
+  return { pushesPerSecond: Math.round(delivered / seconds), delivered, seconds, cpuUsPerPush: usPerPush(cpuFrom, cpuTo, delivered), ambientUsPerPush: noise };
+}
+
+/** (b) Herald end to end for `count` pushes (count/2 one-user jobs); measured at the sandbox. */
+async function runHerald(sys: System, sandbox: SandboxProcess, count: number, idPrefix: string): Promise<Measured> {
+  const pids: Pids = {
+    ...Object.fromEntries([...sys.services].map(([name, s]) => [name, () => cpuMs(s.pid)])),
+    'beam.smp (RabbitMQ)': () => cpuMsOf('beam.smp'),
+    'postgres (all)': () => cpuMsOf('postgres'),
+    sandbox: () => cpuMs(sandbox.child.pid),
+    'load generator': () => cpuMs(process.pid),
+  };
+  const jobs = count / 2;
+  const before = await accepted(sandbox);
+  const cpuFrom = snapshot(pids);
+  const started = performance.now();
+  const publishing = publishBenchJobs(sys, { users: jobs, done: (c) => c.n >= jobs, concurrency: CONCURRENCY, counter: { n: 0 }, idPrefix });
+  await publishing;
+  const delivered = (await waitForAccepted(sandbox, before + count, Date.now() + TIMEOUT_MS)) - before;
+  const seconds = (performance.now() - started) / 1000;
+  const cpuTo = snapshot(pids);
+  if (delivered < count) console.log(`  herald: only ${delivered} of ${count} pushes arrived within ${TIMEOUT_MS / 1000} s`);
+  return { pushesPerSecond: Math.round(delivered / seconds), delivered, seconds, cpuUsPerPush: usPerPush(cpuFrom, cpuTo, delivered) };
+}
+
+/** The N tokens both sides send to, as seeded for Herald. */
+async function writeTokens(sys: System, file: string): Promise<void> {
+  const rows = await sys.database.db.kysely.selectFrom('devices').select(['platform', 'token', 'user_id']).where('app', '=', 'demo').execute();
+  const userNo = (u: string | null): number => Number(u?.slice(1));
+  const byPlatform = (p: string): string[] => rows.filter((r) => r.platform === p).sort((a, b) => userNo(a.user_id) - userNo(b.user_id)).map((r) => r.token);
+  await writeFile(file, JSON.stringify({ apns: byPlatform('apns'), fcm: byPlatform('fcm') }));
+}
+
+await buildServices();
+const sandbox = await startSandboxProcess();
+let sys: System | undefined;
+let adapter: AdapterProcess | undefined;
+try {
+  // Herald's services use the sandbox process (its sandbox.json); startSystem's own sandbox stays idle.
+  sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000', SANDBOX_STATE_DIR: sandbox.stateDir } });
+  await seedBenchDevices(sys, PUSHES / 2);
+  const tokensFile = join(sandbox.stateDir, 'peer-tokens.json');
+  await writeTokens(sys, tokensFile);
+  adapter = await startAdapter(sandbox, tokensFile);
+  console.log(`bench:peer — ${PUSHES} pushes a round (${PUSHES / 2} APNs + ${PUSHES / 2} FCM tokens), ${ROUNDS} rounds, adapter batches of ${BATCH} × ${IN_FLIGHT} in flight, Herald ${CONCURRENCY} publishes in flight`);
+  const runId = Date.now();
+  if (WARMUP > 0) {
+    await runAdapter(adapter, sandbox, WARMUP);
+    await runHerald(sys, sandbox, WARMUP, `peer-${runId}-warmup`);
+  }
+  const rounds: { adapter: Measured; herald: Measured }[] = [];
+  for (let i = 1; i <= ROUNDS; i++) {
+    const a = await runAdapter(adapter, sandbox, PUSHES);
+    console.log(`round ${i} parse-adapter: ${a.pushesPerSecond} pushes/s (${a.delivered} in ${a.seconds.toFixed(1)} s)`);
+    const h = await runHerald(sys, sandbox, PUSHES, `peer-${runId}-${i}`);
+    console.log(`round ${i} herald:        ${h.pushesPerSecond} pushes/s (${h.delivered} in ${h.seconds.toFixed(1)} s)`);
+    console.log(formatCpuTable(`round ${i}`, h, a));
+    rounds.push({ adapter: a, herald: h });
+  }
+  console.log(`peak RSS MB: sandbox ${peakRssMb(sandbox.child.pid)}, parse-adapter ${peakRssMb(adapter.child.pid)}, ${[...sys.services].map(([n, s]) => `${n} ${peakRssMb(s.pid)}`).join(', ')}`);
+  console.log(formatSummary(rounds));
+  const ratio = median(rounds.map((r) => r.herald.pushesPerSecond)) / median(rounds.map((r) => r.adapter.pushesPerSecond));
+  console.log(`herald/parse-adapter throughput ratio: ${ratio.toFixed(2)}`);
+} finally {
+  adapter?.child.send({ kind: 'exit' });
+  await sys?.stop();
+  sandbox.child.kill('SIGTERM');
+  await rm(sandbox.stateDir, { recursive: true, force: true });
+}
