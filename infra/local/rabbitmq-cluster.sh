@@ -43,6 +43,7 @@ on() { # on N command args…: run a RabbitMQ command as node N, in that node's 
       RABBITMQ_PID_FILE="$dir/rabbitmq.pid" \
       RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
       ERL_EPMD_ADDRESS=127.0.0.1
+    cd "$BASE" # an Erlang crash dump lands here, not in the caller's directory
     "$@"
   )
 }
@@ -66,7 +67,6 @@ listeners.tcp.default = 127.0.0.1:$((5700 + n))
 management.tcp.ip = 127.0.0.1
 management.tcp.port = $((15700 + n))
 loopback_users = none
-cluster_partition_handling = pause_minority
 # A node that restarts rejoins its cluster by itself.
 cluster_formation.peer_discovery_backend = classic_config
 cluster_formation.classic_config.nodes.1 = herald-1@localhost

@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_WEB_PUSH_HOSTS } from '@herald/contracts';
-import { commonConfig, int, intList, loadConfig, optionalStr, str } from '@herald/config';
+import { bool, commonConfig, int, intList, loadConfig, optionalStr, str } from '@herald/config';
 import { createLogger } from '@herald/logging';
 import { buildServices } from './build-services.ts';
 import { currentParentPid, watchParent } from './parent-watch.mjs';
@@ -37,6 +37,7 @@ const config = loadConfig(
     HERALD_STATE_DIR: str('Where `npm start` keeps its lock (start.lock) and the sandbox state', { default: '.herald' }),
     SANDBOX_STATE_DIR: optionalStr('Sandbox state directory (default: <HERALD_STATE_DIR>/sandbox)'),
     HERALD_RETRY_DELAYS_MS: intList('Retry schedule', { default: '1000,5000,30000,120000,600000' }),
+    HERALD_CLUSTER: bool('Run on a local three-node RabbitMQ cluster (infra/local/rabbitmq-cluster.sh) instead of the single node; also `npm start -- --cluster`', { default: 'false' }),
     // The fixed ports, checked before anything starts (0: a free port, never busy).
     API_PORT: port('HTTP API port', '8080'),
     HTTP_PORT: port("The monitor's port (every other service picks a free ops port under npm start)", '9470'),
@@ -48,6 +49,21 @@ const config = loadConfig(
   process.env,
 );
 const logger = createLogger({ service: 'herald-start', level: config.LOG_LEVEL, format: config.LOG_FORMAT });
+const cluster = config.HERALD_CLUSTER || process.argv.includes('--cluster');
+/** On the local cluster every connection gets the three nodes (same vhost as AMQP_URL), the monitor their three APIs. */
+const clusterEnv: NodeJS.ProcessEnv = cluster
+  ? {
+      AMQP_URLS: [5701, 5702, 5703].map((p) => withPort(config.AMQP_URL.split(',')[0] ?? '', p)).join(','),
+      RABBITMQ_API_URL: [15701, 15702, 15703].map((p) => `http://guest:guest@127.0.0.1:${p}/api`).join(','),
+    }
+  : {};
+const amqpUrl = clusterEnv['AMQP_URLS'] ?? config.AMQP_URL;
+
+function withPort(url: string, port: number): string {
+  const u = new URL(url);
+  u.port = String(port);
+  return u.toString();
+}
 const childFormat = process.stdout.isTTY ? 'pretty' : 'json';
 const stateDir = resolve(config.HERALD_STATE_DIR);
 const sandboxDir = resolve(config.SANDBOX_STATE_DIR ?? join(stateDir, 'sandbox'));
@@ -78,6 +94,7 @@ const supervisor = new Supervisor({
   env: (service) => ({
     ...process.env,
     ...(service === 'web-pusher' ? vapidEnv : {}),
+    ...clusterEnv,
     LOG_FORMAT: process.env['LOG_FORMAT'] ?? childFormat,
     SANDBOX_STATE_DIR: sandboxDir,
     // HTTP_PORT is the monitor's: the other services could not all listen on one port.
@@ -158,7 +175,7 @@ if (busy.length > 0) {
   process.exit(1);
 }
 
-const local = (u: string): boolean => ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(u).hostname);
+const local = (setting: string): boolean => setting.split(',').every((u) => ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(u.trim()).hostname));
 if (local(config.AMQP_URL) && local(config.DATABASE_URL)) {
   const code = await new Promise<number | null>((done) => {
     const child = spawn('bash', [join(import.meta.dirname, 'services.sh')], { stdio: 'inherit' });
@@ -172,9 +189,21 @@ if (local(config.AMQP_URL) && local(config.DATABASE_URL)) {
 } else {
   logger.info('AMQP_URL or DATABASE_URL points to another machine: not managing local RabbitMQ and PostgreSQL');
 }
+if (cluster && !startup.signal.aborted) {
+  const code = await new Promise<number | null>((done) => {
+    const child = spawn('bash', [join(import.meta.dirname, 'rabbitmq-cluster.sh'), 'start'], { stdio: 'inherit' });
+    startup.signal.addEventListener('abort', () => child.kill('SIGTERM'));
+    child.on('exit', (c) => done(c));
+  });
+  if (code !== 0 && !startup.signal.aborted) {
+    lock.release();
+    process.exit(code ?? 1);
+  }
+  logger.info({ nodes: 3 }, 'on the local RabbitMQ cluster (stop it with `bash infra/local/rabbitmq-cluster.sh stop`)');
+}
 
 await prepareEnvironment({
-  amqpUrl: config.AMQP_URL,
+  amqpUrl,
   databaseUrl: config.DATABASE_URL,
   schema: config.DATABASE_SCHEMA,
   retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,

@@ -1,9 +1,12 @@
 import { bindAddress } from './bind-address.ts';
-import { int, oneOf, str, url } from './vars.ts';
+import { int, oneOf, str, url, urlList } from './vars.ts';
 
 /** Settings every service shares: where the broker and database are, and how to log. */
 export const commonConfig = {
-  AMQP_URL: url(['amqp', 'amqps'], 'RabbitMQ URL, including the vhost', { default: 'amqp://guest:guest@127.0.0.1:5672/' }),
+  AMQP_URL: urlList(['amqp', 'amqps'], 'RabbitMQ URL, including the vhost; for a cluster, a comma-separated list of its nodes (every connection fails over to a live one)', {
+    default: 'amqp://guest:guest@127.0.0.1:5672/',
+    alias: 'AMQP_URLS',
+  }),
   DATABASE_URL: url(['postgres', 'postgresql'], 'PostgreSQL URL', { default: 'postgres://postgres@127.0.0.1:5432/herald' }),
   DATABASE_SCHEMA: str('PostgreSQL schema that holds Herald tables', { default: 'public' }),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace'], 'pino log level', { default: 'info' }),

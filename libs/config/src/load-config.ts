@@ -16,7 +16,9 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
   const out: Record<string, unknown> = {};
   const problems: string[] = [];
   for (const [name, v] of Object.entries(spec)) {
-    const raw = env[name] ?? v.default;
+    const fromAlias = v.alias === undefined ? undefined : env[v.alias];
+    const raw = fromAlias ?? env[name] ?? v.default;
+    const shownName = fromAlias === undefined ? name : v.alias;
     if (raw === undefined) {
       problems.push(`${name} is required: ${v.description}`);
       continue;
@@ -24,7 +26,7 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
     try {
       out[name] = v.parse(raw);
     } catch (err) {
-      problems.push(`${name} ${(err as Error).message}`);
+      problems.push(`${shownName} ${(err as Error).message}`);
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);
@@ -34,6 +36,6 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
 /** Markdown table rows for docs/configuration.md. */
 export function describeConfig(spec: ConfigSpec): string {
   return Object.entries(spec)
-    .map(([name, v]) => `| \`${name}\` | ${v.default === undefined ? '(required)' : v.default === '' ? '(unset)' : `\`${v.default}\``} | ${v.description} |`)
+    .map(([name, v]) => `| \`${name}\`${v.alias === undefined ? '' : ` (or \`${v.alias}\`)`} | ${v.default === undefined ? '(required)' : v.default === '' ? '(unset)' : `\`${v.default}\``} | ${v.description} |`)
     .join('\n');
 }

@@ -5,15 +5,18 @@ export interface VarSpec<T> {
   readonly default?: string | undefined;
   readonly parse: (raw: string) => T;
   readonly secret?: boolean;
+  /** Another variable that sets the same thing and wins when both are set (a newer name). */
+  readonly alias?: string;
 }
 
-type Opts = { default?: string | undefined; secret?: boolean };
+type Opts = { default?: string | undefined; secret?: boolean; alias?: string };
 
 const spec = <T>(description: string, parse: (raw: string) => T, opts: Opts = {}): VarSpec<T> => ({
   description,
   parse,
   default: opts.default,
   secret: opts.secret ?? false,
+  alias: opts.alias,
 });
 
 export const str = (description: string, opts?: Opts): VarSpec<string> =>
@@ -49,18 +52,37 @@ export const oneOf = <const T extends string>(values: readonly T[], description:
     return raw as T;
   }, opts);
 
+function checkUrl(raw: string, protocols: readonly string[]): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new Error(`must be a URL, got "${raw}"`);
+  }
+  if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
+    throw new Error(`must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+  }
+}
+
 export const url = (protocols: readonly string[], description: string, opts?: Opts): VarSpec<string> =>
   spec(description, (raw) => {
-    let parsed: URL;
-    try {
-      parsed = new URL(raw);
-    } catch {
-      throw new Error(`must be a URL, got "${raw}"`);
-    }
-    if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
-      throw new Error(`must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
-    }
+    checkUrl(raw, protocols);
     return raw;
+  }, opts);
+
+/** One URL or a comma-separated list of them (the nodes of a cluster); kept as given. */
+export const urlList = (protocols: readonly string[], description: string, opts?: Opts): VarSpec<string> =>
+  spec(description, (raw) => {
+    const parts = raw.split(',').map((p) => p.trim()).filter((p) => p.length > 0);
+    if (parts.length === 0) throw new Error('must list at least one URL');
+    parts.forEach((p, i) => {
+      try {
+        checkUrl(p, protocols);
+      } catch (err) {
+        throw new Error(parts.length === 1 ? (err as Error).message : `entry ${i + 1} ${(err as Error).message}`, { cause: err });
+      }
+    });
+    return parts.join(',');
   }, opts);
 
 /** Comma-separated list of positive integers, e.g. a retry schedule "1000,5000,30000". */

@@ -2,7 +2,8 @@ import type { Channel } from 'amqplib';
 import { mergeTopologies, parkedQueueSpec, retryTopology, type Topology } from './topology.ts';
 import { openConnection, type BrokerConnection } from './connection.ts';
 import { QueueConsumer } from './consumer.ts';
-import { declareTopology } from './declare-topology.ts';
+import { brokerUrls } from './broker-list.ts';
+import { declareTopology, placementFor, type QueuePlacement } from './declare-topology.ts';
 import { createMetrics, type MessagingMetrics } from './metrics.ts';
 import { ConfirmPublisher } from './publisher.ts';
 import { Settler } from './settle.ts';
@@ -15,7 +16,7 @@ const STOP_ON_CLOSE_MS = 5_000;
 export async function connectBroker(opts: BrokerOptions): Promise<Broker> {
   const logger = opts.logger.child({ component: 'messaging', connectionName: opts.connectionName });
   const connection = await openConnection(opts.url, opts.connectionName, logger);
-  return new RabbitBroker(connection, createMetrics(opts.metrics), logger);
+  return new RabbitBroker(connection, createMetrics(opts.metrics), logger, placementFor(brokerUrls(opts.url).length));
 }
 
 class RabbitBroker implements Broker {
@@ -26,6 +27,7 @@ class RabbitBroker implements Broker {
     private readonly connection: BrokerConnection,
     private readonly metrics: MessagingMetrics,
     private readonly logger: Logger,
+    private readonly placement: QueuePlacement,
   ) {
     this.publisher = new ConfirmPublisher(connection, metrics, logger);
   }
@@ -41,7 +43,8 @@ class RabbitBroker implements Broker {
   }
 
   async applyTopology(topology: Topology): Promise<void> {
-    await this.withChannel((channel) => declareTopology(channel, topology));
+    // Short-lived channels, so a failed declaration cannot take a consumer or the publisher down.
+    await declareTopology(() => this.openChannel('topology channel error'), topology, this.placement);
   }
 
   async queueCounts(queues: readonly string[]): Promise<Map<string, QueueCounts>> {
@@ -67,16 +70,6 @@ class RabbitBroker implements Broker {
     await Promise.all([...this.consumers].map((c) => c.stop(STOP_ON_CLOSE_MS)));
     await this.publisher.close();
     await this.connection.close();
-  }
-
-  /** A short-lived channel, so a failed declaration cannot take a consumer or the publisher down. */
-  private async withChannel<T>(work: (channel: Channel) => Promise<T>): Promise<T> {
-    const channel = await this.openChannel('topology channel error');
-    try {
-      return await work(channel);
-    } finally {
-      await channel.close().catch(() => undefined);
-    }
   }
 
   private async openChannel(errorMessage: string): Promise<Channel> {

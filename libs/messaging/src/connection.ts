@@ -1,5 +1,6 @@
 import { connect, type RecoveringChannelModel } from 'amqplib';
 import type { Logger } from '@herald/logging';
+import { BrokerRotation, brokerUrls } from './broker-list.ts';
 import { BrokerConnectError } from './errors.ts';
 
 /**
@@ -14,8 +15,9 @@ export interface BrokerConnection {
   close(): Promise<void>;
 }
 
-/** The URL with its password replaced, fit for logs and error messages. */
+/** The URL (or each URL of a list) with its password replaced, fit for logs and error messages. */
 export function redactUrl(url: string): string {
+  if (url.includes(',')) return url.split(',').map((u) => redactUrl(u.trim())).join(',');
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
@@ -25,26 +27,36 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** Opens the connection; the first failure rejects at once (fail fast), later losses are recovered. */
+/**
+ * Opens the connection to one broker or to the first live node of a list (`url` may be a
+ * comma-separated list, see broker-list.ts). The first attempt tries each node once and rejects
+ * if none answers (fail fast); after that, a lost connection is re-opened on the next node at
+ * once, then with back-off up to 5 s, for as long as it takes.
+ */
 export async function openConnection(url: string, connectionName: string, logger: Logger): Promise<BrokerConnection> {
+  const urls = brokerUrls(url);
+  const rotation = new BrokerRotation(urls);
   let model: RecoveringChannelModel;
   try {
-    model = await connect(url, {
+    model = await connect(urls.length === 1 ? url : rotation.target(), {
       clientProperties: { connection_name: connectionName },
       // Nagle's algorithm off: a publish or ack written while an earlier frame is unacknowledged
       // would otherwise wait for the peer's delayed ACK (up to 40 ms on Linux) before leaving.
       noDelay: true,
-      // At most 5 s between attempts: after a broker restart, consumers are back within 5 s of it.
-      recovery: { initialMaxRetries: 0, maxRetries: Infinity, initialDelay: 250, maxDelay: 5_000 },
+      recovery: {
+        initialMaxRetries: urls.length - 1,
+        maxRetries: Infinity,
+        calculateDelay: (attempt: number) => rotation.next(attempt),
+      },
     });
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     throw new BrokerConnectError(`cannot connect to RabbitMQ at ${redactUrl(url)}: ${reason}`, { cause: err });
   }
-  return trackConnection(model, connectionName, logger);
+  return trackConnection(model, connectionName, logger, rotation);
 }
 
-function trackConnection(model: RecoveringChannelModel, connectionName: string, logger: Logger): BrokerConnection {
+function trackConnection(model: RecoveringChannelModel, connectionName: string, logger: Logger, rotation: BrokerRotation): BrokerConnection {
   let connected = true;
   let closed = false;
   model.on('disconnect', (err: Error) => {
@@ -53,10 +65,10 @@ function trackConnection(model: RecoveringChannelModel, connectionName: string, 
   });
   model.on('connect', () => {
     connected = true;
-    logger.info({ connectionName }, 'rabbitmq connection recovered');
+    logger.info({ connectionName, broker: redactUrl(rotation.current) }, 'rabbitmq connection recovered');
   });
   model.on('reconnect-scheduled', (info: { attempt: number; delay: number; error: Error }) =>
-    logger.warn({ attempt: info.attempt, delayMs: info.delay, err: info.error }, 'rabbitmq reconnect scheduled'),
+    logger.warn({ attempt: info.attempt, delayMs: info.delay, err: info.error, next: redactUrl(rotation.current) }, 'rabbitmq reconnect scheduled'),
   );
   model.on('reconnect-failed', (err: Error) => logger.error({ err, connectionName }, 'rabbitmq recovery gave up'));
   model.on('error', (err: Error) => logger.warn({ err, connectionName }, 'rabbitmq connection error'));

@@ -5,6 +5,7 @@ import { coalesceWrites } from './coalesce-writes.ts';
 import type { BrokerConnection } from './connection.ts';
 import { BrokerUnavailableError, PublishFailedError, UnroutableError } from './errors.ts';
 import type { MessagingMetrics } from './metrics.ts';
+import { sleep } from './sleep.ts';
 import type { OutboundMessage, Publisher } from './types.ts';
 
 /** An outbound message plus AMQP properties copied from another message (retry and park copies). */
@@ -30,6 +31,10 @@ function encode(body: Buffer | object, bufferType: string | undefined): { conten
   return { content: Buffer.from(JSON.stringify(body)), contentType: 'application/json' };
 }
 
+/** After a nack: the first pause, doubled for each further nack without a confirm between, capped. */
+const NACK_PAUSE_MS = 100;
+const NACK_PAUSE_MAX_MS = 5_000;
+
 /**
  * Publishes on one confirm channel, persistent and mandatory. A mandatory message that matches
  * no queue comes back as basic.return before its confirm; the return is matched to its publish by
@@ -37,6 +42,9 @@ function encode(body: Buffer | object, bufferType: string | undefined): { conten
  */
 export class ConfirmPublisher implements Publisher {
   private state: Promise<ChannelState> | undefined;
+  /** Nacks since the last confirm: a queue without a majority (a cluster that lost nodes) nacks everything. */
+  private nackRun = 0;
+  private pausedUntil = 0;
 
   constructor(
     private readonly connection: BrokerConnection,
@@ -53,6 +61,8 @@ export class ConfirmPublisher implements Publisher {
     if (!this.connection.isConnected()) {
       throw new BrokerUnavailableError('not connected to RabbitMQ (recovering); message not published');
     }
+    // A run of nacks holds every publisher back (a fresh channel, growing pauses) instead of a tight re-publish loop.
+    if (this.pausedUntil > Date.now()) await sleep(this.pausedUntil - Date.now());
     const state = await this.channelState();
     const results = await Promise.allSettled(msgs.map((m) => this.send(state, m)));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -87,8 +97,10 @@ export class ConfirmPublisher implements Publisher {
       state.inFlight.add(entry);
       const done = (err: unknown): void => {
         state.inFlight.delete(entry);
+        if (err && isNack(err)) this.onNack(state);
         if (err) return reject(new PublishFailedError(`publish to "${msg.exchange}" not confirmed: ${describe(err)}`, { cause: err }));
         if (entry.returned !== undefined) return reject(new UnroutableError(msg.exchange, msg.routingKey, entry.returned));
+        this.nackRun = 0;
         this.metrics.published.inc({ exchange: msg.exchange });
         resolve();
       };
@@ -98,6 +110,28 @@ export class ConfirmPublisher implements Publisher {
         done(err);
       }
     });
+  }
+
+  /**
+   * The broker refused a message (e.g. its quorum queue has no majority, or a new leader is still
+   * being elected). Publishing again at once on the same channel was seen to spin at thousands of
+   * nacks a second: drop the channel (the next publish opens a fresh one) and pause every publish
+   * of this publisher, longer for each nack until a confirm arrives.
+   */
+  private onNack(state: ChannelState): void {
+    // The other nacks of a batch already published fall inside this pause and do not lengthen it.
+    if (Date.now() < this.pausedUntil) return;
+    this.nackRun++;
+    const pause = Math.min(NACK_PAUSE_MAX_MS, NACK_PAUSE_MS * 2 ** Math.min(this.nackRun - 1, 16));
+    this.pausedUntil = Date.now() + Math.round(pause * (0.8 + Math.random() * 0.4));
+    if (this.nackRun === 1 || this.nackRun % 50 === 0) {
+      this.logger.warn({ nacks: this.nackRun, pauseMs: pause }, 'rabbitmq refused published messages (nack); reopening the channel and pausing publishes');
+    }
+    void this.state?.then((current) => {
+      if (current !== state) return;
+      this.state = undefined;
+      current.channel.close().catch(() => undefined);
+    }, () => undefined);
   }
 
   private channelState(): Promise<ChannelState> {
@@ -140,6 +174,8 @@ function headersOf(msg: RawOutbound): Record<string, unknown> | undefined {
   const headers = { ...msg.properties?.headers, ...msg.headers };
   return Object.keys(headers).length === 0 ? undefined : headers;
 }
+
+const isNack = (err: unknown): boolean => err instanceof Error && err.message === 'message nacked';
 
 function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

@@ -10,17 +10,31 @@ export interface ManagementApi {
   queues(vhost: string): Promise<QueueSnapshot[]>;
 }
 
-/** The vhost an AMQP URL points at ('/' when the path is empty). */
-export const vhostOf = (amqpUrl: string): string => decodeURIComponent(new URL(amqpUrl).pathname.slice(1)) || '/';
+/** The vhost of an AMQP setting (one URL, or a comma-separated list of a cluster's nodes: the first one's). */
+export const vhostOf = (amqpUrl: string): string => decodeURIComponent(new URL(amqpUrl.split(',')[0]?.trim() ?? '').pathname.slice(1)) || '/';
 
-/** `apiUrl` carries the credentials: http://user:pass@host:15672/api. */
-export function createManagementApi(apiUrl: string, timeoutMs = 5_000): ManagementApi {
+interface Endpoint {
+  base: string;
+  auth: string;
+}
+
+function endpointOf(apiUrl: string): Endpoint {
   const url = new URL(apiUrl);
   const auth = Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64');
   url.username = '';
   url.password = '';
-  const base = url.toString().replace(/\/$/, '');
-  const get = async (path: string): Promise<unknown> => {
+  return { base: url.toString().replace(/\/$/, ''), auth };
+}
+
+/**
+ * `apiUrl` carries the credentials: http://user:pass@host:15672/api. In a cluster it may be a
+ * comma-separated list of the nodes' APIs: a node that does not answer hands the call to the
+ * next, and the one that answered is asked first next time.
+ */
+export function createManagementApi(apiUrl: string, timeoutMs = 5_000): ManagementApi {
+  const endpoints = apiUrl.split(',').map((u) => u.trim()).filter((u) => u.length > 0).map(endpointOf);
+  let preferred = 0;
+  const getFrom = async ({ base, auth }: Endpoint, path: string): Promise<unknown> => {
     let res: Response;
     try {
       res = await fetch(`${base}${path}`, { headers: { authorization: `Basic ${auth}` }, signal: AbortSignal.timeout(timeoutMs) });
@@ -29,6 +43,20 @@ export function createManagementApi(apiUrl: string, timeoutMs = 5_000): Manageme
     }
     if (!res.ok) throw new ManagementApiError(`RabbitMQ management API answered ${res.status} for ${path}`);
     return res.json();
+  };
+  const get = async (path: string): Promise<unknown> => {
+    const errors: string[] = [];
+    for (let i = 0; i < endpoints.length; i++) {
+      const at = (preferred + i) % endpoints.length;
+      try {
+        const body = await getFrom(endpoints[at] as Endpoint, path);
+        preferred = at;
+        return body;
+      } catch (err) {
+        errors.push((err as Error).message);
+      }
+    }
+    throw new ManagementApiError(errors.join('; '));
   };
   return {
     async queues(vhost) {

@@ -2,3 +2,4 @@ export * from './test-vhost.ts';
 export * from './wait-for.ts';
 export * from './test-database.ts';
 export * from './management.ts';
+export * from './local-cluster.ts';

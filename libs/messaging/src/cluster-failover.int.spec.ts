@@ -1,0 +1,143 @@
+/**
+ * Failover on a real three-node RabbitMQ cluster (infra/local/rabbitmq-cluster.sh): connections
+ * given the list of nodes move to a live one when theirs dies, quorum queues keep every confirmed
+ * message, and a queue without a majority holds publishes (no confirm) instead of losing them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalCluster, waitFor, type ClusterNode, type LocalCluster } from '@herald/testing';
+import { connectBroker } from './broker.ts';
+import { silentLogger } from './test-helpers.ts';
+import { workQueueTopology } from './topology.ts';
+import type { Broker, Consumer } from './types.ts';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('on a three-node cluster', () => {
+  let cluster: LocalCluster;
+  let vhost: { name: string; delete(): Promise<void> };
+  const brokers: Broker[] = [];
+  const connect = async (name: string, url = cluster.amqpUrls(vhost.name)): Promise<Broker> => {
+    const b = await connectBroker({ url, logger: silentLogger, connectionName: `${vhost.name}-${name}` });
+    brokers.push(b);
+    return b;
+  };
+
+  beforeAll(async () => {
+    cluster = await startLocalCluster();
+    vhost = await cluster.createVhost('failover');
+  }, 240_000);
+
+  afterAll(async () => {
+    await Promise.all(brokers.map((b) => b.close().catch(() => undefined)));
+    for (const n of [1, 2, 3] as const) await cluster.startNode(n).catch(() => undefined);
+    await vhost.delete();
+  }, 240_000);
+
+  it('connects through a list whose first node does not answer, and creates quorum queues with a replica on every node', async () => {
+    const deadFirst = await connect('dead-first', `amqp://guest:guest@127.0.0.1:5799/${encodeURIComponent(vhost.name)},${cluster.nodeUrl(1, vhost.name)}`);
+    await deadFirst.publisher.publish({ exchange: 'amq.fanout', routingKey: '', body: {} }).catch((err: Error) => expect(err.name).toBe('UnroutableError'));
+    const broker = await connect('placer');
+    await broker.applyTopology(workQueueTopology('fo.placed', 'fo.ex'));
+    const res = await fetch(`${cluster.apiUrls.split(',')[0]?.replace('guest:guest@', '')}/queues/${encodeURIComponent(vhost.name)}/fo.placed`, {
+      headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
+    });
+    const q = (await res.json()) as { members?: string[]; arguments?: Record<string, unknown> };
+    expect(q.members).toHaveLength(3);
+    expect(q.arguments?.['x-quorum-initial-group-size']).toBe(3);
+    // A process given a single URL declares the same queue without placement arguments: accepted.
+    const single = await connect('single', cluster.nodeUrl(2, vhost.name));
+    await expect(single.applyTopology(workQueueTopology('fo.placed', 'fo.ex'))).resolves.toBeUndefined();
+  });
+
+  it('loses no confirmed message when the node leading the queue is SIGKILLed mid-flow; clients move to live nodes', async () => {
+    const queue = 'fo.flow';
+    const producer = await connect('producer');
+    const consumerBroker = await connect('consumer');
+    await producer.applyTopology(workQueueTopology(queue, 'fo.ex'));
+    const received = new Map<string, number>();
+    const consumer: Consumer = await consumerBroker.consume({
+      queue,
+      prefetch: 50,
+      retryDelaysMs: [1000],
+      handle: async (msgs) => {
+        for (const m of msgs) received.set(m.messageId ?? '', (received.get(m.messageId ?? '') ?? 0) + 1);
+        return msgs.map(() => ({ kind: 'ack' as const }));
+      },
+    });
+    const total = 1500;
+    const confirmed = new Set<string>();
+    let failures = 0;
+    // The caller's side of the contract: a publish that was not confirmed is published again.
+    const publishAll = async (): Promise<void> => {
+      for (let i = 0; i < total; i++) {
+        const id = `m-${i}`;
+        for (;;) {
+          try {
+            await producer.publisher.publish({ exchange: 'fo.ex', routingKey: queue, body: { i }, messageId: id });
+            confirmed.add(id);
+            break;
+          } catch {
+            failures++;
+            await sleep(100);
+          }
+        }
+        if (i % 10 === 9) await sleep(5); // about 1,000 messages/s at most
+      }
+    };
+    const publishing = publishAll();
+    await waitFor('a third published', () => confirmed.size >= total / 3, { timeoutMs: 60_000 });
+    const killed = await cluster.leaderOf(vhost.name, queue);
+    const killedAt = Date.now();
+    await cluster.kill(killed);
+    await publishing;
+    await waitFor('every confirmed message consumed', () => [...confirmed].every((id) => received.has(id)), { timeoutMs: 120_000 });
+    const duplicates = [...received.values()].filter((n) => n > 1).length;
+    const newLeader = await cluster.leaderOf(vhost.name, queue);
+    console.log(JSON.stringify({ killed, newLeader, confirmed: confirmed.size, received: received.size, duplicates, publishFailures: failures, recoveredAfterMs: Date.now() - killedAt }));
+    expect(confirmed.size).toBe(total);
+    expect([...confirmed].filter((id) => !received.has(id))).toEqual([]);
+    expect(newLeader).not.toBe(killed);
+    for (const name of ['producer', 'consumer']) {
+      expect(await cluster.nodeOfConnection(`${vhost.name}-${name}`)).not.toBe(killed);
+    }
+    await consumer.stop(5_000);
+    await cluster.startNode(killed);
+  }, 300_000);
+
+  it('refuses publishes while two of three nodes are down (nothing stored, the publisher backs off instead of spinning) and takes them once a node returns', async () => {
+    const queue = 'fo.majority';
+    const producer = await connect('holder');
+    await producer.applyTopology(workQueueTopology(queue, 'fo.ex'));
+    const survivor = (await cluster.nodeOfConnection(`${vhost.name}-holder`)) ?? 1;
+    const down = ([1, 2, 3] as const).filter((n) => n !== survivor);
+    await Promise.all(down.map((n) => cluster.stopNode(n)));
+    // The caller's side: publish again whatever was not confirmed, as Herald's consumers do.
+    let attempts = 0;
+    let confirmedAt: number | undefined;
+    const errors = new Set<string>();
+    const holding = (async () => {
+      for (;;) {
+        attempts++;
+        try {
+          await producer.publisher.publish({ exchange: 'fo.ex', routingKey: queue, body: { held: true }, messageId: 'held-1' });
+          confirmedAt = Date.now();
+          return;
+        } catch (err) {
+          errors.add((err as Error).name);
+        }
+      }
+    })();
+    await sleep(5_000);
+    const attemptsWhileDown = attempts;
+    expect(confirmedAt).toBeUndefined();
+    const back = down[0] as ClusterNode;
+    const backAt = Date.now();
+    await cluster.startNode(back);
+    await holding;
+    console.log(JSON.stringify({ survivor, stopped: down, attemptsWhileDown, errors: [...errors], confirmedAfterNodeReturnedMs: (confirmedAt ?? NaN) - backAt }));
+    // Pauses of 0.1, 0.2, 0.4 … 5 s: a handful of attempts in 5 s, not thousands.
+    expect(attemptsWhileDown).toBeLessThan(20);
+    expect((await producer.queueCounts([queue])).get(queue)?.ready).toBe(1);
+    await cluster.startNode(down[1] as ClusterNode);
+  }, 300_000);
+});
