@@ -7,7 +7,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['libs/*/src/**/*.spec.ts', 'apps/*/src/**/*.spec.ts'],
+          include: ['libs/*/src/**/*.spec.ts', 'apps/*/src/**/*.spec.ts', 'infra/k8s/**/*.spec.ts'],
           exclude: ['**/*.int.spec.ts'],
         },
       },
