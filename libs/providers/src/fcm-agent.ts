@@ -1,28 +1,10 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-import type { ClientRequest, IncomingMessage } from 'node:http';
+import type { ClientRequest } from 'node:http';
 import https from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { openTunnel } from './proxy-tunnel.ts';
 import type { ProxySettings } from './settings.ts';
-
-/** What one `send` saw on the wire; filled by the agent while the send's async context is active. */
-export interface FcmAttempt {
-  requests: number;
-  request?: ClientRequest;
-  status?: number;
-  retryAfter?: string;
-  /** Set when the deadline passed: the request was destroyed and no other may start. */
-  cancelled?: Error;
-  /** Called on an answer firebase-admin would retry after a wait (503), so the send can return at once. */
-  onRetryable?: () => void;
-}
-
-/** The statuses firebase-admin's HttpClient retries by itself (defaultRetryConfig). */
-const SDK_RETRIED_STATUS = new Set([503]);
-
-export const NO_RETRY_CODE = 'EHERALD_NO_RETRY';
 
 export interface FcmAgentOptions {
   /** Connect here instead of the host firebase-admin asks for (fcm.googleapis.com:443). */
@@ -48,18 +30,13 @@ function redirected(opts: tls.ConnectionOptions, endpoint: NonNullable<FcmAgentO
   };
 }
 
-const noRetry = (): Error => Object.assign(new Error('one attempt per send: Herald retries through its queues'), { code: NO_RETRY_CODE });
-
 /**
- * The https.Agent firebase-admin is given through AppOptions.httpAgent (messaging.send uses
- * https.request with it). It can redirect connections to the sandbox and tunnel them through an
- * egress proxy, and per `send` (tracked with AsyncLocalStorage) it records the HTTP status and
- * Retry-After that firebase-admin's errors drop, and it stops the SDK's own retries so a send is
- * a single attempt.
+ * The keep-alive https.Agent firebase-admin's HTTP client sends FCM requests with: it can redirect
+ * connections to the sandbox (or a relay) and tunnel them through an egress proxy. Each send
+ * passes its own view of it (forSend), which hands the request to the send so its deadline can
+ * cut it. Serves as a service account's token agent through a proxy too.
  */
 export class FcmAgent extends https.Agent {
-  readonly attempts = new AsyncLocalStorage<FcmAttempt>();
-
   constructor(private readonly settings: FcmAgentOptions) {
     super({ keepAlive: true, maxSockets: settings.maxSockets, ...(settings.endpoint?.ca !== undefined ? { ca: settings.endpoint.ca } : {}) });
   }
@@ -80,24 +57,18 @@ export class FcmAgent extends https.Agent {
     return undefined;
   }
 
-  /** Called by http.ClientRequest for every request that uses this agent. */
-  addRequest(req: ClientRequest, opts: object): void {
-    const attempt = this.attempts.getStore();
-    if (attempt !== undefined) {
-      attempt.requests += 1;
-      if (attempt.cancelled !== undefined || attempt.requests > 1) {
-        req.destroy(attempt.cancelled ?? noRetry());
-        return;
-      }
-      attempt.request = req;
-      req.once('response', (res: IncomingMessage) => {
-        attempt.status = res.statusCode;
-        const retryAfter = res.headers['retry-after'];
-        if (retryAfter !== undefined) attempt.retryAfter = retryAfter;
-        if (res.statusCode !== undefined && SDK_RETRIED_STATUS.has(res.statusCode)) attempt.onRetryable?.();
-      });
-    }
-    (https.Agent.prototype as unknown as { addRequest(r: ClientRequest, o: object): void }).addRequest.call(this, req, opts);
+  /**
+   * A view of this agent for one request: the same pools and sockets, plus `onRequest` called
+   * with the request when it is made (no AsyncLocalStorage: in Node 20 that turns on promise
+   * hooks for every promise in the process).
+   */
+  forSend(onRequest: (req: ClientRequest) => void): https.Agent {
+    const view = Object.create(this) as https.Agent & { addRequest(req: ClientRequest, opts: object): void };
+    view.addRequest = (req: ClientRequest, opts: object): void => {
+      onRequest(req);
+      (https.Agent.prototype as unknown as { addRequest(r: ClientRequest, o: object): void }).addRequest.call(this, req, opts);
+    };
+    return view;
   }
 }
 

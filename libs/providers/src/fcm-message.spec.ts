@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildFcmMessage, toFirebaseAdminMessage } from './fcm-message.ts';
+import { buildFcmMessage } from './fcm-message.ts';
 import { FCM_TOKEN, testPush } from './test-pushes.ts';
 
 const NOW = new Date('2026-01-01T00:00:00Z');
@@ -75,10 +75,5 @@ describe('buildFcmMessage (the v1 Message as Google documents it)', () => {
     const m = buildFcmMessage(push({ content: { body: 'b', fcm: { android: { direct_boot_ok: true, notification: { visibility: 'PUBLIC' } }, webpush: { headers: { Urgency: 'high' } } } } }), NOW);
     expect(m.android).toMatchObject({ direct_boot_ok: true, notification: { visibility: 'PUBLIC' }, priority: 'HIGH' });
     expect(m.webpush).toEqual({ headers: { Urgency: 'high' } });
-  });
-
-  it('hands firebase-admin android.ttl in milliseconds and every other name unchanged', () => {
-    const m = buildFcmMessage(push({ expiresAt: '2026-01-01T00:00:30Z' }), NOW);
-    expect(toFirebaseAdminMessage(m)).toEqual({ ...m, android: { ...m.android, ttl: 30_000 } });
   });
 });

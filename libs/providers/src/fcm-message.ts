@@ -6,8 +6,8 @@ import { mergeJson, put, type Json } from './merge-json.ts';
 
 /**
  * An FCM HTTP v1 `Message` exactly as Google documents it (snake_case, `ttl` as a Duration string
- * "Ns", priority HIGH/NORMAL). The provider hands it to firebase-admin, which passes these names
- * through unchanged (see toFirebaseAdminMessage).
+ * "Ns", priority HIGH/NORMAL). The provider sends it as the request body, serialised once, through
+ * firebase-admin's HTTP client (fcm-request.ts).
  */
 export interface FcmMessage {
   token: string;
@@ -83,15 +83,4 @@ export function buildFcmMessage(push: DevicePush, now: Date = new Date()): FcmMe
   };
   const override = push.content.fcm;
   return (override === undefined ? message : mergeJson(message, override)) as unknown as FcmMessage;
-}
-
-/**
- * firebase-admin's `Message` for a wire-shaped one: the same object, except `android.ttl`, which
- * firebase-admin takes in milliseconds (it writes "Ns" back). Every other snake_case name passes
- * through its renaming untouched.
- */
-export function toFirebaseAdminMessage(message: FcmMessage): Json {
-  const ttl = /^(\d+)(?:\.\d+)?s$/.exec(String(message.android.ttl));
-  const android = { ...message.android, ttl: ttl === null ? undefined : Number(ttl[1]) * 1000 };
-  return { ...message, android };
 }

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import type { ClientRequest } from 'node:http';
 import type { DevicePush } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import type { App, Credential } from 'firebase-admin/app';
-import type { Message, Messaging } from 'firebase-admin/messaging';
 import { classifyFcmError } from './fcm-classify.ts';
-import { FcmAgent, NO_RETRY_CODE, retryAfterMs, type FcmAttempt } from './fcm-agent.ts';
-import { buildFcmMessage, toFirebaseAdminMessage } from './fcm-message.ts';
+import { FcmAgent } from './fcm-agent.ts';
+import { buildFcmMessage, type FcmMessage } from './fcm-message.ts';
+import { firebaseAdminSend, type FcmSend } from './fcm-request.ts';
 import { fcmMessageProblem } from './fcm-rules.ts';
 import type { PushProvider, SendResult } from './push-provider.ts';
 import type { FcmSettings } from './settings.ts';
@@ -27,56 +28,34 @@ async function credentialFor(settings: FcmSettings): Promise<{ credential: Crede
   return { credential: cert(JSON.parse(settings.credential.json) as object, tokenAgent), ...(tokenAgent !== undefined && { tokenAgent }) };
 }
 
-/** Turn what firebase-admin threw (plus what the agent saw on the wire) into a SendResult. */
-function failureResult(err: unknown, attempt: FcmAttempt): SendResult {
-  const e = err as { code?: string; message?: string };
-  const retryAfter = retryAfterMs(attempt.retryAfter);
-  if (attempt.cancelled !== undefined) return { kind: 'transient', reason: `timeout: ${attempt.cancelled.message}` };
-  // The agent refused the SDK's retry of a 503 (or reset): classify the answer that caused it.
-  const refusedRetry = e.message?.includes(NO_RETRY_CODE) === true || e.message?.includes('one attempt per send') === true;
-  if (refusedRetry && attempt.status !== undefined) {
-    return { kind: 'transient', reason: `HTTP ${attempt.status}`, ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}) };
-  }
-  return classifyFcmError({
-    ...(e.code !== undefined ? { code: e.code } : {}),
-    ...(e.message !== undefined ? { message: e.message } : {}),
-    ...(attempt.status !== undefined ? { httpStatus: attempt.status } : {}),
-    ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
+/** One request, answered by FCM or cut at the deadline (the request is destroyed, so the server sees the client go). */
+async function sendOnce(send: FcmSend, agent: FcmAgent, message: FcmMessage, timeoutMs: number): Promise<SendResult> {
+  let request: ClientRequest | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<SendResult>((resolve) => {
+    timer = setTimeout(() => {
+      const reason = `no answer from FCM within ${timeoutMs} ms`;
+      request?.destroy(new Error(reason));
+      resolve({ kind: 'transient', reason: `timeout: ${reason}` });
+    }, timeoutMs);
   });
-}
-
-/** A 503 that firebase-admin would wait out and retry: Herald retries through its queues instead. */
-function retryableResult(attempt: FcmAttempt): SendResult {
-  const retryAfter = retryAfterMs(attempt.retryAfter);
-  return { kind: 'transient', reason: `UNAVAILABLE: HTTP ${attempt.status ?? 503}`, ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}) };
-}
-
-async function sendOnce(messaging: Messaging, agent: FcmAgent, message: Message, timeoutMs: number): Promise<SendResult> {
-  const attempt: FcmAttempt = { requests: 0 };
-  const early = new Promise<SendResult>((resolve) => {
-    attempt.onRetryable = () => resolve(retryableResult(attempt));
-  });
-  const timer = setTimeout(() => {
-    attempt.cancelled = new Error(`no answer from FCM within ${timeoutMs} ms`);
-    attempt.request?.destroy(attempt.cancelled);
-  }, timeoutMs);
-  const sent = agent.attempts
-    .run(attempt, () => messaging.send(message))
-    .then((name): SendResult => ({ kind: 'delivered', providerMessageId: name }), (err: unknown) => failureResult(err, attempt));
+  const answered = send(message, agent.forSend((req) => (request = req)), timeoutMs).then(
+    (answer): SendResult => (answer.ok ? { kind: 'delivered', providerMessageId: answer.name } : classifyFcmError(answer.failure)),
+  );
   try {
-    return await Promise.race([sent, early]);
+    return await Promise.race([answered, deadline]);
   } finally {
-    // After an early answer the SDK's pending retry is refused by the agent; let its promise settle quietly.
-    void sent.finally(() => clearTimeout(timer));
+    clearTimeout(timer);
   }
 }
 
 /**
- * FCM HTTP v1 through firebase-admin's messaging.send (HTTP/1.1 over keep-alive TLS sockets;
- * concurrent sends use up to `maxConnections` sockets). Each provider is its own firebase app.
+ * FCM HTTP v1 through firebase-admin's HTTP client (fcm-request.ts): keep-alive HTTP/1.1, up to
+ * `maxConnections` sockets, one attempt per send. Each provider is its own firebase app (its own
+ * credential and token cache).
  */
 export async function createFcmProvider(settings: FcmSettings, logger: Logger): Promise<PushProvider> {
-  const [{ initializeApp, deleteApp }, { getMessaging }] = await Promise.all([import('firebase-admin/app'), import('firebase-admin/messaging')]);
+  const [{ initializeApp, deleteApp, SDK_VERSION }, { getMessaging }] = await Promise.all([import('firebase-admin/app'), import('firebase-admin/messaging')]);
   const agent = new FcmAgent({
     maxSockets: settings.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
     ...(settings.endpoint !== undefined ? { endpoint: settings.endpoint } : {}),
@@ -84,7 +63,18 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
   });
   const { credential, tokenAgent } = await credentialFor(settings);
   const app: App = initializeApp({ credential, projectId: settings.projectId, httpAgent: agent }, `herald-fcm-${randomUUID()}`);
-  const messaging = getMessaging(app);
+  const close = async (): Promise<void> => {
+    await deleteApp(app);
+    agent.destroy();
+    tokenAgent?.destroy();
+  };
+  let send: FcmSend;
+  try {
+    send = await firebaseAdminSend(getMessaging(app), SDK_VERSION);
+  } catch (err) {
+    await close();
+    throw err;
+  }
   const log = logger.child({ provider: 'fcm' });
   return {
     platform: 'fcm',
@@ -94,16 +84,12 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
         // The last line of defence: a message Google would refuse for good is never sent.
         const problem = fcmMessageProblem(message);
         if (problem !== undefined) return { kind: 'permanent', reason: problem };
-        return await sendOnce(messaging, agent, toFirebaseAdminMessage(message) as unknown as Message, settings.requestTimeoutMs);
+        return await sendOnce(send, agent, message, settings.requestTimeoutMs);
       } catch (err) {
         log.warn({ err, pushId: push.pushId }, 'fcm send threw');
         return { kind: 'transient', reason: `transport: ${(err as Error).message}` };
       }
     },
-    close: async () => {
-      await deleteApp(app);
-      agent.destroy();
-      tokenAgent?.destroy();
-    },
+    close,
   };
 }

@@ -6,7 +6,7 @@ export { buildWebPayload, buildWebRequest, type WebPushPayload } from './web-pay
 export { WEB_PUSH_DEFAULT_TTL_S, webRequestProblem, webTopic, webTtlSeconds, webUrgency, type WebPushRequest } from './web-rules.ts';
 export { classifyWebPushAnswer, type WebPushAnswer } from './web-classify.ts';
 export { buildApnsNotification, apnsRequestParts, isBackgroundPush, type ApnsRequestParts } from './apns-notification.ts';
-export { buildFcmMessage, toFirebaseAdminMessage, fcmTtlSeconds, type FcmMessage } from './fcm-message.ts';
+export { buildFcmMessage, fcmTtlSeconds, type FcmMessage } from './fcm-message.ts';
 export { APNS_MAX_PAYLOAD_BYTES, APNS_MAX_VOIP_PAYLOAD_BYTES, HERALD_MAX_STORAGE_S, apnsTopicFor, apnsRequestProblem } from './apns-rules.ts';
 export { FCM_MAX_PAYLOAD_BYTES, FCM_MAX_TTL_S, fcmMessageProblem } from './fcm-rules.ts';
 export { jobConformanceIssues, jobNotices, platformsFor, pushProblem, type ConformanceIssue, type ConformanceScope } from './push-conformance.ts';

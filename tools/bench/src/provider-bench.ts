@@ -1,0 +1,152 @@
+/**
+ * `npm run bench:providers`: pushes/s and CPU per push from each device provider (APNs through
+ * @parse/node-apn, FCM through firebase-admin) straight to the sandbox, the sandbox in a process
+ * of its own so the provider's CPU (this process) and the sandbox's are counted apart. Rounds
+ * alternate APNs and FCM (PROVIDER_BENCH_ROUNDS, default 3), each PROVIDER_BENCH_SECONDS (default
+ * 8) after a 1 s warm-up, PROVIDER_BENCH_CONCURRENCY sends in flight (default 500, the pushers'
+ * default prefetch; PROVIDER_BENCH_PLATFORMS=fcm for one); medians of the rounds on the last lines.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { derivePushId, type DevicePush } from '@herald/contracts';
+import { createLogger } from '@herald/logging';
+import { createApnsProvider, createFcmProvider, loadSandboxSettings, type PushProvider } from '@herald/providers';
+import { cpuMs } from './proc.ts';
+
+const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
+const ROUNDS = env('PROVIDER_BENCH_ROUNDS', 3);
+const SECONDS = env('PROVIDER_BENCH_SECONDS', 8);
+const CONCURRENCY = env('PROVIDER_BENCH_CONCURRENCY', 500);
+const TOPIC = 'com.herald.sandbox';
+const PLATFORMS = (process.env['PROVIDER_BENCH_PLATFORMS'] ?? 'apns,fcm').split(',').filter((p): p is Platform => p === 'apns' || p === 'fcm');
+
+type Platform = 'apns' | 'fcm';
+interface Round {
+  platform: Platform;
+  pushesPerSecond: number;
+  providerCpuUsPerPush: number;
+  sandboxCpuUsPerPush: number;
+  failed: number;
+}
+
+async function startSandboxProcess(stateDir: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/sandbox/src/main.ts'], {
+    env: {
+      ...process.env,
+      SANDBOX_STATE_DIR: stateDir,
+      SANDBOX_HOST: '127.0.0.1',
+      SANDBOX_APNS_PORT: '0',
+      SANDBOX_FCM_PORT: '0',
+      SANDBOX_WEB_PORT: '0',
+      SANDBOX_CONTROL_PORT: '0',
+      SANDBOX_MAX_RECORDS: '10000',
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'json',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const deadline = Date.now() + 30_000;
+  while (!existsSync(join(stateDir, 'sandbox.json'))) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error('the sandbox did not start (no sandbox.json within 30 s)');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await new Promise((r) => setTimeout(r, 300));
+  return child;
+}
+
+let n = 0;
+function devicePush(platform: Platform): DevicePush {
+  n += 1;
+  const token = platform === 'apns' ? n.toString(16).padStart(64, 'a') : `bench-${n}:APA91b${'x'.repeat(40)}`;
+  return {
+    version: 1, pushId: derivePushId('provider-bench', String(n)), jobId: 'provider-bench', deviceId: String(n), app: 'demo', platform, token,
+    userId: 'u', content: { title: 'bench', body: 'provider → sandbox', data: { n: String(n) } }, priority: 'high', acceptedAt: new Date().toISOString(),
+  };
+}
+
+/** Built before the clock starts (and reused round robin), so their making is not counted as the provider's CPU. */
+const POOL = 20_000;
+const pools = new Map<Platform, DevicePush[]>();
+const poolOf = (platform: Platform): DevicePush[] => {
+  let pool = pools.get(platform);
+  if (pool === undefined) pools.set(platform, (pool = Array.from({ length: POOL }, () => devicePush(platform))));
+  return pool;
+};
+
+/** `CONCURRENCY` senders for `seconds`; counts what the provider answered. */
+async function drive(provider: PushProvider, platform: Platform, seconds: number): Promise<{ sent: number; failed: number; seconds: number }> {
+  const pool = poolOf(platform);
+  let next = 0;
+  let sent = 0;
+  let failed = 0;
+  const until = performance.now() + seconds * 1000;
+  const worker = async (): Promise<void> => {
+    while (performance.now() < until) {
+      const result = await provider.send(pool[next++ % POOL] as DevicePush, { apnsTopic: TOPIC });
+      if (result.kind === 'delivered') sent++;
+      else failed++;
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return { sent, failed, seconds: (performance.now() - started) / 1000 };
+}
+
+async function round(platform: Platform, stateDir: string, sandboxPid: number): Promise<Round> {
+  const logger = createLogger({ service: 'provider-bench', level: 'warn', format: 'json' });
+  const settings = await loadSandboxSettings(stateDir);
+  const provider = platform === 'apns' ? await createApnsProvider(settings.apns, logger) : await createFcmProvider(settings.fcm, logger);
+  try {
+    await drive(provider, platform, 1);
+    const cpu = process.cpuUsage();
+    const sandboxCpu = cpuMs(sandboxPid);
+    const r = await drive(provider, platform, SECONDS);
+    const used = process.cpuUsage(cpu);
+    const sandboxUs = (cpuMs(sandboxPid) - sandboxCpu) * 1000;
+    const delivered = Math.max(1, r.sent);
+    return {
+      platform,
+      pushesPerSecond: Math.round(r.sent / r.seconds),
+      providerCpuUsPerPush: Math.round((used.user + used.system) / delivered),
+      sandboxCpuUsPerPush: Math.round(sandboxUs / delivered),
+      failed: r.failed,
+    };
+  } finally {
+    await provider.close();
+  }
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? NaN;
+};
+
+const stateDir = await mkdtemp(join(tmpdir(), 'herald-provider-bench-'));
+const sandbox = await startSandboxProcess(stateDir);
+try {
+  const rounds: Round[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    for (const platform of PLATFORMS) {
+      const r = await round(platform, stateDir, sandbox.pid ?? NaN);
+      rounds.push(r);
+      console.log(
+        `round ${i + 1} ${platform}: ${r.pushesPerSecond} pushes/s, provider CPU ${r.providerCpuUsPerPush} µs/push, sandbox CPU ${r.sandboxCpuUsPerPush} µs/push${r.failed > 0 ? `, ${r.failed} failed` : ''}`,
+      );
+    }
+  }
+  for (const platform of PLATFORMS) {
+    const mine = rounds.filter((r) => r.platform === platform);
+    const label = platform === 'apns' ? 'APNs' : 'FCM';
+    console.log(
+      `${label} provider → sandbox (median of ${mine.length}, ${CONCURRENCY} in flight, ${SECONDS} s): ${median(mine.map((r) => r.pushesPerSecond))} pushes/s, ` +
+        `provider CPU ${median(mine.map((r) => r.providerCpuUsPerPush))} µs/push (sandbox ${median(mine.map((r) => r.sandboxCpuUsPerPush))} µs/push)`,
+    );
+  }
+} finally {
+  sandbox.kill('SIGTERM');
+  await new Promise((r) => sandbox.once('exit', r));
+  await rm(stateDir, { recursive: true, force: true });
+}
