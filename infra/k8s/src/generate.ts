@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
 import type { K8sObject } from './kustomize.ts';
-import { OPS_PORT, SERVICES, SHUTDOWN_OVERRUN_MS, SHUTDOWN_TIMEOUT_MS, type ServiceSpec } from './services.ts';
+import { OPS_PORT, RABBITMQ_NODES, SERVICES, SHUTDOWN_OVERRUN_MS, SHUTDOWN_TIMEOUT_MS, type ServiceSpec } from './services.ts';
 
 export const K8S_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ROOT = join(K8S_DIR, '..', '..');
@@ -48,6 +48,16 @@ const selectorOf = (s: ServiceSpec): Record<string, string> => ({ 'app.kubernete
 export const gracePeriodSeconds = (s: ServiceSpec): number =>
   Math.ceil((SHUTDOWN_TIMEOUT_MS + SHUTDOWN_OVERRUN_MS) / 1000) + (s.preStopSeconds ?? 0) + 5;
 
+/**
+ * One URL per RabbitMQ node, comma-separated: the pods of the operator's StatefulSet by their
+ * stable names (herald-rabbitmq-server-<i>.herald-rabbitmq-nodes), credentials from its Secret.
+ */
+export const nodeUrls = (scheme: string, port: number, path: string): string =>
+  Array.from(
+    { length: RABBITMQ_NODES },
+    (_, i) => `${scheme}://$(RABBITMQ_USERNAME):$(RABBITMQ_PASSWORD)@$(RABBITMQ_NODE_${i}):${port}${path}`,
+  ).join(',');
+
 function env(s: ServiceSpec): Array<Record<string, unknown>> {
   const fromSecret = (name: string, secret: string, key: string, optional = false): Record<string, unknown> => ({
     name,
@@ -59,10 +69,8 @@ function env(s: ServiceSpec): Array<Record<string, unknown>> {
     // Both operators generate URL-safe passwords (RabbitMQ: base64url; CloudNativePG: letters and digits).
     fromSecret('RABBITMQ_USERNAME', Names.rabbitmqUser, 'username'),
     fromSecret('RABBITMQ_PASSWORD', Names.rabbitmqUser, 'password'),
-    { name: 'AMQP_URL', value: 'amqp://$(RABBITMQ_USERNAME):$(RABBITMQ_PASSWORD)@$(RABBITMQ_HOST):5672/' },
-    ...(s.name === 'monitor'
-      ? [{ name: 'RABBITMQ_API_URL', value: 'http://$(RABBITMQ_USERNAME):$(RABBITMQ_PASSWORD)@$(RABBITMQ_HOST):15672/api' }]
-      : []),
+    { name: 'AMQP_URL', value: nodeUrls('amqp', 5672, '/') },
+    ...(s.name === 'monitor' ? [{ name: 'RABBITMQ_API_URL', value: nodeUrls('http', 15672, '/api') }] : []),
     fromSecret('POSTGRES_USER', Names.postgresApp, 'username'),
     fromSecret('POSTGRES_PASSWORD', Names.postgresApp, 'password'),
     { name: 'DATABASE_URL', value: `postgres://$(POSTGRES_USER):$(POSTGRES_PASSWORD)@${dbHost}:5432/$(POSTGRES_DATABASE)` },

@@ -157,6 +157,23 @@ describe.each(OVERLAYS)('infra/k8s/%s', (dir) => {
     }
   });
 
+  it("lists every RabbitMQ node in every AMQP_URL (and the monitor's RABBITMQ_API_URL)", () => {
+    const replicas = (find(objects, 'RabbitmqCluster', Names.rabbitmq)['spec'] as Any).replicas as number;
+    const config = find(objects, 'ConfigMap', Names.config)['data'] as Record<string, string>;
+    const nodes = Array.from({ length: replicas }, (_, i) => config[`RABBITMQ_NODE_${i}`]);
+    expect(nodes).toEqual(Array.from({ length: replicas }, (_, i) => `${Names.rabbitmq}-server-${i}.${Names.rabbitmq}-nodes`));
+    const workloads = [...byKind(objects, 'Deployment'), ...byKind(objects, 'Job')];
+    for (const w of workloads) {
+      const env = podSpec(w).containers[0].env as Any[];
+      for (const name of ['AMQP_URL', 'RABBITMQ_API_URL']) {
+        const value = env.find((e) => e.name === name)?.value as string | undefined;
+        if (value === undefined) continue;
+        const hosts = value.split(',').map((u) => /@\$\((RABBITMQ_NODE_\d+)\):/.exec(u)?.[1]);
+        expect(hosts, `${w.metadata.name} ${name}`).toEqual(Array.from({ length: replicas }, (_, i) => `RABBITMQ_NODE_${i}`));
+      }
+    }
+  });
+
   it('runs RabbitMQ on 3 nodes, PostgreSQL on CloudNativePG with a transaction-mode Pooler, and migrations in a Job against the primary', () => {
     expect((find(objects, 'RabbitmqCluster', Names.rabbitmq)['spec'] as Any).replicas).toBe(3);
     expect((find(objects, 'Cluster', Names.postgres)['spec'] as Any).instances).toBeGreaterThanOrEqual(

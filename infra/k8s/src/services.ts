@@ -54,6 +54,11 @@ export const OPS_PORT = 9400;
 /** SHUTDOWN_TIMEOUT_MS in the ConfigMap; the runtime exits at most 5 s after it (libs/runtime/src/shutdown.ts). */
 export const SHUTDOWN_TIMEOUT_MS = 20_000;
 export const SHUTDOWN_OVERRUN_MS = 5_000;
+/**
+ * RabbitMQ nodes (the RabbitmqCluster's replicas). Every connection lists each node (AMQP_URL as a
+ * list fails over between them, and `prepare` gives new quorum queues a replica on each).
+ */
+export const RABBITMQ_NODES = 3;
 
 const small = { request: '128Mi', limit: '192Mi' };
 const pusher = (name: string, queue: WorkQueue, measured: string, extra: Partial<ServiceSpec> = {}): ServiceSpec => ({
