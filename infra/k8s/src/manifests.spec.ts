@@ -305,6 +305,26 @@ describe('the validator refuses what a cluster would refuse', () => {
     expect(validateObject(svc)[0]).toMatch(/not a lower-case RFC 1123 name/);
   });
 
+  it('finds misspelt fields deep inside lists and maps, and enum values a cluster would refuse', () => {
+    const deployment: Any = structuredClone(find(base, 'Deployment', 'herald-api'));
+    deployment.spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.optinal = true;
+    expect(validateObject(deployment)).toEqual([
+      'unknown field "spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.optinal"',
+    ]);
+    const scaled: Any = structuredClone(find(base, 'ScaledObject', 'herald-demuxer'));
+    scaled.spec.triggers[1].authenticationRef.nam = 'x';
+    expect(validateObject(scaled)).toEqual(['unknown field "spec.triggers[1].authenticationRef.nam"']);
+    const monitor: Any = structuredClone(find(base, 'ServiceMonitor', 'herald'));
+    monitor.spec.endpoints[0].intervall = '15s';
+    expect(validateObject(monitor)).toEqual(['unknown field "spec.endpoints[0].intervall"']);
+    const job: Any = structuredClone(find(base, 'Job', 'herald-prepare'));
+    job.spec.template.spec.restartPolicy = 'Sometimes';
+    expect(validateObject(job)[0]).toMatch(/restartPolicy must be equal to one of the allowed values/);
+    const cluster: Any = structuredClone(find(base, 'Cluster', Names.postgres));
+    cluster.spec.postgresql.parameters.max_connections = 600;
+    expect(validateObject(cluster)).toEqual(['data/spec/postgresql/parameters/max_connections must be string']);
+  });
+
   it('refuses unknown fields in metadata of custom resources too', () => {
     const o: Any = structuredClone(find(base, 'Pooler', Names.pooler));
     o.metadata.label = { a: 'b' };
