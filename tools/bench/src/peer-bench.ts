@@ -19,13 +19,14 @@ import { join } from 'node:path';
 import { buildServices, serviceNodeArgs } from '../../../infra/local/build-services.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
 import { publishBenchJobs, seedBenchDevices } from './bench-load.ts';
-import { cpuMs, cpuMsOf, peakRssMb } from './proc.ts';
+import { peakRssMb } from './proc.ts';
+import { listenerPids, postgresBackendsOf, postgresServerPids, ProcessSetCpu } from './proc-sockets.ts';
 import type { SendCommand, SentReport } from './peer-adapter.ts';
 import { formatCpuTable, formatSummary, median, type Measured } from './peer-report.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const ROUNDS = env('PEER_ROUNDS', 3);
-const PUSHES = Math.floor(env('PEER_PUSHES', 80_000) / 2) * 2;
+const PUSHES = Math.floor(env('PEER_PUSHES', 60_000) / 2) * 2;
 const WARMUP = Math.floor(env('PEER_WARMUP_PUSHES', 10_000) / 2) * 2;
 const BATCH = env('PEER_BATCH', 100);
 const IN_FLIGHT = env('PEER_IN_FLIGHT', 8);
@@ -70,12 +71,35 @@ async function waitForAccepted(sandbox: SandboxProcess, target: number, deadline
   }
 }
 
-type Pids = Record<string, () => number>;
+/** Processes measured together under one name: what each found process spent over the window. */
+type Meters = Record<string, ProcessSetCpu>;
 
-const snapshot = (pids: Pids): Record<string, number> => Object.fromEntries(Object.entries(pids).map(([name, read]) => [name, read()]));
+const onePid = (pid: number | undefined): ProcessSetCpu => new ProcessSetCpu(() => (pid === undefined ? [] : [pid]));
 
-function usPerPush(from: Record<string, number>, to: Record<string, number>, pushes: number): Record<string, number> {
-  return Object.fromEntries(Object.keys(from).map((name) => [name, Math.round((((to[name] ?? NaN) - (from[name] ?? NaN)) * 1000) / pushes)]));
+/** Start the meters, sample them every second until `work` settles, then once more; CPU µs per push by name. */
+async function measure<T>(meters: Meters, work: () => Promise<T>): Promise<{ result: T; cpuMs: Record<string, number> }> {
+  const all = Object.values(meters);
+  all.forEach((m) => m.start());
+  const timer = setInterval(() => all.forEach((m) => m.sample()), 1000);
+  try {
+    const result = await work();
+    all.forEach((m) => m.sample());
+    return { result, cpuMs: Object.fromEntries(Object.entries(meters).map(([name, m]) => [name, m.spentMs()])) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+const usPerPush = (cpuMs: Record<string, number>, pushes: number): Record<string, number> =>
+  Object.fromEntries(Object.entries(cpuMs).map(([name, ms]) => [name, Math.round((ms * 1000) / pushes)]));
+
+/** The RabbitMQ node we use (listening on the AMQP URL's port) and PostgreSQL's own server processes: shared, so also a noise gauge. */
+function sharedServerMeters(amqpPort: number): Meters {
+  const beam = listenerPids('beam.smp', amqpPort);
+  return {
+    [`beam.smp (RabbitMQ :${amqpPort})`]: new ProcessSetCpu(() => beam),
+    'postgres (server processes, shared)': new ProcessSetCpu(postgresServerPids),
+  };
 }
 
 interface AdapterProcess {
@@ -110,43 +134,44 @@ async function startAdapter(sandbox: SandboxProcess, tokensFile: string): Promis
 }
 
 /** (a) the adapter sends `count` pushes; measured at the sandbox. */
-async function runAdapter(adapter: AdapterProcess, sandbox: SandboxProcess, count: number): Promise<Measured> {
-  const pids: Pids = { 'parse-adapter': () => cpuMs(adapter.child.pid), sandbox: () => cpuMs(sandbox.child.pid), 'load generator': () => cpuMs(process.pid) };
+async function runAdapter(adapter: AdapterProcess, sandbox: SandboxProcess, count: number, amqpPort: number): Promise<Measured> {
+  const meters: Meters = { 'parse-adapter': onePid(adapter.child.pid), sandbox: onePid(sandbox.child.pid), 'load generator': onePid(process.pid) };
   // Not the adapter's: what RabbitMQ and PostgreSQL spent meanwhile is other work on this machine (the noise floor).
-  const ambient: Pids = { 'beam.smp (RabbitMQ)': () => cpuMsOf('beam.smp'), 'postgres (all)': () => cpuMsOf('postgres') };
+  const ambient = sharedServerMeters(amqpPort);
   const before = await accepted(sandbox);
-  const ambientFrom = snapshot(ambient);
-  const cpuFrom = snapshot(pids);
   const started = performance.now();
-  const report = await adapter.send({ count, batch: BATCH, inFlight: IN_FLIGHT });
-  const delivered = (await waitForAccepted(sandbox, before + count, Date.now() + 5000)) - before;
+  const { result, cpuMs } = await measure({ ...meters, ...ambient }, async () => {
+    const report = await adapter.send({ count, batch: BATCH, inFlight: IN_FLIGHT });
+    return { report, delivered: (await waitForAccepted(sandbox, before + count, Date.now() + 5000)) - before };
+  });
   const seconds = (performance.now() - started) / 1000;
-  const cpuTo = snapshot(pids);
-  const noise = usPerPush(ambientFrom, snapshot(ambient), delivered);
+  const { report, delivered } = result;
   if (report.failed > 0) console.log(`  adapter: ${report.failed} sends failed`);
-  return { pushesPerSecond: Math.round(delivered / seconds), delivered, seconds, cpuUsPerPush: usPerPush(cpuFrom, cpuTo, delivered), ambientUsPerPush: noise };
+  const cpu = usPerPush(cpuMs, delivered);
+  const pick = (names: string[]): Record<string, number> => Object.fromEntries(names.map((n) => [n, cpu[n] ?? NaN]));
+  return { pushesPerSecond: Math.round(delivered / seconds), delivered, seconds, cpuUsPerPush: pick(Object.keys(meters)), ambientUsPerPush: pick(Object.keys(ambient)) };
 }
 
 /** (b) Herald end to end for `count` pushes (count/2 one-user jobs); measured at the sandbox. */
-async function runHerald(sys: System, sandbox: SandboxProcess, count: number, idPrefix: string): Promise<Measured> {
-  const pids: Pids = {
-    ...Object.fromEntries([...sys.services].map(([name, s]) => [name, () => cpuMs(s.pid)])),
-    'beam.smp (RabbitMQ)': () => cpuMsOf('beam.smp'),
-    'postgres (all)': () => cpuMsOf('postgres'),
-    sandbox: () => cpuMs(sandbox.child.pid),
-    'load generator': () => cpuMs(process.pid),
+async function runHerald(sys: System, sandbox: SandboxProcess, count: number, idPrefix: string, amqpPort: number): Promise<Measured> {
+  const heraldPids = [...sys.services.values()].map((s) => s.pid).filter((p): p is number => p !== undefined);
+  const meters: Meters = {
+    ...Object.fromEntries([...sys.services].map(([name, s]) => [name, onePid(s.pid)])),
+    ...sharedServerMeters(amqpPort),
+    'postgres (backends of herald)': new ProcessSetCpu(() => postgresBackendsOf([...heraldPids, process.pid])),
+    sandbox: onePid(sandbox.child.pid),
+    'load generator': onePid(process.pid),
   };
   const jobs = count / 2;
   const before = await accepted(sandbox);
-  const cpuFrom = snapshot(pids);
   const started = performance.now();
-  const publishing = publishBenchJobs(sys, { users: jobs, done: (c) => c.n >= jobs, concurrency: CONCURRENCY, counter: { n: 0 }, idPrefix });
-  await publishing;
-  const delivered = (await waitForAccepted(sandbox, before + count, Date.now() + TIMEOUT_MS)) - before;
+  const { result: delivered, cpuMs } = await measure(meters, async () => {
+    await publishBenchJobs(sys, { users: jobs, done: (c) => c.n >= jobs, concurrency: CONCURRENCY, counter: { n: 0 }, idPrefix });
+    return (await waitForAccepted(sandbox, before + count, Date.now() + TIMEOUT_MS)) - before;
+  });
   const seconds = (performance.now() - started) / 1000;
-  const cpuTo = snapshot(pids);
   if (delivered < count) console.log(`  herald: only ${delivered} of ${count} pushes arrived within ${TIMEOUT_MS / 1000} s`);
-  return { pushesPerSecond: Math.round(delivered / seconds), delivered, seconds, cpuUsPerPush: usPerPush(cpuFrom, cpuTo, delivered) };
+  return { pushesPerSecond: Math.round(delivered / seconds), delivered, seconds, cpuUsPerPush: usPerPush(cpuMs, delivered) };
 }
 
 /** The N tokens both sides send to, as seeded for Herald. */
@@ -170,15 +195,16 @@ try {
   adapter = await startAdapter(sandbox, tokensFile);
   console.log(`bench:peer — ${PUSHES} pushes a round (${PUSHES / 2} APNs + ${PUSHES / 2} FCM tokens), ${ROUNDS} rounds, adapter batches of ${BATCH} × ${IN_FLIGHT} in flight, Herald ${CONCURRENCY} publishes in flight`);
   const runId = Date.now();
+  const amqpPort = Number(new URL(sys.env['AMQP_URL'] ?? 'amqp://127.0.0.1:5672').port || 5672);
   if (WARMUP > 0) {
-    await runAdapter(adapter, sandbox, WARMUP);
-    await runHerald(sys, sandbox, WARMUP, `peer-${runId}-warmup`);
+    await runAdapter(adapter, sandbox, WARMUP, amqpPort);
+    await runHerald(sys, sandbox, WARMUP, `peer-${runId}-warmup`, amqpPort);
   }
   const rounds: { adapter: Measured; herald: Measured }[] = [];
   for (let i = 1; i <= ROUNDS; i++) {
-    const a = await runAdapter(adapter, sandbox, PUSHES);
+    const a = await runAdapter(adapter, sandbox, PUSHES, amqpPort);
     console.log(`round ${i} parse-adapter: ${a.pushesPerSecond} pushes/s (${a.delivered} in ${a.seconds.toFixed(1)} s)`);
-    const h = await runHerald(sys, sandbox, PUSHES, `peer-${runId}-${i}`);
+    const h = await runHerald(sys, sandbox, PUSHES, `peer-${runId}-${i}`, amqpPort);
     console.log(`round ${i} herald:        ${h.pushesPerSecond} pushes/s (${h.delivered} in ${h.seconds.toFixed(1)} s)`);
     console.log(formatCpuTable(`round ${i}`, h, a));
     rounds.push({ adapter: a, herald: h });

@@ -23,9 +23,9 @@ const processNames = (herald: Record<string, number>, adapter: Record<string, nu
 
 function table(title: string, herald: Record<string, number>, adapter: Record<string, number>): string {
   const cell = (v: number | undefined): string => (v === undefined ? '—' : String(Math.round(v))).padStart(14);
-  const lines = [`${title.padEnd(34)}${'herald'.padStart(14)}${'parse-adapter'.padStart(14)}`];
-  for (const name of processNames(herald, adapter)) lines.push(`  ${name.padEnd(32)}${cell(herald[name])}${cell(adapter[name])}`);
-  lines.push(`  ${'total'.padEnd(32)}${cell(total(herald))}${cell(total(adapter))}`);
+  const lines = [`${title.padEnd(40)}${'herald'.padStart(14)}${'parse-adapter'.padStart(14)}`];
+  for (const name of processNames(herald, adapter)) lines.push(`  ${name.padEnd(38)}${cell(herald[name])}${cell(adapter[name])}`);
+  lines.push(`  ${'total'.padEnd(38)}${cell(total(herald))}${cell(total(adapter))}`);
   return lines.join('\n');
 }
 
