@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { loadConfig } from '@herald/config';
-import { createDatabase, createFanoutRepository } from '@herald/db';
+import { createDatabase, createFanoutRepository, holdLease } from '@herald/db';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
 import { runService } from '@herald/runtime';
@@ -20,10 +22,20 @@ const config = loadConfig(monitorConfig, process.env);
 const page = readFileSync(new URL('./dashboard.html', import.meta.url), 'utf8');
 /** A revoked operator key stops working (its dashboard sessions too) within this. */
 const OPERATOR_KEY_CACHE_TTL_MS = 5_000;
+/** A monitor that dies hands the alarm announcements to another within this. */
+const ALARMS_LEASE_MS = 15_000;
 
 await runService('monitor', config, async ({ logger, registry }) => {
   const vhost = vhostOf(config.AMQP_URL);
   const metrics = createMonitorMetrics(registry);
+  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 2 });
+  const lease = holdLease(db.kysely, {
+    name: 'monitor-alarms',
+    holder: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    ttlMs: ALARMS_LEASE_MS,
+    logger,
+    onChange: (held) => metrics.leaseHeld.set(held ? 1 : 0),
+  });
   const history = new History(config.MONITOR_HISTORY_MINUTES * 60_000);
   const webhookUrl = config.MONITOR_WEBHOOK_URL;
   const webhook = webhookUrl === undefined ? undefined : createWebhook(webhookUrl, logger, () => metrics.webhookFailures.inc());
@@ -48,9 +60,8 @@ await runService('monitor', config, async ({ logger, registry }) => {
     history,
     metrics,
     logger,
-    announce: alarmAnnouncer({ vhost, logger, metrics, webhook }),
+    announce: alarmAnnouncer({ vhost, logger, metrics, webhook, announces: lease.held }),
   });
-  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 2 });
   const scheduled = startScheduledCounts({ db, pollMs: config.MONITOR_SCHEDULED_POLL_MS, metrics, logger });
   logger.info({ vhost, pollMs: config.MONITOR_POLL_MS, webhook: webhookUrl !== undefined }, 'watching every Herald queue');
   return {
@@ -70,6 +81,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
       await monitor.stop();
       await scheduled.stop();
       await webhook?.drain();
+      await lease.stop();
       await db.close();
       await connecting;
       await broker?.close();

@@ -7,6 +7,8 @@ export interface MonitorMetrics {
   recordScheduled(byPlatform: ReadonlyMap<string, number>): void;
   polls: Counter<'outcome'>;
   webhookFailures: Counter;
+  /** 1 while this monitor holds the alarms lease (announces alarms to the log and webhook). */
+  leaseHeld: Gauge;
 }
 
 type QueueLabels = 'queue' | 'kind';
@@ -44,5 +46,6 @@ export function createMonitorMetrics(registry: Registry): MonitorMetrics {
     },
     polls: new Counter({ name: 'herald_monitor_polls_total', help: 'Polls of the management API, by outcome (ok, failed)', labelNames: ['outcome'], registers }),
     webhookFailures: new Counter({ name: 'herald_alarm_webhook_failures_total', help: 'Alarm webhook posts that failed after every attempt', registers }),
+    leaseHeld: new Gauge({ name: 'herald_monitor_alarms_lease_held', help: '1 while this monitor instance holds the alarms lease and announces alarms (log, webhook)', registers }),
   };
 }

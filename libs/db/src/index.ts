@@ -36,3 +36,4 @@ export { DEFAULT_FOLLOWER_INDEX, refillFollowerIndex, type FollowerIndexOptions 
 export { skipReasonSql } from './device-targets.ts';
 export { createAudienceStore, type AudienceStore } from './topic-audience-store.ts';
 export { seedAudience, explainAudienceChunk, type AudienceSeed } from './audience-stream-seed.ts';
+export { holdLease, type Lease, type LeaseOptions } from './lease.ts';

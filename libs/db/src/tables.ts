@@ -243,7 +243,16 @@ export interface FollowerRecentTable {
   active_at: Date | null;
 }
 
+/** One row per lease of work that must happen once in a fleet (migration 0022). */
+export interface LeasesTable {
+  name: string;
+  holder: string;
+  acquired_at: Generated<Date>;
+  expires_at: Date;
+}
+
 export interface HeraldTables {
+  leases: LeasesTable;
   topics: TopicsTable;
   topic_members: TopicMembersTable;
   follows: FollowsTable;

@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDatabase, type Database } from './database.ts';
+import { holdLease, type Lease } from './lease.ts';
+import { createSpecDatabase, SPEC_DATABASE_URL, type SpecDatabase } from './spec-database.ts';
+
+const TTL = 1_500;
+let t: SpecDatabase;
+beforeAll(async () => {
+  t = await createSpecDatabase('lease');
+});
+afterAll(() => t.drop());
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+async function until(what: string, ok: () => boolean, timeoutMs = 10_000): Promise<number> {
+  const start = Date.now();
+  while (!ok()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+  return Date.now() - start;
+}
+
+describe('holdLease', () => {
+  it('gives the lease to one of two instances, and to the other at once when the holder stops', async () => {
+    const a = holdLease(t.db.kysely, { name: 'once', holder: 'a', ttlMs: TTL });
+    await until('a holds', () => a.held());
+    const b = holdLease(t.db.kysely, { name: 'once', holder: 'b', ttlMs: TTL });
+    await sleep(TTL); // b has tried several times meanwhile
+    expect([a.held(), b.held()]).toEqual([true, false]);
+    await a.stop();
+    expect(a.held()).toBe(false);
+    // b asks every third of the ttl: the freed row is its own at its next renewal.
+    await until('b takes over', () => b.held(), TTL);
+    await b.stop();
+  });
+
+  it('passes to another instance within the ttl when the holder dies (stops renewing), never held by both', async () => {
+    const dying: Database = createDatabase({ url: SPEC_DATABASE_URL, schema: t.schema, poolSize: 1 });
+    const changes: Array<{ who: string; held: boolean; at: number }> = [];
+    const watch = (who: string) => (held: boolean) => changes.push({ who, held, at: Date.now() });
+    const a: Lease = holdLease(dying.kysely, { name: 'crash', holder: 'a', ttlMs: TTL, onChange: watch('a') });
+    await until('a holds', () => a.held());
+    const b = holdLease(t.db.kysely, { name: 'crash', holder: 'b', ttlMs: TTL, onChange: watch('b') });
+    await dying.close(); // a's renewals fail from now on, as if its process had died
+    const diedAt = Date.now();
+    await until('b takes over', () => b.held(), 3 * TTL);
+    const tookOverAfterMs = Date.now() - diedAt;
+    const aLost = changes.find((c) => c.who === 'a' && !c.held);
+    const bGot = changes.find((c) => c.who === 'b' && c.held);
+    expect(aLost).toBeDefined();
+    expect(bGot).toBeDefined();
+    // a gives up locally a tenth of the ttl before its row runs out; b can only take an expired row.
+    expect((bGot?.at ?? 0) - (aLost?.at ?? Infinity)).toBeGreaterThan(0);
+    expect(tookOverAfterMs).toBeLessThan(TTL + TTL / 3 + 500);
+    await a.stop();
+    await b.stop();
+  });
+});

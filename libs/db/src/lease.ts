@@ -1,0 +1,82 @@
+import { sql, type Kysely } from 'kysely';
+import type { Logger } from '@herald/logging';
+import type { HeraldTables } from './tables.ts';
+
+export interface LeaseOptions {
+  /** What the lease is for, e.g. 'monitor-alarms'; one holder per name per schema. */
+  name: string;
+  /** Who asks: unique per process (host, pid and a random part). */
+  holder: string;
+  /** How long a renewal holds; the holder renews every third of it. */
+  ttlMs: number;
+  logger?: Logger;
+  /** Told when this process gains or loses the lease. */
+  onChange?: (held: boolean) => void;
+}
+
+export interface Lease {
+  /** True while this process holds the lease (with a margin before it could run out). */
+  held(): boolean;
+  /** Stop renewing and give the lease up, so another instance takes it at once. */
+  stop(): Promise<void>;
+}
+
+/**
+ * One row per lease: taken when free or expired, renewed by its holder, given up on stop. A row,
+ * not a session advisory lock, so it works through PgBouncer in transaction mode and survives a
+ * primary switch; a holder that dies is replaced within ttlMs. Local validity ends a tenth of the
+ * ttl before the row's expiry, so two instances never both believe they hold it.
+ */
+export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
+  const { name, holder, ttlMs, logger } = opts;
+  let validUntil = 0;
+  let wasHeld = false;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let running: Promise<void> = Promise.resolve();
+  const held = (): boolean => !stopped && Date.now() < validUntil;
+  const report = (): void => {
+    const now = held();
+    if (now === wasHeld) return;
+    wasHeld = now;
+    logger?.info({ lease: name, holder }, now ? 'lease taken: this instance does the once-only work' : 'lease lost: another instance does the once-only work');
+    opts.onChange?.(now);
+  };
+  const renew = async (): Promise<void> => {
+    const askedAt = Date.now();
+    try {
+      const row = await sql<{ holder: string }>`
+        insert into leases (name, holder, expires_at) values (${name}, ${holder}, now() + ${`${ttlMs} milliseconds`}::interval)
+        on conflict (name) do update
+          set holder = excluded.holder,
+              expires_at = excluded.expires_at,
+              acquired_at = case when leases.holder = excluded.holder then leases.acquired_at else now() end
+          where leases.holder = excluded.holder or leases.expires_at < now()
+        returning holder`.execute(db);
+      validUntil = row.rows.length > 0 ? askedAt + ttlMs * 0.9 : 0;
+    } catch (err) {
+      logger?.warn({ err, lease: name }, 'could not renew the lease; it holds until it runs out');
+    }
+    report();
+  };
+  const tick = (): void => {
+    running = renew().finally(() => {
+      if (!stopped) timer = setTimeout(tick, ttlMs / 3);
+    });
+  };
+  tick();
+  // A lease that runs out between renewals (the database did not answer) is reported when it does.
+  const watch = setInterval(report, Math.max(100, ttlMs / 10));
+  watch.unref();
+  return {
+    held,
+    stop: async () => {
+      stopped = true;
+      clearTimeout(timer);
+      clearInterval(watch);
+      await running;
+      await sql`delete from leases where name = ${name} and holder = ${holder}`.execute(db).catch(() => undefined);
+      report();
+    },
+  };
+}
