@@ -27,8 +27,12 @@ export const CHAOS_SERVICES = [
   'registrar', 'demuxer', 'apns-pusher', 'fcm-pusher', 'apns-descheduler', 'fcm-descheduler', 'apns-invalidator', 'fcm-invalidator',
 ] as const satisfies readonly ServiceName[];
 export type ServiceKind = (typeof CHAOS_SERVICES)[number];
-/** One fault moment: SIGKILL and restart some services, or restart RabbitMQ or PostgreSQL. */
-export type FaultAction = { kind: 'kill'; services: ServiceKind[] } | { kind: 'rabbitmq' } | { kind: 'postgresql' };
+/**
+ * One fault moment: SIGKILL and restart some services, restart RabbitMQ or PostgreSQL, or (on the
+ * three-node cluster) lose broker nodes: SIGKILL the node leading push.jobs, then with it still
+ * down stop a second one for a while (no majority: writes refused), then bring both back.
+ */
+export type FaultAction = { kind: 'kill'; services: ServiceKind[] } | { kind: 'rabbitmq' } | { kind: 'postgresql' } | { kind: 'node-loss' };
 export interface PlannedFault {
   atMs: number;
   action: FaultAction;
@@ -36,6 +40,8 @@ export interface PlannedFault {
 
 export interface ChaosPlan {
   form: 'short' | 'long';
+  /** Run on the three-node cluster, two processes of every service (cluster-chaos.spec.ts). */
+  cluster: boolean;
   seed: number;
   devices: ChaosDevice[];
   jobs: ChaosJob[];
@@ -141,31 +147,35 @@ function jobsFor(rng: Rng, shape: Shape, seed: number, users: readonly string[],
  * Short form: the eight services are split over four kill moments (two each). Long form: one moment per
  * service, two restarts each of RabbitMQ and PostgreSQL, and the pushers once more.
  */
-function faultsFor(rng: Rng, shape: Shape): PlannedFault[] {
+function faultsFor(rng: Rng, shape: Shape, cluster: boolean): PlannedFault[] {
   const services = shuffle(rng, CHAOS_SERVICES);
-  const actions: FaultAction[] = [{ kind: 'rabbitmq' }, { kind: 'postgresql' }];
+  const broker: FaultAction = cluster ? { kind: 'node-loss' } : { kind: 'rabbitmq' };
+  const actions: FaultAction[] = [broker, { kind: 'postgresql' }];
   if (shape.faultMoments <= 6) {
     const groups = [services.slice(0, 2), services.slice(2, 4), services.slice(4, 6), services.slice(6)];
     actions.push(...groups.map((g): FaultAction => ({ kind: 'kill', services: g })));
   } else {
-    actions.push({ kind: 'rabbitmq' }, { kind: 'postgresql' }, ...services.map((s): FaultAction => ({ kind: 'kill', services: [s] })));
+    actions.push(broker, { kind: 'postgresql' }, ...services.map((s): FaultAction => ({ kind: 'kill', services: [s] })));
     while (actions.length < shape.faultMoments) actions.push({ kind: 'kill', services: [actions.length % 2 === 0 ? 'apns-pusher' : 'fcm-pusher'] });
   }
-  const ordered = shuffle(rng, actions);
+  // On the cluster the node loss comes first, so the stream flows on long after the majority is back.
+  const ordered = cluster ? [broker, ...shuffle(rng, actions.slice(1))] : shuffle(rng, actions);
   const slot = (shape.streamMs * 0.7 - 2_000) / ordered.length;
   return ordered.map((action, i) => ({ action, atMs: Math.round(2_000 + i * slot + rng() * Math.max(0, slot - 4_000)) }));
 }
 
-export function chaosPlan(form: ChaosPlan['form'], seed: number): ChaosPlan {
+export function chaosPlan(form: ChaosPlan['form'], seed: number, opts: { cluster?: boolean } = {}): ChaosPlan {
   const rng = seededRandom(seed);
   const shape = SHAPES[form];
+  const cluster = opts.cluster ?? false;
   const { devices, users, deadUsers } = population(rng, shape, seed);
   return {
     form,
+    cluster,
     seed,
     devices,
     jobs: jobsFor(rng, shape, seed, users, deadUsers),
-    faults: faultsFor(rng, shape),
+    faults: faultsFor(rng, shape, cluster),
     streamMs: shape.streamMs,
     churnEveryMs: 250,
   };

@@ -1,20 +1,10 @@
 import { randomInt } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { Platform } from '@herald/contracts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { injectFault } from '../support/sandbox-client.ts';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { startSystem, type System } from '../support/system.ts';
-import { CHAOS_SERVICES, chaosPlan, churnDevice, pushKey, type ChaosDevice } from './chaos-plan.ts';
-import { CounterTotals } from './counters.ts';
-import { exitedOnTheirOwn, runFaults, type FaultEvent } from './fault-injector.ts';
-import { registerAll, runChurn, runJobStream } from './job-stream.ts';
+import { CHAOS_SERVICES, chaosPlan } from './chaos-plan.ts';
+import { keepLogs, runAndCheck, sandboxFaults } from './chaos-run.ts';
+import { registerAll } from './job-stream.ts';
 import { lockMachine } from './machine-lock.ts';
-import { deviceFacts, drain, readParked, retriesByKey } from './observe.ts';
-import { expectedPushes, reconcile, type Delivery } from './reconcile.ts';
-import { RecordCollector, type Observed } from './record-collector.ts';
-import { deliveriesResumeMs, recoveryMs } from './recovery.ts';
-import { formatSummary } from './summary.ts';
 
 const LONG = process.env['CHAOS_LONG'] === '1';
 const seed = Number(process.env['CHAOS_SEED'] ?? randomInt(2 ** 31 - 1));
@@ -25,91 +15,6 @@ const plan = chaosPlan(LONG ? 'long' : 'short', seed);
  */
 const LEASE_MS = 8_000;
 const log = (line: string): void => console.log(`chaos: ${line}`);
-
-/**
- * Dead tokens answer 410 Unregistered / UNREGISTERED; flaky tokens always 503 ServiceUnavailable /
- * UNAVAILABLE (transient: retried, then parked); and 0.1% of all other requests 503 once
- * (retried). A 503 also halves the pusher's rate (AIMD, recovering by 0.1 a second), so 503s are
- * kept rare enough for the stream to keep flowing. (Not 500 for APNs: after a 500 node-apn
- * destroys its HTTP/2 session, and every push in flight on it loses its answer and is retried.)
- */
-async function sandboxFaults(sys: System, devices: readonly ChaosDevice[]): Promise<void> {
-  const errors = {
-    dead: { apns: 'Unregistered', fcm: 'UNREGISTERED', web: 'Gone' },
-    flaky: { apns: 'ServiceUnavailable', fcm: 'UNAVAILABLE', web: 'InternalServerError' },
-  } as const;
-  for (const d of devices) {
-    if (d.kind !== 'ok') await injectFault(sys.sandbox, { platform: d.platform, token: d.token, error: errors[d.kind][d.platform] });
-  }
-  await injectFault(sys.sandbox, { platform: 'apns', fraction: 0.001, error: 'ServiceUnavailable' });
-  await injectFault(sys.sandbox, { platform: 'fcm', fraction: 0.001, error: 'UNAVAILABLE' });
-}
-
-function deliveriesByKey(records: readonly Observed[]): Map<string, Delivery[]> {
-  const out = new Map<string, Delivery[]>();
-  for (const r of records) {
-    if (r.status !== 200) continue;
-    const key = pushKey(r.jobId ?? '?', r.token);
-    out.set(key, [...(out.get(key) ?? []), { at: r.at, answerLost: r.clientClosed }]);
-  }
-  return out;
-}
-
-/** With CHAOS_LOG_DIR set, every service's log lines are written there (one file per service) for a post-mortem. */
-async function keepLogs(sys: System): Promise<void> {
-  const dir = process.env['CHAOS_LOG_DIR'];
-  if (dir === undefined) return;
-  await mkdir(dir, { recursive: true });
-  for (const s of sys.services.values()) await writeFile(join(dir, `${s.name}.log`), s.logs.map((l) => JSON.stringify(l)).join('\n'));
-  log(`service logs written to ${dir}`);
-}
-
-const pusherKills = (faults: readonly FaultEvent[]) =>
-  faults
-    .filter((f) => f.kind.endsWith('-pusher'))
-    .map((f) => ({ platform: (f.kind.includes('apns') ? 'apns' : 'fcm') as Platform, at: f.startedAt, respawnedAt: f.respawnedAt ?? f.startedAt }));
-
-/** The stream, the churn of registrations and the faults at once; then wait until all work is done. */
-async function runChaos(sys: System) {
-  const collector = new RecordCollector(sys.sandbox);
-  const counters = new CounterTotals(sys);
-  collector.start();
-  counters.start();
-  const startAt = Date.now() + 500;
-  let flowing = true;
-  const churning = runChurn(sys, plan, () => !flowing, (k) => churnDevice(seed, k));
-  const [published, faults] = await Promise.all([
-    runJobStream(sys, plan, startAt),
-    runFaults(sys, plan.faults, startAt, { beforeKill: (names) => counters.read(names), log }),
-  ]).finally(() => (flowing = false));
-  const churn = await churning;
-  log(`stream and faults done after ${((Date.now() - startAt) / 1000).toFixed(1)} s; draining`);
-  const drained = await drain(sys, LEASE_MS + 2_000, LONG ? 1_200_000 : 90_000);
-  await counters.read();
-  counters.stop();
-  await collector.stop();
-  return { collector, counters, published, faults, churn, drained };
-}
-
-/** Every expected push against what the sandbox, the parked queues, the logs and the database say. */
-async function reconcileRun(sys: System, run: Awaited<ReturnType<typeof runChaos>>) {
-  const parked = await readParked(sys);
-  const expected = expectedPushes(plan.jobs, plan.devices);
-  const result = reconcile(expected, {
-    deliveries: deliveriesByKey(run.collector.records),
-    parked: parked.pushes,
-    parkedJobs: parked.jobs,
-    pusherKills: pusherKills(run.faults),
-    retries: await retriesByKey(sys, expected),
-    leaseMs: LEASE_MS,
-  });
-  const dead = plan.devices.filter((d) => d.kind === 'dead');
-  const facts = await deviceFacts(sys, dead, run.churn.map((c) => c.token));
-  const delivered = run.collector.records.filter((r) => r.status === 200);
-  const inputs = { delivered, jobs: run.published, registeredAt: facts.registeredAt, invalidatedAt: facts.invalidatedAt };
-  const recovery = run.faults.map((f) => ({ kind: f.kind, resumeMs: deliveriesResumeMs(f, delivered), flowMs: recoveryMs(f, inputs) }));
-  return { result, facts, parked, recovery };
-}
 
 describe(`chaos, ${plan.form} form (seed ${seed})`, () => {
   let sys: System;
@@ -122,25 +27,12 @@ describe(`chaos, ${plan.form} form (seed ${seed})`, () => {
     await registerAll(sys, plan.devices);
   });
   afterAll(async () => {
-    if (sys !== undefined) await keepLogs(sys);
+    if (sys !== undefined) await keepLogs(sys, log);
     await sys?.stop();
     await unlock?.();
   });
 
   it('accounts for every device push while services are SIGKILLed and RabbitMQ and PostgreSQL restart', async () => {
-    const began = Date.now();
-    const run = await runChaos(sys);
-    const { result, facts, parked, recovery } = await reconcileRun(sys, run);
-    const deadTokens = plan.devices.filter((d) => d.kind === 'dead').length;
-    const counters = run.counters.totals();
-    console.log(formatSummary({ plan, result, faults: run.faults, recovery, parkedByCode: parked.byCode, counters, deadTokens, durationMs: Date.now() - began, drained: run.drained }));
-
-    expect(exitedOnTheirOwn(sys)).toEqual([]);
-    expect(result.lost.slice(0, 20), `${result.lost.length} pushes lost`).toEqual([]);
-    expect(result.unexpected.slice(0, 20)).toEqual([]);
-    expect(result.duplicates.filter((d) => d.cause === undefined).map((d) => `${d.key} at ${d.times.map((t) => new Date(t).toISOString()).join(', ')}`)).toEqual([]);
-    expect(facts.notInvalidated, 'dead tokens never marked dead').toEqual([]);
-    expect(facts.churnMissing, 'registrations lost').toEqual([]);
-    expect(run.drained).toBe(true);
+    await runAndCheck(sys, plan, { leaseMs: LEASE_MS, long: LONG, log });
   }, LONG ? 3_600_000 : 300_000);
 });

@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { Queues } from '@herald/contracts';
+import type { ClusterNode } from '@herald/testing';
 import type { System } from '../support/system.ts';
 import type { PlannedFault } from './chaos-plan.ts';
 
@@ -32,6 +34,39 @@ export async function restartPostgresql(): Promise<void> {
   await run('pg_isready', ['-q', '-h', '127.0.0.1', '-p', '5432', '-t', '60'], { timeout: 70_000 });
 }
 
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** How long the cluster runs on two nodes, and then on one (no majority), in a node-loss moment. */
+const ON_TWO_NODES_MS = 6_000;
+const WITHOUT_MAJORITY_MS = 8_000;
+
+/**
+ * On the three-node cluster: SIGKILL the node leading push.jobs; with it still down, stop the node
+ * leading push.apns.send (or another one) for a while, so every quorum queue loses its majority
+ * and refuses writes; then start the stopped node and the killed one again.
+ */
+async function loseNodes(sys: System, log: (line: string) => void): Promise<FaultEvent[]> {
+  const cluster = sys.cluster;
+  if (cluster === undefined) throw new Error('a node-loss fault needs the system on the local cluster');
+  const jobsLeader = await cluster.leaderOf(sys.vhost.name, Queues.jobs);
+  const apnsLeader = await cluster.leaderOf(sys.vhost.name, Queues.apnsSend);
+  const killedAt = Date.now();
+  await cluster.kill(jobsLeader);
+  log(`SIGKILL of herald-${jobsLeader}, leader of push.jobs (push.apns.send was led by herald-${apnsLeader})`);
+  await sleep(ON_TWO_NODES_MS);
+  const second: ClusterNode = apnsLeader !== jobsLeader ? apnsLeader : (((jobsLeader % 3) + 1) as ClusterNode);
+  const stoppedAt = Date.now();
+  await cluster.stopNode(second);
+  log(`herald-${second} stopped too: one node of three, no majority`);
+  await sleep(WITHOUT_MAJORITY_MS);
+  await cluster.startNode(second);
+  const secondBack = Date.now();
+  await cluster.startNode(jobsLeader);
+  return [
+    { kind: `node-kill:herald-${jobsLeader}`, startedAt: killedAt, backAt: Date.now() },
+    { kind: `node-stop:herald-${second}`, startedAt: stoppedAt, backAt: secondBack },
+  ];
+}
+
 export interface InjectorHooks {
   /** Called right before services are killed (last chance to read their counters). */
   beforeKill(names: readonly string[]): Promise<void>;
@@ -40,6 +75,7 @@ export interface InjectorHooks {
 
 async function inject(sys: System, fault: PlannedFault, hooks: InjectorHooks): Promise<FaultEvent[]> {
   const { action } = fault;
+  if (action.kind === 'node-loss') return loseNodes(sys, hooks.log);
   if (action.kind !== 'kill') {
     const startedAt = Date.now();
     await (action.kind === 'rabbitmq' ? restartRabbitmq() : restartPostgresql());

@@ -12,7 +12,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 /** Every queue that holds work (not the parked ones): ready plus unacknowledged messages. */
 async function workInQueues(sys: System): Promise<number> {
   const queues = [...Object.values(Queues), ...TEST_RETRY_DELAYS_MS.map(delayQueueFor)];
-  const infos = await Promise.all(queues.map((q) => queueInfo(sys.vhost.name, q)));
+  const infos = await Promise.all(queues.map((q) => queueInfo(sys.vhost.name, q, sys.managementApi)));
   return infos.reduce((sum, i) => sum + (i?.messages ?? 0), 0);
 }
 

@@ -39,7 +39,7 @@ export function formatSummary(i: SummaryInputs): string {
   const dups = r.duplicates.length;
   const byCause = (cause: string | undefined) => r.duplicates.filter((d) => d.cause === cause).length;
   return [
-    `chaos ${plan.form} form — seed ${plan.seed} (replay: CHAOS_SEED=${plan.seed}${plan.form === 'long' ? ' CHAOS_LONG=1' : ''}) — ${s(i.durationMs)}`,
+    `chaos ${plan.form} form${plan.cluster ? ' on the three-node cluster' : ''} — seed ${plan.seed} (replay: CHAOS_SEED=${plan.seed}${plan.form === 'long' ? ' CHAOS_LONG=1' : ''}) — ${s(i.durationMs)}`,
     `  jobs ${n(plan.jobs.length)}, devices ${n(plan.devices.length)} (${i.deadTokens} dead: 410), device pushes expected ${n(r.expected)}`,
     `  faults: ${moments} moments, ${i.faults.length} injections: ${countBy(i.faults.map((f) => f.kind))}`,
     `  delivered ${n(r.delivered)} · parked ${n(r.parked)} (${r.parkedInsteadOfDelivered} of them meant for delivery) · expired ${n(r.expired)} · lost ${r.lost.length} · unexpected sends ${r.unexpected.length}`,

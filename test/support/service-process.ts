@@ -1,10 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { pathToFileURL } from 'node:url';
 import { serviceNodeArgs } from '../../infra/local/build-services.ts';
 
 /** Env for ServiceProcess that makes each service write a V8 CPU profile into `dir` when it stops (nothing when undefined). */
 export const cpuProfileEnv = (dir: string | undefined): Record<string, string> =>
   dir === undefined ? {} : { HERALD_SERVICE_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${dir}` };
+
+/** npm start's preload: a service whose parent is gone stops by itself (a killed test run leaves no orphans holding connections). */
+const preload = pathToFileURL(join(import.meta.dirname, '../../infra/local/supervised-service.mjs')).href;
 
 export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 
@@ -25,8 +30,8 @@ export class ServiceProcess {
   async start(timeoutMs = 30_000): Promise<void> {
     // HERALD_SERVICE_NODE_ARGS (the service's env, else this process's): extra Node flags, e.g.
     // --cpu-prof or --heapsnapshot-signal=SIGUSR2, which NODE_OPTIONS refuses.
-    const child = spawn(process.execPath, serviceNodeArgs(this.service, this.env['HERALD_SERVICE_NODE_ARGS']), {
-      env: { ...process.env, ...this.env },
+    const child = spawn(process.execPath, ['--import', preload, ...serviceNodeArgs(this.service, this.env['HERALD_SERVICE_NODE_ARGS'])], {
+      env: { ...process.env, ...this.env, HERALD_SUPERVISOR_PID: String(process.pid), HERALD_SUPERVISOR_GRACE_MS: '10000' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;

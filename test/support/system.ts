@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createHeraldClient, type HeraldClient } from '@herald/client';
 import { createLogger } from '@herald/logging';
 import { startSandbox, type Sandbox } from '@herald/sandbox';
-import { createTestDatabase, createTestVhost, type TestVhost } from '@herald/testing';
+import { createTestDatabase, createTestVhost, MANAGEMENT_API, type LocalCluster, type TestVhost } from '@herald/testing';
 import { bundleOf } from '../../infra/local/build-services.ts';
 import { prepareEnvironment } from '../../infra/local/prepare.ts';
 import { SERVICES, type ServiceName } from '../../infra/local/service-list.ts';
@@ -19,6 +19,10 @@ export const TEST_RETRY_DELAYS_MS = [200, 400];
 
 export interface System {
   vhost: TestVhost;
+  /** The management API of the broker (or of every node of the cluster) the system runs on. */
+  managementApi: string;
+  /** The local three-node cluster, when the system runs on it. */
+  cluster?: LocalCluster;
   database: TestDatabase;
   sandbox: Sandbox;
   client: HeraldClient;
@@ -35,11 +39,12 @@ export interface System {
  * The whole of Herald for one test file: its own vhost, schema and sandbox, every service
  * as a real process, and a client to publish with.
  */
-export async function startSystem(options: { only?: readonly string[]; env?: Record<string, string> } = {}): Promise<System> {
+export async function startSystem(options: { only?: readonly string[]; env?: Record<string, string>; cluster?: LocalCluster } = {}): Promise<System> {
   const missing = SERVICES.map((s) => bundleOf(s.name)).filter((b) => !existsSync(b));
   if (missing.length > 0) throw new Error(`service bundles missing (${missing[0]}, …): run \`npm run build\` (the tests' global setup and the benchmarks build them)`);
   const logger = createLogger({ service: 'e2e', level: 'warn', format: 'json' });
-  const vhost = await createTestVhost('e2e');
+  const vhost = options.cluster === undefined ? await createTestVhost('e2e') : await options.cluster.createVhost('e2e');
+  const managementApi = options.cluster?.apiUrls ?? MANAGEMENT_API;
   const database = await createTestDatabase('e2e');
   const stateDir = await mkdtemp(join(tmpdir(), 'herald-sandbox-'));
   const sandbox = await startSandbox({ stateDir, logger });
@@ -66,6 +71,7 @@ export async function startSystem(options: { only?: readonly string[]; env?: Rec
     APP_CACHE_TTL_MS: '0',
     SHUTDOWN_TIMEOUT_MS: '10000',
     WEBHOOK_ALLOW_HTTP_LOCALHOST: 'true',
+    ...(options.cluster === undefined ? {} : { RABBITMQ_API_URL: managementApi }),
     ...options.env,
   };
   const services = new Map<string, ServiceProcess>();
@@ -76,6 +82,8 @@ export async function startSystem(options: { only?: readonly string[]; env?: Rec
   const client = await createHeraldClient({ url: vhost.amqpUrl, logger, connectionName: 'e2e-client' });
   return {
     vhost,
+    managementApi,
+    ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
     database,
     sandbox,
     client,

@@ -15,8 +15,8 @@ const ATTEMPT_TIMEOUT_MS = 15_000;
 const GIVE_UP_AFTER_MS = 60_000;
 
 /** One request on a fresh connection (no keep-alive: the broker may close an idle socket just as it is reused). */
-function once(method: string, path: string, body: unknown): Promise<ManagementResponse> {
-  const base = new URL(MANAGEMENT_API);
+function once(method: string, path: string, body: unknown, api: string): Promise<ManagementResponse> {
+  const base = new URL(api);
   const auth = Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64');
   const target = new URL(`${base.pathname.replace(/\/$/, '')}${path}`, base);
   const payload = body === undefined ? undefined : JSON.stringify(body);
@@ -52,20 +52,22 @@ function once(method: string, path: string, body: unknown): Promise<ManagementRe
 /**
  * A management API call for tests. Connection failures, timeouts and 5xx answers are retried
  * with back-off for up to a minute (the API restarts with the broker and is briefly overloaded
- * when many test files create vhosts at once); 4xx answers are returned to the caller.
+ * when many test files create vhosts at once); 4xx answers are returned to the caller. `api` may
+ * list a cluster's nodes (comma-separated): each retry asks the next one.
  */
-export async function managementRequest(method: string, path: string, body?: unknown): Promise<ManagementResponse> {
+export async function managementRequest(method: string, path: string, body?: unknown, api = MANAGEMENT_API): Promise<ManagementResponse> {
+  const apis = api.split(',').map((a) => a.trim()).filter((a) => a.length > 0);
   const deadline = Date.now() + GIVE_UP_AFTER_MS;
   for (let attempt = 1; ; attempt++) {
     let failure: string;
     try {
-      const res = await once(method, path, body);
+      const res = await once(method, path, body, apis[(attempt - 1) % apis.length] as string);
       if (res.status < 500) return res;
       failure = `${res.status} ${res.body.slice(0, 200)}`;
     } catch (err) {
       failure = (err as Error).message;
     }
     if (Date.now() >= deadline) throw new Error(`RabbitMQ management ${method} ${path} failed after ${attempt} attempts: ${failure}`);
-    await sleep(Math.min(200 * 2 ** attempt, 3_000));
+    await sleep(attempt < apis.length ? 0 : Math.min(200 * 2 ** attempt, 3_000));
   }
 }

@@ -11,8 +11,8 @@ export interface TestVhost {
   delete(): Promise<void>;
 }
 
-async function mgmt(method: string, path: string, body?: unknown) {
-  const res = await managementRequest(method, path, body);
+async function mgmt(method: string, path: string, body?: unknown, api?: string) {
+  const res = await managementRequest(method, path, body, api);
   if (!res.ok && res.status !== 404) throw new Error(`RabbitMQ management ${method} ${path}: ${res.status} ${res.body}`);
   return res;
 }
@@ -37,9 +37,9 @@ export async function createTestVhost(prefix = 'test'): Promise<TestVhost> {
   };
 }
 
-/** Queue facts from the management API (depth, consumers), for tests that assert on queues. */
-export async function queueInfo(vhost: string, queue: string): Promise<{ messages: number; consumers: number } | undefined> {
-  const res = await mgmt('GET', `/queues/${encodeURIComponent(vhost)}/${encodeURIComponent(queue)}`);
+/** Queue facts from the management API (depth, consumers), for tests that assert on queues; `api`: another broker's (a cluster's). */
+export async function queueInfo(vhost: string, queue: string, api?: string): Promise<{ messages: number; consumers: number } | undefined> {
+  const res = await mgmt('GET', `/queues/${encodeURIComponent(vhost)}/${encodeURIComponent(queue)}`, undefined, api);
   if (res.status === 404) return undefined;
   const q = res.json<{ messages?: number; consumers?: number }>();
   return { messages: q.messages ?? 0, consumers: q.consumers ?? 0 };
