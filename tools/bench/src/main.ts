@@ -1,19 +1,25 @@
 /**
- * `npm run bench`: the end-to-end benchmark. Starts the whole system (own vhost, schema and
- * sandbox), seeds BENCH_USERS users with one APNs and one FCM device each, then publishes jobs
- * of one user (two device pushes) for BENCH_SECONDS after a BENCH_WARMUP_SECONDS warm-up —
- * as fast as confirms allow, or at BENCH_RATE device pushes/s. It measures at the sandbox:
- * delivered pushes/s over the measured window, latency publish → sandbox receipt (p50/p95/p99),
- * and the peak RSS of every service. Prints a table, writes test-results/bench.json, cleans up.
- * BENCH_RUNS runs (default 1) are summarised by their medians.
+ * `npm run bench`: the end-to-end benchmark. Starts the whole system (own vhost, schema, and the
+ * sandbox as a process of its own), seeds BENCH_USERS users with one APNs and one FCM device each,
+ * then publishes jobs of one user (two device pushes) for BENCH_SECONDS after a
+ * BENCH_WARMUP_SECONDS warm-up — as fast as confirms allow, or at BENCH_RATE device pushes/s. It
+ * measures at the sandbox: delivered pushes/s over the measured window, latency publish → sandbox
+ * receipt (p50/p95/p99), the CPU budget (CPU µs per delivered device push of every process over the
+ * measured window, from /proc: each Herald service, RabbitMQ, PostgreSQL, the sandbox, the load
+ * generator) and the peak RSS of every process. Prints a table, writes test-results/bench.json,
+ * cleans up. BENCH_RUNS runs (default 1) are summarised by their medians, row by row.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sandboxStats, sandboxRecordsAfter } from './sandbox-feed.ts';
-import { buildServices } from '../../../infra/local/build-services.ts';
+import { buildServices, serviceNodeArgs } from '../../../infra/local/build-services.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
-import { cpuMs, peakRssMb } from './proc.ts';
+import { cpuSpentMs, listenerOf, localPortsByPid, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample } from './proc.ts';
 import { benchWebProvider, webBenchOptions } from './web-provider-bench.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
@@ -24,15 +30,61 @@ const RATE = process.env['BENCH_RATE'] === undefined ? undefined : env('BENCH_RA
 const RUNS = env('BENCH_RUNS', 1);
 const CONCURRENCY = env('BENCH_PUBLISH_CONCURRENCY', 64);
 
+/** Rows of the CPU budget that are not one Herald service, in print order. */
+const RABBITMQ = 'rabbitmq (beam.smp + children)';
+/** PostgreSQL's backends by whom they serve: these services' own rows, the rest of Herald together, the bench process. */
+const PG_FOR = ['demuxer', 'apns-pusher', 'fcm-pusher'] as const;
+const pgRow = (client: string): string => `postgresql ← ${client}`;
+const PG_HERALD_OTHER = pgRow('other Herald services');
+const PG_LOADGEN = pgRow('bench process (seeding, none while measuring)');
+const PG_SERVER = 'postgresql (server: wal writer, checkpointer, …)';
+const SANDBOX = 'sandbox (own process)';
+const LOADGEN = 'load generator (bench process)';
+/** Shown, not counted: other work on this machine meanwhile. */
+const PG_OTHERS = 'postgresql (other clients, not counted)';
+
 interface RunResult {
   offered: string;
   deliveredPerSecond: number;
   p50: number;
   p95: number;
   p99: number;
+  /** Peak RSS of each Herald service, the sandbox and the load generator, MB. */
   peakRssMb: Record<string, number>;
-  /** CPU time per delivered device push over the measured window, µs (pushers: per push of their platform). */
+  /** CPU µs per delivered device push over the measured window, one row per process (group), plus `total` and `herald services`. */
   cpuUsPerPush: Record<string, number>;
+  /** The pushers' figures per push of their own platform (every bench job is one APNs and one FCM push), as earlier benches printed them. */
+  cpuUsPerPlatformPush: Record<string, number>;
+}
+
+interface SandboxProcess {
+  child: ChildProcess;
+  stateDir: string;
+  controlUrl: string;
+}
+
+/** The sandbox as a process of its own, so its CPU is its own row (the system's in-process sandbox stays idle). */
+async function startSandboxProcess(): Promise<SandboxProcess> {
+  const stateDir = await mkdtemp(join(tmpdir(), 'herald-bench-sandbox-'));
+  const ports = { SANDBOX_APNS_PORT: '0', SANDBOX_FCM_PORT: '0', SANDBOX_WEB_PORT: '0', SANDBOX_CONTROL_PORT: '0' };
+  const child = spawn(process.execPath, serviceNodeArgs('sandbox', ''), {
+    env: { ...process.env, ...ports, SANDBOX_STATE_DIR: stateDir, LOG_LEVEL: 'warn', LOG_FORMAT: 'json' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const settingsFile = join(stateDir, 'sandbox.json');
+  for (const deadline = Date.now() + 30_000; !existsSync(settingsFile); await new Promise((r) => setTimeout(r, 100))) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error('the sandbox process did not start');
+  }
+  const { control } = JSON.parse(await readFile(settingsFile, 'utf8')) as { control: { url: string } };
+  return { child, stateDir, controlUrl: control.url };
+}
+
+async function stopSandboxProcess(s: SandboxProcess): Promise<void> {
+  const exited = new Promise((r) => s.child.once('exit', r));
+  s.child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+  if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
+  await rm(s.stateDir, { recursive: true, force: true });
 }
 
 async function seed(sys: System): Promise<void> {
@@ -73,19 +125,73 @@ async function publish(sys: System, until: number, rate: number | undefined, cou
 
 const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
-const cpuSnapshot = (sys: System): Map<string, number> => new Map([...sys.services].map(([name, s]) => [name, cpuMs(s.pid)]));
+const portOf = (url: string, fallback: number): number => Number(new URL(url).port || fallback);
 
-/**
- * CPU µs per delivered push for the services on the push path: the demuxer per device push, each
- * pusher per push of its platform (every bench job is one APNs and one FCM push).
- */
-function cpuPerPush(from: Map<string, number>, to: Map<string, number>, delivered: number): Record<string, number> {
-  const per = (name: string, pushes: number): number => Math.round((((to.get(name) ?? NaN) - (from.get(name) ?? NaN)) * 1000) / pushes);
-  return { demuxer: per('demuxer', delivered), 'apns-pusher': per('apns-pusher', delivered / 2), 'fcm-pusher': per('fcm-pusher', delivered / 2) };
+/** The processes of the CPU budget: every Herald service, RabbitMQ, PostgreSQL (by whose backend), the sandbox, the bench process. */
+function cpuRows(sys: System, sandbox: SandboxProcess): CpuRow[] {
+  const amqpPort = portOf(sys.env['AMQP_URL'] ?? '', 5672);
+  const pgPort = portOf(sys.env['DATABASE_URL'] ?? '', 5432);
+  const beam = listenerOf(amqpPort);
+  // Which backend serves whom, read once per sample (the first PostgreSQL row asks, the others reuse it).
+  let pg: Map<string, number[]> | undefined;
+  const postgres = (row: string, first = false) => (): number[] => {
+    if (first || pg === undefined) pg = postgresByClient(sys, pgPort);
+    return pg.get(row) ?? [];
+  };
+  return [
+    ...[...sys.services].map(([name, s]) => ({ name, pids: () => (s.pid === undefined ? [] : [s.pid]) })),
+    { name: RABBITMQ, pids: () => (beam === undefined ? [] : processTree(beam)) },
+    ...PG_FOR.map((name, i) => ({ name: pgRow(name), pids: postgres(pgRow(name), i === 0) })),
+    { name: PG_HERALD_OTHER, pids: postgres(PG_HERALD_OTHER) },
+    { name: PG_LOADGEN, pids: postgres(PG_LOADGEN) },
+    { name: PG_SERVER, pids: postgres(PG_SERVER) },
+    { name: PG_OTHERS, pids: postgres(PG_OTHERS) },
+    { name: SANDBOX, pids: () => (sandbox.child.pid === undefined ? [] : processTree(sandbox.child.pid)) },
+    { name: LOADGEN, pids: () => [process.pid] },
+  ];
 }
 
-function peakRss(sys: System): Record<string, number> {
-  return Object.fromEntries([...sys.services].map(([name, s]) => [name, peakRssMb(s.pid)]));
+/** PostgreSQL's processes by row: each backend goes to the row of the process holding its client end. */
+function postgresByClient(sys: System, pgPort: number): Map<string, number[]> {
+  const clients = new Map<number, string>([[process.pid, PG_LOADGEN]]);
+  for (const [name, s] of sys.services) {
+    if (s.pid !== undefined) clients.set(s.pid, (PG_FOR as readonly string[]).includes(name) ? pgRow(name) : PG_HERALD_OTHER);
+  }
+  const rowOfPort = new Map<number, string>();
+  for (const [pid, ports] of localPortsByPid([...clients.keys()])) for (const port of ports) rowOfPort.set(port, clients.get(pid) as string);
+  const { backends, server } = postgresBackends(pgPort);
+  const rows = new Map<string, number[]>([[PG_SERVER, server]]);
+  for (const [pid, clientPort] of backends) {
+    const row = rowOfPort.get(clientPort) ?? PG_OTHERS;
+    rows.set(row, [...(rows.get(row) ?? []), pid]);
+  }
+  return rows;
+}
+
+function cpuBudget(sys: System, from: CpuSample, to: CpuSample, delivered: number): Pick<RunResult, 'cpuUsPerPush' | 'cpuUsPerPlatformPush'> {
+  const spent = cpuSpentMs(from, to);
+  const us = (ms: number, pushes = delivered): number => Math.round((ms * 1000) / pushes);
+  const rows: Record<string, number> = {};
+  let herald = 0;
+  let total = 0;
+  for (const [name, ms] of spent) {
+    rows[name] = us(ms);
+    if (name === PG_OTHERS) continue;
+    total += ms;
+    if (sys.services.has(name)) herald += ms;
+  }
+  rows['herald services'] = us(herald);
+  rows['total'] = us(total);
+  const perPlatform = (name: string): number => us(spent.get(name) ?? NaN, delivered / 2);
+  return { cpuUsPerPush: rows, cpuUsPerPlatformPush: { 'apns-pusher': perPlatform('apns-pusher'), 'fcm-pusher': perPlatform('fcm-pusher') } };
+}
+
+function peakRss(sys: System, sandbox: SandboxProcess): Record<string, number> {
+  return {
+    ...Object.fromEntries([...sys.services].map(([name, s]) => [name, peakRssMb(s.pid)])),
+    [SANDBOX]: peakRssMb(sandbox.child.pid),
+    [LOADGEN]: peakRssMb(process.pid),
+  };
 }
 
 async function run(): Promise<RunResult> {
@@ -93,9 +199,13 @@ async function run(): Promise<RunResult> {
   // tools/bench/src/profile-summary.ts to read them).
   const profiling = cpuProfileEnv(process.env['BENCH_CPU_PROFILE_DIR']);
   await buildServices();
-  const sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000', ...profiling } });
+  const sandbox = await startSandboxProcess();
+  let sys: System | undefined;
   try {
+    sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000', SANDBOX_STATE_DIR: sandbox.stateDir, ...profiling } });
+    const feed = { settings: { control: { url: sandbox.controlUrl } } };
     await seed(sys);
+    const rows = cpuRows(sys, sandbox);
     const counter = { n: 0 };
     const measureFrom = Date.now() + WARMUP * 1000;
     const measureTo = measureFrom + SECONDS * 1000;
@@ -103,13 +213,15 @@ async function run(): Promise<RunResult> {
     const latencies: number[] = [];
     let delivered = 0;
     let cursor = 0;
-    let cpuFrom: Map<string, number> | undefined;
-    let cpuTo: Map<string, number> | undefined;
+    let cpuFrom: CpuSample | undefined;
+    let cpuTo: CpuSample | undefined;
     while (Date.now() < measureTo + 2000) {
-      await new Promise((r) => setTimeout(r, 1000));
-      if (cpuFrom === undefined && Date.now() >= measureFrom) cpuFrom = cpuSnapshot(sys);
-      if (cpuTo === undefined && Date.now() >= measureTo) cpuTo = cpuSnapshot(sys);
-      const batch = await sandboxRecordsAfter(sys.sandbox, cursor);
+      // Samples land within a few ms of the window's edges (the records are read after).
+      const next = cpuFrom === undefined ? measureFrom : cpuTo === undefined ? measureTo : Date.now() + 1000;
+      await new Promise((r) => setTimeout(r, Math.max(0, Math.min(1000, next - Date.now()))));
+      if (cpuFrom === undefined && Date.now() >= measureFrom) cpuFrom = sampleCpu(rows);
+      if (cpuTo === undefined && Date.now() >= measureTo) cpuTo = sampleCpu(rows);
+      const batch = await sandboxRecordsAfter(feed, cursor);
       for (const r of batch) {
         cursor = Math.max(cursor, r.seq);
         const at = Date.parse(r.receivedAt);
@@ -120,32 +232,54 @@ async function run(): Promise<RunResult> {
     }
     await publishing;
     latencies.sort((a, b) => a - b);
-    const stats = await sandboxStats(sys.sandbox);
+    const stats = await sandboxStats(feed);
     console.log(`  published ${counter.n} jobs, sandbox answered ${stats.total} requests`);
+    const budget = cpuFrom !== undefined && cpuTo !== undefined ? cpuBudget(sys, cpuFrom, cpuTo, delivered) : { cpuUsPerPush: {}, cpuUsPerPlatformPush: {} };
     return {
       offered: RATE === undefined ? 'max' : `${RATE}/s`,
       deliveredPerSecond: Math.round(delivered / SECONDS),
       p50: pct(latencies, 50),
       p95: pct(latencies, 95),
       p99: pct(latencies, 99),
-      peakRssMb: peakRss(sys),
-      cpuUsPerPush: cpuFrom !== undefined && cpuTo !== undefined ? cpuPerPush(cpuFrom, cpuTo, delivered) : {},
+      peakRssMb: peakRss(sys, sandbox),
+      ...budget,
     };
   } finally {
-    await sys.stop();
+    await sys?.stop();
+    await stopSandboxProcess(sandbox);
   }
 }
 
 const median = (xs: number[]): number => pct([...xs].sort((a, b) => a - b), 50);
+const medianRow = (rs: RunResult[], pick: (r: RunResult) => Record<string, number>): Record<string, number> =>
+  Object.fromEntries([...new Set(rs.flatMap((r) => Object.keys(pick(r))))].map((k) => [k, median(rs.map((r) => pick(r)[k] ?? NaN))]));
+
+/** One row per process, the same rows in the same order every time, so the next change shows where CPU moved. */
+function budgetTable(title: string, cpu: Record<string, number>, rss: Record<string, number>): string {
+  const total = cpu['total'] ?? NaN;
+  const lines = [title, `  ${'process'.padEnd(50)} ${'µs/push'.padStart(8)} ${'share'.padStart(6)} ${'peak RSS MB'.padStart(12)}`];
+  for (const [name, us] of Object.entries(cpu)) {
+    if (name === 'herald services' || name === 'total') continue;
+    const share = name === PG_OTHERS ? '' : `${((100 * us) / total).toFixed(0)}%`;
+    lines.push(`  ${name.padEnd(50)} ${String(us).padStart(8)} ${share.padStart(6)} ${String(rss[name] ?? '').padStart(12)}`);
+  }
+  lines.push(`  ${'herald services (subtotal)'.padEnd(50)} ${String(cpu['herald services']).padStart(8)} ${`${((100 * (cpu['herald services'] ?? NaN)) / total).toFixed(0)}%`.padStart(6)}`);
+  lines.push(`  ${'total (every counted process)'.padEnd(50)} ${String(total).padStart(8)}`);
+  return lines.join('\n');
+}
+
 const results: RunResult[] = [];
 for (let i = 0; i < RUNS; i++) {
   const r = await run();
   results.push(r);
-  console.log(`run ${i + 1} (${r.offered}): ${r.deliveredPerSecond} pushes/s delivered; latency p50 ${r.p50} ms, p95 ${r.p95} ms, p99 ${r.p99} ms; peak RSS MB ${JSON.stringify(r.peakRssMb)}; CPU µs per push ${JSON.stringify(r.cpuUsPerPush)}`);
+  console.log(`run ${i + 1} (${r.offered}): ${r.deliveredPerSecond} pushes/s delivered; latency p50 ${r.p50} ms, p95 ${r.p95} ms, p99 ${r.p99} ms`);
+  console.log(budgetTable(`run ${i + 1}: CPU µs per delivered device push over the measured window`, r.cpuUsPerPush, r.peakRssMb));
 }
+const cpuMedian = medianRow(results, (r) => r.cpuUsPerPush);
+const rssMedian = medianRow(results, (r) => r.peakRssMb);
 const summary = {
   date: new Date().toISOString(),
-  machine: '2 cores, everything local (RabbitMQ, PostgreSQL, sandbox in the load generator process)',
+  machine: '2 cores, everything local (RabbitMQ, PostgreSQL, the sandbox in its own process, the load generator)',
   users: USERS,
   seconds: SECONDS,
   offered: RATE === undefined ? 'max' : RATE,
@@ -155,13 +289,19 @@ const summary = {
     p50: median(results.map((r) => r.p50)),
     p95: median(results.map((r) => r.p95)),
     p99: median(results.map((r) => r.p99)),
-    ...Object.fromEntries(['demuxer', 'apns-pusher', 'fcm-pusher'].map((s) => [`cpuUs:${s}`, median(results.map((r) => r.cpuUsPerPush[s] ?? NaN))])),
+    cpuUsPerPush: cpuMedian,
+    cpuUsPerPlatformPush: medianRow(results, (r) => r.cpuUsPerPlatformPush),
+    peakRssMb: rssMedian,
   },
 };
 // Web Push (issue 21): the provider's own figure, web pushes/s to the sandbox's push service (decrypting each).
 const web = await benchWebProvider(webBenchOptions());
 console.log(`web provider → sandbox: ${web.webPushesPerSecond} web pushes/s (${web.sent} delivered, ${web.failed} failed, concurrency ${web.concurrency})`);
 Object.assign(summary, { web });
-console.table({ median: summary.median });
+const m = summary.median;
+console.log(`\nmedian of ${RUNS} run(s) (${summary.offered === 'max' ? 'max' : `${RATE}/s offered`}): ${m.deliveredPerSecond} pushes/s delivered; latency p50 ${m.p50} ms, p95 ${m.p95} ms, p99 ${m.p99} ms`);
+console.log(budgetTable(`median CPU µs per delivered device push, per process (${RUNS} run(s))`, cpuMedian, rssMedian));
+console.log(`pushers per push of their own platform: ${JSON.stringify(m.cpuUsPerPlatformPush)}`);
 mkdirSync('test-results', { recursive: true });
+writeFileSync('test-results/bench.json', JSON.stringify(summary, null, 2));
 writeFileSync(`test-results/bench-${RATE ?? 'max'}.json`, JSON.stringify(summary, null, 2));

@@ -1,5 +1,5 @@
 /** What the benchmarks read about processes from Linux's /proc. */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** utime + stime of a process so far, ms (clock ticks of 10 ms); NaN without a pid. */
 export function cpuMs(pid: number | undefined): number {
@@ -31,4 +31,188 @@ export function peakRssMb(pid: number | undefined): number {
   } catch {
     return NaN;
   }
+}
+
+/** Every process now: pid → parent pid and command name. */
+function processTable(): Map<number, { ppid: number; comm: string }> {
+  const table = new Map<number, { ppid: number; comm: string }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const open = stat.indexOf('(');
+      const close = stat.lastIndexOf(')');
+      const ppid = Number(stat.slice(close + 2).split(' ')[1]);
+      table.set(Number(entry), { ppid, comm: stat.slice(open + 1, close) });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return table;
+}
+
+/** `root` and every process below it. */
+export function processTree(root: number): number[] {
+  const table = processTable();
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) {
+    for (const [pid, p] of table) if (p.ppid === tree[i]) tree.push(pid);
+  }
+  return tree;
+}
+
+/** Socket inodes of TCP sockets in /proc/net/tcp{,6}: inode → local and remote port, and whether it listens. */
+function tcpSockets(): Map<string, { local: number; remote: number; listening: boolean }> {
+  const sockets = new Map<string, { local: number; remote: number; listening: boolean }>();
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10) continue;
+      const port = (addr: string | undefined): number => parseInt(addr?.split(':')[1] ?? '', 16);
+      sockets.set(f[9] as string, { local: port(f[1]), remote: port(f[2]), listening: f[3] === '0A' });
+    }
+  }
+  return sockets;
+}
+
+function socketInodesOf(pid: number): string[] {
+  const inodes: string[] = [];
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m) inodes.push(m[1] as string);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  } catch {
+    // gone, or not ours to read
+  }
+  return inodes;
+}
+
+/** The process listening on TCP `port` on this machine (e.g. 5672: the RabbitMQ node the bench uses). */
+export function listenerOf(port: number): number | undefined {
+  const listening = new Set([...tcpSockets()].filter(([, s]) => s.listening && s.local === port).map(([inode]) => inode));
+  if (listening.size === 0) return undefined;
+  for (const pid of processTable().keys()) {
+    if (socketInodesOf(pid).some((i) => listening.has(i))) return pid;
+  }
+  return undefined;
+}
+
+/** Local TCP ports of the sockets each of `pids` holds (their client ends, as a server sees them). */
+export function localPortsByPid(pids: readonly number[]): Map<number, Set<number>> {
+  const sockets = tcpSockets();
+  const byPid = new Map<number, Set<number>>();
+  for (const pid of pids) {
+    const ports = new Set<number>();
+    for (const inode of socketInodesOf(pid)) {
+      const s = sockets.get(inode);
+      if (s !== undefined && !s.listening) ports.add(s.local);
+    }
+    byPid.set(pid, ports);
+  }
+  return byPid;
+}
+
+/** PostgreSQL backends under the server listening on `port`, by the client port each serves (from its process title). */
+export function postgresBackends(port: number): { backends: Map<number, number>; server: number[] } {
+  const root = listenerOf(port);
+  const out = { backends: new Map<number, number>(), server: [] as number[] };
+  if (root === undefined) return out;
+  for (const pid of processTree(root)) {
+    let title: string;
+    try {
+      title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+    } catch {
+      continue;
+    }
+    const client = /\(([0-9]+)\)/.exec(title)?.[1];
+    if (client === undefined) out.server.push(pid);
+    else out.backends.set(pid, Number(client));
+  }
+  return out;
+}
+
+/** Local TCP ports of the sockets `pids` hold (their client ends, as a server sees them). */
+export function localPortsOf(pids: readonly number[]): Set<number> {
+  const sockets = tcpSockets();
+  const ports = new Set<number>();
+  for (const pid of pids) for (const inode of socketInodesOf(pid)) {
+    const s = sockets.get(inode);
+    if (s !== undefined && !s.listening) ports.add(s.local);
+  }
+  return ports;
+}
+
+/**
+ * PostgreSQL's processes under the server listening on `port`, split into backends serving a client
+ * whose port is in `clientPorts` (from its process title, "postgres: user db 127.0.0.1(54321) idle"),
+ * backends of other clients, and the server's own (postmaster, WAL writer, checkpointer, …).
+ */
+export function postgresProcesses(port: number, clientPorts: ReadonlySet<number>): { ours: number[]; others: number[]; server: number[] } {
+  const root = listenerOf(port);
+  const out = { ours: [] as number[], others: [] as number[], server: [] as number[] };
+  if (root === undefined) return out;
+  for (const pid of processTree(root)) {
+    let title: string;
+    try {
+      title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+    } catch {
+      continue;
+    }
+    const client = /\(([0-9]+)\)/.exec(title)?.[1];
+    if (client === undefined) out.server.push(pid);
+    else if (clientPorts.has(Number(client))) out.ours.push(pid);
+    else out.others.push(pid);
+  }
+  return out;
+}
+
+/** One row of a CPU budget: a name and the processes it stands for (asked again at each sample). */
+export interface CpuRow {
+  name: string;
+  pids: () => readonly number[];
+}
+
+/** CPU ms so far of each row's processes, by pid. */
+export type CpuSample = Map<string, Map<number, number>>;
+
+export function sampleCpu(rows: readonly CpuRow[]): CpuSample {
+  return new Map(
+    rows.map((row) => {
+      const byPid = new Map<number, number>();
+      for (const pid of row.pids()) {
+        try {
+          byPid.set(pid, cpuMs(pid));
+        } catch {
+          // exited meanwhile
+        }
+      }
+      return [row.name, byPid];
+    }),
+  );
+}
+
+/**
+ * CPU ms each row spent between two samples: a process present in both counts its difference, one
+ * that appeared meanwhile (a new database backend) all it used; one that exited meanwhile is lost.
+ */
+export function cpuSpentMs(from: CpuSample, to: CpuSample): Map<string, number> {
+  const spent = new Map<string, number>();
+  for (const [name, now] of to) {
+    const before = from.get(name) ?? new Map<number, number>();
+    let ms = 0;
+    for (const [pid, cpu] of now) ms += cpu - (before.get(pid) ?? 0);
+    spent.set(name, ms);
+  }
+  return spent;
 }

@@ -2,7 +2,9 @@
  * Summarises V8 CPU profiles (.cpuprofile, as written by `node --cpu-prof`): for each profile,
  * where its samples fall, by self time, grouped by package (node_modules/<pkg>), Herald
  * workspace (libs/<x>, apps/<x>), Node internals, GC and idle.
- * Usage: npx tsx tools/bench/src/profile-summary.ts <dir> [top=12]
+ * Usage: npx tsx tools/bench/src/profile-summary.ts <dir> [top=12] [from=0] [to=∞]
+ * `from`/`to`: only samples taken that many seconds after the profile started (e.g. the measured
+ * window of `npm run bench`, leaving out start-up, seeding and warm-up).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +13,7 @@ interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount?: number;
+  children?: number[];
 }
 interface Profile {
   nodes: ProfileNode[];
@@ -36,11 +39,17 @@ function groupOf(url: string, fn: string): string {
 const dir = process.argv[2];
 if (dir === undefined) throw new Error('usage: profile-summary.ts <dir> [top]');
 const top = Number(process.argv[3] ?? 12);
+const fromUs = Number(process.argv[4] ?? 0) * 1e6;
+const toUs = Number(process.argv[5] ?? Infinity) * 1e6;
 for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) {
   const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
-  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  let at = 0;
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] ?? 0;
+    if (at >= fromUs && at < toUs) selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
   const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
   const groups = new Map<string, number>();
   const fns = new Map<string, number>();
@@ -59,5 +68,29 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sor
   console.log(`\n${app} — ${file}: ${(total / 1e6).toFixed(1)} s sampled, busy ${pct(busy)}`);
   for (const [g, us] of [...groups].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us).padStart(6)}  ${g}`);
   console.log('  top functions (self):');
+  const herald = inclusiveHerald(profile, byId, selfUs);
   for (const [f, us] of [...fns].filter(([f]) => !f.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us).padStart(6)}  ${f}`);
+  console.log('  Herald functions (inclusive: with what they call; nested calls counted once):');
+  for (const [f, us] of [...herald].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us).padStart(6)}  ${f}`);
+}
+
+/** Time spent in each Herald function and everything it called, by function (recursion counted once). */
+function inclusiveHerald(profile: Profile, byId: Map<number, ProfileNode>, selfUs: Map<number, number>): Map<string, number> {
+  const isHerald = (n: ProfileNode): boolean => /\/dist\/services\/|\/(libs|apps)\//.test(n.callFrame.url) && !n.callFrame.url.includes('node_modules');
+  const nameOf = (n: ProfileNode): string => `${n.callFrame.functionName || '(anonymous)'}:${n.callFrame.lineNumber + 1}`;
+  const out = new Map<string, number>();
+  const root = profile.nodes[0];
+  if (root === undefined) return out;
+  // Iterative walk: the stack of Herald function names open above each node.
+  const walk: { id: number; open: readonly string[] }[] = [{ id: root.id, open: [] }];
+  while (walk.length > 0) {
+    const { id, open } = walk.pop() as { id: number; open: readonly string[] };
+    const n = byId.get(id);
+    if (n === undefined) continue;
+    const here = isHerald(n) && !open.includes(nameOf(n)) ? [...open, nameOf(n)] : open;
+    const us = selfUs.get(id) ?? 0;
+    if (us > 0) for (const f of here) out.set(f, (out.get(f) ?? 0) + us);
+    for (const c of n.children ?? []) walk.push({ id: c, open: here });
+  }
+  return out;
 }

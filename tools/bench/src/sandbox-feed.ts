@@ -1,4 +1,7 @@
-import type { Sandbox } from '@herald/sandbox';
+/** A sandbox, in this process or another: where its control API answers. */
+export interface SandboxControl {
+  settings: { control: { url: string } };
+}
 
 export interface FeedRecord {
   seq: number;
@@ -16,7 +19,7 @@ interface RawRecord {
 }
 
 /** Records newer than `after` (by seq), reduced to what the bench needs. */
-export async function sandboxRecordsAfter(sandbox: Sandbox, after: number): Promise<FeedRecord[]> {
+export async function sandboxRecordsAfter(sandbox: SandboxControl, after: number): Promise<FeedRecord[]> {
   const res = await fetch(`${sandbox.settings.control.url}/records?after=${after}&limit=1000000`);
   const records = (await res.json()) as RawRecord[];
   return records.map((r) => {
@@ -25,6 +28,6 @@ export async function sandboxRecordsAfter(sandbox: Sandbox, after: number): Prom
   });
 }
 
-export async function sandboxStats(sandbox: Sandbox): Promise<{ total: number }> {
+export async function sandboxStats(sandbox: SandboxControl): Promise<{ total: number }> {
   return (await (await fetch(`${sandbox.settings.control.url}/stats`)).json()) as { total: number };
 }
