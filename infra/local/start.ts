@@ -175,7 +175,12 @@ if (busy.length > 0) {
   process.exit(1);
 }
 
-const local = (setting: string): boolean => setting.split(',').every((u) => ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(u.trim()).hostname));
+/** Every host of a setting (a list of AMQP URLs, or a PostgreSQL URL with several hosts) is this machine. */
+const local = (setting: string): boolean =>
+  setting
+    .split(',')
+    .map((part) => /^(?:[a-z]+:\/\/)?(?:[^@/]*@)?(\[[^\]]*\]|[^:/?,]*)/.exec(part.trim())?.[1] ?? '')
+    .every((host) => ['127.0.0.1', 'localhost', '[::1]'].includes(host));
 if (local(config.AMQP_URL) && local(config.DATABASE_URL)) {
   const code = await new Promise<number | null>((done) => {
     const child = spawn('bash', [join(import.meta.dirname, 'services.sh')], { stdio: 'inherit' });

@@ -1,5 +1,5 @@
 import { bindAddress } from './bind-address.ts';
-import { int, oneOf, str, url, urlList } from './vars.ts';
+import { int, oneOf, postgresUrl, str, urlList } from './vars.ts';
 
 /** Settings every service shares: where the broker and database are, and how to log. */
 export const commonConfig = {
@@ -7,7 +7,10 @@ export const commonConfig = {
     default: 'amqp://guest:guest@127.0.0.1:5672/',
     alias: 'AMQP_URLS',
   }),
-  DATABASE_URL: url(['postgres', 'postgresql'], 'PostgreSQL URL', { default: 'postgres://postgres@127.0.0.1:5432/herald' }),
+  DATABASE_URL: postgresUrl(
+    'PostgreSQL URL; several hosts as libpq takes them (postgres://u@db-1:5432,db-2:5432/herald?target_session_attrs=read-write) make every connection go to the one that accepts writes',
+    { default: 'postgres://postgres@127.0.0.1:5432/herald' },
+  ),
   DATABASE_SCHEMA: str('PostgreSQL schema that holds Herald tables', { default: 'public' }),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace'], 'pino log level', { default: 'info' }),
   LOG_FORMAT: oneOf(['json', 'pretty', 'auto'], 'json, pretty, or auto (pretty only when stdout is a terminal)', { default: 'auto' }),

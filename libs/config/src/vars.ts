@@ -70,6 +70,18 @@ export const url = (protocols: readonly string[], description: string, opts?: Op
     return raw;
   }, opts);
 
+/**
+ * A PostgreSQL URL, which may list several hosts as libpq takes them
+ * (postgres://user@db-1:5432,db-2:5432/herald?target_session_attrs=read-write); kept as given.
+ */
+export const postgresUrl = (description: string, opts?: Opts): VarSpec<string> =>
+  spec(description, (raw) => {
+    const m = /^(postgres(?:ql)?:\/\/)([^@/]*@)?([^/?#]*)(.*)$/.exec(raw);
+    if (m === null) throw new Error(`must be a postgres:// or postgresql:// URL, got "${raw}"`);
+    for (const host of (m[3] ?? '').split(',')) checkUrl(`${m[1] ?? ''}${m[2] ?? ''}${host}${m[4] ?? ''}`, ['postgres', 'postgresql']);
+    return raw;
+  }, opts);
+
 /** One URL or a comma-separated list of them (the nodes of a cluster); kept as given. */
 export const urlList = (protocols: readonly string[], description: string, opts?: Opts): VarSpec<string> =>
   spec(description, (raw) => {

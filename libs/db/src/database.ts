@@ -13,9 +13,13 @@ import { createJobRepository, type JobRepository } from './job-repository.ts';
 import { createApiKeyRepository, type ApiKeyRepository } from './api-key-repository.ts';
 import { createSubscriptionRepository, type SubscriptionRepository } from './subscription-repository.ts';
 import { createAuditLog, type AuditLog } from './audit-log.ts';
+import { clientClassFor } from './pg-hosts.ts';
 
 export interface DatabaseOptions {
-  /** postgres://user@host:port/database */
+  /**
+   * postgres://user@host:port/database, or several hosts as libpq takes them
+   * (postgres://user@db-1:5432,db-2:5432/herald?target_session_attrs=read-write, see pg-hosts.ts).
+   */
   url: string;
   /** Every table lives in this schema (the connections' search_path). */
   schema: string;
@@ -85,6 +89,7 @@ export function createDatabase(options: DatabaseOptions): Database {
   }
   const pool = new pg.Pool({
     connectionString: url,
+    Client: clientClassFor(url),
     max: poolSize,
     options: `-c search_path=${schema}${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
     application_name: 'herald',

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from '@herald/logging';
+import { clientClassFor } from './pg-hosts.ts';
 
 export interface ScheduleListenerOptions {
   url: string;
@@ -36,8 +37,9 @@ export async function listenForSchedules(options: ScheduleListenerOptions, onSch
       });
     }, reconnectMs);
   };
+  const Client = clientClassFor(options.url);
   const connect = async (): Promise<void> => {
-    const c = new pg.Client({ connectionString: options.url, application_name: 'herald-listen' });
+    const c = new Client({ connectionString: options.url, application_name: 'herald-listen' });
     c.on('notification', (n) => {
       const ms = Number(n.payload);
       if (Number.isFinite(ms)) onSchedule(new Date(ms));
