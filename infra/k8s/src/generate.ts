@@ -173,6 +173,7 @@ function service(s: ServiceSpec): K8sObject {
     metadata: { name: deploymentName(s), labels: { ...labelsOf(s), 'herald.dev/metrics': 'true' } },
     spec: {
       selector: selectorOf(s),
+      ...(s.sessionAffinity === undefined ? {} : { sessionAffinity: s.sessionAffinity }),
       ports: [
         { name: 'metrics', port: s.opsPort ?? OPS_PORT, targetPort: 'metrics', protocol: 'TCP' },
         ...Object.entries(s.ports ?? {}).map(([name, port]) => ({ name, port, targetPort: name, protocol: 'TCP' })),

@@ -47,6 +47,8 @@ export interface ServiceSpec {
   secrets?: string[];
   /** Mount the optional herald-provider-credentials Secret (process-level APNs/FCM keys). */
   providerCredentials?: boolean;
+  /** Keep a client on one pod (the monitor's dashboard sessions live in the pod that signed them in). */
+  sessionAffinity?: 'ClientIP';
 }
 
 /** HTTP_PORT of every service but the monitor (ConfigMap), as the image sets it. */
@@ -170,11 +172,13 @@ export const SERVICES: readonly ServiceSpec[] = [
   {
     name: 'monitor',
     summary: 'queue alarms, /metrics of every queue, the operator dashboard',
-    scaling: 'singleton',
+    // Every instance polls and serves; the holder of the monitor-alarms lease (libs/db lease.ts) announces.
+    scaling: 'leased',
     database: 'pooler',
     memory: { request: '128Mi', limit: '256Mi', measured: '84–118 MB ("others")' },
     cpu: '100m',
-    replicas: { min: 1, max: 1 },
+    replicas: { min: 2, max: 2 },
+    sessionAffinity: 'ClientIP',
     queues: [],
     opsPort: 9470,
     secrets: ['MONITOR_WEBHOOK_URL'],
