@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { managementRequest } from './management.ts';
@@ -56,8 +58,31 @@ const nodeNumber = (erlangNode: string | undefined): ClusterNode | undefined => 
 
 const amqpUrls = (vhost: string): string => CLUSTER_NODES.map((n) => `amqp://guest:guest@127.0.0.1:${amqpPort(n)}/${encodeURIComponent(vhost)}`).join(',');
 
+const CLUSTER_DIR = process.env['HERALD_CLUSTER_DIR'] ?? '/tmp/herald-rabbitmq-cluster';
+/** Written when a test run started the cluster (rather than finding it running): the run's teardown stops it. */
+const STARTED_BY_TESTS = join(CLUSTER_DIR, 'started-by-tests');
+
+const answers = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.setTimeout(1_000, () => socket.destroy());
+    socket.once('connect', () => (socket.end(), resolve(true)));
+    socket.once('error', () => resolve(false));
+    socket.once('close', () => resolve(false));
+  });
+
+/** Stops the cluster if a test run started it (the Vitest global teardown calls this). */
+export async function stopLocalClusterIfTestsStartedIt(): Promise<boolean> {
+  if (!existsSync(STARTED_BY_TESTS)) return false;
+  await script('stop');
+  rmSync(STARTED_BY_TESTS, { force: true });
+  return true;
+}
+
 export async function startLocalCluster(): Promise<LocalCluster> {
+  const wasRunning = (await Promise.all(CLUSTER_NODES.map((n) => answers(amqpPort(n))))).every(Boolean);
   await script('start');
+  if (!wasRunning) writeFileSync(STARTED_BY_TESTS, `${process.pid}\n`);
   return {
     amqpUrls,
     apiUrls: CLUSTER_API,
