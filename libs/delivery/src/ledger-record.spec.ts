@@ -42,7 +42,7 @@ describe('DeliveredRecorder', () => {
         return writes.length === 1 ? new Promise<void>((r) => (release = r)) : Promise.resolve();
       },
     };
-    const recorder = new DeliveredRecorder(ledger, logger);
+    const recorder = new DeliveredRecorder(ledger, logger).batch();
     recorder.add({ pushId: 'a', outcome: 'delivered' });
     expect(writes).toEqual([['a']]);
     recorder.add({ pushId: 'b', outcome: 'delivered' });
@@ -52,8 +52,38 @@ describe('DeliveredRecorder', () => {
     expect(writes).toEqual([['a'], ['b', 'c']]);
   });
 
+  it('shares writes between batches, and a batch waits only for the writes that carry its pushes', async () => {
+    const writes: string[][] = [];
+    const releases: Array<() => void> = [];
+    const ledger = {
+      complete: (e: ReadonlyArray<{ pushId: string }>) => {
+        writes.push(e.map((x) => x.pushId));
+        return new Promise<void>((r) => releases.push(r));
+      },
+    };
+    const recorder = new DeliveredRecorder(ledger, logger);
+    const [one, two] = [recorder.batch(), recorder.batch()];
+    one.add({ pushId: 'a', outcome: 'delivered' });
+    one.add({ pushId: 'b', outcome: 'delivered' });
+    two.add({ pushId: 'c', outcome: 'delivered' });
+    let oneDone = false;
+    const oneFlushed = one.flush().then(() => (oneDone = true));
+    releases[0]?.();
+    await new Promise((r) => setTimeout(r, 10));
+    // 'a' went alone; 'b' (one) and 'c' (two) share the second write, so one is not done yet.
+    expect(writes).toEqual([['a'], ['b', 'c']]);
+    expect(oneDone).toBe(false);
+    two.add({ pushId: 'd', outcome: 'delivered' });
+    releases[1]?.();
+    await oneFlushed;
+    // one is recorded although two's 'd' (a later write) is still being written.
+    expect(writes).toEqual([['a'], ['b', 'c'], ['d']]);
+    releases[2]?.();
+    await two.flush();
+  });
+
   it('flush rejects when the ledger stays unreachable', async () => {
-    const recorder = new DeliveredRecorder({ complete: () => Promise.reject(new Error('down')) }, logger, 600);
+    const recorder = new DeliveredRecorder({ complete: () => Promise.reject(new Error('down')) }, logger, 600).batch();
     recorder.add({ pushId: 'a', outcome: 'delivered' });
     await expect(recorder.flush()).rejects.toThrow(/down/);
   });

@@ -36,16 +36,41 @@ export async function completeDurably(
 
 type Entry = { pushId: string; outcome: string };
 
+/** One ledger write: `settled` resolves once it committed or failed for good (then `failure` says why); it never rejects. */
+interface Write {
+  settled: Promise<void>;
+  failure?: unknown;
+  resolve(): void;
+}
+
+function newWrite(): Write {
+  let resolve: () => void = () => undefined;
+  const settled = new Promise<void>((r) => (resolve = r));
+  return { settled, resolve: () => resolve() };
+}
+
+/** The pushes of one batch being recorded: `flush` waits for the writes that carry them, not for other batches'. */
+export interface RecordedBatch {
+  add(entry: Entry): void;
+  /** Resolves once everything added is recorded; rejects if the ledger stayed unreachable. */
+  flush(): Promise<void>;
+}
+
 /**
  * Records delivered pushes as the provider accepts them instead of when a batch's last send has
- * been answered: one write at a time, each taking every push accepted since the previous write.
- * A push is then unrecorded (the duplicate window of a crash) for about one database round trip,
- * however long the slowest send of its batch takes.
+ * been answered: one write at a time for the whole pusher (every batch in flight), each taking
+ * every push accepted since the previous write began. A push is then unrecorded (the duplicate
+ * window of a crash) for about one database round trip, however long the slowest send of its
+ * batch takes, and the number of statements is bounded by the round trip, not by the number of
+ * batches in flight.
  */
 export class DeliveredRecorder {
   private pending: Entry[] = [];
-  private writing: Promise<void> | undefined;
-  private failure: unknown;
+  /** The write that will carry `pending`. */
+  private next: Write | undefined;
+  private writing = false;
+  /** For a recorder used by one batch alone (add / flush). */
+  private readonly own = this.batch();
 
   constructor(
     private readonly ledger: LedgerWriter,
@@ -53,24 +78,48 @@ export class DeliveredRecorder {
     private readonly withinMs = RECORD_RETRY_MS,
   ) {}
 
-  add(entry: Entry): void {
-    this.pending.push(entry);
-    this.writing ??= this.drain();
+  /** A batch's view: its pushes share writes with every other batch's. */
+  batch(): RecordedBatch {
+    const writes = new Set<Write>();
+    return {
+      add: (entry) => void writes.add(this.enqueue(entry)),
+      flush: async () => {
+        await Promise.all([...writes].map((w) => w.settled));
+        const failed = [...writes].find((w) => w.failure !== undefined);
+        if (failed !== undefined) throw failed.failure;
+      },
+    };
   }
 
-  /** Resolves once everything added is recorded; rejects if the ledger stayed unreachable. */
-  async flush(): Promise<void> {
-    while (this.writing !== undefined) await this.writing;
-    if (this.failure !== undefined) throw this.failure;
+  add(entry: Entry): void {
+    this.own.add(entry);
+  }
+
+  /** Resolves once everything passed to `add` is recorded; rejects if the ledger stayed unreachable. */
+  flush(): Promise<void> {
+    return this.own.flush();
+  }
+
+  private enqueue(entry: Entry): Write {
+    this.pending.push(entry);
+    const write = (this.next ??= newWrite());
+    if (!this.writing) void this.drain();
+    return write;
   }
 
   private async drain(): Promise<void> {
-    try {
-      while (this.pending.length > 0) await completeDurably(this.ledger, this.pending.splice(0), this.logger, this.withinMs);
-    } catch (err) {
-      this.failure = err;
-    } finally {
-      this.writing = undefined;
+    this.writing = true;
+    while (this.pending.length > 0) {
+      const entries = this.pending.splice(0);
+      const write = this.next as Write;
+      this.next = undefined;
+      try {
+        await completeDurably(this.ledger, entries, this.logger, this.withinMs);
+      } catch (err) {
+        write.failure = err;
+      }
+      write.resolve();
     }
+    this.writing = false;
   }
 }

@@ -83,10 +83,25 @@ export const sharedPusherConfig = {
   RATE_LIMIT_REFRESH_MS: int('How often configured limits and the provider pauses other pushers recorded are re-read (changes take effect within this)', { default: '1000', min: 100 }),
 } as const;
 
-/** Settings both device pushers share; each pusher adds its provider's credentials. */
+/** Unset: the send window (prefetchFor). */
+const devicePrefetch = optional('Unacknowledged pushes a pusher holds at once (unset: two batches, PUSHER_BATCH_SIZE × 2)', (raw) => {
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`must be a whole number of at least 1, got "${raw}"`);
+  return Number(raw);
+});
+
+/**
+ * A device pusher's prefetch: by default two batches, one being sent while the next is claimed.
+ * More only queues pushes inside the process (their buffers, requests and promises outlive young
+ * GC generations and swell the heap) instead of in RabbitMQ, without sending any faster.
+ */
+export const prefetchFor = (settings: { PUSHER_PREFETCH: number | undefined; PUSHER_BATCH_SIZE: number }): number =>
+  settings.PUSHER_PREFETCH ?? settings.PUSHER_BATCH_SIZE * 2;
+
+/** Settings the device pushers (APNs, FCM, Web Push) share; each pusher adds its provider's credentials. */
 export const pusherConfig = {
   ...commonConfig,
   ...sharedPusherConfig,
+  PUSHER_PREFETCH: devicePrefetch,
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
   ...appDeliveryConfig,
   SANDBOX_STATE_DIR: str('Where the sandbox keeps its certificate, keys and sandbox.json (used when no credentials are set)', {

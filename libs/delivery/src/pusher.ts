@@ -12,7 +12,7 @@ import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import type { SendResult } from '@herald/providers';
 import type { PusherMetrics } from './pusher-metrics.ts';
 import { dropInvalid, type DeviceLiveness } from './drop-invalid.ts';
-import { completeDurably, DeliveredRecorder } from './ledger-record.ts';
+import { completeDurably, DeliveredRecorder, type RecordedBatch } from './ledger-record.ts';
 import type { ProviderSource } from './provider-pool.ts';
 import type { AppBans } from './app-ban.ts';
 import type { JobOutcomeRecorder } from './job-outcomes.ts';
@@ -75,6 +75,8 @@ const unpaced = (deps: PusherDeps, app: string): Unpaced => ({ kind: 'unpaced', 
  */
 export function createPusherHandler(deps: PusherDeps) {
   const now = deps.now ?? (() => new Date());
+  // One write stream to the ledger for every batch in flight (ledger-record.ts).
+  const recorder = new DeliveredRecorder(deps.ledger, deps.logger);
   return async (messages: readonly InboundMessage[]): Promise<Outcome[]> => {
     const outcomes: Outcome[] = messages.map(() => ack);
     const ready: Claimable[] = [];
@@ -101,9 +103,9 @@ export function createPusherHandler(deps: PusherDeps) {
       return false;
     });
     const budgetWindow = budgetWindowOf(deps, claimedAt);
-    const recorder = new DeliveredRecorder(deps.ledger, deps.logger);
-    const results = await Promise.all(toSend.map((r) => send(r, deps, budgetWindow).then((result) => record(r, result, recorder))));
-    await recorder.flush();
+    const recording = recorder.batch();
+    const results = await Promise.all(toSend.map((r) => send(r, deps, budgetWindow).then((result) => record(r, result, recording))));
+    await recording.flush();
     await settle(toSend, results, outcomes, deps);
     return flushed(outcomes, deps);
   };
@@ -164,7 +166,7 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
 }
 
 /** A push the provider accepted goes to the ledger at once, not when the whole batch is done. */
-function record(r: Claimable, result: Sent, recorder: DeliveredRecorder): Sent {
+function record(r: Claimable, result: Sent, recorder: RecordedBatch): Sent {
   if (result.kind === 'delivered') recorder.add({ pushId: r.push.pushId, outcome: 'delivered' });
   return result;
 }

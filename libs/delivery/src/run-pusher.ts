@@ -6,6 +6,7 @@ import { connectBroker } from '@herald/messaging';
 import type { PushProvider } from '@herald/providers';
 import { runService, type ServiceSettings } from '@herald/runtime';
 import { createPusherHandler } from './pusher.ts';
+import { prefetchFor } from './pusher-config.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
 import { createPusherLimiter, type RateLimitSettings } from './pusher-limiter.ts';
 import { checkLedgerRetention, startLedgerPruner } from './ledger-pruner.ts';
@@ -21,7 +22,8 @@ export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppD
   AMQP_URL: string;
   DATABASE_URL: string;
   DATABASE_SCHEMA: string;
-  PUSHER_PREFETCH: number;
+  /** Unset: two batches (prefetchFor). */
+  PUSHER_PREFETCH: number | undefined;
   PUSHER_BATCH_SIZE: number;
   PUSHER_BATCH_WAIT_MS: number;
   PUSHER_RETRY_DELAYS_MS: readonly number[];
@@ -98,7 +100,7 @@ export async function runPusher(
     });
     const consumer = await broker.consume({
       queue: sendQueueFor(platform),
-      prefetch: config.PUSHER_PREFETCH,
+      prefetch: prefetchFor(config),
       batch: { maxSize: config.PUSHER_BATCH_SIZE, maxWaitMs: config.PUSHER_BATCH_WAIT_MS },
       retryDelaysMs: config.PUSHER_RETRY_DELAYS_MS,
       handle,

@@ -17,16 +17,18 @@ export interface FcmAgentOptions {
 const DEFAULT_TARGET = { host: 'fcm.googleapis.com', port: 443 };
 
 /** TLS options for the endpoint instead of the host firebase-admin asked for. */
-function redirected(opts: tls.ConnectionOptions, endpoint: NonNullable<FcmAgentOptions['endpoint']>): tls.ConnectionOptions {
+function redirected(opts: tls.ConnectionOptions, endpoint: NonNullable<FcmAgentOptions['endpoint']>, context: tls.SecureContext | undefined): tls.ConnectionOptions {
   // Drop the servername (SNI) https.Agent derived from fcm.googleapis.com; verify against the endpoint instead.
   const rest: tls.ConnectionOptions = { ...opts };
   delete rest.servername;
+  // The endpoint's CA as one secure context for every connection (not its PEM parsed again per socket).
+  if (context !== undefined) delete rest.ca;
   return {
     ...rest,
     host: endpoint.host,
     port: endpoint.port,
     ...(isIP(endpoint.host) === 0 ? { servername: endpoint.host } : {}),
-    ...(endpoint.ca !== undefined ? { ca: endpoint.ca } : {}),
+    ...(context !== undefined ? { secureContext: context } : {}),
   };
 }
 
@@ -37,8 +39,11 @@ function redirected(opts: tls.ConnectionOptions, endpoint: NonNullable<FcmAgentO
  * cut it. Serves as a service account's token agent through a proxy too.
  */
 export class FcmAgent extends https.Agent {
+  private readonly context: tls.SecureContext | undefined;
+
   constructor(private readonly settings: FcmAgentOptions) {
     super({ keepAlive: true, maxSockets: settings.maxSockets, ...(settings.endpoint?.ca !== undefined ? { ca: settings.endpoint.ca } : {}) });
+    this.context = settings.endpoint?.ca !== undefined ? tls.createSecureContext({ ca: settings.endpoint.ca }) : undefined;
   }
 
   /**
@@ -47,7 +52,7 @@ export class FcmAgent extends https.Agent {
    */
   override createConnection(opts: tls.ConnectionOptions, callback?: (err: Error | null, socket: Duplex) => void): Socket | undefined {
     const endpoint = this.settings.endpoint;
-    const target = endpoint === undefined ? opts : redirected(opts, endpoint);
+    const target = endpoint === undefined ? opts : redirected(opts, endpoint, this.context);
     const proxy = this.settings.proxy;
     if (proxy === undefined || callback === undefined) return tls.connect(target);
     openTunnel(proxy, target.host ?? DEFAULT_TARGET.host, target.port ?? DEFAULT_TARGET.port).then(
