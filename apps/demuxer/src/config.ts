@@ -4,7 +4,11 @@ export const demuxerConfig = {
   ...commonConfig,
   DEMUXER_PREFETCH: int('Unacknowledged jobs the demuxer holds at once', { default: '200', min: 1 }),
   DEMUXER_BATCH_SIZE: int('Jobs targeted together with one database query', { default: '100', min: 1 }),
-  DEMUXER_BATCH_WAIT_MS: int('How long to wait to fill a batch before handling what arrived', { default: '5', min: 0 }),
+  DEMUXER_BATCH_WAIT_MS: int('How long to wait to fill a batch before handling what arrived (while fewer than DEMUXER_BATCHES_IN_FLIGHT are being handled)', {
+    default: '0',
+    min: 0,
+  }),
+  DEMUXER_BATCHES_IN_FLIGHT: int('Batches of jobs handled at once; jobs arriving meanwhile wait and go together as the next batch', { default: '2', min: 1 }),
   HERALD_RETRY_DELAYS_MS: intList('Retry schedule: the delay before each retry attempt, in ms', { default: '1000,5000,30000,120000,600000' }),
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
   SCHEDULE_HORIZON_DAYS: int('How far ahead a job may be scheduled (deliverAt); later ones are parked', { default: '366', min: 1 }),

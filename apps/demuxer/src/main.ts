@@ -47,7 +47,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
   const consumer = await broker.consume({
     queue: Queues.jobs,
     prefetch: config.DEMUXER_PREFETCH,
-    batch: { maxSize: config.DEMUXER_BATCH_SIZE, maxWaitMs: config.DEMUXER_BATCH_WAIT_MS },
+    batch: { maxSize: config.DEMUXER_BATCH_SIZE, maxWaitMs: config.DEMUXER_BATCH_WAIT_MS, maxConcurrent: config.DEMUXER_BATCHES_IN_FLIGHT },
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
     handle,
     onParked: recordParkedJobs(db.jobs),

@@ -106,7 +106,7 @@ export function createDatabase(options: DatabaseOptions): Database {
   return {
     schema,
     kysely,
-    devices: createDeviceRepository(kysely),
+    devices: createDeviceRepository(kysely, pool),
     preferences: createPreferenceRepository(kysely),
     apps: createAppRepository(kysely),
     ledger: createDeliveryLedger(kysely),

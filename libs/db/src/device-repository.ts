@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type pg from 'pg';
 import type { Registration } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { applyRegistrations, type RegistrationResult } from './device-registration.ts';
@@ -22,7 +23,8 @@ export interface DeviceRepository {
   findAudience(requests: readonly TargetRequest[], now: Date): Promise<Map<string, AudienceDevice[]>>;
 }
 
-export function createDeviceRepository(db: Kysely<HeraldTables>): DeviceRepository {
+/** `pool`: the pool under `db`; with it, targeting (findAudience, findTargets) runs as a prepared statement. */
+export function createDeviceRepository(db: Kysely<HeraldTables>, pool?: pg.Pool): DeviceRepository {
   return {
     applyRegistration: async (reg) => (await applyRegistrations(db, [reg]))[0] ?? 'stale',
     applyRegistrations: (regs) => applyRegistrations(db, regs),
@@ -30,6 +32,6 @@ export function createDeviceRepository(db: Kysely<HeraldTables>): DeviceReposito
     invalidateMany: (invs) => invalidateDevices(db, invs),
     invalidTokens: (keys) => findInvalidTokens(db, keys),
     findTargets: (requests, now) => findTargets(db, requests, now),
-    findAudience: (requests, now) => findAudience(db, requests, now),
+    findAudience: (requests, now) => findAudience(db, requests, now, pool),
   };
 }

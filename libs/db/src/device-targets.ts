@@ -1,5 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Platform, TokenKind, WebPushKeys } from '@herald/contracts';
+import type pg from 'pg';
+import { queryPrepared } from './prepared.ts';
 import type { HeraldTables } from './tables.ts';
 
 export interface TargetRequest {
@@ -81,14 +83,20 @@ function withoutSkipped(d: AudienceDevice): TargetDevice {
  * user opted out of the request's category, or muted its objectId) or null: what findTargets
  * returns, plus the devices it leaves out for preferences, so a job's status can count them.
  */
-export async function findAudience(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date): Promise<Map<string, AudienceDevice[]>> {
+export async function findAudience(
+  db: Kysely<HeraldTables>,
+  requests: readonly TargetRequest[],
+  now: Date,
+  /** The pool under `db`: the query then runs as a prepared statement (see prepared.ts). */
+  pool?: pg.Pool,
+): Promise<Map<string, AudienceDevice[]>> {
   const result = new Map<string, AudienceDevice[]>();
   for (const r of requests) {
     if (result.has(r.key)) throw new Error(`findTargets: duplicate request key ${r.key}`);
     result.set(r.key, []);
   }
   if (!requests.some((r) => r.userIds.length > 0)) return result;
-  for (const row of await queryTargets(db, requests, now)) {
+  for (const row of await queryTargets(db, requests, now, pool)) {
     const req = requests[row.ord];
     if (req === undefined) continue;
     result.get(req.key)?.push({
@@ -130,9 +138,9 @@ export function skipReasonSql(
 }
 
 /** Requests and users travel as arrays (unnest), so the statement's size never depends on them. */
-async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date): Promise<TargetRow[]> {
+async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date, pool: pg.Pool | undefined): Promise<TargetRow[]> {
   const userOrds = requests.flatMap((r, ord) => r.userIds.map(() => ord));
-  const { rows } = await sql<TargetRow>`
+  const query = sql<TargetRow>`
     with req as (
       select * from unnest(
         ${requests.map((r) => r.app)}::text[], ${requests.map((r) => r.category)}::text[],
@@ -148,6 +156,6 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
       ${skipReasonSql({ userId: sql.ref('w.user_id'), app: sql.ref('w.app'), category: sql.ref('w.category'), objectId: sql.ref('w.object_id') }, now)} as skipped
     from wanted w
     join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is null
-    order by w.ord, d.id`.execute(db);
-  return rows;
+    order by w.ord, d.id`;
+  return pool === undefined ? (await query.execute(db)).rows : queryPrepared(db, pool, query);
 }

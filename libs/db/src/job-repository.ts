@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { HeraldTables, JobsTable } from './tables.ts';
 import { listJobPushes, upsertOutcomes, type PushOutcomeEntry, type PushRecord } from './push-outcomes.ts';
 import type { FanoutProgress } from './fanout-repository.ts';
+import { queryPrepared } from './prepared.ts';
 
 /** What accepting a job id found: new, or already taken (by this app or another). */
 export type AcceptResult = { kind: 'new' } | { kind: 'existing'; app: string; published: boolean };
@@ -140,7 +141,7 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
         with target as (select id from jobs where id = any(${[...ids]}::text[]) and published_at is null order by id for update)
         delete from jobs using target where jobs.id = target.id`.execute(db);
     },
-    recordDemux: (entries) => recordDemux(db, entries),
+    recordDemux: (entries) => recordDemux(db, pool, entries),
     async recordJobParks(entries) {
       if (entries.length === 0) return;
       const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
@@ -188,12 +189,11 @@ function toJobRecord(r: JobRow): JobRecord {
  * between the same two fan-outs could leave it off by one. demux_reason is cleared by a fan-out
  * (a parked job replayed after its cause was fixed).
  */
-async function recordDemux(db: Kysely<HeraldTables>, entries: readonly DemuxEntry[]): Promise<void> {
+async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: readonly DemuxEntry[]): Promise<void> {
   if (entries.length === 0) return;
   const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
   const pushes = rows.flatMap((r) => r.pushes ?? []);
-  const write = async (trx: Kysely<HeraldTables>): Promise<void> => {
-    await sql`
+  const upsertJobs = sql`
       insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device)
       select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}'), i.no_device
       from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.targeted)}::int[], ${rows.map((r) => r.outcome)}::text[],
@@ -203,11 +203,13 @@ async function recordDemux(db: Kysely<HeraldTables>, entries: readonly DemuxEntr
       on conflict (id) do update set targeted = greatest(jobs.targeted, excluded.targeted),
         no_device = least(jobs.no_device, excluded.no_device),
         demux_outcome = excluded.demux_outcome, demux_reason = null, demuxed_at = now(), notices = excluded.notices,
-        published_at = coalesce(jobs.published_at, now())`.execute(trx);
+        published_at = coalesce(jobs.published_at, now())`;
+  // Alone (no outcome decided here, the usual case) it is a prepared statement (prepared.ts).
+  if (pushes.length === 0) return void (await queryPrepared(db, pool, upsertJobs));
+  await db.transaction().execute(async (trx) => {
+    await upsertJobs.execute(trx);
     await upsertOutcomes(trx, pushes);
-  };
-  if (pushes.length === 0) await write(db);
-  else await db.transaction().execute(write);
+  });
 }
 
 /** One statement, so the counts are one snapshot: the sum of a job's outcomes never runs ahead of what was read as targeted. */

@@ -1,5 +1,6 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { Logger } from '@herald/logging';
+import { AckWindow } from './ack-window.ts';
 import { Batcher } from './batcher.ts';
 import { coalesceWrites } from './coalesce-writes.ts';
 import type { BrokerConnection } from './connection.ts';
@@ -32,6 +33,8 @@ export class QueueConsumer implements Consumer {
   private consumerTag: string | undefined;
   private stopping = false;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Each subscription's acks (ack-window.ts): batched per tick, multiple-ack where they are contiguous. */
+  private readonly acks = new WeakMap<Channel, AckWindow>();
   private readonly batcher: Batcher<Delivery>;
   private readonly stopSignal = new AbortController();
   private consecutiveErrors = 0;
@@ -43,7 +46,7 @@ export class QueueConsumer implements Consumer {
   ) {
     this.queue = options.queue;
     const batch = options.batch ?? { maxSize: 1, maxWaitMs: 0 };
-    this.batcher = new Batcher<Delivery>(batch.maxSize, batch.maxWaitMs, (items) => this.track(this.process(items)));
+    this.batcher = new Batcher<Delivery>(batch.maxSize, batch.maxWaitMs, (items) => this.track(this.process(items)), batch.maxConcurrent);
   }
 
   /** Subscribes; rejects if the first subscription fails (e.g. the queue does not exist). */
@@ -63,6 +66,8 @@ export class QueueConsumer implements Consumer {
     if (this.inFlight.size > 0) {
       this.deps.logger.warn({ queue: this.queue, inFlight: this.inFlight.size }, 'consumer stop timed out; unfinished messages will be redelivered');
     }
+    // Acks still waiting for the end of their tick go out before the channel closes.
+    if (channel !== undefined) safely(() => this.acks.get(channel)?.flush());
     this.channel = undefined;
     await channel?.close().catch(() => undefined);
   }
@@ -70,11 +75,13 @@ export class QueueConsumer implements Consumer {
   private async subscribe(): Promise<void> {
     const channel = await this.deps.connection.model.createChannel();
     coalesceWrites(channel);
+    const acks = new AckWindow(channel);
+    this.acks.set(channel, acks);
     channel.on('error', (err: Error) => this.deps.logger.warn({ err, queue: this.queue }, 'consumer channel error'));
     channel.on('close', () => this.onChannelClosed(channel));
     try {
       await channel.prefetch(this.options.prefetch);
-      const { consumerTag } = await channel.consume(this.queue, (msg) => this.onMessage(channel, msg), { noAck: false });
+      const { consumerTag } = await channel.consume(this.queue, (msg) => this.onMessage(channel, acks, msg), { noAck: false });
       this.channel = channel;
       this.consumerTag = consumerTag;
       if (this.stopping) await channel.close();
@@ -85,13 +92,14 @@ export class QueueConsumer implements Consumer {
     this.deps.logger.info({ queue: this.queue, prefetch: this.options.prefetch }, 'consuming');
   }
 
-  private onMessage(channel: Channel, msg: ConsumeMessage | null): void {
+  private onMessage(channel: Channel, acks: AckWindow, msg: ConsumeMessage | null): void {
     if (msg === null) {
       this.deps.logger.warn({ queue: this.queue }, 'consumer cancelled by the broker; re-subscribing');
       channel.close().catch(() => undefined);
       return;
     }
-    const delivery: Delivery = { msg, channel, inbound: toInbound(msg, this.queue) };
+    acks.delivered(msg);
+    const delivery: Delivery = { msg, channel, acks, inbound: toInbound(msg, this.queue) };
     this.deps.metrics.consumed.inc({ queue: this.queue });
     if (this.stopping) return this.nack(delivery);
     this.batcher.add(delivery);
@@ -120,10 +128,11 @@ export class QueueConsumer implements Consumer {
     }
   }
 
-  private track(work: Promise<void>): void {
+  private track(work: Promise<void>): Promise<void> {
     const tracked = work.catch((err: unknown) => this.deps.logger.error({ err, queue: this.queue }, 'unexpected error while processing deliveries'));
     this.inFlight.add(tracked);
     void tracked.finally(() => this.inFlight.delete(tracked));
+    return tracked;
   }
 
   private async process(delivered: Delivery[]): Promise<void> {
@@ -159,7 +168,7 @@ export class QueueConsumer implements Consumer {
     }
     if (parked !== undefined) await this.tellParked(d, parked);
     if (!this.isLive(d)) return this.logGone(d);
-    safely(() => d.channel.ack(d.msg));
+    d.acks.ack(d.msg);
     this.deps.metrics.acked.inc({ queue: this.queue });
   }
 
@@ -195,7 +204,7 @@ export class QueueConsumer implements Consumer {
   }
 
   private nack(d: Delivery): void {
-    if (this.isLive(d)) safely(() => d.channel.nack(d.msg, false, true));
+    if (this.isLive(d)) safely(() => d.acks.nack(d.msg, true));
   }
 
   private isLive(d: Delivery): boolean {

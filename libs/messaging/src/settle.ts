@@ -1,6 +1,7 @@
 import type { Channel, ConsumeMessage, Options } from 'amqplib';
 import { Exchanges, parkedQueueFor } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
+import type { AckWindow } from './ack-window.ts';
 import { HeraldHeaders } from './headers.ts';
 import type { MessagingMetrics } from './metrics.ts';
 import type { ConfirmPublisher, RawOutbound } from './publisher.ts';
@@ -11,6 +12,8 @@ export interface Delivery {
   msg: ConsumeMessage;
   /** The channel it arrived on; it can only be acked there. */
   channel: Channel;
+  /** That channel's acks (batched, see ack-window.ts). */
+  acks: AckWindow;
   inbound: InboundMessage;
 }
 

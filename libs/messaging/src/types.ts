@@ -76,7 +76,16 @@ export interface ConsumeOptions {
   queue: string;
   prefetch: number;
   /** Collect up to maxSize deliveries or wait maxWaitMs, then one handle() call. */
-  batch?: { maxSize: number; maxWaitMs: number };
+  batch?: {
+    maxSize: number;
+    maxWaitMs: number;
+    /**
+     * At most this many batches in handle() at once (default: no bound). While that many are, new
+     * deliveries wait, and the next batch (up to maxSize) starts as soon as one ends, without
+     * waiting maxWaitMs: batches grow with the load instead of with a timer (see batcher.ts).
+     */
+    maxConcurrent?: number;
+  };
   /** Attempt n (1-based) that returns retry waits retryDelaysMs[n-1]; afterwards the message is parked. */
   retryDelaysMs: readonly number[];
   /** Must return one outcome per message, same order. Throw only for broken infrastructure. */

@@ -1,0 +1,18 @@
+import { createHash } from 'node:crypto';
+import type { Kysely, RawBuilder } from 'kysely';
+import type pg from 'pg';
+import type { HeraldTables } from './tables.ts';
+
+/**
+ * Runs a Kysely-built query as a named (prepared) statement on `pool` (the pool under `db`, same
+ * connections and search_path): PostgreSQL parses and plans it once per connection instead of at
+ * every call. Only for a query whose text does not depend on its input (lists travel as array
+ * parameters), or each shape would be one more statement kept by every connection. The name is
+ * derived from the text, so two texts can never claim one name.
+ */
+export async function queryPrepared<R>(db: Kysely<HeraldTables>, pool: pg.Pool, query: RawBuilder<R>): Promise<R[]> {
+  const compiled = query.compile(db);
+  const name = `herald_${createHash('sha1').update(compiled.sql).digest('hex').slice(0, 20)}`;
+  const { rows } = await pool.query({ name, text: compiled.sql, values: compiled.parameters as unknown[] });
+  return rows as R[];
+}
