@@ -69,7 +69,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     faults: new FaultTable(),
     records: new RecordStore(options.maxRecords ?? DEFAULT_MAX_RECORDS),
     devices: new DeviceStore(options.maxRecords ?? DEFAULT_MAX_RECORDS),
-    web: new WebPushStore(Math.min(options.maxRecords ?? DEFAULT_MAX_RECORDS, 100_000)),
+    web: new WebPushStore(Math.min(options.maxRecords ?? 100_000, 100_000)),
     logger: options.logger,
     credentials,
   };
