@@ -91,7 +91,8 @@ describe('bad input is parked with a readable reason, counted, and the services 
       return d?.invalidated_at != null && d;
     });
     expect(row).toMatchObject({ platform: 'fcm', app: 'demo', token: dead.token });
-    expect(row.invalidation_reason).toMatch(/not-registered/);
+    // FCM v1's own error code and message, as Google documents them.
+    expect(row.invalidation_reason).toMatch(/^UNREGISTERED: /);
     expect(await metric(sys.service('fcm-pusher'), 'herald_pushes_total', { platform: 'fcm', outcome: 'invalid' })).toBe(1);
   });
 });

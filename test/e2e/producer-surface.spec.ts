@@ -237,7 +237,7 @@ describe('producer surface: opt-outs, mutes and devices per app over HTTP, the C
     const lines = r.stdout.trim().split('\n');
     expect(lines).toContainEqual(expect.stringMatching(/^demuxer: fanned-out$/));
     expect(lines).toContainEqual(expect.stringMatching(/^push \S+ {2}apns {2}\S+ {2}delivered/));
-    expect(lines).toContainEqual(expect.stringMatching(/^push \S+ {2}fcm {2}\S+ {2}invalid {2}.*not-registered/));
+    expect(lines).toContainEqual(expect.stringMatching(/^push \S+ {2}fcm {2}\S+ {2}invalid {2}.*UNREGISTERED/));
     expect(lines.at(-1)).toMatch(/^job \S+: targeted 2, delivered 1, invalid 1, failed 0, parked 0, skipped 0, scheduled 0, in flight 0$/);
   });
 
