@@ -25,7 +25,7 @@ describe('replaying a backlog after a pusher outage', () => {
   let sys: System;
   let users: string[];
   beforeAll(async () => {
-    sys = await startSystem({ only: ['demuxer', 'apns-pusher'] });
+    sys = await startSystem({ only: ['demuxer', 'apns-pusher'], sandboxMaxRecords: BACKLOG + 1_000 });
     users = await seedDevices(sys, USERS, 'outage-user');
     await sys.database.db.rateLimits.set({ platform: 'apns' }, LIMIT);
   });

@@ -39,7 +39,9 @@ export interface System {
  * The whole of Herald for one test file: its own vhost, schema and sandbox, every service
  * as a real process, and a client to publish with.
  */
-export async function startSystem(options: { only?: readonly string[]; env?: Record<string, string>; cluster?: LocalCluster } = {}): Promise<System> {
+export async function startSystem(
+  options: { only?: readonly string[]; env?: Record<string, string>; cluster?: LocalCluster; /** Requests the sandbox keeps (its default is 20,000). */ sandboxMaxRecords?: number } = {},
+): Promise<System> {
   const missing = SERVICES.map((s) => bundleOf(s.name)).filter((b) => !existsSync(b));
   if (missing.length > 0) throw new Error(`service bundles missing (${missing[0]}, …): run \`npm run build\` (the tests' global setup and the benchmarks build them)`);
   const logger = createLogger({ service: 'e2e', level: 'warn', format: 'json' });
@@ -47,7 +49,7 @@ export async function startSystem(options: { only?: readonly string[]; env?: Rec
   const managementApi = options.cluster?.apiUrls ?? MANAGEMENT_API;
   const database = await createTestDatabase('e2e');
   const stateDir = await mkdtemp(join(tmpdir(), 'herald-sandbox-'));
-  const sandbox = await startSandbox({ stateDir, logger });
+  const sandbox = await startSandbox({ stateDir, logger, ...(options.sandboxMaxRecords === undefined ? {} : { maxRecords: options.sandboxMaxRecords }) });
   await prepareEnvironment({
     amqpUrl: vhost.amqpUrl,
     databaseUrl: database.url,
