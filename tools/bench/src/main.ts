@@ -12,10 +12,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
-import { sql } from 'kysely';
 import { join } from 'node:path';
+import { publishBenchJobs, seedBenchDevices } from './bench-load.ts';
 import { sandboxStats, sandboxRecordsAfter } from './sandbox-feed.ts';
 import { buildServices, serviceNodeArgs } from '../../../infra/local/build-services.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
@@ -86,46 +85,6 @@ async function stopSandboxProcess(s: SandboxProcess): Promise<void> {
   await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
   if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
   await rm(s.stateDir, { recursive: true, force: true });
-}
-
-async function seed(sys: System): Promise<void> {
-  const now = new Date();
-  for (let i = 0; i < USERS; i += 5000) {
-    const rows = [];
-    for (let u = i; u < Math.min(USERS, i + 5000); u++) {
-      for (const platform of ['apns', 'fcm'] as const) {
-        const token = platform === 'apns' ? randomBytes(32).toString('hex') : `bench-${randomBytes(24).toString('base64url')}`;
-        rows.push({ app: 'demo', platform, token, user_id: `u${u}`, registered_at: now, last_event_at: now });
-      }
-    }
-    await sys.database.db.kysely.insertInto('devices').values(rows).execute();
-  }
-  // Statistics for the fresh rows, as a table that has lived has them: without, PostgreSQL reads
-  // every device of the app through its timezone index for each user targeted (measured: 5.6 ms a
-  // job instead of 0.2 ms), and the demuxer's queries were most of the bench's CPU.
-  await sql`analyze devices`.execute(sys.database.db.kysely);
-}
-
-/** Publish jobs until `until`; at `rate` device pushes/s if given, else as fast as confirms allow. */
-async function publish(sys: System, until: number, rate: number | undefined, counter: { n: number }): Promise<void> {
-  const started = Date.now();
-  const worker = async (): Promise<void> => {
-    while (Date.now() < until) {
-      if (rate !== undefined) {
-        const due = started + ((counter.n * 2) / rate) * 1000;
-        if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
-      }
-      const n = counter.n++;
-      await sys.client.publishPushJob({
-        id: `bench-${n}-${started}`,
-        app: 'demo',
-        userId: `u${n % USERS}`,
-        category: 'bench',
-        content: { title: 'bench', data: { t: String(Date.now()) } },
-      });
-    }
-  };
-  await Promise.all(Array.from({ length: rate === undefined ? CONCURRENCY : Math.min(CONCURRENCY, 16) }, worker));
 }
 
 const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
@@ -209,12 +168,20 @@ async function run(): Promise<RunResult> {
   try {
     sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000', SANDBOX_STATE_DIR: sandbox.stateDir, ...profiling } });
     const feed = { settings: { control: { url: sandbox.controlUrl } } };
-    await seed(sys);
+    await seedBenchDevices(sys, USERS);
     const rows = cpuRows(sys, sandbox);
     const counter = { n: 0 };
     const measureFrom = Date.now() + WARMUP * 1000;
     const measureTo = measureFrom + SECONDS * 1000;
-    const publishing = publish(sys, measureTo, RATE, counter);
+    const runStarted = Date.now();
+    const publishing = publishBenchJobs(sys, {
+      users: USERS,
+      done: () => Date.now() >= measureTo,
+      ...(RATE === undefined ? {} : { rate: RATE }),
+      concurrency: CONCURRENCY,
+      counter,
+      idPrefix: `bench-${runStarted}`,
+    });
     const latencies: number[] = [];
     let delivered = 0;
     let cursor = 0;

@@ -95,10 +95,10 @@ const usPerPush = (cpuMs: Record<string, number>, pushes: number): Record<string
 
 /** The RabbitMQ node we use (listening on the AMQP URL's port) and PostgreSQL's own server processes: shared, so also a noise gauge. */
 function sharedServerMeters(amqpPort: number): Meters {
-  const beam = listenerPids('beam.smp', amqpPort);
+  const beam = listenerPids(amqpPort);
   return {
     [`beam.smp (RabbitMQ :${amqpPort})`]: new ProcessSetCpu(() => beam),
-    'postgres (server processes, shared)': new ProcessSetCpu(postgresServerPids),
+    'postgres (server processes, shared)': new ProcessSetCpu(() => postgresServerPids()),
   };
 }
 
