@@ -79,8 +79,18 @@ export async function deviceFacts(sys: System, dead: readonly ChaosDevice[], chu
 }
 
 /**
- * When a pusher scheduled each push for retry, from the pushers' logs ('message scheduled for
- * retry' carries the message id, which is the pushId), keyed like the reconciliation's pushes.
+ * A push the pusher chose to retry: its copy scheduled, or (the broker refusing the copy, or the
+ * channel gone before it was settled) the message itself left to come back.
+ */
+function isRetry(l: Record<string, unknown>): boolean {
+  if (l['msg'] === 'message scheduled for retry') return true;
+  const requeued = l['msg'] === 'channel closed before settling; message will be redelivered' || String(l['msg']).endsWith('; requeueing after back-off');
+  return requeued && l['outcome'] === 'retry';
+}
+
+/**
+ * When a pusher scheduled each push for retry, from the pushers' logs (their settle logs carry the message id, which is
+ * the pushId, and when the retry was chosen), keyed like the reconciliation's pushes.
  */
 export async function retriesByKey(sys: System, expected: ReadonlyArray<{ key: string; jobId: string; token: string }>): Promise<Map<string, number[]>> {
   const rows = await sys.database.db.kysely.selectFrom('devices').select(['id', 'token']).execute();
@@ -93,8 +103,9 @@ export async function retriesByKey(sys: System, expected: ReadonlyArray<{ key: s
   const out = new Map<string, number[]>();
   for (const s of [...sys.services.values()].filter((x) => x.name.includes('-pusher'))) {
     for (const l of s.logs) {
-      const key = l.msg === 'message scheduled for retry' ? keyOf.get(String(l['messageId'])) : undefined;
-      if (key !== undefined) out.set(key, [...(out.get(key) ?? []), Date.parse(String(l['time']))]);
+      const key = isRetry(l) ? keyOf.get(String(l['messageId'])) : undefined;
+      // When the pusher chose the retry: the copy's confirm (and so the log line) can come much later.
+      if (key !== undefined) out.set(key, [...(out.get(key) ?? []), Date.parse(String(l['decidedAt'] ?? l['time']))]);
     }
   }
   return out;

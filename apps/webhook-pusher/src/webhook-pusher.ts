@@ -7,7 +7,7 @@ import {
   webhookBodyOf,
 } from '@herald/contracts';
 import type { SubscriptionRow } from '@herald/db';
-import { DeliveredRecorder, type Ledger, type PusherMetrics } from '@herald/delivery';
+import { DeliveredRecorder, keepClaims, type Ledger, type PusherMetrics } from '@herald/delivery';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome } from '@herald/messaging';
 import type { HostSlots } from './host-slots.ts';
@@ -67,16 +67,22 @@ export function createWebhookPusherHandler(deps: WebhookPusherDeps) {
     const toSend = await claim(ready, outcomes, deps);
     const window = waitWindow(deps, Date.now());
     const recorder = new DeliveredRecorder(deps.ledger, deps.logger);
-    const results = await Promise.all(
-      toSend.map((r) =>
-        send(r, deps, window).then((result) => {
-          if (result.kind === 'delivered') recorder.add({ pushId: r.delivery.notificationId, outcome: `delivered: HTTP ${result.status}` });
-          return result;
-        }),
-      ),
-    );
-    await recorder.flush();
-    await settle(toSend, results, outcomes, deps);
+    // Claims stay alive while the batch is at work, so a slow answer is not sent twice (claim-keeper.ts).
+    const stopKeeping = keepClaims(deps.ledger, toSend.map((r) => r.delivery.notificationId), deps.owner, deps.leaseMs, deps.logger);
+    try {
+      const results = await Promise.all(
+        toSend.map((r) =>
+          send(r, deps, window).then((result) => {
+            if (result.kind === 'delivered') recorder.add({ pushId: r.delivery.notificationId, outcome: `delivered: HTTP ${result.status}` });
+            return result;
+          }),
+        ),
+      );
+      await recorder.flush();
+      await settle(toSend, results, outcomes, deps);
+    } finally {
+      stopKeeping();
+    }
     return outcomes;
   };
 }

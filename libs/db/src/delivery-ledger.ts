@@ -20,6 +20,12 @@ export interface DeliveryLedger {
   /** Drop this owner's 'sending' claims (the send failed and will be retried). */
   release(pushIds: readonly string[], owner: string): Promise<void>;
   /**
+   * Restart the lease of this owner's 'sending' claims (a batch still at work: waiting for budget,
+   * for a slow answer or for its outcome to be recorded), so no other pusher takes them over while
+   * their owner lives. Returns how many claims were still this owner's.
+   */
+  renew(pushIds: readonly string[], owner: string): Promise<number>;
+  /**
    * Delete entries finished (or abandoned while 'sending') before `olderThan`, in bounded batches.
    * `olderThan` must lie beyond the redelivery horizon; see ledger-prune.ts and the root README.
    */
@@ -66,6 +72,13 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>): DeliveryLedger {
         set state = 'done', outcome = i.outcome, completed_at = now()
         from unnest(${[...last.keys()]}::uuid[], ${[...last.values()]}::text[]) as i(push_id, outcome)
         where l.push_id = i.push_id`.execute(db);
+    },
+    async renew(pushIds, owner) {
+      if (pushIds.length === 0) return 0;
+      const result = await sql`
+        update delivery_ledger set claimed_at = now()
+        where push_id = any(${[...new Set(pushIds)]}::uuid[]) and state = 'sending' and owner = ${owner}`.execute(db);
+      return Number(result.numAffectedRows ?? 0n);
     },
     async release(pushIds, owner) {
       if (pushIds.length === 0) return;

@@ -20,4 +20,5 @@ export * from './job-outcomes.ts';
 export * from './cancelled-jobs.ts';
 export * from './park-outcomes.ts';
 export { DeliveredRecorder, completeDurably } from './ledger-record.ts';
+export { keepClaims } from './claim-keeper.ts';
 export * from './pusher-limiter.ts';

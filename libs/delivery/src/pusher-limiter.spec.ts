@@ -31,6 +31,7 @@ function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30
       claim: async (ids) => new Map(ids.map((id) => [id, 'claimed' as const])),
       complete: async (entries) => void completed.push(...entries.map((e) => e.pushId)),
       release: async (ids) => void released.push(...ids),
+      renew: async (ids) => ids.length,
     },
     devices: { invalidTokens: async () => new Set<string>() },
     apps: { get: async (id) => ({ id, apnsTopic: 'com.herald.demo', fcmProjectId: null, enabled: true, createdAt: new Date(), updatedAt: new Date() }) },

@@ -13,6 +13,7 @@ import type { SendResult } from '@herald/providers';
 import type { PusherMetrics } from './pusher-metrics.ts';
 import { dropInvalid, type DeviceLiveness } from './drop-invalid.ts';
 import { completeDurably, DeliveredRecorder, type RecordedBatch } from './ledger-record.ts';
+import { keepClaims } from './claim-keeper.ts';
 import type { ProviderSource } from './provider-pool.ts';
 import type { AppBans } from './app-ban.ts';
 import type { JobOutcomeRecorder } from './job-outcomes.ts';
@@ -22,6 +23,7 @@ export interface Ledger {
   claim(pushIds: readonly string[], owner: string, leaseMs: number): Promise<Map<string, 'claimed' | 'done' | 'in-flight'>>;
   complete(entries: ReadonlyArray<{ pushId: string; outcome: string }>): Promise<void>;
   release(pushIds: readonly string[], owner: string): Promise<void>;
+  renew(pushIds: readonly string[], owner: string): Promise<number>;
 }
 
 export interface PusherDeps {
@@ -103,10 +105,15 @@ export function createPusherHandler(deps: PusherDeps) {
       return false;
     });
     const budgetWindow = budgetWindowOf(deps, claimedAt);
-    const recording = recorder.batch();
-    const results = await Promise.all(toSend.map((r) => send(r, deps, budgetWindow).then((result) => record(r, result, recording))));
-    await recording.flush();
-    await settle(toSend, results, outcomes, deps);
+    const stopKeeping = keepClaims(deps.ledger, toSend.map((r) => r.push.pushId), deps.owner, deps.leaseMs, deps.logger);
+    try {
+      const recording = recorder.batch();
+      const results = await Promise.all(toSend.map((r) => send(r, deps, budgetWindow).then((result) => record(r, result, recording))));
+      await recording.flush();
+      await settle(toSend, results, outcomes, deps);
+    } finally {
+      stopKeeping();
+    }
     return flushed(outcomes, deps);
   };
 }
@@ -142,9 +149,10 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
 }
 
 /**
- * A claim protects its pushes for one lease: a push still waiting for budget late in it could see
- * its claim taken over by a redelivered copy while it is being sent. So a batch waits for budget
- * for at most half a lease after its claim (or until shutdown); the rest is deferred unsent.
+ * A batch waits for budget for at most half a lease after its claim (or until shutdown); the rest
+ * is deferred unsent. Its claims stay alive meanwhile (claim-keeper.ts), but a batch that cannot
+ * get budget should free its consumer and its claims, and a frozen process should let go within
+ * one lease of its last renewal.
  */
 function budgetWindowOf(deps: PusherDeps, claimedAt: number): AbortSignal {
   const halfLease = AbortSignal.timeout(Math.max(1, claimedAt + deps.leaseMs / 2 - Date.now()));

@@ -154,20 +154,22 @@ export class QueueConsumer implements Consumer {
       return this.backOffAndRequeue(batch, err, 'handler failed');
     }
     this.consecutiveErrors = 0;
-    await Promise.all(batch.map((d, i) => this.settle(d, outcomes[i] ?? { kind: 'ack' })));
+    const decidedAt = new Date();
+    await Promise.all(batch.map((d, i) => this.settle(d, outcomes[i] ?? { kind: 'ack' }, decidedAt)));
   }
 
-  private async settle(d: Delivery, outcome: Outcome): Promise<void> {
-    if (!this.isLive(d)) return this.logGone(d);
+  /** `decidedAt`: when the handler chose the outcome (settling a retry can wait long for its copy's confirm). */
+  private async settle(d: Delivery, outcome: Outcome, decidedAt = new Date()): Promise<void> {
+    if (!this.isLive(d)) return this.logGone(d, outcome, decidedAt);
     let parked: Parked | undefined;
     try {
-      parked = await this.deps.settler.apply(d, outcome);
+      parked = await this.deps.settler.apply(d, outcome, decidedAt);
     } catch (err) {
-      if (!this.isLive(d)) return this.logGone(d);
-      return this.backOffAndRequeue([d], err, `could not ${outcome.kind} message`);
+      if (!this.isLive(d)) return this.logGone(d, outcome, decidedAt);
+      return this.backOffAndRequeue([d], err, `could not ${outcome.kind} message`, settling(d, outcome, decidedAt));
     }
     if (parked !== undefined) await this.tellParked(d, parked);
-    if (!this.isLive(d)) return this.logGone(d);
+    if (!this.isLive(d)) return this.logGone(d, outcome, decidedAt);
     d.acks.ack(d.msg);
     this.deps.metrics.acked.inc({ queue: this.queue });
   }
@@ -192,13 +194,13 @@ export class QueueConsumer implements Consumer {
   }
 
   /** Broken infrastructure: pause the consumer (0.5 s … 30 s while errors continue), then requeue. */
-  private async backOffAndRequeue(batch: Delivery[], err: unknown, what: string): Promise<void> {
+  private async backOffAndRequeue(batch: Delivery[], err: unknown, what: string, details: Record<string, unknown> = {}): Promise<void> {
     if (Date.now() >= this.pausedUntil) {
       this.consecutiveErrors++;
       this.pausedUntil = Date.now() + handlerBackoffMs(this.consecutiveErrors);
     }
     const backoffMs = this.pausedUntil - Date.now();
-    this.deps.logger.error({ err, queue: this.queue, messages: batch.length, consecutiveErrors: this.consecutiveErrors, backoffMs }, `${what}; requeueing after back-off`);
+    this.deps.logger.error({ err, queue: this.queue, messages: batch.length, consecutiveErrors: this.consecutiveErrors, backoffMs, ...details }, `${what}; requeueing after back-off`);
     await sleep(backoffMs, this.stopSignal.signal);
     batch.forEach((d) => this.nack(d));
   }
@@ -211,9 +213,14 @@ export class QueueConsumer implements Consumer {
     return this.channel === d.channel;
   }
 
-  private logGone(d: Delivery): void {
-    this.deps.logger.info({ queue: this.queue, messageId: d.inbound.messageId }, 'channel closed before settling; message will be redelivered');
+  private logGone(d: Delivery, outcome: Outcome, decidedAt: Date): void {
+    this.deps.logger.info({ queue: this.queue, ...settling(d, outcome, decidedAt) }, 'channel closed before settling; message will be redelivered');
   }
+}
+
+/** What a settle log says of its message: which one, the outcome the handler chose (a retry's code too) and when. */
+function settling(d: Delivery, outcome: Outcome, decidedAt: Date): Record<string, unknown> {
+  return { messageId: d.inbound.messageId, outcome: outcome.kind, ...('code' in outcome && { code: outcome.code }), decidedAt: decidedAt.toISOString() };
 }
 
 /**

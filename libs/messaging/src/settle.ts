@@ -59,12 +59,13 @@ export class Settler {
   ) {}
 
   /** Returns the park when the outcome ended in one (a park, or a retry that ran out). */
-  async apply(d: Delivery, outcome: Outcome): Promise<Parked | undefined> {
+  /** `decidedAt`: when the handler chose the outcome; logged with a retry, whose copy's confirm may take long (a queue without a majority). */
+  async apply(d: Delivery, outcome: Outcome, decidedAt = new Date()): Promise<Parked | undefined> {
     switch (outcome.kind) {
       case 'ack':
         return undefined;
       case 'retry':
-        return this.retry(d, outcome.code, outcome.reason, outcome.delayMs);
+        return this.retry(d, outcome.code, outcome.reason, outcome.delayMs, decidedAt);
       case 'park':
         return this.park(d, outcome.code, outcome.reason);
       case 'defer':
@@ -73,13 +74,16 @@ export class Settler {
     }
   }
 
-  private async retry(d: Delivery, code: string, reason: string, delayMs: number | undefined): Promise<Parked | undefined> {
+  private async retry(d: Delivery, code: string, reason: string, delayMs: number | undefined, decidedAt: Date): Promise<Parked | undefined> {
     const attempt = d.inbound.attempt;
     const plan = planRetry(attempt, this.retryDelaysMs, delayMs);
     if (plan.kind === 'exhausted') return this.park(d, RETRIES_EXHAUSTED, reason);
     await this.delay(d, plan, attempt + 1, reason);
     this.metrics.retried.inc({ queue: this.queue, code });
-    this.logger.info({ queue: this.queue, messageId: d.inbound.messageId, attempt, code, reason, delayMs: plan.expirationMs }, 'message scheduled for retry');
+    this.logger.info(
+      { queue: this.queue, messageId: d.inbound.messageId, attempt, code, reason, delayMs: plan.expirationMs, decidedAt: decidedAt.toISOString() },
+      'message scheduled for retry',
+    );
   }
 
   private async defer(d: Delivery, code: string, reason: string, delayMs: number): Promise<void> {
