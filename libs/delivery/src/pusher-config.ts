@@ -61,7 +61,7 @@ export const sharedPusherConfig = {
   PUSHER_RETRY_DELAYS_MS: intList('Retry schedule for transient provider failures: delay before each attempt, in ms', {
     default: '1000,5000,30000,120000,600000',
   }),
-  LEDGER_LEASE_MS: int('How long a ledger claim protects a push being sent before another pusher may take it over', {
+  LEDGER_LEASE_MS: int('How long a ledger claim protects a push after its pusher last renewed it (every third of a lease while the batch works) before another pusher may take it over', {
     default: '30000',
     min: 1000,
   }),
