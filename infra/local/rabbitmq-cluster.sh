@@ -80,13 +80,29 @@ EOF
 start_node() {
   local n=$1
   if amqp_up "$n"; then return 0; fi
+  rm -f "$BASE/node-$n/rabbitmq.pid" # a stale one would read as a live runtime
   on "$n" "$BIN/rabbitmq-server" -detached >/dev/null
 }
 
+# Whether node N's runtime has gone: it wrote its pid file, and that process no longer exists.
+node_died() {
+  local pid
+  pid=$(cat "$BASE/node-$1/rabbitmq.pid" 2>/dev/null || true)
+  [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null
+}
+
+# Wait for node N to be up. Nodes of a formed cluster restarting side by side can crash at boot
+# while syncing feature flags with each other (RabbitMQ 3.10: incompatible_feature_flags /
+# badmap, an erl_crash.dump in the node's log dir); such a node is started again, twice at most.
 wait_node() {
-  local n=$1
+  local n=$1 restarts=0
   for _ in $(seq 1 120); do
     if amqp_up "$n" && ctl "$n" await_startup >/dev/null 2>&1; then return 0; fi
+    if node_died "$n" && [ "$restarts" -lt 2 ]; then
+      restarts=$((restarts + 1))
+      echo "rabbitmq-cluster: node herald-$n stopped while booting; starting it again ($restarts)" >&2
+      start_node "$n"
+    fi
     sleep 1
   done
   echo "rabbitmq-cluster: node herald-$n did not start within 120 s; see $BASE/node-$n/log" >&2
