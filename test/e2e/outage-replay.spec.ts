@@ -66,7 +66,7 @@ describe('replaying a backlog after a pusher outage', () => {
     console.log(JSON.stringify({ backlog: BACKLOG, limit: LIMIT, drainSeconds: (last - first) / 1000, meanRate: Math.round(meanRate), maxSliding: sliding, perSecond: seconds }));
     // Never above the budget plus one slice in any second, the very first one included (no
     // burst when the backlog meets fresh pushers); any sliding one-second span at most one more
-    // window's share (tokens spent in the grace after their window, see the README).
+    // window's share (tokens spent in the grace after their window, see docs/operations.md).
     for (const [k, count] of seconds.entries()) expect(count, `second ${k}`).toBeLessThanOrEqual(LIMIT + SLICE);
     expect(sliding).toBeLessThanOrEqual(LIMIT + 2 * SLICE);
   }, 300_000);

@@ -27,7 +27,7 @@ export interface DeliveryLedger {
   renew(pushIds: readonly string[], owner: string): Promise<number>;
   /**
    * Delete entries finished (or abandoned while 'sending') before `olderThan`, in bounded batches.
-   * `olderThan` must lie beyond the redelivery horizon; see ledger-prune.ts and the root README.
+   * `olderThan` must lie beyond the redelivery horizon; see ledger-prune.ts and ADR 0002.
    */
   prune(olderThan: Date, batchSize?: number): Promise<number>;
   /**
