@@ -12,7 +12,19 @@ import type { HeraldTables } from './tables.ts';
  */
 export async function queryPrepared<R>(db: Kysely<HeraldTables>, pool: pg.Pool, query: RawBuilder<R>): Promise<R[]> {
   const compiled = query.compile(db);
-  const name = `herald_${createHash('sha1').update(compiled.sql).digest('hex').slice(0, 20)}`;
+  const name = nameOf(compiled.sql);
   const { rows } = await pool.query({ name, text: compiled.sql, values: compiled.parameters as unknown[] });
   return rows as R[];
+}
+
+/** Statement names by text, hashed once per text (the texts are fixed, so this holds a handful). */
+const names = new Map<string, string>();
+
+function nameOf(text: string): string {
+  let name = names.get(text);
+  if (name === undefined) {
+    name = `herald_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    names.set(text, name);
+  }
+  return name;
 }

@@ -8,7 +8,7 @@
  * in a tenth of the messages), BROKER_BENCH_ROUNDS (3) each; medians on the last lines.
  */
 import { connect } from 'amqplib';
-import { cpuMs, listenerOf, processTree } from './proc.ts';
+import { cpuSpentMs, listenerOf, processTree, sampleCpu, type CpuRow, type CpuSample } from './proc.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const RATE = env('BROKER_BENCH_RATE', 3_000);
@@ -22,9 +22,7 @@ const WARMUP_MS = 2_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
-function brokerCpuMs(root: number): number {
-  return processTree(root).reduce((sum, pid) => sum + cpuMs(pid), 0);
-}
+const brokerRows = (root: number): CpuRow[] => [{ name: 'rabbitmq', pids: () => processTree(root) }];
 
 /** One round: `pushesPerMessage` pushes in each message, RATE pushes a second. Returns broker CPU µs per push and per message. */
 async function round(brokerPid: number, pushesPerMessage: number): Promise<{ perPush: number; perMessage: number; messages: number }> {
@@ -52,21 +50,22 @@ async function round(brokerPid: number, pushesPerMessage: number): Promise<{ per
   const messageRate = RATE / pushesPerMessage;
   const started = Date.now();
   let published = 0;
-  let mark: { at: number; cpu: number; consumed: number } | undefined;
+  const rows = brokerRows(brokerPid);
+  let mark: { cpu: CpuSample; consumed: number } | undefined;
   while (Date.now() - started < WARMUP_MS + SECONDS * 1000) {
     const due = Math.floor(((Date.now() - started) / 1000) * messageRate);
     for (; published < due; published++) pub.publish('', queue, body, { persistent: true });
-    if (mark === undefined && Date.now() - started >= WARMUP_MS) mark = { at: Date.now(), cpu: brokerCpuMs(brokerPid), consumed };
+    if (mark === undefined && Date.now() - started >= WARMUP_MS) mark = { cpu: sampleCpu(rows), consumed };
     await sleep(5);
   }
   await pub.waitForConfirms();
-  const end = { cpu: brokerCpuMs(brokerPid), consumed };
+  const end = { cpu: sampleCpu(rows), consumed };
   clearInterval(acker);
   const m = mark as NonNullable<typeof mark>;
   const messages = end.consumed - m.consumed;
   await pub.deleteQueue(queue);
   await conn.close();
-  const cpuUs = (end.cpu - m.cpu) * 1000;
+  const cpuUs = (cpuSpentMs(m.cpu, end.cpu).get('rabbitmq') ?? 0) * 1000;
   return { perPush: cpuUs / (messages * pushesPerMessage), perMessage: cpuUs / messages, messages };
 }
 
