@@ -177,6 +177,16 @@ describe('FCM provider against the sandbox', () => {
     });
   });
 
+  it('replaces a connection FCM closed: the next send opens a new one and is delivered', async () => {
+    const first = devicePush();
+    expect(await provider.send(first, {})).toMatchObject({ kind: 'delivered' });
+    await sandbox.close();
+    sandbox = await startSandbox({ stateDir, logger, fcmPort: sandbox.fcmPort });
+    const next = devicePush();
+    expect(await provider.send(next, {})).toMatchObject({ kind: 'delivered' });
+    expect((await recordsFor(next.token)).map((r) => r.status)).toEqual([200]);
+  });
+
   it('sends many pushes concurrently (throughput printed)', async () => {
     const count = 3000;
     const pushes = Array.from({ length: count }, () => devicePush());

@@ -2,7 +2,7 @@ import http2 from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import { recordExchange, type SandboxContext } from './exchange.ts';
 import { handleFcmRequest, type FcmExpectations } from './fcm-handler.ts';
-import { lenientSchemeSocket } from './lenient-scheme.ts';
+import { lenientSchemeSocket, sniffScheme } from './lenient-scheme.ts';
 import { readBody } from './read-body.ts';
 
 export interface FcmServerOptions extends FcmExpectations {
@@ -13,15 +13,17 @@ export interface FcmServerOptions extends FcmExpectations {
 type ConnectionListener = (this: http2.Http2SecureServer, socket: TLSSocket | ReturnType<typeof lenientSchemeSocket>) => void;
 
 /**
- * Accept what Google accepts: HTTP/2 connections reach Node's HTTP/2 server through a filter that
- * makes firebase-admin's `:scheme: https:` acceptable (see lenient-scheme.ts); HTTP/1.1 ones as they are.
+ * Accept what Google accepts: HTTP/2 connections whose first request carries firebase-admin's
+ * `:scheme: https:` reach Node's HTTP/2 server through a filter that makes it acceptable, the
+ * others as they are (see lenient-scheme.ts); HTTP/1.1 ones as they are.
  */
 function acceptLenientScheme(server: http2.Http2SecureServer): void {
   const [connectionListener] = server.listeners('secureConnection') as ConnectionListener[];
   if (connectionListener === undefined) throw new Error('http2 secure server without its connection listener');
   server.removeAllListeners('secureConnection');
   server.on('secureConnection', (socket: TLSSocket) => {
-    connectionListener.call(server, socket.alpnProtocol === 'h2' ? lenientSchemeSocket(socket) : socket);
+    if (socket.alpnProtocol === 'h2') sniffScheme(socket, (s) => connectionListener.call(server, s));
+    else connectionListener.call(server, socket);
   });
 }
 

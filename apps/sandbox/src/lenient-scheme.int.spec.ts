@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '@herald/logging';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SchemeFilter } from './lenient-scheme.ts';
+import { firstBlockNeedsRewrite, SchemeFilter } from './lenient-scheme.ts';
 import { startSandbox, type RecordView, type Sandbox } from './index.ts';
 
 const logger = createLogger({ service: 'scheme-int', level: 'silent' });
@@ -64,16 +64,37 @@ describe('the FCM server accepts what Google accepts', () => {
   });
 });
 
+const frame = (type: number, payload: Buffer, flags = 0): Buffer => {
+  const header = Buffer.alloc(9);
+  header.writeUIntBE(payload.length, 0, 3);
+  header[3] = type;
+  header[4] = flags;
+  header.writeUInt32BE(1, 5);
+  return Buffer.concat([header, payload]);
+};
+const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+const plainLiteral = (s: string): Buffer => Buffer.concat([Buffer.from([s.length]), Buffer.from(s)]);
+const [SETTINGS, HEADERS, CONTINUATION, END_HEADERS] = [0x4, 0x1, 0x9, 0x4];
+
+describe('firstBlockNeedsRewrite: which connections go through the filter', () => {
+  const settings = frame(SETTINGS, plainLiteral('https:'));
+  it('waits for the whole first header block', () => {
+    const headers = frame(HEADERS, Buffer.concat([Buffer.from([0x87]), plainLiteral('https:')]), END_HEADERS);
+    const wire = Buffer.concat([preface, settings, headers]);
+    expect(firstBlockNeedsRewrite(wire.subarray(0, wire.length - 1))).toBeUndefined();
+    expect(firstBlockNeedsRewrite(wire)).toBe(true);
+  });
+  it('passes a client whose first request sends the usual scheme (static index 7), whatever other frames hold', () => {
+    expect(firstBlockNeedsRewrite(Buffer.concat([preface, settings, frame(HEADERS, Buffer.from([0x82, 0x87, 0x84]), END_HEADERS)]))).toBe(false);
+  });
+  it('reads the literal in a CONTINUATION of the first block', () => {
+    const wire = Buffer.concat([preface, frame(HEADERS, Buffer.from([0x82])), frame(CONTINUATION, plainLiteral('https:'), END_HEADERS)]);
+    expect(firstBlockNeedsRewrite(wire)).toBe(true);
+    expect(firstBlockNeedsRewrite(Buffer.concat([preface, frame(HEADERS, Buffer.from([0x82]))]))).toBeUndefined();
+  });
+});
+
 describe('SchemeFilter', () => {
-  const frame = (type: number, payload: Buffer): Buffer => {
-    const header = Buffer.alloc(9);
-    header.writeUIntBE(payload.length, 0, 3);
-    header[3] = type;
-    header.writeUInt32BE(1, 5);
-    return Buffer.concat([header, payload]);
-  };
-  const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
-  const plainLiteral = (s: string): Buffer => Buffer.concat([Buffer.from([s.length]), Buffer.from(s)]);
 
   it('rewrites the literal in header blocks only, however the bytes are split', () => {
     const headers = frame(0x1, Buffer.concat([Buffer.from([0x47]), plainLiteral('https:')]));

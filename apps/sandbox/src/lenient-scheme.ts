@@ -10,6 +10,11 @@ import type { TLSSocket } from 'node:tls';
  * client it replaces the HPACK string "https:" by "httpsB" — same length, and Huffman-coded the
  * same number of bits (':' and 'B' are both 7-bit codes one bit apart), so frame lengths and the
  * HPACK dynamic table's sizes stay exactly what the client computed. Every other byte passes as is.
+ *
+ * The filter turns the connection into a JavaScript stream, which halves what the server can
+ * answer, so only connections that need it get it: `sniffScheme` reads a connection's first
+ * header block and passes the socket on untouched unless that block carries the "https:" literal
+ * (a client sends the same scheme with every request, and later requests refer to the first one's).
  */
 
 const PREFACE_LENGTH = 24; // "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -48,6 +53,75 @@ const REWRITES: [from: Buffer, to: Buffer][] = [
   [literal(huffman('https:'), true), literal(huffman('httpsB'), true)],
   [literal(Buffer.from('https:'), false), literal(Buffer.from('httpsB'), false)],
 ];
+
+const hasRewrite = (block: Buffer): boolean => REWRITES.some(([from]) => block.includes(from));
+
+const END_HEADERS = 0x4;
+
+/**
+ * Whether the client's first header block (preface, then frames up to the HEADERS frame and its
+ * CONTINUATIONs) carries the "https:" literal: undefined while `head` holds less than that block.
+ */
+export function firstBlockNeedsRewrite(head: Buffer): boolean | undefined {
+  let at = PREFACE_LENGTH;
+  let inBlock = false;
+  while (head.length - at >= FRAME_HEADER) {
+    const length = head.readUIntBE(at, 3);
+    const type = head[at + 3];
+    const flags = head[at + 4] ?? 0;
+    const end = at + FRAME_HEADER + length;
+    if (end > head.length) return undefined;
+    const payload = head.subarray(at + FRAME_HEADER, end);
+    if (type === HEADERS || (inBlock && type === CONTINUATION)) {
+      if (hasRewrite(payload)) return true;
+      if ((flags & END_HEADERS) !== 0) return false;
+      inBlock = true;
+    }
+    at = end;
+  }
+  return undefined;
+}
+
+/** How long, and how many bytes, to wait for the first header block before filtering to be safe. */
+const SNIFF_TIMEOUT_MS = 250;
+const SNIFF_MAX_BYTES = 256 * 1024;
+
+/**
+ * Read an HTTP/2 connection's first header block, put the bytes back, and hand on the socket as it
+ * is, or through the filter when the block carries "https:" (or gave no answer within
+ * SNIFF_TIMEOUT_MS or SNIFF_MAX_BYTES: the filter is always correct, only slower). Node's HTTP/2
+ * session reads bytes already buffered on its socket before its own.
+ */
+export function sniffScheme(socket: TLSSocket, handOn: (socket: TLSSocket | Duplex) => void): void {
+  let head = Buffer.alloc(0);
+  let decided = false;
+  const decide = (rewrite: boolean): void => {
+    if (decided) return;
+    decided = true;
+    clearTimeout(timer);
+    socket.off('data', onData);
+    socket.off('end', onGone);
+    socket.off('error', onGone);
+    socket.pause();
+    if (head.length > 0) socket.unshift(head);
+    handOn(rewrite ? lenientSchemeSocket(socket) : socket);
+  };
+  const onData = (chunk: Buffer): void => {
+    head = Buffer.concat([head, chunk]);
+    const rewrite = firstBlockNeedsRewrite(head);
+    if (rewrite !== undefined) decide(rewrite);
+    else if (head.length > SNIFF_MAX_BYTES) decide(true);
+  };
+  const onGone = (): void => {
+    decided = true;
+    clearTimeout(timer);
+    socket.destroy();
+  };
+  const timer = setTimeout(() => decide(true), SNIFF_TIMEOUT_MS);
+  socket.on('data', onData);
+  socket.once('end', onGone);
+  socket.once('error', onGone);
+}
 
 /** Rewrite the header block fragment in place. */
 function rewriteHeaderBlock(payload: Buffer): void {

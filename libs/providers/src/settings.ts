@@ -34,6 +34,6 @@ export interface FcmSettings {
   /** Tunnel connections to FCM (and, for a service account, to Google's token server) through this proxy. */
   proxy?: ProxySettings;
   requestTimeoutMs: number;
-  /** Most HTTP/1.1 connections kept open to FCM (each carries one request at a time). */
-  maxConnections?: number;
+  /** Most HTTP/2 sessions kept open to FCM (each carries as many requests at once as FCM's SETTINGS allow, 100 at Google). */
+  maxSessions?: number;
 }

@@ -5,6 +5,8 @@
  * alternate APNs and FCM (PROVIDER_BENCH_ROUNDS, default 3), each PROVIDER_BENCH_SECONDS (default
  * 8) after a 1 s warm-up, PROVIDER_BENCH_CONCURRENCY sends in flight (default 500, the pushers'
  * default prefetch; PROVIDER_BENCH_PLATFORMS=fcm for one); medians of the rounds on the last lines.
+ * PROVIDER_BENCH_PROFILE_DIR=<dir> writes the sandbox's CPU profile there (run this process
+ * under `node --cpu-prof` for the provider's); tools/bench/src/profile-summary.ts reads both.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -33,7 +35,9 @@ interface Round {
 }
 
 async function startSandboxProcess(stateDir: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/sandbox/src/main.ts'], {
+  const profile = process.env['PROVIDER_BENCH_PROFILE_DIR'];
+  const profiling = profile !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', 'apps/sandbox/src/main.ts'], {
     env: {
       ...process.env,
       SANDBOX_STATE_DIR: stateDir,
