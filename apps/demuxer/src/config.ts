@@ -1,7 +1,8 @@
-import { commonConfig, int, intList } from '@herald/config';
+import { commonConfig, int, intList, pushPackConfig } from '@herald/config';
 
 export const demuxerConfig = {
   ...commonConfig,
+  ...pushPackConfig,
   DEMUXER_PREFETCH: int('Unacknowledged jobs the demuxer holds at once', { default: '200', min: 1 }),
   DEMUXER_BATCH_SIZE: int('Jobs targeted together with one database query', { default: '100', min: 1 }),
   DEMUXER_BATCH_WAIT_MS: int('How long to wait to fill a batch before handling what arrived (while fewer than DEMUXER_BATCHES_IN_FLIGHT are being handled)', {

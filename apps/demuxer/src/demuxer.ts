@@ -1,4 +1,4 @@
-import { PushJob, decodeWith, jobExpiry, scheduleProblem, targetUsers } from '@herald/contracts';
+import { PushJob, decodeWith, jobExpiry, scheduleProblem, targetUsers, type DevicePush } from '@herald/contracts';
 import type { AppRow, AudienceDevice, DemuxEntry, TargetRequest } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
@@ -28,6 +28,8 @@ export interface DemuxerDeps {
   jobs?: { recordDemux(entries: readonly DemuxEntry[]): Promise<void> };
   /** Audience jobs are handed to the fan-out stage (audience-start.ts, fanout-chunk.ts). */
   audiences?: Pick<AudienceStartDeps, 'fanouts' | 'audiences'>;
+  /** Device pushes per RabbitMQ message to a send queue (PUSH_PACK_SIZE, ADR 0016); default 1. */
+  packMax?: number;
   now?: () => Date;
 }
 
@@ -64,7 +66,10 @@ export function createDemuxerHandler(deps: DemuxerDeps) {
     );
     const plans = accepted.map((a) => planJob(a.job, a.acceptedAt, audience.get(String(a.index)) ?? [], a.expired, at, deps.scheduling.slackMs));
     await deps.jobs?.recordDemux(accepted.map((a, i) => demuxEntry(a, plans[i] as JobPlan)));
-    await Promise.all(accepted.map((a, i) => fanOut(a, plans[i] as JobPlan, deps, at)));
+    const emitted = await Promise.all(accepted.map((a, i) => fanOut(a, plans[i] as JobPlan, deps, at)));
+    // Every job's pushes of this batch together, so pushes of many small jobs share RabbitMQ messages.
+    await deps.publisher.publishMany(emitted.flat().map(toSendMessage), { packMax: deps.packMax ?? 1 });
+    accepted.forEach((a, i) => emittedLog(a.job, emitted[i] ?? [], deps));
     return outcomes;
   };
 }
@@ -98,18 +103,22 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
   return { job, acceptedAt, expired };
 }
 
-async function fanOut(a: Accepted, plan: JobPlan, deps: DemuxerDeps, at: Date): Promise<void> {
+/** The job's pushes to send now (later ones are stored here); publishing is the caller's, for the whole batch. */
+async function fanOut(a: Accepted, plan: JobPlan, deps: DemuxerDeps, at: Date): Promise<DevicePush[]> {
   const { job } = a;
   deps.metrics.jobs.inc({ outcome: plan.label });
   const pushes = job.deliverAt === undefined || a.expired ? plan.split.now : await scheduleLater(job, plan.split, deps, at);
   if (plan.label !== 'fanned-out') {
     // Counted, and shown in the job's status; logged at info only when traced.
     deps.logger[job.trace === true ? 'info' : 'debug']({ jobId: job.id, users: targetUsers(job).length, outcome: plan.label }, 'job has nothing to send');
-    return;
+    return [];
   }
-  await deps.publisher.publishMany(pushes.map(toSendMessage));
+  return pushes;
+}
+
+function emittedLog(job: PushJob, pushes: readonly DevicePush[], deps: DemuxerDeps): void {
   for (const p of pushes) deps.metrics.devicePushes.inc({ platform: p.platform });
-  if (job.trace === true) {
+  if (job.trace === true && pushes.length > 0) {
     deps.logger.info({ jobId: job.id, trace: true, pushIds: pushes.map((p) => p.pushId) }, 'trace: demuxer emitted device pushes');
   }
 }

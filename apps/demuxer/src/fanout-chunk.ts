@@ -18,6 +18,8 @@ export interface FanoutChunkDeps {
   logger: Logger;
   /** Members' devices read per chunk (FANOUT_CHUNK_SIZE). */
   chunkSize: number;
+  /** Device pushes per RabbitMQ message to a send queue (PUSH_PACK_SIZE); default 1. */
+  packMax?: number;
   now?: () => Date;
 }
 
@@ -79,7 +81,7 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
   const counts = { devices: read.devices.length, targeted: plan.targeted + read.usersWithoutDevice, noDevice: read.usersWithoutDevice, emitted, outcomes: plan.outcomes };
   if ((await deps.fanouts.recordChunk(jobId, chunkNo, counts)) === 'cancelled') return counted(deps, 'cancelled');
   const pushes = job.deliverAt === undefined || expired ? plan.split.now : await scheduleLater(job, plan.split, deps, now);
-  if (pushes.length > 0) await deps.publisher.publishMany(pushes.map(toSendMessage));
+  if (pushes.length > 0) await deps.publisher.publishMany(pushes.map(toSendMessage), { packMax: deps.packMax ?? 1 });
   for (const p of pushes) deps.metrics.devicePushes.inc({ platform: p.platform });
   await deps.fanouts.finishChunk(jobId, chunkNo);
   deps.metrics.fanoutDevices.inc(read.devices.length);

@@ -34,9 +34,10 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     logger,
     jobs: db.jobs,
     audiences: { fanouts, audiences },
+    packMax: config.PUSH_PACK_SIZE,
   });
   // Audience jobs' chunks (ADR 0013): shared by every demuxer, one checkpointed chunk per task.
-  const expand = createFanoutChunkHandler({ fanouts, audiences, publisher: broker.publisher, scheduling, metrics, logger, chunkSize: config.FANOUT_CHUNK_SIZE });
+  const expand = createFanoutChunkHandler({ fanouts, audiences, publisher: broker.publisher, scheduling, metrics, logger, chunkSize: config.FANOUT_CHUNK_SIZE, packMax: config.PUSH_PACK_SIZE });
   const chunks = await broker.consume({
     queue: Queues.fanout,
     prefetch: config.FANOUT_PREFETCH,

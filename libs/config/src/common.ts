@@ -2,6 +2,15 @@ import { bindAddress } from './bind-address.ts';
 import { int, oneOf, postgresUrl, str, urlList } from './vars.ts';
 
 /** Settings every service shares: where the broker and database are, and how to log. */
+/** Services that publish device pushes to the send queues (demuxer, deschedulers) pack them (ADR 0016). */
+export const pushPackConfig = {
+  PUSH_PACK_SIZE: int('Device pushes carried per RabbitMQ message to a send queue (1: one each); pushers still settle each push on its own. Set it alike for every service (see ADR 0016 before raising it: rate limits burst more)', {
+    default: '1',
+    min: 1,
+    max: 100,
+  }),
+} as const;
+
 export const commonConfig = {
   AMQP_URL: urlList(['amqp', 'amqps'], 'RabbitMQ URL, including the vhost; for a cluster, a comma-separated list of its nodes (every connection fails over to a live one)', {
     default: 'amqp://guest:guest@127.0.0.1:5672/',

@@ -1,8 +1,9 @@
-import { commonConfig, int } from '@herald/config';
+import { commonConfig, int, pushPackConfig } from '@herald/config';
 
 /** Settings both deschedulers share. */
 export const deschedulerConfig = {
   ...commonConfig,
+  ...pushPackConfig,
   DESCHEDULER_BATCH_SIZE: int('Due pushes claimed, published and deleted together (one transaction)', { default: '500', min: 1 }),
   DESCHEDULER_CONCURRENCY: int('Batches in flight at once per descheduler (each its own transaction; SKIP LOCKED keeps them apart)', {
     default: '2',

@@ -12,6 +12,8 @@ export interface DeschedulerDeps {
   metrics: DeschedulerMetrics;
   logger: Logger;
   batchSize: number;
+  /** Pushes per RabbitMQ message to the send queue (PUSH_PACK_SIZE); default 1. */
+  packMax?: number;
   /** Batches in flight at once (each its own transaction); default 1. */
   concurrency?: number;
   /** Longest sleep without a look at the store. */
@@ -82,7 +84,7 @@ async function releaseOnce(deps: DeschedulerDeps): Promise<number> {
     const at = now().getTime();
     const live = rows.filter((r) => r.expiresAt === undefined || r.expiresAt.getTime() > at);
     const expired = rows.filter((r) => r.expiresAt !== undefined && r.expiresAt.getTime() <= at);
-    await deps.publisher.publishMany(live.map((r) => toSendMessage(deps.platform, r)));
+    await deps.publisher.publishMany(live.map((r) => toSendMessage(deps.platform, r)), { packMax: deps.packMax ?? 1 });
     recordBatch(deps, live, expired.length, now());
     // Committed with the claim: a push leaves the store and becomes its job's `expired` together.
     return { outcomes: expired.map((r) => expiredOutcome(deps.platform, r)) };

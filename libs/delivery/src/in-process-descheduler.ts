@@ -8,6 +8,7 @@ import { createDeschedulerMetrics } from './descheduler-metrics.ts';
 
 export interface InProcessDeschedulerSettings {
   DESCHEDULER_BATCH_SIZE: number;
+  PUSH_PACK_SIZE?: number;
   DESCHEDULER_CONCURRENCY: number;
   DESCHEDULER_RECHECK_MS: number;
   DESCHEDULER_ERROR_BACKOFF_MS: number;
@@ -37,6 +38,7 @@ export async function startStoreDescheduler(platform: Platform, config: InProces
     metrics: createDeschedulerMetrics(parts.registry),
     logger: parts.logger,
     batchSize: config.DESCHEDULER_BATCH_SIZE,
+    ...(config.PUSH_PACK_SIZE !== undefined && { packMax: config.PUSH_PACK_SIZE }),
     concurrency: config.DESCHEDULER_CONCURRENCY,
     recheckMs: config.DESCHEDULER_RECHECK_MS,
     errorBackoffMs: config.DESCHEDULER_ERROR_BACKOFF_MS,

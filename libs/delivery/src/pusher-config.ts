@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { bool, commonConfig, int, intList, str, type VarSpec } from '@herald/config';
+import { bool, commonConfig, int, intList, pushPackConfig, str, type VarSpec } from '@herald/config';
 import { caPemProblem, hostProblem, parseProxyUrl, portProblem } from '@herald/contracts';
 import { appDeliveryConfig } from './app-delivery.ts';
 import type { CaFile } from './provider-connection.ts';
@@ -84,24 +84,26 @@ export const sharedPusherConfig = {
 } as const;
 
 /** Unset: the send window (prefetchFor). */
-const devicePrefetch = optional('Unacknowledged pushes a pusher holds at once (unset: two batches, PUSHER_BATCH_SIZE × 2)', (raw) => {
+const devicePrefetch = optional('Unacknowledged messages a pusher holds at once, each one push or a pack of up to PUSH_PACK_SIZE (unset: PUSHER_BATCH_SIZE × 2 / PUSH_PACK_SIZE, at least 2)', (raw) => {
   if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`must be a whole number of at least 1, got "${raw}"`);
   return Number(raw);
 });
 
 /**
- * A device pusher's prefetch: by default two batches, one being sent while the next is claimed.
- * More only queues pushes inside the process (their buffers, requests and promises outlive young
- * GC generations and swell the heap) instead of in RabbitMQ, without sending any faster.
+ * A device pusher's prefetch, in messages: by default two batches of pushes when they arrive packed
+ * PUSH_PACK_SIZE to a message (ADR 0016), one being sent while the next is claimed. Every push held
+ * waits for the limiter at once; holding PUSH_PACK_SIZE times more let the limiter's grace tokens
+ * all be spent and sent the rate over its bound in a sliding second.
  */
-export const prefetchFor = (settings: { PUSHER_PREFETCH: number | undefined; PUSHER_BATCH_SIZE: number }): number =>
-  settings.PUSHER_PREFETCH ?? settings.PUSHER_BATCH_SIZE * 2;
+export const prefetchFor = (settings: { PUSHER_PREFETCH: number | undefined; PUSHER_BATCH_SIZE: number; PUSH_PACK_SIZE?: number }): number =>
+  settings.PUSHER_PREFETCH ?? Math.max(2, Math.ceil((settings.PUSHER_BATCH_SIZE * 2) / (settings.PUSH_PACK_SIZE ?? 1)));
 
 /** Settings the device pushers (APNs, FCM, Web Push) share; each pusher adds its provider's credentials. */
 export const pusherConfig = {
   ...commonConfig,
   ...sharedPusherConfig,
   PUSHER_PREFETCH: devicePrefetch,
+  ...pushPackConfig,
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
   ...appDeliveryConfig,
   SANDBOX_STATE_DIR: str('Where the sandbox keeps its certificate, keys and sandbox.json (used when no credentials are set)', {

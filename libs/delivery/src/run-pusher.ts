@@ -26,6 +26,8 @@ export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppD
   PUSHER_PREFETCH: number | undefined;
   PUSHER_BATCH_SIZE: number;
   PUSHER_BATCH_WAIT_MS: number;
+  /** How the demuxer and deschedulers pack pushes (sets the default prefetch). */
+  PUSH_PACK_SIZE?: number;
   PUSHER_RETRY_DELAYS_MS: readonly number[];
   LEDGER_LEASE_MS: number;
   LEDGER_PRUNE_INTERVAL_MS: number;

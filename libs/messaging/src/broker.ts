@@ -82,8 +82,9 @@ class RabbitBroker implements Broker {
 function validate(options: ConsumeOptions): void {
   const problems: string[] = [];
   if (!Number.isInteger(options.prefetch) || options.prefetch < 1) problems.push('prefetch must be an integer ≥ 1');
-  if (options.batch && (options.batch.maxSize < 1 || options.batch.maxSize > options.prefetch)) {
-    problems.push('batch.maxSize must be between 1 and prefetch');
+  // Not bounded by prefetch: a packed message (pack.ts) brings several deliveries.
+  if (options.batch && options.batch.maxSize < 1) {
+    problems.push('batch.maxSize must be at least 1');
   }
   if (options.retryDelaysMs.some((d) => !Number.isFinite(d) || d <= 0)) problems.push('retryDelaysMs must be positive numbers');
   if (options.deliveryLimit !== undefined && (!Number.isInteger(options.deliveryLimit) || options.deliveryLimit < 1)) problems.push('deliveryLimit must be an integer ≥ 1');

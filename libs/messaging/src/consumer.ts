@@ -5,9 +5,10 @@ import { Batcher } from './batcher.ts';
 import { coalesceWrites } from './coalesce-writes.ts';
 import type { BrokerConnection } from './connection.ts';
 import { toInbound } from './inbound.ts';
+import { isPacked, PACK_IDS_HEADER, unpack } from './pack.ts';
 import type { MessagingMetrics } from './metrics.ts';
 import { handlerBackoffMs } from './retry.ts';
-import { DELIVERY_LIMIT, type Delivery, type Parked, type Settler } from './settle.ts';
+import { DELIVERY_LIMIT, type Delivery, type PackState, type Parked, type Settler } from './settle.ts';
 import { sleep } from './sleep.ts';
 import { DEFAULT_DELIVERY_LIMIT } from './topology.ts';
 import type { ConsumeOptions, Consumer, Outcome } from './types.ts';
@@ -102,7 +103,8 @@ export class QueueConsumer implements Consumer {
     const delivery: Delivery = { msg, channel, acks, inbound: toInbound(msg, this.queue) };
     this.deps.metrics.consumed.inc({ queue: this.queue });
     if (this.stopping) return this.nack(delivery);
-    this.batcher.add(delivery);
+    if (isPacked(msg.properties.contentType as string | undefined, delivery.inbound.headers)) parts(delivery).forEach((d) => this.batcher.add(d));
+    else this.batcher.add(delivery);
   }
 
   private onChannelClosed(channel: Channel): void {
@@ -170,6 +172,12 @@ export class QueueConsumer implements Consumer {
     }
     if (parked !== undefined) await this.tellParked(d, parked);
     if (!this.isLive(d)) return this.logGone(d, outcome, decidedAt);
+    if (d.pack !== undefined) {
+      // A packed message is acked with its last part, unless a part gave it back meanwhile.
+      d.pack.remaining -= 1;
+      if (d.pack.remaining > 0 || d.pack.closed) return;
+      d.pack.closed = true;
+    }
     d.acks.ack(d.msg);
     this.deps.metrics.acked.inc({ queue: this.queue });
   }
@@ -205,7 +213,12 @@ export class QueueConsumer implements Consumer {
     batch.forEach((d) => this.nack(d));
   }
 
+  /** Give a message back to the queue; a packed one once, whichever of its parts asks first (all of them come back). */
   private nack(d: Delivery): void {
+    if (d.pack !== undefined) {
+      if (d.pack.closed) return;
+      d.pack.closed = true;
+    }
     if (this.isLive(d)) safely(() => d.acks.nack(d.msg, true));
   }
 
@@ -216,6 +229,18 @@ export class QueueConsumer implements Consumer {
   private logGone(d: Delivery, outcome: Outcome, decidedAt: Date): void {
     this.deps.logger.info({ queue: this.queue, ...settling(d, outcome, decidedAt) }, 'channel closed before settling; message will be redelivered');
   }
+}
+
+/** A packed message as one delivery per part (pack.ts): the part's body and id, the envelope's other headers. */
+function parts(d: Delivery): Delivery[] {
+  const { [PACK_IDS_HEADER]: ids, ...headers } = d.inbound.headers;
+  const split = unpack(d.msg.content, ids);
+  const pack: PackState = { remaining: split.length, closed: false };
+  return split.map((part, i) => ({
+    ...d,
+    pack,
+    inbound: { ...d.inbound, headers, body: part.body, messageId: part.messageId ?? `${d.inbound.messageId ?? 'packed'}#${i}` },
+  }));
 }
 
 /** What a settle log says of its message: which one, the outcome the handler chose (a retry's code too) and when. */

@@ -9,6 +9,7 @@ export type {
   Outcome,
   ParkedNotice,
   Publisher,
+  PublishOptions,
   QueueCounts,
 } from './types.ts';
 export {
@@ -26,6 +27,7 @@ export {
   type BindingSpec,
 } from './topology.ts';
 export { HeraldHeaders } from './headers.ts';
+export { PACKED_CONTENT_TYPE, PACK_IDS_HEADER, packMessages } from './pack.ts';
 export { Headers } from '@herald/contracts';
 export { RETRIES_EXHAUSTED, DELIVERY_LIMIT } from './settle.ts';
 export { BrokerConnectError, BrokerUnavailableError, PublishFailedError, UnroutableError } from './errors.ts';

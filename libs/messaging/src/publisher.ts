@@ -6,7 +6,8 @@ import type { BrokerConnection } from './connection.ts';
 import { BrokerUnavailableError, PublishFailedError, UnroutableError } from './errors.ts';
 import type { MessagingMetrics } from './metrics.ts';
 import { sleep } from './sleep.ts';
-import type { OutboundMessage, Publisher } from './types.ts';
+import { packMessages } from './pack.ts';
+import type { OutboundMessage, PublishOptions, Publisher } from './types.ts';
 
 /** An outbound message plus AMQP properties copied from another message (retry and park copies). */
 export interface RawOutbound extends OutboundMessage {
@@ -56,8 +57,9 @@ export class ConfirmPublisher implements Publisher {
     return this.publishMany([msg]);
   }
 
-  async publishMany(msgs: readonly RawOutbound[]): Promise<void> {
-    if (msgs.length === 0) return;
+  async publishMany(all: readonly RawOutbound[], options: PublishOptions = {}): Promise<void> {
+    if (all.length === 0) return;
+    const msgs = options.packMax !== undefined && options.packMax > 1 ? packMessages(all, options.packMax) : all;
     if (!this.connection.isConnected()) {
       throw new BrokerUnavailableError('not connected to RabbitMQ (recovering); message not published');
     }

@@ -15,6 +15,14 @@ export interface Delivery {
   /** That channel's acks (batched, see ack-window.ts). */
   acks: AckWindow;
   inbound: InboundMessage;
+  /** Set when this is one part of a packed message (pack.ts): the message is acked once every part is settled. */
+  pack?: PackState;
+}
+
+/** The parts of one packed message still to settle; `closed` once it was acked or given back (nacked). */
+export interface PackState {
+  remaining: number;
+  closed: boolean;
 }
 
 export const RETRIES_EXHAUSTED = 'retries-exhausted';
@@ -32,9 +40,12 @@ function copiedHeaders(headers: Record<string, unknown>): Record<string, unknown
   return Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'x-delivery-count'));
 }
 
-/** Properties a retry or park copy keeps from the original (not expiration: the copy sets its own). */
-function copiedProperties(msg: ConsumeMessage): Options.Publish {
-  const p = msg.properties;
+/**
+ * Properties a retry or park copy keeps from the original (not expiration: the copy sets its own).
+ * A part of a packed message is copied as an ordinary JSON message with the part's own id.
+ */
+function copiedProperties(d: Delivery): Options.Publish {
+  const p = d.msg.properties;
   const keep: Options.Publish = {
     contentType: p.contentType,
     contentEncoding: p.contentEncoding,
@@ -44,6 +55,7 @@ function copiedProperties(msg: ConsumeMessage): Options.Publish {
     timestamp: p.timestamp,
     priority: p.priority,
     messageId: p.messageId,
+    ...(d.pack !== undefined && { contentType: 'application/json', messageId: d.inbound.messageId }),
   };
   return Object.fromEntries(Object.entries(keep).filter(([, v]) => v !== undefined)) as Options.Publish;
 }
@@ -99,8 +111,8 @@ export class Settler {
     const copy: RawOutbound = {
       exchange: Exchanges.retry,
       routingKey: this.queue,
-      body: d.msg.content,
-      properties: copiedProperties(d.msg),
+      body: d.inbound.body,
+      properties: copiedProperties(d),
       headers: {
         ...copiedHeaders(d.inbound.headers),
         [HeraldHeaders.attempt]: attempt,
@@ -116,8 +128,8 @@ export class Settler {
     const copy: RawOutbound = {
       exchange: '',
       routingKey: parkedQueueFor(this.queue),
-      body: d.msg.content,
-      properties: copiedProperties(d.msg),
+      body: d.inbound.body,
+      properties: copiedProperties(d),
       headers: {
         ...copiedHeaders(d.inbound.headers),
         [HeraldHeaders.parkedReason]: reason,

@@ -43,8 +43,16 @@ export interface OutboundMessage {
 export interface Publisher {
   /** Persistent + mandatory; resolves on broker confirm, rejects on nack, channel loss or unroutable. */
   publish(msg: OutboundMessage): Promise<void>;
-  /** Writes all, then awaits all confirms; rejects with the first failure. */
-  publishMany(msgs: readonly OutboundMessage[]): Promise<void>;
+  /**
+   * Writes all, then awaits all confirms; rejects with the first failure. With `packMax` > 1,
+   * JSON messages to the same queue travel up to that many to an AMQP message (pack.ts); the
+   * consumer's handler still sees each on its own.
+   */
+  publishMany(msgs: readonly OutboundMessage[], options?: PublishOptions): Promise<void>;
+}
+
+export interface PublishOptions {
+  packMax?: number;
 }
 
 export interface InboundMessage {

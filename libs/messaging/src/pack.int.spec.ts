@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@herald/testing';
+import { HeraldHeaders } from './headers.ts';
+import { PACK_IDS_HEADER, PACKED_CONTENT_TYPE } from './pack.ts';
+import { recordingHandler, startTestBroker, takeMessage, waitForMessage, type TestBroker } from './test-helpers.ts';
+import { mergeTopologies, retryTopology, workQueueTopology } from './topology.ts';
+import type { InboundMessage, OutboundMessage, Outcome } from './types.ts';
+
+describe('packed messages: several JSON bodies per AMQP message, each settled on its own', () => {
+  let t: TestBroker;
+  let n = 0;
+  async function freshQueue(): Promise<string> {
+    const queue = `p.work.${++n}`;
+    await t.broker.applyTopology(mergeTopologies(workQueueTopology(queue, 'p.exchange'), retryTopology([200])));
+    return queue;
+  }
+  const bodies = (queue: string, count: number, prefix = 'm'): OutboundMessage[] =>
+    Array.from({ length: count }, (_, i) => ({ exchange: 'p.exchange', routingKey: queue, body: { id: `${prefix}${i}`, text: 'line\nbreak' }, messageId: `${prefix}${i}` }));
+  const idOf = (m: InboundMessage): string => (JSON.parse(m.body.toString()) as { id: string }).id;
+  const readyIn = async (queue: string): Promise<number> => (await t.broker.queueCounts([queue])).get(queue)?.ready ?? -1;
+
+  beforeAll(async () => {
+    t = await startTestBroker('msg-pack');
+  });
+  afterAll(() => t.teardown());
+
+  it('travels packMax bodies to a message and reaches the handler one by one, in order, with their ids', async () => {
+    const queue = await freshQueue();
+    await t.broker.publisher.publishMany(bodies(queue, 25), { packMax: 10 });
+    expect(await readyIn(queue)).toBe(3);
+    const h = recordingHandler();
+    const consumer = await t.broker.consume({ queue, prefetch: 3, batch: { maxSize: 3, maxWaitMs: 50 }, retryDelaysMs: [200], handle: h.handle });
+    await waitFor('25 parts handled', () => h.seen.length === 25);
+    await consumer.stop(1000);
+    expect(h.seen.map(idOf)).toEqual(Array.from({ length: 25 }, (_, i) => `m${i}`));
+    expect(h.seen.map((m) => m.messageId)).toEqual(Array.from({ length: 25 }, (_, i) => `m${i}`));
+    expect(h.seen.every((m) => m.headers[PACK_IDS_HEADER] === undefined)).toBe(true);
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
+  it('retries and parks a part as an ordinary message of its own, and acks the packed message once', async () => {
+    const queue = await freshQueue();
+    await t.broker.publisher.publishMany(bodies(queue, 4, 'x'), { packMax: 10 });
+    expect(await readyIn(queue)).toBe(1);
+    const decide = (m: InboundMessage): Outcome => {
+      const id = idOf(m);
+      if (id === 'x1' && m.attempt === 1) return { kind: 'retry', code: 'transient', reason: 'try again' };
+      if (id === 'x2') return { kind: 'park', code: 'schema', reason: 'bad part' };
+      return { kind: 'ack' };
+    };
+    const h = recordingHandler(decide);
+    const consumer = await t.broker.consume({ queue, prefetch: 10, retryDelaysMs: [200], handle: h.handle });
+    const parked = await waitForMessage(t.vhost.amqpUrl, `${queue}.parked`);
+    await waitFor('the retried part back', () => h.seen.some((m) => idOf(m) === 'x1' && m.attempt === 2));
+    await consumer.stop(1000);
+    expect(parked.content.toString()).toBe(JSON.stringify({ id: 'x2', text: 'line\nbreak' }));
+    expect(parked.properties.contentType).toBe('application/json');
+    expect(parked.properties.messageId).toBe('x2');
+    expect(parked.properties.headers?.[HeraldHeaders.parkedCode]).toBe('schema');
+    expect(parked.properties.headers?.[PACK_IDS_HEADER]).toBeUndefined();
+    expect(await takeMessage(t.vhost.amqpUrl, `${queue}.parked`)).toBe(false);
+    // Each part handled once, the retried one twice; nothing came back unsettled.
+    expect(h.seen.map((m) => `${idOf(m)}@${m.attempt}`).sort()).toEqual(['x0@1', 'x1@1', 'x1@2', 'x2@1', 'x3@1']);
+    expect(h.seen.every((m) => !m.redelivered)).toBe(true);
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
+  it('gives the whole packed message back when the handler fails: every part comes again', async () => {
+    const queue = await freshQueue();
+    await t.broker.publisher.publishMany(bodies(queue, 3, 'y'), { packMax: 10 });
+    let calls = 0;
+    const seen: string[] = [];
+    const consumer = await t.broker.consume({
+      queue,
+      prefetch: 10,
+      batch: { maxSize: 1, maxWaitMs: 0 },
+      retryDelaysMs: [200],
+      handle: async (ms) => {
+        calls++;
+        seen.push(...ms.map((m) => `${idOf(m)}${m.redelivered ? '@again' : ''}`));
+        if (calls === 2) throw new Error('database is down');
+        return ms.map(() => ({ kind: 'ack' }) as const);
+      },
+    });
+    await waitFor('every part handled again', () => ['y0@again', 'y1@again', 'y2@again'].every((id) => seen.includes(id)), { timeoutMs: 10_000 });
+    await consumer.stop(1000);
+    expect(seen.slice(0, 2)).toEqual(['y0', 'y1']);
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
+  it('sends a message with headers, an expiry or a lone body as it is', async () => {
+    const queue = await freshQueue();
+    const plain = bodies(queue, 1, 'lone');
+    const withHeader: OutboundMessage = { ...bodies(queue, 1, 'h')[0]!, headers: { 'x-keep': 'me' } };
+    await t.broker.publisher.publishMany([...plain, withHeader], { packMax: 10 });
+    const first = await waitForMessage(t.vhost.amqpUrl, queue);
+    const second = await waitForMessage(t.vhost.amqpUrl, queue);
+    expect([first.properties.contentType, second.properties.contentType]).toEqual(['application/json', 'application/json']);
+    expect([first, second].some((m) => m.properties.contentType === PACKED_CONTENT_TYPE)).toBe(false);
+  });
+});
