@@ -70,8 +70,13 @@ function claimedToken(body: unknown): string | undefined {
   return typeof message?.token === 'string' ? message.token : undefined;
 }
 
+/** This process's half of every message id (random), the other half a counter: unique without randomness per answer. */
+const ID_PREFIX = randomBytes(4).toString('hex');
+let idCounter = 0;
+
 /** FCM message ids look like `0:1700000000000000%31bd1c9631bd1c96`; validate_only answers `fake_message_id`. */
 function messageId(validateOnly: boolean): string {
   if (validateOnly) return 'fake_message_id';
-  return `0:${Date.now()}${String(Math.floor(Math.random() * 1000)).padStart(3, '0')}%${randomBytes(8).toString('hex')}`;
+  idCounter = (idCounter + 1) % 0x100000000;
+  return `0:${Date.now()}${String(Math.floor(Math.random() * 1000)).padStart(3, '0')}%${ID_PREFIX}${idCounter.toString(16).padStart(8, '0')}`;
 }

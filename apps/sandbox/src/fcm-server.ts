@@ -27,32 +27,74 @@ function acceptLenientScheme(server: http2.Http2SecureServer): void {
   });
 }
 
-/** A TLS server speaking the FCM HTTP v1 send API over HTTP/2 and HTTP/1.1 (`allowHTTP1`). */
+/**
+ * A TLS server speaking the FCM HTTP v1 send API over HTTP/2 and HTTP/1.1 (`allowHTTP1`). HTTP/2
+ * streams are served directly (as the APNs server does), not through Node's compatibility
+ * request/response objects, which cost about a third of the server's time a request; HTTP/1.1
+ * requests still arrive as 'request' events.
+ */
 export function createFcmServer(options: FcmServerOptions, ctx: SandboxContext): http2.Http2SecureServer {
   const server = http2.createSecureServer({ cert: options.cert, key: options.key, allowHTTP1: true, settings: { maxConcurrentStreams: 1000 } });
   acceptLenientScheme(server);
   server.on('request', (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
-    void serve(req, res, options, ctx);
+    void serve({ method: req.method, path: req.url, headers: req.headers, read: () => readBody(req), closed: () => res.destroyed || req.socket.destroyed }, respondOver(res), options, ctx);
+  });
+  // Listening for 'request' made Node wrap every HTTP/2 stream in those objects: serve the streams instead.
+  server.removeAllListeners('stream');
+  server.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
+    const incoming = { method: String(headers[':method'] ?? ''), path: String(headers[':path'] ?? ''), headers, read: () => readBody(stream), closed: () => stream.destroyed || stream.closed };
+    void serve(incoming, respondOn(stream), options, ctx);
   });
   server.on('sessionError', (err) => ctx.logger.debug({ err }, 'fcm session error'));
   return server;
 }
 
-async function serve(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, options: FcmServerOptions, ctx: SandboxContext): Promise<void> {
+interface Incoming {
+  method: string;
+  path: string;
+  headers: http2.IncomingHttpHeaders;
+  read(): Promise<Buffer>;
+  /** Whether the client went away before the answer. */
+  closed(): boolean;
+}
+
+interface Responder {
+  answer(status: number, headers: Record<string, string>, body: Buffer | string): void;
+  fail(): void;
+}
+
+const respondOn = (stream: http2.ServerHttp2Stream): Responder => ({
+  answer(status, headers, body) {
+    stream.respond({ ':status': status, ...headers });
+    stream.end(body);
+  },
+  fail() {
+    if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+  },
+});
+
+const respondOver = (res: http2.Http2ServerResponse): Responder => ({
+  answer(status, headers, body) {
+    res.writeHead(status, headers);
+    res.end(body);
+  },
+  fail() {
+    if (!res.headersSent) res.writeHead(500);
+    res.end();
+  },
+});
+
+async function serve(req: Incoming, respond: Responder, options: FcmServerOptions, ctx: SandboxContext): Promise<void> {
   try {
-    const body = await readBody(req);
-    const request = { method: req.method, path: req.url, headers: req.headers, body };
+    const body = await req.read();
+    const request = { method: req.method, path: req.path, headers: req.headers, body };
     const handled = await handleFcmRequest(request, options, ctx);
     const { answer } = handled;
-    const clientClosed = res.destroyed || req.socket.destroyed;
-    if (!clientClosed) {
-      res.writeHead(answer.status, answer.headers);
-      res.end(answer.body);
-    }
+    const clientClosed = req.closed();
+    if (!clientClosed) respond.answer(answer.status, answer.headers, answer.body);
     recordExchange(ctx, { ...handled, platform: 'fcm', path: request.path, headers: req.headers, body, clientClosed });
   } catch (err) {
     ctx.logger.warn({ err }, 'fcm request failed');
-    if (!res.headersSent) res.writeHead(500);
-    res.end();
+    respond.fail();
   }
 }
