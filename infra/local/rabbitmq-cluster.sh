@@ -81,14 +81,17 @@ start_node() {
   local n=$1
   if amqp_up "$n"; then return 0; fi
   rm -f "$BASE/node-$n/rabbitmq.pid" # a stale one would read as a live runtime
+  touch "$BASE/node-$n/started"
   on "$n" "$BIN/rabbitmq-server" -detached >/dev/null
 }
 
-# Whether node N's runtime has gone: it wrote its pid file, and that process no longer exists.
+# Whether node N's runtime has gone since it was started: it wrote its pid file and that process no
+# longer exists, or it died before writing one, leaving an erl_crash.dump newer than its start.
 node_died() {
-  local pid
-  pid=$(cat "$BASE/node-$1/rabbitmq.pid" 2>/dev/null || true)
-  [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null
+  local pid dir="$BASE/node-$1"
+  pid=$(cat "$dir/rabbitmq.pid" 2>/dev/null || true)
+  if [ -n "$pid" ]; then ! kill -0 "$pid" 2>/dev/null; return; fi
+  [ -f "$dir/log/erl_crash.dump" ] && [ "$dir/log/erl_crash.dump" -nt "$dir/started" ]
 }
 
 # Wait for node N to be up. Nodes of a formed cluster restarting side by side can crash at boot
