@@ -224,7 +224,10 @@ describe(`job status adds up under random faults (seed ${SEED})`, () => {
         }
         return cancelled && all.every((s) => s.demuxOutcome !== null && s.inFlight === 0) && all;
       },
-      { timeoutMs: 40_000, intervalMs: 150 },
+      // Devices scripted to answer 5xx for good make the limiter slow the whole platform down (the
+      // provider back-off DESIGN.md asks for), so a seed with many of them drains slowly: seed
+      // 1131763083's FCM pushes still went out at a fifth of the rate 35 s in. Liveness bound only.
+      { timeoutMs: 90_000, intervalMs: 150 },
     ).catch(async (err: Error) => {
       const pending = (await Promise.all(ids.map(status))).filter((s) => s.inFlight !== 0);
       throw new Error(`${err.message}; still in flight: ${JSON.stringify(pending)}`);
@@ -283,7 +286,7 @@ describe(`job status adds up under random faults (seed ${SEED})`, () => {
     expect(first?.demuxOutcome).toBe('fanned-out');
     const retried = (await allPushes(jobs[0]?.id as string)).find((p) => p.code === 'retries-exhausted');
     expect(retried?.reason, "a retry that ran out keeps the provider's last answer").toBeTruthy();
-  });
+  }, 150_000);
 
   async function allPushes(id: string): Promise<JobPushList['pushes']> {
     const out: JobPushList['pushes'] = [];
