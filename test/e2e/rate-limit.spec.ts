@@ -4,7 +4,7 @@ import { waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { job } from '../support/fixtures.ts';
 import { metric } from '../support/metrics.ts';
-import { deliveredSoFar, lastSeq, maxInAnySecond, perSecond, receiveTimes, seedDevices } from '../support/rate-measure.ts';
+import { deliveredSoFar, INSTRUMENT_NICENESS, lastSeq, maxInAnySecond, perSecond, receiveTimes, seedDevices } from '../support/rate-measure.ts';
 import { startExtraService, startSystem, type System } from '../support/system.ts';
 
 const LIMIT = 500;
@@ -17,7 +17,7 @@ describe('one outbound rate limit shared by every pusher process', () => {
   let sys: System;
   let users: string[];
   beforeAll(async () => {
-    sys = await startSystem({ only: ['demuxer'], sandboxMaxRecords: BACKLOG + 10_000 });
+    sys = await startSystem({ only: ['demuxer'], sandboxMaxRecords: BACKLOG + 10_000, sandboxNiceness: INSTRUMENT_NICENESS });
     users = await seedDevices(sys, BACKLOG / 2);
     await sys.database.db.rateLimits.set({ platform: 'apns' }, LIMIT);
   });

@@ -9,6 +9,7 @@ import { createTestDatabase, createTestVhost, MANAGEMENT_API, type LocalCluster,
 import { bundleOf } from '../../infra/local/build-services.ts';
 import { prepareEnvironment } from '../../infra/local/prepare.ts';
 import { SERVICES, type ServiceName } from '../../infra/local/service-list.ts';
+import { startSandboxProcess } from './sandbox-process.ts';
 import { ServiceProcess } from './service-process.ts';
 
 type TestDatabase = Awaited<ReturnType<typeof createTestDatabase>>;
@@ -40,7 +41,19 @@ export interface System {
  * as a real process, and a client to publish with.
  */
 export async function startSystem(
-  options: { only?: readonly string[]; env?: Record<string, string>; cluster?: LocalCluster; /** Requests the sandbox keeps (its default is 20,000). */ sandboxMaxRecords?: number } = {},
+  options: {
+    only?: readonly string[];
+    env?: Record<string, string>;
+    cluster?: LocalCluster;
+    /** Requests the sandbox keeps (its default is 20,000). */
+    sandboxMaxRecords?: number;
+    /**
+     * Run the sandbox as a process of its own at this nice value instead of in the test's
+     * process: the rate tests' instrument, whose receive times must not wait on the test
+     * process's scheduling (sandbox-process.ts).
+     */
+    sandboxNiceness?: number;
+  } = {},
 ): Promise<System> {
   const missing = SERVICES.map((s) => bundleOf(s.name)).filter((b) => !existsSync(b));
   if (missing.length > 0) throw new Error(`service bundles missing (${missing[0]}, …): run \`npm run build\` (the tests' global setup and the benchmarks build them)`);
@@ -49,7 +62,11 @@ export async function startSystem(
   const managementApi = options.cluster?.apiUrls ?? MANAGEMENT_API;
   const database = await createTestDatabase('e2e');
   const stateDir = await mkdtemp(join(tmpdir(), 'herald-sandbox-'));
-  const sandbox = await startSandbox({ stateDir, logger, ...(options.sandboxMaxRecords === undefined ? {} : { maxRecords: options.sandboxMaxRecords }) });
+  const maxRecords = options.sandboxMaxRecords === undefined ? {} : { maxRecords: options.sandboxMaxRecords };
+  const sandbox: Sandbox =
+    options.sandboxNiceness === undefined
+      ? await startSandbox({ stateDir, logger, ...maxRecords })
+      : await startSandboxProcess({ stateDir, niceness: options.sandboxNiceness, ...maxRecords });
   await prepareEnvironment({
     amqpUrl: vhost.amqpUrl,
     databaseUrl: database.url,

@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SandboxIdentity } from './state-files.ts';
 
@@ -61,7 +61,12 @@ export function buildSettings(identity: SandboxIdentity, ports: BoundPorts): San
   };
 }
 
-/** Rewritten on every start, because the ports may change. */
+/**
+ * Rewritten on every start, because the ports may change; written whole and renamed into place,
+ * so a reader that waits for the file to appear never reads half of it.
+ */
 export async function writeSettings(stateDir: string, settings: SandboxSettings): Promise<void> {
-  await writeFile(join(stateDir, SETTINGS_FILE), `${JSON.stringify(settings, null, 2)}\n`);
+  const file = join(stateDir, SETTINGS_FILE);
+  await writeFile(`${file}.tmp`, `${JSON.stringify(settings, null, 2)}\n`);
+  await rename(`${file}.tmp`, file);
 }

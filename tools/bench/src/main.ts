@@ -9,15 +9,12 @@
  * generator) and the peak RSS of every process. Prints a table, writes test-results/bench.json,
  * cleans up. BENCH_RUNS runs (default 1) are summarised by their medians, row by row.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { publishBenchJobs, seedBenchDevices } from './bench-load.ts';
 import { sandboxStats, sandboxRecordsAfter } from './sandbox-feed.ts';
-import { buildServices, serviceNodeArgs } from '../../../infra/local/build-services.ts';
+import { buildServices } from '../../../infra/local/build-services.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
+import { startSandboxProcess, type SandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
 import { cpuSpentMs, listenerOf, localPortsByPid, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample } from './proc.ts';
 import { benchWebProvider, webBenchOptions } from './web-provider-bench.ts';
@@ -55,36 +52,6 @@ interface RunResult {
   cpuUsPerPush: Record<string, number>;
   /** The pushers' figures per push of their own platform (every bench job is one APNs and one FCM push), as earlier benches printed them. */
   cpuUsPerPlatformPush: Record<string, number>;
-}
-
-interface SandboxProcess {
-  child: ChildProcess;
-  stateDir: string;
-  controlUrl: string;
-}
-
-/** The sandbox as a process of its own, so its CPU is its own row (the system's in-process sandbox stays idle). */
-async function startSandboxProcess(): Promise<SandboxProcess> {
-  const stateDir = await mkdtemp(join(tmpdir(), 'herald-bench-sandbox-'));
-  const ports = { SANDBOX_APNS_PORT: '0', SANDBOX_FCM_PORT: '0', SANDBOX_WEB_PORT: '0', SANDBOX_CONTROL_PORT: '0' };
-  const child = spawn(process.execPath, serviceNodeArgs('sandbox', ''), {
-    env: { ...process.env, ...ports, SANDBOX_STATE_DIR: stateDir, LOG_LEVEL: 'warn', LOG_FORMAT: 'json' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const settingsFile = join(stateDir, 'sandbox.json');
-  for (const deadline = Date.now() + 30_000; !existsSync(settingsFile); await new Promise((r) => setTimeout(r, 100))) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error('the sandbox process did not start');
-  }
-  const { control } = JSON.parse(await readFile(settingsFile, 'utf8')) as { control: { url: string } };
-  return { child, stateDir, controlUrl: control.url };
-}
-
-async function stopSandboxProcess(s: SandboxProcess): Promise<void> {
-  const exited = new Promise((r) => s.child.once('exit', r));
-  s.child.kill('SIGTERM');
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-  if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
-  await rm(s.stateDir, { recursive: true, force: true });
 }
 
 const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
@@ -163,7 +130,7 @@ async function run(): Promise<RunResult> {
   // tools/bench/src/profile-summary.ts to read them).
   const profiling = cpuProfileEnv(process.env['BENCH_CPU_PROFILE_DIR']);
   await buildServices();
-  const sandbox = await startSandboxProcess();
+  const sandbox = await startSandboxProcess({ nodeFlags: '' });
   let sys: System | undefined;
   try {
     sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000', SANDBOX_STATE_DIR: sandbox.stateDir, ...profiling } });
@@ -218,7 +185,7 @@ async function run(): Promise<RunResult> {
     };
   } finally {
     await sys?.stop();
-    await stopSandboxProcess(sandbox);
+    await sandbox.close();
   }
 }
 

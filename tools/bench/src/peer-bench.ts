@@ -11,12 +11,11 @@
  * last push arrived; CPU per delivered push comes from /proc over that window, per process. They
  * alternate for PEER_ROUNDS rounds after a warm-up; medians at the end, then the ratio line.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { fork, type ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { buildServices, serviceNodeArgs } from '../../../infra/local/build-services.ts';
+import { buildServices } from '../../../infra/local/build-services.ts';
+import { startSandboxProcess, type SandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
 import { publishBenchJobs, seedBenchDevices } from './bench-load.ts';
 import { peakRssMb } from './proc.ts';
@@ -34,28 +33,6 @@ const CONCURRENCY = env('BENCH_PUBLISH_CONCURRENCY', 64);
 const TIMEOUT_MS = env('PEER_ROUND_TIMEOUT_SECONDS', 300) * 1000;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-interface SandboxProcess {
-  child: ChildProcess;
-  stateDir: string;
-  controlUrl: string;
-}
-
-/** The sandbox as a process of its own (its bundle), so its CPU is its own; only counters matter here. */
-async function startSandboxProcess(): Promise<SandboxProcess> {
-  const stateDir = await mkdtemp(join(tmpdir(), 'herald-peer-sandbox-'));
-  const ports = { SANDBOX_APNS_PORT: '0', SANDBOX_FCM_PORT: '0', SANDBOX_WEB_PORT: '0', SANDBOX_CONTROL_PORT: '0' };
-  const child = spawn(process.execPath, serviceNodeArgs('sandbox'), {
-    env: { ...process.env, ...ports, SANDBOX_STATE_DIR: stateDir, SANDBOX_MAX_RECORDS: '10000', LOG_LEVEL: 'warn', LOG_FORMAT: 'json' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const settingsFile = join(stateDir, 'sandbox.json');
-  for (const deadline = Date.now() + 30_000; !existsSync(settingsFile); await sleep(100)) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error('the sandbox process did not start');
-  }
-  const { control } = JSON.parse(await readFile(settingsFile, 'utf8')) as { control: { url: string } };
-  return { child, stateDir, controlUrl: control.url };
-}
 
 /** Pushes the sandbox answered 200, APNs and FCM together (exact counters, whatever the record window). */
 async function accepted(sandbox: SandboxProcess): Promise<number> {
@@ -183,7 +160,7 @@ async function writeTokens(sys: System, file: string): Promise<void> {
 }
 
 await buildServices();
-const sandbox = await startSandboxProcess();
+const sandbox = await startSandboxProcess({ maxRecords: 10_000 });
 let sys: System | undefined;
 let adapter: AdapterProcess | undefined;
 try {
@@ -216,6 +193,5 @@ try {
 } finally {
   adapter?.child.send({ kind: 'exit' });
   await sys?.stop();
-  sandbox.child.kill('SIGTERM');
-  await rm(sandbox.stateDir, { recursive: true, force: true });
+  await sandbox.close();
 }
