@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyApnsFailure, retryAfterSecondsOf } from './apns-classify.ts';
+import { classifyApnsFailure } from './apns-classify.ts';
 
 describe('classifyApnsFailure (DESIGN.md failure table, APNs rows)', () => {
   it('410 Unregistered is a dead token, invalid since Apple\'s timestamp', () => {
@@ -65,34 +65,5 @@ describe('classifyApnsFailure (DESIGN.md failure table, APNs rows)', () => {
   it('an unknown 5xx is transient, an unknown 4xx permanent', () => {
     expect(classifyApnsFailure({ status: 502 })).toEqual({ kind: 'transient', reason: 'HTTP 502' });
     expect(classifyApnsFailure({ status: 418 })).toEqual({ kind: 'permanent', reason: 'HTTP 418' });
-  });
-});
-
-describe('retryAfterSecondsOf (RFC 9110 Retry-After: delay-seconds or HTTP-date)', () => {
-  const now = Date.UTC(2025, 5, 1, 12, 0, 0);
-
-  it('reads delay-seconds, as a header string or a number', () => {
-    expect(retryAfterSecondsOf('7', now)).toBe(7);
-    expect(retryAfterSecondsOf(' 120 ', now)).toBe(120);
-    expect(retryAfterSecondsOf('0', now)).toBe(0);
-    expect(retryAfterSecondsOf(30, now)).toBe(30);
-  });
-
-  it('reads an HTTP-date (all three RFC forms) as the seconds until then, rounded up; a past date is 0', () => {
-    expect(retryAfterSecondsOf('Sun, 01 Jun 2025 12:00:07 GMT', now)).toBe(7);
-    expect(retryAfterSecondsOf('Sunday, 01-Jun-25 12:00:10 GMT', now)).toBe(10);
-    // asctime carries no zone: V8 reads it as local time.
-    expect(retryAfterSecondsOf('Sun Jun  1 12:01:00 2025', now + new Date(now).getTimezoneOffset() * 60_000)).toBe(60);
-    expect(retryAfterSecondsOf('Sun, 01 Jun 2025 12:00:07 GMT', now + 6_500)).toBe(1);
-    expect(retryAfterSecondsOf('Sun, 01 Jun 2025 11:00:00 GMT', now)).toBe(0);
-  });
-
-  it('is undefined when absent or unreadable', () => {
-    expect(retryAfterSecondsOf(undefined, now)).toBeUndefined();
-    expect(retryAfterSecondsOf(null, now)).toBeUndefined();
-    expect(retryAfterSecondsOf('', now)).toBeUndefined();
-    expect(retryAfterSecondsOf('soon', now)).toBeUndefined();
-    expect(retryAfterSecondsOf('1.5', now)).toBeUndefined();
-    expect(retryAfterSecondsOf('-3', now)).toBeUndefined();
   });
 });

@@ -1,7 +1,6 @@
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
-import tls from 'node:tls';
-import { openTunnel, pendingTunnel } from './proxy-tunnel.ts';
+import { tunnelledTls } from './proxy-tunnel.ts';
 import type { ApnsSettings } from './settings.ts';
 
 /**
@@ -17,8 +16,7 @@ export function apnsTunnelOptions(s: ApnsSettings): { createConnection?: () => D
   const clientCert = s.auth.kind === 'certificate' ? { cert: s.auth.cert, key: s.auth.key, ...(s.auth.passphrase !== undefined && { passphrase: s.auth.passphrase }) } : {};
   return {
     createConnection: () =>
-      tls.connect({
-        socket: pendingTunnel(() => openTunnel(proxy, s.address, s.port)),
+      tunnelledTls(proxy, s.address, s.port, {
         // The certificate is checked against the address (host), SNI only for a name.
         host: s.address,
         ...(isIP(s.address) === 0 && { servername: s.address }),

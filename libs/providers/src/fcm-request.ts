@@ -1,7 +1,7 @@
 import { SDK_VERSION } from 'firebase-admin/app';
 import type { Credential } from 'firebase-admin/app';
 import type { IncomingHttpHeaders } from 'node:http2';
-import { retryAfterMs } from './proxy-agent.ts';
+import { retryAfterMs } from './retry-after.ts';
 import type { FcmFailure } from './fcm-classify.ts';
 import type { FcmMessage } from './fcm-message.ts';
 import type { FcmSessions } from './fcm-sessions.ts';
@@ -55,7 +55,7 @@ function parsed(body: string): unknown {
 /** The failure in an error answer: FCM's own code (details[].errorCode) first, else the status, as firebase-admin reads it. */
 function failureOf(status: number, headers: IncomingHttpHeaders, body: string): FcmFailure {
   const retryAfter = headers['retry-after'];
-  const wait = retryAfterMs(typeof retryAfter === 'string' ? retryAfter : undefined);
+  const wait = retryAfterMs(retryAfter);
   const error = isJson(headers) ? (parsed(body) as GoogleErrorBody | undefined)?.error : undefined;
   const fcmCode = error?.details?.find((d) => d['@type']?.endsWith('google.firebase.fcm.v1.FcmError') === true)?.errorCode;
   const code = fcmCode ?? error?.status;

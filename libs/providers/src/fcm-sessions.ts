@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import { isIP } from 'node:net';
 import tls from 'node:tls';
-import { openTunnel, pendingTunnel } from './proxy-tunnel.ts';
+import { tunnelledTls } from './proxy-tunnel.ts';
 import type { ProxySettings } from './settings.ts';
 
 export interface FcmSessionOptions {
@@ -137,7 +137,7 @@ export class FcmSessions {
     const session = http2.connect(authority, {
       ...this.tlsOptions,
       ...(proxy !== undefined && {
-        createConnection: () => tls.connect({ ...this.tlsOptions, socket: pendingTunnel(() => openTunnel(proxy, host, port)) }),
+        createConnection: () => tunnelledTls(proxy, host, port, this.tlsOptions),
       }),
     });
     const pooled: Pooled = { session, active: 0, settled: false };

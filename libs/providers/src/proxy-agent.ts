@@ -24,11 +24,3 @@ export class ProxyAgent extends https.Agent {
     return undefined;
   }
 }
-
-/** Retry-After as milliseconds: delay-seconds or an HTTP date. */
-export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
-  if (value === undefined) return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}

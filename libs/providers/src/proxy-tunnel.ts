@@ -1,6 +1,7 @@
 import { request, type IncomingMessage } from 'node:http';
 import { isIPv6, type Socket } from 'node:net';
 import { Duplex } from 'node:stream';
+import tls, { type ConnectionOptions, type TLSSocket } from 'node:tls';
 import type { ProxySettings } from './settings.ts';
 
 /** The proxy could not be reached or refused the tunnel (a transport failure: the send is retried). */
@@ -77,4 +78,13 @@ export function pendingTunnel(open: () => Promise<Socket>): Duplex {
     },
   });
   return stream;
+}
+
+/**
+ * TLS to host:port through a CONNECT tunnel of `proxy`, returned at once (http2's
+ * createConnection): `options` carry what the TLS needs (ALPN, CA, client certificate, names).
+ * Each call opens a tunnel of its own.
+ */
+export function tunnelledTls(proxy: ProxySettings, host: string, port: number, options: ConnectionOptions): TLSSocket {
+  return tls.connect({ ...options, socket: pendingTunnel(() => openTunnel(proxy, host, port)) });
 }

@@ -1,7 +1,7 @@
 import https from 'node:https';
 import type { DevicePush } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
-import { retryAfterMs } from './proxy-agent.ts';
+import { retryAfterMs } from './retry-after.ts';
 import type { PushProvider, SendResult } from './push-provider.ts';
 import { WebPushAgent } from './web-agent.ts';
 import { classifyWebPushAnswer, type WebPushAnswer } from './web-classify.ts';
