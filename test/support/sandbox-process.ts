@@ -7,6 +7,7 @@ import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Sandbox, SandboxSettings } from '@herald/sandbox';
 import { serviceNodeArgs } from '../../infra/local/build-services.ts';
+import { preload } from './service-process.ts';
 
 export interface SandboxProcessOptions {
   /** Where sandbox.json goes; a fresh temporary directory (removed on close) by default. */
@@ -47,8 +48,10 @@ export async function startSandboxProcess(options: SandboxProcessOptions = {}): 
     ...(options.maxRecords === undefined ? {} : { SANDBOX_MAX_RECORDS: String(options.maxRecords) }),
     LOG_LEVEL: 'warn',
     LOG_FORMAT: 'json',
+    // It stops by itself if this process dies without closing it (a killed test run leaves no orphan).
+    HERALD_SUPERVISOR_PID: String(process.pid),
   };
-  const node = [process.execPath, ...serviceNodeArgs('sandbox', options.nodeFlags)];
+  const node = [process.execPath, '--import', preload, ...serviceNodeArgs('sandbox', options.nodeFlags)];
   const command = options.niceness === undefined ? node : ['nice', '-n', String(options.niceness), ...node];
   const child = spawn(command[0] as string, command.slice(1), { env, stdio: options.stdio ?? ['ignore', 'ignore', 'inherit'] });
   const settingsFile = join(stateDir, 'sandbox.json');

@@ -9,7 +9,7 @@ export const cpuProfileEnv = (dir: string | undefined): Record<string, string> =
   dir === undefined ? {} : { HERALD_SERVICE_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${dir}` };
 
 /** npm start's preload: a service whose parent is gone stops by itself (a killed test run leaves no orphans holding connections). */
-const preload = pathToFileURL(join(import.meta.dirname, '../../infra/local/supervised-service.mjs')).href;
+export const preload = pathToFileURL(join(import.meta.dirname, '../../infra/local/supervised-service.mjs')).href;
 
 export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 
