@@ -32,8 +32,8 @@ describe('one outbound rate limit shared by every pusher process', () => {
     const demuxer = sys.service('demuxer');
     await waitFor('the backlog queued', async () => (await metric(demuxer, 'herald_demuxer_device_pushes_total')) >= BACKLOG, { timeoutMs: 30_000, intervalMs: 200 });
     await Promise.all([1, 2, 3].map(() => startExtraService(sys, 'apns-pusher')));
-    // Progress from the pushers' metrics: reading the sandbox's records now would stall the
-    // sandbox (it runs in this process) and bunch up the very timestamps being measured.
+    // Progress from the pushers' metrics: reading the sandbox's records now would make the
+    // sandbox serialise thousands of records while it stamps the very times being measured.
     await waitFor('the whole backlog delivered', async () => (await deliveredSoFar(sys)) >= BACKLOG, { timeoutMs: 60_000, intervalMs: 500 });
     const { times, tokens } = await receiveTimes(sys, 0);
     expect(times).toHaveLength(BACKLOG);

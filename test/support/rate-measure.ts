@@ -9,7 +9,7 @@ import { DEMO_APP, type System } from './system.ts';
  * sandboxNiceness). In the test's own process, on two busy cores, its receive times carried the
  * scheduler's backlog: a second in which it was not run, then a catch-up stamped as a burst the
  * pushers never sent. Under three CPU hogs the per-second counts of one drain spread 469–518 in
- * process against 497–503 at nice −10 (docs/testing.md). Needs root or CAP_SYS_NICE; elsewhere
+ * process against 493–510 in its own at nice −10 (docs/testing.md). Needs root or CAP_SYS_NICE; elsewhere
  * the sandbox runs at the default priority (nice prints why on stderr).
  */
 export const INSTRUMENT_NICENESS = -10;

@@ -15,10 +15,10 @@ export interface SandboxProcessOptions {
   /** SANDBOX_MAX_RECORDS (the sandbox's default when absent). */
   maxRecords?: number;
   /**
-   * Run it at this nice value (`nice -n`; negative raises its priority, which needs root or
-   * CAP_SYS_NICE, and is otherwise refused with a warning on stderr while the sandbox starts at
-   * the default). Rate tests use it so that their instrument's clock readings show when pushes
-   * arrived, not when a busy machine got round to scheduling the sandbox.
+   * Run it at this nice value (through `nice`; a value below this process's raises its priority,
+   * which needs root or CAP_SYS_NICE: without, GNU nice warns on stderr and starts it at this
+   * process's value, and a warning here says so). Rate tests use it so that their instrument's
+   * clock readings show when pushes arrived, not when a busy machine got round to scheduling it.
    */
   niceness?: number;
   /** Node flags before the bundle (a CPU profile, say); HERALD_SERVICE_NODE_ARGS otherwise. */
@@ -37,6 +37,8 @@ export interface SandboxProcess extends Sandbox {
 export async function startSandboxProcess(options: SandboxProcessOptions = {}): Promise<SandboxProcess> {
   const ownDir = options.stateDir === undefined;
   const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), 'herald-sandbox-process-')));
+  const settingsFile = join(stateDir, 'sandbox.json');
+  await rm(settingsFile, { force: true }); // an earlier run's file would end the wait below at once
   const env = {
     ...process.env,
     SANDBOX_STATE_DIR: stateDir,
@@ -52,36 +54,57 @@ export async function startSandboxProcess(options: SandboxProcessOptions = {}): 
     HERALD_SUPERVISOR_PID: String(process.pid),
   };
   const node = [process.execPath, '--import', preload, ...serviceNodeArgs('sandbox', options.nodeFlags)];
-  const command = options.niceness === undefined ? node : ['nice', '-n', String(options.niceness), ...node];
+  // `nice -n` adjusts the nice value it inherits (this process's), so ask for the difference.
+  const command = options.niceness === undefined ? node : ['nice', '-n', String(options.niceness - getPriority()), ...node];
   const child = spawn(command[0] as string, command.slice(1), { env, stdio: options.stdio ?? ['ignore', 'ignore', 'inherit'] });
-  const settingsFile = join(stateDir, 'sandbox.json');
-  for (const deadline = Date.now() + 30_000; !existsSync(settingsFile); await new Promise((r) => setTimeout(r, 100))) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error('the sandbox process did not start (no sandbox.json within 30 s)');
+  let spawnError: Error | undefined = undefined;
+  child.once('error', (err) => (spawnError = err));
+  const exitedEarly = (): string | undefined =>
+    spawnError !== undefined ? spawnError.message : child.exitCode !== null || child.signalCode !== null ? `exited (${child.exitCode ?? child.signalCode})` : undefined;
+  try {
+    for (const deadline = Date.now() + 30_000; !existsSync(settingsFile); await new Promise((r) => setTimeout(r, 100))) {
+      const early = exitedEarly();
+      if (early !== undefined) throw new Error(`the sandbox process did not start: ${command[0]} ${early} (is the sandbox bundle built? npm run build)`);
+      if (Date.now() > deadline) throw new Error('the sandbox process did not start: no sandbox.json within 30 s');
+    }
+    // Written whole and renamed into place once every server listens (settings-file.ts).
+    const settings = JSON.parse(await readFile(settingsFile, 'utf8')) as SandboxSettings;
+    const niceness = getPriority(child.pid);
+    if (options.niceness !== undefined && niceness !== options.niceness) {
+      console.warn(`the sandbox runs at nice ${niceness}, not ${options.niceness} (raising a priority needs root or CAP_SYS_NICE): its receive times may carry this machine's scheduling delays`);
+    }
+    return {
+      child,
+      stateDir,
+      controlUrl: settings.control.url,
+      niceness,
+      settings,
+      apnsPort: settings.apns.port,
+      fcmPort: settings.fcm.port,
+      webPort: settings.web.port,
+      controlPort: Number(new URL(settings.control.url).port),
+      async close() {
+        await stopChild(child);
+        if (ownDir) await rm(stateDir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await stopChild(child);
+    if (ownDir) await rm(stateDir, { recursive: true, force: true });
+    throw err;
   }
-  // Written once every server listens (sandbox.ts); read it whole.
-  const settings = JSON.parse(await readFile(settingsFile, 'utf8')) as SandboxSettings;
-  const niceness = child.pid === undefined ? 0 : getPriority(child.pid);
-  if (options.niceness !== undefined && niceness !== options.niceness) {
-    console.warn(`the sandbox runs at nice ${niceness}, not ${options.niceness} (no CAP_SYS_NICE?): its receive times may carry this machine's scheduling delays`);
+}
+
+/** SIGTERM, then SIGKILL after 5 s; resolves once it has exited (at once if it already had). */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined = undefined;
+  await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 5000)))]);
+  clearTimeout(timer);
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill('SIGKILL');
+    await exited;
   }
-  return {
-    child,
-    stateDir,
-    controlUrl: settings.control.url,
-    niceness,
-    settings,
-    apnsPort: settings.apns.port,
-    fcmPort: settings.fcm.port,
-    webPort: settings.web.port,
-    controlPort: Number(new URL(settings.control.url).port),
-    async close() {
-      const exited = new Promise((r) => child.once('exit', r));
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      }
-      if (ownDir) await rm(stateDir, { recursive: true, force: true });
-    },
-  };
 }

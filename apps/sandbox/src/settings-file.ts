@@ -67,6 +67,7 @@ export function buildSettings(identity: SandboxIdentity, ports: BoundPorts): San
  */
 export async function writeSettings(stateDir: string, settings: SandboxSettings): Promise<void> {
   const file = join(stateDir, SETTINGS_FILE);
-  await writeFile(`${file}.tmp`, `${JSON.stringify(settings, null, 2)}\n`);
-  await rename(`${file}.tmp`, file);
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, `${JSON.stringify(settings, null, 2)}\n`);
+  await rename(tmp, file);
 }
