@@ -8,14 +8,11 @@
  * PROVIDER_BENCH_PROFILE_DIR=<dir> writes the sandbox's CPU profile there (run this process
  * under `node --cpu-prof` for the provider's); tools/bench/src/profile-summary.ts reads both.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
 import { createApnsProvider, createFcmProvider, loadSandboxSettings, type PushProvider } from '@herald/providers';
+import { buildServices } from '../../../infra/local/build-services.ts';
+import { startSandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { cpuMs } from './proc.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
@@ -32,33 +29,6 @@ interface Round {
   providerCpuUsPerPush: number;
   sandboxCpuUsPerPush: number;
   failed: number;
-}
-
-async function startSandboxProcess(stateDir: string): Promise<ChildProcess> {
-  const profile = process.env['PROVIDER_BENCH_PROFILE_DIR'];
-  const profiling = profile !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
-  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', 'apps/sandbox/src/main.ts'], {
-    env: {
-      ...process.env,
-      SANDBOX_STATE_DIR: stateDir,
-      SANDBOX_HOST: '127.0.0.1',
-      SANDBOX_APNS_PORT: '0',
-      SANDBOX_FCM_PORT: '0',
-      SANDBOX_WEB_PORT: '0',
-      SANDBOX_CONTROL_PORT: '0',
-      SANDBOX_MAX_RECORDS: '10000',
-      LOG_LEVEL: 'warn',
-      LOG_FORMAT: 'json',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const deadline = Date.now() + 30_000;
-  while (!existsSync(join(stateDir, 'sandbox.json'))) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error('the sandbox did not start (no sandbox.json within 30 s)');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  await new Promise((r) => setTimeout(r, 300));
-  return child;
 }
 
 let n = 0;
@@ -128,13 +98,18 @@ const median = (xs: number[]): number => {
   return s[Math.floor(s.length / 2)] ?? NaN;
 };
 
-const stateDir = await mkdtemp(join(tmpdir(), 'herald-provider-bench-'));
-const sandbox = await startSandboxProcess(stateDir);
+await buildServices();
+const profile = process.env['PROVIDER_BENCH_PROFILE_DIR'];
+const sandbox = await startSandboxProcess({
+  maxRecords: 10_000,
+  nodeFlags: profile !== undefined ? `--cpu-prof --cpu-prof-dir=${profile}` : '',
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
 try {
   const rounds: Round[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     for (const platform of PLATFORMS) {
-      const r = await round(platform, stateDir, sandbox.pid ?? NaN);
+      const r = await round(platform, sandbox.stateDir, sandbox.child.pid ?? NaN);
       rounds.push(r);
       console.log(
         `round ${i + 1} ${platform}: ${r.pushesPerSecond} pushes/s, provider CPU ${r.providerCpuUsPerPush} µs/push, sandbox CPU ${r.sandboxCpuUsPerPush} µs/push${r.failed > 0 ? `, ${r.failed} failed` : ''}`,
@@ -150,7 +125,5 @@ try {
     );
   }
 } finally {
-  sandbox.kill('SIGTERM');
-  await new Promise((r) => sandbox.once('exit', r));
-  await rm(stateDir, { recursive: true, force: true });
+  await sandbox.close();
 }
