@@ -91,9 +91,9 @@ const devicePrefetch = optional('Unacknowledged messages a pusher holds at once,
 
 /**
  * A device pusher's prefetch, in messages: by default two batches of pushes when they arrive packed
- * PUSH_PACK_SIZE to a message (ADR 0016), one being sent while the next is claimed. Every push held
- * waits for the limiter at once; holding PUSH_PACK_SIZE times more let the limiter's grace tokens
- * all be spent and sent the rate over its bound in a sliding second.
+ * PUSH_PACK_SIZE to a message (ADR 0016), one being sent while the next is claimed. More only
+ * queues pushes inside the process (their buffers, requests and promises outlive young GC
+ * generations and swell the heap) instead of in RabbitMQ, without sending any faster.
  */
 export const prefetchFor = (settings: { PUSHER_PREFETCH: number | undefined; PUSHER_BATCH_SIZE: number; PUSH_PACK_SIZE?: number }): number =>
   settings.PUSHER_PREFETCH ?? Math.max(2, Math.ceil((settings.PUSHER_BATCH_SIZE * 2) / (settings.PUSH_PACK_SIZE ?? 1)));
