@@ -7,6 +7,7 @@ import { classifyApnsFailure } from './apns-classify.ts';
 import { retryAfterSecondsOf } from './retry-after.ts';
 import type { PushProvider, SendResult, SendTarget } from './push-provider.ts';
 import { apnsTunnelOptions } from './apns-tunnel.ts';
+import { useEndOfLifeAsyncBind } from './async-bind.ts';
 import type { ApnsSettings } from './settings.ts';
 
 type ApnModule = typeof import('@parse/node-apn');
@@ -92,6 +93,8 @@ async function sendOne(apn: ApnModule, provider: Provider, push: DevicePush, top
 export async function createApnsProvider(settings: ApnsSettings, logger: Logger): Promise<PushProvider> {
   const imported = (await import('@parse/node-apn')) as ApnModule & { default?: ApnModule };
   const apn = imported.default ?? imported;
+  // node-apn sends each notification with http2's request(): see async-bind.ts.
+  useEndOfLifeAsyncBind();
   const provider = new apn.Provider(providerOptions(settings));
   const log = logger.child({ provider: 'apns' });
   return {

@@ -1,6 +1,7 @@
 import http2 from 'node:http2';
 import { isIP } from 'node:net';
 import tls from 'node:tls';
+import { useEndOfLifeAsyncBind } from './async-bind.ts';
 import { tunnelledTls } from './proxy-tunnel.ts';
 import type { ProxySettings } from './settings.ts';
 
@@ -49,6 +50,8 @@ export class FcmSessions {
   private closed = false;
 
   constructor(private readonly options: FcmSessionOptions) {
+    // Every send is one http2 request(): see async-bind.ts.
+    useEndOfLifeAsyncBind();
     this.target = options.endpoint ?? DEFAULT_TARGET;
     const { host } = this.target;
     const ca = options.endpoint?.ca;
