@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivePushId, type DevicePush } from '@herald/contracts';
+import { SDK_VERSION } from 'firebase-admin/app';
 import { createLogger } from '@herald/logging';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createFcmProvider, loadSandboxSettings, type FcmSettings, type PushProvider } from '@herald/providers';
@@ -78,6 +79,9 @@ describe('FCM provider against the sandbox', () => {
     expect(rec?.path).toBe('/v1/projects/herald-sandbox/messages:send');
     expect(rec?.headers['authorization']).toBe(`Bearer ${sandbox.settings.fcm.accessToken}`);
     expect(rec?.headers['content-type']).toMatch(/^application\/json/);
+    // The client headers firebase-admin sends, with its own version (read when the provider starts).
+    expect(rec?.headers['x-firebase-client']).toBe(`fire-admin-node/${SDK_VERSION}`);
+    expect(rec?.headers['x-goog-api-client']).toBe(`gl-node/${process.versions.node} fire-admin/${SDK_VERSION}`);
     const expirationSeconds = String(Math.floor(Date.parse(expiresAt) / 1000));
     expect(rec?.body).toEqual({
       message: {

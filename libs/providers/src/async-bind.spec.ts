@@ -20,7 +20,8 @@ describe('useEndOfLifeAsyncBind', () => {
     expect(seen).toEqual([receiver, resource.asyncId()]);
     expect(bound.length).toBe(2);
 
-    const withThis = resource.bind(fn, receiver);
+    // bind(fn, thisArg), as Node documents it; @types/node 20 declares only bind(fn).
+    const withThis = Reflect.apply(resource.bind, resource, [fn, receiver]) as typeof fn;
     seen.length = 0;
     expect(withThis(4, 5)).toBe(9);
     expect(seen).toEqual([receiver, resource.asyncId()]);

@@ -42,7 +42,10 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
     ...(settings.proxy !== undefined ? { proxy: settings.proxy } : {}),
   });
   const { credential, tokenAgent } = await credentialFor(settings);
-  const send = fcmSender(sessions, new AccessTokens(credential), settings.projectId);
+  // Imported here, not at the top of fcm-request.ts: a static import would load firebase-admin into
+  // every process that bundles the providers library (the APNs pusher, the demuxer, the API).
+  const { SDK_VERSION } = await import('firebase-admin/app');
+  const send = fcmSender(sessions, new AccessTokens(credential), settings.projectId, SDK_VERSION);
   const log = logger.child({ provider: 'fcm' });
   return {
     platform: 'fcm',

@@ -1,4 +1,3 @@
-import { SDK_VERSION } from 'firebase-admin/app';
 import type { Credential } from 'firebase-admin/app';
 import type { IncomingHttpHeaders } from 'node:http2';
 import { retryAfterMs } from './retry-after.ts';
@@ -72,15 +71,15 @@ function failureOf(status: number, headers: IncomingHttpHeaders, body: string): 
 /**
  * Sends v1 messages as Google documents them (buildFcmMessage, checked by fcm-rules.ts) over
  * `sessions`, with the headers firebase-admin sends (its client and metrics headers, the
- * credential's bearer token). One attempt per send: Herald retries through its queues, with
- * back-off and the shared limiter.
+ * credential's bearer token; `sdkVersion` is firebase-admin's SDK_VERSION). One attempt per send:
+ * Herald retries through its queues, with back-off and the shared limiter.
  */
-export function fcmSender(sessions: FcmSessions, tokens: AccessTokens, projectId: string): FcmSend {
+export function fcmSender(sessions: FcmSessions, tokens: AccessTokens, projectId: string, sdkVersion: string): FcmSend {
   const path = `/v1/projects/${encodeURIComponent(projectId)}/messages:send`;
   const fixed = {
     'content-type': 'application/json; charset=utf-8',
-    'x-firebase-client': `fire-admin-node/${SDK_VERSION}`,
-    'x-goog-api-client': `gl-node/${process.versions.node} fire-admin/${SDK_VERSION}`,
+    'x-firebase-client': `fire-admin-node/${sdkVersion}`,
+    'x-goog-api-client': `gl-node/${process.versions.node} fire-admin/${sdkVersion}`,
     access_token_auth: 'true',
   };
   return async (message, timeoutMs) => {
