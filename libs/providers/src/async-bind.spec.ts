@@ -27,7 +27,7 @@ describe('useEndOfLifeAsyncBind', () => {
     expect(seen).toEqual([receiver, resource.asyncId()]);
   });
 
-  it('no longer adds the deprecated asyncResource property (DEP0172, removed in Node 25)', () => {
+  it('no longer adds the deprecated asyncResource property (DEP0172, End-of-Life in later Node releases)', () => {
     expect('asyncResource' in new AsyncResource('Test').bind(() => 1)).toBe(false);
   });
 

@@ -8,19 +8,23 @@ let installed = false;
  * function the deprecated `asyncResource` accessor (DEP0172): two `util.deprecate` wrappers, each
  * re-parenting a function's prototype. That costs about 12 µs of CPU a call here (against 0.6 µs
  * without the accessor), once per push, in both pushers: APNs through node-apn and FCM through
- * our own sessions both send with `ClientHttp2Session.request()`. Node 24 stopped the re-parenting
- * (nodejs/node#59195, #59518) and Node 25 removed the accessor (DEP0172 End-of-Life,
- * nodejs/node#58618).
+ * our own sessions both send with `ClientHttp2Session.request()`. Node has since stopped the
+ * re-parenting (nodejs/node#59195, #59518) and later removed the accessor (DEP0172 End-of-Life,
+ * nodejs/node#58618). ADR 0017.
  *
- * This gives the running process Node 25's `bind`: the same function, run in the resource's
- * async scope with the same `this` and arguments, and the same `length`, without the deprecated
- * property. It is installed only where `bind` still adds that property, once, and changes
+ * This gives the running process the `bind` of those later releases: the same function, run in
+ * the resource's async scope with the same `this` and arguments, and the same `length`, without
+ * the deprecated property. It is installed only where `bind` still adds that property, once, and changes
  * nothing else. Herald and its dependencies never read `asyncResource` from a bound function.
  */
 export function useEndOfLifeAsyncBind(): void {
   if (installed || !('asyncResource' in new AsyncResource('HeraldProbe').bind(() => undefined))) return;
   const runInAsyncScope = AsyncResource.prototype.runInAsyncScope;
-  const bindTo = (resource: AsyncResource, fn: (...args: unknown[]) => unknown, thisArg: unknown): ((...args: unknown[]) => unknown) => {
+  const bindTo = (
+    resource: AsyncResource,
+    fn: (...args: unknown[]) => unknown,
+    thisArg: unknown,
+  ): ((...args: unknown[]) => unknown) => {
     if (typeof fn !== 'function') throw new TypeError(`The "fn" argument must be of type function. Received ${typeof fn}`);
     const bound =
       thisArg === undefined
