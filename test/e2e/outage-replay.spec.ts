@@ -26,7 +26,7 @@ describe('replaying a backlog after a pusher outage', () => {
   let sys: System;
   let users: string[];
   beforeAll(async () => {
-    sys = await startSystem({ only: ['demuxer', 'apns-pusher'], sandboxMaxRecords: BACKLOG + 1_000, sandboxNiceness: INSTRUMENT_NICENESS });
+    sys = await startSystem({ only: ['demuxer', 'apns-pusher'], sandboxMaxRecords: BACKLOG + 1_000, sandboxProcess: { niceness: INSTRUMENT_NICENESS } });
     users = await seedDevices(sys, USERS, 'outage-user');
     await sys.database.db.rateLimits.set({ platform: 'apns' }, LIMIT);
   });

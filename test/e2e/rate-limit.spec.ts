@@ -17,7 +17,7 @@ describe('one outbound rate limit shared by every pusher process', () => {
   let sys: System;
   let users: string[];
   beforeAll(async () => {
-    sys = await startSystem({ only: ['demuxer'], sandboxMaxRecords: BACKLOG + 10_000, sandboxNiceness: INSTRUMENT_NICENESS });
+    sys = await startSystem({ only: ['demuxer'], sandboxMaxRecords: BACKLOG + 10_000, sandboxProcess: { niceness: INSTRUMENT_NICENESS } });
     users = await seedDevices(sys, BACKLOG / 2);
     await sys.database.db.rateLimits.set({ platform: 'apns' }, LIMIT);
   });

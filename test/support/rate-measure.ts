@@ -6,7 +6,7 @@ import { DEMO_APP, type System } from './system.ts';
 
 /**
  * The rate tests' sandbox runs as its own process at this nice value (startSystem's
- * sandboxNiceness). In the test's own process, on two busy cores, its receive times carried the
+ * sandboxProcess). In the test's own process, on two busy cores, its receive times carried the
  * scheduler's backlog: a second in which it was not run, then a catch-up stamped as a burst the
  * pushers never sent. Under three CPU hogs the per-second counts of one drain spread 469–518 in
  * process against 493–510 in its own at nice −10 (docs/testing.md). Needs root or CAP_SYS_NICE; elsewhere

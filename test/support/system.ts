@@ -9,7 +9,7 @@ import { createTestDatabase, createTestVhost, MANAGEMENT_API, type LocalCluster,
 import { bundleOf } from '../../infra/local/build-services.ts';
 import { prepareEnvironment } from '../../infra/local/prepare.ts';
 import { SERVICES, type ServiceName } from '../../infra/local/service-list.ts';
-import { startSandboxProcess } from './sandbox-process.ts';
+import { startSandboxProcess, type SandboxProcess, type SandboxProcessOptions } from './sandbox-process.ts';
 import { ServiceProcess } from './service-process.ts';
 
 type TestDatabase = Awaited<ReturnType<typeof createTestDatabase>>;
@@ -26,6 +26,8 @@ export interface System {
   cluster?: LocalCluster;
   database: TestDatabase;
   sandbox: Sandbox;
+  /** The sandbox, when it runs as a process of its own (startSystem's `sandboxProcess`). */
+  sandboxProcess?: SandboxProcess;
   client: HeraldClient;
   services: Map<string, ServiceProcess>;
   /** The environment every service of this system was started with. */
@@ -48,11 +50,12 @@ export async function startSystem(
     /** Requests the sandbox keeps (its default is 20,000). */
     sandboxMaxRecords?: number;
     /**
-     * Run the sandbox as a process of its own at this nice value instead of in the test's
-     * process: the rate tests' instrument, whose receive times must not wait on the test
-     * process's scheduling (sandbox-process.ts).
+     * Run the sandbox as a process of its own (sandbox-process.ts) instead of in the test's
+     * process: for the rate tests, at a raised priority (`niceness`), so its receive times do not
+     * wait on the test process's scheduling; for the benchmarks, so its CPU and memory are counted
+     * apart (`nodeFlags` for a CPU profile). System.sandboxProcess is then that process.
      */
-    sandboxNiceness?: number;
+    sandboxProcess?: Pick<SandboxProcessOptions, 'niceness' | 'nodeFlags'>;
   } = {},
 ): Promise<System> {
   const missing = SERVICES.map((s) => bundleOf(s.name)).filter((b) => !existsSync(b));
@@ -63,10 +66,8 @@ export async function startSystem(
   const database = await createTestDatabase('e2e');
   const stateDir = await mkdtemp(join(tmpdir(), 'herald-sandbox-'));
   const maxRecords = options.sandboxMaxRecords === undefined ? {} : { maxRecords: options.sandboxMaxRecords };
-  const sandbox: Sandbox =
-    options.sandboxNiceness === undefined
-      ? await startSandbox({ stateDir, logger, ...maxRecords })
-      : await startSandboxProcess({ stateDir, niceness: options.sandboxNiceness, ...maxRecords });
+  const sandboxProcess = options.sandboxProcess === undefined ? undefined : await startSandboxProcess({ stateDir, ...options.sandboxProcess, ...maxRecords });
+  const sandbox: Sandbox = sandboxProcess ?? (await startSandbox({ stateDir, logger, ...maxRecords }));
   await prepareEnvironment({
     amqpUrl: vhost.amqpUrl,
     databaseUrl: database.url,
@@ -105,6 +106,7 @@ export async function startSystem(
     ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
     database,
     sandbox,
+    ...(sandboxProcess === undefined ? {} : { sandboxProcess }),
     client,
     services,
     env,
@@ -123,6 +125,12 @@ export async function startSystem(
       await rm(stateDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The system's sandbox process (started with `sandboxProcess`); throws if it runs in this process. */
+export function sandboxProcessOf(sys: System): SandboxProcess {
+  if (sys.sandboxProcess === undefined) throw new Error('this system runs its sandbox in-process: start it with startSystem({ sandboxProcess: {} })');
+  return sys.sandboxProcess;
 }
 
 /**

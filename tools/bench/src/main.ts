@@ -14,8 +14,8 @@ import { publishBenchJobs, seedBenchDevices } from './bench-load.ts';
 import { sandboxStats, sandboxRecordsAfter } from './sandbox-feed.ts';
 import { buildServices } from '../../../infra/local/build-services.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
-import { startSandboxProcess, type SandboxProcess } from '../../../test/support/sandbox-process.ts';
-import { startSystem, type System } from '../../../test/support/system.ts';
+import type { SandboxProcess } from '../../../test/support/sandbox-process.ts';
+import { sandboxProcessOf, startSystem, type System } from '../../../test/support/system.ts';
 import { cpuSpentMs, listenerOf, localPortsByPid, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample } from './proc.ts';
 import { benchWebProvider, webBenchOptions } from './web-provider-bench.ts';
 
@@ -130,10 +130,10 @@ async function run(): Promise<RunResult> {
   // tools/bench/src/profile-summary.ts to read them).
   const profiling = cpuProfileEnv(process.env['BENCH_CPU_PROFILE_DIR']);
   await buildServices();
-  const sandbox = await startSandboxProcess({ nodeFlags: '' });
   let sys: System | undefined;
   try {
-    sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000', SANDBOX_STATE_DIR: sandbox.stateDir, ...profiling } });
+    sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000', ...profiling }, sandboxProcess: { nodeFlags: '' } });
+    const sandbox = sandboxProcessOf(sys);
     const feed = { settings: { control: { url: sandbox.controlUrl } } };
     await seedBenchDevices(sys, USERS);
     const rows = cpuRows(sys, sandbox);
@@ -185,7 +185,6 @@ async function run(): Promise<RunResult> {
     };
   } finally {
     await sys?.stop();
-    await sandbox.close();
   }
 }
 

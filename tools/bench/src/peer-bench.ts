@@ -15,8 +15,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildServices } from '../../../infra/local/build-services.ts';
-import { startSandboxProcess, type SandboxProcess } from '../../../test/support/sandbox-process.ts';
-import { startSystem, type System } from '../../../test/support/system.ts';
+import type { SandboxProcess } from '../../../test/support/sandbox-process.ts';
+import { sandboxProcessOf, startSystem, type System } from '../../../test/support/system.ts';
 import { publishBenchJobs, seedBenchDevices } from './bench-load.ts';
 import { peakRssMb } from './proc.ts';
 import { listenerPids, postgresBackendsOf, postgresServerPids, ProcessSetCpu } from './proc-sockets.ts';
@@ -160,12 +160,12 @@ async function writeTokens(sys: System, file: string): Promise<void> {
 }
 
 await buildServices();
-const sandbox = await startSandboxProcess({ maxRecords: 10_000 });
 let sys: System | undefined;
 let adapter: AdapterProcess | undefined;
 try {
-  // Herald's services use the sandbox process (its sandbox.json); startSystem's own sandbox stays idle.
-  sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000', SANDBOX_STATE_DIR: sandbox.stateDir } });
+  // One sandbox process for both: Herald's services and the adapter read its sandbox.json.
+  sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000' }, sandboxMaxRecords: 10_000, sandboxProcess: {} });
+  const sandbox = sandboxProcessOf(sys);
   await seedBenchDevices(sys, PUSHES / 2);
   const tokensFile = join(sandbox.stateDir, 'peer-tokens.json');
   await writeTokens(sys, tokensFile);
@@ -193,5 +193,4 @@ try {
 } finally {
   adapter?.child.send({ kind: 'exit' });
   await sys?.stop();
-  await sandbox.close();
 }
