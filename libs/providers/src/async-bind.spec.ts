@@ -32,7 +32,7 @@ describe('useEndOfLifeAsyncBind', () => {
   });
 
   it('still rejects what is not a function', () => {
-    expect(() => new AsyncResource('Test').bind(42 as unknown as () => void)).toThrow(TypeError);
+    expect(() => new AsyncResource('Test').bind(42 as unknown as () => void)).toThrow(expect.objectContaining({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }));
   });
 
   it('keeps an HTTP/2 request made before its session connects in the caller’s context', async () => {

@@ -19,23 +19,20 @@ let installed = false;
  */
 export function useEndOfLifeAsyncBind(): void {
   if (installed || !('asyncResource' in new AsyncResource('HeraldProbe').bind(() => undefined))) return;
-  const runInAsyncScope = AsyncResource.prototype.runInAsyncScope;
-  const bindTo = (
-    resource: AsyncResource,
-    fn: (...args: unknown[]) => unknown,
-    thisArg: unknown,
-  ): ((...args: unknown[]) => unknown) => {
-    if (typeof fn !== 'function') throw new TypeError(`The "fn" argument must be of type function. Received ${typeof fn}`);
+  const nodeBind = AsyncResource.prototype.bind;
+  const bindTo = (resource: AsyncResource, fn: (...args: unknown[]) => unknown, thisArg: unknown): ((...args: unknown[]) => unknown) => {
     const bound =
       thisArg === undefined
-        ? function (this: unknown, ...args: unknown[]): unknown {
-            return Reflect.apply(runInAsyncScope, resource, [fn, this, ...args]);
+        ? function bound(this: unknown, ...args: unknown[]): unknown {
+            return resource.runInAsyncScope(fn, this, ...args);
           }
-        : runInAsyncScope.bind(resource, fn, thisArg);
+        : resource.runInAsyncScope.bind(resource, fn, thisArg);
     Object.defineProperty(bound, 'length', { configurable: true, enumerable: false, value: fn.length, writable: false });
     return bound;
   };
   AsyncResource.prototype.bind = function bind(this: AsyncResource, fn: (...args: unknown[]) => unknown, thisArg?: unknown) {
+    // Node's own bind for what is not a function: its ERR_INVALID_ARG_TYPE, exactly.
+    if (typeof fn !== 'function') return Reflect.apply(nodeBind, this, [fn, thisArg]) as never;
     return bindTo(this, fn, thisArg);
   } as AsyncResource['bind'];
   installed = true;
