@@ -17,6 +17,8 @@ type JobPart = Pick<PushJob, 'id' | 'app' | 'content' | 'priority' | 'collapseKe
 /** Tokens of the right shape: the checks below are about the content, not the device. */
 const SAMPLE_TOKEN: Record<Platform, string> = { apns: '0'.repeat(64), fcm: `sample:${'A'.repeat(140)}`, web: 'https://push.example.com/sample' };
 const PROVIDER_NAME: Record<Platform, string> = { apns: 'APNs', fcm: 'FCM', web: 'Web Push' };
+/** An id of the right shape and length (it becomes apns-id, and part of a Web Push payload); the rules do not depend on its value. */
+const SAMPLE_PUSH_ID = derivePushId('sample', 'sample');
 
 /** Voip and Live Activity pushes reach only APNs tokens registered for them; the rest reach every platform. */
 export const platformsFor = (content: PushJob['content']): Platform[] =>
@@ -26,7 +28,7 @@ function samplePush(job: JobPart, platform: Platform, now: Date): DevicePush {
   const expiresAt = job.expiresAt ?? (job.ttl !== undefined && job.ttl > 0 ? new Date(now.getTime() + job.ttl * 1000).toISOString() : undefined);
   return {
     version: 1,
-    pushId: derivePushId(job.id, 'sample'),
+    pushId: SAMPLE_PUSH_ID,
     jobId: job.id,
     deviceId: 'sample',
     app: job.app,

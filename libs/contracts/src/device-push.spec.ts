@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { derivePushId } from './device-push.ts';
+
+describe('derivePushId', () => {
+  // Ids already in ledgers and at APNs (apns-id) must not change between versions: a job replayed
+  // after an upgrade has to be recognised as the same pushes. These values come from the first
+  // implementation (createHash('sha256').update(jobId).update('\0').update(deviceId)).
+  it('gives the same ids as every earlier version', () => {
+    expect(derivePushId('job-1', 'device-1')).toBe('34092140-bfff-85a9-9832-b24679ab884b');
+    expect(derivePushId('spring-sale', 'dëvice-é🙂')).toBe('7ba67476-4bbf-8372-9ef5-29a5c66f0133');
+    expect(derivePushId('', '')).toBe('6e340b9c-ffb3-8a98-9ca5-44e6bb780a2c');
+  });
+
+  it('is a UUID of version 8 with the RFC 9562 variant', () => {
+    for (let i = 0; i < 50; i++) expect(derivePushId(`job-${i}`, `d-${i}`)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
+  it('keeps the job and the device apart (the separator is part of the hash)', () => {
+    expect(derivePushId('ab', 'c')).not.toBe(derivePushId('a', 'bc'));
+  });
+});
