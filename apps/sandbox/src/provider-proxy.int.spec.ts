@@ -175,7 +175,8 @@ describe('provider connection settings against the sandbox', () => {
     const tlsFailure = { kind: 'transient', reason: expect.stringMatching(/certificate/i) };
     expect(await a.send(apnsPush, { apnsTopic: TOPIC })).toMatchObject(tlsFailure);
     expect(await f.send(fcmPush, {})).toMatchObject(tlsFailure);
-    expect(proxy.connects.map((c) => c.target)).toEqual([sandboxTarget('apns'), sandboxTarget('fcm')]);
+    // Each provider connects when it is made (that TLS fails too), then again for its send.
+    expect(proxy.connects.map((c) => c.target)).toEqual([sandboxTarget('apns'), sandboxTarget('fcm'), sandboxTarget('apns'), sandboxTarget('fcm')]);
     expect(await recordsFor('apns', apnsPush.token)).toEqual([]);
     expect(await recordsFor('fcm', fcmPush.token)).toEqual([]);
   });

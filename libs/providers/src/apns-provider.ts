@@ -1,3 +1,4 @@
+import type http2 from 'node:http2';
 import type { DevicePush } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import type { Provider, ProviderOptions, ResponseFailure } from '@parse/node-apn';
@@ -8,6 +9,7 @@ import { retryAfterSecondsOf } from './retry-after.ts';
 import type { PushProvider, SendResult, SendTarget } from './push-provider.ts';
 import { apnsTunnelOptions } from './apns-tunnel.ts';
 import { useEndOfLifeAsyncBind } from './async-bind.ts';
+import { settledWithin } from './http2-settled.ts';
 import type { ApnsSettings } from './settings.ts';
 
 type ApnModule = typeof import('@parse/node-apn');
@@ -90,12 +92,37 @@ async function sendOne(apn: ApnModule, provider: Provider, push: DevicePush, top
  * APNs through @parse/node-apn (token or certificate auth). All sends share one HTTP/2 session,
  * so concurrent `send` calls are multiplexed as concurrent streams.
  */
+/** What of node-apn's Provider opens its HTTP/2 session: its client (not in its type declarations). */
+interface NodeApnClient {
+  connect?: () => Promise<void>;
+  session?: http2.ClientHttp2Session;
+}
+
+/**
+ * Opens the provider's HTTP/2 session before the first push and waits (at most `timeoutMs`) until
+ * it is connected or has failed; a failure is left for the first send to report, as before. The
+ * pusher makes its provider before it takes rate budget, so budget is not held while it connects.
+ */
+const clientOf = (provider: Provider): NodeApnClient | undefined => (provider as unknown as { client?: NodeApnClient }).client;
+
+async function connected(provider: Provider, timeoutMs: number): Promise<void> {
+  const client = clientOf(provider);
+  if (typeof client?.connect !== 'function') return;
+  try {
+    await client.connect();
+  } catch {
+    return;
+  }
+  if (client.session !== undefined) await settledWithin(client.session, timeoutMs);
+}
+
 export async function createApnsProvider(settings: ApnsSettings, logger: Logger): Promise<PushProvider> {
   const imported = (await import('@parse/node-apn')) as ApnModule & { default?: ApnModule };
   const apn = imported.default ?? imported;
   // node-apn sends each notification with http2's request(): see async-bind.ts.
   useEndOfLifeAsyncBind();
   const provider = new apn.Provider(providerOptions(settings));
+  await connected(provider, settings.requestTimeoutMs);
   const log = logger.child({ provider: 'apns' });
   return {
     platform: 'apns',
@@ -110,6 +137,12 @@ export async function createApnsProvider(settings: ApnsSettings, logger: Logger)
       }
     },
     // node-apn's Provider.shutdown returns nothing; its callback fires once the session is closed.
-    close: () => new Promise<void>((resolve) => void provider.shutdown(() => resolve())),
+    // A session still connecting (APNs silent: opened when the provider was made) would never
+    // close, so it is destroyed first; its pending requests fail as transport errors.
+    close: () => {
+      const session = clientOf(provider)?.session;
+      if (session?.connecting === true) session.destroy();
+      return new Promise<void>((resolve) => void provider.shutdown(() => resolve()));
+    },
   };
 }

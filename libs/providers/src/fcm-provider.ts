@@ -45,7 +45,10 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
   // Imported here, not at the top of fcm-request.ts: a static import would load firebase-admin into
   // every process that bundles the providers library (the APNs pusher, the demuxer, the API).
   const { SDK_VERSION } = await import('firebase-admin/app');
-  const send = fcmSender(sessions, new AccessTokens(credential), settings.projectId, SDK_VERSION);
+  const tokens = new AccessTokens(credential);
+  const send = fcmSender(sessions, tokens, settings.projectId, SDK_VERSION);
+  // Connected, with a token, before the first push (best effort: a failure is the first send's to report).
+  await Promise.all([sessions.warm(settings.requestTimeoutMs), Promise.resolve(tokens.get()).catch(() => undefined)]);
   const log = logger.child({ provider: 'fcm' });
   return {
     platform: 'fcm',

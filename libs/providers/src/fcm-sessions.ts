@@ -2,6 +2,7 @@ import http2 from 'node:http2';
 import { isIP } from 'node:net';
 import tls from 'node:tls';
 import { useEndOfLifeAsyncBind } from './async-bind.ts';
+import { settledWithin } from './http2-settled.ts';
 import { tunnelledTls } from './proxy-tunnel.ts';
 import type { ProxySettings } from './settings.ts';
 
@@ -133,6 +134,16 @@ export class FcmSessions {
     return leastBusy;
   }
 
+  /**
+   * Opens a session now, if none is open, and waits (at most `timeoutMs`) until it is connected
+   * or has failed; a failure is left for the first send to report. The pusher makes its provider
+   * before it takes rate budget, so budget is not held while the first connection opens.
+   */
+  async warm(timeoutMs: number): Promise<void> {
+    if (this.closed || this.pool.length > 0) return;
+    await settledWithin(this.connect().session, timeoutMs);
+  }
+
   private connect(): Pooled {
     const { host, port } = this.target;
     const proxy = this.options.proxy;
@@ -157,3 +168,4 @@ export class FcmSessions {
     return pooled;
   }
 }
+

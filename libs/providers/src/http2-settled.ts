@@ -1,0 +1,15 @@
+import type http2 from 'node:http2';
+
+/** Resolves once `session` has connected, failed or closed, or after `timeoutMs`; never rejects. */
+export function settledWithin(session: http2.ClientHttp2Session, timeoutMs: number): Promise<void> {
+  if (!session.connecting || session.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      session.off('connect', done).off('error', done).off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    session.once('connect', done).once('error', done).once('close', done);
+  });
+}
