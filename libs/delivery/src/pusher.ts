@@ -162,13 +162,14 @@ function budgetWindowOf(deps: PusherDeps, claimedAt: number): AbortSignal {
 async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): Promise<Sent> {
   // The app's provider before budget: the first push for an app in a process waits here for the
   // provider's making (client module, credentials, connection), so the budget it then takes is
-  // spent at once, not saved up behind it and sent together with the next window's.
+  // spent at once, not saved up behind it and sent together with the next window's. What
+  // follows is decided in the same order as before (a pause, a shutdown or a cancellation first).
   const provider = await deps.providers.get(r.app).catch((err: unknown) => ({ failed: `credentials: ${(err as Error).message}` }));
-  if ('failed' in provider) return { kind: 'permanent', reason: provider.failed };
   if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, budgetWindow, r.push.app))) return unpaced(deps, r.push.app);
   if (budgetWindow.aborted) return unpaced(deps, r.push.app);
   // The wait for budget can be long: a job cancelled meanwhile is dropped as at intake.
   if (deps.cancelled?.has(r.push.jobId) === true) return { kind: 'cancelled' };
+  if ('failed' in provider) return { kind: 'permanent', reason: provider.failed };
   const started = process.hrtime.bigint();
   const result = await provider.send(r.push, r.topic !== undefined ? { apnsTopic: r.topic } : {});
   deps.metrics.providerSeconds.observe({ platform: deps.platform }, Number(process.hrtime.bigint() - started) / 1e9);

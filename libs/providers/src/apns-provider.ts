@@ -9,7 +9,7 @@ import { retryAfterSecondsOf } from './retry-after.ts';
 import type { PushProvider, SendResult, SendTarget } from './push-provider.ts';
 import { apnsTunnelOptions } from './apns-tunnel.ts';
 import { useEndOfLifeAsyncBind } from './async-bind.ts';
-import { settledWithin } from './http2-settled.ts';
+import { settledWithin } from './warm-up.ts';
 import type { ApnsSettings } from './settings.ts';
 
 type ApnModule = typeof import('@parse/node-apn');
@@ -88,23 +88,19 @@ async function sendOne(apn: ApnModule, provider: Provider, push: DevicePush, top
   return failure === undefined ? { kind: 'transient', reason: 'APNs client returned no result' } : toFailureResult(failure);
 }
 
-/**
- * APNs through @parse/node-apn (token or certificate auth). All sends share one HTTP/2 session,
- * so concurrent `send` calls are multiplexed as concurrent streams.
- */
 /** What of node-apn's Provider opens its HTTP/2 session: its client (not in its type declarations). */
 interface NodeApnClient {
   connect?: () => Promise<void>;
   session?: http2.ClientHttp2Session;
 }
 
-/**
- * Opens the provider's HTTP/2 session before the first push and waits (at most `timeoutMs`) until
- * it is connected or has failed; a failure is left for the first send to report, as before. The
- * pusher makes its provider before it takes rate budget, so budget is not held while it connects.
- */
 const clientOf = (provider: Provider): NodeApnClient | undefined => (provider as unknown as { client?: NodeApnClient }).client;
 
+/**
+ * Opens the provider's HTTP/2 session before the first push and waits (at most `timeoutMs`) until
+ * it is connected or has failed; a failure is left for the first send to report, as before. A
+ * pusher makes its provider before it takes rate budget, so budget is not held while it connects.
+ */
 async function connected(provider: Provider, timeoutMs: number): Promise<void> {
   const client = clientOf(provider);
   if (typeof client?.connect !== 'function') return;
@@ -116,6 +112,10 @@ async function connected(provider: Provider, timeoutMs: number): Promise<void> {
   if (client.session !== undefined) await settledWithin(client.session, timeoutMs);
 }
 
+/**
+ * APNs through @parse/node-apn (token or certificate auth). All sends share one HTTP/2 session,
+ * so concurrent `send` calls are multiplexed as concurrent streams.
+ */
 export async function createApnsProvider(settings: ApnsSettings, logger: Logger): Promise<PushProvider> {
   const imported = (await import('@parse/node-apn')) as ApnModule & { default?: ApnModule };
   const apn = imported.default ?? imported;

@@ -9,6 +9,7 @@ import { FcmSessions, FcmTimeoutError } from './fcm-sessions.ts';
 import { fcmMessageProblem } from './fcm-rules.ts';
 import type { PushProvider, SendResult } from './push-provider.ts';
 import type { FcmSettings } from './settings.ts';
+import { waitAtMost } from './warm-up.ts';
 
 /** Google's front ends allow 100 streams a session: room for a pusher's full window (prefetch) with sessions to spare. */
 const DEFAULT_MAX_SESSIONS = 16;
@@ -16,7 +17,8 @@ const DEFAULT_MAX_SESSIONS = 16;
 /**
  * A service account fetches its OAuth tokens from Google's token server: through the proxy too (an
  * agent of its own, so a token fetch is not counted as a send's attempt), never redirected to the
- * endpoint and with Node's own roots (the endpoint's CA is for the endpoint).
+ * endpoint and with Node's own roots (the endpoint's CA is for the endpoint). firebase-admin
+ * 13.10.0 dropped the agent for a service account given as an object; patches/ passes it on (ADR 0007).
  */
 async function credentialFor(settings: FcmSettings): Promise<{ credential: Credential; tokenAgent?: ProxyAgent }> {
   if (settings.credential.kind === 'access-token') {
@@ -47,8 +49,9 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
   const { SDK_VERSION } = await import('firebase-admin/app');
   const tokens = new AccessTokens(credential);
   const send = fcmSender(sessions, tokens, settings.projectId, SDK_VERSION);
-  // Connected, with a token, before the first push (best effort: a failure is the first send's to report).
-  await Promise.all([sessions.warm(settings.requestTimeoutMs), Promise.resolve(tokens.get()).catch(() => undefined)]);
+  // Connected, with a token, before the first push, each waited for at most the request timeout
+  // (a token fetch has no deadline of its own); a failure is the first send's to report.
+  await Promise.all([sessions.warm(settings.requestTimeoutMs), waitAtMost(Promise.resolve(tokens.get()), settings.requestTimeoutMs)]);
   const log = logger.child({ provider: 'fcm' });
   return {
     platform: 'fcm',

@@ -2,7 +2,7 @@ import http2 from 'node:http2';
 import { isIP } from 'node:net';
 import tls from 'node:tls';
 import { useEndOfLifeAsyncBind } from './async-bind.ts';
-import { settledWithin } from './http2-settled.ts';
+import { settledWithin } from './warm-up.ts';
 import { tunnelledTls } from './proxy-tunnel.ts';
 import type { ProxySettings } from './settings.ts';
 
