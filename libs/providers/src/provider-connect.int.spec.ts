@@ -14,6 +14,8 @@ const TIMEOUT_MS = 400;
 /** A provider endpoint on 127.0.0.1 that accepts TCP connections (counting them) and never answers TLS. */
 let silent: Server;
 let connections = 0;
+/** The first line each connection sent (a proxy's view: `CONNECT host:port HTTP/1.1`). */
+const firstLines: string[] = [];
 const sockets: Socket[] = [];
 /** A port nothing listens on. */
 let closedPort: number;
@@ -21,6 +23,7 @@ beforeAll(async () => {
   silent = createServer((s) => {
     connections++;
     sockets.push(s);
+    s.once('data', (d: Buffer) => firstLines.push(d.toString('latin1').split('\r\n')[0] ?? ''));
   });
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   const probe = createServer();
@@ -47,6 +50,40 @@ const fcm = (port: number): FcmSettings => ({
   credential: { kind: 'access-token', accessToken: 'token' },
   endpoint: { host: '127.0.0.1', port },
   requestTimeoutMs: TIMEOUT_MS,
+});
+
+describe('FCM provider with a service account', () => {
+  // Google's token URL is fixed, so the silent endpoint stands in as the egress proxy that both
+  // the token fetch and the FCM session go through: it accepts CONNECT and never answers (the
+  // tunnel's own deadline is 10 s).
+  it('is made within the request timeout when its token fetch and its connection hang', async () => {
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const account = {
+      type: 'service_account',
+      project_id: 'herald-test',
+      client_email: 'pusher@herald-test.iam.gserviceaccount.com',
+      private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    };
+    firstLines.length = 0;
+    const started = Date.now();
+    const provider = await createFcmProvider(
+      {
+        ...fcm(443),
+        endpoint: { host: 'fcm.googleapis.com', port: 443 },
+        credential: { kind: 'service-account', json: JSON.stringify(account) },
+        proxy: { host: '127.0.0.1', port: silentPort() },
+      },
+      logger,
+    );
+    try {
+      expect(Date.now() - started).toBeLessThan(TIMEOUT_MS + 2_000);
+      // Both were under way, through the proxy: the FCM session's tunnel and the token fetch's
+      // (firebase-admin dropped the credential's agent, firebase/firebase-admin-node#2960; patched).
+      expect(firstLines.sort()).toEqual(['CONNECT fcm.googleapis.com:443 HTTP/1.1', 'CONNECT oauth2.googleapis.com:443 HTTP/1.1']);
+    } finally {
+      await provider.close();
+    }
+  });
 });
 
 // The pusher makes an app's provider before it takes rate budget (pusher.ts), so a provider that
