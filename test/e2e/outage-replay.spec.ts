@@ -3,7 +3,7 @@ import { queueInfo, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { job } from '../support/fixtures.ts';
 import { metric } from '../support/metrics.ts';
-import { deliveredSoFar, INSTRUMENT_NICENESS, lastSeq, maxInAnySecond, perSecond, receiveTimes, seedDevices } from '../support/rate-measure.ts';
+import { deliveredSoFar, densestSecond, instrumentPauses, INSTRUMENT_NICENESS, lastSeq, pauseAllowance, perSecond, receiveTimes, seedDevices } from '../support/rate-measure.ts';
 import { startExtraService, startSystem, type System } from '../support/system.ts';
 
 /**
@@ -63,13 +63,24 @@ describe('replaying a backlog after a pusher outage', () => {
     const first = times[0] as number;
     const last = times[times.length - 1] as number;
     const seconds = perSecond(times, first);
-    const sliding = maxInAnySecond(times);
+    const pauses = await instrumentPauses(sys, first, last);
+    const densest = densestSecond(times, pauses, LIMIT);
     const meanRate = (times.length - 1) / ((last - first) / 1000);
-    console.log(JSON.stringify({ backlog: BACKLOG, limit: LIMIT, drainSeconds: (last - first) / 1000, meanRate: Math.round(meanRate), maxSliding: sliding, perSecond: seconds }));
+    console.log(
+      JSON.stringify({ backlog: BACKLOG, limit: LIMIT, drainSeconds: (last - first) / 1000, meanRate: Math.round(meanRate), densest: { ...densest, fromMs: densest.fromMs - first }, perSecond: seconds, sandboxPauses: pauses.map((p) => [p.fromMs - first, p.toMs - first]) }),
+    );
     // Never above the budget plus one slice in any second, the very first one included (no
     // burst when the backlog meets fresh pushers); any sliding one-second span at most one more
-    // window's share (tokens spent in the grace after their window, see docs/operations.md).
-    for (const [k, count] of seconds.entries()) expect(count, `second ${k}`).toBeLessThanOrEqual(LIMIT + SLICE);
-    expect(sliding).toBeLessThanOrEqual(LIMIT + 2 * SLICE);
+    // window's share (tokens spent in the grace after their window, see docs/operations.md). Where
+    // the sandbox itself paused (a GC, say), what arrived meanwhile is stamped when it got back:
+    // the span after it may hold that much more (pauseAllowance, at most the limit's rate; none
+    // when it did not pause). Measured 2026-11-26: the densest span began just after such a pause.
+    for (const [k, count] of seconds.entries()) {
+      const allowance = pauseAllowance(pauses, first + k * 1000, LIMIT);
+      expect(count, `second ${k} (${allowance} of it may have arrived during an instrument pause before it)`).toBeLessThanOrEqual(LIMIT + SLICE + allowance);
+    }
+    expect(densest.count, `the densest second, from ${densest.fromMs - first} ms (${densest.allowance} may have arrived during an instrument pause)`).toBeLessThanOrEqual(
+      LIMIT + 2 * SLICE + densest.allowance,
+    );
   }, 300_000);
 });

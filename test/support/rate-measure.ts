@@ -1,7 +1,8 @@
 // Measuring outbound push rates at the sandbox, for the rate-limit tests.
 import { apnsToken } from './fixtures.ts';
 import { metric } from './metrics.ts';
-import { sandboxRecords, type SandboxRecord } from './sandbox-client.ts';
+import type { Pause } from '@herald/sandbox';
+import { sandboxPauses, sandboxRecords, type SandboxRecord } from './sandbox-client.ts';
 import { DEMO_APP, type System } from './system.ts';
 
 /**
@@ -48,14 +49,60 @@ export function perSecond(times: readonly number[], from: number): number[] {
   return Array.from(counts, (c) => c ?? 0);
 }
 
-/** The most receives in any 1-second span (sliding). */
-export function maxInAnySecond(times: readonly number[]): number {
-  let max = 0;
-  for (let lo = 0, hi = 0; hi < times.length; hi++) {
-    while ((times[hi] as number) - (times[lo] as number) >= 1000) lo++;
-    max = Math.max(max, hi - lo + 1);
-  }
-  return max;
+/** A span in which the instrument (the sandbox) was paused, its late timer and the GC behind it merged. */
+export interface InstrumentPause {
+  fromMs: number;
+  toMs: number;
 }
+
+/** The sandbox's pauses (`GET /pauses`) that touch [fromMs, toMs], overlapping ones merged. */
+export async function instrumentPauses(sys: System, fromMs: number, toMs: number): Promise<InstrumentPause[]> {
+  const spans = (await sandboxPauses(sys.sandbox)).map((p: Pause) => ({ fromMs: p.fromMs, toMs: p.fromMs + p.ms })).filter((p) => p.toMs >= fromMs && p.fromMs <= toMs);
+  const merged: InstrumentPause[] = [];
+  for (const span of spans.sort((a, b) => a.fromMs - b.fromMs)) {
+    const last = merged[merged.length - 1];
+    if (last !== undefined && span.fromMs <= last.toMs) last.toMs = Math.max(last.toMs, span.toMs);
+    else merged.push({ ...span });
+  }
+  return merged;
+}
+
+/**
+ * How many receives a span starting at `fromMs` may hold that arrived before it: while the
+ * sandbox was paused it stamped nothing, and requests that arrived then are stamped when it got
+ * back (in a catch-up allowed as long as the pause). A span that starts inside a pause or its
+ * catch-up can so gain what arrived between the pause's start and its own, at most `ratePerSecond`.
+ * Zero when the instrument did not pause: the bound stays exact there.
+ */
+export function pauseAllowance(pauses: readonly InstrumentPause[], fromMs: number, ratePerSecond: number): number {
+  let ms = 0;
+  for (const p of pauses) if (p.fromMs < fromMs && fromMs <= p.toMs + (p.toMs - p.fromMs)) ms += Math.min(fromMs, p.toMs) - p.fromMs;
+  return Math.ceil((ms * ratePerSecond) / 1000);
+}
+
+/** A 1-second span of receives: where it starts, how many, and how many of them its start may owe to an instrument pause. */
+export interface Second {
+  fromMs: number;
+  count: number;
+  allowance: number;
+}
+
+/**
+ * The 1-second span (sliding, starting at a receive) that most exceeds what the instrument's
+ * pauses can explain (the densest one when there were none).
+ */
+export function densestSecond(times: readonly number[], pauses: readonly InstrumentPause[] = [], ratePerSecond = 0): Second {
+  let best: Second = { count: 0, fromMs: times[0] ?? 0, allowance: 0 };
+  for (let lo = 0, hi = 0; lo < times.length; lo++) {
+    const from = times[lo] as number;
+    while (hi < times.length && (times[hi] as number) - from < 1000) hi++;
+    const allowance = pauseAllowance(pauses, from, ratePerSecond);
+    if (hi - lo - allowance > best.count - best.allowance) best = { fromMs: from, count: hi - lo, allowance };
+  }
+  return best;
+}
+
+/** The most receives in any 1-second span (sliding). */
+export const maxInAnySecond = (times: readonly number[]): number => densestSecond(times).count;
 
 export const lastSeq = async (sys: System): Promise<number> => Math.max(0, ...(await sandboxRecords(sys.sandbox, { platform: 'apns' })).map((r) => r.seq));

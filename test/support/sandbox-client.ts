@@ -1,4 +1,4 @@
-import type { Sandbox } from '@herald/sandbox';
+import type { Pause, Sandbox } from '@herald/sandbox';
 
 export interface SandboxRecord {
   seq: number;
@@ -46,6 +46,13 @@ export async function sandboxRecords(sandbox: Sandbox, query: { platform?: strin
 /** Records the provider accepted (status 200). */
 export async function delivered(sandbox: Sandbox, query: { platform?: string; token?: string } = {}): Promise<SandboxRecord[]> {
   return (await sandboxRecords(sandbox, query)).filter((r) => r.status === 200);
+}
+
+/** The sandbox's own pauses (`GET /pauses`): spans in which its receive times cannot be trusted. */
+export async function sandboxPauses(sandbox: Sandbox): Promise<Pause[]> {
+  const res = await fetch(`${sandbox.settings.control.url}/pauses`);
+  if (!res.ok) throw new Error(`sandbox pauses: ${res.status}`);
+  return ((await res.json()) as { pauses: Pause[] }).pauses;
 }
 
 export async function injectFault(sandbox: Sandbox, fault: Record<string, unknown>): Promise<void> {

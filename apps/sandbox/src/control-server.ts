@@ -67,6 +67,8 @@ export function routeControl(method: string, url: URL, body: Buffer, ctx: Sandbo
       return json(200, { cleared: true });
     case 'GET /stats':
       return json(200, ctx.records.getStats());
+    case 'GET /pauses':
+      return ctx.pauses === undefined ? json(404, { error: 'this sandbox does not record its pauses' }) : json(200, ctx.pauses.list());
     case 'GET /faults':
       return json(200, ctx.faults.list());
     case 'POST /faults':

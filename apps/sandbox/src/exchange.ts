@@ -6,6 +6,7 @@ import type { CredentialRegistry } from './credential-registry.ts';
 import type { Headers } from './apns-request.ts';
 import type { DeviceStore } from './device-store.ts';
 import type { WebPushStore } from './web-store.ts';
+import type { PauseLog } from './pause-log.ts';
 
 /** What a protocol handler answers. */
 export interface Answer {
@@ -25,6 +26,8 @@ export interface SandboxContext {
   devices: DeviceStore;
   /** Simulated browsers' push subscriptions and the Web Push messages they received (`/web/...`). */
   web?: WebPushStore;
+  /** The sandbox's own pauses (`GET /pauses`). */
+  pauses?: PauseLog;
 }
 
 /** A protocol handler's verdict on one request. */

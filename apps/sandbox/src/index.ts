@@ -5,3 +5,4 @@ export { FcmErrorCodes, type FcmErrorCode } from './google-errors.ts';
 export type { RecordView, Stats } from './record-store.ts';
 export type { DeliveryView } from './delivery-log.ts';
 export type { DeviceSpec } from './device-control.ts';
+export type { Pause } from './pause-log.ts';

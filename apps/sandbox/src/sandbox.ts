@@ -9,6 +9,7 @@ import { createFcmServer } from './fcm-server.ts';
 import { FaultTable } from './faults.ts';
 import { CredentialRegistry } from './credential-registry.ts';
 import { DeviceStore } from './device-store.ts';
+import { PauseLog } from './pause-log.ts';
 import { DEFAULT_MAX_RECORDS, RecordStore } from './record-store.ts';
 import { buildSettings, FCM_PROJECT_ID, writeSettings, type SandboxSettings } from './settings-file.ts';
 import { ensureIdentity } from './state-files.ts';
@@ -72,6 +73,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     web: new WebPushStore(Math.min(options.maxRecords ?? 100_000, 100_000)),
     logger: options.logger,
     credentials,
+    pauses: new PauseLog(),
   };
   credentials.addApnsKey({ publicKey: identity.apnsPublicKey, keyId: identity.keyId, teamId: identity.teamId });
   const providerKey = credentials;
@@ -96,6 +98,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     controlPort,
     settings,
     close: async () => {
+      ctx.pauses?.close();
       endSessions.forEach((end) => end());
       control.closeAllConnections();
       await Promise.all([closeServer(apns), closeServer(fcm), closeServer(web), closeServer(control)]);
