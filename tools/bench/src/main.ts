@@ -2,7 +2,8 @@
  * `npm run bench`: the end-to-end benchmark. Starts the whole system (own vhost, schema, and the
  * sandbox as a process of its own), seeds BENCH_USERS users with one APNs and one FCM device each,
  * then publishes jobs of one user (two device pushes) for BENCH_SECONDS after a
- * BENCH_WARMUP_SECONDS warm-up — as fast as confirms allow, or at BENCH_RATE device pushes/s. It
+ * BENCH_WARMUP_SECONDS warm-up — at BENCH_RATE device pushes/s, or as fast as the system delivers
+ * (at most BENCH_MAX_BACKLOG device pushes published and not yet answered: BacklogGate). It
  * measures at the sandbox: delivered pushes/s over the measured window, latency publish → sandbox
  * receipt (p50/p95/p99), the CPU budget (CPU µs per delivered device push of every process over the
  * measured window, from /proc: each Herald service, RabbitMQ, PostgreSQL, the sandbox, the load
@@ -10,7 +11,7 @@
  * cleans up. BENCH_RUNS runs (default 1) are summarised by their medians, row by row.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { publishBenchJobs, seedBenchDevices } from './bench-load.ts';
+import { BacklogGate, publishBenchJobs, seedBenchDevices } from './bench-load.ts';
 import { sandboxStats, sandboxRecordsAfter } from './sandbox-feed.ts';
 import { buildServices } from '../../../infra/local/build-services.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
@@ -26,6 +27,8 @@ const WARMUP = env('BENCH_WARMUP_SECONDS', 10);
 const RATE = process.env['BENCH_RATE'] === undefined ? undefined : env('BENCH_RATE', 2000);
 const RUNS = env('BENCH_RUNS', 1);
 const CONCURRENCY = env('BENCH_PUBLISH_CONCURRENCY', 64);
+/** At max rate: device pushes published and not yet answered by the sandbox, at most (0: no bound). */
+const MAX_BACKLOG = env('BENCH_MAX_BACKLOG', 6_000);
 
 /** Rows of the CPU budget that are not one Herald service, in print order. */
 const RABBITMQ = 'rabbitmq (beam.smp + children)';
@@ -141,13 +144,27 @@ async function run(): Promise<RunResult> {
     const measureFrom = Date.now() + WARMUP * 1000;
     const measureTo = measureFrom + SECONDS * 1000;
     const runStarted = Date.now();
+    // At max rate the load follows what is delivered (BacklogGate): the sandbox's answered count,
+    // read every 50 ms, lets the publishers through.
+    const backlog = RATE === undefined && MAX_BACKLOG > 0 ? new BacklogGate(MAX_BACKLOG) : undefined;
+    let polling = backlog !== undefined;
+    const pollingAnswered = (async () => {
+      while (polling) {
+        backlog?.refresh((await sandboxStats(feed)).total);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
     const publishing = publishBenchJobs(sys, {
       users: USERS,
       done: () => Date.now() >= measureTo,
       ...(RATE === undefined ? {} : { rate: RATE }),
+      ...(backlog === undefined ? {} : { backlog }),
       concurrency: CONCURRENCY,
       counter,
       idPrefix: `bench-${runStarted}`,
+    }).finally(() => {
+      polling = false;
+      backlog?.open();
     });
     const latencies: number[] = [];
     let delivered = 0;
@@ -170,6 +187,7 @@ async function run(): Promise<RunResult> {
       }
     }
     await publishing;
+    await pollingAnswered;
     latencies.sort((a, b) => a - b);
     const stats = await sandboxStats(feed);
     console.log(`  published ${counter.n} jobs, sandbox answered ${stats.total} requests`);
