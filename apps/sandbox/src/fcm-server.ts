@@ -17,12 +17,17 @@ type ConnectionListener = (this: http2.Http2SecureServer, socket: TLSSocket | Re
  * `:scheme: https:` reach Node's HTTP/2 server through a filter that makes it acceptable, the
  * others as they are (see lenient-scheme.ts); HTTP/1.1 ones as they are.
  */
-function acceptLenientScheme(server: http2.Http2SecureServer): void {
+function acceptLenientScheme(server: http2.Http2SecureServer, ctx: SandboxContext): void {
   const [connectionListener] = server.listeners('secureConnection') as ConnectionListener[];
   if (connectionListener === undefined) throw new Error('http2 secure server without its connection listener');
   server.removeAllListeners('secureConnection');
   server.on('secureConnection', (socket: TLSSocket) => {
-    if (socket.alpnProtocol === 'h2') sniffScheme(socket, (s) => connectionListener.call(server, s));
+    if (socket.alpnProtocol === 'h2') {
+      sniffScheme(socket, (s, filtered) => {
+        ctx.records.countFcmConnection(filtered);
+        connectionListener.call(server, s);
+      });
+    }
     else connectionListener.call(server, socket);
   });
 }
@@ -35,7 +40,7 @@ function acceptLenientScheme(server: http2.Http2SecureServer): void {
  */
 export function createFcmServer(options: FcmServerOptions, ctx: SandboxContext): http2.Http2SecureServer {
   const server = http2.createSecureServer({ cert: options.cert, key: options.key, allowHTTP1: true, settings: { maxConcurrentStreams: 1000 } });
-  acceptLenientScheme(server);
+  acceptLenientScheme(server, ctx);
   server.on('request', (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
     void serve({ method: req.method, path: req.url, headers: req.headers, read: () => readBody(req), closed: () => res.destroyed || req.socket.destroyed }, respondOver(res), options, ctx);
   });

@@ -20,11 +20,22 @@ afterAll(async () => {
   await rm(stateDir, { recursive: true, force: true });
 });
 
-/** Send FCM v1 requests over one HTTP/2 session with the given :scheme, as firebase-admin's HTTP/2 transport does. */
-async function sendOver(scheme: string, tokens: string[]): Promise<number[]> {
+const fcmConnections = async (): Promise<{ direct: number; filtered: number }> =>
+  ((await (await fetch(`${sandbox.settings.control.url}/stats`)).json()) as { fcmConnections: { direct: number; filtered: number } }).fcmConnections;
+
+/**
+ * Send FCM v1 requests over one HTTP/2 session with the given :scheme, as firebase-admin's HTTP/2
+ * transport does; `idleFirstMs`: connect, then wait that long before the first request (as a
+ * provider that connects when it is made).
+ */
+async function sendOver(scheme: string, tokens: string[], idleFirstMs = 0): Promise<number[]> {
   const { fcm } = sandbox.settings;
   const session = http2.connect(`https://${fcm.host}:${fcm.port}`, { ca: await readFile(fcm.caFile, 'utf8'), ALPNProtocols: ['h2'] });
   try {
+    if (idleFirstMs > 0) {
+      await new Promise((resolve, reject) => session.once('connect', resolve).once('error', reject));
+      await new Promise((r) => setTimeout(r, idleFirstMs));
+    }
     return await Promise.all(
       tokens.map(
         (token) =>
@@ -53,14 +64,24 @@ async function sendOver(scheme: string, tokens: string[]): Promise<number[]> {
 describe('the FCM server accepts what Google accepts', () => {
   it('answers requests whose :scheme is "https:" (firebase-admin 13.x HTTP/2) instead of resetting them', async () => {
     const tokens = [1, 2, 3].map((i) => `scheme-${i}:APA91b${'x'.repeat(40)}`);
+    const before = await fcmConnections();
     // The first request carries the literal, the next ones HPACK's dynamic-table index for it.
     expect(await sendOver('https:', tokens)).toEqual([200, 200, 200]);
+    expect(await fcmConnections()).toEqual({ ...before, filtered: before.filtered + 1 });
     const records = (await (await fetch(`${sandbox.settings.control.url}/records?platform=fcm`)).json()) as RecordView[];
     expect(records.filter((r) => tokens.includes(r.token ?? '')).map((r) => r.status)).toEqual([200, 200, 200]);
   });
 
-  it('still answers the usual :scheme "https"', async () => {
+  it('still answers the usual :scheme "https", without the filter', async () => {
+    const before = await fcmConnections();
     expect(await sendOver('https', [`plain:APA91b${'x'.repeat(40)}`])).toEqual([200]);
+    expect(await fcmConnections()).toEqual({ ...before, direct: before.direct + 1 });
+  });
+
+  it('serves a client that connected ahead of its first request without the filter', async () => {
+    const before = await fcmConnections();
+    expect(await sendOver('https', [`ahead-1:APA91b${'x'.repeat(40)}`, `ahead-2:APA91b${'x'.repeat(40)}`], 600)).toEqual([200, 200]);
+    expect(await fcmConnections()).toEqual({ ...before, direct: before.direct + 1 });
   });
 });
 

@@ -82,17 +82,20 @@ export function firstBlockNeedsRewrite(head: Buffer): boolean | undefined {
   return undefined;
 }
 
-/** How long, and how many bytes, to wait for the first header block before filtering to be safe. */
+/** How long to wait for the first header block, and how many bytes, before deciding without it. */
 const SNIFF_TIMEOUT_MS = 250;
 const SNIFF_MAX_BYTES = 256 * 1024;
 
 /**
  * Read an HTTP/2 connection's first header block, put the bytes back, and hand on the socket as it
- * is, or through the filter when the block carries "https:" (or gave no answer within
- * SNIFF_TIMEOUT_MS or SNIFF_MAX_BYTES: the filter is always correct, only slower). Node's HTTP/2
- * session reads bytes already buffered on its socket before its own.
+ * is, or through the filter when the block carries "https:". A client that sends no request within
+ * SNIFF_TIMEOUT_MS connected ahead of its requests (Herald's providers connect when they are made);
+ * firebase-admin's transport connects for a request and sends it at once, so such a connection goes
+ * on unfiltered (before, it was filtered: every FCM push of a warmed-up pusher then went through the
+ * JavaScript stream). Past SNIFF_MAX_BYTES without a header block it is filtered, which is always
+ * correct, only slower. Node's HTTP/2 session reads bytes already buffered on its socket before its own.
  */
-export function sniffScheme(socket: TLSSocket, handOn: (socket: TLSSocket | Duplex) => void): void {
+export function sniffScheme(socket: TLSSocket, handOn: (socket: TLSSocket | Duplex, filtered: boolean) => void): void {
   let head = Buffer.alloc(0);
   let decided = false;
   const decide = (rewrite: boolean): void => {
@@ -104,7 +107,7 @@ export function sniffScheme(socket: TLSSocket, handOn: (socket: TLSSocket | Dupl
     socket.off('error', onGone);
     socket.pause();
     if (head.length > 0) socket.unshift(head);
-    handOn(rewrite ? lenientSchemeSocket(socket) : socket);
+    handOn(rewrite ? lenientSchemeSocket(socket) : socket, rewrite);
   };
   const onData = (chunk: Buffer): void => {
     head = Buffer.concat([head, chunk]);
@@ -117,7 +120,7 @@ export function sniffScheme(socket: TLSSocket, handOn: (socket: TLSSocket | Dupl
     clearTimeout(timer);
     socket.destroy();
   };
-  const timer = setTimeout(() => decide(true), SNIFF_TIMEOUT_MS);
+  const timer = setTimeout(() => decide(false), SNIFF_TIMEOUT_MS);
   socket.on('data', onData);
   socket.once('end', onGone);
   socket.once('error', onGone);

@@ -10,7 +10,7 @@ describe('RecordStore', () => {
     const s = new RecordStore(3);
     for (let i = 0; i < 5; i++) s.add(rec('apns', `t${i}`, i < 4 ? 200 : 410));
     expect(s.query().map((r) => r.seq)).toEqual([3, 4, 5]);
-    expect(s.getStats()).toEqual({ total: 5, byPlatform: { apns: { total: 5, byStatus: { '200': 4, '410': 1 } } } });
+    expect(s.getStats()).toEqual({ total: 5, byPlatform: { apns: { total: 5, byStatus: { '200': 4, '410': 1 } } }, fcmConnections: { direct: 0, filtered: 0 } });
   });
 
   it('filters by platform, token, after and limit, and parses bodies', () => {

@@ -36,7 +36,11 @@ export interface RecordQuery {
 export interface Stats {
   total: number;
   byPlatform: Record<string, { total: number; byStatus: Record<string, number> }>;
+  /** HTTP/2 connections to the FCM server: served as they are, or through the `:scheme` filter (lenient-scheme.ts), which costs the sandbox more a request. */
+  fcmConnections: { direct: number; filtered: number };
 }
+
+const noStats = (): Stats => ({ total: 0, byPlatform: {}, fcmConnections: { direct: 0, filtered: 0 } });
 
 const parseOr = (raw: string): unknown => {
   if (raw.length === 0) return null;
@@ -61,7 +65,7 @@ export class RecordStore {
   private ring: RequestRecord[] = [];
   private head = 0;
   private seq = 0;
-  private stats: Stats = { total: 0, byPlatform: {} };
+  private stats: Stats = noStats();
 
   constructor(private readonly capacity = DEFAULT_MAX_RECORDS) {}
 
@@ -96,6 +100,10 @@ export class RecordStore {
     return limited.map(({ rawResponse, ...r }) => ({ ...r, body: parseOr(r.rawBody), response: parseOr(rawResponse) }));
   }
 
+  countFcmConnection(filtered: boolean): void {
+    this.stats.fcmConnections[filtered ? 'filtered' : 'direct'] += 1;
+  }
+
   getStats(): Stats {
     return structuredClone(this.stats);
   }
@@ -104,6 +112,6 @@ export class RecordStore {
   clear(): void {
     this.ring = [];
     this.head = 0;
-    this.stats = { total: 0, byPlatform: {} };
+    this.stats = noStats();
   }
 }

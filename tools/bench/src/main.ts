@@ -129,13 +129,13 @@ function peakRss(sys: System, sandbox: SandboxProcess): Record<string, number> {
 }
 
 async function run(): Promise<RunResult> {
-  // BENCH_CPU_PROFILE_DIR: every service writes a V8 CPU profile there when it stops (see
+  // BENCH_CPU_PROFILE_DIR: every service, and the sandbox, writes a V8 CPU profile there when it stops (see
   // tools/bench/src/profile-summary.ts to read them).
   const profiling = cpuProfileEnv(process.env['BENCH_CPU_PROFILE_DIR']);
   await buildServices();
   let sys: System | undefined;
   try {
-    sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000', ...profiling }, sandboxProcess: { nodeFlags: '' } });
+    sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000', ...profiling }, sandboxProcess: { nodeFlags: profiling['HERALD_SERVICE_NODE_ARGS'] ?? '' } });
     const sandbox = sandboxProcessOf(sys);
     const feed = { settings: { control: { url: sandbox.controlUrl } } };
     await seedBenchDevices(sys, USERS);
@@ -190,7 +190,8 @@ async function run(): Promise<RunResult> {
     await pollingAnswered;
     latencies.sort((a, b) => a - b);
     const stats = await sandboxStats(feed);
-    console.log(`  published ${counter.n} jobs, sandbox answered ${stats.total} requests`);
+    const fcm = stats.fcmConnections;
+    console.log(`  published ${counter.n} jobs, sandbox answered ${stats.total} requests${fcm === undefined ? '' : ` (FCM connections: ${fcm.direct} direct, ${fcm.filtered} through its :scheme filter)`}`);
     const budget = cpuFrom !== undefined && cpuTo !== undefined ? cpuBudget(sys, cpuFrom, cpuTo, delivered) : { cpuUsPerPush: {}, cpuUsPerPlatformPush: {} };
     return {
       offered: RATE === undefined ? 'max' : `${RATE}/s`,

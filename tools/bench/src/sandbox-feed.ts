@@ -28,6 +28,6 @@ export async function sandboxRecordsAfter(sandbox: SandboxControl, after: number
   });
 }
 
-export async function sandboxStats(sandbox: SandboxControl): Promise<{ total: number }> {
-  return (await (await fetch(`${sandbox.settings.control.url}/stats`)).json()) as { total: number };
+export async function sandboxStats(sandbox: SandboxControl): Promise<{ total: number; fcmConnections?: { direct: number; filtered: number } }> {
+  return (await (await fetch(`${sandbox.settings.control.url}/stats`)).json()) as { total: number; fcmConnections?: { direct: number; filtered: number } };
 }
