@@ -71,7 +71,11 @@ interface Responder {
 const respondOn = (stream: http2.ServerHttp2Stream): Responder => ({
   answer(status, headers, body) {
     stream.respond({ ':status': status, ...headers });
-    stream.end(body);
+    // The body, then the end once it is written: Node 20 builds an ERR_STREAM_DESTROYED for a
+    // write that completes after its stream closed (nothing reads it), which `end(body)` always
+    // is; that cost about 6% of the sandbox's FCM time.
+    if (body.length === 0) stream.end();
+    else stream.write(body, () => stream.destroyed || stream.end());
   },
   fail() {
     if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
