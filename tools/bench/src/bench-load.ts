@@ -26,8 +26,10 @@ export async function seedBenchDevices(sys: System, users: number, from = 0): Pr
 }
 
 export interface PublishOptions {
-  /** Jobs go to users `u<n % users>` for the n-th job. */
+  /** Jobs go to users `u<n % users>` for the n-th job (with usersPerJob k: `u<(n·k + i) % users>`, i < k). */
   users: number;
+  /** Users a job names (1: `userId`, more: `userIds`); every user has two devices. */
+  usersPerJob?: number;
   /** Checked before each job; counter.n is the number of jobs taken so far. */
   done: (counter: { n: number }) => boolean;
   /** Device pushes/s to offer (2 per job); as fast as confirms allow when absent. */
@@ -75,22 +77,23 @@ export class BacklogGate {
 /** Publish one-user jobs until `done`, at `rate` device pushes/s if given, else as fast as confirms allow. */
 export async function publishBenchJobs(sys: System, o: PublishOptions): Promise<void> {
   const started = Date.now();
+  const perJob = o.usersPerJob ?? 1;
   const worker = async (): Promise<void> => {
     while (!o.done(o.counter)) {
       if (o.rate !== undefined) {
-        const due = started + ((o.counter.n * 2) / o.rate) * 1000;
+        const due = started + ((o.counter.n * 2 * perJob) / o.rate) * 1000;
         if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
         if (o.done(o.counter)) break;
       }
       if (o.backlog !== undefined) {
-        await o.backlog.room(o.counter.n * 2, () => o.done(o.counter));
+        await o.backlog.room(o.counter.n * 2 * perJob, () => o.done(o.counter));
         if (o.done(o.counter)) break;
       }
       const n = o.counter.n++;
       await sys.client.publishPushJob({
         id: `${o.idPrefix}-${n}`,
         app: 'demo',
-        userId: `u${n % o.users}`,
+        ...(perJob === 1 ? { userId: `u${n % o.users}` } : { userIds: Array.from({ length: perJob }, (_, i) => `u${(n * perJob + i) % o.users}`) }),
         category: 'bench',
         content: { title: 'bench', data: { t: String(Date.now()) } },
       });

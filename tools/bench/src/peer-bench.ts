@@ -5,8 +5,10 @@
  *   (a) the adapter, in its own process (peer-adapter.ts), sends to every token as Parse Server
  *       calls it: `send(data, installations)`, PEER_BATCH installations a call, PEER_IN_FLIGHT calls
  *       in flight;
- *   (b) Herald end to end: one job per user published with confirms (bench-load.ts, as
- *       `npm run bench`), demuxer → pushers → sandbox.
+ *   (b) Herald end to end: jobs published with confirms (bench-load.ts, as `npm run bench`),
+ *       demuxer → pushers → sandbox. A job names the users whose devices one adapter call sends to
+ *       (PEER_HERALD_USERS_PER_JOB, default PEER_BATCH / 2: the same notification to the same
+ *       devices, as a team would publish it to Herald); 1 for one job per user.
  * Each is measured at the sandbox (its exact counters of 200 answers) from the first send until the
  * last push arrived; CPU per delivered push comes from /proc over that window, per process. They
  * alternate for PEER_ROUNDS rounds after a warm-up; medians at the end, then the ratio line.
@@ -30,6 +32,7 @@ const WARMUP = Math.floor(env('PEER_WARMUP_PUSHES', 10_000) / 2) * 2;
 const BATCH = env('PEER_BATCH', 100);
 const IN_FLIGHT = env('PEER_IN_FLIGHT', 8);
 const CONCURRENCY = env('BENCH_PUBLISH_CONCURRENCY', 64);
+const USERS_PER_JOB = Math.max(1, Math.floor(env('PEER_HERALD_USERS_PER_JOB', BATCH / 2)));
 const TIMEOUT_MS = env('PEER_ROUND_TIMEOUT_SECONDS', 300) * 1000;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -129,7 +132,7 @@ async function runAdapter(adapter: AdapterProcess, sandbox: SandboxProcess, coun
   return { pushesPerSecond: Math.round(delivered / seconds), delivered, seconds, cpuUsPerPush: pick(Object.keys(meters)), ambientUsPerPush: pick(Object.keys(ambient)) };
 }
 
-/** (b) Herald end to end for `count` pushes (count/2 one-user jobs); measured at the sandbox. */
+/** (b) Herald end to end for `count` pushes (jobs of USERS_PER_JOB users, two devices each); measured at the sandbox. */
 async function runHerald(sys: System, sandbox: SandboxProcess, count: number, idPrefix: string, amqpPort: number): Promise<Measured> {
   const heraldPids = [...sys.services.values()].map((s) => s.pid).filter((p): p is number => p !== undefined);
   const meters: Meters = {
@@ -139,11 +142,11 @@ async function runHerald(sys: System, sandbox: SandboxProcess, count: number, id
     sandbox: onePid(sandbox.child.pid),
     'load generator': onePid(process.pid),
   };
-  const jobs = count / 2;
+  const jobs = Math.ceil(count / 2 / USERS_PER_JOB);
   const before = await accepted(sandbox);
   const started = performance.now();
   const { result: delivered, cpuMs } = await measure(meters, async () => {
-    await publishBenchJobs(sys, { users: jobs, done: (c) => c.n >= jobs, concurrency: CONCURRENCY, counter: { n: 0 }, idPrefix });
+    await publishBenchJobs(sys, { users: count / 2, usersPerJob: USERS_PER_JOB, done: (c) => c.n >= jobs, concurrency: CONCURRENCY, counter: { n: 0 }, idPrefix });
     return (await waitForAccepted(sandbox, before + count, Date.now() + TIMEOUT_MS)) - before;
   });
   const seconds = (performance.now() - started) / 1000;
@@ -170,7 +173,7 @@ try {
   const tokensFile = join(sandbox.stateDir, 'peer-tokens.json');
   await writeTokens(sys, tokensFile);
   adapter = await startAdapter(sandbox, tokensFile);
-  console.log(`bench:peer — ${PUSHES} pushes a round (${PUSHES / 2} APNs + ${PUSHES / 2} FCM tokens), ${ROUNDS} rounds, adapter batches of ${BATCH} × ${IN_FLIGHT} in flight, Herald ${CONCURRENCY} publishes in flight`);
+  console.log(`bench:peer — ${PUSHES} pushes a round (${PUSHES / 2} APNs + ${PUSHES / 2} FCM tokens), ${ROUNDS} rounds, adapter batches of ${BATCH} × ${IN_FLIGHT} in flight, Herald jobs of ${USERS_PER_JOB} user(s) × ${CONCURRENCY} publishes in flight`);
   const runId = Date.now();
   const amqpPort = Number(new URL(sys.env['AMQP_URL'] ?? 'amqp://127.0.0.1:5672').port || 5672);
   if (WARMUP > 0) {
