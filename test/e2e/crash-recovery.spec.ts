@@ -24,8 +24,12 @@ function manyDevices(label: string): Device[] {
 describe('a pusher that is stopped mid-stream loses nothing', () => {
   let sys: System;
   beforeAll(async () => {
-    // Short lease so a killed pusher's claims expire quickly; the sandbox answers slowly so work is in flight.
+    // Short lease so a killed pusher's claims expire quickly; the sandbox answers slowly so work is
+    // in flight, and a limit of 100/s makes the 400 pushes take about 4 s, so the stop lands
+    // mid-stream however many pushes a message carries (PUSH_PACK_SIZE: with ten, the prefetch
+    // alone held all 400 and they were delivered before the SIGTERM landed).
     sys = await startSystem({ env: { LEDGER_LEASE_MS: '3000', PUSHER_PREFETCH: '50', PUSHER_BATCH_SIZE: '10' } });
+    await sys.database.db.rateLimits.set({ platform: 'apns' }, 100);
     await injectFault(sys.sandbox, { platform: 'apns', fraction: 1, delayMs: 20 });
   });
   afterAll(async () => {
