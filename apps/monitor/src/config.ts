@@ -1,4 +1,4 @@
-import { bindAddress, commonConfig, int, url, urlList, type ConfigOf, type VarSpec } from '@herald/config';
+import { bindAddress, commonConfig, int, pushPackConfig, url, urlList, type ConfigOf, type VarSpec } from '@herald/config';
 import { parseThresholds, type ThresholdConfig } from '@herald/monitoring';
 
 const thresholds: VarSpec<ThresholdConfig> = {
@@ -16,6 +16,7 @@ const webhookUrl: VarSpec<string | undefined> = {
 
 export const monitorConfig = {
   ...commonConfig,
+  ...pushPackConfig,
   HTTP_PORT: int('Port for the dashboard, /api, /metrics and /healthz (0 picks a free port)', { default: '9470', min: 0, max: 65535 }),
   HTTP_HOST: bindAddress('Address the dashboard, /api, /metrics and /healthz listen on (the dashboard and /api need an operator key wherever it listens)'),
   RABBITMQ_API_URL: urlList(['http', 'https'], 'RabbitMQ management API, with credentials; in a cluster, a comma-separated list of each node’s API (a node that does not answer hands the call to the next)', { default: 'http://guest:guest@127.0.0.1:15672/api' }),

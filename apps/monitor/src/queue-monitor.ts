@@ -46,6 +46,8 @@ export interface QueueMonitorDeps {
   vhost: string;
   pollMs: number;
   thresholds: ThresholdConfig;
+  /** Device pushes a message of this queue may carry (the backlog alarm counts them; see RuleInput). */
+  pushesPerMessage?: (queue: string) => number;
   history: History;
   metrics: MonitorMetrics;
   logger: Logger;
@@ -96,7 +98,7 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
       return { ...q, oldestAgeSeconds: ages.estimate(q, now), drainSeconds: Number.isFinite(drain) ? drain : null };
     });
     const parkedBaseline = (queue: string, windowMs: number) => deps.history.minSince(queue, now - windowMs);
-    lastConditions = activeConditions({ queues: snapshots, thresholds: deps.thresholds, parkedBaseline });
+    lastConditions = activeConditions({ queues: snapshots, thresholds: deps.thresholds, parkedBaseline, ...(deps.pushesPerMessage !== undefined && { pushesPerMessage: deps.pushesPerMessage }) });
     deps.history.add(now, snapshots);
     deps.metrics.recordQueues(queues);
     evaluate(now, lastConditions);

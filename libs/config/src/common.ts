@@ -4,7 +4,7 @@ import { int, oneOf, postgresUrl, str, urlList } from './vars.ts';
 /** Settings every service shares: where the broker and database are, and how to log. */
 /** Services that publish device pushes to the send queues (demuxer, deschedulers) pack them (ADR 0016). */
 export const pushPackConfig = {
-  PUSH_PACK_SIZE: int('Device pushes carried per RabbitMQ message to a send queue (1: one each); pushers still settle each push on its own. Set it alike for every service (see ADR 0016 before raising it: queue depths and their alarms then count messages, not pushes)', {
+  PUSH_PACK_SIZE: int('Device pushes carried per RabbitMQ message to a send queue (1: one each); pushers still settle each push on its own. Set it alike for every service, the monitor included (see ADR 0016 before raising it: queue depths then count messages, not pushes; the backlog alarm counts up to this many pushes a send-queue message)', {
     default: '1',
     min: 1,
     max: 100,

@@ -20,15 +20,25 @@ export interface RuleInput {
   thresholds: ThresholdConfig;
   /** A parked queue's smallest depth within the last `windowMs`; undefined when there is no earlier sample. */
   parkedBaseline: (queue: string, windowMs: number) => number | undefined;
+  /**
+   * How many device pushes one message of this queue may carry: PUSH_PACK_SIZE for the send queues
+   * (ADR 0016), else 1 (also when absent). The backlog alarm compares up to that many pushes a
+   * message with its threshold, so packing makes it fire no later than for the same pushes unpacked.
+   */
+  pushesPerMessage?: (queue: string) => number;
 }
 
 const n = (v: number): string => Math.round(v).toLocaleString('en-US');
 const secs = (v: number): string => (Number.isFinite(v) ? `${n(v)} s` : 'forever');
 
-function backlog(q: QueueSnapshot, t: QueueThresholds): AlarmCondition | undefined {
-  if (q.messages <= t.backlog) return undefined;
-  const summary = `${q.name} holds ${n(q.messages)} messages (threshold ${n(t.backlog)})`;
-  return { alarm: 'backlog', queue: q.name, forMs: t.backlogForMs, value: q.messages, threshold: t.backlog, summary };
+function backlog(q: QueueSnapshot, t: QueueThresholds, pushesPerMessage: number): AlarmCondition | undefined {
+  const packed = pushesPerMessage > 1;
+  const value = packed ? q.messages * pushesPerMessage : q.messages;
+  if (value <= t.backlog) return undefined;
+  const summary = packed
+    ? `${q.name} holds ${n(q.messages)} messages, up to ${n(value)} pushes at ${pushesPerMessage} a message (threshold ${n(t.backlog)})`
+    : `${q.name} holds ${n(q.messages)} messages (threshold ${n(t.backlog)})`;
+  return { alarm: 'backlog', queue: q.name, forMs: t.backlogForMs, value, threshold: t.backlog, summary };
 }
 
 function noConsumer(q: QueueSnapshot, t: QueueThresholds): AlarmCondition | undefined {
@@ -57,7 +67,7 @@ function parkedGrowing(q: QueueSnapshot, t: QueueThresholds, baseline: number | 
 export function activeConditions(input: RuleInput): AlarmCondition[] {
   return input.queues.flatMap((q) => {
     const t = input.thresholds.for(q.name);
-    const found = [backlog(q, t), noConsumer(q, t), drainTime(q, t), parkedGrowing(q, t, input.parkedBaseline(q.name, t.parkedWindowMs))];
+    const found = [backlog(q, t, input.pushesPerMessage?.(q.name) ?? 1), noConsumer(q, t), drainTime(q, t), parkedGrowing(q, t, input.parkedBaseline(q.name, t.parkedWindowMs))];
     return found.filter((c): c is AlarmCondition => c !== undefined);
   });
 }

@@ -34,6 +34,18 @@ describe('alarm rules', () => {
     expect(kinds([queue({ name: 'push.fcm.send', messages: 200, ackRate: 5 })])).toEqual(['backlog:push.fcm.send', 'drain-time:push.fcm.send']);
     expect(kinds([queue({ name: 'push.fcm.send', messages: 90, ackRate: 50 })])).toEqual([]);
   });
+  it('with packed send messages, the backlog alarm counts up to that many pushes a message, on the queues that carry them', () => {
+    const perMessage = (q: string): number => (q === 'push.fcm.send' ? 10 : 1);
+    const backlogs = (queues: QueueSnapshot[]) =>
+      activeConditions({ queues, thresholds, parkedBaseline: () => undefined, pushesPerMessage: perMessage }).filter((c) => c.alarm === 'backlog');
+    // 20 messages of up to 10 pushes: up to 200 pushes, above the threshold of 100.
+    const [packed] = backlogs([queue({ name: 'push.fcm.send', messages: 20, ackRate: 100 })]);
+    expect(packed).toMatchObject({ queue: 'push.fcm.send', value: 200, threshold: 100 });
+    expect(packed?.summary).toBe('push.fcm.send holds 20 messages, up to 200 pushes at 10 a message (threshold 100)');
+    expect(backlogs([queue({ name: 'push.fcm.send', messages: 10, ackRate: 100 })])).toEqual([]);
+    // A queue whose messages are one each compares messages, as before.
+    expect(backlogs([queue({ name: 'push.jobs', messages: 20, ackRate: 100 })])).toEqual([]);
+  });
   it('nothing acked with consumers attached is an infinite drain time, but only above the minimum depth', () => {
     expect(kinds([queue({ name: 'push.fcm.send', messages: 30 })])).toEqual(['drain-time:push.fcm.send']);
     expect(kinds([queue({ name: 'push.fcm.send', messages: 19 })])).toEqual([]);

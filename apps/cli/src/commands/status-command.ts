@@ -1,3 +1,4 @@
+import { isSendQueue } from '@herald/contracts';
 import { activeConditions, createManagementApi, drainSecondsOf, vhostOf } from '@herald/monitoring';
 import type { Command } from 'commander';
 import { readCliConfig, type CliConfig } from '../cli-config.ts';
@@ -55,7 +56,12 @@ async function fromMonitor(config: CliConfig, vhost: string): Promise<StatusView
 /** Straight from the management API; alarms are the conditions holding right now (no durations, no history). */
 async function computedLocally(config: CliConfig, vhost: string): Promise<StatusView> {
   const queues = await createManagementApi(config.RABBITMQ_API_URL).queues(vhost);
-  const conditions = activeConditions({ queues, thresholds: config.MONITOR_THRESHOLDS, parkedBaseline: () => undefined });
+  const conditions = activeConditions({
+    queues,
+    thresholds: config.MONITOR_THRESHOLDS,
+    parkedBaseline: () => undefined,
+    pushesPerMessage: (queue) => (isSendQueue(queue) ? config.PUSH_PACK_SIZE : 1),
+  });
   const drain = (q: (typeof queues)[number]) => {
     const d = drainSecondsOf(q);
     return Number.isFinite(d) ? d : null;
