@@ -80,6 +80,27 @@ export function pauseAllowance(pauses: readonly InstrumentPause[], fromMs: numbe
   return Math.ceil((ms * ratePerSecond) / 1000);
 }
 
+/**
+ * The aligned seconds (from `fromSecond` on) holding more than `bound` plus what an instrument
+ * pause before each may have moved into it (pauseAllowance at `ratePerSecond`): empty when the
+ * bound held. `seconds` as perSecond(times, first) counts them.
+ */
+export function secondsOverBound(
+  seconds: readonly number[],
+  first: number,
+  pauses: readonly InstrumentPause[],
+  ratePerSecond: number,
+  bound: number,
+  fromSecond = 0,
+): Array<{ second: number; count: number; allowance: number }> {
+  return seconds
+    .map((count, second) => ({ second, count, allowance: pauseAllowance(pauses, first + second * 1000, ratePerSecond) }))
+    .filter((s) => s.second >= fromSecond && s.count > bound + s.allowance);
+}
+
+/** Pauses as [from, to] ms after `first`, for the tests' log lines. */
+export const pausesFrom = (pauses: readonly InstrumentPause[], first: number): Array<[number, number]> => pauses.map((p) => [p.fromMs - first, p.toMs - first]);
+
 /** A 1-second span of receives: where it starts, how many, and how many of them its start may owe to an instrument pause. */
 export interface Second {
   fromMs: number;

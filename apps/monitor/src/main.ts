@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { loadConfig } from '@herald/config';
-import { isSendQueue } from '@herald/contracts';
+import { pushesPerMessage } from '@herald/contracts';
 import { createDatabase, createFanoutRepository, holdLease } from '@herald/db';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
@@ -58,7 +58,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
     vhost,
     pollMs: config.MONITOR_POLL_MS,
     thresholds: config.MONITOR_THRESHOLDS,
-    pushesPerMessage: (queue) => (isSendQueue(queue) ? config.PUSH_PACK_SIZE : 1),
+    pushesPerMessage: pushesPerMessage(config.PUSH_PACK_SIZE),
     history,
     metrics,
     logger,

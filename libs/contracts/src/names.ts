@@ -49,8 +49,11 @@ export const WorkQueues: readonly WorkQueue[] = Object.values(Queues);
 const SEND_QUEUES: Record<Platform, WorkQueue> = { apns: Queues.apnsSend, fcm: Queues.fcmSend, web: Queues.webSend };
 const INVALIDATION_QUEUES: Record<Platform, WorkQueue> = { apns: Queues.apnsInvalidations, fcm: Queues.fcmInvalidations, web: Queues.webInvalidations };
 export const sendQueueFor = (platform: Platform): WorkQueue => SEND_QUEUES[platform];
-/** Whether `queue` is one of the pushers' send queues (whose messages may carry packed pushes, ADR 0016). */
-export const isSendQueue = (queue: string): boolean => Object.values(SEND_QUEUES).some((q) => q === queue);
+/** Device pushes one message of `queue` may carry: `packSize` (PUSH_PACK_SIZE, ADR 0016) on the pushers' send queues, 1 elsewhere. */
+export const pushesPerMessage =
+  (packSize: number) =>
+  (queue: string): number =>
+    Object.values(SEND_QUEUES).some((q) => q === queue) ? packSize : 1;
 export const invalidationQueueFor = (platform: Platform): WorkQueue => INVALIDATION_QUEUES[platform];
 
 export const parkedQueueFor = (queue: string): string => `${queue}.parked`;

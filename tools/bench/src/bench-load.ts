@@ -32,7 +32,7 @@ export interface PublishOptions {
   usersPerJob?: number;
   /** Checked before each job; counter.n is the number of jobs taken so far. */
   done: (counter: { n: number }) => boolean;
-  /** Device pushes/s to offer (2 per job); as fast as confirms allow when absent. */
+  /** Device pushes/s to offer (2 per user of a job); as fast as confirms allow when absent. */
   rate?: number;
   concurrency: number;
   counter: { n: number };
@@ -74,7 +74,7 @@ export class BacklogGate {
   }
 }
 
-/** Publish one-user jobs until `done`, at `rate` device pushes/s if given, else as fast as confirms allow. */
+/** Publish jobs of `usersPerJob` users until `done`: at `rate` device pushes/s if given, else as fast as confirms (and `backlog`, if given) allow. */
 export async function publishBenchJobs(sys: System, o: PublishOptions): Promise<void> {
   const started = Date.now();
   const perJob = o.usersPerJob ?? 1;

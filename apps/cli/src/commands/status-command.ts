@@ -1,4 +1,4 @@
-import { isSendQueue } from '@herald/contracts';
+import { pushesPerMessage } from '@herald/contracts';
 import { activeConditions, createManagementApi, drainSecondsOf, vhostOf } from '@herald/monitoring';
 import type { Command } from 'commander';
 import { readCliConfig, type CliConfig } from '../cli-config.ts';
@@ -60,7 +60,7 @@ async function computedLocally(config: CliConfig, vhost: string): Promise<Status
     queues,
     thresholds: config.MONITOR_THRESHOLDS,
     parkedBaseline: () => undefined,
-    pushesPerMessage: (queue) => (isSendQueue(queue) ? config.PUSH_PACK_SIZE : 1),
+    pushesPerMessage: pushesPerMessage(config.PUSH_PACK_SIZE),
   });
   const drain = (q: (typeof queues)[number]) => {
     const d = drainSecondsOf(q);
