@@ -109,7 +109,7 @@ export function createDatabase(options: DatabaseOptions): Database {
     devices: createDeviceRepository(kysely, pool),
     preferences: createPreferenceRepository(kysely),
     apps: createAppRepository(kysely),
-    ledger: createDeliveryLedger(kysely),
+    ledger: createDeliveryLedger(kysely, pool),
     scheduled: createScheduledPushRepository(kysely, { url, schema, logger }),
     rateLimits: createRateLimitRepository(kysely),
     jobs: createJobRepository(kysely, pool),

@@ -98,6 +98,17 @@ describe('DeliveryLedger', () => {
     }
   });
 
+  it('a push completed without a claim of its own is recorded done; an outcome given twice keeps the last', async () => {
+    const [a] = ids(1) as [string];
+    await t.db.ledger.complete([
+      { pushId: a.toUpperCase(), outcome: 'invalid-token' },
+      { pushId: a, outcome: 'delivered' },
+    ]);
+    const row = await t.db.kysely.selectFrom('delivery_ledger').selectAll().where('push_id', '=', a).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ state: 'done', outcome: 'delivered' });
+    expect((await other.ledger.claim([a], 'pusher-2', LEASE)).get(a)).toBe('done');
+  });
+
   it('handles empty input and duplicate ids', async () => {
     expect(await t.db.ledger.claim([], 'p', LEASE)).toEqual(new Map());
     await t.db.ledger.complete([]);

@@ -1,5 +1,7 @@
 import { sql, type Kysely } from 'kysely';
+import type pg from 'pg';
 import type { HeraldTables } from './tables.ts';
+import { executePrepared } from './prepared.ts';
 import { pruneLedger, pruneLedgerExclusively } from './ledger-prune.ts';
 
 /**
@@ -37,7 +39,15 @@ export interface DeliveryLedger {
   pruneExclusively(olderThan: Date, batchSize?: number, signal?: AbortSignal): Promise<number | undefined>;
 }
 
-export function createDeliveryLedger(db: Kysely<HeraldTables>): DeliveryLedger {
+/**
+ * `pool`: the pool under `db`. With it, claim and complete (once per batch each, in every pusher)
+ * run as prepared statements (prepared.ts): at moderate rates a batch holds a few pushes, and
+ * planning each statement again cost PostgreSQL as much as running it. A prepared statement keeps
+ * the plan it was first given, so these two read no table by a join whose plan depends on the
+ * ledger's size: a plan made while the ledger was empty (a new schema) scanned the whole table for
+ * every batch until the next ANALYZE. Each is an insert whose conflicts the primary key finds.
+ */
+export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): DeliveryLedger {
   return {
     prune: (olderThan, batchSize) => pruneLedger(db, olderThan, batchSize),
     pruneExclusively: (olderThan, batchSize, signal) => pruneLedgerExclusively(db, olderThan, batchSize, signal),
@@ -45,33 +55,35 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>): DeliveryLedger {
       const ids = [...new Set(pushIds.map((id) => id.toLowerCase()))];
       if (ids.length === 0) return new Map();
       // Rows are inserted in push_id order so concurrent overlapping claims cannot deadlock.
-      // The outer select reads the snapshot from before the insert: a row a concurrent claimer
-      // committed meanwhile is invisible there and so reads as 'in-flight', which is safe.
-      const { rows } = await sql<{ push_id: string; result: ClaimResult }>`
-        with input as (select unnest(${ids}::uuid[]) as push_id),
-        claimed as (
-          insert into delivery_ledger as l (push_id, state, owner, claimed_at)
-          select push_id, 'sending', ${owner}, now() from input order by push_id
-          on conflict (push_id) do update set owner = excluded.owner, claimed_at = excluded.claimed_at
-          where l.state = 'sending' and l.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})
-          returning l.push_id
-        )
-        select i.push_id::text as push_id,
-          case when c.push_id is not null then 'claimed' when l.state = 'done' then 'done' else 'in-flight' end as result
-        from input i
-        left join claimed c on c.push_id = i.push_id
-        left join delivery_ledger l on l.push_id = i.push_id`.execute(db);
-      const byId = new Map(rows.map((r) => [r.push_id, r.result]));
+      const { rows } = await executePrepared(db, pool, sql<{ push_id: string }>`
+        insert into delivery_ledger as l (push_id, state, owner, claimed_at)
+        select push_id, 'sending', ${owner}, now() from unnest(${ids}::uuid[]) as i(push_id) order by push_id
+        on conflict (push_id) do update set owner = excluded.owner, claimed_at = excluded.claimed_at
+        where l.state = 'sending' and l.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})
+        returning l.push_id::text as push_id`);
+      const byId = new Map<string, ClaimResult>(rows.map((r) => [r.push_id, 'claimed']));
+      // The rest (a redelivered or duplicate push: rare) were already in the ledger: done, or
+      // another holder's. Read after the insert committed, a row released meanwhile reads as
+      // 'in-flight' (try again later), which is safe.
+      const others = ids.filter((id) => !byId.has(id));
+      if (others.length > 0) {
+        const { rows: states } = await sql<{ push_id: string; state: string }>`
+          select push_id::text as push_id, state from delivery_ledger where push_id = any(${others}::uuid[])`.execute(db);
+        for (const r of states) byId.set(r.push_id, r.state === 'done' ? 'done' : 'in-flight');
+      }
       return new Map(pushIds.map((id) => [id, byId.get(id.toLowerCase()) ?? 'in-flight']));
     },
     async complete(entries) {
       if (entries.length === 0) return;
-      const last = new Map(entries.map((e) => [e.pushId, e.outcome]));
-      await sql`
-        update delivery_ledger l
-        set state = 'done', outcome = i.outcome, completed_at = now()
-        from unnest(${[...last.keys()]}::uuid[], ${[...last.values()]}::text[]) as i(push_id, outcome)
-        where l.push_id = i.push_id`.execute(db);
+      const last = new Map(entries.map((e) => [e.pushId.toLowerCase(), e.outcome]));
+      // Every push completed was claimed first, so this updates its entry. Written as an insert for
+      // the plan (above): one that had no entry (none in Herald's flows) is recorded done all the
+      // same, which is what it is: the provider accepted it.
+      await executePrepared(db, pool, sql`
+        insert into delivery_ledger as l (push_id, state, outcome, owner, completed_at)
+        select push_id, 'done', outcome, '', now()
+        from unnest(${[...last.keys()]}::uuid[], ${[...last.values()]}::text[]) as i(push_id, outcome) order by push_id
+        on conflict (push_id) do update set state = 'done', outcome = excluded.outcome, completed_at = excluded.completed_at`);
     },
     async renew(pushIds, owner) {
       if (pushIds.length === 0) return 0;

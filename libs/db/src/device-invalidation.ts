@@ -1,6 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Platform } from '@herald/contracts';
+import type pg from 'pg';
 import type { HeraldTables } from './tables.ts';
+import { executePrepared } from './prepared.ts';
 import { deviceKey, pickOnePerDevice, type DeviceKey } from './device-key.ts';
 
 export interface InvalidationInput {
@@ -74,13 +76,14 @@ async function invalidateStatement(db: Kysely<HeraldTables>, winners: readonly I
  * The deviceKey()s of the given devices that are dead now (invalidated or unregistered), in one
  * query. A token not in `devices` at all is not reported: only a known-dead device is.
  */
-export async function findInvalidTokens(db: Kysely<HeraldTables>, keys: readonly DeviceKey[]): Promise<Set<string>> {
+export async function findInvalidTokens(db: Kysely<HeraldTables>, keys: readonly DeviceKey[], pool?: pg.Pool): Promise<Set<string>> {
   if (keys.length === 0) return new Set();
-  const { rows } = await sql<DeviceKey>`
+  // A pusher asks this for every batch: prepared (prepared.ts) when the repository has its pool.
+  const { rows } = await executePrepared(db, pool, sql<DeviceKey>`
     select d.app, d.platform, d.token
     from unnest(${keys.map((k) => k.app)}::text[], ${keys.map((k) => k.platform)}::text[], ${keys.map((k) => k.token)}::text[])
       as i(app, platform, token)
     join devices d on (d.app, d.platform, d.token) = (i.app, i.platform, i.token)
-    where d.invalidated_at is not null`.execute(db);
+    where d.invalidated_at is not null`);
   return new Set(rows.map(deviceKey));
 }

@@ -30,7 +30,7 @@ export function createDeviceRepository(db: Kysely<HeraldTables>, pool?: pg.Pool)
     applyRegistrations: (regs) => applyRegistrations(db, regs),
     invalidate: async (inv) => (await invalidateDevices(db, [inv]))[0] ?? 'unknown',
     invalidateMany: (invs) => invalidateDevices(db, invs),
-    invalidTokens: (keys) => findInvalidTokens(db, keys),
+    invalidTokens: (keys) => findInvalidTokens(db, keys, pool),
     findTargets: (requests, now) => findTargets(db, requests, now),
     findAudience: (requests, now) => findAudience(db, requests, now, pool),
   };

@@ -155,7 +155,7 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
           demuxed_at = now(), published_at = coalesce(jobs.published_at, now())
           where jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %'`.execute(db);
     },
-    recordOutcomes: (entries) => upsertOutcomes(db, entries),
+    recordOutcomes: (entries) => upsertOutcomes(db, entries, pool),
     status: (id) => jobStatus(db, id),
     pushes: (id, page) => listJobPushes(db, id, page),
   };

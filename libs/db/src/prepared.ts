@@ -11,10 +11,27 @@ import type { HeraldTables } from './tables.ts';
  * derived from the text, so two texts can never claim one name.
  */
 export async function queryPrepared<R>(db: Kysely<HeraldTables>, pool: pg.Pool, query: RawBuilder<R>): Promise<R[]> {
+  return (await executePrepared(db, pool, query)).rows;
+}
+
+/** What a statement returned: its rows and how many rows it changed. */
+export interface Executed<R> {
+  rows: R[];
+  affected: number;
+}
+
+/**
+ * `query` as a prepared statement on `pool` (see queryPrepared) or, without a pool (a caller that
+ * built the repository on Kysely alone), as Kysely runs it.
+ */
+export async function executePrepared<R>(db: Kysely<HeraldTables>, pool: pg.Pool | undefined, query: RawBuilder<R>): Promise<Executed<R>> {
+  if (pool === undefined) {
+    const { rows, numAffectedRows } = await query.execute(db);
+    return { rows, affected: Number(numAffectedRows ?? 0n) };
+  }
   const compiled = query.compile(db);
-  const name = nameOf(compiled.sql);
-  const { rows } = await pool.query({ name, text: compiled.sql, values: compiled.parameters as unknown[] });
-  return rows as R[];
+  const result = await pool.query({ name: nameOf(compiled.sql), text: compiled.sql, values: compiled.parameters as unknown[] });
+  return { rows: result.rows as R[], affected: result.rowCount ?? 0 };
 }
 
 /** Statement names by text, hashed once per text (the texts are fixed, so this holds a handful). */

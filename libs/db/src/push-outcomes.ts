@@ -1,5 +1,7 @@
 import { sql, type Kysely } from 'kysely';
+import type pg from 'pg';
 import type { HeraldTables } from './tables.ts';
+import { executePrepared } from './prepared.ts';
 
 /**
  * How a device push of a job ended (push_outcomes.outcome). Every device push a job addressed
@@ -52,12 +54,13 @@ const clip = (s: string | undefined): string | null =>
 /**
  * Upsert outcomes keyed by push id (one statement, in push_id order): a redelivered push
  * overwrites its outcome rather than counting twice, and a delivered push stays delivered (a later
- * duplicate copy parked or expired does not undo a delivery).
+ * duplicate copy parked or expired does not undo a delivery). With `pool` (the pool under `db`, not
+ * inside a transaction) it runs as a prepared statement (prepared.ts): pushers write one a batch.
  */
-export async function upsertOutcomes(db: Kysely<HeraldTables>, entries: readonly PushOutcomeEntry[]): Promise<void> {
+export async function upsertOutcomes(db: Kysely<HeraldTables>, entries: readonly PushOutcomeEntry[], pool?: pg.Pool): Promise<void> {
   if (entries.length === 0) return;
   const rows = [...new Map(entries.map((e) => [e.pushId.toLowerCase(), e])).values()];
-  await sql`
+  await executePrepared(db, pool, sql`
     insert into push_outcomes (push_id, job_id, outcome, code, reason, provider_message_id, platform, device_id)
     select * from unnest(
       ${rows.map((r) => r.pushId)}::uuid[], ${rows.map((r) => r.jobId)}::text[], ${rows.map((r) => r.outcome)}::text[],
@@ -68,7 +71,7 @@ export async function upsertOutcomes(db: Kysely<HeraldTables>, entries: readonly
     on conflict (push_id) do update set outcome = excluded.outcome, code = excluded.code, reason = excluded.reason,
       provider_message_id = excluded.provider_message_id, platform = coalesce(excluded.platform, push_outcomes.platform),
       device_id = coalesce(excluded.device_id, push_outcomes.device_id), updated_at = now()
-      where push_outcomes.outcome <> 'delivered'`.execute(db);
+      where push_outcomes.outcome <> 'delivered'`);
 }
 
 /**
