@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 import { createDatabase, type Database } from './database.ts';
+import { claimStatement, completeStatement } from './delivery-ledger.ts';
 
 const LEASE = 60_000;
 let t: SpecDatabase;
@@ -116,4 +118,30 @@ describe('DeliveryLedger', () => {
     const [a] = ids(1) as [string];
     expect(await t.db.ledger.claim([a, a], 'p', LEASE)).toEqual(new Map([[a, 'claimed']]));
   });
+
+  it('the prepared claim and complete never scan the ledger, even with a plan made while it was empty', async () => {
+    // A prepared statement keeps its generic plan. Made on a new schema's empty ledger, a join back
+    // to it planned a sequential scan that then ran for every batch as the table grew.
+    const fresh = await createSpecDatabase('ledger_plan');
+    const client = new pg.Client({ connectionString: fresh.url, options: `-c search_path=${fresh.schema}` });
+    await client.connect();
+    try {
+      await client.query('set plan_cache_mode = force_generic_plan');
+      const [a] = ids(1) as [string];
+      const statements = { claim: claimStatement([a], 'pusher-1', LEASE), complete: completeStatement(new Map([[a, 'delivered']])) };
+      for (const [name, statement] of Object.entries(statements)) {
+        const { sql: text, parameters } = statement.compile(fresh.db.kysely);
+        await client.query(`prepare ${name} as ${text}`);
+        const args = parameters.map((v) => (typeof v === 'number' ? String(v) : client.escapeLiteral(Array.isArray(v) ? `{${v.join(',')}}` : String(v))));
+        const { rows } = await client.query<{ 'QUERY PLAN': string }>(`explain execute ${name}(${args.join(', ')})`);
+        const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+        expect(plan, name).toContain('Conflict Arbiter Indexes: delivery_ledger_pkey');
+        expect(plan, name).not.toMatch(/Scan on delivery_ledger/);
+      }
+    } finally {
+      await client.end();
+      await fresh.drop();
+    }
+  });
 });
+

@@ -54,13 +54,7 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): 
     async claim(pushIds, owner, leaseMs) {
       const ids = [...new Set(pushIds.map((id) => id.toLowerCase()))];
       if (ids.length === 0) return new Map();
-      // Rows are inserted in push_id order so concurrent overlapping claims cannot deadlock.
-      const { rows } = await executePrepared(db, pool, sql<{ push_id: string }>`
-        insert into delivery_ledger as l (push_id, state, owner, claimed_at)
-        select push_id, 'sending', ${owner}, now() from unnest(${ids}::uuid[]) as i(push_id) order by push_id
-        on conflict (push_id) do update set owner = excluded.owner, claimed_at = excluded.claimed_at
-        where l.state = 'sending' and l.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})
-        returning l.push_id::text as push_id`);
+      const { rows } = await executePrepared(db, pool, claimStatement(ids, owner, leaseMs));
       const byId = new Map<string, ClaimResult>(rows.map((r) => [r.push_id, 'claimed']));
       // The rest (a redelivered or duplicate push: rare) were already in the ledger: done, or
       // another holder's. Read after the insert committed, a row released meanwhile reads as
@@ -76,14 +70,7 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): 
     async complete(entries) {
       if (entries.length === 0) return;
       const last = new Map(entries.map((e) => [e.pushId.toLowerCase(), e.outcome]));
-      // Every push completed was claimed first, so this updates its entry. Written as an insert for
-      // the plan (above): one that had no entry (none in Herald's flows) is recorded done all the
-      // same, which is what it is: the provider accepted it.
-      await executePrepared(db, pool, sql`
-        insert into delivery_ledger as l (push_id, state, outcome, owner, completed_at)
-        select push_id, 'done', outcome, '', now()
-        from unnest(${[...last.keys()]}::uuid[], ${[...last.values()]}::text[]) as i(push_id, outcome) order by push_id
-        on conflict (push_id) do update set state = 'done', outcome = excluded.outcome, completed_at = excluded.completed_at`);
+      await executePrepared(db, pool, completeStatement(last));
     },
     async renew(pushIds, owner) {
       if (pushIds.length === 0) return 0;
@@ -100,3 +87,27 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): 
     },
   };
 }
+
+/**
+ * Claims the (lowercase, distinct) ids not in the ledger, and those whose 'sending' claim is older
+ * than a lease; returns the ids claimed. Rows go in push_id order so concurrent overlapping claims
+ * cannot deadlock.
+ */
+export const claimStatement = (ids: readonly string[], owner: string, leaseMs: number) => sql<{ push_id: string }>`
+  insert into delivery_ledger as l (push_id, state, owner, claimed_at)
+  select push_id, 'sending', ${owner}, now() from unnest(${ids}::uuid[]) as i(push_id) order by push_id
+  on conflict (push_id) do update set owner = excluded.owner, claimed_at = excluded.claimed_at
+  where l.state = 'sending' and l.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})
+  returning l.push_id::text as push_id`;
+
+/**
+ * Marks the (lowercase, distinct) ids done with their outcomes. Every push completed was claimed
+ * first, so this updates its entry; it is written as an insert for the plan (createDeliveryLedger),
+ * and one that had no entry (none in Herald's flows) is recorded done all the same, which is what
+ * it is: the provider accepted it.
+ */
+export const completeStatement = (outcomes: ReadonlyMap<string, string>) => sql`
+  insert into delivery_ledger as l (push_id, state, outcome, owner, completed_at)
+  select push_id, 'done', outcome, '', now()
+  from unnest(${[...outcomes.keys()]}::uuid[], ${[...outcomes.values()]}::text[]) as i(push_id, outcome) order by push_id
+  on conflict (push_id) do update set state = 'done', outcome = excluded.outcome, completed_at = excluded.completed_at`;
