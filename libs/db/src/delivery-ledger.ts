@@ -15,7 +15,7 @@ export type ClaimResult = 'claimed' | 'done' | 'in-flight';
  * sending, and two copies of one push in flight at once are not both sent.
  */
 export interface DeliveryLedger {
-  /** Claim many pushIds in one statement; a 'sending' claim older than leaseMs is taken over. */
+  /** Claim many pushIds in one statement (and one read of the state of those already in the ledger, if any); a 'sending' claim older than leaseMs is taken over. */
   claim(pushIds: readonly string[], owner: string, leaseMs: number): Promise<Map<string, ClaimResult>>;
   /** Mark pushes done with their outcome (e.g. 'delivered', 'invalid-token'). */
   complete(entries: ReadonlyArray<{ pushId: string; outcome: string }>): Promise<void>;
@@ -59,10 +59,14 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): 
       // The rest (a redelivered or duplicate push: rare) were already in the ledger: done, or
       // another holder's. Read after the insert committed, a row released meanwhile reads as
       // 'in-flight' (try again later), which is safe.
+      // If that read fails, the claims made stand (their batch goes on) and the rest are
+      // 'in-flight' too: throwing would leave the claims 'sending' with no one to send them for a lease.
       const others = ids.filter((id) => !byId.has(id));
       if (others.length > 0) {
-        const { rows: states } = await sql<{ push_id: string; state: string }>`
-          select push_id::text as push_id, state from delivery_ledger where push_id = any(${others}::uuid[])`.execute(db);
+        const states = await sql<{ push_id: string; state: string }>`
+          select push_id::text as push_id, state from delivery_ledger where push_id = any(${others}::uuid[])`
+          .execute(db)
+          .then((r) => r.rows, () => []);
         for (const r of states) byId.set(r.push_id, r.state === 'done' ? 'done' : 'in-flight');
       }
       return new Map(pushIds.map((id) => [id, byId.get(id.toLowerCase()) ?? 'in-flight']));

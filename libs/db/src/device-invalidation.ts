@@ -79,8 +79,12 @@ async function invalidateStatement(db: Kysely<HeraldTables>, winners: readonly I
 export async function findInvalidTokens(db: Kysely<HeraldTables>, keys: readonly DeviceKey[], pool?: pg.Pool): Promise<Set<string>> {
   if (keys.length === 0) return new Set();
   // A pusher asks this for every batch: prepared (prepared.ts) when the repository has its pool.
+  // Like the demuxer's targeting, its plan joins devices: one made while the table was empty keeps
+  // scanning it until the next ANALYZE (a bulk import right after a new install is the case).
+  // The casts keep the result's types fixed, so a later column type change cannot fail the
+  // prepared statement ("cached plan must not change result type").
   const { rows } = await executePrepared(db, pool, sql<DeviceKey>`
-    select d.app, d.platform, d.token
+    select d.app::text as app, d.platform::text as platform, d.token::text as token
     from unnest(${keys.map((k) => k.app)}::text[], ${keys.map((k) => k.platform)}::text[], ${keys.map((k) => k.token)}::text[])
       as i(app, platform, token)
     join devices d on (d.app, d.platform, d.token) = (i.app, i.platform, i.token)
