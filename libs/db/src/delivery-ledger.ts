@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
 import type { HeraldTables } from './tables.ts';
-import { executePrepared } from './prepared.ts';
+import { queryPrepared } from './prepared.ts';
 import { pruneLedger, pruneLedgerExclusively } from './ledger-prune.ts';
 
 /**
@@ -54,13 +54,12 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): 
     async claim(pushIds, owner, leaseMs) {
       const ids = [...new Set(pushIds.map((id) => id.toLowerCase()))];
       if (ids.length === 0) return new Map();
-      const { rows } = await executePrepared(db, pool, claimStatement(ids, owner, leaseMs));
+      const rows = await queryPrepared(db, pool, claimStatement(ids, owner, leaseMs));
       const byId = new Map<string, ClaimResult>(rows.map((r) => [r.push_id, 'claimed']));
       // The rest (a redelivered or duplicate push: rare) were already in the ledger: done, or
       // another holder's. Read after the insert committed, a row released meanwhile reads as
-      // 'in-flight' (try again later), which is safe.
-      // If that read fails, the claims made stand (their batch goes on) and the rest are
-      // 'in-flight' too: throwing would leave the claims 'sending' with no one to send them for a lease.
+      // 'in-flight' (try again later), which is safe. If the read fails, the claims made stand
+      // and the rest are 'in-flight' too: throwing would leave those claims unsent for a lease.
       const others = ids.filter((id) => !byId.has(id));
       if (others.length > 0) {
         const states = await sql<{ push_id: string; state: string }>`
@@ -74,7 +73,7 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): 
     async complete(entries) {
       if (entries.length === 0) return;
       const last = new Map(entries.map((e) => [e.pushId.toLowerCase(), e.outcome]));
-      await executePrepared(db, pool, completeStatement(last));
+      await queryPrepared(db, pool, completeStatement(last));
     },
     async renew(pushIds, owner) {
       if (pushIds.length === 0) return 0;

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Platform } from '@herald/contracts';
 import type pg from 'pg';
 import type { HeraldTables } from './tables.ts';
-import { executePrepared } from './prepared.ts';
+import { queryPrepared } from './prepared.ts';
 import { deviceKey, pickOnePerDevice, type DeviceKey } from './device-key.ts';
 
 export interface InvalidationInput {
@@ -83,7 +83,7 @@ export async function findInvalidTokens(db: Kysely<HeraldTables>, keys: readonly
   // scanning it until the next ANALYZE (a bulk import right after a new install is the case).
   // The casts keep the result's types fixed, so a later column type change cannot fail the
   // prepared statement ("cached plan must not change result type").
-  const { rows } = await executePrepared(db, pool, sql<DeviceKey>`
+  const rows = await queryPrepared(db, pool, sql<DeviceKey>`
     select d.app::text as app, d.platform::text as platform, d.token::text as token
     from unnest(${keys.map((k) => k.app)}::text[], ${keys.map((k) => k.platform)}::text[], ${keys.map((k) => k.token)}::text[])
       as i(app, platform, token)

@@ -157,5 +157,5 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
     from wanted w
     join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is null
     order by w.ord, d.id`;
-  return pool === undefined ? (await query.execute(db)).rows : queryPrepared(db, pool, query);
+  return queryPrepared(db, pool, query);
 }

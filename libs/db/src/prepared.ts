@@ -8,30 +8,16 @@ import type { HeraldTables } from './tables.ts';
  * connections and search_path): PostgreSQL parses and plans it once per connection instead of at
  * every call. Only for a query whose text does not depend on its input (lists travel as array
  * parameters), or each shape would be one more statement kept by every connection. The name is
- * derived from the text, so two texts can never claim one name.
+ * derived from the text, so two texts can never claim one name. PostgreSQL may keep a generic
+ * plan until the tables' statistics change: a statement that joins a table that was empty when
+ * first run can keep scanning it as it grows, until the next ANALYZE (delivery-ledger.ts).
  */
-export async function queryPrepared<R>(db: Kysely<HeraldTables>, pool: pg.Pool, query: RawBuilder<R>): Promise<R[]> {
-  return (await executePrepared(db, pool, query)).rows;
-}
-
-/** What a statement returned: its rows and how many rows it changed. */
-export interface Executed<R> {
-  rows: R[];
-  affected: number;
-}
-
-/**
- * `query` as a prepared statement on `pool` (see queryPrepared) or, without a pool (a caller that
- * built the repository on Kysely alone), as Kysely runs it.
- */
-export async function executePrepared<R>(db: Kysely<HeraldTables>, pool: pg.Pool | undefined, query: RawBuilder<R>): Promise<Executed<R>> {
-  if (pool === undefined) {
-    const { rows, numAffectedRows } = await query.execute(db);
-    return { rows, affected: Number(numAffectedRows ?? 0n) };
-  }
+export async function queryPrepared<R>(db: Kysely<HeraldTables>, pool: pg.Pool | undefined, query: RawBuilder<R>): Promise<R[]> {
+  // Without a pool (a repository built on Kysely alone), as Kysely runs it.
+  if (pool === undefined) return (await query.execute(db)).rows;
   const compiled = query.compile(db);
-  const result = await pool.query({ name: nameOf(compiled.sql), text: compiled.sql, values: compiled.parameters as unknown[] });
-  return { rows: result.rows as R[], affected: result.rowCount ?? 0 };
+  const { rows } = await pool.query({ name: nameOf(compiled.sql), text: compiled.sql, values: compiled.parameters as unknown[] });
+  return rows as R[];
 }
 
 /** Statement names by text, hashed once per text (the texts are fixed, so this holds a handful). */

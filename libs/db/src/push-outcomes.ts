@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
 import type { HeraldTables } from './tables.ts';
-import { executePrepared } from './prepared.ts';
+import { queryPrepared } from './prepared.ts';
 
 /**
  * How a device push of a job ended (push_outcomes.outcome). Every device push a job addressed
@@ -60,7 +60,7 @@ const clip = (s: string | undefined): string | null =>
 export async function upsertOutcomes(db: Kysely<HeraldTables>, entries: readonly PushOutcomeEntry[], pool?: pg.Pool): Promise<void> {
   if (entries.length === 0) return;
   const rows = [...new Map(entries.map((e) => [e.pushId.toLowerCase(), e])).values()];
-  await executePrepared(db, pool, sql`
+  await queryPrepared(db, pool, sql`
     insert into push_outcomes (push_id, job_id, outcome, code, reason, provider_message_id, platform, device_id)
     select * from unnest(
       ${rows.map((r) => r.pushId)}::uuid[], ${rows.map((r) => r.jobId)}::text[], ${rows.map((r) => r.outcome)}::text[],
