@@ -1,4 +1,3 @@
-import { createECDH } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -7,6 +6,7 @@ import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
 import { createWebPushProvider, loadSandboxWebTrust, type PushProvider, type VapidKeyPair, type WebPushSettings } from '@herald/providers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import webpush from 'web-push';
 import { startSandbox, type Sandbox } from './index.ts';
 
 /** Provider (web-push encrypting and signing) against the sandbox's push service (node:crypto decrypting and verifying). */
@@ -17,11 +17,9 @@ let settings: WebPushSettings;
 let provider: PushProvider;
 let n = 0;
 
-const vapidPair = (): VapidKeyPair => {
-  const ecdh = createECDH('prime256v1');
-  ecdh.generateKeys();
-  return { publicKey: ecdh.getPublicKey().toString('base64url'), privateKey: ecdh.getPrivateKey().toString('base64url') };
-};
+// web-push's own generator, as Herald's (generateVapidKeys): a private scalar with a leading zero
+// byte is padded to 32 bytes (ECDH's getPrivateKey drops it, about one key in 256, which web-push refuses).
+const vapidPair = (): VapidKeyPair => webpush.generateVAPIDKeys();
 const appKeys = vapidPair();
 
 const control = async (method: string, path: string, body?: unknown): Promise<unknown> => {

@@ -8,6 +8,7 @@ import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import webpush from 'web-push';
 import type { PushProvider } from './push-provider.ts';
 import { createWebPushProvider } from './web-push-provider.ts';
 import type { VapidKeyPair } from './web-settings.ts';
@@ -25,11 +26,9 @@ let httpPort: number;
 let tlsPort: number;
 let ca: string;
 let provider: PushProvider;
-const keys: VapidKeyPair = (() => {
-  const ecdh = createECDH('prime256v1');
-  ecdh.generateKeys();
-  return { publicKey: ecdh.getPublicKey().toString('base64url'), privateKey: ecdh.getPrivateKey().toString('base64url') };
-})();
+// web-push's own generator, as Herald's (generateVapidKeys): a private scalar with a leading zero
+// byte is padded to 32 bytes (ECDH's getPrivateKey drops it, about one key in 256, which web-push refuses).
+const keys: VapidKeyPair = webpush.generateVAPIDKeys();
 
 const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
