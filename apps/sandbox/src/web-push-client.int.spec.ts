@@ -4,9 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
-import { createWebPushProvider, loadSandboxWebTrust, type PushProvider, type VapidKeyPair, type WebPushSettings } from '@herald/providers';
+import { createWebPushProvider, generateVapidKeys, loadSandboxWebTrust, type PushProvider, type WebPushSettings } from '@herald/providers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import webpush from 'web-push';
 import { startSandbox, type Sandbox } from './index.ts';
 
 /** Provider (web-push encrypting and signing) against the sandbox's push service (node:crypto decrypting and verifying). */
@@ -17,10 +16,8 @@ let settings: WebPushSettings;
 let provider: PushProvider;
 let n = 0;
 
-// web-push's own generator, as Herald's (generateVapidKeys): a private scalar with a leading zero
-// byte is padded to 32 bytes (ECDH's getPrivateKey drops it, about one key in 256, which web-push refuses).
-const vapidPair = (): VapidKeyPair => webpush.generateVAPIDKeys();
-const appKeys = vapidPair();
+// Herald's own generator: raw ECDH drops a private scalar's leading zero byte (one key in 256).
+const appKeys = await generateVapidKeys();
 
 const control = async (method: string, path: string, body?: unknown): Promise<unknown> => {
   const res = await fetch(`${sandbox.settings.control.url}${path}`, { method, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
@@ -100,21 +97,21 @@ describe('Web Push provider against the sandbox push service', () => {
   });
 
   it('signs with another key than the subscription was made with: 403, permanent (the subscription is not invalidated)', async () => {
-    const sub = await subscribe(vapidPair().publicKey);
+    const sub = await subscribe((await generateVapidKeys()).publicKey);
     const result = await provider.send(webPush(sub), {});
     expect(result).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidKeyMismatch: .*HTTP 403/) });
     expect(await received(sub.endpoint)).toEqual([]);
   });
 
   it('signs a subscription made under the previous key pair with that pair after a rotation, and names the rotation when neither is held', async () => {
-    const old = vapidPair();
-    const rotated = await createWebPushProvider({ ...settings, vapid: { subject: 'https://example.com/contact', current: vapidPair(), previous: old } }, logger);
+    const old = await generateVapidKeys();
+    const rotated = await createWebPushProvider({ ...settings, vapid: { subject: 'https://example.com/contact', current: await generateVapidKeys(), previous: old } }, logger);
     try {
       const sub = await subscribe(old.publicKey);
       const asOld = { ...webPush(sub), webVapidKey: old.publicKey } as DevicePush;
       expect(await rotated.send(asOld, {})).toMatchObject({ kind: 'delivered' });
       expect((await received(sub.endpoint))[0]).toMatchObject({ vapidKey: old.publicKey });
-      const lost = { ...webPush(sub), webVapidKey: vapidPair().publicKey } as DevicePush;
+      const lost = { ...webPush(sub), webVapidKey: (await generateVapidKeys()).publicKey } as DevicePush;
       expect(await rotated.send(lost, {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^vapid-key-rotated: /) });
     } finally {
       await rotated.close();

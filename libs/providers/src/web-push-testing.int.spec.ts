@@ -8,10 +8,10 @@ import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import webpush from 'web-push';
 import type { PushProvider } from './push-provider.ts';
 import { createWebPushProvider } from './web-push-provider.ts';
 import type { VapidKeyPair } from './web-settings.ts';
+import { generateVapidKeys } from './web-vapid-keys.ts';
 
 /**
  * A second judge besides Herald's own sandbox: the `web-push-testing` npm package (a maintained
@@ -26,9 +26,8 @@ let httpPort: number;
 let tlsPort: number;
 let ca: string;
 let provider: PushProvider;
-// web-push's own generator, as Herald's (generateVapidKeys): a private scalar with a leading zero
-// byte is padded to 32 bytes (ECDH's getPrivateKey drops it, about one key in 256, which web-push refuses).
-const keys: VapidKeyPair = webpush.generateVAPIDKeys();
+// Herald's own generator: raw ECDH drops a private scalar's leading zero byte (one key in 256).
+const keys: VapidKeyPair = await generateVapidKeys();
 
 const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
