@@ -13,6 +13,7 @@ import { deviceFacts, drain, readParked, retriesByKey } from './observe.ts';
 import { expectedPushes, reconcile, type Delivery } from './reconcile.ts';
 import { RecordCollector, type Observed } from './record-collector.ts';
 import { deliveriesResumeMs, recoveryMs } from './recovery.ts';
+import { printPostMortem } from './post-mortem.ts';
 import { formatSummary } from './summary.ts';
 
 export interface ChaosRunOptions {
@@ -118,6 +119,10 @@ export async function runAndCheck(sys: System, plan: ChaosPlan, opts: ChaosRunOp
   const deadTokens = plan.devices.filter((d) => d.kind === 'dead').length;
   const counters = run.counters.totals();
   console.log(formatSummary({ plan, result, faults: run.faults, recovery, parkedByCode: parked.byCode, counters, deadTokens, durationMs: Date.now() - began, drained: run.drained }));
+  if (!run.drained || result.lost.length > 0) {
+    const lost = new Set(result.lost);
+    await printPostMortem(sys, expectedPushes(plan.jobs, plan.devices).filter((e) => lost.has(e.key)));
+  }
 
   expect(exitedOnTheirOwn(sys)).toEqual([]);
   expect(result.lost.slice(0, 20), `${result.lost.length} pushes lost`).toEqual([]);
