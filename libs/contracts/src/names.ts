@@ -22,8 +22,6 @@ export const Exchanges = {
   registrations: 'push.registrations',
   /** Change events of resources webhook subscribers watch (issue 9). */
   changes: 'push.changes',
-  /** Headers exchange that routes a retried message to the delay queue for its delay. */
-  retry: 'herald.retry',
 } as const;
 
 export const Queues = {
@@ -57,7 +55,12 @@ export const pushesPerMessage =
 export const invalidationQueueFor = (platform: Platform): WorkQueue => INVALIDATION_QUEUES[platform];
 
 export const parkedQueueFor = (queue: string): string => `${queue}.parked`;
-export const delayQueueFor = (delayMs: number): string => `herald.retry.${delayMs}ms`;
+/**
+ * Where a retried or deferred message waits `delayMs` before its relay sends it back (docs/adr/0001).
+ * Releases before 2026-11-27 used `herald.retry.<ms>ms` queues that dead-lettered by TTL; those
+ * drain by themselves and can be deleted once empty.
+ */
+export const delayQueueFor = (delayMs: number): string => `herald.delay.${delayMs}ms`;
 
 /** Headers Herald sets on parked and retried messages. */
 export const Headers = {
@@ -67,4 +70,8 @@ export const Headers = {
   originalQueue: 'x-herald-original-queue',
   retryReason: 'x-herald-retry-reason',
   delay: 'x-herald-delay-ms',
+  /** On a message in a delay queue: the queue it goes back to. */
+  returnTo: 'x-herald-return-to',
+  /** On a message in a delay queue: when it goes back (epoch ms). */
+  dueAt: 'x-herald-due-at',
 } as const;

@@ -1,4 +1,7 @@
 import type { Channel } from 'amqplib';
+import { delayQueueFor } from '@herald/contracts';
+import { RELAY_PREFETCH, relayHandler } from './delay-relay.ts';
+import { distinctDelays } from './retry.ts';
 import { mergeTopologies, parkedQueueSpec, retryTopology, type Topology } from './topology.ts';
 import { openConnection, type BrokerConnection } from './connection.ts';
 import { QueueConsumer } from './consumer.ts';
@@ -22,6 +25,9 @@ export async function connectBroker(opts: BrokerOptions): Promise<Broker> {
 class RabbitBroker implements Broker {
   readonly publisher: ConfirmPublisher;
   private readonly consumers = new Set<QueueConsumer>();
+  /** One relay per delay queue this process uses (delay-relay.ts), started with the first consumer that needs it. */
+  private readonly relays = new Map<string, Promise<QueueConsumer>>();
+  private readonly relaysStopping = new AbortController();
 
   constructor(
     private readonly connection: BrokerConnection,
@@ -37,6 +43,7 @@ class RabbitBroker implements Broker {
     await this.applyTopology(mergeTopologies(retryTopology(options.retryDelaysMs), { exchanges: [], queues: [parkedQueueSpec(options.queue)] }));
     const settler = new Settler(options.queue, options.retryDelaysMs, this.publisher, this.metrics, this.logger);
     const consumer = new QueueConsumer(options, { connection: this.connection, settler, metrics: this.metrics, logger: this.logger });
+    await Promise.all(distinctDelays(options.retryDelaysMs).map((d) => this.relay(delayQueueFor(d))));
     await consumer.start();
     this.consumers.add(consumer);
     return { queue: consumer.queue, stop: (timeoutMs) => consumer.stop(timeoutMs).finally(() => this.consumers.delete(consumer)) };
@@ -68,8 +75,37 @@ class RabbitBroker implements Broker {
 
   async close(): Promise<void> {
     await Promise.all([...this.consumers].map((c) => c.stop(STOP_ON_CLOSE_MS)));
+    // Each relay is told it stops (and stops taking messages) before its waits are cut short, so the messages it held go back quietly.
+    const relays = await Promise.all([...this.relays.values()].map((r) => r.catch(() => undefined)));
+    const stopped = relays.map((r) => r?.stop(STOP_ON_CLOSE_MS));
+    this.relaysStopping.abort();
+    await Promise.all(stopped);
     await this.publisher.close();
     await this.connection.close();
+  }
+
+  /**
+   * Relays a delay queue back to the queues its messages came from. Every process that consumes
+   * with a delay relays that delay queue (competing consumers), so any of them sends a message
+   * back when it is due; one that stops gives its waiting messages back to the queue.
+   */
+  private relay(queue: string): Promise<QueueConsumer> {
+    let started = this.relays.get(queue);
+    if (started === undefined) {
+      const options = {
+        queue,
+        prefetch: RELAY_PREFETCH,
+        retryDelaysMs: [],
+        batch: { maxSize: 1, maxWaitMs: 0, maxConcurrent: RELAY_PREFETCH },
+        handle: relayHandler(this.relaysStopping.signal),
+      };
+      const settler = new Settler(queue, [], this.publisher, this.metrics, this.logger);
+      const relay = new QueueConsumer(options, { connection: this.connection, settler, metrics: this.metrics, logger: this.logger });
+      started = relay.start().then(() => relay);
+      started.catch(() => this.relays.delete(queue));
+      this.relays.set(queue, started);
+    }
+    return started;
   }
 
   private async openChannel(errorMessage: string): Promise<Channel> {

@@ -152,6 +152,8 @@ export class QueueConsumer implements Consumer {
         throw new Error(`handle() returned ${outcomes.length} outcomes for ${batch.length} messages`);
       }
     } catch (err) {
+      // A handler cut short by this consumer's stop (a delay relay's wait) gives its messages back quietly.
+      if (this.stopping) return batch.forEach((d) => this.nack(d));
       this.deps.metrics.handlerErrors.inc({ queue: this.queue });
       return this.backOffAndRequeue(batch, err, 'handler failed');
     }

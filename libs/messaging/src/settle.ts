@@ -1,5 +1,5 @@
 import type { Channel, ConsumeMessage, Options } from 'amqplib';
-import { Exchanges, parkedQueueFor } from '@herald/contracts';
+import { delayQueueFor, Exchanges, parkedQueueFor } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import type { AckWindow } from './ack-window.ts';
 import { HeraldHeaders } from './headers.ts';
@@ -83,6 +83,9 @@ export class Settler {
       case 'defer':
         await this.defer(d, outcome.code, outcome.reason, outcome.delayMs);
         return undefined;
+      case 'forward':
+        await this.forward(d, outcome.queue);
+        return undefined;
     }
   }
 
@@ -106,11 +109,11 @@ export class Settler {
     this.logger.debug({ queue: this.queue, messageId: d.inbound.messageId, code, reason, delayMs: plan.expirationMs }, 'message deferred');
   }
 
-  /** Publish a copy through the delay queue of `plan`; it returns to this queue when it expires. */
+  /** Publish a copy to the delay queue of `plan`; its relay sends it back to this queue when it is due (delay-relay.ts). */
   private async delay(d: Delivery, plan: Extract<RetryPlan, { kind: 'delay' }>, attempt: number, reason: string): Promise<void> {
     const copy: RawOutbound = {
-      exchange: Exchanges.retry,
-      routingKey: this.queue,
+      exchange: Exchanges.direct,
+      routingKey: delayQueueFor(plan.queueDelayMs),
       body: d.inbound.body,
       properties: copiedProperties(d),
       headers: {
@@ -118,10 +121,19 @@ export class Settler {
         [HeraldHeaders.attempt]: attempt,
         [HeraldHeaders.retryReason]: reason,
         [HeraldHeaders.delay]: plan.queueDelayMs,
+        [HeraldHeaders.returnTo]: this.queue,
+        [HeraldHeaders.dueAt]: Date.now() + plan.expirationMs,
       },
-      expirationMs: plan.expirationMs,
     };
     await this.publisher.publishMany([copy]);
+  }
+
+  /** A waited message back to its queue, without the delay queue's own headers. */
+  private async forward(d: Delivery, queue: string): Promise<void> {
+    const headers = copiedHeaders(d.inbound.headers);
+    delete headers[HeraldHeaders.returnTo];
+    delete headers[HeraldHeaders.dueAt];
+    await this.publisher.publishMany([{ exchange: Exchanges.direct, routingKey: queue, body: d.inbound.body, properties: copiedProperties(d), headers }]);
   }
 
   private async park(d: Delivery, code: string, reason: string): Promise<Parked> {

@@ -1,5 +1,4 @@
 import { Exchanges, Queues, delayQueueFor, parkedQueueFor, type WorkQueue } from '@herald/contracts';
-import { HeraldHeaders } from './headers.ts';
 import { distinctDelays } from './retry.ts';
 
 export interface ExchangeSpec {
@@ -51,26 +50,21 @@ export function workQueueSpec(queue: string, exchange: string, deliveryLimit = D
 }
 
 /**
- * Holds a retried message for `delayMs`, then dead-letters it to "" with its routing key (= the work queue).
- * The binding uses `all-with-x`: a headers exchange ignores `x-` headers under plain `all`, which would
- * route every retry to every delay queue.
+ * Holds retried and deferred messages for `delayMs`: no TTL and no dead-lettering, because each
+ * process that consumes with this delay also relays the queue (delay-relay.ts): it takes a message,
+ * waits until its due time, publishes it back to its queue with a confirm, then acks it. (TTL with
+ * at-least-once dead-lettering was used first, and RabbitMQ 3.10's dead-letter worker was seen to
+ * lose its publishes to a quorum queue across a node loss and never send them again: docs/adr/0001.)
+ * A message no relay can place (no return queue) is parked beside it.
  */
 export function delayQueueSpec(delayMs: number): QueueSpec {
-  return {
-    name: delayQueueFor(delayMs),
-    arguments: { ...quorum, ...atLeastOnce, 'x-message-ttl': delayMs, 'x-dead-letter-exchange': '' },
-    bindings: [
-      { exchange: Exchanges.retry, routingKey: '', arguments: { 'x-match': 'all-with-x', [HeraldHeaders.delay]: delayMs } },
-    ],
-  };
+  return { name: delayQueueFor(delayMs), arguments: { ...quorum }, bindings: [] };
 }
 
-/** The herald.retry headers exchange and one delay queue per distinct delay. */
+/** One delay queue (and its parked queue) per distinct delay. */
 export function retryTopology(retryDelaysMs: readonly number[]): Topology {
-  return {
-    exchanges: [{ name: Exchanges.retry, type: 'headers' }],
-    queues: distinctDelays(retryDelaysMs).map(delayQueueSpec),
-  };
+  const delays = distinctDelays(retryDelaysMs);
+  return { exchanges: [], queues: [...delays.map(delayQueueSpec), ...delays.map((d) => parkedQueueSpec(delayQueueFor(d)))] };
 }
 
 /** A topic exchange, a work queue bound to it, and the queue's parked queue. */

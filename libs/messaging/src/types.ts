@@ -71,7 +71,9 @@ export type Outcome =
   | { kind: 'retry'; code: string; reason: string; delayMs?: number }
   | { kind: 'park'; code: string; reason: string }
   /** Come back after about delayMs without spending an attempt (e.g. another worker holds a lease). */
-  | { kind: 'defer'; code: string; reason: string; delayMs: number };
+  | { kind: 'defer'; code: string; reason: string; delayMs: number }
+  /** Publish the message as it is to `queue` (default exchange), then ack it: a delay queue's relay sending a message back when due. */
+  | { kind: 'forward'; queue: string };
 
 /** A message a consumer parked, and why (ConsumeOptions.onParked). */
 export interface ParkedNotice {

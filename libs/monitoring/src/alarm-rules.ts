@@ -41,9 +41,10 @@ function backlog(q: QueueSnapshot, t: QueueThresholds, pushesPerMessage: number)
   return { alarm: 'backlog', queue: q.name, forMs: t.backlogForMs, value, threshold: t.backlog, summary };
 }
 
+/** A work queue nobody consumes, or a delay queue nobody relays (its messages would never go back). */
 function noConsumer(q: QueueSnapshot, t: QueueThresholds): AlarmCondition | undefined {
-  if (q.kind !== 'work' || q.consumers > 0 || q.messages === 0) return undefined;
-  const summary = `${q.name} has ${n(q.messages)} messages waiting and no consumer`;
+  if ((q.kind !== 'work' && q.kind !== 'delay') || q.consumers > 0 || q.messages === 0) return undefined;
+  const summary = q.kind === 'delay' ? `${q.name} has ${n(q.messages)} messages waiting and no process relaying them back` : `${q.name} has ${n(q.messages)} messages waiting and no consumer`;
   return { alarm: 'no-consumer', queue: q.name, forMs: t.noConsumerForMs, value: q.messages, threshold: 0, summary };
 }
 

@@ -1,5 +1,9 @@
-/** What kind of queue a name is: a work queue, its parked queue, or a retry delay queue. */
-export type QueueKind = 'work' | 'parked' | 'retry';
+/**
+ * What kind of queue a name is: a work queue, its parked queue, a delay queue (retried and
+ * deferred messages waiting, relayed back by the processes that use it), or a TTL retry queue of
+ * an earlier release (herald.retry.*: dead-letters by itself, no consumer).
+ */
+export type QueueKind = 'work' | 'parked' | 'delay' | 'retry';
 
 /** One queue as seen at one poll. Rates are per second, as the management API smooths them. */
 export interface QueueSnapshot {
@@ -18,7 +22,7 @@ export interface QueueSnapshot {
 }
 
 export const queueKindOf = (name: string): QueueKind =>
-  name.endsWith('.parked') ? 'parked' : name.startsWith('herald.retry.') ? 'retry' : 'work';
+  name.endsWith('.parked') ? 'parked' : name.startsWith('herald.delay.') ? 'delay' : name.startsWith('herald.retry.') ? 'retry' : 'work';
 
 /** Herald's queues are named push.* and herald.*; anything else in the vhost is not ours. */
 export const isHeraldQueue = (name: string): boolean => name.startsWith('push.') || name.startsWith('herald.');

@@ -1,0 +1,74 @@
+import { delayQueueFor, parkedQueueFor } from '@herald/contracts';
+import { waitFor } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectBroker } from './broker.ts';
+import { NO_RETURN_QUEUE } from './delay-relay.ts';
+import { HeraldHeaders } from './headers.ts';
+import { recordingHandler, silentLogger, startTestBroker, waitForMessage, type TestBroker } from './test-helpers.ts';
+import { mergeTopologies, retryTopology, workQueueTopology } from './topology.ts';
+
+const DELAY_MS = 1_500;
+const DELAYS = [DELAY_MS];
+
+/**
+ * Retried and deferred messages wait in a delay queue that the consuming processes relay back
+ * (no TTL dead-lettering, see docs/adr/0001): what a relay that stops does with the messages it
+ * holds, and what it does with one that names no queue to go back to.
+ */
+describe('delay queue relay', () => {
+  let t: TestBroker;
+  beforeAll(async () => {
+    t = await startTestBroker('msg-relay');
+    await t.broker.applyTopology(mergeTopologies(workQueueTopology('d.work', 'd.exchange'), retryTopology(DELAYS)));
+  });
+  afterAll(() => t.teardown());
+
+  it('a message waiting when its process stops stays in the delay queue, and another process sends it back when due, once', async () => {
+    const first = await connectBroker({ url: t.vhost.amqpUrl, logger: silentLogger, connectionName: `${t.vhost.name}-first` });
+    const retried: number[] = [];
+    const firstHandler = recordingHandler(() => {
+      retried.push(Date.now());
+      return { kind: 'retry', code: 'transient', reason: 'try again' };
+    });
+    await first.consume({ queue: 'd.work', prefetch: 1, retryDelaysMs: DELAYS, handle: firstHandler.handle });
+    await first.publisher.publish({ exchange: 'd.exchange', routingKey: 'd.work', body: Buffer.from('wait-for-me'), messageId: 'wait-for-me' });
+    await waitFor('the retry decided', () => retried.length === 1);
+    // The first process's relay holds the copy (unacked, none ready) until it is due; stop the process meanwhile.
+    const delayQueue = delayQueueFor(DELAY_MS);
+    await waitFor('the copy held by the relay', async () => (await t.broker.queueCounts([delayQueue])).get(delayQueue)?.consumers === 1);
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await t.broker.queueCounts([delayQueue])).get(delayQueue)).toEqual({ ready: 0, consumers: 1 });
+    await first.close();
+    expect((await t.broker.queueCounts([delayQueue])).get(delayQueue)).toEqual({ ready: 1, consumers: 0 });
+
+    const arrivals: Array<{ at: number; attempt: number; headers: Record<string, unknown> }> = [];
+    const second = recordingHandler((m) => {
+      arrivals.push({ at: Date.now(), attempt: m.attempt, headers: m.headers });
+      return { kind: 'ack' };
+    });
+    const consumer = await t.broker.consume({ queue: 'd.work', prefetch: 1, retryDelaysMs: DELAYS, handle: second.handle });
+    await waitFor('the message back', () => arrivals.length === 1, { timeoutMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 500));
+    await consumer.stop(1_000);
+
+    expect(arrivals).toHaveLength(1);
+    const [back] = arrivals;
+    // Due 1,200–1,500 ms after the retry (20% jitter below the delay), never earlier.
+    expect(back!.at - retried[0]!).toBeGreaterThanOrEqual(DELAY_MS * 0.8 - 20);
+    expect(back!.attempt).toBe(2);
+    expect(back!.headers).toMatchObject({ [HeraldHeaders.retryReason]: 'try again', [HeraldHeaders.delay]: DELAY_MS });
+    expect(back!.headers[HeraldHeaders.returnTo]).toBeUndefined();
+    expect(back!.headers[HeraldHeaders.dueAt]).toBeUndefined();
+    expect((await t.broker.queueCounts([delayQueue])).get(delayQueue)?.ready).toBe(0);
+  });
+
+  it('a message in a delay queue that names no queue to go back to is parked beside it with the reason', async () => {
+    const consumer = await t.broker.consume({ queue: 'd.work', prefetch: 1, retryDelaysMs: DELAYS, handle: recordingHandler().handle });
+    await t.broker.publisher.publish({ exchange: '', routingKey: delayQueueFor(DELAY_MS), body: Buffer.from('stray'), messageId: 'stray' });
+    const parked = await waitForMessage(t.vhost.amqpUrl, parkedQueueFor(delayQueueFor(DELAY_MS)));
+    await consumer.stop(1_000);
+    expect(parked.content.toString()).toBe('stray');
+    expect(parked.properties.headers).toMatchObject({ [HeraldHeaders.parkedCode]: NO_RETURN_QUEUE, [HeraldHeaders.originalQueue]: delayQueueFor(DELAY_MS) });
+    expect(String(parked.properties.headers?.[HeraldHeaders.parkedReason])).toContain(HeraldHeaders.returnTo);
+  });
+});
