@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { activeConditions, type AlarmCondition } from './alarm-rules.ts';
 import { AlarmTracker } from './alarm-tracker.ts';
-import type { QueueSnapshot } from './queue-snapshot.ts';
+import { queueKindOf, type QueueSnapshot } from './queue-snapshot.ts';
 import { parseThresholds, thresholdConfig } from './thresholds.ts';
 
 const queue = (over: Partial<QueueSnapshot> & { name: string }): QueueSnapshot => ({
-  kind: over.name.endsWith('.parked') ? 'parked' : 'work',
+  kind: queueKindOf(over.name),
   messages: 0,
   ready: 0,
   unacked: 0,
@@ -29,6 +29,14 @@ describe('alarm rules', () => {
   });
   it('an empty queue without consumers, and parked or retry queues without consumers, are fine', () => {
     expect(kinds([queue({ name: 'push.apns.send', consumers: 0 }), queue({ name: 'push.jobs.parked', messages: 5, consumers: 0 })])).toEqual([]);
+  });
+  it('a delay queue no process relays back is a no-consumer alarm; a TTL retry queue of an earlier release never has a consumer and is not', () => {
+    const [cond] = activeConditions({ queues: [queue({ name: 'herald.delay.5000ms', messages: 12, consumers: 0 })], thresholds, parkedBaseline: () => undefined });
+    expect(cond).toMatchObject({ alarm: 'no-consumer', queue: 'herald.delay.5000ms', value: 12 });
+    expect(cond?.summary).toBe('herald.delay.5000ms has 12 messages waiting and no process relaying them back');
+    expect(kinds([queue({ name: 'herald.retry.5000ms', messages: 12, consumers: 0 })])).toEqual([]);
+    // Relayed messages wait on purpose: neither a drain problem nor (below the backlog) an alarm.
+    expect(kinds([queue({ name: 'herald.delay.5000ms', messages: 50, consumers: 2 })])).toEqual([]);
   });
   it('backlog above the threshold, and drain time at the current ack rate above the bound', () => {
     expect(kinds([queue({ name: 'push.fcm.send', messages: 200, ackRate: 5 })])).toEqual(['backlog:push.fcm.send', 'drain-time:push.fcm.send']);
