@@ -27,7 +27,6 @@ class RabbitBroker implements Broker {
   private readonly consumers = new Set<QueueConsumer>();
   /** One relay per delay queue this process uses (delay-relay.ts), started with the first consumer that needs it. */
   private readonly relays = new Map<string, Promise<QueueConsumer>>();
-  private readonly relaysStopping = new AbortController();
 
   constructor(
     private readonly connection: BrokerConnection,
@@ -74,12 +73,8 @@ class RabbitBroker implements Broker {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.consumers].map((c) => c.stop(STOP_ON_CLOSE_MS)));
-    // Each relay is told it stops (and stops taking messages) before its waits are cut short, so the messages it held go back quietly.
     const relays = await Promise.all([...this.relays.values()].map((r) => r.catch(() => undefined)));
-    const stopped = relays.map((r) => r?.stop(STOP_ON_CLOSE_MS));
-    this.relaysStopping.abort();
-    await Promise.all(stopped);
+    await Promise.all([...this.consumers, ...relays].map((c) => c?.stop(STOP_ON_CLOSE_MS)));
     await this.publisher.close();
     await this.connection.close();
   }
@@ -97,7 +92,7 @@ class RabbitBroker implements Broker {
         prefetch: RELAY_PREFETCH,
         retryDelaysMs: [],
         batch: { maxSize: 1, maxWaitMs: 0, maxConcurrent: RELAY_PREFETCH },
-        handle: relayHandler(this.relaysStopping.signal),
+        handle: relayHandler,
       };
       const settler = new Settler(queue, [], this.publisher, this.metrics, this.logger);
       const relay = new QueueConsumer(options, { connection: this.connection, settler, metrics: this.metrics, logger: this.logger });

@@ -147,12 +147,12 @@ export class QueueConsumer implements Consumer {
     if (batch.length === 0) return;
     let outcomes: Outcome[];
     try {
-      outcomes = await this.options.handle(batch.map((d) => d.inbound));
+      outcomes = await this.options.handle(batch.map((d) => d.inbound), this.stopSignal.signal);
       if (outcomes.length !== batch.length) {
         throw new Error(`handle() returned ${outcomes.length} outcomes for ${batch.length} messages`);
       }
     } catch (err) {
-      // A handler cut short by this consumer's stop (a delay relay's wait) gives its messages back quietly.
+      // A handler cut short by this consumer's stop (its `stopping` signal: a delay relay's wait) gives its messages back quietly.
       if (this.stopping) return batch.forEach((d) => this.nack(d));
       this.deps.metrics.handlerErrors.inc({ queue: this.queue });
       return this.backOffAndRequeue(batch, err, 'handler failed');

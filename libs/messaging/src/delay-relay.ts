@@ -9,25 +9,24 @@ export const RELAY_PREFETCH = 256;
 export const NO_RETURN_QUEUE = 'no-return-queue';
 
 /**
- * The handler of a delay queue's relay (one message a batch): wait until the message's due time,
- * then send it back to the queue it came from ('forward': published with a confirm, then acked, so
- * a relay that stops or dies meanwhile leaves the message in the delay queue for another). A
- * message without a due time is due at once. `stopping` aborts the wait: the message is given back.
+ * The handler of a delay queue's relay: wait until each message's due time, then send it back to
+ * the queue it came from ('forward': published with a confirm, then acked, so a relay that stops
+ * or dies meanwhile leaves the message in the delay queue for another). A message without a due
+ * time is due at once. The consumer's `stopping` signal cuts the wait short: the message is given back.
  */
-export function relayHandler(stopping: AbortSignal, now: () => number = Date.now) {
-  return async (messages: readonly InboundMessage[]): Promise<Outcome[]> =>
-    Promise.all(
-      messages.map(async (m): Promise<Outcome> => {
-        const returnTo = m.headers[HeraldHeaders.returnTo];
-        if (typeof returnTo !== 'string' || returnTo === '') {
-          return { kind: 'park', code: NO_RETURN_QUEUE, reason: `a message in ${m.queue} has no ${HeraldHeaders.returnTo} header naming the queue it goes back to` };
-        }
-        const due = Number(m.headers[HeraldHeaders.dueAt]);
-        if (Number.isFinite(due)) await sleep(due - now(), stopping);
-        if (stopping.aborted) throw new RelayStopping();
-        return { kind: 'forward', queue: returnTo };
-      }),
-    );
+export async function relayHandler(messages: readonly InboundMessage[], stopping: AbortSignal): Promise<Outcome[]> {
+  return Promise.all(
+    messages.map(async (m): Promise<Outcome> => {
+      const returnTo = m.headers[HeraldHeaders.returnTo];
+      if (typeof returnTo !== 'string' || returnTo === '') {
+        return { kind: 'park', code: NO_RETURN_QUEUE, reason: `a message in ${m.queue} has no ${HeraldHeaders.returnTo} header naming the queue it goes back to` };
+      }
+      const due = Number(m.headers[HeraldHeaders.dueAt]);
+      if (Number.isFinite(due)) await sleep(due - Date.now(), stopping);
+      if (stopping.aborted) throw new RelayStopping();
+      return { kind: 'forward', queue: returnTo };
+    }),
+  );
 }
 
 /** The relay stopped while the message waited: it stays in the delay queue (requeued, not an error). */

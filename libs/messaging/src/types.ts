@@ -99,7 +99,8 @@ export interface ConsumeOptions {
   /** Attempt n (1-based) that returns retry waits retryDelaysMs[n-1]; afterwards the message is parked. */
   retryDelaysMs: readonly number[];
   /** Must return one outcome per message, same order. Throw only for broken infrastructure. */
-  handle(messages: readonly InboundMessage[]): Promise<Outcome[]>;
+  /** `stopping` aborts when the consumer stops: a handler that waits (a delay relay) gives up, and its messages are given back quietly. */
+  handle(messages: readonly InboundMessage[], stopping: AbortSignal): Promise<Outcome[]>;
   /**
    * The work queue's x-delivery-limit (default DEFAULT_DELIVERY_LIMIT). A message delivered that
    * many times without being settled (the handler threw, or a process died holding it) is parked
