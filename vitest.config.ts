@@ -1,7 +1,24 @@
 import { defineConfig } from 'vitest/config';
 
+/** e2e files whose assertions time something (rates, alarm delays, bounds after a cancel or a fault). */
+const E2E_TIMED = [
+  'test/e2e/outage-replay.spec.ts',
+  'test/e2e/rate-limit.spec.ts',
+  'test/e2e/monitor.spec.ts',
+  'test/e2e/fanout.spec.ts',
+  'test/e2e/crash-recovery.spec.ts',
+  'test/e2e/provider-backoff.spec.ts',
+  'test/e2e/webhooks.spec.ts',
+  'test/e2e/app-ban.spec.ts',
+  'test/e2e/scheduling.spec.ts',
+];
+
 export default defineConfig({
   test: {
+    // Vitest's default is one worker fewer than the CPUs: one on a two-core machine, and the
+    // unit and integration files mostly wait on RabbitMQ and PostgreSQL. (The e2e project runs two
+    // files at a time; e2e-timed and chaos one.)
+    maxWorkers: 3,
     globalSetup: ['tools/test-runner/global-setup.ts'],
     projects: [
       {
@@ -23,11 +40,29 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.spec.ts'],
+          exclude: E2E_TIMED,
           testTimeout: 120_000,
           hookTimeout: 120_000,
-          fileParallelism: false,
+          // Two files at a time, each on its own vhost, schema, state directory and free ports;
+          // a worker keeps the loaded modules between files (each file starts its services as
+          // processes of their own, so no state is shared through them).
+          maxWorkers: 2,
+          isolate: false,
           // Its own group after unit + integration (Vitest would otherwise run it after every numbered group).
           sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        // The e2e files that measure rates, delays or time bounds: one at a time, with nothing
+        // else running, so what they time is Herald and not a neighbouring test.
+        test: {
+          name: 'e2e-timed',
+          include: E2E_TIMED,
+          testTimeout: 300_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+          isolate: false,
+          sequence: { groupOrder: 2 },
         },
       },
       {
@@ -39,7 +74,7 @@ export default defineConfig({
           testTimeout: 300_000,
           hookTimeout: 600_000,
           fileParallelism: false,
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
         },
       },
     ],

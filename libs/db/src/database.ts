@@ -1,8 +1,8 @@
 import pg from 'pg';
-import { Kysely, PostgresDialect, sql, type LogEvent } from 'kysely';
+import { Kysely, sql, type LogEvent } from 'kysely';
 import type { Logger } from '@herald/logging';
 import type { HeraldTables } from './tables.ts';
-import { migrateToLatest } from './migrations.ts';
+import { migrateToLatest, SchemaPostgresDialect } from './migrations.ts';
 import { createDeviceRepository, type DeviceRepository } from './device-repository.ts';
 import { createPreferenceRepository, type PreferenceRepository } from './preference-repository.ts';
 import { createAppRepository, type AppRepository } from './app-repository.ts';
@@ -101,7 +101,7 @@ export function createDatabase(options: DatabaseOptions): Database {
   // flight fails on its own, and the pool discards the broken client when it is released.
   pool.on('connect', (client) => client.on('error', (err) => logger?.warn({ err }, 'database connection lost')));
   const log = queryLogger(options);
-  const kysely = new Kysely<HeraldTables>({ dialect: new PostgresDialect({ pool }), ...(log ? { log } : {}) });
+  const kysely = new Kysely<HeraldTables>({ dialect: new SchemaPostgresDialect({ pool }, schema), ...(log ? { log } : {}) });
   let closed: Promise<void> | undefined;
   return {
     schema,

@@ -57,6 +57,34 @@ describe('migrate', () => {
     expect(await appliedMigrations(first)).toEqual(ALL_MIGRATIONS);
   });
 
+  it('migrates while other clients create and drop schemas of their own', async () => {
+    // The Migrator first reads every schema's tables; one dropped meanwhile failed that read
+    // (seen when test files ran side by side: "schema herald_jobs_… does not exist").
+    const churn = createDatabase({ url: SPEC_DATABASE_URL, schema: `herald_churn_${randomBytes(4).toString('hex')}`, poolSize: 3 });
+    let churning = true;
+    const churner = async (n: number): Promise<void> => {
+      for (let i = 0; churning; i++) {
+        const other = sql.id(`herald_churn_${randomBytes(4).toString('hex')}_${n}_${i}`);
+        await sql`create schema ${other}`.execute(churn.kysely);
+        await sql`create table ${other}.t (id serial primary key, a text, b text)`.execute(churn.kysely);
+        await sql`drop schema ${other} cascade`.execute(churn.kysely);
+      }
+    };
+    const churners = [churner(1), churner(2), churner(3)];
+    try {
+      for (let i = 0; i < 10; i++) {
+        const db = createDatabase({ url: SPEC_DATABASE_URL, schema: `herald_churned_${randomBytes(4).toString('hex')}`, poolSize: 1 });
+        opened.push(db);
+        await db.migrate();
+        expect(await appliedMigrations(db)).toEqual(ALL_MIGRATIONS);
+      }
+    } finally {
+      churning = false;
+      await Promise.all(churners);
+      await churn.close();
+    }
+  });
+
   it('keeps test schemas apart: a row in one schema is invisible in another', async () => {
     const a = await createSpecDatabase('iso_a');
     const b = await createSpecDatabase('iso_b');

@@ -1,7 +1,19 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import {
+  Migrator,
+  PostgresDialect,
+  sql,
+  type DatabaseIntrospector,
+  type DatabaseMetadata,
+  type Kysely,
+  type Migration,
+  type MigrationProvider,
+  type PostgresDialectConfig,
+  type SchemaMetadata,
+  type TableMetadata,
+} from 'kysely';
 
 /** infra/db/migrations, resolved from this file so it works from any working directory. */
 export const DEFAULT_MIGRATIONS_DIR = fileURLToPath(new URL('../../../infra/db/migrations/', import.meta.url));
@@ -62,4 +74,85 @@ export async function migrateToLatest<DB>(db: Kysely<DB>, schema: string, dir = 
       await sql`select pg_advisory_unlock(${lockKey})`.execute(conn);
     }
   });
+}
+
+/**
+ * Kysely's PostgreSQL dialect whose introspector reads one schema only. Kysely's own reads the
+ * columns of every table in every schema, calling functions that look a schema and a table up by
+ * name; a schema another client dropped meanwhile fails that read ("schema … does not exist"), and
+ * the Migrator, which introspects to learn whether its own tables exist, fails with it (seen with
+ * test files side by side, each dropping its schema when done).
+ */
+export class SchemaPostgresDialect extends PostgresDialect {
+  constructor(
+    config: PostgresDialectConfig,
+    private readonly schema: string,
+  ) {
+    super(config);
+  }
+
+  override createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
+    return new SchemaIntrospector(db, this.schema);
+  }
+}
+
+/** Tables and views of one schema, with their columns, read by the schema's and tables' oids. */
+class SchemaIntrospector implements DatabaseIntrospector {
+  constructor(
+    private readonly db: Kysely<unknown>,
+    private readonly schema: string,
+  ) {}
+
+  async getSchemas(): Promise<SchemaMetadata[]> {
+    const { rows } = await sql<{ name: string }>`select nspname as name from pg_catalog.pg_namespace`.execute(this.db);
+    return rows;
+  }
+
+  async getTables(options = { withInternalKyselyTables: false }): Promise<TableMetadata[]> {
+    const { rows } = await sql<ColumnRow>`
+      select c.relname as table, c.relkind as kind, a.attname as column, t.typname as type, tn.nspname as type_schema,
+             a.attnotnull as not_null, a.atthasdef as has_default,
+             (a.attidentity <> '' or coalesce(pg_catalog.pg_get_expr(d.adbin, d.adrelid) like 'nextval(%', false)) as auto_incrementing
+      from pg_catalog.pg_class c
+      join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+      join pg_catalog.pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+      join pg_catalog.pg_type t on t.oid = a.atttypid
+      join pg_catalog.pg_namespace tn on tn.oid = t.typnamespace
+      left join pg_catalog.pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
+      where n.nspname = ${this.schema} and c.relkind in ('r', 'v', 'p')
+      order by c.relname, a.attnum`.execute(this.db);
+    const tables = new Map<string, TableMetadata & { columns: TableMetadata['columns'][number][] }>();
+    for (const r of rows) {
+      if (!options.withInternalKyselyTables && r.table.startsWith('kysely_migration')) continue;
+      let table = tables.get(r.table);
+      if (table === undefined) {
+        table = { name: r.table, schema: this.schema, isView: r.kind === 'v', columns: [] };
+        tables.set(r.table, table);
+      }
+      table.columns.push({
+        name: r.column,
+        dataType: r.type,
+        dataTypeSchema: r.type_schema,
+        isNullable: !r.not_null,
+        hasDefaultValue: r.has_default,
+        isAutoIncrementing: r.auto_incrementing,
+      });
+    }
+    return [...tables.values()];
+  }
+
+  async getMetadata(options?: { withInternalKyselyTables: boolean }): Promise<DatabaseMetadata> {
+    return { tables: await this.getTables(options) };
+  }
+}
+
+interface ColumnRow {
+  table: string;
+  kind: string;
+  column: string;
+  type: string;
+  type_schema: string;
+  not_null: boolean;
+  has_default: boolean;
+  auto_incrementing: boolean;
 }

@@ -90,7 +90,9 @@ describe('RateLimitRepository', () => {
   });
 
   it('many concurrent leasers on four pools never get more than a window share in any window', async () => {
-    await t.db.rateLimits.set({ platform: 'apns' }, 2000);
+    // 70 a window, ten leases of 7: a budget the leasers exhaust even when other test files
+    // share the machine's two cores (at 2,000/s they needed ~290 lease round trips a second).
+    await t.db.rateLimits.set({ platform: 'apns' }, 700);
     const grants = new Map<number, number>();
     const until = Date.now() + 1500;
     const leaser = async (db: Database): Promise<void> => {
@@ -104,9 +106,9 @@ describe('RateLimitRepository', () => {
     await Promise.all([t.db, ...others].flatMap((db) => [leaser(db), leaser(db), leaser(db), leaser(db)]));
     const counts = [...grants.values()];
     expect(counts.length).toBeGreaterThanOrEqual(12);
-    expect(Math.max(...counts)).toBeLessThanOrEqual(200);
+    expect(Math.max(...counts)).toBeLessThanOrEqual(70);
     // Sixteen leasers asking for 7 at a time exhaust every window: the budget is handed out in full.
-    const full = counts.filter((c) => c === 200).length;
+    const full = counts.filter((c) => c === 70).length;
     expect(full).toBeGreaterThanOrEqual(counts.length - 3);
   });
 });
