@@ -1,7 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
-/** e2e files whose assertions time something (rates, alarm delays, bounds after a cancel or a fault). */
+/**
+ * e2e files whose assertions time something (rates, alarm delays, restart back-offs, bounds after
+ * a cancel or a fault).
+ */
 const E2E_TIMED = [
+  'test/e2e/start-lifecycle.spec.ts',
   'test/e2e/outage-replay.spec.ts',
   'test/e2e/rate-limit.spec.ts',
   'test/e2e/monitor.spec.ts',
