@@ -19,7 +19,7 @@ const STOP_ON_CLOSE_MS = 5_000;
 export async function connectBroker(opts: BrokerOptions): Promise<Broker> {
   const logger = opts.logger.child({ component: 'messaging', connectionName: opts.connectionName });
   const connection = await openConnection(opts.url, opts.connectionName, logger);
-  return new RabbitBroker(connection, createMetrics(opts.metrics), logger, placementFor(brokerUrls(opts.url).length));
+  return new RabbitBroker(connection, createMetrics(opts.metrics), logger, placementFor(brokerUrls(opts.url).length), relayHandler(opts.relayMaxHoldMs));
 }
 
 class RabbitBroker implements Broker {
@@ -33,6 +33,7 @@ class RabbitBroker implements Broker {
     private readonly metrics: MessagingMetrics,
     private readonly logger: Logger,
     private readonly placement: QueuePlacement,
+    private readonly relayHandle: ConsumeOptions['handle'],
   ) {
     this.publisher = new ConfirmPublisher(connection, metrics, logger);
   }
@@ -92,7 +93,7 @@ class RabbitBroker implements Broker {
         prefetch: RELAY_PREFETCH,
         retryDelaysMs: [],
         batch: { maxSize: 1, maxWaitMs: 0, maxConcurrent: RELAY_PREFETCH },
-        handle: relayHandler,
+        handle: this.relayHandle,
       };
       const settler = new Settler(queue, [], this.publisher, this.metrics, this.logger);
       const relay = new QueueConsumer(options, { connection: this.connection, settler, metrics: this.metrics, logger: this.logger });

@@ -1,5 +1,6 @@
 import { delayQueueFor, parkedQueueFor } from '@herald/contracts';
-import { waitFor } from '@herald/testing';
+import { Registry } from '@herald/runtime';
+import { createTestVhost, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectBroker } from './broker.ts';
 import { NO_RETURN_QUEUE } from './delay-relay.ts';
@@ -60,6 +61,46 @@ describe('delay queue relay', () => {
     expect(back!.headers[HeraldHeaders.returnTo]).toBeUndefined();
     expect(back!.headers[HeraldHeaders.dueAt]).toBeUndefined();
     expect((await t.broker.queueCounts([delayQueue])).get(delayQueue)?.ready).toBe(0);
+  });
+
+  it('a message due later than the longest hold goes round its delay queue, and is sent back once, when due', async () => {
+    // Its own vhost: the relays this file's other broker started would compete for the delay queue.
+    const vhost = await createTestVhost('msg-relay-hold');
+    const registry = new Registry();
+    const broker = await connectBroker({ url: vhost.amqpUrl, logger: silentLogger, connectionName: `${vhost.name}-hold`, metrics: registry, relayMaxHoldMs: 300 });
+    try {
+      await broker.applyTopology(mergeTopologies(workQueueTopology('h.work', 'h.exchange'), retryTopology(DELAYS)));
+      let retriedAt = 0;
+      const arrivals: Array<{ at: number; attempt: number; headers: Record<string, unknown> }> = [];
+      const handler = recordingHandler((m) => {
+        if (m.attempt === 1) {
+          retriedAt = Date.now();
+          return { kind: 'retry', code: 'transient', reason: 'later' };
+        }
+        arrivals.push({ at: Date.now(), attempt: m.attempt, headers: m.headers });
+        return { kind: 'ack' };
+      });
+      await broker.consume({ queue: 'h.work', prefetch: 1, retryDelaysMs: DELAYS, handle: handler.handle });
+      await broker.publisher.publish({ exchange: 'h.exchange', routingKey: 'h.work', body: Buffer.from('go-round'), messageId: 'go-round' });
+      await waitFor('the message back', () => arrivals.length === 1, { timeoutMs: 10_000 });
+      await new Promise((r) => setTimeout(r, 500));
+
+      expect(arrivals).toHaveLength(1);
+      const back = arrivals[0];
+      if (back === undefined) throw new Error('no arrival');
+      expect(back.at - retriedAt).toBeGreaterThanOrEqual(DELAY_MS * 0.8 - 20);
+      expect(back.attempt).toBe(2);
+      expect(back.headers[HeraldHeaders.returnTo]).toBeUndefined();
+      expect(back.headers[HeraldHeaders.dueAt]).toBeUndefined();
+      // Held at most 300 ms at a time: taken from the delay queue once a hold (1,200–1,500 ms of delay), not once in all.
+      const consumed = (await registry.getSingleMetric('herald_messages_consumed_total')?.get())?.values ?? [];
+      const taken = consumed.find((v) => v.labels['queue'] === delayQueueFor(DELAY_MS))?.value ?? 0;
+      expect(taken).toBeGreaterThanOrEqual(4);
+      expect((await broker.queueCounts([delayQueueFor(DELAY_MS)])).get(delayQueueFor(DELAY_MS))?.ready).toBe(0);
+    } finally {
+      await broker.close();
+      await vhost.delete();
+    }
   });
 
   it('a message in a delay queue that names no queue to go back to is parked beside it with the reason', async () => {

@@ -9,24 +9,34 @@ export const RELAY_PREFETCH = 256;
 export const NO_RETURN_QUEUE = 'no-return-queue';
 
 /**
+ * The longest a relay holds one message unacknowledged: a third of RabbitMQ's default
+ * consumer_timeout (30 minutes), after which the broker closes a channel holding a delivery.
+ */
+export const RELAY_MAX_HOLD_MS = 10 * 60_000;
+
+/**
  * The handler of a delay queue's relay: wait until each message's due time, then send it back to
  * the queue it came from ('forward': published with a confirm, then acked, so a relay that stops
  * or dies meanwhile leaves the message in the delay queue for another). A message without a due
- * time is due at once. The consumer's `stopping` signal cuts the wait short: the message is given back.
+ * time is due at once; one due more than `maxHoldMs` from now is held that long, then published
+ * as it is to the tail of its delay queue (still due when it was) and comes round again. The
+ * consumer's `stopping` signal cuts the wait short: the message is given back.
  */
-export async function relayHandler(messages: readonly InboundMessage[], stopping: AbortSignal): Promise<Outcome[]> {
-  return Promise.all(
-    messages.map(async (m): Promise<Outcome> => {
-      const returnTo = m.headers[HeraldHeaders.returnTo];
-      if (typeof returnTo !== 'string' || returnTo === '') {
-        return { kind: 'park', code: NO_RETURN_QUEUE, reason: `a message in ${m.queue} has no ${HeraldHeaders.returnTo} header naming the queue it goes back to` };
-      }
-      const due = Number(m.headers[HeraldHeaders.dueAt]);
-      if (Number.isFinite(due)) await sleep(due - Date.now(), stopping);
-      if (stopping.aborted) throw new RelayStopping();
-      return { kind: 'forward', queue: returnTo };
-    }),
-  );
+export function relayHandler(maxHoldMs = RELAY_MAX_HOLD_MS) {
+  return (messages: readonly InboundMessage[], stopping: AbortSignal): Promise<Outcome[]> =>
+    Promise.all(
+      messages.map(async (m): Promise<Outcome> => {
+        const returnTo = m.headers[HeraldHeaders.returnTo];
+        if (typeof returnTo !== 'string' || returnTo === '') {
+          return { kind: 'park', code: NO_RETURN_QUEUE, reason: `a message in ${m.queue} has no ${HeraldHeaders.returnTo} header naming the queue it goes back to` };
+        }
+        const due = Number(m.headers[HeraldHeaders.dueAt]);
+        const wait = Number.isFinite(due) ? due - Date.now() : 0;
+        await sleep(Math.min(wait, maxHoldMs), stopping);
+        if (stopping.aborted) throw new RelayStopping();
+        return wait > maxHoldMs ? { kind: 'forward', queue: m.queue, asIs: true } : { kind: 'forward', queue: returnTo };
+      }),
+    );
 }
 
 /** The relay stopped while the message waited: it stays in the delay queue (requeued, not an error). */

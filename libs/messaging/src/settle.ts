@@ -84,7 +84,7 @@ export class Settler {
         await this.defer(d, outcome.code, outcome.reason, outcome.delayMs);
         return undefined;
       case 'forward':
-        await this.forward(d, outcome.queue);
+        await this.forward(d, outcome.queue, outcome.asIs === true);
         return undefined;
     }
   }
@@ -129,10 +129,12 @@ export class Settler {
   }
 
   /** A waited message back to its queue, without the delay queue's own headers. */
-  private async forward(d: Delivery, queue: string): Promise<void> {
+  private async forward(d: Delivery, queue: string, asIs: boolean): Promise<void> {
     const headers = copiedHeaders(d.inbound.headers);
-    delete headers[HeraldHeaders.returnTo];
-    delete headers[HeraldHeaders.dueAt];
+    if (!asIs) {
+      delete headers[HeraldHeaders.returnTo];
+      delete headers[HeraldHeaders.dueAt];
+    }
     await this.publisher.publishMany([{ exchange: Exchanges.direct, routingKey: queue, body: d.inbound.body, properties: copiedProperties(d), headers }]);
   }
 

@@ -8,6 +8,13 @@ export interface BrokerOptions {
   /** Shown in the RabbitMQ management UI; also the handle to force-close the connection there. */
   connectionName: string;
   metrics?: Registry;
+  /**
+   * The longest a delay queue's relay holds one message (default RELAY_MAX_HOLD_MS, 10 minutes):
+   * one due later goes back to the tail of its delay queue, still due when it was, and comes round
+   * again. Keeps every hold below RabbitMQ's consumer_timeout (30 minutes by default), after which
+   * the broker would close the relay's channel.
+   */
+  relayMaxHoldMs?: number;
 }
 
 export interface Broker {
@@ -73,7 +80,12 @@ export type Outcome =
   /** Come back after about delayMs without spending an attempt (e.g. another worker holds a lease). */
   | { kind: 'defer'; code: string; reason: string; delayMs: number }
   /** Publish the message as it is to `queue` (default exchange), then ack it: a delay queue's relay sending a message back when due. */
-  | { kind: 'forward'; queue: string };
+  | {
+      kind: 'forward';
+      queue: string;
+      /** Keep the relay's headers (where it goes back to, when it is due): a relay putting a message it held long enough back into its delay queue. */
+      asIs?: true;
+    };
 
 /** A message a consumer parked, and why (ConsumeOptions.onParked). */
 export interface ParkedNotice {
