@@ -128,7 +128,7 @@ export class Settler {
     await this.publisher.publishMany([copy]);
   }
 
-  /** A waited message back to its queue, without the delay queue's own headers. */
+  /** A waited message back to its queue, without the delay queue's own headers unless `asIs` (back into the delay queue). */
   private async forward(d: Delivery, queue: string, asIs: boolean): Promise<void> {
     const headers = copiedHeaders(d.inbound.headers);
     if (!asIs) {

@@ -79,13 +79,13 @@ export type Outcome =
   | { kind: 'park'; code: string; reason: string }
   /** Come back after about delayMs without spending an attempt (e.g. another worker holds a lease). */
   | { kind: 'defer'; code: string; reason: string; delayMs: number }
-  /** Publish the message as it is to `queue` (default exchange), then ack it: a delay queue's relay sending a message back when due. */
-  | {
-      kind: 'forward';
-      queue: string;
-      /** Keep the relay's headers (where it goes back to, when it is due): a relay putting a message it held long enough back into its delay queue. */
-      asIs?: true;
-    };
+  /**
+   * Publish the message's body and properties to `queue` (default exchange), then ack it: a delay
+   * queue's relay sending a message back when due, without the relay's headers (where it goes
+   * back to, when it is due), or with them (`asIs`) when it puts a message it held long enough back
+   * into its delay queue.
+   */
+  | { kind: 'forward'; queue: string; asIs?: true };
 
 /** A message a consumer parked, and why (ConsumeOptions.onParked). */
 export interface ParkedNotice {
@@ -110,8 +110,11 @@ export interface ConsumeOptions {
   };
   /** Attempt n (1-based) that returns retry waits retryDelaysMs[n-1]; afterwards the message is parked. */
   retryDelaysMs: readonly number[];
-  /** Must return one outcome per message, same order. Throw only for broken infrastructure. */
-  /** `stopping` aborts when the consumer stops: a handler that waits (a delay relay) gives up, and its messages are given back quietly. */
+  /**
+   * Must return one outcome per message, same order. Throw only for broken infrastructure.
+   * `stopping` aborts when the consumer stops: a handler that waits (a delay relay) gives up, and
+   * its messages are given back quietly.
+   */
   handle(messages: readonly InboundMessage[], stopping: AbortSignal): Promise<Outcome[]>;
   /**
    * The work queue's x-delivery-limit (default DEFAULT_DELIVERY_LIMIT). A message delivered that
