@@ -1,10 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * e2e files whose assertions time something (rates, alarm delays, restart back-offs, bounds after
- * a cancel or a fault).
+ * Files whose assertions time something (rates, alarm delays, restart back-offs, bounds after a
+ * cancel or a fault): they run in the `timed` project, alone.
  */
-const E2E_TIMED = [
+const TIMED_UNIT = ['libs/rate-limiter/src/rate-limiter.spec.ts'];
+const TIMED_E2E = [
   'test/e2e/start-lifecycle.spec.ts',
   'test/e2e/outage-replay.spec.ts',
   'test/e2e/rate-limit.spec.ts',
@@ -21,7 +22,7 @@ export default defineConfig({
   test: {
     // Vitest's default is one worker fewer than the CPUs: one on a two-core machine, and the
     // unit and integration files mostly wait on RabbitMQ and PostgreSQL. (The e2e project runs two
-    // files at a time; e2e-timed and chaos one.)
+    // files at a time; timed and chaos one.)
     maxWorkers: 3,
     globalSetup: ['tools/test-runner/global-setup.ts'],
     projects: [
@@ -29,7 +30,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['libs/*/src/**/*.spec.ts', 'apps/*/src/**/*.spec.ts', 'infra/k8s/**/*.spec.ts'],
-          exclude: ['**/*.int.spec.ts'],
+          exclude: ['**/*.int.spec.ts', ...TIMED_UNIT],
         },
       },
       {
@@ -44,7 +45,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.spec.ts'],
-          exclude: E2E_TIMED,
+          exclude: TIMED_E2E,
           testTimeout: 120_000,
           hookTimeout: 120_000,
           // Two files at a time, each on its own vhost, schema, state directory and free ports;
@@ -57,11 +58,11 @@ export default defineConfig({
         },
       },
       {
-        // The e2e files that measure rates, delays or time bounds: one at a time, with nothing
-        // else running, so what they time is Herald and not a neighbouring test.
+        // The files that measure rates, delays or time bounds: one at a time, with nothing else
+        // running, so what they time is Herald and not a neighbouring test.
         test: {
-          name: 'e2e-timed',
-          include: E2E_TIMED,
+          name: 'timed',
+          include: [...TIMED_UNIT, ...TIMED_E2E],
           testTimeout: 300_000,
           hookTimeout: 120_000,
           fileParallelism: false,
