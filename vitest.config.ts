@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
  * Files whose assertions time something (rates, alarm delays, restart back-offs, bounds after a
  * cancel or a fault): they run in the `timed` project, alone.
  */
-const TIMED_UNIT = ['libs/rate-limiter/src/rate-limiter.spec.ts'];
+const TIMED_LIBS = ['libs/rate-limiter/src/rate-limiter.spec.ts', 'libs/db/src/rate-limit-repository.int.spec.ts'];
 const TIMED_E2E = [
   'test/e2e/start-lifecycle.spec.ts',
   'test/e2e/outage-replay.spec.ts',
@@ -30,13 +30,14 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['libs/*/src/**/*.spec.ts', 'apps/*/src/**/*.spec.ts', 'infra/k8s/**/*.spec.ts'],
-          exclude: ['**/*.int.spec.ts', ...TIMED_UNIT],
+          exclude: ['**/*.int.spec.ts', ...TIMED_LIBS],
         },
       },
       {
         test: {
           name: 'integration',
           include: ['libs/*/src/**/*.int.spec.ts', 'apps/*/src/**/*.int.spec.ts'],
+          exclude: TIMED_LIBS,
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },
@@ -62,7 +63,7 @@ export default defineConfig({
         // running, so what they time is Herald and not a neighbouring test.
         test: {
           name: 'timed',
-          include: [...TIMED_UNIT, ...TIMED_E2E],
+          include: [...TIMED_LIBS, ...TIMED_E2E],
           testTimeout: 300_000,
           hookTimeout: 120_000,
           fileParallelism: false,

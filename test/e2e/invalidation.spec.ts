@@ -1,8 +1,8 @@
-import { spawnSync } from 'node:child_process';
 import { Headers, Queues, parkedQueueFor } from '@herald/contracts';
 import { HeraldHeaders } from '@herald/messaging';
 import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { herald as runHerald } from '../support/cli.ts';
 import { apnsToken, fcmToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
 import { metric } from '../support/metrics.ts';
 import { delivered, injectFault, sandboxRecords } from '../support/sandbox-client.ts';
@@ -24,11 +24,7 @@ describe('dead tokens, retries, parking and replay, end to end', () => {
       const row = await device(token);
       return row?.invalidated_at != null && row;
     });
-  const herald = (...args: string[]) =>
-    spawnSync(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], {
-      env: { ...process.env, ...sys.env, LOG_LEVEL: 'warn' },
-      encoding: 'utf8',
-    });
+  const herald = (...args: string[]) => runHerald({ ...sys.env, LOG_LEVEL: 'warn' }, ...args);
 
   it('APNs 410 for a token registered before its timestamp: the device is dead and no longer targeted', async () => {
     const dead = apns();
@@ -94,17 +90,17 @@ describe('dead tokens, retries, parking and replay, end to end', () => {
     expect(headers[Headers.originalQueue]).toBe(Queues.apnsSend);
     expect(await sandboxRecords(sys.sandbox, { token: d.token })).toHaveLength(3);
 
-    const listed = herald('parked', 'list', Queues.apnsSend, '--json');
-    expect(listed.status).toBe(0);
+    const listed = await herald('parked', 'list', Queues.apnsSend, '--json');
+    expect(listed.code).toBe(0);
     expect(JSON.parse(listed.stdout)).toContainEqual(expect.objectContaining({ id: parked.properties.message_id, code: 'retries-exhausted', attempts: 3 }));
 
     await fetch(`${sys.sandbox.settings.control.url}/faults`, { method: 'DELETE' });
-    const replay = herald('parked', 'replay', Queues.apnsSend, '--id', String(parked.properties.message_id));
+    const replay = await herald('parked', 'replay', Queues.apnsSend, '--id', String(parked.properties.message_id));
     expect(replay.stdout).toMatch(/replayed 1 of/);
     await waitFor('replayed push delivered', async () => (await delivered(sys.sandbox, { token: d.token })).length === 1);
     expect((await peekMessages(sys.vhost.name, parkedQueue, 100)).filter((m) => m.payload.includes(d.token))).toHaveLength(0);
     // A second replay finds nothing to move, and nothing more is sent.
-    expect(herald('parked', 'replay', Queues.apnsSend, '--id', String(parked.properties.message_id)).stdout).toMatch(/replayed 0 of/);
+    expect((await herald('parked', 'replay', Queues.apnsSend, '--id', String(parked.properties.message_id))).stdout).toMatch(/replayed 0 of/);
     await new Promise((r) => setTimeout(r, 1000));
     expect(await delivered(sys.sandbox, { token: d.token })).toHaveLength(1);
   });

@@ -1,9 +1,8 @@
-import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { promisify } from 'node:util';
 import { Queues } from '@herald/contracts';
 import { queueInfo, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { herald as runHerald } from '../support/cli.ts';
 import { apnsToken, fcmToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
 import { metric } from '../support/metrics.ts';
 import { monitorStatus, monitorUrl, secondsBetween } from '../support/monitor-client.ts';
@@ -32,7 +31,6 @@ const THRESHOLDS = {
   [Queues.fcmSend]: { backlog: BACKLOG, backlogForMs: BACKLOG_FOR_MS, drainSeconds: DRAIN_BOUND_S, drainForMs: DRAIN_FOR_MS, drainMinMessages: 20 },
 };
 
-const run = promisify(execFile);
 
 const measured: Record<string, { firedAfterS?: number; queuedAfterS?: number; resolvedAfterS?: number; configuredDelayS: number; pusherExitedAfterS?: number }> = {};
 const record = (what: string, entry: (typeof measured)[string]): void => {
@@ -70,8 +68,11 @@ describe('the monitor raises and clears alarms, and tells a webhook', () => {
   });
 
   /** `herald status` as a person runs it (async: the webhook receiver lives in this process). */
-  const herald = async (env: Record<string, string>, ...args: string[]) =>
-    (await run(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', 'status', ...args], { env: { ...process.env, ...sys.env, ...env } })).stdout;
+  const herald = async (env: Record<string, string>, ...args: string[]) => {
+    const status = await runHerald({ ...sys.env, ...env }, 'status', ...args);
+    expect(status.code, status.stderr).toBe(0);
+    return status.stdout;
+  };
   const alarmMetric = (alarm: string, queue: string) => metric(sys.service('monitor'), 'herald_alarm_active', { alarm, queue });
 
   it('a dead apns-pusher while jobs flow: "no consumer" fires after its delay, reaches the webhook, and clears on restart', async () => {

@@ -1,11 +1,10 @@
-import { execFile } from 'node:child_process';
 import { request } from 'node:http';
-import { promisify } from 'node:util';
 import { Exchanges, Queues, parkedQueueFor } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { herald as runHerald } from '../support/cli.ts';
 import { API_TEST_ENV, call } from '../support/http-api.ts';
 import { job } from '../support/fixtures.ts';
 import { monitorUrl } from '../support/monitor-client.ts';
@@ -17,7 +16,6 @@ const FIXABLE = ['fixable-1', 'fixable-2', 'fixable-3'];
 /** Parked as malformed-json: a permanent rejection. */
 const BROKEN = ['broken-1', 'broken-2'];
 
-const run = promisify(execFile);
 
 interface Answer {
   status: number;
@@ -73,15 +71,7 @@ describe('operator access: the dashboard and its write actions need an operator 
   let teamKey: string;
 
   /** `herald …` as a person runs it, with this system's settings; never throws (exit code in `code`). */
-  const herald = async (...args: string[]) =>
-    run(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], { env: { ...process.env, ...sys.env } }).then(
-      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-      (e: { code?: number; stdout?: string; stderr?: string }) => ({
-        code: e.code ?? -1,
-        stdout: e.stdout ?? '',
-        stderr: e.stderr ?? '',
-      }),
-    );
+  const herald = (...args: string[]) => runHerald(sys.env, ...args);
 
   beforeAll(async () => {
     sys = await startSystem({ only: ['demuxer', 'monitor', 'api'], env: { ...API_TEST_ENV, MONITOR_POLL_MS: '500' } });

@@ -1,10 +1,10 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createHeraldHttpClient, HeraldApiError, ValidationError } from '@herald/client';
 import { DevicePush, Queues, parkedQueueFor } from '@herald/contracts';
 import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { herald as runHerald } from '../support/cli.ts';
 import { apnsToken, fcmToken, registerDevices, uniqueUser } from '../support/fixtures.ts';
 import { API_TEST_ENV, apiUrl, call, createAppWithOwnCredentials, teamKey } from '../support/http-api.ts';
 import { delivered, injectFault, sandboxRecords } from '../support/sandbox-client.ts';
@@ -22,12 +22,7 @@ describe('producer surface: opt-outs, mutes and devices per app over HTTP, the C
   let otherKey: string;
 
   /** Run `herald ...` against this system; resolves with its exit code and output (never rejects). */
-  const herald = (...args: string[]) =>
-    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], { env: { ...process.env, ...sys.env, LOG_LEVEL: 'warn' }, encoding: 'utf8' }, (err, stdout, stderr) =>
-        resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
-      );
-    });
+  const herald = (...args: string[]) => runHerald({ ...sys.env, LOG_LEVEL: 'warn' }, ...args);
 
   const register = async (app: string, userId: string, extra: Record<string, unknown> = {}, platform: 'apns' | 'fcm' = 'apns') => {
     const token = platform === 'apns' ? apnsToken() : fcmToken();

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Exchanges, Headers, Queues, derivePushId, parkedQueueFor, type DevicePush } from '@herald/contracts';
 import type { ScheduledPushInput } from '@herald/db';
@@ -6,6 +5,7 @@ import { createLogger } from '@herald/logging';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { herald as runHerald } from '../support/cli.ts';
 import { apnsToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
 import { metric } from '../support/metrics.ts';
 import { delivered } from '../support/sandbox-client.ts';
@@ -171,16 +171,8 @@ async function scheduleDirect(sys: System, n: number, dueAt: (i: number) => Date
 }
 
 /** Run the herald CLI against this system's database; resolves with its stdout. */
-function cli(sys: System, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], {
-      env: { ...process.env, DATABASE_URL: sys.database.url, DATABASE_SCHEMA: sys.database.schema },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`herald ${args.join(' ')} exited ${code}: ${err}`))));
-  });
+async function cli(sys: System, args: string[]): Promise<string> {
+  const r = await runHerald({ DATABASE_URL: sys.database.url, DATABASE_SCHEMA: sys.database.schema }, ...args);
+  if (r.code !== 0) throw new Error(`herald ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return r.stdout;
 }

@@ -1,11 +1,10 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { promisify } from 'node:util';
 import { Exchanges, Headers, Queues, WebhookHeaders, parkedQueueFor, verifyWebhookSignature } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
 import { HeraldHeaders, connectBroker, type Broker } from '@herald/messaging';
 import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { herald as runHerald } from '../support/cli.ts';
 import { API_TEST_ENV, call, teamKey } from '../support/http-api.ts';
 import { metric } from '../support/metrics.ts';
 import { startSystem, type System } from '../support/system.ts';
@@ -141,7 +140,8 @@ describe('webhook subscriptions: signed callbacks for resource changes', () => {
     await subscribe(hook.url, 'camp-cli');
     const since = Date.now();
     const args = ['change', '--type', 'campaign', '--id', 'camp-cli', '--old', '{"budget":5}', '--new', '{"budget":6}', '--event-id', 'evt-cli-1', '--json'];
-    await promisify(execFile)(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], { env: { ...process.env, ...sys.env } });
+    const change = await runHerald(sys.env, ...args);
+    expect(change.code, change.stderr).toBe(0);
     const post = await hook.waitFor({ eventId: 'evt-cli-1' }, since);
     expect(post.body['diff']).toEqual({ budget: { old: 5, new: 6 } });
   });
