@@ -39,6 +39,16 @@ export async function receiveTimes(sys: System, afterSeq: number): Promise<{ tim
   return { times: records.map((r) => Date.parse(r.receivedAt)).sort((a, b) => a - b), tokens: records.map((r) => r.path) };
 }
 
+/**
+ * The start of the clock's whole second holding `t`. The limiter's windows divide the clock's
+ * seconds (a 100 ms window's index is ⌊ms / 100⌋ on the database's clock, this machine's), so
+ * "the budget plus one window's share" bounds the pushes of each such second: its ten windows'
+ * grants, and what the window before it spends in its grace (docs/operations.md). A second
+ * counted from any other moment spans parts of eleven windows and the grace of a twelfth: it is
+ * a sliding second, bounded by one more share (densestSecond).
+ */
+export const clockSecondOf = (t: number): number => Math.floor(t / 1000) * 1000;
+
 /** Counts per 1-second window starting at `from` (window k: [from + k s, from + (k+1) s)). */
 export function perSecond(times: readonly number[], from: number): number[] {
   const counts: number[] = [];
