@@ -18,9 +18,10 @@ describe('the sandbox pause log', () => {
       // (A busy machine may add pauses of its own: look for the one this test made.)
       const stall = log.list().pauses.find((p) => p.kind === 'stall' && p.ms >= 100);
       expect(stall).toBeDefined();
-      // It began within one tick before the loop was held.
+      // It covers the span the loop was held, beginning at most about one tick before it.
       expect(stall?.fromMs).toBeGreaterThanOrEqual(heldFrom - 15);
-      expect(stall?.fromMs).toBeLessThanOrEqual(heldFrom + 5);
+      expect(stall?.fromMs).toBeLessThanOrEqual(heldFrom);
+      expect((stall?.fromMs ?? 0) + (stall?.ms ?? 0)).toBeGreaterThanOrEqual(heldFrom + 120);
     } finally {
       log.close();
     }

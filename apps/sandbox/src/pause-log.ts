@@ -8,7 +8,10 @@ export interface Pause {
   /** When it began, ms since the epoch. */
   fromMs: number;
   ms: number;
-  /** `gc`: a V8 collection on the main thread (its kind); `stall`: a timer late by `ms`, whatever held it. */
+  /**
+   * `gc`: a V8 collection on the main thread (its kind); `stall`: whatever held the event loop,
+   * from the last tick that ran to the late one (the loop was held somewhere in that span).
+   */
   kind: 'gc' | 'stall';
   detail?: string;
 }
@@ -42,7 +45,9 @@ export class PauseLog {
     this.timer = setInterval(() => {
       const now = Date.now();
       const late = now - this.last - TICK_MS;
-      if (late >= PAUSE_THRESHOLD_MS) this.add({ fromMs: this.last + TICK_MS, ms: late, kind: 'stall' });
+      // From the last tick, not from when the next one was due: the loop may have been held from
+      // any moment after the last tick ran, and what arrived from then on was stamped late.
+      if (late >= PAUSE_THRESHOLD_MS) this.add({ fromMs: this.last, ms: now - this.last, kind: 'stall' });
       this.last = now;
     }, TICK_MS).unref();
   }
