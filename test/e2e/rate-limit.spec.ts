@@ -1,7 +1,6 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { herald } from '../support/cli.ts';
 import { job } from '../support/fixtures.ts';
 import { metric } from '../support/metrics.ts';
 import { clockSecondOf, deliveredSoFar, instrumentPauses, INSTRUMENT_NICENESS, lastSeq, maxInAnySecond, pausesFrom, perSecond, receiveTimes, secondsOverBound, seedDevices } from '../support/rate-measure.ts';
@@ -11,7 +10,6 @@ const LIMIT = 500;
 /** One lease slice at 500/s: a 100 ms window's share. */
 const SLICE = LIMIT / 10;
 const BACKLOG = 20_000;
-const run = promisify(execFile);
 
 describe('one outbound rate limit shared by every pusher process', () => {
   let sys: System;
@@ -55,15 +53,20 @@ describe('one outbound rate limit shared by every pusher process', () => {
   });
 
   it('a limit changed with `herald limits set` takes effect within seconds, without restarts', async () => {
-    const env = { ...process.env, DATABASE_URL: sys.database.url, DATABASE_SCHEMA: sys.database.schema };
-    await run(process.execPath, ['apps/cli/bin/herald.mjs', 'limits', 'set', '--platform', 'apns', '--rate', '100'], { env });
+    /** `herald limits …` against this system's database; its output (it must succeed). */
+    const limits = async (...args: string[]): Promise<string> => {
+      const r = await herald({ DATABASE_URL: sys.database.url, DATABASE_SCHEMA: sys.database.schema }, 'limits', ...args);
+      expect(r.code, r.stderr).toBe(0);
+      return r.stdout;
+    };
+    await limits('set', '--platform', 'apns', '--rate', '100');
     await new Promise((r) => setTimeout(r, 1500));
     const from = await lastSeq(sys);
     const deliveredBefore = await deliveredSoFar(sys);
     await sys.client.publishPushJob(job({ userIds: users.slice(0, 3000) }));
     await waitFor('pushes flowing at the low limit', async () => (await deliveredSoFar(sys)) - deliveredBefore >= 350, { timeoutMs: 15_000, intervalMs: 200 });
     const changing = Date.now();
-    const { stdout } = await run(process.execPath, ['apps/cli/bin/herald.mjs', 'limits', 'set', '--platform', 'apns', '--rate', '400'], { env });
+    const stdout = await limits('set', '--platform', 'apns', '--rate', '400');
     const changedAt = Date.now();
     expect(stdout).toContain('at most 400 pushes/s');
     await waitFor('the rest delivered', async () => (await deliveredSoFar(sys)) - deliveredBefore >= 3000, { timeoutMs: 30_000, intervalMs: 250 });
@@ -77,7 +80,6 @@ describe('one outbound rate limit shared by every pusher process', () => {
     expect(beforeRate).toBeGreaterThanOrEqual(90);
     expect(after.length / 3).toBeGreaterThanOrEqual(0.9 * 400);
     expect(after.length / 3).toBeLessThanOrEqual(400 + 40);
-    const list = await run(process.execPath, ['apps/cli/bin/herald.mjs', 'limits', 'list', '--json'], { env });
-    expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ platform: 'apns', app: '*', ratePerSec: 400 })]);
+    expect(JSON.parse(await limits('list', '--json'))).toEqual([expect.objectContaining({ platform: 'apns', app: '*', ratePerSec: 400 })]);
   });
 });
