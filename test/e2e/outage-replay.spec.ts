@@ -14,7 +14,7 @@ import { startExtraService, startSystem, type System } from '../support/system.t
  */
 const LIMIT = 500;
 const SLICE = LIMIT / 10;
-const USERS = 10_000;
+const USERS = 5_000;
 const JOBS = 5;
 const BACKLOG = USERS * JOBS;
 
