@@ -4,10 +4,19 @@ import { json, type Answer, type SandboxContext } from './exchange.ts';
 import { parseFaultSpec } from './faults.ts';
 import { readBody } from './read-body.ts';
 import { routeWeb } from './web-control.ts';
-import type { RecordQuery } from './record-store.ts';
+import { RECORD_FIELDS, type RecordField, type RecordQuery } from './record-store.ts';
 import { routeWebDemo } from './web-demo-routes.ts';
 
 const intParam = (v: string | null): number | undefined => (v !== null && /^\d+$/.test(v) ? Number(v) : undefined);
+
+/** `GET /records?fields=a,b`: the named fields, or the reason they cannot be given (undefined: every field). */
+function recordFields(params: URLSearchParams): RecordField[] | { error: string } | undefined {
+  const fields = params.get('fields');
+  if (fields === null) return undefined;
+  const names = fields.split(',').filter((f) => f !== '');
+  const unknown = names.find((f) => !(RECORD_FIELDS as readonly string[]).includes(f));
+  return unknown === undefined ? (names as RecordField[]) : { error: `fields: no record field "${unknown}" (one of ${RECORD_FIELDS.join(', ')})` };
+}
 
 function recordQuery(params: URLSearchParams): RecordQuery {
   const q: RecordQuery = {};
@@ -60,8 +69,12 @@ export function routeControl(method: string, url: URL, body: Buffer, ctx: Sandbo
   switch (route) {
     case 'GET /healthz':
       return json(200, { ok: true });
-    case 'GET /records':
-      return json(200, ctx.records.query(recordQuery(url.searchParams)));
+    case 'GET /records': {
+      const q = recordQuery(url.searchParams);
+      const fields = recordFields(url.searchParams);
+      if (fields === undefined) return json(200, ctx.records.query(q));
+      return 'error' in fields ? json(400, fields) : json(200, ctx.records.queryFields(q, fields));
+    }
     case 'DELETE /records':
       ctx.records.clear();
       return json(200, { cleared: true });

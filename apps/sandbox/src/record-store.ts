@@ -26,6 +26,10 @@ export interface RecordView extends Omit<RequestRecord, 'rawResponse'> {
   response: unknown;
 }
 
+/** The fields a record view can be cut down to (`GET /records?fields=`). */
+export const RECORD_FIELDS = ['seq', 'platform', 'receivedAt', 'path', 'token', 'headers', 'rawBody', 'body', 'status', 'responseHeaders', 'response', 'clientClosed', 'warnings'] as const;
+export type RecordField = (typeof RECORD_FIELDS)[number];
+
 export interface RecordQuery {
   platform?: string;
   token?: string;
@@ -50,6 +54,13 @@ const parseOr = (raw: string): unknown => {
     return raw;
   }
 };
+
+/** One field of a record's view: `body` and `response` are parsed only when asked for. */
+function fieldOf(r: RequestRecord, f: RecordField): unknown {
+  if (f === 'body') return parseOr(r.rawBody);
+  if (f === 'response') return parseOr(r.rawResponse);
+  return r[f];
+}
 
 /**
  * How many recent requests (and deliveries) the sandbox keeps by default. A record and its delivery
@@ -89,15 +100,31 @@ export class RecordStore {
 
   /** Oldest first; `limit` keeps the most recent matches. */
   query(q: RecordQuery = {}): RecordView[] {
-    const ordered = [...this.ring.slice(this.head), ...this.ring.slice(0, this.head)];
-    const matches = ordered.filter(
-      (r) =>
-        (q.platform === undefined || r.platform === q.platform) &&
-        (q.token === undefined || r.token === q.token) &&
-        (q.afterSeq === undefined || r.seq > q.afterSeq),
+    return this.matching(q).map(({ rawResponse, ...r }) => ({ ...r, body: parseOr(r.rawBody), response: parseOr(rawResponse) }));
+  }
+
+  /** The same records with only `fields` of each: for a poller that reads every push (the bench's feed), which needs a few. */
+  queryFields(q: RecordQuery, fields: readonly RecordField[]): Array<Partial<RecordView>> {
+    return this.matching(q).map((r) => Object.fromEntries(fields.map((f) => [f, fieldOf(r, f)])) as Partial<RecordView>);
+  }
+
+  private matching(q: RecordQuery): RequestRecord[] {
+    const matches = this.newerThan(q.afterSeq ?? 0).filter(
+      (r) => (q.platform === undefined || r.platform === q.platform) && (q.token === undefined || r.token === q.token),
     );
-    const limited = q.limit === undefined ? matches : matches.slice(Math.max(0, matches.length - q.limit));
-    return limited.map(({ rawResponse, ...r }) => ({ ...r, body: parseOr(r.rawBody), response: parseOr(rawResponse) }));
+    return q.limit === undefined ? matches : matches.slice(Math.max(0, matches.length - q.limit));
+  }
+
+  /**
+   * The kept records whose seq is above `after`, oldest first. Seqs are consecutive and the ring
+   * keeps the newest, so they are its last `seq − after` entries: a poller reading every second
+   * copies what is new, not the whole ring.
+   */
+  private newerThan(after: number): RequestRecord[] {
+    const n = Math.min(this.ring.length, Math.max(0, this.seq - after));
+    if (n === 0) return [];
+    const ordered = this.ring.length < this.capacity ? this.ring : [...this.ring.slice(this.head), ...this.ring.slice(0, this.head)];
+    return ordered.slice(ordered.length - n);
   }
 
   countFcmConnection(filtered: boolean): void {

@@ -101,13 +101,11 @@ async function killMidway(sys: System, id: string, topic: string, expected: numb
   await demuxer.start();
   await until('every push of the killed fan-out', async () => (await sandboxStats(sys.sandbox)).total - startSeq.total >= expected, 3_600_000, 500);
   await sleep(3000);
-  const res = await fetch(`${sys.sandbox.settings.control.url}/records?limit=2000000&after=${startSeq.total}`);
-  const records = (await res.json()) as Array<{ path: string; status: number; seq: number; body?: { message?: { token?: string } } }>;
+  const res = await fetch(`${sys.sandbox.settings.control.url}/records?limit=2000000&after=${startSeq.total}&fields=seq,status,token`);
+  const records = (await res.json()) as Array<{ status: number; seq: number; token?: string }>;
   const counts = new Map<string, number>();
   for (const r of records) {
-    // APNs: the token is in the path; FCM: in the message.
-    const token = r.body?.message?.token ?? r.path;
-    if (r.seq > startSeq.total && r.status === 200) counts.set(token, (counts.get(token) ?? 0) + 1);
+    if (r.seq > startSeq.total && r.status === 200 && r.token !== undefined) counts.set(r.token, (counts.get(r.token) ?? 0) + 1);
   }
   const duplicates = [...counts.values()].filter((n) => n > 1).length;
   return { lost: expected - counts.size, duplicates, seconds: Math.round((Date.now() - started) / 100) / 10 };

@@ -18,9 +18,14 @@ interface RawRecord {
   body?: { data?: { t?: string }; message?: { data?: { t?: string } }; t?: string };
 }
 
-/** Records newer than `after` (by seq), reduced to what the bench needs. */
+/**
+ * Records newer than `after` (by seq), reduced to what the bench needs. Only those fields are
+ * asked for: the whole record (headers, raw and parsed body, the answer) is several times the
+ * size, and serialising and parsing it every second was CPU the sandbox's and the load
+ * generator's rows counted against each push.
+ */
 export async function sandboxRecordsAfter(sandbox: SandboxControl, after: number): Promise<FeedRecord[]> {
-  const res = await fetch(`${sandbox.settings.control.url}/records?after=${after}&limit=1000000`);
+  const res = await fetch(`${sandbox.settings.control.url}/records?after=${after}&limit=1000000&fields=seq,receivedAt,status,body`);
   const records = (await res.json()) as RawRecord[];
   return records.map((r) => {
     const t = r.body?.t ?? r.body?.message?.data?.t;
