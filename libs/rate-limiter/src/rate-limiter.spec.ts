@@ -28,6 +28,28 @@ async function drive(l: RateLimiter, ms: number, concurrency = 20, app?: string)
   return times.filter((t) => t < until);
 }
 
+/**
+ * A store that records what it granted per 100 ms window of its own clock (exact, whatever the
+ * machine's load): the window is read when the store reads its clock for a lease, not after the
+ * await, which could fall in the next window.
+ */
+function recordingStore(): { store: MemoryRateLimitStore; grantedPerWindow: Map<number, number> } {
+  let leaseNow = 0;
+  const store = new MemoryRateLimitStore(() => (leaseNow = Date.now()));
+  const grantedPerWindow = new Map<number, number>();
+  const lease = store.lease.bind(store);
+  store.lease = async (key, want, windowMs) => {
+    const pending = lease(key, want, windowMs);
+    const index = Math.floor(leaseNow / windowMs);
+    const grant = await pending;
+    grantedPerWindow.set(index, (grantedPerWindow.get(index) ?? 0) + (grant?.granted ?? 0));
+    return grant;
+  };
+  return { store, grantedPerWindow };
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
 function maxInAnySecond(times: number[]): number {
   const sorted = [...times].sort((a, b) => a - b);
   let max = 0;
@@ -49,22 +71,10 @@ describe('createRateLimiter', () => {
   });
 
   it('three processes sharing a 300/s budget: no window over its share, the whole budget used', async () => {
-    // The store's own clock reading for each lease, so a grant is counted in the window the
-    // store granted it in (reading the time after the await could fall in the next window).
-    let leaseNow = 0;
-    const store = new MemoryRateLimitStore(() => (leaseNow = Date.now()));
+    // What the fleet was granted per 100 ms window, as the shared store saw it: never more than
+    // the window's share of 30.
+    const { store, grantedPerWindow } = recordingStore();
     store.set({ platform: 'apns' }, 300);
-    // What the fleet was granted per 100 ms window, as the shared store saw it (exact, whatever
-    // the machine's load): never more than the window's share of 30.
-    const grantedPerWindow = new Map<number, number>();
-    const lease = store.lease.bind(store);
-    store.lease = async (key, want, windowMs) => {
-      const pending = lease(key, want, windowMs);
-      const index = Math.floor(leaseNow / windowMs);
-      const grant = await pending;
-      grantedPerWindow.set(index, (grantedPerWindow.get(index) ?? 0) + (grant?.granted ?? 0));
-      return grant;
-    };
     const fleet = await Promise.all([limiter(store), limiter(store), limiter(store)]);
     const times = (await Promise.all(fleet.map((l) => drive(l, 1500)))).flat();
     expect(Math.max(...grantedPerWindow.values())).toBeLessThanOrEqual(30);
@@ -98,13 +108,25 @@ describe('createRateLimiter', () => {
   });
 
   it('follows a limit set, changed and removed at run time within the refresh interval', async () => {
-    const store = new MemoryRateLimitStore();
+    const { store, grantedPerWindow } = recordingStore();
     const l = await limiter(store);
     store.set({ platform: 'apns' }, 50);
     await new Promise((r) => setTimeout(r, 150));
     expect((await drive(l, 1000)).length).toBeLessThanOrEqual(55);
+    expect(Math.max(...grantedPerWindow.values())).toBeLessThanOrEqual(5);
+    const changedIn = Math.floor(Date.now() / 100);
     store.set({ platform: 'apns' }, 400);
-    expect((await drive(l, 1000)).length).toBeGreaterThanOrEqual(350);
+    await drive(l, 1000);
+    // Counted per window of the store, not in a second of wall time: a process that stalls leases
+    // nothing meanwhile (fewer grants, by design), which a count of one second would take for the
+    // old limit still in force. The new share (40) is granted from the window after the change's
+    // (the limit is refreshed every 100 ms), never more, and in most windows in full.
+    const after = [...grantedPerWindow].filter(([w]) => w > changedIn).sort(([a], [b]) => a - b);
+    console.log(JSON.stringify({ changedIn, windowsAfter: after.map(([w, g]) => [w - changedIn, g]) }));
+    const firstFull = after.find(([, g]) => g > 5)?.[0];
+    expect(firstFull, 'the first window granted more than the old share of 5').toBeLessThanOrEqual(changedIn + 2);
+    expect(Math.max(...after.map(([, g]) => g))).toBeLessThanOrEqual(40);
+    expect(median(after.filter(([w]) => w >= (firstFull as number)).map(([, g]) => g))).toBe(40);
     store.remove({ platform: 'apns' });
     await new Promise((r) => setTimeout(r, 150));
     expect((await drive(l, 200)).length).toBeGreaterThan(500); // ≥ 2,500/s: no limit any more
