@@ -119,8 +119,8 @@ describe('createRateLimiter', () => {
     await drive(l, 1000);
     // Counted per window of the store, not in a second of wall time: a process that stalls leases
     // nothing meanwhile (fewer grants, by design), which a count of one second would take for the
-    // old limit still in force. The new share (40) is granted from the window after the change's
-    // (the limit is refreshed every 100 ms), never more, and in most windows in full.
+    // old limit still in force. The new share (40) is granted within two windows of the change
+    // (the limit is refreshed every 100 ms), never more, and from then on in most windows in full.
     const after = [...grantedPerWindow].filter(([w]) => w > changedIn).sort(([a], [b]) => a - b);
     console.log(JSON.stringify({ changedIn, windowsAfter: after.map(([w, g]) => [w - changedIn, g]) }));
     const firstFull = after.find(([, g]) => g > 5)?.[0];
