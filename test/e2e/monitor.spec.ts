@@ -31,7 +31,6 @@ const THRESHOLDS = {
   [Queues.fcmSend]: { backlog: BACKLOG, backlogForMs: BACKLOG_FOR_MS, drainSeconds: DRAIN_BOUND_S, drainForMs: DRAIN_FOR_MS, drainMinMessages: 20 },
 };
 
-
 const measured: Record<string, { firedAfterS?: number; queuedAfterS?: number; resolvedAfterS?: number; configuredDelayS: number; pusherExitedAfterS?: number }> = {};
 const record = (what: string, entry: (typeof measured)[string]): void => {
   measured[what] = { ...measured[what], ...entry };

@@ -16,7 +16,6 @@ const FIXABLE = ['fixable-1', 'fixable-2', 'fixable-3'];
 /** Parked as malformed-json: a permanent rejection. */
 const BROKEN = ['broken-1', 'broken-2'];
 
-
 interface Answer {
   status: number;
   body: Record<string, unknown>;

@@ -48,8 +48,6 @@ function recordingStore(): { store: MemoryRateLimitStore; grantedPerWindow: Map<
   return { store, grantedPerWindow };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-
 function maxInAnySecond(times: number[]): number {
   const sorted = [...times].sort((a, b) => a - b);
   let max = 0;
@@ -120,13 +118,14 @@ describe('createRateLimiter', () => {
     // Counted per window of the store, not in a second of wall time: a process that stalls leases
     // nothing meanwhile (fewer grants, by design), which a count of one second would take for the
     // old limit still in force. The new share (40) is granted within two windows of the change
-    // (the limit is refreshed every 100 ms), never more, and from then on in most windows in full.
+    // (the limit is refreshed every 100 ms), never more, and from then on in full in at least half the windows.
     const after = [...grantedPerWindow].filter(([w]) => w > changedIn).sort(([a], [b]) => a - b);
     console.log(JSON.stringify({ changedIn, windowsAfter: after.map(([w, g]) => [w - changedIn, g]) }));
     const firstFull = after.find(([, g]) => g > 5)?.[0];
     expect(firstFull, 'the first window granted more than the old share of 5').toBeLessThanOrEqual(changedIn + 2);
     expect(Math.max(...after.map(([, g]) => g))).toBeLessThanOrEqual(40);
-    expect(median(after.filter(([w]) => w >= (firstFull as number)).map(([, g]) => g))).toBe(40);
+    const fromFirstFull = after.filter(([w]) => w >= (firstFull as number));
+    expect(fromFirstFull.filter(([, g]) => g === 40).length, 'windows granted the whole share of 40').toBeGreaterThanOrEqual(Math.ceil(fromFirstFull.length / 2));
     store.remove({ platform: 'apns' });
     await new Promise((r) => setTimeout(r, 150));
     expect((await drive(l, 200)).length).toBeGreaterThan(500); // ≥ 2,500/s: no limit any more
