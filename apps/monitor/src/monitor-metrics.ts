@@ -2,7 +2,8 @@ import type { AlarmTransition, QueueSnapshot } from '@herald/monitoring';
 import { Counter, Gauge, type Registry } from '@herald/runtime';
 
 export interface MonitorMetrics {
-  recordQueues(queues: ReadonlyArray<QueueSnapshot & { oldestAgeSeconds: number }>): void;
+  /** `pushesPerMessage`: device pushes a message of the queue may carry (PUSH_PACK_SIZE on the send queues, ADR 0016). */
+  recordQueues(queues: ReadonlyArray<QueueSnapshot & { oldestAgeSeconds: number }>, pushesPerMessage?: (queue: string) => number): void;
   recordAlarm(t: AlarmTransition): void;
   recordScheduled(byPlatform: ReadonlyMap<string, number>): void;
   polls: Counter<'outcome'>;
@@ -16,7 +17,8 @@ type QueueLabels = 'queue' | 'kind';
 export function createMonitorMetrics(registry: Registry): MonitorMetrics {
   const registers = [registry];
   const queueGauge = (name: string, help: string) => new Gauge<QueueLabels>({ name, help, labelNames: ['queue', 'kind'], registers });
-  const gauges: Array<[Gauge<QueueLabels>, (q: QueueSnapshot & { oldestAgeSeconds: number }) => number]> = [
+  type Read = (q: QueueSnapshot & { oldestAgeSeconds: number }, pushesPerMessage: number) => number;
+  const gauges: Array<[Gauge<QueueLabels>, Read]> = [
     [queueGauge('herald_queue_messages', 'Messages in the queue (ready + unacknowledged)'), (q) => q.messages],
     [queueGauge('herald_queue_messages_ready', 'Messages waiting for a consumer'), (q) => q.ready],
     [queueGauge('herald_queue_messages_unacked', 'Messages delivered and not yet acknowledged'), (q) => q.unacked],
@@ -24,15 +26,19 @@ export function createMonitorMetrics(registry: Registry): MonitorMetrics {
     [queueGauge('herald_queue_publish_rate', 'Messages published into the queue per second (broker-smoothed)'), (q) => q.publishRate],
     [queueGauge('herald_queue_ack_rate', 'Messages acknowledged per second (broker-smoothed)'), (q) => q.ackRate],
     [queueGauge('herald_queue_oldest_age_seconds', 'Age of the oldest message, or an upper estimate of it'), (q) => q.oldestAgeSeconds],
+    [
+      queueGauge('herald_queue_backlog', 'What the backlog alarm counts: the messages, and on a send queue up to PUSH_PACK_SIZE device pushes a message (ADR 0016)'),
+      (q, pushesPerMessage) => q.messages * pushesPerMessage,
+    ],
   ];
   const active = new Gauge<'alarm' | 'queue'>({ name: 'herald_alarm_active', help: '1 while the alarm fires', labelNames: ['alarm', 'queue'], registers });
   const raised = new Counter<'alarm' | 'queue'>({ name: 'herald_alarms_raised_total', help: 'Alarms raised', labelNames: ['alarm', 'queue'], registers });
   const scheduled = new Gauge<'platform'>({ name: 'herald_scheduled_pushes', help: 'Scheduled pushes due within the next 24 hours (overdue included)', labelNames: ['platform'], registers });
   return {
-    recordQueues(queues) {
+    recordQueues(queues, pushesPerMessage = () => 1) {
       for (const [gauge, read] of gauges) {
         gauge.reset();
-        for (const q of queues) gauge.set({ queue: q.name, kind: q.kind }, read(q));
+        for (const q of queues) gauge.set({ queue: q.name, kind: q.kind }, read(q, pushesPerMessage(q.name)));
       }
     },
     recordAlarm(t) {

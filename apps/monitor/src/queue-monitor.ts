@@ -100,7 +100,7 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
     const parkedBaseline = (queue: string, windowMs: number) => deps.history.minSince(queue, now - windowMs);
     lastConditions = activeConditions({ queues: snapshots, thresholds: deps.thresholds, parkedBaseline, ...(deps.pushesPerMessage !== undefined && { pushesPerMessage: deps.pushesPerMessage }) });
     deps.history.add(now, snapshots);
-    deps.metrics.recordQueues(queues);
+    deps.metrics.recordQueues(queues, deps.pushesPerMessage);
     evaluate(now, lastConditions);
   };
 
