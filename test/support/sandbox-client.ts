@@ -55,7 +55,7 @@ export async function sandboxPauses(sandbox: Sandbox): Promise<Pause[]> {
   return ((await res.json()) as { pauses: Pause[] }).pauses;
 }
 
-export async function injectFault(sandbox: Sandbox, fault: Record<string, unknown>): Promise<void> {
+export async function injectFault(sandbox: { settings: { control: { url: string } } }, fault: Record<string, unknown>): Promise<void> {
   const res = await fetch(`${sandbox.settings.control.url}/faults`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

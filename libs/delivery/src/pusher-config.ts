@@ -84,16 +84,19 @@ export const sharedPusherConfig = {
 } as const;
 
 /** Unset: the send window (prefetchFor). */
-const devicePrefetch = optional('Unacknowledged messages a pusher holds at once, each one push or a pack of up to PUSH_PACK_SIZE (unset: PUSHER_BATCH_SIZE × 2 / PUSH_PACK_SIZE, at least 2)', (raw) => {
+const devicePrefetch = optional('Unacknowledged messages a pusher holds at once, each one push or a pack of up to PUSH_PACK_SIZE (unset: PUSHER_BATCH_SIZE × 2 / PUSH_PACK_SIZE, at least 2). A pusher sends at most this many pushes a provider round trip: size it to the rate one pusher should reach × the round trip to Apple or Google (200 pushes, 100 ms: 2,000/s at most)', (raw) => {
   if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`must be a whole number of at least 1, got "${raw}"`);
   return Number(raw);
 });
 
 /**
  * A device pusher's prefetch, in messages: by default two batches of pushes when they arrive packed
- * PUSH_PACK_SIZE to a message (ADR 0016), one being sent while the next is claimed. More only
- * queues pushes inside the process (their buffers, requests and promises outlive young GC
- * generations and swell the heap) instead of in RabbitMQ, without sending any faster.
+ * PUSH_PACK_SIZE to a message (ADR 0016), one being sent while the next is claimed. It bounds the
+ * pushes in flight, so a pusher sends at most a prefetch's worth a provider round trip: with the
+ * sandbox holding every answer 200 ms (`BENCH_PROVIDER_DELAY_MS=200 npm run bench`), 892 pushes/s
+ * a pusher by default, CPU-bound at 600. Against a provider that answers at once, more only queues
+ * pushes inside the process (their buffers, requests and promises outlive young GC generations
+ * and swell the heap) instead of in RabbitMQ, without sending any faster.
  */
 export const prefetchFor = (settings: { PUSHER_PREFETCH: number | undefined; PUSHER_BATCH_SIZE: number; PUSH_PACK_SIZE?: number }): number =>
   settings.PUSHER_PREFETCH ?? Math.max(2, Math.ceil((settings.PUSHER_BATCH_SIZE * 2) / (settings.PUSH_PACK_SIZE ?? 1)));

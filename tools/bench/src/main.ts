@@ -9,11 +9,14 @@
  * measured window, from /proc: each Herald service, RabbitMQ, PostgreSQL, the sandbox, the load
  * generator) and the peak RSS of every process. Prints a table, writes test-results/bench.json,
  * cleans up. BENCH_RUNS runs (default 1) are summarised by their medians, row by row.
+ * BENCH_PROVIDER_DELAY_MS makes the sandbox hold every APNs and FCM answer that long, as a
+ * provider that far away would (unset: it answers at once); the latency then includes it.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { BacklogGate, publishBenchJobs, seedBenchDevices } from './bench-load.ts';
 import { sandboxStats, sandboxRecordsAfter } from './sandbox-feed.ts';
 import { buildServices } from '../../../infra/local/build-services.ts';
+import { injectFault } from '../../../test/support/sandbox-client.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import type { SandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { sandboxProcessOf, startSystem, type System } from '../../../test/support/system.ts';
@@ -29,6 +32,8 @@ const RUNS = env('BENCH_RUNS', 1);
 const CONCURRENCY = env('BENCH_PUBLISH_CONCURRENCY', 64);
 /** At max rate: device pushes published and not yet answered by the sandbox, at most (0: no bound). */
 const MAX_BACKLOG = env('BENCH_MAX_BACKLOG', 6_000);
+/** A provider's round trip, played by the sandbox (0: none). */
+const PROVIDER_DELAY_MS = env('BENCH_PROVIDER_DELAY_MS', 0);
 
 /** Rows of the CPU budget that are not one Herald service, in print order. */
 const RABBITMQ = 'rabbitmq (beam.smp + children)';
@@ -138,6 +143,9 @@ async function run(): Promise<RunResult> {
     sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000', ...profiling }, sandboxProcess: { nodeFlags: profiling['HERALD_SERVICE_NODE_ARGS'] ?? '' } });
     const sandbox = sandboxProcessOf(sys);
     const feed = { settings: { control: { url: sandbox.controlUrl } } };
+    if (PROVIDER_DELAY_MS > 0) {
+      for (const platform of ['apns', 'fcm']) await injectFault(feed, { platform, fraction: 1, delayMs: PROVIDER_DELAY_MS });
+    }
     await seedBenchDevices(sys, USERS);
     const rows = cpuRows(sys, sandbox);
     const counter = { n: 0 };
@@ -194,7 +202,7 @@ async function run(): Promise<RunResult> {
     console.log(`  published ${counter.n} jobs, sandbox answered ${stats.total} requests${fcm === undefined ? '' : ` (FCM connections: ${fcm.direct} direct, ${fcm.filtered} through its :scheme filter)`}`);
     const budget = cpuFrom !== undefined && cpuTo !== undefined ? cpuBudget(sys, cpuFrom, cpuTo, delivered) : { cpuUsPerPush: {}, cpuUsPerPlatformPush: {} };
     return {
-      offered: RATE === undefined ? 'max' : `${RATE}/s`,
+      offered: `${RATE === undefined ? 'max' : `${RATE}/s`}${PROVIDER_DELAY_MS > 0 ? `, providers ${PROVIDER_DELAY_MS} ms away` : ''}`,
       deliveredPerSecond: Math.round(delivered / SECONDS),
       p50: pct(latencies, 50),
       p95: pct(latencies, 95),
@@ -240,6 +248,7 @@ const summary = {
   users: USERS,
   seconds: SECONDS,
   offered: RATE === undefined ? 'max' : RATE,
+  providerDelayMs: PROVIDER_DELAY_MS,
   runs: results,
   median: {
     deliveredPerSecond: median(results.map((r) => r.deliveredPerSecond)),
@@ -256,7 +265,7 @@ const web = await benchWebProvider(webBenchOptions());
 console.log(`web provider → sandbox: ${web.webPushesPerSecond} web pushes/s (${web.sent} delivered, ${web.failed} failed, concurrency ${web.concurrency})`);
 Object.assign(summary, { web });
 const m = summary.median;
-console.log(`\nmedian of ${RUNS} run(s) (${summary.offered === 'max' ? 'max' : `${RATE}/s offered`}): ${m.deliveredPerSecond} pushes/s delivered; latency p50 ${m.p50} ms, p95 ${m.p95} ms, p99 ${m.p99} ms`);
+console.log(`\nmedian of ${RUNS} run(s) (${summary.offered === 'max' ? 'max' : `${RATE}/s offered`}${PROVIDER_DELAY_MS > 0 ? `, providers ${PROVIDER_DELAY_MS} ms away` : ''}): ${m.deliveredPerSecond} pushes/s delivered; latency p50 ${m.p50} ms, p95 ${m.p95} ms, p99 ${m.p99} ms`);
 console.log(budgetTable(`median CPU µs per delivered device push, per process (${RUNS} run(s))`, cpuMedian, rssMedian));
 console.log(`pushers per push of their own platform: ${JSON.stringify(m.cpuUsPerPlatformPush)}`);
 mkdirSync('test-results', { recursive: true });
