@@ -8,7 +8,12 @@ export { Counter, Gauge, Histogram, Registry } from 'prom-client';
 export function createMetricsRegistry(service: string): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
-  collectDefaultMetrics({ register: registry });
+  // Event-loop lag sampled every 100 ms, not prom-client's default 10: each sample wakes the
+  // process, and at 100 a second that cost a bare Node process 4.3 ms of CPU a second against 0.6
+  // (process.cpuUsage over 20 s). Herald's fourteen services at rest under `npm start` spent
+  // 85 ms a second in all before, 51–54 after (/proc, 30 s, twice each); under load that is CPU
+  // every delivered push paid for. Lag percentiles still come from ten samples a second.
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
   return registry;
 }
 
