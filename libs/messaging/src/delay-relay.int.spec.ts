@@ -40,7 +40,16 @@ describe('delay queue relay', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect((await t.broker.queueCounts([delayQueue])).get(delayQueue)).toEqual({ ready: 0, consumers: 1 });
     await first.close();
-    expect((await t.broker.queueCounts([delayQueue])).get(delayQueue)).toEqual({ ready: 1, consumers: 0 });
+    // The broker settles a closed connection's consumers and unacked deliveries after it has
+    // answered the close (a quorum queue hears of it from its own process), so wait briefly for it.
+    await waitFor(
+      'the copy back in the delay queue, nobody consuming',
+      async () => {
+        const counts = (await t.broker.queueCounts([delayQueue])).get(delayQueue);
+        return counts?.ready === 1 && counts.consumers === 0;
+      },
+      { timeoutMs: 2_000 },
+    );
 
     const arrivals: Array<{ at: number; attempt: number; headers: Record<string, unknown> }> = [];
     const second = recordingHandler((m) => {
