@@ -94,10 +94,15 @@ export function matches(m: ParkedMessage, filter: ParkedFilter): boolean {
 }
 
 /**
- * RabbitMQ (3.10) applies quorum-queue acks as low-priority commands: a channel closed right after
- * acking can hand acked messages back to the queue. A few round trips and a short pause first.
+ * Hands back what this channel read and did not ack, then lets it settle. RabbitMQ (3.10) applies
+ * quorum-queue acks as low-priority commands: a channel closed right after acking can hand acked
+ * messages back to the queue. And it returns a closed channel's unacked messages after it has
+ * answered the close, so the next operator command could miss them for a moment (a list right
+ * after a replay that left one parked found none). Nack them back first; a few round trips and a
+ * short pause settle both.
  */
 async function letAcksSettle(ch: ConfirmChannel, queue: string): Promise<void> {
+  ch.nackAll(true);
   for (let i = 0; i < 3; i++) await ch.checkQueue(queue);
   await sleep(ACK_SETTLE_MS);
 }
@@ -124,7 +129,7 @@ async function withParkedChannel<T>(opts: ParkedOptions, work: (ch: ConfirmChann
 /**
  * Reads at most `total` messages (the queue's depth when we started), in chunks. Messages the
  * visitor does not ack stay unacknowledged on this channel, so they are never read twice (no
- * requeue loop), and go back to the queue when the channel closes.
+ * requeue loop), and go back to the queue when the operation ends (letAcksSettle).
  */
 async function sweep(ch: ConfirmChannel, parked: string, total: number, visit: (chunk: GetMessage[]) => Promise<void>): Promise<number> {
   let seen = 0;
