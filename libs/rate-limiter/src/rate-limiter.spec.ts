@@ -120,7 +120,6 @@ describe('createRateLimiter', () => {
     // old limit still in force. The new share (40) is granted within two windows of the change
     // (the limit is refreshed every 100 ms), never more, and from then on in full in at least half the windows.
     const after = [...grantedPerWindow].filter(([w]) => w > changedIn).sort(([a], [b]) => a - b);
-    console.log(JSON.stringify({ changedIn, windowsAfter: after.map(([w, g]) => [w - changedIn, g]) }));
     const firstFull = after.find(([, g]) => g > 5)?.[0];
     expect(firstFull, 'the first window granted more than the old share of 5').toBeLessThanOrEqual(changedIn + 2);
     expect(Math.max(...after.map(([, g]) => g))).toBeLessThanOrEqual(40);

@@ -34,6 +34,7 @@ const CONCURRENCY = env('BENCH_PUBLISH_CONCURRENCY', 64);
 const MAX_BACKLOG = env('BENCH_MAX_BACKLOG', 6_000);
 /** A provider's round trip, played by the sandbox (0: none). */
 const PROVIDER_DELAY_MS = env('BENCH_PROVIDER_DELAY_MS', 0);
+const PROVIDERS_AWAY = PROVIDER_DELAY_MS > 0 ? `, providers ${PROVIDER_DELAY_MS} ms away` : '';
 
 /** Rows of the CPU budget that are not one Herald service, in print order. */
 const RABBITMQ = 'rabbitmq (beam.smp + children)';
@@ -202,7 +203,7 @@ async function run(): Promise<RunResult> {
     console.log(`  published ${counter.n} jobs, sandbox answered ${stats.total} requests${fcm === undefined ? '' : ` (FCM connections: ${fcm.direct} direct, ${fcm.filtered} through its :scheme filter)`}`);
     const budget = cpuFrom !== undefined && cpuTo !== undefined ? cpuBudget(sys, cpuFrom, cpuTo, delivered) : { cpuUsPerPush: {}, cpuUsPerPlatformPush: {} };
     return {
-      offered: `${RATE === undefined ? 'max' : `${RATE}/s`}${PROVIDER_DELAY_MS > 0 ? `, providers ${PROVIDER_DELAY_MS} ms away` : ''}`,
+      offered: `${RATE === undefined ? 'max' : `${RATE}/s`}${PROVIDERS_AWAY}`,
       deliveredPerSecond: Math.round(delivered / SECONDS),
       p50: pct(latencies, 50),
       p95: pct(latencies, 95),
@@ -265,7 +266,7 @@ const web = await benchWebProvider(webBenchOptions());
 console.log(`web provider → sandbox: ${web.webPushesPerSecond} web pushes/s (${web.sent} delivered, ${web.failed} failed, concurrency ${web.concurrency})`);
 Object.assign(summary, { web });
 const m = summary.median;
-console.log(`\nmedian of ${RUNS} run(s) (${summary.offered === 'max' ? 'max' : `${RATE}/s offered`}${PROVIDER_DELAY_MS > 0 ? `, providers ${PROVIDER_DELAY_MS} ms away` : ''}): ${m.deliveredPerSecond} pushes/s delivered; latency p50 ${m.p50} ms, p95 ${m.p95} ms, p99 ${m.p99} ms`);
+console.log(`\nmedian of ${RUNS} run(s) (${summary.offered === 'max' ? 'max' : `${RATE}/s offered`}${PROVIDERS_AWAY}): ${m.deliveredPerSecond} pushes/s delivered; latency p50 ${m.p50} ms, p95 ${m.p95} ms, p99 ${m.p99} ms`);
 console.log(budgetTable(`median CPU µs per delivered device push, per process (${RUNS} run(s))`, cpuMedian, rssMedian));
 console.log(`pushers per push of their own platform: ${JSON.stringify(m.cpuUsPerPlatformPush)}`);
 mkdirSync('test-results', { recursive: true });
