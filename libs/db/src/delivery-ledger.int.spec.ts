@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 import { createDatabase, type Database } from './database.ts';
-import { claimStatement, completeStatement } from './delivery-ledger.ts';
+import { claimLiveStatement, claimStatement, completeStatement } from './delivery-ledger.ts';
 
 const LEASE = 60_000;
 let t: SpecDatabase;
@@ -111,6 +111,25 @@ describe('DeliveryLedger', () => {
     expect((await other.ledger.claim([a], 'pusher-2', LEASE)).get(a)).toBe('done');
   });
 
+  it('complete writes the job-status outcomes given with its pushes in the same statement, and only those', async () => {
+    const [a, b] = ids(2) as [string, string];
+    await t.db.ledger.claim([a, b], 'pusher-1', LEASE);
+    await t.db.ledger.complete([
+      { pushId: a, outcome: 'delivered', status: { pushId: a, jobId: 'job-a', outcome: 'delivered', providerMessageId: 'apns-id-a', platform: 'apns', deviceId: 'd-a' } },
+      { pushId: b, outcome: 'delivered' },
+    ]);
+    const ledger = await t.db.kysely.selectFrom('delivery_ledger').select(['push_id', 'state']).where('push_id', 'in', [a, b]).orderBy('push_id').execute();
+    expect(ledger.map((r) => r.state)).toEqual(['done', 'done']);
+    const status = await t.db.kysely.selectFrom('push_outcomes').selectAll().where('push_id', 'in', [a, b]).execute();
+    expect(status).toEqual([expect.objectContaining({ push_id: a, job_id: 'job-a', outcome: 'delivered', provider_message_id: 'apns-id-a', platform: 'apns', device_id: 'd-a' })]);
+    // One statement: when the status part fails, the ledger part is not written either.
+    const [c] = ids(1) as [string];
+    await t.db.ledger.claim([c], 'pusher-1', LEASE);
+    const broken = { pushId: c, jobId: null as unknown as string, outcome: 'delivered' as const };
+    await expect(t.db.ledger.complete([{ pushId: c, outcome: 'delivered', status: broken }])).rejects.toThrow(/job_id/);
+    expect((await other.ledger.claim([c], 'pusher-2', LEASE)).get(c)).toBe('in-flight');
+  });
+
   it('handles empty input and duplicate ids', async () => {
     expect(await t.db.ledger.claim([], 'p', LEASE)).toEqual(new Map());
     await t.db.ledger.complete([]);
@@ -119,7 +138,39 @@ describe('DeliveryLedger', () => {
     expect(await t.db.ledger.claim([a, a], 'p', LEASE)).toEqual(new Map([[a, 'claimed']]));
   });
 
-  it('the prepared claim and complete never scan the ledger, even with a plan made while it was empty', async () => {
+  it("claimLive claims a batch's pushes, except those whose device is dead now, in one statement", async () => {
+    await t.db.apps.upsert({ id: 'live-chat' });
+    const push = (token: string, pushId = randomUUID()) => ({ pushId, app: 'live-chat', platform: 'apns', token });
+    const register = (token: string) =>
+      t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'live-chat', platform: 'apns', token, userId: 'u', eventAt: '2025-01-01T00:00:00Z' });
+    await register('aa'.repeat(32));
+    await register('bb'.repeat(32));
+    await t.db.devices.invalidate({ app: 'live-chat', platform: 'apns', token: 'bb'.repeat(32), reason: 'Unregistered', observedAt: new Date('2025-02-01T00:00:00Z') });
+    const live = push('aa'.repeat(32));
+    const dead = push('bb'.repeat(32));
+    const unknown = push('cc'.repeat(32));
+    const done = push('aa'.repeat(32));
+    const theirs = push('aa'.repeat(32));
+    await t.db.ledger.claim([done.pushId], 'pusher-0', LEASE);
+    await t.db.ledger.complete([{ pushId: done.pushId, outcome: 'delivered' }]);
+    await other.ledger.claim([theirs.pushId], 'pusher-2', LEASE);
+    const upper = { ...live, pushId: live.pushId.toUpperCase() };
+    expect(await t.db.ledger.claimLive([live, dead, unknown, done, theirs, dead, upper], 'pusher-1', LEASE)).toEqual(
+      new Map([
+        [live.pushId, 'claimed'],
+        [dead.pushId, 'dead'],
+        [unknown.pushId, 'claimed'],
+        [done.pushId, 'done'],
+        [theirs.pushId, 'in-flight'],
+        [upper.pushId, 'claimed'],
+      ]),
+    );
+    const rows = await t.db.kysely.selectFrom('delivery_ledger').select(['push_id', 'owner']).where('push_id', 'in', [live.pushId, dead.pushId, unknown.pushId]).execute();
+    expect(new Map(rows.map((r) => [r.push_id, r.owner]))).toEqual(new Map([[live.pushId, 'pusher-1'], [unknown.pushId, 'pusher-1']]));
+    expect(await t.db.ledger.claimLive([], 'pusher-1', LEASE)).toEqual(new Map());
+  });
+
+  it('the prepared claims and complete never scan the ledger, even with a plan made while it was empty', async () => {
     // A prepared statement keeps its generic plan. Made on a new schema's empty ledger, a join back
     // to it planned a sequential scan that then ran for every batch as the table grew.
     const fresh = await createSpecDatabase('ledger_plan');
@@ -128,7 +179,12 @@ describe('DeliveryLedger', () => {
     try {
       await client.query('set plan_cache_mode = force_generic_plan');
       const [a] = ids(1) as [string];
-      const statements = { claim: claimStatement([a], 'pusher-1', LEASE), complete: completeStatement(new Map([[a, 'delivered']])) };
+      const statements = {
+        claim: claimStatement([a], 'pusher-1', LEASE),
+        claimLive: claimLiveStatement([{ pushId: a, app: 'chat', platform: 'apns', token: 'aa'.repeat(32) }], 'pusher-1', LEASE),
+        complete: completeStatement(new Map([[a, 'delivered']])),
+        completeWithStatus: completeStatement(new Map([[a, 'delivered']]), [{ pushId: a, jobId: 'j', outcome: 'delivered', platform: 'apns', deviceId: 'd' }]),
+      };
       for (const [name, statement] of Object.entries(statements)) {
         const { sql: text, parameters } = statement.compile(fresh.db.kysely);
         await client.query(`prepare ${name} as ${text}`);
@@ -136,7 +192,7 @@ describe('DeliveryLedger', () => {
         const { rows } = await client.query<{ 'QUERY PLAN': string }>(`explain execute ${name}(${args.join(', ')})`);
         const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
         expect(plan, name).toContain('Conflict Arbiter Indexes: delivery_ledger_pkey');
-        expect(plan, name).not.toMatch(/Scan on delivery_ledger/);
+        expect(plan, name).not.toMatch(/Scan on (delivery_ledger|push_outcomes)/);
       }
     } finally {
       await client.end();

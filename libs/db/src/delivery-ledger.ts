@@ -2,6 +2,8 @@ import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
 import type { HeraldTables } from './tables.ts';
 import { queryPrepared } from './prepared.ts';
+import type { DeviceKey } from './device-key.ts';
+import { upsertOutcomesStatement, type PushOutcomeEntry } from './push-outcomes.ts';
 import { pruneLedger, pruneLedgerExclusively } from './ledger-prune.ts';
 
 /**
@@ -10,6 +12,24 @@ import { pruneLedger, pruneLedgerExclusively } from './ledger-prune.ts';
  */
 export type ClaimResult = 'claimed' | 'done' | 'in-flight';
 
+/** A device push to claim, with its device (claimLive). */
+export interface LedgerPush extends DeviceKey {
+  pushId: string;
+}
+
+/**
+ * A push to mark done. `status`: its job-status outcome (push_outcomes), written in the same
+ * statement, so the job status counts a push the ledger knows delivered, and one write does both.
+ */
+export interface LedgerCompletion {
+  pushId: string;
+  outcome: string;
+  status?: PushOutcomeEntry;
+}
+
+/** claimLive's answer: a ClaimResult, or 'dead': its device was invalidated or unregistered since the push was queued (not claimed). */
+export type LiveClaimResult = ClaimResult | 'dead';
+
 /**
  * The delivery ledger keyed by pushId: a redelivered push that was already sent is acked without
  * sending, and two copies of one push in flight at once are not both sent.
@@ -17,8 +37,13 @@ export type ClaimResult = 'claimed' | 'done' | 'in-flight';
 export interface DeliveryLedger {
   /** Claim many pushIds in one statement (and one read of the state of those already in the ledger, if any); a 'sending' claim older than leaseMs is taken over. */
   claim(pushIds: readonly string[], owner: string, leaseMs: number): Promise<Map<string, ClaimResult>>;
-  /** Mark pushes done with their outcome (e.g. 'delivered', 'invalid-token'). */
-  complete(entries: ReadonlyArray<{ pushId: string; outcome: string }>): Promise<void>;
+  /**
+   * claim() for device pushes, in the same statement leaving out (as 'dead') those whose device is
+   * dead now: a pusher's batch makes one round trip to the database before it sends, not two.
+   */
+  claimLive(pushes: readonly LedgerPush[], owner: string, leaseMs: number): Promise<Map<string, LiveClaimResult>>;
+  /** Mark pushes done with their outcome (e.g. 'delivered', 'invalid-token'), and record the job-status outcomes given with them; one statement. */
+  complete(entries: readonly LedgerCompletion[]): Promise<void>;
   /** Drop this owner's 'sending' claims (the send failed and will be retried). */
   release(pushIds: readonly string[], owner: string): Promise<void>;
   /**
@@ -40,12 +65,13 @@ export interface DeliveryLedger {
 }
 
 /**
- * `pool`: the pool under `db`. With it, claim and complete (once per batch each, in every pusher)
- * run as prepared statements (prepared.ts): at moderate rates a batch holds a few pushes, and
- * planning each statement again cost PostgreSQL as much as running it. A prepared statement keeps
- * the plan it was first given, so these two read no table by a join whose plan depends on the
- * ledger's size: a plan made while the ledger was empty (a new schema) scanned the whole table for
- * every batch until the next ANALYZE. Each is an insert whose conflicts the primary key finds.
+ * `pool`: the pool under `db`. With it, claim, claimLive and complete (once per batch each, in every
+ * pusher) run as prepared statements (prepared.ts): at moderate rates a batch holds a few pushes,
+ * and planning each statement again cost PostgreSQL as much as running it. A prepared statement
+ * keeps the plan it was first given, so none of them reads the ledger by a join whose plan depends
+ * on its size: a plan made while the ledger was empty (a new schema) scanned the whole table for
+ * every batch until the next ANALYZE. Each writes the ledger by an insert whose conflicts the
+ * primary key finds; claimLive also joins devices, by its unique key (claimLiveStatement).
  */
 export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): DeliveryLedger {
   return {
@@ -55,25 +81,18 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): 
       const ids = [...new Set(pushIds.map((id) => id.toLowerCase()))];
       if (ids.length === 0) return new Map();
       const rows = await queryPrepared(db, pool, claimStatement(ids, owner, leaseMs));
-      const byId = new Map<string, ClaimResult>(rows.map((r) => [r.push_id, 'claimed']));
-      // The rest (a redelivered or duplicate push: rare) were already in the ledger: done, or
-      // another holder's. Read after the insert committed, a row released meanwhile reads as
-      // 'in-flight' (try again later), which is safe. If the read fails, the claims made stand
-      // and the rest are 'in-flight' too: throwing would leave those claims unsent for a lease.
-      const others = ids.filter((id) => !byId.has(id));
-      if (others.length > 0) {
-        const states = await sql<{ push_id: string; state: string }>`
-          select push_id::text as push_id, state from delivery_ledger where push_id = any(${others}::uuid[])`
-          .execute(db)
-          .then((r) => r.rows, () => []);
-        for (const r of states) byId.set(r.push_id, r.state === 'done' ? 'done' : 'in-flight');
-      }
-      return new Map(pushIds.map((id) => [id, byId.get(id.toLowerCase()) ?? 'in-flight']));
+      return withOthersRead(db, pushIds, new Map(rows.map((r) => [r.push_id, 'claimed' as const])));
+    },
+    async claimLive(pushes, owner, leaseMs) {
+      const distinct = [...new Map(pushes.map((p) => [p.pushId.toLowerCase(), p])).entries()].map(([pushId, p]) => ({ ...p, pushId }));
+      if (distinct.length === 0) return new Map();
+      const rows = await queryPrepared(db, pool, claimLiveStatement(distinct, owner, leaseMs));
+      return withOthersRead(db, pushes.map((p) => p.pushId), new Map(rows.map((r) => [r.push_id, r.state])));
     },
     async complete(entries) {
       if (entries.length === 0) return;
       const last = new Map(entries.map((e) => [e.pushId.toLowerCase(), e.outcome]));
-      await queryPrepared(db, pool, completeStatement(last));
+      await queryPrepared(db, pool, completeStatement(last, entries.flatMap((e) => (e.status === undefined ? [] : [e.status]))));
     },
     async renew(pushIds, owner) {
       if (pushIds.length === 0) return 0;
@@ -92,6 +111,26 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): 
 }
 
 /**
+ * The states of `pushIds` given what the claim statement `decided` (by lowercase id): the rest (a
+ * redelivered or duplicate push: rare) were already in the ledger: done, or another holder's. Read
+ * after the insert committed, a row released meanwhile reads as 'in-flight' (try again later), which
+ * is safe. If the read fails, the claims made stand and the rest are 'in-flight' too: throwing would
+ * leave those claims unsent for a lease.
+ */
+async function withOthersRead<S extends string>(db: Kysely<HeraldTables>, pushIds: readonly string[], decided: Map<string, S>): Promise<Map<string, S | ClaimResult>> {
+  const byId = new Map<string, S | ClaimResult>(decided);
+  const others = [...new Set(pushIds.map((id) => id.toLowerCase()))].filter((id) => !byId.has(id));
+  if (others.length > 0) {
+    const states = await sql<{ push_id: string; state: string }>`
+      select push_id::text as push_id, state from delivery_ledger where push_id = any(${others}::uuid[])`
+      .execute(db)
+      .then((r) => r.rows, () => []);
+    for (const r of states) byId.set(r.push_id, r.state === 'done' ? 'done' : 'in-flight');
+  }
+  return new Map(pushIds.map((id) => [id, byId.get(id.toLowerCase()) ?? 'in-flight']));
+}
+
+/**
  * Claims the (lowercase, distinct) ids not in the ledger, and those whose 'sending' claim is older
  * than a lease; returns the ids claimed. Rows go in push_id order so concurrent overlapping claims
  * cannot deadlock.
@@ -104,13 +143,49 @@ export const claimStatement = (ids: readonly string[], owner: string, leaseMs: n
   returning l.push_id::text as push_id`;
 
 /**
+ * claimStatement for (lowercase, distinct) device pushes, except those whose device is dead now
+ * (invalidated or unregistered: a device not in `devices` at all is not dead), which it returns as
+ * 'dead' and does not claim. Both parts read one snapshot. Like the demuxer's targeting, its plan
+ * joins devices: one made while the table was empty keeps scanning it until the next ANALYZE (a
+ * bulk import right after a new install is the case). The casts keep the result's types fixed, so
+ * a later column type change cannot fail the prepared statement ("cached plan must not change
+ * result type").
+ */
+export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string, leaseMs: number) => {
+  const ids = pushes.map((p) => p.pushId);
+  return sql<{ push_id: string; state: 'claimed' | 'dead' }>`
+  with dead as (
+    select i.push_id
+    from unnest(${ids}::uuid[], ${pushes.map((p) => p.app)}::text[], ${pushes.map((p) => p.platform)}::text[], ${pushes.map((p) => p.token)}::text[])
+      as i(push_id, app, platform, token)
+    join devices d on (d.app, d.platform, d.token) = (i.app, i.platform, i.token)
+    where d.invalidated_at is not null
+  ), claimed as (
+    insert into delivery_ledger as l (push_id, state, owner, claimed_at)
+    select push_id, 'sending', ${owner}, now() from unnest(${ids}::uuid[]) as i(push_id)
+    where not exists (select 1 from dead where dead.push_id = i.push_id)
+    order by push_id
+    on conflict (push_id) do update set owner = excluded.owner, claimed_at = excluded.claimed_at
+    where l.state = 'sending' and l.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})
+    returning l.push_id
+  )
+  select push_id::text as push_id, 'dead'::text as state from dead
+  union all
+  select push_id::text, 'claimed'::text from claimed`;
+};
+
+/**
  * Marks the (lowercase, distinct) ids done with their outcomes. Every push completed was claimed
  * first, so this updates its entry; it is written as an insert for the plan (createDeliveryLedger),
  * and one that had no entry (none in Herald's flows) is recorded done all the same, which is what
- * it is: the provider accepted it.
+ * it is: the provider accepted it. With `statuses`, the same statement upserts those job-status
+ * outcomes (push-outcomes.ts): both tables are written in one transaction and one round trip.
  */
-export const completeStatement = (outcomes: ReadonlyMap<string, string>) => sql`
+export const completeStatement = (outcomes: ReadonlyMap<string, string>, statuses: readonly PushOutcomeEntry[] = []) => {
+  const done = sql`
   insert into delivery_ledger as l (push_id, state, outcome, owner, completed_at)
   select push_id, 'done', outcome, '', now()
   from unnest(${[...outcomes.keys()]}::uuid[], ${[...outcomes.values()]}::text[]) as i(push_id, outcome) order by push_id
   on conflict (push_id) do update set state = 'done', outcome = excluded.outcome, completed_at = excluded.completed_at`;
+  return statuses.length === 0 ? done : sql`with done as (${done}) ${upsertOutcomesStatement(statuses)}`;
+};

@@ -1,9 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Platform } from '@herald/contracts';
-import type pg from 'pg';
 import type { HeraldTables } from './tables.ts';
-import { queryPrepared } from './prepared.ts';
-import { deviceKey, pickOnePerDevice, type DeviceKey } from './device-key.ts';
+import { deviceKey, pickOnePerDevice } from './device-key.ts';
 
 export interface InvalidationInput {
   app: string;
@@ -70,24 +68,4 @@ async function invalidateStatement(db: Kysely<HeraldTables>, winners: readonly I
     select app, platform, token, case when action = 'invalidate' then 'invalidated' else action end as result
     from decided`.execute(db);
   return rows;
-}
-
-/**
- * The deviceKey()s of the given devices that are dead now (invalidated or unregistered), in one
- * query. A token not in `devices` at all is not reported: only a known-dead device is.
- */
-export async function findInvalidTokens(db: Kysely<HeraldTables>, keys: readonly DeviceKey[], pool?: pg.Pool): Promise<Set<string>> {
-  if (keys.length === 0) return new Set();
-  // A pusher asks this for every batch: prepared (prepared.ts) when the repository has its pool.
-  // Like the demuxer's targeting, its plan joins devices: one made while the table was empty keeps
-  // scanning it until the next ANALYZE (a bulk import right after a new install is the case).
-  // The casts keep the result's types fixed, so a later column type change cannot fail the
-  // prepared statement ("cached plan must not change result type").
-  const rows = await queryPrepared(db, pool, sql<DeviceKey>`
-    select d.app::text as app, d.platform::text as platform, d.token::text as token
-    from unnest(${keys.map((k) => k.app)}::text[], ${keys.map((k) => k.platform)}::text[], ${keys.map((k) => k.token)}::text[])
-      as i(app, platform, token)
-    join devices d on (d.app, d.platform, d.token) = (i.app, i.platform, i.token)
-    where d.invalidated_at is not null`);
-  return new Set(rows.map(deviceKey));
 }

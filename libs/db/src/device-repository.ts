@@ -3,8 +3,7 @@ import type pg from 'pg';
 import type { Registration } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { applyRegistrations, type RegistrationResult } from './device-registration.ts';
-import { findInvalidTokens, invalidateDevices, type InvalidationInput, type InvalidationResult } from './device-invalidation.ts';
-import type { DeviceKey } from './device-key.ts';
+import { invalidateDevices, type InvalidationInput, type InvalidationResult } from './device-invalidation.ts';
 import { findAudience, findTargets, type AudienceDevice, type TargetDevice, type TargetRequest } from './device-targets.ts';
 
 /** Devices: registrations (last event wins), invalidations, and push targeting. */
@@ -15,8 +14,6 @@ export interface DeviceRepository {
   invalidate(inv: InvalidationInput): Promise<InvalidationResult>;
   /** One statement for the whole batch; results in input order. */
   invalidateMany(invs: readonly InvalidationInput[]): Promise<InvalidationResult[]>;
-  /** deviceKey()s of the given devices that are dead now; one query. */
-  invalidTokens(keys: readonly DeviceKey[]): Promise<Set<string>>;
   /** One query for every request and user; see device-targets.ts. */
   findTargets(requests: readonly TargetRequest[], now: Date): Promise<Map<string, TargetDevice[]>>;
   /** findTargets plus the devices it leaves out for opt-outs and mutes, each with its reason; one query. */
@@ -30,7 +27,6 @@ export function createDeviceRepository(db: Kysely<HeraldTables>, pool?: pg.Pool)
     applyRegistrations: (regs) => applyRegistrations(db, regs),
     invalidate: async (inv) => (await invalidateDevices(db, [inv]))[0] ?? 'unknown',
     invalidateMany: (invs) => invalidateDevices(db, invs),
-    invalidTokens: (keys) => findInvalidTokens(db, keys, pool),
     findTargets: (requests, now) => findTargets(db, requests, now),
     findAudience: (requests, now) => findAudience(db, requests, now, pool),
   };

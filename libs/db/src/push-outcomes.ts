@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type pg from 'pg';
 import type { HeraldTables } from './tables.ts';
 import { queryPrepared } from './prepared.ts';
@@ -59,8 +59,13 @@ const clip = (s: string | undefined): string | null =>
  */
 export async function upsertOutcomes(db: Kysely<HeraldTables>, entries: readonly PushOutcomeEntry[], pool?: pg.Pool): Promise<void> {
   if (entries.length === 0) return;
+  await queryPrepared(db, pool, upsertOutcomesStatement(entries));
+}
+
+/** upsertOutcomes' statement, for a caller that writes it with another in one (delivery-ledger.ts). */
+export function upsertOutcomesStatement(entries: readonly PushOutcomeEntry[]): RawBuilder<unknown> {
   const rows = [...new Map(entries.map((e) => [e.pushId.toLowerCase(), e])).values()];
-  await queryPrepared(db, pool, sql`
+  return sql`
     insert into push_outcomes (push_id, job_id, outcome, code, reason, provider_message_id, platform, device_id)
     select * from unnest(
       ${rows.map((r) => r.pushId)}::uuid[], ${rows.map((r) => r.jobId)}::text[], ${rows.map((r) => r.outcome)}::text[],
@@ -71,7 +76,7 @@ export async function upsertOutcomes(db: Kysely<HeraldTables>, entries: readonly
     on conflict (push_id) do update set outcome = excluded.outcome, code = excluded.code, reason = excluded.reason,
       provider_message_id = excluded.provider_message_id, platform = coalesce(excluded.platform, push_outcomes.platform),
       device_id = coalesce(excluded.device_id, push_outcomes.device_id), updated_at = now()
-      where push_outcomes.outcome <> 'delivered'`);
+      where push_outcomes.outcome <> 'delivered'`;
 }
 
 /**

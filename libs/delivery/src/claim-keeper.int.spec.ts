@@ -35,7 +35,6 @@ describe('ledger claims of a batch at work', () => {
       // The provider answers slowly, and the database records the outcome slowly after it: together well past one lease.
       providers: singleProvider({ platform: 'apns', send: async (push) => (sent.push(push.pushId), await sleep(LEASE_MS), { kind: 'delivered' }), close: async () => undefined }),
       ledger: { ...ledger, complete: async (entries) => (await sleep(2 * LEASE_MS), ledger.complete(entries)) },
-      devices: { invalidTokens: async () => new Set<string>() },
       apps: { get: async (id) => ({ id, apnsTopic: 'com.herald.demo', fcmProjectId: null, enabled: true, createdAt: new Date(), updatedAt: new Date() }) },
       publisher: { publish: async () => undefined, publishMany: async () => undefined },
       metrics: createPusherMetrics(new Registry()),

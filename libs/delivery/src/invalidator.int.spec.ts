@@ -1,10 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DevicePush } from '@herald/contracts';
 import { createDatabase } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { Registry } from '@herald/runtime';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import { createInvalidatorHandler } from './invalidator.ts';
 import { createInvalidatorMetrics } from './invalidator-metrics.ts';
+import { createPusherHandler } from './pusher.ts';
+import { createPusherMetrics } from './pusher-metrics.ts';
+import { singleProvider } from './provider-pool.ts';
 
 const logger = createLogger({ service: 'invalidator-test', level: 'silent' });
 let t: TestDatabase;
@@ -32,6 +37,8 @@ const invalidation = (token: string, extra: Record<string, unknown> = {}) => ({
   observedAt: '2025-03-02T00:00:00Z',
   ...extra,
 });
+const devicePush = (token: string): DevicePush => ({ version: 1, pushId: randomUUID(), jobId: 'j', deviceId: token, app: 'chat', platform: 'apns', token,
+  userId: 'u1', content: { title: 'Hi' }, priority: 'high', acceptedAt: new Date().toISOString() });
 const device = (token: string) => t.db.kysely.selectFrom('devices').selectAll().where('token', '=', token).executeTakeFirstOrThrow();
 
 describe('invalidator handler', () => {
@@ -56,9 +63,45 @@ describe('invalidator handler', () => {
     expect(await device('t-new')).toMatchObject({ invalidated_at: null });
     const counts = Object.fromEntries((await metrics.invalidations.get()).values.map((v) => [v.labels['result'], v.value]));
     expect(counts).toEqual({ invalidated: 1, stale: 1, unknown: 1, parked: 3 });
-    expect(await t.db.devices.invalidTokens([{ app: 'chat', platform: 'apns', token: 't-old' }, { app: 'chat', platform: 'apns', token: 't-new' }])).toEqual(
-      new Set(['chat\u0000apns\u0000t-old']),
-    );
+  });
+
+  it('a push queued before its token was invalidated is acked unsent by the pusher, counted invalid, and kept out of the ledger; the others are delivered and recorded', async () => {
+    const [deadToken, liveToken, unknownToken] = ['d', 'e', 'f'].map((hex) => hex.repeat(64)) as [string, string, string];
+    await register(deadToken, '2025-03-01T00:00:00Z');
+    await register(liveToken, '2025-03-01T00:00:00Z');
+    const dead = devicePush(deadToken);
+    const live = devicePush(liveToken);
+    const unknown = devicePush(unknownToken);
+    await createInvalidatorHandler({ platform: 'apns', devices: t.db.devices, metrics: createInvalidatorMetrics(new Registry()), logger })([message(invalidation(deadToken))]);
+    const sent: string[] = [];
+    const noted: Array<[string, string]> = [];
+    const metrics = createPusherMetrics(new Registry());
+    const handle = createPusherHandler({
+      platform: 'apns',
+      providers: singleProvider({ platform: 'apns', send: async (push) => (sent.push(push.token), { kind: 'delivered' }), close: async () => undefined }),
+      outcomes: { note: (push, outcome) => void noted.push([push.token, outcome]), flush: async () => undefined },
+      ledger: t.db.ledger,
+      apps: { get: async (id) => ({ id, apnsTopic: 'com.herald.chat', fcmProjectId: null, enabled: true, createdAt: new Date(), updatedAt: new Date() }) },
+      publisher: { publish: async () => undefined, publishMany: async () => undefined },
+      metrics,
+      logger,
+      owner: 'invalidator-spec',
+      leaseMs: 30_000,
+    });
+    const body = (push: DevicePush) => ({ ...message(push), routingKey: 'push.apns.send', queue: 'push.apns.send' });
+    expect(await handle([body(dead), body(live), body(unknown), body(dead)])).toEqual(Array(4).fill({ kind: 'ack' }));
+    expect(sent.sort()).toEqual([liveToken, unknownToken]);
+    expect(noted).toEqual([[deadToken, 'invalid'], [deadToken, 'invalid']]);
+    const invalid = (await metrics.pushes.get()).values.find((v) => v.labels['outcome'] === 'invalid');
+    expect(invalid?.value).toBe(2);
+    const ledger = await t.db.kysely.selectFrom('delivery_ledger').select(['push_id', 'state']).where('push_id', 'in', [dead.pushId, live.pushId]).execute();
+    expect(ledger).toEqual([{ push_id: live.pushId, state: 'done' }]);
+    // The delivered pushes' job status was written with their ledger record, not through the recorder.
+    const status = await t.db.kysely.selectFrom('push_outcomes').select(['push_id', 'outcome', 'device_id']).where('push_id', 'in', [dead.pushId, live.pushId, unknown.pushId]).orderBy('device_id').execute();
+    expect(status).toEqual([
+      { push_id: live.pushId, outcome: 'delivered', device_id: liveToken },
+      { push_id: unknown.pushId, outcome: 'delivered', device_id: unknownToken },
+    ]);
   });
 
   it('defers the valid messages while the database is down (no attempt spent)', async () => {

@@ -1,10 +1,11 @@
+import type { LedgerCompletion } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
 /** How long a pusher keeps trying to record accepted pushes: a PostgreSQL restart or failover takes seconds. */
 export const RECORD_RETRY_MS = 30_000;
 
 export interface LedgerWriter {
-  complete(entries: ReadonlyArray<{ pushId: string; outcome: string }>): Promise<void>;
+  complete(entries: readonly LedgerCompletion[]): Promise<void>;
 }
 
 /**
@@ -14,7 +15,7 @@ export interface LedgerWriter {
  */
 export async function completeDurably(
   ledger: LedgerWriter,
-  entries: ReadonlyArray<{ pushId: string; outcome: string }>,
+  entries: readonly LedgerCompletion[],
   logger: Logger,
   withinMs = RECORD_RETRY_MS,
 ): Promise<void> {
@@ -34,7 +35,7 @@ export async function completeDurably(
   }
 }
 
-type Entry = { pushId: string; outcome: string };
+type Entry = LedgerCompletion;
 
 /** One ledger write: `settled` resolves once it committed or failed for good (then `failure` says why); it never rejects. */
 interface Write {

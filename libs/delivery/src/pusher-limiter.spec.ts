@@ -28,12 +28,11 @@ function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30
     platform: 'apns',
     providers: singleProvider({ platform: 'apns', send: async (push) => (sent.push(push.pushId), answer), close: async () => undefined }),
     ledger: {
-      claim: async (ids) => new Map(ids.map((id) => [id, 'claimed' as const])),
+      claimLive: async (pushes) => new Map(pushes.map((p) => [p.pushId, 'claimed' as const])),
       complete: async (entries) => void completed.push(...entries.map((e) => e.pushId)),
       release: async (ids) => void released.push(...ids),
       renew: async (ids) => ids.length,
     },
-    devices: { invalidTokens: async () => new Set<string>() },
     apps: { get: async (id) => ({ id, apnsTopic: 'com.herald.demo', fcmProjectId: null, enabled: true, createdAt: new Date(), updatedAt: new Date() }) },
     publisher: { publish: async () => undefined, publishMany: async () => undefined },
     metrics: createPusherMetrics(new Registry()),

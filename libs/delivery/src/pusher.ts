@@ -6,24 +6,29 @@ import {
   type Invalidation,
   type Platform,
 } from '@herald/contracts';
-import type { AppRow } from '@herald/db';
+import type { AppRow, LedgerCompletion, LedgerPush, LiveClaimResult } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import type { SendResult } from '@herald/providers';
 import type { PusherMetrics } from './pusher-metrics.ts';
-import { dropInvalid, type DeviceLiveness } from './drop-invalid.ts';
 import { completeDurably, DeliveredRecorder, type RecordedBatch } from './ledger-record.ts';
 import { keepClaims } from './claim-keeper.ts';
 import type { ProviderSource } from './provider-pool.ts';
 import type { AppBans } from './app-ban.ts';
-import type { JobOutcomeRecorder } from './job-outcomes.ts';
+import { outcomeEntry, type JobOutcomeRecorder } from './job-outcomes.ts';
 import { PROVIDER_REJECTED } from './park-outcomes.ts';
 
 export interface Ledger {
   claim(pushIds: readonly string[], owner: string, leaseMs: number): Promise<Map<string, 'claimed' | 'done' | 'in-flight'>>;
-  complete(entries: ReadonlyArray<{ pushId: string; outcome: string }>): Promise<void>;
+  complete(entries: readonly LedgerCompletion[]): Promise<void>;
   release(pushIds: readonly string[], owner: string): Promise<void>;
   renew(pushIds: readonly string[], owner: string): Promise<number>;
+}
+
+/** A device pusher's ledger: its claim also finds the pushes whose device is dead now. */
+export interface DeviceLedger extends Omit<Ledger, 'claim'> {
+  /** One statement: claims the pushes, except those whose device is dead now ('dead', not claimed). */
+  claimLive(pushes: readonly LedgerPush[], owner: string, leaseMs: number): Promise<Map<string, LiveClaimResult>>;
 }
 
 export interface PusherDeps {
@@ -32,11 +37,14 @@ export interface PusherDeps {
   providers: ProviderSource;
   /** Apps banned for credential or topic errors have their pushes parked (app-ban.ts). */
   bans?: AppBans;
-  /** Final outcome per push, for the job status the HTTP API reports (job-outcomes.ts); parks are recorded by the consumer's onParked (park-outcomes.ts). */
+  /**
+   * Final outcome per push, for the job status the HTTP API reports (job-outcomes.ts); a delivered
+   * push's is written with its ledger record instead (record()), and parks are recorded by the
+   * consumer's onParked (park-outcomes.ts). Unset: no job status is kept.
+   */
   outcomes?: JobOutcomeRecorder;
-  ledger: Ledger;
-  /** Pushes for tokens invalidated since they were queued are dropped, not sent. */
-  devices: DeviceLiveness;
+  /** Pushes for tokens invalidated since they were queued are dropped, not sent (found by the claim). */
+  ledger: DeviceLedger;
   /** Jobs cancelled lately (cancelled-jobs.ts): their queued pushes are dropped unsent, recorded as cancelled. */
   cancelled?: { has(jobId: string): boolean };
   apps: { get(id: string): Promise<AppRow | undefined> };
@@ -87,13 +95,16 @@ export function createPusherHandler(deps: PusherDeps) {
       if ('kind' in checked) outcomes[index] = checked;
       else ready.push({ index, ...checked });
     }
-    const live = await dropInvalid(ready, outcomes, deps);
-    if (live.length === 0) return flushed(outcomes, deps);
+    if (ready.length === 0) return flushed(outcomes, deps);
     const claimedAt = Date.now();
-    const claims = await deps.ledger.claim([...new Set(live.map((r) => r.push.pushId))], deps.owner, deps.leaseMs);
+    const claims = await deps.ledger.claimLive(ready.map((r) => r.push), deps.owner, deps.leaseMs);
     const inBatch = new Set<string>();
-    const toSend = live.filter((r) => {
+    const toSend = ready.filter((r) => {
       const state = claims.get(r.push.pushId);
+      if (state === 'dead') {
+        outcomes[r.index] = droppedDead(r.push, deps);
+        return false;
+      }
       // A second copy in the same batch (a job published twice): the first copy carries it.
       if (inBatch.has(r.push.pushId)) {
         outcomes[r.index] = duplicate(r.push, deps);
@@ -108,7 +119,7 @@ export function createPusherHandler(deps: PusherDeps) {
     const stopKeeping = keepClaims(deps.ledger, toSend.map((r) => r.push.pushId), deps.owner, deps.leaseMs, deps.logger);
     try {
       const recording = recorder.batch();
-      const results = await Promise.all(toSend.map((r) => send(r, deps, budgetWindow).then((result) => record(r, result, recording))));
+      const results = await Promise.all(toSend.map((r) => send(r, deps, budgetWindow).then((result) => record(r, result, recording, deps))));
       await recording.flush();
       await settle(toSend, results, outcomes, deps);
     } finally {
@@ -177,9 +188,14 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   return result;
 }
 
-/** A push the provider accepted goes to the ledger at once, not when the whole batch is done. */
-function record(r: Claimable, result: Sent, recorder: RecordedBatch): Sent {
-  if (result.kind === 'delivered') recorder.add({ pushId: r.push.pushId, outcome: 'delivered' });
+/**
+ * A push the provider accepted goes to the ledger at once, not when the whole batch is done; its
+ * job-status outcome goes in the same write (so the status never misses a push the ledger has).
+ */
+function record(r: Claimable, result: Sent, recorder: RecordedBatch, deps: PusherDeps): Sent {
+  if (result.kind !== 'delivered') return result;
+  const detail = result.providerMessageId !== undefined ? { providerMessageId: result.providerMessageId } : {};
+  recorder.add({ pushId: r.push.pushId, outcome: 'delivered', ...(deps.outcomes !== undefined && { status: outcomeEntry(r.push, 'delivered', detail) }) });
   return result;
 }
 
@@ -206,7 +222,6 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     switch (result.kind) {
       case 'delivered':
         deps.metrics.pushes.inc({ ...label, outcome: 'delivered' });
-        deps.outcomes?.note(push, 'delivered', result.providerMessageId !== undefined ? { providerMessageId: result.providerMessageId } : {});
         deps.metrics.latency.observe({ platform: push.platform }, (observedAt.getTime() - Date.parse(push.acceptedAt)) / 1000);
         trace(deps, push, 'delivered', { providerMessageId: result.providerMessageId });
         break;
@@ -266,6 +281,14 @@ function droppedCancelled(push: DevicePush, deps: PusherDeps): Outcome {
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'cancelled' });
   trace(deps, push, 'dropped: its job was cancelled');
   deps.outcomes?.note(push, 'cancelled', { reason: 'its job was cancelled (DELETE /v1/jobs/:id) before it was sent' });
+  return ack;
+}
+
+/** Its token was invalidated (or unregistered) while the push was queued: acked unsent, counted `invalid`. */
+function droppedDead(push: DevicePush, deps: PusherDeps): Outcome {
+  deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'invalid' });
+  deps.outcomes?.note(push, 'invalid', { code: 'invalidated', reason: 'the token was invalidated or unregistered after the push was queued' });
+  deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token }, 'push dropped: token invalidated since it was queued');
   return ack;
 }
 

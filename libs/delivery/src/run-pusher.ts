@@ -90,7 +90,6 @@ export async function runPusher(
       platform,
       ...perApp,
       ledger: db.ledger,
-      devices: db.devices,
       cancelled,
       apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
       publisher: broker.publisher,

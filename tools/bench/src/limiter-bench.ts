@@ -42,7 +42,7 @@ function messages(count: number): InboundMessage[] {
 /** Pushes/s through the handler: CONCURRENCY batch workers over one backlog. */
 async function run(db: Database, provider: PushProvider, limiter: RateLimiter | undefined): Promise<number> {
   const handle = createPusherHandler({
-    platform: 'apns', providers: singleProvider(provider), ledger: db.ledger, devices: db.devices, apps: createAppCache(db.apps, 5000), publisher: noPublisher,
+    platform: 'apns', providers: singleProvider(provider), ledger: db.ledger, apps: createAppCache(db.apps, 5000), publisher: noPublisher,
     metrics: createPusherMetrics(new Registry()), logger, owner: 'limiter-bench', leaseMs: 30_000, ...(limiter !== undefined && { limiter }),
   });
   const backlog = messages(PUSHES);
