@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type pg from 'pg';
 import type { HeraldTables } from './tables.ts';
 import { queryPrepared } from './prepared.ts';
@@ -130,17 +130,22 @@ async function withOthersRead<S extends string>(db: Kysely<HeraldTables>, pushId
   return new Map(pushIds.map((id) => [id, byId.get(id.toLowerCase()) ?? 'in-flight']));
 }
 
+/** The claim's insert (claimStatement); `except`, a condition on `i.push_id`, leaves ids out of it. */
+const claimInsert = (ids: readonly string[], owner: string, leaseMs: number, except?: RawBuilder<unknown>) => sql<{ push_id: string }>`
+  insert into delivery_ledger as l (push_id, state, owner, claimed_at)
+  select push_id, 'sending', ${owner}, now() from unnest(${ids}::uuid[]) as i(push_id)
+  ${except === undefined ? sql`` : sql`where not (${except})`}
+  order by push_id
+  on conflict (push_id) do update set owner = excluded.owner, claimed_at = excluded.claimed_at
+  where l.state = 'sending' and l.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})
+  returning l.push_id::text as push_id`;
+
 /**
  * Claims the (lowercase, distinct) ids not in the ledger, and those whose 'sending' claim is older
  * than a lease; returns the ids claimed. Rows go in push_id order so concurrent overlapping claims
  * cannot deadlock.
  */
-export const claimStatement = (ids: readonly string[], owner: string, leaseMs: number) => sql<{ push_id: string }>`
-  insert into delivery_ledger as l (push_id, state, owner, claimed_at)
-  select push_id, 'sending', ${owner}, now() from unnest(${ids}::uuid[]) as i(push_id) order by push_id
-  on conflict (push_id) do update set owner = excluded.owner, claimed_at = excluded.claimed_at
-  where l.state = 'sending' and l.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})
-  returning l.push_id::text as push_id`;
+export const claimStatement = (ids: readonly string[], owner: string, leaseMs: number) => claimInsert(ids, owner, leaseMs);
 
 /**
  * claimStatement for (lowercase, distinct) device pushes, except those whose device is dead now
@@ -160,18 +165,10 @@ export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string,
       as i(push_id, app, platform, token)
     join devices d on (d.app, d.platform, d.token) = (i.app, i.platform, i.token)
     where d.invalidated_at is not null
-  ), claimed as (
-    insert into delivery_ledger as l (push_id, state, owner, claimed_at)
-    select push_id, 'sending', ${owner}, now() from unnest(${ids}::uuid[]) as i(push_id)
-    where not exists (select 1 from dead where dead.push_id = i.push_id)
-    order by push_id
-    on conflict (push_id) do update set owner = excluded.owner, claimed_at = excluded.claimed_at
-    where l.state = 'sending' and l.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})
-    returning l.push_id
-  )
+  ), claimed as (${claimInsert(ids, owner, leaseMs, sql`exists (select 1 from dead where dead.push_id = i.push_id)`)})
   select push_id::text as push_id, 'dead'::text as state from dead
   union all
-  select push_id::text, 'claimed'::text from claimed`;
+  select push_id, 'claimed'::text from claimed`;
 };
 
 /**
