@@ -9,6 +9,10 @@ export const demuxerConfig = {
     default: '0',
     min: 0,
   }),
+  DEMUXER_BATCH_USERS: int(
+    'Target users handled together: a batch of jobs is targeted, recorded and published in parts of at most this many users (a job naming more goes alone), so the device pushes a batch holds in memory follow its users, not its job count',
+    { default: '1000', min: 1 },
+  ),
   DEMUXER_BATCHES_IN_FLIGHT: int('Batches of jobs handled at once; jobs arriving meanwhile wait and go together as the next batch', { default: '2', min: 1 }),
   HERALD_RETRY_DELAYS_MS: intList('Retry schedule: the delay before each retry attempt, in ms', { default: '1000,5000,30000,120000,600000' }),
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),

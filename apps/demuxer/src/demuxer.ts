@@ -30,6 +30,8 @@ export interface DemuxerDeps {
   audiences?: Pick<AudienceStartDeps, 'fanouts' | 'audiences'>;
   /** Device pushes per RabbitMQ message to a send queue (PUSH_PACK_SIZE, ADR 0016); default 1. */
   packMax?: number;
+  /** Target users a part of a batch holds (DEMUXER_BATCH_USERS); unset: the whole batch is one part. */
+  partUsers?: number;
   now?: () => Date;
 }
 
@@ -38,8 +40,8 @@ const ack: Outcome = { kind: 'ack' };
 
 /**
  * Job → one DevicePush per valid device of each target user. A batch of jobs costs one
- * targeting query and one status write, and the input is acked only after every emitted push is
- * confirmed (or stored, for later).
+ * targeting query and one status write per part (at most `partUsers` target users, or one job),
+ * and the input is acked only after every emitted push is confirmed (or stored, for later).
  */
 export function createDemuxerHandler(deps: DemuxerDeps) {
   const now = deps.now ?? (() => new Date());
@@ -52,26 +54,48 @@ export function createDemuxerHandler(deps: DemuxerDeps) {
       else if (checked.job.audience !== undefined) outcomes[index] = await startAudience(checked, deps);
       else accepted.push({ index, ...checked });
     }
-    if (accepted.length === 0) return outcomes;
-    const at = now();
-    const audience = await deps.targets.findAudience(
-      accepted.map(({ index, job }) => ({
-        key: String(index),
-        app: job.app,
-        userIds: targetUsers(job),
-        category: job.category,
-        ...(job.objectId !== undefined && { objectId: job.objectId }),
-      })),
-      at,
-    );
-    const plans = accepted.map((a) => planJob(a.job, a.acceptedAt, audience.get(String(a.index)) ?? [], a.expired, at, deps.scheduling.slackMs));
-    await deps.jobs?.recordDemux(accepted.map((a, i) => demuxEntry(a, plans[i] as JobPlan)));
-    const emitted = await Promise.all(accepted.map((a, i) => fanOut(a, plans[i] as JobPlan, deps, at)));
-    // Every job's pushes of this batch together, so pushes of many small jobs share RabbitMQ messages.
-    await deps.publisher.publishMany(emitted.flat().map(toSendMessage), { packMax: deps.packMax ?? 1 });
-    accepted.forEach((a, i) => emittedLog(a.job, emitted[i] ?? [], deps));
+    // One part at a time: the pushes a batch holds at once follow its users, not its job count
+    // (a hundred jobs of 10,000 users each would otherwise be two million pushes in memory).
+    for (const part of partsOf(accepted, deps.partUsers ?? Number.POSITIVE_INFINITY)) await demuxPart(part, deps, now());
     return outcomes;
   };
+}
+
+/** Consecutive jobs whose target users add up to at most `maxUsers`; a job with more is a part alone. */
+function partsOf(accepted: readonly Accepted[], maxUsers: number): Accepted[][] {
+  const parts: Accepted[][] = [];
+  let users = 0;
+  for (const a of accepted) {
+    const n = targetUsers(a.job).length;
+    const last = parts.at(-1);
+    if (last === undefined || users + n > maxUsers) {
+      parts.push([a]);
+      users = n;
+    } else {
+      last.push(a);
+      users += n;
+    }
+  }
+  return parts;
+}
+
+async function demuxPart(accepted: readonly Accepted[], deps: DemuxerDeps, at: Date): Promise<void> {
+  const audience = await deps.targets.findAudience(
+    accepted.map(({ index, job }) => ({
+      key: String(index),
+      app: job.app,
+      userIds: targetUsers(job),
+      category: job.category,
+      ...(job.objectId !== undefined && { objectId: job.objectId }),
+    })),
+    at,
+  );
+  const plans = accepted.map((a) => planJob(a.job, a.acceptedAt, audience.get(String(a.index)) ?? [], a.expired, at, deps.scheduling.slackMs));
+  await deps.jobs?.recordDemux(accepted.map((a, i) => demuxEntry(a, plans[i] as JobPlan)));
+  const emitted = await Promise.all(accepted.map((a, i) => fanOut(a, plans[i] as JobPlan, deps, at)));
+  // Every job's pushes of this part together, so pushes of many small jobs share RabbitMQ messages.
+  await deps.publisher.publishMany(emitted.flat().map(toSendMessage), { packMax: deps.packMax ?? 1 });
+  accepted.forEach((a, i) => emittedLog(a.job, emitted[i] ?? [], deps));
 }
 
 function demuxEntry({ job, acceptedAt }: Accepted, plan: JobPlan): DemuxEntry {

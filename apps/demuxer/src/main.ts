@@ -35,6 +35,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     jobs: db.jobs,
     audiences: { fanouts, audiences },
     packMax: config.PUSH_PACK_SIZE,
+    partUsers: config.DEMUXER_BATCH_USERS,
   });
   // Audience jobs' chunks (ADR 0013): shared by every demuxer, one checkpointed chunk per task.
   const expand = createFanoutChunkHandler({ fanouts, audiences, publisher: broker.publisher, scheduling, metrics, logger, chunkSize: config.FANOUT_CHUNK_SIZE, packMax: config.PUSH_PACK_SIZE });
