@@ -32,8 +32,10 @@ describe('completeDurably', () => {
   });
 });
 
+const nextTurn = () => new Promise((r) => setImmediate(r));
+
 describe('DeliveredRecorder', () => {
-  it('writes a push as soon as it is added, then everything added meanwhile in one write', async () => {
+  it('writes what was added in one turn of the event loop together, then everything added meanwhile in one write', async () => {
     const writes: string[][] = [];
     let release: () => void = () => undefined;
     const ledger = {
@@ -44,12 +46,15 @@ describe('DeliveredRecorder', () => {
     };
     const recorder = new DeliveredRecorder(ledger, logger).batch();
     recorder.add({ pushId: 'a', outcome: 'delivered' });
-    expect(writes).toEqual([['a']]);
     recorder.add({ pushId: 'b', outcome: 'delivered' });
+    expect(writes).toEqual([]);
+    await nextTurn();
+    expect(writes).toEqual([['a', 'b']]);
     recorder.add({ pushId: 'c', outcome: 'delivered' });
+    recorder.add({ pushId: 'd', outcome: 'delivered' });
     release();
     await recorder.flush();
-    expect(writes).toEqual([['a'], ['b', 'c']]);
+    expect(writes).toEqual([['a', 'b'], ['c', 'd']]);
   });
 
   it('shares writes between batches, and a batch waits only for the writes that carry its pushes', async () => {
@@ -64,6 +69,7 @@ describe('DeliveredRecorder', () => {
     const recorder = new DeliveredRecorder(ledger, logger);
     const [one, two] = [recorder.batch(), recorder.batch()];
     one.add({ pushId: 'a', outcome: 'delivered' });
+    await nextTurn();
     one.add({ pushId: 'b', outcome: 'delivered' });
     two.add({ pushId: 'c', outcome: 'delivered' });
     let oneDone = false;

@@ -60,10 +60,10 @@ export interface RecordedBatch {
 /**
  * Records delivered pushes as the provider accepts them instead of when a batch's last send has
  * been answered: one write at a time for the whole pusher (every batch in flight), each taking
- * every push accepted since the previous write began. A push is then unrecorded (the duplicate
- * window of a crash) for about one database round trip, however long the slowest send of its
- * batch takes, and the number of statements is bounded by the round trip, not by the number of
- * batches in flight.
+ * every push accepted since the previous write began (the first, every push accepted in the same
+ * turn of the event loop). A push is then unrecorded (the duplicate window of a crash) for about
+ * one database round trip, however long the slowest send of its batch takes, and the number of
+ * statements is bounded by the round trip, not by the number of batches in flight.
  */
 export class DeliveredRecorder {
   private pending: Entry[] = [];
@@ -104,12 +104,16 @@ export class DeliveredRecorder {
   private enqueue(entry: Entry): Write {
     this.pending.push(entry);
     const write = (this.next ??= newWrite());
-    if (!this.writing) void this.drain();
+    if (!this.writing) {
+      // The first write starts once this turn of the event loop is done, so the answers that
+      // arrived together (the batch's requests went out together) share it.
+      this.writing = true;
+      setImmediate(() => void this.drain());
+    }
     return write;
   }
 
   private async drain(): Promise<void> {
-    this.writing = true;
     while (this.pending.length > 0) {
       const entries = this.pending.splice(0);
       const write = this.next as Write;
