@@ -35,8 +35,6 @@ export async function completeDurably(
   }
 }
 
-type Entry = LedgerCompletion;
-
 /** One ledger write: `settled` resolves once it committed or failed for good (then `failure` says why); it never rejects. */
 interface Write {
   settled: Promise<void>;
@@ -52,7 +50,7 @@ function newWrite(): Write {
 
 /** The pushes of one batch being recorded: `flush` waits for the writes that carry them, not for other batches'. */
 export interface RecordedBatch {
-  add(entry: Entry): void;
+  add(entry: LedgerCompletion): void;
   /** Resolves once everything added is recorded; rejects if the ledger stayed unreachable. */
   flush(): Promise<void>;
 }
@@ -66,7 +64,7 @@ export interface RecordedBatch {
  * statements is bounded by the round trip, not by the number of batches in flight.
  */
 export class DeliveredRecorder {
-  private pending: Entry[] = [];
+  private pending: LedgerCompletion[] = [];
   /** The write that will carry `pending`. */
   private next: Write | undefined;
   private writing = false;
@@ -92,7 +90,7 @@ export class DeliveredRecorder {
     };
   }
 
-  add(entry: Entry): void {
+  add(entry: LedgerCompletion): void {
     this.own.add(entry);
   }
 
@@ -101,7 +99,7 @@ export class DeliveredRecorder {
     return this.own.flush();
   }
 
-  private enqueue(entry: Entry): Write {
+  private enqueue(entry: LedgerCompletion): Write {
     this.pending.push(entry);
     const write = (this.next ??= newWrite());
     if (!this.writing) {
