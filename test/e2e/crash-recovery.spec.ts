@@ -1,12 +1,12 @@
 import { waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apnsToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
+import { apnsToken, job, pushPackSize, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
 import { delivered, injectFault } from '../support/sandbox-client.ts';
 import { startSystem, type System } from '../support/system.ts';
 
 const DEVICES = 400;
-/** Device pushes a send-queue message carries in this run (the suite may run with PUSH_PACK_SIZE set). */
-const PACK = Number(process.env['PUSH_PACK_SIZE'] ?? 1);
+/** Device pushes a send-queue message carries in this run. */
+const PACK = pushPackSize();
 /** Pushes the pusher holds unacknowledged at most: far fewer than DEVICES. */
 const HELD = 50;
 

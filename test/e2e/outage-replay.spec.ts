@@ -1,7 +1,7 @@
 import { Queues } from '@herald/contracts';
 import { queueInfo, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { job } from '../support/fixtures.ts';
+import { job, pushPackSize } from '../support/fixtures.ts';
 import { metric } from '../support/metrics.ts';
 import { clockSecondOf, deliveredSoFar, densestSecond, instrumentPauses, INSTRUMENT_NICENESS, lastSeq, pausesFrom, perSecond, receiveTimes, secondsOverBound, seedDevices } from '../support/rate-measure.ts';
 import { startExtraService, startSystem, type System } from '../support/system.ts';
@@ -50,7 +50,7 @@ describe('replaying a backlog after a pusher outage', () => {
     // PUSH_PACK_SIZE a message (ADR 0016): at least BACKLOG / PUSH_PACK_SIZE messages hold them.
     await waitFor(`${BACKLOG} pushes waiting on ${Queues.apnsSend} with no consumer`, async () => {
       const q = await queueInfo(sys.vhost.name, Queues.apnsSend);
-      return q !== undefined && q.messages >= BACKLOG / Number(process.env['PUSH_PACK_SIZE'] ?? 1) && q.consumers === 0;
+      return q !== undefined && q.messages >= BACKLOG / pushPackSize() && q.consumers === 0;
     }, { timeoutMs: 60_000, intervalMs: 1_000 });
 
     const from = await lastSeq(sys);

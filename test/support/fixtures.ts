@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { DEFAULT_PUSH_PACK_SIZE } from '@herald/config';
 import type { Platform, PushJobInput, TokenKind } from '@herald/contracts';
 import { waitFor } from '@herald/testing';
 import { DEMO_APP, type System } from './system.ts';
@@ -8,6 +9,8 @@ export const fcmToken = (): string => `${randomBytes(11).toString('base64url')}:
 /** A phone's platform; a browser (web) device needs a subscription with keys (test/support/web-push-apps.ts, the sandbox's createWebSubscription). */
 export type PhonePlatform = Exclude<Platform, 'web'>;
 export const tokenFor = (platform: PhonePlatform): string => (platform === 'apns' ? apnsToken() : fcmToken());
+/** Most device pushes a send-queue message carries in this run: the environment's PUSH_PACK_SIZE, else the default (ADR 0016). */
+export const pushPackSize = (): number => Number(process.env['PUSH_PACK_SIZE'] ?? DEFAULT_PUSH_PACK_SIZE);
 export const uniqueUser = (label = 'user'): string => `${label}-${randomUUID().slice(0, 8)}`;
 
 export interface Device {

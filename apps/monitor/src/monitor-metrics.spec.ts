@@ -20,7 +20,7 @@ describe('the monitor’s queue metrics', () => {
     metrics.recordQueues(queues, pushesPerMessage(10));
     expect(await gauge(registry, 'herald_queue_backlog')).toEqual({ 'push.apns.send': 500, 'push.jobs': 30, 'push.apns.send.parked': 4 });
     expect(await gauge(registry, 'herald_queue_messages')).toEqual({ 'push.apns.send': 50, 'push.jobs': 30, 'push.apns.send.parked': 4 });
-    // Without packing (PUSH_PACK_SIZE 1, the default) the two are the same.
+    // Without packing (PUSH_PACK_SIZE 1) the two are the same.
     metrics.recordQueues(queues);
     expect(await gauge(registry, 'herald_queue_backlog')).toEqual({ 'push.apns.send': 50, 'push.jobs': 30, 'push.apns.send.parked': 4 });
   });

@@ -7,6 +7,7 @@
  * fcm-pusher ~185 µs): 250m is ~1,400–1,900 pushes/s of a pusher. No CPU limits: throttling a
  * Node event loop turns into latency and missed heartbeats, while memory is the hard bound.
  */
+import { DEFAULT_PUSH_PACK_SIZE } from '@herald/config';
 import { Queues, type WorkQueue } from '@herald/contracts';
 
 /** How instances share the work (docs/scaling.md says why, per service). */
@@ -63,6 +64,8 @@ export const SHUTDOWN_OVERRUN_MS = 5_000;
 export const RABBITMQ_NODES = 3;
 
 const small = { request: '128Mi', limit: '192Mi' };
+/** Ready device pushes per pusher replica; a send-queue message carries up to PUSH_PACK_SIZE of them (ADR 0016). */
+const PUSHES_PER_PUSHER = 2_000;
 const pusher = (name: string, queue: WorkQueue, measured: string, extra: Partial<ServiceSpec> = {}): ServiceSpec => ({
   name,
   summary: `sends ${queue}`,
@@ -71,7 +74,7 @@ const pusher = (name: string, queue: WorkQueue, measured: string, extra: Partial
   memory: { request: '256Mi', limit: '384Mi', measured },
   cpu: '250m',
   replicas: { min: 2, max: 20 },
-  queues: [{ queue, perReplica: 2_000 }],
+  queues: [{ queue, perReplica: PUSHES_PER_PUSHER / DEFAULT_PUSH_PACK_SIZE }],
   secrets: ['HERALD_SECRET_KEY'],
   providerCredentials: true,
   ...extra,

@@ -1,16 +1,19 @@
 import { bindAddress } from './bind-address.ts';
 import { int, oneOf, postgresUrl, str, urlList } from './vars.ts';
 
-/** Settings every service shares: where the broker and database are, and how to log. */
+/** Device pushes a send-queue message carries unless PUSH_PACK_SIZE says otherwise (ADR 0016). */
+export const DEFAULT_PUSH_PACK_SIZE = 10;
+
 /** Services that publish device pushes to the send queues (demuxer, deschedulers) pack them (ADR 0016). */
 export const pushPackConfig = {
-  PUSH_PACK_SIZE: int('Device pushes carried per RabbitMQ message to a send queue (1: one each); pushers still settle each push on its own. Set it alike for every service, the monitor included (see ADR 0016 before raising it: queue depths then count messages, not pushes; the backlog alarm counts up to this many pushes a send-queue message)', {
-    default: '1',
+  PUSH_PACK_SIZE: int('Most device pushes carried by one RabbitMQ message to a send queue (1: one each); pushers still settle each push on its own and start no more at once than their window (PUSHER_PREFETCH). Set it alike for every service, the monitor included: queue depths count messages, so the backlog alarm counts up to this many pushes a send-queue message (ADR 0016)', {
+    default: String(DEFAULT_PUSH_PACK_SIZE),
     min: 1,
     max: 100,
   }),
 } as const;
 
+/** Settings every service shares: where the broker and database are, and how to log. */
 export const commonConfig = {
   AMQP_URL: urlList(['amqp', 'amqps'], 'RabbitMQ URL, including the vhost; for a cluster, a comma-separated list of its nodes (every connection fails over to a live one)', {
     default: 'amqp://guest:guest@127.0.0.1:5672/',

@@ -83,23 +83,25 @@ export const sharedPusherConfig = {
   RATE_LIMIT_REFRESH_MS: int('How often configured limits and the provider pauses other pushers recorded are re-read (changes take effect within this)', { default: '1000', min: 100 }),
 } as const;
 
-/** Unset: the send window (prefetchFor). */
-const devicePrefetch = optional('Unacknowledged messages a pusher holds at once, each one push or a pack of up to PUSH_PACK_SIZE (unset: PUSHER_BATCH_SIZE × 2 / PUSH_PACK_SIZE, at least 2). A pusher sends at most this many pushes a provider round trip: size it to the rate one pusher should reach × the round trip to Apple or Google (200 pushes, 100 ms: 2,000/s at most)', (raw) => {
+/** Unset: the send window (windowFor). */
+const devicePrefetch = optional('Pushes a pusher sends at once, and RabbitMQ messages it holds (unset: PUSHER_BATCH_SIZE × 2). A message may carry up to PUSH_PACK_SIZE pushes: those beyond this many wait in the process until earlier ones are answered. A pusher sends at most this many pushes a provider round trip: size it to the rate one pusher should reach × the round trip to Apple or Google (200 pushes, 100 ms: 2,000/s at most)', (raw) => {
   if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`must be a whole number of at least 1, got "${raw}"`);
   return Number(raw);
 });
 
 /**
- * A device pusher's prefetch, in messages: by default two batches of pushes when they arrive packed
- * PUSH_PACK_SIZE to a message (ADR 0016), one being sent while the next is claimed. It bounds the
- * pushes in flight, so a pusher sends at most a prefetch's worth a provider round trip: with the
- * sandbox holding every answer 200 ms (`BENCH_PROVIDER_DELAY_MS=200 npm run bench`), 892 pushes/s
- * a pusher by default, CPU-bound at 600. Against a provider that answers at once, more only queues
- * pushes inside the process (their buffers, requests and promises outlive young GC generations
- * and swell the heap) instead of in RabbitMQ, without sending any faster.
+ * A device pusher's window: the pushes it works on at once (by default two batches, one being sent
+ * while the next is claimed), and its prefetch in messages. Packed messages (ADR 0016) bring up to
+ * PUSH_PACK_SIZE pushes each, so the process may hold that many times the window, but the consumer
+ * starts no more than the window at once (`maxInFlight`), however full the packs are. The window
+ * bounds the pushes in flight, so a pusher sends at most a window's worth a provider round trip:
+ * with the sandbox holding every answer 200 ms (`BENCH_PROVIDER_DELAY_MS=200 npm run bench`), 892
+ * pushes/s a pusher by default, CPU-bound at 600. Against a provider that answers at once, a larger
+ * one only queues pushes inside the process (their buffers, requests and promises outlive young GC
+ * generations and swell the heap) instead of in RabbitMQ, without sending any faster.
  */
-export const prefetchFor = (settings: { PUSHER_PREFETCH: number | undefined; PUSHER_BATCH_SIZE: number; PUSH_PACK_SIZE?: number }): number =>
-  settings.PUSHER_PREFETCH ?? Math.max(2, Math.ceil((settings.PUSHER_BATCH_SIZE * 2) / (settings.PUSH_PACK_SIZE ?? 1)));
+export const windowFor = (settings: { PUSHER_PREFETCH: number | undefined; PUSHER_BATCH_SIZE: number }): number =>
+  settings.PUSHER_PREFETCH ?? settings.PUSHER_BATCH_SIZE * 2;
 
 /** Settings the device pushers (APNs, FCM, Web Push) share; each pusher adds its provider's credentials. */
 export const pusherConfig = {

@@ -6,7 +6,7 @@ import { connectBroker } from '@herald/messaging';
 import type { PushProvider } from '@herald/providers';
 import { runService, type ServiceSettings } from '@herald/runtime';
 import { createPusherHandler } from './pusher.ts';
-import { prefetchFor } from './pusher-config.ts';
+import { windowFor } from './pusher-config.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
 import { createPusherLimiter, type RateLimitSettings } from './pusher-limiter.ts';
 import { checkLedgerRetention, startLedgerPruner } from './ledger-pruner.ts';
@@ -22,12 +22,10 @@ export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppD
   AMQP_URL: string;
   DATABASE_URL: string;
   DATABASE_SCHEMA: string;
-  /** Unset: two batches (prefetchFor). */
+  /** Unset: two batches (windowFor). */
   PUSHER_PREFETCH: number | undefined;
   PUSHER_BATCH_SIZE: number;
   PUSHER_BATCH_WAIT_MS: number;
-  /** How the demuxer and deschedulers pack pushes (sets the default prefetch). */
-  PUSH_PACK_SIZE?: number;
   PUSHER_RETRY_DELAYS_MS: readonly number[];
   LEDGER_LEASE_MS: number;
   LEDGER_PRUNE_INTERVAL_MS: number;
@@ -101,7 +99,8 @@ export async function runPusher(
     });
     const consumer = await broker.consume({
       queue: sendQueueFor(platform),
-      prefetch: prefetchFor(config),
+      prefetch: windowFor(config),
+      maxInFlight: windowFor(config),
       batch: { maxSize: config.PUSHER_BATCH_SIZE, maxWaitMs: config.PUSHER_BATCH_WAIT_MS },
       retryDelaysMs: config.PUSHER_RETRY_DELAYS_MS,
       handle,

@@ -52,8 +52,10 @@ export class Batcher<T> {
     return items;
   }
 
-  /** Drops buffered items matching `predicate` (e.g. deliveries from a channel that died). */
-  discard(predicate: (item: T) => boolean): void {
+  /** Drops buffered items matching `predicate` (e.g. deliveries from a channel that died); returns how many. */
+  discard(predicate: (item: T) => boolean): number {
+    const before = this.buffer.length;
     this.buffer = this.buffer.filter((item) => !predicate(item));
+    return before - this.buffer.length;
   }
 }

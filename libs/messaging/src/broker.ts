@@ -114,6 +114,7 @@ class RabbitBroker implements Broker {
 function validate(options: ConsumeOptions): void {
   const problems: string[] = [];
   if (!Number.isInteger(options.prefetch) || options.prefetch < 1) problems.push('prefetch must be an integer ≥ 1');
+  if (options.maxInFlight !== undefined && (!Number.isInteger(options.maxInFlight) || options.maxInFlight < 1)) problems.push('maxInFlight must be an integer ≥ 1');
   // Not bounded by prefetch: a packed message (pack.ts) brings several deliveries.
   if (options.batch && options.batch.maxSize < 1) {
     problems.push('batch.maxSize must be at least 1');

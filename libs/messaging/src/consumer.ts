@@ -37,6 +37,10 @@ export class QueueConsumer implements Consumer {
   /** Each subscription's acks (ack-window.ts): batched per tick, multiple-ack where they are contiguous. */
   private readonly acks = new WeakMap<Channel, AckWindow>();
   private readonly batcher: Batcher<Delivery>;
+  /** Deliveries in the batcher, in handle() or being settled (bounded by options.maxInFlight). */
+  private active = 0;
+  /** Deliveries held beyond options.maxInFlight, oldest first. */
+  private waiting: Delivery[] = [];
   private readonly stopSignal = new AbortController();
   private consecutiveErrors = 0;
   private pausedUntil = 0;
@@ -47,7 +51,7 @@ export class QueueConsumer implements Consumer {
   ) {
     this.queue = options.queue;
     const batch = options.batch ?? { maxSize: 1, maxWaitMs: 0 };
-    this.batcher = new Batcher<Delivery>(batch.maxSize, batch.maxWaitMs, (items) => this.track(this.process(items)), batch.maxConcurrent);
+    this.batcher = new Batcher<Delivery>(batch.maxSize, batch.maxWaitMs, (items) => this.track(this.process(items).finally(() => this.release(items.length))), batch.maxConcurrent);
   }
 
   /** Subscribes; rejects if the first subscription fails (e.g. the queue does not exist). */
@@ -61,7 +65,8 @@ export class QueueConsumer implements Consumer {
     this.stopSignal.abort();
     const channel = this.channel;
     if (channel && this.consumerTag) await channel.cancel(this.consumerTag).catch(() => undefined);
-    for (const d of this.batcher.drain()) this.nack(d);
+    for (const d of [...this.batcher.drain(), ...this.waiting]) this.nack(d);
+    this.waiting = [];
     const settled = Promise.allSettled([...this.inFlight]);
     await Promise.race([settled, sleep(timeoutMs)]);
     if (this.inFlight.size > 0) {
@@ -103,12 +108,33 @@ export class QueueConsumer implements Consumer {
     const delivery: Delivery = { msg, channel, acks, inbound: toInbound(msg, this.queue) };
     this.deps.metrics.consumed.inc({ queue: this.queue });
     if (this.stopping) return this.nack(delivery);
-    if (isPacked(msg.properties.contentType as string | undefined, delivery.inbound.headers)) parts(delivery).forEach((d) => this.batcher.add(d));
-    else this.batcher.add(delivery);
+    if (isPacked(msg.properties.contentType as string | undefined, delivery.inbound.headers)) parts(delivery).forEach((d) => this.admit(d));
+    else this.admit(delivery);
+  }
+
+  /** To the batcher, or to the waiting line while options.maxInFlight deliveries are in hand. */
+  private admit(d: Delivery): void {
+    if (this.options.maxInFlight !== undefined && this.active >= this.options.maxInFlight) {
+      this.waiting.push(d);
+      return;
+    }
+    this.active++;
+    this.batcher.add(d);
+  }
+
+  /** `n` deliveries are settled, given back or dropped: as many waiting ones take their place. */
+  private release(n: number): void {
+    this.active -= n;
+    const room = (this.options.maxInFlight ?? Infinity) - this.active;
+    if (room <= 0 || this.waiting.length === 0 || this.stopping) return;
+    const next = this.waiting.length <= room ? this.waiting : this.waiting.slice(0, room);
+    this.waiting = this.waiting.length <= room ? [] : this.waiting.slice(room);
+    next.forEach((d) => this.admit(d));
   }
 
   private onChannelClosed(channel: Channel): void {
-    this.batcher.discard((d) => d.channel === channel);
+    this.waiting = this.waiting.filter((d) => d.channel !== channel);
+    this.release(this.batcher.discard((d) => d.channel === channel));
     if (this.channel !== channel) return;
     this.channel = undefined;
     if (this.stopping) return;

@@ -4,7 +4,7 @@ import { HeraldHeaders } from './headers.ts';
 import { PACK_IDS_HEADER, PACKED_CONTENT_TYPE } from './pack.ts';
 import { recordingHandler, startTestBroker, takeMessage, waitForMessage, type TestBroker } from './test-helpers.ts';
 import { mergeTopologies, retryTopology, workQueueTopology } from './topology.ts';
-import type { InboundMessage, OutboundMessage, Outcome } from './types.ts';
+import type { ConsumeOptions, InboundMessage, OutboundMessage, Outcome } from './types.ts';
 
 describe('packed messages: several JSON bodies per AMQP message, each settled on its own', () => {
   let t: TestBroker;
@@ -18,6 +18,9 @@ describe('packed messages: several JSON bodies per AMQP message, each settled on
     Array.from({ length: count }, (_, i) => ({ exchange: 'p.exchange', routingKey: queue, body: { id: `${prefix}${i}`, text: 'line\nbreak' }, messageId: `${prefix}${i}` }));
   const idOf = (m: InboundMessage): string => (JSON.parse(m.body.toString()) as { id: string }).id;
   const readyIn = async (queue: string): Promise<number> => (await t.broker.queueCounts([queue])).get(queue)?.ready ?? -1;
+  /** Holds four packed messages, works on `maxInFlight` parts at once, in batches of five. */
+  const windowed = (queue: string, maxInFlight: number, handle: ConsumeOptions['handle']) =>
+    t.broker.consume({ queue, prefetch: 4, maxInFlight, batch: { maxSize: 5, maxWaitMs: 5 }, retryDelaysMs: [200], handle });
 
   beforeAll(async () => {
     t = await startTestBroker('msg-pack');
@@ -86,6 +89,47 @@ describe('packed messages: several JSON bodies per AMQP message, each settled on
     await consumer.stop(1000);
     expect(seen.slice(0, 2)).toEqual(['y0', 'y1']);
     expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
+  it('works on at most maxInFlight parts at once, however many packed messages the prefetch holds', async () => {
+    const queue = await freshQueue();
+    await t.broker.publisher.publishMany(bodies(queue, 40, 'w'), { packMax: 10 });
+    let inHandle = 0;
+    let peak = 0;
+    const seen: string[] = [];
+    let readyWhileWorking = -1;
+    const consumer = await windowed(queue, 10, async (ms) => {
+      inHandle += ms.length;
+      peak = Math.max(peak, inHandle);
+      seen.push(...ms.map(idOf));
+      if (seen.length === 20) readyWhileWorking = await readyIn(queue);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      inHandle -= ms.length;
+      return ms.map(() => ({ kind: 'ack' }) as const);
+    });
+    await waitFor('40 parts handled', () => seen.length === 40);
+    await consumer.stop(1000);
+    // All four messages came at once (nothing left in the queue halfway), yet never more than ten parts were in hand.
+    expect(readyWhileWorking).toBe(0);
+    expect(peak).toBe(10);
+    expect(seen).toEqual(Array.from({ length: 40 }, (_, i) => `w${i}`));
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
+  it('gives back the messages of parts still waiting when it stops', async () => {
+    const queue = await freshQueue();
+    await t.broker.publisher.publishMany(bodies(queue, 40, 's'), { packMax: 10 });
+    let started = 0;
+    const consumer = await windowed(queue, 5, async (ms) => {
+      started += ms.length;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return ms.map(() => ({ kind: 'ack' }) as const);
+    });
+    await waitFor('the first parts in hand', () => started > 0);
+    await consumer.stop(2000);
+    // The first message's other five parts were waiting: it goes back whole, with the three behind it.
+    expect(started).toBe(5);
+    expect(await readyIn(queue)).toBe(4);
   });
 
   it('sends a message with headers, an expiry or a lone body as it is', async () => {

@@ -108,6 +108,14 @@ export interface ConsumeOptions {
      */
     maxConcurrent?: number;
   };
+  /**
+   * At most this many deliveries in handle() or being settled at once, each part of a packed
+   * message counting as one (default: no bound but the prefetch). The prefetch counts messages, so
+   * with packed messages it bounds what the process holds, not the work it does at once: deliveries
+   * beyond this wait in the process, in the order they came, and go to the batches as earlier ones
+   * are settled.
+   */
+  maxInFlight?: number;
   /** Attempt n (1-based) that returns retry waits retryDelaysMs[n-1]; afterwards the message is parked. */
   retryDelaysMs: readonly number[];
   /**
