@@ -39,8 +39,10 @@ export class QueueConsumer implements Consumer {
   private readonly batcher: Batcher<Delivery>;
   /** Deliveries in the batcher, in handle() or being settled (bounded by options.maxInFlight). */
   private active = 0;
-  /** Deliveries held beyond options.maxInFlight, oldest first. */
+  /** Messages held beyond options.maxInFlight, oldest first; a packed one stays whole until it goes in. */
   private waiting: Delivery[] = [];
+  /** The parts of the packed message going in that have not found room yet. */
+  private rest: Delivery[] = [];
   private readonly stopSignal = new AbortController();
   private consecutiveErrors = 0;
   private pausedUntil = 0;
@@ -65,7 +67,8 @@ export class QueueConsumer implements Consumer {
     this.stopSignal.abort();
     const channel = this.channel;
     if (channel && this.consumerTag) await channel.cancel(this.consumerTag).catch(() => undefined);
-    for (const d of [...this.batcher.drain(), ...this.waiting]) this.nack(d);
+    for (const d of [...this.batcher.drain(), ...this.rest, ...this.waiting]) this.nack(d);
+    this.rest = [];
     this.waiting = [];
     const settled = Promise.allSettled([...this.inFlight]);
     await Promise.race([settled, sleep(timeoutMs)]);
@@ -108,32 +111,34 @@ export class QueueConsumer implements Consumer {
     const delivery: Delivery = { msg, channel, acks, inbound: toInbound(msg, this.queue) };
     this.deps.metrics.consumed.inc({ queue: this.queue });
     if (this.stopping) return this.nack(delivery);
-    if (isPacked(msg.properties.contentType as string | undefined, delivery.inbound.headers)) parts(delivery).forEach((d) => this.admit(d));
-    else this.admit(delivery);
+    this.waiting.push(delivery);
+    this.pump();
   }
 
-  /** To the batcher, or to the waiting line while options.maxInFlight deliveries are in hand. */
-  private admit(d: Delivery): void {
-    if (this.options.maxInFlight !== undefined && this.active >= this.options.maxInFlight) {
-      this.waiting.push(d);
-      return;
+  /** Hands waiting deliveries to the batcher, a packed message part by part, while fewer than options.maxInFlight are in hand. */
+  private pump(): void {
+    const max = this.options.maxInFlight ?? Infinity;
+    while (this.active < max && !this.stopping) {
+      if (this.rest.length === 0) {
+        const next = this.waiting.shift();
+        if (next === undefined) return;
+        this.rest = isPacked(next.msg.properties.contentType as string | undefined, next.inbound.headers) ? parts(next) : [next];
+      }
+      const going = this.rest.splice(0, max - this.active);
+      this.active += going.length;
+      going.forEach((d) => this.batcher.add(d));
     }
-    this.active++;
-    this.batcher.add(d);
   }
 
-  /** `n` deliveries are settled, given back or dropped: as many waiting ones take their place. */
+  /** `n` deliveries were settled, given back or dropped: waiting ones take their place. */
   private release(n: number): void {
     this.active -= n;
-    const room = (this.options.maxInFlight ?? Infinity) - this.active;
-    if (room <= 0 || this.waiting.length === 0 || this.stopping) return;
-    const next = this.waiting.length <= room ? this.waiting : this.waiting.slice(0, room);
-    this.waiting = this.waiting.length <= room ? [] : this.waiting.slice(room);
-    next.forEach((d) => this.admit(d));
+    this.pump();
   }
 
   private onChannelClosed(channel: Channel): void {
     this.waiting = this.waiting.filter((d) => d.channel !== channel);
+    this.rest = this.rest.filter((d) => d.channel !== channel);
     this.release(this.batcher.discard((d) => d.channel === channel));
     if (this.channel !== channel) return;
     this.channel = undefined;
