@@ -97,10 +97,11 @@ export async function runPusher(
       leaseMs: config.LEDGER_LEASE_MS,
       ...(limiter !== undefined && { limiter, signal: stopping.signal }),
     });
+    const sendWindow = windowFor(config);
     const consumer = await broker.consume({
       queue: sendQueueFor(platform),
-      prefetch: windowFor(config),
-      maxInFlight: windowFor(config),
+      prefetch: sendWindow,
+      maxInFlight: sendWindow,
       batch: { maxSize: config.PUSHER_BATCH_SIZE, maxWaitMs: config.PUSHER_BATCH_WAIT_MS },
       retryDelaysMs: config.PUSHER_RETRY_DELAYS_MS,
       handle,
