@@ -21,7 +21,7 @@ import type { SandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { sandboxProcessOf, startSystem, type System } from '../../../test/support/system.ts';
 import { publishBenchJobs, seedBenchDevices } from './bench-load.ts';
 import { peakRssMb } from './proc.ts';
-import { listenerPids, postgresBackendsOf, postgresServerPids, ProcessSetCpu } from './proc-sockets.ts';
+import { listenerPids, PostgresProcesses, ProcessSetCpu } from './proc-sockets.ts';
 import type { SendCommand, SentReport } from './peer-adapter.ts';
 import { formatCpuTable, formatSummary, median, type Measured } from './peer-report.ts';
 
@@ -73,12 +73,15 @@ async function measure<T>(meters: Meters, work: () => Promise<T>): Promise<{ res
 const usPerPush = (cpuMs: Record<string, number>, pushes: number): Record<string, number> =>
   Object.fromEntries(Object.entries(cpuMs).map(([name, ms]) => [name, Math.round((ms * 1000) / pushes)]));
 
+/** PostgreSQL's processes, asked each second by the meters of both sides. */
+const postgres = new PostgresProcesses();
+
 /** The RabbitMQ node we use (listening on the AMQP URL's port) and PostgreSQL's own server processes: shared, so also a noise gauge. */
 function sharedServerMeters(amqpPort: number): Meters {
   const beam = listenerPids(amqpPort);
   return {
     [`beam.smp (RabbitMQ :${amqpPort})`]: new ProcessSetCpu(() => beam),
-    'postgres (server processes, shared)': new ProcessSetCpu(() => postgresServerPids()),
+    'postgres (server processes, shared)': new ProcessSetCpu(() => postgres.server()),
   };
 }
 
@@ -138,7 +141,7 @@ async function runHerald(sys: System, sandbox: SandboxProcess, count: number, id
   const meters: Meters = {
     ...Object.fromEntries([...sys.services].map(([name, s]) => [name, onePid(s.pid)])),
     ...sharedServerMeters(amqpPort),
-    'postgres (backends of herald)': new ProcessSetCpu(() => postgresBackendsOf([...heraldPids, process.pid])),
+    'postgres (backends of herald)': new ProcessSetCpu(() => postgres.backendsOf(() => [...heraldPids, process.pid])),
     sandbox: onePid(sandbox.child.pid),
     'load generator': onePid(process.pid),
   };

@@ -5,7 +5,8 @@
  * PostgreSQL backend counts when its client port is one of our processes' sockets, and beam.smp when
  * it listens on the broker port we use. Read from Linux's /proc only.
  */
-import { cpuMs, listenerOf, localPortsOf, postgresProcesses } from './proc.ts';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { cpuMs, listenerOf, localPortsOf } from './proc.ts';
 
 /** The process holding a listening socket on `port` (e.g. beam.smp on 5672), as a list (empty if none). */
 export function listenerPids(port: number): number[] {
@@ -13,11 +14,82 @@ export function listenerPids(port: number): number[] {
   return pid === undefined ? [] : [pid];
 }
 
-/** PostgreSQL backends serving connections that `clients` opened to `pgPort` (by the client port in the backend's title). */
-export const postgresBackendsOf = (clients: number[], pgPort = 5432): number[] => postgresProcesses(pgPort, localPortsOf(clients)).ours;
+/**
+ * PostgreSQL's processes under the server on `pgPort`, found cheaply enough to ask each second while
+ * a round runs. Finding the server by its listening socket reads every process's file descriptors
+ * (20–35 ms of CPU on this machine), and so does finding which client ports are ours: asked afresh
+ * each second, that was 5–10% of a core taken from the system under test. So the server is found
+ * once, its children are read from /proc/<pid>/task/<tid>/children, a backend's client port from its
+ * title when it first appears (a backend serves one connection), and the clients' ports again only
+ * when a backend appears whose port is not among them (once for each such backend).
+ */
+export class PostgresProcesses {
+  private root: number | undefined;
+  /** Backend or server process → its client's port (undefined: one of the server's own processes). */
+  private readonly clientPortOf = new Map<number, number | undefined>();
+  private clientPorts = new Set<number>();
+  /** Backends found to serve another client (asked once each). */
+  private readonly others = new Set<number>();
 
-/** PostgreSQL's own processes (postmaster, walwriter, checkpointer, …): not a client's backend. */
-export const postgresServerPids = (pgPort = 5432): number[] => postgresProcesses(pgPort, new Set()).server;
+  constructor(private readonly pgPort = 5432) {}
+
+  /** PostgreSQL's own processes (postmaster, WAL writer, checkpointer, …): not a client's backend. */
+  server(): number[] {
+    const root = this.serverPid();
+    return root === undefined ? [] : [root, ...this.children(root).filter((pid) => this.portOf(pid) === undefined)];
+  }
+
+  /** Backends serving connections that `clients` opened to the server. */
+  backendsOf(clients: () => readonly number[]): number[] {
+    const root = this.serverPid();
+    if (root === undefined) return [];
+    const backends = this.children(root).flatMap((pid) => {
+      const port = this.portOf(pid);
+      return port === undefined ? [] : [{ pid, port }];
+    });
+    const unknown = backends.filter((b) => !this.clientPorts.has(b.port) && !this.others.has(b.pid));
+    if (unknown.length > 0) {
+      this.clientPorts = localPortsOf(clients());
+      for (const b of unknown) if (!this.clientPorts.has(b.port)) this.others.add(b.pid);
+    }
+    return backends.filter((b) => this.clientPorts.has(b.port)).map((b) => b.pid);
+  }
+
+  private serverPid(): number | undefined {
+    if (this.root === undefined || !existsSync(`/proc/${this.root}`)) {
+      this.root = listenerOf(this.pgPort);
+      this.clientPortOf.clear();
+      this.others.clear();
+    }
+    return this.root;
+  }
+
+  private children(pid: number): number[] {
+    const out: number[] = [];
+    try {
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ')) if (child !== '') out.push(Number(child));
+      }
+    } catch {
+      // gone meanwhile
+    }
+    return out;
+  }
+
+  private portOf(pid: number): number | undefined {
+    if (!this.clientPortOf.has(pid)) {
+      let port: number | undefined;
+      try {
+        const client = /\(([0-9]+)\)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1];
+        port = client === undefined ? undefined : Number(client);
+      } catch {
+        return undefined; // exited meanwhile: asked again if it is listed again
+      }
+      this.clientPortOf.set(pid, port);
+    }
+    return this.clientPortOf.get(pid);
+  }
+}
 
 /**
  * CPU ms of a changing set of processes over a window: sample() while it runs (each second or so);
