@@ -36,7 +36,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          include: ['libs/*/src/**/*.int.spec.ts', 'apps/*/src/**/*.int.spec.ts'],
+          include: ['libs/*/src/**/*.int.spec.ts', 'apps/*/src/**/*.int.spec.ts', 'tools/*/src/**/*.int.spec.ts'],
           exclude: TIMED_LIBS,
           testTimeout: 60_000,
           hookTimeout: 60_000,
