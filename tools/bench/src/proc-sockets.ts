@@ -76,16 +76,22 @@ export class PostgresProcesses {
     return out;
   }
 
+  /**
+   * Kept once the process has its own title ("postgres: 15/main: user db 127.0.0.1(54321) idle", or
+   * "postgres: 15/main: checkpointer"); a backend forked a moment ago still shows the server's
+   * command line, so it is asked again at the next sample.
+   */
   private portOf(pid: number): number | undefined {
     if (!this.clientPortOf.has(pid)) {
-      let port: number | undefined;
+      let title: string;
       try {
-        const client = /\(([0-9]+)\)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1];
-        port = client === undefined ? undefined : Number(client);
+        title = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
       } catch {
-        return undefined; // exited meanwhile: asked again if it is listed again
+        return undefined; // exited meanwhile
       }
-      this.clientPortOf.set(pid, port);
+      if (!title.startsWith('postgres:')) return undefined;
+      const client = /\(([0-9]+)\)/.exec(title)?.[1];
+      this.clientPortOf.set(pid, client === undefined ? undefined : Number(client));
     }
     return this.clientPortOf.get(pid);
   }
