@@ -6,7 +6,7 @@
  * it listens on the broker port we use. Read from Linux's /proc only.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { cpuMs, listenerOf, localPortsOf } from './proc.ts';
+import { clientPortInTitle, cpuMs, listenerOf, localPortsOf } from './proc.ts';
 
 /** The process holding a listening socket on `port` (e.g. beam.smp on 5672), as a list (empty if none). */
 export function listenerPids(port: number): number[] {
@@ -90,8 +90,7 @@ export class PostgresProcesses {
         return undefined; // exited meanwhile
       }
       if (!title.startsWith('postgres:')) return undefined;
-      const client = /\(([0-9]+)\)/.exec(title)?.[1];
-      this.clientPortOf.set(pid, client === undefined ? undefined : Number(client));
+      this.clientPortOf.set(pid, clientPortInTitle(title));
     }
     return this.clientPortOf.get(pid);
   }

@@ -123,6 +123,12 @@ export function localPortsByPid(pids: readonly number[]): Map<number, Set<number
   return byPid;
 }
 
+/** The client port in a PostgreSQL backend's process title ("postgres: 15/main: user db 127.0.0.1(54321) idle"); undefined for the server's own processes. */
+export function clientPortInTitle(title: string): number | undefined {
+  const client = /\(([0-9]+)\)/.exec(title)?.[1];
+  return client === undefined ? undefined : Number(client);
+}
+
 /** PostgreSQL backends under the server listening on `port`, by the client port each serves (from its process title). */
 export function postgresBackends(port: number): { backends: Map<number, number>; server: number[] } {
   const root = listenerOf(port);
@@ -135,9 +141,9 @@ export function postgresBackends(port: number): { backends: Map<number, number>;
     } catch {
       continue;
     }
-    const client = /\(([0-9]+)\)/.exec(title)?.[1];
+    const client = clientPortInTitle(title);
     if (client === undefined) out.server.push(pid);
-    else out.backends.set(pid, Number(client));
+    else out.backends.set(pid, client);
   }
   return out;
 }
@@ -159,21 +165,9 @@ export function localPortsOf(pids: readonly number[]): Set<number> {
  * backends of other clients, and the server's own (postmaster, WAL writer, checkpointer, …).
  */
 export function postgresProcesses(port: number, clientPorts: ReadonlySet<number>): { ours: number[]; others: number[]; server: number[] } {
-  const root = listenerOf(port);
-  const out = { ours: [] as number[], others: [] as number[], server: [] as number[] };
-  if (root === undefined) return out;
-  for (const pid of processTree(root)) {
-    let title: string;
-    try {
-      title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-    } catch {
-      continue;
-    }
-    const client = /\(([0-9]+)\)/.exec(title)?.[1];
-    if (client === undefined) out.server.push(pid);
-    else if (clientPorts.has(Number(client))) out.ours.push(pid);
-    else out.others.push(pid);
-  }
+  const { backends, server } = postgresBackends(port);
+  const out = { ours: [] as number[], others: [] as number[], server };
+  for (const [pid, client] of backends) (clientPorts.has(client) ? out.ours : out.others).push(pid);
   return out;
 }
 
