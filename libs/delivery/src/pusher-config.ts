@@ -57,7 +57,7 @@ export const proxyUrlVar = (description: string): VarSpec<string | undefined> =>
 export const sharedPusherConfig = {
   PUSHER_PREFETCH: int('Unacknowledged pushes a pusher holds at once', { default: '500', min: 1 }),
   PUSHER_BATCH_SIZE: int('Pushes claimed in the ledger together (one query per batch)', { default: '100', min: 1 }),
-  PUSHER_BATCH_WAIT_MS: int('How long to wait to fill a batch before sending what arrived', { default: '2', min: 0 }),
+  PUSHER_BATCH_WAIT_MS: int('How long a batch waits to fill while pushes keep coming (a push after a quiet spell goes at once)', { default: '10', min: 0 }),
   PUSHER_RETRY_DELAYS_MS: intList('Retry schedule for transient provider failures: delay before each attempt, in ms', {
     default: '1000,5000,30000,120000,600000',
   }),

@@ -31,9 +31,52 @@ describe('Batcher with maxConcurrent (group commit)', () => {
     const batches: number[][] = [];
     const b = new Batcher<number>(10, 20, (items) => void batches.push(items));
     b.add(1);
+    await tick();
+    expect(batches).toEqual([[1]]); // after a quiet spell: at once (see below)
     b.add(2);
-    expect(batches).toEqual([]);
+    b.add(3);
+    await tick();
+    expect(batches).toEqual([[1]]); // in a stream: it waits to fill
     await new Promise((r) => setTimeout(r, 40));
-    expect(batches).toEqual([[1, 2]]);
+    expect(batches).toEqual([[1], [2, 3]]);
+  });
+});
+
+describe('Batcher with maxWaitMs', () => {
+  it('sends what comes after a quiet spell at the end of the turn, together, and holds a stream up to maxWaitMs', async () => {
+    const batches: Array<{ items: number[]; at: number }> = [];
+    const started = performance.now();
+    const b = new Batcher<number>(100, 30, (items) => void batches.push({ items, at: performance.now() - started }));
+    // Quiet so far: a packed message's three parts, added in one turn, go together at the end of it.
+    b.add(1);
+    b.add(2);
+    b.add(3);
+    expect(batches).toEqual([]);
+    await tick();
+    expect(batches.map((x) => x.items)).toEqual([[1, 2, 3]]);
+    // Within maxWaitMs of that flush: a stream, so the batch fills for maxWaitMs.
+    b.add(4);
+    await new Promise((r) => setTimeout(r, 10));
+    b.add(5);
+    await tick();
+    expect(batches).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(batches.map((x) => x.items)).toEqual([[1, 2, 3], [4, 5]]);
+    const [first, second] = batches;
+    expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(28);
+    // Quiet again (more than maxWaitMs since the last flush): at once.
+    await new Promise((r) => setTimeout(r, 40));
+    b.add(6);
+    await tick();
+    expect(batches.map((x) => x.items).at(-1)).toEqual([6]);
+  });
+
+  it('drain() cancels the pending flush', async () => {
+    const batches: number[][] = [];
+    const b = new Batcher<number>(10, 20, (items) => void batches.push(items));
+    b.add(1);
+    expect(b.drain()).toEqual([1]);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(batches).toEqual([]);
   });
 });

@@ -1,5 +1,9 @@
 /**
  * Collects items until `maxSize` are buffered or `maxWaitMs` passed since the first, then flushes.
+ * Only in a stream, though: an item that comes after a quiet spell (nothing flushed for `maxWaitMs`)
+ * goes at the end of this turn of the event loop, with whatever else the turn brought (a packed
+ * message's parts, the deliveries of one socket read). So a lone push is not held back, and at a
+ * steady rate batches fill for up to `maxWaitMs`, sharing their queries among more items.
  *
  * With `maxConcurrent` (group commit): at most that many flushed batches are being worked on at
  * once (onFlush's promise); while that many are, items wait, and when one ends everything waiting
@@ -9,7 +13,9 @@
  */
 export class Batcher<T> {
   private buffer: T[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  /** Cancels the pending flush (a timer, or an immediate after a quiet spell). */
+  private cancelPending: (() => void) | undefined;
+  private lastFlushAt = Number.NEGATIVE_INFINITY;
   private running = 0;
 
   constructor(
@@ -23,13 +29,20 @@ export class Batcher<T> {
     this.buffer.push(item);
     if (this.running >= this.maxConcurrent) return; // the next batch starts when one ends
     if (this.buffer.length >= this.maxSize || this.maxWaitMs <= 0) return this.flush();
-    this.timer ??= setTimeout(() => this.flush(), this.maxWaitMs);
+    if (this.cancelPending !== undefined) return;
+    if (performance.now() - this.lastFlushAt >= this.maxWaitMs) {
+      const immediate = setImmediate(() => this.flush());
+      this.cancelPending = () => clearImmediate(immediate);
+    } else {
+      const timer = setTimeout(() => this.flush(), this.maxWaitMs);
+      this.cancelPending = () => clearTimeout(timer);
+    }
   }
 
   flush(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancel();
     if (this.buffer.length === 0 || this.running >= this.maxConcurrent) return;
+    this.lastFlushAt = performance.now();
     const items = this.buffer.length <= this.maxSize ? this.buffer : this.buffer.slice(0, this.maxSize);
     this.buffer = this.buffer.length <= this.maxSize ? [] : this.buffer.slice(this.maxSize);
     if (this.maxConcurrent === Infinity) {
@@ -45,11 +58,15 @@ export class Batcher<T> {
 
   /** Empties the buffer without flushing; returns what was in it. */
   drain(): T[] {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancel();
     const items = this.buffer;
     this.buffer = [];
     return items;
+  }
+
+  private cancel(): void {
+    this.cancelPending?.();
+    this.cancelPending = undefined;
   }
 
   /** Drops buffered items matching `predicate` (e.g. deliveries from a channel that died); returns how many. */
