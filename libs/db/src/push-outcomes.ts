@@ -52,7 +52,7 @@ const clip = (s: string | undefined): string | null =>
   s === undefined ? null : s.length > TEXT_MAX ? `${s.slice(0, TEXT_MAX - 1)}…` : s;
 
 /**
- * Upsert outcomes keyed by push id (one statement, in push_id order): a redelivered push
+ * Upsert outcomes keyed by (job id, push id) (one statement, in push_id order): a redelivered push
  * overwrites its outcome rather than counting twice, and a delivered push stays delivered (a later
  * duplicate copy parked or expired does not undo a delivery). With `pool` (the pool under `db`, not
  * inside a transaction) it runs as a prepared statement (prepared.ts): pushers write one a batch.
@@ -73,7 +73,7 @@ export function upsertOutcomesStatement(entries: readonly PushOutcomeEntry[]): R
       ${rows.map((r) => r.platform ?? null)}::text[], ${rows.map((r) => r.deviceId ?? null)}::text[])
       as i(push_id, job_id, outcome, code, reason, provider_message_id, platform, device_id)
     order by push_id
-    on conflict (push_id) do update set outcome = excluded.outcome, code = excluded.code, reason = excluded.reason,
+    on conflict (job_id, push_id) do update set outcome = excluded.outcome, code = excluded.code, reason = excluded.reason,
       provider_message_id = excluded.provider_message_id, platform = coalesce(excluded.platform, push_outcomes.platform),
       device_id = coalesce(excluded.device_id, push_outcomes.device_id), updated_at = now()
       where push_outcomes.outcome <> 'delivered'`;
@@ -109,7 +109,7 @@ export async function listJobPushes(
       select s.push_id, 'scheduled', null, null, null, s.platform, s.payload->>'deviceId', s.due_at, s.created_at
       from scheduled_pushes s
       where s.job_id = ${jobId} and (${after}::uuid is null or s.push_id > ${after}::uuid)
-        and not exists (select 1 from push_outcomes o where o.push_id = s.push_id)
+        and not exists (select 1 from push_outcomes o where o.job_id = s.job_id and o.push_id = s.push_id)
       order by push_id
       limit ${page.limit}
     ) p

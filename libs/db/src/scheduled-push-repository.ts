@@ -85,7 +85,7 @@ export function createScheduledPushRepository(
         ), recorded as (
           insert into push_outcomes (push_id, job_id, outcome, reason, platform, device_id)
           select push_id, job_id, 'cancelled', 'cancelled while scheduled (DELETE /v1/jobs/:id)', platform, device_id from gone order by push_id
-          on conflict (push_id) do update set outcome = excluded.outcome, code = null, reason = excluded.reason, provider_message_id = null, updated_at = now()
+          on conflict (job_id, push_id) do update set outcome = excluded.outcome, code = null, reason = excluded.reason, provider_message_id = null, updated_at = now()
             where push_outcomes.outcome <> 'delivered'
         )
         select count(*) as removed from gone`.execute(db);
