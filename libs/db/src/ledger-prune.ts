@@ -18,11 +18,7 @@ export async function pruneLedger(
   batchSize = DEFAULT_PRUNE_BATCH,
   signal?: AbortSignal,
 ): Promise<number> {
-  const before = olderThan.toISOString();
-  const batch = sql`
-    select push_id from delivery_ledger
-    where claimed_at < ${before}::timestamptz and (completed_at is null or completed_at < ${before}::timestamptz)
-    order by claimed_at limit ${batchSize}`;
+  const batch = pruneBatch(olderThan, batchSize);
   let total = 0;
   while (signal?.aborted !== true) {
     const result = await sql`delete from delivery_ledger where push_id in (${batch})`.execute(db);
@@ -32,6 +28,12 @@ export async function pruneLedger(
   }
   return total;
 }
+
+/** The push ids of the next `batchSize` entries to prune (pruneLedger), oldest claim first. */
+export const pruneBatch = (olderThan: Date, batchSize: number) => sql<{ push_id: string }>`
+  select push_id from delivery_ledger
+  where claimed_at < ${olderThan.toISOString()}::timestamptz and (completed_at is null or completed_at < ${olderThan.toISOString()}::timestamptz)
+  order by claimed_at limit ${batchSize}`;
 
 /**
  * The advisory lock that lets one process at a time prune: (class, hashtext(schema)), so pushers
