@@ -170,6 +170,31 @@ describe('DeliveryLedger', () => {
     expect(await t.db.ledger.claimLive([], 'pusher-1', LEASE)).toEqual(new Map());
   });
 
+  it('marks pushes done in place: the mark writes no second set of index entries (a HOT update)', async () => {
+    // The statements as the pushers send them, on one connection in one transaction, whose own
+    // counters PostgreSQL keeps (pg_stat_get_xact_*); rolled back, so the ledger keeps nothing.
+    // Ten pushes: their marked versions (under 1 KB) fit in the 30% the fill factor keeps free on
+    // any page their claims went to, even with the claims' own versions still live.
+    const pushIds = ids(10);
+    const counters = sql<{ updated: string; hot: string }>`
+      select pg_stat_get_xact_tuples_updated('delivery_ledger'::regclass) as updated,
+             pg_stat_get_xact_tuples_hot_updated('delivery_ledger'::regclass) as hot`;
+    const counts = await t.db.kysely.connection().execute(async (conn) => {
+      await sql`begin`.execute(conn);
+      try {
+        // The connection's counts not yet reported to the statistics count too: compare before and after.
+        const [before] = (await counters.execute(conn)).rows;
+        await claimStatement(pushIds, 'pusher-1', LEASE).execute(conn);
+        await completeStatement(new Map(pushIds.map((id) => [id, 'delivered']))).execute(conn);
+        const [after] = (await counters.execute(conn)).rows;
+        return { updated: Number(after?.updated) - Number(before?.updated), hot: Number(after?.hot) - Number(before?.hot) };
+      } finally {
+        await sql`rollback`.execute(conn);
+      }
+    });
+    expect(counts).toEqual({ updated: 10, hot: 10 });
+  });
+
   it('the prepared claims and complete never scan the ledger, even with a plan made while it was empty', async () => {
     // A prepared statement keeps its generic plan. Made on a new schema's empty ledger, a join back
     // to it planned a sequential scan that then ran for every batch as the table grew.
