@@ -27,18 +27,24 @@ describe('Batcher with maxConcurrent (group commit)', () => {
     expect(batches.at(-1)).toEqual([6]); // idle again: at once
   });
 
-  it('keeps maxWaitMs for items arriving while fewer batches are in flight, and no bound without maxConcurrent', async () => {
+  it('keeps maxWaitMs for items arriving while fewer than maxConcurrent batches are in flight', async () => {
     const batches: number[][] = [];
-    const b = new Batcher<number>(10, 20, (items) => void batches.push(items));
+    const b = new Batcher<number>(10, 20, (items) => {
+      batches.push(items);
+      return new Promise<void>(() => undefined); // stays in flight
+    }, 2);
     b.add(1);
     await tick();
-    expect(batches).toEqual([[1]]); // after a quiet spell: at once (see below)
+    expect(batches).toEqual([[1]]); // after a quiet spell: at once
     b.add(2);
     b.add(3);
     await tick();
-    expect(batches).toEqual([[1]]); // in a stream: it waits to fill
+    expect(batches).toEqual([[1]]); // in a stream, one batch of two in flight: it waits to fill
     await new Promise((r) => setTimeout(r, 40));
     expect(batches).toEqual([[1], [2, 3]]);
+    b.add(4);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(batches).toEqual([[1], [2, 3]]); // two in flight: it waits for one to end
   });
 });
 
@@ -69,6 +75,16 @@ describe('Batcher with maxWaitMs', () => {
     b.add(6);
     await tick();
     expect(batches.map((x) => x.items).at(-1)).toEqual([6]);
+  });
+
+  it('without maxConcurrent, sends every batch however many are still in flight', () => {
+    const batches: number[][] = [];
+    const b = new Batcher<number>(1, 20, (items) => {
+      batches.push(items);
+      return new Promise<void>(() => undefined); // never ends
+    });
+    for (const i of [1, 2, 3]) b.add(i);
+    expect(batches).toEqual([[1], [2], [3]]);
   });
 
   it('drain() cancels the pending flush', async () => {
