@@ -5,10 +5,10 @@ export const demuxerConfig = {
   ...pushPackConfig,
   DEMUXER_PREFETCH: int('Unacknowledged jobs the demuxer holds at once', { default: '200', min: 1 }),
   DEMUXER_BATCH_SIZE: int('Jobs targeted together with one database query', { default: '100', min: 1 }),
-  DEMUXER_BATCH_WAIT_MS: int('How long to wait to fill a batch before handling what arrived (while fewer than DEMUXER_BATCHES_IN_FLIGHT are being handled)', {
-    default: '0',
-    min: 0,
-  }),
+  DEMUXER_BATCH_WAIT_MS: int(
+    'How long jobs arriving while a batch is being handled may wait to fill the next one, before it starts alongside (at most DEMUXER_BATCHES_IN_FLIGHT at once; a job arriving while none is being handled goes at once)',
+    { default: '10', min: 0 },
+  ),
   DEMUXER_BATCH_USERS: int(
     'Target users handled together: a batch of jobs is targeted, recorded and published in parts of at most this many users (a job naming more goes alone), so the device pushes a batch holds in memory follow its users, not its job count',
     { default: '1000', min: 1 },

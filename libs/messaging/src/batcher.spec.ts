@@ -3,14 +3,20 @@ import { Batcher } from './batcher.ts';
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
+/** A Batcher whose batches stay in flight until their `ends` entry is called. */
+function heldBatcher(maxSize: number, maxWaitMs: number, maxConcurrent?: number) {
+  const batches: number[][] = [];
+  const ends: Array<() => void> = [];
+  const b = new Batcher<number>(maxSize, maxWaitMs, (items) => {
+    batches.push(items);
+    return new Promise<void>((r) => ends.push(r));
+  }, maxConcurrent);
+  return { b, batches, ends };
+}
+
 describe('Batcher with maxConcurrent (group commit)', () => {
   it('sends the first item at once, and what arrives while a batch is worked on as the next batch when it ends', async () => {
-    const batches: number[][] = [];
-    const ends: Array<() => void> = [];
-    const b = new Batcher<number>(3, 0, (items) => {
-      batches.push(items);
-      return new Promise<void>((r) => ends.push(r));
-    }, 1);
+    const { b, batches, ends } = heldBatcher(3, 0, 1);
     b.add(1);
     expect(batches).toEqual([[1]]);
     for (const i of [2, 3, 4, 5]) b.add(i);
@@ -27,12 +33,28 @@ describe('Batcher with maxConcurrent (group commit)', () => {
     expect(batches.at(-1)).toEqual([6]); // idle again: at once
   });
 
+  it('with none in flight sends at the end of the turn, stream or not; with one in flight, the next batch goes when it ends', async () => {
+    const { b, batches, ends } = heldBatcher(10, 1000, 2);
+    b.add(1);
+    await tick();
+    expect(batches).toEqual([[1]]);
+    ends[0]?.();
+    await tick();
+    b.add(2); // just after a flush (a stream), but nothing is being worked on
+    b.add(3);
+    await tick();
+    expect(batches).toEqual([[1], [2, 3]]);
+    b.add(4);
+    b.add(5);
+    await tick();
+    expect(batches).toEqual([[1], [2, 3]]); // one in flight: they fill the next batch
+    ends[1]?.();
+    await tick();
+    expect(batches).toEqual([[1], [2, 3], [4, 5]]); // it ended: at once, long before maxWaitMs
+  });
+
   it('keeps maxWaitMs for items arriving while fewer than maxConcurrent batches are in flight', async () => {
-    const batches: number[][] = [];
-    const b = new Batcher<number>(10, 20, (items) => {
-      batches.push(items);
-      return new Promise<void>(() => undefined); // stays in flight
-    }, 2);
+    const { b, batches } = heldBatcher(10, 20, 2); // none ends
     b.add(1);
     await tick();
     expect(batches).toEqual([[1]]); // after a quiet spell: at once
@@ -78,11 +100,7 @@ describe('Batcher with maxWaitMs', () => {
   });
 
   it('without maxConcurrent, sends every batch however many are still in flight', () => {
-    const batches: number[][] = [];
-    const b = new Batcher<number>(1, 20, (items) => {
-      batches.push(items);
-      return new Promise<void>(() => undefined); // never ends
-    });
+    const { b, batches } = heldBatcher(1, 20); // none ends
     for (const i of [1, 2, 3]) b.add(i);
     expect(batches).toEqual([[1], [2], [3]]);
   });

@@ -7,9 +7,11 @@
  *
  * With `maxConcurrent` (group commit): at most that many flushed batches are being worked on at
  * once (onFlush's promise); while that many are, items wait, and when one ends everything waiting
- * (up to `maxSize`) goes as the next batch at once, without waiting for `maxWaitMs`. Under light
- * load each item goes alone and at once; under heavy load batches grow to what arrives while one
- * is worked on, so the per-batch work (a query, a status write) is shared by more items.
+ * (up to `maxSize`) goes as the next batch at once, without waiting for `maxWaitMs`. While none is,
+ * an item goes at the end of the turn, as after a quiet spell; while some (fewer) are, a stream
+ * fills the next batch until one ends or `maxWaitMs` passes, whichever is first. So under light
+ * load each item goes at once, and under load batches grow to what arrives while one is worked
+ * on, so the per-batch work (a query, a status write) is shared by more items.
  */
 export class Batcher<T> {
   private buffer: T[] = [];
@@ -30,7 +32,9 @@ export class Batcher<T> {
     if (this.running >= this.maxConcurrent) return; // the next batch starts when one ends
     if (this.buffer.length >= this.maxSize || this.maxWaitMs <= 0) return this.flush();
     if (this.cancelPending !== undefined) return;
-    if (performance.now() - this.lastFlushAt >= this.maxWaitMs) {
+    // Nothing to wait for: with maxConcurrent, no batch is being worked on; without, a quiet spell.
+    const idle = this.maxConcurrent === Infinity ? performance.now() - this.lastFlushAt >= this.maxWaitMs : this.running === 0;
+    if (idle) {
       const immediate = setImmediate(() => this.flush());
       this.cancelPending = () => clearImmediate(immediate);
     } else {
