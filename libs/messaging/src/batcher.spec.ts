@@ -57,7 +57,7 @@ describe('Batcher with maxConcurrent (group commit)', () => {
     const { b, batches } = heldBatcher(10, 20, 2); // none ends
     b.add(1);
     await tick();
-    expect(batches).toEqual([[1]]); // after a quiet spell: at once
+    expect(batches).toEqual([[1]]); // none in flight: at once
     b.add(2);
     b.add(3);
     await tick();
