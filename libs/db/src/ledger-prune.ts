@@ -30,10 +30,13 @@ export async function pruneLedger(
 }
 
 /** The push ids of the next `batchSize` entries to prune (pruneLedger), oldest claim first. */
-export const pruneBatch = (olderThan: Date, batchSize: number) => sql<{ push_id: string }>`
+export const pruneBatch = (olderThan: Date, batchSize: number) => {
+  const before = olderThan.toISOString();
+  return sql<{ push_id: string }>`
   select push_id from delivery_ledger
-  where claimed_at < ${olderThan.toISOString()}::timestamptz and (completed_at is null or completed_at < ${olderThan.toISOString()}::timestamptz)
+  where claimed_at < ${before}::timestamptz and (completed_at is null or completed_at < ${before}::timestamptz)
   order by claimed_at limit ${batchSize}`;
+};
 
 /**
  * The advisory lock that lets one process at a time prune: (class, hashtext(schema)), so pushers
