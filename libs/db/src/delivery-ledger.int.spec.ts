@@ -140,33 +140,38 @@ describe('DeliveryLedger', () => {
 
   it("claimLive claims a batch's pushes, except those whose device is dead now, in one statement", async () => {
     await t.db.apps.upsert({ id: 'live-chat' });
-    const push = (token: string, pushId = randomUUID()) => ({ pushId, app: 'live-chat', platform: 'apns', token });
     const register = (token: string) =>
       t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'live-chat', platform: 'apns', token, userId: 'u', eventAt: '2025-01-01T00:00:00Z' });
     await register('aa'.repeat(32));
     await register('bb'.repeat(32));
     await t.db.devices.invalidate({ app: 'live-chat', platform: 'apns', token: 'bb'.repeat(32), reason: 'Unregistered', observedAt: new Date('2025-02-01T00:00:00Z') });
+    const rows = await t.db.kysely.selectFrom('devices').select(['id', 'token']).where('app', '=', 'live-chat').execute();
+    const idOf = new Map(rows.map((r) => [r.token, String(r.id)]));
+    const push = (token: string, deviceId = idOf.get(token) ?? '987654321') => ({ pushId: randomUUID(), deviceId, token });
     const live = push('aa'.repeat(32));
     const dead = push('bb'.repeat(32));
     const unknown = push('cc'.repeat(32));
+    // Not a devices id (no push of Herald's), so no device is found: not dead.
+    const foreign = push('bb'.repeat(32), 'device-b');
     const done = push('aa'.repeat(32));
     const theirs = push('aa'.repeat(32));
     await t.db.ledger.claim([done.pushId], 'pusher-0', LEASE);
     await t.db.ledger.complete([{ pushId: done.pushId, outcome: 'delivered' }]);
     await other.ledger.claim([theirs.pushId], 'pusher-2', LEASE);
     const upper = { ...live, pushId: live.pushId.toUpperCase() };
-    expect(await t.db.ledger.claimLive([live, dead, unknown, done, theirs, dead, upper], 'pusher-1', LEASE)).toEqual(
+    expect(await t.db.ledger.claimLive([live, dead, unknown, foreign, done, theirs, dead, upper], 'pusher-1', LEASE)).toEqual(
       new Map([
         [live.pushId, 'claimed'],
         [dead.pushId, 'dead'],
         [unknown.pushId, 'claimed'],
+        [foreign.pushId, 'claimed'],
         [done.pushId, 'done'],
         [theirs.pushId, 'in-flight'],
         [upper.pushId, 'claimed'],
       ]),
     );
-    const rows = await t.db.kysely.selectFrom('delivery_ledger').select(['push_id', 'owner']).where('push_id', 'in', [live.pushId, dead.pushId, unknown.pushId]).execute();
-    expect(new Map(rows.map((r) => [r.push_id, r.owner]))).toEqual(new Map([[live.pushId, 'pusher-1'], [unknown.pushId, 'pusher-1']]));
+    const claimed = await t.db.kysely.selectFrom('delivery_ledger').select(['push_id', 'owner']).where('push_id', 'in', [live.pushId, dead.pushId, unknown.pushId]).execute();
+    expect(new Map(claimed.map((r) => [r.push_id, r.owner]))).toEqual(new Map([[live.pushId, 'pusher-1'], [unknown.pushId, 'pusher-1']]));
     expect(await t.db.ledger.claimLive([], 'pusher-1', LEASE)).toEqual(new Map());
   });
 
@@ -195,9 +200,10 @@ describe('DeliveryLedger', () => {
     expect(counts).toEqual({ updated: 10, hot: 10 });
   });
 
-  it('the prepared claims and complete never scan the ledger, even with a plan made while it was empty', async () => {
+  it('the prepared claims and complete never scan the ledger or the devices, even with a plan made while they were empty', async () => {
     // A prepared statement keeps its generic plan. Made on a new schema's empty ledger, a join back
-    // to it planned a sequential scan that then ran for every batch as the table grew.
+    // to it planned a sequential scan that then ran for every batch as the table grew; claimLive's
+    // join to devices did the same until the next ANALYZE.
     const fresh = await createSpecDatabase('ledger_plan');
     const client = new pg.Client({ connectionString: fresh.url, options: `-c search_path=${fresh.schema}` });
     await client.connect();
@@ -206,7 +212,7 @@ describe('DeliveryLedger', () => {
       const [a] = ids(1) as [string];
       const statements = {
         claim: claimStatement([a], 'pusher-1', LEASE),
-        claimLive: claimLiveStatement([{ pushId: a, app: 'chat', platform: 'apns', token: 'aa'.repeat(32) }], 'pusher-1', LEASE),
+        claimLive: claimLiveStatement([{ pushId: a, deviceId: '1', token: 'aa'.repeat(32) }], 'pusher-1', LEASE),
         complete: completeStatement(new Map([[a, 'delivered']])),
         completeWithStatus: completeStatement(new Map([[a, 'delivered']]), [{ pushId: a, jobId: 'j', outcome: 'delivered', platform: 'apns', deviceId: 'd' }]),
       };
@@ -218,6 +224,8 @@ describe('DeliveryLedger', () => {
         const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
         expect(plan, name).toContain('Conflict Arbiter Indexes: delivery_ledger_pkey');
         expect(plan, name).not.toMatch(/Scan on (delivery_ledger|push_outcomes)/);
+        if (name === 'claimLive') expect(plan, name).toMatch(/Index Scan using devices_pkey on devices/);
+        expect(plan, name).not.toMatch(/Seq Scan on devices/);
       }
     } finally {
       await client.end();

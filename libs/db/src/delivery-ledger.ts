@@ -2,7 +2,6 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type pg from 'pg';
 import type { HeraldTables } from './tables.ts';
 import { queryPrepared } from './prepared.ts';
-import type { DeviceKey } from './device-key.ts';
 import { upsertOutcomesStatement, type PushOutcomeEntry } from './push-outcomes.ts';
 import { pruneLedger, pruneLedgerExclusively } from './ledger-prune.ts';
 
@@ -12,9 +11,11 @@ import { pruneLedger, pruneLedgerExclusively } from './ledger-prune.ts';
  */
 export type ClaimResult = 'claimed' | 'done' | 'in-flight';
 
-/** A device push to claim, with its device (claimLive). */
-export interface LedgerPush extends DeviceKey {
+/** A device push to claim, with its device (claimLive): the id of its devices row and the token it was sent to. */
+export interface LedgerPush {
   pushId: string;
+  deviceId: string;
+  token: string;
 }
 
 /**
@@ -71,7 +72,7 @@ export interface DeliveryLedger {
  * keeps the plan it was first given, so none of them reads the ledger by a join whose plan depends
  * on its size: a plan made while the ledger was empty (a new schema) scanned the whole table for
  * every batch until the next ANALYZE. Each writes the ledger by an insert whose conflicts the
- * primary key finds; claimLive also joins devices, by its unique key (claimLiveStatement).
+ * primary key finds; claimLive also joins devices, by its primary key (claimLiveStatement).
  */
 export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): DeliveryLedger {
   return {
@@ -147,24 +148,30 @@ const claimInsert = (ids: readonly string[], owner: string, leaseMs: number, exc
  */
 export const claimStatement = (ids: readonly string[], owner: string, leaseMs: number) => claimInsert(ids, owner, leaseMs);
 
+/** A DevicePush's deviceId as a devices id, or null (the demuxer's pushes always carry one). */
+const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(deviceId) ? deviceId : null);
+
 /**
  * claimStatement for (lowercase, distinct) device pushes, except those whose device is dead now
  * (invalidated or unregistered: a device not in `devices` at all is not dead), which it returns as
- * 'dead' and does not claim. Both parts read one snapshot. Like the demuxer's targeting, its plan
- * joins devices: one made while the table was empty keeps scanning it until the next ANALYZE (a
- * bulk import right after a new install is the case). The casts keep the result's types fixed, so
- * a later column type change cannot fail the prepared statement ("cached plan must not change
- * result type").
+ * 'dead' and does not claim. Both parts read one snapshot. The device is found by its primary key
+ * (the push's deviceId) and must still hold the push's token (a row's token never changes: a new
+ * token is a new row): a third less of PostgreSQL's work for the claim than a lookup by (app,
+ * platform, token), which parsed and compared three text arrays a batch. A deviceId that is no
+ * devices id (none of Herald's pushes) finds no device, so it is not dead. The lookup is a lateral
+ * subquery with a limit, which the planner cannot turn into a hash join: a plan made while devices
+ * was empty (a new install) scanned the whole table for every batch until the next ANALYZE. The
+ * casts keep the result's types fixed, so a later column type change cannot fail the prepared
+ * statement ("cached plan must not change result type").
  */
 export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string, leaseMs: number) => {
   const ids = pushes.map((p) => p.pushId);
   return sql<{ push_id: string; state: 'claimed' | 'dead' }>`
   with dead as (
     select i.push_id
-    from unnest(${ids}::uuid[], ${pushes.map((p) => p.app)}::text[], ${pushes.map((p) => p.platform)}::text[], ${pushes.map((p) => p.token)}::text[])
-      as i(push_id, app, platform, token)
-    join devices d on (d.app, d.platform, d.token) = (i.app, i.platform, i.token)
-    where d.invalidated_at is not null
+    from unnest(${ids}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[])
+      as i(push_id, device_id, token)
+    cross join lateral (select 1 from devices d where d.id = i.device_id and d.token = i.token and d.invalidated_at is not null limit 1) d
   ), claimed as (${claimInsert(ids, owner, leaseMs, sql`exists (select 1 from dead where dead.push_id = i.push_id)`)})
   select push_id::text as push_id, 'dead'::text as state from dead
   union all
