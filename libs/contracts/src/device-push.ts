@@ -16,6 +16,7 @@ export const DevicePush = z
   /** Deterministic from job id + device id: the delivery-ledger key and the APNs apns-id. */
   pushId: z.uuid(),
   jobId: z.string().min(1),
+  /** The id of the device's devices row: the pusher finds the device by it (is it dead now?), and its token must match. */
   deviceId: z.string().min(1),
   app: AppId,
   platform: PlatformSchema,
