@@ -11,11 +11,11 @@
  * to run.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Kysely, RawBuilder } from 'kysely';
 import pg from 'pg';
-import type { HeraldTables } from '../../../libs/db/src/tables.ts';
 import { createSpecDatabase } from '../../../libs/db/src/spec-database.ts';
 import { claimLiveStatement, completeStatement } from '../../../libs/db/src/delivery-ledger.ts';
+import { queryPrepared } from '../../../libs/db/src/prepared.ts';
+import { median } from './peer-report.ts';
 import { cpuMs, postgresBackends } from './proc.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
@@ -24,7 +24,6 @@ const BATCH = env('LEDGER_BENCH_BATCH', 100);
 const ROUNDS = env('LEDGER_BENCH_ROUNDS', 3);
 const LEASE_MS = 60_000;
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const serverCpuMs = (port: number): number => postgresBackends(port).server.reduce((sum, pid) => sum + cpuMs(pid), 0);
 
 interface Device {
@@ -36,12 +35,12 @@ interface Device {
 const tokenFor = (platform: Device['platform']): string =>
   platform === 'apns' ? randomBytes(32).toString('hex') : `${randomBytes(16).toString('base64url')}:APA91b${randomBytes(105).toString('base64url')}`;
 
-async function seed(client: pg.Client): Promise<Device[]> {
-  await client.query(`insert into apps (id) values ('bench')`);
+async function seed(pool: pg.Pool): Promise<Device[]> {
+  await pool.query(`insert into apps (id) values ('bench')`);
   const devices: Device[] = [];
   for (let at = 0; at < DEVICES; at += 1000) {
     const part = Array.from({ length: Math.min(1000, DEVICES - at) }, (_, i) => ((at + i) % 2 === 0 ? 'apns' : 'fcm') as Device['platform']).map((platform) => ({ platform, token: tokenFor(platform) }));
-    const { rows } = await client.query<{ id: string; token: string }>(
+    const { rows } = await pool.query<{ id: string; token: string }>(
       `insert into devices (app, platform, token, user_id, registered_at, last_event_at)
        select 'bench', p, t, md5(t), now(), now() from unnest($1::text[], $2::text[]) as x(p, t)
        returning id::text, token`,
@@ -50,25 +49,19 @@ async function seed(client: pg.Client): Promise<Device[]> {
     const ids = new Map(rows.map((r) => [r.token, r.id]));
     for (const d of part) devices.push({ ...d, deviceId: ids.get(d.token) as string });
   }
-  await client.query(`update devices set invalidated_at = now(), invalidation_reason = 'bench' where id % 100 = 0`);
-  await client.query('analyze');
+  await pool.query(`update devices set invalidated_at = now(), invalidation_reason = 'bench' where id % 100 = 0`);
+  await pool.query('analyze');
   return devices;
-}
-
-/** Runs a Kysely-built statement as a prepared statement named `name` on the client. */
-async function run(client: pg.Client, name: string, statement: RawBuilder<unknown>, db: Kysely<HeraldTables>): Promise<void> {
-  const { sql, parameters } = statement.compile(db);
-  await client.query({ name, text: sql, values: [...parameters] });
 }
 
 async function main(): Promise<void> {
   const spec = await createSpecDatabase('bench_ledger');
-  const client = new pg.Client({ connectionString: spec.url, options: `-c search_path=${spec.schema}` });
-  await client.connect();
+  // One connection, kept open, so its backend is the one whose CPU is read; statements run as the pushers run them (queryPrepared).
+  const pool = new pg.Pool({ connectionString: spec.url, options: `-c search_path=${spec.schema}`, max: 1, idleTimeoutMillis: 0 });
   try {
     const port = Number(new URL(spec.url).port || 5432);
-    const backend = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid as number;
-    const devices = await seed(client);
+    const backend = (await pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid as number;
+    const devices = await seed(pool);
     console.log(`bench:ledger — ${DEVICES} devices (1% invalidated), batches of ${BATCH}, ${ROUNDS} rounds; PostgreSQL CPU µs per device push`);
     const results = { claimLive: [] as number[], complete: [] as number[], server: [] as number[] };
     for (let round = 1; round <= ROUNDS; round++) {
@@ -79,11 +72,11 @@ async function main(): Promise<void> {
         const jobId = `bench-${round}-${at}`;
         const pushes = devices.slice(at, at + BATCH).map((d) => ({ ...d, pushId: randomUUID() }));
         const c0 = cpuMs(backend);
-        await run(client, 'claim_live', claimLiveStatement(pushes, 'bench-pusher', LEASE_MS), spec.db.kysely);
+        await queryPrepared(spec.db.kysely, pool, claimLiveStatement(pushes, 'bench-pusher', LEASE_MS));
         const c1 = cpuMs(backend);
         const outcomes = new Map(pushes.map((p) => [p.pushId, 'delivered']));
         const statuses = pushes.map((p) => ({ pushId: p.pushId, jobId, outcome: 'delivered' as const, providerMessageId: randomUUID(), platform: p.platform, deviceId: p.deviceId }));
-        await run(client, 'complete', completeStatement(outcomes, statuses), spec.db.kysely);
+        await queryPrepared(spec.db.kysely, pool, completeStatement(outcomes, statuses));
         claimMs += c1 - c0;
         completeMs += cpuMs(backend) - c1;
       }
@@ -95,7 +88,7 @@ async function main(): Promise<void> {
     const med = { claimLive: median(results.claimLive), complete: median(results.complete), server: median(results.server) };
     console.log(`medians of ${ROUNDS} rounds: claimLive ${med.claimLive}, complete ${med.complete}, server processes ${med.server}, total ${Math.round((med.claimLive + med.complete + med.server) * 10) / 10} µs per device push`);
   } finally {
-    await client.end();
+    await pool.end();
     await spec.drop();
   }
 }
