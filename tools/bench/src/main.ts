@@ -20,7 +20,7 @@ import { injectFault } from '../../../test/support/sandbox-client.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import type { SandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { sandboxProcessOf, startSystem, type System } from '../../../test/support/system.ts';
-import { cpuSpentMs, listenerOf, localPortsByPid, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample } from './proc.ts';
+import { cpuSpentMs, listenerOf, localPortsByPid, formatMachine, machineCpu, machineShares, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample, type MachineCpu, type MachineShares } from './proc.ts';
 import { benchWebProvider, webBenchOptions } from './web-provider-bench.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
@@ -61,6 +61,8 @@ interface RunResult {
   cpuUsPerPush: Record<string, number>;
   /** The pushers' figures per push of their own platform (every bench job is one APNs and one FCM push), as earlier benches printed them. */
   cpuUsPerPlatformPush: Record<string, number>;
+  /** The machine's idle and stolen shares over the measured window. */
+  machine: MachineShares;
 }
 
 const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
@@ -180,12 +182,14 @@ async function run(): Promise<RunResult> {
     let cursor = 0;
     let cpuFrom: CpuSample | undefined;
     let cpuTo: CpuSample | undefined;
+    let machineFrom: MachineCpu | undefined;
+    let machineTo: MachineCpu | undefined;
     while (Date.now() < measureTo + 2000) {
       // Samples land within a few ms of the window's edges (the records are read after).
       const next = cpuFrom === undefined ? measureFrom : cpuTo === undefined ? measureTo : Date.now() + 1000;
       await new Promise((r) => setTimeout(r, Math.max(0, Math.min(1000, next - Date.now()))));
-      if (cpuFrom === undefined && Date.now() >= measureFrom) cpuFrom = sampleCpu(rows);
-      if (cpuTo === undefined && Date.now() >= measureTo) cpuTo = sampleCpu(rows);
+      if (cpuFrom === undefined && Date.now() >= measureFrom) [cpuFrom, machineFrom] = [sampleCpu(rows), machineCpu()];
+      if (cpuTo === undefined && Date.now() >= measureTo) [cpuTo, machineTo] = [sampleCpu(rows), machineCpu()];
       const batch = await sandboxRecordsAfter(feed, cursor);
       for (const r of batch) {
         cursor = Math.max(cursor, r.seq);
@@ -210,6 +214,7 @@ async function run(): Promise<RunResult> {
       p99: pct(latencies, 99),
       peakRssMb: peakRss(sys, sandbox),
       ...budget,
+      machine: machineFrom !== undefined && machineTo !== undefined ? machineShares(machineFrom, machineTo) : { idlePercent: NaN, stealPercent: NaN },
     };
   } finally {
     await sys?.stop();
@@ -238,7 +243,7 @@ const results: RunResult[] = [];
 for (let i = 0; i < RUNS; i++) {
   const r = await run();
   results.push(r);
-  console.log(`run ${i + 1} (${r.offered}): ${r.deliveredPerSecond} pushes/s delivered; latency p50 ${r.p50} ms, p95 ${r.p95} ms, p99 ${r.p99} ms`);
+  console.log(`run ${i + 1} (${r.offered}): ${r.deliveredPerSecond} pushes/s delivered; latency p50 ${r.p50} ms, p95 ${r.p95} ms, p99 ${r.p99} ms; ${formatMachine(r.machine)}`);
   console.log(budgetTable(`run ${i + 1}: CPU µs per delivered device push over the measured window`, r.cpuUsPerPush, r.peakRssMb));
 }
 const cpuMedian = medianRow(results, (r) => r.cpuUsPerPush);
@@ -259,6 +264,7 @@ const summary = {
     cpuUsPerPush: cpuMedian,
     cpuUsPerPlatformPush: medianRow(results, (r) => r.cpuUsPerPlatformPush),
     peakRssMb: rssMedian,
+    machine: { idlePercent: median(results.map((r) => r.machine.idlePercent)), stealPercent: median(results.map((r) => r.machine.stealPercent)) },
   },
 };
 // Web Push (issue 21): the provider's own figure, web pushes/s to the sandbox's push service (decrypting each).
@@ -266,7 +272,7 @@ const web = await benchWebProvider(webBenchOptions());
 console.log(`web provider → sandbox: ${web.webPushesPerSecond} web pushes/s (${web.sent} delivered, ${web.failed} failed, concurrency ${web.concurrency})`);
 Object.assign(summary, { web });
 const m = summary.median;
-console.log(`\nmedian of ${RUNS} run(s) (${summary.offered === 'max' ? 'max' : `${RATE}/s offered`}${PROVIDERS_AWAY}): ${m.deliveredPerSecond} pushes/s delivered; latency p50 ${m.p50} ms, p95 ${m.p95} ms, p99 ${m.p99} ms`);
+console.log(`\nmedian of ${RUNS} run(s) (${summary.offered === 'max' ? 'max' : `${RATE}/s offered`}${PROVIDERS_AWAY}): ${m.deliveredPerSecond} pushes/s delivered; latency p50 ${m.p50} ms, p95 ${m.p95} ms, p99 ${m.p99} ms; ${formatMachine(m.machine)}`);
 console.log(budgetTable(`median CPU µs per delivered device push, per process (${RUNS} run(s))`, cpuMedian, rssMedian));
 console.log(`pushers per push of their own platform: ${JSON.stringify(m.cpuUsPerPlatformPush)}`);
 mkdirSync('test-results', { recursive: true });

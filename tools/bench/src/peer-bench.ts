@@ -20,7 +20,7 @@ import { buildServices } from '../../../infra/local/build-services.ts';
 import type { SandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { sandboxProcessOf, startSystem, type System } from '../../../test/support/system.ts';
 import { publishBenchJobs, seedBenchDevices } from './bench-load.ts';
-import { peakRssMb } from './proc.ts';
+import { formatMachine, machineCpu, machineShares, peakRssMb, type MachineShares } from './proc.ts';
 import { listenerPids, PostgresProcesses, ProcessSetCpu } from './proc-sockets.ts';
 import type { SendCommand, SentReport } from './peer-adapter.ts';
 import { formatCpuTable, formatSummary, median, type Measured } from './peer-report.ts';
@@ -56,15 +56,20 @@ type Meters = Record<string, ProcessSetCpu>;
 
 const onePid = (pid: number | undefined): ProcessSetCpu => new ProcessSetCpu(() => (pid === undefined ? [] : [pid]));
 
-/** Start the meters, sample them every second until `work` settles, then once more; CPU µs per push by name. */
-async function measure<T>(meters: Meters, work: () => Promise<T>): Promise<{ result: T; cpuMs: Record<string, number> }> {
+/**
+ * Start the meters, sample them every second until `work` settles, then once more; CPU ms by name,
+ * and the machine's idle and stolen shares over the same window.
+ */
+async function measure<T>(meters: Meters, work: () => Promise<T>): Promise<{ result: T; cpuMs: Record<string, number>; machine: MachineShares }> {
   const all = Object.values(meters);
   all.forEach((m) => m.start());
+  const machineFrom = machineCpu();
   const timer = setInterval(() => all.forEach((m) => m.sample()), 1000);
   try {
     const result = await work();
     all.forEach((m) => m.sample());
-    return { result, cpuMs: Object.fromEntries(Object.entries(meters).map(([name, m]) => [name, m.spentMs()])) };
+    const machine = machineShares(machineFrom, machineCpu());
+    return { result, cpuMs: Object.fromEntries(Object.entries(meters).map(([name, m]) => [name, m.spentMs()])), machine };
   } finally {
     clearInterval(timer);
   }
@@ -123,7 +128,7 @@ async function runAdapter(adapter: AdapterProcess, sandbox: SandboxProcess, coun
   const ambient = sharedServerMeters(amqpPort);
   const before = await accepted(sandbox);
   const started = performance.now();
-  const { result, cpuMs } = await measure({ ...meters, ...ambient }, async () => {
+  const { result, cpuMs, machine } = await measure({ ...meters, ...ambient }, async () => {
     const report = await adapter.send({ count, batch: BATCH, inFlight: IN_FLIGHT });
     return { report, delivered: (await waitForAccepted(sandbox, before + count, Date.now() + 5000)) - before };
   });
@@ -132,7 +137,7 @@ async function runAdapter(adapter: AdapterProcess, sandbox: SandboxProcess, coun
   if (report.failed > 0) console.log(`  adapter: ${report.failed} sends failed`);
   const cpu = usPerPush(cpuMs, delivered);
   const pick = (names: string[]): Record<string, number> => Object.fromEntries(names.map((n) => [n, cpu[n] ?? NaN]));
-  return { pushesPerSecond: Math.round(delivered / seconds), delivered, seconds, cpuUsPerPush: pick(Object.keys(meters)), ambientUsPerPush: pick(Object.keys(ambient)) };
+  return { pushesPerSecond: Math.round(delivered / seconds), delivered, seconds, machine, cpuUsPerPush: pick(Object.keys(meters)), ambientUsPerPush: pick(Object.keys(ambient)) };
 }
 
 /** (b) Herald end to end for `count` pushes (jobs of USERS_PER_JOB users, two devices each); measured at the sandbox. */
@@ -148,13 +153,13 @@ async function runHerald(sys: System, sandbox: SandboxProcess, count: number, id
   const jobs = Math.ceil(count / 2 / USERS_PER_JOB);
   const before = await accepted(sandbox);
   const started = performance.now();
-  const { result: delivered, cpuMs } = await measure(meters, async () => {
+  const { result: delivered, cpuMs, machine } = await measure(meters, async () => {
     await publishBenchJobs(sys, { users: count / 2, usersPerJob: USERS_PER_JOB, done: (c) => c.n >= jobs, concurrency: CONCURRENCY, counter: { n: 0 }, idPrefix });
     return (await waitForAccepted(sandbox, before + count, Date.now() + TIMEOUT_MS)) - before;
   });
   const seconds = (performance.now() - started) / 1000;
   if (delivered < count) console.log(`  herald: only ${delivered} of ${count} pushes arrived within ${TIMEOUT_MS / 1000} s`);
-  return { pushesPerSecond: Math.round(delivered / seconds), delivered, seconds, cpuUsPerPush: usPerPush(cpuMs, delivered) };
+  return { pushesPerSecond: Math.round(delivered / seconds), delivered, seconds, machine, cpuUsPerPush: usPerPush(cpuMs, delivered) };
 }
 
 /** The N tokens both sides send to, as seeded for Herald. */
@@ -186,9 +191,9 @@ try {
   const rounds: { adapter: Measured; herald: Measured }[] = [];
   for (let i = 1; i <= ROUNDS; i++) {
     const a = await runAdapter(adapter, sandbox, PUSHES, amqpPort);
-    console.log(`round ${i} parse-adapter: ${a.pushesPerSecond} pushes/s (${a.delivered} in ${a.seconds.toFixed(1)} s)`);
+    console.log(`round ${i} parse-adapter: ${a.pushesPerSecond} pushes/s (${a.delivered} in ${a.seconds.toFixed(1)} s; ${formatMachine(a.machine)})`);
     const h = await runHerald(sys, sandbox, PUSHES, `peer-${runId}-${i}`, amqpPort);
-    console.log(`round ${i} herald:        ${h.pushesPerSecond} pushes/s (${h.delivered} in ${h.seconds.toFixed(1)} s)`);
+    console.log(`round ${i} herald:        ${h.pushesPerSecond} pushes/s (${h.delivered} in ${h.seconds.toFixed(1)} s; ${formatMachine(h.machine)})`);
     console.log(formatCpuTable(`round ${i}`, h, a));
     rounds.push({ adapter: a, herald: h });
   }

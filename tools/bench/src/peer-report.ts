@@ -1,4 +1,5 @@
 /** The tables `npm run bench:peer` prints: CPU µs per delivered push per process, Herald beside the adapter. */
+import { formatMachine, type MachineShares } from './proc.ts';
 
 export interface Measured {
   pushesPerSecond: number;
@@ -8,6 +9,8 @@ export interface Measured {
   cpuUsPerPush: Record<string, number>;
   /** CPU µs per push of processes the run does not use (RabbitMQ, PostgreSQL during the adapter's run): other work on the machine. */
   ambientUsPerPush?: Record<string, number>;
+  /** The machine's idle and stolen shares over the same window. */
+  machine: MachineShares;
 }
 
 export const median = (xs: number[]): number => {
@@ -42,6 +45,11 @@ const medianCpu = (ms: Measured[]): Record<string, number> => {
   return Object.fromEntries(names.map((n) => [n, median(ms.map((m) => m.cpuUsPerPush[n] ?? NaN))]));
 };
 
+const medianMachine = (ms: Measured[]): MachineShares => ({
+  idlePercent: median(ms.map((m) => m.machine.idlePercent)),
+  stealPercent: median(ms.map((m) => m.machine.stealPercent)),
+});
+
 /** Medians over the rounds, and — where Herald spends more — which processes ate the difference. */
 export function formatSummary(rounds: { adapter: Measured; herald: Measured }[]): string {
   const heraldRate = median(rounds.map((r) => r.herald.pushesPerSecond));
@@ -49,7 +57,7 @@ export function formatSummary(rounds: { adapter: Measured; herald: Measured }[])
   const h = medianCpu(rounds.map((r) => r.herald));
   const a = medianCpu(rounds.map((r) => r.adapter));
   const lines = [
-    `medians of ${rounds.length} rounds: herald ${heraldRate} pushes/s, parse-adapter ${adapterRate} pushes/s`,
+    `medians of ${rounds.length} rounds: herald ${heraldRate} pushes/s (${formatMachine(medianMachine(rounds.map((r) => r.herald)))}), parse-adapter ${adapterRate} pushes/s (${formatMachine(medianMachine(rounds.map((r) => r.adapter)))})`,
     table('median CPU µs per delivered push', h, a),
   ];
   const extra = processNames(h, a)

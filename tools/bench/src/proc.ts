@@ -210,3 +210,38 @@ export function cpuSpentMs(from: CpuSample, to: CpuSample): Map<string, number> 
   }
   return spent;
 }
+
+/**
+ * The machine's CPU time so far, in clock ticks, from the first line of /proc/stat: all of it, the
+ * part no process wanted (idle and waiting for I/O), and the part the hypervisor gave to other
+ * machines (steal). Guest time is already inside user and nice, so it is not added again.
+ */
+export interface MachineCpu {
+  total: number;
+  idle: number;
+  steal: number;
+}
+
+export function machineCpuOf(procStat: string): MachineCpu {
+  const ticks = /^cpu\s+(.*)$/m.exec(procStat)?.[1]?.trim().split(/\s+/).map(Number) ?? [];
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = ticks;
+  return { total: user + nice + system + idle + iowait + irq + softirq + steal, idle: idle + iowait, steal };
+}
+
+export const machineCpu = (): MachineCpu => machineCpuOf(readFileSync('/proc/stat', 'utf8'));
+
+/** Shares (%) of the machine's CPU time over a window that went unused, and that the hypervisor took. */
+export interface MachineShares {
+  idlePercent: number;
+  stealPercent: number;
+}
+
+/** The shares between two readings: whether a run was short of CPU, or left some of it idle. */
+export function machineShares(from: MachineCpu, to: MachineCpu): MachineShares {
+  const total = to.total - from.total;
+  if (total <= 0) return { idlePercent: NaN, stealPercent: NaN };
+  return { idlePercent: (100 * (to.idle - from.idle)) / total, stealPercent: (100 * (to.steal - from.steal)) / total };
+}
+
+/** "machine 8% idle, 0% stolen". */
+export const formatMachine = (s: MachineShares): string => `machine ${Math.round(s.idlePercent)}% idle, ${Math.round(s.stealPercent)}% stolen`;
