@@ -20,7 +20,7 @@ import { injectFault } from '../../../test/support/sandbox-client.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import type { SandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { sandboxProcessOf, startSystem, type System } from '../../../test/support/system.ts';
-import { cpuSpentMs, listenerOf, localPortsByPid, formatMachine, machineCpu, machineShares, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample, type MachineCpu, type MachineShares } from './proc.ts';
+import { cpuSpentMs, formatMachine, listenerOf, localPortsByPid, machineCpu, machineShares, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample, type MachineCpu, type MachineShares } from './proc.ts';
 import { benchWebProvider, webBenchOptions } from './web-provider-bench.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
