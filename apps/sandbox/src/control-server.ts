@@ -4,7 +4,7 @@ import { json, type Answer, type SandboxContext } from './exchange.ts';
 import { parseFaultSpec } from './faults.ts';
 import { readBody } from './read-body.ts';
 import { routeWeb } from './web-control.ts';
-import { RECORD_FIELDS, type RecordField, type RecordQuery } from './record-store.ts';
+import { RECORD_FIELDS, type RecordField, type RecordQuery, type RecordStore } from './record-store.ts';
 import { routeWebDemo } from './web-demo-routes.ts';
 
 const intParam = (v: string | null): number | undefined => (v !== null && /^\d+$/.test(v) ? Number(v) : undefined);
@@ -29,6 +29,26 @@ function recordQuery(params: URLSearchParams): RecordQuery {
   if (limit !== undefined) q.limit = limit;
   if (after !== undefined) q.afterSeq = after;
   return q;
+}
+
+/** The longest `GET /stats/wait` holds a request (`timeoutMs`), and what it holds when none is given. */
+const WAIT_MAX_MS = 300_000;
+const WAIT_DEFAULT_MS = 30_000;
+
+/**
+ * `GET /stats/wait?atLeast=N&status=&timeoutMs=`: answers `{ count, reached }` once N requests (of
+ * `status`, every platform together, if given) have been counted, or after `timeoutMs` with the
+ * count then. A bench or test waiting for its pushes makes one request instead of polling `/stats`.
+ */
+export async function waitForCount(params: URLSearchParams, records: RecordStore): Promise<Answer> {
+  const atLeast = intParam(params.get('atLeast'));
+  if (atLeast === undefined) return json(400, { error: 'atLeast: a whole number of requests is required' });
+  const timeoutMs = params.has('timeoutMs') ? intParam(params.get('timeoutMs')) : WAIT_DEFAULT_MS;
+  if (timeoutMs === undefined || timeoutMs > WAIT_MAX_MS) return json(400, { error: `timeoutMs: a whole number of milliseconds up to ${WAIT_MAX_MS}` });
+  const status = params.has('status') ? intParam(params.get('status')) : undefined;
+  if (params.has('status') && (status === undefined || status < 100 || status > 599)) return json(400, { error: 'status: an HTTP status code (100-599)' });
+  const count = await records.counted(atLeast, timeoutMs, status);
+  return json(200, { count, reached: count >= atLeast });
 }
 
 function addFault(body: Buffer, ctx: SandboxContext): Answer {
@@ -101,7 +121,10 @@ export function createControlServer(ctx: SandboxContext): http.Server {
   return http.createServer((req, res) => {
     readBody(req)
       .then((body) => {
-        const answer = routeControl(req.method ?? 'GET', new URL(req.url ?? '/', 'http://sandbox'), body, ctx);
+        const url = new URL(req.url ?? '/', 'http://sandbox');
+        return req.method === 'GET' && url.pathname === '/stats/wait' ? waitForCount(url.searchParams, ctx.records) : routeControl(req.method ?? 'GET', url, body, ctx);
+      })
+      .then((answer) => {
         res.writeHead(answer.status, answer.headers);
         res.end(answer.body);
       })

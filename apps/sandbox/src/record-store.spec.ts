@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RecordStore } from './record-store.ts';
-import { routeControl } from './control-server.ts';
+import { routeControl, waitForCount } from './control-server.ts';
 
 const rec = (platform: 'apns' | 'fcm', token: string, status: number) => ({
   platform, token, status, receivedAt: 'now', path: '/p', headers: {}, rawBody: '{"a":1}', responseHeaders: {}, rawResponse: '', clientClosed: false, warnings: [],
@@ -54,5 +54,46 @@ describe('RecordStore', () => {
     const bad = get('fields=seq,bogus');
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.body).error).toMatch(/"bogus"/);
+  });
+
+  it('counted answers once that many requests of a status have been counted, every platform together', async () => {
+    const s = new RecordStore(2);
+    s.add(rec('apns', 'a', 200));
+    s.add(rec('apns', 'b', 410));
+    let answered: number | undefined;
+    const waiting = s.counted(3, 10_000, 200).then((n) => (answered = n));
+    s.add(rec('fcm', 'c', 200));
+    s.add(rec('fcm', 'd', 400));
+    await Promise.resolve();
+    expect(answered).toBeUndefined();
+    s.add(rec('apns', 'e', 200));
+    expect(await waiting).toBe(3);
+    expect(await s.counted(3, 10_000, 200)).toBe(3);
+    expect(await s.counted(5, 10_000)).toBe(5);
+  });
+
+  it('counted answers with the count it has when its time is up', async () => {
+    const s = new RecordStore();
+    s.add(rec('apns', 'a', 200));
+    const started = Date.now();
+    expect(await s.counted(2, 30, 200)).toBe(1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(25);
+    s.add(rec('apns', 'b', 200));
+    expect(s.countOf(200)).toBe(2);
+  });
+
+  it('GET /stats/wait answers { count, reached } and 400 naming a parameter it cannot read', async () => {
+    const s = new RecordStore();
+    s.add(rec('fcm', 'a', 200));
+    const wait = async (query: string) => {
+      const answer = await waitForCount(new URL(`http://sandbox/stats/wait?${query}`).searchParams, s);
+      return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
+    };
+    expect(await wait('atLeast=1&status=200')).toEqual({ status: 200, body: { count: 1, reached: true } });
+    expect(await wait('atLeast=2&status=200&timeoutMs=10')).toEqual({ status: 200, body: { count: 1, reached: false } });
+    expect((await wait('status=200')).body.error).toMatch(/^atLeast:/);
+    expect((await wait('atLeast=1&timeoutMs=600001')).body.error).toMatch(/^timeoutMs:/);
+    expect((await wait('atLeast=1&status=2000')).status).toBe(400);
+    expect((await wait('atLeast=1&status=x')).body.error).toMatch(/^status:/);
   });
 });

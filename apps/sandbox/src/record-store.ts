@@ -71,12 +71,22 @@ function fieldOf(r: RequestRecord, f: RecordField): unknown {
  */
 export const DEFAULT_MAX_RECORDS = 20_000;
 
+/** A caller of `counted`: woken once `atLeast` requests (of `status`, if given) have been counted. */
+interface CountWaiter {
+  status: number | undefined;
+  atLeast: number;
+  wake: () => void;
+}
+
 /** A bounded ring of recent records plus unbounded counters. */
 export class RecordStore {
   private ring: RequestRecord[] = [];
   private head = 0;
   private seq = 0;
   private stats: Stats = noStats();
+  /** Requests counted by status, every platform together (what `counted` waits on). */
+  private byStatus = new Map<number, number>();
+  private waiters: CountWaiter[] = [];
 
   constructor(private readonly capacity = DEFAULT_MAX_RECORDS) {}
 
@@ -96,6 +106,41 @@ export class RecordStore {
     const p = (this.stats.byPlatform[r.platform] ??= { total: 0, byStatus: {} });
     p.total += 1;
     p.byStatus[String(r.status)] = (p.byStatus[String(r.status)] ?? 0) + 1;
+    this.byStatus.set(r.status, (this.byStatus.get(r.status) ?? 0) + 1);
+    if (this.waiters.length > 0) this.wakeCounted();
+  }
+
+  /** Requests counted so far, every platform together: of `status` if given, else all. */
+  countOf(status?: number): number {
+    return status === undefined ? this.stats.total : (this.byStatus.get(status) ?? 0);
+  }
+
+  /**
+   * Resolves with countOf(status) once it reaches `atLeast`, or when `timeoutMs` has passed
+   * (whatever it is then): one request that answers when the count is reached, for a caller
+   * that would otherwise poll `GET /stats` (each poll costs the poller and the sandbox a wake-up).
+   */
+  counted(atLeast: number, timeoutMs: number, status?: number): Promise<number> {
+    if (this.countOf(status) >= atLeast) return Promise.resolve(this.countOf(status));
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        resolve(this.countOf(status));
+      };
+      const waiter: CountWaiter = { status, atLeast, wake };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve(this.countOf(status));
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  private wakeCounted(): void {
+    const reached = this.waiters.filter((w) => this.countOf(w.status) >= w.atLeast);
+    if (reached.length === 0) return;
+    this.waiters = this.waiters.filter((w) => !reached.includes(w));
+    reached.forEach((w) => w.wake());
   }
 
   /** Oldest first; `limit` keeps the most recent matches. */
@@ -140,5 +185,6 @@ export class RecordStore {
     this.ring = [];
     this.head = 0;
     this.stats = noStats();
+    this.byStatus = new Map();
   }
 }
