@@ -24,6 +24,7 @@ import { formatMachine, machineCpu, machineShares, peakRssMb, type MachineShares
 import { listenerPids, PostgresProcesses, ProcessSetCpu } from './proc-sockets.ts';
 import type { SendCommand, SentReport } from './peer-adapter.ts';
 import { formatCpuTable, formatSummary, median, type Measured } from './peer-report.ts';
+import { sandboxCounted } from './sandbox-feed.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const ROUNDS = env('PEER_ROUNDS', 3);
@@ -42,15 +43,15 @@ async function accepted(sandbox: SandboxProcess): Promise<number> {
 }
 
 /**
- * Waits until the sandbox has answered `target` pushes 200 in all, or `deadline` (its `GET
- * /stats/wait`: one request a round, answered as the count is reached). Polling `/stats` every
- * 50 ms cost the load generator about 2 ms of CPU a poll on this machine, 7 µs a push of Herald's
- * rounds, whose pushes trickle in after the publishing, against the adapter's one poll a round.
+ * Waits until the sandbox has answered `target` pushes 200 in all, or `deadline`: one request a
+ * round, answered as the count is reached (sandboxCounted). Polling `/stats` every 50 ms cost the
+ * load generator about 2 ms of CPU a poll on this machine, 7 µs a push of Herald's rounds, whose
+ * pushes trickle in after the publishing, against the adapter's one poll a round.
  */
 async function waitForAccepted(sandbox: SandboxProcess, target: number, deadline: number): Promise<number> {
+  const control = { settings: { control: { url: sandbox.controlUrl } } };
   for (;;) {
-    const timeoutMs = Math.max(0, Math.min(60_000, deadline - Date.now()));
-    const { count } = (await (await fetch(`${sandbox.controlUrl}/stats/wait?status=200&atLeast=${target}&timeoutMs=${timeoutMs}`)).json()) as { count: number };
+    const count = await sandboxCounted(control, target, Math.min(60_000, deadline - Date.now()), 200);
     if (count >= target || Date.now() >= deadline) return count;
   }
 }
