@@ -24,7 +24,7 @@ import { formatMachine, machineCpu, machineShares, peakRssMb, type MachineShares
 import { listenerPids, PostgresProcesses, ProcessSetCpu } from './proc-sockets.ts';
 import type { SendCommand, SentReport } from './peer-adapter.ts';
 import { formatCpuTable, formatSummary, median, type Measured } from './peer-report.ts';
-import { sandboxCounted } from './sandbox-feed.ts';
+import { sandboxCounted, type SandboxControl } from './sandbox-feed.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const ROUNDS = env('PEER_ROUNDS', 3);
@@ -36,22 +36,20 @@ const CONCURRENCY = env('BENCH_PUBLISH_CONCURRENCY', 64);
 const USERS_PER_JOB = Math.max(1, Math.floor(env('PEER_HERALD_USERS_PER_JOB', BATCH / 2)));
 const TIMEOUT_MS = env('PEER_ROUND_TIMEOUT_SECONDS', 300) * 1000;
 
+const controlOf = (sandbox: SandboxProcess): SandboxControl => ({ settings: { control: { url: sandbox.controlUrl } } });
+
 /** Pushes the sandbox answered 200, APNs and FCM together (exact counters, whatever the record window). */
-async function accepted(sandbox: SandboxProcess): Promise<number> {
-  const stats = (await (await fetch(`${sandbox.controlUrl}/stats`)).json()) as { byPlatform: Record<string, { byStatus: Record<string, number> }> };
-  return Object.values(stats.byPlatform).reduce((sum, p) => sum + (p.byStatus['200'] ?? 0), 0);
-}
+const accepted = (sandbox: SandboxProcess): Promise<number> => sandboxCounted(controlOf(sandbox), 0, 0, 200);
 
 /**
  * Waits until the sandbox has answered `target` pushes 200 in all, or `deadline`: one request a
- * round, answered as the count is reached (sandboxCounted). Polling `/stats` every 50 ms cost the
- * load generator about 2 ms of CPU a poll on this machine, 7 µs a push of Herald's rounds, whose
- * pushes trickle in after the publishing, against the adapter's one poll a round.
+ * round, answered as the count is reached (sandboxCounted). Polling `/stats` every 50 ms instead
+ * cost the load generator about 2 ms of CPU a poll on this machine, 5–6 µs a push of Herald's
+ * rounds, whose pushes trickle in after the publishing, against the adapter's one poll a round.
  */
 async function waitForAccepted(sandbox: SandboxProcess, target: number, deadline: number): Promise<number> {
-  const control = { settings: { control: { url: sandbox.controlUrl } } };
   for (;;) {
-    const count = await sandboxCounted(control, target, Math.min(60_000, deadline - Date.now()), 200);
+    const count = await sandboxCounted(controlOf(sandbox), target, Math.min(60_000, deadline - Date.now()), 200);
     if (count >= target || Date.now() >= deadline) return count;
   }
 }
