@@ -51,6 +51,32 @@ export async function waitForCount(params: URLSearchParams, records: RecordStore
   return json(200, { count, reached: count >= atLeast });
 }
 
+/**
+ * `GET /stats/stream?everyMs=`: one response that stays open and carries a JSON line `{ total,
+ * byStatus }` (every platform together) each `everyMs` (default 50) in which the counts changed,
+ * and one at once. For a poller that wants the count that often (the bench's backlog gate): a
+ * line costs both sides a small write and read, where a `GET /stats` costs each a request.
+ */
+function streamCounts(params: URLSearchParams, records: RecordStore, res: http.ServerResponse): void {
+  const everyMs = params.has('everyMs') ? intParam(params.get('everyMs')) : 50;
+  if (everyMs === undefined || everyMs < 10 || everyMs > 10_000) {
+    const answer = json(400, { error: 'everyMs: a whole number of milliseconds from 10 to 10000' });
+    res.writeHead(answer.status, answer.headers);
+    res.end(answer.body);
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+  let sent = '';
+  const send = (): void => {
+    const line = JSON.stringify(records.counts());
+    if (line !== sent) res.write(`${line}\n`);
+    sent = line;
+  };
+  send();
+  const timer = setInterval(send, everyMs);
+  res.once('close', () => clearInterval(timer));
+}
+
 function addFault(body: Buffer, ctx: SandboxContext): Answer {
   let value: unknown;
   try {
@@ -119,6 +145,11 @@ export function routeControl(method: string, url: URL, body: Buffer, ctx: Sandbo
 /** Plain HTTP/1.1 JSON API for tests and people: records, stats, faults, devices, health. */
 export function createControlServer(ctx: SandboxContext): http.Server {
   return http.createServer((req, res) => {
+    const [path, query] = (req.url ?? '/').split('?', 2);
+    if (req.method === 'GET' && path === '/stats/stream') {
+      req.resume();
+      return streamCounts(new URLSearchParams(query ?? ''), ctx.records, res);
+    }
     readBody(req)
       .then((body) => {
         const url = new URL(req.url ?? '/', 'http://sandbox');

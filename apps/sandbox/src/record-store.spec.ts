@@ -1,6 +1,10 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { createLogger } from '@herald/logging';
 import { RecordStore } from './record-store.ts';
-import { routeControl, waitForCount } from './control-server.ts';
+import { createControlServer, routeControl, waitForCount } from './control-server.ts';
+import type { SandboxContext } from './exchange.ts';
 
 const rec = (platform: 'apns' | 'fcm', token: string, status: number) => ({
   platform, token, status, receivedAt: 'now', path: '/p', headers: {}, rawBody: '{"a":1}', responseHeaders: {}, rawResponse: '', clientClosed: false, warnings: [],
@@ -95,5 +99,55 @@ describe('RecordStore', () => {
     expect((await wait('atLeast=1&timeoutMs=600001')).body.error).toMatch(/^timeoutMs:/);
     expect((await wait('atLeast=1&status=2000')).status).toBe(400);
     expect((await wait('atLeast=1&status=x')).body.error).toMatch(/^status:/);
+  });
+
+  it('GET /stats/stream sends the counts at once, then a line each interval in which they changed, until the client goes', async () => {
+    const s = new RecordStore();
+    s.add(rec('apns', 'a', 200));
+    const server = createControlServer({ records: s, logger: createLogger({ service: 'stream-spec', level: 'silent' }) } as unknown as SandboxContext);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const lines: Array<{ total: number; byStatus: Record<string, number> }> = [];
+    const lineArrived = (n: number): Promise<void> =>
+      new Promise((resolve, reject) => {
+        const started = Date.now();
+        const check = (): void => (lines.length >= n ? resolve() : Date.now() - started > 2000 ? reject(new Error(`${lines.length} lines, wanted ${n}`)) : void setTimeout(check, 5));
+        check();
+      });
+    const req = http.get(`${base}/stats/stream?everyMs=20`, (res) => {
+      expect(res.statusCode).toBe(200);
+      let rest = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        const parts = (rest + chunk).split('\n');
+        rest = parts.pop() ?? '';
+        for (const p of parts) lines.push(JSON.parse(p) as (typeof lines)[number]);
+      });
+    });
+    req.on('error', () => undefined);
+    await lineArrived(1);
+    expect(lines[0]).toEqual({ total: 1, byStatus: { '200': 1 } });
+    s.add(rec('fcm', 'b', 200));
+    s.add(rec('fcm', 'c', 410));
+    await lineArrived(2);
+    expect(lines[1]).toEqual({ total: 3, byStatus: { '200': 2, '410': 1 } });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(lines).toHaveLength(2);
+    req.destroy();
+    // The server closes only once the stream's connection is gone.
+    await new Promise<void>((resolve, reject) => server.close((err) => (err === undefined ? resolve() : reject(err))));
+  });
+
+  it('GET /stats/stream answers 400 naming everyMs when it is out of range', async () => {
+    const server = createControlServer({ records: new RecordStore(), logger: createLogger({ service: 'stream-spec', level: 'silent' }) } as unknown as SandboxContext);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/stats/stream?everyMs=5`);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toMatch(/^everyMs:/);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });

@@ -110,6 +110,11 @@ export class RecordStore {
     if (this.waiters.length > 0) this.wakeCounted();
   }
 
+  /** The counters `GET /stats/stream` sends: every request, and by status, every platform together. */
+  counts(): { total: number; byStatus: Record<string, number> } {
+    return { total: this.stats.total, byStatus: Object.fromEntries(this.byStatus) };
+  }
+
   /** Requests counted so far, every platform together: of `status` if given, else all. */
   countOf(status?: number): number {
     return status === undefined ? this.stats.total : (this.byStatus.get(status) ?? 0);

@@ -48,7 +48,7 @@ export interface PublishOptions {
  * grow all run long: the load generator, the broker and the demuxer then do work for pushes the
  * measured window never delivers (seen: 3,071 jobs/s demuxed, 6,142 pushes, while 2,100 were
  * delivered), and their CPU per delivered push counts it. `refresh` is called with the sandbox's
- * answered count (its `GET /stats` total) by whoever polls it.
+ * answered count (its total, streamed by `GET /stats/stream`) by whoever reads it.
  */
 export class BacklogGate {
   private answered = 0;

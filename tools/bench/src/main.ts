@@ -14,7 +14,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { BacklogGate, publishBenchJobs, seedBenchDevices } from './bench-load.ts';
-import { sandboxStats, sandboxRecordsAfter } from './sandbox-feed.ts';
+import { sandboxRecordsAfter, sandboxStats, sandboxTotals } from './sandbox-feed.ts';
 import { buildServices } from '../../../infra/local/build-services.ts';
 import { injectFault } from '../../../test/support/sandbox-client.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
@@ -156,15 +156,9 @@ async function run(): Promise<RunResult> {
     const measureTo = measureFrom + SECONDS * 1000;
     const runStarted = Date.now();
     // At max rate the load follows what is delivered (BacklogGate): the sandbox's answered count,
-    // read every 50 ms, lets the publishers through.
+    // streamed every 50 ms, lets the publishers through.
     const backlog = RATE === undefined && MAX_BACKLOG > 0 ? new BacklogGate(MAX_BACKLOG) : undefined;
-    let polling = backlog !== undefined;
-    const pollingAnswered = (async () => {
-      while (polling) {
-        backlog?.refresh((await sandboxStats(feed)).total);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
+    const answered = backlog === undefined ? undefined : sandboxTotals(feed, 50, (total) => backlog.refresh(total));
     const publishing = publishBenchJobs(sys, {
       users: USERS,
       done: () => Date.now() >= measureTo,
@@ -174,7 +168,7 @@ async function run(): Promise<RunResult> {
       counter,
       idPrefix: `bench-${runStarted}`,
     }).finally(() => {
-      polling = false;
+      answered?.close();
       backlog?.open();
     });
     const latencies: number[] = [];
@@ -200,7 +194,6 @@ async function run(): Promise<RunResult> {
       }
     }
     await publishing;
-    await pollingAnswered;
     latencies.sort((a, b) => a - b);
     const stats = await sandboxStats(feed);
     const fcm = stats.fcmConnections;

@@ -1,3 +1,5 @@
+import http from 'node:http';
+
 /** A sandbox, in this process or another: where its control API answers. */
 export interface SandboxControl {
   settings: { control: { url: string } };
@@ -45,4 +47,25 @@ export async function sandboxStats(sandbox: SandboxControl): Promise<{ total: nu
 export async function sandboxCounted(sandbox: SandboxControl, atLeast: number, timeoutMs: number, status?: number): Promise<number> {
   const query = `atLeast=${atLeast}&timeoutMs=${Math.max(0, Math.round(timeoutMs))}${status === undefined ? '' : `&status=${status}`}`;
   return ((await (await fetch(`${sandbox.settings.control.url}/stats/wait?${query}`)).json()) as { count: number }).count;
+}
+
+/**
+ * Calls `onTotal` with the sandbox's count of every request it answered, at once and each
+ * `everyMs` in which it changed (`GET /stats/stream`: one response that stays open), until
+ * `close()`. For a reader that wants the count that often: a `GET /stats` each time cost this
+ * process about 2 ms of CPU and the sandbox a request.
+ */
+export function sandboxTotals(sandbox: SandboxControl, everyMs: number, onTotal: (total: number) => void): { close(): void } {
+  const req = http.get(`${sandbox.settings.control.url}/stats/stream?everyMs=${everyMs}`, (res) => {
+    let rest = '';
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop() ?? '';
+      const last = lines.at(-1);
+      if (last !== undefined) onTotal((JSON.parse(last) as { total: number }).total);
+    });
+  });
+  req.on('error', () => undefined);
+  return { close: () => req.destroy() };
 }
