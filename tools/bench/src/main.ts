@@ -158,7 +158,14 @@ async function run(): Promise<RunResult> {
     // At max rate the load follows what is delivered (BacklogGate): the sandbox's answered count,
     // streamed every 50 ms, lets the publishers through.
     const backlog = RATE === undefined && MAX_BACKLOG > 0 ? new BacklogGate(MAX_BACKLOG) : undefined;
-    const answered = backlog === undefined ? undefined : sandboxTotals(feed, 50, (total) => backlog.refresh(total));
+    let countsFailed: Error | undefined;
+    const answered =
+      backlog === undefined
+        ? undefined
+        : sandboxTotals(feed, 50, (total) => backlog.refresh(total), (err) => {
+            countsFailed = err;
+            backlog.open();
+          });
     const publishing = publishBenchJobs(sys, {
       users: USERS,
       done: () => Date.now() >= measureTo,
@@ -194,6 +201,7 @@ async function run(): Promise<RunResult> {
       }
     }
     await publishing;
+    if (countsFailed !== undefined) throw new Error(`the backlog gate lost the sandbox's count, so the load was not held at what was delivered: ${countsFailed.message}`);
     latencies.sort((a, b) => a - b);
     const stats = await sandboxStats(feed);
     const fcm = stats.fcmConnections;

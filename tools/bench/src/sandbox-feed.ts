@@ -53,10 +53,17 @@ export async function sandboxCounted(sandbox: SandboxControl, atLeast: number, t
  * Calls `onTotal` with the sandbox's count of every request it answered, at once and each
  * `everyMs` in which it changed (`GET /stats/stream`: one response that stays open), until
  * `close()`. For a reader that wants the count that often: a `GET /stats` each time cost this
- * process about 2 ms of CPU and the sandbox a request.
+ * process about 2 ms of CPU and the sandbox a request. `onError`: the stream could not be opened
+ * or ended before `close()` (no more counts will come).
  */
-export function sandboxTotals(sandbox: SandboxControl, everyMs: number, onTotal: (total: number) => void): { close(): void } {
+export function sandboxTotals(sandbox: SandboxControl, everyMs: number, onTotal: (total: number) => void, onError: (err: Error) => void): { close(): void } {
+  let closed = false;
+  const fail = (err: Error): void => {
+    if (!closed) onError(err);
+    closed = true;
+  };
   const req = http.get(`${sandbox.settings.control.url}/stats/stream?everyMs=${everyMs}`, (res) => {
+    if (res.statusCode !== 200) return fail(new Error(`GET /stats/stream answered ${res.statusCode}`));
     let rest = '';
     res.setEncoding('utf8');
     res.on('data', (chunk: string) => {
@@ -65,7 +72,13 @@ export function sandboxTotals(sandbox: SandboxControl, everyMs: number, onTotal:
       const last = lines.at(-1);
       if (last !== undefined) onTotal((JSON.parse(last) as { total: number }).total);
     });
+    res.on('close', () => fail(new Error('the sandbox ended its count stream')));
   });
-  req.on('error', () => undefined);
-  return { close: () => req.destroy() };
+  req.on('error', fail);
+  return {
+    close: () => {
+      closed = true;
+      req.destroy();
+    },
+  };
 }
