@@ -84,8 +84,6 @@ export class RecordStore {
   private head = 0;
   private seq = 0;
   private stats: Stats = noStats();
-  /** Requests counted by status, every platform together (what `counted` waits on). */
-  private byStatus = new Map<number, number>();
   private waiters: CountWaiter[] = [];
 
   constructor(private readonly capacity = DEFAULT_MAX_RECORDS) {}
@@ -106,18 +104,20 @@ export class RecordStore {
     const p = (this.stats.byPlatform[r.platform] ??= { total: 0, byStatus: {} });
     p.total += 1;
     p.byStatus[String(r.status)] = (p.byStatus[String(r.status)] ?? 0) + 1;
-    this.byStatus.set(r.status, (this.byStatus.get(r.status) ?? 0) + 1);
     if (this.waiters.length > 0) this.wakeCounted();
   }
 
   /** The counters `GET /stats/stream` sends: every request, and by status, every platform together. */
   counts(): { total: number; byStatus: Record<string, number> } {
-    return { total: this.stats.total, byStatus: Object.fromEntries(this.byStatus) };
+    const byStatus: Record<string, number> = {};
+    for (const p of Object.values(this.stats.byPlatform)) for (const [status, n] of Object.entries(p.byStatus)) byStatus[status] = (byStatus[status] ?? 0) + n;
+    return { total: this.stats.total, byStatus };
   }
 
   /** Requests counted so far, every platform together: of `status` if given, else all. */
   countOf(status?: number): number {
-    return status === undefined ? this.stats.total : (this.byStatus.get(status) ?? 0);
+    if (status === undefined) return this.stats.total;
+    return Object.values(this.stats.byPlatform).reduce((sum, p) => sum + (p.byStatus[String(status)] ?? 0), 0);
   }
 
   /**
@@ -190,6 +190,5 @@ export class RecordStore {
     this.ring = [];
     this.head = 0;
     this.stats = noStats();
-    this.byStatus = new Map();
   }
 }
