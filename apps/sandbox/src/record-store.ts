@@ -116,8 +116,7 @@ export class RecordStore {
 
   /** Requests counted so far, every platform together: of `status` if given, else all. */
   countOf(status?: number): number {
-    if (status === undefined) return this.stats.total;
-    return Object.values(this.stats.byPlatform).reduce((sum, p) => sum + (p.byStatus[String(status)] ?? 0), 0);
+    return status === undefined ? this.stats.total : (this.counts().byStatus[String(status)] ?? 0);
   }
 
   /**
