@@ -29,7 +29,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['libs/*/src/**/*.spec.ts', 'apps/*/src/**/*.spec.ts', 'infra/k8s/**/*.spec.ts'],
+          include: ['libs/*/src/**/*.spec.ts', 'apps/*/src/**/*.spec.ts', 'tools/*/src/**/*.spec.ts', 'infra/k8s/**/*.spec.ts'],
           exclude: ['**/*.int.spec.ts', ...TIMED_LIBS],
         },
       },

@@ -27,6 +27,7 @@ import { metric } from '../../../test/support/metrics.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import { startSystem, type System } from '../../../test/support/system.ts';
 import { cpuMs, cpuSpentMs, listenerOf, localPortsOf, peakRssMb, postgresProcesses, processTree, sampleCpu, type CpuRow } from './proc.ts';
+import { percentile } from './stats.ts';
 
 const RATE = Number(process.env['API_BENCH_RATE'] ?? 1000);
 const SECONDS = Number(process.env['API_BENCH_SECONDS'] ?? 10);
@@ -34,7 +35,6 @@ const CONCURRENCY = Number(process.env['API_BENCH_CONCURRENCY'] ?? 64);
 const WARMUP_SECONDS = 2;
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 const job = (i: number) => ({ id: randomUUID(), app: 'demo', userId: `bench-${i % 1000}`, category: 'bench', content: { title: `bench ${i}` } });
 
 /** The API's Server-Timing stages (ms) of each answer, by stage name. */
@@ -82,7 +82,7 @@ interface Summary {
 function summarise(latencies: number[], errors: number, seconds: number): Summary {
   const sorted = [...latencies].sort((a, b) => a - b);
   const r = (v: number) => Math.round(v * 100) / 100;
-  return { count: sorted.length, jobs: sorted.length, errors, perSecond: Math.round(sorted.length / seconds), p50: r(pct(sorted, 50)), p90: r(pct(sorted, 90)), p99: r(pct(sorted, 99)), max: r(sorted.at(-1) ?? NaN) };
+  return { count: sorted.length, jobs: sorted.length, errors, perSecond: Math.round(sorted.length / seconds), p50: r(percentile(sorted, 50)), p90: r(percentile(sorted, 90)), p99: r(percentile(sorted, 99)), max: r(sorted.at(-1) ?? NaN) };
 }
 
 /** What went wrong, by status or error message, printed after the table. */

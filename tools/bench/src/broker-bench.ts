@@ -9,6 +9,7 @@
  */
 import { connect } from 'amqplib';
 import { cpuSpentMs, listenerOf, processTree, sampleCpu, type CpuRow, type CpuSample } from './proc.ts';
+import { median } from './stats.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const RATE = env('BROKER_BENCH_RATE', 3_000);
@@ -20,7 +21,6 @@ const AMQP = (process.env['AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672').sp
 const WARMUP_MS = 2_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 const brokerRows = (root: number): CpuRow[] => [{ name: 'rabbitmq', pids: () => processTree(root) }];
 

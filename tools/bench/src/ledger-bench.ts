@@ -15,7 +15,7 @@ import pg from 'pg';
 import { createSpecDatabase } from '../../../libs/db/src/spec-database.ts';
 import { claimLiveStatement, completeStatement } from '../../../libs/db/src/delivery-ledger.ts';
 import { queryPrepared } from '../../../libs/db/src/prepared.ts';
-import { median } from './peer-report.ts';
+import { median } from './stats.ts';
 import { cpuMs, postgresBackends } from './proc.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);

@@ -20,13 +20,13 @@ import { createRateLimiter, type RateLimiter } from '@herald/rate-limiter';
 import { Registry } from '@herald/runtime';
 import { startSandbox } from '@herald/sandbox';
 import { createTestDatabase } from '@herald/testing';
+import { median } from './stats.ts';
 
 const PUSHES = Number(process.env['BENCH_LIMITER_PUSHES'] ?? 5000);
 const CONCURRENCY = Number(process.env['BENCH_LIMITER_CONCURRENCY'] ?? 5);
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
 const BATCH = 100;
 const logger = createLogger({ service: 'limiter-bench', level: 'warn', format: 'json' });
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const noPublisher: Publisher = { publish: async () => undefined, publishMany: async () => undefined };
 
 function messages(count: number): InboundMessage[] {

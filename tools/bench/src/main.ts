@@ -20,8 +20,9 @@ import { injectFault } from '../../../test/support/sandbox-client.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import type { SandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { sandboxProcessOf, startSystem, type System } from '../../../test/support/system.ts';
-import { cpuSpentMs, formatMachine, listenerOf, localPortsByPid, machineCpu, machineShares, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample, type MachineCpu, type MachineShares } from './proc.ts';
+import { cpuSpentMs, formatMachine, listenerOf, medianShares, localPortsByPid, machineCpu, machineShares, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample, type MachineCpu, type MachineShares } from './proc.ts';
 import { benchWebProvider, webBenchOptions } from './web-provider-bench.ts';
+import { median, percentile } from './stats.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const USERS = env('BENCH_USERS', 20_000);
@@ -65,7 +66,6 @@ interface RunResult {
   machine: MachineShares;
 }
 
-const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 const portOf = (url: string, fallback: number): number => Number(new URL(url).port || fallback);
 
@@ -210,9 +210,9 @@ async function run(): Promise<RunResult> {
     return {
       offered: `${RATE === undefined ? 'max' : `${RATE}/s`}${PROVIDERS_AWAY}`,
       deliveredPerSecond: Math.round(delivered / SECONDS),
-      p50: pct(latencies, 50),
-      p95: pct(latencies, 95),
-      p99: pct(latencies, 99),
+      p50: percentile(latencies, 50),
+      p95: percentile(latencies, 95),
+      p99: percentile(latencies, 99),
       peakRssMb: peakRss(sys, sandbox),
       ...budget,
       machine: machineFrom !== undefined && machineTo !== undefined ? machineShares(machineFrom, machineTo) : { idlePercent: NaN, stealPercent: NaN },
@@ -222,7 +222,6 @@ async function run(): Promise<RunResult> {
   }
 }
 
-const median = (xs: number[]): number => pct([...xs].sort((a, b) => a - b), 50);
 const medianRow = (rs: RunResult[], pick: (r: RunResult) => Record<string, number>): Record<string, number> =>
   Object.fromEntries([...new Set(rs.flatMap((r) => Object.keys(pick(r))))].map((k) => [k, median(rs.map((r) => pick(r)[k] ?? NaN))]));
 
@@ -265,7 +264,7 @@ const summary = {
     cpuUsPerPush: cpuMedian,
     cpuUsPerPlatformPush: medianRow(results, (r) => r.cpuUsPerPlatformPush),
     peakRssMb: rssMedian,
-    machine: { idlePercent: median(results.map((r) => r.machine.idlePercent)), stealPercent: median(results.map((r) => r.machine.stealPercent)) },
+    machine: medianShares(results.map((r) => r.machine)),
   },
 };
 // Web Push (issue 21): the provider's own figure, web pushes/s to the sandbox's push service (decrypting each).

@@ -23,7 +23,8 @@ import { publishBenchJobs, seedBenchDevices } from './bench-load.ts';
 import { formatMachine, machineCpu, machineShares, peakRssMb, type MachineShares } from './proc.ts';
 import { listenerPids, PostgresProcesses, ProcessSetCpu } from './proc-sockets.ts';
 import type { SendCommand, SentReport } from './peer-adapter.ts';
-import { formatCpuTable, formatSummary, median, type Measured } from './peer-report.ts';
+import { formatCpuTable, formatSummary, type Measured } from './peer-report.ts';
+import { median } from './stats.ts';
 import { sandboxCounted, type SandboxControl } from './sandbox-feed.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);

@@ -1,5 +1,6 @@
 /** The tables `npm run bench:peer` prints: CPU µs per delivered push per process, Herald beside the adapter. */
-import { formatMachine, type MachineShares } from './proc.ts';
+import { formatMachine, medianShares, type MachineShares } from './proc.ts';
+import { median } from './stats.ts';
 
 export interface Measured {
   pushesPerSecond: number;
@@ -12,12 +13,6 @@ export interface Measured {
   /** The machine's idle and stolen shares over the same window. */
   machine: MachineShares;
 }
-
-export const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? NaN) + (s[mid] ?? NaN)) / 2;
-};
 
 const total = (cpu: Record<string, number>): number => Object.values(cpu).reduce((a, b) => a + b, 0);
 
@@ -45,11 +40,6 @@ const medianCpu = (ms: Measured[]): Record<string, number> => {
   return Object.fromEntries(names.map((n) => [n, median(ms.map((m) => m.cpuUsPerPush[n] ?? NaN))]));
 };
 
-const medianMachine = (ms: Measured[]): MachineShares => ({
-  idlePercent: median(ms.map((m) => m.machine.idlePercent)),
-  stealPercent: median(ms.map((m) => m.machine.stealPercent)),
-});
-
 /** Medians over the rounds, and — where Herald spends more — which processes ate the difference. */
 export function formatSummary(rounds: { adapter: Measured; herald: Measured }[]): string {
   const heraldRate = median(rounds.map((r) => r.herald.pushesPerSecond));
@@ -57,7 +47,7 @@ export function formatSummary(rounds: { adapter: Measured; herald: Measured }[])
   const h = medianCpu(rounds.map((r) => r.herald));
   const a = medianCpu(rounds.map((r) => r.adapter));
   const lines = [
-    `medians of ${rounds.length} rounds: herald ${heraldRate} pushes/s (${formatMachine(medianMachine(rounds.map((r) => r.herald)))}), parse-adapter ${adapterRate} pushes/s (${formatMachine(medianMachine(rounds.map((r) => r.adapter)))})`,
+    `medians of ${rounds.length} rounds: herald ${heraldRate} pushes/s (${formatMachine(medianShares(rounds.map((r) => r.herald.machine)))}), parse-adapter ${adapterRate} pushes/s (${formatMachine(medianShares(rounds.map((r) => r.adapter.machine)))})`,
     table('median CPU µs per delivered push', h, a),
   ];
   const extra = processNames(h, a)

@@ -1,5 +1,6 @@
 /** What the benchmarks read about processes from Linux's /proc. */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { median } from './stats.ts';
 
 /** utime + stime of a process so far, ms (clock ticks of 10 ms); NaN without a pid. */
 export function cpuMs(pid: number | undefined): number {
@@ -244,4 +245,10 @@ export function machineShares(from: MachineCpu, to: MachineCpu): MachineShares {
 }
 
 /** "machine 8% idle, 0% stolen". */
+/** The median idle and stolen shares of several measured windows (each share on its own). */
+export const medianShares = (shares: readonly MachineShares[]): MachineShares => ({
+  idlePercent: median(shares.map((s) => s.idlePercent)),
+  stealPercent: median(shares.map((s) => s.stealPercent)),
+});
+
 export const formatMachine = (s: MachineShares): string => `machine ${Math.round(s.idlePercent)}% idle, ${Math.round(s.stealPercent)}% stolen`;

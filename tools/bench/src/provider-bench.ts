@@ -14,6 +14,7 @@ import { createApnsProvider, createFcmProvider, loadSandboxSettings, type PushPr
 import { buildServices } from '../../../infra/local/build-services.ts';
 import { startSandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { cpuMs } from './proc.ts';
+import { median } from './stats.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const ROUNDS = env('PROVIDER_BENCH_ROUNDS', 3);
@@ -93,10 +94,6 @@ async function round(platform: Platform, stateDir: string, sandboxPid: number): 
   }
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? NaN;
-};
 
 await buildServices();
 const profile = process.env['PROVIDER_BENCH_PROFILE_DIR'];

@@ -27,6 +27,7 @@ import { Registry } from '@herald/runtime';
 import { jitterOffsetMs, resolveDeliverAt } from '@herald/scheduling';
 import { createTestDatabase, createTestVhost } from '@herald/testing';
 import { prepareEnvironment } from '../../../infra/local/prepare.ts';
+import { percentile } from './stats.ts';
 
 const ROWS = Number(process.env['BENCH_SCHEDULE_ROWS'] ?? 1_000_000);
 const ARRIVAL_PER_S = Number(process.env['BENCH_SCHEDULE_ARRIVAL_PER_S'] ?? 20_000);
@@ -42,7 +43,6 @@ const ZONES = ['UTC', 'Europe/London', 'Europe/Berlin', 'Europe/Athens', 'Europe
   'Pacific/Auckland', 'Pacific/Honolulu', 'America/Anchorage', 'America/Los_Angeles', 'America/Denver', 'America/Chicago',
   'America/New_York', 'America/Sao_Paulo', 'Atlantic/Azores'];
 const logger = createLogger({ service: 'schedule-bench', level: 'warn', format: 'json' });
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 /**
  * One job of `rows` pushes, built and stored 20,000 at a time (so the bench does not hold a

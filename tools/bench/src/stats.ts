@@ -1,0 +1,12 @@
+/** The benches' summary statistics, one definition for every `npm run bench*` report. */
+
+/** The p-th percentile of an ascending array (nearest rank, the lower one); NaN when empty. */
+export const percentile = (sorted: readonly number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+
+/** The median of the values in any order: the middle one, or the mean of the two middle ones; NaN when empty. */
+export const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? NaN) + (s[mid] ?? NaN)) / 2;
+};
