@@ -20,7 +20,7 @@ import { injectFault } from '../../../test/support/sandbox-client.ts';
 import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import type { SandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { sandboxProcessOf, startSystem, type System } from '../../../test/support/system.ts';
-import { cpuSpentMs, formatMachine, listenerOf, medianShares, localPortsByPid, machineCpu, machineShares, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample, type MachineCpu, type MachineShares } from './proc.ts';
+import { cpuSpentMs, formatMachine, listenerOf, localPortsByPid, machineCpu, machineShares, medianShares, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample, type MachineCpu, type MachineShares } from './proc.ts';
 import { benchWebProvider, webBenchOptions } from './web-provider-bench.ts';
 import { median, percentile } from './stats.ts';
 
@@ -65,7 +65,6 @@ interface RunResult {
   /** The machine's idle and stolen shares over the measured window. */
   machine: MachineShares;
 }
-
 
 const portOf = (url: string, fallback: number): number => Number(new URL(url).port || fallback);
 

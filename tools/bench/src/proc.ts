@@ -244,11 +244,11 @@ export function machineShares(from: MachineCpu, to: MachineCpu): MachineShares {
   return { idlePercent: (100 * (to.idle - from.idle)) / total, stealPercent: (100 * (to.steal - from.steal)) / total };
 }
 
-/** "machine 8% idle, 0% stolen". */
 /** The median idle and stolen shares of several measured windows (each share on its own). */
 export const medianShares = (shares: readonly MachineShares[]): MachineShares => ({
   idlePercent: median(shares.map((s) => s.idlePercent)),
   stealPercent: median(shares.map((s) => s.stealPercent)),
 });
 
+/** "machine 8% idle, 0% stolen". */
 export const formatMachine = (s: MachineShares): string => `machine ${Math.round(s.idlePercent)}% idle, ${Math.round(s.stealPercent)}% stolen`;

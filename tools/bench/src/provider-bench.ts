@@ -94,7 +94,6 @@ async function round(platform: Platform, stateDir: string, sandboxPid: number): 
   }
 }
 
-
 await buildServices();
 const profile = process.env['PROVIDER_BENCH_PROFILE_DIR'];
 const sandbox = await startSandboxProcess({
