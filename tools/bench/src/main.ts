@@ -221,8 +221,10 @@ async function run(): Promise<RunResult> {
   }
 }
 
+/** A median in the runs' own whole units (an even count of runs averages its middle two). */
+const wholeMedian = (xs: number[]): number => Math.round(median(xs));
 const medianRow = (rs: RunResult[], pick: (r: RunResult) => Record<string, number>): Record<string, number> =>
-  Object.fromEntries([...new Set(rs.flatMap((r) => Object.keys(pick(r))))].map((k) => [k, median(rs.map((r) => pick(r)[k] ?? NaN))]));
+  Object.fromEntries([...new Set(rs.flatMap((r) => Object.keys(pick(r))))].map((k) => [k, wholeMedian(rs.map((r) => pick(r)[k] ?? NaN))]));
 
 /** One row per process, the same rows in the same order every time, so the next change shows where CPU moved. */
 function budgetTable(title: string, cpu: Record<string, number>, rss: Record<string, number>): string {
@@ -256,10 +258,10 @@ const summary = {
   providerDelayMs: PROVIDER_DELAY_MS,
   runs: results,
   median: {
-    deliveredPerSecond: median(results.map((r) => r.deliveredPerSecond)),
-    p50: median(results.map((r) => r.p50)),
-    p95: median(results.map((r) => r.p95)),
-    p99: median(results.map((r) => r.p99)),
+    deliveredPerSecond: wholeMedian(results.map((r) => r.deliveredPerSecond)),
+    p50: wholeMedian(results.map((r) => r.p50)),
+    p95: wholeMedian(results.map((r) => r.p95)),
+    p99: wholeMedian(results.map((r) => r.p99)),
     cpuUsPerPush: cpuMedian,
     cpuUsPerPlatformPush: medianRow(results, (r) => r.cpuUsPerPlatformPush),
     peakRssMb: rssMedian,

@@ -116,8 +116,8 @@ try {
     const mine = rounds.filter((r) => r.platform === platform);
     const label = platform === 'apns' ? 'APNs' : 'FCM';
     console.log(
-      `${label} provider → sandbox (median of ${mine.length}, ${CONCURRENCY} in flight, ${SECONDS} s): ${median(mine.map((r) => r.pushesPerSecond))} pushes/s, ` +
-        `provider CPU ${median(mine.map((r) => r.providerCpuUsPerPush))} µs/push (sandbox ${median(mine.map((r) => r.sandboxCpuUsPerPush))} µs/push)`,
+      `${label} provider → sandbox (median of ${mine.length}, ${CONCURRENCY} in flight, ${SECONDS} s): ${Math.round(median(mine.map((r) => r.pushesPerSecond)))} pushes/s, ` +
+        `provider CPU ${Math.round(median(mine.map((r) => r.providerCpuUsPerPush)))} µs/push (sandbox ${Math.round(median(mine.map((r) => r.sandboxCpuUsPerPush)))} µs/push)`,
     );
   }
 } finally {
