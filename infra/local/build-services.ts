@@ -18,12 +18,13 @@ export const bundleOf = (name: string): string => join(root, 'dist', 'services',
 /**
  * Node's arguments for running a service's bundle: `extraFlags`, by default this process's
  * HERALD_SERVICE_NODE_ARGS (space-separated Node flags NODE_OPTIONS refuses, e.g. --cpu-prof or
- * --heap-growing-percent=50; see README, Benchmarks), source maps on, then the bundle. Used by
- * `npm start`, the tests and benchmarks.
+ * --heap-growing-percent=50; see README, Benchmarks), then the bundle. Used by `npm start`, the
+ * tests and benchmarks. Not --enable-source-maps: Node keeps the bundle's parsed map (about 5 MB)
+ * in the heap once a stack is printed, which V8's heap growth made 20–30 MB of a pusher's peak
+ * RSS; logged stacks name bundle lines, and `herald stack` maps them to the TypeScript sources.
  */
 export const serviceNodeArgs = (name: string, extraFlags = process.env['HERALD_SERVICE_NODE_ARGS']): string[] => [
   ...(extraFlags ?? '').split(' ').filter((a) => a !== ''),
-  '--enable-source-maps',
   bundleOf(name),
 ];
 

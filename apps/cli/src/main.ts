@@ -12,6 +12,7 @@ import { registerPreferenceCommands } from './commands/preference-commands.ts';
 import { registerTopicCommands } from './commands/topic-commands.ts';
 import { registerFollowCommands } from './commands/follow-commands.ts';
 import { registerJobCommands } from './commands/job-commands.ts';
+import { registerStackCommand } from './commands/stack-command.ts';
 import { heraldVersion } from './version.ts';
 
 const program = new Command('herald')
@@ -31,6 +32,7 @@ registerAppCommands(program);
 registerKeyCommands(program);
 registerAuditCommand(program);
 registerJobCommands(program);
+registerStackCommand(program);
 
 try {
   await program.parseAsync(process.argv);
