@@ -1,10 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
+import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { bundleMapsUnder, mapBundleLocations } from './stack-map.ts';
 
 /** The repository (or the image's /app) this CLI runs from: its dist/services holds the bundles' maps. */
-const root = new URL('../../../../', import.meta.url).pathname;
+const root = fileURLToPath(new URL('../../../../', import.meta.url));
 
 /** `herald stack [file]`: a logged stack trace with its bundle locations mapped to the TypeScript sources. */
 export function registerStackCommand(program: Command): void {
