@@ -22,7 +22,7 @@ import type { SandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { sandboxProcessOf, startSystem, type System } from '../../../test/support/system.ts';
 import { cpuSpentMs, formatMachine, listenerOf, localPortsByPid, machineCpu, machineShares, medianShares, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample, type MachineCpu, type MachineShares } from './proc.ts';
 import { benchWebProvider, webBenchOptions } from './web-provider-bench.ts';
-import { median, percentile } from './stats.ts';
+import { percentile, wholeMedian } from './stats.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const USERS = env('BENCH_USERS', 20_000);
@@ -221,8 +221,6 @@ async function run(): Promise<RunResult> {
   }
 }
 
-/** A median in the runs' own whole units (an even count of runs averages its middle two). */
-const wholeMedian = (xs: number[]): number => Math.round(median(xs));
 const medianRow = (rs: RunResult[], pick: (r: RunResult) => Record<string, number>): Record<string, number> =>
   Object.fromEntries([...new Set(rs.flatMap((r) => Object.keys(pick(r))))].map((k) => [k, wholeMedian(rs.map((r) => pick(r)[k] ?? NaN))]));
 

@@ -14,7 +14,7 @@ import { createApnsProvider, createFcmProvider, loadSandboxSettings, type PushPr
 import { buildServices } from '../../../infra/local/build-services.ts';
 import { startSandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { cpuMs } from './proc.ts';
-import { median } from './stats.ts';
+import { wholeMedian } from './stats.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const ROUNDS = env('PROVIDER_BENCH_ROUNDS', 3);
@@ -116,8 +116,8 @@ try {
     const mine = rounds.filter((r) => r.platform === platform);
     const label = platform === 'apns' ? 'APNs' : 'FCM';
     console.log(
-      `${label} provider → sandbox (median of ${mine.length}, ${CONCURRENCY} in flight, ${SECONDS} s): ${Math.round(median(mine.map((r) => r.pushesPerSecond)))} pushes/s, ` +
-        `provider CPU ${Math.round(median(mine.map((r) => r.providerCpuUsPerPush)))} µs/push (sandbox ${Math.round(median(mine.map((r) => r.sandboxCpuUsPerPush)))} µs/push)`,
+      `${label} provider → sandbox (median of ${mine.length}, ${CONCURRENCY} in flight, ${SECONDS} s): ${wholeMedian(mine.map((r) => r.pushesPerSecond))} pushes/s, ` +
+        `provider CPU ${wholeMedian(mine.map((r) => r.providerCpuUsPerPush))} µs/push (sandbox ${wholeMedian(mine.map((r) => r.sandboxCpuUsPerPush))} µs/push)`,
     );
   }
 } finally {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { median, percentile } from './stats.ts';
+import { median, percentile, wholeMedian } from './stats.ts';
 
 describe('bench statistics', () => {
   it('takes the middle run of an odd count, whatever the order the runs came in', () => {
@@ -8,6 +8,11 @@ describe('bench statistics', () => {
 
   it('averages the two middle runs of an even count, rather than picking one of them', () => {
     expect(median([0.97, 1.01, 0.91, 1.1])).toBeCloseTo(0.99, 10);
+  });
+
+  it('rounds a median to whole units, so an even count of runs does not print 4570.5 pushes/s', () => {
+    expect(wholeMedian([4_570, 4_571])).toBe(4_571);
+    expect(wholeMedian([56, 52, 60])).toBe(56);
   });
 
   it('says NaN for no runs, so an empty report cannot pass for a figure', () => {

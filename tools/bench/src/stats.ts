@@ -10,3 +10,6 @@ export const median = (xs: readonly number[]): number => {
   const mid = Math.floor(s.length / 2);
   return s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? NaN) + (s[mid] ?? NaN)) / 2;
 };
+
+/** median() in the values' own whole units (counts, µs, MB): an even count's mean of its middle two, rounded. */
+export const wholeMedian = (xs: readonly number[]): number => Math.round(median(xs));
