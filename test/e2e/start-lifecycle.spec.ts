@@ -140,27 +140,40 @@ describe('a killed supervisor, then a crash loop', () => {
     const { supervisor } = await waitSupervisor(run);
     expect(run.lines.some((l) => l.level === 40 && l.msg?.includes('taking over') === true)).toBe(true);
 
-    // Watch the demuxer processes the supervisor starts: how long it stays without one between runs.
-    const downtimes: number[] = [];
-    let downSince: number | undefined = undefined;
-    let seen = false;
+    // Watch the demuxer processes the supervisor starts, and measure each pause between two of them:
+    // from the look that first found the old one gone to the kernel's start time of the next one.
+    // The old one had exited by that look, so this never exceeds the real pause, even when this
+    // process is slowed (a look taken late under load once made a 1 s pause read 450 ms). A pause
+    // counts only when the look before it still found the old one running at most 70 ms earlier, so
+    // it reads at most 70 ms (and the clock's 10 ms ticks) short of the supervisor's delay; after a
+    // longer gap between looks, when the old one exited is not known well enough to judge the pause.
+    const bootMs = bootEpochMs();
+    const pauses: { index: number; ms: number }[] = [];
+    let current: Proc | undefined = undefined;
+    let upAt = 0;
+    let down: { at: number; index: number; sure: boolean } | undefined = undefined;
+    let exits = 0;
     const deadline = Date.now() + 45_000;
-    while (downtimes.length < 3 && Date.now() < deadline) {
-      const up = childrenOf(supervisor.pid, 'services/demuxer/').length > 0;
-      if (up) {
-        if (downSince !== undefined) downtimes.push(Date.now() - downSince);
-        downSince = undefined;
-        seen = true;
-      } else if (seen && downSince === undefined) {
-        downSince = Date.now();
+    while (pauses.length < 3 && Date.now() < deadline) {
+      const lookedAt = Date.now();
+      const demuxer = childrenOf(supervisor.pid, 'services/demuxer/')[0];
+      const seenAt = Date.now();
+      if (demuxer !== undefined && demuxer.pid !== current?.pid) {
+        if (current !== undefined && down === undefined) exits += 1; // gone and back between two looks: not measured
+        if (down?.sure === true && demuxer.pidStart !== undefined) pauses.push({ index: down.index, ms: bootMs + demuxer.pidStart * 10 - down.at });
+        current = demuxer;
+        down = undefined;
       }
-      await new Promise((r) => setTimeout(r, 50));
+      if (demuxer !== undefined) upAt = lookedAt;
+      else if (current !== undefined && down === undefined) {
+        down = { at: seenAt, index: exits, sure: seenAt - upAt <= 70 };
+        exits += 1;
+      }
+      await new Promise((r) => setTimeout(r, 20));
     }
-    expect(downtimes.length).toBe(3);
-    // 1 s, 2 s, 4 s (a fixed delay would give three equal gaps)
-    expect(downtimes[0]).toBeGreaterThanOrEqual(900);
-    expect(downtimes[1]).toBeGreaterThanOrEqual(1_800);
-    expect(downtimes[2]).toBeGreaterThanOrEqual(3_600);
+    expect(pauses.length).toBe(3);
+    // The n-th pause 1 s × 2^n: 1 s, 2 s, 4 s, … (a fixed delay would give equal pauses).
+    for (const p of pauses) expect(p.ms, `pause ${p.index + 1}`).toBeGreaterThanOrEqual(900 * 2 ** p.index);
 
     // Reported once, with the service's name and its last lines; its later output held back.
     const reports = run.lines.filter((l) => l.service === 'herald-start' && l.level === 50);
@@ -180,6 +193,12 @@ describe('a killed supervisor, then a crash loop', () => {
     expect(childrenOf(supervisor.pid, 'services/demuxer/')).toEqual([]);
   });
 });
+
+/** When this machine booted, ms since the epoch: a process's start time (clock ticks of 10 ms since boot) as a time (±10 ms). */
+function bootEpochMs(): number {
+  const uptimeSeconds = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
+  return Date.now() - uptimeSeconds * 1000;
+}
 
 /** The supervisor of a run whose services may not all come up. */
 async function waitSupervisor(run: NpmStart): Promise<{ supervisor: Proc }> {
