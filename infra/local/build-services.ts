@@ -2,13 +2,16 @@
  * Bundles every service (and the sandbox) with esbuild into dist/services/<name>/main.mjs, so
  * they run on plain Node: no TypeScript loader thread per process (about 30 MB of RSS and
  * several CPU-seconds of module compilation at each start, measured in `npm run bench`).
- * Packages from node_modules stay external (resolved from the repository's node_modules);
- * Herald's own libs are bundled in. Used by `npm start`, the tests' global setup and the
- * benchmarks; `npm run build` runs it alone. Takes about a second.
+ * Herald's libs and the packages a service loads at start are bundled in and minified: V8 keeps
+ * the text of every script it loads, and a process's old space grows to several times what it
+ * keeps, so the packages' sources as node_modules holds them (comments, long names, one file per
+ * module) cost each service 10–20 MB of peak RSS (docs/benchmarks.md, session 31). LOADED_ON_USE
+ * stay external. Used by `npm start`, the tests' global setup and the benchmarks; `npm run build`
+ * runs it alone. Takes a few seconds.
  */
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { build } from 'esbuild';
+import { build, type BuildOptions } from 'esbuild';
 import { SANDBOX, SERVICES } from './service-list.ts';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -28,29 +31,41 @@ export const serviceNodeArgs = (name: string, extraFlags = process.env['HERALD_S
   bundleOf(name),
 ];
 
+/**
+ * Packages left in node_modules, each loaded only by the process that uses it: the provider
+ * clients (imported by the provider factories when a pusher creates its provider, so one
+ * pusher's client is not in the others' text), node-forge (node-apn's patch requires it only to
+ * parse a client certificate) and pg-native (never installed: pg requires it only for
+ * `pg.native`).
+ */
+const LOADED_ON_USE = ['@parse/node-apn', 'firebase-admin', 'web-push', 'node-forge', 'pg-native'];
+
+/** esbuild's options for a service's bundle (all but its entry point and output file). */
+export const BUNDLE_OPTIONS = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  sourcemap: 'linked',
+  external: LOADED_ON_USE,
+  // keepNames: packages read constructor and function names (zod's checks, fastify's plugin names).
+  minify: true,
+  keepNames: true,
+  legalComments: 'linked',
+  logLevel: 'warning',
+  // Bundled CommonJS packages call require(), for Node's modules too; give the ES module one.
+  banner: { js: "import { createRequire as __heraldRequire } from 'node:module'; const require = __heraldRequire(import.meta.url);" },
+} as const satisfies BuildOptions;
+
 /** Files a service reads next to its entry point at run time. */
 const ASSETS: Record<string, readonly string[]> = { monitor: ['dashboard.html'] };
 
 export async function buildServices(): Promise<void> {
-  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-  const external = Object.keys(pkg.dependencies);
   await Promise.all(
     [SANDBOX, ...SERVICES].map(async ({ name, entry }) => {
       const outfile = bundleOf(name);
       mkdirSync(dirname(outfile), { recursive: true });
-      await build({
-        entryPoints: [join(root, entry)],
-        outfile,
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        target: 'node20',
-        sourcemap: 'linked',
-        external,
-        logLevel: 'warning',
-        // Bundled CommonJS helpers may call require(); give the ES module one.
-        banner: { js: "import { createRequire as __heraldRequire } from 'node:module'; const require = __heraldRequire(import.meta.url);" },
-      });
+      await build({ ...BUNDLE_OPTIONS, entryPoints: [join(root, entry)], outfile });
       for (const asset of ASSETS[name] ?? []) copyFileSync(join(root, dirname(entry), asset), join(dirname(outfile), asset));
     }),
   );

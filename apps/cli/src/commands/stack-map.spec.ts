@@ -4,10 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLE_OPTIONS } from '../../../../infra/local/build-services.ts';
 import { bundleMapsUnder, mapBundleLocations } from './stack-map.ts';
 
-// A service bundled as build-services.ts bundles them (esbuild, linked source map), run on plain
-// Node without source-map support as the services now run, so its stack names bundle lines.
+// A service bundled as build-services.ts bundles them (its esbuild options: minified, linked
+// source map), run on plain Node without source-map support as the services run, so its stack
+// names bundle lines.
 const SOURCE = [
   "import { fail } from './fail.ts';",
   '',
@@ -29,7 +31,7 @@ beforeAll(async () => {
   writeFileSync(join(root, 'src', 'main.ts'), SOURCE);
   writeFileSync(join(root, 'src', 'fail.ts'), FAIL);
   const outfile = join(root, 'dist', 'services', 'demo-pusher', 'main.mjs');
-  await build({ entryPoints: [join(root, 'src', 'main.ts')], outfile, bundle: true, platform: 'node', format: 'esm', sourcemap: 'linked', logLevel: 'warning' });
+  await build({ ...BUNDLE_OPTIONS, entryPoints: [join(root, 'src', 'main.ts')], outfile });
   logged = execFileSync(process.execPath, [outfile], { encoding: 'utf8' });
 });
 
