@@ -1,17 +1,25 @@
 /**
  * Summarises V8 CPU profiles (.cpuprofile, as written by `node --cpu-prof`): for each profile,
  * where its samples fall, by self time, grouped by package (node_modules/<pkg>), Herald
- * workspace (libs/<x>, apps/<x>), Node internals, GC and idle.
+ * workspace (libs/<x>, apps/<x>), Node internals, GC and idle. Frames of a service's minified
+ * bundle are read through the bundle's source map.
  * Usage: npx tsx tools/bench/src/profile-summary.ts <dir> [top=12] [from=0] [to=∞]
  * `from`/`to`: only samples taken that many seconds after the profile started (e.g. the measured
  * window of `npm run bench`, leaving out start-up, seeding and warm-up).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { bundleMapsUnder, originOf } from '../../../apps/cli/src/commands/stack-map.ts';
 
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+  columnNumber: number;
+}
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: CallFrame;
   hitCount?: number;
   children?: number[];
 }
@@ -23,13 +31,29 @@ interface Profile {
   endTime: number;
 }
 
+const BUNDLE = /\/dist\/services\/([^/]+)\/main\.mjs$/;
+const bundleMaps = bundleMapsUnder(join(import.meta.dirname, '..', '..', '..'));
+
+/**
+ * A frame of a service's minified bundle as its source: the file (node_modules/<pkg>/…,
+ * libs/<x>/…), line and the name esbuild renamed, so frames group and read as before bundling.
+ * Frames of other scripts, of code esbuild added, or of a bundle without its map stay as V8 gave them.
+ */
+function sourceFrame(frame: CallFrame): CallFrame {
+  const service = BUNDLE.exec(frame.url)?.[1];
+  const found = service === undefined ? undefined : bundleMaps(frame.url, service);
+  const origin = found && originOf(found, frame.lineNumber, frame.columnNumber);
+  if (origin === undefined) return frame;
+  return { functionName: origin.name ?? frame.functionName, url: `file://${origin.file}`, lineNumber: origin.line, columnNumber: origin.column };
+}
+
 function groupOf(url: string, fn: string): string {
   if (fn === '(idle)') return '(idle)';
   if (fn === '(garbage collector)') return '(gc)';
   if (fn === '(program)') return '(program)';
   const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (nm) return nm[1] as string;
-  if (/\/dist\/services\/[^/]+\/main\.mjs/.test(url)) return 'Herald code (bundle)';
+  if (BUNDLE.test(url)) return "bundle code without a source (esbuild's helpers)";
   const ws = /\/(libs|apps|tools)\/([^/]+)\//.exec(url);
   if (ws) return `${ws[1]}/${ws[2]}`;
   if (url.startsWith('node:') || url === '') return 'node internals and natives';
@@ -43,6 +67,10 @@ const fromUs = Number(process.argv[4] ?? 0) * 1e6;
 const toUs = Number(process.argv[5] ?? Infinity) * 1e6;
 for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) {
   const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
+  // The service's name, read before its frames are mapped to their sources.
+  const app =
+    profile.nodes.map((n) => /\/(?:apps|dist\/services)\/([^/]+)\//.exec(n.callFrame.url)?.[1]).find((a) => a !== undefined) ?? '(no app code: a loader thread?)';
+  for (const n of profile.nodes) n.callFrame = sourceFrame(n.callFrame);
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
   let at = 0;
@@ -62,8 +90,6 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sor
     fns.set(fn, (fns.get(fn) ?? 0) + us);
   }
   const busy = total - (groups.get('(idle)') ?? 0);
-  const app =
-    profile.nodes.map((n) => /\/(?:apps|dist\/services)\/([^/]+)\//.exec(n.callFrame.url)?.[1]).find((a) => a !== undefined) ?? '(no app code: a loader thread?)';
   const pct = (us: number) => `${((100 * us) / total).toFixed(1)}%`;
   console.log(`\n${app} — ${file}: ${(total / 1e6).toFixed(1)} s sampled, busy ${pct(busy)}`);
   for (const [g, us] of [...groups].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us).padStart(6)}  ${g}`);

@@ -30,11 +30,30 @@ export function mapBundleLocations(text: string, mapOf: (bundle: string, service
       unmapped.add(service);
       return location;
     }
-    const entry = found.map.findEntry(Number(line) - 1, Number(column) - 1);
-    // findEntry answers the nearest mapping before the location, which may be on an earlier line.
-    if (!('originalSource' in entry) || entry.generatedLine !== Number(line) - 1) return location;
-    return `${resolve(found.dir, entry.originalSource)}:${entry.originalLine + 1}:${entry.originalColumn + 1}`;
+    const origin = originOf(found, Number(line) - 1, Number(column) - 1);
+    return origin === undefined ? location : `${origin.file}:${origin.line + 1}:${origin.column + 1}`;
   });
+}
+
+/** Where a bundle's code came from: the source file (absolute), its 0-based line and column, and the original name of an identifier esbuild renamed. */
+export interface Origin {
+  file: string;
+  line: number;
+  column: number;
+  name: string | undefined;
+}
+
+/**
+ * The origin of a 0-based position in a bundle, or undefined for code esbuild added. Used for
+ * stacks and, by tools/bench/src/profile-summary.ts, for CPU profiles of the minified bundles.
+ */
+export function originOf(found: BundleMap, line: number, column: number): Origin | undefined {
+  const entry = found.map.findEntry(line, column);
+  // findEntry answers the nearest mapping before the location, which may be on an earlier line.
+  if (!('originalSource' in entry) || entry.generatedLine !== line) return undefined;
+  // Node returns the mapping's name too; @types/node's SourceMapping leaves it out.
+  const { name } = entry as { name?: string };
+  return { file: resolve(found.dir, entry.originalSource), line: entry.originalLine, column: entry.originalColumn, name };
 }
 
 /**
