@@ -9,6 +9,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { bundleMapsUnder, originOf } from '../../../apps/cli/src/commands/stack-map.ts';
 
 interface CallFrame {
@@ -44,7 +45,7 @@ function sourceFrame(frame: CallFrame): CallFrame {
   const found = service === undefined ? undefined : bundleMaps(frame.url, service);
   const origin = found && originOf(found, frame.lineNumber, frame.columnNumber);
   if (origin === undefined) return frame;
-  return { functionName: origin.name ?? frame.functionName, url: `file://${origin.file}`, lineNumber: origin.line, columnNumber: origin.column };
+  return { functionName: origin.name ?? frame.functionName, url: pathToFileURL(origin.file).href, lineNumber: origin.line, columnNumber: origin.column };
 }
 
 function groupOf(url: string, fn: string): string {
