@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { pino, type Logger, type LoggerOptions } from 'pino';
 
 export type { Logger } from 'pino';
@@ -41,7 +42,26 @@ export function createLogger(settings: LoggerSettings): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
   };
   if (pretty) {
+    nameTransportWorkers();
     return pino({ ...options, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } });
   }
   return pino(options);
+}
+
+/**
+ * pino runs a transport in a worker thread started from files beside its own sources, found by
+ * `__dirname`, which a service's bundle (an ES module with pino inside) does not have. pino and
+ * thread-stream take those files' paths from `globalThis.__bundlerPathsOverrides` when it is set
+ * (their support for bundlers): name the files in node_modules. The same files when pino is not
+ * bundled.
+ */
+function nameTransportWorkers(): void {
+  const fromHere = createRequire(import.meta.url);
+  const fromPino = createRequire(fromHere.resolve('pino'));
+  const scope = globalThis as { __bundlerPathsOverrides?: Record<string, string> };
+  scope.__bundlerPathsOverrides = {
+    ...scope.__bundlerPathsOverrides,
+    'pino-worker': fromPino.resolve('./lib/worker.js'),
+    'thread-stream-worker': fromPino.resolve('thread-stream/lib/worker.js'),
+  };
 }
