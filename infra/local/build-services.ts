@@ -9,7 +9,7 @@
  * stay external. Used by `npm start`, the tests' global setup and the benchmarks; `npm run build`
  * runs it alone. Takes a few seconds.
  */
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { build, type BuildOptions } from 'esbuild';
 import { SANDBOX, SERVICES } from './service-list.ts';
@@ -22,9 +22,10 @@ export const bundleOf = (name: string): string => join(root, 'dist', 'services',
  * Node's arguments for running a service's bundle: `extraFlags`, by default this process's
  * HERALD_SERVICE_NODE_ARGS (space-separated Node flags NODE_OPTIONS refuses, e.g. --cpu-prof or
  * --heap-growing-percent=50; see README, Benchmarks), then the bundle. Used by `npm start`, the
- * tests and benchmarks. Not --enable-source-maps: Node keeps the bundle's parsed map (about 5 MB)
- * in the heap once a stack is printed, which V8's heap growth made 20–30 MB of a pusher's peak
- * RSS; logged stacks name bundle lines, and `herald stack` maps them to the TypeScript sources.
+ * tests and benchmarks. Not --enable-source-maps: Node keeps the bundle's parsed map in the heap
+ * once a stack is printed (about 28 MB since the maps cover the packages too), which V8's heap
+ * growth makes several times that of peak RSS; logged stacks name bundle lines, and `herald
+ * stack` maps them to the TypeScript sources.
  */
 export const serviceNodeArgs = (name: string, extraFlags = process.env['HERALD_SERVICE_NODE_ARGS']): string[] => [
   ...(extraFlags ?? '').split(' ').filter((a) => a !== ''),
@@ -32,13 +33,13 @@ export const serviceNodeArgs = (name: string, extraFlags = process.env['HERALD_S
 ];
 
 /**
- * Packages left in node_modules, each loaded only by the process that uses it: the provider
- * clients (imported by the provider factories when a pusher creates its provider, so one
- * pusher's client is not in the others' text), node-forge (node-apn's patch requires it only to
- * parse a client certificate) and pg-native (never installed: pg requires it only for
- * `pg.native`).
+ * Packages left in node_modules, loaded only by a process that uses them: the provider clients,
+ * imported when a pusher creates its provider (and web-push by the API to make VAPID keys), so
+ * one pusher's client is not in every bundle's text; and pg-native (never installed: pg requires
+ * it only for `pg.native`). node-forge, which node-apn's patch requires only to parse a client
+ * certificate, stays out with node-apn.
  */
-const LOADED_ON_USE = ['@parse/node-apn', 'firebase-admin', 'web-push', 'node-forge', 'pg-native'];
+const LOADED_ON_USE = ['@parse/node-apn', 'firebase-admin', 'web-push', 'pg-native'];
 
 /** esbuild's options for a service's bundle (all but its entry point and output file). */
 export const BUNDLE_OPTIONS = {
@@ -65,7 +66,14 @@ export async function buildServices(): Promise<void> {
     [SANDBOX, ...SERVICES].map(async ({ name, entry }) => {
       const outfile = bundleOf(name);
       mkdirSync(dirname(outfile), { recursive: true });
-      await build({ ...BUNDLE_OPTIONS, entryPoints: [join(root, entry)], outfile });
+      // Each file written whole, then renamed into place: a build (`npm start`, a test's or a
+      // bench's) may run while other processes start services from the same bundles.
+      const { outputFiles } = await build({ ...BUNDLE_OPTIONS, entryPoints: [join(root, entry)], outfile, write: false });
+      for (const file of outputFiles) {
+        const partial = `${file.path}.${process.pid}.partial`;
+        writeFileSync(partial, file.contents);
+        renameSync(partial, file.path);
+      }
       for (const asset of ASSETS[name] ?? []) copyFileSync(join(root, dirname(entry), asset), join(dirname(outfile), asset));
     }),
   );
