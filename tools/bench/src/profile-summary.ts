@@ -10,7 +10,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { bundleMapsUnder, originOf } from '../../../apps/cli/src/commands/stack-map.ts';
+import { bundleMapsUnder, originOf, serviceOfBundle, type BundleMap } from '../../../apps/cli/src/commands/stack-map.ts';
 
 interface CallFrame {
   functionName: string;
@@ -32,20 +32,39 @@ interface Profile {
   endTime: number;
 }
 
-const BUNDLE = /\/dist\/services\/([^/]+)\/main\.mjs$/;
 const bundleMaps = bundleMapsUnder(join(import.meta.dirname, '..', '..', '..'));
+/** Services whose bundle had no source map: their frames stay as V8 gave them. */
+const unmapped = new Set<string>();
 
 /**
  * A frame of a service's minified bundle as its source: the file (node_modules/<pkg>/…,
- * libs/<x>/…), line and the name esbuild renamed, so frames group and read as before bundling.
- * Frames of other scripts, of code esbuild added, or of a bundle without its map stay as V8 gave them.
+ * libs/<x>/…), line and the function's name before esbuild renamed it, so frames group and read
+ * as before bundling. Frames of other scripts, and code the map has no source for (esbuild's
+ * helpers, each bundle's top level), stay as V8 gave them.
  */
 function sourceFrame(frame: CallFrame): CallFrame {
-  const service = BUNDLE.exec(frame.url)?.[1];
-  const found = service === undefined ? undefined : bundleMaps(frame.url, service);
+  const service = serviceOfBundle(frame.url);
+  if (service === undefined) return frame;
+  const found = bundleMaps(frame.url, service);
+  if (found === undefined) unmapped.add(service);
   const origin = found && originOf(found, frame.lineNumber, frame.columnNumber);
-  if (origin === undefined) return frame;
-  return { functionName: origin.name ?? frame.functionName, url: pathToFileURL(origin.file).href, lineNumber: origin.line, columnNumber: origin.column };
+  if (found === undefined || origin === undefined) return frame;
+  const functionName = originalName(found, frame) ?? frame.functionName;
+  return { functionName, url: pathToFileURL(origin.file).href, lineNumber: origin.line, columnNumber: origin.column };
+}
+
+/**
+ * The name esbuild renamed a function from. V8 places a function at its parameter list, just
+ * after its name (`function mV(`, or `mV=(` for an arrow function); the map names the original
+ * only on a mapping that starts exactly at that name. Anything else keeps V8's name.
+ */
+function originalName(found: BundleMap, frame: CallFrame): string | undefined {
+  if (!/^[\w$]+$/.test(frame.functionName)) return undefined;
+  for (const at of [frame.columnNumber - frame.functionName.length, frame.columnNumber - frame.functionName.length - 1]) {
+    const named = originOf(found, frame.lineNumber, at);
+    if (named?.bundleColumn === at && named.name !== undefined) return named.name;
+  }
+  return undefined;
 }
 
 function groupOf(url: string, fn: string): string {
@@ -54,7 +73,7 @@ function groupOf(url: string, fn: string): string {
   if (fn === '(program)') return '(program)';
   const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (nm) return nm[1] as string;
-  if (BUNDLE.test(url)) return "bundle code without a source (esbuild's helpers)";
+  if (serviceOfBundle(url) !== undefined) return "bundle code the map has no source for (esbuild's helpers, the bundle's top level)";
   const ws = /\/(libs|apps|tools)\/([^/]+)\//.exec(url);
   if (ws) return `${ws[1]}/${ws[2]}`;
   if (url.startsWith('node:') || url === '') return 'node internals and natives';
@@ -100,6 +119,7 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sor
   console.log('  Herald functions (inclusive: with what they call; nested calls counted once):');
   for (const [f, us] of [...herald].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us).padStart(6)}  ${f}`);
 }
+if (unmapped.size > 0) console.error(`\nno source map for ${[...unmapped].join(', ')}: their frames name bundle positions`);
 
 /** Time spent in each Herald function and everything it called, by function (recursion counted once). */
 function inclusiveHerald(profile: Profile, byId: Map<number, ProfileNode>, selfUs: Map<number, number>): Map<string, number> {

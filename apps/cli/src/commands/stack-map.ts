@@ -6,10 +6,13 @@ import { fileURLToPath } from 'node:url';
 /**
  * A location in a service's bundle as Node prints it in a stack trace, as a path or a file URL:
  * `/app/dist/services/apns-pusher/main.mjs:4350:12`. Services run without Node's source-map
- * support (it holds the parsed map, about 5 MB, in every process; docs/benchmarks.md), so their
+ * support (it holds the parsed map, about 28 MB, in every process; docs/benchmarks.md), so their
  * logged stacks name bundle lines; `herald stack` maps them back to the TypeScript sources.
  */
 const BUNDLE_LOCATION = /((?:file:\/\/)?(?:[^\s()"'\\]*\/)?dist\/services\/([A-Za-z0-9_-]+)\/main\.mjs):(\d+):(\d+)/g;
+
+/** The service whose bundle `path` (a path or file URL) is, or undefined for any other file. */
+export const serviceOfBundle = (path: string): string | undefined => /\/dist\/services\/([A-Za-z0-9_-]+)\/main\.mjs$/.exec(path)?.[1];
 
 /** A loaded bundle's source map, and the directory its `sources` are relative to. */
 export interface BundleMap {
@@ -35,12 +38,17 @@ export function mapBundleLocations(text: string, mapOf: (bundle: string, service
   });
 }
 
-/** Where a bundle's code came from: the source file (absolute), its 0-based line and column, and the original name of an identifier esbuild renamed. */
+/**
+ * Where a bundle's code came from: the source file (absolute), its 0-based line and column, the
+ * original name of an identifier esbuild renamed, and the bundle column at which that mapping
+ * starts (at or before the one asked for).
+ */
 export interface Origin {
   file: string;
   line: number;
   column: number;
   name: string | undefined;
+  bundleColumn: number;
 }
 
 /**
@@ -53,7 +61,7 @@ export function originOf(found: BundleMap, line: number, column: number): Origin
   if (!('originalSource' in entry) || entry.generatedLine !== line) return undefined;
   // Node returns the mapping's name too; @types/node's SourceMapping leaves it out.
   const { name } = entry as { name?: string };
-  return { file: resolve(found.dir, entry.originalSource), line: entry.originalLine, column: entry.originalColumn, name };
+  return { file: resolve(found.dir, entry.originalSource), line: entry.originalLine, column: entry.originalColumn, name, bundleColumn: entry.generatedColumn };
 }
 
 /**
