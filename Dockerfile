@@ -23,8 +23,8 @@ RUN npm ci --no-audit --no-fund \
     && npm cache clean --force
 
 # --- runtime: the bundles, production dependencies, the migrations; no compilers, not root ---
-# No --enable-source-maps: it keeps each bundle's parsed map in every service's heap (20–30 MB of
-# a pusher's peak RSS); map a logged stack with `docker run -i herald herald stack < stack.txt`.
+# No --enable-source-maps: it keeps each bundle's parsed map in every service's heap (about 28 MB,
+# several times that of peak RSS); map a logged stack with `docker run -i herald herald stack < stack.txt`.
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
     HTTP_PORT=9400 \
