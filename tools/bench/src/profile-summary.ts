@@ -46,9 +46,12 @@ function sourceFrame(frame: CallFrame): CallFrame {
   const service = serviceOfBundle(frame.url);
   if (service === undefined) return frame;
   const found = bundleMaps(frame.url, service);
-  if (found === undefined) unmapped.add(service);
-  const origin = found && originOf(found, frame.lineNumber, frame.columnNumber);
-  if (found === undefined || origin === undefined) return frame;
+  if (found === undefined) {
+    unmapped.add(service);
+    return frame;
+  }
+  const origin = originOf(found, frame.lineNumber, frame.columnNumber);
+  if (origin === undefined) return frame;
   const functionName = originalName(found, frame) ?? frame.functionName;
   return { functionName, url: pathToFileURL(origin.file).href, lineNumber: origin.line, columnNumber: origin.column };
 }

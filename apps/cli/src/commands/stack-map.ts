@@ -9,10 +9,12 @@ import { fileURLToPath } from 'node:url';
  * support (it holds the parsed map, about 28 MB, in every process; docs/benchmarks.md), so their
  * logged stacks name bundle lines; `herald stack` maps them back to the TypeScript sources.
  */
-const BUNDLE_LOCATION = /((?:file:\/\/)?(?:[^\s()"'\\]*\/)?dist\/services\/([A-Za-z0-9_-]+)\/main\.mjs):(\d+):(\d+)/g;
+const BUNDLE_PATH = String.raw`dist\/services\/([A-Za-z0-9_-]+)\/main\.mjs`;
+const BUNDLE_LOCATION = new RegExp(String.raw`((?:file:\/\/)?(?:[^\s()"'\\]*\/)?${BUNDLE_PATH}):(\d+):(\d+)`, 'g');
+const BUNDLE_FILE = new RegExp(String.raw`\/${BUNDLE_PATH}$`);
 
 /** The service whose bundle `path` (a path or file URL) is, or undefined for any other file. */
-export const serviceOfBundle = (path: string): string | undefined => /\/dist\/services\/([A-Za-z0-9_-]+)\/main\.mjs$/.exec(path)?.[1];
+export const serviceOfBundle = (path: string): string | undefined => BUNDLE_FILE.exec(path)?.[1];
 
 /** A loaded bundle's source map, and the directory its `sources` are relative to. */
 export interface BundleMap {
