@@ -1,0 +1,32 @@
+// A small program bundled as a service's bundle is (infra/local/build-services.ts' BUNDLE_OPTIONS),
+// for the specs that check what bundling keeps working.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { BUNDLE_OPTIONS } from '../../infra/local/build-services.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+export interface BundledProgram {
+  /** The bundle's path. */
+  bundle: string;
+  /** Deletes the program's directory. */
+  remove(): void;
+}
+
+/**
+ * Bundles `lines` (TypeScript; libEntry names a lib) into `outfile` (relative)
+ * under a fresh directory in dist/, so the bundle finds node_modules as a service's does.
+ */
+export async function bundledProgram(prefix: string, lines: readonly string[], outfile = 'main.mjs'): Promise<BundledProgram> {
+  mkdirSync(join(ROOT, 'dist'), { recursive: true });
+  const dir = mkdtempSync(join(ROOT, 'dist', `${prefix}-`));
+  const entry = join(dir, 'main.ts');
+  writeFileSync(entry, [...lines, ''].join('\n'));
+  const bundle = join(dir, outfile);
+  await build({ ...BUNDLE_OPTIONS, entryPoints: [entry], outfile: bundle });
+  return { bundle, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A lib's source entry, for an import in a bundled program. */
+export const libEntry = (lib: string): string => JSON.stringify(join(ROOT, 'libs', lib, 'src', 'index.ts'));
