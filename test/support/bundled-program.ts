@@ -15,8 +15,8 @@ export interface BundledProgram {
 }
 
 /**
- * Bundles `lines` (TypeScript; libEntry names a lib) into `outfile` (relative)
- * under a fresh directory in dist/, so the bundle finds node_modules as a service's does.
+ * Bundles `lines` (TypeScript; `libEntry` gives a lib to import) into `outfile`, relative to a
+ * fresh directory under dist/, so the bundle finds node_modules as a service's does.
  */
 export async function bundledProgram(prefix: string, lines: readonly string[], outfile = 'main.mjs'): Promise<BundledProgram> {
   mkdirSync(join(ROOT, 'dist'), { recursive: true });
@@ -28,5 +28,5 @@ export async function bundledProgram(prefix: string, lines: readonly string[], o
   return { bundle, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** A lib's source entry, for an import in a bundled program. */
+/** A lib's source entry as a quoted module specifier: `import { x } from ${libEntry('contracts')};`. */
 export const libEntry = (lib: string): string => JSON.stringify(join(ROOT, 'libs', lib, 'src', 'index.ts'));
