@@ -11,6 +11,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { bundleMapsUnder, originOf, serviceOfBundle, type BundleMap } from '../../../apps/cli/src/commands/stack-map.ts';
+import { samplingGaps } from './profile-gaps.ts';
 
 interface CallFrame {
   functionName: string;
@@ -96,10 +97,14 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sor
   for (const n of profile.nodes) n.callFrame = sourceFrame(n.callFrame);
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
+  const deltas: number[] = [];
   let at = 0;
   profile.samples.forEach((id, i) => {
-    at += profile.timeDeltas[i] ?? 0;
-    if (at >= fromUs && at < toUs) selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+    const delta = profile.timeDeltas[i] ?? 0;
+    at += delta;
+    if (at < fromUs || at >= toUs) return;
+    selfUs.set(id, (selfUs.get(id) ?? 0) + delta);
+    deltas.push(delta);
   });
   const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
   const groups = new Map<string, number>();
@@ -115,6 +120,12 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sor
   const busy = total - (groups.get('(idle)') ?? 0);
   const pct = (us: number) => `${((100 * us) / total).toFixed(1)}%`;
   console.log(`\n${app} — ${file}: ${(total / 1e6).toFixed(1)} s sampled, busy ${pct(busy)}`);
+  const gaps = samplingGaps(deltas);
+  if (gaps.share > 0.1) {
+    console.log(
+      `  (${(100 * gaps.share).toFixed(1)}% of this profile's time lies in gaps of over 10 ms without a sample, the longest ${(gaps.longestUs / 1e3).toFixed(0)} ms: each gap is charged to the sample after it, so these shares are unreliable; see profile-gaps.ts)`,
+    );
+  }
   for (const [g, us] of [...groups].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us).padStart(6)}  ${g}`);
   console.log('  top functions (self):');
   const herald = inclusiveHerald(profile, byId, selfUs);
