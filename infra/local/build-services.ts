@@ -21,7 +21,7 @@ export const bundleOf = (name: string): string => join(root, 'dist', 'services',
 /**
  * Node's arguments for running a service's bundle: `extraFlags`, by default this process's
  * HERALD_SERVICE_NODE_ARGS (space-separated Node flags NODE_OPTIONS refuses, e.g. --cpu-prof or
- * --heap-growing-percent=50; see README, Benchmarks), then the bundle. Used by `npm start`, the
+ * --heap-growing-percent=50; see README, Quickstart), then the bundle. Used by `npm start`, the
  * tests and benchmarks. Not --enable-source-maps: Node keeps the bundle's parsed map in the heap
  * once a stack is printed (about 28 MB since the maps cover the packages too), which V8's heap
  * growth makes several times that of peak RSS; logged stacks name bundle lines, and `herald

@@ -93,7 +93,8 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sor
   const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
   // The service's name, read before its frames are mapped to their sources.
   const app =
-    profile.nodes.map((n) => /\/(?:apps|dist\/services)\/([^/]+)\//.exec(n.callFrame.url)?.[1]).find((a) => a !== undefined) ?? '(no app code: a loader thread?)';
+    profile.nodes.map((n) => serviceOfBundle(n.callFrame.url) ?? /\/apps\/([^/]+)\//.exec(n.callFrame.url)?.[1]).find((a) => a !== undefined) ??
+    '(no app code: a loader thread?)';
   for (const n of profile.nodes) n.callFrame = sourceFrame(n.callFrame);
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
