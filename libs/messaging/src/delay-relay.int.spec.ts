@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectBroker } from './broker.ts';
 import { NO_RETURN_QUEUE } from './delay-relay.ts';
 import { HeraldHeaders } from './headers.ts';
-import { recordingHandler, silentLogger, startTestBroker, waitForMessage, type TestBroker } from './test-helpers.ts';
+import { recordingHandler, silentLogger, startTestBroker, waitForCounts, waitForMessage, type TestBroker } from './test-helpers.ts';
 import { mergeTopologies, retryTopology, workQueueTopology } from './topology.ts';
 
 const DELAY_MS = 1_500;
@@ -40,16 +40,7 @@ describe('delay queue relay', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect((await t.broker.queueCounts([delayQueue])).get(delayQueue)).toEqual({ ready: 0, consumers: 1 });
     await first.close();
-    // The broker settles a closed connection's consumers and unacked deliveries after it has
-    // answered the close (a quorum queue hears of it from its own process), so wait briefly for it.
-    await waitFor(
-      'the copy back in the delay queue, nobody consuming',
-      async () => {
-        const counts = (await t.broker.queueCounts([delayQueue])).get(delayQueue);
-        return counts?.ready === 1 && counts.consumers === 0;
-      },
-      { timeoutMs: 2_000 },
-    );
+    await waitForCounts(t.broker, delayQueue, { ready: 1, consumers: 0 }, 'the copy back in the delay queue, nobody consuming');
 
     const arrivals: Array<{ at: number; attempt: number; headers: Record<string, unknown> }> = [];
     const second = recordingHandler((m) => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@herald/testing';
 import { HeraldHeaders } from './headers.ts';
 import { PACK_IDS_HEADER, PACKED_CONTENT_TYPE } from './pack.ts';
-import { recordingHandler, startTestBroker, takeMessage, waitForMessage, type TestBroker } from './test-helpers.ts';
+import { recordingHandler, startTestBroker, takeMessage, waitForCounts, waitForMessage, type TestBroker } from './test-helpers.ts';
 import { mergeTopologies, retryTopology, workQueueTopology } from './topology.ts';
 import type { ConsumeOptions, InboundMessage, OutboundMessage, Outcome } from './types.ts';
 
@@ -129,16 +129,7 @@ describe('packed messages: several JSON bodies per AMQP message, each settled on
     await consumer.stop(2000);
     // The first message's other five parts were waiting: it goes back whole, with the three behind it.
     expect(started).toBe(5);
-    // A quorum queue hears of the closed channel's unacked deliveries from its own process, after
-    // the broker has answered the close, so give it a moment (as delay-relay.int.spec.ts does).
-    await waitFor(
-      'the four packed messages back in the queue, nobody consuming',
-      async () => {
-        const counts = (await t.broker.queueCounts([queue])).get(queue);
-        return counts?.ready === 4 && counts.consumers === 0;
-      },
-      { timeoutMs: 2_000 },
-    );
+    await waitForCounts(t.broker, queue, { ready: 4, consumers: 0 }, 'the four packed messages back in the queue, nobody consuming');
   });
 
   it('sends a message with headers, an expiry or a lone body as it is', async () => {

@@ -3,7 +3,7 @@ import { connect, type GetMessage } from 'amqplib';
 import { createLogger } from '@herald/logging';
 import { createTestVhost, managementRequest as mgmt, waitFor, type TestVhost } from '@herald/testing';
 import { connectBroker } from './broker.ts';
-import type { Broker, InboundMessage, Outcome } from './types.ts';
+import type { Broker, InboundMessage, Outcome, QueueCounts } from './types.ts';
 
 export const silentLogger = createLogger({ service: 'messaging-test', level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
 
@@ -27,6 +27,23 @@ export async function startTestBroker(prefix: string): Promise<TestBroker> {
       await vhost.delete();
     },
   };
+}
+
+/**
+ * Waits (at most 2 s) until `queue` holds `want.ready` messages and has `want.consumers` consumers.
+ * The broker settles a closed channel's or connection's consumers and unacked deliveries after it
+ * has answered the close (a quorum queue hears of it from its own process), so a count taken at
+ * once may miss them.
+ */
+export function waitForCounts(broker: Broker, queue: string, want: QueueCounts, what: string): Promise<true> {
+  return waitFor(
+    what,
+    async () => {
+      const counts = (await broker.queueCounts([queue])).get(queue);
+      return counts?.ready === want.ready && counts.consumers === want.consumers;
+    },
+    { timeoutMs: 2_000 },
+  );
 }
 
 /** basic.get with auto-ack on a separate connection: takes one message off `queue`, or false. */
