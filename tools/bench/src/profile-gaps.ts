@@ -12,8 +12,11 @@ export interface SamplingGaps {
   longestUs: number;
 }
 
+/** How long without a sample counts as a gap, µs, unless a caller says otherwise. */
+export const GAP_US = 10_000;
+
 /** Gaps among `deltasUs` (a profile's timeDeltas, µs) longer than `overUs`. */
-export function samplingGaps(deltasUs: readonly number[], overUs = 10_000): SamplingGaps {
+export function samplingGaps(deltasUs: readonly number[], overUs = GAP_US): SamplingGaps {
   let total = 0;
   let inGaps = 0;
   let longestUs = 0;

@@ -11,7 +11,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { bundleMapsUnder, originOf, serviceOfBundle, type BundleMap } from '../../../apps/cli/src/commands/stack-map.ts';
-import { samplingGaps } from './profile-gaps.ts';
+import { GAP_US, samplingGaps } from './profile-gaps.ts';
 
 interface CallFrame {
   functionName: string;
@@ -124,7 +124,7 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sor
   const gaps = samplingGaps(deltas);
   if (gaps.share > 0.1) {
     console.log(
-      `  (${(100 * gaps.share).toFixed(1)}% of this profile's time lies in gaps of over 10 ms without a sample, the longest ${(gaps.longestUs / 1e3).toFixed(0)} ms: each gap is charged to the sample after it, so these shares are unreliable; see profile-gaps.ts)`,
+      `  (${(100 * gaps.share).toFixed(1)}% of this profile's time lies in gaps of over ${GAP_US / 1e3} ms without a sample, the longest ${(gaps.longestUs / 1e3).toFixed(0)} ms: each gap is charged to the sample after it, so these shares are unreliable; see profile-gaps.ts)`,
     );
   }
   for (const [g, us] of [...groups].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us).padStart(6)}  ${g}`);
