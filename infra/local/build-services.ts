@@ -2,7 +2,7 @@
  * Bundles every service (and the sandbox) with esbuild into dist/services/<name>/main.mjs, so
  * they run on plain Node: no TypeScript loader thread per process (about 30 MB of RSS and
  * several CPU-seconds of module compilation at each start, measured in `npm run bench`).
- * Herald's libs and the packages a service loads at start are bundled in and minified: V8 keeps
+ * Herald's libs and the packages a service loads at start are bundled in and minified but for their names: V8 keeps
  * the text of every script it loads, and a process's old space grows to several times what it
  * keeps, so the packages' sources as node_modules holds them (comments, long names, one file per
  * module) cost each service 10–20 MB of peak RSS (docs/benchmarks.md, session 31). LOADED_ON_USE
@@ -10,6 +10,7 @@
  * runs it alone. Takes a few seconds.
  */
 import { copyFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { SANDBOX, SERVICES } from './service-list.ts';
@@ -58,6 +59,21 @@ const zodEnglishOnly: Plugin = {
   },
 };
 
+/**
+ * pg's ES module entry (esm/index.mjs) re-exports its classes as top-level constants, so esbuild,
+ * keeping one scope for the bundle's ES modules, renames pg's own `DatabaseError`, `Client` and
+ * `Pool` to `DatabaseError2`, `Client2`, `Pool2`: the names the classes then carry, and the
+ * type pino logs for a PostgreSQL error. Herald imports pg's default export only, which its
+ * CommonJS entry is; this resolves `pg` to that entry.
+ */
+const pgCommonJs: Plugin = {
+  name: 'pg-commonjs',
+  setup(b) {
+    const pgMain = createRequire(import.meta.url).resolve('pg');
+    b.onResolve({ filter: /^pg$/ }, () => ({ path: pgMain }));
+  },
+};
+
 /** esbuild's options for a service's bundle (all but its entry point and output file). */
 export const BUNDLE_OPTIONS = {
   bundle: true,
@@ -66,14 +82,19 @@ export const BUNDLE_OPTIONS = {
   target: 'node20',
   sourcemap: 'linked',
   external: LOADED_ON_USE,
-  // keepNames: packages read constructor and function names (zod's checks, fastify's plugin names).
-  minify: true,
-  keepNames: true,
+  // Whitespace and syntax minified, identifiers kept: classes and functions keep their sources'
+  // names (the error types pino logs, fastify's plugin names) without esbuild's keepNames, which
+  // wraps every named function and closure in a call that redefines its name as it is made
+  // (about 6% of the API's CPU a job; docs/benchmarks.md, session 34). esbuild still renames a
+  // symbol that clashes with another at the bundle's top level (pgCommonJs, and
+  // libs/contracts/src/bundled-names.spec.ts, which fails if an error class is renamed).
+  minifyWhitespace: true,
+  minifySyntax: true,
   legalComments: 'linked',
   logLevel: 'warning',
   // Bundled CommonJS packages call require(), for Node's modules too; give the ES module one.
   banner: { js: "import { createRequire as __heraldRequire } from 'node:module'; const require = __heraldRequire(import.meta.url);" },
-  plugins: [zodEnglishOnly],
+  plugins: [zodEnglishOnly, pgCommonJs],
 } as const satisfies BuildOptions;
 
 /** Files a service reads next to its entry point at run time. */

@@ -1,4 +1,4 @@
-import { describeIssues, type ApiError as ApiErrorBody } from '@herald/contracts';
+import { describeIssues, type ApiErrorBody } from '@herald/contracts';
 import type { z } from 'zod';
 
 type Issue = { path: string; message: string };

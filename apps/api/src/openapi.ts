@@ -1,5 +1,5 @@
 import {
-  ApiError,
+  ApiErrorBody,
   ApiKeyCreate,
   ApiKeyCreated,
   AppCreate,
@@ -30,7 +30,7 @@ import { WEB_PUSH_INPUTS, WEB_PUSH_PATHS, WEB_PUSH_SCHEMAS } from './openapi-web
 import { AUDIENCE_INPUTS, AUDIENCE_PATHS, AUDIENCE_SCHEMAS } from './openapi-audiences.ts';
 
 /** Every schema the document names, straight from libs/contracts: the API validates with these same objects. */
-const SCHEMAS = { PushJob, JobBatch, JobAccepted, JobBatchAccepted, JobStatus, JobCancelled, DeviceRegister, DeviceUnregister, AppCreate, AppUpdate, AppRotate, AppView, ApiKeyCreate, ApiKeyCreated, ApiError, SubscriptionCreate, SubscriptionCreated, SubscriptionView, SubscriptionList, ChangePublish, ChangeAccepted, OperatorKeyCreate, OperatorKeyCreated, ...PREFERENCE_SCHEMAS, ...JOB_PUSH_SCHEMAS, ...WEB_PUSH_SCHEMAS, ...AUDIENCE_SCHEMAS };
+const SCHEMAS = { PushJob, JobBatch, JobAccepted, JobBatchAccepted, JobStatus, JobCancelled, DeviceRegister, DeviceUnregister, AppCreate, AppUpdate, AppRotate, AppView, ApiKeyCreate, ApiKeyCreated, ApiError: ApiErrorBody, SubscriptionCreate, SubscriptionCreated, SubscriptionView, SubscriptionList, ChangePublish, ChangeAccepted, OperatorKeyCreate, OperatorKeyCreated, ...PREFERENCE_SCHEMAS, ...JOB_PUSH_SCHEMAS, ...WEB_PUSH_SCHEMAS, ...AUDIENCE_SCHEMAS };
 type SchemaName = keyof typeof SCHEMAS;
 
 function component(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {

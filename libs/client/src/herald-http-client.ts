@@ -1,5 +1,5 @@
 import {
-  ApiError,
+  ApiErrorBody,
   DeviceList,
   DeviceRegister,
   DeviceUnregister,
@@ -95,7 +95,7 @@ export function createHeraldHttpClient(options: HeraldHttpClientOptions): Herald
       throw new HeraldApiError(res.status, 'not-json', `the API answered ${method} ${path} with something other than JSON: ${text.slice(0, 200)}`);
     }
     if (!res.ok) {
-      const error = ApiError.safeParse(json);
+      const error = ApiErrorBody.safeParse(json);
       if (!error.success) throw new HeraldApiError(res.status, 'unknown', text.slice(0, 200));
       throw new HeraldApiError(res.status, error.data.error.code, error.data.error.message, error.data.error.issues);
     }

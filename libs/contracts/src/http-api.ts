@@ -179,12 +179,16 @@ export const ApiKeyCreate = z.strictObject({
 
 export const ApiKeyCreated = z.object({ id: z.string(), key: z.string(), team: z.string(), apps: z.array(z.string()) });
 
-/** Every error: a stable code, a sentence, and for validation errors each failing field's path. */
-export const ApiError = z.object({
+/**
+ * Every error's body: a stable code, a sentence, and for validation errors each failing field's
+ * path. The OpenAPI document calls it ApiError; not named so here, as the API's ApiError class
+ * would clash with it in a service's bundle and be renamed (infra/local/build-services.ts).
+ */
+export const ApiErrorBody = z.object({
   error: z.object({
     code: z.string(),
     message: z.string(),
     issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
   }),
 });
-export type ApiError = z.infer<typeof ApiError>;
+export type ApiErrorBody = z.infer<typeof ApiErrorBody>;

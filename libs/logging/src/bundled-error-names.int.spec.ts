@@ -1,0 +1,51 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_DATABASE_URL } from '@herald/testing';
+import { bundledProgram, libEntry, type BundledProgram } from '../../../test/support/bundled-program.ts';
+
+// A logged error's `type` is its class's name (pino's error serializer). Services run bundled
+// (infra/local/build-services.ts), and a bundler may rename a class: minifying names would make
+// every type a letter, and a clash at the bundle's top level makes `DatabaseError` `DatabaseError2`.
+const SERVICES = join(import.meta.dirname, '..', '..', '..', 'dist', 'services');
+
+/** The names of the classes a bundle declares that extend another and end in "Error" (with any digits esbuild appended). */
+function errorClasses(bundle: string): string[] {
+  const text = readFileSync(bundle, 'utf8');
+  const declared = /\b(?:class\s+([A-Za-z_$][\w$]*)|([A-Za-z_$][\w$]*)\s*=\s*class)\s+extends\b/g;
+  return [...text.matchAll(declared)].map((m) => m[1] ?? m[2] ?? '').filter((name) => /Error\d*$/.test(name));
+}
+
+let program: BundledProgram;
+
+beforeAll(async () => {
+  program = await bundledProgram('error-names', [
+    "import pg from 'pg';",
+    `import { createLogger } from ${libEntry('logging')};`,
+    "const log = createLogger({ service: 'error-names', format: 'json' });",
+    'const client = new pg.Client({ connectionString: process.argv[2] });',
+    'await client.connect();',
+    "try { await client.query('select 1 / 0'); } catch (err) { log.error({ err }, 'query failed'); }",
+    'await client.end();',
+  ]);
+});
+
+afterAll(() => program.remove());
+
+describe('error types in a bundled service’s logs', () => {
+  it('name a PostgreSQL error DatabaseError, as pg calls it', () => {
+    const out = execFileSync(process.execPath, [program.bundle, TEST_DATABASE_URL], { encoding: 'utf8', timeout: 20_000 });
+    const line = JSON.parse(out.trim().split('\n').at(-1) ?? '') as { msg: string; err: { type: string; code: string } };
+    expect(line.msg).toBe('query failed');
+    expect(line.err).toMatchObject({ type: 'DatabaseError', code: '22012' });
+  }, 30_000);
+
+  it('keep every error class’s own name in the services’ bundles', () => {
+    const bundles = readdirSync(SERVICES).map((name) => ({ name, classes: errorClasses(join(SERVICES, name, 'main.mjs')) }));
+    // The scan finds the classes the API logs or answers with, under their names...
+    expect(bundles.find((b) => b.name === 'api')?.classes).toEqual(expect.arrayContaining(['DatabaseError', 'ApiError']));
+    // ...and none that esbuild renamed to keep it apart from another symbol.
+    expect(bundles.flatMap((b) => b.classes.filter((c) => /Error\d+$/.test(c)).map((c) => `${b.name}: ${c}`))).toEqual([]);
+  });
+});
