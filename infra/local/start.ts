@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_WEB_PUSH_HOSTS } from '@herald/contracts';
-import { bool, commonConfig, int, intList, loadConfig, optionalStr, str } from '@herald/config';
+import { bool, commonConfig, int, intList, loadConfigOrExit, optionalStr, str } from '@herald/config';
 import { createLogger } from '@herald/logging';
 import { buildServices } from './build-services.ts';
 import { currentParentPid, watchParent } from './parent-watch.mjs';
@@ -26,7 +26,7 @@ import { acquireStartLock, describeHolder, ownStartTime, survivingServices, type
 import { Supervisor } from './supervisor.ts';
 
 const port = (description: string, fallback: string) => int(description, { default: fallback, min: 0, max: 65535 });
-const config = loadConfig(
+const config = loadConfigOrExit(
   {
     AMQP_URL: commonConfig.AMQP_URL,
     DATABASE_URL: commonConfig.DATABASE_URL,

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { loadConfig } from '@herald/config';
+import { loadConfigOrExit } from '@herald/config';
 import { Exchanges, Queues } from '@herald/contracts';
 import { audienceProblem, cancelJob, createAudienceStore, createAppCache, createAppCredentialStore, createDatabase, createSecretBox, listUserDevices } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
@@ -9,7 +9,7 @@ import { createJobRecords } from './job-records.ts';
 import { apiConfig } from './config.ts';
 import { buildApiServer } from './server.ts';
 
-const config = loadConfig(apiConfig, process.env);
+const config = loadConfigOrExit(apiConfig);
 
 await runService('api', config, async ({ logger, registry }) => {
   const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 10 });

@@ -1,6 +1,6 @@
-import { loadConfig } from '@herald/config';
+import { loadConfigOrExit } from '@herald/config';
 import { deschedulerConfig, runDescheduler } from '@herald/delivery';
 
-const config = loadConfig(deschedulerConfig, process.env);
+const config = loadConfigOrExit(deschedulerConfig);
 
 await runDescheduler('apns', config);

@@ -1,10 +1,10 @@
-import { loadConfig } from '@herald/config';
+import { loadConfigOrExit } from '@herald/config';
 import { capRequestTimeout, runPusher } from '@herald/delivery';
 import { createApnsProvider } from '@herald/providers';
 import { apnsSettings } from './apns-settings.ts';
 import { apnsPusherConfig } from './config.ts';
 
-const config = loadConfig(apnsPusherConfig, process.env);
+const config = loadConfigOrExit(apnsPusherConfig);
 
 await runPusher('apns', config, async (logger, limits) => {
   const settings = capRequestTimeout(await apnsSettings(config), limits, logger);

@@ -1,5 +1,5 @@
 import { Queues } from '@herald/contracts';
-import { loadConfig } from '@herald/config';
+import { loadConfigOrExit } from '@herald/config';
 import { createAppCache, createDatabase, createFanoutRepository } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
@@ -11,7 +11,7 @@ import { WaveMonitor } from './wave-monitor.ts';
 import { createAudienceSource } from './audience-reader.ts';
 import { createFanoutChunkHandler } from './fanout-chunk.ts';
 
-const config = loadConfig(demuxerConfig, process.env);
+const config = loadConfigOrExit(demuxerConfig);
 
 await runService('demuxer', config, async ({ logger, registry }) => {
   const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });

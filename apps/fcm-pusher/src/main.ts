@@ -1,10 +1,10 @@
-import { loadConfig } from '@herald/config';
+import { loadConfigOrExit } from '@herald/config';
 import { capRequestTimeout, runPusher } from '@herald/delivery';
 import { createFcmProvider } from '@herald/providers';
 import { fcmPusherConfig } from './config.ts';
 import { fcmSettings } from './fcm-settings.ts';
 
-const config = loadConfig(fcmPusherConfig, process.env);
+const config = loadConfigOrExit(fcmPusherConfig);
 
 await runPusher('fcm', config, async (logger, limits) => {
   const settings = capRequestTimeout(await fcmSettings(config), limits, logger);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { loadConfig } from '@herald/config';
+import { loadConfigOrExit } from '@herald/config';
 import { pushesPerMessage } from '@herald/contracts';
 import { createDatabase, createFanoutRepository, holdLease } from '@herald/db';
 import { connectBroker, type Broker } from '@herald/messaging';
@@ -19,7 +19,7 @@ import { startScheduledCounts } from './scheduled-counts.ts';
 import { runningFanouts } from './running-fanouts.ts';
 import { createWebhook } from './webhook.ts';
 
-const config = loadConfig(monitorConfig, process.env);
+const config = loadConfigOrExit(monitorConfig);
 const page = readFileSync(new URL('./dashboard.html', import.meta.url), 'utf8');
 /** A revoked operator key stops working (its dashboard sessions too) within this. */
 const OPERATOR_KEY_CACHE_TTL_MS = 5_000;

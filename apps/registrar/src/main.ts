@@ -1,12 +1,12 @@
 import { Queues } from '@herald/contracts';
-import { loadConfig } from '@herald/config';
+import { loadConfigOrExit } from '@herald/config';
 import { createAppCache, createAudienceStore, createDatabase } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import { registrarConfig } from './config.ts';
 import { createRegistrarHandler } from './registrar.ts';
 
-const config = loadConfig(registrarConfig, process.env);
+const config = loadConfigOrExit(registrarConfig);
 
 await runService('registrar', config, async ({ logger, registry }) => {
   const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });

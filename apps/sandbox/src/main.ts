@@ -1,9 +1,9 @@
-import { loadConfig } from '@herald/config';
+import { loadConfigOrExit } from '@herald/config';
 import { createLogger } from '@herald/logging';
 import { sandboxConfig } from './config.ts';
 import { startSandbox } from './sandbox.ts';
 
-const config = loadConfig(sandboxConfig, process.env);
+const config = loadConfigOrExit(sandboxConfig);
 const logger = createLogger({ service: 'sandbox', level: config.LOG_LEVEL, format: config.LOG_FORMAT });
 
 const sandbox = await startSandbox({

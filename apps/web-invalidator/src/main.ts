@@ -1,6 +1,6 @@
-import { loadConfig } from '@herald/config';
+import { loadConfigOrExit } from '@herald/config';
 import { invalidatorConfig, runInvalidator } from '@herald/delivery';
 
-const config = loadConfig(invalidatorConfig, process.env);
+const config = loadConfigOrExit(invalidatorConfig);
 
 await runInvalidator('web', config);

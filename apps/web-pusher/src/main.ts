@@ -1,10 +1,10 @@
-import { loadConfig } from '@herald/config';
+import { loadConfigOrExit } from '@herald/config';
 import { capRequestTimeout, runPusher, startInProcessDescheduler } from '@herald/delivery';
 import { createWebPushProvider } from '@herald/providers';
 import { webPusherConfig } from './config.ts';
 import { webSettings } from './web-settings.ts';
 
-const config = loadConfig(webPusherConfig, process.env);
+const config = loadConfigOrExit(webPusherConfig);
 
 await runPusher(
   'web',

@@ -1,5 +1,5 @@
 import { Queues } from '@herald/contracts';
-import { loadConfig } from '@herald/config';
+import { loadConfigOrExit } from '@herald/config';
 import { createDatabase } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
@@ -7,7 +7,7 @@ import { fanoutConfig } from './config.ts';
 import { createFanoutHandler } from './fanout.ts';
 import { createFanoutMetrics } from './fanout-metrics.ts';
 
-const config = loadConfig(fanoutConfig, process.env);
+const config = loadConfigOrExit(fanoutConfig);
 
 await runService('webhook-fanout', config, async ({ logger, registry }) => {
   const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });

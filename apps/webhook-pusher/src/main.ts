@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { Queues } from '@herald/contracts';
-import { loadConfig } from '@herald/config';
+import { loadConfigOrExit } from '@herald/config';
 import { createDatabase } from '@herald/db';
 import { capRequestTimeout, checkLedgerRetention, createPusherLimiter, createPusherMetrics, providerLimits, startLedgerPruner } from '@herald/delivery';
 import { connectBroker } from '@herald/messaging';
@@ -12,7 +12,7 @@ import { createWebhookMetrics } from './webhook-metrics.ts';
 import { createWebhookPusherHandler } from './webhook-pusher.ts';
 import { createWebhookSender } from './webhook-sender.ts';
 
-const config = loadConfig(webhookPusherConfig, process.env);
+const config = loadConfigOrExit(webhookPusherConfig);
 const name = 'webhook-pusher';
 
 await runService(name, config, async ({ logger, registry }) => {

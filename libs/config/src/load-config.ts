@@ -33,6 +33,23 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
   return Object.freeze(out) as ConfigOf<S>;
 }
 
+/**
+ * loadConfig for a program's entry point: a bad variable ends the process with exit code 1 after
+ * writing the problems, and only them, to stderr. Left uncaught, a ConfigError is printed by Node
+ * with the source line it was thrown from, which in a service's bundle is a few hundred KB of
+ * minified code: written to a pipe (npm start's supervisor, a container's log), Node's report
+ * stopped after the pipe's first 64 KB, before the problems.
+ */
+export function loadConfigOrExit<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv = process.env): ConfigOf<S> {
+  try {
+    return loadConfig(spec, env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    return process.exit(1);
+  }
+}
+
 /** Markdown table rows for docs/configuration.md. */
 export function describeConfig(spec: ConfigSpec): string {
   return Object.entries(spec)
