@@ -90,6 +90,9 @@ export const BUNDLE_OPTIONS = {
   // libs/contracts/src/bundled-names.spec.ts, which fails if an error class is renamed).
   minifyWhitespace: true,
   minifySyntax: true,
+  // Lines of at most about this many characters: Node prints the source line of an uncaught
+  // error's throw above its stack, and a minified line is otherwise a whole module or more.
+  lineLimit: 200,
   legalComments: 'linked',
   logLevel: 'warning',
   // Bundled CommonJS packages call require(), for Node's modules too; give the ES module one.

@@ -1,5 +1,6 @@
 // A small program bundled as a service's bundle is (infra/local/build-services.ts' BUNDLE_OPTIONS),
 // for the specs that check what bundling keeps working.
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -30,3 +31,21 @@ export async function bundledProgram(prefix: string, lines: readonly string[], o
 
 /** A lib's source entry as a quoted module specifier: `import { x } from ${libEntry('contracts')};`. */
 export const libEntry = (lib: string): string => JSON.stringify(join(ROOT, 'libs', lib, 'src', 'index.ts'));
+
+/**
+ * Runs a bundle with this process's environment plus `env`, its stdout and stderr read through
+ * pipes as npm start's supervisor and a container's log read them. stderr's reader starts 300 ms
+ * late, as a busy reader may, so the program writes into a full pipe.
+ */
+export function runBundle(bundle: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bundle], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = { stdout: '', stderr: '' };
+    child.stdout.on('data', (d: Buffer) => (out.stdout += d.toString('utf8')));
+    child.stderr.pause();
+    setTimeout(() => child.stderr.resume(), 300);
+    child.stderr.on('data', (d: Buffer) => (out.stderr += d.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, ...out }));
+  });
+}

@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundledProgram, libEntry, type BundledProgram } from '../../../test/support/bundled-program.ts';
+import { bundledProgram, libEntry, runBundle, type BundledProgram } from '../../../test/support/bundled-program.ts';
 
 // A service reads its configuration at start-up (loadConfigOrExit in each apps/<x>/src/main.ts),
 // bundled as it runs, its output read through a pipe as npm start's supervisor and a container's
@@ -17,24 +16,9 @@ beforeAll(async () => {
 
 afterAll(() => program.remove());
 
-/** Runs the program with `env`, its stdout and stderr read through pipes, slowly. */
-function run(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [program.bundle], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const out = { stdout: '', stderr: '' };
-    child.stdout.on('data', (d: Buffer) => (out.stdout += d.toString('utf8')));
-    // A reader that falls behind, as a busy supervisor may: the child writes into a full pipe.
-    child.stderr.pause();
-    setTimeout(() => child.stderr.resume(), 300);
-    child.stderr.on('data', (d: Buffer) => (out.stderr += d.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, ...out }));
-  });
-}
-
 describe('a service started with a bad variable', () => {
   it('exits 1 and writes every problem, naming each variable, and nothing else', async () => {
-    const result = await run({ HTTP_HOST: 'every-interface', DEMO_PREFETCH: '0' });
+    const result = await runBundle(program.bundle, { HTTP_HOST: 'every-interface', DEMO_PREFETCH: '0' });
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe(
@@ -48,7 +32,7 @@ describe('a service started with a bad variable', () => {
   }, 20_000);
 
   it('starts with good ones', async () => {
-    const result = await run({ HTTP_HOST: '127.0.0.1', DEMO_PREFETCH: '20' });
+    const result = await runBundle(program.bundle, { HTTP_HOST: '127.0.0.1', DEMO_PREFETCH: '20' });
     expect(result).toEqual({ code: 0, stdout: 'started with prefetch 20\n', stderr: '' });
   }, 20_000);
 });
