@@ -3,11 +3,11 @@
  * idempotent) and exit, before the services start (compose.yaml runs it once per `up`).
  * HERALD_DEMO_APP=true also creates the app `demo`, as `npm start` does.
  */
-import { bool, commonConfig, intList, loadConfig } from '@herald/config';
+import { bool, commonConfig, intList, loadConfigOrExit } from '@herald/config';
 import { createLogger } from '@herald/logging';
 import { prepareEnvironment } from '../local/prepare.ts';
 
-const config = loadConfig(
+const config = loadConfigOrExit(
   {
     AMQP_URL: commonConfig.AMQP_URL,
     DATABASE_URL: commonConfig.DATABASE_URL,

@@ -2,11 +2,10 @@
  * Bundles every service (and the sandbox) with esbuild into dist/services/<name>/main.mjs, so
  * they run on plain Node: no TypeScript loader thread per process (about 30 MB of RSS and
  * several CPU-seconds of module compilation at each start, measured in `npm run bench`).
- * Herald's libs and the packages a service loads at start are bundled in and minified but for their names: V8 keeps
- * the text of every script it loads, and a process's old space grows to several times what it
- * keeps, so the packages' sources as node_modules holds them (comments, long names, one file per
- * module) cost each service 10–20 MB of peak RSS (docs/benchmarks.md, session 31). LOADED_ON_USE
- * stay external. Used by `npm start`, the tests' global setup and the benchmarks; `npm run build`
+ * Herald's libs and the packages a service loads at start are bundled in, without comments and
+ * whitespace: V8 keeps the text of every script it loads, and a process's old space grows to
+ * several times what it keeps, so the packages' sources as node_modules holds them cost each
+ * service 10–20 MB of peak RSS (docs/benchmarks.md, session 31). LOADED_ON_USE stay external. Used by `npm start`, the tests' global setup and the benchmarks; `npm run build`
  * runs it alone. Takes a few seconds.
  */
 import { copyFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
@@ -43,8 +42,8 @@ export const serviceNodeArgs = (name: string, extraFlags = process.env['HERALD_S
 const LOADED_ON_USE = ['@parse/node-apn', 'firebase-admin', 'web-push', 'pg-native'];
 
 /**
- * zod's `z` namespace re-exports its 40-odd locales (`z.locales`), 264 KB of every minified bundle
- * and about 0.4 MB of each service's heap, though Herald only reads English, which zod sets by
+ * zod's `z` namespace re-exports its 40-odd locales (`z.locales`), 264 KB of every bundle
+ * (minified, session 32) and about 0.4 MB of each service's heap, though Herald only reads English, which zod sets by
  * default. This bundles `z.locales` (and `z.core.locales`) with `en` alone. If zod moves the
  * file, nothing matches, the bundle carries every locale again, and
  * libs/contracts/src/bundled-reasons.spec.ts fails.
@@ -63,8 +62,8 @@ const zodEnglishOnly: Plugin = {
  * pg's ES module entry (esm/index.mjs) re-exports its classes as top-level constants, so esbuild,
  * keeping one scope for the bundle's ES modules, renames pg's own `DatabaseError`, `Client` and
  * `Pool` to `DatabaseError2`, `Client2`, `Pool2`: the names the classes then carry, and the
- * type pino logs for a PostgreSQL error. Herald imports pg's default export only, which its
- * CommonJS entry is; this resolves `pg` to that entry.
+ * type pino logs for a PostgreSQL error. This resolves `pg` to its CommonJS entry, whose export
+ * is the default export Herald imports.
  */
 const pgCommonJs: Plugin = {
   name: 'pg-commonjs',
@@ -82,16 +81,18 @@ export const BUNDLE_OPTIONS = {
   target: 'node20',
   sourcemap: 'linked',
   external: LOADED_ON_USE,
-  // Whitespace and syntax minified, identifiers kept: classes and functions keep their sources'
-  // names (the error types pino logs, fastify's plugin names) without esbuild's keepNames, which
-  // wraps every named function and closure in a call that redefines its name as it is made
-  // (about 6% of the API's CPU a job; docs/benchmarks.md, session 34). esbuild still renames a
-  // symbol that clashes with another at the bundle's top level (pgCommonJs, and
-  // libs/contracts/src/bundled-names.spec.ts, which fails if an error class is renamed).
+  // Whitespace and syntax minified, identifiers kept, so classes keep their sources' names (the
+  // error types pino logs) without esbuild's keepNames, which wraps every named function and
+  // closure in a call that redefines its name as it is made (about 6% of the API's CPU a job;
+  // docs/benchmarks.md, session 34). esbuild still renames a symbol that clashes with another at
+  // the bundle's top level (`X2`) and names a class that refers to itself `_X`: pgCommonJs avoids
+  // pg's, and libs/logging/src/bundled-error-names.int.spec.ts fails if an error class is renamed.
   minifyWhitespace: true,
   minifySyntax: true,
-  // Lines of at most about this many characters: Node prints the source line of an uncaught
-  // error's throw above its stack, and a minified line is otherwise a whole module or more.
+  // Lines of at most about this many characters. Node reports an uncaught error with the source
+  // line it was thrown from above its stack, and a minified line was a run of whole modules
+  // (162–223 KB in the registrar): through a pipe (npm start's supervisor, a container's log) the
+  // report stopped at the first 64 KB, before the error's message (docs/benchmarks.md, session 34).
   lineLimit: 200,
   legalComments: 'linked',
   logLevel: 'warning',

@@ -33,9 +33,10 @@ export async function bundledProgram(prefix: string, lines: readonly string[], o
 export const libEntry = (lib: string): string => JSON.stringify(join(ROOT, 'libs', lib, 'src', 'index.ts'));
 
 /**
- * Runs a bundle with this process's environment plus `env`, its stdout and stderr read through
- * pipes as npm start's supervisor and a container's log read them. stderr's reader starts 300 ms
- * late, as a busy reader may, so the program writes into a full pipe.
+ * Runs a bundle with this process's environment plus `env`, its stdout and stderr read as npm
+ * start's supervisor reads them. stderr is read only once the program has exited (or after 5 s),
+ * as by a reader that falls behind: what the program wrote beyond the buffer's capacity without
+ * waiting is lost, as it would be there.
  */
 export function runBundle(bundle: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -43,7 +44,11 @@ export function runBundle(bundle: string, env: Record<string, string> = {}): Pro
     const out = { stdout: '', stderr: '' };
     child.stdout.on('data', (d: Buffer) => (out.stdout += d.toString('utf8')));
     child.stderr.pause();
-    setTimeout(() => child.stderr.resume(), 300);
+    const late = setTimeout(() => child.stderr.resume(), 5_000);
+    child.on('exit', () => {
+      clearTimeout(late);
+      child.stderr.resume();
+    });
     child.stderr.on('data', (d: Buffer) => (out.stderr += d.toString('utf8')));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, ...out }));

@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundledProgram, libEntry, runBundle, type BundledProgram } from '../../../test/support/bundled-program.ts';
 
 // A service reads its configuration at start-up (loadConfigOrExit in each apps/<x>/src/main.ts),
-// bundled as it runs, its output read through a pipe as npm start's supervisor and a container's
-// log read it.
+// bundled as it runs, its output read as npm start's supervisor reads it (runBundle).
 let program: BundledProgram;
 
 beforeAll(async () => {

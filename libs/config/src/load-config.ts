@@ -35,10 +35,9 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
 
 /**
  * loadConfig for a program's entry point: a bad variable ends the process with exit code 1 after
- * writing the problems, and only them, to stderr. Left uncaught, a ConfigError is printed by Node
- * with the source line it was thrown from, which in a service's bundle is a few hundred KB of
- * minified code: written to a pipe (npm start's supervisor, a container's log), Node's report
- * stopped after the pipe's first 64 KB, before the problems.
+ * writing the problems, and only them, to stderr (a message that short goes whole into an empty
+ * pipe before exit). Left uncaught, a ConfigError comes with a source line and a stack trace
+ * that say nothing to an operator, and was cut off once (infra/local/build-services.ts, lineLimit).
  */
 export function loadConfigOrExit<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv = process.env): ConfigOf<S> {
   try {

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundledProgram, libEntry, runBundle, type BundledProgram } from '../../../test/support/bundled-program.ts';
 
-// An error a service throws before its handlers are installed (while its modules load) is
-// reported by Node: the source line it was thrown from, then its stack. A service runs bundled
-// (infra/local/build-services.ts), and its output is read through a pipe (npm start's
-// supervisor, a container's log).
+// An error a service throws while its modules load, before runService handles errors, is reported
+// by Node: the source line it was thrown from, then the message and stack. The bundles' lines are
+// kept short for that report (infra/local/build-services.ts, lineLimit). A ConfigError from
+// loadConfig stands in for such an error here; the services themselves read their configuration
+// with loadConfigOrExit, which reports the problems alone.
 let program: BundledProgram;
 
 beforeAll(async () => {
