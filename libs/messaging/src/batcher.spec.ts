@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Batcher } from './batcher.ts';
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -71,32 +71,37 @@ describe('Batcher with maxConcurrent (group commit)', () => {
 });
 
 describe('Batcher with maxWaitMs', () => {
-  it('sends what comes after a quiet spell at the end of the turn, together, and holds a stream up to maxWaitMs', async () => {
-    const batches: Array<{ items: number[]; at: number }> = [];
-    const started = performance.now();
-    const b = new Batcher<number>(100, 30, (items) => void batches.push({ items, at: performance.now() - started }));
-    // Quiet so far: a packed message's three parts, added in one turn, go together at the end of it.
-    b.add(1);
-    b.add(2);
-    b.add(3);
-    expect(batches).toEqual([]);
-    await tick();
-    expect(batches.map((x) => x.items)).toEqual([[1, 2, 3]]);
-    // Within maxWaitMs of that flush: a stream, so the batch fills for maxWaitMs.
-    b.add(4);
-    await new Promise((r) => setTimeout(r, 10));
-    b.add(5);
-    await tick();
-    expect(batches).toHaveLength(1);
-    await new Promise((r) => setTimeout(r, 40));
-    expect(batches.map((x) => x.items)).toEqual([[1, 2, 3], [4, 5]]);
-    const [first, second] = batches;
-    expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(28);
-    // Quiet again (more than maxWaitMs since the last flush): at once.
-    await new Promise((r) => setTimeout(r, 40));
-    b.add(6);
-    await tick();
-    expect(batches.map((x) => x.items).at(-1)).toEqual([6]);
+  it('sends what comes after a quiet spell at the end of the turn, together, and holds a stream up to maxWaitMs', () => {
+    // On a fake clock: on the real one, a loaded machine's 10 ms sleep can outlast maxWaitMs.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance'] });
+    try {
+      const batches: Array<{ items: number[]; at: number }> = [];
+      const b = new Batcher<number>(100, 30, (items) => void batches.push({ items, at: performance.now() }));
+      // Quiet so far: a packed message's three parts, added in one turn, go together at the end of it.
+      b.add(1);
+      b.add(2);
+      b.add(3);
+      expect(batches).toEqual([]);
+      vi.advanceTimersByTime(0);
+      expect(batches.map((x) => x.items)).toEqual([[1, 2, 3]]);
+      // Within maxWaitMs of that flush: a stream, so the batch fills for maxWaitMs.
+      b.add(4);
+      vi.advanceTimersByTime(10);
+      b.add(5);
+      vi.advanceTimersByTime(19);
+      expect(batches).toHaveLength(1);
+      vi.advanceTimersByTime(1);
+      expect(batches.map((x) => x.items)).toEqual([[1, 2, 3], [4, 5]]);
+      const [first, second] = batches;
+      expect((second?.at ?? 0) - (first?.at ?? 0)).toBe(30);
+      // Quiet again (more than maxWaitMs since the last flush): at once.
+      vi.advanceTimersByTime(40);
+      b.add(6);
+      vi.advanceTimersByTime(0);
+      expect(batches.map((x) => x.items).at(-1)).toEqual([6]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('without maxConcurrent, sends every batch however many are still in flight', () => {
