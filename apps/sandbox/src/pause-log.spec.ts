@@ -12,6 +12,9 @@ describe('the sandbox pause log', () => {
     const log = new PauseLog();
     try {
       await sleep(30);
+      // The log's tick runs in the same timers phase as the sleep's end when both are due (a late
+      // wake on a loaded machine): let that phase finish, so the hold starts after the last tick.
+      await new Promise((r) => setImmediate(r));
       const heldFrom = Date.now();
       busyFor(120);
       await sleep(30);
