@@ -2,8 +2,19 @@ import { describe, expect, it, vi } from 'vitest';
 import { Batcher } from './batcher.ts';
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
-// A test that checks a batch is still held runs on vitest's fake clock: on the real one, a loaded
-// machine can sleep past maxWaitMs before the check.
+
+/**
+ * Runs `test` on vitest's fake clock (timers, immediates, performance.now), for a test that checks
+ * a batch is still held: on the real one, a loaded machine can sleep past maxWaitMs before the check.
+ */
+function onFakeClock(test: () => void): void {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance'] });
+  try {
+    test();
+  } finally {
+    vi.useRealTimers();
+  }
+}
 
 /** A Batcher whose batches stay in flight until their `ends` entry is called. */
 function heldBatcher(maxSize: number, maxWaitMs: number, maxConcurrent?: number) {
@@ -56,8 +67,7 @@ describe('Batcher with maxConcurrent (group commit)', () => {
   });
 
   it('keeps maxWaitMs for items arriving while fewer than maxConcurrent batches are in flight', () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance'] });
-    try {
+    onFakeClock(() => {
       const { b, batches } = heldBatcher(10, 20, 2); // none ends
       b.add(1);
       vi.advanceTimersByTime(0);
@@ -71,16 +81,13 @@ describe('Batcher with maxConcurrent (group commit)', () => {
       b.add(4);
       vi.advanceTimersByTime(40);
       expect(batches).toEqual([[1], [2, 3]]); // two in flight: it waits for one to end
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 });
 
 describe('Batcher with maxWaitMs', () => {
   it('sends what comes after a quiet spell at the end of the turn, together, and holds a stream up to maxWaitMs', () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance'] });
-    try {
+    onFakeClock(() => {
       const batches: Array<{ items: number[]; at: number }> = [];
       const b = new Batcher<number>(100, 30, (items) => void batches.push({ items, at: performance.now() }));
       // Quiet so far: a packed message's three parts, added in one turn, go together at the end of it.
@@ -105,9 +112,7 @@ describe('Batcher with maxWaitMs', () => {
       b.add(6);
       vi.advanceTimersByTime(0);
       expect(batches.map((x) => x.items).at(-1)).toEqual([6]);
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 
   it('without maxConcurrent, sends every batch however many are still in flight', () => {
