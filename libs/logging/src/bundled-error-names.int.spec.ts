@@ -1,9 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL } from '@herald/testing';
-import { bundledProgram, libEntry, type BundledProgram } from '../../../test/support/bundled-program.ts';
+import { bundledProgram, libEntry, runBundle, type BundledProgram } from '../../../test/support/bundled-program.ts';
 
 // A logged error's `type` is its class's name (pino's error serializer). Services run bundled
 // (infra/local/build-services.ts), and a bundler may rename a class: minifying names would make
@@ -31,7 +30,7 @@ beforeAll(async () => {
     "import pg from 'pg';",
     `import { createLogger } from ${libEntry('logging')};`,
     "const log = createLogger({ service: 'error-names', format: 'json' });",
-    'const client = new pg.Client({ connectionString: process.argv[2] });',
+    "const client = new pg.Client({ connectionString: process.env['DATABASE_URL'] });",
     'await client.connect();',
     "try { await client.query('select 1 / 0'); } catch (err) { log.error({ err }, 'query failed'); }",
     'await client.end();',
@@ -41,9 +40,9 @@ beforeAll(async () => {
 afterAll(() => program.remove());
 
 describe('error types in a bundled service’s logs', () => {
-  it('name a PostgreSQL error DatabaseError, as pg calls it', () => {
-    const out = execFileSync(process.execPath, [program.bundle, TEST_DATABASE_URL], { encoding: 'utf8', timeout: 20_000 });
-    const line = JSON.parse(out.trim().split('\n').at(-1) ?? '') as { msg: string; err: { type: string; code: string } };
+  it('name a PostgreSQL error DatabaseError, as pg calls it', async () => {
+    const { stdout } = await runBundle(program.bundle, { DATABASE_URL: TEST_DATABASE_URL });
+    const line = JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as { msg: string; err: { type: string; code: string } };
     expect(line.msg).toBe('query failed');
     expect(line.err).toMatchObject({ type: 'DatabaseError', code: '22012' });
   }, 30_000);
