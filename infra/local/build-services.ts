@@ -5,8 +5,9 @@
  * Herald's libs and the packages a service loads at start are bundled in, without comments and
  * whitespace: V8 keeps the text of every script it loads, and a process's old space grows to
  * several times what it keeps, so the packages' sources as node_modules holds them cost each
- * service 10–20 MB of peak RSS (docs/benchmarks.md, session 31). LOADED_ON_USE stay external. Used by `npm start`, the tests' global setup and the benchmarks; `npm run build`
- * runs it alone. Takes a few seconds.
+ * service 10–20 MB of peak RSS (docs/benchmarks.md, session 31). LOADED_ON_USE stay external.
+ * Used by `npm start`, the tests' global setup and the benchmarks; `npm run build` runs it alone.
+ * Takes a few seconds.
  */
 import { copyFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -43,8 +44,8 @@ const LOADED_ON_USE = ['@parse/node-apn', 'firebase-admin', 'web-push', 'pg-nati
 
 /**
  * zod's `z` namespace re-exports its 40-odd locales (`z.locales`), 264 KB of every bundle
- * (minified, session 32) and about 0.4 MB of each service's heap, though Herald only reads English, which zod sets by
- * default. This bundles `z.locales` (and `z.core.locales`) with `en` alone. If zod moves the
+ * (minified, session 32) and about 0.4 MB of each service's heap, though Herald only reads
+ * English, which zod sets by default. This bundles `z.locales` (and `z.core.locales`) with `en` alone. If zod moves the
  * file, nothing matches, the bundle carries every locale again, and
  * libs/contracts/src/bundled-reasons.spec.ts fails.
  */
