@@ -33,6 +33,8 @@ export interface LocalCluster {
   leaderOf(vhost: string, queue: string): Promise<ClusterNode>;
   /** The node a named client connection is on, if it is connected. */
   nodeOfConnection(connectionName: string): Promise<ClusterNode | undefined>;
+  /** Starts every node that is down (`rabbitmq-cluster.sh start`) and resolves with what the script reported on stderr. */
+  start(): Promise<{ report: string }>;
   kill(n: ClusterNode): Promise<void>;
   stopNode(n: ClusterNode): Promise<void>;
   startNode(n: ClusterNode): Promise<void>;
@@ -40,10 +42,7 @@ export interface LocalCluster {
   runningNodes(): Promise<ClusterNode[]>;
 }
 
-async function script(...args: string[]): Promise<string> {
-  const { stdout } = await run('bash', [SCRIPT, ...args], { timeout: 300_000 });
-  return stdout;
-}
+const script = (...args: string[]): Promise<{ stdout: string; stderr: string }> => run('bash', [SCRIPT, ...args], { timeout: 300_000 });
 
 async function api<T>(method: string, path: string, body?: unknown): Promise<T | undefined> {
   const res = await managementRequest(method, path, body, CLUSTER_API);
@@ -104,6 +103,7 @@ export async function startLocalCluster(): Promise<LocalCluster> {
       const list = (await api<Array<{ node: string; client_properties?: { connection_name?: string } }>>('GET', '/connections?columns=node,client_properties')) ?? [];
       return nodeNumber(list.find((c) => c.client_properties?.connection_name === connectionName)?.node);
     },
+    start: async () => ({ report: (await script('start')).stderr }),
     kill: async (n) => void (await script('kill', String(n))),
     stopNode: async (n) => void (await script('stop-node', String(n))),
     startNode: async (n) => void (await script('start-node', String(n))),
