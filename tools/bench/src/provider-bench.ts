@@ -4,7 +4,9 @@
  * of its own so the provider's CPU (this process) and the sandbox's are counted apart. Rounds
  * alternate APNs and FCM (PROVIDER_BENCH_ROUNDS, default 3), each PROVIDER_BENCH_SECONDS (default
  * 8) after a 1 s warm-up, PROVIDER_BENCH_CONCURRENCY sends in flight (default 500, the pushers'
- * default prefetch; PROVIDER_BENCH_PLATFORMS=fcm for one); medians of the rounds on the last lines.
+ * default prefetch; PROVIDER_BENCH_PLATFORMS=fcm for one); medians of the rounds on the last lines,
+ * then FCM against APNs, round by round. The platform that goes first changes every round, so
+ * neither always meets what the other left in the sandbox (its records, its collections).
  * PROVIDER_BENCH_PROFILE_DIR=<dir> writes the sandbox's CPU profile there (run this process
  * under `node --cpu-prof` for the provider's); tools/bench/src/profile-summary.ts reads both.
  */
@@ -14,7 +16,7 @@ import { createApnsProvider, createFcmProvider, loadSandboxSettings, type PushPr
 import { buildServices } from '../../../infra/local/build-services.ts';
 import { startSandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { cpuMs } from './proc.ts';
-import { wholeMedian } from './stats.ts';
+import { median, wholeMedian } from './stats.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const ROUNDS = env('PROVIDER_BENCH_ROUNDS', 3);
@@ -102,23 +104,34 @@ const sandbox = await startSandboxProcess({
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 try {
-  const rounds: Round[] = [];
+  const byRound: Round[][] = [];
   for (let i = 0; i < ROUNDS; i++) {
-    for (const platform of PLATFORMS) {
+    const thisRound: Round[] = [];
+    byRound.push(thisRound);
+    for (const platform of i % 2 === 0 ? PLATFORMS : [...PLATFORMS].reverse()) {
       const r = await round(platform, sandbox.stateDir, sandbox.child.pid ?? NaN);
-      rounds.push(r);
+      thisRound.push(r);
       console.log(
         `round ${i + 1} ${platform}: ${r.pushesPerSecond} pushes/s, provider CPU ${r.providerCpuUsPerPush} µs/push, sandbox CPU ${r.sandboxCpuUsPerPush} µs/push${r.failed > 0 ? `, ${r.failed} failed` : ''}`,
       );
     }
   }
   for (const platform of PLATFORMS) {
-    const mine = rounds.filter((r) => r.platform === platform);
+    const mine = byRound.flat().filter((r) => r.platform === platform);
     const label = platform === 'apns' ? 'APNs' : 'FCM';
     console.log(
       `${label} provider → sandbox (median of ${mine.length}, ${CONCURRENCY} in flight, ${SECONDS} s): ${wholeMedian(mine.map((r) => r.pushesPerSecond))} pushes/s, ` +
         `provider CPU ${wholeMedian(mine.map((r) => r.providerCpuUsPerPush))} µs/push (sandbox ${wholeMedian(mine.map((r) => r.sandboxCpuUsPerPush))} µs/push)`,
     );
+  }
+  const pairs = byRound.flatMap((rs) => {
+    const apns = rs.find((r) => r.platform === 'apns');
+    const fcm = rs.find((r) => r.platform === 'fcm');
+    return apns === undefined || fcm === undefined ? [] : [{ apns, fcm }];
+  });
+  if (pairs.length > 0) {
+    const ratio = (f: (r: Round) => number): string => median(pairs.map((p) => f(p.fcm) / f(p.apns))).toFixed(2);
+    console.log(`FCM/APNs, the median of ${pairs.length} rounds: throughput ${ratio((r) => r.pushesPerSecond)}, provider CPU a push ${ratio((r) => r.providerCpuUsPerPush)}`);
   }
 } finally {
   await sandbox.close();
