@@ -45,8 +45,8 @@ const LOADED_ON_USE = ['@parse/node-apn', 'firebase-admin', 'web-push', 'pg-nati
 /**
  * zod's `z` namespace re-exports its 40-odd locales (`z.locales`), 264 KB of every bundle
  * (minified, session 32) and about 0.4 MB of each service's heap, though Herald only reads
- * English, which zod sets by default. This bundles `z.locales` (and `z.core.locales`) with `en` alone. If zod moves the
- * file, nothing matches, the bundle carries every locale again, and
+ * English, which zod sets by default. This bundles `z.locales` (and `z.core.locales`) with `en`
+ * alone. If zod moves the file, nothing matches, the bundle carries every locale again, and
  * libs/contracts/src/bundled-reasons.spec.ts fails.
  */
 const zodEnglishOnly: Plugin = {
