@@ -40,6 +40,11 @@ export class PauseLog {
   private last = Date.now();
   readonly sinceMs = this.last;
 
+  /** When the latest tick ran (ms since the epoch): a stall that begins now will be dated from it. */
+  get lastTickMs(): number {
+    return this.last;
+  }
+
   constructor(private readonly capacity = 1_000) {
     this.observer.observe({ entryTypes: ['gc'] });
     this.timer = setInterval(() => {
