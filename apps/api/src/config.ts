@@ -11,6 +11,11 @@ export const apiConfig = {
     min: 0,
   }),
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
+  JOB_PACK_SIZE: int('Most jobs carried by one RabbitMQ message to push.jobs when the API accepts several at once (a batch request, concurrent requests; 1: one each); each request is still answered on its own job\'s confirm, and the demuxer reads each job on its own (ADR 0018)', {
+    default: '10',
+    min: 1,
+    max: 100,
+  }),
   HERALD_SECRET_KEY: optionalStr('32-byte key (64 hex characters or base64) that seals app credentials at rest (AES-256-GCM)', { secret: true }),
   HERALD_ADMIN_KEY: optionalStr('Bootstrap bearer key for the admin routes (/admin/...), beside operator keys (herald keys create --operator); unset: operator keys only', { secret: true }),
 } as const;

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { loadConfigOrExit } from '@herald/config';
 import { Exchanges, Queues } from '@herald/contracts';
 import { audienceProblem, cancelJob, createAudienceStore, createAppCache, createAppCredentialStore, createDatabase, createSecretBox, listUserDevices } from '@herald/db';
-import { connectBroker } from '@herald/messaging';
+import { coalescedPublish, connectBroker } from '@herald/messaging';
 import { generateVapidKeys } from '@herald/providers';
 import { runService } from '@herald/runtime';
 import { createJobRecords } from './job-records.ts';
@@ -18,12 +18,15 @@ await runService('api', config, async ({ logger, registry }) => {
   const jobDb = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 10, synchronousCommit: false });
   const jobs = createJobRecords(jobDb.jobs, logger);
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'api', metrics: registry });
+  // Jobs accepted at once (a batch request, concurrent requests) share RabbitMQ messages; each
+  // request is still answered on its own job's confirm.
+  const publishJob = coalescedPublish(broker.publisher, { packMax: config.JOB_PACK_SIZE });
   const box = config.HERALD_SECRET_KEY === undefined ? undefined : createSecretBox(config.HERALD_SECRET_KEY);
   const server = buildApiServer({
     jobs,
     apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
     // Jobs are validated by the API with the PushJob contract; publish resolves on the broker's confirm.
-    publish: (job) => broker.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id }),
+    publish: (job) => publishJob({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id }),
     publishRegistration: (r) => broker.publisher.publish({ exchange: Exchanges.registrations, routingKey: Queues.registrations, body: r }),
     publishChange: (c) => broker.publisher.publish({ exchange: Exchanges.changes, routingKey: Queues.changes, body: c, messageId: c.id }),
     subscriptions: db.subscriptions,

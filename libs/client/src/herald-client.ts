@@ -16,7 +16,7 @@ import {
   type RegistrationInput,
 } from '@herald/contracts';
 import { createLogger, type Logger } from '@herald/logging';
-import { connectBroker, type Broker } from '@herald/messaging';
+import { coalescedPublish, connectBroker, type Broker } from '@herald/messaging';
 import type { z } from 'zod';
 
 /** The job or registration failed its contract; nothing was published. `issues` name each field. */
@@ -37,6 +37,11 @@ export interface HeraldClientOptions {
   connectionName?: string;
   /** How far ahead a job may be scheduled (deliverAt); default 366 days, as the demuxer's default. */
   scheduleHorizonDays?: number;
+  /**
+   * Most jobs that share one RabbitMQ message when publishPushJob is called several times at once
+   * (default 10; 1: one each). Each call still resolves on its own job's confirm (ADR 0018).
+   */
+  jobPackSize?: number;
 }
 
 export interface HeraldClient {
@@ -86,6 +91,8 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
     logger,
     connectionName: options.connectionName ?? 'herald-client',
   });
+  // Jobs published at once share RabbitMQ messages (each caller still resolved by its own job's confirm).
+  const publishJob = coalescedPublish(broker.publisher, { packMax: options.jobPackSize ?? 10 });
   const client: HeraldClient = {
     async publishPushJob(input) {
       const job = validate(PushJob, 'push job', { ...input, acceptedAt: input.acceptedAt ?? new Date().toISOString() });
@@ -96,7 +103,7 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
       // not know: the demuxer checks it against the app (and parks a job over it, payload-too-large).
       const issues = jobConformanceIssues(job, { web: false });
       if (issues.length > 0) throw new ValidationError('push job', issues.map((i) => `${i.path}: ${i.message}`));
-      await broker.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id });
+      await publishJob({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id });
       return job;
     },
     async publishRegistration(input) {

@@ -28,6 +28,7 @@ export {
 } from './topology.ts';
 export { HeraldHeaders } from './headers.ts';
 export { PACKED_CONTENT_TYPE, PACK_IDS_HEADER, packMessages } from './pack.ts';
+export { coalescedPublish, type CoalescedPublishOptions } from './coalesced-publish.ts';
 export { Headers } from '@herald/contracts';
 export { RETRIES_EXHAUSTED, DELIVERY_LIMIT } from './settle.ts';
 export { BrokerConnectError, BrokerUnavailableError, PublishFailedError, UnroutableError } from './errors.ts';

@@ -1,0 +1,65 @@
+import { Batcher } from './batcher.ts';
+import type { OutboundMessage, Publisher } from './types.ts';
+
+export interface CoalescedPublishOptions {
+  /** Messages to one exchange and routing key that may share an AMQP message (pack.ts); default 10. */
+  packMax?: number;
+  /** Calls that may wait together for one round of confirms; default 500. */
+  maxBatch?: number;
+  /**
+   * At most this many rounds awaiting their confirms at once; default 1. With more, a call made
+   * while fewer are waits for one to end or MORE_WAIT_MS, whichever is first.
+   */
+  maxInFlight?: number;
+}
+
+/** With maxInFlight > 1: how long a call made while a round awaits its confirms may wait for more to join it. */
+const MORE_WAIT_MS = 5;
+
+interface Call {
+  msg: OutboundMessage;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * A publish for many independent callers, each resolved by its own message's confirm, whose
+ * concurrent calls share AMQP messages (packed, ADR 0016): RabbitMQ's cost is per message (the
+ * channel's routing and confirm, the quorum log, the delivery and its ack), and a publisher calling
+ * once per job otherwise pays it for every job (ADR 0018). Group commit (Batcher with
+ * `maxInFlight`): a call made while no round awaits its confirms goes at the end of the turn,
+ * alone or with the turn's other calls; calls made while one does wait for it and go together as
+ * the next round. So a lone call waits for nothing, and under load a call waits at most one round
+ * of confirms. Each packed message settles exactly its own callers: one refused message fails only
+ * the calls it carried. The consumer splits packs before its handler sees them (consumer.ts), so a
+ * consumer sees each message on its own, settled, retried or parked alone.
+ */
+export function coalescedPublish(publisher: Publisher, options: CoalescedPublishOptions = {}): (msg: OutboundMessage) => Promise<void> {
+  const packMax = options.packMax ?? 10;
+  const batcher = new Batcher<Call>(options.maxBatch ?? 500, MORE_WAIT_MS, (calls) => publishRound(publisher, calls, packMax), options.maxInFlight ?? 1);
+  return (msg) => new Promise<void>((resolve, reject) => batcher.add({ msg, resolve, reject }));
+}
+
+/** One round: the calls in runs of `packMax` to the same exchange and routing key, each run one publishMany (one packed message). */
+async function publishRound(publisher: Publisher, calls: readonly Call[], packMax: number): Promise<void> {
+  const runs: Call[][] = [];
+  const open = new Map<string, Call[]>();
+  for (const call of calls) {
+    const key = `${call.msg.exchange}\u0000${call.msg.routingKey}`;
+    let run = open.get(key);
+    if (run === undefined || run.length >= packMax) {
+      run = [];
+      runs.push(run);
+      open.set(key, run);
+    }
+    run.push(call);
+  }
+  await Promise.all(
+    runs.map((run) =>
+      publisher.publishMany(run.map((c) => c.msg), { packMax }).then(
+        () => run.forEach((c) => c.resolve()),
+        (err: unknown) => run.forEach((c) => c.reject(err)),
+      ),
+    ),
+  );
+}
