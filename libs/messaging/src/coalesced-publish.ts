@@ -30,8 +30,8 @@ interface Call {
  * `maxInFlight`): a call made while no round awaits its confirms goes at the end of the turn,
  * alone or with the turn's other calls; calls made while one does wait for it and go together as
  * the next round. So a lone call waits for nothing, and under load a call waits at most one round
- * of confirms. Each packed message settles exactly its own callers: one refused message fails only
- * the calls it carried. The consumer splits packs before its handler sees them (consumer.ts), so a
+ * of confirms. Each run of up to `packMax` calls to one queue (one packed message, unless some
+ * cannot be packed: publishMany) settles only its own calls: a refused message fails no others. The consumer splits packs before its handler sees them (consumer.ts), so a
  * consumer sees each message on its own, settled, retried or parked alone.
  */
 export function coalescedPublish(publisher: Publisher, options: CoalescedPublishOptions = {}): (msg: OutboundMessage) => Promise<void> {
