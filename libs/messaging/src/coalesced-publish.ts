@@ -1,5 +1,5 @@
 import { Batcher } from './batcher.ts';
-import type { OutboundMessage, Publisher } from './types.ts';
+import type { EachPublisher, OutboundMessage } from './types.ts';
 
 export interface CoalescedPublishOptions {
   /** Messages to one exchange and routing key that may share an AMQP message (pack.ts); default 10. */
@@ -30,36 +30,28 @@ interface Call {
  * `maxInFlight`): a call made while no round awaits its confirms goes at the end of the turn,
  * alone or with the turn's other calls; calls made while one does wait for it and go together as
  * the next round. So a lone call waits for nothing, and under load a call waits at most one round
- * of confirms. Each run of up to `packMax` calls to one queue (one packed message, unless some
- * cannot be packed: publishMany) settles only its own calls: a refused message fails no others. The consumer splits packs before its handler sees them (consumer.ts), so a
- * consumer sees each message on its own, settled, retried or parked alone.
+ * of confirms. Each call is settled by the AMQP message that carried it (publishEach): a refused
+ * message fails only the calls it carried. The consumer splits packs before its handler sees them
+ * (consumer.ts), so a consumer sees each message on its own, settled, retried or parked alone.
  */
-export function coalescedPublish(publisher: Publisher, options: CoalescedPublishOptions = {}): (msg: OutboundMessage) => Promise<void> {
+export function coalescedPublish(publisher: EachPublisher, options: CoalescedPublishOptions = {}): (msg: OutboundMessage) => Promise<void> {
   const packMax = options.packMax ?? 10;
   const batcher = new Batcher<Call>(options.maxBatch ?? 500, MORE_WAIT_MS, (calls) => publishRound(publisher, calls, packMax), options.maxInFlight ?? 1);
   return (msg) => new Promise<void>((resolve, reject) => batcher.add({ msg, resolve, reject }));
 }
 
-/** One round: the calls in runs of `packMax` to the same exchange and routing key, each run one publishMany (one packed message). */
-async function publishRound(publisher: Publisher, calls: readonly Call[], packMax: number): Promise<void> {
-  const runs: Call[][] = [];
-  const open = new Map<string, Call[]>();
-  for (const call of calls) {
-    const key = `${call.msg.exchange}\u0000${call.msg.routingKey}`;
-    let run = open.get(key);
-    if (run === undefined || run.length >= packMax) {
-      run = [];
-      runs.push(run);
-      open.set(key, run);
-    }
-    run.push(call);
+/** One round: every call in one publishEach, each call settled by its own message's result. */
+async function publishRound(publisher: EachPublisher, calls: readonly Call[], packMax: number): Promise<void> {
+  let results: PromiseSettledResult<void>[];
+  try {
+    results = await publisher.publishEach(calls.map((c) => c.msg), { packMax });
+  } catch (err) {
+    calls.forEach((c) => c.reject(err));
+    return;
   }
-  await Promise.all(
-    runs.map((run) =>
-      publisher.publishMany(run.map((c) => c.msg), { packMax }).then(
-        () => run.forEach((c) => c.resolve()),
-        (err: unknown) => run.forEach((c) => c.reject(err)),
-      ),
-    ),
-  );
+  calls.forEach((c, i) => {
+    const r = results[i];
+    if (r?.status === 'fulfilled') c.resolve();
+    else c.reject(r?.reason);
+  });
 }

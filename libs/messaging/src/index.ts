@@ -4,6 +4,7 @@ export type {
   BrokerOptions,
   ConsumeOptions,
   Consumer,
+  EachPublisher,
   InboundMessage,
   OutboundMessage,
   Outcome,
@@ -27,7 +28,7 @@ export {
   type BindingSpec,
 } from './topology.ts';
 export { HeraldHeaders } from './headers.ts';
-export { PACKED_CONTENT_TYPE, PACK_IDS_HEADER, packMessages } from './pack.ts';
+export { PACKED_CONTENT_TYPE, PACK_IDS_HEADER, packMessages, type Packed } from './pack.ts';
 export { coalescedPublish, type CoalescedPublishOptions } from './coalesced-publish.ts';
 export { Headers } from '@herald/contracts';
 export { RETRIES_EXHAUSTED, DELIVERY_LIMIT } from './settle.ts';

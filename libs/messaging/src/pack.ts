@@ -18,42 +18,51 @@ const NEWLINE = 0x0a;
 interface Packable {
   msg: OutboundMessage;
   content: Buffer;
+  /** Its place in the input. */
+  index: number;
+}
+
+/** An AMQP message to send and the inputs it carries (their indices in packMessages' input). */
+export interface Packed {
+  msg: OutboundMessage;
+  carries: number[];
 }
 
 /** A message that can share an envelope: JSON, no headers or expiry of its own, and no raw newline in its text. */
-function packable(msg: OutboundMessage): Packable | undefined {
+function packable(msg: OutboundMessage, index: number): Packable | undefined {
   if (msg.headers !== undefined || msg.expirationMs !== undefined) return undefined;
   if (Buffer.isBuffer(msg.body)) {
     if (msg.contentType !== 'application/json' || msg.body.includes(NEWLINE)) return undefined;
-    return { msg, content: msg.body };
+    return { msg, content: msg.body, index };
   }
   // JSON.stringify escapes every newline inside strings, so its text has none.
-  return { msg, content: Buffer.from(JSON.stringify(msg.body)) };
+  return { msg, content: Buffer.from(JSON.stringify(msg.body)), index };
 }
 
 /**
  * Messages to the same exchange and routing key, packed `maxParts` at a time, in order within each
- * queue; a message that cannot be packed, or would be alone, goes as it is.
+ * queue; a message that cannot be packed, or would be alone, goes as it is. Each AMQP message comes
+ * with the inputs it carries, so a publisher can settle each input by its own message's confirm.
  */
-export function packMessages(msgs: readonly OutboundMessage[], maxParts: number): OutboundMessage[] {
-  if (maxParts <= 1 || msgs.length <= 1) return [...msgs];
-  const out: OutboundMessage[] = [];
+export function packMessages(msgs: readonly OutboundMessage[], maxParts: number): Packed[] {
+  if (maxParts <= 1 || msgs.length <= 1) return msgs.map((msg, i) => ({ msg, carries: [i] }));
+  const out: Packed[] = [];
   const groups = new Map<string, Packable[]>();
-  for (const msg of msgs) {
-    const p = packable(msg);
+  msgs.forEach((msg, index) => {
+    const p = packable(msg, index);
     if (p === undefined) {
-      out.push(msg);
-      continue;
+      out.push({ msg, carries: [index] });
+      return;
     }
     const key = `${msg.exchange}\u0000${msg.routingKey}`;
     const group = groups.get(key);
     if (group === undefined) groups.set(key, [p]);
     else group.push(p);
-  }
+  });
   for (const group of groups.values()) {
     for (let at = 0; at < group.length; at += maxParts) {
       const parts = group.slice(at, at + maxParts);
-      out.push(parts.length === 1 ? (parts[0] as Packable).msg : envelope(parts));
+      out.push({ msg: parts.length === 1 ? (parts[0] as Packable).msg : envelope(parts), carries: parts.map((p) => p.index) });
     }
   }
   return out;

@@ -7,7 +7,7 @@ import { BrokerUnavailableError, PublishFailedError, UnroutableError } from './e
 import type { MessagingMetrics } from './metrics.ts';
 import { sleep } from './sleep.ts';
 import { packMessages } from './pack.ts';
-import type { OutboundMessage, PublishOptions, Publisher } from './types.ts';
+import type { EachPublisher, OutboundMessage, PublishOptions, Publisher } from './types.ts';
 
 /** An outbound message plus AMQP properties copied from another message (retry and park copies). */
 export interface RawOutbound extends OutboundMessage {
@@ -41,7 +41,7 @@ const NACK_PAUSE_MAX_MS = 5_000;
  * no queue comes back as basic.return before its confirm; the return is matched to its publish by
  * message id, exchange and routing key (every message gets a message id).
  */
-export class ConfirmPublisher implements Publisher {
+export class ConfirmPublisher implements Publisher, EachPublisher {
   private state: Promise<ChannelState> | undefined;
   /** Nacks since the last confirm: a queue without a majority (a cluster that lost nodes) nacks everything. */
   private nackRun = 0;
@@ -58,17 +58,24 @@ export class ConfirmPublisher implements Publisher {
   }
 
   async publishMany(all: readonly RawOutbound[], options: PublishOptions = {}): Promise<void> {
-    if (all.length === 0) return;
-    const msgs = options.packMax !== undefined && options.packMax > 1 ? packMessages(all, options.packMax) : all;
+    const results = await this.publishEach(all, options);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  async publishEach(all: readonly RawOutbound[], options: PublishOptions = {}): Promise<PromiseSettledResult<void>[]> {
+    if (all.length === 0) return [];
+    const packed = packMessages(all, options.packMax ?? 1);
     if (!this.connection.isConnected()) {
       throw new BrokerUnavailableError('not connected to RabbitMQ (recovering); message not published');
     }
     // A run of nacks holds every publisher back (a fresh channel, growing pauses) instead of a tight re-publish loop.
     if (this.pausedUntil > Date.now()) await sleep(this.pausedUntil - Date.now());
     const state = await this.channelState();
-    const results = await Promise.allSettled(msgs.map((m) => this.send(state, m)));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw failed.reason;
+    const sent = await Promise.allSettled(packed.map((p) => this.send(state, p.msg)));
+    const results: PromiseSettledResult<void>[] = new Array(all.length);
+    packed.forEach((p, i) => p.carries.forEach((input) => (results[input] = sent[i] as PromiseSettledResult<void>)));
+    return results;
   }
 
   async close(): Promise<void> {

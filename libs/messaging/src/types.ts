@@ -18,7 +18,7 @@ export interface BrokerOptions {
 }
 
 export interface Broker {
-  readonly publisher: Publisher;
+  readonly publisher: Publisher & EachPublisher;
   consume(options: ConsumeOptions): Promise<Consumer>;
   /** Declares exchanges, queues and bindings; idempotent and safe to run concurrently. */
   applyTopology(topology: Topology): Promise<void>;
@@ -56,6 +56,16 @@ export interface Publisher {
    * consumer's handler still sees each on its own.
    */
   publishMany(msgs: readonly OutboundMessage[], options?: PublishOptions): Promise<void>;
+}
+
+/** A publisher whose callers learn the fate of each message they gave it (coalesced-publish.ts). */
+export interface EachPublisher {
+  /**
+   * publishMany, settling each message on its own: the result for `msgs[i]` is that of the AMQP
+   * message that carried it, so a refused message fails only those it carried. Rejects as a whole
+   * only when nothing could be sent.
+   */
+  publishEach(msgs: readonly OutboundMessage[], options?: PublishOptions): Promise<PromiseSettledResult<void>[]>;
 }
 
 export interface PublishOptions {
