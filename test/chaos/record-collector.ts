@@ -41,7 +41,13 @@ export class RecordCollector {
   async poll(): Promise<void> {
     const res = await fetch(`${this.sandbox.settings.control.url}/records?after=${this.after}`);
     if (!res.ok) throw new Error(`sandbox records: ${res.status}`);
-    for (const r of (await res.json()) as RawRecord[]) {
+    const records = (await res.json()) as RawRecord[];
+    // The sandbox keeps only its most recent requests: a gap would read as lost pushes, and could hide a duplicate.
+    const first = records[0]?.seq;
+    if (this.after > 0 && first !== undefined && first !== this.after + 1) {
+      throw new Error(`the sandbox no longer keeps requests ${this.after + 1}–${first - 1}: the collector fell behind`);
+    }
+    for (const r of records) {
       this.after = Math.max(this.after, r.seq);
       if (r.token === undefined) continue;
       this.records.push({ platform: r.platform, token: r.token, jobId: jobIdOf(r), status: r.status, at: Date.parse(r.receivedAt), clientClosed: r.clientClosed === true });
