@@ -14,7 +14,7 @@
 import { connect } from 'amqplib';
 import { workQueueSpec } from '@herald/messaging';
 import { cpuSpentMs, listenerOf, processTree, sampleCpu, type CpuRow, type CpuSample } from './proc.ts';
-import { median } from './stats.ts';
+import { alternating, median } from './stats.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const RATE = env('BROKER_BENCH_RATE', 3_000);
@@ -97,7 +97,7 @@ const results = new Map<Kind, number[]>(KINDS.map((k) => [k, []]));
 /** Per round: one push a message through the exchange less the same through the default exchange, µs a message. */
 const routing: number[] = [];
 for (let i = 0; i < ROUNDS; i++) {
-  for (const kind of i % 2 === 0 ? KINDS : [...KINDS].reverse()) {
+  for (const kind of alternating(KINDS, i)) {
     const r = await round(brokerPid, kind);
     results.get(kind)?.push(r.perPush);
     console.log(`round ${i + 1}, ${LABEL[kind]}: broker CPU ${r.perPush.toFixed(1)} µs a push, ${r.perMessage.toFixed(1)} µs a message (${r.messages} messages)`);

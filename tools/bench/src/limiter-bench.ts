@@ -4,7 +4,9 @@
  * in this process on BENCH_LIMITER_PUSHES pushes (default 5,000), BENCH_LIMITER_CONCURRENCY
  * batches of 100 at once (default 5, like PUSHER_PREFETCH 500), once with no limiter and once
  * with the limiter and an APNs limit far above capacity (1,000,000/s, leased from PostgreSQL).
- * Alternates the two BENCH_RUNS times (default 3) and prints both medians and the overhead.
+ * Runs the pair BENCH_RUNS times (default 3), which goes first alternating, and prints both
+ * medians and the overhead, in throughput and in this process's CPU a push: the median of the
+ * pairs' ratios.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -20,7 +22,7 @@ import { createRateLimiter, type RateLimiter } from '@herald/rate-limiter';
 import { Registry } from '@herald/runtime';
 import { startSandbox } from '@herald/sandbox';
 import { createTestDatabase } from '@herald/testing';
-import { median } from './stats.ts';
+import { alternating, median } from './stats.ts';
 
 const PUSHES = Number(process.env['BENCH_LIMITER_PUSHES'] ?? 5000);
 const CONCURRENCY = Number(process.env['BENCH_LIMITER_CONCURRENCY'] ?? 5);
@@ -39,14 +41,21 @@ function messages(count: number): InboundMessage[] {
   });
 }
 
+interface Run {
+  perSecond: number;
+  /** This process's CPU a push (the handler, and the sandbox it sends to, which does the same work either way). */
+  cpuUsPerPush: number;
+}
+
 /** Pushes/s through the handler: CONCURRENCY batch workers over one backlog. */
-async function run(db: Database, provider: PushProvider, limiter: RateLimiter | undefined): Promise<number> {
+async function run(db: Database, provider: PushProvider, limiter: RateLimiter | undefined): Promise<Run> {
   const handle = createPusherHandler({
     platform: 'apns', providers: singleProvider(provider), ledger: db.ledger, apps: createAppCache(db.apps, 5000), publisher: noPublisher,
     metrics: createPusherMetrics(new Registry()), logger, owner: 'limiter-bench', leaseMs: 30_000, ...(limiter !== undefined && { limiter }),
   });
   const backlog = messages(PUSHES);
   const started = process.hrtime.bigint();
+  const cpu = process.cpuUsage();
   const worker = async (): Promise<void> => {
     for (let batch = backlog.splice(0, BATCH); batch.length > 0; batch = backlog.splice(0, BATCH)) {
       const outcomes = await handle(batch);
@@ -54,7 +63,8 @@ async function run(db: Database, provider: PushProvider, limiter: RateLimiter | 
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  return PUSHES / (Number(process.hrtime.bigint() - started) / 1e9);
+  const used = process.cpuUsage(cpu);
+  return { perSecond: PUSHES / (Number(process.hrtime.bigint() - started) / 1e9), cpuUsPerPush: (used.user + used.system) / PUSHES };
 }
 
 /** Microseconds per acquire(1) on its own, 100 concurrent callers (no sends around it). */
@@ -82,12 +92,16 @@ try {
   const maxSlice = Number(process.env['RATE_LIMIT_MAX_SLICE'] ?? 1000); // the pushers' default
   const limiter = await createRateLimiter({ platform: 'apns', store: leaseDb.rateLimits, logger, registry: new Registry(), maxSlice });
   await run(db, provider, undefined); // warm-up: TLS session, JIT, pools
-  const without: number[] = [];
-  const withLimiter: number[] = [];
+  const without: Run[] = [];
+  const withLimiter: Run[] = [];
+  // Each run claims its pushes into the ledger, which grows run by run: the pair's order alternates.
   for (let i = 0; i < RUNS; i++) {
-    without.push(await run(db, provider, undefined));
-    withLimiter.push(await run(db, provider, limiter));
-    console.log(`run ${i + 1}: no limiter ${without[i]?.toFixed(0)} pushes/s, limiter ${withLimiter[i]?.toFixed(0)} pushes/s`);
+    for (const withIt of alternating([false, true], i)) {
+      if (withIt) withLimiter.push(await run(db, provider, limiter));
+      else without.push(await run(db, provider, undefined));
+    }
+    const [w, l] = [without[i], withLimiter[i]];
+    console.log(`run ${i + 1}${i % 2 === 0 ? '' : ' (limiter first)'}: no limiter ${w?.perSecond.toFixed(0)} pushes/s at ${w?.cpuUsPerPush.toFixed(0)} µs CPU a push, limiter ${l?.perSecond.toFixed(0)} at ${l?.cpuUsPerPush.toFixed(0)}`);
   }
   const unlimited = await createRateLimiter({ platform: 'fcm', store: db.rateLimits, logger, registry: new Registry() });
   const [limitedCost, unlimitedCost] = [await acquireCost(limiter), await acquireCost(unlimited)];
@@ -95,9 +109,13 @@ try {
   limiter.close();
   unlimited.close();
   if (leaseDb !== db) await leaseDb.close();
-  const base = median(without);
-  const limited = median(withLimiter);
-  console.log(`\nmedian of ${RUNS}: no limiter ${base.toFixed(0)} pushes/s, limiter (1,000,000/s limit) ${limited.toFixed(0)} pushes/s, overhead ${(((base - limited) / base) * 100).toFixed(1)}%`);
+  const base = median(without.map((r) => r.perSecond));
+  const limited = median(withLimiter.map((r) => r.perSecond));
+  // Each run against the one beside it: the machine's speed drifts across the runs more than the limiter costs.
+  const overhead = 1 - median(withLimiter.map((r, i) => r.perSecond / (without[i]?.perSecond ?? NaN)));
+  const cpuOverhead = median(withLimiter.map((r, i) => r.cpuUsPerPush / (without[i]?.cpuUsPerPush ?? NaN))) - 1;
+  console.log(`\nmedian of ${RUNS}: no limiter ${base.toFixed(0)} pushes/s, limiter (1,000,000/s limit) ${limited.toFixed(0)} pushes/s`);
+  console.log(`overhead (the median of the ${RUNS} pairs' ratios): throughput ${(overhead * 100).toFixed(1)}%, CPU a push ${(cpuOverhead * 100).toFixed(1)}%`);
 } finally {
   await provider.close();
   await db.close();

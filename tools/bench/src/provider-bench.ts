@@ -16,7 +16,7 @@ import { createApnsProvider, createFcmProvider, loadSandboxSettings, type PushPr
 import { buildServices } from '../../../infra/local/build-services.ts';
 import { startSandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { cpuMs } from './proc.ts';
-import { median, wholeMedian } from './stats.ts';
+import { alternating, median, wholeMedian } from './stats.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const ROUNDS = env('PROVIDER_BENCH_ROUNDS', 3);
@@ -108,7 +108,7 @@ try {
   for (let i = 0; i < ROUNDS; i++) {
     const thisRound: Round[] = [];
     byRound.push(thisRound);
-    for (const platform of i % 2 === 0 ? PLATFORMS : [...PLATFORMS].reverse()) {
+    for (const platform of alternating(PLATFORMS, i)) {
       const r = await round(platform, sandbox.stateDir, sandbox.child.pid ?? NaN);
       thisRound.push(r);
       console.log(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { median, percentile, wholeMedian } from './stats.ts';
+import { alternating, median, percentile, wholeMedian } from './stats.ts';
 
 describe('bench statistics', () => {
   it('takes the middle run of an odd count, whatever the order the runs came in', () => {
@@ -31,5 +31,11 @@ describe('bench statistics', () => {
     expect(percentile(latencies, 50)).toBe(51);
     expect(percentile(latencies, 99)).toBe(100);
     expect(percentile(latencies, 100)).toBe(100);
+  });
+
+  it('puts each of the things compared first in every other round, without reordering the caller\'s list', () => {
+    const kinds = ['a', 'b', 'c'];
+    expect([0, 1, 2, 3].map((i) => alternating(kinds, i).join(''))).toEqual(['abc', 'cba', 'abc', 'cba']);
+    expect(kinds).toEqual(['a', 'b', 'c']);
   });
 });

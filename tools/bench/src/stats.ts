@@ -13,3 +13,10 @@ export const median = (xs: readonly number[]): number => {
 
 /** median() in the values' own whole units (counts, µs, MB): an even count's mean of its middle two, rounded. */
 export const wholeMedian = (xs: readonly number[]): number => Math.round(median(xs));
+
+/**
+ * The order of round `i` of things measured side by side: as given in even rounds, reversed in odd
+ * ones, so that whatever drifts over a run (a table that grows, the machine's hour) does not always
+ * fall on the same one.
+ */
+export const alternating = <T>(things: readonly T[], i: number): readonly T[] => (i % 2 === 0 ? things : [...things].reverse());
