@@ -1,5 +1,6 @@
 import type { Platform } from '@herald/contracts';
 import type { Sandbox } from '@herald/sandbox';
+import { recordsAfter } from '../support/sandbox-client.ts';
 
 /** What the reconciliation needs of one request the sandbox answered. */
 export interface Observed {
@@ -39,15 +40,8 @@ export class RecordCollector {
   constructor(private readonly sandbox: Sandbox) {}
 
   async poll(): Promise<void> {
-    const res = await fetch(`${this.sandbox.settings.control.url}/records?after=${this.after}`);
-    if (!res.ok) throw new Error(`sandbox records: ${res.status}`);
-    const records = (await res.json()) as RawRecord[];
-    // The sandbox keeps only its most recent requests: a gap would read as lost pushes, and could hide a duplicate.
-    const first = records[0]?.seq;
-    if (this.after > 0 && first !== undefined && first !== this.after + 1) {
-      throw new Error(`the sandbox no longer keeps requests ${this.after + 1}–${first - 1}: the collector fell behind`);
-    }
-    for (const r of records) {
+    // A gap (requests the sandbox dropped before they were read) would read as lost pushes, and could hide a duplicate: recordsAfter throws.
+    for (const r of await recordsAfter<RawRecord>(this.sandbox, this.after)) {
       this.after = Math.max(this.after, r.seq);
       if (r.token === undefined) continue;
       this.records.push({ platform: r.platform, token: r.token, jobId: jobIdOf(r), status: r.status, at: Date.parse(r.receivedAt), clientClosed: r.clientClosed === true });

@@ -43,6 +43,24 @@ export async function sandboxRecords(sandbox: Sandbox, query: { platform?: strin
   return (await res.json()) as SandboxRecord[];
 }
 
+/**
+ * The requests the sandbox answered after `after` (by seq), oldest first, each with only `fields`
+ * when given: for a reader that follows every push as it arrives. The sandbox keeps only its most
+ * recent requests (SANDBOX_MAX_RECORDS), so once reading (`after` > 0; 0 reads from the oldest it
+ * keeps) this throws if some after `after` were dropped before they were read: a count of lost or
+ * duplicate pushes is never short without saying so.
+ */
+export async function recordsAfter<T extends { seq: number }>(sandbox: { settings: { control: { url: string } } }, after: number, fields?: readonly string[]): Promise<T[]> {
+  const res = await fetch(`${sandbox.settings.control.url}/records?after=${after}${fields === undefined ? '' : `&fields=${fields.join(',')}`}`);
+  if (!res.ok) throw new Error(`sandbox records: ${res.status}`);
+  const records = (await res.json()) as T[];
+  const first = records[0]?.seq;
+  if (after > 0 && first !== undefined && first !== after + 1) {
+    throw new Error(`the sandbox no longer keeps requests ${after + 1}–${first - 1} (it keeps its most recent SANDBOX_MAX_RECORDS): the reader fell behind`);
+  }
+  return records;
+}
+
 /** Records the provider accepted (status 200). */
 export async function delivered(sandbox: Sandbox, query: { platform?: string; token?: string } = {}): Promise<SandboxRecord[]> {
   return (await sandboxRecords(sandbox, query)).filter((r) => r.status === 200);

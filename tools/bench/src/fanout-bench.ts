@@ -14,7 +14,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cancelJob, createAudienceStore, createFanoutRepository, seedAudience } from '@herald/db';
 import { buildServices } from '../../../infra/local/build-services.ts';
 import { startExtraService, startSystem, type System } from '../../../test/support/system.ts';
-import { sandboxStats, sandboxTokensAfter } from './sandbox-feed.ts';
+import { recordsAfter } from '../../../test/support/sandbox-client.ts';
+import { sandboxStats } from './sandbox-feed.ts';
 import { peakRssMb } from './proc.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
@@ -99,7 +100,7 @@ async function killMidway(sys: System, id: string, topic: string, expected: numb
   const counts = new Map<string, number>();
   let read = startSeq;
   const readNew = async (): Promise<void> => {
-    for (const r of await sandboxTokensAfter(sys.sandbox, read)) {
+    for (const r of await recordsAfter<{ seq: number; status: number; token?: string }>(sys.sandbox, read, ['seq', 'status', 'token'])) {
       read = r.seq;
       if (r.status === 200 && r.token !== undefined) counts.set(r.token, (counts.get(r.token) ?? 0) + 1);
     }

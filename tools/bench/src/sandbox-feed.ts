@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { recordsAfter } from '../../../test/support/sandbox-client.ts';
 
 /** A sandbox, in this process or another: where its control API answers. */
 export interface SandboxControl {
@@ -27,28 +28,11 @@ interface RawRecord {
  * generator's rows counted against each push.
  */
 export async function sandboxRecordsAfter(sandbox: SandboxControl, after: number): Promise<FeedRecord[]> {
-  const res = await fetch(`${sandbox.settings.control.url}/records?after=${after}&limit=1000000&fields=seq,receivedAt,status,body`);
-  const records = (await res.json()) as RawRecord[];
+  const records = await recordsAfter<RawRecord>(sandbox, after, ['seq', 'receivedAt', 'status', 'body']);
   return records.map((r) => {
     const t = r.body?.t ?? r.body?.message?.data?.t;
     return { seq: r.seq, receivedAt: r.receivedAt, status: r.status, ...(t !== undefined && { t: Number(t) }) };
   });
-}
-
-/**
- * The token and status of each request newer than `after` (by seq), oldest first. The sandbox keeps
- * only its most recent requests (SANDBOX_MAX_RECORDS): a reader that counts every push reads often
- * enough, and this throws if records after `after` were dropped before it read them, so a count is
- * never short without saying so.
- */
-export async function sandboxTokensAfter(sandbox: SandboxControl, after: number): Promise<Array<{ seq: number; status: number; token?: string }>> {
-  const res = await fetch(`${sandbox.settings.control.url}/records?after=${after}&fields=seq,status,token`);
-  const records = (await res.json()) as Array<{ seq: number; status: number; token?: string }>;
-  const first = records[0]?.seq;
-  if (first !== undefined && first !== after + 1) {
-    throw new Error(`the sandbox no longer keeps requests ${after + 1}–${first - 1} (it keeps its most recent SANDBOX_MAX_RECORDS): read more often`);
-  }
-  return records;
 }
 
 export async function sandboxStats(sandbox: SandboxControl): Promise<{ total: number; fcmConnections?: { direct: number; filtered: number } }> {
