@@ -96,12 +96,13 @@ try {
   const withLimiter: Run[] = [];
   // Each run claims its pushes into the ledger, which grows run by run: the pair's order alternates.
   for (let i = 0; i < RUNS; i++) {
-    for (const withIt of alternating([false, true], i)) {
+    const order = alternating([false, true], i);
+    for (const withIt of order) {
       if (withIt) withLimiter.push(await run(db, provider, limiter));
       else without.push(await run(db, provider, undefined));
     }
     const [w, l] = [without[i], withLimiter[i]];
-    console.log(`run ${i + 1}${i % 2 === 0 ? '' : ' (limiter first)'}: no limiter ${w?.perSecond.toFixed(0)} pushes/s at ${w?.cpuUsPerPush.toFixed(0)} µs CPU a push, limiter ${l?.perSecond.toFixed(0)} at ${l?.cpuUsPerPush.toFixed(0)}`);
+    console.log(`run ${i + 1}${order[0] === true ? ' (limiter first)' : ''}: no limiter ${w?.perSecond.toFixed(0)} pushes/s at ${w?.cpuUsPerPush.toFixed(0)} µs CPU a push, limiter ${l?.perSecond.toFixed(0)} at ${l?.cpuUsPerPush.toFixed(0)}`);
   }
   const unlimited = await createRateLimiter({ platform: 'fcm', store: db.rateLimits, logger, registry: new Registry() });
   const [limitedCost, unlimitedCost] = [await acquireCost(limiter), await acquireCost(unlimited)];
