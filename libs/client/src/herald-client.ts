@@ -39,7 +39,7 @@ export interface HeraldClientOptions {
   scheduleHorizonDays?: number;
   /**
    * Most jobs that share one RabbitMQ message when publishPushJob is called several times at once
-   * (default 10; 1: one each). Each call still resolves on its own job's confirm (ADR 0018).
+   * (default DEFAULT_JOB_PACK_SIZE of @herald/messaging, 10; 1: one each). Each call still resolves on its own job's confirm (ADR 0018).
    */
   jobPackSize?: number;
 }
@@ -92,7 +92,7 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
     connectionName: options.connectionName ?? 'herald-client',
   });
   // Jobs published at once share RabbitMQ messages (each caller still resolved by its own job's confirm).
-  const publishJob = coalescedPublish(broker.publisher, { packMax: options.jobPackSize ?? 10 });
+  const publishJob = coalescedPublish(broker.publisher, options.jobPackSize === undefined ? {} : { packMax: options.jobPackSize });
   const client: HeraldClient = {
     async publishPushJob(input) {
       const job = validate(PushJob, 'push job', { ...input, acceptedAt: input.acceptedAt ?? new Date().toISOString() });

@@ -1,8 +1,11 @@
 import { Batcher } from './batcher.ts';
 import type { EachPublisher, OutboundMessage } from './types.ts';
 
+/** Jobs one RabbitMQ message carries when published at once (ADR 0018): coalescedPublish's default, and so the client's and the API's (JOB_PACK_SIZE). */
+export const DEFAULT_JOB_PACK_SIZE = 10;
+
 export interface CoalescedPublishOptions {
-  /** Messages to one exchange and routing key that may share an AMQP message (pack.ts); default 10. */
+  /** Messages to one exchange and routing key that may share an AMQP message (pack.ts); default DEFAULT_JOB_PACK_SIZE. */
   packMax?: number;
   /** Calls that may wait together for one round of confirms; default 500. */
   maxBatch?: number;
@@ -35,7 +38,7 @@ interface Call {
  * (consumer.ts), so a consumer sees each message on its own, settled, retried or parked alone.
  */
 export function coalescedPublish(publisher: EachPublisher, options: CoalescedPublishOptions = {}): (msg: OutboundMessage) => Promise<void> {
-  const packMax = options.packMax ?? 10;
+  const packMax = options.packMax ?? DEFAULT_JOB_PACK_SIZE;
   const batcher = new Batcher<Call>(options.maxBatch ?? 500, MORE_WAIT_MS, (calls) => publishRound(publisher, calls, packMax), options.maxInFlight ?? 1);
   return (msg) => new Promise<void>((resolve, reject) => batcher.add({ msg, resolve, reject }));
 }
