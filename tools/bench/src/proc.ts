@@ -99,14 +99,26 @@ function socketInodesOf(pid: number): string[] {
   return inodes;
 }
 
-/** The process listening on TCP `port` on this machine (e.g. 5672: the RabbitMQ node the bench uses). */
+/**
+ * The process listening on TCP `port` on this machine (e.g. 5672: the RabbitMQ node the bench uses).
+ * A child forked a moment ago still holds its server's listening socket (a PostgreSQL backend before
+ * it closes the postmaster's), and once pids wrap (pid_max is 32,768 here) it can have a lower pid
+ * than its server: the listener is the holder whose parent holds none.
+ */
 export function listenerOf(port: number): number | undefined {
   const listening = new Set([...tcpSockets()].filter(([, s]) => s.listening && s.local === port).map(([inode]) => inode));
   if (listening.size === 0) return undefined;
-  for (const pid of processTable().keys()) {
-    if (socketInodesOf(pid).some((i) => listening.has(i))) return pid;
-  }
+  const holds = (pid: number): boolean => socketInodesOf(pid).some((i) => listening.has(i));
+  const table = processTable();
+  for (const pid of table.keys()) if (holds(pid)) return serverOfHolder(pid, (p) => table.get(p)?.ppid, holds);
   return undefined;
+}
+
+/** From a process holding a listening socket, up through its parents while they hold it too: the server that opened it. */
+export function serverOfHolder(holder: number, parentOf: (pid: number) => number | undefined, holds: (pid: number) => boolean): number {
+  let server = holder;
+  for (let parent = parentOf(server); parent !== undefined && parent > 1 && holds(parent); parent = parentOf(server)) server = parent;
+  return server;
 }
 
 /** Local TCP ports of the sockets each of `pids` holds (their client ends, as a server sees them). */
