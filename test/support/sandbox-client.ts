@@ -35,12 +35,16 @@ export interface PhoneSpec {
   os?: 'android' | 'ios';
 }
 
+/** `GET /records` of the sandbox's control API with these query parameters. */
+async function fetchRecords<T>(sandbox: { settings: { control: { url: string } } }, params: Record<string, string>): Promise<T[]> {
+  const res = await fetch(`${sandbox.settings.control.url}/records?${new URLSearchParams(params)}`);
+  if (!res.ok) throw new Error(`sandbox records: ${res.status}`);
+  return (await res.json()) as T[];
+}
+
 /** Read what the sandbox received, through its control API (as an operator would). */
 export async function sandboxRecords(sandbox: Sandbox, query: { platform?: string; token?: string } = {}): Promise<SandboxRecord[]> {
-  const params = new URLSearchParams({ limit: '100000', ...query });
-  const res = await fetch(`${sandbox.settings.control.url}/records?${params}`);
-  if (!res.ok) throw new Error(`sandbox records: ${res.status}`);
-  return (await res.json()) as SandboxRecord[];
+  return fetchRecords<SandboxRecord>(sandbox, { limit: '100000', ...query });
 }
 
 /**
@@ -51,9 +55,7 @@ export async function sandboxRecords(sandbox: Sandbox, query: { platform?: strin
  * duplicate pushes is never short without saying so.
  */
 export async function recordsAfter<T extends { seq: number }>(sandbox: { settings: { control: { url: string } } }, after: number, fields?: readonly string[]): Promise<T[]> {
-  const res = await fetch(`${sandbox.settings.control.url}/records?after=${after}${fields === undefined ? '' : `&fields=${fields.join(',')}`}`);
-  if (!res.ok) throw new Error(`sandbox records: ${res.status}`);
-  const records = (await res.json()) as T[];
+  const records = await fetchRecords<T>(sandbox, { after: String(after), ...(fields !== undefined && { fields: fields.join(',') }) });
   const first = records[0]?.seq;
   if (after > 0 && first !== undefined && first !== after + 1) {
     throw new Error(`the sandbox no longer keeps requests ${after + 1}–${first - 1} (it keeps its most recent SANDBOX_MAX_RECORDS): the reader fell behind`);
