@@ -1,8 +1,9 @@
 /**
  * `npm run bench:broker`: RabbitMQ's own CPU per message, the floor under Herald's per-push figure.
  * Publishes persistent messages the size of a device push (BROKER_BENCH_BYTES, 700) the way
- * Herald's publishers do (mandatory, with a message id, through a topic exchange to a work queue
- * declared with Herald's arguments: quorum, delivery limit, at-least-once dead-lettering) with
+ * Herald publishes jobs (mandatory, with a message id, through a topic exchange to a work queue
+ * declared with Herald's arguments: quorum, delivery limit, at-least-once dead-lettering; device
+ * pushes go to their send queue through the default exchange, ADR 0005, the third kind below) with
  * publisher confirms, consumes them (prefetch 200) and acks, at a fixed BROKER_BENCH_RATE (3,000
  * pushes/s) for BROKER_BENCH_SECONDS (10) after a 2 s warm-up, and counts the CPU of the node's
  * process tree (the one listening on the AMQP port) per message. Each round runs three kinds, in
