@@ -35,8 +35,13 @@ export interface PhoneSpec {
   os?: 'android' | 'ios';
 }
 
+/** A sandbox, in this process or another: where its control API answers. */
+export interface SandboxControl {
+  settings: { control: { url: string } };
+}
+
 /** `GET /records` of the sandbox's control API with these query parameters. */
-async function fetchRecords<T>(sandbox: { settings: { control: { url: string } } }, params: Record<string, string>): Promise<T[]> {
+async function fetchRecords<T>(sandbox: SandboxControl, params: Record<string, string>): Promise<T[]> {
   const res = await fetch(`${sandbox.settings.control.url}/records?${new URLSearchParams(params)}`);
   if (!res.ok) throw new Error(`sandbox records: ${res.status}`);
   return (await res.json()) as T[];
@@ -54,7 +59,7 @@ export async function sandboxRecords(sandbox: Sandbox, query: { platform?: strin
  * keeps) this throws if some after `after` were dropped before they were read: a count of lost or
  * duplicate pushes is never short without saying so.
  */
-export async function recordsAfter<T extends { seq: number }>(sandbox: { settings: { control: { url: string } } }, after: number, fields?: readonly string[]): Promise<T[]> {
+export async function recordsAfter<T extends { seq: number }>(sandbox: SandboxControl, after: number, fields?: readonly string[]): Promise<T[]> {
   const records = await fetchRecords<T>(sandbox, { after: String(after), ...(fields !== undefined && { fields: fields.join(',') }) });
   const first = records[0]?.seq;
   if (after > 0 && first !== undefined && first !== after + 1) {
@@ -75,7 +80,7 @@ export async function sandboxPauses(sandbox: Sandbox): Promise<Pause[]> {
   return ((await res.json()) as { pauses: Pause[] }).pauses;
 }
 
-export async function injectFault(sandbox: { settings: { control: { url: string } } }, fault: Record<string, unknown>): Promise<void> {
+export async function injectFault(sandbox: SandboxControl, fault: Record<string, unknown>): Promise<void> {
   const res = await fetch(`${sandbox.settings.control.url}/faults`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -1,10 +1,7 @@
 import http from 'node:http';
-import { recordsAfter } from '../../../test/support/sandbox-client.ts';
+import { recordsAfter, type SandboxControl } from '../../../test/support/sandbox-client.ts';
 
-/** A sandbox, in this process or another: where its control API answers. */
-export interface SandboxControl {
-  settings: { control: { url: string } };
-}
+export type { SandboxControl };
 
 export interface FeedRecord {
   seq: number;
