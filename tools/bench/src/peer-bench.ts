@@ -25,7 +25,8 @@ import { listenerPids, PostgresProcesses, ProcessSetCpu } from './proc-sockets.t
 import type { SendCommand, SentReport } from './peer-adapter.ts';
 import { formatCpuTable, formatSummary, type Measured } from './peer-report.ts';
 import { median } from './stats.ts';
-import { sandboxCounted, type SandboxControl } from './sandbox-feed.ts';
+import { sandboxCounted } from './sandbox-feed.ts';
+import type { SandboxControl } from '../../../test/support/sandbox-client.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const ROUNDS = env('PEER_ROUNDS', 3);

@@ -1,8 +1,6 @@
 import http from 'node:http';
 import { recordsAfter, type SandboxControl } from '../../../test/support/sandbox-client.ts';
 
-export type { SandboxControl };
-
 export interface FeedRecord {
   seq: number;
   receivedAt: string;
