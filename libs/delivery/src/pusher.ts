@@ -6,7 +6,7 @@ import {
   type Invalidation,
   type Platform,
 } from '@herald/contracts';
-import type { AppRow, LedgerCompletion, LedgerPush, LiveClaimResult } from '@herald/db';
+import { isDatabaseUnavailable, type AppRow, type LedgerCompletion, type LedgerPush, type LiveClaimResult } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import type { SendResult } from '@herald/providers';
@@ -175,17 +175,28 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   // provider's making (client module, credentials, connection), so the budget it then takes is
   // spent at once, not saved up behind it and sent together with the next window's. What
   // follows is decided in the same order as before (a pause, a shutdown or a cancellation first).
-  const provider = await deps.providers.get(r.app).catch((err: unknown) => ({ failed: `credentials: ${(err as Error).message}` }));
+  const provider = await deps.providers.get(r.app).catch((err: unknown) => ({ failed: providerNotMade(err) }));
   if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, budgetWindow, r.push.app))) return unpaced(deps, r.push.app);
   if (budgetWindow.aborted) return unpaced(deps, r.push.app);
   // The wait for budget can be long: a job cancelled meanwhile is dropped as at intake.
   if (deps.cancelled?.has(r.push.jobId) === true) return { kind: 'cancelled' };
-  if ('failed' in provider) return { kind: 'permanent', reason: provider.failed };
+  if ('failed' in provider) return provider.failed;
   const started = process.hrtime.bigint();
   const result = await provider.send(r.push, r.topic !== undefined ? { apnsTopic: r.topic } : {});
   deps.metrics.providerSeconds.observe({ platform: deps.platform }, Number(process.hrtime.bigint() - started) / 1e9);
   deps.limiter?.observe?.(result, r.push.app);
   return result;
+}
+
+/**
+ * Why the app's provider could not be made. The database that holds its credentials being out of
+ * reach (a restart, a failover, a lost connection) passes, so the push is retried; anything else (no
+ * credentials, keys that do not decrypt or load) fails the same way every time: parked, and counted
+ * towards a ban of the app (app-ban.ts).
+ */
+function providerNotMade(err: unknown): Extract<SendResult, { kind: 'transient' | 'permanent' }> {
+  const reason = `credentials: ${(err as Error).message}`;
+  return isDatabaseUnavailable(err) ? { kind: 'transient', reason } : { kind: 'permanent', reason };
 }
 
 /**

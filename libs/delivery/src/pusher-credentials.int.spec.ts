@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import type { DevicePush } from '@herald/contracts';
+import { createAppCredentialStore, createDatabase, createSecretBox, type Database } from '@herald/db';
+import { createLogger } from '@herald/logging';
+import type { InboundMessage } from '@herald/messaging';
+import { Registry } from '@herald/runtime';
+import { createTestDatabase, type TestDatabase } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAppBans } from './app-ban.ts';
+import { appProviderFactory } from './app-provider.ts';
+import { createProviderPool } from './provider-pool.ts';
+import { createPusherHandler } from './pusher.ts';
+import { createPusherMetrics } from './pusher-metrics.ts';
+
+const logger = createLogger({ service: 'pusher-credentials-spec', level: 'silent', format: 'json' });
+const box = createSecretBox('11'.repeat(32));
+
+let t: TestDatabase;
+/** The same schema, on a port where no PostgreSQL listens: every read of it fails to connect. */
+let unreachable: Database;
+beforeAll(async () => {
+  t = await createTestDatabase('pushercreds');
+  unreachable = createDatabase({ url: 'postgres://postgres@127.0.0.1:1/test', schema: t.schema, poolSize: 1 });
+});
+afterAll(async () => {
+  await unreachable.close();
+  await t.drop();
+});
+
+function message(): { push: DevicePush; inbound: InboundMessage } {
+  const push: DevicePush = { version: 1, pushId: randomUUID(), jobId: 'j', deviceId: '1', app: 'own-keys', platform: 'apns', token: 'a'.repeat(64),
+    userId: 'u', content: { title: 'Hi' }, priority: 'high', acceptedAt: new Date().toISOString() };
+  return { push, inbound: { body: Buffer.from(JSON.stringify(push)), headers: {}, routingKey: 'push.apns.send', redelivered: false, attempt: 1, queue: 'push.apns.send' } };
+}
+
+/** A pusher for an app with APNs credentials of its own, read from `credentialsDb`; one credential failure bans the app. */
+function pusherReadingCredentialsFrom(credentialsDb: Database) {
+  const bans = createAppBans({ threshold: 1, windowMs: 60_000, cooldownMs: 60_000 }, logger, new Registry());
+  const providers = createProviderPool({
+    platform: 'apns', idleMs: 60_000, logger, failureTtlMs: 0,
+    fallback: () => Promise.reject(new Error('the app has credentials of its own')),
+    hasOwn: () => true,
+    build: appProviderFactory({ platform: 'apns', credentials: createAppCredentialStore(credentialsDb.kysely, box), sandboxStateDir: '/nonexistent', requestTimeoutMs: 1000, logger }),
+  });
+  const handle = createPusherHandler({
+    platform: 'apns', providers, bans, ledger: t.db.ledger,
+    apps: { get: async (id) => ({ id, apnsTopic: 'com.herald.own', fcmProjectId: null, enabled: true, apnsAuth: 'token', createdAt: new Date(), updatedAt: new Date() }) },
+    publisher: { publish: async () => undefined, publishMany: async () => undefined },
+    metrics: createPusherMetrics(new Registry()), logger, owner: 'pusher-a', leaseMs: 60_000,
+  });
+  return { handle, bans, close: () => providers.close() };
+}
+
+describe("an app's own credentials that cannot be read", () => {
+  it('while their database is out of reach: the push is retried, its claim let go, and the app is not banned', async () => {
+    const pusher = pusherReadingCredentialsFrom(unreachable);
+    const m = message();
+    const [outcome] = await pusher.handle([m.inbound]);
+    expect(outcome).toMatchObject({ kind: 'retry', code: 'transient', reason: expect.stringMatching(/^credentials: .*ECONNREFUSED/) });
+    expect(pusher.bans.banned('own-keys')).toBeUndefined();
+    // Released: the retried copy (here, another pusher's) may claim it at once.
+    expect((await t.db.ledger.claim([m.push.pushId], 'pusher-b', 60_000)).get(m.push.pushId)).toBe('claimed');
+    await pusher.close();
+  });
+
+  it('because there are none: the push is parked as the provider would refuse it, and counts towards a ban', async () => {
+    const pusher = pusherReadingCredentialsFrom(t.db);
+    const [outcome] = await pusher.handle([message().inbound]);
+    expect(outcome).toMatchObject({ kind: 'park', code: 'provider-rejected', reason: expect.stringContaining('credentials: app "own-keys" has no APNs credentials') });
+    expect(pusher.bans.banned('own-keys')).toBeDefined();
+    await pusher.close();
+  });
+});
