@@ -52,6 +52,20 @@ describe('bad input is parked with a readable reason, counted, and the services 
     await stillDelivers();
   });
 
+  it('parks a job holding a NUL character, which PostgreSQL cannot store, and delivers the job published with it', async () => {
+    // Before: the job passed the schema, and PostgreSQL refused the targeting statement of its whole batch, again on every redelivery.
+    const schemaParks = await metric(sys.service('demuxer'), 'herald_messages_parked_total', { queue: Queues.jobs, code: 'schema' });
+    const before = (await delivered(sys.sandbox, { token: device.token })).length;
+    await Promise.all([
+      publishRawJob(job({ id: 'nul-user-job', userId: `${device.userId}\u0000` })),
+      publishRawJob(job({ id: 'beside-nul-job', userId: device.userId })),
+    ]);
+    const parked = await parkedJob((p) => p.includes('nul-user-job'));
+    expect(String(parked.properties.headers?.[Headers.parkedReason])).toBe('schema violation: userId: must not contain the NUL character (U+0000)');
+    expect(await metric(sys.service('demuxer'), 'herald_messages_parked_total', { queue: Queues.jobs, code: 'schema' })).toBe(schemaParks + 1);
+    await waitFor('the job published beside it', async () => (await delivered(sys.sandbox, { token: device.token })).length > before);
+  });
+
   it('parks a job for an unknown app', async () => {
     await sys.client.publishPushJob(job({ id: 'unknown-app-job', app: 'no-such-app', userId: device.userId }));
     const parked = await parkedJob((p) => p.includes('unknown-app-job'));

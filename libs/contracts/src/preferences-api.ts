@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PlatformSchema as Platform } from './device-push.ts';
 import { TokenKinds } from './device-token.ts';
 import { AppId, UserId } from './push-job.ts';
+import { hasNoNul, NO_NUL } from './storable-text.ts';
 
 /**
  * The HTTP API's opt-out, mute and device-list bodies (issue 17). Every preference belongs to
@@ -11,9 +12,9 @@ import { AppId, UserId } from './push-job.ts';
  */
 
 /** Same bounds as PushJob.category: opt-outs are by category. */
-export const OptOutCategory = z.string().min(1).max(100);
+export const OptOutCategory = z.string().min(1).max(100).refine(hasNoNul, NO_NUL);
 /** Same bounds as PushJob.objectId: mutes are by object ("thread:42"). */
-export const MuteObjectId = z.string().min(1).max(200);
+export const MuteObjectId = z.string().min(1).max(200).refine(hasNoNul, NO_NUL);
 
 /** POST /v1/opt-outs and DELETE /v1/opt-outs: a user opted out of (back into) a category of an app. */
 export const OptOutChange = z.strictObject({ app: AppId, userId: UserId, category: OptOutCategory });

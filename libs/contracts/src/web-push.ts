@@ -43,6 +43,8 @@ export function webEndpointProblem(endpoint: string): string | undefined {
     return 'not a Web Push endpoint: expected an https URL';
   }
   if (url.protocol !== 'https:') return `not a Web Push endpoint: expected an https URL, got ${url.protocol.replace(/:$/, '')}`;
+  // The URL parser drops or escapes them, so a push service's endpoint never holds one (and PostgreSQL stores no NUL).
+  if (/[\s\p{Cc}]/u.test(endpoint)) return 'not a Web Push endpoint: a URL holds no spaces or control characters';
   if (url.username !== '' || url.password !== '') return 'not a Web Push endpoint: the URL must not carry credentials';
   if (url.hash !== '') return 'not a Web Push endpoint: the URL must not carry a fragment';
   return undefined;
