@@ -124,6 +124,11 @@ describe('scheduled pushes', () => {
     expect(await cli(sys, ['cancel', '--job', later.id])).toBe(`job ${later.id}: 3 scheduled pushes cancelled\n`);
     expect(await storedRows(later.id)).toEqual([]);
     expect(await cli(sys, ['cancel', '--job', later.id])).toBe(`job ${later.id}: 0 scheduled pushes cancelled\n`);
+    // A job Herald does not have (published straight to RabbitMQ and not yet demuxed looks the same): not reported as cancelled.
+    for (const args of [['cancel', '--job', 'no-such-job'], ['job', 'cancel', 'no-such-job']]) {
+      const unknown = await runHerald({ DATABASE_URL: sys.database.url, DATABASE_SCHEMA: sys.database.schema }, ...args);
+      expect(unknown).toEqual({ code: 1, stdout: '', stderr: 'no job "no-such-job" to cancel: Herald does not have it (not yet demuxed, or never published); nothing was cancelled\n' });
+    }
   });
 
   it('rejects impossible times, malformed jitter and far-future dates at the client', async () => {

@@ -2,6 +2,12 @@ import type { Database } from './database.ts';
 import { createFanoutRepository } from './fanout-repository.ts';
 
 export interface JobCancellation {
+  /**
+   * Herald has the job: accepted by the HTTP API, demuxed, or an audience job started. When it does
+   * not (published straight to RabbitMQ and not yet demuxed, or never published), nothing is
+   * cancelled: its pushes would still go out.
+   */
+  known: boolean;
   /** Scheduled pushes removed before they were due. */
   scheduled: number;
   /** A running audience fan-out was stopped. */
@@ -14,8 +20,8 @@ export interface JobCancellation {
  * push of the job. Pushes a provider already accepted are not recalled.
  */
 export async function cancelJobFully(db: Pick<Database, 'scheduled' | 'kysely'>, jobId: string): Promise<JobCancellation> {
-  const fanout = await createFanoutRepository(db.kysely).cancel(jobId);
-  return { fanout, scheduled: await db.scheduled.cancelJob(jobId) };
+  const { known, fanout } = await createFanoutRepository(db.kysely).cancel(jobId);
+  return { known, fanout, scheduled: await db.scheduled.cancelJob(jobId) };
 }
 
 /** cancelJobFully, answering how many scheduled pushes were removed. */

@@ -75,7 +75,7 @@ describe('fan-out checkpoints', () => {
     const before = new Date(Date.now() - 1000);
     await fanouts.linkNext(job, 0, 'c1');
     await fanouts.recordChunk(job, 0, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [] });
-    expect(await cancelJobFully(t.db, job)).toEqual({ fanout: true, scheduled: 0 });
+    expect(await cancelJobFully(t.db, job)).toEqual({ known: true, fanout: true, scheduled: 0 });
     expect(await fanouts.state(job)).toBe('cancelled');
     expect(await fanouts.recordChunk(job, 1, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [] })).toBe('cancelled');
     expect((await createCancelledJobsReader(t.db.kysely).since(before, 100)).map((r) => r.jobId)).toContain(job);
@@ -90,9 +90,16 @@ describe('fan-out checkpoints', () => {
     const job = randomUUID();
     const before = new Date(Date.now() - 1000);
     await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 1, outcome: 'fanned-out' }]);
-    expect(await cancelJobFully(t.db, job)).toEqual({ fanout: false, scheduled: 0 });
+    expect(await cancelJobFully(t.db, job)).toEqual({ known: true, fanout: false, scheduled: 0 });
     expect((await createCancelledJobsReader(t.db.kysely).since(before, 100)).map((r) => r.jobId)).toContain(job);
     expect((await status(job)).state).toBe('cancelled');
+  });
+
+  it('a job Herald does not have yet (published straight to RabbitMQ, not yet demuxed) is not marked, and says so', async () => {
+    const job = randomUUID();
+    const before = new Date(Date.now() - 1000);
+    expect(await cancelJobFully(t.db, job)).toEqual({ known: false, fanout: false, scheduled: 0 });
+    expect((await createCancelledJobsReader(t.db.kysely).since(before, 100)).map((r) => r.jobId)).not.toContain(job);
   });
 
   it('lists running fan-outs with their progress for the dashboard', async () => {

@@ -91,8 +91,12 @@ export interface FanoutRepository {
   recordChunk(jobId: string, chunkNo: number, counts: ChunkCounts): Promise<'recorded' | 'cancelled'>;
   /** The chunk's pushes are confirmed or stored; the fan-out moves to `sending` once its last chunk is done. */
   finishChunk(jobId: string, chunkNo: number): Promise<void>;
-  /** Cancel a fan-out still expanding or sending; true if it was one. Marks the job cancelled either way. */
-  cancel(jobId: string): Promise<boolean>;
+  /**
+   * Mark the job cancelled and stop its fan-out if one is still expanding or sending (`fanout`).
+   * `known`: Herald has the job (accepted by the HTTP API, demuxed, or an audience job started);
+   * a job still queued for the demuxer after a direct publish is not, and nothing is marked.
+   */
+  cancel(jobId: string): Promise<{ known: boolean; fanout: boolean }>;
   progress(jobId: string): Promise<FanoutProgress | undefined>;
   /** Fan-outs expanding or sending (newest first), with their delivery counts (the dashboard). */
   running(limit: number): Promise<RunningFanout[]>;
@@ -144,11 +148,11 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
           insert into jobs (id, app, published_at, cancelled_at)
           select job_id, app, now(), now() from fanouts where job_id = ${jobId}
           on conflict (id) do update set cancelled_at = coalesce(jobs.cancelled_at, now())`.execute(trx);
-        await sql`update jobs set cancelled_at = coalesce(cancelled_at, now()) where id = ${jobId}`.execute(trx);
+        const marked = await sql`update jobs set cancelled_at = coalesce(cancelled_at, now()) where id = ${jobId} returning id`.execute(trx);
         const { rows } = await sql`
           update fanouts set state = 'cancelled', cancelled_at = now(), updated_at = now()
           where job_id = ${jobId} and state in ('expanding', 'sending') returning job_id`.execute(trx);
-        return rows.length > 0;
+        return { known: marked.rows.length > 0, fanout: rows.length > 0 };
       }),
     async progress(jobId) {
       const { rows } = await sql<ProgressRow>`${progressSelect} where f.job_id = ${jobId}`.execute(db);

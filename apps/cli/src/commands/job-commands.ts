@@ -1,5 +1,5 @@
 import type { JobStatus } from '@herald/contracts';
-import { cancelJobFully, toJobStatus } from '@herald/db';
+import { cancelJobFully, toJobStatus, type JobCancellation } from '@herald/db';
 import type { Command } from 'commander';
 import { withDatabase } from './with-database.ts';
 
@@ -19,6 +19,19 @@ export function describeJobStatus(s: JobStatus): string {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * Cancel the job, or say on stderr (exit code 1) that Herald does not have it yet: a job published
+ * straight to RabbitMQ is known once the demuxer has taken it, and its pushes would go out all the
+ * same. For `herald job cancel` and `herald cancel --job`.
+ */
+export async function cancelKnownJob(jobId: string): Promise<JobCancellation | undefined> {
+  const done = await withDatabase((db) => cancelJobFully(db, jobId));
+  if (done.known) return done;
+  process.stderr.write(`no job "${jobId}" to cancel: Herald does not have it (not yet demuxed, or never published); nothing was cancelled\n`);
+  process.exitCode = 1;
+  return undefined;
+}
+
 /** `herald job <id>` and `herald job cancel <id>`. */
 export function registerJobCommands(program: Command): void {
   program
@@ -29,7 +42,8 @@ export function registerJobCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (first: string, second: string | undefined, o: { json?: boolean }) => {
       if (first === 'cancel' && second !== undefined) {
-        const done = await withDatabase((db) => cancelJobFully(db, second));
+        const done = await cancelKnownJob(second);
+        if (done === undefined) return;
         if (o.json === true) process.stdout.write(`${JSON.stringify({ id: second, ...done })}\n`);
         else process.stdout.write(`job ${second}: cancelled${done.fanout ? ' (its fan-out stopped)' : ''}; ${done.scheduled} scheduled push${done.scheduled === 1 ? '' : 'es'} removed\n`);
         return;

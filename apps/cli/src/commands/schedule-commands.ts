@@ -1,9 +1,10 @@
 import { Platforms, type Platform } from '@herald/contracts';
-import { cancelJob, createDatabase, type Database } from '@herald/db';
+import { createDatabase, type Database } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import type { Command } from 'commander';
 import { readCliConfig } from '../cli-config.ts';
 import { printRows } from '../output.ts';
+import { cancelKnownJob } from './job-commands.ts';
 
 async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
   const config = readCliConfig();
@@ -42,7 +43,7 @@ export function registerScheduleCommands(program: Command): void {
     .description('cancel a job: remove its scheduled pushes that are not yet due (released ones are not recalled)')
     .requiredOption('--job <jobId>', 'the job id')
     .action(async (o: { job: string }) => {
-      const removed = await withDatabase((db) => cancelJob(db, o.job));
-      process.stdout.write(`job ${o.job}: ${removed} scheduled push${removed === 1 ? '' : 'es'} cancelled\n`);
+      const done = await cancelKnownJob(o.job);
+      if (done !== undefined) process.stdout.write(`job ${o.job}: ${done.scheduled} scheduled push${done.scheduled === 1 ? '' : 'es'} cancelled\n`);
     });
 }
