@@ -144,11 +144,16 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
     cancel: (jobId) =>
       db.transaction().execute(async (trx) => {
         // jobs first, like every statement on jobs: recordChunk holds this row's lock while it writes.
+        // Stamped once the row's lock is had: the pushers read cancellations a few seconds back from
+        // the latest they saw (cancelled-jobs.ts), so a cancel that waited longer for the lock and
+        // carried an earlier time (its transaction's start, or an update's value computed before
+        // its wait) than cancels committed meanwhile would never be read.
         await sql`
-          insert into jobs (id, app, published_at, cancelled_at)
-          select job_id, app, now(), now() from fanouts where job_id = ${jobId}
-          on conflict (id) do update set cancelled_at = coalesce(jobs.cancelled_at, now())`.execute(trx);
-        const marked = await sql`update jobs set cancelled_at = coalesce(cancelled_at, now()) where id = ${jobId} returning id`.execute(trx);
+          insert into jobs (id, app, published_at)
+          select job_id, app, now() from fanouts where job_id = ${jobId}
+          on conflict (id) do nothing`.execute(trx);
+        await sql`select 1 from jobs where id = ${jobId} for update`.execute(trx);
+        const marked = await sql`update jobs set cancelled_at = coalesce(cancelled_at, clock_timestamp()) where id = ${jobId} returning id`.execute(trx);
         const { rows } = await sql`
           update fanouts set state = 'cancelled', cancelled_at = now(), updated_at = now()
           where job_id = ${jobId} and state in ('expanding', 'sending') returning job_id`.execute(trx);
