@@ -1,7 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { Platform, SegmentFilter, TokenKind } from '@herald/contracts';
+import type { SegmentFilter } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
-import { skipReasonSql, webFieldsOf, type AudienceDevice, type SkipReason } from './device-targets.ts';
+import { skipReasonSql, webFieldsOf, type AudienceDevice, type AudienceDeviceRow } from './device-targets.ts';
 import { segmentSql } from './segment-sql.ts';
 
 /** What every audience walk needs to turn device rows into AudienceDevices. */
@@ -14,21 +14,6 @@ export interface WalkContext {
   now: Date;
 }
 
-export interface DeviceRow {
-  id: string;
-  user_id: string;
-  app: string;
-  platform: Platform;
-  token: string;
-  token_kind: TokenKind;
-  timezone: string | null;
-  locale: string | null;
-  web_p256dh: string | null;
-  web_auth: string | null;
-  web_vapid_key: string | null;
-  skipped: SkipReason | null;
-}
-
 /** The columns of an AudienceDevice from the devices row `d`, with its skip reason (shared with findAudience). */
 export function deviceColumns(ctx: WalkContext): RawBuilder<unknown> {
   const skip = skipReasonSql({ userId: sql.ref('d.user_id'), app: sql.ref('d.app'), category: ctx.category, objectId: ctx.objectId }, ctx.now);
@@ -39,7 +24,7 @@ export function deviceColumns(ctx: WalkContext): RawBuilder<unknown> {
 /** The segment as a condition on `d` (true when the audience has none). */
 export const segmentCondition = (ctx: WalkContext): RawBuilder<boolean> => (ctx.segment === undefined ? sql<boolean>`true` : segmentSql(ctx.segment, ctx.now, 'd'));
 
-export function toAudienceDevice(r: DeviceRow): AudienceDevice {
+export function toAudienceDevice(r: AudienceDeviceRow): AudienceDevice {
   return {
     deviceId: r.id,
     userId: r.user_id,
@@ -61,7 +46,7 @@ export function toAudienceDevice(r: DeviceRow): AudienceDevice {
  */
 export async function devicesOfUsers(ctx: WalkContext, users: readonly string[], limit: number): Promise<{ devices: AudienceDevice[]; usersWithoutDevice: number; usersTaken: number }> {
   if (users.length === 0) return { devices: [], usersWithoutDevice: 0, usersTaken: 0 };
-  const { rows } = await sql<Partial<DeviceRow> & { ord: string; matches: boolean | null }>`
+  const { rows } = await sql<Partial<AudienceDeviceRow> & { ord: string; matches: boolean | null }>`
     select u.ord, ${deviceColumns(ctx)}, ${segmentCondition(ctx)} as matches
     from unnest(${[...users]}::text[]) with ordinality as u(user_id, ord)
     left join devices d on d.app = ${ctx.app} and d.user_id = u.user_id and d.invalidated_at is null
@@ -71,7 +56,7 @@ export async function devicesOfUsers(ctx: WalkContext, users: readonly string[],
     const slot = perUser[Number(r.ord) - 1];
     if (slot === undefined || r.id === undefined || r.id === null) continue;
     slot.active += 1;
-    if (r.matches === true) slot.devices.push(toAudienceDevice(r as DeviceRow));
+    if (r.matches === true) slot.devices.push(toAudienceDevice(r as AudienceDeviceRow));
   }
   const devices: AudienceDevice[] = [];
   let usersWithoutDevice = 0;

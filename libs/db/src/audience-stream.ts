@@ -1,9 +1,9 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { SegmentFilter } from '@herald/contracts';
 import type { Database } from './database.ts';
-import type { AudienceDevice } from './device-targets.ts';
+import type { AudienceDevice, AudienceDeviceRow } from './device-targets.ts';
 import { decodeCursor, encodeCursor, type AudienceCursor, type RecentFloor } from './audience-stream-cursor.ts';
-import { deviceColumns, devicesOfUsers, segmentCondition, toAudienceDevice, type DeviceRow, type WalkContext } from './audience-stream-devices.ts';
+import { deviceColumns, devicesOfUsers, segmentCondition, toAudienceDevice, type WalkContext } from './audience-stream-devices.ts';
 import { DEFAULT_FOLLOWER_INDEX, refreshFollowerIndexIfStale, type FollowerIndexOptions } from './follow-index.ts';
 
 export { AudienceCursorError } from './audience-stream-cursor.ts';
@@ -98,7 +98,7 @@ type Range = { after: AudienceCursor | null; until: AudienceCursor | null };
 async function broadcast(ctx: WalkContext, range: Range, limit: number): Promise<Chunk> {
   const after = range.after?.w === 'b' ? range.after.after : null;
   const until = range.until?.w === 'b' ? sql`d.id <= ${range.until.after}::bigint` : sql`true`;
-  const { rows } = await sql<DeviceRow>`
+  const { rows } = await sql<AudienceDeviceRow>`
     select ${deviceColumns(ctx)} from devices d
     where d.app = ${ctx.app} and d.invalidated_at is null and ${after === null ? sql`true` : sql`d.id > ${after}::bigint`} and ${until}
       and ${segmentCondition(ctx)}
@@ -134,7 +134,7 @@ async function topic(ctx: WalkContext, name: string, range: Range, limit: number
 }
 
 async function topicDevices(ctx: WalkContext, name: string, after: string | null, limit: number, until?: string): Promise<Chunk> {
-  const { rows } = await sql<DeviceRow & { member_id: string }>`
+  const { rows } = await sql<AudienceDeviceRow & { member_id: string }>`
     select m.member_id, ${deviceColumns(ctx)}
     from topic_members m
     join devices d on d.app = m.app and d.platform = split_part(m.member_id, ':', 1)

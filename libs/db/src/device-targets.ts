@@ -35,8 +35,8 @@ export interface AudienceDevice extends TargetDevice {
   skipped: SkipReason | null;
 }
 
-interface TargetRow {
-  ord: number;
+/** A device row as findAudience and the audience walks read it: the columns of an AudienceDevice, with its skip reason. */
+export interface AudienceDeviceRow {
   id: string;
   user_id: string;
   app: string;
@@ -49,6 +49,10 @@ interface TargetRow {
   web_auth: string | null;
   web_vapid_key: string | null;
   skipped: SkipReason | null;
+}
+
+interface TargetRow extends AudienceDeviceRow {
+  ord: number;
 }
 
 /** A web device's keys as a TargetDevice carries them (nothing for APNs and FCM). */
