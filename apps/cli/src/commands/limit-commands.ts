@@ -1,20 +1,7 @@
 import { LimitedChannels, type LimitedChannel } from '@herald/contracts';
-import { createDatabase, type Database } from '@herald/db';
-import { createLogger } from '@herald/logging';
 import type { Command } from 'commander';
-import { readCliConfig } from '../cli-config.ts';
 import { printRows } from '../output.ts';
-
-async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
-  const config = readCliConfig();
-  const logger = createLogger({ service: 'herald-cli', level: 'warn', format: 'json' });
-  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
-  try {
-    return await fn(db);
-  } finally {
-    await db.close();
-  }
-}
+import { withDatabase } from './with-database.ts';
 
 function platformOf(raw: string): LimitedChannel {
   if (!(LimitedChannels as readonly string[]).includes(raw)) throw new Error(`--platform must be one of ${LimitedChannels.join(', ')}, got "${raw}"`);

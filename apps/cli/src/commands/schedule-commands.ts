@@ -1,21 +1,8 @@
 import { Platforms, type Platform } from '@herald/contracts';
-import { createDatabase, type Database } from '@herald/db';
-import { createLogger } from '@herald/logging';
 import type { Command } from 'commander';
-import { readCliConfig } from '../cli-config.ts';
 import { printRows } from '../output.ts';
+import { withDatabase } from './with-database.ts';
 import { cancelKnownJob } from './job-commands.ts';
-
-async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
-  const config = readCliConfig();
-  const logger = createLogger({ service: 'herald-cli', level: 'warn', format: 'json' });
-  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 1 });
-  try {
-    return await fn(db);
-  } finally {
-    await db.close();
-  }
-}
 
 function parsePlatform(value: string | undefined): Platform | undefined {
   if (value === undefined) return undefined;
