@@ -96,6 +96,14 @@ describe('HTTP API bad input', () => {
     await refused([sys, 'POST', '/v1/devices', { key, body: { app: 'demo', platform: 'blackberry', token: 't', userId: 'u' } }], 400, 'invalid-request', /platform/, Queues.registrations);
   });
 
+  it('refuses what PostgreSQL cannot store (400), naming the field: a NUL character, a UTC offset beyond ±15:59', async () => {
+    await refused([sys, 'POST', '/v1/jobs', { key, body: job({ content: { title: 'hi\u0000' } }) }], 400, 'invalid-request', /content\.title: must not contain the NUL character/);
+    await refused([sys, 'POST', '/v1/jobs', { key, body: job({ expiresAt: '2030-01-01T00:00:00+16:00' }) }], 400, 'invalid-request', /expiresAt: the UTC offset must be at most ±15:59/);
+    const device = { app: 'demo', platform: 'apns', token: 'ab'.repeat(32), userId: 'u' };
+    await refused([sys, 'POST', '/v1/devices', { key, body: { ...device, eventAt: '2026-11-29T12:00:00+16:00' } }], 400, 'invalid-request', /eventAt: the UTC offset must be at most ±15:59/, Queues.registrations);
+    expect((await call(sys, 'POST', '/v1/devices', { key, body: { ...device, eventAt: '2026-11-29T12:00:00+14:00' } })).status).toBe(202);
+  });
+
   it('refuses a job id already used by another app (409)', async () => {
     const first = job();
     expect((await call(sys, 'POST', '/v1/jobs', { key, body: first })).status).toBe(202);

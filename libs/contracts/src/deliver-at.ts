@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Instant } from './instant.ts';
 
 /** Longest jitter window a job may ask for. */
 export const MAX_JITTER_MS = 24 * 3600 * 1000;
@@ -30,7 +31,7 @@ const Jitter = z.string().refine((v) => {
  * (optionally on a given local date, optionally spread over a jitter window after that time).
  */
 export const DeliverAt = z.union([
-  z.strictObject({ at: z.iso.datetime({ offset: true }) }),
+  z.strictObject({ at: Instant }),
   z.strictObject({
     localTime: LocalTime,
     /** The local date; without it, today if the time is still ahead, otherwise tomorrow. */

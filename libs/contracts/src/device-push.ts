@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import { z } from 'zod';
+import { Instant } from './instant.ts';
 import { AppId, Priority, UserId } from './push-job.ts';
 import { PushContent } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
@@ -31,10 +32,10 @@ export const DevicePush = z
   content: PushContent,
   priority: Priority,
   collapseKey: CollapseKey.optional(),
-  expiresAt: z.iso.datetime({ offset: true }).optional(),
+  expiresAt: Instant.optional(),
   /** The job's ttl was 0: the providers must not store it for an offline device. */
   nowOrNever: z.literal(true).optional(),
-  acceptedAt: z.iso.datetime({ offset: true }),
+  acceptedAt: Instant,
   trace: z.boolean().optional(),
   })
   // The pushers' last line of defence: a token no provider could accept is parked, never sent.

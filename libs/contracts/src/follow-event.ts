@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Instant } from './instant.ts';
 import { AppId, UserId } from './push-job.ts';
 
 /**
@@ -9,7 +10,7 @@ const FollowFields = {
   follower: UserId,
   followee: UserId,
   following: z.boolean(),
-  eventAt: z.iso.datetime({ offset: true }),
+  eventAt: Instant,
 };
 
 const notSelf = (e: { follower: string; followee: string }, ctx: z.RefinementCtx): void => {

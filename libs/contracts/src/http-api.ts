@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Instant } from './instant.ts';
 import { PushJob } from './push-job.ts';
 import { checkDeviceToken, registerProblems, RegisterShape, UnregisterShape } from './registration.ts';
 import { PushSubscriptionJson, subscriptionFields } from './web-subscription.ts';
@@ -11,7 +12,7 @@ export const MAX_BATCH_JOBS = 1000;
 export const JobBatch = z.strictObject({ jobs: z.array(PushJob).min(1).max(MAX_BATCH_JOBS) });
 export type JobBatch = z.infer<typeof JobBatch>;
 
-const OptionalEventAt = z.iso.datetime({ offset: true }).optional().describe('event time; default: when the API received it');
+const OptionalEventAt = Instant.optional().describe('event time; default: when the API received it');
 
 const DeviceRegisterFields = z
   .strictObject({

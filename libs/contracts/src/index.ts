@@ -26,3 +26,4 @@ export * from './webhook-signature.ts';
 export * from './callback-url.ts';
 export * from './webhook-api.ts';
 export * from './operator-key.ts';
+export * from './instant.ts';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Instant } from './instant.ts';
 import { AppId } from './push-job.ts';
 import { PlatformSchema as Platform } from './device-push.ts';
 
@@ -11,8 +12,8 @@ export const Invalidation = z.strictObject({
   /** The provider's reason, e.g. "Unregistered", "BadDeviceToken", "UNREGISTERED". */
   reason: z.string().min(1).max(200),
   /** APNs 410 says since when the token has been invalid; a later registration keeps it alive. */
-  invalidSince: z.iso.datetime({ offset: true }).optional(),
-  observedAt: z.iso.datetime({ offset: true }),
+  invalidSince: Instant.optional(),
+  observedAt: Instant,
   pushId: z.string().optional(),
 });
 export type Invalidation = z.infer<typeof Invalidation>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Instant } from './instant.ts';
 import { PlatformSchema as Platform } from './device-push.ts';
 import { TokenKinds } from './device-token.ts';
 import { AppId, UserId } from './push-job.ts';
@@ -25,7 +26,7 @@ export const MuteCreate = z.strictObject({
   app: AppId,
   userId: UserId,
   objectId: MuteObjectId,
-  until: z.iso.datetime({ offset: true }).nullable().optional().describe('when the mute ends (must be in the future); omitted or null: until removed'),
+  until: Instant.nullable().optional().describe('when the mute ends (must be in the future); omitted or null: until removed'),
 });
 export type MuteCreate = z.infer<typeof MuteCreate>;
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Instant } from './instant.ts';
 import { DeliverAt } from './deliver-at.ts';
 import { PushContent, resolvePushType } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
@@ -45,7 +46,7 @@ export const PushJob = z
     objectId: z.string().min(1).max(200).optional(),
     content: PushContent,
     /** Absolute expiry; a push still undelivered after it is dropped and counted. */
-    expiresAt: z.iso.datetime({ offset: true }).optional(),
+    expiresAt: Instant.optional(),
     /**
      * Relative expiry in seconds from acceptance; the earlier of this and expiresAt wins.
      * 0 means "now or never": sent only within a minute of acceptance (NOW_OR_NEVER_GRACE_S), and
@@ -60,7 +61,7 @@ export const PushJob = z
     /** Log every step of this job at info level. */
     trace: z.boolean().optional(),
     /** When Herald accepted the job; set by the client library at publish time. */
-    acceptedAt: z.iso.datetime({ offset: true }).optional(),
+    acceptedAt: Instant.optional(),
   })
   .refine((j) => [j.userId, j.userIds, j.audience].filter((t) => t !== undefined).length === 1, {
     message: 'give exactly one of userId, userIds or audience',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Instant } from './instant.ts';
 import { AppId, UserId } from './push-job.ts';
 import { PlatformSchema as Platform } from './device-push.ts';
 import { deviceTokenProblem, TokenKinds } from './device-token.ts';
@@ -9,7 +10,7 @@ import { VapidPublicKey } from './web-subscription.ts';
 import { AppVersion } from './segment-filter.ts';
 
 const Token = z.string().min(1).max(4096);
-const EventAt = z.iso.datetime({ offset: true });
+const EventAt = Instant;
 
 type Problem = { path: string[]; message: string };
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Instant } from './instant.ts';
 import { PlatformSchema as Platform } from './device-push.ts';
 import { deviceTokenProblem } from './device-token.ts';
 import { AppId, UserId } from './push-job.ts';
@@ -15,7 +16,7 @@ export const TopicName = z
   .string()
   .regex(/^[A-Za-z0-9_.~-]{1,200}$/, 'must be 1 to 200 letters, digits, "-", "_", "." or "~"');
 
-const EventAt = z.iso.datetime({ offset: true });
+const EventAt = Instant;
 
 /** A single device as its app knows it; the token is checked for its platform. */
 export const TopicDevice = z

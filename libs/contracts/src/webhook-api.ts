@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Instant } from './instant.ts';
 import { ChangeEventFields, ResourceType, WILDCARD, notBothNull } from './webhook.ts';
 
 /** POST /v1/subscriptions */
@@ -38,7 +39,7 @@ export type SubscriptionCreated = z.infer<typeof SubscriptionCreated>;
 export const SubscriptionList = z.object({ subscriptions: z.array(SubscriptionView) });
 
 /** POST /v1/changes: a ChangeEvent; occurredAt defaults to when the API received it. */
-export const ChangePublish = ChangeEventFields.extend({ occurredAt: z.iso.datetime({ offset: true }).optional() }).refine(notBothNull, {
+export const ChangePublish = ChangeEventFields.extend({ occurredAt: Instant.optional() }).refine(notBothNull, {
   message: 'old and new cannot both be null',
   path: ['new'],
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Instant } from './instant.ts';
 
 export const WILDCARD = '*';
 
@@ -28,7 +29,7 @@ export const ChangeEventFields = z.strictObject({
   resource: ResourceRef,
   old: ResourceState,
   new: ResourceState,
-  occurredAt: z.iso.datetime({ offset: true }),
+  occurredAt: Instant,
   /** Log each step (fan-out, every delivery attempt) at info level, as PushJob.trace does. */
   trace: z.boolean().optional(),
 });
@@ -52,9 +53,9 @@ export const WebhookDelivery = z.strictObject({
   resource: ResourceRef,
   diff: Diff,
   /** When the change happened (the event's occurredAt): receivers order updates by it. */
-  createdAt: z.iso.datetime({ offset: true }),
+  createdAt: Instant,
   /** When the fan-out queued it (end-to-end latency). */
-  queuedAt: z.iso.datetime({ offset: true }),
+  queuedAt: Instant,
   trace: z.boolean().optional(),
 });
 export type WebhookDelivery = z.infer<typeof WebhookDelivery>;
