@@ -38,6 +38,20 @@ describe("the API's job-id records", () => {
     expect((await t.db.jobs.get(id))?.publishedAt).not.toBeNull();
   });
 
+  it('records an id posted by two requests in the same turn once: the other is a repost, or a conflict for another app', async () => {
+    const records = createJobRecords(t.db.jobs, logger);
+    const [id, other] = [randomUUID(), randomUUID()];
+    const [a, b, c, d] = await Promise.all([
+      records.accept([{ id, app: 'demo', team: 'team-a' }]),
+      records.accept([{ id, app: 'rival', team: 'team-b' }]),
+      records.accept([{ id: other, app: 'demo', team: 'team-a' }]),
+      records.accept([{ id: other, app: 'demo', team: 'team-a' }]),
+    ]);
+    expect([a.get(id), b.get(id)]).toEqual([{ kind: 'new' }, { kind: 'existing', app: 'demo', published: false }]);
+    expect([c.get(other), d.get(other)]).toEqual([{ kind: 'new' }, { kind: 'existing', app: 'demo', published: false }]);
+    expect((await t.db.jobs.get(id))?.app).toBe('demo');
+  });
+
   it('answers a repost after the mark is written from PostgreSQL alone', async () => {
     const records = createJobRecords(t.db.jobs, logger);
     const id = randomUUID();

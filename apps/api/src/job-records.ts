@@ -13,8 +13,17 @@ type Accept = { id: string; app: string; team: string | null };
  */
 export function createJobRecords(jobs: JobRepository, logger: Logger) {
   const accept = coalesceMany<Accept, AcceptResult>(async (items) => {
-    const found = await jobs.accept(items);
-    return items.map((i) => found.get(i.id) ?? { kind: 'existing', app: i.app, published: false });
+    // One id in two requests of the same turn: the first is recorded, and the others are answered
+    // as reposts of it (another app's: 409), not as new jobs as well: one statement inserts the
+    // id once, and both would have been published.
+    const first = new Map<string, Accept>();
+    for (const i of items) if (!first.has(i.id)) first.set(i.id, i);
+    const found = await jobs.accept([...first.values()]);
+    return items.map((i): AcceptResult => {
+      const r = found.get(i.id) ?? { kind: 'existing', app: i.app, published: false };
+      const recorded = first.get(i.id) as Accept;
+      return r.kind === 'new' && recorded !== i ? { kind: 'existing', app: recorded.app, published: false } : r;
+    });
   });
   const unrecorded = new Set<string>();
   const marks = backgroundBatcher<string>(
