@@ -103,4 +103,12 @@ describe('ChangeEvent', () => {
       expect(bad.reason).toContain('occurredAt');
     }
   });
+
+  it('refuses a state nested deeper than 32 levels, which could not be serialised again for its subscribers', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    const event = { id: 'e1', resource: { type: 'campaign', id: 'c1' }, old: null, new: { x: deep }, occurredAt: '2026-01-01T00:00:00Z' };
+    expect(() => JSON.stringify(event)).toThrow(RangeError);
+    expect(parseWith(ChangeEvent, event)).toEqual({ ok: false, reason: 'schema violation: new: nests deeper than 32 levels' });
+  });
 });

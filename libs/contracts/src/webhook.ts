@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Instant } from './instant.ts';
+import { JsonObject } from './provider-override.ts';
 
 export const WILDCARD = '*';
 
@@ -15,8 +16,12 @@ export const ResourceId = z
 export const ResourceRef = z.strictObject({ type: ResourceType, id: ResourceId });
 export type ResourceRef = z.infer<typeof ResourceRef>;
 
-/** A resource's state: a JSON object whose top-level fields are compared. null: it did not exist (created) or no longer does (deleted). */
-const ResourceState = z.record(z.string(), z.unknown()).nullable();
+/**
+ * A resource's state: a JSON object whose top-level fields are compared, at most MAX_JSON_DEPTH
+ * levels deep (a deeper one could not be serialised again: JSON.stringify recurses). null: it did
+ * not exist (created) or no longer does (deleted).
+ */
+const ResourceState = JsonObject.nullable();
 
 /**
  * A change of one resource, as another team publishes it to `push.changes` (client library or
