@@ -101,4 +101,21 @@ describe('planJob', () => {
     expect(expiring).toMatchObject({ label: 'expired' });
     expect(accounted(expiring)).toBe(expiring.targeted);
   });
+
+  it("reads a local time without a date from when the job was accepted: a backlog past it sends today, not tomorrow", () => {
+    // Accepted at 07:58 for 08:00 (UTC devices), taken by the demuxer at 08:01.
+    const accepted = new Date('2030-01-01T07:58:00Z');
+    const late = new Date('2030-01-01T08:01:00Z');
+    const onTime = planJob(job({ deliverAt: { localTime: '08:00' } }), accepted, audience, false, late, 1000);
+    expect(onTime.split.now.map((p) => p.deviceId)).toEqual(['1', '2']);
+    expect(onTime.split.later).toEqual([]);
+    // Spread over an hour: each device at its own instant of today's window, at once where that has passed.
+    const spread = planJob(job({ deliverAt: { localTime: '08:00', jitter: 'PT1H' } }), accepted, audience, false, late, 1000);
+    const dues = [...spread.split.now.map(() => late.getTime()), ...spread.split.later.map((l) => l.dueAt.getTime())];
+    expect(dues).toHaveLength(2);
+    for (const at of dues) expect(at).toBeLessThan(Date.parse('2030-01-01T09:00:00Z'));
+    // The same job accepted after 08:00 is tomorrow's.
+    const nextDay = planJob(job({ deliverAt: { localTime: '08:00' } }), late, audience, false, late, 1000);
+    expect(nextDay.split.later.map((l) => l.dueAt.toISOString())).toEqual(['2030-01-02T08:00:00.000Z', '2030-01-02T08:00:00.000Z']);
+  });
 });

@@ -56,7 +56,7 @@ export function planJob(
   const pushes = devicePushesFor(job, sendable, acceptedAt);
   const split: ScheduleSplit = expired
     ? { now: [], later: [], expired: pushes, timezoneFallbacks: 0 }
-    : splitBySchedule(job, pushes, sendable, now, slackMs);
+    : splitBySchedule(job, pushes, sendable, acceptedAt, now, slackMs);
   const expiredReason = expired ? 'the job expired before it was fanned out' : 'it would expire before its delivery time';
   outcomes.push(...split.expired.map((p) => expiredOutcome(p, expiredReason)));
   const emitted = split.now.length + split.later.length;

@@ -15,16 +15,27 @@ export interface ScheduleSplit {
 
 /**
  * Resolve a scheduled job's due time per device (pushes[i] belongs to devices[i]) and split
- * its pushes into due now, due later, and expiring before they are due.
+ * its pushes into due now, due later, and expiring before they are due. A local time without a
+ * date is the next one after the job was accepted (`acceptedAt`), not after the demuxer took it:
+ * a job accepted at 08:58 for 09:00 that waited in a backlog until 09:01 is due today, at once
+ * (its devices whose jittered time is still ahead, then), not tomorrow; and its replay gives each
+ * device the same instant.
  */
-export function splitBySchedule(job: PushJob, pushes: readonly DevicePush[], devices: readonly TargetDevice[], now: Date, slackMs: number): ScheduleSplit {
+export function splitBySchedule(
+  job: PushJob,
+  pushes: readonly DevicePush[],
+  devices: readonly TargetDevice[],
+  acceptedAt: Date,
+  now: Date,
+  slackMs: number,
+): ScheduleSplit {
   const split: ScheduleSplit = { now: [], later: [], expired: [], timezoneFallbacks: 0 };
   for (const [i, push] of pushes.entries()) {
     if (job.deliverAt === undefined) {
       split.now.push(push);
       continue;
     }
-    const { dueAt, timezoneFallback } = resolveDeliverAt(job.deliverAt, devices[i]?.timezone ?? null, job.id, push.deviceId, now);
+    const { dueAt, timezoneFallback } = resolveDeliverAt(job.deliverAt, devices[i]?.timezone ?? null, job.id, push.deviceId, acceptedAt);
     if (timezoneFallback) split.timezoneFallbacks++;
     if (push.expiresAt !== undefined && Date.parse(push.expiresAt) <= Math.max(dueAt.getTime(), now.getTime())) split.expired.push(push);
     else if (dueAt.getTime() <= now.getTime() + slackMs) split.now.push(push);

@@ -12,24 +12,25 @@ export interface ResolvedDelivery {
 /**
  * When one device should receive a job's push. An instant is used as is. A local time is read
  * in the device's IANA zone (UTC when missing or unknown, flagged); without a date it means
- * today if that time is still ahead in the device's zone, else tomorrow. Jitter adds a
- * deterministic per-(job, device) offset in [0, jitter).
+ * the day of `from` (the demuxer gives when the job was accepted) if that time is still ahead of
+ * `from` in the device's zone, else the next day. Jitter adds a deterministic per-(job, device)
+ * offset in [0, jitter).
  */
 export function resolveDeliverAt(
   deliverAt: DeliverAt,
   timezone: string | null,
   jobId: string,
   deviceId: string,
-  now: Date,
+  from: Date,
 ): ResolvedDelivery {
   if ('at' in deliverAt) return { dueAt: new Date(deliverAt.at), timezoneFallback: false };
   const known = timezone !== null && isKnownZone(timezone);
   const zone = known ? timezone : 'UTC';
   const [hour, minute] = deliverAt.localTime.split(':').map(Number) as [number, number];
-  const day = deliverAt.date !== undefined ? DateTime.fromISO(deliverAt.date, { zone }) : DateTime.fromJSDate(now, { zone }).startOf('day');
+  const day = deliverAt.date !== undefined ? DateTime.fromISO(deliverAt.date, { zone }) : DateTime.fromJSDate(from, { zone }).startOf('day');
   const on = (d: DateTime): Date => wallClockToInstant({ year: d.year, month: d.month, day: d.day, hour, minute }, zone);
   let base = on(day);
-  if (deliverAt.date === undefined && base.getTime() < now.getTime()) base = on(day.plus({ days: 1 }));
+  if (deliverAt.date === undefined && base.getTime() < from.getTime()) base = on(day.plus({ days: 1 }));
   const windowMs = deliverAt.jitter !== undefined ? (parseIsoDuration(deliverAt.jitter) ?? 0) : 0;
   return { dueAt: new Date(base.getTime() + jitterOffsetMs(jobId, deviceId, windowMs)), timezoneFallback: !known };
 }
