@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -58,8 +58,30 @@ const nodeNumber = (erlangNode: string | undefined): ClusterNode | undefined => 
 const amqpUrls = (vhost: string): string => CLUSTER_NODES.map((n) => `amqp://guest:guest@127.0.0.1:${amqpPort(n)}/${encodeURIComponent(vhost)}`).join(',');
 
 const CLUSTER_DIR = process.env['HERALD_CLUSTER_DIR'] ?? '/tmp/herald-rabbitmq-cluster';
-/** Written when a test run started the cluster (rather than finding it running): the run's teardown stops it. */
+/**
+ * Written when a test run started the cluster (rather than finding it running), with the pid of
+ * the run's main process (TEST_RUN_PID, set by the global setup): that run's teardown stops it.
+ */
 const STARTED_BY_TESTS = join(CLUSTER_DIR, 'started-by-tests');
+/** The test run's main process, whose teardown owns a cluster its tests started (global-setup.ts sets it for the workers). */
+export const TEST_RUN_PID = 'HERALD_TEST_RUN_PID';
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/**
+ * Whether the run of main process `self` may stop a cluster whose marker names `owner`: its own, or
+ * one a run left behind (killed before its teardown). Not another run's still going: a `vitest run`
+ * of one file beside `npm test` stopped the cluster under the failover spec of the other.
+ */
+export const ownsClusterMarker = (owner: number, self: number, isAlive: (pid: number) => boolean = alive): boolean =>
+  owner === self || !Number.isInteger(owner) || owner <= 0 || !isAlive(owner);
 
 const answers = (port: number): Promise<boolean> =>
   new Promise((resolve) => {
@@ -73,6 +95,7 @@ const answers = (port: number): Promise<boolean> =>
 /** Stops the cluster if a test run started it (the Vitest global teardown calls this). */
 export async function stopLocalClusterIfTestsStartedIt(): Promise<boolean> {
   if (!existsSync(STARTED_BY_TESTS)) return false;
+  if (!ownsClusterMarker(Number(readFileSync(STARTED_BY_TESTS, 'utf8').trim()), process.pid)) return false;
   await script('stop');
   rmSync(STARTED_BY_TESTS, { force: true });
   return true;
@@ -81,7 +104,7 @@ export async function stopLocalClusterIfTestsStartedIt(): Promise<boolean> {
 export async function startLocalCluster(): Promise<LocalCluster> {
   const wasRunning = (await Promise.all(CLUSTER_NODES.map((n) => answers(amqpPort(n))))).every(Boolean);
   await script('start');
-  if (!wasRunning) writeFileSync(STARTED_BY_TESTS, `${process.pid}\n`);
+  if (!wasRunning) writeFileSync(STARTED_BY_TESTS, `${process.env[TEST_RUN_PID] ?? process.pid}\n`);
   return {
     amqpUrls,
     apiUrls: CLUSTER_API,
