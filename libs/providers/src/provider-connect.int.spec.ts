@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createLogger } from '@herald/logging';
+import { waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApnsProvider } from './apns-provider.ts';
 import { createFcmProvider } from './fcm-provider.ts';
@@ -77,8 +78,11 @@ describe('FCM provider with a service account', () => {
     );
     try {
       expect(Date.now() - started).toBeLessThan(TIMEOUT_MS + 2_000);
-      // Both were under way, through the proxy: the FCM session's tunnel and the token fetch's
-      // (firebase-admin dropped the credential's agent, firebase/firebase-admin-node#2960; patched).
+      // Both go through the proxy: the FCM session's tunnel and the token fetch's (firebase-admin
+      // dropped the credential's agent, firebase/firebase-admin-node#2960; patched). The provider is
+      // made without waiting for either, so on a loaded machine the token fetch's tunnel may reach
+      // the proxy after it (clean-clone CI, 2026-11-29 15:17: only the FCM session's line yet).
+      await waitFor('both tunnels at the proxy', async () => firstLines.length >= 2, { timeoutMs: 5_000 });
       expect(firstLines.sort()).toEqual(['CONNECT fcm.googleapis.com:443 HTTP/1.1', 'CONNECT oauth2.googleapis.com:443 HTTP/1.1']);
     } finally {
       await provider.close();
