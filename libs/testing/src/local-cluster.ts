@@ -4,6 +4,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { isRunning } from '../../../infra/local/process-info.ts';
 import { managementRequest } from './management.ts';
 import type { TestVhost } from './test-vhost.ts';
 
@@ -66,21 +67,12 @@ const STARTED_BY_TESTS = join(CLUSTER_DIR, 'started-by-tests');
 /** The test run's main process, whose teardown owns a cluster its tests started (global-setup.ts sets it for the workers). */
 export const TEST_RUN_PID = 'HERALD_TEST_RUN_PID';
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
-
 /**
  * Whether the run of main process `self` may stop a cluster whose marker names `owner`: its own, or
  * one a run left behind (killed before its teardown). Not another run's still going: a `vitest run`
  * of one file beside `npm test` stopped the cluster under the failover spec of the other.
  */
-export const ownsClusterMarker = (owner: number, self: number, isAlive: (pid: number) => boolean = alive): boolean =>
+export const ownsClusterMarker = (owner: number, self: number, isAlive: (pid: number) => boolean = (pid) => isRunning(pid, undefined)): boolean =>
   owner === self || !Number.isInteger(owner) || owner <= 0 || !isAlive(owner);
 
 const answers = (port: number): Promise<boolean> =>
