@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createDatabase, createFanoutRepository } from '@herald/db';
+import { createAppCache, createDatabase, createFanoutRepository, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import { demuxerConfig } from './config.ts';
@@ -45,6 +45,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     batch: { maxSize: 1, maxWaitMs: 0 },
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
     handle: expand,
+    messageError: refusedValueReason,
   });
   const consumer = await broker.consume({
     queue: Queues.jobs,
@@ -52,6 +53,8 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     batch: { maxSize: config.DEMUXER_BATCH_SIZE, maxWaitMs: config.DEMUXER_BATCH_WAIT_MS, maxConcurrent: config.DEMUXER_BATCHES_IN_FLIGHT },
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
     handle,
+    // One job whose value the database refuses fails the batch's statements: it is found and retried alone.
+    messageError: refusedValueReason,
     onParked: recordParkedJobs(db.jobs),
   });
   return {

@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createAudienceStore, createDatabase } from '@herald/db';
+import { createAppCache, createAudienceStore, createDatabase, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import { registrarConfig } from './config.ts';
@@ -17,6 +17,7 @@ await runService('registrar', config, async ({ logger, registry }) => {
     batch: { maxSize: config.REGISTRAR_BATCH_SIZE, maxWaitMs: config.REGISTRAR_BATCH_WAIT_MS },
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
     handle: createRegistrarHandler({ devices: db.devices, audiences: createAudienceStore(db.kysely), apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS), logger }),
+    messageError: refusedValueReason,
   });
   return {
     stop: async (timeoutMs) => {

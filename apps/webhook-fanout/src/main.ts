@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createDatabase } from '@herald/db';
+import { createDatabase, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import { fanoutConfig } from './config.ts';
@@ -25,6 +25,7 @@ await runService('webhook-fanout', config, async ({ logger, registry }) => {
     batch: { maxSize: config.FANOUT_BATCH_SIZE, maxWaitMs: config.FANOUT_BATCH_WAIT_MS },
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
     handle,
+    messageError: refusedValueReason,
   });
   return {
     stop: async (timeoutMs) => {

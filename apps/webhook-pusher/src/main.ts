@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createDatabase } from '@herald/db';
+import { createDatabase, refusedValueReason } from '@herald/db';
 import { capRequestTimeout, checkLedgerRetention, createPusherLimiter, createPusherMetrics, providerLimits, startLedgerPruner } from '@herald/delivery';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
@@ -49,6 +49,7 @@ await runService(name, config, async ({ logger, registry }) => {
     batch: { maxSize: config.PUSHER_BATCH_SIZE, maxWaitMs: config.PUSHER_BATCH_WAIT_MS },
     retryDelaysMs: config.PUSHER_RETRY_DELAYS_MS,
     handle,
+    messageError: refusedValueReason,
   });
   const pruner = startLedgerPruner({ ledger: db.ledger, intervalMs: config.LEDGER_PRUNE_INTERVAL_MS, retentionMs: config.LEDGER_RETENTION_HOURS * 3_600_000, logger, registry });
   return {

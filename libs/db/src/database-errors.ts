@@ -10,10 +10,38 @@ const LOST = /Connection terminated|connection error and is not queryable|timeou
  * its retry attempts. Looks through `cause` too.
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && (UNREACHABLE.has(code) || GOING_AWAY.has(code) || code.startsWith('08'))) return true;
+  for (const { e, code } of causes(err)) {
+    if (code !== undefined && (UNREACHABLE.has(code) || GOING_AWAY.has(code) || code.startsWith('08'))) return true;
     if (LOST.test(e.message)) return true;
   }
   return false;
+}
+
+/**
+ * SQLSTATEs of a value the database will not take, whatever the moment: a data exception (class
+ * 22: a character it cannot store, a number, date or offset out of range, text that is not of its
+ * type), a null, foreign-key or check violation, a value too large for its index (54000). Not a
+ * unique violation (a concurrent writer's race) nor an error in the statement itself (42…).
+ */
+const REFUSED_VALUE = /^(22[0-9A-Z]{3}|23502|23503|23514|54000)$/;
+
+/**
+ * Why the database refused a value a statement carried, or undefined when the error says
+ * something else (unavailable, a race, a wrong statement). Such an error may belong to one message
+ * of a batch (ConsumeOptions.messageError): e.g. a job whose text PostgreSQL cannot store fails the
+ * demuxer's statement for its whole batch. Looks through `cause` too.
+ */
+export function refusedValueReason(err: unknown): string | undefined {
+  for (const { e, code } of causes(err)) {
+    if (code !== undefined && REFUSED_VALUE.test(code)) return `the database refused a value (SQLSTATE ${code}): ${e.message}`;
+  }
+  return undefined;
+}
+
+/** The error and its causes (at most five deep), each with its string `code` if it has one. */
+function* causes(err: unknown): Generator<{ e: Error; code: string | undefined }> {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    yield { e, code: typeof code === 'string' ? code : undefined };
+  }
 }

@@ -1,5 +1,5 @@
 import { invalidationQueueFor, type Platform } from '@herald/contracts';
-import { createDatabase } from '@herald/db';
+import { createDatabase, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, type ServiceSettings } from '@herald/runtime';
 import { createInvalidatorHandler } from './invalidator.ts';
@@ -27,6 +27,7 @@ export async function runInvalidator(platform: Platform, config: InvalidatorSett
       batch: { maxSize: config.INVALIDATOR_BATCH_SIZE, maxWaitMs: config.INVALIDATOR_BATCH_WAIT_MS },
       retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
       handle: createInvalidatorHandler({ platform, devices: db.devices, metrics: createInvalidatorMetrics(registry), logger }),
+      messageError: refusedValueReason,
     });
     return {
       stop: async (timeoutMs) => {

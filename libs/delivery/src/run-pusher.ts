@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { sendQueueFor, type Platform } from '@herald/contracts';
-import { createAppCache, createCancelledJobsReader, createDatabase } from '@herald/db';
+import { createAppCache, createCancelledJobsReader, createDatabase, refusedValueReason } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { connectBroker } from '@herald/messaging';
 import type { PushProvider } from '@herald/providers';
@@ -105,6 +105,8 @@ export async function runPusher(
       batch: { maxSize: config.PUSHER_BATCH_SIZE, maxWaitMs: config.PUSHER_BATCH_WAIT_MS },
       retryDelaysMs: config.PUSHER_RETRY_DELAYS_MS,
       handle,
+      // A push whose value the database refuses is retried and parked alone (its claim deferred a re-run's send, never doubled it).
+      messageError: refusedValueReason,
       // Every park (the handler's, a retry that ran out, the delivery limit) counted in its job's status.
       ...(config.JOB_STATUS_ENABLED && { onParked: recordParkedPushes(db.jobs) }),
     });

@@ -8,7 +8,7 @@ import { toInbound } from './inbound.ts';
 import { isPacked, PACK_IDS_HEADER, unpack } from './pack.ts';
 import type { MessagingMetrics } from './metrics.ts';
 import { handlerBackoffMs } from './retry.ts';
-import { DELIVERY_LIMIT, type Delivery, type PackState, type Parked, type Settler } from './settle.ts';
+import { DELIVERY_LIMIT, MESSAGE_ERROR, type Delivery, type PackState, type Parked, type Settler } from './settle.ts';
 import { sleep } from './sleep.ts';
 import { DEFAULT_DELIVERY_LIMIT } from './topology.ts';
 import type { ConsumeOptions, Consumer, Outcome } from './types.ts';
@@ -178,19 +178,41 @@ export class QueueConsumer implements Consumer {
     if (batch.length === 0) return;
     let outcomes: Outcome[];
     try {
-      outcomes = await this.options.handle(batch.map((d) => d.inbound), this.stopSignal.signal);
-      if (outcomes.length !== batch.length) {
-        throw new Error(`handle() returned ${outcomes.length} outcomes for ${batch.length} messages`);
-      }
+      outcomes = await this.outcomesOf(batch);
     } catch (err) {
       // A handler cut short by this consumer's stop (its `stopping` signal: a delay relay's wait) gives its messages back quietly.
       if (this.stopping) return batch.forEach((d) => this.nack(d));
-      this.deps.metrics.handlerErrors.inc({ queue: this.queue });
       return this.backOffAndRequeue(batch, err, 'handler failed');
     }
     this.consecutiveErrors = 0;
     const decidedAt = new Date();
     await Promise.all(batch.map((d, i) => this.settle(d, outcomes[i] ?? { kind: 'ack' }, decidedAt)));
+  }
+
+  /**
+   * The handler's outcomes for `batch`. An error options.messageError recognises as one message's
+   * own splits the batch in halves, each handled again, down to the message that fails alone: it
+   * goes to retry with the reason, the others get their outcomes as usual. Any other error is
+   * thrown, for the whole batch.
+   */
+  private async outcomesOf(batch: Delivery[]): Promise<Outcome[]> {
+    try {
+      const outcomes = await this.options.handle(batch.map((d) => d.inbound), this.stopSignal.signal);
+      if (outcomes.length !== batch.length) {
+        throw new Error(`handle() returned ${outcomes.length} outcomes for ${batch.length} messages`);
+      }
+      return outcomes;
+    } catch (err) {
+      if (!this.stopping) this.deps.metrics.handlerErrors.inc({ queue: this.queue });
+      const reason = this.stopping ? undefined : this.options.messageError?.(err);
+      if (reason === undefined) throw err;
+      if (batch.length === 1) {
+        this.deps.logger.warn({ err, queue: this.queue, messageId: batch[0]?.inbound.messageId, reason }, 'handler failed on this message alone; sending it to retry');
+        return [{ kind: 'retry', code: MESSAGE_ERROR, reason }];
+      }
+      const half = Math.ceil(batch.length / 2);
+      return [...(await this.outcomesOf(batch.slice(0, half))), ...(await this.outcomesOf(batch.slice(half)))];
+    }
   }
 
   /** `decidedAt`: when the handler chose the outcome (settling a retry can wait long for its copy's confirm). */

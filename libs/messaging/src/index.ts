@@ -31,7 +31,7 @@ export { HeraldHeaders } from './headers.ts';
 export { PACKED_CONTENT_TYPE, PACK_IDS_HEADER, packMessages, type Packed } from './pack.ts';
 export { DEFAULT_JOB_PACK_SIZE, coalescedPublish, type CoalescedPublishOptions } from './coalesced-publish.ts';
 export { Headers } from '@herald/contracts';
-export { RETRIES_EXHAUSTED, DELIVERY_LIMIT } from './settle.ts';
+export { RETRIES_EXHAUSTED, DELIVERY_LIMIT, MESSAGE_ERROR } from './settle.ts';
 export { BrokerConnectError, BrokerUnavailableError, PublishFailedError, UnroutableError } from './errors.ts';
 export {
   listParked,

@@ -91,4 +91,70 @@ describe('retry and park', () => {
     // Four arrivals with a two-attempt schedule: deferring never exhausts retries or parks.
     expect(attempts).toEqual([1, 1, 1, 1]);
   });
+
+  it('sends a message the handler fails on alone (messageError) to retry, handles the rest of its batch at once, and parks it with the reason', async () => {
+    const refused = Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code: '22021' });
+    const calls: string[][] = [];
+    const handled: InboundMessage[] = [];
+    // Queued before the consumer starts, so they come in one read and go to the handler together.
+    await Promise.all(['m0', 'm1', 'poison', 'm3', 'm4'].map(send));
+    const consumer = await t.broker.consume({
+      queue: 'r.work',
+      prefetch: 10,
+      batch: { maxSize: 5, maxWaitMs: 500 },
+      retryDelaysMs: DELAYS,
+      // As the demuxer's batch: one statement for all, which the database refuses for one message's value.
+      handle: async (ms) => {
+        calls.push(ms.map((m) => m.body.toString()));
+        if (ms.some((m) => m.body.toString() === 'poison')) throw new Error('targeting failed', { cause: refused });
+        handled.push(...ms);
+        return ms.map(() => ({ kind: 'ack' }) as const);
+      },
+      messageError: (err) => ((err as Error).cause === refused ? `refused: ${refused.message}` : undefined),
+    });
+    const parked = await waitForMessage(t.vhost.amqpUrl, 'r.work.parked');
+    await consumer.stop(1000);
+
+    // The four beside it were handled once each, on their first delivery: never requeued, never retried.
+    expect(handled.map((m) => [m.body.toString(), m.redelivered, m.attempt]).sort()).toEqual([
+      ['m0', false, 1],
+      ['m1', false, 1],
+      ['m3', false, 1],
+      ['m4', false, 1],
+    ]);
+    expect(calls.some((c) => c.length > 1 && c.includes('poison'))).toBe(true);
+    // Halves down to the message alone, then each retry alone, as the retries allow.
+    expect(calls.filter((c) => c.length === 1 && c[0] === 'poison')).toHaveLength(1 + DELAYS.length);
+    expect(parked.content.toString()).toBe('poison');
+    expect(parked.properties.headers).toMatchObject({
+      [HeraldHeaders.parkedCode]: 'retries-exhausted',
+      [HeraldHeaders.parkedReason]: 'refused: invalid byte sequence for encoding "UTF8": 0x00',
+      [HeraldHeaders.attempt]: 1 + DELAYS.length,
+    });
+  });
+
+  it('requeues the whole batch after a back-off for an error messageError does not claim', async () => {
+    let failures = 0;
+    const seen: InboundMessage[] = [];
+    await Promise.all(['a', 'b', 'c'].map(send));
+    const consumer = await t.broker.consume({
+      queue: 'r.work',
+      prefetch: 10,
+      batch: { maxSize: 3, maxWaitMs: 500 },
+      retryDelaysMs: DELAYS,
+      handle: async (ms) => {
+        if (failures++ === 0) throw new Error('database is down');
+        seen.push(...ms);
+        return ms.map(() => ({ kind: 'ack' }) as const);
+      },
+      messageError: () => undefined,
+    });
+    await waitFor('all three handled', () => seen.length === 3);
+    await consumer.stop(1000);
+    expect(seen.map((m) => [m.body.toString(), m.redelivered]).sort()).toEqual([
+      ['a', true],
+      ['b', true],
+      ['c', true],
+    ]);
+  });
 });

@@ -28,6 +28,8 @@ export interface PackState {
 export const RETRIES_EXHAUSTED = 'retries-exhausted';
 /** Parked by the consumer: delivered up to the queue's delivery limit without being settled. */
 export const DELIVERY_LIMIT = 'delivery-limit';
+/** Sent to retry by the consumer: the handler failed on this message alone (ConsumeOptions.messageError). */
+export const MESSAGE_ERROR = 'message-error';
 
 /** What a settled outcome turned into, when it was a park: the code and reason of the parked copy. */
 export interface Parked {

@@ -129,11 +129,21 @@ export interface ConsumeOptions {
   /** Attempt n (1-based) that returns retry waits retryDelaysMs[n-1]; afterwards the message is parked. */
   retryDelaysMs: readonly number[];
   /**
-   * Must return one outcome per message, same order. Throw only for broken infrastructure.
+   * Must return one outcome per message, same order. Throw only for broken infrastructure, or for
+   * an error `messageError` recognises as one message's own.
    * `stopping` aborts when the consumer stops: a handler that waits (a delay relay) gives up, and
    * its messages are given back quietly.
    */
   handle(messages: readonly InboundMessage[], stopping: AbortSignal): Promise<Outcome[]>;
+  /**
+   * A reason when an error the handler threw may be one message's own, not the infrastructure's
+   * (the database refused a value it holds): the batch is then handled again in halves, down to
+   * single messages, and a message that fails alone goes to retry with code `message-error` and
+   * this reason (then parked with it), while the rest of its batch is handled as usual and the
+   * consumer does not pause. Without it, or for any other error, the whole batch is requeued
+   * after a back-off, and a message that keeps failing stalls its neighbours until the delivery limit.
+   */
+  messageError?(err: unknown): string | undefined;
   /**
    * The work queue's x-delivery-limit (default DEFAULT_DELIVERY_LIMIT). A message delivered that
    * many times without being settled (the handler threw, or a process died holding it) is parked
