@@ -96,11 +96,14 @@ describe('HTTP API bad input', () => {
     await refused([sys, 'POST', '/v1/devices', { key, body: { app: 'demo', platform: 'blackberry', token: 't', userId: 'u' } }], 400, 'invalid-request', /platform/, Queues.registrations);
   });
 
-  it('refuses what PostgreSQL cannot store (400), naming the field: a NUL character, a UTC offset beyond ±15:59', async () => {
+  it('refuses what PostgreSQL cannot store (400), naming the field: a NUL character, half a surrogate pair, a UTC offset beyond ±15:59', async () => {
     await refused([sys, 'POST', '/v1/jobs', { key, body: job({ content: { title: 'hi\u0000' } }) }], 400, 'invalid-request', /content\.title: must not contain the NUL character/);
+    // JSON carries it as the escape "\ud83d", which JSON.parse turns into half a pair.
+    await refused([sys, 'POST', '/v1/jobs', { key, body: job({ content: { title: 'hi', body: 'a \ud83d b' } }) }], 400, 'invalid-request', /content\.body: must be well-formed Unicode/);
     await refused([sys, 'POST', '/v1/jobs', { key, body: job({ expiresAt: '2030-01-01T00:00:00+16:00' }) }], 400, 'invalid-request', /expiresAt: the UTC offset must be at most ±15:59/);
     const device = { app: 'demo', platform: 'apns', token: 'ab'.repeat(32), userId: 'u' };
     await refused([sys, 'POST', '/v1/devices', { key, body: { ...device, eventAt: '2026-11-29T12:00:00+16:00' } }], 400, 'invalid-request', /eventAt: the UTC offset must be at most ±15:59/, Queues.registrations);
+    await refused([sys, 'POST', '/v1/devices', { key, body: { ...device, userId: 'u\udc00' } }], 400, 'invalid-request', /userId: must be well-formed Unicode/, Queues.registrations);
     expect((await call(sys, 'POST', '/v1/devices', { key, body: { ...device, eventAt: '2026-11-29T12:00:00+14:00' } })).status).toBe(202);
   });
 

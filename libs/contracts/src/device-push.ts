@@ -7,7 +7,7 @@ import { CollapseKey } from './provider-override.ts';
 import { deviceTokenProblem } from './device-token.ts';
 import { Platforms } from './names.ts';
 import { WebPushKeys } from './web-push.ts';
-import { hasNoNul, NO_NUL } from './storable-text.ts';
+import { storable } from './storable-text.ts';
 
 export const PlatformSchema = z.enum(Platforms);
 
@@ -18,9 +18,9 @@ export const DevicePush = z
   /** Deterministic from job id + device id: the delivery-ledger key and the APNs apns-id. */
   pushId: z.uuid(),
   // jobId and deviceId go to PostgreSQL with the push's job-status outcome (storable-text.ts).
-  jobId: z.string().min(1).refine(hasNoNul, NO_NUL),
+  jobId: storable(z.string().min(1)),
   /** The id of the device's devices row: the pusher finds the device by it (is it dead now?), and its token must match. */
-  deviceId: z.string().min(1).refine(hasNoNul, NO_NUL),
+  deviceId: storable(z.string().min(1)),
   app: AppId,
   platform: PlatformSchema,
   token: z.string().min(1).max(4096),

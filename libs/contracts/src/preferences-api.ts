@@ -3,7 +3,7 @@ import { Instant } from './instant.ts';
 import { PlatformSchema as Platform } from './device-push.ts';
 import { TokenKinds } from './device-token.ts';
 import { AppId, UserId } from './push-job.ts';
-import { hasNoNul, NO_NUL } from './storable-text.ts';
+import { storable } from './storable-text.ts';
 
 /**
  * The HTTP API's opt-out, mute and device-list bodies (issue 17). Every preference belongs to
@@ -13,9 +13,9 @@ import { hasNoNul, NO_NUL } from './storable-text.ts';
  */
 
 /** Same bounds as PushJob.category: opt-outs are by category. */
-export const OptOutCategory = z.string().min(1).max(100).refine(hasNoNul, NO_NUL);
+export const OptOutCategory = storable(z.string().min(1).max(100));
 /** Same bounds as PushJob.objectId: mutes are by object ("thread:42"). */
-export const MuteObjectId = z.string().min(1).max(200).refine(hasNoNul, NO_NUL);
+export const MuteObjectId = storable(z.string().min(1).max(200));
 
 /** POST /v1/opt-outs and DELETE /v1/opt-outs: a user opted out of (back into) a category of an app. */
 export const OptOutChange = z.strictObject({ app: AppId, userId: UserId, category: OptOutCategory });

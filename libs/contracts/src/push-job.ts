@@ -4,7 +4,7 @@ import { DeliverAt } from './deliver-at.ts';
 import { PushContent, resolvePushType } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
 import { JobAudience } from './job-audience.ts';
-import { hasNoNul, NO_NUL, nulPath } from './storable-text.ts';
+import { storable, unstorablePart } from './storable-text.ts';
 
 const Identifier = z
   .string()
@@ -18,7 +18,7 @@ export const AppId = z
   .max(64)
   .regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be lower-case letters, digits, ".", "_" or "-"');
 
-export const UserId = z.string().min(1).max(200).refine(hasNoNul, NO_NUL);
+export const UserId = storable(z.string().min(1).max(200));
 
 export const Priority = z.enum(['high', 'normal']);
 export type Priority = z.infer<typeof Priority>;
@@ -70,8 +70,8 @@ export const PushJob = z
   // Its users, category and object go to PostgreSQL as text, its content and audience (stored for
   // later) as jsonb. Said once: not again where a field's own check (UserId's) has said it.
   .superRefine((j, ctx) => {
-    const at = ctx.issues.length === 0 ? nulPath(j) : undefined;
-    if (at !== undefined) ctx.addIssue({ code: 'custom', path: at, message: NO_NUL });
+    const at = ctx.issues.length === 0 ? unstorablePart(j) : undefined;
+    if (at !== undefined) ctx.addIssue({ code: 'custom', path: at.path, message: at.message });
   });
 export type PushJob = z.infer<typeof PushJob>;
 export type PushJobInput = z.input<typeof PushJob>;

@@ -48,3 +48,31 @@ describe('a NUL character (U+0000) is refused at the door, naming the field', ()
     expect(webEndpointProblem('https://fcm.googleapis.com/fcm/send/abc-def')).toBeUndefined();
   });
 });
+
+// Half a surrogate pair is not Unicode: as text PostgreSQL would keep U+FFFD instead, and jsonb refuses its JSON escape.
+describe('half of a UTF-16 surrogate pair alone is refused at the door, naming the field', () => {
+  const LONE = 'must be well-formed Unicode: it holds half of a UTF-16 surrogate pair (U+D800–U+DFFF) alone';
+  it.each([
+    ['the title (a high half at the end)', { content: { title: 'Hi \ud83d' } }, 'content.title'],
+    ['a data value (a low half first)', { content: { title: 'Hi', data: { k: '\ude42!' } } }, 'content.data.k'],
+    ['a data key', { content: { title: 'Hi', data: { '\ud800k': 'v' } } }, 'content.data.\ud800k'],
+    ['the user', { userId: 'u\udfff' }, 'userId'],
+    ['one of the users', { userId: undefined, userIds: ['u-1', '\ud800'] }, 'userIds.1'],
+    ['the category', { category: 'so\udbffcial' }, 'category'],
+    ['the muted object', { objectId: 'thread:\udc002' }, 'objectId'],
+    ['an audience job\'s content, which its fan-out stores as jsonb', { userId: undefined, audience: { topic: 'news' }, content: { body: 'a \ud83d b' } }, 'content.body'],
+  ])('in a job: %s', (_what, change, path) => {
+    expect(parseWith(PushJob, { ...job, ...change })).toEqual({ ok: false, reason: `schema violation: ${path}: ${LONE}` });
+  });
+
+  it('whole pairs (emoji beyond the first plane) pass, kept as they are', () => {
+    const text = '🙂 𝄞 \ud83d\ude42';
+    expect(parseWith(PushJob, { ...job, userId: `u-${text}`, content: { title: text, data: { [text]: text } } })).toMatchObject({ ok: true, value: { userId: `u-${text}`, content: { title: text } } });
+  });
+
+  it('in a device push, a registration or an opt-out', () => {
+    expect(parseWith(DevicePush, { ...push, deviceId: '7\ud800' })).toEqual({ ok: false, reason: `schema violation: deviceId: ${LONE}` });
+    expect(parseWith(Registration, { kind: 'register', app: 'demo', userId: '\udc00u', platform: 'apns', token: 'ab'.repeat(32), eventAt: '2026-11-29T12:00:00Z' })).toMatchObject({ ok: false, reason: expect.stringContaining(`userId: ${LONE}`) });
+    expect(parseWith(OptOutChange, { app: 'demo', userId: 'u-1', category: 'c\ud800' })).toMatchObject({ ok: false, reason: expect.stringContaining(`category: ${LONE}`) });
+  });
+});

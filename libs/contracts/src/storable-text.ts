@@ -1,28 +1,47 @@
+import type { z } from 'zod';
+
 /**
- * PostgreSQL stores no NUL character (U+0000): a text parameter holding one fails its statement
- * (22021), and so does a jsonb string or key holding one (22P05). A statement carries a whole
- * batch (a demuxer part's users, a pusher's job-status outcomes), so one such value would fail the
- * batch's other jobs and pushes with it, on every redelivery. Contracts refuse it at the door
- * instead, naming the field.
+ * Text PostgreSQL cannot keep as given. A NUL character (U+0000) fails a text parameter's
+ * statement (22021), and a jsonb string or key's (22P05). Half of a UTF-16 surrogate pair
+ * (U+D800–U+DFFF alone) is not Unicode: as text it is sent as UTF-8, which has no such character,
+ * so it is stored as U+FFFD (a user id would become another user's), and in JSON it is the escape
+ * "\uD800", which jsonb refuses (22P02). A statement carries a whole batch (a demuxer part's users,
+ * an audience job's fan-out, a pusher's job-status outcomes), so one such value would fail the
+ * batch's other jobs and pushes with it. Contracts refuse both at the door instead, naming the field.
  */
 export const NO_NUL = 'must not contain the NUL character (U+0000)';
+export const NO_LONE_SURROGATE = 'must be well-formed Unicode: it holds half of a UTF-16 surrogate pair (U+D800–U+DFFF) alone';
 
 /** For `z.string().refine(hasNoNul, NO_NUL)`. */
 export const hasNoNul = (s: string): boolean => !s.includes('\u0000');
 
-/** The path of the first string or object key within `value` that holds a NUL character, if any. */
-export function nulPath(value: unknown, path: Array<string | number> = []): Array<string | number> | undefined {
-  if (typeof value === 'string') return hasNoNul(value) ? undefined : path;
+/** In a `u` regex a whole pair is one code point: only a half alone is in this range. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+export const isWellFormed = (s: string): boolean => !LONE_SURROGATE.test(s);
+
+/** Why `s` cannot be stored as given (NO_NUL, NO_LONE_SURROGATE), or undefined. */
+export const unstorableText = (s: string): string | undefined => (!hasNoNul(s) ? NO_NUL : !isWellFormed(s) ? NO_LONE_SURROGATE : undefined);
+
+/** `schema` refused for text PostgreSQL cannot keep: for each string field that goes to it. */
+export const storable = (schema: z.ZodString) => schema.refine(hasNoNul, NO_NUL).refine(isWellFormed, NO_LONE_SURROGATE);
+
+/** The first string or object key within `value` that cannot be stored: its path and why. */
+export function unstorablePart(value: unknown, path: Array<string | number> = []): { path: Array<string | number>; message: string } | undefined {
+  if (typeof value === 'string') {
+    const message = unstorableText(value);
+    return message === undefined ? undefined : { path, message };
+  }
   if (Array.isArray(value)) {
     for (const [i, item] of value.entries()) {
-      const at = nulPath(item, [...path, i]);
+      const at = unstorablePart(item, [...path, i]);
       if (at !== undefined) return at;
     }
     return undefined;
   }
   if (typeof value !== 'object' || value === null) return undefined;
   for (const [key, item] of Object.entries(value)) {
-    const at = hasNoNul(key) ? nulPath(item, [...path, key]) : [...path, key];
+    const message = unstorableText(key);
+    const at = message === undefined ? unstorablePart(item, [...path, key]) : { path: [...path, key], message };
     if (at !== undefined) return at;
   }
   return undefined;
