@@ -44,16 +44,32 @@ describe('dead tokens, retries, parking and replay, end to end', () => {
 
   it('APNs 410 older than the latest registration: the token stays valid', async () => {
     const d = apns();
-    // Registered "later" than the 410's timestamp (the sandbox stamps 410s with its clock, now).
-    const eventAt = new Date(Date.now() + 3_600_000).toISOString();
-    await sys.client.publishRegistration({ kind: 'register', app: DEMO_APP.id, platform: 'apns', token: d.token, userId: d.userId, eventAt });
+    await sys.client.publishRegistration({ kind: 'register', app: DEMO_APP.id, platform: 'apns', token: d.token, userId: d.userId, eventAt: new Date().toISOString() });
     await waitFor('device stored', async () => (await device(d.token)) !== undefined);
-    await injectFault(sys.sandbox, { platform: 'apns', token: d.token, error: 'Unregistered', times: 1 });
+    // Apple last confirmed the token invalid an hour before the app registered it again.
+    await injectFault(sys.sandbox, { platform: 'apns', token: d.token, error: 'Unregistered', times: 1, unregisteredAtMs: Date.now() - 3_600_000 });
     await sys.client.publishPushJob(job({ userId: d.userId }));
     await waitFor('stale invalidation', async () => (await metric(sys.service('apns-invalidator'), 'herald_invalidations_total', { result: 'stale' })) >= 1);
     expect((await device(d.token))?.invalidated_at).toBeNull();
     await sys.client.publishPushJob(job({ userId: d.userId }));
     await waitFor('a push to the re-registered token', async () => (await delivered(sys.sandbox, { token: d.token })).length === 1);
+  });
+
+  it('APNs 410 after a registration from a clock running an hour ahead: the token is dead all the same', async () => {
+    const d = apns();
+    const alive: Device = { ...apns(), userId: d.userId };
+    await registerDevices(sys, [alive]);
+    // Last event wins: taken as given, this event time would make every 410 of the next hour stale.
+    const eventAt = new Date(Date.now() + 3_600_000).toISOString();
+    await sys.client.publishRegistration({ kind: 'register', app: DEMO_APP.id, platform: 'apns', token: d.token, userId: d.userId, eventAt });
+    await waitFor('device stored', async () => (await device(d.token)) !== undefined);
+    expect((await device(d.token))?.registered_at?.getTime()).toBeLessThanOrEqual(Date.now());
+    await injectFault(sys.sandbox, { platform: 'apns', token: d.token, error: 'Unregistered', times: 1 });
+    await sys.client.publishPushJob(job({ userId: d.userId }));
+    expect((await deadDevice(d.token)).invalidation_reason).toBe('Unregistered');
+    await sys.client.publishPushJob(job({ userId: d.userId }));
+    await waitFor('second push to the live device', async () => (await delivered(sys.sandbox, { token: alive.token })).length === 2);
+    expect(await sandboxRecords(sys.sandbox, { token: d.token })).toHaveLength(1); // the dead token gets nothing more
   });
 
   it('APNs 400 BadDeviceToken and FCM UNREGISTERED mark the device dead', async () => {

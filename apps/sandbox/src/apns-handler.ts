@@ -29,7 +29,7 @@ export function apnsError(status: number, reason: string, apnsId: string, nowMs 
 function faultAnswer(fault: Fault, apnsId: string): Answer | undefined {
   if (fault.error === undefined) return undefined;
   const error = fault.error as ApnsFaultError;
-  const answer = apnsError(FAULT_STATUS[error], error, apnsId);
+  const answer = apnsError(FAULT_STATUS[error], error, apnsId, fault.unregisteredAtMs);
   if (fault.retryAfterSeconds !== undefined) answer.headers['retry-after'] = String(fault.retryAfterSeconds);
   return answer;
 }

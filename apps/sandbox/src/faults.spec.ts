@@ -51,6 +51,9 @@ describe('parseFaultSpec', () => {
     [{ platform: 'apns', error: 'Unregistered', fraction: 2 }, /fraction/],
     [{ platform: 'apns', error: 'Unregistered', times: 0 }, /times/],
     [{ platform: 'apns', error: 'Unregistered', token: '' }, /token/],
+    [{ platform: 'apns', error: 'BadDeviceToken', unregisteredAtMs: 1 }, /with an APNs Unregistered \(410\) fault only/],
+    [{ platform: 'fcm', error: 'UNREGISTERED', unregisteredAtMs: 1 }, /with an APNs Unregistered \(410\) fault only/],
+    [{ platform: 'apns', error: 'Unregistered', unregisteredAtMs: '2025-01-01' }, /unregisteredAtMs must be a non-negative number/],
   ])('rejects %j', (body, pattern) => {
     const r = parseFaultSpec(body);
     expect(r.ok).toBe(false);

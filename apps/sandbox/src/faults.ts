@@ -21,6 +21,12 @@ export interface FaultSpec {
   times?: number;
   retryAfterSeconds?: number;
   delayMs?: number;
+  /**
+   * APNs 410 Unregistered only: the `timestamp` its body carries (ms since the epoch; default the
+   * time of the answer), "the last time at which APNs confirmed that the device token was no
+   * longer valid for the topic". Earlier than the device's registration, the token lives again.
+   */
+  unregisteredAtMs?: number;
 }
 
 export interface Fault extends FaultSpec {
@@ -38,6 +44,10 @@ function checkNumbers(o: Record<string, unknown>): string | undefined {
   if (o['times'] !== undefined && (!Number.isInteger(o['times']) || (o['times'] as number) < 1)) return 'times must be a positive integer';
   if (o['retryAfterSeconds'] !== undefined && !isNonNegative(o['retryAfterSeconds'])) return 'retryAfterSeconds must be a non-negative number';
   if (o['delayMs'] !== undefined && !isNonNegative(o['delayMs'])) return 'delayMs must be a non-negative number';
+  if (o['unregisteredAtMs'] !== undefined) {
+    if (o['platform'] !== 'apns' || o['error'] !== 'Unregistered') return 'unregisteredAtMs goes with an APNs Unregistered (410) fault only';
+    if (!isNonNegative(o['unregisteredAtMs'])) return 'unregisteredAtMs must be a non-negative number (ms since the epoch)';
+  }
   return undefined;
 }
 

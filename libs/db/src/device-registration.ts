@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Registration } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { deviceKey, pickOnePerDevice, type DeviceKey } from './device-key.ts';
+import { notAfter } from './event-time.ts';
 import { followerActivitySql } from './follow-index.ts';
 
 export type RegistrationResult = 'applied' | 'stale';
@@ -9,11 +10,13 @@ export type RegistrationResult = 'applied' | 'stale';
 /**
  * Apply register/unregister events in one statement. Last event time wins: an event older than
  * the device's last event (or than its invalidation) changes nothing and is 'stale'. Within one
- * batch, the newest event per device is applied and the others report 'stale' (superseded).
+ * batch, the newest event per device is applied and the others report 'stale' (superseded). No
+ * event time (nor lastSeenAt) is taken later than `now` (event-time.ts).
  */
-export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonly Registration[]): Promise<RegistrationResult[]> {
-  const results: RegistrationResult[] = regs.map(() => 'stale');
-  if (regs.length === 0) return results;
+export async function applyRegistrations(db: Kysely<HeraldTables>, given: readonly Registration[], now = new Date()): Promise<RegistrationResult[]> {
+  const results: RegistrationResult[] = given.map(() => 'stale');
+  if (given.length === 0) return results;
+  const regs = given.map((r) => inThePast(r, now));
   const winners = pickOnePerDevice(regs, (a, b) => Date.parse(a.eventAt) > Date.parse(b.eventAt));
   const applied = await upsertStatement(
     db,
@@ -24,6 +27,12 @@ export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonl
     if (appliedKeys.has(deviceKey(regs[i] as Registration))) results[i] = 'applied';
   }
   return results;
+}
+
+function inThePast(reg: Registration, now: Date): Registration {
+  const eventAt = notAfter(reg.eventAt, now);
+  if (reg.kind === 'unregister') return { ...reg, eventAt };
+  return { ...reg, eventAt, ...(reg.lastSeenAt !== undefined && { lastSeenAt: notAfter(reg.lastSeenAt, now) }) };
 }
 
 /** Upserts at most one event per device; returns the devices whose row changed. */
