@@ -63,6 +63,23 @@ describe('scheduled pushes', () => {
     expect(await released(sys.service('apns-descheduler'))).toBeGreaterThanOrEqual(1);
   });
 
+  it("a stored push does not go to whoever holds the device's token when it falls due: a phone handed on gets nothing of its former user's", async () => {
+    const device: Device = { userId: uniqueUser(), platform: 'apns', token: apnsToken() };
+    await registerDevices(sys, [device]);
+    const sent = await sys.client.publishPushJob(job({ userId: device.userId, deliverAt: { at: new Date(Date.now() + 3_000).toISOString() } }));
+    await waitFor('stored push', async () => (await storedRows(sent.id)).length === 1);
+    // Before it is due, the app registers the same token for the phone's new owner.
+    const newOwner = uniqueUser();
+    await sys.client.publishRegistration({ kind: 'register', app: DEMO_APP.id, platform: 'apns', token: device.token, userId: newOwner, eventAt: new Date().toISOString() });
+    await waitFor('the device is the new owner’s', async () => (await sys.database.db.kysely.selectFrom('devices').select('user_id').where('token', '=', device.token).executeTakeFirst())?.user_id === newOwner);
+    const [push] = await waitFor('its outcome', async () => {
+      const pushes = await sys.database.db.jobs.pushes(sent.id, { limit: 10 });
+      return pushes[0]?.outcome !== 'scheduled' && pushes.length > 0 && pushes;
+    });
+    expect(push).toMatchObject({ outcome: 'invalid', code: 'reassigned', reason: expect.stringContaining(`user "${device.userId}"`) });
+    expect(await delivered(sys.sandbox, { token: device.token })).toEqual([]);
+  });
+
   it("resolves a local time in each device's timezone; an unknown zone falls back to UTC and is counted", async () => {
     const india: Device = { userId: uniqueUser(), platform: 'apns', token: apnsToken() };
     const mars: Device = { userId: uniqueUser(), platform: 'apns', token: apnsToken() };

@@ -138,7 +138,7 @@ describe('DeliveryLedger', () => {
     expect(await t.db.ledger.claim([a, a], 'p', LEASE)).toEqual(new Map([[a, 'claimed']]));
   });
 
-  it("claimLive claims a batch's pushes, except those whose device is dead now, in one statement", async () => {
+  it("claimLive claims a batch's pushes, except those whose device is dead now or another user's, in one statement", async () => {
     await t.db.apps.upsert({ id: 'live-chat' });
     const register = (token: string) =>
       t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'live-chat', platform: 'apns', token, userId: 'u', eventAt: '2025-01-01T00:00:00Z' });
@@ -147,7 +147,7 @@ describe('DeliveryLedger', () => {
     await t.db.devices.invalidate({ app: 'live-chat', platform: 'apns', token: 'bb'.repeat(32), reason: 'Unregistered', observedAt: new Date('2025-02-01T00:00:00Z') });
     const rows = await t.db.kysely.selectFrom('devices').select(['id', 'token']).where('app', '=', 'live-chat').execute();
     const idOf = new Map(rows.map((r) => [r.token, String(r.id)]));
-    const push = (token: string, deviceId = idOf.get(token) ?? '987654321') => ({ pushId: randomUUID(), deviceId, token });
+    const push = (token: string, deviceId = idOf.get(token) ?? '987654321', userId = 'u') => ({ pushId: randomUUID(), deviceId, token, userId });
     const live = push('aa'.repeat(32));
     const dead = push('bb'.repeat(32));
     const unknown = push('cc'.repeat(32));
@@ -155,14 +155,17 @@ describe('DeliveryLedger', () => {
     const foreign = push('bb'.repeat(32), 'device-b');
     const done = push('aa'.repeat(32));
     const theirs = push('aa'.repeat(32));
+    // Queued for user "before", but the device is registered to "u" now (a tablet handed on).
+    const reassigned = push('aa'.repeat(32), undefined, 'before');
     await t.db.ledger.claim([done.pushId], 'pusher-0', LEASE);
     await t.db.ledger.complete([{ pushId: done.pushId, outcome: 'delivered' }]);
     await other.ledger.claim([theirs.pushId], 'pusher-2', LEASE);
     const upper = { ...live, pushId: live.pushId.toUpperCase() };
-    expect(await t.db.ledger.claimLive([live, dead, unknown, foreign, done, theirs, dead, upper], 'pusher-1', LEASE)).toEqual(
+    expect(await t.db.ledger.claimLive([live, dead, unknown, foreign, done, theirs, dead, upper, reassigned], 'pusher-1', LEASE)).toEqual(
       new Map([
         [live.pushId, 'claimed'],
         [dead.pushId, 'dead'],
+        [reassigned.pushId, 'reassigned'],
         [unknown.pushId, 'claimed'],
         [foreign.pushId, 'claimed'],
         [done.pushId, 'done'],
@@ -170,7 +173,7 @@ describe('DeliveryLedger', () => {
         [upper.pushId, 'claimed'],
       ]),
     );
-    const claimed = await t.db.kysely.selectFrom('delivery_ledger').select(['push_id', 'owner']).where('push_id', 'in', [live.pushId, dead.pushId, unknown.pushId]).execute();
+    const claimed = await t.db.kysely.selectFrom('delivery_ledger').select(['push_id', 'owner']).where('push_id', 'in', [live.pushId, dead.pushId, unknown.pushId, reassigned.pushId]).execute();
     expect(new Map(claimed.map((r) => [r.push_id, r.owner]))).toEqual(new Map([[live.pushId, 'pusher-1'], [unknown.pushId, 'pusher-1']]));
     expect(await t.db.ledger.claimLive([], 'pusher-1', LEASE)).toEqual(new Map());
   });
@@ -212,7 +215,7 @@ describe('DeliveryLedger', () => {
       const [a] = ids(1) as [string];
       const statements = {
         claim: claimStatement([a], 'pusher-1', LEASE),
-        claimLive: claimLiveStatement([{ pushId: a, deviceId: '1', token: 'aa'.repeat(32) }], 'pusher-1', LEASE),
+        claimLive: claimLiveStatement([{ pushId: a, deviceId: '1', token: 'aa'.repeat(32), userId: 'u' }], 'pusher-1', LEASE),
         complete: completeStatement(new Map([[a, 'delivered']])),
         completeWithStatus: completeStatement(new Map([[a, 'delivered']]), [{ pushId: a, jobId: 'j', outcome: 'delivered', platform: 'apns', deviceId: 'd' }]),
       };

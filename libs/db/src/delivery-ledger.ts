@@ -11,11 +11,12 @@ import { pruneLedger, pruneLedgerExclusively } from './ledger-prune.ts';
  */
 export type ClaimResult = 'claimed' | 'done' | 'in-flight';
 
-/** A device push to claim, with its device (claimLive): the id of its devices row and the token it was sent to. */
+/** A device push to claim, with its device (claimLive): the id of its devices row, the token it was sent to and the user it is for. */
 export interface LedgerPush {
   pushId: string;
   deviceId: string;
   token: string;
+  userId: string;
 }
 
 /**
@@ -28,8 +29,12 @@ export interface LedgerCompletion {
   status?: PushOutcomeEntry;
 }
 
-/** claimLive's answer: a ClaimResult, or 'dead': its device was invalidated or unregistered since the push was queued (not claimed). */
-export type LiveClaimResult = ClaimResult | 'dead';
+/**
+ * claimLive's answer: a ClaimResult, or (not claimed) 'dead': its device was invalidated or
+ * unregistered since the push was queued, or 'reassigned': the device is registered to another
+ * user now (a shared tablet, a phone handed on), whom this push is not for.
+ */
+export type LiveClaimResult = ClaimResult | 'dead' | 'reassigned';
 
 /**
  * The delivery ledger keyed by pushId: a redelivered push that was already sent is acked without
@@ -154,7 +159,9 @@ const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(dev
 /**
  * claimStatement for (lowercase, distinct) device pushes, except those whose device is dead now
  * (invalidated or unregistered: a device not in `devices` at all is not dead), which it returns as
- * 'dead' and does not claim. Both parts read one snapshot. The device is found by its primary key
+ * 'dead', or registered to another user than the push's since it was queued ('reassigned': a push
+ * stored for tomorrow would otherwise reach whoever holds the token then); neither is claimed.
+ * Both parts read one snapshot. The device is found by its primary key
  * (the push's deviceId) and must still hold the push's token (a row's token never changes: a new
  * token is a new row): about a quarter less of PostgreSQL's work for the claim than a lookup by (app,
  * platform, token), which parsed and compared three text arrays a batch. A deviceId that is no
@@ -166,14 +173,19 @@ const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(dev
  */
 export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string, leaseMs: number) => {
   const ids = pushes.map((p) => p.pushId);
-  return sql<{ push_id: string; state: 'claimed' | 'dead' }>`
+  return sql<{ push_id: string; state: 'claimed' | 'dead' | 'reassigned' }>`
   with dead as (
-    select i.push_id
-    from unnest(${ids}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[])
-      as i(push_id, device_id, token)
-    cross join lateral (select 1 from devices d where d.id = i.device_id and d.token = i.token and d.invalidated_at is not null limit 1) d
+    select i.push_id, d.state
+    from unnest(${ids}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[], ${pushes.map((p) => p.userId)}::text[])
+      as i(push_id, device_id, token, user_id)
+    cross join lateral (
+      select case when d.invalidated_at is not null then 'dead' else 'reassigned' end as state
+      from devices d
+      where d.id = i.device_id and d.token = i.token and (d.invalidated_at is not null or d.user_id is distinct from i.user_id)
+      limit 1
+    ) d
   ), claimed as (${claimInsert(ids, owner, leaseMs, sql`exists (select 1 from dead where dead.push_id = i.push_id)`)})
-  select push_id::text as push_id, 'dead'::text as state from dead
+  select push_id::text as push_id, state::text as state from dead
   union all
   select push_id, 'claimed'::text from claimed`;
 };

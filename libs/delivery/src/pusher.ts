@@ -101,8 +101,8 @@ export function createPusherHandler(deps: PusherDeps) {
     const inBatch = new Set<string>();
     const toSend = ready.filter((r) => {
       const state = claims.get(r.push.pushId);
-      if (state === 'dead') {
-        outcomes[r.index] = droppedDead(r.push, deps);
+      if (state === 'dead' || state === 'reassigned') {
+        outcomes[r.index] = droppedDead(r.push, state, deps);
         return false;
       }
       // A second copy in the same batch (a job published twice): the first copy carries it.
@@ -296,10 +296,16 @@ function droppedCancelled(push: DevicePush, deps: PusherDeps): Outcome {
 }
 
 /** Its token was invalidated (or unregistered) while the push was queued: acked unsent, counted `invalid`. */
-function droppedDead(push: DevicePush, deps: PusherDeps): Outcome {
+/** Not sent: the device died, or went to another user, after the push was queued (counted invalid). */
+function droppedDead(push: DevicePush, why: 'dead' | 'reassigned', deps: PusherDeps): Outcome {
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'invalid' });
-  deps.outcomes?.note(push, 'invalid', { code: 'invalidated', reason: 'the token was invalidated or unregistered after the push was queued' });
-  deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token }, 'push dropped: token invalidated since it was queued');
+  if (why === 'dead') {
+    deps.outcomes?.note(push, 'invalid', { code: 'invalidated', reason: 'the token was invalidated or unregistered after the push was queued' });
+    deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token }, 'push dropped: token invalidated since it was queued');
+  } else {
+    deps.outcomes?.note(push, 'invalid', { code: 'reassigned', reason: `the device was registered to another user after the push for user "${push.userId}" was queued` });
+    deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token }, 'push dropped: the device belongs to another user since it was queued');
+  }
   return ack;
 }
 

@@ -10,7 +10,7 @@
  * statement shows here within a few percent, where `npm run bench` moves more than that from run
  * to run.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createSpecDatabase } from '../../../libs/db/src/spec-database.ts';
 import { claimLiveStatement, completeStatement } from '../../../libs/db/src/delivery-ledger.ts';
@@ -30,6 +30,8 @@ interface Device {
   deviceId: string;
   platform: 'apns' | 'fcm';
   token: string;
+  /** As the seed stores it (md5 of the token), so the claim finds each device still its user's. */
+  userId: string;
 }
 
 const tokenFor = (platform: Device['platform']): string =>
@@ -47,7 +49,7 @@ async function seed(pool: pg.Pool): Promise<Device[]> {
       [part.map((d) => d.platform), part.map((d) => d.token)],
     );
     const ids = new Map(rows.map((r) => [r.token, r.id]));
-    for (const d of part) devices.push({ ...d, deviceId: ids.get(d.token) as string });
+    for (const d of part) devices.push({ ...d, deviceId: ids.get(d.token) as string, userId: createHash('md5').update(d.token).digest('hex') });
   }
   await pool.query(`update devices set invalidated_at = now(), invalidation_reason = 'bench' where id % 100 = 0`);
   await pool.query('analyze');
