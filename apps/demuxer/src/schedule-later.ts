@@ -25,7 +25,9 @@ interface Deps {
  */
 export async function scheduleLater(job: PushJob, split: ScheduleSplit, deps: Deps, now: Date): Promise<DevicePush[]> {
   const { metrics, logger, scheduling } = deps;
-  if (split.later.length > 0) await scheduling.store.schedule(split.later);
+  // With the job's category and object: the user's opt-outs and mutes are asked again when each falls due.
+  const about = { category: job.category, ...(job.objectId !== undefined && { objectId: job.objectId }) };
+  if (split.later.length > 0) await scheduling.store.schedule(split.later.map((p) => ({ ...p, ...about })));
   for (const p of split.later) metrics.scheduled.inc({ platform: p.push.platform, outcome: 'stored' });
   for (const p of split.now) metrics.scheduled.inc({ platform: p.platform, outcome: 'due-now' });
   for (const p of split.expired) metrics.scheduled.inc({ platform: p.platform, outcome: 'expired' });

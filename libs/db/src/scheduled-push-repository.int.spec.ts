@@ -114,6 +114,52 @@ describe('ScheduledPushRepository', () => {
     expect(await t.db.kysely.selectFrom('scheduled_pushes').select('job_id').where('job_id', '=', 'cancel-me').execute()).toEqual([]);
   });
 
+  it('a cancel does not wait for a release batch that holds some of the job\'s pushes (its publish may wait long for RabbitMQ)', async () => {
+    await clear();
+    await t.db.scheduled.schedule([...pushes(3, () => past(100), { jobId: 'held' }), ...pushes(2, () => new Date(Date.now() + 60_000), { jobId: 'held' }).map((p, i) => ({ ...p, push: { ...p.push, pushId: derivePushId('held', `later-${i}`) } }))]);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let holding!: () => void;
+    const held = new Promise<void>((r) => (holding = r));
+    // A descheduler's batch: the due three are claimed, and its publish's confirms do not come (a blocked broker).
+    const batch = other.scheduled.withDueBatch('apns', new Date(), 10, async () => {
+      holding();
+      await gate;
+    });
+    await held;
+    const started = Date.now();
+    // The two not due go; the three the batch holds are left to it (the pushers drop them: the job is marked cancelled).
+    expect(await cancelJob(t.db, 'held')).toBe(2);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    open();
+    expect(await batch).toBe(3);
+  });
+
+  it("asks the user's opt-outs and mutes again when a push falls due: one made while it was stored keeps it from going out", async () => {
+    await clear();
+    await t.db.apps.upsert({ id: 'demo' });
+    const [optedOut, muted, unmuted, other, old] = pushes(5, () => past(100), { jobId: 'digest' }) as [ScheduledPushInput, ScheduledPushInput, ScheduledPushInput, ScheduledPushInput, ScheduledPushInput];
+    const about = { category: 'marketing', objectId: 'thread:42' };
+    // `old` was stored before pushes remembered their category (migration 0025): released as before.
+    await t.db.scheduled.schedule([{ ...optedOut, ...about }, { ...muted, ...about }, { ...unmuted, ...about }, { ...other, ...about }, old]);
+    // While they wait: u0 opts out of marketing (in every app), u1 mutes the thread for a day, u2's mute has already ended, u4 opts out too.
+    await t.db.preferences.setOptOut('u0', 'marketing', true);
+    await t.db.preferences.setMute('u1', 'thread:42', new Date(Date.now() + 86_400_000), 'demo');
+    await t.db.preferences.setMute('u2', 'thread:42', new Date(Date.now() - 1_000));
+    await t.db.preferences.setOptOut('u4', 'marketing', true);
+    await t.db.preferences.setOptOut('u3', 'other-category', true);
+    const seen: string[] = [];
+    expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async (rows) => void seen.push(...rows.map((r) => r.pushId)))).toBe(5);
+    expect(seen.sort()).toEqual([unmuted.push.pushId, other.push.pushId, old.push.pushId].sort());
+    const outcomes = await t.db.kysely.selectFrom('push_outcomes').select(['push_id', 'outcome', 'reason', 'device_id']).where('job_id', '=', 'digest').execute();
+    expect(outcomes.sort((a, b) => a.push_id.localeCompare(b.push_id))).toEqual(
+      [
+        { push_id: optedOut.push.pushId, outcome: 'opted-out', reason: "its user opted out of the job's category while it was scheduled", device_id: '0' },
+        { push_id: muted.push.pushId, outcome: 'muted', reason: "its user muted the job's object while it was scheduled", device_id: '1' },
+      ].sort((a, b) => a.push_id.localeCompare(b.push_id)),
+    );
+  });
+
   it('never releases a push of a job cancelled after it was stored: deleted and recorded as cancelled instead', async () => {
     await clear();
     const late = pushes(3, () => past(1000), { jobId: 'cancelled-later' });

@@ -4,10 +4,14 @@ import type { HeraldTables } from './tables.ts';
 import { scheduleChannel } from './schedule-channel.ts';
 import { listenForSchedules, type ScheduleListener, type ScheduleListenerOptions } from './schedule-listener.ts';
 import { upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
+import { skipReasonSql, type SkipReason } from './device-targets.ts';
 
 export interface ScheduledPushInput {
   dueAt: Date;
   push: DevicePush;
+  /** The job's opt-out category and muted object: the user's preferences are asked again when it falls due. */
+  category?: string;
+  objectId?: string;
 }
 
 /** A stored push as a descheduler releases it: the push itself stays the JSON text it was stored as. */
@@ -77,10 +81,14 @@ export function createScheduledPushRepository(
       return rows[0]?.due_at;
     },
     cancelJob: async (jobId) => {
-      // One statement: the pushes leave the store and enter the job's outcomes together.
+      // One statement: the pushes leave the store and enter the job's outcomes together. Rows a
+      // descheduler's release batch holds are skipped, not waited for (its publish can wait long on
+      // a blocked broker): the job is marked cancelled first, so the pushers drop those, and a
+      // batch that fails puts them back where the next claim drops them (withDueBatch).
       const { rows } = await sql<{ removed: string }>`
         with gone as (
-          delete from scheduled_pushes where job_id = ${jobId}
+          delete from scheduled_pushes
+          where push_id in (select push_id from scheduled_pushes where job_id = ${jobId} for update skip locked)
           returning push_id, job_id, platform, payload->>'deviceId' as device_id
         ), recorded as (
           insert into push_outcomes (push_id, job_id, outcome, reason, platform, device_id)
@@ -102,12 +110,13 @@ async function insertChunk(db: Kysely<HeraldTables>, chunk: readonly ScheduledPu
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<{ platform: Platform; earliest: Date; added: string }>`
       with added as (
-        insert into scheduled_pushes (platform, due_at, job_id, push_id, expires_at, trace, payload)
+        insert into scheduled_pushes (platform, due_at, job_id, push_id, expires_at, trace, payload, category, object_id)
         select * from unnest(
           ${chunk.map((p) => p.push.platform)}::text[], ${chunk.map((p) => p.dueAt.toISOString())}::timestamptz[],
           ${chunk.map((p) => p.push.jobId)}::text[], ${chunk.map((p) => p.push.pushId)}::uuid[],
           ${chunk.map((p) => p.push.expiresAt ?? null)}::timestamptz[], ${chunk.map((p) => p.push.trace === true)}::boolean[],
-          ${chunk.map((p) => JSON.stringify(p.push))}::json[])
+          ${chunk.map((p) => JSON.stringify(p.push))}::json[],
+          ${chunk.map((p) => p.category ?? null)}::text[], ${chunk.map((p) => p.objectId ?? null)}::text[])
         -- Stored in due order: pushes released together then share heap pages, so a release
         -- batch dirties (and writes a full-page image of) fewer pages.
         order by 2
@@ -136,18 +145,22 @@ async function withDueBatch(
     // comes back as text (json::text is the stored text), so nothing parses it here.
     // Times come back as epoch ms (float8): parsing a timestamptz text per row cost more.
     // A row of a cancelled job (stored after its cancel by a chunk or demux already past its check)
-    // is deleted unreleased and recorded as cancelled, in the same transaction.
-    const { rows: claimed } = await sql<{ due_ms: number; push_id: string; job_id: string; expires_ms: number | null; trace: boolean; payload: string; cancelled: boolean }>`
+    // is deleted unreleased and recorded as cancelled, in the same transaction; so is one whose user
+    // opted out of its category, or muted its object, since it was stored (asked again now, as the
+    // demuxer asked when it stored it).
+    const { rows: claimed } = await sql<{ due_ms: number; push_id: string; job_id: string; expires_ms: number | null; trace: boolean; payload: string; skip: Skip | null }>`
       delete from scheduled_pushes where ctid = any(array(
         select ctid from scheduled_pushes
         where platform = ${platform} and due_at <= ${now.toISOString()}::timestamptz
         order by due_at limit ${limit} for update skip locked))
       returning (extract(epoch from due_at) * 1000)::float8 as due_ms, push_id, job_id,
         (extract(epoch from expires_at) * 1000)::float8 as expires_ms, trace, payload::text as payload,
-        exists (select 1 from jobs j where j.id = scheduled_pushes.job_id and j.cancelled_at is not null) as cancelled`.execute(trx);
+        case when exists (select 1 from jobs j where j.id = scheduled_pushes.job_id and j.cancelled_at is not null) then 'cancelled'
+          when category is not null then ${skipReasonSql(storedPreferences, now)}
+        end as skip`.execute(trx);
     if (claimed.length === 0) return 0;
-    const rows = claimed.filter((r) => !r.cancelled);
-    await upsertOutcomes(trx, claimed.filter((r) => r.cancelled).map((r) => cancelledOutcome(platform, r)));
+    const rows = claimed.filter((r) => r.skip === null);
+    await upsertOutcomes(trx, claimed.flatMap((r) => (r.skip === null ? [] : [skippedOutcome(platform, r, r.skip)])));
     if (rows.length === 0) return claimed.length;
     rows.sort((a, b) => a.due_ms - b.due_ms);
     const released = await release(
@@ -165,13 +178,29 @@ async function withDueBatch(
   });
 }
 
-function cancelledOutcome(platform: Platform, r: { push_id: string; job_id: string; payload: string }): PushOutcomeEntry {
+/** The stored row's user, app, category and object, qualified: opt_outs and mutes have columns of those names. */
+const storedPreferences = {
+  userId: sql`scheduled_pushes.payload->>'userId'`,
+  app: sql`scheduled_pushes.payload->>'app'`,
+  category: sql.ref('scheduled_pushes.category'),
+  objectId: sql.ref('scheduled_pushes.object_id'),
+};
+
+type Skip = 'cancelled' | SkipReason;
+
+const SKIPPED_WHY: Record<Skip, string> = {
+  cancelled: 'cancelled while scheduled (DELETE /v1/jobs/:id)',
+  'opted-out': "its user opted out of the job's category while it was scheduled",
+  muted: "its user muted the job's object while it was scheduled",
+};
+
+function skippedOutcome(platform: Platform, r: { push_id: string; job_id: string; payload: string }, skip: Skip): PushOutcomeEntry {
   const deviceId = (JSON.parse(r.payload) as { deviceId?: unknown }).deviceId;
   return {
     pushId: r.push_id,
     jobId: r.job_id,
-    outcome: 'cancelled',
-    reason: 'cancelled while scheduled (DELETE /v1/jobs/:id)',
+    outcome: skip,
+    reason: SKIPPED_WHY[skip],
     platform,
     ...(typeof deviceId === 'string' && { deviceId }),
   };

@@ -122,6 +122,9 @@ export interface ScheduledPushesTable {
   expires_at: Date | null;
   trace: Generated<boolean>;
   created_at: Generated<Date>;
+  /** The job's opt-out category and muted object, asked again at release (migration 0025). */
+  category: string | null;
+  object_id: string | null;
 }
 
 export type ApiKeyKind = 'team' | 'operator';
