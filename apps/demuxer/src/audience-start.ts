@@ -35,6 +35,10 @@ export async function startAudienceJob(job: PushJob, acceptedAt: Date, deps: Aud
   const started = await deps.fanouts.start({ jobId: job.id, app: job.app, audience, job, acceptedAt, size, exact });
   const tasks = started.state === 'expanding' ? started.open : [];
   if (tasks.length > 0) await deps.publisher.publishMany(tasks.map((chunk) => fanoutTaskMessage(job.id, chunk)));
+  if (started.created && started.state === 'cancelled') {
+    deps.logger.info({ jobId: job.id }, 'audience job was cancelled before its fan-out started: nothing read, nothing sent');
+    return { kind: 'ack' };
+  }
   if (started.created) deps.metrics.jobs.inc({ outcome: 'fan-out-started' });
   deps.logger[job.trace === true ? 'info' : 'debug'](
     { jobId: job.id, audience: describeAudience(audience), size, exact, created: started.created, tasks },

@@ -86,6 +86,18 @@ describe('fan-out checkpoints', () => {
     expect((await cancelJobFully(t.db, job)).fanout).toBe(false);
   });
 
+  it('an audience job cancelled while it waited for the demuxer starts its fan-out cancelled: no chunk to read, not running', async () => {
+    const job = randomUUID();
+    await t.db.jobs.accept([{ id: job, app: 'demo', team: null }]); // the API records the job it accepts
+    expect(await cancelJobFully(t.db, job)).toEqual({ known: true, fanout: false, scheduled: 0 });
+    expect(await begin(job)).toEqual({ created: true, state: 'cancelled', open: [] });
+    expect(await fanouts.chunk(job, 0)).toBeUndefined();
+    expect((await fanouts.running(100)).map((r) => r.jobId)).not.toContain(job);
+    expect((await status(job)).state).toBe('cancelled');
+    // Redelivered, the job finds it so and starts nothing.
+    expect(await begin(job)).toEqual({ created: false, state: 'cancelled', open: [] });
+  });
+
   it('a user job cancelled is listed for the pushers too', async () => {
     const job = randomUUID();
     const before = new Date(Date.now() - 1000);

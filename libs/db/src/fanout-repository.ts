@@ -191,15 +191,23 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
 
 async function start(db: Kysely<HeraldTables>, f: FanoutStart): Promise<{ created: boolean; state: FanoutState; open: number[] }> {
   return db.transaction().execute(async (trx) => {
-    await sql`
+    // The upsert holds the job's row until this commits, so a cancel either came before (and is
+    // read here) or waits and then cancels the fan-out made here.
+    const { rows: job } = await sql<{ cancelled: boolean }>`
       insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, no_device)
       values (${f.jobId}, ${f.app}, now(), 0, 'fanned-out', now(), 0)
       on conflict (id) do update set targeted = coalesce(jobs.targeted, 0), no_device = coalesce(jobs.no_device, 0),
-        demux_outcome = 'fanned-out', demux_reason = null, demuxed_at = now(), published_at = coalesce(jobs.published_at, now())`.execute(trx);
+        demux_outcome = 'fanned-out', demux_reason = null, demuxed_at = now(), published_at = coalesce(jobs.published_at, now())
+      returning cancelled_at is not null as cancelled`.execute(trx);
+    // A job cancelled while it waited for the demuxer (DELETE /v1/jobs/:id finds its jobs row)
+    // gets a fan-out that is cancelled from the start: no chunk, nothing read, nothing sent.
+    const cancelled = job[0]?.cancelled === true;
     const { rows: created } = await sql`
-      insert into fanouts (job_id, app, audience, job, accepted_at, audience_size, size_exact)
-      values (${f.jobId}, ${f.app}, ${JSON.stringify(f.audience)}::jsonb, ${JSON.stringify(f.job)}::jsonb, ${f.acceptedAt.toISOString()}::timestamptz, ${f.size}, ${f.exact})
+      insert into fanouts (job_id, app, audience, job, accepted_at, audience_size, size_exact, state, cancelled_at)
+      values (${f.jobId}, ${f.app}, ${JSON.stringify(f.audience)}::jsonb, ${JSON.stringify(f.job)}::jsonb, ${f.acceptedAt.toISOString()}::timestamptz, ${f.size}, ${f.exact},
+        ${cancelled ? 'cancelled' : 'expanding'}, ${cancelled ? sql`now()` : null})
       on conflict (job_id) do nothing returning job_id`.execute(trx);
+    if (created.length > 0 && cancelled) return { created: true, state: 'cancelled' as const, open: [] };
     if (created.length > 0) {
       await sql`insert into fanout_chunks (job_id, chunk_no, after_cursor) values (${f.jobId}, 0, null)`.execute(trx);
       return { created: true, state: 'expanding' as const, open: [0] };
