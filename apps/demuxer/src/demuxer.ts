@@ -118,7 +118,10 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
     const reason = issues.map((i) => `${i.path}: ${i.message}`).join('; ');
     return park(deps, /payload too large|Web Push: payload is \d+ bytes/.test(reason) ? 'payload-too-large' : 'provider-rules', reason, job);
   }
-  const acceptedAt = job.acceptedAt !== undefined ? new Date(job.acceptedAt) : at;
+  // Stamped by the producer's clock (the client library's, or a caller's at the API): one running
+  // ahead counts as now, or a job for 09:00 accepted at 08:58 by a clock ten minutes fast would be
+  // read as accepted after 09:00 and go out tomorrow, and its expiry would run late.
+  const acceptedAt = job.acceptedAt !== undefined ? new Date(Math.min(Date.parse(job.acceptedAt), at.getTime())) : at;
   const expiry = jobExpiry(job, acceptedAt);
   // An expired job is still targeted: its status counts each push it would have made as expired.
   const expired = expiry !== undefined && expiry <= at;
