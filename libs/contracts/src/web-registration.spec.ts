@@ -36,6 +36,13 @@ describe('web registrations at the doors', () => {
     expect(issues(DeviceRegister, { ...base, token: endpoint, keys, applicationServerKey: 'short' })).toEqual([expect.stringMatching(/^applicationServerKey: must be an uncompressed P-256 public key/)]);
   });
 
+  it('takes an applicationServerKey with the padding a btoa-style encoder leaves, and keeps it as the app spells its keys', () => {
+    const { keys } = browserSubscription();
+    const key = p256();
+    expect(DeviceRegister.parse({ ...base, token: endpoint, keys, applicationServerKey: `${key}=` })).toMatchObject({ applicationServerKey: key });
+    expect(Registration.parse({ ...base, kind: 'register', token: endpoint, keys, applicationServerKey: `${key}=`, eventAt: '2025-03-01T10:00:00Z' })).toMatchObject({ applicationServerKey: key });
+  });
+
   it('refuses a bad endpoint, naming the field: not a URL, http, credentials, a fragment', () => {
     const { keys } = browserSubscription();
     expect(issues(DeviceRegister, { ...base, token: 'fcm.googleapis.com/x', keys })).toEqual(['token: not a Web Push endpoint: expected an https URL']);

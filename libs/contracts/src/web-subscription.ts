@@ -7,17 +7,27 @@ import { DEFAULT_WEB_PUSH_HOSTS, hostAllowed, WebPushKeys } from './web-push.ts'
  * API and the CLI also take the subscription as the browser gives it (`PushSubscription.toJSON()`).
  */
 
-/** A VAPID public key (RFC 8292 §3.2, the browser's applicationServerKey): an uncompressed P-256 point, base64url. */
-export const VapidPublicKey = z.string().superRefine((value, ctx) => {
-  if (!/^[A-Za-z0-9_-]+={0,2}$/.test(value)) {
-    ctx.addIssue({ code: 'custom', message: 'must be base64url (RFC 4648 §5: letters, digits, "-" and "_")' });
-    return;
-  }
-  const raw = Buffer.from(value.replace(/=+$/, ''), 'base64url');
-  if (raw.length !== 65 || raw[0] !== 0x04) {
-    ctx.addIssue({ code: 'custom', message: `must be an uncompressed P-256 public key (65 bytes starting 0x04), got ${raw.length} bytes` });
-  }
-});
+/** A base64url key in one spelling: without the padding ("=") some encoders leave, as Herald's own keys are spelled. */
+export const unpaddedKey = (key: string): string => key.replace(/=+$/, '');
+
+/**
+ * A VAPID public key (RFC 8292 §3.2, the browser's applicationServerKey): an uncompressed P-256
+ * point, base64url, taken without its padding: it is compared with the app's keys to pick the pair
+ * to sign with, and a front end's btoa-style encoder leaves "=" that the keys never have.
+ */
+export const VapidPublicKey = z
+  .string()
+  .superRefine((value, ctx) => {
+    if (!/^[A-Za-z0-9_-]+={0,2}$/.test(value)) {
+      ctx.addIssue({ code: 'custom', message: 'must be base64url (RFC 4648 §5: letters, digits, "-" and "_")' });
+      return;
+    }
+    const raw = Buffer.from(unpaddedKey(value), 'base64url');
+    if (raw.length !== 65 || raw[0] !== 0x04) {
+      ctx.addIssue({ code: 'custom', message: `must be an uncompressed P-256 public key (65 bytes starting 0x04), got ${raw.length} bytes` });
+    }
+  })
+  .transform(unpaddedKey);
 
 /** `PushSubscription.toJSON()`: endpoint, expirationTime (ignored: the push service answers 404/410 when it ends) and keys. */
 export const PushSubscriptionJson = z.object({

@@ -1,5 +1,5 @@
 import https from 'node:https';
-import type { DevicePush } from '@herald/contracts';
+import { unpaddedKey, type DevicePush } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import { retryAfterMs } from './retry-after.ts';
 import type { PushProvider, SendResult } from './push-provider.ts';
@@ -23,9 +23,10 @@ function keyPairFor(push: DevicePush, vapid: VapidCredentials | undefined): Vapi
     return { problem: `no-vapid-keys: app "${push.app}" has no VAPID keys and the web-pusher has none (WEB_PUSH_VAPID_PUBLIC_KEY, WEB_PUSH_VAPID_PRIVATE_KEY, WEB_PUSH_VAPID_SUBJECT)` };
   }
   // The applicationServerKey the browser subscribed with: as registered, or the app's current key at registration.
-  const wanted = push.webVapidKey;
-  if (wanted === undefined || wanted === vapid.current.publicKey) return vapid.current;
-  if (wanted === vapid.previous?.publicKey) return vapid.previous;
+  // Compared without padding: a registration stored before its contract dropped it may hold "=".
+  const wanted = push.webVapidKey === undefined ? undefined : unpaddedKey(push.webVapidKey);
+  if (wanted === undefined || wanted === unpaddedKey(vapid.current.publicKey)) return vapid.current;
+  if (vapid.previous !== undefined && wanted === unpaddedKey(vapid.previous.publicKey)) return vapid.previous;
   return {
     problem: `vapid-key-rotated: the subscription was made with application server key ${wanted.slice(0, 12)}…, which app "${push.app}" no longer holds (its keys were rotated twice since); the browser must subscribe again`,
   };
