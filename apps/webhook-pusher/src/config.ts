@@ -1,4 +1,4 @@
-import { commonConfig, int } from '@herald/config';
+import { bool, commonConfig, int } from '@herald/config';
 import { sharedPusherConfig } from '@herald/delivery';
 
 /** The settings every pusher shares (batching, retries, ledger, fleet rate limit), plus the webhook ones. */
@@ -19,6 +19,9 @@ export const webhookPusherConfig = {
   WEBHOOK_DISABLE_AFTER_MS: int('A subscription whose deliveries keep failing (no success in between) for this long is disabled, with an alarm', {
     default: '86400000',
     min: 0,
+  }),
+  WEBHOOK_ALLOW_HTTP_LOCALHOST: bool('Allow callbacks to reach the loopback (localhost, 127.0.0.0/8, ::1): development and tests; keep false in production', {
+    default: 'false',
   }),
   WEBHOOK_SUBSCRIPTION_CACHE_TTL_MS: int('How long the pusher caches a subscription (URL, secret, enabled)', { default: '5000', min: 0 }),
 } as const;

@@ -22,7 +22,7 @@ await runService(name, config, async ({ logger, registry }) => {
   const { limiter, close: closeLimiter } = await createPusherLimiter('webhook', config, logger, registry);
   // Like the device pushers: a POST must end well inside its ledger claim.
   const timeoutMs = capRequestTimeout({ requestTimeoutMs: config.WEBHOOK_TIMEOUT_MS }, providerLimits(config.LEDGER_LEASE_MS), logger).requestTimeoutMs;
-  const sender = createWebhookSender({ timeoutMs, bodyLimitBytes: config.WEBHOOK_RESPONSE_BODY_LIMIT_BYTES });
+  const sender = createWebhookSender({ timeoutMs, bodyLimitBytes: config.WEBHOOK_RESPONSE_BODY_LIMIT_BYTES, allowLoopback: config.WEBHOOK_ALLOW_HTTP_LOCALHOST });
   const subscriptions = createSubscriptionCache(db.subscriptions, config.WEBHOOK_SUBSCRIPTION_CACHE_TTL_MS);
   const stopping = new AbortController();
   const handle = createWebhookPusherHandler({

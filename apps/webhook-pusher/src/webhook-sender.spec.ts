@@ -22,7 +22,7 @@ describe('classify', () => {
 
 describe('createWebhookSender against a local server', () => {
   let server: Server | undefined;
-  const sender = createWebhookSender({ timeoutMs: 300, bodyLimitBytes: 16 });
+  const sender = createWebhookSender({ timeoutMs: 300, bodyLimitBytes: 16, allowLoopback: true });
   afterAll(() => sender.close());
   afterEach(async () => {
     server?.closeAllConnections();
@@ -33,6 +33,33 @@ describe('createWebhookSender against a local server', () => {
     await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}/h`;
   }
+
+  it('reaches the loopback by name too when allowed (WEBHOOK_ALLOW_HTTP_LOCALHOST)', async () => {
+    const url = await serve((_req, res) => res.writeHead(204).end());
+    expect(await sender.post(url.replace('127.0.0.1', 'localhost'), Buffer.from('{}'), {})).toEqual({ kind: 'delivered', status: 204 });
+  });
+
+  it('refuses, without connecting, a callback whose host is or resolves to an internal address (parked, not retried)', async () => {
+    let hits = 0;
+    const url = await serve((_req, res) => {
+      hits++;
+      res.writeHead(204).end();
+    });
+    const guarded = createWebhookSender({ timeoutMs: 300, bodyLimitBytes: 16 });
+    try {
+      // By name: localhost resolves to the loopback, as an internal service's name resolves inside.
+      expect(await guarded.post(url.replace('127.0.0.1', 'localhost'), Buffer.from('{}'), {})).toEqual({
+        kind: 'permanent',
+        reason: "refused: the callback's host localhost resolves to a loopback address (this machine), which webhooks must not reach (subscribe a public https URL)",
+      });
+      // A literal address is never looked up: asked all the same.
+      expect(await guarded.post(url, Buffer.from('{}'), {})).toMatchObject({ kind: 'permanent', reason: expect.stringContaining('host 127.0.0.1 is a loopback address') });
+      expect(await guarded.post('https://10.0.0.5/h', Buffer.from('{}'), {})).toMatchObject({ kind: 'permanent', reason: expect.stringContaining('host 10.0.0.5 is a private, link-local or reserved address') });
+      expect(hits).toBe(0);
+    } finally {
+      guarded.close();
+    }
+  });
 
   it('sends the body and headers and reports a 2xx', async () => {
     let got = '';

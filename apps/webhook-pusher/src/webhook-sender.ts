@@ -1,5 +1,8 @@
+import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { internalAddressProblem } from '@herald/contracts';
 
 /** What became of one POST, as a value (the handler turns it into ack / retry / park). */
 export type WebhookResult =
@@ -15,6 +18,31 @@ export interface WebhookSenderOptions {
   /** Most bytes of an answer body read; the rest is cut off and the connection closed. */
   bodyLimitBytes: number;
   userAgent?: string;
+  /** WEBHOOK_ALLOW_HTTP_LOCALHOST: the loopback may be reached (development, tests). */
+  allowLoopback?: boolean;
+}
+
+/** A callback host that resolved to an address a webhook must not reach: parked, never retried. */
+class RefusedAddressError extends Error {
+  readonly code = 'EHERALD_REFUSED_ADDRESS';
+}
+
+/**
+ * dns.lookup, refusing a host any of whose addresses is internal (callback-url.ts): checked here,
+ * on the addresses the connection will use, so a name pointing inside (an internal service name,
+ * 10.0.0.5.nip.io, a DNS rebinding between subscribing and sending) cannot reach it.
+ */
+export function guardedLookup(allowLoopback: boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err !== null) return callback(err, '', 0);
+      const refused = addresses.map((a) => ({ a, why: internalAddressProblem(a.address, allowLoopback) })).find((r) => r.why !== undefined);
+      if (refused !== undefined) return callback(new RefusedAddressError(`${hostname} resolves to ${refused.why}`), '', 0);
+      const [first] = addresses;
+      if (options.all === true) return (callback as unknown as (e: null, all: dns.LookupAddress[]) => void)(null, addresses);
+      return callback(null, first?.address ?? '', first?.family ?? 4);
+    });
+  };
 }
 
 export interface WebhookSender {
@@ -30,7 +58,8 @@ const REASON_SNIPPET = 200;
  * it buffer a huge body.
  */
 export function createWebhookSender(options: WebhookSenderOptions): WebhookSender {
-  const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+  const lookup = guardedLookup(options.allowLoopback === true);
+  const agents = { http: new http.Agent({ keepAlive: true, lookup }), https: new https.Agent({ keepAlive: true, lookup }) };
   return {
     post: (url, body, headers) => post(url, body, headers, options, agents),
     close: () => {
@@ -60,6 +89,10 @@ function post(
       clearTimeout(timer);
       resolve(result ?? classify(status ?? 0, Buffer.concat(kept).toString('utf8'), location, retryAfter));
     };
+    // A literal IP is not looked up (the lookup above never sees it): asked here.
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+    const literal = isIP(host) === 0 ? undefined : internalAddressProblem(host, options.allowLoopback === true);
+    if (literal !== undefined) return resolve(refusedAddress(`${host} is ${literal}`));
     const isHttps = url.startsWith('https:');
     const req = (isHttps ? https : http).request(url, {
       method: 'POST',
@@ -71,7 +104,9 @@ function post(
       finish(status === undefined ? { kind: 'transient', reason: `timed out after ${options.timeoutMs} ms` } : undefined);
       req.destroy();
     }, options.timeoutMs);
-    req.on('error', (err: NodeJS.ErrnoException) => finish({ kind: 'transient', reason: `connection failed: ${err.code ?? err.message}` }));
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      finish(err instanceof RefusedAddressError ? refusedAddress(err.message) : { kind: 'transient', reason: `connection failed: ${err.code ?? err.message}` }),
+    );
     req.on('response', (res) => {
       status = res.statusCode ?? 0;
       location = typeof res.headers.location === 'string' ? res.headers.location : undefined;
@@ -93,6 +128,11 @@ function post(
     req.end(body);
   });
 }
+
+const refusedAddress = (what: string): WebhookResult => ({
+  kind: 'permanent',
+  reason: `refused: the callback's host ${what}, which webhooks must not reach (subscribe a public https URL)`,
+});
 
 /** An HTTP answer's meaning for a webhook delivery. */
 export function classify(status: number, bodyStart: string, location?: string, retryAfter?: string): WebhookResult {

@@ -6,12 +6,32 @@ const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
 
-/** Addresses a callback must not name: private, link-local (cloud metadata), shared, unspecified. */
+/**
+ * Addresses a callback must not reach: private, link-local (cloud metadata), shared (CGNAT),
+ * benchmarking, multicast, reserved, unspecified; IPv6 unique-local, link-local, and NAT64 (which
+ * reaches IPv4 addresses, internal ones too).
+ */
 const INTERNAL = new BlockList();
-for (const [net, bits] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.168.0.0', 16]] as const) {
+for (const [net, bits] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.168.0.0', 16],
+  ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) {
   INTERNAL.addSubnet(net, bits, 'ipv4');
 }
-for (const [net, bits] of [['::', 128], ['fc00::', 7], ['fe80::', 10]] as const) INTERNAL.addSubnet(net, bits, 'ipv6');
+for (const [net, bits] of [['::', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['64:ff9b:1::', 48]] as const) INTERNAL.addSubnet(net, bits, 'ipv6');
+
+/**
+ * Why a webhook must not connect to `address` (an IP its host resolved to), or undefined: the
+ * loopback unless `allowLoopback` (WEBHOOK_ALLOW_HTTP_LOCALHOST), or any internal range above. The
+ * pusher asks this of every address at connect time, so a name that resolves inside (an internal
+ * service, a wildcard DNS name such as 10.0.0.5.nip.io, a rebinding one) is refused too.
+ */
+export function internalAddressProblem(address: string, allowLoopback: boolean): string | undefined {
+  const ip = literalIp(address);
+  if (ip === undefined) return undefined;
+  if (LOOPBACK.check(ip.address, ip.family)) return allowLoopback ? undefined : 'a loopback address (this machine)';
+  return INTERNAL.check(ip.address, ip.family) ? 'a private, link-local or reserved address' : undefined;
+}
 
 /** The IP a URL hostname spells literally (IPv4-mapped IPv6 as IPv4), or undefined for a name. */
 function literalIp(hostname: string): { address: string; family: 'ipv4' | 'ipv6' } | undefined {
@@ -23,7 +43,7 @@ function literalIp(hostname: string): { address: string; family: 'ipv4' | 'ipv6'
 }
 
 const isLoopback = (hostname: string): boolean => {
-  if (hostname === 'localhost') return true;
+  if (hostname.replace(/\.$/, '').toLowerCase() === 'localhost') return true;
   const ip = literalIp(hostname);
   return ip !== undefined && LOOPBACK.check(ip.address, ip.family);
 };
@@ -32,7 +52,8 @@ const isLoopback = (hostname: string): boolean => {
  * Why a subscription's callback URL is refused, or undefined if it is fine: an absolute https URL
  * without credentials or fragment, not naming a private, link-local or loopback address; the
  * loopback (localhost, 127.0.0.0/8, ::1) only with `allowHttpLocalhost` (dev, tests), and then
- * over http too. (Names are not resolved here: a DNS name pointing inside is not caught.)
+ * over http too. Names are not resolved here: the webhook-pusher refuses, when it connects, a name
+ * that resolves inside (internalAddressProblem).
  */
 export function callbackUrlProblem(raw: string, options: { allowHttpLocalhost: boolean }): string | undefined {
   if (raw.length > MAX_CALLBACK_URL_LENGTH) return `must be at most ${MAX_CALLBACK_URL_LENGTH} characters`;
@@ -48,7 +69,7 @@ export function callbackUrlProblem(raw: string, options: { allowHttpLocalhost: b
   if (loopback && !options.allowHttpLocalhost) return 'must not point at this machine (localhost is allowed only when WEBHOOK_ALLOW_HTTP_LOCALHOST is set)';
   if (url.protocol === 'http:' && !loopback) return 'must use https';
   const ip = literalIp(url.hostname);
-  if (ip !== undefined && INTERNAL.check(ip.address, ip.family)) return 'must not point at a private, link-local or unspecified address';
+  if (ip !== undefined && INTERNAL.check(ip.address, ip.family)) return 'must not point at a private, link-local, reserved or unspecified address';
   if (url.username !== '' || url.password !== '') return 'must not carry a user name or password';
   if (url.hash !== '') return 'must not have a fragment (#...)';
   return undefined;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { callbackUrlProblem, destinationOf } from './callback-url.ts';
+import { callbackUrlProblem, destinationOf, internalAddressProblem } from './callback-url.ts';
 import { computeDiff } from './change-diff.ts';
 import { parseWith } from './parse.ts';
 import { ChangeEvent } from './webhook.ts';
@@ -75,6 +75,18 @@ describe('callbackUrlProblem', () => {
     }
     expect(callbackUrlProblem('https://8.8.8.8/h', prod)).toBeUndefined();
     expect(callbackUrlProblem('https://172.32.0.1/h', prod)).toBeUndefined();
+  });
+
+  it('names the addresses a webhook must not connect to, whatever name led there', () => {
+    for (const address of ['10.0.0.5', '172.16.3.4', '192.168.0.9', '169.254.169.254', '100.64.1.1', '198.18.0.1', '224.0.0.251', '0.0.0.0', 'fd12::1', 'fe80::1', '64:ff9b::a00:5', '::ffff:10.0.0.1']) {
+      expect(internalAddressProblem(address, true), address).toBe('a private, link-local or reserved address');
+    }
+    expect(internalAddressProblem('127.0.0.1', false)).toBe('a loopback address (this machine)');
+    expect(internalAddressProblem('::1', false)).toBe('a loopback address (this machine)');
+    expect(internalAddressProblem('127.0.0.1', true)).toBeUndefined();
+    expect(internalAddressProblem('8.8.8.8', false)).toBeUndefined();
+    expect(internalAddressProblem('2606:4700::1111', false)).toBeUndefined();
+    expect(callbackUrlProblem('https://localhost./hook', prod)).toMatch(/this machine/);
   });
 
   it('refuses http elsewhere, other schemes, relative URLs, credentials and fragments', () => {
