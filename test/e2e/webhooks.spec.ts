@@ -122,6 +122,19 @@ describe('webhook subscriptions: signed callbacks for resource changes', () => {
     expect(unrelated.posts).toHaveLength(0);
   });
 
+  it('notifies two changes of different resources that share an event id (two teams chose the same id), each once', async () => {
+    const hook = await receiver();
+    await subscribe(hook.url, '*', 'ad');
+    const first = change('ad-shared-1', { bid: 1 }, { bid: 2 }, 'ad');
+    const second = { ...change('ad-shared-2', { bid: 5 }, { bid: 6 }, 'ad'), id: first.id };
+    await sys.client.publishChange(first);
+    await sys.client.publishChange(second);
+    await waitFor('both changes notified', async () => (hook.posts.filter((p) => p.body['eventId'] === first.id).length === 2 ? true : undefined));
+    const posts = hook.posts.filter((p) => p.body['eventId'] === first.id);
+    expect(posts.map((p) => (p.body['resource'] as { id: string }).id).sort()).toEqual(['ad-shared-1', 'ad-shared-2']);
+    expect(new Set(posts.map((p) => p.body['id'])).size).toBe(2);
+  });
+
   it('accepts change events through the HTTP API too, and traces them on request', async () => {
     const hook = await receiver();
     const sub = await subscribe(hook.url, 'camp-http');

@@ -81,7 +81,15 @@ function admit(message: InboundMessage, deps: FanoutDeps): Outcome | Omit<Accept
   return { event, diff };
 }
 
-const notificationIdOf = (a: Accepted, s: SubscriptionRow): string => derivePushId(`change:${a.event.id}`, s.id);
+/**
+ * One notification per (event, subscription). The event id is the publisher's idempotency key for
+ * a change of one resource; it is read with the resource it changed, so two teams (or one team's
+ * two resources) using the same event id are two changes, each notified, not one taken for the
+ * other's duplicate. (Before 2026-11-29 the id alone: a change redelivered across that upgrade may
+ * be notified once more, under its new id.)
+ */
+const notificationIdOf = (a: Accepted, s: SubscriptionRow): string =>
+  derivePushId(`change:${JSON.stringify([a.event.resource.type, a.event.resource.id, a.event.id])}`, s.id);
 
 function deliveryMessage(a: Accepted, s: SubscriptionRow, queuedAt: string): OutboundMessage {
   const delivery: WebhookDelivery = {
