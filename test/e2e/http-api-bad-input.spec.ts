@@ -107,6 +107,13 @@ describe('HTTP API bad input', () => {
     expect((await call(sys, 'POST', '/v1/devices', { key, body: { ...device, eventAt: '2026-11-29T12:00:00+14:00' } })).status).toBe(202);
   });
 
+  it('refuses a scheduled job that would expire before it is due (400 naming ttl or expiresAt): nothing would be delivered', async () => {
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
+    await refused([sys, 'POST', '/v1/jobs', { key, body: job({ deliverAt: { at: tomorrow }, ttl: 3600 }) }], 400, 'invalid-request', /^ttl: the job expires at .* before it is due/);
+    await refused([sys, 'POST', '/v1/jobs', { key, body: job({ deliverAt: { at: tomorrow }, expiresAt: new Date(Date.now() + 3_600_000).toISOString() }) }], 400, 'invalid-request', /^expiresAt: /);
+    expect((await call(sys, 'POST', '/v1/jobs', { key, body: job({ deliverAt: { at: tomorrow }, ttl: 2 * 86_400 }) })).status).toBe(202);
+  });
+
   it('refuses a job id already used by another app (409)', async () => {
     const first = job();
     expect((await call(sys, 'POST', '/v1/jobs', { key, body: first })).status).toBe(202);

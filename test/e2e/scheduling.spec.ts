@@ -148,23 +148,28 @@ describe('scheduled pushes', () => {
     }
   });
 
-  it('rejects impossible times, malformed jitter and far-future dates at the client', async () => {
+  it('rejects impossible times, malformed jitter, far-future dates and a job that would expire before it is due at the client', async () => {
     const bad = [{ localTime: '25:00' }, { localTime: '09:00', jitter: 'PT30X' }, { localTime: '09:00', date: '2099-01-01' }];
     for (const deliverAt of bad) {
       await expect(sys.client.publishPushJob(job({ userId: 'u', deliverAt }))).rejects.toThrow(/deliverAt/);
     }
+    // One that would expire before it is due: its ttl counts from acceptance.
+    const tomorrow = { at: new Date(Date.now() + 86_400_000).toISOString() };
+    await expect(sys.client.publishPushJob(job({ userId: 'u', deliverAt: tomorrow, ttl: 3600 }))).rejects.toThrow(/ttl: the job expires at .* before it is due/);
   });
 
-  it('parks an impossible local time (schema) and a date beyond the horizon (bad-schedule) with reasons', async () => {
+  it('parks an impossible local time (schema), a date beyond the horizon and a job that would expire before it is due (bad-schedule) with reasons', async () => {
     const publishRaw = (body: object) => raw.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body });
     await publishRaw({ id: 'sched-25h', app: DEMO_APP.id, userId: 'u', category: 'c', content: { title: 't' }, deliverAt: { localTime: '25:00' } });
     await publishRaw({ id: 'sched-far', app: DEMO_APP.id, userId: 'u', category: 'c', content: { title: 't' }, deliverAt: { at: '2099-01-01T09:00:00Z' } });
+    await publishRaw({ id: 'sched-short', app: DEMO_APP.id, userId: 'u', category: 'c', content: { title: 't' }, deliverAt: { at: new Date(Date.now() + 86_400_000).toISOString() }, ttl: 0 });
     const parked = (id: string) =>
       waitFor(`parked ${id}`, async () => (await peekMessages(sys.vhost.name, parkedQueueFor(Queues.jobs), 100)).find((m) => m.payload.includes(id)));
     expect(String((await parked('sched-25h')).properties.headers?.[Headers.parkedReason])).toMatch(/deliverAt\.localTime/);
     expect(String((await parked('sched-far')).properties.headers?.[Headers.parkedReason])).toMatch(/more than 366 days ahead/);
     expect(await metric(sys.service('demuxer'), 'herald_messages_parked_total', { queue: Queues.jobs, code: 'schema' })).toBe(1);
-    expect(await metric(sys.service('demuxer'), 'herald_messages_parked_total', { queue: Queues.jobs, code: 'bad-schedule' })).toBe(1);
+    expect(String((await parked('sched-short')).properties.headers?.[Headers.parkedReason])).toMatch(/^ttl: the job expires at .* before it is due/);
+    expect(await metric(sys.service('demuxer'), 'herald_messages_parked_total', { queue: Queues.jobs, code: 'bad-schedule' })).toBe(2);
     expect(sys.service('demuxer').running).toBe(true);
   });
 });

@@ -1,4 +1,4 @@
-import { PushJob, decodeWith, jobExpiry, scheduleProblem, targetUsers, type DevicePush } from '@herald/contracts';
+import { PushJob, decodeWith, expiresBeforeDue, jobExpiry, scheduleProblem, targetUsers, type DevicePush } from '@herald/contracts';
 import type { AppRow, AudienceDevice, DemuxEntry, TargetRequest } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
@@ -122,6 +122,9 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
   // ahead counts as now, or a job for 09:00 accepted at 08:58 by a clock ten minutes fast would be
   // read as accepted after 09:00 and go out tomorrow, and its expiry would run late.
   const acceptedAt = job.acceptedAt !== undefined ? new Date(Math.min(Date.parse(job.acceptedAt), at.getTime())) : at;
+  // As the doors refuse it (a job published over raw AMQP passed none of them).
+  const expires = expiresBeforeDue(job, acceptedAt);
+  if (expires !== undefined) return park(deps, 'bad-schedule', `${expires.path}: ${expires.message}`, job);
   const expiry = jobExpiry(job, acceptedAt);
   // An expired job is still targeted: its status counts each push it would have made as expired.
   const expired = expiry !== undefined && expiry <= at;

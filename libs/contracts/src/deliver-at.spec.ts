@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PushJob } from './push-job.ts';
+import { PushJob, expiresBeforeDue } from './push-job.ts';
 import { DeliverAt, parseIsoDuration, scheduleProblem } from './deliver-at.ts';
 import { parseWith } from './parse.ts';
 
@@ -42,5 +42,33 @@ describe('deliverAt', () => {
     expect(scheduleProblem({ at: '2026-06-20T00:00:00Z' }, now, 7)).toMatch(/more than 7 days/);
     expect(scheduleProblem({ localTime: '09:00' }, now, 1)).toBeUndefined();
     expect(scheduleProblem(undefined, now)).toBeUndefined();
+  });
+});
+
+describe('a scheduled job that would expire before it is due', () => {
+  const accepted = new Date('2026-11-29T12:00:00Z');
+  const check = (fields: Record<string, unknown>) => expiresBeforeDue(PushJob.parse({ ...job({ at: '2026-11-30T09:00:00Z' }), ...fields }), accepted);
+
+  it('is named by the field that sets its expiry: a ttl counts from acceptance, not from deliverAt', () => {
+    expect(check({ ttl: 3600 })).toEqual({
+      path: 'ttl',
+      message:
+        'the job expires at 2026-11-29T13:00:00.000Z, before it is due (2026-11-30T09:00:00Z), so nothing would be delivered: ttl counts from acceptance, so give one longer than the wait (or an expiresAt after deliverAt)',
+    });
+    expect(check({ ttl: 0 })).toMatchObject({ path: 'ttl' }); // now-or-never, scheduled for tomorrow
+    expect(check({ expiresAt: '2026-11-30T08:00:00Z' })).toMatchObject({ path: 'expiresAt', message: expect.stringMatching(/give an expiresAt after deliverAt$/) });
+  });
+
+  it('passes a job that can still deliver, or whose due time depends on each device', () => {
+    expect(check({})).toBeUndefined();
+    expect(check({ ttl: 86_400 })).toBeUndefined();
+    expect(check({ expiresAt: '2026-11-30T10:00:00Z' })).toBeUndefined();
+    // On 2026-11-30 09:00 local, the first devices (UTC+14) are due at 2026-11-29T19:00Z.
+    const local = (ttl: number) => expiresBeforeDue(PushJob.parse({ ...job({ localTime: '09:00', date: '2026-11-30' }), ttl }), accepted);
+    expect(local(6 * 3600)).toMatchObject({ path: 'ttl', message: expect.stringContaining('before it is due (2026-11-30 09:00 local time)') });
+    expect(local(8 * 3600)).toBeUndefined();
+    expect(expiresBeforeDue(PushJob.parse({ ...job({ localTime: '09:00' }), ttl: 60 }), accepted)).toBeUndefined();
+    // Due already (an instant in the past goes at once): judged by its expiry alone, elsewhere.
+    expect(expiresBeforeDue(PushJob.parse({ ...job({ at: '2026-11-29T11:00:00Z' }), ttl: 60 }), accepted)).toBeUndefined();
   });
 });

@@ -102,3 +102,29 @@ export function jobExpiry(job: PushJob, acceptedAt: Date): Date | undefined {
   if (isNowOrNever(job)) candidates.push(acceptedAt.getTime() + NOW_OR_NEVER_GRACE_S * 1000);
   return candidates.length === 0 ? undefined : new Date(Math.min(...candidates));
 }
+
+/** The easternmost UTC offset (Kiribati, +14:00): a local date and time comes no earlier than this far ahead of UTC. */
+const EASTERNMOST_OFFSET_MS = 14 * 3_600_000;
+
+/**
+ * Why a scheduled job would expire before any of its pushes falls due (so nothing at all would be
+ * delivered), naming the field that sets the expiry, or undefined. Its ttl counts from acceptance,
+ * not from deliverAt: a job for tomorrow with `ttl: 3600` (or `ttl: 0`) would be accepted and then
+ * deliver nothing. Decided for an instant, and for a local time on a given date (earliest in the
+ * easternmost zone); a local time without a date depends on each device's zone and is not judged.
+ */
+export function expiresBeforeDue(job: PushJob, acceptedAt: Date): { path: 'ttl' | 'expiresAt'; message: string } | undefined {
+  const d = job.deliverAt;
+  if (d === undefined) return undefined;
+  const earliest = 'at' in d ? Date.parse(d.at) : d.date === undefined ? undefined : Date.parse(`${d.date}T${d.localTime}:00Z`) - EASTERNMOST_OFFSET_MS;
+  const expiry = jobExpiry(job, acceptedAt);
+  if (earliest === undefined || expiry === undefined || expiry.getTime() > earliest) return undefined;
+  const byExpiresAt = job.expiresAt !== undefined && Date.parse(job.expiresAt) === expiry.getTime();
+  const due = 'at' in d ? d.at : `${d.date} ${d.localTime} local time`;
+  return {
+    path: byExpiresAt ? 'expiresAt' : 'ttl',
+    message: `the job expires at ${expiry.toISOString()}, before it is due (${due}), so nothing would be delivered: ${
+      byExpiresAt ? 'give an expiresAt after deliverAt' : 'ttl counts from acceptance, so give one longer than the wait (or an expiresAt after deliverAt)'
+    }`,
+  };
+}
