@@ -47,8 +47,17 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
   if (fanout.state === 'cancelled') return counted(deps, 'cancelled');
   const chunk = await deps.fanouts.chunk(jobId, chunkNo);
   if (chunk === undefined) return park(deps, 'unknown-chunk', `job "${jobId}" has no chunk ${chunkNo}`);
-  // A duplicate task (a redelivered job or task re-published it): the chunk and its successor's task are done.
-  if (chunk.state === 'done') return counted(deps, 'duplicate');
+  // A duplicate task (a redelivered job or task re-published it): the chunk is done. Redelivered,
+  // it may be the copy whose demuxer created the next chunk and died before publishing its task,
+  // while another copy, which did not create it, finished this chunk without publishing it: so the
+  // next chunk's task goes out again unless that chunk is done (a duplicate task is harmless).
+  if (chunk.state === 'done') {
+    const next = message.redelivered || message.attempt > 1 ? await deps.fanouts.chunk(jobId, chunkNo + 1) : undefined;
+    if (next !== undefined && next.state !== 'done' && (await deps.fanouts.state(jobId)) !== 'cancelled') {
+      await deps.publisher.publish(fanoutTaskMessage(jobId, chunkNo + 1));
+    }
+    return counted(deps, 'duplicate');
+  }
   const parsed = PushJob.safeParse(fanout.job);
   const audience = parsed.success ? parsed.data.audience : undefined;
   if (!parsed.success || audience === undefined) return park(deps, 'schema', `the stored job "${jobId}" is not an audience job`);
