@@ -1,5 +1,5 @@
 import { createLogger } from '@herald/logging';
-import { classifyApnsFailure, classifyFcmError, type SendResult } from '@herald/providers';
+import { classifyApnsFailure, classifyFcmError, classifyWebPushAnswer, type SendResult } from '@herald/providers';
 import { Registry } from '@herald/runtime';
 import { describe, expect, it, vi } from 'vitest';
 import { createAppBans, isCredentialFailure } from './app-ban.ts';
@@ -18,6 +18,10 @@ describe('app bans', () => {
     expect(isCredentialFailure({ kind: 'permanent', reason: 'VapidUnauthorized: the push service refused the VAPID JWT (HTTP 401)' })).toBe(true);
     expect(isCredentialFailure({ kind: 'permanent', reason: 'no-vapid-keys: app "x" has no VAPID keys' })).toBe(true);
     expect(isCredentialFailure({ kind: 'permanent', reason: 'VapidKeyMismatch: the subscription belongs to another application server key (HTTP 403)' })).toBe(false);
+    // A 403 is the app's when it says the JWT is bad (Apple's push service, FCM's), one subscription's otherwise.
+    expect(isCredentialFailure(classifyWebPushAnswer({ status: 403, body: '{"reason":"BadJwtToken"}' }))).toBe(true);
+    expect(isCredentialFailure(classifyWebPushAnswer({ status: 403, body: 'invalid JWT provided' }))).toBe(true);
+    expect(isCredentialFailure(classifyWebPushAnswer({ status: 403, body: 'the key does not match this subscription' }))).toBe(false);
     expect(isCredentialFailure({ kind: 'transient', reason: 'InvalidProviderToken' })).toBe(false);
   });
 

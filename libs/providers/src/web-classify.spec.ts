@@ -21,6 +21,10 @@ describe('push service answers (RFC 8030 §5, RFC 8292)', () => {
   it('401 is the app\'s VAPID JWT refused, 403 a key that does not match the subscription, 413 too large, 400 bad request: all permanent', () => {
     expect(classifyWebPushAnswer({ status: 401, body: 'bad jwt' })).toEqual({ kind: 'permanent', reason: 'VapidUnauthorized: the push service refused the VAPID JWT (HTTP 401: bad jwt)' });
     expect(classifyWebPushAnswer({ status: 403 })).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidKeyMismatch/) });
+    // Apple's and FCM's words for a JWT they refuse: the app's credential, as a 401 (app-ban.spec.ts: it counts towards a ban).
+    for (const body of ['{"reason":"BadJwtToken"}', 'invalid JWT provided']) {
+      expect(classifyWebPushAnswer({ status: 403, body })).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidUnauthorized: /) });
+    }
     expect(classifyWebPushAnswer({ status: 413 })).toMatchObject({ kind: 'permanent', reason: 'PayloadTooLarge: HTTP 413' });
     expect(classifyWebPushAnswer({ status: 400, body: 'x'.repeat(500) })).toMatchObject({ kind: 'permanent' });
     expect((classifyWebPushAnswer({ status: 400, body: 'x'.repeat(500) }) as { reason: string }).reason.length).toBeLessThan(300);

@@ -21,9 +21,10 @@ function because(answer: WebPushAnswer): string {
 /**
  * A push service's answer as a SendResult (PROVIDER-RULES.md "Web Push", answers):
  * 2xx delivered; 404/410 the subscription is gone; 429 and 5xx transient (Retry-After honoured);
- * 401 the VAPID JWT was refused (an app credential problem: counts towards the app's ban);
- * 403 the signing key does not match the subscription's applicationServerKey (this subscription's
- * problem, not the app's); 413 too large and any other 4xx permanent.
+ * 401, and 403 saying the JWT is bad (Apple's BadJwtToken, FCM's "invalid JWT"), the VAPID JWT was
+ * refused (an app credential problem: counts towards the app's ban); any other 403, the signing key
+ * does not match the subscription's applicationServerKey (this subscription's problem, not the
+ * app's); 413 too large and any other 4xx permanent.
  */
 export function classifyWebPushAnswer(answer: WebPushAnswer): SendResult {
   const { status } = answer;
@@ -33,6 +34,12 @@ export function classifyWebPushAnswer(answer: WebPushAnswer): SendResult {
   if (status === 429) return { kind: 'transient', reason: `TooManyRequests: ${because(answer)}`, ...retry };
   if (status >= 500) return { kind: 'transient', reason: `push service error: ${because(answer)}`, ...retry };
   if (status === 401) return { kind: 'permanent', reason: `VapidUnauthorized: the push service refused the VAPID JWT (${because(answer)})` };
+  // 403 is any refused VAPID authentication (RFC 8292 §4.2), not only a key mismatch: Apple's push
+  // service answers 403 {"reason":"BadJwtToken"} for a JWT it will not take (a subject it refuses,
+  // an expiry too far ahead), FCM "invalid JWT provided"; that is the app's credential, for every push.
+  if (status === 403 && /BadJwtToken|invalid JWT/i.test(answer.body ?? '')) {
+    return { kind: 'permanent', reason: `VapidUnauthorized: the push service refused the VAPID JWT (${because(answer)})` };
+  }
   if (status === 403) return { kind: 'permanent', reason: `VapidKeyMismatch: the subscription belongs to another application server key (${because(answer)})` };
   if (status === 413) return { kind: 'permanent', reason: `PayloadTooLarge: ${because(answer)}` };
   return { kind: 'permanent', reason: `push service refused the request: ${because(answer)}` };
