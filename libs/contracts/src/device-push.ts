@@ -29,6 +29,12 @@ export const DevicePush = z
   /** Web Push only: the VAPID public key the subscription was made with, when its registration said so (the pusher signs with that pair). */
   webVapidKey: z.string().min(1).max(200).optional(),
   userId: UserId,
+  /**
+   * Addressed to the device itself (a broadcast or segment, a topic's device member), not to
+   * `userId`: sent even if the device is registered to another user by then. Without it a push is
+   * its user's, and a pusher drops it when the device has gone to another user (a shared tablet).
+   */
+  toDevice: z.literal(true).optional(),
   content: PushContent,
   priority: Priority,
   collapseKey: CollapseKey.optional(),

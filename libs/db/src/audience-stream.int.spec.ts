@@ -70,8 +70,10 @@ afterAll(async () => t?.drop());
 
 describe('broadcast', () => {
   it('walks every active device of the app exactly once in chunks of 500', async () => {
-    const { ids, chunks } = await walk({ kind: 'broadcast' }, 500);
+    const { ids, chunks, devices } = await walk({ kind: 'broadcast' }, 500);
     expect(ids).toHaveLength(N - 25);
+    // Addressed to each device, not to its user: sent even if the device goes to another user meanwhile.
+    expect(devices.every((d) => d.toDevice === true)).toBe(true);
     expect(new Set(ids).size).toBe(N - 25);
     expect(chunks).toBeGreaterThanOrEqual(5);
     expect(ids).toEqual([...ids].sort((a, b) => Number(a) - Number(b)));
@@ -136,6 +138,8 @@ describe('topics', () => {
     const expected = [...Array.from({ length: N / 2 }, (_, k) => `user-${k * 2}`), 'user-3', 'late-user'];
     expect(devices.map((d) => d.userId).sort()).toEqual(expected.sort());
     expect(new Set(devices.map((d) => d.deviceId)).size).toBe(devices.length);
+    // The device members' pushes are addressed to the device; the user members', to the user.
+    expect(devices.filter((d) => d.toDevice === true).map((d) => d.userId).sort()).toEqual(['late-user', 'user-3']);
     expect(usersWithoutDevice).toBe(1);
     expect(await audienceSize(t.db, { app: 'app-a', audience: { kind: 'topic', topic: 'news' } })).toEqual({ size: N / 2 + 4, exact: false });
   });

@@ -95,6 +95,9 @@ async function read(ctx: WalkContext, req: AudienceChunkRequest, until: string |
 /** Where a read starts (exclusive) and, for a chunk redone, where it ends (inclusive). */
 type Range = { after: AudienceCursor | null; until: AudienceCursor | null };
 
+/** A device the audience names by itself (every device of the app, a topic's device member), not through its user. */
+const toDeviceItself = (r: AudienceDeviceRow): AudienceDevice => ({ ...toAudienceDevice(r), toDevice: true });
+
 async function broadcast(ctx: WalkContext, range: Range, limit: number): Promise<Chunk> {
   const after = range.after?.w === 'b' ? range.after.after : null;
   const until = range.until?.w === 'b' ? sql`d.id <= ${range.until.after}::bigint` : sql`true`;
@@ -104,7 +107,7 @@ async function broadcast(ctx: WalkContext, range: Range, limit: number): Promise
       and ${segmentCondition(ctx)}
     order by d.id limit ${limit}`.execute(ctx.db);
   const last = rows[rows.length - 1];
-  return { devices: rows.map(toAudienceDevice), usersWithoutDevice: 0, next: rows.length < limit || last === undefined ? null : { w: 'b', after: last.id } };
+  return { devices: rows.map(toDeviceItself), usersWithoutDevice: 0, next: rows.length < limit || last === undefined ? null : { w: 'b', after: last.id } };
 }
 
 /** A page of user ids in keyset order, then their devices; the cursor is the last user taken. */
@@ -147,7 +150,7 @@ async function topicDevices(ctx: WalkContext, name: string, after: string | null
       and ${segmentCondition(ctx)}
     order by m.member_id limit ${limit}`.execute(ctx.db);
   const last = rows[rows.length - 1];
-  return { devices: rows.map(toAudienceDevice), usersWithoutDevice: 0, next: rows.length < limit || last === undefined ? null : { w: 'td', after: last.member_id } };
+  return { devices: rows.map(toDeviceItself), usersWithoutDevice: 0, next: rows.length < limit || last === undefined ? null : { w: 'td', after: last.member_id } };
 }
 
 async function followers(ctx: WalkContext, of: string, range: Range, limit: number): Promise<Chunk> {

@@ -157,15 +157,18 @@ describe('DeliveryLedger', () => {
     const theirs = push('aa'.repeat(32));
     // Queued for user "before", but the device is registered to "u" now (a tablet handed on).
     const reassigned = push('aa'.repeat(32), undefined, 'before');
+    // The same, but addressed to the device itself (a broadcast, a topic's device member): it still goes.
+    const toDevice = { ...push('aa'.repeat(32), undefined, 'before'), toDevice: true };
     await t.db.ledger.claim([done.pushId], 'pusher-0', LEASE);
     await t.db.ledger.complete([{ pushId: done.pushId, outcome: 'delivered' }]);
     await other.ledger.claim([theirs.pushId], 'pusher-2', LEASE);
     const upper = { ...live, pushId: live.pushId.toUpperCase() };
-    expect(await t.db.ledger.claimLive([live, dead, unknown, foreign, done, theirs, dead, upper, reassigned], 'pusher-1', LEASE)).toEqual(
+    expect(await t.db.ledger.claimLive([live, dead, unknown, foreign, done, theirs, dead, upper, reassigned, toDevice], 'pusher-1', LEASE)).toEqual(
       new Map([
         [live.pushId, 'claimed'],
         [dead.pushId, 'dead'],
         [reassigned.pushId, 'reassigned'],
+        [toDevice.pushId, 'claimed'],
         [unknown.pushId, 'claimed'],
         [foreign.pushId, 'claimed'],
         [done.pushId, 'done'],

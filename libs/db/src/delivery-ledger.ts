@@ -17,6 +17,8 @@ export interface LedgerPush {
   deviceId: string;
   token: string;
   userId: string;
+  /** Addressed to the device, not its user (DevicePush.toDevice): no 'reassigned' check. */
+  toDevice?: boolean;
 }
 
 /**
@@ -160,7 +162,8 @@ const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(dev
  * claimStatement for (lowercase, distinct) device pushes, except those whose device is dead now
  * (invalidated or unregistered: a device not in `devices` at all is not dead), which it returns as
  * 'dead', or registered to another user than the push's since it was queued ('reassigned': a push
- * stored for tomorrow would otherwise reach whoever holds the token then); neither is claimed.
+ * stored for tomorrow would otherwise reach whoever holds the token then; not asked of a push
+ * addressed to the device itself, toDevice); neither is claimed.
  * Both parts read one snapshot. The device is found by its primary key
  * (the push's deviceId) and must still hold the push's token (a row's token never changes: a new
  * token is a new row): about a quarter less of PostgreSQL's work for the claim than a lookup by (app,
@@ -176,12 +179,12 @@ export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string,
   return sql<{ push_id: string; state: 'claimed' | 'dead' | 'reassigned' }>`
   with dead as (
     select i.push_id, d.state
-    from unnest(${ids}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[], ${pushes.map((p) => p.userId)}::text[])
+    from unnest(${ids}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[], ${pushes.map((p) => (p.toDevice === true ? null : p.userId))}::text[])
       as i(push_id, device_id, token, user_id)
     cross join lateral (
       select case when d.invalidated_at is not null then 'dead' else 'reassigned' end as state
       from devices d
-      where d.id = i.device_id and d.token = i.token and (d.invalidated_at is not null or d.user_id is distinct from i.user_id)
+      where d.id = i.device_id and d.token = i.token and (d.invalidated_at is not null or (i.user_id is not null and d.user_id is distinct from i.user_id))
       limit 1
     ) d
   ), claimed as (${claimInsert(ids, owner, leaseMs, sql`exists (select 1 from dead where dead.push_id = i.push_id)`)})

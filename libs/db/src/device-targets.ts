@@ -25,6 +25,11 @@ export interface TargetDevice {
   /** Web Push subscriptions only: the keys, and the VAPID public key it was made with when the registration said so. */
   webKeys?: WebPushKeys;
   webVapidKey?: string;
+  /**
+   * The push goes to the device itself, not to its user: a broadcast (or segment), a topic's device
+   * member. Its user may change before it is sent (an anonymous id, then a login) and it still goes.
+   */
+  toDevice?: true;
 }
 
 /** Why a device of a target user gets no push: its user opted out of the category, or muted the object. */
