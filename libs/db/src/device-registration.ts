@@ -2,7 +2,6 @@ import { sql, type Kysely } from 'kysely';
 import type { Registration } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { deviceKey, pickOnePerDevice, type DeviceKey } from './device-key.ts';
-import { notAfter } from './event-time.ts';
 import { followerActivitySql } from './follow-index.ts';
 
 export type RegistrationResult = 'applied' | 'stale';
@@ -10,13 +9,18 @@ export type RegistrationResult = 'applied' | 'stale';
 /**
  * Apply register/unregister events in one statement. Last event time wins: an event older than
  * the device's last event (or than its invalidation) changes nothing and is 'stale'. Within one
- * batch, the newest event per device is applied and the others report 'stale' (superseded). No
- * event time (nor lastSeenAt) is taken later than `now` (event-time.ts).
+ * batch, the newest event per device is applied and the others report 'stale' (superseded).
+ *
+ * Event times come from the reporting system's clock, often the phone's. Among a device's own
+ * events they are compared as given (a phone whose clock runs ahead still orders its own register
+ * and unregister). The times kept for comparing with what others report (registered_at against a
+ * provider's 410 timestamp, invalidated_at, last_seen_at against real time) are never later than
+ * now: kept as given, a registration stamped an hour ahead made every 410 of that hour stale, so the
+ * dead token went on getting pushes, and a lastSeenAt ahead pinned the device as recently active.
  */
-export async function applyRegistrations(db: Kysely<HeraldTables>, given: readonly Registration[], now = new Date()): Promise<RegistrationResult[]> {
-  const results: RegistrationResult[] = given.map(() => 'stale');
-  if (given.length === 0) return results;
-  const regs = given.map((r) => inThePast(r, now));
+export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonly Registration[]): Promise<RegistrationResult[]> {
+  const results: RegistrationResult[] = regs.map(() => 'stale');
+  if (regs.length === 0) return results;
   const winners = pickOnePerDevice(regs, (a, b) => Date.parse(a.eventAt) > Date.parse(b.eventAt));
   const applied = await upsertStatement(
     db,
@@ -29,12 +33,6 @@ export async function applyRegistrations(db: Kysely<HeraldTables>, given: readon
   return results;
 }
 
-function inThePast(reg: Registration, now: Date): Registration {
-  const eventAt = notAfter(reg.eventAt, now);
-  if (reg.kind === 'unregister') return { ...reg, eventAt };
-  return { ...reg, eventAt, ...(reg.lastSeenAt !== undefined && { lastSeenAt: notAfter(reg.lastSeenAt, now) }) };
-}
-
 /** Upserts at most one event per device; returns the devices whose row changed. */
 async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registration[]): Promise<DeviceKey[]> {
   const reg = (r: Registration) => (r.kind === 'register' ? r : undefined);
@@ -44,15 +42,15 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       (app, platform, token, token_kind, user_id, timezone, locale, registered_at, last_event_at, invalidated_at, invalidation_reason,
        web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at)
     select i.app, i.platform, i.token, coalesce(i.token_kind, 'device'), i.user_id, i.timezone, i.locale,
-           case when i.is_register then i.event_at end,
+           case when i.is_register then least(i.event_at, now()) end,
            i.event_at,
-           case when i.is_register then null else i.event_at end,
+           case when i.is_register then null else least(i.event_at, now()) end,
            case when i.is_register then null else 'unregistered' end,
            i.web_p256dh, i.web_auth,
            -- A web register that does not name its applicationServerKey subscribed with the app's current key:
            -- record it now, so after a rotation the pusher still signs with that (then previous) pair.
            coalesce(i.web_vapid_key, case when i.is_register and i.platform = 'web' then (select a.web_vapid_public_key from apps a where a.id = i.app) end),
-           i.app_version, case when i.is_register then coalesce(i.last_seen_at, i.event_at) end
+           i.app_version, case when i.is_register then least(coalesce(i.last_seen_at, i.event_at), now()) end
     from unnest(
       ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.platform)}::text[], ${rows.map((r) => r.token)}::text[],
       ${rows.map((r) => reg(r)?.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],
@@ -80,7 +78,9 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       invalidated_at = excluded.invalidated_at,
       invalidation_reason = excluded.invalidation_reason,
       updated_at = now()
-    where excluded.last_event_at >= greatest(d.last_event_at, d.invalidated_at)
+    -- Later than the device's last event by the reporter's clock, and (clamped, above) not before its invalidation.
+    where excluded.last_event_at >= d.last_event_at
+      and coalesce(excluded.registered_at, excluded.invalidated_at) >= coalesce(d.invalidated_at, '-infinity'::timestamptz)
     returning d.app, d.platform, d.token, d.user_id, d.last_seen_at, d.registered_at, d.invalidated_at
     ), touched as (
       -- A follower's device activity moves them forward in the recently-active follower indexes (0020).

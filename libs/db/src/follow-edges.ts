@@ -1,6 +1,5 @@
 import { sql, type Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
-import { notAfter } from './event-time.ts';
 import { DEFAULT_FOLLOWER_INDEX, updateFollowerIndex, type FollowerIndexOptions } from './follow-index.ts';
 
 /** "follower follows (or unfollowed) followee" at the caller's event time. */
@@ -18,19 +17,16 @@ const keyOf = (e: { app: string; followee: string; follower: string }) => JSON.s
 
 /**
  * Applies follow events in one statement; last event wins per edge (an event older than the
- * edge's stored event_at is 'stale'; within a batch the newest per edge wins; no event time later
- * than now counts, event-time.ts). Follower counts
+ * edge's stored event_at is 'stale'; within a batch the newest per edge wins). Follower counts
  * follow by trigger; the recently-active index is updated after (follow-index.ts).
  */
 export async function applyFollowEvents(
   db: Kysely<HeraldTables>,
-  given: readonly FollowEdgeEvent[],
+  events: readonly FollowEdgeEvent[],
   index: FollowerIndexOptions = DEFAULT_FOLLOWER_INDEX,
 ): Promise<FollowResult[]> {
-  const results: FollowResult[] = given.map(() => 'stale');
-  if (given.length === 0) return results;
-  const now = new Date();
-  const events = given.map((e) => ({ ...e, eventAt: notAfter(e.eventAt, now) }));
+  const results: FollowResult[] = events.map(() => 'stale');
+  if (events.length === 0) return results;
   const best = new Map<string, number>();
   events.forEach((e, i) => {
     const j = best.get(keyOf(e));

@@ -1,7 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { normalizeDeviceToken, type Platform } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
-import { notAfter } from './event-time.ts';
 
 /** A topic as listed: its member count is kept by triggers (migration 0020), so reading it is cheap. */
 export interface TopicRow {
@@ -64,15 +63,12 @@ export async function listTopics(db: Kysely<HeraldTables>, app: string, limit: n
 
 /**
  * Applies membership events in one statement. Last event wins: an event older than the member's
- * stored event_at changes nothing ('stale'); within a batch the newest per member wins; no event
- * time later than now counts (event-time.ts). Events for
+ * stored event_at changes nothing ('stale'); within a batch the newest per member wins. Events for
  * a topic the app does not have are 'unknown-topic' and change nothing. Counts follow by trigger.
  */
-export async function applyTopicMemberships(db: Kysely<HeraldTables>, given: readonly TopicMemberEvent[]): Promise<TopicMemberResult[]> {
-  const results: TopicMemberResult[] = given.map(() => 'stale');
-  if (given.length === 0) return results;
-  const now = new Date();
-  const events = given.map((e) => ({ ...e, eventAt: notAfter(e.eventAt, now) }));
+export async function applyTopicMemberships(db: Kysely<HeraldTables>, events: readonly TopicMemberEvent[]): Promise<TopicMemberResult[]> {
+  const results: TopicMemberResult[] = events.map(() => 'stale');
+  if (events.length === 0) return results;
   const keyed = events.map((e) => ({ e, m: memberOf(e), key: '' }));
   for (const k of keyed) k.key = JSON.stringify([k.e.app, k.e.topic, k.m.kind, k.m.id]);
   const best = new Map<string, number>();
