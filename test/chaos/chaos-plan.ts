@@ -16,7 +16,7 @@ export interface ChaosJob {
   userIds: string[];
   /** Due this many ms after it is published (undefined: at once). */
   delayMs?: number;
-  /** Expires this many ms after it is published, before it is due: every push of it is dropped as expired. */
+  /** Expires this many ms after it is published, before the demuxer takes it: every push of it is dropped as expired. */
   expiresInMs?: number;
   /** When (ms after the stream starts) the generator publishes it. */
   atMs: number;
@@ -133,7 +133,9 @@ function jobsFor(rng: Rng, shape: Shape, seed: number, users: readonly string[],
     const job: ChaosJob = { id: `chaos-${seed}-j${i}`, userIds: [...picked], atMs: Math.round((i * shape.streamMs) / shape.jobs) };
     const roll = rng();
     // A dead user's one push must be sent (so the 410 comes back): never on an expiring job.
-    if (roll < shape.expiringFraction && dead === undefined) Object.assign(job, { delayMs: 4_000, expiresInMs: 1_000 });
+    // It expires a millisecond after it is published, so the demuxer finds it expired: a job due after
+    // it expires is refused at the door (it could deliver nothing), so none is scheduled.
+    if (roll < shape.expiringFraction && dead === undefined) Object.assign(job, { expiresInMs: 1 });
     else if (roll < shape.expiringFraction + shape.scheduledFraction) job.delayMs = between(rng, 2_000, 6_000);
     jobs.push(job);
   }

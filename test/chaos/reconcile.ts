@@ -5,7 +5,7 @@ import { pushKey, type ChaosDevice, type ChaosJob } from './chaos-plan.ts';
  * What must become of one device push the jobs implied:
  * - deliver: a device the sandbox accepts → a 200 in the sandbox (or, if something gave up on it, a parked copy);
  * - park: a device the sandbox always answers 503 for → parked after the retry schedule;
- * - expire: a job that expires before it is due → dropped as expired, never sent.
+ * - expire: a job that expires before the demuxer takes it → dropped as expired, never sent.
  * Pushes to dead devices (410) are not expected at all: the first one tells Herald the token is dead.
  */
 export type Fate = 'deliver' | 'park' | 'expire';

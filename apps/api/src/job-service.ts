@@ -1,5 +1,5 @@
 import { jobConformanceIssues, jobNotices } from '@herald/providers';
-import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, expiresBeforeDue, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
+import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, expiresBeforeDue, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
 import type { AcceptResult, ApiKeyRow, AppRow, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
@@ -62,7 +62,8 @@ function validateJobs(raw: unknown, acceptedAt: string, deps: JobServiceDeps): P
 function checkJob(job: PushJob, acceptedAt: Date, deps: JobServiceDeps, prefix: string): void {
   const bad = scheduleProblem(job.deliverAt, acceptedAt, deps.scheduleHorizonDays);
   if (bad !== undefined) throw new ApiError(400, 'invalid-request', `${prefix}deliverAt: ${bad}`, [{ path: `${prefix}deliverAt`, message: bad }]);
-  const expires = expiresBeforeDue(job, acceptedAt);
+  // As the demuxer will read it: the caller's acceptedAt stands when it gave one (never later than now).
+  const expires = expiresBeforeDue(job, acceptedAtOf(job, acceptedAt));
   if (expires !== undefined) throw new ApiError(400, 'invalid-request', `${prefix}${expires.path}: ${expires.message}`, [{ path: `${prefix}${expires.path}`, message: expires.message }]);
 }
 

@@ -1,4 +1,4 @@
-import { PushJob, decodeWith, expiresBeforeDue, jobExpiry, scheduleProblem, targetUsers, type DevicePush } from '@herald/contracts';
+import { PushJob, acceptedAtOf, decodeWith, expiresBeforeDue, jobExpiry, scheduleProblem, targetUsers, type DevicePush } from '@herald/contracts';
 import type { AppRow, AudienceDevice, DemuxEntry, TargetRequest } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
@@ -118,10 +118,7 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
     const reason = issues.map((i) => `${i.path}: ${i.message}`).join('; ');
     return park(deps, /payload too large|Web Push: payload is \d+ bytes/.test(reason) ? 'payload-too-large' : 'provider-rules', reason, job);
   }
-  // Stamped by the producer's clock (the client library's, or a caller's at the API): one running
-  // ahead counts as now, or a job for 09:00 accepted at 08:58 by a clock ten minutes fast would be
-  // read as accepted after 09:00 and go out tomorrow, and its expiry would run late.
-  const acceptedAt = job.acceptedAt !== undefined ? new Date(Math.min(Date.parse(job.acceptedAt), at.getTime())) : at;
+  const acceptedAt = acceptedAtOf(job, at);
   // As the doors refuse it (a job published over raw AMQP passed none of them).
   const expires = expiresBeforeDue(job, acceptedAt);
   if (expires !== undefined) return park(deps, 'bad-schedule', `${expires.path}: ${expires.message}`, job);

@@ -10,6 +10,7 @@ import {
   Queues,
   Registration,
   describeIssues,
+  acceptedAtOf,
   expiresBeforeDue,
   scheduleProblem,
   type ChangeEvent,
@@ -99,7 +100,7 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
       const job = validate(PushJob, 'push job', { ...input, acceptedAt: input.acceptedAt ?? new Date().toISOString() });
       const badSchedule = scheduleProblem(job.deliverAt, new Date(), options.scheduleHorizonDays);
       if (badSchedule !== undefined) throw new ValidationError('push job', [`deliverAt: ${badSchedule}`]);
-      const expires = expiresBeforeDue(job, new Date(job.acceptedAt ?? Date.now()));
+      const expires = expiresBeforeDue(job, acceptedAtOf(job, new Date()));
       if (expires !== undefined) throw new ValidationError('push job', [`${expires.path}: ${expires.message}`]);
       // Apple's and Google's rules (sizes, headers), so a job they would refuse is never published.
       // Web Push's smaller size limit depends on the app having VAPID keys, which the client does

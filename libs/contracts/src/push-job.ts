@@ -103,6 +103,16 @@ export function jobExpiry(job: PushJob, acceptedAt: Date): Date | undefined {
   return candidates.length === 0 ? undefined : new Date(Math.min(...candidates));
 }
 
+/**
+ * When the job was accepted, as every door and the demuxer read it: its acceptedAt (stamped by the
+ * producer's clock: the client library's, or a caller's at the API), but never later than `now`. A
+ * clock running ahead would otherwise move a job for 09:00 (no date) accepted at 08:58 past 09:00,
+ * to tomorrow, and its expiry later; a job without one was accepted now.
+ */
+export function acceptedAtOf(job: Pick<PushJob, 'acceptedAt'>, now: Date): Date {
+  return job.acceptedAt === undefined ? now : new Date(Math.min(Date.parse(job.acceptedAt), now.getTime()));
+}
+
 /** The easternmost UTC offset (Kiribati, +14:00): a local date and time comes no earlier than this far ahead of UTC. */
 const EASTERNMOST_OFFSET_MS = 14 * 3_600_000;
 
