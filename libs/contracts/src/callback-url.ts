@@ -8,8 +8,10 @@ LOOPBACK.addAddress('::1', 'ipv6');
 
 /**
  * Addresses a callback must not reach: private, link-local (cloud metadata), shared (CGNAT),
- * benchmarking, multicast, reserved, unspecified; IPv6 unique-local, link-local, and NAT64 (which
- * reaches IPv4 addresses, internal ones too).
+ * benchmarking, multicast, reserved, unspecified; IPv6 unique-local, link-local, multicast, and
+ * local-use NAT64 (64:ff9b:1::/48, whose IPv4 embedding depends on the network). The well-known
+ * NAT64 prefix (64:ff9b::/96) is judged by the IPv4 address it carries: on an IPv6-only network
+ * with DNS64 every IPv4-only receiver resolves there.
  */
 const INTERNAL = new BlockList();
 for (const [net, bits] of [
@@ -18,7 +20,22 @@ for (const [net, bits] of [
 ] as const) {
   INTERNAL.addSubnet(net, bits, 'ipv4');
 }
-for (const [net, bits] of [['::', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['64:ff9b:1::', 48]] as const) INTERNAL.addSubnet(net, bits, 'ipv6');
+for (const [net, bits] of [['::', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b:1::', 48]] as const) INTERNAL.addSubnet(net, bits, 'ipv6');
+const NAT64 = new BlockList();
+NAT64.addSubnet('64:ff9b::', 96, 'ipv6');
+
+/** The IPv4 address in the last 32 bits of an IPv6 address (RFC 6052 for a /96 prefix). */
+function lastIpv4Of(v6: string): string | undefined {
+  const dotted = /:(\d+\.\d+\.\d+\.\d+)$/.exec(v6)?.[1];
+  if (dotted !== undefined) return dotted;
+  const [head = '', tail = ''] = v6.split('::');
+  const h = head === '' ? [] : head.split(':');
+  const t = tail === '' ? [] : tail.split(':');
+  const groups = v6.includes('::') ? [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t] : h;
+  if (groups.length !== 8) return undefined;
+  const [a, b] = [parseInt(groups[6] ?? '', 16), parseInt(groups[7] ?? '', 16)];
+  return Number.isNaN(a) || Number.isNaN(b) ? undefined : `${a >> 8}.${a & 255}.${b >> 8}.${b & 255}`;
+}
 
 /**
  * Why a webhook must not connect to `address` (an IP its host resolved to), or undefined: the
@@ -29,6 +46,10 @@ for (const [net, bits] of [['::', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::'
 export function internalAddressProblem(address: string, allowLoopback: boolean): string | undefined {
   const ip = literalIp(address);
   if (ip === undefined) return undefined;
+  if (ip.family === 'ipv6' && NAT64.check(ip.address, 'ipv6')) {
+    const v4 = lastIpv4Of(ip.address);
+    return v4 === undefined ? 'a private, link-local or reserved address' : internalAddressProblem(v4, allowLoopback);
+  }
   if (LOOPBACK.check(ip.address, ip.family)) return allowLoopback ? undefined : 'a loopback address (this machine)';
   return INTERNAL.check(ip.address, ip.family) ? 'a private, link-local or reserved address' : undefined;
 }

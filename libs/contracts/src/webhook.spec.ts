@@ -78,7 +78,7 @@ describe('callbackUrlProblem', () => {
   });
 
   it('names the addresses a webhook must not connect to, whatever name led there', () => {
-    for (const address of ['10.0.0.5', '172.16.3.4', '192.168.0.9', '169.254.169.254', '100.64.1.1', '198.18.0.1', '224.0.0.251', '0.0.0.0', 'fd12::1', 'fe80::1', '64:ff9b::a00:5', '::ffff:10.0.0.1']) {
+    for (const address of ['10.0.0.5', '172.16.3.4', '192.168.0.9', '169.254.169.254', '100.64.1.1', '198.18.0.1', '224.0.0.251', '0.0.0.0', 'fd12::1', 'fe80::1', '64:ff9b::a00:5', '64:ff9b::10.0.0.5', '64:ff9b:1::a00:5', '::ffff:10.0.0.1']) {
       expect(internalAddressProblem(address, true), address).toBe('a private, link-local or reserved address');
     }
     expect(internalAddressProblem('127.0.0.1', false)).toBe('a loopback address (this machine)');
@@ -86,6 +86,9 @@ describe('callbackUrlProblem', () => {
     expect(internalAddressProblem('127.0.0.1', true)).toBeUndefined();
     expect(internalAddressProblem('8.8.8.8', false)).toBeUndefined();
     expect(internalAddressProblem('2606:4700::1111', false)).toBeUndefined();
+    // DNS64 on an IPv6-only network: a public IPv4 receiver (93.184.215.14) behind the well-known NAT64 prefix is reachable; the loopback behind it is not.
+    expect(internalAddressProblem('64:ff9b::5db8:d70e', false)).toBeUndefined();
+    expect(internalAddressProblem('64:ff9b::7f00:1', false)).toBe('a loopback address (this machine)');
     expect(callbackUrlProblem('https://localhost./hook', prod)).toMatch(/this machine/);
   });
 
