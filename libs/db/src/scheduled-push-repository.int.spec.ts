@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { derivePushId, type DevicePush, type Platform } from '@herald/contracts';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 import { createDatabase, type Database } from './database.ts';
-import { cancelJob } from './cancel-job.ts';
+import { cancelJob, cancelJobFully } from './cancel-job.ts';
 import type { DueRow, ScheduledPushInput } from './scheduled-push-repository.ts';
 
 let t: SpecDatabase;
@@ -116,6 +116,7 @@ describe('ScheduledPushRepository', () => {
 
   it('a cancel does not wait for a release batch that holds some of the job\'s pushes (its publish may wait long for RabbitMQ)', async () => {
     await clear();
+    await t.db.apps.upsert({ id: 'demo' });
     await t.db.scheduled.schedule([...pushes(3, () => past(100), { jobId: 'held' }), ...pushes(2, () => new Date(Date.now() + 60_000), { jobId: 'held' }).map((p, i) => ({ ...p, push: { ...p.push, pushId: derivePushId('held', `later-${i}`) } }))]);
     let open!: () => void;
     const gate = new Promise<void>((r) => (open = r));
@@ -127,10 +128,12 @@ describe('ScheduledPushRepository', () => {
       await gate;
     });
     await held;
+    await t.db.jobs.accept([{ id: 'held', app: 'demo', team: null }]); // the API recorded it
     const started = Date.now();
-    // The two not due go; the three the batch holds are left to it (the pushers drop them: the job is marked cancelled).
-    expect(await cancelJob(t.db, 'held')).toBe(2);
+    // The two not due go; the three the batch holds are left to it: the job is marked cancelled, so the pushers drop them.
+    expect(await cancelJobFully(t.db, 'held')).toEqual({ known: true, fanout: false, scheduled: 2 });
     expect(Date.now() - started).toBeLessThan(2_000);
+    expect((await t.db.kysely.selectFrom('jobs').select('cancelled_at').where('id', '=', 'held').executeTakeFirstOrThrow()).cancelled_at).not.toBeNull();
     open();
     expect(await batch).toBe(3);
   });
