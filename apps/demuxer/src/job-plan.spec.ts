@@ -93,7 +93,9 @@ describe('planJob', () => {
   it('splits a scheduled job, and records pushes that would expire before they are due', () => {
     const due = { at: '2030-01-01T10:00:00Z' };
     const later = planJob(job({ deliverAt: due }), now, audience, false, now, 1000);
-    expect(later.split.later.map((l) => l.push.deviceId)).toEqual(['1', '2']);
+    // bob's and cy's too: their opt-out and mute are asked again when the pushes fall due.
+    expect(later.split.later.map((l) => l.push.deviceId)).toEqual(['1', '2', '3', '4', '5']);
+    expect(later.outcomes).toEqual([]);
     expect(accounted(later)).toBe(later.targeted);
     const expiring = planJob(job({ deliverAt: due, expiresAt: '2030-01-01T09:00:00Z' }), now, audience, false, now, 1000);
     expect(expiring.split.later).toEqual([]);
@@ -102,8 +104,24 @@ describe('planJob', () => {
     expect(accounted(expiring)).toBe(expiring.targeted);
   });
 
+  it('skips, as an unscheduled job does, the devices of users who opted out or muted when their push is due now', () => {
+    const dueNow = planJob(job({ deliverAt: { at: '2030-01-01T07:59:00Z' } }), now, audience, false, now, 1000);
+    expect(dueNow.split.now.map((p) => p.deviceId)).toEqual(['1', '2']);
+    expect(dueNow.split.later).toEqual([]);
+    expect(dueNow.outcomes.map((o) => [o.deviceId, o.outcome])).toEqual([['3', 'opted-out'], ['4', 'opted-out'], ['5', 'muted']]);
+    expect(accounted(dueNow)).toBe(dueNow.targeted);
+    // Everyone skipped and due now: the job says so.
+    const bobs = audience.filter((d) => d.userId === 'bob');
+    expect(planJob(job({ userIds: ['bob'], deliverAt: { at: '2030-01-01T07:59:00Z' } }), now, bobs, false, now, 1000)).toMatchObject({ label: 'skipped' });
+    // Everyone skipped now but due tomorrow: stored, to be asked again then.
+    const tomorrow = planJob(job({ userIds: ['bob'], deliverAt: { at: '2030-01-02T08:00:00Z' } }), now, bobs, false, now, 1000);
+    expect(tomorrow).toMatchObject({ label: 'fanned-out', outcomes: [] });
+    expect(tomorrow.split.later.map((l) => l.push.deviceId)).toEqual(['3', '4']);
+  });
+
   it("reads a local time without a date from when the job was accepted: a backlog past it sends today, not tomorrow", () => {
-    // Accepted at 07:58 for 08:00 (UTC devices), taken by the demuxer at 08:01.
+    // Accepted at 07:58 for 08:00 (UTC devices), taken by the demuxer at 08:01. ann's devices only.
+    const audience = [device('1', 'ann'), device('2', 'ann')];
     const accepted = new Date('2030-01-01T07:58:00Z');
     const late = new Date('2030-01-01T08:01:00Z');
     const onTime = planJob(job({ deliverAt: { localTime: '08:00' } }), accepted, audience, false, late, 1000);

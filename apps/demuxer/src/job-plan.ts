@@ -24,6 +24,10 @@ const skipReason = (job: PushJob, why: SkipReason): string =>
  * One job's fan-out: the reachable devices of its users (by push type), those skipped for opt-outs
  * and mutes, users without any, and, for a scheduled job, each push's due time. `expired`: the
  * job expired before fan-out, so each push it would have made is recorded as expired instead.
+ *
+ * A scheduled job's push to a device skipped now is stored all the same when it is due later: the
+ * user's opt-outs and mutes are asked again when it falls due (the deschedulers' claim), so a mute
+ * that ends before then does not cost the push, and one made meanwhile still holds it back.
  */
 export function planJob(
   job: PushJob,
@@ -37,9 +41,22 @@ export function planJob(
   const users = targetUsers(job);
   const reached = new Set(reachable.map((d) => d.userId));
   const noDevice = users.filter((u) => !reached.has(u)).length;
-  const sendable = reachable.filter((d) => d.skipped === null);
+  const askedWhenDue = job.deliverAt !== undefined && !expired;
+  const considered = askedWhenDue ? reachable : reachable.filter((d) => d.skipped === null);
+  const pushes = devicePushesFor(job, considered, acceptedAt);
+  const planned: ScheduleSplit = expired
+    ? { now: [], later: [], expired: pushes, timezoneFallbacks: 0 }
+    : splitBySchedule(job, pushes, considered, acceptedAt, now, slackMs);
+  // Skipped now: those due now (or expiring first) are recorded so; those due later wait to be asked again.
+  const skipped = new Map(reachable.flatMap((d) => (d.skipped === null ? [] : [[d.deviceId, d.skipped] as const])));
+  const stored = new Set(planned.later.map((l) => l.push.deviceId));
+  const split: ScheduleSplit = {
+    ...planned,
+    now: planned.now.filter((p) => !skipped.has(p.deviceId)),
+    expired: planned.expired.filter((p) => !skipped.has(p.deviceId)),
+  };
   const outcomes: PushOutcomeEntry[] = reachable.flatMap((d) =>
-    d.skipped === null
+    d.skipped === null || stored.has(d.deviceId)
       ? []
       : [
           {
@@ -53,10 +70,6 @@ export function planJob(
           },
         ],
   );
-  const pushes = devicePushesFor(job, sendable, acceptedAt);
-  const split: ScheduleSplit = expired
-    ? { now: [], later: [], expired: pushes, timezoneFallbacks: 0 }
-    : splitBySchedule(job, pushes, sendable, acceptedAt, now, slackMs);
   const expiredReason = expired ? 'the job expired before it was fanned out' : 'it would expire before its delivery time';
   outcomes.push(...split.expired.map((p) => expiredOutcome(p, expiredReason)));
   const emitted = split.now.length + split.later.length;
@@ -64,7 +77,7 @@ export function planJob(
     ? 'expired'
     : reachable.length === 0
       ? 'no-devices'
-      : sendable.length === 0
+      : emitted === 0 && skipped.size === reachable.length
         ? 'skipped'
         : emitted === 0
           ? 'expired'
