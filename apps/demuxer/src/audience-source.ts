@@ -5,7 +5,7 @@ export type { AudienceChunk, AudienceSpec } from '@herald/db';
 
 /** The audience reader: keyset chunks of members' devices (skipped ones marked), and the audience's size. */
 export interface AudienceSource {
-  read(req: { app: string; audience: AudienceSpec; category: string; objectId?: string; after: string | null; until?: string; limit: number; now: Date; startedAt?: Date }): Promise<AudienceChunk>;
+  read(req: { app: string; audience: AudienceSpec; category: string; objectId?: string; after: string | null; until?: string; limit: number; now: Date; startedAt?: Date; asOf?: string }): Promise<AudienceChunk>;
   size(req: { app: string; audience: AudienceSpec }): Promise<{ size: number; exact: boolean }>;
   /** Why the audience cannot be expanded (an unknown topic), or undefined. */
   problem?(req: { app: string; audience: AudienceSpec }): Promise<string | undefined>;

@@ -74,6 +74,8 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
     limit: deps.chunkSize,
     now,
     startedAt: fanout.startedAt,
+    // A topic as its members were when the fan-out started (every chunk, and a chunk redone, alike).
+    ...(fanout.startSnapshot !== null && { asOf: fanout.startSnapshot }),
   });
   // The chain first: the next chunk's task goes out before this chunk is sent, so demuxers work side by side.
   const createdNext = await deps.fanouts.linkNext(jobId, chunkNo, read.next);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { parseSegment, type Registration, type SegmentFilter } from '@herald/contracts';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 import { audienceSize, readAudienceChunk, type AudienceSpec } from './audience-stream.ts';
@@ -175,6 +176,37 @@ describe('topics', () => {
     const fresh = await readAudienceChunk(t.db, req);
     expect(fresh.next).not.toBe(first.next);
     await applyTopicMemberships(t.db.kysely, added.map((u) => ({ app: 'app-a', topic: 'news', member: { userId: u }, subscribed: false, eventAt: '2025-03-03T00:00:00Z' })));
+  });
+
+  it("given the fan-out's start snapshot, reads the members as they were then: a user who unsubscribes between the phases is not read again through a device membership", async () => {
+    await createTopic(t.db.kysely, 'app-a', 'sports');
+    const member = (m: { userId: string } | { platform: 'apns' | 'fcm'; token: string }, subscribed = true, eventAt = '2025-03-01T00:00:00Z') => ({ app: 'app-a', topic: 'sports', member: m, subscribed, eventAt });
+    // user-12's own device is also a device member (hidden while its user is a member); user-15's device is a member by itself.
+    await applyTopicMemberships(t.db.kysely, [member({ userId: 'user-10' }), member({ userId: 'user-12' }), member({ userId: 'user-20' }), member({ platform: 'apns', token: 'tok-12' }), member({ platform: 'fcm', token: 'tok-15' })]);
+    const asOf = (await sql<{ s: string }>`select pg_current_snapshot()::text as s`.execute(t.db.kysely)).rows[0]?.s ?? '';
+    const req = { app: 'app-a', audience: { kind: 'topic', topic: 'sports' } as const, category: 'news', now: NOW };
+    const first = await readAudienceChunk(t.db, { ...req, after: null, limit: 2, asOf });
+    expect(first.devices.map((d) => d.token)).toEqual(['tok-10', 'tok-12']);
+    // Meanwhile: user-12 unsubscribes (already read), user-11 (before the cursor) and user-16 (after it) subscribe.
+    await applyTopicMemberships(t.db.kysely, [member({ userId: 'user-12' }, false, '2025-04-01T00:00:00Z'), member({ userId: 'user-11' }), member({ userId: 'user-16' })]);
+    const rest = async (options: { asOf?: string }) => {
+      const tokens: string[] = [];
+      let after = first.next;
+      for (let i = 0; after !== null && i < 20; i += 1) {
+        const chunk = await readAudienceChunk(t.db, { ...req, after, limit: 2, ...options });
+        tokens.push(...chunk.devices.map((d) => d.token));
+        after = chunk.next;
+      }
+      return tokens;
+    };
+    // As of the start: user-20 and the device member tok-15; tok-12 came with its user in the first chunk, once.
+    expect(await rest({ asOf })).toEqual(['tok-20', 'tok-15']);
+    // The members of the moment would read tok-12 a second time (and user-16, who was not a member at the start).
+    expect(await rest({})).toEqual(['tok-16', 'tok-20', 'tok-12', 'tok-15']);
+    // The first chunk redone covers the same range and takes in no one who joined since (user-11, read as of the moment).
+    const again = await readAudienceChunk(t.db, { ...req, after: null, until: first.next ?? '', limit: 2, asOf });
+    expect(again.devices.map((d) => d.token)).toEqual(['tok-10']);
+    expect((await readAudienceChunk(t.db, { ...req, after: null, until: first.next ?? '', limit: 2 })).devices.map((d) => d.token)).toEqual(['tok-10', 'tok-11']);
   });
 
   it('refuses members of an unknown topic and changes nothing', async () => {

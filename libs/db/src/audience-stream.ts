@@ -39,6 +39,11 @@ export interface AudienceChunkRequest {
   now: Date;
   /** When the fan-out started: activeWithinDays counts back from it in every chunk (default `now`). */
   startedAt?: Date;
+  /**
+   * The snapshot the fan-out started with (pg_snapshot text): a topic is read as its members were
+   * then, leaving out every member whose membership changed since (default: the members of the moment).
+   */
+  asOf?: string;
   /** The capped follower index's settings (default DEFAULT_FOLLOWER_INDEX). */
   followerIndex?: FollowerIndexOptions;
 }
@@ -81,7 +86,7 @@ async function read(ctx: WalkContext, req: AudienceChunkRequest, until: string |
     case 'broadcast':
       return broadcast(ctx, cursors(['b']), req.limit);
     case 'topic':
-      return topic(ctx, a.topic, cursors(['tu', 'td']), req.limit);
+      return topic(ctx, a.topic, cursors(['tu', 'td']), req.limit, req.asOf);
     case 'followers':
       if (a.mostRecent !== undefined || a.activeWithinDays !== undefined) {
         const index = req.followerIndex ?? DEFAULT_FOLLOWER_INDEX;
@@ -117,36 +122,51 @@ async function userPage(ctx: WalkContext, users: readonly string[], limit: numbe
   return { devices: page.devices, usersWithoutDevice: page.usersWithoutDevice, next: page.usersTaken === 0 ? null : cursorOf(page.usersTaken - 1), exhausted };
 }
 
-async function topic(ctx: WalkContext, name: string, range: Range, limit: number): Promise<Chunk> {
+/**
+ * A topic in two phases: its user members, then its device members whose user is not a user member
+ * (those devices came in with their user). Given the fan-out's start snapshot, both phases read the
+ * members as they were then: a member whose row changed since (inserted, or `subscribed` flipped:
+ * changed_xid) is left out, and so is a device member whose user's row changed, so a user who
+ * unsubscribes between the phases is not read twice (the job's counts would never add up) and one
+ * who subscribes between them is read in neither. Without it, the members of the moment.
+ */
+async function topic(ctx: WalkContext, name: string, range: Range, limit: number, asOf: string | undefined): Promise<Chunk> {
   // A bound in phase 2 ('td'): phase 1 unbounded, phase 2 up to it (a null bound: none of phase 2).
   const devicesUntil = range.until?.w === 'td' ? (range.until.after ?? '') : undefined;
-  if (range.after?.w === 'td') return topicDevices(ctx, name, range.after.after, limit, devicesUntil);
+  if (range.after?.w === 'td') return topicDevices(ctx, name, range.after.after, limit, devicesUntil, asOf);
   const after = range.after?.w === 'tu' ? range.after.after : null;
   const until = range.until?.w === 'tu' ? sql`member_id <= ${range.until.after}` : sql`true`;
   const { rows } = await sql<{ member_id: string }>`
     select member_id from topic_members
-    where app = ${ctx.app} and topic = ${name} and member_kind = 'user' and subscribed and ${after === null ? sql`true` : sql`member_id > ${after}`} and ${until}
+    where app = ${ctx.app} and topic = ${name} and member_kind = 'user' and subscribed and ${unchangedSince(asOf, 'topic_members')}
+      and ${after === null ? sql`true` : sql`member_id > ${after}`} and ${until}
     order by member_id limit ${limit}`.execute(ctx.db);
   const users = rows.map((r) => r.member_id);
   const page = await userPage(ctx, users, limit, (i) => ({ w: 'tu', after: users[i] as string }));
   if (!page.exhausted || range.until?.w === 'tu') return page;
   const room = limit - page.devices.length;
   if (room < 1) return { ...page, next: { w: 'td', after: null } };
-  const rest = await topicDevices(ctx, name, null, room, devicesUntil);
+  const rest = await topicDevices(ctx, name, null, room, devicesUntil, asOf);
   return { devices: [...page.devices, ...rest.devices], usersWithoutDevice: page.usersWithoutDevice, next: rest.next };
 }
 
-async function topicDevices(ctx: WalkContext, name: string, after: string | null, limit: number, until?: string): Promise<Chunk> {
+/** The member row `alias` was last flipped before the snapshot `asOf` was taken (true without one). */
+const unchangedSince = (asOf: string | undefined, alias: string): RawBuilder<boolean> =>
+  asOf === undefined ? sql<boolean>`true` : sql<boolean>`(${sql.ref(`${alias}.changed_xid`)} is null or pg_visible_in_snapshot(${sql.ref(`${alias}.changed_xid`)}, ${asOf}::pg_snapshot))`;
+
+async function topicDevices(ctx: WalkContext, name: string, after: string | null, limit: number, until: string | undefined, asOf: string | undefined): Promise<Chunk> {
+  // A user member hides its devices if it is subscribed now, or changed since the start (then phase 1 may have read it).
+  const userHides = asOf === undefined ? sql`u.subscribed` : sql`(u.subscribed or not ${unchangedSince(asOf, 'u')})`;
   const { rows } = await sql<AudienceDeviceRow & { member_id: string }>`
     select m.member_id, ${deviceColumns(ctx)}
     from topic_members m
     join devices d on d.app = m.app and d.platform = split_part(m.member_id, ':', 1)
       and d.token = substr(m.member_id, strpos(m.member_id, ':') + 1) and d.invalidated_at is null
-    where m.app = ${ctx.app} and m.topic = ${name} and m.member_kind = 'device' and m.subscribed
+    where m.app = ${ctx.app} and m.topic = ${name} and m.member_kind = 'device' and m.subscribed and ${unchangedSince(asOf, 'm')}
       and ${after === null ? sql`true` : sql`m.member_id > ${after}`} and ${until === undefined ? sql`true` : sql`m.member_id <= ${until}`}
       and not exists (
         select 1 from topic_members u
-        where u.app = m.app and u.topic = m.topic and u.member_kind = 'user' and u.member_id = d.user_id and u.subscribed)
+        where u.app = m.app and u.topic = m.topic and u.member_kind = 'user' and u.member_id = d.user_id and ${userHides})
       and ${segmentCondition(ctx)}
     order by m.member_id limit ${limit}`.execute(ctx.db);
   const last = rows[rows.length - 1];

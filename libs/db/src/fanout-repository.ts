@@ -23,6 +23,8 @@ export interface Fanout {
   acceptedAt: Date;
   /** When the fan-out was recorded (the recently-active follower walk reads activity as of then). */
   startedAt: Date;
+  /** The snapshot the fan-out started with (pg_snapshot as text): a topic is read as its members were then; null before migration 0026. */
+  startSnapshot: string | null;
   state: FanoutState;
 }
 
@@ -108,10 +110,12 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
   return {
     start: (f) => start(db, f),
     async get(jobId) {
-      const { rows } = await sql<{ job_id: string; app: string; job: unknown; accepted_at: Date; created_at: Date; state: FanoutState }>`
-        select job_id, app, job, accepted_at, created_at, state from fanouts where job_id = ${jobId}`.execute(db);
+      const { rows } = await sql<{ job_id: string; app: string; job: unknown; accepted_at: Date; created_at: Date; start_snapshot: string | null; state: FanoutState }>`
+        select job_id, app, job, accepted_at, created_at, start_snapshot::text, state from fanouts where job_id = ${jobId}`.execute(db);
       const r = rows[0];
-      return r === undefined ? undefined : { jobId: r.job_id, app: r.app, job: r.job, acceptedAt: r.accepted_at, startedAt: r.created_at, state: r.state };
+      return r === undefined
+        ? undefined
+        : { jobId: r.job_id, app: r.app, job: r.job, acceptedAt: r.accepted_at, startedAt: r.created_at, startSnapshot: r.start_snapshot, state: r.state };
     },
     async chunk(jobId, chunkNo) {
       const { rows } = await sql<{ after_cursor: string | null; next_cursor: string | null; state: FanoutChunk['state'] }>`
@@ -203,9 +207,9 @@ async function start(db: Kysely<HeraldTables>, f: FanoutStart): Promise<{ create
     // gets a fan-out that is cancelled from the start: no chunk, nothing read, nothing sent.
     const cancelled = job[0]?.cancelled === true;
     const { rows: created } = await sql`
-      insert into fanouts (job_id, app, audience, job, accepted_at, audience_size, size_exact, state, cancelled_at)
+      insert into fanouts (job_id, app, audience, job, accepted_at, audience_size, size_exact, state, cancelled_at, start_snapshot)
       values (${f.jobId}, ${f.app}, ${JSON.stringify(f.audience)}::jsonb, ${JSON.stringify(f.job)}::jsonb, ${f.acceptedAt.toISOString()}::timestamptz, ${f.size}, ${f.exact},
-        ${cancelled ? 'cancelled' : 'expanding'}, ${cancelled ? sql`now()` : null})
+        ${cancelled ? 'cancelled' : 'expanding'}, ${cancelled ? sql`now()` : null}, pg_current_snapshot())
       on conflict (job_id) do nothing returning job_id`.execute(trx);
     if (created.length > 0 && cancelled) return { created: true, state: 'cancelled' as const, open: [] };
     if (created.length > 0) {

@@ -222,6 +222,8 @@ export interface TopicMembersTable {
   member_id: string;
   subscribed: boolean;
   event_at: Date;
+  /** The transaction that inserted the row or last flipped `subscribed` (xid8 as text); null before migration 0026. */
+  changed_xid: string | null;
 }
 
 export interface FollowsTable {

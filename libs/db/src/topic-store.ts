@@ -65,6 +65,8 @@ export async function listTopics(db: Kysely<HeraldTables>, app: string, limit: n
  * Applies membership events in one statement. Last event wins: an event older than the member's
  * stored event_at changes nothing ('stale'); within a batch the newest per member wins. Events for
  * a topic the app does not have are 'unknown-topic' and change nothing. Counts follow by trigger.
+ * A new member, or one whose `subscribed` flips, records this transaction in changed_xid: a fan-out
+ * running meanwhile reads the topic as it was when it started (audience-stream.ts).
  */
 export async function applyTopicMemberships(db: Kysely<HeraldTables>, events: readonly TopicMemberEvent[]): Promise<TopicMemberResult[]> {
   const results: TopicMemberResult[] = events.map(() => 'stale');
@@ -86,10 +88,11 @@ export async function applyTopicMemberships(db: Kysely<HeraldTables>, events: re
     ), known as (
       select i.* from i join topics t on t.app = i.app and t.name = i.topic
     ), up as (
-      insert into topic_members as m (app, topic, member_kind, member_id, subscribed, event_at)
-      select app, topic, member_kind, member_id, subscribed, event_at from known
+      insert into topic_members as m (app, topic, member_kind, member_id, subscribed, event_at, changed_xid)
+      select app, topic, member_kind, member_id, subscribed, event_at, pg_current_xact_id() from known
       order by app, topic, member_kind, member_id -- one lock order for every batch: no deadlocks
-      on conflict (app, topic, member_kind, member_id) do update set subscribed = excluded.subscribed, event_at = excluded.event_at
+      on conflict (app, topic, member_kind, member_id) do update set subscribed = excluded.subscribed, event_at = excluded.event_at,
+        changed_xid = case when m.subscribed = excluded.subscribed then m.changed_xid else excluded.changed_xid end
       where excluded.event_at >= m.event_at
       returning m.app, m.topic, m.member_kind, m.member_id
     )
