@@ -75,12 +75,39 @@ describe('dead tokens, retries, parking and replay, end to end', () => {
   it('APNs 400 BadDeviceToken and FCM UNREGISTERED mark the device dead', async () => {
     const bad = apns();
     const gone: Device = { userId: uniqueUser(), platform: 'fcm', token: fcmToken() };
-    await registerDevices(sys, [bad, gone]);
+    const good = apns();
+    await registerDevices(sys, [bad, gone, good]);
+    // BadDeviceToken condemns the token only while the app's pushes go through (the next spec).
+    await sys.client.publishPushJob(job({ userId: good.userId }));
+    await waitFor('a push of the app delivered', async () => (await delivered(sys.sandbox, { token: good.token })).length === 1);
     await injectFault(sys.sandbox, { platform: 'apns', token: bad.token, error: 'BadDeviceToken' });
     await injectFault(sys.sandbox, { platform: 'fcm', token: gone.token, error: 'UNREGISTERED' });
     await sys.client.publishPushJob(job({ userIds: [bad.userId, gone.userId] }));
     expect((await deadDevice(bad.token)).invalidation_reason).toBe('BadDeviceToken');
     expect((await deadDevice(gone.token)).invalidation_reason).toMatch(/not-registered|UNREGISTERED/);
+  });
+
+  it("APNs BadDeviceToken for an app none of whose pushes went through keeps the token (the app's APNs environment may be wrong), and condemns it once one has", async () => {
+    const app = `quiet-${uniqueUser().slice(-6)}`;
+    await sys.database.db.apps.upsert({ id: app, apnsTopic: 'com.herald.quiet' });
+    const bad = apns();
+    const good = apns();
+    for (const d of [bad, good]) {
+      await sys.client.publishRegistration({ kind: 'register', app, platform: 'apns', token: d.token, userId: d.userId, eventAt: new Date().toISOString() });
+    }
+    await waitFor('devices stored', async () => (await device(bad.token)) !== undefined && (await device(good.token)) !== undefined);
+    await injectFault(sys.sandbox, { platform: 'apns', token: bad.token, error: 'BadDeviceToken' });
+    await sys.client.publishPushJob(job({ app, userId: bad.userId }));
+    const parked = await waitFor('the push parked, the token kept', async () => {
+      return (await peekMessages(sys.vhost.name, parkedQueueFor(Queues.apnsSend), 1000)).find((m) => m.payload.includes(bad.token));
+    });
+    expect(String(parked.properties.headers?.[Headers.parkedReason])).toMatch(/BadDeviceToken \(token kept: none of this app's pushes was delivered in the last hour/);
+    expect((await device(bad.token))?.invalidated_at).toBeNull();
+    // One push of the app delivered: the next BadDeviceToken is the token's.
+    await sys.client.publishPushJob(job({ app, userId: good.userId }));
+    await waitFor('a push of the app delivered', async () => (await delivered(sys.sandbox, { token: good.token })).length === 1);
+    await sys.client.publishPushJob(job({ app, userId: bad.userId }));
+    expect((await deadDevice(bad.token)).invalidation_reason).toBe('BadDeviceToken');
   });
 
   it('retries a transient failure and then delivers once', async () => {

@@ -2,7 +2,7 @@ import { createLogger } from '@herald/logging';
 import { classifyApnsFailure, classifyFcmError, classifyWebPushAnswer, type SendResult } from '@herald/providers';
 import { Registry } from '@herald/runtime';
 import { describe, expect, it, vi } from 'vitest';
-import { createAppBans, isCredentialFailure } from './app-ban.ts';
+import { DELIVERED_LATELY_MS, createAppBans, isCredentialFailure, keptToken } from './app-ban.ts';
 
 const logger = createLogger({ service: 'spec', level: 'silent', format: 'json' });
 const bad = { kind: 'permanent', reason: 'InvalidProviderToken' } as const;
@@ -52,21 +52,38 @@ describe('app bans', () => {
   });
 });
 
-/** The documented rules end to end: provider answer → classifier → what the pusher does with it. */
+/** The documented rules end to end: provider answer → classifier → what the pusher does with it (pusher.ts settle). */
 describe('provider answers: dead token, park, or ban', () => {
-  const fate = (r: SendResult): string => {
+  /** `lately`: a push of the app was delivered within the last hour. */
+  const fate = (given: SendResult, lately: boolean): string => {
+    const r = given.kind === 'dead-token' && given.unlessAppFails === true && !lately ? keptToken(given) : given;
     if (r.kind === 'dead-token') return 'invalidate';
     if (r.kind !== 'permanent') return r.kind;
     return isCredentialFailure(r) ? 'park + ban' : 'park';
   };
+  const tokenOrApp: Array<[string, SendResult]> = [
+    ['APNs 400 BadDeviceToken', classifyApnsFailure({ status: 400, reason: 'BadDeviceToken' })],
+    ['APNs 400 DeviceTokenNotForTopic', classifyApnsFailure({ status: 400, reason: 'DeviceTokenNotForTopic' })],
+    ['FCM SENDER_ID_MISMATCH', classifyFcmError({ code: 'messaging/mismatched-credential', message: 'SenderId mismatch', httpStatus: 403 })],
+    ['FCM SENDER_ID_MISMATCH (v1 code)', classifyFcmError({ code: 'SENDER_ID_MISMATCH' })],
+  ];
 
   it.each<[string, SendResult]>([
-    ['APNs 400 BadDeviceToken', classifyApnsFailure({ status: 400, reason: 'BadDeviceToken' })],
     ['APNs 410 Unregistered', classifyApnsFailure({ status: 410, reason: 'Unregistered', timestamp: 1 })],
     ['FCM UNREGISTERED', classifyFcmError({ code: 'messaging/registration-token-not-registered', httpStatus: 404 })],
     ['FCM UNREGISTERED (v1 code)', classifyFcmError({ code: 'UNREGISTERED' })],
-  ])('%s invalidates the token (a dead token, never an app ban)', (_, result) => {
-    expect(fate(result)).toBe('invalidate');
+  ])('%s invalidates the token (a dead token, never an app ban), whatever the app\'s other pushes do', (_, result) => {
+    expect(fate(result, true)).toBe('invalidate');
+    expect(fate(result, false)).toBe('invalidate');
+  });
+
+  it.each(tokenOrApp)('%s invalidates the token while the app\'s other pushes are delivered', (_, result) => {
+    expect(fate(result, true)).toBe('invalidate');
+  });
+
+  it.each(tokenOrApp)('%s keeps the token and counts towards a ban when none of the app\'s pushes was delivered lately (its environment, topic or sender may be wrong)', (_, result) => {
+    expect(fate(result, false)).toBe('park + ban');
+    expect(result.kind === 'dead-token' && keptToken(result).reason).toMatch(/token kept: none of this app's pushes was delivered in the last hour/);
   });
 
   it.each<[string, SendResult, string]>([
@@ -74,17 +91,15 @@ describe('provider answers: dead token, park, or ban', () => {
     ['APNs 400 InvalidPushType', classifyApnsFailure({ status: 400, reason: 'InvalidPushType' }), 'InvalidPushType'],
     ['FCM INVALID_ARGUMENT (the message)', classifyFcmError({ code: 'messaging/invalid-argument', message: "Invalid value at 'message.data[0].value'" }), "invalid-argument: Invalid value at 'message.data[0].value'"],
   ])('%s parks the push with the provider\'s reason: no invalidation, no ban', (_, result, reason) => {
-    expect(fate(result)).toBe('park');
+    expect(fate(result, false)).toBe('park');
     expect(result).toEqual({ kind: 'permanent', reason });
   });
 
   it.each<[string, SendResult]>([
     ['APNs 400 TopicDisallowed', classifyApnsFailure({ status: 400, reason: 'TopicDisallowed' })],
     ['APNs 403 InvalidProviderToken', classifyApnsFailure({ status: 403, reason: 'InvalidProviderToken' })],
-    ['FCM SENDER_ID_MISMATCH', classifyFcmError({ code: 'messaging/mismatched-credential', message: 'SenderId mismatch', httpStatus: 403 })],
-    ['FCM SENDER_ID_MISMATCH (v1 code)', classifyFcmError({ code: 'SENDER_ID_MISMATCH' })],
   ])('%s counts towards banning the app (which alarms) and never invalidates the device', (_, result) => {
-    expect(fate(result)).toBe('park + ban');
+    expect(fate(result, true)).toBe('park + ban');
   });
 
   it('a ban is started by those answers, with an alarm, and by no dead-token answer', () => {
@@ -93,9 +108,21 @@ describe('provider answers: dead token, park, or ban', () => {
     const bans = createAppBans({ threshold: 2, windowMs: 60_000, cooldownMs: 60_000 }, spy, new Registry());
     for (let i = 0; i < 5; i++) bans.observe('a', classifyApnsFailure({ status: 400, reason: 'BadDeviceToken' }));
     expect(bans.banned('a')).toBeUndefined();
-    bans.observe('b', classifyFcmError({ code: 'SENDER_ID_MISMATCH' }));
+    const otherSender = classifyFcmError({ code: 'SENDER_ID_MISMATCH' });
+    bans.observe('b', otherSender.kind === 'dead-token' ? keptToken(otherSender) : otherSender);
     bans.observe('b', classifyApnsFailure({ status: 400, reason: 'TopicDisallowed' }));
     expect(bans.banned('b')?.reason).toBe('TopicDisallowed');
     expect(errors.mock.calls.map(([fields]) => fields)).toEqual([expect.objectContaining({ alarm: 'app-banned', app: 'b' })]);
+  });
+
+  it('one delivery vouches for the app for an hour, in this process, per app', () => {
+    let t = 0;
+    const bans = createAppBans({ threshold: 2, windowMs: 60_000, cooldownMs: 60_000 }, logger, new Registry(), () => t);
+    expect(bans.deliversLately('a')).toBe(false);
+    bans.delivered('a');
+    t = DELIVERED_LATELY_MS - 1;
+    expect([bans.deliversLately('a'), bans.deliversLately('b')]).toEqual([true, false]);
+    t = DELIVERED_LATELY_MS + 1;
+    expect(bans.deliversLately('a')).toBe(false);
   });
 });

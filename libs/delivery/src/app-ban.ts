@@ -11,6 +11,8 @@ const CREDENTIAL_OR_TOPIC = new RegExp(
   [
     'InvalidProviderToken', 'MissingProviderToken', 'BadCertificate', 'BadCertificateEnvironment', 'Forbidden',
     'TopicDisallowed', 'BadTopic', 'MissingTopic', 'no APNs topic',
+    // A token that does not go with the app, while none of the app's pushes goes through (keptToken).
+    'BadDeviceToken', 'DeviceTokenNotForTopic',
     'third-party-auth-error', 'THIRD_PARTY_AUTH_ERROR', 'mismatched-credential', 'SENDER_ID_MISMATCH',
     'authentication-error', 'invalid-credential', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'permission-denied',
     '^credentials:',
@@ -34,6 +36,27 @@ export interface AppBans {
   banned(app: string): { until: Date; reason: string } | undefined;
   /** Count a send result; a credential or topic failure may start a ban. */
   observe(app: string, result: SendResult): void;
+  /** A push of the app was delivered (its credentials, topic and endpoint work). */
+  delivered(app: string): void;
+  /** Whether a push of the app was delivered within DELIVERED_LATELY_MS in this process. */
+  deliversLately(app: string): boolean;
+}
+
+/** How long one delivery vouches for an app's credentials, topic and endpoint. */
+export const DELIVERED_LATELY_MS = 60 * 60_000;
+
+/**
+ * A token-or-app answer (SendResult `unlessAppFails`: APNs BadDeviceToken / DeviceTokenNotForTopic,
+ * FCM SENDER_ID_MISMATCH) for an app none of whose pushes was delivered lately: the app's
+ * credentials, topic or APNs environment (production / development) is the suspect, not the token.
+ * Invalidating would wipe every token of a misconfigured app in one broadcast, so the token is kept,
+ * the push is refused for good (parked, counted as failed), and the answer counts towards the ban.
+ */
+export function keptToken(result: Extract<SendResult, { kind: 'dead-token' }>): Extract<SendResult, { kind: 'permanent' }> {
+  return {
+    kind: 'permanent',
+    reason: `${result.reason} (token kept: none of this app's pushes was delivered in the last hour, so its credentials, topic or APNs environment may be what is wrong)`,
+  };
 }
 
 interface Ban {
@@ -49,6 +72,7 @@ interface Ban {
 export function createAppBans(settings: AppBanSettings, logger: Logger, registry: Registry, now: () => number = Date.now): AppBans {
   const failures = new Map<string, number[]>();
   const bans = new Map<string, Ban>();
+  const lastDelivered = new Map<string, number>();
   const gauge = new Gauge({
     name: 'herald_app_banned',
     help: 'Whether an app is banned (1) for credential or topic errors: its pushes are parked until the cool-off ends',
@@ -64,6 +88,13 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
       gauge.set({ app }, 0);
       logger.warn({ app, alarm: 'app-ban-lifted' }, 'app ban lifted: sends are tried again');
       return undefined;
+    },
+    delivered(app) {
+      lastDelivered.set(app, now());
+    },
+    deliversLately(app) {
+      const at = lastDelivered.get(app);
+      return at !== undefined && at > now() - DELIVERED_LATELY_MS;
     },
     observe(app, result) {
       if (!isCredentialFailure(result) || bans.has(app)) return;

@@ -14,7 +14,7 @@ import type { PusherMetrics } from './pusher-metrics.ts';
 import { completeDurably, DeliveredRecorder, type RecordedBatch } from './ledger-record.ts';
 import { keepClaims } from './claim-keeper.ts';
 import type { ProviderSource } from './provider-pool.ts';
-import type { AppBans } from './app-ban.ts';
+import { keptToken, type AppBans } from './app-ban.ts';
 import { outcomeEntry, type JobOutcomeRecorder } from './job-outcomes.ts';
 import { PROVIDER_REJECTED } from './park-outcomes.ts';
 
@@ -217,7 +217,12 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
   const invalidations: Invalidation[] = [];
   const observedAt = new Date();
   sent.forEach((r, i) => {
-    const result = results[i] as Sent;
+    if (results[i]?.kind === 'delivered') deps.bans?.delivered(r.push.app);
+  });
+  sent.forEach((r, i) => {
+    const given = results[i] as Sent;
+    // A token that does not go with an app whose pushes all fail: the app's settings are the suspect.
+    const result = given.kind === 'dead-token' && given.unlessAppFails === true && deps.bans !== undefined && !deps.bans.deliversLately(r.push.app) ? keptToken(given) : given;
     const { push } = r;
     if (result.kind === 'unpaced') {
       release.push(push.pushId);

@@ -11,8 +11,12 @@ describe('classifyApnsFailure (DESIGN.md failure table, APNs rows)', () => {
     expect(classifyApnsFailure({ status: 410, reason: 'ExpiredToken' })).toEqual({ kind: 'dead-token', reason: 'ExpiredToken' });
   });
 
-  it.each(['BadDeviceToken', 'DeviceTokenNotForTopic'])('400 %s is a dead token', (reason) => {
-    expect(classifyApnsFailure({ status: 400, reason })).toEqual({ kind: 'dead-token', reason });
+  it.each(['BadDeviceToken', 'DeviceTokenNotForTopic'])('400 %s is a dead token unless the app itself fails (a token of the other environment or topic answers so too)', (reason) => {
+    expect(classifyApnsFailure({ status: 400, reason })).toEqual({ kind: 'dead-token', reason, unlessAppFails: true });
+  });
+
+  it('400 IdleTimeout is about the connection, not the push: transient', () => {
+    expect(classifyApnsFailure({ status: 400, reason: 'IdleTimeout' })).toEqual({ kind: 'transient', reason: 'IdleTimeout' });
   });
 
   it.each([

@@ -12,7 +12,10 @@ export interface ApnsFailure {
   transportError?: string;
 }
 
+/** Apple: "Verify that the request contains a valid token and that the token matches the environment" (and the topic): a token of the other environment or app answers so too. */
 const DEAD_TOKEN_400 = new Set(['BadDeviceToken', 'DeviceTokenNotForTopic']);
+/** Apple's 400 IdleTimeout is about the connection, not the push: send it again. */
+const TRANSIENT_400 = new Set(['IdleTimeout']);
 /** The client library regenerates the token after this one; the next attempt works. */
 const TRANSIENT_403 = new Set(['ExpiredProviderToken']);
 const TRANSIENT_STATUS = new Set([408, 429, 500, 502, 503, 504]);
@@ -30,7 +33,8 @@ export function classifyApnsFailure(f: ApnsFailure): SendResult {
     const invalidSince = f.timestamp !== undefined && Number.isFinite(f.timestamp) ? new Date(f.timestamp) : undefined;
     return { kind: 'dead-token', reason, ...(invalidSince !== undefined ? { invalidSince } : {}) };
   }
-  if (f.status === 400 && DEAD_TOKEN_400.has(reason)) return { kind: 'dead-token', reason };
+  if (f.status === 400 && DEAD_TOKEN_400.has(reason)) return { kind: 'dead-token', reason, unlessAppFails: true };
+  if (f.status === 400 && TRANSIENT_400.has(reason)) return { kind: 'transient', reason };
   if (f.status === 403 && TRANSIENT_403.has(reason)) return { kind: 'transient', reason };
   if (TRANSIENT_STATUS.has(f.status) || f.status >= 500) return { kind: 'transient', reason, ...retryAfter(f) };
   return { kind: 'permanent', reason };

@@ -34,8 +34,6 @@ describe('classifyFcmError (DESIGN.md failure table, FCM rows)', () => {
   });
 
   it.each([
-    'messaging/mismatched-credential',
-    'SENDER_ID_MISMATCH',
     'messaging/third-party-auth-error',
     'messaging/authentication-error',
     'messaging/invalid-payload',
@@ -53,10 +51,11 @@ describe('classifyFcmError (DESIGN.md failure table, FCM rows)', () => {
     });
   });
 
-  it('SENDER_ID_MISMATCH (both spellings) is permanent, never a dead token: the app\'s credentials are wrong, not the device', () => {
+  it('SENDER_ID_MISMATCH (both spellings) is a token of another sender: dead unless the app itself fails (its credentials may be what is wrong)', () => {
     const message = 'SenderId mismatch';
-    expect(classifyFcmError({ code: 'messaging/mismatched-credential', message, httpStatus: 403 })).toEqual({ kind: 'permanent', reason: `mismatched-credential: ${message}` });
-    expect(classifyFcmError({ code: 'SENDER_ID_MISMATCH', httpStatus: 403 })).toEqual({ kind: 'permanent', reason: 'SENDER_ID_MISMATCH' });
+    expect(classifyFcmError({ code: 'messaging/mismatched-credential', message, httpStatus: 403 })).toEqual({ kind: 'dead-token', reason: `mismatched-credential: ${message}`, unlessAppFails: true });
+    expect(classifyFcmError({ code: 'SENDER_ID_MISMATCH', httpStatus: 403 })).toEqual({ kind: 'dead-token', reason: 'SENDER_ID_MISMATCH', unlessAppFails: true });
+    expect(classifyFcmError({ code: 'UNREGISTERED', httpStatus: 404 })).toEqual({ kind: 'dead-token', reason: 'UNREGISTERED' });
   });
 
   it('QUOTA_EXCEEDED and UNAVAILABLE carry FCM\'s Retry-After; a permanent or dead-token answer never does', () => {

@@ -10,7 +10,7 @@ export interface FcmFailure {
   retryAfterMs?: number;
 }
 
-type Kind = 'dead-token' | 'transient' | 'permanent';
+type Kind = 'dead-token' | 'transient' | 'permanent' | 'other-sender';
 
 /** firebase-admin client codes and FCM v1 codes, both ways of spelling the same outcome. */
 const KIND_BY_CODE: Record<string, Kind> = {
@@ -27,8 +27,10 @@ const KIND_BY_CODE: Record<string, Kind> = {
   INTERNAL: 'transient',
   'network-error': 'transient',
   'network-timeout': 'transient',
-  'mismatched-credential': 'permanent',
-  SENDER_ID_MISMATCH: 'permanent',
+  // "The authenticated sender ID is different from the sender ID for the registration token": a
+  // token of another Firebase project, dead for this app's credentials (unless they are what is wrong).
+  'mismatched-credential': 'other-sender',
+  SENDER_ID_MISMATCH: 'other-sender',
   'third-party-auth-error': 'permanent',
   THIRD_PARTY_AUTH_ERROR: 'permanent',
   'authentication-error': 'permanent',
@@ -57,5 +59,6 @@ export function classifyFcmError(f: FcmFailure): SendResult {
   const reason = [code || (f.httpStatus !== undefined ? `HTTP ${f.httpStatus}` : 'unknown'), f.message].filter(Boolean).join(': ');
   const kind = kindOf(f, code);
   if (kind === 'transient') return { kind, reason, ...(f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : {}) };
+  if (kind === 'other-sender') return { kind: 'dead-token', reason, unlessAppFails: true };
   return { kind, reason };
 }

@@ -3,8 +3,15 @@ import type { DevicePush, Platform } from '@herald/contracts';
 /** What became of one push, as a value: the pusher turns it into ack / invalidate / retry / park. */
 export type SendResult =
   | { kind: 'delivered'; providerMessageId?: string }
-  /** APNs 410 Unregistered (with its timestamp), 400 BadDeviceToken / DeviceTokenNotForTopic; FCM UNREGISTERED, invalid registration token; Web Push 404/410. */
-  | { kind: 'dead-token'; reason: string; invalidSince?: Date }
+  /**
+   * APNs 410 Unregistered (with its timestamp), 400 BadDeviceToken / DeviceTokenNotForTopic; FCM
+   * UNREGISTERED, invalid registration token, SENDER_ID_MISMATCH; Web Push 404/410.
+   * `unlessAppFails`: the answer says the token does not go with the app's credentials, topic or
+   * APNs environment (BadDeviceToken, DeviceTokenNotForTopic, SENDER_ID_MISMATCH). That is the
+   * token's fault only while the app's other pushes go through; when none was delivered lately, the
+   * app's settings are the suspect and the pusher keeps the token (app-ban.ts).
+   */
+  | { kind: 'dead-token'; reason: string; invalidSince?: Date; unlessAppFails?: true }
   /** APNs 429/500/503, FCM UNAVAILABLE / INTERNAL / QUOTA_EXCEEDED, Web Push 429/5xx, timeouts, connection resets. */
   | { kind: 'transient'; reason: string; retryAfterMs?: number }
   /** Payload too large, bad topic, bad credentials, other 4xx. */
