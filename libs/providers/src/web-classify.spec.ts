@@ -25,6 +25,14 @@ describe('push service answers (RFC 8030 §5, RFC 8292)', () => {
     for (const body of ['{"reason":"BadJwtToken"}', 'invalid JWT provided']) {
       expect(classifyWebPushAnswer({ status: 403, body })).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidUnauthorized: /) });
     }
+    // Words for "signed with another key than the subscription's", whatever the status: one subscription's problem, not the app's.
+    for (const [status, body] of [
+      [400, '{"reason":"VapidPkHashMismatch"}'],
+      [401, '{"code":401,"errno":109,"error":"Unauthorized","message":"VAPID public key mismatch"}'],
+      [403, 'the VAPID credentials in the authorization header do not correspond to the credentials used to create the subscriptions.'],
+    ] as const) {
+      expect(classifyWebPushAnswer({ status, body })).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidKeyMismatch: /) });
+    }
     expect(classifyWebPushAnswer({ status: 413 })).toMatchObject({ kind: 'permanent', reason: 'PayloadTooLarge: HTTP 413' });
     expect(classifyWebPushAnswer({ status: 400, body: 'x'.repeat(500) })).toMatchObject({ kind: 'permanent' });
     expect((classifyWebPushAnswer({ status: 400, body: 'x'.repeat(500) }) as { reason: string }).reason.length).toBeLessThan(300);

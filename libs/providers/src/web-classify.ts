@@ -13,6 +13,13 @@ export interface WebPushAnswer {
 
 const MAX_REASON_BODY = 200;
 
+/**
+ * A push service saying the signing key is not the subscription's: Apple's push service
+ * `{"reason":"VapidPkHashMismatch"}` (400), Mozilla's autopush "VAPID public key mismatch"
+ * (401, errno 109), FCM's "credentials ... do not correspond to the credentials used to create the subscriptions" (403).
+ */
+const KEY_MISMATCH = /VapidPkHashMismatch|VAPID public key mismatch|"errno"\s*:\s*109\b|do not correspond to the credentials used to create/i;
+
 function because(answer: WebPushAnswer): string {
   const text = answer.body?.replace(/\s+/g, ' ').trim() ?? '';
   return text.length === 0 ? `HTTP ${answer.status}` : `HTTP ${answer.status}: ${text.slice(0, MAX_REASON_BODY)}`;
@@ -24,7 +31,8 @@ function because(answer: WebPushAnswer): string {
  * 401, and 403 saying the JWT is bad (Apple's BadJwtToken, FCM's "invalid JWT"), the VAPID JWT was
  * refused (an app credential problem: counts towards the app's ban); any other 403, the signing key
  * does not match the subscription's applicationServerKey (this subscription's problem, not the
- * app's); 413 too large and any other 4xx permanent.
+ * app's), and so is a 400 or 401 that says so (Apple's VapidPkHashMismatch, Mozilla's "VAPID public
+ * key mismatch", errno 109); 413 too large and any other 4xx permanent.
  */
 export function classifyWebPushAnswer(answer: WebPushAnswer): SendResult {
   const { status } = answer;
@@ -33,6 +41,9 @@ export function classifyWebPushAnswer(answer: WebPushAnswer): SendResult {
   if (status === 404 || status === 410) return { kind: 'dead-token', reason: status === 410 ? 'Gone' : 'NotFound' };
   if (status === 429) return { kind: 'transient', reason: `TooManyRequests: ${because(answer)}`, ...retry };
   if (status >= 500) return { kind: 'transient', reason: `push service error: ${because(answer)}`, ...retry };
+  if (status >= 400 && status <= 403 && KEY_MISMATCH.test(answer.body ?? '')) {
+    return { kind: 'permanent', reason: `VapidKeyMismatch: the subscription belongs to another application server key (${because(answer)})` };
+  }
   if (status === 401) return { kind: 'permanent', reason: `VapidUnauthorized: the push service refused the VAPID JWT (${because(answer)})` };
   // 403 is any refused VAPID authentication (RFC 8292 §4.2), not only a key mismatch: Apple's push
   // service answers 403 {"reason":"BadJwtToken"} for a JWT it will not take (a subject it refuses,
