@@ -27,6 +27,11 @@ export interface FaultSpec {
    * longer valid for the topic". Earlier than the device's registration, the token lives again.
    */
   unregisteredAtMs?: number;
+  /**
+   * FCM QUOTA_EXCEEDED only: which quota, as its google.rpc.QuotaFailure detail says ("exceeded
+   * message rate quota" of the project, or "exceeded device message rate quota"); without it, no detail.
+   */
+  quota?: 'message' | 'device';
 }
 
 export interface Fault extends FaultSpec {
@@ -44,6 +49,10 @@ function checkNumbers(o: Record<string, unknown>): string | undefined {
   if (o['times'] !== undefined && (!Number.isInteger(o['times']) || (o['times'] as number) < 1)) return 'times must be a positive integer';
   if (o['retryAfterSeconds'] !== undefined && !isNonNegative(o['retryAfterSeconds'])) return 'retryAfterSeconds must be a non-negative number';
   if (o['delayMs'] !== undefined && !isNonNegative(o['delayMs'])) return 'delayMs must be a non-negative number';
+  if (o['quota'] !== undefined) {
+    if (o['platform'] !== 'fcm' || o['error'] !== 'QUOTA_EXCEEDED') return 'quota goes with an FCM QUOTA_EXCEEDED fault only';
+    if (o['quota'] !== 'message' && o['quota'] !== 'device') return 'quota must be "message" or "device"';
+  }
   if (o['unregisteredAtMs'] !== undefined) {
     if (o['platform'] !== 'apns' || o['error'] !== 'Unregistered') return 'unregisteredAtMs goes with an APNs Unregistered (410) fault only';
     if (!isNonNegative(o['unregisteredAtMs'])) return 'unregisteredAtMs must be a non-negative number (ms since the epoch)';

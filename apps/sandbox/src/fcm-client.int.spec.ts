@@ -128,6 +128,19 @@ describe('FCM provider against the sandbox', () => {
     expect((await recordsFor(push.token)).map((r) => r.status)).toEqual([status]);
   });
 
+  it("reports QUOTA_EXCEEDED without Retry-After as transient, not before a minute, and a device's own quota as the device's", async () => {
+    const project = devicePush();
+    await fault({ token: project.token, error: 'QUOTA_EXCEEDED', quota: 'message' });
+    const answer = await provider.send(project, {});
+    expect(answer).toMatchObject({ kind: 'transient', retryNotBeforeMs: 60_000 });
+    expect(answer).not.toHaveProperty('retryAfterMs'); // nothing to pause the app for
+    const device = devicePush();
+    await fault({ token: device.token, error: 'QUOTA_EXCEEDED', quota: 'device' });
+    const own = await provider.send(device, {});
+    // The limiter slows that device's push only (throttle-scope.spec.ts).
+    expect(own).toMatchObject({ kind: 'transient', retryNotBeforeMs: 60_000, reason: expect.stringMatching(/^QUOTA_EXCEEDED \(device-message-rate-exceeded\)/) });
+  });
+
   it('reports QUOTA_EXCEEDED as transient with the Retry-After FCM gave', async () => {
     const push = devicePush();
     await fault({ token: push.token, error: 'QUOTA_EXCEEDED', retryAfterSeconds: 7 });

@@ -30,7 +30,7 @@ const toAnswer = (e: GoogleError, extra: Record<string, string> = {}): Answer =>
 function faultAnswer(fault: Fault): Answer | undefined {
   if (fault.error === undefined) return undefined;
   const retry: Record<string, string> = fault.retryAfterSeconds !== undefined ? { 'retry-after': String(fault.retryAfterSeconds) } : {};
-  return toAnswer(googleError(fault.error as FcmErrorCode), retry);
+  return toAnswer(googleError(fault.error as FcmErrorCode, undefined, fault.quota), retry);
 }
 
 function parseJson(body: Buffer): { ok: true; value: unknown } | { ok: false; message: string } {

@@ -31,11 +31,18 @@ const GOOGLE: Record<GoogleOnlyCode, { status: number; message: string }> = {
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
 };
 
-/** An error in Google's format; FCM codes carry the `google.firebase.fcm.v1.FcmError` detail. */
-export function googleError(code: FcmErrorCode | GoogleOnlyCode, message?: string): GoogleError {
+/**
+ * An error in Google's format; FCM codes carry the `google.firebase.fcm.v1.FcmError` detail, and a
+ * QUOTA_EXCEEDED given `quota` the `google.rpc.QuotaFailure` that "specifies which quota was
+ * exceeded" (ErrorCode; the violation's words are the page's, Google does not document its strings).
+ */
+export function googleError(code: FcmErrorCode | GoogleOnlyCode, message?: string, quota?: 'message' | 'device'): GoogleError {
   if (code in FCM) {
     const e = FCM[code as FcmErrorCode];
-    const details = [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: code }];
+    const details: object[] = [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: code }];
+    if (code === 'QUOTA_EXCEEDED' && quota !== undefined) {
+      details.push({ '@type': 'type.googleapis.com/google.rpc.QuotaFailure', violations: [{ description: quota === 'device' ? 'exceeded device message rate quota' : 'exceeded message rate quota' }] });
+    }
     return { status: e.status, body: { error: { code: e.status, message: message ?? e.message, status: e.grpc, details } } };
   }
   const g = GOOGLE[code as GoogleOnlyCode];

@@ -118,4 +118,15 @@ describe('pusher with a rate limiter', () => {
     expect(p.released).toEqual([]);
     expect(outcome).toEqual({ kind: 'ack' });
   });
+
+  it("a transient answer's least delay is its retry's: the Retry-After, or Google's minute for QUOTA_EXCEEDED without one", async () => {
+    const retried = async (answer: SendResult) => {
+      const m = message();
+      const [outcome] = await pusher(undefined, answer).handle([m.inbound]);
+      return outcome;
+    };
+    expect(await retried({ kind: 'transient', reason: 'QUOTA_EXCEEDED', retryNotBeforeMs: 60_000 })).toEqual({ kind: 'retry', code: 'transient', reason: 'QUOTA_EXCEEDED', delayMs: 60_000 });
+    expect(await retried({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 7000 })).toMatchObject({ kind: 'retry', delayMs: 7000 });
+    expect(await retried({ kind: 'transient', reason: 'InternalServerError' })).toEqual({ kind: 'retry', code: 'transient', reason: 'InternalServerError' });
+  });
 });

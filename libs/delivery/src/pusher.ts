@@ -251,7 +251,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
       case 'transient':
         release.push(push.pushId);
         deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
-        outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...(result.retryAfterMs !== undefined && { delayMs: result.retryAfterMs }) };
+        outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...retryDelayOf(result) };
         break;
       case 'permanent':
         deps.bans?.observe(push.app, result);
@@ -262,6 +262,12 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
   });
   await Promise.all([publishInvalidations(invalidations, deps), release.length > 0 ? deps.ledger.release(release, deps.owner) : undefined]);
   await completeDurably(deps.ledger, completed, deps.logger);
+}
+
+/** The least delay a transient answer asks before the push's next attempt (the retry schedule may wait longer). */
+function retryDelayOf(result: Extract<SendResult, { kind: 'transient' }>): { delayMs?: number } {
+  const least = Math.max(result.retryAfterMs ?? 0, result.retryNotBeforeMs ?? 0);
+  return result.retryAfterMs === undefined && result.retryNotBeforeMs === undefined ? {} : { delayMs: least };
 }
 
 /** An unsent push comes back without spending an attempt: when its app's pause ends, or in a second for budget. */

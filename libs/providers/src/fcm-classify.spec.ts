@@ -58,6 +58,17 @@ describe('classifyFcmError (DESIGN.md failure table, FCM rows)', () => {
     expect(classifyFcmError({ code: 'UNREGISTERED', httpStatus: 404 })).toEqual({ kind: 'dead-token', reason: 'UNREGISTERED' });
   });
 
+  it("QUOTA_EXCEEDED without Retry-After waits at least a minute (Google: a minimum initial delay of 1 minute), pausing nothing; its QuotaFailure tells a device's own quota", () => {
+    expect(classifyFcmError({ code: 'QUOTA_EXCEEDED', message: 'Quota exceeded', httpStatus: 429 })).toEqual({ kind: 'transient', reason: 'QUOTA_EXCEEDED: Quota exceeded', retryNotBeforeMs: 60_000 });
+    expect(classifyFcmError({ code: 'QUOTA_EXCEEDED', message: 'Quota exceeded', httpStatus: 429, quotaViolations: 'exceeded device message rate quota' })).toEqual({
+      kind: 'transient',
+      reason: 'QUOTA_EXCEEDED (device-message-rate-exceeded): Quota exceeded',
+      retryNotBeforeMs: 60_000,
+    });
+    expect(classifyFcmError({ code: 'QUOTA_EXCEEDED', httpStatus: 429, quotaViolations: 'exceeded message rate quota', retryAfterMs: 5000 })).toEqual({ kind: 'transient', reason: 'QUOTA_EXCEEDED', retryAfterMs: 5000 });
+    expect(classifyFcmError({ code: 'UNAVAILABLE', httpStatus: 503 })).toEqual({ kind: 'transient', reason: 'UNAVAILABLE' });
+  });
+
   it('QUOTA_EXCEEDED and UNAVAILABLE carry FCM\'s Retry-After; a permanent or dead-token answer never does', () => {
     expect(classifyFcmError({ code: 'messaging/message-rate-exceeded', httpStatus: 429, retryAfterMs: 7000 })).toEqual({
       kind: 'transient',

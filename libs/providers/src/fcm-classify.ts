@@ -8,7 +8,19 @@ export interface FcmFailure {
   /** HTTP status of the answer, when there was one. */
   httpStatus?: number;
   retryAfterMs?: number;
+  /** QUOTA_EXCEEDED: the google.rpc.QuotaFailure violations (subject; description), which say whose quota it was. */
+  quotaViolations?: string;
 }
+
+/**
+ * Google (ErrorCode, QUOTA_EXCEEDED): "exceeded message rate quota, exceeded device message rate
+ * quota, or exceeded topic message rate quota", told apart by the QuotaFailure detail; and "use
+ * exponential backoff with a minimum initial delay of 1 minute". The project's quota refills the
+ * following minute (Throttling and quotas).
+ */
+const QUOTA_CODES = new Set(['QUOTA_EXCEEDED', 'message-rate-exceeded', 'device-message-rate-exceeded', 'topics-message-rate-exceeded']);
+export const QUOTA_RETRY_NOT_BEFORE_MS = 60_000;
+const DEVICE_QUOTA = /device/i;
 
 type Kind = 'dead-token' | 'transient' | 'permanent' | 'other-sender';
 
@@ -56,9 +68,14 @@ function kindOf(f: FcmFailure, code: string): Kind {
 /** Pure: map an FCM failure to dead-token / transient / permanent (DESIGN.md failure table). */
 export function classifyFcmError(f: FcmFailure): SendResult {
   const code = shortCode(f.code ?? '');
-  const reason = [code || (f.httpStatus !== undefined ? `HTTP ${f.httpStatus}` : 'unknown'), f.message].filter(Boolean).join(': ');
+  // A device's own rate reads as firebase-admin names it, so the limiter slows that device's push only (throttle-scope.ts).
+  const deviceQuota = code === 'QUOTA_EXCEEDED' && DEVICE_QUOTA.test(f.quotaViolations ?? '') ? ' (device-message-rate-exceeded)' : '';
+  const reason = [(code || (f.httpStatus !== undefined ? `HTTP ${f.httpStatus}` : 'unknown')) + deviceQuota, f.message].filter(Boolean).join(': ');
   const kind = kindOf(f, code);
-  if (kind === 'transient') return { kind, reason, ...(f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : {}) };
+  if (kind === 'transient') {
+    const wait = f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : QUOTA_CODES.has(code) ? { retryNotBeforeMs: QUOTA_RETRY_NOT_BEFORE_MS } : {};
+    return { kind, reason, ...wait };
+  }
   if (kind === 'other-sender') return { kind: 'dead-token', reason, unlessAppFails: true };
   return { kind, reason };
 }

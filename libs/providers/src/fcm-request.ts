@@ -38,7 +38,7 @@ export class AccessTokens {
 }
 
 interface GoogleErrorBody {
-  error?: { status?: string; message?: string; details?: Array<{ '@type'?: string; errorCode?: string }> };
+  error?: { status?: string; message?: string; details?: Array<{ '@type'?: string; errorCode?: string; violations?: unknown }> };
 }
 
 const isJson = (headers: IncomingHttpHeaders): boolean => /^application\/json/i.test(headers['content-type'] ?? '');
@@ -51,6 +51,13 @@ function parsed(body: string): unknown {
   }
 }
 
+/** QUOTA_EXCEEDED's google.rpc.QuotaFailure detail ("which quota was exceeded"): its violations' subjects and descriptions, as one line. */
+function quotaViolationsOf(details: NonNullable<GoogleErrorBody['error']>['details']): string | undefined {
+  const violations = (details ?? []).filter((d) => d['@type']?.endsWith('google.rpc.QuotaFailure') === true).flatMap((d) => (Array.isArray(d.violations) ? (d.violations as unknown[]) : []));
+  const words = violations.flatMap((v) => (typeof v === 'object' && v !== null ? [(v as { subject?: unknown }).subject, (v as { description?: unknown }).description] : [])).filter((w): w is string => typeof w === 'string' && w !== '');
+  return words.length === 0 ? undefined : words.join('; ');
+}
+
 /** The failure in an error answer: FCM's own code (details[].errorCode) first, else the status, as firebase-admin reads it. */
 function failureOf(status: number, headers: IncomingHttpHeaders, body: string): FcmFailure {
   const retryAfter = headers['retry-after'];
@@ -58,11 +65,13 @@ function failureOf(status: number, headers: IncomingHttpHeaders, body: string): 
   const error = isJson(headers) ? (parsed(body) as GoogleErrorBody | undefined)?.error : undefined;
   const fcmCode = error?.details?.find((d) => d['@type']?.endsWith('google.firebase.fcm.v1.FcmError') === true)?.errorCode;
   const code = fcmCode ?? error?.status;
+  const quota = quotaViolationsOf(error?.details);
   // A 503 reads as firebase-admin reports it: "UNAVAILABLE: HTTP 503".
   const message = status === 503 ? 'HTTP 503' : error?.message;
   return {
     ...(code !== undefined && { code }),
     ...(message !== undefined && { message }),
+    ...(quota !== undefined && { quotaViolations: quota }),
     httpStatus: status,
     ...(wait !== undefined && { retryAfterMs: wait }),
   };

@@ -13,7 +13,12 @@ export type SendResult =
    */
   | { kind: 'dead-token'; reason: string; invalidSince?: Date; unlessAppFails?: true }
   /** APNs 429/500/503, FCM UNAVAILABLE / INTERNAL / QUOTA_EXCEEDED, Web Push 429/5xx, timeouts, connection resets. */
-  | { kind: 'transient'; reason: string; retryAfterMs?: number }
+  /**
+   * `retryAfterMs`: the provider's Retry-After (it also pauses the app, ADR 0006). `retryNotBeforeMs`:
+   * the least delay the provider's documents ask before this push is tried again, pausing nothing
+   * else (FCM QUOTA_EXCEEDED without Retry-After: a minute).
+   */
+  | { kind: 'transient'; reason: string; retryAfterMs?: number; retryNotBeforeMs?: number }
   /** Payload too large, bad topic, bad credentials, other 4xx. */
   | { kind: 'permanent'; reason: string };
 

@@ -13,6 +13,8 @@ describe('throttleScope (whom a throttle without Retry-After is about)', () => {
     expect(
       throttleScope(transient('device-message-rate-exceeded: The rate of messages to a particular device is too high.')),
     ).toBe('device');
+    // A v1 QUOTA_EXCEEDED whose QuotaFailure names the device's quota, as fcm-classify.ts words it.
+    expect(throttleScope(transient('QUOTA_EXCEEDED (device-message-rate-exceeded): Quota exceeded'))).toBe('device');
   });
 
   it("FCM QUOTA_EXCEEDED (firebase-admin: message-rate-exceeded) and other FCM 429s are about the app's project quota", () => {
