@@ -157,6 +157,23 @@ describe('APNs provider against the sandbox', () => {
     }
   });
 
+  it("a provider built again for the same key sends the same provider token (Apple: refresh it no more than once every 20 minutes)", async () => {
+    const first = devicePush();
+    await provider.send(first, { apnsTopic: TOPIC });
+    // A token signed a second later differs in its iat: wait past that, then build another provider for the same key.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const again = await createApnsProvider(settings, logger);
+    try {
+      const second = devicePush();
+      expect(await again.send(second, { apnsTopic: TOPIC })).toMatchObject({ kind: 'delivered' });
+      const [a, b] = [(await recordsFor(first.token))[0], (await recordsFor(second.token))[0]];
+      expect(a?.headers['authorization']).toMatch(/^bearer /);
+      expect(b?.headers['authorization']).toBe(a?.headers['authorization']);
+    } finally {
+      await again.close();
+    }
+  });
+
   it('reports a token signed by a key Apple does not know as permanent (InvalidProviderToken)', async () => {
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
     const key = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
