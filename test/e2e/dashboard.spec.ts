@@ -77,7 +77,7 @@ describe('the operator dashboard, in a real headless Chromium', () => {
     // A running audience fan-out (recorded as the demuxer records one; with the demuxer down it stays at its first chunk).
     const fanouts = createFanoutRepository(sys.database.db.kysely);
     await fanouts.start({ jobId: 'fanout-on-the-dashboard', app: 'demo', audience: { topic: 'breaking-news' }, job: {}, acceptedAt: new Date(), size: 5000, exact: true });
-    await fanouts.recordChunk('fanout-on-the-dashboard', 0, { devices: 1000, targeted: 1000, noDevice: 0, emitted: 1000, outcomes: [] });
+    await fanouts.recordChunk('fanout-on-the-dashboard', 0, { devices: 1000, targeted: 1000, noDevice: 0, emitted: 1000, outcomes: [], planned: { deviceIds: [], userIds: [], toDevice: [] } });
 
     const context = await chromium.launchPersistentContext(profile as string, {
       executablePath: CHROMIUM,

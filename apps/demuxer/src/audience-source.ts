@@ -1,5 +1,5 @@
 import { parseSegment, type JobAudience, type SegmentFilter } from '@herald/contracts';
-import type { AudienceChunk, AudienceSpec } from '@herald/db';
+import type { AudienceChunk, AudienceDevice, AudienceSpec, PlannedDevicesRequest } from '@herald/db';
 
 export type { AudienceChunk, AudienceSpec } from '@herald/db';
 
@@ -7,6 +7,8 @@ export type { AudienceChunk, AudienceSpec } from '@herald/db';
 export interface AudienceSource {
   read(req: { app: string; audience: AudienceSpec; category: string; objectId?: string; after: string | null; until?: string; limit: number; now: Date; startedAt?: Date; asOf?: string }): Promise<AudienceChunk>;
   size(req: { app: string; audience: AudienceSpec }): Promise<{ size: number; exact: boolean }>;
+  /** The devices a chunk planned, read again by id (a chunk redone after a redelivery). */
+  planned(req: PlannedDevicesRequest): Promise<{ devices: AudienceDevice[]; gone: string[] }>;
   /** Why the audience cannot be expanded (an unknown topic), or undefined. */
   problem?(req: { app: string; audience: AudienceSpec }): Promise<string | undefined>;
 }

@@ -44,7 +44,7 @@ export function createDemuxerMetrics(registry: Registry): DemuxerMetrics {
     }),
     fanoutChunks: new Counter({
       name: 'herald_demuxer_fanout_chunks_total',
-      help: 'Audience fan-out chunks handled, by outcome (expanded, last: the final chunk, cancelled: its job was cancelled, duplicate: already done, parked)',
+      help: 'Audience fan-out chunks handled, by outcome (expanded, last: the final chunk, cancelled: its job was cancelled, duplicate: already done, raced: another demuxer linked or planned it first, deferred, parked)',
       labelNames: ['outcome'],
       registers: [registry],
     }),

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queues, type PushJobInput } from '@herald/contracts';
-import { createFanoutRepository } from '@herald/db';
+import { createFanoutRepository, plannedOf, toJobStatus, type FanoutRepository } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { connectBroker, heraldTopology, type Broker, type InboundMessage } from '@herald/messaging';
 import { Registry } from '@herald/runtime';
-import { createTestDatabase, createTestVhost, waitFor, type TestDatabase, type TestVhost } from '@herald/testing';
+import { createTestDatabase, createTestVhost, peekMessages, waitFor, type TestDatabase, type TestVhost } from '@herald/testing';
 import { createAudienceSource } from './audience-reader.ts';
 import { toAudienceSpec } from './audience-source.ts';
+import { reachableDevices } from './fan-out.ts';
 import { createDemuxerMetrics } from './demuxer-metrics.ts';
 import { createFanoutChunkHandler } from './fanout-chunk.ts';
 import { WaveMonitor } from './wave-monitor.ts';
@@ -52,7 +53,7 @@ describe('fan-out chunk tasks', () => {
     // Copy 1 of chunk 0's task: its demuxer read the chunk, created chunk 1, and died before publishing chunk 1's task.
     const read = await audiences.read({ app: 'bcast', audience: toAudienceSpec({ broadcast: true }), category: 'news', after: null, limit: 1, now: new Date(), ...(fanout && { startedAt: fanout.startedAt }) });
     expect(read.next).not.toBeNull();
-    expect(await fanouts.linkNext(job.id, 0, read.next)).toBe(true);
+    expect((await fanouts.linkNext(job.id, 0, read.next)).created).toBe(true);
     const expand = createFanoutChunkHandler({
       fanouts,
       audiences,
@@ -70,5 +71,76 @@ describe('fan-out chunk tasks', () => {
     expect(await expand([task(job.id, 0, true)])).toEqual([{ kind: 'ack' }]);
     await waitFor("chunk 1's task", async () => ((await waitingTasks()) === 1 ? true : undefined), { timeoutMs: 5_000 });
     expect((await fanouts.chunk(job.id, 1))?.state).not.toBe('done');
+  });
+
+  /** The chunk handler over the real database and broker (`fanouts` may wrap the real repository). */
+  const handler = (fanouts: FanoutRepository, chunkSize: number) =>
+    createFanoutChunkHandler({
+      fanouts,
+      audiences: createAudienceSource(t.db),
+      publisher: broker.publisher,
+      scheduling: { store: t.db.scheduled, wave: new WaveMonitor(2000, 60), horizonDays: 366, slackMs: 1000 },
+      metrics: createDemuxerMetrics(new Registry()),
+      logger,
+      chunkSize,
+    });
+
+  /** A broadcast of its own app (three devices), and its first chunk read, linked and planned by a demuxer that then died. */
+  async function plannedThenDied(app: string) {
+    await t.db.apps.upsert({ id: app, apnsTopic: `com.herald.${app}` });
+    const tokens = [0, 1, 2].map((u) => `${u}`.padEnd(64, 'a'));
+    for (const [u, token] of tokens.entries()) {
+      await t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'apns', token, userId: `u${u}`, eventAt: '2025-01-01T00:00:00Z' });
+    }
+    const fanouts = createFanoutRepository(t.db.kysely);
+    const job: PushJobInput = { id: randomUUID(), app, category: 'news', content: { title: 'Hi' }, audience: { broadcast: true } };
+    await fanouts.start({ jobId: job.id, app, audience: { broadcast: true }, job, acceptedAt: new Date(), size: 3, exact: true });
+    const read = await createAudienceSource(t.db).read({ app, audience: toAudienceSpec({ broadcast: true }), category: 'news', after: null, limit: 10, now: new Date() });
+    expect(read.devices).toHaveLength(3);
+    expect((await fanouts.linkNext(job.id, 0, read.next)).next).toBeNull();
+    const planned = plannedOf(reachableDevices({ ...job, priority: 'high' } as never, read.devices));
+    expect(await fanouts.recordChunk(job.id, 0, { devices: 3, targeted: 3, noDevice: 0, emitted: 3, outcomes: [], planned })).toBe('recorded');
+    return { fanouts, job, tokens, deviceIds: read.devices.map((d) => d.deviceId) };
+  }
+
+  const status = async (jobId: string) => {
+    const record = await t.db.jobs.status(jobId);
+    if (record === undefined) throw new Error('no status');
+    return toJobStatus(record);
+  };
+
+  it('a chunk redone after its demuxer died once it was planned sends exactly the devices planned, however the audience changed', async () => {
+    const { fanouts, job, tokens, deviceIds } = await plannedThenDied('redo');
+    // Meanwhile one device is unregistered and another registers: a second read would plan 3 others.
+    await t.db.devices.applyRegistration({ version: 1, kind: 'unregister', app: 'redo', platform: 'apns', token: tokens[0] as string, eventAt: new Date().toISOString() });
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'redo', platform: 'apns', token: 'f'.repeat(64), userId: 'late', eventAt: '2025-01-01T00:00:00Z' });
+    expect(await handler(fanouts, 10)([task(job.id, 0, true)])).toEqual([{ kind: 'ack' }]);
+    const sent = (await peekMessages(vhost.name, Queues.apnsSend, 100)).map((m) => JSON.parse(m.payload) as { jobId: string; deviceId: string }).filter((p) => p.jobId === job.id);
+    expect(sent.map((p) => p.deviceId).sort()).toEqual([...deviceIds].sort());
+    expect(await status(job.id)).toMatchObject({ targeted: 3, inFlight: 3 });
+    expect((await fanouts.chunk(job.id, 0))?.state).toBe('done');
+  });
+
+  it("a cancelled job's chunk, planned but never sent, records its pushes as cancelled: the job's counts add up", async () => {
+    const { fanouts, job } = await plannedThenDied('cancelplanned');
+    expect((await fanouts.cancel(job.id)).fanout).toBe(true);
+    expect(await handler(fanouts, 10)([task(job.id, 0, true)])).toEqual([{ kind: 'ack' }]);
+    expect(await status(job.id)).toMatchObject({ state: 'cancelled', targeted: 3, inFlight: 0, skipped: { cancelled: 3 } });
+  });
+
+  it('a copy that finds the chunk linked to another end by a copy racing it defers, and then follows that copy', async () => {
+    const real = createFanoutRepository(t.db.kysely);
+    const job: PushJobInput = { id: randomUUID(), app: 'bcast', category: 'news', content: { title: 'Hi' }, audience: { broadcast: true } };
+    await real.start({ jobId: job.id, app: 'bcast', audience: { broadcast: true }, job, acceptedAt: new Date(), size: 3, exact: true });
+    // The other copy read two devices and linked first; this one reads one.
+    const other = await createAudienceSource(t.db).read({ app: 'bcast', audience: toAudienceSpec({ broadcast: true }), category: 'news', after: null, limit: 2, now: new Date() });
+    const racing: FanoutRepository = { ...real, linkNext: async (id, n, next) => (await real.linkNext(id, n, other.next), real.linkNext(id, n, next)) };
+    const [outcome] = await handler(racing, 1)([task(job.id, 0, false)]);
+    expect(outcome).toMatchObject({ kind: 'defer', code: 'fanout-race' });
+    expect((await real.chunk(job.id, 0))?.state).toBe('pending');
+    // Back again, it reads up to where the other copy ended: two devices, chunk 1 after them.
+    expect(await handler(real, 1)([task(job.id, 0, true)])).toEqual([{ kind: 'ack' }]);
+    expect(await status(job.id)).toMatchObject({ targeted: 2 });
+    expect((await real.chunk(job.id, 1))?.afterCursor).toBe(other.next);
   });
 });

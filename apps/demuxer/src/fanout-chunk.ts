@@ -1,16 +1,16 @@
-import { FanoutTask, PushJob, decodeWith, jobExpiry } from '@herald/contracts';
-import type { FanoutRepository } from '@herald/db';
+import { FanoutTask, PushJob, decodeWith, derivePushId, jobExpiry } from '@herald/contracts';
+import { plannedOf, type FanoutChunk, type FanoutRepository, type PushOutcomeEntry } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import { toAudienceSpec, type AudienceSource } from './audience-source.ts';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
-import { toSendMessage } from './fan-out.ts';
+import { reachableDevices, toSendMessage } from './fan-out.ts';
 import { fanoutTaskMessage } from './fanout-task-message.ts';
-import { planJob } from './job-plan.ts';
+import { planJob, type JobPlan } from './job-plan.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
 
 export interface FanoutChunkDeps {
-  fanouts: Pick<FanoutRepository, 'get' | 'chunk' | 'state' | 'linkNext' | 'recordChunk' | 'finishChunk'>;
+  fanouts: Pick<FanoutRepository, 'get' | 'chunk' | 'state' | 'linkNext' | 'recordChunk' | 'recordOutcomes' | 'cancelPlanned' | 'finishChunk'>;
   audiences: AudienceSource;
   publisher: Publisher;
   scheduling: SchedulingDeps;
@@ -25,14 +25,22 @@ export interface FanoutChunkDeps {
 
 const ack: Outcome = { kind: 'ack' };
 
+/** The limit of a read that must reach the end of the audience (a last chunk read again). */
+const TO_THE_END = 2_147_483_647;
+
+/** How long a copy that lost a race for a chunk waits before it looks again. */
+const RACE_DELAY_MS = 1000;
+
 /**
  * push.fanout: expand one chunk of an audience job. In order: check the fan-out is not cancelled;
  * read the chunk (keyset, after the cursor its predecessor recorded); record where the next chunk
  * starts and publish its task (so another demuxer reads it while this one sends); write this
- * chunk's counts and skip outcomes (refused if the job was cancelled meanwhile); publish or store
- * its pushes; mark it done; ack. A demuxer dying anywhere in between leaves the task unacked, and
- * whoever gets it again redoes the chunk: its pushIds are the same, so the pushers' ledger sends
- * each at most once.
+ * chunk's counts, the devices it plans pushes for and its skip outcomes (refused if the job was
+ * cancelled meanwhile); publish or store its pushes; mark it done; ack. A demuxer dying anywhere in
+ * between leaves the task unacked, and whoever gets it again redoes the chunk: read up to the same
+ * end if it was linked, or from its planned devices if it was planned, so the pushes counted are
+ * the pushes sent, with the same pushIds (the pushers' ledger sends each at most once). A copy that
+ * finds another copy linked or planned the chunk differently comes back later and follows it.
  */
 export function createFanoutChunkHandler(deps: FanoutChunkDeps) {
   return (messages: readonly InboundMessage[]): Promise<Outcome[]> => Promise.all(messages.map((m) => expandChunk(m, deps)));
@@ -44,18 +52,16 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
   const { jobId, chunk: chunkNo } = task.value;
   const fanout = await deps.fanouts.get(jobId);
   if (fanout === undefined) return park(deps, 'unknown-fanout', `no fan-out recorded for job "${jobId}"`);
-  if (fanout.state === 'cancelled') return counted(deps, 'cancelled');
   const chunk = await deps.fanouts.chunk(jobId, chunkNo);
+  if (fanout.state === 'cancelled') return cancelled(jobId, chunk, deps);
   if (chunk === undefined) return park(deps, 'unknown-chunk', `job "${jobId}" has no chunk ${chunkNo}`);
+  const again = message.redelivered || message.attempt > 1;
   // A duplicate task (a redelivered job or task re-published it): the chunk is done. Redelivered,
   // it may be the copy whose demuxer created the next chunk and died before publishing its task,
   // while another copy, which did not create it, finished this chunk without publishing it: so the
   // next chunk's task goes out again unless that chunk is done (a duplicate task is harmless).
   if (chunk.state === 'done') {
-    const next = message.redelivered || message.attempt > 1 ? await deps.fanouts.chunk(jobId, chunkNo + 1) : undefined;
-    if (next !== undefined && next.state !== 'done' && (await deps.fanouts.state(jobId)) !== 'cancelled') {
-      await deps.publisher.publish(fanoutTaskMessage(jobId, chunkNo + 1));
-    }
+    if (again) await republishNext(jobId, chunkNo, deps);
     return counted(deps, 'duplicate');
   }
   const parsed = PushJob.safeParse(fanout.job);
@@ -63,37 +69,55 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
   if (!parsed.success || audience === undefined) return park(deps, 'schema', `the stored job "${jobId}" is not an audience job`);
   const job = parsed.data;
   const now = deps.now?.() ?? new Date();
+  const expiry = jobExpiry(job, fanout.acceptedAt);
+  const expired = expiry !== undefined && expiry <= now;
+  const planFor = (devices: Parameters<typeof planJob>[2]) => planJob(job, fanout.acceptedAt, devices, expired, now, deps.scheduling.slackMs);
+  if (chunk.state === 'planned' && chunk.planned !== null) {
+    // Planned by a copy that died or is still at it: the same devices again, not a second read.
+    const { devices, gone } = await deps.audiences.planned({ app: job.app, category: job.category, ...(job.objectId !== undefined && { objectId: job.objectId }), now, planned: chunk.planned });
+    const plan = planFor(devices);
+    if ((await deps.fanouts.recordOutcomes(jobId, [...plan.outcomes, ...gone.map((d) => goneOutcome(jobId, d))])) === 'cancelled') return counted(deps, 'cancelled');
+    await send(job, plan, expired, now, deps);
+    await deps.fanouts.finishChunk(jobId, chunkNo);
+    if (again && chunk.nextCursor !== null) await republishNext(jobId, chunkNo, deps);
+    return counted(deps, chunk.nextCursor === null ? 'last' : 'expanded');
+  }
   const read = await deps.audiences.read({
     app: job.app,
     audience: toAudienceSpec(audience),
     category: job.category,
     ...(job.objectId !== undefined && { objectId: job.objectId }),
     after: chunk.afterCursor,
-    // Redone after a redelivery: exactly the range read the first time, so chunk k+1 still starts where this one ends.
+    // Linked before (a redelivery): exactly the range read the first time, so chunk k+1 still starts where this one ends.
     ...(chunk.nextCursor !== null && { until: chunk.nextCursor }),
-    limit: deps.chunkSize,
+    limit: chunk.linked && chunk.nextCursor === null ? TO_THE_END : deps.chunkSize,
     now,
     startedAt: fanout.startedAt,
     // A topic as its members were when the fan-out started (every chunk, and a chunk redone, alike).
     ...(fanout.startSnapshot !== null && { asOf: fanout.startSnapshot }),
   });
   // The chain first: the next chunk's task goes out before this chunk is sent, so demuxers work side by side.
-  const createdNext = await deps.fanouts.linkNext(jobId, chunkNo, read.next);
-  const again = message.redelivered || message.attempt > 1;
-  if (read.next !== null && (createdNext || again)) {
+  const link = await deps.fanouts.linkNext(jobId, chunkNo, read.next);
+  if (link.next !== read.next) return raced(deps, jobId, chunkNo, 'linked');
+  if (read.next !== null && (link.created || again)) {
     if ((await deps.fanouts.state(jobId)) === 'cancelled') return counted(deps, 'cancelled');
     await deps.publisher.publish(fanoutTaskMessage(jobId, chunkNo + 1));
   }
-  const expiry = jobExpiry(job, fanout.acceptedAt);
-  const expired = expiry !== undefined && expiry <= now;
-  const plan = planJob(job, fanout.acceptedAt, read.devices, expired, now, deps.scheduling.slackMs);
+  const plan = planFor(read.devices);
   const emitted = plan.split.now.length + plan.split.later.length;
   // planJob counts users without a device from the job's user list; an audience job has none, the reader counts them.
-  const counts = { devices: read.devices.length, targeted: plan.targeted + read.usersWithoutDevice, noDevice: read.usersWithoutDevice, emitted, outcomes: plan.outcomes };
-  if ((await deps.fanouts.recordChunk(jobId, chunkNo, counts)) === 'cancelled') return counted(deps, 'cancelled');
-  const pushes = job.deliverAt === undefined || expired ? plan.split.now : await scheduleLater(job, plan.split, deps, now);
-  if (pushes.length > 0) await deps.publisher.publishMany(pushes.map(toSendMessage), { packMax: deps.packMax ?? 1 });
-  for (const p of pushes) deps.metrics.devicePushes.inc({ platform: p.platform });
+  const counts = {
+    devices: read.devices.length,
+    targeted: plan.targeted + read.usersWithoutDevice,
+    noDevice: read.usersWithoutDevice,
+    emitted,
+    outcomes: plan.outcomes,
+    planned: plannedOf(reachableDevices(job, read.devices)),
+  };
+  const recorded = await deps.fanouts.recordChunk(jobId, chunkNo, counts);
+  if (recorded === 'cancelled') return counted(deps, 'cancelled');
+  if (recorded === 'planned-before') return raced(deps, jobId, chunkNo, 'planned');
+  await send(job, plan, expired, now, deps);
   await deps.fanouts.finishChunk(jobId, chunkNo);
   deps.metrics.fanoutDevices.inc(read.devices.length);
   if (job.trace === true) {
@@ -101,6 +125,48 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
   }
   return counted(deps, read.next === null ? 'last' : 'expanded');
 }
+
+/** Publish the plan's pushes due now, store the later ones. */
+async function send(job: PushJob, plan: JobPlan, expired: boolean, now: Date, deps: FanoutChunkDeps): Promise<void> {
+  const pushes = job.deliverAt === undefined || expired ? plan.split.now : await scheduleLater(job, plan.split, deps, now);
+  if (pushes.length > 0) await deps.publisher.publishMany(pushes.map(toSendMessage), { packMax: deps.packMax ?? 1 });
+  for (const p of pushes) deps.metrics.devicePushes.inc({ platform: p.platform });
+}
+
+/** The next chunk's task again, unless that chunk is done or the fan-out cancelled (its creator may have died before publishing it). */
+async function republishNext(jobId: string, chunkNo: number, deps: FanoutChunkDeps): Promise<void> {
+  const next = await deps.fanouts.chunk(jobId, chunkNo + 1);
+  if (next !== undefined && next.state !== 'done' && (await deps.fanouts.state(jobId)) !== 'cancelled') {
+    await deps.publisher.publish(fanoutTaskMessage(jobId, chunkNo + 1));
+  }
+}
+
+/**
+ * A cancelled fan-out's task. A chunk planned but not done had its pushes counted and perhaps not
+ * published (its demuxer died, or cancel came between): those without an outcome are recorded
+ * cancelled, or the job would show them in flight for ever.
+ */
+async function cancelled(jobId: string, chunk: FanoutChunk | undefined, deps: FanoutChunkDeps): Promise<Outcome> {
+  if (chunk?.state === 'planned' && chunk.planned !== null) {
+    await deps.fanouts.cancelPlanned(jobId, chunk.planned.deviceIds.map((deviceId) => ({ pushId: derivePushId(jobId, deviceId), deviceId })));
+  }
+  return counted(deps, 'cancelled');
+}
+
+/** Another copy of the task linked or planned this chunk first: come back once it is done (or redo what it planned). */
+function raced(deps: FanoutChunkDeps, jobId: string, chunkNo: number, what: 'linked' | 'planned'): Outcome {
+  deps.metrics.fanoutChunks.inc({ outcome: 'raced' });
+  return { kind: 'defer', code: 'fanout-race', reason: `another demuxer ${what} chunk ${chunkNo} of job "${jobId}" first`, delayMs: RACE_DELAY_MS };
+}
+
+const goneOutcome = (jobId: string, deviceId: string): PushOutcomeEntry => ({
+  pushId: derivePushId(jobId, deviceId),
+  jobId,
+  outcome: 'invalid',
+  code: 'device-gone',
+  reason: 'the device was deleted before its push was sent',
+  deviceId,
+});
 
 function counted(deps: FanoutChunkDeps, outcome: 'expanded' | 'last' | 'cancelled' | 'duplicate'): Outcome {
   deps.metrics.fanoutChunks.inc({ outcome });

@@ -16,6 +16,9 @@ beforeAll(async () => {
 });
 afterAll(() => t.drop());
 
+/** No devices planned (these specs count by hand). */
+const NONE = { deviceIds: [], userIds: [], toDevice: [] };
+
 const begin = (jobId: string, size = 5) =>
   fanouts.start({ jobId, app: 'demo', audience: { topic: 'news' }, job: { id: jobId }, acceptedAt: new Date(), size, exact: true });
 
@@ -29,21 +32,25 @@ describe('fan-out checkpoints', () => {
   it('starts once: a redelivered job finds the chunks not yet done', async () => {
     const job = randomUUID();
     expect(await begin(job)).toEqual({ created: true, state: 'expanding', open: [0] });
-    expect(await fanouts.linkNext(job, 0, 'c1')).toBe(true);
+    expect(await fanouts.linkNext(job, 0, 'c1')).toEqual({ created: true, next: 'c1' });
     await fanouts.finishChunk(job, 0);
     expect(await begin(job)).toEqual({ created: false, state: 'expanding', open: [1] });
-    expect(await fanouts.chunk(job, 1)).toEqual({ chunkNo: 1, afterCursor: 'c1', nextCursor: null, state: 'pending' });
+    expect(await fanouts.chunk(job, 1)).toEqual({ chunkNo: 1, afterCursor: 'c1', nextCursor: null, linked: false, state: 'pending', planned: null });
     // A linked chunk remembers where it ended: redone, it reads up to there again.
     expect(await fanouts.chunk(job, 0)).toMatchObject({ afterCursor: null, nextCursor: 'c1' });
   });
 
-  it('a redelivered task cannot fork the chain: only the first link creates the next chunk', async () => {
+  it('a redelivered task cannot fork the chain: the first link wins, and only it creates the next chunk', async () => {
     const job = randomUUID();
     await begin(job);
-    expect(await fanouts.linkNext(job, 0, 'c1')).toBe(true);
-    expect(await fanouts.linkNext(job, 0, 'c1-again')).toBe(false);
+    expect(await fanouts.linkNext(job, 0, 'c1')).toEqual({ created: true, next: 'c1' });
+    // A second copy that read to elsewhere is told where the chunk ends; its own end is not recorded.
+    expect(await fanouts.linkNext(job, 0, 'c1-again')).toEqual({ created: false, next: 'c1' });
+    expect(await fanouts.chunk(job, 0)).toMatchObject({ nextCursor: 'c1', linked: true });
     expect((await fanouts.chunk(job, 1))?.afterCursor).toBe('c1');
-    expect(await fanouts.linkNext(job, 1, null)).toBe(false);
+    expect(await fanouts.linkNext(job, 1, null)).toEqual({ created: false, next: null });
+    expect(await fanouts.linkNext(job, 1, 'c2')).toEqual({ created: false, next: null });
+    expect(await fanouts.chunk(job, 1)).toMatchObject({ nextCursor: null, linked: true });
     expect(await fanouts.chunk(job, 2)).toBeUndefined();
   });
 
@@ -52,15 +59,15 @@ describe('fan-out checkpoints', () => {
     await begin(job, 5);
     const skip = (d: string) => ({ pushId: derivePushId(job, d), jobId: job, outcome: 'opted-out' as const, platform: 'apns', deviceId: d });
     await fanouts.linkNext(job, 0, 'c1');
-    expect(await fanouts.recordChunk(job, 0, { devices: 3, targeted: 4, noDevice: 1, emitted: 2, outcomes: [skip('1')] })).toBe('recorded');
-    // The same chunk again (a demuxer died after recording it): same values, nothing added.
-    expect(await fanouts.recordChunk(job, 0, { devices: 3, targeted: 4, noDevice: 1, emitted: 2, outcomes: [skip('1')] })).toBe('recorded');
+    expect(await fanouts.recordChunk(job, 0, { devices: 3, targeted: 4, noDevice: 1, emitted: 2, outcomes: [skip('1')], planned: NONE })).toBe('recorded');
+    // The same chunk again (a demuxer died after recording it, or a copy racing): planned already, nothing written.
+    expect(await fanouts.recordChunk(job, 0, { devices: 9, targeted: 9, noDevice: 0, emitted: 9, outcomes: [skip('9')], planned: NONE })).toBe('planned-before');
     await fanouts.finishChunk(job, 0);
     let s = await status(job);
     expect(s).toMatchObject({ targeted: 4, state: 'expanding', skipped: { optedOut: 1, noDevice: 1 }, inFlight: 2 });
     expect(s.audience).toMatchObject({ size: 5, expanded: 3, chunks: 2, chunksDone: 1 });
     await fanouts.linkNext(job, 1, null);
-    expect(await fanouts.recordChunk(job, 1, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [] })).toBe('recorded');
+    expect(await fanouts.recordChunk(job, 1, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [], planned: NONE })).toBe('recorded');
     await fanouts.finishChunk(job, 1);
     await t.db.jobs.recordOutcomes(['2', '3', '4', '5'].map((d) => ({ pushId: derivePushId(job, d), jobId: job, outcome: 'delivered' as const })));
     s = await status(job);
@@ -74,10 +81,10 @@ describe('fan-out checkpoints', () => {
     await begin(job);
     const before = new Date(Date.now() - 1000);
     await fanouts.linkNext(job, 0, 'c1');
-    await fanouts.recordChunk(job, 0, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [] });
+    await fanouts.recordChunk(job, 0, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [], planned: NONE });
     expect(await cancelJobFully(t.db, job)).toEqual({ known: true, fanout: true, scheduled: 0 });
     expect(await fanouts.state(job)).toBe('cancelled');
-    expect(await fanouts.recordChunk(job, 1, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [] })).toBe('cancelled');
+    expect(await fanouts.recordChunk(job, 1, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [], planned: NONE })).toBe('cancelled');
     expect((await createCancelledJobsReader(t.db.kysely).since(before, 100)).map((r) => r.jobId)).toContain(job);
     // The two pushes already published are dropped by a pusher and recorded as cancelled.
     await t.db.jobs.recordOutcomes(['a', 'b'].map((d) => ({ pushId: derivePushId(job, d), jobId: job, outcome: 'cancelled' as const })));
@@ -117,7 +124,7 @@ describe('fan-out checkpoints', () => {
   it('lists running fan-outs with their progress for the dashboard', async () => {
     const job = randomUUID();
     await begin(job, 10);
-    await fanouts.recordChunk(job, 0, { devices: 4, targeted: 4, noDevice: 0, emitted: 4, outcomes: [] });
+    await fanouts.recordChunk(job, 0, { devices: 4, targeted: 4, noDevice: 0, emitted: 4, outcomes: [], planned: NONE });
     await t.db.jobs.recordOutcomes([{ pushId: derivePushId(job, 'x'), jobId: job, outcome: 'delivered' }]);
     const running = (await fanouts.running(100)).find((r) => r.jobId === job);
     expect(running).toMatchObject({ state: 'expanding', size: 10, expanded: 4, delivered: 1, targeted: 4 });

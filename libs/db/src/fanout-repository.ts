@@ -33,7 +33,18 @@ export interface FanoutChunk {
   afterCursor: string | null;
   /** Where the chunk ended when it was first read (chunk k+1 starts there), or null if not linked or the last. */
   nextCursor: string | null;
+  /** Whether its end is recorded: `nextCursor`, or the audience ended with it. */
+  linked: boolean;
   state: 'pending' | 'planned' | 'done';
+  /** The devices it planned pushes for, when planned (null before migration 0027). */
+  planned: PlannedDevices | null;
+}
+
+/** The devices a chunk planned pushes for, in order: each device id with the user the push addresses and whether it goes to the device itself. */
+export interface PlannedDevices {
+  deviceIds: string[];
+  userIds: string[];
+  toDevice: boolean[];
 }
 
 /** What a chunk found and decided, written with its skip outcomes before its pushes are published. */
@@ -46,6 +57,8 @@ export interface ChunkCounts {
   /** Pushes published now or stored for later. */
   emitted: number;
   outcomes: readonly PushOutcomeEntry[];
+  /** The devices pushes were planned for (the chunk's reachable devices), redone exactly after a redelivery. */
+  planned: PlannedDevices;
 }
 
 export interface FanoutProgress {
@@ -82,15 +95,21 @@ export interface FanoutRepository {
   state(jobId: string): Promise<FanoutState | undefined>;
   /**
    * Chunk k was read: remember where it ended and create chunk k+1 starting there (unless it was the
-   * last). INSERT … ON CONFLICT DO NOTHING: true only for the caller that created k+1.
+   * last). The first to link wins: `next` is the end recorded (another copy's, if it linked first),
+   * `created` true only for the caller that created k+1 (INSERT … ON CONFLICT DO NOTHING).
    */
-  linkNext(jobId: string, chunkNo: number, next: string | null): Promise<boolean>;
+  linkNext(jobId: string, chunkNo: number, next: string | null): Promise<{ created: boolean; next: string | null }>;
   /**
-   * In one transaction: the chunk's counts and skip outcomes, and the job's targeted / no_device as
-   * the sum over its chunks (so the job's status adds up at every moment). 'cancelled' (nothing
-   * written) when the job was cancelled meanwhile.
+   * In one transaction: the chunk's counts, planned devices and skip outcomes, and the job's
+   * targeted / no_device as the sum over its chunks (so the job's status adds up at every moment).
+   * 'cancelled' (nothing written) when the job was cancelled meanwhile; 'planned-before' (nothing
+   * written) when another copy planned the chunk first.
    */
-  recordChunk(jobId: string, chunkNo: number, counts: ChunkCounts): Promise<'recorded' | 'cancelled'>;
+  recordChunk(jobId: string, chunkNo: number, counts: ChunkCounts): Promise<'recorded' | 'cancelled' | 'planned-before'>;
+  /** A chunk redone from its planned devices: the outcomes it decided now (skips, expiry), unless the job was cancelled meanwhile. */
+  recordOutcomes(jobId: string, outcomes: readonly PushOutcomeEntry[]): Promise<'recorded' | 'cancelled'>;
+  /** A planned chunk of a cancelled job: its pushes without an outcome yet are recorded cancelled (they may never have been published). */
+  cancelPlanned(jobId: string, pushes: ReadonlyArray<{ pushId: string; deviceId: string }>): Promise<void>;
   /** The chunk's pushes are confirmed or stored; the fan-out moves to `sending` once its last chunk is done. */
   finishChunk(jobId: string, chunkNo: number): Promise<void>;
   /**
@@ -118,10 +137,11 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
         : { jobId: r.job_id, app: r.app, job: r.job, acceptedAt: r.accepted_at, startedAt: r.created_at, startSnapshot: r.start_snapshot, state: r.state };
     },
     async chunk(jobId, chunkNo) {
-      const { rows } = await sql<{ after_cursor: string | null; next_cursor: string | null; state: FanoutChunk['state'] }>`
-        select after_cursor, next_cursor, state from fanout_chunks where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(db);
+      const { rows } = await sql<ChunkRow>`
+        select after_cursor, next_cursor, last_chunk, state, planned_devices::text[] as planned_devices, planned_users, planned_to_device
+        from fanout_chunks where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(db);
       const r = rows[0];
-      return r === undefined ? undefined : { chunkNo, afterCursor: r.after_cursor, nextCursor: r.next_cursor, state: r.state };
+      return r === undefined ? undefined : toChunk(chunkNo, r);
     },
     async state(jobId) {
       const { rows } = await sql<{ state: FanoutState }>`select state from fanouts where job_id = ${jobId}`.execute(db);
@@ -129,14 +149,33 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
     },
     linkNext: (jobId, chunkNo, next) =>
       db.transaction().execute(async (trx) => {
-        await sql`update fanout_chunks set next_cursor = ${next}, last_chunk = ${next === null}, updated_at = now()
-          where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(trx);
-        if (next === null) return false;
-        const { rows } = await sql`insert into fanout_chunks (job_id, chunk_no, after_cursor) values (${jobId}, ${chunkNo + 1}, ${next})
+        // The chunk's row lock orders racing copies: the second sees the first's end and keeps it.
+        const { rows: linked } = await sql<{ next_cursor: string | null }>`
+          update fanout_chunks set next_cursor = case when next_cursor is null and not last_chunk then ${next}::text else next_cursor end,
+            last_chunk = last_chunk or (next_cursor is null and ${next}::text is null), updated_at = now()
+          where job_id = ${jobId} and chunk_no = ${chunkNo} returning next_cursor`.execute(trx);
+        const recorded = linked[0] === undefined ? next : linked[0].next_cursor;
+        if (recorded === null) return { created: false, next: null };
+        const { rows } = await sql`insert into fanout_chunks (job_id, chunk_no, after_cursor) values (${jobId}, ${chunkNo + 1}, ${recorded})
           on conflict (job_id, chunk_no) do nothing returning chunk_no`.execute(trx);
-        return rows.length > 0;
+        return { created: rows.length > 0, next: recorded };
       }),
     recordChunk: (jobId, chunkNo, counts) => recordChunk(db, jobId, chunkNo, counts),
+    recordOutcomes: (jobId, outcomes) =>
+      db.transaction().execute(async (trx) => {
+        if (await cancelledForUpdate(trx, jobId)) return 'cancelled' as const;
+        await upsertOutcomes(trx, outcomes);
+        return 'recorded' as const;
+      }),
+    async cancelPlanned(jobId, pushes) {
+      if (pushes.length === 0) return;
+      await sql`
+        insert into push_outcomes (push_id, job_id, outcome, code, reason, device_id)
+        select p, ${jobId}, 'cancelled', 'cancelled', 'the job was cancelled before this push was sent', d
+        from unnest(${pushes.map((p) => p.pushId)}::uuid[], ${pushes.map((p) => p.deviceId)}::text[]) as i(p, d)
+        order by p
+        on conflict (job_id, push_id) do nothing`.execute(db);
+    },
     async finishChunk(jobId, chunkNo) {
       await sql`update fanout_chunks set state = 'done', updated_at = now() where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(db);
       await sql`
@@ -224,20 +263,48 @@ async function start(db: Kysely<HeraldTables>, f: FanoutStart): Promise<{ create
   });
 }
 
-async function recordChunk(db: Kysely<HeraldTables>, jobId: string, chunkNo: number, c: ChunkCounts): Promise<'recorded' | 'cancelled'> {
+/** Lock the job's row (every writer of its counts and outcomes takes it first) and tell whether it was cancelled. */
+async function cancelledForUpdate(trx: Kysely<HeraldTables>, jobId: string): Promise<boolean> {
+  const { rows } = await sql<{ cancelled: boolean }>`
+    select j.cancelled_at is not null or coalesce(f.state = 'cancelled', false) as cancelled
+    from jobs j left join fanouts f on f.job_id = j.id where j.id = ${jobId} for update of j`.execute(trx);
+  return rows[0]?.cancelled !== false;
+}
+
+interface ChunkRow {
+  after_cursor: string | null;
+  next_cursor: string | null;
+  last_chunk: boolean;
+  state: FanoutChunk['state'];
+  planned_devices: string[] | null;
+  planned_users: string[] | null;
+  planned_to_device: boolean[] | null;
+}
+
+function toChunk(chunkNo: number, r: ChunkRow): FanoutChunk {
+  const planned =
+    r.planned_devices === null || r.planned_users === null || r.planned_to_device === null
+      ? null
+      : { deviceIds: r.planned_devices, userIds: r.planned_users, toDevice: r.planned_to_device };
+  return { chunkNo, afterCursor: r.after_cursor, nextCursor: r.next_cursor, linked: r.next_cursor !== null || r.last_chunk, state: r.state, planned };
+}
+
+async function recordChunk(db: Kysely<HeraldTables>, jobId: string, chunkNo: number, c: ChunkCounts): Promise<'recorded' | 'cancelled' | 'planned-before'> {
   return db.transaction().execute(async (trx) => {
     // Its own statement, so the sums below are read after every other chunk's transaction that held
     // this lock has committed (a subquery in the same statement would read the snapshot before the wait).
-    const { rows } = await sql<{ cancelled: boolean }>`
-      select j.cancelled_at is not null or coalesce(f.state = 'cancelled', false) as cancelled
-      from jobs j left join fanouts f on f.job_id = j.id where j.id = ${jobId} for update of j`.execute(trx);
-    if (rows[0]?.cancelled !== false) return 'cancelled';
-    await sql`
-      update fanout_chunks set state = case when state = 'done' then 'done' else 'planned' end,
+    if (await cancelledForUpdate(trx, jobId)) return 'cancelled';
+    // Only a pending chunk is planned here (a chunk planned before migration 0027, without its
+    // devices, is planned again as before: the most any read counted, the fewest without a device).
+    const { rows: planned } = await sql`
+      update fanout_chunks set state = 'planned',
         devices = greatest(devices, ${c.devices}), targeted = greatest(targeted, ${c.targeted}),
         no_device = least(case when state = 'pending' then ${c.noDevice} else no_device end, ${c.noDevice}),
-        emitted = greatest(emitted, ${c.emitted}), updated_at = now()
-      where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(trx);
+        emitted = greatest(emitted, ${c.emitted}), updated_at = now(),
+        planned_devices = ${c.planned.deviceIds}::bigint[], planned_users = ${c.planned.userIds}::text[], planned_to_device = ${c.planned.toDevice}::boolean[]
+      where job_id = ${jobId} and chunk_no = ${chunkNo} and (state = 'pending' or (state = 'planned' and planned_devices is null))
+      returning chunk_no`.execute(trx);
+    if (planned.length === 0) return 'planned-before';
     await upsertOutcomes(trx, c.outcomes);
     await sql`
       update jobs set (targeted, no_device) = (

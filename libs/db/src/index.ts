@@ -35,5 +35,6 @@ export { applyFollowEvents, followerCount, type FollowEdgeEvent, type FollowResu
 export { DEFAULT_FOLLOWER_INDEX, refillFollowerIndex, type FollowerIndexOptions } from './follow-index.ts';
 export { skipReasonSql } from './device-targets.ts';
 export { createAudienceStore, type AudienceStore } from './topic-audience-store.ts';
+export { readPlannedDevices, plannedOf, type PlannedDevicesRequest } from './audience-planned.ts';
 export { seedAudience, explainAudienceChunk, type AudienceSeed } from './audience-stream-seed.ts';
 export { holdLease, type Lease, type LeaseOptions } from './lease.ts';
