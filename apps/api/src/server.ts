@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { MAX_APP_ID_LENGTH, MAX_JOB_ID_LENGTH, MAX_TOPIC_NAME_LENGTH } from '@herald/contracts';
 import type { ApiKeyRow } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { Registry } from '@herald/runtime';
@@ -98,9 +99,23 @@ function teamRoutes(app: FastifyInstance, deps: ApiServerDeps, metrics: RequestM
   registerAudienceRoutes(app, team, deps);
 }
 
+/**
+ * The longest path parameter the contracts allow: a job id (/v1/jobs/:id), a topic name
+ * (/v1/topics/:name), an app id (/admin/apps/:id) or a subscription id (a UUID, 36 characters).
+ * Fastify's default (100) answered a longer one 414 before any handler ran, so a job with a
+ * 150-character id could be posted but never looked at or cancelled. The router checks the
+ * decoded parameter, so a percent-encoded character counts once.
+ */
+const MAX_PATH_PARAM_LENGTH = Math.max(MAX_JOB_ID_LENGTH, MAX_TOPIC_NAME_LENGTH, MAX_APP_ID_LENGTH, 36);
+
 /** The team-facing HTTP API: JSON only, bodies up to bodyLimitBytes, every refusal a clear 4xx. */
 export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
-  const app = Fastify({ bodyLimit: deps.bodyLimitBytes, logger: false, return503OnClosing: true });
+  const app = Fastify({
+    bodyLimit: deps.bodyLimitBytes,
+    logger: false,
+    return503OnClosing: true,
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
+  });
   // JSON only: Fastify also parses text/plain by default, which would reach validation as a string.
   app.removeContentTypeParser('text/plain');
   app.setErrorHandler(onError(deps));

@@ -6,16 +6,21 @@ import { CollapseKey } from './provider-override.ts';
 import { JobAudience } from './job-audience.ts';
 import { storable, unstorablePart } from './storable-text.ts';
 
+/** Longest job id (an API path parameter too: GET /v1/jobs/:id). */
+export const MAX_JOB_ID_LENGTH = 200;
+/** Longest app id (an API path parameter too: /admin/apps/:id). */
+export const MAX_APP_ID_LENGTH = 64;
+
 const Identifier = z
   .string()
   .min(1)
-  .max(200)
+  .max(MAX_JOB_ID_LENGTH)
   .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
 export const AppId = z
   .string()
   .min(1)
-  .max(64)
+  .max(MAX_APP_ID_LENGTH)
   .regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be lower-case letters, digits, ".", "_" or "-"');
 
 export const UserId = storable(z.string().min(1).max(200));

@@ -11,10 +11,16 @@ import { AppId, UserId } from './push-job.ts';
  * a newer "unsubscribe".
  */
 
-/** URL-safe, like FCM topic names: letters, digits, `-`, `_`, `.`, `~`; 1 to 200 characters. */
+/** Longest topic name (an API path parameter too: /v1/topics/:name). */
+export const MAX_TOPIC_NAME_LENGTH = 200;
+
+/** URL-safe, like FCM topic names: letters, digits, `-`, `_`, `.`, `~`; 1 to MAX_TOPIC_NAME_LENGTH characters. */
 export const TopicName = z
   .string()
-  .regex(/^[A-Za-z0-9_.~-]{1,200}$/, 'must be 1 to 200 letters, digits, "-", "_", "." or "~"');
+  .regex(
+    new RegExp(`^[A-Za-z0-9_.~-]{1,${MAX_TOPIC_NAME_LENGTH}}$`),
+    `must be 1 to ${MAX_TOPIC_NAME_LENGTH} letters, digits, "-", "_", "." or "~"`,
+  );
 
 const EventAt = Instant;
 
