@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { audited, type AuditActor } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { createAdminAuthenticator } from './admin-auth.ts';
+import { authenticateFirst } from './authenticate-first.ts';
 import {
   createApp,
   createKey,
@@ -42,10 +43,11 @@ const appSummary = (a: { id: string; enabled: boolean; credentialsVersion: numbe
  * fields set, the result without secrets) before it runs and finished after.
  */
 export function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): void {
-  const authenticate = createAdminAuthenticator(deps.admin.keys, deps.adminKey, deps.keyCacheTtlMs);
+  // Checked before the body is read: a request without an operator key is answered 401 at once.
+  const authenticate = authenticateFirst(app, '/admin/', createAdminAuthenticator(deps.admin.keys, deps.adminKey, deps.keyCacheTtlMs));
   const d = deps.admin;
   const read = (fn: () => Promise<unknown>) => async (req: Req) => {
-    await authenticate(req.headers);
+    await authenticate(req);
     return fn();
   };
   /** An audited write: `run` returns the answer, `summary` what the log keeps of it. */
@@ -58,7 +60,7 @@ export function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): void {
       status = 200,
     ) =>
     async (req: Req, reply: FastifyReply) => {
-      const actor: AuditActor = await authenticate(req.headers);
+      const actor: AuditActor = await authenticate(req);
       let answer: T | undefined;
       await audited(
         d.audit,
@@ -110,7 +112,7 @@ export function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): void {
     credentialsVersion: w.credentialsVersion,
   });
   app.get('/admin/apps/:id/web-push', async (req: Req) => {
-    await authenticate(req.headers);
+    await authenticate(req);
     return getWebPush(req.params.id, deps);
   });
   app.patch('/admin/apps/:id/web-push', write('app.update-web-push', byId, (req) => updateWebPush(req.params.id, req.body, d), webSummary));

@@ -7,6 +7,10 @@ export const apiConfig = {
   API_PORT: int('Port of the HTTP API for teams (0 picks a free port)', { default: '8080', min: 0, max: 65535 }),
   API_HOST: bindAddress('Address the HTTP API listens on (0.0.0.0: every IPv4 interface, :: every interface)'),
   API_BODY_LIMIT_BYTES: int('Largest request body the API reads; larger ones are answered 413', { default: '2097152', min: 1024 }),
+  API_REQUEST_TIMEOUT_MS: int('Longest time a client may take to send a whole request (headers and body); a slower one is answered 408 and its connection closed', {
+    default: '30000',
+    min: 1000,
+  }),
   API_KEY_CACHE_TTL_MS: int('How long a looked-up API key (or its absence) is cached; a revoked key stops working within this', {
     default: '5000',
     min: 0,

@@ -42,6 +42,7 @@ await runService('api', config, async ({ logger, registry }) => {
     vapidApps: db.apps,
     adminKey: config.HERALD_ADMIN_KEY,
     bodyLimitBytes: config.API_BODY_LIMIT_BYTES,
+    requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS,
     keyCacheTtlMs: config.API_KEY_CACHE_TTL_MS,
     logger,
     registry,

@@ -5,6 +5,7 @@ import type { Logger } from '@herald/logging';
 import type { Registry } from '@herald/runtime';
 import { ApiError, fromFastifyError } from './api-error.ts';
 import { type KeyLookup, createKeyAuthenticator } from './auth.ts';
+import { authenticateFirst } from './authenticate-first.ts';
 import { acceptJob, acceptJobs, cancelJob, jobPushes, jobStatus, type JobServiceDeps } from './job-service.ts';
 import { registerDevice, unregisterDevice, type DeviceServiceDeps } from './device-service.ts';
 import type { AdminDeps } from './admin-service.ts';
@@ -32,6 +33,8 @@ export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps, Subscr
   admin: AdminDeps;
   adminKey: string | undefined;
   bodyLimitBytes: number;
+  /** Longest time a client may take to send a whole request; a slower one is answered 408 and its connection closed. */
+  requestTimeoutMs: number;
   keyCacheTtlMs: number;
   logger: Logger;
   registry: Registry;
@@ -55,11 +58,11 @@ function onError(deps: ApiServerDeps) {
   };
 }
 
-/** Team routes: the API key is checked first, then the handler gets it. */
+/** Team routes (/v1/...): the API key is checked before the body is read, then the handler gets it. */
 function teamRoutes(app: FastifyInstance, deps: ApiServerDeps, metrics: RequestMetrics): void {
-  const authenticate = createKeyAuthenticator(deps.keys, deps.keyCacheTtlMs);
+  const keyOf = authenticateFirst(app, '/v1/', createKeyAuthenticator(deps.keys, deps.keyCacheTtlMs));
   const team = (fn: (req: FastifyRequest<{ Params: Params }>, key: ApiKeyRow, reply: FastifyReply) => Promise<unknown>): Handler => async (req, reply) =>
-    fn(req, await authenticate(req.headers), reply);
+    fn(req, await keyOf(req), reply);
   /** Run a publish, then time its stages (also when it failed) before the answer is written. */
   const publishing = async <T>(reply: FastifyReply, run: (timings: PublishTimings) => Promise<T>): Promise<T> => {
     const timings: PublishTimings = {};
@@ -108,10 +111,20 @@ function teamRoutes(app: FastifyInstance, deps: ApiServerDeps, metrics: RequestM
  */
 const MAX_PATH_PARAM_LENGTH = Math.max(MAX_JOB_ID_LENGTH, MAX_TOPIC_NAME_LENGTH, MAX_APP_ID_LENGTH, 36);
 
-/** The team-facing HTTP API: JSON only, bodies up to bodyLimitBytes, every refusal a clear 4xx. */
+/**
+ * The team-facing HTTP API: JSON only, bodies up to bodyLimitBytes, every refusal a clear 4xx.
+ * A request must arrive whole within requestTimeoutMs (Fastify's default, 0, would also turn off
+ * Node's own limit): a client sending a large body slowly, or never finishing it, is answered 408
+ * and its connection closed. Node is given the timeout when the server is created, so it lowers
+ * its headersTimeout (60 s) to it: a headersTimeout longer than the request timeout is taken as
+ * the request timeout. It checks its connections every connectionsCheckingInterval (30 s by
+ * default); a tenth of the timeout closes a stalled request within 10 % of it.
+ */
 export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
   const app = Fastify({
     bodyLimit: deps.bodyLimitBytes,
+    requestTimeout: deps.requestTimeoutMs,
+    http: { requestTimeout: deps.requestTimeoutMs, connectionsCheckingInterval: Math.ceil(deps.requestTimeoutMs / 10) },
     logger: false,
     return503OnClosing: true,
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },

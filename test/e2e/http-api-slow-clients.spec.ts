@@ -1,0 +1,95 @@
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_TEST_ENV, apiUrl, teamKey } from '../support/http-api.ts';
+import { startSystem, type System } from '../support/system.ts';
+
+const REQUEST_TIMEOUT_MS = 2000;
+/** What a client announces and never sends: the API's default body limit. */
+const ANNOUNCED = 2 * 1024 * 1024;
+
+interface RawAnswer {
+  /** The status line's code, or undefined when nothing came back. */
+  status: number | undefined;
+  text: string;
+  /** From the request's last byte to the server closing the connection (or to `giveUpMs`). */
+  elapsedMs: number;
+  closedByServer: boolean;
+}
+
+/**
+ * Sends `head` (and `bodyStart`, the first bytes of a body it announced) on a fresh connection and
+ * sends nothing more; resolves when the server closes the connection, or after giveUpMs.
+ */
+function stalledRequest(sys: System, head: string[], bodyStart = '', giveUpMs = 3 * REQUEST_TIMEOUT_MS): Promise<RawAnswer> {
+  const { hostname, port } = new URL(apiUrl(sys));
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    let text = '';
+    let sentAt = 0;
+    const done = (closedByServer: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({
+        status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]) || undefined,
+        text,
+        elapsedMs: performance.now() - sentAt,
+        closedByServer,
+      });
+    };
+    const timer = setTimeout(() => done(false), giveUpMs);
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('close', () => done(true));
+    socket.on('error', (err) => (text.length > 0 ? done(true) : reject(err)));
+    socket.on('connect', () => {
+      socket.write(`${head.join('\r\n')}\r\n\r\n${bodyStart}`, () => (sentAt = performance.now()));
+    });
+  });
+}
+
+const post = (path: string, ...headers: string[]) => [
+  `POST ${path} HTTP/1.1`,
+  'host: 127.0.0.1',
+  'content-type: application/json',
+  `content-length: ${ANNOUNCED}`,
+  ...headers,
+];
+
+/** A client cannot hold the API's memory: without a key it is refused before its body is read, and every request must arrive whole in time. */
+describe('HTTP API: slow and keyless clients', () => {
+  let sys: System;
+  let key: string;
+
+  beforeAll(async () => {
+    sys = await startSystem({ only: ['api'], env: { ...API_TEST_ENV, API_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS) } });
+    key = await teamKey(sys, 'team-demo', ['demo']);
+  });
+  afterAll(async () => {
+    await sys?.stop();
+  });
+
+  it('answers a request without a key, or with a wrong one, 401 before its body arrives, and closes the connection', async () => {
+    const requests = [
+      post('/v1/jobs'),
+      post('/v1/jobs', 'authorization: Bearer hk_wrong'),
+      post('/v1/topics/news/subscriptions', 'x-api-key: hk_wrong'),
+      post('/admin/apps'),
+      post('/admin/keys', `authorization: Bearer ${key}`), // a team key never opens /admin
+    ];
+    for (const head of requests) {
+      const answer = await stalledRequest(sys, head, '{"id":');
+      expect(answer.status, `${head[0]}: ${answer.text}`).toBe(401);
+      expect(answer.text).toContain('"code":"unauthorized"');
+      expect(answer.closedByServer).toBe(true);
+      expect(answer.elapsedMs).toBeLessThan(REQUEST_TIMEOUT_MS);
+    }
+  });
+
+  it('answers a request whose body stalls 408 after the request timeout and closes its connection', async () => {
+    const answer = await stalledRequest(sys, post('/v1/jobs', `authorization: Bearer ${key}`), '{"id":"stalled","app":"demo"');
+    expect(answer.status, answer.text).toBe(408);
+    expect(answer.closedByServer).toBe(true);
+    expect(answer.elapsedMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
+    expect(answer.elapsedMs).toBeLessThan(1.5 * REQUEST_TIMEOUT_MS);
+  });
+});
