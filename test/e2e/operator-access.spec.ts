@@ -331,4 +331,49 @@ describe('operator access: the dashboard and its write actions need an operator 
     expect([create?.action, create?.target, create?.actor.kind]).toEqual(['operator-key.create', 'operator:carol', 'cli']);
     expect(JSON.stringify(create)).not.toContain(key);
   });
+
+  it("audits the CLI's other writes before they run: limits, job cancel, topics, follows, opt-outs and mutes", async () => {
+    const posted = job({ userId: 'u-1' });
+    expect((await call(sys, 'POST', '/v1/jobs', { key: teamKey, body: posted })).status).toBe(202);
+    const token = 'ab'.repeat(32);
+    const runs: string[][] = [
+      ['limits', 'set', '--platform', 'apns', '--rate', '500'],
+      ['limits', 'remove', '--platform', 'fcm', '--app', 'demo'],
+      ['job', 'cancel', posted.id],
+      ['topics', 'create', 'news', '--app', 'demo'],
+      ['topics', 'subscribe', 'news', '--app', 'demo', '--user', 'u-1', '--device', `apns:${token}`],
+      ['follows', 'add', '--app', 'demo', '--follower', 'u-1', '--followee', 'u-2'],
+      ['opt-out', '--app', 'demo', '--user', 'u-1', '--category', 'promo'],
+      ['mute', '--all-apps', '--user', 'u-1', '--object', 'thread:7', '--undo'],
+    ];
+    for (const args of runs) expect((await herald(...args)).code, args.join(' ')).toBe(0);
+    // A job Herald does not have: refused on stderr as before, and recorded with known: false.
+    expect((await herald('cancel', '--job', 'no-such-job')).code).toBe(1);
+
+    const entries = (await sys.database.db.audit.list({ limit: runs.length + 1 })).reverse(); // oldest first
+    expect(entries.map((e) => [e.action, e.target, e.actor.kind, e.outcome])).toEqual([
+      ['limit.set', 'apns', 'cli', 'ok'],
+      ['limit.remove', 'fcm:demo', 'cli', 'ok'],
+      ['job.cancel', posted.id, 'cli', 'ok'],
+      ['topic.create', 'demo/news', 'cli', 'ok'],
+      ['topic.subscribe', 'demo/news', 'cli', 'ok'],
+      ['follow.add', 'demo/u-1', 'cli', 'ok'],
+      ['opt-out.add', 'demo/u-1', 'cli', 'ok'],
+      ['mute.remove', '*/u-1', 'cli', 'ok'],
+      ['job.cancel', 'no-such-job', 'cli', 'ok'],
+    ]);
+    const [limitSet, limitRemove, cancelled, , subscribed, followed, optedOut, unmuted, unknownJob] = entries;
+    expect(limitSet?.actor.id).toMatch(/^.+@.+$/);
+    expect([limitSet?.request, limitSet?.result]).toEqual([{ platform: 'apns', rate: 500, via: 'cli' }, { ratePerSec: 500 }]);
+    expect(limitRemove?.result).toEqual({ removed: false });
+    expect(cancelled?.result).toEqual({ known: true, fanout: false, scheduled: 0 });
+    expect(unknownJob?.result).toEqual({ known: false, fanout: false, scheduled: 0 });
+    expect(subscribed?.request).toMatchObject({ users: ['u-1'], devices: [`apns:…${token.slice(-6)}`] });
+    expect(JSON.stringify(subscribed)).not.toContain(token);
+    expect(subscribed?.result).toEqual({ applied: 2, stale: 0, subscribers: 2 });
+    expect([followed?.request, followed?.result]).toEqual([expect.objectContaining({ followee: 'u-2' }), { result: 'applied' }]);
+    expect([optedOut?.request, optedOut?.result]).toEqual([{ category: 'promo', via: 'cli' }, { changed: true }]);
+    expect([unmuted?.request, unmuted?.result]).toEqual([{ objectId: 'thread:7', via: 'cli' }, { changed: false }]);
+    for (const e of entries) expect(e.finishedAt, e.action).not.toBeNull();
+  });
 });

@@ -2,8 +2,8 @@ import { FollowEvents } from '@herald/contracts';
 import { createAudienceStore } from '@herald/db';
 import type { Command } from 'commander';
 import { requireApp } from './app-check.ts';
+import { auditedCli } from './cli-audit.ts';
 import { check } from './credential-options.ts';
-import { withDatabase } from './with-database.ts';
 
 type Edge = { app: string; follower: string; followee: string; at?: string };
 
@@ -20,10 +20,15 @@ export function registerFollowCommands(program: Command): void {
       .option('--at <iso-time>', 'the event time (default: now)')
       .action(async (o: Edge) => {
         const body = check(FollowEvents, 'follow event', { events: [{ follower: o.follower, followee: o.followee, following, eventAt: o.at ?? new Date().toISOString() }] });
-        const [result] = await withDatabase(async (db) => {
-          await requireApp(db, o.app);
-          return createAudienceStore(db.kysely).applyFollowEvents(body.events.map((e) => ({ app: o.app, ...e })));
-        });
+        const what = { action: following ? 'follow.add' : 'follow.remove', target: `${o.app}/${o.follower}`, request: { followee: o.followee, eventAt: body.events[0]?.eventAt, via: 'cli' } };
+        const [result] = await auditedCli(
+          what,
+          async (db) => {
+            await requireApp(db, o.app);
+            return createAudienceStore(db.kysely).applyFollowEvents(body.events.map((e) => ({ app: o.app, ...e })));
+          },
+          ([r]) => ({ result: r ?? 'stale' }),
+        );
         process.stdout.write(`${o.follower} ${following ? 'follows' : 'unfollowed'} ${o.followee} (${o.app}): ${result ?? 'stale'}\n`);
       });
   }

@@ -1,6 +1,7 @@
 import type { JobStatus } from '@herald/contracts';
 import { cancelJobFully, toJobStatus, type JobCancellation } from '@herald/db';
 import type { Command } from 'commander';
+import { auditedCli } from './cli-audit.ts';
 import { withDatabase } from './with-database.ts';
 
 /** `herald job <id>`: the job's state, audience progress and counts (the same as GET /v1/jobs/:id). */
@@ -22,10 +23,11 @@ export function describeJobStatus(s: JobStatus): string {
 /**
  * Cancel the job, or say on stderr (exit code 1) that Herald does not have it yet: a job published
  * straight to RabbitMQ is known once the demuxer has taken it, and its pushes would go out all the
- * same. For `herald job cancel` and `herald cancel --job`.
+ * same. For `herald job cancel` and `herald cancel --job`. Audited (job.cancel) before it runs; the
+ * result says whether Herald had the job and what was cancelled.
  */
 export async function cancelKnownJob(jobId: string): Promise<JobCancellation | undefined> {
-  const done = await withDatabase((db) => cancelJobFully(db, jobId));
+  const done = await auditedCli({ action: 'job.cancel', target: jobId, request: { via: 'cli' } }, (db) => cancelJobFully(db, jobId));
   if (done.known) return done;
   process.stderr.write(`no job "${jobId}" to cancel: Herald does not have it (not yet demuxed, or never published); nothing was cancelled\n`);
   process.exitCode = 1;

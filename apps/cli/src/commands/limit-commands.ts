@@ -1,6 +1,7 @@
 import { LimitedChannels, type LimitedChannel } from '@herald/contracts';
 import type { Command } from 'commander';
 import { printRows } from '../output.ts';
+import { auditedCli } from './cli-audit.ts';
 import { withDatabase } from './with-database.ts';
 
 function platformOf(raw: string): LimitedChannel {
@@ -14,6 +15,9 @@ function rateOf(raw: string): number {
   return rate;
 }
 
+/** What the audit log names as a budget: the platform, or platform:app for an app's own. */
+const limitTarget = (key: { platform: string; app?: string }): string => (key.app === undefined ? key.platform : `${key.platform}:${key.app}`);
+
 /** `herald limits set|list|remove`: the fleet-wide outbound budgets every pusher shares. */
 export function registerLimitCommands(program: Command): void {
   const limits = program.command('limits').description('fleet-wide outbound rate limits (pushes/s), shared by every pusher process');
@@ -26,7 +30,8 @@ export function registerLimitCommands(program: Command): void {
     .action(async (o: { platform: string; rate: string; app?: string }) => {
       const key = { platform: platformOf(o.platform), ...(o.app !== undefined && { app: o.app }) };
       const rate = rateOf(o.rate);
-      await withDatabase((db) => db.rateLimits.set(key, rate));
+      const what = { action: 'limit.set', target: limitTarget(key), request: { ...key, rate, via: 'cli' } };
+      await auditedCli(what, (db) => db.rateLimits.set(key, rate), () => ({ ratePerSec: rate }));
       process.stdout.write(`${o.platform}${o.app === undefined ? '' : ` app ${o.app}`}: at most ${rate} pushes/s\n`);
     });
   limits
@@ -47,7 +52,8 @@ export function registerLimitCommands(program: Command): void {
     .option('--app <app>', 'the app-specific budget')
     .action(async (o: { platform: string; app?: string }) => {
       const key = { platform: platformOf(o.platform), ...(o.app !== undefined && { app: o.app }) };
-      const removed = await withDatabase((db) => db.rateLimits.remove(key));
+      const what = { action: 'limit.remove', target: limitTarget(key), request: { ...key, via: 'cli' } };
+      const removed = await auditedCli(what, (db) => db.rateLimits.remove(key), (r) => ({ removed: r }));
       process.stdout.write(removed ? 'removed\n' : 'no such limit\n');
     });
 }

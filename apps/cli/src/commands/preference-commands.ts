@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import type { z } from 'zod';
 import { printRows } from '../output.ts';
 import { requireApp } from './app-check.ts';
+import { auditedCli } from './cli-audit.ts';
 import { check } from './credential-options.ts';
 import { withDatabase } from './with-database.ts';
 
@@ -26,6 +27,9 @@ async function scoped(db: Database, schema: z.ZodObject, what: string, app: stri
 }
 
 const scopeText = (app: string | null): string => (app === null ? 'every app' : `app ${app}`);
+/** The audit log's target for a user's preference: app/user, with "*" for every app. */
+const userTarget = (app: string | null, user: string): string => `${app ?? '*'}/${user}`;
+const changedSummary = (changed: boolean) => ({ changed });
 const when = (d: Date | null): string => (d === null ? '' : d.toISOString());
 
 const deviceRow = (d: UserDevice, fullTokens: boolean) => ({
@@ -52,10 +56,15 @@ export function registerPreferenceCommands(program: Command): void {
     .option('--undo', 'opt back in')
     .action(async (o: Scope & { user: string; category: string; undo?: boolean }) => {
       const app = scopeOf(o);
-      const changed = await withDatabase(async (db) => {
-        await scoped(db, OptOutChange, 'opt-out', app, { userId: o.user, category: o.category });
-        return db.preferences.setOptOut(o.user, o.category, o.undo !== true, app);
-      });
+      const audit = { action: o.undo === true ? 'opt-out.remove' : 'opt-out.add', target: userTarget(app, o.user), request: { category: o.category, via: 'cli' } };
+      const changed = await auditedCli(
+        audit,
+        async (db) => {
+          await scoped(db, OptOutChange, 'opt-out', app, { userId: o.user, category: o.category });
+          return db.preferences.setOptOut(o.user, o.category, o.undo !== true, app);
+        },
+        changedSummary,
+      );
       const what = o.undo === true ? (changed ? 'opted back into' : 'was not opted out of') : changed ? 'opted out of' : 'was already opted out of';
       process.stdout.write(`${o.user} ${what} ${o.category} (${scopeText(app)})\n`);
     });
@@ -73,15 +82,25 @@ export function registerPreferenceCommands(program: Command): void {
       const app = scopeOf(o);
       if (o.undo === true && o.until !== undefined) throw new Error('--until and --undo do not go together');
       if (o.until !== undefined && Date.parse(o.until) <= Date.now()) throw new Error(`--until ${o.until} is not in the future`);
-      const line = await withDatabase(async (db) => {
-        if (o.undo === true) {
-          await scoped(db, MuteDelete, 'mute', app, { userId: o.user, objectId: o.object });
-          return (await db.preferences.clearMute(o.user, o.object, app)) ? 'unmuted' : 'had not muted';
-        }
-        await scoped(db, MuteCreate, 'mute', app, { userId: o.user, objectId: o.object, ...(o.until !== undefined && { until: o.until }) });
-        await db.preferences.setMute(o.user, o.object, o.until === undefined ? null : new Date(o.until), app);
-        return 'muted';
-      });
+      const audit = {
+        action: o.undo === true ? 'mute.remove' : 'mute.add',
+        target: userTarget(app, o.user),
+        request: { objectId: o.object, ...(o.until !== undefined && { until: o.until }), via: 'cli' },
+      };
+      const changed = await auditedCli(
+        audit,
+        async (db) => {
+          if (o.undo === true) {
+            await scoped(db, MuteDelete, 'mute', app, { userId: o.user, objectId: o.object });
+            return db.preferences.clearMute(o.user, o.object, app);
+          }
+          await scoped(db, MuteCreate, 'mute', app, { userId: o.user, objectId: o.object, ...(o.until !== undefined && { until: o.until }) });
+          await db.preferences.setMute(o.user, o.object, o.until === undefined ? null : new Date(o.until), app);
+          return true;
+        },
+        changedSummary,
+      );
+      const line = o.undo === true ? (changed ? 'unmuted' : 'had not muted') : 'muted';
       process.stdout.write(`${o.user} ${line} ${o.object} (${scopeText(app)})${o.until === undefined ? '' : ` until ${o.until}`}\n`);
     });
 

@@ -1,8 +1,10 @@
 import { MAX_TOPIC_BATCH, Platforms, TopicName, TopicSubscriptions, type Platform } from '@herald/contracts';
 import { createAudienceStore, type Database } from '@herald/db';
+import { maskToken } from '@herald/logging';
 import type { Command } from 'commander';
 import { printObject, printRows } from '../output.ts';
 import { requireApp } from './app-check.ts';
+import { auditedCli } from './cli-audit.ts';
 import { check } from './credential-options.ts';
 import { withDatabase } from './with-database.ts';
 
@@ -24,6 +26,9 @@ async function topicOf(db: Database, app: string, name: string): Promise<string>
 
 type Membership = { app: string; user?: string[]; device?: string[]; at?: string; json?: boolean };
 
+/** The audit log's target for a topic: app/topic (neither may contain "/"). */
+const topicTarget = (app: string, topic: string): string => `${app}/${topic}`;
+
 async function changeMembership(topic: string, o: Membership, subscribed: boolean): Promise<void> {
   const body = check(TopicSubscriptions, 'subscriptions', {
     subscribed,
@@ -31,7 +36,13 @@ async function changeMembership(topic: string, o: Membership, subscribed: boolea
     ...(o.user !== undefined && { users: o.user }),
     ...(o.device !== undefined && { devices: o.device.map(parseDeviceOption) }),
   });
-  const result = await withDatabase(async (db) => {
+  const what = {
+    action: subscribed ? 'topic.subscribe' : 'topic.unsubscribe',
+    target: topicTarget(o.app, topic),
+    // Device tokens masked as in the logs: the audit log keeps who was changed, not a way to reach them.
+    request: { users: body.users ?? [], devices: (body.devices ?? []).map((d) => `${d.platform}:${maskToken(d.token)}`), eventAt: body.eventAt, via: 'cli' },
+  };
+  const result = await auditedCli(what, async (db) => {
     await topicOf(db, o.app, topic);
     const store = createAudienceStore(db.kysely);
     if ((await store.findTopic(o.app, topic)) === undefined) throw new Error(`unknown topic "${topic}" of app "${o.app}"`);
@@ -50,7 +61,8 @@ export function registerTopicCommands(program: Command): void {
     .description('create a topic (idempotent)')
     .requiredOption('--app <app>', 'the app')
     .action(async (name: string, o: { app: string }) => {
-      const created = await withDatabase(async (db) => createAudienceStore(db.kysely).createTopic(o.app, await topicOf(db, o.app, name)));
+      const what = { action: 'topic.create', target: topicTarget(o.app, name), request: { via: 'cli' } };
+      const created = await auditedCli(what, async (db) => createAudienceStore(db.kysely).createTopic(o.app, await topicOf(db, o.app, name)), (r) => ({ created: r.created }));
       process.stdout.write(`topic ${name} of ${o.app} ${created.created ? 'created' : 'existed already'}\n`);
     });
   topics
@@ -58,7 +70,8 @@ export function registerTopicCommands(program: Command): void {
     .description('delete a topic and all its memberships')
     .requiredOption('--app <app>', 'the app')
     .action(async (name: string, o: { app: string }) => {
-      const deleted = await withDatabase(async (db) => createAudienceStore(db.kysely).deleteTopic(o.app, await topicOf(db, o.app, name)));
+      const what = { action: 'topic.delete', target: topicTarget(o.app, name), request: { via: 'cli' } };
+      const deleted = await auditedCli(what, async (db) => createAudienceStore(db.kysely).deleteTopic(o.app, await topicOf(db, o.app, name)), (r) => ({ deleted: r }));
       if (!deleted) throw new Error(`unknown topic "${name}" of app "${o.app}"`);
       process.stdout.write(`topic ${name} of ${o.app} deleted\n`);
     });
