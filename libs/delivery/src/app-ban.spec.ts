@@ -2,7 +2,7 @@ import { createLogger } from '@herald/logging';
 import { classifyApnsFailure, classifyFcmError, classifyWebPushAnswer, type SendResult } from '@herald/providers';
 import { Registry } from '@herald/runtime';
 import { describe, expect, it, vi } from 'vitest';
-import { DELIVERED_LATELY_MS, createAppBans, isCredentialFailure, keptToken } from './app-ban.ts';
+import { DELIVERED_LATELY_MS, createAppBans, isCredentialFailure, keptToken, settingsKeyOf } from './app-ban.ts';
 
 const logger = createLogger({ service: 'spec', level: 'silent', format: 'json' });
 const bad = { kind: 'permanent', reason: 'InvalidProviderToken' } as const;
@@ -56,7 +56,8 @@ describe('app bans', () => {
 describe('provider answers: dead token, park, or ban', () => {
   /** `lately`: a push of the app was delivered within the last hour. */
   const fate = (given: SendResult, lately: boolean): string => {
-    const r = given.kind === 'dead-token' && given.unlessAppFails === true && !lately ? keptToken(given) : given;
+    if (given.kind === 'dead-token' && given.unlessAppFails === true && !lately) return isCredentialFailure(keptToken(given)) ? 'park + ban' : 'park, token kept';
+    const r = given;
     if (r.kind === 'dead-token') return 'invalidate';
     if (r.kind !== 'permanent') return r.kind;
     return isCredentialFailure(r) ? 'park + ban' : 'park';
@@ -81,8 +82,8 @@ describe('provider answers: dead token, park, or ban', () => {
     expect(fate(result, true)).toBe('invalidate');
   });
 
-  it.each(tokenOrApp)('%s keeps the token and counts towards a ban when none of the app\'s pushes was delivered lately (its environment, topic or sender may be wrong)', (_, result) => {
-    expect(fate(result, false)).toBe('park + ban');
+  it.each(tokenOrApp)("%s keeps the token when none of the app's pushes was delivered lately (its environment, topic or sender may be wrong), and bans nothing", (_, result) => {
+    expect(fate(result, false)).toBe('park, token kept');
     expect(result.kind === 'dead-token' && keptToken(result).reason).toMatch(/token kept: none of this app's pushes was delivered in the last hour/);
   });
 
@@ -108,21 +109,38 @@ describe('provider answers: dead token, park, or ban', () => {
     const bans = createAppBans({ threshold: 2, windowMs: 60_000, cooldownMs: 60_000 }, spy, new Registry());
     for (let i = 0; i < 5; i++) bans.observe('a', classifyApnsFailure({ status: 400, reason: 'BadDeviceToken' }));
     expect(bans.banned('a')).toBeUndefined();
-    const otherSender = classifyFcmError({ code: 'SENDER_ID_MISMATCH' });
-    bans.observe('b', otherSender.kind === 'dead-token' ? keptToken(otherSender) : otherSender);
+    bans.observe('b', classifyApnsFailure({ status: 403, reason: 'InvalidProviderToken' }));
     bans.observe('b', classifyApnsFailure({ status: 400, reason: 'TopicDisallowed' }));
     expect(bans.banned('b')?.reason).toBe('TopicDisallowed');
     expect(errors.mock.calls.map(([fields]) => fields)).toEqual([expect.objectContaining({ alarm: 'app-banned', app: 'b' })]);
   });
 
-  it('one delivery vouches for the app for an hour, in this process, per app', () => {
+  it("one delivery vouches for the app's present settings for an hour, in this process: a change of them starts again from nothing", () => {
     let t = 0;
     const bans = createAppBans({ threshold: 2, windowMs: 60_000, cooldownMs: 60_000 }, logger, new Registry(), () => t);
-    expect(bans.deliversLately('a')).toBe(false);
-    bans.delivered('a');
+    const app = { id: 'a', updatedAt: new Date(1000), credentialsVersion: 3 };
+    expect(bans.deliversLately(settingsKeyOf(app))).toBe(false);
+    bans.delivered(settingsKeyOf(app));
     t = DELIVERED_LATELY_MS - 1;
-    expect([bans.deliversLately('a'), bans.deliversLately('b')]).toEqual([true, false]);
+    expect(bans.deliversLately(settingsKeyOf(app))).toBe(true);
+    expect(bans.deliversLately(settingsKeyOf({ id: 'b', updatedAt: new Date(1000), credentialsVersion: 3 }))).toBe(false);
+    // An operator changed the app's endpoint or topic (updated_at moves), or its credentials.
+    expect(bans.deliversLately(settingsKeyOf({ ...app, updatedAt: new Date(2000) }))).toBe(false);
+    expect(bans.deliversLately(settingsKeyOf({ ...app, credentialsVersion: 4 }))).toBe(false);
     t = DELIVERED_LATELY_MS + 1;
-    expect(bans.deliversLately('a')).toBe(false);
+    expect(bans.deliversLately(settingsKeyOf(app))).toBe(false);
+  });
+
+  it('kept tokens raise the app-tokens-kept alarm at the threshold within the window, and never a ban', () => {
+    const spy = createLogger({ service: 'spec', level: 'silent', format: 'json' });
+    const errors = vi.spyOn(spy, 'error');
+    const registry = new Registry();
+    const bans = createAppBans({ threshold: 3, windowMs: 60_000, cooldownMs: 60_000 }, spy, registry);
+    const kept = keptToken({ kind: 'dead-token', reason: 'BadDeviceToken', unlessAppFails: true });
+    for (let i = 0; i < 2; i++) bans.kept('a', kept);
+    expect(errors).not.toHaveBeenCalled();
+    bans.kept('a', kept);
+    expect(errors.mock.calls.map(([fields]) => fields)).toEqual([expect.objectContaining({ alarm: 'app-tokens-kept', app: 'a' })]);
+    expect(bans.banned('a')).toBeUndefined();
   });
 });

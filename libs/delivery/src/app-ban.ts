@@ -1,6 +1,6 @@
 import type { Logger } from '@herald/logging';
 import type { SendResult } from '@herald/providers';
-import { Gauge, type Registry } from '@herald/runtime';
+import { Counter, Gauge, type Registry } from '@herald/runtime';
 
 /**
  * Provider answers that say the app's credentials or topic are wrong, not the push: APNs
@@ -11,9 +11,7 @@ const CREDENTIAL_OR_TOPIC = new RegExp(
   [
     'InvalidProviderToken', 'MissingProviderToken', 'BadCertificate', 'BadCertificateEnvironment', 'Forbidden',
     'TopicDisallowed', 'BadTopic', 'MissingTopic', 'no APNs topic',
-    // A token that does not go with the app, while none of the app's pushes goes through (keptToken).
-    'BadDeviceToken', 'DeviceTokenNotForTopic',
-    'third-party-auth-error', 'THIRD_PARTY_AUTH_ERROR', 'mismatched-credential', 'SENDER_ID_MISMATCH',
+    'third-party-auth-error', 'THIRD_PARTY_AUTH_ERROR',
     'authentication-error', 'invalid-credential', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'permission-denied',
     '^credentials:',
     // Web Push: the push service refused the app's VAPID JWT, or the app has no keys at all.
@@ -36,26 +34,38 @@ export interface AppBans {
   banned(app: string): { until: Date; reason: string } | undefined;
   /** Count a send result; a credential or topic failure may start a ban. */
   observe(app: string, result: SendResult): void;
-  /** A push of the app was delivered (its credentials, topic and endpoint work). */
-  delivered(app: string): void;
-  /** Whether a push of the app was delivered within DELIVERED_LATELY_MS in this process. */
-  deliversLately(app: string): boolean;
+  /** A push was delivered under these app settings (settingsKeyOf): its credentials, topic and endpoint work. */
+  delivered(settings: string): void;
+  /** Whether a push was delivered under these app settings within DELIVERED_LATELY_MS in this process. */
+  deliversLately(settings: string): boolean;
+  /** A token kept (keptToken) for this app: `threshold` of them within the window raise the app-tokens-kept alarm. */
+  kept(app: string, result: Extract<SendResult, { kind: 'permanent' }>): void;
 }
+
+/**
+ * An app's settings as the pushers send with them: a delivery vouches for these only, so a change
+ * of credentials, topic or endpoint (updated_at moves, and credentials_version) starts again from
+ * nothing, and a wrong change cannot have every token condemned on the strength of the old one.
+ */
+export const settingsKeyOf = (app: { id: string; updatedAt: Date; credentialsVersion?: number }): string =>
+  `${app.id}\u0000${app.updatedAt.getTime()}\u0000${app.credentialsVersion ?? 0}`;
 
 /** How long one delivery vouches for an app's credentials, topic and endpoint. */
 export const DELIVERED_LATELY_MS = 60 * 60_000;
 
 /**
  * A token-or-app answer (SendResult `unlessAppFails`: APNs BadDeviceToken / DeviceTokenNotForTopic,
- * FCM SENDER_ID_MISMATCH) for an app none of whose pushes was delivered lately: the app's
- * credentials, topic or APNs environment (production / development) is the suspect, not the token.
- * Invalidating would wipe every token of a misconfigured app in one broadcast, so the token is kept,
- * the push is refused for good (parked, counted as failed), and the answer counts towards the ban.
+ * FCM SENDER_ID_MISMATCH) for an app none of whose pushes was delivered lately under its present
+ * settings: the app's credentials, topic or APNs environment (production / development) is the
+ * suspect, not the token. Invalidating would wipe every token of a misconfigured app in one
+ * broadcast, so the token is kept and the push refused for good (parked, counted as failed). It
+ * does not count towards a ban (a pusher that has just started, or an app quiet for an hour, meets
+ * stale tokens before any delivery), but enough of them raise the app-tokens-kept alarm.
  */
 export function keptToken(result: Extract<SendResult, { kind: 'dead-token' }>): Extract<SendResult, { kind: 'permanent' }> {
   return {
     kind: 'permanent',
-    reason: `${result.reason} (token kept: none of this app's pushes was delivered in the last hour, so its credentials, topic or APNs environment may be what is wrong)`,
+    reason: `${result.reason} (token kept: none of this app's pushes was delivered in the last hour with its present settings, so its credentials, topic or APNs environment may be what is wrong)`,
   };
 }
 
@@ -73,6 +83,24 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
   const failures = new Map<string, number[]>();
   const bans = new Map<string, Ban>();
   const lastDelivered = new Map<string, number>();
+  /** Count one more event of the app at `at` within the window: how many, once they reach the threshold (and start again), else undefined. */
+  const reachedThreshold = (times: Map<string, number[]>, app: string, at: number): number | undefined => {
+    const recent = (times.get(app) ?? []).filter((t) => t > at - settings.windowMs);
+    recent.push(at);
+    if (recent.length < settings.threshold) {
+      times.set(app, recent);
+      return undefined;
+    }
+    times.delete(app);
+    return recent.length;
+  };
+  const keptAt = new Map<string, number[]>();
+  const keptTotal = new Counter({
+    name: 'herald_app_tokens_kept_total',
+    help: "Pushes refused with a token-or-app answer (BadDeviceToken, DeviceTokenNotForTopic, SENDER_ID_MISMATCH) for an app none of whose pushes was delivered lately: the token was kept, the push parked",
+    labelNames: ['app'],
+    registers: [registry],
+  });
   const gauge = new Gauge({
     name: 'herald_app_banned',
     help: 'Whether an app is banned (1) for credential or topic errors: its pushes are parked until the cool-off ends',
@@ -89,25 +117,31 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
       logger.warn({ app, alarm: 'app-ban-lifted' }, 'app ban lifted: sends are tried again');
       return undefined;
     },
-    delivered(app) {
-      lastDelivered.set(app, now());
+    delivered(key) {
+      lastDelivered.set(key, now());
     },
-    deliversLately(app) {
-      const at = lastDelivered.get(app);
+    deliversLately(key) {
+      const at = lastDelivered.get(key);
       return at !== undefined && at > now() - DELIVERED_LATELY_MS;
+    },
+    kept(app, result) {
+      keptTotal.inc({ app });
+      const answers = reachedThreshold(keptAt, app, now());
+      if (answers === undefined) return;
+      logger.error(
+        { app, alarm: 'app-tokens-kept', answers, windowMs: settings.windowMs, reason: result.reason },
+        "app's pushes refused as if its tokens were of another APNs environment, topic or Firebase project, and none delivered lately: tokens kept, pushes parked; check the app's endpoint, topic and credentials",
+      );
     },
     observe(app, result) {
       if (!isCredentialFailure(result) || bans.has(app)) return;
       const at = now();
-      const recent = (failures.get(app) ?? []).filter((t) => t > at - settings.windowMs);
-      recent.push(at);
-      failures.set(app, recent);
-      if (recent.length < settings.threshold) return;
-      failures.delete(app);
+      const count = reachedThreshold(failures, app, at);
+      if (count === undefined) return;
       bans.set(app, { until: at + settings.cooldownMs, reason: result.reason });
       gauge.set({ app }, 1);
       logger.error(
-        { app, alarm: 'app-banned', failures: recent.length, windowMs: settings.windowMs, cooldownMs: settings.cooldownMs, reason: result.reason },
+        { app, alarm: 'app-banned', failures: count, windowMs: settings.windowMs, cooldownMs: settings.cooldownMs, reason: result.reason },
         'app banned: its sends keep failing with credential or topic errors; its pushes are parked until the cool-off ends',
       );
     },

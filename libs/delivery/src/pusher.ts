@@ -14,7 +14,7 @@ import type { PusherMetrics } from './pusher-metrics.ts';
 import { completeDurably, DeliveredRecorder, type RecordedBatch } from './ledger-record.ts';
 import { keepClaims } from './claim-keeper.ts';
 import type { ProviderSource } from './provider-pool.ts';
-import { keptToken, type AppBans } from './app-ban.ts';
+import { keptToken, settingsKeyOf, type AppBans } from './app-ban.ts';
 import { outcomeEntry, type JobOutcomeRecorder } from './job-outcomes.ts';
 import { PROVIDER_REJECTED } from './park-outcomes.ts';
 
@@ -217,13 +217,20 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
   const invalidations: Invalidation[] = [];
   const observedAt = new Date();
   sent.forEach((r, i) => {
-    if (results[i]?.kind === 'delivered') deps.bans?.delivered(r.push.app);
+    if (results[i]?.kind === 'delivered') deps.bans?.delivered(settingsKeyOf(r.app));
   });
   sent.forEach((r, i) => {
     const given = results[i] as Sent;
-    // A token that does not go with an app whose pushes all fail: the app's settings are the suspect.
-    const result = given.kind === 'dead-token' && given.unlessAppFails === true && deps.bans !== undefined && !deps.bans.deliversLately(r.push.app) ? keptToken(given) : given;
     const { push } = r;
+    // A token that does not go with an app whose pushes all fail: the app's settings are the suspect.
+    if (given.kind === 'dead-token' && given.unlessAppFails === true && deps.bans !== undefined && !deps.bans.deliversLately(settingsKeyOf(r.app))) {
+      const kept = keptToken(given);
+      deps.bans.kept(push.app, kept);
+      release.push(push.pushId);
+      outcomes[r.index] = park(deps, push, PROVIDER_REJECTED, kept.reason, 'failed');
+      return;
+    }
+    const result = given;
     if (result.kind === 'unpaced') {
       release.push(push.pushId);
       outcomes[r.index] = deferUnsent(result);
