@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queues, type PushJobInput } from '@herald/contracts';
-import { createFanoutRepository, plannedOf, toJobStatus, type FanoutRepository } from '@herald/db';
+import { applyFollowEvents, createFanoutRepository, plannedOf, toJobStatus, type FanoutRepository } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { connectBroker, heraldTopology, type Broker, type InboundMessage } from '@herald/messaging';
 import { Registry } from '@herald/runtime';
@@ -128,6 +128,13 @@ describe('fan-out chunk tasks', () => {
     expect(await status(job.id)).toMatchObject({ state: 'cancelled', targeted: 3, inFlight: 0, skipped: { cancelled: 3 } });
   });
 
+  it("a cancel that lands while a planned chunk is being redone records its pushes as cancelled too", async () => {
+    const { fanouts, job } = await plannedThenDied('cancelredo');
+    const cancelling: FanoutRepository = { ...fanouts, recordOutcomes: async (id, outcomes) => (await fanouts.cancel(id), fanouts.recordOutcomes(id, outcomes)) };
+    expect(await handler(cancelling, 10)([task(job.id, 0, true)])).toEqual([{ kind: 'ack' }]);
+    expect(await status(job.id)).toMatchObject({ state: 'cancelled', targeted: 3, inFlight: 0, skipped: { cancelled: 3 } });
+  });
+
   it('a copy that finds the chunk linked to another end by a copy racing it defers, and then follows that copy', async () => {
     const real = createFanoutRepository(t.db.kysely);
     const job: PushJobInput = { id: randomUUID(), app: 'bcast', category: 'news', content: { title: 'Hi' }, audience: { broadcast: true } };
@@ -142,5 +149,24 @@ describe('fan-out chunk tasks', () => {
     expect(await handler(real, 1)([task(job.id, 0, true)])).toEqual([{ kind: 'ack' }]);
     expect(await status(job.id)).toMatchObject({ targeted: 2 });
     expect((await real.chunk(job.id, 1))?.afterCursor).toBe(other.next);
+  });
+
+  it('a device that moves from a member already read to a member read later is planned once', async () => {
+    const app = 'moving';
+    await t.db.apps.upsert({ id: app, apnsTopic: 'com.herald.moving' });
+    const [phone, other] = ['e'.repeat(64), 'd'.repeat(64)];
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'apns', token: phone, userId: 'fa', eventAt: '2025-01-01T00:00:00Z' });
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'apns', token: other, userId: 'fb', eventAt: '2025-01-01T00:00:00Z' });
+    await applyFollowEvents(t.db.kysely, ['fa', 'fb'].map((follower) => ({ app, followee: 'star', follower, following: true, eventAt: '2025-01-01T00:00:00Z' })));
+    const fanouts = createFanoutRepository(t.db.kysely);
+    const job: PushJobInput = { id: randomUUID(), app, category: 'news', content: { title: 'Hi' }, audience: { followersOf: 'star' } };
+    await fanouts.start({ jobId: job.id, app, audience: { followersOf: 'star' }, job, acceptedAt: new Date(), size: 2, exact: false });
+    const expand = handler(fanouts, 1);
+    expect(await expand([task(job.id, 0, false)])).toEqual([{ kind: 'ack' }]); // fa and the phone
+    // The phone logs in as fb, whom the next chunk reads.
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'apns', token: phone, userId: 'fb', eventAt: new Date().toISOString() });
+    expect(await expand([task(job.id, 1, false)])).toEqual([{ kind: 'ack' }]);
+    expect((await fanouts.chunk(job.id, 1))?.planned?.deviceIds).toHaveLength(1);
+    expect(await status(job.id)).toMatchObject({ targeted: 2, inFlight: 2 });
   });
 });

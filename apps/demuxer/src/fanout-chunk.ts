@@ -10,7 +10,7 @@ import { planJob, type JobPlan } from './job-plan.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
 
 export interface FanoutChunkDeps {
-  fanouts: Pick<FanoutRepository, 'get' | 'chunk' | 'state' | 'linkNext' | 'recordChunk' | 'recordOutcomes' | 'cancelPlanned' | 'finishChunk'>;
+  fanouts: Pick<FanoutRepository, 'get' | 'chunk' | 'state' | 'linkNext' | 'recordChunk' | 'recordOutcomes' | 'cancelPlanned' | 'plannedElsewhere' | 'finishChunk'>;
   audiences: AudienceSource;
   publisher: Publisher;
   scheduling: SchedulingDeps;
@@ -27,6 +27,9 @@ const ack: Outcome = { kind: 'ack' };
 
 /** The limit of a read that must reach the end of the audience (a last chunk read again). */
 const TO_THE_END = 2_147_483_647;
+
+/** Devices changed this long before the fan-out started count as changed during it (a registration's time is its transaction's start). */
+const MOVED_SLACK_MS = 60_000;
 
 /** How long a copy that lost a race for a chunk waits before it looks again. */
 const RACE_DELAY_MS = 1000;
@@ -76,7 +79,7 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
     // Planned by a copy that died or is still at it: the same devices again, not a second read.
     const { devices, gone } = await deps.audiences.planned({ app: job.app, category: job.category, ...(job.objectId !== undefined && { objectId: job.objectId }), now, planned: chunk.planned });
     const plan = planFor(devices);
-    if ((await deps.fanouts.recordOutcomes(jobId, [...plan.outcomes, ...gone.map((d) => goneOutcome(jobId, d))])) === 'cancelled') return counted(deps, 'cancelled');
+    if ((await deps.fanouts.recordOutcomes(jobId, [...plan.outcomes, ...gone.map((d) => goneOutcome(jobId, d))])) === 'cancelled') return cancelled(jobId, chunk, deps);
     await send(job, plan, expired, now, deps);
     await deps.fanouts.finishChunk(jobId, chunkNo);
     if (again && chunk.nextCursor !== null) await republishNext(jobId, chunkNo, deps);
@@ -103,16 +106,19 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
     if ((await deps.fanouts.state(jobId)) === 'cancelled') return counted(deps, 'cancelled');
     await deps.publisher.publish(fanoutTaskMessage(jobId, chunkNo + 1));
   }
-  const plan = planFor(read.devices);
+  // A device that moved from a member already read to one read here (a registration to another user meanwhile) is another chunk's.
+  const elsewhere = await deps.fanouts.plannedElsewhere(jobId, chunkNo, read.devices.map((d) => d.deviceId), new Date(fanout.startedAt.getTime() - MOVED_SLACK_MS));
+  const devices = elsewhere.size === 0 ? read.devices : read.devices.filter((d) => !elsewhere.has(d.deviceId));
+  const plan = planFor(devices);
   const emitted = plan.split.now.length + plan.split.later.length;
   // planJob counts users without a device from the job's user list; an audience job has none, the reader counts them.
   const counts = {
-    devices: read.devices.length,
+    devices: devices.length,
     targeted: plan.targeted + read.usersWithoutDevice,
     noDevice: read.usersWithoutDevice,
     emitted,
     outcomes: plan.outcomes,
-    planned: plannedOf(reachableDevices(job, read.devices)),
+    planned: plannedOf(reachableDevices(job, devices)),
   };
   const recorded = await deps.fanouts.recordChunk(jobId, chunkNo, counts);
   if (recorded === 'cancelled') return counted(deps, 'cancelled');

@@ -108,6 +108,12 @@ export interface FanoutRepository {
   recordChunk(jobId: string, chunkNo: number, counts: ChunkCounts): Promise<'recorded' | 'cancelled' | 'planned-before'>;
   /** A chunk redone from its planned devices: the outcomes it decided now (skips, expiry), unless the job was cancelled meanwhile. */
   recordOutcomes(jobId: string, outcomes: readonly PushOutcomeEntry[]): Promise<'recorded' | 'cancelled'>;
+  /**
+   * Of these devices, those another chunk of the job planned already: a device whose registration
+   * moved it from one member to a member later in the walk while the fan-out ran is read twice.
+   * Only devices whose row changed since `since` can be, so only they are looked for.
+   */
+  plannedElsewhere(jobId: string, chunkNo: number, deviceIds: readonly string[], since: Date): Promise<Set<string>>;
   /** A planned chunk of a cancelled job: its pushes without an outcome yet are recorded cancelled (they may never have been published). */
   cancelPlanned(jobId: string, pushes: ReadonlyArray<{ pushId: string; deviceId: string }>): Promise<void>;
   /** The chunk's pushes are confirmed or stored; the fan-out moves to `sending` once its last chunk is done. */
@@ -161,6 +167,17 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
         return { created: rows.length > 0, next: recorded };
       }),
     recordChunk: (jobId, chunkNo, counts) => recordChunk(db, jobId, chunkNo, counts),
+    async plannedElsewhere(jobId, chunkNo, deviceIds, since) {
+      if (deviceIds.length === 0) return new Set();
+      const { rows: moved } = await sql<{ id: string }>`
+        select id::text from devices where id = any(${[...deviceIds]}::bigint[]) and updated_at > ${since.toISOString()}::timestamptz`.execute(db);
+      if (moved.length === 0) return new Set();
+      const ids = moved.map((r) => r.id);
+      const { rows } = await sql<{ id: string }>`
+        select distinct x.id::text from fanout_chunks f cross join lateral unnest(f.planned_devices) as x(id)
+        where f.job_id = ${jobId} and f.chunk_no <> ${chunkNo} and f.planned_devices && ${ids}::bigint[] and x.id = any(${ids}::bigint[])`.execute(db);
+      return new Set(rows.map((r) => r.id));
+    },
     recordOutcomes: (jobId, outcomes) =>
       db.transaction().execute(async (trx) => {
         if (await cancelledForUpdate(trx, jobId)) return 'cancelled' as const;
