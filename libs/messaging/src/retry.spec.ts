@@ -22,10 +22,18 @@ describe('planRetry', () => {
     expect(planRetry(1, [], 500)).toEqual({ kind: 'exhausted' });
   });
 
-  it('puts an explicit delay into the smallest delay queue that can hold it', () => {
+  it('puts an explicit delay longer than the schedule\'s into the smallest delay queue that can hold it', () => {
     expect(planRetry(1, delays, 3000)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 3000 });
-    expect(planRetry(1, delays, 1000)).toEqual({ kind: 'delay', queueDelayMs: 1000, expirationMs: 1000 });
-    expect(planRetry(2, delays, 10)).toEqual({ kind: 'delay', queueDelayMs: 1000, expirationMs: 10 });
+    expect(planRetry(1, delays, 1000, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 1000, expirationMs: 1000 });
+    // Google's minute for QUOTA_EXCEEDED on the first attempt; on the fourth the schedule's two minutes are longer.
+    expect(planRetry(1, [1000, 5000, 30_000, 120_000, 600_000], 60_000)).toEqual({ kind: 'delay', queueDelayMs: 120_000, expirationMs: 60_000 });
+    expect(planRetry(4, [1000, 5000, 30_000, 120_000, 600_000], 60_000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 120_000, expirationMs: 120_000 });
+  });
+
+  it('an explicit delay shorter than the schedule\'s is a floor: the retry waits the schedule, so back-off still grows', () => {
+    expect(planRetry(2, delays, 10, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 5000 });
+    // Within the jitter band, the request wins over a shorter jittered delay.
+    expect(planRetry(2, delays, 4900, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 4900 });
   });
 
   it('clamps an explicit delay beyond the largest queue to that queue', () => {

@@ -14,8 +14,10 @@ export function distinctDelays(delaysMs: readonly number[]): number[] {
 /**
  * Where attempt `attempt` (1-based) that asked for a retry goes.
  * Schedule delays get jitter within the 20% below the delay, because a per-message
- * expiration cannot exceed its queue's TTL. An explicit `requestedMs` goes to the
- * smallest delay queue that can hold it (clamped to the largest one).
+ * expiration cannot exceed its queue's TTL. An explicit `requestedMs` (a provider's Retry-After,
+ * the least delay a provider's documents ask) is a floor, not a replacement: the retry waits the
+ * longer of it and the schedule's delay, so back-off still grows per attempt. A request longer than
+ * the schedule's delay goes to the smallest delay queue that can hold it (clamped to the largest one).
  */
 export function planRetry(
   attempt: number,
@@ -25,11 +27,11 @@ export function planRetry(
 ): RetryPlan {
   const scheduled = delaysMs[attempt - 1];
   if (scheduled === undefined) return { kind: 'exhausted' };
-  const queues = distinctDelays(delaysMs);
-  if (requestedMs !== undefined) return clampIntoQueue(requestedMs, queues);
   const queueDelayMs = Math.round(scheduled);
   const expirationMs = Math.max(1, Math.round(queueDelayMs * (1 - JITTER * random())));
-  return { kind: 'delay', queueDelayMs, expirationMs };
+  if (requestedMs === undefined || requestedMs <= expirationMs) return { kind: 'delay', queueDelayMs, expirationMs };
+  if (requestedMs <= queueDelayMs) return { kind: 'delay', queueDelayMs, expirationMs: Math.round(requestedMs) };
+  return clampIntoQueue(requestedMs, distinctDelays(delaysMs));
 }
 
 /** Where a deferred message waits: the delay queue nearest above delayMs; no attempt is spent. */
