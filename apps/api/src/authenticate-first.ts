@@ -16,7 +16,8 @@ export function authenticateFirst<T extends object>(
 ): (req: FastifyRequest) => Promise<T> {
   const found = new WeakMap<FastifyRequest, T>();
   app.addHook('onRequest', async (req, reply) => {
-    if (!req.url.startsWith(prefix)) return;
+    // The route matched, not the raw URL: the router decodes escapes, so /%761/jobs is /v1/jobs.
+    if (!(req.routeOptions.url ?? req.url).startsWith(prefix)) return;
     try {
       found.set(req, await authenticate(req.headers));
     } catch (err) {

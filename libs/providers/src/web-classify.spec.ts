@@ -33,6 +33,8 @@ describe('push service answers (RFC 8030 §5, RFC 8292)', () => {
     ] as const) {
       expect(classifyWebPushAnswer({ status, body })).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidKeyMismatch: /) });
     }
+    // autopush's errno 109 is any refused VAPID authentication: without the words, the app's JWT.
+    expect(classifyWebPushAnswer({ status: 401, body: '{"code":401,"errno":109,"error":"Unauthorized","message":"Invalid Authorization"}' })).toMatchObject({ reason: expect.stringMatching(/^VapidUnauthorized: /) });
     expect(classifyWebPushAnswer({ status: 413 })).toMatchObject({ kind: 'permanent', reason: 'PayloadTooLarge: HTTP 413' });
     expect(classifyWebPushAnswer({ status: 400, body: 'x'.repeat(500) })).toMatchObject({ kind: 'permanent' });
     expect((classifyWebPushAnswer({ status: 400, body: 'x'.repeat(500) }) as { reason: string }).reason.length).toBeLessThan(300);

@@ -16,9 +16,9 @@ const MAX_REASON_BODY = 200;
 /**
  * A push service saying the signing key is not the subscription's: Apple's push service
  * `{"reason":"VapidPkHashMismatch"}` (400), Mozilla's autopush "VAPID public key mismatch"
- * (401, errno 109), FCM's "credentials ... do not correspond to the credentials used to create the subscriptions" (403).
+ * (401; its errno, 109, is any refused VAPID authentication, so the words decide), FCM's "credentials ... do not correspond to the credentials used to create the subscriptions" (403).
  */
-const KEY_MISMATCH = /VapidPkHashMismatch|VAPID public key mismatch|"errno"\s*:\s*109\b|do not correspond to the credentials used to create/i;
+const KEY_MISMATCH = /VapidPkHashMismatch|VAPID public key mismatch|do not correspond to the credentials used to create/i;
 
 function because(answer: WebPushAnswer): string {
   const text = answer.body?.replace(/\s+/g, ' ').trim() ?? '';
@@ -32,7 +32,7 @@ function because(answer: WebPushAnswer): string {
  * refused (an app credential problem: counts towards the app's ban); any other 403, the signing key
  * does not match the subscription's applicationServerKey (this subscription's problem, not the
  * app's), and so is a 400 or 401 that says so (Apple's VapidPkHashMismatch, Mozilla's "VAPID public
- * key mismatch", errno 109); 413 too large and any other 4xx permanent.
+ * key mismatch"); 413 too large and any other 4xx permanent.
  */
 export function classifyWebPushAnswer(answer: WebPushAnswer): SendResult {
   const { status } = answer;
