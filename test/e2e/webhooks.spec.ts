@@ -135,6 +135,25 @@ describe('webhook subscriptions: signed callbacks for resource changes', () => {
     expect(new Set(posts.map((p) => p.body['id'])).size).toBe(2);
   });
 
+  it("a team cannot silence another team's change to the same resource by using its event id first; receivers are told who published each", async () => {
+    const hook = await receiver();
+    await subscribe(hook.url, 'camp-contested');
+    const forged = change('camp-contested', { budget: 100 }, { budget: 0 });
+    const real = { ...change('camp-contested', { budget: 100 }, { budget: 150 }), id: forged.id };
+    expect((await call(sys, 'POST', '/v1/changes', { key: otherTeamKey, body: forged })).status).toBe(202);
+    expect((await call(sys, 'POST', '/v1/changes', { key, body: real })).status).toBe(202);
+    await waitFor('both changes notified', async () => (hook.posts.filter((p) => p.body['eventId'] === forged.id).length === 2 ? true : undefined));
+    const posts = hook.posts.filter((p) => p.body['eventId'] === forged.id);
+    expect(posts.map((p) => [p.body['publishedBy'], p.body['diff']]).sort()).toEqual([
+      ['ads-api-client', { budget: { old: 100, new: 150 } }],
+      ['someone-else', { budget: { old: 100, new: 0 } }],
+    ]);
+    // Who published is the key's team, never the caller's word.
+    const claimed = await call(sys, 'POST', '/v1/changes', { key: otherTeamKey, body: { ...change('camp-contested', null, { budget: 1 }), publishedBy: 'ads-api-client' } });
+    expect(claimed.status).toBe(400);
+    expect(JSON.stringify(claimed.body)).toMatch(/publishedBy/);
+  });
+
   it('accepts change events through the HTTP API too, and traces them on request', async () => {
     const hook = await receiver();
     const sub = await subscribe(hook.url, 'camp-http');

@@ -10,10 +10,10 @@ export interface ChangeServiceDeps {
 }
 
 /** POST /v1/changes: validate with the ChangeEvent contract, check the type, publish to push.changes. */
-export async function acceptChange(body: unknown, deps: ChangeServiceDeps): Promise<{ id: string }> {
+export async function acceptChange(body: unknown, team: string, deps: ChangeServiceDeps): Promise<{ id: string }> {
   const c = parseBody(ChangePublish, body);
   checkResourceType(c.resource.type, 'resource.type', deps.resourceTypes);
-  const event: ChangeEvent = { ...c, occurredAt: c.occurredAt ?? (deps.now?.() ?? new Date()).toISOString() };
+  const event: ChangeEvent = { ...c, occurredAt: c.occurredAt ?? (deps.now?.() ?? new Date()).toISOString(), publishedBy: team };
   await deps.publishChange(event);
   return { id: event.id };
 }

@@ -97,7 +97,7 @@ function teamRoutes(app: FastifyInstance, deps: ApiServerDeps, metrics: RequestM
   }));
   app.post('/v1/subscriptions/:id/enable', team(async (req, key) => enableSubscription(req.params.id, key, deps)));
   app.get('/v1/web-push/vapid-public-key', team(async (req, key) => vapidPublicKey(req.query, key, deps)));
-  app.post('/v1/changes', team(async (req, _key, reply) => reply.status(202).send(await acceptChange(req.body, deps))));
+  app.post('/v1/changes', team(async (req, key, reply) => reply.status(202).send(await acceptChange(req.body, key.team, deps))));
   registerPreferenceRoutes(app, team, deps);
   registerAudienceRoutes(app, team, deps);
 }

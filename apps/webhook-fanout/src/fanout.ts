@@ -83,13 +83,15 @@ function admit(message: InboundMessage, deps: FanoutDeps): Outcome | Omit<Accept
 
 /**
  * One notification per (event, subscription). The event id is the publisher's idempotency key for
- * a change of one resource; it is read with the resource it changed, so two teams (or one team's
- * two resources) using the same event id are two changes, each notified, not one taken for the
- * other's duplicate. (Before 2026-11-29 the id alone: a change redelivered across that upgrade may
- * be notified once more, under its new id.)
+ * a change of one resource; it is read with the resource it changed and the team that published it
+ * (publishedBy, when the HTTP API took it), so two resources, or two teams, using the same event id
+ * are two changes, each notified, not one taken for the other's duplicate: a team that used
+ * another's event id first can no longer silence that team's change. (Before 2026-11-29 the id
+ * alone, before 2026-12-01 without the team: a change redelivered across those upgrades may be
+ * notified once more, under its new id.)
  */
 const notificationIdOf = (a: Accepted, s: SubscriptionRow): string =>
-  derivePushId(`change:${JSON.stringify([a.event.resource.type, a.event.resource.id, a.event.id])}`, s.id);
+  derivePushId(`change:${JSON.stringify([a.event.resource.type, a.event.resource.id, a.event.id, ...(a.event.publishedBy === undefined ? [] : [a.event.publishedBy])])}`, s.id);
 
 function deliveryMessage(a: Accepted, s: SubscriptionRow, queuedAt: string): OutboundMessage {
   const delivery: WebhookDelivery = {
@@ -102,6 +104,7 @@ function deliveryMessage(a: Accepted, s: SubscriptionRow, queuedAt: string): Out
     createdAt: a.event.occurredAt,
     queuedAt,
     ...(a.event.trace === true && { trace: true }),
+    ...(a.event.publishedBy !== undefined && { publishedBy: a.event.publishedBy }),
   };
   return { exchange: Exchanges.send, routingKey: Queues.webhookSend, body: delivery, messageId: delivery.notificationId };
 }

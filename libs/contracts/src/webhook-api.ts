@@ -38,8 +38,8 @@ export type SubscriptionCreated = z.infer<typeof SubscriptionCreated>;
 
 export const SubscriptionList = z.object({ subscriptions: z.array(SubscriptionView) });
 
-/** POST /v1/changes: a ChangeEvent; occurredAt defaults to when the API received it. */
-export const ChangePublish = ChangeEventFields.extend({ occurredAt: Instant.optional() }).refine(notBothNull, {
+/** POST /v1/changes: a ChangeEvent; occurredAt defaults to when the API received it; publishedBy is the key's team, not the caller's to give. */
+export const ChangePublish = ChangeEventFields.omit({ publishedBy: true }).extend({ occurredAt: Instant.optional() }).refine(notBothNull, {
   message: 'old and new cannot both be null',
   path: ['new'],
 });

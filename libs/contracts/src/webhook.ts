@@ -37,6 +37,13 @@ export const ChangeEventFields = z.strictObject({
   occurredAt: Instant,
   /** Log each step (fan-out, every delivery attempt) at info level, as PushJob.trace does. */
   trace: z.boolean().optional(),
+  /**
+   * The team whose key published it through the HTTP API (set by the API, never taken from the
+   * body; absent for an event published straight to RabbitMQ). Part of each notification's id, so
+   * one team cannot make another's change look like a duplicate by using its event id first, and
+   * given to receivers, who can tell whose change it is.
+   */
+  publishedBy: z.string().min(1).max(200).optional(),
 });
 export const notBothNull = (e: { old: unknown; new: unknown }): boolean => e.old !== null || e.new !== null;
 const BOTH_NULL = { message: 'old and new cannot both be null', path: ['new'] };
@@ -62,6 +69,8 @@ export const WebhookDelivery = z.strictObject({
   /** When the fan-out queued it (end-to-end latency). */
   queuedAt: Instant,
   trace: z.boolean().optional(),
+  /** The event's publishedBy: the team that published it through the HTTP API. */
+  publishedBy: z.string().min(1).max(200).optional(),
 });
 export type WebhookDelivery = z.infer<typeof WebhookDelivery>;
 
@@ -72,6 +81,8 @@ export interface WebhookNotificationBody {
   createdAt: string;
   resource: ResourceRef;
   diff: Diff;
+  /** The team that published the change through the HTTP API (absent when published straight to RabbitMQ). */
+  publishedBy?: string;
 }
 
 export const webhookBodyOf = (d: WebhookDelivery): WebhookNotificationBody => ({
@@ -80,4 +91,5 @@ export const webhookBodyOf = (d: WebhookDelivery): WebhookNotificationBody => ({
   createdAt: d.createdAt,
   resource: d.resource,
   diff: d.diff,
+  ...(d.publishedBy !== undefined && { publishedBy: d.publishedBy }),
 });
