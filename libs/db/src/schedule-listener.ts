@@ -9,6 +9,12 @@ export interface ScheduleListenerOptions {
   logger?: Logger | undefined;
   /** Wait before reconnecting a lost listening connection. */
   reconnectMs?: number;
+  /**
+   * How often the listening connection is asked a `select 1`, and how long it may take to answer
+   * before the connection is taken for dead and replaced (defaults 15 s and 5 s).
+   */
+  heartbeatMs?: number;
+  heartbeatTimeoutMs?: number;
 }
 
 export interface ScheduleListener {
@@ -19,13 +25,40 @@ export interface ScheduleListener {
  * LISTEN on a dedicated connection (a pooled one would lose the subscription). The payload is
  * the earliest due time in epoch ms. A lost connection is re-established after reconnectMs;
  * notifications sent meanwhile are missed, so each reconnect calls `onSchedule(now)` (look at the
- * store now) and callers keep a safety re-check timer as well.
+ * store now) and callers keep a safety re-check timer as well. A connection that dies without a
+ * word (a NAT or firewall dropping an idle flow, a host gone without a reset) never ends and never
+ * errs: a listener on it would hear nothing, releasing due pushes only at each re-check, for good.
+ * So the connection answers a `select 1` every heartbeatMs, and one that does not within
+ * heartbeatTimeoutMs is replaced like a lost one.
  */
 export async function listenForSchedules(options: ScheduleListenerOptions, onSchedule: (earliestDueAt: Date) => void): Promise<ScheduleListener> {
-  const { logger, reconnectMs = 1_000 } = options;
+  const { logger, reconnectMs = 1_000, heartbeatMs = 15_000, heartbeatTimeoutMs = 5_000 } = options;
   let closed = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
+  let beating = false;
+  const heartbeat = setInterval(() => {
+    const c = client;
+    if (c === undefined || beating) return;
+    beating = true;
+    let timer: NodeJS.Timeout | undefined;
+    const silent = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer to a heartbeat within ${heartbeatTimeoutMs} ms`)), heartbeatTimeoutMs);
+    });
+    Promise.race([c.query('select 1'), silent])
+      .catch((err: unknown) => {
+        if (client !== c) return;
+        logger?.warn({ err, channel: options.channel }, 'schedule listener connection stopped answering: replacing it');
+        client = undefined;
+        void c.end().catch(() => undefined);
+        reconnect();
+      })
+      .finally(() => {
+        clearTimeout(timer);
+        beating = false;
+      });
+  }, heartbeatMs);
+  heartbeat.unref();
   const reconnect = (): void => {
     if (closed) return;
     clearTimeout(retry);
@@ -57,6 +90,7 @@ export async function listenForSchedules(options: ScheduleListenerOptions, onSch
     close: async () => {
       closed = true;
       clearTimeout(retry);
+      clearInterval(heartbeat);
       const c = client;
       client = undefined;
       await c?.end().catch(() => undefined);
