@@ -58,6 +58,9 @@ describe('HTTP API bad input', () => {
     await refused([sys, 'POST', '/v1/jobs', { key, body: job({ app: 'sleepy' }) }], 422, 'app-disabled', /app "sleepy" is disabled/);
     const r = await admin(sys, 'POST', '/admin/apps/sleepy/disable');
     expect(r.body['enabled']).toBe(false);
+    // A register is refused, but a logout goes through: the device must not stay its user's while the app is disabled.
+    await refused([sys, 'POST', '/v1/devices', { key, body: { app: 'sleepy', platform: 'fcm', token: fcmToken(), userId: 'u1' } }], 422, 'app-disabled', /app "sleepy" is disabled/);
+    expect((await call(sys, 'DELETE', '/v1/devices', { key, body: { app: 'sleepy', platform: 'fcm', token: fcmToken() } })).status).toBe(202);
   });
 
   it('refuses an app the key may not send for (403), in a batch too', async () => {

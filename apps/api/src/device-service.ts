@@ -29,6 +29,7 @@ async function checkPushService(endpoint: string, body: unknown, appId: string, 
 /** DELETE /v1/devices. */
 export async function unregisterDevice(body: unknown, key: ApiKeyRow, deps: DeviceServiceDeps): Promise<void> {
   const d = parseBody(DeviceUnregister, body);
-  await checkApp(deps, key, d.app);
+  // A logout while the app is disabled still ends the device's tie to its user.
+  await checkApp(deps, key, d.app, true);
   await deps.publishRegistration({ ...d, version: 1, kind: 'unregister', eventAt: d.eventAt ?? (deps.now?.() ?? new Date()).toISOString() });
 }

@@ -29,12 +29,15 @@ export interface JobServiceDeps {
   now?: () => Date;
 }
 
-/** 403 / 422 unless the key may use the app and the app exists and is enabled; the app. */
-export async function checkApp(deps: Pick<JobServiceDeps, 'apps'>, key: ApiKeyRow, id: string): Promise<AppRow> {
+/**
+ * 403 / 422 unless the key may use the app and the app exists and is enabled (or, with
+ * `disabledToo`, disabled: an unregister goes through whatever the app's state); the app.
+ */
+export async function checkApp(deps: Pick<JobServiceDeps, 'apps'>, key: ApiKeyRow, id: string, disabledToo = false): Promise<AppRow> {
   requireApp(key, id);
   const app = await deps.apps.get(id);
   if (app === undefined) throw new ApiError(422, 'unknown-app', `unknown app "${id}"`);
-  if (!app.enabled) throw new ApiError(422, 'app-disabled', `app "${id}" is disabled`);
+  if (!app.enabled && !disabledToo) throw new ApiError(422, 'app-disabled', `app "${id}" is disabled`);
   return app;
 }
 

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAppCache, createDatabase, type Database } from '@herald/db';
+import { createAppCache, createDatabase, refusedValueReason, type Database } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import { createRegistrarHandler } from './registrar.ts';
@@ -131,6 +131,28 @@ describe('registrar handler', () => {
     // iOS and Android spell locales with "_": taken as BCP 47.
     expect(await device('t-underscore')).toMatchObject({ locale: 'en-US' });
     expect(await device('t-zoned')).toMatchObject({ timezone: 'Asia/Kolkata', locale: 'hi-IN' });
+  });
+
+  it("throws for a value PostgreSQL refuses, so the consumer isolates that one message, not the batch (a token too long for the index)", async () => {
+    const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger });
+    // FCM's token alphabet allows 4,096 characters; PostgreSQL's unique index holds at most 2,704 bytes of it.
+    const huge = register('t-huge', { platform: 'fcm', token: `huge:${randomBytes(2400).toString('base64url')}` });
+    const err = await handle([message(register('t-beside-huge')), message(huge)]).then((o) => o, (e: unknown) => e);
+    expect(refusedValueReason(err)).toMatch(/index row size|exceeds/i);
+    // Alone, its neighbour is applied (the consumer's halves: retry.int.spec.ts).
+    expect(await handle([message(register('t-beside-huge'))])).toEqual([{ kind: 'ack' }]);
+    expect(await device('t-beside-huge')).toBeDefined();
+  });
+
+  it("applies an unregister of a disabled app (a logout during an incident), while its registers stay parked", async () => {
+    const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger });
+    await t.db.apps.upsert({ id: 'paused', enabled: true });
+    expect(await handle([message(register('t-paused', { app: 'paused' }))])).toEqual([{ kind: 'ack' }]);
+    await t.db.apps.upsert({ id: 'paused', enabled: false });
+    const logout = { kind: 'unregister', app: 'paused', platform: 'apns', token: apns('t-paused'), eventAt: '2025-03-02T10:00:00Z' };
+    const outcomes = await handle([message(logout), message(register('t-paused-2', { app: 'paused' }))]);
+    expect(outcomes).toEqual([{ kind: 'ack' }, { kind: 'park', code: 'app-disabled', reason: 'app "paused" is disabled' }]);
+    expect((await device('t-paused'))?.invalidated_at).not.toBeNull();
   });
 
   it('handles an empty batch', async () => {

@@ -1,5 +1,5 @@
 import { decodeWith, endpointHostProblem, normalizeDeviceToken, Registration } from '@herald/contracts';
-import { isDatabaseUnavailable, type AppRow, type DeviceRepository } from '@herald/db';
+import { isDatabaseUnavailable, refusedValueReason, type AppRow, type DeviceRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { applyMembershipEvents, isMembershipMessage, type MembershipDeps } from './membership-events.ts';
 
@@ -67,7 +67,11 @@ function decode(message: InboundMessage): Decode {
   return { ok: false, park: { kind: 'park', code: reason.startsWith('malformed JSON') ? 'malformed-json' : 'schema', reason } };
 }
 
-/** Looks up each distinct app once; an app that cannot be used parks its messages. */
+/**
+ * Looks up each distinct app once; an app that cannot be used parks its messages. An unregister
+ * of a disabled app is applied all the same: a logout while the app was disabled (an incident) must
+ * not leave the device to the user who left it once the app is enabled again.
+ */
 async function checkApps(regs: readonly Decoded[], deps: RegistrarDeps, outcomes: Outcome[]): Promise<Decoded[]> {
   const ids = [...new Set(regs.map((d) => d.reg.app))];
   const apps = new Map(await Promise.all(ids.map(async (id) => [id, await deps.apps.get(id)] as const)));
@@ -76,6 +80,7 @@ async function checkApps(regs: readonly Decoded[], deps: RegistrarDeps, outcomes
     // A browser subscription must point at a push service the app accepts (apps.web_push_hosts).
     const host = app?.enabled === true && reg.kind === 'register' && reg.platform === 'web' ? endpointHostProblem(reg.token, app.webPushHosts) : undefined;
     if (app?.enabled === true && host === undefined) return true;
+    if (app !== undefined && reg.kind === 'unregister') return true;
     outcomes[index] =
       app === undefined
         ? { kind: 'park', code: 'unknown-app', reason: `unknown app "${reg.app}"` }
@@ -136,6 +141,10 @@ export function createRegistrarHandler(deps: RegistrarDeps): (messages: readonly
     try {
       await apply(await checkApps(decoded, deps, outcomes), deps, outcomes);
     } catch (err) {
+      // A value PostgreSQL refuses (a token too long for its index, a year it has not) is one
+      // message's: thrown, the consumer handles the batch again in halves until that message is
+      // alone and parks it with the database's words, instead of retrying and parking them all.
+      if (refusedValueReason(err) !== undefined) throw err;
       deps.logger.error({ err }, 'registrations could not be applied; retrying');
       for (const { index } of decoded) {
         if (outcomes[index]?.kind !== 'park') outcomes[index] = databaseFailure(err);
@@ -144,6 +153,7 @@ export function createRegistrarHandler(deps: RegistrarDeps): (messages: readonly
     try {
       if (memberships.length > 0) await applyMembershipEvents(memberships, deps, outcomes);
     } catch (err) {
+      if (refusedValueReason(err) !== undefined) throw err;
       deps.logger.error({ err }, 'membership events could not be applied; retrying');
       for (const { index } of memberships) {
         if (outcomes[index]?.kind !== 'park') outcomes[index] = databaseFailure(err);

@@ -47,10 +47,12 @@ async function invalidateStatement(db: Kysely<HeraldTables>, winners: readonly I
         ${winners.map((v) => v.observedAt.toISOString())}::timestamptz[]
       ) as i(app, platform, token, reason, invalid_since, observed_at)
     ), locked as (
-      -- Lock the devices in id order first, so concurrent overlapping batches cannot deadlock.
+      -- Lock the devices first, in the order the registrar's upsert takes them (app, platform,
+      -- token), so neither concurrent invalidation batches nor a registrar batch can deadlock with
+      -- this one (by id, an order the registrar does not share, they could: 40P01, a retried batch).
       select d.id, d.app, d.platform, d.token, d.registered_at, d.invalidated_at
       from devices d join input i on (d.app, d.platform, d.token) = (i.app, i.platform, i.token)
-      order by d.id
+      order by d.app, d.platform, d.token
       for update of d
     ), decided as (
       select l.id, i.app, i.platform, i.token, i.reason, coalesce(i.invalid_since, i.observed_at) as dead_since,

@@ -1,5 +1,5 @@
 import { decodeWith, Invalidation, type Platform } from '@herald/contracts';
-import { isDatabaseUnavailable, type InvalidationInput, type InvalidationResult } from '@herald/db';
+import { isDatabaseUnavailable, refusedValueReason, type InvalidationInput, type InvalidationResult } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome } from '@herald/messaging';
 import type { InvalidatorMetrics } from './invalidator-metrics.ts';
@@ -68,6 +68,8 @@ export function createInvalidatorHandler(deps: InvalidatorDeps): (messages: read
         deps.logger.info({ app: input.app, platform: input.platform, token: input.token, reason: input.reason, result }, 'invalidation applied');
       });
     } catch (err) {
+      // One message's value PostgreSQL refuses: thrown, so the consumer isolates it (messageError).
+      if (refusedValueReason(err) !== undefined) throw err;
       deps.logger.error({ err }, 'invalidations could not be applied; retrying');
       for (const { index } of valid) outcomes[index] = databaseFailure(err);
     }
