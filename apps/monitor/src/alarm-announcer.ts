@@ -1,5 +1,5 @@
 import type { Logger } from '@herald/logging';
-import type { AlarmTransition } from '@herald/monitoring';
+import type { Alarm, AlarmTransition } from '@herald/monitoring';
 import type { MonitorMetrics } from './monitor-metrics.ts';
 import { webhookPayload, type createWebhook } from './webhook.ts';
 
@@ -13,7 +13,11 @@ export function alarmAnnouncer(deps: {
   logger: Logger;
   metrics: MonitorMetrics;
   webhook: ReturnType<typeof createWebhook> | undefined;
-  /** True while this instance holds the alarms lease (always, for a monitor that runs alone). */
+  /**
+   * True while this instance holds the alarms lease (always, for a monitor that runs alone), and
+   * while nobody can tell who holds it because the database does not answer: an alarm then, likely
+   * about that very outage, is announced by every instance rather than by none.
+   */
   announces: () => boolean;
 }): (t: AlarmTransition) => void {
   return (t) => {
@@ -25,4 +29,13 @@ export function alarmAnnouncer(deps: {
     else deps.logger.info(fields, `alarm resolved: ${alarm} on ${queue}`);
     deps.webhook?.post(webhookPayload(t, deps.vhost));
   };
+}
+
+/**
+ * An instance that takes the alarms lease says again what is firing: the holder before it may have
+ * died, or the lease may have been out of reach, with alarms fired meanwhile announced by nobody
+ * (transitions are announced once, when they happen). A repeat is better than silence.
+ */
+export function reannounceFiring(active: readonly Alarm[], announce: (t: AlarmTransition) => void, now = Date.now()): void {
+  for (const alarm of active) announce({ state: 'firing', alarm, at: now });
 }

@@ -7,7 +7,7 @@ import { createDatabase, createFanoutRepository, holdLease } from '@herald/db';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
 import { runService } from '@herald/runtime';
-import { alarmAnnouncer } from './alarm-announcer.ts';
+import { alarmAnnouncer, reannounceFiring } from './alarm-announcer.ts';
 import { monitorConfig } from './config.ts';
 import { dashboardRoutes } from './dashboard-routes.ts';
 import { History } from './history.ts';
@@ -30,12 +30,17 @@ await runService('monitor', config, async ({ logger, registry }) => {
   const vhost = vhostOf(config.AMQP_URL);
   const metrics = createMonitorMetrics(registry);
   const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 2 });
+  /** What to do when this instance takes the alarms lease (set once the monitor runs). */
+  const onLeaseTaken: Array<() => void> = [];
   const lease = holdLease(db.kysely, {
     name: 'monitor-alarms',
     holder: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
     ttlMs: ALARMS_LEASE_MS,
     logger,
-    onChange: (held) => metrics.leaseHeld.set(held ? 1 : 0),
+    onChange: (held) => {
+      metrics.leaseHeld.set(held ? 1 : 0);
+      if (held) for (const then of onLeaseTaken) then();
+    },
   });
   const history = new History(config.MONITOR_HISTORY_MINUTES * 60_000);
   const webhookUrl = config.MONITOR_WEBHOOK_URL;
@@ -52,6 +57,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
       .finally(() => (connecting = undefined));
     throw new Error('no AMQP connection yet');
   };
+  const announce = alarmAnnouncer({ vhost, logger, metrics, webhook, announces: () => lease.held() || lease.unknown() });
   const monitor = startQueueMonitor({
     api: createManagementApi(config.RABBITMQ_API_URL),
     live,
@@ -62,8 +68,9 @@ await runService('monitor', config, async ({ logger, registry }) => {
     history,
     metrics,
     logger,
-    announce: alarmAnnouncer({ vhost, logger, metrics, webhook, announces: lease.held }),
+    announce,
   });
+  onLeaseTaken.push(() => reannounceFiring(monitor.state().alarms, announce));
   const scheduled = startScheduledCounts({ db, pollMs: config.MONITOR_SCHEDULED_POLL_MS, metrics, logger });
   logger.info({ vhost, pollMs: config.MONITOR_POLL_MS, webhook: webhookUrl !== undefined }, 'watching every Herald queue');
   return {

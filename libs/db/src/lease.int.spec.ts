@@ -55,4 +55,21 @@ describe('holdLease', () => {
     await a.stop();
     await b.stop();
   });
+
+  it('says who holds it cannot be known while the database does not answer, and stops saying so once it does', async () => {
+    // Nothing listens on port 1: every renewal fails.
+    const down = createDatabase({ url: 'postgres://postgres@127.0.0.1:1/test', schema: t.schema, poolSize: 1 });
+    const lost = holdLease(down.kysely, { name: 'unknown-spec', holder: 'a', ttlMs: TTL });
+    const up = holdLease(t.db.kysely, { name: 'unknown-spec', holder: 'b', ttlMs: TTL });
+    try {
+      await until('a failed renewal', () => lost.unknown());
+      expect(lost.held()).toBe(false);
+      await until('b holds it', () => up.held());
+      expect(up.unknown()).toBe(false);
+    } finally {
+      await lost.stop();
+      await up.stop();
+      await down.close();
+    }
+  });
 });

@@ -17,6 +17,12 @@ export interface LeaseOptions {
 export interface Lease {
   /** True while this process holds the lease (with a margin before it could run out). */
   held(): boolean;
+  /**
+   * True while the last attempt to take or renew the lease failed (the database did not answer):
+   * nobody can tell who holds it. Work that must not go undone while the database is down (an
+   * alarm saying so) may be done by every instance then.
+   */
+  unknown(): boolean;
   /** Stop renewing and give the lease up, so another instance takes it at once. */
   stop(): Promise<void>;
 }
@@ -33,6 +39,7 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
   let wasHeld = false;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let failing = false;
   let running: Promise<void> = Promise.resolve();
   const held = (): boolean => !stopped && Date.now() < validUntil;
   const report = (): void => {
@@ -54,7 +61,9 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
           where leases.holder = excluded.holder or leases.expires_at < now()
         returning holder`.execute(db);
       validUntil = row.rows.length > 0 ? askedAt + ttlMs * 0.9 : 0;
+      failing = false;
     } catch (err) {
+      failing = true;
       logger?.warn({ err, lease: name }, 'could not renew the lease; it holds until it runs out');
     }
     report();
@@ -70,6 +79,7 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
   watch.unref();
   return {
     held,
+    unknown: () => failing && !stopped && !held(),
     stop: async () => {
       stopped = true;
       clearTimeout(timer);
