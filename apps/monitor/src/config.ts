@@ -3,7 +3,7 @@ import { parseThresholds, type ThresholdConfig } from '@herald/monitoring';
 
 const thresholds: VarSpec<ThresholdConfig> = {
   description:
-    'Per-queue alarm thresholds as JSON, e.g. {"push.apns.send":{"backlog":10000,"backlogForMs":60000,"drainSeconds":300}}; "*" sets defaults (fields: backlog, backlogForMs, noConsumerForMs, drainSeconds, drainForMs, drainMinMessages, parkedWindowMs)',
+    'Per-queue alarm thresholds as JSON, e.g. {"push.apns.send":{"backlog":10000,"backlogForMs":60000,"drainSeconds":300}}; "*" sets defaults (fields: backlog, backlogForMs, noConsumerForMs, drainSeconds, drainForMs, drainMinMessages, stalledForMs, parkedWindowMs)',
   default: '{}',
   parse: parseThresholds,
 };

@@ -1,7 +1,7 @@
 import { drainSecondsOf, type QueueSnapshot } from './queue-snapshot.ts';
 import type { QueueThresholds, ThresholdConfig } from './thresholds.ts';
 
-export const AlarmKinds = ['backlog', 'no-consumer', 'drain-time', 'parked-growing', 'rabbitmq-unreachable'] as const;
+export const AlarmKinds = ['backlog', 'no-consumer', 'drain-time', 'stalled', 'parked-growing', 'rabbitmq-unreachable'] as const;
 export type AlarmKind = (typeof AlarmKinds)[number];
 
 /** A condition that holds right now; it becomes an alarm once it has held for `forMs`. */
@@ -58,6 +58,17 @@ function drainTime(q: QueueSnapshot, t: QueueThresholds): AlarmCondition | undef
   return { alarm: 'drain-time', queue: q.name, forMs: t.drainForMs, value: Number.isFinite(drain) ? drain : -1, threshold: t.drainSeconds, summary };
 }
 
+/**
+ * Consumers attached, messages waiting, nothing acked: the consumers are stuck (their database
+ * gone, a handler that keeps failing and requeues), however few the messages. The drain-time
+ * alarm sees this only above its minimum depth; users see it at once.
+ */
+function stalled(q: QueueSnapshot, t: QueueThresholds): AlarmCondition | undefined {
+  if (q.kind !== 'work' || q.consumers === 0 || q.messages === 0 || q.ackRate > 0) return undefined;
+  const summary = `${q.name} has ${n(q.messages)} messages and ${n(q.consumers)} consumers, and nothing is being acked`;
+  return { alarm: 'stalled', queue: q.name, forMs: t.stalledForMs, value: q.messages, threshold: 0, summary };
+}
+
 function parkedGrowing(q: QueueSnapshot, t: QueueThresholds, baseline: number | undefined): AlarmCondition | undefined {
   if (q.kind !== 'parked' || baseline === undefined || q.messages <= baseline) return undefined;
   const summary = `${q.name} grew from ${n(baseline)} to ${n(q.messages)} parked messages within ${secs(t.parkedWindowMs / 1000)}`;
@@ -68,7 +79,7 @@ function parkedGrowing(q: QueueSnapshot, t: QueueThresholds, baseline: number | 
 export function activeConditions(input: RuleInput): AlarmCondition[] {
   return input.queues.flatMap((q) => {
     const t = input.thresholds.for(q.name);
-    const found = [backlog(q, t, input.pushesPerMessage?.(q.name) ?? 1), noConsumer(q, t), drainTime(q, t), parkedGrowing(q, t, input.parkedBaseline(q.name, t.parkedWindowMs))];
+    const found = [backlog(q, t, input.pushesPerMessage?.(q.name) ?? 1), noConsumer(q, t), drainTime(q, t), stalled(q, t), parkedGrowing(q, t, input.parkedBaseline(q.name, t.parkedWindowMs))];
     return found.filter((c): c is AlarmCondition => c !== undefined);
   });
 }

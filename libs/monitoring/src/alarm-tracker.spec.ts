@@ -54,9 +54,15 @@ describe('alarm rules', () => {
     // A queue whose messages are one each compares messages, as before.
     expect(backlogs([queue({ name: 'push.jobs', messages: 20, ackRate: 100 })])).toEqual([]);
   });
-  it('nothing acked with consumers attached is an infinite drain time, but only above the minimum depth', () => {
-    expect(kinds([queue({ name: 'push.fcm.send', messages: 30 })])).toEqual(['drain-time:push.fcm.send']);
-    expect(kinds([queue({ name: 'push.fcm.send', messages: 19 })])).toEqual([]);
+  it('nothing acked with consumers attached is an infinite drain time above the minimum depth, and a stall at any depth', () => {
+    expect(kinds([queue({ name: 'push.fcm.send', messages: 30 })])).toEqual(['drain-time:push.fcm.send', 'stalled:push.fcm.send']);
+    // A handful of messages nobody acks: the consumers are stuck (their database gone), users wait.
+    const [stall] = activeConditions({ queues: [queue({ name: 'push.fcm.send', messages: 3, consumers: 2 })], thresholds, parkedBaseline: () => undefined });
+    expect(stall).toMatchObject({ alarm: 'stalled', forMs: 120_000, value: 3, summary: 'push.fcm.send has 3 messages and 2 consumers, and nothing is being acked' });
+    // Acks flowing, no consumer (the no-consumer alarm's case), or nothing waiting: no stall.
+    expect(kinds([queue({ name: 'push.fcm.send', messages: 3, ackRate: 0.2 })])).toEqual([]);
+    expect(kinds([queue({ name: 'push.fcm.send', messages: 3, consumers: 0 })])).toEqual(['no-consumer:push.fcm.send']);
+    expect(kinds([queue({ name: 'push.fcm.send', messages: 0 })])).toEqual([]);
   });
   it('a parked queue deeper than its smallest depth in the window is growing', () => {
     expect(kinds([queue({ name: 'push.jobs.parked', messages: 3, consumers: 0 })], 1)).toEqual(['parked-growing:push.jobs.parked']);

@@ -16,6 +16,8 @@ export interface QueueThresholds {
   drainMinMessages: number;
   /** Parked alarm: the parked queue grew within this window. */
   parkedWindowMs: number;
+  /** Stalled alarm: a work queue with messages and consumers that acks nothing for longer than this. */
+  stalledForMs: number;
 }
 
 export const DEFAULT_THRESHOLDS: Readonly<QueueThresholds> = Object.freeze({
@@ -26,6 +28,7 @@ export const DEFAULT_THRESHOLDS: Readonly<QueueThresholds> = Object.freeze({
   drainForMs: 60_000,
   drainMinMessages: 1_000,
   parkedWindowMs: 300_000,
+  stalledForMs: 120_000,
 });
 
 const partial = z.strictObject({
@@ -36,6 +39,7 @@ const partial = z.strictObject({
   drainForMs: z.number().int().min(0),
   drainMinMessages: z.number().int().min(0),
   parkedWindowMs: z.number().int().min(1),
+  stalledForMs: z.number().int().min(0),
 }).partial();
 
 /** `{"*": {...defaults}, "push.apns.send": {...}}`; a parked queue uses its own entry, else its work queue's. */
