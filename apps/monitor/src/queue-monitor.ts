@@ -115,11 +115,19 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
   const withLiveCounts = async (snapshots: QueueSnapshot[]): Promise<QueueSnapshot[]> => {
     if (deps.live === undefined) return snapshots;
     let live: Awaited<ReturnType<LiveCounts>>;
+    // At most a poll interval: a broker connection that is being re-established can keep the
+    // channel waiting for good, and a poll that never ends would end the monitor's alarms with it.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no live queue counts within ${deps.pollMs} ms`)), deps.pollMs);
+    });
     try {
-      live = await deps.live(snapshots.map((q) => q.name));
+      live = await Promise.race([deps.live(snapshots.map((q) => q.name)), late]);
     } catch (err) {
       deps.logger.debug({ err }, 'live queue counts unavailable; using the management API statistics');
       return snapshots;
+    } finally {
+      clearTimeout(timer);
     }
     return snapshots.map((q) => {
       const l = live.get(q.name);
