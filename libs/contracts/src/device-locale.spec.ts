@@ -41,6 +41,28 @@ describe('device timezone and locale', () => {
     expect(ok.ok && ok.value.kind === 'register' ? ok.value.locale : undefined).toBe('en-US');
   });
 
+  it.each([
+    ['zh_CN_#Hans', 'zh-Hans-CN'],
+    ['sr_RS_#Latn', 'sr-Latn-RS'],
+    ['ja_JP@calendar=japanese', 'ja-JP'],
+    ['EN-us', 'en-US'],
+    ['de_DE', 'de-DE'],
+    ['zh-Hant-TW', 'zh-Hant-TW'],
+  ])('reads the locale %j as %j (Android, iOS and case spellings of one tag are one)', (given, stored) => {
+    const ok = parseWith(Registration, register({ locale: given }));
+    expect(ok.ok && ok.value.kind === 'register' ? ok.value.locale : ok).toBe(stored);
+  });
+
+  it("stores a zone in ICU's case, so segments see one zone, and keeps the name the device gave", () => {
+    const zoneOf = (timezone: string) => {
+      const ok = parseWith(Registration, register({ timezone }));
+      return ok.ok && ok.value.kind === 'register' ? ok.value.timezone : ok;
+    };
+    expect(zoneOf('europe/berlin')).toBe('Europe/Berlin');
+    expect(zoneOf('Asia/Kolkata')).toBe('Asia/Kolkata'); // ICU's own name for it is Asia/Calcutta
+    expect(zoneOf('UTC')).toBe('UTC');
+  });
+
   it('POST /v1/devices (DeviceRegister) refuses them on the same fields', () => {
     const r = DeviceRegister.safeParse({ app: 'demo', platform: 'apns', token: 'ab'.repeat(32), userId: 'u1', timezone: 'Mars/Base', locale: 'en--US' });
     expect(r.success).toBe(false);

@@ -34,14 +34,46 @@ const check = (problem: (v: string) => string | undefined) => (value: string, ct
   if (message !== undefined) ctx.addIssue({ code: 'custom', message });
 };
 
-/** A device's IANA zone, used to resolve local delivery times (see timeZoneProblem). */
-export const TimeZone = z.string().max(64).superRefine(check(timeZoneProblem)).describe('IANA time zone name, e.g. "Europe/Berlin"');
+/**
+ * A zone in the case ICU spells it ("europe/berlin" is "Europe/Berlin"): segments compare zones as
+ * stored, so two casings of one zone must be one. Only the case: ICU's own name for a zone can be
+ * an older one ("Asia/Kolkata" resolves to "Asia/Calcutta"), and the name the device gave stays.
+ * A string ICU does not know is left for timeZoneProblem.
+ */
+function canonicalZone(v: unknown): unknown {
+  if (typeof v !== 'string' || timeZoneProblem(v) !== undefined) return v;
+  const resolved = new Intl.DateTimeFormat(undefined, { timeZone: v }).resolvedOptions().timeZone;
+  return resolved.toLowerCase() === v.toLowerCase() ? resolved : v;
+}
+
+/** A device's IANA zone, used to resolve local delivery times (see timeZoneProblem), stored as ICU spells it. */
+export const TimeZone = z
+  .preprocess(canonicalZone, z.string().max(64).superRefine(check(timeZoneProblem)))
+  .describe('IANA time zone name, e.g. "Europe/Berlin"');
 
 /**
- * A device's language, a BCP 47 tag. iOS (`Locale.identifier`) and Android (`Locale.toString()`)
- * spell it with "_" ("en_US"): that is taken as "en-US", not refused, so no app loses a
- * registration over the separator.
+ * A device's locale as the platforms print it, as a BCP 47 tag: "_" is "-" (iOS `Locale.identifier`,
+ * Android `Locale.toString()`: "en_US"); Android's script after "_#" goes after the language
+ * ("zh_CN_#Hans" is "zh-Hans-CN"); iOS's "@" keywords are dropped ("ja_JP@calendar=japanese" is
+ * "ja-JP"); and the tag is stored in its canonical case ("EN-us" is "en-US"), since segments
+ * compare locales as stored. A string that is no tag even so is left for localeProblem.
+ */
+export function canonicalLocale(v: unknown): unknown {
+  if (typeof v !== 'string') return v;
+  const [base = '', script] = (v.split('@')[0] ?? '').split('_#');
+  const [language = '', ...rest] = base.split('_');
+  const tag = [language, ...(script === undefined || script === '' ? [] : [script.split('-')[0]]), ...rest].filter((p) => p !== '').join('-').replace(/_/g, '-');
+  try {
+    return Intl.getCanonicalLocales(tag)[0] ?? tag;
+  } catch {
+    return v.replace(/_/g, '-');
+  }
+}
+
+/**
+ * A device's language, a BCP 47 tag, as canonicalLocale reads the platforms' spellings, so no app
+ * loses a registration over them.
  */
 export const LocaleTag = z
-  .preprocess((v) => (typeof v === 'string' ? v.replace(/_/g, '-') : v), z.string().min(2).max(35).superRefine(check(localeProblem)))
+  .preprocess(canonicalLocale, z.string().min(2).max(35).superRefine(check(localeProblem)))
   .describe('BCP 47 language tag, e.g. "en-GB" ("en_GB" is taken as "en-GB")');
