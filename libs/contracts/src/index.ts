@@ -27,3 +27,4 @@ export * from './callback-url.ts';
 export * from './webhook-api.ts';
 export * from './operator-key.ts';
 export * from './instant.ts';
+export { storableCopy } from './storable-text.ts';

@@ -19,6 +19,18 @@ export const hasNoNul = (s: string): boolean => !s.includes('\u0000');
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 export const isWellFormed = (s: string): boolean => !LONE_SURROGATE.test(s);
 
+/**
+ * Words Herald did not choose and cannot refuse (a provider's or a receiver's answer, recorded
+ * after the push went out), made storable: each NUL and each lone surrogate half becomes U+FFFD.
+ * Refused by PostgreSQL instead, the record of pushes already sent would fail, and they would be
+ * sent again once their lease ran out.
+ */
+export function storableCopy(s: string): string {
+  const noNul = hasNoNul(s) ? s : s.replaceAll('\u0000', '\uFFFD');
+  return isWellFormed(noNul) ? noNul : noNul.replace(LONE_SURROGATES, '\uFFFD');
+}
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'gu');
+
 /** Why `s` cannot be stored as given (NO_NUL, NO_LONE_SURROGATE), or undefined. */
 export const unstorableText = (s: string): string | undefined => (!hasNoNul(s) ? NO_NUL : !isWellFormed(s) ? NO_LONE_SURROGATE : undefined);
 

@@ -130,6 +130,19 @@ describe('DeliveryLedger', () => {
     expect((await other.ledger.claim([c], 'pusher-2', LEASE)).get(c)).toBe('in-flight');
   });
 
+  it("records pushes already sent whatever the provider said: a NUL or half a surrogate pair in its words is kept as U+FFFD, not refused", async () => {
+    const [a] = ids(1) as [string];
+    await t.db.ledger.claim([a], 'pusher-1', LEASE);
+    // Refused, this record would fail after the send, and the push would go again once its lease ran out.
+    await t.db.ledger.complete([
+      { pushId: a, outcome: 'invalid: Bad\u0000Token', status: { pushId: a, jobId: 'job-words', outcome: 'invalid', code: 'Bad\u0000Token', reason: 'the provider said \ud800 this' } },
+    ]);
+    const ledger = await t.db.kysely.selectFrom('delivery_ledger').select(['state', 'outcome']).where('push_id', '=', a).executeTakeFirstOrThrow();
+    expect(ledger).toEqual({ state: 'done', outcome: 'invalid: Bad\uFFFDToken' });
+    const status = await t.db.kysely.selectFrom('push_outcomes').select(['code', 'reason']).where('push_id', '=', a).executeTakeFirstOrThrow();
+    expect(status).toEqual({ code: 'Bad\uFFFDToken', reason: 'the provider said \uFFFD this' });
+  });
+
   it('handles empty input and duplicate ids', async () => {
     expect(await t.db.ledger.claim([], 'p', LEASE)).toEqual(new Map());
     await t.db.ledger.complete([]);

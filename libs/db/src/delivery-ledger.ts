@@ -1,5 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type pg from 'pg';
+import { storableCopy } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { queryPrepared } from './prepared.ts';
 import { upsertOutcomesStatement, type PushOutcomeEntry } from './push-outcomes.ts';
@@ -204,7 +205,7 @@ export const completeStatement = (outcomes: ReadonlyMap<string, string>, statuse
   const done = sql`
   insert into delivery_ledger as l (push_id, state, outcome, owner, completed_at)
   select push_id, 'done', outcome, '', now()
-  from unnest(${[...outcomes.keys()]}::uuid[], ${[...outcomes.values()]}::text[]) as i(push_id, outcome) order by push_id
+  from unnest(${[...outcomes.keys()]}::uuid[], ${[...outcomes.values()].map(storableCopy)}::text[]) as i(push_id, outcome) order by push_id
   on conflict (push_id) do update set state = 'done', outcome = excluded.outcome, completed_at = excluded.completed_at`;
   return statuses.length === 0 ? done : sql`with done as (${done}) ${upsertOutcomesStatement(statuses)}`;
 };

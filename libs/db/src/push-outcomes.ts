@@ -1,5 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type pg from 'pg';
+import { storableCopy } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { queryPrepared } from './prepared.ts';
 
@@ -48,8 +49,9 @@ export interface PushRecord {
 }
 
 const TEXT_MAX = 1000;
+/** At most TEXT_MAX characters, and storable whatever a provider said (storableCopy). */
 const clip = (s: string | undefined): string | null =>
-  s === undefined ? null : s.length > TEXT_MAX ? `${s.slice(0, TEXT_MAX - 1)}…` : s;
+  s === undefined ? null : storableCopy(s.length > TEXT_MAX ? `${s.slice(0, TEXT_MAX - 1)}…` : s);
 
 /**
  * Upsert outcomes keyed by (job id, push id) (one statement, in push_id order): a redelivered push
