@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { loadConfigOrExit } from '@herald/config';
-import { pushesPerMessage } from '@herald/contracts';
+import { WorkQueues, pushesPerMessage } from '@herald/contracts';
 import { createDatabase, createFanoutRepository, holdLease } from '@herald/db';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
@@ -65,6 +65,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
     pollMs: config.MONITOR_POLL_MS,
     thresholds: config.MONITOR_THRESHOLDS,
     pushesPerMessage: pushesPerMessage(config.PUSH_PACK_SIZE),
+    expected: WorkQueues,
     history,
     metrics,
     logger,

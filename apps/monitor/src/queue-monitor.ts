@@ -48,6 +48,8 @@ export interface QueueMonitorDeps {
   thresholds: ThresholdConfig;
   /** Device pushes a message of this queue may carry (the backlog alarm counts them; see RuleInput). */
   pushesPerMessage?: (queue: string) => number;
+  /** The work queues the topology declares (the queue-missing alarm; see RuleInput). */
+  expected?: readonly string[];
   history: History;
   metrics: MonitorMetrics;
   logger: Logger;
@@ -98,7 +100,13 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
       return { ...q, oldestAgeSeconds: ages.estimate(q, now), drainSeconds: Number.isFinite(drain) ? drain : null };
     });
     const parkedBaseline = (queue: string, windowMs: number) => deps.history.minSince(queue, now - windowMs);
-    lastConditions = activeConditions({ queues: snapshots, thresholds: deps.thresholds, parkedBaseline, ...(deps.pushesPerMessage !== undefined && { pushesPerMessage: deps.pushesPerMessage }) });
+    lastConditions = activeConditions({
+      queues: snapshots,
+      thresholds: deps.thresholds,
+      parkedBaseline,
+      ...(deps.pushesPerMessage !== undefined && { pushesPerMessage: deps.pushesPerMessage }),
+      ...(deps.expected !== undefined && { expected: deps.expected }),
+    });
     deps.history.add(now, snapshots);
     deps.metrics.recordQueues(queues, deps.pushesPerMessage);
     evaluate(now, lastConditions);

@@ -1,7 +1,7 @@
 import { drainSecondsOf, type QueueSnapshot } from './queue-snapshot.ts';
 import type { QueueThresholds, ThresholdConfig } from './thresholds.ts';
 
-export const AlarmKinds = ['backlog', 'no-consumer', 'drain-time', 'stalled', 'parked-growing', 'rabbitmq-unreachable'] as const;
+export const AlarmKinds = ['backlog', 'no-consumer', 'drain-time', 'stalled', 'parked-growing', 'queue-missing', 'rabbitmq-unreachable'] as const;
 export type AlarmKind = (typeof AlarmKinds)[number];
 
 /** A condition that holds right now; it becomes an alarm once it has held for `forMs`. */
@@ -26,6 +26,11 @@ export interface RuleInput {
    * message with its threshold, so packing makes it fire no later than for the same pushes unpacked.
    */
   pushesPerMessage?: (queue: string) => number;
+  /**
+   * The work queues Herald's topology declares: one absent from the broker is the queue-missing
+   * alarm (deleted by hand, lost with a node), not the quiet end of its other alarms.
+   */
+  expected?: readonly string[];
 }
 
 const n = (v: number): string => Math.round(v).toLocaleString('en-US');
@@ -75,13 +80,28 @@ function parkedGrowing(q: QueueSnapshot, t: QueueThresholds, baseline: number | 
   return { alarm: 'parked-growing', queue: q.name, forMs: 0, value: q.messages - baseline, threshold: 0, summary };
 }
 
+/** A work queue the topology declares that the broker does not have: publishes to it fail, its consumers cannot subscribe. */
+function missing(input: RuleInput): AlarmCondition[] {
+  const present = new Set(input.queues.map((q) => q.name));
+  return (input.expected ?? [])
+    .filter((name) => !present.has(name))
+    .map((name) => ({
+      alarm: 'queue-missing' as const,
+      queue: name,
+      forMs: input.thresholds.for(name).noConsumerForMs,
+      value: 0,
+      threshold: 0,
+      summary: `${name} does not exist on the broker: what is published to it fails and nothing consumes it (declare the topology again: npx tsx infra/rabbitmq/apply-topology.ts, or restart a service)`,
+    }));
+}
+
 /** Every condition that holds at this poll, over every queue. */
 export function activeConditions(input: RuleInput): AlarmCondition[] {
-  return input.queues.flatMap((q) => {
+  return [...missing(input), ...input.queues.flatMap((q) => {
     const t = input.thresholds.for(q.name);
     const found = [backlog(q, t, input.pushesPerMessage?.(q.name) ?? 1), noConsumer(q, t), drainTime(q, t), stalled(q, t), parkedGrowing(q, t, input.parkedBaseline(q.name, t.parkedWindowMs))];
     return found.filter((c): c is AlarmCondition => c !== undefined);
-  });
+  })];
 }
 
 /** The monitor itself cannot see RabbitMQ: raised after `forMs` of failed polls. */

@@ -64,6 +64,12 @@ describe('alarm rules', () => {
     expect(kinds([queue({ name: 'push.fcm.send', messages: 3, consumers: 0 })])).toEqual(['no-consumer:push.fcm.send']);
     expect(kinds([queue({ name: 'push.fcm.send', messages: 0 })])).toEqual([]);
   });
+  it('a work queue the topology declares that the broker lacks is missing; one it has is not', () => {
+    const queues = [queue({ name: 'push.jobs' })];
+    const conditions = activeConditions({ queues, thresholds, parkedBaseline: () => undefined, expected: ['push.jobs', 'push.apns.send'] });
+    expect(conditions).toEqual([expect.objectContaining({ alarm: 'queue-missing', queue: 'push.apns.send', forMs: 2_000, summary: expect.stringMatching(/^push.apns.send does not exist on the broker/) })]);
+    expect(activeConditions({ queues, thresholds, parkedBaseline: () => undefined }).map((c) => c.alarm)).toEqual([]);
+  });
   it('a parked queue deeper than its smallest depth in the window is growing', () => {
     expect(kinds([queue({ name: 'push.jobs.parked', messages: 3, consumers: 0 })], 1)).toEqual(['parked-growing:push.jobs.parked']);
     expect(kinds([queue({ name: 'push.jobs.parked', messages: 3, consumers: 0 })], 3)).toEqual([]);
