@@ -8,15 +8,18 @@ import { createMonitorMetrics } from './monitor-metrics.ts';
 const alarm: Alarm = { alarm: 'backlog', queue: 'push.apns.send', summary: 'push.apns.send holds 20,000 messages', value: 20_000, threshold: 10_000, since: 0, firedAt: 0 };
 
 describe('the alarm announcer', () => {
-  it('announces only while it may, and says again what fires once it takes the lease', () => {
+  it('announces only while it may, and says again what fires once it takes the lease', async () => {
     const logger = createLogger({ service: 'spec', level: 'silent', format: 'json' });
     const warned = vi.spyOn(logger, 'warn');
     let may = false;
-    const announce = alarmAnnouncer({ vhost: 'v', logger, metrics: createMonitorMetrics(new Registry()), webhook: undefined, announces: () => may });
+    const registry = new Registry();
+    const announce = alarmAnnouncer({ vhost: 'v', logger, metrics: createMonitorMetrics(registry), webhook: undefined, announces: () => may });
     announce({ state: 'firing', alarm, at: 1 });
     expect(warned).not.toHaveBeenCalled(); // another instance holds the lease (or died holding it)
     may = true;
     reannounceFiring([alarm], announce, 2);
     expect(warned.mock.calls.map(([fields]) => fields)).toEqual([expect.objectContaining({ alarm: 'backlog', queue: 'push.apns.send', state: 'firing' })]);
+    // Said again, not raised again: the counter of alarms raised saw it once.
+    expect(await registry.getSingleMetricAsString('herald_alarms_raised_total')).toMatch(/herald_alarms_raised_total\{[^}]*alarm="backlog"[^}]*\} 1$/m);
   });
 });

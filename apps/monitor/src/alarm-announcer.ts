@@ -19,9 +19,10 @@ export function alarmAnnouncer(deps: {
    * about that very outage, is announced by every instance rather than by none.
    */
   announces: () => boolean;
-}): (t: AlarmTransition) => void {
-  return (t) => {
-    deps.metrics.recordAlarm(t);
+}): (t: AlarmTransition, again?: 'again') => void {
+  return (t, again) => {
+    // Said again (a monitor taking the lease over): announced, not counted as raised a second time.
+    if (again === undefined) deps.metrics.recordAlarm(t);
     if (!deps.announces()) return;
     const { alarm, queue, summary, value, threshold, since } = t.alarm;
     const fields = { alarm, queue, state: t.state, value, threshold, heldForMs: t.at - since };
@@ -36,6 +37,6 @@ export function alarmAnnouncer(deps: {
  * died, or the lease may have been out of reach, with alarms fired meanwhile announced by nobody
  * (transitions are announced once, when they happen). A repeat is better than silence.
  */
-export function reannounceFiring(active: readonly Alarm[], announce: (t: AlarmTransition) => void, now = Date.now()): void {
-  for (const alarm of active) announce({ state: 'firing', alarm, at: now });
+export function reannounceFiring(active: readonly Alarm[], announce: (t: AlarmTransition, again: 'again') => void, now = Date.now()): void {
+  for (const alarm of active) announce({ state: 'firing', alarm, at: now }, 'again');
 }

@@ -16,6 +16,10 @@ type QueueLabels = 'queue' | 'kind';
 
 export function createMonitorMetrics(registry: Registry): MonitorMetrics {
   const registers = [registry];
+  const polls = new Counter({ name: 'herald_monitor_polls_total', help: 'Polls of the management API, by outcome (ok, failed)', labelNames: ['outcome'], registers });
+  // Both outcomes from the start, at 0: a monitor that never finishes a poll has an ok series that
+  // never moves, which HeraldMonitorNotPolling sees (no series at all it would not).
+  for (const outcome of ['ok', 'failed']) polls.inc({ outcome }, 0);
   const queueGauge = (name: string, help: string) => new Gauge<QueueLabels>({ name, help, labelNames: ['queue', 'kind'], registers });
   type Read = (q: QueueSnapshot & { oldestAgeSeconds: number }, pushesPerMessage: number) => number;
   const gauges: Array<[Gauge<QueueLabels>, Read]> = [
@@ -50,7 +54,7 @@ export function createMonitorMetrics(registry: Registry): MonitorMetrics {
       scheduled.reset();
       for (const [platform, count] of byPlatform) scheduled.set({ platform }, count);
     },
-    polls: new Counter({ name: 'herald_monitor_polls_total', help: 'Polls of the management API, by outcome (ok, failed)', labelNames: ['outcome'], registers }),
+    polls,
     webhookFailures: new Counter({ name: 'herald_alarm_webhook_failures_total', help: 'Alarm webhook posts that failed after every attempt', registers }),
     leaseHeld: new Gauge({ name: 'herald_monitor_alarms_lease_held', help: '1 while this monitor instance holds the alarms lease and announces alarms (log, webhook)', registers }),
   };

@@ -101,21 +101,29 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
     labelNames: ['app'],
     registers: [registry],
   });
-  const gauge = new Gauge({
+  /** A ban whose cool-off is over ends when it is next looked at: a push of the app, or a scrape of the gauge. */
+  const liftIfOver = (app: string, ban: Ban): boolean => {
+    if (ban.until > now()) return false;
+    bans.delete(app);
+    gauge.set({ app }, 0);
+    logger.warn({ app, alarm: 'app-ban-lifted' }, 'app ban lifted: sends are tried again');
+    return true;
+  };
+  const gauge: Gauge<'app'> = new Gauge({
     name: 'herald_app_banned',
     help: 'Whether an app is banned (1) for credential or topic errors: its pushes are parked until the cool-off ends',
     labelNames: ['app'],
     registers: [registry],
+    // A banned app that sends nothing more to this pusher would show banned for good otherwise.
+    collect: () => {
+      for (const [app, ban] of [...bans]) liftIfOver(app, ban);
+    },
   });
   return {
     banned(app) {
       const ban = bans.get(app);
-      if (ban === undefined) return undefined;
-      if (ban.until > now()) return { until: new Date(ban.until), reason: ban.reason };
-      bans.delete(app);
-      gauge.set({ app }, 0);
-      logger.warn({ app, alarm: 'app-ban-lifted' }, 'app ban lifted: sends are tried again');
-      return undefined;
+      if (ban === undefined || liftIfOver(app, ban)) return undefined;
+      return { until: new Date(ban.until), reason: ban.reason };
     },
     delivered(key) {
       lastDelivered.set(key, now());

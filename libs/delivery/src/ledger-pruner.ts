@@ -74,13 +74,17 @@ export function checkLedgerRetention(retentionMs: number, leaseMs: number, retry
 }
 
 function prunerMetrics(registry: Registry) {
+  const runs = new Counter({
+    name: 'herald_ledger_prune_runs_total',
+    help: 'Ledger prune rounds: pruned (held the lock), skipped (another pusher held it), failed',
+    labelNames: ['result'],
+    registers: [registry],
+  });
+  // Every result from the start, at 0: a rule comparing them (HeraldLedgerPruneFailing) sees a
+  // series that never moved, not none.
+  for (const result of ['pruned', 'skipped', 'failed']) runs.inc({ result }, 0);
   return {
-    runs: new Counter({
-      name: 'herald_ledger_prune_runs_total',
-      help: 'Ledger prune rounds: pruned (held the lock), skipped (another pusher held it), failed',
-      labelNames: ['result'],
-      registers: [registry],
-    }),
+    runs,
     pruned: new Counter({ name: 'herald_ledger_pruned_total', help: 'Delivery-ledger entries deleted by pruning', registers: [registry] }),
   };
 }
