@@ -48,6 +48,12 @@ describe('device timezone and locale', () => {
     ['EN-us', 'en-US'],
     ['de_DE', 'de-DE'],
     ['zh-Hant-TW', 'zh-Hant-TW'],
+    ['en_US_#u-mu-celsius', 'en-US'],
+    ['ar_EG_#u-nu-latn', 'ar-EG'],
+    ['th_TH_TH_#u-nu-thai', 'th-TH'],
+    ['zh_TW_#Hant-u-nu-hanidec', 'zh-Hant-TW'],
+    ['iw_IL', 'iw-IL'],
+    ['es-419', 'es-419'],
   ])('reads the locale %j as %j (Android, iOS and case spellings of one tag are one)', (given, stored) => {
     const ok = parseWith(Registration, register({ locale: given }));
     expect(ok.ok && ok.value.kind === 'register' ? ok.value.locale : ok).toBe(stored);

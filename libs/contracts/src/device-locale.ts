@@ -53,20 +53,33 @@ export const TimeZone = z
 
 /**
  * A device's locale as the platforms print it, as a BCP 47 tag: "_" is "-" (iOS `Locale.identifier`,
- * Android `Locale.toString()`: "en_US"); Android's script after "_#" goes after the language
- * ("zh_CN_#Hans" is "zh-Hans-CN"); iOS's "@" keywords are dropped ("ja_JP@calendar=japanese" is
- * "ja-JP"); and the tag is stored in its canonical case ("EN-us" is "en-US"), since segments
- * compare locales as stored. A string that is no tag even so is left for localeProblem.
+ * Android `Locale.toString()`: "en_US"); Android's part after "_#" is a script of four letters
+ * (put after the language: "zh_CN_#Hans" is "zh-Hans-CN") and then extensions, which are dropped
+ * ("en_US_#u-mu-celsius" is "en-US"); iOS's "@" keywords are dropped ("ja_JP@calendar=japanese" is
+ * "ja-JP"); a Java variant that is no BCP 47 variant is dropped ("th_TH_TH_#u-nu-thai" is "th-TH");
+ * and the case is made canonical ("EN-us" is "en-US"), since segments compare locales as stored.
+ * Only the case: a language code the platform still reports in its old form ("iw") stays as given,
+ * as the segments that name it do. A string that is no tag even so is left for localeProblem.
  */
 export function canonicalLocale(v: unknown): unknown {
   if (typeof v !== 'string') return v;
-  const [base = '', script] = (v.split('@')[0] ?? '').split('_#');
-  const [language = '', ...rest] = base.split('_');
-  const tag = [language, ...(script === undefined || script === '' ? [] : [script.split('-')[0]]), ...rest].filter((p) => p !== '').join('-').replace(/_/g, '-');
+  const [head = '', android] = (v.split('@')[0] ?? '').split('_#');
+  const script = android !== undefined && /^[A-Za-z]{4}(?:-|$)/.test(android) ? android.slice(0, 4) : undefined;
+  const [language = '', ...rest] = head.split('_');
+  const parts = [language, ...(script === undefined ? [] : [script]), ...rest].filter((p) => p !== '');
+  // The whole tag, else without what follows the region (a Java variant such as "TH").
+  const whole = parts.join('-');
+  return inCanonicalCase(whole) ?? inCanonicalCase(parts.slice(0, script === undefined ? 2 : 3).join('-')) ?? v.replace(/_/g, '-');
+}
+
+/** `tag` in BCP 47's canonical case, when case is all that canonicalising changes; undefined for no tag. */
+function inCanonicalCase(tag: string): string | undefined {
   try {
-    return Intl.getCanonicalLocales(tag)[0] ?? tag;
+    const canonical = Intl.getCanonicalLocales(tag)[0];
+    if (canonical === undefined) return undefined;
+    return canonical.toLowerCase() === tag.toLowerCase() ? canonical : tag;
   } catch {
-    return v.replace(/_/g, '-');
+    return undefined;
   }
 }
 
