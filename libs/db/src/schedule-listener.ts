@@ -36,6 +36,8 @@ export async function listenForSchedules(options: ScheduleListenerOptions, onSch
   let closed = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
+  /** A connect in progress (a reconnect asked meanwhile waits for its outcome instead of starting a second). */
+  let connecting = false;
   let beating = false;
   const heartbeat = setInterval(() => {
     const c = client;
@@ -60,7 +62,7 @@ export async function listenForSchedules(options: ScheduleListenerOptions, onSch
   }, heartbeatMs);
   heartbeat.unref();
   const reconnect = (): void => {
-    if (closed) return;
+    if (closed || connecting) return;
     clearTimeout(retry);
     retry = setTimeout(() => {
       // Notifications sent while the connection was down are lost: tell the caller to look now.
@@ -71,18 +73,49 @@ export async function listenForSchedules(options: ScheduleListenerOptions, onSch
     }, reconnectMs);
   };
   const Client = clientClassFor(options.url);
+  /** Within heartbeatTimeoutMs, or it is taken for lost (an address that drops packets never answers at all). */
+  const inTime = async <T>(work: Promise<T>, what: string): Promise<T> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${heartbeatTimeoutMs} ms`)), heartbeatTimeoutMs);
+    });
+    try {
+      return await Promise.race([work, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   const connect = async (): Promise<void> => {
-    const c = new Client({ connectionString: options.url, application_name: 'herald-listen' });
+    connecting = true;
+    try {
+      await connectOnce();
+    } finally {
+      connecting = false;
+    }
+  };
+  const connectOnce = async (): Promise<void> => {
+    const c = new Client({ connectionString: options.url, application_name: 'herald-listen', connectionTimeoutMillis: heartbeatTimeoutMs });
     c.on('notification', (n) => {
       const ms = Number(n.payload);
       if (Number.isFinite(ms)) onSchedule(new Date(ms));
     });
     c.on('error', (err) => logger?.warn({ err, channel: options.channel }, 'schedule listener connection failed'));
     c.on('end', () => {
-      if (client === c) reconnect();
+      if (client !== c) return;
+      client = undefined;
+      reconnect();
     });
-    await c.connect();
-    await c.query(`LISTEN "${options.channel}"`);
+    try {
+      await c.connect();
+      await inTime(c.query(`LISTEN "${options.channel}"`), 'LISTEN');
+    } catch (err) {
+      void c.end().catch(() => undefined);
+      throw err;
+    }
+    if (closed) {
+      void c.end().catch(() => undefined);
+      return;
+    }
     client = c;
   };
   await connect();
