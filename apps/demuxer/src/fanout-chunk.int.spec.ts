@@ -163,8 +163,13 @@ describe('fan-out chunk tasks', () => {
     await fanouts.start({ jobId: job.id, app, audience: { followersOf: 'star' }, job, acceptedAt: new Date(), size: 2, exact: false });
     const expand = handler(fanouts, 1);
     expect(await expand([task(job.id, 0, false)])).toEqual([{ kind: 'ack' }]); // fa and the phone
+    // An app launch registers it again for the same user: that is no change of hands (nothing to look for).
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'apns', token: phone, userId: 'fa', eventAt: new Date().toISOString() });
+    const handsOf = async () => (await t.db.kysely.selectFrom('devices').select('user_changed_at').where('token', '=', phone).executeTakeFirstOrThrow()).user_changed_at;
+    expect(await handsOf()).toBeNull();
     // The phone logs in as fb, whom the next chunk reads.
-    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'apns', token: phone, userId: 'fb', eventAt: new Date().toISOString() });
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'apns', token: phone, userId: 'fb', eventAt: new Date(Date.now() + 1).toISOString() });
+    expect(await handsOf()).not.toBeNull();
     expect(await expand([task(job.id, 1, false)])).toEqual([{ kind: 'ack' }]);
     expect((await fanouts.chunk(job.id, 1))?.planned?.deviceIds).toHaveLength(1);
     expect(await status(job.id)).toMatchObject({ targeted: 2, inFlight: 2 });

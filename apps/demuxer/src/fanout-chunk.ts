@@ -28,7 +28,7 @@ const ack: Outcome = { kind: 'ack' };
 /** The limit of a read that must reach the end of the audience (a last chunk read again). */
 const TO_THE_END = 2_147_483_647;
 
-/** Devices changed this long before the fan-out started count as changed during it (a registration's time is its transaction's start). */
+/** Devices that changed hands this long before the fan-out started count as changed during it (a registration's time is its transaction's start). */
 const MOVED_SLACK_MS = 60_000;
 
 /** How long a copy that lost a race for a chunk waits before it looks again. */

@@ -74,6 +74,7 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       app_version = case when excluded.registered_at is null then d.app_version else excluded.app_version end,
       last_seen_at = case when excluded.registered_at is null then d.last_seen_at else greatest(d.last_seen_at, excluded.last_seen_at) end,
       registered_at = coalesce(excluded.registered_at, d.registered_at),
+      user_changed_at = case when excluded.registered_at is not null and d.user_id is distinct from excluded.user_id then now() else d.user_changed_at end,
       last_event_at = excluded.last_event_at,
       invalidated_at = excluded.invalidated_at,
       invalidation_reason = excluded.invalidation_reason,

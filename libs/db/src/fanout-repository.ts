@@ -111,7 +111,7 @@ export interface FanoutRepository {
   /**
    * Of these devices, those another chunk of the job planned already: a device whose registration
    * moved it from one member to a member later in the walk while the fan-out ran is read twice.
-   * Only devices whose row changed since `since` can be, so only they are looked for.
+   * Only devices that changed hands since `since` (user_changed_at) can be, so only they are looked for.
    */
   plannedElsewhere(jobId: string, chunkNo: number, deviceIds: readonly string[], since: Date): Promise<Set<string>>;
   /** A planned chunk of a cancelled job: its pushes without an outcome yet are recorded cancelled (they may never have been published). */
@@ -170,7 +170,7 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
     async plannedElsewhere(jobId, chunkNo, deviceIds, since) {
       if (deviceIds.length === 0) return new Set();
       const { rows: moved } = await sql<{ id: string }>`
-        select id::text from devices where id = any(${[...deviceIds]}::bigint[]) and updated_at > ${since.toISOString()}::timestamptz`.execute(db);
+        select id::text from devices where id = any(${[...deviceIds]}::bigint[]) and user_changed_at > ${since.toISOString()}::timestamptz`.execute(db);
       if (moved.length === 0) return new Set();
       const ids = moved.map((r) => r.id);
       const { rows } = await sql<{ id: string }>`

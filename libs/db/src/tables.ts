@@ -54,6 +54,8 @@ export interface DevicesTable {
   invalidation_reason: string | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+  /** When a register last named another user than the row's (migration 0028); null: never since. */
+  user_changed_at: Generated<Date | null>;
   /** What the app reported at registration (migration 0020); parts: numeric, trailing zeros trimmed (generated). */
   app_version: Generated<string | null>;
   app_version_parts: Generated<number[] | null>;
