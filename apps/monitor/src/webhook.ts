@@ -39,17 +39,44 @@ export function webhookPayload(t: AlarmTransition, vhost: string): WebhookPayloa
 }
 
 const ATTEMPT_DELAYS_MS = [0, 500, 2_000];
+/** Alarms waiting for the webhook at most (a dead endpoint costs each about 17.5 s); the oldest goes first. */
+const MAX_PENDING = 100;
+/** The longest Retry-After (429, 503) honoured before the next attempt. */
+const MAX_RETRY_AFTER_MS = 30_000;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A Retry-After in seconds (429, 503), as a wait in ms; 0 for none (an HTTP-date is not read). */
+function askedWaitMs(res: Response): number {
+  if (res.status !== 429 && res.status !== 503) return 0;
+  const seconds = Number(res.headers.get('retry-after'));
+  return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds * 1000, MAX_RETRY_AFTER_MS) : 0;
+}
 
 /**
  * Posts payloads one after another (so "resolved" never overtakes its "firing"), each up to three
- * times; never throws: a chat outage must not stop the monitor.
+ * times, the next attempt waiting at least a 429's or 503's Retry-After (up to 30 s); never throws:
+ * a chat outage must not stop the monitor. At most `maxPending` wait: beyond that the oldest is
+ * dropped (counted as failed and logged), so a burst of transitions to a dead endpoint (a RabbitMQ
+ * restart) cannot hold the newest alarms back for minutes.
  */
-export function createWebhook(url: string, logger: Logger, onFailure: () => void): { post(p: WebhookPayload): void; drain(): Promise<void> } {
-  let chain: Promise<void> = Promise.resolve();
+export function createWebhook(
+  url: string,
+  logger: Logger,
+  onFailure: () => void,
+  options: { attemptDelaysMs?: readonly number[]; maxPending?: number } = {},
+): { post(p: WebhookPayload): void; drain(): Promise<void> } {
+  const delays = options.attemptDelaysMs ?? ATTEMPT_DELAYS_MS;
+  const maxPending = options.maxPending ?? MAX_PENDING;
+  const pending: WebhookPayload[] = [];
+  let running: Promise<void> | undefined;
   const attempt = async (p: WebhookPayload): Promise<void> => {
     let lastError = '';
-    for (const delay of ATTEMPT_DELAYS_MS) {
-      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    let asked = 0;
+    for (const delay of delays) {
+      const pause = Math.max(delay, asked);
+      if (pause > 0) await sleep(pause);
+      asked = 0;
       try {
         const res = await fetch(url, {
           method: 'POST',
@@ -59,6 +86,7 @@ export function createWebhook(url: string, logger: Logger, onFailure: () => void
         });
         if (res.ok) return;
         lastError = `answered ${res.status}`;
+        asked = askedWaitMs(res);
       } catch (err) {
         lastError = (err as Error).message;
       }
@@ -66,10 +94,22 @@ export function createWebhook(url: string, logger: Logger, onFailure: () => void
     onFailure();
     logger.error({ alarm: p.alarm, queue: p.queue, state: p.state, error: lastError }, 'alarm webhook failed');
   };
+  const run = async (): Promise<void> => {
+    for (let p = pending.shift(); p !== undefined; p = pending.shift()) await attempt(p);
+    running = undefined;
+  };
   return {
     post: (p) => {
-      chain = chain.then(() => attempt(p));
+      if (pending.length >= maxPending) {
+        const dropped = pending.shift() as WebhookPayload;
+        onFailure();
+        logger.error({ alarm: dropped.alarm, queue: dropped.queue, state: dropped.state, waiting: maxPending }, 'alarm webhook behind: the oldest waiting alarm dropped');
+      }
+      pending.push(p);
+      running ??= run();
     },
-    drain: () => chain,
+    drain: async () => {
+      await running;
+    },
   };
 }

@@ -1,0 +1,67 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createLogger } from '@herald/logging';
+import { describe, expect, it } from 'vitest';
+import { createWebhook, type WebhookPayload } from './webhook.ts';
+
+const logger = createLogger({ service: 'spec', level: 'silent', format: 'json' });
+const payload = (queue: string): WebhookPayload => ({
+  text: `[FIRING] ${queue}`,
+  alarm: 'backlog',
+  queue,
+  state: 'firing',
+  summary: queue,
+  value: 1,
+  threshold: 0,
+  since: '',
+  firedAt: '',
+  at: '',
+  vhost: 'v',
+});
+
+/** A chat endpoint answering as `respond` says; what it received, in order. */
+async function endpoint(respond: (req: IncomingMessage, res: ServerResponse, n: number) => void) {
+  const received: Array<{ queue: string; at: number }> = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      received.push({ queue: (JSON.parse(body) as WebhookPayload).queue, at: Date.now() });
+      respond(req, res, received.length);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+describe('the alarm webhook', () => {
+  it("waits a 429's Retry-After before trying again, then delivers", async () => {
+    const chat = await endpoint((_, res, n) => (n === 1 ? res.writeHead(429, { 'retry-after': '1' }).end() : res.writeHead(200).end()));
+    let failures = 0;
+    const webhook = createWebhook(chat.url, logger, () => void failures++, { attemptDelaysMs: [0, 10, 10] });
+    try {
+      webhook.post(payload('push.jobs'));
+      await webhook.drain();
+      expect(chat.received.map((r) => r.queue)).toEqual(['push.jobs', 'push.jobs']);
+      expect((chat.received[1]?.at ?? 0) - (chat.received[0]?.at ?? 0)).toBeGreaterThanOrEqual(950);
+      expect(failures).toBe(0);
+    } finally {
+      await chat.close();
+    }
+  });
+
+  it('keeps at most maxPending alarms waiting behind a failing endpoint, dropping the oldest, and posts the newest', async () => {
+    const chat = await endpoint((_, res) => res.writeHead(500).end());
+    let failures = 0;
+    const webhook = createWebhook(chat.url, logger, () => void failures++, { attemptDelaysMs: [0], maxPending: 2 });
+    try {
+      for (const q of ['q1', 'q2', 'q3', 'q4', 'q5']) webhook.post(payload(q));
+      await webhook.drain();
+      // q1 was on its way; q2 and q3 were dropped for q4 and q5.
+      expect(chat.received.map((r) => r.queue)).toEqual(['q1', 'q4', 'q5']);
+      expect(failures).toBe(5); // two dropped, three refused
+    } finally {
+      await chat.close();
+    }
+  });
+});
