@@ -4,7 +4,7 @@ import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import { toAudienceSpec, type AudienceSource } from './audience-source.ts';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
-import { reachableDevices, toSendMessage } from './fan-out.ts';
+import { toSendMessage } from './fan-out.ts';
 import { fanoutTaskMessage } from './fanout-task-message.ts';
 import { planJob, type JobPlan } from './job-plan.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
@@ -118,7 +118,7 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
     noDevice: read.usersWithoutDevice,
     emitted,
     outcomes: plan.outcomes,
-    planned: plannedOf(reachableDevices(job, devices)),
+    planned: plannedOf(plan.reachable),
   };
   const recorded = await deps.fanouts.recordChunk(jobId, chunkNo, counts);
   if (recorded === 'cancelled') return counted(deps, 'cancelled');

@@ -13,6 +13,8 @@ export interface JobPlan {
   noDevice: number;
   /** Every device push addressed (sent, scheduled, skipped, expired) plus one per user without a device. */
   targeted: number;
+  /** The devices addressed: those the job's push type reaches (an audience chunk records them). */
+  reachable: AudienceDevice[];
   /** The job's demuxOutcome. */
   label: 'fanned-out' | 'no-devices' | 'skipped' | 'expired';
 }
@@ -82,7 +84,7 @@ export function planJob(
         : emitted === 0
           ? 'expired'
           : 'fanned-out';
-  return { split, outcomes, noDevice, targeted: reachable.length + noDevice, label };
+  return { split, outcomes, noDevice, targeted: reachable.length + noDevice, reachable, label };
 }
 
 function expiredOutcome(push: DevicePush, reason: string): PushOutcomeEntry {

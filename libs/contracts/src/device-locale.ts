@@ -41,9 +41,13 @@ const check = (problem: (v: string) => string | undefined) => (value: string, ct
  * A string ICU does not know is left for timeZoneProblem.
  */
 function canonicalZone(v: unknown): unknown {
-  if (typeof v !== 'string' || timeZoneProblem(v) !== undefined) return v;
-  const resolved = new Intl.DateTimeFormat(undefined, { timeZone: v }).resolvedOptions().timeZone;
-  return resolved.toLowerCase() === v.toLowerCase() ? resolved : v;
+  if (typeof v !== 'string') return v;
+  try {
+    const resolved = new Intl.DateTimeFormat(undefined, { timeZone: v }).resolvedOptions().timeZone;
+    return resolved.toLowerCase() === v.toLowerCase() ? resolved : v;
+  } catch {
+    return v;
+  }
 }
 
 /** A device's IANA zone, used to resolve local delivery times (see timeZoneProblem), stored as ICU spells it. */

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Database } from './database.ts';
-import { skipReasonSql, type AudienceDevice, type AudienceDeviceRow } from './device-targets.ts';
-import { toAudienceDevice } from './audience-stream-devices.ts';
+import type { AudienceDevice, AudienceDeviceRow } from './device-targets.ts';
+import { deviceColumns, toAudienceDevice } from './audience-stream-devices.ts';
 import type { PlannedDevices } from './fanout-repository.ts';
 
 export interface PlannedDevicesRequest {
@@ -22,10 +22,9 @@ export interface PlannedDevicesRequest {
 export async function readPlannedDevices(db: Database, req: PlannedDevicesRequest): Promise<{ devices: AudienceDevice[]; gone: string[] }> {
   const { deviceIds, userIds, toDevice } = req.planned;
   if (deviceIds.length === 0) return { devices: [], gone: [] };
-  const skip = skipReasonSql({ userId: sql.ref('p.user_id'), app: req.app, category: req.category, objectId: req.objectId ?? null }, req.now);
+  const ctx = { db: db.kysely, app: req.app, category: req.category, objectId: req.objectId ?? null, segment: undefined, now: req.now };
   const { rows } = await sql<Partial<AudienceDeviceRow> & { planned_id: string; planned_user: string; to_device: boolean }>`
-    select p.device_id::text as planned_id, p.user_id as planned_user, p.to_device,
-      d.id, d.user_id, d.app, d.platform, d.token, d.token_kind, d.timezone, d.locale, d.web_p256dh, d.web_auth, d.web_vapid_key, ${skip} as skipped
+    select p.device_id::text as planned_id, p.user_id as planned_user, p.to_device, ${deviceColumns(ctx, sql.ref('p.user_id'))}
     from unnest(${deviceIds}::bigint[], ${userIds}::text[], ${toDevice}::boolean[]) with ordinality as p(device_id, user_id, to_device, ord)
     left join devices d on d.id = p.device_id and d.app = ${req.app}
     order by p.ord`.execute(db.kysely);

@@ -14,9 +14,12 @@ export interface WalkContext {
   now: Date;
 }
 
-/** The columns of an AudienceDevice from the devices row `d`, with its skip reason (shared with findAudience). */
-export function deviceColumns(ctx: WalkContext): RawBuilder<unknown> {
-  const skip = skipReasonSql({ userId: sql.ref('d.user_id'), app: sql.ref('d.app'), category: ctx.category, objectId: ctx.objectId }, ctx.now);
+/**
+ * The columns of an AudienceDevice from the devices row `d`, with its skip reason (shared with
+ * findAudience): the opt-outs and mutes of `user`, by default the device's own user.
+ */
+export function deviceColumns(ctx: WalkContext, user: RawBuilder<unknown> = sql.ref('d.user_id')): RawBuilder<unknown> {
+  const skip = skipReasonSql({ userId: user, app: sql.ref('d.app'), category: ctx.category, objectId: ctx.objectId }, ctx.now);
   return sql`d.id, d.user_id, d.app, d.platform, d.token, d.token_kind, d.timezone, d.locale,
     d.web_p256dh, d.web_auth, d.web_vapid_key, ${skip} as skipped`;
 }

@@ -38,16 +38,24 @@ export async function listenForSchedules(options: ScheduleListenerOptions, onSch
   let retry: NodeJS.Timeout | undefined;
   /** A connect in progress (a reconnect asked meanwhile waits for its outcome instead of starting a second). */
   let connecting = false;
+  /** Within heartbeatTimeoutMs, or it is taken for lost (an address that drops packets never answers at all). */
+  const inTime = async <T>(work: Promise<T>, what: string): Promise<T> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${heartbeatTimeoutMs} ms`)), heartbeatTimeoutMs);
+    });
+    try {
+      return await Promise.race([work, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   let beating = false;
   const heartbeat = setInterval(() => {
     const c = client;
     if (c === undefined || beating) return;
     beating = true;
-    let timer: NodeJS.Timeout | undefined;
-    const silent = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer to a heartbeat within ${heartbeatTimeoutMs} ms`)), heartbeatTimeoutMs);
-    });
-    Promise.race([c.query('select 1'), silent])
+    inTime(c.query('select 1'), 'heartbeat')
       .catch((err: unknown) => {
         if (client !== c) return;
         logger?.warn({ err, channel: options.channel }, 'schedule listener connection stopped answering: replacing it');
@@ -56,7 +64,6 @@ export async function listenForSchedules(options: ScheduleListenerOptions, onSch
         reconnect();
       })
       .finally(() => {
-        clearTimeout(timer);
         beating = false;
       });
   }, heartbeatMs);
@@ -73,18 +80,6 @@ export async function listenForSchedules(options: ScheduleListenerOptions, onSch
     }, reconnectMs);
   };
   const Client = clientClassFor(options.url);
-  /** Within heartbeatTimeoutMs, or it is taken for lost (an address that drops packets never answers at all). */
-  const inTime = async <T>(work: Promise<T>, what: string): Promise<T> => {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${heartbeatTimeoutMs} ms`)), heartbeatTimeoutMs);
-    });
-    try {
-      return await Promise.race([work, late]);
-    } finally {
-      clearTimeout(timer);
-    }
-  };
   const connect = async (): Promise<void> => {
     connecting = true;
     try {

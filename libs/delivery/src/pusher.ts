@@ -216,21 +216,20 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
   const release: string[] = [];
   const invalidations: Invalidation[] = [];
   const observedAt = new Date();
+  // Once per app of the batch that delivered, before its dead tokens are judged.
+  const delivering = new Set(sent.filter((_, i) => results[i]?.kind === 'delivered').map((r) => r.app));
+  for (const app of delivering) deps.bans?.delivered(settingsKeyOf(app));
   sent.forEach((r, i) => {
-    if (results[i]?.kind === 'delivered') deps.bans?.delivered(settingsKeyOf(r.app));
-  });
-  sent.forEach((r, i) => {
-    const given = results[i] as Sent;
+    const result = results[i] as Sent;
     const { push } = r;
     // A token that does not go with an app whose pushes all fail: the app's settings are the suspect.
-    if (given.kind === 'dead-token' && given.unlessAppFails === true && deps.bans !== undefined && !deps.bans.deliversLately(settingsKeyOf(r.app))) {
-      const kept = keptToken(given);
+    if (result.kind === 'dead-token' && result.unlessAppFails === true && deps.bans !== undefined && !deps.bans.deliversLately(settingsKeyOf(r.app))) {
+      const kept = keptToken(result);
       deps.bans.kept(push.app, kept);
       release.push(push.pushId);
       outcomes[r.index] = park(deps, push, PROVIDER_REJECTED, kept.reason, 'failed');
       return;
     }
-    const result = given;
     if (result.kind === 'unpaced') {
       release.push(push.pushId);
       outcomes[r.index] = deferUnsent(result);
@@ -273,8 +272,8 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
 
 /** The least delay a transient answer asks before the push's next attempt (the retry schedule may wait longer). */
 function retryDelayOf(result: Extract<SendResult, { kind: 'transient' }>): { delayMs?: number } {
-  const least = Math.max(result.retryAfterMs ?? 0, result.retryNotBeforeMs ?? 0);
-  return result.retryAfterMs === undefined && result.retryNotBeforeMs === undefined ? {} : { delayMs: least };
+  if (result.retryAfterMs === undefined && result.retryNotBeforeMs === undefined) return {};
+  return { delayMs: Math.max(result.retryAfterMs ?? 0, result.retryNotBeforeMs ?? 0) };
 }
 
 /** An unsent push comes back without spending an attempt: when its app's pause ends, or in a second for budget. */
