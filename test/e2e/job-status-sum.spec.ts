@@ -20,14 +20,17 @@ import { seededRandom } from '../chaos/chaos-plan.ts';
 const SEED = Number(process.env['HERALD_PROPERTY_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
 
 
-type Script = 'ok' | 'flaky' | 'exhaust' | 'dead' | 'permanent';
+type Script = 'ok' | 'flaky' | 'exhaust' | 'dead' | 'permanent' | 'token-or-app';
 const TRANSIENT: Record<PhonePlatform, string[]> = {
   apns: ['TooManyRequests', 'InternalServerError', 'ServiceUnavailable'],
   fcm: ['UNAVAILABLE', 'INTERNAL'],
 };
-const DEAD: Record<PhonePlatform, string[]> = { apns: ['Unregistered', 'BadDeviceToken'], fcm: ['UNREGISTERED', 'INVALID_ARGUMENT'] };
-// SENDER_ID_MISMATCH counts towards an app ban (20 a minute); this population stays well below.
-const PERMANENT: Record<PhonePlatform, string[]> = { apns: ['PayloadTooLarge'], fcm: ['SENDER_ID_MISMATCH'] };
+const DEAD: Record<PhonePlatform, string[]> = { apns: ['Unregistered'], fcm: ['UNREGISTERED', 'INVALID_ARGUMENT'] };
+// THIRD_PARTY_AUTH_ERROR counts towards an app ban (20 a minute); this population stays well below.
+const PERMANENT: Record<PhonePlatform, string[]> = { apns: ['PayloadTooLarge'], fcm: ['THIRD_PARTY_AUTH_ERROR'] };
+// A token that does not go with the app: invalid while the app's pushes are delivered, else failed
+// with the token kept (app-ban.ts); either way one outcome, so the sum holds whichever it is.
+const TOKEN_OR_APP: Record<PhonePlatform, string[]> = { apns: ['BadDeviceToken', 'DeviceTokenNotForTopic'], fcm: ['SENDER_ID_MISMATCH'] };
 
 interface User {
   id: string;
@@ -92,7 +95,7 @@ describe(`job status adds up under random faults (seed ${SEED})`, () => {
       { scripts: ['permanent'] },
       { scripts: ['flaky', 'ok'] },
     ];
-    const scripts: Script[] = ['ok', 'ok', 'ok', 'flaky', 'flaky', 'exhaust', 'dead', 'permanent'];
+    const scripts: Script[] = ['ok', 'ok', 'ok', 'flaky', 'flaky', 'exhaust', 'dead', 'permanent', 'token-or-app'];
     return Array.from({ length: 28 }, (_, i) => {
       const f = forced[i];
       const count = f?.scripts?.length ?? pick([0, 1, 1, 2, 2, 3]);
@@ -138,6 +141,7 @@ describe(`job status adds up under random faults (seed ${SEED})`, () => {
       if (d.script === 'dead') await injectFault(sys.sandbox, { platform: d.platform, token: d.token, error: error(DEAD) });
       if (d.script === 'permanent')
         await injectFault(sys.sandbox, { platform: d.platform, token: d.token, error: error(PERMANENT) });
+      if (d.script === 'token-or-app') await injectFault(sys.sandbox, { platform: d.platform, token: d.token, error: error(TOKEN_OR_APP) });
     }
   }
 
