@@ -3,6 +3,7 @@ import type { Registration } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { deviceKey, pickOnePerDevice, type DeviceKey } from './device-key.ts';
 import { followerActivitySql } from './follow-index.ts';
+import { laterEventSql } from './later-event.ts';
 
 export type RegistrationResult = 'applied' | 'stale';
 
@@ -13,7 +14,8 @@ export type RegistrationResult = 'applied' | 'stale';
  *
  * Event times come from the reporting system's clock, often the phone's. Among a device's own
  * events they are compared as given (a phone whose clock runs ahead still orders its own register
- * and unregister). The times kept for comparing with what others report (registered_at against a
+ * and unregister), but a stored time from a clock running ahead loses to a later event from a
+ * right clock (laterEventSql). The times kept for comparing with what others report (registered_at against a
  * provider's 410 timestamp, invalidated_at, last_seen_at against real time) are never later than
  * now: kept as given, a registration stamped an hour ahead made every 410 of that hour stale, so the
  * dead token went on getting pushes, and a lastSeenAt ahead pinned the device as recently active.
@@ -40,7 +42,7 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
     with up as (
     insert into devices as d
       (app, platform, token, token_kind, user_id, timezone, locale, registered_at, last_event_at, invalidated_at, invalidation_reason,
-       web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at)
+       web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at, event_applied_at)
     select i.app, i.platform, i.token, coalesce(i.token_kind, 'device'), i.user_id, i.timezone, i.locale,
            case when i.is_register then least(i.event_at, now()) end,
            i.event_at,
@@ -50,7 +52,8 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
            -- A web register that does not name its applicationServerKey subscribed with the app's current key:
            -- record it now, so after a rotation the pusher still signs with that (then previous) pair.
            coalesce(i.web_vapid_key, case when i.is_register and i.platform = 'web' then (select a.web_vapid_public_key from apps a where a.id = i.app) end),
-           i.app_version, case when i.is_register then least(coalesce(i.last_seen_at, i.event_at), now()) end
+           i.app_version, case when i.is_register then least(coalesce(i.last_seen_at, i.event_at), now()) end,
+           now()
     from unnest(
       ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.platform)}::text[], ${rows.map((r) => r.token)}::text[],
       ${rows.map((r) => reg(r)?.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],
@@ -76,11 +79,13 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       registered_at = coalesce(excluded.registered_at, d.registered_at),
       user_changed_at = case when excluded.registered_at is not null and d.user_id is distinct from excluded.user_id then now() else d.user_changed_at end,
       last_event_at = excluded.last_event_at,
+      event_applied_at = excluded.event_applied_at,
       invalidated_at = excluded.invalidated_at,
       invalidation_reason = excluded.invalidation_reason,
       updated_at = now()
-    -- Later than the device's last event by the reporter's clock, and (clamped, above) not before its invalidation.
-    where excluded.last_event_at >= d.last_event_at
+    -- Later than the device's last event (later-event.ts), and (clamped, above) not before its invalidation.
+    -- Rows from before migration 0029 were applied no later than their updated_at.
+    where ${laterEventSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`)}
       and coalesce(excluded.registered_at, excluded.invalidated_at) >= coalesce(d.invalidated_at, '-infinity'::timestamptz)
     returning d.app, d.platform, d.token, d.user_id, d.last_seen_at, d.registered_at, d.invalidated_at
     ), touched as (

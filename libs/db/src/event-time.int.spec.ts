@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { applyTopicMemberships, createTopic } from './topic-store.ts';
+import { applyFollowEvents } from './follow-edges.ts';
 
 // A phone whose clock runs ahead stamps its registrations in the future. Among its own events those
 // times still order them; against what others report (Apple's 410 timestamp) and against real time
@@ -8,10 +10,12 @@ let t: SpecDatabase;
 beforeAll(async () => {
   t = await createSpecDatabase('event_time');
   await t.db.apps.upsert({ id: 'app-a' });
+  await createTopic(t.db.kysely, 'app-a', 'news');
 });
 afterAll(() => t.drop());
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 const fromNow = (ms: number) => new Date(Date.now() + ms).toISOString();
 let n = 0;
 const nextToken = () => (++n).toString(16).padStart(64, 'a');
@@ -53,5 +57,58 @@ describe('event times from a clock running ahead', () => {
     const token = nextToken();
     await register(token, 'u', '2025-03-01T10:00:00.000Z');
     expect((await device(token)).registered_at?.toISOString()).toBe('2025-03-01T10:00:00.000Z');
+  });
+});
+
+describe('an event stamped far ahead does not pin what it set', () => {
+  // A phone whose clock runs a day fast registers for user A. User B then logs in on it, reported
+  // by a system with a right clock (the API's default stamps the time it received the request).
+  it("another user's login, stamped by a right clock after the fast one was applied, takes the device", async () => {
+    const token = nextToken();
+    expect(await register(token, 'user-a', fromNow(DAY))).toBe('applied');
+    await pause();
+    expect(await register(token, 'user-b', new Date().toISOString())).toBe('applied');
+    expect((await device(token)).user_id).toBe('user-b');
+  });
+
+  it('a logout stamped by a right clock is applied, so the user who left gets no more pushes there', async () => {
+    const token = nextToken();
+    expect(await register(token, 'user-a', fromNow(DAY))).toBe('applied');
+    await pause();
+    expect(await unregister(token, new Date().toISOString())).toBe('applied');
+    expect((await device(token)).invalidation_reason).toBe('unregistered');
+  });
+
+  it('an event stamped before the fast one was applied stays stale: which came first cannot be told', async () => {
+    const token = nextToken();
+    const before = fromNow(-1_000);
+    expect(await register(token, 'user-a', fromNow(DAY))).toBe('applied');
+    expect(await register(token, 'user-b', before)).toBe('stale');
+    expect((await device(token)).user_id).toBe('user-a');
+  });
+
+  it('within the clock-skew allowance the times are taken as given', async () => {
+    const token = nextToken();
+    expect(await register(token, 'user-a', fromNow(2 * 60_000))).toBe('applied');
+    await pause();
+    expect(await register(token, 'user-b', new Date().toISOString())).toBe('stale');
+    expect((await device(token)).user_id).toBe('user-a');
+  });
+
+  it('an unsubscribe and an unfollow stamped by a right clock beat a subscribe and a follow stamped a day ahead', async () => {
+    const member = (subscribed: boolean, eventAt: string) => ({ app: 'app-a', topic: 'news', member: { userId: 'fast-phone-user' }, subscribed, eventAt });
+    expect(await applyTopicMemberships(t.db.kysely, [member(true, fromNow(DAY))])).toEqual(['applied']);
+    const follow = (following: boolean, eventAt: string) => ({ app: 'app-a', followee: 'star', follower: 'fast-phone-user', following, eventAt });
+    expect(await applyFollowEvents(t.db.kysely, [follow(true, fromNow(DAY))])).toEqual(['applied']);
+    await pause();
+    // The fast clock's own earlier event, delivered again, is still ordered by that clock.
+    expect(await applyTopicMemberships(t.db.kysely, [member(false, fromNow(DAY - HOUR))])).toEqual(['stale']);
+    expect(await applyFollowEvents(t.db.kysely, [follow(false, fromNow(DAY - HOUR))])).toEqual(['stale']);
+    expect(await applyTopicMemberships(t.db.kysely, [member(false, new Date().toISOString())])).toEqual(['applied']);
+    expect(await applyFollowEvents(t.db.kysely, [follow(false, new Date().toISOString())])).toEqual(['applied']);
+    const row = await t.db.kysely.selectFrom('topic_members').select('subscribed').where('member_id', '=', 'fast-phone-user').executeTakeFirstOrThrow();
+    expect(row.subscribed).toBe(false);
+    const edge = await t.db.kysely.selectFrom('follows').select('following').where('follower', '=', 'fast-phone-user').executeTakeFirstOrThrow();
+    expect(edge.following).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
 import { DEFAULT_FOLLOWER_INDEX, updateFollowerIndex, type FollowerIndexOptions } from './follow-index.ts';
+import { laterEventSql } from './later-event.ts';
 
 /** "follower follows (or unfollowed) followee" at the caller's event time. */
 export interface FollowEdgeEvent {
@@ -17,7 +18,7 @@ const keyOf = (e: { app: string; followee: string; follower: string }) => JSON.s
 
 /**
  * Applies follow events in one statement; last event wins per edge (an event older than the
- * edge's stored event_at is 'stale'; within a batch the newest per edge wins). Follower counts
+ * edge's stored event_at is 'stale', later-event.ts; within a batch the newest per edge wins). Follower counts
  * follow by trigger; the recently-active index is updated after (follow-index.ts).
  */
 export async function applyFollowEvents(
@@ -35,11 +36,12 @@ export async function applyFollowEvents(
   const winners = [...best.values()].map((i) => events[i] as FollowEdgeEvent);
   const col = <K extends keyof FollowEdgeEvent>(k: K) => winners.map((w) => w[k]);
   const { rows } = await sql<{ app: string; followee: string; follower: string; following: boolean }>`
-    insert into follows as f (app, followee, follower, following, event_at)
-    select * from unnest(${col('app')}::text[], ${col('followee')}::text[], ${col('follower')}::text[], ${col('following')}::boolean[], ${col('eventAt')}::timestamptz[])
+    insert into follows as f (app, followee, follower, following, event_at, event_applied_at)
+    select *, now() from unnest(${col('app')}::text[], ${col('followee')}::text[], ${col('follower')}::text[], ${col('following')}::boolean[], ${col('eventAt')}::timestamptz[])
     order by 1, 2, 3 -- one lock order for every batch: no deadlocks
-    on conflict (app, followee, follower) do update set following = excluded.following, event_at = excluded.event_at
-    where excluded.event_at >= f.event_at
+    on conflict (app, followee, follower) do update set following = excluded.following, event_at = excluded.event_at,
+      event_applied_at = excluded.event_applied_at
+    where ${laterEventSql(sql`excluded.event_at`, sql`f.event_at`, sql`f.event_applied_at`)}
     returning f.app, f.followee, f.follower, f.following`.execute(db);
   const applied = new Set(rows.map(keyOf));
   for (const i of best.values()) if (applied.has(keyOf(events[i] as FollowEdgeEvent))) results[i] = 'applied';

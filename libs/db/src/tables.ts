@@ -50,6 +50,8 @@ export interface DevicesTable {
   locale: string | null;
   registered_at: Date | null;
   last_event_at: Date;
+  /** When the event in last_event_at was applied, by the database's clock (migration 0029); null before. */
+  event_applied_at: Generated<Date | null>;
   invalidated_at: Date | null;
   invalidation_reason: string | null;
   created_at: Generated<Date>;
@@ -226,6 +228,8 @@ export interface TopicMembersTable {
   event_at: Date;
   /** The transaction that inserted the row or last flipped `subscribed` (xid8 as text); null before migration 0026. */
   changed_xid: string | null;
+  /** When the event in event_at was applied, by the database's clock (migration 0029); null before. */
+  event_applied_at: Generated<Date | null>;
 }
 
 export interface FollowsTable {
@@ -234,6 +238,8 @@ export interface FollowsTable {
   follower: string;
   following: boolean;
   event_at: Date;
+  /** When the event in event_at was applied, by the database's clock (migration 0029); null before. */
+  event_applied_at: Generated<Date | null>;
 }
 
 export interface FolloweesTable {

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { normalizeDeviceToken, type Platform } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
+import { laterEventSql } from './later-event.ts';
 
 /** A topic as listed: its member count is kept by triggers (migration 0020), so reading it is cheap. */
 export interface TopicRow {
@@ -63,7 +64,7 @@ export async function listTopics(db: Kysely<HeraldTables>, app: string, limit: n
 
 /**
  * Applies membership events in one statement. Last event wins: an event older than the member's
- * stored event_at changes nothing ('stale'); within a batch the newest per member wins. Events for
+ * stored event_at changes nothing ('stale', later-event.ts); within a batch the newest per member wins. Events for
  * a topic the app does not have are 'unknown-topic' and change nothing. Counts follow by trigger.
  * A new member, or one whose `subscribed` flips, records this transaction in changed_xid: a fan-out
  * running meanwhile reads the topic as it was when it started (audience-stream.ts).
@@ -88,12 +89,13 @@ export async function applyTopicMemberships(db: Kysely<HeraldTables>, events: re
     ), known as (
       select i.* from i join topics t on t.app = i.app and t.name = i.topic
     ), up as (
-      insert into topic_members as m (app, topic, member_kind, member_id, subscribed, event_at, changed_xid)
-      select app, topic, member_kind, member_id, subscribed, event_at, pg_current_xact_id() from known
+      insert into topic_members as m (app, topic, member_kind, member_id, subscribed, event_at, changed_xid, event_applied_at)
+      select app, topic, member_kind, member_id, subscribed, event_at, pg_current_xact_id(), now() from known
       order by app, topic, member_kind, member_id -- one lock order for every batch: no deadlocks
       on conflict (app, topic, member_kind, member_id) do update set subscribed = excluded.subscribed, event_at = excluded.event_at,
+        event_applied_at = excluded.event_applied_at,
         changed_xid = case when m.subscribed = excluded.subscribed then m.changed_xid else excluded.changed_xid end
-      where excluded.event_at >= m.event_at
+      where ${laterEventSql(sql`excluded.event_at`, sql`m.event_at`, sql`m.event_applied_at`)}
       returning m.app, m.topic, m.member_kind, m.member_id
     )
     select k.app, k.topic, k.member_kind, k.member_id, (u.member_id is not null) as applied
