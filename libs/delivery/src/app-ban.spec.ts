@@ -23,6 +23,14 @@ describe('app bans', () => {
     expect(isCredentialFailure(classifyWebPushAnswer({ status: 403, body: 'invalid JWT provided' }))).toBe(true);
     expect(isCredentialFailure(classifyWebPushAnswer({ status: 403, body: 'the key does not match this subscription' }))).toBe(false);
     expect(isCredentialFailure({ kind: 'transient', reason: 'InvalidProviderToken' })).toBe(false);
+    // Only the leading code counts, not the provider's words after it: a push service's 403 page
+    // titled "Forbidden", an FCM bad-message answer mentioning PERMISSION_DENIED, are one push's.
+    expect(isCredentialFailure(classifyWebPushAnswer({ status: 403, body: '<html><title>Error 403 (Forbidden)</title></html>' }))).toBe(false);
+    expect(isCredentialFailure(classifyWebPushAnswer({ status: 400, body: '{"error":{"status":"PERMISSION_DENIED"}}' }))).toBe(false);
+    expect(isCredentialFailure(classifyFcmError({ code: 'INVALID_ARGUMENT', message: 'data key uses PERMISSION_DENIED', httpStatus: 400 }))).toBe(false);
+    expect(isCredentialFailure(classifyFcmError({ code: 'PERMISSION_DENIED', message: 'denied', httpStatus: 403 }))).toBe(true);
+    expect(isCredentialFailure(classifyApnsFailure({ status: 403, reason: 'Forbidden' }))).toBe(true);
+    expect(isCredentialFailure({ kind: 'permanent', reason: 'no APNs topic for this app' })).toBe(true);
   });
 
   it('bans after threshold failures within the window, for the cool-off, with a metric', async () => {

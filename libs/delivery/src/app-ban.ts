@@ -6,20 +6,30 @@ import { Counter, Gauge, type Registry } from '@herald/runtime';
  * Provider answers that say the app's credentials or topic are wrong, not the push: APNs
  * 403 token/certificate errors and topic errors, FCM auth and sender errors, and credentials
  * the pusher could not even load. Any number of retries would fail the same way.
+ *
+ * Told by the reason's leading code (what comes before its first ':'), never by words anywhere in
+ * it: a reason carries the provider's own text, and a push service's 403 page titled "Forbidden",
+ * or an FCM INVALID_ARGUMENT whose message mentions PERMISSION_DENIED, is one push's answer; read
+ * as the app's, enough of them banned every push of the app.
  */
-const CREDENTIAL_OR_TOPIC = new RegExp(
-  [
-    'InvalidProviderToken', 'MissingProviderToken', 'BadCertificate', 'BadCertificateEnvironment', 'Forbidden',
-    'TopicDisallowed', 'BadTopic', 'MissingTopic', 'no APNs topic',
-    'third-party-auth-error', 'THIRD_PARTY_AUTH_ERROR',
-    'authentication-error', 'invalid-credential', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'permission-denied',
-    '^credentials:',
-    // Web Push: the push service refused the app's VAPID JWT, or the app has no keys at all.
-    'VapidUnauthorized', '^no-vapid-keys:',
-  ].join('|'),
-);
+const CREDENTIAL_OR_TOPIC = new Set([
+  'InvalidProviderToken', 'MissingProviderToken', 'BadCertificate', 'BadCertificateEnvironment', 'Forbidden',
+  'TopicDisallowed', 'BadTopic', 'MissingTopic', 'no APNs topic for this app',
+  'third-party-auth-error', 'THIRD_PARTY_AUTH_ERROR',
+  'authentication-error', 'invalid-credential', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'permission-denied',
+  'credentials',
+  // Web Push: the push service refused the app's VAPID JWT, or the app has no keys at all.
+  'VapidUnauthorized', 'no-vapid-keys',
+]);
 
-export const isCredentialFailure = (result: SendResult): result is Extract<SendResult, { kind: 'permanent' }> => result.kind === 'permanent' && CREDENTIAL_OR_TOPIC.test(result.reason);
+/** A reason's leading code: the text before its first ':' (all of it when it has none). */
+const leadingCode = (reason: string): string => {
+  const colon = reason.indexOf(':');
+  return (colon < 0 ? reason : reason.slice(0, colon)).trim();
+};
+
+export const isCredentialFailure = (result: SendResult): result is Extract<SendResult, { kind: 'permanent' }> =>
+  result.kind === 'permanent' && CREDENTIAL_OR_TOPIC.has(leadingCode(result.reason));
 
 export interface AppBanSettings {
   /** Credential/topic failures within windowMs that ban the app. */
