@@ -59,7 +59,11 @@ describe('web registrations at the doors', () => {
     expect(issues(DeviceRegister, { ...base, token: endpoint, keys: { ...keys, auth: randomBytes(8).toString('base64url') } })).toEqual(['keys.auth: auth must decode to 16 bytes, got 8']);
     expect(issues(DeviceRegister, { ...base, token: endpoint, keys: { ...keys, p256dh: randomBytes(64).toString('base64url') } })).toEqual(['keys.p256dh: p256dh must decode to 65 bytes, got 64']);
     const notPoint = Buffer.concat([Buffer.from([2]), randomBytes(64)]).toString('base64url');
-    expect(issues(DeviceRegister, { ...base, token: endpoint, keys: { ...keys, p256dh: notPoint } })).toEqual(['keys.p256dh: p256dh must be an uncompressed P-256 point (first byte 0x04)']);
+    expect(issues(DeviceRegister, { ...base, token: endpoint, keys: { ...keys, p256dh: notPoint } })).toEqual(['keys.p256dh: p256dh must be an uncompressed P-256 point (65 bytes, first byte 0x04)']);
+    // The right length and first byte, but no point on the curve: every send would fail for good.
+    const offCurve = Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 1)]).toString('base64url');
+    expect(issues(DeviceRegister, { ...base, token: endpoint, keys: { ...keys, p256dh: offCurve } })).toEqual(['keys.p256dh: p256dh is not a point on the P-256 curve']);
+    expect(issues(DeviceRegister, { ...base, token: endpoint, keys, applicationServerKey: offCurve })).toEqual(['applicationServerKey: is not a point on the P-256 curve']);
     const sub = browserSubscription();
     expect(issues(DeviceRegister, { ...base, subscription: { ...sub, keys: { ...sub.keys, auth: 'x' } } })).toEqual([expect.stringMatching(/^subscription\.keys\.auth: /)]);
   });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_WEB_PUSH_HOSTS, hostAllowed, WebPushKeys } from './web-push.ts';
+import { DEFAULT_WEB_PUSH_HOSTS, hostAllowed, p256PointProblem, WebPushKeys } from './web-push.ts';
 
 /**
  * A browser subscription at Herald's doors (docs/adr/0014-web-push.md). On the queue a web
@@ -25,7 +25,10 @@ export const VapidPublicKey = z
     const raw = Buffer.from(unpaddedKey(value), 'base64url');
     if (raw.length !== 65 || raw[0] !== 0x04) {
       ctx.addIssue({ code: 'custom', message: `must be an uncompressed P-256 public key (65 bytes starting 0x04), got ${raw.length} bytes` });
+      return;
     }
+    const problem = p256PointProblem(raw);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
   })
   .transform(unpaddedKey);
 

@@ -105,9 +105,13 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
           headers: { Authorization: authorization },
         });
       } catch (err) {
-        // A key web-push cannot use: the app's VAPID keys (its ban counts it) or the subscription's keys.
+        // A key web-push cannot use: the app's VAPID keys (its ban counts it) or the subscription's
+        // keys, which no send can ever use: the subscription is dead (stored before the doors checked
+        // the point; unlessAppFails: while the app's pushes are delivered, so a fault of Herald's own
+        // cannot condemn every subscription).
         const message = (err as Error).message;
-        return { kind: 'permanent', reason: /vapid|subject|audience/i.test(message) ? `credentials: VAPID ${message}` : `subscription keys unusable: ${message}` };
+        if (/vapid|subject|audience/i.test(message)) return { kind: 'permanent', reason: `credentials: VAPID ${message}` };
+        return { kind: 'dead-token', reason: `subscription keys unusable: ${message}`, unlessAppFails: true };
       }
       try {
         const answer = await post(details.endpoint, details.headers as Record<string, string | number>, details.body ?? Buffer.alloc(0), agent, settings.requestTimeoutMs);

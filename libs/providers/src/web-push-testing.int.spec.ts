@@ -124,4 +124,14 @@ describe('the Web Push provider against web-push-testing', () => {
     const { data } = await api<{ data: { messages: string[] } }>('/get-notifications', { clientHash: sub.clientHash });
     expect(data.messages).toEqual([]);
   });
+
+  it('a subscription whose p256dh is no point on the curve (stored before the doors checked it) is a dead token, unless the app fails', async () => {
+    const sub = await subscribe();
+    const offCurve = Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 1)]).toString('base64url');
+    expect(await provider.send(push(sub, { webKeys: { ...sub.keys, p256dh: offCurve } }), {})).toMatchObject({
+      kind: 'dead-token',
+      reason: expect.stringMatching(/^subscription keys unusable: /),
+      unlessAppFails: true,
+    });
+  });
 });

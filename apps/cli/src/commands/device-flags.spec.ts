@@ -1,7 +1,11 @@
+import { createECDH } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { deviceFieldsFromFlags } from './device-flags.ts';
 
-const keys = { p256dh: `B${'A'.repeat(86)}`, auth: 'A'.repeat(22) };
+// A browser's key is a point on P-256: the contract checks it.
+const browserKey = createECDH('prime256v1');
+browserKey.generateKeys();
+const keys = { p256dh: browserKey.getPublicKey().toString('base64url'), auth: 'A'.repeat(22) };
 const endpoint = 'https://fcm.googleapis.com/fcm/send/abc';
 
 describe('herald register / unregister device flags', () => {
