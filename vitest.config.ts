@@ -13,6 +13,7 @@ const TIMED_E2E = [
   'test/e2e/fanout.spec.ts',
   'test/e2e/crash-recovery.spec.ts',
   'test/e2e/provider-backoff.spec.ts',
+  'test/e2e/app-budget.spec.ts',
   'test/e2e/webhooks.spec.ts',
   'test/e2e/app-ban.spec.ts',
   'test/e2e/scheduling.spec.ts',

@@ -1,8 +1,9 @@
 import { parkedQueueFor, sendQueueFor } from '@herald/contracts';
 import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apnsToken, job } from '../support/fixtures.ts';
+import { job } from '../support/fixtures.ts';
 import { metric } from '../support/metrics.ts';
+import { seedAppDevices } from '../support/rate-measure.ts';
 import { injectFault, sandboxRecords, type SandboxRecord } from '../support/sandbox-client.ts';
 import { DEMO_APP, startExtraService, startSystem, type System } from '../support/system.ts';
 
@@ -10,17 +11,6 @@ const PAUSED = DEMO_APP.id;
 const OTHER = { id: 'other', apnsTopic: 'com.herald.other' };
 const RETRY_AFTER_S = 5;
 
-/** `count` users of `app` named `<label>-<i>`, each with one APNs device, straight into the database. */
-async function seed(sys: System, app: string, label: string, count: number): Promise<Array<{ user: string; token: string }>> {
-  const eventAt = new Date().toISOString();
-  const devices = Array.from({ length: count }, (_, i) => ({ user: `${label}-${i}`, token: apnsToken() }));
-  await sys.database.db.devices.applyRegistrations(
-    devices.map(
-      (d) => ({ version: 1, kind: 'register', app, platform: 'apns', token: d.token, userId: d.user, eventAt }) as const,
-    ),
-  );
-  return devices;
-}
 
 const tokenOf = (r: SandboxRecord): string => r.path.split('/').pop() ?? '';
 const at = (r: SandboxRecord): number => Date.parse(r.receivedAt);
@@ -44,9 +34,9 @@ describe('a provider Retry-After holds that app back, in every pusher, and no ot
   });
 
   it(`Retry-After: ${RETRY_AFTER_S} pauses the app ≥ ${RETRY_AFTER_S} s fleet-wide; nothing lost, nothing sent twice, no attempt spent on waiting`, async () => {
-    const [first] = await seed(sys, PAUSED, 'first', 1);
-    const later = await seed(sys, PAUSED, 'later', 8);
-    const others = await seed(sys, OTHER.id, 'other', 8);
+    const [first] = await seedAppDevices(sys, PAUSED, 'first', 1);
+    const later = await seedAppDevices(sys, PAUSED, 'later', 8);
+    const others = await seedAppDevices(sys, OTHER.id, 'other', 8);
     if (first === undefined) throw new Error('no device seeded');
 
     // One 429 with Retry-After: 5 for the first push of the paused app.

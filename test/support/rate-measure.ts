@@ -27,6 +27,14 @@ export async function seedDevices(sys: System, count: number, prefix = 'rl-user'
   return users;
 }
 
+/** `count` users of `app` named `<label>-<i>`, each with one APNs device, straight into the database. */
+export async function seedAppDevices(sys: System, app: string, label: string, count: number): Promise<Array<{ user: string; token: string }>> {
+  const eventAt = new Date().toISOString();
+  const devices = Array.from({ length: count }, (_, i) => ({ user: `${label}-${i}`, token: apnsToken() }));
+  await sys.database.db.devices.applyRegistrations(devices.map((d) => ({ version: 1, kind: 'register', app, platform: 'apns', token: d.token, userId: d.user, eventAt }) as const));
+  return devices;
+}
+
 export async function deliveredSoFar(sys: System): Promise<number> {
   const pushers = [...sys.services.values()].filter((s) => s.name.startsWith('apns-pusher') && s.running);
   const counts = await Promise.all(pushers.map((p) => metric(p, 'herald_pushes_total', { outcome: 'delivered' })));

@@ -56,6 +56,8 @@ export async function startSystem(
      * apart (`nodeFlags` for a CPU profile). System.sandboxProcess is then that process.
      */
     sandboxProcess?: Pick<SandboxProcessOptions, 'niceness' | 'nodeFlags'>;
+    /** The retry schedule and delay queues (default TEST_RETRY_DELAYS_MS): longer ones for what defers by seconds. */
+    retryDelaysMs?: readonly number[];
   } = {},
 ): Promise<System> {
   const missing = SERVICES.map((s) => bundleOf(s.name)).filter((b) => !existsSync(b));
@@ -72,7 +74,7 @@ export async function startSystem(
     amqpUrl: vhost.amqpUrl,
     databaseUrl: database.url,
     schema: database.schema,
-    retryDelaysMs: TEST_RETRY_DELAYS_MS,
+    retryDelaysMs: options.retryDelaysMs ?? TEST_RETRY_DELAYS_MS,
     logger,
     seedApps: [DEMO_APP],
   });
@@ -86,8 +88,8 @@ export async function startSystem(
     LOG_FORMAT: 'json',
     HTTP_PORT: '0',
     API_PORT: '0',
-    HERALD_RETRY_DELAYS_MS: TEST_RETRY_DELAYS_MS.join(','),
-    PUSHER_RETRY_DELAYS_MS: TEST_RETRY_DELAYS_MS.join(','),
+    HERALD_RETRY_DELAYS_MS: (options.retryDelaysMs ?? TEST_RETRY_DELAYS_MS).join(','),
+    PUSHER_RETRY_DELAYS_MS: (options.retryDelaysMs ?? TEST_RETRY_DELAYS_MS).join(','),
     APP_CACHE_TTL_MS: '0',
     SHUTDOWN_TIMEOUT_MS: '10000',
     WEBHOOK_ALLOW_HTTP_LOCALHOST: 'true',

@@ -29,7 +29,7 @@ export interface WebhookPusherDeps {
   owner: string;
   leaseMs: number;
   /** Fleet-wide pacing (`herald limits set --platform webhook [--app host:port]`). */
-  limiter?: { acquire(n: number, signal?: AbortSignal, app?: string): Promise<boolean> };
+  limiter?: { acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void): Promise<boolean> };
   /** Aborted at shutdown: nothing keeps waiting for budget or a host slot. */
   signal?: AbortSignal;
   now?: () => Date;
@@ -37,7 +37,8 @@ export interface WebhookPusherDeps {
 
 type Ready = { index: number; delivery: WebhookDelivery; sub: SubscriptionRow; attempt: number };
 /** Not sent: no budget or host slot within the wait bound (deferred, no attempt spent). */
-type NotSent = { kind: 'unpaced' | 'host-busy' };
+/** unpaced: no budget within the wait bound (bookedMs: the host's own budget is booked that far ahead); host-busy: no connection slot. */
+type NotSent = { kind: 'unpaced'; bookedMs: number } | { kind: 'host-busy' };
 export type Sent = WebhookResult | NotSent;
 const ack: Outcome = { kind: 'ack' };
 const PLATFORM = 'webhook';
@@ -115,9 +116,10 @@ function waitWindow(deps: WebhookPusherDeps, claimedAt: number): AbortSignal {
 
 async function send(r: Ready, deps: WebhookPusherDeps, window: AbortSignal): Promise<Sent> {
   const host = destinationOf(r.sub.callbackUrl);
-  if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, window, host))) return { kind: 'unpaced' };
+  let bookedMs = 0;
+  if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, window, host, (turnInMs) => (bookedMs = turnInMs)))) return { kind: 'unpaced', bookedMs };
   const release = await deps.slots.acquire(host, window);
-  if (release === undefined) return { kind: window.aborted ? 'unpaced' : 'host-busy' };
+  if (release === undefined) return window.aborted ? { kind: 'unpaced', bookedMs: 0 } : { kind: 'host-busy' };
   try {
     const body = Buffer.from(JSON.stringify(webhookBodyOf(r.delivery)));
     const timestamp = Math.floor((deps.now?.() ?? new Date()).getTime() / 1000);
@@ -163,7 +165,12 @@ async function settle(sent: Ready[], results: Sent[], outcomes: Outcome[], deps:
       case 'host-busy':
         release.push(id);
         if (result.kind === 'host-busy') deps.webhookMetrics.hostBusy.inc();
-        outcomes[r.index] = { kind: 'defer', code: result.kind, reason: result.kind === 'unpaced' ? 'no outbound budget within the wait bound' : `host ${destinationOf(r.sub.callbackUrl)} is busy`, delayMs: 1000 };
+        outcomes[r.index] =
+          result.kind === 'host-busy'
+            ? { kind: 'defer', code: result.kind, reason: `host ${destinationOf(r.sub.callbackUrl)} is busy`, delayMs: 1000 }
+            : result.bookedMs > 0
+              ? { kind: 'defer', code: result.kind, reason: `the host's own budget is booked ${Math.ceil(result.bookedMs)} ms ahead`, delayMs: Math.ceil(result.bookedMs) }
+              : { kind: 'defer', code: result.kind, reason: 'no outbound budget within the wait bound', delayMs: 1000 };
         return;
       case 'transient':
         release.push(id);

@@ -57,11 +57,12 @@ export interface PusherDeps {
   leaseMs: number;
   /**
    * Fleet-wide pacing: one token per push right before it is sent; false means "not now" (deferred:
-   * until the app's pause ends when a provider's Retry-After paused it, see pausedFor). Every
-   * provider answer is observed with its push's app.
+   * until the app's pause ends when a provider's Retry-After paused it, see pausedFor; to its turn
+   * when its app's own budget had more waiting than it serves, told to `booked`). Every provider
+   * answer is observed with its push's app.
    */
   limiter?: {
-    acquire(n: number, signal?: AbortSignal, app?: string): Promise<boolean>;
+    acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void): Promise<boolean>;
     observe?(result: SendResult, app: string): void;
     pausedFor?(app: string): number;
   };
@@ -72,12 +73,15 @@ export interface PusherDeps {
 
 type Claimable = { index: number; push: DevicePush; topic: string | undefined; app: AppRow };
 const ack: Outcome = { kind: 'ack' };
-/** Not sent: no budget within the wait bound, or the pusher is stopping, or (pausedMs > 0) the app is paused. */
-type Unpaced = { kind: 'unpaced'; pausedMs: number };
+/**
+ * Not sent: no budget within the wait bound, or the pusher is stopping, or (pausedMs > 0) the app
+ * is paused, or (bookedMs > 0) its app's own budget is booked that far ahead.
+ */
+type Unpaced = { kind: 'unpaced'; pausedMs: number; bookedMs: number };
 /** Not sent: its job was cancelled while the push waited for budget. */
 type CancelledWhileWaiting = { kind: 'cancelled' };
 type Sent = SendResult | Unpaced | CancelledWhileWaiting;
-const unpaced = (deps: PusherDeps, app: string): Unpaced => ({ kind: 'unpaced', pausedMs: deps.limiter?.pausedFor?.(app) ?? 0 });
+const unpaced = (deps: PusherDeps, app: string, bookedMs = 0): Unpaced => ({ kind: 'unpaced', pausedMs: deps.limiter?.pausedFor?.(app) ?? 0, bookedMs });
 
 /**
  * DevicePush → provider. Claim in the ledger, send, record, then let the messaging lib ack.
@@ -176,7 +180,9 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   // spent at once, not saved up behind it and sent together with the next window's. What
   // follows is decided in the same order as before (a pause, a shutdown or a cancellation first).
   const provider = await deps.providers.get(r.app).catch((err: unknown) => ({ failed: providerNotMade(err) }));
-  if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, budgetWindow, r.push.app))) return unpaced(deps, r.push.app);
+  let bookedMs = 0;
+  const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, (turnInMs) => (bookedMs = turnInMs)));
+  if (!paced) return unpaced(deps, r.push.app, bookedMs);
   if (budgetWindow.aborted) return unpaced(deps, r.push.app);
   // The wait for budget can be long: a job cancelled meanwhile is dropped as at intake.
   if (deps.cancelled?.has(r.push.jobId) === true) return { kind: 'cancelled' };
@@ -276,10 +282,13 @@ function retryDelayOf(result: Extract<SendResult, { kind: 'transient' }>): { del
   return { delayMs: Math.max(result.retryAfterMs ?? 0, result.retryNotBeforeMs ?? 0) };
 }
 
-/** An unsent push comes back without spending an attempt: when its app's pause ends, or in a second for budget. */
+/** An unsent push comes back without spending an attempt: when its app's pause ends, at its app's turn, or in a second for budget. */
 function deferUnsent(result: Unpaced): Outcome {
   if (result.pausedMs > 0) {
     return { kind: 'defer', code: 'provider-backoff', reason: `the provider asked this app to back off (Retry-After): ${result.pausedMs} ms to go`, delayMs: result.pausedMs };
+  }
+  if (result.bookedMs > 0) {
+    return { kind: 'defer', code: 'app-rate-limited', reason: `the app's own budget is booked ${Math.ceil(result.bookedMs)} ms ahead`, delayMs: Math.ceil(result.bookedMs) };
   }
   return { kind: 'defer', code: 'rate-limited', reason: 'no outbound budget within the wait bound', delayMs: 1000 };
 }

@@ -7,6 +7,7 @@ export interface LimiterMetrics {
   backoffFactor: Gauge<'platform'>;
   pauses: Counter<'platform' | 'app' | 'source'>;
   held: Counter<'platform'>;
+  overBudget: Counter<'platform'>;
 }
 
 export function createLimiterMetrics(registry: Registry): LimiterMetrics {
@@ -41,6 +42,12 @@ export function createLimiterMetrics(registry: Registry): LimiterMetrics {
     held: new Counter({
       name: 'herald_rate_limit_held_total',
       help: 'Pushes not let through because their app is paused for a provider Retry-After (the pusher defers them, spending no attempt)',
+      labelNames: ['platform'],
+      registers,
+    }),
+    overBudget: new Counter({
+      name: 'herald_rate_limit_app_over_budget_total',
+      help: "Pushes not let through because more of their app's pushes wait for the app's own budget than it serves in 250 ms (the pusher defers them to their turn, spending no attempt)",
       labelNames: ['platform'],
       registers,
     }),

@@ -147,6 +147,37 @@ describe('createRateLimiter', () => {
     expect(fast.length).toBeGreaterThan(5 * slow.length);
   });
 
+  it("an app's own budget holds back no more of its pushes than it serves in 250 ms: the rest are refused at once, each booked a turn at its rate", async () => {
+    // Held, a broadcast of an app limited to 100/s filled every pusher's window and the whole
+    // platform went at 100/s (found by a review of the limiter).
+    const store = new MemoryRateLimitStore();
+    store.set({ platform: 'apns' }, 1000);
+    store.set({ platform: 'apns', app: 'big' }, 100);
+    const l = await limiter(store);
+    const started = Date.now();
+    const settled: { ok: boolean; at: number }[] = [];
+    const turns: number[] = [];
+    const broadcast = Array.from({ length: 200 }, () =>
+      l.acquire(1, AbortSignal.timeout(2000), 'big', (turnInMs) => turns.push(Date.now() - started + turnInMs)).then((ok) => settled.push({ ok, at: Date.now() - started })),
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const refusedAtOnce = settled.filter((s) => !s.ok).length;
+    expect(refusedAtOnce).toBeGreaterThanOrEqual(150); // at most 100/s × 250 ms = 25 wait, some granted at once
+    // Each refused push is told its own turn: after those waiting, 10 ms apart at the app's rate.
+    expect(turns).toHaveLength(refusedAtOnce);
+    expect(turns[0]).toBeGreaterThanOrEqual(200);
+    turns.slice(1).forEach((t, i) => expect(Math.abs(t - (turns[i] as number) - 10)).toBeLessThanOrEqual(1));
+    expect(turns[turns.length - 1]).toBeLessThanOrEqual(2100); // 250 ms of waiting pushes, then 10 ms a refused one
+    // Another app is not held behind them.
+    const otherStarted = Date.now();
+    for (let i = 0; i < 20; i++) expect(await l.acquire(1, undefined, 'other')).toBe(true);
+    expect(Date.now() - otherStarted).toBeLessThan(200);
+    await Promise.all(broadcast);
+    // The ones held were served within about the time the app's budget needs for them.
+    expect(settled.filter((s) => s.ok).length).toBeLessThanOrEqual(200 - refusedAtOnce + 5);
+    expect(Math.max(...settled.filter((s) => s.ok).map((s) => s.at))).toBeLessThan(1000);
+  });
+
   it('a provider overload slows this process down', async () => {
     const store = new MemoryRateLimitStore();
     const l = await limiter(store);

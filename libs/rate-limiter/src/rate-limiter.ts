@@ -16,7 +16,7 @@ export interface RateLimiterOptions {
   registry: Registry;
   /** Window length; every process of the fleet must use the same. Default 100 ms. */
   windowMs?: number;
-  /** Most tokens one lease takes. Default 200 (a window's share caps it too). */
+  /** Most tokens one lease takes. Default 1000 (a window's share caps it too). */
   maxSlice?: number;
   /** How often the configured limits and the fleet's app pauses are re-read. Default 1000 ms. */
   refreshMs?: number;
@@ -29,16 +29,22 @@ export interface RateLimiterOptions {
 export interface RateLimiter {
   /**
    * Wait for n tokens of the platform's (and the app's, if it has one) budget; false: not within
-   * the wait bound, or aborted, or (at once, without waiting) the app is paused: see pausedFor.
+   * the wait bound, or aborted, or (at once, without waiting) the app is paused (see pausedFor),
+   * or its own budget has more waiting than it serves within APP_WAIT_MS: then `booked` is told
+   * in how many ms this push's turn comes, at the app's rate after those refused before it.
    */
-  acquire(n: number, signal?: AbortSignal, app?: string): Promise<boolean>;
+  acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void): Promise<boolean>;
   /** Feed every provider answer with its push's app: a Retry-After pauses the app fleet-wide, throttles slow down (provider-back-off.ts). */
   observe(answer: ProviderAnswer, app: string): void;
   /** ms until the app may send again after a provider's Retry-After (here or in another pusher); 0: not paused. */
   pausedFor(app: string): number;
+
   /** Stop refreshing; every waiting acquire resolves false. */
   close(): void;
 }
+
+/** How long the pushes an app's own budget holds back may wait for it in a process (see overBooked). */
+export const APP_WAIT_MS = 250;
 
 /** Build a limiter for one platform and read the configured limits once before returning. */
 export async function createRateLimiter(options: RateLimiterOptions): Promise<RateLimiter> {
@@ -59,6 +65,8 @@ class FleetRateLimiter implements RateLimiter {
   private readonly closed = new AbortController();
   private readonly budgets = new Map<string, SharedBudget>();
   private readonly backOff: ProviderBackOff;
+  /** Per app over its own budget: when the last push refused for it may go (this process's clock). */
+  private readonly turns = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: RateLimiterOptions) {
@@ -69,10 +77,19 @@ class FleetRateLimiter implements RateLimiter {
     this.metrics.backoffFactor.set({ platform: options.platform }, 1);
   }
 
-  async acquire(n: number, signal?: AbortSignal, app?: string): Promise<boolean> {
+  async acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void): Promise<boolean> {
     // A paused app's pushes are not held here (they would fill the prefetch and stall other
     // apps): the caller defers them until the pause ends.
     if (this.paused(app)) return false;
+    // Nor more of an app's pushes than its own budget serves within APP_WAIT_MS: a broadcast of
+    // an app limited to 100/s filled every pusher's window with pushes waiting for that app's
+    // budget, and the whole platform went at 100/s, every other app's pushes queued behind it.
+    // The rest are refused at once, each booked a turn at the app's rate (told to `booked`).
+    const turnInMs = this.overBooked(n, app);
+    if (turnInMs !== undefined) {
+      booked?.(turnInMs);
+      return false;
+    }
     const started = this.now();
     const deadline = started + (this.options.maxWaitMs ?? 20_000);
     let waited = false;
@@ -100,6 +117,24 @@ class FleetRateLimiter implements RateLimiter {
 
   pausedFor(app: string): number {
     return this.backOff.pausedFor(app);
+  }
+
+  /**
+   * When the app's budget has more waiting than it serves within APP_WAIT_MS: the push's turn, in
+   * ms from now, the next at the app's rate after those waiting and those refused before it (it is
+   * refused, and counted). Undefined: the push may wait for the budget.
+   */
+  private overBooked(n: number, app: string | undefined): number | undefined {
+    const budget = app === undefined || app === '' ? undefined : this.budgets.get(app);
+    if (budget === undefined || budget.ratePerSec <= 0) return undefined;
+    const waiting = budget.waiting();
+    if (waiting + n <= Math.max(1, (budget.ratePerSec * APP_WAIT_MS) / 1000)) return undefined;
+    const now = this.now();
+    // Turns start after the pushes waiting here, whose tokens come first.
+    const turn = Math.max(now + (waiting * 1000) / budget.ratePerSec, this.turns.get(app as string) ?? 0) + (n * 1000) / budget.ratePerSec;
+    this.turns.set(app as string, turn);
+    this.metrics.overBudget.inc({ platform: this.options.platform });
+    return turn - now;
   }
 
   close(): void {
@@ -132,6 +167,7 @@ class FleetRateLimiter implements RateLimiter {
     for (const app of this.budgets.keys()) {
       if (seen.has(app)) continue;
       this.budgets.delete(app);
+      this.turns.delete(app);
       this.metrics.budget.remove({ platform: this.options.platform, app: app === '' ? '*' : app });
     }
     for (const limit of limits) this.ensureBudget(limit);
@@ -146,10 +182,15 @@ class FleetRateLimiter implements RateLimiter {
   private ensureBudget(limit: ConfiguredLimit): void {
     this.metrics.budget.set({ platform: limit.platform, app: limit.app === '' ? '*' : limit.app }, limit.ratePerSec);
     const existing = this.budgets.get(limit.app);
-    if (existing !== undefined) return existing.revive();
+    if (existing !== undefined) {
+      existing.ratePerSec = limit.ratePerSec;
+      return existing.revive();
+    }
     const budgetOptions = { windowMs: this.options.windowMs ?? 100, maxSlice: this.options.maxSlice ?? 1000, errorBackoffMs: 500, now: this.now };
     const key = { platform: limit.platform, ...(limit.app !== '' && { app: limit.app }) };
-    this.budgets.set(limit.app, new SharedBudget(key, this.options.store, budgetOptions, this.options.logger, this.closed.signal));
+    const budget = new SharedBudget(key, this.options.store, budgetOptions, this.options.logger, this.closed.signal);
+    budget.ratePerSec = limit.ratePerSec;
+    this.budgets.set(limit.app, budget);
   }
 
   /** The app's budget (if it has one) first, then the platform's. */

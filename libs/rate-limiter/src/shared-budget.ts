@@ -44,6 +44,8 @@ export class SharedBudget {
   private gone = false;
   /** The lease in flight, if any: there is never more than one per budget and process. */
   private inflight: Promise<number> | undefined;
+  /** The configured fleet-wide rate, pushes/s (refreshed with the limits). */
+  ratePerSec = 0;
 
   constructor(
     readonly key: BudgetKey,
@@ -86,6 +88,11 @@ export class SharedBudget {
     });
   }
 
+  /** Tokens asked for by acquires waiting here. */
+  waiting(): number {
+    return this.waiters.reduce((sum, w) => sum + w.remaining, 0);
+  }
+
   /** The budget exists again (or still): lease from now on. */
   revive(): void {
     this.gone = false;
@@ -123,7 +130,7 @@ export class SharedBudget {
   }
 
   private async lease(): Promise<number> {
-    const demand = this.waiters.reduce((sum, w) => sum + w.remaining, 0);
+    const demand = this.waiting();
     const want = Math.min(this.options.maxSlice, this.ahead ? Math.max(demand, this.options.maxSlice) : demand);
     try {
       const grant = await this.store.lease(this.key, want, this.options.windowMs);
