@@ -104,6 +104,23 @@ describe('planJob', () => {
     expect(accounted(expiring)).toBe(expiring.targeted);
   });
 
+  it('schedules every device of a jitter window that runs past the expiry before it, and drops those whose local time is after it', () => {
+    // 09:00 in Berlin is 07:00Z; an hour's window would run past the expiry at 07:30Z.
+    const berlin = Array.from({ length: 200 }, (_, i) => device(`b${i}`, 'ann', null, { timezone: 'Europe/Berlin' }));
+    const deliverAt = { localTime: '09:00', date: '2030-06-01', jitter: 'PT1H' } as const;
+    const plan = planJob(job({ userIds: ['ann'], deliverAt, expiresAt: '2030-06-01T07:30:00Z' }), now, berlin, false, now, 1000);
+    expect(plan.split.expired).toEqual([]);
+    expect(plan.split.later).toHaveLength(200);
+    for (const { dueAt } of plan.split.later) expect(dueAt.getTime()).toBeLessThan(Date.parse('2030-06-01T07:30:00Z'));
+    expect(plan).toMatchObject({ label: 'fanned-out', outcomes: [] });
+    // In New York 09:00 is 13:00Z, after the expiry: the whole window is, and each push is dropped as expired.
+    const newYork = berlin.map((d) => ({ ...d, timezone: 'America/New_York' }));
+    const late = planJob(job({ userIds: ['ann'], deliverAt, expiresAt: '2030-06-01T07:30:00Z' }), now, newYork, false, now, 1000);
+    expect(late.split.later).toEqual([]);
+    expect(late.outcomes.filter((o) => o.outcome === 'expired')).toHaveLength(200);
+    expect(late).toMatchObject({ label: 'expired' });
+  });
+
   it('skips, as an unscheduled job does, the devices of users who opted out or muted when their push is due now', () => {
     const dueNow = planJob(job({ deliverAt: { at: '2030-01-01T07:59:00Z' } }), now, audience, false, now, 1000);
     expect(dueNow.split.now.map((p) => p.deviceId)).toEqual(['1', '2']);

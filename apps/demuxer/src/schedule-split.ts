@@ -19,7 +19,8 @@ export interface ScheduleSplit {
  * date is the next one after the job was accepted (`acceptedAt`), not after the demuxer took it:
  * a job accepted at 08:58 for 09:00 that waited in a backlog until 09:01 is due today, at once
  * (its devices whose jittered time is still ahead, then), not tomorrow; and its replay gives each
- * device the same instant.
+ * device the same instant. A jitter window running past the push's expiry is cut short to end at
+ * it, so only a device whose local time itself comes at or after the expiry is dropped as expired.
  */
 export function splitBySchedule(
   job: PushJob,
@@ -35,9 +36,10 @@ export function splitBySchedule(
       split.now.push(push);
       continue;
     }
-    const { dueAt, timezoneFallback } = resolveDeliverAt(job.deliverAt, devices[i]?.timezone ?? null, job.id, push.deviceId, acceptedAt);
+    const expiresAt = push.expiresAt === undefined ? undefined : new Date(push.expiresAt);
+    const { dueAt, timezoneFallback } = resolveDeliverAt(job.deliverAt, devices[i]?.timezone ?? null, job.id, push.deviceId, acceptedAt, expiresAt);
     if (timezoneFallback) split.timezoneFallbacks++;
-    if (push.expiresAt !== undefined && Date.parse(push.expiresAt) <= Math.max(dueAt.getTime(), now.getTime())) split.expired.push(push);
+    if (expiresAt !== undefined && expiresAt.getTime() <= Math.max(dueAt.getTime(), now.getTime())) split.expired.push(push);
     else if (dueAt.getTime() <= now.getTime() + slackMs) split.now.push(push);
     else split.later.push({ dueAt, push });
   }

@@ -67,4 +67,24 @@ describe('resolveDeliverAt', () => {
     expect(again).toBe(offsets[7]);
     expect(resolveDeliverAt(spec, 'Asia/Kolkata', 'job-2', 'dev-7', now).dueAt.getTime() - start).not.toBe(offsets[7]);
   });
+
+  it('cuts a jitter window short at the expiry, so every device whose local time comes first gets a time before it', () => {
+    // 09:00 in Berlin is 07:00Z; a window of an hour would run to 08:00Z, the push expires at 07:30Z.
+    const spec = { localTime: '09:00', date: '2026-06-01', jitter: 'PT1H' } as const;
+    const from = at('2026-05-01T00:00:00Z');
+    const start = Date.parse('2026-06-01T07:00:00Z');
+    const expiry = at('2026-06-01T07:30:00Z');
+    const dues = Array.from({ length: 1000 }, (_, i) => resolveDeliverAt(spec, 'Europe/Berlin', 'job-1', `dev-${i}`, from, expiry).dueAt.getTime());
+    expect(Math.min(...dues)).toBeGreaterThanOrEqual(start);
+    expect(Math.max(...dues)).toBeLessThan(expiry.getTime());
+    expect(Math.max(...dues) - Math.min(...dues)).toBeGreaterThan(25 * 60_000); // spread over what is left of the window
+    // Deterministic: a replay gives each device the same instant.
+    expect(resolveDeliverAt(spec, 'Europe/Berlin', 'job-1', 'dev-7', from, expiry).dueAt.getTime()).toBe(dues[7]);
+    // A window that ends before the expiry is not touched.
+    const roomy = (i: number, e?: Date) => resolveDeliverAt(spec, 'Europe/Berlin', 'job-1', `dev-${i}`, from, e).dueAt.getTime();
+    for (let i = 0; i < 50; i++) expect(roomy(i, at('2026-06-01T08:00:00Z'))).toBe(roomy(i));
+    // A local time at or after the expiry keeps its window: the push expires before it is due, as before.
+    for (let i = 0; i < 50; i++) expect(roomy(i, at('2026-06-01T06:00:00Z'))).toBe(roomy(i));
+    expect(roomy(0, at('2026-06-01T07:00:00Z'))).toBe(roomy(0));
+  });
 });
