@@ -43,6 +43,28 @@ describe('resolveDeliverAt', () => {
     expect(due({ localTime: '09:00' }, 'Australia/Sydney', 'j', 'd', now)).toBe('2026-05-20T23:00:00.000Z');
   });
 
+  it('without a date, in a DST overlap: the next occurrence today, the second when the first has passed', () => {
+    // New York, 1 Nov 2026: 01:00–02:00 happens twice, EDT (05:00Z–06:00Z) then EST (06:00Z–07:00Z); 01:30 is 05:30Z and 06:30Z.
+    const ny = (from: string) => due({ localTime: '01:30' }, 'America/New_York', 'j', 'd', at(from));
+    expect(ny('2026-11-01T04:00:00Z')).toBe('2026-11-01T05:30:00.000Z'); // 00:00 EDT: the first
+    expect(ny('2026-11-01T05:40:00Z')).toBe('2026-11-01T06:30:00.000Z'); // 01:40 EDT, the first passed: the second
+    expect(ny('2026-11-01T06:10:00Z')).toBe('2026-11-01T06:30:00.000Z'); // 01:10 EST, the second pass: 20 minutes away, not tomorrow
+    expect(ny('2026-11-01T06:30:00Z')).toBe('2026-11-01T06:30:00.000Z'); // at it
+    expect(ny('2026-11-01T06:40:00Z')).toBe('2026-11-02T06:30:00.000Z'); // both passed: tomorrow
+    // Berlin, 25 Oct 2026: 02:30 is 00:30Z (CEST) and 01:30Z (CET); accepted at 02:45 CEST.
+    expect(due({ localTime: '02:30' }, 'Europe/Berlin', 'j', 'd', at('2026-10-25T00:45:00Z'))).toBe('2026-10-25T01:30:00.000Z');
+    // With a date, the first occurrence still (here past, so due at once).
+    expect(due({ localTime: '01:30', date: '2026-11-01' }, 'America/New_York', 'j', 'd', at('2026-11-01T06:10:00Z'))).toBe('2026-11-01T05:30:00.000Z');
+  });
+
+  it('without a date, in a DST gap: today, moved forward by the gap, while that is still ahead', () => {
+    // New York, 8 Mar 2026: 02:00 EST jumps to 03:00 EDT (07:00Z); 02:30 moves to 03:30 EDT, 07:30Z.
+    const ny = (from: string) => due({ localTime: '02:30' }, 'America/New_York', 'j', 'd', at(from));
+    expect(ny('2026-03-08T06:50:00Z')).toBe('2026-03-08T07:30:00.000Z'); // 01:50 EST
+    expect(ny('2026-03-08T07:10:00Z')).toBe('2026-03-08T07:30:00.000Z'); // 03:10 EDT, after the gap: 03:30 is still ahead
+    expect(ny('2026-03-08T07:40:00Z')).toBe('2026-03-09T06:30:00.000Z'); // 03:40 EDT: tomorrow's 02:30 EDT
+  });
+
   it('with a date in the past, is due at once (the instant is in the past)', () => {
     const now = at('2026-05-20T12:00:00Z');
     expect(resolveDeliverAt({ localTime: '09:00', date: '2026-05-20' }, 'UTC', 'j', 'd', now).dueAt.getTime()).toBeLessThan(now.getTime());
