@@ -24,6 +24,7 @@ const DRAIN_BOUND_S = 8;
 const DRAIN_FOR_MS = 1_000;
 const FCM_RATE = 4;
 const FCM_PUSHES = 150;
+const OVERDUE_S = 2;
 
 const THRESHOLDS = {
   '*': { noConsumerForMs: 60_000 },
@@ -51,6 +52,8 @@ describe('the monitor raises and clears alarms, and tells a webhook', () => {
         MONITOR_POLL_MS: String(POLL_MS),
         MONITOR_THRESHOLDS: JSON.stringify(THRESHOLDS),
         MONITOR_WEBHOOK_URL: hook.url,
+        MONITOR_SCHEDULED_POLL_MS: String(POLL_MS),
+        MONITOR_SCHEDULED_OVERDUE_S: String(OVERDUE_S),
         PUSHER_PREFETCH: '20',
         // One push a message whatever the environment says, so the backlog the thresholds below are
         // set for is counted in pushes: alarms compare queue depths, which count messages (ADR 0016).
@@ -180,5 +183,28 @@ describe('the monitor raises and clears alarms, and tells a webhook', () => {
     record('drain-time (150 pushes at 4/s)', { resolvedAfterS: secondsBetween(lifted, drainClear.receivedAt), configuredDelayS: DRAIN_FOR_MS / 1000 });
     await waitFor('every fcm push delivered', async () => (await delivered(sys.sandbox, { token: d.token })).length === FCM_PUSHES, { timeoutMs: 30_000 });
     expect(await alarmMetric('backlog', Queues.fcmSend)).toBe(0);
+  });
+
+  it('a scheduled push nobody releases (the apns-descheduler gone): "scheduled-overdue" fires, and clears once one runs again', async () => {
+    // Only a running descheduler counts its failures; with none, stored pushes fell due unseen.
+    const d: Device = { userId: uniqueUser(), platform: 'apns', token: apnsToken() };
+    await registerDevices(sys, [d]);
+    await sys.service('apns-descheduler').stop('SIGTERM');
+    const dueAt = Date.now() + 3_000;
+    await sys.client.publishPushJob(job({ userId: d.userId, deliverAt: { at: new Date(dueAt).toISOString() } }));
+    const fired = await hook.waitFor({ alarm: 'scheduled-overdue', queue: 'scheduled.apns', state: 'firing' }, dueAt, 30_000);
+    record('scheduled-overdue (apns-descheduler stopped)', { firedAfterS: secondsBetween(dueAt, fired.receivedAt), configuredDelayS: OVERDUE_S });
+    expect(secondsBetween(dueAt, fired.receivedAt)).toBeGreaterThanOrEqual(OVERDUE_S);
+    expect(String(fired.body['summary'])).toMatch(/scheduled apns pushes are overdue.*apns-descheduler/);
+    expect(await alarmMetric('scheduled-overdue', 'scheduled.apns')).toBe(1);
+    expect(await metric(sys.service('monitor'), 'herald_scheduled_overdue_seconds', { platform: 'apns' })).toBeGreaterThan(OVERDUE_S);
+    expect(await delivered(sys.sandbox, { token: d.token })).toEqual([]);
+
+    const restarted = Date.now();
+    await sys.service('apns-descheduler').start();
+    const resolved = await hook.waitFor({ alarm: 'scheduled-overdue', queue: 'scheduled.apns', state: 'resolved' }, restarted, 30_000);
+    record('scheduled-overdue (apns-descheduler stopped)', { resolvedAfterS: secondsBetween(restarted, resolved.receivedAt), configuredDelayS: OVERDUE_S });
+    await waitFor('the overdue push delivered', async () => (await delivered(sys.sandbox, { token: d.token })).length === 1);
+    expect(await alarmMetric('scheduled-overdue', 'scheduled.apns')).toBe(0);
   });
 });

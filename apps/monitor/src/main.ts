@@ -58,6 +58,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
     throw new Error('no AMQP connection yet');
   };
   const announce = alarmAnnouncer({ vhost, logger, metrics, webhook, announces: () => lease.held() || lease.unknown() });
+  const scheduled = startScheduledCounts({ db, pollMs: config.MONITOR_SCHEDULED_POLL_MS, overdueMs: config.MONITOR_SCHEDULED_OVERDUE_S * 1000, metrics, logger });
   const monitor = startQueueMonitor({
     api: createManagementApi(config.RABBITMQ_API_URL),
     live,
@@ -69,10 +70,10 @@ await runService('monitor', config, async ({ logger, registry }) => {
     history,
     metrics,
     logger,
+    otherConditions: scheduled.conditions,
     announce,
   });
   onLeaseTaken.push(() => reannounceFiring(monitor.state().alarms, announce));
-  const scheduled = startScheduledCounts({ db, pollMs: config.MONITOR_SCHEDULED_POLL_MS, metrics, logger });
   logger.info({ vhost, pollMs: config.MONITOR_POLL_MS, webhook: webhookUrl !== undefined }, 'watching every Herald queue');
   return {
     http: dashboardRoutes({

@@ -1,3 +1,4 @@
+import { Platforms } from '@herald/contracts';
 import type { AlarmTransition, QueueSnapshot } from '@herald/monitoring';
 import { Counter, Gauge, type Registry } from '@herald/runtime';
 
@@ -6,6 +7,8 @@ export interface MonitorMetrics {
   recordQueues(queues: ReadonlyArray<QueueSnapshot & { oldestAgeSeconds: number }>, pushesPerMessage?: (queue: string) => number): void;
   recordAlarm(t: AlarmTransition): void;
   recordScheduled(byPlatform: ReadonlyMap<string, number>): void;
+  /** The oldest overdue scheduled push's age per platform (0 when none is). */
+  recordOverdue(overdue: ReadonlyArray<{ platform: string; earliestDueAt: Date }>, now: number): void;
   polls: Counter<'outcome'>;
   webhookFailures: Counter;
   /** 1 while this monitor holds the alarms lease (announces alarms to the log and webhook). */
@@ -38,6 +41,12 @@ export function createMonitorMetrics(registry: Registry): MonitorMetrics {
   const active = new Gauge<'alarm' | 'queue'>({ name: 'herald_alarm_active', help: '1 while the alarm fires', labelNames: ['alarm', 'queue'], registers });
   const raised = new Counter<'alarm' | 'queue'>({ name: 'herald_alarms_raised_total', help: 'Alarms raised', labelNames: ['alarm', 'queue'], registers });
   const scheduled = new Gauge<'platform'>({ name: 'herald_scheduled_pushes', help: 'Scheduled pushes due within the next 24 hours (overdue included)', labelNames: ['platform'], registers });
+  const overdueAge = new Gauge<'platform'>({
+    name: 'herald_scheduled_overdue_seconds',
+    help: 'How long ago the earliest stored scheduled push still waiting was due (past the scheduled-overdue grace; 0: none), per platform',
+    labelNames: ['platform'],
+    registers,
+  });
   return {
     recordQueues(queues, pushesPerMessage = () => 1) {
       for (const [gauge, read] of gauges) {
@@ -53,6 +62,10 @@ export function createMonitorMetrics(registry: Registry): MonitorMetrics {
     recordScheduled(byPlatform) {
       scheduled.reset();
       for (const [platform, count] of byPlatform) scheduled.set({ platform }, count);
+    },
+    recordOverdue(overdue, now) {
+      for (const platform of Platforms) overdueAge.set({ platform }, 0);
+      for (const o of overdue) overdueAge.set({ platform: o.platform }, Math.max(0, (now - o.earliestDueAt.getTime()) / 1000));
     },
     polls,
     webhookFailures: new Counter({ name: 'herald_alarm_webhook_failures_total', help: 'Alarm webhook posts that failed after every attempt', registers }),

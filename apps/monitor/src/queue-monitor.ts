@@ -53,6 +53,8 @@ export interface QueueMonitorDeps {
   history: History;
   metrics: MonitorMetrics;
   logger: Logger;
+  /** Conditions from outside the broker (scheduled-overdue), evaluated with the queues' at each poll. */
+  otherConditions?: () => readonly AlarmCondition[];
   /** Every alarm that fires or resolves (log, metrics and webhook are wired by the caller). */
   announce: (t: AlarmTransition) => void;
 }
@@ -91,7 +93,7 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
   let error: string | null = null;
 
   const evaluate = (now: number, conditions: AlarmCondition[]): void => {
-    for (const t of tracker.update(now, conditions)) deps.announce(t);
+    for (const t of tracker.update(now, [...conditions, ...(deps.otherConditions?.() ?? [])])) deps.announce(t);
   };
 
   const onSnapshots = (now: number, snapshots: QueueSnapshot[]): void => {

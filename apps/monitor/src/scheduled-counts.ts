@@ -1,5 +1,6 @@
-import type { Database } from '@herald/db';
+import type { Database, OverdueCount } from '@herald/db';
 import type { Logger } from '@herald/logging';
+import type { AlarmCondition } from '@herald/monitoring';
 import type { MonitorMetrics } from './monitor-metrics.ts';
 
 /** Scheduled pushes waiting per upcoming hour (UTC), per platform; overdue ones count in the first hour. */
@@ -28,9 +29,39 @@ function byHour(rows: ReadonlyArray<{ platform: string; hour: Date; count: numbe
   return [...hours.values()].sort((a, b) => a.hour.localeCompare(b.hour));
 }
 
-/** Reads `countsByHour` every `pollMs`; a failed read keeps the last counts and is logged. */
-export function startScheduledCounts(deps: { db: Database; pollMs: number; metrics: MonitorMetrics; logger: Logger }) {
+/** The pseudo-queue an overdue platform's alarm names: `scheduled.<platform>`. */
+export const scheduledQueueOf = (platform: string): string => `scheduled.${platform}`;
+
+/**
+ * The scheduled-overdue alarm's conditions: per platform, stored pushes due longer ago than
+ * `overdueMs` that no descheduler released (none runs, or one is stuck: a deployment without it,
+ * scaled to 0). Nothing else says so: the deschedulers' own failure counter needs a running one.
+ */
+export function overdueConditions(overdue: readonly OverdueCount[], now: number, overdueMs: number): AlarmCondition[] {
+  return overdue
+    .filter((o) => now - o.earliestDueAt.getTime() > overdueMs)
+    .map((o) => {
+      const ageS = Math.round((now - o.earliestDueAt.getTime()) / 1000);
+      return {
+        alarm: 'scheduled-overdue' as const,
+        queue: scheduledQueueOf(o.platform),
+        forMs: 0,
+        value: ageS,
+        threshold: Math.round(overdueMs / 1000),
+        summary: `${o.count >= OVERDUE_COUNT_CAP ? `over ${OVERDUE_COUNT_CAP}` : o.count} scheduled ${o.platform} pushes are overdue, the earliest due ${ageS} s ago: is the ${o.platform}-descheduler running?`,
+      };
+    });
+}
+
+const OVERDUE_COUNT_CAP = 100_000;
+
+/**
+ * Reads `countsByHour` and the overdue pushes every `pollMs`; a failed read keeps the last counts
+ * and conditions and is logged.
+ */
+export function startScheduledCounts(deps: { db: Database; pollMs: number; overdueMs: number; metrics: MonitorMetrics; logger: Logger }) {
   let current: ScheduledCounts = { at: null, hours: [] };
+  let conditions: AlarmCondition[] = [];
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
@@ -41,6 +72,10 @@ export function startScheduledCounts(deps: { db: Database; pollMs: number; metri
       const totals = new Map<string, number>();
       for (const r of rows) totals.set(r.platform, (totals.get(r.platform) ?? 0) + r.count);
       deps.metrics.recordScheduled(totals);
+      const now = Date.now();
+      const overdue = await deps.db.scheduled.overdue(new Date(now - deps.overdueMs), OVERDUE_COUNT_CAP);
+      deps.metrics.recordOverdue(overdue, now);
+      conditions = overdueConditions(overdue, now, deps.overdueMs);
     } catch (err) {
       deps.logger.warn({ error: (err as Error).message }, 'reading scheduled counts failed');
     }
@@ -53,6 +88,8 @@ export function startScheduledCounts(deps: { db: Database; pollMs: number; metri
   loop();
   return {
     current: (): ScheduledCounts => current,
+    /** The scheduled-overdue conditions of the last read (the queue monitor evaluates them with its own). */
+    conditions: (): AlarmCondition[] => conditions,
     stop: async (): Promise<void> => {
       stopped = true;
       clearTimeout(timer);

@@ -106,6 +106,19 @@ describe('ScheduledPushRepository', () => {
     expect(await t.db.scheduled.nextDueAt('apns')).toBeUndefined();
   });
 
+  it('tells, per platform, the pushes due before a time that are still stored: the earliest, and a count that stops at the cap', async () => {
+    await clear();
+    await t.db.scheduled.schedule([
+      ...pushes(3, (i) => past(60_000 * (i + 1))),
+      ...pushes(2, () => new Date(Date.now() + 60_000)),
+      ...pushes(1, () => past(10_000), { platform: 'fcm' }),
+    ]);
+    const overdue = await t.db.scheduled.overdue(past(30_000), 2);
+    expect(overdue).toEqual([{ platform: 'apns', count: 2, earliestDueAt: expect.any(Date) }]);
+    expect(Date.now() - (overdue[0]?.earliestDueAt.getTime() ?? 0)).toBeGreaterThanOrEqual(180_000);
+    expect((await t.db.scheduled.overdue(new Date())).map((o) => [o.platform, o.count]).sort()).toEqual([['apns', 3], ['fcm', 1]]);
+  });
+
   it('cancels a job: removes its stored pushes and says how many', async () => {
     await clear();
     await t.db.scheduled.schedule([...pushes(4, () => new Date(Date.now() + 60_000), { jobId: 'cancel-me' }), ...pushes(2, () => past(0))]);

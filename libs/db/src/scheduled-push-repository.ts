@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { DevicePush, Platform } from '@herald/contracts';
+import { Platforms, type DevicePush, type Platform } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { scheduleChannel } from './schedule-channel.ts';
 import { listenForSchedules, type ScheduleListener, type ScheduleListenerOptions } from './schedule-listener.ts';
@@ -32,6 +32,13 @@ export interface ReleaseResult {
   outcomes?: readonly PushOutcomeEntry[];
 }
 
+export interface OverdueCount {
+  platform: Platform;
+  /** At most the cap asked for. */
+  count: number;
+  earliestDueAt: Date;
+}
+
 export interface HourCount {
   platform: Platform;
   /** Start of the hour, UTC. */
@@ -56,6 +63,11 @@ export interface ScheduledPushRepository {
   cancelJob(jobId: string): Promise<number>;
   /** Stored pushes per platform per hour (UTC) from now (overdue ones count in the first hour). */
   countsByHour(platform: Platform | undefined, hours: number, now?: Date): Promise<HourCount[]>;
+  /**
+   * Per platform, the stored pushes due before `before` (counted up to `cap`) and the earliest due
+   * time among them: pushes no descheduler released (none running, or one stuck).
+   */
+  overdue(before: Date, cap?: number): Promise<OverdueCount[]>;
   /** Be told (with the earliest due time) whenever pushes are scheduled for `platform`. */
   listen(platform: Platform, onSchedule: (earliestDueAt: Date) => void): Promise<ScheduleListener>;
 }
@@ -100,6 +112,7 @@ export function createScheduledPushRepository(
       return Number(rows[0]?.removed ?? 0);
     },
     countsByHour: (platform, hours, now = new Date()) => countsByHour(db, platform, hours, now),
+    overdue: (before, cap = 100_000) => overdue(db, before, cap),
     listen: (platform, onSchedule) => listenForSchedules({ ...options, channel: channel(platform) }, onSchedule),
   };
 }
@@ -216,4 +229,15 @@ async function countsByHour(db: Kysely<HeraldTables>, platform: Platform | undef
     where due_at < ${end.toISOString()}::timestamptz ${platform === undefined ? sql`` : sql`and platform = ${platform}`}
     group by 1, 2 order by 2, 1`.execute(db);
   return rows.map((r) => ({ platform: r.platform, hour: r.hour, count: Number(r.count) }));
+}
+
+/** Each platform's overdue rows by the (platform, due_at) index: the earliest, and a count that stops at `cap`. */
+async function overdue(db: Kysely<HeraldTables>, before: Date, cap: number): Promise<OverdueCount[]> {
+  const { rows } = await sql<{ platform: Platform; earliest: Date; count: string }>`
+    select p.platform, e.earliest,
+      (select count(*) from (select 1 from scheduled_pushes s where s.platform = p.platform and s.due_at < ${before.toISOString()}::timestamptz limit ${cap}) c) as count
+    from unnest(${[...Platforms]}::text[]) as p(platform)
+    cross join lateral (select min(due_at) as earliest from scheduled_pushes s where s.platform = p.platform and s.due_at < ${before.toISOString()}::timestamptz) e
+    where e.earliest is not null`.execute(db);
+  return rows.map((r) => ({ platform: r.platform, earliestDueAt: r.earliest, count: Number(r.count) }));
 }
