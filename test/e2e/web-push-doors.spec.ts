@@ -95,6 +95,11 @@ describe('Web Push doors: browser subscriptions and VAPID keys', () => {
     const badSubject = await admin(sys, 'POST', '/admin/apps/site/vapid/rotate', { subject: 'http://example.com' });
     expect(badSubject.status).toBe(400);
     expect(badSubject.body).toMatchObject({ error: { issues: [{ path: 'subject' }] } });
+    // Apple's push service answers 403 BadJwtToken to a subject it cannot reach (and Herald would ban the app): refused at the door.
+    for (const subject of ['https://localhost', 'mailto:ops@localhost']) {
+      const local = await admin(sys, 'POST', '/admin/apps/site/vapid/rotate', { subject });
+      expect([subject, local]).toMatchObject([subject, { status: 400, body: { error: { issues: [{ path: 'subject', message: expect.stringMatching(/can reach .*"localhost" is a local name/) as unknown }] } } }]);
+    }
 
     const before = (await sys.database.db.apps.get('site'))?.credentialsVersion ?? 0;
     const rotated = await rotateWebPushKeys(sys, 'site');

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '@herald/config';
+import { configProblems, loadConfig } from '@herald/config';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apnsSettings } from './apns-settings.ts';
@@ -21,15 +21,7 @@ beforeAll(async () => {
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
-const problems = (env: Record<string, string>): readonly string[] => {
-  try {
-    loadConfig(apnsPusherConfig, env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  return [];
-};
+const problems = (env: Record<string, string>): readonly string[] => configProblems(apnsPusherConfig, env);
 
 describe('apns-pusher connection settings', () => {
   it('reports every bad endpoint, CA and proxy variable at once, by name, without echoing the proxy password', async () => {

@@ -99,6 +99,10 @@ export async function handleWebRequest(req: WebRequest, store: WebPushStore, ctx
   // A body over the limit is refused before anything else is read (RFC 8030 §7.2: at least 4,096 bytes accepted).
   if (req.body.length > WEB_PUSH_MAX_BODY_BYTES) return none(problem(413, `body is ${req.body.length} bytes; at most ${WEB_PUSH_MAX_BODY_BYTES}`), sub.endpoint);
   const vapid = checkVapid(header(req.headers, 'authorization'), req.origin, sub.applicationServerKey);
+  if (!vapid.ok && vapid.answer !== undefined) {
+    // The push service's own words on the wire; the sandbox's reason in its warnings.
+    return { answer: { status: vapid.status, headers: { 'content-type': 'application/json' }, body: vapid.answer }, endpoint: sub.endpoint, plaintext: '', warnings: [vapid.reason] };
+  }
   if (!vapid.ok) return none(problem(vapid.status, vapid.reason), sub.endpoint);
   const bad = headerProblem(req.headers);
   if (bad !== undefined) return none(problem(400, bad), sub.endpoint);

@@ -103,6 +103,17 @@ describe('Web Push provider against the sandbox push service', () => {
     expect(await received(sub.endpoint)).toEqual([]);
   });
 
+  it("a subject no push service can reach (mailto:ops@localhost) is answered 403 {\"reason\":\"BadJwtToken\"}, as Apple's does: the app's credential failure", async () => {
+    const local = await createWebPushProvider({ ...settings, vapid: { subject: 'mailto:ops@localhost', current: appKeys } }, logger);
+    try {
+      const sub = await subscribe(appKeys.publicKey);
+      expect(await local.send(webPush(sub), {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidUnauthorized: .*BadJwtToken/) });
+      expect(await received(sub.endpoint)).toEqual([]);
+    } finally {
+      await local.close();
+    }
+  });
+
   it('signs a subscription made under the previous key pair with that pair after a rotation, and names the rotation when neither is held', async () => {
     const old = await generateVapidKeys();
     const rotated = await createWebPushProvider({ ...settings, vapid: { subject: 'https://example.com/contact', current: await generateVapidKeys(), previous: old } }, logger);

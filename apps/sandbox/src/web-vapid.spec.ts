@@ -51,6 +51,15 @@ describe('VAPID (RFC 8292) as the sandbox push service checks it', () => {
     ]);
   });
 
+  it("answers 403 {\"reason\":\"BadJwtToken\"}, as Apple's push service does, to a subject on a host it cannot reach", () => {
+    for (const sub of ['https://localhost', 'mailto:ops@localhost', 'https://127.0.0.1/contact', 'https://intranet']) {
+      expect([sub, checkVapid(header({ ...good, sub }), ORIGIN, undefined, NOW)]).toEqual([
+        sub,
+        { ok: false, status: 403, reason: expect.stringMatching(/^sub must be a contact a push service can reach/) as unknown, answer: '{"reason":"BadJwtToken"}' },
+      ]);
+    }
+  });
+
   it('answers 403 when the subscription was made with another applicationServerKey', () => {
     expect(checkVapid(header(good), ORIGIN, keyPair().k, NOW)).toMatchObject({ ok: false, status: 403 });
   });

@@ -1,4 +1,5 @@
 import { createPublicKey, verify } from 'node:crypto';
+import { vapidSubjectProblem } from '@herald/contracts';
 
 /** RFC 8292 §2: a JWT "MUST NOT" expire more than 24 hours from the request. A minute of clock skew is tolerated. */
 const MAX_AHEAD_S = 24 * 3600;
@@ -10,7 +11,8 @@ export interface VapidClaims {
   sub?: string;
 }
 
-export type VapidCheck = { ok: true; claims: VapidClaims; publicKey: string } | { ok: false; status: 401 | 403; reason: string };
+/** A refusal; `answer` is the exact body to send when the push service's own words are known (Apple's `{"reason":"BadJwtToken"}`). */
+export type VapidCheck = { ok: true; claims: VapidClaims; publicKey: string } | { ok: false; status: 401 | 403; reason: string; answer?: string };
 
 const fail = (reason: string, status: 401 | 403 = 401): VapidCheck => ({ ok: false, status, reason });
 
@@ -60,9 +62,20 @@ function claimsProblem(claims: Record<string, unknown>, origin: string, nowS: nu
 }
 
 /**
+ * Apple's push service refuses a subject it cannot reach (https://localhost, mailto:ops@localhost, an
+ * IP or single-label host) with 403 {"reason":"BadJwtToken"}, as web-push warns; so does the sandbox.
+ */
+function subjectRefused(claims: Record<string, unknown>): VapidCheck | undefined {
+  const sub = claims['sub'];
+  const problem = typeof sub === 'string' ? vapidSubjectProblem(sub) : undefined;
+  return problem === undefined ? undefined : { ok: false, status: 403, reason: `sub ${problem}`, answer: JSON.stringify({ reason: 'BadJwtToken' }) };
+}
+
+/**
  * Verify a request's VAPID Authorization (RFC 8292): ES256 signature with the key `k`, `aud` the
- * endpoint's origin, `exp` not past and at most 24 h ahead, `sub` mailto:/https:. A subscription
- * bound to an applicationServerKey answers 403 for any other key, as push services do.
+ * endpoint's origin, `exp` not past and at most 24 h ahead, `sub` mailto:/https: (else 401), on a host
+ * a push service can reach (else 403 BadJwtToken, as Apple's). A subscription bound to an
+ * applicationServerKey answers 403 for any other key, as push services do.
  */
 export function checkVapid(header: string | undefined, origin: string, boundKey: string | undefined, nowS = Math.floor(Date.now() / 1000)): VapidCheck {
   const auth = parseAuthorization(header);
@@ -80,5 +93,7 @@ export function checkVapid(header: string | undefined, origin: string, boundKey:
   if (claims === undefined) return fail('the JWT claims are not a JSON object');
   const problem = claimsProblem(claims, origin, nowS);
   if (problem !== undefined) return fail(problem);
+  const refused = subjectRefused(claims);
+  if (refused !== undefined) return refused;
   return { ok: true, claims: claims as unknown as VapidClaims, publicKey: auth.k };
 }

@@ -1,4 +1,5 @@
 import { bool, int, type VarSpec } from '@herald/config';
+import { vapidSubjectProblem } from '@herald/contracts';
 import { deschedulerConfig, proxyUrlVar, pusherConfig } from '@herald/delivery';
 
 /** An optional base64url key of `bytes` bytes (unset or empty: undefined). */
@@ -17,12 +18,13 @@ const vapidKeyVar = (description: string, bytes: number, secret = false): VarSpe
 });
 
 const subjectVar: VarSpec<string | undefined> = {
-  description: 'VAPID contact (RFC 8292 §2.1): a mailto: or https: URL push services can reach the operator at',
+  description: 'VAPID contact (RFC 8292 §2.1): a mailto: or https: URL on a public domain where push services can reach the operator (not localhost, an IP or a single-label host: Apple refuses those)',
   default: '',
   parse: (raw) => {
     const value = raw.trim();
     if (value.length === 0) return undefined;
-    if (!/^(mailto:.+@.+|https:\/\/.+)$/.test(value)) throw new Error('must be a mailto: or https: URL');
+    const problem = vapidSubjectProblem(value);
+    if (problem !== undefined) throw new Error(problem);
     return value;
   },
 };

@@ -33,6 +33,17 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
   return Object.freeze(out) as ConfigOf<S>;
 }
 
+/** The problems loadConfig would throw for this environment (none: []), each naming its variable. */
+export function configProblems(spec: ConfigSpec, env: NodeJS.ProcessEnv): readonly string[] {
+  try {
+    loadConfig(spec, env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
 /**
  * loadConfig for a program's entry point: a bad variable ends the process with exit code 1 after
  * writing the problems, and only them, to stderr (a message that short goes whole into an empty

@@ -10,6 +10,7 @@ export * from './device-push.ts';
 export * from './web-push.ts';
 export * from './web-subscription.ts';
 export * from './web-push-admin.ts';
+export * from './vapid-subject.ts';
 export * from './device-locale.ts';
 export * from './registration.ts';
 export * from './segment-filter.ts';

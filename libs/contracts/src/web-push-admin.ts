@@ -1,21 +1,14 @@
 import { z } from 'zod';
+import { vapidSubjectProblem } from './vapid-subject.ts';
 import { WebPushHost } from './web-subscription.ts';
 
-/** RFC 8292 §2.1: the `sub` claim, a contact for the push service's operators: a mailto: or https: URL. */
+/** RFC 8292 §2.1: the `sub` claim, a contact for the push service's operators: a mailto: or https: URL on a reachable domain (vapid-subject.ts). */
 export const VapidSubject = z
   .string()
   .max(1024)
   .superRefine((value, ctx) => {
-    const bad = (why: string) => ctx.addIssue({ code: 'custom', message: `must be a mailto: or https: URL (RFC 8292 §2.1): ${why}` });
-    let url: URL;
-    try {
-      url = new URL(value);
-    } catch {
-      return bad(`"${value.slice(0, 80)}" is not a URL`);
-    }
-    if (url.protocol === 'mailto:') return url.pathname.includes('@') ? undefined : bad('a mailto: URL names an address (mailto:ops@example.com)');
-    if (url.protocol !== 'https:') return bad(`got ${url.protocol.replace(/:$/, '')}`);
-    return undefined;
+    const problem = vapidSubjectProblem(value);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
   });
 
 /** POST /admin/apps/:id/vapid — the app's first VAPID key pair (Herald generates it), with its contact subject. */

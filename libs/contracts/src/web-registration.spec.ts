@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { DeviceRegister, DeviceUnregister } from './http-api.ts';
 import { Registration } from './registration.ts';
 import { endpointHostProblem } from './web-subscription.ts';
-import { VapidGenerate, WebPushUpdate } from './web-push-admin.ts';
+import { VapidGenerate, VapidRotate, WebPushUpdate } from './web-push-admin.ts';
 
 /** A P-256 public key as browsers give it (uncompressed point, base64url). */
 function p256(): string {
@@ -103,6 +103,38 @@ describe('VAPID admin inputs', () => {
     expect(issues(VapidGenerate, { subject: 'http://example.com' })).toEqual([expect.stringMatching(/^subject: must be a mailto: or https: URL .*got http/)]);
     expect(issues(VapidGenerate, { subject: 'mailto:nobody' })).toEqual([expect.stringMatching(/^subject: .*names an address/)]);
     expect(issues(VapidGenerate, { subject: 'ops@example.com' })).toEqual([expect.stringMatching(/^subject: .*is not a URL/)]);
+  });
+
+  // Apple's push service answers 403 BadJwtToken to such a subject, which Herald counts towards banning the app.
+  it('a subject must be a contact a push service can reach: no localhost, IP literal, single-label or local-only host', () => {
+    const refused = {
+      'https://localhost': /the host "localhost" is a local name/,
+      'https://LOCALHOST./contact': /local name/,
+      'https://push.localhost': /local name \(\.localhost\)/,
+      'https://127.0.0.1/': /"127\.0\.0\.1" is an IP address/,
+      'https://10.1.2.3': /IP address/,
+      'https://192.168.0.10:8443/x': /IP address/,
+      'https://127.1': /IP address/,
+      'https://[::1]/': /IP address/,
+      'https://93.184.215.14': /IP address/,
+      'https://intranet': /single-label host/,
+      'https://herald.internal': /local name/,
+      'mailto:ops@localhost': /the address's domain "localhost" is a local name/,
+      'mailto:ops@mailhost': /single-label/,
+      'mailto:ops@127.0.0.1': /IP address/,
+      'mailto:ops@[127.0.0.1]': /IP address/,
+      'mailto:ops@example.com,root@localhost': /"localhost"/,
+      'mailto:ops@shop.local': /local name \(\.local\)/,
+    };
+    for (const [subject, why] of Object.entries(refused)) {
+      expect([subject, issues(VapidGenerate, { subject })]).toEqual([subject, [expect.stringMatching(/^subject: must be a contact a push service can reach/)]]);
+      expect([subject, issues(VapidGenerate, { subject })[0]]).toEqual([subject, expect.stringMatching(why)]);
+    }
+    for (const subject of ['https://example.com', 'https://push-ops.example.co.uk/contact', 'mailto:ops@example.com', 'mailto:a@b.c', 'mailto:ops@b%C3%BCcher.de', 'https://bücher.de', 'https://example.com.']) {
+      expect([subject, issues(VapidGenerate, { subject })]).toEqual([subject, []]);
+    }
+    expect(issues(VapidRotate, { subject: 'https://localhost' })).toEqual([expect.stringMatching(/^subject: .*"localhost"/)]);
+    expect(issues(WebPushUpdate, { subject: 'mailto:ops@localhost' })).toEqual([expect.stringMatching(/^subject: .*"localhost"/)]);
   });
 
   it('hosts are host names or *.domain entries', () => {
