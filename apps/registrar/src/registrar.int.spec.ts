@@ -1,6 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAppCache, createDatabase, refusedValueReason, type Database } from '@herald/db';
+import { createAppCache, createAppCredentialStore, createDatabase, createSecretBox, refusedValueReason, type Database } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import { createRegistrarHandler } from './registrar.ts';
@@ -153,6 +153,56 @@ describe('registrar handler', () => {
     const outcomes = await handle([message(logout), message(register('t-paused-2', { app: 'paused' }))]);
     expect(outcomes).toEqual([{ kind: 'ack' }, { kind: 'park', code: 'app-disabled', reason: 'app "paused" is disabled' }]);
     expect((await device('t-paused'))?.invalidated_at).not.toBeNull();
+  });
+
+  describe('web registers and the app\'s VAPID keys', () => {
+    /** A P-256 public key (uncompressed point, base64url), as VAPID public keys and p256dh are. */
+    const p256 = (): string => {
+      const jwk = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'jwk' });
+      return Buffer.concat([Buffer.from([4]), Buffer.from(jwk.x ?? '', 'base64url'), Buffer.from(jwk.y ?? '', 'base64url')]).toString('base64url');
+    };
+    const vapidPair = () => ({ publicKey: p256(), privateKey: randomBytes(32).toString('base64url') });
+    const endpoint = (label: string) => `https://fcm.googleapis.com/fcm/send/${label}`;
+    const web = (label: string, app: string, applicationServerKey?: string) =>
+      message({
+        kind: 'register',
+        app,
+        platform: 'web',
+        token: endpoint(label),
+        keys: { p256dh: p256(), auth: randomBytes(16).toString('base64url') },
+        ...(applicationServerKey !== undefined && { applicationServerKey }),
+        userId: 'user-web',
+        eventAt: '2025-03-01T10:00:00Z',
+      });
+    const stored = (label: string) => t.db.kysely.selectFrom('devices').select('web_vapid_key').where('token', '=', endpoint(label)).executeTakeFirst();
+
+    // Stored, every push to such a subscription was parked ("rotated twice since") and the device never cleaned up.
+    it('parks a register whose applicationServerKey is none of the app\'s keys (vapid-key-unknown, naming the field); takes its current and previous keys, checking a key rotated a moment ago against the app as stored', async () => {
+      const store = createAppCredentialStore(t.db.kysely, createSecretBox(randomBytes(32).toString('hex')));
+      await t.db.apps.upsert({ id: 'site' });
+      const [first, second] = [vapidPair(), vapidPair()];
+      await store.generateVapid('site', { subject: 'mailto:ops@example.com', keys: first });
+      const handle = createRegistrarHandler({ devices: t.db.devices, apps: createAppCache(t.db.apps, 60_000), logger });
+
+      const stranger = p256();
+      const [refused] = await handle([web('w-stranger', 'site', stranger)]);
+      expect(refused).toEqual({ kind: 'park', code: 'vapid-key-unknown', reason: expect.stringMatching(/^applicationServerKey: .{12}… is not app "site"'s VAPID public key \(.{12}…\): no push/) as unknown });
+      expect(await stored('w-stranger')).toBeUndefined();
+
+      // The cache still holds the app as it was before this rotation.
+      await store.rotateVapid('site', { keys: second });
+      expect(await handle([web('w-new', 'site', second.publicKey), web('w-old', 'site', `${first.publicKey}=`), web('w-unnamed', 'site')])).toEqual([{ kind: 'ack' }, { kind: 'ack' }, { kind: 'ack' }]);
+      expect([await stored('w-new'), await stored('w-old'), await stored('w-unnamed')]).toEqual([{ web_vapid_key: second.publicKey }, { web_vapid_key: first.publicKey }, { web_vapid_key: second.publicKey }]);
+      expect(await handle([web('w-stranger', 'site', stranger)])).toEqual([{ kind: 'park', code: 'vapid-key-unknown', reason: expect.stringContaining('nor its previous one') as unknown }]);
+    });
+
+    it("takes any key for an app without VAPID keys of its own: the web-pusher's WEB_PUSH_VAPID_* pair signs, which no door knows", async () => {
+      await t.db.apps.upsert({ id: 'keyless' });
+      const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger });
+      const key = p256();
+      expect(await handle([web('w-keyless', 'keyless', key)])).toEqual([{ kind: 'ack' }]);
+      expect(await stored('w-keyless')).toEqual({ web_vapid_key: key });
+    });
   });
 
   it('handles an empty batch', async () => {

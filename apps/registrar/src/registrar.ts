@@ -1,4 +1,4 @@
-import { decodeWith, endpointHostProblem, normalizeDeviceToken, Registration } from '@herald/contracts';
+import { applicationServerKeyProblem, decodeWith, endpointHostProblem, normalizeDeviceToken, Registration } from '@herald/contracts';
 import { isDatabaseUnavailable, refusedValueReason, type AppRow, type DeviceRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { applyMembershipEvents, isMembershipMessage, type MembershipDeps } from './membership-events.ts';
@@ -22,7 +22,8 @@ export interface RegistrarDeps {
   devices: DeviceRepository;
   /** Topic memberships and follow edges (issue 20); see membership-events.ts. */
   audiences?: MembershipDeps['audiences'];
-  apps: { get(id: string): Promise<AppRow | undefined> };
+  /** `refresh` (the app cache's) reads an app again before a web register is parked for a key it may have got a second ago. */
+  apps: { get(id: string): Promise<AppRow | undefined>; refresh?(id: string): Promise<AppRow | undefined> };
   logger: Logger;
 }
 
@@ -68,28 +69,46 @@ function decode(message: InboundMessage): Decode {
 }
 
 /**
- * Looks up each distinct app once; an app that cannot be used parks its messages. An unregister
- * of a disabled app is applied all the same: a logout while the app was disabled (an incident) must
- * not leave the device to the user who left it once the app is enabled again.
+ * Why an enabled app refuses a web register: a push service it does not accept (apps.web_push_hosts),
+ * or an applicationServerKey that is none of its VAPID keys (every push to it would be refused). A
+ * key unknown to a cached row is checked again against the app as stored now: it may have been
+ * generated or rotated a second ago, and the front end subscribed with the new key at once.
  */
+async function webRefusal(reg: Registration, app: AppRow, deps: RegistrarDeps): Promise<Park | undefined> {
+  if (reg.kind !== 'register' || reg.platform !== 'web') return undefined;
+  const host = endpointHostProblem(reg.token, app.webPushHosts);
+  if (host !== undefined) return { kind: 'park', code: 'push-service-not-allowed', reason: `token: ${host}` };
+  if (applicationServerKeyProblem(reg.applicationServerKey, app) === undefined) return undefined;
+  const key = applicationServerKeyProblem(reg.applicationServerKey, (await deps.apps.refresh?.(app.id)) ?? app);
+  return key === undefined ? undefined : { kind: 'park', code: 'vapid-key-unknown', reason: `applicationServerKey: ${key}` };
+}
+
+/**
+ * Why an app cannot take this event. An unregister of a disabled app is applied all the same: a
+ * logout while the app was disabled (an incident) must not leave the device to the user who left
+ * it once the app is enabled again.
+ */
+async function refusal(reg: Registration, app: AppRow | undefined, deps: RegistrarDeps): Promise<Park | undefined> {
+  if (app === undefined) return { kind: 'park', code: 'unknown-app', reason: `unknown app "${reg.app}"` };
+  if (!app.enabled) return reg.kind === 'register' ? { kind: 'park', code: 'app-disabled', reason: `app "${reg.app}" is disabled` } : undefined;
+  return webRefusal(reg, app, deps);
+}
+
+/** Looks up each distinct app once; an event its app cannot take is parked (refusal). */
 async function checkApps(regs: readonly Decoded[], deps: RegistrarDeps, outcomes: Outcome[]): Promise<Decoded[]> {
   const ids = [...new Set(regs.map((d) => d.reg.app))];
   const apps = new Map(await Promise.all(ids.map(async (id) => [id, await deps.apps.get(id)] as const)));
-  return regs.filter(({ index, reg }) => {
-    const app = apps.get(reg.app);
-    // A browser subscription must point at a push service the app accepts (apps.web_push_hosts).
-    const host = app?.enabled === true && reg.kind === 'register' && reg.platform === 'web' ? endpointHostProblem(reg.token, app.webPushHosts) : undefined;
-    if (app?.enabled === true && host === undefined) return true;
-    if (app !== undefined && reg.kind === 'unregister') return true;
-    outcomes[index] =
-      app === undefined
-        ? { kind: 'park', code: 'unknown-app', reason: `unknown app "${reg.app}"` }
-        : host !== undefined
-          ? { kind: 'park', code: 'push-service-not-allowed', reason: `token: ${host}` }
-          : { kind: 'park', code: 'app-disabled', reason: `app "${reg.app}" is disabled` };
-    deps.logger.warn({ app: reg.app, outcome: outcomes[index] }, 'registration parked');
-    return false;
-  });
+  const usable: Decoded[] = [];
+  for (const d of regs) {
+    const refused = await refusal(d.reg, apps.get(d.reg.app), deps);
+    if (refused === undefined) {
+      usable.push(d);
+      continue;
+    }
+    outcomes[d.index] = refused;
+    deps.logger.warn({ app: d.reg.app, outcome: refused }, 'registration parked');
+  }
+  return usable;
 }
 
 /** Applies the batch in one statement; stale events (older than the device's last) are acked. */

@@ -131,6 +131,16 @@ describe('Web Push provider against the sandbox push service', () => {
     }
   });
 
+  it('names a key it never signed with as unknown, not as rotated away, when the keys were never rotated', async () => {
+    const sub = await subscribe(appKeys.publicKey);
+    const stranger = (await generateVapidKeys()).publicKey;
+    expect(await provider.send({ ...webPush(sub), webVapidKey: stranger }, {})).toEqual({
+      kind: 'permanent',
+      reason: `vapid-key-unknown: the subscription was made with application server key ${stranger.slice(0, 12)}…, not the key Herald signs app "demo"'s pushes with (${appKeys.publicKey.slice(0, 12)}…); the browser must subscribe with that key`,
+    });
+    expect(await received(sub.endpoint)).toEqual([]);
+  });
+
   it('parks with a readable reason when there are no VAPID keys at all', async () => {
     const keyless = await createWebPushProvider({ ...settings, vapid: undefined }, logger);
     try {

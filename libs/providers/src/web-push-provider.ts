@@ -27,8 +27,15 @@ function keyPairFor(push: DevicePush, vapid: VapidCredentials | undefined): Vapi
   const wanted = push.webVapidKey === undefined ? undefined : unpaddedKey(push.webVapidKey);
   if (wanted === undefined || wanted === unpaddedKey(vapid.current.publicKey)) return vapid.current;
   if (vapid.previous !== undefined && wanted === unpaddedKey(vapid.previous.publicKey)) return vapid.previous;
+  // Without a previous pair there was no rotation: the key was never one Herald signs this app's pushes with
+  // (the doors refuse such a key for an app with keys of its own; stored before they did, or for an app without).
+  if (vapid.previous === undefined) {
+    return {
+      problem: `vapid-key-unknown: the subscription was made with application server key ${wanted.slice(0, 12)}…, not the key Herald signs app "${push.app}"'s pushes with (${vapid.current.publicKey.slice(0, 12)}…); the browser must subscribe with that key`,
+    };
+  }
   return {
-    problem: `vapid-key-rotated: the subscription was made with application server key ${wanted.slice(0, 12)}…, which app "${push.app}" no longer holds (its keys were rotated twice since); the browser must subscribe again`,
+    problem: `vapid-key-rotated: the subscription was made with application server key ${wanted.slice(0, 12)}…, neither app "${push.app}"'s current nor its previous key (rotated away twice since, or never its key); the browser must subscribe again`,
   };
 }
 
