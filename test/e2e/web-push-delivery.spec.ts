@@ -1,22 +1,33 @@
 import { Headers, Queues, parkedQueueFor } from '@herald/contracts';
+import { generateVapidKeys } from '@herald/providers';
 import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apnsToken, fcmToken, job, registerDevices, uniqueUser, type Device } from '../support/fixtures.ts';
-import { API_TEST_ENV } from '../support/http-api.ts';
+import { API_TEST_ENV, admin } from '../support/http-api.ts';
 import { createWebSubscription, delivered, sandboxRecords, unsubscribeWeb, webPushes, type WebPushReceived, type WebSubscriptionJson } from '../support/sandbox-client.ts';
 import { DEMO_APP, startSystem, type System } from '../support/system.ts';
-import { createWebPushApp, rotateWebPushKeys, type WebPushApp } from '../support/web-push-apps.ts';
+import { createWebPushApp, rotateWebPushKeys, SANDBOX_WEB_PUSH_HOST, type WebPushApp } from '../support/web-push-apps.ts';
 
 /**
  * Browsers as the third platform, end to end: the demo app has its own VAPID keys (admin API),
  * its browsers subscribe at the sandbox's push service (which verifies VAPID and decrypts), and
  * the web-pusher sends (and releases scheduled web pushes itself).
  */
+/** The web-pusher's own pair (WEB_PUSH_VAPID_*), for apps without keys of their own. */
+const PROCESS_VAPID = { ...(await generateVapidKeys()), subject: 'mailto:web-pusher@example.com' };
+
 describe('Web Push delivery, end to end', () => {
   let sys: System;
   let site: WebPushApp;
   beforeAll(async () => {
-    sys = await startSystem({ env: API_TEST_ENV });
+    sys = await startSystem({
+      env: {
+        ...API_TEST_ENV,
+        WEB_PUSH_VAPID_PUBLIC_KEY: PROCESS_VAPID.publicKey,
+        WEB_PUSH_VAPID_PRIVATE_KEY: PROCESS_VAPID.privateKey,
+        WEB_PUSH_VAPID_SUBJECT: PROCESS_VAPID.subject,
+      },
+    });
     site = await createWebPushApp(sys, DEMO_APP.id);
   });
   afterAll(async () => {
@@ -29,20 +40,25 @@ describe('Web Push delivery, end to end', () => {
    * A browser subscribes (bound to `serverKey`, as pushManager.subscribe does) and registers through
    * AMQP, naming that key unless `namesKey` is false (the field is optional).
    */
-  async function browser(userId: string, serverKey = site.publicKey, namesKey = true): Promise<WebSubscriptionJson> {
+  async function browser(userId: string, serverKey = site.publicKey, namesKey = true, app = DEMO_APP.id): Promise<WebSubscriptionJson> {
     const sub = await createWebSubscription(sys.sandbox, { applicationServerKey: serverKey });
+    await registerWeb(sub, userId, app, namesKey ? serverKey : undefined);
+    return sub;
+  }
+  /** Registers a subscription (again: a front end does on every page load) and waits until the registrar applied it. */
+  async function registerWeb(sub: WebSubscriptionJson, userId: string, app: string, applicationServerKey?: string): Promise<void> {
+    const eventAt = new Date();
     await sys.client.publishRegistration({
       kind: 'register',
-      app: DEMO_APP.id,
+      app,
       platform: 'web',
       token: sub.endpoint,
       keys: sub.keys,
-      ...(namesKey && { applicationServerKey: serverKey }),
+      ...(applicationServerKey !== undefined && { applicationServerKey }),
       userId,
-      eventAt: new Date().toISOString(),
+      eventAt: eventAt.toISOString(),
     } as Parameters<System['client']['publishRegistration']>[0]);
-    await waitFor('the subscription stored', async () => (await deviceRow(sub.endpoint)) !== undefined);
-    return sub;
+    await waitFor('the registration applied', async () => (await deviceRow(sub.endpoint))?.last_event_at.getTime() === eventAt.getTime());
   }
   const received = (endpoint: string, n = 1): Promise<WebPushReceived[]> =>
     waitFor(`${n} web push(es) at the push service`, async () => {
@@ -118,6 +134,38 @@ describe('Web Push delivery, end to end', () => {
     expect(oldUnnamed?.vapidKey).toBe(site.publicKey);
     expect(fresh?.vapidKey).toBe(newKey);
     site = { ...site, publicKey: newKey };
+  });
+
+  // Before: signed with the app's new key, every push to them was refused (403, parked VapidKeyMismatch), or parked "rotated twice".
+  it("an app given its own VAPID keys goes on signing the subscriptions it had with the web-pusher's pair they were made with; vapid generate says so", async () => {
+    const app = 'late-keys';
+    expect((await admin(sys, 'POST', '/admin/apps', { id: app })).status).toBe(201);
+    expect((await admin(sys, 'PATCH', `/admin/apps/${app}/web-push`, { hosts: [SANDBOX_WEB_PUSH_HOST] })).status).toBe(200);
+    const userId = uniqueUser('late');
+    // The front end subscribed with the web-pusher's public key (the app had none), naming it or not.
+    const unnamed = await browser(userId, PROCESS_VAPID.publicKey, false, app);
+    const named = await browser(userId, PROCESS_VAPID.publicKey, true, app);
+    expect((await deviceRow(unnamed.endpoint))?.web_vapid_key).toBeNull();
+    await sys.client.publishPushJob(job({ app, userId }));
+    await received(unnamed.endpoint);
+    await received(named.endpoint);
+
+    const generated = await admin(sys, 'POST', `/admin/apps/${app}/vapid`, { subject: 'mailto:ops@example.com' });
+    expect(generated).toMatchObject({ status: 201, body: { notices: [expect.stringMatching(/^existing subscriptions of app "late-keys" keep the key they were made with/)] } });
+    const own = (generated.body['vapid'] as { publicKey: string }).publicKey;
+    // The page loads again and re-registers its subscription, still without naming the key; a new browser subscribes with the app's key.
+    await registerWeb(unnamed, userId, app);
+    const fresh = await browser(userId, own, false, app);
+    expect((await deviceRow(fresh.endpoint))?.web_vapid_key).toBe(own);
+    await sys.client.publishPushJob(job({ app, userId }));
+    const [, again] = await received(unnamed.endpoint, 2);
+    const [, namedAgain] = await received(named.endpoint, 2);
+    const [first] = await received(fresh.endpoint);
+    expect([again, namedAgain, first].map((p) => [p?.vapidKey, p?.claims.sub])).toEqual([
+      [PROCESS_VAPID.publicKey, PROCESS_VAPID.subject],
+      [PROCESS_VAPID.publicKey, PROCESS_VAPID.subject],
+      [own, 'mailto:ops@example.com'],
+    ]);
   });
 
   it('a job over Web Push\'s size limit for an app with VAPID keys: the client library (which does not know the app) publishes it, the demuxer parks it', async () => {

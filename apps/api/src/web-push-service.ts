@@ -3,6 +3,7 @@ import {
   VapidGenerate,
   VapidPublicKeyQuery,
   VapidRotate,
+  vapidGenerateNotice,
   WebPushUpdate,
   type VapidPublicKeyView,
   type WebPushView,
@@ -35,7 +36,8 @@ export async function getWebPush(id: string, deps: WebPushServiceDeps): Promise<
 export const generateVapid = (id: string, body: unknown, d: AdminDeps) =>
   admin(async () => {
     const { subject } = parseBody(VapidGenerate, body ?? {});
-    return webPushView(await d.store.generateVapid(id, { subject, keys: await d.generateVapidKeys() }));
+    const row = await d.store.generateVapid(id, { subject, keys: await d.generateVapidKeys() });
+    return { ...webPushView(row), notices: [vapidGenerateNotice(id)] };
   });
 
 /** POST /admin/apps/:id/vapid/rotate: a new pair, the current one kept as previous. */

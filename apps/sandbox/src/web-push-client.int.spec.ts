@@ -131,6 +131,38 @@ describe('Web Push provider against the sandbox push service', () => {
     }
   });
 
+  // Before: those subscriptions were signed with the app's new key (403, parked VapidKeyMismatch) or parked "rotated twice".
+  it("an app given keys of its own goes on signing the subscriptions made under the web-pusher's pair with that pair and its subject", async () => {
+    const own = await generateVapidKeys();
+    const appProvider = await createWebPushProvider(
+      { ...settings, vapid: { subject: 'https://example.com/contact', current: own }, processVapid: { subject: 'mailto:ops@example.com', current: appKeys } },
+      logger,
+    );
+    try {
+      // appKeys is the process pair here: the one the app's front end subscribed with while the app had no keys.
+      const before = await subscribe(appKeys.publicKey);
+      const unnamed = webPush(before); // registered without applicationServerKey while the app had no keys: NULL
+      const named = { ...webPush(before), webVapidKey: appKeys.publicKey } as DevicePush;
+      const after = await subscribe(own.publicKey);
+      const fresh = { ...webPush(after), webVapidKey: own.publicKey } as DevicePush;
+      for (const push of [unnamed, named, fresh]) expect(await appProvider.send(push, {})).toMatchObject({ kind: 'delivered' });
+      const got = [...(await received(before.endpoint)), ...(await received(after.endpoint))].map((p) => [p['vapidKey'], (p['claims'] as { sub: string }).sub]);
+      expect(got).toEqual([
+        [appKeys.publicKey, 'mailto:ops@example.com'],
+        [appKeys.publicKey, 'mailto:ops@example.com'],
+        [own.publicKey, 'https://example.com/contact'],
+      ]);
+      // A key that is neither the app's nor the web-pusher's is named as such.
+      const stranger = (await generateVapidKeys()).publicKey;
+      expect(await appProvider.send({ ...webPush(before), webVapidKey: stranger }, {})).toMatchObject({
+        kind: 'permanent',
+        reason: expect.stringMatching(/^vapid-key-unknown: .* nor the web-pusher's WEB_PUSH_VAPID_PUBLIC_KEY/) as unknown,
+      });
+    } finally {
+      await appProvider.close();
+    }
+  });
+
   it('names a key it never signed with as unknown, not as rotated away, when the keys were never rotated', async () => {
     const sub = await subscribe(appKeys.publicKey);
     const stranger = (await generateVapidKeys()).publicKey;

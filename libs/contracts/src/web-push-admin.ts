@@ -15,6 +15,15 @@ export const VapidSubject = z
 export const VapidGenerate = z.strictObject({ subject: VapidSubject });
 export type VapidGenerate = z.infer<typeof VapidGenerate>;
 
+/**
+ * What `vapid generate` warns of (ADR 0014): the app's existing subscriptions are bound to the key
+ * they were made with, the web-pusher's process pair while the app had none of its own.
+ */
+export const vapidGenerateNotice = (app: string): string =>
+  `existing subscriptions of app "${app}" keep the key they were made with: those made before now used the web-pusher's WEB_PUSH_VAPID_* pair ` +
+  `and are still signed with it, so keep that pair set on every web-pusher until their browsers have subscribed again with the new public key ` +
+  `(GET /v1/web-push/vapid-public-key, herald apps vapid show); new subscriptions use the new key`;
+
 /** POST /admin/apps/:id/vapid/rotate — a new pair; the current one is kept as previous; optionally a new subject. */
 export const VapidRotate = z.strictObject({ subject: VapidSubject.optional() });
 export type VapidRotate = z.infer<typeof VapidRotate>;
@@ -44,6 +53,8 @@ export const WebPushView = z.object({
   /** true when hosts is Herald's default list (the well-known browser push services). */
   defaultHosts: z.boolean(),
   credentialsVersion: z.number().int(),
+  /** Warnings about the change just made (vapid generate: existing subscriptions keep their key). */
+  notices: z.array(z.string()).optional(),
 });
 export type WebPushView = z.infer<typeof WebPushView>;
 

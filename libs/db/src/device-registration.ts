@@ -49,9 +49,13 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
            case when i.is_register then null else least(i.event_at, now()) end,
            case when i.is_register then null else 'unregistered' end,
            i.web_p256dh, i.web_auth,
-           -- A web register that does not name its applicationServerKey subscribed with the app's current key:
-           -- record it now, so after a rotation the pusher still signs with that (then previous) pair.
-           coalesce(i.web_vapid_key, case when i.is_register and i.platform = 'web' then (select a.web_vapid_public_key from apps a where a.id = i.app) end),
+           -- A web register that does not name its applicationServerKey: the same subscription reported again (same
+           -- endpoint and keys, e.g. on every page load) keeps the key it was recorded with; a new one subscribed with
+           -- the app's current key: record it now, so after a rotation the pusher still signs with that (then previous)
+           -- pair. NULL: the app had no keys of its own, so the web-pusher's process pair signs it, also after the app gets keys.
+           case when i.web_vapid_key is not null then i.web_vapid_key
+                when same.found then same.web_vapid_key
+                when i.is_register and i.platform = 'web' then (select a.web_vapid_public_key from apps a where a.id = i.app) end,
            i.app_version, case when i.is_register then least(coalesce(i.last_seen_at, i.event_at), now()) end,
            now()
     from unnest(
@@ -63,6 +67,10 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       ${rows.map((r) => reg(r)?.applicationServerKey ?? null)}::text[],
       ${rows.map((r) => reg(r)?.appVersion ?? null)}::text[], ${rows.map((r) => reg(r)?.lastSeenAt ?? null)}::timestamptz[]
     ) as i(app, platform, token, user_id, timezone, locale, event_at, is_register, token_kind, web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at)
+    left join lateral (
+      select true as found, s.web_vapid_key from devices s
+      where s.app = i.app and s.platform = i.platform and s.token = i.token and s.web_p256dh = i.web_p256dh and s.web_auth = i.web_auth
+    ) same on i.is_register and i.platform = 'web'
     order by i.app, i.platform, i.token -- one lock order for every batch: no deadlocks
     on conflict (app, platform, token) do update set
       user_id = case when excluded.registered_at is null then d.user_id else excluded.user_id end,

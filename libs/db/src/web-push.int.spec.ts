@@ -81,6 +81,39 @@ describe('web subscriptions as devices', () => {
     expect(await vapidKeyOf('keyed', `fcm:${'k'.repeat(40)}`)).toBeNull();
   });
 
+  // A front end re-registers its subscription on every page load; re-recorded as the app's current key, a
+  // subscription made under the web-pusher's pair (NULL) or a rotated-away key got pushes it refuses.
+  it('the same subscription registered again without naming its key keeps the key it was recorded with; new keys mean a new subscription', async () => {
+    const store = createAppCredentialStore(t.db.kysely, createSecretBox(randomBytes(32).toString('hex')));
+    await t.db.apps.upsert({ id: 'later' });
+    const vapidKeyOf = async (token: string) => (await t.db.kysely.selectFrom('devices').select('web_vapid_key').where('app', '=', 'later').where('token', '=', token).executeTakeFirstOrThrow()).web_vapid_key;
+    const at = (day: number) => `2025-04-0${day}T10:00:00Z`;
+    const [early, rotated] = [keysOf(), keysOf()];
+    await t.db.devices.applyRegistrations([
+      register(endpoint('l1'), early, at(1), { app: 'later' } as Partial<Registration>),
+      register(endpoint('l2'), rotated, at(1), { app: 'later' } as Partial<Registration>),
+    ]);
+    expect(await vapidKeyOf(endpoint('l1'))).toBeNull(); // made while the app had no keys: the web-pusher's pair
+    const [first, second] = [vapidPair(), vapidPair()];
+    await store.generateVapid('later', { subject: 'mailto:ops@example.com', keys: first });
+    await t.db.devices.applyRegistrations([register(endpoint('l2'), rotated, at(2), { app: 'later', applicationServerKey: first.publicKey } as Partial<Registration>)]);
+    await store.rotateVapid('later', { keys: second });
+
+    await t.db.devices.applyRegistrations([
+      register(endpoint('l1'), early, at(3), { app: 'later', userId: 'u-again' } as Partial<Registration>),
+      register(endpoint('l2'), rotated, at(3), { app: 'later' } as Partial<Registration>),
+      register(endpoint('l3'), keysOf(), at(3), { app: 'later' } as Partial<Registration>),
+    ]);
+    expect([await vapidKeyOf(endpoint('l1')), await vapidKeyOf(endpoint('l2')), await vapidKeyOf(endpoint('l3'))]).toEqual([null, first.publicKey, second.publicKey]);
+    // Resubscribed at the same endpoint (new keys): made with the key the front end has now.
+    await t.db.devices.applyRegistrations([register(endpoint('l1'), keysOf(), at(4), { app: 'later' } as Partial<Registration>)]);
+    expect(await vapidKeyOf(endpoint('l1'))).toBe(second.publicKey);
+    // A key named wins; an unregister keeps the row's.
+    await t.db.devices.applyRegistrations([register(endpoint('l2'), rotated, at(5), { app: 'later', applicationServerKey: second.publicKey } as Partial<Registration>)]);
+    await t.db.devices.applyRegistrations([{ version: 1, kind: 'unregister', app: 'later', platform: 'web', token: endpoint('l2'), eventAt: at(6) }]);
+    expect(await vapidKeyOf(endpoint('l2'))).toBe(second.publicKey);
+  });
+
   it('a scheduled web push keeps its keys: the stored DevicePush is released as it was', async () => {
     const keys = keysOf();
     const push: DevicePush = {

@@ -7,6 +7,7 @@ import type { Registry } from '@herald/runtime';
 import { createAppBans, type AppBans } from './app-ban.ts';
 import { appProviderFactory, hasOwnCredentials } from './app-provider.ts';
 import { createJobOutcomeRecorder, type JobOutcomeRecorder } from './job-outcomes.ts';
+import { processVapid, type ProcessVapidSettings } from './process-vapid.ts';
 import { createProviderPool, type ProviderPool } from './provider-pool.ts';
 import { connectionDefaults, type ConnectionConfig } from './provider-connection.ts';
 
@@ -22,7 +23,7 @@ export const appDeliveryConfig = {
 } as const;
 
 /** The connection settings (APNS_ADDRESS, APNS_CA_FILE, FCM_PROXY_URL, ...) are the defaults for apps' own providers. */
-export interface AppDeliverySettings extends ConnectionConfig {
+export interface AppDeliverySettings extends ConnectionConfig, ProcessVapidSettings {
   HERALD_SECRET_KEY: string | undefined;
   PROVIDER_IDLE_MS: number;
   APP_REQUEST_TIMEOUT_MS: number;
@@ -63,6 +64,7 @@ export function createAppDelivery(
       requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS,
       defaults: connectionDefaults(platform, config),
       ...(config.WEB_PUSH_TRUST_SANDBOX !== undefined && { webTrustSandbox: config.WEB_PUSH_TRUST_SANDBOX }),
+      ...(platform === 'web' && { processVapid: processVapid(config) }),
       logger,
     }),
     idleMs: config.PROVIDER_IDLE_MS,

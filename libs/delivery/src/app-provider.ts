@@ -10,6 +10,7 @@ import {
   type ApnsSettings,
   type FcmSettings,
   type PushProvider,
+  type VapidCredentials,
   type WebPushSettings,
 } from '@herald/providers';
 import { apnsConnection, appDefaults, fcmConnection, mergeConnection, proxyOf } from './provider-connection.ts';
@@ -30,6 +31,8 @@ export interface AppProviderOptions {
   defaults?: ProviderConnection;
   /** Web Push: trust the local sandbox's certificate for the sandbox's own origin (default true). */
   webTrustSandbox?: boolean;
+  /** Web Push: the web-pusher's own pair (WEB_PUSH_VAPID_*), still signing the subscriptions an app had before it got keys of its own. */
+  processVapid?: VapidCredentials | undefined;
   logger: Logger;
 }
 
@@ -91,7 +94,8 @@ export function appProviderFactory(o: AppProviderOptions): (app: AppRow) => Prom
       const vapid = await o.credentials.readWeb(app.id);
       if (vapid === undefined) throw new Error(`app "${app.id}" has no VAPID keys`);
       const connection = await webConnection({ ...o, proxyUrl: o.defaults?.proxyUrl });
-      return createWebPushProvider({ ...connection, vapid, requestTimeoutMs: o.requestTimeoutMs }, logger(app.id));
+      const before = o.processVapid === undefined ? {} : { processVapid: o.processVapid };
+      return createWebPushProvider({ ...connection, vapid, ...before, requestTimeoutMs: o.requestTimeoutMs }, logger(app.id));
     }
     const c = await o.credentials.readFcm(app.id);
     if (c === undefined) throw new Error(`app "${app.id}" has no FCM credentials`);

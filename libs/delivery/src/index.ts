@@ -16,6 +16,7 @@ export * from './provider-pool.ts';
 export * from './app-ban.ts';
 export * from './app-provider.ts';
 export * from './app-delivery.ts';
+export * from './process-vapid.ts';
 export * from './job-outcomes.ts';
 export * from './cancelled-jobs.ts';
 export * from './park-outcomes.ts';

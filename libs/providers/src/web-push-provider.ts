@@ -1,5 +1,5 @@
 import https from 'node:https';
-import { unpaddedKey, type DevicePush } from '@herald/contracts';
+import type { DevicePush } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import { retryAfterMs } from './retry-after.ts';
 import type { PushProvider, SendResult } from './push-provider.ts';
@@ -7,7 +7,8 @@ import { WebPushAgent } from './web-agent.ts';
 import { classifyWebPushAnswer, type WebPushAnswer } from './web-classify.ts';
 import { buildWebRequest } from './web-payload.ts';
 import { webRequestProblem } from './web-rules.ts';
-import type { VapidCredentials, VapidKeyPair, WebPushSettings } from './web-settings.ts';
+import type { VapidKeyPair, WebPushSettings } from './web-settings.ts';
+import { signingKeyFor } from './web-signing-key.ts';
 
 type WebPushLib = typeof import('web-push');
 
@@ -16,28 +17,6 @@ const JWT_LIFETIME_S = 12 * 3600;
 const JWT_RENEW_BEFORE_S = 3600;
 const MAX_CACHED_JWTS = 1000;
 const MAX_ANSWER_BYTES = 4096;
-
-/** The key pair this subscription was made with: the current one unless it names the previous one. */
-function keyPairFor(push: DevicePush, vapid: VapidCredentials | undefined): VapidKeyPair | { problem: string } {
-  if (vapid === undefined) {
-    return { problem: `no-vapid-keys: app "${push.app}" has no VAPID keys and the web-pusher has none (WEB_PUSH_VAPID_PUBLIC_KEY, WEB_PUSH_VAPID_PRIVATE_KEY, WEB_PUSH_VAPID_SUBJECT)` };
-  }
-  // The applicationServerKey the browser subscribed with: as registered, or the app's current key at registration.
-  // Compared without padding: a registration stored before its contract dropped it may hold "=".
-  const wanted = push.webVapidKey === undefined ? undefined : unpaddedKey(push.webVapidKey);
-  if (wanted === undefined || wanted === unpaddedKey(vapid.current.publicKey)) return vapid.current;
-  if (vapid.previous !== undefined && wanted === unpaddedKey(vapid.previous.publicKey)) return vapid.previous;
-  // Without a previous pair there was no rotation: the key was never one Herald signs this app's pushes with
-  // (the doors refuse such a key for an app with keys of its own; stored before they did, or for an app without).
-  if (vapid.previous === undefined) {
-    return {
-      problem: `vapid-key-unknown: the subscription was made with application server key ${wanted.slice(0, 12)}…, not the key Herald signs app "${push.app}"'s pushes with (${vapid.current.publicKey.slice(0, 12)}…); the browser must subscribe with that key`,
-    };
-  }
-  return {
-    problem: `vapid-key-rotated: the subscription was made with application server key ${wanted.slice(0, 12)}…, neither app "${push.app}"'s current nor its previous key (rotated away twice since, or never its key); the browser must subscribe again`,
-  };
-}
 
 /** Signed `Authorization: vapid t=…, k=…` headers, reused per push-service origin, subject and key until an hour before they expire. */
 function vapidSigner(lib: WebPushLib, now: () => number) {
@@ -99,11 +78,11 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
       const problem = webRequestProblem(request);
       if (problem !== undefined) return { kind: 'permanent', reason: problem };
       if (push.webKeys === undefined) return { kind: 'permanent', reason: 'a web push without its subscription keys (p256dh, auth)' };
-      const pair = keyPairFor(push, settings.vapid);
-      if ('problem' in pair) return { kind: 'permanent', reason: pair.problem };
+      const key = signingKeyFor(push, settings);
+      if ('problem' in key) return { kind: 'permanent', reason: key.problem };
       let details: ReturnType<WebPushLib['generateRequestDetails']>;
       try {
-        const authorization = sign(new URL(push.token).origin, (settings.vapid as VapidCredentials).subject, pair);
+        const authorization = sign(new URL(push.token).origin, key.subject, key.pair);
         details = lib.generateRequestDetails({ endpoint: push.token, keys: push.webKeys }, request.plaintext, {
           TTL: request.ttl,
           urgency: request.urgency,

@@ -22,6 +22,11 @@ export interface WebPushSettings {
   /** Without keys every push is refused for good (`no-vapid-keys`): browsers' push services require VAPID. */
   vapid?: VapidCredentials;
   /**
+   * An app's own provider: the web-pusher's process pair (WEB_PUSH_VAPID_*), which signed the app's
+   * pushes before it had keys of its own; subscriptions made then (device key NULL, or this key) keep it.
+   */
+  processVapid?: VapidCredentials;
+  /**
    * Push-service origins trusted with a CA bundle of their own (the sandbox's self-signed
    * certificate); every other host is verified against Node's built-in roots.
    */

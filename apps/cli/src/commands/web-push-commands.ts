@@ -1,4 +1,4 @@
-import { DEFAULT_WEB_PUSH_HOSTS, VapidSubject, WebPushHost } from '@herald/contracts';
+import { DEFAULT_WEB_PUSH_HOSTS, vapidGenerateNotice, VapidSubject, WebPushHost } from '@herald/contracts';
 import type { AppCredentialStore, AppRow, Database } from '@herald/db';
 import { generateVapidKeys } from '@herald/providers';
 import type { Command } from 'commander';
@@ -45,7 +45,9 @@ export function registerWebPushCommands(apps: Command, store: Store): void {
       const subject = checked('--subject', VapidSubject, o.subject);
       const keys = await generateVapidKeys();
       const row = await auditedCli(audit('app.generate-vapid', id, o), (db) => store(db).generateVapid(id, { subject, keys }), auditSummary);
-      printObject(webPushSummary(row), o.json === true);
+      const notice = vapidGenerateNotice(id);
+      printObject({ ...webPushSummary(row), notices: [notice] }, o.json === true);
+      if (o.json !== true) process.stderr.write(`warning: ${notice}\n`);
     });
   vapid
     .command('rotate <id>')

@@ -1,0 +1,44 @@
+import { unpaddedKey, type DevicePush } from '@herald/contracts';
+import type { VapidCredentials, VapidKeyPair, WebPushSettings } from './web-settings.ts';
+
+/** The pair a push is signed with, and the contact subject that goes with it. */
+export interface SigningKey {
+  subject: string;
+  pair: VapidKeyPair;
+}
+
+const short = (key: string): string => `${key.slice(0, 12)}…`;
+
+/**
+ * The key pair a subscription was made with (ADR 0014, rotation). `push.webVapidKey` is the
+ * applicationServerKey the browser subscribed with: as registered, or the app's current key at
+ * registration; none (NULL) when the app had no keys of its own then, so the web-pusher's process
+ * pair (WEB_PUSH_VAPID_*) served it. An app's own provider signs with the app's current or previous
+ * pair, and with `settings.processVapid` a subscription made under the process pair: giving an app
+ * keys of its own must not orphan the subscriptions it already had.
+ */
+export function signingKeyFor(push: DevicePush, settings: Pick<WebPushSettings, 'vapid' | 'processVapid'>): SigningKey | { problem: string } {
+  const { vapid, processVapid } = settings;
+  if (vapid === undefined) {
+    return { problem: `no-vapid-keys: app "${push.app}" has no VAPID keys and the web-pusher has none (WEB_PUSH_VAPID_PUBLIC_KEY, WEB_PUSH_VAPID_PRIVATE_KEY, WEB_PUSH_VAPID_SUBJECT)` };
+  }
+  const own = (pair: VapidKeyPair): SigningKey => ({ subject: vapid.subject, pair });
+  const processKey = (p: VapidCredentials): SigningKey => ({ subject: p.subject, pair: p.current });
+  // Compared without padding: a registration stored before its contract dropped it may hold "=".
+  const wanted = push.webVapidKey === undefined ? undefined : unpaddedKey(push.webVapidKey);
+  if (wanted === undefined) return processVapid === undefined ? own(vapid.current) : processKey(processVapid);
+  if (wanted === unpaddedKey(vapid.current.publicKey)) return own(vapid.current);
+  if (vapid.previous !== undefined && wanted === unpaddedKey(vapid.previous.publicKey)) return own(vapid.previous);
+  if (processVapid !== undefined && wanted === unpaddedKey(processVapid.current.publicKey)) return processKey(processVapid);
+  const process = processVapid === undefined ? '' : ` nor the web-pusher's WEB_PUSH_VAPID_PUBLIC_KEY (${short(processVapid.current.publicKey)})`;
+  // Without a previous pair there was no rotation: the key was never one Herald signs this app's pushes with
+  // (the doors refuse such a key for an app with keys of its own; stored before they did, or for an app without).
+  if (vapid.previous === undefined) {
+    return {
+      problem: `vapid-key-unknown: the subscription was made with application server key ${short(wanted)}, not the key Herald signs app "${push.app}"'s pushes with (${short(vapid.current.publicKey)})${process}; the browser must subscribe with that key`,
+    };
+  }
+  return {
+    problem: `vapid-key-rotated: the subscription was made with application server key ${short(wanted)}, neither app "${push.app}"'s current nor its previous key (rotated away twice since, or never its key)${process}; the browser must subscribe again`,
+  };
+}
