@@ -33,6 +33,20 @@ describe('BackPressure', () => {
     expect(run(bp, 7000, 1000, 1)).toBe(1000); // factor back to 1: no cap
   });
 
+  it('a quiet sender meeting a wave is halved from what asked to go, not from the little it had sent', () => {
+    // Two pushes in the last second, then a wave: 2,000 ask to go and the first answer is a 503.
+    const bp = new BackPressure({ aimd: { minFactor: 0.05, recoveryPerSec: 0.1, cooldownMs: 1000 } }, 0);
+    bp.sent(1, 100);
+    bp.sent(1, 600);
+    bp.wanted(2_000, 950);
+    expect(bp.throttled(1000)).toBe(true);
+    // About 1,000/s (halved from 2,000, recovering) instead of 1/s (halved from 2).
+    expect(run(bp, 1000, 1000, 10)).toBeGreaterThan(900);
+    // A brownout's next 503, while still slowed, halves from that rate again, not from the meter.
+    expect(bp.throttled(2500)).toBe(true);
+    expect(run(bp, 2500, 1000, 10)).toBeGreaterThan(300);
+  });
+
   it('never slows below minRatePerSec', () => {
     const bp = new BackPressure({ minRatePerSec: 100, aimd: { minFactor: 0.01, recoveryPerSec: 0, cooldownMs: 0 } }, 0);
     run(bp, 0, 1000, 1);

@@ -13,11 +13,14 @@ export interface BackPressureOptions {
 /**
  * Pure (time is passed in): one sender's pacing under provider throttles (the whole platform in
  * this process, or one app in this process). A throttle halves the rate (AIMD, from the rate
- * measured just before it) and it recovers linearly. While not slowed down, `delayFor` is 0.
+ * measured just before it: what was sent, or what was asked for if more) and it recovers
+ * linearly. While not slowed down, `delayFor` is 0.
  */
 export class BackPressure {
   private readonly aimd: Aimd;
   private readonly meter = new RateMeter();
+  /** Pushes that asked to go (sent or not): a quiet sender meeting a wave is halved from the wave. */
+  private readonly demand = new RateMeter();
   private readonly bucket: TokenBucket;
   private reference = 0;
 
@@ -33,9 +36,19 @@ export class BackPressure {
     this.meter.record(n, nowMs);
   }
 
-  /** A throttle signal; returns true if it lowered the rate (false inside the AIMD cooldown). */
+  /** n pushes asked to go (before any wait for budget or pacing). */
+  wanted(n: number, nowMs: number): void {
+    this.demand.record(n, nowMs);
+  }
+
+  /**
+   * A throttle signal; returns true if it lowered the rate (false inside the AIMD cooldown). The
+   * rate halved is the larger of what went and what asked to go in the last second: halved from
+   * what a quiet pusher had just sent (a start, the first pushes of a morning wave), one APNs 503
+   * held the whole platform in that process at 1 push/s, and each 503 of a brownout kept it there.
+   */
   throttled(nowMs: number): boolean {
-    const rateBefore = this.factor(nowMs) >= 1 ? this.meter.perSecond(nowMs) : this.reference;
+    const rateBefore = this.factor(nowMs) >= 1 ? Math.max(this.meter.perSecond(nowMs), this.demand.perSecond(nowMs)) : this.reference;
     if (!this.aimd.decrease(nowMs)) return false;
     this.reference = Math.max(rateBefore, this.minRate());
     this.bucket.setRate(this.currentRate(nowMs), nowMs);

@@ -48,6 +48,12 @@ export class ProviderBackOff {
     return forApp > 0 ? forApp : this.platformPacing.delayFor(n, nowMs);
   }
 
+  /** n pushes of the app asked to go (what a throttle halves, if more than went). */
+  wanted(n: number, app: string | undefined, nowMs: number): void {
+    this.platformPacing.wanted(n, nowMs);
+    if (app !== undefined) this.pacingOf(app, nowMs).wanted(n, nowMs);
+  }
+
   sent(n: number, app: string | undefined, nowMs: number): void {
     this.platformPacing.sent(n, nowMs);
     if (app !== undefined) this.pacingOf(app, nowMs).sent(n, nowMs);

@@ -91,6 +91,7 @@ class FleetRateLimiter implements RateLimiter {
       return false;
     }
     const started = this.now();
+    this.backOff.wanted(n, app, started);
     const deadline = started + (this.options.maxWaitMs ?? 20_000);
     let waited = false;
     if (this.backOff.delayFor(n, app, started) > 0) {
