@@ -3,7 +3,7 @@ import type { Registration } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { deviceKey, pickOnePerDevice, type DeviceKey } from './device-key.ts';
 import { followerActivitySql } from './follow-index.ts';
-import { laterEventSql } from './later-event.ts';
+import { keptEventTimeSql, laterEventSql } from './later-event.ts';
 
 export type RegistrationResult = 'applied' | 'stale';
 
@@ -86,7 +86,7 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       last_seen_at = case when excluded.registered_at is null then d.last_seen_at else greatest(d.last_seen_at, excluded.last_seen_at) end,
       registered_at = coalesce(excluded.registered_at, d.registered_at),
       user_changed_at = case when excluded.registered_at is not null and d.user_id is distinct from excluded.user_id then now() else d.user_changed_at end,
-      last_event_at = excluded.last_event_at,
+      last_event_at = ${keptEventTimeSql(sql`excluded.last_event_at`, sql`d.last_event_at`)},
       event_applied_at = excluded.event_applied_at,
       invalidated_at = excluded.invalidated_at,
       invalidation_reason = excluded.invalidation_reason,

@@ -73,10 +73,20 @@ describe('an event stamped far ahead does not pin what it set', () => {
 
   it('a logout stamped by a right clock is applied, so the user who left gets no more pushes there', async () => {
     const token = nextToken();
-    expect(await register(token, 'user-a', fromNow(DAY))).toBe('applied');
+    const fast = fromNow(DAY);
+    expect(await register(token, 'user-a', fast)).toBe('applied');
     await pause();
     expect(await unregister(token, new Date().toISOString())).toBe('applied');
     expect((await device(token)).invalidation_reason).toBe('unregistered');
+    // The phone's register delivered again (a retry) does not bring the user back.
+    await pause();
+    expect(await register(token, 'user-a', fast)).toBe('stale');
+    expect((await device(token)).invalidation_reason).toBe('unregistered');
+    // Its later events, by its own clock, still count; and so do a right clock's after them.
+    expect(await register(token, 'user-c', fromNow(DAY + HOUR))).toBe('applied');
+    await pause();
+    expect(await register(token, 'user-d', new Date().toISOString())).toBe('applied');
+    expect((await device(token)).user_id).toBe('user-d');
   });
 
   it('an event stamped before the fast one was applied stays stale: which came first cannot be told', async () => {
@@ -96,16 +106,21 @@ describe('an event stamped far ahead does not pin what it set', () => {
   });
 
   it('an unsubscribe and an unfollow stamped by a right clock beat a subscribe and a follow stamped a day ahead', async () => {
+    const fast = fromNow(DAY);
     const member = (subscribed: boolean, eventAt: string) => ({ app: 'app-a', topic: 'news', member: { userId: 'fast-phone-user' }, subscribed, eventAt });
-    expect(await applyTopicMemberships(t.db.kysely, [member(true, fromNow(DAY))])).toEqual(['applied']);
+    expect(await applyTopicMemberships(t.db.kysely, [member(true, fast)])).toEqual(['applied']);
     const follow = (following: boolean, eventAt: string) => ({ app: 'app-a', followee: 'star', follower: 'fast-phone-user', following, eventAt });
-    expect(await applyFollowEvents(t.db.kysely, [follow(true, fromNow(DAY))])).toEqual(['applied']);
+    expect(await applyFollowEvents(t.db.kysely, [follow(true, fast)])).toEqual(['applied']);
     await pause();
     // The fast clock's own earlier event, delivered again, is still ordered by that clock.
     expect(await applyTopicMemberships(t.db.kysely, [member(false, fromNow(DAY - HOUR))])).toEqual(['stale']);
     expect(await applyFollowEvents(t.db.kysely, [follow(false, fromNow(DAY - HOUR))])).toEqual(['stale']);
     expect(await applyTopicMemberships(t.db.kysely, [member(false, new Date().toISOString())])).toEqual(['applied']);
     expect(await applyFollowEvents(t.db.kysely, [follow(false, new Date().toISOString())])).toEqual(['applied']);
+    // The fast clock's subscribe and follow delivered again stay stale.
+    await pause();
+    expect(await applyTopicMemberships(t.db.kysely, [member(true, fast)])).toEqual(['stale']);
+    expect(await applyFollowEvents(t.db.kysely, [follow(true, fast)])).toEqual(['stale']);
     const row = await t.db.kysely.selectFrom('topic_members').select('subscribed').where('member_id', '=', 'fast-phone-user').executeTakeFirstOrThrow();
     expect(row.subscribed).toBe(false);
     const edge = await t.db.kysely.selectFrom('follows').select('following').where('follower', '=', 'fast-phone-user').executeTakeFirstOrThrow();

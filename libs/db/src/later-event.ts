@@ -21,3 +21,15 @@ export function laterEventSql(incoming: RawBuilder<unknown>, stored: RawBuilder<
         and ${incoming} <= now() + ${CLOCK_SKEW_ALLOWANCE}
         and ${incoming} >= ${storedAppliedAt}))`;
 }
+
+/**
+ * The event time to keep when an incoming event wins (laterEventSql). Normally its own. But one
+ * that won only because the stored time was from a clock running ahead keeps that clock's time
+ * (plus a millisecond): the fast clock's own earlier events, delivered again after it (a retried
+ * register), must stay stale, and with the winner's earlier time kept they beat it and brought
+ * back what it undid (a logout). The fast clock's later events still win, and so does a plausible
+ * event after this one was applied (event_applied_at moves to now).
+ */
+export function keptEventTimeSql(incoming: RawBuilder<unknown>, stored: RawBuilder<unknown>): RawBuilder<Date> {
+  return sql<Date>`case when ${incoming} >= ${stored} then ${incoming} else ${stored} + interval '1 millisecond' end`;
+}
