@@ -25,7 +25,7 @@ export interface PusherLimiter {
  */
 export async function createPusherLimiter(
   platform: LimitedChannel,
-  settings: RateLimitSettings & DatabaseSettings,
+  settings: RateLimitSettings & DatabaseSettings & { PUSHER_RETRY_DELAYS_MS: readonly number[] },
   logger: Logger,
   registry: Registry,
 ): Promise<PusherLimiter> {
@@ -40,6 +40,8 @@ export async function createPusherLimiter(
       maxWaitMs: settings.RATE_LIMIT_MAX_WAIT_MS,
       maxSlice: settings.RATE_LIMIT_MAX_SLICE,
       refreshMs: settings.RATE_LIMIT_REFRESH_MS,
+      // A deferral waits at most the longest delay queue: no turn is booked further ahead.
+      maxTurnMs: Math.max(...settings.PUSHER_RETRY_DELAYS_MS),
     });
     return {
       limiter,

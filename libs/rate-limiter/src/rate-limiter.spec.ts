@@ -178,6 +178,29 @@ describe('createRateLimiter', () => {
     expect(Math.max(...settled.filter((s) => s.ok).map((s) => s.at))).toBeLessThan(1000);
   });
 
+  it("no turn is booked beyond the longest deferral: such a push is told that, and the turns stay where the budget can take them", async () => {
+    const store = new MemoryRateLimitStore();
+    store.set({ platform: 'apns', app: 'big' }, 100);
+    const l = await limiter(store, { maxTurnMs: 500 });
+    const turns: number[] = [];
+    const broadcast = Array.from({ length: 200 }, () => l.acquire(1, AbortSignal.timeout(1000), 'big', (turnInMs) => turns.push(turnInMs)));
+    await new Promise((r) => setTimeout(r, 50));
+    // 25 wait (250 ms), then turns 10 ms apart up to 500 ms: about 25 booked; the rest told 500 ms and booked nothing.
+    const booked = turns.filter((t) => t < 500);
+    expect(booked.length).toBeGreaterThanOrEqual(20);
+    expect(booked.length).toBeLessThanOrEqual(30);
+    expect(turns.filter((t) => t === 500).length).toBe(turns.length - booked.length);
+    // Those coming back at the horizon get turns after the last booked one (within it again), not
+    // after a turn for every refusal before them (which would be 2 s out by now).
+    await new Promise((r) => setTimeout(r, 450));
+    const later: number[] = [];
+    const back = Array.from({ length: 60 }, () => l.acquire(1, AbortSignal.timeout(1000), 'big', (turnInMs) => later.push(turnInMs)));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(later.length).toBeGreaterThanOrEqual(30);
+    expect(later.filter((t) => t < 500).length).toBeGreaterThanOrEqual(15);
+    await Promise.all([...broadcast, ...back]);
+  });
+
   it('a provider overload slows this process down', async () => {
     const store = new MemoryRateLimitStore();
     const l = await limiter(store);

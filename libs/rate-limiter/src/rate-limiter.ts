@@ -22,6 +22,13 @@ export interface RateLimiterOptions {
   refreshMs?: number;
   /** Longest an acquire waits before giving up (the caller defers the push). Default 20 s. */
   maxWaitMs?: number;
+  /**
+   * The longest the caller can defer a push (its largest delay queue; default 10 min). A push of an
+   * app over its own budget whose turn would come later is told this and books no turn: it comes
+   * back then and asks again. Booked past it, turns ran away: each push deferred only that far came
+   * back early, was refused and booked again at the end, and the app got a fraction of its budget.
+   */
+  maxTurnMs?: number;
   backPressure?: BackPressureOptions;
   now?: () => number;
 }
@@ -133,8 +140,10 @@ class FleetRateLimiter implements RateLimiter {
     const now = this.now();
     // Turns start after the pushes waiting here, whose tokens come first.
     const turn = Math.max(now + (waiting * 1000) / budget.ratePerSec, this.turns.get(app as string) ?? 0) + (n * 1000) / budget.ratePerSec;
-    this.turns.set(app as string, turn);
     this.metrics.overBudget.inc({ platform: this.options.platform });
+    const horizonMs = this.options.maxTurnMs ?? 600_000;
+    if (turn - now > horizonMs) return horizonMs;
+    this.turns.set(app as string, turn);
     return turn - now;
   }
 
