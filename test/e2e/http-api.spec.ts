@@ -152,6 +152,41 @@ describe('HTTP API: two apps on both platforms, each through its own credentials
     expect((await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key })).body).toMatchObject({ scheduled: 0, targeted: 2, delivered: 0 });
   });
 
+  it('a job cancelled while it waits for the demuxer ends with every push cancelled: none sent, none left scheduled, the status adding up', async () => {
+    const demuxer = sys.service('demuxer');
+    const tokens = users.get('alpha')?.devices.map((d) => d.token) ?? [];
+    const sentBefore = await Promise.all(tokens.map(async (token) => (await delivered(sys.sandbox, { token })).length));
+    // push.jobs backed up: nobody takes the jobs until both are cancelled.
+    await demuxer.stop('SIGTERM');
+    const later = job('alpha', { deliverAt: { at: new Date(Date.now() + 30 * 86_400_000).toISOString() } });
+    const now = job('alpha');
+    try {
+      for (const posted of [later, now]) {
+        expect((await call(sys, 'POST', '/v1/jobs', { key, body: posted })).status).toBe(202);
+        const cancelled = await call(sys, 'DELETE', `/v1/jobs/${posted.id}`, { key });
+        expect({ status: cancelled.status, body: cancelled.body }).toEqual({ status: 200, body: { id: posted.id, cancelled: 0 } });
+      }
+    } finally {
+      await demuxer.start();
+    }
+    for (const posted of [later, now]) {
+      const status = await waitFor(`job ${posted.id} settled`, async () => {
+        const r = await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key });
+        return r.body['targeted'] === 2 && r.body['inFlight'] === 0 && r.body;
+      });
+      expect(status).toMatchObject({ state: 'cancelled', targeted: 2, delivered: 0, invalid: 0, failed: 0, parked: 0, scheduled: 0, inFlight: 0 });
+      expect(status['skipped']).toEqual({ optedOut: 0, muted: 0, noDevice: 0, expired: 0, cancelled: 2 });
+      const pushes = (await call(sys, 'GET', `/v1/jobs/${posted.id}/pushes`, { key })).body['pushes'] as Array<{ outcome: string }>;
+      expect(pushes.map((p) => p.outcome)).toEqual(['cancelled', 'cancelled']);
+    }
+    expect(await sys.database.db.kysely.selectFrom('scheduled_pushes').select('push_id').where('job_id', 'in', [later.id, now.id]).execute()).toEqual([]);
+    expect(await Promise.all(tokens.map(async (token) => (await delivered(sys.sandbox, { token })).length))).toEqual(sentBefore);
+    // The restarted demuxer took only these two: it published none of their pushes and stored none.
+    expect(await metric(demuxer, 'herald_demuxer_jobs_total', { outcome: 'cancelled' })).toBe(2);
+    expect(await metric(demuxer, 'herald_demuxer_device_pushes_total')).toBe(0);
+    expect(await metric(demuxer, 'herald_demuxer_scheduled_pushes_total')).toBe(0);
+  });
+
   it('rotates credentials without a restart: the next push uses the new key', async () => {
     const fresh = await mintApnsKey(sys.sandbox);
     const rotated = await admin(sys, 'PUT', '/admin/apps/alpha/credentials', {

@@ -199,7 +199,8 @@ export async function jobPushes(id: string, query: unknown, key: ApiKeyRow, deps
 /**
  * Cancel the job: a running audience fan-out stops before its next chunk, pushes still queued are
  * dropped by the pushers (outcome cancelled), and its scheduled pushes are removed (`cancelled`
- * counts those). Pushes a provider already accepted are not recalled.
+ * counts those); a job still waiting for the demuxer has its pushes recorded cancelled when the
+ * demuxer takes it, none sent or stored. Pushes a provider already accepted are not recalled.
  */
 export async function cancelJob(id: string, key: ApiKeyRow, deps: JobServiceDeps): Promise<{ id: string; cancelled: number }> {
   await visibleJob(id, key, deps);

@@ -15,7 +15,7 @@ export function createDemuxerMetrics(registry: Registry): DemuxerMetrics {
   return {
     jobs: new Counter({
       name: 'herald_demuxer_jobs_total',
-      help: 'Push jobs handled by the demuxer, by outcome (fanned-out, fan-out-started: an audience job handed to the fan-out stage, no-devices, skipped: every device skipped for opt-outs or mutes, expired, parked)',
+      help: 'Push jobs handled by the demuxer, by outcome (fanned-out, fan-out-started: an audience job handed to the fan-out stage, no-devices, skipped: every device skipped for opt-outs or mutes, expired, cancelled: cancelled while it waited in push.jobs, parked)',
       labelNames: ['outcome'],
       registers: [registry],
     }),

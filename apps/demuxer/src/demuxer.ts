@@ -1,5 +1,5 @@
 import { PushJob, acceptedAtOf, decodeWith, expiresBeforeDue, jobExpiry, scheduleProblem, targetUsers, type DevicePush } from '@herald/contracts';
-import type { AppRow, AudienceDevice, DemuxEntry, TargetRequest } from '@herald/db';
+import type { AppRow, AudienceDevice, CancelledPush, DemuxEntry, TargetRequest } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import { jobConformanceIssues, jobNotices } from '@herald/providers';
@@ -23,9 +23,14 @@ export interface DemuxerDeps {
   /**
    * Job status (GET /v1/jobs/:id): what each job targeted and the outcomes decided here, written
    * before its pushes are published so no push's outcome is ever counted against an unknown total.
-   * Parked jobs are recorded by the consumer's onParked (job-parks.ts).
+   * Parked jobs are recorded by the consumer's onParked (job-parks.ts). recordDemux answers which
+   * jobs were cancelled while they waited in push.jobs: their pushes go to recordCancelled instead
+   * of the send queues or the store.
    */
-  jobs?: { recordDemux(entries: readonly DemuxEntry[]): Promise<void> };
+  jobs?: {
+    recordDemux(entries: readonly DemuxEntry[]): Promise<ReadonlySet<string>>;
+    recordCancelled(pushes: readonly CancelledPush[]): Promise<void>;
+  };
   /** Audience jobs are handed to the fan-out stage (audience-start.ts, fanout-chunk.ts). */
   audiences?: Pick<AudienceStartDeps, 'fanouts' | 'audiences'>;
   /** Device pushes per RabbitMQ message to a send queue (PUSH_PACK_SIZE, ADR 0016); default 1. */
@@ -37,6 +42,7 @@ export interface DemuxerDeps {
 
 type Accepted = { index: number; job: PushJob; acceptedAt: Date; expired: boolean };
 const ack: Outcome = { kind: 'ack' };
+const NONE: ReadonlySet<string> = new Set();
 
 /**
  * Job → one DevicePush per valid device of each target user. A batch of jobs costs one
@@ -91,11 +97,31 @@ async function demuxPart(accepted: readonly Accepted[], deps: DemuxerDeps, at: D
     at,
   );
   const plans = accepted.map((a) => planJob(a.job, a.acceptedAt, audience.get(String(a.index)) ?? [], a.expired, at, deps.scheduling.slackMs));
-  await deps.jobs?.recordDemux(accepted.map((a, i) => demuxEntry(a, plans[i] as JobPlan)));
-  const emitted = await Promise.all(accepted.map((a, i) => fanOut(a, plans[i] as JobPlan, deps, at)));
+  const cancelled = (await deps.jobs?.recordDemux(accepted.map((a, i) => demuxEntry(a, plans[i] as JobPlan)))) ?? NONE;
+  if (cancelled.size > 0) await recordCancelled(accepted, plans, cancelled, deps);
+  const emitted = await Promise.all(accepted.map((a, i) => (cancelled.has(a.job.id) ? [] : fanOut(a, plans[i] as JobPlan, deps, at))));
   // Every job's pushes of this part together, so pushes of many small jobs share RabbitMQ messages.
   await deps.publisher.publishMany(emitted.flat().map(toSendMessage), { packMax: deps.packMax ?? 1 });
   accepted.forEach((a, i) => emittedLog(a.job, emitted[i] ?? [], deps));
+}
+
+/**
+ * Jobs cancelled while they waited in push.jobs (DELETE /v1/jobs/:id found the row the HTTP API
+ * wrote): each push the job would have published or stored is recorded `cancelled`, so the job's
+ * status adds up and nothing of it waits as scheduled; nothing is published, stored or counted in
+ * the wave monitor. Outcomes decided in the plan (opted-out, muted, expired) stand as recorded.
+ */
+async function recordCancelled(accepted: readonly Accepted[], plans: readonly JobPlan[], cancelled: ReadonlySet<string>, deps: DemuxerDeps): Promise<void> {
+  const pushes: CancelledPush[] = [];
+  for (const [i, { job }] of accepted.entries()) {
+    const plan = plans[i];
+    if (!cancelled.has(job.id) || plan === undefined) continue;
+    const dropped = [...plan.split.now, ...plan.split.later.map((l) => l.push)];
+    pushes.push(...dropped.map((p) => ({ pushId: p.pushId, jobId: p.jobId, deviceId: p.deviceId, platform: p.platform })));
+    deps.metrics.jobs.inc({ outcome: 'cancelled' });
+    deps.logger.info({ jobId: job.id, pushes: dropped.length }, 'job was cancelled before the demuxer took it: its pushes recorded cancelled, none sent or stored');
+  }
+  await deps.jobs?.recordCancelled(pushes);
 }
 
 function demuxEntry({ job, acceptedAt }: Accepted, plan: JobPlan): DemuxEntry {

@@ -17,7 +17,10 @@ export interface JobCancellation {
 /**
  * Cancel a job: mark it cancelled (its running fan-out stops before its next chunk, and the
  * pushers drop its pushes still queued, recorded as cancelled) and remove every stored scheduled
- * push of the job. Pushes a provider already accepted are not recalled.
+ * push of the job (a store of its pushes in progress holds the mark back until it commits, and a
+ * store after it records them cancelled instead, so the removal misses none; a job still in
+ * push.jobs has its pushes recorded cancelled by the demuxer). Pushes a provider already accepted
+ * are not recalled.
  */
 export async function cancelJobFully(db: Pick<Database, 'scheduled' | 'kysely'>, jobId: string): Promise<JobCancellation> {
   const { known, fanout } = await createFanoutRepository(db.kysely).cancel(jobId);

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
-import { upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
+import { recordCancelledPushes, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
 
 export type FanoutState = 'expanding' | 'sending' | 'done' | 'cancelled';
 
@@ -184,15 +184,7 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
         await upsertOutcomes(trx, outcomes);
         return 'recorded' as const;
       }),
-    async cancelPlanned(jobId, pushes) {
-      if (pushes.length === 0) return;
-      await sql`
-        insert into push_outcomes (push_id, job_id, outcome, code, reason, device_id)
-        select p, ${jobId}, 'cancelled', 'cancelled', 'the job was cancelled before this push was sent', d
-        from unnest(${pushes.map((p) => p.pushId)}::uuid[], ${pushes.map((p) => p.deviceId)}::text[]) as i(p, d)
-        order by p
-        on conflict (job_id, push_id) do nothing`.execute(db);
-    },
+    cancelPlanned: (jobId, pushes) => recordCancelledPushes(db, pushes.map((p) => ({ ...p, jobId }))),
     async finishChunk(jobId, chunkNo) {
       await sql`update fanout_chunks set state = 'done', updated_at = now() where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(db);
       await sql`

@@ -23,7 +23,7 @@ export * from './secret-box.ts';
 export * from './app-credentials.ts';
 export * from './api-key-repository.ts';
 export * from './job-repository.ts';
-export type { PushOutcomeEntry, PushOutcomeKind, PushRecord } from './push-outcomes.ts';
+export type { CancelledPush, PushOutcomeEntry, PushOutcomeKind, PushRecord } from './push-outcomes.ts';
 export * from './subscription-repository.ts';
 export * from './audit-log.ts';
 export { listUserDevices, type UserDevice } from './user-devices.ts';

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type pg from 'pg';
 import type { HeraldTables, JobsTable } from './tables.ts';
-import { listJobPushes, upsertOutcomes, type PushOutcomeEntry, type PushRecord } from './push-outcomes.ts';
+import { listJobPushes, recordCancelledPushes, upsertOutcomes, type CancelledPush, type PushOutcomeEntry, type PushRecord } from './push-outcomes.ts';
 import type { FanoutProgress } from './fanout-repository.ts';
 import { queryPrepared } from './prepared.ts';
 
@@ -68,9 +68,13 @@ export interface JobRepository {
   /**
    * The demuxer's result for each job: what it targeted, and the outcomes it decided itself, in one
    * transaction (idempotent upsert). Written before the job's pushes are published, so no outcome
-   * is ever counted against a job whose targeted is not yet known.
+   * is ever counted against a job whose targeted is not yet known. Returns the ids of the jobs
+   * found cancelled (jobs.cancelled_at set: DELETE /v1/jobs/:id while the job waited in push.jobs),
+   * read by the same statement, under the row lock its upsert takes.
    */
-  recordDemux(entries: readonly DemuxEntry[]): Promise<void>;
+  recordDemux(entries: readonly DemuxEntry[]): Promise<ReadonlySet<string>>;
+  /** Pushes of a cancelled job the demuxer neither published nor stored: `cancelled`, unless they have an outcome already. */
+  recordCancelled(pushes: readonly CancelledPush[]): Promise<void>;
   /** Jobs the demuxer parked: demuxOutcome `parked: <code>` with the reason (a job already fanned out keeps its record). */
   recordJobParks(entries: readonly JobPark[]): Promise<void>;
   /** Final outcome per device push (see PushOutcomeKind); a later outcome replaces an earlier, except after delivered. */
@@ -142,6 +146,7 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
         delete from jobs using target where jobs.id = target.id`.execute(db);
     },
     recordDemux: (entries) => recordDemux(db, pool, entries),
+    recordCancelled: (pushes) => recordCancelledPushes(db, pushes),
     async recordJobParks(entries) {
       if (entries.length === 0) return;
       const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
@@ -187,28 +192,36 @@ function toJobRecord(r: JobRow): JobRecord {
  * have been invalidated (its user now has none: its push was made all the same) or registered
  * (a user without one now has a push); either way the sum stays exact. Only two such changes
  * between the same two fan-outs could leave it off by one. demux_reason is cleared by a fan-out
- * (a parked job replayed after its cause was fixed).
+ * (a parked job replayed after its cause was fixed). The statement also returns the jobs found
+ * cancelled: the upsert updates the row's latest version (a cancel in progress is waited for), so
+ * every cancel committed before it is seen; one committed after it is the cancel's and the
+ * store's to handle (ScheduledPushRepository.schedule, cancelJob).
  */
-async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: readonly DemuxEntry[]): Promise<void> {
-  if (entries.length === 0) return;
+async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: readonly DemuxEntry[]): Promise<ReadonlySet<string>> {
+  if (entries.length === 0) return new Set();
   const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
   const pushes = rows.flatMap((r) => r.pushes ?? []);
-  const upsertJobs = sql`
-      insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device)
-      select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}'), i.no_device
-      from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.targeted)}::int[], ${rows.map((r) => r.outcome)}::text[],
-        ${rows.map((r) => (r.notices !== undefined && r.notices.length > 0 ? r.notices.join('\n') : null))}::text[], ${rows.map((r) => r.noDevice ?? 0)}::int[])
-        as i(id, app, targeted, outcome, notices, no_device)
-      order by i.id
-      on conflict (id) do update set targeted = greatest(jobs.targeted, excluded.targeted),
-        no_device = least(jobs.no_device, excluded.no_device),
-        demux_outcome = excluded.demux_outcome, demux_reason = null, demuxed_at = now(), notices = excluded.notices,
-        published_at = coalesce(jobs.published_at, now())`;
+  const upsertJobs = sql<{ id: string }>`
+      with upserted as (
+        insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device)
+        select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}'), i.no_device
+        from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.targeted)}::int[], ${rows.map((r) => r.outcome)}::text[],
+          ${rows.map((r) => (r.notices !== undefined && r.notices.length > 0 ? r.notices.join('\n') : null))}::text[], ${rows.map((r) => r.noDevice ?? 0)}::int[])
+          as i(id, app, targeted, outcome, notices, no_device)
+        order by i.id
+        on conflict (id) do update set targeted = greatest(jobs.targeted, excluded.targeted),
+          no_device = least(jobs.no_device, excluded.no_device),
+          demux_outcome = excluded.demux_outcome, demux_reason = null, demuxed_at = now(), notices = excluded.notices,
+          published_at = coalesce(jobs.published_at, now())
+        returning id, cancelled_at)
+      select id from upserted where cancelled_at is not null`;
+  const cancelled = (rows: ReadonlyArray<{ id: string }>): ReadonlySet<string> => new Set(rows.map((r) => r.id));
   // Alone (no outcome decided here, the usual case) it is a prepared statement (prepared.ts).
-  if (pushes.length === 0) return void (await queryPrepared(db, pool, upsertJobs));
-  await db.transaction().execute(async (trx) => {
-    await upsertJobs.execute(trx);
+  if (pushes.length === 0) return cancelled(await queryPrepared(db, pool, upsertJobs));
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await upsertJobs.execute(trx);
     await upsertOutcomes(trx, pushes);
+    return cancelled(rows);
   });
 }
 

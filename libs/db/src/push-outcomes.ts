@@ -12,7 +12,8 @@ import { queryPrepared } from './prepared.ts';
  * - failed: the provider refused it for good (parked with code provider-rejected);
  * - parked: Herald stopped trying (code: retries-exhausted, delivery-limit, app-disabled, ...);
  * - expired: its expiry passed before it could be sent (demuxer, descheduler or pusher);
- * - cancelled: DELETE /v1/jobs/:id removed it while it was scheduled;
+ * - cancelled: its job was cancelled (DELETE /v1/jobs/:id) before it was sent: removed while
+ *   scheduled, refused by the store or the demuxer (recordCancelledPushes), or dropped by a pusher;
  * - opted-out / muted: the demuxer skipped the device for its user's preferences.
  */
 export type PushOutcomeKind = 'delivered' | 'invalid' | 'failed' | 'parked' | 'expired' | 'cancelled' | 'opted-out' | 'muted';
@@ -79,6 +80,33 @@ export function upsertOutcomesStatement(entries: readonly PushOutcomeEntry[]): R
       provider_message_id = excluded.provider_message_id, platform = coalesce(excluded.platform, push_outcomes.platform),
       device_id = coalesce(excluded.device_id, push_outcomes.device_id), updated_at = now()
       where push_outcomes.outcome <> 'delivered'`;
+}
+
+/** A push of a cancelled job that was never published nor stored. */
+export interface CancelledPush {
+  pushId: string;
+  jobId: string;
+  deviceId: string;
+  platform?: string;
+}
+
+/** The reason recorded for a push its job's cancel kept from being published or stored. */
+export const CANCELLED_BEFORE_SENT = 'the job was cancelled before this push was sent';
+
+/**
+ * Record pushes of a cancelled job as `cancelled` (code `cancelled`), one statement in push_id
+ * order. A push that already has an outcome keeps it (`do nothing`): it was decided before the
+ * cancel (a redelivered job's first pass, or the cancel's own removal of its stored pushes).
+ */
+export async function recordCancelledPushes(db: Kysely<HeraldTables>, pushes: readonly CancelledPush[]): Promise<void> {
+  if (pushes.length === 0) return;
+  await sql`
+    insert into push_outcomes (push_id, job_id, outcome, code, reason, platform, device_id)
+    select p, j, 'cancelled', 'cancelled', ${CANCELLED_BEFORE_SENT}, pl, d
+    from unnest(${pushes.map((p) => p.pushId)}::uuid[], ${pushes.map((p) => p.jobId)}::text[], ${pushes.map((p) => p.platform ?? null)}::text[],
+      ${pushes.map((p) => p.deviceId)}::text[]) as i(p, j, pl, d)
+    order by p
+    on conflict (job_id, push_id) do nothing`.execute(db);
 }
 
 /**

@@ -191,6 +191,28 @@ describe('ScheduledPushRepository', () => {
     expect(await t.db.scheduled.nextDueAt('apns')).toBeUndefined();
   });
 
+  it('a store that meets a cancel in progress waits for it, then records the pushes cancelled instead of storing them', async () => {
+    await clear();
+    const jobId = 'cancel-in-progress';
+    await t.db.kysely.insertInto('jobs').values({ id: jobId, app: 'demo', published_at: new Date() }).execute();
+    const batch = pushes(3, () => new Date(Date.now() + 60_000), { jobId });
+    let storing: Promise<number> = Promise.resolve(-1);
+    // The cancel has marked the job and not committed yet (cancel-job.ts: its removal of stored pushes comes after).
+    await other.kysely.transaction().execute(async (trx) => {
+      await trx.updateTable('jobs').set({ cancelled_at: new Date() }).where('id', '=', jobId).execute();
+      storing = t.db.scheduled.schedule(batch);
+      const first = await Promise.race([storing.then(() => 'stored'), new Promise((r) => setTimeout(() => r('waiting'), 300))]);
+      expect(first).toBe('waiting');
+    });
+    // Stored now, they would be committed after the cancel and missed by its removal.
+    expect(await storing).toBe(0);
+    expect(await t.db.kysely.selectFrom('scheduled_pushes').select('push_id').where('job_id', '=', jobId).execute()).toEqual([]);
+    const outcomes = await t.db.kysely.selectFrom('push_outcomes').select(['push_id', 'outcome', 'code', 'platform', 'device_id']).where('job_id', '=', jobId).orderBy('push_id').execute();
+    expect(outcomes).toEqual(
+      batch.map((p) => ({ push_id: p.push.pushId, outcome: 'cancelled', code: 'cancelled', platform: 'apns', device_id: p.push.deviceId })).sort((a, b) => a.push_id.localeCompare(b.push_id)),
+    );
+  });
+
   it('counts stored pushes per platform per upcoming hour, overdue ones in the first hour', async () => {
     await clear();
     const now = new Date('2030-01-01T10:15:00Z');

@@ -3,7 +3,7 @@ import { Platforms, type DevicePush, type Platform } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { scheduleChannel } from './schedule-channel.ts';
 import { listenForSchedules, type ScheduleListener, type ScheduleListenerOptions } from './schedule-listener.ts';
-import { upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
+import { CANCELLED_BEFORE_SENT, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
 import { skipReasonSql, type SkipReason } from './device-targets.ts';
 
 export interface ScheduledPushInput {
@@ -117,24 +117,47 @@ export function createScheduledPushRepository(
   };
 }
 
-/** One statement inserts the chunk; one NOTIFY per platform, delivered when it commits. */
+/**
+ * One statement inserts the chunk; one NOTIFY per platform, delivered when it commits. The chunk's
+ * jobs rows are share-locked first (in id order, like every statement on jobs), and a cancelled
+ * job's pushes are recorded `cancelled` instead of stored: a cancel committed before this statement
+ * is seen (a locking read sees the row's latest version), and one that comes later waits for this
+ * transaction, so its removal of the job's stored pushes (cancelJob) finds these. Without the lock,
+ * pushes stored by a demuxer that read the job before its cancel would be committed after the
+ * cancel's removal, and wait as `scheduled` until their due time. A push whose job has no row yet
+ * is stored.
+ */
 async function insertChunk(db: Kysely<HeraldTables>, chunk: readonly ScheduledPushInput[], channel: (p: Platform) => string): Promise<number> {
   if (chunk.length === 0) return 0;
+  const jobIds = [...new Set(chunk.map((p) => p.push.jobId))].sort();
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<{ platform: Platform; earliest: Date; added: string }>`
-      with added as (
-        insert into scheduled_pushes (platform, due_at, job_id, push_id, expires_at, trace, payload, category, object_id)
+      -- Materialized, and filtered only where it is read: a condition on cancelled_at inside it
+      -- would be checked before the lock, and leave the rows it drops unlocked.
+      with locked as materialized (
+        select id, cancelled_at is not null as cancelled from jobs where id = any(${jobIds}::text[]) order by id for share
+      ), input as materialized (
         select * from unnest(
           ${chunk.map((p) => p.push.platform)}::text[], ${chunk.map((p) => p.dueAt.toISOString())}::timestamptz[],
           ${chunk.map((p) => p.push.jobId)}::text[], ${chunk.map((p) => p.push.pushId)}::uuid[],
           ${chunk.map((p) => p.push.expiresAt ?? null)}::timestamptz[], ${chunk.map((p) => p.push.trace === true)}::boolean[],
           ${chunk.map((p) => JSON.stringify(p.push))}::json[],
           ${chunk.map((p) => p.category ?? null)}::text[], ${chunk.map((p) => p.objectId ?? null)}::text[])
+          as i(platform, due_at, job_id, push_id, expires_at, trace, payload, category, object_id)
+      ), added as (
+        insert into scheduled_pushes (platform, due_at, job_id, push_id, expires_at, trace, payload, category, object_id)
+        select * from input where job_id not in (select id from locked where cancelled)
         -- Stored in due order: pushes released together then share heap pages, so a release
         -- batch dirties (and writes a full-page image of) fewer pages.
-        order by 2
+        order by due_at
         on conflict (push_id) do nothing
         returning platform, due_at
+      ), refused as (
+        insert into push_outcomes (push_id, job_id, outcome, code, reason, platform, device_id)
+        select push_id, job_id, 'cancelled', 'cancelled', ${CANCELLED_BEFORE_SENT}, platform, payload->>'deviceId'
+        from input where job_id in (select id from locked where cancelled)
+        order by push_id
+        on conflict (job_id, push_id) do nothing
       )
       select platform, min(due_at) as earliest, count(*) as added from added group by platform`.execute(trx);
     for (const r of rows) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendQueueFor, type PushJobInput } from '@herald/contracts';
-import type { TargetRequest } from '@herald/db';
+import { cancelJobFully, toJobStatus, type ScheduledPushInput, type TargetRequest } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { connectBroker, heraldTopology, type Broker, type InboundMessage } from '@herald/messaging';
 import { Registry } from '@herald/runtime';
@@ -10,14 +10,14 @@ import { createDemuxerHandler, type DemuxerDeps } from './demuxer.ts';
 import { createDemuxerMetrics } from './demuxer-metrics.ts';
 import { WaveMonitor } from './wave-monitor.ts';
 
-const logger = createLogger({ service: 'demuxer-parts-test', level: 'silent' });
+const logger = createLogger({ service: 'demuxer-test', level: 'silent' });
 let t: TestDatabase;
 let vhost: TestVhost;
 let broker: Broker;
 beforeAll(async () => {
   t = await createTestDatabase('demuxparts');
   vhost = await createTestVhost('demuxparts');
-  broker = await connectBroker({ url: vhost.amqpUrl, logger, connectionName: 'demuxer-parts-test' });
+  broker = await connectBroker({ url: vhost.amqpUrl, logger, connectionName: 'demuxer-test' });
   await broker.applyTopology(heraldTopology({ retryDelaysMs: [1000] }));
   await t.db.apps.upsert({ id: 'parts', apnsTopic: 'com.herald.parts' });
   // Users u0 … u11, one APNs device each.
@@ -52,6 +52,7 @@ const demuxer = (deps: Partial<DemuxerDeps>) =>
     ...deps,
   });
 const jobFor = (users: number[]): PushJobInput => ({ id: randomUUID(), app: 'parts', category: 'social', content: { title: 'Hi' }, userIds: users.map((u) => `u${u}`) });
+const apnsReady = async () => (await broker.queueCounts([sendQueueFor('apns')])).get(sendQueueFor('apns'))?.ready ?? 0;
 
 describe('demuxer batch parts (DEMUXER_BATCH_USERS)', () => {
   it('targets and publishes a batch in parts of at most that many users, a larger job alone, every push emitted', async () => {
@@ -83,5 +84,69 @@ describe('demuxer batch parts (DEMUXER_BATCH_USERS)', () => {
     const [row] = await t.db.kysely.selectFrom('scheduled_pushes').select('due_at').where('job_id', '=', job.id).execute();
     expect(row?.due_at.getTime()).toBeGreaterThan(now.getTime());
     expect(row?.due_at.getTime()).toBeLessThanOrEqual(inFive.getTime()); // the device is in UTC (no timezone): today's, not tomorrow's
+  });
+});
+
+/** A wave monitor that counts the pushes it was told of. */
+class CountingWaves extends WaveMonitor {
+  told = 0;
+  override add(pushes: Parameters<WaveMonitor['add']>[0], now: Date): ReturnType<WaveMonitor['add']> {
+    this.told += pushes.length;
+    return super.add(pushes, now);
+  }
+}
+const nextMonth = () => ({ at: new Date(Date.now() + 30 * 86_400_000).toISOString() });
+const jobOf = (extra: Partial<PushJobInput> = {}): PushJobInput => ({ ...jobFor([0, 1, 2, 3]), ...extra });
+/** As the HTTP API does: the job's row is written when it is accepted, so a cancel finds it while it waits in push.jobs. */
+const accepted = (job: PushJobInput) => t.db.jobs.accept([{ id: job.id, app: job.app, team: null }]);
+const stored = (jobId: string) => t.db.kysely.selectFrom('scheduled_pushes').select('push_id').where('job_id', '=', jobId).execute();
+
+/** The job's status as GET /v1/jobs/:id shows it; it must add up with every push cancelled. */
+async function expectAllCancelled(jobId: string): Promise<void> {
+  const record = await t.db.jobs.status(jobId);
+  const s = toJobStatus(record ?? expect.fail(`no job ${jobId}`));
+  expect(s).toMatchObject({ state: 'cancelled', targeted: 4, delivered: 0, invalid: 0, failed: 0, parked: 0, scheduled: 0, inFlight: 0 });
+  expect(s.skipped).toEqual({ optedOut: 0, muted: 0, noDevice: 0, expired: 0, cancelled: 4 });
+  const pushes = await t.db.jobs.pushes(jobId, { limit: 10 });
+  expect(pushes.map((p) => [p.outcome, p.code, p.platform])).toEqual(Array.from({ length: 4 }, () => ['cancelled', 'cancelled', 'apns']));
+  expect(await stored(jobId)).toEqual([]);
+}
+
+describe('demuxer: a job cancelled before its pushes are sent or stored', () => {
+  it('a job cancelled while it waited in push.jobs: none of its pushes published or stored, each recorded cancelled; the rest of the batch goes', async () => {
+    const before = await apnsReady();
+    const waves = new CountingWaves(2000, 60);
+    const [now, later, live] = [jobOf(), jobOf({ deliverAt: nextMonth() }), jobOf()];
+    for (const j of [now, later, live]) await accepted(j);
+    for (const j of [now, later]) expect(await cancelJobFully(t.db, j.id)).toEqual({ known: true, fanout: false, scheduled: 0 });
+    expect(await demuxer({ scheduling: { store: t.db.scheduled, wave: waves, horizonDays: 366, slackMs: 1000 } })([now, later, live].map(message))).toEqual([{ kind: 'ack' }, { kind: 'ack' }, { kind: 'ack' }]);
+    await expectAllCancelled(now.id);
+    await expectAllCancelled(later.id);
+    // Only the live job's four pushes reached the send queue (the count may trail the confirms by a moment).
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await apnsReady()) - before).toBe(4);
+    // Nothing of the cancelled month-ahead job counts towards a wave.
+    expect(waves.told).toBe(0);
+  });
+
+  it('a cancel that lands after the demuxer read the job and before it stored its pushes: nothing is left scheduled, each push counted once', async () => {
+    const later = jobOf({ deliverAt: nextMonth() });
+    await accepted(later);
+    let cancelled = 0;
+    const handle = demuxer({
+      scheduling: {
+        // The cancel (mark, then remove what is stored: nothing yet) runs just before the store.
+        store: { schedule: async (pushes: readonly ScheduledPushInput[]) => ((cancelled = (await cancelJobFully(t.db, later.id)).scheduled), t.db.scheduled.schedule(pushes)) },
+        wave: new WaveMonitor(2000, 60),
+        horizonDays: 366,
+        slackMs: 1000,
+      },
+    });
+    expect(await handle([message(later)])).toEqual([{ kind: 'ack' }]);
+    expect(cancelled).toBe(0);
+    await expectAllCancelled(later.id);
+    // The job redelivered (its ack lost): still nothing stored, nothing counted twice.
+    expect(await demuxer({})([message(later)])).toEqual([{ kind: 'ack' }]);
+    await expectAllCancelled(later.id);
   });
 });
