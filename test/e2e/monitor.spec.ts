@@ -195,7 +195,7 @@ describe('the monitor raises and clears alarms, and tells a webhook', () => {
     const fired = await hook.waitFor({ alarm: 'scheduled-overdue', queue: 'scheduled.apns', state: 'firing' }, dueAt, 30_000);
     record('scheduled-overdue (apns-descheduler stopped)', { firedAfterS: secondsBetween(dueAt, fired.receivedAt), configuredDelayS: OVERDUE_S });
     expect(secondsBetween(dueAt, fired.receivedAt)).toBeGreaterThanOrEqual(OVERDUE_S);
-    expect(String(fired.body['summary'])).toMatch(/scheduled apns pushes are overdue.*apns-descheduler/);
+    expect(String(fired.body['summary'])).toMatch(/scheduled apns pushes are overdue.*apns-descheduler running/);
     expect(await alarmMetric('scheduled-overdue', 'scheduled.apns')).toBe(1);
     expect(await metric(sys.service('monitor'), 'herald_scheduled_overdue_seconds', { platform: 'apns' })).toBeGreaterThan(OVERDUE_S);
     expect(await delivered(sys.sandbox, { token: d.token })).toEqual([]);

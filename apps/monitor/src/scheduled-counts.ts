@@ -35,7 +35,8 @@ export const scheduledQueueOf = (platform: string): string => `scheduled.${platf
 /**
  * The scheduled-overdue alarm's conditions: per platform, stored pushes due longer ago than
  * `overdueMs` that no descheduler released (none runs, or one is stuck: a deployment without it,
- * scaled to 0). Nothing else says so: the deschedulers' own failure counter needs a running one.
+ * scaled to 0; or a wave so large its release runs that late). Nothing else says so: the
+ * deschedulers' own failure counter needs a running one.
  */
 export function overdueConditions(overdue: readonly OverdueCount[], now: number, overdueMs: number): AlarmCondition[] {
   return overdue
@@ -48,12 +49,15 @@ export function overdueConditions(overdue: readonly OverdueCount[], now: number,
         forMs: 0,
         value: ageS,
         threshold: Math.round(overdueMs / 1000),
-        summary: `${o.count >= OVERDUE_COUNT_CAP ? `over ${OVERDUE_COUNT_CAP}` : o.count} scheduled ${o.platform} pushes are overdue, the earliest due ${ageS} s ago: is the ${o.platform}-descheduler running?`,
+        summary: `${o.count >= OVERDUE_COUNT_CAP ? `over ${OVERDUE_COUNT_CAP}` : o.count} scheduled ${o.platform} pushes are overdue, the earliest due ${ageS} s ago: is the ${releaserOf(o.platform)} running, and keeping up?`,
       };
     });
 }
 
 const OVERDUE_COUNT_CAP = 100_000;
+
+/** The service that releases a platform's scheduled pushes: the web-pusher releases web pushes itself. */
+const releaserOf = (platform: string): string => (platform === 'web' ? 'web-pusher' : `${platform}-descheduler`);
 
 /**
  * Reads `countsByHour` and the overdue pushes every `pollMs`; a failed read keeps the last counts
