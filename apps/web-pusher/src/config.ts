@@ -1,5 +1,5 @@
 import { bool, int, type VarSpec } from '@herald/config';
-import { vapidSubjectProblem } from '@herald/contracts';
+import { UNREACHABLE_SUBJECT, vapidSubjectProblem } from '@herald/contracts';
 import { deschedulerConfig, proxyUrlVar, pusherConfig } from '@herald/delivery';
 
 /** An optional base64url key of `bytes` bytes (unset or empty: undefined). */
@@ -17,17 +17,27 @@ const vapidKeyVar = (description: string, bytes: number, secret = false): VarSpe
   },
 });
 
+/**
+ * A subject that is no mailto: or https: URL is refused. One on a host no push service can reach
+ * (localhost, an IP, a local name) is taken, and the web-pusher logs an error at start
+ * (subjectWarning): refused, an upgrade stopped every web push of a deployment whose subject
+ * Chrome's and Firefox's services had accepted all along, apps with keys of their own too.
+ */
 const subjectVar: VarSpec<string | undefined> = {
-  description: 'VAPID contact (RFC 8292 §2.1): a mailto: or https: URL on a public domain where push services can reach the operator (not localhost, an IP or a single-label host: Apple refuses those)',
+  description: 'VAPID contact (RFC 8292 §2.1): a mailto: or https: URL on a public domain where push services can reach the operator (not localhost, an IP or a single-label host: Apple refuses those, and the web-pusher logs an error at start)',
   default: '',
   parse: (raw) => {
     const value = raw.trim();
     if (value.length === 0) return undefined;
     const problem = vapidSubjectProblem(value);
-    if (problem !== undefined) throw new Error(problem);
+    if (problem !== undefined && !problem.startsWith(UNREACHABLE_SUBJECT)) throw new Error(problem);
     return value;
   },
 };
+
+/** Why WEB_PUSH_VAPID_SUBJECT will be refused by Apple's push service (logged at start), if it will. */
+export const subjectWarning = (subject: string | undefined): string | undefined =>
+  subject === undefined ? undefined : vapidSubjectProblem(subject);
 
 export const webPusherConfig = {
   ...pusherConfig,

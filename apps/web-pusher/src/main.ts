@@ -1,7 +1,7 @@
 import { loadConfigOrExit } from '@herald/config';
 import { capRequestTimeout, runPusher, startInProcessDescheduler } from '@herald/delivery';
 import { createWebPushProvider } from '@herald/providers';
-import { webPusherConfig } from './config.ts';
+import { subjectWarning, webPusherConfig } from './config.ts';
 import { webSettings } from './web-settings.ts';
 
 const config = loadConfigOrExit(webPusherConfig);
@@ -11,6 +11,10 @@ await runPusher(
   config,
   async (logger, limits) => {
     const settings = capRequestTimeout(await webSettings(config), limits, logger);
+    const subjectProblem = subjectWarning(config.WEB_PUSH_VAPID_SUBJECT);
+    if (subjectProblem !== undefined) {
+      logger.error({ subject: config.WEB_PUSH_VAPID_SUBJECT }, `WEB_PUSH_VAPID_SUBJECT ${subjectProblem}: Safari's pushes signed with it will be refused; set a public mailto: or https: contact`);
+    }
     logger.info(
       {
         vapid: settings.vapid?.current.publicKey ?? 'none (apps without their own keys park as no-vapid-keys)',

@@ -41,6 +41,9 @@ function mailtoDomains(url: URL): Array<string | undefined> {
   });
 }
 
+/** How vapidSubjectProblem begins when the subject is a URL of the right scheme on a host no push service can reach. */
+export const UNREACHABLE_SUBJECT = "must be a contact a push service can reach (RFC 8292 §2.1; Apple's answers 403 BadJwtToken to others)";
+
 /**
  * What is wrong with a VAPID subject: not a mailto: or https: URL, a mailto: without an address,
  * or a contact on a host no push service can reach (localhost, an IP literal, a single label, a
@@ -48,7 +51,7 @@ function mailtoDomains(url: URL): Array<string | undefined> {
  */
 export function vapidSubjectProblem(value: string): string | undefined {
   const bad = (why: string) => `must be a mailto: or https: URL (RFC 8292 §2.1): ${why}`;
-  const unreachable = (why: string) => `must be a contact a push service can reach (RFC 8292 §2.1; Apple's answers 403 BadJwtToken to others): ${why}`;
+  const unreachable = (why: string) => `${UNREACHABLE_SUBJECT}: ${why}`;
   let url: URL;
   try {
     url = new URL(value);
