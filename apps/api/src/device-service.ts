@@ -1,10 +1,10 @@
-import { applicationServerKeyProblem, DeviceRegister, DeviceUnregister, endpointHostProblem, type Registration } from '@herald/contracts';
+import { DeviceRegister, DeviceUnregister, endpointHostProblem, type Registration } from '@herald/contracts';
 import type { ApiKeyRow, AppRow } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 import { checkApp } from './job-service.ts';
 
 export interface DeviceServiceDeps {
-  /** `refresh` (the app cache's) reads the app again before a key it may have got a second ago is refused. */
+  /** The app's row (the app cache's `refresh` is not needed here). */
   apps: { get(id: string): Promise<AppRow | undefined>; refresh?(id: string): Promise<AppRow | undefined> };
   /** Resolves once RabbitMQ confirmed the registration (the client library's publishRegistration). */
   publishRegistration(registration: Registration): Promise<unknown>;
@@ -15,7 +15,7 @@ export interface DeviceServiceDeps {
 export async function registerDevice(body: unknown, key: ApiKeyRow, deps: DeviceServiceDeps): Promise<void> {
   const d = parseBody(DeviceRegister, body);
   const app = await checkApp(deps, key, d.app);
-  if (d.platform === 'web') await checkSubscription(d, body, app, deps);
+  if (d.platform === 'web') checkSubscription(d, body, app);
   await deps.publishRegistration({ ...d, version: 1, kind: 'register', eventAt: d.eventAt ?? (deps.now?.() ?? new Date()).toISOString() });
 }
 
@@ -23,15 +23,11 @@ const refuse = (path: string, problem: string): ApiError => new ApiError(400, 'i
 
 /**
  * A subscription's push service must be on the app's allow-list (apps.web_push_hosts, default
- * DEFAULT_WEB_PUSH_HOSTS), and its applicationServerKey one of the app's VAPID keys when it has
- * any (applicationServerKeyProblem; a key unknown to the cached app is checked again against the app as stored).
+ * DEFAULT_WEB_PUSH_HOSTS). Its applicationServerKey is not judged: see the registrar's webRefusal.
  */
-async function checkSubscription(d: { token: string; applicationServerKey?: string | undefined }, body: unknown, app: AppRow, deps: DeviceServiceDeps): Promise<void> {
+function checkSubscription(d: { token: string }, body: unknown, app: AppRow): void {
   const host = endpointHostProblem(d.token, app.webPushHosts);
   if (host !== undefined) throw refuse(typeof body === 'object' && body !== null && 'subscription' in body ? 'subscription.endpoint' : 'token', host);
-  if (applicationServerKeyProblem(d.applicationServerKey, app) === undefined) return;
-  const problem = applicationServerKeyProblem(d.applicationServerKey, (await deps.apps.refresh?.(app.id)) ?? app);
-  if (problem !== undefined) throw refuse('applicationServerKey', problem);
 }
 
 /** DELETE /v1/devices. */

@@ -1,4 +1,4 @@
-import { applicationServerKeyProblem, decodeWith, endpointHostProblem, normalizeDeviceToken, Registration } from '@herald/contracts';
+import { decodeWith, endpointHostProblem, normalizeDeviceToken, Registration } from '@herald/contracts';
 import { isDatabaseUnavailable, refusedValueReason, type AppRow, type DeviceRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { applyMembershipEvents, isMembershipMessage, type MembershipDeps } from './membership-events.ts';
@@ -69,18 +69,16 @@ function decode(message: InboundMessage): Decode {
 }
 
 /**
- * Why an enabled app refuses a web register: a push service it does not accept (apps.web_push_hosts),
- * or an applicationServerKey that is none of its VAPID keys (every push to it would be refused). A
- * key unknown to a cached row is checked again against the app as stored now: it may have been
- * generated or rotated a second ago, and the front end subscribed with the new key at once.
+ * Why an enabled app refuses a web register: a push service it does not accept (apps.web_push_hosts).
+ * Its applicationServerKey is not judged here: the web-pusher's own WEB_PUSH_VAPID_* pair, which no
+ * door knows, signs the subscriptions an app made before it had keys of its own, and their browsers
+ * register again naming that key. A key Herald holds no pair for makes the subscription dead at
+ * its first push (web-signing-key.ts).
  */
-async function webRefusal(reg: Registration, app: AppRow, deps: RegistrarDeps): Promise<Park | undefined> {
+function webRefusal(reg: Registration, app: AppRow): Park | undefined {
   if (reg.kind !== 'register' || reg.platform !== 'web') return undefined;
   const host = endpointHostProblem(reg.token, app.webPushHosts);
-  if (host !== undefined) return { kind: 'park', code: 'push-service-not-allowed', reason: `token: ${host}` };
-  if (applicationServerKeyProblem(reg.applicationServerKey, app) === undefined) return undefined;
-  const key = applicationServerKeyProblem(reg.applicationServerKey, (await deps.apps.refresh?.(app.id)) ?? app);
-  return key === undefined ? undefined : { kind: 'park', code: 'vapid-key-unknown', reason: `applicationServerKey: ${key}` };
+  return host === undefined ? undefined : { kind: 'park', code: 'push-service-not-allowed', reason: `token: ${host}` };
 }
 
 /**
@@ -88,10 +86,10 @@ async function webRefusal(reg: Registration, app: AppRow, deps: RegistrarDeps): 
  * logout while the app was disabled (an incident) must not leave the device to the user who left
  * it once the app is enabled again.
  */
-async function refusal(reg: Registration, app: AppRow | undefined, deps: RegistrarDeps): Promise<Park | undefined> {
+function refusal(reg: Registration, app: AppRow | undefined): Park | undefined {
   if (app === undefined) return { kind: 'park', code: 'unknown-app', reason: `unknown app "${reg.app}"` };
   if (!app.enabled) return reg.kind === 'register' ? { kind: 'park', code: 'app-disabled', reason: `app "${reg.app}" is disabled` } : undefined;
-  return webRefusal(reg, app, deps);
+  return webRefusal(reg, app);
 }
 
 /** Looks up each distinct app once; an event its app cannot take is parked (refusal). */
@@ -100,7 +98,7 @@ async function checkApps(regs: readonly Decoded[], deps: RegistrarDeps, outcomes
   const apps = new Map(await Promise.all(ids.map(async (id) => [id, await deps.apps.get(id)] as const)));
   const usable: Decoded[] = [];
   for (const d of regs) {
-    const refused = await refusal(d.reg, apps.get(d.reg.app), deps);
+    const refused = refusal(d.reg, apps.get(d.reg.app));
     if (refused === undefined) {
       usable.push(d);
       continue;

@@ -125,7 +125,8 @@ describe('Web Push provider against the sandbox push service', () => {
       // Registered before its contract dropped the padding a front end's encoder left: the same key.
       expect(await rotated.send({ ...asOld, webVapidKey: `${old.publicKey}=` }, {})).toMatchObject({ kind: 'delivered' });
       const lost = { ...webPush(sub), webVapidKey: (await generateVapidKeys()).publicKey } as DevicePush;
-      expect(await rotated.send(lost, {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^vapid-key-rotated: /) });
+      // Rotated away twice: no send can sign for it, the subscription is dead (unless the app fails).
+      expect(await rotated.send(lost, {})).toMatchObject({ kind: 'dead-token', unlessAppFails: true, reason: expect.stringMatching(/^vapid-key-rotated: /) });
     } finally {
       await rotated.close();
     }
@@ -155,7 +156,8 @@ describe('Web Push provider against the sandbox push service', () => {
       // A key that is neither the app's nor the web-pusher's is named as such.
       const stranger = (await generateVapidKeys()).publicKey;
       expect(await appProvider.send({ ...webPush(before), webVapidKey: stranger }, {})).toMatchObject({
-        kind: 'permanent',
+        kind: 'dead-token',
+        unlessAppFails: true,
         reason: expect.stringMatching(/^vapid-key-unknown: .* nor the web-pusher's WEB_PUSH_VAPID_PUBLIC_KEY/) as unknown,
       });
     } finally {
@@ -167,7 +169,8 @@ describe('Web Push provider against the sandbox push service', () => {
     const sub = await subscribe(appKeys.publicKey);
     const stranger = (await generateVapidKeys()).publicKey;
     expect(await provider.send({ ...webPush(sub), webVapidKey: stranger }, {})).toEqual({
-      kind: 'permanent',
+      kind: 'dead-token',
+      unlessAppFails: true,
       reason: `vapid-key-unknown: the subscription was made with application server key ${stranger.slice(0, 12)}…, not the key Herald signs app "demo"'s pushes with (${appKeys.publicKey.slice(0, 12)}…); the browser must subscribe with that key`,
     });
     expect(await received(sub.endpoint)).toEqual([]);

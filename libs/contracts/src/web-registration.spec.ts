@@ -2,7 +2,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { DeviceRegister, DeviceUnregister } from './http-api.ts';
 import { Registration } from './registration.ts';
-import { applicationServerKeyProblem, endpointHostProblem } from './web-subscription.ts';
+import { endpointHostProblem } from './web-subscription.ts';
 import { VapidGenerate, VapidRotate, WebPushUpdate } from './web-push-admin.ts';
 
 /** A P-256 public key as browsers give it (uncompressed point, base64url). */
@@ -93,19 +93,6 @@ describe('push-service allow-list', () => {
     expect(endpointHostProblem('https://push.example.net/x', null)).toMatch(/^the push service host "push.example.net" is not on the app's allow-list \(fcm.googleapis.com, /);
     expect(endpointHostProblem('https://127.0.0.1:4443/wp/1', ['127.0.0.1'])).toBeUndefined();
     expect(endpointHostProblem(endpoint, ['127.0.0.1'])).toMatch(/"fcm.googleapis.com" is not on the app's allow-list \(127.0.0.1\)/);
-  });
-});
-
-describe("a register's applicationServerKey and the app's VAPID keys", () => {
-  const [current, previous, stranger] = [p256(), p256(), p256()];
-  it("is one of the app's current and previous keys (padding aside); any key when the app has none (the web-pusher's own pair signs)", () => {
-    const app = { id: 'site', webVapidPublicKey: current, webVapidPreviousPublicKey: previous };
-    expect([current, previous, `${previous}=`, undefined].map((k) => applicationServerKeyProblem(k, app))).toEqual([undefined, undefined, undefined, undefined]);
-    expect(applicationServerKeyProblem(stranger, app)).toBe(
-      `${stranger.slice(0, 12)}… is not app "site"'s VAPID public key (${current.slice(0, 12)}…) nor its previous one (${previous.slice(0, 12)}…): no push to this subscription could be signed; subscribe with the key GET /v1/web-push/vapid-public-key gives (herald apps vapid show)`,
-    );
-    expect(applicationServerKeyProblem(stranger, { id: 'site', webVapidPublicKey: current, webVapidPreviousPublicKey: null })).toMatch(/\(.{12}…\): no push/);
-    expect(applicationServerKeyProblem(stranger, { id: 'keyless', webVapidPublicKey: null })).toBeUndefined();
   });
 });
 

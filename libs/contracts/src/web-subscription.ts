@@ -59,30 +59,6 @@ export function endpointHostProblem(endpoint: string, hosts: readonly string[] |
   return `the push service host "${host}" is not on the app's allow-list (${allowed.join(', ')}); an operator adds it with herald apps web-hosts`;
 }
 
-/** An app's VAPID public keys as its row holds them (null or absent: none). */
-export interface AppVapidKeys {
-  id: string;
-  webVapidPublicKey?: string | null;
-  webVapidPreviousPublicKey?: string | null;
-}
-
-/**
- * Why a web register's applicationServerKey is one Herald cannot sign for: the app has VAPID keys
- * of its own and the key is neither its current nor its previous public key (a subscription is
- * bound to the key it was made with; every push to it would be refused). Undefined when it is one
- * of them, when the register names none (the app's current key is recorded), or when the app has
- * no keys of its own: then the web-pusher's WEB_PUSH_VAPID_* pair signs, a setting of the
- * web-pusher's that no door knows, and the web-pusher names a key it does not hold when it parks.
- */
-export function applicationServerKeyProblem(key: string | undefined, app: AppVapidKeys): string | undefined {
-  const current = app.webVapidPublicKey;
-  if (key === undefined || current == null) return undefined;
-  const held = [current, app.webVapidPreviousPublicKey].filter((k): k is string => k != null).map(unpaddedKey);
-  if (held.includes(unpaddedKey(key))) return undefined;
-  const previous = app.webVapidPreviousPublicKey == null ? '' : ` nor its previous one (${app.webVapidPreviousPublicKey.slice(0, 12)}…)`;
-  return `${key.slice(0, 12)}… is not app "${app.id}"'s VAPID public key (${current.slice(0, 12)}…)${previous}: no push to this subscription could be signed; subscribe with the key GET /v1/web-push/vapid-public-key gives (herald apps vapid show)`;
-}
-
 /** A host-list entry: a host name, or "*." and a domain for its subdomains (no scheme, port or path). */
 export const WebPushHost = z
   .string()

@@ -79,7 +79,12 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
       if (problem !== undefined) return { kind: 'permanent', reason: problem };
       if (push.webKeys === undefined) return { kind: 'permanent', reason: 'a web push without its subscription keys (p256dh, auth)' };
       const key = signingKeyFor(push, settings);
-      if ('problem' in key) return { kind: 'permanent', reason: key.problem };
+      if ('problem' in key) {
+        // A subscription made with a key Herald holds no pair for can never be signed: it is dead
+        // (unless the app fails: a fault of the app's settings must not condemn every subscription).
+        // No keys at all is the app's.
+        return key.problem.startsWith('no-vapid-keys') ? { kind: 'permanent', reason: key.problem } : { kind: 'dead-token', reason: key.problem, unlessAppFails: true };
+      }
       let details: ReturnType<WebPushLib['generateRequestDetails']>;
       try {
         const authorization = sign(new URL(push.token).origin, key.subject, key.pair);

@@ -8,7 +8,7 @@ import { deliverAtFromFlags, wholeNumber, type ScheduleFlags } from './send-opti
 import { withDatabase } from './with-database.ts';
 import { followJob } from './follow-job.ts';
 import { deviceFieldsFromFlags, type DeviceFlags } from './device-flags.ts';
-import { applicationServerKeyProblem, endpointHostProblem, type Platform } from '@herald/contracts';
+import { endpointHostProblem, type Platform } from '@herald/contracts';
 
 async function withClient<T>(fn: (client: HeraldClient) => Promise<T>): Promise<T> {
   const client = await createHeraldClient({ url: readCliConfig().AMQP_URL, connectionName: 'herald-cli' });
@@ -57,11 +57,9 @@ export function registerPublishCommands(program: Command): void {
     .action(async (o: Record<string, string | boolean | undefined>) => {
       const device = deviceFieldsFromFlags(o as DeviceFlags, 'register');
       const app = await withDatabase((db) => requireEnabledApp(db, String(o['app'])));
-      // The registrar would park a subscription whose push service or server key the app does not accept: say so now.
+      // The registrar would park a subscription whose push service the app does not accept: say so now.
       const host = o['platform'] === 'web' ? endpointHostProblem(device.token, app.webPushHosts) : undefined;
       if (host !== undefined) throw new Error(`--endpoint: ${host}`);
-      const serverKey = o['platform'] === 'web' ? applicationServerKeyProblem(device.applicationServerKey, app) : undefined;
-      if (serverKey !== undefined) throw new Error(`--application-server-key: ${serverKey}`);
       const reg = await withClient((c) =>
         c.publishRegistration({
           kind: 'register',
