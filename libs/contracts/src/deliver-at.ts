@@ -36,7 +36,7 @@ export const DeliverAt = z.union([
     localTime: LocalTime,
     /** The local date; without it, today if the time is still ahead (a DST overlap's second occurrence counts), otherwise tomorrow. */
     date: z.iso.date().optional(),
-    /** Each device gets a deterministic offset in [0, jitter) after localTime, the window cut short to end at the push's expiry. */
+    /** Each device gets a deterministic offset in [0, jitter) after localTime, the window cut short to end a little before the push's expiry. */
     jitter: Jitter.optional(),
   }),
 ]);

@@ -127,7 +127,7 @@ const EASTERNMOST_OFFSET_MS = 14 * 3_600_000;
  * not from deliverAt: a job for tomorrow with `ttl: 3600` (or `ttl: 0`) would be accepted and then
  * deliver nothing. Decided for an instant, and for a local time on a given date (earliest in the
  * easternmost zone); a local time without a date depends on each device's zone and is not judged.
- * Only the jitter window's start counts: a window running past the expiry is cut short to end at it
+ * Only the jitter window's start counts: a window running past the expiry is cut short to end a little before it
  * (libs/scheduling), so a start before the expiry delivers.
  */
 export function expiresBeforeDue(job: PushJob, acceptedAt: Date): { path: 'ttl' | 'expiresAt'; message: string } | undefined {

@@ -16,10 +16,13 @@ export interface ResolvedDelivery {
  * or after `from` (the demuxer gives when the job was accepted) on the day of `from` in the
  * device's zone (the second of an overlap when the first has passed), else the next day. Jitter
  * adds a deterministic per-(job, device) offset in [0, window), the window being the jitter cut
- * short to end at `expiresAt` (the push's expiry) when it would run past it: every device whose
+ * short to end a margin before `expiresAt` (the push's expiry) when it would run past it: every device whose
  * local time comes before the expiry gets an instant before it, and a replay the same one. A local time at or after the expiry keeps the
  * whole window (its push expires before it is due all the same).
  */
+/** The most a jitter window cut short at a push's expiry ends before it. */
+const EXPIRY_MARGIN_MS = 60_000;
+
 export function resolveDeliverAt(
   deliverAt: DeliverAt,
   timezone: string | null,
@@ -39,6 +42,9 @@ export function resolveDeliverAt(
       : wallClockToInstant({ year: day.year, month: day.month, day: day.day, hour, minute }, zone);
   const jitterMs = deliverAt.jitter !== undefined ? (parseIsoDuration(deliverAt.jitter) ?? 0) : 0;
   const untilExpiry = expiresAt === undefined ? Infinity : expiresAt.getTime() - base.getTime();
-  const windowMs = untilExpiry > 0 ? Math.min(jitterMs, untilExpiry) : jitterMs;
+  // Cut short, the window ends a margin before the expiry (a tenth of the time left, at most a
+  // minute): a push due at its very end would reach the pusher, through the store and a queue,
+  // after it expired, and be dropped.
+  const windowMs = untilExpiry > 0 ? Math.min(jitterMs, untilExpiry - Math.min(EXPIRY_MARGIN_MS, untilExpiry / 10)) : jitterMs;
   return { dueAt: new Date(base.getTime() + jitterOffsetMs(jobId, deviceId, windowMs)), timezoneFallback: !known };
 }
