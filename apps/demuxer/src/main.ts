@@ -1,8 +1,8 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createDatabase, createFanoutRepository, refusedValueReason } from '@herald/db';
+import { createAppCache, createDatabase, createFanoutRepository, pruneJobsExclusively, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
-import { runService } from '@herald/runtime';
+import { runService, startPruner } from '@herald/runtime';
 import { demuxerConfig } from './config.ts';
 import { createDemuxerHandler } from './demuxer.ts';
 import { createDemuxerMetrics } from './demuxer-metrics.ts';
@@ -57,8 +57,19 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     messageError: refusedValueReason,
     onParked: recordParkedJobs(db.jobs),
   });
+  // Job status is kept JOB_RETENTION_DAYS, then the job goes with its outcomes (job-prune.ts).
+  const jobPruner = startPruner({
+    metricNames: { runs: 'herald_job_prune_runs_total', pruned: 'herald_job_pruned_total' },
+    what: 'jobs',
+    prune: (olderThan, batchSize, signal) => pruneJobsExclusively(db.kysely, olderThan, batchSize, signal),
+    intervalMs: config.JOB_PRUNE_INTERVAL_MS,
+    retentionMs: config.JOB_RETENTION_DAYS * 86_400_000,
+    logger,
+    registry,
+  });
   return {
     stop: async (timeoutMs) => {
+      await jobPruner.stop();
       await Promise.all([consumer.stop(timeoutMs), chunks.stop(timeoutMs)]);
       await broker.close();
       await db.close();
