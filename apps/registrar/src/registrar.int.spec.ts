@@ -178,7 +178,7 @@ describe('registrar handler', () => {
 
     // Refused, a browser subscribed under the web-pusher's own pair before the app got keys of its
     // own could not register again (another user logging in on it); a key Herald holds no pair for
-    // makes the subscription dead at its first push instead (web-signing-key.ts).
+    // parks its pushes with that reason instead (web-signing-key.ts).
     it("takes any applicationServerKey, the app's current, previous or another, and records it", async () => {
       const store = createAppCredentialStore(t.db.kysely, createSecretBox(randomBytes(32).toString('hex')));
       await t.db.apps.upsert({ id: 'site' });

@@ -72,8 +72,8 @@ function decode(message: InboundMessage): Decode {
  * Why an enabled app refuses a web register: a push service it does not accept (apps.web_push_hosts).
  * Its applicationServerKey is not judged here: the web-pusher's own WEB_PUSH_VAPID_* pair, which no
  * door knows, signs the subscriptions an app made before it had keys of its own, and their browsers
- * register again naming that key. A key Herald holds no pair for makes the subscription dead at
- * its first push (web-signing-key.ts).
+ * register again naming that key. A key Herald holds no pair for parks its pushes with that reason
+ * (web-signing-key.ts).
  */
 function webRefusal(reg: Registration, app: AppRow): Park | undefined {
   if (reg.kind !== 'register' || reg.platform !== 'web') return undefined;

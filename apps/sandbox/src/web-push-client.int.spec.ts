@@ -125,8 +125,7 @@ describe('Web Push provider against the sandbox push service', () => {
       // Registered before its contract dropped the padding a front end's encoder left: the same key.
       expect(await rotated.send({ ...asOld, webVapidKey: `${old.publicKey}=` }, {})).toMatchObject({ kind: 'delivered' });
       const lost = { ...webPush(sub), webVapidKey: (await generateVapidKeys()).publicKey } as DevicePush;
-      // Rotated away twice: no send can sign for it, the subscription is dead (unless the app fails).
-      expect(await rotated.send(lost, {})).toMatchObject({ kind: 'dead-token', unlessAppFails: true, reason: expect.stringMatching(/^vapid-key-rotated: /) });
+      expect(await rotated.send(lost, {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^vapid-key-rotated: /) });
     } finally {
       await rotated.close();
     }
@@ -156,8 +155,7 @@ describe('Web Push provider against the sandbox push service', () => {
       // A key that is neither the app's nor the web-pusher's is named as such.
       const stranger = (await generateVapidKeys()).publicKey;
       expect(await appProvider.send({ ...webPush(before), webVapidKey: stranger }, {})).toMatchObject({
-        kind: 'dead-token',
-        unlessAppFails: true,
+        kind: 'permanent',
         reason: expect.stringMatching(/^vapid-key-unknown: .* nor the web-pusher's WEB_PUSH_VAPID_PUBLIC_KEY/) as unknown,
       });
     } finally {
@@ -169,8 +167,7 @@ describe('Web Push provider against the sandbox push service', () => {
     const sub = await subscribe(appKeys.publicKey);
     const stranger = (await generateVapidKeys()).publicKey;
     expect(await provider.send({ ...webPush(sub), webVapidKey: stranger }, {})).toEqual({
-      kind: 'dead-token',
-      unlessAppFails: true,
+      kind: 'permanent',
       reason: `vapid-key-unknown: the subscription was made with application server key ${stranger.slice(0, 12)}…, not the key Herald signs app "demo"'s pushes with (${appKeys.publicKey.slice(0, 12)}…); the browser must subscribe with that key`,
     });
     expect(await received(sub.endpoint)).toEqual([]);

@@ -79,12 +79,10 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
       if (problem !== undefined) return { kind: 'permanent', reason: problem };
       if (push.webKeys === undefined) return { kind: 'permanent', reason: 'a web push without its subscription keys (p256dh, auth)' };
       const key = signingKeyFor(push, settings);
-      if ('problem' in key) {
-        // A subscription made with a key Herald holds no pair for can never be signed: it is dead
-        // (unless the app fails: a fault of the app's settings must not condemn every subscription).
-        // No keys at all is the app's.
-        return key.problem.startsWith('no-vapid-keys') ? { kind: 'permanent', reason: key.problem } : { kind: 'dead-token', reason: key.problem, unlessAppFails: true };
-      }
+      // Parked, not a dead token: this process may not hold the pair yet (an app row cached from
+      // before a rotation a second ago, a replica with another WEB_PUSH_VAPID_* pair), and a
+      // subscription condemned on that evidence would be lost; a parked push can be replayed.
+      if ('problem' in key) return { kind: 'permanent', reason: key.problem };
       let details: ReturnType<WebPushLib['generateRequestDetails']>;
       try {
         const authorization = sign(new URL(push.token).origin, key.subject, key.pair);
