@@ -3,7 +3,7 @@ import type { Registration } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { deviceKey, pickOnePerDevice, type DeviceKey } from './device-key.ts';
 import { followerActivitySql } from './follow-index.ts';
-import { keptEventTimeSql, laterEventSql } from './later-event.ts';
+import { aheadMarkSql, laterEventSql } from './later-event.ts';
 
 export type RegistrationResult = 'applied' | 'stale';
 
@@ -86,14 +86,15 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       last_seen_at = case when excluded.registered_at is null then d.last_seen_at else greatest(d.last_seen_at, excluded.last_seen_at) end,
       registered_at = coalesce(excluded.registered_at, d.registered_at),
       user_changed_at = case when excluded.registered_at is not null and d.user_id is distinct from excluded.user_id then now() else d.user_changed_at end,
-      last_event_at = ${keptEventTimeSql(sql`excluded.last_event_at`, sql`d.last_event_at`)},
+      last_event_at = excluded.last_event_at,
+      event_ahead_mark = ${aheadMarkSql(sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`d.event_ahead_mark`)},
       event_applied_at = excluded.event_applied_at,
       invalidated_at = excluded.invalidated_at,
       invalidation_reason = excluded.invalidation_reason,
       updated_at = now()
     -- Later than the device's last event (later-event.ts), and (clamped, above) not before its invalidation.
     -- Rows from before migration 0029 were applied no later than their updated_at.
-    where ${laterEventSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`)}
+    where ${laterEventSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`d.event_ahead_mark`)}
       and coalesce(excluded.registered_at, excluded.invalidated_at) >= coalesce(d.invalidated_at, '-infinity'::timestamptz)
     returning d.app, d.platform, d.token, d.user_id, d.last_seen_at, d.registered_at, d.invalidated_at
     ), touched as (

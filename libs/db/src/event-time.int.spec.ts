@@ -89,6 +89,20 @@ describe('an event stamped far ahead does not pin what it set', () => {
     expect((await device(token)).user_id).toBe('user-d');
   });
 
+  it("right clocks' events go on ordering by their own times after one overruled the fast clock", async () => {
+    // A logout and then another user's login, both stamped by the API before the logout was applied.
+    const token = nextToken();
+    expect(await register(token, 'user-a', fromNow(DAY))).toBe('applied');
+    await pause();
+    const logout = new Date().toISOString();
+    await pause();
+    const login = new Date().toISOString();
+    expect(await unregister(token, logout)).toBe('applied');
+    expect(await register(token, 'user-b', login)).toBe('applied');
+    expect((await device(token)).user_id).toBe('user-b');
+    expect((await device(token)).invalidated_at).toBeNull();
+  });
+
   it('an event stamped before the fast one was applied stays stale: which came first cannot be told', async () => {
     const token = nextToken();
     const before = fromNow(-1_000);

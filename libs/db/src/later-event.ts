@@ -11,25 +11,29 @@ export const CLOCK_SKEW_ALLOWANCE = sql`interval '5 minutes'`;
  * known to be from a clock running ahead: it would beat every event from a right clock until real
  * time caught up (a logout, another user's login on that phone). Such a stored event loses to an
  * event from a plausible clock (not ahead of now by more than the allowance) stamped after the
- * stored one was applied, which therefore happened after it. An incoming time that is itself far
- * ahead is compared as given only: the same fast clock's earlier event, delivered again, stays stale.
+ * stored one was applied, which therefore happened after it. And an incoming time that is itself
+ * far ahead must also pass the highest such time overruled so far (`storedMark`, aheadMarkSql):
+ * the fast clock's earlier events, delivered again after a right clock's won (a retried register
+ * after a logout), stay stale, while right clocks' events go on ordering by their own times.
  * A null `storedAppliedAt` (rows from before migration 0029) compares as given only.
  */
-export function laterEventSql(incoming: RawBuilder<unknown>, stored: RawBuilder<unknown>, storedAppliedAt: RawBuilder<unknown>): RawBuilder<boolean> {
-  return sql<boolean>`(${incoming} >= ${stored}
+export function laterEventSql(
+  incoming: RawBuilder<unknown>,
+  stored: RawBuilder<unknown>,
+  storedAppliedAt: RawBuilder<unknown>,
+  storedMark: RawBuilder<unknown>,
+): RawBuilder<boolean> {
+  return sql<boolean>`((${incoming} >= ${stored}
+        and (${incoming} <= now() + ${CLOCK_SKEW_ALLOWANCE} or ${storedMark} is null or ${incoming} > ${storedMark}))
     or (${stored} > ${storedAppliedAt} + ${CLOCK_SKEW_ALLOWANCE}
         and ${incoming} <= now() + ${CLOCK_SKEW_ALLOWANCE}
         and ${incoming} >= ${storedAppliedAt}))`;
 }
 
 /**
- * The event time to keep when an incoming event wins (laterEventSql). Normally its own. But one
- * that won only because the stored time was from a clock running ahead keeps that clock's time
- * (plus a millisecond): the fast clock's own earlier events, delivered again after it (a retried
- * register), must stay stale, and with the winner's earlier time kept they beat it and brought
- * back what it undid (a logout). The fast clock's later events still win, and so does a plausible
- * event after this one was applied (event_applied_at moves to now).
+ * The mark to keep when an event wins: the highest fast-clock time overruled so far, the stored
+ * time joining it when it was ahead of its application by more than the allowance.
  */
-export function keptEventTimeSql(incoming: RawBuilder<unknown>, stored: RawBuilder<unknown>): RawBuilder<Date> {
-  return sql<Date>`case when ${incoming} >= ${stored} then ${incoming} else ${stored} + interval '1 millisecond' end`;
+export function aheadMarkSql(stored: RawBuilder<unknown>, storedAppliedAt: RawBuilder<unknown>, storedMark: RawBuilder<unknown>): RawBuilder<Date | null> {
+  return sql<Date | null>`greatest(${storedMark}, case when ${stored} > ${storedAppliedAt} + ${CLOCK_SKEW_ALLOWANCE} then ${stored} end)`;
 }

@@ -52,6 +52,8 @@ export interface DevicesTable {
   last_event_at: Date;
   /** When the event in last_event_at was applied, by the database's clock (migration 0029); null before. */
   event_applied_at: Generated<Date | null>;
+  /** The highest event time from a clock running ahead that a later event overruled (later-event.ts). */
+  event_ahead_mark: Generated<Date | null>;
   invalidated_at: Date | null;
   invalidation_reason: string | null;
   created_at: Generated<Date>;
@@ -230,6 +232,8 @@ export interface TopicMembersTable {
   changed_xid: string | null;
   /** When the event in event_at was applied, by the database's clock (migration 0029); null before. */
   event_applied_at: Generated<Date | null>;
+  /** The highest event time from a clock running ahead that a later event overruled (later-event.ts). */
+  event_ahead_mark: Generated<Date | null>;
 }
 
 export interface FollowsTable {
@@ -240,6 +244,8 @@ export interface FollowsTable {
   event_at: Date;
   /** When the event in event_at was applied, by the database's clock (migration 0029); null before. */
   event_applied_at: Generated<Date | null>;
+  /** The highest event time from a clock running ahead that a later event overruled (later-event.ts). */
+  event_ahead_mark: Generated<Date | null>;
 }
 
 export interface FolloweesTable {
