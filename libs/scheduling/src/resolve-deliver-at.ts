@@ -9,6 +9,9 @@ export interface ResolvedDelivery {
   timezoneFallback: boolean;
 }
 
+/** The most a jitter window cut short at a push's expiry ends before it. */
+const EXPIRY_MARGIN_MS = 60_000;
+
 /**
  * When one device should receive a job's push. An instant is used as is. A local time is read
  * in the device's IANA zone (UTC when missing or unknown, flagged); with a date, on that day (a
@@ -20,9 +23,6 @@ export interface ResolvedDelivery {
  * local time comes before the expiry gets an instant before it, and a replay the same one. A local time at or after the expiry keeps the
  * whole window (its push expires before it is due all the same).
  */
-/** The most a jitter window cut short at a push's expiry ends before it. */
-const EXPIRY_MARGIN_MS = 60_000;
-
 export function resolveDeliverAt(
   deliverAt: DeliverAt,
   timezone: string | null,
