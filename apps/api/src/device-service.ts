@@ -4,8 +4,7 @@ import { ApiError, parseBody } from './api-error.ts';
 import { checkApp } from './job-service.ts';
 
 export interface DeviceServiceDeps {
-  /** The app's row (the app cache's `refresh` is not needed here). */
-  apps: { get(id: string): Promise<AppRow | undefined>; refresh?(id: string): Promise<AppRow | undefined> };
+  apps: { get(id: string): Promise<AppRow | undefined> };
   /** Resolves once RabbitMQ confirmed the registration (the client library's publishRegistration). */
   publishRegistration(registration: Registration): Promise<unknown>;
   now?: () => Date;

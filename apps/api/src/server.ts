@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { MAX_APP_ID_LENGTH, MAX_JOB_ID_LENGTH, MAX_TOPIC_NAME_LENGTH } from '@herald/contracts';
-import type { ApiKeyRow, AppCache } from '@herald/db';
+import type { ApiKeyRow } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { Registry } from '@herald/runtime';
 import { ApiError, fromFastifyError } from './api-error.ts';
@@ -29,8 +29,6 @@ import type { UserDevicesServiceDeps } from './user-devices-service.ts';
 import { vapidPublicKey, type WebPushServiceDeps } from './web-push-service.ts';
 
 export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps, SubscriptionServiceDeps, ChangeServiceDeps, PreferenceServiceDeps, UserDevicesServiceDeps, WebPushServiceDeps, AudienceServiceDeps {
-  /** Cached app lookups; `refresh` reads one again where a stale row could refuse a key rotated a moment ago. */
-  apps: AppCache;
   keys: KeyLookup;
   admin: AdminDeps;
   adminKey: string | undefined;

@@ -22,8 +22,7 @@ export interface RegistrarDeps {
   devices: DeviceRepository;
   /** Topic memberships and follow edges (issue 20); see membership-events.ts. */
   audiences?: MembershipDeps['audiences'];
-  /** `refresh` (the app cache's) reads an app again before a web register is parked for a key it may have got a second ago. */
-  apps: { get(id: string): Promise<AppRow | undefined>; refresh?(id: string): Promise<AppRow | undefined> };
+  apps: { get(id: string): Promise<AppRow | undefined> };
   logger: Logger;
 }
 

@@ -51,18 +51,6 @@ describe('createAppCache', () => {
     expect(repo.calls).toEqual(['a']);
   });
 
-  it('refresh reads the app again at once and caches that', async () => {
-    let clock = 0;
-    const repo = fakeRepo(['a']);
-    const cache = createAppCache(repo, 1000, () => clock);
-    await cache.get('a');
-    clock = 10;
-    expect((await cache.refresh('a'))?.id).toBe('a');
-    clock = 1005;
-    await cache.get('a');
-    expect(repo.calls).toEqual(['a', 'a']);
-  });
-
   it('does not cache a failed lookup', async () => {
     const repo = fakeRepo(['a']);
     const cache = createAppCache(repo, 1000);

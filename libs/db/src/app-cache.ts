@@ -2,8 +2,6 @@ import type { AppRow } from './app-repository.ts';
 
 export interface AppCache {
   get(id: string): Promise<AppRow | undefined>;
-  /** Reads the app again now (and caches that): for a decision a row up to ttlMs old could get wrong, e.g. a key rotated a second ago. */
-  refresh(id: string): Promise<AppRow | undefined>;
 }
 
 /**
@@ -18,13 +16,10 @@ function sweep(entries: Map<string, { expiresAt: number }>, at: number): void {
 
 export function createAppCache(repo: { get(id: string): Promise<AppRow | undefined> }, ttlMs: number, now = Date.now): AppCache {
   const entries = new Map<string, { expiresAt: number; value: Promise<AppRow | undefined> }>();
-  const cache: AppCache = {
+  return {
     get(id) {
       const hit = entries.get(id);
       if (hit !== undefined && hit.expiresAt > now()) return hit.value;
-      return cache.refresh(id);
-    },
-    refresh(id) {
       if (entries.size >= SWEEP_AT) sweep(entries, now());
       const value = repo.get(id);
       const entry = { expiresAt: now() + ttlMs, value };
@@ -35,5 +30,4 @@ export function createAppCache(repo: { get(id: string): Promise<AppRow | undefin
       return value;
     },
   };
-  return cache;
 }
