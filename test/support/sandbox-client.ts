@@ -143,8 +143,11 @@ export interface WebPushReceived {
   vapidKey: string;
 }
 
-/** Subscribe a simulated browser (optionally bound to an application server key, as pushManager.subscribe does). */
-export async function createWebSubscription(sandbox: Sandbox, options: { applicationServerKey?: string } = {}): Promise<WebSubscriptionJson> {
+/**
+ * Subscribe a simulated browser (optionally bound to an application server key, as pushManager.subscribe
+ * does); `service: 'apple'` for Safari's push service's answers.
+ */
+export async function createWebSubscription(sandbox: Sandbox, options: { applicationServerKey?: string; service?: 'generic' | 'apple' } = {}): Promise<WebSubscriptionJson> {
   return (await control(sandbox, 'POST', '/web/subscriptions', options)) as WebSubscriptionJson;
 }
 

@@ -1,4 +1,5 @@
 import { json, type Answer, type SandboxContext } from './exchange.ts';
+import { WebPushServices, type WebPushService } from './web-vapid.ts';
 
 const RAW_P256 = /^[A-Za-z0-9_-]{86,88}={0,2}$/;
 
@@ -12,7 +13,10 @@ function body(raw: Buffer): Record<string, unknown> | undefined {
   }
 }
 
-/** `POST /web/subscriptions {applicationServerKey?}`: what `pushManager.subscribe()` would give a page. */
+/**
+ * `POST /web/subscriptions {applicationServerKey?, service?}`: what `pushManager.subscribe()` would
+ * give a page; `service: "apple"` for Safari's (Apple's answers), else `generic` (RFC 8292's).
+ */
 function subscribe(raw: Buffer, ctx: SandboxContext): Answer {
   const store = ctx.web;
   if (store === undefined) return json(404, { error: 'this sandbox has no Web Push service' });
@@ -23,7 +27,9 @@ function subscribe(raw: Buffer, ctx: SandboxContext): Answer {
     const decoded = typeof key === 'string' && RAW_P256.test(key) ? Buffer.from(key, 'base64url') : undefined;
     if (decoded?.length !== 65 || decoded[0] !== 4) return json(400, { error: 'applicationServerKey must be an uncompressed P-256 public key, base64url (65 bytes)' });
   }
-  return json(201, store.subscribe(typeof key === 'string' ? key.replace(/=+$/, '') : undefined));
+  const service = o['service'] ?? 'generic';
+  if (!(WebPushServices as readonly unknown[]).includes(service)) return json(400, { error: `service must be one of ${WebPushServices.join(', ')}` });
+  return json(201, store.subscribe(typeof key === 'string' ? key.replace(/=+$/, '') : undefined, service as WebPushService));
 }
 
 /** The `/web` routes (subscriptions and received pushes), or undefined for any other route. */

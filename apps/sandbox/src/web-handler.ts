@@ -4,7 +4,7 @@ import { sleep, type Answer, type SandboxContext } from './exchange.ts';
 import { WEB_FAULT_STATUS, type WebFaultError } from './faults.ts';
 import { decryptWebPush } from './web-ece.ts';
 import type { WebPushStore, WebSubscription } from './web-store.ts';
-import { checkVapid } from './web-vapid.ts';
+import { asService, checkVapid } from './web-vapid.ts';
 
 export interface WebRequest {
   method: string | undefined;
@@ -98,7 +98,7 @@ export async function handleWebRequest(req: WebRequest, store: WebPushStore, ctx
   if (sub.gone) return none(problem(410, 'push subscription has unsubscribed or expired'), sub.endpoint);
   // A body over the limit is refused before anything else is read (RFC 8030 §7.2: at least 4,096 bytes accepted).
   if (req.body.length > WEB_PUSH_MAX_BODY_BYTES) return none(problem(413, `body is ${req.body.length} bytes; at most ${WEB_PUSH_MAX_BODY_BYTES}`), sub.endpoint);
-  const vapid = checkVapid(header(req.headers, 'authorization'), req.origin, sub.applicationServerKey);
+  const vapid = asService(checkVapid(header(req.headers, 'authorization'), req.origin, sub.applicationServerKey), sub.service);
   if (!vapid.ok && vapid.answer !== undefined) {
     // The push service's own words on the wire; the sandbox's reason in its warnings.
     return { answer: { status: vapid.status, headers: { 'content-type': 'application/json' }, body: vapid.answer }, endpoint: sub.endpoint, plaintext: '', warnings: [vapid.reason] };

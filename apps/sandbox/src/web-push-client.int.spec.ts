@@ -24,8 +24,8 @@ const control = async (method: string, path: string, body?: unknown): Promise<un
   return res.json();
 };
 type Subscription = { endpoint: string; keys: { p256dh: string; auth: string } };
-const subscribe = (applicationServerKey?: string): Promise<Subscription> =>
-  control('POST', '/web/subscriptions', applicationServerKey === undefined ? {} : { applicationServerKey }) as Promise<Subscription>;
+const subscribe = (applicationServerKey?: string, service?: 'apple'): Promise<Subscription> =>
+  control('POST', '/web/subscriptions', { ...(applicationServerKey !== undefined && { applicationServerKey }), ...(service !== undefined && { service }) }) as Promise<Subscription>;
 const received = async (endpoint: string): Promise<Array<Record<string, unknown>>> =>
   (await control('GET', `/web/pushes?endpoint=${encodeURIComponent(endpoint)}`)) as Array<Record<string, unknown>>;
 const fault = (spec: Record<string, unknown>): Promise<unknown> => control('POST', '/faults', { platform: 'web', ...spec });
@@ -96,19 +96,23 @@ describe('Web Push provider against the sandbox push service', () => {
     expect(topics[1]).toBe(topics[0]);
   });
 
-  it('signs with another key than the subscription was made with: 403, permanent (the subscription is not invalidated)', async () => {
+  it('signs with another key than the subscription was made with: 403, permanent (the subscription is not invalidated), Safari\'s VapidPkHashMismatch too', async () => {
     const sub = await subscribe((await generateVapidKeys()).publicKey);
     const result = await provider.send(webPush(sub), {});
     expect(result).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidKeyMismatch: .*HTTP 403/) });
     expect(await received(sub.endpoint)).toEqual([]);
+    const safari = await subscribe((await generateVapidKeys()).publicKey, 'apple');
+    expect(await provider.send(webPush(safari), {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidKeyMismatch: .*VapidPkHashMismatch/) });
   });
 
-  it("a subject no push service can reach (mailto:ops@localhost) is answered 403 {\"reason\":\"BadJwtToken\"}, as Apple's does: the app's credential failure", async () => {
+  it("a subject Apple's push service cannot reach (mailto:ops@localhost) is answered 403 {\"reason\":\"BadJwtToken\"} by Safari's: the app's credential failure; Chrome's and Firefox's take it", async () => {
     const local = await createWebPushProvider({ ...settings, vapid: { subject: 'mailto:ops@localhost', current: appKeys } }, logger);
     try {
-      const sub = await subscribe(appKeys.publicKey);
-      expect(await local.send(webPush(sub), {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidUnauthorized: .*BadJwtToken/) });
-      expect(await received(sub.endpoint)).toEqual([]);
+      const safari = await subscribe(appKeys.publicKey, 'apple');
+      expect(await local.send(webPush(safari), {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidUnauthorized: .*BadJwtToken/) });
+      expect(await received(safari.endpoint)).toEqual([]);
+      const chrome = await subscribe(appKeys.publicKey);
+      expect(await local.send(webPush(chrome), {})).toMatchObject({ kind: 'delivered' });
     } finally {
       await local.close();
     }

@@ -1,6 +1,6 @@
 import { randomBytes, type ECDH } from 'node:crypto';
 import { newSubscriptionKeys } from './web-ece.ts';
-import type { VapidClaims } from './web-vapid.ts';
+import type { VapidClaims, WebPushService } from './web-vapid.ts';
 
 /** A simulated browser's push subscription: what `PushSubscription.toJSON()` gives, and its secrets. */
 export interface WebSubscription {
@@ -10,6 +10,8 @@ export interface WebSubscription {
   auth: Buffer;
   /** The applicationServerKey it was created with (then only that key's signatures are accepted). */
   applicationServerKey?: string;
+  /** Whose push service it plays: its answers to a refused VAPID JWT (web-vapid.ts `asService`). */
+  service: WebPushService;
   /** Unsubscribed: the push service answers 410 Gone. */
   gone: boolean;
   createdAt: string;
@@ -50,7 +52,7 @@ export class WebPushStore {
 
   constructor(private readonly cap = DEFAULT_CAP) {}
 
-  subscribe(applicationServerKey?: string): SubscriptionJson {
+  subscribe(applicationServerKey?: string, service: WebPushService = 'generic'): SubscriptionJson {
     const id = randomBytes(16).toString('base64url');
     const sub: WebSubscription = {
       id,
@@ -58,6 +60,7 @@ export class WebPushStore {
       ecdh: newSubscriptionKeys(),
       auth: randomBytes(16),
       ...(applicationServerKey !== undefined && { applicationServerKey }),
+      service,
       gone: false,
       createdAt: new Date().toISOString(),
     };

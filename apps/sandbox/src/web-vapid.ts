@@ -11,10 +11,23 @@ export interface VapidClaims {
   sub?: string;
 }
 
-/** A refusal; `answer` is the exact body to send when the push service's own words are known (Apple's `{"reason":"BadJwtToken"}`). */
-export type VapidCheck = { ok: true; claims: VapidClaims; publicKey: string } | { ok: false; status: 401 | 403; reason: string; answer?: string };
+/**
+ * Which push service a simulated browser's subscription belongs to: `generic` answers as RFC 8292
+ * does (Chrome's FCM and Firefox's autopush answer so), `apple` as Apple's web.push.apple.com
+ * documents (Safari).
+ */
+export const WebPushServices = ['generic', 'apple'] as const;
+export type WebPushService = (typeof WebPushServices)[number];
 
-const fail = (reason: string, status: 401 | 403 = 401): VapidCheck => ({ ok: false, status, reason });
+/**
+ * A refusal; `answer` is the exact body to send when the push service's own words are known (Apple's
+ * `{"reason":"BadJwtToken"}`). `keyMismatch`: signed with another key than the subscription's.
+ */
+export type VapidCheck =
+  | { ok: true; claims: VapidClaims; publicKey: string }
+  | { ok: false; status: 400 | 401 | 403; reason: string; answer?: string; keyMismatch?: true };
+
+const fail = (reason: string): VapidCheck => ({ ok: false, status: 401, reason });
 
 /** `vapid t=<jwt>, k=<key>` (RFC 8292 §3) as its two parameters. */
 function parseAuthorization(header: string | undefined): { t: string; k: string } | undefined {
@@ -62,27 +75,19 @@ function claimsProblem(claims: Record<string, unknown>, origin: string, nowS: nu
 }
 
 /**
- * Apple's push service refuses a subject it cannot reach (https://localhost, mailto:ops@localhost, an
- * IP or single-label host) with 403 {"reason":"BadJwtToken"}, as web-push warns; so does the sandbox.
- */
-function subjectRefused(claims: Record<string, unknown>): VapidCheck | undefined {
-  const sub = claims['sub'];
-  const problem = typeof sub === 'string' ? vapidSubjectProblem(sub) : undefined;
-  return problem === undefined ? undefined : { ok: false, status: 403, reason: `sub ${problem}`, answer: JSON.stringify({ reason: 'BadJwtToken' }) };
-}
-
-/**
  * Verify a request's VAPID Authorization (RFC 8292): ES256 signature with the key `k`, `aud` the
- * endpoint's origin, `exp` not past and at most 24 h ahead, `sub` mailto:/https: (else 401), on a host
- * a push service can reach (else 403 BadJwtToken, as Apple's). A subscription bound to an
- * applicationServerKey answers 403 for any other key, as push services do.
+ * endpoint's origin, `exp` not past and at most 24 h ahead, `sub` mailto:/https: (else 401). A
+ * subscription bound to an applicationServerKey answers 403 for any other key, as push services do.
+ * `asService` then gives Apple's answers where the subscription is Safari's.
  */
 export function checkVapid(header: string | undefined, origin: string, boundKey: string | undefined, nowS = Math.floor(Date.now() / 1000)): VapidCheck {
   const auth = parseAuthorization(header);
   if (auth === undefined) return fail('missing or malformed Authorization: expected "vapid t=<JWT>, k=<public key>" (RFC 8292 §3)');
   const key = p256Key(auth.k);
   if (key === undefined) return fail('k must be an uncompressed P-256 public key, base64url (RFC 8292 §3.2)');
-  if (boundKey !== undefined && auth.k !== boundKey) return fail('the VAPID key does not match the applicationServerKey this subscription was made with', 403);
+  if (boundKey !== undefined && auth.k !== boundKey) {
+    return { ok: false, status: 403, reason: 'the VAPID key does not match the applicationServerKey this subscription was made with', keyMismatch: true };
+  }
   const [h, p, s, extra] = auth.t.split('.');
   if (h === undefined || p === undefined || s === undefined || extra !== undefined) return fail('t must be a JWS compact serialization');
   const jose = decodeJson(h);
@@ -93,7 +98,30 @@ export function checkVapid(header: string | undefined, origin: string, boundKey:
   if (claims === undefined) return fail('the JWT claims are not a JSON object');
   const problem = claimsProblem(claims, origin, nowS);
   if (problem !== undefined) return fail(problem);
-  const refused = subjectRefused(claims);
-  if (refused !== undefined) return refused;
   return { ok: true, claims: claims as unknown as VapidClaims, publicKey: auth.k };
+}
+
+const appleAnswer = (reason: string, appleReason: 'BadJwtToken' | 'VapidPkHashMismatch'): VapidCheck => ({
+  ok: false,
+  status: appleReason === 'BadJwtToken' ? 403 : 400,
+  reason,
+  answer: JSON.stringify({ reason: appleReason }),
+});
+
+/**
+ * A check as the subscription's push service answers it. Apple's ("Sending web push notifications in
+ * web apps and browsers", its error table) answers every JWT problem (missing, signed with the wrong
+ * key, a subject that isn't a URL or mailto:, another audience, an expiry over a day ahead) 403
+ * `{"reason":"BadJwtToken"}`. Beyond its documentation, as observed by web-push's users (web-push's
+ * README, web-push-libs/web-push #947), it also answers so a subject on a host it cannot reach
+ * (https://localhost, mailto:ops@localhost, an IP literal or a single-label host), and a key other
+ * than the subscription's 400 `{"reason":"VapidPkHashMismatch"}` (as web-push's users report it). Google's and Mozilla's services do not
+ * judge the subject's host, so a `generic` subscription takes it.
+ */
+export function asService(check: VapidCheck, service: WebPushService): VapidCheck {
+  if (service === 'generic') return check;
+  if (!check.ok) return appleAnswer(check.reason, check.keyMismatch === true ? 'VapidPkHashMismatch' : 'BadJwtToken');
+  const sub = check.claims.sub;
+  const problem = sub === undefined ? "is missing: Apple's push service refuses a JWT whose subject isn't a URL or mailto:" : vapidSubjectProblem(sub);
+  return problem === undefined ? check : appleAnswer(`sub ${problem} (Apple's push service, as observed)`, 'BadJwtToken');
 }
