@@ -118,6 +118,33 @@ describe('Web Push provider against the sandbox push service', () => {
     }
   });
 
+  it("Safari's refusal of the web-pusher's own pair (an unreachable WEB_PUSH_VAPID_SUBJECT) is parked as the deployment's fault, not the app's credential failure", async () => {
+    const processVapid = { subject: 'mailto:ops@localhost', current: appKeys };
+    // The web-pusher's own provider (apps without keys of their own), and an app's own provider signing a subscription made before it had keys.
+    const fallback = await createWebPushProvider({ ...settings, vapid: undefined, processVapid }, logger);
+    const appProvider = await createWebPushProvider({ ...settings, vapid: { subject: 'https://example.com/contact', current: await generateVapidKeys() }, processVapid }, logger);
+    try {
+      const safari = await subscribe(appKeys.publicKey, 'apple');
+      for (const p of [fallback, appProvider]) {
+        expect(await p.send(webPush(safari), {})).toMatchObject({
+          kind: 'permanent',
+          reason: expect.stringMatching(/^process-vapid-refused: .*subject "mailto:ops@localhost".*BadJwtToken/) as unknown,
+        });
+      }
+      expect(await received(safari.endpoint)).toEqual([]);
+      // The same pair reaches Chrome's; a key that is not the web-pusher's is named, not signed with the wrong pair.
+      const chrome = await subscribe(appKeys.publicKey);
+      expect(await fallback.send(webPush(chrome), {})).toMatchObject({ kind: 'delivered' });
+      expect(await fallback.send({ ...webPush(chrome), webVapidKey: (await generateVapidKeys()).publicKey }, {})).toMatchObject({
+        kind: 'permanent',
+        reason: expect.stringMatching(/^vapid-key-unknown: .*not the web-pusher's WEB_PUSH_VAPID_PUBLIC_KEY/) as unknown,
+      });
+    } finally {
+      await fallback.close();
+      await appProvider.close();
+    }
+  });
+
   it('signs a subscription made under the previous key pair with that pair after a rotation, and names the rotation when neither is held', async () => {
     const old = await generateVapidKeys();
     const rotated = await createWebPushProvider({ ...settings, vapid: { subject: 'https://example.com/contact', current: await generateVapidKeys(), previous: old } }, logger);

@@ -5,8 +5,8 @@ import { subjectWarning, webPusherConfig } from './config.ts';
 const problems = (env: Record<string, string>): readonly string[] => configProblems(webPusherConfig, env);
 
 describe('web-pusher settings', () => {
-  // Signed with such a subject, every push to Safari is answered 403 BadJwtToken (and the app is
-  // banned); but refused at start, an upgrade would stop the web pushes Chrome's and Firefox's
+  // Signed with such a subject, every push to Safari is answered 403 BadJwtToken (parked as
+  // process-vapid-refused); but refused at start, an upgrade would stop the web pushes Chrome's and Firefox's
   // services took all along: taken, with an error logged at start.
   it('takes a WEB_PUSH_VAPID_SUBJECT no push service can reach with a warning, and refuses one that is no mailto: or https: URL', () => {
     for (const subject of ['https://localhost', 'mailto:ops@localhost', 'https://10.0.0.7/contact', 'mailto:ops@mailhost']) {

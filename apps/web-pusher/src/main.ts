@@ -17,7 +17,7 @@ await runPusher(
     }
     logger.info(
       {
-        vapid: settings.vapid?.current.publicKey ?? 'none (apps without their own keys park as no-vapid-keys)',
+        vapid: settings.processVapid?.current.publicKey ?? 'none (apps without their own keys park as no-vapid-keys)',
         sandbox: settings.trusted?.map((t) => `${t.host}:${t.port}`) ?? [],
         proxy: settings.proxy && `${settings.proxy.host}:${settings.proxy.port}`,
       },

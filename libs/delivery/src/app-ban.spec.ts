@@ -1,5 +1,5 @@
 import { createLogger } from '@herald/logging';
-import { classifyApnsFailure, classifyFcmError, classifyWebPushAnswer, type SendResult } from '@herald/providers';
+import { asProcessRefusal, classifyApnsFailure, classifyFcmError, classifyWebPushAnswer, type SendResult } from '@herald/providers';
 import { Registry } from '@herald/runtime';
 import { describe, expect, it, vi } from 'vitest';
 import { DELIVERED_LATELY_MS, createAppBans, isCredentialFailure, keptToken, settingsKeyOf } from './app-ban.ts';
@@ -110,6 +110,21 @@ describe('provider answers: dead token, park, or ban', () => {
     ['APNs 403 InvalidProviderToken', classifyApnsFailure({ status: 403, reason: 'InvalidProviderToken' })],
   ])('%s counts towards banning the app (which alarms) and never invalidates the device', (_, result) => {
     expect(fate(result, true)).toBe('park + ban');
+  });
+
+  it("a push service refusing the JWT of the web-pusher's own VAPID pair parks the push and bans no app (the deployment's WEB_PUSH_VAPID_* is at fault)", () => {
+    const pair = { publicKey: 'k', privateKey: 'p' };
+    for (const answer of [{ status: 403, body: '{"reason":"BadJwtToken"}' }, { status: 401, body: 'Unauthorized' }]) {
+      const refused = classifyWebPushAnswer(answer);
+      expect(fate(refused, true)).toBe('park + ban');
+      expect(fate(asProcessRefusal(refused, { subject: 'mailto:ops@localhost', pair, byProcess: false }), true)).toBe('park + ban');
+      const asProcess = asProcessRefusal(refused, { subject: 'mailto:ops@localhost', pair, byProcess: true });
+      expect(fate(asProcess, true)).toBe('park');
+      expect(asProcess).toMatchObject({ reason: expect.stringMatching(/^process-vapid-refused: .*"mailto:ops@localhost"/) as unknown });
+    }
+    // Another answer to the process pair's push is what it was.
+    const gone = classifyWebPushAnswer({ status: 410 });
+    expect(asProcessRefusal(gone, { subject: 'mailto:ops@localhost', pair, byProcess: true })).toBe(gone);
   });
 
   it('a ban is started by those answers, with an alarm, and by no dead-token answer', () => {

@@ -5,6 +5,7 @@ export type { VapidCredentials, VapidKeyPair, WebPushSettings } from './web-sett
 export { buildWebPayload, buildWebRequest, type WebPushPayload } from './web-payload.ts';
 export { WEB_PUSH_DEFAULT_TTL_S, webRequestProblem, webTopic, webTtlSeconds, webUrgency, type WebPushRequest } from './web-rules.ts';
 export { classifyWebPushAnswer, type WebPushAnswer } from './web-classify.ts';
+export { asProcessRefusal, type SigningKey } from './web-signing-key.ts';
 export { buildApnsNotification, apnsRequestParts, isBackgroundPush, type ApnsRequestParts } from './apns-notification.ts';
 export { buildFcmMessage, fcmTtlSeconds, type FcmMessage } from './fcm-message.ts';
 export { APNS_MAX_PAYLOAD_BYTES, APNS_MAX_VOIP_PAYLOAD_BYTES, HERALD_MAX_STORAGE_S, apnsTopicFor, apnsRequestProblem } from './apns-rules.ts';

@@ -8,7 +8,7 @@ import { classifyWebPushAnswer, type WebPushAnswer } from './web-classify.ts';
 import { buildWebRequest } from './web-payload.ts';
 import { webRequestProblem } from './web-rules.ts';
 import type { VapidKeyPair, WebPushSettings } from './web-settings.ts';
-import { signingKeyFor } from './web-signing-key.ts';
+import { asProcessRefusal, signingKeyFor } from './web-signing-key.ts';
 
 type WebPushLib = typeof import('web-push');
 
@@ -104,7 +104,7 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
       }
       try {
         const answer = await post(details.endpoint, details.headers as Record<string, string | number>, details.body ?? Buffer.alloc(0), agent, settings.requestTimeoutMs);
-        return classifyWebPushAnswer(answer);
+        return asProcessRefusal(classifyWebPushAnswer(answer), key);
       } catch (err) {
         const e = err as Error;
         if (e.name === 'TimeoutError' || e.name === 'AbortError') return { kind: 'transient', reason: `timeout: no answer from the push service within ${settings.requestTimeoutMs} ms` };
