@@ -26,7 +26,9 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
     try {
       out[name] = v.parse(raw);
     } catch (err) {
-      problems.push(`${shownName} ${(err as Error).message}`);
+      // A secret's value is never echoed, whatever its parser's message says.
+      const message = (err as Error).message;
+      problems.push(`${shownName} ${v.secret === true && raw.length > 0 ? message.replaceAll(raw, '***') : message}`);
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);

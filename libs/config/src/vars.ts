@@ -52,12 +52,21 @@ export const oneOf = <const T extends string>(values: readonly T[], description:
     return raw as T;
   }, opts);
 
+/**
+ * A URL as an error message may show it: whatever stands between the scheme and the last '@' (the
+ * user and password) as `***`. A password with an unescaped '/', '#' or '?' is the usual reason a
+ * URL does not parse, so its value must not reach stderr, the pod's log and the log store.
+ */
+export function maskCredentials(raw: string): string {
+  return raw.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)(.*)@/s, '$1***@');
+}
+
 function checkUrl(raw: string, protocols: readonly string[]): void {
   let parsed: URL;
   try {
     parsed = new URL(raw);
   } catch {
-    throw new Error(`must be a URL, got "${raw}"`);
+    throw new Error(`must be a URL (percent-encode any '/', '#', '?' or '@' in the user or password), got "${maskCredentials(raw)}"`);
   }
   if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
     throw new Error(`must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
@@ -77,7 +86,7 @@ export const url = (protocols: readonly string[], description: string, opts?: Op
 export const postgresUrl = (description: string, opts?: Opts): VarSpec<string> =>
   spec(description, (raw) => {
     const m = /^(postgres(?:ql)?:\/\/)([^@/]*@)?([^/?#]*)(.*)$/.exec(raw);
-    if (m === null) throw new Error(`must be a postgres:// or postgresql:// URL, got "${raw}"`);
+    if (m === null) throw new Error(`must be a postgres:// or postgresql:// URL, got "${maskCredentials(raw)}"`);
     for (const host of (m[3] ?? '').split(',')) checkUrl(`${m[1] ?? ''}${m[2] ?? ''}${host}${m[4] ?? ''}`, ['postgres', 'postgresql']);
     return raw;
   }, opts);
