@@ -20,6 +20,7 @@ describe('producer surface: opt-outs, mutes and devices per app over HTTP, the C
   let sys: System;
   let key: string;
   let otherKey: string;
+  let anyAppKey: string;
 
   /** Run `herald ...` against this system; resolves with its exit code and output (never rejects). */
   const herald = (...args: string[]) => runHerald({ ...sys.env, LOG_LEVEL: 'warn' }, ...args);
@@ -45,9 +46,10 @@ describe('producer surface: opt-outs, mutes and devices per app over HTTP, the C
   beforeAll(async () => {
     sys = await startSystem({ env: API_TEST_ENV });
     for (const app of ['alpha', 'beta']) await createAppWithOwnCredentials(sys, app);
-    // `ghost` is allowed by the key but does not exist.
-    key = await teamKey(sys, 'team-a', ['alpha', 'beta', 'ghost']);
+    key = await teamKey(sys, 'team-a', ['alpha', 'beta']);
     otherKey = await teamKey(sys, 'team-b', [DEMO_APP.id]);
+    // Allowed every app, so `ghost`, which does not exist (a key is issued only for apps that do).
+    anyAppKey = await teamKey(sys, 'team-any', ['*']);
   });
   afterAll(async () => {
     await sys?.stop();
@@ -82,7 +84,7 @@ describe('producer surface: opt-outs, mutes and devices per app over HTTP, the C
     expect((await call(sys, 'POST', '/v1/opt-outs', { key: otherKey, body })).status).toBe(403);
     expect((await call(sys, 'GET', `/v1/opt-outs?app=alpha&userId=${user}`, { key: otherKey })).status).toBe(403);
     expect((await call(sys, 'DELETE', '/v1/opt-outs', { key: otherKey, body })).status).toBe(403);
-    expect((await call(sys, 'POST', '/v1/opt-outs', { key, body: { ...body, app: 'ghost' } })).body).toMatchObject({ error: { code: 'unknown-app' } });
+    expect((await call(sys, 'POST', '/v1/opt-outs', { key: anyAppKey, body: { ...body, app: 'ghost' } })).body).toMatchObject({ error: { code: 'unknown-app' } });
     expect((await call(sys, 'POST', '/v1/opt-outs', { body })).status).toBe(401);
 
     expect(await call(sys, 'DELETE', '/v1/opt-outs', { key, body })).toMatchObject({ status: 200, body: { removed: true } });

@@ -3,7 +3,7 @@ import { createAppCredentialStore, createSecretBox } from '@herald/db';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, listApps, updateApp, type AdminDeps } from './admin-service.ts';
+import { createApp, createKey, listApps, updateApp, type AdminDeps } from './admin-service.ts';
 import { ApiError } from './api-error.ts';
 
 const KEY = '-----BEGIN PRIVATE KEY-----\nMIGT\n-----END PRIVATE KEY-----\n';
@@ -53,5 +53,19 @@ describe('admin API: app connection settings', () => {
     expect(patched).toMatchObject({ apnsConnection: { address: 'relay.corp.example', port: 8443, ca: true, proxy: false }, credentialsVersion: created.credentialsVersion + 1 });
     const err = await refusal(updateApp('relay', { fcmConnection: { port: 'x' } }, d));
     expect(err.issues?.map((i) => i.path)).toEqual(['fcmConnection.port']);
+  });
+});
+
+describe('admin API: team keys', () => {
+  // A key for an app not yet added would gain its whole API the day an app takes the id; one for a mistyped id acts for nothing.
+  it('issues a key only for apps that exist or "*", and answers 422 naming each unknown app otherwise, issuing nothing', async () => {
+    const keys = { ...d, keys: { ...d.keys, create: t.db.apiKeys.create.bind(t.db.apiKeys) } };
+    await createApp({ id: 'payments' }, d);
+    const err = await refusal(createKey({ team: 'billing', apps: ['payments', 'paymnets', '*', 'ledger'] }, keys));
+    expect([err.status, err.code, err.issues]).toEqual([422, 'unknown-app', [expect.objectContaining({ path: 'apps.1' }), expect.objectContaining({ path: 'apps.3' })]]);
+    expect((await refusal(createKey({ team: 'billing', apps: ['Payments'] }, keys))).issues?.map((i) => i.path)).toEqual(['apps.0']);
+    expect(await t.db.apiKeys.list()).toEqual([]);
+    expect(await createKey({ team: 'billing', apps: ['payments'] }, keys)).toMatchObject({ team: 'billing', apps: ['payments'] });
+    expect(await createKey({ team: 'ops', apps: ['*'] }, keys)).toMatchObject({ apps: ['*'] });
   });
 });

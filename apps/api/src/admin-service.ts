@@ -58,8 +58,16 @@ export const setEnabled = (id: string, enabled: boolean, d: AdminDeps) => admin(
 export const rotateApp = (id: string, body: unknown, d: AdminDeps) => admin(async () => appView(await d.store.rotate(id, parseBody(AppRotate, body))));
 export const listApps = async (d: AdminDeps) => (await d.list()).map(appView);
 
+/**
+ * A team key for apps that exist (or "*"), as the CLI's `herald keys create`: a key for an app not
+ * yet added would gain that app's whole API the day an app takes the id, and one for a mistyped id
+ * would act for nothing, silently.
+ */
 export async function createKey(body: unknown, d: AdminDeps) {
   const input = parseBody(ApiKeyCreate, body);
+  const known = new Set((await d.list()).map((a) => a.id));
+  const unknown = input.apps.flatMap((app, i) => (app === '*' || known.has(app) ? [] : [{ path: `apps.${i}`, message: `unknown app "${app}" (add it first: POST /admin/apps)` }]));
+  if (unknown.length > 0) throw new ApiError(422, 'unknown-app', unknown.map((u) => `${u.path}: ${u.message}`).join('; '), unknown);
   const { key, row } = await d.keys.create(input.team, input.apps);
   return { id: row.id, key, team: row.team, apps: row.apps };
 }

@@ -95,7 +95,7 @@ const PATHS = {
   '/admin/apps/{id}/credentials': {
     put: { summary: "Rotate an app's credentials (pushers switch without a restart)", security: admin, parameters: appId, requestBody: body('AppRotate'), responses: { '200': answer('rotated', 'AppView'), ...errors(400, 401, 404) } },
   },
-  '/admin/keys': { post: { summary: 'Create a team API key (shown once)', security: admin, requestBody: body('ApiKeyCreate'), responses: { '201': answer('created', 'ApiKeyCreated'), ...errors(400, 401) } } },
+  '/admin/keys': { post: { summary: 'Create a team API key (shown once) for apps that exist, or "*" (422 unknown-app naming apps.N otherwise)', security: admin, requestBody: body('ApiKeyCreate'), responses: { '201': answer('created', 'ApiKeyCreated'), ...errors(400, 401, 422) } } },
   '/admin/operator-keys': {
     post: { summary: "Create an operator key for a person (shown once): the monitor's dashboard, its write actions and these admin routes", security: admin, requestBody: body('OperatorKeyCreate'), responses: { '201': answer('created', 'OperatorKeyCreated'), ...errors(400, 401) } },
   },

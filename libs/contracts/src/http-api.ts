@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Instant } from './instant.ts';
-import { PushJob } from './push-job.ts';
+import { AppId, PushJob } from './push-job.ts';
 import { checkDeviceToken, registerProblems, RegisterShape, UnregisterShape } from './registration.ts';
 import { PushSubscriptionJson, subscriptionFields } from './web-subscription.ts';
 import { PlatformSchema } from './device-push.ts';
@@ -174,8 +174,8 @@ export const JobCancelled = z.object({ id: z.string(), cancelled: z.number().int
 
 export const ApiKeyCreate = z.strictObject({
   team: z.string().min(1).max(100),
-  /** App ids the key may act for; "*" for every app. */
-  apps: z.array(z.string().min(1).max(64)).min(1),
+  /** App ids the key may act for (apps that exist); "*" for every app. */
+  apps: z.array(z.union([z.literal('*'), AppId])).min(1),
 });
 
 export const ApiKeyCreated = z.object({ id: z.string(), key: z.string(), team: z.string(), apps: z.array(z.string()) });
