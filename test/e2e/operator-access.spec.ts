@@ -192,6 +192,10 @@ describe('operator access: the dashboard and its write actions need an operator 
     expect(await ids(Queues.jobs, sys)).toContain(FIXABLE[1]);
     expect(await ids(PARKED, sys)).not.toContain(FIXABLE[1]);
 
+    // A queue name that is not valid percent-encoding is the caller's mistake, not a 500 logged as the monitor's failure.
+    const garbled = await dashboard(sys, 'GET', '/api/parked/push.jobs%E0%A4%A', { headers: bearer(sys.operatorKey) });
+    expect([garbled.status, garbled.body['error']]).toEqual([400, 'the queue name is not valid percent-encoding']);
+
     const entry = (await sys.database.db.audit.list({ action: 'parked.replay' })).find((e) => e.request['id'] === FIXABLE[1]);
     expect(entry).toMatchObject({
       actor: { kind: 'operator', id: operatorId, name: 'e2e' },

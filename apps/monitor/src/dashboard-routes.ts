@@ -72,7 +72,13 @@ const parkedRow = (m: ParkedMessage) => ({
 
 /** Only the parked queues of this vhost's Herald queues: the URL cannot name anything else. */
 function parkedQueueOf(deps: DashboardDeps, raw: string): string {
-  const parked = parkedNameOf(decodeURIComponent(raw));
+  let name: string;
+  try {
+    name = decodeURIComponent(raw);
+  } catch {
+    throw new HttpError(400, 'the queue name is not valid percent-encoding');
+  }
+  const parked = parkedNameOf(name);
   if (!deps.monitor.state().queues.some((q) => q.name === parked)) throw new HttpError(404, `no parked queue ${parked}`);
   return parked;
 }

@@ -1,17 +1,18 @@
 import { z } from 'zod';
 import { Instant } from './instant.ts';
+import { storable } from './storable-text.ts';
 import { ChangeEventFields, ResourceType, WILDCARD, notBothNull } from './webhook.ts';
 
 /** POST /v1/subscriptions */
 export const SubscriptionCreate = z.strictObject({
   /** Where notifications are POSTed: https (http only for localhost where the operator allows it). */
-  callbackUrl: z.string().min(1).max(2048),
+  callbackUrl: storable(z.string().min(1).max(2048)),
   /** One of the configured resource types (WEBHOOK_RESOURCE_TYPES), e.g. campaign or ad. */
   resourceType: ResourceType,
   /** The resource to watch, or "*" for every resource of the type. */
-  resourceId: z.string().min(1).max(200),
+  resourceId: storable(z.string().min(1).max(200)),
   /** The HMAC-SHA256 key notifications are signed with; generated (and returned once) when absent. */
-  secret: z.string().min(16).max(256).optional(),
+  secret: storable(z.string().min(16).max(256)).optional(),
 });
 export type SubscriptionCreate = z.infer<typeof SubscriptionCreate>;
 

@@ -4,6 +4,7 @@ import { computeDiff } from './change-diff.ts';
 import { parseWith } from './parse.ts';
 import { ChangeEvent } from './webhook.ts';
 import { signWebhook, verifyWebhookSignature } from './webhook-signature.ts';
+import { ChangePublish, SubscriptionCreate } from './webhook-api.ts';
 
 describe('computeDiff', () => {
   it('reports changed, added and removed top-level fields, and nothing else', () => {
@@ -125,5 +126,23 @@ describe('ChangeEvent', () => {
     const event = { id: 'e1', resource: { type: 'campaign', id: 'c1' }, old: null, new: { x: deep }, occurredAt: '2026-01-01T00:00:00Z' };
     expect(() => JSON.stringify(event)).toThrow(RangeError);
     expect(parseWith(ChangeEvent, event)).toEqual({ ok: false, reason: 'schema violation: new: nests deeper than 32 levels' });
+  });
+});
+
+// PostgreSQL refuses a NUL in text (SQLSTATE 22021): accepted at the door, the API answered 500, or 202 for a change the fan-out could not look up.
+describe('webhook doors: text PostgreSQL cannot store', () => {
+  it('refuses a NUL or a lone surrogate in a subscription\'s callbackUrl, resourceId or secret, and in a change\'s resource id, naming the field', () => {
+    const sub = { callbackUrl: 'https://hooks.example.com/h', resourceType: 'campaign', resourceId: 'c1', secret: 'a'.repeat(16) };
+    expect(parseWith(SubscriptionCreate, sub)).toMatchObject({ ok: true });
+    for (const [field, value] of [['callbackUrl', 'https://hooks.example.com/h\u0000'], ['resourceId', 'c\u00001'], ['secret', `${'a'.repeat(16)}\u0000`], ['resourceId', 'c\ud8001']] as const) {
+      const parsed = parseWith(SubscriptionCreate, { ...sub, [field]: value });
+      expect([field, parsed.ok ? '' : parsed.reason]).toEqual([field, expect.stringContaining(`${field}: `)]);
+    }
+    const change = { id: 'ev-1', resource: { type: 'campaign', id: 'c\u00001' }, old: null, new: { state: 'live' } };
+    const refused = parseWith(ChangePublish, change);
+    expect(refused.ok ? '' : refused.reason).toContain('resource.id: ');
+    expect(parseWith(ChangePublish, { ...change, resource: { type: 'campaign', id: 'c1' } })).toMatchObject({ ok: true });
+    const badId = parseWith(ChangePublish, { ...change, id: 'ev\u00001', resource: { type: 'campaign', id: 'c1' } });
+    expect(badId.ok ? '' : badId.reason).toContain('id: ');
   });
 });

@@ -1,16 +1,14 @@
 import { z } from 'zod';
 import { Instant } from './instant.ts';
 import { JsonObject } from './provider-override.ts';
+import { storable } from './storable-text.ts';
 
 export const WILDCARD = '*';
 
 /** A resource type name, e.g. `campaign`; which types exist is configuration (WEBHOOK_RESOURCE_TYPES). */
 export const ResourceType = z.string().regex(/^[a-z][a-z0-9_.-]{0,63}$/, 'lower-case letters, digits, "_", "-" or "." (at most 64)');
 /** A resource id; `*` is reserved for wildcard subscriptions. */
-export const ResourceId = z
-  .string()
-  .min(1)
-  .max(200)
+export const ResourceId = storable(z.string().min(1).max(200))
   .refine((id) => id !== WILDCARD, 'must not be "*" (that means every resource, only in a subscription)');
 
 export const ResourceRef = z.strictObject({ type: ResourceType, id: ResourceId });
@@ -30,7 +28,7 @@ const ResourceState = JsonObject.nullable();
  */
 export const ChangeEventFields = z.strictObject({
   version: z.literal(1).default(1),
-  id: z.string().min(1).max(200),
+  id: storable(z.string().min(1).max(200)),
   resource: ResourceRef,
   old: ResourceState,
   new: ResourceState,
