@@ -115,6 +115,14 @@ describe('FCM provider against the sandbox', () => {
     });
   });
 
+  it('a message over FCM\'s 4096 bytes is answered 400 INVALID_ARGUMENT as Google does, and parked as permanent, the token kept', async () => {
+    const push = devicePush({ content: { title: 'big', fcm: { android: { data: { blob: 'x'.repeat(4100) } } } } });
+    const result = await provider.send(push, {});
+    const records = await recordsFor(push.token);
+    expect(records.map((r) => [r.status, (r.response as { error?: { message?: string } }).error?.message])).toEqual([[400, 'Android message is too big']]);
+    expect(result).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/Android message is too big/) as unknown });
+  });
+
   it.each<[FaultSpec['error'], string, number]>([
     ['UNREGISTERED', 'dead-token', 404],
     ['INVALID_ARGUMENT', 'dead-token', 400],

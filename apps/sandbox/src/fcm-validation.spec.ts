@@ -7,6 +7,22 @@ const reasonOf = (body: unknown): string | undefined => {
   return r.ok ? undefined : r.error.body.error.message;
 };
 
+/** Google's 400 INVALID_ARGUMENT with the FcmError detail. */
+const invalidArgument = (words: string): object => ({
+  ok: false,
+  error: {
+    status: 400,
+    body: {
+      error: {
+        code: 400,
+        message: words,
+        status: 'INVALID_ARGUMENT',
+        details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'INVALID_ARGUMENT' }],
+      },
+    },
+  },
+});
+
 describe('validateFcmBody', () => {
   it('accepts a full v1 message as firebase-admin serialises it', () => {
     const body = message({
@@ -19,21 +35,7 @@ describe('validateFcmBody', () => {
   });
 
   it('answers INVALID_ARGUMENT 400 with the FcmError detail', () => {
-    const r = validateFcmBody(message({ data: { n: 1 } }));
-    expect(r).toEqual({
-      ok: false,
-      error: {
-        status: 400,
-        body: {
-          error: {
-            code: 400,
-            message: "Invalid value at 'message.data[0].value' (TYPE_STRING), 1",
-            status: 'INVALID_ARGUMENT',
-            details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'INVALID_ARGUMENT' }],
-          },
-        },
-      },
-    });
+    expect(validateFcmBody(message({ data: { n: 1 } }))).toEqual(invalidArgument("Invalid value at 'message.data[0].value' (TYPE_STRING), 1"));
   });
 
   it.each<[string, unknown, RegExp]>([
@@ -49,6 +51,12 @@ describe('validateFcmBody', () => {
     ['no message', {}, /message is required/],
   ])('rejects %s', (_name, body, pattern) => {
     expect(reasonOf(body)).toMatch(pattern);
+  });
+
+  it('answers a message over 4096 bytes as Google does: 400 INVALID_ARGUMENT "Android message is too big"', () => {
+    expect(validateFcmBody(message({ notification: { title: 'T' }, data: { blob: 'x'.repeat(4090) } }))).toEqual(invalidArgument('Android message is too big'));
+    expect(reasonOf(message({ android: { data: { blob: 'x'.repeat(4100) } } }))).toBe('Android message is too big');
+    expect(validateFcmBody(message({ data: { blob: 'x'.repeat(4092) } }))).toMatchObject({ ok: true });
   });
 
   it('reports validate_only', () => {

@@ -1,6 +1,7 @@
 import { checkAndroid } from './fcm-android.ts';
 import { apnsWarnings, checkApns } from './fcm-apns.ts';
 import { checkData } from './fcm-data.ts';
+import { checkPayloadSize } from './fcm-size.ts';
 import { invalid, isObject, typeError, unknownField, type FcmProblem, type Json } from './fcm-fields.ts';
 import { invalidRegistrationToken, isFcmRegistrationToken } from './fcm-token.ts';
 
@@ -31,7 +32,8 @@ function checkParts(message: Json): FcmProblem | undefined {
     (present('data') ? checkData(message['data']) : undefined) ??
     (present('notification') ? checkNotification(message['notification']) : undefined) ??
     (present('android') ? checkAndroid(message['android']) : undefined) ??
-    (present('apns') ? checkApns(message['apns'], message) : undefined)
+    (present('apns') ? checkApns(message['apns'], message) : undefined) ??
+    checkPayloadSize(message)
   );
 }
 
