@@ -115,12 +115,10 @@ describe('FCM provider against the sandbox', () => {
     });
   });
 
-  it('a message over FCM\'s 4096 bytes is answered 400 INVALID_ARGUMENT as Google does, and parked as permanent, the token kept', async () => {
+  it('a message over FCM\'s 4096 bytes in an android.data override is permanent before sending, as Google would answer it', async () => {
     const push = devicePush({ content: { title: 'big', fcm: { android: { data: { blob: 'x'.repeat(4100) } } } } });
-    const result = await provider.send(push, {});
-    const records = await recordsFor(push.token);
-    expect(records.map((r) => [r.status, (r.response as { error?: { message?: string } }).error?.message])).toEqual([[400, 'Android message is too big']]);
-    expect(result).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/Android message is too big/) as unknown });
+    expect(await provider.send(push, {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^payload too large: FCM message/) as unknown });
+    expect(await recordsFor(push.token)).toEqual([]);
   });
 
   it.each<[FaultSpec['error'], string, number]>([

@@ -30,6 +30,11 @@ describe('Google\'s Message rules (PROVIDER-RULES.md, FCM rows)', () => {
     expect(fcmMessageProblem(message({ data: { blob: 'y'.repeat(4100) } }))).toMatch(/^payload too large: FCM message .* is \d+ bytes, the limit is 4096$/);
   });
 
+  it('payload: android.data counts in place of data, as it replaces data on Android', () => {
+    const m = message();
+    expect(fcmMessageProblem({ ...m, android: { ...m.android, data: { blob: 'y'.repeat(4100) } } })).toMatch(/^payload too large: FCM message .* is 41\d\d bytes, the limit is 4096$/);
+  });
+
   it('android.notification.color is #rrggbb', () => {
     const m = message();
     expect(fcmMessageProblem({ ...m, android: { ...m.android, notification: { color: 'red' } } })).toMatch(/#rrggbb/);

@@ -21,11 +21,14 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 const bytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v), 'utf8');
 
 /**
- * Bytes Herald counts against FCM's 4096: what reaches an Android device (notification, data
- * and android.notification). Google does not say how it counts; this errs on the strict side.
+ * Bytes Herald counts against FCM's 4096: what reaches an Android device (notification, the data
+ * and android.notification), the data being android.data when present (AndroidConfig.data: "If
+ * present, it will override google.firebase.fcm.v1.Message.data"). Google words the payload as
+ * those key-value pairs but does not say how it counts bytes; the JSON text errs on the strict side.
  */
 export function fcmPayloadBytes(m: FcmMessage): number {
-  return bytes({ notification: m.notification ?? {}, data: m.data ?? {}, android: m.android.notification ?? {} });
+  const data = m.android['data'] ?? m.data ?? {};
+  return bytes({ notification: m.notification ?? {}, data, android: m.android.notification ?? {} });
 }
 
 function dataProblem(data: unknown, at: string): string | undefined {
