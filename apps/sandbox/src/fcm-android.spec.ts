@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkAndroid } from './fcm-android.ts';
+import { androidWarnings, checkAndroid } from './fcm-android.ts';
 
 const messageOf = (v: unknown): string | undefined => checkAndroid(v)?.error.body.error.message;
 
@@ -27,5 +27,18 @@ describe('checkAndroid', () => {
     ['non-string data', { data: { n: 1 } }, /message.android.data\[0\].value/],
   ])('rejects %s', (_name, value, pattern) => {
     expect(messageOf(value)).toMatch(pattern);
+  });
+});
+
+describe('androidWarnings', () => {
+  it('warns of an android.notification with no text: a blank tray entry on the device', () => {
+    expect(androidWarnings({ android: { notification: { notification_count: 3 } } })).toEqual([expect.stringMatching(/blank notification/)]);
+    expect(androidWarnings({ android: { notification: { sound: 'default' } }, notification: { image: 'https://x/y.png' } })).toHaveLength(1);
+  });
+
+  it('is quiet when the notification or android.notification has text, and for data messages', () => {
+    expect(androidWarnings({ notification: { body: 'hi' }, android: { notification: { notification_count: 3 } } })).toEqual([]);
+    expect(androidWarnings({ android: { notification: { bodyLocKey: 'K' } } })).toEqual([]);
+    expect(androidWarnings({ android: { data: { herald_badge: '3' } } })).toEqual([]);
   });
 });

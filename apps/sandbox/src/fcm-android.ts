@@ -1,6 +1,6 @@
 import { checkAndroidNotification } from './fcm-android-notification.ts';
 import { checkStringMap } from './fcm-data.ts';
-import { checkFields, isBool, isObject, isString, scalar, typeError, type FcmProblem, type FieldCheck } from './fcm-fields.ts';
+import { checkFields, isBool, isObject, isString, scalar, typeError, type FcmProblem, type FieldCheck, type Json } from './fcm-fields.ts';
 import { durationSeconds } from './duration.ts';
 import { FCM_MAX_TTL_SECONDS } from './offline-retention.ts';
 
@@ -43,4 +43,19 @@ const FIELDS: Readonly<Record<string, FieldCheck>> = {
 export function checkAndroid(value: unknown): FcmProblem | undefined {
   if (!isObject(value)) return typeError('message.android', 'type.googleapis.com/google.firebase.fcm.v1.AndroidConfig', value);
   return checkFields(value, 'message.android', FIELDS);
+}
+
+const TEXT_FIELDS = ['title', 'body', 'title_loc_key', 'titleLocKey', 'body_loc_key', 'bodyLocKey'];
+
+/**
+ * Accepted by Google, but shows a blank tray entry titled with the app's name (the Firebase Android
+ * SDK's observed behaviour): an android.notification with no text and no Message.notification text.
+ */
+export function androidWarnings(message: Json): string[] {
+  const android = isObject(message['android']) ? message['android'] : {};
+  const own = android['notification'];
+  if (!isObject(own)) return [];
+  const shared = isObject(message['notification']) ? message['notification'] : {};
+  const texts = [own, shared].flatMap((n) => TEXT_FIELDS.filter((k) => typeof n[k] === 'string'));
+  return texts.length > 0 ? [] : ['android.notification without a title or body: an Android device shows a blank notification titled with the app\'s name'];
 }

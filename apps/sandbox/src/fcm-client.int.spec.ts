@@ -115,6 +115,17 @@ describe('FCM provider against the sandbox', () => {
     });
   });
 
+  it('an alert with only a badge reaches Android as a data message the sandbox takes without a warning; iOS keeps aps.badge', async () => {
+    const push = devicePush({ content: { badge: 3 } });
+    expect(await provider.send(push, {})).toMatchObject({ kind: 'delivered' });
+    const [rec] = await recordsFor(push.token);
+    const message = (rec?.body as { message: Record<string, unknown> }).message;
+    expect(message['notification']).toBeUndefined();
+    expect(message['android']).toEqual({ priority: 'HIGH', ttl: '2419200s', data: { herald_badge: '3' } });
+    expect(message['apns']).toMatchObject({ headers: { 'apns-priority': '10' }, payload: { aps: { badge: 3 } } });
+    expect(rec?.warnings).toEqual([]);
+  });
+
   it('a message over FCM\'s 4096 bytes in an android.data override is permanent before sending, as Google would answer it', async () => {
     const push = devicePush({ content: { title: 'big', fcm: { android: { data: { blob: 'x'.repeat(4100) } } } } });
     expect(await provider.send(push, {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^payload too large: FCM message/) as unknown });

@@ -1,4 +1,4 @@
-import { checkAndroid } from './fcm-android.ts';
+import { androidWarnings, checkAndroid } from './fcm-android.ts';
 import { apnsWarnings, checkApns } from './fcm-apns.ts';
 import { checkData } from './fcm-data.ts';
 import { checkPayloadSize } from './fcm-size.ts';
@@ -62,5 +62,5 @@ export function validateFcmBody(body: unknown): FcmValidation {
   const target = checkTarget(message);
   if (!target.ok) return target;
   const validateOnly = body['validate_only'] === true || body['validateOnly'] === true;
-  return { ok: true, token: target.token, validateOnly, warnings: apnsWarnings(message['apns'], message) };
+  return { ok: true, token: target.token, validateOnly, warnings: [...apnsWarnings(message['apns'], message), ...androidWarnings(message)] };
 }

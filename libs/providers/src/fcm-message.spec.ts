@@ -65,6 +65,36 @@ describe('buildFcmMessage (the v1 Message as Google documents it)', () => {
     expect(m.android).toEqual({ priority: 'HIGH', ttl: '2419200s' });
   });
 
+  it('an alert whose only text is a subtitle shows it as the body on Android (Android has no subtitle); iOS keeps its subtitle', () => {
+    const m = buildFcmMessage(push({ content: { subtitle: 'hi' } }), NOW);
+    expect(m.notification).toEqual({ body: 'hi' });
+    expect(m.android.notification).toBeUndefined();
+    expect(m.apns.payload.aps['alert']).toEqual({ subtitle: 'hi' });
+    expect(buildFcmMessage(push({ content: { title: 'T', subtitle: 'S' } }), NOW).notification).toEqual({ title: 'T' });
+  });
+
+  it.each<[string, object, Record<string, string>, object]>([
+    ['a badge', { badge: 3 }, { herald_badge: '3' }, { badge: 3 }],
+    ['a sound', { sound: 'default' }, { herald_sound: 'default' }, { sound: 'default' }],
+    ['badge 0 (clears the badge on iOS)', { badge: 0, data: { chat: '1' } }, { herald_badge: '0', chat: '1' }, { badge: 0 }],
+  ])('an alert with only %s reaches Android as a data message carrying it, no blank tray entry; iOS gets the aps as before', (_n, content, data, aps) => {
+    const m = buildFcmMessage(push({ content: { channelId: 'news', ...content } }), NOW);
+    expect(m.notification).toBeUndefined();
+    expect(m.android).toEqual({ priority: 'HIGH', ttl: '2419200s', data });
+    expect(m.apns.headers).toMatchObject({ 'apns-priority': '10', 'apns-push-type': 'alert' });
+    expect(m.apns.payload.aps).toEqual(aps);
+  });
+
+  it('the push\'s own data keys win over herald_badge / herald_sound', () => {
+    expect(buildFcmMessage(push({ content: { badge: 2, data: { herald_badge: 'mine' } } }), NOW).android['data']).toEqual({ herald_badge: 'mine' });
+  });
+
+  it('badge 0 is not sent as notification_count (0 is the launcher\'s default on Android, not "clear")', () => {
+    const m = buildFcmMessage(push({ content: { title: 'T', badge: 0, sound: 'ping' } }), NOW);
+    expect(m.android.notification).toEqual({ sound: 'ping' });
+    expect(m.apns.payload.aps['badge']).toBe(0);
+  });
+
   it('the iOS action category is not Android\'s click_action', () => {
     const m = buildFcmMessage(push({ content: { title: 'T', actionCategory: 'REPLY' } }), NOW);
     expect(m.android.notification).toBeUndefined();

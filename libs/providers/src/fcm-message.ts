@@ -19,10 +19,25 @@ export interface FcmMessage {
 }
 
 
-function notificationOf(c: PushContent): FcmMessage['notification'] {
+/** Data keys that carry, to an Android app, an alert's badge and sound when it has no text to show. */
+export const FCM_BADGE_DATA_KEY = 'herald_badge';
+export const FCM_SOUND_DATA_KEY = 'herald_sound';
+
+/**
+ * What an alert has for Android to show: text (Notification/AndroidNotification title, body or
+ * their loc keys), only a subtitle (Android has none: it is shown as the body), or nothing.
+ */
+type AndroidText = 'text' | 'subtitle' | 'none';
+function androidTextOf(c: PushContent): AndroidText {
+  if (c.title !== undefined || c.body !== undefined || c.titleLocKey !== undefined || c.locKey !== undefined) return 'text';
+  return c.subtitle !== undefined ? 'subtitle' : 'none';
+}
+
+function notificationOf(c: PushContent, text: AndroidText): FcmMessage['notification'] {
+  if (text === 'none') return undefined;
   const n: Json = {};
   put(n, 'title', c.title);
-  put(n, 'body', c.body);
+  put(n, 'body', text === 'subtitle' ? c.subtitle : c.body);
   put(n, 'image', c.imageUrl);
   return Object.keys(n).length > 0 ? n : undefined;
 }
@@ -35,12 +50,22 @@ function androidNotificationOf(c: PushContent): Json | undefined {
   put(n, 'color', c.color);
   put(n, 'icon', c.icon);
   put(n, 'sound', c.sound);
-  put(n, 'notification_count', c.badge);
+  // notification_count: "the number of items this notification represents"; 0 is the launcher's
+  // default, not iOS's "clear the badge", so it is not sent.
+  if (c.badge !== 0) put(n, 'notification_count', c.badge);
   put(n, 'title_loc_key', c.titleLocKey);
   put(n, 'title_loc_args', c.titleLocArgs);
   put(n, 'body_loc_key', c.locKey);
   put(n, 'body_loc_args', c.locArgs);
   return Object.keys(n).length > 0 ? n : undefined;
+}
+
+/** An alert with no text for Android: its badge and sound as data (the push's own data keys win), for the app to use. */
+function androidDataOf(c: PushContent): Record<string, string> | undefined {
+  const extra: Record<string, string> = {};
+  if (c.badge !== undefined) extra[FCM_BADGE_DATA_KEY] = String(c.badge);
+  put(extra, FCM_SOUND_DATA_KEY, c.sound);
+  return Object.keys(extra).length > 0 ? { ...extra, ...c.data } : undefined;
 }
 
 /** Seconds FCM may store the push: 0 for now-or-never, the time left until expiresAt capped at 4 weeks, else 4 weeks. */
@@ -54,8 +79,12 @@ function androidOf(push: DevicePush, now: Date): FcmMessage['android'] {
   const android: FcmMessage['android'] = { priority: push.priority === 'high' ? 'HIGH' : 'NORMAL', ttl: `${fcmTtlSeconds(push, now)}s` };
   put(android, 'collapse_key', push.collapseKey);
   // A data-only (background) push gets no android.notification: with one, FCM would show a tray
-  // entry and keep the data from the app's onMessageReceived while it is in the background.
-  if (resolvePushType(push.content) !== 'background') put(android, 'notification', androidNotificationOf(push.content));
+  // entry and keep the data from the app's onMessageReceived while it is in the background. Nor
+  // does an alert with no text for Android (a badge or a sound only): the Firebase SDK would show
+  // a blank entry titled with the app's name; it goes as a data message carrying them instead.
+  if (resolvePushType(push.content) === 'background') return android;
+  if (androidTextOf(push.content) === 'none') put(android, 'data', androidDataOf(push.content));
+  else put(android, 'notification', androidNotificationOf(push.content));
   return android;
 }
 
@@ -73,7 +102,7 @@ function apnsOf(push: DevicePush, now: Date): FcmMessage['apns'] {
 
 /** The v1 Message for one device push, the `content.fcm` override merged last. `now` fixes ttl and expiration. */
 export function buildFcmMessage(push: DevicePush, now: Date = new Date()): FcmMessage {
-  const notification = notificationOf(push.content);
+  const notification = notificationOf(push.content, androidTextOf(push.content));
   const message: Json = {
     token: push.token,
     ...(notification !== undefined ? { notification } : {}),
