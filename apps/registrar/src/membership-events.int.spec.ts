@@ -49,4 +49,21 @@ describe('registrar: topic memberships and follow events on push.registrations',
     const edge = await t.db.kysely.selectFrom('follows').selectAll().where('followee', '=', 'u9').executeTakeFirst();
     expect(edge?.following).toBe(true);
   });
+
+  it("applies a disabled app's unsubscribe and unfollow (and its joins, as the HTTP API does): acked, the membership removed", async () => {
+    await t.db.apps.upsert({ id: 'paused', enabled: true });
+    await t.db.kysely.insertInto('topics').values({ app: 'paused', name: 'deals' }).execute();
+    const handle = createRegistrarHandler({ devices: t.db.devices, audiences: createAudienceStore(t.db.kysely), apps: t.db.apps, logger });
+    const deals = (extra: Record<string, unknown>) => member({ app: 'paused', topic: 'deals', ...extra });
+    const follow = (following: boolean, eventAt: string) => ({ kind: 'follow', app: 'paused', follower: 'u1', followee: 'u7', following, eventAt });
+    expect(await handle([message(deals({})), message(follow(true, '2025-03-01T10:00:00Z'))])).toEqual([{ kind: 'ack' }, { kind: 'ack' }]);
+    // An incident: the app is disabled; the user leaves the topic and unfollows, another joins.
+    await t.db.apps.upsert({ id: 'paused', enabled: false });
+    const outcomes = await handle([message(deals({ subscribed: false, eventAt: '2025-03-02T00:00:00Z' })), message(follow(false, '2025-03-02T00:00:00Z')), message(deals({ userId: 'u3' }))]);
+    expect(outcomes).toEqual([{ kind: 'ack' }, { kind: 'ack' }, { kind: 'ack' }]);
+    const members = await t.db.kysely.selectFrom('topic_members').select(['member_id', 'subscribed']).where('app', '=', 'paused').where('topic', '=', 'deals').orderBy('member_id').execute();
+    expect(members.filter((m) => m.subscribed).map((m) => m.member_id)).toEqual(['u3']);
+    const edge = await t.db.kysely.selectFrom('follows').select('following').where('app', '=', 'paused').where('followee', '=', 'u7').executeTakeFirst();
+    expect(edge?.following).toBe(false);
+  });
 });

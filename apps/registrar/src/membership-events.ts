@@ -33,14 +33,19 @@ function decode(body: Buffer): { ok: true; event: TopicMembership | FollowEvent 
   return parsed.ok ? { ok: true, event: parsed.value } : { ok: false, reason: parsed.reason };
 }
 
-async function usableApps(decoded: readonly Decoded[], deps: MembershipDeps, outcomes: Outcome[]): Promise<Decoded[]> {
+/**
+ * The events whose app exists. A disabled app's events are applied, joins and leaves alike, as the
+ * HTTP API and the CLI apply them (memberships are preferences, which outlive a ban): parking them
+ * held back every unsubscribe and unfollow sent during an incident, so users got the pushes they
+ * had opted out of once the app was enabled again. A disabled app sends nothing, so a join applied
+ * meanwhile changes nothing until then.
+ */
+async function knownApps(decoded: readonly Decoded[], deps: MembershipDeps, outcomes: Outcome[]): Promise<Decoded[]> {
   const ids = [...new Set(decoded.map((d) => d.event.app))];
   const apps = new Map(await Promise.all(ids.map(async (id) => [id, await deps.apps.get(id)] as const)));
   return decoded.filter(({ index, event }) => {
-    const app = apps.get(event.app);
-    if (app?.enabled === true) return true;
-    outcomes[index] =
-      app === undefined ? { kind: 'park', code: 'unknown-app', reason: `unknown app "${event.app}"` } : { kind: 'park', code: 'app-disabled', reason: `app "${event.app}" is disabled` };
+    if (apps.get(event.app) !== undefined) return true;
+    outcomes[index] = { kind: 'park', code: 'unknown-app', reason: `unknown app "${event.app}"` };
     return false;
   });
 }
@@ -58,7 +63,7 @@ export async function applyMembershipEvents(items: readonly { index: number; bod
     else if (deps.audiences === undefined) outcomes[index] = { kind: 'park', code: 'unsupported', reason: `this registrar does not apply ${r.event.kind} events` };
     else decoded.push({ index, event: r.event });
   }
-  const valid = await usableApps(decoded, deps, outcomes);
+  const valid = await knownApps(decoded, deps, outcomes);
   const topics = valid.flatMap((d) => (d.event.kind === 'topic-membership' ? [{ index: d.index, event: d.event }] : []));
   const follows = valid.flatMap((d) => (d.event.kind === 'follow' ? [{ index: d.index, event: d.event }] : []));
   if (deps.audiences !== undefined && topics.length > 0) {
