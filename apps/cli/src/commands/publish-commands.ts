@@ -3,7 +3,7 @@ import { createHeraldClient, type HeraldClient } from '@herald/client';
 import type { Command } from 'commander';
 import { readCliConfig } from '../cli-config.ts';
 import { printObject } from '../output.ts';
-import { requireEnabledApp } from './app-check.ts';
+import { requireApp, requireEnabledApp } from './app-check.ts';
 import { deliverAtFromFlags, wholeNumber, type ScheduleFlags } from './send-options.ts';
 import { withDatabase } from './with-database.ts';
 import { followJob } from './follow-job.ts';
@@ -86,7 +86,9 @@ export function registerPublishCommands(program: Command): void {
     .option('--subscription <json>', "web: the browser's PushSubscription.toJSON()")
     .action(async (o: Record<string, string>) => {
       const { token } = deviceFieldsFromFlags(o as DeviceFlags, 'unregister');
-      await withDatabase((db) => requireEnabledApp(db, String(o['app'])));
+      // A disabled app's unregister is applied (registrar, DELETE /v1/devices): a logout during an
+      // incident must not leave the device to the user who left it. The app must exist.
+      await withDatabase((db) => requireApp(db, String(o['app'])));
       const reg = await withClient((c) =>
         c.publishRegistration({
           kind: 'unregister',

@@ -1,0 +1,55 @@
+import { execFile } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Queues } from '@herald/contracts';
+import { createLogger } from '@herald/logging';
+import { connectBroker, heraldTopology, type Broker } from '@herald/messaging';
+import { createTestDatabase, createTestVhost, peekMessages, type TestDatabase, type TestVhost } from '@herald/testing';
+
+const logger = createLogger({ service: 'cli-test', level: 'silent' });
+let t: TestDatabase;
+let vhost: TestVhost;
+let broker: Broker;
+
+beforeAll(async () => {
+  t = await createTestDatabase('cli_publish');
+  vhost = await createTestVhost('clipublish');
+  broker = await connectBroker({ url: vhost.amqpUrl, logger, connectionName: 'cli-test' });
+  await broker.applyTopology(heraldTopology({ retryDelaysMs: [1000] }));
+  await t.db.apps.upsert({ id: 'paused', enabled: false });
+});
+afterAll(async () => {
+  await broker?.close();
+  await vhost?.delete();
+  await t?.drop();
+});
+
+/** `herald …` as a person runs it, against this file's schema and vhost. */
+function herald(...args: string[]): Promise<{ code: number; stderr: string }> {
+  const env = { ...process.env, AMQP_URL: vhost.amqpUrl, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema };
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], { env, encoding: 'utf8' }, (err, _stdout, stderr) =>
+      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, stderr }),
+    );
+  });
+}
+
+const TOKEN = 'ab'.repeat(32);
+
+describe('herald register / unregister for a disabled app', () => {
+  it('publishes the unregister (a logout during an incident), still refusing the register', async () => {
+    const unregister = await herald('unregister', '--app', 'paused', '--platform', 'apns', '--token', TOKEN);
+    expect(unregister).toEqual({ code: 0, stderr: '' });
+    const register = await herald('register', '--app', 'paused', '--platform', 'apns', '--token', TOKEN, '--user', 'u1');
+    expect(register.code).not.toBe(0);
+    expect(register.stderr).toMatch(/app "paused" is disabled/);
+    const queued = (await peekMessages(vhost.name, Queues.registrations)).map((m) => JSON.parse(m.payload) as Record<string, unknown>);
+    expect(queued).toEqual([expect.objectContaining({ kind: 'unregister', app: 'paused', platform: 'apns', token: TOKEN })]);
+  });
+
+  it('refuses an unknown app, publishing nothing', async () => {
+    const r = await herald('unregister', '--app', 'ghost', '--platform', 'apns', '--token', TOKEN);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/unknown app "ghost"/);
+    expect((await peekMessages(vhost.name, Queues.registrations)).filter((m) => m.payload.includes('ghost'))).toEqual([]);
+  });
+});
