@@ -4,6 +4,7 @@ import { DEFAULT_JOB_PACK_SIZE } from '@herald/messaging';
 export const apiConfig = {
   ...commonConfig,
   ...webhookSubscriptionConfig,
+  WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM: int('Most webhook subscriptions one team may have; a create past it is answered 409 subscription-limit', { default: '1000', min: 1 }),
   API_PORT: int('Port of the HTTP API for teams (0 picks a free port)', { default: '8080', min: 0, max: 65535 }),
   API_HOST: bindAddress('Address the HTTP API listens on (0.0.0.0: every IPv4 interface, :: every interface)'),
   API_BODY_LIMIT_BYTES: int('Largest request body the API reads; larger ones are answered 413', { default: '2097152', min: 1024 }),

@@ -32,6 +32,7 @@ await runService('api', config, async ({ logger, registry }) => {
     subscriptions: db.subscriptions,
     resourceTypes: config.WEBHOOK_RESOURCE_TYPES,
     allowHttpLocalhost: config.WEBHOOK_ALLOW_HTTP_LOCALHOST,
+    maxSubscriptionsPerTeam: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM,
     cancel: (jobId) => cancelJob(db, jobId),
     audienceProblem: (app, audience) => audienceProblem(db.kysely, app, audience),
     preferences: db.preferences,

@@ -14,13 +14,13 @@ const errors = (...codes: number[]) =>
 const team = [{ apiKey: [] }];
 
 /** The query parameters of a list route, from the same contract schema the route validates with. */
-const query = (schema: z.ZodObject) =>
+export const queryParameters = (schema: z.ZodObject) =>
   Object.entries(schema.shape).map(([name, field]) => {
     const json = z.toJSONSchema(field as z.ZodType, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
     delete json['$schema'];
     return { name, in: 'query', required: !(field as z.ZodType).safeParse(undefined).success, schema: json };
   });
-const userOfApp = query(UserOfApp);
+const userOfApp = queryParameters(UserOfApp);
 const refusals = errors(400, 401, 403, 413, 415, 422, 503);
 
 export const PREFERENCE_PATHS = {

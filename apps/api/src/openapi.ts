@@ -21,10 +21,11 @@ import {
   SubscriptionCreate,
   SubscriptionCreated,
   SubscriptionList,
+  SubscriptionListQuery,
   SubscriptionView,
 } from '@herald/contracts';
 import { z } from 'zod';
-import { DEVICE_LIST_OPERATION, PREFERENCE_INPUTS, PREFERENCE_PATHS, PREFERENCE_SCHEMAS } from './openapi-preferences.ts';
+import { DEVICE_LIST_OPERATION, PREFERENCE_INPUTS, PREFERENCE_PATHS, PREFERENCE_SCHEMAS, queryParameters } from './openapi-preferences.ts';
 import { JOB_PUSH_PATHS, JOB_PUSH_SCHEMAS } from './openapi-job-pushes.ts';
 import { WEB_PUSH_INPUTS, WEB_PUSH_PATHS, WEB_PUSH_SCHEMAS } from './openapi-web-push.ts';
 import { AUDIENCE_INPUTS, AUDIENCE_PATHS, AUDIENCE_SCHEMAS } from './openapi-audiences.ts';
@@ -70,8 +71,8 @@ const PATHS = {
   ...WEB_PUSH_PATHS,
   ...AUDIENCE_PATHS,
   '/v1/subscriptions': {
-    post: { summary: 'Subscribe a callback URL to a resource (or "*" for every resource of the type); the secret is returned once', security: team, requestBody: body('SubscriptionCreate'), responses: { '201': answer('created', 'SubscriptionCreated'), ...errors(400, 401, 413, 415, 422, 503) } },
-    get: { summary: "The team's subscriptions (never their secrets)", security: team, responses: { '200': answer('subscriptions', 'SubscriptionList'), ...errors(401) } },
+    post: { summary: 'Subscribe a callback URL to a resource (or "*" for every resource of the type); the secret is returned once. A team has at most WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM (default 1,000): past it, 409 subscription-limit', security: team, requestBody: body('SubscriptionCreate'), responses: { '201': answer('created', 'SubscriptionCreated'), ...errors(400, 401, 409, 413, 415, 422, 503) } },
+    get: { summary: "The team's subscriptions (never their secrets), paged in id order: at most limit (default and most 1,000) a page; pass the answer's next as after", security: team, parameters: queryParameters(SubscriptionListQuery), responses: { '200': answer('one page of subscriptions', 'SubscriptionList'), ...errors(400, 401) } },
   },
   '/v1/subscriptions/{id}': {
     get: { summary: 'One subscription', security: team, parameters: subscriptionId, responses: { '200': answer('subscription', 'SubscriptionView'), ...errors(401, 404) } },

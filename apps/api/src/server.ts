@@ -89,7 +89,7 @@ function teamRoutes(app: FastifyInstance, deps: ApiServerDeps, metrics: RequestM
     return reply.status(202).send({ accepted: true });
   }));
   app.post('/v1/subscriptions', team(async (req, key, reply) => reply.status(201).send(await createSubscription(req.body, key, deps))));
-  app.get('/v1/subscriptions', team(async (_req, key) => listSubscriptions(key, deps)));
+  app.get('/v1/subscriptions', team(async (req, key) => listSubscriptions(req.query, key, deps)));
   app.get('/v1/subscriptions/:id', team(async (req, key) => getSubscription(req.params.id, key, deps)));
   app.delete('/v1/subscriptions/:id', team(async (req, key, reply) => {
     await deleteSubscription(req.params.id, key, deps);

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { SubscriptionCreate, callbackUrlProblem, type SubscriptionCreated, type SubscriptionView } from '@herald/contracts';
-import type { ApiKeyRow, SubscriptionInsert, SubscriptionRow } from '@herald/db';
+import { SubscriptionCreate, SubscriptionListQuery, callbackUrlProblem, type SubscriptionCreated, type SubscriptionList, type SubscriptionView } from '@herald/contracts';
+import type { ApiKeyRow, SubscriptionInsert, SubscriptionPage, SubscriptionRow } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 
 export interface SubscriptionServiceDeps {
   subscriptions: {
-    create(s: SubscriptionInsert): Promise<SubscriptionRow>;
-    listForTeam(team: string): Promise<SubscriptionRow[]>;
+    createWithin(s: SubscriptionInsert, maxPerTeam: number): Promise<SubscriptionRow | 'team-limit'>;
+    listForTeam(team: string, page: SubscriptionPage): Promise<SubscriptionRow[]>;
     getForTeam(team: string, id: string): Promise<SubscriptionRow | undefined>;
     deleteForTeam(team: string, id: string): Promise<boolean>;
     enableForTeam(team: string, id: string): Promise<SubscriptionRow | undefined>;
@@ -15,6 +15,8 @@ export interface SubscriptionServiceDeps {
   resourceTypes: readonly string[];
   /** WEBHOOK_ALLOW_HTTP_LOCALHOST */
   allowHttpLocalhost: boolean;
+  /** WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM */
+  maxSubscriptionsPerTeam: number;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -41,19 +43,31 @@ export function viewOf(row: SubscriptionRow): SubscriptionView {
   };
 }
 
-/** POST /v1/subscriptions: validate, check the URL and type, store; the secret is returned this once. */
+/**
+ * POST /v1/subscriptions: validate, check the URL and type, store; the secret is returned this once.
+ * 409 subscription-limit when the team already has WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM: one key
+ * creating in a loop must not grow the team's list, and every change's fan-out, without bound.
+ */
 export async function createSubscription(body: unknown, key: ApiKeyRow, deps: SubscriptionServiceDeps): Promise<SubscriptionCreated> {
   const s = parseBody(SubscriptionCreate, body);
   const problem = callbackUrlProblem(s.callbackUrl, { allowHttpLocalhost: deps.allowHttpLocalhost });
   if (problem !== undefined) throw new ApiError(400, 'invalid-request', `callbackUrl: ${problem}`, [{ path: 'callbackUrl', message: problem }]);
   checkResourceType(s.resourceType, 'resourceType', deps.resourceTypes);
   const secret = s.secret ?? `whsec_${randomBytes(32).toString('base64url')}`;
-  const row = await deps.subscriptions.create({ team: key.team, callbackUrl: s.callbackUrl, resourceType: s.resourceType, resourceId: s.resourceId, secret });
+  const max = deps.maxSubscriptionsPerTeam;
+  const row = await deps.subscriptions.createWithin({ team: key.team, callbackUrl: s.callbackUrl, resourceType: s.resourceType, resourceId: s.resourceId, secret }, max);
+  if (row === 'team-limit') {
+    throw new ApiError(409, 'subscription-limit', `team "${key.team}" has ${max} subscriptions, the most allowed (WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM); delete one first`);
+  }
   return { ...viewOf(row), secret };
 }
 
-export async function listSubscriptions(key: ApiKeyRow, deps: SubscriptionServiceDeps): Promise<{ subscriptions: SubscriptionView[] }> {
-  return { subscriptions: (await deps.subscriptions.listForTeam(key.team)).map(viewOf) };
+/** GET /v1/subscriptions?limit=&after=: a page of the team's subscriptions in id order; `next` is the following page's `after`. */
+export async function listSubscriptions(query: unknown, key: ApiKeyRow, deps: SubscriptionServiceDeps): Promise<SubscriptionList> {
+  const page = parseBody(SubscriptionListQuery, query ?? {});
+  const rows = await deps.subscriptions.listForTeam(key.team, { limit: page.limit + 1, ...(page.after !== undefined && { after: page.after }) });
+  const shown = rows.slice(0, page.limit);
+  return { subscriptions: shown.map(viewOf), next: rows.length > page.limit ? (shown[shown.length - 1]?.id ?? null) : null };
 }
 
 export async function getSubscription(id: string, key: ApiKeyRow, deps: SubscriptionServiceDeps): Promise<SubscriptionView> {

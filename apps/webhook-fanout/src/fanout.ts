@@ -8,29 +8,39 @@ import {
   type Diff,
   type WebhookDelivery,
 } from '@herald/contracts';
-import { matchKey, type SubscriptionRow } from '@herald/db';
+import { matchesResource, type SubscriptionPage, type SubscriptionRow } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, OutboundMessage, Outcome, Publisher } from '@herald/messaging';
 import type { FanoutMetrics } from './fanout-metrics.ts';
 
 export interface FanoutDeps {
-  subscriptions: { findMatching(resources: ReadonlyArray<{ type: string; id: string }>): Promise<Map<string, SubscriptionRow[]>> };
+  subscriptions: { findMatching(resources: ReadonlyArray<{ type: string; id: string }>, page: SubscriptionPage): Promise<SubscriptionRow[]> };
   publisher: Publisher;
   /** WEBHOOK_RESOURCE_TYPES: a change of another type is parked. */
   resourceTypes: readonly string[];
   metrics: FanoutMetrics;
   logger: Logger;
   now?: () => Date;
+  /** Most matching subscriptions read (and deliveries published) at a time; MATCH_CHUNK by default. */
+  matchChunk?: number;
 }
+
+/**
+ * Subscriptions are read in keyset chunks of this many, each chunk's deliveries published and
+ * confirmed before the next is read: the per-team cap (WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM) bounds
+ * one team, not the teams together, and a wildcard of every team matches every change.
+ */
+export const MATCH_CHUNK = 500;
 
 type Accepted = { index: number; event: ChangeEvent; diff: Diff };
 const ack: Outcome = { kind: 'ack' };
 
 /**
  * ChangeEvent → one WebhookDelivery per enabled subscription of the resource (its id or "*").
- * A batch of events costs one matching query; an event is acked only after every delivery it
- * produced is confirmed. notificationId = hash(event id, subscription id), so an event handled
- * twice (redelivery, published twice) yields the same ids and the pusher's ledger sends each once.
+ * A batch of events costs one matching query per MATCH_CHUNK subscriptions; an event is acked only
+ * after every delivery it produced is confirmed. notificationId = hash(event id, subscription id),
+ * so an event handled twice (redelivery, published twice, a crash between chunks) yields the same
+ * ids and the pusher's ledger sends each once.
  */
 export function createFanoutHandler(deps: FanoutDeps) {
   const now = deps.now ?? (() => new Date());
@@ -43,26 +53,52 @@ export function createFanoutHandler(deps: FanoutDeps) {
       else accepted.push({ index, ...checked });
     }
     if (accepted.length === 0) return outcomes;
-    const matches = await deps.subscriptions.findMatching(accepted.map((a) => a.event.resource));
-    const queuedAt = now().toISOString();
-    await Promise.all(
-      accepted.map(async (a) => {
-        const subs = matches.get(matchKey(a.event.resource.type, a.event.resource.id)) ?? [];
-        if (subs.length === 0) {
-          if (a.event.trace === true) deps.logger.info({ trace: true, eventId: a.event.id }, 'trace: change has no subscribers');
-          deps.metrics.changes.inc({ outcome: 'no-subscribers' });
-          return;
-        }
-        await deps.publisher.publishMany(subs.map((s) => deliveryMessage(a, s, queuedAt)));
-        deps.metrics.notifications.inc({ resource_type: a.event.resource.type }, subs.length);
-        deps.metrics.changes.inc({ outcome: 'fanned-out' });
-        if (a.event.trace === true) {
-          deps.logger.info({ trace: true, eventId: a.event.id, notifications: subs.map((s) => ({ subscriptionId: s.id, notificationId: notificationIdOf(a, s) })) }, 'trace: change fanned out');
-        }
-      }),
-    );
+    const fanned = await fanOut(accepted, deps, now().toISOString());
+    for (const [i, a] of accepted.entries()) {
+      const { count, traced } = fanned[i] ?? { count: 0, traced: [] };
+      if (count === 0) {
+        if (a.event.trace === true) deps.logger.info({ trace: true, eventId: a.event.id }, 'trace: change has no subscribers');
+        deps.metrics.changes.inc({ outcome: 'no-subscribers' });
+        continue;
+      }
+      deps.metrics.notifications.inc({ resource_type: a.event.resource.type }, count);
+      deps.metrics.changes.inc({ outcome: 'fanned-out' });
+      if (a.event.trace === true) deps.logger.info({ trace: true, eventId: a.event.id, notifications: traced }, 'trace: change fanned out');
+    }
     return outcomes;
   };
+}
+
+/** Per accepted event: how many deliveries it produced, and which (kept for a traced event only). */
+type Fanned = { count: number; traced: Array<{ subscriptionId: string; notificationId: string }> };
+
+/**
+ * Publishes a delivery per (accepted event, matching subscription), reading the matches of the
+ * whole batch MATCH_CHUNK at a time in id order (one query a chunk) and waiting for each chunk's
+ * confirms before reading the next.
+ */
+async function fanOut(accepted: readonly Accepted[], deps: FanoutDeps, queuedAt: string): Promise<Fanned[]> {
+  const chunk = deps.matchChunk ?? MATCH_CHUNK;
+  const resources = accepted.map((a) => a.event.resource);
+  const fanned: Fanned[] = accepted.map(() => ({ count: 0, traced: [] }));
+  let after: string | undefined;
+  for (;;) {
+    const subs = await deps.subscriptions.findMatching(resources, { limit: chunk, ...(after !== undefined && { after }) });
+    const messages: OutboundMessage[] = [];
+    for (const [i, a] of accepted.entries()) {
+      for (const s of subs) {
+        if (!matchesResource(s, a.event.resource)) continue;
+        messages.push(deliveryMessage(a, s, queuedAt));
+        const f = fanned[i];
+        if (f === undefined) continue;
+        f.count += 1;
+        if (a.event.trace === true) f.traced.push({ subscriptionId: s.id, notificationId: notificationIdOf(a, s) });
+      }
+    }
+    if (messages.length > 0) await deps.publisher.publishMany(messages);
+    after = subs[subs.length - 1]?.id;
+    if (subs.length < chunk || after === undefined) return fanned;
+  }
 }
 
 function admit(message: InboundMessage, deps: FanoutDeps): Outcome | Omit<Accepted, 'index'> {

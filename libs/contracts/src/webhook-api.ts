@@ -37,7 +37,22 @@ export type SubscriptionView = z.infer<typeof SubscriptionView>;
 export const SubscriptionCreated = SubscriptionView.extend({ secret: z.string() });
 export type SubscriptionCreated = z.infer<typeof SubscriptionCreated>;
 
-export const SubscriptionList = z.object({ subscriptions: z.array(SubscriptionView) });
+/** Most subscriptions one GET /v1/subscriptions answers with (and its default page). */
+export const MAX_SUBSCRIPTION_PAGE = 1000;
+
+/** GET /v1/subscriptions?limit=&after= — keyset paging in id order. */
+export const SubscriptionListQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(MAX_SUBSCRIPTION_PAGE).default(MAX_SUBSCRIPTION_PAGE),
+  /** The `next` of the previous page. */
+  after: z.uuid().optional(),
+});
+
+export const SubscriptionList = z.object({
+  subscriptions: z.array(SubscriptionView),
+  /** Pass as `after` for the next page; null on the last page. */
+  next: z.string().nullable(),
+});
+export type SubscriptionList = z.infer<typeof SubscriptionList>;
 
 /** POST /v1/changes: a ChangeEvent; occurredAt defaults to when the API received it; publishedBy is the key's team, not the caller's to give. */
 export const ChangePublish = ChangeEventFields.omit({ publishedBy: true }).extend({ occurredAt: Instant.optional() }).refine(notBothNull, {

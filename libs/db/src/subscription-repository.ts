@@ -25,9 +25,22 @@ export interface SubscriptionInsert {
   secret: string;
 }
 
+/** A keyset page: rows after `after` in id order, at most `limit`. */
+export interface SubscriptionPage {
+  limit: number;
+  after?: string;
+}
+
 export interface SubscriptionRepository {
   create(s: SubscriptionInsert): Promise<SubscriptionRow>;
-  listForTeam(team: string): Promise<SubscriptionRow[]>;
+  /**
+   * Create unless the team already has `maxPerTeam` subscriptions ('team-limit'). Creates of one
+   * team are serialised (a transaction-scoped advisory lock), so concurrent requests cannot pass
+   * the cap together.
+   */
+  createWithin(s: SubscriptionInsert, maxPerTeam: number): Promise<SubscriptionRow | 'team-limit'>;
+  /** The team's subscriptions, a page at a time in id order. */
+  listForTeam(team: string, page: SubscriptionPage): Promise<SubscriptionRow[]>;
   /** The team's subscription, or undefined (another team's is as good as missing). */
   getForTeam(team: string, id: string): Promise<SubscriptionRow | undefined>;
   deleteForTeam(team: string, id: string): Promise<boolean>;
@@ -35,8 +48,11 @@ export interface SubscriptionRepository {
   enableForTeam(team: string, id: string): Promise<SubscriptionRow | undefined>;
   /** Any subscriptions by id (the pusher's lookup). */
   getMany(ids: readonly string[]): Promise<Map<string, SubscriptionRow>>;
-  /** Enabled subscriptions of each resource: its own id or the wildcard; keyed by `type\0id`. */
-  findMatching(resources: ReadonlyArray<{ type: string; id: string }>): Promise<Map<string, SubscriptionRow[]>>;
+  /**
+   * Enabled subscriptions of any of the resources (its own id or the wildcard), a page at a time
+   * in id order; `matchesResource` says which resource each is for.
+   */
+  findMatching(resources: ReadonlyArray<{ type: string; id: string }>, page: SubscriptionPage): Promise<SubscriptionRow[]>;
   /** Note a failed delivery at `at`; returns since when the subscription has been failing. */
   noteFailure(id: string, at: Date): Promise<Date | undefined>;
   /** Forget failures of these subscriptions (a delivery succeeded). */
@@ -45,7 +61,12 @@ export interface SubscriptionRepository {
   disable(id: string, reason: string): Promise<boolean>;
 }
 
-export const matchKey = (type: string, id: string): string => `${type}\0${id}`;
+/** Whether the subscription watches the resource: its type, and its id or the wildcard. */
+export const matchesResource = (s: SubscriptionRow, r: { type: string; id: string }): boolean =>
+  s.resourceType === r.type && (s.resourceId === r.id || s.resourceId === '*');
+
+/** The advisory lock class serialising one team's subscription creates (createWithin). */
+export const SUBSCRIPTION_CREATE_LOCK_CLASS = 0x5753;
 
 const toRow = (r: Selectable<WebhookSubscriptionsTable>): SubscriptionRow => ({
   id: r.id,
@@ -61,29 +82,42 @@ const toRow = (r: Selectable<WebhookSubscriptionsTable>): SubscriptionRow => ({
   createdAt: r.created_at,
 });
 
+function insert(db: Kysely<HeraldTables>, s: SubscriptionInsert) {
+  return db
+    .insertInto('webhook_subscriptions')
+    .values({
+      id: randomUUID(),
+      team: s.team,
+      callback_url: s.callbackUrl,
+      resource_type: s.resourceType,
+      resource_id: s.resourceId,
+      secret: s.secret,
+      failing_since: null,
+      disabled_at: null,
+      disabled_reason: null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
 export function createSubscriptionRepository(db: Kysely<HeraldTables>): SubscriptionRepository {
   const table = () => db.selectFrom('webhook_subscriptions').selectAll();
   return {
     async create(s) {
-      const row = await db
-        .insertInto('webhook_subscriptions')
-        .values({
-          id: randomUUID(),
-          team: s.team,
-          callback_url: s.callbackUrl,
-          resource_type: s.resourceType,
-          resource_id: s.resourceId,
-          secret: s.secret,
-          failing_since: null,
-          disabled_at: null,
-          disabled_reason: null,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return toRow(row);
+      return toRow(await insert(db, s));
     },
-    async listForTeam(team) {
-      return (await table().where('team', '=', team).orderBy('created_at').orderBy('id').execute()).map(toRow);
+    async createWithin(s, maxPerTeam) {
+      return db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(${SUBSCRIPTION_CREATE_LOCK_CLASS}::int, hashtext(current_schema() || ':' || ${s.team}))`.execute(trx);
+        const { n } = await trx.selectFrom('webhook_subscriptions').select((eb) => eb.fn.countAll<string>().as('n')).where('team', '=', s.team).executeTakeFirstOrThrow();
+        if (Number(n) >= maxPerTeam) return 'team-limit' as const;
+        return toRow(await insert(trx, s));
+      });
+    },
+    async listForTeam(team, page) {
+      let q = table().where('team', '=', team);
+      if (page.after !== undefined) q = q.where('id', '>', page.after);
+      return (await q.orderBy('id').limit(page.limit).execute()).map(toRow);
     },
     async getForTeam(team, id) {
       const row = await table().where('team', '=', team).where('id', '=', id).executeTakeFirst();
@@ -108,23 +142,19 @@ export function createSubscriptionRepository(db: Kysely<HeraldTables>): Subscrip
       const rows = await table().where('id', 'in', [...new Set(ids)]).execute();
       return new Map(rows.map((r) => [r.id, toRow(r)]));
     },
-    async findMatching(resources) {
-      const found = new Map<string, SubscriptionRow[]>();
-      if (resources.length === 0) return found;
+    async findMatching(resources, page) {
+      if (resources.length === 0) return [];
       const types = [...new Set(resources.map((r) => r.type))];
-      const ids = [...new Set([...resources.map((r) => r.id), '*'])];
-      const rows = await table()
+      let q = table()
         .where('enabled', '=', true)
-        .where('resource_type', 'in', types)
-        .where('resource_id', 'in', ids)
-        .orderBy('id')
-        .execute();
-      for (const r of resources) {
-        const key = matchKey(r.type, r.id);
-        if (found.has(key)) continue;
-        found.set(key, rows.filter((s) => s.resource_type === r.type && (s.resource_id === r.id || s.resource_id === '*')).map(toRow));
-      }
-      return found;
+        .where((eb) =>
+          eb.or([
+            eb(eb.refTuple('resource_type', 'resource_id'), 'in', resources.map((r) => eb.tuple(r.type, r.id))),
+            eb.and([eb('resource_type', 'in', types), eb('resource_id', '=', '*')]),
+          ]),
+        );
+      if (page.after !== undefined) q = q.where('id', '>', page.after);
+      return (await q.orderBy('id').limit(page.limit).execute()).map(toRow);
     },
     async noteFailure(id, at) {
       const row = await db

@@ -1,0 +1,54 @@
+import type { ApiKeyRow } from '@herald/db';
+import { createTestDatabase, type TestDatabase } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError } from './api-error.ts';
+import { createSubscription, deleteSubscription, listSubscriptions, type SubscriptionServiceDeps } from './subscription-service.ts';
+
+let t: TestDatabase;
+let deps: SubscriptionServiceDeps;
+
+beforeAll(async () => {
+  t = await createTestDatabase('api_subs');
+  deps = { subscriptions: t.db.subscriptions, resourceTypes: ['campaign'], allowHttpLocalhost: false, maxSubscriptionsPerTeam: 3 };
+});
+afterAll(() => t?.drop());
+
+const keyOf = (team: string): ApiKeyRow => ({ id: `key-${team}`, team, apps: ['*'], createdAt: new Date(), revokedAt: null, kind: 'team' });
+const body = (resourceId: string) => ({ callbackUrl: 'https://hooks.example.com/h', resourceType: 'campaign', resourceId });
+
+/** The ApiError a call was refused with. */
+async function refusal(call: Promise<unknown>): Promise<ApiError> {
+  const err = await call.then(() => undefined, (e: unknown) => e);
+  if (!(err instanceof ApiError)) throw new Error(`expected an ApiError, got ${String(err)}`);
+  return err;
+}
+
+describe('webhook subscriptions API: per-team cap and paging', () => {
+  it('answers 409 subscription-limit past WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM, counting only the team; a delete makes room', async () => {
+    const key = keyOf('loop');
+    const made = [];
+    for (const id of ['c1', 'c2', 'c3']) made.push(await createSubscription(body(id), key, deps));
+    const err = await refusal(createSubscription(body('c4'), key, deps));
+    expect([err.status, err.code]).toEqual([409, 'subscription-limit']);
+    expect(err.message).toMatch(/team "loop" has 3 subscriptions, the most allowed \(WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM\)/);
+    expect((await listSubscriptions({}, key, deps)).subscriptions).toHaveLength(3);
+    expect(await createSubscription(body('c1'), keyOf('neighbour'), deps)).toMatchObject({ team: 'neighbour' });
+    await deleteSubscription(made[0]?.id ?? '', key, deps);
+    expect(await createSubscription(body('c4'), key, deps)).toMatchObject({ resourceId: 'c4' });
+  });
+
+  it('pages the list with limit and after; next is null on the last page', async () => {
+    const key = keyOf('pager');
+    const ids: string[] = [];
+    for (const id of ['c1', 'c2', 'c3']) ids.push((await createSubscription(body(id), key, deps)).id);
+    ids.sort();
+    const first = await listSubscriptions({ limit: '2' }, key, deps);
+    expect(first.subscriptions.map((s) => s.id)).toEqual(ids.slice(0, 2));
+    expect(first.next).toBe(ids[1]);
+    const second = await listSubscriptions({ limit: '2', after: first.next ?? '' }, key, deps);
+    expect(second).toMatchObject({ subscriptions: [expect.objectContaining({ id: ids[2] })], next: null });
+    expect((await listSubscriptions(undefined, key, deps)).next).toBeNull();
+    const bad = await refusal(listSubscriptions({ limit: '0', after: 'nope' }, key, deps));
+    expect([bad.status, bad.issues?.map((i) => i.path)]).toEqual([400, ['limit', 'after']]);
+  });
+});

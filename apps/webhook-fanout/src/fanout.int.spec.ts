@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Queues } from '@herald/contracts';
+import type { SubscriptionPage } from '@herald/db';
+import { createLogger } from '@herald/logging';
+import { connectBroker, heraldTopology, type Broker } from '@herald/messaging';
+import { Registry } from '@herald/runtime';
+import { createTestDatabase, createTestVhost, peekMessages, type TestDatabase, type TestVhost } from '@herald/testing';
+import { createFanoutHandler } from './fanout.ts';
+import { createFanoutMetrics } from './fanout-metrics.ts';
+
+const logger = createLogger({ service: 'fanout-test', level: 'silent' });
+let t: TestDatabase;
+let vhost: TestVhost;
+let broker: Broker;
+
+beforeAll(async () => {
+  t = await createTestDatabase('fanout_chunks');
+  vhost = await createTestVhost('fanoutchunks');
+  broker = await connectBroker({ url: vhost.amqpUrl, logger, connectionName: 'fanout-test' });
+  await broker.applyTopology(heraldTopology({ retryDelaysMs: [1000] }));
+});
+afterAll(async () => {
+  await broker?.close();
+  await vhost?.delete();
+  await t?.drop();
+});
+
+const change = (id: string, resourceId: string) => ({
+  body: Buffer.from(JSON.stringify({ id, resource: { type: 'campaign', id: resourceId }, old: { n: 1 }, new: { n: 2 }, occurredAt: '2026-01-01T00:00:00Z' })),
+  headers: {},
+  routingKey: Queues.changes,
+  redelivered: false,
+  attempt: 1,
+  queue: Queues.changes,
+});
+
+describe('webhook-fanout: matching subscriptions read in chunks', () => {
+  it('notifies every match of a batch, reading the subscriptions a chunk at a time', async () => {
+    const subs = t.db.subscriptions;
+    const sub = (team: string, resourceId: string) => subs.create({ team, callbackUrl: 'https://hooks.example.com/h', resourceType: 'campaign', resourceId, secret: 'a-secret-of-16-chars-or-more' });
+    const wildcards = await Promise.all(['t1', 't2', 't3', 't4'].map((team) => sub(team, '*')));
+    const exact = await sub('t5', 'c1');
+    await sub('t6', 'c2'); // another resource: not notified
+    const pages: SubscriptionPage[] = [];
+    const handle = createFanoutHandler({
+      subscriptions: { findMatching: (resources, page) => (pages.push(page), subs.findMatching(resources, page)) },
+      publisher: broker.publisher,
+      resourceTypes: ['campaign'],
+      metrics: createFanoutMetrics(new Registry()),
+      logger,
+      matchChunk: 2,
+    });
+    expect(await handle([change('e1', 'c1'), change('e2', 'c9')])).toEqual([{ kind: 'ack' }, { kind: 'ack' }]);
+    // 5 matches (4 wildcards + c1's) read 2 at a time: 3 reads, each after the last one's id.
+    expect(pages.map((p) => p.limit)).toEqual([2, 2, 2]);
+    expect(pages[0]?.after).toBeUndefined();
+    const queued = (await peekMessages(vhost.name, Queues.webhookSend, 100)).map((m) => JSON.parse(m.payload) as { eventId: string; subscriptionId: string });
+    const of = (eventId: string) => queued.filter((d) => d.eventId === eventId).map((d) => d.subscriptionId).sort();
+    expect(of('e1')).toEqual([...wildcards.map((w) => w.id), exact.id].sort());
+    expect(of('e2')).toEqual(wildcards.map((w) => w.id).sort());
+    expect(queued).toHaveLength(9);
+  });
+});
