@@ -211,6 +211,22 @@ describe('APNs provider against the sandbox', () => {
     }
   });
 
+  // Apple answers such a push DeviceTokenNotForTopic (its forums, thread 712499), which would condemn each activity's token.
+  it('refuses a Live Activity push over certificate auth before sending: permanent, the token kept; over a token it is sent', async () => {
+    const auth = await loadSandboxCertificateAuth(stateDir);
+    if (auth === undefined) throw new Error('sandbox.json names no client certificate');
+    const certProvider = await createApnsProvider({ ...settings, auth }, logger);
+    try {
+      const activity = devicePush({ content: { liveActivity: { event: 'update', contentState: { score: '2-1' } } } });
+      expect(await certProvider.send(activity, { apnsTopic: TOPIC })).toEqual({ kind: 'permanent', reason: expect.stringMatching(/^liveactivity-needs-token-auth: /) as unknown });
+      expect(await recordsFor(activity.token)).toEqual([]);
+      const overToken = devicePush({ content: activity.content });
+      expect(await provider.send(overToken, { apnsTopic: TOPIC })).toMatchObject({ kind: 'delivered' });
+    } finally {
+      await certProvider.close();
+    }
+  });
+
   it('sends many pushes concurrently over one HTTP/2 session (throughput printed)', async () => {
     const count = 5000;
     const pushes = Array.from({ length: count }, () => devicePush());

@@ -73,11 +73,21 @@ function buildNote(apn: ApnModule, parts: ApnsRequestParts): InstanceType<ApnMod
   return note;
 }
 
-async function sendOne(apn: ApnModule, provider: Provider, push: DevicePush, topic: string): Promise<SendResult> {
+/**
+ * Apple takes Live Activity pushes over token-based authentication only ("Certificate-based
+ * authentication is not supported for these APNs pushes": Apple's answer in its developer forums,
+ * thread 712499, and WWDC23 session 10185). Over a certificate it answers DeviceTokenNotForTopic,
+ * which would condemn each activity's token while the app's alerts are delivered.
+ */
+const LIVE_ACTIVITY_OVER_CERTIFICATE =
+  "liveactivity-needs-token-auth: Apple takes Live Activity pushes over token-based authentication only, and these APNs credentials are a certificate; rotate the app's APNs credentials to a .p8 signing key (herald apps rotate, PUT /admin/apps/:id/credentials)";
+
+async function sendOne(apn: ApnModule, provider: Provider, push: DevicePush, topic: string, auth: ApnsSettings['auth']['kind']): Promise<SendResult> {
   const parts = apnsRequestParts(push, topic);
   // The last line of defence: a request Apple would refuse for good is never sent.
   const problem = apnsRequestProblem(parts);
   if (problem !== undefined) return { kind: 'permanent', reason: problem };
+  if (parts.pushType === 'liveactivity' && auth !== 'token') return { kind: 'permanent', reason: LIVE_ACTIVITY_OVER_CERTIFICATE };
   const result = await provider.send(buildNote(apn, parts), push.token);
   const sent = result.sent[0] as { 'apns-unique-id'?: string; 'apns-id'?: string } | undefined;
   if (sent !== undefined) {
@@ -130,7 +140,7 @@ export async function createApnsProvider(settings: ApnsSettings, logger: Logger)
       const topic = target.apnsTopic ?? settings.defaultTopic;
       if (topic === undefined) return { kind: 'permanent', reason: 'no APNs topic for this app' };
       try {
-        return await sendOne(apn, provider, push, topic);
+        return await sendOne(apn, provider, push, topic, settings.auth.kind);
       } catch (err) {
         log.warn({ err, pushId: push.pushId }, 'apns send threw');
         return { kind: 'transient', reason: `transport: ${(err as Error).message}` };
