@@ -1,9 +1,9 @@
 import {
   Exchanges,
   derivePushId,
+  effectivePushType,
   isNowOrNever,
   jobExpiry,
-  resolvePushType,
   sendQueueFor,
   tokenKindFor,
   type DevicePush,
@@ -18,7 +18,7 @@ import type { OutboundMessage } from '@herald/messaging';
  * of another kind with DeviceTokenNotForTopic, which would invalidate a good token.)
  */
 export function reachableDevices<D extends TargetDevice>(job: PushJob, devices: readonly D[]): D[] {
-  const kind = tokenKindFor(job.content.apns?.headers?.['apns-push-type'] ?? resolvePushType(job.content));
+  const kind = tokenKindFor(effectivePushType(job.content));
   return devices.filter((d) => d.tokenKind === kind);
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PushJob, derivePushId, type PushJobInput } from '@herald/contracts';
 import type { AudienceDevice } from '@herald/db';
+import { buildApnsNotification } from '@herald/providers';
 import { planJob, type JobPlan } from './job-plan.ts';
 
 const now = new Date('2030-01-01T08:00:00Z');
@@ -152,5 +153,18 @@ describe('planJob', () => {
     // The same job accepted after 08:00 is tomorrow's.
     const nextDay = planJob(job({ deliverAt: { localTime: '08:00' } }), late, audience, false, late, 1000);
     expect(nextDay.split.later.map((l) => l.dueAt.toISOString())).toEqual(['2030-01-02T08:00:00.000Z', '2030-01-02T08:00:00.000Z']);
+  });
+
+  it('a VoIP push chosen through the apns-push-type header reaches only VoIP tokens and goes out now or never, as with pushType', () => {
+    // dee's VoIP token and ann's device token: only the VoIP token rings, and Apple must not store the call (apns-expiration 0).
+    const call = { data: { call: 'x' }, apns: { headers: { 'apns-push-type': 'voip' as const } } };
+    for (const content of [call, { pushType: 'voip' as const, data: { call: 'x' } }]) {
+      const plan = planJob(job({ userIds: ['ann', 'dee'], content }), now, audience, false, now, 1000);
+      expect(plan.split.now.map((p) => p.deviceId)).toEqual(['6']);
+      const [push] = plan.split.now;
+      expect(push).toMatchObject({ nowOrNever: true, expiresAt: '2030-01-01T08:01:00.000Z' });
+      const { headers } = buildApnsNotification(push as NonNullable<typeof push>, 'com.example', now);
+      expect(headers).toMatchObject({ 'apns-push-type': 'voip', 'apns-topic': 'com.example.voip', 'apns-expiration': '0' });
+    }
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseWith } from './parse.ts';
-import { PushContent, resolvePushType } from './push-content.ts';
-import { PushJob } from './push-job.ts';
+import { PushContent, effectivePushType, resolvePushType } from './push-content.ts';
+import { PushJob, isNowOrNever, jobExpiry } from './push-job.ts';
 
 const reason = (content: unknown): string | undefined => {
   const r = parseWith(PushContent, content);
@@ -17,6 +17,31 @@ describe('PushContent', () => {
     expect(resolvePushType({ contentAvailable: true })).toBe('background');
     expect(resolvePushType({ liveActivity: { event: 'end', contentState: {} } })).toBe('liveactivity');
     expect(resolvePushType({ pushType: 'voip', data: { k: 'v' } })).toBe('voip');
+  });
+
+  it('the apns-push-type override is the push type a job is sent as; without it, the resolved type', () => {
+    const voipByHeader = { data: { call: 'x' }, apns: { headers: { 'apns-push-type': 'voip' as const } } };
+    expect(effectivePushType(voipByHeader)).toBe('voip');
+    expect(effectivePushType({ data: { call: 'x' } })).toBe('background');
+    expect(effectivePushType({ title: 't', apns: { headers: { 'apns-priority': '5' } } })).toBe('alert');
+  });
+
+  it('a VoIP push chosen through the apns-push-type header is now or never, as with pushType (a call must not ring days later)', () => {
+    const accepted = new Date('2026-01-01T00:00:00Z');
+    const byHeader = PushJob.parse(job({ content: { data: { call: 'x' }, apns: { headers: { 'apns-push-type': 'voip' } } } }));
+    const byField = PushJob.parse(job({ content: { pushType: 'voip', data: { call: 'x' } } }));
+    for (const j of [byHeader, byField]) {
+      expect(isNowOrNever(j)).toBe(true);
+      expect(jobExpiry(j, accepted)).toEqual(new Date('2026-01-01T00:01:00Z'));
+    }
+    // An expiry of its own still stands.
+    expect(isNowOrNever(PushJob.parse(job({ ttl: 30, content: byHeader.content })))).toBe(false);
+  });
+
+  it('the header override obeys the push type rules pushType does, naming the header', () => {
+    expect(reason({ data: { k: 'v' }, apns: { headers: { 'apns-push-type': 'alert' } } })).toMatch(/apns\.headers\.apns-push-type: an alert push needs a title/);
+    expect(reason({ title: 'x', apns: { headers: { 'apns-push-type': 'background' } } })).toMatch(/title: a background push carries no alert/);
+    expect(reason({ title: 'x', apns: { headers: { 'apns-push-type': 'liveactivity' } } })).toMatch(/liveActivity: pushType "liveactivity" needs/);
   });
 
   it('a background push carries no alert, badge or sound', () => {

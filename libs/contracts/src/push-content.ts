@@ -127,10 +127,24 @@ export function resolvePushType(c: Content): PushType {
   return showsSomething(c) ? 'alert' : 'background';
 }
 
+/**
+ * The push type a job is sent as: the raw override's `content.apns.headers['apns-push-type']` when
+ * it sets one, else the resolved type. Everything the push type decides (the token kind and
+ * platforms a job reaches, now-or-never, the size limit, the aps dictionary, the rules at the
+ * door) reads this, so a VoIP push chosen through the header is a VoIP push everywhere.
+ */
+export function effectivePushType(c: Content): PushType {
+  return c.apns?.headers?.['apns-push-type'] ?? resolvePushType(c);
+}
+
+/** The field that chose the push type, as an issue path. */
+const pushTypeField = (c: Content): string[] => (c.apns?.headers?.['apns-push-type'] !== undefined ? ['apns', 'headers', 'apns-push-type'] : ['pushType']);
+
 /** Cross-field rules; each issue names its field. */
 function checkContent(c: Content, ctx: z.RefinementCtx): void {
-  const issue = (path: string, message: string): void => void ctx.addIssue({ code: 'custom', path: [path], message });
-  const type = resolvePushType(c);
+  const issue = (path: string | string[], message: string): void => void ctx.addIssue({ code: 'custom', path: typeof path === 'string' ? [path] : path, message });
+  const type = effectivePushType(c);
+  const typeField = pushTypeField(c);
   if (!showsSomething(c) && c.data === undefined && c.contentAvailable !== true && c.liveActivity === undefined) {
     issue('title', 'content needs a title, a body, a loc key, a badge, a sound, data, contentAvailable: true or a liveActivity');
   }
@@ -142,13 +156,13 @@ function checkContent(c: Content, ctx: z.RefinementCtx): void {
     }
   }
   if (type === 'alert' && !showsSomething(c)) {
-    issue('pushType', 'an alert push needs a title, a body, a loc key, a badge or a sound: with nothing to show, send data as a background push');
+    issue(typeField, 'an alert push needs a title, a body, a loc key, a badge or a sound: with nothing to show, send data as a background push');
   }
   if (type === 'liveactivity' && c.liveActivity === undefined) issue('liveActivity', 'pushType "liveactivity" needs liveActivity { event, contentState }');
   if (c.liveActivity !== undefined && c.liveActivity.event !== 'end' && c.liveActivity.contentState === undefined) {
     issue('liveActivity', `event "${c.liveActivity.event}" needs contentState`);
   }
-  if (type !== 'liveactivity' && c.liveActivity !== undefined) issue('pushType', 'liveActivity needs pushType "liveactivity"');
+  if (type !== 'liveactivity' && c.liveActivity !== undefined) issue(typeField, 'liveActivity needs pushType "liveactivity"');
   const la = c.liveActivity;
   if (la?.event === 'start' && (la.attributesType === undefined || la.attributes === undefined)) {
     issue('liveActivity', 'event "start" needs attributesType and attributes (Apple: starting a Live Activity with a push)');

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Instant } from './instant.ts';
 import { DeliverAt } from './deliver-at.ts';
-import { PushContent, resolvePushType } from './push-content.ts';
+import { PushContent, effectivePushType } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
 import { JobAudience } from './job-audience.ts';
 import { storable, unstorablePart } from './storable-text.ts';
@@ -89,11 +89,11 @@ export const targetUsers = (job: PushJob): string[] =>
 export const NOW_OR_NEVER_GRACE_S = 60;
 
 /**
- * A push the providers must not store for an offline device: `ttl: 0`, and a VoIP push that gives
- * no expiry of its own (Herald's choice: a call that rings hours later is worse than none).
+ * A push the providers must not store for an offline device: `ttl: 0`, and a VoIP push (by
+ * `pushType` or the `apns-push-type` override) that gives no expiry of its own (Herald's choice: a call that rings hours later is worse than none).
  */
 export const isNowOrNever = (job: Pick<PushJob, 'ttl' | 'expiresAt' | 'content'>): boolean =>
-  job.ttl === 0 || (job.ttl === undefined && job.expiresAt === undefined && resolvePushType(job.content) === 'voip');
+  job.ttl === 0 || (job.ttl === undefined && job.expiresAt === undefined && effectivePushType(job.content) === 'voip');
 
 /**
  * The instant after which a push from this job must not be sent, or undefined for never. A

@@ -82,6 +82,12 @@ describe('buildApnsNotification', () => {
     expect(n.headers).toMatchObject({ 'apns-topic': 'com.example.voip', 'apns-push-type': 'voip', 'apns-priority': '10' });
   });
 
+  it('a VoIP push chosen through the apns-push-type header is built as one: no content-available, the .voip topic', () => {
+    const n = buildApnsNotification(push({ content: { data: { caller: 'Ann' }, apns: { headers: { 'apns-push-type': 'voip' } } } }), 'com.example', NOW);
+    expect(n.headers).toMatchObject({ 'apns-topic': 'com.example.voip', 'apns-push-type': 'voip', 'apns-priority': '10' });
+    expect(n.payload).toEqual({ caller: 'Ann', aps: {} });
+  });
+
   it('a Live Activity push goes to <bundle>.push-type.liveactivity with event, content-state and the job\'s acceptance as timestamp', () => {
     // Sent an hour after acceptance (a retry, a pause): the timestamp stays the acceptance time, so it never looks newer than a later update.
     const later = new Date(NOW.getTime() + 3_600_000);

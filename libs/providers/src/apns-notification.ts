@@ -1,4 +1,4 @@
-import { resolvePushType, type DevicePush, type PushContent } from '@herald/contracts';
+import { effectivePushType, type DevicePush, type PushContent } from '@herald/contracts';
 import { apnsTopicFor, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
 import { mergeJson, put, type Json } from './merge-json.ts';
 
@@ -16,7 +16,7 @@ export interface ApnsRequestParts {
 }
 
 /** A content-available push with nothing to show is a background push. */
-export const isBackgroundPush = (c: PushContent): boolean => resolvePushType(c) === 'background';
+export const isBackgroundPush = (c: PushContent): boolean => effectivePushType(c) === 'background';
 
 
 function alertOf(c: PushContent): Json | undefined {
@@ -49,7 +49,7 @@ function liveActivityAps(c: PushContent, aps: Json, acceptedS: number): void {
  * shows, so a retried older update must keep its older time).
  */
 export function apsOf(c: PushContent, acceptedAt: Date): Json {
-  const type = resolvePushType(c);
+  const type = effectivePushType(c);
   const background = type === 'background';
   const aps: Json = {};
   put(aps, 'alert', alertOf(c));
@@ -95,7 +95,7 @@ function priorityOf(push: DevicePush, pushType: string): 5 | 10 {
 /** What Herald sends for one push, the `content.apns` override applied last. `bundleId` is the app's topic. */
 export function apnsRequestParts(push: DevicePush, bundleId: string, now: Date = new Date()): ApnsRequestParts {
   const headers = push.content.apns?.headers ?? {};
-  const pushType = headers['apns-push-type'] ?? resolvePushType(push.content);
+  const pushType = effectivePushType(push.content);
   const override = headers['apns-priority'];
   return {
     topic: apnsTopicFor(bundleId, pushType),

@@ -1,4 +1,4 @@
-import { resolvePushType, type DevicePush, type PushContent } from '@herald/contracts';
+import { effectivePushType, type DevicePush, type PushContent } from '@herald/contracts';
 import { apsOf, expirationOf } from './apns-notification.ts';
 import { FCM_MAX_TTL_S } from './fcm-rules.ts';
 import { mergeJson, put, type Json } from './merge-json.ts';
@@ -82,7 +82,7 @@ function androidOf(push: DevicePush, now: Date): FcmMessage['android'] {
   // entry and keep the data from the app's onMessageReceived while it is in the background. Nor
   // does an alert with no text for Android (a badge or a sound only): the Firebase SDK would show
   // a blank entry titled with the app's name; it goes as a data message carrying them instead.
-  if (resolvePushType(push.content) === 'background') return android;
+  if (effectivePushType(push.content) === 'background') return android;
   if (androidTextOf(push.content) === 'none') put(android, 'data', androidDataOf(push.content));
   else put(android, 'notification', androidNotificationOf(push.content));
   return android;
@@ -90,7 +90,7 @@ function androidOf(push: DevicePush, now: Date): FcmMessage['android'] {
 
 /** The apns block for an iOS app reached through FCM: Apple's rules apply (background at priority 5). */
 function apnsOf(push: DevicePush, now: Date): FcmMessage['apns'] {
-  const background = resolvePushType(push.content) === 'background';
+  const background = effectivePushType(push.content) === 'background';
   const headers: Record<string, string> = {
     'apns-priority': background || push.priority === 'normal' ? '5' : '10',
     'apns-push-type': background ? 'background' : 'alert',

@@ -47,6 +47,13 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(jobConformanceIssues(voip, WEB, NOW)).toEqual([]);
   });
 
+  it('a VoIP push chosen through the apns-push-type header may use 5,120 bytes and reaches APNs only, as with pushType', () => {
+    const voip = job({ content: { data: { blob: 'x'.repeat(4500) }, apns: { headers: { 'apns-push-type': 'voip' } } } });
+    expect(platformsFor(voip.content)).toEqual(['apns']);
+    expect(jobConformanceIssues(voip, WEB, NOW)).toEqual([]);
+    expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content: voip.content }, NOW)).toEqual([]);
+  });
+
   it('an override that breaks a header rule is refused after the merge, naming the override\'s header', () => {
     const issues = jobConformanceIssues(job({ content: { contentAvailable: true, apns: { headers: { 'apns-priority': '10' } } } }), WEB, NOW);
     expect(issues).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a background push must use apns-priority 5 (Apple: BadPriority at 10)' }]);

@@ -1,4 +1,4 @@
-import { derivePushId, isNowOrNever, resolvePushType, type DevicePush, type Platform, type PushJob } from '@herald/contracts';
+import { derivePushId, effectivePushType, isNowOrNever, type DevicePush, type Platform, type PushJob } from '@herald/contracts';
 import { apnsRequestParts } from './apns-notification.ts';
 import { apnsRequestProblem, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
 import { buildFcmMessage } from './fcm-message.ts';
@@ -20,9 +20,9 @@ const PROVIDER_NAME: Record<Platform, string> = { apns: 'APNs', fcm: 'FCM', web:
 /** An id of the right shape and length (it becomes apns-id, and part of a Web Push payload); the rules do not depend on its value. */
 const SAMPLE_PUSH_ID = derivePushId('sample', 'sample');
 
-/** Voip and Live Activity pushes reach only APNs tokens registered for them; the rest reach every platform. */
+/** Voip and Live Activity pushes (by pushType or the apns-push-type override) reach only APNs tokens registered for them; the rest reach every platform. */
 export const platformsFor = (content: PushJob['content']): Platform[] =>
-  ['voip', 'liveactivity'].includes(resolvePushType(content)) ? ['apns'] : ['apns', 'fcm', 'web'];
+  ['voip', 'liveactivity'].includes(effectivePushType(content)) ? ['apns'] : ['apns', 'fcm', 'web'];
 
 function samplePush(job: JobPart, platform: Platform, now: Date): DevicePush {
   const expiresAt = job.expiresAt ?? (job.ttl !== undefined && job.ttl > 0 ? new Date(now.getTime() + job.ttl * 1000).toISOString() : undefined);
