@@ -11,15 +11,19 @@ import {
 } from '@herald/contracts';
 import type { TargetDevice } from '@herald/db';
 import type { OutboundMessage } from '@herald/messaging';
+import { platformsFor } from '@herald/providers';
 
 /**
  * The devices a job's push type can reach: VoIP and Live Activity pushes only the APNs tokens
- * registered for them, every other push only device tokens. (Apple refuses a push sent to a token
- * of another kind with DeviceTokenNotForTopic, which would invalidate a good token.)
+ * registered for them, every other push only device tokens (Apple refuses a push sent to a token
+ * of another kind with DeviceTokenNotForTopic, which would invalidate a good token), and only on
+ * the job's platforms (platformsFor: a background push reaches browsers only with `content.web`).
+ * A device left out is not addressed: a user with no other device counts as without a device.
  */
 export function reachableDevices<D extends TargetDevice>(job: PushJob, devices: readonly D[]): D[] {
   const kind = tokenKindFor(effectivePushType(job.content));
-  return devices.filter((d) => d.tokenKind === kind);
+  const platforms = platformsFor(job.content);
+  return devices.filter((d) => d.tokenKind === kind && platforms.includes(d.platform));
 }
 
 /** One DevicePush per target device; pushIds are deterministic so a replayed job dedupes. */

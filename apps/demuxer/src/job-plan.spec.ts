@@ -167,4 +167,21 @@ describe('planJob', () => {
       expect(headers).toMatchObject({ 'apns-push-type': 'voip', 'apns-topic': 'com.example.voip', 'apns-expiration': '0' });
     }
   });
+
+  it('a background job reaches no browser unless it carries content.web; a user with only a browser counts as without a device', () => {
+    // ann: a phone and a browser; eve: only a browser.
+    const mixed = [device('1', 'ann'), device('7', 'ann', null, { platform: 'web' }), device('8', 'eve', null, { platform: 'web' })];
+    const background = planJob(job({ userIds: ['ann', 'eve'], content: { data: { sync: '1' } } }), now, mixed, false, now, 1000);
+    expect(background.split.now.map((p) => p.deviceId)).toEqual(['1']);
+    expect(background).toMatchObject({ noDevice: 1, targeted: 2, label: 'fanned-out' });
+    expect(accounted(background)).toBe(background.targeted);
+    const eveOnly = planJob(job({ userIds: ['eve'], content: { data: { sync: '1' } } }), now, mixed.filter((d) => d.userId === 'eve'), false, now, 1000);
+    expect(eveOnly).toMatchObject({ noDevice: 1, targeted: 1, label: 'no-devices' });
+    // Opted in: the browsers get it (their service worker must show a notification).
+    const optedIn = planJob(job({ userIds: ['ann', 'eve'], content: { data: { sync: '1' }, web: {} } }), now, mixed, false, now, 1000);
+    expect(optedIn.split.now.map((p) => p.deviceId)).toEqual(['1', '7', '8']);
+    expect(optedIn).toMatchObject({ noDevice: 0, targeted: 3 });
+    // Something to show goes to browsers as before.
+    expect(planJob(job({ userIds: ['eve'] }), now, mixed.filter((d) => d.userId === 'eve'), false, now, 1000).split.now.map((p) => p.deviceId)).toEqual(['8']);
+  });
 });

@@ -20,16 +20,18 @@ function readPayload(data) {
 async function onPush(data) {
   const payload = readPayload(data);
   const title = typeof payload.title === 'string' && payload.title !== '' ? payload.title : 'Herald';
-  // A background push (`silent`) has nothing to show; Chrome may then show its own default notice.
-  if (payload.silent !== true) {
-    await self.registration.showNotification(title, {
-      body: [payload.subtitle, payload.body].filter(Boolean).join('\n'),
-      tag: payload.tag,
-      icon: payload.icon,
-      image: payload.image,
-      data: { data: payload.data, url: payload.url, jobId: payload.jobId, pushId: payload.pushId },
-    });
-  }
+  // Every push shows a notification, a background one (`silent`: nothing to show) too: Safari
+  // revokes the push permission of a service worker that shows none, and Chrome shows its own
+  // "site updated in the background" notice (Herald sends a data-only job to browsers only when
+  // it carries content.web).
+  const body = payload.silent === true ? 'Updated in the background' : [payload.subtitle, payload.body].filter(Boolean).join('\n');
+  await self.registration.showNotification(title, {
+    body,
+    tag: payload.tag,
+    icon: payload.icon,
+    image: payload.image,
+    data: { data: payload.data, url: payload.url, jobId: payload.jobId, pushId: payload.pushId },
+  });
   if (typeof payload.badgeCount === 'number' && 'setAppBadge' in navigator) await navigator.setAppBadge(payload.badgeCount).catch(() => undefined);
   const pages = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
   for (const page of pages) page.postMessage({ kind: 'push', payload, receivedAt: new Date().toISOString() });

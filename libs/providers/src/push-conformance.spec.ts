@@ -54,6 +54,17 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content: voip.content }, NOW)).toEqual([]);
   });
 
+  it('a background (data-only) job reaches browsers only when it carries content.web (Safari revokes the permission of a site whose pushes show nothing)', () => {
+    expect(platformsFor({ data: { k: 'v' } })).toEqual(['apns', 'fcm']);
+    expect(platformsFor({ contentAvailable: true })).toEqual(['apns', 'fcm']);
+    expect(platformsFor({ data: { k: 'v' }, web: {} })).toEqual(['apns', 'fcm', 'web']);
+    expect(platformsFor({ title: 'Hi' })).toEqual(['apns', 'fcm', 'web']);
+    // Not held to Web Push's smaller limit either, as it never goes to a browser; with content.web it is.
+    const data = { blob: 'x'.repeat(3900) };
+    expect(jobConformanceIssues(job({ content: { data } }), WEB, NOW)).toEqual([]);
+    expect(jobConformanceIssues(job({ content: { data, web: { urgency: 'low' } } }), WEB, NOW).map((i) => i.message.split(':')[0])).toEqual(['Web Push']);
+  });
+
   it('an override that breaks a header rule is refused after the merge, naming the override\'s header', () => {
     const issues = jobConformanceIssues(job({ content: { contentAvailable: true, apns: { headers: { 'apns-priority': '10' } } } }), WEB, NOW);
     expect(issues).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a background push must use apns-priority 5 (Apple: BadPriority at 10)' }]);

@@ -20,9 +20,19 @@ const PROVIDER_NAME: Record<Platform, string> = { apns: 'APNs', fcm: 'FCM', web:
 /** An id of the right shape and length (it becomes apns-id, and part of a Web Push payload); the rules do not depend on its value. */
 const SAMPLE_PUSH_ID = derivePushId('sample', 'sample');
 
-/** Voip and Live Activity pushes (by pushType or the apns-push-type override) reach only APNs tokens registered for them; the rest reach every platform. */
-export const platformsFor = (content: PushJob['content']): Platform[] =>
-  ['voip', 'liveactivity'].includes(effectivePushType(content)) ? ['apns'] : ['apns', 'fcm', 'web'];
+/**
+ * The platforms a job's pushes go to. Voip and Live Activity pushes (by pushType or the
+ * apns-push-type override) reach only APNs tokens registered for them. A background (data-only)
+ * push reaches browsers only when the job opts in with `content.web`: Safari does not support
+ * invisible pushes and revokes a site's permission when its service worker shows no notification
+ * (Apple, "Sending web push notifications in web apps and browsers"), and Chrome shows its own
+ * "site updated in the background" notice instead. Every other push reaches every platform.
+ */
+export function platformsFor(content: PushJob['content']): Platform[] {
+  const type = effectivePushType(content);
+  if (type === 'voip' || type === 'liveactivity') return ['apns'];
+  return type === 'background' && content.web === undefined ? ['apns', 'fcm'] : ['apns', 'fcm', 'web'];
+}
 
 function samplePush(job: JobPart, platform: Platform, now: Date): DevicePush {
   const expiresAt = job.expiresAt ?? (job.ttl !== undefined && job.ttl > 0 ? new Date(now.getTime() + job.ttl * 1000).toISOString() : undefined);
