@@ -1,4 +1,4 @@
-import { jobConformanceIssues, jobNotices } from '@herald/providers';
+import { jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
 import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, expiresBeforeDue, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
 import type { AcceptResult, ApiKeyRow, AppRow, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
@@ -20,6 +20,8 @@ export interface JobServiceDeps {
     pushes(id: string, page: { limit: number; after?: string }): Promise<PushRecord[]>;
   };
   apps: { get(id: string): Promise<AppRow | undefined> };
+  /** Whether the app has a valid Web Push subscription (appHasWebDevices, cached per app). */
+  webDevices: { get(app: string): Promise<boolean> };
   /** Resolves once RabbitMQ confirmed the job (the client library's publishPushJob). */
   publish(job: PushJob): Promise<unknown>;
   cancel(jobId: string): Promise<number>;
@@ -71,15 +73,24 @@ function checkJob(job: PushJob, acceptedAt: Date, deps: JobServiceDeps, prefix: 
 }
 
 /**
- * Content Apple and Google accept, and Web Push too when the job's app has VAPID keys (400
- * naming the field). Checked once the apps are known: an app without browsers is not held to
- * Web Push's smaller size limit.
+ * Content Apple and Google accept, and Web Push too when the job's app may have browsers (400
+ * naming the field). Checked once the apps are known. An app with VAPID keys of its own is held
+ * to Web Push's rules, as one without them that has a web device all the same (the web-pusher
+ * signs those with its own pair): otherwise the job would be accepted and each of its web pushes
+ * parked. An app without browsers is not held to Web Push's smaller size limit.
  */
-function checkConformance(jobs: readonly PushJob[], apps: ReadonlyMap<string, AppRow>, acceptedAt: Date, prefix: string): void {
+async function checkConformance(jobs: readonly PushJob[], apps: ReadonlyMap<string, AppRow>, acceptedAt: Date, prefix: string, deps: JobServiceDeps): Promise<void> {
   for (const [i, job] of jobs.entries()) {
     const at = prefix === '' ? '' : `${prefix}${i}.`;
-    const web = apps.get(job.app)?.webVapid === true;
-    const issues = jobConformanceIssues(job, { web }, acceptedAt).map((issue) => ({ path: `${at}${issue.path}`, message: issue.message }));
+    const ownKeys = apps.get(job.app)?.webVapid === true;
+    let found: ConformanceIssue[] = jobConformanceIssues(job, { web: ownKeys }, acceptedAt);
+    if (found.length === 0 && !ownKeys) {
+      const web = webConformanceIssues(job, acceptedAt);
+      if (web.length > 0 && (await deps.webDevices.get(job.app))) {
+        found = web.map((issue) => ({ ...issue, message: `${issue.message}; app "${job.app}" has Web Push subscriptions` }));
+      }
+    }
+    const issues = found.map((issue) => ({ path: `${at}${issue.path}`, message: issue.message }));
     if (issues.length > 0) throw new ApiError(400, 'invalid-request', issues.map((issue) => `${issue.path}: ${issue.message}`).join('; '), issues);
   }
 }
@@ -137,7 +148,7 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   const apps = new Map<string, AppRow>();
   for (const app of new Set(jobs.map((j) => j.app))) apps.set(app, await checkApp(deps, key, app));
   const prefix = body instanceof ValidatedJobs ? '' : 'jobs.';
-  checkConformance(jobs, apps, new Date(acceptedAt), prefix);
+  await checkConformance(jobs, apps, new Date(acceptedAt), prefix, deps);
   await checkAudiences(jobs, deps, prefix);
   const recording = performance.now();
   const accepted = await deps.jobs.accept(jobs.map((j) => ({ id: j.id, app: j.app, team: key.team })));

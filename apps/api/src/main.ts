@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { loadConfigOrExit } from '@herald/config';
 import { Exchanges, Queues } from '@herald/contracts';
-import { audienceProblem, cancelJob, createAudienceStore, createAppCache, createAppCredentialStore, createDatabase, createSecretBox, listUserDevices } from '@herald/db';
+import { appHasWebDevices, audienceProblem, cancelJob, createAudienceStore, createAppCache, createAppCredentialStore, createDatabase, createSecretBox, listUserDevices } from '@herald/db';
 import { coalescedPublish, connectBroker } from '@herald/messaging';
 import { generateVapidKeys } from '@herald/providers';
 import { runService } from '@herald/runtime';
@@ -25,6 +25,7 @@ await runService('api', config, async ({ logger, registry }) => {
   const server = buildApiServer({
     jobs,
     apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
+    webDevices: createAppCache({ get: (app) => appHasWebDevices(db.kysely, app) }, config.APP_CACHE_TTL_MS),
     // Jobs are validated by the API with the PushJob contract; publish resolves on the broker's confirm.
     publish: (job) => publishJob({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id }),
     publishRegistration: (r) => broker.publisher.publish({ exchange: Exchanges.registrations, routingKey: Queues.registrations, body: r }),

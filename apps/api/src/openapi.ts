@@ -44,6 +44,8 @@ const ref = (name: SchemaName) => ({ $ref: `#/components/schemas/${name}` });
 const body = (name: SchemaName) => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
 const answer = (description: string, name?: SchemaName) => ({ description, ...(name !== undefined && { content: { 'application/json': { schema: ref(name) } } }) });
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [String(c), answer('error (see error.code and error.message)', 'ApiError')]));
+/** A job's 400: which providers' rules it is held to. */
+const jobRefused = answer("the job breaks the contract or a provider's rules (error.issues name each field): APNs' and FCM's always, Web Push's (3,993 bytes of JSON) when the app has VAPID keys of its own or Web Push subscriptions", 'ApiError');
 const jobId = [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }];
 const subscriptionId = [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }];
 const appId = [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }];
@@ -52,10 +54,10 @@ const admin = [{ adminKey: [] }];
 
 const PATHS = {
   '/v1/jobs': {
-    post: { summary: 'Publish a push job (to userId, userIds, or an audience: topic, followersOf or broadcast, with an optional segment; 404 for an unknown topic)', security: team, requestBody: body('PushJob'), responses: { '202': answer('accepted and confirmed by RabbitMQ', 'JobAccepted'), '200': answer('this job id was accepted before: nothing published', 'JobAccepted'), ...errors(400, 401, 403, 404, 409, 413, 415, 422, 503) } },
+    post: { summary: 'Publish a push job (to userId, userIds, or an audience: topic, followersOf or broadcast, with an optional segment; 404 for an unknown topic)', security: team, requestBody: body('PushJob'), responses: { '202': answer('accepted and confirmed by RabbitMQ', 'JobAccepted'), '200': answer('this job id was accepted before: nothing published', 'JobAccepted'), ...errors(400, 401, 403, 404, 409, 413, 415, 422, 503), '400': jobRefused } },
   },
   '/v1/jobs:batch': {
-    post: { summary: 'Publish up to 1,000 push jobs (all or none pass validation)', security: team, requestBody: body('JobBatch'), responses: { '202': answer('accepted', 'JobBatchAccepted'), ...errors(400, 401, 403, 409, 413, 415, 422, 503) } },
+    post: { summary: 'Publish up to 1,000 push jobs (all or none pass validation)', security: team, requestBody: body('JobBatch'), responses: { '202': answer('accepted', 'JobBatchAccepted'), ...errors(400, 401, 403, 409, 413, 415, 422, 503), '400': jobRefused } },
   },
   '/v1/jobs/{id}': {
     get: { summary: "A job's status: its state (expanding, sending, done, cancelled), audience progress, and counts that add up", security: team, parameters: jobId, responses: { '200': answer('status', 'JobStatus'), ...errors(401, 404) } },

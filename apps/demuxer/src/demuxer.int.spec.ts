@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendQueueFor, type PushJobInput } from '@herald/contracts';
+import { sendQueueFor, type PushJobInput, type Registration } from '@herald/contracts';
 import { cancelJobFully, toJobStatus, type ScheduledPushInput, type TargetRequest } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { connectBroker, heraldTopology, type Broker, type InboundMessage } from '@herald/messaging';
@@ -148,5 +148,48 @@ describe('demuxer: a job cancelled before its pushes are sent or stored', () => 
     // The job redelivered (its ack lost): still nothing stored, nothing counted twice.
     expect(await demuxer({})([message(later)])).toEqual([{ kind: 'ack' }]);
     await expectAllCancelled(later.id);
+  });
+});
+
+/** A P-256 public key (uncompressed point, base64url), as a browser's p256dh is. */
+function p256(): string {
+  const jwk = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'jwk' });
+  return Buffer.concat([Buffer.from([4]), Buffer.from(jwk.x ?? '', 'base64url'), Buffer.from(jwk.y ?? '', 'base64url')]).toString('base64url');
+}
+const webReady = async () => (await broker.queueCounts([sendQueueFor('web')])).get(sendQueueFor('web'))?.ready ?? 0;
+/** About 4,000 bytes of JSON: within APNs' and FCM's 4,096, beyond Web Push's 3,993. */
+const big = { title: 'big', data: { blob: 'x'.repeat(3900) } };
+
+describe("demuxer: Web Push's rules for an app without VAPID keys of its own", () => {
+  // u0 … u11 of "parts" have a phone each; u1 a browser too, signed with the web-pusher's WEB_PUSH_VAPID_* pair ("parts" has no keys).
+  beforeAll(async () => {
+    const browser = { version: 1, kind: 'register', app: 'parts', platform: 'web', token: 'https://fcm.googleapis.com/fcm/send/u1', userId: 'u1', keys: { p256dh: p256(), auth: randomBytes(16).toString('base64url') }, eventAt: '2025-01-01T00:00:00Z' };
+    await t.db.devices.applyRegistrations([browser as Registration]);
+  });
+  const to = (u: number, content: PushJobInput['content']): PushJobInput => ({ ...jobFor([u]), content });
+  const settled = async (apns: number, web: number) =>
+    waitFor('pushes in the send queues', async () => ((await apnsReady()) === apns && (await webReady()) === web ? true : undefined), { timeoutMs: 5_000 }).catch(() => undefined);
+
+  it("parks a job its web pushes would break when its targets include a browser, whole, as a job breaking one platform's rule is; the rest of the batch goes", async () => {
+    const [apns, web] = [await apnsReady(), await webReady()];
+    const [toBrowser, toPhone, small] = [to(1, big), to(0, big), to(1, { title: 'hi' })];
+    const outcomes = await demuxer({})([toBrowser, toPhone, small].map(message));
+    expect(outcomes[0]).toEqual({ kind: 'park', code: 'payload-too-large', reason: expect.stringMatching(/^content: Web Push: payload is 40\d\d bytes; Web Push allows 3993 bytes/) as unknown });
+    expect(outcomes.slice(1)).toEqual([{ kind: 'ack' }, { kind: 'ack' }]);
+    // u0's phone gets the big job, u1's phone and browser the small one; nothing of the parked job.
+    await settled(apns + 2, web + 1);
+    expect([(await apnsReady()) - apns, (await webReady()) - web]).toEqual([2, 1]);
+    // Not recorded as targeted: push.jobs' onParked records the park, as for a park at admission.
+    expect((await t.db.jobs.get(toBrowser.id))?.targeted ?? 0).toBe(0);
+    expect((await t.db.jobs.get(toPhone.id))?.targeted).toBe(1);
+  });
+
+  it('a data-only job without content.web is not held to them: it goes to no browser, the phone gets it', async () => {
+    const [apns, web] = [await apnsReady(), await webReady()];
+    const data = to(1, { data: { blob: 'x'.repeat(3900) } });
+    expect(await demuxer({})([message(data)])).toEqual([{ kind: 'ack' }]);
+    expect((await t.db.jobs.get(data.id))?.targeted).toBe(1);
+    await settled(apns + 1, web);
+    expect([(await apnsReady()) - apns, (await webReady()) - web]).toEqual([1, 0]);
   });
 });

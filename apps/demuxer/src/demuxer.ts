@@ -2,9 +2,9 @@ import { PushJob, acceptedAtOf, decodeWith, expiresBeforeDue, jobExpiry, schedul
 import type { AppRow, AudienceDevice, CancelledPush, DemuxEntry, TargetRequest } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
-import { jobConformanceIssues, jobNotices } from '@herald/providers';
+import { jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
-import { toSendMessage } from './fan-out.ts';
+import { reachableDevices, toSendMessage } from './fan-out.ts';
 import { planJob, type JobPlan } from './job-plan.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
 import { startAudienceJob, type AudienceStartDeps } from './audience-start.ts';
@@ -40,7 +40,8 @@ export interface DemuxerDeps {
   now?: () => Date;
 }
 
-type Accepted = { index: number; job: PushJob; acceptedAt: Date; expired: boolean };
+/** `webChecked`: held to Web Push's rules at admission already (the app has VAPID keys of its own). */
+type Accepted = { index: number; job: PushJob; acceptedAt: Date; expired: boolean; webChecked: boolean };
 const ack: Outcome = { kind: 'ack' };
 const NONE: ReadonlySet<string> = new Set();
 
@@ -62,7 +63,9 @@ export function createDemuxerHandler(deps: DemuxerDeps) {
     }
     // One part at a time: the pushes a batch holds at once follow its users, not its job count
     // (a hundred jobs of 10,000 users each would otherwise be two million pushes in memory).
-    for (const part of partsOf(accepted, deps.partUsers ?? Number.POSITIVE_INFINITY)) await demuxPart(part, deps, now());
+    for (const part of partsOf(accepted, deps.partUsers ?? Number.POSITIVE_INFINITY)) {
+      for (const [index, parked] of await demuxPart(part, deps, now())) outcomes[index] = parked;
+    }
     return outcomes;
   };
 }
@@ -85,9 +88,10 @@ function partsOf(accepted: readonly Accepted[], maxUsers: number): Accepted[][] 
   return parts;
 }
 
-async function demuxPart(accepted: readonly Accepted[], deps: DemuxerDeps, at: Date): Promise<void> {
+/** Targets, records and publishes one part; answers the jobs it parked instead (by batch index). */
+async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date): Promise<Map<number, Outcome>> {
   const audience = await deps.targets.findAudience(
-    accepted.map(({ index, job }) => ({
+    part.map(({ index, job }) => ({
       key: String(index),
       app: job.app,
       userIds: targetUsers(job),
@@ -96,6 +100,12 @@ async function demuxPart(accepted: readonly Accepted[], deps: DemuxerDeps, at: D
     })),
     at,
   );
+  const parked = new Map<number, Outcome>();
+  const accepted = part.filter((a) => {
+    const outcome = webParkOf(a, audience.get(String(a.index)) ?? [], deps, at);
+    if (outcome !== undefined) parked.set(a.index, outcome);
+    return outcome === undefined;
+  });
   const plans = accepted.map((a) => planJob(a.job, a.acceptedAt, audience.get(String(a.index)) ?? [], a.expired, at, deps.scheduling.slackMs));
   const cancelled = (await deps.jobs?.recordDemux(accepted.map((a, i) => demuxEntry(a, plans[i] as JobPlan)))) ?? NONE;
   if (cancelled.size > 0) await recordCancelled(accepted, plans, cancelled, deps);
@@ -103,6 +113,24 @@ async function demuxPart(accepted: readonly Accepted[], deps: DemuxerDeps, at: D
   // Every job's pushes of this part together, so pushes of many small jobs share RabbitMQ messages.
   await deps.publisher.publishMany(emitted.flat().map(toSendMessage), { packMax: deps.packMax ?? 1 });
   accepted.forEach((a, i) => emittedLog(a.job, emitted[i] ?? [], deps));
+  return parked;
+}
+
+/**
+ * Web Push's rules for a job of an app without VAPID keys of its own, once its targets are known:
+ * when they include a browser (signed with the web-pusher's own pair), a job its pushes would
+ * break is parked whole, before anything is recorded or sent, as a job breaking APNs' or FCM's
+ * rules is at admission; otherwise each of its web pushes would be parked at the web-pusher.
+ */
+function webParkOf(a: Accepted, audience: readonly AudienceDevice[], deps: DemuxerDeps, at: Date): Outcome | undefined {
+  if (a.webChecked || !reachableDevices(a.job, audience).some((d) => d.platform === 'web')) return undefined;
+  const issues = webConformanceIssues(a.job, at);
+  return issues.length === 0 ? undefined : parkForRules(deps, issues, a.job);
+}
+
+function parkForRules(deps: DemuxerDeps, issues: readonly ConformanceIssue[], job: PushJob): Outcome {
+  const reason = issues.map((i) => `${i.path}: ${i.message}`).join('; ');
+  return park(deps, /payload too large|Web Push: payload is \d+ bytes/.test(reason) ? 'payload-too-large' : 'provider-rules', reason, job);
 }
 
 /**
@@ -138,12 +166,11 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
   const app = await deps.apps.get(job.app);
   if (app === undefined) return park(deps, 'unknown-app', `unknown app "${job.app}"`, job);
   if (!app.enabled) return park(deps, 'app-disabled', `app "${job.app}" is disabled`, job);
-  // Apple's and Google's rules (and Web Push's when the app has VAPID keys), as at the API: a job they would refuse is parked, never sent.
-  const issues = jobConformanceIssues(job, { web: app.webVapid === true }, at);
-  if (issues.length > 0) {
-    const reason = issues.map((i) => `${i.path}: ${i.message}`).join('; ');
-    return park(deps, /payload too large|Web Push: payload is \d+ bytes/.test(reason) ? 'payload-too-large' : 'provider-rules', reason, job);
-  }
+  // Apple's and Google's rules (and Web Push's when the app has VAPID keys; otherwise once the
+  // targets show a browser, webParkOf), as at the API: a job they would refuse is parked, never sent.
+  const webChecked = app.webVapid === true;
+  const issues = jobConformanceIssues(job, { web: webChecked }, at);
+  if (issues.length > 0) return parkForRules(deps, issues, job);
   const acceptedAt = acceptedAtOf(job, at);
   // As the doors refuse it (a job published over raw AMQP passed none of them).
   const expires = expiresBeforeDue(job, acceptedAt);
@@ -153,7 +180,7 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
   const expired = expiry !== undefined && expiry <= at;
   if (expired) deps.logger.info({ jobId: job.id, expiresAt: expiry.toISOString() }, 'job expired before fan-out: dropped');
   if (job.trace === true) deps.logger.info({ jobId: job.id, trace: true, attempt: message.attempt }, 'trace: demuxer accepted job');
-  return { job, acceptedAt, expired };
+  return { job, acceptedAt, expired, webChecked };
 }
 
 /** The job's pushes to send now (later ones are stored here); publishing is the caller's, for the whole batch. */

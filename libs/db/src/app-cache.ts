@@ -1,12 +1,12 @@
 import type { AppRow } from './app-repository.ts';
 
-export interface AppCache {
-  get(id: string): Promise<AppRow | undefined>;
+export interface AppCache<T = AppRow | undefined> {
+  get(id: string): Promise<T>;
 }
 
 /**
- * Caches app lookups, misses included, for `ttlMs`; concurrent lookups of one id share one
- * query. A failed lookup is not cached.
+ * Caches app lookups (the app's row, or another answer about the app), misses included, for
+ * `ttlMs`; concurrent lookups of one id share one query. A failed lookup is not cached.
  */
 const SWEEP_AT = 1000;
 
@@ -14,8 +14,8 @@ function sweep(entries: Map<string, { expiresAt: number }>, at: number): void {
   for (const [id, entry] of entries) if (entry.expiresAt <= at) entries.delete(id);
 }
 
-export function createAppCache(repo: { get(id: string): Promise<AppRow | undefined> }, ttlMs: number, now = Date.now): AppCache {
-  const entries = new Map<string, { expiresAt: number; value: Promise<AppRow | undefined> }>();
+export function createAppCache<T = AppRow | undefined>(repo: { get(id: string): Promise<T> }, ttlMs: number, now = Date.now): AppCache<T> {
+  const entries = new Map<string, { expiresAt: number; value: Promise<T> }>();
   return {
     get(id) {
       const hit = entries.get(id);

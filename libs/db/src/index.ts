@@ -28,6 +28,7 @@ export type { CancelledPush, PushOutcomeEntry, PushOutcomeKind, PushRecord } fro
 export * from './subscription-repository.ts';
 export * from './audit-log.ts';
 export { listUserDevices, type UserDevice } from './user-devices.ts';
+export { appHasWebDevices } from './app-web-devices.ts';
 export { toJobStatus, toJobPushList } from './job-status-view.ts';
 export { readAudienceChunk, audienceSize, AudienceCursorError, type AudienceSpec, type AudienceChunk, type AudienceChunkRequest } from './audience-stream.ts';
 export { segmentSql } from './segment-sql.ts';

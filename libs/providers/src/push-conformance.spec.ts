@@ -1,6 +1,6 @@
 import { PushJob, type PushJobInput } from '@herald/contracts';
 import { describe, expect, it } from 'vitest';
-import { jobConformanceIssues, jobNotices, platformsFor } from './push-conformance.ts';
+import { jobConformanceIssues, jobNotices, platformsFor, webConformanceIssues } from './push-conformance.ts';
 
 const job = (over: Partial<PushJobInput>): PushJob => PushJob.parse({ id: 'j1', app: 'demo', userId: 'u', category: 'c', content: { title: 'Hi' }, ...over });
 const NOW = new Date('2026-01-01T00:00:00Z');
@@ -33,6 +33,15 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(jobConformanceIssues(job({ content: { title: 'Hi', web: { payload: { blob: 'x'.repeat(4000) } } } }), { web: false }, NOW)).toEqual([]);
     const big = jobConformanceIssues(job({ content: { title: 'Hi', data: { blob: 'x'.repeat(5000) } } }), { web: false }, NOW);
     expect(big.map((i) => i.message.split(':')[0])).toEqual(['APNs', 'FCM']);
+  });
+
+  it('webConformanceIssues: Web Push\'s rules alone, for a door that learns later that the job has browsers', () => {
+    expect(webConformanceIssues(job({ content: { title: 'Hi', data: { blob: 'x'.repeat(3900) } } }), NOW)).toEqual([
+      { path: 'content', message: expect.stringMatching(/^Web Push: payload is 40\d\d bytes/) as unknown },
+    ]);
+    // A 5 KB job: only the Web Push issue (APNs' and FCM's are the admission check's); none for a job that goes to no browser.
+    expect(webConformanceIssues(job({ content: { title: 'Hi', data: { blob: 'x'.repeat(5000) } } }), NOW).map((i) => i.message.split(':')[0])).toEqual(['Web Push']);
+    expect(webConformanceIssues(job({ content: { data: { blob: 'x'.repeat(3900) } } }), NOW)).toEqual([]);
   });
 
   it('Web Push: a collapse key of any form is accepted (it becomes a 32-character topic); content.web.topic must meet RFC 8030', () => {

@@ -84,10 +84,19 @@ function safeProblem(job: JobPart, platform: Platform, now: Date): string | unde
 export interface ConformanceScope {
   /**
    * Check Web Push's rules too (a 3,993-byte JSON limit, below APNs' and FCM's 4,096): true when
-   * the job's app can send Web Push (it has VAPID keys, AppRow.webVapid). A door that does not
-   * know the app passes false and leaves it to the demuxer; the web-pusher checks every push again.
+   * the job's app has VAPID keys of its own (AppRow.webVapid). An app without them may still have
+   * browsers, signed with the web-pusher's own pair: the HTTP API then asks whether the app has
+   * web devices and the demuxer whether the job's targets include one (webConformanceIssues). A
+   * door that does not know the app passes false; the web-pusher checks every push again.
    */
   web: boolean;
+}
+
+function issuesOn(job: JobPart, platforms: readonly Platform[], now: Date): ConformanceIssue[] {
+  return platforms.flatMap((platform) => {
+    const problem = safeProblem(job, platform, now);
+    return problem === undefined ? [] : [{ path: pathOf(job, problem, platform), message: `${PROVIDER_NAME[platform]}: ${problem}` }];
+  });
 }
 
 /**
@@ -96,11 +105,12 @@ export interface ConformanceScope {
  * comes from. The bundle id is a stand-in: Apple's rules do not depend on it.
  */
 export function jobConformanceIssues(job: JobPart, scope: ConformanceScope, now: Date = new Date()): ConformanceIssue[] {
-  const platforms = platformsFor(job.content).filter((p) => p !== 'web' || scope.web);
-  return platforms.flatMap((platform) => {
-    const problem = safeProblem(job, platform, now);
-    return problem === undefined ? [] : [{ path: pathOf(job, problem, platform), message: `${PROVIDER_NAME[platform]}: ${problem}` }];
-  });
+  return issuesOn(job, platformsFor(job.content).filter((p) => p !== 'web' || scope.web), now);
+}
+
+/** The Web Push rules alone (none when the job does not go to browsers): for a door that learns only later that it has some. */
+export function webConformanceIssues(job: JobPart, now: Date = new Date()): ConformanceIssue[] {
+  return issuesOn(job, platformsFor(job.content).filter((p) => p === 'web'), now);
 }
 
 /** Sentences for the job's status when Herald had to adapt it to a provider's limits. */

@@ -1,0 +1,74 @@
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Exchanges, Queues, type Registration } from '@herald/contracts';
+import { appHasWebDevices, type ApiKeyRow } from '@herald/db';
+import { createLogger } from '@herald/logging';
+import { connectBroker, heraldTopology, type Broker } from '@herald/messaging';
+import { createTestDatabase, createTestVhost, type TestDatabase, type TestVhost } from '@herald/testing';
+import { ApiError } from './api-error.ts';
+import { createJobRecords } from './job-records.ts';
+import { acceptJob, acceptJobs, type JobServiceDeps } from './job-service.ts';
+
+const logger = createLogger({ service: 'job-service-web-test', level: 'silent' });
+let t: TestDatabase;
+let vhost: TestVhost;
+let broker: Broker;
+let deps: JobServiceDeps;
+let records: ReturnType<typeof createJobRecords>;
+
+function p256(): string {
+  const jwk = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'jwk' });
+  return Buffer.concat([Buffer.from([4]), Buffer.from(jwk.x ?? '', 'base64url'), Buffer.from(jwk.y ?? '', 'base64url')]).toString('base64url');
+}
+const browser = (app: string, userId: string): Registration =>
+  ({ version: 1, kind: 'register', app, platform: 'web', token: `https://fcm.googleapis.com/fcm/send/${app}-${userId}`, userId, keys: { p256dh: p256(), auth: randomBytes(16).toString('base64url') }, eventAt: '2025-01-01T00:00:00Z' }) as Registration;
+
+beforeAll(async () => {
+  t = await createTestDatabase('jobsweb');
+  vhost = await createTestVhost('jobsweb');
+  broker = await connectBroker({ url: vhost.amqpUrl, logger, connectionName: 'job-service-web-test' });
+  await broker.applyTopology(heraldTopology({ retryDelaysMs: [1000] }));
+  // Neither app has VAPID keys of its own; "site" has a browser all the same (signed with the web-pusher's pair), "phones" has none.
+  await t.db.apps.upsert({ id: 'site' });
+  await t.db.apps.upsert({ id: 'phones' });
+  await t.db.devices.applyRegistrations([browser('site', 'bea'), { version: 1, kind: 'register', app: 'phones', platform: 'apns', token: 'ab'.repeat(32), userId: 'ann', eventAt: '2025-01-01T00:00:00Z' }]);
+  records = createJobRecords(t.db.jobs, logger);
+  deps = {
+    jobs: records,
+    apps: t.db.apps,
+    webDevices: { get: (app) => appHasWebDevices(t.db.kysely, app) },
+    publish: (job) => broker.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id }),
+    cancel: () => Promise.resolve(0),
+  };
+});
+afterAll(async () => {
+  await records.flush();
+  await broker.close();
+  await vhost.delete();
+  await t.drop();
+});
+
+const key: ApiKeyRow = { id: 'k', team: 'team', apps: ['site', 'phones'], createdAt: new Date(), revokedAt: null, kind: 'team' };
+/** About 4,000 bytes of JSON: within APNs' and FCM's 4,096, beyond Web Push's 3,993. */
+const big = { title: 'big', data: { blob: 'x'.repeat(3900) } };
+const job = (app: string, content: object) => ({ id: randomUUID(), app, userId: 'u', category: 'news', content });
+const refusal = async (accepting: Promise<unknown>) => {
+  const err = await accepting.then(() => undefined, (e: unknown) => e);
+  return err instanceof ApiError ? { status: err.status, issues: err.issues } : err;
+};
+
+describe('the HTTP API: Web Push rules for an app without VAPID keys of its own', () => {
+  it('refuses with 400 naming the field when the app has Web Push subscriptions (the web-pusher signs them with its own pair)', async () => {
+    const webLimit = expect.stringMatching(/^Web Push: payload is 4\d{3} bytes; Web Push allows 3993 bytes.*; app "site" has Web Push subscriptions$/) as unknown;
+    expect(await refusal(acceptJob(job('site', big), key, deps))).toEqual({ status: 400, issues: [{ path: 'content', message: webLimit }] });
+    const batch = { jobs: [job('site', { title: 'fine' }), job('site', { title: 'big', web: { payload: { blob: 'x'.repeat(4000) } } })] };
+    expect(await refusal(acceptJobs(batch, key, deps))).toEqual({ status: 400, issues: [{ path: 'jobs.1.content.web.payload', message: webLimit }] });
+  });
+
+  it('takes the same job for an app without browsers, and a data-only job that does not go to browsers', async () => {
+    const forPhones = job('phones', big);
+    expect(await acceptJob(forPhones, key, deps)).toEqual({ id: forPhones.id, duplicate: false });
+    const dataOnly = job('site', { data: { blob: 'x'.repeat(3900) } });
+    expect(await acceptJob(dataOnly, key, deps)).toEqual({ id: dataOnly.id, duplicate: false });
+  });
+});
