@@ -20,6 +20,13 @@ describe('a refused variable never shows a credential or a secret', () => {
     ]);
   });
 
+  it('masks the pieces of a password cut by a comma in a list of URLs', () => {
+    const problems = configProblems(commonConfig, { AMQP_URL: 'amqp://herald:ab,cd@rabbit/herald' });
+    expect(problems).toEqual([expect.stringMatching(/^AMQP_URL entry [12] must be a URL/)]);
+    expect(problems.join('\n')).not.toMatch(/ab|cd@/);
+    expect(configProblems(commonConfig, { AMQP_URL: 'amqp://rabbit-1:5672,amqp://rabbit 2' })).toEqual([expect.stringContaining('got "amqp://rabbit 2"')]);
+  });
+
   it("does not echo a secret variable's value in its parser's message", () => {
     const spec = { TOKEN_TTL: int('a secret number', { secret: true }), PLAIN: int('a number') };
     expect(configProblems(spec, { TOKEN_TTL: 'hunter2', PLAIN: 'seven' })).toEqual(['TOKEN_TTL must be an integer, got "***"', 'PLAIN must be an integer, got "seven"']);

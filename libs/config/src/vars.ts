@@ -53,12 +53,22 @@ export const oneOf = <const T extends string>(values: readonly T[], description:
   }, opts);
 
 /**
- * A URL as an error message may show it: whatever stands between the scheme and the last '@' (the
- * user and password) as `***`. A password with an unescaped '/', '#' or '?' is the usual reason a
- * URL does not parse, so its value must not reach stderr, the pod's log and the log store.
+ * A URL as an error message may show it: whatever stands before the last '@' after the scheme (the
+ * user and password) as `***`, and an authority holding a ':' not followed by a port alone (a user
+ * and the start of a password, cut off by a ',' in a list). A password with an unescaped '/', '#',
+ * '?' or ',' is the usual reason a URL does not parse, so its value must not reach stderr, the
+ * pod's log and the log store.
  */
 export function maskCredentials(raw: string): string {
-  return raw.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)(.*)@/s, '$1***@');
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)?(.*)$/s.exec(raw);
+  const scheme = m?.[1] ?? '';
+  const rest = m?.[2] ?? raw;
+  const at = rest.lastIndexOf('@');
+  if (at >= 0) return `${scheme}***@${rest.slice(at + 1)}`;
+  const end = rest.search(/[/?#]/);
+  const authority = end < 0 ? rest : rest.slice(0, end);
+  const colon = authority.indexOf(':');
+  return colon >= 0 && !/^\d*$/.test(authority.slice(colon + 1)) ? `${scheme}***${rest.slice(authority.length)}` : raw;
 }
 
 function checkUrl(raw: string, protocols: readonly string[]): void {
