@@ -44,6 +44,14 @@ describe('PushContent', () => {
     expect(reason({ title: 'x', apns: { headers: { 'apns-push-type': 'liveactivity' } } })).toMatch(/liveActivity: pushType "liveactivity" needs/);
   });
 
+  // Taken before the header chose the push type everywhere: such pushes may be stored or queued, and the pushers decode them with this contract.
+  it('an alert given in the raw APNs payload satisfies an alert push type', () => {
+    for (const aps of [{ alert: { title: 'Hi' } }, { badge: 2 }, { sound: 'default' }]) {
+      expect(reason({ data: { k: 'v' }, apns: { headers: { 'apns-push-type': 'alert' }, payload: { aps } } })).toBeUndefined();
+    }
+    expect(reason({ data: { k: 'v' }, apns: { headers: { 'apns-push-type': 'alert' }, payload: { aps: { 'thread-id': 't' } } } })).toMatch(/an alert push needs a title/);
+  });
+
   it('a background push carries no alert, badge or sound', () => {
     expect(reason({ pushType: 'background', title: 'x' })).toMatch(/title: a background push carries no alert/);
     expect(reason({ pushType: 'background', data: { k: 'v' } })).toBeUndefined();

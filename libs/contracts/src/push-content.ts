@@ -131,7 +131,8 @@ export function resolvePushType(c: Content): PushType {
  * The push type a job is sent as: the raw override's `content.apns.headers['apns-push-type']` when
  * it sets one, else the resolved type. Everything the push type decides (the token kind and
  * platforms a job reaches, now-or-never, the size limit, the aps dictionary, the rules at the
- * door) reads this, so a VoIP push chosen through the header is a VoIP push everywhere.
+ * door) reads this, so a VoIP push chosen through the header is a VoIP push everywhere; except
+ * FCM's message, which follows the typed content (resolvePushType): the header is APNs' own.
  */
 export function effectivePushType(c: Content): PushType {
   return c.apns?.headers?.['apns-push-type'] ?? resolvePushType(c);
@@ -139,6 +140,14 @@ export function effectivePushType(c: Content): PushType {
 
 /** The field that chose the push type, as an issue path. */
 const pushTypeField = (c: Content): string[] => (c.apns?.headers?.['apns-push-type'] !== undefined ? ['apns', 'headers', 'apns-push-type'] : ['pushType']);
+
+/** The raw APNs payload (`content.apns.payload`) gives its own alert, badge or sound. */
+function rawApsShows(c: Content): boolean {
+  const aps = c.apns?.payload?.['aps'];
+  if (typeof aps !== 'object' || aps === null || Array.isArray(aps)) return false;
+  const a = aps as Record<string, unknown>;
+  return a['alert'] !== undefined || a['badge'] !== undefined || a['sound'] !== undefined;
+}
 
 /** Cross-field rules; each issue names its field. */
 function checkContent(c: Content, ctx: z.RefinementCtx): void {
@@ -155,7 +164,9 @@ function checkContent(c: Content, ctx: z.RefinementCtx): void {
       if (c[f] !== undefined) issue(f, 'a background push carries no alert, badge or sound (Apple: background notifications); use pushType "alert"');
     }
   }
-  if (type === 'alert' && !showsSomething(c)) {
+  // The raw payload's own alert counts: a job giving its alert there was taken before the header
+  // override chose the push type everywhere, and pushes of it may be stored or queued.
+  if (type === 'alert' && !showsSomething(c) && !rawApsShows(c)) {
     issue(typeField, 'an alert push needs a title, a body, a loc key, a badge or a sound: with nothing to show, send data as a background push');
   }
   if (type === 'liveactivity' && c.liveActivity === undefined) issue('liveActivity', 'pushType "liveactivity" needs liveActivity { event, contentState }');

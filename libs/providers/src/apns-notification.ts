@@ -1,4 +1,4 @@
-import { effectivePushType, type DevicePush, type PushContent } from '@herald/contracts';
+import { effectivePushType, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
 import { apnsTopicFor, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
 import { mergeJson, put, type Json } from './merge-json.ts';
 
@@ -46,10 +46,10 @@ function liveActivityAps(c: PushContent, aps: Json, acceptedS: number): void {
 /**
  * The `aps` dictionary. Background pushes carry no alert, badge or sound, as Apple asks. A Live
  * Activity's timestamp defaults to `acceptedAt` (Apple drops an update older than the one it
- * shows, so a retried older update must keep its older time).
+ * shows, so a retried older update must keep its older time). `type`: the push type the request
+ * goes as (FCM's iOS part takes the typed content's, not content.apns's header override).
  */
-export function apsOf(c: PushContent, acceptedAt: Date): Json {
-  const type = effectivePushType(c);
+export function apsOf(c: PushContent, acceptedAt: Date, type: PushType = effectivePushType(c)): Json {
   const background = type === 'background';
   const aps: Json = {};
   put(aps, 'alert', alertOf(c));

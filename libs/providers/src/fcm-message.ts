@@ -1,4 +1,4 @@
-import { effectivePushType, type DevicePush, type PushContent } from '@herald/contracts';
+import { resolvePushType, type DevicePush, type PushContent } from '@herald/contracts';
 import { apsOf, expirationOf } from './apns-notification.ts';
 import { FCM_MAX_TTL_S } from './fcm-rules.ts';
 import { mergeJson, put, type Json } from './merge-json.ts';
@@ -82,22 +82,27 @@ function androidOf(push: DevicePush, now: Date): FcmMessage['android'] {
   // entry and keep the data from the app's onMessageReceived while it is in the background. Nor
   // does an alert with no text for Android (a badge or a sound only): the Firebase SDK would show
   // a blank entry titled with the app's name; it goes as a data message carrying them instead.
-  if (effectivePushType(push.content) === 'background') return android;
+  if (resolvePushType(push.content) === 'background') return android;
   if (androidTextOf(push.content) === 'none') put(android, 'data', androidDataOf(push.content));
   else put(android, 'notification', androidNotificationOf(push.content));
   return android;
 }
 
-/** The apns block for an iOS app reached through FCM: Apple's rules apply (background at priority 5). */
+/**
+ * The apns block for an iOS app reached through FCM: Apple's rules apply (background at priority 5).
+ * FCM's parts follow the typed content's push type (resolvePushType): content.apns, its
+ * apns-push-type header included, is APNs' own raw override, and content.fcm is FCM's.
+ */
 function apnsOf(push: DevicePush, now: Date): FcmMessage['apns'] {
-  const background = effectivePushType(push.content) === 'background';
+  const type = resolvePushType(push.content);
+  const background = type === 'background';
   const headers: Record<string, string> = {
     'apns-priority': background || push.priority === 'normal' ? '5' : '10',
     'apns-push-type': background ? 'background' : 'alert',
     'apns-expiration': String(expirationOf(push, now)),
   };
   put(headers, 'apns-collapse-id', push.collapseKey);
-  return { headers, payload: { aps: apsOf(push.content, new Date(push.acceptedAt)) } };
+  return { headers, payload: { aps: apsOf(push.content, new Date(push.acceptedAt), type) } };
 }
 
 /** The v1 Message for one device push, the `content.fcm` override merged last. `now` fixes ttl and expiration. */

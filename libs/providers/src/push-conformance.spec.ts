@@ -74,6 +74,21 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(jobConformanceIssues(job({ content: { data, web: { urgency: 'low' } } }), WEB, NOW).map((i) => i.message.split(':')[0])).toEqual(['Web Push']);
   });
 
+  it('an alert of only a badge or a sound is no notification a browser can show: it reaches browsers only with content.web, as a background job', () => {
+    expect(platformsFor({ badge: 3 })).toEqual(['apns', 'fcm']);
+    expect(platformsFor({ sound: 'default' })).toEqual(['apns', 'fcm']);
+    expect(platformsFor({ badge: 3, web: {} })).toEqual(['apns', 'fcm', 'web']);
+    expect(platformsFor({ subtitle: 'Hi' })).toEqual(['apns', 'fcm', 'web']);
+    expect(platformsFor({ locKey: 'GREETING' })).toEqual(['apns', 'fcm', 'web']);
+  });
+
+  // Accepted before the header chose the push type everywhere: FCM's parts follow the typed content, the header being APNs' own.
+  it('a data job whose APNs alert is given in content.apns (header alert, raw aps) passes every provider\'s rules, FCM sending it as data', () => {
+    const content = { data: { k: 'v' }, apns: { headers: { 'apns-push-type': 'alert' as const }, payload: { aps: { alert: { title: 'Hi' } } } } };
+    expect(jobConformanceIssues(job({ content }), WEB, NOW)).toEqual([]);
+    expect(platformsFor(content)).toEqual(['apns', 'fcm']);
+  });
+
   it('an override that breaks a header rule is refused after the merge, naming the override\'s header', () => {
     const issues = jobConformanceIssues(job({ content: { contentAvailable: true, apns: { headers: { 'apns-priority': '10' } } } }), WEB, NOW);
     expect(issues).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a background push must use apns-priority 5 (Apple: BadPriority at 10)' }]);

@@ -3,7 +3,7 @@ import { apnsRequestParts } from './apns-notification.ts';
 import { apnsRequestProblem, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
 import { buildFcmMessage } from './fcm-message.ts';
 import { fcmMessageProblem } from './fcm-rules.ts';
-import { buildWebRequest } from './web-payload.ts';
+import { buildWebRequest, webShowsText } from './web-payload.ts';
 import { webRequestProblem } from './web-rules.ts';
 
 /** A problem a job's pushes would have with a provider: the field it comes from and why. */
@@ -22,16 +22,17 @@ const SAMPLE_PUSH_ID = derivePushId('sample', 'sample');
 
 /**
  * The platforms a job's pushes go to. Voip and Live Activity pushes (by pushType or the
- * apns-push-type override) reach only APNs tokens registered for them. A background (data-only)
- * push reaches browsers only when the job opts in with `content.web`: Safari does not support
- * invisible pushes and revokes a site's permission when its service worker shows no notification
- * (Apple, "Sending web push notifications in web apps and browsers"), and Chrome shows its own
- * "site updated in the background" notice instead. Every other push reaches every platform.
+ * apns-push-type override) reach only APNs tokens registered for them. A push with no text for a
+ * browser to show (a background one, or an alert of only a badge or a sound) reaches browsers only
+ * when the job opts in with `content.web`: Safari does not support invisible pushes and revokes a
+ * site's permission when its service worker shows no notification (Apple, "Sending web push
+ * notifications in web apps and browsers"), and Chrome shows its own "site updated in the
+ * background" notice instead. Every other push reaches every platform.
  */
 export function platformsFor(content: PushJob['content']): Platform[] {
   const type = effectivePushType(content);
   if (type === 'voip' || type === 'liveactivity') return ['apns'];
-  return type === 'background' && content.web === undefined ? ['apns', 'fcm'] : ['apns', 'fcm', 'web'];
+  return webShowsText(content) || content.web !== undefined ? ['apns', 'fcm', 'web'] : ['apns', 'fcm'];
 }
 
 function samplePush(job: JobPart, platform: Platform, now: Date): DevicePush {

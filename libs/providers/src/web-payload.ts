@@ -42,6 +42,9 @@ function locOf(c: PushContent): Json | undefined {
 }
 
 /** The payload object for one push, `content.web.payload` merged last. */
+/** The push has text a browser's notification can show (title, subtitle, body or a loc key). */
+export const webShowsText = (c: PushContent): boolean => c.title !== undefined || c.body !== undefined || c.subtitle !== undefined || locOf(c) !== undefined;
+
 export function buildWebPayload(push: DevicePush, now: Date): Json {
   const c = push.content;
   const p: Json = {};
@@ -55,7 +58,7 @@ export function buildWebPayload(push: DevicePush, now: Date): Json {
   put(p, 'badgeCount', c.badge);
   put(p, 'loc', locOf(c));
   put(p, 'data', c.data);
-  if (c.title === undefined && c.body === undefined && c.subtitle === undefined && locOf(c) === undefined) p['silent'] = true;
+  if (!webShowsText(c)) p['silent'] = true;
   Object.assign(p, { jobId: push.jobId, pushId: push.pushId, sentAt: now.toISOString() });
   return c.web?.payload === undefined ? p : mergeJson(p, c.web.payload);
 }
