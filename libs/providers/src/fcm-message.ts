@@ -37,13 +37,19 @@ function notificationOf(c: PushContent, text: AndroidText): FcmMessage['notifica
   if (text === 'none') return undefined;
   const n: Json = {};
   put(n, 'title', c.title);
-  put(n, 'body', text === 'subtitle' ? c.subtitle : c.body);
+  put(n, 'body', c.body);
   put(n, 'image', c.imageUrl);
   return Object.keys(n).length > 0 ? n : undefined;
 }
 
-function androidNotificationOf(c: PushContent): Json | undefined {
+/**
+ * A subtitle with no title or body is Android's body, set in android.notification (which overrides
+ * Notification.body on Android only): in the shared Notification it would reach iOS too, whose
+ * aps.alert has the subtitle already, and show there twice.
+ */
+function androidNotificationOf(c: PushContent, text: AndroidText): Json | undefined {
   const n: Json = {};
+  if (text === 'subtitle') put(n, 'body', c.subtitle);
   put(n, 'channel_id', c.channelId);
   put(n, 'click_action', c.clickAction);
   put(n, 'tag', c.tag);
@@ -84,7 +90,7 @@ function androidOf(push: DevicePush, now: Date): FcmMessage['android'] {
   // a blank entry titled with the app's name; it goes as a data message carrying them instead.
   if (resolvePushType(push.content) === 'background') return android;
   if (androidTextOf(push.content) === 'none') put(android, 'data', androidDataOf(push.content));
-  else put(android, 'notification', androidNotificationOf(push.content));
+  else put(android, 'notification', androidNotificationOf(push.content, androidTextOf(push.content)));
   return android;
 }
 
