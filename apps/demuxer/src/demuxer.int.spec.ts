@@ -184,6 +184,16 @@ describe("demuxer: Web Push's rules for an app without VAPID keys of its own", (
     expect((await t.db.jobs.get(toPhone.id))?.targeted).toBe(1);
   });
 
+  // One opted-out user's browser parked the whole job, phones included.
+  it('a browser its user opted out of the job\'s category does not hold the job to them: the other phones get it', async () => {
+    await t.db.preferences.addOptOut('u1', 'promo', 'parts');
+    const [apns, web] = [await apnsReady(), await webReady()];
+    const promo = { ...to(0, big), category: 'promo', userIds: ['u0', 'u1'] };
+    expect(await demuxer({})([message(promo)])).toEqual([{ kind: 'ack' }]);
+    await settled(apns + 1, web);
+    expect([(await apnsReady()) - apns, (await webReady()) - web]).toEqual([1, 0]);
+  });
+
   it('a data-only job without content.web is not held to them: it goes to no browser, the phone gets it', async () => {
     const [apns, web] = [await apnsReady(), await webReady()];
     const data = to(1, { data: { blob: 'x'.repeat(3900) } });
