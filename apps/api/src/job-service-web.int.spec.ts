@@ -72,3 +72,23 @@ describe('the HTTP API: Web Push rules for an app without VAPID keys of its own'
     expect(await acceptJob(dataOnly, key, deps)).toEqual({ id: dataOnly.id, duplicate: false });
   });
 });
+
+describe('the HTTP API: Live Activity pushes of an app that sends to APNs with a certificate', () => {
+  // Apple takes them over token-based authentication only; the pusher would park each one (liveactivity-needs-token-auth).
+  it('refuses them with 400 naming content.liveActivity, and takes them for an app with a token', async () => {
+    for (const id of ['certapp', 'tokenapp']) await t.db.apps.upsert({ id });
+    // The sealed secret is never read here: the door looks at the kind of credentials only.
+    await t.db.kysely.updateTable('apps').set({ apns_auth: 'certificate', apns_secret: 'sealed' }).where('id', '=', 'certapp').execute();
+    await t.db.kysely.updateTable('apps').set({ apns_auth: 'token', apns_secret: 'sealed', apns_key_id: 'KEY1234567', apns_team_id: 'TEAM123456' }).where('id', '=', 'tokenapp').execute();
+    const activity = { liveActivity: { event: 'update', contentState: { score: '2-1' } } };
+    const both: ApiKeyRow = { ...key, apps: ['certapp', 'tokenapp'] };
+    expect(await refusal(acceptJob(job('certapp', activity), both, deps))).toEqual({
+      status: 400,
+      issues: [{ path: 'content.liveActivity', message: expect.stringMatching(/^app "certapp" sends to APNs with a certificate/) as unknown }],
+    });
+    const viaToken = job('tokenapp', activity);
+    expect(await acceptJob(viaToken, both, deps)).toEqual({ id: viaToken.id, duplicate: false });
+    const alert = job('certapp', { title: 'Hi' });
+    expect(await acceptJob(alert, both, deps)).toEqual({ id: alert.id, duplicate: false });
+  });
+});
