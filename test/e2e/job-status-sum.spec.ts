@@ -26,7 +26,7 @@ const TRANSIENT: Record<PhonePlatform, string[]> = {
   fcm: ['UNAVAILABLE', 'INTERNAL'],
 };
 const DEAD: Record<PhonePlatform, string[]> = { apns: ['Unregistered'], fcm: ['UNREGISTERED', 'INVALID_ARGUMENT'] };
-// THIRD_PARTY_AUTH_ERROR counts towards an app ban (20 a minute); this population stays well below.
+// A permanent answer of each platform that bans nothing (THIRD_PARTY_AUTH_ERROR is Firebase's APNs or web credentials, not the app's own).
 const PERMANENT: Record<PhonePlatform, string[]> = { apns: ['PayloadTooLarge'], fcm: ['THIRD_PARTY_AUTH_ERROR'] };
 // A token that does not go with the app: invalid while the app's pushes are delivered, else failed
 // with the token kept (app-ban.ts); either way one outcome, so the sum holds whichever it is.

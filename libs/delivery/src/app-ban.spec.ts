@@ -11,7 +11,8 @@ describe('app bans', () => {
   it('knows credential and topic failures from other permanent ones', () => {
     expect(isCredentialFailure(bad)).toBe(true);
     expect(isCredentialFailure({ kind: 'permanent', reason: 'TopicDisallowed' })).toBe(true);
-    expect(isCredentialFailure({ kind: 'permanent', reason: 'third-party-auth-error: PERMISSION_DENIED' })).toBe(true);
+    // FCM's THIRD_PARTY_AUTH_ERROR is the APNs or web credentials kept in Firebase: the app's Android pushes still go.
+    expect(isCredentialFailure({ kind: 'permanent', reason: 'third-party-auth-error: PERMISSION_DENIED' })).toBe(false);
     expect(isCredentialFailure({ kind: 'permanent', reason: 'credentials: app "x" has no APNs credentials' })).toBe(true);
     expect(isCredentialFailure({ kind: 'permanent', reason: 'PayloadTooLarge' })).toBe(false);
     // Web Push: a refused VAPID JWT or no keys at all is the app's; a key mismatch is one subscription's.
@@ -125,6 +126,16 @@ describe('provider answers: dead token, park, or ban', () => {
     // Another answer to the process pair's push is what it was.
     const gone = classifyWebPushAnswer({ status: 410 });
     expect(asProcessRefusal(gone, { subject: 'mailto:ops@localhost', pair, byProcess: true })).toBe(gone);
+  });
+
+  it("FCM's THIRD_PARTY_AUTH_ERROR (Firebase's APNs or web credentials are wrong) parks that push and bans nothing: the app's Android pushes go on", () => {
+    const bans = createAppBans({ threshold: 2, windowMs: 60_000, cooldownMs: 60_000 }, createLogger({ service: 'spec', level: 'silent' }), new Registry());
+    for (const code of ['THIRD_PARTY_AUTH_ERROR', 'messaging/third-party-auth-error']) {
+      const result = classifyFcmError({ code, httpStatus: 401 });
+      expect(fate(result, true)).toBe('park');
+      for (let i = 0; i < 3; i++) bans.observe('a', result);
+    }
+    expect(bans.banned('a')).toBeUndefined();
   });
 
   it('a ban is started by those answers, with an alarm, and by no dead-token answer', () => {

@@ -15,7 +15,9 @@ import { Counter, Gauge, type Registry } from '@herald/runtime';
 const CREDENTIAL_OR_TOPIC = new Set([
   'InvalidProviderToken', 'MissingProviderToken', 'BadCertificate', 'BadCertificateEnvironment', 'Forbidden',
   'TopicDisallowed', 'BadTopic', 'MissingTopic', 'no APNs topic for this app',
-  'third-party-auth-error', 'THIRD_PARTY_AUTH_ERROR',
+  // Not FCM's THIRD_PARTY_AUTH_ERROR: "APNs certificate or web push auth key was invalid or
+  // missing" (FCM ErrorCode), the iOS or web credentials kept in Firebase, not the service account
+  // Herald holds; the app's Android pushes go on, so it parks that push and bans nothing.
   'authentication-error', 'invalid-credential', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'permission-denied',
   'credentials',
   // Web Push: the push service refused the app's VAPID JWT, or the app has no keys at all.
