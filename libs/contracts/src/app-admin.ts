@@ -47,7 +47,16 @@ export const FcmCredentials = z.discriminatedUnion('auth', [
     projectId: z.string().min(1).max(255).optional(),
     endpoint: FcmEndpoint.default('google'),
   }),
-  z.strictObject({ auth: z.literal('access-token'), accessToken: z.string().min(1).max(4096), projectId: z.string().min(1).max(255), endpoint: FcmEndpoint.default('google') }),
+  // FCM v1 takes short-lived OAuth access tokens, good "for an hour or so" (Google, "Migrate from
+  // legacy FCM APIs to HTTP v1"): a fixed one would fail every push an hour after it was set, so
+  // Google's endpoint takes a service account and a fixed token is for the sandbox (local) only
+  // (the type stays wide: a row stored before this rule may say google).
+  z.strictObject({
+    auth: z.literal('access-token'),
+    accessToken: z.string().min(1).max(4096),
+    projectId: z.string().min(1).max(255),
+    endpoint: FcmEndpoint.default('local').refine((e): boolean => e === 'local', 'an access token expires within about an hour, so it is taken for the sandbox (endpoint "local") only: for Google give a service account'),
+  }),
 ]);
 export type FcmCredentials = z.infer<typeof FcmCredentials>;
 

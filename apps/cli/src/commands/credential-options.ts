@@ -27,7 +27,7 @@ export function credentialOptions(cmd: Command): Command {
     .option('--apns-passphrase <text>', 'APNs certificate auth: key passphrase')
     .option('--apns-endpoint <endpoint>', 'production, development (default) or local (the sandbox)')
     .option('--fcm-service-account <file>', 'FCM: service-account JSON file')
-    .option('--fcm-access-token <token>', 'FCM: an OAuth access token (with --fcm-project; the sandbox)')
+    .option('--fcm-access-token <token>', 'FCM: an OAuth access token (with --fcm-project), for the sandbox only (--fcm-endpoint local, its default): Google\'s last about an hour')
     .option('--fcm-project <projectId>', 'FCM: project id (default: the one in the service-account file)')
     .option('--fcm-endpoint <endpoint>', 'google (default) or local (the sandbox)');
 }
