@@ -1,14 +1,15 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createAudienceStore, createDatabase, refusedValueReason } from '@herald/db';
+import { createAppCache, createAudienceStore, createDatabase, pruneDevicesExclusively, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
-import { runService } from '@herald/runtime';
+import { runService, startPruner, type Pruner } from '@herald/runtime';
 import { registrarConfig } from './config.ts';
 import { createRegistrarHandler } from './registrar.ts';
 
 const config = loadConfigOrExit(registrarConfig);
 
 await runService('registrar', config, async ({ logger, registry }) => {
+  const retentionMs = config.DEVICE_RETENTION_DAYS * 86_400_000;
   const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'registrar', metrics: registry });
   const consumer = await broker.consume({
@@ -16,11 +17,25 @@ await runService('registrar', config, async ({ logger, registry }) => {
     prefetch: config.REGISTRAR_PREFETCH,
     batch: { maxSize: config.REGISTRAR_BATCH_SIZE, maxWaitMs: config.REGISTRAR_BATCH_WAIT_MS },
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
-    handle: createRegistrarHandler({ devices: db.devices, audiences: createAudienceStore(db.kysely), apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS), logger }),
+    handle: createRegistrarHandler({ devices: db.devices, audiences: createAudienceStore(db.kysely), apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS), logger, ...(retentionMs > 0 && { maxRegisterAgeMs: retentionMs }) }),
     messageError: refusedValueReason,
   });
+  // Dead devices go after DEVICE_RETENTION_DAYS (device-prune.ts); registers older than that are parked above.
+  const pruner: Pruner | undefined =
+    retentionMs > 0
+      ? startPruner({
+          metricNames: { runs: 'herald_device_prune_runs_total', pruned: 'herald_device_pruned_total' },
+          what: 'dead devices',
+          prune: (olderThan, batchSize, signal) => pruneDevicesExclusively(db.kysely, olderThan, batchSize, signal),
+          intervalMs: config.DEVICE_PRUNE_INTERVAL_MS,
+          retentionMs,
+          logger,
+          registry,
+        })
+      : undefined;
   return {
     stop: async (timeoutMs) => {
+      await pruner?.stop();
       await consumer.stop(timeoutMs);
       await broker.close();
       await db.close();

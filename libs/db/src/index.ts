@@ -13,6 +13,7 @@ export * from './app-cache.ts';
 export * from './delivery-ledger.ts';
 export { LEDGER_PRUNE_LOCK_CLASS, DEFAULT_PRUNE_BATCH } from './ledger-prune.ts';
 export { JOB_PRUNE_LOCK_CLASS, DEFAULT_JOB_PRUNE_BATCH, pruneJobs, pruneJobsExclusively } from './job-prune.ts';
+export { DEVICE_PRUNE_LOCK_CLASS, DEFAULT_DEVICE_PRUNE_BATCH, pruneDevices, pruneDevicesExclusively } from './device-prune.ts';
 export * from './scheduled-push-repository.ts';
 export { cancelJob, cancelJobFully, type JobCancellation } from './cancel-job.ts';
 export * from './fanout-repository.ts';
