@@ -77,7 +77,7 @@ describe('Apple\'s and Google\'s rules, end to end', () => {
     expect(expiration).toBeLessThanOrEqual(sentAt + 28 * 86_400 + 60);
   });
 
-  it('a phone offline when the push is sent gets it when it reconnects (no expiry); a now-or-never push (ttl 0) it does not', async () => {
+  it('a phone offline when the push is sent gets the newest alert when it reconnects (no expiry); a now-or-never push (ttl 0) it does not', async () => {
     const phones: Array<Device & { platform: PhonePlatform }> = [
       { userId: uniqueUser(), platform: 'apns', token: apnsToken() },
       { userId: uniqueUser(), platform: 'fcm', token: fcmToken() },
@@ -87,8 +87,11 @@ describe('Apple\'s and Google\'s rules, end to end', () => {
     for (const phone of phones) {
       await sys.client.publishPushJob(job({ userId: phone.userId, ttl: 0, content: { title: 'now or never' } }));
       await firstDelivery(phone.token);
-      await sys.client.publishPushJob(job({ userId: phone.userId, content: { title: 'while you were away' } }));
+      // Apple keeps one notification per app; FCM keeps one notification message per app (its collapse key ignored).
+      await sys.client.publishPushJob(job({ userId: phone.userId, collapseKey: 'first', content: { title: 'an older alert' } }));
       await waitFor('second push accepted', async () => (await delivered(sys.sandbox, { token: phone.token })).length === 2);
+      await sys.client.publishPushJob(job({ userId: phone.userId, collapseKey: 'second', content: { title: 'while you were away' } }));
+      await waitFor('third push accepted', async () => (await delivered(sys.sandbox, { token: phone.token })).length === 3);
       expect(await phoneDeliveries(sys.sandbox, phone)).toEqual([]);
     }
     for (const phone of phones) {
@@ -96,6 +99,7 @@ describe('Apple\'s and Google\'s rules, end to end', () => {
       const got = await phoneDeliveries(sys.sandbox, phone);
       expect(got.map((d) => d.via)).toEqual(['stored']);
       expect(JSON.stringify(got[0]?.body)).toContain('while you were away');
+      expect(JSON.stringify(got[0]?.body)).not.toContain('an older alert');
     }
   });
 

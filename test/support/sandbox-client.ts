@@ -22,8 +22,13 @@ export interface PhoneDelivery {
   recordSeq: number;
   receivedAt: string;
   deliveredAt: string;
-  /** `direct`: the phone was online; `stored`: the provider kept it until the phone came back. */
-  via: 'direct' | 'stored';
+  /**
+   * `direct`: the phone was online; `stored`: the provider kept it until the phone came back;
+   * `deleted-messages`: FCM's notice that it discarded what it kept (over 100 non-collapsible messages).
+   */
+  via: 'direct' | 'stored' | 'deleted-messages';
+  /** The provider's rule that brought it. */
+  why: string;
   headers: Record<string, string>;
   body: Record<string, unknown>;
 }

@@ -11,7 +11,13 @@ export interface Delivery {
   receivedAt: string;
   /** When the phone got it: at once when online, else when it came back online. */
   deliveredAt: string;
-  via: 'direct' | 'stored';
+  /**
+   * `direct`: online; `stored`: kept by the provider until the phone came back; `deleted-messages`:
+   * FCM's notice that it discarded what it kept (recordSeq 0, no headers).
+   */
+  via: 'direct' | 'stored' | 'deleted-messages';
+  /** The provider's rule that brought it (e.g. why a stored push was kept). */
+  why: string;
   /** The request headers (shared with the record; `query` leaves out `authorization`). */
   headers: Record<string, string>;
   /** The request body exactly as received (UTF-8). */
@@ -20,6 +26,16 @@ export interface Delivery {
 
 export interface DeliveryView extends Omit<Delivery, 'rawBody'> {
   body: unknown;
+}
+
+/** A push the provider accepted that the phone never got, and the rule that dropped it. */
+export interface Discard {
+  platform: FaultPlatform;
+  token: string;
+  recordSeq: number;
+  receivedAt: string;
+  discardedAt: string;
+  why: string;
 }
 
 export interface DeliveryQuery {

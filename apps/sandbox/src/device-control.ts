@@ -46,8 +46,8 @@ function setOnline(online: boolean, body: Buffer, ctx: SandboxContext): Answer {
     ctx.devices.goOffline(platform, token, os);
     return json(200, { platform, token, online: false });
   }
-  const delivered = ctx.devices.goOnline(platform, token);
-  return json(200, { platform, token, online: true, delivered: delivered.length });
+  const { pushes, deletedNotice } = ctx.devices.goOnline(platform, token);
+  return json(200, { platform, token, online: true, delivered: pushes.length, ...(deletedNotice ? { deletedMessages: true } : {}) });
 }
 
 /** The `/devices` routes, or undefined for any other route. */
@@ -59,6 +59,8 @@ export function routeDevices(method: string, url: URL, body: Buffer, ctx: Sandbo
       return setOnline(true, body, ctx);
     case 'GET /devices/deliveries':
       return json(200, ctx.devices.deliveries(deliveryQuery(url.searchParams)));
+    case 'GET /devices/discards':
+      return json(200, ctx.devices.discards(deliveryQuery(url.searchParams)));
     case 'DELETE /devices':
       ctx.devices.clear();
       return json(200, { cleared: true });

@@ -18,14 +18,16 @@ function apnsPush(token: string, over: Partial<AcceptedPush> & { expiration?: st
   };
 }
 
-const fcmPush = (token: string, android: Record<string, unknown>, receivedAtMs = T0): AcceptedPush => ({
+const fcmPush = (token: string, android: Record<string, unknown>, receivedAtMs = T0, message: Record<string, unknown> = {}): AcceptedPush => ({
   platform: 'fcm',
   token,
   recordSeq: ++seq,
   receivedAtMs,
   headers: {},
-  rawBody: JSON.stringify({ message: { token, android } }),
+  rawBody: JSON.stringify({ message: { token, android, ...message } }),
 });
+const alert = (token: string, collapseKey: string) => fcmPush(token, { collapse_key: collapseKey }, T0, { notification: { title: collapseKey } });
+const dataPush = (token: string, android: Record<string, unknown> = {}) => fcmPush(token, android, T0, { data: { n: String(seq) } });
 
 function clock(start = T0): { now: () => number; set: (ms: number) => void } {
   let t = start;
@@ -53,7 +55,7 @@ describe('DeviceStore', () => {
     for (const p of [older, newer, otherApp]) expect(store.accept(p)).toBe('stored');
     expect(store.deliveries()).toEqual([]);
     c.set(T0 + 60_000);
-    expect(store.goOnline('apns', 'a').map((d) => d.recordSeq)).toEqual([newer.recordSeq, otherApp.recordSeq]);
+    expect(store.goOnline('apns', 'a').pushes.map((d) => d.recordSeq)).toEqual([newer.recordSeq, otherApp.recordSeq]);
     expect(store.deliveries({ token: 'a' })).toMatchObject([
       { via: 'stored', deliveredAt: new Date(T0 + 60_000).toISOString(), receivedAt: new Date(T0).toISOString() },
       { via: 'stored' },
@@ -68,7 +70,7 @@ describe('DeviceStore', () => {
     expect(store.accept(fcmPush('f', { ttl: '60s' }))).toBe('stored');
     expect(store.accept(fcmPush('f', { ttl: '3600s' }))).toBe('stored');
     c.set(T0 + 120_000);
-    expect(store.goOnline('fcm', 'f')).toHaveLength(1);
+    expect(store.goOnline('fcm', 'f').pushes).toHaveLength(1);
   });
 
   it('FCM offline: ttl 0s is dropped; collapse keys replace; no ttl keeps 4 weeks', () => {
@@ -82,7 +84,67 @@ describe('DeviceStore', () => {
     const plain = fcmPush('f', {});
     store.accept(plain);
     c.set(T0 + 27 * 86_400_000);
-    expect(store.goOnline('fcm', 'f').map((d) => d.recordSeq)).toEqual([latest.recordSeq, plain.recordSeq]);
+    expect(store.goOnline('fcm', 'f').pushes.map((d) => d.recordSeq)).toEqual([latest.recordSeq, plain.recordSeq]);
+  });
+
+  it('FCM offline (Android): notification messages are always collapsible, one kept whatever their collapse_key', () => {
+    const store = new DeviceStore(1000, () => T0);
+    store.goOffline('fcm', 'f');
+    const alerts = [alert('f', 'a'), alert('f', 'b'), alert('f', 'c')];
+    for (const p of alerts) expect(store.accept(p)).toBe('stored');
+    const { pushes } = store.goOnline('fcm', 'f');
+    expect(pushes.map((d) => [d.recordSeq, d.via])).toEqual([[alerts[2]?.recordSeq, 'stored']]);
+    expect(pushes[0]?.why).toMatch(/notification message: always collapsible, collapse_key ignored/);
+    expect(store.discards({ token: 'f' }).map((d) => [d.recordSeq, d.why])).toEqual(
+      alerts.slice(0, 2).map((p) => [p.recordSeq, expect.stringMatching(/^replaced by a newer push: notification message/)]),
+    );
+  });
+
+  it('FCM offline (Android): four collapse keys at most, a fifth drops the oldest key\'s message', () => {
+    const store = new DeviceStore(1000, () => T0);
+    store.goOffline('fcm', 'f');
+    const keyed = ['k1', 'k2', 'k3', 'k4', 'k5', 'k6'].map((k) => dataPush('f', { collapse_key: k }));
+    for (const p of keyed) store.accept(p);
+    const plain = dataPush('f');
+    store.accept(plain);
+    expect(store.goOnline('fcm', 'f').pushes.map((d) => d.recordSeq)).toEqual([...keyed.slice(2), plain].map((p) => p.recordSeq));
+    expect(store.discards({ token: 'f' })).toEqual(
+      keyed.slice(0, 2).map((p) => expect.objectContaining({ recordSeq: p.recordSeq, why: expect.stringMatching(/beyond FCM's four per device/) })),
+    );
+  });
+
+  it('FCM offline (Android): the 101st non-collapsible message discards everything stored; back online, the phone is told first', () => {
+    const store = new DeviceStore(1000, () => T0);
+    store.goOffline('fcm', 'f');
+    const keyed = dataPush('f', { collapse_key: 'score' });
+    store.accept(keyed);
+    const hundred = Array.from({ length: 100 }, () => dataPush('f'));
+    for (const p of hundred) expect(store.accept(p)).toBe('stored');
+    expect(store.accept(dataPush('f'))).toBe('discarded');
+    expect(store.discards({ token: 'f' })).toHaveLength(102);
+    expect(store.discards({ token: 'f' }).every((d) => /limit of 100 non-collapsible messages reached/.test(d.why))).toBe(true);
+    const after = dataPush('f');
+    expect(store.accept(after)).toBe('stored');
+    const back = store.goOnline('fcm', 'f');
+    expect(back).toMatchObject({ deletedNotice: true, pushes: [{ recordSeq: after.recordSeq, via: 'stored' }] });
+    expect(store.deliveries({ token: 'f' }).map((d) => [d.via, d.body])).toEqual([
+      ['deleted-messages', { message_type: 'deleted_messages' }],
+      ['stored', expect.anything()],
+    ]);
+    store.goOffline('fcm', 'f');
+    expect(store.goOnline('fcm', 'f')).toEqual({ pushes: [], deletedNotice: false });
+  });
+
+  it('FCM offline (Android): 3 alerts, 6 collapse keys and 120 data messages do not all arrive', () => {
+    const store = new DeviceStore(1000, () => T0);
+    store.goOffline('fcm', 'f');
+    for (const k of ['a', 'b', 'c']) store.accept(alert('f', k));
+    for (const k of ['k1', 'k2', 'k3', 'k4', 'k5', 'k6']) store.accept(dataPush('f', { collapse_key: k }));
+    const data = Array.from({ length: 120 }, () => dataPush('f'));
+    for (const p of data) store.accept(p);
+    const back = store.goOnline('fcm', 'f');
+    expect(back.deletedNotice).toBe(true);
+    expect(back.pushes.map((d) => d.recordSeq)).toEqual(data.slice(101).map((p) => p.recordSeq));
   });
 
   it('FCM to an iOS phone follows apns-expiration', () => {
@@ -98,7 +160,7 @@ describe('DeviceStore', () => {
     store.goOffline('apns', 'a');
     store.accept(apnsPush('a'));
     store.goOffline('apns', 'a');
-    expect(store.goOnline('apns', 'a')).toHaveLength(1);
+    expect(store.goOnline('apns', 'a').pushes).toHaveLength(1);
     store.goOffline('apns', 'a');
     store.clear();
     expect(store.isOnline('apns', 'a')).toBe(true);

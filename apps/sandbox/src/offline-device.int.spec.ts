@@ -79,7 +79,16 @@ describe('simulated phones behind the real servers', () => {
     expect(await sendFcm({ android: { ttl: '600s' } })).toBe(200);
     await control('POST', '/devices/online', { platform: 'fcm', token: FCM_TOKEN });
     const got = await deliveries('fcm', FCM_TOKEN);
-    expect(got.map((d) => [d.via, (d.body as { message: { android: { ttl: string } } }).message.android.ttl])).toEqual([['stored', '600s']]);
+    expect(got.map((d) => [d.via, (d.body as { message: { android: { ttl: string } } }).message.android.ttl])).toEqual([['stored', '600s']]);    const discards = (await control('GET', `/devices/discards?platform=fcm&token=${FCM_TOKEN}`)) as { why: string }[];
+    expect(discards.map((d) => d.why)).toEqual(['android.ttl 0s: delivered now or never']);
+  });
+
+  it('FCM: alerts sent to an offline Android phone collapse to the newest, whatever their collapse_key', async () => {
+    await control('POST', '/devices/offline', { platform: 'fcm', token: FCM_TOKEN });
+    for (const key of ['a', 'b', 'c']) expect(await sendFcm({ notification: { title: key }, android: { collapse_key: key } })).toBe(200);
+    expect(await control('POST', '/devices/online', { platform: 'fcm', token: FCM_TOKEN })).toMatchObject({ delivered: 1 });
+    const got = await deliveries('fcm', FCM_TOKEN);
+    expect(got.map((d) => [d.via, (d.body as { message: { notification: { title: string } } }).message.notification.title])).toEqual([['stored', 'c']]);
   });
 
   it('keeps warnings on the record', async () => {

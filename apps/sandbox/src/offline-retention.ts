@@ -1,12 +1,22 @@
 import { isObject, type Json } from './json.ts';
 import { durationSeconds } from './duration.ts';
 
-/** What a provider does with an accepted push while the device is offline. */
+/** Google's limits on what FCM keeps for an offline Android device ("Non-collapsible and collapsible messages"). */
+export interface StoreLimits {
+  /** "The FCM server can simultaneously store four different collapsible messages per device, each with a different collapse key." */
+  collapseKeys: number;
+  /** "A limit of 100 messages that can be stored without collapsing. If the limit is reached, all stored messages are discarded." */
+  nonCollapsible: number;
+}
+
+export const FCM_ANDROID_LIMITS: StoreLimits = Object.freeze({ collapseKeys: 4, nonCollapsible: 100 });
+
+/** What a provider does with an accepted push while the device is offline; `why` names the rule. */
 export type Retention =
   /** Dropped: the push was for now or never. */
   | { stored: false; why: string }
-  /** Kept until `untilMs`; a later push with the same `slot` replaces it. */
-  | { stored: true; untilMs: number; slot: string | undefined };
+  /** Kept until `untilMs`; a later push with the same `slot` replaces it; `limits` bound the device's store. */
+  | { stored: true; untilMs: number; slot: string | undefined; why: string; limits?: StoreLimits };
 
 export type DeviceOs = 'android' | 'ios';
 
@@ -29,22 +39,29 @@ export const FCM_MAX_TTL_SECONDS = 28 * 86_400;
  */
 export function appleRetention(expiration: string | undefined, slot: string, receivedAtMs: number): Retention {
   const capMs = receivedAtMs + APNS_MAX_STORE_MS;
-  if (expiration === undefined) return { stored: true, untilMs: capMs, slot };
+  const why = 'Apple: one notification stored per app, the newest';
+  if (expiration === undefined) return { stored: true, untilMs: capMs, slot, why };
   const seconds = Number(expiration);
   if (!Number.isFinite(seconds) || seconds === 0) return { stored: false, why: 'apns-expiration 0: delivered once or not at all' };
   const untilMs = Math.min(seconds * 1000, capMs);
   if (untilMs <= receivedAtMs) return { stored: false, why: 'apns-expiration already passed' };
-  return { stored: true, untilMs, slot };
+  return { stored: true, untilMs, slot, why };
 }
 
 /** An APNs request: its headers decide. */
 export const apnsRetention = (headers: Record<string, string>, receivedAtMs: number): Retention =>
   appleRetention(headers['apns-expiration'], `topic:${headers['apns-topic'] ?? ''}`, receivedAtMs);
 
+/** A notification message: `notification` or `android.notification` set (else a data message). */
+const isNotificationMessage = (message: Json, android: Json): boolean => isObject(message['notification']) || isObject(android['notification']);
+
 /**
  * An FCM v1 request body. To an Android device: `android.ttl` "0s" means now or never, otherwise
- * kept for the ttl (4 weeks when absent); messages with the same `collapse_key` replace each other
- * (Google, "Non-collapsible and collapsible messages"). To an iOS device: Apple's rule on
+ * kept for the ttl (4 weeks when absent). Google, "Non-collapsible and collapsible messages":
+ * "Notification messages are always collapsible and will ignore the collapse_key parameter" (their
+ * key is the default, "the app package name"); a data message with a `collapse_key` replaces the
+ * stored one of that key; a data message without one is non-collapsible (kept each, 100 at most:
+ * `FCM_ANDROID_LIMITS`, applied by the device store). To an iOS device: Apple's rule on
  * `apns.headers["apns-expiration"]`, one stored push per app.
  */
 export function fcmRetention(body: unknown, os: DeviceOs, receivedAtMs: number): Retention {
@@ -57,7 +74,12 @@ export function fcmRetention(body: unknown, os: DeviceOs, receivedAtMs: number):
   const android: Json = isObject(message['android']) ? message['android'] : {};
   const ttl = android['ttl'] === undefined ? FCM_MAX_TTL_SECONDS : (durationSeconds(android['ttl']) ?? FCM_MAX_TTL_SECONDS);
   if (ttl === 0) return { stored: false, why: 'android.ttl 0s: delivered now or never' };
+  const kept = { stored: true as const, untilMs: receivedAtMs + ttl * 1000, limits: FCM_ANDROID_LIMITS };
+  if (isNotificationMessage(message, android)) {
+    // A token belongs to one app: one slot, the package name's.
+    return { ...kept, slot: 'package', why: "notification message: always collapsible, collapse_key ignored, the newest kept under the app's package name" };
+  }
   const collapseKey = android['collapse_key'] ?? android['collapseKey'];
-  const slot = typeof collapseKey === 'string' ? `collapse:${collapseKey}` : undefined;
-  return { stored: true, untilMs: receivedAtMs + ttl * 1000, slot };
+  if (typeof collapseKey === 'string') return { ...kept, slot: `collapse:${collapseKey}`, why: `data message with collapse_key "${collapseKey}": the newest of its key kept` };
+  return { ...kept, slot: undefined, why: 'data message without collapse_key: non-collapsible, kept while fewer than 100 are stored' };
 }
