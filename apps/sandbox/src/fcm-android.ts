@@ -2,6 +2,7 @@ import { checkAndroidNotification } from './fcm-android-notification.ts';
 import { checkStringMap } from './fcm-data.ts';
 import { checkFields, isBool, isObject, isString, scalar, typeError, type FcmProblem, type FieldCheck, type Json } from './fcm-fields.ts';
 import { durationSeconds } from './duration.ts';
+import { checkFcmOptions } from './fcm-webpush.ts';
 import { FCM_MAX_TTL_SECONDS } from './offline-retention.ts';
 
 const DURATION_TYPE = 'type.googleapis.com/google.protobuf.Duration';
@@ -33,7 +34,7 @@ const FIELDS: Readonly<Record<string, FieldCheck>> = {
   restricted_package_name: text,
   data: checkStringMap,
   notification: checkAndroidNotification,
-  fcm_options: scalar(isObject, 'type.googleapis.com/google.firebase.fcm.v1.AndroidFcmOptions'),
+  fcm_options: checkFcmOptions('AndroidFcmOptions'),
   direct_boot_ok: flag,
   bandwidth_constrained_ok: flag,
   restricted_satellite_ok: flag,

@@ -1,11 +1,12 @@
 import { checkStringMap } from './fcm-data.ts';
+import { checkApnsFcmOptions } from './fcm-webpush.ts';
 import { checkFields, invalid, isObject, isString, scalar, typeError, type FcmProblem, type FieldCheck, type Json } from './fcm-fields.ts';
 
 /** The fields of ApnsConfig in the FCM v1 reference, by proto name. */
 const FIELDS: Readonly<Record<string, FieldCheck>> = {
   headers: checkStringMap,
   payload: scalar(isObject, 'type.googleapis.com/google.protobuf.Struct'),
-  fcm_options: scalar(isObject, 'type.googleapis.com/google.firebase.fcm.v1.ApnsFcmOptions'),
+  fcm_options: checkApnsFcmOptions,
   live_activity_token: scalar(isString, 'TYPE_STRING'),
 };
 

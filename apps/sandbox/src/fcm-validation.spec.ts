@@ -81,3 +81,39 @@ describe('validateFcmBody', () => {
     expect(reasonOf(body)).toMatch(pattern);
   });
 });
+
+describe('validateFcmBody: WebpushConfig and the FcmOptions types', () => {
+  it('refuses a wrongly typed webpush field with Google\'s 400 naming its path', () => {
+    expect(validateFcmBody(message({ webpush: { data: { n: 1 } } }))).toEqual(
+      invalidArgument("Invalid value at 'message.webpush.data[0].value' (TYPE_STRING), 1"),
+    );
+    expect(reasonOf(message({ webpush: { headers: { TTL: 60 } } }))).toMatch(/'message.webpush.headers\[0\].value' \(TYPE_STRING\)/);
+    expect(reasonOf(message({ webpush: { notification: 'hi' } }))).toMatch(/'message.webpush.notification' \(type.googleapis.com\/google.protobuf.Struct\)/);
+    expect(reasonOf(message({ webpush: { fcm_options: { link: 'http://example.com/a' } } }))).toMatch(
+      /'message.webpush.fcm_options.link' \(TYPE_STRING\), "http:\/\/example.com\/a": HTTPS is required/,
+    );
+    expect(reasonOf(message({ webpush: { fcm_options: { link: 5 } } }))).toMatch(/'message.webpush.fcm_options.link' \(TYPE_STRING\)/);
+  });
+
+  it('refuses unknown fields in webpush and in every fcm_options', () => {
+    expect(validateFcmBody(message({ webpush: { urgency: 'high' } }))).toEqual(
+      invalidArgument('Invalid JSON payload received. Unknown name "urgency" at \'message.webpush\': Cannot find field.'),
+    );
+    expect(reasonOf(message({ webpush: { fcm_options: { url: 'https://x' } } }))).toMatch(/Unknown name "url" at 'message.webpush.fcm_options'/);
+    expect(reasonOf(message({ fcm_options: { label: 'x' } }))).toMatch(/Unknown name "label" at 'message.fcm_options'/);
+    expect(reasonOf(message({ android: { fcm_options: { image: 'x' } } }))).toMatch(/Unknown name "image" at 'message.android.fcm_options'/);
+    expect(reasonOf(message({ apns: { fcm_options: { link: 'x' } } }))).toMatch(/Unknown name "link" at 'message.apns.fcm_options'/);
+    expect(reasonOf(message({ apns: { fcm_options: { analytics_label: 7 } } }))).toMatch(/'message.apns.fcm_options.analytics_label' \(TYPE_STRING\)/);
+  });
+
+  it('accepts every documented field, by proto or JSON name', () => {
+    const webpush = {
+      headers: { Urgency: 'high', TTL: '60' },
+      data: { n: '1' },
+      notification: { title: 't', actions: [{ action: 'a', title: 'A' }], requireInteraction: true },
+      fcmOptions: { link: 'https://example.com/a', analyticsLabel: 'l' },
+    };
+    expect(validateFcmBody(message({ webpush, fcmOptions: { analyticsLabel: 'l' }, android: { fcm_options: { analytics_label: 'l' } }, apns: { fcmOptions: { analyticsLabel: 'l', image: 'https://x/i.png' } } }))).toMatchObject({ ok: true });
+    expect(validateFcmBody(message({ webpush: {} }))).toMatchObject({ ok: true });
+  });
+});

@@ -2,6 +2,7 @@ import { androidWarnings, checkAndroid } from './fcm-android.ts';
 import { apnsWarnings, checkApns } from './fcm-apns.ts';
 import { checkData } from './fcm-data.ts';
 import { checkPayloadSize } from './fcm-size.ts';
+import { checkFcmOptions, checkWebpush } from './fcm-webpush.ts';
 import { invalid, isObject, typeError, unknownField, type FcmProblem, type Json } from './fcm-fields.ts';
 import { invalidRegistrationToken, isFcmRegistrationToken } from './fcm-token.ts';
 
@@ -25,14 +26,14 @@ function checkNotification(value: unknown): FcmProblem | undefined {
 
 function checkParts(message: Json): FcmProblem | undefined {
   const present = (k: string) => message[k] !== undefined;
-  if (present('webpush') && !isObject(message['webpush'])) {
-    return typeError('message.webpush', 'type.googleapis.com/google.firebase.fcm.v1.WebpushConfig', message['webpush']);
-  }
+  const fcmOptions = message['fcm_options'] ?? message['fcmOptions'];
   return (
     (present('data') ? checkData(message['data']) : undefined) ??
     (present('notification') ? checkNotification(message['notification']) : undefined) ??
     (present('android') ? checkAndroid(message['android']) : undefined) ??
     (present('apns') ? checkApns(message['apns'], message) : undefined) ??
+    (present('webpush') ? checkWebpush(message['webpush']) : undefined) ??
+    (fcmOptions !== undefined && fcmOptions !== null ? checkFcmOptions('FcmOptions')(fcmOptions, 'message.fcm_options') : undefined) ??
     checkPayloadSize(message)
   );
 }
