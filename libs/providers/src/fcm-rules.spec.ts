@@ -55,3 +55,31 @@ describe('Google\'s Message rules (PROVIDER-RULES.md, FCM rows)', () => {
     expect(fcmMessageProblem({ ...m, android: { ...m.android, collapse_key: '🔥' } })).toMatch(/printable ASCII/);
   });
 });
+
+describe('webpush and fcm_options, as Google types them (WebpushConfig, WebpushFcmOptions, AndroidFcmOptions)', () => {
+  it('refuses a wrongly typed webpush field, naming its path', () => {
+    expect(fcmMessageProblem(message({ webpush: { data: { n: 1 } } }))).toBe('webpush.data.n must be a string (FCM: map<string, string>)');
+    expect(fcmMessageProblem(message({ webpush: { headers: { TTL: 60 } } }))).toMatch(/^webpush.headers.TTL must be a string/);
+    expect(fcmMessageProblem(message({ webpush: { notification: ['x'] } }))).toMatch(/^webpush.notification must be an object/);
+    expect(fcmMessageProblem(message({ webpush: { fcm_options: { link: 'http://example.com' } } }))).toMatch(/^webpush.fcm_options.link must be an HTTPS URL/);
+  });
+
+  it('refuses unknown fields in webpush, its fcm_options and android.fcm_options', () => {
+    expect(fcmMessageProblem(message({ webpush: { urgency: 'high' } }))).toMatch(/^webpush.urgency is not a field of WebpushConfig/);
+    expect(fcmMessageProblem(message({ webpush: { fcm_options: { url: 'https://x' } } }))).toMatch(/^webpush.fcm_options.url is not a field of WebpushFcmOptions/);
+    const android = { ...buildFcmMessage(testPush('fcm')).android, fcm_options: { image: 'x' } };
+    expect(fcmMessageProblem(message({ android }))).toMatch(/^android.fcm_options.image is not a field of AndroidFcmOptions/);
+  });
+
+  it('takes every documented field, by proto or JSON name', () => {
+    const webpush = {
+      headers: { Urgency: 'high', TTL: '60' },
+      data: { n: '1' },
+      notification: { title: 't', requireInteraction: true, actions: [{ action: 'a', title: 'A' }] },
+      fcmOptions: { link: 'https://example.com/a', analytics_label: 'l' },
+    };
+    const android = { ...buildFcmMessage(testPush('fcm')).android, fcm_options: { analyticsLabel: 'l' } };
+    expect(fcmMessageProblem(message({ webpush, android }))).toBeUndefined();
+    expect(fcmMessageProblem(message({ webpush: {} }))).toBeUndefined();
+  });
+});

@@ -1,6 +1,7 @@
 import { collapseKeyProblem, FCM_RESERVED_DATA_KEY } from '@herald/contracts';
 import { APNS_MAX_PAYLOAD_BYTES, apnsPayloadBytes } from './apns-rules.ts';
 import type { FcmMessage } from './fcm-message.ts';
+import { androidFcmOptionsProblem, webpushProblem } from './fcm-webpush-rules.ts';
 
 /**
  * Google's rules for an FCM HTTP v1 message (the `projects.messages` reference: Message,
@@ -49,7 +50,7 @@ function androidProblem(android: Json): string | undefined {
   if (typeof collapse === 'string' && collapseKeyProblem(collapse) !== undefined) return `android.collapse_key ${collapseKeyProblem(collapse)}`;
   const n = android['notification'];
   if (isObject(n) && n['color'] !== undefined && !COLOR.test(String(n['color']))) return 'android.notification.color must be #rrggbb';
-  return dataProblem(android['data'], 'android.data');
+  return dataProblem(android['data'], 'android.data') ?? androidFcmOptionsProblem(android);
 }
 
 /** The apns block must follow Apple's rules too: FCM forwards it to APNs. */
@@ -72,5 +73,5 @@ function apnsProblem(m: FcmMessage): string | undefined {
 export function fcmMessageProblem(m: FcmMessage): string | undefined {
   const size = fcmPayloadBytes(m);
   if (size > FCM_MAX_PAYLOAD_BYTES) return `payload too large: FCM message (notification + data + android.notification) is ${size} bytes, the limit is ${FCM_MAX_PAYLOAD_BYTES}`;
-  return dataProblem(m.data, 'data') ?? androidProblem(m.android) ?? apnsProblem(m);
+  return dataProblem(m.data, 'data') ?? androidProblem(m.android) ?? apnsProblem(m) ?? webpushProblem(m.webpush);
 }

@@ -99,6 +99,17 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(issues).toEqual([{ path: 'content.fcm.android', message: expect.stringMatching(/^FCM: android.ttl is 9999999 s, beyond FCM's 4-week maximum/) as unknown }]);
   });
 
+  it('an FCM webpush override Google would refuse is refused at the door, naming its field: the whole message would be parked', () => {
+    const typed = jobConformanceIssues(job({ content: { title: 't', fcm: { webpush: { data: { n: 1 } } } } }), WEB, NOW);
+    expect(typed).toEqual([{ path: 'content.fcm.webpush.data.n', message: 'FCM: webpush.data.n must be a string (FCM: map<string, string>)' }]);
+    const unknown = jobConformanceIssues(job({ content: { title: 't', fcm: { webpush: { fcm_options: { url: 'https://x' } } } } }), WEB, NOW);
+    expect(unknown).toEqual([{ path: 'content.fcm.webpush.fcm_options.url', message: expect.stringMatching(/^FCM: webpush.fcm_options.url is not a field of WebpushFcmOptions/) as unknown }]);
+    const android = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { fcm_options: { link: 'https://x' } } } } }), WEB, NOW);
+    expect(android).toEqual([{ path: 'content.fcm.android.fcm_options.link', message: expect.stringMatching(/not a field of AndroidFcmOptions/) as unknown }]);
+    const fine = { webpush: { headers: { Urgency: 'high' }, data: { n: '1' }, notification: { title: 't' }, fcm_options: { link: 'https://example.com' } } };
+    expect(jobConformanceIssues(job({ content: { title: 't', fcm: fine } }), WEB, NOW)).toEqual([]);
+  });
+
   it('a Live Activity at apns-priority 1 is refused (Apple allows 5 or 10)', () => {
     const la = { liveActivity: { event: 'update' as const, contentState: { s: 1 } }, apns: { headers: { 'apns-priority': '1' as const } } };
     expect(jobConformanceIssues(job({ content: la }), WEB, NOW)).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a Live Activity push must use apns-priority 5 or 10' }]);
