@@ -192,6 +192,9 @@ describe("demuxer: Web Push's rules for an app without VAPID keys of its own", (
     expect(await demuxer({})([message(promo)])).toEqual([{ kind: 'ack' }]);
     await settled(apns + 1, web);
     expect([(await apnsReady()) - apns, (await webReady()) - web]).toEqual([1, 0]);
+    // Scheduled, the browser is asked again when due (the opt-out may be gone by then), as planJob stores its push: held to the rules.
+    const later = { ...promo, id: randomUUID(), deliverAt: nextMonth() };
+    expect(await demuxer({})([message(later)])).toEqual([{ kind: 'park', code: 'payload-too-large', reason: expect.stringMatching(/Web Push allows 3993 bytes/) as unknown }]);
   });
 
   it('a data-only job without content.web is not held to them: it goes to no browser, the phone gets it', async () => {

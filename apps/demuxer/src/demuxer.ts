@@ -123,8 +123,10 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
  * rules is at admission; otherwise each of its web pushes would be parked at the web-pusher.
  */
 function webParkOf(a: Accepted, audience: readonly AudienceDevice[], deps: DemuxerDeps, at: Date): Outcome | undefined {
-  // Only browsers it would be sent to: one skipped (its user opted out or muted) must not park the job.
-  if (a.webChecked || !reachableDevices(a.job, audience).some((d) => d.platform === 'web' && d.skipped === null)) return undefined;
+  // Only browsers it may be sent to: one skipped now (its user opted out or muted) must not park a
+  // job due now; a scheduled job's skipped devices are asked again when due, as planJob stores them.
+  const askedWhenDue = a.job.deliverAt !== undefined && !a.expired;
+  if (a.webChecked || !reachableDevices(a.job, audience).some((d) => d.platform === 'web' && (askedWhenDue || d.skipped === null))) return undefined;
   const issues = webConformanceIssues(a.job, at);
   return issues.length === 0 ? undefined : parkForRules(deps, issues, a.job);
 }
