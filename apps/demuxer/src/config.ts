@@ -29,5 +29,5 @@ export const demuxerConfig = {
     "Jobs accepted longer ago than this are deleted with their push outcomes (job status) and fan-out checkpoints, unless pushes of theirs are still stored for later or their fan-out still runs; after it a job's id may be used again",
     { default: '30', min: 1 },
   ),
-  JOB_PRUNE_INTERVAL_MS: int('How often a demuxer prunes jobs past JOB_RETENTION_DAYS (one demuxer at a time, under an advisory lock)', { default: '3600000', min: 1000 }),
+  JOB_PRUNE_INTERVAL_MS: int('How often each demuxer prunes jobs past JOB_RETENTION_DAYS (demuxers side by side skip each other\'s rows)', { default: '3600000', min: 1000 }),
 } as const;

@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createDatabase, createFanoutRepository, pruneJobsExclusively, refusedValueReason } from '@herald/db';
+import { createAppCache, createDatabase, createFanoutRepository, pruneJobs, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, startPruner } from '@herald/runtime';
 import { demuxerConfig } from './config.ts';
@@ -57,11 +57,12 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     messageError: refusedValueReason,
     onParked: recordParkedJobs(db.jobs),
   });
-  // Job status is kept JOB_RETENTION_DAYS, then the job goes with its outcomes (job-prune.ts).
+  // Job status is kept JOB_RETENTION_DAYS, then the job goes with its outcomes (job-prune.ts): a
+  // statement a batch, so every demuxer may prune, through the transaction-mode pooler too.
   const jobPruner = startPruner({
     metricNames: { runs: 'herald_job_prune_runs_total', pruned: 'herald_job_pruned_total' },
     what: 'jobs',
-    prune: (olderThan, batchSize, signal) => pruneJobsExclusively(db.kysely, olderThan, batchSize, signal),
+    prune: (olderThan, batchSize, signal) => pruneJobs(db.kysely, olderThan, batchSize, signal),
     intervalMs: config.JOB_PRUNE_INTERVAL_MS,
     retentionMs: config.JOB_RETENTION_DAYS * 86_400_000,
     logger,

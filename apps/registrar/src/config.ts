@@ -8,8 +8,8 @@ export const registrarConfig = {
   HERALD_RETRY_DELAYS_MS: intList('Retry schedule: the delay before each retry attempt, in ms', { default: '1000,5000,30000,120000,600000' }),
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
   DEVICE_RETENTION_DAYS: int(
-    'Dead devices (invalidated tokens, unregistered tombstones) nothing has changed for this many days are deleted, unless a stored scheduled push names them; registers stamped (eventAt) earlier than this are parked as too old to order (their tombstone may be gone). 0: never prune, no limit',
+    "Devices whose token a provider declared dead and that nothing has changed for this many days are deleted (an unregister's tombstone is kept). 0: never",
     { default: '90', min: 0 },
   ),
-  DEVICE_PRUNE_INTERVAL_MS: int('How often a registrar prunes dead devices past DEVICE_RETENTION_DAYS (one registrar at a time, under an advisory lock)', { default: '3600000', min: 1000 }),
+  DEVICE_PRUNE_INTERVAL_MS: int('How often each registrar prunes dead devices past DEVICE_RETENTION_DAYS (registrars side by side skip each other\'s rows)', { default: '3600000', min: 1000 }),
 } as const;

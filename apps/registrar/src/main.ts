@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createAudienceStore, createDatabase, pruneDevicesExclusively, refusedValueReason } from '@herald/db';
+import { createAppCache, createAudienceStore, createDatabase, pruneDevices, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, startPruner, type Pruner } from '@herald/runtime';
 import { registrarConfig } from './config.ts';
@@ -17,16 +17,17 @@ await runService('registrar', config, async ({ logger, registry }) => {
     prefetch: config.REGISTRAR_PREFETCH,
     batch: { maxSize: config.REGISTRAR_BATCH_SIZE, maxWaitMs: config.REGISTRAR_BATCH_WAIT_MS },
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
-    handle: createRegistrarHandler({ devices: db.devices, audiences: createAudienceStore(db.kysely), apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS), logger, ...(retentionMs > 0 && { maxRegisterAgeMs: retentionMs }) }),
+    handle: createRegistrarHandler({ devices: db.devices, audiences: createAudienceStore(db.kysely), apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS), logger }),
     messageError: refusedValueReason,
   });
-  // Dead devices go after DEVICE_RETENTION_DAYS (device-prune.ts); registers older than that are parked above.
+  // Devices whose token a provider declared dead go after DEVICE_RETENTION_DAYS (device-prune.ts), a
+  // statement a batch, so every registrar may prune (through a transaction-mode pooler too).
   const pruner: Pruner | undefined =
     retentionMs > 0
       ? startPruner({
           metricNames: { runs: 'herald_device_prune_runs_total', pruned: 'herald_device_pruned_total' },
           what: 'dead devices',
-          prune: (olderThan, batchSize, signal) => pruneDevicesExclusively(db.kysely, olderThan, batchSize, signal),
+          prune: (olderThan, batchSize, signal) => pruneDevices(db.kysely, olderThan, batchSize, signal),
           intervalMs: config.DEVICE_PRUNE_INTERVAL_MS,
           retentionMs,
           logger,

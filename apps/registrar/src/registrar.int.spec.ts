@@ -1,6 +1,6 @@
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAppCache, createAppCredentialStore, createDatabase, createSecretBox, pruneDevices, refusedValueReason, type Database } from '@herald/db';
+import { createAppCache, createAppCredentialStore, createDatabase, createSecretBox, refusedValueReason, type Database } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import { createRegistrarHandler } from './registrar.ts';
@@ -86,27 +86,6 @@ describe('registrar handler', () => {
     expect(await handle([message(newer)])).toEqual([{ kind: 'ack' }]);
     expect(await handle([message(register('t-stale', { eventAt: '2025-03-01T00:00:00Z' }))])).toEqual([{ kind: 'ack' }]);
     expect(await device('t-stale')).toMatchObject({ user_id: null, invalidation_reason: 'unregistered' });
-  });
-
-  it('parks a register stamped before the device retention: its pruned tombstone cannot be resurrected', async () => {
-    const DAY = 86_400_000;
-    const daysAgo = (d: number) => new Date(Date.now() - d * DAY).toISOString();
-    const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger, maxRegisterAgeMs: 90 * DAY });
-    // A logout 100 days ago left a tombstone, and nothing has changed it since: the prune takes it.
-    const logout = { kind: 'unregister', app: 'chat', platform: 'apns', token: apns('t-pruned'), eventAt: daysAgo(100) };
-    expect(await handle([message(logout)])).toEqual([{ kind: 'ack' }]);
-    await t.db.kysely.updateTable('devices').set({ updated_at: new Date(daysAgo(100)), event_applied_at: new Date(daysAgo(100)) }).where('token', '=', apns('t-pruned')).execute();
-    expect(await pruneDevices(t.db.kysely, new Date(daysAgo(90)))).toBeGreaterThanOrEqual(1);
-    expect(await device('t-pruned')).toBeUndefined();
-    // The register from before that logout, replayed from the parked queue: parked again, not applied.
-    const [late] = await handle([message(register('t-pruned', { eventAt: daysAgo(120) }))]);
-    expect(late).toMatchObject({ kind: 'park', code: 'registration-too-old', reason: expect.stringContaining('DEVICE_RETENTION_DAYS') });
-    expect(await device('t-pruned')).toBeUndefined();
-    // A register within the retention is applied; an unregister that old too (it can only kill a device).
-    const oldLogout = { kind: 'unregister', app: 'chat', platform: 'apns', token: apns('t-old-logout'), eventAt: daysAgo(120) };
-    expect(await handle([message(register('t-recent', { eventAt: daysAgo(80) })), message(oldLogout)])).toEqual([{ kind: 'ack' }, { kind: 'ack' }]);
-    expect(await device('t-recent')).toMatchObject({ user_id: 'user-1', invalidated_at: null });
-    expect(await device('t-old-logout')).toMatchObject({ invalidation_reason: 'unregistered' });
   });
 
   it('defers the valid messages while the database is unreachable (no attempt spent), still parking the bad ones', async () => {

@@ -24,13 +24,6 @@ export interface RegistrarDeps {
   audiences?: MembershipDeps['audiences'];
   apps: { get(id: string): Promise<AppRow | undefined> };
   logger: Logger;
-  /**
-   * Registers whose event time is older than this (ms) are parked as too old to order
-   * (DEVICE_RETENTION_DAYS): the tombstone that would have made one stale may have been pruned.
-   * Undefined: no limit (dead devices are never pruned).
-   */
-  maxRegisterAgeMs?: number;
-  now?: () => number;
 }
 
 type Decoded = { index: number; reg: Registration };
@@ -88,36 +81,23 @@ function webRefusal(reg: Registration, app: AppRow): Park | undefined {
 }
 
 /**
- * Why an app cannot take this event, or a register is too old to order (tooOld). An unregister of
- * a disabled app is applied all the same: a logout while the app was disabled (an incident) must
- * not leave the device to the user who left it once the app is enabled again.
+ * Why an app cannot take this event. An unregister of a disabled app is applied all the same: a
+ * logout while the app was disabled (an incident) must not leave the device to the user who left
+ * it once the app is enabled again.
  */
-function refusal(reg: Registration, app: AppRow | undefined, oldest: number | undefined): Park | undefined {
+function refusal(reg: Registration, app: AppRow | undefined): Park | undefined {
   if (app === undefined) return { kind: 'park', code: 'unknown-app', reason: `unknown app "${reg.app}"` };
-  if (reg.kind === 'register' && oldest !== undefined && Date.parse(reg.eventAt) < oldest) return tooOld(reg, oldest);
   if (!app.enabled) return reg.kind === 'register' ? { kind: 'park', code: 'app-disabled', reason: `app "${reg.app}" is disabled` } : undefined;
   return webRefusal(reg, app);
-}
-
-/**
- * A register stamped before the device retention: the dead device's row (an unregister's
- * tombstone, an invalidated token) that would have made it stale is pruned once nothing changed it
- * for that long (device-prune.ts), so applying it could bring a logged-out device back to its
- * user. An unregister that old is applied (it can only kill a device).
- */
-function tooOld(reg: Registration, oldest: number): Park {
-  const reason = `registration too old to order: eventAt ${reg.eventAt} is before ${new Date(oldest).toISOString()} (DEVICE_RETENTION_DAYS); dead devices' rows that old are pruned`;
-  return { kind: 'park', code: 'registration-too-old', reason };
 }
 
 /** Looks up each distinct app once; an event its app cannot take is parked (refusal). */
 async function checkApps(regs: readonly Decoded[], deps: RegistrarDeps, outcomes: Outcome[]): Promise<Decoded[]> {
   const ids = [...new Set(regs.map((d) => d.reg.app))];
   const apps = new Map(await Promise.all(ids.map(async (id) => [id, await deps.apps.get(id)] as const)));
-  const oldest = deps.maxRegisterAgeMs === undefined ? undefined : (deps.now ?? Date.now)() - deps.maxRegisterAgeMs;
   const usable: Decoded[] = [];
   for (const d of regs) {
-    const refused = refusal(d.reg, apps.get(d.reg.app), oldest);
+    const refused = refusal(d.reg, apps.get(d.reg.app));
     if (refused === undefined) {
       usable.push(d);
       continue;

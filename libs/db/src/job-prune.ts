@@ -1,12 +1,8 @@
 import { sql, type Kysely } from 'kysely';
-import { exclusively } from './ledger-prune.ts';
 import type { HeraldTables } from './tables.ts';
 
 /** Jobs per delete statement (with their outcomes and fan-out checkpoints). */
 export const DEFAULT_JOB_PRUNE_BATCH = 100;
-
-/** The advisory lock class that lets one process at a time prune jobs (see exclusively). */
-export const JOB_PRUNE_LOCK_CLASS = 0x4a50;
 
 /**
  * Delete jobs accepted before `olderThan`, each with its push outcomes (job status) and its fan-out
@@ -41,9 +37,4 @@ export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batch
     if (rows.length < batchSize) break;
   }
   return total;
-}
-
-/** pruneJobs by one process of the fleet at a time; undefined when another holds the lock. */
-export function pruneJobsExclusively(db: Kysely<HeraldTables>, olderThan: Date, batchSize = DEFAULT_JOB_PRUNE_BATCH, signal?: AbortSignal): Promise<number | undefined> {
-  return exclusively(db, JOB_PRUNE_LOCK_CLASS, (conn) => pruneJobs(conn, olderThan, batchSize, signal));
 }
