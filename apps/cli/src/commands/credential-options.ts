@@ -29,7 +29,7 @@ export function credentialOptions(cmd: Command): Command {
     .option('--fcm-service-account <file>', 'FCM: service-account JSON file')
     .option('--fcm-access-token <token>', 'FCM: an OAuth access token (with --fcm-project), for the sandbox only (--fcm-endpoint local, its default): Google\'s last about an hour')
     .option('--fcm-project <projectId>', 'FCM: project id (default: the one in the service-account file)')
-    .option('--fcm-endpoint <endpoint>', 'google (default) or local (the sandbox)');
+    .option('--fcm-endpoint <endpoint>', 'google (the default for a service account) or local (the sandbox; the default for an access token)');
 }
 
 /** Validate flags with the admin API's contract; the error names what (e.g. "APNs credentials") and each failing field. */
