@@ -55,17 +55,18 @@ export function registerAppCommands(program: Command): void {
     credentialOptions(
       apps
         .command('add <id>')
-        .description('add an app (or update the topic and enabled flag of an existing one), optionally with its credentials and connection settings')
+        .description('add an app (or update the topic of an existing one), optionally with its credentials and connection settings; an existing app stays enabled or disabled as it was (herald apps enable|disable)')
         .option('--apns-topic <topic>', 'APNs topic (the iOS bundle id)')
-        .option('--disabled', 'create it disabled'),
+        .option('--disabled', 'create it disabled (or disable an existing one)'),
     ),
   ).action(async (id: string, o: AddFlags) => {
     const [apns, fcm, connections] = [await apnsFromFlags(o), await fcmFromFlags(o), await connectionsFromFlags(o)];
     const row = await auditedCli(audit('app.create', id, o), async (db) => {
-      const plain = { ...(o.apnsTopic !== undefined && { apnsTopic: o.apnsTopic }), enabled: o.disabled !== true };
+      const topic = o.apnsTopic !== undefined ? { apnsTopic: o.apnsTopic } : {};
       const store = credentialStore(db);
-      if ((await db.apps.get(id)) === undefined) return store.create({ id, ...plain, ...(apns && { apns }), ...(fcm && { fcm }), ...connections });
-      await store.update(id, plain);
+      if ((await db.apps.get(id)) === undefined) return store.create({ id, ...topic, enabled: o.disabled !== true, ...(apns && { apns }), ...(fcm && { fcm }), ...connections });
+      // Adding keys to an app disabled during an incident must not enable it again (unseen in the audit's app.enable).
+      await store.update(id, { ...topic, ...(o.disabled === true && { enabled: false }) });
       if (apns !== undefined || fcm !== undefined) await store.rotate(id, { ...(apns && { apns }), ...(fcm && { fcm }) });
       // After the rotation: connection settings need the app's own credentials.
       return store.update(id, connections);

@@ -45,6 +45,8 @@ export function registerParkedCommands(program: Command): void {
     .option('--limit <n>', 'at most this many', '1000')
     .option('--json', 'print JSON')
     .action(async (queue: string, o: { limit: string; json?: boolean }) => {
+      // A typo read as NaN read nothing and printed "(none)": an operator took the queue for empty.
+      if (!/^\d+$/.test(o.limit) || Number(o.limit) < 1) throw new Error(`--limit must be a positive integer, got "${o.limit}"`);
       const messages = await listParked({ ...base(queue), limit: Number(o.limit) });
       printRows(messages.map(row), o.json === true);
     });

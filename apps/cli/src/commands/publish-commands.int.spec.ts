@@ -16,6 +16,7 @@ beforeAll(async () => {
   broker = await connectBroker({ url: vhost.amqpUrl, logger, connectionName: 'cli-test' });
   await broker.applyTopology(heraldTopology({ retryDelaysMs: [1000] }));
   await t.db.apps.upsert({ id: 'paused', enabled: false });
+  await t.db.apps.upsert({ id: 'live' });
 });
 afterAll(async () => {
   await broker?.close();
@@ -51,5 +52,30 @@ describe('herald register / unregister for a disabled app', () => {
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/unknown app "ghost"/);
     expect((await peekMessages(vhost.name, Queues.registrations)).filter((m) => m.payload.includes('ghost'))).toEqual([]);
+  });
+});
+
+describe('herald send, apps add and parked list: what an operator types wrong', () => {
+  // Checked only after the job was published: the command failed, and run again it published the job a second time under a new id.
+  it('send refuses a bad --trace-timeout before publishing anything', async () => {
+    const r = await herald('send', '--app', 'live', '--user', 'u1', '--category', 'news', '--title', 'Hi', '--trace', '--trace-timeout', '1m');
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/--trace-timeout/);
+    expect(await peekMessages(vhost.name, Queues.jobs)).toEqual([]);
+  });
+
+  it('apps add on an app disabled during an incident leaves it disabled; --disabled disables one', async () => {
+    expect((await herald('apps', 'add', 'paused', '--apns-topic', 'com.example.paused')).code).toBe(0);
+    expect(await t.db.apps.get('paused')).toMatchObject({ enabled: false, apnsTopic: 'com.example.paused' });
+    expect((await herald('apps', 'add', 'live', '--disabled')).code).toBe(0);
+    expect((await t.db.apps.get('live'))?.enabled).toBe(false);
+    await t.db.apps.upsert({ id: 'live', enabled: true });
+  });
+
+  it('parked list refuses a --limit that is no positive integer instead of printing an empty queue', async () => {
+    for (const limit of ['ten', '0']) {
+      const r = await herald('parked', 'list', 'push.jobs', '--limit', limit);
+      expect([limit, r.code === 0, r.stderr]).toEqual([limit, false, expect.stringMatching(/--limit must be a positive integer/)]);
+    }
   });
 });

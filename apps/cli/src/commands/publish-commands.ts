@@ -131,11 +131,15 @@ export function registerPublishCommands(program: Command): void {
       const users = o['user'] as string[];
       const data = o['data'] as Record<string, string>;
       const deliverAt = deliverAtFromFlags(o as ScheduleFlags);
+      // Every flag is checked before anything is published: a job published and then refused for a
+      // later flag would be sent again, under a new id, when the command is run again.
+      const traceTimeoutMs = o['trace'] === true ? wholeNumber('--trace-timeout', o['traceTimeout']) * 1000 : 0;
+      const id = (o['id'] as string | undefined) ?? randomUUID();
       // The app must exist (and be enabled) before anything is published: the database says so.
       await withDatabase((db) => requireEnabledApp(db, String(o['app'])));
       const job = await withClient((c) =>
         c.publishPushJob({
-          id: (o['id'] as string | undefined) ?? randomUUID(),
+          id,
           app: String(o['app']),
           ...(users.length === 1 ? { userId: users[0] } : { userIds: users }),
           category: String(o['category']),
@@ -156,11 +160,13 @@ export function registerPublishCommands(program: Command): void {
           ...(deliverAt !== undefined && { deliverAt }),
           ...(o['trace'] === true && { trace: true }),
         }),
-      );
+      ).catch((err: unknown) => {
+        // Unconfirmed is not unsent: the job may be queued, and only its id keeps it from going twice.
+        throw new Error(`${(err as Error).message} (job ${id} may have been queued all the same: to try again, run the command again with --id ${id}, which Herald takes once)`, { cause: err });
+      });
       printObject({ published: 'push job', ...job }, o['json'] === true);
       if (o['trace'] === true) {
-        const timeoutMs = wholeNumber('--trace-timeout', o['traceTimeout']) * 1000;
-        await withDatabase((db) => followJob(db, job.id, { timeoutMs, write: (line) => console.log(line) }));
+        await withDatabase((db) => followJob(db, job.id, { timeoutMs: traceTimeoutMs, write: (line) => console.log(line) }));
       }
     });
 
