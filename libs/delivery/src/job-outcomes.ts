@@ -32,7 +32,16 @@ export const outcomeEntry = (push: Pick<DevicePush, 'pushId' | 'jobId' | 'platfo
   ...detail,
 });
 
-export function createJobOutcomeRecorder(store: JobOutcomeStore, logger: Logger): JobOutcomeRecorder {
+/** Outcomes kept for the next flush while PostgreSQL refuses them (about 200 bytes each). */
+export const MAX_PENDING_OUTCOMES = 50_000;
+
+/**
+ * Outcomes noted and written a batch a flush. A batch PostgreSQL refuses (a failover, a lost
+ * connection) is kept for the next flush, as the writes are upserts: dropped, its pushes showed in
+ * flight for good and the job's status never added up. Past MAX_PENDING_OUTCOMES the oldest go,
+ * with a warning, so an outage cannot grow the pusher without bound.
+ */
+export function createJobOutcomeRecorder(store: JobOutcomeStore, logger: Logger, maxPending = MAX_PENDING_OUTCOMES): JobOutcomeRecorder {
   let pending: PushOutcomeEntry[] = [];
   return {
     note(push, outcome, detail) {
@@ -45,7 +54,11 @@ export function createJobOutcomeRecorder(store: JobOutcomeStore, logger: Logger)
       try {
         await store.recordOutcomes(batch);
       } catch (err) {
-        logger.warn({ err, pushes: batch.length }, 'job status not recorded for these pushes');
+        // Ahead of what was noted since, so a push's later outcome still wins.
+        pending = [...batch, ...pending];
+        const dropped = Math.max(0, pending.length - maxPending);
+        if (dropped > 0) pending = pending.slice(dropped);
+        logger.warn({ err, pushes: batch.length, kept: pending.length, dropped }, 'job status not recorded for these pushes yet: kept for the next flush');
       }
     },
   };
