@@ -86,6 +86,17 @@ describe('DeviceRepository.invalidate', () => {
     expect((await device(token)).invalidated_at).toBeNull();
   });
 
+  // A pusher's clock running ahead stamped the invalidation in the future, and the app's next registration of the token, capped at the database's now, was stale.
+  it("records an invalidation at most at the database's now, so the app's registration right after it applies", async () => {
+    const token = nextToken();
+    await registered(token, 1);
+    const ahead = new Date(Date.now() + 10 * 60_000);
+    expect(await t.db.devices.invalidate(invalidation(token, { observedAt: ahead }))).toBe('invalidated');
+    expect((await device(token)).invalidated_at?.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'app-a', platform: 'fcm', token, userId: 'u', eventAt: new Date().toISOString() });
+    expect((await device(token)).invalidated_at).toBeNull();
+  });
+
   it('handles a batch in one call, results in input order', async () => {
     const [a, b, c] = [nextToken(), nextToken(), nextToken()];
     await registered(a, 1);

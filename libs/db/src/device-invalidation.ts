@@ -55,7 +55,9 @@ async function invalidateStatement(db: Kysely<HeraldTables>, winners: readonly I
       order by d.app, d.platform, d.token
       for update of d
     ), decided as (
-      select l.id, i.app, i.platform, i.token, i.reason, coalesce(i.invalid_since, i.observed_at) as dead_since,
+      -- Never later than the database's now: registrations are capped so too (a pusher's clock running
+      -- ahead would otherwise make the app's next registration of a good token stale).
+      select l.id, i.app, i.platform, i.token, i.reason, least(coalesce(i.invalid_since, i.observed_at), now()) as dead_since,
         case when l.id is null then 'unknown'
              when l.invalidated_at is not null then 'invalidated'
              when i.invalid_since is not null and l.registered_at > i.invalid_since then 'stale'
