@@ -73,6 +73,15 @@ describe('pusher with a rate limiter', () => {
     expect(outcomes.map((o) => o.kind)).toEqual(['retry', 'retry']);
   });
 
+  // The ledger lower-cases ids and answered both spellings 'claimed'; the batch compared them as given and sent both.
+  it('two copies of one push whose ids differ only in letter case are sent once', async () => {
+    const p = pusher(undefined, { kind: 'delivered' });
+    const m = message();
+    const upper = { ...m.inbound, body: Buffer.from(JSON.stringify({ ...m.push, pushId: m.push.pushId.toUpperCase() })) };
+    await p.handle([m.inbound, upper]);
+    expect(p.sent).toEqual([m.push.pushId]);
+  });
+
   it('a push that gets no budget is not sent: its claim is released and it is deferred, spending no attempt', async () => {
     const p = pusher({ acquire: async () => false }, { kind: 'delivered' });
     const m = message();

@@ -142,6 +142,8 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   const parsed = decodeWith(DevicePush, message.body);
   if (!parsed.ok) return park(deps, undefined, parsed.reason.startsWith('malformed') ? 'malformed-json' : 'schema', parsed.reason);
   const push = parsed.value;
+  // The ledger keys a push by its id in lower case: two copies spelt differently are one push, here too.
+  push.pushId = push.pushId.toLowerCase();
   if (push.platform !== deps.platform) {
     return park(deps, push, 'wrong-platform', `a ${push.platform} push reached the ${deps.platform} pusher`);
   }
