@@ -9,6 +9,7 @@ import { withDatabase } from './with-database.ts';
 import { followJob } from './follow-job.ts';
 import { deviceFieldsFromFlags, type DeviceFlags } from './device-flags.ts';
 import { endpointHostProblem, type Platform } from '@herald/contracts';
+import { PublishFailedError } from '@herald/messaging';
 
 async function withClient<T>(fn: (client: HeraldClient) => Promise<T>): Promise<T> {
   const client = await createHeraldClient({ url: readCliConfig().AMQP_URL, connectionName: 'herald-cli' });
@@ -162,7 +163,8 @@ export function registerPublishCommands(program: Command): void {
         }),
       ).catch((err: unknown) => {
         // Unconfirmed is not unsent: the job may be queued, and only its id keeps it from going twice.
-        throw new Error(`${(err as Error).message} (job ${id} may have been queued all the same: to try again, run the command again with --id ${id}, which Herald takes once)`, { cause: err });
+        if (!(err instanceof PublishFailedError)) throw err;
+        throw new Error(`${err.message} (job ${id} may have been queued all the same: to try again, run the command again with --id ${id}, which Herald takes once)`, { cause: err });
       });
       printObject({ published: 'push job', ...job }, o['json'] === true);
       if (o['trace'] === true) {
