@@ -4,7 +4,7 @@ import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import { jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
-import { reachableDevices, toSendMessage } from './fan-out.ts';
+import { toSendMessage } from './fan-out.ts';
 import { planJob, type JobPlan } from './job-plan.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
 import { startAudienceJob, type AudienceStartDeps } from './audience-start.ts';
@@ -101,12 +101,14 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
     at,
   );
   const parked = new Map<number, Outcome>();
-  const accepted = part.filter((a) => {
-    const outcome = webParkOf(a, audience.get(String(a.index)) ?? [], deps, at);
+  const planned = part.flatMap((a) => {
+    const plan = planJob(a.job, a.acceptedAt, audience.get(String(a.index)) ?? [], a.expired, at, deps.scheduling.slackMs);
+    const outcome = webParkOf(a, plan, deps, at);
     if (outcome !== undefined) parked.set(a.index, outcome);
-    return outcome === undefined;
+    return outcome === undefined ? [{ a, plan }] : [];
   });
-  const plans = accepted.map((a) => planJob(a.job, a.acceptedAt, audience.get(String(a.index)) ?? [], a.expired, at, deps.scheduling.slackMs));
+  const accepted = planned.map(({ a }) => a);
+  const plans = planned.map(({ plan }) => plan);
   const cancelled = (await deps.jobs?.recordDemux(accepted.map((a, i) => demuxEntry(a, plans[i] as JobPlan)))) ?? NONE;
   if (cancelled.size > 0) await recordCancelled(accepted, plans, cancelled, deps);
   const emitted = await Promise.all(accepted.map((a, i) => (cancelled.has(a.job.id) ? [] : fanOut(a, plans[i] as JobPlan, deps, at))));
@@ -117,16 +119,16 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
 }
 
 /**
- * Web Push's rules for a job of an app without VAPID keys of its own, once its targets are known:
- * when they include a browser (signed with the web-pusher's own pair), a job its pushes would
- * break is parked whole, before anything is recorded or sent, as a job breaking APNs' or FCM's
- * rules is at admission; otherwise each of its web pushes would be parked at the web-pusher.
+ * Web Push's rules for a job of an app without VAPID keys of its own, once its plan is known:
+ * when it sends or stores a push for a browser (signed with the web-pusher's own pair), a job its
+ * pushes would break is parked whole, before anything is recorded or sent, as a job breaking APNs'
+ * or FCM's rules is at admission; otherwise each of its web pushes would be parked at the
+ * web-pusher. A browser skipped now (its user opted out or muted) counts only for a scheduled job,
+ * whose plan stores it to be asked again when due.
  */
-function webParkOf(a: Accepted, audience: readonly AudienceDevice[], deps: DemuxerDeps, at: Date): Outcome | undefined {
-  // Only browsers it may be sent to: one skipped now (its user opted out or muted) must not park a
-  // job due now; a scheduled job's skipped devices are asked again when due, as planJob stores them.
-  const askedWhenDue = a.job.deliverAt !== undefined && !a.expired;
-  if (a.webChecked || !reachableDevices(a.job, audience).some((d) => d.platform === 'web' && (askedWhenDue || d.skipped === null))) return undefined;
+function webParkOf(a: Accepted, plan: JobPlan, deps: DemuxerDeps, at: Date): Outcome | undefined {
+  const toBrowser = (p: DevicePush) => p.platform === 'web';
+  if (a.webChecked || !(plan.split.now.some(toBrowser) || plan.split.later.some((l) => toBrowser(l.push)))) return undefined;
   const issues = webConformanceIssues(a.job, at);
   return issues.length === 0 ? undefined : parkForRules(deps, issues, a.job);
 }
