@@ -50,28 +50,18 @@ export const LEDGER_PRUNE_LOCK_CLASS = 0x4c50;
  * connection (each batch still its own statement). Returns undefined, touching nothing, when
  * another session holds the lock. A lost connection releases the lock with it.
  */
-export function pruneLedgerExclusively(
+export async function pruneLedgerExclusively(
   db: Kysely<HeraldTables>,
   olderThan: Date,
   batchSize = DEFAULT_PRUNE_BATCH,
   signal?: AbortSignal,
 ): Promise<number | undefined> {
-  return exclusively(db, LEDGER_PRUNE_LOCK_CLASS, (conn) => pruneLedger(conn, olderThan, batchSize, signal));
-}
-
-/**
- * `work` on one pooled connection holding the session-level advisory lock (lockClass,
- * hashtext(schema)), taken with pg_try_advisory_lock: undefined, without running it, when another
- * session holds the lock. So one process of a fleet at a time prunes, and pushers or demuxers of
- * different schemas in one database do not wait for each other.
- */
-export async function exclusively<T>(db: Kysely<HeraldTables>, lockClass: number, work: (conn: Kysely<HeraldTables>) => Promise<T>): Promise<T | undefined> {
-  const key = sql`${lockClass}::int, hashtext(current_schema())`;
+  const key = sql`${LEDGER_PRUNE_LOCK_CLASS}::int, hashtext(current_schema())`;
   return db.connection().execute(async (conn) => {
     const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${key}) as locked`.execute(conn);
     if (rows[0]?.locked !== true) return undefined;
     try {
-      return await work(conn);
+      return await pruneLedger(conn, olderThan, batchSize, signal);
     } finally {
       await sql`select pg_advisory_unlock(${key})`.execute(conn);
     }
