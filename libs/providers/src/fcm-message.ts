@@ -1,4 +1,4 @@
-import { resolvePushType, type DevicePush, type PushContent } from '@herald/contracts';
+import { resolvePushType, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
 import { apsOf, expirationOf } from './apns-notification.ts';
 import { FCM_MAX_TTL_S } from './fcm-rules.ts';
 import { mergeJson, put, type Json } from './merge-json.ts';
@@ -81,16 +81,16 @@ export function fcmTtlSeconds(push: DevicePush, now: Date): number {
   return Math.min(FCM_MAX_TTL_S, Math.max(0, Math.floor((Date.parse(push.expiresAt) - now.getTime()) / 1000)));
 }
 
-function androidOf(push: DevicePush, now: Date): FcmMessage['android'] {
+function androidOf(push: DevicePush, now: Date, type: PushType, text: AndroidText): FcmMessage['android'] {
   const android: FcmMessage['android'] = { priority: push.priority === 'high' ? 'HIGH' : 'NORMAL', ttl: `${fcmTtlSeconds(push, now)}s` };
   put(android, 'collapse_key', push.collapseKey);
   // A data-only (background) push gets no android.notification: with one, FCM would show a tray
   // entry and keep the data from the app's onMessageReceived while it is in the background. Nor
   // does an alert with no text for Android (a badge or a sound only): the Firebase SDK would show
   // a blank entry titled with the app's name; it goes as a data message carrying them instead.
-  if (resolvePushType(push.content) === 'background') return android;
-  if (androidTextOf(push.content) === 'none') put(android, 'data', androidDataOf(push.content));
-  else put(android, 'notification', androidNotificationOf(push.content, androidTextOf(push.content)));
+  if (type === 'background') return android;
+  if (text === 'none') put(android, 'data', androidDataOf(push.content));
+  else put(android, 'notification', androidNotificationOf(push.content, text));
   return android;
 }
 
@@ -99,8 +99,7 @@ function androidOf(push: DevicePush, now: Date): FcmMessage['android'] {
  * FCM's parts follow the typed content's push type (resolvePushType): content.apns, its
  * apns-push-type header included, is APNs' own raw override, and content.fcm is FCM's.
  */
-function apnsOf(push: DevicePush, now: Date): FcmMessage['apns'] {
-  const type = resolvePushType(push.content);
+function apnsOf(push: DevicePush, now: Date, type: PushType): FcmMessage['apns'] {
   const background = type === 'background';
   const headers: Record<string, string> = {
     'apns-priority': background || push.priority === 'normal' ? '5' : '10',
@@ -113,13 +112,15 @@ function apnsOf(push: DevicePush, now: Date): FcmMessage['apns'] {
 
 /** The v1 Message for one device push, the `content.fcm` override merged last. `now` fixes ttl and expiration. */
 export function buildFcmMessage(push: DevicePush, now: Date = new Date()): FcmMessage {
-  const notification = notificationOf(push.content, androidTextOf(push.content));
+  const type = resolvePushType(push.content);
+  const text = androidTextOf(push.content);
+  const notification = notificationOf(push.content, text);
   const message: Json = {
     token: push.token,
     ...(notification !== undefined ? { notification } : {}),
     ...(push.content.data !== undefined ? { data: push.content.data } : {}),
-    android: androidOf(push, now),
-    apns: apnsOf(push, now),
+    android: androidOf(push, now, type, text),
+    apns: apnsOf(push, now, type),
   };
   const override = push.content.fcm;
   return (override === undefined ? message : mergeJson(message, override)) as unknown as FcmMessage;
