@@ -82,7 +82,8 @@ function checkJob(job: PushJob, acceptedAt: Date, deps: JobServiceDeps, prefix: 
 async function checkConformance(jobs: readonly PushJob[], apps: ReadonlyMap<string, AppRow>, acceptedAt: Date, prefix: string, deps: JobServiceDeps): Promise<void> {
   for (const [i, job] of jobs.entries()) {
     const at = prefix === '' ? '' : `${prefix}${i}.`;
-    const ownKeys = apps.get(job.app)?.webVapid === true;
+    const app = apps.get(job.app);
+    const ownKeys = app?.webVapid === true;
     let found: ConformanceIssue[] = jobConformanceIssues(job, { web: ownKeys }, acceptedAt);
     if (found.length === 0 && !ownKeys) {
       const web = webConformanceIssues(job, acceptedAt);
@@ -91,7 +92,7 @@ async function checkConformance(jobs: readonly PushJob[], apps: ReadonlyMap<stri
       }
     }
     // Apple takes Live Activity pushes over token-based authentication only (apns-provider.ts).
-    if (found.length === 0 && apps.get(job.app)?.apnsAuth === 'certificate' && effectivePushType(job.content) === 'liveactivity') {
+    if (found.length === 0 && app?.apnsAuth === 'certificate' && effectivePushType(job.content) === 'liveactivity') {
       found = [{ path: 'content.liveActivity', message: `app "${job.app}" sends to APNs with a certificate, and Apple takes Live Activity pushes over token-based authentication only: give it a .p8 signing key` }];
     }
     const issues = found.map((issue) => ({ path: `${at}${issue.path}`, message: issue.message }));
