@@ -1,7 +1,9 @@
 import { connect } from 'node:net';
+import { startTcpProxy, type TcpProxy } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_TEST_ENV, apiUrl, teamKey } from '../support/http-api.ts';
-import { startSystem, type System } from '../support/system.ts';
+import type { ServiceProcess } from '../support/service-process.ts';
+import { startExtraService, startSystem, type System } from '../support/system.ts';
 
 const REQUEST_TIMEOUT_MS = 2000;
 /** What a client announces and never sends: the API's default body limit. */
@@ -91,5 +93,53 @@ describe('HTTP API: slow and keyless clients', () => {
     expect(answer.closedByServer).toBe(true);
     expect(answer.elapsedMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
     expect(answer.elapsedMs).toBeLessThan(1.5 * REQUEST_TIMEOUT_MS);
+  });
+});
+
+/** A broker that blocks publishers (a memory or disk alarm) or stops answering must not hold every caller for good. */
+describe('HTTP API: RabbitMQ stops answering', () => {
+  const CONFIRM_TIMEOUT_MS = 500;
+  let sys: System;
+  let key: string;
+  let proxy: TcpProxy;
+  let api: ServiceProcess;
+  const post = async (path: string, body: unknown) => {
+    const port = api.logs.findLast((l) => typeof l['apiPort'] === 'number')?.['apiPort'];
+    const started = performance.now();
+    const res = await fetch(`http://127.0.0.1:${String(port)}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: ((await res.json()) as { error?: { code: string; message: string } }).error, elapsedMs: performance.now() - started };
+  };
+
+  beforeAll(async () => {
+    sys = await startSystem({ only: ['api'], env: API_TEST_ENV });
+    key = await teamKey(sys, 'team-demo', ['demo']);
+    const broker = new URL(sys.env['AMQP_URL'] ?? '');
+    proxy = await startTcpProxy(broker.hostname, Number(broker.port || 5672));
+    api = await startExtraService(sys, 'api', { AMQP_URL: proxy.urlFor(broker.toString()), API_PUBLISH_CONFIRM_TIMEOUT_MS: String(CONFIRM_TIMEOUT_MS) });
+  });
+  afterAll(async () => {
+    proxy?.thaw();
+    await sys?.stop();
+    await proxy?.close();
+  });
+
+  it('answers 503 broker-unavailable within the confirm deadline, for a job and a device alike; the job reposted later is accepted', async () => {
+    const job = { id: `hang-${Date.now()}`, app: 'demo', userId: 'u-hang', category: 'social', content: { title: 'hi', body: 'there' } };
+    proxy.freeze();
+    const refused = await post('/v1/jobs', job);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+    expect(refused.body?.code).toBe('broker-unavailable');
+    expect(refused.body?.message).toMatch(/no confirm within 500 ms/);
+    expect(refused.elapsedMs).toBeLessThan(CONFIRM_TIMEOUT_MS + 5_000);
+    const device = await post('/v1/devices', { app: 'demo', platform: 'fcm', token: 'f'.repeat(152), userId: 'u-hang' });
+    expect(device.status, JSON.stringify(device.body)).toBe(503);
+    expect(device.body?.code).toBe('broker-unavailable');
+    proxy.thaw();
+    const again = await post('/v1/jobs', job);
+    expect(again.status, JSON.stringify(again.body)).toBe(202);
   });
 });

@@ -12,6 +12,10 @@ export const apiConfig = {
     default: '30000',
     min: 1000,
   }),
+  API_PUBLISH_CONFIRM_TIMEOUT_MS: int("Longest wait for RabbitMQ's confirm of a job, registration or change the API publishes; past it the request is answered 503 broker-unavailable (a broker blocking publishers for a memory or disk alarm otherwise holds every request for good). Such a job may still arrive: repost it with the same id", {
+    default: '10000',
+    min: 100,
+  }),
   API_KEY_CACHE_TTL_MS: int('How long a looked-up API key (or its absence) is cached; a revoked key stops working within this', {
     default: '5000',
     min: 0,

@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { MAX_APP_ID_LENGTH, MAX_JOB_ID_LENGTH, MAX_TOPIC_NAME_LENGTH } from '@herald/contracts';
 import type { ApiKeyRow } from '@herald/db';
 import type { Logger } from '@herald/logging';
+import { BrokerUnavailableError, PublishFailedError } from '@herald/messaging';
 import type { Registry } from '@herald/runtime';
 import { ApiError, fromFastifyError } from './api-error.ts';
 import { type KeyLookup, createKeyAuthenticator } from './auth.ts';
@@ -45,7 +46,7 @@ type Handler = (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
 
 function onError(deps: ApiServerDeps) {
   return (err: Error & { code?: string; statusCode?: number }, req: FastifyRequest, reply: FastifyReply): void => {
-    const known = err instanceof ApiError ? err : fromFastifyError(err, deps.bodyLimitBytes);
+    const known = err instanceof ApiError ? err : (brokerRefusal(err) ?? fromFastifyError(err, deps.bodyLimitBytes));
     if (known !== undefined) {
       void reply.status(known.status).send(known.body());
       return;
@@ -56,6 +57,15 @@ function onError(deps: ApiServerDeps) {
     const answer = unavailable ? new ApiError(503, 'unavailable', `a dependency is unavailable, retry: ${err.message}`) : new ApiError(500, 'internal', 'internal error');
     void reply.status(answer.status).send(answer.body());
   };
+}
+
+/**
+ * RabbitMQ did not take a registration or change (not connected, a nack, no confirm within
+ * API_PUBLISH_CONFIRM_TIMEOUT_MS): retryable, like a job's publish (503 broker-unavailable).
+ */
+function brokerRefusal(err: Error): ApiError | undefined {
+  if (!(err instanceof PublishFailedError || err instanceof BrokerUnavailableError)) return undefined;
+  return new ApiError(503, 'broker-unavailable', `RabbitMQ did not take it (${err.message}); retry`);
 }
 
 /** Team routes (/v1/...): the API key is checked before the body is read, then the handler gets it. */

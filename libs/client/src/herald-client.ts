@@ -44,7 +44,16 @@ export interface HeraldClientOptions {
    * (default DEFAULT_JOB_PACK_SIZE of @herald/messaging, 10; 1: one each). Each call still resolves on its own job's confirm (ADR 0018).
    */
   jobPackSize?: number;
+  /**
+   * Longest wait for RabbitMQ's confirm of a publish (default 30,000 ms); past it the call rejects
+   * with PublishFailedError, and the job may still arrive: publish it again with the same id
+   * (Herald sends its pushes once). A broker blocking publishers for a memory or disk alarm would
+   * otherwise hold the call for good.
+   */
+  confirmTimeoutMs?: number;
 }
+
+const DEFAULT_CONFIRM_TIMEOUT_MS = 30_000;
 
 export interface HeraldClient {
   /** Validate, stamp acceptedAt, publish; resolves once RabbitMQ has confirmed the job is durable. */
@@ -92,6 +101,7 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
     url: options.url,
     logger,
     connectionName: options.connectionName ?? 'herald-client',
+    confirmTimeoutMs: options.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS,
   });
   // Jobs published at once share RabbitMQ messages (each caller still resolved by its own job's confirm).
   const publishJob = coalescedPublish(broker.publisher, options.jobPackSize === undefined ? {} : { packMax: options.jobPackSize });

@@ -19,7 +19,7 @@ const STOP_ON_CLOSE_MS = 5_000;
 export async function connectBroker(opts: BrokerOptions): Promise<Broker> {
   const logger = opts.logger.child({ component: 'messaging', connectionName: opts.connectionName });
   const connection = await openConnection(opts.url, opts.connectionName, logger);
-  return new RabbitBroker(connection, createMetrics(opts.metrics), logger, placementFor(brokerUrls(opts.url).length), relayHandler(opts.relayMaxHoldMs));
+  return new RabbitBroker(connection, createMetrics(opts.metrics), logger, placementFor(brokerUrls(opts.url).length), relayHandler(opts.relayMaxHoldMs), opts.confirmTimeoutMs);
 }
 
 class RabbitBroker implements Broker {
@@ -34,8 +34,9 @@ class RabbitBroker implements Broker {
     private readonly logger: Logger,
     private readonly placement: QueuePlacement,
     private readonly relayHandle: ConsumeOptions['handle'],
+    confirmTimeoutMs: number | undefined,
   ) {
-    this.publisher = new ConfirmPublisher(connection, metrics, logger);
+    this.publisher = new ConfirmPublisher(connection, metrics, logger, confirmTimeoutMs);
   }
 
   async consume(options: ConsumeOptions): Promise<Consumer> {

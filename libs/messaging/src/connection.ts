@@ -12,6 +12,8 @@ export interface BrokerConnection {
   /** False between a disconnect and the next successful reconnect. */
   isConnected(): boolean;
   isClosed(): boolean;
+  /** Why RabbitMQ is blocking this connection's publishes (connection.blocked: a memory or disk alarm), if it is. */
+  blockedReason(): string | undefined;
   close(): Promise<void>;
 }
 
@@ -59,8 +61,10 @@ export async function openConnection(url: string, connectionName: string, logger
 function trackConnection(model: RecoveringChannelModel, connectionName: string, logger: Logger, rotation: BrokerRotation): BrokerConnection {
   let connected = true;
   let closed = false;
+  let blocked: string | undefined;
   model.on('disconnect', (err: Error) => {
     connected = false;
+    blocked = undefined;
     logger.warn({ err, connectionName }, 'rabbitmq connection lost; recovering');
   });
   model.on('connect', () => {
@@ -72,13 +76,20 @@ function trackConnection(model: RecoveringChannelModel, connectionName: string, 
   );
   model.on('reconnect-failed', (err: Error) => logger.error({ err, connectionName }, 'rabbitmq recovery gave up'));
   model.on('error', (err: Error) => logger.warn({ err, connectionName }, 'rabbitmq connection error'));
-  model.on('blocked', (reason: string) => logger.warn({ reason, connectionName }, 'rabbitmq blocked publishing'));
-  model.on('unblocked', () => logger.info({ connectionName }, 'rabbitmq unblocked publishing'));
+  model.on('blocked', (reason: string) => {
+    blocked = reason;
+    logger.warn({ reason, connectionName }, 'rabbitmq blocked publishing');
+  });
+  model.on('unblocked', () => {
+    blocked = undefined;
+    logger.info({ connectionName }, 'rabbitmq unblocked publishing');
+  });
   model.on('handler-error', (err: Error, event: string) => logger.error({ err, event }, 'error in rabbitmq event listener'));
   return {
     model,
     isConnected: () => connected && !closed,
     isClosed: () => closed,
+    blockedReason: () => blocked,
     close: async () => {
       closed = true;
       connected = false;

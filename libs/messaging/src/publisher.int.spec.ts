@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '@herald/testing';
+import { createTestVhost, startTcpProxy, waitFor, type TcpProxy, type TestVhost } from '@herald/testing';
 import { BrokerConnectError, PublishFailedError, UnroutableError } from './errors.ts';
 import { recordingHandler, startTestBroker, takeMessage, type TestBroker } from './test-helpers.ts';
 import { workQueueTopology } from './topology.ts';
 import { connectBroker } from './broker.ts';
+import type { Broker } from './types.ts';
 import { silentLogger } from './test-helpers.ts';
 
 describe('publisher', () => {
@@ -63,5 +64,63 @@ describe('publisher', () => {
     const bad = connectBroker({ url: 'amqp://guest:secret@127.0.0.1:5672/herald-no-such-vhost', logger: silentLogger, connectionName: 'bad' });
     await expect(bad).rejects.toBeInstanceOf(BrokerConnectError);
     await expect(bad).rejects.toThrow(/cannot connect to RabbitMQ at amqp:\/\/guest:\*\*\*@127\.0\.0\.1/);
+  });
+});
+
+describe('publisher in front of a broker that stops answering', () => {
+  let vhost: TestVhost;
+  let proxy: TcpProxy;
+  const brokers: Broker[] = [];
+  const through = async (confirmTimeoutMs?: number): Promise<Broker> => {
+    const broker = await connectBroker({ url: proxy.urlFor(vhost.amqpUrl), logger: silentLogger, connectionName: `${vhost.name}-${brokers.length}`, confirmTimeoutMs });
+    brokers.push(broker);
+    await broker.applyTopology(workQueueTopology('t.work', 't.exchange'));
+    return broker;
+  };
+  beforeAll(async () => {
+    vhost = await createTestVhost('msg-pub-deadline');
+    const target = new URL(vhost.amqpUrl);
+    proxy = await startTcpProxy(target.hostname, Number(target.port || 5672));
+  });
+  afterAll(async () => {
+    proxy.thaw();
+    await Promise.all(brokers.map((b) => b.close().catch(() => undefined)));
+    await proxy.close();
+    await vhost.delete();
+  });
+
+  it('rejects a publish not confirmed within confirmTimeoutMs, saying it may still arrive; without a deadline it waits for the confirm', async () => {
+    const answering = await through(300);
+    const fresh = await through(300);
+    const patient = await through();
+    await answering.publisher.publish({ exchange: 't.exchange', routingKey: 't.work', body: Buffer.from('warm') });
+    proxy.freeze();
+    const started = Date.now();
+    const waiting = patient.publisher.publish({ exchange: 't.exchange', routingKey: 't.work', body: Buffer.from('patient'), messageId: 'p-1' });
+    let patientSettled = false;
+    void waiting.finally(() => (patientSettled = true)).catch(() => undefined);
+    const refused = answering.publisher.publish({ exchange: 't.exchange', routingKey: 't.work', body: Buffer.from('late'), messageId: 'l-1' });
+    await expect(refused).rejects.toBeInstanceOf(PublishFailedError);
+    await expect(refused).rejects.toThrow(/no confirm within 300 ms \(no answer from RabbitMQ\); the message may still arrive/);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    // A publisher whose channel is not open yet waits for the broker to open one: the same deadline.
+    await expect(fresh.publisher.publish({ exchange: 't.exchange', routingKey: 't.work', body: Buffer.from('fresh') })).rejects.toThrow(
+      /not published: no confirm within 300 ms \(no answer from RabbitMQ\)/,
+    );
+    // The services' publisher (no deadline) still waits: its delivery is held until the broker answers.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(patientSettled).toBe(false);
+    proxy.thaw();
+    await waiting;
+    // Both reached the queue: the refused one was only unconfirmed, as its error says.
+    const bodies = new Set<string>();
+    await waitFor('both messages in the queue', async () => {
+      const m = await takeMessage(vhost.amqpUrl, 't.work');
+      if (m) bodies.add(m.content.toString());
+      return bodies.size === 3;
+    });
+    expect([...bodies].sort()).toEqual(['late', 'patient', 'warm']);
+    // The confirm that came after the deadline settled nothing twice; the publisher keeps working.
+    await answering.publisher.publish({ exchange: 't.exchange', routingKey: 't.work', body: Buffer.from('after') });
   });
 });

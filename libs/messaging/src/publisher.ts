@@ -51,6 +51,8 @@ export class ConfirmPublisher implements Publisher, EachPublisher {
     private readonly connection: BrokerConnection,
     private readonly metrics: MessagingMetrics,
     private readonly logger: Logger,
+    /** BrokerOptions.confirmTimeoutMs: undefined waits for the confirm as long as it takes. */
+    private readonly confirmTimeoutMs?: number,
   ) {}
 
   publish(msg: OutboundMessage): Promise<void> {
@@ -70,9 +72,11 @@ export class ConfirmPublisher implements Publisher, EachPublisher {
       throw new BrokerUnavailableError('not connected to RabbitMQ (recovering); message not published');
     }
     // A run of nacks holds every publisher back (a fresh channel, growing pauses) instead of a tight re-publish loop.
+    const deadline = this.confirmTimeoutMs === undefined ? undefined : Date.now() + this.confirmTimeoutMs;
     if (this.pausedUntil > Date.now()) await sleep(this.pausedUntil - Date.now());
-    const state = await this.channelState();
-    const sent = await Promise.allSettled(packed.map((p) => this.send(state, p.msg)));
+    // Opening the channel waits for the broker too: a broker that stops answering holds it as long.
+    const state = await this.beforeDeadline(this.channelState(), deadline);
+    const sent = await Promise.allSettled(packed.map((p) => this.send(state, p.msg, deadline)));
     const results: PromiseSettledResult<void>[] = new Array(all.length);
     packed.forEach((p, i) => p.carries.forEach((input) => (results[input] = sent[i] as PromiseSettledResult<void>)));
     return results;
@@ -89,7 +93,7 @@ export class ConfirmPublisher implements Publisher, EachPublisher {
     }
   }
 
-  private send(state: ChannelState, msg: RawOutbound): Promise<void> {
+  private send(state: ChannelState, msg: RawOutbound, deadline: number | undefined): Promise<void> {
     const { content, contentType } = encode(msg.body, msg.contentType);
     const messageId = msg.messageId ?? msg.properties?.messageId ?? randomUUID();
     const options: Options.Publish = {
@@ -104,7 +108,13 @@ export class ConfirmPublisher implements Publisher, EachPublisher {
     const entry: InFlight = { messageId, exchange: msg.exchange, routingKey: msg.routingKey };
     return new Promise<void>((resolve, reject) => {
       state.inFlight.add(entry);
+      let timer: NodeJS.Timeout | undefined;
+      let settled = false;
       const done = (err: unknown): void => {
+        // A confirm that arrives after the deadline finds the publish already rejected.
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
         state.inFlight.delete(entry);
         if (err && isNack(err)) this.onNack(state);
         if (err) return reject(new PublishFailedError(`publish to "${msg.exchange}" not confirmed: ${describe(err)}`, { cause: err }));
@@ -113,12 +123,29 @@ export class ConfirmPublisher implements Publisher, EachPublisher {
         this.metrics.published.inc({ exchange: msg.exchange });
         resolve();
       };
+      if (deadline !== undefined) timer = setTimeout(() => done(this.unconfirmed()), Math.max(0, deadline - Date.now()));
       try {
         state.channel.publish(msg.exchange, msg.routingKey, content, options, done);
       } catch (err) {
         done(err);
       }
     });
+  }
+
+  private beforeDeadline<T>(pending: Promise<T>, deadline: number | undefined): Promise<T> {
+    if (deadline === undefined) return pending;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new PublishFailedError(`not published: ${this.unconfirmed().message}`)), Math.max(0, deadline - Date.now()));
+    });
+    return Promise.race([pending, late]).finally(() => clearTimeout(timer));
+  }
+
+  /** The deadline's reason, naming RabbitMQ's block (a memory or disk alarm) when it told us of one. */
+  private unconfirmed(): Error {
+    const blocked = this.connection.blockedReason();
+    const why = blocked === undefined ? 'no answer from RabbitMQ' : `RabbitMQ is blocking publishers: ${blocked}`;
+    return new Error(`no confirm within ${this.confirmTimeoutMs} ms (${why}); the message may still arrive, publish it again with the same id`);
   }
 
   /**

@@ -15,6 +15,15 @@ export interface BrokerOptions {
    * the broker would close the relay's channel.
    */
   relayMaxHoldMs?: number;
+  /**
+   * The longest a publish waits for RabbitMQ's confirm before it is rejected with
+   * PublishFailedError (default: no limit). For callers who answer someone, such as the HTTP API
+   * and the client library: a broker that blocks publishers (a memory or disk alarm) or stops
+   * answering would otherwise hold them for good. The message may still arrive after the
+   * deadline: publish it again with the same message id (Herald's job ids and push ids make the
+   * second copy harmless). Services leave it unset: their deliveries wait for the broker instead.
+   */
+  confirmTimeoutMs?: number;
 }
 
 export interface Broker {

@@ -1,0 +1,64 @@
+import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
+
+/**
+ * A TCP proxy in front of a server (RabbitMQ, say) that a test can make stop answering: while
+ * frozen, what the server sends is held back from every client, as from a broker that blocks or
+ * hangs, while what clients send still reaches it.
+ */
+export interface TcpProxy {
+  readonly port: number;
+  /** The URL with its host and port replaced by the proxy's. */
+  urlFor(url: string): string;
+  freeze(): void;
+  /** Hands over what the server sent while frozen, and everything after. */
+  thaw(): void;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+  let frozen = false;
+  const pairs = new Set<{ client: Socket; server: Socket }>();
+  const proxy = createServer((client) => {
+    const server = createConnection({ host: targetHost, port: targetPort });
+    const pair = { client, server };
+    pairs.add(pair);
+    client.pipe(server);
+    if (!frozen) server.pipe(client);
+    const end = (): void => {
+      pairs.delete(pair);
+      client.destroy();
+      server.destroy();
+    };
+    client.on('error', end).on('close', end);
+    server.on('error', end).on('close', end);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const port = (proxy.address() as AddressInfo).port;
+  return {
+    port,
+    urlFor: (url) => {
+      const u = new URL(url);
+      u.hostname = '127.0.0.1';
+      u.port = String(port);
+      return u.toString();
+    },
+    freeze: () => {
+      frozen = true;
+      for (const { client, server } of pairs) {
+        server.unpipe(client);
+        server.pause();
+      }
+    },
+    thaw: () => {
+      frozen = false;
+      for (const { client, server } of pairs) server.pipe(client);
+    },
+    close: async () => {
+      for (const { client, server } of pairs) {
+        client.destroy();
+        server.destroy();
+      }
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    },
+  };
+}
