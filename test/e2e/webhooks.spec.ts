@@ -196,6 +196,18 @@ describe('webhook subscriptions: signed callbacks for resource changes', () => {
     expect(view.body).toMatchObject({ enabled: true, failingSince: null });
   });
 
+  it('parks a delivery whose receiver keeps failing once its retries run out, and counts it parked under the team (where HeraldPushesFailing looks)', async () => {
+    const pusher = sys.service('webhook-pusher');
+    const before = await metric(pusher, 'herald_pushes_total', { platform: 'webhook', app: 'ads-api-client', outcome: 'parked' });
+    const broken = await receiver((_post, res) => res.writeHead(503).end('down'));
+    await subscribe(broken.url, 'camp-broken');
+    await sys.client.publishChange(change('camp-broken', { a: 1 }, { a: 2 }));
+    const parked = await parkedDelivery((p) => p.includes('camp-broken'));
+    expect(String(parked.properties.headers?.[HeraldHeaders.parkedCode])).toBe('retries-exhausted');
+    expect(broken.posts).toHaveLength(3);
+    await waitFor('the park counted', async () => (await metric(pusher, 'herald_pushes_total', { platform: 'webhook', app: 'ads-api-client', outcome: 'parked' })) === before + 1);
+  });
+
   it("times out a hanging receiver without slowing another receiver's deliveries", async () => {
     const hanging = await receiver(() => undefined);
     const fast = await receiver();

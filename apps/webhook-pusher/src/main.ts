@@ -9,7 +9,7 @@ import { webhookPusherConfig } from './config.ts';
 import { HostSlots } from './host-slots.ts';
 import { createSubscriptionCache } from './subscription-cache.ts';
 import { createWebhookMetrics } from './webhook-metrics.ts';
-import { createWebhookPusherHandler } from './webhook-pusher.ts';
+import { createWebhookPusherHandler, webhookParkCounter } from './webhook-pusher.ts';
 import { createWebhookSender } from './webhook-sender.ts';
 
 const config = loadConfigOrExit(webhookPusherConfig);
@@ -25,6 +25,7 @@ await runService(name, config, async ({ logger, registry }) => {
   const sender = createWebhookSender({ timeoutMs, bodyLimitBytes: config.WEBHOOK_RESPONSE_BODY_LIMIT_BYTES, allowLoopback: config.WEBHOOK_ALLOW_HTTP_LOCALHOST });
   const subscriptions = createSubscriptionCache(db.subscriptions, config.WEBHOOK_SUBSCRIPTION_CACHE_TTL_MS);
   const stopping = new AbortController();
+  const metrics = createPusherMetrics(registry);
   const handle = createWebhookPusherHandler({
     subscriptions,
     tracking: { store: db.subscriptions, disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS, failing: new Set() },
@@ -35,7 +36,7 @@ await runService(name, config, async ({ logger, registry }) => {
       maxQueuedWhenSlow: config.WEBHOOK_MAX_QUEUED_PER_SLOW_HOST,
     }),
     ledger: db.ledger,
-    metrics: createPusherMetrics(registry),
+    metrics,
     webhookMetrics: createWebhookMetrics(registry),
     logger,
     owner: `${name}@${hostname()}:${process.pid}`,
@@ -50,6 +51,8 @@ await runService(name, config, async ({ logger, registry }) => {
     retryDelaysMs: config.PUSHER_RETRY_DELAYS_MS,
     handle,
     messageError: refusedValueReason,
+    // Every park counted, retries that ran out included (the handler's own parks too, once confirmed).
+    onParked: webhookParkCounter(subscriptions, metrics),
   });
   const pruner = startLedgerPruner({ ledger: db.ledger, intervalMs: config.LEDGER_PRUNE_INTERVAL_MS, retentionMs: config.LEDGER_RETENTION_HOURS * 3_600_000, logger, registry });
   return {

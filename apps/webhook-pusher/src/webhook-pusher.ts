@@ -3,13 +3,14 @@ import {
   WebhookHeaders,
   decodeWith,
   destinationOf,
+  jsonObjectOf,
   signWebhook,
   webhookBodyOf,
 } from '@herald/contracts';
 import type { SubscriptionRow } from '@herald/db';
 import { DeliveredRecorder, keepClaims, type Ledger, type PusherMetrics } from '@herald/delivery';
 import type { Logger } from '@herald/logging';
-import type { InboundMessage, Outcome } from '@herald/messaging';
+import type { InboundMessage, Outcome, ParkedNotice } from '@herald/messaging';
 import type { HostSlots } from './host-slots.ts';
 import type { SubscriptionCache } from './subscription-cache.ts';
 import type { WebhookMetrics } from './webhook-metrics.ts';
@@ -187,8 +188,8 @@ async function settle(sent: Ready[], results: Sent[], outcomes: Outcome[], deps:
   await Promise.all([release.length > 0 ? deps.ledger.release(release, deps.owner) : undefined, noteResults(sent, results, deps)]);
 }
 
+/** Counted in herald_pushes_total once the park is confirmed, by webhookParkCounter. */
 function park(deps: WebhookPusherDeps, sub: SubscriptionRow | undefined, code: string, reason: string, notificationId?: string): Outcome {
-  deps.metrics.pushes.inc({ platform: PLATFORM, app: sub?.team ?? 'unknown', outcome: 'parked' });
   deps.logger.warn({ notificationId, subscriptionId: sub?.id, code, reason }, 'webhook delivery parked');
   return { kind: 'park', code, reason };
 }
@@ -198,4 +199,17 @@ function dropped(deps: WebhookPusherDeps, d: WebhookDelivery): Outcome {
   deps.metrics.pushes.inc({ platform: PLATFORM, app: 'unknown', outcome: 'dropped' });
   deps.logger.info({ notificationId: d.notificationId, subscriptionId: d.subscriptionId }, 'subscription no longer exists: webhook delivery dropped');
   return ack;
+}
+
+/**
+ * The send queue's onParked: every webhook delivery parked (the handler's own parks, retries that
+ * ran out against a receiver that keeps failing, the delivery limit) counted as `parked` under its
+ * subscription's team, where HeraldPushesFailing looks.
+ */
+export function webhookParkCounter(subscriptions: Pick<SubscriptionCache, 'getMany'>, metrics: PusherMetrics): (notice: ParkedNotice) => Promise<void> {
+  return async ({ message }) => {
+    const id = jsonObjectOf(message.body)?.['subscriptionId'];
+    const sub = typeof id === 'string' ? (await subscriptions.getMany([id]).catch(() => undefined))?.get(id) : undefined;
+    metrics.pushes.inc({ platform: PLATFORM, app: sub?.team ?? 'unknown', outcome: 'parked' });
+  };
 }

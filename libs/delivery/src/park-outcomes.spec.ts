@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { PushOutcomeEntry } from '@herald/db';
 import type { InboundMessage } from '@herald/messaging';
-import { parkedPushOf, recordParkedPushes } from './park-outcomes.ts';
+import { Registry } from '@herald/runtime';
+import { onPushParked, parkedPushOf } from './park-outcomes.ts';
+import { createPusherMetrics } from './pusher-metrics.ts';
 
 const pushId = '0f8fad5b-d9cb-469f-a165-70867728950e';
 const message = (body: unknown): InboundMessage => ({
@@ -18,6 +20,8 @@ describe('parked pushes in their job status', () => {
     expect(
       parkedPushOf(Buffer.from(JSON.stringify({ pushId, jobId: 'j', platform: 'apns', deviceId: '4', version: 99 }))),
     ).toEqual({ pushId, jobId: 'j', platform: 'apns', deviceId: '4' });
+    expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId, jobId: 'j', app: 'demo' })))).toEqual({ pushId, jobId: 'j', app: 'demo' });
+    expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId, jobId: 'j', app: 'Not An App Id!' })))).toEqual({ pushId, jobId: 'j' });
     expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId, jobId: 'j', platform: 'web' })))).toEqual({ pushId, jobId: 'j', platform: 'web' });
     expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId, jobId: 'j', platform: 'sms' })))).toEqual({ pushId, jobId: 'j' });
     expect(parkedPushOf(Buffer.from('not json'))).toBeUndefined();
@@ -25,12 +29,14 @@ describe('parked pushes in their job status', () => {
     expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId })))).toBeUndefined();
   });
 
-  it('records a provider rejection as failed and every other park as parked, with code and reason', async () => {
+  it('records a provider rejection as failed and every other park as parked, with code and reason, and counts each in herald_pushes_total', async () => {
     const written: PushOutcomeEntry[] = [];
-    const record = recordParkedPushes({ recordOutcomes: async (e) => void written.push(...e) });
-    const body = { pushId, jobId: 'j', platform: 'fcm', deviceId: '4' };
+    const registry = new Registry();
+    const record = onPushParked('fcm', createPusherMetrics(registry), { recordOutcomes: async (e) => void written.push(...e) });
+    const body = { pushId, jobId: 'j', platform: 'fcm', deviceId: '4', app: 'demo' };
     await record({ message: message(body), code: 'provider-rejected', reason: 'INVALID_ARGUMENT' });
     await record({ message: message(body), code: 'retries-exhausted', reason: 'UNAVAILABLE' });
+    await record({ message: message(body), code: 'delivery-limit', reason: 'delivered 51 times' });
     await record({ message: message('garbage'), code: 'malformed-json', reason: 'x' });
     expect(written).toEqual([
       {
@@ -43,6 +49,24 @@ describe('parked pushes in their job status', () => {
         reason: 'INVALID_ARGUMENT',
       },
       { pushId, jobId: 'j', platform: 'fcm', deviceId: '4', outcome: 'parked', code: 'retries-exhausted', reason: 'UNAVAILABLE' },
+      { pushId, jobId: 'j', platform: 'fcm', deviceId: '4', outcome: 'parked', code: 'delivery-limit', reason: 'delivered 51 times' },
     ]);
+    // A provider outage ends in retries that run out: counted where HeraldPushesFailing looks.
+    const counted = (await registry.getSingleMetric('herald_pushes_total')?.get())?.values.map((v) => [v.labels['app'], v.labels['outcome'], v.value]);
+    expect(counted).toEqual(
+      expect.arrayContaining([
+        ['demo', 'failed', 1],
+        ['demo', 'parked', 2],
+        ['unknown', 'parked', 1],
+      ]),
+    );
+    expect(counted).toHaveLength(3);
+  });
+
+  it('counts parks without a job outcome store (JOB_STATUS_ENABLED off)', async () => {
+    const registry = new Registry();
+    await onPushParked('apns', createPusherMetrics(registry), undefined)({ message: message({ pushId, jobId: 'j', app: 'demo' }), code: 'retries-exhausted', reason: '503' });
+    const values = (await registry.getSingleMetric('herald_pushes_total')?.get())?.values;
+    expect(values?.map((v) => [v.labels['platform'], v.labels['outcome'], v.value])).toEqual([['apns', 'parked', 1]]);
   });
 });

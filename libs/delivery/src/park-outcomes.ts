@@ -1,39 +1,52 @@
-import { jsonObjectOf, Platforms, type Platform } from '@herald/contracts';
+import { AppId, jsonObjectOf, Platforms, type Platform } from '@herald/contracts';
 import type { PushOutcomeEntry } from '@herald/db';
 import type { ParkedNotice } from '@herald/messaging';
 import type { JobOutcomeStore } from './job-outcomes.ts';
+import type { PusherMetrics } from './pusher-metrics.ts';
 
 /** The park code of a push the provider refused for good: counted as `failed` in its job's status. */
 export const PROVIDER_REJECTED = 'provider-rejected';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** What a parked message carried, read leniently (parkedPushOf), and the app it names if that is an app id. */
+type ParkedPush = Pick<PushOutcomeEntry, 'pushId' | 'jobId' | 'platform' | 'deviceId'> & { app?: string };
+
 /**
  * The push a parked message carried, read leniently: one that broke its contract but still names
  * its push and job is counted against that job. Undefined when there is nothing to count it against.
  */
-export function parkedPushOf(body: Buffer): Pick<PushOutcomeEntry, 'pushId' | 'jobId' | 'platform' | 'deviceId'> | undefined {
+export function parkedPushOf(body: Buffer): ParkedPush | undefined {
   const value = jsonObjectOf(body);
   if (value === undefined) return undefined;
-  const { pushId, jobId, platform, deviceId } = value;
+  const { pushId, jobId, platform, deviceId, app } = value;
   if (typeof pushId !== 'string' || !UUID.test(pushId) || typeof jobId !== 'string' || jobId.length === 0) return undefined;
   return {
     pushId,
     jobId,
     ...(Platforms.includes(platform as Platform) && { platform: platform as Platform }),
     ...(typeof deviceId === 'string' && { deviceId }),
+    ...(AppId.safeParse(app).success && { app: app as string }),
   };
 }
 
 /**
  * The send queues' onParked: every push the messaging lib parks (the pusher's own parks, a retry
- * that ran out, the delivery limit) becomes its job's outcome, `failed` when the provider refused
- * it for good, else `parked`, with the park's code and reason.
+ * that ran out, the delivery limit) is counted in herald_pushes_total, `failed` when the provider
+ * refused it for good, else `parked` (the alert HeraldPushesFailing reads both: a provider outage
+ * ends in retries that run out), and with a job outcome store becomes its job's outcome, with the
+ * park's code and reason.
  */
-export function recordParkedPushes(store: JobOutcomeStore): (notice: ParkedNotice) => Promise<void> {
+export function onPushParked(platform: Platform, metrics: PusherMetrics, store: JobOutcomeStore | undefined): (notice: ParkedNotice) => Promise<void> {
   return async ({ message, code, reason }) => {
     const push = parkedPushOf(message.body);
-    if (push === undefined) return;
-    await store.recordOutcomes([{ ...push, outcome: code === PROVIDER_REJECTED ? 'failed' : 'parked', code, reason }]);
+    const outcome = code === PROVIDER_REJECTED ? 'failed' : 'parked';
+    if (push === undefined) {
+      metrics.pushes.inc({ platform, app: 'unknown', outcome });
+      return;
+    }
+    const { app = 'unknown', ...entry } = push;
+    metrics.pushes.inc({ platform, app, outcome });
+    await store?.recordOutcomes([{ ...entry, outcome, code, reason }]);
   };
 }

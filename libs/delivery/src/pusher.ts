@@ -235,7 +235,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
       const kept = keptToken(result);
       deps.bans.kept(push.app, kept);
       release.push(push.pushId);
-      outcomes[r.index] = park(deps, push, PROVIDER_REJECTED, kept.reason, 'failed');
+      outcomes[r.index] = park(deps, push, PROVIDER_REJECTED, kept.reason);
       return;
     }
     if (result.kind === 'unpaced') {
@@ -270,7 +270,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
       case 'permanent':
         deps.bans?.observe(push.app, result);
         release.push(push.pushId);
-        outcomes[r.index] = park(deps, push, PROVIDER_REJECTED, result.reason, 'failed');
+        outcomes[r.index] = park(deps, push, PROVIDER_REJECTED, result.reason);
         break;
     }
   });
@@ -349,8 +349,8 @@ function inFlight(push: DevicePush, leaseMs: number): Outcome {
 }
 
 /** Park a push; counted as `failed` when the provider rejected it for good, else `parked`. */
-function park(deps: PusherDeps, push: DevicePush | undefined, code: string, reason: string, counted: 'parked' | 'failed' = 'parked'): Outcome {
-  deps.metrics.pushes.inc({ platform: deps.platform, app: push?.app ?? 'unknown', outcome: counted });
+/** Counted in herald_pushes_total once the park is confirmed, by the send queue's onParked (park-outcomes.ts). */
+function park(deps: PusherDeps, push: DevicePush | undefined, code: string, reason: string): Outcome {
   deps.logger.warn({ pushId: push?.pushId, jobId: push?.jobId, code, reason }, 'push parked');
   return { kind: 'park', code, reason };
 }

@@ -11,7 +11,7 @@ import { createPusherMetrics } from './pusher-metrics.ts';
 import { createPusherLimiter, type RateLimitSettings } from './pusher-limiter.ts';
 import { checkLedgerRetention, startLedgerPruner } from './ledger-pruner.ts';
 import { createAppDelivery, type AppDeliverySettings } from './app-delivery.ts';
-import { recordParkedPushes } from './park-outcomes.ts';
+import { onPushParked } from './park-outcomes.ts';
 import type { PusherParts } from './in-process-descheduler.ts';
 import { CancelledJobs } from './cancelled-jobs.ts';
 
@@ -84,6 +84,7 @@ export async function runPusher(
     // Per-app providers (own credentials, else `provider`), temporary bans, job-status outcomes.
     const appTimeout = capRequestTimeout({ requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS }, limits, logger).requestTimeoutMs;
     const perApp = createAppDelivery(platform, { ...config, APP_REQUEST_TIMEOUT_MS: appTimeout }, db, provider, logger, registry);
+    const metrics = createPusherMetrics(registry);
     const handle = createPusherHandler({
       platform,
       ...perApp,
@@ -91,7 +92,7 @@ export async function runPusher(
       cancelled,
       apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
       publisher: broker.publisher,
-      metrics: createPusherMetrics(registry),
+      metrics,
       logger,
       owner: `${name}@${hostname()}:${process.pid}`,
       leaseMs: config.LEDGER_LEASE_MS,
@@ -107,8 +108,8 @@ export async function runPusher(
       handle,
       // A push whose value the database refuses is retried and parked alone (its claim deferred a re-run's send, never doubled it).
       messageError: refusedValueReason,
-      // Every park (the handler's, a retry that ran out, the delivery limit) counted in its job's status.
-      ...(config.JOB_STATUS_ENABLED && { onParked: recordParkedPushes(db.jobs) }),
+      // Every park (the handler's, a retry that ran out, the delivery limit) counted, and in its job's status.
+      onParked: onPushParked(platform, metrics, config.JOB_STATUS_ENABLED ? db.jobs : undefined),
     });
     const pruner = startLedgerPruner({
       ledger: db.ledger,
