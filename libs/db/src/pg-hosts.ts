@@ -82,6 +82,11 @@ export function clientClassFor(url: string): typeof pg.Client {
     }
 
     private async checkedConnect(): Promise<void> {
+      // The connection can break during the standby check (a failover does just that). pg emits
+      // 'error' on the client besides rejecting the query, and the pool listens only once connect
+      // has resolved: unheard, the event crashed the process. The rejection below reports it.
+      const duringCheck = (): void => undefined;
+      this.on('error', duringCheck);
       try {
         await super.connect();
         if (list.readWrite) {
@@ -94,6 +99,8 @@ export function clientClassFor(url: string): typeof pg.Client {
       } catch (err) {
         rotation.failed(this.hostUrl);
         throw err;
+      } finally {
+        this.off('error', duringCheck);
       }
     }
   };
