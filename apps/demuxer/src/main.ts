@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createDatabase, createFanoutRepository, pruneJobs, refusedValueReason } from '@herald/db';
+import { createAppCache, createDatabase, createFanoutRepository, deferWhileDatabaseUnavailable, pruneJobs, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, startPruner } from '@herald/runtime';
 import { demuxerConfig } from './config.ts';
@@ -46,6 +46,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
     handle: expand,
     messageError: refusedValueReason,
+    deferOn: deferWhileDatabaseUnavailable,
   });
   const consumer = await broker.consume({
     queue: Queues.jobs,
@@ -55,6 +56,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     handle,
     // One job whose value the database refuses fails the batch's statements: it is found and retried alone.
     messageError: refusedValueReason,
+    deferOn: deferWhileDatabaseUnavailable,
     onParked: recordParkedJobs(db.jobs),
   });
   // Job status is kept JOB_RETENTION_DAYS, then the job goes with its outcomes (job-prune.ts): a

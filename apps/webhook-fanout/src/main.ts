@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createDatabase, refusedValueReason } from '@herald/db';
+import { createDatabase, deferWhileDatabaseUnavailable, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import { fanoutConfig } from './config.ts';
@@ -26,6 +26,7 @@ await runService('webhook-fanout', config, async ({ logger, registry }) => {
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
     handle,
     messageError: refusedValueReason,
+    deferOn: deferWhileDatabaseUnavailable,
   });
   return {
     stop: async (timeoutMs) => {

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createDatabase, refusedValueReason } from '@herald/db';
+import { createDatabase, deferWhileDatabaseUnavailable, refusedValueReason } from '@herald/db';
 import { capRequestTimeout, checkLedgerRetention, createPusherLimiter, createPusherMetrics, providerLimits, startLedgerPruner } from '@herald/delivery';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
@@ -51,6 +51,7 @@ await runService(name, config, async ({ logger, registry }) => {
     retryDelaysMs: config.PUSHER_RETRY_DELAYS_MS,
     handle,
     messageError: refusedValueReason,
+    deferOn: deferWhileDatabaseUnavailable,
     // Every park counted, retries that ran out included (the handler's own parks too, once confirmed).
     onParked: webhookParkCounter(subscriptions, metrics),
   });

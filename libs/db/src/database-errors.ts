@@ -18,6 +18,15 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 }
 
 /**
+ * A consumer's deferOn (@herald/messaging): a batch whose handler found the database unavailable
+ * is deferred, code `database-unavailable` (as the registrar's and invalidators' messages are),
+ * so an outage of any length parks nothing.
+ */
+export function deferWhileDatabaseUnavailable(err: unknown): { code: string; reason: string } | undefined {
+  return isDatabaseUnavailable(err) ? { code: 'database-unavailable', reason: `database unavailable: ${err instanceof Error ? err.message : String(err)}` } : undefined;
+}
+
+/**
  * SQLSTATEs of a value the database will not take, whatever the moment: a data exception (class
  * 22: a character it cannot store, a number, date or offset out of range, text that is not of its
  * type), a null, foreign-key or check violation, a value too large for its index (54000). Not a

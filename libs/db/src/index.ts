@@ -1,5 +1,5 @@
 export * from './database.ts';
-export { isDatabaseUnavailable, refusedValueReason } from './database-errors.ts';
+export { deferWhileDatabaseUnavailable, isDatabaseUnavailable, refusedValueReason } from './database-errors.ts';
 export * from './tables.ts';
 export { MigrationError, DEFAULT_MIGRATIONS_DIR } from './migrations.ts';
 export * from './device-repository.ts';

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { sendQueueFor, type Platform } from '@herald/contracts';
-import { createAppCache, createCancelledJobsReader, createDatabase, refusedValueReason } from '@herald/db';
+import { createAppCache, createCancelledJobsReader, createDatabase, deferWhileDatabaseUnavailable, refusedValueReason } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { connectBroker } from '@herald/messaging';
 import type { PushProvider } from '@herald/providers';
@@ -108,6 +108,7 @@ export async function runPusher(
       handle,
       // A push whose value the database refuses is retried and parked alone (its claim deferred a re-run's send, never doubled it).
       messageError: refusedValueReason,
+      deferOn: deferWhileDatabaseUnavailable,
       // Every park (the handler's, a retry that ran out, the delivery limit) counted, and in its job's status.
       onParked: onPushParked(platform, metrics, config.JOB_STATUS_ENABLED ? db.jobs : undefined),
     });

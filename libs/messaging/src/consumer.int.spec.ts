@@ -64,6 +64,28 @@ describe('consumer', () => {
     expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
   });
 
+  it('defers, rather than requeues, a batch whose dependency is unavailable (deferOn): an outage spends neither delivery count nor attempt', async () => {
+    const queue = await freshQueue({ deliveryLimit: 1 });
+    const seen: { attempt: number; redelivered: boolean }[] = [];
+    const h = recordingHandler();
+    const handle = async (ms: readonly InboundMessage[]): Promise<Outcome[]> => {
+      seen.push({ attempt: ms[0]!.attempt, redelivered: ms[0]!.redelivered });
+      if (seen.length <= 3) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      return h.handle(ms);
+    };
+    const deferOn = (err: unknown) => ((err as { code?: string }).code === 'ECONNREFUSED' ? { code: 'database-unavailable', reason: String(err) } : undefined);
+    const consumer = await t.broker.consume({ queue, prefetch: 1, retryDelaysMs: [200], handle, deferOn });
+    await send(queue, 'kept');
+    await waitFor('handled once the dependency is back', () => h.seen.length === 1, { timeoutMs: 20_000 });
+    await consumer.stop(1000);
+    // With a delivery limit of 1 a requeue would have parked it at its second delivery.
+    expect(seen).toHaveLength(4);
+    expect(seen.every((s) => s.attempt === 1 && !s.redelivered)).toBe(true);
+    expect(h.seen[0]!.body.toString()).toBe('kept');
+    expect(await takeMessage(t.vhost.amqpUrl, `${queue}.parked`)).toBe(false);
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
   it('parks a poison message once the queue delivery limit is reached', async () => {
     const queue = await freshQueue({ deliveryLimit: 1 });
     const consumer = await t.broker.consume({ queue, prefetch: 1, retryDelaysMs: [200], handle: () => Promise.reject(new Error('always crashes')) });

@@ -13,6 +13,8 @@ import { sleep } from './sleep.ts';
 import { DEFAULT_DELIVERY_LIMIT } from './topology.ts';
 import type { ConsumeOptions, Consumer, Outcome } from './types.ts';
 
+/** The shortest deferral of a batch whose dependency is unavailable (options.deferOn). */
+const MIN_DEFER_MS = 1_000;
 /** How long a parked message's onParked hook may take before the message is acked without it. */
 const ON_PARKED_TIMEOUT_MS = 5_000;
 
@@ -182,6 +184,8 @@ export class QueueConsumer implements Consumer {
     } catch (err) {
       // A handler cut short by this consumer's stop (its `stopping` signal: a delay relay's wait) gives its messages back quietly.
       if (this.stopping) return batch.forEach((d) => this.nack(d));
+      const unavailable = this.options.deferOn?.(err);
+      if (unavailable !== undefined) return this.backOffAndDefer(batch, err, unavailable);
       return this.backOffAndRequeue(batch, err, 'handler failed');
     }
     this.consecutiveErrors = 0;
@@ -256,16 +260,34 @@ export class QueueConsumer implements Consumer {
     }
   }
 
-  /** Broken infrastructure: pause the consumer (0.5 s … 30 s while errors continue), then requeue. */
-  private async backOffAndRequeue(batch: Delivery[], err: unknown, what: string, details: Record<string, unknown> = {}): Promise<void> {
+  /** Pause the consumer for the next back-off (0.5 s … 30 s while errors continue); the ms left of the pause. */
+  private pause(): number {
     if (Date.now() >= this.pausedUntil) {
       this.consecutiveErrors++;
       this.pausedUntil = Date.now() + handlerBackoffMs(this.consecutiveErrors);
     }
-    const backoffMs = this.pausedUntil - Date.now();
+    return this.pausedUntil - Date.now();
+  }
+
+  /** Broken infrastructure: pause the consumer (0.5 s … 30 s while errors continue), then requeue. */
+  private async backOffAndRequeue(batch: Delivery[], err: unknown, what: string, details: Record<string, unknown> = {}): Promise<void> {
+    const backoffMs = this.pause();
     this.deps.logger.error({ err, queue: this.queue, messages: batch.length, consecutiveErrors: this.consecutiveErrors, backoffMs, ...details }, `${what}; requeueing after back-off`);
     await sleep(backoffMs, this.stopSignal.signal);
     batch.forEach((d) => this.nack(d));
+  }
+
+  /**
+   * A dependency is unavailable (options.deferOn): pause as backOffAndRequeue does, then defer the
+   * batch for at least the pause, spending neither delivery count nor attempt.
+   */
+  private async backOffAndDefer(batch: Delivery[], err: unknown, unavailable: { code: string; reason: string }): Promise<void> {
+    const backoffMs = this.pause();
+    this.deps.logger.error({ err, queue: this.queue, messages: batch.length, consecutiveErrors: this.consecutiveErrors, backoffMs, code: unavailable.code }, 'handler failed: a dependency is unavailable; deferring the batch after back-off');
+    await sleep(backoffMs, this.stopSignal.signal);
+    if (this.stopping) return batch.forEach((d) => this.nack(d));
+    const outcome: Outcome = { kind: 'defer', code: unavailable.code, reason: unavailable.reason, delayMs: Math.max(MIN_DEFER_MS, backoffMs) };
+    await Promise.all(batch.map((d) => this.settle(d, outcome)));
   }
 
   /** Give a message back to the queue; a packed one once, whichever of its parts asks first (all of them come back). */

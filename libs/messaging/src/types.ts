@@ -154,6 +154,15 @@ export interface ConsumeOptions {
    */
   messageError?(err: unknown): string | undefined;
   /**
+   * A code and reason when an error the handler threw says a dependency is unavailable for now
+   * (the database down or failing over): after the same back-off, the batch is deferred (settled
+   * as `defer` with that code, through a delay queue) instead of requeued, so an outage spends
+   * neither the messages' delivery count nor their attempts. Without it such an error requeues
+   * the batch, and an outage longer than the delivery limit's back-offs (about 22 minutes at the
+   * default 50) parks what the consumer held as `delivery-limit`.
+   */
+  deferOn?(err: unknown): { code: string; reason: string } | undefined;
+  /**
    * The work queue's x-delivery-limit (default DEFAULT_DELIVERY_LIMIT). A message delivered that
    * many times without being settled (the handler threw, or a process died holding it) is parked
    * by the consumer on its next delivery, code `delivery-limit`, without reaching the handler: the
