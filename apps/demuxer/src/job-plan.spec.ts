@@ -155,6 +155,20 @@ describe('planJob', () => {
     expect(nextDay.split.later.map((l) => l.dueAt.toISOString())).toEqual(['2030-01-02T08:00:00.000Z', '2030-01-02T08:00:00.000Z']);
   });
 
+  it('stamps a push scheduled after acceptance with its due time: a scheduled Live Activity update goes with it as its timestamp, not the acceptance hours before', () => {
+    // Accepted at 08:00 for 23:00Z: any update sent between would otherwise make iOS drop this one as older.
+    const activity = [device('la', 'ann', null, { platform: 'apns', tokenKind: 'liveactivity' })];
+    const content = { liveActivity: { event: 'end' as const, contentState: { score: '2-1' } } };
+    const plan = planJob(job({ userIds: ['ann'], content, deliverAt: { at: '2030-01-01T23:00:00Z' } }), now, activity, false, now, 1000);
+    const stored = plan.split.later[0]?.push;
+    expect(stored?.dueAt).toBe('2030-01-01T23:00:00.000Z');
+    const sent = buildApnsNotification(stored as NonNullable<typeof stored>, 'com.example', new Date('2030-01-01T23:00:01Z'));
+    expect((sent.payload as { aps: { timestamp: number } }).aps.timestamp).toBe(Date.parse('2030-01-01T23:00:00Z') / 1000);
+    // Due before it was accepted (a backlog), or not scheduled: nothing to stamp, the acceptance stands.
+    const unscheduled = planJob(job({ userIds: ['ann'], content }), now, activity, false, now, 1000);
+    expect(unscheduled.split.now[0]?.dueAt).toBeUndefined();
+  });
+
   it('a VoIP push chosen through the apns-push-type header reaches only VoIP tokens and goes out now or never, as with pushType', () => {
     // dee's VoIP token and ann's device token: only the VoIP token rings, and Apple must not store the call (apns-expiration 0).
     const call = { data: { call: 'x' }, apns: { headers: { 'apns-push-type': 'voip' as const } } };

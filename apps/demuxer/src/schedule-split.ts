@@ -40,8 +40,12 @@ export function splitBySchedule(
     const { dueAt, timezoneFallback } = resolveDeliverAt(job.deliverAt, devices[i]?.timezone ?? null, job.id, push.deviceId, acceptedAt, expiresAt);
     if (timezoneFallback) split.timezoneFallbacks++;
     if (expiresAt !== undefined && expiresAt.getTime() <= Math.max(dueAt.getTime(), now.getTime())) split.expired.push(push);
-    else if (dueAt.getTime() <= now.getTime() + slackMs) split.now.push(push);
-    else split.later.push({ dueAt, push });
+    else {
+      // Stamped when it falls due after acceptance: the pushers' latency and a Live Activity's timestamp count from it.
+      const due = dueAt.getTime() > acceptedAt.getTime() ? { ...push, dueAt: dueAt.toISOString() } : push;
+      if (dueAt.getTime() <= now.getTime() + slackMs) split.now.push(due);
+      else split.later.push({ dueAt, push: due });
+    }
   }
   return split;
 }

@@ -42,6 +42,13 @@ export const DevicePush = z
   /** The job's ttl was 0: the providers must not store it for an offline device. */
   nowOrNever: z.literal(true).optional(),
   acceptedAt: Instant,
+  /**
+   * A scheduled push: when it fell due, if after acceptedAt. The pushers count its end-to-end
+   * latency from it, and a Live Activity update goes stamped with it (not with the acceptance,
+   * hours before, which iOS takes as older than any update sent since). Pushers built before it
+   * park such a push as `schema`: upgrade them first (docs/deployment.md).
+   */
+  dueAt: Instant.optional(),
   trace: z.boolean().optional(),
   })
   // The pushers' last line of defence: a token no provider could accept is parked, never sent.
@@ -53,6 +60,9 @@ export const DevicePush = z
     }
   });
 export type DevicePush = z.infer<typeof DevicePush>;
+
+/** What a push is as of: when it fell due (a scheduled push), else when its job was accepted. */
+export const pushAsOf = (push: Pick<DevicePush, 'acceptedAt' | 'dueAt'>): Date => new Date(push.dueAt ?? push.acceptedAt);
 
 /**
  * A UUID-shaped id derived from (job id, device id). The same job replayed gives the same

@@ -16,7 +16,7 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
     }),
     latency: new Histogram({
       name: 'herald_push_end_to_end_seconds',
-      help: 'Job accepted → provider accepted',
+      help: 'Job accepted (a scheduled push: fell due) → provider accepted',
       labelNames: ['platform'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300, 3600],
       registers: [registry],

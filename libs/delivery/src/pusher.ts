@@ -3,6 +3,7 @@ import {
   Exchanges,
   decodeWith,
   invalidationQueueFor,
+  pushAsOf,
   type Invalidation,
   type Platform,
 } from '@herald/contracts';
@@ -252,7 +253,8 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     switch (result.kind) {
       case 'delivered':
         deps.metrics.pushes.inc({ ...label, outcome: 'delivered' });
-        deps.metrics.latency.observe({ platform: push.platform }, (observedAt.getTime() - Date.parse(push.acceptedAt)) / 1000);
+        // From acceptance, or from when a scheduled push fell due: an on-time 09:00 wave is not hours late.
+        deps.metrics.latency.observe({ platform: push.platform }, Math.max(0, observedAt.getTime() - pushAsOf(push).getTime()) / 1000);
         trace(deps, push, 'delivered', { providerMessageId: result.providerMessageId });
         break;
       case 'dead-token':

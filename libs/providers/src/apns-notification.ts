@@ -1,4 +1,4 @@
-import { effectivePushType, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
+import { effectivePushType, pushAsOf, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
 import { apnsTopicFor, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
 import { mergeJson, put, type Json } from './merge-json.ts';
 
@@ -31,11 +31,11 @@ function alertOf(c: PushContent): Json | undefined {
   return Object.keys(alert).length > 0 ? alert : undefined;
 }
 
-function liveActivityAps(c: PushContent, aps: Json, acceptedS: number): void {
+function liveActivityAps(c: PushContent, aps: Json, asOfS: number): void {
   const la = c.liveActivity;
   if (la === undefined) return;
   aps['event'] = la.event;
-  aps['timestamp'] = la.timestamp ?? acceptedS;
+  aps['timestamp'] = la.timestamp ?? asOfS;
   put(aps, 'content-state', la.contentState);
   put(aps, 'dismissal-date', la.dismissalDate);
   put(aps, 'stale-date', la.staleDate);
@@ -45,11 +45,12 @@ function liveActivityAps(c: PushContent, aps: Json, acceptedS: number): void {
 
 /**
  * The `aps` dictionary. Background pushes carry no alert, badge or sound, as Apple asks. A Live
- * Activity's timestamp defaults to `acceptedAt` (Apple drops an update older than the one it
- * shows, so a retried older update must keep its older time). `type`: the push type the request
+ * Activity's timestamp defaults to `asOf`, the push's pushAsOf: when its job was accepted, or when
+ * a scheduled push fell due (Apple drops an update older than the one it shows, so a retried older
+ * update must keep its older time, and a scheduled one must not carry its acceptance, hours before). `type`: the push type the request
  * goes as (FCM's iOS part takes the typed content's, not content.apns's header override).
  */
-export function apsOf(c: PushContent, acceptedAt: Date, type: PushType = effectivePushType(c)): Json {
+export function apsOf(c: PushContent, asOf: Date, type: PushType = effectivePushType(c)): Json {
   const background = type === 'background';
   const aps: Json = {};
   put(aps, 'alert', alertOf(c));
@@ -64,15 +65,15 @@ export function apsOf(c: PushContent, acceptedAt: Date, type: PushType = effecti
   put(aps, 'interruption-level', c.interruptionLevel);
   put(aps, 'relevance-score', c.relevanceScore);
   put(aps, 'target-content-id', c.targetContentId);
-  if (type === 'liveactivity') liveActivityAps(c, aps, Math.floor(acceptedAt.getTime() / 1000));
+  if (type === 'liveactivity') liveActivityAps(c, aps, Math.floor(asOf.getTime() / 1000));
   return aps;
 }
 
 /** The JSON body: custom data at top level, `image-url` for a notification service extension, `aps`, then the raw override. */
-export function apnsPayloadOf(c: PushContent, acceptedAt: Date): Json {
+export function apnsPayloadOf(c: PushContent, asOf: Date): Json {
   const payload: Json = { ...(c.data ?? {}) };
   if (c.imageUrl !== undefined) payload['image-url'] = c.imageUrl;
-  payload['aps'] = apsOf(c, acceptedAt);
+  payload['aps'] = apsOf(c, asOf);
   return c.apns?.payload === undefined ? payload : mergeJson(payload, c.apns.payload);
 }
 
@@ -104,7 +105,7 @@ export function apnsRequestParts(push: DevicePush, bundleId: string, now: Date =
     expiration: headers['apns-expiration'] !== undefined ? Number(headers['apns-expiration']) : expirationOf(push, now),
     collapseId: headers['apns-collapse-id'] ?? push.collapseKey,
     apnsId: push.pushId,
-    payload: apnsPayloadOf(push.content, new Date(push.acceptedAt)),
+    payload: apnsPayloadOf(push.content, pushAsOf(push)),
   };
 }
 

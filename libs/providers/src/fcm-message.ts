@@ -1,4 +1,4 @@
-import { resolvePushType, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
+import { pushAsOf, resolvePushType, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
 import { apsOf, expirationOf } from './apns-notification.ts';
 import { FCM_MAX_TTL_S } from './fcm-rules.ts';
 import { mergeJson, put, type Json } from './merge-json.ts';
@@ -107,7 +107,7 @@ function apnsOf(push: DevicePush, now: Date, type: PushType): FcmMessage['apns']
     'apns-expiration': String(expirationOf(push, now)),
   };
   put(headers, 'apns-collapse-id', push.collapseKey);
-  return { headers, payload: { aps: apsOf(push.content, new Date(push.acceptedAt), type) } };
+  return { headers, payload: { aps: apsOf(push.content, pushAsOf(push), type) } };
 }
 
 /** The v1 Message for one device push, the `content.fcm` override merged last. `now` fixes ttl and expiration. */
