@@ -34,7 +34,18 @@ export interface DatabaseOptions {
    * whose loss in a PostgreSQL crash is harmless, e.g. the HTTP API's job-id records (see apps/api).
    */
   synchronousCommit?: boolean;
+  /**
+   * Longest wait for a connection, a new one's start-up included (default
+   * DEFAULT_CONNECT_TIMEOUT_MS): past it the query fails as the database being unavailable, and
+   * the consumers defer their messages. Without it a PostgreSQL that accepts connections but does
+   * not answer (a failover caught half-way) held every query, and the messages behind it, for good.
+   */
+  connectTimeoutMs?: number;
 }
+
+export const DEFAULT_CONNECT_TIMEOUT_MS = 15_000;
+/** TCP keepalive on every connection: a peer gone without a word (a half-open connection) is found by the kernel's probes. */
+const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 
 export interface Database {
   readonly schema: string;
@@ -93,6 +104,9 @@ export function createDatabase(options: DatabaseOptions): Database {
     max: poolSize,
     options: `-c search_path=${schema}${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
     application_name: 'herald',
+    connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', (err) => logger?.warn({ err }, 'idle database connection failed'));

@@ -1,0 +1,40 @@
+import { sql } from 'kysely';
+import { startTcpProxy, type TcpProxy } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDatabase } from './database.ts';
+import { deferWhileDatabaseUnavailable, isDatabaseUnavailable } from './database-errors.ts';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+
+/** A PostgreSQL that takes connections and answers nothing: a failover caught half-way, a hung host. */
+describe('a database that accepts connections but does not answer', () => {
+  let t: SpecDatabase;
+  let proxy: TcpProxy;
+  beforeAll(async () => {
+    t = await createSpecDatabase('connect_timeout');
+    const target = new URL(t.url);
+    proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+  });
+  afterAll(async () => {
+    proxy?.thaw();
+    await proxy?.close();
+    await t?.drop();
+  });
+
+  it('fails a query after connectTimeoutMs as unavailable (so consumers defer, not park), and serves again once it answers', async () => {
+    const db = createDatabase({ url: proxy.urlFor(t.url), schema: t.schema, poolSize: 1, connectTimeoutMs: 500 });
+    try {
+      proxy.freeze();
+      const started = Date.now();
+      const err = await sql`select 1`.execute(db.kysely).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(isDatabaseUnavailable(err)).toBe(true);
+      expect(deferWhileDatabaseUnavailable(err)?.code).toBe('database-unavailable');
+      proxy.thaw();
+      const { rows } = await sql<{ one: number }>`select 1 as one`.execute(db.kysely);
+      expect(rows[0]?.one).toBe(1);
+    } finally {
+      await db.close();
+    }
+  });
+});
