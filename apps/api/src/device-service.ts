@@ -13,7 +13,9 @@ export interface DeviceServiceDeps {
 /** POST /v1/devices: validate with the Registration contract, check the app, publish to push.registrations. */
 export async function registerDevice(body: unknown, key: ApiKeyRow, deps: DeviceServiceDeps): Promise<void> {
   const d = parseBody(DeviceRegister, body);
-  const app = await checkApp(deps, key, d.app);
+  // A disabled app's register is taken, as its unregister: a registration is state, not a send, and
+  // another user's login on the phone during an incident must take the device from the one before.
+  const app = await checkApp(deps, key, d.app, true);
   if (d.platform === 'web') checkSubscription(d, body, app);
   await deps.publishRegistration({ ...d, version: 1, kind: 'register', eventAt: d.eventAt ?? (deps.now?.() ?? new Date()).toISOString() });
 }

@@ -33,7 +33,7 @@ export interface JobServiceDeps {
 
 /**
  * 403 / 422 unless the key may use the app and the app exists and is enabled (or, with
- * `disabledToo`, disabled: an unregister goes through whatever the app's state); the app.
+ * `disabledToo`, disabled: a register or unregister goes through whatever the app's state); the app.
  */
 export async function checkApp(deps: Pick<JobServiceDeps, 'apps'>, key: ApiKeyRow, id: string, disabledToo = false): Promise<AppRow> {
   requireApp(key, id);

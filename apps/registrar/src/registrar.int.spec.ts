@@ -65,8 +65,7 @@ describe('registrar handler', () => {
     });
     expect(outcomes[1]).toMatchObject({ kind: 'park', code: 'schema', reason: expect.stringContaining('userId') });
     expect(outcomes[2]).toEqual({ kind: 'park', code: 'unknown-app', reason: 'unknown app "ghost"' });
-    expect(outcomes[3]).toEqual({ kind: 'park', code: 'app-disabled', reason: 'app "retired" is disabled' });
-    expect(outcomes.slice(4)).toEqual([{ kind: 'ack' }, { kind: 'ack' }, { kind: 'ack' }]);
+    expect(outcomes.slice(3)).toEqual([{ kind: 'ack' }, { kind: 'ack' }, { kind: 'ack' }, { kind: 'ack' }]);
     // One lookup per distinct app (chat, mail, ghost, retired) and one statement for all devices.
     expect(queries).toHaveLength(5);
     expect(await device('t-good-1')).toMatchObject({
@@ -77,7 +76,9 @@ describe('registrar handler', () => {
     });
     expect(await device('t-good-2')).toMatchObject({ app: 'mail', platform: 'fcm' });
     expect(await device('t-gone')).toMatchObject({ invalidation_reason: 'unregistered' });
-    for (const token of ['t-no-user', 't-unknown', 't-disabled']) expect(await device(token)).toBeUndefined();
+    // A disabled app's register is state, not a send: applied (the app's pushes are what park).
+    expect(await device('t-disabled')).toMatchObject({ app: 'retired', user_id: 'user-1' });
+    for (const token of ['t-no-user', 't-unknown']) expect(await device(token)).toBeUndefined();
   });
 
   it('acks a stale event without letting it change the device', async () => {
@@ -144,15 +145,26 @@ describe('registrar handler', () => {
     expect(await device('t-beside-huge')).toBeDefined();
   });
 
-  it("applies an unregister of a disabled app (a logout during an incident), while its registers stay parked", async () => {
+  it('applies an unregister of a disabled app (a logout during an incident)', async () => {
     const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger });
     await t.db.apps.upsert({ id: 'paused', enabled: true });
     expect(await handle([message(register('t-paused', { app: 'paused' }))])).toEqual([{ kind: 'ack' }]);
     await t.db.apps.upsert({ id: 'paused', enabled: false });
     const logout = { kind: 'unregister', app: 'paused', platform: 'apns', token: apns('t-paused'), eventAt: '2025-03-02T10:00:00Z' };
-    const outcomes = await handle([message(logout), message(register('t-paused-2', { app: 'paused' }))]);
-    expect(outcomes).toEqual([{ kind: 'ack' }, { kind: 'park', code: 'app-disabled', reason: 'app "paused" is disabled' }]);
+    expect(await handle([message(logout)])).toEqual([{ kind: 'ack' }]);
     expect((await device('t-paused'))?.invalidated_at).not.toBeNull();
+  });
+
+  it("applies a register of a disabled app: another user's login on the phone takes it, so the first user's pushes do not reach it once the app is enabled", async () => {
+    const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger });
+    await t.db.apps.upsert({ id: 'halted', enabled: true });
+    expect(await handle([message(register('t-shared', { app: 'halted', userId: 'alice' }))])).toEqual([{ kind: 'ack' }]);
+    await t.db.apps.upsert({ id: 'halted', enabled: false });
+    // Bob logs in on Alice's phone during the incident; before, this parked (app-disabled) and the phone stayed Alice's.
+    const bob = register('t-shared', { app: 'halted', userId: 'bob', eventAt: '2025-03-02T10:00:00Z' });
+    expect(await handle([message(bob), message(register('t-halted-new', { app: 'halted' }))])).toEqual([{ kind: 'ack' }, { kind: 'ack' }]);
+    expect(await device('t-shared')).toMatchObject({ user_id: 'bob', invalidated_at: null });
+    expect(await device('t-halted-new')).toMatchObject({ app: 'halted', user_id: 'user-1' });
   });
 
   describe('web registers and the app\'s VAPID keys', () => {

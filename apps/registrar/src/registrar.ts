@@ -68,7 +68,7 @@ function decode(message: InboundMessage): Decode {
 }
 
 /**
- * Why an enabled app refuses a web register: a push service it does not accept (apps.web_push_hosts).
+ * Why an app refuses a web register: a push service it does not accept (apps.web_push_hosts).
  * Its applicationServerKey is not judged here: the web-pusher's own WEB_PUSH_VAPID_* pair, which no
  * door knows, signs the subscriptions an app made before it had keys of its own, and their browsers
  * register again naming that key. A key Herald holds no pair for parks its pushes with that reason
@@ -81,13 +81,14 @@ function webRefusal(reg: Registration, app: AppRow): Park | undefined {
 }
 
 /**
- * Why an app cannot take this event. An unregister of a disabled app is applied all the same: a
- * logout while the app was disabled (an incident) must not leave the device to the user who left
- * it once the app is enabled again.
+ * Why an app cannot take this event: only an unknown app, or a web register its push service
+ * refuses. A disabled app's registers and unregisters are applied: they are state, not sends (its
+ * jobs and pushes are what park). A logout, or another user's login on the phone, while the app was
+ * disabled (an incident) must not leave the device to the user who left it once the app is enabled
+ * again.
  */
 function refusal(reg: Registration, app: AppRow | undefined): Park | undefined {
   if (app === undefined) return { kind: 'park', code: 'unknown-app', reason: `unknown app "${reg.app}"` };
-  if (!app.enabled) return reg.kind === 'register' ? { kind: 'park', code: 'app-disabled', reason: `app "${reg.app}" is disabled` } : undefined;
   return webRefusal(reg, app);
 }
 

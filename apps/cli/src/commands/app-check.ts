@@ -7,7 +7,7 @@ export async function requireApp(db: Database, id: string): Promise<AppRow> {
   return app;
 }
 
-/** As requireApp, and enabled: a disabled app's jobs and registrations are parked, so nothing is published for it. */
+/** As requireApp, and enabled: a disabled app's jobs are parked, so none is published for it. */
 export async function requireEnabledApp(db: Database, id: string): Promise<AppRow> {
   const app = await requireApp(db, id);
   if (!app.enabled) throw new Error(`app "${id}" is disabled, so Herald would park this: \`herald apps enable ${id}\` first`);

@@ -37,14 +37,16 @@ function herald(...args: string[]): Promise<{ code: number; stderr: string }> {
 const TOKEN = 'ab'.repeat(32);
 
 describe('herald register / unregister for a disabled app', () => {
-  it('publishes the unregister (a logout during an incident), still refusing the register', async () => {
+  it("publishes the unregister (a logout during an incident) and the register (another user's login): state, not sends", async () => {
     const unregister = await herald('unregister', '--app', 'paused', '--platform', 'apns', '--token', TOKEN);
     expect(unregister).toEqual({ code: 0, stderr: '' });
     const register = await herald('register', '--app', 'paused', '--platform', 'apns', '--token', TOKEN, '--user', 'u1');
-    expect(register.code).not.toBe(0);
-    expect(register.stderr).toMatch(/app "paused" is disabled/);
+    expect(register).toEqual({ code: 0, stderr: '' });
     const queued = (await peekMessages(vhost.name, Queues.registrations)).map((m) => JSON.parse(m.payload) as Record<string, unknown>);
-    expect(queued).toEqual([expect.objectContaining({ kind: 'unregister', app: 'paused', platform: 'apns', token: TOKEN })]);
+    expect(queued).toEqual([
+      expect.objectContaining({ kind: 'unregister', app: 'paused', platform: 'apns', token: TOKEN }),
+      expect.objectContaining({ kind: 'register', app: 'paused', platform: 'apns', token: TOKEN, userId: 'u1' }),
+    ]);
   });
 
   it('refuses an unknown app, publishing nothing', async () => {

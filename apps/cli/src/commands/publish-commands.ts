@@ -57,7 +57,9 @@ export function registerPublishCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (o: Record<string, string | boolean | undefined>) => {
       const device = deviceFieldsFromFlags(o as DeviceFlags, 'register');
-      const app = await withDatabase((db) => requireEnabledApp(db, String(o['app'])));
+      // A disabled app's register is applied (registrar, POST /v1/devices): it is state, not a send,
+      // and another user's login during an incident must take the device. The app must exist.
+      const app = await withDatabase((db) => requireApp(db, String(o['app'])));
       // The registrar would park a subscription whose push service the app does not accept: say so now.
       const host = o['platform'] === 'web' ? endpointHostProblem(device.token, app.webPushHosts) : undefined;
       if (host !== undefined) throw new Error(`--endpoint: ${host}`);
@@ -87,7 +89,7 @@ export function registerPublishCommands(program: Command): void {
     .option('--subscription <json>', "web: the browser's PushSubscription.toJSON()")
     .action(async (o: Record<string, string>) => {
       const { token } = deviceFieldsFromFlags(o as DeviceFlags, 'unregister');
-      // A disabled app's unregister is applied (registrar, DELETE /v1/devices): a logout during an
+      // A disabled app's unregister is applied too (registrar, DELETE /v1/devices): a logout during an
       // incident must not leave the device to the user who left it. The app must exist.
       await withDatabase((db) => requireApp(db, String(o['app'])));
       const reg = await withClient((c) =>
