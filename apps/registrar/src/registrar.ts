@@ -34,13 +34,14 @@ type Park = Extract<Outcome, { kind: 'park' }>;
 
 type Decode = { ok: true; reg: Registration; dropped?: string } | { ok: false; park: Park };
 
-/** Fields a registration can lose without losing the device: the token still gets its pushes (in UTC, default language). */
+/** Fields a registration can lose without losing the device: the token still gets its pushes, and the device keeps the zone and language it had (in UTC, default language if none). */
 const DROPPABLE = ['timezone', 'locale'] as const;
 
 /**
  * A registration whose only problems are its timezone or locale is applied without them (and the
  * drop is logged with the reason): parking it would lose the device token, and with it every push
- * to that device. The HTTP API refuses such a registration with a 400 instead, so its caller can fix it.
+ * to that device. Without them the device keeps the ones it had (applyRegistrations). The HTTP API
+ * refuses such a registration with a 400 instead, so its caller can fix it.
  */
 function withoutBadFields(body: Buffer, reason: string): Decode | undefined {
   let raw: unknown;

@@ -63,9 +63,9 @@ export const RegisterShape = {
   /** APNs: `voip` for a PushKit token, `liveactivity` for a Live Activity push token; default `device`. */
   tokenKind: z.enum(TokenKinds).optional(),
   userId: UserId,
-  /** IANA zone name, e.g. "Europe/Berlin"; used to resolve local delivery times (an unknown zone is refused). */
+  /** IANA zone name, e.g. "Europe/Berlin"; used to resolve local delivery times (an unknown zone is refused). Absent: the device keeps the one it has. */
   timezone: TimeZone.optional(),
-  /** BCP 47 language tag, e.g. "en-GB". */
+  /** BCP 47 language tag, e.g. "en-GB". Absent: the device keeps the one it has. */
   locale: LocaleTag.optional(),
   /** The app's version, dotted numeric with an optional suffix ("5.2.1", "5.3.0-beta2"); segments compare its numbers. */
   appVersion: AppVersion.optional(),

@@ -74,8 +74,10 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
     order by i.app, i.platform, i.token -- one lock order for every batch: no deadlocks
     on conflict (app, platform, token) do update set
       user_id = case when excluded.registered_at is null then d.user_id else excluded.user_id end,
-      timezone = case when excluded.registered_at is null then d.timezone else excluded.timezone end,
-      locale = case when excluded.registered_at is null then d.locale else excluded.locale end,
+      -- A register without a timezone or locale (not given, or dropped by the registrar as invalid) keeps the
+      -- device's: set to NULL, a 09:00-local digest went out at 09:00 UTC.
+      timezone = case when excluded.registered_at is null then d.timezone else coalesce(excluded.timezone, d.timezone) end,
+      locale = case when excluded.registered_at is null then d.locale else coalesce(excluded.locale, d.locale) end,
       token_kind = case when excluded.registered_at is null then d.token_kind else excluded.token_kind end,
       -- A web register replaces the subscription's keys (a browser may resubscribe with new ones at the same endpoint).
       web_p256dh = case when excluded.registered_at is null then d.web_p256dh else excluded.web_p256dh end,
