@@ -60,6 +60,23 @@ describe('DeviceRepository.invalidate', () => {
     expect((await device(token)).invalidated_at).toBeNull();
   });
 
+  it('without invalidSince, a registration after the observed time keeps the token whichever is processed first', async () => {
+    // FCM UNREGISTERED, APNs BadDeviceToken and Web Push 404/410 give no invalid-since: observed at :45,
+    // re-registered at :49. Before, the invalidation processed second killed the token (registered_at was
+    // compared with invalidSince only), while processed first the register revived it.
+    const invalidationFirst = nextToken();
+    await registered(invalidationFirst, 1);
+    expect(await t.db.devices.invalidate(invalidation(invalidationFirst, { observedAt: at(45) }))).toBe('invalidated');
+    await registered(invalidationFirst, 49);
+    expect((await device(invalidationFirst)).invalidated_at).toBeNull();
+
+    const registerFirst = nextToken();
+    await registered(registerFirst, 1);
+    await registered(registerFirst, 49);
+    expect(await t.db.devices.invalidate(invalidation(registerFirst, { observedAt: at(45) }))).toBe('stale');
+    expect((await device(registerFirst)).invalidated_at).toBeNull();
+  });
+
   it('answers unknown for a token never registered, and writes nothing', async () => {
     const token = nextToken();
     expect(await t.db.devices.invalidate(invalidation(token))).toBe('unknown');

@@ -19,7 +19,7 @@ export type InvalidationResult = 'invalidated' | 'stale' | 'unknown';
 /**
  * Mark devices dead, in one statement. The device's invalidated_at becomes invalidSince (or
  * observedAt), so a register event from before it, delivered late, cannot resurrect the token.
- * If the device registered after invalidSince, the token is alive again and the result is 'stale'.
+ * If the device registered after that time, the token is alive again and the result is 'stale'.
  * An already-invalidated device keeps its first invalidation.
  */
 export async function invalidateDevices(
@@ -60,7 +60,10 @@ async function invalidateStatement(db: Kysely<HeraldTables>, winners: readonly I
       select l.id, i.app, i.platform, i.token, i.reason, least(coalesce(i.invalid_since, i.observed_at), now()) as dead_since,
         case when l.id is null then 'unknown'
              when l.invalidated_at is not null then 'invalidated'
-             when i.invalid_since is not null and l.registered_at > i.invalid_since then 'stale'
+             -- Without the provider's invalid-since (FCM UNREGISTERED, APNs BadDeviceToken, Web Push 404/410) the time
+             -- the pusher observed it stands in, as it does for invalidated_at: a registration after it keeps the
+             -- token whichever of the two is processed first.
+             when l.registered_at > coalesce(i.invalid_since, i.observed_at) then 'stale'
              else 'invalidate' end as action
       from input i left join locked l on (l.app, l.platform, l.token) = (i.app, i.platform, i.token)
     ), updated as (
