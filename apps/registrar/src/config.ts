@@ -11,5 +11,8 @@ export const registrarConfig = {
     "Devices whose token a provider declared dead and that nothing has changed for this many days are deleted (an unregister's tombstone is kept). 0: never",
     { default: '90', min: 0 },
   ),
-  DEVICE_PRUNE_INTERVAL_MS: int('How often each registrar prunes dead devices past DEVICE_RETENTION_DAYS (registrars side by side skip each other\'s rows)', { default: '3600000', min: 1000 }),
+  DEVICE_PRUNE_INTERVAL_MS: int(
+    "How often each registrar prunes dead devices past DEVICE_RETENTION_DAYS, and expired mutes (registrars side by side skip each other's rows)",
+    { default: '3600000', min: 1000 },
+  ),
 } as const;

@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createAudienceStore, createDatabase, pruneDevices, refusedValueReason } from '@herald/db';
+import { createAppCache, createAudienceStore, createDatabase, pruneDevices, pruneExpiredMutes, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, startPruner, type Pruner } from '@herald/runtime';
 import { registrarConfig } from './config.ts';
@@ -34,9 +34,19 @@ await runService('registrar', config, async ({ logger, registry }) => {
           registry,
         })
       : undefined;
+  // Expired mutes change nothing (targeting reads active ones) and nothing else deletes them (mute-prune.ts).
+  const mutePruner = startPruner({
+    metricNames: { runs: 'herald_mute_prune_runs_total', pruned: 'herald_mute_pruned_total' },
+    what: 'expired mutes',
+    prune: (expiredBefore, batchSize, signal) => pruneExpiredMutes(db.kysely, expiredBefore, batchSize, signal),
+    intervalMs: config.DEVICE_PRUNE_INTERVAL_MS,
+    retentionMs: 0,
+    logger,
+    registry,
+  });
   return {
     stop: async (timeoutMs) => {
-      await pruner?.stop();
+      await Promise.all([pruner?.stop(), mutePruner.stop()]);
       await consumer.stop(timeoutMs);
       await broker.close();
       await db.close();
