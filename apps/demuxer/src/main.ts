@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createDatabase, createFanoutRepository, deferWhileDatabaseUnavailable, pruneJobs, refusedValueReason } from '@herald/db';
+import { createAppCache, createDatabase, createFanoutRepository, deferWhileDatabaseUnavailable, pruneJobs, pruneOrphanOutcomes, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, startPruner } from '@herald/runtime';
 import { demuxerConfig } from './config.ts';
@@ -59,12 +59,18 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     deferOn: deferWhileDatabaseUnavailable,
     onParked: recordParkedJobs(db.jobs),
   });
-  // Job status is kept JOB_RETENTION_DAYS, then the job goes with its outcomes (job-prune.ts): a
-  // statement a batch, so every demuxer may prune, through the transaction-mode pooler too.
+  // Job status is kept JOB_RETENTION_DAYS after the job's last due time, then the job goes with its
+  // outcomes, and so do outcomes written after it went (job-prune.ts): a statement a batch, so every
+  // demuxer may prune, through the transaction-mode pooler too.
   const jobPruner = startPruner({
     metricNames: { runs: 'herald_job_prune_runs_total', pruned: 'herald_job_pruned_total' },
     what: 'jobs',
-    prune: (olderThan, batchSize, signal) => pruneJobs(db.kysely, olderThan, batchSize, signal),
+    prune: async (olderThan, batchSize, signal) => {
+      const jobs = await pruneJobs(db.kysely, olderThan, batchSize, signal);
+      const orphans = await pruneOrphanOutcomes(db.kysely, undefined, signal);
+      if (orphans > 0) logger.info({ orphans }, 'push outcomes written after their job was pruned: deleted');
+      return jobs;
+    },
     intervalMs: config.JOB_PRUNE_INTERVAL_MS,
     retentionMs: config.JOB_RETENTION_DAYS * 86_400_000,
     logger,

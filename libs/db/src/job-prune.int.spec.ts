@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
-import { pruneJobs } from './job-prune.ts';
+import { pruneJobs, pruneOrphanOutcomes } from './job-prune.ts';
+import { upsertOutcomes } from './push-outcomes.ts';
 
 let t: SpecDatabase;
 beforeAll(async () => {
@@ -59,5 +61,71 @@ describe('pruning jobs past their retention', () => {
     const [a, b] = await Promise.all([pruneJobs(t.db.kysely, daysAgo(30), 1), pruneJobs(t.db.kysely, daysAgo(30), 1)]);
     expect(a + b).toBe(ids.length);
     for (const id of ids) expect(await exists(id)).toBe(false);
+  });
+});
+
+/** A device push of `jobId` to device `device`, as the demuxer stores it for later. */
+const devicePush = (jobId: string, device: string): DevicePush => ({
+  version: 1,
+  pushId: derivePushId(jobId, device),
+  jobId,
+  deviceId: device,
+  app: 'demo',
+  platform: 'apns',
+  token: `token-${device}`,
+  userId: `u${device}`,
+  content: { title: 'hi' },
+  priority: 'high',
+  acceptedAt: daysAgo(45).toISOString(),
+});
+
+describe('a job scheduled further ahead than the retention', () => {
+  it('keeps its status for the retention after its pushes fall due, not after its acceptance', async () => {
+    // Accepted 45 days ago with deliverAt 45 days ahead: its pushes fall due now.
+    const id = await job(45, 0);
+    const pushes = ['1', '2'].map((d) => ({ dueAt: new Date(Date.now() - 1000), push: devicePush(id, d) }));
+    expect(await t.db.scheduled.schedule(pushes)).toBe(2);
+    // Stored again by a redelivered job, or another chunk due earlier: the latest due time stays.
+    await t.db.scheduled.schedule([{ dueAt: daysAgo(35), push: devicePush(id, '3') }]);
+    // The descheduler releases them (claimed and deleted from the store); one is delivered at once,
+    // the other is still retrying when the hourly prune runs.
+    expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async () => undefined)).toBe(3);
+    await upsertOutcomes(t.db.kysely, [{ jobId: id, pushId: derivePushId(id, '1'), outcome: 'delivered' }]);
+
+    expect(await pruneJobs(t.db.kysely, daysAgo(30))).toBe(0);
+    const status = await t.db.jobs.status(id);
+    expect(status?.outcomes).toEqual({ delivered: 1 });
+
+    // The retried push delivered later still counts for the job.
+    await upsertOutcomes(t.db.kysely, [{ jobId: id, pushId: derivePushId(id, '2'), outcome: 'delivered' }]);
+    expect((await t.db.jobs.status(id))?.outcomes).toEqual({ delivered: 2 });
+
+    // The retention after its last due time: the job goes with its outcomes.
+    await pruneJobs(t.db.kysely, new Date(Date.now() + 1000));
+    expect(await exists(id)).toBe(false);
+    expect(await outcomesOf(id)).toBe(0);
+  });
+});
+
+describe('pruning outcomes whose job is gone', () => {
+  it('deletes outcomes written after their job was pruned, keeps every outcome of a job still there', async () => {
+    const live = await Promise.all([job(1, 3), job(2, 1)]);
+    // Jobs pruned, then a push of each delivered late (a retry, a replay from its parked queue).
+    const gone = await Promise.all([job(60, 0), job(60, 0), job(60, 0)]);
+    await pruneJobs(t.db.kysely, daysAgo(30));
+    for (const id of gone) expect(await exists(id)).toBe(false);
+    await upsertOutcomes(
+      t.db.kysely,
+      gone.flatMap((id) => ['1', '2'].map((d) => ({ jobId: id, pushId: derivePushId(id, d), outcome: 'delivered' as const }))),
+    );
+    // The job prune never reaches them: it deletes outcomes only with their job.
+    expect(await pruneJobs(t.db.kysely, daysAgo(30))).toBe(0);
+    expect(await outcomesOf(gone[0] as string)).toBe(2);
+
+    // One job id a statement: the walk goes on from where the last statement stopped.
+    expect(await pruneOrphanOutcomes(t.db.kysely, 1)).toBe(6);
+    for (const id of gone) expect(await outcomesOf(id)).toBe(0);
+    expect(await Promise.all(live.map(outcomesOf))).toEqual([3, 1]);
+    expect(await pruneOrphanOutcomes(t.db.kysely)).toBe(0);
   });
 });

@@ -1,26 +1,31 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { HeraldTables } from './tables.ts';
 
 /** Jobs per delete statement (with their outcomes and fan-out checkpoints). */
 export const DEFAULT_JOB_PRUNE_BATCH = 100;
 
 /**
- * Delete jobs accepted before `olderThan`, each with its push outcomes (job status) and its fan-out
- * checkpoint, `batchSize` jobs a statement, oldest first, until none is left or `signal` aborts.
- * A job with pushes still stored for later (scheduled_pushes) or a fan-out still expanding or
- * sending is kept, whatever its age: its status is still changing. Rows another transaction holds
- * are skipped, not waited for. Returns how many jobs were deleted.
+ * Delete jobs last active before `olderThan`, each with its push outcomes (job status) and its
+ * fan-out checkpoint, `batchSize` jobs a statement, oldest first, until none is left or `signal`
+ * aborts (outcomes written after their job went are pruneOrphanOutcomes'). A job's last activity
+ * is the later of its acceptance and the latest due time of a push of it stored for later
+ * (last_due_at, migration 0032): a job scheduled 45 days ahead keeps its status 45 days plus the
+ * retention, not until the first prune after its pushes were released. A job with pushes still stored for
+ * later (scheduled_pushes) or a fan-out still expanding or sending is kept, whatever its age: its
+ * status is still changing. Rows another transaction holds are skipped, not waited for. Returns how
+ * many jobs were deleted.
  *
  * After this a job's id is free again: a job published again with it is a new job (the ledger,
  * whose retention is shorter by default, stopped guarding its pushes' ids long before).
  */
 export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batchSize = DEFAULT_JOB_PRUNE_BATCH, signal?: AbortSignal): Promise<number> {
+  const before = sql`${olderThan.toISOString()}::timestamptz`;
   let total = 0;
   while (signal?.aborted !== true) {
     const { rows } = await sql<{ id: string }>`
       with doomed as (
         select j.id from jobs j
-        where j.accepted_at < ${olderThan.toISOString()}::timestamptz
+        where j.accepted_at < ${before} and (j.last_due_at is null or j.last_due_at < ${before})
           and not exists (select 1 from scheduled_pushes s where s.job_id = j.id)
           and not exists (select 1 from fanouts f where f.job_id = j.id and f.state in ('expanding', 'sending'))
         order by j.accepted_at
@@ -35,6 +40,49 @@ export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batch
       returning j.id`.execute(db);
     total += rows.length;
     if (rows.length < batchSize) break;
+  }
+  return total;
+}
+
+/** Distinct job ids of push_outcomes looked at per statement by pruneOrphanOutcomes. */
+export const DEFAULT_ORPHAN_WALK = 1_000;
+
+/**
+ * Delete push outcomes whose job row is gone: one written after its job was pruned (a push
+ * delivered, retried or replayed from its parked queue long after it was due), which no job prune
+ * would ever reach, and which a job published again with that id would count as its own. Walks
+ * the distinct job ids of push_outcomes in order through its primary key (one index descent each,
+ * `walk` ids a statement, the walk's position kept here between statements, not in the session),
+ * deleting the outcomes of those without a job; rows another transaction holds are skipped. No
+ * outcome is written before its job's row (the demuxer records the job before it publishes its
+ * pushes), so one without a job is never a job still starting. Returns how many rows were deleted.
+ */
+export async function pruneOrphanOutcomes(db: Kysely<HeraldTables>, walk = DEFAULT_ORPHAN_WALK, signal?: AbortSignal): Promise<number> {
+  let after: string | null = null;
+  let total = 0;
+  while (signal?.aborted !== true) {
+    const from: RawBuilder<unknown> = after === null ? sql`` : sql`where job_id > ${after}`;
+    const { rows } = await sql<{ last: string | null; walked: number; deleted: number }>`
+      with recursive ids(job_id, n) as (
+        (select job_id, 1 from push_outcomes ${from} order by job_id limit 1)
+        union all
+        select (select o.job_id from push_outcomes o where o.job_id > ids.job_id order by o.job_id limit 1), ids.n + 1
+        from ids where ids.job_id is not null and ids.n < ${walk}
+      ), walked as (
+        select job_id from ids where job_id is not null
+      ), doomed as (
+        select o.job_id, o.push_id from push_outcomes o
+        where o.job_id in (select w.job_id from walked w where not exists (select 1 from jobs j where j.id = w.job_id))
+        for update of o skip locked
+      ), gone as (
+        delete from push_outcomes o using doomed d where o.job_id = d.job_id and o.push_id = d.push_id
+        returning 1
+      )
+      select (select max(job_id) from walked) as last, (select count(*) from walked)::int as walked, (select count(*) from gone)::int as deleted`.execute(db);
+    const r = rows[0];
+    total += r?.deleted ?? 0;
+    if (r === undefined || r.last === null || r.walked < walk) break;
+    after = r.last;
   }
   return total;
 }

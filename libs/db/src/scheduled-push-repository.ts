@@ -126,10 +126,13 @@ export function createScheduledPushRepository(
  * pushes stored by a demuxer that read the job before its cancel would be committed after the
  * cancel's removal, and wait as `scheduled` until their due time. A push whose job has no row yet
  * is stored.
+ *
+ * Each job's last_due_at is raised to its chunk's latest due time first (raiseLastDue).
  */
 async function insertChunk(db: Kysely<HeraldTables>, chunk: readonly ScheduledPushInput[], channel: (p: Platform) => string): Promise<number> {
   if (chunk.length === 0) return 0;
   const jobIds = [...new Set(chunk.map((p) => p.push.jobId))].sort();
+  await raiseLastDue(db, chunk);
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<{ platform: Platform; earliest: Date; added: string }>`
       -- Materialized, and filtered only where it is read: a condition on cancelled_at inside it
@@ -165,6 +168,30 @@ async function insertChunk(db: Kysely<HeraldTables>, chunk: readonly ScheduledPu
     }
     return rows.reduce((sum, r) => sum + Number(r.added), 0);
   });
+}
+
+/**
+ * Raise each job's last_due_at (migration 0032) to the latest due time of its pushes in `chunk`: its
+ * status is kept JOB_RETENTION_DAYS from then (job-prune.ts), not from its acceptance, so a job
+ * scheduled further ahead than that keeps its status, and stays cancellable, while its pushes are
+ * sent. A statement of its own, committed before the pushes are stored: a crash between the two
+ * keeps a job longer, never shorter; and the store's share locks are not upgraded (two stores of
+ * one job's chunks would deadlock). Rows locked in id order, like every statement on jobs; a job
+ * whose time is already as late is neither locked nor written.
+ */
+async function raiseLastDue(db: Kysely<HeraldTables>, chunk: readonly ScheduledPushInput[]): Promise<void> {
+  const latest = new Map<string, number>();
+  for (const p of chunk) latest.set(p.push.jobId, Math.max(latest.get(p.push.jobId) ?? -Infinity, p.dueAt.getTime()));
+  const jobs = [...latest];
+  await sql`
+    with due as (
+      select * from unnest(${jobs.map(([id]) => id)}::text[], ${jobs.map(([, ms]) => new Date(ms).toISOString())}::timestamptz[]) as i(id, due_at)
+    ), target as (
+      select j.id, due.due_at from jobs j join due on due.id = j.id
+      where j.last_due_at is null or j.last_due_at < due.due_at
+      order by j.id for no key update of j
+    )
+    update jobs j set last_due_at = greatest(j.last_due_at, target.due_at) from target where j.id = target.id`.execute(db);
 }
 
 async function withDueBatch(

@@ -182,6 +182,8 @@ export interface JobsTable {
   demux_reason: Generated<string | null>;
   /** DELETE /v1/jobs/:id or herald job cancel (migration 0021): pushers drop its queued pushes. */
   cancelled_at: Generated<Date | null>;
+  /** The latest due time of a push of the job stored for later (migration 0032): its retention counts from it. */
+  last_due_at: Generated<Date | null>;
 }
 
 export interface PushOutcomesTable {
