@@ -1,4 +1,4 @@
-import { bindAddress, commonConfig, int, optionalStr, webhookSubscriptionConfig } from '@herald/config';
+import { bindAddress, commonConfig, int, optionalStr, scheduleHorizonConfig, webhookSubscriptionConfig } from '@herald/config';
 import { DEFAULT_JOB_PACK_SIZE } from '@herald/messaging';
 
 export const apiConfig = {
@@ -21,6 +21,7 @@ export const apiConfig = {
     min: 0,
   }),
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
+  ...scheduleHorizonConfig,
   JOB_PACK_SIZE: int('Most jobs carried by one RabbitMQ message to push.jobs when the API accepts several at once (a batch request, concurrent requests; 1: one each); each request is still answered on its own job\'s confirm, and the demuxer reads each job on its own (ADR 0018)', {
     default: String(DEFAULT_JOB_PACK_SIZE),
     min: 1,

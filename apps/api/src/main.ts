@@ -36,6 +36,8 @@ await runService('api', config, async ({ logger, registry }) => {
     maxSubscriptionsPerTeam: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM,
     cancel: (jobId) => cancelJob(db, jobId),
     audienceProblem: (app, audience) => audienceProblem(db.kysely, app, audience),
+    // The demuxer's horizon too: a job the API answers 202 is not parked bad-schedule after.
+    scheduleHorizonDays: config.SCHEDULE_HORIZON_DAYS,
     preferences: db.preferences,
     audiences: createAudienceStore(db.kysely),
     userDevices: (app, userId, limit) => listUserDevices(db.kysely, app, userId, limit),

@@ -1,4 +1,4 @@
-import { commonConfig, loadConfig, pushPackConfig, optionalStr, str, url, urlList, type ConfigOf, type VarSpec } from '@herald/config';
+import { commonConfig, loadConfig, pushPackConfig, scheduleHorizonConfig, optionalStr, str, url, urlList, type ConfigOf, type VarSpec } from '@herald/config';
 import { parseThresholds, type ThresholdConfig } from '@herald/monitoring';
 
 export const cliConfig = {
@@ -6,6 +6,7 @@ export const cliConfig = {
   DATABASE_URL: commonConfig.DATABASE_URL,
   DATABASE_SCHEMA: commonConfig.DATABASE_SCHEMA,
   PUSH_PACK_SIZE: pushPackConfig.PUSH_PACK_SIZE,
+  SCHEDULE_HORIZON_DAYS: scheduleHorizonConfig.SCHEDULE_HORIZON_DAYS,
   RABBITMQ_API_URL: urlList(['http', 'https'], 'RabbitMQ management API (for `herald status`); in a cluster, a comma-separated list of each node’s API', {
     default: 'http://guest:guest@127.0.0.1:15672/api',
   }),

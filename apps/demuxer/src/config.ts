@@ -1,4 +1,4 @@
-import { commonConfig, int, intList, pushPackConfig } from '@herald/config';
+import { commonConfig, int, intList, pushPackConfig, scheduleHorizonConfig } from '@herald/config';
 
 export const demuxerConfig = {
   ...commonConfig,
@@ -16,7 +16,7 @@ export const demuxerConfig = {
   DEMUXER_BATCHES_IN_FLIGHT: int('Batches of jobs handled at once; jobs arriving meanwhile wait and go together as the next batch', { default: '2', min: 1 }),
   HERALD_RETRY_DELAYS_MS: intList('Retry schedule: the delay before each retry attempt, in ms', { default: '1000,5000,30000,120000,600000' }),
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
-  SCHEDULE_HORIZON_DAYS: int('How far ahead a job may be scheduled (deliverAt); later ones are parked', { default: '366', min: 1 }),
+  ...scheduleHorizonConfig,
   SCHEDULE_DUE_SLACK_MS: int('A scheduled push due within this much of now is sent at once instead of stored', { default: '1000', min: 0 }),
   SCHEDULE_WARN_RATE_PER_S: int('Outbound rate a scheduled wave is compared with: more pushes per window than this × window warns', {
     default: '2000',

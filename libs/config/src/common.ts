@@ -13,6 +13,20 @@ export const pushPackConfig = {
   }),
 } as const;
 
+/**
+ * How far ahead a job may be scheduled, read alike by every service that judges a deliverAt: the
+ * HTTP API and the CLI refuse a later one at the door, the demuxer parks one that got past
+ * (bad-schedule). Set apart, the API answered 202 to a job the demuxer then parked, or refused one
+ * the demuxer would take. The default is the contracts' DEFAULT_SCHEDULE_HORIZON_DAYS (the client
+ * library's, when its caller passes no scheduleHorizonDays).
+ */
+export const scheduleHorizonConfig = {
+  SCHEDULE_HORIZON_DAYS: int(
+    'How far ahead a job may be scheduled (deliverAt): the HTTP API answers a later one 400 and the CLI refuses it, the demuxer parks one that got past (bad-schedule). Set it alike for the api, the demuxer and the CLI, and pass it to the client library (scheduleHorizonDays)',
+    { default: '366', min: 1 },
+  ),
+} as const;
+
 /** Settings every service shares: where the broker and database are, and how to log. */
 export const commonConfig = {
   AMQP_URL: urlList(['amqp', 'amqps'], 'RabbitMQ URL, including the vhost; for a cluster, a comma-separated list of its nodes (every connection fails over to a live one)', {

@@ -12,7 +12,9 @@ import { endpointHostProblem, type Platform } from '@herald/contracts';
 import { PublishFailedError } from '@herald/messaging';
 
 async function withClient<T>(fn: (client: HeraldClient) => Promise<T>): Promise<T> {
-  const client = await createHeraldClient({ url: readCliConfig().AMQP_URL, connectionName: 'herald-cli' });
+  const config = readCliConfig();
+  // The demuxer's horizon: a job scheduled further ahead is refused here, not parked after.
+  const client = await createHeraldClient({ url: config.AMQP_URL, connectionName: 'herald-cli', scheduleHorizonDays: config.SCHEDULE_HORIZON_DAYS });
   try {
     return await fn(client);
   } finally {
