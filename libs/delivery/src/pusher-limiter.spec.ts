@@ -8,11 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { createPusherHandler, type PusherDeps } from './pusher.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
 import { singleProvider } from './provider-pool.ts';
+import { createRateLimiter, MemoryRateLimitStore } from '@herald/rate-limiter';
 
 const logger = createLogger({ service: 'pusher-limiter-spec', level: 'silent', format: 'json' });
 
-function message(): { push: DevicePush; inbound: InboundMessage } {
-  const push: DevicePush = { version: 1, pushId: randomUUID(), jobId: 'j', deviceId: '1', app: 'demo', platform: 'apns', token: 'a'.repeat(64),
+function message(app = 'demo'): { push: DevicePush; inbound: InboundMessage } {
+  const push: DevicePush = { version: 1, pushId: randomUUID(), jobId: 'j', deviceId: '1', app, platform: 'apns', token: 'a'.repeat(64),
     userId: 'u', content: { title: 'Hi' }, priority: 'high', acceptedAt: new Date().toISOString() };
   return { push, inbound: { body: Buffer.from(JSON.stringify(push)), headers: {}, routingKey: 'push.apns.send', redelivered: false, attempt: 1, queue: 'push.apns.send' } };
 }
@@ -137,5 +138,29 @@ describe('pusher with a rate limiter', () => {
     expect(await retried({ kind: 'transient', reason: 'QUOTA_EXCEEDED', retryNotBeforeMs: 60_000 })).toEqual({ kind: 'retry', code: 'transient', reason: 'QUOTA_EXCEEDED', delayMs: 60_000 });
     expect(await retried({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 7000 })).toMatchObject({ kind: 'retry', delayMs: 7000 });
     expect(await retried({ kind: 'transient', reason: 'InternalServerError' })).toEqual({ kind: 'retry', code: 'transient', reason: 'InternalServerError' });
+  });
+
+  it("an app slowed down by a quota answer holds no batch: its pushes beyond 250 ms of that rate are deferred to their own turns at once, and another app's pushes in the batch go", async () => {
+    // Before, they waited in the limiter up to half a lease and the batch (the pusher's slots) with
+    // them: a batch of 200, 180 of a throttled app, stayed busy 5 s (found by a review of the back-off).
+    const limiter = await createRateLimiter({ platform: 'apns', store: new MemoryRateLimitStore(), logger, registry: new Registry() });
+    try {
+      for (let i = 0; i < 20; i++) await limiter.acquire(1, undefined, 'big');
+      limiter.observe({ kind: 'transient', reason: 'QUOTA_EXCEEDED' }, 'big'); // about 10/s from here
+      const p = pusher(limiter, { kind: 'delivered' }, 6000);
+      const batch = [...Array.from({ length: 180 }, () => message('big')), ...Array.from({ length: 20 }, () => message('other'))];
+      const started = Date.now();
+      const outcomes = await p.handle(batch.map((m) => m.inbound));
+      expect(Date.now() - started).toBeLessThan(1000); // not the 3 s of half this lease
+      const other = new Set(batch.filter((m) => m.push.app === 'other').map((m) => m.push.pushId));
+      expect(p.sent.filter((id) => other.has(id))).toHaveLength(20);
+      const deferred = outcomes.filter((o) => o.kind === 'defer');
+      expect(deferred.length).toBeGreaterThanOrEqual(170);
+      deferred.forEach((o) => expect(o).toMatchObject({ code: 'app-slowed-down' }));
+      // Each to its own turn, not all to one instant.
+      expect(new Set(deferred.map((o) => (o.kind === 'defer' ? Math.round((o.delayMs ?? 0) / 50) : 0))).size).toBeGreaterThanOrEqual(30);
+    } finally {
+      limiter.close();
+    }
   });
 });

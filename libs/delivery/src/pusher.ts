@@ -59,11 +59,11 @@ export interface PusherDeps {
   /**
    * Fleet-wide pacing: one token per push right before it is sent; false means "not now" (deferred:
    * until the app's pause ends when a provider's Retry-After paused it, see pausedFor; to its turn
-   * when its app's own budget had more waiting than it serves, told to `booked`). Every provider
-   * answer is observed with its push's app.
+   * when its app's own budget, or the rate a provider's throttle slowed it to, had more waiting than
+   * it serves, told to `booked`). Every provider answer is observed with its push's app.
    */
   limiter?: {
-    acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void): Promise<boolean>;
+    acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number, cause: 'budget' | 'slowed') => void): Promise<boolean>;
     observe?(result: SendResult, app: string): void;
     pausedFor?(app: string): number;
   };
@@ -76,13 +76,19 @@ type Claimable = { index: number; push: DevicePush; topic: string | undefined; a
 const ack: Outcome = { kind: 'ack' };
 /**
  * Not sent: no budget within the wait bound, or the pusher is stopping, or (pausedMs > 0) the app
- * is paused, or (bookedMs > 0) its app's own budget is booked that far ahead.
+ * is paused, or (bookedMs > 0) its app's own budget, or the rate a throttle slowed it to (`slowed`),
+ * is booked that far ahead.
  */
-type Unpaced = { kind: 'unpaced'; pausedMs: number; bookedMs: number };
+type Unpaced = { kind: 'unpaced'; pausedMs: number; bookedMs: number; slowed?: true };
 /** Not sent: its job was cancelled while the push waited for budget. */
 type CancelledWhileWaiting = { kind: 'cancelled' };
 type Sent = SendResult | Unpaced | CancelledWhileWaiting;
-const unpaced = (deps: PusherDeps, app: string, bookedMs = 0): Unpaced => ({ kind: 'unpaced', pausedMs: deps.limiter?.pausedFor?.(app) ?? 0, bookedMs });
+const unpaced = (deps: PusherDeps, app: string, bookedMs = 0, slowed = false): Unpaced => ({
+  kind: 'unpaced',
+  pausedMs: deps.limiter?.pausedFor?.(app) ?? 0,
+  bookedMs,
+  ...(slowed && { slowed: true }),
+});
 
 /**
  * DevicePush → provider. Claim in the ledger, send, record, then let the messaging lib ack.
@@ -184,8 +190,13 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   // follows is decided in the same order as before (a pause, a shutdown or a cancellation first).
   const provider = await deps.providers.get(r.app).catch((err: unknown) => ({ failed: providerNotMade(err) }));
   let bookedMs = 0;
-  const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, (turnInMs) => (bookedMs = turnInMs)));
-  if (!paced) return unpaced(deps, r.push.app, bookedMs);
+  let slowed = false;
+  const booked = (turnInMs: number, cause: 'budget' | 'slowed'): void => {
+    bookedMs = turnInMs;
+    slowed = cause === 'slowed';
+  };
+  const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, booked));
+  if (!paced) return unpaced(deps, r.push.app, bookedMs, slowed);
   if (budgetWindow.aborted) return unpaced(deps, r.push.app);
   // The wait for budget can be long: a job cancelled meanwhile is dropped as at intake.
   if (deps.cancelled?.has(r.push.jobId) === true) return { kind: 'cancelled' };
@@ -290,6 +301,10 @@ function retryDelayOf(result: Extract<SendResult, { kind: 'transient' }>): { del
 function deferUnsent(result: Unpaced): Outcome {
   if (result.pausedMs > 0) {
     return { kind: 'defer', code: 'provider-backoff', reason: `the provider asked this app to back off (Retry-After): ${result.pausedMs} ms to go`, delayMs: result.pausedMs };
+  }
+  if (result.bookedMs > 0 && result.slowed === true) {
+    const reason = `the provider's quota answer slowed this app down in this pusher; its turn comes in ${Math.ceil(result.bookedMs)} ms`;
+    return { kind: 'defer', code: 'app-slowed-down', reason, delayMs: Math.ceil(result.bookedMs) };
   }
   if (result.bookedMs > 0) {
     return { kind: 'defer', code: 'app-rate-limited', reason: `the app's own budget is booked ${Math.ceil(result.bookedMs)} ms ahead`, delayMs: Math.ceil(result.bookedMs) };

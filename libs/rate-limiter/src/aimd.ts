@@ -25,6 +25,12 @@ export class Aimd {
     return Math.min(1, recovered);
   }
 
+  /** ms until the factor is back at 1 (0: it is). */
+  msUntilRecovered(nowMs: number): number {
+    const left = 1 - this.factor(nowMs);
+    return left <= 0 ? 0 : Math.ceil((left / this.options.recoveryPerSec) * 1000);
+  }
+
   /** A throttle signal at nowMs; returns true if it lowered the factor (false inside the cooldown). */
   decrease(nowMs: number): boolean {
     if (nowMs - this.since < this.options.cooldownMs) return false;

@@ -59,6 +59,12 @@ export class BackPressure {
     return this.aimd.factor(nowMs);
   }
 
+  /** The rate it is slowed down to now (pushes/s) and in how many ms it is back to full; undefined while not slowed down. */
+  slowdown(nowMs: number): { ratePerSec: number; endsInMs: number } | undefined {
+    if (this.factor(nowMs) >= 1) return undefined;
+    return { ratePerSec: this.currentRate(nowMs), endsInMs: this.aimd.msUntilRecovered(nowMs) };
+  }
+
   /** ms to wait before n pushes may go; 0 means go now (and the tokens are taken). */
   delayFor(n: number, nowMs: number): number {
     if (this.factor(nowMs) >= 1) return 0;

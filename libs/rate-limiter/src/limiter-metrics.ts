@@ -8,6 +8,7 @@ export interface LimiterMetrics {
   pauses: Counter<'platform' | 'app' | 'source'>;
   held: Counter<'platform'>;
   overBudget: Counter<'platform'>;
+  appSlowed: Counter<'platform'>;
 }
 
 export function createLimiterMetrics(registry: Registry): LimiterMetrics {
@@ -48,6 +49,12 @@ export function createLimiterMetrics(registry: Registry): LimiterMetrics {
     overBudget: new Counter({
       name: 'herald_rate_limit_app_over_budget_total',
       help: "Pushes not let through because more of their app's pushes wait for the app's own budget than it serves in 250 ms (the pusher defers them to their turn, spending no attempt)",
+      labelNames: ['platform'],
+      registers,
+    }),
+    appSlowed: new Counter({
+      name: 'herald_rate_limit_app_slowed_total',
+      help: 'Pushes not let through because more of their app\'s pushes wait than the rate a provider throttle (FCM QUOTA_EXCEEDED) slowed it to serves in 250 ms (the pusher defers them to their turn, spending no attempt)',
       labelNames: ['platform'],
       registers,
     }),

@@ -48,6 +48,11 @@ export class ProviderBackOff {
     return forApp > 0 ? forApp : this.platformPacing.delayFor(n, nowMs);
   }
 
+  /** The rate a throttle slowed the app down to in this process (pushes/s) and when it is back to full; undefined: not slowed. */
+  appSlowdown(app: string, nowMs: number): { ratePerSec: number; endsInMs: number } | undefined {
+    return this.appPacing.get(app)?.slowdown(nowMs);
+  }
+
   /** n pushes of the app asked to go (what a throttle halves, if more than went). */
   wanted(n: number, app: string | undefined, nowMs: number): void {
     this.platformPacing.wanted(n, nowMs);

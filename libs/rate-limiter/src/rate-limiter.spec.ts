@@ -201,6 +201,37 @@ describe('createRateLimiter', () => {
     await Promise.all([...broadcast, ...back]);
   });
 
+  it("an app slowed down by FCM QUOTA_EXCEEDED holds back no more of its pushes than that rate serves in 250 ms: the rest are refused at once, each booked a turn, and other apps go on", async () => {
+    // Held, a broadcasting app's pushes waited in acquire up to half a lease (15 s), took the
+    // pusher's slots, and other apps' pushes queued behind them (found by a review of the back-off).
+    const store = new MemoryRateLimitStore();
+    const l = await limiter(store, { platform: 'fcm' });
+    // 20 pushes in the second before the answer: QUOTA_EXCEEDED halves the app to about 10/s.
+    for (let i = 0; i < 20; i++) expect(await l.acquire(1, undefined, 'big')).toBe(true);
+    l.observe({ kind: 'transient', reason: 'QUOTA_EXCEEDED: quota exceeded' }, 'big');
+    const started = Date.now();
+    const settled: boolean[] = [];
+    const turns: { turnInMs: number; cause: string }[] = [];
+    const broadcast = Array.from({ length: 180 }, () =>
+      l.acquire(1, AbortSignal.timeout(5000), 'big', (turnInMs, cause) => turns.push({ turnInMs, cause })).then((ok) => settled.push(ok)),
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    // At about 10/s, 250 ms serve 2 or 3; the rest are refused before a 50 ms timer fires.
+    expect(settled.filter((ok) => !ok).length).toBeGreaterThanOrEqual(170);
+    expect(turns.length).toBe(settled.filter((ok) => !ok).length);
+    expect(turns.every((t) => t.cause === 'slowed')).toBe(true);
+    // Each its own turn, about 100 ms apart at 10/s, none past the slowdown's end (5 s from a half):
+    // about 45 booked, the rest told to come back when it ends.
+    const booked = turns.map((t) => t.turnInMs).filter((t) => t < 4900);
+    expect(booked.length).toBeGreaterThanOrEqual(35);
+    booked.slice(1).forEach((t, i) => expect(t - (booked[i] as number)).toBeGreaterThanOrEqual(80));
+    expect(Math.max(...turns.map((t) => t.turnInMs))).toBeLessThanOrEqual(5000);
+    // Another app is not slowed, nor held behind them.
+    for (let i = 0; i < 20; i++) expect(await l.acquire(1, undefined, 'other')).toBe(true);
+    expect(Date.now() - started).toBeLessThan(300);
+    await Promise.all(broadcast);
+  });
+
   it('a provider overload slows this process down', async () => {
     const store = new MemoryRateLimitStore();
     const l = await limiter(store);

@@ -33,14 +33,22 @@ export interface RateLimiterOptions {
   now?: () => number;
 }
 
+/**
+ * Why a push was refused at once and booked a turn: `budget`, its app's own budget has more waiting
+ * than it serves within APP_WAIT_MS; `slowed`, a throttle without Retry-After (FCM QUOTA_EXCEEDED)
+ * slowed its app down in this process and that rate has more waiting than it serves within it.
+ */
+export type TurnCause = 'budget' | 'slowed';
+
 export interface RateLimiter {
   /**
    * Wait for n tokens of the platform's (and the app's, if it has one) budget; false: not within
    * the wait bound, or aborted, or (at once, without waiting) the app is paused (see pausedFor),
-   * or its own budget has more waiting than it serves within APP_WAIT_MS: then `booked` is told
-   * in how many ms this push's turn comes, at the app's rate after those refused before it.
+   * or its own budget, or the rate a throttle slowed it to, has more waiting than it serves within
+   * APP_WAIT_MS: then `booked` is told in how many ms this push's turn comes, at the app's rate
+   * after those refused before it, and why.
    */
-  acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void): Promise<boolean>;
+  acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number, cause: TurnCause) => void): Promise<boolean>;
   /** Feed every provider answer with its push's app: a Retry-After pauses the app fleet-wide, throttles slow down (provider-back-off.ts). */
   observe(answer: ProviderAnswer, app: string): void;
   /** ms until the app may send again after a provider's Retry-After (here or in another pusher); 0: not paused. */
@@ -50,7 +58,7 @@ export interface RateLimiter {
   close(): void;
 }
 
-/** How long the pushes an app's own budget holds back may wait for it in a process (see overBooked). */
+/** How long the pushes an app's own budget (or its slowed-down rate) holds back may wait for it in a process (see overBooked). */
 export const APP_WAIT_MS = 250;
 
 /** Build a limiter for one platform and read the configured limits once before returning. */
@@ -74,6 +82,8 @@ class FleetRateLimiter implements RateLimiter {
   private readonly backOff: ProviderBackOff;
   /** Per app over its own budget: when the last push refused for it may go (this process's clock). */
   private readonly turns = new Map<string, number>();
+  /** Per app: its pushes waiting here for the pace a throttle slowed this process down to. */
+  private readonly pacingWaiting = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: RateLimiterOptions) {
@@ -84,7 +94,7 @@ class FleetRateLimiter implements RateLimiter {
     this.metrics.backoffFactor.set({ platform: options.platform }, 1);
   }
 
-  async acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void): Promise<boolean> {
+  async acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number, cause: TurnCause) => void): Promise<boolean> {
     // A paused app's pushes are not held here (they would fill the prefetch and stall other
     // apps): the caller defers them until the pause ends.
     if (this.paused(app)) return false;
@@ -92,9 +102,11 @@ class FleetRateLimiter implements RateLimiter {
     // an app limited to 100/s filled every pusher's window with pushes waiting for that app's
     // budget, and the whole platform went at 100/s, every other app's pushes queued behind it.
     // The rest are refused at once, each booked a turn at the app's rate (told to `booked`).
-    const turnInMs = this.overBooked(n, app);
-    if (turnInMs !== undefined) {
-      booked?.(turnInMs);
+    // Likewise the rate a throttle slowed the app down to (FCM QUOTA_EXCEEDED without Retry-After):
+    // held, a broadcasting app's pushes waited here up to half a lease and took the pusher's slots.
+    const turn = this.overBooked(n, app);
+    if (turn !== undefined) {
+      booked?.(turn.turnInMs, turn.cause);
       return false;
     }
     const started = this.now();
@@ -128,23 +140,32 @@ class FleetRateLimiter implements RateLimiter {
   }
 
   /**
-   * When the app's budget has more waiting than it serves within APP_WAIT_MS: the push's turn, in
-   * ms from now, the next at the app's rate after those waiting and those refused before it (it is
-   * refused, and counted). Undefined: the push may wait for the budget.
+   * When the app's rate (its own budget, or the rate a throttle slowed it down to here, whichever
+   * is lower) has more waiting than it serves within APP_WAIT_MS: the push's turn, in ms from now,
+   * the next at that rate after those waiting and those refused before it (it is refused, and
+   * counted), and which rate it was. Undefined: the push may wait.
    */
-  private overBooked(n: number, app: string | undefined): number | undefined {
-    const budget = app === undefined || app === '' ? undefined : this.budgets.get(app);
-    if (budget === undefined || budget.ratePerSec <= 0) return undefined;
-    const waiting = budget.waiting();
-    if (waiting + n <= Math.max(1, (budget.ratePerSec * APP_WAIT_MS) / 1000)) return undefined;
+  private overBooked(n: number, app: string | undefined): { turnInMs: number; cause: TurnCause } | undefined {
+    if (app === undefined || app === '') return undefined;
+    const budget = this.budgets.get(app);
+    const budgetRate = budget !== undefined && budget.ratePerSec > 0 ? budget.ratePerSec : Number.POSITIVE_INFINITY;
     const now = this.now();
+    const slowdown = this.backOff.appSlowdown(app, now);
+    const slowedRate = slowdown?.ratePerSec ?? Number.POSITIVE_INFINITY;
+    const rate = Math.min(budgetRate, slowedRate);
+    if (rate === Number.POSITIVE_INFINITY) return undefined;
+    const waiting = (budget?.waiting() ?? 0) + (this.pacingWaiting.get(app) ?? 0);
+    if (waiting + n <= Math.max(1, (rate * APP_WAIT_MS) / 1000)) return undefined;
     // Turns start after the pushes waiting here, whose tokens come first.
-    const turn = Math.max(now + (waiting * 1000) / budget.ratePerSec, this.turns.get(app as string) ?? 0) + (n * 1000) / budget.ratePerSec;
-    this.metrics.overBudget.inc({ platform: this.options.platform });
-    const horizonMs = this.options.maxTurnMs ?? 600_000;
-    if (turn - now > horizonMs) return horizonMs;
-    this.turns.set(app as string, turn);
-    return turn - now;
+    const turn = Math.max(now + (waiting * 1000) / rate, this.turns.get(app) ?? 0) + (n * 1000) / rate;
+    const cause: TurnCause = slowedRate < budgetRate ? 'slowed' : 'budget';
+    (cause === 'slowed' ? this.metrics.appSlowed : this.metrics.overBudget).inc({ platform: this.options.platform });
+    // No turn is booked past the slowdown's end either: the rate is back to full then.
+    const longest = this.options.maxTurnMs ?? 600_000;
+    const horizonMs = cause === 'slowed' ? Math.min(longest, Math.max(1, slowdown?.endsInMs ?? longest)) : longest;
+    if (turn - now > horizonMs) return { turnInMs: horizonMs, cause };
+    this.turns.set(app, turn);
+    return { turnInMs: turn - now, cause };
   }
 
   close(): void {
@@ -219,6 +240,18 @@ class FleetRateLimiter implements RateLimiter {
   }
 
   private async waitForPacing(n: number, app: string | undefined, deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
+    if (app === undefined) return this.paced(n, app, deadline, signal);
+    this.pacingWaiting.set(app, (this.pacingWaiting.get(app) ?? 0) + n);
+    try {
+      return await this.paced(n, app, deadline, signal);
+    } finally {
+      const left = (this.pacingWaiting.get(app) ?? n) - n;
+      if (left > 0) this.pacingWaiting.set(app, left);
+      else this.pacingWaiting.delete(app);
+    }
+  }
+
+  private async paced(n: number, app: string | undefined, deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
     for (let delay = this.backOff.delayFor(n, app, this.now()); delay > 0; delay = this.backOff.delayFor(n, app, this.now())) {
       if (this.now() + delay > deadline || this.closed.signal.aborted) return false;
       if (!(await abortableWait(delay, signal, this.closed.signal))) return false;
