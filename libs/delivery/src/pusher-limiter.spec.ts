@@ -98,7 +98,8 @@ describe('pusher with a rate limiter', () => {
     const [outcome] = await p.handle([m.inbound]);
     expect(p.sent).toEqual([]);
     expect(p.released).toEqual([m.push.pushId]);
-    expect(outcome).toMatchObject({ kind: 'defer', code: 'provider-backoff', delayMs: 4_321 });
+    // Spread above the pause's end (retry.ts): every push of the app deferred meanwhile is due then.
+    expect(outcome).toEqual(expect.objectContaining({ kind: 'defer', code: 'provider-backoff', delayMs: 4_321, spread: true }));
   });
 
   it('waits for budget at most half a lease after the claim: the sent part is recorded, the rest deferred unsent', async () => {
@@ -138,6 +139,18 @@ describe('pusher with a rate limiter', () => {
     expect(await retried({ kind: 'transient', reason: 'QUOTA_EXCEEDED', retryNotBeforeMs: 60_000 })).toEqual({ kind: 'retry', code: 'transient', reason: 'QUOTA_EXCEEDED', delayMs: 60_000 });
     expect(await retried({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 7000 })).toMatchObject({ kind: 'retry', delayMs: 7000 });
     expect(await retried({ kind: 'transient', reason: 'InternalServerError' })).toEqual({ kind: 'retry', code: 'transient', reason: 'InternalServerError' });
+  });
+
+  it("Google's minute for QUOTA_EXCEEDED grows with each attempt (exponential back-off, as Google asks); a Retry-After does not", async () => {
+    // Before, with the default schedule, QUOTA_EXCEEDED retries ran 60, 60, 60, 108, 540 s.
+    const retriedAt = async (attempt: number, answer: SendResult) => {
+      const m = message();
+      const [outcome] = await pusher(undefined, answer).handle([{ ...m.inbound, attempt }]);
+      return outcome?.kind === 'retry' ? outcome.delayMs : undefined;
+    };
+    const quota: SendResult = { kind: 'transient', reason: 'QUOTA_EXCEEDED', retryNotBeforeMs: 60_000 };
+    expect(await Promise.all([1, 2, 3, 4, 5].map((a) => retriedAt(a, quota)))).toEqual([60_000, 120_000, 240_000, 480_000, 960_000]);
+    expect(await retriedAt(3, { kind: 'transient', reason: 'QUOTA_EXCEEDED', retryAfterMs: 30_000 })).toBe(30_000);
   });
 
   it("an app slowed down by a quota answer holds no batch: its pushes beyond 250 ms of that rate are deferred to their own turns at once, and another app's pushes in the batch go", async () => {

@@ -72,7 +72,8 @@ export interface PusherDeps {
   now?: () => Date;
 }
 
-type Claimable = { index: number; push: DevicePush; topic: string | undefined; app: AppRow };
+/** `attempt`: the delivery's attempt (1 on the first), which a provider's exponential back-off grows with. */
+type Claimable = { index: number; attempt: number; push: DevicePush; topic: string | undefined; app: AppRow };
 const ack: Outcome = { kind: 'ack' };
 /**
  * Not sent: no budget within the wait bound, or the pusher is stopping, or (pausedMs > 0) the app
@@ -104,7 +105,7 @@ export function createPusherHandler(deps: PusherDeps) {
     for (const [index, message] of messages.entries()) {
       const checked = await admit(message, deps, now());
       if ('kind' in checked) outcomes[index] = checked;
-      else ready.push({ index, ...checked });
+      else ready.push({ index, attempt: message.attempt, ...checked });
     }
     if (ready.length === 0) return flushed(outcomes, deps);
     const claimedAt = Date.now();
@@ -145,7 +146,7 @@ async function flushed(outcomes: Outcome[], deps: PusherDeps): Promise<Outcome[]
   return outcomes;
 }
 
-async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promise<Outcome | Omit<Claimable, 'index'>> {
+async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promise<Outcome | Omit<Claimable, 'index' | 'attempt'>> {
   const parsed = decodeWith(DevicePush, message.body);
   if (!parsed.ok) return park(deps, undefined, parsed.reason.startsWith('malformed') ? 'malformed-json' : 'schema', parsed.reason);
   const push = parsed.value;
@@ -278,7 +279,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
       case 'transient':
         release.push(push.pushId);
         deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
-        outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...retryDelayOf(result) };
+        outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...retryDelayOf(result, r.attempt) };
         break;
       case 'permanent':
         deps.bans?.observe(push.app, result);
@@ -291,16 +292,27 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
   await completeDurably(deps.ledger, completed, deps.logger);
 }
 
-/** The least delay a transient answer asks before the push's next attempt (the retry schedule may wait longer). */
-function retryDelayOf(result: Extract<SendResult, { kind: 'transient' }>): { delayMs?: number } {
+/**
+ * The least delay a transient answer asks before the push's next attempt (the retry schedule may
+ * wait longer; the messaging lib spreads it above that): its Retry-After, or the least delay the
+ * provider's documents ask, doubled for each attempt already spent (they ask exponential back-off
+ * from it: FCM QUOTA_EXCEEDED 1, 2, 4, 8 minutes …).
+ */
+function retryDelayOf(result: Extract<SendResult, { kind: 'transient' }>, attempt: number): { delayMs?: number } {
   if (result.retryAfterMs === undefined && result.retryNotBeforeMs === undefined) return {};
-  return { delayMs: Math.max(result.retryAfterMs ?? 0, result.retryNotBeforeMs ?? 0) };
+  const notBefore = (result.retryNotBeforeMs ?? 0) * 2 ** Math.min(16, Math.max(0, attempt - 1));
+  return { delayMs: Math.max(result.retryAfterMs ?? 0, notBefore) };
 }
 
-/** An unsent push comes back without spending an attempt: when its app's pause ends, at its app's turn, or in a second for budget. */
+/**
+ * An unsent push comes back without spending an attempt: after its app's pause ends (spread over a
+ * fifth of the time left, as every push of the app deferred meanwhile is due then, in every
+ * pusher), at its app's turn, or in a second for budget.
+ */
 function deferUnsent(result: Unpaced): Outcome {
   if (result.pausedMs > 0) {
-    return { kind: 'defer', code: 'provider-backoff', reason: `the provider asked this app to back off (Retry-After): ${result.pausedMs} ms to go`, delayMs: result.pausedMs };
+    const reason = `the provider asked this app to back off (Retry-After): ${result.pausedMs} ms to go`;
+    return { kind: 'defer', code: 'provider-backoff', reason, delayMs: result.pausedMs, spread: true };
   }
   if (result.bookedMs > 0 && result.slowed === true) {
     const reason = `the provider's quota answer slowed this app down in this pusher; its turn comes in ${Math.ceil(result.bookedMs)} ms`;

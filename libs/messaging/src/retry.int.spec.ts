@@ -92,6 +92,30 @@ describe('retry and park', () => {
     expect(attempts).toEqual([1, 1, 1, 1]);
   });
 
+  it("spreads messages deferred to one instant (a pause's end) over the fifth after it, none early", async () => {
+    // Before, every push deferred for a pause came back at its end together, in every pusher.
+    const first = new Map<string, number>();
+    const back = new Map<string, number>();
+    const h = recordingHandler((m) => {
+      const id = m.messageId as string;
+      if (!first.has(id)) {
+        first.set(id, Date.now());
+        return { kind: 'defer', code: 'provider-backoff', reason: 'paused', delayMs: 330, spread: true };
+      }
+      back.set(id, Date.now() - (first.get(id) as number));
+      return { kind: 'ack' };
+    });
+    const consumer = await t.broker.consume({ queue: 'r.work', prefetch: 50, retryDelaysMs: DELAYS, handle: h.handle });
+    await Promise.all(Array.from({ length: 40 }, (_, i) => send(`spread-${i}`)));
+    await waitFor('all back', () => back.size === 40);
+    await consumer.stop(1000);
+    const waited = [...back.values()];
+    expect(Math.min(...waited)).toBeGreaterThanOrEqual(325); // timers may fire a few ms early
+    // Due over 330–396 ms (in the 400 ms queue); at one instant they came back within a few ms of each other.
+    expect(Math.max(...waited) - Math.min(...waited)).toBeGreaterThanOrEqual(30);
+    expect(h.seen.every((m) => m.attempt === 1)).toBe(true); // no attempt spent
+  });
+
   it('sends a message the handler fails on alone (messageError) to retry, handles the rest of its batch at once, and parks it with the reason', async () => {
     const refused = Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code: '22021' });
     const calls: string[][] = [];

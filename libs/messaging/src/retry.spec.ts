@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { distinctDelays, handlerBackoffMs, planRetry } from './retry.ts';
+import { distinctDelays, handlerBackoffMs, planDefer, planRetry } from './retry.ts';
 
 const delays = [1000, 5000, 30_000];
 
@@ -22,22 +22,55 @@ describe('planRetry', () => {
     expect(planRetry(1, [], 500)).toEqual({ kind: 'exhausted' });
   });
 
-  it('puts an explicit delay longer than the schedule\'s into the smallest delay queue that can hold it', () => {
-    expect(planRetry(1, delays, 3000)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 3000 });
-    expect(planRetry(1, delays, 1000, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 1000, expirationMs: 1000 });
+  it('puts an explicit delay longer than the schedule\'s into the smallest delay queue that can hold it, due up to 20% after it', () => {
+    expect(planRetry(1, delays, 3000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 3000 });
+    expect(planRetry(1, delays, 3000, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 3600 });
+    expect(planRetry(1, delays, 1000, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 1200 });
     // Google's minute for QUOTA_EXCEEDED on the first attempt; on the fourth the schedule's two minutes are longer.
-    expect(planRetry(1, [1000, 5000, 30_000, 120_000, 600_000], 60_000)).toEqual({ kind: 'delay', queueDelayMs: 120_000, expirationMs: 60_000 });
+    expect(planRetry(1, [1000, 5000, 30_000, 120_000, 600_000], 60_000, () => 0.5)).toEqual({ kind: 'delay', queueDelayMs: 120_000, expirationMs: 66_000 });
     expect(planRetry(4, [1000, 5000, 30_000, 120_000, 600_000], 60_000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 120_000, expirationMs: 120_000 });
   });
 
   it('an explicit delay shorter than the schedule\'s is a floor: the retry waits the schedule, so back-off still grows', () => {
     expect(planRetry(2, delays, 10, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 5000 });
-    // Within the jitter band, the request wins over a shorter jittered delay.
-    expect(planRetry(2, delays, 4900, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 4900 });
+    // Within the jitter band, the request wins over a shorter jittered delay, and is spread above.
+    expect(planRetry(2, delays, 4900, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 5880 });
   });
 
   it('clamps an explicit delay beyond the largest queue to that queue', () => {
     expect(planRetry(1, delays, 3_600_000)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 30_000 });
+  });
+
+  it('retries given one Retry-After come back spread over the fifth above it, never before it, each in a queue that holds it', () => {
+    // Before, every push that got "Retry-After: 7" was due at exactly 7,000 ms (found by a review of the back-off).
+    const plans = Array.from({ length: 1000 }, () => planRetry(1, delays, 7000));
+    const due = plans.map((p) => (p.kind === 'delay' ? p.expirationMs : -1));
+    expect(Math.min(...due)).toBeGreaterThanOrEqual(7000);
+    expect(Math.max(...due)).toBeLessThanOrEqual(8400);
+    expect(Math.max(...due) - Math.min(...due)).toBeGreaterThan(1000);
+    plans.forEach((p) => expect(p.kind === 'delay' && p.expirationMs <= p.queueDelayMs).toBe(true));
+  });
+});
+
+describe('planDefer', () => {
+  const production = [1000, 5000, 30_000, 120_000, 600_000];
+
+  it("pushes deferred to one pause's end come back spread over the fifth after it, never before it, each in a queue that holds it", () => {
+    // Before, 30,000 pushes deferred for a 30 s pause were all due at 30,000 ms, in every pusher at once.
+    const plans = Array.from({ length: 1000 }, () => planDefer(production, 30_000, true));
+    const due = plans.map((p) => (p.kind === 'delay' ? p.expirationMs : -1));
+    expect(Math.min(...due)).toBeGreaterThanOrEqual(30_000);
+    expect(Math.max(...due)).toBeLessThanOrEqual(36_000);
+    expect(Math.max(...due) - Math.min(...due)).toBeGreaterThan(5000);
+    plans.forEach((p) => expect(p).toMatchObject({ kind: 'delay', queueDelayMs: 120_000 }));
+    // A floor just under a queue's delay spills into the next queue rather than past its own.
+    expect(planDefer(production, 4900, true, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 5880 });
+    expect(planDefer(production, 4900, true, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 4900 });
+  });
+
+  it('a turn booked for one push is kept exactly', () => {
+    expect(planDefer(production, 1234)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 1234 });
+    expect(planDefer(production, 3_600_000)).toEqual({ kind: 'delay', queueDelayMs: 600_000, expirationMs: 600_000 });
   });
 });
 

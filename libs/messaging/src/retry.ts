@@ -13,11 +13,11 @@ export function distinctDelays(delaysMs: readonly number[]): number[] {
 
 /**
  * Where attempt `attempt` (1-based) that asked for a retry goes.
- * Schedule delays get jitter within the 20% below the delay, because a per-message
- * expiration cannot exceed its queue's TTL. An explicit `requestedMs` (a provider's Retry-After,
- * the least delay a provider's documents ask) is a floor, not a replacement: the retry waits the
- * longer of it and the schedule's delay, so back-off still grows per attempt. A request longer than
- * the schedule's delay goes to the smallest delay queue that can hold it (clamped to the largest one).
+ * Schedule delays get jitter within the 20% below the delay, so a message is due within its
+ * queue's delay. An explicit `requestedMs` (a provider's Retry-After, the least delay a provider's
+ * documents ask) is a floor, not a replacement: the retry waits the longer of it and the schedule's
+ * delay. A floor longer than the schedule's jittered delay is spread above it (spreadAbove): every
+ * push that got one Retry-After would otherwise come back at one instant.
  */
 export function planRetry(
   attempt: number,
@@ -30,13 +30,32 @@ export function planRetry(
   const queueDelayMs = Math.round(scheduled);
   const expirationMs = Math.max(1, Math.round(queueDelayMs * (1 - JITTER * random())));
   if (requestedMs === undefined || requestedMs <= expirationMs) return { kind: 'delay', queueDelayMs, expirationMs };
-  if (requestedMs <= queueDelayMs) return { kind: 'delay', queueDelayMs, expirationMs: Math.round(requestedMs) };
-  return clampIntoQueue(requestedMs, distinctDelays(delaysMs));
+  return spreadAbove(requestedMs, distinctDelays(delaysMs), random);
 }
 
-/** Where a deferred message waits: the delay queue nearest above delayMs; no attempt is spent. */
-export function planDefer(delaysMs: readonly number[], requestedMs: number): RetryPlan {
-  return clampIntoQueue(requestedMs, distinctDelays(delaysMs));
+/**
+ * Where a deferred message waits (no attempt is spent): due after requestedMs, in the delay queue
+ * nearest above. `spread`: requestedMs is the earliest it may come back and many messages are given
+ * the same instant (a paused app's pushes, all due at the pause's end), so it is spread above it
+ * (spreadAbove); otherwise it is due at requestedMs exactly (a turn booked for this message).
+ */
+export function planDefer(delaysMs: readonly number[], requestedMs: number, spread = false, random: () => number = Math.random): RetryPlan {
+  const queues = distinctDelays(delaysMs);
+  return spread ? spreadAbove(requestedMs, queues, random) : clampIntoQueue(requestedMs, queues);
+}
+
+/**
+ * Due 0–20 % after the floor, never before it, in the smallest delay queue whose delay holds that
+ * (so a delay queue holds only messages due within its delay and a long wait never sits ahead of
+ * short ones); past the largest queue, that queue's delay (a floor beyond it is clamped, as before).
+ */
+function spreadAbove(floorMs: number, queues: readonly number[], random: () => number): RetryPlan {
+  const largest = queues[queues.length - 1];
+  if (largest === undefined) return { kind: 'exhausted' };
+  const floor = Math.max(1, Math.round(floorMs));
+  const due = Math.round(floor * (1 + JITTER * random()));
+  const queueDelayMs = queues.find((q) => q >= due) ?? largest;
+  return { kind: 'delay', queueDelayMs, expirationMs: Math.min(due, queueDelayMs) };
 }
 
 function clampIntoQueue(requestedMs: number, queues: readonly number[]): RetryPlan {

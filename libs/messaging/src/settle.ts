@@ -83,7 +83,7 @@ export class Settler {
       case 'park':
         return this.park(d, outcome.code, outcome.reason);
       case 'defer':
-        await this.defer(d, outcome.code, outcome.reason, outcome.delayMs);
+        await this.defer(d, outcome.code, outcome.reason, outcome.delayMs, outcome.spread === true);
         return undefined;
       case 'forward':
         await this.forward(d, outcome.queue, outcome.asIs === true);
@@ -103,8 +103,8 @@ export class Settler {
     );
   }
 
-  private async defer(d: Delivery, code: string, reason: string, delayMs: number): Promise<void> {
-    const plan = planDefer(this.retryDelaysMs, delayMs);
+  private async defer(d: Delivery, code: string, reason: string, delayMs: number, spread: boolean): Promise<void> {
+    const plan = planDefer(this.retryDelaysMs, delayMs, spread);
     if (plan.kind === 'exhausted') throw new Error(`cannot defer on ${this.queue}: no delay queues configured`);
     await this.delay(d, plan, d.inbound.attempt, reason);
     this.metrics.retried.inc({ queue: this.queue, code });

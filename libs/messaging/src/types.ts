@@ -96,8 +96,12 @@ export type Outcome =
   | { kind: 'ack' }
   | { kind: 'retry'; code: string; reason: string; delayMs?: number }
   | { kind: 'park'; code: string; reason: string }
-  /** Come back after about delayMs without spending an attempt (e.g. another worker holds a lease). */
-  | { kind: 'defer'; code: string; reason: string; delayMs: number }
+  /**
+   * Come back after about delayMs without spending an attempt (e.g. another worker holds a lease).
+   * `spread`: delayMs is only the earliest, shared by many messages (a pause's end): each comes back
+   * up to 20 % of it later, at random, so they do not all arrive at one instant (retry.ts).
+   */
+  | { kind: 'defer'; code: string; reason: string; delayMs: number; spread?: true }
   /**
    * Publish the message's body and properties to `queue` (default exchange), then ack it: a delay
    * queue's relay sending a message back when due, without the relay's headers (where it goes

@@ -16,7 +16,8 @@ export type SendResult =
   /**
    * `retryAfterMs`: the provider's Retry-After (it also pauses the app, ADR 0006). `retryNotBeforeMs`:
    * the least delay the provider's documents ask before this push is tried again, pausing nothing
-   * else (FCM QUOTA_EXCEEDED without Retry-After: a minute).
+   * else, where they ask exponential back-off from it (FCM QUOTA_EXCEEDED without Retry-After: a
+   * minute): the pusher doubles it for each attempt already spent.
    */
   | { kind: 'transient'; reason: string; retryAfterMs?: number; retryNotBeforeMs?: number }
   /** Payload too large, bad topic, bad credentials, other 4xx. */
