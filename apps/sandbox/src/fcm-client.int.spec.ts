@@ -168,7 +168,7 @@ describe('FCM provider against the sandbox', () => {
     const push = devicePush();
     await fault({ token: push.token, error: 'UNAVAILABLE', retryAfterSeconds: 30 });
     const started = Date.now();
-    expect(await provider.send(push, {})).toEqual({ kind: 'transient', reason: 'UNAVAILABLE: HTTP 503', retryAfterMs: 30_000 });
+    expect(await provider.send(push, {})).toEqual({ kind: 'transient', reason: 'UNAVAILABLE: HTTP 503', httpStatus: 503, retryAfterMs: 30_000 });
     expect(Date.now() - started).toBeLessThan(2000);
     expect((await recordsFor(push.token)).map((r) => r.status)).toEqual([503]);
   });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DevicePush } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
 import type { InboundMessage } from '@herald/messaging';
-import type { SendResult } from '@herald/providers';
+import { classifyFcmError, type SendResult } from '@herald/providers';
 import { Registry } from '@herald/runtime';
 import { describe, expect, it } from 'vitest';
 import { createPusherHandler, type PusherDeps } from './pusher.ts';
@@ -172,6 +172,23 @@ describe('pusher with a rate limiter', () => {
       deferred.forEach((o) => expect(o).toMatchObject({ code: 'app-slowed-down' }));
       // Each to its own turn, not all to one instant.
       expect(new Set(deferred.map((o) => (o.kind === 'defer' ? Math.round((o.delayMs ?? 0) / 50) : 0))).size).toBeGreaterThanOrEqual(30);
+    } finally {
+      limiter.close();
+    }
+  });
+
+  it("an FCM 429 without FCM's own error detail waits Google's minute and slows its app down, as QUOTA_EXCEEDED does", async () => {
+    // Before, it read RESOURCE_EXHAUSTED: retried on the schedule's first second, and the limiter slowed nobody.
+    const limiter = await createRateLimiter({ platform: 'fcm', store: new MemoryRateLimitStore(), logger, registry: new Registry() });
+    try {
+      const bare = classifyFcmError({ code: 'RESOURCE_EXHAUSTED', message: "Quota exceeded for quota metric 'Send requests'", httpStatus: 429 });
+      const outcomes = await pusher(limiter, bare).handle(Array.from({ length: 20 }, () => message('big').inbound));
+      outcomes.forEach((o) => expect(o).toMatchObject({ kind: 'retry', delayMs: 60_000 }));
+      const causes: string[] = [];
+      const burst = await Promise.all(Array.from({ length: 50 }, () => limiter.acquire(1, AbortSignal.timeout(3000), 'big', (_, cause) => causes.push(cause))));
+      expect(burst.filter((ok) => !ok).length).toBeGreaterThanOrEqual(40);
+      expect(new Set(causes)).toEqual(new Set(['slowed']));
+      expect(await limiter.acquire(1, undefined, 'other')).toBe(true);
     } finally {
       limiter.close();
     }

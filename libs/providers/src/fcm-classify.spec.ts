@@ -59,20 +59,36 @@ describe('classifyFcmError (DESIGN.md failure table, FCM rows)', () => {
   });
 
   it("QUOTA_EXCEEDED without Retry-After waits at least a minute (Google: a minimum initial delay of 1 minute), pausing nothing; its QuotaFailure tells a device's own quota", () => {
-    expect(classifyFcmError({ code: 'QUOTA_EXCEEDED', message: 'Quota exceeded', httpStatus: 429 })).toEqual({ kind: 'transient', reason: 'QUOTA_EXCEEDED: Quota exceeded', retryNotBeforeMs: 60_000 });
+    expect(classifyFcmError({ code: 'QUOTA_EXCEEDED', message: 'Quota exceeded', httpStatus: 429 })).toEqual({ kind: 'transient', reason: 'QUOTA_EXCEEDED: Quota exceeded', httpStatus: 429, retryNotBeforeMs: 60_000 });
     expect(classifyFcmError({ code: 'QUOTA_EXCEEDED', message: 'Quota exceeded', httpStatus: 429, quotaViolations: 'exceeded device message rate quota' })).toEqual({
       kind: 'transient',
       reason: 'QUOTA_EXCEEDED (device-message-rate-exceeded): Quota exceeded',
+      httpStatus: 429,
       retryNotBeforeMs: 60_000,
     });
-    expect(classifyFcmError({ code: 'QUOTA_EXCEEDED', httpStatus: 429, quotaViolations: 'exceeded message rate quota', retryAfterMs: 5000 })).toEqual({ kind: 'transient', reason: 'QUOTA_EXCEEDED', retryAfterMs: 5000 });
-    expect(classifyFcmError({ code: 'UNAVAILABLE', httpStatus: 503 })).toEqual({ kind: 'transient', reason: 'UNAVAILABLE' });
+    expect(classifyFcmError({ code: 'QUOTA_EXCEEDED', httpStatus: 429, quotaViolations: 'exceeded message rate quota', retryAfterMs: 5000 })).toEqual({ kind: 'transient', reason: 'QUOTA_EXCEEDED', httpStatus: 429, retryAfterMs: 5000 });
+    expect(classifyFcmError({ code: 'UNAVAILABLE', httpStatus: 503 })).toEqual({ kind: 'transient', reason: 'UNAVAILABLE', httpStatus: 503 });
+  });
+
+  it("any 429 is a quota answer by its status: one without FCM's own error detail (RESOURCE_EXHAUSTED) waits the minute and slows the app down", () => {
+    // Before, it fell back to Google's status name: no minute, and the limiter took it for no throttle at all.
+    const bare = classifyFcmError({ code: 'RESOURCE_EXHAUSTED', message: "Quota exceeded for quota metric 'Send requests'", httpStatus: 429 });
+    expect(bare).toEqual({ kind: 'transient', reason: "RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Send requests'", httpStatus: 429, retryNotBeforeMs: 60_000 });
+    // Its QuotaFailure still tells a device's own quota.
+    expect(classifyFcmError({ code: 'RESOURCE_EXHAUSTED', httpStatus: 429, quotaViolations: 'exceeded device message rate quota' })).toMatchObject({
+      reason: 'RESOURCE_EXHAUSTED (device-message-rate-exceeded)',
+      retryNotBeforeMs: 60_000,
+    });
+    // A Retry-After still wins over the minute.
+    expect(classifyFcmError({ code: 'RESOURCE_EXHAUSTED', httpStatus: 429, retryAfterMs: 5000 })).toMatchObject({ retryAfterMs: 5000 });
+    expect(classifyFcmError({ code: 'RESOURCE_EXHAUSTED', httpStatus: 429, retryAfterMs: 5000 })).not.toHaveProperty('retryNotBeforeMs');
   });
 
   it('QUOTA_EXCEEDED and UNAVAILABLE carry FCM\'s Retry-After; a permanent or dead-token answer never does', () => {
     expect(classifyFcmError({ code: 'messaging/message-rate-exceeded', httpStatus: 429, retryAfterMs: 7000 })).toEqual({
       kind: 'transient',
       reason: 'message-rate-exceeded',
+      httpStatus: 429,
       retryAfterMs: 7000,
     });
     expect(classifyFcmError({ code: 'UNREGISTERED', retryAfterMs: 7000 })).toEqual({ kind: 'dead-token', reason: 'UNREGISTERED' });

@@ -65,16 +65,23 @@ function kindOf(f: FcmFailure, code: string): Kind {
   return 'permanent';
 }
 
-/** Pure: map an FCM failure to dead-token / transient / permanent (DESIGN.md failure table). */
+/**
+ * Pure: map an FCM failure to dead-token / transient / permanent (DESIGN.md failure table). A 429 is
+ * a quota answer by its status, whatever its code says: without FCM's own error detail it reads
+ * RESOURCE_EXHAUSTED, Google's status name, and was neither given the minute nor taken for the app's
+ * quota. A transient answer keeps its HTTP status, which decides whom the limiter slows down
+ * (throttle-scope.ts).
+ */
 export function classifyFcmError(f: FcmFailure): SendResult {
   const code = shortCode(f.code ?? '');
+  const quota = QUOTA_CODES.has(code) || f.httpStatus === 429;
   // A device's own rate reads as firebase-admin names it, so the limiter slows that device's push only (throttle-scope.ts).
-  const deviceQuota = code === 'QUOTA_EXCEEDED' && DEVICE_QUOTA.test(f.quotaViolations ?? '') ? ' (device-message-rate-exceeded)' : '';
+  const deviceQuota = quota && code !== 'device-message-rate-exceeded' && DEVICE_QUOTA.test(f.quotaViolations ?? '') ? ' (device-message-rate-exceeded)' : '';
   const reason = [(code || (f.httpStatus !== undefined ? `HTTP ${f.httpStatus}` : 'unknown')) + deviceQuota, f.message].filter(Boolean).join(': ');
   const kind = kindOf(f, code);
   if (kind === 'transient') {
-    const wait = f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : QUOTA_CODES.has(code) ? { retryNotBeforeMs: QUOTA_RETRY_NOT_BEFORE_MS } : {};
-    return { kind, reason, ...wait };
+    const wait = f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : quota ? { retryNotBeforeMs: QUOTA_RETRY_NOT_BEFORE_MS } : {};
+    return { kind, reason, ...(f.httpStatus !== undefined && { httpStatus: f.httpStatus }), ...wait };
   }
   if (kind === 'other-sender') return { kind: 'dead-token', reason, unlessAppFails: true };
   return { kind, reason };

@@ -17,9 +17,11 @@ export type SendResult =
    * `retryAfterMs`: the provider's Retry-After (it also pauses the app, ADR 0006). `retryNotBeforeMs`:
    * the least delay the provider's documents ask before this push is tried again, pausing nothing
    * else, where they ask exponential back-off from it (FCM QUOTA_EXCEEDED without Retry-After: a
-   * minute): the pusher doubles it for each attempt already spent.
+   * minute): the pusher doubles it for each attempt already spent. `httpStatus`: the provider's HTTP
+   * status, where the classifier keeps it (FCM): an FCM 429 is about its project's quota whatever its
+   * reason reads (throttle-scope.ts).
    */
-  | { kind: 'transient'; reason: string; retryAfterMs?: number; retryNotBeforeMs?: number }
+  | { kind: 'transient'; reason: string; retryAfterMs?: number; retryNotBeforeMs?: number; httpStatus?: number }
   /** Payload too large, bad topic, bad credentials, other 4xx. */
   | { kind: 'permanent'; reason: string };
 

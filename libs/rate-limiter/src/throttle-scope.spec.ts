@@ -23,6 +23,13 @@ describe('throttleScope (whom a throttle without Retry-After is about)', () => {
     expect(throttleScope(transient('HTTP 429'))).toBe('app');
   });
 
+  it("an FCM 429 is about the app's project quota by its status, whatever its reason reads", () => {
+    // Without FCM's own error detail a 429 reads RESOURCE_EXHAUSTED (Google's status name), which slowed nobody.
+    expect(throttleScope({ ...transient("RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Send requests'"), httpStatus: 429 })).toBe('app');
+    expect(throttleScope({ ...transient('RESOURCE_EXHAUSTED (device-message-rate-exceeded)'), httpStatus: 429 })).toBe('device');
+    expect(throttleScope({ ...transient('INTERNAL'), httpStatus: 500 })).toBeUndefined();
+  });
+
   it('APNs 503 and FCM UNAVAILABLE are about the provider: the platform slows down', () => {
     expect(throttleScope(transient('ServiceUnavailable'))).toBe('platform');
     expect(throttleScope(transient('UNAVAILABLE: HTTP 503'))).toBe('platform');

@@ -3,6 +3,8 @@ export interface ProviderAnswer {
   kind: string;
   reason?: string;
   retryAfterMs?: number;
+  /** The provider's HTTP status, where its classifier keeps it (FCM's transient answers). */
+  httpStatus?: number;
 }
 
 /**
@@ -10,8 +12,9 @@ export interface ProviderAnswer {
  * - `device`: APNs 429 TooManyRequests ("too many requests were made consecutively to the same
  *   device token") and FCM device-message-rate-exceeded. Slowing anything else down would punish
  *   every other device for one chatty one; the push itself retries with back-off.
- * - `app`: FCM QUOTA_EXCEEDED (firebase-admin: message-rate-exceeded) and any other FCM 429: the
- *   sending quota of the app's Firebase project.
+ * - `app`: FCM QUOTA_EXCEEDED (firebase-admin: message-rate-exceeded) and any other FCM 429, by
+ *   its status (one without FCM's own error detail reads RESOURCE_EXHAUSTED): the sending quota of
+ *   the app's Firebase project.
  * - `platform`: APNs 503 ServiceUnavailable, FCM UNAVAILABLE / HTTP 503: the provider is
  *   overloaded, whoever sends.
  */
@@ -26,7 +29,7 @@ export function throttleScope(answer: ProviderAnswer): ThrottleScope | undefined
   const reason = answer.reason ?? '';
   if (answer.kind !== 'transient' || reason.startsWith('transport:')) return undefined;
   if (DEVICE.test(reason)) return 'device';
-  if (APP.test(reason)) return 'app';
+  if (answer.httpStatus === 429 || APP.test(reason)) return 'app';
   if (PLATFORM.test(reason)) return 'platform';
   return undefined;
 }
