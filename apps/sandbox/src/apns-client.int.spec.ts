@@ -134,6 +134,21 @@ describe('APNs provider against the sandbox', () => {
     expect(recs.map((r) => [r.status, r.responseHeaders['retry-after']])).toEqual([[status, '7']]);
   });
 
+  // node-apn 8.1.0 checked for a closed session before its retry limit and threw an error without
+  // the answer; patches/@parse+node-apn+8.1.0.patch checks the limit first.
+  it.each<[FaultSpec['error'], number, string]>([
+    ['TooManyRequests', 429, 'TooManyRequests'],
+    ['InternalServerError', 500, 'Error 500, stream ended unexpectedly'], // node-apn's words for a 500, connection closed or not
+    ['ServiceUnavailable', 503, 'ServiceUnavailable'],
+  ])('keeps the answer and Retry-After of %s (%i) when APNs closes the connection with it (GOAWAY)', async (error, _status, reason) => {
+    const push = devicePush();
+    await fault({ token: push.token, error, retryAfterSeconds: 7, goaway: true, times: 1 });
+    // Not "transport: client session is either closed or destroyed", which paused nobody.
+    expect(await provider.send(push, { apnsTopic: TOPIC })).toEqual({ kind: 'transient', reason, retryAfterMs: 7000 });
+    // The next push goes out on a new connection.
+    expect(await provider.send(devicePush(), { apnsTopic: TOPIC })).toMatchObject({ kind: 'delivered' });
+  });
+
   it('answers delivered again once a `times` fault is used up', async () => {
     const push = devicePush();
     await fault({ token: push.token, error: 'ServiceUnavailable', times: 1 });

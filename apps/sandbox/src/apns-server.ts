@@ -51,6 +51,8 @@ async function serveStream(
     const { answer } = handled;
     const clientClosed = stream.destroyed || stream.closed;
     if (!clientClosed) {
+      // No new streams on this connection; this one (the last) is still answered.
+      if (handled.goaway === true) stream.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id);
       stream.respond({ ':status': answer.status, ...answer.headers });
       stream.end(answer.body.length > 0 ? answer.body : undefined);
     }

@@ -38,6 +38,8 @@ export interface Handled {
   warnings: string[];
   /** The provider accepted a real send (not validate_only): the phone gets it or it is stored. */
   deliver: boolean;
+  /** Close the connection with this answer (an APNs `goaway` fault): GOAWAY first, then the answer. */
+  goaway?: true;
 }
 
 export interface Exchange extends Handled {

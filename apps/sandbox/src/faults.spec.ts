@@ -41,6 +41,7 @@ describe('parseFaultSpec', () => {
       ok: true,
       spec: { platform: 'fcm', error: 'QUOTA_EXCEEDED', retryAfterSeconds: 2, times: 1 },
     });
+    expect(parseFaultSpec({ platform: 'apns', error: 'ServiceUnavailable', goaway: true })).toMatchObject({ ok: true });
   });
 
   it.each<[unknown, RegExp]>([
@@ -54,6 +55,9 @@ describe('parseFaultSpec', () => {
     [{ platform: 'apns', error: 'BadDeviceToken', unregisteredAtMs: 1 }, /with an APNs Unregistered \(410\) fault only/],
     [{ platform: 'fcm', error: 'UNREGISTERED', unregisteredAtMs: 1 }, /with an APNs Unregistered \(410\) fault only/],
     [{ platform: 'apns', error: 'Unregistered', unregisteredAtMs: '2025-01-01' }, /unregisteredAtMs must be a non-negative number/],
+    [{ platform: 'fcm', error: 'UNAVAILABLE', goaway: true }, /goaway goes with an APNs fault with an error only/],
+    [{ platform: 'apns', delayMs: 10, goaway: true }, /goaway goes with an APNs fault with an error only/],
+    [{ platform: 'apns', error: 'ServiceUnavailable', goaway: 1 }, /goaway must be true/],
   ])('rejects %j', (body, pattern) => {
     const r = parseFaultSpec(body);
     expect(r.ok).toBe(false);

@@ -32,6 +32,12 @@ export interface FaultSpec {
    * message rate quota" of the project, or "exceeded device message rate quota"); without it, no detail.
    */
   quota?: 'message' | 'device';
+  /**
+   * APNs only, with an error: the connection is closed with it, as APNs closes one with a 500 or 503
+   * (GOAWAY, NO_ERROR, naming this request's stream the last, sent before its answer; the answer
+   * still comes).
+   */
+  goaway?: true;
 }
 
 export interface Fault extends FaultSpec {
@@ -52,6 +58,10 @@ function checkNumbers(o: Record<string, unknown>): string | undefined {
   if (o['quota'] !== undefined) {
     if (o['platform'] !== 'fcm' || o['error'] !== 'QUOTA_EXCEEDED') return 'quota goes with an FCM QUOTA_EXCEEDED fault only';
     if (o['quota'] !== 'message' && o['quota'] !== 'device') return 'quota must be "message" or "device"';
+  }
+  if (o['goaway'] !== undefined) {
+    if (o['platform'] !== 'apns' || o['error'] === undefined) return 'goaway goes with an APNs fault with an error only';
+    if (o['goaway'] !== true) return 'goaway must be true';
   }
   if (o['unregisteredAtMs'] !== undefined) {
     if (o['platform'] !== 'apns' || o['error'] !== 'Unregistered') return 'unregisteredAtMs goes with an APNs Unregistered (410) fault only';
