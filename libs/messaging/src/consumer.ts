@@ -286,7 +286,8 @@ export class QueueConsumer implements Consumer {
     this.deps.logger.error({ err, queue: this.queue, messages: batch.length, consecutiveErrors: this.consecutiveErrors, backoffMs, code: unavailable.code }, 'handler failed: a dependency is unavailable; deferring the batch after back-off');
     await sleep(backoffMs, this.stopSignal.signal);
     if (this.stopping) return batch.forEach((d) => this.nack(d));
-    const outcome: Outcome = { kind: 'defer', code: unavailable.code, reason: unavailable.reason, delayMs: Math.max(MIN_DEFER_MS, backoffMs) };
+    // Spread above the pause: every consumer of the queue defers what it holds at about once.
+    const outcome: Outcome = { kind: 'defer', code: unavailable.code, reason: unavailable.reason, delayMs: Math.max(MIN_DEFER_MS, backoffMs), spread: true };
     await Promise.all(batch.map((d) => this.settle(d, outcome)));
   }
 

@@ -62,7 +62,8 @@ describe('planDefer', () => {
     expect(Math.min(...due)).toBeGreaterThanOrEqual(30_000);
     expect(Math.max(...due)).toBeLessThanOrEqual(36_000);
     expect(Math.max(...due) - Math.min(...due)).toBeGreaterThan(5000);
-    plans.forEach((p) => expect(p).toMatchObject({ kind: 'delay', queueDelayMs: 120_000 }));
+    // Each in the smallest queue that holds it: 120 s, or 30 s for one drawn exactly at the floor.
+    plans.forEach((p) => expect(p).toEqual({ kind: 'delay', expirationMs: expect.any(Number), queueDelayMs: p.kind === 'delay' && p.expirationMs <= 30_000 ? 30_000 : 120_000 }));
     // A floor just under a queue's delay spills into the next queue rather than past its own.
     expect(planDefer(production, 4900, true, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 5880 });
     expect(planDefer(production, 4900, true, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 4900 });
