@@ -134,18 +134,19 @@ describe('registrar handler', () => {
     expect(await device('t-zoned')).toMatchObject({ timezone: 'Asia/Kolkata', locale: 'hi-IN' });
   });
 
-  it("keeps the device's stored timezone and locale when a later register drops a bad one or gives none", async () => {
+  it("keeps the device's stored timezone, locale and app version when a later register drops a bad one or gives none", async () => {
     const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger });
     const at = (day: number) => `2025-03-0${day}T10:00:00Z`;
-    expect(await handle([message(register('t-berlin', { timezone: 'Europe/Berlin', locale: 'de-DE', eventAt: at(1) }))])).toEqual([{ kind: 'ack' }]);
+    expect(await handle([message(register('t-berlin', { timezone: 'Europe/Berlin', locale: 'de-DE', appVersion: '5.2.0', eventAt: at(1) }))])).toEqual([{ kind: 'ack' }]);
     // Before, the zone was set to NULL: the device's 09:00-local digests arrived at 09:00 UTC.
     expect(await handle([message(register('t-berlin', { timezone: 'Mars/Base', locale: 'english language', eventAt: at(2) }))])).toEqual([{ kind: 'ack' }]);
     expect(await device('t-berlin')).toMatchObject({ timezone: 'Europe/Berlin', locale: 'de-DE', last_event_at: new Date(at(2)) });
     expect(await handle([message(register('t-berlin', { timezone: undefined, userId: 'user-2', eventAt: at(3) }))])).toEqual([{ kind: 'ack' }]);
-    expect(await device('t-berlin')).toMatchObject({ user_id: 'user-2', timezone: 'Europe/Berlin', locale: 'de-DE' });
+    // A segment on appVersion ("appVersion >= 5.0") still finds the device.
+    expect(await device('t-berlin')).toMatchObject({ user_id: 'user-2', timezone: 'Europe/Berlin', locale: 'de-DE', app_version: '5.2.0' });
     // A zone given replaces it.
-    expect(await handle([message(register('t-berlin', { timezone: 'Asia/Tokyo', locale: 'ja-JP', eventAt: at(4) }))])).toEqual([{ kind: 'ack' }]);
-    expect(await device('t-berlin')).toMatchObject({ timezone: 'Asia/Tokyo', locale: 'ja-JP' });
+    expect(await handle([message(register('t-berlin', { timezone: 'Asia/Tokyo', locale: 'ja-JP', appVersion: '5.3.0', eventAt: at(4) }))])).toEqual([{ kind: 'ack' }]);
+    expect(await device('t-berlin')).toMatchObject({ timezone: 'Asia/Tokyo', locale: 'ja-JP', app_version: '5.3.0' });
   });
 
   it("throws for a value PostgreSQL refuses, so the consumer isolates that one message, not the batch (a token too long for the index)", async () => {

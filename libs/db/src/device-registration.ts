@@ -83,8 +83,9 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       web_p256dh = case when excluded.registered_at is null then d.web_p256dh else excluded.web_p256dh end,
       web_auth = case when excluded.registered_at is null then d.web_auth else excluded.web_auth end,
       web_vapid_key = case when excluded.registered_at is null then d.web_vapid_key else excluded.web_vapid_key end,
-      -- Segment attributes (migration 0020): a register reports them; last_seen_at never moves back.
-      app_version = case when excluded.registered_at is null then d.app_version else excluded.app_version end,
+      -- Segment attributes (migration 0020): a register reports them (one without an app version keeps the
+      -- device's, as for the timezone: a segment on appVersion lost the device); last_seen_at never moves back.
+      app_version = case when excluded.registered_at is null then d.app_version else coalesce(excluded.app_version, d.app_version) end,
       last_seen_at = case when excluded.registered_at is null then d.last_seen_at else greatest(d.last_seen_at, excluded.last_seen_at) end,
       registered_at = coalesce(excluded.registered_at, d.registered_at),
       user_changed_at = case when excluded.registered_at is not null and d.user_id is distinct from excluded.user_id then now() else d.user_changed_at end,
