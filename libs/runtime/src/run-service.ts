@@ -39,19 +39,29 @@ export async function runService(
   let healthy = false;
   let routes: HttpRoutes | undefined = undefined;
   const ops = await startOpsServer({ port: settings.HTTP_PORT, host: settings.HTTP_HOST, registry, healthy: () => healthy, routes: () => routes });
+  let starting: Promise<RunningService> | undefined;
+  let stopRequested = false;
+  // Heard from before start-up: a SIGTERM while the service starts (a deploy replacing a pod that
+  // is still starting) waits for it to finish, then stops it gracefully. Node's default ended the
+  // process at once, with a pusher already consuming and sending.
+  onShutdown(logger, settings.SHUTDOWN_TIMEOUT_MS, async () => {
+    stopRequested = true;
+    healthy = false;
+    const service = await starting;
+    await service?.stop(settings.SHUTDOWN_TIMEOUT_MS);
+    await ops.close();
+  });
+  logger.info({ opsPort: ops.port, opsHost: settings.HTTP_HOST }, `${name} starting`);
+  starting = start({ logger, registry });
   let service: RunningService;
   try {
-    service = await start({ logger, registry });
+    service = await starting;
   } catch (err) {
     logger.fatal({ err }, 'start-up failed');
     process.exit(1);
   }
-  healthy = true;
+  // A stop asked for during start-up goes on now: the service never reads healthy.
+  healthy = !stopRequested;
   routes = service.http;
   logger.info({ opsPort: ops.port, opsHost: settings.HTTP_HOST }, `${name} started`);
-  onShutdown(logger, settings.SHUTDOWN_TIMEOUT_MS, async () => {
-    healthy = false;
-    await service.stop(settings.SHUTDOWN_TIMEOUT_MS);
-    await ops.close();
-  });
 }
