@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@herald/testing';
+import { Registry } from '@herald/runtime';
+import { connectBroker } from './broker.ts';
 import {
   forceCloseConnection,
   recordingHandler,
+  silentLogger,
   startTestBroker,
   takeMessage,
   waitForMessage,
@@ -84,6 +87,33 @@ describe('consumer', () => {
     expect(h.seen[0]!.body.toString()).toBe('kept');
     expect(await takeMessage(t.vhost.amqpUrl, `${queue}.parked`)).toBe(false);
     expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
+  it('shows how long its oldest batch has been in hand (herald_consumer_oldest_batch_seconds): a batch stuck on a dependency stands out, 0 once settled', async () => {
+    const queue = await freshQueue();
+    const registry = new Registry();
+    const counted = await connectBroker({ url: t.vhost.amqpUrl, logger: silentLogger, connectionName: `${t.connectionName}-gauge`, metrics: registry });
+    const oldest = async (): Promise<number | undefined> =>
+      (await registry.getSingleMetric('herald_consumer_oldest_batch_seconds')?.get())?.values.find((v) => v.labels['queue'] === queue)?.value;
+    let unblock: () => void = () => undefined;
+    const blocked = new Promise<void>((r) => (unblock = r));
+    const h = recordingHandler();
+    const consumer = await counted.consume({ queue, prefetch: 5, retryDelaysMs: [200], handle: async (ms) => {
+        await blocked;
+        return h.handle(ms);
+      },
+    });
+    try {
+      await send(queue, 'stuck');
+      await waitFor('a batch in hand for a second', async () => ((await oldest()) ?? 0) >= 1);
+      unblock();
+      await waitFor('handled', () => h.seen.length === 1);
+      await waitFor('nothing in hand', async () => (await oldest()) === 0);
+    } finally {
+      unblock();
+      await consumer.stop(1000);
+      await counted.close();
+    }
   });
 
   it('parks a poison message once the queue delivery limit is reached', async () => {

@@ -55,7 +55,15 @@ export class QueueConsumer implements Consumer {
   ) {
     this.queue = options.queue;
     const batch = options.batch ?? { maxSize: 1, maxWaitMs: 0 };
-    this.batcher = new Batcher<Delivery>(batch.maxSize, batch.maxWaitMs, (items) => this.track(this.process(items).finally(() => this.release(items.length))), batch.maxConcurrent);
+    this.batcher = new Batcher<Delivery>(batch.maxSize, batch.maxWaitMs, (items) => {
+      const settled = this.deps.metrics.batches.take(this.queue);
+      return this.track(
+        this.process(items).finally(() => {
+          settled();
+          this.release(items.length);
+        }),
+      );
+    }, batch.maxConcurrent);
   }
 
   /** Subscribes; rejects if the first subscription fails (e.g. the queue does not exist). */
@@ -184,6 +192,8 @@ export class QueueConsumer implements Consumer {
     } catch (err) {
       // A handler cut short by this consumer's stop (its `stopping` signal: a delay relay's wait) gives its messages back quietly.
       if (this.stopping) return batch.forEach((d) => this.nack(d));
+      // Once a failed batch (a message's own error, found by halving, is a retry, not this).
+      this.deps.metrics.handlerErrors.inc({ queue: this.queue });
       const unavailable = this.options.deferOn?.(err);
       if (unavailable !== undefined) return this.backOffAndDefer(batch, err, unavailable);
       return this.backOffAndRequeue(batch, err, 'handler failed');
@@ -207,7 +217,6 @@ export class QueueConsumer implements Consumer {
       }
       return outcomes;
     } catch (err) {
-      if (!this.stopping) this.deps.metrics.handlerErrors.inc({ queue: this.queue });
       const reason = this.stopping ? undefined : this.options.messageError?.(err);
       if (reason === undefined) throw err;
       if (batch.length === 1) {

@@ -1,4 +1,4 @@
-import { Counter, type Registry } from '@herald/runtime';
+import { Counter, Gauge, type Registry } from '@herald/runtime';
 
 export interface MessagingMetrics {
   consumed: Counter<'queue'>;
@@ -7,6 +7,58 @@ export interface MessagingMetrics {
   parked: Counter<'queue' | 'code'>;
   published: Counter<'exchange'>;
   handlerErrors: Counter<'queue'>;
+  /** Batches in a consumer's hands now, by queue (herald_consumer_oldest_batch_seconds). */
+  batches: BatchesInHand;
+}
+
+/**
+ * The batches every consumer of a process holds, by queue: herald_consumer_oldest_batch_seconds
+ * reads the oldest at each scrape (0 when none). A batch stuck on a dependency that neither answers
+ * nor fails (a hung query, a provider that accepts and never answers) shows here long before
+ * RabbitMQ's consumer_timeout (30 minutes) closes its channel, while the queue's other consumers
+ * keep its ack rate up and no queue alarm fires.
+ */
+export class BatchesInHand {
+  private readonly byQueue = new Map<string, Set<{ since: number }>>();
+
+  /** A batch taken now; call the result when it is settled. */
+  take(queue: string): () => void {
+    const entry = { since: Date.now() };
+    let held = this.byQueue.get(queue);
+    if (held === undefined) this.byQueue.set(queue, (held = new Set()));
+    held.add(entry);
+    return () => held.delete(entry);
+  }
+
+  oldestSeconds(): Array<{ queue: string; seconds: number }> {
+    const now = Date.now();
+    return [...this.byQueue].map(([queue, held]) => {
+      let oldest = now;
+      for (const b of held) oldest = Math.min(oldest, b.since);
+      return { queue, seconds: (now - oldest) / 1000 };
+    });
+  }
+}
+
+/** One BatchesInHand a registry: every broker of a process shares its gauge. */
+const batchesOf = new WeakMap<Registry, BatchesInHand>();
+
+function batchesInHand(registry: Registry | undefined): BatchesInHand {
+  if (registry === undefined) return new BatchesInHand();
+  const known = batchesOf.get(registry);
+  if (known !== undefined) return known;
+  const batches = new BatchesInHand();
+  batchesOf.set(registry, batches);
+  new Gauge({
+    name: 'herald_consumer_oldest_batch_seconds',
+    help: "How long the oldest batch a consumer of this process holds has been in its hands (0: none); a delay queue's relay holds each message until it is due",
+    labelNames: ['queue'],
+    registers: [registry],
+    collect() {
+      for (const { queue, seconds } of batches.oldestSeconds()) this.set({ queue }, seconds);
+    },
+  });
+  return batches;
 }
 
 function counter<L extends string>(registry: Registry | undefined, name: string, help: string, labelNames: L[]): Counter<L> {
@@ -23,6 +75,7 @@ export function createMetrics(registry?: Registry): MessagingMetrics {
     retried: counter(registry, 'herald_messages_retried_total', 'Messages sent to a retry delay queue', ['queue', 'code']),
     parked: counter(registry, 'herald_messages_parked_total', 'Messages parked in <queue>.parked', ['queue', 'code']),
     published: counter(registry, 'herald_messages_published_total', 'Messages published and confirmed', ['exchange']),
-    handlerErrors: counter(registry, 'herald_handler_errors_total', 'handle() calls that threw', ['queue']),
+    batches: batchesInHand(registry),
+    handlerErrors: counter(registry, 'herald_handler_errors_total', 'Batches whose handler failed for a reason not their messages\' own (broken infrastructure or a bug): requeued, or deferred, after a back-off. A message whose own value fails is retried (code message-error), not counted here', ['queue']),
   };
 }

@@ -1,19 +1,30 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@herald/testing';
+import { Registry } from '@herald/runtime';
+import { connectBroker } from './broker.ts';
 import { HeraldHeaders } from './headers.ts';
-import { recordingHandler, startTestBroker, waitForMessage, type TestBroker } from './test-helpers.ts';
+import { recordingHandler, silentLogger, startTestBroker, waitForMessage, type TestBroker } from './test-helpers.ts';
 import { mergeTopologies, retryTopology, workQueueTopology } from './topology.ts';
-import type { InboundMessage } from './types.ts';
+import type { Broker, InboundMessage } from './types.ts';
 
 const DELAYS = [200, 400];
 
 describe('retry and park', () => {
   let t: TestBroker;
+  /** A broker whose metrics are read: herald_handler_errors_total, what HeraldHandlerErrors alarms on. */
+  let counted: Broker;
+  const registry = new Registry();
+  const handlerErrors = async (): Promise<number> =>
+    ((await registry.getSingleMetric('herald_handler_errors_total')?.get())?.values ?? []).reduce((sum, v) => sum + v.value, 0);
   beforeAll(async () => {
     t = await startTestBroker('msg-retry');
     await t.broker.applyTopology(mergeTopologies(workQueueTopology('r.work', 'r.exchange'), retryTopology(DELAYS)));
+    counted = await connectBroker({ url: t.vhost.amqpUrl, logger: silentLogger, connectionName: `${t.connectionName}-counted`, metrics: registry });
   });
-  afterAll(() => t.teardown());
+  afterAll(async () => {
+    await counted?.close();
+    await t.teardown();
+  });
 
   const send = (body: string) =>
     t.broker.publisher.publish({ exchange: 'r.exchange', routingKey: 'r.work', body: Buffer.from(body), messageId: body, headers: { 'x-keep': 'me' } });
@@ -122,7 +133,8 @@ describe('retry and park', () => {
     const handled: InboundMessage[] = [];
     // Queued before the consumer starts, so they come in one read and go to the handler together.
     await Promise.all(['m0', 'm1', 'poison', 'm3', 'm4'].map(send));
-    const consumer = await t.broker.consume({
+    const errorsBefore = await handlerErrors();
+    const consumer = await counted.consume({
       queue: 'r.work',
       prefetch: 10,
       batch: { maxSize: 5, maxWaitMs: 500 },
@@ -155,13 +167,16 @@ describe('retry and park', () => {
       [HeraldHeaders.parkedReason]: 'refused: invalid byte sequence for encoding "UTF8": 0x00',
       [HeraldHeaders.attempt]: 1 + DELAYS.length,
     });
+    // One message's own value is no broken infrastructure: HeraldHandlerErrors stays quiet (it counted every halving).
+    expect(await handlerErrors()).toBe(errorsBefore);
   });
 
   it('requeues the whole batch after a back-off for an error messageError does not claim', async () => {
     let failed: string[] | undefined;
     const seen: InboundMessage[] = [];
     await Promise.all(['a', 'b', 'c'].map(send));
-    const consumer = await t.broker.consume({
+    const errorsBefore = await handlerErrors();
+    const consumer = await counted.consume({
       queue: 'r.work',
       prefetch: 10,
       batch: { maxSize: 3, maxWaitMs: 500 },
@@ -183,5 +198,7 @@ describe('retry and park', () => {
     expect(failed?.length).toBeGreaterThan(0);
     for (const body of failed ?? []) expect(seen.find((m) => m.body.toString() === body)?.redelivered, body).toBe(true);
     expect(seen.map((m) => m.body.toString()).sort()).toEqual(['a', 'b', 'c']);
+    // Counted once, for the batch that failed.
+    expect(await handlerErrors()).toBe(errorsBefore + 1);
   });
 });
