@@ -39,7 +39,8 @@ export async function runService(
   let healthy = false;
   let routes: HttpRoutes | undefined = undefined;
   const ops = await startOpsServer({ port: settings.HTTP_PORT, host: settings.HTTP_HOST, registry, healthy: () => healthy, routes: () => routes });
-  let starting: Promise<RunningService> | undefined;
+  /** The start-up under way, once begun (a stop asked for before it waits for it). */
+  const startUp: { running?: Promise<RunningService> } = {};
   let stopRequested = false;
   // Heard from before start-up: a SIGTERM while the service starts (a deploy replacing a pod that
   // is still starting) waits for it to finish, then stops it gracefully. Node's default ended the
@@ -47,15 +48,15 @@ export async function runService(
   onShutdown(logger, settings.SHUTDOWN_TIMEOUT_MS, async () => {
     stopRequested = true;
     healthy = false;
-    const service = await starting;
+    const service = await startUp.running;
     await service?.stop(settings.SHUTDOWN_TIMEOUT_MS);
     await ops.close();
   });
   logger.info({ opsPort: ops.port, opsHost: settings.HTTP_HOST }, `${name} starting`);
-  starting = start({ logger, registry });
+  startUp.running = start({ logger, registry });
   let service: RunningService;
   try {
-    service = await starting;
+    service = await startUp.running;
   } catch (err) {
     logger.fatal({ err }, 'start-up failed');
     process.exit(1);
