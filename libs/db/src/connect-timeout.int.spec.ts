@@ -37,4 +37,17 @@ describe('a database that accepts connections but does not answer', () => {
       await db.close();
     }
   });
+
+  it('a query waiting for a busy pool longer than connectTimeoutMs waits: a healthy pool under load is no database outage', async () => {
+    const db = createDatabase({ url: t.url, schema: t.schema, poolSize: 1, connectTimeoutMs: 200 });
+    try {
+      const busy = sql`select pg_sleep(0.8)`.execute(db.kysely);
+      // Behind the one connection for 800 ms: pg-pool's own connectionTimeoutMillis failed it at 200 ms.
+      const { rows } = await sql<{ one: number }>`select 1 as one`.execute(db.kysely);
+      expect(rows[0]?.one).toBe(1);
+      await busy;
+    } finally {
+      await db.close();
+    }
+  });
 });

@@ -2,7 +2,8 @@
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 /** SQLSTATEs of a server that is going away or not accepting sessions yet (a restart, a failover). */
 const GOING_AWAY = new Set(['57P01', '57P02', '57P03']);
-const LOST = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect/i;
+// 'timeout expired': pg's own start-up deadline (DatabaseOptions.connectTimeoutMs) passed.
+const LOST = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|^timeout expired$/i;
 
 /**
  * True for errors that say the database is unavailable (down, restarting, connection lost), not

@@ -35,10 +35,10 @@ export interface DatabaseOptions {
    */
   synchronousCommit?: boolean;
   /**
-   * Longest wait for a connection, a new one's start-up included (default
-   * DEFAULT_CONNECT_TIMEOUT_MS): past it the query fails as the database being unavailable, and
-   * the consumers defer their messages. Without it a PostgreSQL that accepts connections but does
-   * not answer (a failover caught half-way) held every query, and the messages behind it, for good.
+   * Longest a new connection's start-up may take (default DEFAULT_CONNECT_TIMEOUT_MS): past it the
+   * query fails as the database being unavailable, and the consumers defer their messages. Without
+   * it a PostgreSQL that accepts connections but does not answer (a failover caught half-way) held
+   * every query, and the messages behind it, for good. A wait for a busy pool's client is not bounded.
    */
   connectTimeoutMs?: number;
 }
@@ -92,6 +92,19 @@ function queryLogger(options: DatabaseOptions): ((event: LogEvent) => void) | un
   };
 }
 
+/**
+ * The client class with a start-up deadline of its own. Not the pool's connectionTimeoutMillis:
+ * pg-pool applies that to a query waiting in its queue behind busy clients too, and a healthy pool
+ * under load then read as a database that is down (its consumers deferring everything).
+ */
+function withConnectTimeout(Base: typeof pg.Client, timeoutMs: number): typeof pg.Client {
+  return class extends Base {
+    constructor(config?: string | pg.ClientConfig) {
+      super(typeof config === 'string' ? { connectionString: config, connectionTimeoutMillis: timeoutMs } : { ...config, connectionTimeoutMillis: timeoutMs });
+    }
+  };
+}
+
 /** Kysely over a pg Pool whose every connection has search_path = schema. */
 export function createDatabase(options: DatabaseOptions): Database {
   const { url, schema, poolSize = 10, logger } = options;
@@ -100,11 +113,10 @@ export function createDatabase(options: DatabaseOptions): Database {
   }
   const pool = new pg.Pool({
     connectionString: url,
-    Client: clientClassFor(url),
+    Client: withConnectTimeout(clientClassFor(url), options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS),
     max: poolSize,
     options: `-c search_path=${schema}${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
     application_name: 'herald',
-    connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
   });
