@@ -307,7 +307,7 @@ function retryDelayOf(result: Extract<SendResult, { kind: 'transient' }>, attemp
 /**
  * An unsent push comes back without spending an attempt: after its app's pause ends (spread over a
  * fifth of the time left, as every push of the app deferred meanwhile is due then, in every
- * pusher), at its app's turn, or in a second for budget.
+ * pusher), at its app's turn (spread likewise when a throttle slowed the app), or in a second for budget.
  */
 function deferUnsent(result: Unpaced): Outcome {
   if (result.pausedMs > 0) {
@@ -316,7 +316,9 @@ function deferUnsent(result: Unpaced): Outcome {
   }
   if (result.bookedMs > 0 && result.slowed === true) {
     const reason = `the provider's quota answer slowed this app down in this pusher; its turn comes in ${Math.ceil(result.bookedMs)} ms`;
-    return { kind: 'defer', code: 'app-slowed-down', reason, delayMs: Math.ceil(result.bookedMs) };
+    // Spread: past the slowdown's end every refused push is given that one instant (no turn is
+    // booked past it), and all of them at once drew the next QUOTA_EXCEEDED, an attempt each.
+    return { kind: 'defer', code: 'app-slowed-down', reason, delayMs: Math.ceil(result.bookedMs), spread: true };
   }
   if (result.bookedMs > 0) {
     return { kind: 'defer', code: 'app-rate-limited', reason: `the app's own budget is booked ${Math.ceil(result.bookedMs)} ms ahead`, delayMs: Math.ceil(result.bookedMs) };
