@@ -20,7 +20,7 @@ await runService('api', config, async ({ logger, registry }) => {
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'api', metrics: registry, confirmTimeoutMs: config.API_PUBLISH_CONFIRM_TIMEOUT_MS });
   // Jobs accepted at once (a batch request, concurrent requests) share RabbitMQ messages; each
   // request is still answered on its own job's confirm.
-  const publishJob = coalescedPublish(broker.publisher, { packMax: config.JOB_PACK_SIZE });
+  const publishJob = coalescedPublish(broker.publisher, { packMax: config.JOB_PACK_SIZE, callTimeoutMs: config.API_PUBLISH_CONFIRM_TIMEOUT_MS });
   const box = config.HERALD_SECRET_KEY === undefined ? undefined : createSecretBox(config.HERALD_SECRET_KEY);
   const server = buildApiServer({
     jobs,

@@ -104,7 +104,8 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
     confirmTimeoutMs: options.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS,
   });
   // Jobs published at once share RabbitMQ messages (each caller still resolved by its own job's confirm).
-  const publishJob = coalescedPublish(broker.publisher, options.jobPackSize === undefined ? {} : { packMax: options.jobPackSize });
+  const confirmTimeoutMs = options.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS;
+  const publishJob = coalescedPublish(broker.publisher, { ...(options.jobPackSize !== undefined && { packMax: options.jobPackSize }), callTimeoutMs: confirmTimeoutMs });
   const client: HeraldClient = {
     async publishPushJob(input) {
       const job = validate(PushJob, 'push job', { ...input, acceptedAt: input.acceptedAt ?? new Date().toISOString() });

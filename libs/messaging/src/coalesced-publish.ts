@@ -1,4 +1,5 @@
 import { Batcher } from './batcher.ts';
+import { PublishFailedError } from './errors.ts';
 import type { EachPublisher, OutboundMessage } from './types.ts';
 
 /** Jobs one RabbitMQ message carries when published at once (ADR 0018): coalescedPublish's default, and so the client's and the API's (JOB_PACK_SIZE). */
@@ -14,6 +15,14 @@ export interface CoalescedPublishOptions {
    * while fewer are waits for one to end or MORE_WAIT_MS, whichever is first.
    */
   maxInFlight?: number;
+  /**
+   * Longest a call may wait for its confirm, counted from the call, not from its round (default:
+   * none). With rounds one at a time and a broker that does not confirm, calls queued behind a
+   * round waited for it first: the Nth round's calls N times the publisher's deadline. A call
+   * past it is rejected with PublishFailedError (its message may still arrive) and, if its round
+   * has not started, left out of it.
+   */
+  callTimeoutMs?: number;
 }
 
 /** With maxInFlight > 1: how long a call made while a round awaits its confirms may wait for more to join it. */
@@ -23,6 +32,8 @@ interface Call {
   msg: OutboundMessage;
   resolve: () => void;
   reject: (err: unknown) => void;
+  /** Rejected by callTimeoutMs before its round settled it. */
+  expired?: boolean;
 }
 
 /**
@@ -40,11 +51,33 @@ interface Call {
 export function coalescedPublish(publisher: EachPublisher, options: CoalescedPublishOptions = {}): (msg: OutboundMessage) => Promise<void> {
   const packMax = options.packMax ?? DEFAULT_JOB_PACK_SIZE;
   const batcher = new Batcher<Call>(options.maxBatch ?? 500, MORE_WAIT_MS, (calls) => publishRound(publisher, calls, packMax), options.maxInFlight ?? 1);
-  return (msg) => new Promise<void>((resolve, reject) => batcher.add({ msg, resolve, reject }));
+  const timeoutMs = options.callTimeoutMs;
+  return (msg) =>
+    new Promise<void>((resolve, reject) => {
+      if (timeoutMs === undefined) return batcher.add({ msg, resolve, reject });
+      const call: Call = {
+        msg,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      };
+      const timer = setTimeout(() => {
+        call.expired = true;
+        reject(new PublishFailedError(`publish to "${msg.exchange}" not confirmed: no confirm within ${timeoutMs} ms (waiting behind earlier publishes or for RabbitMQ); the message may still arrive, publish it again with the same id`));
+      }, timeoutMs);
+      batcher.add(call);
+    });
 }
 
 /** One round: every call in one publishEach, each call settled by its own message's result. */
-async function publishRound(publisher: EachPublisher, calls: readonly Call[], packMax: number): Promise<void> {
+async function publishRound(publisher: EachPublisher, queued: readonly Call[], packMax: number): Promise<void> {
+  const calls = queued.filter((c) => c.expired !== true);
+  if (calls.length === 0) return;
   let results: PromiseSettledResult<void>[];
   try {
     results = await publisher.publishEach(calls.map((c) => c.msg), { packMax });

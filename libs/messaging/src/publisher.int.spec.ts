@@ -4,6 +4,7 @@ import { BrokerConnectError, PublishFailedError, UnroutableError } from './error
 import { recordingHandler, startTestBroker, takeMessage, type TestBroker } from './test-helpers.ts';
 import { workQueueTopology } from './topology.ts';
 import { connectBroker } from './broker.ts';
+import { coalescedPublish } from './coalesced-publish.ts';
 import type { Broker } from './types.ts';
 import { silentLogger } from './test-helpers.ts';
 
@@ -122,5 +123,25 @@ describe('publisher in front of a broker that stops answering', () => {
     expect([...bodies].sort()).toEqual(['late', 'patient', 'warm']);
     // The confirm that came after the deadline settled nothing twice; the publisher keeps working.
     await answering.publisher.publish({ exchange: 't.exchange', routingKey: 't.work', body: Buffer.from('after') });
+  });
+
+  it('bounds each coalesced call from when it was made: calls queued behind a round that gets no confirm do not wait for it first', async () => {
+    const broker = await through(300);
+    await broker.publisher.publish({ exchange: 't.exchange', routingKey: 't.work', body: Buffer.from('warm') });
+    // One call a round, rounds one at a time (as the API's job publishing under a blocked broker).
+    const publish = coalescedPublish(broker.publisher, { maxBatch: 1, callTimeoutMs: 300 });
+    proxy.freeze();
+    try {
+      const started = Date.now();
+      const settled = await Promise.allSettled([1, 2, 3].map((n) => publish({ exchange: 't.exchange', routingKey: 't.work', body: { n }, messageId: `c-${n}` })));
+      // Without the bound per call: the third waited for two rounds first, about 900 ms.
+      expect(Date.now() - started).toBeLessThan(700);
+      for (const s of settled) {
+        expect(s.status).toBe('rejected');
+        expect(String((s as PromiseRejectedResult).reason)).toMatch(/no confirm within 300 ms/);
+      }
+    } finally {
+      proxy.thaw();
+    }
   });
 });
