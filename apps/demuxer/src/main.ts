@@ -1,6 +1,16 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createDatabase, createFanoutRepository, deferWhileDatabaseUnavailable, pruneJobs, pruneOrphanOutcomes, refusedValueReason } from '@herald/db';
+import {
+  ORPHAN_WALK_STATEMENTS_PER_RUN,
+  createAppCache,
+  createDatabase,
+  createFanoutRepository,
+  deferWhileDatabaseUnavailable,
+  pruneJobs,
+  pruneOrphanOutcomes,
+  refusedValueReason,
+  type OrphanWalk,
+} from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, startPruner } from '@herald/runtime';
 import { demuxerConfig } from './config.ts';
@@ -62,12 +72,13 @@ await runService('demuxer', config, async ({ logger, registry }) => {
   // Job status is kept JOB_RETENTION_DAYS after the job's last due time, then the job goes with its
   // outcomes, and so do outcomes written after it went (job-prune.ts): a statement a batch, so every
   // demuxer may prune, through the transaction-mode pooler too.
+  const orphanWalk: OrphanWalk = { after: null };
   const jobPruner = startPruner({
     metricNames: { runs: 'herald_job_prune_runs_total', pruned: 'herald_job_pruned_total' },
     what: 'jobs',
     prune: async (olderThan, batchSize, signal) => {
       const jobs = await pruneJobs(db.kysely, olderThan, batchSize, signal);
-      const orphans = await pruneOrphanOutcomes(db.kysely, undefined, signal);
+      const orphans = await pruneOrphanOutcomes(db.kysely, undefined, signal, orphanWalk, ORPHAN_WALK_STATEMENTS_PER_RUN);
       if (orphans > 0) logger.info({ orphans }, 'push outcomes written after their job was pruned: deleted');
       return jobs;
     },

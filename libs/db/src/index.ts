@@ -12,7 +12,7 @@ export * from './app-repository.ts';
 export * from './app-cache.ts';
 export * from './delivery-ledger.ts';
 export { LEDGER_PRUNE_LOCK_CLASS, DEFAULT_PRUNE_BATCH } from './ledger-prune.ts';
-export { DEFAULT_JOB_PRUNE_BATCH, pruneJobs, pruneOrphanOutcomes } from './job-prune.ts';
+export { DEFAULT_JOB_PRUNE_BATCH, ORPHAN_WALK_STATEMENTS_PER_RUN, pruneJobs, pruneOrphanOutcomes, type OrphanWalk } from './job-prune.ts';
 export { DEFAULT_DEVICE_PRUNE_BATCH, pruneDevices } from './device-prune.ts';
 export { DEFAULT_MUTE_PRUNE_BATCH, pruneExpiredMutes } from './mute-prune.ts';
 export * from './scheduled-push-repository.ts';

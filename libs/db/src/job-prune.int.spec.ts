@@ -128,4 +128,28 @@ describe('pruning outcomes whose job is gone', () => {
     expect(await Promise.all(live.map(outcomesOf))).toEqual([3, 1]);
     expect(await pruneOrphanOutcomes(t.db.kysely)).toBe(0);
   });
+
+  it('walks a bounded part of the table a run and goes on from there the next run, wrapping round at the end', async () => {
+    const gone = await Promise.all([job(60, 0), job(60, 0)]);
+    await pruneJobs(t.db.kysely, daysAgo(30));
+    await upsertOutcomes(t.db.kysely, gone.map((id) => ({ jobId: id, pushId: derivePushId(id, '1'), outcome: 'delivered' as const })));
+    const live = await job(1, 1);
+    // Every job id of push_outcomes, in the walk's order: one statement a run looks at one.
+    const ids = (await sql<{ job_id: string }>`select distinct job_id from push_outcomes order by job_id`.execute(t.db.kysely)).rows.map((r) => r.job_id);
+    const cursor = { after: null as string | null };
+    let deleted = 0;
+    for (let run = 1; run <= ids.length; run++) {
+      deleted += await pruneOrphanOutcomes(t.db.kysely, 1, undefined, cursor, 1);
+      // A run of one statement stops there; the orphans it has passed are gone, those after it not yet.
+      expect(cursor.after).toBe(ids[run - 1]);
+      const passed = gone.filter((id) => id <= (cursor.after as string));
+      for (const id of passed) expect(await outcomesOf(id)).toBe(0);
+      for (const id of gone.filter((g) => !passed.includes(g))) expect(await outcomesOf(id)).toBe(1);
+    }
+    expect(deleted).toBe(2);
+    expect(await outcomesOf(live)).toBe(1);
+    // The next run finds the end and starts again from the beginning.
+    expect(await pruneOrphanOutcomes(t.db.kysely, 1, undefined, cursor, 1)).toBe(0);
+    expect(cursor.after).toBeNull();
+  });
 });

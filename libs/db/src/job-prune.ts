@@ -53,14 +53,27 @@ export const DEFAULT_ORPHAN_WALK = 1_000;
  * would ever reach, and which a job published again with that id would count as its own. Walks
  * the distinct job ids of push_outcomes in order through its primary key (one index descent each,
  * `walk` ids a statement, the walk's position kept here between statements, not in the session),
- * deleting the outcomes of those without a job; rows another transaction holds are skipped. No
+ * deleting the outcomes of those without a job; rows another transaction holds are skipped. With
+ * `maxStatements`, a run stops after that many and leaves `cursor` where the next run goes on (a
+ * table of millions of jobs is not walked whole every hour by every demuxer). No
  * outcome is written before its job's row (the demuxer records the job before it publishes its
  * pushes), so one without a job is never a job still starting. Returns how many rows were deleted.
  */
-export async function pruneOrphanOutcomes(db: Kysely<HeraldTables>, walk = DEFAULT_ORPHAN_WALK, signal?: AbortSignal): Promise<number> {
-  let after: string | null = null;
+export async function pruneOrphanOutcomes(
+  db: Kysely<HeraldTables>,
+  walk = DEFAULT_ORPHAN_WALK,
+  signal?: AbortSignal,
+  cursor: OrphanWalk = { after: null },
+  maxStatements = Number.POSITIVE_INFINITY,
+): Promise<number> {
+  let after = cursor.after;
   let total = 0;
-  while (signal?.aborted !== true) {
+  for (let statements = 0; signal?.aborted !== true; statements++) {
+    if (statements >= maxStatements) {
+      // The rest next time, from here: a run costs at most maxStatements × walk index lookups.
+      cursor.after = after;
+      return total;
+    }
     const from: RawBuilder<unknown> = after === null ? sql`` : sql`where job_id > ${after}`;
     const { rows } = await sql<{ last: string | null; walked: number; deleted: number }>`
       with recursive ids(job_id, n) as (
@@ -84,5 +97,15 @@ export async function pruneOrphanOutcomes(db: Kysely<HeraldTables>, walk = DEFAU
     if (r === undefined || r.last === null || r.walked < walk) break;
     after = r.last;
   }
+  // The whole table walked (or stopped): the next run starts from the beginning.
+  cursor.after = null;
   return total;
 }
+
+/** Where an orphan walk left off (pruneOrphanOutcomes' cursor), kept by its caller between runs. */
+export interface OrphanWalk {
+  after: string | null;
+}
+
+/** Statements an hourly orphan walk runs at most (each DEFAULT_ORPHAN_WALK job ids): the table is covered over several runs. */
+export const ORPHAN_WALK_STATEMENTS_PER_RUN = 20;
