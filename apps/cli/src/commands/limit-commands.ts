@@ -1,6 +1,7 @@
 import { LimitedChannels, type LimitedChannel } from '@herald/contracts';
 import type { Command } from 'commander';
 import { printRows } from '../output.ts';
+import { requireApp } from './app-check.ts';
 import { auditedCli } from './cli-audit.ts';
 import { withDatabase } from './with-database.ts';
 
@@ -31,7 +32,16 @@ export function registerLimitCommands(program: Command): void {
       const key = { platform: platformOf(o.platform), ...(o.app !== undefined && { app: o.app }) };
       const rate = rateOf(o.rate);
       const what = { action: 'limit.set', target: limitTarget(key), request: { ...key, rate, via: 'cli' } };
-      await auditedCli(what, (db) => db.rateLimits.set(key, rate), () => ({ ratePerSec: rate }));
+      await auditedCli(
+        what,
+        async (db) => {
+          // A device platform's --app is an app id: a typo (or 'Demo') made a budget no push ever
+          // matched, and the operator believed the app limited. A webhook's is a destination.
+          if (key.app !== undefined && key.platform !== 'webhook') await requireApp(db, key.app);
+          return db.rateLimits.set(key, rate);
+        },
+        () => ({ ratePerSec: rate }),
+      );
       process.stdout.write(`${o.platform}${o.app === undefined ? '' : ` app ${o.app}`}: at most ${rate} pushes/s\n`);
     });
   limits

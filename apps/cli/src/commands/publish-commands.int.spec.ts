@@ -81,3 +81,16 @@ describe('herald send, apps add and parked list: what an operator types wrong', 
     }
   });
 });
+
+describe('herald limits set', () => {
+  it("refuses an app budget for an app that does not exist (a typo limited nothing), and sets one for an app that does", async () => {
+    const typo = await herald('limits', 'set', '--platform', 'fcm', '--rate', '50', '--app', 'Live');
+    expect(typo.code).not.toBe(0);
+    expect(typo.stderr).toMatch(/unknown app "Live"/);
+    expect((await t.db.rateLimits.list()).filter((r) => r.app === 'Live')).toEqual([]);
+    expect(await herald('limits', 'set', '--platform', 'fcm', '--rate', '50', '--app', 'live')).toEqual({ code: 0, stderr: '' });
+    expect((await t.db.rateLimits.list()).find((r) => r.app === 'live')).toMatchObject({ platform: 'fcm', ratePerSec: 50 });
+    // A webhook budget's --app is a destination host:port, not an app.
+    expect(await herald('limits', 'set', '--platform', 'webhook', '--rate', '5', '--app', 'hooks.example:443')).toEqual({ code: 0, stderr: '' });
+  });
+});
