@@ -128,4 +128,14 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(jobNotices({ expiresAt: '2026-01-20T00:00:00Z', content }, NOW)).toEqual([]);
     expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content: { pushType: 'voip', data: { c: '1' } } }, NOW)).toEqual([]);
   });
+
+  it("counts a scheduled job's expiry from when it is due, as FCM's ttl counts from the send", () => {
+    const content = { title: 't' };
+    // Due 20 days on, expiring 40 days on: sent with 20 days to live, nothing capped (it said "40 days ahead").
+    expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content, deliverAt: { at: '2026-01-21T00:00:00Z' } }, NOW)).toEqual([]);
+    expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content, deliverAt: { localTime: '09:00', date: '2026-01-21' } }, NOW)).toEqual([]);
+    // Due at once (a local time without a date) or 5 days on with 35 days more: capped, and said so from the due time.
+    expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content, deliverAt: { localTime: '09:00' } }, NOW)).toEqual([expect.stringMatching(/40 days after the job is due/) as unknown]);
+    expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content, deliverAt: { at: '2026-01-06T00:00:00Z' } }, NOW)).toEqual([expect.stringMatching(/35 days after the job is due/) as unknown]);
+  });
 });

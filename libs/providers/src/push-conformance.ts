@@ -116,10 +116,23 @@ export function webConformanceIssues(job: JobPart, now: Date = new Date()): Conf
   return issuesOn(job, platformsFor(job.content).filter((p) => p === 'web'), now);
 }
 
-/** Sentences for the job's status when Herald had to adapt it to a provider's limits. */
-export function jobNotices(job: Pick<PushJob, 'expiresAt' | 'content'>, acceptedAt: Date): string[] {
+/**
+ * Sentences for the job's status when Herald had to adapt it to a provider's limits. FCM's ttl
+ * counts from the send, so a scheduled job's expiry counts from when it is due: its earliest
+ * possible instant (an `at`; a local time on a date, in the earliest zone, UTC+14; a local time
+ * without a date, its acceptance).
+ */
+export function jobNotices(job: Pick<PushJob, 'expiresAt' | 'content' | 'deliverAt'>, acceptedAt: Date): string[] {
   if (job.expiresAt === undefined || !platformsFor(job.content).includes('fcm')) return [];
-  const aheadS = (Date.parse(job.expiresAt) - acceptedAt.getTime()) / 1000;
+  const from = earliestSend(job.deliverAt, acceptedAt);
+  const aheadS = (Date.parse(job.expiresAt) - from) / 1000;
   if (aheadS <= HERALD_MAX_STORAGE_S) return [];
-  return [`expiresAt is ${Math.round(aheadS / 86_400)} days ahead: FCM stores a push at most 28 days, so FCM devices get android.ttl ${HERALD_MAX_STORAGE_S}s`];
+  const after = job.deliverAt === undefined ? 'ahead' : 'after the job is due';
+  return [`expiresAt is ${Math.round(aheadS / 86_400)} days ${after}: FCM stores a push at most 28 days, so FCM devices get android.ttl ${HERALD_MAX_STORAGE_S}s`];
+}
+
+function earliestSend(deliverAt: PushJob['deliverAt'], acceptedAt: Date): number {
+  if (deliverAt === undefined) return acceptedAt.getTime();
+  const due = 'at' in deliverAt ? Date.parse(deliverAt.at) : deliverAt.date === undefined ? Number.NaN : Date.parse(`${deliverAt.date}T${deliverAt.localTime}:00+14:00`);
+  return Number.isNaN(due) ? acceptedAt.getTime() : Math.max(acceptedAt.getTime(), due);
 }
