@@ -58,5 +58,5 @@ export async function handleApnsRequest(req: ApnsIncoming, tokens: ProviderToken
   const fault = ctx.faults.take('apns', route.token);
   if (fault?.delayMs !== undefined) await sleep(fault.delayMs);
   const answer = (fault && faultAnswer(fault, apnsId)) ?? success(apnsId);
-  return { token: route.token, answer, warnings: valid.warnings, deliver: answer.status === 200, ...(fault?.goaway === true && { goaway: true }) };
+  return { token: route.token, answer, warnings: valid.warnings, deliver: answer.status === 200, ...(fault?.goaway === true && fault.error !== undefined && { goaway: fault.error }) };
 }

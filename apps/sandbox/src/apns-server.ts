@@ -51,8 +51,9 @@ async function serveStream(
     const { answer } = handled;
     const clientClosed = stream.destroyed || stream.closed;
     if (!clientClosed) {
-      // No new streams on this connection; this one (the last) is still answered.
-      if (handled.goaway === true) stream.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id);
+      // No new streams on this connection; this one (the last) is still answered. Apple: "The
+      // GOAWAY frame includes JSON data in its payload with a reason key".
+      if (handled.goaway !== undefined) stream.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id, Buffer.from(JSON.stringify({ reason: handled.goaway })));
       stream.respond({ ':status': answer.status, ...answer.headers });
       stream.end(answer.body.length > 0 ? answer.body : undefined);
     }

@@ -38,8 +38,11 @@ export interface Handled {
   warnings: string[];
   /** The provider accepted a real send (not validate_only): the phone gets it or it is stored. */
   deliver: boolean;
-  /** Close the connection with this answer (an APNs `goaway` fault): GOAWAY first, then the answer. */
-  goaway?: true;
+  /**
+   * Close the connection with this answer (an APNs `goaway` fault): GOAWAY first, its debug data
+   * `{"reason": goaway}` as Apple documents it, then the answer.
+   */
+  goaway?: string;
 }
 
 export interface Exchange extends Handled {

@@ -33,9 +33,10 @@ export interface FaultSpec {
    */
   quota?: 'message' | 'device';
   /**
-   * APNs only, with an error: the connection is closed with it, as APNs closes one with a 500 or 503
-   * (GOAWAY, NO_ERROR, naming this request's stream the last, sent before its answer; the answer
-   * still comes).
+   * APNs only, with an error: the connection is closed with it (GOAWAY, NO_ERROR, naming this
+   * request's stream the last, its debug data `{"reason": error}` as Apple documents a GOAWAY,
+   * sent before its answer; the answer still comes). That APNs closes a connection with a 500 or
+   * 503 is observed (node-apn's users), not documented.
    */
   goaway?: true;
 }

@@ -91,6 +91,20 @@ describe('simulated phones behind the real servers', () => {
     expect(got.map((d) => [d.via, (d.body as { message: { notification: { title: string } } }).message.notification.title])).toEqual([['stored', 'c']]);
   });
 
+  it('APNs: a goaway fault closes the connection as Apple documents a GOAWAY (JSON with a reason key), and its request is still answered', async () => {
+    const s = sandbox.settings;
+    const [ca, cert, key] = await Promise.all([readFile(s.apns.caFile), readFile(s.apns.clientCertFile), readFile(s.apns.clientKeyFile)]);
+    const own = http2.connect(`https://${s.apns.address}:${s.apns.port}`, { ca, cert, key });
+    try {
+      const goaway = new Promise<{ code: number; data: string }>((resolve) => own.once('goaway', (code, _last, data) => resolve({ code, data: data?.toString() ?? '' })));
+      await control('POST', '/faults', { platform: 'apns', token: TOKEN, error: 'ServiceUnavailable', goaway: true, times: 1 });
+      expect(await post(own, { ':path': `/3/device/${TOKEN}`, 'apns-topic': 'com.example.app', 'apns-push-type': 'alert' }, { aps: { alert: 'hi' } })).toBe(503);
+      expect(await goaway).toEqual({ code: http2.constants.NGHTTP2_NO_ERROR, data: '{"reason":"ServiceUnavailable"}' });
+    } finally {
+      own.close();
+    }
+  });
+
   it('keeps warnings on the record', async () => {
     await post(apns, { ':path': `/3/device/${TOKEN}`, 'apns-topic': 'com.example.app', 'apns-push-type': 'alert' }, { aps: { 'thread-id': 't' } });
     const [rec] = (await control('GET', `/records?platform=apns&token=${TOKEN}&limit=1`)) as { warnings: string[] }[];
