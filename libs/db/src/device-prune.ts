@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { deleteInBatches } from './delete-in-batches.ts';
 import type { HeraldTables } from './tables.ts';
 
 /** Dead devices per delete statement. */
@@ -24,8 +25,7 @@ export const DEFAULT_DEVICE_PRUNE_BATCH = 1_000;
  */
 export async function pruneDevices(db: Kysely<HeraldTables>, olderThan: Date, batchSize = DEFAULT_DEVICE_PRUNE_BATCH, signal?: AbortSignal): Promise<number> {
   const before = sql`${olderThan.toISOString()}::timestamptz`;
-  let total = 0;
-  while (signal?.aborted !== true) {
+  return deleteInBatches(batchSize, signal, async () => {
     const { rows } = await sql<{ id: string }>`
       with doomed as (
         select d.id from devices d
@@ -38,8 +38,6 @@ export async function pruneDevices(db: Kysely<HeraldTables>, olderThan: Date, ba
       )
       delete from devices d using doomed x where d.id = x.id
       returning d.id::text as id`.execute(db);
-    total += rows.length;
-    if (rows.length < batchSize) break;
-  }
-  return total;
+    return rows.length;
+  });
 }

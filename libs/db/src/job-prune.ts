@@ -1,4 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { deleteInBatches } from './delete-in-batches.ts';
 import type { HeraldTables } from './tables.ts';
 
 /** Jobs per delete statement (with their outcomes and fan-out checkpoints). */
@@ -20,8 +21,7 @@ export const DEFAULT_JOB_PRUNE_BATCH = 100;
  */
 export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batchSize = DEFAULT_JOB_PRUNE_BATCH, signal?: AbortSignal): Promise<number> {
   const before = sql`${olderThan.toISOString()}::timestamptz`;
-  let total = 0;
-  while (signal?.aborted !== true) {
+  return deleteInBatches(batchSize, signal, async () => {
     const { rows } = await sql<{ id: string }>`
       with doomed as (
         select j.id from jobs j
@@ -38,10 +38,8 @@ export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batch
       )
       delete from jobs j using doomed d where j.id = d.id
       returning j.id`.execute(db);
-    total += rows.length;
-    if (rows.length < batchSize) break;
-  }
-  return total;
+    return rows.length;
+  });
 }
 
 /** Distinct job ids of push_outcomes looked at per statement by pruneOrphanOutcomes. */

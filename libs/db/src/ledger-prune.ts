@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { deleteInBatches } from './delete-in-batches.ts';
 import type { HeraldTables } from './tables.ts';
 
 export const DEFAULT_PRUNE_BATCH = 5_000;
@@ -19,14 +20,10 @@ export async function pruneLedger(
   signal?: AbortSignal,
 ): Promise<number> {
   const batch = pruneBatch(olderThan, batchSize);
-  let total = 0;
-  while (signal?.aborted !== true) {
+  return deleteInBatches(batchSize, signal, async () => {
     const result = await sql`delete from delivery_ledger where push_id in (${batch})`.execute(db);
-    const deleted = Number(result.numAffectedRows ?? 0n);
-    total += deleted;
-    if (deleted < batchSize) break;
-  }
-  return total;
+    return Number(result.numAffectedRows ?? 0n);
+  });
 }
 
 /** The push ids of the next `batchSize` entries to prune (pruneLedger), oldest claim first. */

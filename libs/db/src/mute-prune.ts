@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { deleteInBatches } from './delete-in-batches.ts';
 import type { HeraldTables } from './tables.ts';
 
 /** Expired mutes per delete statement. */
@@ -18,8 +19,7 @@ export const DEFAULT_MUTE_PRUNE_BATCH = 1_000;
  */
 export async function pruneExpiredMutes(db: Kysely<HeraldTables>, expiredBefore: Date, batchSize = DEFAULT_MUTE_PRUNE_BATCH, signal?: AbortSignal): Promise<number> {
   const before = sql`least(${expiredBefore.toISOString()}::timestamptz, now())`;
-  let total = 0;
-  while (signal?.aborted !== true) {
+  return deleteInBatches(batchSize, signal, async () => {
     const { rows } = await sql<{ n: number }>`
       with doomed as (
         select m.ctid from mutes m
@@ -30,8 +30,6 @@ export async function pruneExpiredMutes(db: Kysely<HeraldTables>, expiredBefore:
       )
       delete from mutes m using doomed x where m.ctid = x.ctid
       returning 1 as n`.execute(db);
-    total += rows.length;
-    if (rows.length < batchSize) break;
-  }
-  return total;
+    return rows.length;
+  });
 }
