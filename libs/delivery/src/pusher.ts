@@ -379,8 +379,10 @@ function inFlight(push: DevicePush, leaseMs: number): Outcome {
   return { kind: 'defer', code: 'in-flight', reason: `push ${push.pushId} is claimed by another pusher`, delayMs: Math.min(leaseMs, 5_000) };
 }
 
-/** Park a push; counted as `failed` when the provider rejected it for good, else `parked`. */
-/** Counted in herald_pushes_total once the park is confirmed, by the send queue's onParked (park-outcomes.ts). */
+/**
+ * Park a push. Counted in herald_pushes_total (`failed` when the provider rejected it for good,
+ * else `parked`) once the park is confirmed, by the send queue's onParked (park-outcomes.ts).
+ */
 function park(deps: PusherDeps, push: DevicePush | undefined, code: string, reason: string): Outcome {
   deps.logger.warn({ pushId: push?.pushId, jobId: push?.jobId, code, reason }, 'push parked');
   return { kind: 'park', code, reason };

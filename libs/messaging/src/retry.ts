@@ -45,17 +45,12 @@ export function planDefer(delaysMs: readonly number[], requestedMs: number, spre
 }
 
 /**
- * Due 0–20 % after the floor, never before it, in the smallest delay queue whose delay holds that
- * (so a delay queue holds only messages due within its delay and a long wait never sits ahead of
- * short ones); past the largest queue, that queue's delay (a floor beyond it is clamped, as before).
+ * Due 0–20 % after the floor, never before it, placed as clampIntoQueue places it: in the smallest
+ * delay queue whose delay holds that (a delay queue holds only messages due within its delay);
+ * past the largest queue, that queue's delay.
  */
 function spreadAbove(floorMs: number, queues: readonly number[], random: () => number): RetryPlan {
-  const largest = queues[queues.length - 1];
-  if (largest === undefined) return { kind: 'exhausted' };
-  const floor = Math.max(1, Math.round(floorMs));
-  const due = Math.round(floor * (1 + JITTER * random()));
-  const queueDelayMs = queues.find((q) => q >= due) ?? largest;
-  return { kind: 'delay', queueDelayMs, expirationMs: Math.min(due, queueDelayMs) };
+  return clampIntoQueue(Math.round(Math.max(1, Math.round(floorMs)) * (1 + JITTER * random())), queues);
 }
 
 function clampIntoQueue(requestedMs: number, queues: readonly number[]): RetryPlan {
