@@ -97,14 +97,14 @@ function validate<S extends z.ZodType>(schema: S, what: string, value: unknown):
 /** The library other teams use to hand Herald work over AMQP, typed from the contracts. */
 export async function createHeraldClient(options: HeraldClientOptions): Promise<HeraldClient> {
   const logger = options.logger ?? createLogger({ service: 'herald-client', level: 'warn', format: 'json' });
+  const confirmTimeoutMs = options.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS;
   const broker: Broker = await connectBroker({
     url: options.url,
     logger,
     connectionName: options.connectionName ?? 'herald-client',
-    confirmTimeoutMs: options.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS,
+    confirmTimeoutMs,
   });
   // Jobs published at once share RabbitMQ messages (each caller still resolved by its own job's confirm).
-  const confirmTimeoutMs = options.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS;
   const publishJob = coalescedPublish(broker.publisher, { ...(options.jobPackSize !== undefined && { packMax: options.jobPackSize }), callTimeoutMs: confirmTimeoutMs });
   const client: HeraldClient = {
     async publishPushJob(input) {
