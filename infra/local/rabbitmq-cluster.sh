@@ -6,6 +6,7 @@
 #   bash infra/local/rabbitmq-cluster.sh status   cluster_status as node 1 sees it
 #   bash infra/local/rabbitmq-cluster.sh kill N   SIGKILL node N (chaos); `start-node N` brings it back
 #   bash infra/local/rabbitmq-cluster.sh stop-node N / start-node N
+#   bash infra/local/rabbitmq-cluster.sh ctl N args…   rabbitmqctl against node N (e.g. an alarm)
 #
 # Each node has its own name (herald-N@localhost), ports (AMQP 5700+N, management 15700+N,
 # distribution 25700+N), data, logs, config and env file, so the system's rabbitmq-env.conf
@@ -211,5 +212,6 @@ case "$cmd" in
     ;;
   stop-node) stop_node "$2" ;;
   start-node) start_node "$2"; wait_nodes "$2" ;;
-  *) echo "usage: $0 start|stop|reset|status|urls|kill N|stop-node N|start-node N" >&2; exit 2 ;;
+  ctl) shift; ctl "$@" ;;
+  *) echo "usage: $0 start|stop|reset|status|urls|kill N|stop-node N|start-node N|ctl N args…" >&2; exit 2 ;;
 esac

@@ -15,11 +15,27 @@ import type { Logger } from '@herald/logging';
 
 const STOP_ON_CLOSE_MS = 5_000;
 
-/** Connects to RabbitMQ; rejects at once with BrokerConnectError if the first attempt fails. */
+/** The name of a process's second connection, which carries everything but its publishes. */
+export const consumingConnectionName = (connectionName: string): string => `${connectionName}.consume`;
+
+/**
+ * Connects to RabbitMQ; rejects at once with BrokerConnectError if the first attempt fails.
+ *
+ * Publishes go on a connection of their own (named `connectionName`); consumers, delay relays,
+ * declarations and queue probes on a second one (`consumingConnectionName`), opened when first
+ * needed. In a memory or disk alarm RabbitMQ stops reading from every connection that publishes:
+ * on one shared connection the consumers' acks would wait with the publishes, and the queues
+ * whose draining ends the alarm would stop draining (RabbitMQ's documentation advises separate
+ * connections for this reason).
+ */
 export async function connectBroker(opts: BrokerOptions): Promise<Broker> {
   const logger = opts.logger.child({ component: 'messaging', connectionName: opts.connectionName });
-  const connection = await openConnection(opts.url, opts.connectionName, logger);
-  return new RabbitBroker(connection, createMetrics(opts.metrics), logger, placementFor(brokerUrls(opts.url).length), relayHandler(opts.relayMaxHoldMs), opts.confirmTimeoutMs);
+  const publishing = await openConnection(opts.url, opts.connectionName, logger);
+  const consuming = (): Promise<BrokerConnection> => {
+    const name = consumingConnectionName(opts.connectionName);
+    return openConnection(opts.url, name, opts.logger.child({ component: 'messaging', connectionName: name }));
+  };
+  return new RabbitBroker(publishing, consuming, createMetrics(opts.metrics), logger, placementFor(brokerUrls(opts.url).length), relayHandler(opts.relayMaxHoldMs), opts.confirmTimeoutMs);
 }
 
 class RabbitBroker implements Broker {
@@ -27,23 +43,28 @@ class RabbitBroker implements Broker {
   private readonly consumers = new Set<QueueConsumer>();
   /** One relay per delay queue this process uses (delay-relay.ts), started with the first consumer that needs it. */
   private readonly relays = new Map<string, Promise<QueueConsumer>>();
+  /** The connection for everything but publishes, once something has needed it. */
+  private consumingConnection: Promise<BrokerConnection> | undefined;
+  private readonly unwatchPublishing: () => void;
 
   constructor(
-    private readonly connection: BrokerConnection,
+    private readonly publishing: BrokerConnection,
+    private readonly openConsuming: () => Promise<BrokerConnection>,
     private readonly metrics: MessagingMetrics,
     private readonly logger: Logger,
     private readonly placement: QueuePlacement,
     private readonly relayHandle: ConsumeOptions['handle'],
     confirmTimeoutMs: number | undefined,
   ) {
-    this.publisher = new ConfirmPublisher(connection, metrics, logger, confirmTimeoutMs);
+    this.publisher = new ConfirmPublisher(publishing, metrics, logger, confirmTimeoutMs);
+    this.unwatchPublishing = metrics.watchPublishing(publishing);
   }
 
   async consume(options: ConsumeOptions): Promise<Consumer> {
     validate(options);
     await this.applyTopology(mergeTopologies(retryTopology(options.retryDelaysMs), { exchanges: [], queues: [parkedQueueSpec(options.queue)] }));
     const settler = new Settler(options.queue, options.retryDelaysMs, this.publisher, this.metrics, this.logger);
-    const consumer = new QueueConsumer(options, { connection: this.connection, settler, metrics: this.metrics, logger: this.logger });
+    const consumer = new QueueConsumer(options, { connection: await this.consuming(), settler, metrics: this.metrics, logger: this.logger });
     await Promise.all(distinctDelays(options.retryDelaysMs).map((d) => this.relay(delayQueueFor(d))));
     await consumer.start();
     this.consumers.add(consumer);
@@ -77,8 +98,23 @@ class RabbitBroker implements Broker {
   async close(): Promise<void> {
     const relays = await Promise.all([...this.relays.values()].map((r) => r.catch(() => undefined)));
     await Promise.all([...this.consumers, ...relays].map((c) => c?.stop(STOP_ON_CLOSE_MS)));
+    this.unwatchPublishing();
     await this.publisher.close();
-    await this.connection.close();
+    await this.publishing.close();
+    const consuming = await this.consumingConnection?.catch(() => undefined);
+    await consuming?.close();
+  }
+
+  /** Opens the consuming connection on first use; a failed open is tried again by the next caller. */
+  private consuming(): Promise<BrokerConnection> {
+    if (this.consumingConnection === undefined) {
+      const opening = this.openConsuming();
+      opening.catch(() => {
+        if (this.consumingConnection === opening) this.consumingConnection = undefined;
+      });
+      this.consumingConnection = opening;
+    }
+    return this.consumingConnection;
   }
 
   /**
@@ -97,8 +133,11 @@ class RabbitBroker implements Broker {
         handle: this.relayHandle,
       };
       const settler = new Settler(queue, [], this.publisher, this.metrics, this.logger);
-      const relay = new QueueConsumer(options, { connection: this.connection, settler, metrics: this.metrics, logger: this.logger });
-      started = relay.start().then(() => relay);
+      started = this.consuming().then(async (connection) => {
+        const relay = new QueueConsumer(options, { connection, settler, metrics: this.metrics, logger: this.logger });
+        await relay.start();
+        return relay;
+      });
       started.catch(() => this.relays.delete(queue));
       this.relays.set(queue, started);
     }
@@ -106,7 +145,7 @@ class RabbitBroker implements Broker {
   }
 
   private async openChannel(errorMessage: string): Promise<Channel> {
-    const channel = await this.connection.model.createChannel();
+    const channel = await (await this.consuming()).model.createChannel();
     channel.on('error', (err: Error) => this.logger.debug({ err }, errorMessage));
     return channel;
   }

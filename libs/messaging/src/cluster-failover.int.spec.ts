@@ -4,8 +4,9 @@
  * message, and a queue without a majority holds publishes (no confirm) instead of losing them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Registry } from '@herald/runtime';
 import { startLocalCluster, waitFor, type ClusterNode, type LocalCluster } from '@herald/testing';
-import { connectBroker } from './broker.ts';
+import { connectBroker, consumingConnectionName } from './broker.ts';
 import { silentLogger } from './test-helpers.ts';
 import { workQueueTopology } from './topology.ts';
 import type { Broker, Consumer } from './types.ts';
@@ -16,8 +17,8 @@ describe('on a three-node cluster', () => {
   let cluster: LocalCluster;
   let vhost: { name: string; delete(): Promise<void> };
   const brokers: Broker[] = [];
-  const connect = async (name: string, url = cluster.amqpUrls(vhost.name)): Promise<Broker> => {
-    const b = await connectBroker({ url, logger: silentLogger, connectionName: `${vhost.name}-${name}` });
+  const connect = async (name: string, url = cluster.amqpUrls(vhost.name), metrics?: Registry): Promise<Broker> => {
+    const b = await connectBroker({ url, logger: silentLogger, connectionName: `${vhost.name}-${name}`, metrics });
     brokers.push(b);
     return b;
   };
@@ -28,6 +29,7 @@ describe('on a three-node cluster', () => {
   }, 240_000);
 
   afterAll(async () => {
+    if ((cluster as LocalCluster | undefined) !== undefined) await cluster.memoryAlarm(false).catch(() => undefined);
     await Promise.all(brokers.map((b) => b.close().catch(() => undefined)));
     if ((cluster as LocalCluster | undefined) === undefined) return; // not started: beforeAll's error says why
     for (const n of [1, 2, 3] as const) await cluster.startNode(n).catch(() => undefined);
@@ -49,6 +51,51 @@ describe('on a three-node cluster', () => {
     const single = await connect('single', cluster.nodeUrl(2, vhost.name));
     await expect(single.applyTopology(workQueueTopology('fo.placed', 'fo.ex'))).resolves.toBeUndefined();
   });
+
+  it('drains its queues through a memory alarm: a process whose publishes RabbitMQ holds still takes and acks deliveries', async () => {
+    // RabbitMQ blocks a connection that publishes during an alarm: it stops reading from it, acks
+    // included. Consumers on that connection would hold their deliveries (the memory) until the
+    // alarm cleared, which their acks were needed for. Publishing has a connection of its own.
+    const queue = 'fo.alarm';
+    const feeder = await connect('alarm-feeder');
+    await feeder.applyTopology(workQueueTopology(queue, 'fo.ex'));
+    const total = 300;
+    await Promise.all(Array.from({ length: total }, (_, i) => feeder.publisher.publish({ exchange: 'fo.ex', routingKey: queue, body: { i }, messageId: `a-${i}` })));
+    const registry = new Registry();
+    const blockedSeconds = async (): Promise<number | undefined> => (await registry.getSingleMetric('herald_broker_publishing_blocked_seconds')?.get())?.values[0]?.value;
+    const service = await connect('alarm-service', undefined, registry);
+    expect(await blockedSeconds()).toBe(0);
+    await cluster.memoryAlarm(true);
+    let held: Promise<void> | undefined;
+    try {
+      let heldConfirmed = false;
+      held = service.publisher.publish({ exchange: 'fo.ex', routingKey: queue, body: { held: true }, messageId: 'held' }).then(() => void (heldConfirmed = true));
+      await sleep(1_000);
+      expect(heldConfirmed).toBe(false); // the alarm holds: the service's publishing connection is blocked
+      // RabbitMQ tells the connection it blocks it (connection.blocked); the gauge shows for how long.
+      await waitFor('the publishing connection reported blocked', async () => ((await blockedSeconds()) ?? 0) > 0, { timeoutMs: 10_000 });
+      const received = new Set<string>();
+      const consuming = service.consume({
+        queue,
+        prefetch: 50,
+        retryDelaysMs: [1000],
+        handle: async (msgs) => {
+          for (const m of msgs) received.add(m.messageId ?? '');
+          return msgs.map(() => ({ kind: 'ack' as const }));
+        },
+      });
+      await waitFor('every message taken during the alarm', () => received.size === total, { timeoutMs: 30_000 });
+      await (await consuming).stop(5_000);
+      // Stopped: a delivery not acked would be back in the queue.
+      expect((await feeder.queueCounts([queue])).get(queue)?.ready).toBe(0);
+      expect(heldConfirmed).toBe(false);
+    } finally {
+      await cluster.memoryAlarm(false);
+    }
+    await held;
+    expect((await feeder.queueCounts([queue])).get(queue)?.ready).toBe(1);
+    expect(await blockedSeconds()).toBe(0);
+  }, 120_000);
 
   it('loses no confirmed message when the node leading the queue is SIGKILLed mid-flow; clients move to live nodes', async () => {
     const queue = 'fo.flow';
@@ -98,8 +145,8 @@ describe('on a three-node cluster', () => {
     expect(confirmed.size).toBe(total);
     expect([...confirmed].filter((id) => !received.has(id))).toEqual([]);
     expect(newLeader).not.toBe(killed);
-    for (const name of ['producer', 'consumer']) {
-      expect(await cluster.nodeOfConnection(`${vhost.name}-${name}`)).not.toBe(killed);
+    for (const name of [`${vhost.name}-producer`, `${vhost.name}-consumer`, consumingConnectionName(`${vhost.name}-consumer`)]) {
+      expect(await cluster.nodeOfConnection(name)).not.toBe(killed);
     }
     await consumer.stop(5_000);
     await cluster.startNode(killed);

@@ -12,8 +12,8 @@ export interface BrokerConnection {
   /** False between a disconnect and the next successful reconnect. */
   isConnected(): boolean;
   isClosed(): boolean;
-  /** Why RabbitMQ is blocking this connection's publishes (connection.blocked: a memory or disk alarm), if it is. */
-  blockedReason(): string | undefined;
+  /** Whether RabbitMQ is blocking this connection's publishes (connection.blocked: a memory or disk alarm): why, and since when (epoch ms). */
+  blocked(): { reason: string; since: number } | undefined;
   close(): Promise<void>;
 }
 
@@ -61,7 +61,7 @@ export async function openConnection(url: string, connectionName: string, logger
 function trackConnection(model: RecoveringChannelModel, connectionName: string, logger: Logger, rotation: BrokerRotation): BrokerConnection {
   let connected = true;
   let closed = false;
-  let blocked: string | undefined;
+  let blocked: { reason: string; since: number } | undefined;
   model.on('disconnect', (err: Error) => {
     connected = false;
     blocked = undefined;
@@ -77,7 +77,7 @@ function trackConnection(model: RecoveringChannelModel, connectionName: string, 
   model.on('reconnect-failed', (err: Error) => logger.error({ err, connectionName }, 'rabbitmq recovery gave up'));
   model.on('error', (err: Error) => logger.warn({ err, connectionName }, 'rabbitmq connection error'));
   model.on('blocked', (reason: string) => {
-    blocked = reason;
+    blocked = { reason, since: Date.now() };
     logger.warn({ reason, connectionName }, 'rabbitmq blocked publishing');
   });
   model.on('unblocked', () => {
@@ -89,7 +89,7 @@ function trackConnection(model: RecoveringChannelModel, connectionName: string, 
     model,
     isConnected: () => connected && !closed,
     isClosed: () => closed,
-    blockedReason: () => blocked,
+    blocked: () => blocked,
     close: async () => {
       closed = true;
       connected = false;

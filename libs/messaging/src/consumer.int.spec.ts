@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@herald/testing';
 import { Registry } from '@herald/runtime';
-import { connectBroker } from './broker.ts';
+import { connectBroker, consumingConnectionName } from './broker.ts';
 import {
   forceCloseConnection,
   recordingHandler,
@@ -187,8 +187,9 @@ describe('consumer', () => {
     await send(queue, 'held');
     await waitFor('held message in flight', () => h.seen.length === 1);
 
-    const oldName = await forceCloseConnection(t.vhost.name, t.connectionName);
-    await waitForReconnect(t.vhost.name, t.connectionName, oldName);
+    const consuming = consumingConnectionName(t.connectionName);
+    const oldName = await forceCloseConnection(t.vhost.name, consuming);
+    await waitForReconnect(t.vhost.name, consuming, oldName);
     release(); // finishes after its channel died: must not throw, must not be acked
     const sendAfter = async (): Promise<boolean> => (await send(queue, 'after'), true);
     await waitFor('publisher back', () => sendAfter(), { timeoutMs: 30_000, intervalMs: 250 });

@@ -1,4 +1,4 @@
-export { connectBroker } from './broker.ts';
+export { connectBroker, consumingConnectionName } from './broker.ts';
 export type {
   Broker,
   BrokerOptions,

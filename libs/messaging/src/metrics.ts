@@ -1,4 +1,5 @@
 import { Counter, Gauge, type Registry } from '@herald/runtime';
+import type { BrokerConnection } from './connection.ts';
 
 export interface MessagingMetrics {
   consumed: Counter<'queue'>;
@@ -9,6 +10,8 @@ export interface MessagingMetrics {
   handlerErrors: Counter<'queue'>;
   /** Batches in a consumer's hands now, by queue (herald_consumer_oldest_batch_seconds). */
   batches: BatchesInHand;
+  /** The process's publishing connections (herald_broker_publishing_blocked_seconds); returns a function that stops watching one. */
+  watchPublishing(connection: BrokerConnection): () => void;
 }
 
 /**
@@ -61,6 +64,29 @@ function batchesInHand(registry: Registry | undefined): BatchesInHand {
   return batches;
 }
 
+/** The publishing connections of every broker of a process, by registry: one gauge reads them all. */
+const publishingOf = new WeakMap<Registry, Set<BrokerConnection>>();
+
+function publishingConnections(registry: Registry | undefined): Set<BrokerConnection> {
+  if (registry === undefined) return new Set();
+  const known = publishingOf.get(registry);
+  if (known !== undefined) return known;
+  const connections = new Set<BrokerConnection>();
+  publishingOf.set(registry, connections);
+  new Gauge({
+    name: 'herald_broker_publishing_blocked_seconds',
+    help: "How long RabbitMQ has blocked this process's publishes (connection.blocked: a memory or disk alarm); 0 when it does not. Its consumers keep acking on a connection of their own",
+    registers: [registry],
+    collect() {
+      const now = Date.now();
+      let longest = 0;
+      for (const c of connections) longest = Math.max(longest, (now - (c.blocked()?.since ?? now)) / 1000);
+      this.set(longest);
+    },
+  });
+  return connections;
+}
+
 function counter<L extends string>(registry: Registry | undefined, name: string, help: string, labelNames: L[]): Counter<L> {
   const existing = registry?.getSingleMetric(name);
   if (existing) return existing as Counter<L>;
@@ -76,6 +102,11 @@ export function createMetrics(registry?: Registry): MessagingMetrics {
     parked: counter(registry, 'herald_messages_parked_total', 'Messages parked in <queue>.parked', ['queue', 'code']),
     published: counter(registry, 'herald_messages_published_total', 'Messages published and confirmed', ['exchange']),
     batches: batchesInHand(registry),
+    watchPublishing: (connection) => {
+      const connections = publishingConnections(registry);
+      connections.add(connection);
+      return () => connections.delete(connection);
+    },
     handlerErrors: counter(registry, 'herald_handler_errors_total', 'Batches whose handler failed for a reason not their messages\' own (broken infrastructure or a bug): requeued, or deferred, after a back-off. A message whose own value fails is retried (code message-error), not counted here', ['queue']),
   };
 }

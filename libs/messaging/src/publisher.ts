@@ -143,8 +143,8 @@ export class ConfirmPublisher implements Publisher, EachPublisher {
 
   /** The deadline's reason, naming RabbitMQ's block (a memory or disk alarm) when it told us of one. */
   private unconfirmed(): Error {
-    const blocked = this.connection.blockedReason();
-    const why = blocked === undefined ? 'no answer from RabbitMQ' : `RabbitMQ is blocking publishers: ${blocked}`;
+    const blocked = this.connection.blocked();
+    const why = blocked === undefined ? 'no answer from RabbitMQ' : `RabbitMQ is blocking publishers: ${blocked.reason}`;
     return new Error(`no confirm within ${this.confirmTimeoutMs} ms (${why}); the message may still arrive, publish it again with the same id`);
   }
 

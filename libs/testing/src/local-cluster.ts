@@ -41,6 +41,11 @@ export interface LocalCluster {
   startNode(n: ClusterNode): Promise<void>;
   /** Nodes whose AMQP port answers a management call. */
   runningNodes(): Promise<ClusterNode[]>;
+  /**
+   * Raises (or clears) a memory alarm: node 1's high watermark set to 1 MB (or back to RabbitMQ's
+   * default 0.4). While it holds, the whole cluster blocks every connection that publishes.
+   */
+  memoryAlarm(on: boolean): Promise<void>;
 }
 
 const script = (...args: string[]): Promise<{ stdout: string; stderr: string }> => run('bash', [SCRIPT, ...args], { timeout: 300_000 });
@@ -122,6 +127,7 @@ export async function startLocalCluster(): Promise<LocalCluster> {
     kill: async (n) => void (await script('kill', String(n))),
     stopNode: async (n) => void (await script('stop-node', String(n))),
     startNode: async (n) => void (await script('start-node', String(n))),
+    memoryAlarm: async (on) => void (await script('ctl', '1', 'set_vm_memory_high_watermark', ...(on ? ['absolute', '1MB'] : ['0.4']))),
     async runningNodes() {
       const nodes = (await api<Array<{ name: string; running: boolean }>>('GET', '/nodes?columns=name,running')) ?? [];
       return nodes.filter((x) => x.running).map((x) => nodeNumber(x.name)).filter((x): x is ClusterNode => x !== undefined);
