@@ -37,8 +37,9 @@ describe('planRetry', () => {
     expect(planRetry(2, delays, 4900, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 5880 });
   });
 
-  it('clamps an explicit delay beyond the largest queue to that queue', () => {
-    expect(planRetry(1, delays, 3_600_000)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 30_000 });
+  it('clamps an explicit delay beyond the largest queue to that queue, spread over the fifth above its delay', () => {
+    expect(planRetry(1, delays, 3_600_000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 30_000 });
+    expect(planRetry(1, delays, 3_600_000, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 36_000 });
   });
 
   it('retries given one Retry-After come back spread over the fifth above it, never before it, each in a queue that holds it', () => {
@@ -67,6 +68,18 @@ describe('planDefer', () => {
     // A floor just under a queue's delay spills into the next queue rather than past its own.
     expect(planDefer(production, 4900, true, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 5880 });
     expect(planDefer(production, 4900, true, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 4900 });
+  });
+
+  it("pushes deferred to a pause as long as the largest delay queue (the pause's cap) are spread too, in that queue", () => {
+    // Before, every draw above 600 s was clamped to 600 s: the whole herd back at one instant (found by a review).
+    for (const floor of [600_000, 550_000, 3_600_000]) {
+      const plans = Array.from({ length: 1000 }, () => planDefer(production, floor, true));
+      const due = plans.map((p) => (p.kind === 'delay' ? p.expirationMs : -1));
+      expect(Math.min(...due)).toBeGreaterThanOrEqual(Math.min(floor, 600_000));
+      expect(Math.max(...due)).toBeLessThanOrEqual(Math.min(floor, 600_000) * 1.2);
+      expect(new Set(due).size).toBeGreaterThan(900);
+      plans.forEach((p) => expect(p.kind === 'delay' && p.queueDelayMs === 600_000).toBe(true));
+    }
   });
 
   it('a turn booked for one push is kept exactly', () => {

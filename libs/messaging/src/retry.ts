@@ -46,11 +46,17 @@ export function planDefer(delaysMs: readonly number[], requestedMs: number, spre
 
 /**
  * Due 0–20 % after the floor, never before it, placed as clampIntoQueue places it: in the smallest
- * delay queue whose delay holds that (a delay queue holds only messages due within its delay);
- * past the largest queue, that queue's delay.
+ * delay queue whose delay holds that (a delay queue holds only messages due within its delay).
+ * Past the largest queue, in that queue, due 0–20 % after its delay (or the draw, if less): a
+ * clamp to its delay would bring every draw back to one instant, the herd this spreads (a paused
+ * app's pushes, the pause capped at that delay). Its relay holds each until it is due.
  */
 function spreadAbove(floorMs: number, queues: readonly number[], random: () => number): RetryPlan {
-  return clampIntoQueue(Math.round(Math.max(1, Math.round(floorMs)) * (1 + JITTER * random())), queues);
+  const above = 1 + JITTER * random();
+  const wanted = Math.round(Math.max(1, Math.round(floorMs)) * above);
+  const largest = queues[queues.length - 1];
+  if (largest !== undefined && wanted > largest) return { kind: 'delay', queueDelayMs: largest, expirationMs: Math.min(wanted, Math.round(largest * above)) };
+  return clampIntoQueue(wanted, queues);
 }
 
 function clampIntoQueue(requestedMs: number, queues: readonly number[]): RetryPlan {
