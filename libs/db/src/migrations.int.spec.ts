@@ -1,5 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { copyFileSync, mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { createSpecDatabase, SPEC_DATABASE_URL } from './spec-database.ts';
@@ -41,6 +43,30 @@ describe('migrate', () => {
     await db.migrate();
     expect(await appliedMigrations(db)).toEqual(first);
     expect((await db.apps.get('kept'))?.id).toBe('kept');
+  });
+
+  it('0033 gives a job whose pushes were stored before 0032 the latest due time of those pushes', async () => {
+    // A database at 0032 whose job rows were written before it (last_due_at NULL).
+    const dir = mkdtempSync(join(tmpdir(), 'herald-mig-'));
+    for (const name of ALL_MIGRATIONS.filter((m) => m <= '0032')) copyFileSync(join(DEFAULT_MIGRATIONS_DIR, `${name}.sql`), join(dir, `${name}.sql`));
+    const schema = `herald_mig_${randomBytes(4).toString('hex')}`;
+    const at0032 = createDatabase({ url: SPEC_DATABASE_URL, schema, migrationsDir: dir });
+    await at0032.migrate();
+    await at0032.close();
+    const db = createDatabase({ url: SPEC_DATABASE_URL, schema });
+    opened.push(db);
+    for (const id of ['stored', 'none-stored']) {
+      await sql`insert into jobs (id, app, accepted_at, published_at, targeted) values (${id}, 'demo', now() - interval '40 days', now(), 2)`.execute(db.kysely);
+    }
+    for (const days of [10, 20]) {
+      await sql`insert into scheduled_pushes (platform, due_at, job_id, push_id, payload) values ('apns', '2027-01-01T00:00:00Z'::timestamptz + ${`${days} days`}::interval, 'stored', ${randomUUID()}::uuid, '{}'::json)`.execute(db.kysely);
+    }
+    await db.migrate();
+    const { rows } = await sql<{ id: string; last_due_at: Date | null }>`select id, last_due_at from jobs order by id`.execute(db.kysely);
+    expect(rows.map((r) => [r.id, r.last_due_at?.toISOString() ?? null])).toEqual([
+      ['none-stored', null],
+      ['stored', '2027-01-21T00:00:00.000Z'],
+    ]);
   });
 
   it('is safe when several starters migrate the same new schema at once', async () => {
