@@ -21,7 +21,7 @@ import { cpuProfileEnv } from '../../../test/support/service-process.ts';
 import type { SandboxProcess } from '../../../test/support/sandbox-process.ts';
 import { sandboxProcessOf, startSystem, type System } from '../../../test/support/system.ts';
 import { cpuSpentMs, formatMachine, listenerOf, localPortsByPid, machineCpu, machineShares, medianShares, peakRssMb, postgresBackends, processTree, sampleCpu, type CpuRow, type CpuSample, type MachineCpu, type MachineShares } from './proc.ts';
-import { benchWebProvider, webBenchOptions } from './web-provider-bench.ts';
+import { benchWebProvider, failureNote, webBenchOptions } from './web-provider-bench.ts';
 import { percentile, wholeMedian } from './stats.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
@@ -268,7 +268,7 @@ const summary = {
 };
 // Web Push (issue 21): the provider's own figure, web pushes/s to the sandbox's push service (decrypting each).
 const web = await benchWebProvider(webBenchOptions());
-console.log(`web provider → sandbox: ${web.webPushesPerSecond} web pushes/s (${web.sent} delivered, ${web.failed} failed, concurrency ${web.concurrency})`);
+console.log(`web provider → sandbox: ${web.webPushesPerSecond} web pushes/s (${web.sent} delivered, ${web.failed} failed, concurrency ${web.concurrency}${failureNote(web)})`);
 Object.assign(summary, { web });
 const m = summary.median;
 console.log(`\nmedian of ${RUNS} run(s) (${summary.offered === 'max' ? 'max' : `${RATE}/s offered`}${PROVIDERS_AWAY}): ${m.deliveredPerSecond} pushes/s delivered; latency p50 ${m.p50} ms, p95 ${m.p95} ms, p99 ${m.p99} ms; ${formatMachine(m.machine)}`);

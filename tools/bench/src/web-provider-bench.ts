@@ -17,9 +17,14 @@ export interface WebBenchResult {
   webPushesPerSecond: number;
   sent: number;
   failed: number;
+  /** The first failed send's result, so a run that fails says why. */
+  firstFailure?: string;
   concurrency: number;
   seconds: number;
 }
+
+/** ", first failure: …" when sends failed, for the printed line. */
+export const failureNote = (r: WebBenchResult): string => (r.firstFailure === undefined ? '' : `; first failure: ${r.firstFailure}`);
 
 export async function benchWebProvider(options: { seconds: number; concurrency: number; subscriptions: number }): Promise<WebBenchResult> {
   const logger = createLogger({ service: 'web-bench', level: 'warn', format: 'json' });
@@ -42,6 +47,7 @@ export async function benchWebProvider(options: { seconds: number; concurrency: 
     let n = 0;
     let sent = 0;
     let failed = 0;
+    let firstFailure: string | undefined;
     const until = Date.now() + options.seconds * 1000;
     const worker = async (): Promise<void> => {
       while (Date.now() < until) {
@@ -54,13 +60,16 @@ export async function benchWebProvider(options: { seconds: number; concurrency: 
         };
         const result = await provider.send(push, {});
         if (result.kind === 'delivered') sent++;
-        else failed++;
+        else {
+          failed++;
+          firstFailure ??= JSON.stringify(result).slice(0, 300);
+        }
       }
     };
     const started = Date.now();
     await Promise.all(Array.from({ length: options.concurrency }, worker));
     const seconds = (Date.now() - started) / 1000;
-    return { webPushesPerSecond: Math.round(sent / seconds), sent, failed, concurrency: options.concurrency, seconds: options.seconds };
+    return { webPushesPerSecond: Math.round(sent / seconds), sent, failed, ...(firstFailure !== undefined && { firstFailure }), concurrency: options.concurrency, seconds: options.seconds };
   } finally {
     await provider.close();
     await sandbox.close();
@@ -73,5 +82,5 @@ export const webBenchOptions = () => ({ seconds: env('WEB_BENCH_SECONDS', 10), c
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const r = await benchWebProvider(webBenchOptions());
-  console.log(`web provider → sandbox push service: ${r.webPushesPerSecond} web pushes/s (${r.sent} delivered, ${r.failed} failed, concurrency ${r.concurrency}, ${r.seconds} s)`);
+  console.log(`web provider → sandbox push service: ${r.webPushesPerSecond} web pushes/s (${r.sent} delivered, ${r.failed} failed, concurrency ${r.concurrency}, ${r.seconds} s${failureNote(r)})`);
 }
