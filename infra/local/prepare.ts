@@ -14,7 +14,7 @@ export interface PrepareOptions {
 
 /** Apply the queue topology and the database migrations (both idempotent), then seed apps. */
 export async function prepareEnvironment(opts: PrepareOptions): Promise<void> {
-  const broker = await connectBroker({ url: opts.amqpUrl, logger: opts.logger, connectionName: 'herald-prepare' });
+  const broker = await connectBroker({ url: opts.amqpUrl, logger: opts.logger, connectionName: 'herald-prepare', consumes: false });
   try {
     await broker.applyTopology(heraldTopology({ retryDelaysMs: opts.retryDelaysMs }));
   } finally {

@@ -16,7 +16,7 @@ if (retryDelaysMs.some((d) => !Number.isInteger(d) || d <= 0)) {
 }
 
 try {
-  const broker = await connectBroker({ url, logger, connectionName: 'herald-apply-topology' });
+  const broker = await connectBroker({ url, logger, connectionName: 'herald-apply-topology', consumes: false });
   const topology = heraldTopology({ retryDelaysMs });
   await broker.applyTopology(topology);
   await broker.close();

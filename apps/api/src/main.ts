@@ -17,7 +17,7 @@ await runService('api', config, async ({ logger, registry }) => {
   // lets a repost publish the job again, and its pushIds are deduplicated by the pushers' ledger.
   const jobDb = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 10, synchronousCommit: false });
   const jobs = createJobRecords(jobDb.jobs, logger);
-  const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'api', metrics: registry, confirmTimeoutMs: config.API_PUBLISH_CONFIRM_TIMEOUT_MS });
+  const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'api', consumes: false, metrics: registry, confirmTimeoutMs: config.API_PUBLISH_CONFIRM_TIMEOUT_MS });
   // Jobs accepted at once (a batch request, concurrent requests) share RabbitMQ messages; each
   // request is still answered on its own job's confirm.
   const publishJob = coalescedPublish(broker.publisher, { packMax: config.JOB_PACK_SIZE, callTimeoutMs: config.API_PUBLISH_CONFIRM_TIMEOUT_MS });

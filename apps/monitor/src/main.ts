@@ -51,7 +51,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
   let connecting: Promise<void> | undefined;
   const live: LiveCounts = async (queues) => {
     if (broker !== undefined) return broker.queueCounts(queues);
-    connecting ??= connectBroker({ url: config.AMQP_URL, logger, connectionName: 'herald-monitor' })
+    connecting ??= connectBroker({ url: config.AMQP_URL, logger, connectionName: 'herald-monitor', consumes: false })
       .then((b) => void (broker = b))
       .catch((err: unknown) => logger.debug({ err }, 'monitor: no AMQP connection for live queue counts yet'))
       .finally(() => (connecting = undefined));

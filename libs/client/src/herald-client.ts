@@ -103,6 +103,7 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
     logger,
     connectionName: options.connectionName ?? 'herald-client',
     confirmTimeoutMs,
+    consumes: false,
   });
   // Jobs published at once share RabbitMQ messages (each caller still resolved by its own job's confirm).
   const publishJob = coalescedPublish(broker.publisher, { ...(options.jobPackSize !== undefined && { packMax: options.jobPackSize }), callTimeoutMs: confirmTimeoutMs });

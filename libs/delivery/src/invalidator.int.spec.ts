@@ -108,6 +108,48 @@ describe('invalidator handler', () => {
     expect(status).toHaveLength(2);
   });
 
+  it("a dead token's push waits for its invalidation's confirm alone: the batch is answered first, the push recorded once it is confirmed, and not recorded if it is lost", async () => {
+    const [deadToken, liveToken] = ['a', 'b'].map((hex) => hex.repeat(64)) as [string, string];
+    const gates: Array<{ open: () => void; fail: (err: Error) => void }> = [];
+    const published: unknown[] = [];
+    const handle = createPusherHandler({
+      platform: 'apns',
+      providers: singleProvider({ platform: 'apns', send: async (push) => (push.token === deadToken ? { kind: 'dead-token', reason: 'Unregistered' } : { kind: 'delivered' }), close: async () => undefined }),
+      ledger: t.db.ledger,
+      apps: { get: async (id) => ({ id, apnsTopic: 'com.herald.chat', fcmProjectId: null, enabled: true, createdAt: new Date(), updatedAt: new Date() }) },
+      // The invalidation's publish is held, as RabbitMQ holds a publish in a memory alarm.
+      publisher: {
+        publish: async () => undefined,
+        publishMany: (msgs) => new Promise<void>((open, fail) => gates.push({ open: () => (published.push(...msgs), open()), fail })),
+      },
+      metrics: createPusherMetrics(new Registry()),
+      logger,
+      owner: 'invalidator-spec',
+      leaseMs: 30_000,
+    });
+    const body = (push: DevicePush) => ({ ...message(push), routingKey: 'push.apns.send', queue: 'push.apns.send' });
+    const stateOf = async (pushId: string) => (await t.db.kysely.selectFrom('delivery_ledger').select('state').where('push_id', '=', pushId).executeTakeFirst())?.state;
+
+    const [dead, live] = [devicePush(deadToken, '1'), devicePush(liveToken, '2')];
+    const outcomes = await handle([body(dead), body(live)]);
+    expect(outcomes[1]).toEqual({ kind: 'ack' });
+    const waiting = outcomes[0];
+    expect(waiting?.kind === 'ack' && waiting.after instanceof Promise).toBe(true);
+    expect(await stateOf(live.pushId)).toBe('done');
+    expect(await stateOf(dead.pushId)).not.toBe('done'); // claimed: not recorded before its invalidation is confirmed
+    gates[0]?.open();
+    await (waiting as { after: Promise<unknown> }).after;
+    expect(await stateOf(dead.pushId)).toBe('done');
+    expect(published).toEqual([expect.objectContaining({ routingKey: 'push.apns.invalidations', body: expect.objectContaining({ token: deadToken, reason: 'Unregistered' }) })]);
+
+    // A lost invalidation: the push is left claimed, so its redelivery sends it (and invalidates) again.
+    const again = devicePush(deadToken, '1');
+    const [lost] = await handle([body(again)]);
+    gates[1]?.fail(new Error('channel closed'));
+    await expect((lost as { after: Promise<unknown> }).after).rejects.toThrow('channel closed');
+    expect(await stateOf(again.pushId)).not.toBe('done');
+  });
+
   it('defers the valid messages while the database is down (no attempt spent)', async () => {
     const broken = createDatabase({ url: 'postgres://postgres@127.0.0.1:1/test', schema: t.schema });
     const handle = createInvalidatorHandler({ platform: 'apns', devices: broken.devices, metrics: createInvalidatorMetrics(new Registry()), logger });

@@ -231,9 +231,15 @@ function record(r: Claimable, result: Sent, recorder: RecordedBatch, deps: Pushe
   return result;
 }
 
-/** Publish invalidations, then record dead-token and cancelled pushes; release the ones to retry (delivered ones are recorded already). */
+/**
+ * Record cancelled pushes and release the ones to retry (delivered ones are recorded already).
+ * Dead-token pushes are recorded once their invalidations are confirmed, and acked after that
+ * (their outcomes' `after`): outside the batch, so the rest of it is acked while RabbitMQ holds
+ * the invalidations (a memory or disk alarm); one whose invalidation is lost is sent again.
+ */
 async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], deps: PusherDeps): Promise<void> {
   const completed: Array<{ pushId: string; outcome: string }> = [];
+  const dead: Array<{ index: number; completion: { pushId: string; outcome: string } }> = [];
   const release: string[] = [];
   const invalidations: Invalidation[] = [];
   const observedAt = new Date();
@@ -270,7 +276,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
         trace(deps, push, 'delivered', { providerMessageId: result.providerMessageId });
         break;
       case 'dead-token':
-        completed.push({ pushId: push.pushId, outcome: `invalid: ${result.reason}` });
+        dead.push({ index: r.index, completion: { pushId: push.pushId, outcome: `invalid: ${result.reason}` } });
         invalidations.push(invalidationFor(push, result, observedAt));
         deps.metrics.pushes.inc({ ...label, outcome: 'invalid' });
         deps.outcomes?.note(push, 'invalid', { code: result.reason, reason: `the provider answered ${result.reason}: the token is dead` });
@@ -288,7 +294,12 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
         break;
     }
   });
-  await Promise.all([publishInvalidations(invalidations, deps), release.length > 0 ? deps.ledger.release(release, deps.owner) : undefined]);
+  if (dead.length > 0) {
+    const invalidated = publishInvalidations(invalidations, deps).then(() => completeDurably(deps.ledger, dead.map((d) => d.completion), deps.logger));
+    invalidated.catch(() => undefined); // awaited by each dead-token message's ack; a channel gone meanwhile leaves it unawaited
+    for (const d of dead) outcomes[d.index] = { kind: 'ack', after: invalidated };
+  }
+  if (release.length > 0) await deps.ledger.release(release, deps.owner);
   await completeDurably(deps.ledger, completed, deps.logger);
 }
 

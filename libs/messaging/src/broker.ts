@@ -15,26 +15,32 @@ import type { Logger } from '@herald/logging';
 
 const STOP_ON_CLOSE_MS = 5_000;
 
-/** The name of a process's second connection, which carries everything but its publishes. */
+/** The name of a consuming process's second connection, which carries everything but its publishes. */
 export const consumingConnectionName = (connectionName: string): string => `${connectionName}.consume`;
 
 /**
  * Connects to RabbitMQ; rejects at once with BrokerConnectError if the first attempt fails.
  *
  * Publishes go on a connection of their own (named `connectionName`); consumers, delay relays,
- * declarations and queue probes on a second one (`consumingConnectionName`), opened when first
- * needed. In a memory or disk alarm RabbitMQ stops reading from every connection that publishes:
- * on one shared connection the consumers' acks would wait with the publishes, and the queues
- * whose draining ends the alarm would stop draining (RabbitMQ's documentation advises separate
- * connections for this reason).
+ * declarations and queue probes on a second one (`consumingConnectionName`). In a memory or disk
+ * alarm RabbitMQ stops reading from every connection that publishes: on one shared connection the
+ * consumers' acks would wait with the publishes, and the queues whose draining ends the alarm would
+ * stop draining (RabbitMQ's documentation advises separate connections for this reason). A process
+ * that never consumes (`consumes: false`) keeps to one connection.
  */
 export async function connectBroker(opts: BrokerOptions): Promise<Broker> {
   const logger = opts.logger.child({ component: 'messaging', connectionName: opts.connectionName });
   const publishing = await openConnection(opts.url, opts.connectionName, logger);
-  const consuming = (): Promise<BrokerConnection> => {
+  let consuming: BrokerConnection | undefined;
+  if (opts.consumes !== false) {
     const name = consumingConnectionName(opts.connectionName);
-    return openConnection(opts.url, name, opts.logger.child({ component: 'messaging', connectionName: name }));
-  };
+    try {
+      consuming = await openConnection(opts.url, name, opts.logger.child({ component: 'messaging', connectionName: name }));
+    } catch (err) {
+      await publishing.close().catch(() => undefined);
+      throw err;
+    }
+  }
   return new RabbitBroker(publishing, consuming, createMetrics(opts.metrics), logger, placementFor(brokerUrls(opts.url).length), relayHandler(opts.relayMaxHoldMs), opts.confirmTimeoutMs);
 }
 
@@ -43,13 +49,14 @@ class RabbitBroker implements Broker {
   private readonly consumers = new Set<QueueConsumer>();
   /** One relay per delay queue this process uses (delay-relay.ts), started with the first consumer that needs it. */
   private readonly relays = new Map<string, Promise<QueueConsumer>>();
-  /** The connection for everything but publishes, once something has needed it. */
-  private consumingConnection: Promise<BrokerConnection> | undefined;
+  /** What carries declarations and probes: the consuming connection, or the only one. */
+  private readonly control: BrokerConnection;
   private readonly unwatchPublishing: () => void;
 
   constructor(
     private readonly publishing: BrokerConnection,
-    private readonly openConsuming: () => Promise<BrokerConnection>,
+    /** Undefined when opened with `consumes: false`. */
+    private readonly consuming: BrokerConnection | undefined,
     private readonly metrics: MessagingMetrics,
     private readonly logger: Logger,
     private readonly placement: QueuePlacement,
@@ -57,15 +64,17 @@ class RabbitBroker implements Broker {
     confirmTimeoutMs: number | undefined,
   ) {
     this.publisher = new ConfirmPublisher(publishing, metrics, logger, confirmTimeoutMs);
+    this.control = consuming ?? publishing;
     this.unwatchPublishing = metrics.watchPublishing(publishing);
   }
 
   async consume(options: ConsumeOptions): Promise<Consumer> {
     validate(options);
+    const connection = this.consumingConnection();
     await this.applyTopology(mergeTopologies(retryTopology(options.retryDelaysMs), { exchanges: [], queues: [parkedQueueSpec(options.queue)] }));
     const settler = new Settler(options.queue, options.retryDelaysMs, this.publisher, this.metrics, this.logger);
-    const consumer = new QueueConsumer(options, { connection: await this.consuming(), settler, metrics: this.metrics, logger: this.logger });
-    await Promise.all(distinctDelays(options.retryDelaysMs).map((d) => this.relay(delayQueueFor(d))));
+    const consumer = new QueueConsumer(options, { connection, settler, metrics: this.metrics, logger: this.logger });
+    await Promise.all(distinctDelays(options.retryDelaysMs).map((d) => this.relay(delayQueueFor(d), connection)));
     await consumer.start();
     this.consumers.add(consumer);
     return { queue: consumer.queue, stop: (timeoutMs) => consumer.stop(timeoutMs).finally(() => this.consumers.delete(consumer)) };
@@ -99,22 +108,15 @@ class RabbitBroker implements Broker {
     const relays = await Promise.all([...this.relays.values()].map((r) => r.catch(() => undefined)));
     await Promise.all([...this.consumers, ...relays].map((c) => c?.stop(STOP_ON_CLOSE_MS)));
     this.unwatchPublishing();
+    // The consuming connection first: a publishing one that RabbitMQ blocks (an alarm) can hold its close.
+    await this.consuming?.close();
     await this.publisher.close();
     await this.publishing.close();
-    const consuming = await this.consumingConnection?.catch(() => undefined);
-    await consuming?.close();
   }
 
-  /** Opens the consuming connection on first use; a failed open is tried again by the next caller. */
-  private consuming(): Promise<BrokerConnection> {
-    if (this.consumingConnection === undefined) {
-      const opening = this.openConsuming();
-      opening.catch(() => {
-        if (this.consumingConnection === opening) this.consumingConnection = undefined;
-      });
-      this.consumingConnection = opening;
-    }
-    return this.consumingConnection;
+  private consumingConnection(): BrokerConnection {
+    if (this.consuming === undefined) throw new Error('this broker was opened with consumes: false; it cannot consume');
+    return this.consuming;
   }
 
   /**
@@ -122,7 +124,7 @@ class RabbitBroker implements Broker {
    * with a delay relays that delay queue (competing consumers), so any of them sends a message
    * back when it is due; one that stops gives its waiting messages back to the queue.
    */
-  private relay(queue: string): Promise<QueueConsumer> {
+  private relay(queue: string, connection: BrokerConnection): Promise<QueueConsumer> {
     let started = this.relays.get(queue);
     if (started === undefined) {
       const options = {
@@ -133,11 +135,8 @@ class RabbitBroker implements Broker {
         handle: this.relayHandle,
       };
       const settler = new Settler(queue, [], this.publisher, this.metrics, this.logger);
-      started = this.consuming().then(async (connection) => {
-        const relay = new QueueConsumer(options, { connection, settler, metrics: this.metrics, logger: this.logger });
-        await relay.start();
-        return relay;
-      });
+      const relay = new QueueConsumer(options, { connection, settler, metrics: this.metrics, logger: this.logger });
+      started = relay.start().then(() => relay);
       started.catch(() => this.relays.delete(queue));
       this.relays.set(queue, started);
     }
@@ -145,7 +144,7 @@ class RabbitBroker implements Broker {
   }
 
   private async openChannel(errorMessage: string): Promise<Channel> {
-    const channel = await (await this.consuming()).model.createChannel();
+    const channel = await this.control.model.createChannel();
     channel.on('error', (err: Error) => this.logger.debug({ err }, errorMessage));
     return channel;
   }

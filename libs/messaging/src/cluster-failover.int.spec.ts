@@ -52,7 +52,7 @@ describe('on a three-node cluster', () => {
     await expect(single.applyTopology(workQueueTopology('fo.placed', 'fo.ex'))).resolves.toBeUndefined();
   });
 
-  it('drains its queues through a memory alarm: a process whose publishes RabbitMQ holds still takes and acks deliveries', async () => {
+  it('drains its queues through a memory alarm: a process whose publishes RabbitMQ holds still takes and acks deliveries, and a delivery waiting to publish holds only its own place', async () => {
     // RabbitMQ blocks a connection that publishes during an alarm: it stops reading from it, acks
     // included. Consumers on that connection would hold their deliveries (the memory) until the
     // alarm cleared, which their acks were needed for. Publishing has a connection of its own.
@@ -61,39 +61,50 @@ describe('on a three-node cluster', () => {
     await feeder.applyTopology(workQueueTopology(queue, 'fo.ex'));
     const total = 300;
     await Promise.all(Array.from({ length: total }, (_, i) => feeder.publisher.publish({ exchange: 'fo.ex', routingKey: queue, body: { i }, messageId: `a-${i}` })));
+    // One message in each of five batches is sent to retry: its copy cannot be confirmed until the
+    // alarm ends. Held with their batches, those five would take all 50 places (maxInFlight).
+    const retried = new Set(['a-0', 'a-60', 'a-120', 'a-180', 'a-240']);
     const registry = new Registry();
     const blockedSeconds = async (): Promise<number | undefined> => (await registry.getSingleMetric('herald_broker_publishing_blocked_seconds')?.get())?.values[0]?.value;
     const service = await connect('alarm-service', undefined, registry);
     expect(await blockedSeconds()).toBe(0);
+    const received = new Map<string, number>();
+    let consumer: Consumer | undefined;
     await cluster.memoryAlarm(true);
     let held: Promise<void> | undefined;
+    let heldConfirmed = false;
     try {
-      let heldConfirmed = false;
       held = service.publisher.publish({ exchange: 'fo.ex', routingKey: queue, body: { held: true }, messageId: 'held' }).then(() => void (heldConfirmed = true));
       await sleep(1_000);
       expect(heldConfirmed).toBe(false); // the alarm holds: the service's publishing connection is blocked
       // RabbitMQ tells the connection it blocks it (connection.blocked); the gauge shows for how long.
       await waitFor('the publishing connection reported blocked', async () => ((await blockedSeconds()) ?? 0) > 0, { timeoutMs: 10_000 });
-      const received = new Set<string>();
       const consuming = service.consume({
         queue,
         prefetch: 50,
-        retryDelaysMs: [1000],
-        handle: async (msgs) => {
-          for (const m of msgs) received.add(m.messageId ?? '');
-          return msgs.map(() => ({ kind: 'ack' as const }));
-        },
+        maxInFlight: 50,
+        batch: { maxSize: 10, maxWaitMs: 5 },
+        retryDelaysMs: [500],
+        handle: async (msgs) =>
+          msgs.map((m) => {
+            const id = m.messageId ?? '';
+            received.set(id, (received.get(id) ?? 0) + 1);
+            return retried.has(id) && received.get(id) === 1 ? { kind: 'retry' as const, code: 'test', reason: 'sent to retry once' } : { kind: 'ack' as const };
+          }),
       });
+      // With a prefetch of 50, taking all 300 means RabbitMQ read at least 250 acks during the alarm.
       await waitFor('every message taken during the alarm', () => received.size === total, { timeoutMs: 30_000 });
-      await (await consuming).stop(5_000);
-      // Stopped: a delivery not acked would be back in the queue.
-      expect((await feeder.queueCounts([queue])).get(queue)?.ready).toBe(0);
+      consumer = await consuming;
       expect(heldConfirmed).toBe(false);
+      expect([...retried].every((id) => received.get(id) === 1)).toBe(true); // their copies wait for the alarm's end
     } finally {
       await cluster.memoryAlarm(false);
     }
     await held;
-    expect((await feeder.queueCounts([queue])).get(queue)?.ready).toBe(1);
+    await waitFor('the retried messages back and the held one taken', () => [...retried].every((id) => received.get(id) === 2) && received.get('held') === 1, { timeoutMs: 30_000 });
+    await consumer.stop(5_000);
+    expect((await feeder.queueCounts([queue])).get(queue)?.ready).toBe(0);
+    expect([...received.values()].every((n) => n <= 2)).toBe(true);
     expect(await blockedSeconds()).toBe(0);
   }, 120_000);
 

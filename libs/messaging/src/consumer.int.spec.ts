@@ -3,6 +3,7 @@ import { waitFor } from '@herald/testing';
 import { Registry } from '@herald/runtime';
 import { connectBroker, consumingConnectionName } from './broker.ts';
 import {
+  connectionNames,
   forceCloseConnection,
   recordingHandler,
   silentLogger,
@@ -175,7 +176,7 @@ describe('consumer', () => {
     expect(back.content.toString()).toBe('slow');
   });
 
-  it('resumes by itself after the connection is force-closed; work finished on the dead channel is redelivered', async () => {
+  it('resumes by itself after both its connections are force-closed; work finished on the dead channel is redelivered', async () => {
     const queue = await freshQueue();
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -187,9 +188,11 @@ describe('consumer', () => {
     await send(queue, 'held');
     await waitFor('held message in flight', () => h.seen.length === 1);
 
-    const consuming = consumingConnectionName(t.connectionName);
-    const oldName = await forceCloseConnection(t.vhost.name, consuming);
-    await waitForReconnect(t.vhost.name, consuming, oldName);
+    // The consumer's connection and the publisher's (which the 'after' message below goes through).
+    for (const name of [consumingConnectionName(t.connectionName), t.connectionName]) {
+      const oldName = await forceCloseConnection(t.vhost.name, name);
+      await waitForReconnect(t.vhost.name, name, oldName);
+    }
     release(); // finishes after its channel died: must not throw, must not be acked
     const sendAfter = async (): Promise<boolean> => (await send(queue, 'after'), true);
     await waitFor('publisher back', () => sendAfter(), { timeoutMs: 30_000, intervalMs: 250 });
@@ -197,5 +200,57 @@ describe('consumer', () => {
     await waitFor('held message redelivered', () => h.seen.some((m) => m.body.toString() === 'held' && m.redelivered), { timeoutMs: 30_000 });
     await consumer.stop(1000);
     expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
+  it("an ack that waits for work of its own (`after`) holds only its message: the rest of its batch, and later ones, go on; a failed one gives its message back", async () => {
+    const queue = await freshQueue();
+    let openGate!: () => void;
+    let failGate!: (err: Error) => void;
+    const gates = [new Promise<void>((r) => (openGate = r)), new Promise<void>((_, reject) => (failGate = reject))];
+    const seen: string[] = [];
+    const consumer = await t.broker.consume({
+      queue,
+      prefetch: 4,
+      maxInFlight: 4,
+      batch: { maxSize: 4, maxWaitMs: 50 },
+      retryDelaysMs: [200],
+      handle: async (msgs) =>
+        msgs.map((m) => {
+          const body = m.body.toString();
+          seen.push(`${body}${m.redelivered ? '*' : ''}`);
+          if (body === 'waits' && !m.redelivered) return { kind: 'ack' as const, after: gates[0] };
+          if (body === 'fails' && !m.redelivered) return { kind: 'ack' as const, after: gates[1] };
+          return { kind: 'ack' as const };
+        }),
+    });
+    for (const body of ['waits', 'fails', 'a', 'b']) await send(queue, body);
+    // Four in flight at most: the two held hold two places, and six more pass through the other two.
+    for (let i = 0; i < 6; i++) await send(queue, `later-${i}`);
+    await waitFor('every later message taken while two acks wait', () => seen.filter((b) => b.startsWith('later-')).length === 6);
+    failGate(new Error('its copy was not confirmed'));
+    await waitFor('the failed one back', () => seen.includes('fails*'), { timeoutMs: 15_000 });
+    openGate();
+    await consumer.stop(2_000);
+    expect(seen.filter((b) => b === 'waits' || b === 'waits*')).toEqual(['waits']);
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
+  it('opened with consumes: false, keeps to one connection: publishes, declares and probes on it, and refuses to consume', async () => {
+    const name = `${t.connectionName}-publish-only`;
+    const publishOnly = await connectBroker({ url: t.vhost.amqpUrl, logger: silentLogger, connectionName: name, consumes: false });
+    try {
+      await publishOnly.applyTopology(workQueueTopology('c.publish-only', 'c.exchange'));
+      await publishOnly.publisher.publish({ exchange: 'c.exchange', routingKey: 'c.publish-only', body: { one: 1 } });
+      expect((await publishOnly.queueCounts(['c.publish-only'])).get('c.publish-only')?.ready).toBe(1);
+      await expect(publishOnly.consume({ queue: 'c.publish-only', prefetch: 1, retryDelaysMs: [200], handle: async (m) => m.map(() => ({ kind: 'ack' as const })) })).rejects.toThrow('consumes: false');
+      const open = await waitFor('the connection in the management API', async () => {
+        const names = await connectionNames(t.vhost.name);
+        return names.includes(name) && names;
+      });
+      expect(open).not.toContain(consumingConnectionName(name));
+      expect(open).toContain(consumingConnectionName(t.connectionName)); // a broker that consumes has both
+    } finally {
+      await publishOnly.close();
+    }
   });
 });

@@ -57,10 +57,19 @@ export class QueueConsumer implements Consumer {
     const batch = options.batch ?? { maxSize: 1, maxWaitMs: 0 };
     this.batcher = new Batcher<Delivery>(batch.maxSize, batch.maxWaitMs, (items) => {
       const settled = this.deps.metrics.batches.take(this.queue);
+      // A delivery's place among maxInFlight comes back once it is settled, not with its whole
+      // batch: one whose settling waits (its retry copy unconfirmed while RabbitMQ blocks
+      // publishing in an alarm) keeps its own place only, and the queue goes on draining.
+      const held = new Set(items);
+      const done = (d: Delivery): void => {
+        if (held.delete(d)) this.release(1);
+      };
       return this.track(
-        this.process(items).finally(() => {
+        this.process(items, done).finally(() => {
           settled();
-          this.release(items.length);
+          const rest = held.size;
+          held.clear();
+          this.release(rest);
         }),
       );
     }, batch.maxConcurrent);
@@ -178,13 +187,14 @@ export class QueueConsumer implements Consumer {
     return tracked;
   }
 
-  private async process(delivered: Delivery[]): Promise<void> {
+  /** `done(d)`: d is settled (its place among maxInFlight is free); whatever is not is freed when this ends. */
+  private async process(delivered: Delivery[], done: (d: Delivery) => void): Promise<void> {
     await sleep(this.pausedUntil - Date.now(), this.stopSignal.signal);
     if (this.stopping) return delivered.forEach((d) => this.nack(d));
     const limit = this.options.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT;
     const spent = delivered.filter((d) => deliveriesOf(d) > limit);
     const batch = spent.length === 0 ? delivered : delivered.filter((d) => !spent.includes(d));
-    await Promise.all(spent.map((d) => this.settle(d, overLimit(d, limit))));
+    await Promise.all(spent.map((d) => this.settle(d, overLimit(d, limit)).finally(() => done(d))));
     if (batch.length === 0) return;
     let outcomes: Outcome[];
     try {
@@ -200,7 +210,7 @@ export class QueueConsumer implements Consumer {
     }
     this.consecutiveErrors = 0;
     const decidedAt = new Date();
-    await Promise.all(batch.map((d, i) => this.settle(d, outcomes[i] ?? { kind: 'ack' }, decidedAt)));
+    await Promise.all(batch.map((d, i) => this.settle(d, outcomes[i] ?? { kind: 'ack' }, decidedAt).finally(() => done(d))));
   }
 
   /**
@@ -233,6 +243,7 @@ export class QueueConsumer implements Consumer {
     if (!this.isLive(d)) return this.logGone(d, outcome, decidedAt);
     let parked: Parked | undefined;
     try {
+      if (outcome.kind === 'ack' && outcome.after !== undefined) await outcome.after;
       parked = await this.deps.settler.apply(d, outcome, decidedAt);
     } catch (err) {
       if (!this.isLive(d)) return this.logGone(d, outcome, decidedAt);

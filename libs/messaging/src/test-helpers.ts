@@ -62,10 +62,18 @@ export function waitForMessage(url: string, queue: string, timeoutMs = 15_000): 
   return waitFor(`a message on ${queue}`, async () => (await takeMessage(url, queue)) || undefined, { timeoutMs, intervalMs: 100 });
 }
 
-async function connectionsNamed(vhost: string, connectionName: string): Promise<string[]> {
+async function connections(vhost: string): Promise<{ name: string; client_properties?: { connection_name?: string } }[]> {
   const res = await mgmt('GET', `/vhosts/${encodeURIComponent(vhost)}/connections`);
-  const list = res.json<{ name: string; client_properties?: { connection_name?: string } }[]>();
-  return list.filter((c) => c.client_properties?.connection_name === connectionName).map((c) => c.name);
+  return res.json<{ name: string; client_properties?: { connection_name?: string } }[]>();
+}
+
+/** The client-given names (connection_name) of the connections open on `vhost`. */
+export async function connectionNames(vhost: string): Promise<string[]> {
+  return (await connections(vhost)).map((c) => c.client_properties?.connection_name ?? '');
+}
+
+async function connectionsNamed(vhost: string, connectionName: string): Promise<string[]> {
+  return (await connections(vhost)).filter((c) => c.client_properties?.connection_name === connectionName).map((c) => c.name);
 }
 
 /** Force-closes the client connection named `connectionName` through the management API; returns its server-side name. */

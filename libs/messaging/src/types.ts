@@ -24,6 +24,14 @@ export interface BrokerOptions {
    * second copy harmless). Services leave it unset: their deliveries wait for the broker instead.
    */
   confirmTimeoutMs?: number;
+  /**
+   * False for a process that never consumes (the API, the client library, the monitor, topology
+   * scripts): one connection carries its publishes, declarations and probes, and consume() throws.
+   * Otherwise (the default) consumers, relays, declarations and probes get a second connection
+   * that never publishes, so a memory or disk alarm, which blocks publishing connections, does not
+   * stop their acks.
+   */
+  consumes?: boolean;
 }
 
 export interface Broker {
@@ -93,7 +101,12 @@ export interface InboundMessage {
 }
 
 export type Outcome =
-  | { kind: 'ack' }
+  /**
+   * `after`: work the message's ack waits for (a copy of what it found handed on, such as a dead
+   * token's invalidation), done outside the batch so that one waiting message holds no other:
+   * acked once it resolves; if it rejects, given back to the queue after a back-off, as a failed ack.
+   */
+  | { kind: 'ack'; after?: Promise<unknown> }
   | { kind: 'retry'; code: string; reason: string; delayMs?: number }
   | { kind: 'park'; code: string; reason: string }
   /**
