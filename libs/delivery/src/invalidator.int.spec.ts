@@ -142,12 +142,13 @@ describe('invalidator handler', () => {
     expect(await stateOf(dead.pushId)).toBe('done');
     expect(published).toEqual([expect.objectContaining({ routingKey: 'push.apns.invalidations', body: expect.objectContaining({ token: deadToken, reason: 'Unregistered' }) })]);
 
-    // A lost invalidation: the push is left claimed, so its redelivery sends it (and invalidates) again.
+    // A lost invalidation: the claim is given up, so the push's redelivery sends it (and invalidates) again at once.
     const again = devicePush(deadToken, '1');
     const [lost] = await handle([body(again)]);
+    expect(await stateOf(again.pushId)).toBe('sending');
     gates[1]?.fail(new Error('channel closed'));
     await expect((lost as { after: Promise<unknown> }).after).rejects.toThrow('channel closed');
-    expect(await stateOf(again.pushId)).not.toBe('done');
+    expect(await stateOf(again.pushId)).toBeUndefined();
   });
 
   it('defers the valid messages while the database is down (no attempt spent)', async () => {

@@ -295,7 +295,15 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     }
   });
   if (dead.length > 0) {
-    const invalidated = publishInvalidations(invalidations, deps).then(() => completeDurably(deps.ledger, dead.map((d) => d.completion), deps.logger));
+    const ids = dead.map((d) => d.completion.pushId);
+    const invalidated = publishInvalidations(invalidations, deps).then(
+      () => completeDurably(deps.ledger, dead.map((d) => d.completion), deps.logger),
+      // Not confirmed: the claims are given up, so each push's redelivery sends (and invalidates) again at once.
+      async (err: unknown) => {
+        await deps.ledger.release(ids, deps.owner).catch(() => undefined);
+        throw err;
+      },
+    );
     invalidated.catch(() => undefined); // awaited by each dead-token message's ack; a channel gone meanwhile leaves it unawaited
     for (const d of dead) outcomes[d.index] = { kind: 'ack', after: invalidated };
   }

@@ -12,7 +12,7 @@ export async function runDescheduler(platform: Platform, config: ConfigOf<typeof
   await runService(name, config, async ({ logger, registry }) => {
     // One connection per batch in flight, one for the look at the next due time, one spare.
     const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: config.DESCHEDULER_CONCURRENCY + 2 });
-    const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
+    const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry, consumes: false });
     const descheduler = await startStoreDescheduler(platform, config, { db, broker, logger, registry });
     return {
       stop: async () => {

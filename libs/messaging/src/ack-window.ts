@@ -1,8 +1,13 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
 
-/** A delivery this channel still holds: waiting for its ack, acked (not yet sent), or settled on the wire. */
+/**
+ * A delivery this channel still holds: waiting for its ack, acked (not yet sent), or settled on
+ * the wire. A settled one keeps its tag only: behind a delivery held for long (its ack waiting for
+ * a publish RabbitMQ blocks in an alarm) settled entries pile up, and must not keep their bodies.
+ */
 interface Held {
-  msg: ConsumeMessage;
+  tag: number;
+  msg: ConsumeMessage | undefined;
   state: 'held' | 'acked' | 'settled';
 }
 
@@ -21,12 +26,14 @@ export class AckWindow {
   private readonly byTag = new Map<number, Held>();
   private head = 0;
   private flushQueued = false;
+  /** Acked since the last flush: those behind the head are sent alone, found without a walk of the whole window. */
+  private readonly ackedSinceFlush = new Set<Held>();
 
   constructor(private readonly channel: Channel) {}
 
   /** Every delivery is registered as it arrives, before any of its settlement. */
   delivered(msg: ConsumeMessage): void {
-    const entry: Held = { msg, state: 'held' };
+    const entry: Held = { tag: msg.fields.deliveryTag, msg, state: 'held' };
     this.held.push(entry);
     this.byTag.set(msg.fields.deliveryTag, entry);
   }
@@ -35,6 +42,7 @@ export class AckWindow {
     const entry = this.byTag.get(msg.fields.deliveryTag);
     if (entry === undefined || entry.state !== 'held') return;
     entry.state = 'acked';
+    this.ackedSinceFlush.add(entry);
     if (!this.flushQueued) {
       this.flushQueued = true;
       // After the promise jobs of this tick: the acks of a whole settled batch go out together.
@@ -69,19 +77,21 @@ export class AckWindow {
       if (entry.state === 'held') break;
       if (entry.state === 'acked') lastAcked = entry;
     }
+    const multiple = lastAcked?.msg;
     for (let j = this.head; j < i; j++) this.forget(this.held[j] as Held);
     this.head = i;
     // Acks behind a delivery still held: one frame each, now.
-    const single: Held[] = [];
-    for (let j = i; j < this.held.length; j++) {
-      const entry = this.held[j] as Held;
-      if (entry.state === 'acked') single.push(entry);
+    const single: ConsumeMessage[] = [];
+    for (const entry of this.ackedSinceFlush) {
+      if (entry.state !== 'acked' || entry.msg === undefined) continue;
+      single.push(entry.msg);
+      this.forget(entry);
     }
-    for (const entry of single) this.forget(entry);
+    this.ackedSinceFlush.clear();
     this.compact();
     try {
-      if (lastAcked !== undefined) this.channel.ack(lastAcked.msg, true);
-      for (const entry of single) this.channel.ack(entry.msg, false);
+      if (multiple !== undefined) this.channel.ack(multiple, true);
+      for (const msg of single) this.channel.ack(msg, false);
     } catch {
       // The channel closed meanwhile: the broker requeues its unsettled messages anyway.
     }
@@ -93,8 +103,9 @@ export class AckWindow {
   }
 
   private forget(entry: Held): void {
-    this.byTag.delete(entry.msg.fields.deliveryTag);
+    this.byTag.delete(entry.tag);
     entry.state = 'settled';
+    entry.msg = undefined;
   }
 
   /** Drop the settled head from the array now and then, so it does not grow with the channel's life. */
