@@ -125,9 +125,10 @@ describe('invalidator handler', () => {
       metrics: createPusherMetrics(new Registry()),
       logger,
       owner: 'invalidator-spec',
-      leaseMs: 30_000,
+      leaseMs: 600,
     });
     const body = (push: DevicePush) => ({ ...message(push), routingKey: 'push.apns.send', queue: 'push.apns.send' });
+    const claimedAt = async (pushId: string) => (await t.db.kysely.selectFrom('delivery_ledger').select('claimed_at').where('push_id', '=', pushId).executeTakeFirst())?.claimed_at;
     const stateOf = async (pushId: string) => (await t.db.kysely.selectFrom('delivery_ledger').select('state').where('push_id', '=', pushId).executeTakeFirst())?.state;
 
     const [dead, live] = [devicePush(deadToken, '1'), devicePush(liveToken, '2')];
@@ -137,6 +138,10 @@ describe('invalidator handler', () => {
     expect(waiting?.kind === 'ack' && waiting.after instanceof Promise).toBe(true);
     expect(await stateOf(live.pushId)).toBe('done');
     expect(await stateOf(dead.pushId)).not.toBe('done'); // claimed: not recorded before its invalidation is confirmed
+    // Its claim is kept while it waits (renewed every third of the 600 ms lease), so no other copy takes it over.
+    const first = await claimedAt(dead.pushId);
+    await new Promise((r) => setTimeout(r, 700));
+    expect((await claimedAt(dead.pushId))?.getTime()).toBeGreaterThan(first?.getTime() ?? Infinity);
     gates[0]?.open();
     await (waiting as { after: Promise<unknown> }).after;
     expect(await stateOf(dead.pushId)).toBe('done');

@@ -296,14 +296,20 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
   });
   if (dead.length > 0) {
     const ids = dead.map((d) => d.completion.pushId);
-    const invalidated = publishInvalidations(invalidations, deps).then(
-      () => completeDurably(deps.ledger, dead.map((d) => d.completion), deps.logger),
-      // Not confirmed: the claims are given up, so each push's redelivery sends (and invalidates) again at once.
-      async (err: unknown) => {
-        await deps.ledger.release(ids, deps.owner).catch(() => undefined);
-        throw err;
-      },
-    );
+    // Their claims are kept (the batch's keeper stops when it returns) until they are recorded or
+    // given up: a lapsed one could be claimed again meanwhile, and the release below would delete that claim.
+    const stopKeeping = keepClaims(deps.ledger, ids, deps.owner, deps.leaseMs, deps.logger);
+    const invalidated = publishInvalidations(invalidations, deps)
+      .then(
+        () => completeDurably(deps.ledger, dead.map((d) => d.completion), deps.logger),
+        // Not confirmed: the claims are given up, so each push's redelivery sends (and invalidates) again at once.
+        async (err: unknown) => {
+          stopKeeping();
+          await deps.ledger.release(ids, deps.owner).catch(() => undefined);
+          throw err;
+        },
+      )
+      .finally(stopKeeping);
     invalidated.catch(() => undefined); // awaited by each dead-token message's ack; a channel gone meanwhile leaves it unawaited
     for (const d of dead) outcomes[d.index] = { kind: 'ack', after: invalidated };
   }
