@@ -304,7 +304,6 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
         () => completeDurably(deps.ledger, dead.map((d) => d.completion), deps.logger),
         // Not confirmed: the claims are given up, so each push's redelivery sends (and invalidates) again at once.
         async (err: unknown) => {
-          stopKeeping();
           await deps.ledger.release(ids, deps.owner).catch(() => undefined);
           throw err;
         },

@@ -49,8 +49,6 @@ class RabbitBroker implements Broker {
   private readonly consumers = new Set<QueueConsumer>();
   /** One relay per delay queue this process uses (delay-relay.ts), started with the first consumer that needs it. */
   private readonly relays = new Map<string, Promise<QueueConsumer>>();
-  /** What carries declarations and probes: the consuming connection, or the only one. */
-  private readonly control: BrokerConnection;
   private readonly unwatchPublishing: () => void;
 
   constructor(
@@ -64,7 +62,6 @@ class RabbitBroker implements Broker {
     confirmTimeoutMs: number | undefined,
   ) {
     this.publisher = new ConfirmPublisher(publishing, metrics, logger, confirmTimeoutMs);
-    this.control = consuming ?? publishing;
     this.unwatchPublishing = metrics.watchPublishing(publishing);
   }
 
@@ -144,7 +141,8 @@ class RabbitBroker implements Broker {
   }
 
   private async openChannel(errorMessage: string): Promise<Channel> {
-    const channel = await this.control.model.createChannel();
+    // Declarations and probes: on the consuming connection, or the only one.
+    const channel = await (this.consuming ?? this.publishing).model.createChannel();
     channel.on('error', (err: Error) => this.logger.debug({ err }, errorMessage));
     return channel;
   }

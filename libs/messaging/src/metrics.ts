@@ -43,48 +43,53 @@ export class BatchesInHand {
   }
 }
 
-/** One BatchesInHand a registry: every broker of a process shares its gauge. */
+/**
+ * One `T` a registry, its gauge registered when it is made: every broker of a process shares both.
+ * Without a registry, a fresh one that no gauge reads.
+ */
+function sharedPerRegistry<T>(made: WeakMap<Registry, T>, registry: Registry | undefined, make: () => T, register: (state: T, registry: Registry) => void): T {
+  if (registry === undefined) return make();
+  const known = made.get(registry);
+  if (known !== undefined) return known;
+  const state = make();
+  made.set(registry, state);
+  register(state, registry);
+  return state;
+}
+
 const batchesOf = new WeakMap<Registry, BatchesInHand>();
 
 function batchesInHand(registry: Registry | undefined): BatchesInHand {
-  if (registry === undefined) return new BatchesInHand();
-  const known = batchesOf.get(registry);
-  if (known !== undefined) return known;
-  const batches = new BatchesInHand();
-  batchesOf.set(registry, batches);
-  new Gauge({
-    name: 'herald_consumer_oldest_batch_seconds',
-    help: "How long the oldest batch a consumer of this process holds has been in its hands (0: none); a delay queue's relay holds each message until it is due",
-    labelNames: ['queue'],
-    registers: [registry],
-    collect() {
-      for (const { queue, seconds } of batches.oldestSeconds()) this.set({ queue }, seconds);
-    },
+  return sharedPerRegistry(batchesOf, registry, () => new BatchesInHand(), (batches, r) => {
+    new Gauge({
+      name: 'herald_consumer_oldest_batch_seconds',
+      help: "How long the oldest batch a consumer of this process holds has been in its hands (0: none); a delay queue's relay holds each message until it is due",
+      labelNames: ['queue'],
+      registers: [r],
+      collect() {
+        for (const { queue, seconds } of batches.oldestSeconds()) this.set({ queue }, seconds);
+      },
+    });
   });
-  return batches;
 }
 
-/** The publishing connections of every broker of a process, by registry: one gauge reads them all. */
+/** The publishing connections of every broker of a process: one gauge reads them all. */
 const publishingOf = new WeakMap<Registry, Set<BrokerConnection>>();
 
 function publishingConnections(registry: Registry | undefined): Set<BrokerConnection> {
-  if (registry === undefined) return new Set();
-  const known = publishingOf.get(registry);
-  if (known !== undefined) return known;
-  const connections = new Set<BrokerConnection>();
-  publishingOf.set(registry, connections);
-  new Gauge({
-    name: 'herald_broker_publishing_blocked_seconds',
-    help: "How long RabbitMQ has blocked this process's publishes (connection.blocked: a memory or disk alarm); 0 when it does not. Its consumers keep acking on a connection of their own",
-    registers: [registry],
-    collect() {
-      const now = Date.now();
-      let longest = 0;
-      for (const c of connections) longest = Math.max(longest, (now - (c.blocked()?.since ?? now)) / 1000);
-      this.set(longest);
-    },
+  return sharedPerRegistry(publishingOf, registry, () => new Set<BrokerConnection>(), (connections, r) => {
+    new Gauge({
+      name: 'herald_broker_publishing_blocked_seconds',
+      help: "How long RabbitMQ has blocked this process's publishes (connection.blocked: a memory or disk alarm); 0 when it does not. Its consumers keep acking on a connection of their own",
+      registers: [r],
+      collect() {
+        const now = Date.now();
+        let longest = 0;
+        for (const c of connections) longest = Math.max(longest, (now - (c.blocked()?.since ?? now)) / 1000);
+        this.set(longest);
+      },
+    });
   });
-  return connections;
 }
 
 function counter<L extends string>(registry: Registry | undefined, name: string, help: string, labelNames: L[]): Counter<L> {
