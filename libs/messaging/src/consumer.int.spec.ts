@@ -40,7 +40,10 @@ describe('consumer', () => {
     const consumer = await t.broker.consume({ queue, prefetch: 10, batch: { maxSize: 3, maxWaitMs: 300 }, retryDelaysMs: [200], handle: h.handle });
     await waitFor('all 7 handled', () => h.seen.length === 7);
     await consumer.stop(1000);
-    expect(h.calls.slice(0, 2)).toEqual([3, 3]);
+    // The first delivery comes after a quiet spell and goes with whatever the same socket read
+    // brought (batcher.ts): all seven ([3, 3, 1]) or, on a loaded machine, only itself ([1, 3, 3],
+    // seen in CI). Either way the seven go in three calls, none over maxSize.
+    expect(h.calls).toHaveLength(3);
     expect(h.calls.reduce((a, b) => a + b, 0)).toBe(7);
     expect(Math.max(...h.calls)).toBeLessThanOrEqual(3);
     expect(h.seen.map((m) => m.body.toString()).sort()).toEqual(['b0', 'b1', 'b2', 'b3', 'b4', 'b5', 'b6']);
