@@ -1,7 +1,7 @@
 import type { ConfirmChannel, GetMessage, Options } from 'amqplib';
 import { parkedQueueFor } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
-import { openConnection } from './connection.ts';
+import { openConnection, type BrokerConnection } from './connection.ts';
 import { attemptOf, HeraldHeaders } from './headers.ts';
 import { permanentRejection } from './park-codes.ts';
 import { sleep } from './sleep.ts';
@@ -35,6 +35,12 @@ export interface ReplayOptions extends ParkedOptions {
   force?: boolean;
   /** Called after each chunk with how many were looked at and replayed so far. */
   onProgress?: (progress: { seen: number; total: number; replayed: number }) => void;
+  /**
+   * How long a copy may wait for RabbitMQ's confirm (default 30 s) before the replay stops and
+   * leaves it parked. RabbitMQ saying it blocks publishes (a memory or disk alarm) ends the wait
+   * at once.
+   */
+  confirmTimeoutMs?: number;
 }
 
 /** Headers a replay removes: why it was parked and the broker's dead-letter history. */
@@ -53,6 +59,7 @@ const PARKING_HEADERS = [
 ];
 const CHUNK = 100;
 const ACK_SETTLE_MS = 250;
+const CONFIRM_TIMEOUT_MS = 30_000;
 
 /** Some messages could not be replayed; they stay parked. `replayed` went back to their queues. */
 export class ReplayError extends Error {
@@ -129,9 +136,10 @@ async function withParkedChannel<T>(opts: ParkedOptions, work: (ch: ConfirmChann
 /**
  * Reads at most `total` messages (the queue's depth when we started), in chunks. Messages the
  * visitor does not ack stay unacknowledged on this channel, so they are never read twice (no
- * requeue loop), and go back to the queue when the operation ends (letAcksSettle).
+ * requeue loop), and go back to the queue when the operation ends (letAcksSettle). A visitor
+ * that returns false ends the sweep.
  */
-async function sweep(ch: ConfirmChannel, parked: string, total: number, visit: (chunk: GetMessage[]) => Promise<void>): Promise<number> {
+async function sweep(ch: ConfirmChannel, parked: string, total: number, visit: (chunk: GetMessage[]) => Promise<void | boolean>): Promise<number> {
   let seen = 0;
   while (seen < total) {
     const chunk: GetMessage[] = [];
@@ -142,7 +150,7 @@ async function sweep(ch: ConfirmChannel, parked: string, total: number, visit: (
     }
     if (chunk.length === 0) break;
     seen += chunk.length;
-    await visit(chunk);
+    if ((await visit(chunk)) === false) break;
   }
   return seen;
 }
@@ -177,31 +185,104 @@ function copiedProperties(msg: GetMessage): Options.Publish {
 type Item = { msg: GetMessage; parked: ParkedMessage };
 
 /**
- * Publishes copies to their original queues (attempt 1, parking headers removed) and resolves
- * with the items the broker confirmed and routed; the rest are reported in `failed`.
+ * The connection a replay publishes its copies on, apart from the one that reads and acks the
+ * parked queue: RabbitMQ stops reading from a connection that publishes during a memory or disk
+ * alarm (connection.blocked), and the parked channel must still hand back what it read.
  */
-async function republish(ch: ConfirmChannel, items: readonly Item[]): Promise<{ ok: Item[]; failed: string[] }> {
+interface CopyPublisher {
+  channel: ConfirmChannel;
+  /** Resolves with RabbitMQ's reason once it says it blocks this connection's publishes. */
+  blocked: Promise<string>;
+  /** Why RabbitMQ blocks this connection, once it said so. */
+  blockedReason(): string | undefined;
+  /**
+   * Closes the connection; one RabbitMQ blocks is dropped instead, since its close would wait for
+   * an answer until the alarm ends (and keep a CLI from exiting).
+   */
+  end(): Promise<void>;
+}
+
+async function openCopyPublisher(opts: ParkedOptions): Promise<CopyPublisher> {
+  const connection = await openConnection(opts.url, 'herald-parked.copies', opts.logger);
+  let reason: string | undefined;
+  const blocked = new Promise<string>((resolve) =>
+    connection.model.once('blocked', (why: string) => {
+      reason = why;
+      resolve(why);
+    }),
+  );
+  try {
+    const channel = await connection.model.createConfirmChannel();
+    channel.on('error', (err: Error) => opts.logger.debug({ err }, 'parked copies channel error'));
+    return {
+      channel,
+      blocked,
+      blockedReason: () => reason,
+      end: () => (reason === undefined ? connection.close().catch(() => undefined) : dropConnection(connection, channel)),
+    };
+  } catch (err) {
+    await connection.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * Ends a connection RabbitMQ stopped reading from without the close handshake: the close is sent
+ * (which stops amqplib's recovery) and the socket destroyed under it. amqplib has no call for
+ * this; its connection object keeps the socket as `stream` (lib/connection.js), reached through a
+ * channel of that connection.
+ */
+async function dropConnection(connection: BrokerConnection, channel: ConfirmChannel): Promise<void> {
+  const closing = connection.close().catch(() => undefined);
+  (channel.connection as unknown as { stream?: { destroy(): void } }).stream?.destroy();
+  await closing;
+}
+
+/**
+ * Publishes copies to their original queues (attempt 1, parking headers removed) and resolves
+ * with the items the broker confirmed and routed; the rest are reported in `failed`, each with
+ * why. A copy unconfirmed after `confirmTimeoutMs`, or once RabbitMQ says it blocks publishes,
+ * fails as such: RabbitMQ may still take it later.
+ */
+async function republish(copies: CopyPublisher, items: readonly Item[], confirmTimeoutMs: number): Promise<{ ok: Item[]; failed: string[] }> {
+  const ch = copies.channel;
   // A return means the original queue does not exist: every copy routed there fails.
   const returned = new Set<string>();
   const onReturn = (msg: { fields: { routingKey: string } }): void => {
     returned.add(msg.fields.routingKey);
   };
   ch.on('return', onReturn);
-  const results = await Promise.all(
-    items.map((item) => {
-      const kept = Object.entries(item.parked.headers).filter(([k]) => !PARKING_HEADERS.includes(k));
-      const headers = { ...Object.fromEntries(kept), [HeraldHeaders.attempt]: 1, 'x-herald-replayed-at': new Date().toISOString() };
-      const options: Options.Publish = { ...copiedProperties(item.msg), headers, persistent: true, mandatory: true };
-      return new Promise<string | undefined>((resolve) => {
-        ch.publish('', item.parked.originalQueue, item.msg.content, options, (err) => {
-          if (err) resolve(`not confirmed: ${String(err)}`);
-          else resolve(returned.has(item.parked.originalQueue) ? `queue "${item.parked.originalQueue}" does not exist` : undefined);
-        });
-      });
+  let timer: NodeJS.Timeout | undefined;
+  const unconfirmed = (why: string): string => `no confirm (${why}); its copy may still reach its queue when RabbitMQ takes it, and a later replay is safe: Herald sends a push once whatever copies its queues hold`;
+  const givenUp = Promise.race([
+    copies.blocked.then((reason) => unconfirmed(`RabbitMQ is blocking publishes: ${reason}`)),
+    new Promise<string>((resolve) => {
+      timer = setTimeout(() => {
+        const reason = copies.blockedReason();
+        resolve(unconfirmed(reason === undefined ? `none within ${confirmTimeoutMs} ms` : `RabbitMQ is blocking publishes: ${reason}`));
+      }, confirmTimeoutMs);
     }),
-  );
-  ch.off('return', onReturn);
-  return { ok: items.filter((_, i) => results[i] === undefined), failed: results.filter((r): r is string => r !== undefined) };
+  ]);
+  try {
+    const results = await Promise.all(
+      items.map((item) => {
+        const kept = Object.entries(item.parked.headers).filter(([k]) => !PARKING_HEADERS.includes(k));
+        const headers = { ...Object.fromEntries(kept), [HeraldHeaders.attempt]: 1, 'x-herald-replayed-at': new Date().toISOString() };
+        const options: Options.Publish = { ...copiedProperties(item.msg), headers, persistent: true, mandatory: true };
+        const confirmed = new Promise<string | undefined>((resolve) => {
+          ch.publish('', item.parked.originalQueue, item.msg.content, options, (err) => {
+            if (err) resolve(`not confirmed: ${String(err)}`);
+            else resolve(returned.has(item.parked.originalQueue) ? `queue "${item.parked.originalQueue}" does not exist` : undefined);
+          });
+        });
+        return Promise.race([confirmed, givenUp]);
+      }),
+    );
+    return { ok: items.filter((_, i) => results[i] === undefined), failed: results.filter((r): r is string => r !== undefined) };
+  } finally {
+    clearTimeout(timer);
+    ch.off('return', onReturn);
+  }
 }
 
 /** Matching messages a replay left parked because they were rejected for good, per park code. */
@@ -234,33 +315,42 @@ function noteRefusal(refused: Map<string, RefusedReplay>, m: ParkedMessage, why:
 /**
  * Moves matching parked messages back to their original queues, each once: publish with confirm,
  * then ack. Others are left in place, and so are permanent rejections unless `force` (reported in
- * `refused` with why). Only the messages present when it starts are looked at.
+ * `refused` with why). Only the messages present when it starts are looked at. Copies RabbitMQ
+ * does not confirm in time (or while it blocks publishes: an alarm) stop the replay, which throws
+ * a ReplayError saying why; their originals stay parked.
  */
 export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
-  return withParkedChannel(opts, async (ch, parked, total) => {
-    let replayed = 0;
-    let seenSoFar = 0;
-    const failures: string[] = [];
-    const refused = new Map<string, RefusedReplay>();
-    const seen = await sweep(ch, parked, total, async (chunk) => {
-      const chosen = chunk
-        .map((msg) => ({ msg, parked: toParked(msg, parked) }))
-        .filter((x) => matches(x.parked, opts.filter))
-        .filter((x) => {
-          const why = opts.force === true ? undefined : permanentRejection(x.parked.code);
-          if (why !== undefined) noteRefusal(refused, x.parked, why);
-          return why === undefined;
-        });
-      const { ok, failed } = await republish(ch, chosen);
-      for (const { msg } of ok) ch.ack(msg);
-      replayed += ok.length;
-      failures.push(...failed);
-      seenSoFar += chunk.length;
-      opts.onProgress?.({ seen: seenSoFar, total, replayed });
+  const copies = await openCopyPublisher(opts);
+  try {
+    return await withParkedChannel(opts, async (ch, parked, total) => {
+      let replayed = 0;
+      let seenSoFar = 0;
+      const failures: string[] = [];
+      const refused = new Map<string, RefusedReplay>();
+      const seen = await sweep(ch, parked, total, async (chunk) => {
+        const chosen = chunk
+          .map((msg) => ({ msg, parked: toParked(msg, parked) }))
+          .filter((x) => matches(x.parked, opts.filter))
+          .filter((x) => {
+            const why = opts.force === true ? undefined : permanentRejection(x.parked.code);
+            if (why !== undefined) noteRefusal(refused, x.parked, why);
+            return why === undefined;
+          });
+        const { ok, failed } = await republish(copies, chosen, opts.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS);
+        for (const { msg } of ok) ch.ack(msg);
+        replayed += ok.length;
+        failures.push(...failed);
+        seenSoFar += chunk.length;
+        opts.onProgress?.({ seen: seenSoFar, total, replayed });
+        // Copies RabbitMQ does not confirm now will not be confirmed for the next chunk either.
+        return copies.blockedReason() === undefined;
+      });
+      if (failures.length > 0) throw new ReplayError(`${failures.length} message(s) not replayed (left parked): ${failures[0]}`, replayed);
+      return { seen, replayed, refused: [...refused.values()] };
     });
-    if (failures.length > 0) throw new ReplayError(`${failures.length} message(s) not replayed (left parked): ${failures[0]}`, replayed);
-    return { seen, replayed, refused: [...refused.values()] };
-  });
+  } finally {
+    await copies.end();
+  }
 }
 
 /** Deletes matching parked messages (all of them at once for `{ kind: 'all' }`). */
