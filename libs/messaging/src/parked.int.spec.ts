@@ -29,11 +29,11 @@ describe('parked messages: list, replay, purge', () => {
   });
 
   /** A parked copy exactly as the Settler writes it. */
-  const park = (id: string, code: string, originalQueue = 'p.work') =>
+  const park = (id: string, code: string, originalQueue = 'p.work', body = Buffer.from(`body-${id}`)) =>
     t.broker.publisher.publish({
       exchange: '',
       routingKey: 'p.work.parked',
-      body: Buffer.from(`body-${id}`),
+      body,
       messageId: id,
       headers: {
         'x-keep': 'me',
@@ -106,6 +106,20 @@ describe('parked messages: list, replay, purge', () => {
     expect((err as ReplayError).replayed).toBe(1);
     expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['gone']);
     expect(await depth('p.work')).toBe(1);
+  });
+
+  it('stops at the first chunk whose copies RabbitMQ does not confirm in time, and leaves every original parked', async () => {
+    // 64 KB bodies: a chunk's 6.4 MB cannot be confirmed within 1 ms, so none of the first chunk is.
+    const big = Buffer.alloc(64 * 1024, 'x');
+    await Promise.all(Array.from({ length: 150 }, (_, i) => park(`big${i}`, 'retries-exhausted', 'p.work', big)));
+    const progress: number[] = [];
+    const err = await replayParked({ ...opts(), filter: { kind: 'all' }, confirmTimeoutMs: 1, onProgress: (p) => progress.push(p.seen) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ReplayError);
+    expect((err as ReplayError).message).toMatch(/^100 message\(s\) not replayed \(left parked\): no confirm \(none within 1 ms\); its copy may still reach its queue/);
+    expect((err as ReplayError).replayed).toBe(0);
+    expect(progress).toEqual([100]); // the second chunk was not looked at, nor copied
+    expect(await depth('p.work.parked')).toBe(150);
+    expect(await depth('p.work')).toBeLessThanOrEqual(100);
   });
 
   it('leaves permanent rejections parked unless forced, and says why', async () => {

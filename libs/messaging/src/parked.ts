@@ -193,33 +193,17 @@ interface CopyPublisher {
   channel: ConfirmChannel;
   /** Resolves with RabbitMQ's reason once it says it blocks this connection's publishes. */
   blocked: Promise<string>;
-  /** Why RabbitMQ blocks this connection, once it said so. */
-  blockedReason(): string | undefined;
-  /**
-   * Closes the connection; one RabbitMQ blocks is dropped instead, since its close would wait for
-   * an answer until the alarm ends (and keep a CLI from exiting).
-   */
+  /** Closes the connection, and lets go of its socket if RabbitMQ still blocks it. */
   end(): Promise<void>;
 }
 
 async function openCopyPublisher(opts: ParkedOptions): Promise<CopyPublisher> {
   const connection = await openConnection(opts.url, 'herald-parked.copies', opts.logger);
-  let reason: string | undefined;
-  const blocked = new Promise<string>((resolve) =>
-    connection.model.once('blocked', (why: string) => {
-      reason = why;
-      resolve(why);
-    }),
-  );
+  const blocked = new Promise<string>((resolve) => connection.model.once('blocked', resolve));
   try {
     const channel = await connection.model.createConfirmChannel();
     channel.on('error', (err: Error) => opts.logger.debug({ err }, 'parked copies channel error'));
-    return {
-      channel,
-      blocked,
-      blockedReason: () => reason,
-      end: () => (reason === undefined ? connection.close().catch(() => undefined) : dropConnection(connection, channel)),
-    };
+    return { channel, blocked, end: () => endCopies(connection, channel) };
   } catch (err) {
     await connection.close().catch(() => undefined);
     throw err;
@@ -227,24 +211,26 @@ async function openCopyPublisher(opts: ParkedOptions): Promise<CopyPublisher> {
 }
 
 /**
- * Ends a connection RabbitMQ stopped reading from without the close handshake: the close is sent
- * (which stops amqplib's recovery) and the socket destroyed under it. amqplib has no call for
- * this; its connection object keeps the socket as `stream` (lib/connection.js), reached through a
- * channel of that connection.
+ * amqplib closes a connection RabbitMQ blocks at once, without waiting for an answer RabbitMQ
+ * would not send before the alarm ends, and half-closes its socket; the socket would then stay
+ * open until RabbitMQ reads again, and keep a CLI from exiting. So it is destroyed. amqplib has no
+ * call for that: its connection object keeps the socket as `stream` (lib/connection.js), reached
+ * through a channel of that connection. Whether blocked is read as the close begins: an unblocked
+ * connection closes with the usual handshake.
  */
-async function dropConnection(connection: BrokerConnection, channel: ConfirmChannel): Promise<void> {
-  const closing = connection.close().catch(() => undefined);
-  (channel.connection as unknown as { stream?: { destroy(): void } }).stream?.destroy();
-  await closing;
+async function endCopies(connection: BrokerConnection, channel: ConfirmChannel): Promise<void> {
+  const blocked = connection.blocked() !== undefined;
+  await connection.close().catch(() => undefined);
+  if (blocked) (channel.connection as unknown as { stream?: { destroy(): void } }).stream?.destroy();
 }
 
 /**
  * Publishes copies to their original queues (attempt 1, parking headers removed) and resolves
  * with the items the broker confirmed and routed; the rest are reported in `failed`, each with
  * why. A copy unconfirmed after `confirmTimeoutMs`, or once RabbitMQ says it blocks publishes,
- * fails as such: RabbitMQ may still take it later.
+ * fails as such (`stalled`): RabbitMQ may still take it later.
  */
-async function republish(copies: CopyPublisher, items: readonly Item[], confirmTimeoutMs: number): Promise<{ ok: Item[]; failed: string[] }> {
+async function republish(copies: CopyPublisher, items: readonly Item[], confirmTimeoutMs: number): Promise<{ ok: Item[]; failed: string[]; stalled: boolean }> {
   const ch = copies.channel;
   // A return means the original queue does not exist: every copy routed there fails.
   const returned = new Set<string>();
@@ -253,16 +239,12 @@ async function republish(copies: CopyPublisher, items: readonly Item[], confirmT
   };
   ch.on('return', onReturn);
   let timer: NodeJS.Timeout | undefined;
-  const unconfirmed = (why: string): string => `no confirm (${why}); its copy may still reach its queue when RabbitMQ takes it, and a later replay is safe: Herald sends a push once whatever copies its queues hold`;
+  /** The failure of every copy not confirmed when the wait ended, once it ended. */
+  let gaveUp: string | undefined;
   const givenUp = Promise.race([
-    copies.blocked.then((reason) => unconfirmed(`RabbitMQ is blocking publishes: ${reason}`)),
-    new Promise<string>((resolve) => {
-      timer = setTimeout(() => {
-        const reason = copies.blockedReason();
-        resolve(unconfirmed(reason === undefined ? `none within ${confirmTimeoutMs} ms` : `RabbitMQ is blocking publishes: ${reason}`));
-      }, confirmTimeoutMs);
-    }),
-  ]);
+    copies.blocked.then((reason) => `RabbitMQ is blocking publishes: ${reason}`),
+    new Promise<string>((resolve) => (timer = setTimeout(() => resolve(`none within ${confirmTimeoutMs} ms`), confirmTimeoutMs))),
+  ]).then((why) => (gaveUp = `no confirm (${why}); its copy may still reach its queue when RabbitMQ takes it, and a later replay is safe: Herald sends a push once whatever copies its queues hold`));
   try {
     const results = await Promise.all(
       items.map((item) => {
@@ -278,7 +260,8 @@ async function republish(copies: CopyPublisher, items: readonly Item[], confirmT
         return Promise.race([confirmed, givenUp]);
       }),
     );
-    return { ok: items.filter((_, i) => results[i] === undefined), failed: results.filter((r): r is string => r !== undefined) };
+    const failed = results.filter((r): r is string => r !== undefined);
+    return { ok: items.filter((_, i) => results[i] === undefined), failed, stalled: gaveUp !== undefined && failed.includes(gaveUp) };
   } finally {
     clearTimeout(timer);
     ch.off('return', onReturn);
@@ -336,14 +319,14 @@ export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
             if (why !== undefined) noteRefusal(refused, x.parked, why);
             return why === undefined;
           });
-        const { ok, failed } = await republish(copies, chosen, opts.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS);
+        const { ok, failed, stalled } = await republish(copies, chosen, opts.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS);
         for (const { msg } of ok) ch.ack(msg);
         replayed += ok.length;
         failures.push(...failed);
         seenSoFar += chunk.length;
         opts.onProgress?.({ seen: seenSoFar, total, replayed });
-        // Copies RabbitMQ does not confirm now will not be confirmed for the next chunk either.
-        return copies.blockedReason() === undefined;
+        // Copies RabbitMQ does not confirm now would not be confirmed for the next chunk either.
+        return !stalled;
       });
       if (failures.length > 0) throw new ReplayError(`${failures.length} message(s) not replayed (left parked): ${failures[0]}`, replayed);
       return { seen, replayed, refused: [...refused.values()] };
