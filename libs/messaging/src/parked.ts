@@ -1,6 +1,7 @@
 import type { ConfirmChannel, GetMessage, Options } from 'amqplib';
 import { parkedQueueFor } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
+import { socketOf } from './coalesce-writes.ts';
 import { openConnection, type BrokerConnection } from './connection.ts';
 import { attemptOf, HeraldHeaders } from './headers.ts';
 import { permanentRejection } from './park-codes.ts';
@@ -213,15 +214,14 @@ async function openCopyPublisher(opts: ParkedOptions): Promise<CopyPublisher> {
 /**
  * amqplib closes a connection RabbitMQ blocks at once, without waiting for an answer RabbitMQ
  * would not send before the alarm ends, and half-closes its socket; the socket would then stay
- * open until RabbitMQ reads again, and keep a CLI from exiting. So it is destroyed. amqplib has no
- * call for that: its connection object keeps the socket as `stream` (lib/connection.js), reached
- * through a channel of that connection. Whether blocked is read as the close begins: an unblocked
- * connection closes with the usual handshake.
+ * open until RabbitMQ reads again, and keep a CLI from exiting. So it is destroyed (amqplib has no
+ * call for that). Whether blocked is read as the close begins: an unblocked connection closes with
+ * the usual handshake.
  */
 async function endCopies(connection: BrokerConnection, channel: ConfirmChannel): Promise<void> {
   const blocked = connection.blocked() !== undefined;
   await connection.close().catch(() => undefined);
-  if (blocked) (channel.connection as unknown as { stream?: { destroy(): void } }).stream?.destroy();
+  if (blocked) socketOf(channel)?.destroy();
 }
 
 /**
