@@ -53,6 +53,6 @@ export class MemoryRateLimitStore implements RateLimitStore {
     // What the window has left, and in one lease no more than its share of the time left.
     const granted = Math.max(0, Math.min(want, share - state.granted, Math.ceil((share * msLeftInWindow) / windowMs)));
     state.granted += granted;
-    return Promise.resolve({ granted, ratePerSec: state.limit.ratePerSec, msLeftInWindow });
+    return Promise.resolve({ granted, ratePerSec: state.limit.ratePerSec, msLeftInWindow, windowIndex: index });
   }
 }

@@ -6,11 +6,13 @@ export interface BudgetKey {
   app?: string;
 }
 
-/** Tokens leased for the current window only, and how long that window still lasts. */
+/** Tokens leased for the current window only, which window that is, and how long it still lasts. */
 export interface Grant {
   granted: number;
   ratePerSec: number;
   msLeftInWindow: number;
+  /** The window the tokens belong to (the store's clock, epoch ms / windowMs). */
+  windowIndex: number;
 }
 
 export interface ConfiguredLimit {

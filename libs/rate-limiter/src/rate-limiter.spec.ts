@@ -68,6 +68,20 @@ describe('createRateLimiter', () => {
     expect(store.leases).toBe(0);
   });
 
+  it('refuses to start when the limits cannot be read (it would send unpaced), and later keeps the last limits it read', async () => {
+    const store = new MemoryRateLimitStore();
+    store.set({ platform: 'apns' }, 10);
+    const list = store.list.bind(store);
+    store.list = () => Promise.reject(new Error('database down'));
+    await expect(limiter(store)).rejects.toThrow('could not read the rate limits: database down');
+    store.list = list;
+    const l = await limiter(store, { maxWaitMs: 50 });
+    store.list = () => Promise.reject(new Error('database down'));
+    await new Promise((r) => setTimeout(r, 250)); // two refreshes fail
+    const granted = await Promise.all(Array.from({ length: 20 }, () => l.acquire(1)));
+    expect(granted.filter(Boolean).length).toBeLessThanOrEqual(2); // 10/s: at most a window's share and a spill within 50 ms
+  });
+
   it('three processes sharing a 300/s budget: no window over its share, the whole budget used', async () => {
     // What the fleet was granted per 100 ms window, as the shared store saw it: never more than
     // the window's share of 30.

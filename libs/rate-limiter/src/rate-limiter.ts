@@ -22,6 +22,8 @@ export interface RateLimiterOptions {
   refreshMs?: number;
   /** Longest an acquire waits before giving up (the caller defers the push). Default 20 s. */
   maxWaitMs?: number;
+  /** A lease the store has not answered within this long fails, and another is made. Default 5 s. */
+  leaseTimeoutMs?: number;
   /**
    * The longest the caller can defer a push (its largest delay queue; default 10 min). A push of an
    * app over its own budget whose turn would come later is told this and books no turn: it comes
@@ -61,10 +63,13 @@ export interface RateLimiter {
 /** How long the pushes an app's own budget (or its slowed-down rate) holds back may wait for it in a process (see overBooked). */
 export const APP_WAIT_MS = 250;
 
-/** Build a limiter for one platform and read the configured limits once before returning. */
+/**
+ * Build a limiter for one platform and read the configured limits once before returning. It
+ * rejects if those cannot be read: a pusher that started without them would send unpaced.
+ */
 export async function createRateLimiter(options: RateLimiterOptions): Promise<RateLimiter> {
   const limiter = new FleetRateLimiter(options);
-  await limiter.refresh();
+  await limiter.refresh(true);
   limiter.startRefreshing();
   return limiter;
 }
@@ -173,9 +178,12 @@ class FleetRateLimiter implements RateLimiter {
     this.closed.abort();
   }
 
-  /** Re-read the configured limits (budgets appear, change and disappear within refreshMs) and the fleet's pauses. */
-  async refresh(): Promise<void> {
-    await Promise.all([this.refreshLimits(), this.refreshPauses()]);
+  /**
+   * Re-read the configured limits (budgets appear, change and disappear within refreshMs) and the
+   * fleet's pauses. A failed read keeps the last known ones; at `start` there are none, so it throws.
+   */
+  async refresh(start = false): Promise<void> {
+    await Promise.all([this.refreshLimits(start), this.refreshPauses()]);
   }
 
   private async refreshPauses(): Promise<void> {
@@ -186,11 +194,12 @@ class FleetRateLimiter implements RateLimiter {
     }
   }
 
-  private async refreshLimits(): Promise<void> {
+  private async refreshLimits(start: boolean): Promise<void> {
     let limits: ConfiguredLimit[];
     try {
       limits = (await this.options.store.list()).filter((l) => l.platform === this.options.platform);
     } catch (err) {
+      if (start) throw new Error(`could not read the rate limits: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
       this.options.logger.error({ err }, 'could not read rate limits; keeping the last known ones');
       return;
     }
@@ -206,7 +215,11 @@ class FleetRateLimiter implements RateLimiter {
   }
 
   startRefreshing(): void {
-    this.timer = setInterval(() => void this.refresh(), this.options.refreshMs ?? 1000);
+    // One refresh at a time: reads the store does not answer must not pile up, one a tick.
+    let refreshing: Promise<void> | undefined;
+    this.timer = setInterval(() => {
+      refreshing ??= this.refresh().finally(() => (refreshing = undefined));
+    }, this.options.refreshMs ?? 1000);
     this.timer.unref();
   }
 
@@ -217,7 +230,7 @@ class FleetRateLimiter implements RateLimiter {
       existing.ratePerSec = limit.ratePerSec;
       return existing.revive();
     }
-    const budgetOptions = { windowMs: this.options.windowMs ?? 100, maxSlice: this.options.maxSlice ?? 1000, errorBackoffMs: 500, now: this.now };
+    const budgetOptions = { windowMs: this.options.windowMs ?? 100, maxSlice: this.options.maxSlice ?? 1000, errorBackoffMs: 500, leaseTimeoutMs: this.options.leaseTimeoutMs ?? 5_000, now: this.now };
     const key = { platform: limit.platform, ...(limit.app !== '' && { app: limit.app }) };
     const budget = new SharedBudget(key, this.options.store, budgetOptions, this.options.logger, this.closed.signal);
     budget.ratePerSec = limit.ratePerSec;

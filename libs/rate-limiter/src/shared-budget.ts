@@ -1,7 +1,7 @@
 import type { Logger } from '@herald/logging';
 import { abortRegistry } from './abort-registry.ts';
 import { abortableWait } from './abortable-wait.ts';
-import type { BudgetKey, RateLimitStore } from './rate-limit-store.ts';
+import type { BudgetKey, Grant, RateLimitStore } from './rate-limit-store.ts';
 import { ReleaseSchedule } from './release-schedule.ts';
 
 export interface SharedBudgetOptions {
@@ -10,6 +10,11 @@ export interface SharedBudgetOptions {
   maxSlice: number;
   /** After a failed lease (store unreachable), wait this long before the next attempt. */
   errorBackoffMs: number;
+  /**
+   * A lease the store has not answered within this long fails (and its grant, if it ever comes,
+   * is not used): a connection that hangs must not hold the budget's one lease in flight.
+   */
+  leaseTimeoutMs: number;
   now: () => number;
 }
 
@@ -30,6 +35,8 @@ export class SharedBudget {
   private expiresAt = 0;
   /** When the window of the last grant ends (local clock). */
   private windowEnd = 0;
+  /** The store's index of the window of the last grant; tokens in hand belong to it. */
+  private windowIndex: number | undefined;
   /** Tokens handed out so far (to tell an idle budget from a busy one). */
   private taken = 0;
   private rollover: NodeJS.Timeout | undefined;
@@ -132,14 +139,21 @@ export class SharedBudget {
   private async lease(): Promise<number> {
     const demand = this.waiting();
     const want = Math.min(this.options.maxSlice, this.ahead ? Math.max(demand, this.options.maxSlice) : demand);
+    const sentAt = this.options.now();
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const grant = await this.store.lease(this.key, want, this.options.windowMs);
+      const unanswered = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer from the rate limit store within ${this.options.leaseTimeoutMs} ms`)), this.options.leaseTimeoutMs);
+      });
+      const grant = await Promise.race([this.store.lease(this.key, want, this.options.windowMs), unanswered]);
       this.gone = grant === undefined;
-      if (grant !== undefined) this.accept(grant.granted, want, grant.msLeftInWindow);
+      if (grant !== undefined) this.accept(grant, want, sentAt);
       return 0;
     } catch (err) {
       this.logger.error({ err, key: this.key }, 'rate limit lease failed; pushes wait');
       return this.options.errorBackoffMs;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -148,25 +162,31 @@ export class SharedBudget {
    * first 75% of what is left of the window, leaving slack for late timers. Released tokens stay
    * good for a quarter window after it ends (a busy event loop must not waste budget); that
    * spill is less than one window's share, within the "budget + one slice" bound. Tokens left
-   * from an earlier window never carry over into a new window's grant.
+   * from an earlier window never carry over into a new window's grant (the store names each
+   * grant's window). The window's end is reckoned from when the lease was sent: the store
+   * measured what was left of it after that, so the answer's way back and a busy event loop
+   * cannot stretch the window here.
    */
-  private accept(granted: number, want: number, msLeft: number): void {
+  private accept(grant: Grant, want: number, sentAt: number): void {
+    const { granted, msLeftInWindow: msLeft } = grant;
     const now = this.options.now();
     this.refill(now);
-    if (now + msLeft > this.windowEnd + this.options.windowMs / 2) {
+    if (grant.windowIndex !== this.windowIndex) {
       this.ready = 0;
       this.schedule.clear();
     }
-    this.windowEnd = now + msLeft;
+    this.windowIndex = grant.windowIndex;
+    this.windowEnd = sentAt + msLeft;
     this.expiresAt = this.windowEnd + this.options.windowMs / 4;
+    const left = Math.max(0, this.windowEnd - now);
     this.ahead = granted >= want;
     if (this.ahead) {
       this.ready += granted;
-      this.leaseAtRollover(msLeft);
+      this.leaseAtRollover(left);
       return;
     }
-    this.exhaustedUntil = now + msLeft;
-    this.schedule.reset(granted, now, now + msLeft * 0.75);
+    this.exhaustedUntil = this.windowEnd;
+    this.schedule.reset(granted, now, now + left * 0.75);
   }
 
   /**
