@@ -41,6 +41,13 @@ export interface DatabaseOptions {
    * every query, and the messages behind it, for good. A wait for a busy pool's client is not bounded.
    */
   connectTimeoutMs?: number;
+  /**
+   * PostgreSQL ends a session idle inside a transaction this long (idle_in_transaction_session_timeout),
+   * rolling it back and freeing its locks: rows a process claimed and then vanished with (its host
+   * gone without closing the connection) are not held until the server's TCP keepalive gives up,
+   * which defaults to over two hours. Undefined: no bound.
+   */
+  idleInTransactionTimeoutMs?: number;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 15_000;
@@ -115,7 +122,11 @@ export function createDatabase(options: DatabaseOptions): Database {
     connectionString: url,
     Client: withConnectTimeout(clientClassFor(url), options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS),
     max: poolSize,
-    options: `-c search_path=${schema}${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
+    options: [
+      `-c search_path=${schema}`,
+      ...(options.synchronousCommit === false ? ['-c synchronous_commit=off'] : []),
+      ...(options.idleInTransactionTimeoutMs === undefined ? [] : [`-c idle_in_transaction_session_timeout=${Math.round(options.idleInTransactionTimeoutMs)}`]),
+    ].join(' '),
     application_name: 'herald',
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,

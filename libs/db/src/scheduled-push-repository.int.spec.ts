@@ -82,6 +82,38 @@ describe('ScheduledPushRepository', () => {
     expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async () => undefined)).toBe(5);
   });
 
+  it('a batch left idle by its descheduler past idleInTransactionTimeoutMs is rolled back, and another descheduler releases its pushes', async () => {
+    await clear();
+    await t.db.scheduled.schedule(pushes(4, () => past(10)));
+    const bounded = createDatabase({ url: t.url, schema: t.schema, poolSize: 1, idleInTransactionTimeoutMs: 300 });
+    try {
+      let holding!: () => void;
+      const held = new Promise<void>((r) => (holding = r));
+      // Claimed, then nothing more from its descheduler (gone, or stuck): the transaction idles.
+      const stalled = bounded.scheduled.withDueBatch('apns', new Date(), 10, async () => {
+        holding();
+        await new Promise((r) => setTimeout(r, 1_500));
+      });
+      const failed = stalled.then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      await held;
+      expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async () => undefined)).toBe(0); // held by the stalled batch
+      const seen: string[] = [];
+      const started = Date.now();
+      while (seen.length === 0 && Date.now() - started < 5_000) {
+        await new Promise((r) => setTimeout(r, 50));
+        await t.db.scheduled.withDueBatch('apns', new Date(), 10, async (rows) => void seen.push(...rows.map((r) => r.pushId)));
+      }
+      expect(seen).toHaveLength(4);
+      expect(Date.now() - started).toBeLessThan(1_500); // not when the stalled one gave up
+      expect(await failed).toBeInstanceOf(Error); // its commit finds the session ended: nothing of it was deleted
+    } finally {
+      await bounded.close();
+    }
+  });
+
   it('two concurrent claimers over 20,000 due rows release each row exactly once', async () => {
     await clear();
     const all = pushes(20_000, (i) => past(20_000 - i));

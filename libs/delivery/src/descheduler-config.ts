@@ -15,4 +15,8 @@ export const deschedulerConfig = {
     min: 100,
   }),
   DESCHEDULER_ERROR_BACKOFF_MS: int('Wait after a failed batch (database or broker down) before trying again', { default: '1000', min: 10 }),
+  DESCHEDULER_HELD_BATCH_TIMEOUT_MS: int(
+    "Longest a batch's transaction may wait idle (its descheduler gone, or waiting for RabbitMQ's confirms): PostgreSQL then rolls it back and another descheduler releases its pushes",
+    { default: '300000', min: 1000 },
+  ),
 } as const;

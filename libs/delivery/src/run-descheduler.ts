@@ -11,7 +11,15 @@ export async function runDescheduler(platform: Platform, config: ConfigOf<typeof
   const name = `${platform}-descheduler`;
   await runService(name, config, async ({ logger, registry }) => {
     // One connection per batch in flight, one for the look at the next due time, one spare.
-    const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: config.DESCHEDULER_CONCURRENCY + 2 });
+    // A batch held by a descheduler that vanished (its host gone without a word) is rolled back by
+    // PostgreSQL after DESCHEDULER_HELD_BATCH_TIMEOUT_MS, not when the server's TCP keepalive gives up.
+    const db = createDatabase({
+      url: config.DATABASE_URL,
+      schema: config.DATABASE_SCHEMA,
+      logger,
+      poolSize: config.DESCHEDULER_CONCURRENCY + 2,
+      idleInTransactionTimeoutMs: config.DESCHEDULER_HELD_BATCH_TIMEOUT_MS,
+    });
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry, consumes: false });
     const descheduler = await startStoreDescheduler(platform, config, { db, broker, logger, registry });
     return {
