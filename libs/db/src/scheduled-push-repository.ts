@@ -54,9 +54,17 @@ export interface ScheduledPushRepository {
    * In one transaction: claim and delete up to `limit` rows of `platform` due at `now` (earliest
    * first, skipping rows other deschedulers hold), run `release`, record the outcomes it returns,
    * then commit. If `release` throws, the transaction rolls back and the rows stay in the store.
-   * Returns the row count.
+   * Rows of a cancelled job, or whose user opted out or muted since they were stored, are deleted
+   * unreleased and recorded in job status; `committed` is told how many of each once the batch
+   * committed. Returns the row count.
    */
-  withDueBatch(platform: Platform, now: Date, limit: number, release: (rows: DueRow[]) => Promise<ReleaseResult | void>): Promise<number>;
+  withDueBatch(
+    platform: Platform,
+    now: Date,
+    limit: number,
+    release: (rows: DueRow[]) => Promise<ReleaseResult | void>,
+    committed?: (skipped: SkippedCounts) => void,
+  ): Promise<number>;
   /** Due time of the earliest row no other descheduler holds, or undefined when there is none. */
   nextDueAt(platform: Platform): Promise<Date | undefined>;
   /** Remove every stored push of a job, recording each as cancelled for the job's status; returns how many were removed. */
@@ -85,7 +93,7 @@ export function createScheduledPushRepository(
       for (let i = 0; i < pushes.length; i += INSERT_CHUNK) added += await insertChunk(db, pushes.slice(i, i + INSERT_CHUNK), channel);
       return added;
     },
-    withDueBatch: (platform, now, limit, release) => withDueBatch(db, platform, now, limit, release),
+    withDueBatch: (platform, now, limit, release, committed) => withDueBatch(db, platform, now, limit, release, committed),
     nextDueAt: async (platform) => {
       const { rows } = await sql<{ due_at: Date }>`
         select due_at from scheduled_pushes where platform = ${platform}
@@ -200,8 +208,10 @@ async function withDueBatch(
   now: Date,
   limit: number,
   release: (rows: DueRow[]) => Promise<ReleaseResult | void>,
+  committed?: (skipped: SkippedCounts) => void,
 ): Promise<number> {
-  return db.transaction().execute(async (trx) => {
+  const skipped: SkippedCounts = {};
+  const claimedCount = await db.transaction().execute(async (trx) => {
     // Claim and delete in one statement: the rows are locked (SKIP LOCKED keeps other
     // deschedulers off them) and deleted by their physical address, without a second index
     // probe. The delete only counts once the transaction commits, after `release`. The payload
@@ -222,6 +232,7 @@ async function withDueBatch(
           when category is not null then ${skipReasonSql(storedPreferences, now)}
         end as skip`.execute(trx);
     if (claimed.length === 0) return 0;
+    for (const r of claimed) if (r.skip !== null) skipped[r.skip] = (skipped[r.skip] ?? 0) + 1;
     const rows = claimed.filter((r) => r.skip === null);
     await upsertOutcomes(trx, claimed.flatMap((r) => (r.skip === null ? [] : [skippedOutcome(platform, r, r.skip)])));
     if (rows.length === 0) return claimed.length;
@@ -239,6 +250,8 @@ async function withDueBatch(
     if (released) await upsertOutcomes(trx, released.outcomes ?? []);
     return claimed.length;
   });
+  if (claimedCount > 0) committed?.(skipped);
+  return claimedCount;
 }
 
 /** The stored row's user, app, category and object, qualified: opt_outs and mutes have columns of those names. */
@@ -250,6 +263,9 @@ const storedPreferences = {
 };
 
 type Skip = 'cancelled' | SkipReason;
+
+/** Rows a batch deleted unreleased, by why: their job was cancelled, or their user opted out or muted since they were stored. */
+export type SkippedCounts = Partial<Record<Skip, number>>;
 
 const SKIPPED_WHY: Record<Skip, string> = {
   cancelled: 'cancelled while scheduled (DELETE /v1/jobs/:id)',

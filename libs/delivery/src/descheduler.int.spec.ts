@@ -80,4 +80,21 @@ describe('descheduler', () => {
     const outcomes = await t.db.jobs.pushes('job-desched', { limit: 10 });
     expect(outcomes).toEqual([expect.objectContaining({ pushId: expired.pushId, outcome: 'expired', platform: 'apns', deviceId: '3' })]);
   });
+
+  it('drops the pushes of a job cancelled while they were stored, and counts them by why', async () => {
+    const jobId = 'job-cancelled-while-stored';
+    const stored = ['a', 'b'].map((d) => push(d, { jobId, pushId: derivePushId(jobId, d) }));
+    await t.db.scheduled.schedule(stored.map((p) => ({ dueAt: new Date(Date.now() - 500), push: p })));
+    await t.db.kysely.insertInto('jobs').values({ id: jobId, app: 'demo', published_at: new Date(), cancelled_at: new Date() }).execute();
+    const metrics = createDeschedulerMetrics(new Registry());
+    const descheduler = startDescheduler({ platform: 'apns', store: t.db.scheduled, publisher: broker.publisher, metrics, logger, batchSize: 10, recheckMs: 30_000, errorBackoffMs: 1_000 });
+    try {
+      await waitFor('the store to empty', async () => ((await t.db.scheduled.nextDueAt('apns')) === undefined ? true : undefined));
+    } finally {
+      await descheduler.stop();
+    }
+    const counts = Object.fromEntries((await metrics.pushes.get()).values.map((v) => [v.labels['outcome'], v.value]));
+    expect(counts).toEqual({ cancelled: 2 });
+    expect((await t.db.jobs.pushes(jobId, { limit: 10 })).map((o) => o.outcome)).toEqual(['cancelled', 'cancelled']);
+  });
 });

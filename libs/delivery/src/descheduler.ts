@@ -1,5 +1,5 @@
 import { Exchanges, sendQueueFor, type Platform } from '@herald/contracts';
-import type { DueRow, PushOutcomeEntry, ReleaseResult, ScheduledPushRepository } from '@herald/db';
+import type { DueRow, PushOutcomeEntry, ReleaseResult, ScheduledPushRepository, SkippedCounts } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { OutboundMessage, Publisher } from '@herald/messaging';
 import type { DeschedulerMetrics } from './descheduler-metrics.ts';
@@ -80,15 +80,34 @@ const MIN_SLEEP_MS = 5;
 
 async function releaseOnce(deps: DeschedulerDeps): Promise<number> {
   const now = deps.now ?? (() => new Date());
-  return deps.store.withDueBatch(deps.platform, now(), deps.batchSize, async (rows): Promise<ReleaseResult> => {
-    const at = now().getTime();
-    const live = rows.filter((r) => r.expiresAt === undefined || r.expiresAt.getTime() > at);
-    const expired = rows.filter((r) => r.expiresAt !== undefined && r.expiresAt.getTime() <= at);
-    await deps.publisher.publishMany(live.map((r) => toSendMessage(deps.platform, r)), { packMax: deps.packMax ?? 1 });
-    recordBatch(deps, live, expired.length, now());
-    // Committed with the claim: a push leaves the store and becomes its job's `expired` together.
-    return { outcomes: expired.map((r) => expiredOutcome(deps.platform, r)) };
-  });
+  let published: { live: DueRow[]; expired: number; at: Date } | undefined;
+  const claimed = await deps.store.withDueBatch(
+    deps.platform,
+    now(),
+    deps.batchSize,
+    async (rows): Promise<ReleaseResult> => {
+      const at = now().getTime();
+      const live = rows.filter((r) => r.expiresAt === undefined || r.expiresAt.getTime() > at);
+      const expired = rows.filter((r) => r.expiresAt !== undefined && r.expiresAt.getTime() <= at);
+      await deps.publisher.publishMany(live.map((r) => toSendMessage(deps.platform, r)), { packMax: deps.packMax ?? 1 });
+      published = { live, expired: expired.length, at: now() };
+      // Committed with the claim: a push leaves the store and becomes its job's `expired` together.
+      return { outcomes: expired.map((r) => expiredOutcome(deps.platform, r)) };
+    },
+    (skipped) => recordSkipped(deps, skipped),
+  );
+  // Counted once committed: a batch whose commit failed is claimed, and counted, again.
+  if (published !== undefined) recordBatch(deps, published.live, published.expired, published.at);
+  return claimed;
+}
+
+/** Rows dropped unreleased at the claim (their job cancelled, their user opted out or muted): counted, by why. */
+function recordSkipped(deps: DeschedulerDeps, skipped: SkippedCounts): void {
+  for (const [why, n] of Object.entries(skipped)) {
+    if (n === undefined || n === 0) continue;
+    deps.metrics.pushes.inc({ platform: deps.platform, outcome: why }, n);
+    deps.logger.info({ [why]: n }, `scheduled pushes dropped when due: ${why}`);
+  }
 }
 
 /** Only expired rows are parsed (for their device id); released ones go out as the stored text. */
