@@ -46,6 +46,7 @@ export const webPusherConfig = {
   DESCHEDULER_CONCURRENCY: deschedulerConfig.DESCHEDULER_CONCURRENCY,
   DESCHEDULER_RECHECK_MS: deschedulerConfig.DESCHEDULER_RECHECK_MS,
   DESCHEDULER_ERROR_BACKOFF_MS: deschedulerConfig.DESCHEDULER_ERROR_BACKOFF_MS,
+  DESCHEDULER_HELD_BATCH_TIMEOUT_MS: deschedulerConfig.DESCHEDULER_HELD_BATCH_TIMEOUT_MS,
   WEB_PUSH_VAPID_PUBLIC_KEY: vapidKeyVar('VAPID public key for apps without their own (65 bytes, base64url); with the private key and subject', 65),
   WEB_PUSH_VAPID_PRIVATE_KEY: vapidKeyVar('VAPID private key for apps without their own (32 bytes, base64url)', 32, true),
   WEB_PUSH_VAPID_SUBJECT: subjectVar,

@@ -82,17 +82,17 @@ describe('ScheduledPushRepository', () => {
     expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async () => undefined)).toBe(5);
   });
 
-  it('a batch left idle by its descheduler past idleInTransactionTimeoutMs is rolled back, and another descheduler releases its pushes', async () => {
+  it('a batch left idle by its descheduler past idleInTransactionTimeoutMs is rolled back, and another descheduler releases its pushes', { timeout: 20_000 }, async () => {
     await clear();
     await t.db.scheduled.schedule(pushes(4, () => past(10)));
-    const bounded = createDatabase({ url: t.url, schema: t.schema, poolSize: 1, idleInTransactionTimeoutMs: 300 });
+    const bounded = createDatabase({ url: t.url, schema: t.schema, poolSize: 1, idleInTransactionTimeoutMs: 1_000 });
     try {
       let holding!: () => void;
       const held = new Promise<void>((r) => (holding = r));
       // Claimed, then nothing more from its descheduler (gone, or stuck): the transaction idles.
       const stalled = bounded.scheduled.withDueBatch('apns', new Date(), 10, async () => {
         holding();
-        await new Promise((r) => setTimeout(r, 1_500));
+        await new Promise((r) => setTimeout(r, 5_000));
       });
       const failed = stalled.then(
         () => undefined,
@@ -102,12 +102,12 @@ describe('ScheduledPushRepository', () => {
       expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async () => undefined)).toBe(0); // held by the stalled batch
       const seen: string[] = [];
       const started = Date.now();
-      while (seen.length === 0 && Date.now() - started < 5_000) {
+      while (seen.length === 0 && Date.now() - started < 4_500) {
         await new Promise((r) => setTimeout(r, 50));
         await t.db.scheduled.withDueBatch('apns', new Date(), 10, async (rows) => void seen.push(...rows.map((r) => r.pushId)));
       }
       expect(seen).toHaveLength(4);
-      expect(Date.now() - started).toBeLessThan(1_500); // not when the stalled one gave up
+      expect(Date.now() - started).toBeLessThan(4_000); // not when the stalled one gave up
       expect(await failed).toBeInstanceOf(Error); // its commit finds the session ended: nothing of it was deleted
     } finally {
       await bounded.close();

@@ -22,6 +22,8 @@ export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppD
   AMQP_URL: string;
   DATABASE_URL: string;
   DATABASE_SCHEMA: string;
+  /** A pusher that releases scheduled pushes itself (the web-pusher): how long its batch's transaction may idle (DESCHEDULER_HELD_BATCH_TIMEOUT_MS). */
+  DESCHEDULER_HELD_BATCH_TIMEOUT_MS?: number;
   /** Unset: two batches (windowFor). */
   PUSHER_PREFETCH: number | undefined;
   PUSHER_BATCH_SIZE: number;
@@ -71,7 +73,7 @@ export async function runPusher(
     checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS);
     const limits = providerLimits(config.LEDGER_LEASE_MS);
     const provider = await createProvider(logger, limits);
-    const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
+    const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, idleInTransactionTimeoutMs: config.DESCHEDULER_HELD_BATCH_TIMEOUT_MS });
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
     const { limiter, close: closeLimiter } = await createPusherLimiter(platform, config, logger, registry);
     const stopping = new AbortController();

@@ -82,6 +82,21 @@ describe('createRateLimiter', () => {
     expect(granted.filter(Boolean).length).toBeLessThanOrEqual(2); // 10/s: at most a window's share and a spill within 50 ms
   });
 
+  it('a read of the limits the store never answers is left behind: later refreshes still learn of pauses', async () => {
+    const store = new MemoryRateLimitStore();
+    const list = store.list.bind(store);
+    let calls = 0;
+    // The second read (the first refresh after start) hangs, as on a connection a failover left half open.
+    store.list = () => (++calls === 2 ? new Promise<never>(() => undefined) : list());
+    const l = await limiter(store, { leaseTimeoutMs: 200 });
+    await new Promise((r) => setTimeout(r, 150)); // the hung read has begun
+    await store.pause({ platform: 'apns', app: 'a' }, 60_000);
+    const started = Date.now();
+    while (l.pausedFor('a') === 0 && Date.now() - started < 3_000) await new Promise((r) => setTimeout(r, 20));
+    expect(l.pausedFor('a')).toBeGreaterThan(0);
+    expect(calls).toBeGreaterThan(2);
+  });
+
   it('three processes sharing a 300/s budget: no window over its share, the whole budget used', async () => {
     // What the fleet was granted per 100 ms window, as the shared store saw it: never more than
     // the window's share of 30.

@@ -60,6 +60,9 @@ export interface RateLimiter {
   close(): void;
 }
 
+/** How long a lease, or a refresh of the limits, may go unanswered before it is given up. */
+const DEFAULT_LEASE_TIMEOUT_MS = 5_000;
+
 /** How long the pushes an app's own budget (or its slowed-down rate) holds back may wait for it in a process (see overBooked). */
 export const APP_WAIT_MS = 250;
 
@@ -215,10 +218,18 @@ class FleetRateLimiter implements RateLimiter {
   }
 
   startRefreshing(): void {
-    // One refresh at a time: reads the store does not answer must not pile up, one a tick.
+    // One refresh at a time, so reads the store does not answer do not pile up one a tick; and one
+    // unanswered for a lease's timeout is left behind, so a hung read does not stop every refresh.
+    const giveUpMs = this.options.leaseTimeoutMs ?? DEFAULT_LEASE_TIMEOUT_MS;
     let refreshing: Promise<void> | undefined;
     this.timer = setInterval(() => {
-      refreshing ??= this.refresh().finally(() => (refreshing = undefined));
+      if (refreshing !== undefined) return;
+      let timer: NodeJS.Timeout | undefined;
+      const givenUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, giveUpMs)));
+      refreshing = Promise.race([this.refresh(), givenUp]).finally(() => {
+        clearTimeout(timer);
+        refreshing = undefined;
+      });
     }, this.options.refreshMs ?? 1000);
     this.timer.unref();
   }
@@ -230,7 +241,7 @@ class FleetRateLimiter implements RateLimiter {
       existing.ratePerSec = limit.ratePerSec;
       return existing.revive();
     }
-    const budgetOptions = { windowMs: this.options.windowMs ?? 100, maxSlice: this.options.maxSlice ?? 1000, errorBackoffMs: 500, leaseTimeoutMs: this.options.leaseTimeoutMs ?? 5_000, now: this.now };
+    const budgetOptions = { windowMs: this.options.windowMs ?? 100, maxSlice: this.options.maxSlice ?? 1000, errorBackoffMs: 500, leaseTimeoutMs: this.options.leaseTimeoutMs ?? DEFAULT_LEASE_TIMEOUT_MS, now: this.now };
     const key = { platform: limit.platform, ...(limit.app !== '' && { app: limit.app }) };
     const budget = new SharedBudget(key, this.options.store, budgetOptions, this.options.logger, this.closed.signal);
     budget.ratePerSec = limit.ratePerSec;

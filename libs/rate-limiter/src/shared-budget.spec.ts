@@ -1,5 +1,5 @@
 import { createLogger } from '@herald/logging';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Grant, RateLimitStore } from './rate-limit-store.ts';
 import { SharedBudget } from './shared-budget.ts';
 
@@ -38,7 +38,11 @@ function inHand(budget: SharedBudget): number {
 }
 
 describe('SharedBudget', () => {
+  afterEach(() => vi.useRealTimers());
+
   it("keeps no token of a window whose grant came back late into the next window's grant", async () => {
+    // The scripted clock is the budget's; its timers (the lease at the next window's start) stay put.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const clock = { t: 0 };
     // Window 1's grant is sent at 0 and read at 60 (a slow answer, a busy event loop); window 2's
     // is sent and read at 96. Window 2 holds 10 tokens in this process, not 10 plus window 1's rest.
@@ -56,6 +60,7 @@ describe('SharedBudget', () => {
   });
 
   it("reckons a grant's window from when the lease was sent, so a slow answer does not stretch it", async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const clock = { t: 0 };
     const store = scriptedStore(clock, [{ at: 60, grant: { granted: 10, ratePerSec: 100, msLeftInWindow: 90, windowIndex: 1 } }]);
     const budget = budgetOn(store, clock);
