@@ -88,11 +88,13 @@ await runService('monitor', config, async ({ logger, registry }) => {
       amqpUrl: config.AMQP_URL,
       logger,
     }),
-    stop: async () => {
+    stop: async (timeoutMs) => {
       await monitor.stop();
       await scheduled.stop();
-      await webhook?.drain();
+      // The alarms lease goes first: another monitor takes over announcing now, not when the
+      // lease expires, while this one delivers what it has left within half its stop time.
       await lease.stop();
+      await webhook?.drain(timeoutMs / 2);
       await db.close();
       await connecting;
       await broker?.close();

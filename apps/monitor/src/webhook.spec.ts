@@ -50,6 +50,21 @@ describe('the alarm webhook', () => {
     }
   });
 
+  it('at shutdown, drains within its bound: what is still waiting then is given up and counted, not left to hold the stop', async () => {
+    const chat = await endpoint((_, res) => setTimeout(() => res.writeHead(200).end(), 1_500)); // slower than the bound
+    let failures = 0;
+    const webhook = createWebhook(chat.url, logger, () => void failures++, { attemptDelaysMs: [0] });
+    try {
+      for (const q of ['q1', 'q2', 'q3']) webhook.post(payload(q));
+      const started = Date.now();
+      await webhook.drain(200);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(failures).toBe(3); // q1 under way, q2 and q3 waiting
+    } finally {
+      await chat.close();
+    }
+  });
+
   it('keeps at most maxPending alarms waiting behind a failing endpoint, dropping the oldest, and posts the newest', async () => {
     const chat = await endpoint((_, res) => res.writeHead(500).end());
     let failures = 0;

@@ -65,7 +65,7 @@ export function createWebhook(
   logger: Logger,
   onFailure: () => void,
   options: { attemptDelaysMs?: readonly number[]; maxPending?: number } = {},
-): { post(p: WebhookPayload): void; drain(): Promise<void> } {
+): { post(p: WebhookPayload): void; drain(withinMs?: number): Promise<void> } {
   const delays = options.attemptDelaysMs ?? ATTEMPT_DELAYS_MS;
   const maxPending = options.maxPending ?? MAX_PENDING;
   const pending: WebhookPayload[] = [];
@@ -108,8 +108,21 @@ export function createWebhook(
       pending.push(p);
       running ??= run();
     },
-    drain: async () => {
-      await running;
+    // At shutdown: what is still waiting after `withinMs` is given up, logged and counted, so a
+    // failing endpoint cannot hold the process past its stop (whose guard would end it unlogged).
+    drain: async (withinMs?: number) => {
+      if (withinMs === undefined) return void (await running);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([running, new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)))]);
+      clearTimeout(timer);
+      if (running === undefined) return;
+      const left = pending.splice(0);
+      for (const p of left) {
+        onFailure();
+        logger.error({ alarm: p.alarm, queue: p.queue, state: p.state }, 'alarm webhook not delivered before shutdown');
+      }
+      onFailure(); // the post under way, which the process will not live to finish
+      logger.error({ waiting: left.length, withinMs }, 'alarm webhook still posting at shutdown; the post under way is abandoned');
     },
   };
 }
