@@ -58,7 +58,15 @@ await runService('monitor', config, async ({ logger, registry }) => {
     throw new Error('no AMQP connection yet');
   };
   const announce = alarmAnnouncer({ vhost, logger, metrics, webhook, announces: () => lease.held() || lease.unknown() });
-  const scheduled = startScheduledCounts({ db, pollMs: config.MONITOR_SCHEDULED_POLL_MS, overdueMs: config.MONITOR_SCHEDULED_OVERDUE_S * 1000, metrics, logger });
+  const scheduled = startScheduledCounts({
+    db,
+    pollMs: config.MONITOR_SCHEDULED_POLL_MS,
+    overdueMs: config.MONITOR_SCHEDULED_OVERDUE_S * 1000,
+    // As long as rabbitmq-unreachable waits: the "*" no-consumer delay.
+    unreachableForMs: config.MONITOR_THRESHOLDS.for('*').noConsumerForMs,
+    metrics,
+    logger,
+  });
   const monitor = startQueueMonitor({
     api: createManagementApi(config.RABBITMQ_API_URL),
     live,

@@ -1,6 +1,6 @@
 import type { Database, OverdueCount } from '@herald/db';
 import type { Logger } from '@herald/logging';
-import type { AlarmCondition } from '@herald/monitoring';
+import { databaseUnreachableCondition, type AlarmCondition } from '@herald/monitoring';
 import type { MonitorMetrics } from './monitor-metrics.ts';
 
 /** Scheduled pushes waiting per upcoming hour (UTC), per platform; overdue ones count in the first hour. */
@@ -61,10 +61,12 @@ const releaserOf = (platform: string): string => (platform === 'web' ? 'web-push
 
 /**
  * Reads `countsByHour` and the overdue pushes every `pollMs`; a failed read keeps the last counts
- * and conditions and is logged.
+ * and overdue conditions, is logged, and adds database-unreachable, which fires once the reads
+ * have failed for `unreachableForMs` (the overdue alarm cannot fire while they fail).
  */
-export function startScheduledCounts(deps: { db: Database; pollMs: number; overdueMs: number; metrics: MonitorMetrics; logger: Logger }) {
+export function startScheduledCounts(deps: { db: Database; pollMs: number; overdueMs: number; unreachableForMs: number; metrics: MonitorMetrics; logger: Logger }) {
   let current: ScheduledCounts = { at: null, hours: [] };
+  let overdueFound: AlarmCondition[] = [];
   let conditions: AlarmCondition[] = [];
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -79,9 +81,11 @@ export function startScheduledCounts(deps: { db: Database; pollMs: number; overd
       const now = Date.now();
       const overdue = await deps.db.scheduled.overdue(new Date(now - deps.overdueMs), OVERDUE_COUNT_CAP);
       deps.metrics.recordOverdue(overdue, now);
-      conditions = overdueConditions(overdue, now, deps.overdueMs);
+      overdueFound = overdueConditions(overdue, now, deps.overdueMs);
+      conditions = overdueFound;
     } catch (err) {
       deps.logger.warn({ error: (err as Error).message }, 'reading scheduled counts failed');
+      conditions = [...overdueFound, databaseUnreachableCondition(deps.unreachableForMs, (err as Error).message)];
     }
   };
   const loop = (): void => {
@@ -92,7 +96,7 @@ export function startScheduledCounts(deps: { db: Database; pollMs: number; overd
   loop();
   return {
     current: (): ScheduledCounts => current,
-    /** The scheduled-overdue conditions of the last read (the queue monitor evaluates them with its own). */
+    /** The scheduled-overdue conditions of the last good read, and database-unreachable while reads fail (the queue monitor evaluates them with its own). */
     conditions: (): AlarmCondition[] => conditions,
     stop: async (): Promise<void> => {
       stopped = true;

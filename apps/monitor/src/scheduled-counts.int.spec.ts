@@ -1,0 +1,38 @@
+import { createDatabase } from '@herald/db';
+import { createLogger } from '@herald/logging';
+import { Registry } from '@herald/runtime';
+import { createTestDatabase, TEST_DATABASE_URL, waitFor, type TestDatabase } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMonitorMetrics } from './monitor-metrics.ts';
+import { startScheduledCounts } from './scheduled-counts.ts';
+
+const logger = createLogger({ service: 'scheduled-counts-spec', level: 'silent', format: 'json' });
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await createTestDatabase('schedcounts');
+});
+afterAll(() => t.drop());
+
+describe('the scheduled counts the monitor reads', () => {
+  it('reads without a condition while PostgreSQL answers, and raises database-unreachable while its reads fail', async () => {
+    const options = { pollMs: 50, overdueMs: 300_000, unreachableForMs: 30_000, metrics: createMonitorMetrics(new Registry()), logger };
+    const healthy = startScheduledCounts({ db: t.db, ...options });
+    try {
+      await waitFor('a first read', () => (healthy.current().at === null ? undefined : true));
+      expect(healthy.conditions()).toEqual([]);
+    } finally {
+      await healthy.stop();
+    }
+    // A schema with no Herald tables: every read fails, as against a database the monitor cannot use.
+    const blind = createDatabase({ url: TEST_DATABASE_URL, schema: 'schedcounts_none', poolSize: 1 });
+    const failing = startScheduledCounts({ db: blind, ...options, metrics: createMonitorMetrics(new Registry()) });
+    try {
+      const condition = await waitFor('the condition', () => failing.conditions().find((c) => c.alarm === 'database-unreachable'));
+      expect(condition).toMatchObject({ queue: '*', forMs: 30_000 });
+      expect(condition.summary).toMatch(/^the monitor cannot read the scheduled pushes from PostgreSQL \(scheduled-overdue is blind meanwhile\): .*scheduled_pushes/);
+    } finally {
+      await failing.stop();
+      await blind.close();
+    }
+  });
+});
