@@ -83,14 +83,27 @@ describe('DeviceRepository.invalidate', () => {
     expect(await t.db.kysely.selectFrom('devices').select('id').where('token', '=', token).execute()).toEqual([]);
   });
 
-  it('is idempotent and keeps the first invalidation', async () => {
+  it('is idempotent and keeps the first reason; an earlier time leaves it, a later one moves it on', async () => {
     const token = nextToken();
     await registered(token, 1);
     await t.db.devices.invalidate(invalidation(token, { invalidSince: at(5) }));
+    expect(await t.db.devices.invalidate(invalidation(token, { invalidSince: at(5) }))).toBe('invalidated');
+    expect(await t.db.devices.invalidate(invalidation(token, { invalidSince: at(3), reason: 'Other' }))).toBe('invalidated');
+    expect((await device(token)).invalidated_at?.toISOString()).toBe(at(5).toISOString());
     expect(await t.db.devices.invalidate(invalidation(token, { invalidSince: at(7), reason: 'Other' }))).toBe('invalidated');
     const row = await device(token);
     expect(row.invalidation_reason).toBe('UNREGISTERED');
-    expect(row.invalidated_at?.toISOString()).toBe(at(5).toISOString());
+    expect(row.invalidated_at?.toISOString()).toBe(at(7).toISOString());
+  });
+
+  it("a logout, then a provider's later dead time: a register stamped between them, delivered late, does not resurrect the token", async () => {
+    const token = nextToken();
+    await registered(token, 1);
+    await t.db.devices.applyRegistration({ version: 1, kind: 'unregister', app: 'app-a', platform: 'fcm', token, eventAt: at(10).toISOString() }); // the logout
+    await t.db.devices.invalidate(invalidation(token, { invalidSince: at(20) })); // a 410 for a push sent before it was applied
+    await registered(token, 15);
+    expect((await device(token)).invalidated_at?.toISOString()).toBe(at(20).toISOString());
+    expect((await device(token)).invalidation_reason).toBe('unregistered');
   });
 
   it('a register event from before the invalidation, delivered late, does not resurrect the token', async () => {

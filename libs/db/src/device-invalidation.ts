@@ -20,7 +20,9 @@ export type InvalidationResult = 'invalidated' | 'stale' | 'unknown';
  * Mark devices dead, in one statement. The device's invalidated_at becomes invalidSince (or
  * observedAt), so a register event from before it, delivered late, cannot resurrect the token.
  * If the device registered after that time, the token is alive again and the result is 'stale'.
- * An already-invalidated device keeps its first invalidation.
+ * An already-invalidated device keeps its first reason, and its invalidation time moves on to a
+ * later one the provider gives (a logout, then a provider's 410 for a push sent before it: a
+ * register event stamped between the two, delivered late, must not resurrect the token).
  */
 export async function invalidateDevices(
   db: Kysely<HeraldTables>,
@@ -59,6 +61,7 @@ async function invalidateStatement(db: Kysely<HeraldTables>, winners: readonly I
       -- ahead would otherwise make the app's next registration of a good token stale).
       select l.id, i.app, i.platform, i.token, i.reason, least(coalesce(i.invalid_since, i.observed_at), now()) as dead_since,
         case when l.id is null then 'unknown'
+             when l.invalidated_at is not null and least(coalesce(i.invalid_since, i.observed_at), now()) > l.invalidated_at then 'later'
              when l.invalidated_at is not null then 'invalidated'
              -- Without the provider's invalid-since (FCM UNREGISTERED, APNs BadDeviceToken, Web Push 404/410) the time
              -- the pusher observed it stands in, as it does for invalidated_at: a registration after it keeps the
@@ -68,11 +71,11 @@ async function invalidateStatement(db: Kysely<HeraldTables>, winners: readonly I
       from input i left join locked l on (l.app, l.platform, l.token) = (i.app, i.platform, i.token)
     ), updated as (
       update devices d
-      set invalidated_at = x.dead_since, invalidation_reason = x.reason, updated_at = now()
+      set invalidated_at = x.dead_since, invalidation_reason = case when x.action = 'later' then d.invalidation_reason else x.reason end, updated_at = now()
       from decided x
-      where d.id = x.id and x.action = 'invalidate'
+      where d.id = x.id and x.action in ('invalidate', 'later')
     )
-    select app, platform, token, case when action = 'invalidate' then 'invalidated' else action end as result
+    select app, platform, token, case when action in ('invalidate', 'later') then 'invalidated' else action end as result
     from decided`.execute(db);
   return rows;
 }
