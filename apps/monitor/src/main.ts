@@ -98,11 +98,15 @@ await runService('monitor', config, async ({ logger, registry }) => {
     }),
     stop: async (timeoutMs) => {
       await monitor.stop();
-      await scheduled.stop();
-      // The alarms lease goes first: another monitor takes over announcing now, not when the
-      // lease expires, while this one delivers what it has left within half its stop time.
-      await lease.stop();
-      await webhook?.drain(timeoutMs / 2);
+      // What is left to announce is delivered within half the stop time, counted from now, while
+      // the alarms lease is given back (another monitor takes over announcing now, not when the
+      // lease expires) and the reads of the store end; those two are waited for no longer (a
+      // PostgreSQL out of reach could hold them past the stop's guard, which ends the process).
+      const draining = webhook?.drain(timeoutMs / 2);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all([scheduled.stop(), lease.stop()]), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs / 2)))]);
+      clearTimeout(timer);
+      await draining;
       await db.close();
       await connecting;
       await broker?.close();

@@ -35,4 +35,37 @@ describe('the scheduled counts the monitor reads', () => {
       await blind.close();
     }
   });
+
+  it('raises database-unreachable when a read does not answer within a poll interval (a connection a partition left open)', async () => {
+    const locker = createDatabase({ url: t.url, schema: t.schema, poolSize: 1 });
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((r) => (locked = r));
+    // Every read of scheduled_pushes waits behind this lock until it is released: an ALTER TABLE
+    // takes the table's ACCESS EXCLUSIVE lock; the transaction is then rolled back.
+    const locking = locker.kysely
+      .transaction()
+      .execute(async (trx) => {
+        await trx.schema.alterTable('scheduled_pushes').addColumn('lock_probe', 'integer').execute();
+        locked();
+        await held;
+        throw new Error('roll back');
+      })
+      .catch(() => undefined);
+    await lockTaken;
+    const counts = startScheduledCounts({ db: t.db, pollMs: 300, overdueMs: 300_000, unreachableForMs: 30_000, metrics: createMonitorMetrics(new Registry()), logger });
+    try {
+      const condition = await waitFor('the condition', () => counts.conditions().find((c) => c.alarm === 'database-unreachable'), { timeoutMs: 5_000 });
+      expect(condition.summary).toMatch(/no answer from PostgreSQL within 300 ms$/);
+      release();
+      await waitFor('the condition to go once reads answer again', () => (counts.conditions().length === 0 ? true : undefined), { timeoutMs: 5_000 });
+    } finally {
+      release();
+      await locking;
+      await counts.stop();
+      await locker.close();
+    }
+  });
 });
+

@@ -71,21 +71,32 @@ export function startScheduledCounts(deps: { db: Database; pollMs: number; overd
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
+  const readOnce = async (): Promise<void> => {
+    const rows = await deps.db.scheduled.countsByHour(undefined, HOURS_AHEAD);
+    current = { at: new Date().toISOString(), hours: byHour(rows) };
+    const totals = new Map<string, number>();
+    for (const r of rows) totals.set(r.platform, (totals.get(r.platform) ?? 0) + r.count);
+    deps.metrics.recordScheduled(totals);
+    const now = Date.now();
+    const overdue = await deps.db.scheduled.overdue(new Date(now - deps.overdueMs), OVERDUE_COUNT_CAP);
+    deps.metrics.recordOverdue(overdue, now);
+    overdueFound = overdueConditions(overdue, now, deps.overdueMs);
+    conditions = overdueFound;
+  };
   const read = async (): Promise<void> => {
+    let deadline: NodeJS.Timeout | undefined;
+    // At most a poll interval: a query on a connection a network partition left open would hang
+    // for as long as TCP takes to give up, and the alarm meant for that with it.
+    const late = new Promise<never>((_, reject) => {
+      deadline = setTimeout(() => reject(new Error(`no answer from PostgreSQL within ${deps.pollMs} ms`)), deps.pollMs);
+    });
     try {
-      const rows = await deps.db.scheduled.countsByHour(undefined, HOURS_AHEAD);
-      current = { at: new Date().toISOString(), hours: byHour(rows) };
-      const totals = new Map<string, number>();
-      for (const r of rows) totals.set(r.platform, (totals.get(r.platform) ?? 0) + r.count);
-      deps.metrics.recordScheduled(totals);
-      const now = Date.now();
-      const overdue = await deps.db.scheduled.overdue(new Date(now - deps.overdueMs), OVERDUE_COUNT_CAP);
-      deps.metrics.recordOverdue(overdue, now);
-      overdueFound = overdueConditions(overdue, now, deps.overdueMs);
-      conditions = overdueFound;
+      await Promise.race([readOnce(), late]);
     } catch (err) {
       deps.logger.warn({ error: (err as Error).message }, 'reading scheduled counts failed');
       conditions = [...overdueFound, databaseUnreachableCondition(deps.unreachableForMs, (err as Error).message)];
+    } finally {
+      clearTimeout(deadline);
     }
   };
   const loop = (): void => {

@@ -70,19 +70,22 @@ export function createWebhook(
   const maxPending = options.maxPending ?? MAX_PENDING;
   const pending: WebhookPayload[] = [];
   let running: Promise<void> | undefined;
+  /** Aborted when a bounded drain gives up: the post under way stops, counted once (by the drain). */
+  const givenUp = new AbortController();
   const attempt = async (p: WebhookPayload): Promise<void> => {
     let lastError = '';
     let asked = 0;
     for (const delay of delays) {
       const pause = Math.max(delay, asked);
       if (pause > 0) await sleep(pause);
+      if (givenUp.signal.aborted) return;
       asked = 0;
       try {
         const res = await fetch(url, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify(p),
-          signal: AbortSignal.timeout(5_000),
+          signal: AbortSignal.any([AbortSignal.timeout(5_000), givenUp.signal]),
         });
         if (res.ok) return;
         lastError = `answered ${res.status}`;
@@ -90,6 +93,7 @@ export function createWebhook(
       } catch (err) {
         lastError = (err as Error).message;
       }
+      if (givenUp.signal.aborted) return;
     }
     onFailure();
     logger.error({ alarm: p.alarm, queue: p.queue, state: p.state, error: lastError }, 'alarm webhook failed');
@@ -117,11 +121,12 @@ export function createWebhook(
       clearTimeout(timer);
       if (running === undefined) return;
       const left = pending.splice(0);
+      givenUp.abort();
       for (const p of left) {
         onFailure();
         logger.error({ alarm: p.alarm, queue: p.queue, state: p.state }, 'alarm webhook not delivered before shutdown');
       }
-      onFailure(); // the post under way, which the process will not live to finish
+      onFailure(); // the post under way, stopped
       logger.error({ waiting: left.length, withinMs }, 'alarm webhook still posting at shutdown; the post under way is abandoned');
     },
   };
