@@ -1,6 +1,6 @@
 import { MAX_JOB_ID_LENGTH, MAX_TOPIC_NAME_LENGTH } from '@herald/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_TEST_ENV, call, teamKey } from '../support/http-api.ts';
+import { admin, API_TEST_ENV, call, teamKey } from '../support/http-api.ts';
 import { startSystem, type System } from '../support/system.ts';
 
 /** An id or name of exactly `length` characters, made of `alphabet` from a random start. */
@@ -52,4 +52,25 @@ describe('HTTP API: the longest ids the contracts allow', () => {
     expect((await call(sys, 'DELETE', `/v1/topics/${name}`, { key })).status).toBe(204);
     expect((await call(sys, 'GET', `/v1/topics/${name}`, { key })).status).toBe(404);
   });
+
+  it('answers a job id or app holding a NUL byte with a 4xx naming it, not a 500 (PostgreSQL cannot even compare it)', async () => {
+    for (const [method, path] of [
+      ['GET', '/v1/jobs/a%00b'],
+      ['GET', '/v1/jobs/a%00b/pushes'],
+      ['DELETE', '/v1/jobs/a%00b'],
+    ] as const) {
+      const answer = await call(sys, method, path, { key });
+      expect(answer.status, `${method} ${path}: ${JSON.stringify(answer.body)}`).toBe(404);
+      expect(answer.body).toMatchObject({ error: { code: 'unknown-job' } });
+    }
+    const everyApp = await teamKey(sys, 'team-all', ['*']);
+    const vapid = await call(sys, 'GET', '/v1/web-push/vapid-public-key?app=a%00b', { key: everyApp });
+    expect(vapid.status, JSON.stringify(vapid.body)).toBe(400);
+    expect(JSON.stringify(vapid.body)).toContain('app');
+    // Where a NUL reaches PostgreSQL before any check (an admin write's audit record), a 400 still.
+    const patched = await admin(sys, 'PATCH', '/admin/apps/a%00b', { enabled: false });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(400);
+    expect(patched.body).toMatchObject({ error: { code: 'invalid-request', message: expect.stringMatching(/^a value in the request cannot be stored: /) as unknown } });
+  });
 });
+

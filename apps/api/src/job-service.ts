@@ -1,5 +1,5 @@
 import { jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
-import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, effectivePushType, expiresBeforeDue, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
+import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobId, effectivePushType, expiresBeforeDue, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
 import type { AcceptResult, ApiKeyRow, AppRow, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
@@ -192,7 +192,8 @@ export async function acceptJob(body: unknown, key: ApiKeyRow, deps: JobServiceD
 
 /** The job, if it exists and the key may see its app (otherwise 404: ids of other teams are not revealed). */
 async function visibleJob(id: string, key: ApiKeyRow, deps: JobServiceDeps): Promise<JobRecord> {
-  const job = await deps.jobs.get(id);
+  // An id no job can have (a NUL byte, which PostgreSQL cannot even compare) is not looked up.
+  const job = isJobId(id) ? await deps.jobs.get(id) : undefined;
   if (job === undefined || !(key.apps.includes('*') || key.apps.includes(job.app))) throw new ApiError(404, 'unknown-job', `no job "${id}"`);
   return job;
 }

@@ -46,7 +46,7 @@ type Handler = (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
 
 function onError(deps: ApiServerDeps) {
   return (err: Error & { code?: string; statusCode?: number }, req: FastifyRequest, reply: FastifyReply): void => {
-    const known = err instanceof ApiError ? err : (brokerRefusal(err) ?? fromFastifyError(err, deps.bodyLimitBytes));
+    const known = err instanceof ApiError ? err : (brokerRefusal(err) ?? unstorableValue(err) ?? fromFastifyError(err, deps.bodyLimitBytes));
     if (known !== undefined) {
       void reply.status(known.status).send(known.body());
       return;
@@ -57,6 +57,16 @@ function onError(deps: ApiServerDeps) {
     const answer = unavailable ? new ApiError(503, 'unavailable', `a dependency is unavailable, retry: ${err.message}`) : new ApiError(500, 'internal', 'internal error');
     void reply.status(answer.status).send(answer.body());
   };
+}
+
+/**
+ * A value PostgreSQL refused as data (a NUL byte, a character its encoding lacks, text a typed
+ * column cannot read) that no check before it caught: the caller's to fix, so a 400 saying so, not
+ * a 500 logged as Herald's failure.
+ */
+function unstorableValue(err: Error & { code?: string }): ApiError | undefined {
+  if (err.code !== '22021' && err.code !== '22P05' && err.code !== '22P02') return undefined;
+  return new ApiError(400, 'invalid-request', `a value in the request cannot be stored: ${err.message}`);
 }
 
 /**

@@ -17,6 +17,9 @@ const Identifier = z
   .max(MAX_JOB_ID_LENGTH)
   .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
+/** Whether `id` could be a job's id (what a PushJob's id must be): one that cannot names no job. */
+export const isJobId = (id: string): boolean => Identifier.safeParse(id).success;
+
 export const AppId = z
   .string()
   .min(1)

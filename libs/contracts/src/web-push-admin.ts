@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AppId } from './push-job.ts';
 import { vapidSubjectProblem } from './vapid-subject.ts';
 import { WebPushHost } from './web-subscription.ts';
 
@@ -63,4 +64,4 @@ export const VapidPublicKeyView = z.object({ app: z.string(), publicKey: z.strin
 export type VapidPublicKeyView = z.infer<typeof VapidPublicKeyView>;
 
 /** Its query: the app, needed when the API key acts for more than one. */
-export const VapidPublicKeyQuery = z.strictObject({ app: z.string().min(1).max(64).optional() });
+export const VapidPublicKeyQuery = z.strictObject({ app: AppId.optional() });
