@@ -54,7 +54,8 @@ function onError(deps: ApiServerDeps) {
     deps.logger.error({ err, method: req.method, url: req.url }, 'api request failed');
     // PostgreSQL or RabbitMQ away (connection refused, admin shutdown, connection failure): retryable.
     const unavailable = typeof err.code === 'string' && /^(ECONN|EPIPE|57P|08)/.test(err.code);
-    const answer = unavailable ? new ApiError(503, 'unavailable', `a dependency is unavailable, retry: ${err.message}`) : new ApiError(500, 'internal', 'internal error');
+    // The code, not the message: a caller (maybe not yet authenticated) is not told the database's address.
+    const answer = unavailable ? new ApiError(503, 'unavailable', `a dependency is unavailable (${err.code}), retry`) : new ApiError(500, 'internal', 'internal error');
     void reply.status(answer.status).send(answer.body());
   };
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ActionRefused, audited, type AuditLog } from '@herald/db';
 import type { Logger } from '@herald/logging';
-import { describeRefusals, listParked, parkedNameOf, purgeParked, replayParked, type ParkedMessage } from '@herald/messaging';
+import { describeRefusals, listParked, parkedNameOf, purgeParked, replayParked, ReplayError, type ParkedMessage } from '@herald/messaging';
 import type { HttpRoutes } from '@herald/runtime';
 import type { History } from './history.ts';
 import type { Operator, OperatorGate } from './operator-gate.ts';
@@ -216,10 +216,13 @@ export function dashboardRoutes(deps: DashboardDeps): HttpRoutes {
     if (!(url.pathname === '/' || url.pathname === '/index.html' || url.pathname.startsWith('/api/'))) return false;
     handle(deps, req, res, url, parkedLock).catch((err: Error) => {
       const refused = err instanceof ActionRefused;
-      const status = err instanceof HttpError ? err.status : refused ? 409 : 500;
+      // A replay RabbitMQ did not let finish (an alarm, no confirm) says why: the operator retries later.
+      const status = err instanceof HttpError ? err.status : refused ? 409 : err instanceof ReplayError ? 503 : 500;
       if (status === 500) deps.logger.error({ err, path: url.pathname }, 'dashboard request failed');
       const extra = err instanceof HttpError ? err.extra : refused ? { code: 'permanent-rejection', ...err.details } : {};
-      if (!res.headersSent) sendJson(res, status, { error: err.message, ...extra });
+      // An unexpected failure's message stays in the log: it may name an address, and the caller may not be signed in.
+      const error = status === 500 ? "internal error (the monitor's log has it)" : err.message;
+      if (!res.headersSent) sendJson(res, status, { error, ...extra });
     });
     return true;
   };
