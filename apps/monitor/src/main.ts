@@ -6,7 +6,7 @@ import { WorkQueues, pushesPerMessage } from '@herald/contracts';
 import { createDatabase, createFanoutRepository, holdLease } from '@herald/db';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
-import { runService } from '@herald/runtime';
+import { runService, within } from '@herald/runtime';
 import { alarmAnnouncer, reannounceFiring } from './alarm-announcer.ts';
 import { monitorConfig } from './config.ts';
 import { dashboardRoutes } from './dashboard-routes.ts';
@@ -103,9 +103,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
       // lease expires) and the reads of the store end; those two are waited for no longer (a
       // PostgreSQL out of reach could hold them past the stop's guard, which ends the process).
       const draining = webhook?.drain(timeoutMs / 2);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.all([scheduled.stop(), lease.stop()]), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs / 2)))]);
-      clearTimeout(timer);
+      await within(Promise.all([scheduled.stop(), lease.stop()]), timeoutMs / 2);
       await draining;
       await db.close();
       await connecting;

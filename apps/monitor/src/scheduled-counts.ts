@@ -1,6 +1,7 @@
 import type { Database, OverdueCount } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { databaseUnreachableCondition, type AlarmCondition } from '@herald/monitoring';
+import { TIMED_OUT, within } from '@herald/runtime';
 import type { MonitorMetrics } from './monitor-metrics.ts';
 
 /** Scheduled pushes waiting per upcoming hour (UTC), per platform; overdue ones count in the first hour. */
@@ -84,19 +85,13 @@ export function startScheduledCounts(deps: { db: Database; pollMs: number; overd
     conditions = overdueFound;
   };
   const read = async (): Promise<void> => {
-    let deadline: NodeJS.Timeout | undefined;
-    // At most a poll interval: a query on a connection a network partition left open would hang
-    // for as long as TCP takes to give up, and the alarm meant for that with it.
-    const late = new Promise<never>((_, reject) => {
-      deadline = setTimeout(() => reject(new Error(`no answer from PostgreSQL within ${deps.pollMs} ms`)), deps.pollMs);
-    });
     try {
-      await Promise.race([readOnce(), late]);
+      // At most a poll interval: a query on a connection a network partition left open would hang
+      // for as long as TCP takes to give up, and the alarm meant for that with it.
+      if ((await within(readOnce(), deps.pollMs)) === TIMED_OUT) throw new Error(`no answer from PostgreSQL within ${deps.pollMs} ms`);
     } catch (err) {
       deps.logger.warn({ error: (err as Error).message }, 'reading scheduled counts failed');
       conditions = [...overdueFound, databaseUnreachableCondition(deps.unreachableForMs, (err as Error).message)];
-    } finally {
-      clearTimeout(deadline);
     }
   };
   const loop = (): void => {

@@ -1,5 +1,6 @@
 import type { Logger } from '@herald/logging';
 import type { AlarmTransition } from '@herald/monitoring';
+import { TIMED_OUT, within } from '@herald/runtime';
 
 /** What a chat tool (Slack, Mattermost, Google Chat, Teams incoming webhooks) can take: `text`, plus fields for machines. */
 export interface WebhookPayload {
@@ -115,11 +116,8 @@ export function createWebhook(
     // At shutdown: what is still waiting after `withinMs` is given up, logged and counted, so a
     // failing endpoint cannot hold the process past its stop (whose guard would end it unlogged).
     drain: async (withinMs?: number) => {
-      if (withinMs === undefined) return void (await running);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([running, new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)))]);
-      clearTimeout(timer);
-      if (running === undefined) return;
+      if (withinMs === undefined || running === undefined) return void (await running);
+      if ((await within(running, withinMs)) !== TIMED_OUT) return;
       const left = pending.splice(0);
       givenUp.abort();
       for (const p of left) {

@@ -1,6 +1,6 @@
 import type { LimitedChannel } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
-import type { Registry } from '@herald/runtime';
+import { within, type Registry } from '@herald/runtime';
 import { abortableWait } from './abortable-wait.ts';
 import type { BackPressureOptions } from './back-pressure.ts';
 import { createLimiterMetrics, type LimiterMetrics } from './limiter-metrics.ts';
@@ -221,15 +221,9 @@ class FleetRateLimiter implements RateLimiter {
     // One refresh at a time, so reads the store does not answer do not pile up one a tick; and one
     // unanswered for a lease's timeout is left behind, so a hung read does not stop every refresh.
     const giveUpMs = this.options.leaseTimeoutMs ?? DEFAULT_LEASE_TIMEOUT_MS;
-    let refreshing: Promise<void> | undefined;
+    let refreshing: Promise<unknown> | undefined;
     this.timer = setInterval(() => {
-      if (refreshing !== undefined) return;
-      let timer: NodeJS.Timeout | undefined;
-      const givenUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, giveUpMs)));
-      refreshing = Promise.race([this.refresh(), givenUp]).finally(() => {
-        clearTimeout(timer);
-        refreshing = undefined;
-      });
+      refreshing ??= within(this.refresh(), giveUpMs).finally(() => (refreshing = undefined));
     }, this.options.refreshMs ?? 1000);
     this.timer.unref();
   }

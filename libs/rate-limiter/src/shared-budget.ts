@@ -1,4 +1,5 @@
 import type { Logger } from '@herald/logging';
+import { TIMED_OUT, within } from '@herald/runtime';
 import { abortRegistry } from './abort-registry.ts';
 import { abortableWait } from './abortable-wait.ts';
 import type { BudgetKey, Grant, RateLimitStore } from './rate-limit-store.ts';
@@ -140,20 +141,15 @@ export class SharedBudget {
     const demand = this.waiting();
     const want = Math.min(this.options.maxSlice, this.ahead ? Math.max(demand, this.options.maxSlice) : demand);
     const sentAt = this.options.now();
-    let timer: NodeJS.Timeout | undefined;
     try {
-      const unanswered = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer from the rate limit store within ${this.options.leaseTimeoutMs} ms`)), this.options.leaseTimeoutMs);
-      });
-      const grant = await Promise.race([this.store.lease(this.key, want, this.options.windowMs), unanswered]);
+      const grant = await within(this.store.lease(this.key, want, this.options.windowMs), this.options.leaseTimeoutMs);
+      if (grant === TIMED_OUT) throw new Error(`no answer from the rate limit store within ${this.options.leaseTimeoutMs} ms`);
       this.gone = grant === undefined;
       if (grant !== undefined) this.accept(grant, want, sentAt);
       return 0;
     } catch (err) {
       this.logger.error({ err, key: this.key }, 'rate limit lease failed; pushes wait');
       return this.options.errorBackoffMs;
-    } finally {
-      clearTimeout(timer);
     }
   }
 
