@@ -58,13 +58,15 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
   const chunk = await deps.fanouts.chunk(jobId, chunkNo);
   if (fanout.state === 'cancelled') return cancelled(jobId, chunk, deps);
   if (chunk === undefined) return park(deps, 'unknown-chunk', `job "${jobId}" has no chunk ${chunkNo}`);
-  const again = message.redelivered || message.attempt > 1;
-  // A duplicate task (a redelivered job or task re-published it): the chunk is done. Redelivered,
-  // it may be the copy whose demuxer created the next chunk and died before publishing its task,
-  // while another copy, which did not create it, finished this chunk without publishing it: so the
-  // next chunk's task goes out again unless that chunk is done (a duplicate task is harmless).
+  // A duplicate task (a redelivered job or task re-published it, or a copy deferred while the
+  // database was away): the chunk is done. Its demuxer may have died, or met a database error,
+  // between marking the chunk done and moving the fan-out on, or between creating the next chunk
+  // and publishing its task, and a copy deferred by the consumer comes back looking like a first
+  // delivery: so both are done again, whatever the delivery's flags (each is idempotent; the next
+  // chunk's task goes out unless that chunk is done, and a duplicate task is harmless).
   if (chunk.state === 'done') {
-    if (again) await republishNext(jobId, chunkNo, deps);
+    await deps.fanouts.finishChunk(jobId, chunkNo);
+    await republishNext(jobId, chunkNo, deps);
     return counted(deps, 'duplicate');
   }
   const parsed = PushJob.safeParse(fanout.job);
@@ -82,7 +84,7 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
     if ((await deps.fanouts.recordOutcomes(jobId, [...plan.outcomes, ...gone.map((d) => goneOutcome(jobId, d))])) === 'cancelled') return cancelled(jobId, chunk, deps);
     await send(job, plan, expired, now, deps);
     await deps.fanouts.finishChunk(jobId, chunkNo);
-    if (again && chunk.nextCursor !== null) await republishNext(jobId, chunkNo, deps);
+    if (chunk.nextCursor !== null) await republishNext(jobId, chunkNo, deps);
     return counted(deps, chunk.nextCursor === null ? 'last' : 'expanded');
   }
   const read = await deps.audiences.read({
@@ -102,9 +104,12 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
   // The chain first: the next chunk's task goes out before this chunk is sent, so demuxers work side by side.
   const link = await deps.fanouts.linkNext(jobId, chunkNo, read.next);
   if (link.next !== read.next) return raced(deps, jobId, chunkNo, 'linked');
-  if (read.next !== null && (link.created || again)) {
+  if (read.next !== null && link.created) {
     if ((await deps.fanouts.state(jobId)) === 'cancelled') return counted(deps, 'cancelled');
     await deps.publisher.publish(fanoutTaskMessage(jobId, chunkNo + 1));
+  } else if (read.next !== null) {
+    // Linked by a copy before this one, which may have died before publishing the next task.
+    await republishNext(jobId, chunkNo, deps);
   }
   // A device that moved from a member already read to one read here (a registration to another user meanwhile) is another chunk's.
   const elsewhere = await deps.fanouts.plannedElsewhere(jobId, chunkNo, read.devices.map((d) => d.deviceId), new Date(fanout.startedAt.getTime() - MOVED_SLACK_MS));
