@@ -11,8 +11,6 @@ export interface FailureTracking {
   };
   /** WEBHOOK_DISABLE_AFTER_MS */
   disableAfterMs: number;
-  /** Subscriptions this process saw fail since their last success (so a success costs no write otherwise). */
-  failing: Set<string>;
 }
 
 type Result = { kind: string; reason?: string };
@@ -22,23 +20,23 @@ type Deps = { tracking: FailureTracking; subscriptions: SubscriptionCache; webho
  * A subscription is failing from its first failed delivery until its next success. One failing
  * for longer than disableAfterMs is disabled (fan-out stops matching it; queued deliveries for it
  * are parked) and alarmed: an error log and herald_webhook_subscriptions_disabled_total.
+ * Every success clears the failure time in the database, whatever the (cached, perhaps stale) row
+ * says: another pusher may have recorded the failure a moment ago. A batch with both a success and
+ * a failure for one subscription clears it, then starts a new failing spell at this batch: an
+ * endpoint that fails a few requests in every batch keeps working and is not disabled.
  * Best effort: a database hiccup here must not fail the deliveries themselves.
  */
 export async function noteResults(sent: ReadonlyArray<{ sub: SubscriptionRow }>, results: readonly Result[], deps: Deps): Promise<void> {
-  const { tracking } = deps;
   const succeeded = new Set<string>();
   const failed = new Map<string, string>();
   sent.forEach(({ sub }, i) => {
     const r = results[i];
-    if (r?.kind === 'delivered' && (sub.failingSince !== null || tracking.failing.has(sub.id))) succeeded.add(sub.id);
+    if (r?.kind === 'delivered') succeeded.add(sub.id);
     if ((r?.kind === 'transient' || r?.kind === 'permanent') && r.reason !== undefined) failed.set(sub.id, r.reason);
   });
   try {
-    for (const id of failed.keys()) succeeded.delete(id);
-    if (succeeded.size > 0) {
-      await tracking.store.noteSuccess([...succeeded]);
-      for (const id of succeeded) tracking.failing.delete(id);
-    }
+    // One statement, which writes only rows that were failing.
+    if (succeeded.size > 0) await deps.tracking.store.noteSuccess([...succeeded]);
     const at = deps.now?.() ?? new Date();
     await Promise.all([...failed].map(([id, reason]) => noteFailure(id, reason, at, deps)));
   } catch (err) {
@@ -48,13 +46,11 @@ export async function noteResults(sent: ReadonlyArray<{ sub: SubscriptionRow }>,
 
 async function noteFailure(id: string, reason: string, at: Date, deps: Deps): Promise<void> {
   const { tracking } = deps;
-  tracking.failing.add(id);
   const since = await tracking.store.noteFailure(id, at);
   if (since === undefined || at.getTime() - since.getTime() < tracking.disableAfterMs) return;
   const why = `endpoint failing since ${since.toISOString()} (last: ${reason})`;
   if (!(await tracking.store.disable(id, why))) return;
   deps.subscriptions.markDisabled(id);
-  tracking.failing.delete(id);
   deps.webhookMetrics.disabled.inc();
   deps.logger.error({ subscriptionId: id, failingSince: since.toISOString(), reason, alarm: 'webhook-subscription-disabled' }, 'webhook subscription disabled: its endpoint kept failing');
 }

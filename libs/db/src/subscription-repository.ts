@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { storableCopy } from '@herald/contracts';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { HeraldTables, WebhookSubscriptionsTable } from './tables.ts';
 
@@ -57,7 +58,7 @@ export interface SubscriptionRepository {
   noteFailure(id: string, at: Date): Promise<Date | undefined>;
   /** Forget failures of these subscriptions (a delivery succeeded). */
   noteSuccess(ids: readonly string[]): Promise<void>;
-  /** Disable if still enabled; true when this call disabled it (so only one pusher alarms). */
+  /** Disable if still enabled; true when this call disabled it (so only one pusher alarms). The reason is stored as storableCopy makes it (a receiver's answer may hold a NUL). */
   disable(id: string, reason: string): Promise<boolean>;
 }
 
@@ -172,7 +173,7 @@ export function createSubscriptionRepository(db: Kysely<HeraldTables>): Subscrip
     async disable(id, reason) {
       const r = await db
         .updateTable('webhook_subscriptions')
-        .set({ enabled: false, disabled_at: sql<Date>`now()`, disabled_reason: reason })
+        .set({ enabled: false, disabled_at: sql<Date>`now()`, disabled_reason: storableCopy(reason) })
         .where('id', '=', id)
         .where('enabled', '=', true)
         .executeTakeFirst();
