@@ -90,6 +90,8 @@ export async function startSystem(
     API_PORT: '0',
     HERALD_RETRY_DELAYS_MS: (options.retryDelaysMs ?? TEST_RETRY_DELAYS_MS).join(','),
     PUSHER_RETRY_DELAYS_MS: (options.retryDelaysMs ?? TEST_RETRY_DELAYS_MS).join(','),
+    // Apple's 15 minutes before a 5xx is tried again, against the sandbox's injected 5xx: the test schedule instead.
+    APNS_SERVER_ERROR_RETRY_MS: '0',
     APP_CACHE_TTL_MS: '0',
     SHUTDOWN_TIMEOUT_MS: '10000',
     WEBHOOK_ALLOW_HTTP_LOCALHOST: 'true',

@@ -14,4 +14,8 @@ export const apnsPusherConfig = {
   APNS_CA_FILE: caFileVar("PEM CA bundle trusted at the APNs host instead of Node's built-in roots"),
   APNS_PROXY_URL: proxyUrlVar('HTTP CONNECT egress proxy for APNs: http://[user:password@]host:port'),
   APNS_REQUEST_TIMEOUT_MS: int('Per-request timeout for APNs', { default: '5000', min: 100 }),
+  APNS_SERVER_ERROR_RETRY_MS: int(
+    "The least wait before a push APNs answered with a 5xx is tried again, before every such attempt (Apple: \"After 15 minutes, you can retry JSON payloads that receive response status codes that begin with 5XX\"); the retry schedule's delay if longer. Shorter only against a stand-in such as the sandbox",
+    { default: '900000', min: 0 },
+  ),
 } as const;

@@ -123,13 +123,14 @@ describe('APNs provider against the sandbox', () => {
   });
 
   // node-apn 8.1.0 drops Retry-After inside its client; patches/@parse+node-apn+8.1.0.patch keeps it.
-  it.each<[FaultSpec['error'], number]>([
-    ['TooManyRequests', 429],
-    ['ServiceUnavailable', 503],
-  ])('passes APNs\' Retry-After on %s (%i) through the client as retryAfterMs', async (error, status) => {
+  // A 5xx is also a server error, which Apple asks to be waited out for 15 minutes.
+  it.each<[FaultSpec['error'], number, object]>([
+    ['TooManyRequests', 429, {}],
+    ['ServiceUnavailable', 503, { serverError: true }],
+  ])('passes APNs\' Retry-After on %s (%i) through the client as retryAfterMs', async (error, status, serverError) => {
     const push = devicePush();
     await fault({ token: push.token, error, retryAfterSeconds: 7 });
-    expect(await provider.send(push, { apnsTopic: TOPIC })).toEqual({ kind: 'transient', reason: error, retryAfterMs: 7000 });
+    expect(await provider.send(push, { apnsTopic: TOPIC })).toEqual({ kind: 'transient', reason: error, retryAfterMs: 7000, ...serverError });
     const recs = await recordsFor(push.token);
     expect(recs.map((r) => [r.status, r.responseHeaders['retry-after']])).toEqual([[status, '7']]);
   });
@@ -140,11 +141,11 @@ describe('APNs provider against the sandbox', () => {
     ['TooManyRequests', 429, 'TooManyRequests'],
     ['InternalServerError', 500, 'Error 500, stream ended unexpectedly'], // node-apn's words for a 500, connection closed or not
     ['ServiceUnavailable', 503, 'ServiceUnavailable'],
-  ])('keeps the answer and Retry-After of %s (%i) when APNs closes the connection with it (GOAWAY)', async (error, _status, reason) => {
+  ])('keeps the answer and Retry-After of %s (%i) when APNs closes the connection with it (GOAWAY)', async (error, status, reason) => {
     const push = devicePush();
     await fault({ token: push.token, error, retryAfterSeconds: 7, goaway: true, times: 1 });
     // Not "transport: client session is either closed or destroyed", which paused nobody.
-    expect(await provider.send(push, { apnsTopic: TOPIC })).toEqual({ kind: 'transient', reason, retryAfterMs: 7000 });
+    expect(await provider.send(push, { apnsTopic: TOPIC })).toEqual({ kind: 'transient', reason, retryAfterMs: 7000, ...(status >= 500 && { serverError: true }) });
     // The next push goes out on a new connection.
     expect(await provider.send(devicePush(), { apnsTopic: TOPIC })).toMatchObject({ kind: 'delivered' });
   });

@@ -19,7 +19,7 @@ function message(app = 'demo'): { push: DevicePush; inbound: InboundMessage } {
 }
 
 /** A pusher whose provider answers `answer`, with an in-memory ledger that records releases. */
-function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30_000, cancelled?: PusherDeps['cancelled']) {
+function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30_000, cancelled?: PusherDeps['cancelled'], extra: Partial<PusherDeps> = {}) {
   const sent: string[] = [];
   const released: string[] = [];
   const completed: string[] = [];
@@ -43,6 +43,7 @@ function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30
     ...(limiter !== undefined && { limiter }),
     ...(cancelled !== undefined && { cancelled }),
     signal,
+    ...extra,
   };
   return { handle: createPusherHandler(deps), sent, released, completed, signal, shutdown };
 }
@@ -151,6 +152,20 @@ describe('pusher with a rate limiter', () => {
     const quota: SendResult = { kind: 'transient', reason: 'QUOTA_EXCEEDED', retryNotBeforeMs: 60_000 };
     expect(await Promise.all([1, 2, 3, 4, 5].map((a) => retriedAt(a, quota)))).toEqual([60_000, 120_000, 240_000, 480_000, 960_000]);
     expect(await retriedAt(3, { kind: 'transient', reason: 'QUOTA_EXCEEDED', retryAfterMs: 30_000 })).toBe(30_000);
+  });
+
+  it("an APNs 5xx waits Apple's 15 minutes (serverErrorRetryMs) before every attempt alike, or a longer Retry-After; other transient answers do not", async () => {
+    // Before, a 503 was tried again after 1 s, 5 s, 30 s, 2 and 10 minutes: all inside the 15 minutes Apple asks, then parked.
+    const retriedAt = async (attempt: number, answer: SendResult) => {
+      const m = message();
+      const [outcome] = await pusher(undefined, answer, 30_000, undefined, { serverErrorRetryMs: 900_000 }).handle([{ ...m.inbound, attempt }]);
+      return outcome?.kind === 'retry' ? outcome.delayMs : 'not retried';
+    };
+    const unavailable: SendResult = { kind: 'transient', reason: 'ServiceUnavailable', serverError: true };
+    expect(await Promise.all([1, 2, 3, 4, 5].map((a) => retriedAt(a, unavailable)))).toEqual([900_000, 900_000, 900_000, 900_000, 900_000]);
+    expect(await retriedAt(1, { ...unavailable, retryAfterMs: 3_600_000 })).toBe(3_600_000);
+    expect(await retriedAt(1, { kind: 'transient', reason: 'transport: apn write timeout' })).toBeUndefined();
+    expect(await retriedAt(1, { kind: 'transient', reason: 'TooManyRequests' })).toBeUndefined();
   });
 
   it("an app slowed down by a quota answer holds no batch: its pushes beyond 250 ms of that rate are deferred to their own turns at once, and another app's pushes in the batch go", async () => {

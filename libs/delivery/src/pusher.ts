@@ -54,6 +54,8 @@ export interface PusherDeps {
   logger: Logger;
   /** Identifies this process in the ledger's claims. */
   owner: string;
+  /** The least wait before the next attempt of a push a provider answered with a server error it asks to wait out (APNs 5xx, `serverError`): APNS_SERVER_ERROR_RETRY_MS. */
+  serverErrorRetryMs?: number;
   /** How long a claim protects a push being sent; after it, another pusher may take over. */
   leaseMs: number;
   /**
@@ -285,7 +287,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
       case 'transient':
         release.push(push.pushId);
         deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
-        outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...retryDelayOf(result, r.attempt) };
+        outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...retryDelayOf(result, r.attempt, deps.serverErrorRetryMs ?? 0) };
         break;
       case 'permanent':
         deps.bans?.observe(push.app, result);
@@ -320,12 +322,14 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
  * The least delay a transient answer asks before the push's next attempt (the retry schedule may
  * wait longer; the messaging lib spreads it above that): its Retry-After, or the least delay the
  * provider's documents ask, doubled for each attempt already spent (they ask exponential back-off
- * from it: FCM QUOTA_EXCEEDED 1, 2, 4, 8 minutes …).
+ * from it: FCM QUOTA_EXCEEDED 1, 2, 4, 8 minutes …), or, for a server error the provider asks to
+ * wait out (APNs 5xx: 15 minutes), `serverErrorRetryMs` before every attempt alike.
  */
-function retryDelayOf(result: Extract<SendResult, { kind: 'transient' }>, attempt: number): { delayMs?: number } {
-  if (result.retryAfterMs === undefined && result.retryNotBeforeMs === undefined) return {};
+function retryDelayOf(result: Extract<SendResult, { kind: 'transient' }>, attempt: number, serverErrorRetryMs: number): { delayMs?: number } {
+  const waitOut = result.serverError === true && serverErrorRetryMs > 0 ? serverErrorRetryMs : undefined;
+  if (result.retryAfterMs === undefined && result.retryNotBeforeMs === undefined && waitOut === undefined) return {};
   const notBefore = (result.retryNotBeforeMs ?? 0) * 2 ** Math.min(16, Math.max(0, attempt - 1));
-  return { delayMs: Math.max(result.retryAfterMs ?? 0, notBefore) };
+  return { delayMs: Math.max(result.retryAfterMs ?? 0, notBefore, waitOut ?? 0) };
 }
 
 /**

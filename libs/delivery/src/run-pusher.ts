@@ -30,6 +30,8 @@ export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppD
   PUSHER_BATCH_WAIT_MS: number;
   PUSHER_RETRY_DELAYS_MS: readonly number[];
   LEDGER_LEASE_MS: number;
+  /** The APNs pusher: the least wait before a push APNs answered with a 5xx is tried again (Apple asks 15 minutes). */
+  APNS_SERVER_ERROR_RETRY_MS?: number;
   LEDGER_PRUNE_INTERVAL_MS: number;
   LEDGER_RETENTION_HOURS: number;
   APP_CACHE_TTL_MS: number;
@@ -70,7 +72,7 @@ export async function runPusher(
 ): Promise<void> {
   const name = `${platform}-pusher`;
   await runService(name, config, async ({ logger, registry }) => {
-    checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS);
+    checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS.map((d) => Math.max(d, config.APNS_SERVER_ERROR_RETRY_MS ?? 0)));
     const limits = providerLimits(config.LEDGER_LEASE_MS);
     const provider = await createProvider(logger, limits);
     const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, idleInTransactionTimeoutMs: config.DESCHEDULER_HELD_BATCH_TIMEOUT_MS });
@@ -98,6 +100,7 @@ export async function runPusher(
       logger,
       owner: `${name}@${hostname()}:${process.pid}`,
       leaseMs: config.LEDGER_LEASE_MS,
+      ...(config.APNS_SERVER_ERROR_RETRY_MS !== undefined && { serverErrorRetryMs: config.APNS_SERVER_ERROR_RETRY_MS }),
       ...(limiter !== undefined && { limiter, signal: stopping.signal }),
     });
     const sendWindow = windowFor(config);

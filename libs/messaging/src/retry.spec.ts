@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { distinctDelays, handlerBackoffMs, planDefer, planRetry } from './retry.ts';
+import { LONGEST_DELAY_MS, distinctDelays, handlerBackoffMs, planDefer, planRetry } from './retry.ts';
 
 const delays = [1000, 5000, 30_000];
 
@@ -37,9 +37,16 @@ describe('planRetry', () => {
     expect(planRetry(2, delays, 4900, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 5880 });
   });
 
-  it('clamps an explicit delay beyond the largest queue to that queue, spread over the fifth above its delay', () => {
-    expect(planRetry(1, delays, 3_600_000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 30_000 });
-    expect(planRetry(1, delays, 3_600_000, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 36_000 });
+  it('an explicit delay beyond the largest queue waits in that queue, for the delay asked up to LONGEST_DELAY_MS, spread over the fifth above', () => {
+    // APNs' 15 minutes after a 5xx in a schedule whose largest queue is 30 s: due at 15 minutes, not 30 s.
+    expect(planRetry(1, delays, 900_000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 900_000 });
+    expect(planRetry(1, delays, 900_000, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 1_080_000 });
+    // An hour asked: held to LONGEST_DELAY_MS (two relay holds), spread above it.
+    expect(LONGEST_DELAY_MS).toBe(1_200_000);
+    expect(planRetry(1, delays, 3_600_000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 1_200_000 });
+    expect(planRetry(1, delays, 3_600_000, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 1_440_000 });
+    // A largest queue longer than that: up to its own delay, as before.
+    expect(planRetry(1, [3_000_000], 9_000_000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 3_000_000, expirationMs: 3_000_000 });
   });
 
   it('retries given one Retry-After come back spread over the fifth above it, never before it, each in a queue that holds it', () => {
@@ -75,8 +82,8 @@ describe('planDefer', () => {
     for (const floor of [600_000, 550_000, 3_600_000]) {
       const plans = Array.from({ length: 1000 }, () => planDefer(production, floor, true));
       const due = plans.map((p) => (p.kind === 'delay' ? p.expirationMs : -1));
-      expect(Math.min(...due)).toBeGreaterThanOrEqual(Math.min(floor, 600_000));
-      expect(Math.max(...due)).toBeLessThanOrEqual(Math.min(floor, 600_000) * 1.2);
+      expect(Math.min(...due)).toBeGreaterThanOrEqual(Math.min(floor, LONGEST_DELAY_MS));
+      expect(Math.max(...due)).toBeLessThanOrEqual(Math.min(floor, LONGEST_DELAY_MS) * 1.2);
       expect(new Set(due).size).toBeGreaterThan(900);
       plans.forEach((p) => expect(p.kind === 'delay' && p.queueDelayMs === 600_000).toBe(true));
     }

@@ -1,6 +1,15 @@
 /** Pure retry and back-off arithmetic; no I/O. */
+import { RELAY_MAX_HOLD_MS } from './delay-relay.ts';
 
 export const JITTER = 0.2;
+
+/**
+ * The longest a retry or deferral waits past the largest delay queue (then spread up to a fifth
+ * above): twice the longest a relay holds a message. One due later goes round its delay queue a
+ * hold at a time, each round taking a relay's slot, while the messages queued behind it wait: held
+ * at most two rounds, a queue of pushes APNs asked to wait out 15 minutes (its 5xx) drains in time.
+ */
+export const LONGEST_DELAY_MS = 2 * RELAY_MAX_HOLD_MS;
 
 export type RetryPlan =
   | { kind: 'delay'; queueDelayMs: number; expirationMs: number }
@@ -47,16 +56,17 @@ export function planDefer(delaysMs: readonly number[], requestedMs: number, spre
 /**
  * Due 0–20 % after the floor, never before it, placed as clampIntoQueue places it: in the smallest
  * delay queue whose delay holds that (a delay queue holds only messages due within its delay).
- * Past the largest queue, in that queue, due 0–20 % after its delay (or the draw, if less): a
- * clamp to its delay would bring every draw back to one instant, the herd this spreads (a paused
- * app's pushes, the pause capped at that delay). Its relay holds each until it is due.
+ * Past the largest queue, in that queue, due 0–20 % after the floor, up to LONGEST_DELAY_MS (or
+ * the largest queue's delay, if longer) 0–20 % above: its relay holds each until it is due, a hold
+ * at a time (APNs' 15 minutes after a 5xx, a receiver's Retry-After, in a 10-minute largest queue).
+ * A clamp to one delay would bring every draw back to one instant, the herd this spreads.
  */
 function spreadAbove(floorMs: number, queues: readonly number[], random: () => number): RetryPlan {
   const above = 1 + JITTER * random();
   const wanted = Math.round(Math.max(1, Math.round(floorMs)) * above);
   const largest = queues[queues.length - 1];
-  if (largest !== undefined && wanted > largest) return { kind: 'delay', queueDelayMs: largest, expirationMs: Math.min(wanted, Math.round(largest * above)) };
-  return clampIntoQueue(wanted, queues);
+  if (largest === undefined || wanted <= largest) return clampIntoQueue(wanted, queues);
+  return { kind: 'delay', queueDelayMs: largest, expirationMs: Math.min(wanted, Math.round(Math.max(largest, LONGEST_DELAY_MS) * above)) };
 }
 
 function clampIntoQueue(requestedMs: number, queues: readonly number[]): RetryPlan {

@@ -19,14 +19,20 @@ describe('classifyApnsFailure (DESIGN.md failure table, APNs rows)', () => {
     expect(classifyApnsFailure({ status: 400, reason: 'IdleTimeout' })).toEqual({ kind: 'transient', reason: 'IdleTimeout' });
   });
 
+  it('429 TooManyRequests is transient, with Retry-After when given', () => {
+    expect(classifyApnsFailure({ status: 429, reason: 'TooManyRequests' })).toEqual({ kind: 'transient', reason: 'TooManyRequests' });
+    expect(classifyApnsFailure({ status: 429, reason: 'TooManyRequests', retryAfterSeconds: 3 })).toEqual({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 3000 });
+  });
+
   it.each([
-    [429, 'TooManyRequests'],
     [500, 'InternalServerError'],
     [503, 'ServiceUnavailable'],
     [503, 'Shutdown'],
-  ])('%i %s is transient, with Retry-After when given', (status, reason) => {
-    expect(classifyApnsFailure({ status, reason })).toEqual({ kind: 'transient', reason });
-    expect(classifyApnsFailure({ status, reason, retryAfterSeconds: 3 })).toEqual({ kind: 'transient', reason, retryAfterMs: 3000 });
+    [502, undefined],
+  ])('%i %s is transient and a server error, to be waited out as Apple asks, with Retry-After when given', (status, reason) => {
+    const said = reason ?? `HTTP ${status}`;
+    expect(classifyApnsFailure({ status, ...(reason !== undefined && { reason }) })).toEqual({ kind: 'transient', reason: said, serverError: true });
+    expect(classifyApnsFailure({ status, reason: said, retryAfterSeconds: 3 })).toEqual({ kind: 'transient', reason: said, serverError: true, retryAfterMs: 3000 });
   });
 
   it('a transport failure (timeout, reset) is transient', () => {
@@ -63,11 +69,11 @@ describe('classifyApnsFailure (DESIGN.md failure table, APNs rows)', () => {
   it('a Retry-After of 0 is kept; a negative or non-finite one is ignored', () => {
     expect(classifyApnsFailure({ status: 429, reason: 'TooManyRequests', retryAfterSeconds: 0 })).toEqual({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 0 });
     expect(classifyApnsFailure({ status: 429, reason: 'TooManyRequests', retryAfterSeconds: -1 })).toEqual({ kind: 'transient', reason: 'TooManyRequests' });
-    expect(classifyApnsFailure({ status: 503, reason: 'ServiceUnavailable', retryAfterSeconds: Number.NaN })).toEqual({ kind: 'transient', reason: 'ServiceUnavailable' });
+    expect(classifyApnsFailure({ status: 503, reason: 'ServiceUnavailable', retryAfterSeconds: Number.NaN })).toEqual({ kind: 'transient', reason: 'ServiceUnavailable', serverError: true });
   });
 
   it('an unknown 5xx is transient, an unknown 4xx permanent', () => {
-    expect(classifyApnsFailure({ status: 502 })).toEqual({ kind: 'transient', reason: 'HTTP 502' });
+    expect(classifyApnsFailure({ status: 502 })).toEqual({ kind: 'transient', reason: 'HTTP 502', serverError: true });
     expect(classifyApnsFailure({ status: 418 })).toEqual({ kind: 'permanent', reason: 'HTTP 418' });
   });
 });

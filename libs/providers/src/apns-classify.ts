@@ -18,7 +18,7 @@ const DEAD_TOKEN_400 = new Set(['BadDeviceToken', 'DeviceTokenNotForTopic']);
 const TRANSIENT_400 = new Set(['IdleTimeout']);
 /** The client library regenerates the token after this one; the next attempt works. */
 const TRANSIENT_403 = new Set(['ExpiredProviderToken']);
-const TRANSIENT_STATUS = new Set([408, 429, 500, 502, 503, 504]);
+const TRANSIENT_STATUS = new Set([408, 429]);
 
 const retryAfter = (f: ApnsFailure): { retryAfterMs?: number } =>
   f.retryAfterSeconds !== undefined && Number.isFinite(f.retryAfterSeconds) && f.retryAfterSeconds >= 0
@@ -36,6 +36,8 @@ export function classifyApnsFailure(f: ApnsFailure): SendResult {
   if (f.status === 400 && DEAD_TOKEN_400.has(reason)) return { kind: 'dead-token', reason, unlessAppFails: true };
   if (f.status === 400 && TRANSIENT_400.has(reason)) return { kind: 'transient', reason };
   if (f.status === 403 && TRANSIENT_403.has(reason)) return { kind: 'transient', reason };
-  if (TRANSIENT_STATUS.has(f.status) || f.status >= 500) return { kind: 'transient', reason, ...retryAfter(f) };
+  // Apple: "After 15 minutes, you can retry JSON payloads that receive response status codes that begin with 5XX."
+  if (f.status >= 500) return { kind: 'transient', reason, serverError: true, ...retryAfter(f) };
+  if (TRANSIENT_STATUS.has(f.status)) return { kind: 'transient', reason, ...retryAfter(f) };
   return { kind: 'permanent', reason };
 }

@@ -19,9 +19,11 @@ export type SendResult =
    * else, where they ask exponential back-off from it (FCM QUOTA_EXCEEDED without Retry-After: a
    * minute): the pusher doubles it for each attempt already spent. `httpStatus`: the provider's HTTP
    * status, where the classifier keeps it (FCM): an FCM 429 is about its project's quota whatever its
-   * reason reads (throttle-scope.ts).
+   * reason reads (throttle-scope.ts). `serverError`: an APNs 5xx, which Apple asks not to be tried
+   * again for 15 minutes ("After 15 minutes, you can retry JSON payloads that receive response status
+   * codes that begin with 5XX"): the pusher waits its serverErrorRetryMs before each such attempt.
    */
-  | { kind: 'transient'; reason: string; retryAfterMs?: number; retryNotBeforeMs?: number; httpStatus?: number }
+  | { kind: 'transient'; reason: string; retryAfterMs?: number; retryNotBeforeMs?: number; httpStatus?: number; serverError?: true }
   /** Payload too large, bad topic, bad credentials, other 4xx. */
   | { kind: 'permanent'; reason: string };
 
