@@ -1,4 +1,5 @@
 import { Headers, Queues, parkedQueueFor } from '@herald/contracts';
+import { HeraldHeaders } from '@herald/messaging';
 import { generateVapidKeys } from '@herald/providers';
 import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -168,6 +169,22 @@ describe('Web Push delivery, end to end', () => {
     ]);
   });
 
+  it("a push service taken off the app's allow-list gets no more pushes: the subscriptions it had are parked push-service-not-allowed, not sent", async () => {
+    // Before, the list was read only when a browser subscribed: its stored subscriptions went on receiving signed POSTs.
+    const app = 'narrowed';
+    const narrowed = await createWebPushApp(sys, app);
+    const userId = uniqueUser('narrowed');
+    const sub = await browser(userId, narrowed.publicKey, true, app);
+    await sys.client.publishPushJob(job({ app, userId }));
+    await received(sub.endpoint);
+    expect((await admin(sys, 'PATCH', `/admin/apps/${app}/web-push`, { hosts: ['fcm.googleapis.com'] })).status).toBe(200);
+    const sent = await sys.client.publishPushJob(job({ app, userId }));
+    const parked = await waitFor('the push parked', async () => (await peekMessages(sys.vhost.name, parkedQueueFor(Queues.webSend), 1000)).find((m) => m.payload.includes(sent.id)));
+    expect(parked.properties.headers?.[HeraldHeaders.parkedCode]).toBe('push-service-not-allowed');
+    expect(String(parked.properties.headers?.[Headers.parkedReason])).toMatch(/^the push service host "127\.0\.0\.1" is not on the app's allow-list \(fcm\.googleapis\.com\)/);
+    expect(await webPushes(sys.sandbox, sub.endpoint)).toHaveLength(1);
+  });
+
   it('a job over Web Push\'s size limit for an app with VAPID keys: the client library (which does not know the app) publishes it, the demuxer parks it', async () => {
     const userId = uniqueUser('big');
     await browser(userId);
@@ -177,7 +194,7 @@ describe('Web Push delivery, end to end', () => {
     expect(String(parked.properties.headers?.[Headers.parkedReason])).toMatch(/^content: Web Push: payload is 40\d\d bytes; Web Push allows 3993 bytes/);
   });
 
-  it('nothing parked on push.web.send along the way', async () => {
-    expect(await peekMessages(sys.vhost.name, 'push.web.send.parked')).toEqual([]);
+  it('nothing parked on push.web.send along the way (but the pushes to a push service taken off its app\'s list)', async () => {
+    expect((await peekMessages(sys.vhost.name, 'push.web.send.parked')).filter((m) => !m.payload.includes('"app":"narrowed"'))).toEqual([]);
   });
 });

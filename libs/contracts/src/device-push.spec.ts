@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { derivePushId } from './device-push.ts';
+import { DevicePush, derivePushId } from './device-push.ts';
+import { p256PointProblem } from './web-push.ts';
 
 describe('derivePushId', () => {
   // Ids already in ledgers and at APNs (apns-id) must not change between versions: a job replayed
@@ -17,5 +18,25 @@ describe('derivePushId', () => {
 
   it('keeps the job and the device apart (the separator is part of the hash)', () => {
     expect(derivePushId('ab', 'c')).not.toBe(derivePushId('a', 'bc'));
+  });
+});
+
+describe('DevicePush: a web push', () => {
+  const keys = { p256dh: Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 7)]).toString('base64url'), auth: Buffer.alloc(16, 1).toString('base64url') };
+  const push = (webKeys: object) => ({
+    version: 1, pushId: derivePushId('j', '1'), jobId: 'j', deviceId: '1', app: 'demo', platform: 'web', token: 'https://push.example.com/s/1',
+    webKeys, userId: 'u', content: { title: 'Hi' }, priority: 'high', acceptedAt: new Date().toISOString(),
+  });
+
+  it("decodes with a p256dh off the curve (stored before the doors checked it): the provider finds it unusable and invalidates the subscription, not a schema park per job", () => {
+    expect(p256PointProblem(Buffer.from(keys.p256dh, 'base64url'))).toBe('is not a point on the P-256 curve');
+    expect(DevicePush.safeParse(push(keys)).success).toBe(true);
+  });
+
+  it('refuses keys of the wrong shape, naming the field', () => {
+    const short = DevicePush.safeParse(push({ ...keys, p256dh: Buffer.alloc(64, 7).toString('base64url') }));
+    expect(short.success).toBe(false);
+    expect(short.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual(['webKeys.p256dh: p256dh must decode to 65 bytes, got 64']);
+    expect(DevicePush.safeParse(push({ ...keys, auth: 'not base64url!' })).success).toBe(false);
   });
 });

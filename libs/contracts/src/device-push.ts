@@ -6,7 +6,7 @@ import { PushContent } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
 import { deviceTokenProblem } from './device-token.ts';
 import { Platforms } from './names.ts';
-import { WebPushKeys } from './web-push.ts';
+import { WebPushKeyShape } from './web-push.ts';
 import { storable } from './storable-text.ts';
 
 export const PlatformSchema = z.enum(Platforms);
@@ -25,7 +25,7 @@ export const DevicePush = z
   platform: PlatformSchema,
   token: z.string().min(1).max(4096),
   /** Web Push only: the subscription's keys (the token is its endpoint). */
-  webKeys: WebPushKeys.optional(),
+  webKeys: WebPushKeyShape.optional(),
   /** Web Push only: the VAPID public key the subscription was made with, when its registration said so (the pusher signs with that pair). */
   webVapidKey: z.string().min(1).max(200).optional(),
   userId: UserId,

@@ -52,6 +52,9 @@ export const UNREACHABLE_SUBJECT = "must be a contact a push service can reach (
 export function vapidSubjectProblem(value: string): string | undefined {
   const bad = (why: string) => `must be a mailto: or https: URL (RFC 8292 §2.1): ${why}`;
   const unreachable = (why: string) => `${UNREACHABLE_SUBJECT}: ${why}`;
+  // The URL parser drops surrounding spaces and tabs or newlines within, but the JWT carries the
+  // value as given, and push services refuse it (a sub that is no URL): refused here instead.
+  if (/\s/.test(value) || [...value].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) return bad('no spaces or control characters (the value is signed as given)');
   let url: URL;
   try {
     url = new URL(value);

@@ -55,6 +55,14 @@ export const WebPushKeys = z.strictObject({
 });
 export type WebPushKeys = z.infer<typeof WebPushKeys>;
 
+/**
+ * A queued push's copy of its subscription's keys: their shape only. Keys no send can use (a
+ * p256dh off the curve, stored before the doors checked the point) reach the provider, which finds
+ * them unusable and invalidates the subscription (unless the app's pushes fail too); refused here,
+ * each such push was parked as a schema error and the subscription drew a park for every job.
+ */
+export const WebPushKeyShape = z.strictObject({ p256dh: base64urlKey('p256dh', 65), auth: base64urlKey('auth', 16) });
+
 /** The endpoint of a subscription: an https URL of at most 2,048 characters, without credentials or a fragment. */
 export function webEndpointProblem(endpoint: string): string | undefined {
   if (endpoint.length > 2048) return `not a Web Push endpoint: at most 2048 characters, got ${endpoint.length}`;

@@ -103,6 +103,10 @@ describe('VAPID admin inputs', () => {
     expect(issues(VapidGenerate, { subject: 'http://example.com' })).toEqual([expect.stringMatching(/^subject: must be a mailto: or https: URL .*got http/)]);
     expect(issues(VapidGenerate, { subject: 'mailto:nobody' })).toEqual([expect.stringMatching(/^subject: .*names an address/)]);
     expect(issues(VapidGenerate, { subject: 'ops@example.com' })).toEqual([expect.stringMatching(/^subject: .*is not a URL/)]);
+    // The URL parser forgives these, but the JWT carries the value as given and push services refuse it.
+    for (const subject of [' mailto:ops@example.com', 'mailto:ops@example.com ', 'mailto:ops@exa\tmple.com', 'https://example.com/\ncontact']) {
+      expect([subject, issues(VapidGenerate, { subject })]).toEqual([subject, [expect.stringMatching(/^subject: must be a mailto: or https: URL .*no spaces or control characters/)]]);
+    }
   });
 
   // Apple's push service answers 403 BadJwtToken to such a subject, which Herald counts towards banning the app.

@@ -2,6 +2,7 @@ import {
   DevicePush,
   Exchanges,
   decodeWith,
+  endpointHostProblem,
   invalidationQueueFor,
   pushAsOf,
   type Invalidation,
@@ -172,6 +173,10 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   if (deps.platform === 'apns' && app.apnsTopic === null) {
     return park(deps, push, 'no-apns-topic', `app "${push.app}" has no APNs topic configured`);
   }
+  // The app's push-service allow-list as it is now, not only as it was when the browser subscribed:
+  // a host an operator took off the list (a test host, a wildcard narrowed) gets no more signed POSTs.
+  const host = deps.platform === 'web' ? endpointHostProblem(push.token, app.webPushHosts) : undefined;
+  if (host !== undefined) return park(deps, push, 'push-service-not-allowed', host);
   return { push, topic: app.apnsTopic ?? undefined, app };
 }
 
