@@ -241,9 +241,13 @@ export class QueueConsumer implements Consumer {
   /** `decidedAt`: when the handler chose the outcome (settling a retry can wait long for its copy's confirm). */
   private async settle(d: Delivery, outcome: Outcome, decidedAt = new Date()): Promise<void> {
     if (!this.isLive(d)) return this.logGone(d, outcome, decidedAt);
+    if (givenBack(d)) return this.logGivenBack(d, outcome, decidedAt);
     let parked: Parked | undefined;
     try {
       if (outcome.kind === 'ack' && outcome.after !== undefined) await outcome.after;
+      // A part that gave its packed message back meanwhile: this part comes again with it, so no
+      // retry or parked copy of it now (a second retry chain, a second parked copy).
+      if (givenBack(d)) return this.logGivenBack(d, outcome, decidedAt);
       parked = await this.deps.settler.apply(d, outcome, decidedAt);
     } catch (err) {
       if (!this.isLive(d)) return this.logGone(d, outcome, decidedAt);
@@ -327,6 +331,10 @@ export class QueueConsumer implements Consumer {
   private logGone(d: Delivery, outcome: Outcome, decidedAt: Date): void {
     this.deps.logger.info({ queue: this.queue, ...settling(d, outcome, decidedAt) }, 'channel closed before settling; message will be redelivered');
   }
+
+  private logGivenBack(d: Delivery, outcome: Outcome, decidedAt: Date): void {
+    this.deps.logger.info({ queue: this.queue, ...settling(d, outcome, decidedAt) }, 'another part gave this packed message back before this part was settled; it comes again with the rest');
+  }
 }
 
 /** A packed message as one delivery per part (pack.ts): the part's body and id, the envelope's other headers. */
@@ -340,6 +348,9 @@ function parts(d: Delivery): Delivery[] {
     inbound: { ...d.inbound, headers, body: part.body, messageId: part.messageId ?? `${d.inbound.messageId ?? 'packed'}#${i}` },
   }));
 }
+
+/** A part of a packed message that another part gave back (nacked whole, or a stop gave it back). */
+const givenBack = (d: Delivery): boolean => d.pack?.closed === true;
 
 /** What a settle log says of its message: which one, the outcome the handler chose (a retry's code too) and when. */
 function settling(d: Delivery, outcome: Outcome, decidedAt: Date): Record<string, unknown> {

@@ -91,6 +91,34 @@ describe('packed messages: several JSON bodies per AMQP message, each settled on
     expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
   });
 
+  it('a part settled after another part gave the packed message back publishes no copy of its own: it comes again with the rest', async () => {
+    // Before, the late part's retry or park copy went out anyway, and the redelivered message gave it a second one.
+    const queue = await freshQueue();
+    await t.broker.publisher.publishMany(bodies(queue, 2, 'g'), { packMax: 10 });
+    const seen: string[] = [];
+    const consumer = await t.broker.consume({
+      queue,
+      prefetch: 10,
+      batch: { maxSize: 1, maxWaitMs: 0, maxConcurrent: 2 },
+      retryDelaysMs: [200],
+      handle: async ([m]) => {
+        if (m === undefined) return [];
+        seen.push(`${idOf(m)}${m.redelivered ? '@again' : ''}`);
+        if (m.redelivered) return [{ kind: 'ack' }];
+        // g1 acks once an invalidation is confirmed, which fails: the whole message goes back (after the consumer's back-off).
+        if (idOf(m) === 'g1') return [{ kind: 'ack', after: Promise.reject(new Error('not confirmed')) }];
+        // g0's handler decides later, after that: a park, for a message that is already back in the queue.
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        return [{ kind: 'park', code: 'schema', reason: 'decided late' }];
+      },
+    });
+    await waitFor('both parts handled again', () => ['g0@again', 'g1@again'].every((id) => seen.includes(id)), { timeoutMs: 10_000 });
+    await new Promise((resolve) => setTimeout(resolve, 2000)); // g0's first handler has decided by now
+    await consumer.stop(1000);
+    expect(await takeMessage(t.vhost.amqpUrl, `${queue}.parked`)).toBe(false);
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
   it('works on at most maxInFlight parts at once, however many packed messages the prefetch holds', async () => {
     const queue = await freshQueue();
     await t.broker.publisher.publishMany(bodies(queue, 40, 'w'), { packMax: 10 });
