@@ -107,8 +107,15 @@ class RabbitBroker implements Broker {
     this.unwatchPublishing();
     // The consuming connection first: a publishing one that RabbitMQ blocks (an alarm) can hold its close.
     await this.consuming?.close();
-    await this.publisher.close();
+    // Blocked, a channel's close waits for an answer RabbitMQ does not send before the alarm ends
+    // (a client library's close() hung for the whole alarm): the connection's close, which amqplib
+    // ends at once when blocked, takes the channel with it, and the half-closed socket is destroyed
+    // (as the parked replay's copies connection is, parked.ts).
+    const blocked = this.publishing.blocked() !== undefined;
+    const socket = blocked ? await this.publisher.socket() : undefined;
+    if (!blocked) await this.publisher.close();
     await this.publishing.close();
+    socket?.destroy();
   }
 
   private consumingConnection(): BrokerConnection {

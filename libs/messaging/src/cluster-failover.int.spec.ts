@@ -19,8 +19,8 @@ describe('on a three-node cluster', () => {
   let cluster: LocalCluster;
   let vhost: { name: string; delete(): Promise<void> };
   const brokers: Broker[] = [];
-  const connect = async (name: string, url = cluster.amqpUrls(vhost.name), metrics?: Registry): Promise<Broker> => {
-    const b = await connectBroker({ url, logger: silentLogger, connectionName: `${vhost.name}-${name}`, metrics });
+  const connect = async (name: string, url = cluster.amqpUrls(vhost.name), metrics?: Registry, confirmTimeoutMs?: number): Promise<Broker> => {
+    const b = await connectBroker({ url, logger: silentLogger, connectionName: `${vhost.name}-${name}`, metrics, ...(confirmTimeoutMs !== undefined && { confirmTimeoutMs }) });
     brokers.push(b);
     return b;
   };
@@ -99,6 +99,21 @@ describe('on a three-node cluster', () => {
       consumer = await consuming;
       expect(heldConfirmed).toBe(false);
       expect([...retried].every((id) => received.get(id) === 1)).toBe(true); // their copies wait for the alarm's end
+      // A publisher with a deadline (the HTTP API's): its first publish learns of the block when the
+      // deadline passes; after that each publish is refused at once, not queued in the process.
+      const withDeadline = await connect('alarm-api', undefined, undefined, 1_500);
+      await expect(withDeadline.publisher.publish({ exchange: 'fo.ex', routingKey: queue, body: {}, messageId: 'api-1' })).rejects.toThrow(/no confirm within 1500 ms/);
+      await waitFor('the API connection reported blocked', async () => {
+        const refused = await withDeadline.publisher.publish({ exchange: 'fo.ex', routingKey: queue, body: {}, messageId: 'api-2' }).then(() => undefined, (err: unknown) => err as Error);
+        return refused?.name === 'BrokerUnavailableError' ? refused : undefined;
+      }, { timeoutMs: 10_000 });
+      const started = Date.now();
+      await expect(withDeadline.publisher.publish({ exchange: 'fo.ex', routingKey: queue, body: {}, messageId: 'api-3' })).rejects.toThrow(/^RabbitMQ is blocking publishers \(.+\); message not published$/);
+      expect(Date.now() - started).toBeLessThan(200);
+      // And it closes during the alarm (a client library's close() waited for the alarm's end).
+      const closing = Date.now();
+      await withDeadline.close();
+      expect(Date.now() - closing).toBeLessThan(2_000);
     } finally {
       await cluster.memoryAlarm(false);
     }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ConfirmChannel, Message, Options } from 'amqplib';
 import type { Logger } from '@herald/logging';
-import { coalesceWrites } from './coalesce-writes.ts';
+import type { Socket } from 'node:net';
+import { coalesceWrites, socketOf } from './coalesce-writes.ts';
 import type { BrokerConnection } from './connection.ts';
 import { BrokerUnavailableError, PublishFailedError, UnroutableError } from './errors.ts';
 import type { MessagingMetrics } from './metrics.ts';
@@ -73,6 +74,13 @@ export class ConfirmPublisher implements Publisher, EachPublisher {
     }
     // A run of nacks holds every publisher back (a fresh channel, growing pauses) instead of a tight re-publish loop.
     const deadline = this.confirmTimeoutMs === undefined ? undefined : Date.now() + this.confirmTimeoutMs;
+    // A caller with a deadline (the HTTP API, the client library) is told at once while RabbitMQ
+    // blocks this connection (a memory or disk alarm): its frames would only queue in this process,
+    // each call's and each retry's, until the alarm ends, and the confirm could not come in time.
+    const blocked = deadline === undefined ? undefined : this.connection.blocked();
+    if (blocked !== undefined) {
+      throw new BrokerUnavailableError(`RabbitMQ is blocking publishers (${blocked.reason}, for ${Math.round((Date.now() - blocked.since) / 1000)} s); message not published`);
+    }
     if (this.pausedUntil > Date.now()) await sleep(this.pausedUntil - Date.now());
     // Opening the channel waits for the broker too: a broker that stops answering holds it as long.
     const state = await this.beforeDeadline(this.channelState(), deadline);
@@ -80,6 +88,12 @@ export class ConfirmPublisher implements Publisher, EachPublisher {
     const results: PromiseSettledResult<void>[] = new Array(all.length);
     packed.forEach((p, i) => p.carries.forEach((input) => (results[input] = sent[i] as PromiseSettledResult<void>)));
     return results;
+  }
+
+  /** The socket under this publisher's channel, if it has one (socketOf). */
+  async socket(): Promise<Socket | undefined> {
+    const state = await this.state?.catch(() => undefined);
+    return socketOf(state?.channel);
   }
 
   async close(): Promise<void> {
