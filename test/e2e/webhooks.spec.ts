@@ -108,6 +108,7 @@ describe('webhook subscriptions: signed callbacks for resource changes', () => {
       expect(signed(post, secret)).toBe(true);
       expect(post.body).toMatchObject({
         resource: { type: 'campaign', id: 'camp-1' },
+        change: 'updated',
         diff: { budget: { old: 100, new: 150 }, targeting: { old: { geo: ['DE'] }, new: { geo: ['DE', 'FR'] } } },
       });
       expect(post.body['diff']).not.toHaveProperty('name');

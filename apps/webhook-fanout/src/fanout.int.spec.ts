@@ -60,4 +60,24 @@ describe('webhook-fanout: matching subscriptions read in chunks', () => {
     expect(of('e2')).toEqual(wildcards.map((w) => w.id).sort());
     expect(queued).toHaveLength(9);
   });
+
+  it('tells receivers whether the resource was created, updated or deleted, and notifies a creation or deletion whose diff is empty', async () => {
+    // Before, a deletion's diff read like fields set to null, and a resource created or deleted without fields notified nobody.
+    const subs = t.db.subscriptions;
+    const life = await subs.create({ team: 't7', callbackUrl: 'https://hooks.example.com/life', resourceType: 'campaign', resourceId: 'c-life', secret: 'a-secret-of-16-chars-or-more' });
+    const handle = createFanoutHandler({ subscriptions: subs, publisher: broker.publisher, resourceTypes: ['campaign'], metrics: createFanoutMetrics(new Registry()), logger });
+    const event = (id: string, old: object | null, now: object | null) => ({
+      ...change(id, 'c-life'),
+      body: Buffer.from(JSON.stringify({ id, resource: { type: 'campaign', id: 'c-life' }, old, new: now, occurredAt: '2026-01-01T00:00:00Z' })),
+    });
+    await handle([event('born', null, {}), event('edited', { n: 1 }, { n: 2 }), event('same', { n: 2 }, { n: 2 }), event('gone', { status: 'live' }, null)]);
+    const queued = (await peekMessages(vhost.name, Queues.webhookSend, 100))
+      .map((m) => JSON.parse(m.payload) as { eventId: string; subscriptionId: string; change: string; diff: object })
+      .filter((d) => d.subscriptionId === life.id);
+    expect(queued.map(({ eventId, change: kind, diff }) => ({ eventId, kind, diff }))).toEqual([
+      { eventId: 'born', kind: 'created', diff: {} },
+      { eventId: 'edited', kind: 'updated', diff: { n: { old: 1, new: 2 } } },
+      { eventId: 'gone', kind: 'deleted', diff: { status: { old: 'live', new: null } } },
+    ]);
+  });
 });

@@ -2,6 +2,7 @@ import {
   ChangeEvent,
   Exchanges,
   Queues,
+  changeKindOf,
   computeDiff,
   decodeWith,
   derivePushId,
@@ -109,7 +110,8 @@ function admit(message: InboundMessage, deps: FanoutDeps): Outcome | Omit<Accept
     return park(deps, 'unknown-resource-type', `unknown resource type "${event.resource.type}" (known: ${deps.resourceTypes.join(', ')})`, event.id);
   }
   const diff = computeDiff(event.old, event.new);
-  if (Object.keys(diff).length === 0) {
+  // A resource created or deleted with no field set (or only nulls) is still news to its subscribers.
+  if (Object.keys(diff).length === 0 && changeKindOf(event) === 'updated') {
     deps.metrics.changes.inc({ outcome: 'no-change' });
     deps.logger.info({ eventId: event.id, resource: event.resource }, 'change event changes no field: nobody notified');
     return ack;
@@ -136,6 +138,7 @@ function deliveryMessage(a: Accepted, s: SubscriptionRow, queuedAt: string): Out
     eventId: a.event.id,
     subscriptionId: s.id,
     resource: a.event.resource,
+    change: changeKindOf(a.event),
     diff: a.diff,
     createdAt: a.event.occurredAt,
     queuedAt,

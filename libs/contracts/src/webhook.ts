@@ -49,6 +49,11 @@ export const ChangeEvent = ChangeEventFields.refine(notBothNull, BOTH_NULL);
 export type ChangeEvent = z.infer<typeof ChangeEvent>;
 export type ChangeEventInput = z.input<typeof ChangeEvent>;
 
+/** What happened to the resource: it came to exist (old null), stopped existing (new null), or changed. */
+export const ChangeKind = z.enum(['created', 'updated', 'deleted']);
+export type ChangeKind = z.infer<typeof ChangeKind>;
+export const changeKindOf = (e: { old: unknown; new: unknown }): ChangeKind => (e.old === null ? 'created' : e.new === null ? 'deleted' : 'updated');
+
 /** Per changed top-level field, its old and new value (undefined fields are absent: null stands in). */
 export const Diff = z.record(z.string(), z.object({ old: z.unknown(), new: z.unknown() }));
 export type Diff = z.infer<typeof Diff>;
@@ -61,6 +66,8 @@ export const WebhookDelivery = z.strictObject({
   eventId: z.string().min(1).max(200),
   subscriptionId: z.uuid(),
   resource: ResourceRef,
+  /** Absent in deliveries queued before 2026-12-03 (their receivers get no `change`). */
+  change: ChangeKind.optional(),
   diff: Diff,
   /** When the change happened (the event's occurredAt): receivers order updates by it. */
   createdAt: Instant,
@@ -78,6 +85,8 @@ export interface WebhookNotificationBody {
   eventId: string;
   createdAt: string;
   resource: ResourceRef;
+  /** created, updated or deleted: a deletion's diff alone reads like fields set to null. */
+  change?: ChangeKind;
   diff: Diff;
   /** The team that published the change through the HTTP API (absent when published straight to RabbitMQ). */
   publishedBy?: string;
@@ -88,6 +97,7 @@ export const webhookBodyOf = (d: WebhookDelivery): WebhookNotificationBody => ({
   eventId: d.eventId,
   createdAt: d.createdAt,
   resource: d.resource,
+  ...(d.change !== undefined && { change: d.change }),
   diff: d.diff,
   ...(d.publishedBy !== undefined && { publishedBy: d.publishedBy }),
 });
