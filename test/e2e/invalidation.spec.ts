@@ -142,8 +142,11 @@ describe('dead tokens, retries, parking and replay, end to end', () => {
     expect(replay.stdout).toMatch(/replayed 1 of/);
     await waitFor('replayed push delivered', async () => (await delivered(sys.sandbox, { token: d.token })).length === 1);
     expect((await peekMessages(sys.vhost.name, parkedQueue, 100)).filter((m) => m.payload.includes(d.token))).toHaveLength(0);
-    // A second replay finds nothing to move, and nothing more is sent.
-    expect((await herald('parked', 'replay', Queues.apnsSend, '--id', String(parked.properties.message_id))).stdout).toMatch(/replayed 0 of/);
+    // A second replay finds nothing to move, says so on stderr with a non-zero exit, and nothing more is sent.
+    const again = await herald('parked', 'replay', Queues.apnsSend, '--id', String(parked.properties.message_id));
+    expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(/^herald: no parked message \S+ in push\.apns\.send\.parked: `herald parked list push\.apns\.send` shows them\n$/)]);
+    const purge = await herald('parked', 'purge', Queues.apnsSend, '--id', 'no-such-message');
+    expect([purge.code, purge.stderr]).toEqual([1, expect.stringMatching(/^herald: no parked message no-such-message in push\.apns\.send\.parked/)]);
     await new Promise((r) => setTimeout(r, 1000));
     expect(await delivered(sys.sandbox, { token: d.token })).toHaveLength(1);
   });

@@ -342,6 +342,7 @@ describe('operator access: the dashboard and its write actions need an operator 
     const token = 'ab'.repeat(32);
     const runs: string[][] = [
       ['limits', 'set', '--platform', 'apns', '--rate', '500'],
+      ['limits', 'set', '--platform', 'fcm', '--app', 'demo', '--rate', '50'],
       ['limits', 'remove', '--platform', 'fcm', '--app', 'demo'],
       ['job', 'cancel', posted.id],
       ['topics', 'create', 'news', '--app', 'demo'],
@@ -357,6 +358,7 @@ describe('operator access: the dashboard and its write actions need an operator 
     const entries = (await sys.database.db.audit.list({ limit: runs.length + 1 })).reverse(); // oldest first
     expect(entries.map((e) => [e.action, e.target, e.actor.kind, e.outcome])).toEqual([
       ['limit.set', 'apns', 'cli', 'ok'],
+      ['limit.set', 'fcm:demo', 'cli', 'ok'],
       ['limit.remove', 'fcm:demo', 'cli', 'ok'],
       ['job.cancel', posted.id, 'cli', 'ok'],
       ['topic.create', 'demo/news', 'cli', 'ok'],
@@ -366,10 +368,10 @@ describe('operator access: the dashboard and its write actions need an operator 
       ['mute.remove', '*/u-1', 'cli', 'ok'],
       ['job.cancel', 'no-such-job', 'cli', 'ok'],
     ]);
-    const [limitSet, limitRemove, cancelled, , subscribed, followed, optedOut, unmuted, unknownJob] = entries;
+    const [limitSet, , limitRemove, cancelled, , subscribed, followed, optedOut, unmuted, unknownJob] = entries;
     expect(limitSet?.actor.id).toMatch(/^.+@.+$/);
     expect([limitSet?.request, limitSet?.result]).toEqual([{ platform: 'apns', rate: 500, via: 'cli' }, { ratePerSec: 500 }]);
-    expect(limitRemove?.result).toEqual({ removed: false });
+    expect(limitRemove?.result).toEqual({ removed: true });
     expect(cancelled?.result).toEqual({ known: true, fanout: false, scheduled: 0 });
     expect(unknownJob?.result).toEqual({ known: false, fanout: false, scheduled: 0 });
     expect(subscribed?.request).toMatchObject({ users: ['u-1'], devices: [`apns:…${token.slice(-6)}`] });
@@ -379,5 +381,32 @@ describe('operator access: the dashboard and its write actions need an operator 
     expect([optedOut?.request, optedOut?.result]).toEqual([{ category: 'promo', via: 'cli' }, { changed: true }]);
     expect([unmuted?.request, unmuted?.result]).toEqual([{ objectId: 'thread:7', via: 'cli' }, { changed: false }]);
     for (const e of entries) expect(e.finishedAt, e.action).not.toBeNull();
+  });
+
+  it('the CLI refuses, with a non-zero exit, a limit or key that is not there and an empty --app; a pasted key revokes by its id', async () => {
+    // Before, each printed on stdout and exited 0 ("no such limit", "no live key"), and an empty
+    // --app (a script's unset variable) removed the platform-wide budget.
+    expect((await herald('limits', 'set', '--platform', 'web', '--rate', '300')).code).toBe(0);
+    const empty = await herald('limits', 'remove', '--platform', 'web', '--app', '');
+    expect([empty.code, empty.stderr]).toEqual([1, expect.stringMatching(/^herald: --app is empty/)]);
+    expect((await herald('limits', 'set', '--platform', 'web', '--app', ' ', '--rate', '1')).code).toBe(1);
+    expect(await sys.database.db.rateLimits.list()).toContainEqual(expect.objectContaining({ platform: 'web', app: '', ratePerSec: 300 }));
+    const missing = await herald('limits', 'remove', '--platform', 'web', '--app', 'demo');
+    expect([missing.code, missing.stderr]).toEqual([1, 'herald: no web:demo limit: `herald limits list` shows them\n']);
+    const [refused] = await sys.database.db.audit.list({ limit: 1 });
+    expect([refused?.action, refused?.outcome]).toEqual(['limit.remove', 'refused']);
+
+    const created = await herald('keys', 'create', '--team', 'ops-revoke', '--apps', 'demo');
+    const key = /^(hk_\S+)$/m.exec(created.stdout)?.[1] ?? '';
+    const id = /^hk_([0-9a-f]{12})_/.exec(key)?.[1] ?? '';
+    expect(id).not.toBe('');
+    const typo = await herald('keys', 'revoke', 'ffffffffffff');
+    expect([typo.code, typo.stderr]).toEqual([1, expect.stringMatching(/^herald: no live key ffffffffffff/)]);
+    // The key itself pasted: revoked by its id, and the secret stays out of the audit log.
+    expect(await herald('keys', 'revoke', key)).toMatchObject({ code: 0, stdout: `key ${id} revoked\n` });
+    expect((await call(sys, 'GET', '/v1/jobs/any', { key })).status).toBe(401);
+    const [revoked] = await sys.database.db.audit.list({ limit: 1 });
+    expect([revoked?.action, revoked?.target, revoked?.outcome]).toEqual(['key.revoke', id, 'ok']);
+    expect(JSON.stringify(await sys.database.db.audit.list({ limit: 5 }))).not.toContain(key);
   });
 });

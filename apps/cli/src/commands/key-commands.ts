@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { ActionRefused } from '@herald/db';
 import { printRows } from '../output.ts';
 import { auditedCli } from './cli-audit.ts';
 import { withDatabase } from './with-database.ts';
@@ -60,8 +61,14 @@ export function registerKeyCommands(program: Command): void {
   keys
     .command('revoke <id>')
     .description('revoke a key (the API stops accepting it within API_KEY_CACHE_TTL_MS)')
-    .action(async (id: string) => {
-      const done = await auditedCli({ action: 'key.revoke', target: id, request: { via: 'cli' } }, (db) => db.apiKeys.revoke(id), (revoked) => ({ revoked }));
-      process.stdout.write(done ? `key ${id} revoked\n` : `no live key ${id}\n`);
+    .action(async (given: string) => {
+      // The key itself pasted for its id: revoke by the id inside it, and keep the secret out of the audit log.
+      const id = /^hko?_([0-9a-f]{12})_/.exec(given)?.[1] ?? given;
+      await auditedCli({ action: 'key.revoke', target: id, request: { via: 'cli' } }, async (db) => {
+        // A wrong id revoked nothing while the leaked key kept working: refused, on stderr, exit 1.
+        if (!(await db.apiKeys.revoke(id))) throw new ActionRefused(`no live key ${id}: \`herald keys list\` shows the keys' ids and which are revoked`);
+        return true;
+      });
+      process.stdout.write(`key ${id} revoked\n`);
     });
 }

@@ -1,5 +1,6 @@
 import { LimitedChannels, type LimitedChannel } from '@herald/contracts';
 import type { Command } from 'commander';
+import { ActionRefused } from '@herald/db';
 import { printRows } from '../output.ts';
 import { requireApp } from './app-check.ts';
 import { auditedCli } from './cli-audit.ts';
@@ -17,6 +18,15 @@ function rateOf(raw: string): number {
 }
 
 /** What the audit log names as a budget: the platform, or platform:app for an app's own. */
+/**
+ * --app as given, never blank: an empty one (a script's unset variable) is the platform's own
+ * budget in the store, and `limits remove --app ""` removed the fleet-wide budget.
+ */
+function appOf(app: string): string {
+  if (app.trim() === '') throw new Error('--app is empty: give an app id (or a webhook destination), or leave --app out for the platform-wide budget');
+  return app;
+}
+
 const limitTarget = (key: { platform: string; app?: string }): string => (key.app === undefined ? key.platform : `${key.platform}:${key.app}`);
 
 /** `herald limits set|list|remove`: the fleet-wide outbound budgets every pusher shares. */
@@ -29,7 +39,7 @@ export function registerLimitCommands(program: Command): void {
     .requiredOption('--rate <pushesPerSecond>', 'the budget, in pushes per second')
     .option('--app <app>', 'a budget for this app only (on top of the platform budget); for webhook, a destination host:port')
     .action(async (o: { platform: string; rate: string; app?: string }) => {
-      const key = { platform: platformOf(o.platform), ...(o.app !== undefined && { app: o.app }) };
+      const key = { platform: platformOf(o.platform), ...(o.app !== undefined && { app: appOf(o.app) }) };
       const rate = rateOf(o.rate);
       const what = { action: 'limit.set', target: limitTarget(key), request: { ...key, rate, via: 'cli' } };
       await auditedCli(
@@ -61,9 +71,12 @@ export function registerLimitCommands(program: Command): void {
     .requiredOption('--platform <platform>', 'apns, fcm or webhook')
     .option('--app <app>', 'the app-specific budget')
     .action(async (o: { platform: string; app?: string }) => {
-      const key = { platform: platformOf(o.platform), ...(o.app !== undefined && { app: o.app }) };
+      const key = { platform: platformOf(o.platform), ...(o.app !== undefined && { app: appOf(o.app) }) };
       const what = { action: 'limit.remove', target: limitTarget(key), request: { ...key, via: 'cli' } };
-      const removed = await auditedCli(what, (db) => db.rateLimits.remove(key), (r) => ({ removed: r }));
-      process.stdout.write(removed ? 'removed\n' : 'no such limit\n');
+      await auditedCli(what, async (db) => {
+        if (!(await db.rateLimits.remove(key))) throw new ActionRefused(`no ${limitTarget(key)} limit: \`herald limits list\` shows them`);
+        return true;
+      }, () => ({ removed: true }));
+      process.stdout.write(`removed the ${limitTarget(key)} limit\n`);
     });
 }

@@ -18,6 +18,8 @@ const base = (queue: string) => ({
 });
 
 /** Exactly one of --id, --code, --all; a bulk operation must be asked for by name. */
+const noSuchMessage = (id: string, queue: string): string => `no parked message ${id} in ${parkedNameOf(queue)}: \`herald parked list ${queue}\` shows them`;
+
 function filterOf(o: FilterOptions): ParkedFilter {
   const given = [o.id !== undefined, o.code !== undefined, o.all === true].filter(Boolean).length;
   if (given !== 1) throw new Error('give exactly one of --id <messageId>, --code <code>, --all');
@@ -79,10 +81,12 @@ export function registerParkedCommands(program: Command): void {
         result = await replayParked({ ...opts, filter, force, onProgress: progress });
         // Nothing replayed because everything matching was a permanent rejection: audited as refused.
         if (result.replayed === 0 && result.refused.length > 0) throw new ActionRefused(describeRefusals(result.refused), { ...result });
+        if (result.replayed === 0 && filter.kind === 'id') throw new ActionRefused(noSuchMessage(filter.id, queue));
         return result;
       })
         .catch((err: unknown) => {
-          if (!(err instanceof ActionRefused)) throw err;
+          // Permanent rejections are told below; any other refusal (no such message) is the command's error.
+          if (!(err instanceof ActionRefused) || result?.refused.length === 0) throw err;
         })
         .finally(() => bar.finish());
       if (result === undefined) return;
@@ -103,7 +107,12 @@ export function registerParkedCommands(program: Command): void {
       const opts = base(queue);
       const filter = filterOf(o);
       const what = { action: 'parked.purge', target: parkedNameOf(queue), request: { filter, via: 'cli' } };
-      const result = await auditedCli(what, () => purgeParked({ ...opts, filter }));
+      const result = await auditedCli(what, async () => {
+        const purged = await purgeParked({ ...opts, filter });
+        // A mistyped id purged nothing and said so on stdout, exit 0 (the dashboard answers 404).
+        if (purged.purged === 0 && filter.kind === 'id') throw new ActionRefused(noSuchMessage(filter.id, queue));
+        return purged;
+      });
       process.stdout.write(`purged ${result.purged} of ${result.seen} parked message(s)\n`);
     });
 }
