@@ -40,7 +40,7 @@ export async function createPusherLimiter(
       maxWaitMs: settings.RATE_LIMIT_MAX_WAIT_MS,
       maxSlice: settings.RATE_LIMIT_MAX_SLICE,
       refreshMs: settings.RATE_LIMIT_REFRESH_MS,
-      // A deferral waits at most the longest delay queue: no turn is booked further ahead.
+      // A booked turn waits at most the schedule's longest delay: no turn is booked further ahead.
       maxTurnMs: Math.max(...settings.PUSHER_RETRY_DELAYS_MS),
     });
     return {

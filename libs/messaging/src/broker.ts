@@ -1,7 +1,7 @@
 import type { Channel } from 'amqplib';
 import { delayQueueFor } from '@herald/contracts';
 import { RELAY_PREFETCH, relayHandler } from './delay-relay.ts';
-import { distinctDelays } from './retry.ts';
+import { delayQueuesOf } from './retry.ts';
 import { mergeTopologies, parkedQueueSpec, retryTopology, type Topology } from './topology.ts';
 import { openConnection, type BrokerConnection } from './connection.ts';
 import { QueueConsumer } from './consumer.ts';
@@ -71,7 +71,7 @@ class RabbitBroker implements Broker {
     await this.applyTopology(mergeTopologies(retryTopology(options.retryDelaysMs), { exchanges: [], queues: [parkedQueueSpec(options.queue)] }));
     const settler = new Settler(options.queue, options.retryDelaysMs, this.publisher, this.metrics, this.logger);
     const consumer = new QueueConsumer(options, { connection, settler, metrics: this.metrics, logger: this.logger });
-    await Promise.all(distinctDelays(options.retryDelaysMs).map((d) => this.relay(delayQueueFor(d), connection)));
+    await Promise.all(delayQueuesOf(options.retryDelaysMs).map((d) => this.relay(delayQueueFor(d), connection)));
     await consumer.start();
     this.consumers.add(consumer);
     return { queue: consumer.queue, stop: (timeoutMs) => consumer.stop(timeoutMs).finally(() => this.consumers.delete(consumer)) };

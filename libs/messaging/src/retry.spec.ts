@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LONGEST_DELAY_MS, distinctDelays, handlerBackoffMs, planDefer, planRetry } from './retry.ts';
+import { LONGEST_DELAY_MS, delayQueuesOf, distinctDelays, handlerBackoffMs, planDefer, planRetry } from './retry.ts';
 
 const delays = [1000, 5000, 30_000];
 
@@ -37,16 +37,22 @@ describe('planRetry', () => {
     expect(planRetry(2, delays, 4900, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 5880 });
   });
 
-  it('an explicit delay beyond the largest queue waits in that queue, for the delay asked up to LONGEST_DELAY_MS, spread over the fifth above', () => {
-    // APNs' 15 minutes after a 5xx in a schedule whose largest queue is 30 s: due at 15 minutes, not 30 s.
-    expect(planRetry(1, delays, 900_000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 900_000 });
-    expect(planRetry(1, delays, 900_000, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 1_080_000 });
-    // An hour asked: held to LONGEST_DELAY_MS (two relay holds), spread above it.
+  it("an explicit delay beyond the schedule's largest queue waits in the queue of the longest waits, for the delay asked, up to LONGEST_DELAY_MS spread over the fifth above", () => {
+    // APNs' 15 minutes after a 5xx, with a schedule whose largest queue is 30 s: due at 15 minutes,
+    // in a queue of its own (not the 30 s queue, whose relays it would have held ten minutes at a time).
     expect(LONGEST_DELAY_MS).toBe(1_200_000);
-    expect(planRetry(1, delays, 3_600_000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 1_200_000 });
-    expect(planRetry(1, delays, 3_600_000, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 30_000, expirationMs: 1_440_000 });
-    // A largest queue longer than that: up to its own delay, as before.
+    expect(planRetry(1, delays, 900_000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 1_200_000, expirationMs: 900_000 });
+    expect(planRetry(1, delays, 900_000, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 1_200_000, expirationMs: 1_080_000 });
+    // An hour asked: capped at LONGEST_DELAY_MS, spread above it.
+    expect(planRetry(1, delays, 3_600_000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 1_200_000, expirationMs: 1_200_000 });
+    expect(planRetry(1, delays, 3_600_000, () => 1)).toEqual({ kind: 'delay', queueDelayMs: 1_200_000, expirationMs: 1_440_000 });
+    // A schedule whose largest queue is longer: up to its delay.
     expect(planRetry(1, [3_000_000], 9_000_000, () => 0)).toEqual({ kind: 'delay', queueDelayMs: 3_000_000, expirationMs: 3_000_000 });
+    // The schedule's own queues hold only what is due within their delay.
+    for (const floor of [31_000, 600_000, 900_000, 1_000_000]) {
+      const plan = planRetry(1, delays, floor);
+      expect(plan.kind === 'delay' && plan.expirationMs <= plan.queueDelayMs && plan.expirationMs >= floor).toBe(true);
+    }
   });
 
   it('retries given one Retry-After come back spread over the fifth above it, never before it, each in a queue that holds it', () => {
@@ -85,13 +91,23 @@ describe('planDefer', () => {
       expect(Math.min(...due)).toBeGreaterThanOrEqual(Math.min(floor, LONGEST_DELAY_MS));
       expect(Math.max(...due)).toBeLessThanOrEqual(Math.min(floor, LONGEST_DELAY_MS) * 1.2);
       expect(new Set(due).size).toBeGreaterThan(900);
-      plans.forEach((p) => expect(p.kind === 'delay' && p.queueDelayMs === 600_000).toBe(true));
+      // In the 600 s queue while due within it, else in the queue of the longest waits (past it, spread above its delay).
+      plans.forEach((p) => expect(p.kind === 'delay' && (p.queueDelayMs === 600_000 ? p.expirationMs <= 600_000 : p.queueDelayMs === LONGEST_DELAY_MS)).toBe(true));
     }
   });
 
   it('a turn booked for one push is kept exactly', () => {
     expect(planDefer(production, 1234)).toEqual({ kind: 'delay', queueDelayMs: 5000, expirationMs: 1234 });
-    expect(planDefer(production, 3_600_000)).toEqual({ kind: 'delay', queueDelayMs: 600_000, expirationMs: 600_000 });
+    expect(planDefer(production, 3_600_000)).toEqual({ kind: 'delay', queueDelayMs: LONGEST_DELAY_MS, expirationMs: LONGEST_DELAY_MS });
+  });
+});
+
+describe('delayQueuesOf', () => {
+  it("is the schedule's distinct delays and the queue of the longest waits; none without a schedule", () => {
+    expect(delayQueuesOf([1000, 5000, 30_000, 120_000, 600_000])).toEqual([1000, 5000, 30_000, 120_000, 600_000, LONGEST_DELAY_MS]);
+    expect(delayQueuesOf([3_000_000, 1000])).toEqual([1000, LONGEST_DELAY_MS, 3_000_000]);
+    expect(delayQueuesOf([LONGEST_DELAY_MS])).toEqual([LONGEST_DELAY_MS]);
+    expect(delayQueuesOf([])).toEqual([]);
   });
 });
 

@@ -1,23 +1,29 @@
 /** Pure retry and back-off arithmetic; no I/O. */
-import { RELAY_MAX_HOLD_MS } from './delay-relay.ts';
 
 export const JITTER = 0.2;
 
 /**
- * The longest a retry or deferral waits past the largest delay queue (then spread up to a fifth
- * above): twice the longest a relay holds a message. One due later goes round its delay queue a
- * hold at a time, each round taking a relay's slot, while the messages queued behind it wait: held
- * at most two rounds, a queue of pushes APNs asked to wait out 15 minutes (its 5xx) drains in time.
+ * A delay queue every retry schedule gets besides its own: the waits a provider or a receiver asks
+ * beyond the schedule (APNs' 15 minutes after a 5xx, a Retry-After, a doubled quota minute) wait in
+ * it, not in the schedule's largest queue, where each would have held a relay's slot for a hold of
+ * ten minutes at a time while the everyday retries queued behind it. Longer asks are capped here,
+ * spread up to a fifth above.
  */
-export const LONGEST_DELAY_MS = 2 * RELAY_MAX_HOLD_MS;
+export const LONGEST_DELAY_MS = 20 * 60_000;
 
 export type RetryPlan =
   | { kind: 'delay'; queueDelayMs: number; expirationMs: number }
   | { kind: 'exhausted' };
 
-/** Distinct positive delays, ascending: one delay queue each. */
+/** Distinct positive delays, ascending. */
 export function distinctDelays(delaysMs: readonly number[]): number[] {
   return [...new Set(delaysMs.map((d) => Math.round(d)).filter((d) => d > 0))].sort((a, b) => a - b);
+}
+
+/** The delay queues of a retry schedule, ascending: one per distinct delay, and LONGEST_DELAY_MS's (none without a schedule). */
+export function delayQueuesOf(delaysMs: readonly number[]): number[] {
+  const delays = distinctDelays(delaysMs);
+  return delays.length === 0 ? [] : distinctDelays([...delays, LONGEST_DELAY_MS]);
 }
 
 /**
@@ -39,7 +45,7 @@ export function planRetry(
   const queueDelayMs = Math.round(scheduled);
   const expirationMs = Math.max(1, Math.round(queueDelayMs * (1 - JITTER * random())));
   if (requestedMs === undefined || requestedMs <= expirationMs) return { kind: 'delay', queueDelayMs, expirationMs };
-  return spreadAbove(requestedMs, distinctDelays(delaysMs), random);
+  return spreadAbove(requestedMs, delayQueuesOf(delaysMs), random);
 }
 
 /**
@@ -49,24 +55,23 @@ export function planRetry(
  * (spreadAbove); otherwise it is due at requestedMs exactly (a turn booked for this message).
  */
 export function planDefer(delaysMs: readonly number[], requestedMs: number, spread = false, random: () => number = Math.random): RetryPlan {
-  const queues = distinctDelays(delaysMs);
+  const queues = delayQueuesOf(delaysMs);
   return spread ? spreadAbove(requestedMs, queues, random) : clampIntoQueue(requestedMs, queues);
 }
 
 /**
  * Due 0–20 % after the floor, never before it, placed as clampIntoQueue places it: in the smallest
  * delay queue whose delay holds that (a delay queue holds only messages due within its delay).
- * Past the largest queue, in that queue, due 0–20 % after the floor, up to LONGEST_DELAY_MS (or
- * the largest queue's delay, if longer) 0–20 % above: its relay holds each until it is due, a hold
- * at a time (APNs' 15 minutes after a 5xx, a receiver's Retry-After, in a 10-minute largest queue).
- * A clamp to one delay would bring every draw back to one instant, the herd this spreads.
+ * Past the largest queue (LONGEST_DELAY_MS's, or the schedule's if longer), in that queue, due 0–20 %
+ * after its delay (or the draw, if less): a clamp to its delay would bring every draw back to one
+ * instant, the herd this spreads. Its relay holds each until it is due.
  */
 function spreadAbove(floorMs: number, queues: readonly number[], random: () => number): RetryPlan {
   const above = 1 + JITTER * random();
   const wanted = Math.round(Math.max(1, Math.round(floorMs)) * above);
   const largest = queues[queues.length - 1];
-  if (largest === undefined || wanted <= largest) return clampIntoQueue(wanted, queues);
-  return { kind: 'delay', queueDelayMs: largest, expirationMs: Math.min(wanted, Math.round(Math.max(largest, LONGEST_DELAY_MS) * above)) };
+  if (largest !== undefined && wanted > largest) return { kind: 'delay', queueDelayMs: largest, expirationMs: Math.min(wanted, Math.round(largest * above)) };
+  return clampIntoQueue(wanted, queues);
 }
 
 function clampIntoQueue(requestedMs: number, queues: readonly number[]): RetryPlan {

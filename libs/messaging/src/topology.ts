@@ -1,5 +1,5 @@
 import { Exchanges, Queues, delayQueueFor, parkedQueueFor, type WorkQueue } from '@herald/contracts';
-import { distinctDelays } from './retry.ts';
+import { delayQueuesOf } from './retry.ts';
 
 export interface ExchangeSpec {
   name: string;
@@ -61,9 +61,9 @@ export function delayQueueSpec(delayMs: number): QueueSpec {
   return { name: delayQueueFor(delayMs), arguments: { ...quorum }, bindings: [] };
 }
 
-/** One delay queue (and its parked queue) per distinct delay. */
+/** One delay queue (and its parked queue) per distinct delay, and one for the longest waits (delayQueuesOf). */
 export function retryTopology(retryDelaysMs: readonly number[]): Topology {
-  const delays = distinctDelays(retryDelaysMs);
+  const delays = delayQueuesOf(retryDelaysMs);
   return { exchanges: [], queues: [...delays.map(delayQueueSpec), ...delays.map((d) => parkedQueueSpec(delayQueueFor(d)))] };
 }
 

@@ -1,4 +1,4 @@
-import { pushesPerMessage } from '@herald/contracts';
+import { pushesPerMessage, WorkQueues } from '@herald/contracts';
 import { activeConditions, createManagementApi, drainSecondsOf, vhostOf } from '@herald/monitoring';
 import type { Command } from 'commander';
 import { readCliConfig, type CliConfig } from '../cli-config.ts';
@@ -44,11 +44,14 @@ async function fromMonitor(config: CliConfig, vhost: string): Promise<StatusView
       headers: { authorization: `Bearer ${config.HERALD_OPERATOR_KEY}` },
       signal: AbortSignal.timeout(MONITOR_TIMEOUT_MS),
     });
+    // A refused key is the operator's to fix, not a missing monitor: the local view without it would blame the monitor.
+    if (res.status === 401 || res.status === 403) throw new Error(`the monitor at ${base} refused HERALD_OPERATOR_KEY (HTTP ${res.status}): set a live operator key (\`herald keys list\`), or unset it for a status computed locally`);
     if (!res.ok) return undefined;
     const status = (await res.json()) as { vhost: string; at: string | null; queues: QueueRow[]; alarms: AlarmRow[] };
     if (status.vhost !== vhost || status.at === null) return undefined;
     return { source: 'monitor', note: `from the monitor at ${base} (polled ${status.at})`, vhost, queues: status.queues, alarms: status.alarms };
-  } catch {
+  } catch (err) {
+    if (err instanceof Error && err.message.startsWith('the monitor at ')) throw err;
     return undefined;
   }
 }
@@ -61,6 +64,8 @@ async function computedLocally(config: CliConfig, vhost: string): Promise<Status
     thresholds: config.MONITOR_THRESHOLDS,
     parkedBaseline: () => undefined,
     pushesPerMessage: pushesPerMessage(config.PUSH_PACK_SIZE),
+    // As the monitor: a work queue that is not there (deleted) is an alarm, not a row left out.
+    expected: WorkQueues,
   });
   const drain = (q: (typeof queues)[number]) => {
     const d = drainSecondsOf(q);
