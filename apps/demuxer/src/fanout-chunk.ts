@@ -144,10 +144,15 @@ async function send(job: PushJob, plan: JobPlan, expired: boolean, now: Date, de
   for (const p of pushes) deps.metrics.devicePushes.inc({ platform: p.platform });
 }
 
-/** The next chunk's task again, unless that chunk is done or the fan-out cancelled (its creator may have died before publishing it). */
+/**
+ * The next chunk's task again while no copy of it has begun that chunk (still pending, its end not
+ * linked): its creator may have died, or been deferred, before publishing it. Once a copy has
+ * linked it, that copy (or its redelivery) carries the chain: publishing it again then would send
+ * each duplicate task on down the chain, and duplicates of duplicates after them.
+ */
 async function republishNext(jobId: string, chunkNo: number, deps: FanoutChunkDeps): Promise<void> {
   const next = await deps.fanouts.chunk(jobId, chunkNo + 1);
-  if (next !== undefined && next.state !== 'done' && (await deps.fanouts.state(jobId)) !== 'cancelled') {
+  if (next !== undefined && next.state === 'pending' && !next.linked && (await deps.fanouts.state(jobId)) !== 'cancelled') {
     await deps.publisher.publish(fanoutTaskMessage(jobId, chunkNo + 1));
   }
 }
