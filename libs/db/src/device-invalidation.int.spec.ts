@@ -37,6 +37,16 @@ const device = (token: string) =>
   t.db.kysely.selectFrom('devices').selectAll().where('token', '=', token).executeTakeFirstOrThrow();
 
 describe('DeviceRepository.invalidate', () => {
+  it("stores a provider's reason that holds a NUL byte (FCM's message is the provider's text), readable", async () => {
+    // Before, PostgreSQL refused the whole batch (22021) and the invalidations were retried, then parked.
+    const token = nextToken();
+    await registered(token, 1);
+    expect(await t.db.devices.invalidate(invalidation(token, { reason: 'INVALID_ARGUMENT: bad token \u0000 here' }))).toBe('invalidated');
+    const row = await device(token);
+    expect(row.invalidation_reason).toMatch(/^INVALID_ARGUMENT: bad token .+ here$/);
+    expect(row.invalidation_reason).not.toContain('\u0000');
+  });
+
   it('invalidates an active device without invalidSince, recording reason and observed time', async () => {
     const token = nextToken();
     await registered(token, 1);

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { Platform } from '@herald/contracts';
+import { storableCopy, type Platform } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { deviceKey, pickOnePerDevice } from './device-key.ts';
 
@@ -44,7 +44,7 @@ async function invalidateStatement(db: Kysely<HeraldTables>, winners: readonly I
     with input as (
       select * from unnest(
         ${winners.map((v) => v.app)}::text[], ${winners.map((v) => v.platform)}::text[],
-        ${winners.map((v) => v.token)}::text[], ${winners.map((v) => v.reason)}::text[],
+        ${winners.map((v) => v.token)}::text[], ${winners.map((v) => storableCopy(v.reason))}::text[],
         ${winners.map((v) => v.invalidSince?.toISOString() ?? null)}::timestamptz[],
         ${winners.map((v) => v.observedAt.toISOString())}::timestamptz[]
       ) as i(app, platform, token, reason, invalid_since, observed_at)
