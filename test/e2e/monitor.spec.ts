@@ -119,6 +119,9 @@ describe('the monitor raises and clears alarms, and tells a webhook', () => {
       const local = JSON.parse(await herald({ MONITOR_URL: 'http://127.0.0.1:9' }, '--json')) as { source: string; alarms: unknown[] };
       expect(local.source).toBe('local');
       expect(local.alarms).toContainEqual(expect.objectContaining({ alarm: 'no-consumer', queue: Queues.apnsSend }));
+      // A key the monitor refuses is said to be refused (exit 1), not taken for a monitor that is away.
+      const refused = await runHerald({ ...sys.env, MONITOR_URL: monitorUrl(sys.service('monitor')), HERALD_OPERATOR_KEY: 'hko_000000000000_revoked' }, 'status');
+      expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/^herald: the monitor at http:\S+ refused HERALD_OPERATOR_KEY \(HTTP 401\)/)]);
       const table = await herald({ MONITOR_URL: monitorUrl(sys.service('monitor')), HERALD_OPERATOR_KEY: sys.operatorKey });
       expect(table).toMatch(/QUEUE\s+DEPTH\s+READY\s+UNACKED\s+CONSUMERS/);
       expect(table).toMatch(/active alarm\(s\):[\s\S]*no-consumer\s+push\.apns\.send/);
