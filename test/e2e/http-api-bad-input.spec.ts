@@ -123,6 +123,19 @@ describe('HTTP API bad input', () => {
     await refused([sys, 'POST', '/v1/jobs', { key: anyAppKey, body: { ...first, app: 'other' } }], 409, 'job-id-conflict', /already used by another app/);
   });
 
+  it('refuses a job id accepted before with other content (409 naming id); the same job again, keys in another order and traced, is a duplicate', async () => {
+    // Before, the second content was published beside the first (before its confirm), each device
+    // getting whichever copy a pusher claimed first, or answered as a duplicate without a word.
+    const first = job({ content: { title: 'Sale', body: 'Shoes -20%', data: { a: '1', b: '2' } } });
+    expect((await call(sys, 'POST', '/v1/jobs', { key, body: first })).status).toBe(202);
+    const edited = { ...first, content: { title: 'Sale', body: 'Shoes -30%', data: { a: '1', b: '2' } } };
+    await refused([sys, 'POST', '/v1/jobs', { key, body: edited }], 409, 'job-id-reused', /^id: job id ".+" was accepted before with other content/);
+    const batch = await refused([sys, 'POST', '/v1/jobs:batch', { key, body: { jobs: [job(), { ...first, priority: 'normal' }] } }], 409, 'job-id-reused', /^jobs\.1\.id: /);
+    expect(batch.issues).toEqual([expect.objectContaining({ path: 'jobs.1.id' })]);
+    const again = { ...first, content: { data: { b: '2', a: '1' }, body: 'Shoes -20%', title: 'Sale' }, trace: true, acceptedAt: new Date().toISOString() };
+    expect(await call(sys, 'POST', '/v1/jobs', { key, body: again })).toMatchObject({ status: 200, body: { id: first.id, duplicate: true } });
+  });
+
   it('guards the admin routes with the admin key', async () => {
     expect((await call(sys, 'POST', '/admin/apps', { key, body: { id: 'sneaky' } })).status).toBe(401);
     expect((await admin(sys, 'POST', '/admin/apps', { id: 'other' })).status).toBe(409);

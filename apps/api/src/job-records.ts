@@ -2,7 +2,7 @@ import type { AcceptResult, JobRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { backgroundBatcher, coalesceMany } from './coalescer.ts';
 
-type Accept = { id: string; app: string; team: string | null };
+type Accept = { id: string; app: string; team: string | null; contentHash?: Buffer };
 
 /**
  * The API's job-id records. Concurrent requests' INSERTs are coalesced into one statement.
@@ -22,7 +22,9 @@ export function createJobRecords(jobs: JobRepository, logger: Logger) {
     return items.map((i): AcceptResult => {
       const r = found.get(i.id) ?? { kind: 'existing', app: i.app, published: false };
       const recorded = first.get(i.id) as Accept;
-      return r.kind === 'new' && recorded !== i ? { kind: 'existing', app: recorded.app, published: false } : r;
+      if (r.kind !== 'new' || recorded === i) return r;
+      const sameContent = recorded.contentHash === undefined || i.contentHash === undefined ? undefined : recorded.contentHash.equals(i.contentHash);
+      return { kind: 'existing', app: recorded.app, published: false, ...(sameContent !== undefined && { sameContent }) };
     });
   });
   const unrecorded = new Set<string>();

@@ -1,5 +1,5 @@
 import { jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
-import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobId, effectivePushType, expiresBeforeDue, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
+import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobId, jobContentHash, effectivePushType, expiresBeforeDue, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
 import type { AcceptResult, ApiKeyRow, AppRow, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
@@ -119,13 +119,26 @@ class ValidatedJobs {
 const stamp = (job: unknown, acceptedAt: string): unknown =>
   typeof job === 'object' && job !== null && !Array.isArray(job) ? { acceptedAt, ...job } : job;
 
-/** A job id already taken by another app cannot be accepted for this one. */
-function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>): ApiError | undefined {
+/**
+ * A job id already taken by another app cannot be accepted for this one; nor one accepted before
+ * with other content: published beside the first, each device would get whichever copy a pusher
+ * claimed first (their pushIds are the same), and after the first's confirm the second was answered
+ * as its duplicate without a word. A retry repeats the job; a new job takes a new id.
+ */
+function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>, prefix: string): ApiError | undefined {
   const clash = jobs.find((j) => {
     const r = accepted.get(j.id);
     return r?.kind === 'existing' && r.app !== j.app;
   });
-  return clash === undefined ? undefined : new ApiError(409, 'job-id-conflict', `job id "${clash.id}" is already used by another app`);
+  if (clash !== undefined) return new ApiError(409, 'job-id-conflict', `job id "${clash.id}" is already used by another app`);
+  const reused = jobs.findIndex((j) => {
+    const r = accepted.get(j.id);
+    return r?.kind === 'existing' && r.sameContent === false;
+  });
+  if (reused === -1) return undefined;
+  const path = `${prefix === '' ? '' : `${prefix}${reused}.`}id`;
+  const message = `job id "${jobs[reused]?.id}" was accepted before with other content: a retry must repeat the job as it was, a new job needs a new id`;
+  return new ApiError(409, 'job-id-reused', `${path}: ${message}`, [{ path, message }]);
 }
 
 /** Publish the jobs this request must publish; record the confirmed ones, forget the failed ones. */
@@ -156,9 +169,9 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   await checkConformance(jobs, apps, new Date(acceptedAt), prefix, deps);
   await checkAudiences(jobs, deps, prefix);
   const recording = performance.now();
-  const accepted = await deps.jobs.accept(jobs.map((j) => ({ id: j.id, app: j.app, team: key.team })));
+  const accepted = await deps.jobs.accept(jobs.map((j) => ({ id: j.id, app: j.app, team: key.team, contentHash: jobContentHash(j) })));
   timings.recordMs = performance.now() - recording;
-  const conflict = conflicts(jobs, accepted);
+  const conflict = conflicts(jobs, accepted, prefix);
   const fresh = new Set(jobs.filter((j) => accepted.get(j.id)?.kind === 'new').map((j) => j.id));
   if (conflict !== undefined) {
     await deps.jobs.forget([...fresh]);

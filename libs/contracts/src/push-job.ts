@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { stringify } from 'safe-stable-stringify';
 import { z } from 'zod';
 import { Instant } from './instant.ts';
 import { DeliverAt } from './deliver-at.ts';
@@ -83,6 +85,18 @@ export const PushJob = z
   });
 export type PushJob = z.infer<typeof PushJob>;
 export type PushJobInput = z.input<typeof PushJob>;
+
+/**
+ * A digest of what a job asks for: every field as validated (defaults filled in), but when it was
+ * accepted and whether it is traced, with keys sorted, so a retry that repeats the job, in any key
+ * order, has the same digest, and one that changes anything a user would get has another.
+ */
+export function jobContentHash(job: PushJob): Buffer {
+  const asked: Partial<PushJob> = { ...job };
+  delete asked.acceptedAt;
+  delete asked.trace;
+  return createHash('sha256').update(stringify(asked) ?? '').digest();
+}
 
 /** The users a user job names (an audience job names none: its members are read in chunks). */
 export const targetUsers = (job: PushJob): string[] =>

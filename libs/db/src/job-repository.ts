@@ -6,7 +6,11 @@ import type { FanoutProgress } from './fanout-repository.ts';
 import { queryPrepared } from './prepared.ts';
 
 /** What accepting a job id found: new, or already taken (by this app or another). */
-export type AcceptResult = { kind: 'new' } | { kind: 'existing'; app: string; published: boolean };
+/**
+ * `sameContent`: whether the recorded job's content digest is the one given (undefined when either
+ * is unknown: a job the demuxer recorded, or one recorded before migration 0034).
+ */
+export type AcceptResult = { kind: 'new' } | { kind: 'existing'; app: string; published: boolean; sameContent?: boolean };
 
 export interface JobRecord {
   id: string;
@@ -60,7 +64,7 @@ export interface JobPark {
 
 export interface JobRepository {
   /** Record job ids once (one INSERT … ON CONFLICT DO NOTHING); the idempotency check of the HTTP API. */
-  accept(jobs: ReadonlyArray<{ id: string; app: string; team: string | null }>): Promise<Map<string, AcceptResult>>;
+  accept(jobs: ReadonlyArray<{ id: string; app: string; team: string | null; contentHash?: Buffer }>): Promise<Map<string, AcceptResult>>;
   /** RabbitMQ confirmed these jobs. */
   markPublished(ids: readonly string[]): Promise<void>;
   /** Publishing failed: forget the unpublished record so the caller may try again. */
@@ -98,8 +102,8 @@ export interface JobRepository {
  */
 const ACCEPT = {
   name: 'herald_jobs_accept',
-  text: `insert into jobs (id, app, team)
-    select * from unnest($1::text[], $2::text[], $3::text[]) as i(id, app, team)
+  text: `insert into jobs (id, app, team, content_hash)
+    select * from unnest($1::text[], $2::text[], $3::text[], $4::bytea[]) as i(id, app, team, content_hash)
     order by id
     on conflict (id) do nothing
     returning id`,
@@ -117,19 +121,20 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
       if (jobs.length === 0) return new Map();
       const { rows: inserted } = await pool.query<{ id: string }>({
         ...ACCEPT,
-        values: [jobs.map((j) => j.id), jobs.map((j) => j.app), jobs.map((j) => j.team)],
+        values: [jobs.map((j) => j.id), jobs.map((j) => j.app), jobs.map((j) => j.team), jobs.map((j) => j.contentHash ?? null)],
       });
       const fresh = new Set(inserted.map((r) => r.id));
       const taken = jobs.filter((j) => !fresh.has(j.id)).map((j) => j.id);
       const existing =
-        taken.length === 0 ? [] : await db.selectFrom('jobs').select(['id', 'app', 'published_at']).where('id', 'in', taken).execute();
+        taken.length === 0 ? [] : await db.selectFrom('jobs').select(['id', 'app', 'published_at', 'content_hash']).where('id', 'in', taken).execute();
       const byId = new Map(existing.map((r) => [r.id, r]));
       return new Map(
         jobs.map((j): [string, AcceptResult] => {
           if (fresh.has(j.id)) return [j.id, { kind: 'new' }];
           // Gone again (a failed publish was forgotten meanwhile): taken by this app, not published.
           const r = byId.get(j.id);
-          return [j.id, { kind: 'existing', app: r?.app ?? j.app, published: r?.published_at != null }];
+          const sameContent = r?.content_hash == null || j.contentHash === undefined ? undefined : r.content_hash.equals(j.contentHash);
+          return [j.id, { kind: 'existing', app: r?.app ?? j.app, published: r?.published_at != null, ...(sameContent !== undefined && { sameContent }) }];
         }),
       );
     },

@@ -184,6 +184,8 @@ export interface JobsTable {
   cancelled_at: Generated<Date | null>;
   /** The latest due time of a push of the job stored for later (migration 0032): its retention counts from it. */
   last_due_at: Generated<Date | null>;
+  /** jobContentHash of the job as the HTTP API accepted it (migration 0034); NULL when recorded otherwise. */
+  content_hash: Generated<Buffer | null>;
 }
 
 export interface PushOutcomesTable {
