@@ -93,8 +93,11 @@ describe('HTTP API: two apps on both platforms, each through its own credentials
       const r = await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key });
       return r.status === 200 && r.body['delivered'] === 2 && r.body;
     });
-    expect(status).toMatchObject({ id: posted.id, app: 'alpha', published: true, demuxOutcome: 'fanned-out', targeted: 2, delivered: 2, invalid: 0, parked: 0, scheduled: 0 });
+    expect(status).toMatchObject({ id: posted.id, app: 'alpha', published: true, demuxOutcome: 'fanned-out', targeted: 2, delivered: 2, invalid: 0, parked: 0, scheduled: 0, state: 'done' });
     expect((await call(sys, 'GET', `/v1/jobs/${randomUUID()}`, { key })).status).toBe(404);
+    // Cancelled once done: nothing to cancel, and it stays done (before, it read "cancelled" with every push delivered).
+    expect((await call(sys, 'DELETE', `/v1/jobs/${posted.id}`, { key })).body).toEqual({ id: posted.id, cancelled: 0 });
+    expect((await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key })).body).toMatchObject({ state: 'done', delivered: 2 });
   });
 
   it('accepts a job id once: the second post is a duplicate and nothing more is sent', async () => {

@@ -111,9 +111,11 @@ export const JobStatus = z.object({
   notices: z.array(z.string()),
   /**
    * expanding: its audience is still being read (or the demuxer has not seen it yet); sending:
-   * every push is made, some are in flight; done: nothing in flight; cancelled (DELETE /v1/jobs/:id).
+   * every push is made, some are in flight; done: nothing in flight; cancelling: cancelled
+   * (DELETE /v1/jobs/:id) with pushes still in flight, which the pushers drop (or a provider already
+   * has); cancelled: cancelled, nothing in flight.
    */
-  state: z.enum(['expanding', 'sending', 'done', 'cancelled']).optional(),
+  state: z.enum(['expanding', 'sending', 'done', 'cancelling', 'cancelled']).optional(),
   /** An audience job's fan-out (ADR 0013); null for a job that names its users. */
   audience: z
     .object({

@@ -111,6 +111,9 @@ describe('fan-out checkpoints', () => {
     await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 1, outcome: 'fanned-out' }]);
     expect(await cancelJobFully(t.db, job)).toEqual({ known: true, fanout: false, scheduled: 0 });
     expect((await createCancelledJobsReader(t.db.kysely).since(before, 100)).map((r) => r.jobId)).toContain(job);
+    // Its push is still in flight (a pusher drops it): cancelling, then cancelled once it is recorded.
+    expect((await status(job)).state).toBe('cancelling');
+    await t.db.jobs.recordOutcomes([{ pushId: randomUUID(), jobId: job, outcome: 'cancelled', code: 'job-cancelled', reason: 'the job was cancelled' }]);
     expect((await status(job)).state).toBe('cancelled');
   });
 

@@ -58,9 +58,13 @@ export function toJobStatus(s: JobStatusRecord): JobStatus {
 
 const inFlightOf = (s: JobStatusRecord, terminal: number): number | null => (s.job.targeted === null ? null : Math.max(0, s.job.targeted - terminal));
 
-/** expanding until the demuxer made every push (an audience job: read every chunk), sending while any is in flight, then done. */
+/**
+ * expanding until the demuxer made every push (an audience job: read every chunk), sending while
+ * any is in flight, then done; a cancelled job is cancelling while pushes are still in flight (the
+ * pushers drop them within about a second, a delivered one stays delivered), then cancelled.
+ */
 function jobState(s: JobStatusRecord, inFlight: number | null): NonNullable<JobStatus['state']> {
-  if (s.cancelledAt != null || s.fanout?.state === 'cancelled') return 'cancelled';
+  if (s.cancelledAt != null || s.fanout?.state === 'cancelled') return inFlight !== null && inFlight > 0 ? 'cancelling' : 'cancelled';
   if (s.fanout != null && s.fanout.state === 'expanding') return 'expanding';
   if (s.job.demuxOutcome?.startsWith(PARKED_PREFIX) === true) return 'done';
   if (inFlight === null) return 'expanding';
