@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundledProgram, libEntry, runBundle, type BundledProgram } from '../../../test/support/bundled-program.ts';
+import { bundledProgram, libEntry, runBundle, type BundledProgram } from '../support/bundled-program.ts';
 
 // An error a service throws while its modules load, before runService handles errors, is reported
 // by Node: the source line it was thrown from, then the message and stack. The bundles' lines are

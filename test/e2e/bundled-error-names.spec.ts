@@ -2,12 +2,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL } from '@herald/testing';
-import { bundledProgram, libEntry, runBundle, type BundledProgram } from '../../../test/support/bundled-program.ts';
+import { bundledProgram, libEntry, runBundle, type BundledProgram } from '../support/bundled-program.ts';
 
 // A logged error's `type` is its class's name (pino's error serializer). Services run bundled
 // (infra/local/build-services.ts), and a bundler may rename a class: minifying names would make
 // every type a letter, and a clash at the bundle's top level makes `DatabaseError` `DatabaseError2`.
-const SERVICES = join(import.meta.dirname, '..', '..', '..', 'dist', 'services');
+const SERVICES = join(import.meta.dirname, '..', '..', 'dist', 'services');
 
 /**
  * The names of the error classes a bundle declares (those extending a class whose name ends in
