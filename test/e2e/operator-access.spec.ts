@@ -1,4 +1,7 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Exchanges, Queues, parkedQueueFor } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
 import { connectBroker, type Broker } from '@herald/messaging';
@@ -408,5 +411,23 @@ describe('operator access: the dashboard and its write actions need an operator 
     const [revoked] = await sys.database.db.audit.list({ limit: 1 });
     expect([revoked?.action, revoked?.target, revoked?.outcome]).toEqual(['key.revoke', id, 'ok']);
     expect(JSON.stringify(await sys.database.db.audit.list({ limit: 5 }))).not.toContain(key);
+  });
+
+  it("takes an app's secrets from files, so they are not on its command line; one given inline draws a warning", async () => {
+    // Before, a passphrase, an access token or a proxy password could only be typed inline, where ps and shell history show them.
+    const dir = mkdtempSync(join(tmpdir(), 'herald-cli-secrets-'));
+    const tokenFile = join(dir, 'token');
+    const proxyFile = join(dir, 'proxy');
+    writeFileSync(tokenFile, 'ya29.local-token\n');
+    writeFileSync(proxyFile, 'http://svc:s3cret@127.0.0.1:3128\n');
+    const quiet = await herald('apps', 'add', 'cli-secrets', '--fcm-access-token-file', tokenFile, '--fcm-project', 'p-1', '--fcm-proxy-url-file', proxyFile);
+    expect([quiet.code, quiet.stderr]).toEqual([0, '']);
+    const app = await sys.database.db.apps.get('cli-secrets');
+    expect([app?.fcmProjectId, app?.fcmConnection?.proxy]).toEqual(['p-1', true]);
+    const loud = await herald('apps', 'update', 'cli-secrets', '--fcm-proxy-url', 'http://svc:s3cret@127.0.0.1:3128');
+    expect([loud.code, loud.stderr]).toEqual([0, expect.stringMatching(/^herald: warning: --fcm-proxy-url on the command line is visible to other users \(ps\)/)]);
+    expect((await herald('apps', 'update', 'cli-secrets', '--fcm-proxy-url', 'http://127.0.0.1:3128')).stderr).toBe('');
+    const both = await herald('apps', 'rotate', 'cli-secrets', '--fcm-access-token', 't', '--fcm-access-token-file', tokenFile, '--fcm-project', 'p-1');
+    expect([both.code, both.stderr]).toEqual([1, 'herald: give --fcm-access-token or --fcm-access-token-file, not both\n']);
   });
 });
