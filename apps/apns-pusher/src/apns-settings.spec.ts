@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { configProblems, loadConfig } from '@herald/config';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createUncredentialedProvider } from '@herald/providers';
 import { apnsSettings } from './apns-settings.ts';
 import { apnsPusherConfig } from './config.ts';
 
@@ -45,8 +46,20 @@ describe('apns-pusher connection settings', () => {
     const production = await apnsSettings(loadConfig(apnsPusherConfig, { ...env, APNS_PRODUCTION: 'true', APNS_ADDRESS: 'relay.corp.example', APNS_PORT: '8443' }));
     expect(production).toMatchObject({ address: 'relay.corp.example', port: 8443, production: true });
     const plain = await apnsSettings(loadConfig(apnsPusherConfig, { APNS_KEY_FILE: keyFile, APNS_KEY_ID: 'KEY1234567', APNS_TEAM_ID: 'TEAM123456', APNS_PRODUCTION: 'true' }));
-    expect(plain.address).toBe('api.push.apple.com');
-    expect(plain.ca).toBeUndefined();
-    expect(plain.proxy).toBeUndefined();
+    expect(plain?.address).toBe('api.push.apple.com');
+    expect(plain?.ca).toBeUndefined();
+    expect(plain?.proxy).toBeUndefined();
+  });
+
+  it('without credentials: none with APNS_APP_CREDENTIALS_ONLY (every app brings its own), else the local sandbox (refused without its sandbox.json)', async () => {
+    // Before, a pusher with no APNS_* and no sandbox (a Kubernetes deployment of apps with their own credentials) could not start.
+    const empty = join(dir, 'no-sandbox');
+    expect(await apnsSettings(loadConfig(apnsPusherConfig, { APNS_APP_CREDENTIALS_ONLY: 'true', SANDBOX_STATE_DIR: empty }))).toBeUndefined();
+    await expect(apnsSettings(loadConfig(apnsPusherConfig, { SANDBOX_STATE_DIR: empty }))).rejects.toThrow(/sandbox\.json/);
+    // Credentials given win over the flag.
+    const both = await apnsSettings(loadConfig(apnsPusherConfig, { APNS_APP_CREDENTIALS_ONLY: 'true', APNS_KEY_FILE: keyFile, APNS_KEY_ID: 'KEY1234567', APNS_TEAM_ID: 'TEAM123456' }));
+    expect(both?.auth).toMatchObject({ kind: 'token', keyId: 'KEY1234567' });
+    const provider = createUncredentialedProvider('apns', 'APNS_KEY_FILE …');
+    expect(await provider.send({ app: 'shop' } as never, {})).toEqual({ kind: 'permanent', reason: 'no-credentials: app "shop" has no APNs credentials of its own and this pusher has none (APNS_KEY_FILE …)' });
   });
 });

@@ -24,10 +24,12 @@ async function authFromEnv(config: Config): Promise<ApnsSettings['auth'] | undef
 
 /**
  * Apple credentials from the environment, reached per APNS_ADDRESS / APNS_PORT / APNS_CA_FILE /
- * APNS_PROXY_URL; without credentials, the local APNs sandbox as sandbox.json describes it.
+ * APNS_PROXY_URL; without credentials, the local APNs sandbox as sandbox.json describes it, or
+ * none (undefined) when APNS_APP_CREDENTIALS_ONLY says every app brings its own.
  */
-export async function apnsSettings(config: Config): Promise<ApnsSettings> {
+export async function apnsSettings(config: Config): Promise<ApnsSettings | undefined> {
   const auth = await authFromEnv(config);
+  if (auth === undefined && config.APNS_APP_CREDENTIALS_ONLY) return undefined;
   if (auth === undefined) return (await loadSandboxSettings(config.SANDBOX_STATE_DIR)).apns;
   const apple = { address: config.APNS_PRODUCTION ? 'api.push.apple.com' : 'api.sandbox.push.apple.com', port: 443 };
   const connection = apnsConnection(apple, connectionDefaults('apns', config));

@@ -9,6 +9,10 @@ export const apnsPusherConfig = {
   APNS_CERT_FILE: optionalStr('Certificate auth: path to the PEM certificate (with APNS_CERT_KEY_FILE)'),
   APNS_CERT_KEY_FILE: optionalStr('Certificate auth: path to the PEM private key', { secret: true }),
   APNS_PRODUCTION: bool('Use Apple production (true) or development (false) endpoint', { default: 'false' }),
+  APNS_APP_CREDENTIALS_ONLY: bool(
+    "Without APNS_KEY_FILE or APNS_CERT_FILE: true, every app brings its own credentials (admin API) and a push of an app without them is parked (provider-rejected, no-credentials); false, the pusher sends apps without their own to the local sandbox (sandbox.json in SANDBOX_STATE_DIR)",
+    { default: 'false' },
+  ),
   APNS_ADDRESS: hostVar("APNs host instead of Apple's for the environment credentials (api.push.apple.com or api.sandbox.push.apple.com, per APNS_PRODUCTION); apps with their own credentials keep their endpoint's host"),
   APNS_PORT: int('APNs port', { default: '443', min: 1, max: 65535 }),
   APNS_CA_FILE: caFileVar("PEM CA bundle trusted at the APNs host instead of Node's built-in roots"),

@@ -1,13 +1,18 @@
 import { loadConfigOrExit } from '@herald/config';
 import { capRequestTimeout, runPusher } from '@herald/delivery';
-import { createApnsProvider } from '@herald/providers';
+import { createApnsProvider, createUncredentialedProvider } from '@herald/providers';
 import { apnsSettings } from './apns-settings.ts';
 import { apnsPusherConfig } from './config.ts';
 
 const config = loadConfigOrExit(apnsPusherConfig);
 
 await runPusher('apns', config, async (logger, limits) => {
-  const settings = capRequestTimeout(await apnsSettings(config), limits, logger);
+  const own = await apnsSettings(config);
+  if (own === undefined) {
+    logger.warn('no process-level APNs credentials (APNS_APP_CREDENTIALS_ONLY): apps send with their own; pushes of an app without them are parked');
+    return createUncredentialedProvider('apns', 'APNS_KEY_FILE with APNS_KEY_ID and APNS_TEAM_ID, or APNS_CERT_FILE with APNS_CERT_KEY_FILE');
+  }
+  const settings = capRequestTimeout(own, limits, logger);
   const via = settings.proxy && `${settings.proxy.host}:${settings.proxy.port}`;
   logger.info({ address: settings.address, port: settings.port, auth: settings.auth.kind, ca: settings.ca !== undefined, proxy: via }, 'APNs endpoint');
   return createApnsProvider(settings, logger);

@@ -44,6 +44,12 @@ describe('fcm-pusher connection settings', () => {
     const proxied = await fcmSettings(loadConfig(fcmPusherConfig, { ...base, FCM_PROXY_URL: 'http://127.0.0.1:3128', FCM_CA_FILE: caFile }));
     expect(proxied).toMatchObject({ projectId: 'chat-prod', endpoint: { host: 'fcm.googleapis.com', port: 443, ca }, proxy: { host: '127.0.0.1', port: 3128 } });
     const relay = await fcmSettings(loadConfig(fcmPusherConfig, { ...base, FCM_HOST: 'fcm-relay.corp.example', FCM_PORT: '8443' }));
-    expect(relay.endpoint).toEqual({ host: 'fcm-relay.corp.example', port: 8443 });
+    expect(relay?.endpoint).toEqual({ host: 'fcm-relay.corp.example', port: 8443 });
+  });
+
+  it('without a service account: none with FCM_APP_CREDENTIALS_ONLY (every app brings its own), else the local sandbox', async () => {
+    expect(await fcmSettings(loadConfig(fcmPusherConfig, { FCM_APP_CREDENTIALS_ONLY: 'true', SANDBOX_STATE_DIR: '/nonexistent' }))).toBeUndefined();
+    await expect(fcmSettings(loadConfig(fcmPusherConfig, { SANDBOX_STATE_DIR: '/nonexistent' }))).rejects.toThrow(/sandbox\.json/);
+    expect(await fcmSettings(loadConfig(fcmPusherConfig, { FCM_APP_CREDENTIALS_ONLY: 'true', FCM_SERVICE_ACCOUNT_FILE: accountFile }))).toMatchObject({ projectId: 'chat-prod' });
   });
 });

@@ -8,9 +8,10 @@ type Config = ConfigOf<typeof fcmPusherConfig>;
 
 /**
  * Firebase credentials from the environment, reached per FCM_HOST / FCM_PORT / FCM_CA_FILE /
- * FCM_PROXY_URL; without credentials, the local FCM sandbox as sandbox.json describes it.
+ * FCM_PROXY_URL; without credentials, the local FCM sandbox as sandbox.json describes it, or none
+ * (undefined) when FCM_APP_CREDENTIALS_ONLY says every app brings its own.
  */
-export async function fcmSettings(config: Config): Promise<FcmSettings> {
+export async function fcmSettings(config: Config): Promise<FcmSettings | undefined> {
   if (config.FCM_SERVICE_ACCOUNT_FILE !== undefined) {
     const json = await readFile(config.FCM_SERVICE_ACCOUNT_FILE, 'utf8');
     const projectId = config.FCM_PROJECT_ID ?? (JSON.parse(json) as { project_id?: string }).project_id;
@@ -18,5 +19,6 @@ export async function fcmSettings(config: Config): Promise<FcmSettings> {
     const connection = fcmConnection(undefined, connectionDefaults('fcm', config));
     return { ...connection, projectId, credential: { kind: 'service-account', json }, requestTimeoutMs: config.FCM_REQUEST_TIMEOUT_MS };
   }
+  if (config.FCM_APP_CREDENTIALS_ONLY) return undefined;
   return (await loadSandboxSettings(config.SANDBOX_STATE_DIR)).fcm;
 }

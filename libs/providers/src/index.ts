@@ -19,4 +19,5 @@ export { loadSandboxWebTrust } from './web-sandbox.ts';
 export { createApnsProvider } from './apns-provider.ts';
 export { createFcmProvider } from './fcm-provider.ts';
 export { createWebPushProvider } from './web-push-provider.ts';
+export { createUncredentialedProvider } from './uncredentialed-provider.ts';
 export { generateVapidKeys } from './web-vapid-keys.ts';
