@@ -21,11 +21,11 @@ const sum = async (sys: System, name: string, labels: Record<string, string>) =>
 describe('a provider Retry-After holds that app back, in every pusher, and no other app', () => {
   let sys: System;
   beforeAll(async () => {
-    // Pushers read the fleet's pauses at each limiter refresh. The test's retry schedule
-    // (TEST_RETRY_DELAYS_MS, 200/400 ms) sends the throttled push back after 400 ms, where
-    // production's holds it for its Retry-After (the 5 s delay queue); a 100 ms refresh keeps the
-    // other pusher's lag below that, as the default 1 s refresh is below production's delays.
-    sys = await startSystem({ only: ['demuxer', 'apns-pusher'], env: { RATE_LIMIT_REFRESH_MS: '100' } });
+    // Pushers read the fleet's pauses at each limiter refresh; a 100 ms refresh keeps the other
+    // pusher's lag well below the test's. The throttled push itself waits its Retry-After in the
+    // delay queue of the longest waits (the test's schedule, 200/400 ms, is shorter). One push a
+    // message, so RabbitMQ hands the paused app's later pushes to both pushers.
+    sys = await startSystem({ only: ['demuxer', 'apns-pusher'], env: { RATE_LIMIT_REFRESH_MS: '100', PUSH_PACK_SIZE: '1' } });
     await sys.database.db.apps.upsert(OTHER);
     await startExtraService(sys, 'apns-pusher');
   });
