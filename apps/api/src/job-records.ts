@@ -1,4 +1,4 @@
-import type { AcceptResult, JobRepository } from '@herald/db';
+import { sameContentOf, type AcceptResult, type JobRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { backgroundBatcher, coalesceMany } from './coalescer.ts';
 
@@ -23,8 +23,7 @@ export function createJobRecords(jobs: JobRepository, logger: Logger) {
       const r = found.get(i.id) ?? { kind: 'existing', app: i.app, published: false };
       const recorded = first.get(i.id) as Accept;
       if (r.kind !== 'new' || recorded === i) return r;
-      const sameContent = recorded.contentHash === undefined || i.contentHash === undefined ? undefined : recorded.contentHash.equals(i.contentHash);
-      return { kind: 'existing', app: recorded.app, published: false, ...(sameContent !== undefined && { sameContent }) };
+      return { kind: 'existing', app: recorded.app, published: false, ...sameContentOf(recorded.contentHash, i.contentHash) };
     });
   });
   const unrecorded = new Set<string>();

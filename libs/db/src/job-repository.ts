@@ -12,6 +12,11 @@ import { queryPrepared } from './prepared.ts';
  */
 export type AcceptResult = { kind: 'new' } | { kind: 'existing'; app: string; published: boolean; sameContent?: boolean };
 
+/** AcceptResult's `sameContent` of a recorded digest and a given one, as a spread (nothing when either is unknown). */
+export function sameContentOf(recorded: Buffer | null | undefined, given: Buffer | undefined): { sameContent?: boolean } {
+  return recorded == null || given === undefined ? {} : { sameContent: recorded.equals(given) };
+}
+
 export interface JobRecord {
   id: string;
   app: string;
@@ -133,8 +138,7 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
           if (fresh.has(j.id)) return [j.id, { kind: 'new' }];
           // Gone again (a failed publish was forgotten meanwhile): taken by this app, not published.
           const r = byId.get(j.id);
-          const sameContent = r?.content_hash == null || j.contentHash === undefined ? undefined : r.content_hash.equals(j.contentHash);
-          return [j.id, { kind: 'existing', app: r?.app ?? j.app, published: r?.published_at != null, ...(sameContent !== undefined && { sameContent }) }];
+          return [j.id, { kind: 'existing', app: r?.app ?? j.app, published: r?.published_at != null, ...sameContentOf(r?.content_hash, j.contentHash) }];
         }),
       );
     },

@@ -17,7 +17,6 @@ function rateOf(raw: string): number {
   return rate;
 }
 
-/** What the audit log names as a budget: the platform, or platform:app for an app's own. */
 /**
  * --app as given, never blank: an empty one (a script's unset variable) is the platform's own
  * budget in the store, and `limits remove --app ""` removed the fleet-wide budget.
@@ -27,6 +26,7 @@ function appOf(app: string): string {
   return app;
 }
 
+/** What the audit log names as a budget: the platform, or platform:app for an app's own. */
 const limitTarget = (key: { platform: string; app?: string }): string => (key.app === undefined ? key.platform : `${key.platform}:${key.app}`);
 
 /** `herald limits set|list|remove`: the fleet-wide outbound budgets every pusher shares. */

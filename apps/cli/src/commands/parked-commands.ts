@@ -17,9 +17,10 @@ const base = (queue: string) => ({
   queue: knownWorkQueue(queue),
 });
 
-/** Exactly one of --id, --code, --all; a bulk operation must be asked for by name. */
+/** What a replay or purge of one message by id says when the queue does not hold it. */
 const noSuchMessage = (id: string, queue: string): string => `no parked message ${id} in ${parkedNameOf(queue)}: \`herald parked list ${queue}\` shows them`;
 
+/** Exactly one of --id, --code, --all; a bulk operation must be asked for by name. */
 function filterOf(o: FilterOptions): ParkedFilter {
   const given = [o.id !== undefined, o.code !== undefined, o.all === true].filter(Boolean).length;
   if (given !== 1) throw new Error('give exactly one of --id <messageId>, --code <code>, --all');

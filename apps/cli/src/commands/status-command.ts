@@ -38,22 +38,21 @@ const MONITOR_TIMEOUT_MS = 1_500;
 /** The monitor's /api/status, when it answers quickly and watches the same vhost. */
 async function fromMonitor(config: CliConfig, vhost: string): Promise<StatusView | undefined> {
   const base = config.MONITOR_URL.replace(/\/$/, '');
-  try {
-    if (config.HERALD_OPERATOR_KEY === undefined) return undefined;
-    const res = await fetch(`${base}/api/status`, {
-      headers: { authorization: `Bearer ${config.HERALD_OPERATOR_KEY}` },
-      signal: AbortSignal.timeout(MONITOR_TIMEOUT_MS),
-    });
-    // A refused key is the operator's to fix, not a missing monitor: the local view without it would blame the monitor.
-    if (res.status === 401 || res.status === 403) throw new Error(`the monitor at ${base} refused HERALD_OPERATOR_KEY (HTTP ${res.status}): set a live operator key (\`herald keys list\`), or unset it for a status computed locally`);
-    if (!res.ok) return undefined;
-    const status = (await res.json()) as { vhost: string; at: string | null; queues: QueueRow[]; alarms: AlarmRow[] };
-    if (status.vhost !== vhost || status.at === null) return undefined;
-    return { source: 'monitor', note: `from the monitor at ${base} (polled ${status.at})`, vhost, queues: status.queues, alarms: status.alarms };
-  } catch (err) {
-    if (err instanceof Error && err.message.startsWith('the monitor at ')) throw err;
-    return undefined;
+  if (config.HERALD_OPERATOR_KEY === undefined) return undefined;
+  const answer = await fetch(`${base}/api/status`, {
+    headers: { authorization: `Bearer ${config.HERALD_OPERATOR_KEY}` },
+    signal: AbortSignal.timeout(MONITOR_TIMEOUT_MS),
+  })
+    .then(async (res) => ({ status: res.status, body: res.ok ? ((await res.json()) as { vhost: string; at: string | null; queues: QueueRow[]; alarms: AlarmRow[] }) : undefined }))
+    // Unreachable, slow or not answering JSON: no monitor to ask.
+    .catch(() => undefined);
+  // A refused key is the operator's to fix, not a missing monitor: the local view without it would blame the monitor.
+  if (answer?.status === 401 || answer?.status === 403) {
+    throw new Error(`the monitor at ${base} refused HERALD_OPERATOR_KEY (HTTP ${answer.status}): set a live operator key (\`herald keys list\`), or unset it for a status computed locally`);
   }
+  const status = answer?.body;
+  if (status === undefined || status.vhost !== vhost || status.at === null) return undefined;
+  return { source: 'monitor', note: `from the monitor at ${base} (polled ${status.at})`, vhost, queues: status.queues, alarms: status.alarms };
 }
 
 /** Straight from the management API; alarms are the conditions holding right now (no durations, no history). */
