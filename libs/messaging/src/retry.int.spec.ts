@@ -79,7 +79,10 @@ describe('retry and park', () => {
     const arrivals: number[] = [];
     const h = recordingHandler((m) => {
       arrivals.push(Date.now());
-      return m.attempt === 1 ? { kind: 'retry', code: 'apns-429', reason: 'slow down', delayMs: 350 } : { kind: 'ack' };
+      // Due 330–396 ms (spread a fifth above): always within the 400 ms queue. (A draw past the
+      // schedule's largest delay goes to the queue of the longest waits, LONGEST_DELAY_MS's: with
+      // 350 that was a draw in four, and this test failed by chance.)
+      return m.attempt === 1 ? { kind: 'retry', code: 'apns-429', reason: 'slow down', delayMs: 330 } : { kind: 'ack' };
     });
     const consumer = await t.broker.consume({ queue: 'r.work', prefetch: 1, retryDelaysMs: DELAYS, handle: h.handle });
     await send('explicit');
