@@ -52,9 +52,6 @@ export class SqlFileMigrationProvider implements MigrationProvider {
  * Bring `schema` to the latest migration. Creates the schema if missing. Holds a per-schema
  * session advisory lock on one connection for the whole run, so any number of starters may
  * call this at once: the first migrates, the rest wait and then find nothing to do.
- * Each migration runs and commits in a transaction of its own (Kysely's migrateToLatest ran every
- * pending one in one transaction: an upgrade over 0032 and 0033 held 0032's ACCESS EXCLUSIVE lock
- * on jobs through 0033's backfill, and every job accept and status read waited for it).
  */
 export async function migrateToLatest<DB>(db: Kysely<DB>, schema: string, dir = DEFAULT_MIGRATIONS_DIR): Promise<string[]> {
   return db.connection().execute(async (conn) => {
@@ -67,17 +64,12 @@ export async function migrateToLatest<DB>(db: Kysely<DB>, schema: string, dir = 
         provider: new SqlFileMigrationProvider(dir),
         migrationTableSchema: schema,
       });
-      const applied: string[] = [];
-      for (;;) {
-        const { error, results = [] } = await migrator.migrateUp();
-        if (error !== undefined) {
-          const failed = results.find((r) => r.status === 'Error')?.migrationName ?? '(before any migration)';
-          throw new MigrationError(`migration ${failed} failed in schema ${schema}: ${String(error)}`, { cause: error });
-        }
-        const done = results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
-        if (done.length === 0) return applied;
-        applied.push(...done);
+      const { error, results = [] } = await migrator.migrateToLatest();
+      if (error !== undefined) {
+        const failed = results.find((r) => r.status === 'Error')?.migrationName ?? '(before any migration)';
+        throw new MigrationError(`migration ${failed} failed in schema ${schema}: ${String(error)}`, { cause: error });
       }
+      return results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
     } finally {
       await sql`select pg_advisory_unlock(${lockKey})`.execute(conn);
     }
