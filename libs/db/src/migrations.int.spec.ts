@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readdirSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -67,6 +67,38 @@ describe('migrate', () => {
       ['none-stored', null],
       ['stored', '2027-01-21T00:00:00.000Z'],
     ]);
+  });
+
+  it('upgrading, commits each migration on its own: one that fails leaves those before it applied, and nothing of its own', async () => {
+    // In one transaction, a lock the first took (0032's ACCESS EXCLUSIVE on jobs) was held through
+    // the rest (0033's backfill), and one failure undid them all.
+    const dir = mkdtempSync(join(tmpdir(), 'herald-mig-'));
+    writeFileSync(join(dir, '0001_first.sql'), 'create table first_t (id int);');
+    const schema = `herald_mig_${randomBytes(4).toString('hex')}`;
+    const db = createDatabase({ url: SPEC_DATABASE_URL, schema, migrationsDir: dir });
+    opened.push(db);
+    await db.migrate();
+    writeFileSync(join(dir, '0002_second.sql'), 'create table second_t (id int);');
+    writeFileSync(join(dir, '0003_third.sql'), 'create table third_t (id int);');
+    writeFileSync(join(dir, '0004_broken.sql'), 'create table fourth_t (id int); select 1/0;');
+    await expect(db.migrate()).rejects.toThrow(/migration 0004_broken failed in schema .*division by zero/);
+    expect(await appliedMigrations(db)).toEqual(['0001_first', '0002_second', '0003_third']);
+    expect(await tablesIn(db)).toEqual(expect.arrayContaining(['first_t', 'second_t', 'third_t']));
+    expect(await tablesIn(db)).not.toContain('fourth_t');
+  });
+
+  it('a new schema whose migrations fail is left with none applied, and migrates once they are mended', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-mig-'));
+    writeFileSync(join(dir, '0001_first.sql'), 'create table first_t (id int);');
+    writeFileSync(join(dir, '0002_broken.sql'), 'select 1/0;');
+    const schema = `herald_mig_${randomBytes(4).toString('hex')}`;
+    const db = createDatabase({ url: SPEC_DATABASE_URL, schema, migrationsDir: dir });
+    opened.push(db);
+    await expect(db.migrate()).rejects.toThrow(/migration 0002_broken failed/);
+    expect(await appliedMigrations(db)).toEqual([]);
+    writeFileSync(join(dir, '0002_broken.sql'), 'create table second_t (id int);');
+    await db.migrate();
+    expect(await appliedMigrations(db)).toEqual(['0001_first', '0002_broken']);
   });
 
   it('is safe when several starters migrate the same new schema at once', async () => {
