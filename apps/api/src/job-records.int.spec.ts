@@ -28,7 +28,7 @@ describe("the API's job-id records", () => {
     const records = createJobRecords(jobs, logger);
     const id = randomUUID();
     expect((await records.accept([{ id, app: 'demo', team: 't' }])).get(id)).toEqual({ kind: 'new' });
-    records.markPublished([id]); // confirmed; the mark goes to PostgreSQL up to 10 ms later
+    records.markPublished([{ id, app: 'demo', team: 't' }]); // confirmed; the mark goes to PostgreSQL up to 10 ms later
     hook.afterRead = () => records.flush();
     expect((await records.accept([{ id, app: 'demo', team: 't' }])).get(id)).toEqual({
       kind: 'existing',
@@ -56,7 +56,7 @@ describe("the API's job-id records", () => {
     const records = createJobRecords(t.db.jobs, logger);
     const id = randomUUID();
     await records.accept([{ id, app: 'demo', team: 't' }]);
-    records.markPublished([id]);
+    records.markPublished([{ id, app: 'demo', team: 't' }]);
     await records.flush();
     const elsewhere = createJobRecords(t.db.jobs, logger); // another API process: nothing in memory
     expect((await elsewhere.accept([{ id, app: 'demo', team: 't' }])).get(id)).toEqual({
@@ -64,5 +64,27 @@ describe("the API's job-id records", () => {
       app: 'demo',
       published: true,
     });
+  });
+
+  it("keeps the record of a job one request published while another request's publish of the same id failed", async () => {
+    const record = { id: randomUUID(), app: 'demo', team: 't', contentHash: Buffer.from('digest') };
+    const here = createJobRecords(t.db.jobs, logger);
+    await here.accept([record]);
+    // This process: the confirm came first, its mark not written yet; the failed request forgets.
+    here.markPublished([record]);
+    await here.forget([record.id]);
+    expect(await t.db.jobs.get(record.id)).toMatchObject({ app: 'demo' });
+    await here.flush();
+    expect((await t.db.jobs.get(record.id))?.publishedAt).not.toBeNull();
+    // Another API process forgot the record before this one's mark was written: the mark puts it back.
+    const other = randomUUID();
+    await here.accept([{ ...record, id: other }]);
+    const elsewhere = createJobRecords(t.db.jobs, logger);
+    await elsewhere.forget([other]);
+    expect(await t.db.jobs.get(other)).toBeUndefined();
+    here.markPublished([{ ...record, id: other }]);
+    await here.flush();
+    expect(await t.db.jobs.get(other)).toMatchObject({ app: 'demo', publishedAt: expect.any(Date) });
+    expect((await elsewhere.accept([{ ...record, id: other, contentHash: Buffer.from('other') }])).get(other)).toMatchObject({ published: true, sameContent: false });
   });
 });

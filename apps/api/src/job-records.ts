@@ -1,8 +1,6 @@
-import { sameContentOf, type AcceptResult, type JobRepository } from '@herald/db';
+import { sameContentOf, type AcceptResult, type JobIdRecord, type JobRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { backgroundBatcher, coalesceMany } from './coalescer.ts';
-
-type Accept = { id: string; app: string; team: string | null; contentHash?: Buffer };
 
 /**
  * The API's job-id records. Concurrent requests' INSERTs are coalesced into one statement.
@@ -12,39 +10,39 @@ type Accept = { id: string; app: string; team: string | null; contentHash?: Buff
  * job again, which is harmless: its pushIds are deduplicated by the pushers.)
  */
 export function createJobRecords(jobs: JobRepository, logger: Logger) {
-  const accept = coalesceMany<Accept, AcceptResult>(async (items) => {
+  const accept = coalesceMany<JobIdRecord, AcceptResult>(async (items) => {
     // One id in two requests of the same turn: the first is recorded, and the others are answered
     // as reposts of it (another app's: 409), not as new jobs as well: one statement inserts the
     // id once, and both would have been published.
-    const first = new Map<string, Accept>();
+    const first = new Map<string, JobIdRecord>();
     for (const i of items) if (!first.has(i.id)) first.set(i.id, i);
     const found = await jobs.accept([...first.values()]);
     return items.map((i): AcceptResult => {
       const r = found.get(i.id) ?? { kind: 'existing', app: i.app, published: false };
-      const recorded = first.get(i.id) as Accept;
+      const recorded = first.get(i.id) as JobIdRecord;
       if (r.kind !== 'new' || recorded === i) return r;
       return { kind: 'existing', app: recorded.app, published: false, ...sameContentOf(recorded.contentHash, i.contentHash) };
     });
   });
   const unrecorded = new Set<string>();
-  const marks = backgroundBatcher<string>(
-    async (ids) => {
+  const marks = backgroundBatcher<JobIdRecord>(
+    async (records) => {
       try {
-        await jobs.markPublished(ids);
+        await jobs.markPublished(records);
       } finally {
-        for (const id of ids) unrecorded.delete(id);
+        for (const r of records) unrecorded.delete(r.id);
       }
     },
     {
       delayMs: 10,
       maxBatch: 500,
       // Left unpublished, a job is merely published again if it is posted again.
-      onError: (err, ids) => logger.warn({ err, jobs: ids.length }, 'could not record jobs as published; a repost will publish them again'),
+      onError: (err, records) => logger.warn({ err, jobs: records.length }, 'could not record jobs as published; a repost will publish them again'),
     },
   );
   return {
     ...jobs,
-    async accept(items: readonly Accept[]): Promise<Map<string, AcceptResult>> {
+    async accept(items: readonly JobIdRecord[]): Promise<Map<string, AcceptResult>> {
       // Asked before the read as well as after: a mark written while the read is in flight leaves
       // `unrecorded` before the answer is looked at, yet the read may have missed it.
       const confirmedBefore = items.map((item) => unrecorded.has(item.id));
@@ -57,10 +55,12 @@ export function createJobRecords(jobs: JobRepository, logger: Logger) {
         }),
       );
     },
-    markPublished(ids: readonly string[]): void {
-      for (const id of ids) unrecorded.add(id);
-      marks.add(ids);
+    markPublished(records: readonly JobIdRecord[]): void {
+      for (const r of records) unrecorded.add(r.id);
+      marks.add(records);
     },
+    /** A job this process saw confirmed (its mark not written yet) is not forgotten. */
+    forget: (ids: readonly string[]): Promise<void> => jobs.forget(ids.filter((id) => !unrecorded.has(id))),
     /** Write the marks still waiting (at shutdown). */
     flush: () => marks.flush(),
   };

@@ -1,6 +1,6 @@
 import { jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
 import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobId, jobContentHash, effectivePushType, expiresBeforeDue, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
-import type { AcceptResult, ApiKeyRow, AppRow, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
+import type { AcceptResult, ApiKeyRow, AppRow, JobIdRecord, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
 import { toJobPushList, toJobStatus } from '@herald/db';
@@ -8,12 +8,12 @@ import type { PublishTimings } from './request-metrics.ts';
 
 export interface JobServiceDeps {
   jobs: {
-    accept(jobs: ReadonlyArray<{ id: string; app: string; team: string | null }>): Promise<Map<string, AcceptResult>>;
+    accept(jobs: readonly JobIdRecord[]): Promise<Map<string, AcceptResult>>;
     /**
      * Note confirmed jobs as published. May return before that is recorded: a repost in between
      * publishes the job again, which is harmless (its pushIds are deduplicated by the pushers).
      */
-    markPublished(ids: readonly string[]): void;
+    markPublished(jobs: readonly JobIdRecord[]): void;
     forget(ids: readonly string[]): Promise<void>;
     get(id: string): Promise<JobRecord | undefined>;
     status(id: string): Promise<JobStatusRecord | undefined>;
@@ -142,10 +142,10 @@ function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>
 }
 
 /** Publish the jobs this request must publish; record the confirmed ones, forget the failed ones. */
-async function publishAll(jobs: readonly PushJob[], fresh: ReadonlySet<string>, deps: JobServiceDeps): Promise<void> {
+async function publishAll(jobs: readonly PushJob[], records: ReadonlyMap<string, JobIdRecord>, fresh: ReadonlySet<string>, deps: JobServiceDeps): Promise<void> {
   if (jobs.length === 0) return;
   const settled = await Promise.allSettled(jobs.map((j) => deps.publish(j)));
-  const ok = jobs.filter((_, i) => settled[i]?.status === 'fulfilled').map((j) => j.id);
+  const ok = jobs.filter((_, i) => settled[i]?.status === 'fulfilled').map((j) => records.get(j.id) as JobIdRecord);
   const failed = jobs.filter((_, i) => settled[i]?.status === 'rejected').map((j) => j.id);
   deps.jobs.markPublished(ok);
   await deps.jobs.forget(failed.filter((id) => fresh.has(id)));
@@ -169,7 +169,8 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   await checkConformance(jobs, apps, new Date(acceptedAt), prefix, deps);
   await checkAudiences(jobs, deps, prefix);
   const recording = performance.now();
-  const accepted = await deps.jobs.accept(jobs.map((j) => ({ id: j.id, app: j.app, team: key.team, contentHash: jobContentHash(j) })));
+  const records = new Map(jobs.map((j): [string, JobIdRecord] => [j.id, { id: j.id, app: j.app, team: key.team, contentHash: jobContentHash(j) }]));
+  const accepted = await deps.jobs.accept([...records.values()]);
   timings.recordMs = performance.now() - recording;
   const conflict = conflicts(jobs, accepted, prefix);
   const fresh = new Set(jobs.filter((j) => accepted.get(j.id)?.kind === 'new').map((j) => j.id));
@@ -183,7 +184,7 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   });
   const confirming = performance.now();
   try {
-    await publishAll(unpublished, fresh, deps);
+    await publishAll(unpublished, records, fresh, deps);
   } finally {
     if (unpublished.length > 0) timings.confirmMs = performance.now() - confirming;
   }

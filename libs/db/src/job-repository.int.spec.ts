@@ -13,7 +13,7 @@ describe('job records', () => {
     const [a, b] = [randomUUID(), randomUUID()];
     const first = await t.db.jobs.accept([{ id: a, app: 'demo', team: 't' }, { id: b, app: 'demo', team: 't' }]);
     expect([...first.values()]).toEqual([{ kind: 'new' }, { kind: 'new' }]);
-    await t.db.jobs.markPublished([a]);
+    await t.db.jobs.markPublished([{ id: a, app: 'demo', team: 't' }]);
     await t.db.jobs.forget([a, b]);
     const again = await t.db.jobs.accept([{ id: a, app: 'other', team: 't' }, { id: b, app: 'demo', team: 't' }]);
     expect(again.get(a)).toEqual({ kind: 'existing', app: 'demo', published: true });
@@ -25,7 +25,7 @@ describe('job records', () => {
     expect(await t.db.jobs.accept([{ id, app: 'demo', team: 't' }])).toEqual(new Map([[id, { kind: 'new' }]]));
     expect((await t.db.jobs.get(id))?.app).toBe('demo');
     expect(await t.db.jobs.accept([{ id, app: 'other', team: 't' }])).toEqual(new Map([[id, { kind: 'existing', app: 'demo', published: false }]]));
-    await t.db.jobs.markPublished([id]);
+    await t.db.jobs.markPublished([{ id, app: 'demo', team: 't' }]);
     const both = await t.db.jobs.accept([{ id, app: 'demo', team: 't' }, { id: randomUUID(), app: 'demo', team: 't' }]);
     expect(both.get(id)).toEqual({ kind: 'existing', app: 'demo', published: true });
   });
@@ -49,7 +49,7 @@ describe('job records', () => {
     await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         i % 2 === 0
-          ? t.db.jobs.markPublished(shuffled())
+          ? t.db.jobs.markPublished(shuffled().map((id) => ({ id, app: 'demo', team: null })))
           : t.db.jobs.recordDemux(shuffled().map((id) => ({ id, app: 'demo', targeted: 1, outcome: 'fanned-out' }))),
       ),
     );

@@ -67,11 +67,22 @@ export interface JobPark {
   reason: string;
 }
 
+/** A job id as the HTTP API records it: whose it is, and a digest of its content (jobContentHash). */
+export interface JobIdRecord {
+  id: string;
+  app: string;
+  team: string | null;
+  contentHash?: Buffer;
+}
+
 export interface JobRepository {
   /** Record job ids once (one INSERT … ON CONFLICT DO NOTHING); the idempotency check of the HTTP API. */
-  accept(jobs: ReadonlyArray<{ id: string; app: string; team: string | null; contentHash?: Buffer }>): Promise<Map<string, AcceptResult>>;
-  /** RabbitMQ confirmed these jobs. */
-  markPublished(ids: readonly string[]): Promise<void>;
+  accept(jobs: readonly JobIdRecord[]): Promise<Map<string, AcceptResult>>;
+  /**
+   * RabbitMQ confirmed these jobs. A record another request forgot meanwhile (its own publish of
+   * the same id failed) is written again: the job was published all the same.
+   */
+  markPublished(jobs: readonly JobIdRecord[]): Promise<void>;
   /** Publishing failed: forget the unpublished record so the caller may try again. */
   forget(ids: readonly string[]): Promise<void>;
   /**
@@ -114,6 +125,23 @@ const ACCEPT = {
     returning id`,
 };
 
+/** Published: the record, put back if a failed publish of the same id forgot it meanwhile; ids in order, as ACCEPT. */
+const MARK_PUBLISHED = {
+  name: 'herald_jobs_mark_published',
+  text: `insert into jobs (id, app, team, content_hash, published_at)
+    select i.id, i.app, i.team, i.content_hash, now()
+    from unnest($1::text[], $2::text[], $3::text[], $4::bytea[]) as i(id, app, team, content_hash)
+    order by i.id
+    on conflict (id) do update set published_at = now() where jobs.published_at is null`,
+};
+
+const recordColumns = (jobs: readonly JobIdRecord[]): unknown[] => [
+  jobs.map((j) => j.id),
+  jobs.map((j) => j.app),
+  jobs.map((j) => j.team),
+  jobs.map((j) => j.contentHash ?? null),
+];
+
 /** `pool`: the pool under `db` (same connections and search_path), for the prepared statement. */
 export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): JobRepository {
   const get = async (id: string): Promise<JobRecord | undefined> => {
@@ -124,10 +152,7 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
     get,
     async accept(jobs) {
       if (jobs.length === 0) return new Map();
-      const { rows: inserted } = await pool.query<{ id: string }>({
-        ...ACCEPT,
-        values: [jobs.map((j) => j.id), jobs.map((j) => j.app), jobs.map((j) => j.team), jobs.map((j) => j.contentHash ?? null)],
-      });
+      const { rows: inserted } = await pool.query<{ id: string }>({ ...ACCEPT, values: recordColumns(jobs) });
       const fresh = new Set(inserted.map((r) => r.id));
       const taken = jobs.filter((j) => !fresh.has(j.id)).map((j) => j.id);
       const existing =
@@ -142,11 +167,10 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
         }),
       );
     },
-    async markPublished(ids) {
-      if (ids.length === 0) return;
-      await sql`
-        with target as (select id from jobs where id = any(${[...ids]}::text[]) and published_at is null order by id for update)
-        update jobs set published_at = now() from target where jobs.id = target.id`.execute(db);
+    async markPublished(jobs) {
+      if (jobs.length === 0) return;
+      // One row per id: ON CONFLICT DO UPDATE cannot touch a row twice in one statement.
+      await pool.query({ ...MARK_PUBLISHED, values: recordColumns([...new Map(jobs.map((j) => [j.id, j])).values()]) });
     },
     async forget(ids) {
       if (ids.length === 0) return;
