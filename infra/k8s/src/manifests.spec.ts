@@ -10,9 +10,9 @@ import { parse, parseAllDocuments } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Queues, WorkQueues } from '@herald/contracts';
 import { SERVICES as LOCAL_SERVICES } from '../../local/service-list.ts';
-import { ALERTS_FILE, generatedFiles, gracePeriodSeconds, K8S_DIR, Names } from './generate.ts';
+import { ALERTS_FILE, deploymentName, generatedFiles, gracePeriodSeconds, K8S_DIR, Names } from './generate.ts';
 import { kustomizeBuild, objectKey, type K8sObject } from './kustomize.ts';
-import { consumedQueues, SERVICES, SHUTDOWN_OVERRUN_MS } from './services.ts';
+import { consumedQueues, PREPARE_CONNECTIONS, SERVICES, SHUTDOWN_OVERRUN_MS, type DatabaseRoute } from './services.ts';
 import { compileCrdValidators, schemaSource, validateObject } from './validate.ts';
 
 const OVERLAYS = ['base', 'overlays/dev', 'overlays/production'] as const;
@@ -28,6 +28,45 @@ const find = (objects: K8sObject[], kind: string, name: string): K8sObject => {
 /* eslint-disable @typescript-eslint/no-explicit-any -- manifests are read as plain YAML data */
 type Any = any;
 const podSpec = (o: K8sObject): Any => (o['spec'] as Any).template.spec;
+
+/** The PostgreSQL endpoint a workload's DATABASE_URL names. */
+function databaseRoute(w: K8sObject): DatabaseRoute {
+  const url = String((podSpec(w).containers[0].env as Any[]).find((e) => e.name === 'DATABASE_URL')?.value);
+  if (url.includes('$(POSTGRES_PRIMARY_HOST)')) return 'primary';
+  if (url.includes('$(POSTGRES_POOLER_HOST)')) return 'pooler';
+  throw new Error(`${w.metadata.name}: DATABASE_URL ${url} names neither the primary nor the Pooler`);
+}
+
+/**
+ * Pods of a Deployment there can be at once: KEDA's maximum (its ScaledObject's, else its fixed
+ * replicas) plus what a rolling update adds on top (maxSurge, a percentage rounded up).
+ */
+function peakPods(objects: K8sObject[], d: K8sObject): number {
+  const scaled = objects.find((o) => o.kind === 'ScaledObject' && (o['spec'] as Any).scaleTargetRef.name === d.metadata.name);
+  const max = (scaled === undefined ? (d['spec'] as Any).replicas : (scaled['spec'] as Any).maxReplicaCount) as number;
+  const strategy = (d['spec'] as Any).strategy;
+  if (strategy?.type === 'Recreate') return max;
+  const surge = (strategy?.rollingUpdate?.maxSurge ?? '25%') as number | string;
+  return max + (typeof surge === 'number' ? surge : Math.ceil((max * parseInt(surge, 10)) / 100));
+}
+
+/** PostgreSQL connections each Deployment on `route` may hold at its peak: peak pods × connections per process (services.ts). */
+function connectionsAtPeak(objects: K8sObject[], route: DatabaseRoute): Record<string, number> {
+  const demand: Record<string, number> = {};
+  for (const d of byKind(objects, 'Deployment')) {
+    if (databaseRoute(d) !== route) continue;
+    const spec = SERVICES.find((s) => deploymentName(s) === d.metadata.name);
+    if (spec === undefined) throw new Error(`${d.metadata.name}: not in services.ts, so its connections are unknown`);
+    demand[d.metadata.name] = peakPods(objects, d) * spec.connections;
+  }
+  return demand;
+}
+/** Deployment names of the services.ts rows on `route` (the rendered DATABASE_URLs must agree). */
+const servicesOn = (route: DatabaseRoute): string[] =>
+  SERVICES.filter((s) => s.database === route)
+    .map(deploymentName)
+    .sort();
+const total = (parts: Record<string, number>): number => Object.values(parts).reduce((a, b) => a + b, 0);
 
 // Compiling the CRDs' schemas takes seconds (more on a busy machine): once, before any test.
 beforeAll(() => compileCrdValidators(), 120_000);
@@ -185,6 +224,37 @@ describe.each(OVERLAYS)('infra/k8s/%s', (dir) => {
     const job = find(objects, 'Job', 'herald-prepare');
     expect(podSpec(job).containers[0].args).toEqual(['prepare']);
     expect(JSON.stringify(podSpec(job))).toContain('$(POSTGRES_PRIMARY_HOST)');
+  });
+
+  it("gives PostgreSQL the connections every service may open at KEDA's maxima and a rollout's surge, the Pooler's, prepare's and the superuser reserve", () => {
+    const parameters = (find(objects, 'Cluster', Names.postgres)['spec'] as Any).postgresql.parameters;
+    const pooler = find(objects, 'Pooler', Names.pooler)['spec'] as Any;
+    const bouncer = pooler.pgbouncer.parameters ?? {};
+    const prepare = find(objects, 'Job', 'herald-prepare');
+    expect(databaseRoute(prepare)).toBe('primary');
+    const direct = connectionsAtPeak(objects, 'primary');
+    expect(Object.keys(direct).sort()).toEqual(servicesOn('primary'));
+    const needed = {
+      ...direct,
+      // Each Pooler instance opens up to default_pool_size (+ reserve_pool_size) server connections
+      // for the one database and user Herald uses (PgBouncer's defaults: 20 and 0).
+      pooler: pooler.instances * (Number(bouncer.default_pool_size ?? 20) + Number(bouncer.reserve_pool_size ?? 0)),
+      prepare: ((prepare['spec'] as Any).parallelism ?? 1) * PREPARE_CONNECTIONS,
+      superuserReserved: Number(parameters.superuser_reserved_connections ?? 3),
+    };
+    expect(Number(parameters.max_connections), JSON.stringify(needed)).toBeGreaterThanOrEqual(total(needed));
+  });
+
+  it("lets one Pooler instance take every client connection of the services behind it at KEDA's maxima and a rollout's surge", () => {
+    // PgBouncer counts max_client_conn per instance, and the Pooler's Service sends each client
+    // connection to one instance of its choosing: spread evenly, instances × max_client_conn would
+    // do, but while instances are down (a node lost, a Pooler rollout) the rest take every client,
+    // so one instance must be able to take them all (which also covers the even spread).
+    const pooler = find(objects, 'Pooler', Names.pooler)['spec'] as Any;
+    const clients = connectionsAtPeak(objects, 'pooler');
+    expect(Object.keys(clients).sort()).toEqual(servicesOn('pooler'));
+    const maxClientConn = Number(pooler.pgbouncer.parameters?.max_client_conn ?? 100); // PgBouncer's default: 100
+    expect(maxClientConn, JSON.stringify(clients)).toBeGreaterThanOrEqual(total(clients));
   });
 
   it('scrapes every Herald Service as job herald-<service>, as alerts.yml expects', () => {

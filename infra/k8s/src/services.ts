@@ -28,6 +28,12 @@ export interface ServiceSpec {
   summary: string;
   scaling: Scaling;
   database: DatabaseRoute;
+  /**
+   * The most PostgreSQL connections one process opens on `database`'s route: the max of each pool
+   * it creates (libs/db's createDatabase, poolSize 10 unless given) plus its dedicated clients (a
+   * LISTEN connection). The spec sums these at KEDA's maxima against max_connections and the Pooler.
+   */
+  connections: number;
   memory: { request: string; limit: string; measured: string };
   cpu: string;
   /** Fixed replicas, or the range KEDA scales within. */
@@ -62,15 +68,29 @@ export const SHUTDOWN_OVERRUN_MS = 5_000;
  * list fails over between them, and `prepare` gives new quorum queues a replica on each).
  */
 export const RABBITMQ_NODES = 3;
+/**
+ * PostgreSQL connections of the prepare Job (one pod, against the primary): its pool's max
+ * (infra/local/prepare.ts, createDatabase's default 10; migrations hold one, under a session lock).
+ */
+export const PREPARE_CONNECTIONS = 10;
 
 const small = { request: '128Mi', limit: '192Mi' };
 /** Ready device pushes per pusher replica; a send-queue message carries up to PUSH_PACK_SIZE of them (ADR 0016). */
 const PUSHES_PER_PUSHER = 2_000;
+/**
+ * A pusher's pool (runPusher, libs/delivery/src/run-pusher.ts: createDatabase's default 10, shared
+ * with the ledger pruner) and the rate limiter's lease pool of 2 (openLimiterDatabase,
+ * libs/delivery/src/pusher-limiter.ts; RATE_LIMIT_ENABLED defaults to true).
+ */
+const PUSHER_CONNECTIONS = 10 + 2;
+/** The default DESCHEDULER_CONCURRENCY (libs/delivery/src/descheduler-config.ts); the ConfigMap does not set it. */
+const DESCHEDULER_CONCURRENCY = 2;
 const pusher = (name: string, queue: WorkQueue, measured: string, extra: Partial<ServiceSpec> = {}): ServiceSpec => ({
   name,
   summary: `sends ${queue}`,
   scaling: 'free',
   database: 'primary',
+  connections: PUSHER_CONNECTIONS,
   memory: { request: '256Mi', limit: '384Mi', measured },
   cpu: '250m',
   replicas: { min: 2, max: 20 },
@@ -86,6 +106,7 @@ export const SERVICES: readonly ServiceSpec[] = [
     summary: 'applies device registrations',
     scaling: 'free',
     database: 'pooler',
+    connections: 10, // apps/registrar/src/main.ts: createDatabase's default pool
     memory: { ...small, measured: '86–87 MB' },
     cpu: '100m',
     replicas: { min: 2, max: 6 },
@@ -96,6 +117,7 @@ export const SERVICES: readonly ServiceSpec[] = [
     summary: 'turns jobs into device pushes; expands audiences chunk by chunk',
     scaling: 'free',
     database: 'pooler',
+    connections: 10, // apps/demuxer/src/main.ts: createDatabase's default pool
     memory: { request: '192Mi', limit: '320Mi', measured: '124–174 MB; 168–184 MB expanding a 200,000-device audience' },
     cpu: '200m',
     replicas: { min: 2, max: 10 },
@@ -110,12 +132,17 @@ export const SERVICES: readonly ServiceSpec[] = [
     summary: `sends ${Queues.webSend} and releases due scheduled web pushes`,
     secrets: ['HERALD_SECRET_KEY', 'WEB_PUSH_VAPID_PUBLIC_KEY', 'WEB_PUSH_VAPID_PRIVATE_KEY', 'WEB_PUSH_VAPID_SUBJECT'],
     providerCredentials: false,
+    // Its in-process descheduler batches through the pusher's pool, and LISTENs on a client of its
+    // own (startInProcessDescheduler → listenForSchedules, libs/db/src/schedule-listener.ts).
+    connections: PUSHER_CONNECTIONS + 1,
   }),
   ...(['apns', 'fcm'] as const).map((platform): ServiceSpec => ({
     name: `${platform}-descheduler`,
     summary: `releases due scheduled ${platform} pushes`,
     scaling: 'free',
     database: 'primary',
+    // runDescheduler's pool, DESCHEDULER_CONCURRENCY + 2 (libs/delivery/src/run-descheduler.ts), and its LISTEN client.
+    connections: DESCHEDULER_CONCURRENCY + 2 + 1,
     memory: { ...small, measured: '84–118 MB ("others")' },
     cpu: '100m',
     replicas: { min: 2, max: 2 },
@@ -132,6 +159,7 @@ export const SERVICES: readonly ServiceSpec[] = [
     summary: `marks dead ${platform} tokens`,
     scaling: 'free',
     database: 'pooler',
+    connections: 10, // runInvalidator (libs/delivery/src/run-invalidator.ts): createDatabase's default pool
     memory: { ...small, measured: '84–118 MB ("others")' },
     cpu: '50m',
     replicas: { min: 2, max: 4 },
@@ -142,6 +170,7 @@ export const SERVICES: readonly ServiceSpec[] = [
     summary: 'the HTTP API for teams',
     scaling: 'free',
     database: 'pooler',
+    connections: 10 + 10, // apps/api/src/main.ts: two pools of 10 (db, and jobDb for the job-id records)
     memory: { request: '128Mi', limit: '256Mi', measured: '84–118 MB ("others")' },
     cpu: '250m',
     replicas: { min: 2, max: 10 },
@@ -157,6 +186,7 @@ export const SERVICES: readonly ServiceSpec[] = [
     summary: 'matches change events to webhook subscriptions',
     scaling: 'free',
     database: 'pooler',
+    connections: 10, // apps/webhook-fanout/src/main.ts: createDatabase's default pool
     memory: { ...small, measured: '84–118 MB ("others")' },
     cpu: '50m',
     replicas: { min: 2, max: 6 },
@@ -167,6 +197,9 @@ export const SERVICES: readonly ServiceSpec[] = [
     summary: 'POSTs webhook deliveries',
     scaling: 'free',
     database: 'primary',
+    // apps/webhook-pusher/src/main.ts: createDatabase's default pool, and the rate limiter's lease
+    // pool of 2 (createPusherLimiter).
+    connections: PUSHER_CONNECTIONS,
     memory: { ...small, measured: '84–118 MB ("others")' },
     cpu: '100m',
     replicas: { min: 2, max: 6 },
@@ -178,6 +211,7 @@ export const SERVICES: readonly ServiceSpec[] = [
     // Every instance polls and serves; the holder of the monitor-alarms lease (libs/db lease.ts) announces.
     scaling: 'leased',
     database: 'pooler',
+    connections: 2, // apps/monitor/src/main.ts: a pool of 2 (the alarms lease is a row, through it)
     memory: { request: '128Mi', limit: '256Mi', measured: '84–118 MB ("others")' },
     cpu: '100m',
     replicas: { min: 2, max: 2 },
