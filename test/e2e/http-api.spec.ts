@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { PushJob } from '@herald/contracts';
-import { waitFor } from '@herald/testing';
+import { PushJob, Queues, parkedQueueFor } from '@herald/contracts';
+import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { apnsToken, fcmToken, uniqueUser, type Device } from '../support/fixtures.ts';
@@ -14,7 +14,8 @@ import {
   teamKey,
 } from '../support/http-api.ts';
 import { metric } from '../support/metrics.ts';
-import { delivered, sandboxRecords } from '../support/sandbox-client.ts';
+import { herald } from '../support/cli.ts';
+import { delivered, injectFault, sandboxRecords } from '../support/sandbox-client.ts';
 import { startSystem, type System } from '../support/system.ts';
 
 type Creds = Awaited<ReturnType<typeof createAppWithOwnCredentials>>;
@@ -98,6 +99,9 @@ describe('HTTP API: two apps on both platforms, each through its own credentials
     // Cancelled once done: nothing to cancel, and it stays done (before, it read "cancelled" with every push delivered).
     expect((await call(sys, 'DELETE', `/v1/jobs/${posted.id}`, { key })).body).toEqual({ id: posted.id, cancelled: 0 });
     expect((await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key })).body).toMatchObject({ state: 'done', delivered: 2 });
+    // The CLI answers the same.
+    expect((await herald({ ...sys.env, LOG_LEVEL: 'warn' }, 'job', 'cancel', posted.id)).stdout).toBe(`job ${posted.id}: already done, nothing parked: nothing to cancel\n`);
+    expect((await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key })).body).toMatchObject({ state: 'done' });
   });
 
   it('accepts a job id once: the second post is a duplicate and nothing more is sent', async () => {
@@ -229,5 +233,33 @@ describe('HTTP API: two apps on both platforms, each through its own credentials
     delete pushJob['$schema'];
     expect(schemas['PushJob']).toEqual(pushJob);
     expect(Object.keys(doc.body['paths'] as object)).toEqual(expect.arrayContaining(['/v1/jobs', '/v1/jobs:batch', '/v1/jobs/{id}', '/v1/devices']));
+  });
+
+  it('cancels a done job whose push was parked, so a replay of the parked queue sends nothing', async () => {
+    const user = uniqueUser('alpha');
+    const token = apnsToken();
+    expect((await call(sys, 'POST', '/v1/devices', { key, body: { app: 'alpha', platform: 'apns', token, userId: user } })).status).toBe(202);
+    await registered('alpha', user, 1);
+    await injectFault(sys.sandbox, { platform: 'apns', token, error: 'ServiceUnavailable' });
+    const posted = job('alpha', { userId: user });
+    expect((await call(sys, 'POST', '/v1/jobs', { key, body: posted })).status).toBe(202);
+    const parkedQueue = parkedQueueFor(Queues.apnsSend);
+    const parked = await waitFor('the push parked', async () => (await peekMessages(sys.vhost.name, parkedQueue, 100)).find((m) => m.payload.includes(token)));
+    await waitFor('the job done, its push parked', async () => {
+      const r = await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key });
+      return r.body['state'] === 'done' && r.body['parked'] === 1;
+    });
+    // Before, a done job was left as it was: the replay below sent the push its publisher cancelled.
+    expect((await call(sys, 'DELETE', `/v1/jobs/${posted.id}`, { key })).body).toEqual({ id: posted.id, cancelled: 0 });
+    expect((await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key })).body).toMatchObject({ state: 'cancelled', parked: 1 });
+    await fetch(`${sys.sandbox.settings.control.url}/faults`, { method: 'DELETE' });
+    const replay = await herald({ ...sys.env, LOG_LEVEL: 'warn' }, 'parked', 'replay', Queues.apnsSend, '--id', String(parked.properties.message_id));
+    expect(replay.stdout).toMatch(/replayed 1 of/);
+    const after = await waitFor('the replayed push dropped as cancelled', async () => {
+      const r = await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key });
+      return r.body['parked'] === 0 && r.body;
+    });
+    expect(after).toMatchObject({ state: 'cancelled', delivered: 0, skipped: expect.objectContaining({ cancelled: 1 }) });
+    expect((await sandboxRecords(sys.sandbox, { token })).map((r) => r.status)).toEqual([503, 503, 503]);
   });
 });

@@ -375,8 +375,8 @@ describe('operator access: the dashboard and its write actions need an operator 
     expect(limitSet?.actor.id).toMatch(/^.+@.+$/);
     expect([limitSet?.request, limitSet?.result]).toEqual([{ platform: 'apns', rate: 500, via: 'cli' }, { ratePerSec: 500 }]);
     expect(limitRemove?.result).toEqual({ removed: true });
-    expect(cancelled?.result).toEqual({ known: true, fanout: false, scheduled: 0 });
-    expect(unknownJob?.result).toEqual({ known: false, fanout: false, scheduled: 0 });
+    expect(cancelled?.result).toEqual({ known: true, fanout: false, scheduled: 0, alreadyDone: false });
+    expect(unknownJob?.result).toEqual({ known: false, fanout: false, scheduled: 0, alreadyDone: false });
     expect(subscribed?.request).toMatchObject({ users: ['u-1'], devices: [`apns:…${token.slice(-6)}`] });
     expect(JSON.stringify(subscribed)).not.toContain(token);
     expect(subscribed?.result).toEqual({ applied: 2, stale: 0, subscribers: 2 });

@@ -235,8 +235,5 @@ export async function jobPushes(id: string, query: unknown, key: ApiKeyRow, deps
  */
 export async function cancelJob(id: string, key: ApiKeyRow, deps: JobServiceDeps): Promise<{ id: string; cancelled: number }> {
   await visibleJob(id, key, deps);
-  // A job already done has nothing left to cancel: it stays done (it read "cancelled" after, though every push was delivered).
-  const before = await deps.jobs.status(id);
-  if (before !== undefined && toJobStatus(before).state === 'done') return { id, cancelled: 0 };
   return { id, cancelled: await deps.cancel(id) };
 }

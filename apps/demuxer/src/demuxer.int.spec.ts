@@ -118,7 +118,7 @@ describe('demuxer: a job cancelled before its pushes are sent or stored', () => 
     const waves = new CountingWaves(2000, 60);
     const [now, later, live] = [jobOf(), jobOf({ deliverAt: nextMonth() }), jobOf()];
     for (const j of [now, later, live]) await accepted(j);
-    for (const j of [now, later]) expect(await cancelJobFully(t.db, j.id)).toEqual({ known: true, fanout: false, scheduled: 0 });
+    for (const j of [now, later]) expect(await cancelJobFully(t.db, j.id)).toEqual({ known: true, fanout: false, scheduled: 0, alreadyDone: false });
     expect(await demuxer({ scheduling: { store: t.db.scheduled, wave: waves, horizonDays: 366, slackMs: 1000 } })([now, later, live].map(message))).toEqual([{ kind: 'ack' }, { kind: 'ack' }, { kind: 'ack' }]);
     await expectAllCancelled(now.id);
     await expectAllCancelled(later.id);

@@ -1,5 +1,6 @@
 import type { Database } from './database.ts';
 import { createFanoutRepository } from './fanout-repository.ts';
+import { toJobStatus } from './job-status-view.ts';
 
 export interface JobCancellation {
   /**
@@ -12,6 +13,8 @@ export interface JobCancellation {
   scheduled: number;
   /** A running audience fan-out was stopped. */
   fanout: boolean;
+  /** The job was done with nothing parked: nothing was left to cancel, and it stays done. */
+  alreadyDone: boolean;
 }
 
 /**
@@ -22,10 +25,16 @@ export interface JobCancellation {
  * push.jobs has its pushes recorded cancelled by the demuxer). Pushes a provider already accepted
  * are not recalled.
  */
-export async function cancelJobFully(db: Pick<Database, 'scheduled' | 'kysely'>, jobId: string): Promise<JobCancellation> {
+export async function cancelJobFully(db: Pick<Database, 'scheduled' | 'kysely' | 'jobs'>, jobId: string): Promise<JobCancellation> {
+  // A job done with nothing parked has nothing left to cancel and stays done (marked, it read
+  // "cancelled" though every push was delivered). One with parked pushes, or parked itself, is
+  // marked all the same: an operator's replay of the parked queue would send what was cancelled.
+  const record = await db.jobs.status(jobId);
+  const status = record === undefined ? undefined : toJobStatus(record);
+  if (status?.state === 'done' && status.parked === 0 && status.jobParked === null) return { known: true, fanout: false, scheduled: 0, alreadyDone: true };
   const { known, fanout } = await createFanoutRepository(db.kysely).cancel(jobId);
-  return { known, fanout, scheduled: await db.scheduled.cancelJob(jobId) };
+  return { known, fanout, scheduled: await db.scheduled.cancelJob(jobId), alreadyDone: false };
 }
 
 /** cancelJobFully, answering how many scheduled pushes were removed. */
-export const cancelJob = async (db: Pick<Database, 'scheduled' | 'kysely'>, jobId: string): Promise<number> => (await cancelJobFully(db, jobId)).scheduled;
+export const cancelJob = async (db: Pick<Database, 'scheduled' | 'kysely' | 'jobs'>, jobId: string): Promise<number> => (await cancelJobFully(db, jobId)).scheduled;

@@ -34,6 +34,9 @@ export async function cancelKnownJob(jobId: string): Promise<JobCancellation | u
   return undefined;
 }
 
+/** What `herald job cancel` and `herald cancel --job` say of a job that was done with nothing parked. */
+export const nothingToCancel = (jobId: string): string => `job ${jobId}: already done, nothing parked: nothing to cancel\n`;
+
 /** `herald job <id>` and `herald job cancel <id>`. */
 export function registerJobCommands(program: Command): void {
   program
@@ -47,6 +50,7 @@ export function registerJobCommands(program: Command): void {
         const done = await cancelKnownJob(second);
         if (done === undefined) return;
         if (o.json === true) process.stdout.write(`${JSON.stringify({ id: second, ...done })}\n`);
+        else if (done.alreadyDone) process.stdout.write(nothingToCancel(second));
         else process.stdout.write(`job ${second}: cancelled${done.fanout ? ' (its fan-out stopped)' : ''}; ${done.scheduled} scheduled push${done.scheduled === 1 ? '' : 'es'} removed\n`);
         return;
       }

@@ -2,7 +2,7 @@ import { Platforms, type Platform } from '@herald/contracts';
 import type { Command } from 'commander';
 import { printRows } from '../output.ts';
 import { withDatabase } from './with-database.ts';
-import { cancelKnownJob } from './job-commands.ts';
+import { cancelKnownJob, nothingToCancel } from './job-commands.ts';
 
 function parsePlatform(value: string | undefined): Platform | undefined {
   if (value === undefined) return undefined;
@@ -31,6 +31,7 @@ export function registerScheduleCommands(program: Command): void {
     .requiredOption('--job <jobId>', 'the job id')
     .action(async (o: { job: string }) => {
       const done = await cancelKnownJob(o.job);
-      if (done !== undefined) process.stdout.write(`job ${o.job}: ${done.scheduled} scheduled push${done.scheduled === 1 ? '' : 'es'} cancelled\n`);
+      if (done?.alreadyDone === true) process.stdout.write(nothingToCancel(o.job));
+      else if (done !== undefined) process.stdout.write(`job ${o.job}: ${done.scheduled} scheduled push${done.scheduled === 1 ? '' : 'es'} cancelled\n`);
     });
 }
