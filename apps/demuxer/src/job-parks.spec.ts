@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JobPark } from '@herald/db';
 import type { InboundMessage } from '@herald/messaging';
-import { parkedJobOf, recordParkedJobs } from './job-parks.ts';
+import { parkedJobOf, recordParkedFanoutTasks, recordParkedJobs } from './job-parks.ts';
 
 const message = (body: string): InboundMessage => ({
   body: Buffer.from(body),
@@ -25,5 +25,20 @@ describe('parked jobs in their status', () => {
     await record({ message: message(JSON.stringify({ id: '', app: 'demo' })), code: 'schema', reason: 'x' });
     expect(written).toEqual([{ id: 'j1', app: 'nosuch', code: 'schema', reason: 'content: expected object' }]);
     expect(parkedJobOf(Buffer.from(JSON.stringify({ id: 'j', app: 'demo' })))).toEqual({ id: 'j', app: 'demo' });
+  });
+});
+
+describe('parked fan-out chunk tasks in their job status', () => {
+  it('marks the job of a parked chunk task with the code, the chunk and the reason; a task naming no job marks nothing', async () => {
+    const written: Array<[string, string, string]> = [];
+    const record = recordParkedFanoutTasks({ recordPark: async (...args) => void written.push(args) });
+    await record({ message: message(JSON.stringify({ version: 1, jobId: 'j1', chunk: 3 })), code: 'delivery-limit', reason: 'delivered 5 times' });
+    await record({ message: message(JSON.stringify({ jobId: 'j2', chunk: 'x' })), code: 'schema', reason: 'chunk: expected number' });
+    await record({ message: message('{"jobId": '), code: 'malformed-json', reason: 'x' });
+    await record({ message: message(JSON.stringify({ chunk: 1 })), code: 'schema', reason: 'x' });
+    expect(written).toEqual([
+      ['j1', 'delivery-limit', 'chunk 3: delivered 5 times'],
+      ['j2', 'schema', 'a chunk task: chunk: expected number'],
+    ]);
   });
 });

@@ -1,5 +1,5 @@
 import { jsonObjectOf } from '@herald/contracts';
-import type { JobPark } from '@herald/db';
+import type { FanoutRepository, JobPark } from '@herald/db';
 import type { ParkedNotice } from '@herald/messaging';
 
 /**
@@ -12,6 +12,18 @@ export function parkedJobOf(body: Buffer): Pick<JobPark, 'id' | 'app'> | undefin
   const { id, app } = value;
   const named = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 200;
   return named(id) && named(app) ? { id, app } : undefined;
+}
+
+/**
+ * push.fanout's onParked: a parked chunk task stops its fan-out (no later chunk is read until it is
+ * replayed), so the job shows `parked: <code>` with the chunk and the reason, not expanding forever.
+ */
+export function recordParkedFanoutTasks(fanouts: Pick<FanoutRepository, 'recordPark'>): (notice: ParkedNotice) => Promise<void> {
+  return async ({ message, code, reason }) => {
+    const { jobId, chunk } = jsonObjectOf(message.body) ?? {};
+    if (typeof jobId !== 'string' || jobId.length === 0) return;
+    await fanouts.recordPark(jobId, code, `${typeof chunk === 'number' ? `chunk ${chunk}` : 'a chunk task'}: ${reason}`);
+  };
 }
 
 /**

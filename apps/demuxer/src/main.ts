@@ -16,7 +16,7 @@ import { runService, startPruner } from '@herald/runtime';
 import { demuxerConfig } from './config.ts';
 import { createDemuxerHandler } from './demuxer.ts';
 import { createDemuxerMetrics } from './demuxer-metrics.ts';
-import { recordParkedJobs } from './job-parks.ts';
+import { recordParkedFanoutTasks, recordParkedJobs } from './job-parks.ts';
 import { WaveMonitor } from './wave-monitor.ts';
 import { createAudienceSource } from './audience-reader.ts';
 import { createFanoutChunkHandler } from './fanout-chunk.ts';
@@ -57,6 +57,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     handle: expand,
     messageError: refusedValueReason,
     deferOn: deferWhileDatabaseUnavailable,
+    onParked: recordParkedFanoutTasks(fanouts),
   });
   const consumer = await broker.consume({
     queue: Queues.jobs,

@@ -6,6 +6,7 @@ import { createFanoutRepository, type FanoutRepository } from './fanout-reposito
 import { createCancelledJobsReader } from './fanout-cancellations.ts';
 import { cancelJobFully } from './cancel-job.ts';
 import { toJobStatus } from './job-status-view.ts';
+import { pruneJobs } from './job-prune.ts';
 
 let t: SpecDatabase;
 let fanouts: FanoutRepository;
@@ -76,13 +77,39 @@ describe('fan-out checkpoints', () => {
     expect(await fanouts.state(job)).toBe('sending');
   });
 
+  it('a parked chunk task shows the job parked, not expanding forever; pruned in time; replayed, the expansion goes on', async () => {
+    const job = randomUUID();
+    await begin(job, 5);
+    expect(await fanouts.linkNext(job, 0, 'c1')).toEqual({ created: true, next: 'c1' });
+    await fanouts.finishChunk(job, 0);
+    await fanouts.recordPark(job, 'delivery-limit', 'chunk 1: delivered 5 times without an answer');
+    expect(await status(job)).toMatchObject({ state: 'done', jobParked: { code: 'delivery-limit', reason: 'chunk 1: delivered 5 times without an answer' } });
+    // Kept while it expands, pruned once parked and old enough (an expanding fan-out never was).
+    const running = randomUUID();
+    await begin(running, 5);
+    await pruneJobs(t.db.kysely, new Date(Date.now() + 60_000));
+    expect(await t.db.jobs.get(running)).toBeDefined();
+    expect(await t.db.jobs.get(job)).toBeUndefined();
+    // Replayed before that: its chunk done, the job reads as a fan-out again.
+    const replayed = randomUUID();
+    await begin(replayed, 5);
+    await fanouts.recordPark(replayed, 'retries-exhausted', 'chunk 0: boom');
+    expect((await status(replayed)).jobParked?.code).toBe('retries-exhausted');
+    await fanouts.linkNext(replayed, 0, null);
+    await fanouts.finishChunk(replayed, 0);
+    expect(await status(replayed)).toMatchObject({ jobParked: null, demuxOutcome: 'fanned-out' });
+    // A fan-out no longer expanding is not marked parked by a stray park.
+    await fanouts.recordPark(replayed, 'delivery-limit', 'late');
+    expect((await status(replayed)).jobParked).toBeNull();
+  });
+
   it('cancel stops the chain: a chunk is refused after it, the pushers see the job, the status says cancelled', async () => {
     const job = randomUUID();
     await begin(job);
     const before = new Date(Date.now() - 1000);
     await fanouts.linkNext(job, 0, 'c1');
     await fanouts.recordChunk(job, 0, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [], planned: NONE });
-    expect(await cancelJobFully(t.db, job)).toEqual({ known: true, fanout: true, scheduled: 0 });
+    expect(await cancelJobFully(t.db, job)).toEqual({ known: true, fanout: true, scheduled: 0, alreadyDone: false });
     expect(await fanouts.state(job)).toBe('cancelled');
     expect(await fanouts.recordChunk(job, 1, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [], planned: NONE })).toBe('cancelled');
     expect((await createCancelledJobsReader(t.db.kysely).since(before, 100)).map((r) => r.jobId)).toContain(job);
@@ -96,7 +123,7 @@ describe('fan-out checkpoints', () => {
   it('an audience job cancelled while it waited for the demuxer starts its fan-out cancelled: no chunk to read, not running', async () => {
     const job = randomUUID();
     await t.db.jobs.accept([{ id: job, app: 'demo', team: null }]); // the API records the job it accepts
-    expect(await cancelJobFully(t.db, job)).toEqual({ known: true, fanout: false, scheduled: 0 });
+    expect(await cancelJobFully(t.db, job)).toEqual({ known: true, fanout: false, scheduled: 0, alreadyDone: false });
     expect(await begin(job)).toEqual({ created: true, state: 'cancelled', open: [] });
     expect(await fanouts.chunk(job, 0)).toBeUndefined();
     expect((await fanouts.running(100)).map((r) => r.jobId)).not.toContain(job);
@@ -109,7 +136,7 @@ describe('fan-out checkpoints', () => {
     const job = randomUUID();
     const before = new Date(Date.now() - 1000);
     await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 1, outcome: 'fanned-out' }]);
-    expect(await cancelJobFully(t.db, job)).toEqual({ known: true, fanout: false, scheduled: 0 });
+    expect(await cancelJobFully(t.db, job)).toEqual({ known: true, fanout: false, scheduled: 0, alreadyDone: false });
     expect((await createCancelledJobsReader(t.db.kysely).since(before, 100)).map((r) => r.jobId)).toContain(job);
     // Its push is still in flight (a pusher drops it): cancelling, then cancelled once it is recorded.
     expect((await status(job)).state).toBe('cancelling');
@@ -120,7 +147,7 @@ describe('fan-out checkpoints', () => {
   it('a job Herald does not have yet (published straight to RabbitMQ, not yet demuxed) is not marked, and says so', async () => {
     const job = randomUUID();
     const before = new Date(Date.now() - 1000);
-    expect(await cancelJobFully(t.db, job)).toEqual({ known: false, fanout: false, scheduled: 0 });
+    expect(await cancelJobFully(t.db, job)).toEqual({ known: false, fanout: false, scheduled: 0, alreadyDone: false });
     expect((await createCancelledJobsReader(t.db.kysely).since(before, 100)).map((r) => r.jobId)).not.toContain(job);
   });
 

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
 import { recordCancelledPushes, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
+import { PARKED_PREFIX } from './job-status-view.ts';
 
 export type FanoutState = 'expanding' | 'sending' | 'done' | 'cancelled';
 
@@ -116,8 +117,17 @@ export interface FanoutRepository {
   plannedElsewhere(jobId: string, chunkNo: number, deviceIds: readonly string[], since: Date): Promise<Set<string>>;
   /** A planned chunk of a cancelled job: its pushes without an outcome yet are recorded cancelled (they may never have been published). */
   cancelPlanned(jobId: string, pushes: ReadonlyArray<{ pushId: string; deviceId: string }>): Promise<void>;
-  /** The chunk's pushes are confirmed or stored; the fan-out moves to `sending` once its last chunk is done. */
+  /**
+   * The chunk's pushes are confirmed or stored; the fan-out moves to `sending` once its last chunk
+   * is done. A park recorded by recordPark is lifted: the expansion goes on (its task replayed).
+   */
   finishChunk(jobId: string, chunkNo: number): Promise<void>;
+  /**
+   * A chunk task of a fan-out still expanding was parked (the delivery limit, retries run out): no
+   * later chunk will be read until an operator replays it, so the job shows `parked: <code>` with
+   * the reason instead of expanding forever.
+   */
+  recordPark(jobId: string, code: string, reason: string): Promise<void>;
   /**
    * Mark the job cancelled and stop its fan-out if one is still expanding or sending (`fanout`).
    * `known`: Herald has the job (accepted by the HTTP API, demuxed, or an audience job started);
@@ -192,6 +202,15 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
         where job_id = ${jobId} and state = 'expanding'
           and exists (select 1 from fanout_chunks c where c.job_id = ${jobId} and c.last_chunk and c.state = 'done')
           and not exists (select 1 from fanout_chunks c where c.job_id = ${jobId} and c.state <> 'done')`.execute(db);
+      await sql`
+        update jobs set demux_outcome = 'fanned-out', demux_reason = null
+        where id = ${jobId} and demux_outcome like ${`${PARKED_PREFIX}%`}`.execute(db);
+    },
+    async recordPark(jobId, code, reason) {
+      await sql`
+        update jobs set demux_outcome = ${PARKED_PREFIX + code}, demux_reason = ${reason}
+        where id = ${jobId} and demux_outcome = 'fanned-out'
+          and exists (select 1 from fanouts f where f.job_id = ${jobId} and f.state = 'expanding')`.execute(db);
     },
     cancel: (jobId) =>
       db.transaction().execute(async (trx) => {

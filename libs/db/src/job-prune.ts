@@ -13,7 +13,7 @@ export const DEFAULT_JOB_PRUNE_BATCH = 100;
  * (last_due_at, migration 0032): a job scheduled 45 days ahead keeps its status 45 days plus the
  * retention, not until the first prune after its pushes were released. A job with pushes still stored for
  * later (scheduled_pushes) or a fan-out still expanding or sending is kept, whatever its age: its
- * status is still changing. Rows another transaction holds are skipped, not waited for. Returns how
+ * status is still changing (not one whose chunk task was parked: it changes only if replayed). Rows another transaction holds are skipped, not waited for. Returns how
  * many jobs were deleted.
  *
  * After this a job's id is free again: a job published again with it is a new job (the ledger,
@@ -27,7 +27,7 @@ export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batch
         select j.id from jobs j
         where j.accepted_at < ${before} and (j.last_due_at is null or j.last_due_at < ${before})
           and not exists (select 1 from scheduled_pushes s where s.job_id = j.id)
-          and not exists (select 1 from fanouts f where f.job_id = j.id and f.state in ('expanding', 'sending'))
+          and not exists (select 1 from fanouts f where f.job_id = j.id and f.state in ('expanding', 'sending') and not coalesce(j.demux_outcome like 'parked: %', false))
         order by j.accepted_at
         limit ${batchSize}
         for update of j skip locked

@@ -3,7 +3,8 @@ import type { JobStatusRecord } from './job-repository.ts';
 import type { PushRecord } from './push-outcomes.ts';
 import { maskToken } from '@herald/logging';
 
-const PARKED_PREFIX = 'parked: ';
+/** A job's demux_outcome when it was parked: `parked: <code>`. */
+export const PARKED_PREFIX = 'parked: ';
 
 /**
  * A job's status from its record: every device push the job addressed is counted once, in its
@@ -65,8 +66,9 @@ const inFlightOf = (s: JobStatusRecord, terminal: number): number | null => (s.j
  */
 function jobState(s: JobStatusRecord, inFlight: number | null): NonNullable<JobStatus['state']> {
   if (s.cancelledAt != null || s.fanout?.state === 'cancelled') return inFlight !== null && inFlight > 0 ? 'cancelling' : 'cancelled';
-  if (s.fanout != null && s.fanout.state === 'expanding') return 'expanding';
+  // Before a fan-out's own state: one whose chunk task was parked expands no further until replayed.
   if (s.job.demuxOutcome?.startsWith(PARKED_PREFIX) === true) return 'done';
+  if (s.fanout != null && s.fanout.state === 'expanding') return 'expanding';
   if (inFlight === null) return 'expanding';
   return inFlight > 0 ? 'sending' : 'done';
 }
