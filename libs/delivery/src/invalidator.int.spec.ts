@@ -80,7 +80,7 @@ describe('invalidator handler', () => {
     const handle = createPusherHandler({
       platform: 'apns',
       providers: singleProvider({ platform: 'apns', send: async (push) => (sent.push(push.token), { kind: 'delivered' }), close: async () => undefined }),
-      outcomes: { note: (push, outcome) => void noted.push([push.token, outcome]), flush: async () => undefined },
+      outcomes: { note: (push, outcome) => void noted.push([push.token, outcome]), noteEntry: () => undefined, flush: async () => undefined },
       ledger: t.db.ledger,
       apps: { get: async (id) => ({ id, apnsTopic: 'com.herald.chat', fcmProjectId: null, enabled: true, createdAt: new Date(), updatedAt: new Date() }) },
       publisher: { publish: async () => undefined, publishMany: async () => undefined },

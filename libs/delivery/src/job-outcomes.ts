@@ -19,6 +19,8 @@ export interface JobOutcomeStore {
 export interface JobOutcomeRecorder {
   /** Remember an outcome; written by the next flush. */
   note(push: DevicePush, outcome: JobOutcome, detail?: OutcomeDetail): void;
+  /** Remember an outcome given whole (a park's: park-outcomes.ts); written by the next flush. */
+  noteEntry(entry: PushOutcomeEntry): void;
   /** Write what was noted (one statement). Never throws: job status is advisory, delivery is not held up. */
   flush(): Promise<void>;
 }
@@ -46,6 +48,9 @@ export function createJobOutcomeRecorder(store: JobOutcomeStore, logger: Logger,
   return {
     note(push, outcome, detail) {
       pending.push(outcomeEntry(push, outcome, detail));
+    },
+    noteEntry(entry) {
+      pending.push(entry);
     },
     async flush() {
       if (pending.length === 0) return;

@@ -1,10 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { PushOutcomeEntry } from '@herald/db';
 import type { InboundMessage } from '@herald/messaging';
+import { createLogger } from '@herald/logging';
 import { Registry } from '@herald/runtime';
+import { createJobOutcomeRecorder } from './job-outcomes.ts';
 import { onPushParked, parkedPushOf } from './park-outcomes.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
 
+const logger = createLogger({ service: 'park-outcomes-spec', level: 'silent' });
 const pushId = '0f8fad5b-d9cb-469f-a165-70867728950e';
 const message = (body: unknown): InboundMessage => ({
   body: Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)),
@@ -32,7 +35,7 @@ describe('parked pushes in their job status', () => {
   it('records a provider rejection as failed and every other park as parked, with code and reason, and counts each in herald_pushes_total', async () => {
     const written: PushOutcomeEntry[] = [];
     const registry = new Registry();
-    const record = onPushParked('fcm', createPusherMetrics(registry), { recordOutcomes: async (e) => void written.push(...e) });
+    const record = onPushParked('fcm', createPusherMetrics(registry), createJobOutcomeRecorder({ recordOutcomes: async (e) => void written.push(...e) }, logger));
     const body = { pushId, jobId: 'j', platform: 'fcm', deviceId: '4', app: 'demo' };
     await record({ message: message(body), code: 'provider-rejected', reason: 'INVALID_ARGUMENT' });
     await record({ message: message(body), code: 'retries-exhausted', reason: 'UNAVAILABLE' });
@@ -61,6 +64,26 @@ describe('parked pushes in their job status', () => {
       ]),
     );
     expect(counted).toHaveLength(3);
+  });
+
+  it('keeps a park outcome PostgreSQL refused and writes it with the next flush: the parked input is acked all the same', async () => {
+    const written: PushOutcomeEntry[] = [];
+    let refusing = true;
+    const recorder = createJobOutcomeRecorder(
+      {
+        recordOutcomes: async (e) => {
+          if (refusing) throw new Error('the database system is shutting down');
+          written.push(...e);
+        },
+      },
+      logger,
+    );
+    const record = onPushParked('apns', createPusherMetrics(new Registry()), recorder);
+    await record({ message: message({ pushId, jobId: 'j', app: 'demo' }), code: 'app-disabled', reason: 'app "demo" is disabled' });
+    expect(written).toEqual([]);
+    refusing = false;
+    await recorder.flush();
+    expect(written).toEqual([{ pushId, jobId: 'j', outcome: 'parked', code: 'app-disabled', reason: 'app "demo" is disabled' }]);
   });
 
   it('counts parks without a job outcome store (JOB_STATUS_ENABLED off)', async () => {

@@ -1,7 +1,7 @@
 import { AppId, jsonObjectOf, Platforms, type Platform } from '@herald/contracts';
 import type { PushOutcomeEntry } from '@herald/db';
 import type { ParkedNotice } from '@herald/messaging';
-import type { JobOutcomeStore } from './job-outcomes.ts';
+import type { JobOutcomeRecorder } from './job-outcomes.ts';
 import type { PusherMetrics } from './pusher-metrics.ts';
 
 /** The park code of a push the provider refused for good: counted as `failed` in its job's status. */
@@ -34,10 +34,13 @@ export function parkedPushOf(body: Buffer): ParkedPush | undefined {
  * The send queues' onParked: every push the messaging lib parks (the pusher's own parks, a retry
  * that ran out, the delivery limit) is counted in herald_pushes_total, `failed` when the provider
  * refused it for good, else `parked` (the alert HeraldPushesFailing reads both: a provider outage
- * ends in retries that run out), and with a job outcome store becomes its job's outcome, with the
- * park's code and reason.
+ * ends in retries that run out), and with the pusher's outcome recorder becomes its job's outcome,
+ * with the park's code and reason. Through the recorder, not a write of its own: the messaging lib
+ * acks the input once the parked copy is confirmed, whatever this does, so an outcome PostgreSQL
+ * refused (a failover) was lost and its job read `sending` for good; the recorder keeps it for the
+ * next flush.
  */
-export function onPushParked(platform: Platform, metrics: PusherMetrics, store: JobOutcomeStore | undefined): (notice: ParkedNotice) => Promise<void> {
+export function onPushParked(platform: Platform, metrics: PusherMetrics, recorder: Pick<JobOutcomeRecorder, 'noteEntry' | 'flush'> | undefined): (notice: ParkedNotice) => Promise<void> {
   return async ({ message, code, reason }) => {
     const push = parkedPushOf(message.body);
     const outcome = code === PROVIDER_REJECTED ? 'failed' : 'parked';
@@ -47,6 +50,8 @@ export function onPushParked(platform: Platform, metrics: PusherMetrics, store: 
     }
     const { app = 'unknown', ...entry } = push;
     metrics.pushes.inc({ platform, app, outcome });
-    await store?.recordOutcomes([{ ...entry, outcome, code, reason }]);
+    if (recorder === undefined) return;
+    recorder.noteEntry({ ...entry, outcome, code, reason });
+    await recorder.flush();
   };
 }

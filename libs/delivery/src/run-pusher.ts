@@ -59,6 +59,9 @@ export function capRequestTimeout<S extends { requestTimeoutMs: number }>(settin
   return { ...settings, requestTimeoutMs: limits.maxRequestTimeoutMs };
 }
 
+/** How often a pusher writes job outcomes kept from a failed write, when no batch did it first. */
+const OUTCOME_FLUSH_INTERVAL_MS = 5_000;
+
 /**
  * Wire a pusher: provider + ledger + broker, consuming `push.<platform>.send`. `alongside` starts
  * work that shares the pusher's database and broker (the web-pusher's in-process descheduler);
@@ -115,7 +118,7 @@ export async function runPusher(
       messageError: refusedValueReason,
       deferOn: deferWhileDatabaseUnavailable,
       // Every park (the handler's, a retry that ran out, the delivery limit) counted, and in its job's status.
-      onParked: onPushParked(platform, metrics, config.JOB_STATUS_ENABLED ? db.jobs : undefined),
+      onParked: onPushParked(platform, metrics, perApp.outcomes),
     });
     const pruner = startLedgerPruner({
       ledger: db.ledger,
@@ -124,6 +127,10 @@ export async function runPusher(
       logger,
       registry,
     });
+    // Outcomes PostgreSQL refused are kept by the recorder until a flush gets them in: after each
+    // batch, and here too, so they are written when the pusher has nothing more to send.
+    const outcomeFlush = setInterval(() => void perApp.outcomes?.flush(), OUTCOME_FLUSH_INTERVAL_MS);
+    outcomeFlush.unref();
     const beside = await alongside?.({ db, broker, logger, registry });
     return {
       stop: async (timeoutMs) => {
@@ -134,6 +141,8 @@ export async function runPusher(
         stopping.abort();
         await closeLimiter();
         await consumer.stop(timeoutMs);
+        clearInterval(outcomeFlush);
+        await perApp.outcomes?.flush();
         await perApp.providers.close();
         await broker.close();
         await db.close();
