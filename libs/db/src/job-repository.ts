@@ -125,9 +125,12 @@ const ACCEPT = {
     returning id`,
 };
 
-/** Published: the record, put back if a failed publish of the same id forgot it meanwhile; ids in order, as ACCEPT. */
-const MARK_PUBLISHED = {
-  name: 'herald_jobs_mark_published',
+/**
+ * The records a mark did not find unpublished, put back as published if a failed publish of the
+ * same id forgot them meanwhile; ids in order, as ACCEPT. Rare: the mark itself is an UPDATE.
+ */
+const RESTORE_PUBLISHED = {
+  name: 'herald_jobs_restore_published',
   text: `insert into jobs (id, app, team, content_hash, published_at)
     select i.id, i.app, i.team, i.content_hash, now()
     from unnest($1::text[], $2::text[], $3::text[], $4::bytea[]) as i(id, app, team, content_hash)
@@ -169,8 +172,15 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
     },
     async markPublished(jobs) {
       if (jobs.length === 0) return;
-      // One row per id: ON CONFLICT DO UPDATE cannot touch a row twice in one statement.
-      await pool.query({ ...MARK_PUBLISHED, values: recordColumns([...new Map(jobs.map((j) => [j.id, j])).values()]) });
+      const { rows: marked } = await sql<{ id: string }>`
+        with target as (select id from jobs where id = any(${jobs.map((j) => j.id)}::text[]) and published_at is null order by id for update)
+        update jobs set published_at = now() from target where jobs.id = target.id
+        returning jobs.id`.execute(db);
+      // Not marked: published already (another request's mark), or gone. One row per id: ON CONFLICT
+      // DO UPDATE cannot touch a row twice in one statement.
+      const done = new Set(marked.map((r) => r.id));
+      const gone = [...new Map(jobs.filter((j) => !done.has(j.id)).map((j) => [j.id, j])).values()];
+      if (gone.length > 0) await pool.query({ ...RESTORE_PUBLISHED, values: recordColumns(gone) });
     },
     async forget(ids) {
       if (ids.length === 0) return;
