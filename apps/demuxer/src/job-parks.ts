@@ -21,8 +21,9 @@ export function parkedJobOf(body: Buffer): Pick<JobPark, 'id' | 'app'> | undefin
 export function recordParkedFanoutTasks(fanouts: Pick<FanoutRepository, 'recordPark'>): (notice: ParkedNotice) => Promise<void> {
   return async ({ message, code, reason }) => {
     const { jobId, chunk } = jsonObjectOf(message.body) ?? {};
-    if (typeof jobId !== 'string' || jobId.length === 0) return;
-    await fanouts.recordPark(jobId, code, `${typeof chunk === 'number' ? `chunk ${chunk}` : 'a chunk task'}: ${reason}`);
+    // A task naming no job and chunk (never one Herald wrote) has no fan-out to mark.
+    if (typeof jobId !== 'string' || jobId.length === 0 || !Number.isSafeInteger(chunk)) return;
+    await fanouts.recordPark(jobId, chunk as number, code, `chunk ${chunk as number}: ${reason}`);
   };
 }
 

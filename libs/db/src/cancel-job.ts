@@ -27,11 +27,13 @@ export interface JobCancellation {
  */
 export async function cancelJobFully(db: Pick<Database, 'scheduled' | 'kysely' | 'jobs'>, jobId: string): Promise<JobCancellation> {
   // A job done with nothing parked has nothing left to cancel and stays done (marked, it read
-  // "cancelled" though every push was delivered). One with parked pushes, or parked itself, is
-  // marked all the same: an operator's replay of the parked queue would send what was cancelled.
+  // "cancelled" though every push was delivered). One with parked or failed pushes, or parked
+  // itself, is marked all the same: an operator's replay of the parked queue would send what was
+  // cancelled.
   const record = await db.jobs.status(jobId);
   const status = record === undefined ? undefined : toJobStatus(record);
-  if (status?.state === 'done' && status.parked === 0 && status.jobParked === null) return { known: true, fanout: false, scheduled: 0, alreadyDone: true };
+  // `failed` pushes (provider-rejected) wait in the parked queue too, for a replay --force.
+  if (status?.state === 'done' && status.parked === 0 && status.failed === 0 && status.jobParked === null) return { known: true, fanout: false, scheduled: 0, alreadyDone: true };
   const { known, fanout } = await createFanoutRepository(db.kysely).cancel(jobId);
   return { known, fanout, scheduled: await db.scheduled.cancelJob(jobId), alreadyDone: false };
 }

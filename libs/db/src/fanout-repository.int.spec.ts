@@ -77,12 +77,12 @@ describe('fan-out checkpoints', () => {
     expect(await fanouts.state(job)).toBe('sending');
   });
 
-  it('a parked chunk task shows the job parked, not expanding forever; pruned in time; replayed, the expansion goes on', async () => {
+  it('a parked chunk task shows the job parked until that chunk is done, not expanding forever; pruned in time', async () => {
     const job = randomUUID();
     await begin(job, 5);
     expect(await fanouts.linkNext(job, 0, 'c1')).toEqual({ created: true, next: 'c1' });
     await fanouts.finishChunk(job, 0);
-    await fanouts.recordPark(job, 'delivery-limit', 'chunk 1: delivered 5 times without an answer');
+    await fanouts.recordPark(job, 1, 'delivery-limit', 'chunk 1: delivered 5 times without an answer');
     expect(await status(job)).toMatchObject({ state: 'done', jobParked: { code: 'delivery-limit', reason: 'chunk 1: delivered 5 times without an answer' } });
     // Kept while it expands, pruned once parked and old enough (an expanding fan-out never was).
     const running = randomUUID();
@@ -90,17 +90,32 @@ describe('fan-out checkpoints', () => {
     await pruneJobs(t.db.kysely, new Date(Date.now() + 60_000));
     expect(await t.db.jobs.get(running)).toBeDefined();
     expect(await t.db.jobs.get(job)).toBeUndefined();
-    // Replayed before that: its chunk done, the job reads as a fan-out again.
-    const replayed = randomUUID();
-    await begin(replayed, 5);
-    await fanouts.recordPark(replayed, 'retries-exhausted', 'chunk 0: boom');
-    expect((await status(replayed)).jobParked?.code).toBe('retries-exhausted');
-    await fanouts.linkNext(replayed, 0, null);
-    await fanouts.finishChunk(replayed, 0);
-    expect(await status(replayed)).toMatchObject({ jobParked: null, demuxOutcome: 'fanned-out' });
-    // A fan-out no longer expanding is not marked parked by a stray park.
-    await fanouts.recordPark(replayed, 'delivery-limit', 'late');
-    expect((await status(replayed)).jobParked).toBeNull();
+  });
+
+  it('a later chunk finishing does not lift the park of an earlier one; that chunk done (its task replayed) does', async () => {
+    const job = randomUUID();
+    await begin(job, 5);
+    await fanouts.linkNext(job, 0, 'c1');
+    await fanouts.linkNext(job, 1, null);
+    // Chunk 0 linked chunk 1 before it failed for good: chunk 1 goes on and finishes.
+    await fanouts.recordPark(job, 0, 'retries-exhausted', 'chunk 0: boom');
+    await fanouts.finishChunk(job, 1);
+    expect(await status(job)).toMatchObject({ state: 'done', jobParked: { code: 'retries-exhausted', reason: 'chunk 0: boom' } });
+    await fanouts.finishChunk(job, 0);
+    expect(await status(job)).toMatchObject({ jobParked: null, demuxOutcome: 'fanned-out' });
+    // A chunk already done, or a fan-out no longer expanding, is not marked by a stray park.
+    await fanouts.recordPark(job, 1, 'delivery-limit', 'late');
+    expect((await status(job)).jobParked).toBeNull();
+  });
+
+  it('a parked fan-out whose earlier chunks still have pushes on their way reads sending, not done', async () => {
+    const job = randomUUID();
+    await begin(job, 5);
+    await fanouts.linkNext(job, 0, 'c1');
+    expect(await fanouts.recordChunk(job, 0, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [], planned: NONE })).toBe('recorded');
+    await fanouts.finishChunk(job, 0);
+    await fanouts.recordPark(job, 1, 'delivery-limit', 'chunk 1: x');
+    expect(await status(job)).toMatchObject({ state: 'sending', inFlight: 2, jobParked: { code: 'delivery-limit' } });
   });
 
   it('cancel stops the chain: a chunk is refused after it, the pushers see the job, the status says cancelled', async () => {

@@ -119,15 +119,15 @@ export interface FanoutRepository {
   cancelPlanned(jobId: string, pushes: ReadonlyArray<{ pushId: string; deviceId: string }>): Promise<void>;
   /**
    * The chunk's pushes are confirmed or stored; the fan-out moves to `sending` once its last chunk
-   * is done. A park recorded by recordPark is lifted: the expansion goes on (its task replayed).
+   * is done. Once no chunk of the job is parked (recordPark) any more, the job's park is lifted.
    */
   finishChunk(jobId: string, chunkNo: number): Promise<void>;
   /**
-   * A chunk task of a fan-out still expanding was parked (the delivery limit, retries run out): no
-   * later chunk will be read until an operator replays it, so the job shows `parked: <code>` with
-   * the reason instead of expanding forever.
+   * A chunk task of a fan-out still expanding was parked (the delivery limit, retries run out) before
+   * the chunk was done: the fan-out cannot finish until an operator replays it, so the job shows
+   * `parked: <code>` with the reason instead of expanding forever, until that chunk is done.
    */
-  recordPark(jobId: string, code: string, reason: string): Promise<void>;
+  recordPark(jobId: string, chunkNo: number, code: string, reason: string): Promise<void>;
   /**
    * Mark the job cancelled and stop its fan-out if one is still expanding or sending (`fanout`).
    * `known`: Herald has the job (accepted by the HTTP API, demuxed, or an audience job started);
@@ -196,7 +196,7 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
       }),
     cancelPlanned: (jobId, pushes) => recordCancelledPushes(db, pushes.map((p) => ({ ...p, jobId }))),
     async finishChunk(jobId, chunkNo) {
-      await sql`update fanout_chunks set state = 'done', updated_at = now() where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(db);
+      await sql`update fanout_chunks set state = 'done', parked = false, updated_at = now() where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(db);
       await sql`
         update fanouts set state = 'sending', updated_at = now()
         where job_id = ${jobId} and state = 'expanding'
@@ -204,14 +204,20 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
           and not exists (select 1 from fanout_chunks c where c.job_id = ${jobId} and c.state <> 'done')`.execute(db);
       await sql`
         update jobs set demux_outcome = 'fanned-out', demux_reason = null
-        where id = ${jobId} and demux_outcome like ${`${PARKED_PREFIX}%`}`.execute(db);
+        where id = ${jobId} and demux_outcome like ${`${PARKED_PREFIX}%`}
+          and not exists (select 1 from fanout_chunks c where c.job_id = ${jobId} and c.parked)`.execute(db);
     },
-    async recordPark(jobId, code, reason) {
-      await sql`
-        update jobs set demux_outcome = ${PARKED_PREFIX + code}, demux_reason = ${reason}
-        where id = ${jobId} and demux_outcome = 'fanned-out'
-          and exists (select 1 from fanouts f where f.job_id = ${jobId} and f.state = 'expanding')`.execute(db);
-    },
+    recordPark: (jobId, chunkNo, code, reason) =>
+      // The job's row first, like every statement on jobs (recordChunk holds it while it writes the chunk).
+      db.transaction().execute(async (trx) => {
+        const { rows } = await sql`
+          update jobs set demux_outcome = ${PARKED_PREFIX + code}, demux_reason = ${reason}
+          where id = ${jobId} and (demux_outcome = 'fanned-out' or demux_outcome like ${`${PARKED_PREFIX}%`})
+            and exists (select 1 from fanouts f where f.job_id = ${jobId} and f.state = 'expanding')
+            and exists (select 1 from fanout_chunks c where c.job_id = ${jobId} and c.chunk_no = ${chunkNo} and c.state <> 'done')
+          returning id`.execute(trx);
+        if (rows.length > 0) await sql`update fanout_chunks set parked = true where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(trx);
+      }),
     cancel: (jobId) =>
       db.transaction().execute(async (trx) => {
         // jobs first, like every statement on jobs: recordChunk holds this row's lock while it writes.

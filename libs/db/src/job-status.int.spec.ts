@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
-import { cancelJob } from './cancel-job.ts';
+import { cancelJob, cancelJobFully } from './cancel-job.ts';
+import { toJobStatus } from './job-status-view.ts';
 
 let t: SpecDatabase;
 beforeAll(async () => {
@@ -191,5 +192,27 @@ describe('job status: every device push counted once', () => {
     expect(all.filter((r) => r.outcome === 'scheduled')).toHaveLength(2);
     expect(all.find((r) => r.outcome === 'scheduled')?.dueAt).toBeInstanceOf(Date);
     expect(all.find((r) => r.deviceId === 'gone-0')?.token).toBeNull();
+  });
+
+  it('cancelling a done job: one whose every push was delivered stays done; one with a failed or parked push is marked, so a replay drops it', async () => {
+    const state = async (job: string) => toJobStatus((await t.db.jobs.status(job)) ?? expect.fail('no job')).state;
+    const done = async (outcome: 'delivered' | 'failed' | 'parked') => {
+      const job = randomUUID();
+      await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 2, outcome: 'fanned-out' }]);
+      await t.db.jobs.recordOutcomes([
+        { pushId: derivePushId(job, 'a'), jobId: job, outcome: 'delivered' },
+        { pushId: derivePushId(job, 'b'), jobId: job, outcome, ...(outcome !== 'delivered' && { code: outcome === 'failed' ? 'provider-rejected' : 'retries-exhausted' }) },
+      ]);
+      expect(await state(job)).toBe('done');
+      return job;
+    };
+    const delivered = await done('delivered');
+    expect(await cancelJobFully(t.db, delivered)).toMatchObject({ known: true, alreadyDone: true });
+    expect(await state(delivered)).toBe('done');
+    for (const outcome of ['failed', 'parked'] as const) {
+      const job = await done(outcome);
+      expect(await cancelJobFully(t.db, job), outcome).toMatchObject({ known: true, alreadyDone: false });
+      expect(await state(job), outcome).toBe('cancelled');
+    }
   });
 });
