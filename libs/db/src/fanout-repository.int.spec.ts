@@ -116,6 +116,14 @@ describe('fan-out checkpoints', () => {
     await fanouts.finishChunk(job, 0);
     await fanouts.recordPark(job, 1, 'delivery-limit', 'chunk 1: x');
     expect(await status(job)).toMatchObject({ state: 'sending', inFlight: 2, jobParked: { code: 'delivery-limit' } });
+    // Chunk 0's pushes delivered; chunk 1's, planned and then parked, have no outcome coming: done.
+    await t.db.jobs.recordOutcomes(['1', '2'].map((d) => ({ pushId: derivePushId(job, d), jobId: job, outcome: 'delivered' as const })));
+    const other = randomUUID();
+    await begin(other, 5);
+    await fanouts.linkNext(other, 0, null);
+    expect(await fanouts.recordChunk(other, 0, { devices: 3, targeted: 3, noDevice: 0, emitted: 3, outcomes: [], planned: NONE })).toBe('recorded');
+    await fanouts.recordPark(other, 0, 'retries-exhausted', 'chunk 0: publish failed');
+    expect(await status(other)).toMatchObject({ state: 'done', inFlight: 3, jobParked: { code: 'retries-exhausted' } });
   });
 
   it('cancel stops the chain: a chunk is refused after it, the pushers see the job, the status says cancelled', async () => {

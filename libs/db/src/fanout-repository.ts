@@ -71,6 +71,11 @@ export interface FanoutProgress {
   expanded: number;
   chunks: number;
   chunksDone: number;
+  /**
+   * Pushes of chunks whose task is parked and which are not done (job status only): planned, maybe
+   * never published, so with no outcome coming until the task is replayed.
+   */
+  parkedEmitted?: number;
 }
 
 export interface RunningFanout extends FanoutProgress {
@@ -209,14 +214,19 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
     },
     recordPark: (jobId, chunkNo, code, reason) =>
       // The job's row first, like every statement on jobs (recordChunk holds it while it writes the chunk).
+      // The chunk is marked only while not done (a copy finishing it meanwhile is waited for and
+      // re-read), and the job only if the chunk was: a done chunk left marked kept the park for good.
       db.transaction().execute(async (trx) => {
+        await sql`select id from jobs where id = ${jobId} for update`.execute(trx);
         const { rows } = await sql`
-          update jobs set demux_outcome = ${PARKED_PREFIX + code}, demux_reason = ${reason}
-          where id = ${jobId} and (demux_outcome = 'fanned-out' or demux_outcome like ${`${PARKED_PREFIX}%`})
+          update fanout_chunks set parked = true
+          where job_id = ${jobId} and chunk_no = ${chunkNo} and state <> 'done'
             and exists (select 1 from fanouts f where f.job_id = ${jobId} and f.state = 'expanding')
-            and exists (select 1 from fanout_chunks c where c.job_id = ${jobId} and c.chunk_no = ${chunkNo} and c.state <> 'done')
-          returning id`.execute(trx);
-        if (rows.length > 0) await sql`update fanout_chunks set parked = true where job_id = ${jobId} and chunk_no = ${chunkNo}`.execute(trx);
+          returning chunk_no`.execute(trx);
+        if (rows.length === 0) return;
+        await sql`
+          update jobs set demux_outcome = ${PARKED_PREFIX + code}, demux_reason = ${reason}
+          where id = ${jobId} and (demux_outcome = 'fanned-out' or demux_outcome like ${`${PARKED_PREFIX}%`})`.execute(trx);
       }),
     cancel: (jobId) =>
       db.transaction().execute(async (trx) => {

@@ -20,6 +20,18 @@ describe('job records', () => {
     expect(again.get(b)).toEqual({ kind: 'new' });
   });
 
+  it("marks only the record a job was accepted as: one forgotten and taken by another app meanwhile stays that app's", async () => {
+    const id = randomUUID();
+    const mine = { id, app: 'demo', team: 't', contentHash: Buffer.from('mine') };
+    await t.db.jobs.accept([mine]);
+    await t.db.jobs.forget([id]);
+    expect((await t.db.jobs.accept([{ id, app: 'other', team: 't', contentHash: Buffer.from('theirs') }])).get(id)).toEqual({ kind: 'new' });
+    await t.db.jobs.markPublished([mine]);
+    expect(await t.db.jobs.get(id)).toMatchObject({ app: 'other', publishedAt: null });
+    await t.db.jobs.markPublished([{ ...mine, app: 'other', contentHash: Buffer.from('theirs') }]);
+    expect((await t.db.jobs.get(id))?.publishedAt).not.toBeNull();
+  });
+
   it('accepts a single id once, through the same check as a batch', async () => {
     const id = randomUUID();
     expect(await t.db.jobs.accept([{ id, app: 'demo', team: 't' }])).toEqual(new Map([[id, { kind: 'new' }]]));

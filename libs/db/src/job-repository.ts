@@ -135,7 +135,8 @@ const RESTORE_PUBLISHED = {
     select i.id, i.app, i.team, i.content_hash, now()
     from unnest($1::text[], $2::text[], $3::text[], $4::bytea[]) as i(id, app, team, content_hash)
     order by i.id
-    on conflict (id) do update set published_at = now() where jobs.published_at is null`,
+    on conflict (id) do update set published_at = now()
+      where jobs.published_at is null and jobs.app = excluded.app and jobs.content_hash is not distinct from excluded.content_hash`,
 };
 
 const recordColumns = (jobs: readonly JobIdRecord[]): unknown[] => [
@@ -172,12 +173,18 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
     },
     async markPublished(jobs) {
       if (jobs.length === 0) return;
+      // Only the record this job was accepted as (its app and digest): one forgotten meanwhile and
+      // taken by another request, for another app or content, is not that request's to be marked.
+      const [ids, apps, , hashes] = recordColumns(jobs);
       const { rows: marked } = await sql<{ id: string }>`
-        with target as (select id from jobs where id = any(${jobs.map((j) => j.id)}::text[]) and published_at is null order by id for update)
+        with i as (select * from unnest(${ids}::text[], ${apps}::text[], ${hashes}::bytea[]) as i(id, app, content_hash)),
+        target as (
+          select j.id from jobs j join i on i.id = j.id and i.app = j.app and j.content_hash is not distinct from i.content_hash
+          where j.published_at is null order by j.id for update of j)
         update jobs set published_at = now() from target where jobs.id = target.id
         returning jobs.id`.execute(db);
-      // Not marked: published already (another request's mark), or gone. One row per id: ON CONFLICT
-      // DO UPDATE cannot touch a row twice in one statement.
+      // Not marked: published already (another request's mark), gone, or another's. One row per id:
+      // ON CONFLICT DO UPDATE cannot touch a row twice in one statement.
       const done = new Set(marked.map((r) => r.id));
       const gone = [...new Map(jobs.filter((j) => !done.has(j.id)).map((j) => [j.id, j])).values()];
       if (gone.length > 0) await pool.query({ ...RESTORE_PUBLISHED, values: recordColumns(gone) });
@@ -276,9 +283,11 @@ async function jobStatus(db: Kysely<HeraldTables>, id: string): Promise<JobStatu
     select j.id, j.app, j.accepted_at, j.published_at, j.targeted, j.demux_outcome, j.notices, j.no_device, j.demux_reason, j.cancelled_at,
       (select count(*) from scheduled_pushes s where s.job_id = j.id)::int as scheduled,
       (select json_build_object('state', f.state, 'audience', f.audience, 'size', f.audience_size, 'exact', f.size_exact,
-          'expanded', coalesce(c.expanded, 0), 'chunks', coalesce(c.chunks, 0), 'chunksDone', coalesce(c.done, 0))
+          'expanded', coalesce(c.expanded, 0), 'chunks', coalesce(c.chunks, 0), 'chunksDone', coalesce(c.done, 0),
+          'parkedEmitted', coalesce(c.parked_emitted, 0))
         from fanouts f left join lateral (
-          select sum(devices) filter (where state <> 'pending') as expanded, count(*) as chunks, count(*) filter (where state = 'done') as done
+          select sum(devices) filter (where state <> 'pending') as expanded, count(*) as chunks, count(*) filter (where state = 'done') as done,
+            sum(emitted) filter (where parked and state <> 'done') as parked_emitted
           from fanout_chunks where job_id = f.job_id) c on true
         where f.job_id = j.id) as fanout,
       coalesce((

@@ -34,6 +34,31 @@ describe('job outcomes while PostgreSQL refuses them', () => {
     expect(store.stored.map((e) => [e.deviceId, e.outcome])).toEqual([['1', 'delivered'], ['2', 'invalid']]);
   });
 
+  it('writes one flush at a time, so a refused older outcome of a push never lands after its newer one', async () => {
+    // The first write is slow and refused (a failover): a second flush meanwhile waits for it, then
+    // writes the kept older outcome and the newer one together, the newer last.
+    const stored: PushOutcomeEntry[] = [];
+    let calls = 0;
+    const recorder = createJobOutcomeRecorder(
+      {
+        recordOutcomes: async (entries) => {
+          if (calls++ === 0) {
+            await new Promise((r) => setTimeout(r, 50));
+            throw new Error('ECONNRESET');
+          }
+          stored.push(...entries);
+        },
+      },
+      logger,
+    );
+    recorder.noteEntry({ ...push(1), outcome: 'parked', code: 'retries-exhausted' });
+    const first = recorder.flush();
+    recorder.note(push(1), 'cancelled');
+    await Promise.all([first, recorder.flush()]);
+    await recorder.flush();
+    expect(stored.map((e) => e.outcome).at(-1)).toBe('cancelled');
+  });
+
   it('keeps at most its bound through a long outage, the newest', async () => {
     const store = flakyStore(3);
     const recorder = createJobOutcomeRecorder(store, logger, 2);

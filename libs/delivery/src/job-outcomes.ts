@@ -45,6 +45,23 @@ export const MAX_PENDING_OUTCOMES = 50_000;
  */
 export function createJobOutcomeRecorder(store: JobOutcomeStore, logger: Logger, maxPending = MAX_PENDING_OUTCOMES): JobOutcomeRecorder {
   let pending: PushOutcomeEntry[] = [];
+  const write = async (): Promise<void> => {
+    if (pending.length === 0) return;
+    const batch = pending;
+    pending = [];
+    try {
+      await store.recordOutcomes(batch);
+    } catch (err) {
+      // Ahead of what was noted since, so a push's later outcome still wins.
+      pending = [...batch, ...pending];
+      const dropped = Math.max(0, pending.length - maxPending);
+      if (dropped > 0) pending = pending.slice(dropped);
+      logger.warn({ err, pushes: batch.length, kept: pending.length, dropped }, 'job status not recorded for these pushes yet: kept for the next flush');
+    }
+  };
+  // One write at a time (batches, parks, the timer and the stop all flush): two at once, the older
+  // batch refused and kept, or written after the newer, would let a push's older outcome win.
+  let writing: Promise<void> = Promise.resolve();
   return {
     note(push, outcome, detail) {
       pending.push(outcomeEntry(push, outcome, detail));
@@ -52,19 +69,9 @@ export function createJobOutcomeRecorder(store: JobOutcomeStore, logger: Logger,
     noteEntry(entry) {
       pending.push(entry);
     },
-    async flush() {
-      if (pending.length === 0) return;
-      const batch = pending;
-      pending = [];
-      try {
-        await store.recordOutcomes(batch);
-      } catch (err) {
-        // Ahead of what was noted since, so a push's later outcome still wins.
-        pending = [...batch, ...pending];
-        const dropped = Math.max(0, pending.length - maxPending);
-        if (dropped > 0) pending = pending.slice(dropped);
-        logger.warn({ err, pushes: batch.length, kept: pending.length, dropped }, 'job status not recorded for these pushes yet: kept for the next flush');
-      }
+    flush() {
+      writing = writing.then(write);
+      return writing;
     },
   };
 }
