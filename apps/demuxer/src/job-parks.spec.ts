@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { JobPark } from '@herald/db';
 import type { InboundMessage } from '@herald/messaging';
-import { parkedJobOf, recordParkedFanoutTasks, recordParkedJobs } from './job-parks.ts';
+import { createLogger } from '@herald/logging';
+import { createParkWrites, parkedJobOf, recordParkedFanoutTasks, recordParkedJobs } from './job-parks.ts';
 
 const message = (body: string): InboundMessage => ({
   body: Buffer.from(body),
@@ -37,5 +38,44 @@ describe('parked fan-out chunk tasks in their job status', () => {
     await record({ message: message('{"jobId": '), code: 'malformed-json', reason: 'x' });
     await record({ message: message(JSON.stringify({ chunk: 1 })), code: 'schema', reason: 'x' });
     expect(written).toEqual([['j1', 3, 'delivery-limit', 'chunk 3: delivered 5 times']]);
+  });
+});
+
+describe('park records while PostgreSQL refuses them', () => {
+  const logger = createLogger({ service: 'job-parks-spec', level: 'silent' });
+
+  it('keeps a park record PostgreSQL refused and writes it on a later try, the hook answering at once', async () => {
+    const written: JobPark[] = [];
+    let refusing = true;
+    const jobs = {
+      recordJobParks: async (e: readonly JobPark[]) => {
+        if (refusing) throw new Error('the database system is in recovery mode');
+        written.push(...e);
+      },
+    };
+    const writes = createParkWrites(logger, 20);
+    const record = recordParkedJobs(jobs, writes.write);
+    await record({ message: message(JSON.stringify({ id: 'j1', app: 'demo' })), code: 'delivery-limit', reason: 'x' });
+    await new Promise((r) => setTimeout(r, 60));
+    expect(written).toEqual([]);
+    refusing = false;
+    await new Promise((r) => setTimeout(r, 60));
+    expect(written).toEqual([{ id: 'j1', app: 'demo', code: 'delivery-limit', reason: 'x' }]);
+    await writes.stop();
+  });
+
+  it('tries what it kept once more at stop, and keeps at most its bound, the newest', async () => {
+    const done: string[] = [];
+    let refusing = true;
+    const writes = createParkWrites(logger, 60_000, 2);
+    for (const name of ['a', 'b', 'c']) {
+      await writes.write(async () => {
+        if (refusing) throw new Error('ECONNREFUSED');
+        done.push(name);
+      });
+    }
+    refusing = false;
+    await writes.stop();
+    expect(done).toEqual(['b', 'c']);
   });
 });

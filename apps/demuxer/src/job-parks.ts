@@ -1,6 +1,62 @@
 import { jsonObjectOf } from '@herald/contracts';
 import type { FanoutRepository, JobPark } from '@herald/db';
+import type { Logger } from '@herald/logging';
 import type { ParkedNotice } from '@herald/messaging';
+
+/** Runs a park's record write; one PostgreSQL refused is kept and tried again (createParkWrites). */
+export type ParkWrite = (write: () => Promise<void>) => Promise<void>;
+
+/** Writes a park's record once, as it comes (specs). */
+export const writeOnce: ParkWrite = (write) => write();
+
+/** Park records kept for another try while PostgreSQL refuses them (about 300 bytes each). */
+export const MAX_KEPT_PARK_WRITES = 10_000;
+
+/**
+ * Park records the demuxer could not write (PostgreSQL refused: a failover) kept and tried again
+ * every `intervalMs` and at stop, oldest first. The messaging lib acks a parked input once its
+ * parked copy is confirmed, whatever the hook does: dropped, the job read expanding for good (never
+ * pruned, for a fan-out). The writes are idempotent (an upsert, guarded updates), so one tried
+ * again after the job moved on changes nothing. Past MAX_KEPT_PARK_WRITES the oldest go, with a warning.
+ */
+export function createParkWrites(logger: Logger, intervalMs = 5_000, max = MAX_KEPT_PARK_WRITES): { write: ParkWrite; stop(): Promise<void> } {
+  let kept: Array<() => Promise<void>> = [];
+  // A new one last; one a retry found still refused back in front, so the oldest go first.
+  const keep = (write: () => Promise<void>, err: unknown, front: boolean): void => {
+    kept = front ? [write, ...kept] : [...kept, write];
+    const dropped = Math.max(0, kept.length - max);
+    if (dropped > 0) kept = kept.slice(dropped);
+    logger.warn({ err, kept: kept.length, dropped }, 'a parked message could not be recorded in its job status yet: kept for another try');
+  };
+  const retry = async (): Promise<void> => {
+    while (kept.length > 0) {
+      const [next, ...rest] = kept;
+      kept = rest;
+      try {
+        await (next as () => Promise<void>)();
+      } catch (err) {
+        keep(next as () => Promise<void>, err, true);
+        return;
+      }
+    }
+  };
+  let retrying: Promise<void> = Promise.resolve();
+  const timer = setInterval(() => void (retrying = retrying.then(retry)), intervalMs);
+  timer.unref();
+  return {
+    async write(write) {
+      try {
+        await write();
+      } catch (err) {
+        keep(write, err, false);
+      }
+    },
+    async stop() {
+      clearInterval(timer);
+      await (retrying = retrying.then(retry));
+    },
+  };
+}
 
 /**
  * The job a parked message carried, read leniently: a job that broke its contract but still names
@@ -18,12 +74,12 @@ export function parkedJobOf(body: Buffer): Pick<JobPark, 'id' | 'app'> | undefin
  * push.fanout's onParked: a parked chunk task stops its fan-out (no later chunk is read until it is
  * replayed), so the job shows `parked: <code>` with the chunk and the reason, not expanding forever.
  */
-export function recordParkedFanoutTasks(fanouts: Pick<FanoutRepository, 'recordPark'>): (notice: ParkedNotice) => Promise<void> {
+export function recordParkedFanoutTasks(fanouts: Pick<FanoutRepository, 'recordPark'>, write: ParkWrite = writeOnce): (notice: ParkedNotice) => Promise<void> {
   return async ({ message, code, reason }) => {
     const { jobId, chunk } = jsonObjectOf(message.body) ?? {};
     // A task naming no job and chunk (never one Herald wrote) has no fan-out to mark.
     if (typeof jobId !== 'string' || jobId.length === 0 || !Number.isSafeInteger(chunk)) return;
-    await fanouts.recordPark(jobId, chunk as number, code, `chunk ${chunk as number}: ${reason}`);
+    await write(() => fanouts.recordPark(jobId, chunk as number, code, `chunk ${chunk as number}: ${reason}`));
   };
 }
 
@@ -31,11 +87,14 @@ export function recordParkedFanoutTasks(fanouts: Pick<FanoutRepository, 'recordP
  * push.jobs' onParked: every job the messaging lib parks (the demuxer's own parks, a retry that
  * ran out, the delivery limit) is shown in its status as `parked: <code>` with the reason.
  */
-export function recordParkedJobs(jobs: {
-  recordJobParks(entries: readonly JobPark[]): Promise<void>;
-}): (notice: ParkedNotice) => Promise<void> {
+export function recordParkedJobs(
+  jobs: {
+    recordJobParks(entries: readonly JobPark[]): Promise<void>;
+  },
+  write: ParkWrite = writeOnce,
+): (notice: ParkedNotice) => Promise<void> {
   return async ({ message, code, reason }) => {
     const job = parkedJobOf(message.body);
-    if (job !== undefined) await jobs.recordJobParks([{ ...job, code, reason }]);
+    if (job !== undefined) await write(() => jobs.recordJobParks([{ ...job, code, reason }]));
   };
 }

@@ -16,7 +16,7 @@ import { runService, startPruner } from '@herald/runtime';
 import { demuxerConfig } from './config.ts';
 import { createDemuxerHandler } from './demuxer.ts';
 import { createDemuxerMetrics } from './demuxer-metrics.ts';
-import { recordParkedFanoutTasks, recordParkedJobs } from './job-parks.ts';
+import { createParkWrites, recordParkedFanoutTasks, recordParkedJobs } from './job-parks.ts';
 import { WaveMonitor } from './wave-monitor.ts';
 import { createAudienceSource } from './audience-reader.ts';
 import { createFanoutChunkHandler } from './fanout-chunk.ts';
@@ -47,6 +47,8 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     packMax: config.PUSH_PACK_SIZE,
     partUsers: config.DEMUXER_BATCH_USERS,
   });
+  // Parks recorded in their jobs' status, kept and tried again while PostgreSQL refuses them.
+  const parkWrites = createParkWrites(logger);
   // Audience jobs' chunks (ADR 0013): shared by every demuxer, one checkpointed chunk per task.
   const expand = createFanoutChunkHandler({ fanouts, audiences, publisher: broker.publisher, scheduling, metrics, logger, chunkSize: config.FANOUT_CHUNK_SIZE, packMax: config.PUSH_PACK_SIZE });
   const chunks = await broker.consume({
@@ -57,7 +59,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     handle: expand,
     messageError: refusedValueReason,
     deferOn: deferWhileDatabaseUnavailable,
-    onParked: recordParkedFanoutTasks(fanouts),
+    onParked: recordParkedFanoutTasks(fanouts, parkWrites.write),
   });
   const consumer = await broker.consume({
     queue: Queues.jobs,
@@ -68,7 +70,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     // One job whose value the database refuses fails the batch's statements: it is found and retried alone.
     messageError: refusedValueReason,
     deferOn: deferWhileDatabaseUnavailable,
-    onParked: recordParkedJobs(db.jobs),
+    onParked: recordParkedJobs(db.jobs, parkWrites.write),
   });
   // Job status is kept JOB_RETENTION_DAYS after the job's last due time, then the job goes with its
   // outcomes, and so do outcomes written after it went (job-prune.ts): a statement a batch, so every
@@ -92,6 +94,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     stop: async (timeoutMs) => {
       await jobPruner.stop();
       await Promise.all([consumer.stop(timeoutMs), chunks.stop(timeoutMs)]);
+      await parkWrites.stop();
       await broker.close();
       await db.close();
     },
