@@ -30,6 +30,11 @@ describe('job records', () => {
     expect(await t.db.jobs.get(id)).toMatchObject({ app: 'other', publishedAt: null });
     await t.db.jobs.markPublished([{ ...mine, app: 'other', contentHash: Buffer.from('theirs') }]);
     expect((await t.db.jobs.get(id))?.publishedAt).not.toBeNull();
+    // A record without a digest (accepted by an API before 0034) is marked by the same app's mark.
+    const older = randomUUID();
+    await t.db.jobs.accept([{ id: older, app: 'demo', team: 't' }]);
+    await t.db.jobs.markPublished([{ ...mine, id: older }]);
+    expect((await t.db.jobs.get(older))?.publishedAt).not.toBeNull();
   });
 
   it('accepts a single id once, through the same check as a batch', async () => {

@@ -136,7 +136,7 @@ const RESTORE_PUBLISHED = {
     from unnest($1::text[], $2::text[], $3::text[], $4::bytea[]) as i(id, app, team, content_hash)
     order by i.id
     on conflict (id) do update set published_at = now()
-      where jobs.published_at is null and jobs.app = excluded.app and jobs.content_hash is not distinct from excluded.content_hash`,
+      where jobs.published_at is null and jobs.app = excluded.app and (jobs.content_hash = excluded.content_hash) is not false`,
 };
 
 const recordColumns = (jobs: readonly JobIdRecord[]): unknown[] => [
@@ -173,13 +173,14 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
     },
     async markPublished(jobs) {
       if (jobs.length === 0) return;
-      // Only the record this job was accepted as (its app and digest): one forgotten meanwhile and
-      // taken by another request, for another app or content, is not that request's to be marked.
+      // Only the record this job was accepted as (its app and digest; a digest unknown on either side,
+      // as sameContentOf, does not tell them apart): one forgotten meanwhile and taken by another
+      // request, for another app or content, is not that request's to be marked.
       const [ids, apps, , hashes] = recordColumns(jobs);
       const { rows: marked } = await sql<{ id: string }>`
         with i as (select * from unnest(${ids}::text[], ${apps}::text[], ${hashes}::bytea[]) as i(id, app, content_hash)),
         target as (
-          select j.id from jobs j join i on i.id = j.id and i.app = j.app and j.content_hash is not distinct from i.content_hash
+          select j.id from jobs j join i on i.id = j.id and i.app = j.app and (j.content_hash = i.content_hash) is not false
           where j.published_at is null order by j.id for update of j)
         update jobs set published_at = now() from target where jobs.id = target.id
         returning jobs.id`.execute(db);
