@@ -29,13 +29,11 @@ export function createParkWrites(logger: Logger, intervalMs = 5_000, max = MAX_K
     logger.warn({ err, kept: kept.length, dropped }, 'a parked message could not be recorded in its job status yet: kept for another try');
   };
   const retry = async (): Promise<void> => {
-    while (kept.length > 0) {
-      const [next, ...rest] = kept;
-      kept = rest;
+    for (let next = kept.shift(); next !== undefined; next = kept.shift()) {
       try {
-        await (next as () => Promise<void>)();
+        await next();
       } catch (err) {
-        keep(next as () => Promise<void>, err, true);
+        keep(next, err, true);
         return;
       }
     }
