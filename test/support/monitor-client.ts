@@ -1,10 +1,9 @@
+import { opsUrl } from './metrics.ts';
 import type { ServiceProcess } from './service-process.ts';
 
 /** Base URL of a running monitor's dashboard and API (its ops port, from its start-up log line). */
 export function monitorUrl(monitor: ServiceProcess): string {
-  const started = monitor.logs.findLast((l) => typeof l['opsPort'] === 'number');
-  if (started === undefined) throw new Error(`${monitor.name} has not logged its ops port`);
-  return `http://127.0.0.1:${String(started['opsPort'])}`;
+  return opsUrl(monitor);
 }
 
 export interface StatusAlarm {

@@ -54,6 +54,7 @@ await runService('api', config, async ({ logger, registry }) => {
   await server.listen({ port: config.API_PORT, host: config.API_HOST });
   logger.info({ apiPort: (server.server.address() as AddressInfo).port, apiHost: config.API_HOST }, 'HTTP API listening');
   return {
+    ready: () => broker.health(),
     stop: async () => {
       await server.close();
       await jobs.flush();

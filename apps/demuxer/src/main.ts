@@ -91,6 +91,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
     registry,
   });
   return {
+    ready: () => broker.health(),
     stop: async (timeoutMs) => {
       await jobPruner.stop();
       await Promise.all([consumer.stop(timeoutMs), chunks.stop(timeoutMs)]);

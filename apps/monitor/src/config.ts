@@ -17,8 +17,8 @@ const webhookUrl: VarSpec<string | undefined> = {
 export const monitorConfig = {
   ...commonConfig,
   ...pushPackConfig,
-  HTTP_PORT: int('Port for the dashboard, /api, /metrics and /healthz (0 picks a free port)', { default: '9470', min: 0, max: 65535 }),
-  HTTP_HOST: bindAddress('Address the dashboard, /api, /metrics and /healthz listen on (the dashboard and /api need an operator key wherever it listens)'),
+  HTTP_PORT: int('Port for the dashboard, /api, /metrics, /healthz and /readyz (0 picks a free port)', { default: '9470', min: 0, max: 65535 }),
+  HTTP_HOST: bindAddress('Address the dashboard, /api, /metrics, /healthz and /readyz listen on (the dashboard and /api need an operator key wherever it listens)'),
   RABBITMQ_API_URL: urlList(['http', 'https'], 'RabbitMQ management API, with credentials; in a cluster, a comma-separated list of each node’s API (a node that does not answer hands the call to the next)', { default: 'http://guest:guest@127.0.0.1:15672/api' }),
   MONITOR_POLL_MS: int('How often every queue is polled', { default: '5000', min: 100 }),
   MONITOR_THRESHOLDS: thresholds,

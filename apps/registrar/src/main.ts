@@ -45,6 +45,7 @@ await runService('registrar', config, async ({ logger, registry }) => {
     registry,
   });
   return {
+    ready: () => broker.health(),
     stop: async (timeoutMs) => {
       await Promise.all([pruner?.stop(), mutePruner.stop()]);
       await consumer.stop(timeoutMs);

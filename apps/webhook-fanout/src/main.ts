@@ -29,6 +29,7 @@ await runService('webhook-fanout', config, async ({ logger, registry }) => {
     deferOn: deferWhileDatabaseUnavailable,
   });
   return {
+    ready: () => broker.health(),
     stop: async (timeoutMs) => {
       await consumer.stop(timeoutMs);
       await broker.close();

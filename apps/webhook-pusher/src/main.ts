@@ -57,6 +57,7 @@ await runService(name, config, async ({ logger, registry }) => {
   });
   const pruner = startLedgerPruner({ ledger: db.ledger, intervalMs: config.LEDGER_PRUNE_INTERVAL_MS, retentionMs: config.LEDGER_RETENTION_HOURS * 3_600_000, logger, registry });
   return {
+    ready: () => broker.health(),
     stop: async (timeoutMs) => {
       await pruner.stop();
       // Deliveries waiting for budget or a host slot give up at once (deferred).

@@ -82,8 +82,11 @@ function env(s: ServiceSpec): Array<Record<string, unknown>> {
 
 function deployment(s: ServiceSpec): K8sObject {
   const opsPort = s.opsPort ?? OPS_PORT;
-  const probe = (periodSeconds: number, failureThreshold: number): Record<string, unknown> => ({
-    httpGet: { path: '/healthz', port: 'metrics' },
+  // /healthz: the process lives (liveness, start-up); /readyz: it has its RabbitMQ connections and
+  // consumers (readiness: an API pod that lost RabbitMQ leaves the Service; a broker outage does not
+  // restart every pod).
+  const probe = (path: '/healthz' | '/readyz', periodSeconds: number, failureThreshold: number): Record<string, unknown> => ({
+    httpGet: { path, port: 'metrics' },
     periodSeconds,
     timeoutSeconds: 3,
     failureThreshold,
@@ -137,9 +140,9 @@ function deployment(s: ServiceSpec): K8sObject {
                 { name: 'metrics', containerPort: opsPort, protocol: 'TCP' },
                 ...Object.entries(s.ports ?? {}).map(([name, containerPort]) => ({ name, containerPort, protocol: 'TCP' })),
               ],
-              startupProbe: probe(2, 30),
-              readinessProbe: probe(5, 2),
-              livenessProbe: probe(10, 3),
+              startupProbe: probe('/healthz', 2, 30),
+              readinessProbe: probe('/readyz', 5, 2),
+              livenessProbe: probe('/healthz', 10, 3),
               ...(s.preStopSeconds !== undefined
                 ? { lifecycle: { preStop: { exec: { command: ['sleep', String(s.preStopSeconds)] } } } }
                 : {}),

@@ -125,15 +125,15 @@ describe.each(OVERLAYS)('infra/k8s/%s', (dir) => {
     expect(images.size).toBe(1);
   });
 
-  it('gives each Deployment probes on /healthz, memory from the measured RSS, a grace period longer than the drain, a PDB and anti-affinity', () => {
+  it('gives each Deployment start-up and liveness probes on /healthz and a readiness probe on /readyz, memory from the measured RSS, a grace period longer than the drain, a PDB and anti-affinity', () => {
     const config = find(objects, 'ConfigMap', Names.config)['data'] as Record<string, string>;
     const drainMs = Number(config['SHUTDOWN_TIMEOUT_MS']);
     for (const d of byKind(objects, 'Deployment')) {
       const spec = podSpec(d);
       const [container] = spec.containers as Any[];
       const portNames = new Set((container.ports as Any[]).map((p) => p.name));
-      for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
-        expect(container[probe].httpGet, `${d.metadata.name} ${probe}`).toEqual({ path: '/healthz', port: 'metrics' });
+      for (const [probe, path] of [['startupProbe', '/healthz'], ['readinessProbe', '/readyz'], ['livenessProbe', '/healthz']] as const) {
+        expect(container[probe].httpGet, `${d.metadata.name} ${probe}`).toEqual({ path, port: 'metrics' });
       }
       expect(portNames.has('metrics')).toBe(true);
       const preStop = Number(container.lifecycle?.preStop?.exec?.command?.[1] ?? 0);

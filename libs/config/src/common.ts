@@ -40,7 +40,7 @@ export const commonConfig = {
   DATABASE_SCHEMA: str('PostgreSQL schema that holds Herald tables', { default: 'public' }),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace'], 'pino log level', { default: 'info' }),
   LOG_FORMAT: oneOf(['json', 'pretty', 'auto'], 'json, pretty, or auto (pretty only when stdout is a terminal)', { default: 'auto' }),
-  HTTP_PORT: int('Port for /metrics and /healthz (0 picks a free port)', { default: '0', min: 0, max: 65535 }),
-  HTTP_HOST: bindAddress('Address /metrics and /healthz listen on (0.0.0.0: every IPv4 interface, e.g. for a Prometheus on another machine)'),
+  HTTP_PORT: int('Port for /metrics, /healthz and /readyz (0 picks a free port)', { default: '0', min: 0, max: 65535 }),
+  HTTP_HOST: bindAddress('Address /metrics, /healthz and /readyz listen on (0.0.0.0: every IPv4 interface, e.g. for a Prometheus on another machine)'),
   SHUTDOWN_TIMEOUT_MS: int('How long SIGTERM waits for in-flight work before closing', { default: '10000', min: 0 }),
 } as const;

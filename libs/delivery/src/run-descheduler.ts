@@ -23,6 +23,7 @@ export async function runDescheduler(platform: Platform, config: ConfigOf<typeof
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry, consumes: false });
     const descheduler = await startStoreDescheduler(platform, config, { db, broker, logger, registry });
     return {
+      ready: () => broker.health(),
       stop: async () => {
         await descheduler.stop();
         await broker.close();

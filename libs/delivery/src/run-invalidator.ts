@@ -30,6 +30,7 @@ export async function runInvalidator(platform: Platform, config: InvalidatorSett
       messageError: refusedValueReason,
     });
     return {
+      ready: () => broker.health(),
       stop: async (timeoutMs) => {
         await consumer.stop(timeoutMs);
         await broker.close();

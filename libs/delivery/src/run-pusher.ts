@@ -133,6 +133,7 @@ export async function runPusher(
     outcomeFlush.unref();
     const beside = await alongside?.({ db, broker, logger, registry });
     return {
+      ready: () => broker.health(),
       stop: async (timeoutMs) => {
         await beside?.stop();
         await pruner.stop();

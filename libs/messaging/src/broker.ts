@@ -10,7 +10,7 @@ import { declareTopology, placementFor, type QueuePlacement } from './declare-to
 import { createMetrics, type MessagingMetrics } from './metrics.ts';
 import { ConfirmPublisher } from './publisher.ts';
 import { Settler } from './settle.ts';
-import type { Broker, BrokerOptions, ConsumeOptions, Consumer, QueueCounts } from './types.ts';
+import type { Broker, BrokerHealth, BrokerOptions, ConsumeOptions, Consumer, QueueCounts } from './types.ts';
 import type { Logger } from '@herald/logging';
 
 const STOP_ON_CLOSE_MS = 5_000;
@@ -49,6 +49,8 @@ class RabbitBroker implements Broker {
   private readonly consumers = new Set<QueueConsumer>();
   /** One relay per delay queue this process uses (delay-relay.ts), started with the first consumer that needs it. */
   private readonly relays = new Map<string, Promise<QueueConsumer>>();
+  /** The relays that have started (their subscriptions are watched by health()). */
+  private readonly runningRelays = new Set<QueueConsumer>();
   private readonly unwatchPublishing: () => void;
 
   constructor(
@@ -101,6 +103,19 @@ class RabbitBroker implements Broker {
     return counts;
   }
 
+  health(): BrokerHealth {
+    const problems: string[] = [];
+    for (const connection of this.consuming === undefined ? [this.publishing] : [this.publishing, this.consuming]) {
+      const lost = connection.lostSince();
+      if (lost !== undefined) problems.push(`RabbitMQ connection "${connection.name}" lost at ${new Date(lost).toISOString()}; reconnecting`);
+    }
+    for (const consumer of [...this.consumers, ...this.runningRelays]) {
+      const lost = consumer.unsubscribedSince();
+      if (lost !== undefined) problems.push(`not consuming from "${consumer.queue}" since ${new Date(lost).toISOString()}; re-subscribing`);
+    }
+    return { ready: problems.length === 0, problems };
+  }
+
   async close(): Promise<void> {
     const relays = await Promise.all([...this.relays.values()].map((r) => r.catch(() => undefined)));
     await Promise.all([...this.consumers, ...relays].map((c) => c?.stop(STOP_ON_CLOSE_MS)));
@@ -140,7 +155,10 @@ class RabbitBroker implements Broker {
       };
       const settler = new Settler(queue, [], this.publisher, this.metrics, this.logger);
       const relay = new QueueConsumer(options, { connection, settler, metrics: this.metrics, logger: this.logger });
-      started = relay.start().then(() => relay);
+      started = relay.start().then(() => {
+        this.runningRelays.add(relay);
+        return relay;
+      });
       started.catch(() => this.relays.delete(queue));
       this.relays.set(queue, started);
     }

@@ -9,8 +9,12 @@ import { BrokerConnectError } from './errors.ts';
  */
 export interface BrokerConnection {
   readonly model: RecoveringChannelModel;
+  /** The name it carries in RabbitMQ (connection_name). */
+  readonly name: string;
   /** False between a disconnect and the next successful reconnect. */
   isConnected(): boolean;
+  /** When the connection was lost (epoch ms), while it is being re-opened; undefined while connected or closed. */
+  lostSince(): number | undefined;
   isClosed(): boolean;
   /** Whether RabbitMQ is blocking this connection's publishes (connection.blocked: a memory or disk alarm): why, and since when (epoch ms). */
   blocked(): { reason: string; since: number } | undefined;
@@ -60,15 +64,18 @@ export async function openConnection(url: string, connectionName: string, logger
 
 function trackConnection(model: RecoveringChannelModel, connectionName: string, logger: Logger, rotation: BrokerRotation): BrokerConnection {
   let connected = true;
+  let lostAt: number | undefined;
   let closed = false;
   let blocked: { reason: string; since: number } | undefined;
   model.on('disconnect', (err: Error) => {
     connected = false;
+    lostAt ??= Date.now();
     blocked = undefined;
     logger.warn({ err, connectionName }, 'rabbitmq connection lost; recovering');
   });
   model.on('connect', () => {
     connected = true;
+    lostAt = undefined;
     logger.info({ connectionName, broker: redactUrl(rotation.current) }, 'rabbitmq connection recovered');
   });
   model.on('reconnect-scheduled', (info: { attempt: number; delay: number; error: Error }) =>
@@ -87,8 +94,10 @@ function trackConnection(model: RecoveringChannelModel, connectionName: string, 
   model.on('handler-error', (err: Error, event: string) => logger.error({ err, event }, 'error in rabbitmq event listener'));
   return {
     model,
+    name: connectionName,
     isConnected: () => connected && !closed,
     isClosed: () => closed,
+    lostSince: () => (closed ? undefined : lostAt),
     blocked: () => blocked,
     close: async () => {
       closed = true;

@@ -35,6 +35,8 @@ export class QueueConsumer implements Consumer {
   private channel: Channel | undefined;
   private consumerTag: string | undefined;
   private stopping = false;
+  /** When its subscription was lost (epoch ms), while it re-subscribes. */
+  private lostAt: number | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   /** Each subscription's acks (ack-window.ts): batched per tick, multiple-ack where they are contiguous. */
   private readonly acks = new WeakMap<Channel, AckWindow>();
@@ -80,6 +82,11 @@ export class QueueConsumer implements Consumer {
     await this.subscribe();
   }
 
+  /** When its subscription was lost (epoch ms), while it is re-subscribing; undefined while it consumes or once stopped. */
+  unsubscribedSince(): number | undefined {
+    return this.stopping ? undefined : this.lostAt;
+  }
+
   async stop(timeoutMs: number): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
@@ -112,6 +119,7 @@ export class QueueConsumer implements Consumer {
       const { consumerTag } = await channel.consume(this.queue, (msg) => this.onMessage(channel, acks, msg), { noAck: false });
       this.channel = channel;
       this.consumerTag = consumerTag;
+      this.lostAt = undefined;
       if (this.stopping) await channel.close();
     } catch (err) {
       await channel.close().catch(() => undefined);
@@ -162,6 +170,7 @@ export class QueueConsumer implements Consumer {
     if (this.channel !== channel) return;
     this.channel = undefined;
     if (this.stopping) return;
+    this.lostAt = Date.now();
     this.deps.logger.warn({ queue: this.queue }, 'consumer channel closed; re-subscribing when the connection is back');
     void this.resubscribe();
   }

@@ -1,6 +1,7 @@
 export { connectBroker, consumingConnectionName } from './broker.ts';
 export type {
   Broker,
+  BrokerHealth,
   BrokerOptions,
   ConsumeOptions,
   Consumer,

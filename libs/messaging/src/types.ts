@@ -44,7 +44,19 @@ export interface Broker {
    * statistics, which lag by its collection interval. Queues that do not exist are left out.
    */
   queueCounts(queues: readonly string[]): Promise<Map<string, QueueCounts>>;
+  /**
+   * Whether the process has what it needs of RabbitMQ now: not ready while one of its connections
+   * is being re-opened or one of its consumers (delay relays included) is re-subscribing, each
+   * named in `problems` with since when. A process's readiness (/readyz) is built on it.
+   */
+  health(): BrokerHealth;
   close(): Promise<void>;
+}
+
+export interface BrokerHealth {
+  ready: boolean;
+  /** What keeps it from being ready, one line each; empty when ready. */
+  problems: string[];
 }
 
 export interface QueueCounts {

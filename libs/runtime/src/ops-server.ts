@@ -17,8 +17,14 @@ export function createMetricsRegistry(service: string): Registry {
   return registry;
 }
 
-/** Extra routes a service serves beside /metrics and /healthz; returns false for a URL it does not serve. */
+/** Extra routes a service serves beside /metrics, /healthz and /readyz; returns false for a URL it does not serve. */
 export type HttpRoutes = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+/** Whether a process can do its work now, and if not, why (one line each). */
+export interface Readiness {
+  ready: boolean;
+  problems: readonly string[];
+}
 
 export interface OpsServer {
   readonly port: number;
@@ -26,8 +32,9 @@ export interface OpsServer {
 }
 
 /**
- * `/metrics` for Prometheus and `/healthz` (200 while `healthy()` says so, else 503); anything else
- * goes to `routes()` when it returns a handler (the monitor's dashboard), else 404.
+ * `/metrics` for Prometheus; `/healthz`, the liveness check (200 while `healthy()` says so, else
+ * 503); `/readyz`, the readiness check (200 while `ready()` says so, else 503 with its problems);
+ * anything else goes to `routes()` when it returns a handler (the monitor's dashboard), else 404.
  */
 export async function startOpsServer(opts: {
   port: number;
@@ -35,6 +42,7 @@ export async function startOpsServer(opts: {
   host?: string;
   registry: Registry;
   healthy: () => boolean;
+  ready: () => Readiness;
   routes?: () => HttpRoutes | undefined;
 }): Promise<OpsServer> {
   const server: Server = createServer((req, res) => {
@@ -46,6 +54,9 @@ export async function startOpsServer(opts: {
     } else if (req.url === '/healthz') {
       const ok = opts.healthy();
       res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ ok }));
+    } else if (req.url === '/readyz') {
+      const { ready, problems } = opts.ready();
+      res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(ready ? { ok: true } : { ok: false, problems }));
     } else if (opts.routes?.()?.(req, res) !== true) {
       res.writeHead(404).end();
     }

@@ -1,6 +1,7 @@
 import { createLogger, type Logger } from '@herald/logging';
 import type { Registry } from 'prom-client';
-import { createMetricsRegistry, startOpsServer, type HttpRoutes } from './ops-server.ts';
+import { Gauge } from 'prom-client';
+import { createMetricsRegistry, startOpsServer, type HttpRoutes, type Readiness } from './ops-server.ts';
 import { exitOnFatal, onShutdown } from './shutdown.ts';
 
 export interface ServiceSettings {
@@ -20,12 +21,20 @@ export interface ServiceContext {
 export interface RunningService {
   /** Stop consuming, finish in-flight work within timeoutMs, close connections. */
   stop(timeoutMs: number): Promise<void>;
-  /** Routes served on the ops port beside /metrics and /healthz (e.g. a dashboard). */
+  /** Routes served on the ops port beside /metrics, /healthz and /readyz (e.g. a dashboard). */
   http?: HttpRoutes;
+  /**
+   * Whether it can do its work now (/readyz, `herald_ready`): for most services, whether its
+   * RabbitMQ connections are open and its consumers subscribed (Broker.health). Left out, a
+   * started service is always ready (the monitor: it reports what it cannot reach as alarms).
+   */
+  ready?: () => Readiness;
 }
 
+const READY: Readiness = { ready: true, problems: [] };
+
 /**
- * The frame every Herald service shares: logger, metrics, /metrics + /healthz, graceful
+ * The frame every Herald service shares: logger, metrics, /metrics + /healthz + /readyz, graceful
  * shutdown on SIGTERM/SIGINT. `start` builds the service's dependencies and starts consuming.
  */
 export async function runService(
@@ -37,11 +46,25 @@ export async function runService(
   exitOnFatal(logger);
   const registry = createMetricsRegistry(name);
   let healthy = false;
-  let routes: HttpRoutes | undefined = undefined;
-  const ops = await startOpsServer({ port: settings.HTTP_PORT, host: settings.HTTP_HOST, registry, healthy: () => healthy, routes: () => routes });
+  /** The service once started: its routes and its readiness. */
+  let running: RunningService | undefined = undefined;
+  let stopRequested = false;
+  const ready = (): Readiness => {
+    if (stopRequested) return { ready: false, problems: ['stopping'] };
+    if (running === undefined) return { ready: false, problems: ['starting'] };
+    return running.ready?.() ?? READY;
+  };
+  new Gauge({
+    name: 'herald_ready',
+    help: 'Whether the process can do its work now (1) or not (0): /readyz, which names what is missing (a RabbitMQ connection being re-opened, a consumer re-subscribing)',
+    registers: [registry],
+    collect() {
+      this.set(ready().ready ? 1 : 0);
+    },
+  });
+  const ops = await startOpsServer({ port: settings.HTTP_PORT, host: settings.HTTP_HOST, registry, healthy: () => healthy, ready, routes: () => running?.http });
   /** The start-up under way, once begun (a stop asked for before it waits for it). */
   const startUp: { running?: Promise<RunningService> } = {};
-  let stopRequested = false;
   // Heard from before start-up: a SIGTERM while the service starts (a deploy replacing a pod that
   // is still starting) waits for it to finish, then stops it gracefully. Node's default ended the
   // process at once, with a pusher already consuming and sending.
@@ -63,6 +86,6 @@ export async function runService(
   }
   // A stop asked for during start-up goes on now: the service never reads healthy.
   healthy = !stopRequested;
-  routes = service.http;
+  running = service;
   logger.info({ opsPort: ops.port, opsHost: settings.HTTP_HOST }, `${name} started`);
 }

@@ -1,0 +1,71 @@
+import { managementRequest, waitFor } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metric, opsUrl } from '../support/metrics.ts';
+import type { ServiceProcess } from '../support/service-process.ts';
+import { startSystem, type System } from '../support/system.ts';
+
+interface Probe {
+  status: number;
+  body: { ok: boolean; problems?: string[] };
+}
+
+async function probe(service: ServiceProcess, path: '/healthz' | '/readyz'): Promise<Probe> {
+  const res = await fetch(`${opsUrl(service)}${path}`);
+  return { status: res.status, body: (await res.json()) as Probe['body'] };
+}
+
+/**
+ * /healthz says the process lives (Kubernetes' liveness: restart it when not); /readyz says it can
+ * do its work now (readiness: RabbitMQ connected, every consumer subscribed), with what is
+ * missing, and `herald_ready` says the same to Prometheus.
+ */
+describe('readiness: /readyz and herald_ready follow what a service has of RabbitMQ', () => {
+  let sys: System;
+  const mgmt = (method: string, path: string, body?: unknown) => managementRequest(method, path, body, sys.managementApi);
+  const permissions = () => `/permissions/${encodeURIComponent(sys.vhost.name)}/guest`;
+
+  /** Force-closes the connection a service named `connectionName` (its server-side name is found by the management API). */
+  async function forceClose(connectionName: string): Promise<void> {
+    const name = await waitFor(`connection ${connectionName}`, async () => {
+      const open = await (await mgmt('GET', `/vhosts/${encodeURIComponent(sys.vhost.name)}/connections`)).json<Array<{ name: string; client_properties?: { connection_name?: string } }>>();
+      return open.find((c) => c.client_properties?.connection_name === connectionName)?.name;
+    });
+    expect((await mgmt('DELETE', `/connections/${encodeURIComponent(name)}`)).ok).toBe(true);
+  }
+
+  beforeAll(async () => {
+    sys = await startSystem({ only: ['registrar', 'monitor'] });
+  });
+  afterAll(async () => {
+    await mgmt('PUT', permissions(), { configure: '.*', write: '.*', read: '.*' }).catch(() => undefined);
+    await sys?.stop();
+  });
+
+  it('a started service is ready; one whose RabbitMQ connection cannot be re-opened is not, naming it, and is ready again once it is back; it stays live throughout', async () => {
+    const registrar = sys.service('registrar');
+    const monitor = sys.service('monitor');
+    for (const s of [registrar, monitor]) {
+      expect(await probe(s, '/readyz'), s.name).toEqual({ status: 200, body: { ok: true } });
+      expect(await metric(s, 'herald_ready'), s.name).toBe(1);
+    }
+
+    // Without permission on the vhost no connection to it can be re-opened.
+    await mgmt('DELETE', permissions());
+    await forceClose('registrar.consume');
+    await forceClose('herald-monitor');
+    const down = await waitFor('the registrar unready', async () => {
+      const p = await probe(registrar, '/readyz');
+      return p.status === 503 ? p : undefined;
+    });
+    expect(down.body.ok).toBe(false);
+    expect(down.body.problems).toContainEqual(expect.stringMatching(/^RabbitMQ connection "registrar\.consume" lost at .*Z; reconnecting$/));
+    expect(await metric(registrar, 'herald_ready')).toBe(0);
+    expect(await probe(registrar, '/healthz')).toEqual({ status: 200, body: { ok: true } });
+    // The monitor reports what it cannot reach as alarms: it stays ready, its dashboard up.
+    expect(await probe(monitor, '/readyz')).toEqual({ status: 200, body: { ok: true } });
+
+    await mgmt('PUT', permissions(), { configure: '.*', write: '.*', read: '.*' });
+    await waitFor('the registrar ready again', async () => (await probe(registrar, '/readyz')).status === 200, { timeoutMs: 30_000 });
+    expect(await metric(registrar, 'herald_ready')).toBe(1);
+  });
+});
