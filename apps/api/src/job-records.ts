@@ -59,6 +59,12 @@ export function createJobRecords(jobs: JobRepository, logger: Logger) {
       for (const r of records) unrecorded.add(r.id);
       marks.add(records);
     },
+    /** As the repository's, with the jobs this process saw confirmed whose marks are not written yet. */
+    async publishedBefore(items: readonly JobIdRecord[]): Promise<ReadonlySet<string>> {
+      const seen = items.filter((i) => unrecorded.has(i.id)).map((i) => i.id);
+      const recorded = await jobs.publishedBefore(items.filter((i) => !unrecorded.has(i.id)));
+      return new Set([...seen, ...recorded]);
+    },
     /** A job this process saw confirmed (its mark not written yet) is not forgotten. */
     forget: (ids: readonly string[]): Promise<void> => jobs.forget(ids.filter((id) => !unrecorded.has(id))),
     /** Write the marks still waiting (at shutdown). */

@@ -15,6 +15,8 @@ export interface JobServiceDeps {
      */
     markPublished(jobs: readonly JobIdRecord[]): void;
     forget(ids: readonly string[]): Promise<void>;
+    /** The ids among these published before for the same app with the same content (JobRepository.publishedBefore). */
+    publishedBefore(jobs: readonly JobIdRecord[]): Promise<ReadonlySet<string>>;
     get(id: string): Promise<JobRecord | undefined>;
     status(id: string): Promise<JobStatusRecord | undefined>;
     pushes(id: string, page: { limit: number; after?: string }): Promise<PushRecord[]>;
@@ -163,13 +165,20 @@ async function publishAll(jobs: readonly PushJob[], records: ReadonlyMap<string,
 export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobServiceDeps, timings: PublishTimings = {}): Promise<JobAccepted[]> {
   const acceptedAt = (deps.now?.() ?? new Date()).toISOString();
   const jobs = validateJobs(body, acceptedAt, deps);
-  const apps = new Map<string, AppRow>();
-  for (const app of new Set(jobs.map((j) => j.app))) apps.set(app, await checkApp(deps, key, app));
+  const appIds = new Set(jobs.map((j) => j.app));
+  for (const app of appIds) requireApp(key, app);
   const prefix = body instanceof ValidatedJobs ? '' : 'jobs.';
-  await checkConformance(jobs, apps, new Date(acceptedAt), prefix, deps);
-  await checkAudiences(jobs, deps, prefix);
-  const recording = performance.now();
   const records = new Map(jobs.map((j): [string, JobIdRecord] => [j.id, { id: j.id, app: j.app, team: key.team, contentHash: jobContentHash(j) }]));
+  try {
+    await checkTargets(jobs, appIds, key, new Date(acceptedAt), prefix, deps);
+  } catch (err) {
+    // A retry of jobs accepted and published before (the answer was lost) is told so, whatever
+    // changed since (the app disabled, a browser registered, the topic deleted): refused, its
+    // publisher would take a job on its way for one never sent. A key without the app is refused above.
+    if (err instanceof ApiError && (await deps.jobs.publishedBefore([...records.values()])).size === jobs.length) return answers(jobs, new Set(), acceptedAt);
+    throw err;
+  }
+  const recording = performance.now();
   const accepted = await deps.jobs.accept([...records.values()]);
   timings.recordMs = performance.now() - recording;
   const conflict = conflicts(jobs, accepted, prefix);
@@ -188,7 +197,19 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   } finally {
     if (unpublished.length > 0) timings.confirmMs = performance.now() - confirming;
   }
-  const published = new Set(unpublished.map((j) => j.id));
+  return answers(jobs, new Set(unpublished.map((j) => j.id)), acceptedAt);
+}
+
+/** What may have changed since a job was first accepted: its app (gone, disabled), the rules it is held to now, its topic. */
+async function checkTargets(jobs: readonly PushJob[], appIds: ReadonlySet<string>, key: ApiKeyRow, acceptedAt: Date, prefix: string, deps: JobServiceDeps): Promise<void> {
+  const apps = new Map<string, AppRow>();
+  for (const app of appIds) apps.set(app, await checkApp(deps, key, app));
+  await checkConformance(jobs, apps, acceptedAt, prefix, deps);
+  await checkAudiences(jobs, deps, prefix);
+}
+
+/** Each job's answer: `published` holds those this request published, the others are duplicates. */
+function answers(jobs: readonly PushJob[], published: ReadonlySet<string>, acceptedAt: string): JobAccepted[] {
   return jobs.map((j) => {
     const notices = jobNotices(j, new Date(acceptedAt));
     return { id: j.id, duplicate: !published.has(j.id), ...(notices.length > 0 && { notices }) };

@@ -86,6 +86,11 @@ export interface JobRepository {
   /** Publishing failed: forget the unpublished record so the caller may try again. */
   forget(ids: readonly string[]): Promise<void>;
   /**
+   * The ids among these recorded as published for the same app with the same content (or a digest
+   * not known: accepted before 0034): reposts of jobs accepted before, read without writing.
+   */
+  publishedBefore(jobs: readonly JobIdRecord[]): Promise<ReadonlySet<string>>;
+  /**
    * The demuxer's result for each job: what it targeted, and the outcomes it decided itself, in one
    * transaction (idempotent upsert). Written before the job's pushes are published, so no outcome
    * is ever counted against a job whose targeted is not yet known. Returns the ids of the jobs
@@ -195,6 +200,14 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
       await sql`
         with target as (select id from jobs where id = any(${[...ids]}::text[]) and published_at is null order by id for update)
         delete from jobs using target where jobs.id = target.id`.execute(db);
+    },
+    async publishedBefore(jobs) {
+      if (jobs.length === 0) return new Set();
+      const given = new Map(jobs.map((j) => [j.id, j]));
+      const rows = await db.selectFrom('jobs').select(['id', 'app', 'content_hash']).where('id', 'in', [...given.keys()]).where('published_at', 'is not', null).execute();
+      return new Set(
+        rows.filter((r) => r.app === given.get(r.id)?.app && sameContentOf(r.content_hash, given.get(r.id)?.contentHash).sameContent !== false).map((r) => r.id),
+      );
     },
     recordDemux: (entries) => recordDemux(db, pool, entries),
     recordCancelled: (pushes) => recordCancelledPushes(db, pushes),

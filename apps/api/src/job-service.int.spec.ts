@@ -9,12 +9,14 @@ import { ApiError } from './api-error.ts';
 import { createJobRecords } from './job-records.ts';
 import { acceptJob, acceptJobs, type JobServiceDeps } from './job-service.ts';
 
-const logger = createLogger({ service: 'job-service-web-test', level: 'silent' });
+const logger = createLogger({ service: 'job-service-test', level: 'silent' });
 let t: TestDatabase;
 let vhost: TestVhost;
 let broker: Broker;
 let deps: JobServiceDeps;
 let records: ReturnType<typeof createJobRecords>;
+/** Ids published since the test last emptied it. */
+let published: string[] = [];
 
 function p256(): string {
   const jwk = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'jwk' });
@@ -31,13 +33,17 @@ beforeAll(async () => {
   // Neither app has VAPID keys of its own; "site" has a browser all the same (signed with the web-pusher's pair), "phones" has none.
   await t.db.apps.upsert({ id: 'site' });
   await t.db.apps.upsert({ id: 'phones' });
+  for (const id of ['paused', 'grown', 'held']) await t.db.apps.upsert({ id });
   await t.db.devices.applyRegistrations([browser('site', 'bea'), { version: 1, kind: 'register', app: 'phones', platform: 'apns', token: 'ab'.repeat(32), userId: 'ann', eventAt: '2025-01-01T00:00:00Z' }]);
   records = createJobRecords(t.db.jobs, logger);
   deps = {
     jobs: records,
     apps: t.db.apps,
     webDevices: { get: (app) => appHasWebDevices(t.db.kysely, app) },
-    publish: (job) => broker.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id }),
+    publish: async (job) => {
+      await broker.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id });
+      published.push(job.id);
+    },
     cancel: () => Promise.resolve(0),
   };
 });
@@ -48,13 +54,17 @@ afterAll(async () => {
   await t.drop();
 });
 
-const key: ApiKeyRow = { id: 'k', team: 'team', apps: ['site', 'phones'], createdAt: new Date(), revokedAt: null, kind: 'team' };
+const key: ApiKeyRow = { id: 'k', team: 'team', apps: ['site', 'phones', 'paused', 'grown', 'held'], createdAt: new Date(), revokedAt: null, kind: 'team' };
 /** About 4,000 bytes of JSON: within APNs' and FCM's 4,096, beyond Web Push's 3,993. */
 const big = { title: 'big', data: { blob: 'x'.repeat(3900) } };
-const job = (app: string, content: object) => ({ id: randomUUID(), app, userId: 'u', category: 'news', content });
+const job = (app: string, content: object = { title: 'hi' }) => ({ id: randomUUID(), app, userId: 'u', category: 'news', content });
 const refusal = async (accepting: Promise<unknown>) => {
   const err = await accepting.then(() => undefined, (e: unknown) => e);
   return err instanceof ApiError ? { status: err.status, issues: err.issues } : err;
+};
+const refusalCode = async (accepting: Promise<unknown>) => {
+  const err = await accepting.then(() => undefined, (e: unknown) => e);
+  return err instanceof ApiError ? { status: err.status, code: err.code } : err;
 };
 
 describe('the HTTP API: Web Push rules for an app without VAPID keys of its own', () => {
@@ -90,5 +100,69 @@ describe('the HTTP API: Live Activity pushes of an app that sends to APNs with a
     expect(await acceptJob(viaToken, both, deps)).toEqual({ id: viaToken.id, duplicate: false });
     const alert = job('certapp', { title: 'Hi' });
     expect(await acceptJob(alert, both, deps)).toEqual({ id: alert.id, duplicate: false });
+  });
+});
+
+/** Published and recorded as published (the marks are written in the background). */
+async function acceptedAndMarked(jobs: ReturnType<typeof job>[]): Promise<void> {
+  const answers = await acceptJobs({ jobs }, key, deps);
+  expect(answers.map((a) => a.duplicate)).toEqual(jobs.map(() => false));
+  await records.flush();
+}
+
+describe('the HTTP API: a retry of a job accepted before, after what it was checked against changed', () => {
+  it('is answered as the duplicate it is after its app was disabled, publishing nothing; a new job of the app is refused', async () => {
+    const first = job('paused');
+    const second = job('paused');
+    await acceptedAndMarked([first, second]);
+    await t.db.apps.upsert({ id: 'paused', enabled: false });
+    published = [];
+
+    expect(await acceptJob(first, key, deps)).toEqual({ id: first.id, duplicate: true });
+    expect(await acceptJobs({ jobs: [second, first] }, key, deps)).toEqual([
+      { id: second.id, duplicate: true },
+      { id: first.id, duplicate: true },
+    ]);
+    expect(published).toEqual([]);
+    // All or none: a batch with one job not accepted before is refused whole.
+    expect(await refusalCode(acceptJobs({ jobs: [first, job('paused')] }, key, deps))).toEqual({ status: 422, code: 'app-disabled' });
+    expect(await refusalCode(acceptJob(job('paused'), key, deps))).toEqual({ status: 422, code: 'app-disabled' });
+    // The same id with other content is no retry.
+    expect(await refusalCode(acceptJob({ ...first, content: { title: 'changed' } }, key, deps))).toEqual({ status: 422, code: 'app-disabled' });
+    expect(published).toEqual([]);
+  });
+
+  it("is a duplicate after the app's first browser made its content too large for Web Push; a new job of that content is refused", async () => {
+    const first = job('grown', big);
+    await acceptedAndMarked([first]);
+    await t.db.devices.applyRegistrations([browser('grown', 'bea')]);
+    expect(await appHasWebDevices(t.db.kysely, 'grown')).toBe(true);
+    published = [];
+    expect(await acceptJob(first, key, deps)).toEqual({ id: first.id, duplicate: true });
+    expect(await refusalCode(acceptJob(job('grown', big), key, deps))).toEqual({ status: 400, code: 'invalid-request' });
+    expect(published).toEqual([]);
+  });
+
+  it('is a duplicate while its published mark waits to be written: this process saw it confirmed', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const slow = createJobRecords({ ...t.db.jobs, markPublished: (jobs) => held.then(() => t.db.jobs.markPublished(jobs)) }, logger);
+    const slowDeps = { ...deps, jobs: slow };
+    const first = job('held');
+    expect(await acceptJob(first, key, slowDeps)).toEqual({ id: first.id, duplicate: false });
+    await t.db.apps.upsert({ id: 'held', enabled: false });
+    try {
+      expect(await acceptJob(first, key, slowDeps)).toEqual({ id: first.id, duplicate: true });
+    } finally {
+      release();
+      await slow.flush();
+    }
+  });
+
+  it('is refused with 403 to a key that lost the app, duplicate or not: a key learns nothing of apps it may not use', async () => {
+    const first = job('site');
+    await acceptedAndMarked([first]);
+    const other: ApiKeyRow = { ...key, apps: ['other'] };
+    expect(await refusalCode(acceptJob(first, other, deps))).toEqual({ status: 403, code: expect.any(String) as unknown });
   });
 });
