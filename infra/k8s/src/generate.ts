@@ -83,8 +83,8 @@ function env(s: ServiceSpec): Array<Record<string, unknown>> {
 function deployment(s: ServiceSpec): K8sObject {
   const opsPort = s.opsPort ?? OPS_PORT;
   // /healthz: the process lives (liveness, start-up); /readyz: it has its RabbitMQ connections and
-  // consumers (readiness: an API pod that lost RabbitMQ leaves the Service; a broker outage does not
-  // restart every pod).
+  // consumers (readiness: a pod without them shows not ready and holds up a rollout; a broker outage
+  // restarts no pod).
   const probe = (path: '/healthz' | '/readyz', periodSeconds: number, failureThreshold: number): Record<string, unknown> => ({
     httpGet: { path, port: 'metrics' },
     periodSeconds,
@@ -141,7 +141,7 @@ function deployment(s: ServiceSpec): K8sObject {
                 ...Object.entries(s.ports ?? {}).map(([name, containerPort]) => ({ name, containerPort, protocol: 'TCP' })),
               ],
               startupProbe: probe('/healthz', 2, 30),
-              readinessProbe: probe('/readyz', 5, 2),
+              readinessProbe: probe(s.servesWithoutBroker === true ? '/healthz' : '/readyz', 5, 2),
               livenessProbe: probe('/healthz', 10, 3),
               ...(s.preStopSeconds !== undefined
                 ? { lifecycle: { preStop: { exec: { command: ['sleep', String(s.preStopSeconds)] } } } }
@@ -191,7 +191,13 @@ function disruptionBudget(s: ServiceSpec): K8sObject {
     kind: 'PodDisruptionBudget',
     metadata: { name: deploymentName(s), labels: labelsOf(s) },
     // A singleton may be evicted (a node drain must not hang on it); the others keep one running.
-    spec: { selector: { matchLabels: selectorOf(s) }, ...(s.replicas.max > 1 ? { minAvailable: 1 } : { maxUnavailable: 1 }) },
+    // A pod not ready (RabbitMQ out for every pod at once) may be evicted all the same: it protects
+    // no work, and a drain must not wait for RabbitMQ to come back.
+    spec: {
+      selector: { matchLabels: selectorOf(s) },
+      ...(s.replicas.max > 1 ? { minAvailable: 1 } : { maxUnavailable: 1 }),
+      unhealthyPodEvictionPolicy: 'AlwaysAllow',
+    },
   };
 }
 

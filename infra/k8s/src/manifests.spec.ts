@@ -125,14 +125,15 @@ describe.each(OVERLAYS)('infra/k8s/%s', (dir) => {
     expect(images.size).toBe(1);
   });
 
-  it('gives each Deployment start-up and liveness probes on /healthz and a readiness probe on /readyz, memory from the measured RSS, a grace period longer than the drain, a PDB and anti-affinity', () => {
+  it('gives each Deployment start-up and liveness probes on /healthz and a readiness probe on /readyz (the API on /healthz), memory from the measured RSS, a grace period longer than the drain, a PDB and anti-affinity', () => {
     const config = find(objects, 'ConfigMap', Names.config)['data'] as Record<string, string>;
     const drainMs = Number(config['SHUTDOWN_TIMEOUT_MS']);
     for (const d of byKind(objects, 'Deployment')) {
       const spec = podSpec(d);
       const [container] = spec.containers as Any[];
       const portNames = new Set((container.ports as Any[]).map((p) => p.name));
-      for (const [probe, path] of [['startupProbe', '/healthz'], ['readinessProbe', '/readyz'], ['livenessProbe', '/healthz']] as const) {
+      const readiness = d.metadata.name === 'herald-api' ? '/healthz' : '/readyz';
+      for (const [probe, path] of [['startupProbe', '/healthz'], ['readinessProbe', readiness], ['livenessProbe', '/healthz']] as const) {
         expect(container[probe].httpGet, `${d.metadata.name} ${probe}`).toEqual({ path, port: 'metrics' });
       }
       expect(portNames.has('metrics')).toBe(true);
@@ -148,6 +149,8 @@ describe.each(OVERLAYS)('infra/k8s/%s', (dir) => {
       ).toEqual((d['spec'] as Any).selector.matchLabels);
       const pdb = find(objects, 'PodDisruptionBudget', d.metadata.name);
       expect((pdb['spec'] as Any).selector.matchLabels).toEqual((d['spec'] as Any).selector.matchLabels);
+      // Pods left not ready by a RabbitMQ outage do not hold up a node drain.
+      expect((pdb['spec'] as Any).unhealthyPodEvictionPolicy, d.metadata.name).toBe('AlwaysAllow');
     }
     for (const s of SERVICES) expect(gracePeriodSeconds(s) * 1000).toBeGreaterThan(drainMs + SHUTDOWN_OVERRUN_MS);
   });

@@ -44,8 +44,14 @@ export interface ServiceSpec {
   cpuUtilisation?: number;
   /** Extra container ports beside metrics (name → port). */
   ports?: Record<string, number>;
-  /** Port of /metrics and /healthz when not the default HTTP_PORT. */
+  /** Port of /metrics, /healthz and /readyz when not the default HTTP_PORT. */
   opsPort?: number;
+  /**
+   * Its readiness probe asks /healthz, not /readyz: its callers are better served by it without
+   * RabbitMQ than by no pod at all (the API answers 503 broker-unavailable to a publish, and its
+   * routes that read PostgreSQL keep working), since RabbitMQ out is out for every pod at once.
+   */
+  servesWithoutBroker?: boolean;
   /** Seconds the pod keeps serving after SIGTERM is sent, so load balancers stop sending first. */
   preStopSeconds?: number;
   /** Literal environment beyond the ConfigMap. */
@@ -177,6 +183,7 @@ export const SERVICES: readonly ServiceSpec[] = [
     queues: [],
     cpuUtilisation: 70,
     ports: { http: 8080 },
+    servesWithoutBroker: true,
     preStopSeconds: 5,
     env: { API_HOST: '0.0.0.0', API_PORT: '8080' },
     secrets: ['HERALD_SECRET_KEY', 'HERALD_ADMIN_KEY'],
