@@ -24,7 +24,8 @@ export function createJobRecords(jobs: JobRepository, logger: Logger) {
       return { kind: 'existing', app: recorded.app, published: false, ...sameContentOf(recorded.contentHash, i.contentHash) };
     });
   });
-  const unrecorded = new Set<string>();
+  /** Jobs this process saw confirmed whose marks are not written yet, as they were accepted. */
+  const unrecorded = new Map<string, JobIdRecord>();
   const marks = backgroundBatcher<JobIdRecord>(
     async (records) => {
       try {
@@ -56,14 +57,17 @@ export function createJobRecords(jobs: JobRepository, logger: Logger) {
       );
     },
     markPublished(records: readonly JobIdRecord[]): void {
-      for (const r of records) unrecorded.add(r.id);
+      for (const r of records) unrecorded.set(r.id, r);
       marks.add(records);
     },
     /** As the repository's, with the jobs this process saw confirmed whose marks are not written yet. */
     async publishedBefore(items: readonly JobIdRecord[]): Promise<ReadonlySet<string>> {
-      const seen = items.filter((i) => unrecorded.has(i.id)).map((i) => i.id);
+      const seen = items.filter((i) => {
+        const r = unrecorded.get(i.id);
+        return r !== undefined && r.app === i.app && sameContentOf(r.contentHash, i.contentHash).sameContent !== false;
+      });
       const recorded = await jobs.publishedBefore(items.filter((i) => !unrecorded.has(i.id)));
-      return new Set([...seen, ...recorded]);
+      return new Set([...seen.map((i) => i.id), ...recorded]);
     },
     /** A job this process saw confirmed (its mark not written yet) is not forgotten. */
     forget: (ids: readonly string[]): Promise<void> => jobs.forget(ids.filter((id) => !unrecorded.has(id))),

@@ -26,9 +26,9 @@ const browser = (app: string, userId: string): Registration =>
   ({ version: 1, kind: 'register', app, platform: 'web', token: `https://fcm.googleapis.com/fcm/send/${app}-${userId}`, userId, keys: { p256dh: p256(), auth: randomBytes(16).toString('base64url') }, eventAt: '2025-01-01T00:00:00Z' }) as Registration;
 
 beforeAll(async () => {
-  t = await createTestDatabase('jobsweb');
-  vhost = await createTestVhost('jobsweb');
-  broker = await connectBroker({ url: vhost.amqpUrl, logger, connectionName: 'job-service-web-test' });
+  t = await createTestDatabase('jobservice');
+  vhost = await createTestVhost('jobservice');
+  broker = await connectBroker({ url: vhost.amqpUrl, logger, connectionName: 'job-service-test' });
   await broker.applyTopology(heraldTopology({ retryDelaysMs: [1000] }));
   // Neither app has VAPID keys of its own; "site" has a browser all the same (signed with the web-pusher's pair), "phones" has none.
   await t.db.apps.upsert({ id: 'site' });
@@ -118,7 +118,9 @@ describe('the HTTP API: a retry of a job accepted before, after what it was chec
     await t.db.apps.upsert({ id: 'paused', enabled: false });
     published = [];
 
-    expect(await acceptJob(first, key, deps)).toEqual({ id: first.id, duplicate: true });
+    const timings: { recordMs?: number } = {};
+    expect(await acceptJob(first, key, deps, timings)).toEqual({ id: first.id, duplicate: true });
+    expect(timings.recordMs).toBeGreaterThan(0); // the read that found it: Server-Timing's record stage
     expect(await acceptJobs({ jobs: [second, first] }, key, deps)).toEqual([
       { id: second.id, duplicate: true },
       { id: first.id, duplicate: true },
@@ -153,10 +155,30 @@ describe('the HTTP API: a retry of a job accepted before, after what it was chec
     await t.db.apps.upsert({ id: 'held', enabled: false });
     try {
       expect(await acceptJob(first, key, slowDeps)).toEqual({ id: first.id, duplicate: true });
+      // The same id with other content, or for another app, is no repost of it.
+      expect(await refusalCode(acceptJob({ ...first, content: { title: 'changed' } }, key, slowDeps))).toEqual({ status: 422, code: 'app-disabled' });
+      expect(await refusalCode(acceptJob({ ...first, app: 'paused' }, key, slowDeps))).toEqual({ status: 422, code: 'app-disabled' });
     } finally {
       release();
       await slow.flush();
     }
+  });
+
+  it('is a duplicate after the scheduling horizon was shortened below its deliverAt; a new job that far ahead is refused', async () => {
+    const far = { at: new Date(Date.now() + 200 * 86_400_000).toISOString() };
+    const first = { ...job('site'), deliverAt: far };
+    expect(await acceptJob(first, key, { ...deps, scheduleHorizonDays: 365 })).toEqual({ id: first.id, duplicate: false });
+    await records.flush();
+    const shorter = { ...deps, scheduleHorizonDays: 90 };
+    expect(await acceptJob(first, key, shorter)).toEqual({ id: first.id, duplicate: true });
+    expect(await refusal(acceptJob({ ...job('site'), deliverAt: far }, key, shorter))).toEqual({
+      status: 400,
+      issues: [{ path: 'deliverAt', message: expect.stringMatching(/more than 90 days ahead$/) as unknown }],
+    });
+    expect(await refusal(acceptJobs({ jobs: [job('site'), { ...job('site'), deliverAt: far }] }, key, shorter))).toEqual({
+      status: 400,
+      issues: [{ path: 'jobs.1.deliverAt', message: expect.stringMatching(/more than 90 days ahead$/) as unknown }],
+    });
   });
 
   it('is refused with 403 to a key that lost the app, duplicate or not: a key learns nothing of apps it may not use', async () => {

@@ -60,15 +60,13 @@ function validateJobs(raw: unknown, acceptedAt: string, deps: JobServiceDeps): P
     const first = seen.get(job.id);
     if (first !== undefined) throw new ApiError(400, 'invalid-request', `jobs.${i}.id: repeats jobs.${first}.id`, [{ path: `jobs.${i}.id`, message: `repeats jobs.${first}.id` }]);
     seen.set(job.id, i);
-    checkJob(job, new Date(acceptedAt), deps, `jobs.${i}.`);
+    checkJob(job, new Date(acceptedAt), `jobs.${i}.`);
   });
   return jobs;
 }
 
-/** Beyond the contract: a schedule Herald can resolve (400 naming the field). */
-function checkJob(job: PushJob, acceptedAt: Date, deps: JobServiceDeps, prefix: string): void {
-  const bad = scheduleProblem(job.deliverAt, acceptedAt, deps.scheduleHorizonDays);
-  if (bad !== undefined) throw new ApiError(400, 'invalid-request', `${prefix}deliverAt: ${bad}`, [{ path: `${prefix}deliverAt`, message: bad }]);
+/** Beyond the contract: a job that can deliver something (400 naming the field). */
+function checkJob(job: PushJob, acceptedAt: Date, prefix: string): void {
   // As the demuxer will read it: the caller's acceptedAt stands when it gave one (never later than now).
   const expires = expiresBeforeDue(job, acceptedAtOf(job, acceptedAt));
   if (expires !== undefined) throw new ApiError(400, 'invalid-request', `${prefix}${expires.path}: ${expires.message}`, [{ path: `${prefix}${expires.path}`, message: expires.message }]);
@@ -99,6 +97,15 @@ async function checkConformance(jobs: readonly PushJob[], apps: ReadonlyMap<stri
     }
     const issues = found.map((issue) => ({ path: `${at}${issue.path}`, message: issue.message }));
     if (issues.length > 0) throw new ApiError(400, 'invalid-request', issues.map((issue) => `${issue.path}: ${issue.message}`).join('; '), issues);
+  }
+}
+
+/** A schedule within the horizon Herald stores pushes for (400 naming the field): a setting, which may have changed since a repost's first acceptance. */
+function checkHorizon(jobs: readonly PushJob[], acceptedAt: Date, prefix: string, deps: JobServiceDeps): void {
+  for (const [i, job] of jobs.entries()) {
+    const bad = scheduleProblem(job.deliverAt, acceptedAt, deps.scheduleHorizonDays);
+    const path = `${prefix === '' ? '' : `${prefix}${i}.`}deliverAt`;
+    if (bad !== undefined) throw new ApiError(400, 'invalid-request', `${path}: ${bad}`, [{ path, message: bad }]);
   }
 }
 
@@ -175,7 +182,7 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
     // A retry of jobs accepted and published before (the answer was lost) is told so, whatever
     // changed since (the app disabled, a browser registered, the topic deleted): refused, its
     // publisher would take a job on its way for one never sent. A key without the app is refused above.
-    if (err instanceof ApiError && (await deps.jobs.publishedBefore([...records.values()])).size === jobs.length) return answers(jobs, new Set(), acceptedAt);
+    if (err instanceof ApiError && (await allPublishedBefore([...records.values()], deps, timings))) return answers(jobs, new Set(), acceptedAt);
     throw err;
   }
   const recording = performance.now();
@@ -200,12 +207,29 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   return answers(jobs, new Set(unpublished.map((j) => j.id)), acceptedAt);
 }
 
-/** What may have changed since a job was first accepted: its app (gone, disabled), the rules it is held to now, its topic. */
+/** What may have changed since a job was first accepted: the scheduling horizon, its app (gone, disabled), the rules it is held to now, its topic. */
 async function checkTargets(jobs: readonly PushJob[], appIds: ReadonlySet<string>, key: ApiKeyRow, acceptedAt: Date, prefix: string, deps: JobServiceDeps): Promise<void> {
+  checkHorizon(jobs, acceptedAt, prefix, deps);
   const apps = new Map<string, AppRow>();
   for (const app of appIds) apps.set(app, await checkApp(deps, key, app));
   await checkConformance(jobs, apps, acceptedAt, prefix, deps);
   await checkAudiences(jobs, deps, prefix);
+}
+
+/**
+ * Whether every one of these jobs was published before for its app with its content. The first
+ * alone is looked up first: a refused post of new jobs (a sender that keeps posting to a disabled
+ * app) costs one read of one row. Timed as the record stage (Server-Timing `record`).
+ */
+async function allPublishedBefore(records: readonly JobIdRecord[], deps: JobServiceDeps, timings: PublishTimings): Promise<boolean> {
+  const reading = performance.now();
+  try {
+    const [first, ...rest] = records;
+    if (first === undefined || (await deps.jobs.publishedBefore([first])).size === 0) return false;
+    return (await deps.jobs.publishedBefore(rest)).size === rest.length;
+  } finally {
+    timings.recordMs = performance.now() - reading;
+  }
 }
 
 /** Each job's answer: `published` holds those this request published, the others are duplicates. */
@@ -220,7 +244,7 @@ function answers(jobs: readonly PushJob[], published: ReadonlySet<string>, accep
 export async function acceptJob(body: unknown, key: ApiKeyRow, deps: JobServiceDeps, timings?: PublishTimings): Promise<JobAccepted> {
   const acceptedAt = (deps.now?.() ?? new Date()).toISOString();
   const job = parseBody(PushJob, stamp(body, acceptedAt));
-  checkJob(job, new Date(acceptedAt), deps, '');
+  checkJob(job, new Date(acceptedAt), '');
   const [result] = await acceptJobs(new ValidatedJobs([job]), key, deps, timings);
   return result as JobAccepted;
 }
