@@ -210,4 +210,35 @@ describe('the monitor raises and clears alarms, and tells a webhook', () => {
     await waitFor('the overdue push delivered', async () => (await delivered(sys.sandbox, { token: d.token })).length === 1);
     expect(await alarmMetric('scheduled-overdue', 'scheduled.apns')).toBe(0);
   });
+
+  it('a restarted monitor says resolved an alarm that ended while it was down, and does not say twice one still firing', async () => {
+    const d: Device = { userId: uniqueUser(), platform: 'apns', token: apnsToken() };
+    await registerDevices(sys, [d]);
+    await sys.service('apns-pusher').stop('SIGTERM');
+    await sys.service('apns-descheduler').stop('SIGTERM');
+    const fault = Date.now();
+    const dueAt = fault + 3_000;
+    await sys.client.publishPushJob(job({ userId: d.userId, deliverAt: { at: new Date(dueAt).toISOString() } }));
+    await sys.client.publishPushJob(job({ userId: d.userId }));
+    await hook.waitFor({ alarm: 'no-consumer', queue: Queues.apnsSend, state: 'firing' }, fault, 30_000);
+    await hook.waitFor({ alarm: 'scheduled-overdue', queue: 'scheduled.apns', state: 'firing' }, fault, 30_000);
+
+    // While the monitor is away the apns-pusher comes back (no-consumer ends); nobody releases the scheduled push.
+    await sys.service('monitor').stop('SIGTERM');
+    await sys.service('apns-pusher').start();
+    await waitFor('the waiting push delivered', async () => (await delivered(sys.sandbox, { token: d.token })).length === 1, { timeoutMs: 30_000 });
+    const restarted = Date.now();
+    await sys.service('monitor').start();
+    const resolved = await hook.waitFor({ alarm: 'no-consumer', queue: Queues.apnsSend, state: 'resolved' }, restarted, 30_000);
+    expect(String(resolved.body['text'])).toMatch(/RESOLVED/);
+    // The overdue scheduled push still fires here (the new monitor's own alarm), and was announced before: not posted again.
+    await waitFor('scheduled-overdue firing in the restarted monitor', async () => (await alarmMetric('scheduled-overdue', 'scheduled.apns')) === 1, { timeoutMs: 30_000 });
+    const firingSince = hook.posts.filter((p) => p.receivedAt >= restarted && p.body['state'] === 'firing').map((p) => `${String(p.body['alarm'])} ${String(p.body['queue'])}`);
+    expect(firingSince).toEqual([]);
+
+    const released = Date.now();
+    await sys.service('apns-descheduler').start();
+    await hook.waitFor({ alarm: 'scheduled-overdue', queue: 'scheduled.apns', state: 'resolved' }, released, 30_000);
+    await waitFor('the scheduled push delivered', async () => (await delivered(sys.sandbox, { token: d.token })).length === 2, { timeoutMs: 30_000 });
+  });
 });

@@ -3,11 +3,11 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { loadConfigOrExit } from '@herald/config';
 import { WorkQueues, pushesPerMessage } from '@herald/contracts';
-import { createDatabase, createFanoutRepository, holdLease } from '@herald/db';
+import { createAnnouncedAlarmStore, createDatabase, createFanoutRepository, holdLease } from '@herald/db';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
 import { runService, within } from '@herald/runtime';
-import { alarmAnnouncer, reannounceFiring } from './alarm-announcer.ts';
+import { alarmAnnouncer } from './alarm-announcer.ts';
 import { monitorConfig } from './config.ts';
 import { dashboardRoutes } from './dashboard-routes.ts';
 import { History } from './history.ts';
@@ -57,7 +57,16 @@ await runService('monitor', config, async ({ logger, registry }) => {
       .finally(() => (connecting = undefined));
     throw new Error('no AMQP connection yet');
   };
-  const announce = alarmAnnouncer({ vhost, logger, metrics, webhook, announces: () => lease.held() || lease.unknown() });
+  const announcer = alarmAnnouncer({
+    vhost,
+    logger,
+    metrics,
+    webhook,
+    announces: () => lease.held() || lease.unknown(),
+    store: createAnnouncedAlarmStore(db.kysely),
+    // An alarm taken over reads as ended only once the scheduled pushes have been read twice since.
+    settleAfterMs: 2 * config.MONITOR_SCHEDULED_POLL_MS,
+  });
   const scheduled = startScheduledCounts({
     db,
     pollMs: config.MONITOR_SCHEDULED_POLL_MS,
@@ -79,9 +88,10 @@ await runService('monitor', config, async ({ logger, registry }) => {
     metrics,
     logger,
     otherConditions: scheduled.conditions,
-    announce,
+    announce: announcer.announce,
+    afterPoll: announcer.settle,
   });
-  onLeaseTaken.push(() => reannounceFiring(monitor.state().alarms, announce));
+  onLeaseTaken.push(() => void announcer.takeOver(() => monitor.state().alarms));
   logger.info({ vhost, pollMs: config.MONITOR_POLL_MS, webhook: webhookUrl !== undefined }, 'watching every Herald queue');
   return {
     http: dashboardRoutes({
@@ -103,7 +113,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
       // lease expires) and the reads of the store end; those two are waited for no longer (a
       // PostgreSQL out of reach could hold them past the stop's guard, which ends the process).
       const draining = webhook?.drain(timeoutMs / 2);
-      await within(Promise.all([scheduled.stop(), lease.stop()]), timeoutMs / 2);
+      await within(Promise.all([scheduled.stop(), lease.stop(), announcer.flush()]), timeoutMs / 2);
       await draining;
       await db.close();
       await connecting;

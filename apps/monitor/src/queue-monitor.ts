@@ -57,6 +57,8 @@ export interface QueueMonitorDeps {
   otherConditions?: () => readonly AlarmCondition[];
   /** Every alarm that fires or resolves (log, metrics and webhook are wired by the caller). */
   announce: (t: AlarmTransition) => void;
+  /** After each poll that read the queues: which alarms' conditions hold now (firing or waiting out their delay). */
+  afterPoll?: (now: number, holds: (alarm: { alarm: string; queue: string }) => boolean) => void;
 }
 
 export interface QueueMonitor {
@@ -112,6 +114,7 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
     deps.history.add(now, snapshots);
     deps.metrics.recordQueues(queues, deps.pushesPerMessage);
     evaluate(now, lastConditions);
+    deps.afterPoll?.(now, (alarm) => tracker.holds(alarm));
   };
 
   /** Blind: keep the other alarms as they were; raise rabbitmq-unreachable after the no-consumer delay. */

@@ -42,3 +42,4 @@ export { createAudienceStore, type AudienceStore } from './topic-audience-store.
 export { readPlannedDevices, plannedOf, type PlannedDevicesRequest } from './audience-planned.ts';
 export { seedAudience, explainAudienceChunk, type AudienceSeed } from './audience-stream-seed.ts';
 export { holdLease, type Lease, type LeaseOptions } from './lease.ts';
+export { createAnnouncedAlarmStore, type AnnouncedAlarm, type AnnouncedAlarmStore } from './announced-alarms.ts';

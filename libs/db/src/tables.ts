@@ -274,8 +274,20 @@ export interface LeasesTable {
   expires_at: Date;
 }
 
+/** 0036: alarms announced as firing and not yet announced resolved (apps/monitor). */
+export interface AnnouncedAlarmsTable {
+  alarm: string;
+  queue: string;
+  summary: string;
+  value: number;
+  threshold: number;
+  since: Date;
+  fired_at: Date;
+}
+
 export interface HeraldTables {
   leases: LeasesTable;
+  announced_alarms: AnnouncedAlarmsTable;
   topics: TopicsTable;
   topic_members: TopicMembersTable;
   follows: FollowsTable;

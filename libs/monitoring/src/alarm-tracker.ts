@@ -57,6 +57,11 @@ export class AlarmTracker {
     return transitions;
   }
 
+  /** Whether the alarm's condition held at the last update (firing, or waiting out its `forMs`). */
+  holds(alarm: { alarm: string; queue: string }): boolean {
+    return this.tracked.has(keyOf(alarm));
+  }
+
   /** Alarms firing now, with their latest numbers. */
   active(): Alarm[] {
     return [...this.tracked.values()].flatMap((t) => (t.firedAt === undefined ? [] : [toAlarm(t, t.firedAt)]));
