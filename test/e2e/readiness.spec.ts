@@ -24,14 +24,13 @@ describe('readiness: /readyz and herald_ready follow what a service has of Rabbi
   const mgmt = (method: string, path: string, body?: unknown) => managementRequest(method, path, body, sys.managementApi);
   const permissions = () => `/permissions/${encodeURIComponent(sys.vhost.name)}/guest`;
 
-  /** Force-closes the connection a service named `connectionName` (its server-side name is found by the management API). */
-  async function forceClose(connectionName: string): Promise<void> {
-    const name = await waitFor(`connection ${connectionName}`, async () => {
+  /** The server-side name of the connection a service named `connectionName`, once it is open. */
+  const serverName = (connectionName: string): Promise<string> =>
+    waitFor(`connection ${connectionName}`, async () => {
       const open = await (await mgmt('GET', `/vhosts/${encodeURIComponent(sys.vhost.name)}/connections`)).json<Array<{ name: string; client_properties?: { connection_name?: string } }>>();
       return open.find((c) => c.client_properties?.connection_name === connectionName)?.name;
-    });
-    expect((await mgmt('DELETE', `/connections/${encodeURIComponent(name)}`)).ok).toBe(true);
-  }
+    }, { timeoutMs: 30_000 });
+  const forceClose = async (name: string): Promise<void> => expect((await mgmt('DELETE', `/connections/${encodeURIComponent(name)}`)).ok).toBe(true);
 
   beforeAll(async () => {
     sys = await startSystem({ only: ['registrar', 'monitor'] });
@@ -49,10 +48,11 @@ describe('readiness: /readyz and herald_ready follow what a service has of Rabbi
       expect(await metric(s, 'herald_ready'), s.name).toBe(1);
     }
 
-    // Without permission on the vhost no connection to it can be re-opened.
+    // Both open (the monitor connects after its first poll); then, without permission on the vhost,
+    // neither can be re-opened.
+    const opened = await Promise.all([serverName('registrar.consume'), serverName('herald-monitor')]);
     await mgmt('DELETE', permissions());
-    await forceClose('registrar.consume');
-    await forceClose('herald-monitor');
+    for (const name of opened) await forceClose(name);
     const down = await waitFor('the registrar unready', async () => {
       const p = await probe(registrar, '/readyz');
       return p.status === 503 ? p : undefined;
