@@ -1,11 +1,14 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createAnnouncedAlarmStore } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import type { Alarm } from '@herald/monitoring';
 import { Registry } from '@herald/runtime';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { alarmAnnouncer } from './alarm-announcer.ts';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { alarmAnnouncer, type AlarmView } from './alarm-announcer.ts';
 import { createMonitorMetrics } from './monitor-metrics.ts';
+import { createWebhook } from './webhook.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -13,78 +16,159 @@ beforeAll(async () => {
 });
 afterAll(() => t.drop());
 
-const alarmOf = (alarm: Alarm['alarm'], queue: string, firedAt: number): Alarm => ({ alarm, queue, summary: `${alarm} on ${queue}`, value: 5, threshold: 1, since: firedAt - 1_000, firedAt });
-const SETTLE_MS = 60_000;
-
-/** One monitor instance's announcer on the schema's store, with what it logged (firing: warn, resolved: info). */
-function instance(store = createAnnouncedAlarmStore(t.db.kysely)) {
-  const logger = createLogger({ service: 'spec', level: 'silent', format: 'json' });
-  const said = (level: 'warn' | 'info') => vi.spyOn(logger, level);
-  const warned = said('warn');
-  const informed = said('info');
-  const announcer = alarmAnnouncer({ vhost: 'v', logger, metrics: createMonitorMetrics(new Registry()), webhook: undefined, announces: () => true, store, settleAfterMs: SETTLE_MS });
-  const lines = (): string[] =>
-    [...warned.mock.calls, ...informed.mock.calls].flatMap(([fields, msg]) => (typeof msg === 'string' && msg.startsWith('alarm ') ? [`${(fields as { state: string }).state} ${(fields as { alarm: string }).alarm} ${(fields as { queue: string }).queue}`] : []));
-  return { announcer, lines, warned };
+const LEASE = 'monitor-alarms';
+/** Who holds the alarms lease: its row, as holdLease writes it, and what each instance's lease reads. */
+let holder = '';
+let unknown = false;
+async function giveLease(to: string): Promise<void> {
+  holder = to;
+  await t.db.kysely
+    .insertInto('leases')
+    .values({ name: LEASE, holder: to, expires_at: new Date(Date.now() + 3_600_000) })
+    .onConflict((oc) => oc.column('name').doUpdateSet({ holder: to }))
+    .execute();
 }
-const kept = async (): Promise<string[]> => (await createAnnouncedAlarmStore(t.db.kysely).list()).map((a) => `${a.alarm} ${a.queue}`);
+beforeEach(async () => {
+  unknown = false;
+  await t.db.kysely.deleteFrom('announced_alarms').execute();
+});
 
-describe('alarms announced across monitor restarts and lease handovers (kept in PostgreSQL)', () => {
-  it('a firing alarm is not said again by the next announcer, and one that ended while nobody announced is said resolved once its end is seen', async () => {
-    const backlog = alarmOf('backlog', 'push.jobs', 1_000);
-    const stalled = alarmOf('stalled', 'push.fcm.send', 2_000);
-    const first = instance();
-    first.announcer.announce({ state: 'firing', alarm: backlog, at: 1_000 });
-    first.announcer.announce({ state: 'firing', alarm: stalled, at: 2_000 });
-    await first.announcer.flush();
-    expect(first.lines()).toEqual(['firing backlog push.jobs', 'firing stalled push.fcm.send']);
-    expect(await kept()).toEqual(['backlog push.jobs', 'stalled push.fcm.send']);
+const alarmOf = (alarm: Alarm['alarm'], queue: string, firedAt = 1_000): Alarm => ({ alarm, queue, summary: `${alarm} on ${queue}`, value: 5, threshold: 1, since: firedAt - 1_000, firedAt });
+const storeOf = (name: string) => createAnnouncedAlarmStore(t.db.kysely, { name: LEASE, holder: name });
 
-    // The monitor restarts: the backlog still fires here, the stalled queue recovered meanwhile.
-    const next = instance();
-    await next.announcer.takeOver(() => [alarmOf('backlog', 'push.jobs', 90_000)], 100_000);
-    expect(next.lines()).toEqual([]);
-    const holds = (a: { alarm: string }) => a.alarm === 'backlog';
-    // Not before this instance has polled a few times and read the scheduled pushes since.
-    for (const at of [105_000, 110_000, 115_000, 150_000]) next.announcer.settle(at, holds);
-    expect(next.lines()).toEqual([]);
-    next.announcer.settle(100_000 + SETTLE_MS, holds);
-    next.announcer.settle(100_000 + SETTLE_MS + 5_000, holds);
-    expect(next.lines()).toEqual(['resolved stalled push.fcm.send']);
-    await next.announcer.flush();
+/** One monitor instance's announcer, with the alarm lines it logged (firing: warn, resolved: info). */
+function instance(name: string, webhook?: ReturnType<typeof createWebhook>) {
+  const logger = createLogger({ service: 'spec', level: 'silent', format: 'json' });
+  const warned = vi.spyOn(logger, 'warn');
+  const informed = vi.spyOn(logger, 'info');
+  const announcer = alarmAnnouncer({ vhost: 'v', logger, metrics: createMonitorMetrics(new Registry()), webhook, store: storeOf(name), holds: () => holder === name, unknown: () => unknown });
+  const lines = (): string[] =>
+    [...warned.mock.calls, ...informed.mock.calls].flatMap(([fields, msg]) => {
+      const f = fields as { state?: string; alarm?: string; queue?: string };
+      return typeof msg === 'string' && msg.startsWith('alarm ') ? [`${f.state} ${f.alarm} ${f.queue}`] : [];
+    });
+  return { announcer, lines };
+}
+/** What an instance sees: `active` firing; `holding` conditions waiting out their delay; `seen`: whether its reads since taking the lease tell. */
+const view = (active: Alarm[], opts: { now?: number; holding?: string[]; seen?: boolean } = {}): AlarmView => ({
+  now: opts.now ?? 10_000,
+  active,
+  holds: (a) => active.some((x) => x.alarm === a.alarm && x.queue === a.queue) || (opts.holding ?? []).includes(`${a.alarm} ${a.queue}`),
+  seen: () => opts.seen ?? true,
+});
+const kept = async (): Promise<string[]> => (await storeOf('anyone').list()).map((a) => `${a.alarm} ${a.queue}`);
+
+describe('alarms said by the lease holder, kept in PostgreSQL across restarts and handovers', () => {
+  it('the holder says a firing alarm once and keeps it, and says it resolved once its end is seen; an instance without the lease says nothing', async () => {
+    await giveLease('a');
+    const a = instance('a');
+    const b = instance('b');
+    a.announcer.leaseChanged(0);
+    const backlog = alarmOf('backlog', 'push.jobs');
+    a.announcer.announce({ state: 'firing', alarm: backlog, at: 1_000 });
+    b.announcer.announce({ state: 'firing', alarm: backlog, at: 1_000 });
+    await a.announcer.reconcile(view([backlog]));
+    await b.announcer.reconcile(view([backlog]));
+    await a.announcer.flush();
+    await a.announcer.reconcile(view([backlog]));
+    expect(a.lines()).toEqual(['firing backlog push.jobs']);
     expect(await kept()).toEqual(['backlog push.jobs']);
 
-    next.announcer.announce({ state: 'resolved', alarm: backlog, at: 200_000 });
-    await next.announcer.flush();
+    await a.announcer.reconcile(view([]));
+    await a.announcer.flush();
+    await a.announcer.reconcile(view([]));
+    expect(a.lines()).toEqual(['firing backlog push.jobs', 'resolved backlog push.jobs']);
+    expect(await kept()).toEqual([]);
+    expect(b.lines()).toEqual([]);
+  });
+
+  it('the next holder (a restart, a handover) does not say a firing alarm again, and says resolved one that ended while nobody announced, once it has seen its source since', async () => {
+    await giveLease('a');
+    const a = instance('a');
+    a.announcer.leaseChanged(0);
+    const backlog = alarmOf('backlog', 'push.jobs');
+    const stalled = alarmOf('stalled', 'push.fcm.send');
+    const overdue = alarmOf('scheduled-overdue', 'scheduled.apns');
+    await a.announcer.reconcile(view([backlog, stalled, overdue]));
+    await a.announcer.flush();
+    expect(await kept()).toEqual(['backlog push.jobs', 'scheduled-overdue scheduled.apns', 'stalled push.fcm.send']);
+
+    // A stops; B takes the lease. The backlog still fires here; the stalled queue recovered while
+    // nobody announced; the overdue pushes are still overdue, their alarm still waiting out its delay here.
+    await giveLease('b');
+    const b = instance('b');
+    b.announcer.leaseChanged(20_000);
+    const stillFiring = { ...backlog, firedAt: 25_000 };
+    await b.announcer.reconcile(view([stillFiring], { holding: ['scheduled-overdue scheduled.apns'], seen: false }));
+    expect(b.lines()).toEqual([]); // nothing read since it took the lease: nothing ended yet
+    await b.announcer.reconcile(view([stillFiring], { holding: ['scheduled-overdue scheduled.apns'] }));
+    await b.announcer.flush();
+    expect(b.lines()).toEqual(['resolved stalled push.fcm.send']);
+    expect(await kept()).toEqual(['backlog push.jobs', 'scheduled-overdue scheduled.apns']);
+    // The overdue alarm fires here at last: it was said, so it is not said again.
+    await b.announcer.reconcile(view([stillFiring, overdue]));
+    expect(b.lines()).toEqual(['resolved stalled push.fcm.send']);
+  });
+
+  it('an alarm that fired and ended between two rounds is said firing, then resolved', async () => {
+    await giveLease('a');
+    const a = instance('a');
+    a.announcer.leaseChanged(0);
+    const missing = alarmOf('queue-missing', 'push.web.send');
+    a.announcer.announce({ state: 'firing', alarm: missing, at: 1_000 });
+    a.announcer.announce({ state: 'resolved', alarm: missing, at: 2_000 });
+    await a.announcer.reconcile(view([]));
+    await a.announcer.flush();
+    await a.announcer.reconcile(view([]));
+    expect(a.lines()).toEqual(['firing queue-missing push.web.send', 'resolved queue-missing push.web.send']);
+  });
+
+  it('writes of an instance that lost the lease are not kept (they would undo what the next holder recorded)', async () => {
+    await giveLease('b');
+    await storeOf('a').fired(alarmOf('backlog', 'push.jobs'));
+    expect(await kept()).toEqual([]);
+    await storeOf('b').fired(alarmOf('backlog', 'push.jobs'));
+    await storeOf('a').resolved({ alarm: 'backlog', queue: 'push.jobs' });
+    expect(await kept()).toEqual(['backlog push.jobs']);
+  });
+
+  it('while nobody can tell who holds the lease (the database does not answer) every instance says each transition as it happens, keeping nothing', async () => {
+    await giveLease('a');
+    unknown = true;
+    const a = instance('a');
+    const b = instance('b');
+    const lag = alarmOf('database-unreachable', '*');
+    for (const i of [a, b]) i.announcer.announce({ state: 'firing', alarm: lag, at: 1_000 });
+    await a.announcer.reconcile(view([lag]));
+    expect([a.lines(), b.lines()]).toEqual([['firing database-unreachable *'], ['firing database-unreachable *']]);
     expect(await kept()).toEqual([]);
   });
 
-  it('an alarm taken over whose condition still holds is not said resolved; when it fires here it is not said again, and is kept with the new numbers', async () => {
-    const parked = alarmOf('parked-growing', 'push.apns.send.parked', 1_000);
-    const first = instance();
-    first.announcer.announce({ state: 'firing', alarm: parked, at: 1_000 });
-    await first.announcer.flush();
+  it('a post abandoned at shutdown is not kept as said: the next holder says it', async () => {
+    const hanging = createServer(() => undefined); // takes the post, never answers
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    try {
+      await giveLease('a');
+      const logger = createLogger({ service: 'spec', level: 'silent', format: 'json' });
+      const webhook = createWebhook(`http://127.0.0.1:${(hanging.address() as AddressInfo).port}/`, logger, () => undefined);
+      const a = instance('a', webhook);
+      a.announcer.leaseChanged(0);
+      const backlog = alarmOf('backlog', 'push.jobs');
+      await a.announcer.reconcile(view([backlog]));
+      await webhook.drain(100);
+      await a.announcer.flush();
+      expect(await kept()).toEqual([]);
 
-    const next = instance();
-    await next.announcer.takeOver(() => [], 10_000);
-    for (let at = 10_000; at < 10_000 + 2 * SETTLE_MS; at += 5_000) next.announcer.settle(at, () => true);
-    const refired = { ...parked, value: 9, firedAt: 200_000 };
-    next.announcer.announce({ state: 'firing', alarm: refired, at: 200_000 });
-    await next.announcer.flush();
-    expect(next.lines()).toEqual([]);
-    const [stored] = await createAnnouncedAlarmStore(t.db.kysely).list();
-    expect(stored).toMatchObject({ alarm: 'parked-growing', value: 9, firedAt: 200_000 });
-    // From now on it is this instance's own: its end is said as usual.
-    next.announcer.announce({ state: 'resolved', alarm: refired, at: 210_000 });
-    await next.announcer.flush();
-    expect(next.lines()).toEqual(['resolved parked-growing push.apns.send.parked']);
-    expect(await kept()).toEqual([]);
-  });
-
-  it('says again what fires when it cannot read what was announced before', async () => {
-    const unreadable = instance(createAnnouncedAlarmStore(t.db.kysely.withSchema('herald_no_such_schema')));
-    await unreadable.announcer.takeOver(() => [alarmOf('no-consumer', 'push.apns.send', 1_000)], 5_000);
-    expect(unreadable.lines()).toEqual(['firing no-consumer push.apns.send']);
-    expect(unreadable.warned).toHaveBeenCalledWith(expect.anything(), 'could not read the alarms announced before; saying again what fires');
+      await giveLease('b');
+      const b = instance('b');
+      b.announcer.leaseChanged(20_000);
+      await b.announcer.reconcile(view([backlog]));
+      await b.announcer.flush();
+      expect(b.lines()).toEqual(['firing backlog push.jobs']);
+      expect(await kept()).toEqual(['backlog push.jobs']);
+    } finally {
+      hanging.closeAllConnections();
+      await new Promise<void>((resolve) => hanging.close(() => resolve()));
+    }
   });
 });

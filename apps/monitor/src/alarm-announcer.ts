@@ -2,106 +2,148 @@ import type { AnnouncedAlarm, AnnouncedAlarmStore } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { AlarmKinds, type Alarm, type AlarmKind, type AlarmTransition } from '@herald/monitoring';
 import type { MonitorMetrics } from './monitor-metrics.ts';
-import { webhookPayload, type createWebhook } from './webhook.ts';
+import { webhookPayload, type AlarmWebhook } from './webhook.ts';
 
-/** Successful polls after taking the lease before an alarm taken over may read as ended (a parked queue's growth needs two samples). */
-const SETTLE_AFTER_POLLS = 3;
+type AlarmKey = Pick<Alarm, 'queue'> & { alarm: string };
+
+/** What this monitor instance sees at the end of a poll. */
+export interface AlarmView {
+  now: number;
+  /** The alarms firing here. */
+  active: readonly Alarm[];
+  /** Whether the alarm's condition holds here (firing, or waiting out its delay). */
+  holds(alarm: AlarmKey): boolean;
+  /** Whether this instance has read, since `since`, what tells whether the alarm's condition holds. */
+  seen(alarm: AlarmKey, since: number): boolean;
+}
+
+/** When this instance last read each source, for AlarmView.seen. */
+export interface Evidence {
+  /** The last poll that read the queues (epoch ms; 0: none yet). */
+  polledAt: number;
+  /** The first poll that read the queues. */
+  pollingSince: number;
+  /** The last good read of the scheduled pushes. */
+  readAt: number;
+  /** A parked queue's growth window (parked-growing compares with its smallest depth within it). */
+  parkedWindowMs(queue: string): number;
+}
+
+/**
+ * Whether this instance has what it needs, read after `since`, to tell that an alarm's condition no
+ * longer holds: the scheduled kinds a good read of the scheduled pushes; parked-growing a whole
+ * growth window of its own polls (a restarted monitor has no history); the others a poll of the queues.
+ */
+export function seenSince(alarm: AlarmKey, since: number, e: Evidence, now: number): boolean {
+  switch (alarm.alarm) {
+    case 'scheduled-overdue':
+    case 'database-unreachable':
+      return e.readAt > since;
+    case 'parked-growing':
+      return e.polledAt > since && e.pollingSince > 0 && now - e.pollingSince >= e.parkedWindowMs(alarm.queue);
+    default:
+      return e.polledAt > since;
+  }
+}
+
+const keyOf = (a: AlarmKey): string => `${a.alarm}\u0000${a.queue}`;
+const isKind = (alarm: string): alarm is AlarmKind => (AlarmKinds as readonly string[]).includes(alarm);
+const toAlarm = (a: AnnouncedAlarm): Alarm | undefined => (isKind(a.alarm) ? { ...a, alarm: a.alarm } : undefined);
 
 export interface AlarmAnnouncer {
-  /** A transition of this instance's alarms; `again`: said again on taking the lease, not raised a second time. */
-  announce(t: AlarmTransition, again?: 'again'): void;
-  /**
-   * This instance took the alarms lease: what fires that nobody announced is said (again), and
-   * what was announced firing before (the store) is taken over, to be said resolved once it ends.
-   */
-  takeOver(active: () => readonly Alarm[], now?: number): Promise<void>;
-  /** After each successful poll: an alarm taken over whose condition no longer holds is announced resolved. */
-  settle(now: number, holds: (alarm: Pick<Alarm, 'alarm' | 'queue'>) => boolean): void;
-  /** The store's writes still under way (at shutdown). */
+  /** A transition of this instance's alarms: to metrics, and said at once while nobody can tell who holds the lease. */
+  announce(t: AlarmTransition): void;
+  /** This instance took the alarms lease (`now`), or lost it (undefined). */
+  leaseChanged(takenAt: number | undefined): void;
+  /** The lease holder's round after each poll: say what fires that nobody said, and what ended that was said firing. */
+  reconcile(view: AlarmView): Promise<void>;
+  /** The store's writes under way (at shutdown, before the lease is given back). */
   flush(): Promise<void>;
 }
 
-const keyOf = (a: { alarm: string; queue: string }): string => `${a.alarm}\u0000${a.queue}`;
-const isKind = (alarm: string): alarm is AlarmKind => (AlarmKinds as readonly string[]).includes(alarm);
-
 /**
- * Every alarm that fires or resolves goes to metrics (every monitor instance keeps its gauges), and
- * — from the one instance that holds the alarms lease, so a fleet of monitors calls once — to the
- * log and (when configured) to the webhook. What it announced firing is kept in PostgreSQL until it
- * announces it resolved, so the next announcer (this monitor restarted, another taking the lease)
- * neither says a firing alarm twice nor leaves one that ended meanwhile firing in the chat for good.
+ * Every alarm that fires or resolves goes to metrics (every monitor instance keeps its gauges). The
+ * one instance holding the alarms lease says them — to the log and (when configured) the webhook —
+ * by comparing what it sees with what was said (`announced_alarms`, kept in PostgreSQL): an alarm
+ * firing that is not recorded is said firing, and recorded once delivered; one recorded whose
+ * condition this instance has seen ended is said resolved, and then forgotten. So a monitor that
+ * restarts or takes the lease over says neither a firing alarm twice nor nothing of one that ended
+ * while nobody announced, and a post abandoned at shutdown is said again by the next. While the
+ * database does not answer nobody can tell who holds the lease: every instance then says each
+ * transition as it happens (a repeat rather than silence), recording nothing.
  */
 export function alarmAnnouncer(deps: {
   vhost: string;
   logger: Logger;
   metrics: MonitorMetrics;
-  webhook: ReturnType<typeof createWebhook> | undefined;
-  /**
-   * True while this instance holds the alarms lease (always, for a monitor that runs alone), and
-   * while nobody can tell who holds it because the database does not answer: an alarm then, likely
-   * about that very outage, is announced by every instance rather than by none.
-   */
-  announces: () => boolean;
-  /** Where announced alarms are kept; without it each announcer starts afresh. */
-  store?: AnnouncedAlarmStore;
-  /** How long after taking the lease an alarm taken over may read as ended (this instance's reads must have caught up: the scheduled pushes' poll). */
-  settleAfterMs?: number;
+  webhook: AlarmWebhook | undefined;
+  store: AnnouncedAlarmStore;
+  /** True while this instance holds the alarms lease. */
+  holds: () => boolean;
+  /** True while nobody can tell who holds it (the database does not answer). */
+  unknown: () => boolean;
 }): AlarmAnnouncer {
-  /** Alarms the announcer before this one said firing and this instance has not seen fire: since when taken over, and polls since. */
-  const takenOver = new Map<string, { alarm: Alarm; at: number; polls: number }>();
+  /** Since when this instance holds the lease (Infinity: it does not): only what it read since counts. */
+  let takenAt = Number.POSITIVE_INFINITY;
+  /** Said, not yet recorded: not said again meanwhile. */
+  const sending = new Set<string>();
+  /** Fired here since the last round: one that ended before a round saw it firing is said all the same. */
+  const fired = new Map<string, Alarm>();
+  let reconciling = false;
   /** One store write at a time, in order: a resolve must not overtake the fire it follows. */
   let writing: Promise<void> = Promise.resolve();
-  const record = (t: AlarmTransition): void => {
-    const store = deps.store;
-    if (store === undefined) return;
-    const write = (): Promise<void> => (t.state === 'firing' ? store.fired(t.alarm) : store.resolved(t.alarm));
-    writing = writing.then(write).catch((err: unknown) =>
-      deps.logger.warn({ err, alarm: t.alarm.alarm, queue: t.alarm.queue, state: t.state }, 'could not keep the announced alarm in PostgreSQL; the next announcer may say it again'),
-    );
-  };
-  const say = (t: AlarmTransition): void => {
+
+  const log = (t: AlarmTransition): void => {
     const { alarm, queue, summary, value, threshold, since } = t.alarm;
     const fields = { alarm, queue, state: t.state, value, threshold, heldForMs: t.at - since };
     if (t.state === 'firing') deps.logger.warn(fields, `alarm firing: ${summary}`);
     else deps.logger.info(fields, `alarm resolved: ${alarm} on ${queue}`);
-    deps.webhook?.post(webhookPayload(t, deps.vhost));
-    record(t);
   };
-  const announce = (t: AlarmTransition, again?: 'again'): void => {
-    if (again === undefined) deps.metrics.recordAlarm(t);
-    if (!deps.announces()) return;
-    // Fired here after the announcer before said it: kept with this instance's numbers, not said twice.
-    if (t.state === 'firing' && takenOver.delete(keyOf(t.alarm))) return record(t);
-    say(t);
+  const record = (t: AlarmTransition, key: string): void => {
+    const write = (): Promise<void> => (t.state === 'firing' ? deps.store.fired(t.alarm) : deps.store.resolved(t.alarm));
+    writing = writing
+      .then(write)
+      .catch((err: unknown) => deps.logger.warn({ err, alarm: t.alarm.alarm, queue: t.alarm.queue, state: t.state }, 'could not record the announced alarm; it is said again'))
+      .finally(() => sending.delete(key));
   };
+  /** Said, then recorded once the webhook has it (or failed it after every attempt); one abandoned at shutdown is left for the next announcer. */
+  const say = (t: AlarmTransition): void => {
+    const key = keyOf(t.alarm);
+    sending.add(key);
+    log(t);
+    if (deps.webhook === undefined) return record(t, key);
+    deps.webhook.post(webhookPayload(t, deps.vhost), (outcome) => (outcome === 'abandoned' ? void sending.delete(key) : record(t, key)));
+  };
+
   return {
-    announce,
-    async takeOver(active, now = Date.now()) {
-      takenOver.clear();
-      let said: AnnouncedAlarm[] | undefined;
-      try {
-        said = await deps.store?.list();
-      } catch (err) {
-        deps.logger.warn({ err }, 'could not read the alarms announced before; saying again what fires');
-      }
-      const firing = new Map(active().map((a) => [keyOf(a), a]));
-      const before = new Set((said ?? []).map(keyOf));
-      // The holder before may have died, or the lease been out of reach, with alarms fired
-      // meanwhile announced by nobody (transitions are announced once, when they happen).
-      for (const alarm of firing.values()) if (!before.has(keyOf(alarm))) announce({ state: 'firing', alarm, at: now }, 'again');
-      for (const a of said ?? []) {
-        if (firing.has(keyOf(a)) || !isKind(a.alarm)) continue;
-        takenOver.set(keyOf(a), { alarm: { ...a, alarm: a.alarm }, at: now, polls: 0 });
-      }
-      if (takenOver.size > 0) deps.logger.info({ alarms: [...takenOver.values()].map((t) => `${t.alarm.alarm} on ${t.alarm.queue}`) }, 'taken over alarms announced firing before; each is announced resolved once its condition is seen ended');
+    announce(t) {
+      deps.metrics.recordAlarm(t);
+      if (t.state === 'firing') fired.set(keyOf(t.alarm), t.alarm);
+      if (!deps.unknown()) return;
+      log(t);
+      deps.webhook?.post(webhookPayload(t, deps.vhost));
     },
-    settle(now, holds) {
-      if (!deps.announces()) return;
-      for (const [key, t] of takenOver) {
-        t.polls += 1;
-        if (holds(t.alarm) || t.polls < SETTLE_AFTER_POLLS || now - t.at < (deps.settleAfterMs ?? 0)) continue;
-        takenOver.delete(key);
-        say({ state: 'resolved', alarm: t.alarm, at: now });
+    leaseChanged(at) {
+      takenAt = at ?? Number.POSITIVE_INFINITY;
+    },
+    async reconcile(view) {
+      if (reconciling || !deps.holds() || deps.unknown()) return;
+      reconciling = true;
+      try {
+        const said = new Map((await deps.store.list()).map((a) => [keyOf(a), a]));
+        if (!deps.holds()) return;
+        const firing = new Map(view.active.map((a) => [keyOf(a), a]));
+        for (const [key, alarm] of [...fired, ...firing]) if (!said.has(key) && !sending.has(key)) say({ state: 'firing', alarm, at: view.now });
+        fired.clear();
+        for (const [key, a] of said) {
+          const alarm = toAlarm(a);
+          if (alarm === undefined || firing.has(key) || sending.has(key) || view.holds(a) || !view.seen(a, takenAt)) continue;
+          say({ state: 'resolved', alarm, at: view.now });
+        }
+      } catch (err) {
+        deps.logger.warn({ err }, 'could not read the announced alarms; trying again after the next poll');
+      } finally {
+        reconciling = false;
       }
     },
     flush: () => writing,

@@ -7,7 +7,7 @@ import { createAnnouncedAlarmStore, createDatabase, createFanoutRepository, hold
 import { connectBroker, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
 import { runService, within } from '@herald/runtime';
-import { alarmAnnouncer } from './alarm-announcer.ts';
+import { alarmAnnouncer, seenSince, type AlarmView } from './alarm-announcer.ts';
 import { monitorConfig } from './config.ts';
 import { dashboardRoutes } from './dashboard-routes.ts';
 import { History } from './history.ts';
@@ -30,21 +30,28 @@ await runService('monitor', config, async ({ logger, registry }) => {
   const vhost = vhostOf(config.AMQP_URL);
   const metrics = createMonitorMetrics(registry);
   const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 2 });
-  /** What to do when this instance takes the alarms lease (set once the monitor runs). */
-  const onLeaseTaken: Array<() => void> = [];
+  const alarmsLease = { name: 'monitor-alarms', holder: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` };
+  const webhookUrl = config.MONITOR_WEBHOOK_URL;
+  const webhook = webhookUrl === undefined ? undefined : createWebhook(webhookUrl, logger, () => metrics.webhookFailures.inc());
+  const announcer = alarmAnnouncer({
+    vhost,
+    logger,
+    metrics,
+    webhook,
+    store: createAnnouncedAlarmStore(db.kysely, alarmsLease),
+    holds: () => lease.held(),
+    unknown: () => lease.unknown(),
+  });
   const lease = holdLease(db.kysely, {
-    name: 'monitor-alarms',
-    holder: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    ...alarmsLease,
     ttlMs: ALARMS_LEASE_MS,
     logger,
     onChange: (held) => {
       metrics.leaseHeld.set(held ? 1 : 0);
-      if (held) for (const then of onLeaseTaken) then();
+      announcer.leaseChanged(held ? Date.now() : undefined);
     },
   });
   const history = new History(config.MONITOR_HISTORY_MINUTES * 60_000);
-  const webhookUrl = config.MONITOR_WEBHOOK_URL;
-  const webhook = webhookUrl === undefined ? undefined : createWebhook(webhookUrl, logger, () => metrics.webhookFailures.inc());
   // The monitor must run while RabbitMQ is down (to say so): connect in the background, and until
   // then use the management API's statistics alone.
   let broker: Broker | undefined;
@@ -57,16 +64,6 @@ await runService('monitor', config, async ({ logger, registry }) => {
       .finally(() => (connecting = undefined));
     throw new Error('no AMQP connection yet');
   };
-  const announcer = alarmAnnouncer({
-    vhost,
-    logger,
-    metrics,
-    webhook,
-    announces: () => lease.held() || lease.unknown(),
-    store: createAnnouncedAlarmStore(db.kysely),
-    // An alarm taken over reads as ended only once the scheduled pushes have been read twice since.
-    settleAfterMs: 2 * config.MONITOR_SCHEDULED_POLL_MS,
-  });
   const scheduled = startScheduledCounts({
     db,
     pollMs: config.MONITOR_SCHEDULED_POLL_MS,
@@ -89,9 +86,21 @@ await runService('monitor', config, async ({ logger, registry }) => {
     logger,
     otherConditions: scheduled.conditions,
     announce: announcer.announce,
-    afterPoll: announcer.settle,
+    afterPoll: () => void announcer.reconcile(alarmView()),
   });
-  onLeaseTaken.push(() => void announcer.takeOver(() => monitor.state().alarms));
+  /** What this instance sees, for the lease holder's round (alarm-announcer.ts). */
+  function alarmView(): AlarmView {
+    const now = Date.now();
+    const state = monitor.state();
+    const readAt = scheduled.current().at;
+    const evidence = {
+      polledAt: state.at === null ? 0 : Date.parse(state.at),
+      pollingSince: monitor.pollingSince(),
+      readAt: readAt === null ? 0 : Date.parse(readAt),
+      parkedWindowMs: (queue: string) => config.MONITOR_THRESHOLDS.for(queue).parkedWindowMs,
+    };
+    return { now, active: state.alarms, holds: monitor.holds, seen: (alarm, since) => seenSince(alarm, since, evidence, now) };
+  }
   logger.info({ vhost, pollMs: config.MONITOR_POLL_MS, webhook: webhookUrl !== undefined }, 'watching every Herald queue');
   return {
     http: dashboardRoutes({
@@ -109,12 +118,15 @@ await runService('monitor', config, async ({ logger, registry }) => {
     stop: async (timeoutMs) => {
       await monitor.stop();
       // What is left to announce is delivered within half the stop time, counted from now, while
-      // the alarms lease is given back (another monitor takes over announcing now, not when the
-      // lease expires) and the reads of the store end; those two are waited for no longer (a
+      // the reads of the store end; then the announced alarms' last writes land and the alarms
+      // lease is given back (another monitor takes over announcing now, not when the lease
+      // expires, and reads what this one said). Each is waited for no longer than its share (a
       // PostgreSQL out of reach could hold them past the stop's guard, which ends the process).
       const draining = webhook?.drain(timeoutMs / 2);
-      await within(Promise.all([scheduled.stop(), lease.stop(), announcer.flush()]), timeoutMs / 2);
+      await within(scheduled.stop(), timeoutMs / 2);
       await draining;
+      await within(announcer.flush(), timeoutMs / 4);
+      await within(lease.stop(), timeoutMs / 4);
       await db.close();
       await connecting;
       await broker?.close();

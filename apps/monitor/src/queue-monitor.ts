@@ -57,12 +57,16 @@ export interface QueueMonitorDeps {
   otherConditions?: () => readonly AlarmCondition[];
   /** Every alarm that fires or resolves (log, metrics and webhook are wired by the caller). */
   announce: (t: AlarmTransition) => void;
-  /** After each poll that read the queues: which alarms' conditions hold now (firing or waiting out their delay). */
-  afterPoll?: (now: number, holds: (alarm: { alarm: string; queue: string }) => boolean) => void;
+  /** After each poll, whether it read the queues or not. */
+  afterPoll?: () => void;
 }
 
 export interface QueueMonitor {
   state(): MonitorState;
+  /** Whether the alarm's condition held at the last poll (firing, or waiting out its delay). */
+  holds(alarm: { alarm: string; queue: string }): boolean;
+  /** When the first poll that read the queues ran (epoch ms), or 0. */
+  pollingSince(): number;
   stop(): Promise<void>;
 }
 
@@ -92,6 +96,7 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
   let queues: QueueStatus[] = [];
   let lastConditions: AlarmCondition[] = [];
   let at: number | null = null;
+  let firstAt = 0;
   let error: string | null = null;
 
   const evaluate = (now: number, conditions: AlarmCondition[]): void => {
@@ -114,7 +119,6 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
     deps.history.add(now, snapshots);
     deps.metrics.recordQueues(queues, deps.pushesPerMessage);
     evaluate(now, lastConditions);
-    deps.afterPoll?.(now, (alarm) => tracker.holds(alarm));
   };
 
   /** Blind: keep the other alarms as they were; raise rabbitmq-unreachable after the no-consumer delay. */
@@ -181,6 +185,7 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
       return;
     }
     at = now;
+    firstAt ||= now;
     error = null;
     deps.metrics.polls.inc({ outcome: 'ok' });
     onSnapshots(now, await withLiveCounts(statistics));
@@ -191,12 +196,15 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
   let running: Promise<void> = Promise.resolve();
   const loop = (): void => {
     running = poll().finally(() => {
+      deps.afterPoll?.();
       if (!stopped) timer = setTimeout(loop, deps.pollMs);
     });
   };
   loop();
 
   return {
+    holds: (alarm) => tracker.holds(alarm),
+    pollingSince: () => firstAt,
     state: () => ({ vhost: deps.vhost, at: at === null ? null : new Date(at).toISOString(), pollMs: deps.pollMs, error, queues, alarms: tracker.active().sort(byFiredAt) }),
     stop: async () => {
       stopped = true;

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '@herald/logging';
 import { describe, expect, it } from 'vitest';
-import { createWebhook, type WebhookPayload } from './webhook.ts';
+import { createWebhook, type PostOutcome, type WebhookPayload } from './webhook.ts';
 
 const logger = createLogger({ service: 'spec', level: 'silent', format: 'json' });
 const payload = (queue: string): WebhookPayload => ({
@@ -39,9 +39,11 @@ describe('the alarm webhook', () => {
     const chat = await endpoint((_, res, n) => (n === 1 ? res.writeHead(429, { 'retry-after': '1' }).end() : res.writeHead(200).end()));
     let failures = 0;
     const webhook = createWebhook(chat.url, logger, () => void failures++, { attemptDelaysMs: [0, 10, 10] });
+    let outcome: PostOutcome | undefined;
     try {
-      webhook.post(payload('push.jobs'));
+      webhook.post(payload('push.jobs'), (o) => (outcome = o));
       await webhook.drain();
+      expect(outcome).toBe('delivered');
       expect(chat.received.map((r) => r.queue)).toEqual(['push.jobs', 'push.jobs']);
       expect((chat.received[1]?.at ?? 0) - (chat.received[0]?.at ?? 0)).toBeGreaterThanOrEqual(950);
       expect(failures).toBe(0);
@@ -55,14 +57,17 @@ describe('the alarm webhook', () => {
     const chat = await endpoint((_, res) => setTimeout(() => res.writeHead(500).end(), 1_000));
     let failures = 0;
     const webhook = createWebhook(chat.url, logger, () => void failures++, { attemptDelaysMs: [0] });
+    const ended: string[] = [];
     try {
-      for (const q of ['q1', 'q2', 'q3']) webhook.post(payload(q));
+      for (const q of ['q1', 'q2', 'q3']) webhook.post(payload(q), (outcome) => ended.push(`${q} ${outcome}`));
       const started = Date.now();
       await webhook.drain(200);
       expect(Date.now() - started).toBeLessThan(1_000);
       expect(failures).toBe(3); // q1 under way, q2 and q3 waiting
       await new Promise((r) => setTimeout(r, 1_500));
       expect(failures).toBe(3);
+      // Each told it was abandoned (the monitor leaves it for the next announcer to say).
+      expect(ended.sort()).toEqual(['q1 abandoned', 'q2 abandoned', 'q3 abandoned']);
       expect(chat.received.map((r) => r.queue)).toEqual(['q1']);
     } finally {
       await chat.close();
@@ -73,12 +78,14 @@ describe('the alarm webhook', () => {
     const chat = await endpoint((_, res) => res.writeHead(500).end());
     let failures = 0;
     const webhook = createWebhook(chat.url, logger, () => void failures++, { attemptDelaysMs: [0], maxPending: 2 });
+    const ended: string[] = [];
     try {
-      for (const q of ['q1', 'q2', 'q3', 'q4', 'q5']) webhook.post(payload(q));
+      for (const q of ['q1', 'q2', 'q3', 'q4', 'q5']) webhook.post(payload(q), (outcome: PostOutcome) => ended.push(`${q} ${outcome}`));
       await webhook.drain();
       // q1 was on its way; q2 and q3 were dropped for q4 and q5.
       expect(chat.received.map((r) => r.queue)).toEqual(['q1', 'q4', 'q5']);
       expect(failures).toBe(5); // two dropped, three refused
+      expect(ended).toEqual(['q2 failed', 'q3 failed', 'q1 failed', 'q4 failed', 'q5 failed']);
     } finally {
       await chat.close();
     }

@@ -45,6 +45,15 @@ const MAX_PENDING = 100;
 /** The longest Retry-After (429, 503) honoured before the next attempt. */
 const MAX_RETRY_AFTER_MS = 30_000;
 
+/** How a post ended: delivered; failed (every attempt, or dropped behind a dead endpoint; logged and counted); abandoned at shutdown. */
+export type PostOutcome = 'delivered' | 'failed' | 'abandoned';
+
+export interface AlarmWebhook {
+  /** Queues the post; `done` is told how it ended. */
+  post(p: WebhookPayload, done?: (outcome: PostOutcome) => void): void;
+  drain(withinMs?: number): Promise<void>;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A Retry-After in seconds (429, 503), as a wait in ms; 0 for none (an HTTP-date is not read). */
@@ -66,20 +75,20 @@ export function createWebhook(
   logger: Logger,
   onFailure: () => void,
   options: { attemptDelaysMs?: readonly number[]; maxPending?: number } = {},
-): { post(p: WebhookPayload): void; drain(withinMs?: number): Promise<void> } {
+): AlarmWebhook {
   const delays = options.attemptDelaysMs ?? ATTEMPT_DELAYS_MS;
   const maxPending = options.maxPending ?? MAX_PENDING;
-  const pending: WebhookPayload[] = [];
+  const pending: Array<{ p: WebhookPayload; done?: ((outcome: PostOutcome) => void) | undefined }> = [];
   let running: Promise<void> | undefined;
   /** Aborted when a bounded drain gives up: the post under way stops, counted once (by the drain). */
   const givenUp = new AbortController();
-  const attempt = async (p: WebhookPayload): Promise<void> => {
+  const attempt = async (p: WebhookPayload): Promise<PostOutcome> => {
     let lastError = '';
     let asked = 0;
     for (const delay of delays) {
       const pause = Math.max(delay, asked);
       if (pause > 0) await sleep(pause);
-      if (givenUp.signal.aborted) return;
+      if (givenUp.signal.aborted) return 'abandoned';
       asked = 0;
       try {
         const res = await fetch(url, {
@@ -88,29 +97,34 @@ export function createWebhook(
           body: JSON.stringify(p),
           signal: AbortSignal.any([AbortSignal.timeout(5_000), givenUp.signal]),
         });
-        if (res.ok) return;
+        if (res.ok) return 'delivered';
         lastError = `answered ${res.status}`;
         asked = askedWaitMs(res);
       } catch (err) {
         lastError = (err as Error).message;
       }
-      if (givenUp.signal.aborted) return;
+      if (givenUp.signal.aborted) return 'abandoned';
     }
     onFailure();
     logger.error({ alarm: p.alarm, queue: p.queue, state: p.state, error: lastError }, 'alarm webhook failed');
+    return 'failed';
   };
   const run = async (): Promise<void> => {
-    for (let p = pending.shift(); p !== undefined; p = pending.shift()) await attempt(p);
+    for (let next = pending.shift(); next !== undefined; next = pending.shift()) {
+      const outcome = await attempt(next.p);
+      next.done?.(outcome);
+    }
     running = undefined;
   };
   return {
-    post: (p) => {
+    post: (p, done) => {
       if (pending.length >= maxPending) {
-        const dropped = pending.shift() as WebhookPayload;
+        const dropped = pending.shift() as (typeof pending)[number];
         onFailure();
-        logger.error({ alarm: dropped.alarm, queue: dropped.queue, state: dropped.state, waiting: maxPending }, 'alarm webhook behind: the oldest waiting alarm dropped');
+        logger.error({ alarm: dropped.p.alarm, queue: dropped.p.queue, state: dropped.p.state, waiting: maxPending }, 'alarm webhook behind: the oldest waiting alarm dropped');
+        dropped.done?.('failed');
       }
-      pending.push(p);
+      pending.push({ p, done });
       running ??= run();
     },
     // At shutdown: what is still waiting after `withinMs` is given up, logged and counted, so a
@@ -120,9 +134,10 @@ export function createWebhook(
       if ((await within(running, withinMs)) !== TIMED_OUT) return;
       const left = pending.splice(0);
       givenUp.abort();
-      for (const p of left) {
+      for (const { p, done } of left) {
         onFailure();
         logger.error({ alarm: p.alarm, queue: p.queue, state: p.state }, 'alarm webhook not delivered before shutdown');
+        done?.('abandoned');
       }
       onFailure(); // the post under way, stopped
       logger.error({ waiting: left.length, withinMs }, 'alarm webhook still posting at shutdown; the post under way is abandoned');

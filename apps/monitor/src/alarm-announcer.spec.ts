@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { seenSince, type Evidence } from './alarm-announcer.ts';
+
+const took = 100_000;
+const evidence = (e: Partial<Evidence>): Evidence => ({ polledAt: 0, pollingSince: 0, readAt: 0, parkedWindowMs: () => 300_000, ...e });
+
+describe('what tells a lease holder that an alarm it took over has ended', () => {
+  it('a queue alarm: a poll of the queues after it took the lease', () => {
+    expect(seenSince({ alarm: 'backlog', queue: 'q' }, took, evidence({ polledAt: took - 1 }), took + 10)).toBe(false);
+    expect(seenSince({ alarm: 'backlog', queue: 'q' }, took, evidence({ polledAt: took + 5 }), took + 10)).toBe(true);
+    expect(seenSince({ alarm: 'rabbitmq-unreachable', queue: '*' }, took, evidence({ polledAt: took + 5, readAt: 0 }), took + 10)).toBe(true);
+  });
+
+  it('the scheduled kinds: a good read of the scheduled pushes after it took the lease, whatever the queue polls', () => {
+    for (const alarm of ['scheduled-overdue', 'database-unreachable']) {
+      expect(seenSince({ alarm, queue: 'scheduled.apns' }, took, evidence({ polledAt: took + 5, readAt: took - 1 }), took + 10), alarm).toBe(false);
+      expect(seenSince({ alarm, queue: 'scheduled.apns' }, took, evidence({ polledAt: 0, readAt: took + 1 }), took + 10), alarm).toBe(true);
+    }
+  });
+
+  it("parked-growing: a whole growth window of this instance's own polls (a restarted monitor has no history)", () => {
+    const parked = { alarm: 'parked-growing', queue: 'push.apns.send.parked' };
+    expect(seenSince(parked, took, evidence({ polledAt: took + 5, pollingSince: took - 10_000 }), took + 10)).toBe(false);
+    expect(seenSince(parked, took, evidence({ polledAt: took + 300_000, pollingSince: took - 10_000 }), took + 300_000)).toBe(true);
+    expect(seenSince(parked, took, evidence({ polledAt: took + 5, pollingSince: 0 }), took + 10_000_000)).toBe(false);
+  });
+});
