@@ -123,6 +123,41 @@ describe('alarms said by the lease holder, kept in PostgreSQL across restarts an
     expect(a.lines()).toEqual(['firing queue-missing push.web.send', 'resolved queue-missing push.web.send']);
   });
 
+  it('an instance takes nothing it saw fire before it held the lease into its rounds: alarms firing then are in what it sees', async () => {
+    await giveLease('a');
+    const a = instance('a');
+    const b = instance('b');
+    a.announcer.leaseChanged(0);
+    const old = alarmOf('backlog', 'push.jobs');
+    for (const i of [a, b]) i.announcer.announce({ state: 'firing', alarm: old, at: 1_000 });
+    await a.announcer.reconcile(view([old]));
+    for (const i of [a, b]) i.announcer.announce({ state: 'resolved', alarm: old, at: 2_000 });
+    await a.announcer.flush();
+    await a.announcer.reconcile(view([]));
+    await a.announcer.flush();
+    // A stops; B takes the lease: the backlog of an hour ago is not said again.
+    await giveLease('b');
+    b.announcer.leaseChanged(30_000);
+    await b.announcer.reconcile(view([]));
+    expect(b.lines()).toEqual([]);
+  });
+
+  it('the holder that cannot read what was said says what fires, then each transition as it happens, until it can read again', async () => {
+    await giveLease('a');
+    const unreadable = createAnnouncedAlarmStore(t.db.kysely.withSchema('herald_no_such_schema'), { name: LEASE, holder: 'a' });
+    const logger = createLogger({ service: 'spec', level: 'silent', format: 'json' });
+    const warned = vi.spyOn(logger, 'warn');
+    const a = alarmAnnouncer({ vhost: 'v', logger, metrics: createMonitorMetrics(new Registry()), webhook: undefined, store: unreadable, holds: () => true, unknown: () => false });
+    a.leaseChanged(0);
+    const backlog = alarmOf('backlog', 'push.jobs');
+    await a.reconcile(view([backlog]));
+    await a.reconcile(view([backlog]));
+    const stalled = alarmOf('stalled', 'push.fcm.send');
+    a.announce({ state: 'firing', alarm: stalled, at: 3_000 });
+    const said = warned.mock.calls.flatMap(([, msg]) => (typeof msg === 'string' && msg.startsWith('alarm firing') ? [msg] : []));
+    expect(said).toEqual(['alarm firing: backlog on push.jobs', 'alarm firing: stalled on push.fcm.send']);
+  });
+
   it('writes of an instance that lost the lease are not kept (they would undo what the next holder recorded)', async () => {
     await giveLease('b');
     await storeOf('a').fired(alarmOf('backlog', 'push.jobs'));

@@ -23,7 +23,7 @@ export interface Evidence {
   polledAt: number;
   /** The first poll that read the queues. */
   pollingSince: number;
-  /** The last good read of the scheduled pushes. */
+  /** When the last good read of the scheduled pushes (counts and overdue) ended. */
   readAt: number;
   /** A parked queue's growth window (parked-growing compares with its smallest depth within it). */
   parkedWindowMs(queue: string): number;
@@ -31,14 +31,15 @@ export interface Evidence {
 
 /**
  * Whether this instance has what it needs, read after `since`, to tell that an alarm's condition no
- * longer holds: the scheduled kinds a good read of the scheduled pushes; parked-growing a whole
- * growth window of its own polls (a restarted monitor has no history); the others a poll of the queues.
+ * longer holds: the scheduled kinds a good read of the scheduled pushes that a poll then evaluated;
+ * parked-growing a whole growth window of its own polls (a restarted monitor has no history); the
+ * others a poll of the queues.
  */
 export function seenSince(alarm: AlarmKey, since: number, e: Evidence, now: number): boolean {
   switch (alarm.alarm) {
     case 'scheduled-overdue':
     case 'database-unreachable':
-      return e.readAt > since;
+      return e.readAt > since && e.readAt <= e.polledAt;
     case 'parked-growing':
       return e.polledAt > since && e.pollingSince > 0 && now - e.pollingSince >= e.parkedWindowMs(alarm.queue);
     default:
@@ -57,6 +58,8 @@ export interface AlarmAnnouncer {
   leaseChanged(takenAt: number | undefined): void;
   /** The lease holder's round after each poll: say what fires that nobody said, and what ended that was said firing. */
   reconcile(view: AlarmView): Promise<void>;
+  /** At shutdown: no more rounds or posts; waits for the round under way (then flush the webhook and the store). */
+  stop(): Promise<void>;
   /** The store's writes under way (at shutdown, before the lease is given back). */
   flush(): Promise<void>;
 }
@@ -70,7 +73,8 @@ export interface AlarmAnnouncer {
  * restarts or takes the lease over says neither a firing alarm twice nor nothing of one that ended
  * while nobody announced, and a post abandoned at shutdown is said again by the next. While the
  * database does not answer nobody can tell who holds the lease: every instance then says each
- * transition as it happens (a repeat rather than silence), recording nothing.
+ * transition as it happens (a repeat rather than silence), recording nothing; so does the holder
+ * while it cannot read what was said.
  */
 export function alarmAnnouncer(deps: {
   vhost: string;
@@ -90,6 +94,11 @@ export function alarmAnnouncer(deps: {
   /** Fired here since the last round: one that ended before a round saw it firing is said all the same. */
   const fired = new Map<string, Alarm>();
   let reconciling = false;
+  /** The round under way (awaited at stop). */
+  let round: Promise<void> = Promise.resolve();
+  let stopped = false;
+  /** The holder could not read what was said at its last round: it says transitions as they happen until it can. */
+  let unread = false;
   /** One store write at a time, in order: a resolve must not overtake the fire it follows. */
   let writing: Promise<void> = Promise.resolve();
 
@@ -115,36 +124,62 @@ export function alarmAnnouncer(deps: {
     deps.webhook.post(webhookPayload(t, deps.vhost), (outcome) => (outcome === 'abandoned' ? void sending.delete(key) : record(t, key)));
   };
 
+  /** Said at once, recorded nowhere: while nobody can tell who holds the lease, or the holder cannot read what was said. */
+  const sayNow = (t: AlarmTransition): void => {
+    log(t);
+    deps.webhook?.post(webhookPayload(t, deps.vhost));
+  };
+
+  const reconcile = async (view: AlarmView): Promise<void> => {
+    // Said and not yet recorded when the read began: its record may land after the read's snapshot.
+    const inFlight = new Set(sending);
+    let said: Map<string, AnnouncedAlarm>;
+    try {
+      said = new Map((await deps.store.list()).map((a) => [keyOf(a), a]));
+    } catch (err) {
+      if (!unread) {
+        deps.logger.warn({ err }, 'could not read the announced alarms: saying alarms as they happen until it can');
+        // A repeat rather than silence: what fires now, and what fired since the last round.
+        for (const alarm of new Map([...fired, ...view.active.map((a): [string, Alarm] => [keyOf(a), a])]).values()) sayNow({ state: 'firing', alarm, at: view.now });
+      }
+      unread = true;
+      fired.clear();
+      return;
+    }
+    unread = false;
+    if (stopped || !deps.holds()) return;
+    const busy = (key: string): boolean => inFlight.has(key) || sending.has(key);
+    const firing = new Map(view.active.map((a) => [keyOf(a), a]));
+    for (const [key, alarm] of [...fired, ...firing]) if (!said.has(key) && !busy(key)) say({ state: 'firing', alarm, at: view.now });
+    fired.clear();
+    for (const [key, a] of said) {
+      const alarm = toAlarm(a);
+      if (alarm === undefined || firing.has(key) || busy(key) || view.holds(a) || !view.seen(a, takenAt)) continue;
+      say({ state: 'resolved', alarm, at: view.now });
+    }
+  };
+
   return {
     announce(t) {
       deps.metrics.recordAlarm(t);
-      if (t.state === 'firing') fired.set(keyOf(t.alarm), t.alarm);
-      if (!deps.unknown()) return;
-      log(t);
-      deps.webhook?.post(webhookPayload(t, deps.vhost));
+      if (stopped) return;
+      if (deps.unknown() || (unread && deps.holds())) return sayNow(t);
+      if (t.state === 'firing' && deps.holds()) fired.set(keyOf(t.alarm), t.alarm);
     },
     leaseChanged(at) {
       takenAt = at ?? Number.POSITIVE_INFINITY;
+      fired.clear();
+      unread = false;
     },
-    async reconcile(view) {
-      if (reconciling || !deps.holds() || deps.unknown()) return;
+    reconcile(view) {
+      if (stopped || reconciling || !deps.holds() || deps.unknown()) return Promise.resolve();
       reconciling = true;
-      try {
-        const said = new Map((await deps.store.list()).map((a) => [keyOf(a), a]));
-        if (!deps.holds()) return;
-        const firing = new Map(view.active.map((a) => [keyOf(a), a]));
-        for (const [key, alarm] of [...fired, ...firing]) if (!said.has(key) && !sending.has(key)) say({ state: 'firing', alarm, at: view.now });
-        fired.clear();
-        for (const [key, a] of said) {
-          const alarm = toAlarm(a);
-          if (alarm === undefined || firing.has(key) || sending.has(key) || view.holds(a) || !view.seen(a, takenAt)) continue;
-          say({ state: 'resolved', alarm, at: view.now });
-        }
-      } catch (err) {
-        deps.logger.warn({ err }, 'could not read the announced alarms; trying again after the next poll');
-      } finally {
-        reconciling = false;
-      }
+      round = reconcile(view).finally(() => (reconciling = false));
+      return round;
+    },
+    async stop() {
+      stopped = true;
+      await round;
     },
     flush: () => writing,
   };

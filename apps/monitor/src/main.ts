@@ -92,11 +92,10 @@ await runService('monitor', config, async ({ logger, registry }) => {
   function alarmView(): AlarmView {
     const now = Date.now();
     const state = monitor.state();
-    const readAt = scheduled.current().at;
     const evidence = {
       polledAt: state.at === null ? 0 : Date.parse(state.at),
       pollingSince: monitor.pollingSince(),
-      readAt: readAt === null ? 0 : Date.parse(readAt),
+      readAt: scheduled.readAt(),
       parkedWindowMs: (queue: string) => config.MONITOR_THRESHOLDS.for(queue).parkedWindowMs,
     };
     return { now, active: state.alarms, holds: monitor.holds, seen: (alarm, since) => seenSince(alarm, since, evidence, now) };
@@ -117,16 +116,18 @@ await runService('monitor', config, async ({ logger, registry }) => {
     }),
     stop: async (timeoutMs) => {
       await monitor.stop();
-      // What is left to announce is delivered within half the stop time, counted from now, while
-      // the reads of the store end; then the announced alarms' last writes land and the alarms
-      // lease is given back (another monitor takes over announcing now, not when the lease
-      // expires, and reads what this one said). Each is waited for no longer than its share (a
-      // PostgreSQL out of reach could hold them past the stop's guard, which ends the process).
-      const draining = webhook?.drain(timeoutMs / 2);
-      await within(scheduled.stop(), timeoutMs / 2);
+      // The announcer's last round ends; what is left to post is delivered within a quarter of
+      // the stop time while the reads of the store end; then the announced alarms' last writes
+      // land and the alarms lease is given back (another monitor takes over announcing now, not
+      // when the lease expires, and reads what this one said). Each is waited for no longer than
+      // its share (a PostgreSQL out of reach could hold them past the stop's guard, which ends
+      // the process).
+      await within(announcer.stop(), timeoutMs / 4);
+      const draining = webhook?.drain(timeoutMs / 4);
+      await within(scheduled.stop(), timeoutMs / 4);
       await draining;
       await within(announcer.flush(), timeoutMs / 4);
-      await within(lease.stop(), timeoutMs / 4);
+      await within(lease.stop(), timeoutMs / 8);
       await db.close();
       await connecting;
       await broker?.close();

@@ -69,6 +69,8 @@ export function startScheduledCounts(deps: { db: Database; pollMs: number; overd
   let current: ScheduledCounts = { at: null, hours: [] };
   let overdueFound: AlarmCondition[] = [];
   let conditions: AlarmCondition[] = [];
+  /** When the last read that set the conditions ended (epoch ms; 0: none yet). */
+  let readAt = 0;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
@@ -83,6 +85,7 @@ export function startScheduledCounts(deps: { db: Database; pollMs: number; overd
     deps.metrics.recordOverdue(overdue, now);
     overdueFound = overdueConditions(overdue, now, deps.overdueMs);
     conditions = overdueFound;
+    readAt = Date.now();
   };
   const read = async (): Promise<void> => {
     try {
@@ -104,6 +107,8 @@ export function startScheduledCounts(deps: { db: Database; pollMs: number; overd
     current: (): ScheduledCounts => current,
     /** The scheduled-overdue conditions of the last good read, and database-unreachable while reads fail (the queue monitor evaluates them with its own). */
     conditions: (): AlarmCondition[] => conditions,
+    /** When the last good read (counts and overdue pushes) ended, epoch ms; 0 before the first. */
+    readAt: (): number => readAt,
     stop: async (): Promise<void> => {
       stopped = true;
       clearTimeout(timer);
