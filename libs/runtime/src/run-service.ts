@@ -1,6 +1,5 @@
 import { createLogger, type Logger } from '@herald/logging';
-import type { Registry } from 'prom-client';
-import { Gauge } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import { createMetricsRegistry, startOpsServer, type HttpRoutes, type Readiness } from './ops-server.ts';
 import { exitOnFatal, onShutdown } from './shutdown.ts';
 
