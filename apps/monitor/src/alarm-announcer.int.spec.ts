@@ -179,6 +179,33 @@ describe('alarms said by the lease holder, kept in PostgreSQL across restarts an
     expect(await kept()).toEqual([]);
   });
 
+  it('alarms said during a database outage: whoever said one says its end; the holder records one still firing without saying it again', async () => {
+    await giveLease('b');
+    unknown = true;
+    const a = instance('a');
+    const b = instance('b');
+    const lag = alarmOf('database-unreachable', '*');
+    const backlog = alarmOf('backlog', 'push.jobs');
+    for (const i of [a, b]) {
+      i.announcer.announce({ state: 'firing', alarm: lag, at: 1_000 });
+      i.announcer.announce({ state: 'firing', alarm: backlog, at: 1_000 });
+    }
+    // The database is back: B holds the lease. The outage's alarm ends on both before B's first round.
+    unknown = false;
+    b.announcer.leaseChanged(5_000);
+    for (const i of [a, b]) i.announcer.announce({ state: 'resolved', alarm: lag, at: 6_000 });
+    await b.announcer.reconcile(view([backlog]));
+    await b.announcer.flush();
+    expect(await kept()).toEqual(['backlog push.jobs']);
+    // The backlog ends later: the holder says it from the table, the other instance from what it said.
+    for (const i of [a, b]) i.announcer.announce({ state: 'resolved', alarm: backlog, at: 9_000 });
+    await b.announcer.reconcile(view([]));
+    await b.announcer.flush();
+    const story = ['firing database-unreachable *', 'firing backlog push.jobs', 'resolved database-unreachable *', 'resolved backlog push.jobs'];
+    expect([a.lines().sort(), b.lines().sort()]).toEqual([[...story].sort(), [...story].sort()]);
+    expect(await kept()).toEqual([]);
+  });
+
   it('a post abandoned at shutdown is not kept as said: the next holder says it', async () => {
     const hanging = createServer(() => undefined); // takes the post, never answers
     await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));

@@ -1,6 +1,7 @@
 import type { AnnouncedAlarm, AnnouncedAlarmStore } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { AlarmKinds, type Alarm, type AlarmKind, type AlarmTransition } from '@herald/monitoring';
+import { TIMED_OUT, within } from '@herald/runtime';
 import type { MonitorMetrics } from './monitor-metrics.ts';
 import { webhookPayload, type AlarmWebhook } from './webhook.ts';
 
@@ -86,6 +87,8 @@ export function alarmAnnouncer(deps: {
   holds: () => boolean;
   /** True while nobody can tell who holds it (the database does not answer). */
   unknown: () => boolean;
+  /** The longest a round waits for the table (a database that hangs must not stop the rounds); default 5 s. */
+  readTimeoutMs?: number;
 }): AlarmAnnouncer {
   /** Since when this instance holds the lease (Infinity: it does not): only what it read since counts. */
   let takenAt = Number.POSITIVE_INFINITY;
@@ -101,6 +104,8 @@ export function alarmAnnouncer(deps: {
   let unread = false;
   /** One store write at a time, in order: a resolve must not overtake the fire it follows. */
   let writing: Promise<void> = Promise.resolve();
+  /** Said firing at once, recorded nowhere (the lease unknown, the table unread): this instance says their end too. */
+  const direct = new Map<string, Alarm>();
 
   const log = (t: AlarmTransition): void => {
     const { alarm, queue, summary, value, threshold, since } = t.alarm;
@@ -126,8 +131,16 @@ export function alarmAnnouncer(deps: {
 
   /** Said at once, recorded nowhere: while nobody can tell who holds the lease, or the holder cannot read what was said. */
   const sayNow = (t: AlarmTransition): void => {
+    if (t.state === 'firing') direct.set(keyOf(t.alarm), t.alarm);
+    else direct.delete(keyOf(t.alarm));
     log(t);
     deps.webhook?.post(webhookPayload(t, deps.vhost));
+  };
+  /** An alarm this instance said firing at once, still firing when the holder can record: recorded, not said again. */
+  const adopt = (alarm: Alarm, key: string): void => {
+    direct.delete(key);
+    sending.add(key);
+    record({ state: 'firing', alarm, at: alarm.firedAt }, key);
   };
 
   const reconcile = async (view: AlarmView): Promise<void> => {
@@ -135,7 +148,9 @@ export function alarmAnnouncer(deps: {
     const inFlight = new Set(sending);
     let said: Map<string, AnnouncedAlarm>;
     try {
-      said = new Map((await deps.store.list()).map((a) => [keyOf(a), a]));
+      const listed = await within(deps.store.list(), deps.readTimeoutMs ?? 5_000);
+      if (listed === TIMED_OUT) throw new Error(`no answer from PostgreSQL within ${deps.readTimeoutMs ?? 5_000} ms`);
+      said = new Map(listed.map((a) => [keyOf(a), a]));
     } catch (err) {
       if (!unread) {
         deps.logger.warn({ err }, 'could not read the announced alarms: saying alarms as they happen until it can');
@@ -148,9 +163,15 @@ export function alarmAnnouncer(deps: {
     }
     unread = false;
     if (stopped || !deps.holds()) return;
+    // What the table holds is the holder's to end, whoever said it.
+    for (const key of said.keys()) direct.delete(key);
     const busy = (key: string): boolean => inFlight.has(key) || sending.has(key);
     const firing = new Map(view.active.map((a) => [keyOf(a), a]));
-    for (const [key, alarm] of [...fired, ...firing]) if (!said.has(key) && !busy(key)) say({ state: 'firing', alarm, at: view.now });
+    for (const [key, alarm] of [...fired, ...firing]) {
+      if (said.has(key) || busy(key)) continue;
+      if (direct.has(key)) adopt(alarm, key);
+      else say({ state: 'firing', alarm, at: view.now });
+    }
     fired.clear();
     for (const [key, a] of said) {
       const alarm = toAlarm(a);
@@ -163,7 +184,7 @@ export function alarmAnnouncer(deps: {
     announce(t) {
       deps.metrics.recordAlarm(t);
       if (stopped) return;
-      if (deps.unknown() || (unread && deps.holds())) return sayNow(t);
+      if (deps.unknown() || (unread && deps.holds()) || (t.state === 'resolved' && direct.has(keyOf(t.alarm)))) return sayNow(t);
       if (t.state === 'firing' && deps.holds()) fired.set(keyOf(t.alarm), t.alarm);
     },
     leaseChanged(at) {

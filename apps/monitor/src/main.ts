@@ -41,6 +41,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
     store: createAnnouncedAlarmStore(db.kysely, alarmsLease),
     holds: () => lease.held(),
     unknown: () => lease.unknown(),
+    readTimeoutMs: config.MONITOR_POLL_MS,
   });
   const lease = holdLease(db.kysely, {
     ...alarmsLease,

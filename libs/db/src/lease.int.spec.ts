@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, type Database } from './database.ts';
 import { holdLease, type Lease } from './lease.ts';
@@ -70,6 +71,28 @@ describe('holdLease', () => {
       await lost.stop();
       await up.stop();
       await down.close();
+    }
+  });
+
+  it('a renewal that gets no answer (its row locked, a database that hangs) fails after a third of the ttl: once the lease runs out it reads as unknown, not as held by another', async () => {
+    const a = holdLease(t.db.kysely, { name: 'hung', holder: 'a', ttlMs: TTL });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    try {
+      await until('a holds', () => a.held());
+      const locking = t.db.kysely.transaction().execute(async (trx) => {
+        await sql`select 1 from leases where name = 'hung' for update`.execute(trx);
+        await gate;
+      });
+      await until('a reads unknown', () => a.unknown(), 3 * TTL);
+      expect(a.held()).toBe(false);
+      release();
+      await locking;
+      await until('a holds again', () => a.held(), 3 * TTL);
+      expect(a.unknown()).toBe(false);
+    } finally {
+      release();
+      await a.stop();
     }
   });
 });

@@ -49,10 +49,18 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
     logger?.info({ lease: name, holder }, now ? 'lease taken: this instance does the once-only work' : 'lease lost: another instance does the once-only work');
     opts.onChange?.(now);
   };
+  // A renewal that gets no answer (a database that stops answering rather than refusing: a
+  // partition, a failover caught half-way, a row lock) fails after a third of the ttl, so the lease
+  // reads as unknown once it runs out rather than as another's; its late answer is ignored.
+  const deadlineMs = ttlMs / 3;
   const renew = async (): Promise<void> => {
     const askedAt = Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer from PostgreSQL within ${deadlineMs} ms`)), deadlineMs);
+    });
     try {
-      const row = await sql<{ holder: string }>`
+      const query = sql<{ holder: string }>`
         insert into leases (name, holder, expires_at) values (${name}, ${holder}, now() + ${`${ttlMs} milliseconds`}::interval)
         on conflict (name) do update
           set holder = excluded.holder,
@@ -60,11 +68,14 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
               acquired_at = case when leases.holder = excluded.holder then leases.acquired_at else now() end
           where leases.holder = excluded.holder or leases.expires_at < now()
         returning holder`.execute(db);
+      const row = await Promise.race([query, late]);
       validUntil = row.rows.length > 0 ? askedAt + ttlMs * 0.9 : 0;
       failing = false;
     } catch (err) {
       failing = true;
       logger?.warn({ err, lease: name }, 'could not renew the lease; it holds until it runs out');
+    } finally {
+      clearTimeout(timer);
     }
     report();
   };
