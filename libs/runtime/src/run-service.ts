@@ -44,7 +44,6 @@ export async function runService(
   const logger = createLogger({ service: name, level: settings.LOG_LEVEL, format: settings.LOG_FORMAT });
   exitOnFatal(logger);
   const registry = createMetricsRegistry(name);
-  let healthy = false;
   /** The service once started: its routes and its readiness. */
   let running: RunningService | undefined = undefined;
   let stopRequested = false;
@@ -61,7 +60,7 @@ export async function runService(
       this.set(ready().ready ? 1 : 0);
     },
   });
-  const ops = await startOpsServer({ port: settings.HTTP_PORT, host: settings.HTTP_HOST, registry, healthy: () => healthy, ready, routes: () => running?.http });
+  const ops = await startOpsServer({ port: settings.HTTP_PORT, host: settings.HTTP_HOST, registry, healthy: () => running !== undefined && !stopRequested, ready, routes: () => running?.http });
   /** The start-up under way, once begun (a stop asked for before it waits for it). */
   const startUp: { running?: Promise<RunningService> } = {};
   // Heard from before start-up: a SIGTERM while the service starts (a deploy replacing a pod that
@@ -69,7 +68,6 @@ export async function runService(
   // process at once, with a pusher already consuming and sending.
   onShutdown(logger, settings.SHUTDOWN_TIMEOUT_MS, async () => {
     stopRequested = true;
-    healthy = false;
     const service = await startUp.running;
     await service?.stop(settings.SHUTDOWN_TIMEOUT_MS);
     await ops.close();
@@ -83,8 +81,7 @@ export async function runService(
     logger.fatal({ err }, 'start-up failed');
     process.exit(1);
   }
-  // A stop asked for during start-up goes on now: the service never reads healthy.
-  healthy = !stopRequested;
+  // Healthy and ready from now on, unless a stop was asked for during start-up (it goes on now).
   running = service;
   logger.info({ opsPort: ops.port, opsHost: settings.HTTP_HOST }, `${name} started`);
 }
