@@ -1,11 +1,11 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendQueueFor, type PushJobInput, type Registration } from '@herald/contracts';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { derivePushId, sendQueueFor, type PushJobInput, type Registration } from '@herald/contracts';
 import { cancelJobFully, toJobStatus, type ScheduledPushInput, type TargetRequest } from '@herald/db';
 import { createLogger } from '@herald/logging';
-import { connectBroker, heraldTopology, type Broker, type InboundMessage } from '@herald/messaging';
+import { connectBroker, HeraldHeaders, heraldTopology, type Broker, type InboundMessage } from '@herald/messaging';
 import { Registry } from '@herald/runtime';
-import { createTestDatabase, createTestVhost, waitFor, type TestDatabase, type TestVhost } from '@herald/testing';
+import { createTestDatabase, createTestVhost, peekMessages, waitFor, type TestDatabase, type TestVhost } from '@herald/testing';
 import { createDemuxerHandler, type DemuxerDeps } from './demuxer.ts';
 import { createDemuxerMetrics } from './demuxer-metrics.ts';
 import { WaveMonitor } from './wave-monitor.ts';
@@ -204,5 +204,78 @@ describe("demuxer: Web Push's rules for an app without VAPID keys of its own", (
     expect((await t.db.jobs.get(data.id))?.targeted).toBe(1);
     await settled(apns + 1, web);
     expect([(await apnsReady()) - apns, (await webReady()) - web]).toEqual([1, 0]);
+  });
+});
+
+describe('demuxer: a job handled again after a fan-out that recorded it and published nothing', () => {
+  const token = () => randomBytes(32).toString('hex');
+  const [a1, a2, b1, c1] = [token(), token(), token(), token()];
+  const deviceOf = new Map<string, string>();
+  beforeAll(async () => {
+    for (const [user, tok] of [['again-a', a1], ['again-a', a2], ['again-b', b1], ['again-c', c1]] as const) {
+      await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: tok, userId: user, eventAt: '2025-01-01T00:00:00Z' });
+    }
+    const rows = await t.db.kysely.selectFrom('devices').select(['id', 'token']).where('token', 'in', [a1, a2, b1, c1]).execute();
+    for (const r of rows) deviceOf.set(r.token, String(r.id));
+  });
+  const kill = (tok: string) => t.db.devices.invalidate({ app: 'parts', platform: 'apns', token: tok, reason: 'Unregistered', observedAt: new Date() });
+  const revive = (tok: string, user: string) =>
+    t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: tok, userId: user, eventAt: new Date().toISOString() });
+  // Each test starts with a's and b's devices alive (registered again after it killed them).
+  afterEach(async () => {
+    await revive(a2, 'again-a');
+    await revive(b1, 'again-b');
+  });
+  const brokenBroker = { publish: () => Promise.reject(new Error('channel closed')), publishMany: () => Promise.reject(new Error('channel closed')) };
+  /** The devices of the job's pushes in the APNs send queue. */
+  const queuedDevices = async (jobId: string) =>
+    (await peekMessages(vhost.name, sendQueueFor('apns'), 500))
+      .map((m) => JSON.parse(m.payload) as { jobId: string; deviceId: string })
+      .filter((p) => p.jobId === jobId)
+      .map((p) => p.deviceId)
+      .sort();
+  const jobOfUsers = (): PushJobInput => ({ id: randomUUID(), app: 'parts', category: 'social', content: { title: 'Again' }, userIds: ['again-a', 'again-b', 'again-c'] });
+
+  it("a retry makes the pushes of devices that died since the first pass counted them: a pusher finds them dead and counts them invalid, so the job's total adds up", async () => {
+    const job = jobOfUsers();
+    await accepted(job);
+    // c's only device died before the job came: neither pass counts it.
+    await kill(c1);
+    await t.db.kysely.updateTable('devices').set({ updated_at: new Date(Date.now() - 5 * 60_000) }).where('token', '=', c1).execute();
+    await expect(demuxer({ publisher: brokenBroker })([message(job)])).rejects.toThrow('channel closed');
+    // The first pass recorded its total (a1, a2, b1, and c without a device) and published nothing.
+    expect(await t.db.jobs.get(job.id)).toMatchObject({ targeted: 4, noDevice: 1 });
+    await kill(a2);
+    await kill(b1); // b's only device
+    // Back from the retry queue (its copy carries the retry reason).
+    expect(await demuxer({})([{ ...message(job), headers: { [HeraldHeaders.retryReason]: 'channel closed' } }])).toEqual([{ kind: 'ack' }]);
+    const devices = [a1, a2, b1].map((tok) => deviceOf.get(tok) ?? '').sort();
+    await waitFor('the three pushes queued', async () => ((await queuedDevices(job.id)).length >= 3 ? true : undefined), { timeoutMs: 5_000 });
+    expect(await queuedDevices(job.id)).toEqual(devices);
+    expect(await t.db.jobs.get(job.id)).toMatchObject({ targeted: 4, noDevice: 1 });
+    // What a pusher's claim makes of them: a1's is sent; a2's and b1's are dead, counted invalid unsent.
+    const claims = await t.db.ledger.claimLive(
+      [[a1, 'again-a'], [a2, 'again-a'], [b1, 'again-b']].map(([tok, user]) => ({ pushId: derivePushId(job.id, deviceOf.get(tok ?? '') ?? ''), deviceId: deviceOf.get(tok ?? '') ?? '', token: tok ?? '', userId: user ?? '' })),
+      'demuxer-test',
+      60_000,
+    );
+    expect([...claims.values()]).toEqual(['claimed', 'dead', 'dead']);
+  });
+
+  it('a first delivery, or a job no pass recorded, makes pushes for the live devices only', async () => {
+    const [first, unrecorded] = [jobOfUsers(), jobOfUsers()];
+    const [d1, d2, db1] = [a1, a2, b1].map((tok) => deviceOf.get(tok) ?? '');
+    // A job published twice over AMQP: the first copy's fan-out published its pushes, a2's too, so the second's makes none for the dead.
+    expect(await demuxer({})([message(first)])).toEqual([{ kind: 'ack' }]);
+    await kill(a2);
+    expect(await demuxer({})([message(first)])).toEqual([{ kind: 'ack' }]);
+    // Redelivered, but the pass before it failed before it recorded the job: nothing of the dead device was counted.
+    await accepted(unrecorded);
+    expect(await demuxer({})([{ ...message(unrecorded), redelivered: true }])).toEqual([{ kind: 'ack' }]);
+    for (const [job, pushes, targeted] of [[first, [d1, d1, d2, db1, db1], 4], [unrecorded, [d1, db1], 3]] as const) {
+      await waitFor('its pushes queued', async () => ((await queuedDevices(job.id)).length >= pushes.length ? true : undefined), { timeoutMs: 5_000 });
+      expect(await queuedDevices(job.id)).toEqual([...pushes].sort());
+      expect(await t.db.jobs.get(job.id)).toMatchObject({ targeted, noDevice: 1 });
+    }
   });
 });

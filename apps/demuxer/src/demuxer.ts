@@ -1,7 +1,7 @@
 import { PushJob, acceptedAtOf, decodeWith, expiresBeforeDue, jobExpiry, scheduleProblem, targetUsers, type DevicePush } from '@herald/contracts';
 import type { AppRow, AudienceDevice, CancelledPush, DemuxEntry, TargetRequest } from '@herald/db';
 import type { Logger } from '@herald/logging';
-import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
+import { handledBefore, type InboundMessage, type Outcome, type Publisher } from '@herald/messaging';
 import { jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
 import { toSendMessage } from './fan-out.ts';
@@ -40,8 +40,11 @@ export interface DemuxerDeps {
   now?: () => Date;
 }
 
-/** `webChecked`: held to Web Push's rules at admission already (the app has VAPID keys of its own). */
-type Accepted = { index: number; job: PushJob; acceptedAt: Date; expired: boolean; webChecked: boolean };
+/**
+ * `webChecked`: held to Web Push's rules at admission already (the app has VAPID keys of its own).
+ * `again`: its message may have been handled before (handledBefore), so the job may have been fanned out.
+ */
+type Accepted = { index: number; job: PushJob; acceptedAt: Date; expired: boolean; webChecked: boolean; again: boolean };
 const ack: Outcome = { kind: 'ack' };
 const NONE: ReadonlySet<string> = new Set();
 
@@ -91,12 +94,14 @@ function partsOf(accepted: readonly Accepted[], maxUsers: number): Accepted[][] 
 /** Targets, records and publishes one part; answers the jobs it parked instead (by batch index). */
 async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date): Promise<Map<number, Outcome>> {
   const audience = await deps.targets.findAudience(
-    part.map(({ index, job }) => ({
+    part.map(({ index, job, again }) => ({
       key: String(index),
       app: job.app,
       userIds: targetUsers(job),
       category: job.category,
       ...(job.objectId !== undefined && { objectId: job.objectId }),
+      // A fan-out that recorded the job and failed before publishing counted devices dead since: made again (findAudience).
+      ...(again && { jobId: job.id }),
     })),
     at,
   );
@@ -185,7 +190,7 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
   const expired = expiry !== undefined && expiry <= at;
   if (expired) deps.logger.info({ jobId: job.id, expiresAt: expiry.toISOString() }, 'job expired before fan-out: dropped');
   if (job.trace === true) deps.logger.info({ jobId: job.id, trace: true, attempt: message.attempt }, 'trace: demuxer accepted job');
-  return { job, acceptedAt, expired, webChecked };
+  return { job, acceptedAt, expired, webChecked, again: handledBefore(message) };
 }
 
 /** The job's pushes to send now (later ones are stored here); publishing is the caller's, for the whole batch. */

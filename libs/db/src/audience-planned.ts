@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Database } from './database.ts';
-import type { AudienceDevice, AudienceDeviceRow } from './device-targets.ts';
-import { deviceColumns, toAudienceDevice } from './audience-stream-devices.ts';
+import { toAudienceDevice, type AudienceDevice, type AudienceDeviceRow } from './device-targets.ts';
+import { deviceColumns } from './audience-stream-devices.ts';
 import type { PlannedDevices } from './fanout-repository.ts';
 
 export interface PlannedDevicesRequest {

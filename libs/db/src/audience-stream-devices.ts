@@ -1,7 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { SegmentFilter } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
-import { skipReasonSql, webFieldsOf, type AudienceDevice, type AudienceDeviceRow } from './device-targets.ts';
+import { skipReasonSql, toAudienceDevice, type AudienceDevice, type AudienceDeviceRow } from './device-targets.ts';
 import { segmentSql } from './segment-sql.ts';
 
 /** What every audience walk needs to turn device rows into AudienceDevices. */
@@ -26,21 +26,6 @@ export function deviceColumns(ctx: WalkContext, user: RawBuilder<unknown> = sql.
 
 /** The segment as a condition on `d` (true when the audience has none). */
 export const segmentCondition = (ctx: WalkContext): RawBuilder<boolean> => (ctx.segment === undefined ? sql<boolean>`true` : segmentSql(ctx.segment, ctx.now, 'd'));
-
-export function toAudienceDevice(r: AudienceDeviceRow): AudienceDevice {
-  return {
-    deviceId: r.id,
-    userId: r.user_id,
-    app: r.app,
-    platform: r.platform,
-    token: r.token,
-    tokenKind: r.token_kind,
-    timezone: r.timezone,
-    locale: r.locale,
-    ...webFieldsOf(r),
-    skipped: r.skipped,
-  };
-}
 
 /**
  * The devices of a keyset page of users, cut at a user boundary so the page holds at most `limit`

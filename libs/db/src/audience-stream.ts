@@ -1,9 +1,9 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { SegmentFilter } from '@herald/contracts';
 import type { Database } from './database.ts';
-import type { AudienceDevice, AudienceDeviceRow } from './device-targets.ts';
+import { toAudienceDevice, type AudienceDevice, type AudienceDeviceRow } from './device-targets.ts';
 import { decodeCursor, encodeCursor, type AudienceCursor, type RecentFloor } from './audience-stream-cursor.ts';
-import { deviceColumns, devicesOfUsers, segmentCondition, toAudienceDevice, type WalkContext } from './audience-stream-devices.ts';
+import { deviceColumns, devicesOfUsers, segmentCondition, type WalkContext } from './audience-stream-devices.ts';
 import { DEFAULT_FOLLOWER_INDEX, refreshFollowerIndexIfStale, type FollowerIndexOptions } from './follow-index.ts';
 
 export { AudienceCursorError } from './audience-stream-cursor.ts';

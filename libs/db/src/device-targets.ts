@@ -11,6 +11,11 @@ export interface TargetRequest {
   userIds: readonly string[];
   category: string;
   objectId?: string;
+  /**
+   * The request's job, when it may have been fanned out before (its message was redelivered, retried,
+   * deferred or replayed; see findAudience): only findAudience reads it.
+   */
+  jobId?: string;
 }
 
 export interface TargetDevice {
@@ -38,6 +43,8 @@ export type SkipReason = 'opted-out' | 'muted';
 /** An active device of a target user, with why it is skipped (null: it gets the push). */
 export interface AudienceDevice extends TargetDevice {
   skipped: SkipReason | null;
+  /** Dead now (invalidated or unregistered), returned for a job fanned out before it died (TargetRequest.jobId). */
+  gone?: true;
 }
 
 /** A device row as findAudience and the audience walks read it: the columns of an AudienceDevice, with its skip reason. */
@@ -68,6 +75,22 @@ export function webFieldsOf(r: { web_p256dh: string | null; web_auth: string | n
   };
 }
 
+/** A device row as an AudienceDevice. */
+export function toAudienceDevice(r: AudienceDeviceRow): AudienceDevice {
+  return {
+    deviceId: r.id,
+    userId: r.user_id,
+    app: r.app,
+    platform: r.platform,
+    token: r.token,
+    tokenKind: r.token_kind,
+    timezone: r.timezone,
+    locale: r.locale,
+    ...webFieldsOf(r),
+    skipped: r.skipped,
+  };
+}
+
 /**
  * The active devices for many requests at once, in ONE query however many requests and users:
  * excludes invalidated devices, users opted out of the request's category, and users with an
@@ -91,6 +114,16 @@ function withoutSkipped(d: AudienceDevice): TargetDevice {
  * Every active device of the requests' users, in ONE query, each with why it is skipped (its
  * user opted out of the request's category, or muted its objectId) or null: what findTargets
  * returns, plus the devices it leaves out for preferences, so a job's status can count them.
+ *
+ * A request with a jobId whose job was fanned out before (its row has demuxed_at) also gets, from a
+ * second query, its users' devices that died since the job was accepted, `gone: true`: a fan-out
+ * that recorded the job's total and then failed before its pushes were published counted them, and
+ * without them its retry would publish fewer pushes than the total it recorded (the job would read
+ * in flight for good). Their pushes are made again; a pusher's claim finds the device dead and
+ * records the push invalid, unsent, as it does for a push queued before its device died. A minute's
+ * margin before acceptance covers an invalidation whose transaction began before it; a device that
+ * died in that minute is counted too (one invalid push more, the sum still exact). A device that
+ * went to another user in between is not found (its push stays in flight: ADR 0009).
  */
 export async function findAudience(
   db: Kysely<HeraldTables>,
@@ -105,22 +138,16 @@ export async function findAudience(
     result.set(r.key, []);
   }
   if (!requests.some((r) => r.userIds.length > 0)) return result;
-  for (const row of await queryTargets(db, requests, now, pool)) {
-    const req = requests[row.ord];
-    if (req === undefined) continue;
-    result.get(req.key)?.push({
-      deviceId: row.id,
-      userId: row.user_id,
-      app: row.app,
-      platform: row.platform,
-      token: row.token,
-      tokenKind: row.token_kind,
-      timezone: row.timezone,
-      locale: row.locale,
-      ...webFieldsOf(row),
-      skipped: row.skipped,
-    });
-  }
+  const again = requests.filter((r) => r.jobId !== undefined && r.userIds.length > 0);
+  const [live, gone] = await Promise.all([queryTargets(db, requests, now, pool), again.length === 0 ? [] : queryGone(db, again, now)]);
+  const add = (reqs: readonly TargetRequest[], rows: readonly TargetRow[], dead: boolean) => {
+    for (const row of rows) {
+      const req = reqs[row.ord];
+      if (req !== undefined) result.get(req.key)?.push({ ...toAudienceDevice(row), ...(dead && { gone: true as const }) });
+    }
+  };
+  add(requests, live, false);
+  add(again, gone, true);
   return result;
 }
 
@@ -148,23 +175,55 @@ export function skipReasonSql(
 
 /** Requests and users travel as arrays (unnest), so the statement's size never depends on them. */
 async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date, pool: pg.Pool | undefined): Promise<TargetRow[]> {
-  const userOrds = requests.flatMap((r, ord) => r.userIds.map(() => ord));
   const query = sql<TargetRow>`
     with req as (
       select * from unnest(
         ${requests.map((r) => r.app)}::text[], ${requests.map((r) => r.category)}::text[],
         ${requests.map((r) => r.objectId ?? null)}::text[]
       ) with ordinality as r(app, category, object_id, ord)
-    ), wanted as materialized (
-      select distinct r.ord, r.app, r.category, r.object_id, u.user_id
-      from unnest(${userOrds}::int[], ${requests.flatMap((r) => r.userIds)}::text[]) as u(ord, user_id)
-      join req r on r.ord = u.ord + 1
-    )
-    select (w.ord - 1)::int as ord, d.id, d.user_id, d.app, d.platform, d.token, d.token_kind, d.timezone, d.locale,
-      d.web_p256dh, d.web_auth, d.web_vapid_key,
-      ${skipReasonSql({ userId: sql.ref('w.user_id'), app: sql.ref('w.app'), category: sql.ref('w.category'), objectId: sql.ref('w.object_id') }, now)} as skipped
+    ), wanted as materialized (${wantedUsers(requests)})
+    select ${targetColumns(now)}
     from wanted w
     join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is null
     order by w.ord, d.id`;
   return queryPrepared(db, pool, query);
+}
+
+/**
+ * findAudience's devices that died since their request's job was accepted (a minute's margin),
+ * for the requests whose job was fanned out before; found by devices_by_app_user. updated_at, not
+ * invalidated_at: an invalidation may date the death back to the provider's timestamp.
+ */
+async function queryGone(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date): Promise<TargetRow[]> {
+  const { rows } = await sql<TargetRow>`
+    with req as (
+      select r.*, j.accepted_at - interval '1 minute' as since
+      from unnest(
+        ${requests.map((r) => r.app)}::text[], ${requests.map((r) => r.category)}::text[],
+        ${requests.map((r) => r.objectId ?? null)}::text[], ${requests.map((r) => r.jobId ?? null)}::text[]
+      ) with ordinality as r(app, category, object_id, job_id, ord)
+      join jobs j on j.id = r.job_id and j.demuxed_at is not null
+    ), wanted as materialized (${wantedUsers(requests)})
+    select ${targetColumns(now)}
+    from wanted w
+    join req r on r.ord = w.ord
+    join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is not null and d.updated_at >= r.since
+    order by w.ord, d.id`.execute(db);
+  return rows;
+}
+
+/** Each request's distinct users, with the request's ord, app, category and object (from `req`). */
+function wantedUsers(requests: readonly TargetRequest[]): RawBuilder<unknown> {
+  const userOrds = requests.flatMap((r, ord) => r.userIds.map(() => ord));
+  return sql`
+      select distinct r.ord, r.app, r.category, r.object_id, u.user_id
+      from unnest(${userOrds}::int[], ${requests.flatMap((r) => r.userIds)}::text[]) as u(ord, user_id)
+      join req r on r.ord = u.ord + 1`;
+}
+
+/** A TargetRow's columns from the device `d` of the wanted user `w`. */
+function targetColumns(now: Date): RawBuilder<unknown> {
+  const skipped = skipReasonSql({ userId: sql.ref('w.user_id'), app: sql.ref('w.app'), category: sql.ref('w.category'), objectId: sql.ref('w.object_id') }, now);
+  return sql`(w.ord - 1)::int as ord, d.id, d.user_id, d.app, d.platform, d.token, d.token_kind, d.timezone, d.locale,
+      d.web_p256dh, d.web_auth, d.web_vapid_key, ${skipped} as skipped`;
 }

@@ -1,9 +1,12 @@
 import { Headers } from '@herald/contracts';
+import type { InboundMessage } from './types.ts';
 
-/** Every header the messaging lib reads or writes: the contracts' names plus the parked code. */
+/** Every header the messaging lib reads or writes: the contracts' names plus the parked code and a replay's mark. */
 export const HeraldHeaders = {
   ...Headers,
   parkedCode: 'x-herald-parked-code',
+  /** On a parked message an operator replayed: when (parked.ts). */
+  replayedAt: 'x-herald-replayed-at',
 } as const;
 
 /** The attempt number a message carries; 1 when the header is absent or malformed. */
@@ -11,4 +14,14 @@ export function attemptOf(headers: Record<string, unknown>): number {
   const raw = headers[HeraldHeaders.attempt];
   const n = typeof raw === 'number' ? raw : typeof raw === 'string' ? Number(raw) : NaN;
   return Number.isInteger(n) && n >= 1 ? n : 1;
+}
+
+/**
+ * Whether a handler may have seen this message before, and done part of its work: the broker
+ * redelivered it (a lost ack, a consumer that died), or it came back from a retry or a deferral
+ * (its delay queue copy keeps the retry reason), or an operator replayed it from the parked queue.
+ * A first delivery reads false.
+ */
+export function handledBefore(message: Pick<InboundMessage, 'redelivered' | 'headers'>): boolean {
+  return message.redelivered || message.headers[HeraldHeaders.retryReason] !== undefined || message.headers[HeraldHeaders.replayedAt] !== undefined;
 }

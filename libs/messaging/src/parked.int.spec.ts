@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connect, type Channel } from 'amqplib';
-import { HeraldHeaders } from './headers.ts';
+import { handledBefore, HeraldHeaders } from './headers.ts';
 import { listParked, purgeParked, replayParked, ReplayError } from './parked.ts';
 import { silentLogger, startTestBroker, takeMessage, type TestBroker } from './test-helpers.ts';
 import { workQueueTopology } from './topology.ts';
@@ -71,6 +71,8 @@ describe('parked messages: list, replay, purge', () => {
     expect(headers[HeraldHeaders.attempt]).toBe(1);
     expect(headers['x-keep']).toBe('me');
     for (const h of [HeraldHeaders.parkedReason, HeraldHeaders.parkedCode, HeraldHeaders.originalQueue]) expect(headers[h]).toBeUndefined();
+    // Marked replayed: a handler can tell a message it may have worked on before.
+    expect(handledBefore({ redelivered: false, headers })).toBe(true);
     expect(await takeMessage(t.vhost.amqpUrl, 'p.work')).toBe(false);
     expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['a']);
   });

@@ -249,7 +249,7 @@ async function republish(copies: CopyPublisher, items: readonly Item[], confirmT
     const results = await Promise.all(
       items.map((item) => {
         const kept = Object.entries(item.parked.headers).filter(([k]) => !PARKING_HEADERS.includes(k));
-        const headers = { ...Object.fromEntries(kept), [HeraldHeaders.attempt]: 1, 'x-herald-replayed-at': new Date().toISOString() };
+        const headers = { ...Object.fromEntries(kept), [HeraldHeaders.attempt]: 1, [HeraldHeaders.replayedAt]: new Date().toISOString() };
         const options: Options.Publish = { ...copiedProperties(item.msg), headers, persistent: true, mandatory: true };
         const confirmed = new Promise<string | undefined>((resolve) => {
           ch.publish('', item.parked.originalQueue, item.msg.content, options, (err) => {

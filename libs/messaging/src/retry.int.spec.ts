@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@herald/testing';
 import { Registry } from '@herald/runtime';
 import { connectBroker } from './broker.ts';
-import { HeraldHeaders } from './headers.ts';
+import { handledBefore, HeraldHeaders } from './headers.ts';
 import { recordingHandler, silentLogger, startTestBroker, waitForMessage, type TestBroker } from './test-helpers.ts';
 import { mergeTopologies, retryTopology, workQueueTopology } from './topology.ts';
 import type { Broker, InboundMessage } from './types.ts';
@@ -30,9 +30,9 @@ describe('retry and park', () => {
     t.broker.publisher.publish({ exchange: 'r.exchange', routingKey: 'r.work', body: Buffer.from(body), messageId: body, headers: { 'x-keep': 'me' } });
 
   it('sends a retried message through the delay queue and back with attempt+1, then parks it when retries run out', async () => {
-    const arrivals: { attempt: number; at: number; headers: Record<string, unknown> }[] = [];
+    const arrivals: { attempt: number; at: number; headers: Record<string, unknown>; before: boolean }[] = [];
     const h = recordingHandler((m: InboundMessage) => {
-      arrivals.push({ attempt: m.attempt, at: Date.now(), headers: m.headers });
+      arrivals.push({ attempt: m.attempt, at: Date.now(), headers: m.headers, before: handledBefore(m) });
       return { kind: 'retry', code: 'apns-503', reason: `provider unavailable (try ${m.attempt})` };
     });
     const consumer = await t.broker.consume({ queue: 'r.work', prefetch: 2, retryDelaysMs: DELAYS, handle: h.handle });
@@ -41,6 +41,8 @@ describe('retry and park', () => {
     await consumer.stop(1000);
 
     expect(arrivals.map((a) => a.attempt)).toEqual([1, 2, 3]);
+    // A handler can tell a message it may have worked on before (the demuxer looks for what a failed pass counted).
+    expect(arrivals.map((a) => a.before)).toEqual([false, true, true]);
     const [first, second, third] = arrivals;
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(150); // 200 ms − 20% jitter, minus timer slack
     expect(third!.at - second!.at).toBeGreaterThanOrEqual(300);
@@ -94,8 +96,10 @@ describe('retry and park', () => {
 
   it('defers a message without spending an attempt, however often', async () => {
     const attempts: number[] = [];
+    const before: boolean[] = [];
     const h = recordingHandler((m) => {
       attempts.push(m.attempt);
+      before.push(handledBefore(m));
       return attempts.length < 4 ? { kind: 'defer', code: 'in-flight', reason: 'leased elsewhere', delayMs: 100 } : { kind: 'ack' };
     });
     const consumer = await t.broker.consume({ queue: 'r.work', prefetch: 1, retryDelaysMs: DELAYS, handle: h.handle });
@@ -104,6 +108,8 @@ describe('retry and park', () => {
     await consumer.stop(1000);
     // Four arrivals with a two-attempt schedule: deferring never exhausts retries or parks.
     expect(attempts).toEqual([1, 1, 1, 1]);
+    // The same attempt, yet a handler can tell it came back.
+    expect(before).toEqual([false, true, true, true]);
   });
 
   it("spreads messages deferred to one instant (a pause's end) over the fifth after it, none early", async () => {
