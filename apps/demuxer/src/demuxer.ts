@@ -100,7 +100,7 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
       userIds: targetUsers(job),
       category: job.category,
       ...(job.objectId !== undefined && { objectId: job.objectId }),
-      // A fan-out that recorded the job and failed before publishing counted devices dead since: made again (findAudience).
+      // A fan-out that recorded the job and failed before publishing counted devices dead since (findAudience).
       ...(again && { jobId: job.id }),
     })),
     at,
@@ -132,7 +132,8 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
  * whose plan stores it to be asked again when due.
  */
 function webParkOf(a: Accepted, plan: JobPlan, deps: DemuxerDeps, at: Date): Outcome | undefined {
-  const toBrowser = (p: DevicePush) => p.platform === 'web';
+  // A browser dead since an earlier pass counted it holds nothing back: the job was let through then.
+  const toBrowser = (p: DevicePush) => p.platform === 'web' && !plan.gone.has(p.deviceId);
   if (a.webChecked || !(plan.split.now.some(toBrowser) || plan.split.later.some((l) => toBrowser(l.push)))) return undefined;
   const issues = webConformanceIssues(a.job, at);
   return issues.length === 0 ? undefined : parkForRules(deps, issues, a.job);

@@ -198,4 +198,25 @@ describe('planJob', () => {
     // Something to show goes to browsers as before.
     expect(planJob(job({ userIds: ['eve'] }), now, mixed.filter((d) => d.userId === 'eve'), false, now, 1000).split.now.map((p) => p.deviceId)).toEqual(['8']);
   });
+  // A retry of a fan-out that recorded the job and published nothing: devices dead since it counted them come back `gone`.
+  it('records a device dead since an earlier pass counted it as invalid and sends it nothing; a job left with nothing to send is still the fan-out it was', () => {
+    const gone = (id: string, user: string, skipped: AudienceDevice['skipped'] = null) => device(id, user, skipped, { gone: true });
+    const plan = planJob(job(), now, [device('1', 'ann'), gone('2', 'ann'), gone('3', 'bob', 'opted-out'), gone('5', 'cy')], false, now, 1000);
+    expect(plan.split.now.map((p) => p.deviceId)).toEqual(['1']);
+    expect(plan.outcomes.map((o) => [o.deviceId, o.outcome, o.code])).toEqual([
+      ['2', 'invalid', 'invalidated'],
+      ['3', 'invalid', 'invalidated'],
+      ['5', 'invalid', 'invalidated'],
+    ]);
+    expect([plan.targeted, accounted(plan), plan.noDevice, plan.label]).toEqual([5, 5, 1, 'fanned-out']);
+    const allGone = planJob(job({ userIds: ['ann'] }), now, [gone('1', 'ann'), gone('2', 'ann')], false, now, 1000);
+    expect([allGone.split.now.length, allGone.outcomes.length, allGone.targeted, allGone.label]).toEqual([0, 2, 2, 'fanned-out']);
+  });
+
+  it('stores the push of a scheduled job to a device dead since an earlier pass, as that pass may have: a pusher finds the device dead when it is due', () => {
+    const plan = planJob(job({ deliverAt: { at: '2030-01-02T09:00:00Z' } }), now, [device('1', 'ann'), device('2', 'ann', null, { gone: true })], false, now, 1000);
+    expect(plan.split.later.map((l) => l.push.deviceId)).toEqual(['1', '2']);
+    expect(plan.outcomes).toEqual([]);
+    expect(accounted(plan)).toBe(plan.targeted);
+  });
 });

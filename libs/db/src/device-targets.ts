@@ -93,7 +93,7 @@ export function toAudienceDevice(r: AudienceDeviceRow): AudienceDevice {
 
 /**
  * The active devices for many requests at once, in ONE query however many requests and users:
- * excludes invalidated devices, users opted out of the request's category, and users with an
+ * excludes invalidated devices (also those findAudience returns `gone`), users opted out of the request's category, and users with an
  * active mute (until NULL or after `now`) on the request's objectId. Every key gets an entry.
  */
 export async function findTargets(
@@ -102,7 +102,7 @@ export async function findTargets(
   now: Date,
 ): Promise<Map<string, TargetDevice[]>> {
   const audience = await findAudience(db, requests, now);
-  return new Map([...audience].map(([key, devices]) => [key, devices.filter((d) => d.skipped === null).map(withoutSkipped)]));
+  return new Map([...audience].map(([key, devices]) => [key, devices.filter((d) => d.skipped === null && d.gone !== true).map(withoutSkipped)]));
 }
 
 function withoutSkipped(d: AudienceDevice): TargetDevice {
@@ -115,15 +115,15 @@ function withoutSkipped(d: AudienceDevice): TargetDevice {
  * user opted out of the request's category, or muted its objectId) or null: what findTargets
  * returns, plus the devices it leaves out for preferences, so a job's status can count them.
  *
- * A request with a jobId whose job was fanned out before (its row has demuxed_at) also gets, from a
- * second query, its users' devices that died since the job was accepted, `gone: true`: a fan-out
- * that recorded the job's total and then failed before its pushes were published counted them, and
- * without them its retry would publish fewer pushes than the total it recorded (the job would read
- * in flight for good). Their pushes are made again; a pusher's claim finds the device dead and
- * records the push invalid, unsent, as it does for a push queued before its device died. A minute's
- * margin before acceptance covers an invalidation whose transaction began before it; a device that
- * died in that minute is counted too (one invalid push more, the sum still exact). A device that
- * went to another user in between is not found (its push stays in flight: ADR 0009).
+ * A request with a jobId whose job a fan-out recorded before (its row has a demux outcome, not a
+ * park's) also gets, from a second query in the same snapshot, its users' devices that died since
+ * the job was accepted, `gone: true`: a fan-out that recorded the job's total and then failed
+ * before its pushes were published counted them, and without them its retry would account for
+ * fewer pushes than the total it recorded (the job would read in flight for good). The demuxer
+ * records them invalid (planJob). A minute's margin before acceptance covers an invalidation whose
+ * transaction began before it; a device that died in that minute is counted too (one invalid push
+ * more, the sum still exact). A device that went to another user in between is not found (its push
+ * stays in flight: ADR 0009).
  */
 export async function findAudience(
   db: Kysely<HeraldTables>,
@@ -139,7 +139,15 @@ export async function findAudience(
   }
   if (!requests.some((r) => r.userIds.length > 0)) return result;
   const again = requests.filter((r) => r.jobId !== undefined && r.userIds.length > 0);
-  const [live, gone] = await Promise.all([queryTargets(db, requests, now, pool), again.length === 0 ? [] : queryGone(db, again, now)]);
+  // Both reads in one snapshot: a device that died between two would be found alive and dead (two
+  // pushes counted, one made), or neither.
+  const [live, gone] =
+    again.length === 0
+      ? [await queryTargets(db, requests, now, pool), []]
+      : await db
+          .transaction()
+          .setIsolationLevel('repeatable read')
+          .execute(async (trx) => [await queryTargets(trx, requests, now, undefined), await queryGone(trx, again, now)] as const);
   const add = (reqs: readonly TargetRequest[], rows: readonly TargetRow[], dead: boolean) => {
     for (const row of rows) {
       const req = reqs[row.ord];
@@ -191,7 +199,8 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
 
 /**
  * findAudience's devices that died since their request's job was accepted (a minute's margin),
- * for the requests whose job was fanned out before; found by devices_by_app_user. updated_at, not
+ * for the requests whose job a fan-out recorded (a demux outcome; a job parked before any fan-out
+ * has 'parked: <code>' and targeted 0); found by devices_by_app_user. updated_at, not
  * invalidated_at: an invalidation may date the death back to the provider's timestamp.
  */
 async function queryGone(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date): Promise<TargetRow[]> {
@@ -202,7 +211,7 @@ async function queryGone(db: Kysely<HeraldTables>, requests: readonly TargetRequ
         ${requests.map((r) => r.app)}::text[], ${requests.map((r) => r.category)}::text[],
         ${requests.map((r) => r.objectId ?? null)}::text[], ${requests.map((r) => r.jobId ?? null)}::text[]
       ) with ordinality as r(app, category, object_id, job_id, ord)
-      join jobs j on j.id = r.job_id and j.demuxed_at is not null
+      join jobs j on j.id = r.job_id and j.demux_outcome not like 'parked: %'
     ), wanted as materialized (${wantedUsers(requests)})
     select ${targetColumns(now)}
     from wanted w

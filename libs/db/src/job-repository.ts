@@ -253,7 +253,7 @@ function toJobRecord(r: JobRow): JobRecord {
  * The job row and its outcomes in one transaction, jobs first and in id order like every statement
  * on jobs. A job fanned out twice (redelivered, or published again over AMQP) is counted as the
  * union of both: targeted keeps the larger, no_device the smaller. Between the two a device may
- * have been invalidated (a retry of a pass that published nothing makes its push again: see
+ * have been invalidated (a retry of a pass that published nothing records its push invalid: see
  * findAudience's jobId) or registered (a user without one now has a push); either way the sum
  * stays exact. Only two such changes between the same two fan-outs could leave it off by one. demux_reason is cleared by a fan-out
  * (a parked job replayed after its cause was fixed). The statement also returns the jobs found

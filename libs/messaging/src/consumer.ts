@@ -243,6 +243,7 @@ export class QueueConsumer implements Consumer {
         return [{ kind: 'retry', code: MESSAGE_ERROR, reason }];
       }
       const half = Math.ceil(batch.length / 2);
+      for (const d of batch) d.inbound.rehandled = true;
       return [...(await this.outcomesOf(batch.slice(0, half))), ...(await this.outcomesOf(batch.slice(half)))];
     }
   }

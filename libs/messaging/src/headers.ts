@@ -19,9 +19,15 @@ export function attemptOf(headers: Record<string, unknown>): number {
 /**
  * Whether a handler may have seen this message before, and done part of its work: the broker
  * redelivered it (a lost ack, a consumer that died), or it came back from a retry or a deferral
- * (its delay queue copy keeps the retry reason), or an operator replayed it from the parked queue.
- * A first delivery reads false.
+ * (its delay queue copy keeps the retry reason), or an operator replayed it from the parked queue,
+ * or the consumer gives it again after its batch failed on one message's error. A first delivery
+ * handled once reads false.
  */
-export function handledBefore(message: Pick<InboundMessage, 'redelivered' | 'headers'>): boolean {
-  return message.redelivered || message.headers[HeraldHeaders.retryReason] !== undefined || message.headers[HeraldHeaders.replayedAt] !== undefined;
+export function handledBefore(message: Pick<InboundMessage, 'redelivered' | 'headers' | 'rehandled'>): boolean {
+  return (
+    message.redelivered ||
+    message.rehandled === true ||
+    message.headers[HeraldHeaders.retryReason] !== undefined ||
+    message.headers[HeraldHeaders.replayedAt] !== undefined
+  );
 }

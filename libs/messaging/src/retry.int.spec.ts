@@ -167,6 +167,8 @@ describe('retry and park', () => {
       ['m3', false, 1],
       ['m4', false, 1],
     ]);
+    // Given again after the split, so a handler can tell it may have done part of their work.
+    expect(handled.every(handledBefore)).toBe(true);
     expect(calls.some((c) => c.length > 1 && c.includes('poison'))).toBe(true);
     // Halves down to the message alone, then each retry alone, as the retries allow.
     expect(calls.filter((c) => c.length === 1 && c[0] === 'poison')).toHaveLength(1 + DELAYS.length);

@@ -110,6 +110,8 @@ export interface InboundMessage {
   /** 1 on first delivery, from the x-herald-attempt header. */
   attempt: number;
   queue: string;
+  /** Given to the handler again in this delivery: its batch failed on one message's own error and was split (ConsumeOptions.messageError). */
+  rehandled?: true;
 }
 
 export type Outcome =
