@@ -387,8 +387,7 @@ function droppedCancelled(push: DevicePush, deps: PusherDeps): Outcome {
   return ack;
 }
 
-/** Its token was invalidated (or unregistered) while the push was queued: acked unsent, counted `invalid`. */
-/** Not sent: the device died, or went to another user, after the push was queued (counted invalid). */
+/** Not sent: the device died (invalidated or unregistered), or went to another user, after the push was queued; acked, counted `invalid`. */
 function droppedDead(push: DevicePush, why: 'dead' | 'reassigned', deps: PusherDeps): Outcome {
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'invalid' });
   if (why === 'dead') {
