@@ -80,6 +80,7 @@ export function planJob(
 
 /** What a device that gets no push now is recorded as: dead since an earlier pass (invalid), or skipped for its user's preferences. */
 function notSentOutcome(job: PushJob, d: AudienceDevice): PushOutcomeEntry[] {
+  if (d.gone !== true && d.skipped === null) return [];
   const push = { pushId: derivePushId(job.id, d.deviceId), jobId: job.id, platform: d.platform, deviceId: d.deviceId };
   if (d.gone === true) return [{ ...push, outcome: 'invalid', code: 'invalidated', reason: 'the token was invalidated or unregistered after the job was accepted' }];
   return d.skipped === null ? [] : [{ ...push, outcome: d.skipped, code: d.skipped, reason: skipReason(job, d.skipped) }];
