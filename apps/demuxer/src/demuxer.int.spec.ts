@@ -211,16 +211,19 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
   const token = () => randomBytes(32).toString('hex');
   const [a1, a2, b1, c1] = [token(), token(), token(), token()];
   const deviceOf = new Map<string, string>();
+  const kill = (tok: string, platform: 'apns' | 'web' = 'apns') => t.db.devices.invalidate({ app: 'parts', platform, token: tok, reason: 'Unregistered', observedAt: new Date() });
+  const revive = (tok: string, user: string) =>
+    t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: tok, userId: user, eventAt: new Date().toISOString() });
   beforeAll(async () => {
     for (const [user, tok] of [['again-a', a1], ['again-a', a2], ['again-b', b1], ['again-c', c1]] as const) {
       await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: tok, userId: user, eventAt: '2025-01-01T00:00:00Z' });
     }
     const rows = await t.db.kysely.selectFrom('devices').select(['id', 'token']).where('token', 'in', [a1, a2, b1, c1]).execute();
     for (const r of rows) deviceOf.set(r.token, String(r.id));
+    // c's only device died ten minutes ago, before any of these jobs: no pass counts it.
+    await kill(c1);
+    await t.db.kysely.updateTable('devices').set({ updated_at: new Date(Date.now() - 10 * 60_000) }).where('token', '=', c1).execute();
   });
-  const kill = (tok: string) => t.db.devices.invalidate({ app: 'parts', platform: 'apns', token: tok, reason: 'Unregistered', observedAt: new Date() });
-  const revive = (tok: string, user: string) =>
-    t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: tok, userId: user, eventAt: new Date().toISOString() });
   // Each test starts with a's and b's devices alive (registered again after it killed them).
   afterEach(async () => {
     await revive(a2, 'again-a');
@@ -235,13 +238,12 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
       .map((p) => p.deviceId)
       .sort();
   const jobOfUsers = (): PushJobInput => ({ id: randomUUID(), app: 'parts', category: 'social', content: { title: 'Again' }, userIds: ['again-a', 'again-b', 'again-c'] });
+  const statusOf = async (jobId: string) => toJobStatus((await t.db.jobs.status(jobId)) ?? expect.fail(`no job ${jobId}`));
+  const pushOf = (jobId: string, tok: string) => derivePushId(jobId, deviceOf.get(tok) ?? '');
 
   it("a retry counts the devices that died since the first pass counted them as invalid pushes, unsent, so the job's total adds up", async () => {
     const job = jobOfUsers();
     await accepted(job);
-    // c's only device died before the job came: neither pass counts it.
-    await kill(c1);
-    await t.db.kysely.updateTable('devices').set({ updated_at: new Date(Date.now() - 5 * 60_000) }).where('token', '=', c1).execute();
     await expect(demuxer({ publisher: brokenBroker })([message(job)])).rejects.toThrow('channel closed');
     // The first pass recorded its total (a1, a2, b1, and c without a device) and published nothing.
     expect(await t.db.jobs.get(job.id)).toMatchObject({ targeted: 4, noDevice: 1 });
@@ -252,26 +254,42 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
     await waitFor("a1's push queued", async () => ((await queuedDevices(job.id)).length >= 1 ? true : undefined), { timeoutMs: 5_000 });
     expect(await queuedDevices(job.id)).toEqual([deviceOf.get(a1)]);
     // a2's and b1's pushes are invalid, none sent; a1's is the one in flight: 4 = 1 + 2 + 1 without a device.
-    const status = toJobStatus((await t.db.jobs.status(job.id)) ?? expect.fail('no status'));
-    expect(status).toMatchObject({ demuxOutcome: 'fanned-out', targeted: 4, invalid: 2, inFlight: 1, skipped: { noDevice: 1 } });
+    expect(await statusOf(job.id)).toMatchObject({ demuxOutcome: 'fanned-out', targeted: 4, invalid: 2, inFlight: 1, skipped: { noDevice: 1 } });
     const pushes = await t.db.jobs.pushes(job.id, { limit: 10 });
-    expect(pushes.filter((p) => p.outcome === 'invalid').map((p) => p.deviceId).sort()).toEqual([a2, b1].map((tok) => deviceOf.get(tok)).sort());
+    expect(pushes.filter((p) => p.outcome === 'invalid').map((p) => [p.deviceId, p.code]).sort()).toEqual(
+      [a2, b1].map((tok) => [deviceOf.get(tok), 'invalidated']).sort(),
+    );
   });
 
-  it("a browser dead since the job was accepted does not park the job's retry for Web Push's rules: the first pass let the job through", async () => {
-    const browser = 'https://fcm.googleapis.com/fcm/send/again-w';
-    const registration = { version: 1, kind: 'register', app: 'parts', platform: 'web', token: browser, userId: 'again-w', keys: { p256dh: p256(), auth: randomBytes(16).toString('base64url') }, eventAt: '2025-01-01T00:00:00Z' };
-    await t.db.devices.applyRegistrations([registration as Registration, { version: 1, kind: 'register', app: 'parts', platform: 'apns', token: token(), userId: 'again-w', eventAt: '2025-01-01T00:00:00Z' }]);
-    // Beyond Web Push's size, within APNs': refused for a browser, fine for the phone; due next month.
+  it('a retry keeps the outcome a push of the earlier pass already has: a dead device does not turn a provider\'s answer into another', async () => {
+    const job = jobOfUsers();
+    // The earlier pass published its pushes (its ack was lost); a pusher had an answer for a2's.
+    expect(await demuxer({})([message(job)])).toEqual([{ kind: 'ack' }]);
+    await t.db.jobs.recordOutcomes([{ pushId: pushOf(job.id, a2), jobId: job.id, outcome: 'failed', code: 'BadDeviceToken', reason: 'the provider refused it', platform: 'apns', deviceId: deviceOf.get(a2) ?? '' }]);
+    await kill(a2);
+    expect(await demuxer({})([{ ...message(job), redelivered: true }])).toEqual([{ kind: 'ack' }]);
+    const pushes = await t.db.jobs.pushes(job.id, { limit: 10 });
+    expect(pushes.map((p) => [p.deviceId, p.outcome, p.code])).toContainEqual([deviceOf.get(a2), 'failed', 'BadDeviceToken']);
+    expect(await statusOf(job.id)).toMatchObject({ targeted: 4, failed: 1, invalid: 0, skipped: { noDevice: 1 } });
+  });
+
+  it("a scheduled job's retry takes a dead device's stored push out and counts it invalid, and a browser dead since does not park the job for Web Push's rules", async () => {
+    const [p1, p2, browser] = [token(), token(), 'https://fcm.googleapis.com/fcm/send/again-w'];
+    const web = { version: 1, kind: 'register', app: 'parts', platform: 'web', token: browser, userId: 'again-w', keys: { p256dh: p256(), auth: randomBytes(16).toString('base64url') }, eventAt: '2025-01-01T00:00:00Z' };
+    const phone = (tok: string) => ({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: tok, userId: 'again-w', eventAt: '2025-01-01T00:00:00Z' }) as const;
+    await t.db.devices.applyRegistrations([web as Registration, phone(p1), phone(p2)]);
+    // Beyond Web Push's size, within APNs': refused for a browser, fine for the phones; due next month.
     const job: PushJobInput = { id: randomUUID(), app: 'parts', category: 'social', content: big, userIds: ['again-w'], deliverAt: nextMonth() };
     await accepted(job);
-    await t.db.devices.invalidate({ app: 'parts', platform: 'web', token: browser, reason: 'unsubscribed', observedAt: new Date() });
-    // The first pass finds the phone only, records and stores its push, then fails.
+    await kill(browser, 'web');
+    // The first pass finds the phones only, records the job and stores their pushes, then fails.
     await expect(demuxer({ publisher: brokenBroker })([message(job)])).rejects.toThrow('channel closed');
-    expect(await t.db.jobs.get(job.id)).toMatchObject({ targeted: 1 });
-    // The retry counts the dead browser too (stored, so in flight: a pusher's claim finds it dead when due), and lets the job through as the first pass did.
+    expect(await t.db.jobs.get(job.id)).toMatchObject({ targeted: 2 });
+    expect((await stored(job.id)).length).toBe(2);
+    await kill(p2);
     expect(await demuxer({})([{ ...message(job), redelivered: true }])).toEqual([{ kind: 'ack' }]);
-    expect(toJobStatus((await t.db.jobs.status(job.id)) ?? expect.fail('no status'))).toMatchObject({ demuxOutcome: 'fanned-out', targeted: 2, scheduled: 2, inFlight: 2 });
+    // p1's push still stored; p2's taken out and, with the browser's, counted invalid: 3 = 1 + 2.
+    expect(await statusOf(job.id)).toMatchObject({ demuxOutcome: 'fanned-out', targeted: 3, scheduled: 1, invalid: 2, inFlight: 1 });
   });
 
   it('a first delivery, or a job no fan-out recorded, counts and makes pushes for the live devices only', async () => {

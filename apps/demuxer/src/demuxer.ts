@@ -132,8 +132,7 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
  * whose plan stores it to be asked again when due.
  */
 function webParkOf(a: Accepted, plan: JobPlan, deps: DemuxerDeps, at: Date): Outcome | undefined {
-  // A browser dead since an earlier pass counted it holds nothing back: the job was let through then.
-  const toBrowser = (p: DevicePush) => p.platform === 'web' && !plan.gone.has(p.deviceId);
+  const toBrowser = (p: DevicePush) => p.platform === 'web';
   if (a.webChecked || !(plan.split.now.some(toBrowser) || plan.split.later.some((l) => toBrowser(l.push)))) return undefined;
   const issues = webConformanceIssues(a.job, at);
   return issues.length === 0 ? undefined : parkForRules(deps, issues, a.job);
@@ -164,7 +163,16 @@ async function recordCancelled(accepted: readonly Accepted[], plans: readonly Jo
 }
 
 function demuxEntry({ job, acceptedAt }: Accepted, plan: JobPlan): DemuxEntry {
-  return { id: job.id, app: job.app, targeted: plan.targeted, outcome: plan.label, notices: jobNotices(job, acceptedAt), noDevice: plan.noDevice, pushes: plan.outcomes };
+  return {
+    id: job.id,
+    app: job.app,
+    targeted: plan.targeted,
+    outcome: plan.label,
+    notices: jobNotices(job, acceptedAt),
+    noDevice: plan.noDevice,
+    pushes: plan.outcomes,
+    ...(plan.dead.length > 0 && { dead: plan.dead }),
+  };
 }
 
 /** Validate one job; returns a final outcome, or the job to target. */

@@ -199,24 +199,26 @@ describe('planJob', () => {
     expect(planJob(job({ userIds: ['eve'] }), now, mixed.filter((d) => d.userId === 'eve'), false, now, 1000).split.now.map((p) => p.deviceId)).toEqual(['8']);
   });
   // A retry of a fan-out that recorded the job and published nothing: devices dead since it counted them come back `gone`.
-  it('records a device dead since an earlier pass counted it as invalid and sends it nothing; a job left with nothing to send is still the fan-out it was', () => {
+  it('counts a device dead since an earlier pass counted it as addressed, sends it nothing and records its push dead; a job left with nothing to send is still the fan-out it was', () => {
     const gone = (id: string, user: string, skipped: AudienceDevice['skipped'] = null) => device(id, user, skipped, { gone: true });
     const plan = planJob(job(), now, [device('1', 'ann'), gone('2', 'ann'), gone('3', 'bob', 'opted-out'), gone('5', 'cy')], false, now, 1000);
     expect(plan.split.now.map((p) => p.deviceId)).toEqual(['1']);
-    expect(plan.outcomes.map((o) => [o.deviceId, o.outcome, o.code])).toEqual([
-      ['2', 'invalid', 'invalidated'],
-      ['3', 'invalid', 'invalidated'],
-      ['5', 'invalid', 'invalidated'],
-    ]);
-    expect([plan.targeted, accounted(plan), plan.noDevice, plan.label]).toEqual([5, 5, 1, 'fanned-out']);
+    expect(plan.outcomes).toEqual([]);
+    expect(plan.dead.map((o) => [o.deviceId, o.outcome, o.code, o.pushId])).toEqual(
+      ['2', '3', '5'].map((id) => [id, 'invalid', 'invalidated', derivePushId('job-1', id)]),
+    );
+    // bob and cy count as reached (their devices were addressed), dee as without a device.
+    expect([plan.targeted, accounted(plan) + plan.dead.length, plan.noDevice, plan.label]).toEqual([5, 5, 1, 'fanned-out']);
     const allGone = planJob(job({ userIds: ['ann'] }), now, [gone('1', 'ann'), gone('2', 'ann')], false, now, 1000);
-    expect([allGone.split.now.length, allGone.outcomes.length, allGone.targeted, allGone.label]).toEqual([0, 2, 2, 'fanned-out']);
+    expect([allGone.split.now.length, allGone.dead.length, allGone.targeted, allGone.label]).toEqual([0, 2, 2, 'fanned-out']);
+    // The live devices are planned as on a first pass: all of them skipped reads "skipped".
+    expect(planJob(job({ userIds: ['bob'] }), now, [device('3', 'bob', 'opted-out'), gone('4', 'bob')], false, now, 1000).label).toBe('skipped');
   });
 
-  it('stores the push of a scheduled job to a device dead since an earlier pass, as that pass may have: a pusher finds the device dead when it is due', () => {
+  it('stores nothing for a scheduled job\'s device dead since an earlier pass: its push is recorded dead', () => {
     const plan = planJob(job({ deliverAt: { at: '2030-01-02T09:00:00Z' } }), now, [device('1', 'ann'), device('2', 'ann', null, { gone: true })], false, now, 1000);
-    expect(plan.split.later.map((l) => l.push.deviceId)).toEqual(['1', '2']);
-    expect(plan.outcomes).toEqual([]);
-    expect(accounted(plan)).toBe(plan.targeted);
+    expect(plan.split.later.map((l) => l.push.deviceId)).toEqual(['1']);
+    expect(plan.dead.map((o) => o.deviceId)).toEqual(['2']);
+    expect(accounted(plan) + plan.dead.length).toBe(plan.targeted);
   });
 });

@@ -15,8 +15,11 @@ export interface JobPlan {
   targeted: number;
   /** The devices addressed: those the job's push type reaches (an audience chunk records them). */
   reachable: AudienceDevice[];
-  /** Devices among them dead since an earlier fan-out of the job counted them (AudienceDevice.gone). */
-  gone: ReadonlySet<string>;
+  /**
+   * Pushes to devices dead since an earlier fan-out of the job counted them (AudienceDevice.gone, a
+   * retry's): recorded invalid where the push has no outcome yet, and neither sent nor stored.
+   */
+  dead: PushOutcomeEntry[];
   /** The job's demuxOutcome. */
   label: 'fanned-out' | 'no-devices' | 'skipped' | 'expired';
 }
@@ -33,9 +36,9 @@ const skipReason = (job: PushJob, why: SkipReason): string =>
  * user's opt-outs and mutes are asked again when it falls due (the deschedulers' claim), so a mute
  * that ends before then does not cost the push, and one made meanwhile still holds it back.
  *
- * A device that died since an earlier fan-out of the job counted it (`gone`, a retry's) gets no push
- * now: its push is recorded invalid, unsent. One due later is stored as before (the earlier pass
- * may have stored it; a pusher's claim finds the device dead when it falls due).
+ * A device that died since an earlier fan-out of the job counted it (`gone`, a retry's) counts as
+ * addressed, its user as reached, and gets no push: its push is `dead`. The rest is planned from
+ * the live devices, as for a first pass.
  */
 export function planJob(
   job: PushJob,
@@ -49,41 +52,69 @@ export function planJob(
   const users = targetUsers(job);
   const reached = new Set(reachable.map((d) => d.userId));
   const noDevice = users.filter((u) => !reached.has(u)).length;
+  const { live, dead } = deadSince(job, reachable);
   const askedWhenDue = job.deliverAt !== undefined && !expired;
-  const considered = askedWhenDue ? reachable : reachable.filter((d) => d.skipped === null);
+  const considered = askedWhenDue ? live : live.filter((d) => d.skipped === null);
   const pushes = devicePushesFor(job, considered, acceptedAt);
   const planned: ScheduleSplit = expired
     ? { now: [], later: [], expired: pushes, timezoneFallbacks: 0 }
     : splitBySchedule(job, pushes, considered, acceptedAt, now, slackMs);
   // Skipped now: those due now (or expiring first) are recorded so; those due later wait to be asked again.
-  const skipped = new Map(reachable.flatMap((d) => (d.skipped === null ? [] : [[d.deviceId, d.skipped] as const])));
-  const gone = new Set(reachable.flatMap((d) => (d.gone === true ? [d.deviceId] : [])));
+  const skipped = new Map(live.flatMap((d) => (d.skipped === null ? [] : [[d.deviceId, d.skipped] as const])));
   const stored = new Set(planned.later.map((l) => l.push.deviceId));
-  const goes = (p: DevicePush) => !skipped.has(p.deviceId) && !gone.has(p.deviceId);
-  const split: ScheduleSplit = { ...planned, now: planned.now.filter(goes), expired: planned.expired.filter(goes) };
-  const outcomes: PushOutcomeEntry[] = reachable.flatMap((d) => (stored.has(d.deviceId) ? [] : notSentOutcome(job, d)));
+  const split: ScheduleSplit = {
+    ...planned,
+    now: planned.now.filter((p) => !skipped.has(p.deviceId)),
+    expired: planned.expired.filter((p) => !skipped.has(p.deviceId)),
+  };
+  const outcomes: PushOutcomeEntry[] = live.flatMap((d) =>
+    d.skipped === null || stored.has(d.deviceId)
+      ? []
+      : [
+          {
+            pushId: derivePushId(job.id, d.deviceId),
+            jobId: job.id,
+            outcome: d.skipped,
+            code: d.skipped,
+            reason: skipReason(job, d.skipped),
+            platform: d.platform,
+            deviceId: d.deviceId,
+          },
+        ],
+  );
   const expiredReason = expired ? 'the job expired before it was fanned out' : 'it would expire before its delivery time';
   outcomes.push(...split.expired.map((p) => expiredOutcome(p, expiredReason)));
   const emitted = split.now.length + split.later.length;
-  // A retry whose devices died since is the fan-out its first pass recorded, with nothing left to send.
+  // A retry whose devices all died since is the fan-out its first pass recorded, with nothing left to send.
   const label = expired
     ? 'expired'
     : reachable.length === 0
       ? 'no-devices'
-      : emitted > 0 || gone.size > 0
+      : live.length === 0
         ? 'fanned-out'
-        : skipped.size === reachable.length
+        : emitted === 0 && skipped.size === live.length
           ? 'skipped'
-          : 'expired';
-  return { split, outcomes, noDevice, targeted: reachable.length + noDevice, reachable, gone, label };
+          : emitted === 0
+            ? 'expired'
+            : 'fanned-out';
+  return { split, outcomes, noDevice, targeted: reachable.length + noDevice, reachable, dead, label };
 }
 
-/** What a device that gets no push now is recorded as: dead since an earlier pass (invalid), or skipped for its user's preferences. */
-function notSentOutcome(job: PushJob, d: AudienceDevice): PushOutcomeEntry[] {
-  if (d.gone !== true && d.skipped === null) return [];
-  const push = { pushId: derivePushId(job.id, d.deviceId), jobId: job.id, platform: d.platform, deviceId: d.deviceId };
-  if (d.gone === true) return [{ ...push, outcome: 'invalid', code: 'invalidated', reason: 'the token was invalidated or unregistered after the job was accepted' }];
-  return d.skipped === null ? [] : [{ ...push, outcome: d.skipped, code: d.skipped, reason: skipReason(job, d.skipped) }];
+/** The devices still alive, and the pushes of those dead since an earlier pass (AudienceDevice.gone) as invalid outcomes. */
+function deadSince(job: PushJob, reachable: AudienceDevice[]): { live: AudienceDevice[]; dead: PushOutcomeEntry[] } {
+  if (!reachable.some((d) => d.gone === true)) return { live: reachable, dead: [] };
+  const dead = reachable
+    .filter((d) => d.gone === true)
+    .map((d): PushOutcomeEntry => ({
+      pushId: derivePushId(job.id, d.deviceId),
+      jobId: job.id,
+      outcome: 'invalid',
+      code: 'invalidated',
+      reason: 'the token was invalidated or unregistered after an earlier fan-out of the job counted it',
+      platform: d.platform,
+      deviceId: d.deviceId,
+    }));
+  return { live: reachable.filter((d) => d.gone !== true), dead };
 }
 
 function expiredOutcome(push: DevicePush, reason: string): PushOutcomeEntry {

@@ -117,13 +117,14 @@ function withoutSkipped(d: AudienceDevice): TargetDevice {
  *
  * A request with a jobId whose job a fan-out recorded before (its row has a demux outcome, not a
  * park's) also gets, from a second query in the same snapshot, its users' devices that died since
- * the job was accepted, `gone: true`: a fan-out that recorded the job's total and then failed
+ * that fan-out recorded it, `gone: true`: a fan-out that recorded the job's total and then failed
  * before its pushes were published counted them, and without them its retry would account for
  * fewer pushes than the total it recorded (the job would read in flight for good). The demuxer
- * records them invalid (planJob). A minute's margin before acceptance covers an invalidation whose
- * transaction began before it; a device that died in that minute is counted too (one invalid push
- * more, the sum still exact). A device that went to another user in between is not found (its push
- * stays in flight: ADR 0009).
+ * records them invalid (planJob). Five minutes' margin before the record covers the time between
+ * that fan-out's read and its record; a device that died in those minutes before the read is
+ * counted too (one invalid push more, the sum still exact). A device that went to another user in
+ * between is not found (its push stays in flight: ADR 0009). Requests without a jobId, the usual
+ * case, are read as by a first pass (one prepared statement).
  */
 export async function findAudience(
   db: Kysely<HeraldTables>,
@@ -138,23 +139,26 @@ export async function findAudience(
     result.set(r.key, []);
   }
   if (!requests.some((r) => r.userIds.length > 0)) return result;
-  const again = requests.filter((r) => r.jobId !== undefined && r.userIds.length > 0);
-  // Both reads in one snapshot: a device that died between two would be found alive and dead (two
-  // pushes counted, one made), or neither.
-  const [live, gone] =
-    again.length === 0
-      ? [await queryTargets(db, requests, now, pool), []]
-      : await db
-          .transaction()
-          .setIsolationLevel('repeatable read')
-          .execute(async (trx) => [await queryTargets(trx, requests, now, undefined), await queryGone(trx, again, now)] as const);
   const add = (reqs: readonly TargetRequest[], rows: readonly TargetRow[], dead: boolean) => {
     for (const row of rows) {
       const req = reqs[row.ord];
       if (req !== undefined) result.get(req.key)?.push({ ...toAudienceDevice(row), ...(dead && { gone: true as const }) });
     }
   };
-  add(requests, live, false);
+  const again = requests.filter((r) => r.jobId !== undefined);
+  if (again.length === 0) {
+    add(requests, await queryTargets(db, requests, now, pool), false);
+    return result;
+  }
+  const first = requests.filter((r) => r.jobId === undefined);
+  if (first.length > 0) add(first, await queryTargets(db, first, now, pool), false);
+  // A retry's live and dead devices in one snapshot: a device that died between two reads would be
+  // found alive and dead (counted twice, one push made), or neither.
+  const [live, gone] = await db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => [await queryTargets(trx, again, now, undefined), await queryGone(trx, again, now)] as const);
+  add(again, live, false);
   add(again, gone, true);
   return result;
 }
@@ -198,15 +202,15 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
 }
 
 /**
- * findAudience's devices that died since their request's job was accepted (a minute's margin),
- * for the requests whose job a fan-out recorded (a demux outcome; a job parked before any fan-out
- * has 'parked: <code>' and targeted 0); found by devices_by_app_user. updated_at, not
- * invalidated_at: an invalidation may date the death back to the provider's timestamp.
+ * findAudience's devices that died since a fan-out last recorded their request's job (five
+ * minutes' margin), for the requests whose job a fan-out recorded (a demux outcome; a job parked
+ * before any fan-out has 'parked: <code>' and targeted 0); found by devices_by_app_user.
+ * updated_at, not invalidated_at: an invalidation may date the death back to the provider's timestamp.
  */
 async function queryGone(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date): Promise<TargetRow[]> {
   const { rows } = await sql<TargetRow>`
     with req as (
-      select r.*, j.accepted_at - interval '1 minute' as since
+      select r.*, j.demuxed_at - interval '5 minutes' as since
       from unnest(
         ${requests.map((r) => r.app)}::text[], ${requests.map((r) => r.category)}::text[],
         ${requests.map((r) => r.objectId ?? null)}::text[], ${requests.map((r) => r.jobId ?? null)}::text[]

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type pg from 'pg';
 import type { HeraldTables, JobsTable } from './tables.ts';
-import { listJobPushes, recordCancelledPushes, upsertOutcomes, type CancelledPush, type PushOutcomeEntry, type PushRecord } from './push-outcomes.ts';
+import { insertOutcomesStatement, listJobPushes, recordCancelledPushes, upsertOutcomes, type CancelledPush, type PushOutcomeEntry, type PushRecord } from './push-outcomes.ts';
 import type { FanoutProgress } from './fanout-repository.ts';
 import { queryPrepared } from './prepared.ts';
 
@@ -57,6 +57,12 @@ export interface DemuxEntry {
   noDevice?: number;
   /** Outcomes decided in the demuxer (opted-out, muted, expired), written with the job row. */
   pushes?: readonly PushOutcomeEntry[];
+  /**
+   * Pushes to devices dead since an earlier fan-out of the job counted them (a retry's): recorded
+   * where the push has no outcome yet (one the earlier pass published may have its own), and no
+   * longer stored (the earlier pass may have stored it), with the job row.
+   */
+  dead?: readonly PushOutcomeEntry[];
 }
 
 /** A job the demuxer parked (its own park, a retry that ran out, the delivery limit). */
@@ -265,6 +271,7 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
   if (entries.length === 0) return new Set();
   const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
   const pushes = rows.flatMap((r) => r.pushes ?? []);
+  const dead = rows.flatMap((r) => r.dead ?? []);
   const upsertJobs = sql<{ id: string }>`
       with upserted as (
         insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device)
@@ -281,12 +288,23 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
       select id from upserted where cancelled_at is not null`;
   const cancelled = (rows: ReadonlyArray<{ id: string }>): ReadonlySet<string> => new Set(rows.map((r) => r.id));
   // Alone (no outcome decided here, the usual case) it is a prepared statement (prepared.ts).
-  if (pushes.length === 0) return cancelled(await queryPrepared(db, pool, upsertJobs));
+  if (pushes.length === 0 && dead.length === 0) return cancelled(await queryPrepared(db, pool, upsertJobs));
   return db.transaction().execute(async (trx) => {
     const { rows } = await upsertJobs.execute(trx);
     await upsertOutcomes(trx, pushes);
+    await recordDeadPushes(trx, dead);
     return cancelled(rows);
   });
+}
+
+/** DemuxEntry.dead: recorded where the push has no outcome yet, and taken out of the store. */
+async function recordDeadPushes(trx: Kysely<HeraldTables>, dead: readonly PushOutcomeEntry[]): Promise<void> {
+  if (dead.length === 0) return;
+  await insertOutcomesStatement(dead).execute(trx);
+  await sql`
+    delete from scheduled_pushes s
+    using unnest(${dead.map((d) => d.jobId)}::text[], ${dead.map((d) => d.pushId)}::uuid[]) as i(job_id, push_id)
+    where s.job_id = i.job_id and s.push_id = i.push_id`.execute(trx);
 }
 
 /** One statement, so the counts are one snapshot: the sum of a job's outcomes never runs ahead of what was read as targeted. */

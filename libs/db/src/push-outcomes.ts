@@ -67,6 +67,21 @@ export async function upsertOutcomes(db: Kysely<HeraldTables>, entries: readonly
 
 /** upsertOutcomes' statement, for a caller that writes it with another in one (delivery-ledger.ts). */
 export function upsertOutcomesStatement(entries: readonly PushOutcomeEntry[]): RawBuilder<unknown> {
+  return insertOutcomes(
+    entries,
+    sql`do update set outcome = excluded.outcome, code = excluded.code, reason = excluded.reason,
+      provider_message_id = excluded.provider_message_id, platform = coalesce(excluded.platform, push_outcomes.platform),
+      device_id = coalesce(excluded.device_id, push_outcomes.device_id), updated_at = now()
+      where push_outcomes.outcome <> 'delivered'`,
+  );
+}
+
+/** The outcomes of pushes that have none yet; a push with one keeps it. */
+export function insertOutcomesStatement(entries: readonly PushOutcomeEntry[]): RawBuilder<unknown> {
+  return insertOutcomes(entries, sql`do nothing`);
+}
+
+function insertOutcomes(entries: readonly PushOutcomeEntry[], onConflict: RawBuilder<unknown>): RawBuilder<unknown> {
   const rows = [...new Map(entries.map((e) => [e.pushId.toLowerCase(), e])).values()];
   return sql`
     insert into push_outcomes (push_id, job_id, outcome, code, reason, provider_message_id, platform, device_id)
@@ -76,10 +91,7 @@ export function upsertOutcomesStatement(entries: readonly PushOutcomeEntry[]): R
       ${rows.map((r) => r.platform ?? null)}::text[], ${rows.map((r) => r.deviceId ?? null)}::text[])
       as i(push_id, job_id, outcome, code, reason, provider_message_id, platform, device_id)
     order by push_id
-    on conflict (job_id, push_id) do update set outcome = excluded.outcome, code = excluded.code, reason = excluded.reason,
-      provider_message_id = excluded.provider_message_id, platform = coalesce(excluded.platform, push_outcomes.platform),
-      device_id = coalesce(excluded.device_id, push_outcomes.device_id), updated_at = now()
-      where push_outcomes.outcome <> 'delivered'`;
+    on conflict (job_id, push_id) ${onConflict}`;
 }
 
 /** A push of a cancelled job that was never published nor stored. */
