@@ -220,9 +220,9 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
     }
     const rows = await t.db.kysely.selectFrom('devices').select(['id', 'token']).where('token', 'in', [a1, a2, b1, c1]).execute();
     for (const r of rows) deviceOf.set(r.token, String(r.id));
-    // c's only device died ten minutes ago, before any of these jobs: no pass counts it.
+    // c's only device died an hour ago, before any of these jobs: no pass counts it.
     await kill(c1);
-    await t.db.kysely.updateTable('devices').set({ updated_at: new Date(Date.now() - 10 * 60_000) }).where('token', '=', c1).execute();
+    await t.db.kysely.updateTable('devices').set({ updated_at: new Date(Date.now() - 60 * 60_000) }).where('token', '=', c1).execute();
   });
   // Each test starts with a's and b's devices alive (registered again after it killed them).
   afterEach(async () => {
@@ -273,23 +273,51 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
     expect(await statusOf(job.id)).toMatchObject({ targeted: 4, failed: 1, invalid: 0, skipped: { noDevice: 1 } });
   });
 
-  it("a scheduled job's retry takes a dead device's stored push out and counts it invalid, and a browser dead since does not park the job for Web Push's rules", async () => {
-    const [p1, p2, browser] = [token(), token(), 'https://fcm.googleapis.com/fcm/send/again-w'];
-    const web = { version: 1, kind: 'register', app: 'parts', platform: 'web', token: browser, userId: 'again-w', keys: { p256dh: p256(), auth: randomBytes(16).toString('base64url') }, eventAt: '2025-01-01T00:00:00Z' };
+  it("a scheduled job's retry takes a dead device's stored push out of the store and counts it invalid", async () => {
+    const [p1, p2] = [token(), token()];
     const phone = (tok: string) => ({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: tok, userId: 'again-w', eventAt: '2025-01-01T00:00:00Z' }) as const;
-    await t.db.devices.applyRegistrations([web as Registration, phone(p1), phone(p2)]);
-    // Beyond Web Push's size, within APNs': refused for a browser, fine for the phones; due next month.
-    const job: PushJobInput = { id: randomUUID(), app: 'parts', category: 'social', content: big, userIds: ['again-w'], deliverAt: nextMonth() };
+    await t.db.devices.applyRegistrations([phone(p1), phone(p2)]);
+    const job: PushJobInput = { id: randomUUID(), app: 'parts', category: 'social', content: { title: 'Next month' }, userIds: ['again-w'], deliverAt: nextMonth() };
     await accepted(job);
-    await kill(browser, 'web');
-    // The first pass finds the phones only, records the job and stores their pushes, then fails.
+    // The first pass records the job and stores both pushes, then fails.
     await expect(demuxer({ publisher: brokenBroker })([message(job)])).rejects.toThrow('channel closed');
-    expect(await t.db.jobs.get(job.id)).toMatchObject({ targeted: 2 });
-    expect((await stored(job.id)).length).toBe(2);
+    expect(await statusOf(job.id)).toMatchObject({ targeted: 2, scheduled: 2 });
     await kill(p2);
     expect(await demuxer({})([{ ...message(job), redelivered: true }])).toEqual([{ kind: 'ack' }]);
-    // p1's push still stored; p2's taken out and, with the browser's, counted invalid: 3 = 1 + 2.
-    expect(await statusOf(job.id)).toMatchObject({ demuxOutcome: 'fanned-out', targeted: 3, scheduled: 1, invalid: 2, inFlight: 1 });
+    // p1's push still stored; p2's out of the store (nothing would send it to the dead token) and invalid: 2 = 1 + 1.
+    expect(await statusOf(job.id)).toMatchObject({ demuxOutcome: 'fanned-out', targeted: 2, scheduled: 1, invalid: 1, inFlight: 1 });
+    expect((await stored(job.id)).length).toBe(1);
+  });
+
+  it("one part holding first deliveries and a retry: each read as it should, and a job's retried copy keeps its dead pushes beside a first copy of it", async () => {
+    const [fresh, retried] = [jobOfUsers(), jobOfUsers()];
+    await accepted(retried);
+    await expect(demuxer({ publisher: brokenBroker })([message(retried)])).rejects.toThrow('channel closed');
+    await kill(a2);
+    // The retried copy, then a first delivery of the same job (published twice over AMQP), last.
+    const part = [message(fresh), { ...message(retried), redelivered: true }, message(retried)];
+    expect(await demuxer({})(part)).toEqual([{ kind: 'ack' }, { kind: 'ack' }, { kind: 'ack' }]);
+    const [d1, db1] = [a1, b1].map((tok) => deviceOf.get(tok) ?? '');
+    await waitFor('the pushes queued', async () => ((await queuedDevices(retried.id)).length >= 4 ? true : undefined), { timeoutMs: 5_000 });
+    expect(await queuedDevices(fresh.id)).toEqual([d1, db1].sort());
+    expect(await queuedDevices(retried.id)).toEqual([d1, d1, db1, db1].sort());
+    expect(await statusOf(fresh.id)).toMatchObject({ targeted: 3, invalid: 0, inFlight: 2, skipped: { noDevice: 1 } });
+    // a2's push, counted by the first pass, is invalid: 4 = 1 + 2 in flight + 1 without a device.
+    expect(await statusOf(retried.id)).toMatchObject({ targeted: 4, invalid: 1, inFlight: 2, skipped: { noDevice: 1 } });
+  });
+
+  it('a first delivery of the job recorded after the first pass does not narrow what its retry looks for', async () => {
+    const job = jobOfUsers();
+    await accepted(job);
+    await expect(demuxer({ publisher: brokenBroker })([message(job)])).rejects.toThrow('channel closed');
+    // The first pass recorded it ten minutes ago; a2 died six minutes ago; a second copy of the job (a first delivery) is fanned out now.
+    await t.db.kysely.updateTable('jobs').set({ demuxed_at: new Date(Date.now() - 10 * 60_000) }).where('id', '=', job.id).execute();
+    await kill(a2);
+    await t.db.kysely.updateTable('devices').set({ updated_at: new Date(Date.now() - 6 * 60_000) }).where('token', '=', a2).execute();
+    expect(await demuxer({})([message(job)])).toEqual([{ kind: 'ack' }]);
+    // The first pass's retry still finds a2, which that pass counted.
+    expect(await demuxer({})([{ ...message(job), redelivered: true }])).toEqual([{ kind: 'ack' }]);
+    expect(await statusOf(job.id)).toMatchObject({ targeted: 4, invalid: 1, inFlight: 2, skipped: { noDevice: 1 } });
   });
 
   it('a first delivery, or a job no fan-out recorded, counts and makes pushes for the live devices only', async () => {

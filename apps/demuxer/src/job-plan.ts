@@ -85,12 +85,12 @@ export function planJob(
   const expiredReason = expired ? 'the job expired before it was fanned out' : 'it would expire before its delivery time';
   outcomes.push(...split.expired.map((p) => expiredOutcome(p, expiredReason)));
   const emitted = split.now.length + split.later.length;
-  // A retry whose devices all died since is the fan-out its first pass recorded, with nothing left to send.
+  // A retry that finds devices dead since is the fan-out an earlier pass recorded, whatever is left to send.
   const label = expired
     ? 'expired'
     : reachable.length === 0
       ? 'no-devices'
-      : live.length === 0
+      : dead.length > 0
         ? 'fanned-out'
         : emitted === 0 && skipped.size === live.length
           ? 'skipped'

@@ -117,11 +117,11 @@ function withoutSkipped(d: AudienceDevice): TargetDevice {
  *
  * A request with a jobId whose job a fan-out recorded before (its row has a demux outcome, not a
  * park's) also gets, from a second query in the same snapshot, its users' devices that died since
- * that fan-out recorded it, `gone: true`: a fan-out that recorded the job's total and then failed
+ * a fan-out first recorded it, `gone: true`: a fan-out that recorded the job's total and then failed
  * before its pushes were published counted them, and without them its retry would account for
  * fewer pushes than the total it recorded (the job would read in flight for good). The demuxer
- * records them invalid (planJob). Five minutes' margin before the record covers the time between
- * that fan-out's read and its record; a device that died in those minutes before the read is
+ * records them invalid (planJob). Five minutes' margin before that record covers the time between
+ * the fan-out's read and its record; a device that died in those minutes before the read is
  * counted too (one invalid push more, the sum still exact). A device that went to another user in
  * between is not found (its push stays in flight: ADR 0009). Requests without a jobId, the usual
  * case, are read as by a first pass (one prepared statement).
@@ -202,7 +202,7 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
 }
 
 /**
- * findAudience's devices that died since a fan-out last recorded their request's job (five
+ * findAudience's devices that died since a fan-out first recorded their request's job (five
  * minutes' margin), for the requests whose job a fan-out recorded (a demux outcome; a job parked
  * before any fan-out has 'parked: <code>' and targeted 0); found by devices_by_app_user.
  * updated_at, not invalidated_at: an invalidation may date the death back to the provider's timestamp.

@@ -260,9 +260,10 @@ function toJobRecord(r: JobRow): JobRecord {
  * on jobs. A job fanned out twice (redelivered, or published again over AMQP) is counted as the
  * union of both: targeted keeps the larger, no_device the smaller. Between the two a device may
  * have been invalidated (a retry of a pass that published nothing records its push invalid: see
- * findAudience's jobId) or registered (a user without one now has a push); either way the sum
- * stays exact. Only two such changes between the same two fan-outs could leave it off by one. demux_reason is cleared by a fan-out
- * (a parked job replayed after its cause was fixed). The statement also returns the jobs found
+ * findAudience's jobId, which reads from demuxed_at: the first fan-out's time, kept by later ones)
+ * or registered (a user without one now has a push); either way the sum stays exact. Only two
+ * such changes between the same two fan-outs could leave it off by one. demux_reason is cleared by
+ * a fan-out (a parked job replayed after its cause was fixed). The statement also returns the jobs found
  * cancelled: the upsert updates the row's latest version (a cancel in progress is waited for), so
  * every cancel committed before it is seen; one committed after it is the cancel's and the
  * store's to handle (ScheduledPushRepository.schedule, cancelJob).
@@ -271,7 +272,8 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
   if (entries.length === 0) return new Set();
   const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
   const pushes = rows.flatMap((r) => r.pushes ?? []);
-  const dead = rows.flatMap((r) => r.dead ?? []);
+  // From every entry: a retried copy of a job and a first delivery of it may share a part.
+  const dead = entries.flatMap((e) => e.dead ?? []);
   const upsertJobs = sql<{ id: string }>`
       with upserted as (
         insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device)
@@ -282,7 +284,8 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
         order by i.id
         on conflict (id) do update set targeted = greatest(jobs.targeted, excluded.targeted),
           no_device = least(jobs.no_device, excluded.no_device),
-          demux_outcome = excluded.demux_outcome, demux_reason = null, demuxed_at = now(), notices = excluded.notices,
+          demux_outcome = excluded.demux_outcome, demux_reason = null, notices = excluded.notices,
+          demuxed_at = case when jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %' then now() else jobs.demuxed_at end,
           published_at = coalesce(jobs.published_at, now())
         returning id, cancelled_at)
       select id from upserted where cancelled_at is not null`;
@@ -297,14 +300,23 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
   });
 }
 
-/** DemuxEntry.dead: recorded where the push has no outcome yet, and taken out of the store. */
-async function recordDeadPushes(trx: Kysely<HeraldTables>, dead: readonly PushOutcomeEntry[]): Promise<void> {
-  if (dead.length === 0) return;
-  await insertOutcomesStatement(dead).execute(trx);
-  await sql`
-    delete from scheduled_pushes s
-    using unnest(${dead.map((d) => d.jobId)}::text[], ${dead.map((d) => d.pushId)}::uuid[]) as i(job_id, push_id)
-    where s.job_id = i.job_id and s.push_id = i.push_id`.execute(trx);
+/**
+ * DemuxEntry.dead, in one statement: taken out of the store and recorded where the push has no
+ * outcome yet. Stored rows a descheduler's release holds are skipped, not waited for (as cancelJob
+ * does): waiting, this transaction (which already wrote outcomes) and the release (which writes
+ * the outcomes of what it claims) could each wait for the other; the released push reaches a
+ * pusher, whose claim finds the device dead and records it invalid.
+ */
+function recordDeadPushes(trx: Kysely<HeraldTables>, dead: readonly PushOutcomeEntry[]): Promise<unknown> {
+  if (dead.length === 0) return Promise.resolve();
+  return sql`
+    with unstored as (
+      delete from scheduled_pushes
+      where push_id in (
+        select s.push_id from scheduled_pushes s
+        join unnest(${dead.map((d) => d.jobId)}::text[], ${dead.map((d) => d.pushId)}::uuid[]) as i(job_id, push_id) on s.job_id = i.job_id and s.push_id = i.push_id
+        for update of s skip locked))
+    ${insertOutcomesStatement(dead)}`.execute(trx);
 }
 
 /** One statement, so the counts are one snapshot: the sum of a job's outcomes never runs ahead of what was read as targeted. */
