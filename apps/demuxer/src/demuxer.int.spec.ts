@@ -273,20 +273,46 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
     expect(await statusOf(job.id)).toMatchObject({ targeted: 4, failed: 1, invalid: 0, skipped: { noDevice: 1 } });
   });
 
-  it("a scheduled job's retry takes a dead device's stored push out of the store and counts it invalid", async () => {
+  /**
+   * A job due next month to a new user's two phones, whose first pass recorded it and stored both
+   * pushes, then failed; the second phone has died since. Answers the job and that phone's push id.
+   */
+  async function scheduledThenDied(): Promise<{ job: PushJobInput; diedPush: string }> {
+    const user = `again-${randomUUID()}`;
     const [p1, p2] = [token(), token()];
-    const phone = (tok: string) => ({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: tok, userId: 'again-w', eventAt: '2025-01-01T00:00:00Z' }) as const;
+    const phone = (tok: string) => ({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: tok, userId: user, eventAt: '2025-01-01T00:00:00Z' }) as const;
     await t.db.devices.applyRegistrations([phone(p1), phone(p2)]);
-    const job: PushJobInput = { id: randomUUID(), app: 'parts', category: 'social', content: { title: 'Next month' }, userIds: ['again-w'], deliverAt: nextMonth() };
+    const job: PushJobInput = { id: randomUUID(), app: 'parts', category: 'social', content: { title: 'Next month' }, userIds: [user], deliverAt: nextMonth() };
     await accepted(job);
-    // The first pass records the job and stores both pushes, then fails.
     await expect(demuxer({ publisher: brokenBroker })([message(job)])).rejects.toThrow('channel closed');
     expect(await statusOf(job.id)).toMatchObject({ targeted: 2, scheduled: 2 });
     await kill(p2);
+    const [died] = await t.db.kysely.selectFrom('devices').select('id').where('token', '=', p2).execute();
+    return { job, diedPush: derivePushId(job.id, String(died?.id)) };
+  }
+
+  it("a scheduled job's retry takes a dead device's stored push out of the store and counts it invalid", async () => {
+    const { job } = await scheduledThenDied();
     expect(await demuxer({})([{ ...message(job), redelivered: true }])).toEqual([{ kind: 'ack' }]);
-    // p1's push still stored; p2's out of the store (nothing would send it to the dead token) and invalid: 2 = 1 + 1.
+    // The live phone's push still stored; the dead one's out of the store (nothing would send it to the dead token) and invalid: 2 = 1 + 1.
     expect(await statusOf(job.id)).toMatchObject({ demuxOutcome: 'fanned-out', targeted: 2, scheduled: 1, invalid: 1, inFlight: 1 });
     expect((await stored(job.id)).length).toBe(1);
+  });
+
+  it("a dead device's stored push a descheduler is releasing is not waited for: the retry goes on, and leaves the push to the pusher's claim", async () => {
+    const { job, diedPush } = await scheduledThenDied();
+    // A descheduler's release holds the dead phone's row (its claim's lock) while the retry runs.
+    const retried = await t.db.kysely.transaction().execute(async (release) => {
+      await release.selectFrom('scheduled_pushes').select('push_id').where('push_id', '=', diedPush).forUpdate().execute();
+      const outcome = await Promise.race([
+        demuxer({})([{ ...message(job), redelivered: true }]),
+        new Promise((resolve) => setTimeout(() => resolve('waited for the release'), 5_000)),
+      ]);
+      // Its push gets no outcome beside the release's: still stored, in flight, 2 = 2.
+      expect(await statusOf(job.id)).toMatchObject({ targeted: 2, scheduled: 2, invalid: 0, inFlight: 2 });
+      return outcome;
+    });
+    expect(retried).toEqual([{ kind: 'ack' }]);
   });
 
   it("one part holding first deliveries and a retry: each read as it should, and a job's retried copy keeps its dead pushes beside a first copy of it", async () => {

@@ -174,7 +174,7 @@ export interface JobsTable {
   published_at: Date | null;
   targeted: number | null;
   demux_outcome: string | null;
-  /** When a fan-out first recorded the job (later fan-outs keep it; a park's time until then). */
+  /** When the demuxer first recorded the job's fan-out (its later fan-outs keep it; a park's time until then; an audience fan-out's start). */
   demuxed_at: Date | null;
   /** Where Herald adapted the job to a provider's limits (migration 0014). */
   notices: Generated<string[]>;
