@@ -12,8 +12,8 @@ export interface TargetRequest {
   category: string;
   objectId?: string;
   /**
-   * The request's job, when it may have been fanned out before (its message was redelivered, retried,
-   * deferred or replayed; see findAudience): only findAudience reads it.
+   * The request's job, when it may have been fanned out before (its message may have been handled
+   * before: redelivered, retried, deferred, replayed; see findAudience).
    */
   jobId?: string;
 }
@@ -93,8 +93,9 @@ export function toAudienceDevice(r: AudienceDeviceRow): AudienceDevice {
 
 /**
  * The active devices for many requests at once, in ONE query however many requests and users:
- * excludes invalidated devices (also those findAudience returns `gone`), users opted out of the request's category, and users with an
- * active mute (until NULL or after `now`) on the request's objectId. Every key gets an entry.
+ * excludes invalidated devices (those findAudience returns `gone` too), users opted out of the
+ * request's category, and users with an active mute (until NULL or after `now`) on the request's
+ * objectId. Every key gets an entry.
  */
 export async function findTargets(
   db: Kysely<HeraldTables>,
@@ -146,12 +147,9 @@ export async function findAudience(
     }
   };
   const again = requests.filter((r) => r.jobId !== undefined);
-  if (again.length === 0) {
-    add(requests, await queryTargets(db, requests, now, pool), false);
-    return result;
-  }
-  const first = requests.filter((r) => r.jobId === undefined);
+  const first = again.length === 0 ? requests : requests.filter((r) => r.jobId === undefined);
   if (first.length > 0) add(first, await queryTargets(db, first, now, pool), false);
+  if (again.length === 0) return result;
   // A retry's live and dead devices in one snapshot: a device that died between two reads would be
   // found alive and dead (counted twice, one push made), or neither.
   const [live, gone] = await db

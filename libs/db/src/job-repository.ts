@@ -58,9 +58,9 @@ export interface DemuxEntry {
   /** Outcomes decided in the demuxer (opted-out, muted, expired), written with the job row. */
   pushes?: readonly PushOutcomeEntry[];
   /**
-   * Pushes to devices dead since an earlier fan-out of the job counted them (a retry's): recorded
-   * where the push has no outcome yet (one the earlier pass published may have its own), and no
-   * longer stored (the earlier pass may have stored it), with the job row.
+   * Pushes to devices dead since an earlier fan-out of the job counted them (a retry's), with the
+   * job row: taken out of the store (the earlier pass may have stored them) and recorded where the
+   * push has no outcome yet (one the earlier pass published may have its own); see recordDeadPushes.
    */
   dead?: readonly PushOutcomeEntry[];
 }
@@ -263,10 +263,10 @@ function toJobRecord(r: JobRow): JobRecord {
  * findAudience's jobId, which reads from demuxed_at: the first fan-out's time, kept by later ones)
  * or registered (a user without one now has a push); either way the sum stays exact. Only two
  * such changes between the same two fan-outs could leave it off by one. demux_reason is cleared by
- * a fan-out (a parked job replayed after its cause was fixed). The statement also returns the jobs found
- * cancelled: the upsert updates the row's latest version (a cancel in progress is waited for), so
- * every cancel committed before it is seen; one committed after it is the cancel's and the
- * store's to handle (ScheduledPushRepository.schedule, cancelJob).
+ * a fan-out (a parked job replayed after its cause was fixed). The statement also returns the jobs
+ * found cancelled: the upsert updates the row's latest version (a cancel in progress is waited
+ * for), so every cancel committed before it is seen; one committed after it is the cancel's and
+ * the store's to handle (ScheduledPushRepository.schedule, cancelJob).
  */
 async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: readonly DemuxEntry[]): Promise<ReadonlySet<string>> {
   if (entries.length === 0) return new Set();

@@ -174,7 +174,10 @@ export interface JobsTable {
   published_at: Date | null;
   targeted: number | null;
   demux_outcome: string | null;
-  /** When the demuxer first recorded the job's fan-out (its later fan-outs keep it; a park's time until then; an audience fan-out's start). */
+  /**
+   * When the demuxer first recorded the job's fan-out (its later fan-outs keep it): before that, a
+   * park's time; for an audience job, its fan-out's start.
+   */
   demuxed_at: Date | null;
   /** Where Herald adapted the job to a provider's limits (migration 0014). */
   notices: Generated<string[]>;
