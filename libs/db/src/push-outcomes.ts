@@ -80,11 +80,11 @@ export function upsertOutcomesStatement(entries: readonly PushOutcomeEntry[]): R
  * The outcomes of pushes that have none yet; a push with one keeps it. `only`: a condition on the
  * entry `i` (its push_id) that each must meet to be written.
  */
-export function insertOutcomesStatement(entries: readonly PushOutcomeEntry[], only: RawBuilder<boolean> = sql<boolean>`true`): RawBuilder<unknown> {
+export function insertOutcomesStatement(entries: readonly PushOutcomeEntry[], only?: RawBuilder<boolean>): RawBuilder<unknown> {
   return insertOutcomes(entries, sql`do nothing`, only);
 }
 
-function insertOutcomes(entries: readonly PushOutcomeEntry[], onConflict: RawBuilder<unknown>, only: RawBuilder<boolean> = sql<boolean>`true`): RawBuilder<unknown> {
+function insertOutcomes(entries: readonly PushOutcomeEntry[], onConflict: RawBuilder<unknown>, only?: RawBuilder<boolean>): RawBuilder<unknown> {
   const rows = [...new Map(entries.map((e) => [e.pushId.toLowerCase(), e])).values()];
   return sql`
     insert into push_outcomes (push_id, job_id, outcome, code, reason, provider_message_id, platform, device_id)
@@ -93,7 +93,7 @@ function insertOutcomes(entries: readonly PushOutcomeEntry[], onConflict: RawBui
       ${rows.map((r) => clip(r.code))}::text[], ${rows.map((r) => clip(r.reason))}::text[], ${rows.map((r) => clip(r.providerMessageId))}::text[],
       ${rows.map((r) => r.platform ?? null)}::text[], ${rows.map((r) => r.deviceId ?? null)}::text[])
       as i(push_id, job_id, outcome, code, reason, provider_message_id, platform, device_id)
-    where ${only}
+    ${only === undefined ? sql`` : sql`where ${only}`}
     order by push_id
     on conflict (job_id, push_id) ${onConflict}`;
 }
