@@ -95,6 +95,15 @@ describe('APNs provider against the sandbox', () => {
     expect(rec?.rawBody).toBe('{"sync":"1","aps":{"content-available":1}}');
   });
 
+  it("an app whose bundle id ends like a topic suffix (com.acme.voip): its alerts go to the bundle id, its VoIP pushes to <bundle id>.voip", async () => {
+    const alert = devicePush();
+    const voip = devicePush({ content: { pushType: 'voip', data: { call: '1' } } });
+    expect(await provider.send(alert, { apnsTopic: 'com.acme.voip' })).toMatchObject({ kind: 'delivered' });
+    expect(await provider.send(voip, { apnsTopic: 'com.acme.voip' })).toMatchObject({ kind: 'delivered' });
+    expect((await recordsFor(alert.token)).map((r) => r.headers['apns-topic'])).toEqual(['com.acme.voip']);
+    expect((await recordsFor(voip.token)).map((r) => [r.headers['apns-push-type'], r.headers['apns-topic']])).toEqual([['voip', 'com.acme.voip.voip']]);
+  });
+
   it('reports 410 Unregistered as a dead token with the time Apple gave', async () => {
     const push = devicePush();
     await fault({ token: push.token, error: 'Unregistered' });

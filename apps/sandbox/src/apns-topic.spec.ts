@@ -11,6 +11,10 @@ describe('topicFitsPushType', () => {
     ['pushtotalk', 'com.example.app.voip-ptt'],
     ['alert', 'com.example.app'],
     ['background', 'com.example.app'],
+    // a bundle id may end like a suffix: its alerts go to it, its VoIP pushes to <it>.voip
+    ['alert', 'com.acme.voip'],
+    ['background', 'com.acme.push-type.liveactivity'],
+    ['voip', 'com.acme.voip.voip'],
   ])('accepts %s to %s', (pushType, topic) => {
     expect(topicFitsPushType(topic, pushType)).toBe(true);
   });
@@ -23,8 +27,6 @@ describe('topicFitsPushType', () => {
     ['fileprovider', 'com.example.app.fileprovider'],
     ['location', 'com.example.app.location'],
     ['pushtotalk', 'com.example.app.voip'],
-    ['alert', 'com.example.app.voip'],
-    ['background', 'com.example.app.push-type.liveactivity'],
     ['voip', '.voip'],
   ])('refuses %s to %s', (pushType, topic) => {
     expect(topicFitsPushType(topic, pushType)).toBe(false);

@@ -14,18 +14,16 @@ export const TOPIC_SUFFIX: Readonly<Record<string, string>> = {
   pushtotalk: '.voip-ptt',
 };
 
-const SUFFIXES = Object.values(TOPIC_SUFFIX);
-
 /**
  * Whether `topic` is the right kind of topic for `pushType`: a push type with a suffix needs a
- * topic `<bundle><suffix>`, and a topic with one of those suffixes takes only its own push type.
- * Without an `apns-push-type` header nothing is checked (Apple infers the type, as before iOS 13).
+ * topic `<bundle><suffix>`. Without an `apns-push-type` header nothing is checked (Apple infers the
+ * type, as before iOS 13). An `alert` or `background` push goes to the bundle id itself, and a
+ * bundle id may end like a suffix (`com.acme.voip`): Apple tells the two apart by the team's bundle
+ * ids, which the sandbox does not know, so it refuses no topic for them.
  * Apple documents the suffixes but not which reason a mismatch earns (its table has BadTopic,
  * TopicDisallowed, DeviceTokenNotForTopic); the sandbox answers TopicDisallowed.
  */
 export function topicFitsPushType(topic: string, pushType: string | undefined): boolean {
-  if (pushType === undefined) return true;
-  const needed = TOPIC_SUFFIX[pushType];
-  if (needed !== undefined) return topic.endsWith(needed) && topic.length > needed.length;
-  return !SUFFIXES.some((suffix) => topic.endsWith(suffix));
+  const needed = pushType === undefined ? undefined : TOPIC_SUFFIX[pushType];
+  return needed === undefined || (topic.endsWith(needed) && topic.length > needed.length);
 }

@@ -11,7 +11,12 @@ describe('Apple\'s request rules (PROVIDER-RULES.md, APNs rows)', () => {
     expect(apnsTopicFor('com.example', 'liveactivity')).toBe('com.example.push-type.liveactivity');
     expect(apnsTopicFor('com.example', 'complication')).toBe('com.example.complication');
     expect(apnsTopicFor('com.example', 'alert')).toBe('com.example');
-    expect(apnsTopicFor('com.example.voip', 'voip')).toBe('com.example.voip');
+  });
+
+  it('apns-topic: a bundle id that ends like a suffix is a bundle id like any other', () => {
+    expect(apnsTopicFor('com.acme.voip', 'voip')).toBe('com.acme.voip.voip');
+    expect(apnsTopicFor('com.acme.voip', 'alert')).toBe('com.acme.voip');
+    expect(apnsTopicFor('com.acme.complication', 'complication')).toBe('com.acme.complication.complication');
   });
 
   it('payload limit: 4096 bytes, counted in UTF-8 bytes of the JSON', () => {

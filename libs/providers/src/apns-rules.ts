@@ -28,9 +28,12 @@ const TOPIC_SUFFIX: Record<string, string> = {
   pushtotalk: '.voip-ptt',
 };
 
+/**
+ * The app's topic is its bundle id, which may itself end like a suffix (`com.acme.voip` is a bundle
+ * id like any other): its VoIP topic is `com.acme.voip.voip`, and its alerts go to `com.acme.voip`.
+ */
 export function apnsTopicFor(bundleId: string, pushType: string): string {
-  const suffix = TOPIC_SUFFIX[pushType] ?? '';
-  return suffix === '' || bundleId.endsWith(suffix) ? bundleId : `${bundleId}${suffix}`;
+  return `${bundleId}${TOPIC_SUFFIX[pushType] ?? ''}`;
 }
 
 export const apnsPayloadLimit = (pushType: string): number => (pushType === 'voip' ? APNS_MAX_VOIP_PAYLOAD_BYTES : APNS_MAX_PAYLOAD_BYTES);
