@@ -40,7 +40,7 @@ const check = (problem: (v: string) => string | undefined) => (value: string, ct
  * an older one ("Asia/Kolkata" resolves to "Asia/Calcutta"), and the name the device gave stays.
  * A string ICU does not know is left for timeZoneProblem.
  */
-function canonicalZone(v: unknown): unknown {
+export function canonicalZone(v: unknown): unknown {
   if (typeof v !== 'string') return v;
   try {
     const resolved = new Intl.DateTimeFormat(undefined, { timeZone: v }).resolvedOptions().timeZone;

@@ -44,6 +44,17 @@ describe('parseSegment: valid filters', () => {
     });
   });
 
+  it('takes a locale and a zone in the case devices store them, so another casing still matches', () => {
+    expect(ok('locale = "de-de" and timezone in ("europe/berlin", "utc") and not (locale in ("EN-us", "zh-hant-tw"))')).toEqual({
+      kind: 'and',
+      args: [
+        { kind: 'compare', field: 'locale', op: '=', value: 'de-DE' },
+        { kind: 'in', field: 'timezone', values: ['Europe/Berlin', 'UTC'] },
+        { kind: 'not', arg: { kind: 'in', field: 'locale', values: ['en-US', 'zh-Hant-TW'] } },
+      ],
+    });
+  });
+
   it('reads escaped quotes in strings', () => {
     expect(parseSegment('timezone = "Europe/Ber\\"lin"')).toMatchObject({ ok: false, message: expect.stringContaining('bad value "Europe/Ber\\"lin"') });
   });

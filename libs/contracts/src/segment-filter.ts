@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Platforms } from './names.ts';
-import { localeProblem, timeZoneProblem } from './device-locale.ts';
+import { canonicalLocale, canonicalZone, localeProblem, timeZoneProblem } from './device-locale.ts';
 import { describeToken, SegmentSyntaxError, tokenize, type Token } from './segment-filter-tokens.ts';
 
 /**
@@ -61,7 +61,11 @@ const FIELDS: Record<string, SegmentField | 'lastSeen'> = {
 };
 const KEYWORDS = new Set(['and', 'or', 'not', 'in', 'within', 'before']);
 
-/** Why `value` cannot be a value of `field` (undefined: it can); the value as stored on success. */
+/**
+ * Why `value` cannot be a value of `field`, or the value as devices store it: a locale and a zone in
+ * their canonical case, as registration stores them ("de-de" is "de-DE", "europe/berlin" is
+ * "Europe/Berlin"), since the segment compares them with what is stored, case and all.
+ */
 function checkValue(field: SegmentField, value: string): { problem: string } | { value: string } {
   switch (field) {
     case 'platform':
@@ -70,13 +74,13 @@ function checkValue(field: SegmentField, value: string): { problem: string } | {
       return APP_VERSION_PATTERN.test(value) && value.length <= 50 ? { value } : { problem: 'appVersion must be dotted numbers, e.g. "5.2"' };
     case 'locale': {
       const problem = localeProblem(value);
-      return problem === undefined ? { value } : { problem };
+      return problem === undefined ? { value: canonicalLocale(value) as string } : { problem };
     }
     case 'language':
       return /^[A-Za-z]{2,8}$/.test(value) ? { value: value.toLowerCase() } : { problem: 'language must be a language subtag, e.g. "de"' };
     case 'timezone': {
       const problem = timeZoneProblem(value);
-      return problem === undefined ? { value } : { problem };
+      return problem === undefined ? { value: canonicalZone(value) as string } : { problem };
     }
   }
 }

@@ -113,6 +113,9 @@ describe('segments', () => {
     await expectSegment('lastSeen within 10d and not (platform = "fcm")', (i) => i % 60 <= 10 && i % 2 === 0);
     await expectSegment('lastSeen before 50d', (i) => i % 60 > 50);
     await expectSegment('not (language = "en") and locale != "de-AT"', (i) => [0, 3].includes(i % 5));
+    // Written in another case than the devices registered them: the same devices.
+    await expectSegment('locale in ("en-gb", "FR-fr") or timezone = "europe/berlin"', (i) => [2, 3].includes(i % 5) || i % 3 === 0);
+    await expectSegment('not (language = "EN") and locale != "de-at"', (i) => [0, 3].includes(i % 5));
   });
 });
 
