@@ -1,4 +1,4 @@
-import { LimitedChannels, type LimitedChannel } from '@herald/contracts';
+import { destinationOf, LimitedChannels, type LimitedChannel } from '@herald/contracts';
 import type { Command } from 'commander';
 import { ActionRefused } from '@herald/db';
 import { printRows } from '../output.ts';
@@ -26,6 +26,28 @@ function appOf(app: string): string {
   return app;
 }
 
+/**
+ * A webhook budget's destination as the webhook pusher looks it up (destinationOf: the host in lower
+ * case, the port always given): "Hooks.Example.com", "hooks.example.com:443" and
+ * "https://hooks.example.com/herald" are all "hooks.example.com:443". Kept as typed, a budget no
+ * delivery matched paced nothing while `limits list` showed it.
+ */
+function webhookDestinationOf(raw: string): string {
+  const refused = new Error(`--app for webhook must be a destination host or host:port (e.g. "hooks.example.com:443"), got "${raw}"`);
+  let url: URL;
+  try {
+    url = new URL(raw.includes('://') ? raw : `https://${raw}`);
+  } catch {
+    throw refused;
+  }
+  if (!raw.includes('://') && (url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '')) throw refused;
+  return destinationOf(url.href);
+}
+
+/** The budget a --platform/--app pair names: a webhook destination in the form its deliveries use. */
+const budgetKey = (platform: LimitedChannel, app: string | undefined): { platform: LimitedChannel; app?: string } =>
+  app === undefined ? { platform } : { platform, app: platform === 'webhook' ? webhookDestinationOf(appOf(app)) : appOf(app) };
+
 /** What the audit log names as a budget: the platform, or platform:app for an app's own. */
 const limitTarget = (key: { platform: string; app?: string }): string => (key.app === undefined ? key.platform : `${key.platform}:${key.app}`);
 
@@ -39,7 +61,7 @@ export function registerLimitCommands(program: Command): void {
     .requiredOption('--rate <pushesPerSecond>', 'the budget, in pushes per second')
     .option('--app <app>', 'a budget for this app only (on top of the platform budget); for webhook, a destination host:port')
     .action(async (o: { platform: string; rate: string; app?: string }) => {
-      const key = { platform: platformOf(o.platform), ...(o.app !== undefined && { app: appOf(o.app) }) };
+      const key = budgetKey(platformOf(o.platform), o.app);
       const rate = rateOf(o.rate);
       const what = { action: 'limit.set', target: limitTarget(key), request: { ...key, rate, via: 'cli' } };
       await auditedCli(
@@ -52,7 +74,7 @@ export function registerLimitCommands(program: Command): void {
         },
         () => ({ ratePerSec: rate }),
       );
-      process.stdout.write(`${o.platform}${o.app === undefined ? '' : ` app ${o.app}`}: at most ${rate} pushes/s\n`);
+      process.stdout.write(`${o.platform}${key.app === undefined ? '' : ` ${key.platform === 'webhook' ? 'destination' : 'app'} ${key.app}`}: at most ${rate} pushes/s\n`);
     });
   limits
     .command('list')
@@ -68,14 +90,16 @@ export function registerLimitCommands(program: Command): void {
   limits
     .command('remove')
     .description('remove a budget (that platform or app is then not limited)')
-    .requiredOption('--platform <platform>', 'apns, fcm or webhook')
-    .option('--app <app>', 'the app-specific budget')
+    .requiredOption('--platform <platform>', 'apns, fcm, web or webhook')
+    .option('--app <app>', 'the app-specific budget (for webhook, the destination host:port)')
     .action(async (o: { platform: string; app?: string }) => {
-      const key = { platform: platformOf(o.platform), ...(o.app !== undefined && { app: appOf(o.app) }) };
+      const key = budgetKey(platformOf(o.platform), o.app);
       const what = { action: 'limit.remove', target: limitTarget(key), request: { ...key, via: 'cli' } };
       await auditedCli(what, async (db) => {
-        if (!(await db.rateLimits.remove(key))) throw new ActionRefused(`no ${limitTarget(key)} limit: \`herald limits list\` shows them`);
-        return true;
+        if (await db.rateLimits.remove(key)) return true;
+        // A webhook budget set before destinations were normalised is stored as it was typed.
+        if (o.app !== undefined && o.app !== key.app && (await db.rateLimits.remove({ platform: key.platform, app: o.app }))) return true;
+        throw new ActionRefused(`no ${limitTarget(key)} limit: \`herald limits list\` shows them`);
       }, () => ({ removed: true }));
       process.stdout.write(`removed the ${limitTarget(key)} limit\n`);
     });

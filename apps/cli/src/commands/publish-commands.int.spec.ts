@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Queues } from '@herald/contracts';
+import { destinationOf, Queues } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
 import { connectBroker, heraldTopology, type Broker } from '@herald/messaging';
 import { createTestDatabase, createTestVhost, peekMessages, type TestDatabase, type TestVhost } from '@herald/testing';
@@ -92,5 +92,20 @@ describe('herald limits set', () => {
     expect((await t.db.rateLimits.list()).find((r) => r.app === 'live')).toMatchObject({ platform: 'fcm', ratePerSec: 50 });
     // A webhook budget's --app is a destination host:port, not an app.
     expect(await herald('limits', 'set', '--platform', 'webhook', '--rate', '5', '--app', 'hooks.example:443')).toEqual({ code: 0, stderr: '' });
+  });
+
+  it('keys a webhook budget by the destination its deliveries use (host in lower case, port given), whatever the spelling; refuses what is no destination', async () => {
+    for (const spelling of ['Hooks.Limited.example', 'hooks.limited.example:443', 'https://HOOKS.limited.example/herald?x=1']) {
+      expect(await herald('limits', 'set', '--platform', 'webhook', '--rate', '7', '--app', spelling)).toEqual({ code: 0, stderr: '' });
+    }
+    expect(await herald('limits', 'set', '--platform', 'webhook', '--rate', '8', '--app', 'http://localhost:8080/hook')).toEqual({ code: 0, stderr: '' });
+    const webhookBudgets = (await t.db.rateLimits.list()).filter((r) => r.platform === 'webhook' && r.app !== 'hooks.example:443');
+    expect(webhookBudgets.map((r) => [r.app, r.ratePerSec]).sort()).toEqual([['hooks.limited.example:443', 7], ['localhost:8080', 8]]);
+    // What the webhook pusher looks its budget up by, for a subscription to that URL.
+    expect(destinationOf('https://hooks.limited.example/any/path')).toBe('hooks.limited.example:443');
+    const bad = await herald('limits', 'set', '--platform', 'webhook', '--rate', '7', '--app', 'hooks.example.com/path');
+    expect([bad.code, bad.stderr]).toEqual([1, expect.stringMatching(/--app for webhook must be a destination host or host:port/)]);
+    expect(await herald('limits', 'remove', '--platform', 'webhook', '--app', 'HOOKS.limited.example:443')).toEqual({ code: 0, stderr: '' });
+    expect((await t.db.rateLimits.list()).filter((r) => r.app === 'hooks.limited.example:443')).toEqual([]);
   });
 });
