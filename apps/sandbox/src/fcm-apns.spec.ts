@@ -28,6 +28,27 @@ describe('checkApns', () => {
     expect(messageOf({ header: {} })).toMatch(/Unknown name "header" at 'message.apns'/);
   });
 
+  it("holds the headers and a background push's aps to Apple's rules, since FCM forwards them to APNs", () => {
+    const refused = (apns: unknown) => messageOf(apns, { notification: { title: 't' } });
+    expect(refused({ headers: { 'apns-priority': 'high' } })).toMatch(/APNs refuses the request FCM forwards \(400 BadPriority\)/);
+    expect(refused({ headers: { 'APNs-Priority': '7' } })).toMatch(/BadPriority/);
+    expect(refused({ headers: { 'apns-expiration': 'tomorrow' } })).toMatch(/BadExpirationDate/);
+    expect(refused({ headers: { 'apns-collapse-id': 'x'.repeat(65) } })).toMatch(/BadCollapseId/);
+    expect(refused({ headers: { 'apns-id': 'not-a-uuid' } })).toMatch(/BadMessageId/);
+    expect(refused({ headers: { 'apns-push-type': 'carrier-pigeon' } })).toMatch(/InvalidPushType/);
+    expect(refused({ headers: { 'apns-push-type': 'voip' } })).toMatch(/TopicDisallowed/);
+    expect(messageOf({ headers: { 'apns-push-type': 'background', 'apns-priority': '5' }, payload: { aps: { 'content-available': 1, alert: 'hi' } } })).toMatch(
+      /400 BadPayload: a background push must not contain aps.alert/,
+    );
+    expect(refused({ headers: { 'apns-priority': '5', 'apns-expiration': '0', 'apns-collapse-id': 'c', 'apns-push-type': 'alert' } })).toBeUndefined();
+    expect(messageOf({ headers: { 'apns-push-type': 'background', 'apns-priority': '5' }, payload: { aps: { 'content-available': 1 } } })).toBeUndefined();
+    // message.notification reaches iOS as aps.alert
+    expect(messageOf({ headers: { 'apns-push-type': 'background', 'apns-priority': '5' }, payload: { aps: { 'content-available': 1 } } }, { notification: { title: 't' } })).toMatch(
+      /must not contain aps.alert/,
+    );
+    expect(refused({ headers: { 'apns-priority': 'high' } })).not.toMatch(/registration token/i);
+  });
+
   it('notes a data message with an apns block but no priority', () => {
     expect(apnsWarnings({ payload: { aps: { 'content-available': 1 } } }, {})).toEqual([expect.stringMatching(/no apns-priority/)]);
     expect(apnsWarnings({ headers: { 'apns-priority': '5' } }, {})).toEqual([]);

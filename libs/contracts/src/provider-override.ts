@@ -67,10 +67,34 @@ export const ApnsOverride = z.strictObject({
 });
 export type ApnsOverride = z.infer<typeof ApnsOverride>;
 
+/**
+ * The headers of an FCM message's `apns` block. Google: "HTTP request headers defined in Apple Push
+ * Notification Service ... such as apns-expiration and apns-priority": FCM forwards them to APNs, so
+ * Apple's values hold (as ApnsOverrideHeaders', and a UUID apns-id). Through FCM a push goes to the
+ * app's own token, with the topic FCM names (the Firebase app's bundle id): push types alert and
+ * background only, and no apns-topic or authorization of the caller's (another topic would be
+ * answered DeviceTokenNotForTopic). Names in lower case (HTTP/2's), since Herald merges them with
+ * the headers it writes itself.
+ */
+const FcmApnsHeaderValues: Readonly<Record<string, z.ZodType>> = {
+  ...ApnsOverrideHeaders.shape,
+  'apns-push-type': z.enum(['alert', 'background']),
+  'apns-id': z.uuid({ error: 'must be a UUID (Apple: BadMessageId)' }),
+};
+const FCM_OWN_APNS_HEADERS = new Set(['apns-topic', 'authorization']);
+export const FcmApnsHeaders = z.record(z.string(), z.string()).superRefine((headers, ctx) => {
+  for (const [name, value] of Object.entries(headers)) {
+    const refuse = (message: string) => ctx.addIssue({ code: 'custom', path: [name], message });
+    if (name !== name.toLowerCase()) refuse(`write header names in lower case ("${name.toLowerCase()}"): Herald merges them with its own`);
+    else if (FCM_OWN_APNS_HEADERS.has(name)) refuse(`FCM sets ${name} itself (the Firebase app's bundle id and credentials)`);
+    else for (const issue of FcmApnsHeaderValues[name]?.safeParse(value).error?.issues ?? []) refuse(issue.message);
+  }
+});
+
 /** FCM v1 `Message` fields in Google's wire shape (snake_case, ttl as "Ns"), merged into the message Herald builds. */
 export const FcmOverride = z.strictObject({
   android: JsonObject.optional(),
-  apns: z.strictObject({ headers: z.record(z.string(), z.string()).optional(), payload: JsonObject.optional() }).optional(),
+  apns: z.strictObject({ headers: FcmApnsHeaders.optional(), payload: JsonObject.optional() }).optional(),
   webpush: JsonObject.optional(),
 });
 export type FcmOverride = z.infer<typeof FcmOverride>;

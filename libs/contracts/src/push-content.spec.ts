@@ -93,6 +93,19 @@ describe('PushContent', () => {
     // Push types whose tokens Herald does not model would reach device tokens and invalidate them.
     expect(reason({ title: 't', apns: { headers: { 'apns-push-type': 'location' } } })).toMatch(/apns-push-type/);
   });
+
+  it("content.fcm's apns headers follow Apple's rules too (FCM forwards them to APNs); FCM's own are refused; others pass", () => {
+    const fcmApns = (headers: Record<string, string>) => reason({ title: 't', fcm: { apns: { headers } } });
+    expect(fcmApns({ 'apns-priority': 'high' })).toMatch(/^schema violation: fcm.apns.headers.apns-priority: /);
+    expect(fcmApns({ 'apns-expiration': 'tomorrow' })).toMatch(/^schema violation: fcm.apns.headers.apns-expiration: must be epoch seconds/);
+    expect(fcmApns({ 'apns-collapse-id': 'x'.repeat(65) })).toMatch(/^schema violation: fcm.apns.headers.apns-collapse-id: .*64 bytes/);
+    expect(fcmApns({ 'apns-id': 'call-42' })).toMatch(/^schema violation: fcm.apns.headers.apns-id: must be a UUID/);
+    // Through FCM a push reaches the app's own token under the Firebase app's topic: another type or topic would be DeviceTokenNotForTopic.
+    expect(fcmApns({ 'apns-push-type': 'voip' })).toMatch(/^schema violation: fcm.apns.headers.apns-push-type: /);
+    expect(fcmApns({ 'apns-topic': 'com.example.other' })).toMatch(/^schema violation: fcm.apns.headers.apns-topic: FCM sets apns-topic itself/);
+    expect(fcmApns({ 'APNs-Priority': '5' })).toMatch(/write header names in lower case \("apns-priority"\)/);
+    expect(fcmApns({ 'apns-priority': '5', 'apns-expiration': '0', 'apns-push-type': 'alert', 'apns-id': '123e4567-e89b-12d3-a456-426614174000', 'x-trace': 'y' })).toBeUndefined();
+  });
 });
 
 describe('PushJob.collapseKey', () => {

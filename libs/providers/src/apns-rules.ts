@@ -42,11 +42,16 @@ export const apnsPayloadBytes = (payload: object): number => Buffer.byteLength(J
 
 type Json = Record<string, unknown>;
 
-function backgroundProblem(parts: ApnsRequestParts, aps: Json): string | undefined {
-  if (parts.priority === 10) return 'a background push must use apns-priority 5 (Apple: BadPriority at 10)';
+/** Apple's rule for a background push's aps, directly or through FCM: content-available, nothing shown. */
+export function backgroundApsProblem(aps: Json): string | undefined {
   if (aps['content-available'] !== 1) return 'a background push needs aps.content-available: 1';
   const shown = ['alert', 'badge', 'sound'].filter((k) => aps[k] !== undefined);
   return shown.length > 0 ? `a background push must not carry aps.${shown.join(', aps.')}` : undefined;
+}
+
+function backgroundProblem(parts: ApnsRequestParts, aps: Json): string | undefined {
+  if (parts.priority === 10) return 'a background push must use apns-priority 5 (Apple: BadPriority at 10)';
+  return backgroundApsProblem(aps);
 }
 
 function liveActivityProblem(parts: ApnsRequestParts, aps: Json): string | undefined {

@@ -45,6 +45,15 @@ describe('Google\'s Message rules (PROVIDER-RULES.md, FCM rows)', () => {
     expect(fcmMessageProblem({ ...m, apns: { ...m.apns, headers: { 'apns-push-type': 'background', 'apns-priority': '10' } } })).toMatch(/priority 5/);
   });
 
+  it("the apns block follows Apple: a push labelled background that shows something is refused (the notification reaches iOS as aps.alert)", () => {
+    const shown = buildFcmMessage(testPush('fcm', { content: { title: 'Hi', fcm: { apns: { headers: { 'apns-push-type': 'background', 'apns-priority': '5' }, payload: { aps: { 'content-available': 1 } } } } } }));
+    expect(fcmMessageProblem(shown)).toBe('apns: a background push must not carry aps.alert');
+    const silent = buildFcmMessage(testPush('fcm', { content: { contentAvailable: true, data: { k: 'v' } } }));
+    expect(silent.apns.headers['apns-push-type']).toBe('background');
+    expect(fcmMessageProblem(silent)).toBeUndefined();
+    expect(fcmMessageProblem({ ...silent, apns: { ...silent.apns, payload: { aps: { 'content-available': 1, badge: 2 } } } })).toBe('apns: a background push must not carry aps.badge');
+  });
+
   it('a data message to Apple devices at apns-priority 10 is refused even when labelled alert (Google: data messages to Apple devices use 5)', () => {
     const m = buildFcmMessage(testPush('fcm', { content: { data: { k: 'v' } } }));
     expect(fcmMessageProblem({ ...m, apns: { ...m.apns, headers: { ...m.apns.headers, 'apns-push-type': 'alert', 'apns-priority': '10' } } })).toMatch(/must use apns-priority 5/);

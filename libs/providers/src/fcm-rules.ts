@@ -1,5 +1,5 @@
 import { collapseKeyProblem, FCM_RESERVED_DATA_KEY } from '@herald/contracts';
-import { APNS_MAX_PAYLOAD_BYTES, apnsPayloadBytes } from './apns-rules.ts';
+import { APNS_MAX_PAYLOAD_BYTES, apnsPayloadBytes, backgroundApsProblem } from './apns-rules.ts';
 import type { FcmMessage } from './fcm-message.ts';
 import { androidFcmOptionsProblem, webpushProblem } from './fcm-webpush-rules.ts';
 
@@ -62,6 +62,9 @@ function apnsProblem(m: FcmMessage): string | undefined {
   if ((showsNothing || headers['apns-push-type'] === 'background') && headers['apns-priority'] === '10') {
     return 'apns: a data-only (background) push to iOS must use apns-priority 5';
   }
+  // FCM shows message.notification on iOS as aps.alert.
+  const background = headers['apns-push-type'] === 'background' ? backgroundApsProblem(m.notification === undefined ? aps : { ...aps, alert: m.notification }) : undefined;
+  if (background !== undefined) return `apns: ${background}`;
   const size = apnsPayloadBytes({ ...(m.data ?? {}), ...m.apns.payload });
   if (size > APNS_MAX_PAYLOAD_BYTES) return `payload too large: the APNs payload FCM forwards to iOS is ${size} bytes, the limit is ${APNS_MAX_PAYLOAD_BYTES}`;
   const collapse = headers['apns-collapse-id'];
