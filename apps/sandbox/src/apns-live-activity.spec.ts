@@ -9,8 +9,13 @@ describe('checkLiveActivityAps', () => {
     expect(checkLiveActivityAps({ event: 'update', timestamp: T, 'content-state': { eta: 5 }, 'stale-date': T + 60 })).toEqual({ warnings: [] });
     expect(checkLiveActivityAps({ event: 'end', timestamp: T, 'dismissal-date': T + 3600 })).toEqual({ warnings: [] });
     expect(checkLiveActivityAps({ event: 'end', timestamp: T, 'content-state': { eta: 0 } })).toEqual({ warnings: [] });
-    const start = { event: 'start', timestamp: T, 'content-state': { eta: 5 }, 'attributes-type': 'RideAttributes', attributes: { rider: 'a' } };
+    const start = { event: 'start', timestamp: T, 'content-state': { eta: 5 }, 'attributes-type': 'RideAttributes', attributes: { rider: 'a' }, alert: { title: 'Ride booked' } };
     expect(checkLiveActivityAps(start)).toEqual({ warnings: [] });
+  });
+
+  it('accepts a start without an alert, as APNs does (200), and notes that the device starts nothing', () => {
+    const silent = { event: 'start', timestamp: T, 'content-state': { eta: 5 }, 'attributes-type': 'RideAttributes', attributes: { rider: 'a' } };
+    expect(checkLiveActivityAps(silent)).toEqual({ warnings: ['a Live Activity start without aps.alert: the device starts no activity'] });
   });
 
   it.each<[string, Record<string, unknown>]>([

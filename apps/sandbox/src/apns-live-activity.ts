@@ -17,7 +17,9 @@ function checkDates(aps: Json): ApsVerdict | undefined {
  * The `aps` of an `apns-push-type: liveactivity` push. Apple, "Starting and updating Live
  * Activities with ActivityKit push notifications": `timestamp` (UNIX seconds) and `event`
  * (`start`, `update` or `end`) are required; `content-state` carries the new content for start
- * and update (optional for end); a start also needs `attributes-type` and `attributes`;
+ * and update (optional for end); a start also needs `attributes-type` and `attributes`, and an
+ * `alert` (Apple's start payload carries one; without it APNs answers 200 and the device starts
+ * nothing, which the sandbox notes);
  * `dismissal-date` and `stale-date` are UNIX seconds. Apple documents no APNs reason for a
  * malformed Live Activity body; the sandbox answers BadPayload (the warning says which rule).
  */
@@ -34,5 +36,7 @@ export function checkLiveActivityAps(aps: Json): ApsVerdict {
   const dates = checkDates(aps);
   if (dates !== undefined) return dates;
   const warnings = aps['dismissal-date'] !== undefined && event !== 'end' ? ['aps.dismissal-date only applies to an end event'] : [];
+  // Accepted as APNs accepts it; the device is what drops it.
+  if (event === 'start' && aps['alert'] === undefined) warnings.push('a Live Activity start without aps.alert: the device starts no activity');
   return { warnings };
 }

@@ -82,6 +82,13 @@ describe('PushContent', () => {
     expect(reason({ liveActivity: { event: 'start', contentState: {} } })).toMatch(/attributesType and attributes/);
     expect(reason({ liveActivity: { event: 'update' } })).toMatch(/event "update" needs contentState/);
     expect(reason({ liveActivity: { event: 'end' } })).toBeUndefined();
+    // A start without an alert is answered 200 by APNs, and the device starts nothing.
+    const start = { event: 'start', contentState: { eta: 5 }, attributesType: 'Ride', attributes: { rider: 'a' } } as const;
+    expect(reason({ liveActivity: start })).toMatch(/^schema violation: title: a Live Activity "start" needs an alert/);
+    expect(reason({ title: 'Ride booked', liveActivity: start })).toBeUndefined();
+    expect(reason({ locKey: 'RIDE_BOOKED', liveActivity: start })).toBeUndefined();
+    expect(reason({ liveActivity: start, apns: { payload: { aps: { alert: { title: 'Ride booked' } } } } })).toBeUndefined();
+    expect(reason({ badge: 1, liveActivity: start })).toMatch(/needs an alert/);
     expect(reason({ title: 't', pushType: 'alert', liveActivity: { event: 'end', contentState: {} } })).toMatch(/pushType: liveActivity needs/);
   });
 

@@ -141,12 +141,11 @@ export function effectivePushType(c: Content): PushType {
 /** The field that chose the push type, as an issue path. */
 const pushTypeField = (c: Content): string[] => (c.apns?.headers?.['apns-push-type'] !== undefined ? ['apns', 'headers', 'apns-push-type'] : ['pushType']);
 
-/** The raw APNs payload (`content.apns.payload`) gives its own alert, badge or sound. */
-function rawApsShows(c: Content): boolean {
+/** The raw APNs payload (`content.apns.payload`) gives its own alert, badge or sound (or, with `keys`, one of those). */
+function rawApsShows(c: Content, keys: readonly string[] = ['alert', 'badge', 'sound']): boolean {
   const aps = c.apns?.payload?.['aps'];
   if (typeof aps !== 'object' || aps === null || Array.isArray(aps)) return false;
-  const a = aps as Record<string, unknown>;
-  return a['alert'] !== undefined || a['badge'] !== undefined || a['sound'] !== undefined;
+  return keys.some((k) => (aps as Record<string, unknown>)[k] !== undefined);
 }
 
 /** Cross-field rules; each issue names its field. */
@@ -177,6 +176,10 @@ function checkContent(c: Content, ctx: z.RefinementCtx): void {
   const la = c.liveActivity;
   if (la?.event === 'start' && (la.attributesType === undefined || la.attributes === undefined)) {
     issue('liveActivity', 'event "start" needs attributesType and attributes (Apple: starting a Live Activity with a push)');
+  }
+  // APNs answers 200 to a start without an alert, and the device starts nothing: the push would read delivered.
+  if (la?.event === 'start' && !hasAlertText(c) && !rawApsShows(c, ['alert'])) {
+    issue('title', 'a Live Activity "start" needs an alert (a title, body or loc key): the device starts no activity from a push without aps.alert, though APNs answers 200 (Apple\'s and Firebase\'s start payloads carry one)');
   }
 }
 
