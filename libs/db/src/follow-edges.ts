@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
-import { DEFAULT_FOLLOWER_INDEX, updateFollowerIndex, type FollowerIndexOptions } from './follow-index.ts';
+import { applyToFollowerIndex, DEFAULT_FOLLOWER_INDEX, rebalanceFollowerIndex, type FollowerIndexOptions } from './follow-index.ts';
 import { aheadMarkSql, laterEventSql } from './later-event.ts';
 
 /** "follower follows (or unfollowed) followee" at the caller's event time. */
@@ -17,9 +17,10 @@ export type FollowResult = 'applied' | 'stale';
 const keyOf = (e: { app: string; followee: string; follower: string }) => JSON.stringify([e.app, e.followee, e.follower]);
 
 /**
- * Applies follow events in one statement; last event wins per edge (an event older than the
+ * Applies follow events in one statement (in a transaction with their index entries); last event wins per edge (an event older than the
  * edge's stored event_at is 'stale', later-event.ts; within a batch the newest per edge wins). Follower counts
- * follow by trigger; the recently-active index is updated after (follow-index.ts).
+ * follow by trigger; the recently-active index is updated in the same transaction, then trimmed or
+ * refilled after it (follow-index.ts).
  */
 export async function applyFollowEvents(
   db: Kysely<HeraldTables>,
@@ -35,7 +36,9 @@ export async function applyFollowEvents(
   });
   const winners = [...best.values()].map((i) => events[i] as FollowEdgeEvent);
   const col = <K extends keyof FollowEdgeEvent>(k: K) => winners.map((w) => w[k]);
-  const { rows } = await sql<{ app: string; followee: string; follower: string; following: boolean }>`
+  // The edges and their index entries in one transaction (applyToFollowerIndex).
+  const rows = await db.transaction().execute(async (tx) => {
+    const changed = await sql<{ app: string; followee: string; follower: string; following: boolean }>`
     insert into follows as f (app, followee, follower, following, event_at, event_applied_at)
     select *, now() from unnest(${col('app')}::text[], ${col('followee')}::text[], ${col('follower')}::text[], ${col('following')}::boolean[], ${col('eventAt')}::timestamptz[])
     order by 1, 2, 3 -- one lock order for every batch: no deadlocks
@@ -43,10 +46,13 @@ export async function applyFollowEvents(
       event_ahead_mark = ${aheadMarkSql(sql`f.event_at`, sql`f.event_applied_at`, sql`f.event_ahead_mark`)},
       event_applied_at = excluded.event_applied_at
     where ${laterEventSql(sql`excluded.event_at`, sql`f.event_at`, sql`f.event_applied_at`, sql`f.event_ahead_mark`)}
-    returning f.app, f.followee, f.follower, f.following`.execute(db);
+    returning f.app, f.followee, f.follower, f.following`.execute(tx);
+    await applyToFollowerIndex(tx, changed.rows);
+    return changed.rows;
+  });
   const applied = new Set(rows.map(keyOf));
   for (const i of best.values()) if (applied.has(keyOf(events[i] as FollowEdgeEvent))) results[i] = 'applied';
-  await updateFollowerIndex(db, rows, index);
+  await rebalanceFollowerIndex(db, rows, index);
   return results;
 }
 

@@ -44,6 +44,46 @@ describe('the capped recently-active follower index', () => {
   });
 });
 
+describe('a follow and an unfollow of one edge at once', () => {
+  // Two registrars (or API processes) apply them together. Before, the follow's index entry was
+  // written after its edge committed: it could land after the unfollow had cleared the index, and
+  // the unfollower stayed in it for good (jobs to the most recently active followers reached them).
+  it('leaves the unfollower out of the index whatever the interleaving', async () => {
+    const edge = { app: 'app-f', followee: 'racer', follower: 'u-7' };
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let holderXid = '';
+    const holderStarted = new Promise<void>((resolve) => {
+      // A third transaction holds the index row the follow is about to write, so the follow stops
+      // there, between its edge and its index entry, while the unfollow runs.
+      void t.db.kysely
+        .transaction()
+        .execute(async (tx) => {
+          holderXid = (await sql<{ xid: string }>`select pg_current_xact_id()::text as xid`.execute(tx)).rows[0]?.xid ?? '';
+          await sql`insert into follower_recent (app, followee, follower, active_at) values (${edge.app}, ${edge.followee}, ${edge.follower}, null)`.execute(tx);
+          resolve();
+          await held;
+          throw new Error('rolled back');
+        })
+        .catch(() => undefined);
+    });
+    await holderStarted;
+    const followed = applyFollowEvents(t.db.kysely, [{ ...edge, following: true, eventAt: at(300) }], OPTS);
+    for (let i = 0; i < 200; i += 1) {
+      const { rows } = await sql<{ n: string }>`select count(*) as n from pg_locks where locktype = 'transactionid' and transactionid::text = ${holderXid} and not granted`.execute(t.db.kysely);
+      if (Number(rows[0]?.n) > 0) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const unfollowed = applyFollowEvents(t.db.kysely, [{ ...edge, following: false, eventAt: at(301) }], OPTS);
+    await new Promise((r) => setTimeout(r, 300));
+    release();
+    expect(await Promise.all([followed, unfollowed])).toEqual([['applied'], ['applied']]);
+    const entries = await sql`select 1 from follower_recent where app = ${edge.app} and followee = ${edge.followee} and follower = ${edge.follower}`.execute(t.db.kysely);
+    expect(entries.rows).toEqual([]);
+    expect(await followerCount(t.db.kysely, 'app-f', 'racer')).toBe(0);
+  });
+});
+
 describe('registration attributes and segment SQL', () => {
   it('stores appVersion with its numeric parts, and lastSeenAt (default: the event time)', async () => {
     await t.db.devices.applyRegistrations([

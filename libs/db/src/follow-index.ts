@@ -40,14 +40,17 @@ export async function refillFollowerIndex(db: Kysely<HeraldTables>, app: string,
   });
 }
 
-/** After follow edges changed: add new followers, drop unfollowers, trim to cap, refill below min. */
-export async function updateFollowerIndex(
-  db: Kysely<HeraldTables>,
-  edges: readonly { app: string; followee: string; follower: string; following: boolean }[],
-  options = DEFAULT_FOLLOWER_INDEX,
-): Promise<void> {
+type FollowEdge = { app: string; followee: string; follower: string; following: boolean };
+
+/**
+ * After follow edges changed: add new followers, drop unfollowers. Run in the transaction that
+ * changed the edges, so the edges' locks are held until the index agrees with them: run after it,
+ * a follow's insert could land after a concurrent unfollow of the same edge had deleted from the
+ * index (and found nothing), leaving the unfollower in it for good.
+ */
+export async function applyToFollowerIndex(tx: Kysely<HeraldTables>, edges: readonly FollowEdge[]): Promise<void> {
   if (edges.length === 0) return;
-  const col = <K extends keyof (typeof edges)[number]>(k: K) => edges.map((e) => e[k]);
+  const col = <K extends keyof FollowEdge>(k: K) => edges.map((e) => e[k]);
   await sql`
     with e as (select * from unnest(${col('app')}::text[], ${col('followee')}::text[], ${col('follower')}::text[], ${col('following')}::boolean[])
       as e(app, followee, follower, following)),
@@ -57,7 +60,12 @@ export async function updateFollowerIndex(
     insert into follower_recent (app, followee, follower, active_at)
     select e.app, e.followee, e.follower, ${activityOf(sql.ref('e.app'), sql.ref('e.follower'))} from e where e.following
     order by 1, 2, 3
-    on conflict (app, followee, follower) do update set active_at = excluded.active_at`.execute(db);
+    on conflict (app, followee, follower) do update set active_at = excluded.active_at`.execute(tx);
+}
+
+/** After applyToFollowerIndex's transaction: trim an index beyond its cap, refill one below its minimum. */
+export async function rebalanceFollowerIndex(db: Kysely<HeraldTables>, edges: readonly FollowEdge[], options = DEFAULT_FOLLOWER_INDEX): Promise<void> {
+  if (edges.length === 0) return;
   const followees = [...new Map(edges.map((e) => [JSON.stringify([e.app, e.followee]), e])).values()];
   const { rows } = await sql<{ app: string; followee: string; follower_count: string; recent: string }>`
     select fe.app, fe.followee, fe.follower_count,
