@@ -208,6 +208,28 @@ describe('ScheduledPushRepository', () => {
     );
   });
 
+  it("asks a device-addressed push's preferences of whoever holds the device when it falls due, not of whom it was stored for", async () => {
+    await clear();
+    await t.db.apps.upsert({ id: 'demo' });
+    // A broadcast stored for 09:00 reaches u-a's tablet; overnight u-b signs in on it, and u-b has opted out of promotions.
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'demo', platform: 'apns', token: 'ab'.repeat(32), userId: 'u-a', eventAt: new Date(Date.now() - 60_000).toISOString() });
+    const tablet = await t.db.kysely.selectFrom('devices').select('id').where('token', '=', 'ab'.repeat(32)).executeTakeFirstOrThrow();
+    const [broadcast, toUser] = pushes(2, () => past(100), { jobId: 'morning' }) as [ScheduledPushInput, ScheduledPushInput];
+    const about = { category: 'promotions' };
+    await t.db.scheduled.schedule([
+      { ...broadcast, ...about, push: { ...broadcast.push, deviceId: String(tablet.id), userId: 'u-a', toDevice: true } },
+      { ...toUser, ...about, push: { ...toUser.push, userId: 'u-a' } },
+    ]);
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'demo', platform: 'apns', token: 'ab'.repeat(32), userId: 'u-b', eventAt: new Date().toISOString() });
+    await t.db.preferences.setOptOut('u-b', 'promotions', true);
+    const seen: string[] = [];
+    expect(await t.db.scheduled.withDueBatch('apns', new Date(), 10, async (rows) => void seen.push(...rows.map((r) => r.pushId)))).toBe(2);
+    // The push for u-a's own devices is released (the pusher drops it there as reassigned); the broadcast is u-b's now.
+    expect(seen).toEqual([toUser.push.pushId]);
+    const outcomes = await t.db.kysely.selectFrom('push_outcomes').select(['push_id', 'outcome']).where('job_id', '=', 'morning').execute();
+    expect(outcomes).toEqual([{ push_id: broadcast.push.pushId, outcome: 'opted-out' }]);
+  });
+
   it('never releases a push of a job cancelled after it was stored: deleted and recorded as cancelled instead', async () => {
     await clear();
     const late = pushes(3, () => past(1000), { jobId: 'cancelled-later' });

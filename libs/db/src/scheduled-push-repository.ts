@@ -254,9 +254,18 @@ async function withDueBatch(
   return claimedCount;
 }
 
-/** The stored row's user, app, category and object, qualified: opt_outs and mutes have columns of those names. */
+/**
+ * The stored row's user, app, category and object, qualified: opt_outs and mutes have columns of
+ * those names. The user of a push addressed to a device (a broadcast, segment or topic device
+ * member: toDevice) is whoever holds the device now, as the fan-out asked it of the holder then: a
+ * tablet handed to another user overnight gets the morning's push under the new holder's choices
+ * (the pusher asks no user of such a push). Without one, the user it was stored for.
+ */
 const storedPreferences = {
-  userId: sql`scheduled_pushes.payload->>'userId'`,
+  userId: sql`coalesce(
+    case when scheduled_pushes.payload->>'toDevice' = 'true' and scheduled_pushes.payload->>'deviceId' ~ '^[0-9]{1,18}$' then
+      (select d.user_id from devices d where d.id = (scheduled_pushes.payload->>'deviceId')::bigint) end,
+    scheduled_pushes.payload->>'userId')`,
   app: sql`scheduled_pushes.payload->>'app'`,
   category: sql.ref('scheduled_pushes.category'),
   objectId: sql.ref('scheduled_pushes.object_id'),
