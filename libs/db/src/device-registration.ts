@@ -3,7 +3,7 @@ import type { Registration } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { deviceKey, pickOnePerDevice, type DeviceKey } from './device-key.ts';
 import { followerActivitySql } from './follow-index.ts';
-import { aheadMarkSql, laterEventSql } from './later-event.ts';
+import { aheadMarkSql, appliedAtSql, laterEventSql } from './later-event.ts';
 
 export type RegistrationResult = 'applied' | 'stale';
 
@@ -90,8 +90,8 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       registered_at = coalesce(excluded.registered_at, d.registered_at),
       user_changed_at = case when excluded.registered_at is not null and d.user_id is distinct from excluded.user_id then now() else d.user_changed_at end,
       last_event_at = excluded.last_event_at,
-      event_ahead_mark = ${aheadMarkSql(sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`d.event_ahead_mark`)},
-      event_applied_at = excluded.event_applied_at,
+      event_ahead_mark = ${aheadMarkSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`d.event_ahead_mark`)},
+      event_applied_at = ${appliedAtSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`excluded.event_applied_at`)},
       invalidated_at = excluded.invalidated_at,
       invalidation_reason = excluded.invalidation_reason,
       updated_at = now()

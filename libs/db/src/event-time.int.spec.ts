@@ -89,6 +89,19 @@ describe('an event stamped far ahead does not pin what it set', () => {
     expect((await device(token)).user_id).toBe('user-d');
   });
 
+  it("a fast clock's register delivered again (its first ack lost) does not make a logout stamped between the two deliveries stale", async () => {
+    const token = nextToken();
+    const fast = fromNow(DAY);
+    expect(await register(token, 'user-a', fast)).toBe('applied');
+    await pause();
+    const logout = new Date().toISOString();
+    await pause();
+    // The same message again: applied again without changing anything, its first application's time kept.
+    expect(await register(token, 'user-a', fast)).toBe('applied');
+    expect(await unregister(token, logout)).toBe('applied');
+    expect((await device(token)).invalidation_reason).toBe('unregistered');
+  });
+
   it("right clocks' events go on ordering by their own times after one overruled the fast clock", async () => {
     // A logout and then another user's login, both stamped by the API before the logout was applied.
     const token = nextToken();
@@ -139,5 +152,20 @@ describe('an event stamped far ahead does not pin what it set', () => {
     expect(row.subscribed).toBe(false);
     const edge = await t.db.kysely.selectFrom('follows').select('following').where('follower', '=', 'fast-phone-user').executeTakeFirstOrThrow();
     expect(edge.following).toBe(false);
+  });
+
+  it("a fast clock's subscribe and follow delivered again do not make an unsubscribe and an unfollow stamped between the two deliveries stale", async () => {
+    const fast = fromNow(DAY);
+    const member = (subscribed: boolean, eventAt: string) => ({ app: 'app-a', topic: 'news', member: { userId: 'redelivered-user' }, subscribed, eventAt });
+    const follow = (following: boolean, eventAt: string) => ({ app: 'app-a', followee: 'star', follower: 'redelivered-user', following, eventAt });
+    expect(await applyTopicMemberships(t.db.kysely, [member(true, fast)])).toEqual(['applied']);
+    expect(await applyFollowEvents(t.db.kysely, [follow(true, fast)])).toEqual(['applied']);
+    await pause();
+    const between = new Date().toISOString();
+    await pause();
+    expect(await applyTopicMemberships(t.db.kysely, [member(true, fast)])).toEqual(['applied']);
+    expect(await applyFollowEvents(t.db.kysely, [follow(true, fast)])).toEqual(['applied']);
+    expect(await applyTopicMemberships(t.db.kysely, [member(false, between)])).toEqual(['applied']);
+    expect(await applyFollowEvents(t.db.kysely, [follow(false, between)])).toEqual(['applied']);
   });
 });

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
 import { applyToFollowerIndex, DEFAULT_FOLLOWER_INDEX, rebalanceFollowerIndex, type FollowerIndexOptions } from './follow-index.ts';
-import { aheadMarkSql, laterEventSql } from './later-event.ts';
+import { aheadMarkSql, appliedAtSql, laterEventSql } from './later-event.ts';
 
 /** "follower follows (or unfollowed) followee" at the caller's event time. */
 export interface FollowEdgeEvent {
@@ -43,8 +43,8 @@ export async function applyFollowEvents(
     select *, now() from unnest(${col('app')}::text[], ${col('followee')}::text[], ${col('follower')}::text[], ${col('following')}::boolean[], ${col('eventAt')}::timestamptz[])
     order by 1, 2, 3 -- one lock order for every batch: no deadlocks
     on conflict (app, followee, follower) do update set following = excluded.following, event_at = excluded.event_at,
-      event_ahead_mark = ${aheadMarkSql(sql`f.event_at`, sql`f.event_applied_at`, sql`f.event_ahead_mark`)},
-      event_applied_at = excluded.event_applied_at
+      event_ahead_mark = ${aheadMarkSql(sql`excluded.event_at`, sql`f.event_at`, sql`f.event_applied_at`, sql`f.event_ahead_mark`)},
+      event_applied_at = ${appliedAtSql(sql`excluded.event_at`, sql`f.event_at`, sql`f.event_applied_at`, sql`excluded.event_applied_at`)}
     where ${laterEventSql(sql`excluded.event_at`, sql`f.event_at`, sql`f.event_applied_at`, sql`f.event_ahead_mark`)}
     returning f.app, f.followee, f.follower, f.following`.execute(tx);
     await applyToFollowerIndex(tx, changed.rows);

@@ -32,8 +32,20 @@ export function laterEventSql(
 
 /**
  * The mark to keep when an event wins: the highest fast-clock time overruled so far, the stored
- * time joining it when it was ahead of its application by more than the allowance.
+ * time joining it when it was ahead of its application by more than the allowance. An event of the
+ * stored time (the same one delivered again) overrules nothing: the mark stays.
  */
-export function aheadMarkSql(stored: RawBuilder<unknown>, storedAppliedAt: RawBuilder<unknown>, storedMark: RawBuilder<unknown>): RawBuilder<Date | null> {
-  return sql<Date | null>`greatest(${storedMark}, case when ${stored} > ${storedAppliedAt} + ${CLOCK_SKEW_ALLOWANCE} then ${stored} end)`;
+export function aheadMarkSql(incoming: RawBuilder<unknown>, stored: RawBuilder<unknown>, storedAppliedAt: RawBuilder<unknown>, storedMark: RawBuilder<unknown>): RawBuilder<Date | null> {
+  return sql<Date | null>`case when ${incoming} = ${stored} then ${storedMark}
+    else greatest(${storedMark}, case when ${stored} > ${storedAppliedAt} + ${CLOCK_SKEW_ALLOWANCE} then ${stored} end) end`;
+}
+
+/**
+ * When the winning event was applied: now (`appliedNow`), except for an event of the stored time
+ * (the same one delivered again), which keeps the first application's. Moved to the redelivery, a
+ * fast clock's event applied again would make every right clock's event stamped between the two
+ * applications (a logout) stale.
+ */
+export function appliedAtSql(incoming: RawBuilder<unknown>, stored: RawBuilder<unknown>, storedAppliedAt: RawBuilder<unknown>, appliedNow: RawBuilder<unknown>): RawBuilder<Date> {
+  return sql<Date>`case when ${incoming} = ${stored} then ${storedAppliedAt} else ${appliedNow} end`;
 }

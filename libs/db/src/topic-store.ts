@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { normalizeDeviceToken, type Platform } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
-import { aheadMarkSql, laterEventSql } from './later-event.ts';
+import { aheadMarkSql, appliedAtSql, laterEventSql } from './later-event.ts';
 
 /** A topic as listed: its member count is kept by triggers (migration 0020), so reading it is cheap. */
 export interface TopicRow {
@@ -93,8 +93,8 @@ export async function applyTopicMemberships(db: Kysely<HeraldTables>, events: re
       select app, topic, member_kind, member_id, subscribed, event_at, pg_current_xact_id(), now() from known
       order by app, topic, member_kind, member_id -- one lock order for every batch: no deadlocks
       on conflict (app, topic, member_kind, member_id) do update set subscribed = excluded.subscribed, event_at = excluded.event_at,
-        event_ahead_mark = ${aheadMarkSql(sql`m.event_at`, sql`m.event_applied_at`, sql`m.event_ahead_mark`)},
-        event_applied_at = excluded.event_applied_at,
+        event_ahead_mark = ${aheadMarkSql(sql`excluded.event_at`, sql`m.event_at`, sql`m.event_applied_at`, sql`m.event_ahead_mark`)},
+        event_applied_at = ${appliedAtSql(sql`excluded.event_at`, sql`m.event_at`, sql`m.event_applied_at`, sql`excluded.event_applied_at`)},
         changed_xid = case when m.subscribed = excluded.subscribed then m.changed_xid else excluded.changed_xid end
       where ${laterEventSql(sql`excluded.event_at`, sql`m.event_at`, sql`m.event_applied_at`, sql`m.event_ahead_mark`)}
       returning m.app, m.topic, m.member_kind, m.member_id
