@@ -25,13 +25,14 @@ const register = (token: string, minute: number, extra: RegisterExtra = {}): Reg
   eventAt: at(minute),
   ...extra,
 });
-const unregister = (token: string, minute: number): Registration => ({
+const unregister = (token: string, minute: number, userId?: string): Registration => ({
   version: 1,
   kind: 'unregister',
   app: 'app-a',
   platform: 'apns',
   token,
   eventAt: at(minute),
+  ...(userId !== undefined && { userId }),
 });
 
 const device = (token: string) => t.db.kysely.selectFrom('devices').selectAll().where('token', '=', token).executeTakeFirst();
@@ -116,6 +117,31 @@ describe('DeviceRepository.applyRegistrations (batch)', () => {
     } finally {
       await other.close();
     }
+  });
+
+  // A "sign out everywhere" (or an account deletion) unregisters every token the backend has on file
+  // for user u1, among them a shared tablet that u2 signed in on since.
+  it("an unregister naming its user applies only while the device is that user's", async () => {
+    const [handedOn, own] = [nextToken(), nextToken()];
+    await t.db.devices.applyRegistrations([register(handedOn, 1), register(own, 1)]);
+    expect(await t.db.devices.applyRegistration(register(handedOn, 2, { userId: 'u2' }))).toBe('applied');
+    expect(await t.db.devices.applyRegistrations([unregister(handedOn, 3, 'u1'), unregister(own, 3, 'u1')])).toEqual(['stale', 'applied']);
+    expect(await device(handedOn)).toMatchObject({ user_id: 'u2', invalidated_at: null });
+    expect(await device(own)).toMatchObject({ user_id: 'u1', invalidation_reason: 'unregistered' });
+    // Without a user, whoever holds the device.
+    expect(await t.db.devices.applyRegistration(unregister(handedOn, 4))).toBe('applied');
+    expect((await device(handedOn))?.invalidation_reason).toBe('unregistered');
+  });
+
+  it("within a batch, an unregister naming its user is judged by the batch's earlier register of the device, as if applied in turn", async () => {
+    const [takenOver, retaken] = [nextToken(), nextToken()];
+    await t.db.devices.applyRegistrations([register(takenOver, 1), register(retaken, 1, { userId: 'u2' })]);
+    // takenOver: u2 signs in (minute 2), then u1's sign-out-everywhere (minute 3): u2 keeps it.
+    // retaken: u1 signs in again (minute 2), then u1 signs out everywhere (minute 3): it goes.
+    const results = await t.db.devices.applyRegistrations([unregister(takenOver, 3, 'u1'), register(takenOver, 2, { userId: 'u2' }), register(retaken, 2), unregister(retaken, 3, 'u1')]);
+    expect(results).toEqual(['stale', 'applied', 'stale', 'applied']);
+    expect(await device(takenOver)).toMatchObject({ user_id: 'u2', invalidated_at: null });
+    expect((await device(retaken))?.invalidation_reason).toBe('unregistered');
   });
 
   it('returns an empty list for an empty batch', async () => {

@@ -23,16 +23,39 @@ export type RegistrationResult = 'applied' | 'stale';
 export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonly Registration[]): Promise<RegistrationResult[]> {
   const results: RegistrationResult[] = regs.map(() => 'stale');
   if (regs.length === 0) return results;
-  const winners = pickOnePerDevice(regs, (a, b) => Date.parse(a.eventAt) > Date.parse(b.eventAt));
+  const events = asAppliedInTurn(regs);
+  const candidates = events.flatMap((e, i) => (e === undefined ? [] : [{ ...e, i }]));
+  const winners = pickOnePerDevice(candidates, (a, b) => Date.parse(a.eventAt) > Date.parse(b.eventAt)).map((c) => (candidates[c] as { i: number }).i);
   const applied = await upsertStatement(
     db,
-    winners.map((i) => regs[i] as Registration),
+    winners.map((i) => events[i] as Registration),
   );
   const appliedKeys = new Set(applied.map(deviceKey));
   for (const i of winners) {
     if (appliedKeys.has(deviceKey(regs[i] as Registration))) results[i] = 'applied';
   }
   return results;
+}
+
+/**
+ * A batch's events as applying them one after another in time order would judge an unregister
+ * that names its user (UnregisterShape.userId): after a register of the same device in the batch,
+ * by that register's user, not by the stored row. Another user's: the unregister changes nothing
+ * (undefined: 'stale'); the same user's: it applies as an unregister of whoever holds the device.
+ */
+function asAppliedInTurn(regs: readonly Registration[]): Array<Registration | undefined> {
+  const events: Array<Registration | undefined> = [...regs];
+  const holder = new Map<string, string>();
+  const inTurn = regs.map((_, i) => i).sort((a, b) => Date.parse((regs[a] as Registration).eventAt) - Date.parse((regs[b] as Registration).eventAt) || a - b);
+  for (const i of inTurn) {
+    const r = regs[i] as Registration;
+    if (r.kind === 'register') holder.set(deviceKey(r), r.userId);
+    else if (r.userId !== undefined && holder.has(deviceKey(r))) {
+      const { userId, ...anyHolder } = r;
+      events[i] = holder.get(deviceKey(r)) === userId ? anyHolder : undefined;
+    }
+  }
+  return events;
 }
 
 /** Upserts at most one event per device; returns the devices whose row changed. */
@@ -60,7 +83,7 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
            now()
     from unnest(
       ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.platform)}::text[], ${rows.map((r) => r.token)}::text[],
-      ${rows.map((r) => reg(r)?.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],
+      ${rows.map((r) => r.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],
       ${rows.map((r) => reg(r)?.locale ?? null)}::text[], ${rows.map((r) => r.eventAt)}::timestamptz[],
       ${rows.map((r) => r.kind === 'register')}::boolean[], ${rows.map((r) => reg(r)?.tokenKind ?? null)}::text[],
       ${rows.map((r) => reg(r)?.keys?.p256dh ?? null)}::text[], ${rows.map((r) => reg(r)?.keys?.auth ?? null)}::text[],
@@ -99,6 +122,8 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
     -- Rows from before migration 0029 were applied no later than their updated_at.
     where ${laterEventSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`d.event_ahead_mark`)}
       and coalesce(excluded.registered_at, excluded.invalidated_at) >= coalesce(d.invalidated_at, '-infinity'::timestamptz)
+      -- An unregister naming its user (user_id, on an unregister) applies only while the device is that user's.
+      and (excluded.registered_at is not null or excluded.user_id is null or d.user_id = excluded.user_id)
     returning d.app, d.platform, d.token, d.user_id, d.last_seen_at, d.registered_at, d.invalidated_at
     ), touched as (
       -- A follower's device activity moves them forward in the recently-active follower indexes (0020).
