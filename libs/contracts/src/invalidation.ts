@@ -11,7 +11,7 @@ export const Invalidation = z.strictObject({
   token: z.string().min(1).max(4096),
   /** The provider's reason, e.g. "Unregistered", "BadDeviceToken", "UNREGISTERED". */
   reason: z.string().min(1).max(200),
-  /** APNs 410 says since when the token has been invalid; a registration after it and after observedAt keeps it alive. */
+  /** APNs 410 says since when the token has been invalid; a later registration keeps it alive. */
   invalidSince: Instant.optional(),
   observedAt: Instant,
   pushId: z.string().optional(),

@@ -8,7 +8,7 @@ export interface InvalidationInput {
   platform: Platform;
   token: string;
   reason: string;
-  /** The provider's "invalid since" (APNs 410 timestamp); a registration after it and after observedAt keeps the token. */
+  /** The provider's "invalid since" (APNs 410 timestamp); a later registration keeps the token. */
   invalidSince?: Date;
   observedAt: Date;
 }
@@ -19,8 +19,7 @@ export type InvalidationResult = 'invalidated' | 'stale' | 'unknown';
 /**
  * Mark devices dead, in one statement. The device's invalidated_at becomes invalidSince (or
  * observedAt), so a register event from before it, delivered late, cannot resurrect the token.
- * If the device registered after the provider's answer was observed (and after invalidSince), the
- * token is alive again and the result is 'stale'.
+ * If the device registered after that time, the token is alive again and the result is 'stale'.
  * An already-invalidated device keeps its first reason, and its invalidation time moves on to a
  * later one the provider gives (a logout, then a provider's 410 for a push sent before it: a
  * register event stamped between the two, delivered late, must not resurrect the token).
@@ -64,11 +63,10 @@ async function invalidateStatement(db: Kysely<HeraldTables>, winners: readonly I
         case when l.id is null then 'unknown'
              when l.invalidated_at is not null and least(coalesce(i.invalid_since, i.observed_at), now()) > l.invalidated_at then 'later'
              when l.invalidated_at is not null then 'invalidated'
-             -- A registration after the answer was observed keeps the token, whichever of the two is processed
-             -- first. One before it did not bring the token back, however old the provider's invalid-since (APNs
-             -- 410): a push sent after it was still refused (a backend registering its stored tokens again, stamped
-             -- now, would otherwise keep an uninstalled app's token live for good, its 410s all stale).
-             when l.registered_at > greatest(i.invalid_since, i.observed_at) then 'stale'
+             -- Without the provider's invalid-since (FCM UNREGISTERED, APNs BadDeviceToken, Web Push 404/410) the time
+             -- the pusher observed it stands in, as it does for invalidated_at: a registration after it keeps the
+             -- token whichever of the two is processed first.
+             when l.registered_at > coalesce(i.invalid_since, i.observed_at) then 'stale'
              else 'invalidate' end as action
       from input i left join locked l on (l.app, l.platform, l.token) = (i.app, i.platform, i.token)
     ), updated as (

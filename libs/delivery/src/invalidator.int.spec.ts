@@ -43,7 +43,7 @@ const devicePush = (token: string, deviceId: string): DevicePush => ({ version: 
 const device = (token: string) => t.db.kysely.selectFrom('devices').selectAll().where('token', '=', token).executeTakeFirstOrThrow();
 
 describe('invalidator handler', () => {
-  it('applies a batch: invalidates, keeps a token registered after the answer (and its invalidSince), ignores unknown ones, parks bad input', async () => {
+  it('applies a batch: invalidates, keeps a token registered after invalidSince, ignores unknown ones, parks bad input', async () => {
     await register('t-old', '2025-03-01T00:00:00Z');
     await register('t-new', '2025-03-05T00:00:00Z');
     const metrics = createInvalidatorMetrics(new Registry());
