@@ -25,7 +25,7 @@ describe('validateApnsRequest', () => {
     ['missing topic', { ...okHeaders, 'apns-topic': undefined }, undefined, 400, 'MissingTopic'],
     ['unknown push type', { ...okHeaders, 'apns-push-type': 'shout' }, undefined, 400, 'InvalidPushType'],
     ['voip to the bundle topic', { ...okHeaders, 'apns-push-type': 'voip' }, undefined, 400, 'TopicDisallowed'],
-    ['alert to a .voip topic', { ...okHeaders, 'apns-topic': 'com.example.app.voip' }, undefined, 400, 'TopicDisallowed'],
+    ['voip to a topic with another suffix', { ...okHeaders, 'apns-push-type': 'voip', 'apns-topic': 'com.example.app.complication' }, undefined, 400, 'TopicDisallowed'],
     ['priority 7', { ...okHeaders, 'apns-priority': '7' }, undefined, 400, 'BadPriority'],
     ['background at priority 10', { ...okHeaders, 'apns-push-type': 'background' }, undefined, 400, 'BadPriority'],
     ['non-integer expiration', { ...okHeaders, 'apns-expiration': 'soon' }, undefined, 400, 'BadExpirationDate'],
