@@ -139,9 +139,19 @@ describe('DeviceRepository.applyRegistrations (batch)', () => {
     // takenOver: u2 signs in (minute 2), then u1's sign-out-everywhere (minute 3): u2 keeps it.
     // retaken: u1 signs in again (minute 2), then u1 signs out everywhere (minute 3): it goes.
     const results = await t.db.devices.applyRegistrations([unregister(takenOver, 3, 'u1'), register(takenOver, 2, { userId: 'u2' }), register(retaken, 2), unregister(retaken, 3, 'u1')]);
-    expect(results).toEqual(['stale', 'applied', 'stale', 'applied']);
+    expect(results).toEqual(['stale', 'applied', 'applied', 'applied']);
     expect(await device(takenOver)).toMatchObject({ user_id: 'u2', invalidated_at: null });
     expect((await device(retaken))?.invalidation_reason).toBe('unregistered');
+  });
+
+  it("within a batch, a register older than the stored event does not decide an unregister naming its user: the stored holder does", async () => {
+    const [heldByU2, heldByU1] = [nextToken(), nextToken()];
+    await t.db.devices.applyRegistrations([register(heldByU2, 5, { userId: 'u2' }), register(heldByU1, 5)]);
+    // Redelivered or delayed registers from minute 2 beside u1's sign-out-everywhere at minute 6.
+    const results = await t.db.devices.applyRegistrations([register(heldByU2, 2), unregister(heldByU2, 6, 'u1'), register(heldByU1, 2, { userId: 'u2' }), unregister(heldByU1, 6, 'u1')]);
+    expect(results).toEqual(['stale', 'stale', 'stale', 'applied']);
+    expect(await device(heldByU2)).toMatchObject({ user_id: 'u2', invalidated_at: null });
+    expect(await device(heldByU1)).toMatchObject({ user_id: 'u1', invalidation_reason: 'unregistered' });
   });
 
   it('returns an empty list for an empty batch', async () => {

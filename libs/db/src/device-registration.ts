@@ -8,7 +8,8 @@ import { aheadMarkSql, appliedAtSql, laterEventSql } from './later-event.ts';
 export type RegistrationResult = 'applied' | 'stale';
 
 /**
- * Apply register/unregister events in one statement. Last event time wins: an event older than
+ * Apply register/unregister events in one statement (a second for unregisters naming their user
+ * after a register of their device in the batch). Last event time wins: an event older than
  * the device's last event (or than its invalidation) changes nothing and is 'stale'. Within one
  * batch, the newest event per device is applied and the others report 'stale' (superseded).
  *
@@ -23,39 +24,32 @@ export type RegistrationResult = 'applied' | 'stale';
 export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonly Registration[]): Promise<RegistrationResult[]> {
   const results: RegistrationResult[] = regs.map(() => 'stale');
   if (regs.length === 0) return results;
-  const events = asAppliedInTurn(regs);
-  const candidates = events.flatMap((e, i) => (e === undefined ? [] : [{ ...e, i }]));
-  const winners = pickOnePerDevice(candidates, (a, b) => Date.parse(a.eventAt) > Date.parse(b.eventAt)).map((c) => (candidates[c] as { i: number }).i);
+  // An unregister naming its user (UnregisterShape.userId) after a register of the same device in
+  // this batch is judged once that register has been applied or found stale: a second statement, so
+  // the device's holder is the one applying the events in turn would leave.
+  const afterRegister = new Set(regs.flatMap((r, i) => (r.kind === 'unregister' && r.userId !== undefined && registeredBefore(regs, r) ? [i] : [])));
+  const first = regs.flatMap((_, i) => (afterRegister.has(i) ? [] : [i]));
+  for (const round of [first, [...afterRegister]]) await applyRound(db, regs, round, results);
+  return results;
+}
+
+/** Whether the batch holds a register of `r`'s device stamped no later than `r`. */
+const registeredBefore = (regs: readonly Registration[], r: Registration): boolean =>
+  regs.some((o) => o.kind === 'register' && deviceKey(o) === deviceKey(r) && Date.parse(o.eventAt) <= Date.parse(r.eventAt));
+
+/** Applies the events at `indexes` in one statement (the newest per device), marking those applied in `results`. */
+async function applyRound(db: Kysely<HeraldTables>, regs: readonly Registration[], indexes: readonly number[], results: RegistrationResult[]): Promise<void> {
+  if (indexes.length === 0) return;
+  const items = indexes.map((i) => regs[i] as Registration);
+  const winners = pickOnePerDevice(items, (a, b) => Date.parse(a.eventAt) > Date.parse(b.eventAt)).map((k) => indexes[k] as number);
   const applied = await upsertStatement(
     db,
-    winners.map((i) => events[i] as Registration),
+    winners.map((i) => regs[i] as Registration),
   );
   const appliedKeys = new Set(applied.map(deviceKey));
   for (const i of winners) {
     if (appliedKeys.has(deviceKey(regs[i] as Registration))) results[i] = 'applied';
   }
-  return results;
-}
-
-/**
- * A batch's events as applying them one after another in time order would judge an unregister
- * that names its user (UnregisterShape.userId): after a register of the same device in the batch,
- * by that register's user, not by the stored row. Another user's: the unregister changes nothing
- * (undefined: 'stale'); the same user's: it applies as an unregister of whoever holds the device.
- */
-function asAppliedInTurn(regs: readonly Registration[]): Array<Registration | undefined> {
-  const events: Array<Registration | undefined> = [...regs];
-  const holder = new Map<string, string>();
-  const inTurn = regs.map((_, i) => i).sort((a, b) => Date.parse((regs[a] as Registration).eventAt) - Date.parse((regs[b] as Registration).eventAt) || a - b);
-  for (const i of inTurn) {
-    const r = regs[i] as Registration;
-    if (r.kind === 'register') holder.set(deviceKey(r), r.userId);
-    else if (r.userId !== undefined && holder.has(deviceKey(r))) {
-      const { userId, ...anyHolder } = r;
-      events[i] = holder.get(deviceKey(r)) === userId ? anyHolder : undefined;
-    }
-  }
-  return events;
 }
 
 /** Upserts at most one event per device; returns the devices whose row changed. */
@@ -110,12 +104,16 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       -- device's, as for the timezone: a segment on appVersion lost the device); last_seen_at never moves back.
       app_version = case when excluded.registered_at is null then d.app_version else coalesce(excluded.app_version, d.app_version) end,
       last_seen_at = case when excluded.registered_at is null then d.last_seen_at else greatest(d.last_seen_at, excluded.last_seen_at) end,
-      registered_at = coalesce(excluded.registered_at, d.registered_at),
+      -- The same register delivered again (the stored event time) keeps when it was first registered: moved to
+      -- the redelivery, a 410 from between the two would read stale against a fast clock's registration.
+      registered_at = case when excluded.last_event_at = d.last_event_at and d.registered_at is not null then d.registered_at
+        else coalesce(excluded.registered_at, d.registered_at) end,
       user_changed_at = case when excluded.registered_at is not null and d.user_id is distinct from excluded.user_id then now() else d.user_changed_at end,
       last_event_at = excluded.last_event_at,
       event_ahead_mark = ${aheadMarkSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`d.event_ahead_mark`)},
       event_applied_at = ${appliedAtSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`excluded.event_applied_at`)},
-      invalidated_at = excluded.invalidated_at,
+      invalidated_at = case when excluded.last_event_at = d.last_event_at and excluded.invalidated_at is not null and d.invalidated_at is not null
+        then d.invalidated_at else excluded.invalidated_at end,
       invalidation_reason = excluded.invalidation_reason,
       updated_at = now()
     -- Later than the device's last event (later-event.ts), and (clamped, above) not before its invalidation.

@@ -96,10 +96,25 @@ describe('an event stamped far ahead does not pin what it set', () => {
     await pause();
     const logout = new Date().toISOString();
     await pause();
-    // The same message again: applied again without changing anything, its first application's time kept.
+    const registeredAt = (await device(token)).registered_at;
+    // The same message again: applied again, its first application's times kept.
     expect(await register(token, 'user-a', fast)).toBe('applied');
+    expect((await device(token)).registered_at).toEqual(registeredAt);
     expect(await unregister(token, logout)).toBe('applied');
     expect((await device(token)).invalidation_reason).toBe('unregistered');
+  });
+
+  it("a fast clock's unregister delivered again does not make a register stamped between the two deliveries stale", async () => {
+    const token = nextToken();
+    expect(await register(token, 'user-a', new Date().toISOString())).toBe('applied');
+    const fast = fromNow(DAY);
+    expect(await unregister(token, fast)).toBe('applied');
+    await pause();
+    const login = new Date().toISOString();
+    await pause();
+    expect(await unregister(token, fast)).toBe('applied');
+    expect(await register(token, 'user-b', login)).toBe('applied');
+    expect(await device(token)).toMatchObject({ user_id: 'user-b', invalidated_at: null });
   });
 
   it("right clocks' events go on ordering by their own times after one overruled the fast clock", async () => {
