@@ -73,21 +73,24 @@ export type ApnsOverride = z.infer<typeof ApnsOverride>;
  * Apple's values hold (as ApnsOverrideHeaders', and a UUID apns-id). Through FCM a push goes to the
  * app's own token, with the topic FCM names (the Firebase app's bundle id): push types alert and
  * background only, and no apns-topic or authorization of the caller's (another topic would be
- * answered DeviceTokenNotForTopic). Names in lower case (HTTP/2's), since Herald merges them with
- * the headers it writes itself.
+ * answered DeviceTokenNotForTopic). Names in any case, as HTTP's; Herald sends them in lower case
+ * (HTTP/2's), merged with the headers it writes itself (fcm-message.ts).
  */
 const FcmApnsHeaderValues: Readonly<Record<string, z.ZodType>> = {
   ...ApnsOverrideHeaders.shape,
   'apns-push-type': z.enum(['alert', 'background']),
-  'apns-id': z.uuid({ error: 'must be a UUID (Apple: BadMessageId)' }),
+  'apns-id': z.guid({ error: 'must be a UUID, 8-4-4-4-12 hex digits (Apple: BadMessageId)' }),
 };
 const FCM_OWN_APNS_HEADERS = new Set(['apns-topic', 'authorization']);
 export const FcmApnsHeaders = z.record(z.string(), z.string()).superRefine((headers, ctx) => {
+  const names = new Map<string, string>();
   for (const [name, value] of Object.entries(headers)) {
     const refuse = (message: string) => ctx.addIssue({ code: 'custom', path: [name], message });
-    if (name !== name.toLowerCase()) refuse(`write header names in lower case ("${name.toLowerCase()}"): Herald merges them with its own`);
-    else if (FCM_OWN_APNS_HEADERS.has(name)) refuse(`FCM sets ${name} itself (the Firebase app's bundle id and credentials)`);
-    else for (const issue of FcmApnsHeaderValues[name]?.safeParse(value).error?.issues ?? []) refuse(issue.message);
+    const header = name.toLowerCase();
+    if (names.has(header)) refuse(`the same header as "${names.get(header)}" (header names are case-insensitive)`);
+    names.set(header, name);
+    if (FCM_OWN_APNS_HEADERS.has(header)) refuse(`FCM sets ${header} itself (the Firebase app's bundle id and credentials)`);
+    else for (const issue of FcmApnsHeaderValues[header]?.safeParse(value).error?.issues ?? []) refuse(issue.message);
   }
 });
 

@@ -110,8 +110,11 @@ describe('PushContent', () => {
     // Through FCM a push reaches the app's own token under the Firebase app's topic: another type or topic would be DeviceTokenNotForTopic.
     expect(fcmApns({ 'apns-push-type': 'voip' })).toMatch(/^schema violation: fcm.apns.headers.apns-push-type: /);
     expect(fcmApns({ 'apns-topic': 'com.example.other' })).toMatch(/^schema violation: fcm.apns.headers.apns-topic: FCM sets apns-topic itself/);
-    expect(fcmApns({ 'APNs-Priority': '5' })).toMatch(/write header names in lower case \("apns-priority"\)/);
-    expect(fcmApns({ 'apns-priority': '5', 'apns-expiration': '0', 'apns-push-type': 'alert', 'apns-id': '123e4567-e89b-12d3-a456-426614174000', 'x-trace': 'y' })).toBeUndefined();
+    // Header names are case-insensitive: the rules hold in any case, and one header given twice is refused.
+    expect(fcmApns({ 'APNs-Priority': 'high' })).toMatch(/^schema violation: fcm.apns.headers.APNs-Priority: /);
+    expect(fcmApns({ 'Apns-Topic': 'com.example.other' })).toMatch(/FCM sets apns-topic itself/);
+    expect(fcmApns({ 'apns-priority': '5', 'APNS-PRIORITY': '10' })).toMatch(/APNS-PRIORITY: the same header as "apns-priority"/);
+    expect(fcmApns({ 'Apns-Priority': '5', 'apns-expiration': '0', 'apns-push-type': 'alert', 'apns-id': '12345678-1234-1234-1234-123456789012', 'x-trace': 'y' })).toBeUndefined();
   });
 });
 

@@ -123,5 +123,13 @@ export function buildFcmMessage(push: DevicePush, now: Date = new Date()): FcmMe
     apns: apnsOf(push, now, type),
   };
   const override = push.content.fcm;
-  return (override === undefined ? message : mergeJson(message, override)) as unknown as FcmMessage;
+  return (override === undefined ? message : mergeJson(message, withLowerCaseApnsHeaders(override))) as unknown as FcmMessage;
+}
+
+/** content.fcm with its apns header names in lower case, so one given as "Apns-Priority" replaces Herald's "apns-priority" (HTTP/2 names are lower case). */
+function withLowerCaseApnsHeaders(override: NonNullable<DevicePush['content']['fcm']>): Json {
+  const headers = override.apns?.headers;
+  if (headers === undefined) return override;
+  const lower = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
+  return { ...override, apns: { ...override.apns, headers: lower } };
 }

@@ -54,6 +54,12 @@ describe('Google\'s Message rules (PROVIDER-RULES.md, FCM rows)', () => {
     expect(fcmMessageProblem({ ...silent, apns: { ...silent.apns, payload: { aps: { 'content-available': 1, badge: 2 } } } })).toBe('apns: a background push must not carry aps.badge');
   });
 
+  it("content.fcm's apns headers replace Herald's whatever their case: one header each, in lower case", () => {
+    const m = buildFcmMessage(testPush('fcm', { content: { title: 'Hi', fcm: { apns: { headers: { 'Apns-Priority': '5' } } } } }));
+    expect(m.apns.headers['apns-priority']).toBe('5');
+    expect(Object.keys(m.apns.headers).filter((h) => h.toLowerCase() === 'apns-priority')).toEqual(['apns-priority']);
+  });
+
   it('a data message to Apple devices at apns-priority 10 is refused even when labelled alert (Google: data messages to Apple devices use 5)', () => {
     const m = buildFcmMessage(testPush('fcm', { content: { data: { k: 'v' } } }));
     expect(fcmMessageProblem({ ...m, apns: { ...m.apns, headers: { ...m.apns.headers, 'apns-push-type': 'alert', 'apns-priority': '10' } } })).toMatch(/must use apns-priority 5/);

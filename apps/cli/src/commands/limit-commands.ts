@@ -29,7 +29,8 @@ function appOf(app: string): string {
 /**
  * A webhook budget's destination as the webhook pusher looks it up (destinationOf: the host in lower
  * case, the port always given): "Hooks.Example.com", "hooks.example.com:443" and
- * "https://hooks.example.com/herald" are all "hooks.example.com:443". Kept as typed, a budget no
+ * "https://hooks.example.com/herald" are all "hooks.example.com:443" (a bare host is https's; give
+ * a loopback receiver's port, or its http URL). Kept as typed, a budget no
  * delivery matched paced nothing while `limits list` showed it.
  */
 function webhookDestinationOf(raw: string): string {
@@ -40,7 +41,9 @@ function webhookDestinationOf(raw: string): string {
   } catch {
     throw refused;
   }
-  if (!raw.includes('://') && (url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '')) throw refused;
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw refused;
+  if (url.username !== '' || url.password !== '') throw refused;
+  if (!raw.includes('://') && (url.pathname !== '/' || url.search !== '' || url.hash !== '')) throw refused;
   return destinationOf(url.href);
 }
 

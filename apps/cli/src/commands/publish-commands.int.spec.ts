@@ -103,8 +103,10 @@ describe('herald limits set', () => {
     expect(webhookBudgets.map((r) => [r.app, r.ratePerSec]).sort()).toEqual([['hooks.limited.example:443', 7], ['localhost:8080', 8]]);
     // What the webhook pusher looks its budget up by, for a subscription to that URL.
     expect(destinationOf('https://hooks.limited.example/any/path')).toBe('hooks.limited.example:443');
-    const bad = await herald('limits', 'set', '--platform', 'webhook', '--rate', '7', '--app', 'hooks.example.com/path');
-    expect([bad.code, bad.stderr]).toEqual([1, expect.stringMatching(/--app for webhook must be a destination host or host:port/)]);
+    for (const bad of ['hooks.example.com/path', 'foo://Hooks.Example.com', 'user:pw@hooks.example.com']) {
+      const refused = await herald('limits', 'set', '--platform', 'webhook', '--rate', '7', '--app', bad);
+      expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/--app for webhook must be a destination host or host:port/)]);
+    }
     expect(await herald('limits', 'remove', '--platform', 'webhook', '--app', 'HOOKS.limited.example:443')).toEqual({ code: 0, stderr: '' });
     expect((await t.db.rateLimits.list()).filter((r) => r.app === 'hooks.limited.example:443')).toEqual([]);
   });
