@@ -56,7 +56,7 @@ export function registerAppCommands(program: Command): void {
       apps
         .command('add <id>')
         .description('add an app (or update the topic of an existing one), optionally with its credentials and connection settings; an existing app stays enabled or disabled as it was (herald apps enable|disable)')
-        .option('--apns-topic <topic>', 'APNs topic (the iOS bundle id)')
+        .option('--apns-topic <topic>', 'APNs topic: the iOS bundle id itself (Herald appends .voip, .push-type.liveactivity, … per push type)')
         .option('--disabled', 'create it disabled (or disable an existing one)'),
     ),
   ).action(async (id: string, o: AddFlags) => {
@@ -77,7 +77,7 @@ export function registerAppCommands(program: Command): void {
     apps
       .command('update <id>')
       .description("change an app's APNs topic and/or its connection settings (endpoint, CA bundle, proxy)")
-      .option('--apns-topic <topic>', 'APNs topic (the iOS bundle id)'),
+      .option('--apns-topic <topic>', 'APNs topic: the iOS bundle id itself (Herald appends .voip, .push-type.liveactivity, … per push type)'),
   ).action(async (id: string, o: UpdateFlags) => {
     const changes = { ...(o.apnsTopic !== undefined && { apnsTopic: o.apnsTopic }), ...(await connectionsFromFlags(o)) };
     if (Object.keys(changes).length === 0) throw new Error('give --apns-topic or connection settings (--apns-address, --apns-ca-file, --fcm-proxy-url, ...)');
