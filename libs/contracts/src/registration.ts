@@ -84,11 +84,6 @@ export const UnregisterShape = {
   app: AppId,
   platform: Platform,
   token: Token,
-  /**
-   * Only while the device is this user's (a "sign out everywhere" or an account deletion naming the
-   * user's tokens): a device another user has signed in on since stays theirs. Absent: whoever holds it.
-   */
-  userId: UserId.optional(),
   eventAt: EventAt,
 };
 

@@ -8,8 +8,7 @@ import { aheadMarkSql, appliedAtSql, laterEventSql } from './later-event.ts';
 export type RegistrationResult = 'applied' | 'stale';
 
 /**
- * Apply register/unregister events in one statement (a second for unregisters naming their user
- * after a register of their device in the batch). Last event time wins: an event older than
+ * Apply register/unregister events in one statement. Last event time wins: an event older than
  * the device's last event (or than its invalidation) changes nothing and is 'stale'. Within one
  * batch, the newest event per device is applied and the others report 'stale' (superseded).
  *
@@ -24,24 +23,7 @@ export type RegistrationResult = 'applied' | 'stale';
 export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonly Registration[]): Promise<RegistrationResult[]> {
   const results: RegistrationResult[] = regs.map(() => 'stale');
   if (regs.length === 0) return results;
-  // An unregister naming its user (UnregisterShape.userId) after a register of the same device in
-  // this batch is judged once that register has been applied or found stale: a second statement, so
-  // the device's holder is the one applying the events in turn would leave.
-  const afterRegister = new Set(regs.flatMap((r, i) => (r.kind === 'unregister' && r.userId !== undefined && registeredBefore(regs, r) ? [i] : [])));
-  const first = regs.flatMap((_, i) => (afterRegister.has(i) ? [] : [i]));
-  for (const round of [first, [...afterRegister]]) await applyRound(db, regs, round, results);
-  return results;
-}
-
-/** Whether the batch holds a register of `r`'s device stamped no later than `r`. */
-const registeredBefore = (regs: readonly Registration[], r: Registration): boolean =>
-  regs.some((o) => o.kind === 'register' && deviceKey(o) === deviceKey(r) && Date.parse(o.eventAt) <= Date.parse(r.eventAt));
-
-/** Applies the events at `indexes` in one statement (the newest per device), marking those applied in `results`. */
-async function applyRound(db: Kysely<HeraldTables>, regs: readonly Registration[], indexes: readonly number[], results: RegistrationResult[]): Promise<void> {
-  if (indexes.length === 0) return;
-  const items = indexes.map((i) => regs[i] as Registration);
-  const winners = pickOnePerDevice(items, (a, b) => Date.parse(a.eventAt) > Date.parse(b.eventAt)).map((k) => indexes[k] as number);
+  const winners = pickOnePerDevice(regs, (a, b) => Date.parse(a.eventAt) > Date.parse(b.eventAt));
   const applied = await upsertStatement(
     db,
     winners.map((i) => regs[i] as Registration),
@@ -50,6 +32,7 @@ async function applyRound(db: Kysely<HeraldTables>, regs: readonly Registration[
   for (const i of winners) {
     if (appliedKeys.has(deviceKey(regs[i] as Registration))) results[i] = 'applied';
   }
+  return results;
 }
 
 /** Upserts at most one event per device; returns the devices whose row changed. */
@@ -77,7 +60,7 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
            now()
     from unnest(
       ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.platform)}::text[], ${rows.map((r) => r.token)}::text[],
-      ${rows.map((r) => r.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],
+      ${rows.map((r) => reg(r)?.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],
       ${rows.map((r) => reg(r)?.locale ?? null)}::text[], ${rows.map((r) => r.eventAt)}::timestamptz[],
       ${rows.map((r) => r.kind === 'register')}::boolean[], ${rows.map((r) => reg(r)?.tokenKind ?? null)}::text[],
       ${rows.map((r) => reg(r)?.keys?.p256dh ?? null)}::text[], ${rows.map((r) => reg(r)?.keys?.auth ?? null)}::text[],
@@ -106,7 +89,8 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       last_seen_at = case when excluded.registered_at is null then d.last_seen_at else greatest(d.last_seen_at, excluded.last_seen_at) end,
       -- The same register delivered again (the stored event time) keeps when it was first registered: moved to
       -- the redelivery, a 410 from between the two would read stale against a fast clock's registration.
-      registered_at = case when excluded.last_event_at = d.last_event_at and d.registered_at is not null then d.registered_at
+      registered_at = case when excluded.last_event_at = d.last_event_at and excluded.registered_at is not null and d.invalidated_at is null and d.registered_at is not null
+        then d.registered_at
         else coalesce(excluded.registered_at, d.registered_at) end,
       user_changed_at = case when excluded.registered_at is not null and d.user_id is distinct from excluded.user_id then now() else d.user_changed_at end,
       last_event_at = excluded.last_event_at,
@@ -120,8 +104,6 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
     -- Rows from before migration 0029 were applied no later than their updated_at.
     where ${laterEventSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`d.event_ahead_mark`)}
       and coalesce(excluded.registered_at, excluded.invalidated_at) >= coalesce(d.invalidated_at, '-infinity'::timestamptz)
-      -- An unregister naming its user (user_id, on an unregister) applies only while the device is that user's.
-      and (excluded.registered_at is not null or excluded.user_id is null or d.user_id = excluded.user_id)
     returning d.app, d.platform, d.token, d.user_id, d.last_seen_at, d.registered_at, d.invalidated_at
     ), touched as (
       -- A follower's device activity moves them forward in the recently-active follower indexes (0020).
