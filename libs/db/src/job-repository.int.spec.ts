@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { cancelJobFully } from './cancel-job.ts';
 
 let t: SpecDatabase;
 beforeAll(async () => {
@@ -18,6 +19,17 @@ describe('job records', () => {
     const again = await t.db.jobs.accept([{ id: a, app: 'other', team: 't' }, { id: b, app: 'demo', team: 't' }]);
     expect(again.get(a)).toEqual({ kind: 'existing', app: 'demo', published: true });
     expect(again.get(b)).toEqual({ kind: 'new' });
+  });
+
+  // A publish whose confirm timed out may still arrive; cancelled meanwhile (DELETE answered 200), the
+  // job's record must keep its mark, or the demuxer would take the late message as never cancelled.
+  it('keeps an unpublished record that was cancelled: its cancel outlives a failed publish', async () => {
+    const id = randomUUID();
+    await t.db.jobs.accept([{ id, app: 'demo', team: 't' }]);
+    await cancelJobFully(t.db, id);
+    await t.db.jobs.forget([id]);
+    const row = await t.db.kysely.selectFrom('jobs').select('cancelled_at').where('id', '=', id).executeTakeFirst();
+    expect(row?.cancelled_at).toBeInstanceOf(Date);
   });
 
   it("marks only the record a job was accepted as: one forgotten and taken by another app meanwhile stays that app's", async () => {

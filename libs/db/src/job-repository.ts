@@ -204,7 +204,7 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
     async forget(ids) {
       if (ids.length === 0) return;
       await sql`
-        with target as (select id from jobs where id = any(${[...ids]}::text[]) and published_at is null order by id for update)
+        with target as (select id from jobs where id = any(${[...ids]}::text[]) and published_at is null and cancelled_at is null order by id for update)
         delete from jobs using target where jobs.id = target.id`.execute(db);
     },
     async publishedBefore(jobs) {
