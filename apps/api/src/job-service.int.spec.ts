@@ -67,6 +67,21 @@ const refusalCode = async (accepting: Promise<unknown>) => {
   return err instanceof ApiError ? { status: err.status, code: err.code } : err;
 };
 
+describe('a batch RabbitMQ confirms only in part', () => {
+  it('answers 503 naming each job not published by its path, so a caller knows which went out', async () => {
+    const batch = { jobs: [job('phones'), job('phones'), job('phones')] };
+    const failing = batch.jobs[1]?.id;
+    const partial: JobServiceDeps = { ...deps, publish: (j) => (j.id === failing ? Promise.reject(new Error('not confirmed')) : deps.publish(j)) };
+    const err = await acceptJobs(batch, key, partial).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ status: 503, code: 'broker-unavailable', issues: [{ path: 'jobs.1.id', message: `job "${failing}" was not published` }] });
+    expect((err as ApiError).message).toMatch(/^1 of 3 jobs could not be published \(not confirmed\); .*; not published: jobs\.1\.id$/);
+    // The retry publishes the one that failed and reports the others as duplicates.
+    const retried = await acceptJobs(batch, key, deps);
+    expect(retried.map((a) => a.duplicate)).toEqual([true, false, true]);
+  });
+});
+
 describe('the HTTP API: Web Push rules for an app without VAPID keys of its own', () => {
   it('refuses with 400 naming the field when the app has Web Push subscriptions (the web-pusher signs them with its own pair)', async () => {
     const webLimit = expect.stringMatching(/^Web Push: payload is 4\d{3} bytes; Web Push allows 3993 bytes.*; app "site" has Web Push subscriptions$/) as unknown;

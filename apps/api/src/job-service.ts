@@ -150,8 +150,12 @@ function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>
   return new ApiError(409, 'job-id-reused', `${path}: ${message}`, [{ path, message }]);
 }
 
-/** Publish the jobs this request must publish; record the confirmed ones, forget the failed ones. */
-async function publishAll(jobs: readonly PushJob[], records: ReadonlyMap<string, JobIdRecord>, fresh: ReadonlySet<string>, deps: JobServiceDeps): Promise<void> {
+/**
+ * Publish the jobs this request must publish; record the confirmed ones, forget the failed ones.
+ * A refusal names each job not published (`issues`, by its path among `all`, the request's jobs),
+ * so a caller whose retry is refused (its app disabled since, say) knows which of them went out.
+ */
+async function publishAll(jobs: readonly PushJob[], all: readonly PushJob[], prefix: string, records: ReadonlyMap<string, JobIdRecord>, fresh: ReadonlySet<string>, deps: JobServiceDeps): Promise<void> {
   if (jobs.length === 0) return;
   const settled = await Promise.allSettled(jobs.map((j) => deps.publish(j)));
   const ok = jobs.filter((_, i) => settled[i]?.status === 'fulfilled').map((j) => records.get(j.id) as JobIdRecord);
@@ -160,7 +164,14 @@ async function publishAll(jobs: readonly PushJob[], records: ReadonlyMap<string,
   await deps.jobs.forget(failed.filter((id) => fresh.has(id)));
   if (failed.length > 0) {
     const reason = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')?.reason as Error | undefined;
-    throw new ApiError(503, 'broker-unavailable', `${failed.length} of ${jobs.length} jobs could not be published (${reason?.message ?? 'unknown'}); retry: jobs already published are reported as duplicates`);
+    const index = new Map(all.map((j, i) => [j.id, i]));
+    const issues = failed.map((id) => ({ path: prefix === '' ? 'id' : `${prefix}${index.get(id)}.id`, message: `job "${id}" was not published` }));
+    throw new ApiError(
+      503,
+      'broker-unavailable',
+      `${failed.length} of ${jobs.length} jobs could not be published (${reason?.message ?? 'unknown'}); retry: jobs already published are reported as duplicates; not published: ${issues.map((i) => i.path).join(', ')}`,
+      issues,
+    );
   }
 }
 
@@ -200,7 +211,7 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   });
   const confirming = performance.now();
   try {
-    await publishAll(unpublished, records, fresh, deps);
+    await publishAll(unpublished, jobs, prefix, records, fresh, deps);
   } finally {
     if (unpublished.length > 0) timings.confirmMs = performance.now() - confirming;
   }
