@@ -17,10 +17,10 @@ export type FollowResult = 'applied' | 'stale';
 const keyOf = (e: { app: string; followee: string; follower: string }) => JSON.stringify([e.app, e.followee, e.follower]);
 
 /**
- * Applies follow events in one statement (in a transaction with their index entries); last event wins per edge (an event older than the
- * edge's stored event_at is 'stale', later-event.ts; within a batch the newest per edge wins). Follower counts
- * follow by trigger; the recently-active index is updated in the same transaction, then trimmed or
- * refilled after it (follow-index.ts).
+ * Applies follow events in one statement; last event wins per edge (an event older than the
+ * edge's stored event_at is 'stale', later-event.ts; within a batch the newest per edge wins).
+ * Follower counts follow by trigger; the recently-active index is updated in the same transaction,
+ * then trimmed or refilled after it (follow-index.ts).
  */
 export async function applyFollowEvents(
   db: Kysely<HeraldTables>,

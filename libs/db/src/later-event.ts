@@ -42,10 +42,9 @@ export function aheadMarkSql(incoming: RawBuilder<unknown>, stored: RawBuilder<u
 
 /**
  * When the winning event was applied: now (`appliedNow`), except for an event of the stored time
- * (the same one delivered again), which keeps the first application's (if it has one: rows from
- * before migration 0029 take now). Moved to the redelivery, a
- * fast clock's event applied again would make every right clock's event stamped between the two
- * applications (a logout) stale.
+ * (the same one delivered again), which keeps the first application's (rows from before migration
+ * 0029, without one, take now). Moved to the redelivery, a fast clock's event applied again would
+ * make every right clock's event stamped between the two applications (a logout) stale.
  */
 export function appliedAtSql(incoming: RawBuilder<unknown>, stored: RawBuilder<unknown>, storedAppliedAt: RawBuilder<unknown>, appliedNow: RawBuilder<unknown>): RawBuilder<Date> {
   return sql<Date>`case when ${incoming} = ${stored} then coalesce(${storedAppliedAt}, ${appliedNow}) else ${appliedNow} end`;
