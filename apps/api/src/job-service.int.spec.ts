@@ -68,14 +68,20 @@ const refusalCode = async (accepting: Promise<unknown>) => {
 };
 
 describe('a batch RabbitMQ confirms only in part', () => {
-  it('answers 503 naming each job not published by its path, so a caller knows which went out', async () => {
+  it('answers 503 naming each job not confirmed by its path, and keeps its record, unpublished', async () => {
     const batch = { jobs: [job('phones'), job('phones'), job('phones')] };
     const failing = batch.jobs[1]?.id;
     const partial: JobServiceDeps = { ...deps, publish: (j) => (j.id === failing ? Promise.reject(new Error('not confirmed')) : deps.publish(j)) };
     const err = await acceptJobs(batch, key, partial).then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);
-    expect(err).toMatchObject({ status: 503, code: 'broker-unavailable', issues: [{ path: 'jobs.1.id', message: `job "${failing}" was not published` }] });
-    expect((err as ApiError).message).toMatch(/^1 of 3 jobs could not be published \(not confirmed\); .*; not published: jobs\.1\.id$/);
+    expect(err).toMatchObject({
+      status: 503,
+      code: 'broker-unavailable',
+      issues: [{ path: 'jobs.1.id', message: `job "${failing}" was not confirmed: it may still arrive; repost it as it was, or cancel it` }],
+    });
+    expect((err as ApiError).message).toMatch(/^1 of the request's 3 jobs were not confirmed \(not confirmed\); .*; not confirmed: jobs\.1\.id$/);
+    // Its record stays (the message may still arrive): a cancel finds it, and a repost with other content is refused.
+    expect((await t.db.jobs.get(failing ?? ''))?.publishedAt).toBeNull();
     // The retry publishes the one that failed and reports the others as duplicates.
     const retried = await acceptJobs(batch, key, deps);
     expect(retried.map((a) => a.duplicate)).toEqual([true, false, true]);

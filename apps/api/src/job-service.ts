@@ -151,25 +151,27 @@ function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>
 }
 
 /**
- * Publish the jobs this request must publish; record the confirmed ones, forget the failed ones.
- * A refusal names each job not published (`issues`, by its path among `all`, the request's jobs),
- * so a caller whose retry is refused (its app disabled since, say) knows which of them went out.
+ * Publish the jobs this request must publish and record the confirmed ones. One RabbitMQ did not
+ * confirm keeps its record, unpublished: its message may still arrive (a confirm that timed out, a
+ * connection lost after the send), so a DELETE /v1/jobs/:id after the 503 must find the job to
+ * cancel, and a repost must repeat it as it was. A refusal names each job not confirmed (`issues`,
+ * by its path among `all`, the request's jobs), so a caller whose retry is refused (its app
+ * disabled since, say) knows which of them may not have gone out.
  */
-async function publishAll(jobs: readonly PushJob[], all: readonly PushJob[], prefix: string, records: ReadonlyMap<string, JobIdRecord>, fresh: ReadonlySet<string>, deps: JobServiceDeps): Promise<void> {
+async function publishAll(jobs: readonly PushJob[], all: readonly PushJob[], prefix: string, records: ReadonlyMap<string, JobIdRecord>, deps: JobServiceDeps): Promise<void> {
   if (jobs.length === 0) return;
   const settled = await Promise.allSettled(jobs.map((j) => deps.publish(j)));
   const ok = jobs.filter((_, i) => settled[i]?.status === 'fulfilled').map((j) => records.get(j.id) as JobIdRecord);
   const failed = jobs.filter((_, i) => settled[i]?.status === 'rejected').map((j) => j.id);
   deps.jobs.markPublished(ok);
-  await deps.jobs.forget(failed.filter((id) => fresh.has(id)));
   if (failed.length > 0) {
     const reason = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')?.reason as Error | undefined;
     const index = new Map(all.map((j, i) => [j.id, i]));
-    const issues = failed.map((id) => ({ path: prefix === '' ? 'id' : `${prefix}${index.get(id)}.id`, message: `job "${id}" was not published` }));
+    const issues = failed.map((id) => ({ path: prefix === '' ? 'id' : `${prefix}${index.get(id)}.id`, message: `job "${id}" was not confirmed: it may still arrive; repost it as it was, or cancel it` }));
     throw new ApiError(
       503,
       'broker-unavailable',
-      `${failed.length} of ${jobs.length} jobs could not be published (${reason?.message ?? 'unknown'}); retry: jobs already published are reported as duplicates; not published: ${issues.map((i) => i.path).join(', ')}`,
+      `${failed.length} of the request's ${all.length} jobs were not confirmed (${reason?.message ?? 'unknown'}); retry: jobs already published are reported as duplicates; not confirmed: ${issues.map((i) => i.path).join(', ')}`,
       issues,
     );
   }
@@ -211,7 +213,7 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   });
   const confirming = performance.now();
   try {
-    await publishAll(unpublished, jobs, prefix, records, fresh, deps);
+    await publishAll(unpublished, jobs, prefix, records, deps);
   } finally {
     if (unpublished.length > 0) timings.confirmMs = performance.now() - confirming;
   }
