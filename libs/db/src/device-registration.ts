@@ -35,6 +35,15 @@ export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonl
   return results;
 }
 
+/**
+ * In the upsert's conflict clause: the incoming register is the stored event delivered again (its
+ * time, and the stored event a register: not an unregister, though a provider may have invalidated
+ * the token since). It counts as registered when it was first applied, so against a provider's
+ * invalidation since then it is stale, as its first delivery would be now.
+ */
+const sameRegister = sql`(excluded.last_event_at = d.last_event_at and excluded.registered_at is not null
+  and d.registered_at is not null and d.invalidation_reason is distinct from 'unregistered')`;
+
 /** Upserts at most one event per device; returns the devices whose row changed. */
 async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registration[]): Promise<DeviceKey[]> {
   const reg = (r: Registration) => (r.kind === 'register' ? r : undefined);
@@ -87,11 +96,9 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       -- device's, as for the timezone: a segment on appVersion lost the device); last_seen_at never moves back.
       app_version = case when excluded.registered_at is null then d.app_version else coalesce(excluded.app_version, d.app_version) end,
       last_seen_at = case when excluded.registered_at is null then d.last_seen_at else greatest(d.last_seen_at, excluded.last_seen_at) end,
-      -- The same register delivered again (the stored event time) keeps when it was first registered: moved to
-      -- the redelivery, a 410 from between the two would read stale against a fast clock's registration.
-      registered_at = case when excluded.last_event_at = d.last_event_at and excluded.registered_at is not null and d.invalidated_at is null and d.registered_at is not null
-        then d.registered_at
-        else coalesce(excluded.registered_at, d.registered_at) end,
+      -- The same register delivered again (sameRegister) keeps when it was first registered: moved to the
+      -- redelivery, a 410 from between the two would read stale against a fast clock's registration.
+      registered_at = case when ${sameRegister} then d.registered_at else coalesce(excluded.registered_at, d.registered_at) end,
       user_changed_at = case when excluded.registered_at is not null and d.user_id is distinct from excluded.user_id then now() else d.user_changed_at end,
       last_event_at = excluded.last_event_at,
       event_ahead_mark = ${aheadMarkSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`d.event_ahead_mark`)},
@@ -103,7 +110,7 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
     -- Later than the device's last event (later-event.ts), and (clamped, above) not before its invalidation.
     -- Rows from before migration 0029 were applied no later than their updated_at.
     where ${laterEventSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`d.event_ahead_mark`)}
-      and coalesce(excluded.registered_at, excluded.invalidated_at) >= coalesce(d.invalidated_at, '-infinity'::timestamptz)
+      and coalesce(case when ${sameRegister} then d.registered_at end, excluded.registered_at, excluded.invalidated_at) >= coalesce(d.invalidated_at, '-infinity'::timestamptz)
     returning d.app, d.platform, d.token, d.user_id, d.last_seen_at, d.registered_at, d.invalidated_at
     ), touched as (
       -- A follower's device activity moves them forward in the recently-active follower indexes (0020).

@@ -104,6 +104,18 @@ describe('an event stamped far ahead does not pin what it set', () => {
     expect((await device(token)).invalidation_reason).toBe('unregistered');
   });
 
+  it("a fast clock's register delivered again after a provider's 410 does not bring the token back", async () => {
+    const token = nextToken();
+    const fast = fromNow(DAY);
+    expect(await register(token, 'user-a', fast)).toBe('applied');
+    await pause();
+    // Apple: invalid since a moment after the register was applied (the app uninstalled).
+    expect(await t.db.devices.invalidate({ app: 'app-a', platform: 'apns', token, reason: 'Unregistered', invalidSince: new Date(), observedAt: new Date() })).toBe('invalidated');
+    await pause();
+    expect(await register(token, 'user-a', fast)).toBe('stale');
+    expect((await device(token)).invalidation_reason).toBe('Unregistered');
+  });
+
   it("a fast clock's unregister delivered again does not make a register stamped between the two deliveries stale", async () => {
     const token = nextToken();
     expect(await register(token, 'user-a', new Date().toISOString())).toBe('applied');
