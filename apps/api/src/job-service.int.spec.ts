@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Exchanges, Queues, type Registration } from '@herald/contracts';
 import { appHasWebDevices, type ApiKeyRow } from '@herald/db';
 import { createLogger } from '@herald/logging';
-import { connectBroker, heraldTopology, type Broker } from '@herald/messaging';
+import { BrokerUnavailableError, connectBroker, heraldTopology, type Broker } from '@herald/messaging';
 import { createTestDatabase, createTestVhost, type TestDatabase, type TestVhost } from '@herald/testing';
 import { ApiError } from './api-error.ts';
 import { createJobRecords } from './job-records.ts';
@@ -82,6 +82,12 @@ describe('a batch RabbitMQ confirms only in part', () => {
     expect((err as ApiError).message).toMatch(/^1 of the request's 3 jobs were not confirmed \(not confirmed\); .*; not confirmed: jobs\.1\.id$/);
     // Its record stays (the message may still arrive): a cancel finds it, and a repost with other content is refused.
     expect((await t.db.jobs.get(failing ?? ''))?.publishedAt).toBeNull();
+    // Refused before it was sent (RabbitMQ blocking publishers), a new job is forgotten: the caller may correct it.
+    const blocked: JobServiceDeps = { ...deps, publish: () => Promise.reject(new BrokerUnavailableError('RabbitMQ is blocking publishers; message not published')) };
+    const corrected = job('phones');
+    expect(await refusalCode(acceptJob(corrected, key, blocked))).toEqual({ status: 503, code: 'broker-unavailable' });
+    expect(await t.db.jobs.get(corrected.id)).toBeUndefined();
+    expect(await acceptJob({ ...corrected, content: { title: 'corrected' } }, key, deps)).toEqual({ id: corrected.id, duplicate: false });
     // The retry publishes the one that failed and reports the others as duplicates.
     const retried = await acceptJobs(batch, key, deps);
     expect(retried.map((a) => a.duplicate)).toEqual([true, false, true]);

@@ -4,6 +4,7 @@ import type { AcceptResult, ApiKeyRow, AppRow, JobIdRecord, JobRecord, JobStatus
 import { ApiError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
 import { toJobPushList, toJobStatus } from '@herald/db';
+import { BrokerUnavailableError, UnroutableError } from '@herald/messaging';
 import type { PublishTimings } from './request-metrics.ts';
 
 export interface JobServiceDeps {
@@ -150,20 +151,26 @@ function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>
   return new ApiError(409, 'job-id-reused', `${path}: ${message}`, [{ path, message }]);
 }
 
+/** A publish refused before anything was sent: not connected, RabbitMQ blocking publishers, no queue to route to. */
+const unsent = (s: PromiseSettledResult<unknown> | undefined): boolean =>
+  s?.status === 'rejected' && (s.reason instanceof BrokerUnavailableError || s.reason instanceof UnroutableError);
+
 /**
  * Publish the jobs this request must publish and record the confirmed ones. One RabbitMQ did not
  * confirm keeps its record, unpublished: its message may still arrive (a confirm that timed out, a
  * connection lost after the send), so a DELETE /v1/jobs/:id after the 503 must find the job to
- * cancel, and a repost must repeat it as it was. A refusal names each job not confirmed (`issues`,
- * by its path among `all`, the request's jobs), so a caller whose retry is refused (its app
- * disabled since, say) knows which of them may not have gone out.
+ * cancel, and a repost must repeat it as it was. A new one refused before it was sent is forgotten,
+ * so the caller may correct it. A refusal names each job not confirmed (`issues`, by its path
+ * among `all`, the request's jobs), so a caller whose retry is refused (its app disabled since,
+ * say) knows which of them may not have gone out.
  */
-async function publishAll(jobs: readonly PushJob[], all: readonly PushJob[], prefix: string, records: ReadonlyMap<string, JobIdRecord>, deps: JobServiceDeps): Promise<void> {
+async function publishAll(jobs: readonly PushJob[], all: readonly PushJob[], prefix: string, records: ReadonlyMap<string, JobIdRecord>, fresh: ReadonlySet<string>, deps: JobServiceDeps): Promise<void> {
   if (jobs.length === 0) return;
   const settled = await Promise.allSettled(jobs.map((j) => deps.publish(j)));
   const ok = jobs.filter((_, i) => settled[i]?.status === 'fulfilled').map((j) => records.get(j.id) as JobIdRecord);
   const failed = jobs.filter((_, i) => settled[i]?.status === 'rejected').map((j) => j.id);
   deps.jobs.markPublished(ok);
+  await deps.jobs.forget(jobs.filter((j, i) => fresh.has(j.id) && unsent(settled[i])).map((j) => j.id));
   if (failed.length > 0) {
     const reason = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')?.reason as Error | undefined;
     const index = new Map(all.map((j, i) => [j.id, i]));
@@ -213,7 +220,7 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   });
   const confirming = performance.now();
   try {
-    await publishAll(unpublished, jobs, prefix, records, deps);
+    await publishAll(unpublished, jobs, prefix, records, fresh, deps);
   } finally {
     if (unpublished.length > 0) timings.confirmMs = performance.now() - confirming;
   }

@@ -89,7 +89,7 @@ export interface JobRepository {
    * the same id failed) is written again: the job was published all the same.
    */
   markPublished(jobs: readonly JobIdRecord[]): Promise<void>;
-  /** Publishing failed: forget the unpublished record so the caller may try again. */
+  /** Nothing was published (a publish refused before it was sent, a conflict): forget the unpublished record so the caller may try again, unless it was cancelled meanwhile. */
   forget(ids: readonly string[]): Promise<void>;
   /**
    * The ids among these recorded as published for the same app with the same content (or a digest
