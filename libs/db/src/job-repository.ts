@@ -303,9 +303,9 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
 /**
  * DemuxEntry.dead, in one statement: taken out of the store and recorded where the push has no
  * outcome yet. A stored row a descheduler's release holds is left to it, not waited for (as
- * cancelJob does), and gets no outcome here: the release writes outcomes of what it claims, so
- * waiting on either, this transaction (holding its part's jobs rows) and the release could each
- * wait for the other. The released push reaches a pusher, whose claim finds the device dead and
+ * cancelJob does; a descheduler's nextDueAt read is waited out), and gets no outcome here: the
+ * release writes outcomes of what it claims, so waiting on either, this transaction (holding its
+ * part's jobs rows) and the release could each wait for the other. The released push reaches a pusher, whose claim finds the device dead and
  * records it invalid; a release that fails puts the row back, still without an outcome.
  */
 function recordDeadPushes(trx: Kysely<HeraldTables>, dead: readonly PushOutcomeEntry[]): Promise<unknown> {
@@ -316,7 +316,7 @@ function recordDeadPushes(trx: Kysely<HeraldTables>, dead: readonly PushOutcomeE
       where push_id in (
         select s.push_id from scheduled_pushes s
         join unnest(${dead.map((d) => d.jobId)}::text[], ${dead.map((d) => d.pushId)}::uuid[]) as i(job_id, push_id) on s.job_id = i.job_id and s.push_id = i.push_id
-        for update of s skip locked)
+        for no key update of s skip locked)
       returning push_id)
     ${insertOutcomesStatement(dead, sql<boolean>`(i.push_id in (select push_id from unstored) or not exists (select 1 from scheduled_pushes s where s.push_id = i.push_id))`)}`.execute(trx);
 }

@@ -4,7 +4,7 @@ import { derivePushId, type DevicePush, type Platform } from '@herald/contracts'
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 import { createDatabase, type Database } from './database.ts';
 import { cancelJob, cancelJobFully } from './cancel-job.ts';
-import type { DueRow, ScheduledPushInput } from './scheduled-push-repository.ts';
+import { createScheduledPushRepository, type DueRow, type ScheduledPushInput } from './scheduled-push-repository.ts';
 
 let t: SpecDatabase;
 let other: Database;
@@ -173,6 +173,8 @@ describe('ScheduledPushRepository', () => {
       await gate;
     });
     await held;
+    // Another descheduler's next due push is not one this batch holds (it would spin on them).
+    expect((await t.db.scheduled.nextDueAt('apns'))?.getTime()).toBeGreaterThan(Date.now());
     await t.db.jobs.accept([{ id: 'held', app: 'demo', team: null }]); // the API recorded it
     const started = Date.now();
     // The two not due go; the three the batch holds are left to it: the job is marked cancelled, so the pushers drop them.
@@ -181,6 +183,30 @@ describe('ScheduledPushRepository', () => {
     expect((await t.db.kysely.selectFrom('jobs').select('cancelled_at').where('id', '=', 'held').executeTakeFirstOrThrow()).cancelled_at).not.toBeNull();
     open();
     expect(await batch).toBe(3);
+  });
+
+  it("a cancel removes the push a descheduler is reading as its next due one (the job read 'cancelling' until that push fell due)", async () => {
+    await clear();
+    await t.db.apps.upsert({ id: 'demo' });
+    await t.db.scheduled.schedule(pushes(1, () => new Date(Date.now() + 60_000), { jobId: 'next-due' }));
+    await t.db.jobs.accept([{ id: 'next-due', app: 'demo', team: null }]);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let reading!: () => void;
+    const read = new Promise<void>((r) => (reading = r));
+    // A descheduler asks when its next push is due; held open here, so the cancel meets its row lock.
+    const lookup = other.kysely.transaction().execute(async (trx) => {
+      const next = await createScheduledPushRepository(trx, { url: t.url, schema: t.schema }).nextDueAt('apns');
+      reading();
+      await gate;
+      return next;
+    });
+    await read;
+    const cancel = cancelJobFully(t.db, 'next-due');
+    setTimeout(open, 200);
+    expect(await cancel).toEqual({ known: true, fanout: false, scheduled: 1, alreadyDone: false });
+    expect(await lookup).toBeInstanceOf(Date);
+    expect(await t.db.kysely.selectFrom('scheduled_pushes').select('push_id').where('job_id', '=', 'next-due').execute()).toEqual([]);
   });
 
   it("asks the user's opt-outs and mutes again when a push falls due: one made while it was stored keeps it from going out", async () => {

@@ -95,20 +95,24 @@ export function createScheduledPushRepository(
     },
     withDueBatch: (platform, now, limit, release, committed) => withDueBatch(db, platform, now, limit, release, committed),
     nextDueAt: async (platform) => {
+      // The weakest lock that still skips rows a release batch is deleting: a stronger one made a
+      // cancel (or the demuxer's removal of a dead device's pushes) that met it skip the row, left
+      // stored, its job reading "cancelling", until it fell due.
       const { rows } = await sql<{ due_at: Date }>`
         select due_at from scheduled_pushes where platform = ${platform}
-        order by due_at limit 1 for update skip locked`.execute(db);
+        order by due_at limit 1 for key share skip locked`.execute(db);
       return rows[0]?.due_at;
     },
     cancelJob: async (jobId) => {
       // One statement: the pushes leave the store and enter the job's outcomes together. Rows a
       // descheduler's release batch holds are skipped, not waited for (its publish can wait long on
       // a blocked broker): the job is marked cancelled first, so the pushers drop those, and a
-      // batch that fails puts them back where the next claim drops them (withDueBatch).
+      // batch that fails puts them back where the next claim drops them (withDueBatch). A row
+      // nextDueAt is reading (key share) is not skipped: the delete waits out that statement.
       const { rows } = await sql<{ removed: string }>`
         with gone as (
           delete from scheduled_pushes
-          where push_id in (select push_id from scheduled_pushes where job_id = ${jobId} for update skip locked)
+          where push_id in (select push_id from scheduled_pushes where job_id = ${jobId} for no key update skip locked)
           returning push_id, job_id, platform, payload->>'deviceId' as device_id
         ), recorded as (
           insert into push_outcomes (push_id, job_id, outcome, reason, platform, device_id)
