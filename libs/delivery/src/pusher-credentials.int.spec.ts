@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DevicePush } from '@herald/contracts';
-import { createAppCredentialStore, createDatabase, createSecretBox, type Database } from '@herald/db';
+import { createAppCredentialStore, createDatabase, createSecretBox, type Database, type SecretBox } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import type { InboundMessage } from '@herald/messaging';
 import { Registry } from '@herald/runtime';
@@ -27,28 +27,29 @@ afterAll(async () => {
   await t.drop();
 });
 
-function message(): { push: DevicePush; inbound: InboundMessage } {
-  const push: DevicePush = { version: 1, pushId: randomUUID(), jobId: 'j', deviceId: '1', app: 'own-keys', platform: 'apns', token: 'a'.repeat(64),
+function message(app = 'own-keys'): { push: DevicePush; inbound: InboundMessage } {
+  const push: DevicePush = { version: 1, pushId: randomUUID(), jobId: 'j', deviceId: '1', app, platform: 'apns', token: 'a'.repeat(64),
     userId: 'u', content: { title: 'Hi' }, priority: 'high', acceptedAt: new Date().toISOString() };
   return { push, inbound: { body: Buffer.from(JSON.stringify(push)), headers: {}, routingKey: 'push.apns.send', redelivered: false, attempt: 1, queue: 'push.apns.send' } };
 }
 
-/** A pusher for an app with APNs credentials of its own, read from `credentialsDb`; one credential failure bans the app. */
-function pusherReadingCredentialsFrom(credentialsDb: Database) {
+/** A pusher for an app with APNs credentials of its own, read from `credentialsDb` (opened with `key`); one credential failure bans the app. */
+function pusherReadingCredentialsFrom(credentialsDb: Database, { key }: { key: SecretBox | undefined } = { key: box }) {
+  const metrics = createPusherMetrics(new Registry());
   const bans = createAppBans({ threshold: 1, windowMs: 60_000, cooldownMs: 60_000 }, logger, new Registry());
   const providers = createProviderPool({
     platform: 'apns', idleMs: 60_000, logger, failureTtlMs: 0,
     fallback: () => Promise.reject(new Error('the app has credentials of its own')),
     hasOwn: () => true,
-    build: appProviderFactory({ platform: 'apns', credentials: createAppCredentialStore(credentialsDb.kysely, box), sandboxStateDir: '/nonexistent', requestTimeoutMs: 1000, logger }),
+    build: appProviderFactory({ platform: 'apns', credentials: createAppCredentialStore(credentialsDb.kysely, key), sandboxStateDir: '/nonexistent', requestTimeoutMs: 1000, logger }),
   });
   const handle = createPusherHandler({
     platform: 'apns', providers, bans, ledger: t.db.ledger,
     apps: { get: async (id) => ({ id, apnsTopic: 'com.herald.own', fcmProjectId: null, enabled: true, apnsAuth: 'token', createdAt: new Date(), updatedAt: new Date() }) },
     publisher: { publish: async () => undefined, publishMany: async () => undefined },
-    metrics: createPusherMetrics(new Registry()), logger, owner: 'pusher-a', leaseMs: 60_000,
+    metrics, logger, owner: 'pusher-a', leaseMs: 60_000,
   });
-  return { handle, bans, close: () => providers.close() };
+  return { handle, bans, metrics, close: () => providers.close() };
 }
 
 describe("an app's own credentials that cannot be read", () => {
@@ -60,6 +61,20 @@ describe("an app's own credentials that cannot be read", () => {
     expect(pusher.bans.banned('own-keys')).toBeUndefined();
     // Released: the retried copy (here, another pusher's) may claim it at once.
     expect((await t.db.ledger.claim([m.push.pushId], 'pusher-b', 60_000)).get(m.push.pushId)).toBe('claimed');
+    await pusher.close();
+  });
+
+  it.each([
+    ['sealed with another HERALD_SECRET_KEY', createSecretBox('22'.repeat(32))],
+    ['without HERALD_SECRET_KEY', undefined],
+  ])("that this pusher cannot open (%s): the push is retried for a replica that can, counted, and the app is not banned", async (_, key) => {
+    const app = `sealed-${randomUUID().slice(0, 8)}`;
+    await createAppCredentialStore(t.db.kysely, box).create({ id: app, enabled: true, apns: { auth: 'token', keyPem: 'not read here', keyId: 'KEY1234567', teamId: 'TEAM123456', endpoint: 'production' } });
+    const pusher = pusherReadingCredentialsFrom(t.db, { key });
+    const [outcome] = await pusher.handle([message(app).inbound]);
+    expect(outcome).toMatchObject({ kind: 'retry', code: 'transient', reason: expect.stringMatching(/^credentials: .*HERALD_SECRET_KEY/) });
+    expect(pusher.bans.banned(app)).toBeUndefined();
+    expect((await pusher.metrics.credentialsUnreadable.get()).values).toEqual([{ labels: { platform: 'apns', app }, value: 1 }]);
     await pusher.close();
   });
 

@@ -4,6 +4,7 @@ export interface PusherMetrics {
   pushes: Counter<'platform' | 'app' | 'outcome'>;
   latency: Histogram<'platform'>;
   providerSeconds: Histogram<'platform'>;
+  credentialsUnreadable: Counter<'platform' | 'app'>;
 }
 
 export function createPusherMetrics(registry: Registry): PusherMetrics {
@@ -26,6 +27,12 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
       help: 'Time the provider took to answer one push',
       labelNames: ['platform'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+      registers: [registry],
+    }),
+    credentialsUnreadable: new Counter({
+      name: 'herald_pusher_credentials_unreadable_total',
+      help: "Pushes retried because this pusher could not open the app's sealed credentials: HERALD_SECRET_KEY unset, or not the key that sealed them (a fault of this replica's deployment; no app is banned for it)",
+      labelNames: ['platform', 'app'],
       registers: [registry],
     }),
   };

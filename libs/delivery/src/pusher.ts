@@ -8,7 +8,7 @@ import {
   type Invalidation,
   type Platform,
 } from '@herald/contracts';
-import { isDatabaseUnavailable, type AppRow, type LedgerCompletion, type LedgerPush, type LiveClaimResult } from '@herald/db';
+import { AppAdminError, isDatabaseUnavailable, SecretBoxError, type AppRow, type LedgerCompletion, type LedgerPush, type LiveClaimResult } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import type { SendResult } from '@herald/providers';
@@ -196,7 +196,7 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   // provider's making (client module, credentials, connection), so the budget it then takes is
   // spent at once, not saved up behind it and sent together with the next window's. What
   // follows is decided in the same order as before (a pause, a shutdown or a cancellation first).
-  const provider = await deps.providers.get(r.app).catch((err: unknown) => ({ failed: providerNotMade(err) }));
+  const provider = await deps.providers.get(r.app).catch((err: unknown) => ({ failed: providerNotMade(err, deps, r.app.id) }));
   let bookedMs = 0;
   let slowed = false;
   const booked = (turnInMs: number, cause: 'budget' | 'slowed'): void => {
@@ -218,14 +218,22 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
 
 /**
  * Why the app's provider could not be made. The database that holds its credentials being out of
- * reach (a restart, a failover, a lost connection) passes, so the push is retried; anything else (no
- * credentials, keys that do not decrypt or load) fails the same way every time: parked, and counted
- * towards a ban of the app (app-ban.ts).
+ * reach (a restart, a failover, a lost connection) passes, so the push is retried; so do sealed
+ * credentials this process cannot open (HERALD_SECRET_KEY unset, or not the key that sealed them):
+ * a fault of this replica's deployment, not of the app, which another replica with the right key
+ * delivers (counted, and alarmed: HeraldCredentialsUnreadable); banned, every app with credentials
+ * had its pushes parked. Anything else (no credentials, keys that decrypt but do not load) fails
+ * the same way every time: parked, and counted towards a ban of the app (app-ban.ts).
  */
-function providerNotMade(err: unknown): Extract<SendResult, { kind: 'transient' | 'permanent' }> {
+function providerNotMade(err: unknown, deps: PusherDeps, app: string): Extract<SendResult, { kind: 'transient' | 'permanent' }> {
   const reason = `credentials: ${(err as Error).message}`;
-  return isDatabaseUnavailable(err) ? { kind: 'transient', reason } : { kind: 'permanent', reason };
+  if (isDatabaseUnavailable(err)) return { kind: 'transient', reason };
+  if (!unreadableHere(err)) return { kind: 'permanent', reason };
+  deps.metrics.credentialsUnreadable.inc({ platform: deps.platform, app });
+  return { kind: 'transient', reason };
 }
+
+const unreadableHere = (err: unknown): boolean => err instanceof SecretBoxError || (err instanceof AppAdminError && err.code === 'no-secret-key');
 
 /**
  * A push the provider accepted goes to the ledger at once, not when the whole batch is done; its
