@@ -75,6 +75,19 @@ describe('fan-out checkpoints', () => {
     expect(s).toMatchObject({ targeted: 6, delivered: 4, inFlight: 0, state: 'done' });
     expect(s.audience).toMatchObject({ expanded: 5, chunks: 2, chunksDone: 2 });
     expect(await fanouts.state(job)).toBe('sending');
+    // Settled: the job prune marks it done (no dashboard looked at it) and prunes it in time; one
+    // with a push still without an outcome stays sending, and kept.
+    const unsettled = randomUUID();
+    await begin(unsettled, 1);
+    await fanouts.linkNext(unsettled, 0, null);
+    expect(await fanouts.recordChunk(unsettled, 0, { devices: 1, targeted: 1, noDevice: 0, emitted: 1, outcomes: [], planned: NONE })).toBe('recorded');
+    await fanouts.finishChunk(unsettled, 0);
+    expect(await fanouts.state(unsettled)).toBe('sending');
+    await pruneJobs(t.db.kysely, new Date(Date.now() + 60_000));
+    expect(await fanouts.state(job)).toBeUndefined();
+    expect(await t.db.jobs.get(job)).toBeUndefined();
+    expect(await fanouts.state(unsettled)).toBe('sending');
+    expect(await t.db.jobs.get(unsettled)).toBeDefined();
   });
 
   it('a parked chunk task shows the job parked until that chunk is done, not expanding forever; pruned in time', async () => {

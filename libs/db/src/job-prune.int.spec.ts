@@ -34,8 +34,9 @@ describe('pruning jobs past their retention', () => {
     // Old, but a push of it is stored for next month: its status is still changing.
     const waiting = await job(40);
     await sql`insert into scheduled_pushes (platform, due_at, job_id, push_id, payload) values ('apns', now() + interval '30 days', ${waiting}, ${randomUUID()}::uuid, '{}'::json)`.execute(t.db.kysely);
-    // Old fan-outs: one done (pruned with its chunks), one still sending (kept).
+    // Old fan-outs: one done (pruned with its chunks), one still sending, a push of it in flight (kept).
     const [doneFanout, runningFanout] = await Promise.all([job(40), job(40)]);
+    await sql`update jobs set targeted = targeted + 1 where id = ${runningFanout}`.execute(t.db.kysely);
     for (const [id, state] of [[doneFanout, 'done'], [runningFanout, 'sending']] as const) {
       await sql`insert into fanouts (job_id, app, audience, job, accepted_at, state) values (${id}, 'demo', '{}'::jsonb, '{}'::jsonb, ${daysAgo(40).toISOString()}::timestamptz, ${state})`.execute(t.db.kysely);
       await sql`insert into fanout_chunks (job_id, chunk_no) values (${id}, 0)`.execute(t.db.kysely);

@@ -13,7 +13,10 @@ export const DEFAULT_JOB_PRUNE_BATCH = 100;
  * (last_due_at, migration 0032): a job scheduled 45 days ahead keeps its status 45 days plus the
  * retention, not until the first prune after its pushes were released. A job with pushes still stored for
  * later (scheduled_pushes) or a fan-out still expanding or sending is kept, whatever its age: its
- * status is still changing (not one whose chunk task was parked: it changes only if replayed). Rows another transaction holds are skipped, not waited for. Returns how
+ * status is still changing (not one whose chunk task was parked: it changes only if replayed). A
+ * sending fan-out whose every push has an outcome is marked done first (settleSentFanouts), else
+ * only a look at the dashboard's running fan-outs did, and a deployment that never opened it kept
+ * every audience job. Rows another transaction holds are skipped, not waited for. Returns how
  * many jobs were deleted.
  *
  * After this a job's id is free again: a job published again with it is a new job (the ledger,
@@ -21,6 +24,7 @@ export const DEFAULT_JOB_PRUNE_BATCH = 100;
  */
 export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batchSize = DEFAULT_JOB_PRUNE_BATCH, signal?: AbortSignal): Promise<number> {
   const before = sql`${olderThan.toISOString()}::timestamptz`;
+  await settleSentFanouts(db);
   return deleteInBatches(batchSize, signal, async () => {
     const { rows } = await sql<{ id: string }>`
       with doomed as (
@@ -40,6 +44,22 @@ export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batch
       returning j.id`.execute(db);
     return rows.length;
   });
+}
+
+/**
+ * Sending fan-outs (every chunk done) whose every push has an outcome become done, as the
+ * dashboard's running list marks those it shows (fanouts.markSettled): a cancel then finds nothing
+ * left to stop, and the job's prune is no longer held back. Only fan-out rows are locked (a
+ * cancel locks the job's row, then the fan-out's); returns how many were marked.
+ */
+export async function settleSentFanouts(db: Kysely<HeraldTables>): Promise<number> {
+  const { rows } = await sql<{ job_id: string }>`
+    update fanouts f set state = 'done', updated_at = now()
+    from jobs j
+    where j.id = f.job_id and f.state = 'sending' and j.targeted is not null
+      and (select count(*) from push_outcomes o where o.job_id = f.job_id) + coalesce(j.no_device, 0) >= j.targeted
+    returning f.job_id`.execute(db);
+  return rows.length;
 }
 
 /** Distinct job ids of push_outcomes looked at per statement by pruneOrphanOutcomes. */
