@@ -1,5 +1,5 @@
 import { createLogger } from '@herald/logging';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { completeDurably, DeliveredRecorder } from './ledger-record.ts';
 
 const logger = createLogger({ service: 'ledger-record-spec', level: 'silent', format: 'json' });
@@ -15,15 +15,32 @@ describe('completeDurably', () => {
         recorded.push(...e.map((x) => x.pushId));
       },
     };
-    await completeDurably(ledger, entries, logger, 5_000);
+    await completeDurably(ledger, entries, logger);
     expect(calls).toBe(3);
     expect(recorded).toEqual(['p1']);
   });
 
-  it('gives up with the last error once the bound has passed', async () => {
+  it('keeps trying through an outage of minutes (a failover): giving up left the claims to lapse, and the pushes were sent twice', async () => {
+    vi.useFakeTimers();
+    try {
+      const back = Date.now() + 5 * 60_000;
+      const ledger = { complete: () => (Date.now() < back ? Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432')) : Promise.resolve()) };
+      let recorded = false;
+      const recording = completeDurably(ledger, entries, logger).then(() => (recorded = true));
+      await vi.advanceTimersByTimeAsync(4 * 60_000);
+      expect(recorded).toBe(false);
+      await vi.advanceTimersByTimeAsync(61_000);
+      await recording;
+      expect(recorded).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('gives up with the last error once the pusher stops', async () => {
     const started = Date.now();
     const ledger = { complete: () => Promise.reject(new Error('the database system is shutting down')) };
-    await expect(completeDurably(ledger, entries, logger, 600)).rejects.toThrow(/shutting down/);
+    await expect(completeDurably(ledger, entries, logger, AbortSignal.timeout(600))).rejects.toThrow(/shutting down/);
     expect(Date.now() - started).toBeLessThan(1_500);
   });
 
@@ -88,8 +105,8 @@ describe('DeliveredRecorder', () => {
     await two.flush();
   });
 
-  it('flush rejects when the ledger stays unreachable', async () => {
-    const recorder = new DeliveredRecorder({ complete: () => Promise.reject(new Error('down')) }, logger, 600).batch();
+  it('flush rejects when the pusher stops before the ledger is back', async () => {
+    const recorder = new DeliveredRecorder({ complete: () => Promise.reject(new Error('down')) }, logger, AbortSignal.timeout(600)).batch();
     recorder.add({ pushId: 'a', outcome: 'delivered' });
     await expect(recorder.flush()).rejects.toThrow(/down/);
   });

@@ -1,38 +1,48 @@
 import type { LedgerCompletion } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
-/** How long a pusher keeps trying to record accepted pushes: a PostgreSQL restart or failover takes seconds. */
-export const RECORD_RETRY_MS = 30_000;
-
 export interface LedgerWriter {
   complete(entries: readonly LedgerCompletion[]): Promise<void>;
 }
 
+/** Attempts between two warnings while the database stays away (about one a minute). */
+const WARN_EVERY = 30;
+
 /**
- * Mark pushes done, trying again (every 250 ms … 2 s) while the database is away, for at most
- * `withinMs`. The provider has already accepted these pushes: giving up at the first error would
- * leave their claims 'sending', and each would be sent a second time once its lease ran out.
+ * Mark pushes done, trying again (every 250 ms … 2 s) while the database is away, until it is back
+ * or `stop` aborts (the pusher shutting down). The provider has already accepted these pushes:
+ * giving up while the pusher lives would leave their claims 'sending', and each would be sent a
+ * second time once its lease ran out (a 30 s bound did that through a one-minute failover). The
+ * batch's messages stay unacked meanwhile; RabbitMQ's consumer_timeout is the outer bound.
  */
-export async function completeDurably(
-  ledger: LedgerWriter,
-  entries: readonly LedgerCompletion[],
-  logger: Logger,
-  withinMs = RECORD_RETRY_MS,
-): Promise<void> {
+export async function completeDurably(ledger: LedgerWriter, entries: readonly LedgerCompletion[], logger: Logger, stop?: AbortSignal): Promise<void> {
   if (entries.length === 0) return;
-  const deadline = Date.now() + withinMs;
   for (let attempt = 1; ; attempt++) {
     try {
       await ledger.complete(entries);
       if (attempt > 1) logger.info({ pushes: entries.length, attempt }, 'pushes recorded in the ledger after the database came back');
       return;
     } catch (err) {
+      if (stop?.aborted === true) throw err;
       const delayMs = Math.min(2_000, 250 * attempt);
-      if (Date.now() + delayMs > deadline) throw err;
-      logger.warn({ err, pushes: entries.length, attempt, delayMs }, 'could not record sent pushes in the ledger; trying again');
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      if (attempt % WARN_EVERY === 1) logger.warn({ err, pushes: entries.length, attempt, delayMs }, 'could not record sent pushes in the ledger; trying again until the database is back');
+      if (!(await pause(delayMs, stop))) throw err;
     }
   }
+}
+
+/** Wait `ms`; false when `stop` aborted first. */
+function pause(ms: number, stop: AbortSignal | undefined): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (waited: boolean) => {
+      clearTimeout(timer);
+      stop?.removeEventListener('abort', aborted);
+      resolve(waited);
+    };
+    const aborted = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    stop?.addEventListener('abort', aborted, { once: true });
+  });
 }
 
 /** One ledger write: `settled` resolves once it committed or failed for good (then `failure` says why); it never rejects. */
@@ -51,7 +61,7 @@ function newWrite(): Write {
 /** The pushes of one batch being recorded: `flush` waits for the writes that carry them, not for other batches'. */
 export interface RecordedBatch {
   add(entry: LedgerCompletion): void;
-  /** Resolves once everything added is recorded; rejects if the ledger stayed unreachable. */
+  /** Resolves once everything added is recorded; rejects if the pusher stopped before the ledger was back. */
   flush(): Promise<void>;
 }
 
@@ -74,7 +84,7 @@ export class DeliveredRecorder {
   constructor(
     private readonly ledger: LedgerWriter,
     private readonly logger: Logger,
-    private readonly withinMs = RECORD_RETRY_MS,
+    private readonly stop?: AbortSignal,
   ) {}
 
   /** A batch's view: its pushes share writes with every other batch's. */
@@ -94,7 +104,7 @@ export class DeliveredRecorder {
     this.own.add(entry);
   }
 
-  /** Resolves once everything passed to `add` is recorded; rejects if the ledger stayed unreachable. */
+  /** Resolves once everything passed to `add` is recorded; rejects if the pusher stopped before the ledger was back. */
   flush(): Promise<void> {
     return this.own.flush();
   }
@@ -117,7 +127,7 @@ export class DeliveredRecorder {
       const write = this.next as Write;
       this.next = undefined;
       try {
-        await completeDurably(this.ledger, entries, this.logger, this.withinMs);
+        await completeDurably(this.ledger, entries, this.logger, this.stop);
       } catch (err) {
         write.failure = err;
       }

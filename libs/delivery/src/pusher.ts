@@ -70,7 +70,7 @@ export interface PusherDeps {
     observe?(result: SendResult, app: string): void;
     pausedFor?(app: string): number;
   };
-  /** Aborted at shutdown so no push keeps waiting for the limiter. */
+  /** Aborted at shutdown: no push keeps waiting for the limiter, and recording sent pushes stops trying (ledger-record.ts). */
   signal?: AbortSignal;
   now?: () => Date;
 }
@@ -101,7 +101,7 @@ const unpaced = (deps: PusherDeps, app: string, bookedMs = 0, slowed = false): U
 export function createPusherHandler(deps: PusherDeps) {
   const now = deps.now ?? (() => new Date());
   // One write stream to the ledger for every batch in flight (ledger-record.ts).
-  const recorder = new DeliveredRecorder(deps.ledger, deps.logger);
+  const recorder = new DeliveredRecorder(deps.ledger, deps.logger, deps.signal);
   return async (messages: readonly InboundMessage[]): Promise<Outcome[]> => {
     const outcomes: Outcome[] = messages.map(() => ack);
     const ready: Claimable[] = [];
@@ -316,7 +316,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     const stopKeeping = keepClaims(deps.ledger, ids, deps.owner, deps.leaseMs, deps.logger);
     const invalidated = publishInvalidations(invalidations, deps)
       .then(
-        () => completeDurably(deps.ledger, dead.map((d) => d.completion), deps.logger),
+        () => completeDurably(deps.ledger, dead.map((d) => d.completion), deps.logger, deps.signal),
         // Not confirmed: the claims are given up, so each push's redelivery sends (and invalidates) again at once.
         async (err: unknown) => {
           await deps.ledger.release(ids, deps.owner).catch(() => undefined);
@@ -328,7 +328,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     for (const d of dead) outcomes[d.index] = { kind: 'ack', after: invalidated };
   }
   if (release.length > 0) await deps.ledger.release(release, deps.owner);
-  await completeDurably(deps.ledger, completed, deps.logger);
+  await completeDurably(deps.ledger, completed, deps.logger, deps.signal);
 }
 
 /**

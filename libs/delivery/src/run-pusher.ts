@@ -104,7 +104,8 @@ export async function runPusher(
       owner: `${name}@${hostname()}:${process.pid}`,
       leaseMs: config.LEDGER_LEASE_MS,
       ...(config.APNS_SERVER_ERROR_RETRY_MS !== undefined && { serverErrorRetryMs: config.APNS_SERVER_ERROR_RETRY_MS }),
-      ...(limiter !== undefined && { limiter, signal: stopping.signal }),
+      signal: stopping.signal,
+      ...(limiter !== undefined && { limiter }),
     });
     const sendWindow = windowFor(config);
     const consumer = await broker.consume({
