@@ -90,7 +90,8 @@ export const FcmApnsHeaders = z.record(z.string(), z.string()).superRefine((head
     if (names.has(header)) refuse(`the same header as "${names.get(header)}" (header names are case-insensitive)`);
     names.set(header, name);
     if (FCM_OWN_APNS_HEADERS.has(header)) refuse(`FCM sets ${header} itself (the Firebase app's bundle id and credentials)`);
-    else for (const issue of FcmApnsHeaderValues[header]?.safeParse(value).error?.issues ?? []) refuse(issue.message);
+    // Own keys only: a header named "constructor" or "toString" found Object's own, and threw.
+    else for (const issue of (Object.hasOwn(FcmApnsHeaderValues, header) ? FcmApnsHeaderValues[header] : undefined)?.safeParse(value).error?.issues ?? []) refuse(issue.message);
   }
 });
 

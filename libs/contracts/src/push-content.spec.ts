@@ -115,6 +115,8 @@ describe('PushContent', () => {
     expect(fcmApns({ 'Apns-Topic': 'com.example.other' })).toMatch(/FCM sets apns-topic itself/);
     expect(fcmApns({ 'apns-priority': '5', 'APNS-PRIORITY': '10' })).toMatch(/APNS-PRIORITY: the same header as "apns-priority"/);
     expect(fcmApns({ 'Apns-Priority': '5', 'apns-expiration': '0', 'apns-push-type': 'alert', 'apns-id': '12345678-1234-1234-1234-123456789012', 'x-trace': 'y' })).toBeUndefined();
+    // Named like an Object property: another header, not a crash (the API answered 500).
+    expect(fcmApns({ Constructor: 'x', toString: 'y', __proto__x: 'z' })).toBeUndefined();
   });
 });
 
