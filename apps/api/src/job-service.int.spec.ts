@@ -1,7 +1,7 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Exchanges, Queues, type Registration } from '@herald/contracts';
-import { appHasWebDevices, type ApiKeyRow } from '@herald/db';
+import { appHasWebDevices, cancelJobFully, type ApiKeyRow } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { BrokerUnavailableError, connectBroker, heraldTopology, type Broker } from '@herald/messaging';
 import { createTestDatabase, createTestVhost, type TestDatabase, type TestVhost } from '@herald/testing';
@@ -79,14 +79,22 @@ describe('a batch RabbitMQ confirms only in part', () => {
       code: 'broker-unavailable',
       issues: [{ path: 'jobs.1.id', message: `job "${failing}" was not confirmed: it may still arrive; repost it as it was, or cancel it` }],
     });
-    expect((err as ApiError).message).toMatch(/^1 of the request's 3 jobs were not confirmed \(not confirmed\); .*; not confirmed: jobs\.1\.id$/);
+    expect((err as ApiError).message).toMatch(/^1 of the request's 3 jobs were not published \(not confirmed\); .*; not confirmed: jobs\.1\.id$/);
     // Its record stays (the message may still arrive): a cancel finds it, and a repost with other content is refused.
     expect((await t.db.jobs.get(failing ?? ''))?.publishedAt).toBeNull();
     // Refused before it was sent (RabbitMQ blocking publishers), a new job is forgotten: the caller may correct it.
     const blocked: JobServiceDeps = { ...deps, publish: () => Promise.reject(new BrokerUnavailableError('RabbitMQ is blocking publishers; message not published')) };
     const corrected = job('phones');
-    expect(await refusalCode(acceptJob(corrected, key, blocked))).toEqual({ status: 503, code: 'broker-unavailable' });
+    const refused = await acceptJob(corrected, key, blocked).then(() => undefined, (e: unknown) => e);
+    expect(refused).toMatchObject({
+      status: 503,
+      code: 'broker-unavailable',
+      issues: [{ path: 'id', message: `job "${corrected.id}" was not sent: nothing of it will arrive, and its id is free; repost it, corrected if need be` }],
+    });
+    expect((refused as ApiError).message).toMatch(/; not sent: id$/);
     expect(await t.db.jobs.get(corrected.id)).toBeUndefined();
+    // So a cancel finds nothing to cancel, as the refusal said.
+    expect((await cancelJobFully(t.db, corrected.id)).known).toBe(false);
     expect(await acceptJob({ ...corrected, content: { title: 'corrected' } }, key, deps)).toEqual({ id: corrected.id, duplicate: false });
     // The retry publishes the one that failed and reports the others as duplicates.
     const retried = await acceptJobs(batch, key, deps);

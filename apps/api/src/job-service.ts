@@ -169,16 +169,25 @@ async function publishAll(jobs: readonly PushJob[], all: readonly PushJob[], pre
   const settled = await Promise.allSettled(jobs.map((j) => deps.publish(j)));
   const ok = jobs.filter((_, i) => settled[i]?.status === 'fulfilled').map((j) => records.get(j.id) as JobIdRecord);
   const failed = jobs.filter((_, i) => settled[i]?.status === 'rejected').map((j) => j.id);
+  const forgotten = new Set(jobs.filter((j, i) => fresh.has(j.id) && unsent(settled[i])).map((j) => j.id));
   deps.jobs.markPublished(ok);
-  await deps.jobs.forget(jobs.filter((j, i) => fresh.has(j.id) && unsent(settled[i])).map((j) => j.id));
+  await deps.jobs.forget([...forgotten]);
   if (failed.length > 0) {
     const reason = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')?.reason as Error | undefined;
     const index = new Map(all.map((j, i) => [j.id, i]));
-    const issues = failed.map((id) => ({ path: prefix === '' ? 'id' : `${prefix}${index.get(id)}.id`, message: `job "${id}" was not confirmed: it may still arrive; repost it as it was, or cancel it` }));
+    const pathOf = (id: string) => (prefix === '' ? 'id' : `${prefix}${index.get(id)}.id`);
+    const issues = failed.map((id) => ({
+      path: pathOf(id),
+      message: forgotten.has(id)
+        ? `job "${id}" was not sent: nothing of it will arrive, and its id is free; repost it, corrected if need be`
+        : `job "${id}" was not confirmed: it may still arrive; repost it as it was, or cancel it`,
+    }));
+    const listed = (ids: string[], what: string) => (ids.length === 0 ? [] : [`${what}: ${ids.map(pathOf).join(', ')}`]);
+    const which = [...listed(failed.filter((id) => !forgotten.has(id)), 'not confirmed'), ...listed(failed.filter((id) => forgotten.has(id)), 'not sent')];
     throw new ApiError(
       503,
       'broker-unavailable',
-      `${failed.length} of the request's ${all.length} jobs were not confirmed (${reason?.message ?? 'unknown'}); retry: jobs already published are reported as duplicates; not confirmed: ${issues.map((i) => i.path).join(', ')}`,
+      `${failed.length} of the request's ${all.length} jobs were not published (${reason?.message ?? 'unknown'}); retry: jobs already published are reported as duplicates; ${which.join('; ')}`,
       issues,
     );
   }
