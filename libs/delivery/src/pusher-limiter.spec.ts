@@ -131,6 +131,17 @@ describe('pusher with a rate limiter', () => {
     expect(outcome).toEqual({ kind: 'ack' });
   });
 
+  it('a push that expires while it waits for budget is not sent: recorded as expired and acked', async () => {
+    const m = message();
+    const expiring = { ...m.push, expiresAt: new Date(Date.now() + 150).toISOString() };
+    const limiter = { acquire: async () => (await new Promise((r) => setTimeout(r, 200)), true) };
+    const p = pusher(limiter, { kind: 'delivered' });
+    const [outcome] = await p.handle([{ ...m.inbound, body: Buffer.from(JSON.stringify(expiring)) }]);
+    expect(p.sent).toEqual([]);
+    expect(p.completed).toEqual([m.push.pushId]);
+    expect(outcome).toEqual({ kind: 'ack' });
+  });
+
   it("a transient answer's least delay is its retry's: the Retry-After, or Google's minute for QUOTA_EXCEEDED without one", async () => {
     const retried = async (answer: SendResult) => {
       const m = message();

@@ -86,7 +86,8 @@ const ack: Outcome = { kind: 'ack' };
 type Unpaced = { kind: 'unpaced'; pausedMs: number; bookedMs: number; slowed?: true };
 /** Not sent: its job was cancelled while the push waited for budget. */
 type CancelledWhileWaiting = { kind: 'cancelled' };
-type Sent = SendResult | Unpaced | CancelledWhileWaiting;
+type ExpiredWhileWaiting = { kind: 'expired-waiting' };
+type Sent = SendResult | Unpaced | CancelledWhileWaiting | ExpiredWhileWaiting;
 const unpaced = (deps: PusherDeps, app: string, bookedMs = 0, slowed = false): Unpaced => ({
   kind: 'unpaced',
   pausedMs: deps.limiter?.pausedFor?.(app) ?? 0,
@@ -158,12 +159,7 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   if (push.platform !== deps.platform) {
     return park(deps, push, 'wrong-platform', `a ${push.platform} push reached the ${deps.platform} pusher`);
   }
-  if (push.expiresAt !== undefined && Date.parse(push.expiresAt) <= at.getTime()) {
-    deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'expired' });
-    trace(deps, push, 'dropped: expired before sending', { expiresAt: push.expiresAt });
-    deps.outcomes?.note(push, 'expired', { reason: `expired at ${push.expiresAt} before it could be sent` });
-    return ack;
-  }
+  if (push.expiresAt !== undefined && Date.parse(push.expiresAt) <= at.getTime()) return droppedExpired(push, deps);
   if (deps.cancelled?.has(push.jobId) === true) return droppedCancelled(push, deps);
   const app = await deps.apps.get(push.app);
   if (app === undefined) return park(deps, push, 'unknown-app', `unknown app "${push.app}"`);
@@ -206,8 +202,10 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, booked));
   if (!paced) return unpaced(deps, r.push.app, bookedMs, slowed);
   if (budgetWindow.aborted) return unpaced(deps, r.push.app);
-  // The wait for budget can be long: a job cancelled meanwhile is dropped as at intake.
+  // The wait for budget can be long: a job cancelled meanwhile is dropped as at intake, and so is
+  // a push that expired meanwhile (sent, FCM's ttl 0s and Web Push's TTL 0 say "now, if online").
   if (deps.cancelled?.has(r.push.jobId) === true) return { kind: 'cancelled' };
+  if (r.push.expiresAt !== undefined && Date.parse(r.push.expiresAt) <= Date.now()) return { kind: 'expired-waiting' };
   if ('failed' in provider) return provider.failed;
   const started = process.hrtime.bigint();
   const result = await provider.send(r.push, r.topic !== undefined ? { apnsTopic: r.topic } : {});
@@ -280,6 +278,11 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     if (result.kind === 'cancelled') {
       completed.push({ pushId: push.pushId, outcome: 'cancelled' });
       outcomes[r.index] = droppedCancelled(push, deps);
+      return;
+    }
+    if (result.kind === 'expired-waiting') {
+      completed.push({ pushId: push.pushId, outcome: 'expired' });
+      outcomes[r.index] = droppedExpired(push, deps);
       return;
     }
     const label = { platform: push.platform, app: push.app };
@@ -385,6 +388,14 @@ async function publishInvalidations(invalidations: Invalidation[], deps: PusherD
   await deps.publisher.publishMany(
     invalidations.map((inv) => ({ exchange: Exchanges.invalidations, routingKey: invalidationQueueFor(inv.platform), body: inv })),
   );
+}
+
+/** A push past its expiresAt, dropped unsent and recorded as expired. */
+function droppedExpired(push: DevicePush, deps: PusherDeps): Outcome {
+  deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'expired' });
+  trace(deps, push, 'dropped: expired before sending', { expiresAt: push.expiresAt });
+  deps.outcomes?.note(push, 'expired', { reason: `expired at ${push.expiresAt} before it could be sent` });
+  return ack;
 }
 
 /** A cancelled job's push, dropped unsent and recorded as cancelled. */
