@@ -151,6 +151,11 @@ class RabbitBroker implements Broker {
         prefetch: RELAY_PREFETCH,
         retryDelaysMs: [],
         batch: { maxSize: 1, maxWaitMs: 0, maxConcurrent: RELAY_PREFETCH },
+        // No delivery limit: a relay gives a message back for the infrastructure's sake (a process
+        // stopping or dying, the queue it goes back to refusing it), never for the message's own;
+        // parked here, beside a delay queue, no onParked of its own queue's consumer heard of it,
+        // and its push read in flight for good.
+        deliveryLimit: Number.POSITIVE_INFINITY,
         handle: this.relayHandle,
       };
       const settler = new Settler(queue, [], this.publisher, this.metrics, this.logger);

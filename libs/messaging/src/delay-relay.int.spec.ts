@@ -2,11 +2,12 @@ import { delayQueueFor, parkedQueueFor } from '@herald/contracts';
 import { Registry } from '@herald/runtime';
 import { createTestVhost, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from 'amqplib';
 import { connectBroker } from './broker.ts';
 import { NO_RETURN_QUEUE } from './delay-relay.ts';
 import { HeraldHeaders } from './headers.ts';
 import { recordingHandler, silentLogger, startTestBroker, waitForCounts, waitForMessage, type TestBroker } from './test-helpers.ts';
-import { mergeTopologies, retryTopology, workQueueTopology } from './topology.ts';
+import { DEFAULT_DELIVERY_LIMIT, mergeTopologies, retryTopology, workQueueTopology } from './topology.ts';
 
 const DELAY_MS = 1_500;
 const DELAYS = [DELAY_MS];
@@ -97,6 +98,34 @@ describe('delay queue relay', () => {
       const taken = consumed.find((v) => v.labels['queue'] === delayQueueFor(DELAY_MS))?.value ?? 0;
       expect(taken).toBeGreaterThanOrEqual(4);
       expect((await broker.queueCounts([delayQueueFor(DELAY_MS)])).get(delayQueueFor(DELAY_MS))?.ready).toBe(0);
+    } finally {
+      await broker.close();
+      await vhost.delete();
+    }
+  });
+
+  it('a message given back to its delay queue more times than the delivery limit (a relay crash-looping, its forward refused) is still sent back, not parked unrecorded', async () => {
+    // Its own vhost: the relays this file's other broker started would take the copy first.
+    const vhost = await createTestVhost('msg-relay-limit');
+    const broker = await connectBroker({ url: vhost.amqpUrl, logger: silentLogger, connectionName: `${vhost.name}-limit` });
+    const delayQueue = delayQueueFor(DELAY_MS);
+    try {
+      await broker.applyTopology(mergeTopologies(workQueueTopology('l.work', 'l.exchange'), retryTopology(DELAYS)));
+      const connection = await connect(vhost.amqpUrl);
+      const channel = await connection.createChannel();
+      channel.sendToQueue(delayQueue, Buffer.from('given-back'), { messageId: 'given-back', headers: { [HeraldHeaders.returnTo]: 'l.work', [HeraldHeaders.dueAt]: Date.now() } });
+      for (let i = 0; i <= DEFAULT_DELIVERY_LIMIT; i++) {
+        const m = await waitFor('the copy', async () => (await channel.get(delayQueue, { noAck: false })) || undefined);
+        channel.nack(m, false, true);
+      }
+      await connection.close();
+      const arrivals: string[] = [];
+      const handler = recordingHandler((m) => (arrivals.push(m.body.toString()), { kind: 'ack' }));
+      const consumer = await broker.consume({ queue: 'l.work', prefetch: 1, retryDelaysMs: DELAYS, handle: handler.handle });
+      await waitFor('the message back', () => arrivals.length === 1, { timeoutMs: 10_000 });
+      await consumer.stop(1_000);
+      expect(arrivals).toEqual(['given-back']);
+      expect((await broker.queueCounts([parkedQueueFor(delayQueue)])).get(parkedQueueFor(delayQueue))?.ready).toBe(0);
     } finally {
       await broker.close();
       await vhost.delete();
