@@ -5,7 +5,7 @@ import type { SubscriptionCache } from './subscription-cache.ts';
 
 export interface FailureTracking {
   store: {
-    noteFailure(id: string, at: Date): Promise<Date | undefined>;
+    noteFailure(id: string, at: Date, quietMs: number): Promise<Date | undefined>;
     noteSuccess(ids: readonly string[]): Promise<void>;
     disable(id: string, reason: string): Promise<boolean>;
   };
@@ -17,7 +17,10 @@ type Result = { kind: string; reason?: string };
 type Deps = { tracking: FailureTracking; subscriptions: SubscriptionCache; webhookMetrics: WebhookMetrics; logger: Logger; now?: () => Date };
 
 /**
- * A subscription is failing from its first failed delivery until its next success. One failing
+ * A subscription is failing from its first failed delivery until its next success, or until a
+ * quarter of disableAfterMs passes with no failure (nothing tried: the next failure starts a new
+ * spell, so two failures a day apart with nothing sent between them are not a day of failing;
+ * the retry schedule tries a failing delivery far more often). One failing
  * for longer than disableAfterMs is disabled (fan-out stops matching it; queued deliveries for it
  * are parked) and alarmed: an error log and herald_webhook_subscriptions_disabled_total.
  * Every success clears the failure time in the database, whatever the (cached, perhaps stale) row
@@ -46,7 +49,7 @@ export async function noteResults(sent: ReadonlyArray<{ sub: SubscriptionRow }>,
 
 async function noteFailure(id: string, reason: string, at: Date, deps: Deps): Promise<void> {
   const { tracking } = deps;
-  const since = await tracking.store.noteFailure(id, at);
+  const since = await tracking.store.noteFailure(id, at, quietMsOf(tracking.disableAfterMs));
   if (since === undefined || at.getTime() - since.getTime() < tracking.disableAfterMs) return;
   const why = `endpoint failing since ${since.toISOString()} (last: ${reason})`;
   if (!(await tracking.store.disable(id, why))) return;
@@ -54,3 +57,6 @@ async function noteFailure(id: string, reason: string, at: Date, deps: Deps): Pr
   deps.webhookMetrics.disabled.inc();
   deps.logger.error({ subscriptionId: id, failingSince: since.toISOString(), reason, alarm: 'webhook-subscription-disabled' }, 'webhook subscription disabled: its endpoint kept failing');
 }
+
+/** The longest time between two failures of one failing spell: a quarter of the time that disables. */
+export const quietMsOf = (disableAfterMs: number): number => disableAfterMs / 4;
