@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Exchanges, Queues, parkedQueueFor } from '@herald/contracts';
+import { Exchanges, Queues, derivePushId, parkedQueueFor } from '@herald/contracts';
 import { createFanoutRepository } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { connectBroker, type Broker } from '@herald/messaging';
@@ -32,7 +32,13 @@ async function scheduleSome(sys: System): Promise<void> {
     const at = new Date(Date.now() + hours * 3_600_000).toISOString();
     await sys.client.publishPushJob(job({ userIds: devices.slice(0, users).map((d) => d.userId), deliverAt: { at } }));
   }
-  await waitFor('scheduled pushes stored', async () => (await sys.database.db.scheduled.countsByHour(undefined, 24)).reduce((a, r) => a + r.count, 0) === 50);
+  // A Web Push one, stored as the demuxer stores it (the chart stacks it apart; it left web out).
+  const web = derivePushId('dashboard-web-job', 'web-device');
+  await sys.database.db.kysely
+    .insertInto('scheduled_pushes')
+    .values({ platform: 'web', due_at: new Date(Date.now() + 4 * 3_600_000), job_id: 'dashboard-web-job', push_id: web, payload: JSON.stringify({ pushId: web }) })
+    .execute();
+  await waitFor('scheduled pushes stored', async () => (await sys.database.db.scheduled.countsByHour(undefined, 24)).reduce((a, r) => a + r.count, 0) === 51);
 }
 
 describe('the operator dashboard, in a real headless Chromium', () => {
@@ -112,6 +118,8 @@ describe('the operator dashboard, in a real headless Chromium', () => {
     const replayButton = page.locator(`button.replay[data-replay-id="${BROKEN_ID}"]`);
     await replayButton.waitFor({ state: 'visible', timeout: 15_000 });
     await expect.poll(() => page.locator('#scheduled rect').count()).toBeGreaterThan(0);
+    await expect.poll(() => page.locator('#scheduled rect title').allTextContents()).toContainEqual(expect.stringMatching(/ · web: 1$/));
+    expect(await page.locator('#scheduled .legend').textContent()).toContain('Web Push');
     const fanoutRow = page.locator('#fanouts tr[data-fanout="fanout-on-the-dashboard"]');
     await fanoutRow.waitFor({ state: 'visible', timeout: 15_000 });
     expect(await fanoutRow.textContent()).toMatch(/breaking-news[\s\S]*expanding[\s\S]*1,000 \/ 5,000/);
