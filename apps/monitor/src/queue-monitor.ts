@@ -87,6 +87,18 @@ class AgeEstimator {
   }
 }
 
+/**
+ * A queue's statistics with its live ready and consumer counts laid over. A parked queue's depth
+ * never reads below what the statistics last said: an operator's listing or replay holds its
+ * messages unacked a moment, which the live ready count sees at once and the statistics' unacked
+ * count seconds later; that dip, kept as the window's smallest depth, made parked-growing fire on
+ * the next poll with nothing parked. A real drop (a replay, a purge) shows once the statistics do.
+ */
+export function withLive(q: QueueSnapshot, live: Pick<QueueCounts, 'ready' | 'consumers'>): QueueSnapshot {
+  const messages = live.ready + q.unacked;
+  return { ...q, ready: live.ready, messages: q.kind === 'parked' ? Math.max(messages, q.messages) : messages, consumers: live.consumers };
+}
+
 const byFiredAt = (a: Alarm, b: Alarm): number => a.firedAt - b.firedAt || a.queue.localeCompare(b.queue) || a.alarm.localeCompare(b.alarm);
 
 /** Polls every queue each `pollMs`, keeps history, and turns conditions into alarms. */
@@ -148,7 +160,7 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
     }
     return snapshots.map((q) => {
       const l = live.get(q.name);
-      return l === undefined ? q : { ...q, ready: l.ready, messages: l.ready + q.unacked, consumers: l.consumers };
+      return l === undefined ? q : withLive(q, l);
     });
   };
 
