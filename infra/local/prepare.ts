@@ -1,6 +1,7 @@
 import { createAppCredentialStore, createDatabase } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { connectBroker, heraldTopology } from '@herald/messaging';
+import { suffixedTopicWarning } from '@herald/providers';
 
 export interface PrepareOptions {
   amqpUrl: string;
@@ -27,6 +28,10 @@ export async function prepareEnvironment(opts: PrepareOptions): Promise<void> {
       if ((await db.apps.get(app.id)) !== undefined) continue;
       await db.apps.upsert({ id: app.id, apnsTopic: app.apnsTopic, enabled: true });
       if (app.webPushHosts !== undefined) await createAppCredentialStore(db.kysely, undefined).updateWebPush(app.id, { hosts: app.webPushHosts });
+    }
+    for (const app of await db.apps.list()) {
+      const warning = suffixedTopicWarning(app.id, app.apnsTopic);
+      if (warning !== undefined) opts.logger.warn({ app: app.id, apnsTopic: app.apnsTopic }, warning);
     }
   } finally {
     await db.close();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { apnsRequestParts, type ApnsRequestParts } from './apns-notification.ts';
-import { apnsRequestProblem, apnsTopicFor } from './apns-rules.ts';
+import { apnsRequestProblem, apnsTopicFor, suffixedTopicWarning } from './apns-rules.ts';
 import { testPush } from './test-pushes.ts';
 
 const parts = (over: Partial<ApnsRequestParts>): ApnsRequestParts => ({ ...apnsRequestParts(testPush('apns'), 'com.example'), ...over });
@@ -17,6 +17,15 @@ describe('Apple\'s request rules (PROVIDER-RULES.md, APNs rows)', () => {
     expect(apnsTopicFor('com.acme.voip', 'voip')).toBe('com.acme.voip.voip');
     expect(apnsTopicFor('com.acme.voip', 'alert')).toBe('com.acme.voip');
     expect(apnsTopicFor('com.acme.complication', 'complication')).toBe('com.acme.complication.complication');
+  });
+
+  it("a stored topic ending in one of Apple's suffixes is warned of (it was the VoIP topic itself before 2026-12-04), naming where its pushes go and the fix", () => {
+    expect(suffixedTopicWarning('calls', 'com.acme.app.voip')).toBe(
+      'app "calls": its APNs topic "com.acme.app.voip" ends in ".voip", and Herald appends Apple\'s suffix per push type itself: its voip pushes go to "com.acme.app.voip.voip". If "com.acme.app.voip" is not the bundle id, set the bundle id: herald apps update calls --apns-topic com.acme.app',
+    );
+    expect(suffixedTopicWarning('live', 'com.acme.app.push-type.liveactivity')).toMatch(/ends in "\.push-type\.liveactivity".*--apns-topic com\.acme\.app$/);
+    expect(suffixedTopicWarning('shop', 'com.acme.shop')).toBeUndefined();
+    expect(suffixedTopicWarning('none', null)).toBeUndefined();
   });
 
   it('payload limit: 4096 bytes, counted in UTF-8 bytes of the JSON', () => {

@@ -36,6 +36,18 @@ export function apnsTopicFor(bundleId: string, pushType: string): string {
   return `${bundleId}${TOPIC_SUFFIX[pushType] ?? ''}`;
 }
 
+/**
+ * A warning for a stored topic that ends in one of Apple's suffixes: most likely a push type's topic
+ * given where the bundle id belongs (before 2026-12-04 Herald took `com.acme.app.voip` as the VoIP
+ * topic itself; it now appends the suffix to whatever is stored). Undefined for any other topic.
+ */
+export function suffixedTopicWarning(app: string, topic: string | null | undefined): string | undefined {
+  const entry = Object.entries(TOPIC_SUFFIX).find(([, suffix]) => topic?.endsWith(suffix) === true);
+  if (topic == null || entry === undefined) return undefined;
+  const [pushType, suffix] = entry;
+  return `app "${app}": its APNs topic "${topic}" ends in "${suffix}", and Herald appends Apple's suffix per push type itself: its ${pushType} pushes go to "${apnsTopicFor(topic, pushType)}". If "${topic}" is not the bundle id, set the bundle id: herald apps update ${app} --apns-topic ${topic.slice(0, -suffix.length)}`;
+}
+
 export const apnsPayloadLimit = (pushType: string): number => (pushType === 'voip' ? APNS_MAX_VOIP_PAYLOAD_BYTES : APNS_MAX_PAYLOAD_BYTES);
 
 export const apnsPayloadBytes = (payload: object): number => Buffer.byteLength(JSON.stringify(payload), 'utf8');

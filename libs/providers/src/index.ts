@@ -8,7 +8,7 @@ export { classifyWebPushAnswer, type WebPushAnswer } from './web-classify.ts';
 export { asProcessRefusal, type SigningKey } from './web-signing-key.ts';
 export { buildApnsNotification, apnsRequestParts, isBackgroundPush, type ApnsRequestParts } from './apns-notification.ts';
 export { buildFcmMessage, fcmTtlSeconds, type FcmMessage } from './fcm-message.ts';
-export { APNS_MAX_PAYLOAD_BYTES, APNS_MAX_VOIP_PAYLOAD_BYTES, HERALD_MAX_STORAGE_S, apnsTopicFor, apnsRequestProblem } from './apns-rules.ts';
+export { APNS_MAX_PAYLOAD_BYTES, APNS_MAX_VOIP_PAYLOAD_BYTES, HERALD_MAX_STORAGE_S, apnsTopicFor, apnsRequestProblem, suffixedTopicWarning } from './apns-rules.ts';
 export { FCM_MAX_PAYLOAD_BYTES, FCM_MAX_TTL_S, fcmMessageProblem } from './fcm-rules.ts';
 export { jobConformanceIssues, jobNotices, platformsFor, webConformanceIssues, pushProblem, type ConformanceIssue, type ConformanceScope } from './push-conformance.ts';
 export { classifyApnsFailure, type ApnsFailure } from './apns-classify.ts';

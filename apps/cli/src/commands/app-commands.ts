@@ -1,6 +1,7 @@
 import { loadConfig, optionalStr } from '@herald/config';
 import { createAppCredentialStore, createSecretBox, type AppCredentialStore, type AppRow, type ConnectionSummary, type Database } from '@herald/db';
 import type { Command } from 'commander';
+import { suffixedTopicWarning } from '@herald/providers';
 import { printRows } from '../output.ts';
 import { apnsConnectionFromFlags, connectionOptions, fcmConnectionFromFlags, type ConnectionFlags } from './connection-options.ts';
 import { apnsFromFlags, credentialOptions, fcmFromFlags, type CredentialFlags } from './credential-options.ts';
@@ -71,6 +72,7 @@ export function registerAppCommands(program: Command): void {
       // After the rotation: connection settings need the app's own credentials.
       return store.update(id, connections);
     }, summary);
+    warnOfSuffixedTopic(id, o.apnsTopic);
     print(row);
   });
   connectionOptions(
@@ -82,6 +84,7 @@ export function registerAppCommands(program: Command): void {
     const changes = { ...(o.apnsTopic !== undefined && { apnsTopic: o.apnsTopic }), ...(await connectionsFromFlags(o)) };
     if (Object.keys(changes).length === 0) throw new Error('give --apns-topic or connection settings (--apns-address, --apns-ca-file, --fcm-proxy-url, ...)');
     print(await auditedCli(audit('app.update', id, o), (db) => credentialStore(db).update(id, changes), summary));
+    warnOfSuffixedTopic(id, o.apnsTopic);
   });
   for (const [name, enabled] of [['enable', true], ['disable', false]] as const) {
     apps
@@ -104,4 +107,10 @@ export function registerAppCommands(program: Command): void {
       const rows = await withDatabase((db) => db.apps.list());
       printRows(rows.map(view), o.json === true);
     });
+}
+
+/** A topic given with one of Apple's suffixes is stored as given, with a warning on stderr. */
+function warnOfSuffixedTopic(id: string, topic: string | undefined): void {
+  const warning = suffixedTopicWarning(id, topic);
+  if (warning !== undefined) process.stderr.write(`warning: ${warning}\n`);
 }
