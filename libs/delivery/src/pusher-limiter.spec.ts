@@ -131,6 +131,26 @@ describe('pusher with a rate limiter', () => {
     expect(outcome).toEqual({ kind: 'ack' });
   });
 
+  it("a Web Push's budget is asked, and its provider's answer told, with its push service (the endpoint's host): a pause there is that service's", async () => {
+    const asked: Array<string | undefined> = [];
+    const told: Array<string | undefined> = [];
+    const limiter = {
+      acquire: async (_n: number, _s?: AbortSignal, _app?: string, _b?: unknown, service?: string) => (asked.push(service), true),
+      observe: (_r: SendResult, _app: string, service?: string) => void told.push(service),
+    };
+    const p = pusher(limiter, { kind: 'delivered' }, 30_000, undefined, { platform: 'web' });
+    const m = message();
+    const webKeys = { p256dh: Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 7)]).toString('base64url'), auth: Buffer.alloc(16, 1).toString('base64url') };
+    const web = { ...m.push, platform: 'web', token: 'https://updates.push.services.mozilla.com/wpush/v2/gAAAA', webKeys };
+    expect(await p.handle([{ ...m.inbound, routingKey: 'push.web.send', queue: 'push.web.send', body: Buffer.from(JSON.stringify(web)) }])).toEqual([{ kind: 'ack' }]);
+    expect(asked).toEqual(['updates.push.services.mozilla.com']);
+    expect(told).toEqual(['updates.push.services.mozilla.com']);
+    // APNs and FCM: one service each, none named.
+    const apns = pusher(limiter, { kind: 'delivered' });
+    await apns.handle([message().inbound]);
+    expect(asked).toEqual(['updates.push.services.mozilla.com', undefined]);
+  });
+
   it('a push that expires while it waits for budget is not sent: recorded as expired and acked', async () => {
     const m = message();
     const expiring = { ...m.push, expiresAt: new Date(Date.now() + 150).toISOString() };

@@ -66,9 +66,9 @@ export interface PusherDeps {
    * it serves, told to `booked`). Every provider answer is observed with its push's app.
    */
   limiter?: {
-    acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number, cause: 'budget' | 'slowed') => void): Promise<boolean>;
-    observe?(result: SendResult, app: string): void;
-    pausedFor?(app: string): number;
+    acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number, cause: 'budget' | 'slowed') => void, service?: string): Promise<boolean>;
+    observe?(result: SendResult, app: string, service?: string): void;
+    pausedFor?(app: string, service?: string): number;
   };
   /** Aborted at shutdown: no push keeps waiting for the limiter, and recording sent pushes stops trying (ledger-record.ts). */
   signal?: AbortSignal;
@@ -88,9 +88,9 @@ type Unpaced = { kind: 'unpaced'; pausedMs: number; bookedMs: number; slowed?: t
 type CancelledWhileWaiting = { kind: 'cancelled' };
 type ExpiredWhileWaiting = { kind: 'expired-waiting' };
 type Sent = SendResult | Unpaced | CancelledWhileWaiting | ExpiredWhileWaiting;
-const unpaced = (deps: PusherDeps, app: string, bookedMs = 0, slowed = false): Unpaced => ({
+const unpaced = (deps: PusherDeps, app: string, service: string | undefined, bookedMs = 0, slowed = false): Unpaced => ({
   kind: 'unpaced',
-  pausedMs: deps.limiter?.pausedFor?.(app) ?? 0,
+  pausedMs: deps.limiter?.pausedFor?.(app, service) ?? 0,
   bookedMs,
   ...(slowed && { slowed: true }),
 });
@@ -199,9 +199,10 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
     bookedMs = turnInMs;
     slowed = cause === 'slowed';
   };
-  const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, booked));
-  if (!paced) return unpaced(deps, r.push.app, bookedMs, slowed);
-  if (budgetWindow.aborted) return unpaced(deps, r.push.app);
+  const service = pushServiceOf(r.push);
+  const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, booked, service));
+  if (!paced) return unpaced(deps, r.push.app, service, bookedMs, slowed);
+  if (budgetWindow.aborted) return unpaced(deps, r.push.app, service);
   // The wait for budget can be long: a job cancelled meanwhile is dropped as at intake, and so is
   // a push that expired meanwhile (sent, FCM's ttl 0s and Web Push's TTL 0 say "now, if online").
   if (deps.cancelled?.has(r.push.jobId) === true) return { kind: 'cancelled' };
@@ -210,8 +211,22 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   const started = process.hrtime.bigint();
   const result = await provider.send(r.push, r.topic !== undefined ? { apnsTopic: r.topic } : {});
   deps.metrics.providerSeconds.observe({ platform: deps.platform }, Number(process.hrtime.bigint() - started) / 1e9);
-  deps.limiter?.observe?.(result, r.push.app);
+  deps.limiter?.observe?.(result, r.push.app, service);
   return result;
+}
+
+/**
+ * A Web Push's push service (its endpoint's host): a Retry-After or an overload there holds back
+ * only pushes to it (RFC 8030 §8.4: the push service speaks for its own push resources).
+ * Undefined for APNs and FCM, one service each.
+ */
+function pushServiceOf(push: DevicePush): string | undefined {
+  if (push.platform !== 'web') return undefined;
+  try {
+    return new URL(push.token).host;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -23,9 +23,14 @@ const DEFAULT_MAX_PAUSE_MS = 600_000;
  *   and in every pusher of the platform through the store (each reads it at its next refresh);
  * - a throttle without one slows down whom it is about (throttle-scope.ts): the platform in this
  *   process (AIMD), or the app in this process (AIMD), or nobody (one device: the push retries).
+ * Web Push has a push service per browser vendor, each speaking for its own origin only (RFC 8030
+ * §8.4: "before it makes another request to the push resource"): there `app` is the app at one
+ * push service (senderKey) and the platform's pacing is that service's, so a Retry-After or a 503
+ * from one holds back neither the app's pushes to the others nor other apps' pushes to them.
  */
 export class ProviderBackOff {
-  private readonly platformPacing: BackPressure;
+  /** Per push service ('' for APNs and FCM, one service each). */
+  private readonly platformPacing = new Map<string, BackPressure>();
   private readonly appPacing = new Map<string, BackPressure>();
   private readonly pauses = new AppPauses();
   /** Apps whose pause is being written to the store: one write per app at a time. */
@@ -33,9 +38,7 @@ export class ProviderBackOff {
   /** Per app, the end (local clock) of the pause last written to the store. */
   private readonly shared = new Map<string, number>();
 
-  constructor(private readonly deps: ProviderBackOffDeps) {
-    this.platformPacing = new BackPressure(deps.options, deps.now());
-  }
+  constructor(private readonly deps: ProviderBackOffDeps) {}
 
   /** ms until the app may send again (a Retry-After pause); 0 when it is not paused. */
   pausedFor(app: string, nowMs = this.deps.now()): number {
@@ -43,9 +46,9 @@ export class ProviderBackOff {
   }
 
   /** ms to wait before n pushes of the app may go (throttles); 0: go now (the tokens are taken). */
-  delayFor(n: number, app: string | undefined, nowMs: number): number {
+  delayFor(n: number, app: string | undefined, nowMs: number, service = ''): number {
     const forApp = app === undefined ? 0 : (this.appPacing.get(app)?.delayFor(n, nowMs) ?? 0);
-    return forApp > 0 ? forApp : this.platformPacing.delayFor(n, nowMs);
+    return forApp > 0 ? forApp : (this.platformPacing.get(service)?.delayFor(n, nowMs) ?? 0);
   }
 
   /** The rate a throttle slowed the app down to in this process (pushes/s) and when it is back to full; undefined: not slowed. */
@@ -54,28 +57,31 @@ export class ProviderBackOff {
   }
 
   /** n pushes of the app asked to go (what a throttle halves, if more than went). */
-  wanted(n: number, app: string | undefined, nowMs: number): void {
-    this.platformPacing.wanted(n, nowMs);
+  wanted(n: number, app: string | undefined, nowMs: number, service = ''): void {
+    this.platformPacingOf(service, nowMs).wanted(n, nowMs);
     if (app !== undefined) this.pacingOf(app, nowMs).wanted(n, nowMs);
   }
 
-  sent(n: number, app: string | undefined, nowMs: number): void {
-    this.platformPacing.sent(n, nowMs);
+  sent(n: number, app: string | undefined, nowMs: number, service = ''): void {
+    this.platformPacingOf(service, nowMs).sent(n, nowMs);
     if (app !== undefined) this.pacingOf(app, nowMs).sent(n, nowMs);
   }
 
+  /** The platform's slowdown here (its slowest push service's, for Web Push): 1 when none. */
   factor(nowMs: number): number {
-    return this.platformPacing.factor(nowMs);
+    return Math.min(1, ...[...this.platformPacing.values()].map((p) => p.factor(nowMs)));
   }
 
-  observe(answer: ProviderAnswer, app: string): void {
+  /** `app`: the push's sender (senderKey: the app, or for Web Push the app at its push service `service`). */
+  observe(answer: ProviderAnswer, app: string, service = ''): void {
     const now = this.deps.now();
     this.pauseFor(answer, app, now);
     const scope = throttleScope(answer);
-    if (scope === 'platform' && this.platformPacing.throttled(now)) {
-      const factor = this.platformPacing.factor(now);
-      this.deps.metrics.backoffFactor.set({ platform: this.deps.platform }, factor);
-      this.deps.logger.warn({ reason: answer.reason, factor }, 'provider overloaded: this pusher slows the platform down');
+    const pacing = this.platformPacingOf(service, now);
+    if (scope === 'platform' && pacing.throttled(now)) {
+      const factor = pacing.factor(now);
+      this.deps.metrics.backoffFactor.set({ platform: this.deps.platform }, this.factor(now));
+      this.deps.logger.warn({ reason: answer.reason, factor, ...(service !== '' && { service }) }, 'provider overloaded: this pusher slows the platform down');
     }
     if (scope === 'app' && this.pacingOf(app, now).throttled(now)) {
       this.deps.logger.warn(
@@ -113,6 +119,12 @@ export class ProviderBackOff {
     );
   }
 
+  private platformPacingOf(service: string, nowMs: number): BackPressure {
+    let pacing = this.platformPacing.get(service);
+    if (pacing === undefined) this.platformPacing.set(service, (pacing = new BackPressure(this.deps.options, nowMs)));
+    return pacing;
+  }
+
   private pacingOf(app: string, nowMs: number): BackPressure {
     let pacing = this.appPacing.get(app);
     if (pacing === undefined) this.appPacing.set(app, (pacing = new BackPressure(this.deps.options, nowMs)));
@@ -139,3 +151,9 @@ export class ProviderBackOff {
     }
   }
 }
+
+/**
+ * Whom a provider's pause or slowdown holds back: the app, or for Web Push the app at one push
+ * service (`app@service`), since a push service speaks for its own origin only.
+ */
+export const senderKey = (app: string, service: string | undefined): string => (service === undefined || service === '' ? app : `${app}@${service}`);

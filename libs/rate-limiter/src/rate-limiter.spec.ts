@@ -304,4 +304,35 @@ describe('createRateLimiter', () => {
     expect(await got.acquire(1, undefined, 'a')).toBe(true);
     expect(await other.acquire(1, undefined, 'a')).toBe(true);
   });
+
+  it("Web Push: a push service's Retry-After pauses the app's pushes to that service only, in every process; its overload slows down only pushes to it", async () => {
+    const store = new MemoryRateLimitStore();
+    const web = (extra: Partial<RateLimiterOptions> = {}) => limiter(store, { platform: 'web', ...extra });
+    const [got, other] = [await web(), await web()];
+    const [chrome, firefox] = ['fcm.googleapis.com', 'updates.push.services.mozilla.com'];
+    got.observe({ kind: 'transient', reason: 'HTTP 429', retryAfterMs: 600 }, 'site', chrome);
+    expect(await got.acquire(1, undefined, 'site', undefined, chrome)).toBe(false);
+    expect(got.pausedFor('site', chrome)).toBeGreaterThan(500);
+    expect(await got.acquire(1, undefined, 'site', undefined, firefox)).toBe(true);
+    expect(got.pausedFor('site', firefox)).toBe(0);
+    await new Promise((r) => setTimeout(r, 150)); // the other process's next refresh (refreshMs 100)
+    expect(await other.acquire(1, undefined, 'site', undefined, chrome)).toBe(false);
+    expect(await other.acquire(1, undefined, 'site', undefined, firefox)).toBe(true);
+
+    // Its own store: the pause above, shared through the store, would hold this one's Chrome pushes.
+    const overloaded = await limiter(new MemoryRateLimitStore(), { platform: 'web' });
+    const rate = async (service: string) => {
+      const until = Date.now() + 300;
+      let n = 0;
+      while (Date.now() < until) {
+        if (await overloaded.acquire(1, AbortSignal.timeout(Math.max(1, until - Date.now() + 5)), 'site', undefined, service)) n++;
+        await new Promise((r) => setImmediate(r));
+      }
+      return n;
+    };
+    const [chromeBefore, firefoxBefore] = [await rate(chrome), await rate(firefox)];
+    overloaded.observe({ kind: 'transient', reason: 'HTTP 503' }, 'site', chrome);
+    expect(await rate(chrome)).toBeLessThan(chromeBefore * 0.8);
+    expect(await rate(firefox)).toBeGreaterThan(firefoxBefore * 0.8);
+  });
 });

@@ -4,7 +4,7 @@ import { within, type Registry } from '@herald/runtime';
 import { abortableWait } from './abortable-wait.ts';
 import type { BackPressureOptions } from './back-pressure.ts';
 import { createLimiterMetrics, type LimiterMetrics } from './limiter-metrics.ts';
-import { ProviderBackOff } from './provider-back-off.ts';
+import { ProviderBackOff, senderKey } from './provider-back-off.ts';
 import type { ConfiguredLimit, RateLimitStore } from './rate-limit-store.ts';
 import { SharedBudget } from './shared-budget.ts';
 import type { ProviderAnswer } from './throttle-scope.ts';
@@ -48,13 +48,14 @@ export interface RateLimiter {
    * the wait bound, or aborted, or (at once, without waiting) the app is paused (see pausedFor),
    * or its own budget, or the rate a throttle slowed it to, has more waiting than it serves within
    * APP_WAIT_MS: then `booked` is told in how many ms this push's turn comes, at the app's rate
-   * after those refused before it, and why.
+   * after those refused before it, and why. `service`: for Web Push, the push's push service (its
+   * endpoint's host): pauses and slowdowns are that service's (provider-back-off.ts), budgets the app's.
    */
-  acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number, cause: TurnCause) => void): Promise<boolean>;
-  /** Feed every provider answer with its push's app: a Retry-After pauses the app fleet-wide, throttles slow down (provider-back-off.ts). */
-  observe(answer: ProviderAnswer, app: string): void;
-  /** ms until the app may send again after a provider's Retry-After (here or in another pusher); 0: not paused. */
-  pausedFor(app: string): number;
+  acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number, cause: TurnCause) => void, service?: string): Promise<boolean>;
+  /** Feed every provider answer with its push's app (and push service): a Retry-After pauses the app fleet-wide, throttles slow down (provider-back-off.ts). */
+  observe(answer: ProviderAnswer, app: string, service?: string): void;
+  /** ms until the app (at that push service) may send again after a provider's Retry-After (here or in another pusher); 0: not paused. */
+  pausedFor(app: string, service?: string): number;
 
   /** Stop refreshing; every waiting acquire resolves false. */
   close(): void;
@@ -90,7 +91,7 @@ class FleetRateLimiter implements RateLimiter {
   private readonly backOff: ProviderBackOff;
   /** Per app over its own budget: when the last push refused for it may go (this process's clock). */
   private readonly turns = new Map<string, number>();
-  /** Per app: its pushes waiting here for the pace a throttle slowed this process down to. */
+  /** Per sender (senderKey): its pushes waiting here for the pace a throttle slowed this process down to. */
   private readonly pacingWaiting = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
 
@@ -102,28 +103,30 @@ class FleetRateLimiter implements RateLimiter {
     this.metrics.backoffFactor.set({ platform: options.platform }, 1);
   }
 
-  async acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number, cause: TurnCause) => void): Promise<boolean> {
+  async acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number, cause: TurnCause) => void, service?: string): Promise<boolean> {
+    // Pauses and slowdowns hold back the sender (the app, at its push service for Web Push); budgets are the app's.
+    const sender = app === undefined ? undefined : senderKey(app, service);
     // A paused app's pushes are not held here (they would fill the prefetch and stall other
     // apps): the caller defers them until the pause ends.
-    if (this.paused(app)) return false;
+    if (this.paused(sender)) return false;
     // Nor more of an app's pushes than its own budget serves within APP_WAIT_MS: a broadcast of
     // an app limited to 100/s filled every pusher's window with pushes waiting for that app's
     // budget, and the whole platform went at 100/s, every other app's pushes queued behind it.
     // The rest are refused at once, each booked a turn at the app's rate (told to `booked`).
     // Likewise the rate a throttle slowed the app down to (FCM QUOTA_EXCEEDED without Retry-After):
     // held, a broadcasting app's pushes waited here up to half a lease and took the pusher's slots.
-    const turn = this.overBooked(n, app);
+    const turn = this.overBooked(n, app, sender);
     if (turn !== undefined) {
       booked?.(turn.turnInMs, turn.cause);
       return false;
     }
     const started = this.now();
-    this.backOff.wanted(n, app, started);
+    this.backOff.wanted(n, sender, started, service);
     const deadline = started + (this.options.maxWaitMs ?? 20_000);
     let waited = false;
-    if (this.backOff.delayFor(n, app, started) > 0) {
+    if (this.backOff.delayFor(n, sender, started, service) > 0) {
       waited = true;
-      if (!(await this.waitForPacing(n, app, deadline, signal))) return this.waited(started, false);
+      if (!(await this.waitForPacing(n, sender, deadline, signal, service))) return this.waited(started, false);
     }
     for (const budget of this.budgetsFor(app)) {
       if (budget.tryTake(n)) continue;
@@ -132,19 +135,19 @@ class FleetRateLimiter implements RateLimiter {
     }
     if (waited) {
       this.waited(started, true);
-      if (this.paused(app)) return false; // a pause began while this push waited
+      if (this.paused(sender)) return false; // a pause began while this push waited
     }
-    this.backOff.sent(n, app, this.now());
+    this.backOff.sent(n, sender, this.now(), service);
     this.metrics.spent.inc({ platform: this.options.platform }, n);
     return true;
   }
 
-  observe(answer: ProviderAnswer, app: string): void {
-    this.backOff.observe(answer, app);
+  observe(answer: ProviderAnswer, app: string, service?: string): void {
+    this.backOff.observe(answer, senderKey(app, service), service);
   }
 
-  pausedFor(app: string): number {
-    return this.backOff.pausedFor(app);
+  pausedFor(app: string, service?: string): number {
+    return this.backOff.pausedFor(senderKey(app, service));
   }
 
   /**
@@ -153,26 +156,28 @@ class FleetRateLimiter implements RateLimiter {
    * the next at that rate after those waiting and those refused before it (it is refused, and
    * counted), and which rate it was. Undefined: the push may wait.
    */
-  private overBooked(n: number, app: string | undefined): { turnInMs: number; cause: TurnCause } | undefined {
-    if (app === undefined || app === '') return undefined;
+  private overBooked(n: number, app: string | undefined, sender = app): { turnInMs: number; cause: TurnCause } | undefined {
+    if (app === undefined || app === '' || sender === undefined) return undefined;
     const budget = this.budgets.get(app);
     const budgetRate = budget !== undefined && budget.ratePerSec > 0 ? budget.ratePerSec : Number.POSITIVE_INFINITY;
     const now = this.now();
-    const slowdown = this.backOff.appSlowdown(app, now);
+    const slowdown = this.backOff.appSlowdown(sender, now);
     const slowedRate = slowdown?.ratePerSec ?? Number.POSITIVE_INFINITY;
     const rate = Math.min(budgetRate, slowedRate);
     if (rate === Number.POSITIVE_INFINITY) return undefined;
-    const waiting = (budget?.waiting() ?? 0) + (this.pacingWaiting.get(app) ?? 0);
+    const waiting = (budget?.waiting() ?? 0) + (this.pacingWaiting.get(sender) ?? 0);
     if (waiting + n <= Math.max(1, (rate * APP_WAIT_MS) / 1000)) return undefined;
-    // Turns start after the pushes waiting here, whose tokens come first.
-    const turn = Math.max(now + (waiting * 1000) / rate, this.turns.get(app) ?? 0) + (n * 1000) / rate;
     const cause: TurnCause = slowedRate < budgetRate ? 'slowed' : 'budget';
+    // Turns at the app's budget are the app's; at a slowed rate, the sender's (one push service's, for Web Push).
+    const turnsOf = cause === 'budget' ? app : sender;
+    // Turns start after the pushes waiting here, whose tokens come first.
+    const turn = Math.max(now + (waiting * 1000) / rate, this.turns.get(turnsOf) ?? 0) + (n * 1000) / rate;
     (cause === 'slowed' ? this.metrics.appSlowed : this.metrics.overBudget).inc({ platform: this.options.platform });
     // No turn is booked past the slowdown's end either: the rate is back to full then.
     const longest = this.options.maxTurnMs ?? 600_000;
     const horizonMs = cause === 'slowed' ? Math.min(longest, Math.max(1, slowdown?.endsInMs ?? longest)) : longest;
     if (turn - now > horizonMs) return { turnInMs: horizonMs, cause };
-    this.turns.set(app, turn);
+    this.turns.set(turnsOf, turn);
     return { turnInMs: turn - now, cause };
   }
 
@@ -257,20 +262,20 @@ class FleetRateLimiter implements RateLimiter {
     return true;
   }
 
-  private async waitForPacing(n: number, app: string | undefined, deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
-    if (app === undefined) return this.paced(n, app, deadline, signal);
-    this.pacingWaiting.set(app, (this.pacingWaiting.get(app) ?? 0) + n);
+  private async waitForPacing(n: number, sender: string | undefined, deadline: number, signal: AbortSignal | undefined, service?: string): Promise<boolean> {
+    if (sender === undefined) return this.paced(n, sender, deadline, signal, service);
+    this.pacingWaiting.set(sender, (this.pacingWaiting.get(sender) ?? 0) + n);
     try {
-      return await this.paced(n, app, deadline, signal);
+      return await this.paced(n, sender, deadline, signal, service);
     } finally {
-      const left = (this.pacingWaiting.get(app) ?? n) - n;
-      if (left > 0) this.pacingWaiting.set(app, left);
-      else this.pacingWaiting.delete(app);
+      const left = (this.pacingWaiting.get(sender) ?? n) - n;
+      if (left > 0) this.pacingWaiting.set(sender, left);
+      else this.pacingWaiting.delete(sender);
     }
   }
 
-  private async paced(n: number, app: string | undefined, deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
-    for (let delay = this.backOff.delayFor(n, app, this.now()); delay > 0; delay = this.backOff.delayFor(n, app, this.now())) {
+  private async paced(n: number, sender: string | undefined, deadline: number, signal: AbortSignal | undefined, service?: string): Promise<boolean> {
+    for (let delay = this.backOff.delayFor(n, sender, this.now(), service); delay > 0; delay = this.backOff.delayFor(n, sender, this.now(), service)) {
       if (this.now() + delay > deadline || this.closed.signal.aborted) return false;
       if (!(await abortableWait(delay, signal, this.closed.signal))) return false;
     }
