@@ -240,8 +240,12 @@ describe('webhook subscriptions: signed callbacks for resource changes', () => {
     const sub = await subscribe(broken.url, 'camp-broken');
     await sys.client.publishChange(change('camp-broken', { a: 1 }, { a: 2 }));
     await waitFor('first failure recorded', async () => (await call(sys, 'GET', `/v1/subscriptions/${sub.id}`, { key })).body['failingSince'] !== null);
-    await settle(DISABLE_AFTER_MS + 200);
-    await sys.client.publishChange(change('camp-broken', { a: 2 }, { a: 3 }));
+    // Changes keep coming and keep failing, never a quarter of DISABLE_AFTER_MS apart (failures
+    // further apart, nothing tried between them, start a new failing spell instead).
+    for (let i = 0; i < 8; i++) {
+      await settle(DISABLE_AFTER_MS / 6);
+      await sys.client.publishChange(change('camp-broken', { a: 2 + i }, { a: 3 + i }));
+    }
     const view = await waitFor('disabled', async () => {
       const r = await call(sys, 'GET', `/v1/subscriptions/${sub.id}`, { key });
       return r.body['enabled'] === false && r;
@@ -252,7 +256,7 @@ describe('webhook subscriptions: signed callbacks for resource changes', () => {
     expect(alarm.level).toBe(50);
     // A disabled subscription is not matched any more.
     const posts = broken.posts.length;
-    await sys.client.publishChange(change('camp-broken', { a: 3 }, { a: 4 }));
+    await sys.client.publishChange(change('camp-broken', { a: 30 }, { a: 40 }));
     await settle();
     expect(broken.posts.length).toBe(posts);
     // Enabling it again clears the record.
