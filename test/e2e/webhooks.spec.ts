@@ -240,8 +240,8 @@ describe('webhook subscriptions: signed callbacks for resource changes', () => {
     const sub = await subscribe(broken.url, 'camp-broken');
     await sys.client.publishChange(change('camp-broken', { a: 1 }, { a: 2 }));
     await waitFor('first failure recorded', async () => (await call(sys, 'GET', `/v1/subscriptions/${sub.id}`, { key })).body['failingSince'] !== null);
-    // Changes keep coming and keep failing, never a quarter of DISABLE_AFTER_MS apart (failures
-    // further apart, nothing tried between them, start a new failing spell instead).
+    // Changes keep coming and keep failing; one whose last attempt fails once the endpoint has been
+    // failing for DISABLE_AFTER_MS disables it.
     for (let i = 0; i < 8; i++) {
       await settle(DISABLE_AFTER_MS / 6);
       await sys.client.publishChange(change('camp-broken', { a: 2 + i }, { a: 3 + i }));

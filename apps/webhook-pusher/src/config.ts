@@ -16,7 +16,7 @@ export const webhookPusherConfig = {
     min: 0,
   }),
   WEBHOOK_RESPONSE_BODY_LIMIT_BYTES: int("Most of a receiver's answer body read (for the failure reason); the rest is cut off", { default: '4096', min: 0, max: 1048576 }),
-  WEBHOOK_DISABLE_AFTER_MS: int('A subscription whose deliveries keep failing (no success in between, never a quarter of this without a failure) for this long is disabled, with an alarm', {
+  WEBHOOK_DISABLE_AFTER_MS: int('A subscription whose deliveries keep failing (no success in between) for this long is disabled, with an alarm, when a delivery to it is given up (its last attempt failed, or refused for good)', {
     default: '86400000',
     min: 0,
   }),

@@ -28,7 +28,7 @@ await runService(name, config, async ({ logger, registry }) => {
   const metrics = createPusherMetrics(registry);
   const handle = createWebhookPusherHandler({
     subscriptions,
-    tracking: { store: db.subscriptions, disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS },
+    tracking: { store: db.subscriptions, disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS, lastAttempt: config.PUSHER_RETRY_DELAYS_MS.length + 1 },
     sender,
     slots: new HostSlots({
       perHost: config.WEBHOOK_MAX_PER_HOST,

@@ -54,11 +54,8 @@ export interface SubscriptionRepository {
    * in id order; `matchesResource` says which resource each is for.
    */
   findMatching(resources: ReadonlyArray<{ type: string; id: string }>, page: SubscriptionPage): Promise<SubscriptionRow[]>;
-  /**
-   * Note a failed delivery at `at`; returns since when the subscription has been failing: the
-   * spell's start, or `at` when its latest failure was over `quietMs` before (a new spell).
-   */
-  noteFailure(id: string, at: Date, quietMs: number): Promise<Date | undefined>;
+  /** Note a failed delivery at `at`; returns since when the subscription has been failing. */
+  noteFailure(id: string, at: Date): Promise<Date | undefined>;
   /** Forget failures of these subscriptions (a delivery succeeded). */
   noteSuccess(ids: readonly string[]): Promise<void>;
   /** Disable if still enabled; true when this call disabled it (so only one pusher alarms). The reason is stored as storableCopy makes it (a receiver's answer may hold a NUL). */
@@ -134,7 +131,7 @@ export function createSubscriptionRepository(db: Kysely<HeraldTables>): Subscrip
     async enableForTeam(team, id) {
       const row = await db
         .updateTable('webhook_subscriptions')
-        .set({ enabled: true, failing_since: null, last_failed_at: null, disabled_at: null, disabled_reason: null })
+        .set({ enabled: true, failing_since: null, disabled_at: null, disabled_reason: null })
         .where('team', '=', team)
         .where('id', '=', id)
         .returningAll()
@@ -160,16 +157,10 @@ export function createSubscriptionRepository(db: Kysely<HeraldTables>): Subscrip
       if (page.after !== undefined) q = q.where('id', '>', page.after);
       return (await q.orderBy('id').limit(page.limit).execute()).map(toRow);
     },
-    async noteFailure(id, at, quietMs) {
-      // A failure more than quietMs after the spell's latest starts a new spell: nothing was tried
-      // between them, so the endpoint was not seen failing all that time.
-      const gapStart = new Date(at.getTime() - quietMs);
+    async noteFailure(id, at) {
       const row = await db
         .updateTable('webhook_subscriptions')
-        .set({
-          failing_since: sql<Date>`case when failing_since is null or coalesce(last_failed_at, failing_since) < ${gapStart} then ${at} else failing_since end`,
-          last_failed_at: sql<Date>`greatest(last_failed_at, ${at})`,
-        })
+        .set({ failing_since: sql<Date>`coalesce(failing_since, ${at})` })
         .where('id', '=', id)
         .returning('failing_since')
         .executeTakeFirst();

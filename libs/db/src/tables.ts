@@ -215,8 +215,6 @@ export interface WebhookSubscriptionsTable {
   secret: string;
   enabled: Generated<boolean>;
   failing_since: Date | null;
-  /** 0037: the latest failure of the spell (a failure long after it starts a new one). */
-  last_failed_at: Date | null;
   disabled_at: Date | null;
   disabled_reason: string | null;
   created_at: Generated<Date>;
