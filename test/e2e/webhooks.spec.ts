@@ -123,6 +123,27 @@ describe('webhook subscriptions: signed callbacks for resource changes', () => {
     expect(unrelated.posts).toHaveLength(0);
   });
 
+  it("rotates a subscription's secret: deliveries carry a signature by each secret until the previous one expires, then by the new one only", async () => {
+    const hook = await receiver();
+    const sub = await subscribe(hook.url, 'camp-rotate');
+    const rotated = await call(sys, 'POST', `/v1/subscriptions/${sub.id}/rotate-secret`, { key, body: { keepPreviousForS: 3600 } });
+    expect(rotated.status).toBe(200);
+    const secret = String(rotated.body['secret']);
+    expect(secret).not.toBe(sub.secret);
+    expect((await call(sys, 'POST', `/v1/subscriptions/${sub.id}/rotate-secret`, { key: otherTeamKey, body: {} })).status).toBe(404);
+    const during = change('camp-rotate', { a: 1 }, { a: 2 });
+    const since = Date.now();
+    await sys.client.publishChange(during);
+    const first = await hook.waitFor({ eventId: during.id }, since); // WEBHOOK_SUBSCRIPTION_CACHE_TTL_MS 0 here: the rotation is seen at once
+    expect([signed(first, secret), signed(first, sub.secret)]).toEqual([true, true]);
+    // The previous secret dropped (a rotation with no window): the new one only.
+    const final = String((await call(sys, 'POST', `/v1/subscriptions/${sub.id}/rotate-secret`, { key, body: { keepPreviousForS: 0 } })).body['secret']);
+    const after = change('camp-rotate', { a: 2 }, { a: 3 });
+    await sys.client.publishChange(after);
+    const second = await hook.waitFor({ eventId: after.id }, since);
+    expect([signed(second, final), signed(second, secret), signed(second, sub.secret)]).toEqual([true, false, false]);
+  });
+
   it('notifies two changes of different resources that share an event id (two teams chose the same id), each once', async () => {
     const hook = await receiver();
     await subscribe(hook.url, '*', 'ad');

@@ -20,6 +20,7 @@ import {
   PushJob,
   SubscriptionCreate,
   SubscriptionCreated,
+  SubscriptionSecretRotate,
   SubscriptionList,
   SubscriptionListQuery,
   SubscriptionView,
@@ -31,7 +32,7 @@ import { WEB_PUSH_INPUTS, WEB_PUSH_PATHS, WEB_PUSH_SCHEMAS } from './openapi-web
 import { AUDIENCE_INPUTS, AUDIENCE_PATHS, AUDIENCE_SCHEMAS } from './openapi-audiences.ts';
 
 /** Every schema the document names, straight from libs/contracts: the API validates with these same objects. */
-const SCHEMAS = { PushJob, JobBatch, JobAccepted, JobBatchAccepted, JobStatus, JobCancelled, DeviceRegister, DeviceUnregister, AppCreate, AppUpdate, AppRotate, AppView, ApiKeyCreate, ApiKeyCreated, ApiError: ApiErrorBody, SubscriptionCreate, SubscriptionCreated, SubscriptionView, SubscriptionList, ChangePublish, ChangeAccepted, OperatorKeyCreate, OperatorKeyCreated, ...PREFERENCE_SCHEMAS, ...JOB_PUSH_SCHEMAS, ...WEB_PUSH_SCHEMAS, ...AUDIENCE_SCHEMAS };
+const SCHEMAS = { PushJob, JobBatch, JobAccepted, JobBatchAccepted, JobStatus, JobCancelled, DeviceRegister, DeviceUnregister, AppCreate, AppUpdate, AppRotate, AppView, ApiKeyCreate, ApiKeyCreated, ApiError: ApiErrorBody, SubscriptionCreate, SubscriptionSecretRotate, SubscriptionCreated, SubscriptionView, SubscriptionList, ChangePublish, ChangeAccepted, OperatorKeyCreate, OperatorKeyCreated, ...PREFERENCE_SCHEMAS, ...JOB_PUSH_SCHEMAS, ...WEB_PUSH_SCHEMAS, ...AUDIENCE_SCHEMAS };
 type SchemaName = keyof typeof SCHEMAS;
 
 function component(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
@@ -83,6 +84,9 @@ const PATHS = {
   '/v1/subscriptions/{id}/enable': {
     post: { summary: 'Enable a subscription again after it was disabled for failing', security: team, parameters: subscriptionId, responses: { '200': answer('enabled', 'SubscriptionView'), ...errors(401, 404) } },
   },
+  '/v1/subscriptions/{id}/rotate-secret': {
+    post: { summary: 'A new secret (given, or generated), returned once; deliveries carry a signature (v1=) by the current secret too for keepPreviousForS (default a day), so the receiver switches within it', security: team, parameters: subscriptionId, requestBody: body('SubscriptionSecretRotate'), responses: { '200': answer('rotated', 'SubscriptionCreated'), ...errors(400, 401, 404, 413, 415) } },
+  },
   '/v1/changes': {
     post: { summary: "Publish a resource's change; subscribers of it get the diff", security: team, requestBody: body('ChangePublish'), responses: { '202': answer('confirmed by RabbitMQ', 'ChangeAccepted'), ...errors(400, 401, 413, 415, 422, 503) } },
   },
@@ -106,7 +110,7 @@ const PATHS = {
 
 /** The OpenAPI 3.1 document, generated from the contract schemas (built once, at start-up). */
 export function openApiDocument(): Record<string, unknown> {
-  const inputs = new Set<SchemaName>(['PushJob', 'JobBatch', 'DeviceRegister', 'DeviceUnregister', 'AppCreate', 'AppUpdate', 'AppRotate', 'ApiKeyCreate', 'OperatorKeyCreate', 'SubscriptionCreate', 'ChangePublish']);
+  const inputs = new Set<SchemaName>(['PushJob', 'JobBatch', 'DeviceRegister', 'DeviceUnregister', 'AppCreate', 'AppUpdate', 'AppRotate', 'ApiKeyCreate', 'OperatorKeyCreate', 'SubscriptionCreate', 'SubscriptionSecretRotate', 'ChangePublish']);
   const schemas = Object.fromEntries(Object.entries(SCHEMAS).map(([name, s]) => [name, component(s, inputs.has(name as SchemaName) || PREFERENCE_INPUTS.has(name) || WEB_PUSH_INPUTS.has(name) || AUDIENCE_INPUTS.has(name) ? 'input' : 'output')]));
   return {
     openapi: '3.1.0',

@@ -17,6 +17,7 @@ import {
   createSubscription,
   deleteSubscription,
   enableSubscription,
+  rotateSubscriptionSecret,
   getSubscription,
   listSubscriptions,
   type SubscriptionServiceDeps,
@@ -117,6 +118,7 @@ function teamRoutes(app: FastifyInstance, deps: ApiServerDeps, metrics: RequestM
     return reply.status(204).send();
   }));
   app.post('/v1/subscriptions/:id/enable', team(async (req, key) => enableSubscription(req.params.id, key, deps)));
+  app.post('/v1/subscriptions/:id/rotate-secret', team(async (req, key) => rotateSubscriptionSecret(req.params.id, req.body, key, deps)));
   app.get('/v1/web-push/vapid-public-key', team(async (req, key) => vapidPublicKey(req.query, key, deps)));
   app.post('/v1/changes', team(async (req, key, reply) => reply.status(202).send(await acceptChange(req.body, key.team, deps))));
   registerPreferenceRoutes(app, team, deps);

@@ -2,7 +2,7 @@ import type { ApiKeyRow } from '@herald/db';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from './api-error.ts';
-import { createSubscription, deleteSubscription, listSubscriptions, type SubscriptionServiceDeps } from './subscription-service.ts';
+import { createSubscription, deleteSubscription, getSubscription, listSubscriptions, rotateSubscriptionSecret, type SubscriptionServiceDeps } from './subscription-service.ts';
 
 let t: TestDatabase;
 let deps: SubscriptionServiceDeps;
@@ -50,5 +50,34 @@ describe('webhook subscriptions API: per-team cap and paging', () => {
     expect((await listSubscriptions(undefined, key, deps)).next).toBeNull();
     const bad = await refusal(listSubscriptions({ limit: '0', after: 'nope' }, key, deps));
     expect([bad.status, bad.issues?.map((i) => i.path)]).toEqual([400, ['limit', 'after']]);
+  });
+});
+
+describe('webhook subscriptions API: rotating the secret', () => {
+  it('answers the new secret once, keeps the previous signing for keepPreviousForS, and refuses another team and a bad window by field', async () => {
+    const key = keyOf('rotator');
+    const made = await createSubscription(body('r1'), key, deps);
+    expect(made.previousSecretExpiresAt).toBeNull();
+    const before = Date.now();
+    const rotated = await rotateSubscriptionSecret(made.id, { keepPreviousForS: 3600 }, key, deps);
+    expect(rotated.secret).toMatch(/^whsec_/);
+    expect(rotated.secret).not.toBe(made.secret);
+    const expires = Date.parse(rotated.previousSecretExpiresAt ?? '');
+    expect(expires).toBeGreaterThanOrEqual(before + 3_600_000 - 1000);
+    expect(expires).toBeLessThanOrEqual(Date.now() + 3_600_000 + 1000);
+    // Stored for the pushers: the new secret, the previous one until then.
+    const row = await t.db.subscriptions.getForTeam('rotator', made.id);
+    expect(row?.secret).toBe(rotated.secret);
+    expect(row?.previousSecret).toEqual({ secret: made.secret, until: new Date(expires) });
+    // The view (GET) never shows a secret, only until when the previous one signs.
+    const view = await getSubscription(made.id, key, deps);
+    expect(view).not.toHaveProperty('secret');
+    expect(view.previousSecretExpiresAt).toBe(rotated.previousSecretExpiresAt);
+    // A given secret; the previous dropped at once.
+    const given = await rotateSubscriptionSecret(made.id, { secret: 'whsec_given_0123456789abcdef', keepPreviousForS: 0 }, key, deps);
+    expect([given.secret, given.previousSecretExpiresAt]).toEqual(['whsec_given_0123456789abcdef', null]);
+    expect((await refusal(rotateSubscriptionSecret(made.id, {}, keyOf('neighbour'), deps))).status).toBe(404);
+    const bad = await refusal(rotateSubscriptionSecret(made.id, { keepPreviousForS: 8 * 86_400, secret: 'short' }, key, deps));
+    expect([bad.status, bad.issues?.map((i) => i.path).sort()]).toEqual([400, ['keepPreviousForS', 'secret']]);
   });
 });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { SubscriptionCreate, SubscriptionListQuery, callbackUrlProblem, type SubscriptionCreated, type SubscriptionList, type SubscriptionView } from '@herald/contracts';
+import { SubscriptionCreate, SubscriptionListQuery, SubscriptionSecretRotate, callbackUrlProblem, type SubscriptionCreated, type SubscriptionList, type SubscriptionView } from '@herald/contracts';
 import type { ApiKeyRow, SubscriptionInsert, SubscriptionPage, SubscriptionRow } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 
@@ -10,6 +10,7 @@ export interface SubscriptionServiceDeps {
     getForTeam(team: string, id: string): Promise<SubscriptionRow | undefined>;
     deleteForTeam(team: string, id: string): Promise<boolean>;
     enableForTeam(team: string, id: string): Promise<SubscriptionRow | undefined>;
+    rotateSecretForTeam(team: string, id: string, secret: string, keepPreviousUntil: Date): Promise<SubscriptionRow | undefined>;
   };
   /** WEBHOOK_RESOURCE_TYPES */
   resourceTypes: readonly string[];
@@ -28,7 +29,7 @@ export function checkResourceType(type: string, path: string, resourceTypes: rea
   throw new ApiError(422, 'unknown-resource-type', `${path}: ${message}`, [{ path, message }]);
 }
 
-export function viewOf(row: SubscriptionRow): SubscriptionView {
+export function viewOf(row: SubscriptionRow, now = new Date()): SubscriptionView {
   return {
     id: row.id,
     team: row.team,
@@ -39,6 +40,7 @@ export function viewOf(row: SubscriptionRow): SubscriptionView {
     disabledAt: row.disabledAt?.toISOString() ?? null,
     disabledReason: row.disabledReason,
     failingSince: row.failingSince?.toISOString() ?? null,
+    previousSecretExpiresAt: row.previousSecret !== null && row.previousSecret.until > now ? row.previousSecret.until.toISOString() : null,
     createdAt: row.createdAt.toISOString(),
   };
 }
@@ -53,7 +55,7 @@ export async function createSubscription(body: unknown, key: ApiKeyRow, deps: Su
   const problem = callbackUrlProblem(s.callbackUrl, { allowHttpLocalhost: deps.allowHttpLocalhost });
   if (problem !== undefined) throw new ApiError(400, 'invalid-request', `callbackUrl: ${problem}`, [{ path: 'callbackUrl', message: problem }]);
   checkResourceType(s.resourceType, 'resourceType', deps.resourceTypes);
-  const secret = s.secret ?? `whsec_${randomBytes(32).toString('base64url')}`;
+  const secret = s.secret ?? newSecret();
   const max = deps.maxSubscriptionsPerTeam;
   const row = await deps.subscriptions.createWithin({ team: key.team, callbackUrl: s.callbackUrl, resourceType: s.resourceType, resourceId: s.resourceId, secret }, max);
   if (row === 'team-limit') {
@@ -67,7 +69,7 @@ export async function listSubscriptions(query: unknown, key: ApiKeyRow, deps: Su
   const page = parseBody(SubscriptionListQuery, query ?? {});
   const rows = await deps.subscriptions.listForTeam(key.team, { limit: page.limit + 1, ...(page.after !== undefined && { after: page.after }) });
   const shown = rows.slice(0, page.limit);
-  return { subscriptions: shown.map(viewOf), next: rows.length > page.limit ? (shown[shown.length - 1]?.id ?? null) : null };
+  return { subscriptions: shown.map((row) => viewOf(row)), next: rows.length > page.limit ? (shown[shown.length - 1]?.id ?? null) : null };
 }
 
 export async function getSubscription(id: string, key: ApiKeyRow, deps: SubscriptionServiceDeps): Promise<SubscriptionView> {
@@ -86,5 +88,21 @@ export async function enableSubscription(id: string, key: ApiKeyRow, deps: Subsc
   if (row === undefined) throw notFound(id);
   return viewOf(row);
 }
+
+/**
+ * POST /v1/subscriptions/:id/rotate-secret: a new secret (given, or generated), returned this once;
+ * deliveries carry a signature by the current one too for keepPreviousForS (a receiver switches to
+ * the new one within it). The pushers pick it up within WEBHOOK_SUBSCRIPTION_CACHE_TTL_MS; each
+ * delivery keeps its notification id, so a receiver's de-duplication holds across the rotation.
+ */
+export async function rotateSubscriptionSecret(id: string, body: unknown, key: ApiKeyRow, deps: SubscriptionServiceDeps): Promise<SubscriptionCreated> {
+  const r = parseBody(SubscriptionSecretRotate, body ?? {});
+  const secret = r.secret ?? newSecret();
+  const row = UUID.test(id) ? await deps.subscriptions.rotateSecretForTeam(key.team, id, secret, new Date(Date.now() + r.keepPreviousForS * 1000)) : undefined;
+  if (row === undefined) throw notFound(id);
+  return { ...viewOf(row), secret };
+}
+
+const newSecret = (): string => `whsec_${randomBytes(32).toString('base64url')}`;
 
 const notFound = (id: string) => new ApiError(404, 'no-subscription', `no subscription "${id}" for this API key's team`);

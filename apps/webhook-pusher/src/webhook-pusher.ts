@@ -123,9 +123,12 @@ async function send(r: Ready, deps: WebhookPusherDeps, window: AbortSignal): Pro
   if (release === undefined) return window.aborted ? { kind: 'unpaced', bookedMs: 0 } : { kind: 'host-busy' };
   try {
     const body = Buffer.from(JSON.stringify(webhookBodyOf(r.delivery)));
-    const timestamp = Math.floor((deps.now?.() ?? new Date()).getTime() / 1000);
+    const signedAt = deps.now?.() ?? new Date();
+    const timestamp = Math.floor(signedAt.getTime() / 1000);
+    // After a rotation, a second signature by the previous secret until it expires.
+    const previous = r.sub.previousSecret !== null && r.sub.previousSecret.until > signedAt ? r.sub.previousSecret.secret : undefined;
     const headers = {
-      [WebhookHeaders.signature]: signWebhook(r.sub.secret, timestamp, body),
+      [WebhookHeaders.signature]: signWebhook(r.sub.secret, timestamp, body, previous),
       [WebhookHeaders.notificationId]: r.delivery.notificationId,
       [WebhookHeaders.attempt]: String(r.attempt),
     };

@@ -29,6 +29,8 @@ export const SubscriptionView = z.object({
   disabledReason: z.string().nullable(),
   /** Since when deliveries to it have been failing without a success in between; null when healthy. */
   failingSince: z.string().nullable(),
+  /** After a secret rotation: until when deliveries are signed with the previous secret too; null when not. */
+  previousSecretExpiresAt: z.string().nullable(),
   createdAt: z.string(),
 });
 export type SubscriptionView = z.infer<typeof SubscriptionView>;
@@ -36,6 +38,21 @@ export type SubscriptionView = z.infer<typeof SubscriptionView>;
 /** The create answer: the view plus the secret, shown this once. */
 export const SubscriptionCreated = SubscriptionView.extend({ secret: z.string() });
 export type SubscriptionCreated = z.infer<typeof SubscriptionCreated>;
+
+/** The longest a rotated-out secret keeps signing (seconds): a week. */
+export const MAX_PREVIOUS_SECRET_S = 7 * 86_400;
+
+/** POST /v1/subscriptions/:id/rotate-secret */
+export const SubscriptionSecretRotate = z.strictObject({
+  /** The new secret; generated (and returned once) when absent. */
+  secret: storable(z.string().min(16).max(256)).optional(),
+  /**
+   * How long deliveries keep a signature with the current secret beside the new one's (seconds;
+   * default a day, 0 to drop it at once): the receiver switches to the new secret within it.
+   */
+  keepPreviousForS: z.number().int().min(0).max(MAX_PREVIOUS_SECRET_S).default(86_400),
+});
+export type SubscriptionSecretRotate = z.infer<typeof SubscriptionSecretRotate>;
 
 /** Most subscriptions one GET /v1/subscriptions answers with (and its default page). */
 export const MAX_SUBSCRIPTION_PAGE = 1000;

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /** Headers on every webhook POST. */
 export const WebhookHeaders = {
-  /** `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" with the subscription secret>` */
+  /** `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" with the subscription secret>` (a second v1 by the previous secret after a rotation) */
   signature: 'herald-signature',
   notificationId: 'herald-notification-id',
   /** 1 on the first try, then 2, 3, … (a retry of the same notification). */
@@ -16,9 +16,13 @@ export function signatureOf(secret: string, timestamp: number, body: string | Bu
   return createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest('hex');
 }
 
-/** The Herald-Signature header value for this body, signed at `timestamp` (unix seconds). */
-export function signWebhook(secret: string, timestamp: number, body: string | Buffer): string {
-  return `t=${timestamp},v1=${signatureOf(secret, timestamp, body)}`;
+/**
+ * The Herald-Signature header value for this body, signed at `timestamp` (unix seconds); after a
+ * secret rotation, with a second v1 by the previous secret (a receiver accepts any v1 that matches).
+ */
+export function signWebhook(secret: string, timestamp: number, body: string | Buffer, previousSecret?: string): string {
+  const previous = previousSecret === undefined ? '' : `,v1=${signatureOf(previousSecret, timestamp, body)}`;
+  return `t=${timestamp},v1=${signatureOf(secret, timestamp, body)}${previous}`;
 }
 
 export type SignatureCheck = { ok: true; timestamp: number } | { ok: false; reason: string };

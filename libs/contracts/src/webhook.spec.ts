@@ -45,6 +45,16 @@ describe('webhook signatures', () => {
     expect(verifyWebhookSignature(header, body, secret, { nowS: 1_700_000_010 })).toEqual({ ok: true, timestamp: 1_700_000_000 });
   });
 
+  it('after a secret rotation, signs with the new and the previous secret: a receiver holding either verifies, another does not', () => {
+    const rotated = 'whsec_rotated_0123456789abcdef';
+    const header = signWebhook(rotated, 1_700_000_000, body, secret);
+    expect(header).toMatch(/^t=1700000000,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    const now = { nowS: 1_700_000_000 };
+    expect(verifyWebhookSignature(header, body, rotated, now)).toEqual({ ok: true, timestamp: 1_700_000_000 });
+    expect(verifyWebhookSignature(header, body, secret, now)).toEqual({ ok: true, timestamp: 1_700_000_000 });
+    expect(verifyWebhookSignature(header, body, 'another-secret-0123456789', now)).toMatchObject({ ok: false });
+  });
+
   it('refuses a changed body, another secret, a stale timestamp and a missing header', () => {
     const header = signWebhook(secret, 1_700_000_000, body);
     const now = { nowS: 1_700_000_000 };

@@ -11,6 +11,8 @@ export interface SubscriptionRow {
   resourceType: string;
   resourceId: string;
   secret: string;
+  /** The secret before the last rotation and until when deliveries are signed with it too; null when none. */
+  previousSecret: { secret: string; until: Date } | null;
   enabled: boolean;
   failingSince: Date | null;
   disabledAt: Date | null;
@@ -45,6 +47,11 @@ export interface SubscriptionRepository {
   /** The team's subscription, or undefined (another team's is as good as missing). */
   getForTeam(team: string, id: string): Promise<SubscriptionRow | undefined>;
   deleteForTeam(team: string, id: string): Promise<boolean>;
+  /**
+   * A new secret; the current one is kept as the previous until `keepPreviousUntil` (deliveries are
+   * signed with both meanwhile). Undefined if the team has no such subscription.
+   */
+  rotateSecretForTeam(team: string, id: string, secret: string, keepPreviousUntil: Date): Promise<SubscriptionRow | undefined>;
   /** Enable again (and forget past failures); undefined if the team has no such subscription. */
   enableForTeam(team: string, id: string): Promise<SubscriptionRow | undefined>;
   /** Any subscriptions by id (the pusher's lookup). */
@@ -76,6 +83,7 @@ const toRow = (r: Selectable<WebhookSubscriptionsTable>): SubscriptionRow => ({
   resourceType: r.resource_type,
   resourceId: r.resource_id,
   secret: r.secret,
+  previousSecret: r.previous_secret === null || r.previous_secret_until === null ? null : { secret: r.previous_secret, until: r.previous_secret_until },
   enabled: r.enabled,
   failingSince: r.failing_since,
   disabledAt: r.disabled_at,
@@ -127,6 +135,16 @@ export function createSubscriptionRepository(db: Kysely<HeraldTables>): Subscrip
     async deleteForTeam(team, id) {
       const r = await db.deleteFrom('webhook_subscriptions').where('team', '=', team).where('id', '=', id).executeTakeFirst();
       return Number(r.numDeletedRows) > 0;
+    },
+    async rotateSecretForTeam(team, id, secret, keepPreviousUntil) {
+      const row = await db
+        .updateTable('webhook_subscriptions')
+        .set({ previous_secret: sql<string>`secret`, previous_secret_until: keepPreviousUntil, secret })
+        .where('team', '=', team)
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst();
+      return row === undefined ? undefined : toRow(row);
     },
     async enableForTeam(team, id) {
       const row = await db

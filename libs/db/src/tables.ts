@@ -215,6 +215,9 @@ export interface WebhookSubscriptionsTable {
   secret: string;
   enabled: Generated<boolean>;
   failing_since: Date | null;
+  /** 0037: the secret before the last rotation, still signed with until previous_secret_until. */
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
   disabled_at: Date | null;
   disabled_reason: string | null;
   created_at: Generated<Date>;
