@@ -132,6 +132,22 @@ describe('delay queue relay', () => {
     }
   });
 
+  it('a message whose queue to go back to does not exist is parked beside its delay queue with the reason, not sent round for good', async () => {
+    const consumer = await t.broker.consume({ queue: 'd.work', prefetch: 1, retryDelaysMs: DELAYS, handle: recordingHandler().handle });
+    await t.broker.publisher.publish({
+      exchange: '',
+      routingKey: delayQueueFor(DELAY_MS),
+      body: Buffer.from('orphan'),
+      messageId: 'orphan',
+      headers: { [HeraldHeaders.returnTo]: 'no.such.queue', [HeraldHeaders.dueAt]: Date.now() },
+    });
+    const parked = await waitForMessage(t.vhost.amqpUrl, parkedQueueFor(delayQueueFor(DELAY_MS)), 10_000);
+    await consumer.stop(1_000);
+    expect(parked.content.toString()).toBe('orphan');
+    expect(parked.properties.headers).toMatchObject({ [HeraldHeaders.parkedCode]: NO_RETURN_QUEUE });
+    expect(String(parked.properties.headers?.[HeraldHeaders.parkedReason])).toMatch(/"no\.such\.queue", does not exist/);
+  });
+
   it('a message in a delay queue that names no queue to go back to is parked beside it with the reason', async () => {
     const consumer = await t.broker.consume({ queue: 'd.work', prefetch: 1, retryDelaysMs: DELAYS, handle: recordingHandler().handle });
     await t.broker.publisher.publish({ exchange: '', routingKey: delayQueueFor(DELAY_MS), body: Buffer.from('stray'), messageId: 'stray' });

@@ -2,6 +2,8 @@ import type { Channel, ConsumeMessage, Options } from 'amqplib';
 import { delayQueueFor, Exchanges, parkedQueueFor } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import type { AckWindow } from './ack-window.ts';
+import { NO_RETURN_QUEUE } from './delay-relay.ts';
+import { UnroutableError } from './errors.ts';
 import { HeraldHeaders } from './headers.ts';
 import type { MessagingMetrics } from './metrics.ts';
 import type { ConfirmPublisher, RawOutbound } from './publisher.ts';
@@ -86,7 +88,14 @@ export class Settler {
         await this.defer(d, outcome.code, outcome.reason, outcome.delayMs, outcome.spread === true);
         return undefined;
       case 'forward':
-        await this.forward(d, outcome.queue, outcome.asIs === true);
+        try {
+          await this.forward(d, outcome.queue, outcome.asIs === true);
+        } catch (err) {
+          // No such queue (deleted, renamed, misspelt by hand): no retry makes one, and a relay has
+          // no delivery limit, so it would go round for good, unseen. Parked beside the delay queue.
+          if (!(err instanceof UnroutableError)) throw err;
+          return this.park(d, NO_RETURN_QUEUE, `the queue it goes back to, "${outcome.queue}", does not exist (${err.message}); replay it once that queue is back`);
+        }
         return undefined;
     }
   }
