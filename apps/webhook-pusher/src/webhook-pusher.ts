@@ -8,7 +8,7 @@ import {
   webhookBodyOf,
 } from '@herald/contracts';
 import type { SubscriptionRow } from '@herald/db';
-import { DeliveredRecorder, keepClaims, type Ledger, type PusherMetrics } from '@herald/delivery';
+import { DeliveredRecorder, keepClaims, waitWindow, type Ledger, type PusherMetrics, type WaitWindow } from '@herald/delivery';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, ParkedNotice } from '@herald/messaging';
 import type { HostSlots } from './host-slots.ts';
@@ -67,14 +67,14 @@ export function createWebhookPusherHandler(deps: WebhookPusherDeps) {
       else ready.push({ ...d, sub });
     }
     const toSend = await claim(ready, outcomes, deps);
-    const window = waitWindow(deps, Date.now());
-    const recorder = new DeliveredRecorder(deps.ledger, deps.logger);
+    const window = sendWindow(deps, Date.now());
+    const recorder = new DeliveredRecorder(deps.ledger, deps.logger, deps.signal);
     // Claims stay alive while the batch is at work, so a slow answer is not sent twice (claim-keeper.ts).
     const stopKeeping = keepClaims(deps.ledger, toSend.map((r) => r.delivery.notificationId), deps.owner, deps.leaseMs, deps.logger);
     try {
       const results = await Promise.all(
         toSend.map((r) =>
-          send(r, deps, window).then((result) => {
+          send(r, deps, window.signal).then((result) => {
             if (result.kind === 'delivered') recorder.add({ pushId: r.delivery.notificationId, outcome: `delivered: HTTP ${result.status}` });
             return result;
           }),
@@ -83,6 +83,7 @@ export function createWebhookPusherHandler(deps: WebhookPusherDeps) {
       await recorder.flush();
       await settle(toSend, results, outcomes, deps);
     } finally {
+      window.close();
       stopKeeping();
     }
     return outcomes;
@@ -110,9 +111,8 @@ async function claim(ready: Ready[], outcomes: Outcome[], deps: WebhookPusherDep
 }
 
 /** Waiting for budget or a host slot ends at half a lease (the claim must outlive the send) or at shutdown. */
-function waitWindow(deps: WebhookPusherDeps, claimedAt: number): AbortSignal {
-  const halfLease = AbortSignal.timeout(Math.max(1, claimedAt + deps.leaseMs / 2 - Date.now()));
-  return deps.signal === undefined ? halfLease : AbortSignal.any([deps.signal, halfLease]);
+function sendWindow(deps: WebhookPusherDeps, claimedAt: number): WaitWindow {
+  return waitWindow(claimedAt + deps.leaseMs / 2, deps.signal);
 }
 
 async function send(r: Ready, deps: WebhookPusherDeps, window: AbortSignal): Promise<Sent> {

@@ -22,4 +22,5 @@ export * from './cancelled-jobs.ts';
 export * from './park-outcomes.ts';
 export { DeliveredRecorder, completeDurably } from './ledger-record.ts';
 export { keepClaims } from './claim-keeper.ts';
+export { waitWindow, type WaitWindow } from './wait-window.ts';
 export * from './pusher-limiter.ts';

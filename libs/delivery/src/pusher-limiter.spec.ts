@@ -64,15 +64,31 @@ describe('pusher with a rate limiter', () => {
       [1, 'demo'],
       [1, 'demo'],
     ]);
-    // The wait signal follows the shutdown signal (and ends half a lease after the claim).
-    p.shutdown.abort();
-    expect(asked.every(([, s]) => s?.aborted === true)).toBe(true);
     expect(p.sent).toEqual([a.push.pushId, b.push.pushId]);
     expect(observed).toEqual([
       [throttled, 'demo'],
       [throttled, 'demo'],
     ]);
     expect(outcomes.map((o) => o.kind)).toEqual(['retry', 'retry']);
+  });
+
+  it('a push waiting for budget when the pusher stops gives up at once: deferred unsent as stopping, not as over budget', async () => {
+    let waiting!: () => void;
+    const started = new Promise<void>((r) => (waiting = r));
+    const limiter = {
+      acquire: async (_n: number, s?: AbortSignal) => {
+        waiting();
+        await new Promise((r) => s?.addEventListener('abort', r, { once: true }));
+        return false;
+      },
+    };
+    const p = pusher(limiter, { kind: 'delivered' });
+    const handled = p.handle([message().inbound]);
+    await started;
+    p.shutdown.abort();
+    const [outcome] = await handled;
+    expect(p.sent).toEqual([]);
+    expect(outcome).toMatchObject({ kind: 'defer', code: 'stopping' });
   });
 
   // The ledger lower-cases ids and answered both spellings 'claimed'; the batch compared them as given and sent both.

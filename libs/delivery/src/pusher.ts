@@ -14,6 +14,7 @@ import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import type { SendResult } from '@herald/providers';
 import type { PusherMetrics } from './pusher-metrics.ts';
 import { completeDurably, DeliveredRecorder, type RecordedBatch } from './ledger-record.ts';
+import { waitWindow, type WaitWindow } from './wait-window.ts';
 import { keepClaims } from './claim-keeper.ts';
 import type { ProviderSource } from './provider-pool.ts';
 import { keptToken, settingsKeyOf, type AppBans } from './app-ban.ts';
@@ -79,11 +80,11 @@ export interface PusherDeps {
 type Claimable = { index: number; attempt: number; push: DevicePush; topic: string | undefined; app: AppRow };
 const ack: Outcome = { kind: 'ack' };
 /**
- * Not sent: no budget within the wait bound, or the pusher is stopping, or (pausedMs > 0) the app
+ * Not sent: no budget within the wait bound, or the pusher is stopping (`stopping`), or (pausedMs > 0) the app
  * is paused, or (bookedMs > 0) its app's own budget, or the rate a throttle slowed it to (`slowed`),
  * is booked that far ahead.
  */
-type Unpaced = { kind: 'unpaced'; pausedMs: number; bookedMs: number; slowed?: true };
+type Unpaced = { kind: 'unpaced'; pausedMs: number; bookedMs: number; slowed?: true; stopping?: true };
 /** Not sent: its job was cancelled while the push waited for budget. */
 type CancelledWhileWaiting = { kind: 'cancelled' };
 type ExpiredWhileWaiting = { kind: 'expired-waiting' };
@@ -93,6 +94,7 @@ const unpaced = (deps: PusherDeps, app: string, service: string | undefined, boo
   pausedMs: deps.limiter?.pausedFor?.(app, service) ?? 0,
   bookedMs,
   ...(slowed && { slowed: true }),
+  ...(deps.signal?.aborted === true && { stopping: true }),
 });
 
 /**
@@ -135,10 +137,11 @@ export function createPusherHandler(deps: PusherDeps) {
     const stopKeeping = keepClaims(deps.ledger, toSend.map((r) => r.push.pushId), deps.owner, deps.leaseMs, deps.logger);
     try {
       const recording = recorder.batch();
-      const results = await Promise.all(toSend.map((r) => send(r, deps, budgetWindow).then((result) => record(r, result, recording, deps))));
+      const results = await Promise.all(toSend.map((r) => send(r, deps, budgetWindow.signal).then((result) => record(r, result, recording, deps))));
       await recording.flush();
       await settle(toSend, results, outcomes, deps);
     } finally {
+      budgetWindow.close();
       stopKeeping();
     }
     return flushed(outcomes, deps);
@@ -182,9 +185,8 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
  * get budget should free its consumer and its claims, and a frozen process should let go within
  * one lease of its last renewal.
  */
-function budgetWindowOf(deps: PusherDeps, claimedAt: number): AbortSignal {
-  const halfLease = AbortSignal.timeout(Math.max(1, claimedAt + deps.leaseMs / 2 - Date.now()));
-  return deps.signal === undefined ? halfLease : AbortSignal.any([deps.signal, halfLease]);
+function budgetWindowOf(deps: PusherDeps, claimedAt: number): WaitWindow {
+  return waitWindow(claimedAt + deps.leaseMs / 2, deps.signal);
 }
 
 async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): Promise<Sent> {
@@ -382,6 +384,7 @@ function deferUnsent(result: Unpaced): Outcome {
   if (result.bookedMs > 0) {
     return { kind: 'defer', code: 'app-rate-limited', reason: `the app's own budget is booked ${Math.ceil(result.bookedMs)} ms ahead`, delayMs: Math.ceil(result.bookedMs) };
   }
+  if (result.stopping === true) return { kind: 'defer', code: 'stopping', reason: 'the pusher stopped before sending it', delayMs: 1000 };
   return { kind: 'defer', code: 'rate-limited', reason: 'no outbound budget within the wait bound', delayMs: 1000 };
 }
 
