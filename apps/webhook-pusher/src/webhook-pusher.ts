@@ -8,7 +8,7 @@ import {
   webhookBodyOf,
 } from '@herald/contracts';
 import type { SubscriptionRow } from '@herald/db';
-import { DeliveredRecorder, keepClaims, waitWindow, type Ledger, type PusherMetrics, type WaitWindow } from '@herald/delivery';
+import { DeliveredRecorder, keepClaims, unrecordedOf, waitWindow, type Ledger, type PusherMetrics, type WaitWindow } from '@herald/delivery';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, ParkedNotice } from '@herald/messaging';
 import type { HostSlots } from './host-slots.ts';
@@ -68,7 +68,7 @@ export function createWebhookPusherHandler(deps: WebhookPusherDeps) {
     }
     const toSend = await claim(ready, outcomes, deps);
     const window = sendWindow(deps, Date.now());
-    const recorder = new DeliveredRecorder(deps.ledger, deps.logger, deps.signal);
+    const recorder = new DeliveredRecorder(deps.ledger, deps.logger, deps.signal, unrecordedOf(deps.metrics, PLATFORM));
     // Claims stay alive while the batch is at work, so a slow answer is not sent twice (claim-keeper.ts).
     const stopKeeping = keepClaims(deps.ledger, toSend.map((r) => r.delivery.notificationId), deps.owner, deps.leaseMs, deps.logger);
     try {

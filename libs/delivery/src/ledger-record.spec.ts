@@ -37,6 +37,19 @@ describe('completeDurably', () => {
     }
   });
 
+  it('counts the pushes it is still trying to record while the database is away (HeraldConsumerStuck holds its fire for them), none once recorded', async () => {
+    let waiting = 0;
+    const gauge = { inc: (n: number) => void (waiting += n), dec: (n: number) => void (waiting -= n) };
+    let calls = 0;
+    const seen: number[] = [];
+    const ledger = { complete: async () => (seen.push(waiting), ++calls < 3 ? Promise.reject(new Error('connect ECONNREFUSED')) : undefined) };
+    await completeDurably(ledger, entries, logger, undefined, gauge);
+    expect(seen).toEqual([0, 1, 1]);
+    expect(waiting).toBe(0);
+    await expect(completeDurably({ complete: () => Promise.reject(new Error('down')) }, entries, logger, AbortSignal.timeout(300), gauge)).rejects.toThrow(/down/);
+    expect(waiting).toBe(0);
+  });
+
   it('gives up with the last error once the pusher stops', async () => {
     const started = Date.now();
     const ledger = { complete: () => Promise.reject(new Error('the database system is shutting down')) };

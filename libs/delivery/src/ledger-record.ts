@@ -15,20 +15,42 @@ const WARN_EVERY = 30;
  * second time once its lease ran out (a 30 s bound did that through a one-minute failover). The
  * batch's messages stay unacked meanwhile; RabbitMQ's consumer_timeout is the outer bound.
  */
-export async function completeDurably(ledger: LedgerWriter, entries: readonly LedgerCompletion[], logger: Logger, stop?: AbortSignal): Promise<void> {
+export async function completeDurably(
+  ledger: LedgerWriter,
+  entries: readonly LedgerCompletion[],
+  logger: Logger,
+  stop?: AbortSignal,
+  waiting?: UnrecordedGauge,
+): Promise<void> {
   if (entries.length === 0) return;
   for (let attempt = 1; ; attempt++) {
     try {
       await ledger.complete(entries);
-      if (attempt > 1) logger.info({ pushes: entries.length, attempt }, 'pushes recorded in the ledger after the database came back');
+      if (attempt > 1) {
+        logger.info({ pushes: entries.length, attempt }, 'pushes recorded in the ledger after the database came back');
+        waiting?.dec(entries.length);
+      }
       return;
     } catch (err) {
-      if (stop?.aborted === true) throw err;
+      if (attempt === 1) waiting?.inc(entries.length);
+      if (stop?.aborted === true) {
+        waiting?.dec(entries.length);
+        throw err;
+      }
       const delayMs = Math.min(2_000, 250 * attempt);
       if (attempt % WARN_EVERY === 1) logger.warn({ err, pushes: entries.length, attempt, delayMs }, 'could not record sent pushes in the ledger; trying again until the database is back');
-      if (!(await pause(delayMs, stop))) throw err;
+      if (!(await pause(delayMs, stop))) {
+        waiting?.dec(entries.length);
+        throw err;
+      }
     }
   }
+}
+
+/** Pushes a provider accepted that are still being recorded (the database away): herald_pusher_unrecorded_pushes. */
+export interface UnrecordedGauge {
+  inc(n: number): void;
+  dec(n: number): void;
 }
 
 /** Wait `ms`; false when `stop` aborted first. */
@@ -85,6 +107,7 @@ export class DeliveredRecorder {
     private readonly ledger: LedgerWriter,
     private readonly logger: Logger,
     private readonly stop?: AbortSignal,
+    private readonly waiting?: UnrecordedGauge,
   ) {}
 
   /** A batch's view: its pushes share writes with every other batch's. */
@@ -127,7 +150,7 @@ export class DeliveredRecorder {
       const write = this.next as Write;
       this.next = undefined;
       try {
-        await completeDurably(this.ledger, entries, this.logger, this.stop);
+        await completeDurably(this.ledger, entries, this.logger, this.stop, this.waiting);
       } catch (err) {
         write.failure = err;
       }

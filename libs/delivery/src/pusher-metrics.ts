@@ -1,11 +1,19 @@
-import { Counter, Histogram, type Registry } from '@herald/runtime';
+import { Counter, Gauge, Histogram, type Registry } from '@herald/runtime';
+import type { UnrecordedGauge } from './ledger-record.ts';
 
 export interface PusherMetrics {
   pushes: Counter<'platform' | 'app' | 'outcome'>;
   latency: Histogram<'platform'>;
   providerSeconds: Histogram<'platform'>;
   credentialsUnreadable: Counter<'platform' | 'app'>;
+  unrecorded: Gauge<'platform'>;
 }
+
+/** The gauge of pushes accepted and not yet recorded, for one platform's recorder. */
+export const unrecordedOf = (metrics: PusherMetrics, platform: string): UnrecordedGauge => ({
+  inc: (n) => metrics.unrecorded.inc({ platform }, n),
+  dec: (n) => metrics.unrecorded.dec({ platform }, n),
+});
 
 export function createPusherMetrics(registry: Registry): PusherMetrics {
   return {
@@ -33,6 +41,12 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
       name: 'herald_pusher_credentials_unreadable_total',
       help: "Pushes retried because this pusher could not open the app's sealed credentials: HERALD_SECRET_KEY unset, or not the key that sealed them (a fault of this replica's deployment; no app is banned for it)",
       labelNames: ['platform', 'app'],
+      registers: [registry],
+    }),
+    unrecorded: new Gauge({
+      name: 'herald_pusher_unrecorded_pushes',
+      help: 'Pushes a provider accepted that this pusher is still trying to record in the ledger (PostgreSQL away): their batch is held until it is back, not stuck',
+      labelNames: ['platform'],
       registers: [registry],
     }),
   };

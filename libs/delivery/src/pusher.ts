@@ -12,7 +12,7 @@ import { AppAdminError, isDatabaseUnavailable, SecretBoxError, type AppRow, type
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import type { SendResult } from '@herald/providers';
-import type { PusherMetrics } from './pusher-metrics.ts';
+import { unrecordedOf, type PusherMetrics } from './pusher-metrics.ts';
 import { completeDurably, DeliveredRecorder, type RecordedBatch } from './ledger-record.ts';
 import { waitWindow, type WaitWindow } from './wait-window.ts';
 import { keepClaims } from './claim-keeper.ts';
@@ -104,7 +104,7 @@ const unpaced = (deps: PusherDeps, app: string, service: string | undefined, boo
 export function createPusherHandler(deps: PusherDeps) {
   const now = deps.now ?? (() => new Date());
   // One write stream to the ledger for every batch in flight (ledger-record.ts).
-  const recorder = new DeliveredRecorder(deps.ledger, deps.logger, deps.signal);
+  const recorder = new DeliveredRecorder(deps.ledger, deps.logger, deps.signal, unrecordedOf(deps.metrics, deps.platform));
   return async (messages: readonly InboundMessage[]): Promise<Outcome[]> => {
     const outcomes: Outcome[] = messages.map(() => ack);
     const ready: Claimable[] = [];
@@ -336,7 +336,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     const stopKeeping = keepClaims(deps.ledger, ids, deps.owner, deps.leaseMs, deps.logger);
     const invalidated = publishInvalidations(invalidations, deps)
       .then(
-        () => completeDurably(deps.ledger, dead.map((d) => d.completion), deps.logger, deps.signal),
+        () => completeDurably(deps.ledger, dead.map((d) => d.completion), deps.logger, deps.signal, unrecordedOf(deps.metrics, deps.platform)),
         // Not confirmed: the claims are given up, so each push's redelivery sends (and invalidates) again at once.
         async (err: unknown) => {
           await deps.ledger.release(ids, deps.owner).catch(() => undefined);
@@ -348,7 +348,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     for (const d of dead) outcomes[d.index] = { kind: 'ack', after: invalidated };
   }
   if (release.length > 0) await deps.ledger.release(release, deps.owner);
-  await completeDurably(deps.ledger, completed, deps.logger, deps.signal);
+  await completeDurably(deps.ledger, completed, deps.logger, deps.signal, unrecordedOf(deps.metrics, deps.platform));
 }
 
 /**
