@@ -130,7 +130,7 @@ export function createAppCredentialStore(db: Kysely<HeraldTables>, box: SecretBo
     try {
       return need(box).open(envelope, ctx);
     } catch (err) {
-      throw err instanceof SecretBoxError ? new SecretBoxError(`${what}: ${err.message}`) : err;
+      throw err instanceof SecretBoxError ? new SecretBoxError(`${what}: ${err.message}`, err.code) : err;
     }
   };
   const open = (envelope: string, platform: Platform, id: string): string => openAs(envelope, context(platform, id), `app "${id}" ${platform} credentials`);

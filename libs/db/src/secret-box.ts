@@ -1,8 +1,18 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
-/** Thrown when a secret cannot be sealed or opened: a bad key, or a tampered or foreign envelope. */
+/**
+ * Thrown when a secret cannot be sealed or opened: `bad-key`, the key itself is not 32 bytes;
+ * `not-sealed`, the stored value is not an envelope at all (the record's fault, whatever the key);
+ * `unopened`, an envelope this key does not open (another HERALD_SECRET_KEY, or tampered or foreign).
+ */
 export class SecretBoxError extends Error {
   override readonly name = 'SecretBoxError';
+  constructor(
+    message: string,
+    readonly code: 'bad-key' | 'not-sealed' | 'unopened' = 'bad-key',
+  ) {
+    super(message);
+  }
 }
 
 /** Seals short secrets (keys, tokens, service-account JSON) for storage at rest. */
@@ -36,14 +46,14 @@ export function createSecretBox(rawKey: string): SecretBox {
     },
     open(envelope, context) {
       const [version, iv, tag, body] = envelope.split('.');
-      if (version !== VERSION || iv === undefined || tag === undefined || body === undefined) throw new SecretBoxError('not a sealed secret');
+      if (version !== VERSION || iv === undefined || tag === undefined || body === undefined) throw new SecretBoxError('not a sealed secret', 'not-sealed');
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
         decipher.setAAD(Buffer.from(context, 'utf8'));
         decipher.setAuthTag(Buffer.from(tag, 'base64url'));
         return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
       } catch {
-        throw new SecretBoxError('the secret cannot be opened: wrong HERALD_SECRET_KEY, or it was altered or belongs to another app');
+        throw new SecretBoxError('the secret cannot be opened: wrong HERALD_SECRET_KEY, or it was altered or belongs to another app', 'unopened');
       }
     },
   };

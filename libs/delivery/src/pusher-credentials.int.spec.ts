@@ -78,6 +78,18 @@ describe("an app's own credentials that cannot be read", () => {
     await pusher.close();
   });
 
+  it("that are no sealed envelope at all (the record's own fault, whatever the key): parked, and counted towards a ban", async () => {
+    const app = `unsealed-${randomUUID().slice(0, 8)}`;
+    await createAppCredentialStore(t.db.kysely, box).create({ id: app, enabled: true, apns: { auth: 'token', keyPem: 'not read here', keyId: 'KEY1234567', teamId: 'TEAM123456', endpoint: 'production' } });
+    await t.db.kysely.updateTable('apps').set({ apns_secret: 'plain text pasted by hand' }).where('id', '=', app).execute();
+    const pusher = pusherReadingCredentialsFrom(t.db);
+    const [outcome] = await pusher.handle([message(app).inbound]);
+    expect(outcome).toMatchObject({ kind: 'park', code: 'provider-rejected', reason: expect.stringMatching(/^credentials: .*not a sealed secret/) });
+    expect(pusher.bans.banned(app)).toBeDefined();
+    expect((await pusher.metrics.credentialsUnreadable.get()).values).toEqual([]);
+    await pusher.close();
+  });
+
   it('because there are none: the push is parked as the provider would refuse it, and counts towards a ban', async () => {
     const pusher = pusherReadingCredentialsFrom(t.db);
     const [outcome] = await pusher.handle([message().inbound]);

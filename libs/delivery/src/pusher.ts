@@ -248,7 +248,14 @@ function providerNotMade(err: unknown, deps: PusherDeps, app: string): Extract<S
   return { kind: 'transient', reason };
 }
 
-const unreadableHere = (err: unknown): boolean => err instanceof SecretBoxError || (err instanceof AppAdminError && err.code === 'no-secret-key');
+/**
+ * An envelope this key does not open, or no key at all: most likely this replica's key (another
+ * replica opens it), though an envelope altered or copied from another app reads the same (every
+ * replica then counts it, and the alert says both). A stored value that is no envelope at all is
+ * the record's own fault, whatever the key: permanent.
+ */
+const unreadableHere = (err: unknown): boolean =>
+  (err instanceof SecretBoxError && err.code === 'unopened') || (err instanceof AppAdminError && err.code === 'no-secret-key');
 
 /**
  * A push the provider accepted goes to the ledger at once, not when the whole batch is done; its
