@@ -17,6 +17,10 @@ describe('live counts laid over the management statistics', () => {
     const after = withLive(snapshot(parked, 'parked', 50), { ready: 50, consumers: 0 });
     const conditions = activeConditions({ queues: [after], thresholds, parkedBaseline: () => during.messages });
     expect(conditions.filter((c) => c.alarm === 'parked-growing')).toEqual([]);
+    // Just after the listing: ready again live, the statistics (sampled during it) still saying 50 unacked: 50, not 100.
+    const justAfter = withLive(snapshot(parked, 'parked', 0, 50), { ready: 50, consumers: 0 });
+    expect(justAfter.messages).toBe(50);
+    expect(activeConditions({ queues: [justAfter], thresholds, parkedBaseline: () => 50 }).filter((c) => c.alarm === 'parked-growing')).toEqual([]);
     // A message parked since does show at once.
     expect(withLive(snapshot(parked, 'parked', 50), { ready: 51, consumers: 0 }).messages).toBe(51);
   });

@@ -88,15 +88,18 @@ class AgeEstimator {
 }
 
 /**
- * A queue's statistics with its live ready and consumer counts laid over. A parked queue's depth
- * never reads below what the statistics last said: an operator's listing or replay holds its
- * messages unacked a moment, which the live ready count sees at once and the statistics' unacked
- * count seconds later; that dip, kept as the window's smallest depth, made parked-growing fire on
- * the next poll with nothing parked. A real drop (a replay, a purge) shows once the statistics do.
+ * A queue's statistics with its live ready and consumer counts laid over. A parked queue has no
+ * consumer of its own: its unacked messages are an operator's listing or replay holding them a
+ * moment, which the live ready count sees at once and the statistics (up to 5 s old) later. Its
+ * depth is the larger of the live ready count and the statistics' depth, never their sum with a
+ * stale unacked count: a dip while a listing held them (kept as the window's smallest depth) or a
+ * double count just after it (ready again, the statistics still saying unacked) made
+ * parked-growing fire with nothing parked. A real drop (a replay, a purge) shows once the
+ * statistics do; a new park at once.
  */
 export function withLive(q: QueueSnapshot, live: Pick<QueueCounts, 'ready' | 'consumers'>): QueueSnapshot {
-  const messages = live.ready + q.unacked;
-  return { ...q, ready: live.ready, messages: q.kind === 'parked' ? Math.max(messages, q.messages) : messages, consumers: live.consumers };
+  const messages = q.kind === 'parked' ? Math.max(live.ready, q.messages) : live.ready + q.unacked;
+  return { ...q, ready: live.ready, messages, consumers: live.consumers };
 }
 
 const byFiredAt = (a: Alarm, b: Alarm): number => a.firedAt - b.firedAt || a.queue.localeCompare(b.queue) || a.alarm.localeCompare(b.alarm);
