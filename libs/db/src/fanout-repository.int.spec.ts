@@ -6,7 +6,8 @@ import { createFanoutRepository, type FanoutRepository } from './fanout-reposito
 import { createCancelledJobsReader } from './fanout-cancellations.ts';
 import { cancelJobFully } from './cancel-job.ts';
 import { toJobStatus } from './job-status-view.ts';
-import { pruneJobs } from './job-prune.ts';
+import { pruneJobs, settleSentFanouts } from './job-prune.ts';
+import { sql } from 'kysely';
 
 let t: SpecDatabase;
 let fanouts: FanoutRepository;
@@ -83,6 +84,16 @@ describe('fan-out checkpoints', () => {
     expect(await fanouts.recordChunk(unsettled, 0, { devices: 1, targeted: 1, noDevice: 0, emitted: 1, outcomes: [], planned: NONE })).toBe('recorded');
     await fanouts.finishChunk(unsettled, 0);
     expect(await fanouts.state(unsettled)).toBe('sending');
+    // A fan-out row another transaction holds (a cancel, the dashboard) is skipped, not waited for.
+    let release!: () => void;
+    const held = t.db.kysely.transaction().execute(async (trx) => {
+      await sql`select 1 from fanouts where job_id = ${job} for update`.execute(trx);
+      await new Promise<void>((r) => (release = r));
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await settleSentFanouts(t.db.kysely)).toBe(0);
+    release();
+    await held;
     await pruneJobs(t.db.kysely, new Date(Date.now() + 60_000));
     expect(await fanouts.state(job)).toBeUndefined();
     expect(await t.db.jobs.get(job)).toBeUndefined();

@@ -49,15 +49,21 @@ export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batch
 /**
  * Sending fan-outs (every chunk done) whose every push has an outcome become done, as the
  * dashboard's running list marks those it shows (fanouts.markSettled): a cancel then finds nothing
- * left to stop, and the job's prune is no longer held back. Only fan-out rows are locked (a
- * cancel locks the job's row, then the fan-out's); returns how many were marked.
+ * left to stop, and the job's prune is no longer held back. Only fan-out rows are locked, and one
+ * another transaction holds is skipped (a cancel, the dashboard), not waited for; each job's
+ * outcomes are counted only as far as it needs. Returns how many were marked.
  */
 export async function settleSentFanouts(db: Kysely<HeraldTables>): Promise<number> {
   const { rows } = await sql<{ job_id: string }>`
-    update fanouts f set state = 'done', updated_at = now()
-    from jobs j
-    where j.id = f.job_id and f.state = 'sending' and j.targeted is not null
-      and (select count(*) from push_outcomes o where o.job_id = f.job_id) + coalesce(j.no_device, 0) >= j.targeted
+    with settled as (
+      select f.job_id from fanouts f join jobs j on j.id = f.job_id
+      where f.state = 'sending' and j.targeted is not null
+        and (select count(*) from (select 1 from push_outcomes o where o.job_id = f.job_id
+             limit greatest(j.targeted - coalesce(j.no_device, 0), 0)) c) >= j.targeted - coalesce(j.no_device, 0)
+      for update of f skip locked
+    )
+    update fanouts f set state = 'done', updated_at = now() from settled s
+    where f.job_id = s.job_id
     returning f.job_id`.execute(db);
   return rows.length;
 }
