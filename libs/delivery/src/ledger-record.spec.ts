@@ -50,6 +50,25 @@ describe('completeDurably', () => {
     expect(waiting).toBe(0);
   });
 
+  it('counts a write the database leaves unanswered (a primary that vanished: the statement hangs) once it has waited 5 s', async () => {
+    vi.useFakeTimers();
+    try {
+      let waiting = 0;
+      const gauge = { inc: (n: number) => void (waiting += n), dec: (n: number) => void (waiting -= n) };
+      let answer!: () => void;
+      const recording = completeDurably({ complete: () => new Promise<void>((r) => (answer = r)) }, entries, logger, undefined, gauge);
+      await vi.advanceTimersByTimeAsync(4_000);
+      expect(waiting).toBe(0);
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(waiting).toBe(1);
+      answer();
+      await recording;
+      expect(waiting).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('gives up with the last error once the pusher stops', async () => {
     const started = Date.now();
     const ledger = { complete: () => Promise.reject(new Error('the database system is shutting down')) };

@@ -23,29 +23,37 @@ export async function completeDurably(
   waiting?: UnrecordedGauge,
 ): Promise<void> {
   if (entries.length === 0) return;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await ledger.complete(entries);
-      if (attempt > 1) {
-        logger.info({ pushes: entries.length, attempt }, 'pushes recorded in the ledger after the database came back');
-        waiting?.dec(entries.length);
-      }
-      return;
-    } catch (err) {
-      if (attempt === 1) waiting?.inc(entries.length);
-      if (stop?.aborted === true) {
-        waiting?.dec(entries.length);
-        throw err;
-      }
-      const delayMs = Math.min(2_000, 250 * attempt);
-      if (attempt % WARN_EVERY === 1) logger.warn({ err, pushes: entries.length, attempt, delayMs }, 'could not record sent pushes in the ledger; trying again until the database is back');
-      if (!(await pause(delayMs, stop))) {
-        waiting?.dec(entries.length);
-        throw err;
+  // Counted as waiting from its first failure, or once a write has gone unanswered for
+  // SLOW_WRITE_MS (a database that vanished without a word: the statement hangs, it does not fail).
+  let counted = false;
+  const countWaiting = (): void => {
+    if (counted) return;
+    counted = true;
+    waiting?.inc(entries.length);
+  };
+  const slow = setTimeout(countWaiting, SLOW_WRITE_MS);
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await ledger.complete(entries);
+        if (attempt > 1) logger.info({ pushes: entries.length, attempt }, 'pushes recorded in the ledger after the database came back');
+        return;
+      } catch (err) {
+        countWaiting();
+        if (stop?.aborted === true) throw err;
+        const delayMs = Math.min(2_000, 250 * attempt);
+        if (attempt % WARN_EVERY === 1) logger.warn({ err, pushes: entries.length, attempt, delayMs }, 'could not record sent pushes in the ledger; trying again until the database is back');
+        if (!(await pause(delayMs, stop))) throw err;
       }
     }
+  } finally {
+    clearTimeout(slow);
+    if (counted) waiting?.dec(entries.length);
   }
 }
+
+/** A ledger write unanswered this long counts its pushes as waiting to be recorded. */
+const SLOW_WRITE_MS = 5_000;
 
 /** Pushes a provider accepted that are still being recorded (the database away): herald_pusher_unrecorded_pushes. */
 export interface UnrecordedGauge {
