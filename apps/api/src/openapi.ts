@@ -42,7 +42,7 @@ function component(schema: z.ZodType, io: 'input' | 'output'): Record<string, un
 }
 
 const ref = (name: SchemaName) => ({ $ref: `#/components/schemas/${name}` });
-const body = (name: SchemaName) => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
+const body = (name: SchemaName, required = true) => ({ required, content: { 'application/json': { schema: ref(name) } } });
 const answer = (description: string, name?: SchemaName) => ({ description, ...(name !== undefined && { content: { 'application/json': { schema: ref(name) } } }) });
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [String(c), answer('error (see error.code and error.message)', 'ApiError')]));
 /** A job's 400: which providers' rules it is held to. */
@@ -85,7 +85,7 @@ const PATHS = {
     post: { summary: 'Enable a subscription again after it was disabled for failing', security: team, parameters: subscriptionId, responses: { '200': answer('enabled', 'SubscriptionView'), ...errors(401, 404) } },
   },
   '/v1/subscriptions/{id}/rotate-secret': {
-    post: { summary: 'A new secret (given, or generated), returned once; deliveries carry a signature (v1=) by the current secret too for keepPreviousForS (default a day), so the receiver switches within it', security: team, parameters: subscriptionId, requestBody: body('SubscriptionSecretRotate'), responses: { '200': answer('rotated', 'SubscriptionCreated'), ...errors(400, 401, 404, 413, 415) } },
+    post: { summary: 'A new secret (given, or generated), returned once; deliveries carry a signature (v1=) by the current secret too for keepPreviousForS (default a day), so the receiver switches within it', security: team, parameters: subscriptionId, requestBody: body('SubscriptionSecretRotate', false), responses: { '200': answer('rotated', 'SubscriptionCreated'), ...errors(400, 401, 404, 413, 415, 503) } },
   },
   '/v1/changes': {
     post: { summary: "Publish a resource's change; subscribers of it get the diff", security: team, requestBody: body('ChangePublish'), responses: { '202': answer('confirmed by RabbitMQ', 'ChangeAccepted'), ...errors(400, 401, 413, 415, 422, 503) } },

@@ -73,9 +73,15 @@ describe('webhook subscriptions API: rotating the secret', () => {
     const view = await getSubscription(made.id, key, deps);
     expect(view).not.toHaveProperty('secret');
     expect(view.previousSecretExpiresAt).toBe(rotated.previousSecretExpiresAt);
-    // A given secret; the previous dropped at once.
+    // Rotated again within the window (a retry whose answer was lost): the secret from before the
+    // first rotation, which the receiver may still hold, keeps signing; only the new one changes.
+    const again = await rotateSubscriptionSecret(made.id, {}, key, deps);
+    expect((await t.db.subscriptions.getForTeam('rotator', made.id))?.previousSecret?.secret).toBe(made.secret);
+    expect(again.secret).not.toBe(rotated.secret);
+    // A given secret; the previous dropped at once, and stored no more.
     const given = await rotateSubscriptionSecret(made.id, { secret: 'whsec_given_0123456789abcdef', keepPreviousForS: 0 }, key, deps);
     expect([given.secret, given.previousSecretExpiresAt]).toEqual(['whsec_given_0123456789abcdef', null]);
+    expect((await t.db.subscriptions.getForTeam('rotator', made.id))?.previousSecret).toBeNull();
     expect((await refusal(rotateSubscriptionSecret(made.id, {}, keyOf('neighbour'), deps))).status).toBe(404);
     const bad = await refusal(rotateSubscriptionSecret(made.id, { keepPreviousForS: 8 * 86_400, secret: 'short' }, key, deps));
     expect([bad.status, bad.issues?.map((i) => i.path).sort()]).toEqual([400, ['keepPreviousForS', 'secret']]);

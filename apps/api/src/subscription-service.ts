@@ -10,7 +10,7 @@ export interface SubscriptionServiceDeps {
     getForTeam(team: string, id: string): Promise<SubscriptionRow | undefined>;
     deleteForTeam(team: string, id: string): Promise<boolean>;
     enableForTeam(team: string, id: string): Promise<SubscriptionRow | undefined>;
-    rotateSecretForTeam(team: string, id: string, secret: string, keepPreviousUntil: Date): Promise<SubscriptionRow | undefined>;
+    rotateSecretForTeam(team: string, id: string, secret: string, keepPreviousUntil: Date | undefined): Promise<SubscriptionRow | undefined>;
   };
   /** WEBHOOK_RESOURCE_TYPES */
   resourceTypes: readonly string[];
@@ -92,13 +92,17 @@ export async function enableSubscription(id: string, key: ApiKeyRow, deps: Subsc
 /**
  * POST /v1/subscriptions/:id/rotate-secret: a new secret (given, or generated), returned this once;
  * deliveries carry a signature by the current one too for keepPreviousForS (a receiver switches to
- * the new one within it). The pushers pick it up within WEBHOOK_SUBSCRIPTION_CACHE_TTL_MS; each
- * delivery keeps its notification id, so a receiver's de-duplication holds across the rotation.
+ * the new one within it; 0 drops the current one at once, stored no more). Rotated again within
+ * that window (a retry whose answer was lost), the secret from before the first rotation keeps
+ * signing and only the new one is replaced. The pushers pick it up within
+ * WEBHOOK_SUBSCRIPTION_CACHE_TTL_MS; each delivery keeps its notification id, so a receiver's
+ * de-duplication holds across the rotation.
  */
 export async function rotateSubscriptionSecret(id: string, body: unknown, key: ApiKeyRow, deps: SubscriptionServiceDeps): Promise<SubscriptionCreated> {
   const r = parseBody(SubscriptionSecretRotate, body ?? {});
   const secret = r.secret ?? newSecret();
-  const row = UUID.test(id) ? await deps.subscriptions.rotateSecretForTeam(key.team, id, secret, new Date(Date.now() + r.keepPreviousForS * 1000)) : undefined;
+  const keepUntil = r.keepPreviousForS === 0 ? undefined : new Date(Date.now() + r.keepPreviousForS * 1000);
+  const row = UUID.test(id) ? await deps.subscriptions.rotateSecretForTeam(key.team, id, secret, keepUntil) : undefined;
   if (row === undefined) throw notFound(id);
   return { ...viewOf(row), secret };
 }

@@ -49,9 +49,12 @@ export interface SubscriptionRepository {
   deleteForTeam(team: string, id: string): Promise<boolean>;
   /**
    * A new secret; the current one is kept as the previous until `keepPreviousUntil` (deliveries are
-   * signed with both meanwhile). Undefined if the team has no such subscription.
+   * signed with both meanwhile), or none is kept (undefined: dropped at once). A rotation while a
+   * previous one still signs keeps that previous one (the secret the receiver may still hold; a
+   * retried rotation whose answer was lost must not drop it) and replaces only the new secret.
+   * Undefined if the team has no such subscription.
    */
-  rotateSecretForTeam(team: string, id: string, secret: string, keepPreviousUntil: Date): Promise<SubscriptionRow | undefined>;
+  rotateSecretForTeam(team: string, id: string, secret: string, keepPreviousUntil: Date | undefined): Promise<SubscriptionRow | undefined>;
   /** Enable again (and forget past failures); undefined if the team has no such subscription. */
   enableForTeam(team: string, id: string): Promise<SubscriptionRow | undefined>;
   /** Any subscriptions by id (the pusher's lookup). */
@@ -139,7 +142,15 @@ export function createSubscriptionRepository(db: Kysely<HeraldTables>): Subscrip
     async rotateSecretForTeam(team, id, secret, keepPreviousUntil) {
       const row = await db
         .updateTable('webhook_subscriptions')
-        .set({ previous_secret: sql<string>`secret`, previous_secret_until: keepPreviousUntil, secret })
+        .set(
+          keepPreviousUntil === undefined
+            ? { previous_secret: null, previous_secret_until: null, secret }
+            : {
+                previous_secret: sql<string>`case when previous_secret_until > now() then previous_secret else secret end`,
+                previous_secret_until: keepPreviousUntil,
+                secret,
+              },
+        )
         .where('team', '=', team)
         .where('id', '=', id)
         .returningAll()
