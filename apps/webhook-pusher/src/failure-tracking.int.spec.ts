@@ -72,11 +72,16 @@ describe('webhook subscription health', () => {
     // Still down at its last attempt: given up, and the endpoint has failed every try for over a day.
     await note([{ sub, attempt: LAST }], [{ kind: 'transient', reason: 'HTTP 503' }]);
     expect((await stored(sub.id))?.enabled).toBe(false);
-    // A permanent refusal is given up at once.
+    // A refusal of every delivery (410 Gone) is given up at once.
     const refused = await subscribe('refused');
     await t.db.subscriptions.noteFailure(refused.id, since);
-    await note([{ sub: refused, attempt: 1 }], [{ kind: 'permanent', reason: 'HTTP 410' }]);
+    await note([{ sub: refused, attempt: 1 }], [{ kind: 'permanent', status: 410, reason: 'HTTP 410' }]);
     expect((await stored(refused.id))?.enabled).toBe(false);
+    // A refusal of one payload (422) is the endpoint working: no failure, no disabling, the spell as it was.
+    const picky = await subscribe('picky');
+    await t.db.subscriptions.noteFailure(picky.id, since);
+    await note([{ sub: picky, attempt: 1 }], [{ kind: 'permanent', status: 422, reason: 'HTTP 422: unknown field' }]);
+    expect(await stored(picky.id)).toMatchObject({ enabled: true, failingSince: since });
   });
 
   it("disables a subscription whose receiver's error answer holds a NUL byte, with a readable reason", async () => {

@@ -15,7 +15,15 @@ export interface FailureTracking {
   lastAttempt: number;
 }
 
-type Result = { kind: string; reason?: string };
+type Result = { kind: string; reason?: string; status?: number };
+
+/**
+ * Answers that refuse one payload, not the endpoint (RFC 9110: 400 Bad Request, 409 Conflict, 422
+ * Unprocessable Content): the endpoint works, so they neither start a failing spell nor disable it.
+ * Other 4xx and redirects (401/403 signature refused, 404 no such route, 410 Gone, a moved URL)
+ * refuse every delivery alike.
+ */
+const PAYLOAD_REFUSALS = new Set([400, 409, 422]);
 type Deps = { tracking: FailureTracking; subscriptions: SubscriptionCache; webhookMetrics: WebhookMetrics; logger: Logger; now?: () => Date };
 
 /**
@@ -39,6 +47,7 @@ export async function noteResults(sent: ReadonlyArray<{ sub: SubscriptionRow; at
     const r = results[i];
     if (r?.kind === 'delivered') succeeded.add(sub.id);
     if ((r?.kind !== 'transient' && r?.kind !== 'permanent') || r.reason === undefined) return;
+    if (r.kind === 'permanent' && r.status !== undefined && PAYLOAD_REFUSALS.has(r.status)) return;
     const givenUp = r.kind === 'permanent' || attempt >= deps.tracking.lastAttempt;
     // One given up in the batch decides; the reason is the latest failure's.
     failed.set(sub.id, { reason: r.reason, givenUp: givenUp || failed.get(sub.id)?.givenUp === true });
