@@ -80,9 +80,9 @@ export interface PusherDeps {
 type Claimable = { index: number; attempt: number; push: DevicePush; topic: string | undefined; app: AppRow };
 const ack: Outcome = { kind: 'ack' };
 /**
- * Not sent: no budget within the wait bound, or the pusher is stopping (`stopping`), or (pausedMs > 0) the app
- * is paused, or (bookedMs > 0) its app's own budget, or the rate a throttle slowed it to (`slowed`),
- * is booked that far ahead.
+ * Not sent: no budget within the wait bound, or the pusher is stopping (`stopping`), or
+ * (pausedMs > 0) the app is paused, or (bookedMs > 0) its app's own budget, or the rate a throttle
+ * slowed it to (`slowed`), is booked that far ahead.
  */
 type Unpaced = { kind: 'unpaced'; pausedMs: number; bookedMs: number; slowed?: true; stopping?: true };
 /** Not sent: its job was cancelled while the push waited for budget. */
@@ -208,7 +208,7 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   // The wait for budget can be long: a job cancelled meanwhile is dropped as at intake, and so is
   // a push that expired meanwhile (sent, FCM's ttl 0s and Web Push's TTL 0 say "now, if online").
   if (deps.cancelled?.has(r.push.jobId) === true) return { kind: 'cancelled' };
-  if (r.push.expiresAt !== undefined && Date.parse(r.push.expiresAt) <= Date.now()) return { kind: 'expired-waiting' };
+  if (r.push.expiresAt !== undefined && Date.parse(r.push.expiresAt) <= (deps.now?.() ?? new Date()).getTime()) return { kind: 'expired-waiting' };
   if ('failed' in provider) return provider.failed;
   const started = process.hrtime.bigint();
   const result = await provider.send(r.push, r.topic !== undefined ? { apnsTopic: r.topic } : {});
