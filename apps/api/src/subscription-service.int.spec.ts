@@ -78,6 +78,8 @@ describe('webhook subscriptions API: rotating the secret', () => {
     const again = await rotateSubscriptionSecret(made.id, {}, key, deps);
     expect((await t.db.subscriptions.getForTeam('rotator', made.id))?.previousSecret?.secret).toBe(made.secret);
     expect(again.secret).not.toBe(rotated.secret);
+    // ... until the first rotation's expiry, not pushed back (rotating often kept it signing for good).
+    expect(again.previousSecretExpiresAt).toBe(rotated.previousSecretExpiresAt);
     // A given secret; the previous dropped at once, and stored no more.
     const given = await rotateSubscriptionSecret(made.id, { secret: 'whsec_given_0123456789abcdef', keepPreviousForS: 0 }, key, deps);
     expect([given.secret, given.previousSecretExpiresAt]).toEqual(['whsec_given_0123456789abcdef', null]);

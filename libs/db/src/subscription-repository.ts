@@ -147,7 +147,8 @@ export function createSubscriptionRepository(db: Kysely<HeraldTables>): Subscrip
             ? { previous_secret: null, previous_secret_until: null, secret }
             : {
                 previous_secret: sql<string>`case when previous_secret_until > now() then previous_secret else secret end`,
-                previous_secret_until: keepPreviousUntil,
+                // The kept secret keeps its own expiry: pushed back by each rotation, it signed for good.
+                previous_secret_until: sql<Date>`case when previous_secret_until > now() then least(previous_secret_until, ${keepPreviousUntil}) else ${keepPreviousUntil} end`,
                 secret,
               },
         )
