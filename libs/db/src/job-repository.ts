@@ -305,8 +305,9 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
  * outcome yet. A stored row a descheduler's release holds is left to it, not waited for (as
  * cancelJob does; a descheduler's nextDueAt read is waited out), and gets no outcome here: the
  * release writes outcomes of what it claims, so waiting on either, this transaction (holding its
- * part's jobs rows) and the release could each wait for the other. The released push reaches a pusher, whose claim finds the device dead and
- * records it invalid; a release that fails puts the row back, still without an outcome.
+ * part's jobs rows) and the release could each wait for the other. The released push reaches a
+ * pusher, whose claim finds the device dead and records it invalid; a release that fails puts the
+ * row back, still without an outcome.
  */
 function recordDeadPushes(trx: Kysely<HeraldTables>, dead: readonly PushOutcomeEntry[]): Promise<unknown> {
   if (dead.length === 0) return Promise.resolve();

@@ -1,5 +1,6 @@
 import type { LedgerCompletion } from '@herald/db';
 import type { Logger } from '@herald/logging';
+import { abortableWait } from '@herald/rate-limiter';
 
 export interface LedgerWriter {
   complete(entries: readonly LedgerCompletion[]): Promise<void>;
@@ -43,7 +44,7 @@ export async function completeDurably(
         if (stop?.aborted === true) throw err;
         const delayMs = Math.min(2_000, 250 * attempt);
         if (attempt % WARN_EVERY === 1) logger.warn({ err, pushes: entries.length, attempt, delayMs }, 'could not record sent pushes in the ledger; trying again until the database is back');
-        if (!(await pause(delayMs, stop))) throw err;
+        if (!(await abortableWait(delayMs, stop))) throw err;
       }
     }
   } finally {
@@ -59,20 +60,6 @@ const SLOW_WRITE_MS = 5_000;
 export interface UnrecordedGauge {
   inc(n: number): void;
   dec(n: number): void;
-}
-
-/** Wait `ms`; false when `stop` aborted first. */
-function pause(ms: number, stop: AbortSignal | undefined): Promise<boolean> {
-  return new Promise((resolve) => {
-    const done = (waited: boolean) => {
-      clearTimeout(timer);
-      stop?.removeEventListener('abort', aborted);
-      resolve(waited);
-    };
-    const aborted = () => done(false);
-    const timer = setTimeout(() => done(true), ms);
-    stop?.addEventListener('abort', aborted, { once: true });
-  });
 }
 
 /** One ledger write: `settled` resolves once it committed or failed for good (then `failure` says why); it never rejects. */

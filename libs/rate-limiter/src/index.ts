@@ -8,3 +8,4 @@ export * from './throttle-scope.ts';
 export * from './app-pauses.ts';
 export * from './memory-rate-limit-store.ts';
 export type { LimiterMetrics } from './limiter-metrics.ts';
+export { abortableWait } from './abortable-wait.ts';
