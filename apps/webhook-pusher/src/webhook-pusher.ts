@@ -38,8 +38,11 @@ export interface WebhookPusherDeps {
 
 type Ready = { index: number; delivery: WebhookDelivery; sub: SubscriptionRow; attempt: number };
 /** Not sent: no budget or host slot within the wait bound (deferred, no attempt spent). */
-/** unpaced: no budget within the wait bound (bookedMs: the host's own budget is booked that far ahead); host-busy: no connection slot. */
-type NotSent = { kind: 'unpaced'; bookedMs: number } | { kind: 'host-busy' };
+/**
+ * unpaced: no budget within the wait bound (bookedMs: the host's own budget is booked that far
+ * ahead; stopping: the wait ended at shutdown); host-busy: no connection slot.
+ */
+type NotSent = { kind: 'unpaced'; bookedMs: number; stopping?: true } | { kind: 'host-busy' };
 export type Sent = WebhookResult | NotSent;
 const ack: Outcome = { kind: 'ack' };
 const PLATFORM = 'webhook';
@@ -118,9 +121,10 @@ function sendWindow(deps: WebhookPusherDeps, claimedAt: number): WaitWindow {
 async function send(r: Ready, deps: WebhookPusherDeps, window: AbortSignal): Promise<Sent> {
   const host = destinationOf(r.sub.callbackUrl);
   let bookedMs = 0;
-  if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, window, host, (turnInMs) => (bookedMs = turnInMs)))) return { kind: 'unpaced', bookedMs };
+  const unpaced = (): NotSent => ({ kind: 'unpaced', bookedMs, ...(deps.signal?.aborted === true && { stopping: true }) });
+  if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, window, host, (turnInMs) => (bookedMs = turnInMs)))) return unpaced();
   const release = await deps.slots.acquire(host, window);
-  if (release === undefined) return window.aborted ? { kind: 'unpaced', bookedMs: 0 } : { kind: 'host-busy' };
+  if (release === undefined) return window.aborted ? unpaced() : { kind: 'host-busy' };
   try {
     const body = Buffer.from(JSON.stringify(webhookBodyOf(r.delivery)));
     const signedAt = deps.now?.() ?? new Date();
@@ -169,12 +173,7 @@ async function settle(sent: Ready[], results: Sent[], outcomes: Outcome[], deps:
       case 'host-busy':
         release.push(id);
         if (result.kind === 'host-busy') deps.webhookMetrics.hostBusy.inc();
-        outcomes[r.index] =
-          result.kind === 'host-busy'
-            ? { kind: 'defer', code: result.kind, reason: `host ${destinationOf(r.sub.callbackUrl)} is busy`, delayMs: 1000 }
-            : result.bookedMs > 0
-              ? { kind: 'defer', code: result.kind, reason: `the host's own budget is booked ${Math.ceil(result.bookedMs)} ms ahead`, delayMs: Math.ceil(result.bookedMs) }
-              : { kind: 'defer', code: result.kind, reason: 'no outbound budget within the wait bound', delayMs: 1000 };
+        outcomes[r.index] = notSentOutcome(result, r.sub);
         return;
       case 'transient':
         release.push(id);
@@ -189,6 +188,14 @@ async function settle(sent: Ready[], results: Sent[], outcomes: Outcome[], deps:
     }
   });
   await Promise.all([release.length > 0 ? deps.ledger.release(release, deps.owner) : undefined, noteResults(sent, results, deps)]);
+}
+
+/** Deferred, no attempt spent: why it was not sent, and when to try again. */
+function notSentOutcome(result: NotSent, sub: SubscriptionRow): Outcome {
+  if (result.kind === 'host-busy') return { kind: 'defer', code: result.kind, reason: `host ${destinationOf(sub.callbackUrl)} is busy`, delayMs: 1000 };
+  if (result.stopping === true) return { kind: 'defer', code: 'stopping', reason: 'the pusher stopped before sending it', delayMs: 1000 };
+  if (result.bookedMs > 0) return { kind: 'defer', code: result.kind, reason: `the host's own budget is booked ${Math.ceil(result.bookedMs)} ms ahead`, delayMs: Math.ceil(result.bookedMs) };
+  return { kind: 'defer', code: result.kind, reason: 'no outbound budget within the wait bound', delayMs: 1000 };
 }
 
 /** Counted in herald_pushes_total once the park is confirmed, by webhookParkCounter. */

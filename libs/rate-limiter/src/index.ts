@@ -9,3 +9,4 @@ export * from './app-pauses.ts';
 export * from './memory-rate-limit-store.ts';
 export type { LimiterMetrics } from './limiter-metrics.ts';
 export { abortableWait } from './abortable-wait.ts';
+export { abortRegistry } from './abort-registry.ts';

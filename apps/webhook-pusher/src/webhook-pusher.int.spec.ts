@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPusherMetrics } from '@herald/delivery';
+import { createLogger } from '@herald/logging';
+import type { InboundMessage } from '@herald/messaging';
+import { Registry } from '@herald/runtime';
+import { createTestDatabase, type TestDatabase } from '@herald/testing';
+import { HostSlots } from './host-slots.ts';
+import { createSubscriptionCache } from './subscription-cache.ts';
+import { createWebhookMetrics } from './webhook-metrics.ts';
+import { createWebhookPusherHandler } from './webhook-pusher.ts';
+import { createWebhookSender } from './webhook-sender.ts';
+
+const logger = createLogger({ service: 'webhook-pusher-test', level: 'silent' });
+let t: TestDatabase;
+let receiver: Server;
+let received = 0;
+let callbackUrl: string;
+beforeAll(async () => {
+  t = await createTestDatabase('webhookpusher');
+  receiver = createServer((_req, res) => (received++, res.end('ok')));
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  callbackUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+});
+afterAll(async () => {
+  await t.drop();
+  await new Promise((resolve) => receiver.close(resolve));
+});
+
+/** The handler as main.ts builds it, over the real ledger and subscriptions, behind `acquire`. */
+function handler(acquire: (n: number, signal?: AbortSignal) => Promise<boolean>, signal: AbortSignal) {
+  const registry = new Registry();
+  return createWebhookPusherHandler({
+    subscriptions: createSubscriptionCache(t.db.subscriptions, 5000),
+    tracking: { store: t.db.subscriptions, disableAfterMs: 86_400_000, lastAttempt: 6 },
+    sender: createWebhookSender({ timeoutMs: 5000, bodyLimitBytes: 1024, allowLoopback: true }),
+    slots: new HostSlots({ perHost: 4, maxQueued: 100, maxQueuedWhenSlow: 10 }),
+    ledger: t.db.ledger,
+    metrics: createPusherMetrics(registry),
+    webhookMetrics: createWebhookMetrics(registry),
+    logger,
+    owner: 'webhook-pusher-test',
+    leaseMs: 30_000,
+    limiter: { acquire },
+    signal,
+  });
+}
+
+async function delivery(): Promise<InboundMessage> {
+  const sub = await t.db.subscriptions.create({ team: 'a', callbackUrl, resourceType: 'campaign', resourceId: randomUUID(), secret: 's'.repeat(32) });
+  const now = new Date().toISOString();
+  const body = { notificationId: randomUUID(), eventId: randomUUID(), subscriptionId: sub.id, resource: { type: 'campaign', id: 'c1' }, diff: {}, createdAt: now, queuedAt: now };
+  return { body: Buffer.from(JSON.stringify(body)), headers: {}, routingKey: 'push.webhook.send', redelivered: false, attempt: 1, queue: 'push.webhook.send' };
+}
+
+describe('a webhook delivery not sent', () => {
+  it('says the pusher stopped when its budget wait ended at shutdown, and that budget ran out when it did not; neither is sent, and both come back unspent', async () => {
+    const stop = new AbortController();
+    // The limiter's wait ends when its signal does: here the process is told to stop meanwhile.
+    const [first, second] = [await delivery(), await delivery()];
+    const stopped = await handler(async () => (stop.abort(), false), stop.signal)([first]);
+    const unbudgeted = await handler(async () => false, new AbortController().signal)([second]);
+    expect(stopped).toEqual([{ kind: 'defer', code: 'stopping', reason: 'the pusher stopped before sending it', delayMs: 1000 }]);
+    expect(unbudgeted).toEqual([{ kind: 'defer', code: 'unpaced', reason: 'no outbound budget within the wait bound', delayMs: 1000 }]);
+    expect(received).toBe(0);
+    // Their ledger claims are let go: the next pusher to take them may send them at once.
+    const ids = [first, second].map((m) => (JSON.parse(m.body.toString()) as { notificationId: string }).notificationId);
+    expect(await t.db.ledger.claim(ids, 'another-pusher', 30_000)).toEqual(new Map(ids.map((id) => [id, 'claimed'])));
+  });
+});
