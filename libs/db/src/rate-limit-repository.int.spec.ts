@@ -54,6 +54,18 @@ describe('RateLimitRepository', () => {
     expect((await t.db.rateLimits.pauses('apns')).map((p) => p.app).sort()).toEqual(['p', 'q']);
   });
 
+  it('a Web Push pause of a 64-character app at a 253-character push service host is shared; pauses that ended a day ago are deleted by the next', async () => {
+    const longHost = `${'h'.repeat(63)}.${'o'.repeat(63)}.${'s'.repeat(63)}.${'t'.repeat(53)}.example`;
+    const sender = `${'a'.repeat(64)}@${longHost}`;
+    expect(longHost).toHaveLength(253);
+    await t.db.rateLimits.pause({ platform: 'web', app: sender }, 10_000);
+    expect((await (others[0] as Database).rateLimits.pauses('web')).map((p) => p.app)).toEqual([sender]);
+    await t.db.kysely.insertInto('provider_pauses').values({ platform: 'web', app: 'old@wns2-by3p.notify.windows.com', paused_until: new Date(Date.now() - 2 * 86_400_000) }).execute();
+    await t.db.rateLimits.pause({ platform: 'web', app: 'b@fcm.googleapis.com' }, 1_000);
+    const rows = await t.db.kysely.selectFrom('provider_pauses').select('app').where('platform', '=', 'web').execute();
+    expect(rows.map((r) => r.app).sort()).toEqual([sender, 'b@fcm.googleapis.com'].sort());
+  });
+
   it('grants at most the window share, then nothing until the next window', async () => {
     await t.db.rateLimits.set({ platform: 'apns', app: 'a' }, 500); // 50 per 100 ms window
     await startOfWindow();

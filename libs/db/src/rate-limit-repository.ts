@@ -74,6 +74,8 @@ export function createRateLimitRepository(db: Kysely<HeraldTables>): RateLimitRe
     lease: (key, want, windowMs) => leaseSlice(db, key, want, windowMs),
     async pause(key, ms) {
       const until = sql<Date>`clock_timestamp() + ${Math.max(0, Math.ceil(ms))} * interval '1 millisecond'`;
+      // A row per app and Web Push service: those that ended a day ago go when a new one comes.
+      await db.deleteFrom('provider_pauses').where('paused_until', '<', sql<Date>`clock_timestamp() - interval '1 day'`).execute();
       await db
         .insertInto('provider_pauses')
         .values({ platform: key.platform, app: key.app, paused_until: until })

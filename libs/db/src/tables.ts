@@ -113,6 +113,7 @@ export interface RateLimitsTable {
 /** A provider's Retry-After for one app on one platform, shared by the pushers (migration 0013). */
 export interface ProviderPausesTable {
   platform: LimitedChannel;
+  /** The app, or for Web Push `<app>@<push service>` (at most 400 characters since 0038). */
   app: string;
   paused_until: Date;
   updated_at: Generated<Date>;
