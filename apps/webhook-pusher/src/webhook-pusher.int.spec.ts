@@ -30,7 +30,7 @@ afterAll(async () => {
 });
 
 /** The handler as main.ts builds it, over the real ledger and subscriptions, behind `acquire`. */
-function handler(acquire: (n: number, signal?: AbortSignal) => Promise<boolean>, signal: AbortSignal) {
+function handler(acquire: (n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void) => Promise<boolean>, signal: AbortSignal) {
   const registry = new Registry();
   return createWebhookPusherHandler({
     subscriptions: createSubscriptionCache(t.db.subscriptions, 5000),
@@ -64,6 +64,11 @@ describe('a webhook delivery not sent', () => {
     const unbudgeted = await handler(async () => false, new AbortController().signal)([second]);
     expect(stopped).toEqual([{ kind: 'defer', code: 'stopping', reason: 'the pusher stopped before sending it', delayMs: 1000 }]);
     expect(unbudgeted).toEqual([{ kind: 'defer', code: 'unpaced', reason: 'no outbound budget within the wait bound', delayMs: 1000 }]);
+    // Refused at shutdown because its host's budget is booked 30 s ahead: come back then, not in a second.
+    const later = new AbortController();
+    const third = await delivery();
+    const booked = await handler(async (_n, _signal, _host, onBooked) => (later.abort(), onBooked?.(30_000), false), later.signal)([third]);
+    expect(booked).toEqual([{ kind: 'defer', code: 'unpaced', reason: "the host's own budget is booked 30000 ms ahead", delayMs: 30_000 }]);
     expect(received).toBe(0);
     // Their ledger claims are let go: the next pusher to take them may send them at once.
     const ids = [first, second].map((m) => (JSON.parse(m.body.toString()) as { notificationId: string }).notificationId);

@@ -193,8 +193,8 @@ async function settle(sent: Ready[], results: Sent[], outcomes: Outcome[], deps:
 /** Deferred, no attempt spent: why it was not sent, and when to try again. */
 function notSentOutcome(result: NotSent, sub: SubscriptionRow): Outcome {
   if (result.kind === 'host-busy') return { kind: 'defer', code: result.kind, reason: `host ${destinationOf(sub.callbackUrl)} is busy`, delayMs: 1000 };
-  if (result.stopping === true) return { kind: 'defer', code: 'stopping', reason: 'the pusher stopped before sending it', delayMs: 1000 };
   if (result.bookedMs > 0) return { kind: 'defer', code: result.kind, reason: `the host's own budget is booked ${Math.ceil(result.bookedMs)} ms ahead`, delayMs: Math.ceil(result.bookedMs) };
+  if (result.stopping === true) return { kind: 'defer', code: 'stopping', reason: 'the pusher stopped before sending it', delayMs: 1000 };
   return { kind: 'defer', code: result.kind, reason: 'no outbound budget within the wait bound', delayMs: 1000 };
 }
 

@@ -3,7 +3,10 @@ import { abortRegistry } from '@herald/rate-limiter';
 /** A batch's wait for budget or a slot: aborted at its deadline or at shutdown; `close` when the batch is done. */
 export interface WaitWindow {
   signal: AbortSignal;
-  /** Clears the timer and lets go of the shutdown signal. */
+  /**
+   * Clears the timer, lets go of the shutdown signal and ends any wait still on the window: a
+   * batch that failed half-way leaves none waiting without its deadline or the shutdown.
+   */
   close(): void;
 }
 
@@ -26,6 +29,7 @@ export function waitWindow(deadlineMs: number, stop?: AbortSignal): WaitWindow {
     close: () => {
       clearTimeout(timer);
       release();
+      abort();
     },
   };
 }
