@@ -25,6 +25,7 @@ await runService(name, config, async ({ logger, registry }) => {
   const sender = createWebhookSender({ timeoutMs, bodyLimitBytes: config.WEBHOOK_RESPONSE_BODY_LIMIT_BYTES, allowLoopback: config.WEBHOOK_ALLOW_HTTP_LOCALHOST });
   const subscriptions = createSubscriptionCache(db.subscriptions, config.WEBHOOK_SUBSCRIPTION_CACHE_TTL_MS);
   const stopping = new AbortController();
+  const recordingStop = new AbortController();
   const metrics = createPusherMetrics(registry);
   const handle = createWebhookPusherHandler({
     subscriptions,
@@ -42,6 +43,7 @@ await runService(name, config, async ({ logger, registry }) => {
     owner: `${name}@${hostname()}:${process.pid}`,
     leaseMs: config.LEDGER_LEASE_MS,
     signal: stopping.signal,
+    recordingStop: recordingStop.signal,
     ...(limiter !== undefined && { limiter }),
   });
   const consumer = await broker.consume({
@@ -63,7 +65,9 @@ await runService(name, config, async ({ logger, registry }) => {
       // Deliveries waiting for budget or a host slot give up at once (deferred).
       stopping.abort();
       await closeLimiter();
+      // Deliveries already made are recorded for as long as the shutdown's bound allows, no longer.
       await consumer.stop(timeoutMs);
+      recordingStop.abort();
       sender.close();
       await broker.close();
       await db.close();

@@ -33,6 +33,8 @@ export interface WebhookPusherDeps {
   limiter?: { acquire(n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void): Promise<boolean> };
   /** Aborted at shutdown: nothing keeps waiting for budget or a host slot. */
   signal?: AbortSignal;
+  /** Aborted once the shutdown's bound has passed: recording delivered webhooks stops trying (as PusherDeps.recordingStop). */
+  recordingStop?: AbortSignal;
   now?: () => Date;
 }
 
@@ -71,7 +73,7 @@ export function createWebhookPusherHandler(deps: WebhookPusherDeps) {
     }
     const toSend = await claim(ready, outcomes, deps);
     const window = sendWindow(deps, Date.now());
-    const recorder = new DeliveredRecorder(deps.ledger, deps.logger, deps.signal, unrecordedOf(deps.metrics, PLATFORM));
+    const recorder = new DeliveredRecorder(deps.ledger, deps.logger, deps.recordingStop, unrecordedOf(deps.metrics, PLATFORM));
     // Claims stay alive while the batch is at work, so a slow answer is not sent twice (claim-keeper.ts).
     const stopKeeping = keepClaims(deps.ledger, toSend.map((r) => r.delivery.notificationId), deps.owner, deps.leaseMs, deps.logger);
     try {

@@ -26,21 +26,28 @@ function message(): { push: DevicePush; inbound: InboundMessage } {
   return { push, inbound: { body: Buffer.from(JSON.stringify(push)), headers: {}, routingKey: 'push.apns.send', redelivered: false, attempt: 1, queue: 'push.apns.send' } };
 }
 
+/** An APNs pusher handler for app demo whose provider and ledger the test gives. */
+function handlerWith(deps: Pick<Parameters<typeof createPusherHandler>[0], 'providers' | 'ledger' | 'owner' | 'signal' | 'recordingStop'>) {
+  return createPusherHandler({
+    platform: 'apns',
+    apps: { get: async (id) => ({ id, apnsTopic: 'com.herald.demo', fcmProjectId: null, enabled: true, createdAt: new Date(), updatedAt: new Date() }) },
+    publisher: { publish: async () => undefined, publishMany: async () => undefined },
+    metrics: createPusherMetrics(new Registry()),
+    logger,
+    leaseMs: LEASE_MS,
+    ...deps,
+  });
+}
+
 describe('ledger claims of a batch at work', () => {
   it('a push whose answer and record take longer than a lease is not taken over by a redelivered copy meanwhile', async () => {
     const sent: string[] = [];
     const ledger = t.db.ledger;
-    const handle = createPusherHandler({
-      platform: 'apns',
+    const handle = handlerWith({
       // The provider answers slowly, and the database records the outcome slowly after it: together well past one lease.
       providers: singleProvider({ platform: 'apns', send: async (push) => (sent.push(push.pushId), await sleep(LEASE_MS), { kind: 'delivered' }), close: async () => undefined }),
       ledger: { ...ledger, complete: async (entries) => (await sleep(2 * LEASE_MS), ledger.complete(entries)) },
-      apps: { get: async (id) => ({ id, apnsTopic: 'com.herald.demo', fcmProjectId: null, enabled: true, createdAt: new Date(), updatedAt: new Date() }) },
-      publisher: { publish: async () => undefined, publishMany: async () => undefined },
-      metrics: createPusherMetrics(new Registry()),
-      logger,
       owner: 'slow-pusher',
-      leaseMs: LEASE_MS,
     });
     const m = message();
     const handled = handle([m.inbound]);
@@ -48,6 +55,27 @@ describe('ledger claims of a batch at work', () => {
     await sleep(2 * LEASE_MS);
     expect((await ledger.claim([m.push.pushId], 'other-pusher', LEASE_MS)).get(m.push.pushId)).toBe('in-flight');
     expect(await handled).toEqual([{ kind: 'ack' }]);
+    expect((await ledger.claim([m.push.pushId], 'other-pusher', LEASE_MS)).get(m.push.pushId)).toBe('done');
+    expect(sent).toEqual([m.push.pushId]);
+  });
+
+  it('a push sent as the pusher is told to stop is still recorded when the database answers within the shutdown, so it is not sent again', async () => {
+    const sent: string[] = [];
+    const ledger = t.db.ledger;
+    const stopping = new AbortController();
+    const recordingStop = new AbortController();
+    let failures = 0;
+    const handle = handlerWith({
+      providers: singleProvider({ platform: 'apns', send: async (push) => (sent.push(push.pushId), { kind: 'delivered' }), close: async () => undefined }),
+      // The first write meets a database restarting, and SIGTERM comes meanwhile (a rolling update during a failover).
+      ledger: { ...ledger, complete: async (entries) => (failures++ === 0 ? (stopping.abort(), Promise.reject(new Error('Connection terminated unexpectedly'))) : ledger.complete(entries)) },
+      owner: 'stopping-pusher',
+      signal: stopping.signal,
+      recordingStop: recordingStop.signal,
+    });
+    const m = message();
+    expect(await handle([m.inbound])).toEqual([{ kind: 'ack' }]);
+    expect(failures).toBe(2);
     expect((await ledger.claim([m.push.pushId], 'other-pusher', LEASE_MS)).get(m.push.pushId)).toBe('done');
     expect(sent).toEqual([m.push.pushId]);
   });

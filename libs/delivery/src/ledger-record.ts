@@ -11,7 +11,7 @@ const WARN_EVERY = 30;
 
 /**
  * Mark pushes done, trying again (every 250 ms … 2 s) while the database is away, until it is back
- * or `stop` aborts (the pusher shutting down). The provider has already accepted these pushes:
+ * or `stop` aborts (the shutdown's bound passed). The provider has already accepted these pushes:
  * giving up while the pusher lives would leave their claims 'sending', and each would be sent a
  * second time once its lease ran out (a 30 s bound did that through a one-minute failover). The
  * batch's messages stay unacked meanwhile; RabbitMQ's consumer_timeout is the outer bound.

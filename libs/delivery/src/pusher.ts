@@ -71,8 +71,14 @@ export interface PusherDeps {
     observe?(result: SendResult, app: string, service?: string): void;
     pausedFor?(app: string, service?: string): number;
   };
-  /** Aborted at shutdown: no push keeps waiting for the limiter, and recording sent pushes stops trying (ledger-record.ts). */
+  /** Aborted at shutdown: no push keeps waiting for the limiter. */
   signal?: AbortSignal;
+  /**
+   * Aborted once the shutdown's bound has passed: recording pushes a provider accepted stops
+   * trying (ledger-record.ts). Not `signal`: a database back within the bound still records them,
+   * where giving up at once sent each again after its lease. Absent: it tries as long as it lives.
+   */
+  recordingStop?: AbortSignal;
   now?: () => Date;
 }
 
@@ -104,7 +110,7 @@ const unpaced = (deps: PusherDeps, app: string, service: string | undefined, boo
 export function createPusherHandler(deps: PusherDeps) {
   const now = deps.now ?? (() => new Date());
   // One write stream to the ledger for every batch in flight (ledger-record.ts).
-  const recorder = new DeliveredRecorder(deps.ledger, deps.logger, deps.signal, unrecordedOf(deps.metrics, deps.platform));
+  const recorder = new DeliveredRecorder(deps.ledger, deps.logger, deps.recordingStop, unrecordedOf(deps.metrics, deps.platform));
   return async (messages: readonly InboundMessage[]): Promise<Outcome[]> => {
     const outcomes: Outcome[] = messages.map(() => ack);
     const ready: Claimable[] = [];
@@ -343,7 +349,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     const stopKeeping = keepClaims(deps.ledger, ids, deps.owner, deps.leaseMs, deps.logger);
     const invalidated = publishInvalidations(invalidations, deps)
       .then(
-        () => completeDurably(deps.ledger, dead.map((d) => d.completion), deps.logger, deps.signal, unrecordedOf(deps.metrics, deps.platform)),
+        () => completeDurably(deps.ledger, dead.map((d) => d.completion), deps.logger, deps.recordingStop, unrecordedOf(deps.metrics, deps.platform)),
         // Not confirmed: the claims are given up, so each push's redelivery sends (and invalidates) again at once.
         async (err: unknown) => {
           await deps.ledger.release(ids, deps.owner).catch(() => undefined);
@@ -355,7 +361,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     for (const d of dead) outcomes[d.index] = { kind: 'ack', after: invalidated };
   }
   if (release.length > 0) await deps.ledger.release(release, deps.owner);
-  await completeDurably(deps.ledger, completed, deps.logger, deps.signal, unrecordedOf(deps.metrics, deps.platform));
+  await completeDurably(deps.ledger, completed, deps.logger, deps.recordingStop, unrecordedOf(deps.metrics, deps.platform));
 }
 
 /**

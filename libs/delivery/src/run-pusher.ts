@@ -82,6 +82,7 @@ export async function runPusher(
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
     const { limiter, close: closeLimiter } = await createPusherLimiter(platform, config, logger, registry);
     const stopping = new AbortController();
+    const recordingStop = new AbortController();
     const cancelled = new CancelledJobs(createCancelledJobsReader(db.kysely), {
       intervalMs: CANCELLED_JOBS_REFRESH_MS,
       retentionMs: config.LEDGER_RETENTION_HOURS * 3_600_000,
@@ -105,6 +106,7 @@ export async function runPusher(
       leaseMs: config.LEDGER_LEASE_MS,
       ...(config.APNS_SERVER_ERROR_RETRY_MS !== undefined && { serverErrorRetryMs: config.APNS_SERVER_ERROR_RETRY_MS }),
       signal: stopping.signal,
+      recordingStop: recordingStop.signal,
       ...(limiter !== undefined && { limiter }),
     });
     const sendWindow = windowFor(config);
@@ -142,7 +144,9 @@ export async function runPusher(
         // Pushes waiting for budget give up at once (deferred), so shutdown never waits on pacing.
         stopping.abort();
         await closeLimiter();
+        // Pushes already sent are recorded for as long as the shutdown's bound allows, no longer.
         await consumer.stop(timeoutMs);
+        recordingStop.abort();
         clearInterval(outcomeFlush);
         await perApp.outcomes?.flush();
         await perApp.providers.close();
