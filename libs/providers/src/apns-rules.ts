@@ -62,7 +62,8 @@ export function backgroundApsProblem(aps: Json): string | undefined {
 }
 
 function backgroundProblem(parts: ApnsRequestParts, aps: Json): string | undefined {
-  if (parts.priority === 10) return 'a background push must use apns-priority 5 (Apple: BadPriority at 10)';
+  // Apple's header table: "Always use priority 5. Using priority 10 is an error." 1 would also keep the device from waking.
+  if (parts.priority !== 5) return `a background push must use apns-priority 5 (Apple: "Always use priority 5"), not ${parts.priority}`;
   return backgroundApsProblem(aps);
 }
 

@@ -23,6 +23,31 @@ describe('Google\'s Message rules (PROVIDER-RULES.md, FCM rows)', () => {
     expect(fcmMessageProblem({ ...m, android: { ...m.android, ttl: '2419200s' } })).toBeUndefined();
     expect(fcmMessageProblem({ ...m, android: { ...m.android, ttl: '3455999s' } })).toMatch(/4-week maximum/);
     expect(fcmMessageProblem({ ...m, android: { ...m.android, ttl: '1h' } })).toMatch(/Duration/);
+    expect(fcmMessageProblem({ ...m, android: { ...m.android, ttl: '2419200.5s' } })).toMatch(/2419200.5 s, beyond FCM's 4-week maximum/);
+  });
+
+  it('android: AndroidConfig and AndroidNotification as Google types them; one wrong field refuses the whole message, its iOS part included', () => {
+    const m = message();
+    const android = (over: Record<string, unknown>) => fcmMessageProblem({ ...m, android: { ...m.android, ...over } });
+    expect(android({ notification: { title: 't', subtitle: 'x' } })).toMatch(/^android.notification.subtitle is not a field of AndroidNotification/);
+    expect(android({ priority: 'URGENT' })).toMatch(/^android.priority must be NORMAL or HIGH/);
+    expect(android({ direct_boot_ok: 'yes' })).toMatch(/^android.direct_boot_ok must be true or false/);
+    expect(android({ notification: { notification_count: 1.5 } })).toMatch(/^android.notification.notification_count must be a 32-bit integer/);
+    expect(android({ notification: { visibility: 'HIDDEN' } })).toMatch(/^android.notification.visibility must be one of/);
+    expect(android({ notification: { event_time: 'yesterday' } })).toMatch(/^android.notification.event_time must be an RFC 3339 timestamp/);
+    expect(android({ notification: { body_loc_args: 'a' } })).toMatch(/^android.notification.body_loc_args must be a list/);
+    expect(android({ channel: 'x' })).toMatch(/^android.channel is not a field of AndroidConfig/);
+    // Herald sets collapse_key itself: the JSON name of the same field would give it twice.
+    expect(android({ collapse_key: 'k', collapseKey: 'other' })).toMatch(/^android.collapseKey sets android.collapse_key a second time/);
+    expect(android({ collapseKey: '🔥' })).toMatch(/printable ASCII/);
+    expect(
+      android({
+        priority: 'normal',
+        direct_boot_ok: true,
+        restrictedPackageName: 'com.example',
+        notification: { title: 't', channel_id: 'c', notificationCount: 3, visibility: 'PRIVATE', event_time: '2026-01-01T00:00:00.5Z', vibrate_timings: ['0.5s'], light_settings: { color: {} } },
+      }),
+    ).toBeUndefined();
   });
 
   it('payload: 4096 bytes of notification + data + android.notification', () => {

@@ -1,7 +1,7 @@
 import { collapseKeyProblem, FCM_RESERVED_DATA_KEY } from '@herald/contracts';
 import { APNS_MAX_PAYLOAD_BYTES, apnsPayloadBytes, backgroundApsProblem } from './apns-rules.ts';
 import type { FcmMessage } from './fcm-message.ts';
-import { androidFcmOptionsProblem, webpushProblem } from './fcm-webpush-rules.ts';
+import { androidShapeProblem, DURATION, fieldOf, webpushProblem } from './fcm-webpush-rules.ts';
 
 /**
  * Google's rules for an FCM HTTP v1 message (the `projects.messages` reference: Message,
@@ -15,7 +15,6 @@ export const FCM_MAX_PAYLOAD_BYTES = 4096;
 
 
 const COLOR = /^#[0-9a-fA-F]{6}$/;
-const DURATION = /^(\d+)(\.\d{1,9})?s$/;
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -43,24 +42,28 @@ function dataProblem(data: unknown, at: string): string | undefined {
 }
 
 function androidProblem(android: Json): string | undefined {
-  const ttl = DURATION.exec(String(android['ttl'] ?? '0s'));
+  const shape = androidShapeProblem(android);
+  if (shape !== undefined) return shape;
+  const ttl = DURATION.exec(String(fieldOf(android, 'ttl') ?? '0s'));
   if (ttl === null) return 'android.ttl must be a Duration such as "3600s"';
-  if (Number(ttl[1]) > FCM_MAX_TTL_S) return `android.ttl is ${ttl[1]} s, beyond FCM's 4-week maximum (${FCM_MAX_TTL_S} s)`;
-  const collapse = android['collapse_key'];
+  const ttlS = Number(`${ttl[1]}${ttl[2] ?? ''}`);
+  if (ttlS > FCM_MAX_TTL_S) return `android.ttl is ${ttlS} s, beyond FCM's 4-week maximum (${FCM_MAX_TTL_S} s)`;
+  const collapse = fieldOf(android, 'collapse_key');
   if (typeof collapse === 'string' && collapseKeyProblem(collapse) !== undefined) return `android.collapse_key ${collapseKeyProblem(collapse)}`;
   const n = android['notification'];
   if (isObject(n) && n['color'] !== undefined && !COLOR.test(String(n['color']))) return 'android.notification.color must be #rrggbb';
-  return dataProblem(android['data'], 'android.data') ?? androidFcmOptionsProblem(android);
+  return dataProblem(android['data'], 'android.data');
 }
 
 /** The apns block must follow Apple's rules too: FCM forwards it to APNs. */
 function apnsProblem(m: FcmMessage): string | undefined {
   const headers = m.apns.headers;
   const aps = m.apns.payload.aps;
-  // Google: a data message to Apple devices (no notification, nothing shown in aps) must use priority 5.
+  // Google: "When sending data messages to Apple devices, the priority must be set to 5"; Apple, for background pushes: "Always use priority 5".
   const showsNothing = m.notification === undefined && ['alert', 'badge', 'sound'].every((k) => aps[k] === undefined);
-  if ((showsNothing || headers['apns-push-type'] === 'background') && headers['apns-priority'] === '10') {
-    return 'apns: a data-only (background) push to iOS must use apns-priority 5';
+  const priority = headers['apns-priority'];
+  if ((showsNothing || headers['apns-push-type'] === 'background') && priority !== undefined && priority !== '5') {
+    return `apns: a data-only (background) push to iOS must use apns-priority 5, not ${priority}`;
   }
   // FCM shows message.notification on iOS as aps.alert.
   const background = headers['apns-push-type'] === 'background' ? backgroundApsProblem(m.notification === undefined ? aps : { ...aps, alert: m.notification }) : undefined;

@@ -1,6 +1,7 @@
 /**
- * Google's shape of `Message.webpush` and of the `fcm_options` types (the v1 `projects.messages`
- * reference: WebpushConfig, WebpushFcmOptions, AndroidFcmOptions). FCM answers 400 INVALID_ARGUMENT
+ * Google's shape of `Message.webpush`, `Message.android` and the types inside them (the v1
+ * `projects.messages` reference: WebpushConfig, WebpushFcmOptions, AndroidConfig,
+ * AndroidNotification, AndroidFcmOptions). FCM answers 400 INVALID_ARGUMENT
  * for an unknown field ("Invalid JSON payload received. Unknown name …") or a wrongly typed one,
  * and that refuses the whole message, its Android and iOS parts included. Each problem starts with
  * the field's path in the message (`webpush.data.n …`), which the doors turn into `content.fcm.…`.
@@ -22,12 +23,16 @@ const stringMap: Check = (v, at) => {
   return bad === undefined ? undefined : `${at}.${bad[0]} must be a string (FCM: map<string, string>)`;
 };
 
-/** A message type: an object of known fields only, each passing its check (null: unset). */
+/** A field's value under its proto name or its lowerCamelCase JSON name. */
+export const fieldOf = (o: Json, protoFieldName: string): unknown => o[protoFieldName] ?? o[protoFieldName.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())];
+
+/** A message type: an object of known fields only, each given once and passing its check (null: unset). */
 const fieldsOf = (type: string, table: Readonly<Record<string, Check>>): Check => (v, at) => {
   if (!isObject(v)) return `${at} must be an object (${type})`;
   for (const [name, value] of Object.entries(v)) {
     const check = table[protoName(name)];
     if (check === undefined) return `${at}.${name} is not a field of ${type} (FCM refuses the whole message)`;
+    if (protoName(name) !== name && protoName(name) in v) return `${at}.${name} sets ${at}.${protoName(name)} a second time (Herald sets some fields itself: use the proto name)`;
     const problem = value === null ? undefined : check(value, `${at}.${name}`);
     if (problem !== undefined) return problem;
   }
@@ -44,14 +49,64 @@ const WEBPUSH: Check = fieldsOf('WebpushConfig', {
   fcm_options: fieldsOf('WebpushFcmOptions', { link: httpsLink, analytics_label: text }),
 });
 
+const flag: Check = (v, at) => (typeof v === 'boolean' ? undefined : `${at} must be true or false`);
+const repeated = (each: Check): Check => (v, at) => (Array.isArray(v) ? v.reduce<string | undefined>((found, item, i) => found ?? each(item, `${at}[${i}]`), undefined) : `${at} must be a list`);
+/** A proto enum in JSON: one of its names, or its number. */
+const enumOf = (names: readonly string[]): Check => (v, at) =>
+  (typeof v === 'string' && names.includes(v)) || (Number.isInteger(v) && (v as number) >= 0 && (v as number) < names.length) ? undefined : `${at} must be one of ${names.join(', ')}`;
+/** google.protobuf.Duration in JSON: seconds with up to nine decimals and an "s", e.g. "3.5s". */
+export const DURATION = /^(\d+)(\.\d{1,9})?s$/;
+const duration: Check = (v, at) => (typeof v === 'string' && DURATION.test(v) ? undefined : `${at} must be a Duration such as "3600s"`);
+/** google.protobuf.Timestamp in JSON: RFC 3339, e.g. "2014-10-02T15:01:23.045123456Z". */
+const timestamp: Check = (v, at) =>
+  typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/.test(v) ? undefined : `${at} must be an RFC 3339 timestamp`;
+const int32: Check = (v, at) => {
+  const n = typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
+  return Number.isInteger(n) && (n as number) >= -(2 ** 31) && (n as number) < 2 ** 31 ? undefined : `${at} must be a 32-bit integer`;
+};
+const object = (type: string): Check => (v, at) => (isObject(v) ? undefined : `${at} must be an object (${type})`);
+
 const ANDROID_FCM_OPTIONS: Check = fieldsOf('AndroidFcmOptions', { analytics_label: text });
+
+/** AndroidNotification, its fields by proto name. */
+const ANDROID_NOTIFICATION: Check = fieldsOf('AndroidNotification', {
+  ...Object.fromEntries(
+    ['title', 'body', 'icon', 'color', 'sound', 'tag', 'click_action', 'body_loc_key', 'title_loc_key', 'channel_id', 'ticker', 'image'].map((f) => [f, text]),
+  ),
+  ...Object.fromEntries(
+    ['sticky', 'local_only', 'default_sound', 'default_vibrate_timings', 'default_light_settings', 'bypass_proxy_notification'].map((f) => [f, flag]),
+  ),
+  body_loc_args: repeated(text),
+  title_loc_args: repeated(text),
+  event_time: timestamp,
+  notification_priority: enumOf(['PRIORITY_UNSPECIFIED', 'PRIORITY_MIN', 'PRIORITY_LOW', 'PRIORITY_DEFAULT', 'PRIORITY_HIGH', 'PRIORITY_MAX']),
+  vibrate_timings: repeated(duration),
+  visibility: enumOf(['VISIBILITY_UNSPECIFIED', 'PRIVATE', 'PUBLIC', 'SECRET']),
+  notification_count: int32,
+  light_settings: object('LightSettings'),
+  proxy: enumOf(['PROXY_UNSPECIFIED', 'ALLOW', 'DENY', 'IF_PRIORITY_LOWERED']),
+});
+
+/** AndroidMessagePriority: NORMAL or HIGH (Google takes them in lower case too, as firebase-admin sends them), or 0 / 1. */
+const androidPriority: Check = (v, at) =>
+  (typeof v === 'string' && ['NORMAL', 'HIGH'].includes(v.toUpperCase())) || v === 0 || v === 1 ? undefined : `${at} must be NORMAL or HIGH`;
+
+/** AndroidConfig, its fields by proto name. */
+const ANDROID: Check = fieldsOf('AndroidConfig', {
+  collapse_key: text,
+  priority: androidPriority,
+  ttl: duration,
+  restricted_package_name: text,
+  data: stringMap,
+  notification: ANDROID_NOTIFICATION,
+  fcm_options: ANDROID_FCM_OPTIONS,
+  direct_boot_ok: flag,
+  bandwidth_constrained_ok: flag,
+  restricted_satellite_ok: flag,
+});
 
 /** `webpush` of the message, as Google types it; undefined when absent or well formed. */
 export const webpushProblem = (webpush: unknown): string | undefined => (webpush === undefined ? undefined : WEBPUSH(webpush, 'webpush'));
 
-/** `android.fcm_options` (android, as given through content.fcm, is otherwise Herald's own). */
-export function androidFcmOptionsProblem(android: Json): string | undefined {
-  const options = android['fcm_options'] ?? android['fcmOptions'];
-  const name = android['fcm_options'] !== undefined ? 'fcm_options' : 'fcmOptions';
-  return options === undefined || options === null ? undefined : ANDROID_FCM_OPTIONS(options, `android.${name}`);
-}
+/** `android` of the message (Herald's own, with what content.fcm.android set), as Google types it. */
+export const androidShapeProblem = (android: Json): string | undefined => ANDROID(android, 'android');

@@ -91,7 +91,14 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
 
   it('an override that breaks a header rule is refused after the merge, naming the override\'s header', () => {
     const issues = jobConformanceIssues(job({ content: { contentAvailable: true, apns: { headers: { 'apns-priority': '10' } } } }), WEB, NOW);
-    expect(issues).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a background push must use apns-priority 5 (Apple: BadPriority at 10)' }]);
+    expect(issues).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a background push must use apns-priority 5 (Apple: "Always use priority 5"), not 10' }]);
+  });
+
+  it('a background push at apns-priority 1 is refused on both paths (Apple: "Always use priority 5"; Google: data messages to Apple devices "must be set to 5"): 1 would not wake the app', () => {
+    const direct = jobConformanceIssues(job({ content: { contentAvailable: true, apns: { headers: { 'apns-priority': '1' } } } }), WEB, NOW);
+    expect(direct).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a background push must use apns-priority 5 (Apple: "Always use priority 5"), not 1' }]);
+    const viaFcm = jobConformanceIssues(job({ content: { data: { k: 'v' }, fcm: { apns: { headers: { 'apns-priority': '1' } } } } }), WEB, NOW);
+    expect(viaFcm).toEqual([{ path: 'content.fcm.apns', message: 'FCM: apns: a data-only (background) push to iOS must use apns-priority 5, not 1' }]);
   });
 
   it('an FCM override that breaks Google\'s rules names content.fcm', () => {
@@ -106,6 +113,10 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(unknown).toEqual([{ path: 'content.fcm.webpush.fcm_options.url', message: expect.stringMatching(/^FCM: webpush.fcm_options.url is not a field of WebpushFcmOptions/) as unknown }]);
     const android = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { fcm_options: { link: 'https://x' } } } } }), WEB, NOW);
     expect(android).toEqual([{ path: 'content.fcm.android.fcm_options.link', message: expect.stringMatching(/not a field of AndroidFcmOptions/) as unknown }]);
+    const subtitle = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { notification: { subtitle: 's' } } } } }), WEB, NOW);
+    expect(subtitle).toEqual([{ path: 'content.fcm.android.notification.subtitle', message: expect.stringMatching(/not a field of AndroidNotification/) as unknown }]);
+    const priority = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { priority: 'URGENT' } } } }), WEB, NOW);
+    expect(priority).toEqual([{ path: 'content.fcm.android.priority', message: 'FCM: android.priority must be NORMAL or HIGH' }]);
     const fine = { webpush: { headers: { Urgency: 'high' }, data: { n: '1' }, notification: { title: 't' }, fcm_options: { link: 'https://example.com' } } };
     expect(jobConformanceIssues(job({ content: { title: 't', fcm: fine } }), WEB, NOW)).toEqual([]);
   });

@@ -67,7 +67,7 @@ function pathOf(job: JobPart, message: string, platform: Platform): string {
   const header = /apns-(priority|expiration|collapse-id|push-type)/.exec(message)?.[0];
   if (header !== undefined && job.content.apns?.headers?.[header as 'apns-priority'] !== undefined) return `content.apns.headers.${header}`;
   if (/collapse/i.test(message)) return 'collapseKey';
-  const fcmField = /^((?:webpush|android\.fcm_?[oO]ptions)\S*) /.exec(message)?.[1];
+  const fcmField = /^((?:webpush|android\.fcm_?[oO]ptions)\S*) /.exec(message)?.[1] ?? /^(android\.\S+) (?:is not a field|must be|sets)/.exec(message)?.[1];
   if (fcmField !== undefined && job.content.fcm !== undefined) return `content.fcm.${fcmField}`;
   if (/^android\./.test(message) && job.content.fcm?.android !== undefined) return 'content.fcm.android';
   if (/^apns[.:]/.test(message) && job.content.fcm?.apns !== undefined) return 'content.fcm.apns';
