@@ -2,6 +2,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { deviceTokenProblem } from './device-token.ts';
 import { DEFAULT_WEB_PUSH_HOSTS, WEB_PUSH_MAX_PLAINTEXT_BYTES, WEB_PUSH_TOPIC, WebPushKeys, hostAllowed, webEndpointProblem } from './web-push.ts';
+import { pushServiceOf } from './web-subscription.ts';
 
 /** Keys as a browser's PushSubscription.toJSON() gives them: an uncompressed P-256 point and 16 random bytes. */
 function browserKeys(): { p256dh: string; auth: string } {
@@ -57,5 +58,21 @@ describe('Web Push subscriptions', () => {
     expect(WEB_PUSH_TOPIC.test('a'.repeat(33))).toBe(false);
     expect(WEB_PUSH_TOPIC.test('score:42')).toBe(false);
     expect(WEB_PUSH_MAX_PLAINTEXT_BYTES).toBe(3993);
+  });
+});
+
+describe('the push service of an endpoint (what a push service\'s pause or overload holds back)', () => {
+  it('is the allow-list entry for a wildcard: the regional hosts of WNS are one service, however many an endpoint names', () => {
+    const services = ['wns2-by3p', 'wns2-par02p', `x${'a'.repeat(40)}`].map((h) => pushServiceOf(`https://${h}.notify.windows.com/w/?token=AQE`, null));
+    expect(services).toEqual(['*.notify.windows.com', '*.notify.windows.com', '*.notify.windows.com']);
+  });
+
+  it("is the endpoint's host for a host the list names itself (Safari's web.push.apple.com before *.push.apple.com), its port included", () => {
+    expect(pushServiceOf('https://web.push.apple.com/QGuQyavXutnMlpqjIMNzZ0', null)).toBe('web.push.apple.com');
+    expect(pushServiceOf('https://api.push.apple.com/x', null)).toBe('*.push.apple.com');
+    expect(pushServiceOf('https://updates.push.services.mozilla.com/wpush/v2/gAAAA', null)).toBe('updates.push.services.mozilla.com');
+    expect(pushServiceOf('http://127.0.0.1:8443/push/1', ['127.0.0.1'])).toBe('127.0.0.1:8443');
+    expect(pushServiceOf('https://push.EXAMPLE.com/1', ['*.Example.com'])).toBe('*.example.com');
+    expect(pushServiceOf('not a url', null)).toBeUndefined();
   });
 });

@@ -59,6 +59,25 @@ export function endpointHostProblem(endpoint: string, hosts: readonly string[] |
   return `the push service host "${host}" is not on the app's allow-list (${allowed.join(', ')}); an operator adds it with herald apps web-hosts`;
 }
 
+/**
+ * The push service an endpoint belongs to, as the app's allow-list names it: a wildcard entry's
+ * hosts are one service (WNS spreads Edge's endpoints over many regional hosts of
+ * *.notify.windows.com), any other the endpoint's host. So pauses and pacing per push service
+ * are as many as the list's entries, whatever hosts endpoints name. Undefined: no URL.
+ */
+export function pushServiceOf(endpoint: string, hosts: readonly string[] | null | undefined): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return undefined;
+  }
+  const entries = webPushHostsOf(hosts);
+  if (hostAllowed(url.hostname, entries.filter((entry) => !entry.startsWith('*.')))) return url.host;
+  const wildcard = entries.find((entry) => entry.startsWith('*.') && hostAllowed(url.hostname, [entry]));
+  return wildcard?.toLowerCase() ?? url.host;
+}
+
 /** A host-list entry: a host name, or "*." and a domain for its subdomains (no scheme, port or path). */
 export const WebPushHost = z
   .string()

@@ -147,7 +147,7 @@ describe('pusher with a rate limiter', () => {
     expect(outcome).toEqual({ kind: 'ack' });
   });
 
-  it("a Web Push's budget is asked, and its provider's answer told, with its push service (the endpoint's host): a pause there is that service's", async () => {
+  it("a Web Push's budget is asked, and its provider's answer told, with its push service (the endpoint's host, or the allow-list's wildcard entry): a pause there is that service's", async () => {
     const asked: Array<string | undefined> = [];
     const told: Array<string | undefined> = [];
     const limiter = {
@@ -161,10 +161,15 @@ describe('pusher with a rate limiter', () => {
     expect(await p.handle([{ ...m.inbound, routingKey: 'push.web.send', queue: 'push.web.send', body: Buffer.from(JSON.stringify(web)) }])).toEqual([{ kind: 'ack' }]);
     expect(asked).toEqual(['updates.push.services.mozilla.com']);
     expect(told).toEqual(['updates.push.services.mozilla.com']);
+    // Edge's endpoints on WNS's regional hosts are one service, the allow-list's *.notify.windows.com.
+    const wns = { ...web, pushId: randomUUID(), token: 'https://wns2-par02p.notify.windows.com/w/?token=AQE' };
+    await p.handle([{ ...m.inbound, routingKey: 'push.web.send', queue: 'push.web.send', body: Buffer.from(JSON.stringify(wns)) }]);
+    expect(asked.at(-1)).toBe('*.notify.windows.com');
+    asked.length = 0;
     // APNs and FCM: one service each, none named.
     const apns = pusher(limiter, { kind: 'delivered' });
     await apns.handle([message().inbound]);
-    expect(asked).toEqual(['updates.push.services.mozilla.com', undefined]);
+    expect(asked).toEqual([undefined]);
   });
 
   it('a push that expires while it waits for budget is not sent: recorded as expired and acked', async () => {

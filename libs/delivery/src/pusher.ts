@@ -5,6 +5,7 @@ import {
   endpointHostProblem,
   invalidationQueueFor,
   pushAsOf,
+  pushServiceOf,
   type Invalidation,
   type Platform,
 } from '@herald/contracts';
@@ -207,7 +208,8 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
     bookedMs = turnInMs;
     slowed = cause === 'slowed';
   };
-  const service = pushServiceOf(r.push);
+  // A Web Push's push service: its Retry-After or overload holds back only pushes to it (RFC 8030 §8.4).
+  const service = r.push.platform === 'web' ? pushServiceOf(r.push.token, r.app.webPushHosts) : undefined;
   const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, booked, service));
   if (!paced) return unpaced(deps, r.push.app, service, bookedMs, slowed);
   if (budgetWindow.aborted) return unpaced(deps, r.push.app, service);
@@ -221,20 +223,6 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   deps.metrics.providerSeconds.observe({ platform: deps.platform }, Number(process.hrtime.bigint() - started) / 1e9);
   deps.limiter?.observe?.(result, r.push.app, service);
   return result;
-}
-
-/**
- * A Web Push's push service (its endpoint's host): a Retry-After or an overload there holds back
- * only pushes to it (RFC 8030 §8.4: the push service speaks for its own push resources).
- * Undefined for APNs and FCM, one service each.
- */
-function pushServiceOf(push: DevicePush): string | undefined {
-  if (push.platform !== 'web') return undefined;
-  try {
-    return new URL(push.token).host;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

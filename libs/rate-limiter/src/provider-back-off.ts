@@ -69,7 +69,9 @@ export class ProviderBackOff {
 
   /** The platform's slowdown here (its slowest push service's, for Web Push): 1 when none. */
   factor(nowMs: number): number {
-    return Math.min(1, ...[...this.platformPacing.values()].map((p) => p.factor(nowMs)));
+    let slowest = 1;
+    for (const pacing of this.platformPacing.values()) slowest = Math.min(slowest, pacing.factor(nowMs));
+    return slowest;
   }
 
   /** `app`: the push's sender (senderKey: the app, or for Web Push the app at its push service `service`). */
