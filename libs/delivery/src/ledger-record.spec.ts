@@ -137,6 +137,27 @@ describe('DeliveredRecorder', () => {
     await two.flush();
   });
 
+  it('counts the pushes queued behind a write that is failing as waiting too, and none once all are recorded', async () => {
+    let waiting = 0;
+    const seen: number[] = [];
+    const gauge = { inc: (n: number) => void (waiting += n), dec: (n: number) => void (waiting -= n) };
+    let down = true;
+    const ledger = { complete: async () => (seen.push(waiting), down ? Promise.reject(new Error('connect ECONNREFUSED')) : undefined) };
+    const recorder = new DeliveredRecorder(ledger, logger, undefined, gauge);
+    const [one, two] = [recorder.batch(), recorder.batch()];
+    one.add({ pushId: 'a', outcome: 'delivered' });
+    await new Promise((r) => setTimeout(r, 50)); // a's write has failed once: it waits
+    expect(waiting).toBe(1);
+    two.add({ pushId: 'b', outcome: 'delivered' });
+    two.add({ pushId: 'c', outcome: 'delivered' });
+    expect(waiting).toBe(3);
+    down = false;
+    await Promise.all([one.flush(), two.flush()]);
+    expect(waiting).toBe(0);
+    // b and c's own write, after a's, found the database back at once: counted only while behind a's.
+    expect(seen.at(-1)).toBe(0);
+  });
+
   it('flush rejects when the pusher stops before the ledger is back', async () => {
     const recorder = new DeliveredRecorder({ complete: () => Promise.reject(new Error('down')) }, logger, AbortSignal.timeout(600)).batch();
     recorder.add({ pushId: 'a', outcome: 'delivered' });

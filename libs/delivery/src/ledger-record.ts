@@ -97,13 +97,24 @@ export class DeliveredRecorder {
   private writing = false;
   /** For a recorder used by one batch alone (add / flush). */
   private readonly own = this.batch();
+  /** The write in progress is counted as waiting (failing, or unanswered for 5 s). */
+  private stalled = false;
+  /** Of `pending`, how many are counted as waiting: those added behind a stalled write. */
+  private countedPending = 0;
+  /** The gauge the write in progress counts in; it tells this recorder when that write stalls. */
+  private readonly writeGauge: UnrecordedGauge | undefined;
 
   constructor(
     private readonly ledger: LedgerWriter,
     private readonly logger: Logger,
     private readonly stop?: AbortSignal,
     private readonly waiting?: UnrecordedGauge,
-  ) {}
+  ) {
+    this.writeGauge = waiting && {
+      inc: (n) => ((this.stalled = true), waiting.inc(n)),
+      dec: (n) => ((this.stalled = false), waiting.dec(n)),
+    };
+  }
 
   /** A batch's view: its pushes share writes with every other batch's. */
   batch(): RecordedBatch {
@@ -129,6 +140,11 @@ export class DeliveredRecorder {
 
   private enqueue(entry: LedgerCompletion): Write {
     this.pending.push(entry);
+    // Behind a stalled write it waits too (the gauge counts every accepted push not yet recorded).
+    if (this.stalled) {
+      this.countedPending++;
+      this.waiting?.inc(1);
+    }
     const write = (this.next ??= newWrite());
     if (!this.writing) {
       // The first write starts once this turn of the event loop is done, so the answers that
@@ -142,10 +158,13 @@ export class DeliveredRecorder {
   private async drain(): Promise<void> {
     while (this.pending.length > 0) {
       const entries = this.pending.splice(0);
+      // Their own write counts them from here, if it stalls too.
+      this.waiting?.dec(this.countedPending);
+      this.countedPending = 0;
       const write = this.next as Write;
       this.next = undefined;
       try {
-        await completeDurably(this.ledger, entries, this.logger, this.stop, this.waiting);
+        await completeDurably(this.ledger, entries, this.logger, this.stop, this.writeGauge);
       } catch (err) {
         write.failure = err;
       }

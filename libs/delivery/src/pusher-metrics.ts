@@ -45,7 +45,7 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
     }),
     unrecorded: new Gauge({
       name: 'herald_pusher_unrecorded_pushes',
-      help: 'Pushes a provider accepted that this pusher is still trying to record in the ledger (PostgreSQL away, or a write unanswered for 5 s): their batch is held until it is back, not stuck',
+      help: 'Pushes a provider accepted (or found expired, cancelled or to a dead token) that this pusher is still trying to record in the ledger (PostgreSQL away, or a write unanswered for 5 s, and those queued behind it): their batch is held until it is back, not stuck',
       labelNames: ['platform'],
       registers: [registry],
     }),
