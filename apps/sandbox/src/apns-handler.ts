@@ -18,6 +18,8 @@ const FAULT_STATUS: Record<ApnsFaultError, number> = {
 export interface ApnsIncoming extends ApnsRequest {
   /** The TLS client presented a certificate the sandbox trusts (certificate-based auth). */
   clientCertificateAuthorized: boolean;
+  /** The topic that certificate names (`certificateTopic`, apns-topic.ts), if it names one. */
+  clientCertificateTopic?: string;
 }
 
 /** Apple's error body: `{"reason":"..."}`, plus `timestamp` (ms) for 410 Unregistered. */
@@ -40,7 +42,7 @@ const success = (apnsId: string): Answer => ({
   body: '',
 });
 
-const refused = (token: string | undefined, answer: Answer, warnings: string[] = []): Handled => ({ token, answer, warnings, deliver: false });
+const refused = (token: string | undefined, answer: Answer): Handled => ({ token, answer, warnings: [], deliver: false });
 
 /** Authenticate, validate, apply any injected fault, and answer as APNs would. */
 export async function handleApnsRequest(req: ApnsIncoming, tokens: ProviderTokenVerifier, ctx: SandboxContext): Promise<Handled> {
@@ -49,12 +51,13 @@ export async function handleApnsRequest(req: ApnsIncoming, tokens: ProviderToken
   const route = routeApnsRequest(req.method, req.path);
   if (!route.ok) return refused(undefined, apnsError(route.status, route.reason, apnsId));
   const authorization = header(req.headers, 'authorization');
-  if (authorization !== undefined || !req.clientCertificateAuthorized) {
+  const certificateAuth = authorization === undefined && req.clientCertificateAuthorized;
+  if (!certificateAuth) {
     const auth = tokens.check(authorization);
     if (!auth.ok) return refused(route.token, apnsError(403, auth.reason, apnsId));
   }
-  const valid = validateApnsRequest(req);
-  if (!valid.ok) return refused(route.token, apnsError(valid.status, valid.reason, apnsId), valid.warnings);
+  const valid = validateApnsRequest(req, certificateAuth ? req.clientCertificateTopic : undefined);
+  if (!valid.ok) return refused(route.token, apnsError(valid.status, valid.reason, apnsId));
   const fault = ctx.faults.take('apns', route.token);
   if (fault?.delayMs !== undefined) await sleep(fault.delayMs);
   const answer = (fault && faultAnswer(fault, apnsId)) ?? success(apnsId);

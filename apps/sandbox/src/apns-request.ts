@@ -8,14 +8,16 @@ export interface ApnsRequest {
   body: Buffer;
 }
 
-/** An APNs error answer: the status and Apple's `reason` string (`warnings` explain it in the record). */
-export type ApnsRejection = { ok: false; status: number; reason: string; warnings?: string[] };
+/** An APNs error answer: the status and Apple's `reason` string. */
+export type ApnsRejection = { ok: false; status: number; reason: string };
 
 export const reject = (status: number, reason: string): ApnsRejection => ({ ok: false, status, reason });
 
-/** A payload rule's outcome: refused, or accepted with notes for the record. */
+/**
+ * A payload rule's outcome. Apple's response table lists no reason for breaking the `aps` content
+ * rules, so a broken one is accepted and noted for the record.
+ */
 export interface ApsVerdict {
-  rejection?: ApnsRejection;
   warnings: string[];
 }
 

@@ -2,6 +2,7 @@ import http2 from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import { ProviderTokenVerifier, type ProviderTokenKeys } from './apns-jwt.ts';
 import { handleApnsRequest } from './apns-handler.ts';
+import { certificateTopic } from './apns-topic.ts';
 import { recordExchange, type SandboxContext } from './exchange.ts';
 import { readBody } from './read-body.ts';
 
@@ -31,6 +32,14 @@ export function createApnsServer(options: ApnsServerOptions, ctx: SandboxContext
   return server;
 }
 
+/** The topic of each connection's trusted client certificate, read once per connection. */
+const certificateTopics = new WeakMap<TLSSocket, string | undefined>();
+
+function clientCertificateTopic(socket: TLSSocket): string | undefined {
+  if (!certificateTopics.has(socket)) certificateTopics.set(socket, certificateTopic(socket.getPeerCertificate().subject));
+  return certificateTopics.get(socket);
+}
+
 async function serveStream(
   stream: http2.ServerHttp2Stream,
   headers: http2.IncomingHttpHeaders,
@@ -40,12 +49,14 @@ async function serveStream(
   try {
     const body = await readBody(stream);
     const socket = stream.session?.socket as TLSSocket | undefined;
+    const authorized = socket?.authorized === true;
     const request = {
       method: String(headers[':method'] ?? ''),
       path: String(headers[':path'] ?? ''),
       headers,
       body,
-      clientCertificateAuthorized: socket?.authorized === true,
+      clientCertificateAuthorized: authorized,
+      ...(authorized && socket !== undefined && { clientCertificateTopic: clientCertificateTopic(socket) }),
     };
     const handled = await handleApnsRequest(request, tokens, ctx);
     const { answer } = handled;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { topicFitsPushType } from './apns-topic.ts';
+import { certificateTopic, topicFitsPushType } from './apns-topic.ts';
 
 describe('topicFitsPushType', () => {
   it.each<[string, string]>([
@@ -34,5 +34,25 @@ describe('topicFitsPushType', () => {
 
   it('checks nothing without a push type', () => {
     expect(topicFitsPushType('com.example.app.voip', undefined)).toBe(true);
+  });
+});
+
+describe('certificateTopic', () => {
+  it("reads the bundle id from the Subject's UID, as Apple's push certificates carry it", () => {
+    expect(
+      certificateTopic({ UID: 'com.example.app', CN: 'Apple Push Services: com.example.app', OU: 'ABCDE12345', C: 'US' }),
+    ).toBe('com.example.app');
+    expect(certificateTopic({ UID: ['com.example.app', 'com.example.other'] })).toBe('com.example.app');
+  });
+
+  it('else from a CN "Apple … Push Services: <bundle id>" (the sandbox\'s own client certificate)', () => {
+    expect(certificateTopic({ CN: 'Apple Push Services: com.herald.sandbox' })).toBe('com.herald.sandbox');
+    expect(certificateTopic({ CN: 'Apple Development IOS Push Services: com.example.app' })).toBe('com.example.app');
+  });
+
+  it('names no topic for a Subject with neither', () => {
+    expect(certificateTopic({ CN: 'localhost' })).toBeUndefined();
+    expect(certificateTopic({ UID: '' })).toBeUndefined();
+    expect(certificateTopic(undefined)).toBeUndefined();
   });
 });

@@ -27,3 +27,24 @@ export function topicFitsPushType(topic: string, pushType: string | undefined): 
   const needed = pushType === undefined ? undefined : TOPIC_SUFFIX[pushType];
   return needed === undefined || (topic.endsWith(needed) && topic.length > needed.length);
 }
+
+/** A certificate Subject as Node's TLS socket hands it over (`getPeerCertificate().subject`). */
+export type CertificateSubject = Readonly<Record<string, string | string[] | undefined>>;
+
+const first = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
+
+/**
+ * The default topic of a certificate-authenticated connection. Apple, `apns-topic`: "If you omit
+ * this request header and your APNs certificate does not specify multiple topics, the APNs server
+ * uses the certificate's Subject as the default topic." Apple does not say which field of the
+ * Subject; its push certificates name the bundle id as the Subject's `UID` and in its `CN`
+ * ("Apple Push Services: <bundle id>", or "Apple Development IOS Push Services: ..."), so the
+ * sandbox reads `UID`, else that `CN` (its own client certificate has only the `CN`). A Subject
+ * naming neither gives no topic, and the request then needs `apns-topic`. The sandbox issues
+ * single-topic certificates only.
+ */
+export function certificateTopic(subject: CertificateSubject | undefined): string | undefined {
+  const uid = first(subject?.['UID'])?.trim();
+  if (uid !== undefined && uid.length > 0) return uid;
+  return /^Apple .*Push Services: (\S+)$/.exec(first(subject?.['CN'])?.trim() ?? '')?.[1];
+}

@@ -4,8 +4,10 @@ import { isApnsDeviceToken, validateApnsRequest, type Headers } from './apns-val
 const TOKEN = 'a'.repeat(64);
 const okHeaders: Headers = { 'apns-topic': 'com.example.app', 'apns-push-type': 'alert', 'apns-priority': '10', 'apns-expiration': '0' };
 const body = (o: unknown): Buffer => Buffer.from(JSON.stringify(o));
-const validate = (headers: Headers, payload: Buffer = body({ aps: { alert: 'hi' } }), method = 'POST', path = `/3/device/${TOKEN}`) =>
-  validateApnsRequest({ method, path, headers, body: payload });
+const validate = (headers: Headers, payload: Buffer = body({ aps: { alert: 'hi' } }), method = 'POST', path = `/3/device/${TOKEN}`, certificateTopic?: string) =>
+  validateApnsRequest({ method, path, headers, body: payload }, certificateTopic);
+/** A header value as Node's HTTP/2 server hands it over: the UTF-8 bytes on the wire, one Latin-1 character each. */
+const onTheWire = (text: string): string => Buffer.from(text, 'utf8').toString('latin1');
 const reasonOf = (headers: Headers, payload?: Buffer): string | undefined => {
   const r = validate(headers, payload);
   return r.ok ? undefined : r.reason;
@@ -22,7 +24,8 @@ describe('validateApnsRequest', () => {
   });
 
   it.each<[string, Headers, Buffer | undefined, number, string]>([
-    ['missing topic', { ...okHeaders, 'apns-topic': undefined }, undefined, 400, 'MissingTopic'],
+    ['missing topic (token auth)', { ...okHeaders, 'apns-topic': undefined }, undefined, 400, 'MissingTopic'],
+    ['empty topic (token auth)', { ...okHeaders, 'apns-topic': '' }, undefined, 400, 'MissingTopic'],
     ['unknown push type', { ...okHeaders, 'apns-push-type': 'shout' }, undefined, 400, 'InvalidPushType'],
     ['voip to the bundle topic', { ...okHeaders, 'apns-push-type': 'voip' }, undefined, 400, 'TopicDisallowed'],
     ['voip to a topic with another suffix', { ...okHeaders, 'apns-push-type': 'voip', 'apns-topic': 'com.example.app.complication' }, undefined, 400, 'TopicDisallowed'],
@@ -31,7 +34,7 @@ describe('validateApnsRequest', () => {
     ['non-integer expiration', { ...okHeaders, 'apns-expiration': 'soon' }, undefined, 400, 'BadExpirationDate'],
     ['negative expiration', { ...okHeaders, 'apns-expiration': '-1' }, undefined, 400, 'BadExpirationDate'],
     ['long collapse id', { ...okHeaders, 'apns-collapse-id': 'x'.repeat(65) }, undefined, 400, 'BadCollapseId'],
-    ['garbled (non-ASCII) collapse id', { ...okHeaders, 'apns-collapse-id': 'price-\u00ac' }, undefined, 400, 'BadCollapseId'],
+    ['a collapse id of 66 bytes in 22 characters', { ...okHeaders, 'apns-collapse-id': onTheWire('€'.repeat(22)) }, undefined, 400, 'BadCollapseId'],
     ['non-UUID apns-id', { ...okHeaders, 'apns-id': 'nope' }, undefined, 400, 'BadMessageId'],
     ['empty body', okHeaders, Buffer.alloc(0), 400, 'PayloadEmpty'],
     ['no aps', okHeaders, body({ data: 1 }), 400, 'PayloadEmpty'],
@@ -71,21 +74,69 @@ describe('validateApnsRequest', () => {
     expect(validate(okHeaders, undefined, 'POST', `/3/device/${'F0'.repeat(40)}`).ok).toBe(true);
   });
 
-  it('refuses a background push that shows something, and explains why on the rejection', () => {
+  // Apple's response table lists no reason for breaking the background or Live Activity aps rules:
+  // accepted (200), the warning names the rule, so a sender's regression still shows in the record.
+  it('accepts a background push that shows something, and explains why on the record', () => {
     const background = { ...okHeaders, 'apns-push-type': 'background', 'apns-priority': '5' };
     expect(validate(background, body({ aps: { 'content-available': 1, badge: 2 } }))).toEqual({
-      ok: false,
-      status: 400,
-      reason: 'BadPayload',
+      ok: true,
+      token: TOKEN,
+      apnsId: undefined,
       warnings: ['a background push must not contain aps.badge'],
     });
+    expect(validate(background, body({ aps: {} }))).toMatchObject({ ok: true, warnings: ['a background push needs aps.content-available = 1'] });
     expect(validate(background, body({ aps: { 'content-available': 1 }, sync: '1' }))).toMatchObject({ ok: true, warnings: [] });
   });
 
-  it('refuses a malformed Live Activity update', () => {
+  it('accepts a malformed Live Activity update, and explains why on the record', () => {
     const live = { ...okHeaders, 'apns-push-type': 'liveactivity', 'apns-topic': 'com.example.app.push-type.liveactivity' };
-    expect(reasonOf(live, body({ aps: { event: 'update', timestamp: 1700000000 } }))).toBe('BadPayload');
-    expect(validate(live, body({ aps: { event: 'update', timestamp: 1700000000, 'content-state': { score: 1 } } })).ok).toBe(true);
+    expect(validate(live, body({ aps: { event: 'update', timestamp: 1700000000 } }))).toMatchObject({
+      ok: true,
+      warnings: ['aps.content-state is required for a Live Activity update'],
+    });
+    expect(validate(live, body({ aps: { event: 'update', timestamp: 1700000000, 'content-state': { score: 1 } } }))).toMatchObject({ ok: true, warnings: [] });
+  });
+
+  it('keeps BadPriority for background at 10 and liveactivity at 1; warns about background at 1', () => {
+    const background = { ...okHeaders, 'apns-push-type': 'background' };
+    const live = { ...okHeaders, 'apns-push-type': 'liveactivity', 'apns-topic': 'com.example.app.push-type.liveactivity' };
+    const content = body({ aps: { 'content-available': 1 } });
+    expect(reasonOf({ ...background, 'apns-priority': '10' }, content)).toBe('BadPriority');
+    expect(reasonOf({ ...live, 'apns-priority': '1' }, body({ aps: { event: 'end', timestamp: 1700000000 } }))).toBe('BadPriority');
+    expect(validate({ ...background, 'apns-priority': '1' }, content)).toMatchObject({
+      ok: true,
+      warnings: ['background push at apns-priority 1: Apple says to always use priority 5 for background pushes; 1 also keeps the device from waking'],
+    });
+  });
+
+  it('takes any collapse id of at most 64 bytes, as Apple words its only rule', () => {
+    const accepted = (collapseId: string) => validate({ ...okHeaders, 'apns-collapse-id': collapseId }).ok;
+    expect(accepted(onTheWire('price-€'))).toBe(true);
+    expect(accepted(onTheWire(`${'€'.repeat(21)}x`))).toBe(true);
+    expect(accepted(onTheWire('🔥'.repeat(16)))).toBe(true);
+    expect(accepted(onTheWire('🔥'.repeat(17)))).toBe(false);
+    expect(accepted('price-\u00ac')).toBe(true);
+  });
+
+  describe('over certificate-based authentication', () => {
+    const noTopic = { ...okHeaders, 'apns-topic': undefined };
+    const certificateWarning = "apns-topic missing: APNs uses the client certificate's topic (com.example.app); Apple requires apns-topic with token-based authentication";
+
+    it("takes a push without apns-topic to the certificate's topic, and notes it", () => {
+      expect(validate(noTopic, undefined, 'POST', `/3/device/${TOKEN}`, 'com.example.app')).toEqual({ ok: true, token: TOKEN, apnsId: undefined, warnings: [certificateWarning] });
+      expect(validate({ ...okHeaders, 'apns-topic': '' }, undefined, 'POST', `/3/device/${TOKEN}`, 'com.example.app')).toMatchObject({ ok: true, warnings: [certificateWarning] });
+      expect(validate(okHeaders, undefined, 'POST', `/3/device/${TOKEN}`, 'com.example.app')).toMatchObject({ ok: true, warnings: [] });
+    });
+
+    it("holds the certificate's topic to the push type's suffix", () => {
+      const voip = { ...noTopic, 'apns-push-type': 'voip' };
+      expect(validate(voip, undefined, 'POST', `/3/device/${TOKEN}`, 'com.example.app')).toEqual({ ok: false, status: 400, reason: 'TopicDisallowed' });
+      expect(validate(voip, undefined, 'POST', `/3/device/${TOKEN}`, 'com.example.app.voip').ok).toBe(true);
+    });
+
+    it('still answers MissingTopic when the certificate names no topic', () => {
+      expect(validate(noTopic, undefined, 'POST', `/3/device/${TOKEN}`, undefined)).toEqual({ ok: false, status: 400, reason: 'MissingTopic' });
+    });
   });
 
   it('warns about an alert push that shows nothing and a missing push type', () => {

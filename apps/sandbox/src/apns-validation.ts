@@ -26,18 +26,19 @@ export function routeApnsRequest(method: string, path: string): ApnsRoute {
   return { ok: true, token };
 }
 
-/** Token, header and payload checks of an authenticated APNs request, with Apple's reasons. */
-export function validateApnsRequest(request: ApnsRequest): ApnsValidation {
+/**
+ * Token, header and payload checks of an authenticated APNs request, with Apple's reasons;
+ * `certificateTopic`: the client certificate's topic, when the request is certificate-authenticated.
+ */
+export function validateApnsRequest(request: ApnsRequest, certificateTopic?: string): ApnsValidation {
   const route = routeApnsRequest(request.method, request.path);
   if (!route.ok) return route;
   if (!isApnsDeviceToken(route.token)) return reject(400, 'BadDeviceToken');
-  const headerProblem = checkApnsHeaders(request.headers);
+  const headerProblem = checkApnsHeaders(request.headers, certificateTopic);
   if (headerProblem !== undefined) return headerProblem;
   const pushType = header(request.headers, 'apns-push-type');
   const parsed = parseApnsPayload(request.body, pushType);
   if (!parsed.ok) return parsed;
-  const verdict = checkAps(pushType, parsed.aps);
-  if (verdict.rejection !== undefined) return { ...verdict.rejection, warnings: verdict.warnings };
-  const warnings = [...apnsHeaderWarnings(request.headers), ...verdict.warnings];
+  const warnings = [...apnsHeaderWarnings(request.headers, certificateTopic), ...checkAps(pushType, parsed.aps).warnings];
   return { ok: true, token: route.token, apnsId: header(request.headers, 'apns-id'), warnings };
 }

@@ -34,7 +34,7 @@ export interface SandboxContext {
 export interface Handled {
   token: string | undefined;
   answer: Answer;
-  /** Accepted but not as Apple or Google advise; rejected: why (kept on the record). */
+  /** Accepted but not as Apple or Google advise, or breaking a rule they give no answer for (kept on the record). */
   warnings: string[];
   /** The provider accepted a real send (not validate_only): the phone gets it or it is stored. */
   deliver: boolean;

@@ -8,6 +8,8 @@ describe('checkApns', () => {
   it('refuses a data message to Apple devices at apns-priority 10 (Firebase, "Set message priority")', () => {
     expect(messageOf(background)).toMatch(/data messages to Apple devices must be sent with apns-priority 5/);
     expect(messageOf({ headers: { 'apns-priority': '10' } }, { data: { k: 'v' } })).toMatch(/apns-priority 5/);
+    // Header names in any case: FCM forwards them to APNs, where names are case-insensitive.
+    expect(messageOf({ headers: { 'APNs-Priority': '10' } }, { data: { k: 'v' } })).toMatch(/apns-priority 5/);
     expect(messageOf({ ...background, headers: { 'apns-priority': '5' } })).toBeUndefined();
   });
 
@@ -28,7 +30,7 @@ describe('checkApns', () => {
     expect(messageOf({ header: {} })).toMatch(/Unknown name "header" at 'message.apns'/);
   });
 
-  it("holds the headers and a background push's aps to Apple's rules, since FCM forwards them to APNs", () => {
+  it("holds the headers to Apple's header rules, since FCM forwards them to APNs", () => {
     const refused = (apns: unknown) => messageOf(apns, { notification: { title: 't' } });
     expect(refused({ headers: { 'apns-priority': 'high' } })).toMatch(/APNs refuses the request FCM forwards \(400 BadPriority\)/);
     expect(refused({ headers: { 'APNs-Priority': '7' } })).toMatch(/BadPriority/);
@@ -37,16 +39,31 @@ describe('checkApns', () => {
     expect(refused({ headers: { 'apns-id': 'not-a-uuid' } })).toMatch(/BadMessageId/);
     expect(refused({ headers: { 'apns-push-type': 'carrier-pigeon' } })).toMatch(/InvalidPushType/);
     expect(refused({ headers: { 'apns-push-type': 'voip' } })).toMatch(/TopicDisallowed/);
-    expect(messageOf({ headers: { 'apns-push-type': 'background', 'apns-priority': '5' }, payload: { aps: { 'content-available': 1, alert: 'hi' } } })).toMatch(
-      /400 BadPayload: a background push must not contain aps.alert/,
-    );
+    expect(refused({ headers: { 'apns-push-type': 'background', 'apns-priority': '10' } })).toMatch(/400 BadPriority/);
     expect(refused({ headers: { 'apns-priority': '5', 'apns-expiration': '0', 'apns-collapse-id': 'c', 'apns-push-type': 'alert' } })).toBeUndefined();
-    expect(messageOf({ headers: { 'apns-push-type': 'background', 'apns-priority': '5' }, payload: { aps: { 'content-available': 1 } } })).toBeUndefined();
-    // message.notification reaches iOS as aps.alert
-    expect(messageOf({ headers: { 'apns-push-type': 'background', 'apns-priority': '5' }, payload: { aps: { 'content-available': 1 } } }, { notification: { title: 't' } })).toMatch(
-      /must not contain aps.alert/,
-    );
     expect(refused({ headers: { 'apns-priority': 'high' } })).not.toMatch(/registration token/i);
+  });
+
+  it('counts the collapse id in the UTF-8 bytes FCM forwards, not in characters', () => {
+    const refused = (collapseId: string) => messageOf({ headers: { 'apns-collapse-id': collapseId } }, { notification: { title: 't' } });
+    expect(refused('price-€')).toBeUndefined();
+    expect(refused(`${'€'.repeat(21)}x`)).toBeUndefined();
+    expect(refused('€'.repeat(22))).toMatch(/400 BadCollapseId/);
+  });
+
+  // Neither Apple nor Google documents an answer for breaking the background aps rule: accepted, noted.
+  it("accepts a background push that breaks Apple's aps rule, with a warning naming it", () => {
+    const background = (aps: unknown) => ({ headers: { 'apns-push-type': 'background', 'apns-priority': '5' }, payload: { aps } });
+    expect(messageOf(background({ 'content-available': 1, alert: 'hi' }))).toBeUndefined();
+    expect(apnsWarnings(background({ 'content-available': 1, alert: 'hi' }), {})).toEqual(['a background push must not contain aps.alert']);
+    expect(apnsWarnings(background({}), {})).toEqual(['a background push needs aps.content-available = 1']);
+    expect(apnsWarnings(background({ 'content-available': 1 }), {})).toEqual([]);
+    // message.notification reaches iOS as aps.alert
+    expect(messageOf(background({ 'content-available': 1 }), { notification: { title: 't' } })).toBeUndefined();
+    expect(apnsWarnings(background({ 'content-available': 1 }), { notification: { title: 't' } })).toEqual(['a background push must not contain aps.alert']);
+    expect(apnsWarnings({ headers: { 'APNs-Push-Type': 'background', 'apns-priority': '5' }, payload: { aps: { badge: 1, 'content-available': 1 } } }, {})).toEqual([
+      'a background push must not contain aps.badge',
+    ]);
   });
 
   it('notes a data message with an apns block but no priority', () => {

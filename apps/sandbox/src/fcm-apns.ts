@@ -25,36 +25,47 @@ function isAppleDataMessage(message: Json, apns: Json): boolean {
  * backend with the error INVALID_ARGUMENT."
  */
 function checkApplePriority(message: Json, apns: Json): FcmProblem | undefined {
-  const headers = isObject(apns['headers']) ? apns['headers'] : {};
-  if (headers['apns-priority'] !== '10' || !isAppleDataMessage(message, apns)) return undefined;
+  if (forwarded(apns, message).headers['apns-priority'] !== '10' || !isAppleDataMessage(message, apns)) return undefined;
   return invalid(
     `Invalid value at 'message.apns.headers' ("apns-priority"), "10": data messages to Apple devices must be sent with apns-priority 5 (normal priority)`,
   );
 }
 
+/** What FCM forwards to APNs for `message.apns`: headers in lower case (FCM names the topic unless they do), push type, aps. */
+interface Forwarded {
+  headers: Record<string, string>;
+  pushType: string | undefined;
+  aps: Json;
+}
+
 /**
- * Firebase, ApnsConfig.headers: "HTTP request headers defined in Apple Push Notification Service.
- * Refer to APNs request headers for supported headers such as apns-expiration and apns-priority."
- * FCM forwards them to APNs, so Apple's header rules hold (apns-priority 10, 5 or 1; epoch seconds;
- * a collapse id of at most 64 bytes; a UUID apns-id; a known push type), and Apple's rule for a
- * background push's aps (content-available, nothing shown). FCM names the topic (the Firebase app's
- * bundle id) unless the headers do. Refused as INVALID_ARGUMENT naming Apple's reason, never a
- * registration token (the token is not what is wrong).
+ * The request FCM makes of `message.apns`. Each header value as the APNs server decodes it, one
+ * Latin-1 character a byte, taking the bytes to be the JSON string's UTF-8 (Google does not say how
+ * FCM encodes them), so Apple's byte rule for the collapse id counts bytes, not characters.
  */
-function checkAppleRules(apns: Json, message: Json): FcmProblem | undefined {
+function forwarded(apns: Json, message: Json): Forwarded {
   const given = isObject(apns['headers']) ? (apns['headers'] as Record<string, string>) : {};
   const headers: Record<string, string> = { 'apns-topic': 'com.example.firebase-app' };
-  for (const [name, value] of Object.entries(given)) headers[name.toLowerCase()] = value;
-  const pushType = headers['apns-push-type'];
+  for (const [name, value] of Object.entries(given)) headers[name.toLowerCase()] = Buffer.from(String(value), 'utf8').toString('latin1');
   const apsGiven = isObject(apns['payload']) && isObject(apns['payload']['aps']) ? apns['payload']['aps'] : {};
   // FCM shows message.notification on iOS as aps.alert.
   const aps = message['notification'] === undefined ? apsGiven : { ...apsGiven, alert: message['notification'] };
-  const refused = (status: number, reason: string, why: readonly string[] = []) =>
-    invalid(`Invalid value at 'message.apns': APNs refuses the request FCM forwards (${status} ${reason}${why.length > 0 ? `: ${why.join('; ')}` : ''})`);
-  const byHeaders = checkApnsHeaders(headers);
-  if (byHeaders !== undefined) return refused(byHeaders.status, byHeaders.reason);
-  const byAps = pushType === 'background' ? checkAps(pushType, aps) : undefined;
-  return byAps?.rejection === undefined ? undefined : refused(byAps.rejection.status, byAps.rejection.reason, byAps.warnings);
+  return { headers, pushType: headers['apns-push-type'], aps };
+}
+
+/**
+ * Firebase, ApnsConfig.headers: "HTTP request headers defined in Apple Push Notification Service.
+ * Refer to APNs request headers for supported headers such as apns-expiration and apns-priority."
+ * FCM forwards them to APNs, so Apple's header rules hold (apns-priority 10, 5 or 1, not 10 for
+ * background; epoch seconds; a collapse id of at most 64 bytes; a UUID apns-id; a known push type).
+ * Refused as INVALID_ARGUMENT naming Apple's reason, never a registration token (the token is not
+ * what is wrong). Apple's rule for a background push's aps (content-available, nothing shown) has
+ * no documented answer at APNs or FCM: accepted with a warning (`apnsWarnings`).
+ */
+function checkAppleRules(apns: Json, message: Json): FcmProblem | undefined {
+  const byHeaders = checkApnsHeaders(forwarded(apns, message).headers);
+  if (byHeaders === undefined) return undefined;
+  return invalid(`Invalid value at 'message.apns': APNs refuses the request FCM forwards (${byHeaders.status} ${byHeaders.reason})`);
 }
 
 /** `message.apns`: known fields, string headers, a Struct payload, normal priority for data messages, Apple's rules. */
@@ -63,10 +74,11 @@ export function checkApns(value: unknown, message: Json): FcmProblem | undefined
   return checkFields(value, 'message.apns', FIELDS) ?? checkApplePriority(message, value) ?? checkAppleRules(value, message);
 }
 
-/** Accepted, but likely not what was meant. */
+/** Accepted, but likely not what was meant: a data message without a priority; a background push that breaks Apple's aps rule. */
 export function apnsWarnings(value: unknown, message: Json): string[] {
   if (!isObject(value)) return [];
-  const headers = isObject(value['headers']) ? value['headers'] : {};
-  if (headers['apns-priority'] !== undefined || !isAppleDataMessage(message, value)) return [];
-  return ['data message with an apns block but no apns-priority: FCM then uses 10, and Google says data messages to Apple devices must use 5'];
+  const { headers, pushType, aps } = forwarded(value, message);
+  const warnings = pushType === 'background' ? checkAps(pushType, aps).warnings : [];
+  if (headers['apns-priority'] !== undefined || !isAppleDataMessage(message, value)) return warnings;
+  return ['data message with an apns block but no apns-priority: FCM then uses 10, and Google says data messages to Apple devices must use 5', ...warnings];
 }

@@ -1,3 +1,4 @@
+import { createPrivateKey, sign } from 'node:crypto';
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import http2 from 'node:http2';
 import { tmpdir } from 'node:os';
@@ -34,6 +35,14 @@ const sendFcm = (message: object, validateOnly = false) =>
   );
 const control = async (method: string, path: string, body?: unknown): Promise<unknown> =>
   (await fetch(`${sandbox.settings.control.url}${path}`, { method, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) })).json();
+/** A provider token signed with the sandbox's own .p8 key, as a token-auth client sends it. */
+async function providerToken(): Promise<string> {
+  const { keyFile, keyId, teamId } = sandbox.settings.apns;
+  const enc = (o: object): string => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const data = `${enc({ alg: 'ES256', kid: keyId })}.${enc({ iss: teamId, iat: Math.floor(Date.now() / 1000) })}`;
+  const key = createPrivateKey(await readFile(keyFile, 'utf8'));
+  return `bearer ${data}.${sign('sha256', Buffer.from(data), { key, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
+}
 const deliveries = async (platform: string, token: string) => (await control('GET', `/devices/deliveries?platform=${platform}&token=${token}`)) as DeliveryView[];
 
 beforeAll(async () => {
@@ -103,6 +112,35 @@ describe('simulated phones behind the real servers', () => {
     } finally {
       own.close();
     }
+  });
+
+  it("APNs over the client certificate: a push without apns-topic goes to the certificate's topic (noted); with a provider token it is MissingTopic", async () => {
+    const path = `/3/device/${TOKEN}`;
+    const last = async () => ((await control('GET', `/records?platform=apns&token=${TOKEN}&limit=1`)) as { response: unknown; warnings: string[] }[])[0];
+    expect(await post(apns, { ':path': path, 'apns-push-type': 'alert' }, { aps: { alert: 'hi' } })).toBe(200);
+    expect((await last())?.warnings).toEqual([
+      "apns-topic missing: APNs uses the client certificate's topic (com.herald.sandbox); Apple requires apns-topic with token-based authentication",
+    ]);
+    // The certificate's topic is the topic: a VoIP push needs <topic>.voip.
+    expect(await post(apns, { ':path': path, 'apns-push-type': 'voip' }, { aps: {} })).toBe(400);
+    expect((await last())?.response).toEqual({ reason: 'TopicDisallowed' });
+    expect(await post(apns, { ':path': path, 'apns-push-type': 'alert', authorization: await providerToken() }, { aps: { alert: 'hi' } })).toBe(400);
+    expect((await last())?.response).toEqual({ reason: 'MissingTopic' });
+  });
+
+  it('APNs: a collapse id counts bytes as they arrive: 64 bytes of UTF-8 are taken, 66 refused', async () => {
+    // Node's client sends each character's low byte: this string is the UTF-8 of "€" x 21 + "x".
+    const utf8 = (text: string): string => Buffer.from(text, 'utf8').toString('latin1');
+    const send = (collapseId: string) => post(apns, { ':path': `/3/device/${TOKEN}`, 'apns-topic': 'com.example.app', 'apns-push-type': 'alert', 'apns-collapse-id': collapseId }, { aps: { alert: 'hi' } });
+    expect(await send(utf8(`${'€'.repeat(21)}x`))).toBe(200);
+    expect(await send(utf8('€'.repeat(22)))).toBe(400);
+  });
+
+  it('APNs: a background push that shows something is accepted, and the record says which rule it breaks', async () => {
+    const headers = { ':path': `/3/device/${TOKEN}`, 'apns-topic': 'com.example.app', 'apns-push-type': 'background', 'apns-priority': '5' };
+    expect(await post(apns, headers, { aps: { 'content-available': 1, badge: 1 } })).toBe(200);
+    const [rec] = (await control('GET', `/records?platform=apns&token=${TOKEN}&limit=1`)) as { warnings: string[] }[];
+    expect(rec?.warnings).toEqual(['a background push must not contain aps.badge']);
   });
 
   it('keeps warnings on the record', async () => {
