@@ -61,12 +61,14 @@ await runService(name, config, async ({ logger, registry }) => {
   return {
     ready: () => broker.health(),
     stop: async (timeoutMs) => {
+      // The bound counts from here: what stops before the consumer takes its share.
+      const deadline = Date.now() + timeoutMs;
       await pruner.stop();
       // Deliveries waiting for budget or a host slot give up at once (deferred).
       stopping.abort();
       await closeLimiter();
       // Deliveries already made are recorded for as long as the shutdown's bound allows, no longer.
-      await consumer.stop(timeoutMs);
+      await consumer.stop(Math.max(0, deadline - Date.now()));
       recordingStop.abort();
       sender.close();
       await broker.close();

@@ -67,11 +67,12 @@ describe('the push service of an endpoint (what a push service\'s pause or overl
     expect(services).toEqual(['*.notify.windows.com', '*.notify.windows.com', '*.notify.windows.com']);
   });
 
-  it("is the endpoint's host for a host the list names itself (Safari's web.push.apple.com before *.push.apple.com), its port included", () => {
+  it("is the endpoint's host name for a host the list names itself (Safari's web.push.apple.com before *.push.apple.com), whatever its port", () => {
     expect(pushServiceOf('https://web.push.apple.com/QGuQyavXutnMlpqjIMNzZ0', null)).toBe('web.push.apple.com');
     expect(pushServiceOf('https://api.push.apple.com/x', null)).toBe('*.push.apple.com');
     expect(pushServiceOf('https://updates.push.services.mozilla.com/wpush/v2/gAAAA', null)).toBe('updates.push.services.mozilla.com');
-    expect(pushServiceOf('http://127.0.0.1:8443/push/1', ['127.0.0.1'])).toBe('127.0.0.1:8443');
+    expect(pushServiceOf('http://127.0.0.1:8443/push/1', ['127.0.0.1'])).toBe('127.0.0.1');
+    expect(pushServiceOf('https://fcm.googleapis.com:8443/fcm/send/x', null)).toBe('fcm.googleapis.com');
     expect(pushServiceOf('https://push.EXAMPLE.com/1', ['*.Example.com'])).toBe('*.example.com');
     expect(pushServiceOf('not a url', null)).toBeUndefined();
   });

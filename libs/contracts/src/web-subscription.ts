@@ -62,8 +62,9 @@ export function endpointHostProblem(endpoint: string, hosts: readonly string[] |
 /**
  * The push service an endpoint belongs to, as the app's allow-list names it: a wildcard entry's
  * hosts are one service (WNS spreads Edge's endpoints over many regional hosts of
- * *.notify.windows.com), any other the endpoint's host. So pauses and pacing per push service
- * are as many as the list's entries, whatever hosts endpoints name. Undefined: no URL.
+ * *.notify.windows.com), any other the endpoint's host name (its port aside). So pauses and pacing
+ * per push service are as many as the list's entries, whatever hosts and ports endpoints name.
+ * Undefined: no URL.
  */
 export function pushServiceOf(endpoint: string, hosts: readonly string[] | null | undefined): string | undefined {
   let url: URL;
@@ -73,9 +74,9 @@ export function pushServiceOf(endpoint: string, hosts: readonly string[] | null 
     return undefined;
   }
   const entries = webPushHostsOf(hosts);
-  if (hostAllowed(url.hostname, entries.filter((entry) => !entry.startsWith('*.')))) return url.host;
+  if (hostAllowed(url.hostname, entries.filter((entry) => !entry.startsWith('*.')))) return url.hostname;
   const wildcard = entries.find((entry) => entry.startsWith('*.') && hostAllowed(url.hostname, [entry]));
-  return wildcard?.toLowerCase() ?? url.host;
+  return wildcard?.toLowerCase() ?? url.hostname;
 }
 
 /** A host-list entry: a host name, or "*." and a domain for its subdomains (no scheme, port or path). */

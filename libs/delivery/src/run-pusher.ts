@@ -138,6 +138,8 @@ export async function runPusher(
     return {
       ready: () => broker.health(),
       stop: async (timeoutMs) => {
+        // The bound counts from here: what stops before the consumer takes its share.
+        const deadline = Date.now() + timeoutMs;
         await beside?.stop();
         await pruner.stop();
         await cancelled.stop();
@@ -145,7 +147,7 @@ export async function runPusher(
         stopping.abort();
         await closeLimiter();
         // Pushes already sent are recorded for as long as the shutdown's bound allows, no longer.
-        await consumer.stop(timeoutMs);
+        await consumer.stop(Math.max(0, deadline - Date.now()));
         recordingStop.abort();
         clearInterval(outcomeFlush);
         await perApp.outcomes?.flush();

@@ -37,6 +37,9 @@ describe('Google\'s Message rules (PROVIDER-RULES.md, FCM rows)', () => {
     expect(android({ notification: { event_time: 'yesterday' } })).toMatch(/^android.notification.event_time must be an RFC 3339 timestamp/);
     expect(android({ notification: { body_loc_args: 'a' } })).toMatch(/^android.notification.body_loc_args must be a list/);
     expect(android({ channel: 'x' })).toMatch(/^android.channel is not a field of AndroidConfig/);
+    // Object's own names are no fields either (before, `constructor` found Object's and the check threw).
+    expect(android({ notification: { constructor: 'x', title: 't' } })).toMatch(/^android.notification.constructor is not a field of AndroidNotification/);
+    expect(fcmMessageProblem(message({ webpush: { toString: 'x' } }))).toMatch(/^webpush.toString is not a field of WebpushConfig/);
     // Herald sets collapse_key itself: the JSON name of the same field would give it twice.
     expect(android({ collapse_key: 'k', collapseKey: 'other' })).toMatch(/^android.collapseKey sets android.collapse_key a second time/);
     expect(android({ collapseKey: '🔥' })).toMatch(/printable ASCII/);

@@ -30,7 +30,7 @@ export const fieldOf = (o: Json, protoFieldName: string): unknown => o[protoFiel
 const fieldsOf = (type: string, table: Readonly<Record<string, Check>>): Check => (v, at) => {
   if (!isObject(v)) return `${at} must be an object (${type})`;
   for (const [name, value] of Object.entries(v)) {
-    const check = table[protoName(name)];
+    const check = Object.hasOwn(table, protoName(name)) ? table[protoName(name)] : undefined;
     if (check === undefined) return `${at}.${name} is not a field of ${type} (FCM refuses the whole message)`;
     if (protoName(name) !== name && protoName(name) in v) return `${at}.${name} sets ${at}.${protoName(name)} a second time (Herald sets some fields itself: use the proto name)`;
     const problem = value === null ? undefined : check(value, `${at}.${name}`);

@@ -115,6 +115,11 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(android).toEqual([{ path: 'content.fcm.android.fcm_options.link', message: expect.stringMatching(/not a field of AndroidFcmOptions/) as unknown }]);
     const subtitle = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { notification: { subtitle: 's' } } } } }), WEB, NOW);
     expect(subtitle).toEqual([{ path: 'content.fcm.android.notification.subtitle', message: expect.stringMatching(/not a field of AndroidNotification/) as unknown }]);
+    // A collapse key problem names the override's field when the override set it, the job's collapseKey when the job did.
+    const twice = jobConformanceIssues(job({ collapseKey: 'score', content: { title: 't', fcm: { android: { collapseKey: 'x' } } } }), WEB, NOW);
+    expect(twice).toEqual([{ path: 'content.fcm.android.collapseKey', message: expect.stringMatching(/^FCM: android.collapseKey sets android.collapse_key a second time/) as unknown }]);
+    const emoji = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { collapse_key: '🔥' } } } }), WEB, NOW);
+    expect(emoji).toEqual([{ path: 'content.fcm.android.collapse_key', message: expect.stringMatching(/^FCM: android.collapse_key must be printable ASCII/) as unknown }]);
     const priority = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { priority: 'URGENT' } } } }), WEB, NOW);
     expect(priority).toEqual([{ path: 'content.fcm.android.priority', message: 'FCM: android.priority must be NORMAL or HIGH' }]);
     const fine = { webpush: { headers: { Urgency: 'high' }, data: { n: '1' }, notification: { title: 't' }, fcm_options: { link: 'https://example.com' } } };

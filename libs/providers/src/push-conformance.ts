@@ -66,8 +66,12 @@ function pathOf(job: JobPart, message: string, platform: Platform): string {
   if (platform === 'web') return /topic/.test(message) ? 'content.web.topic' : job.content.web?.payload !== undefined ? 'content.web.payload' : 'content';
   const header = /apns-(priority|expiration|collapse-id|push-type)/.exec(message)?.[0];
   if (header !== undefined && job.content.apns?.headers?.[header as 'apns-priority'] !== undefined) return `content.apns.headers.${header}`;
+  // A field of content.fcm.android the override set (by either name), before the job's own collapse key.
+  const androidField = /^android\.(\S+) (?:is not a field|must be|sets)/.exec(message)?.[1];
+  const overridden = job.content.fcm?.android;
+  if (androidField !== undefined && overridden !== undefined && androidField.split(/[.[]/)[0] as string in overridden) return `content.fcm.android.${androidField}`;
   if (/collapse/i.test(message)) return 'collapseKey';
-  const fcmField = /^((?:webpush|android\.fcm_?[oO]ptions)\S*) /.exec(message)?.[1] ?? /^(android\.\S+) (?:is not a field|must be|sets)/.exec(message)?.[1];
+  const fcmField = /^((?:webpush|android\.fcm_?[oO]ptions)\S*) /.exec(message)?.[1];
   if (fcmField !== undefined && job.content.fcm !== undefined) return `content.fcm.${fcmField}`;
   if (/^android\./.test(message) && job.content.fcm?.android !== undefined) return 'content.fcm.android';
   if (/^apns[.:]/.test(message) && job.content.fcm?.apns !== undefined) return 'content.fcm.apns';
