@@ -9,7 +9,7 @@ export interface SandboxRecord {
   body: Record<string, unknown>;
   status: number;
   response: unknown;
-  /** Accepted but not as Apple or Google advise, or why a payload rule refused it. */
+  /** Accepted, but breaking a rule the provider documents no error for (Apple's background and Live Activity aps rules) or not as Apple or Google advise. */
   warnings: string[];
 }
 

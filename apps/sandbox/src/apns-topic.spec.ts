@@ -38,21 +38,17 @@ describe('topicFitsPushType', () => {
 });
 
 describe('certificateTopic', () => {
-  it("reads the bundle id from the Subject's UID, as Apple's push certificates carry it", () => {
-    expect(
-      certificateTopic({ UID: 'com.example.app', CN: 'Apple Push Services: com.example.app', OU: 'ABCDE12345', C: 'US' }),
-    ).toBe('com.example.app');
-    expect(certificateTopic({ UID: ['com.example.app', 'com.example.other'] })).toBe('com.example.app');
+  it("is the Subject's UID, else the CN's bundle id, for Apple's single-topic certificates (one environment, one app)", () => {
+    expect(certificateTopic({ UID: 'com.example.app', CN: 'Apple Development IOS Push Services: com.example.app', OU: 'ABCDE12345', C: 'US' })).toBe('com.example.app');
+    expect(certificateTopic({ UID: ['com.example.app', 'com.example.other'], CN: 'Apple Production IOS Push Services: com.example.app' })).toBe('com.example.app');
+    expect(certificateTopic({ CN: 'Apple Production Mac Push Services: com.example.mac' })).toBe('com.example.mac');
   });
 
-  it('else from a CN "Apple … Push Services: <bundle id>" (the sandbox\'s own client certificate)', () => {
-    expect(certificateTopic({ CN: 'Apple Push Services: com.herald.sandbox' })).toBe('com.herald.sandbox');
-    expect(certificateTopic({ CN: 'Apple Development IOS Push Services: com.example.app' })).toBe('com.example.app');
-  });
-
-  it('names no topic for a Subject with neither', () => {
+  it('names none for the current certificate, which covers the app, its VoIP and its complication pushes (the sandbox\'s own), nor for other Subjects', () => {
+    expect(certificateTopic({ UID: 'com.example.app', CN: 'Apple Push Services: com.example.app' })).toBeUndefined();
+    expect(certificateTopic({ CN: 'Apple Push Services: com.herald.sandbox' })).toBeUndefined();
     expect(certificateTopic({ CN: 'localhost' })).toBeUndefined();
-    expect(certificateTopic({ UID: '' })).toBeUndefined();
+    expect(certificateTopic({ UID: 'com.example.app' })).toBeUndefined();
     expect(certificateTopic(undefined)).toBeUndefined();
   });
 });

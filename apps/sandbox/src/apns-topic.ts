@@ -36,15 +36,17 @@ const first = (v: string | string[] | undefined): string | undefined => (Array.i
 /**
  * The default topic of a certificate-authenticated connection. Apple, `apns-topic`: "If you omit
  * this request header and your APNs certificate does not specify multiple topics, the APNs server
- * uses the certificate's Subject as the default topic." Apple does not say which field of the
- * Subject; its push certificates name the bundle id as the Subject's `UID` and in its `CN`
- * ("Apple Push Services: <bundle id>", or "Apple Development IOS Push Services: ..."), so the
- * sandbox reads `UID`, else that `CN` (its own client certificate has only the `CN`). A Subject
- * naming neither gives no topic, and the request then needs `apns-topic`. The sandbox issues
- * single-topic certificates only.
+ * uses the certificate's Subject as the default topic"; MissingTopic: "mandatory when the client
+ * is connected using a certificate that supports multiple topics". Apple's current certificate,
+ * "Apple Push Notification service SSL (Sandbox & Production)" (CN "Apple Push Services: <bundle
+ * id>"), covers the app, its VoIP and its complication pushes: several topics, so no default. The
+ * older single-environment ones (CN "Apple Development IOS Push Services: <bundle id>", "Apple
+ * Production IOS Push Services: …", and their Mac kinds) have one topic: the Subject's `UID`, else
+ * the bundle id of the CN. The sandbox's own client certificate is of the current kind.
  */
 export function certificateTopic(subject: CertificateSubject | undefined): string | undefined {
+  const single = /^Apple (?:Development|Production) (?:IOS|Mac) Push Services: (\S+)$/i.exec(first(subject?.['CN'])?.trim() ?? '');
+  if (single === null) return undefined;
   const uid = first(subject?.['UID'])?.trim();
-  if (uid !== undefined && uid.length > 0) return uid;
-  return /^Apple .*Push Services: (\S+)$/.exec(first(subject?.['CN'])?.trim() ?? '')?.[1];
+  return uid !== undefined && uid.length > 0 ? uid : single[1];
 }

@@ -160,21 +160,6 @@ async function flushed(outcomes: Outcome[], deps: PusherDeps): Promise<Outcome[]
   return outcomes;
 }
 
-/** Per pusher, the apps whose herald_pusher_credentials_unreadable_total series exists. */
-const countedApps = new WeakMap<PusherMetrics, Set<string>>();
-
-/**
- * An app's credentials counter starts at 0 with its first push here, so its first failure is an
- * increase HeraldCredentialsUnreadable sees (a series born at 1 is none to increase()).
- */
-function startCounting(deps: PusherDeps, app: string): void {
-  let apps = countedApps.get(deps.metrics);
-  if (apps === undefined) countedApps.set(deps.metrics, (apps = new Set()));
-  if (apps.has(app)) return;
-  apps.add(app);
-  deps.metrics.credentialsUnreadable.inc({ platform: deps.platform, app }, 0);
-}
-
 async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promise<Outcome | Omit<Claimable, 'index' | 'attempt'>> {
   const parsed = decodeWith(DevicePush, message.body);
   if (!parsed.ok) return park(deps, undefined, parsed.reason.startsWith('malformed') ? 'malformed-json' : 'schema', parsed.reason);
@@ -189,7 +174,6 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   const app = await deps.apps.get(push.app);
   if (app === undefined) return park(deps, push, 'unknown-app', `unknown app "${push.app}"`);
   if (!app.enabled) return park(deps, push, 'app-disabled', `app "${push.app}" is disabled`);
-  startCounting(deps, app.id);
   const ban = deps.bans?.banned(app.id);
   if (ban !== undefined) return park(deps, push, 'app-banned', `app "${app.id}" is banned until ${ban.until.toISOString()} after repeated credential or topic errors (${ban.reason})`);
   if (deps.platform === 'apns' && app.apnsTopic === null) {

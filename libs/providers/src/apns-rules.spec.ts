@@ -64,6 +64,16 @@ describe('Apple\'s request rules (PROVIDER-RULES.md, APNs rows)', () => {
     expect(apnsRequestProblem(parts({ pushType: 'liveactivity', payload: { aps: { event: 'update', 'content-state': {} } } }))).toMatch(/aps.timestamp/);
   });
 
+  it('liveactivity: what APNs answers 200 and the device drops (Apple documents no error for it): content-state a dictionary, a start\'s attributes, dates in epoch seconds', () => {
+    const la = (aps: Record<string, unknown>) => apnsRequestProblem(parts({ pushType: 'liveactivity', payload: { aps: { timestamp: 1, ...aps } } }));
+    expect(la({ event: 'update', 'content-state': [1] })).toMatch(/content-state must be a dictionary/);
+    expect(la({ event: 'update', 'content-state': null })).toMatch(/content-state must be a dictionary/);
+    expect(la({ event: 'start', 'content-state': {}, 'attributes-type': 'Score' })).toMatch(/start needs aps.attributes-type and aps.attributes/);
+    expect(la({ event: 'start', 'content-state': {}, 'attributes-type': 'Score', attributes: {}, alert: { title: 't' } })).toBeUndefined();
+    expect(la({ event: 'end', 'dismissal-date': 'tomorrow' })).toMatch(/aps.dismissal-date must be epoch seconds/);
+    expect(la({ event: 'update', 'content-state': {}, 'stale-date': 1_800_000_000 })).toBeUndefined();
+  });
+
   it('apns-expiration: epoch seconds; the payload needs an aps dictionary', () => {
     expect(apnsRequestProblem(parts({ expiration: -1 }))).toMatch(/apns-expiration/);
     expect(apnsRequestProblem(parts({ payload: { aps: 'x' } }))).toMatch(/aps dictionary/);

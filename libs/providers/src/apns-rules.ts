@@ -67,12 +67,25 @@ function backgroundProblem(parts: ApnsRequestParts, aps: Json): string | undefin
   return backgroundApsProblem(aps);
 }
 
+const isDictionary = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Apple, "Starting and updating Live Activities with ActivityKit push notifications": event and
+ * timestamp always; content-state a dictionary (start, update; optional for end); a start's
+ * attributes-type and attributes; dismissal-date and stale-date in epoch seconds. APNs answers a
+ * body that breaks them 200 and the device shows nothing, so they are checked here.
+ */
 function liveActivityProblem(parts: ApnsRequestParts, aps: Json): string | undefined {
   if (parts.priority === 1) return 'a Live Activity push must use apns-priority 5 or 10';
-  if (!['start', 'update', 'end'].includes(String(aps['event']))) return 'a Live Activity push needs aps.event start, update or end';
+  const event = String(aps['event']);
+  if (!['start', 'update', 'end'].includes(event)) return 'a Live Activity push needs aps.event start, update or end';
   if (typeof aps['timestamp'] !== 'number') return 'a Live Activity push needs aps.timestamp (epoch seconds)';
-  if (aps['event'] !== 'end' && typeof aps['content-state'] !== 'object') return 'a Live Activity push needs aps.content-state';
-  return undefined;
+  const state = aps['content-state'];
+  if (event !== 'end' && state === undefined) return 'a Live Activity push needs aps.content-state';
+  if (state !== undefined && !isDictionary(state)) return 'aps.content-state must be a dictionary';
+  if (event === 'start' && (typeof aps['attributes-type'] !== 'string' || !isDictionary(aps['attributes']))) return 'a Live Activity start needs aps.attributes-type and aps.attributes';
+  const date = ['dismissal-date', 'stale-date'].find((k) => aps[k] !== undefined && typeof aps[k] !== 'number');
+  return date === undefined ? undefined : `aps.${date} must be epoch seconds`;
 }
 
 /** Apple's rules for the request Herald is about to send (after any override); a reason, or undefined. */

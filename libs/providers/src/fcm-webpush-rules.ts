@@ -12,7 +12,7 @@ type Check = (value: unknown, at: string) => string | undefined;
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 /** proto3 JSON takes a field by its proto name or its lowerCamelCase JSON name. */
-const protoName = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+const protoName = (name: string): string => (/[A-Z]/.test(name) ? name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) : name);
 
 const text: Check = (v, at) => (typeof v === 'string' ? undefined : `${at} must be a string`);
 
@@ -24,15 +24,17 @@ const stringMap: Check = (v, at) => {
 };
 
 /** A field's value under its proto name or its lowerCamelCase JSON name. */
-export const fieldOf = (o: Json, protoFieldName: string): unknown => o[protoFieldName] ?? o[protoFieldName.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())];
+export const fieldOf = (o: Json, protoFieldName: string): unknown =>
+  o[protoFieldName] ?? (protoFieldName.includes('_') ? o[protoFieldName.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())] : undefined);
 
 /** A message type: an object of known fields only, each given once and passing its check (null: unset). */
 const fieldsOf = (type: string, table: Readonly<Record<string, Check>>): Check => (v, at) => {
   if (!isObject(v)) return `${at} must be an object (${type})`;
   for (const [name, value] of Object.entries(v)) {
-    const check = Object.hasOwn(table, protoName(name)) ? table[protoName(name)] : undefined;
+    const proto = protoName(name);
+    const check = Object.hasOwn(table, proto) ? table[proto] : undefined;
     if (check === undefined) return `${at}.${name} is not a field of ${type} (FCM refuses the whole message)`;
-    if (protoName(name) !== name && protoName(name) in v) return `${at}.${name} sets ${at}.${protoName(name)} a second time (Herald sets some fields itself: use the proto name)`;
+    if (proto !== name && proto in v) return `${at}.${name} sets ${at}.${proto} a second time (Herald sets some fields itself: use the proto name)`;
     const problem = value === null ? undefined : check(value, `${at}.${name}`);
     if (problem !== undefined) return problem;
   }

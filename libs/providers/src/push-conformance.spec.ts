@@ -98,12 +98,15 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     const direct = jobConformanceIssues(job({ content: { contentAvailable: true, apns: { headers: { 'apns-priority': '1' } } } }), WEB, NOW);
     expect(direct).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a background push must use apns-priority 5 (Apple: "Always use priority 5"), not 1' }]);
     const viaFcm = jobConformanceIssues(job({ content: { data: { k: 'v' }, fcm: { apns: { headers: { 'apns-priority': '1' } } } } }), WEB, NOW);
-    expect(viaFcm).toEqual([{ path: 'content.fcm.apns', message: 'FCM: apns: a data-only (background) push to iOS must use apns-priority 5, not 1' }]);
+    expect(viaFcm).toEqual([{ path: 'content.fcm.apns.headers.apns-priority', message: 'FCM: apns: a data-only (background) push to iOS must use apns-priority 5, not 1' }]);
+    // Each path's own header is named: content.apns's 5 is fine, content.fcm.apns's 10 is not.
+    const both = jobConformanceIssues(job({ content: { data: { k: 'v' }, apns: { headers: { 'apns-priority': '5' } }, fcm: { apns: { headers: { 'APNs-Priority': '10' } } } } }), WEB, NOW);
+    expect(both).toEqual([{ path: 'content.fcm.apns.headers.APNs-Priority', message: 'FCM: apns: a data-only (background) push to iOS must use apns-priority 5, not 10' }]);
   });
 
   it('an FCM override that breaks Google\'s rules names content.fcm', () => {
     const issues = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { ttl: '9999999s' } } } }), WEB, NOW);
-    expect(issues).toEqual([{ path: 'content.fcm.android', message: expect.stringMatching(/^FCM: android.ttl is 9999999 s, beyond FCM's 4-week maximum/) as unknown }]);
+    expect(issues).toEqual([{ path: 'content.fcm.android.ttl', message: expect.stringMatching(/^FCM: android.ttl is 9999999 s, beyond FCM's 4-week maximum/) as unknown }]);
   });
 
   it('an FCM webpush override Google would refuse is refused at the door, naming its field: the whole message would be parked', () => {
@@ -120,6 +123,8 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(twice).toEqual([{ path: 'content.fcm.android.collapseKey', message: expect.stringMatching(/^FCM: android.collapseKey sets android.collapse_key a second time/) as unknown }]);
     const emoji = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { collapse_key: '🔥' } } } }), WEB, NOW);
     expect(emoji).toEqual([{ path: 'content.fcm.android.collapse_key', message: expect.stringMatching(/^FCM: android.collapse_key must be printable ASCII/) as unknown }]);
+    const camel = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { collapseKey: '🔥' } } } }), WEB, NOW);
+    expect(camel).toEqual([{ path: 'content.fcm.android.collapseKey', message: expect.stringMatching(/^FCM: android.collapse_key must be printable ASCII/) as unknown }]);
     const priority = jobConformanceIssues(job({ content: { title: 't', fcm: { android: { priority: 'URGENT' } } } }), WEB, NOW);
     expect(priority).toEqual([{ path: 'content.fcm.android.priority', message: 'FCM: android.priority must be NORMAL or HIGH' }]);
     const fine = { webpush: { headers: { Urgency: 'high' }, data: { n: '1' }, notification: { title: 't' }, fcm_options: { link: 'https://example.com' } } };

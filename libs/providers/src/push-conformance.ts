@@ -61,21 +61,39 @@ export function pushProblem(push: DevicePush, bundleId: string, now: Date = new 
   return push.platform === 'apns' ? apnsRequestProblem(apnsRequestParts(push, bundleId, now)) : fcmMessageProblem(buildFcmMessage(push, now));
 }
 
-/** The job field a provider's problem comes from: an override's header, the collapse key, or the content. */
+/** The job field a provider's problem comes from: an override's header or field, the collapse key, or the content. */
 function pathOf(job: JobPart, message: string, platform: Platform): string {
   if (platform === 'web') return /topic/.test(message) ? 'content.web.topic' : job.content.web?.payload !== undefined ? 'content.web.payload' : 'content';
   const header = /apns-(priority|expiration|collapse-id|push-type)/.exec(message)?.[0];
-  if (header !== undefined && job.content.apns?.headers?.[header as 'apns-priority'] !== undefined) return `content.apns.headers.${header}`;
-  // A field of content.fcm.android the override set (by either name), before the job's own collapse key.
-  const androidField = /^android\.(\S+) (?:is not a field|must be|sets)/.exec(message)?.[1];
-  const overridden = job.content.fcm?.android;
-  if (androidField !== undefined && overridden !== undefined && androidField.split(/[.[]/)[0] as string in overridden) return `content.fcm.android.${androidField}`;
+  if (header !== undefined) {
+    // Through FCM, the header of content.fcm.apns (names in any case) before content.apns's.
+    const fcmHeaders = platform === 'fcm' ? job.content.fcm?.apns?.headers : undefined;
+    const spelt = fcmHeaders === undefined ? undefined : Object.keys(fcmHeaders).find((name) => name.toLowerCase() === header);
+    if (spelt !== undefined) return `content.fcm.apns.headers.${spelt}`;
+    if (job.content.apns?.headers?.[header as 'apns-priority'] !== undefined) return `content.apns.headers.${header}`;
+  }
+  const android = overriddenAndroidField(job, message);
+  if (android !== undefined) return android;
   if (/collapse/i.test(message)) return 'collapseKey';
   const fcmField = /^((?:webpush|android\.fcm_?[oO]ptions)\S*) /.exec(message)?.[1];
   if (fcmField !== undefined && job.content.fcm !== undefined) return `content.fcm.${fcmField}`;
   if (/^android\./.test(message) && job.content.fcm?.android !== undefined) return 'content.fcm.android';
   if (/^apns[.:]/.test(message) && job.content.fcm?.apns !== undefined) return 'content.fcm.apns';
   return 'content';
+}
+
+/**
+ * `content.fcm.android.<field>` as the override spells it (proto or JSON name), when the problem is
+ * about a field the override set; undefined otherwise (a collapse key the job set, say).
+ */
+function overriddenAndroidField(job: JobPart, message: string): string | undefined {
+  const field = /^android\.(\S+) (?:is|must be|sets)/.exec(message)?.[1];
+  const overridden = job.content.fcm?.android;
+  if (field === undefined || overridden === undefined) return undefined;
+  const [top = '', ...rest] = field.split('.');
+  const jsonName = top.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+  const spelt = [top, jsonName].find((name) => Object.hasOwn(overridden, name));
+  return spelt === undefined ? undefined : ['content.fcm.android', spelt, ...rest].join('.');
 }
 
 /** A rule that throws (a bug, or input no serializer can take) is a refusal, never a crash of the door. */
