@@ -38,17 +38,18 @@ describe('topicFitsPushType', () => {
 });
 
 describe('certificateTopic', () => {
-  it("is the Subject's UID, else the CN's bundle id, for Apple's single-topic certificates (one environment, one app)", () => {
+  it("is the Subject's UID, else the CN's bundle id, for Apple's single-topic certificates (one environment, one app; VoIP; Wallet passes)", () => {
     expect(certificateTopic({ UID: 'com.example.app', CN: 'Apple Development IOS Push Services: com.example.app', OU: 'ABCDE12345', C: 'US' })).toBe('com.example.app');
     expect(certificateTopic({ UID: ['com.example.app', 'com.example.other'], CN: 'Apple Production IOS Push Services: com.example.app' })).toBe('com.example.app');
     expect(certificateTopic({ CN: 'Apple Production Mac Push Services: com.example.mac' })).toBe('com.example.mac');
+    expect(certificateTopic({ UID: 'com.example.app.voip', CN: 'VoIP Services: com.example.app' })).toBe('com.example.app.voip');
+    expect(certificateTopic({ UID: 'pass.com.example.card', CN: 'Pass Type ID: pass.com.example.card' })).toBe('pass.com.example.card');
   });
 
   it('names none for the current certificate, which covers the app, its VoIP and its complication pushes (the sandbox\'s own), nor for other Subjects', () => {
     expect(certificateTopic({ UID: 'com.example.app', CN: 'Apple Push Services: com.example.app' })).toBeUndefined();
     expect(certificateTopic({ CN: 'Apple Push Services: com.herald.sandbox' })).toBeUndefined();
     expect(certificateTopic({ CN: 'localhost' })).toBeUndefined();
-    expect(certificateTopic({ UID: 'com.example.app' })).toBeUndefined();
     expect(certificateTopic(undefined)).toBeUndefined();
   });
 });

@@ -39,14 +39,15 @@ const first = (v: string | string[] | undefined): string | undefined => (Array.i
  * uses the certificate's Subject as the default topic"; MissingTopic: "mandatory when the client
  * is connected using a certificate that supports multiple topics". Apple's current certificate,
  * "Apple Push Notification service SSL (Sandbox & Production)" (CN "Apple Push Services: <bundle
- * id>"), covers the app, its VoIP and its complication pushes: several topics, so no default. The
- * older single-environment ones (CN "Apple Development IOS Push Services: <bundle id>", "Apple
- * Production IOS Push Services: …", and their Mac kinds) have one topic: the Subject's `UID`, else
- * the bundle id of the CN. The sandbox's own client certificate is of the current kind.
+ * id>"), covers the app, its VoIP and its complication pushes: several topics, so no default (the
+ * sandbox's own client certificate is of that kind). Apple's single-topic ones (the older
+ * "Apple Development|Production IOS Push Services", VoIP Services, WatchKit Services, Pass Type ID,
+ * Website Push ID) name their topic in the Subject's `UID`; without one, the bundle id of a CN
+ * "… Push Services: <bundle id>".
  */
 export function certificateTopic(subject: CertificateSubject | undefined): string | undefined {
-  const single = /^Apple (?:Development|Production) (?:IOS|Mac) Push Services: (\S+)$/i.exec(first(subject?.['CN'])?.trim() ?? '');
-  if (single === null) return undefined;
+  const cn = first(subject?.['CN'])?.trim() ?? '';
+  if (/^Apple Push Services:/i.test(cn)) return undefined;
   const uid = first(subject?.['UID'])?.trim();
-  return uid !== undefined && uid.length > 0 ? uid : single[1];
+  return uid !== undefined && uid.length > 0 ? uid : /Push Services: (\S+)$/.exec(cn)?.[1];
 }

@@ -24,33 +24,34 @@ function isAppleDataMessage(message: Json, apns: Json): boolean {
  * must be set to 5, or normal priority. Messages sent with high priority are rejected by the FCM
  * backend with the error INVALID_ARGUMENT."
  */
-function checkApplePriority(message: Json, apns: Json): FcmProblem | undefined {
-  if (forwarded(apns, message).headers['apns-priority'] !== '10' || !isAppleDataMessage(message, apns)) return undefined;
+function checkApplePriority(message: Json, apns: Json, headers: Record<string, string>): FcmProblem | undefined {
+  if (headers['apns-priority'] !== '10' || !isAppleDataMessage(message, apns)) return undefined;
   return invalid(
     `Invalid value at 'message.apns.headers' ("apns-priority"), "10": data messages to Apple devices must be sent with apns-priority 5 (normal priority)`,
   );
 }
 
-/** What FCM forwards to APNs for `message.apns`: headers in lower case (FCM names the topic unless they do), push type, aps. */
-interface Forwarded {
-  headers: Record<string, string>;
-  pushType: string | undefined;
-  aps: Json;
-}
 
 /**
- * The request FCM makes of `message.apns`. Each header value as the APNs server decodes it, one
- * Latin-1 character a byte, taking the bytes to be the JSON string's UTF-8 (Google does not say how
- * FCM encodes them), so Apple's byte rule for the collapse id counts bytes, not characters.
+ * The headers FCM forwards to APNs for `message.apns`, names in lower case (FCM names the topic
+ * unless they do). Each value as the APNs server decodes it, one Latin-1 character a byte, taking
+ * the bytes to be the JSON string's UTF-8 (Google does not say how FCM encodes them), so Apple's
+ * byte rule for the collapse id counts bytes, not characters.
  */
-function forwarded(apns: Json, message: Json): Forwarded {
+function forwardedHeaders(apns: Json): Record<string, string> {
   const given = isObject(apns['headers']) ? (apns['headers'] as Record<string, string>) : {};
   const headers: Record<string, string> = { 'apns-topic': 'com.example.firebase-app' };
-  for (const [name, value] of Object.entries(given)) headers[name.toLowerCase()] = Buffer.from(String(value), 'utf8').toString('latin1');
-  const apsGiven = isObject(apns['payload']) && isObject(apns['payload']['aps']) ? apns['payload']['aps'] : {};
-  // FCM shows message.notification on iOS as aps.alert.
-  const aps = message['notification'] === undefined ? apsGiven : { ...apsGiven, alert: message['notification'] };
-  return { headers, pushType: headers['apns-push-type'], aps };
+  for (const [name, value] of Object.entries(given)) {
+    const text = String(value);
+    headers[name.toLowerCase()] = Buffer.byteLength(text, 'utf8') === text.length ? text : Buffer.from(text, 'utf8').toString('latin1');
+  }
+  return headers;
+}
+
+/** The aps FCM forwards: message.notification shows on iOS as aps.alert. */
+function forwardedAps(apns: Json, message: Json): Json {
+  const given = isObject(apns['payload']) && isObject(apns['payload']['aps']) ? apns['payload']['aps'] : {};
+  return message['notification'] === undefined ? given : { ...given, alert: message['notification'] };
 }
 
 /**
@@ -62,8 +63,8 @@ function forwarded(apns: Json, message: Json): Forwarded {
  * what is wrong). Apple's rule for a background push's aps (content-available, nothing shown) has
  * no documented answer at APNs or FCM: accepted with a warning (`apnsWarnings`).
  */
-function checkAppleRules(apns: Json, message: Json): FcmProblem | undefined {
-  const byHeaders = checkApnsHeaders(forwarded(apns, message).headers);
+function checkAppleRules(headers: Record<string, string>): FcmProblem | undefined {
+  const byHeaders = checkApnsHeaders(headers);
   if (byHeaders === undefined) return undefined;
   return invalid(`Invalid value at 'message.apns': APNs refuses the request FCM forwards (${byHeaders.status} ${byHeaders.reason})`);
 }
@@ -71,14 +72,18 @@ function checkAppleRules(apns: Json, message: Json): FcmProblem | undefined {
 /** `message.apns`: known fields, string headers, a Struct payload, normal priority for data messages, Apple's rules. */
 export function checkApns(value: unknown, message: Json): FcmProblem | undefined {
   if (!isObject(value)) return typeError('message.apns', 'type.googleapis.com/google.firebase.fcm.v1.ApnsConfig', value);
-  return checkFields(value, 'message.apns', FIELDS) ?? checkApplePriority(message, value) ?? checkAppleRules(value, message);
+  const fields = checkFields(value, 'message.apns', FIELDS);
+  if (fields !== undefined) return fields;
+  const headers = forwardedHeaders(value);
+  return checkApplePriority(message, value, headers) ?? checkAppleRules(headers);
 }
 
 /** Accepted, but likely not what was meant: a data message without a priority; a background push that breaks Apple's aps rule. */
 export function apnsWarnings(value: unknown, message: Json): string[] {
   if (!isObject(value)) return [];
-  const { headers, pushType, aps } = forwarded(value, message);
-  const warnings = pushType === 'background' ? checkAps(pushType, aps).warnings : [];
+  const headers = forwardedHeaders(value);
+  const pushType = headers['apns-push-type'];
+  const warnings = pushType === 'background' ? checkAps(pushType, forwardedAps(value, message)).warnings : [];
   if (headers['apns-priority'] !== undefined || !isAppleDataMessage(message, value)) return warnings;
   return ['data message with an apns block but no apns-priority: FCM then uses 10, and Google says data messages to Apple devices must use 5', ...warnings];
 }

@@ -99,15 +99,19 @@ function androidOf(push: DevicePush, now: Date, type: PushType, text: AndroidTex
  * FCM's parts follow the typed content's push type (resolvePushType): content.apns, its
  * apns-push-type header included, is APNs' own raw override, and content.fcm is FCM's.
  */
-function apnsOf(push: DevicePush, now: Date, type: PushType): FcmMessage['apns'] {
+function apnsOf(push: DevicePush, now: Date, type: PushType, shown: boolean): FcmMessage['apns'] {
   const background = type === 'background';
+  const aps = apsOf(push.content, pushAsOf(push), type);
+  // Google: "When sending data messages to Apple devices, the priority must be set to 5": so too
+  // an alert whose only alert is in content.apns's raw aps (APNs' own), which FCM does not send.
+  const showsNothing = !shown && ['alert', 'badge', 'sound'].every((k) => aps[k] === undefined);
   const headers: Record<string, string> = {
-    'apns-priority': background || push.priority === 'normal' ? '5' : '10',
+    'apns-priority': background || showsNothing || push.priority === 'normal' ? '5' : '10',
     'apns-push-type': background ? 'background' : 'alert',
     'apns-expiration': String(expirationOf(push, now)),
   };
   put(headers, 'apns-collapse-id', push.collapseKey);
-  return { headers, payload: { aps: apsOf(push.content, pushAsOf(push), type) } };
+  return { headers, payload: { aps } };
 }
 
 /** The v1 Message for one device push, the `content.fcm` override merged last. `now` fixes ttl and expiration. */
@@ -120,7 +124,7 @@ export function buildFcmMessage(push: DevicePush, now: Date = new Date()): FcmMe
     ...(notification !== undefined ? { notification } : {}),
     ...(push.content.data !== undefined ? { data: push.content.data } : {}),
     android: androidOf(push, now, type, text),
-    apns: apnsOf(push, now, type),
+    apns: apnsOf(push, now, type, notification !== undefined),
   };
   const override = push.content.fcm;
   return (override === undefined ? message : mergeJson(message, withLowerCaseApnsHeaders(override))) as unknown as FcmMessage;

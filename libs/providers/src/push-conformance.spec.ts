@@ -89,6 +89,11 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(platformsFor(content)).toEqual(['apns', 'fcm']);
   });
 
+  it('a data job at high priority whose APNs alert is only in content.apns\'s raw aps reaches iOS through FCM as data at priority 5 (Google: data messages to Apple devices "must be set to 5"), passing every door', () => {
+    const content = { data: { k: 'v' }, apns: { headers: { 'apns-push-type': 'alert' as const, 'apns-priority': '10' as const }, payload: { aps: { alert: 'hi' } } } };
+    expect(jobConformanceIssues(job({ priority: 'high', content }), WEB, NOW)).toEqual([]);
+  });
+
   it('an override that breaks a header rule is refused after the merge, naming the override\'s header', () => {
     const issues = jobConformanceIssues(job({ content: { contentAvailable: true, apns: { headers: { 'apns-priority': '10' } } } }), WEB, NOW);
     expect(issues).toEqual([{ path: 'content.apns.headers.apns-priority', message: 'APNs: a background push must use apns-priority 5 (Apple: "Always use priority 5"), not 10' }]);

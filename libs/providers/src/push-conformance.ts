@@ -66,11 +66,11 @@ function pathOf(job: JobPart, message: string, platform: Platform): string {
   if (platform === 'web') return /topic/.test(message) ? 'content.web.topic' : job.content.web?.payload !== undefined ? 'content.web.payload' : 'content';
   const header = /apns-(priority|expiration|collapse-id|push-type)/.exec(message)?.[0];
   if (header !== undefined) {
-    // Through FCM, the header of content.fcm.apns (names in any case) before content.apns's.
+    // Each path's own headers: content.fcm.apns's (names in any case) through FCM, content.apns's to APNs.
     const fcmHeaders = platform === 'fcm' ? job.content.fcm?.apns?.headers : undefined;
     const spelt = fcmHeaders === undefined ? undefined : Object.keys(fcmHeaders).find((name) => name.toLowerCase() === header);
     if (spelt !== undefined) return `content.fcm.apns.headers.${spelt}`;
-    if (job.content.apns?.headers?.[header as 'apns-priority'] !== undefined) return `content.apns.headers.${header}`;
+    if (platform === 'apns' && job.content.apns?.headers?.[header as 'apns-priority'] !== undefined) return `content.apns.headers.${header}`;
   }
   const android = overriddenAndroidField(job, message);
   if (android !== undefined) return android;
