@@ -90,7 +90,7 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
   });
 
   it('a data job at high priority whose APNs alert is only in content.apns\'s raw aps reaches iOS through FCM as data at priority 5 (Google: data messages to Apple devices "must be set to 5"), passing every door', () => {
-    const content = { data: { k: 'v' }, apns: { headers: { 'apns-push-type': 'alert' as const, 'apns-priority': '10' as const }, payload: { aps: { alert: 'hi' } } } };
+    const content = { pushType: 'alert' as const, data: { k: 'v' }, apns: { payload: { aps: { alert: 'hi' } } } };
     expect(jobConformanceIssues(job({ priority: 'high', content }), WEB, NOW)).toEqual([]);
   });
 
