@@ -99,19 +99,27 @@ function androidOf(push: DevicePush, now: Date, type: PushType, text: AndroidTex
  * FCM's parts follow the typed content's push type (resolvePushType): content.apns, its
  * apns-push-type header included, is APNs' own raw override, and content.fcm is FCM's.
  */
-function apnsOf(push: DevicePush, now: Date, type: PushType, shown: boolean): FcmMessage['apns'] {
+function apnsOf(push: DevicePush, now: Date, type: PushType): FcmMessage['apns'] {
   const background = type === 'background';
-  const aps = apsOf(push.content, pushAsOf(push), type);
-  // Google: "When sending data messages to Apple devices, the priority must be set to 5": so too
-  // an alert whose only alert is in content.apns's raw aps (APNs' own), which FCM does not send.
-  const showsNothing = !shown && ['alert', 'badge', 'sound'].every((k) => aps[k] === undefined);
   const headers: Record<string, string> = {
-    'apns-priority': background || showsNothing || push.priority === 'normal' ? '5' : '10',
+    'apns-priority': background || push.priority === 'normal' ? '5' : '10',
     'apns-push-type': background ? 'background' : 'alert',
     'apns-expiration': String(expirationOf(push, now)),
   };
   put(headers, 'apns-collapse-id', push.collapseKey);
-  return { headers, payload: { aps } };
+  return { headers, payload: { aps: apsOf(push.content, pushAsOf(push), type) } };
+}
+
+/**
+ * Google: "When sending data messages to Apple devices, the priority must be set to 5". A message
+ * that shows nothing on iOS once content.fcm is merged (an alert only in content.apns's raw aps,
+ * APNs' own, which FCM does not send) goes at 5 unless the override names a priority itself.
+ */
+function dataMessagePriority(message: FcmMessage, override: Json | undefined): void {
+  const own = (override?.['apns'] as { headers?: Json } | undefined)?.headers?.['apns-priority'];
+  const aps = message.apns.payload.aps;
+  const showsNothing = message.notification === undefined && ['alert', 'badge', 'sound'].every((k) => aps[k] === undefined);
+  if (own === undefined && showsNothing) message.apns.headers['apns-priority'] = '5';
 }
 
 /** The v1 Message for one device push, the `content.fcm` override merged last. `now` fixes ttl and expiration. */
@@ -124,10 +132,12 @@ export function buildFcmMessage(push: DevicePush, now: Date = new Date()): FcmMe
     ...(notification !== undefined ? { notification } : {}),
     ...(push.content.data !== undefined ? { data: push.content.data } : {}),
     android: androidOf(push, now, type, text),
-    apns: apnsOf(push, now, type, notification !== undefined),
+    apns: apnsOf(push, now, type),
   };
-  const override = push.content.fcm;
-  return (override === undefined ? message : mergeJson(message, withLowerCaseApnsHeaders(override))) as unknown as FcmMessage;
+  const override = push.content.fcm === undefined ? undefined : withLowerCaseApnsHeaders(push.content.fcm);
+  const built = (override === undefined ? message : mergeJson(message, override)) as unknown as FcmMessage;
+  dataMessagePriority(built, override);
+  return built;
 }
 
 /** content.fcm with its apns header names in lower case, so one given as "Apns-Priority" replaces Herald's "apns-priority" (HTTP/2 names are lower case). */

@@ -1,11 +1,15 @@
 import { PushJob, type PushJobInput } from '@herald/contracts';
 import { describe, expect, it } from 'vitest';
+import { buildFcmMessage } from './fcm-message.ts';
 import { jobConformanceIssues, jobNotices, platformsFor, webConformanceIssues } from './push-conformance.ts';
+import { testPush } from './test-pushes.ts';
 
 const job = (over: Partial<PushJobInput>): PushJob => PushJob.parse({ id: 'j1', app: 'demo', userId: 'u', category: 'c', content: { title: 'Hi' }, ...over });
 const NOW = new Date('2026-01-01T00:00:00Z');
 /** The door of an app with VAPID keys: Web Push's rules too. */
 const WEB = { web: true };
+/** The FCM push a job's content and priority make (the apns block FCM forwards to iOS). */
+const pushOf = (j: PushJob) => testPush('fcm', { content: j.content, priority: j.priority });
 
 describe('jobConformanceIssues: the providers\' rules at the door', () => {
   it('accepts an ordinary job', () => {
@@ -92,6 +96,11 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
   it('a data job at high priority whose APNs alert is only in content.apns\'s raw aps reaches iOS through FCM as data at priority 5 (Google: data messages to Apple devices "must be set to 5"), passing every door', () => {
     const content = { pushType: 'alert' as const, data: { k: 'v' }, apns: { payload: { aps: { alert: 'hi' } } } };
     expect(jobConformanceIssues(job({ priority: 'high', content }), WEB, NOW)).toEqual([]);
+    expect(buildFcmMessage(pushOf(job({ priority: 'high', content }))).apns.headers['apns-priority']).toBe('5');
+    // The same alert given to FCM too (content.fcm.apns's raw aps) shows on iOS: the job's high priority holds.
+    const both = { ...content, fcm: { apns: { payload: { aps: { alert: 'hi' } } } } };
+    expect(jobConformanceIssues(job({ priority: 'high', content: both }), WEB, NOW)).toEqual([]);
+    expect(buildFcmMessage(pushOf(job({ priority: 'high', content: both }))).apns.headers['apns-priority']).toBe('10');
   });
 
   it('an override that breaks a header rule is refused after the merge, naming the override\'s header', () => {
