@@ -25,7 +25,9 @@ describe('the scheduled counts the monitor reads', () => {
     }
     // A schema with no Herald tables: every read fails, as against a database the monitor cannot use.
     const blind = createDatabase({ url: TEST_DATABASE_URL, schema: 'schedcounts_none', poolSize: 1 });
-    const failing = startScheduledCounts({ db: blind, ...options, metrics: createMonitorMetrics(new Registry()) });
+    // A read gets a poll interval to answer: a second here, so a new connection on a busy machine
+    // fails for the missing table, not for time (50 ms was seen to pass before PostgreSQL answered).
+    const failing = startScheduledCounts({ db: blind, ...options, pollMs: 1000, metrics: createMonitorMetrics(new Registry()) });
     try {
       const condition = await waitFor('the condition', () => failing.conditions().find((c) => c.alarm === 'database-unreachable'));
       expect(condition).toMatchObject({ queue: '*', forMs: 30_000 });
