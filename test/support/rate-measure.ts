@@ -116,6 +116,15 @@ export function secondsOverBound(
     .filter((s) => s.second >= fromSecond && s.count > bound + s.allowance);
 }
 
+/**
+ * Receives a second between `first` and `last` (ms), not counting the time the instrument itself
+ * was paused: while the sandbox does not run, nothing is answered, whatever the limiter grants.
+ */
+export function meanRateWhileAnswering(count: number, first: number, last: number, pauses: readonly InstrumentPause[]): number {
+  const pausedMs = pauses.reduce((ms, p) => ms + Math.max(0, Math.min(p.toMs, last) - Math.max(p.fromMs, first)), 0);
+  return (count - 1) / ((last - first - pausedMs) / 1000);
+}
+
 /** Pauses as [from, to] ms after `first`, for the tests' log lines. */
 export const pausesFrom = (pauses: readonly InstrumentPause[], first: number): Array<[number, number]> => pauses.map((p) => [p.fromMs - first, p.toMs - first]);
 
