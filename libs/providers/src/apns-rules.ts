@@ -1,5 +1,6 @@
 import { collapseKeyProblem } from '@herald/contracts';
 import type { ApnsRequestParts } from './apns-notification.ts';
+import { isObject } from './merge-json.ts';
 
 /**
  * Apple's rules for a notification request, from "Sending notification requests to APNs" and
@@ -67,8 +68,6 @@ function backgroundProblem(parts: ApnsRequestParts, aps: Json): string | undefin
   return backgroundApsProblem(aps);
 }
 
-const isDictionary = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /**
  * Apple, "Starting and updating Live Activities with ActivityKit push notifications": event and
  * timestamp always; content-state a dictionary (start, update; optional for end); a start's
@@ -82,8 +81,8 @@ function liveActivityProblem(parts: ApnsRequestParts, aps: Json): string | undef
   if (typeof aps['timestamp'] !== 'number') return 'a Live Activity push needs aps.timestamp (epoch seconds)';
   const state = aps['content-state'];
   if (event !== 'end' && state === undefined) return 'a Live Activity push needs aps.content-state';
-  if (state !== undefined && !isDictionary(state)) return 'aps.content-state must be a dictionary';
-  if (event === 'start' && (typeof aps['attributes-type'] !== 'string' || !isDictionary(aps['attributes']))) return 'a Live Activity start needs aps.attributes-type and aps.attributes';
+  if (state !== undefined && !isObject(state)) return 'aps.content-state must be a dictionary';
+  if (event === 'start' && (typeof aps['attributes-type'] !== 'string' || !isObject(aps['attributes']))) return 'a Live Activity start needs aps.attributes-type and aps.attributes';
   const date = ['dismissal-date', 'stale-date'].find((k) => aps[k] !== undefined && typeof aps[k] !== 'number');
   return date === undefined ? undefined : `aps.${date} must be epoch seconds`;
 }

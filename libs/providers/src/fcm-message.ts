@@ -1,6 +1,6 @@
 import { pushAsOf, resolvePushType, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
 import { apsOf, expirationOf } from './apns-notification.ts';
-import { FCM_MAX_TTL_S } from './fcm-rules.ts';
+import { FCM_MAX_TTL_S, showsNothingOnIos } from './fcm-rules.ts';
 import { mergeJson, put, type Json } from './merge-json.ts';
 
 
@@ -117,9 +117,7 @@ function apnsOf(push: DevicePush, now: Date, type: PushType): FcmMessage['apns']
  */
 function dataMessagePriority(message: FcmMessage, override: Json | undefined): void {
   const own = (override?.['apns'] as { headers?: Json } | undefined)?.headers?.['apns-priority'];
-  const aps = message.apns.payload.aps;
-  const showsNothing = message.notification === undefined && ['alert', 'badge', 'sound'].every((k) => aps[k] === undefined);
-  if (own === undefined && showsNothing) message.apns.headers['apns-priority'] = '5';
+  if (own === undefined && showsNothingOnIos(message)) message.apns.headers['apns-priority'] = '5';
 }
 
 /** The v1 Message for one device push, the `content.fcm` override merged last. `now` fixes ttl and expiration. */

@@ -2,6 +2,7 @@ import { collapseKeyProblem, FCM_RESERVED_DATA_KEY } from '@herald/contracts';
 import { APNS_MAX_PAYLOAD_BYTES, apnsPayloadBytes, backgroundApsProblem } from './apns-rules.ts';
 import type { FcmMessage } from './fcm-message.ts';
 import { androidShapeProblem, DURATION, fieldOf, webpushProblem } from './fcm-webpush-rules.ts';
+import { isObject, type Json } from './merge-json.ts';
 
 /**
  * Google's rules for an FCM HTTP v1 message (the `projects.messages` reference: Message,
@@ -16,8 +17,6 @@ export const FCM_MAX_PAYLOAD_BYTES = 4096;
 
 const COLOR = /^#[0-9a-fA-F]{6}$/;
 
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const bytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v), 'utf8');
 
 /**
@@ -55,14 +54,17 @@ function androidProblem(android: Json): string | undefined {
   return dataProblem(android['data'], 'android.data');
 }
 
+/** No notification and nothing in aps that shows: a data message, as far as iOS goes. */
+export const showsNothingOnIos = (m: FcmMessage): boolean =>
+  m.notification === undefined && ['alert', 'badge', 'sound'].every((k) => m.apns.payload.aps[k] === undefined);
+
 /** The apns block must follow Apple's rules too: FCM forwards it to APNs. */
 function apnsProblem(m: FcmMessage): string | undefined {
   const headers = m.apns.headers;
   const aps = m.apns.payload.aps;
   // Google: "When sending data messages to Apple devices, the priority must be set to 5"; Apple, for background pushes: "Always use priority 5".
-  const showsNothing = m.notification === undefined && ['alert', 'badge', 'sound'].every((k) => aps[k] === undefined);
   const priority = headers['apns-priority'];
-  if ((showsNothing || headers['apns-push-type'] === 'background') && priority !== undefined && priority !== '5') {
+  if ((showsNothingOnIos(m) || headers['apns-push-type'] === 'background') && priority !== undefined && priority !== '5') {
     return `apns: a data-only (background) push to iOS must use apns-priority 5, not ${priority}`;
   }
   // FCM shows message.notification on iOS as aps.alert.

@@ -7,10 +7,10 @@
  * the field's path in the message (`webpush.data.n …`), which the doors turn into `content.fcm.…`.
  */
 
-type Json = Record<string, unknown>;
+import { isObject, type Json } from './merge-json.ts';
+
 type Check = (value: unknown, at: string) => string | undefined;
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 /** proto3 JSON takes a field by its proto name or its lowerCamelCase JSON name. */
 const protoName = (name: string): string => (/[A-Z]/.test(name) ? name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) : name);
 

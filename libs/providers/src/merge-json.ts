@@ -5,7 +5,8 @@ export const put = (target: Json, key: string, value: unknown): void => {
   if (value !== undefined) target[key] = value;
 };
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A JSON object: not null, not an array. */
+export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * `override` laid over `base`: objects merge key by key (recursively), anything else in the
