@@ -1,6 +1,6 @@
 import { createAppCredentialStore, createDatabase } from '@herald/db';
 import type { Logger } from '@herald/logging';
-import { connectBroker, heraldTopology } from '@herald/messaging';
+import { applyTopologyWhenReachable, heraldTopology } from '@herald/messaging';
 import { suffixedTopicWarning } from '@herald/providers';
 
 export interface PrepareOptions {
@@ -13,14 +13,12 @@ export interface PrepareOptions {
   seedApps?: ReadonlyArray<{ id: string; apnsTopic: string; webPushHosts?: string[] }>;
 }
 
-/** Apply the queue topology and the database migrations (both idempotent), then seed apps. */
+/**
+ * Apply the queue topology (trying again for a minute while the broker cannot be reached or drops
+ * the connection) and the database migrations (both idempotent), then seed apps.
+ */
 export async function prepareEnvironment(opts: PrepareOptions): Promise<void> {
-  const broker = await connectBroker({ url: opts.amqpUrl, logger: opts.logger, connectionName: 'herald-prepare', consumes: false });
-  try {
-    await broker.applyTopology(heraldTopology({ retryDelaysMs: opts.retryDelaysMs }));
-  } finally {
-    await broker.close();
-  }
+  await applyTopologyWhenReachable({ url: opts.amqpUrl, logger: opts.logger, topology: heraldTopology({ retryDelaysMs: opts.retryDelaysMs }) });
   const db = createDatabase({ url: opts.databaseUrl, schema: opts.schema, logger: opts.logger });
   try {
     await db.migrate();

@@ -176,6 +176,11 @@ stop_node() { # a clean stop, then SIGKILL if the node's runtime has not gone wi
   kill -9 "$pid" 2>/dev/null || true
 }
 
+stop_all() {
+  for n in "${NODES[@]}"; do stop_node "$n" & done
+  wait
+}
+
 urls() {
   local list=()
   for n in "${NODES[@]}"; do list+=("amqp://guest:guest@127.0.0.1:$((5700 + n))"); done
@@ -192,12 +197,9 @@ case "$cmd" in
     for n in 2 3; do join_node "$n"; done
     echo "rabbitmq-cluster: herald-1..3 running; AMQP_URLS=$(urls)"
     ;;
-  stop)
-    for n in "${NODES[@]}"; do stop_node "$n" & done
-    wait
-    ;;
+  stop) stop_all ;;
   reset)
-    "$0" stop
+    stop_all
     rm -rf "$BASE"
     ;;
   status) ctl 1 cluster_status ;;

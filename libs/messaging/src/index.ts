@@ -1,4 +1,5 @@
 export { connectBroker, consumingConnectionName } from './broker.ts';
+export { applyTopologyWhenReachable, refusedByBroker, type ApplyTopologyOptions } from './apply-topology.ts';
 export type {
   Broker,
   BrokerHealth,
