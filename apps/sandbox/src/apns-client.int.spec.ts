@@ -1,4 +1,5 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, sign } from 'node:crypto';
+import http2 from 'node:http2';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,13 @@ import { buildApnsNotification, createApnsProvider, loadSandboxCertificateAuth, 
 import { startSandbox, type FaultSpec, type RecordView, type Sandbox } from './index.ts';
 
 const logger = createLogger({ service: 'apns-int', level: 'silent' });
+
+/** An APNs provider token (ES256 JWT) signed by the key with the given `iat`. */
+function signedToken(auth: { key: string; keyId: string; teamId: string }, iat: number): string {
+  const part = (o: object): string => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const data = `${part({ alg: 'ES256', kid: auth.keyId })}.${part({ iss: auth.teamId, iat })}`;
+  return `${data}.${sign('sha256', Buffer.from(data), { key: auth.key, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
+}
 const TOPIC = 'com.example.herald';
 let stateDir: string;
 let sandbox: Sandbox;
@@ -196,6 +204,33 @@ describe('APNs provider against the sandbox', () => {
       expect(b?.headers['authorization']).toBe(a?.headers['authorization']);
     } finally {
       await again.close();
+    }
+  });
+
+  it('answers 429 TooManyProviderTokenUpdates to a new provider token on the same connection within 20 minutes, as APNs does', async () => {
+    const { auth } = settings;
+    if (auth.kind !== 'token') throw new Error('the sandbox settings give token auth');
+    // One connection of its own, sending what node-apn would, with tokens signed here at chosen times.
+    const session = http2.connect(`https://${settings.address}:${settings.port}`, { ...(settings.ca !== undefined && { ca: settings.ca }) });
+    const post = (token: string, jwt: string): Promise<{ status: number; body: string }> =>
+      new Promise((resolve, reject) => {
+        const req = session.request({ ':method': 'POST', ':path': `/3/device/${token}`, authorization: `bearer ${jwt}`, 'apns-topic': TOPIC, 'apns-push-type': 'alert' });
+        let body = '';
+        let status = 0;
+        req.on('response', (h) => (status = Number(h[':status'])));
+        req.on('data', (c: Buffer) => (body += c.toString()));
+        req.on('end', () => resolve({ status, body }));
+        req.on('error', reject);
+        req.end(JSON.stringify({ aps: { alert: 'hi' } }));
+      });
+    try {
+      const now = Math.floor(Date.now() / 1000);
+      const [first, refreshed] = [signedToken(auth, now - 5), signedToken(auth, now)];
+      expect(await post(devicePush().token, first)).toMatchObject({ status: 200 });
+      expect(await post(devicePush().token, refreshed)).toEqual({ status: 429, body: JSON.stringify({ reason: 'TooManyProviderTokenUpdates' }) });
+      expect(await post(devicePush().token, first)).toMatchObject({ status: 200 });
+    } finally {
+      session.close();
     }
   });
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ProviderTokenVerifier } from './apns-jwt.ts';
+import type { ConnectionTokens, ProviderTokenVerifier } from './apns-jwt.ts';
 import { header, type ApnsRequest } from './apns-request.ts';
 import { routeApnsRequest, validateApnsRequest } from './apns-validation.ts';
 import { json, sleep, type Answer, type Handled, type SandboxContext } from './exchange.ts';
@@ -20,6 +20,8 @@ export interface ApnsIncoming extends ApnsRequest {
   clientCertificateAuthorized: boolean;
   /** The topic that certificate names (`certificateTopic`, apns-topic.ts), if it names one. */
   clientCertificateTopic?: string;
+  /** The provider tokens this request's connection has sent before. */
+  connectionTokens?: ConnectionTokens;
 }
 
 /** Apple's error body: `{"reason":"..."}`, plus `timestamp` (ms) for 410 Unregistered. */
@@ -55,6 +57,7 @@ export async function handleApnsRequest(req: ApnsIncoming, tokens: ProviderToken
   if (!certificateAuth) {
     const auth = tokens.check(authorization);
     if (!auth.ok) return refused(route.token, apnsError(403, auth.reason, apnsId));
+    if (req.connectionTokens?.use(authorization ?? '') === false) return refused(route.token, apnsError(429, 'TooManyProviderTokenUpdates', apnsId));
   }
   const valid = validateApnsRequest(req, certificateAuth ? req.clientCertificateTopic : undefined);
   if (!valid.ok) return refused(route.token, apnsError(valid.status, valid.reason, apnsId));

@@ -1,6 +1,6 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ProviderTokenVerifier, verifyProviderToken } from './apns-jwt.ts';
+import { ConnectionTokens, PROVIDER_TOKEN_MIN_REFRESH_MS, ProviderTokenVerifier, verifyProviderToken } from './apns-jwt.ts';
 
 const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
 const other = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
@@ -51,5 +51,30 @@ describe('verifyProviderToken', () => {
     expect(verifier.check(header, NOW + 1000)).toMatchObject({ ok: true });
     expect(verifier.check(header, NOW + 3600_000)).toEqual({ ok: false, reason: 'ExpiredProviderToken' });
     expect(verifier.check(`bearer ${jwt({ alg: 'ES256', kid: key.keyId }, { iss: key.teamId, iat: nowSec }, other.privateKey)}`, NOW)).toMatchObject({ ok: false });
+  });
+});
+
+describe('ConnectionTokens (TooManyProviderTokenUpdates)', () => {
+  it('refuses a connection a new token less than 20 minutes after its last new one, and takes it at 20 minutes', () => {
+    const connection = new ConnectionTokens();
+    expect(connection.use('bearer a', NOW)).toBe(true);
+    expect(connection.use('bearer a', NOW + 60_000)).toBe(true);
+    expect(connection.use('bearer b', NOW + PROVIDER_TOKEN_MIN_REFRESH_MS - 1)).toBe(false);
+    expect(connection.use('bearer b', NOW + PROVIDER_TOKEN_MIN_REFRESH_MS)).toBe(true);
+    // The refused token did not count as an update: the 20 minutes run from b's acceptance.
+    expect(connection.use('bearer c', NOW + 2 * PROVIDER_TOKEN_MIN_REFRESH_MS - 1)).toBe(false);
+  });
+
+  it("still takes the connection's previous token after a refresh (requests already in flight)", () => {
+    const connection = new ConnectionTokens();
+    connection.use('bearer a', NOW);
+    connection.use('bearer b', NOW + PROVIDER_TOKEN_MIN_REFRESH_MS);
+    expect(connection.use('bearer a', NOW + PROVIDER_TOKEN_MIN_REFRESH_MS + 1)).toBe(true);
+  });
+
+  it('is per connection: another connection may start with any token', () => {
+    const one = new ConnectionTokens();
+    one.use('bearer a', NOW);
+    expect(new ConnectionTokens().use('bearer b', NOW + 1)).toBe(true);
   });
 });

@@ -2,6 +2,12 @@ import { verify, type KeyObject } from 'node:crypto';
 
 /** Apple accepts a provider token for one hour after its `iat`. */
 export const PROVIDER_TOKEN_MAX_AGE_SECONDS = 3600;
+/**
+ * Apple, "Establishing a token-based connection to APNs": "Refresh your token no more than once
+ * every 20 minutes and no less than once every 60 minutes. APNs reports an error if you use a new
+ * token more than once in 20 minutes on the same connection" (429 TooManyProviderTokenUpdates).
+ */
+export const PROVIDER_TOKEN_MIN_REFRESH_MS = 20 * 60_000;
 /** Tolerated clock skew for an `iat` slightly in the future. */
 const FUTURE_SKEW_SECONDS = 300;
 
@@ -87,5 +93,27 @@ export class ProviderTokenVerifier {
       this.verified.set(authorization, result.iat);
     }
     return result;
+  }
+}
+
+/**
+ * The provider tokens one HTTP/2 connection has sent. A token new to the connection less than 20
+ * minutes after the one before it was new is refused (TooManyProviderTokenUpdates), as APNs does;
+ * the connection's earlier tokens still pass (until they expire), so requests already in flight
+ * with the previous token when a client refreshes it are not refused.
+ */
+export class ConnectionTokens {
+  /** The tokens this connection has used, newest last; a token older than an hour is refused anyway, so a few suffice. */
+  private readonly used: string[] = [];
+  private lastNewAtMs: number | undefined;
+
+  /** Whether this connection may use `token` now (remembering it if it is new). */
+  use(token: string, nowMs = Date.now()): boolean {
+    if (this.used.includes(token)) return true;
+    if (this.lastNewAtMs !== undefined && nowMs - this.lastNewAtMs < PROVIDER_TOKEN_MIN_REFRESH_MS) return false;
+    this.used.push(token);
+    if (this.used.length > 4) this.used.shift();
+    this.lastNewAtMs = nowMs;
+    return true;
   }
 }

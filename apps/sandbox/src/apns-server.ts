@@ -1,6 +1,6 @@
 import http2 from 'node:http2';
 import type { TLSSocket } from 'node:tls';
-import { ProviderTokenVerifier, type ProviderTokenKeys } from './apns-jwt.ts';
+import { ConnectionTokens, ProviderTokenVerifier, type ProviderTokenKeys } from './apns-jwt.ts';
 import { handleApnsRequest } from './apns-handler.ts';
 import { certificateTopic } from './apns-topic.ts';
 import { recordExchange, type SandboxContext } from './exchange.ts';
@@ -32,6 +32,15 @@ export function createApnsServer(options: ApnsServerOptions, ctx: SandboxContext
   return server;
 }
 
+/** The provider tokens each connection has sent (TooManyProviderTokenUpdates is per connection). */
+const sessionTokens = new WeakMap<http2.Http2Session, ConnectionTokens>();
+
+function tokensOf(session: http2.Http2Session): ConnectionTokens {
+  let tokens = sessionTokens.get(session);
+  if (tokens === undefined) sessionTokens.set(session, (tokens = new ConnectionTokens()));
+  return tokens;
+}
+
 /** The topic of each connection's trusted client certificate, read once per connection. */
 const certificateTopics = new WeakMap<TLSSocket, string | undefined>();
 
@@ -57,6 +66,7 @@ async function serveStream(
       body,
       clientCertificateAuthorized: authorized,
       ...(authorized && socket !== undefined && { clientCertificateTopic: clientCertificateTopic(socket) }),
+      ...(stream.session !== undefined && { connectionTokens: tokensOf(stream.session) }),
     };
     const handled = await handleApnsRequest(request, tokens, ctx);
     const { answer } = handled;
