@@ -55,26 +55,34 @@ describe('verifyProviderToken', () => {
 });
 
 describe('ConnectionTokens (TooManyProviderTokenUpdates)', () => {
-  it('refuses a connection a new token less than 20 minutes after its last new one, and takes it at 20 minutes', () => {
+  it('takes one change of token at any time, and refuses a second change within 20 minutes of it', () => {
     const connection = new ConnectionTokens();
     expect(connection.use('bearer a', NOW)).toBe(true);
-    expect(connection.use('bearer a', NOW + 60_000)).toBe(true);
-    expect(connection.use('bearer b', NOW + PROVIDER_TOKEN_MIN_REFRESH_MS - 1)).toBe(false);
-    expect(connection.use('bearer b', NOW + PROVIDER_TOKEN_MIN_REFRESH_MS)).toBe(true);
-    // The refused token did not count as an update: the 20 minutes run from b's acceptance.
-    expect(connection.use('bearer c', NOW + 2 * PROVIDER_TOKEN_MIN_REFRESH_MS - 1)).toBe(false);
+    // A connection opened a minute before its client's refresh: the refresh is its first change.
+    expect(connection.use('bearer b', NOW + 60_000)).toBe(true);
+    expect(connection.use('bearer c', NOW + 60_000 + PROVIDER_TOKEN_MIN_REFRESH_MS - 1)).toBe(false);
+    expect(connection.use('bearer c', NOW + 60_000 + PROVIDER_TOKEN_MIN_REFRESH_MS)).toBe(true);
+    // The refused attempt did not count as a change: the 20 minutes run from c's acceptance.
+    expect(connection.use('bearer d', NOW + 60_000 + 2 * PROVIDER_TOKEN_MIN_REFRESH_MS - 1)).toBe(false);
   });
 
-  it("still takes the connection's previous token after a refresh (requests already in flight)", () => {
+  it('refuses a client that signs a token per request at its third token', () => {
+    const connection = new ConnectionTokens();
+    expect(['bearer a', 'bearer b', 'bearer c'].map((t, i) => connection.use(t, NOW + i))).toEqual([true, true, false]);
+  });
+
+  it("still takes the connection's previous token after a change (requests already in flight)", () => {
     const connection = new ConnectionTokens();
     connection.use('bearer a', NOW);
-    connection.use('bearer b', NOW + PROVIDER_TOKEN_MIN_REFRESH_MS);
-    expect(connection.use('bearer a', NOW + PROVIDER_TOKEN_MIN_REFRESH_MS + 1)).toBe(true);
+    connection.use('bearer b', NOW + 1);
+    expect(connection.use('bearer a', NOW + 2)).toBe(true);
   });
 
-  it('is per connection: another connection may start with any token', () => {
+  it('is per connection: another connection may change its token at once', () => {
     const one = new ConnectionTokens();
     one.use('bearer a', NOW);
-    expect(new ConnectionTokens().use('bearer b', NOW + 1)).toBe(true);
+    one.use('bearer b', NOW + 1);
+    const two = new ConnectionTokens();
+    expect([two.use('bearer c', NOW + 2), two.use('bearer d', NOW + 3)]).toEqual([true, true]);
   });
 });

@@ -97,23 +97,27 @@ export class ProviderTokenVerifier {
 }
 
 /**
- * The provider tokens one HTTP/2 connection has sent. A token new to the connection less than 20
- * minutes after the one before it was new is refused (TooManyProviderTokenUpdates), as APNs does;
- * the connection's earlier tokens still pass (until they expire), so requests already in flight
- * with the previous token when a client refreshes it are not refused.
+ * The provider tokens one HTTP/2 connection has sent. Its first token is not an update; a change
+ * to a token new to the connection less than 20 minutes after its last change is refused
+ * (TooManyProviderTokenUpdates: "more than once in 20 minutes"), so a client that refreshes on
+ * time passes even on a connection opened just before its refresh, and one that signs a token per
+ * request fails at its third. The connection's earlier tokens still pass (until they expire), so
+ * requests already in flight with the previous token when a client refreshes are not refused.
  */
 export class ConnectionTokens {
   /** The tokens this connection has used, newest last; a token older than an hour is refused anyway, so a few suffice. */
   private readonly used: string[] = [];
-  private lastNewAtMs: number | undefined;
+  private lastChangeAtMs: number | undefined;
 
   /** Whether this connection may use `token` now (remembering it if it is new). */
   use(token: string, nowMs = Date.now()): boolean {
     if (this.used.includes(token)) return true;
-    if (this.lastNewAtMs !== undefined && nowMs - this.lastNewAtMs < PROVIDER_TOKEN_MIN_REFRESH_MS) return false;
+    if (this.used.length > 0) {
+      if (this.lastChangeAtMs !== undefined && nowMs - this.lastChangeAtMs < PROVIDER_TOKEN_MIN_REFRESH_MS) return false;
+      this.lastChangeAtMs = nowMs;
+    }
     this.used.push(token);
     if (this.used.length > 4) this.used.shift();
-    this.lastNewAtMs = nowMs;
     return true;
   }
 }
