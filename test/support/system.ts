@@ -56,6 +56,11 @@ export async function startSystem(
      * apart (`nodeFlags` for a CPU profile). System.sandboxProcess is then that process.
      */
     sandboxProcess?: Pick<SandboxProcessOptions, 'niceness' | 'nodeFlags'>;
+    /**
+     * A test that makes the sandbox warn on purpose (sends a push the provider takes and then
+     * mishandles) says so here; otherwise stop() fails when the sandbox warned about any request.
+     */
+    sandboxWarnings?: 'expected';
     /** The retry schedule and delay queues (default TEST_RETRY_DELAYS_MS): longer ones for what defers by seconds. */
     retryDelaysMs?: readonly number[];
   } = {},
@@ -123,12 +128,26 @@ export async function startSystem(
     async stop() {
       await Promise.all([...services.values()].map((s) => s.stop('SIGTERM')));
       await client.close();
+      const warned = options.sandboxWarnings === 'expected' ? undefined : await sandboxWarned(sandbox);
       await sandbox.close();
       await vhost.delete();
       await database.drop();
       await rm(stateDir, { recursive: true, force: true });
+      if (warned !== undefined) throw new Error(warned);
     },
   };
+}
+
+/**
+ * What the sandbox warned about, if it warned: requests Apple or Google would answer 200 and then
+ * mishandle (a background push that cannot wake the app, an alert that shows nothing). Herald must
+ * send none, so a system whose test did not expect any fails when it stops, naming the first few.
+ */
+async function sandboxWarned(sandbox: Sandbox): Promise<string | undefined> {
+  const stats = (await (await fetch(`${sandbox.settings.control.url}/stats`)).json()) as { warned: { total: number; first: Array<{ seq: number; platform: string; path: string; warnings: string[] }> } };
+  if (stats.warned.total === 0) return undefined;
+  const first = stats.warned.first.map((w) => `#${w.seq} ${w.platform} ${w.path}: ${w.warnings.join('; ')}`).join('\n  ');
+  return `the sandbox warned about ${stats.warned.total} of Herald's requests (the provider would take them and mishandle them); the first:\n  ${first}`;
 }
 
 /** The system's sandbox process (started with `sandboxProcess`); throws if it runs in this process. */

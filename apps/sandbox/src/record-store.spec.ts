@@ -15,7 +15,27 @@ describe('RecordStore', () => {
     const s = new RecordStore(3);
     for (let i = 0; i < 5; i++) s.add(rec('apns', `t${i}`, i < 4 ? 200 : 410));
     expect(s.query().map((r) => r.seq)).toEqual([3, 4, 5]);
-    expect(s.getStats()).toEqual({ total: 5, byPlatform: { apns: { total: 5, byStatus: { '200': 4, '410': 1 } } }, fcmConnections: { direct: 0, filtered: 0 } });
+    expect(s.getStats()).toEqual({
+      total: 5,
+      byPlatform: { apns: { total: 5, byStatus: { '200': 4, '410': 1 } } },
+      fcmConnections: { direct: 0, filtered: 0 },
+      warned: { total: 0, first: [] },
+    });
+  });
+
+  it('counts requests answered 2xx with warnings past the ring, keeping the first ten', () => {
+    const s = new RecordStore(3);
+    for (let i = 0; i < 15; i++) s.add({ ...rec('apns', `t${i}`, 200), warnings: i % 3 === 0 ? [] : [`warning ${i}`] });
+    const { warned } = s.getStats();
+    expect(warned.total).toBe(10);
+    expect(warned.first.map((w) => [w.seq, w.warnings])).toEqual(
+      [1, 2, 4, 5, 7, 8, 10, 11, 13, 14].map((i) => [i + 1, [`warning ${i}`]]),
+    );
+    s.add({ ...rec('fcm', 'late', 200), warnings: ['late'] });
+    // A refused request's reason (the web sandbox gives it as a warning): its sender sees the refusal.
+    s.add({ ...rec('fcm', 'refused', 410), warnings: ['push subscription has unsubscribed or expired'] });
+    expect(s.getStats().warned).toMatchObject({ total: 11 });
+    expect(s.getStats().warned.first).toHaveLength(10);
   });
 
   it('filters by platform, token, after and limit, and parses bodies', () => {

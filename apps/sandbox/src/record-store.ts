@@ -42,9 +42,20 @@ export interface Stats {
   byPlatform: Record<string, { total: number; byStatus: Record<string, number> }>;
   /** HTTP/2 connections to the FCM server: served as they are, or through the `:scheme` filter (lenient-scheme.ts), which costs the sandbox more a request. */
   fcmConnections: { direct: number; filtered: number };
+  /**
+   * Requests the provider would take and then mishandle (answered 2xx with warnings: a background
+   * push that wakes nothing, an alert that shows nothing), counted however long the sandbox runs,
+   * with the first few, so a test or an operator sees them after the records have rotated. A
+   * refused request's warnings (the web push service's reason beside its answer) are not counted:
+   * its sender sees the refusal.
+   */
+  warned: { total: number; first: Array<Pick<RequestRecord, 'seq' | 'platform' | 'path' | 'warnings'>> };
 }
 
-const noStats = (): Stats => ({ total: 0, byPlatform: {}, fcmConnections: { direct: 0, filtered: 0 } });
+/** How many warned requests `Stats.warned.first` keeps. */
+const FIRST_WARNED = 10;
+
+const noStats = (): Stats => ({ total: 0, byPlatform: {}, fcmConnections: { direct: 0, filtered: 0 }, warned: { total: 0, first: [] } });
 
 const parseOr = (raw: string): unknown => {
   if (raw.length === 0) return null;
@@ -104,6 +115,10 @@ export class RecordStore {
     const p = (this.stats.byPlatform[r.platform] ??= { total: 0, byStatus: {} });
     p.total += 1;
     p.byStatus[String(r.status)] = (p.byStatus[String(r.status)] ?? 0) + 1;
+    if (r.warnings.length > 0 && r.status < 300) {
+      this.stats.warned.total += 1;
+      if (this.stats.warned.first.length < FIRST_WARNED) this.stats.warned.first.push({ seq: r.seq, platform: r.platform, path: r.path, warnings: r.warnings });
+    }
     if (this.waiters.length > 0) this.wakeCounted();
   }
 
