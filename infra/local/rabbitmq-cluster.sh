@@ -44,7 +44,10 @@ on() { # on N command args…: run a RabbitMQ command as node N, in that node's 
       RABBITMQ_PID_FILE="$dir/rabbitmq.pid" \
       RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
       ERL_EPMD_ADDRESS=127.0.0.1
-    cd "$BASE" # an Erlang crash dump lands here, not in the caller's directory
+    # An Erlang crash dump lands here, not in the caller's directory; with no cluster directory yet
+    # (`reset` before any `start`), nothing runs: rabbitmqctl there would fail for want of a cookie
+    # and leave its dump where it was called from.
+    cd "$BASE" || exit 1
     "$@"
   )
 }

@@ -27,9 +27,12 @@ describe(`chaos, ${plan.form} form (seed ${seed})`, () => {
     await registerAll(sys, plan.devices);
   });
   afterAll(async () => {
-    if (sys !== undefined) await keepLogs(sys, log);
-    await sys?.stop();
-    await unlock?.();
+    try {
+      if (sys !== undefined) await keepLogs(sys, log);
+      await sys?.stop();
+    } finally {
+      await unlock?.();
+    }
   });
 
   it('accounts for every device push while services are SIGKILLed and RabbitMQ and PostgreSQL restart', async () => {

@@ -33,9 +33,12 @@ describe(`chaos on the three-node cluster, ${plan.form} form (seed ${seed})`, ()
     await registerAll(sys, plan.devices);
   }, 600_000);
   afterAll(async () => {
-    if (sys !== undefined) await keepLogs(sys, log);
-    await sys?.stop();
-    await unlock?.();
+    try {
+      if (sys !== undefined) await keepLogs(sys, log);
+      await sys?.stop();
+    } finally {
+      await unlock?.();
+    }
   }, 600_000);
 
   it('accounts for every device push while broker nodes are lost, services are SIGKILLed and PostgreSQL restarts', async () => {

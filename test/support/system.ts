@@ -126,13 +126,17 @@ export async function startSystem(
       return s;
     },
     async stop() {
-      await Promise.all([...services.values()].map((s) => s.stop('SIGTERM')));
-      await client.close();
-      const warned = options.sandboxWarnings === 'expected' ? undefined : await sandboxWarned(sandbox);
-      await sandbox.close();
-      await vhost.delete();
-      await database.drop();
-      await rm(stateDir, { recursive: true, force: true });
+      let warned: string | undefined;
+      try {
+        await Promise.all([...services.values()].map((s) => s.stop('SIGTERM')));
+        await client.close();
+        if (options.sandboxWarnings !== 'expected') warned = await sandboxWarned(sandbox);
+      } finally {
+        await sandbox.close();
+        await vhost.delete();
+        await database.drop();
+        await rm(stateDir, { recursive: true, force: true });
+      }
       if (warned !== undefined) throw new Error(warned);
     },
   };
@@ -144,10 +148,18 @@ export async function startSystem(
  * send none, so a system whose test did not expect any fails when it stops, naming the first few.
  */
 async function sandboxWarned(sandbox: Sandbox): Promise<string | undefined> {
-  const stats = (await (await fetch(`${sandbox.settings.control.url}/stats`)).json()) as { warned: { total: number; first: Array<{ seq: number; platform: string; path: string; warnings: string[] }> } };
+  type Warned = { warned: { total: number; first: Array<{ seq: number; platform: string; path: string; warnings: string[] }> } };
+  let stats: Warned;
+  try {
+    stats = (await (await fetch(`${sandbox.settings.control.url}/stats`)).json()) as Warned;
+  } catch (err) {
+    // A sandbox that died or stopped answering has failed its test already; say so, and clean up.
+    console.warn(`system stop: could not read the sandbox's warnings: ${(err as Error).message}`);
+    return undefined;
+  }
   if (stats.warned.total === 0) return undefined;
   const first = stats.warned.first.map((w) => `#${w.seq} ${w.platform} ${w.path}: ${w.warnings.join('; ')}`).join('\n  ');
-  return `the sandbox warned about ${stats.warned.total} of Herald's requests (the provider would take them and mishandle them); the first:\n  ${first}`;
+  return `the sandbox answered ${stats.warned.total} of Herald's requests 2xx with warnings (the provider would take them and mishandle them); the first:\n  ${first}`;
 }
 
 /** The system's sandbox process (started with `sandboxProcess`); throws if it runs in this process. */

@@ -36,6 +36,9 @@ describe('RecordStore', () => {
     s.add({ ...rec('fcm', 'refused', 410), warnings: ['push subscription has unsubscribed or expired'] });
     expect(s.getStats().warned).toMatchObject({ total: 11 });
     expect(s.getStats().warned.first).toHaveLength(10);
+    // DELETE /records forgets the records and counters, not what was warned about.
+    s.clear();
+    expect(s.getStats()).toMatchObject({ total: 0, warned: { total: 11 } });
   });
 
   it('filters by platform, token, after and limit, and parses bodies', () => {

@@ -1,5 +1,6 @@
 import type { Logger } from '@herald/logging';
 import { connectBroker } from './broker.ts';
+import type { Broker } from './types.ts';
 import { sleep } from './sleep.ts';
 import type { Topology } from './topology.ts';
 
@@ -13,16 +14,18 @@ export interface ApplyTopologyOptions {
   connectionName?: string;
 }
 
+/** The broker's refusals among amqplib's messages (the reply code, its name, the broker's message). */
+const REFUSALS = /\b(403 \(ACCESS-REFUSED\)|406 \(PRECONDITION-FAILED\)|530 \(NOT-ALLOWED\) with message "NOT_ALLOWED - (vhost .* not found|access to vhost .* refused for user))/;
+
 /**
  * What the broker refused, which trying again cannot mend: wrong credentials or permissions
- * (ACCESS_REFUSED), a vhost it will not open (connection.ts names it), a queue that exists with
- * other arguments (PRECONDITION_FAILED). amqplib names the reply code and its name in the
- * message of the error or of one it wraps.
+ * (403 ACCESS_REFUSED), a vhost that does not exist or the user may not open (530 NOT_ALLOWED
+ * saying so; amqplib gives the broker's reason through patches/amqplib+2.3.1.patch), a queue that
+ * exists with other arguments (406 PRECONDITION_FAILED), in the error or one it wraps. Not a vhost
+ * that is down, a connection limit reached (530 too) or a node shutting down (320): those pass.
  */
 export function refusedByBroker(err: unknown): boolean {
-  for (let e: unknown = err; e instanceof Error; e = e.cause) {
-    if (/\b(403 \(ACCESS-REFUSED\)|406 \(PRECONDITION-FAILED\)|530 \(NOT-ALLOWED\))|the broker refused to open vhost/.test(e.message)) return true;
-  }
+  for (let e: unknown = err; e instanceof Error; e = e.cause) if (REFUSALS.test(e.message)) return true;
   return false;
 }
 
@@ -31,24 +34,49 @@ export function refusedByBroker(err: unknown): boolean {
  * again (after 1, 2, 4, then every 5 s) while the broker is unreachable or drops the connection
  * mid-way: a cluster still forming, or a node restarting under a rolling upgrade, passes; what the
  * broker refuses fails at once. Declaring is idempotent, so a second pass over what the first
- * declared changes nothing.
+ * declared changes nothing. An attempt still going at the deadline (a broker that accepts the
+ * connection and never answers, or a connection lost and not yet recovered) is given up then.
  */
 export async function applyTopologyWhenReachable(opts: ApplyTopologyOptions): Promise<void> {
-  const deadline = Date.now() + (opts.deadlineMs ?? 60_000);
+  const deadlineMs = opts.deadlineMs ?? 60_000;
+  const deadline = Date.now() + deadlineMs;
   for (let attempt = 1; ; attempt++) {
     try {
-      const broker = await connectBroker({ url: opts.url, logger: opts.logger, connectionName: opts.connectionName ?? 'herald-prepare', consumes: false });
-      try {
-        await broker.applyTopology(opts.topology);
-        return;
-      } finally {
-        await broker.close().catch(() => undefined);
-      }
+      await declareOnce(opts, deadline, deadlineMs);
+      return;
     } catch (err) {
       const delayMs = Math.min(1000 * 2 ** (attempt - 1), 5000);
       if (refusedByBroker(err) || Date.now() + delayMs > deadline) throw err;
       opts.logger.warn({ err, attempt, delayMs }, 'declaring the queue topology failed; trying again');
       await sleep(delayMs);
     }
+  }
+}
+
+/** One attempt: connect, declare, close; at the deadline it is given up and its connection closed. */
+async function declareOnce(opts: ApplyTopologyOptions, deadline: number, deadlineMs: number): Promise<void> {
+  let broker: Broker | undefined;
+  let givenUp = false;
+  const attempt = (async () => {
+    broker = await connectBroker({ url: opts.url, logger: opts.logger, connectionName: opts.connectionName ?? 'herald-prepare', consumes: false });
+    if (givenUp) return void (await broker.close().catch(() => undefined));
+    try {
+      await broker.applyTopology(opts.topology);
+    } finally {
+      await broker.close().catch(() => undefined);
+    }
+  })();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`declaring the queue topology did not finish within ${deadlineMs} ms`)), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    await Promise.race([attempt, late]);
+  } catch (err) {
+    givenUp = true;
+    void broker?.close().catch(() => undefined);
+    throw err;
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -56,21 +56,10 @@ export async function openConnection(url: string, connectionName: string, logger
       },
     });
   } catch (err) {
-    throw new BrokerConnectError(`cannot connect to RabbitMQ at ${redactUrl(url)}: ${connectFailure(err, urls)}`, { cause: err });
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new BrokerConnectError(`cannot connect to RabbitMQ at ${redactUrl(url)}: ${reason}`, { cause: err });
   }
   return trackConnection(model, connectionName, logger, rotation);
-}
-
-/**
- * Why the first connection failed. amqplib reports a broker that closes the connection at its
- * `connection.open` (RabbitMQ's NOT_ALLOWED: the vhost does not exist, or the user may not use it)
- * as an unexpected frame, without the broker's reason; this names the vhost instead.
- */
-function connectFailure(err: unknown, urls: readonly string[]): string {
-  const reason = err instanceof Error ? err.message : String(err);
-  if (!reason.startsWith('Expected ConnectionOpenOk; got <ConnectionClose')) return reason;
-  const { username, pathname } = new URL(urls[0] ?? '');
-  return `the broker refused to open vhost "${decodeURIComponent(pathname.slice(1)) || '/'}" for user "${decodeURIComponent(username)}" (the vhost does not exist, or the user has no permissions on it)`;
 }
 
 function trackConnection(model: RecoveringChannelModel, connectionName: string, logger: Logger, rotation: BrokerRotation): BrokerConnection {

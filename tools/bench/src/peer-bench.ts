@@ -180,7 +180,8 @@ let sys: System | undefined;
 let adapter: AdapterProcess | undefined;
 try {
   // One sandbox process for both: Herald's services and the adapter read its sandbox.json.
-  sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000' }, sandboxMaxRecords: 10_000, sandboxProcess: {} });
+  // The adapter sends to the same sandbox: its requests' warnings are not Herald's.
+  sys = await startSystem({ env: { LOG_LEVEL: 'info', APP_CACHE_TTL_MS: '5000' }, sandboxMaxRecords: 10_000, sandboxProcess: {}, sandboxWarnings: 'expected' });
   const sandbox = sandboxProcessOf(sys);
   await seedBenchDevices(sys, PUSHES / 2);
   const tokensFile = join(sandbox.stateDir, 'peer-tokens.json');
