@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { buildApnsNotification, createApnsProvider, loadSandboxCertificateAuth, loadSandboxSettings, type ApnsSettings, type PushProvider } from '@herald/providers';
 import { startSandbox, type FaultSpec, type RecordView, type Sandbox } from './index.ts';
 
@@ -232,6 +232,29 @@ describe('APNs provider against the sandbox', () => {
       expect(await post(devicePush().token, first)).toMatchObject({ status: 200 });
     } finally {
       session.close();
+    }
+  });
+
+  it("refreshes its provider token after 55 minutes on its open connection, which the sandbox (one change in 20 minutes) takes, and keeps it", async () => {
+    // A key of its own: the token is shared per key in this process, and this one ends 66 minutes ahead of the clock.
+    const minted = (await control('POST', '/credentials', { platform: 'apns' })) as { keyId: string; teamId: string; keyPem: string };
+    const own = await createApnsProvider({ ...settings, auth: { kind: 'token', key: minted.keyPem, keyId: minted.keyId, teamId: minted.teamId } }, logger);
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      const [first, refreshed, later] = [devicePush(), devicePush(), devicePush()];
+      const sendAt = async (push: DevicePush, advanceMs: number): Promise<void> => {
+        vi.setSystemTime(Date.now() + advanceMs);
+        expect(await own.send(push, { apnsTopic: TOPIC })).toMatchObject({ kind: 'delivered' });
+      };
+      await sendAt(first, 0);
+      await sendAt(refreshed, 56 * 60_000);
+      await sendAt(later, 10 * 60_000);
+      const auth = await Promise.all([first, refreshed, later].map(async (p) => (await recordsFor(p.token))[0]?.headers['authorization']));
+      expect(auth[1]).not.toBe(auth[0]);
+      expect(auth[2]).toBe(auth[1]);
+    } finally {
+      vi.useRealTimers();
+      await own.close();
     }
   });
 
