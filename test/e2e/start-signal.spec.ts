@@ -38,5 +38,8 @@ describe('a SIGTERM while a service is still starting', () => {
     const messages = process.logs.map((l) => l.msg);
     expect(messages).toContain('registrar started');
     expect(messages).toContain('shutdown complete');
+    // The stop's bound counts from the SIGTERM (as an orchestrator's grace period does): the start-up's wait came off it.
+    const bound = process.logs.find((l) => l.msg === 'stopping: the time left of the shutdown bound')?.['timeoutMs'];
+    expect(bound).toBeLessThanOrEqual(Number(sys.env['SHUTDOWN_TIMEOUT_MS']) - 500);
   });
 });

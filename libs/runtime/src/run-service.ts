@@ -65,11 +65,14 @@ export async function runService(
   const startUp: { running?: Promise<RunningService> } = {};
   // Heard from before start-up: a SIGTERM while the service starts (a deploy replacing a pod that
   // is still starting) waits for it to finish, then stops it gracefully. Node's default ended the
-  // process at once, with a pusher already consuming and sending.
-  onShutdown(logger, settings.SHUTDOWN_TIMEOUT_MS, async () => {
+  // process at once, with a pusher already consuming and sending. The stop's bound counts from the
+  // signal, as the orchestrator's grace period does, not from the end of the start-up.
+  onShutdown(logger, settings.SHUTDOWN_TIMEOUT_MS, async (deadline) => {
     stopRequested = true;
     const service = await startUp.running;
-    await service?.stop(settings.SHUTDOWN_TIMEOUT_MS);
+    const timeoutMs = Math.max(0, deadline - Date.now());
+    if (service !== undefined) logger.info({ timeoutMs }, 'stopping: the time left of the shutdown bound');
+    await service?.stop(timeoutMs);
     await ops.close();
   });
   logger.info({ opsPort: ops.port, opsHost: settings.HTTP_HOST }, `${name} starting`);

@@ -1,10 +1,11 @@
 import type { Logger } from '@herald/logging';
 
 /**
- * SIGTERM/SIGINT: run `stop` (stop consuming, finish in-flight work, close) and exit 0.
- * A second signal, or `stop` overrunning `timeoutMs` by more than a grace period, exits at once.
+ * SIGTERM/SIGINT: run `stop` (stop consuming, finish in-flight work, close) and exit 0. `stop`
+ * is given the deadline, `timeoutMs` from the signal. A second signal, or `stop` overrunning the
+ * deadline by more than a grace period, exits at once.
  */
-export function onShutdown(logger: Logger, timeoutMs: number, stop: () => Promise<void>): void {
+export function onShutdown(logger: Logger, timeoutMs: number, stop: (deadline: number) => Promise<void>): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals): void => {
     if (stopping) {
@@ -12,13 +13,14 @@ export function onShutdown(logger: Logger, timeoutMs: number, stop: () => Promis
       process.exit(1);
     }
     stopping = true;
+    const deadline = Date.now() + timeoutMs;
     logger.info({ signal, timeoutMs }, 'shutting down: finishing in-flight work');
     const guard = setTimeout(() => {
       logger.error({ timeoutMs }, 'shutdown overran its bound: exiting');
       process.exit(1);
     }, timeoutMs + 5_000);
     guard.unref();
-    stop().then(
+    stop(deadline).then(
       () => {
         logger.info('shutdown complete');
         process.exit(0);
