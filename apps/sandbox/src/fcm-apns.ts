@@ -28,6 +28,7 @@ function checkApplePriority(message: Json, apns: Json, headers: Record<string, s
   if (headers['apns-priority'] !== '10' || !isAppleDataMessage(message, apns)) return undefined;
   return invalid(
     `Invalid value at 'message.apns.headers' ("apns-priority"), "10": data messages to Apple devices must be sent with apns-priority 5 (normal priority)`,
+    'message.apns.headers',
   );
 }
 
@@ -66,7 +67,7 @@ function forwardedAps(apns: Json, message: Json): Json {
 function checkAppleRules(headers: Record<string, string>): FcmProblem | undefined {
   const byHeaders = checkApnsHeaders(headers);
   if (byHeaders === undefined) return undefined;
-  return invalid(`Invalid value at 'message.apns': APNs refuses the request FCM forwards (${byHeaders.status} ${byHeaders.reason})`);
+  return invalid(`Invalid value at 'message.apns': APNs refuses the request FCM forwards (${byHeaders.status} ${byHeaders.reason})`, 'message.apns.headers');
 }
 
 /** `message.apns`: known fields, string headers, a Struct payload, normal priority for data messages, Apple's rules. */

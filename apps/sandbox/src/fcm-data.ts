@@ -25,5 +25,6 @@ export function checkData(value: unknown, at = 'message.data'): FcmProblem | und
   if (reserved === undefined) return undefined;
   return invalid(
     `Invalid data payload key: ${reserved} (at '${at}'). The key should not be a reserved word ("from", "message_type", or any word starting with "google" or "gcm").`,
+    at,
   );
 }

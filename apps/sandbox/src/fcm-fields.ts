@@ -1,7 +1,7 @@
 import { isObject, type Json } from './json.ts';
-import { googleError, type GoogleError } from './google-errors.ts';
+import { badRequest, type GoogleError } from './google-errors.ts';
 
-/** A v1 request FCM refuses: 400 INVALID_ARGUMENT with Google's message naming the field path. */
+/** A v1 request FCM refuses: 400 INVALID_ARGUMENT with Google's message, and a BadRequest detail naming the field. */
 export type FcmProblem = { ok: false; error: GoogleError };
 
 /** Checks one field's value; `at` is its path, e.g. `message.android.ttl`. */
@@ -9,13 +9,14 @@ export type FieldCheck = (value: unknown, at: string) => FcmProblem | undefined;
 
 export { isObject, type Json };
 
-export const invalid = (message: string): FcmProblem => ({ ok: false, error: googleError('INVALID_ARGUMENT', message) });
+/** A bad value in the request: `field` is its path (`message.android.ttl`), if the answer names one. */
+export const invalid = (message: string, field?: string): FcmProblem => ({ ok: false, error: badRequest(message, field) });
 
 export const unknownField = (name: string, at?: string): FcmProblem =>
-  invalid(`Invalid JSON payload received. Unknown name "${name}"${at === undefined ? '' : ` at '${at}'`}: Cannot find field.`);
+  invalid(`Invalid JSON payload received. Unknown name "${name}"${at === undefined ? '' : ` at '${at}'`}: Cannot find field.`, at);
 
 export const typeError = (at: string, type: string, value: unknown, hint?: string): FcmProblem =>
-  invalid(`Invalid value at '${at}' (${type}), ${JSON.stringify(value)}${hint === undefined ? '' : `: ${hint}`}`);
+  invalid(`Invalid value at '${at}' (${type}), ${JSON.stringify(value)}${hint === undefined ? '' : `: ${hint}`}`, at);
 
 export const isString = (v: unknown): v is string => typeof v === 'string';
 export const isBool = (v: unknown): v is boolean => typeof v === 'boolean';

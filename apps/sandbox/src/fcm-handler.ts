@@ -3,7 +3,7 @@ import { bearerToken } from './apns-jwt.ts';
 import { header, type Headers } from './apns-request.ts';
 import { json, sleep, type Answer, type Handled, type SandboxContext } from './exchange.ts';
 import type { Fault } from './faults.ts';
-import { googleError, type FcmErrorCode, type GoogleError } from './google-errors.ts';
+import { badRequest, googleError, type FcmErrorCode, type GoogleError } from './google-errors.ts';
 import { validateFcmBody } from './fcm-validation.ts';
 
 export interface FcmIncoming {
@@ -55,7 +55,7 @@ export async function handleFcmRequest(req: FcmIncoming, expected: FcmExpectatio
     return refused(undefined, googleError('PERMISSION_DENIED', message));
   }
   const parsed = parseJson(req.body);
-  if (!parsed.ok) return refused(undefined, googleError('INVALID_ARGUMENT', parsed.message));
+  if (!parsed.ok) return refused(undefined, badRequest(parsed.message));
   const valid = validateFcmBody(parsed.value);
   if (!valid.ok) return refused(claimedToken(parsed.value), valid.error);
   const fault = ctx.faults.take('fcm', valid.token);

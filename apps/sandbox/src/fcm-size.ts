@@ -1,4 +1,5 @@
-import { invalid, isObject, type FcmProblem, type Json } from './fcm-fields.ts';
+import { isObject, type FcmProblem, type Json } from './fcm-fields.ts';
+import { googleError } from './google-errors.ts';
 
 /**
  * Google, "About FCM messages" (Message types): "Notification messages contain a predefined set of
@@ -32,8 +33,9 @@ export function fcmPayloadBytes(message: Json): number {
 
 /**
  * Over 4096 bytes: 400 INVALID_ARGUMENT. The words are what Google answers (observed, not in
- * Google's ErrorCode page: firebase/firebase-admin-go#580, reown-com/push-server#346).
+ * Google's ErrorCode page: firebase/firebase-admin-go#580, reown-com/push-server#346), with the
+ * FcmError detail (no field is named: the size is the message's as a whole).
  */
 export function checkPayloadSize(message: Json): FcmProblem | undefined {
-  return fcmPayloadBytes(message) > FCM_MAX_PAYLOAD_BYTES ? invalid('Android message is too big') : undefined;
+  return fcmPayloadBytes(message) > FCM_MAX_PAYLOAD_BYTES ? { ok: false, error: googleError('INVALID_ARGUMENT', 'Android message is too big') } : undefined;
 }

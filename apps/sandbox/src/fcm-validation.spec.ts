@@ -7,21 +7,14 @@ const reasonOf = (body: unknown): string | undefined => {
   return r.ok ? undefined : r.error.body.error.message;
 };
 
-/** Google's 400 INVALID_ARGUMENT with the FcmError detail. */
-const invalidArgument = (words: string): object => ({
+/** Google's 400 INVALID_ARGUMENT with the given detail. */
+const invalidArgument = (words: string, detail: object): object => ({
   ok: false,
-  error: {
-    status: 400,
-    body: {
-      error: {
-        code: 400,
-        message: words,
-        status: 'INVALID_ARGUMENT',
-        details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'INVALID_ARGUMENT' }],
-      },
-    },
-  },
+  error: { status: 400, body: { error: { code: 400, message: words, status: 'INVALID_ARGUMENT', details: [detail] } } },
 });
+const FCM_ERROR = { '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'INVALID_ARGUMENT' };
+const badRequest = (field: string, description: string): object => ({ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field, description }] });
+const URGENCY = 'Invalid JSON payload received. Unknown name "urgency" at \'message.webpush\': Cannot find field.';
 
 describe('validateFcmBody', () => {
   it('accepts a full v1 message as firebase-admin serialises it', () => {
@@ -34,8 +27,15 @@ describe('validateFcmBody', () => {
     expect(validateFcmBody(body)).toEqual({ ok: true, token: 'tok', validateOnly: false, warnings: [] });
   });
 
-  it('answers INVALID_ARGUMENT 400 with the FcmError detail', () => {
-    expect(validateFcmBody(message({ data: { n: 1 } }))).toEqual(invalidArgument("Invalid value at 'message.data[0].value' (TYPE_STRING), 1"));
+  it("answers a bad value as Google's ErrorCode page's first example: 400 INVALID_ARGUMENT with a BadRequest naming the field", () => {
+    const words = "Invalid value at 'message.data[0].value' (TYPE_STRING), 1";
+    expect(validateFcmBody(message({ data: { n: 1 } }))).toEqual(
+      invalidArgument(words, badRequest('message.data[0].value', words)),
+    );
+  });
+
+  it("answers a token that cannot be one as the page's second example: the FcmError detail, no BadRequest", () => {
+    expect(validateFcmBody({ message: { token: 'not a token' } })).toEqual(invalidArgument('The registration token is not a valid FCM registration token', FCM_ERROR));
   });
 
   it.each<[string, unknown, RegExp]>([
@@ -54,7 +54,7 @@ describe('validateFcmBody', () => {
   });
 
   it('answers a message over 4096 bytes as Google does: 400 INVALID_ARGUMENT "Android message is too big"', () => {
-    expect(validateFcmBody(message({ notification: { title: 'T' }, data: { blob: 'x'.repeat(4090) } }))).toEqual(invalidArgument('Android message is too big'));
+    expect(validateFcmBody(message({ notification: { title: 'T' }, data: { blob: 'x'.repeat(4090) } }))).toEqual(invalidArgument('Android message is too big', FCM_ERROR));
     expect(reasonOf(message({ android: { data: { blob: 'x'.repeat(4100) } } }))).toBe('Android message is too big');
     expect(validateFcmBody(message({ data: { blob: 'x'.repeat(4092) } }))).toMatchObject({ ok: true });
   });
@@ -85,7 +85,7 @@ describe('validateFcmBody', () => {
 describe('validateFcmBody: WebpushConfig and the FcmOptions types', () => {
   it('refuses a wrongly typed webpush field with Google\'s 400 naming its path', () => {
     expect(validateFcmBody(message({ webpush: { data: { n: 1 } } }))).toEqual(
-      invalidArgument("Invalid value at 'message.webpush.data[0].value' (TYPE_STRING), 1"),
+      invalidArgument("Invalid value at 'message.webpush.data[0].value' (TYPE_STRING), 1", badRequest('message.webpush.data[0].value', "Invalid value at 'message.webpush.data[0].value' (TYPE_STRING), 1")),
     );
     expect(reasonOf(message({ webpush: { headers: { TTL: 60 } } }))).toMatch(/'message.webpush.headers\[0\].value' \(TYPE_STRING\)/);
     expect(reasonOf(message({ webpush: { notification: 'hi' } }))).toMatch(/'message.webpush.notification' \(type.googleapis.com\/google.protobuf.Struct\)/);
@@ -97,7 +97,7 @@ describe('validateFcmBody: WebpushConfig and the FcmOptions types', () => {
 
   it('refuses unknown fields in webpush and in every fcm_options', () => {
     expect(validateFcmBody(message({ webpush: { urgency: 'high' } }))).toEqual(
-      invalidArgument('Invalid JSON payload received. Unknown name "urgency" at \'message.webpush\': Cannot find field.'),
+      invalidArgument(URGENCY, badRequest('message.webpush', URGENCY)),
     );
     expect(reasonOf(message({ webpush: { fcm_options: { url: 'https://x' } } }))).toMatch(/Unknown name "url" at 'message.webpush.fcm_options'/);
     expect(reasonOf(message({ fcm_options: { label: 'x' } }))).toMatch(/Unknown name "label" at 'message.fcm_options'/);

@@ -40,8 +40,8 @@ function checkParts(message: Json): FcmProblem | undefined {
 
 function checkTarget(message: Json): Target {
   const targets = (['token', 'topic', 'condition'] as const).filter((k) => message[k] !== undefined);
-  if (targets.length === 0) return invalid('Recipient of the message is not set.');
-  if (targets.length > 1) return invalid(`Invalid value at 'message' (oneof), oneof field 'target' is already set. Cannot set '${targets[1]}'`);
+  if (targets.length === 0) return invalid('Recipient of the message is not set.', 'message');
+  if (targets.length > 1) return invalid(`Invalid value at 'message' (oneof), oneof field 'target' is already set. Cannot set '${targets[1]}'`, 'message');
   const target = targets[0] ?? 'token';
   const value = message[target];
   if (typeof value !== 'string' || value.length === 0) return typeError(`message.${target}`, 'TYPE_STRING', value);
@@ -55,7 +55,7 @@ export function validateFcmBody(body: unknown): FcmValidation {
   const extraBody = Object.keys(body).find((k) => !BODY_FIELDS.has(k));
   if (extraBody !== undefined) return unknownField(extraBody);
   const message = body['message'];
-  if (!isObject(message)) return invalid("Invalid value at 'message' (type.googleapis.com/google.firebase.fcm.v1.Message): message is required");
+  if (!isObject(message)) return invalid("Invalid value at 'message' (type.googleapis.com/google.firebase.fcm.v1.Message): message is required", 'message');
   const extra = Object.keys(message).find((k) => !MESSAGE_FIELDS.has(k));
   if (extra !== undefined) return unknownField(extra, 'message');
   const problem = checkParts(message);

@@ -32,6 +32,20 @@ const GOOGLE: Record<GoogleOnlyCode, { status: number; message: string }> = {
 };
 
 /**
+ * Google's answer to a request with a bad value: 400 INVALID_ARGUMENT whose detail is a
+ * `google.rpc.BadRequest` naming the field, as in the ErrorCode page's first example ("Invalid value
+ * at 'message.data[0].value' (TYPE_STRING), 12", field `message.data[0].value`): "the details array
+ * contains values of different types. The first example has type type.googleapis.com/google.rpc.BadRequest
+ * indicating an error in request values. The second example with type
+ * type.googleapis.com/google.firebase.fcm.v1.FcmError has an FCM specific error" (a bad token).
+ */
+export function badRequest(description: string, field?: string): GoogleError {
+  const violation = field === undefined ? { description } : { field, description };
+  const details = [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [violation] }];
+  return { status: 400, body: { error: { code: 400, message: description, status: 'INVALID_ARGUMENT', details } } };
+}
+
+/**
  * An error in Google's format; FCM codes carry the `google.firebase.fcm.v1.FcmError` detail, and a
  * QUOTA_EXCEEDED given `quota` the `google.rpc.QuotaFailure` that "specifies which quota was
  * exceeded" (ErrorCode; the violation's words are the page's, Google does not document its strings).

@@ -10,6 +10,8 @@ export interface FcmFailure {
   retryAfterMs?: number;
   /** QUOTA_EXCEEDED: the google.rpc.QuotaFailure violations (subject; description), which say whose quota it was. */
   quotaViolations?: string;
+  /** INVALID_ARGUMENT with a google.rpc.BadRequest detail: the fields its violations name ('' for one naming none). */
+  badRequestFields?: string[];
 }
 
 /**
@@ -51,14 +53,25 @@ const KIND_BY_CODE: Record<string, Kind> = {
   'payload-size-limit-exceeded': 'permanent',
 };
 
-/** FCM answers INVALID_ARGUMENT both for a bad token and for a bad message; only the message tells which. */
+/**
+ * FCM answers INVALID_ARGUMENT both for a bad token and for a bad message. Google (FCM error codes):
+ * the two "have the same code and status, but the details array contains values of different
+ * types": google.rpc.BadRequest "indicating an error in request values" (naming the field), or
+ * FcmError for "an FCM specific error" (the bad token's example, "The registration token is not a
+ * valid FCM registration token"). A BadRequest is the token's only when it names message.token;
+ * without one, the words decide.
+ */
 const INVALID_TOKEN_MESSAGE = /registration token|not a valid FCM registration token/i;
+const TOKEN_FIELD = 'message.token';
+
+const invalidArgumentKind = (f: FcmFailure): Kind =>
+  (f.badRequestFields === undefined ? INVALID_TOKEN_MESSAGE.test(f.message ?? '') : f.badRequestFields.includes(TOKEN_FIELD)) ? 'dead-token' : 'permanent';
 const INVALID_ARGUMENT_CODES = new Set(['invalid-argument', 'INVALID_ARGUMENT']);
 
 const shortCode = (code: string): string => code.replace(/^(messaging|app)\//, '');
 
 function kindOf(f: FcmFailure, code: string): Kind {
-  if (INVALID_ARGUMENT_CODES.has(code)) return INVALID_TOKEN_MESSAGE.test(f.message ?? '') ? 'dead-token' : 'permanent';
+  if (INVALID_ARGUMENT_CODES.has(code)) return invalidArgumentKind(f);
   const known = KIND_BY_CODE[code];
   if (known !== undefined) return known;
   if (f.httpStatus === undefined || f.httpStatus >= 500 || f.httpStatus === 429 || f.httpStatus === 408) return 'transient';

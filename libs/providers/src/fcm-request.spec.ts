@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AccessTokens } from './fcm-request.ts';
+import { classifyFcmError } from './fcm-classify.ts';
+import { AccessTokens, failureOf } from './fcm-request.ts';
 
 /** A credential that counts its fetches and answers each with the next token after `gate` opens. */
 function countingCredential(expiresIn: number) {
@@ -56,5 +57,33 @@ describe('AccessTokens: the credential is asked once per token lifetime', () => 
     });
     await expect(tokens.get()).rejects.toThrow('token server down');
     expect(await tokens.get()).toBe('ok');
+  });
+});
+
+describe("failureOf: Google's INVALID_ARGUMENT, a bad token or a bad message by its detail", () => {
+  const json = { 'content-type': 'application/json; charset=UTF-8' };
+  const answer = (message: string, detail: object): string => JSON.stringify({ error: { code: 400, message, status: 'INVALID_ARGUMENT', details: [detail] } });
+  const badRequest = (field: string, description: string) => ({ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field, description }] });
+
+  it("the ErrorCode page's first example (a BadRequest naming message.data[0].value) is the message's fault: permanent", () => {
+    const words = "Invalid value at 'message.data[0].value' (TYPE_STRING), 12";
+    const failure = failureOf(400, json, answer(words, badRequest('message.data[0].value', words)));
+    expect(failure).toEqual({ code: 'INVALID_ARGUMENT', message: words, badRequestFields: ['message.data[0].value'], httpStatus: 400 });
+    expect(classifyFcmError(failure)).toMatchObject({ kind: 'permanent' });
+  });
+
+  it("the page's second example (FcmError, no BadRequest) is the token's: dead", () => {
+    const words = 'The registration token is not a valid FCM registration token';
+    const failure = failureOf(400, json, answer(words, { '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'INVALID_ARGUMENT' }));
+    expect(failure).toEqual({ code: 'INVALID_ARGUMENT', message: words, httpStatus: 400 });
+    expect(classifyFcmError(failure)).toMatchObject({ kind: 'dead-token' });
+  });
+
+  it('a BadRequest decides over the words: one naming another field is permanent even when its words speak of the registration token; one naming message.token is dead', () => {
+    const words = 'Invalid package name: the registration token was issued to another package';
+    expect(classifyFcmError(failureOf(400, json, answer(words, badRequest('message.android.restricted_package_name', words))))).toMatchObject({ kind: 'permanent' });
+    expect(classifyFcmError(failureOf(400, json, answer("Invalid value at 'message.token'", badRequest('message.token', "Invalid value at 'message.token'"))))).toMatchObject({
+      kind: 'dead-token',
+    });
   });
 });

@@ -38,7 +38,7 @@ export class AccessTokens {
 }
 
 interface GoogleErrorBody {
-  error?: { status?: string; message?: string; details?: Array<{ '@type'?: string; errorCode?: string; violations?: unknown }> };
+  error?: { status?: string; message?: string; details?: Array<{ '@type'?: string; errorCode?: string; violations?: unknown; fieldViolations?: unknown }> };
 }
 
 const isJson = (headers: IncomingHttpHeaders): boolean => /^application\/json/i.test(headers['content-type'] ?? '');
@@ -58,20 +58,30 @@ function quotaViolationsOf(details: NonNullable<GoogleErrorBody['error']>['detai
   return words.length === 0 ? undefined : words.join('; ');
 }
 
+/** INVALID_ARGUMENT's google.rpc.BadRequest detail, if the answer has one: the fields its violations name ('' for one naming none). */
+function badRequestFieldsOf(details: NonNullable<GoogleErrorBody['error']>['details']): string[] | undefined {
+  const requests = (details ?? []).filter((d) => d['@type']?.endsWith('google.rpc.BadRequest') === true);
+  if (requests.length === 0) return undefined;
+  const violations = requests.flatMap((d) => (Array.isArray(d.fieldViolations) ? (d.fieldViolations as unknown[]) : []));
+  return violations.map((v) => (typeof v === 'object' && v !== null && typeof (v as { field?: unknown }).field === 'string' ? (v as { field: string }).field : ''));
+}
+
 /** The failure in an error answer: FCM's own code (details[].errorCode) first, else the status, as firebase-admin reads it. */
-function failureOf(status: number, headers: IncomingHttpHeaders, body: string): FcmFailure {
+export function failureOf(status: number, headers: IncomingHttpHeaders, body: string): FcmFailure {
   const retryAfter = headers['retry-after'];
   const wait = retryAfterMs(retryAfter);
   const error = isJson(headers) ? (parsed(body) as GoogleErrorBody | undefined)?.error : undefined;
   const fcmCode = error?.details?.find((d) => d['@type']?.endsWith('google.firebase.fcm.v1.FcmError') === true)?.errorCode;
   const code = fcmCode ?? error?.status;
   const quota = quotaViolationsOf(error?.details);
+  const badRequestFields = badRequestFieldsOf(error?.details);
   // A 503 reads as firebase-admin reports it: "UNAVAILABLE: HTTP 503".
   const message = status === 503 ? 'HTTP 503' : error?.message;
   return {
     ...(code !== undefined && { code }),
     ...(message !== undefined && { message }),
     ...(quota !== undefined && { quotaViolations: quota }),
+    ...(badRequestFields !== undefined && { badRequestFields }),
     httpStatus: status,
     ...(wait !== undefined && { retryAfterMs: wait }),
   };
