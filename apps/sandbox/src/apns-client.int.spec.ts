@@ -235,6 +235,41 @@ describe('APNs provider against the sandbox', () => {
     }
   });
 
+  it('allows a token connection one stream until it posts a request with a valid provider token, as APNs does; a burst from a new provider still all arrives', async () => {
+    const { auth } = settings;
+    if (auth.kind !== 'token') throw new Error('the sandbox settings give token auth');
+    const session = http2.connect(`https://${settings.address}:${settings.port}`, { ...(settings.ca !== undefined && { ca: settings.ca }) });
+    const widened = new Promise<number | undefined>((resolve) => session.on('remoteSettings', (s) => s.maxConcurrentStreams !== 1 && resolve(s.maxConcurrentStreams)));
+    const post = (jwt: string): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = session.request({ ':method': 'POST', ':path': `/3/device/${devicePush().token}`, authorization: `bearer ${jwt}`, 'apns-topic': TOPIC, 'apns-push-type': 'alert' });
+        req.on('response', (h) => resolve(Number(h[':status'])));
+        req.on('error', reject);
+        req.resume();
+        req.end(JSON.stringify({ aps: { alert: 'hi' } }));
+      });
+    try {
+      await new Promise((resolve) => session.once('remoteSettings', resolve));
+      expect(session.remoteSettings.maxConcurrentStreams).toBe(1);
+      const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+      const unknownKey = signedToken({ ...auth, key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() }, Math.floor(Date.now() / 1000));
+      expect(await post(unknownKey)).toBe(403);
+      expect(session.remoteSettings.maxConcurrentStreams).toBe(1);
+      expect(await post(signedToken(auth, Math.floor(Date.now() / 1000)))).toBe(200);
+      expect(await widened).toBe(1000);
+    } finally {
+      session.close();
+    }
+    const fresh = await createApnsProvider(settings, logger);
+    try {
+      const burst = Array.from({ length: 50 }, () => devicePush());
+      const results = await Promise.all(burst.map((p) => fresh.send(p, { apnsTopic: TOPIC })));
+      expect(new Set(results.map((r) => r.kind))).toEqual(new Set(['delivered']));
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it("refreshes its provider token after 55 minutes on its open connection, which the sandbox (one change in 20 minutes) takes, and keeps it", async () => {
     // A key of its own: the token is shared per key in this process, and this one ends 66 minutes ahead of the clock.
     const minted = (await control('POST', '/credentials', { platform: 'apns' })) as { keyId: string; teamId: string; keyPem: string };

@@ -15,16 +15,38 @@ export interface ApnsServerOptions {
   clientCa?: string;
 }
 
+/** The streams a connection may have open once APNs knows who it is (Apple promises no number: "don't assume a specific number of streams"). */
+export const APNS_MAX_STREAMS = 1000;
+
+/** Connections already given APNS_MAX_STREAMS (one SETTINGS frame each: Node refuses more than 10 unacknowledged). */
+const widened = new WeakSet<http2.Http2Session>();
+
+/**
+ * Apple, "Sending notification requests to APNs": "when using an authentication token, APNs allows
+ * only one stream until you post a request with a valid authentication token". A connection starts
+ * with one stream and is given APNS_MAX_STREAMS (a SETTINGS frame) after its first request whose
+ * provider token checked out, or at once when it presented a trusted client certificate.
+ */
+function allowStreams(session: http2.Http2Session): void {
+  if (session.destroyed || widened.has(session)) return;
+  widened.add(session);
+  session.settings({ maxConcurrentStreams: APNS_MAX_STREAMS });
+}
+
+
 /** An HTTP/2-only TLS server speaking the APNs provider API (`POST /3/device/<token>`). */
 export function createApnsServer(options: ApnsServerOptions, ctx: SandboxContext): http2.Http2SecureServer {
   const server = http2.createSecureServer({
     cert: options.cert,
     key: options.key,
     allowHTTP1: false,
-    settings: { maxConcurrentStreams: 1000 },
+    settings: { maxConcurrentStreams: 1 },
     ...(options.clientCa !== undefined ? { ca: options.clientCa, requestCert: true, rejectUnauthorized: false } : {}),
   });
   const tokens = new ProviderTokenVerifier(options.providerKey);
+  server.on('session', (session) => {
+    if ((session.socket as TLSSocket).authorized) allowStreams(session);
+  });
   server.on('stream', (stream, headers) => {
     void serveStream(stream, headers, tokens, ctx);
   });
@@ -69,6 +91,7 @@ async function serveStream(
       ...(stream.session !== undefined && { connectionTokens: tokensOf(stream.session) }),
     };
     const handled = await handleApnsRequest(request, tokens, ctx);
+    if (stream.session !== undefined && tokensOf(stream.session).any()) allowStreams(stream.session);
     const { answer } = handled;
     const clientClosed = stream.destroyed || stream.closed;
     if (!clientClosed) {
