@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { buildApnsNotification, createApnsProvider, loadSandboxCertificateAuth, loadSandboxSettings, type ApnsSettings, type PushProvider } from '@herald/providers';
+import { buildApnsNotification, createApnsProvider, loadSandboxCertificateAuth, loadSandboxSettings, type ApnsSettings, type PushProvider, type SendResult } from '@herald/providers';
 import { startSandbox, type FaultSpec, type RecordView, type Sandbox } from './index.ts';
 
 const logger = createLogger({ service: 'apns-int', level: 'silent' });
@@ -265,6 +265,18 @@ describe('APNs provider against the sandbox', () => {
       const burst = Array.from({ length: 50 }, () => devicePush());
       const results = await Promise.all(burst.map((p) => fresh.send(p, { apnsTopic: TOPIC })));
       expect(new Set(results.map((r) => r.kind))).toEqual(new Set(['delivered']));
+      // After APNs closes the connection (GOAWAY), sends that come while the new one opens (one per
+      // turn of the event loop) each wait for its SETTINGS, those after the session exists too.
+      const closing = devicePush();
+      await fault({ token: closing.token, error: 'ServiceUnavailable', goaway: true, times: 1 });
+      expect(await fresh.send(closing, { apnsTopic: TOPIC })).toMatchObject({ kind: 'transient' });
+      const sends: Array<Promise<SendResult>> = [];
+      for (let i = 0; i < 50; i++) {
+        sends.push(fresh.send(devicePush(), { apnsTopic: TOPIC }));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const after = await Promise.all(sends);
+      expect(new Set(after.map((r) => r.kind))).toEqual(new Set(['delivered']));
     } finally {
       await fresh.close();
     }

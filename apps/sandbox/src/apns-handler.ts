@@ -22,6 +22,8 @@ export interface ApnsIncoming extends ApnsRequest {
   clientCertificateTopic?: string;
   /** The provider tokens this request's connection has sent before. */
   connectionTokens?: ConnectionTokens;
+  /** Called once the request's provider token has checked out (APNs then allows the connection more than one stream). */
+  onValidToken?: () => void;
 }
 
 /** Apple's error body: `{"reason":"..."}`, plus `timestamp` (ms) for 410 Unregistered. */
@@ -58,6 +60,7 @@ export async function handleApnsRequest(req: ApnsIncoming, tokens: ProviderToken
     const auth = tokens.check(authorization);
     if (!auth.ok) return refused(route.token, apnsError(403, auth.reason, apnsId));
     if (req.connectionTokens?.use(authorization ?? '') === false) return refused(route.token, apnsError(429, 'TooManyProviderTokenUpdates', apnsId));
+    req.onValidToken?.();
   }
   const valid = validateApnsRequest(req, certificateAuth ? req.clientCertificateTopic : undefined);
   if (!valid.ok) return refused(route.token, apnsError(valid.status, valid.reason, apnsId));

@@ -109,11 +109,6 @@ export class ConnectionTokens {
   private readonly used: string[] = [];
   private lastChangeAtMs: number | undefined;
 
-  /** Whether this connection has sent a valid provider token (APNs then allows it more than one stream). */
-  any(): boolean {
-    return this.used.length > 0;
-  }
-
   /** Whether this connection may use `token` now (remembering it if it is new). */
   use(token: string, nowMs = Date.now()): boolean {
     if (this.used.includes(token)) return true;

@@ -79,7 +79,8 @@ async function serveStream(
 ): Promise<void> {
   try {
     const body = await readBody(stream);
-    const socket = stream.session?.socket as TLSSocket | undefined;
+    const session = stream.session;
+    const socket = session?.socket as TLSSocket | undefined;
     const authorized = socket?.authorized === true;
     const request = {
       method: String(headers[':method'] ?? ''),
@@ -88,10 +89,9 @@ async function serveStream(
       body,
       clientCertificateAuthorized: authorized,
       ...(authorized && socket !== undefined && { clientCertificateTopic: clientCertificateTopic(socket) }),
-      ...(stream.session !== undefined && { connectionTokens: tokensOf(stream.session) }),
+      ...(session !== undefined && { connectionTokens: tokensOf(session), onValidToken: () => allowStreams(session) }),
     };
     const handled = await handleApnsRequest(request, tokens, ctx);
-    if (stream.session !== undefined && tokensOf(stream.session).any()) allowStreams(stream.session);
     const { answer } = handled;
     const clientClosed = stream.destroyed || stream.closed;
     if (!clientClosed) {

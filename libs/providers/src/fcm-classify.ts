@@ -10,8 +10,10 @@ export interface FcmFailure {
   retryAfterMs?: number;
   /** QUOTA_EXCEEDED: the google.rpc.QuotaFailure violations (subject; description), which say whose quota it was. */
   quotaViolations?: string;
-  /** INVALID_ARGUMENT with a google.rpc.BadRequest detail: the fields its violations name ('' for one naming none). */
+  /** INVALID_ARGUMENT with a google.rpc.BadRequest detail: the fields its violations name (absent when it names none). */
   badRequestFields?: string[];
+  /** An iOS device's answer through FCM: APNs' reason in the google.firebase.fcm.v1.ApnsError detail ("BadDeviceToken"). */
+  apnsReason?: string;
 }
 
 /**
@@ -24,7 +26,7 @@ const QUOTA_CODES = new Set(['QUOTA_EXCEEDED', 'message-rate-exceeded', 'device-
 export const QUOTA_RETRY_NOT_BEFORE_MS = 60_000;
 const DEVICE_QUOTA = /device/i;
 
-type Kind = 'dead-token' | 'transient' | 'permanent' | 'other-sender';
+type Kind = 'dead-token' | 'transient' | 'permanent' | 'token-or-app';
 
 /** firebase-admin client codes and FCM v1 codes, both ways of spelling the same outcome. */
 const KIND_BY_CODE: Record<string, Kind> = {
@@ -43,8 +45,8 @@ const KIND_BY_CODE: Record<string, Kind> = {
   'network-timeout': 'transient',
   // "The authenticated sender ID is different from the sender ID for the registration token": a
   // token of another Firebase project, dead for this app's credentials (unless they are what is wrong).
-  'mismatched-credential': 'other-sender',
-  SENDER_ID_MISMATCH: 'other-sender',
+  'mismatched-credential': 'token-or-app',
+  SENDER_ID_MISMATCH: 'token-or-app',
   'third-party-auth-error': 'permanent',
   THIRD_PARTY_AUTH_ERROR: 'permanent',
   'authentication-error': 'permanent',
@@ -64,8 +66,18 @@ const KIND_BY_CODE: Record<string, Kind> = {
 const INVALID_TOKEN_MESSAGE = /registration token|not a valid FCM registration token/i;
 const TOKEN_FIELD = 'message.token';
 
-const invalidArgumentKind = (f: FcmFailure): Kind =>
-  (f.badRequestFields === undefined ? INVALID_TOKEN_MESSAGE.test(f.message ?? '') : f.badRequestFields.includes(TOKEN_FIELD)) ? 'dead-token' : 'permanent';
+/**
+ * APNs' own token answers through FCM (ApnsError): the device token does not go with the app's APNs
+ * environment or topic, which is the token's fault or the app's (an iOS app whose Firebase project
+ * holds the other environment's APNs key): dead unless the app's pushes fail too, as for APNs itself.
+ */
+const APNS_TOKEN_OR_APP = new Set(['BadDeviceToken', 'DeviceTokenNotForTopic']);
+
+function invalidArgumentKind(f: FcmFailure): Kind {
+  if (f.apnsReason !== undefined && APNS_TOKEN_OR_APP.has(f.apnsReason)) return 'token-or-app';
+  const tokens = f.badRequestFields === undefined ? INVALID_TOKEN_MESSAGE.test(f.message ?? '') : f.badRequestFields.includes(TOKEN_FIELD);
+  return tokens ? 'dead-token' : 'permanent';
+}
 const INVALID_ARGUMENT_CODES = new Set(['invalid-argument', 'INVALID_ARGUMENT']);
 
 const shortCode = (code: string): string => code.replace(/^(messaging|app)\//, '');
@@ -90,12 +102,13 @@ export function classifyFcmError(f: FcmFailure): SendResult {
   const quota = QUOTA_CODES.has(code) || f.httpStatus === 429;
   // A device's own rate reads as firebase-admin names it, so the limiter slows that device's push only (throttle-scope.ts).
   const deviceQuota = quota && code !== 'device-message-rate-exceeded' && DEVICE_QUOTA.test(f.quotaViolations ?? '') ? ' (device-message-rate-exceeded)' : '';
-  const reason = [(code || (f.httpStatus !== undefined ? `HTTP ${f.httpStatus}` : 'unknown')) + deviceQuota, f.message].filter(Boolean).join(': ');
+  const apns = f.apnsReason === undefined ? undefined : `APNs ${f.apnsReason}`;
+  const reason = [(code || (f.httpStatus !== undefined ? `HTTP ${f.httpStatus}` : 'unknown')) + deviceQuota, f.message, apns].filter(Boolean).join(': ');
   const kind = kindOf(f, code);
   if (kind === 'transient') {
     const wait = f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : quota ? { retryNotBeforeMs: QUOTA_RETRY_NOT_BEFORE_MS } : {};
     return { kind, reason, ...(f.httpStatus !== undefined && { httpStatus: f.httpStatus }), ...wait };
   }
-  if (kind === 'other-sender') return { kind: 'dead-token', reason, unlessAppFails: true };
+  if (kind === 'token-or-app') return { kind: 'dead-token', reason, unlessAppFails: true };
   return { kind, reason };
 }

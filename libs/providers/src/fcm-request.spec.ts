@@ -86,4 +86,29 @@ describe("failureOf: Google's INVALID_ARGUMENT, a bad token or a bad message by 
       kind: 'dead-token',
     });
   });
+
+  it('a BadRequest naming no field tells nothing: the words decide', () => {
+    const words = 'The registration token is not a valid FCM registration token';
+    const failure = failureOf(400, json, answer(words, { '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ description: words }] }));
+    expect(failure.badRequestFields).toBeUndefined();
+    expect(classifyFcmError(failure)).toMatchObject({ kind: 'dead-token' });
+  });
+
+  it("an iOS token APNs calls BadDeviceToken through FCM (its ApnsError detail) is dead unless the app's pushes fail too, as through APNs itself", () => {
+    const body = JSON.stringify({
+      error: {
+        code: 400,
+        message: 'Request contains an invalid argument.',
+        status: 'INVALID_ARGUMENT',
+        details: [
+          { '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'INVALID_ARGUMENT' },
+          { '@type': 'type.googleapis.com/google.firebase.fcm.v1.ApnsError', statusCode: 400, reason: 'BadDeviceToken' },
+          badRequest('message.token', 'Invalid registration token'),
+        ],
+      },
+    });
+    const failure = failureOf(400, json, body);
+    expect(failure.apnsReason).toBe('BadDeviceToken');
+    expect(classifyFcmError(failure)).toEqual({ kind: 'dead-token', reason: 'INVALID_ARGUMENT: Request contains an invalid argument.: APNs BadDeviceToken', unlessAppFails: true });
+  });
 });

@@ -38,7 +38,7 @@ export class AccessTokens {
 }
 
 interface GoogleErrorBody {
-  error?: { status?: string; message?: string; details?: Array<{ '@type'?: string; errorCode?: string; violations?: unknown; fieldViolations?: unknown }> };
+  error?: { status?: string; message?: string; details?: Array<{ '@type'?: string; errorCode?: string; violations?: unknown; fieldViolations?: unknown; reason?: unknown }> };
 }
 
 const isJson = (headers: IncomingHttpHeaders): boolean => /^application\/json/i.test(headers['content-type'] ?? '');
@@ -58,12 +58,17 @@ function quotaViolationsOf(details: NonNullable<GoogleErrorBody['error']>['detai
   return words.length === 0 ? undefined : words.join('; ');
 }
 
-/** INVALID_ARGUMENT's google.rpc.BadRequest detail, if the answer has one: the fields its violations name ('' for one naming none). */
+/** The fields INVALID_ARGUMENT's google.rpc.BadRequest detail names, if it names any (one naming none tells nothing: the words decide). */
 function badRequestFieldsOf(details: NonNullable<GoogleErrorBody['error']>['details']): string[] | undefined {
-  const requests = (details ?? []).filter((d) => d['@type']?.endsWith('google.rpc.BadRequest') === true);
-  if (requests.length === 0) return undefined;
-  const violations = requests.flatMap((d) => (Array.isArray(d.fieldViolations) ? (d.fieldViolations as unknown[]) : []));
-  return violations.map((v) => (typeof v === 'object' && v !== null && typeof (v as { field?: unknown }).field === 'string' ? (v as { field: string }).field : ''));
+  const violations = (details ?? []).filter((d) => d['@type']?.endsWith('google.rpc.BadRequest') === true).flatMap((d) => (Array.isArray(d.fieldViolations) ? (d.fieldViolations as unknown[]) : []));
+  const fields = violations.map((v) => (typeof v === 'object' && v !== null ? (v as { field?: unknown }).field : undefined)).filter((f): f is string => typeof f === 'string' && f !== '');
+  return fields.length === 0 ? undefined : fields;
+}
+
+/** APNs' answer to the request FCM forwarded (the google.firebase.fcm.v1.ApnsError detail's reason), if the answer carries one. */
+function apnsReasonOf(details: NonNullable<GoogleErrorBody['error']>['details']): string | undefined {
+  const reason = (details ?? []).find((d) => d['@type']?.endsWith('google.firebase.fcm.v1.ApnsError') === true)?.reason;
+  return typeof reason === 'string' && reason !== '' ? reason : undefined;
 }
 
 /** The failure in an error answer: FCM's own code (details[].errorCode) first, else the status, as firebase-admin reads it. */
@@ -75,6 +80,7 @@ export function failureOf(status: number, headers: IncomingHttpHeaders, body: st
   const code = fcmCode ?? error?.status;
   const quota = quotaViolationsOf(error?.details);
   const badRequestFields = badRequestFieldsOf(error?.details);
+  const apnsReason = apnsReasonOf(error?.details);
   // A 503 reads as firebase-admin reports it: "UNAVAILABLE: HTTP 503".
   const message = status === 503 ? 'HTTP 503' : error?.message;
   return {
@@ -82,6 +88,7 @@ export function failureOf(status: number, headers: IncomingHttpHeaders, body: st
     ...(message !== undefined && { message }),
     ...(quota !== undefined && { quotaViolations: quota }),
     ...(badRequestFields !== undefined && { badRequestFields }),
+    ...(apnsReason !== undefined && { apnsReason }),
     httpStatus: status,
     ...(wait !== undefined && { retryAfterMs: wait }),
   };
