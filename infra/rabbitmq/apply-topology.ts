@@ -1,9 +1,10 @@
 /**
- * Declares Herald's exchanges, queues and bindings. Idempotent: run it on every deploy.
+ * Declares Herald's exchanges, queues and bindings. Idempotent: run it on every deploy. Tries again
+ * for a minute while RabbitMQ cannot be reached or drops the connection; fails at once on what it refuses.
  *   AMQP_URL=amqp://… HERALD_RETRY_DELAYS_MS=1000,5000,30000 npx tsx infra/rabbitmq/apply-topology.ts
  */
 import { createLogger } from '@herald/logging';
-import { connectBroker, heraldTopology } from '@herald/messaging';
+import { applyTopologyWhenReachable, heraldTopology } from '@herald/messaging';
 
 const url = process.env['AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672/';
 const delaysRaw = process.env['HERALD_RETRY_DELAYS_MS'] ?? '1000,5000,30000,120000,600000';
@@ -16,10 +17,8 @@ if (retryDelaysMs.some((d) => !Number.isInteger(d) || d <= 0)) {
 }
 
 try {
-  const broker = await connectBroker({ url, logger, connectionName: 'herald-apply-topology', consumes: false });
   const topology = heraldTopology({ retryDelaysMs });
-  await broker.applyTopology(topology);
-  await broker.close();
+  await applyTopologyWhenReachable({ url, logger, topology, connectionName: 'herald-apply-topology' });
   logger.info({ exchanges: topology.exchanges.length, queues: topology.queues.length, retryDelaysMs }, 'topology applied');
 } catch (err) {
   logger.fatal({ err }, 'applying topology failed');
