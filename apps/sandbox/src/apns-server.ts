@@ -33,7 +33,6 @@ function allowStreams(session: http2.Http2Session): void {
   session.settings({ maxConcurrentStreams: APNS_MAX_STREAMS });
 }
 
-
 /** An HTTP/2-only TLS server speaking the APNs provider API (`POST /3/device/<token>`). */
 export function createApnsServer(options: ApnsServerOptions, ctx: SandboxContext): http2.Http2SecureServer {
   const server = http2.createSecureServer({

@@ -26,7 +26,7 @@ const QUOTA_CODES = new Set(['QUOTA_EXCEEDED', 'message-rate-exceeded', 'device-
 export const QUOTA_RETRY_NOT_BEFORE_MS = 60_000;
 const DEVICE_QUOTA = /device/i;
 
-type Kind = 'dead-token' | 'transient' | 'permanent' | 'token-or-app';
+type Kind = 'dead-token' | 'transient' | 'permanent' | 'other-sender';
 
 /** firebase-admin client codes and FCM v1 codes, both ways of spelling the same outcome. */
 const KIND_BY_CODE: Record<string, Kind> = {
@@ -45,8 +45,8 @@ const KIND_BY_CODE: Record<string, Kind> = {
   'network-timeout': 'transient',
   // "The authenticated sender ID is different from the sender ID for the registration token": a
   // token of another Firebase project, dead for this app's credentials (unless they are what is wrong).
-  'mismatched-credential': 'token-or-app',
-  SENDER_ID_MISMATCH: 'token-or-app',
+  'mismatched-credential': 'other-sender',
+  SENDER_ID_MISMATCH: 'other-sender',
   'third-party-auth-error': 'permanent',
   THIRD_PARTY_AUTH_ERROR: 'permanent',
   'authentication-error': 'permanent',
@@ -67,14 +67,17 @@ const INVALID_TOKEN_MESSAGE = /registration token|not a valid FCM registration t
 const TOKEN_FIELD = 'message.token';
 
 /**
- * APNs' own token answers through FCM (ApnsError): the device token does not go with the app's APNs
- * environment or topic, which is the token's fault or the app's (an iOS app whose Firebase project
- * holds the other environment's APNs key): dead unless the app's pushes fail too, as for APNs itself.
+ * An iOS device's answer through FCM (the ApnsError detail) is decided by APNs' reason alone, not by
+ * the BadRequest FCM adds naming message.token: dead only for Apple's 410 reasons. BadDeviceToken and
+ * DeviceTokenNotForTopic are the token's fault or the app's (its Firebase project holding the other
+ * environment's APNs key would answer so for every iOS token); through APNs Herald keeps such a token
+ * while the app's pushes are delivered, but through FCM an Android delivery would count as the app's,
+ * so here the token is kept and the push parked, its reason naming APNs' words.
  */
-const APNS_TOKEN_OR_APP = new Set(['BadDeviceToken', 'DeviceTokenNotForTopic']);
+const APNS_DEAD = new Set(['Unregistered', 'ExpiredToken']);
 
 function invalidArgumentKind(f: FcmFailure): Kind {
-  if (f.apnsReason !== undefined && APNS_TOKEN_OR_APP.has(f.apnsReason)) return 'token-or-app';
+  if (f.apnsReason !== undefined) return APNS_DEAD.has(f.apnsReason) ? 'dead-token' : 'permanent';
   const tokens = f.badRequestFields === undefined ? INVALID_TOKEN_MESSAGE.test(f.message ?? '') : f.badRequestFields.includes(TOKEN_FIELD);
   return tokens ? 'dead-token' : 'permanent';
 }
@@ -109,6 +112,6 @@ export function classifyFcmError(f: FcmFailure): SendResult {
     const wait = f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : quota ? { retryNotBeforeMs: QUOTA_RETRY_NOT_BEFORE_MS } : {};
     return { kind, reason, ...(f.httpStatus !== undefined && { httpStatus: f.httpStatus }), ...wait };
   }
-  if (kind === 'token-or-app') return { kind: 'dead-token', reason, unlessAppFails: true };
+  if (kind === 'other-sender') return { kind: 'dead-token', reason, unlessAppFails: true };
   return { kind, reason };
 }

@@ -94,7 +94,7 @@ describe("failureOf: Google's INVALID_ARGUMENT, a bad token or a bad message by 
     expect(classifyFcmError(failure)).toMatchObject({ kind: 'dead-token' });
   });
 
-  it("an iOS token APNs calls BadDeviceToken through FCM (its ApnsError detail) is dead unless the app's pushes fail too, as through APNs itself", () => {
+  it("an iOS device's answer through FCM (its ApnsError detail) is decided by APNs' reason, not by the BadRequest naming message.token: BadDeviceToken keeps the token and parks the push; Unregistered is dead", () => {
     const body = JSON.stringify({
       error: {
         code: 400,
@@ -109,6 +109,8 @@ describe("failureOf: Google's INVALID_ARGUMENT, a bad token or a bad message by 
     });
     const failure = failureOf(400, json, body);
     expect(failure.apnsReason).toBe('BadDeviceToken');
-    expect(classifyFcmError(failure)).toEqual({ kind: 'dead-token', reason: 'INVALID_ARGUMENT: Request contains an invalid argument.: APNs BadDeviceToken', unlessAppFails: true });
+    expect(classifyFcmError(failure)).toEqual({ kind: 'permanent', reason: 'INVALID_ARGUMENT: Request contains an invalid argument.: APNs BadDeviceToken' });
+    expect(classifyFcmError({ ...failure, apnsReason: 'TopicDisallowed' })).toMatchObject({ kind: 'permanent' });
+    expect(classifyFcmError({ ...failure, apnsReason: 'Unregistered' })).toMatchObject({ kind: 'dead-token' });
   });
 });
