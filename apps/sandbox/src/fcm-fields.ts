@@ -1,5 +1,5 @@
 import { isObject, type Json } from './json.ts';
-import { badRequest, type GoogleError } from './google-errors.ts';
+import { badRequest, googleError, type GoogleError } from './google-errors.ts';
 
 /** A v1 request FCM refuses: 400 INVALID_ARGUMENT with Google's message, and a BadRequest detail naming the field. */
 export type FcmProblem = { ok: false; error: GoogleError };
@@ -11,6 +11,9 @@ export { isObject, type Json };
 
 /** A bad value in the request: `field` is its path (`message.android.ttl`), if the answer names one. */
 export const invalid = (message: string, field?: string): FcmProblem => ({ ok: false, error: badRequest(message, field) });
+
+/** An FCM-specific INVALID_ARGUMENT (the FcmError detail, no field named): a bad token, a message too big. */
+export const invalidForFcm = (message: string): FcmProblem => ({ ok: false, error: googleError('INVALID_ARGUMENT', message) });
 
 export const unknownField = (name: string, at?: string): FcmProblem =>
   invalid(`Invalid JSON payload received. Unknown name "${name}"${at === undefined ? '' : ` at '${at}'`}: Cannot find field.`, at);

@@ -1,5 +1,4 @@
-import { isObject, type FcmProblem, type Json } from './fcm-fields.ts';
-import { googleError } from './google-errors.ts';
+import { invalidForFcm, isObject, type FcmProblem, type Json } from './fcm-fields.ts';
 
 /**
  * Google, "About FCM messages" (Message types): "Notification messages contain a predefined set of
@@ -37,5 +36,5 @@ export function fcmPayloadBytes(message: Json): number {
  * FcmError detail (no field is named: the size is the message's as a whole).
  */
 export function checkPayloadSize(message: Json): FcmProblem | undefined {
-  return fcmPayloadBytes(message) > FCM_MAX_PAYLOAD_BYTES ? { ok: false, error: googleError('INVALID_ARGUMENT', 'Android message is too big') } : undefined;
+  return fcmPayloadBytes(message) > FCM_MAX_PAYLOAD_BYTES ? invalidForFcm('Android message is too big') : undefined;
 }

@@ -1,5 +1,4 @@
-import type { FcmProblem } from './fcm-fields.ts';
-import { googleError } from './google-errors.ts';
+import { invalidForFcm, type FcmProblem } from './fcm-fields.ts';
 
 /** FCM registration tokens are made of letters, digits, `-`, `_` and `:` (no spaces, slashes, dots). */
 export const isFcmRegistrationToken = (token: string): boolean => /^[A-Za-z0-9_:-]+$/.test(token);
@@ -9,4 +8,4 @@ export const isFcmRegistrationToken = (token: string): boolean => /^[A-Za-z0-9_:
  * INVALID_ARGUMENT with this text and the FcmError detail, no BadRequest (which clients such as
  * Herald read as a dead token).
  */
-export const invalidRegistrationToken = (): FcmProblem => ({ ok: false, error: googleError('INVALID_ARGUMENT', 'The registration token is not a valid FCM registration token') });
+export const invalidRegistrationToken = (): FcmProblem => invalidForFcm('The registration token is not a valid FCM registration token');
