@@ -1,10 +1,10 @@
-import { WEB_PUSH_MAX_BODY_BYTES, WEB_PUSH_TOPIC, WebPushUrgencies } from '@herald/contracts';
+import { WEB_PUSH_MAX_BODY_BYTES, WEB_PUSH_TOPIC, WebPushUrgencies, webPushTopicTakenEverywhere } from '@herald/contracts';
 import type { Headers } from './apns-request.ts';
 import { sleep, type Answer, type SandboxContext } from './exchange.ts';
 import { WEB_FAULT_STATUS, type WebFaultError } from './faults.ts';
 import { decryptWebPush } from './web-ece.ts';
 import type { WebPushStore, WebSubscription } from './web-store.ts';
-import { asService, checkVapid } from './web-vapid.ts';
+import { asService, checkVapid, type WebPushService } from './web-vapid.ts';
 
 export interface WebRequest {
   method: string | undefined;
@@ -46,6 +46,16 @@ function headerProblem(h: Headers): string | undefined {
   const encoding = header(h, 'content-encoding');
   if (encoding !== 'aes128gcm') return `Content-Encoding must be aes128gcm (RFC 8291 §4), got ${encoding ?? 'none'}`;
   return undefined;
+}
+
+/**
+ * Beyond RFC 8030, Apple's push service decodes a Topic as base64url and answers 400
+ * `{"reason":"BadWebPushTopic"}` to one of a length no bytes encode to (1, 5, 9 … 29), as its users
+ * observe; the sandbox's reason for that answer, or undefined. Google's and Mozilla's take any length.
+ */
+export function appleTopicRefusal(service: WebPushService, topic: string | undefined): string | undefined {
+  if (service !== 'apple' || topic === undefined || webPushTopicTakenEverywhere(topic)) return undefined;
+  return `Topic "${topic}" is ${topic.length} characters, which no base64url encoding is: Apple's push service refuses it (BadWebPushTopic, as its users observe)`;
 }
 
 async function injected(ctx: SandboxContext, endpoint: string): Promise<Answer | undefined> {
@@ -99,12 +109,18 @@ export async function handleWebRequest(req: WebRequest, store: WebPushStore, ctx
   // A body over the limit is refused before anything else is read (RFC 8030 §7.2: at least 4,096 bytes accepted).
   if (req.body.length > WEB_PUSH_MAX_BODY_BYTES) return none(problem(413, `body is ${req.body.length} bytes; at most ${WEB_PUSH_MAX_BODY_BYTES}`), sub.endpoint);
   const vapid = asService(checkVapid(header(req.headers, 'authorization'), req.origin, sub.applicationServerKey), sub.service);
-  if (!vapid.ok && vapid.answer !== undefined) {
-    // The push service's own words on the wire; the sandbox's reason in its warnings.
-    return { answer: { status: vapid.status, headers: { 'content-type': 'application/json' }, body: vapid.answer }, endpoint: sub.endpoint, plaintext: '', warnings: [vapid.reason] };
-  }
+  // The push service's own words on the wire; the sandbox's reason in its warnings.
+  const ownWords = (status: number, body: string, reason: string): WebHandled => ({
+    answer: { status, headers: { 'content-type': 'application/json' }, body },
+    endpoint: sub.endpoint,
+    plaintext: '',
+    warnings: [reason],
+  });
+  if (!vapid.ok && vapid.answer !== undefined) return ownWords(vapid.status, vapid.answer, vapid.reason);
   if (!vapid.ok) return none(problem(vapid.status, vapid.reason), sub.endpoint);
   const bad = headerProblem(req.headers);
   if (bad !== undefined) return none(problem(400, bad), sub.endpoint);
+  const refusedTopic = appleTopicRefusal(sub.service, header(req.headers, 'topic'));
+  if (refusedTopic !== undefined) return ownWords(400, JSON.stringify({ reason: 'BadWebPushTopic' }), refusedTopic);
   return accept(req, sub, store, vapid.claims, vapid.publicKey);
 }

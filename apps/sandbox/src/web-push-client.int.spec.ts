@@ -96,6 +96,18 @@ describe('Web Push provider against the sandbox push service', () => {
     expect(topics[1]).toBe(topics[0]);
   });
 
+  it("a topic of 1, 5, 9 … characters, which Safari's push service refuses (BadWebPushTopic), reaches it as a stable digest; Chrome's gets the same", async () => {
+    const safari = await subscribe(appKeys.publicKey, 'apple');
+    const chrome = await subscribe(appKeys.publicKey);
+    for (const sub of [safari, chrome]) {
+      expect(await provider.send(webPush(sub, { collapseKey: 'spike' }), {})).toMatchObject({ kind: 'delivered' });
+      expect(await provider.send(webPush(sub, { collapseKey: 'x', content: { title: 'x', web: { topic: 'new_event' } } }), {})).toMatchObject({ kind: 'delivered' });
+    }
+    const safariTopics = (await received(safari.endpoint)).map((p) => p['topic']);
+    expect(safariTopics).toEqual([expect.stringMatching(/^[A-Za-z0-9_-]{32}$/), expect.stringMatching(/^[A-Za-z0-9_-]{32}$/)]);
+    expect((await received(chrome.endpoint)).map((p) => p['topic'])).toEqual(safariTopics);
+  });
+
   it('signs with another key than the subscription was made with: 403, permanent (the subscription is not invalidated), Safari\'s VapidPkHashMismatch too', async () => {
     const sub = await subscribe((await generateVapidKeys()).publicKey);
     const result = await provider.send(webPush(sub), {});

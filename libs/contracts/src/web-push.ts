@@ -104,6 +104,14 @@ export function hostAllowed(host: string, allowed: readonly string[]): boolean {
 /** RFC 8030 §5.4: a Topic is at most 32 characters of the URL-safe base64 alphabet. */
 export const WEB_PUSH_TOPIC = /^[A-Za-z0-9_-]{1,32}$/;
 
+/**
+ * Whether every push service takes `topic` as it is. Beyond RFC 8030, Apple's push service decodes a
+ * Topic as base64url and refuses one that no bytes encode to (a length of 1, 5, 9 … 29), 400
+ * `{"reason":"BadWebPushTopic"}`: observed by web-push's users ("spike", "new_event",
+ * "notification-test", "mail-batch-10" refused; "newEvent", "neueangebote" taken), not documented.
+ */
+export const webPushTopicTakenEverywhere = (topic: string): boolean => WEB_PUSH_TOPIC.test(topic) && topic.length % 4 !== 1;
+
 /** RFC 8030 §5.3 Urgency values. */
 export const WebPushUrgencies = ['very-low', 'low', 'normal', 'high'] as const;
 export type WebPushUrgency = (typeof WebPushUrgencies)[number];

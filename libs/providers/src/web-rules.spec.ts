@@ -54,6 +54,18 @@ describe('Web Push Topic (RFC 8030 §5.4)', () => {
 });
 
 describe('Web Push request rules', () => {
+  it("sends a topic Apple's push service would refuse (1, 5, 9 … 29 characters: BadWebPushTopic) as its digest, a chosen one too; other lengths as they are", () => {
+    for (const key of ['spike', 'new_event', 'notification-test', 'x'.repeat(29)]) {
+      const topic = webTopic(push({ collapseKey: key }));
+      expect(topic).toMatch(/^[A-Za-z0-9_-]{32}$/);
+      expect(webTopic(push({ collapseKey: key }))).toBe(topic);
+      expect(webTopic(push({ content: { title: 'x', web: { topic: key } } }))).toBe(topic);
+    }
+    for (const key of ['newEvent', 'neueangebote', 'ab', 'abc', 'x'.repeat(32)]) expect(webTopic(push({ collapseKey: key }))).toBe(key);
+    expect(webRequestProblem({ plaintext: '{}', ttl: 0, urgency: 'normal', topic: 'spike' })).toMatch(/BadWebPushTopic/);
+    expect(webRequestProblem({ plaintext: '{}', ttl: 0, urgency: 'normal', topic: 'spik' })).toBeUndefined();
+  });
+
   it('refuses more than 3,993 bytes of JSON (4,096 once encrypted), a bad topic, a bad urgency or TTL', () => {
     const ok = { plaintext: 'x'.repeat(3993), ttl: 0, urgency: 'normal' as const };
     expect(webRequestProblem(ok)).toBeUndefined();
@@ -91,8 +103,8 @@ describe('the JSON the service worker receives', () => {
   });
 
   it('a request carries the JSON text, TTL, urgency and topic', () => {
-    const r = buildWebRequest(push({ collapseKey: 'k', priority: 'normal' }), now);
+    const r = buildWebRequest(push({ collapseKey: 'kk', priority: 'normal' }), now);
     expect(JSON.parse(r.plaintext)).toMatchObject({ title: 'Hi', jobId: 'job-1' });
-    expect(r).toMatchObject({ ttl: WEB_PUSH_DEFAULT_TTL_S, urgency: 'normal', topic: 'k' });
+    expect(r).toMatchObject({ ttl: WEB_PUSH_DEFAULT_TTL_S, urgency: 'normal', topic: 'kk' });
   });
 });

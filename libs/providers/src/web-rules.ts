@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { WEB_PUSH_MAX_PLAINTEXT_BYTES, WEB_PUSH_TOPIC, WebPushUrgencies, type DevicePush, type WebPushUrgency } from '@herald/contracts';
+import { WEB_PUSH_MAX_PLAINTEXT_BYTES, WebPushUrgencies, webPushTopicTakenEverywhere, type DevicePush, type WebPushUrgency } from '@herald/contracts';
 import { HERALD_MAX_STORAGE_S } from './apns-rules.ts';
 
 /**
@@ -24,15 +24,15 @@ export function webUrgency(push: Pick<DevicePush, 'priority' | 'content'>): WebP
 
 /**
  * RFC 8030 §5.4 Topic (at most 32 characters of the URL-safe base64 alphabet): `content.web.topic`,
- * else the collapse key when it already meets that rule, else (Herald's choice) the first 32
- * characters of the base64url SHA-256 of the collapse key: the same key always gives the same
- * topic, so a newer push still replaces an undelivered older one.
+ * else the collapse key, as it is when every push service takes it (webPushTopicTakenEverywhere:
+ * Apple's refuses a length of 1, 5, 9 … 29), else (Herald's choice) the first 32 characters of its
+ * base64url SHA-256: the same key always gives the same topic, so a newer push still replaces an
+ * undelivered older one. The Topic only decides that replacement; the service worker never sees it.
  */
 export function webTopic(push: Pick<DevicePush, 'collapseKey' | 'content'>): string | undefined {
-  if (push.content.web?.topic !== undefined) return push.content.web.topic;
-  const key = push.collapseKey;
+  const key = push.content.web?.topic ?? push.collapseKey;
   if (key === undefined) return undefined;
-  return WEB_PUSH_TOPIC.test(key) ? key : createHash('sha256').update(key, 'utf8').digest('base64url').slice(0, 32);
+  return webPushTopicTakenEverywhere(key) ? key : createHash('sha256').update(key, 'utf8').digest('base64url').slice(0, 32);
 }
 
 /** What Herald hands the push service for one push (before encryption). */
@@ -50,7 +50,9 @@ export function webRequestProblem(r: WebPushRequest): string | undefined {
   if (bytes > WEB_PUSH_MAX_PLAINTEXT_BYTES) {
     return `payload is ${bytes} bytes; Web Push allows ${WEB_PUSH_MAX_PLAINTEXT_BYTES} bytes of JSON (4,096 bytes once encrypted with aes128gcm, RFC 8291)`;
   }
-  if (r.topic !== undefined && !WEB_PUSH_TOPIC.test(r.topic)) return 'topic must be 1–32 characters of the URL-safe base64 alphabet (RFC 8030 §5.4)';
+  if (r.topic !== undefined && !webPushTopicTakenEverywhere(r.topic)) {
+    return "topic must be 1–32 characters of the URL-safe base64 alphabet (RFC 8030 §5.4), and not 1, 5, 9 … 29 of them (Apple's push service refuses those: BadWebPushTopic)";
+  }
   if (!WebPushUrgencies.includes(r.urgency)) return `urgency must be one of ${WebPushUrgencies.join(', ')} (RFC 8030 §5.3)`;
   if (!Number.isInteger(r.ttl) || r.ttl < 0) return 'TTL must be a whole number of seconds, at least 0 (RFC 8030 §5.2)';
   return undefined;
