@@ -6,9 +6,10 @@ export const ApnsFaultErrors = [
 export type ApnsFaultError = (typeof ApnsFaultErrors)[number];
 
 /** Web Push faults, by the push service's status: 404, 410, 413, 429 (with retryAfterSeconds), 500. */
-export const WebFaultErrors = ['NotFound', 'Gone', 'PayloadTooLarge', 'TooManyRequests', 'InternalServerError'] as const;
+/** `NotAcceptable`: Microsoft's push service's throttle (WNS answers 406 with a Retry-After). */
+export const WebFaultErrors = ['NotFound', 'Gone', 'NotAcceptable', 'PayloadTooLarge', 'TooManyRequests', 'InternalServerError'] as const;
 export type WebFaultError = (typeof WebFaultErrors)[number];
-export const WEB_FAULT_STATUS: Record<WebFaultError, number> = { NotFound: 404, Gone: 410, PayloadTooLarge: 413, TooManyRequests: 429, InternalServerError: 500 };
+export const WEB_FAULT_STATUS: Record<WebFaultError, number> = { NotFound: 404, Gone: 410, NotAcceptable: 406, PayloadTooLarge: 413, TooManyRequests: 429, InternalServerError: 500 };
 
 export type FaultPlatform = 'apns' | 'fcm' | 'web';
 

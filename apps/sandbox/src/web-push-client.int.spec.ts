@@ -234,10 +234,12 @@ describe('Web Push provider against the sandbox push service', () => {
     expect(await provider.send(webPush(missing), {})).toEqual({ kind: 'dead-token', reason: 'NotFound' });
   });
 
-  it('429 with Retry-After is transient with that delay; 500 is transient; 413 is permanent', async () => {
+  it("429 and Microsoft's throttle, 406, with Retry-After are transient with that delay; 500 is transient; 413 is permanent", async () => {
     const sub = await subscribe();
     await fault({ token: sub.endpoint, error: 'TooManyRequests', retryAfterSeconds: 7, times: 1 });
     expect(await provider.send(webPush(sub), {})).toMatchObject({ kind: 'transient', retryAfterMs: 7000, reason: expect.stringMatching(/^TooManyRequests/) });
+    await fault({ token: sub.endpoint, error: 'NotAcceptable', retryAfterSeconds: 900, times: 1 });
+    expect(await provider.send(webPush(sub), {})).toMatchObject({ kind: 'transient', retryAfterMs: 900_000, reason: expect.stringMatching(/^WnsThrottled: HTTP 406/) });
     await fault({ token: sub.endpoint, error: 'InternalServerError', times: 1 });
     expect(await provider.send(webPush(sub), {})).toMatchObject({ kind: 'transient' });
     await fault({ token: sub.endpoint, error: 'PayloadTooLarge', times: 1 });

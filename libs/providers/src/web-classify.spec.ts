@@ -12,6 +12,11 @@ describe('push service answers (RFC 8030 §5, RFC 8292)', () => {
     expect(classifyWebPushAnswer({ status: 404 })).toEqual({ kind: 'dead-token', reason: 'NotFound' });
   });
 
+  it("Microsoft's push service's 406 (its throttle: \"the cloud service exceeded its throttle limit\") is transient and keeps the Retry-After", () => {
+    expect(classifyWebPushAnswer({ status: 406, retryAfterMs: 900_000, body: '' })).toEqual({ kind: 'transient', reason: 'WnsThrottled: HTTP 406', retryAfterMs: 900_000 });
+    expect(classifyWebPushAnswer({ status: 406 })).toEqual({ kind: 'transient', reason: 'WnsThrottled: HTTP 406' });
+  });
+
   it('429 and 5xx are transient and keep the Retry-After', () => {
     expect(classifyWebPushAnswer({ status: 429, retryAfterMs: 30_000 })).toEqual({ kind: 'transient', reason: 'TooManyRequests: HTTP 429', retryAfterMs: 30_000 });
     expect(classifyWebPushAnswer({ status: 503, retryAfterMs: 1000 })).toMatchObject({ kind: 'transient', retryAfterMs: 1000 });

@@ -27,7 +27,7 @@ function because(answer: WebPushAnswer): string {
 
 /**
  * A push service's answer as a SendResult (PROVIDER-RULES.md "Web Push", answers):
- * 2xx delivered; 404/410 the subscription is gone; 429 and 5xx transient (Retry-After honoured);
+ * 2xx delivered; 404/410 the subscription is gone; 429, WNS's 406 and 5xx transient (Retry-After honoured);
  * 401, and 403 saying the JWT is bad (Apple's BadJwtToken, FCM's "invalid JWT"), the VAPID JWT was
  * refused (an app credential problem: counts towards the app's ban); any other 403, the signing key
  * does not match the subscription's applicationServerKey (this subscription's problem, not the
@@ -40,6 +40,10 @@ export function classifyWebPushAnswer(answer: WebPushAnswer): SendResult {
   if (status >= 200 && status < 300) return { kind: 'delivered', ...(answer.location !== undefined && { providerMessageId: answer.location }) };
   if (status === 404 || status === 410) return { kind: 'dead-token', reason: status === 410 ? 'Gone' : 'NotFound' };
   if (status === 429) return { kind: 'transient', reason: `TooManyRequests: ${because(answer)}`, ...retry };
+  // Microsoft's push service (WNS, Edge's endpoints) throttles a sender with 406: "The cloud service
+  // exceeded its throttle limit … Reduce the rate at which you are sending notifications" (WNS
+  // response codes), with a Retry-After. No other push service documents a 406.
+  if (status === 406) return { kind: 'transient', reason: `WnsThrottled: ${because(answer)}`, ...retry };
   if (status >= 500) return { kind: 'transient', reason: `push service error: ${because(answer)}`, ...retry };
   if (status >= 400 && status <= 403 && KEY_MISMATCH.test(answer.body ?? '')) {
     return { kind: 'permanent', reason: `VapidKeyMismatch: the subscription belongs to another application server key (${because(answer)})` };

@@ -23,6 +23,11 @@ describe('throttleScope (whom a throttle without Retry-After is about)', () => {
     expect(throttleScope(transient('HTTP 429'))).toBe('app');
   });
 
+  it("Microsoft's push service's 406 (WNS: the sender exceeded its throttle limit) is about the app at that push service", () => {
+    expect(throttleScope(transient('WnsThrottled: HTTP 406'))).toBe('app');
+    expect(pauseAsked(transient('WnsThrottled: HTTP 406', 900_000))).toBe(900_000);
+  });
+
   it("an FCM 429 is about the app's project quota by its status, whatever its reason reads", () => {
     // Without FCM's own error detail a 429 reads RESOURCE_EXHAUSTED (Google's status name), which slowed nobody.
     expect(throttleScope({ ...transient("RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Send requests'"), httpStatus: 429 })).toBe('app');

@@ -14,14 +14,15 @@ export interface ProviderAnswer {
  *   every other device for one chatty one; the push itself retries with back-off.
  * - `app`: FCM QUOTA_EXCEEDED (firebase-admin: message-rate-exceeded) and any other FCM 429, by
  *   its status (one without FCM's own error detail reads RESOURCE_EXHAUSTED): the sending quota of
- *   the app's Firebase project.
+ *   the app's Firebase project. And Microsoft's push service's 406 (`WnsThrottled`, web-classify.ts:
+ *   "the cloud service exceeded its throttle limit"): the sender's, at that push service.
  * - `platform`: APNs 503 ServiceUnavailable, FCM UNAVAILABLE / HTTP 503: the provider is
  *   overloaded, whoever sends.
  */
 export type ThrottleScope = 'device' | 'app' | 'platform';
 
 const DEVICE = /^TooManyRequests\b|device-message-rate-exceeded/;
-const APP = /QUOTA_EXCEEDED|message-rate-exceeded|HTTP 429/;
+const APP = /QUOTA_EXCEEDED|message-rate-exceeded|HTTP 429|^WnsThrottled\b/;
 const PLATFORM = /ServiceUnavailable|\bUNAVAILABLE\b|server-unavailable|HTTP 503/;
 
 /** Pure: the scope of a throttle answer, or undefined when the answer is not a throttle. */
