@@ -193,9 +193,10 @@ describe('FCM provider against the sandbox', () => {
     });
   });
 
-  it('reports a bad access token as permanent', async () => {
+  it('retries a refused access token once with a new one (Google: 401 for a missing, invalid or expired token); refused again, it is permanent', async () => {
     await withProvider({ credential: { kind: 'access-token', accessToken: 'ya29.wrong' } }, async (bad) => {
-      expect(await bad.send(devicePush(), {})).toMatchObject({ kind: 'permanent' });
+      expect(await bad.send(devicePush(), {})).toMatchObject({ kind: 'transient', reason: expect.stringMatching(/^UNAUTHENTICATED: .*the retry fetches a new one$/) });
+      expect(await bad.send(devicePush(), {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^UNAUTHENTICATED\b/) });
     });
   });
 

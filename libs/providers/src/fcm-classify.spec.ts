@@ -94,6 +94,16 @@ describe('classifyFcmError (DESIGN.md failure table, FCM rows)', () => {
     expect(classifyFcmError({ code: 'UNREGISTERED', retryAfterMs: 7000 })).toEqual({ kind: 'dead-token', reason: 'UNREGISTERED' });
   });
 
+  it('UNAUTHENTICATED (401) is permanent, the app credentials refused; to a token fetched before any refusal (staleToken) it is transient, retried with a new one', () => {
+    const refused = { code: 'UNAUTHENTICATED', message: 'Request had invalid authentication credentials.', httpStatus: 401 };
+    expect(classifyFcmError(refused)).toEqual({ kind: 'permanent', reason: 'UNAUTHENTICATED: Request had invalid authentication credentials.' });
+    expect(classifyFcmError({ ...refused, staleToken: true })).toEqual({
+      kind: 'transient',
+      reason: 'UNAUTHENTICATED: Request had invalid authentication credentials.: the access token was refused; the retry fetches a new one',
+      httpStatus: 401,
+    });
+  });
+
   it('an unknown code is decided by the HTTP status', () => {
     expect(classifyFcmError({ code: 'messaging/unknown-error', httpStatus: 502 })).toMatchObject({ kind: 'transient' });
     expect(classifyFcmError({ code: 'messaging/unknown-error', httpStatus: 404 })).toMatchObject({ kind: 'permanent' });

@@ -14,6 +14,8 @@ export interface FcmFailure {
   badRequestFields?: string[];
   /** An iOS device's answer through FCM: APNs' reason in the google.firebase.fcm.v1.ApnsError detail ("BadDeviceToken"). */
   apnsReason?: string;
+  /** A 401 to an access token fetched before any refusal: a new one is fetched, and the push is to be retried (AccessTokens.refused). */
+  staleToken?: boolean;
 }
 
 /**
@@ -86,6 +88,7 @@ const INVALID_ARGUMENT_CODES = new Set(['invalid-argument', 'INVALID_ARGUMENT'])
 const shortCode = (code: string): string => code.replace(/^(messaging|app)\//, '');
 
 function kindOf(f: FcmFailure, code: string): Kind {
+  if (f.staleToken === true) return 'transient';
   if (INVALID_ARGUMENT_CODES.has(code)) return invalidArgumentKind(f);
   const known = KIND_BY_CODE[code];
   if (known !== undefined) return known;
@@ -106,7 +109,8 @@ export function classifyFcmError(f: FcmFailure): SendResult {
   // A device's own rate reads as firebase-admin names it, so the limiter slows that device's push only (throttle-scope.ts).
   const deviceQuota = quota && code !== 'device-message-rate-exceeded' && DEVICE_QUOTA.test(f.quotaViolations ?? '') ? ' (device-message-rate-exceeded)' : '';
   const apns = f.apnsReason === undefined ? undefined : `APNs ${f.apnsReason}`;
-  const reason = [(code || (f.httpStatus !== undefined ? `HTTP ${f.httpStatus}` : 'unknown')) + deviceQuota, f.message, apns].filter(Boolean).join(': ');
+  const renewed = f.staleToken === true ? 'the access token was refused; the retry fetches a new one' : undefined;
+  const reason = [(code || (f.httpStatus !== undefined ? `HTTP ${f.httpStatus}` : 'unknown')) + deviceQuota, f.message, apns, renewed].filter(Boolean).join(': ');
   const kind = kindOf(f, code);
   if (kind === 'transient') {
     const wait = f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : quota ? { retryNotBeforeMs: QUOTA_RETRY_NOT_BEFORE_MS } : {};

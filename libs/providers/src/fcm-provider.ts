@@ -4,7 +4,7 @@ import type { Credential } from 'firebase-admin/app';
 import { classifyFcmError } from './fcm-classify.ts';
 import { ProxyAgent } from './proxy-agent.ts';
 import { buildFcmMessage } from './fcm-message.ts';
-import { AccessTokens, fcmSender } from './fcm-request.ts';
+import { AccessTokens, FcmCredentialRefused, fcmSender } from './fcm-request.ts';
 import { FcmSessions, FcmTimeoutError } from './fcm-sessions.ts';
 import { fcmMessageProblem } from './fcm-rules.ts';
 import type { PushProvider, SendResult } from './push-provider.ts';
@@ -19,15 +19,18 @@ const DEFAULT_MAX_SESSIONS = 16;
  * agent of its own, so a token fetch is not counted as a send's attempt), never redirected to the
  * endpoint and with Node's own roots (the endpoint's CA is for the endpoint). firebase-admin
  * 13.10.0 dropped the agent for a service account given as an object; patches/ passes it on (ADR 0007).
+ * `credential` makes a new credential each call: AccessTokens asks for one after FCM refused a token
+ * or a fetch hung.
  */
-async function credentialFor(settings: FcmSettings): Promise<{ credential: Credential; tokenAgent?: ProxyAgent }> {
+async function credentialFor(settings: FcmSettings): Promise<{ credential: () => Credential; tokenAgent?: ProxyAgent }> {
   if (settings.credential.kind === 'access-token') {
     const accessToken = settings.credential.accessToken;
-    return { credential: { getAccessToken: () => Promise.resolve({ access_token: accessToken, expires_in: 3600 }) } };
+    return { credential: () => ({ getAccessToken: () => Promise.resolve({ access_token: accessToken, expires_in: 3600 }) }) };
   }
   const { cert } = await import('firebase-admin/app');
   const tokenAgent = settings.proxy !== undefined ? new ProxyAgent(settings.proxy) : undefined;
-  return { credential: cert(JSON.parse(settings.credential.json) as object, tokenAgent), ...(tokenAgent !== undefined && { tokenAgent }) };
+  const account = JSON.parse(settings.credential.json) as object;
+  return { credential: () => cert(account, tokenAgent), ...(tokenAgent !== undefined && { tokenAgent }) };
 }
 
 /**
@@ -47,11 +50,11 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
   // Imported here, not at the top of fcm-request.ts: a static import would load firebase-admin into
   // every process that bundles the providers library (the APNs pusher, the demuxer, the API).
   const { SDK_VERSION } = await import('firebase-admin/app');
-  const tokens = new AccessTokens(credential);
+  const tokens = new AccessTokens(credential(), credential);
   const send = fcmSender(sessions, tokens, settings.projectId, SDK_VERSION);
-  // Connected, with a token, before the first push, each waited for at most the request timeout
-  // (a token fetch has no deadline of its own); a failure is the first send's to report.
-  await Promise.all([sessions.warm(settings.requestTimeoutMs), waitAtMost(Promise.resolve(tokens.get()), settings.requestTimeoutMs)]);
+  // Connected, with a token, before the first push, each waited for at most the request timeout;
+  // a failure is the first send's to report.
+  await Promise.all([sessions.warm(settings.requestTimeoutMs), waitAtMost(Promise.resolve(tokens.get(Date.now(), settings.requestTimeoutMs)), settings.requestTimeoutMs)]);
   const log = logger.child({ provider: 'fcm' });
   return {
     platform: 'fcm',
@@ -65,6 +68,8 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
         return answer.ok ? { kind: 'delivered', providerMessageId: answer.name } : classifyFcmError(answer.failure);
       } catch (err) {
         if (err instanceof FcmTimeoutError) return { kind: 'transient', reason: `timeout: ${err.message}` };
+        // The app's service account refused: counted towards its ban (app-ban.ts), with an alarm, not retried as a network error.
+        if (err instanceof FcmCredentialRefused) return { kind: 'permanent', reason: `invalid-credential: ${err.message}` };
         const code = (err as { code?: unknown }).code;
         // A token the credential could not mint is firebase-admin's coded error (app/invalid-credential): classified as before.
         if (typeof code === 'string' && code.startsWith('app/')) return classifyFcmError({ code, message: (err as Error).message });

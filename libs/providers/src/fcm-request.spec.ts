@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { classifyFcmError } from './fcm-classify.ts';
-import { AccessTokens, failureOf } from './fcm-request.ts';
+import { FcmTimeoutError } from './fcm-sessions.ts';
+import { AccessTokens, FcmCredentialRefused, failureOf } from './fcm-request.ts';
 
 /** A credential that counts its fetches and answers each with the next token after `gate` opens. */
 function countingCredential(expiresIn: number) {
@@ -57,6 +58,68 @@ describe('AccessTokens: the credential is asked once per token lifetime', () => 
     });
     await expect(tokens.get()).rejects.toThrow('token server down');
     expect(await tokens.get()).toBe('ok');
+  });
+});
+
+describe('AccessTokens: a token FCM refused, a token server that refuses or hangs', () => {
+  /** Credentials made one after another, the n-th answering `token-n` (or what `answer` says). */
+  function credentials(answer: (n: number) => Promise<{ access_token: string; expires_in: number }> = (n) => Promise.resolve({ access_token: `token-${n}`, expires_in: 3600 })) {
+    let made = 0;
+    return {
+      get made() {
+        return made;
+      },
+      make: () => {
+        made += 1;
+        const n = made;
+        return { getAccessToken: () => answer(n) };
+      },
+    };
+  }
+
+  it("drops a refused token and fetches the next through a new credential (the old one's library keeps its own copy); the one fetched after a refusal, refused too, is final", async () => {
+    const c = credentials();
+    const tokens = new AccessTokens(c.make(), c.make);
+    expect(await tokens.get()).toBe('token-1');
+    expect(tokens.refused('token-1')).toBe('retry');
+    // Sends in flight with the same token answered 401 too: retried, no second renewal.
+    expect(tokens.refused('token-1')).toBe('retry');
+    expect(c.made).toBe(2);
+    expect(await tokens.get()).toBe('token-2');
+    expect(tokens.refused('token-2')).toBe('final');
+    expect(tokens.refused('token-2')).toBe('final');
+    expect(tokens.get()).toBe('token-2');
+  });
+
+  it('a credential that gives the same token again (a fixed access token): refused twice, final', async () => {
+    const fixed = { getAccessToken: () => Promise.resolve({ access_token: 'ya29.fixed', expires_in: 3600 }) };
+    const tokens = new AccessTokens(fixed, () => fixed);
+    expect(await tokens.get()).toBe('ya29.fixed');
+    expect(tokens.refused('ya29.fixed')).toBe('retry');
+    expect(await tokens.get()).toBe('ya29.fixed');
+    expect(tokens.refused('ya29.fixed')).toBe('final');
+  });
+
+  it("names the token server's refusal of the service account (an OAuth error answer: invalid_grant) and leaves a network failure as it is", async () => {
+    const refusal = Object.assign(new Error('invalid_grant: Invalid JWT Signature.'), { response: { status: 400, data: { error: 'invalid_grant' } } });
+    const refusing = new AccessTokens({ getAccessToken: () => Promise.reject(refusal) });
+    const err = await Promise.resolve(refusing.get()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FcmCredentialRefused);
+    expect((err as Error).message).toMatch(/refused the service account \(HTTP 400\): invalid_grant: Invalid JWT Signature/);
+    const down = new AccessTokens({ getAccessToken: () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND oauth2.googleapis.com'), { code: 'ENOTFOUND' })) });
+    const netErr = await Promise.resolve(down.get()).catch((e: unknown) => e);
+    expect(netErr).not.toBeInstanceOf(FcmCredentialRefused);
+    expect((netErr as Error).message).toMatch(/ENOTFOUND/);
+  });
+
+  it('gives up a fetch that hangs past the deadline and asks a new credential next time', async () => {
+    const c = credentials((n) => (n === 1 ? new Promise(() => undefined) : Promise.resolve({ access_token: `token-${n}`, expires_in: 3600 })));
+    const tokens = new AccessTokens(c.make(), c.make);
+    const started = Date.now();
+    await expect(tokens.get(Date.now(), 50)).rejects.toBeInstanceOf(FcmTimeoutError);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(c.made).toBe(2);
+    expect(await tokens.get(Date.now(), 50)).toBe('token-2');
   });
 });
 

@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http2';
 import { retryAfterMs } from './retry-after.ts';
 import type { FcmFailure } from './fcm-classify.ts';
 import type { FcmMessage } from './fcm-message.ts';
-import type { FcmSessions } from './fcm-sessions.ts';
+import { FcmTimeoutError, type FcmSessions } from './fcm-sessions.ts';
 
 /** What FCM answered one send: its message name, or a failure in the classifier's terms. */
 export type FcmAnswer = { ok: true; name: string } | { ok: false; failure: FcmFailure };
@@ -15,25 +15,98 @@ export type FcmSend = (message: FcmMessage, timeoutMs: number) => Promise<FcmAns
 const REFRESH_BEFORE_EXPIRY_MS = 5 * 60_000;
 
 /**
+ * Google's token server refused the service account (an OAuth error answer, RFC 6749 §5.2:
+ * `invalid_grant` for a revoked or deleted key, or a host clock minutes off): no retry fixes it.
+ */
+export class FcmCredentialRefused extends Error {
+  override readonly name = 'FcmCredentialRefused';
+}
+
+/** The status of an OAuth error answer from the token server (gaxios' error keeps the response), if the error is one. */
+function tokenServerRefusal(err: unknown): number | undefined {
+  const status = (err as { response?: { status?: unknown } } | undefined)?.response?.status;
+  return status === 400 || status === 401 || status === 403 ? status : undefined;
+}
+
+/**
  * The credential's OAuth access token, cached until five minutes before it expires; one fetch at
- * a time however many sends wait for it.
+ * a time however many sends wait for it, each waiting at most its own deadline. `renew` makes a new
+ * credential where the old one must not be asked again: after FCM refused its token (the old one's
+ * token library would hand back its own cached copy) and after a fetch that hung past a deadline
+ * (whose library would make later calls wait on the hung request).
  */
 export class AccessTokens {
   private current: { token: string; refreshAt: number } | undefined;
   private fetching: Promise<string> | undefined;
+  /** The next fetch follows FCM's refusal of a token; `vouched` is what it fetched. */
+  private afterRefusal = false;
+  private vouched: string | undefined;
 
-  constructor(private readonly credential: Credential) {}
+  constructor(
+    private credential: Credential,
+    private readonly renew: () => Credential = () => credential,
+  ) {}
 
-  get(now = Date.now()): string | Promise<string> {
+  get(now = Date.now(), timeoutMs?: number): string | Promise<string> {
     if (this.current !== undefined && now < this.current.refreshAt) return this.current.token;
-    this.fetching ??= this.credential
+    const fetching = (this.fetching ??= this.fetch());
+    return timeoutMs === undefined ? fetching : this.within(fetching, timeoutMs);
+  }
+
+  /**
+   * FCM answered 401 UNAUTHENTICATED ("missing, invalid, or expired OAuth token") to a send that
+   * carried `token`. A token fetched before any refusal is dropped, so the next send fetches a new
+   * one, and the push is retried ('retry'); the token fetched after a refusal, refused too, is
+   * 'final': the credentials themselves are refused (the push parked, the app's ban counting it).
+   */
+  refused(token: string): 'retry' | 'final' {
+    if (token === this.vouched) return 'final';
+    if (this.current?.token === token) {
+      this.current = undefined;
+      this.credential = this.renew();
+      this.afterRefusal = true;
+    }
+    return 'retry';
+  }
+
+  private fetch(): Promise<string> {
+    const afterRefusal = this.afterRefusal;
+    const fetching: Promise<string> = this.credential
       .getAccessToken()
       .then(({ access_token, expires_in }) => {
         this.current = { token: access_token, refreshAt: Date.now() + expires_in * 1000 - REFRESH_BEFORE_EXPIRY_MS };
+        if (afterRefusal) {
+          this.vouched = access_token;
+          this.afterRefusal = false;
+        }
         return access_token;
       })
-      .finally(() => (this.fetching = undefined));
-    return this.fetching;
+      .catch((err: unknown) => {
+        const status = tokenServerRefusal(err);
+        throw status === undefined ? err : new FcmCredentialRefused(`Google's token server refused the service account (HTTP ${status}): ${(err as Error).message}`);
+      })
+      .finally(() => {
+        if (this.fetching === fetching) this.fetching = undefined;
+      });
+    return fetching;
+  }
+
+  private async within(fetching: Promise<string>, timeoutMs: number): Promise<string> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        if (this.fetching === fetching) {
+          this.fetching = undefined;
+          this.credential = this.renew();
+        }
+        reject(new FcmTimeoutError(`no OAuth access token from the token server within ${timeoutMs} ms`));
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([fetching, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
 
@@ -109,9 +182,14 @@ export function fcmSender(sessions: FcmSessions, tokens: AccessTokens, projectId
     access_token_auth: 'true',
   };
   return async (message, timeoutMs) => {
-    const token = await tokens.get();
+    const token = await tokens.get(Date.now(), timeoutMs);
     const res = await sessions.post(path, { ...fixed, authorization: `Bearer ${token}` }, JSON.stringify({ message }), timeoutMs);
-    if (res.status !== 200) return { ok: false, failure: failureOf(res.status, res.headers, res.body) };
+    if (res.status !== 200) {
+      const failure = failureOf(res.status, res.headers, res.body);
+      // Not THIRD_PARTY_AUTH_ERROR (also 401): the iOS or web credentials kept in Firebase, not this token.
+      const tokenRefused = res.status === 401 && failure.code !== 'THIRD_PARTY_AUTH_ERROR';
+      return { ok: false, failure: tokenRefused && tokens.refused(token) === 'retry' ? { ...failure, staleToken: true } : failure };
+    }
     const name = isJson(res.headers) ? (parsed(res.body) as { name?: unknown } | undefined)?.name : undefined;
     return typeof name === 'string' ? { ok: true, name } : { ok: false, failure: { code: 'INTERNAL', message: 'FCM answered without a message name', httpStatus: res.status } };
   };
