@@ -36,6 +36,7 @@ export { Headers } from '@herald/contracts';
 export { RETRIES_EXHAUSTED, DELIVERY_LIMIT, MESSAGE_ERROR } from './settle.ts';
 export { BrokerConnectError, BrokerUnavailableError, PublishFailedError, UnroutableError } from './errors.ts';
 export {
+  findParked,
   listParked,
   replayParked,
   purgeParked,

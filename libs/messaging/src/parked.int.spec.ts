@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connect, type Channel } from 'amqplib';
 import { handledBefore, HeraldHeaders } from './headers.ts';
-import { listParked, purgeParked, replayParked, ReplayError } from './parked.ts';
+import { findParked, listParked, purgeParked, replayParked, ReplayError } from './parked.ts';
 import { silentLogger, startTestBroker, takeMessage, type TestBroker } from './test-helpers.ts';
 import { workQueueTopology } from './topology.ts';
 
@@ -90,6 +90,21 @@ describe('parked messages: list, replay, purge', () => {
     expect(await depth('p.work.parked')).toBe(0);
   });
 
+  it('by id, stops looking once it has the message: a deep queue is not read to its end to show, replay or purge one', async () => {
+    await Promise.all(Array.from({ length: 250 }, (_, i) => park(`m${i}`, 'retries-exhausted')));
+    const progress: number[] = [];
+    expect(await replayParked({ ...opts(), filter: { kind: 'id', id: 'm7' }, onProgress: (p) => progress.push(p.seen) })).toEqual({ seen: 100, replayed: 1, refused: [] });
+    expect(progress).toEqual([100]);
+    // RabbitMQ 3.10 puts what a sweep read and gave back behind the rest: m100… come first now.
+    expect(await purgeParked({ ...opts(), filter: { kind: 'id', id: 'm120' } })).toEqual({ seen: 100, purged: 1 });
+    expect((await findParked({ ...opts(), messageId: 'm8' }))?.body.toString()).toBe('body-m8');
+    expect(await findParked({ ...opts(), messageId: 'm7' })).toBeUndefined();
+    // One not there is looked for to the end.
+    expect(await purgeParked({ ...opts(), filter: { kind: 'id', id: 'nope' } })).toEqual({ seen: 248, purged: 0 });
+    expect(await depth('p.work.parked')).toBe(248);
+    expect(await depth('p.work')).toBe(1);
+  });
+
   it('purges by code or all', async () => {
     await park('a', 'schema');
     await park('b', 'unknown-app');
@@ -106,6 +121,7 @@ describe('parked messages: list, replay, purge', () => {
     const err = await replayParked({ ...opts(), filter: { kind: 'all' } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ReplayError);
     expect((err as ReplayError).replayed).toBe(1);
+    expect((err as ReplayError).message).toMatch(/^replay stopped after 2 of 2 parked message\(s\): 1 replayed, 1 not replayed \(left parked\): queue "p\.deleted" does not exist$/);
     expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['gone']);
     expect(await depth('p.work')).toBe(1);
   });
@@ -117,7 +133,9 @@ describe('parked messages: list, replay, purge', () => {
     const progress: number[] = [];
     const err = await replayParked({ ...opts(), filter: { kind: 'all' }, confirmTimeoutMs: 1, onProgress: (p) => progress.push(p.seen) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ReplayError);
-    expect((err as ReplayError).message).toMatch(/^100 message\(s\) not replayed \(left parked\): no confirm \(none within 1 ms\); its copy may still reach its queue/);
+    expect((err as ReplayError).message).toMatch(
+      /^replay stopped after 100 of 150 parked message\(s\): 0 replayed, 100 not replayed \(left parked\), 50 not looked at \(still parked\): no confirm \(none within 1 ms\); its copy may still reach its queue/,
+    );
     expect((err as ReplayError).replayed).toBe(0);
     expect(progress).toEqual([100]); // the second chunk was not looked at, nor copied
     expect(await depth('p.work.parked')).toBe(150);

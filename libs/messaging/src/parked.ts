@@ -20,7 +20,7 @@ export interface ParkedMessage {
   body: Buffer;
 }
 
-/** Which parked messages an operation touches. */
+/** Which parked messages an operation touches; by id, the first found (its sweep stops there). */
 export type ParkedFilter = { kind: 'all' } | { kind: 'id'; id: string } | { kind: 'code'; code: string };
 
 export interface ParkedOptions {
@@ -155,6 +155,25 @@ async function sweep(ch: ConfirmChannel, parked: string, total: number, visit: (
   }
   return seen;
 }
+
+/**
+ * The first parked message with id `messageId`, without removing any: the sweep stops where it is,
+ * and keeps no other message's body (a list of the whole queue would hold every one).
+ */
+export async function findParked(opts: ParkedOptions & { messageId: string }): Promise<ParkedMessage | undefined> {
+  return withParkedChannel(opts, async (ch, parked, total) => {
+    let found: ParkedMessage | undefined;
+    await sweep(ch, parked, total, async (chunk) => {
+      const hit = chunk.find((m) => m.properties.messageId === opts.messageId);
+      if (hit !== undefined) found = toParked(hit, parked);
+      return found === undefined;
+    });
+    return found;
+  });
+}
+
+/** An operation on one message by id is done once that message is found (ids are per push). */
+const doneWith = (filter: ParkedFilter, chunk: readonly ParkedMessage[]): boolean => filter.kind === 'id' && chunk.some((m) => matches(m, filter));
 
 /** Up to `limit` parked messages, oldest first, without removing any. */
 export async function listParked(opts: ParkedOptions & { limit?: number }): Promise<ParkedMessage[]> {
@@ -311,8 +330,9 @@ export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
       const failures: string[] = [];
       const refused = new Map<string, RefusedReplay>();
       const seen = await sweep(ch, parked, total, async (chunk) => {
-        const chosen = chunk
-          .map((msg) => ({ msg, parked: toParked(msg, parked) }))
+        const read = chunk.map((msg) => ({ msg, parked: toParked(msg, parked) }));
+        const found = doneWith(opts.filter, read.map((x) => x.parked));
+        const chosen = read
           .filter((x) => matches(x.parked, opts.filter))
           .filter((x) => {
             const why = opts.force === true ? undefined : permanentRejection(x.parked.code);
@@ -326,9 +346,13 @@ export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
         seenSoFar += chunk.length;
         opts.onProgress?.({ seen: seenSoFar, total, replayed });
         // Copies RabbitMQ does not confirm now would not be confirmed for the next chunk either.
-        return !stalled;
+        return !stalled && !found;
       });
-      if (failures.length > 0) throw new ReplayError(`${failures.length} message(s) not replayed (left parked): ${failures[0]}`, replayed);
+      if (failures.length > 0) {
+        const unread = total - seen;
+        const counts = `${replayed} replayed, ${failures.length} not replayed (left parked)${unread > 0 ? `, ${unread} not looked at (still parked)` : ''}`;
+        throw new ReplayError(`replay stopped after ${seen} of ${total} parked message(s): ${counts}: ${failures[0]}`, replayed);
+      }
       return { seen, replayed, refused: [...refused.values()] };
     });
   } finally {
@@ -346,11 +370,12 @@ export async function purgeParked(opts: ParkedOptions & { filter: ParkedFilter }
     let purged = 0;
     const filter = opts.filter;
     const seen = await sweep(ch, parked, total, async (chunk) => {
-      for (const msg of chunk) {
-        if (!matches(toParked(msg, parked), filter)) continue;
+      const read = chunk.map((msg) => ({ msg, parked: toParked(msg, parked) }));
+      for (const { msg } of read.filter((x) => matches(x.parked, filter))) {
         ch.ack(msg);
         purged++;
       }
+      return !doneWith(filter, read.map((x) => x.parked));
     });
     return { seen, purged };
   });

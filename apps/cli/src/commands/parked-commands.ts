@@ -1,6 +1,6 @@
 import { createLogger } from '@herald/logging';
 import { ActionRefused } from '@herald/db';
-import { describeRefusals, listParked, parkedNameOf, purgeParked, replayParked, type ParkedFilter, type ParkedMessage, type ReplayResult } from '@herald/messaging';
+import { describeRefusals, findParked, listParked, parkedNameOf, purgeParked, replayParked, type ParkedFilter, type ParkedMessage, type ReplayResult } from '@herald/messaging';
 import type { Command } from 'commander';
 import { readCliConfig } from '../cli-config.ts';
 import { knownWorkQueue } from './queue-name.ts';
@@ -57,7 +57,7 @@ export function registerParkedCommands(program: Command): void {
     .command('show <queue> <messageId>')
     .description('one parked message: headers and body')
     .action(async (queue: string, messageId: string) => {
-      const found = (await listParked(base(queue))).find((m) => m.messageId === messageId);
+      const found = await findParked({ ...base(queue), messageId });
       if (found === undefined) throw new Error(`no parked message ${messageId} in ${queue}`);
       printObject({ ...row(found), headers: found.headers, body: bodyOf(found) }, true);
     });
