@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AppId } from './push-job.ts';
-import { ApnsConnection, ApnsConnectionView, FcmConnection, FcmConnectionView } from './provider-connection.ts';
+import { ApnsConnection, ApnsConnectionView, FcmConnection, FcmConnectionView, apnsCertificateProblem } from './provider-connection.ts';
 
 export * from './provider-connection.ts';
 
@@ -18,7 +18,10 @@ export const ApnsCredentials = z.discriminatedUnion('auth', [
   z.strictObject({ auth: z.literal('token'), keyPem: Pem, keyId: AppleId, teamId: AppleId, endpoint: ApnsEndpoint.default('development') }),
   z.strictObject({
     auth: z.literal('certificate'),
-    certPem: Pem,
+    certPem: Pem.superRefine((pem, ctx) => {
+      const problem = apnsCertificateProblem(pem);
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+    }),
     keyPem: Pem,
     passphrase: z.string().min(1).max(200).optional(),
     endpoint: ApnsEndpoint.default('development'),

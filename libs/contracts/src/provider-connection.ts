@@ -57,6 +57,28 @@ export function caPemProblem(pem: string): string | undefined {
   return undefined;
 }
 
+/**
+ * What is wrong with an APNs client certificate (its first PEM certificate) at `nowMs`, or undefined:
+ * one that cannot be read, has expired or is not valid yet. Apple's TLS handshake refuses such a
+ * certificate, which a pusher can only see as a connection closed before it was ready: retried and
+ * parked as a network failure, never as the app's credentials.
+ */
+export function apnsCertificateProblem(pem: string, nowMs = Date.now()): string | undefined {
+  const block = pem.match(PEM_CERTIFICATE)?.[0];
+  if (block === undefined) return 'must hold a PEM certificate (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)';
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(block);
+  } catch (err) {
+    return `is not a valid X.509 certificate: ${(err as Error).message}`;
+  }
+  const until = Date.parse(cert.validTo);
+  const from = Date.parse(cert.validFrom);
+  if (until <= nowMs) return `expired on ${new Date(until).toISOString()}: APNs refuses it; renew it in your Apple Developer account, or use a .p8 signing key (auth "token"), which does not expire`;
+  if (from > nowMs) return `is not valid until ${new Date(from).toISOString()}`;
+  return undefined;
+}
+
 const proxyShapeProblem = (u: URL): string | undefined => {
   if (u.protocol !== 'http:') return `must use http:// (a CONNECT proxy reached over plain TCP), got ${u.protocol}//`;
   if (u.port === '') return 'must name the port: http://host:port';
