@@ -117,7 +117,7 @@ export const isNowOrNever = (job: Pick<PushJob, 'ttl' | 'expiresAt' | 'content'>
  * now-or-never push is sent only within NOW_OR_NEVER_GRACE_S of acceptance (a backlog or an
  * outage must not deliver it late) and is not stored by the providers.
  */
-export function jobExpiry(job: PushJob, acceptedAt: Date): Date | undefined {
+export function jobExpiry(job: Pick<PushJob, 'ttl' | 'expiresAt' | 'content'>, acceptedAt: Date): Date | undefined {
   const candidates: number[] = [];
   if (job.expiresAt !== undefined) candidates.push(Date.parse(job.expiresAt));
   if (job.ttl !== undefined && job.ttl > 0) candidates.push(acceptedAt.getTime() + job.ttl * 1000);

@@ -173,4 +173,20 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content, deliverAt: { localTime: '09:00' } }, NOW)).toEqual([expect.stringMatching(/40 days after the job is due/) as unknown]);
     expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content, deliverAt: { at: '2026-01-06T00:00:00Z' } }, NOW)).toEqual([expect.stringMatching(/35 days after the job is due/) as unknown]);
   });
+
+  it('says so when a local time without a date expires within a day of acceptance: the devices whose local time comes later get nothing', () => {
+    const content = { title: 't' };
+    const local = { localTime: '09:00', jitter: 'PT30M' };
+    expect(jobNotices({ ttl: 7200, content, deliverAt: local }, NOW)).toEqual([
+      'the job expires at 2026-01-01T02:00:00.000Z (ttl, which counts from acceptance), less than a day after it was accepted: devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give a ttl of at least a day or an expiresAt a day ahead',
+    ]);
+    expect(jobNotices({ expiresAt: '2026-01-01T12:00:00Z', content, deliverAt: local }, NOW)).toEqual([expect.stringMatching(/^the job expires at 2026-01-01T12:00:00\.000Z \(expiresAt\), less than a day/) as unknown]);
+    // A VoIP push without an expiry is now-or-never.
+    expect(jobNotices({ content: { pushType: 'voip', data: { c: '1' } }, deliverAt: local }, NOW)).toEqual([expect.stringMatching(/\(now-or-never: sent within 60 s of acceptance or not at all\)/) as unknown]);
+    // A day or more, no expiry, a date or an instant: every device's local time comes before it, or the 400 of expiresBeforeDue decides.
+    expect(jobNotices({ ttl: 86_400, content, deliverAt: local }, NOW)).toEqual([]);
+    expect(jobNotices({ content, deliverAt: local }, NOW)).toEqual([]);
+    expect(jobNotices({ ttl: 7200, content, deliverAt: { ...local, date: '2026-01-01' } }, NOW)).toEqual([]);
+    expect(jobNotices({ ttl: 7200, content, deliverAt: { at: '2026-01-01T01:00:00Z' } }, NOW)).toEqual([]);
+  });
 });

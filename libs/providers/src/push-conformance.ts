@@ -1,4 +1,4 @@
-import { derivePushId, effectivePushType, isNowOrNever, type DevicePush, type Platform, type PushJob } from '@herald/contracts';
+import { derivePushId, effectivePushType, isNowOrNever, jobExpiry, type DevicePush, type Platform, type PushJob } from '@herald/contracts';
 import { apnsRequestParts } from './apns-notification.ts';
 import { apnsRequestProblem, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
 import { buildFcmMessage } from './fcm-message.ts';
@@ -139,18 +139,48 @@ export function webConformanceIssues(job: JobPart, now: Date = new Date()): Conf
 }
 
 /**
- * Sentences for the job's status when Herald had to adapt it to a provider's limits. FCM's ttl
- * counts from the send, so a scheduled job's expiry counts from when it is due: its earliest
- * possible instant (an `at`; a local time on a date, in the earliest zone, UTC+14; a local time
- * without a date, its acceptance).
+ * Sentences for the job's 202 answer and status when Herald had to adapt it to a provider's limits,
+ * or when part of it will not be delivered as asked (expiresBeforeDue refuses a job none of whose
+ * pushes could be).
  */
-export function jobNotices(job: Pick<PushJob, 'expiresAt' | 'content' | 'deliverAt'>, acceptedAt: Date): string[] {
-  if (job.expiresAt === undefined || !platformsFor(job.content).includes('fcm')) return [];
+export function jobNotices(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content' | 'deliverAt'>, acceptedAt: Date): string[] {
+  return [fcmStorageNotice(job, acceptedAt), localTimeExpiryNotice(job, acceptedAt)].filter((n): n is string => n !== undefined);
+}
+
+/**
+ * FCM's ttl counts from the send, so a scheduled job's expiry counts from when it is due: its
+ * earliest possible instant (an `at`; a local time on a date, in the earliest zone, UTC+14; a local
+ * time without a date, its acceptance).
+ */
+function fcmStorageNotice(job: Pick<PushJob, 'expiresAt' | 'content' | 'deliverAt'>, acceptedAt: Date): string | undefined {
+  if (job.expiresAt === undefined || !platformsFor(job.content).includes('fcm')) return undefined;
   const from = earliestSend(job.deliverAt, acceptedAt);
   const aheadS = (Date.parse(job.expiresAt) - from) / 1000;
-  if (aheadS <= HERALD_MAX_STORAGE_S) return [];
+  if (aheadS <= HERALD_MAX_STORAGE_S) return undefined;
   const after = job.deliverAt === undefined ? 'ahead' : 'after the job is due';
-  return [`expiresAt is ${Math.round(aheadS / 86_400)} days ${after}: FCM stores a push at most 28 days, so FCM devices get android.ttl ${HERALD_MAX_STORAGE_S}s`];
+  return `expiresAt is ${Math.round(aheadS / 86_400)} days ${after}: FCM stores a push at most 28 days, so FCM devices get android.ttl ${HERALD_MAX_STORAGE_S}s`;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * A local time without a date falls within the next day in each device's zone: an expiry less than
+ * a day after acceptance (a ttl counts from acceptance) drops the pushes of every device whose
+ * local time comes after it, as expired, behind a 202. Said, not refused: some zones do get it.
+ */
+function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content' | 'deliverAt'>, acceptedAt: Date): string | undefined {
+  const d = job.deliverAt;
+  if (d === undefined || 'at' in d || d.date !== undefined) return undefined;
+  const expiry = jobExpiry(job, acceptedAt);
+  if (expiry === undefined || expiry.getTime() - acceptedAt.getTime() >= DAY_MS) return undefined;
+  const at = expiry.getTime();
+  const by =
+    job.expiresAt !== undefined && Date.parse(job.expiresAt) === at
+      ? 'expiresAt'
+      : job.ttl !== undefined && job.ttl > 0 && acceptedAt.getTime() + job.ttl * 1000 === at
+        ? 'ttl, which counts from acceptance'
+        : 'now-or-never: sent within 60 s of acceptance or not at all';
+  return `the job expires at ${expiry.toISOString()} (${by}), less than a day after it was accepted: devices whose local ${d.localTime} comes after that get nothing (recorded as expired); for every device, give a ttl of at least a day or an expiresAt a day ahead`;
 }
 
 function earliestSend(deliverAt: PushJob['deliverAt'], acceptedAt: Date): number {
