@@ -60,7 +60,7 @@ export const RegisterShape = {
   app: AppId,
   platform: Platform,
   token: Token,
-  /** APNs: `voip` for a PushKit token, `liveactivity` for a Live Activity push token; default `device`. */
+  /** APNs: `voip` for a PushKit token, `liveactivity` for a Live Activity push token, `device`. Absent: the device keeps the one it has (a new one is `device`). */
   tokenKind: z.enum(TokenKinds).optional(),
   userId: UserId,
   /** IANA zone name, e.g. "Europe/Berlin"; used to resolve local delivery times (an unknown zone is refused). Absent: the device keeps the one it has. */

@@ -14,7 +14,7 @@ let n = 0;
 const nextToken = () => `tok-${++n}-${Math.random().toString(36).slice(2)}`;
 const at = (minute: number) => new Date(Date.UTC(2025, 0, 1, 12, minute)).toISOString();
 
-type RegisterExtra = { userId?: string; timezone?: string; locale?: string };
+type RegisterExtra = { userId?: string; timezone?: string; locale?: string; tokenKind?: 'device' | 'voip' | 'liveactivity' };
 const register = (token: string, minute: number, extra: RegisterExtra = {}): Registration => ({
   version: 1,
   kind: 'register',
@@ -124,6 +124,24 @@ describe('DeviceRepository.applyRegistrations (batch)', () => {
     expect(await t.db.devices.applyRegistration(unregister(token, 5))).toBe('applied');
     expect(await t.db.devices.applyRegistration(register(token, 5, { userId: 'u2' }))).toBe('applied');
     expect(await device(token)).toMatchObject({ user_id: 'u2', invalidated_at: null, registered_at: new Date(at(5)) });
+  });
+
+  it('a register that does not name its token kind keeps the device\'s (a VoIP token refreshed on start stays VoIP); one that names it sets it', async () => {
+    const token = nextToken();
+    await t.db.devices.applyRegistration(register(token, 0, { tokenKind: 'voip' }));
+    expect(await t.db.devices.applyRegistration(register(token, 1))).toBe('applied');
+    expect((await device(token))?.token_kind).toBe('voip');
+    await t.db.devices.applyRegistration(register(token, 2, { tokenKind: 'device' }));
+    expect((await device(token))?.token_kind).toBe('device');
+    // An unregister and a register after it without a kind: still the kind it had.
+    const live = nextToken();
+    await t.db.devices.applyRegistration(register(live, 0, { tokenKind: 'liveactivity' }));
+    await t.db.devices.applyRegistration(unregister(live, 1));
+    await t.db.devices.applyRegistration(register(live, 2));
+    expect((await device(live))?.token_kind).toBe('liveactivity');
+    const fresh = nextToken();
+    await t.db.devices.applyRegistration(register(fresh, 0));
+    expect((await device(fresh))?.token_kind).toBe('device');
   });
 
   it('returns an empty list for an empty batch', async () => {

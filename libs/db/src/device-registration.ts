@@ -52,7 +52,9 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
     insert into devices as d
       (app, platform, token, token_kind, user_id, timezone, locale, registered_at, last_event_at, invalidated_at, invalidation_reason,
        web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at, event_applied_at)
-    select i.app, i.platform, i.token, coalesce(i.token_kind, 'device'), i.user_id, i.timezone, i.locale,
+    -- A register that does not name its token kind keeps the device's: a refresh on start without it made a
+    -- VoIP token 'device', which got alerts under the bundle id, DeviceTokenNotForTopic, and was invalidated.
+    select i.app, i.platform, i.token, coalesce(i.token_kind, prior.token_kind, 'device'), i.user_id, i.timezone, i.locale,
            case when i.is_register then least(i.event_at, now()) end,
            i.event_at,
            case when i.is_register then null else least(i.event_at, now()) end,
@@ -80,6 +82,9 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       select true as found, s.web_vapid_key from devices s
       where s.app = i.app and s.platform = i.platform and s.token = i.token and s.web_p256dh = i.web_p256dh and s.web_auth = i.web_auth
     ) same on i.is_register and i.platform = 'web'
+    left join lateral (
+      select p.token_kind from devices p where p.app = i.app and p.platform = i.platform and p.token = i.token
+    ) prior on i.is_register and i.token_kind is null
     order by i.app, i.platform, i.token -- one lock order for every batch: no deadlocks
     on conflict (app, platform, token) do update set
       user_id = case when excluded.registered_at is null then d.user_id else excluded.user_id end,
