@@ -69,6 +69,6 @@ describe('Web Push faults', () => {
   it('accept the push service statuses by name and refuse APNs or FCM error names', () => {
     expect(parseFaultSpec({ platform: 'web', error: 'Gone', token: 'https://127.0.0.1:4445/wp/abc' })).toMatchObject({ ok: true });
     expect(parseFaultSpec({ platform: 'web', error: 'TooManyRequests', retryAfterSeconds: 5 })).toMatchObject({ ok: true });
-    expect(parseFaultSpec({ platform: 'web', error: 'Unregistered' })).toEqual({ ok: false, reason: expect.stringContaining('NotFound, Gone, PayloadTooLarge, TooManyRequests, InternalServerError') });
+    expect(parseFaultSpec({ platform: 'web', error: 'Unregistered' })).toEqual({ ok: false, reason: expect.stringContaining('NotFound, Gone, NotAcceptable, PayloadTooLarge, TooManyRequests, InternalServerError') });
   });
 });
