@@ -218,11 +218,15 @@ describe('HTTP API: two apps on both platforms, each through its own credentials
     expect(row.fcm_secret).not.toContain('ya29');
   });
 
-  it('unregisters a device: later jobs no longer target it', async () => {
+  it("unregisters a device: later jobs no longer target it; one naming another user than the device's changes nothing", async () => {
     const { user, devices } = users.get('beta') ?? { user: '', devices: [] };
-    const fcm = devices[1] as Device;
-    expect((await call(sys, 'DELETE', '/v1/devices', { key, body: { app: 'beta', platform: 'fcm', token: fcm.token } })).status).toBe(202);
+    const [apns, fcm] = devices as [Device, Device];
+    // A sign-out of the phone's previous user (from that user's old list of tokens) leaves the device to its present one.
+    expect((await call(sys, 'DELETE', '/v1/devices', { key, body: { app: 'beta', platform: 'apns', token: apns.token, userId: 'previous-owner' } })).status).toBe(202);
+    expect((await call(sys, 'DELETE', '/v1/devices', { key, body: { app: 'beta', platform: 'fcm', token: fcm.token, userId: user } })).status).toBe(202);
     await registered('beta', user, 1);
+    const left = await sys.database.db.devices.findTargets([{ key: 'k', app: 'beta', userIds: [user], category: '__none__' }], new Date());
+    expect((left.get('k') ?? []).map((d) => d.token)).toEqual([apns.token]);
   });
 
   it('serves an OpenAPI document generated from the contract schemas', async () => {

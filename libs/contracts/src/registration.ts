@@ -84,6 +84,12 @@ export const UnregisterShape = {
   app: AppId,
   platform: Platform,
   token: Token,
+  /**
+   * The user logging out: the unregister applies only while the device is still that user's (else it
+   * is stale). Without it, it applies whoever holds the device: a "sign out everywhere" sent from an
+   * old list of the user's tokens would switch off a phone that another user has logged in on since.
+   */
+  userId: UserId.optional(),
   eventAt: EventAt,
 };
 

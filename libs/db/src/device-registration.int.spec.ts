@@ -25,12 +25,13 @@ const register = (token: string, minute: number, extra: RegisterExtra = {}): Reg
   eventAt: at(minute),
   ...extra,
 });
-const unregister = (token: string, minute: number): Registration => ({
+const unregister = (token: string, minute: number, userId?: string): Registration => ({
   version: 1,
   kind: 'unregister',
   app: 'app-a',
   platform: 'apns',
   token,
+  ...(userId !== undefined && { userId }),
   eventAt: at(minute),
 });
 
@@ -142,6 +143,22 @@ describe('DeviceRepository.applyRegistrations (batch)', () => {
     const fresh = nextToken();
     await t.db.devices.applyRegistration(register(fresh, 0));
     expect((await device(fresh))?.token_kind).toBe('device');
+  });
+
+  it("an unregister naming its user applies only while the device is that user's: a late sign-out of the phone's last user leaves the new one", async () => {
+    const token = nextToken();
+    await t.db.devices.applyRegistration(register(token, 0, { userId: 'alice' }));
+    await t.db.devices.applyRegistration(register(token, 1, { userId: 'bob' }));
+    // Alice's backend signs her out everywhere from its old list of her tokens.
+    expect(await t.db.devices.applyRegistration(unregister(token, 2, 'alice'))).toBe('stale');
+    expect(await device(token)).toMatchObject({ user_id: 'bob', invalidated_at: null });
+    expect(await t.db.devices.applyRegistration(unregister(token, 3, 'bob'))).toBe('applied');
+    expect(await device(token)).toMatchObject({ user_id: 'bob', invalidation_reason: 'unregistered' });
+    // Without a user, it applies whoever holds the device, as before.
+    const other = nextToken();
+    await t.db.devices.applyRegistration(register(other, 0, { userId: 'bob' }));
+    expect(await t.db.devices.applyRegistration(unregister(other, 1))).toBe('applied');
+    expect(await device(other)).toMatchObject({ invalidation_reason: 'unregistered' });
   });
 
   it('returns an empty list for an empty batch', async () => {

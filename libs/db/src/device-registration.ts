@@ -9,7 +9,8 @@ export type RegistrationResult = 'applied' | 'stale';
 
 /**
  * Apply register/unregister events in one statement. Last event time wins: an event older than
- * the device's last event (or than its invalidation) changes nothing and is 'stale'. Within one
+ * the device's last event (or than its invalidation) changes nothing and is 'stale', and so is an
+ * unregister naming a user the device no longer belongs to. Within one
  * batch, the newest event per device is applied and the others report 'stale' (superseded).
  *
  * Event times come from the reporting system's clock, often the phone's. Among a device's own
@@ -71,7 +72,7 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
            now()
     from unnest(
       ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.platform)}::text[], ${rows.map((r) => r.token)}::text[],
-      ${rows.map((r) => reg(r)?.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],
+      ${rows.map((r) => r.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],
       ${rows.map((r) => reg(r)?.locale ?? null)}::text[], ${rows.map((r) => r.eventAt)}::timestamptz[],
       ${rows.map((r) => r.kind === 'register')}::boolean[], ${rows.map((r) => reg(r)?.tokenKind ?? null)}::text[],
       ${rows.map((r) => reg(r)?.keys?.p256dh ?? null)}::text[], ${rows.map((r) => reg(r)?.keys?.auth ?? null)}::text[],
@@ -115,6 +116,8 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
     -- Later than the device's last event (later-event.ts), and (clamped, above) not before its invalidation.
     -- Rows from before migration 0029 were applied no later than their updated_at.
     where ${laterEventSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`d.event_ahead_mark`)}
+      -- An unregister naming its user applies only while the device is still that user's.
+      and (excluded.registered_at is not null or excluded.user_id is null or excluded.user_id = d.user_id)
       and coalesce(case when ${sameRegister} then d.registered_at end, excluded.registered_at, excluded.invalidated_at) >= coalesce(d.invalidated_at, '-infinity'::timestamptz)
     returning d.app, d.platform, d.token, d.user_id, d.last_seen_at, d.registered_at, d.invalidated_at
     ), touched as (

@@ -89,6 +89,7 @@ export function registerPublishCommands(program: Command): void {
     .option('--token <token>', 'device token (web: the subscription endpoint)')
     .option('--endpoint <url>', 'web: the subscription endpoint')
     .option('--subscription <json>', "web: the browser's PushSubscription.toJSON()")
+    .option('--user <userId>', "only while the device is still this user's (a sign-out); without it, whoever holds it")
     .action(async (o: Record<string, string>) => {
       const { token } = deviceFieldsFromFlags(o as DeviceFlags, 'unregister');
       // A disabled app's unregister is applied too (registrar, DELETE /v1/devices): a logout during an
@@ -100,6 +101,7 @@ export function registerPublishCommands(program: Command): void {
           app: String(o['app']),
           platform: o['platform'] as Platform,
           token,
+          ...(o['user'] !== undefined && { userId: String(o['user']) }),
           eventAt: new Date().toISOString(),
         }),
       );
