@@ -17,7 +17,7 @@ await runService('registrar', config, async ({ logger, registry }) => {
     prefetch: config.REGISTRAR_PREFETCH,
     batch: { maxSize: config.REGISTRAR_BATCH_SIZE, maxWaitMs: config.REGISTRAR_BATCH_WAIT_MS },
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
-    handle: createRegistrarHandler({ devices: db.devices, audiences: createAudienceStore(db.kysely), apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS), logger }),
+    handle: createRegistrarHandler({ devices: db.devices, audiences: createAudienceStore(db.kysely), apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS), logger, registry }),
     messageError: refusedValueReason,
   });
   // Devices whose token a provider declared dead go after DEVICE_RETENTION_DAYS (device-prune.ts), a

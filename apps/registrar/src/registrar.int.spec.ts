@@ -1,3 +1,4 @@
+import { Registry } from '@herald/runtime';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAppCache, createAppCredentialStore, createDatabase, createSecretBox, refusedValueReason, type Database } from '@herald/db';
@@ -81,12 +82,16 @@ describe('registrar handler', () => {
     for (const token of ['t-no-user', 't-unknown']) expect(await device(token)).toBeUndefined();
   });
 
-  it('acks a stale event without letting it change the device', async () => {
-    const handle = createRegistrarHandler({ devices: t.db.devices, apps: createAppCache(t.db.apps, 60_000), logger });
+  it('acks a stale event without letting it change the device, and counts it', async () => {
+    const registry = new Registry();
+    const handle = createRegistrarHandler({ devices: t.db.devices, apps: createAppCache(t.db.apps, 60_000), logger, registry });
     const newer = { kind: 'unregister', app: 'chat', platform: 'apns', token: apns('t-stale'), eventAt: '2025-03-02T00:00:00Z' };
     expect(await handle([message(newer)])).toEqual([{ kind: 'ack' }]);
     expect(await handle([message(register('t-stale', { eventAt: '2025-03-01T00:00:00Z' }))])).toEqual([{ kind: 'ack' }]);
     expect(await device('t-stale')).toMatchObject({ user_id: null, invalidation_reason: 'unregistered' });
+    const counted = await registry.getSingleMetricAsString('herald_registrations_total');
+    expect(counted).toContain('herald_registrations_total{kind="unregister",result="applied"} 1');
+    expect(counted).toContain('herald_registrations_total{kind="register",result="stale"} 1');
   });
 
   it('defers the valid messages while the database is unreachable (no attempt spent), still parking the bad ones', async () => {

@@ -1,6 +1,7 @@
 import { decodeWith, endpointHostProblem, normalizeDeviceToken, Registration } from '@herald/contracts';
 import { isDatabaseUnavailable, refusedValueReason, type AppRow, type DeviceRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
+import { Counter, type Registry } from '@herald/runtime';
 import { applyMembershipEvents, isMembershipMessage, type MembershipDeps } from './membership-events.ts';
 
 // Minimal structural types; @herald/messaging exports identical shapes.
@@ -24,6 +25,8 @@ export interface RegistrarDeps {
   audiences?: MembershipDeps['audiences'];
   apps: { get(id: string): Promise<AppRow | undefined> };
   logger: Logger;
+  /** Where herald_registrations_total is registered (the service's registry). */
+  registry?: Registry;
 }
 
 type Decoded = { index: number; reg: Registration };
@@ -110,16 +113,28 @@ async function checkApps(regs: readonly Decoded[], deps: RegistrarDeps, outcomes
   return usable;
 }
 
-/** Applies the batch in one statement; stale events (older than the device's last) are acked. */
-async function apply(valid: readonly Decoded[], deps: RegistrarDeps, outcomes: Outcome[]): Promise<void> {
+/**
+ * Applies the batch in one statement; stale events (older than the device's last, or an unregister
+ * naming a user the device no longer belongs to) are acked, and counted as such.
+ */
+async function apply(valid: readonly Decoded[], deps: RegistrarDeps, outcomes: Outcome[], counted?: Counter<'kind' | 'result'>): Promise<void> {
   const results = await deps.devices.applyRegistrations(valid.map((d) => d.reg));
   valid.forEach(({ index, reg }, i) => {
     outcomes[index] = ACK;
+    const result = results[i] ?? 'stale';
+    counted?.inc({ kind: reg.kind, result });
     const log = { app: reg.app, platform: reg.platform, kind: reg.kind, eventAt: reg.eventAt, token: reg.token };
-    if (results[i] === 'stale') deps.logger.debug(log, 'stale registration ignored');
-    else deps.logger.debug(log, 'registration applied');
+    deps.logger.debug(log, result === 'stale' ? 'stale registration ignored' : 'registration applied');
   });
 }
+
+const registrationsCounter = (registry: Registry): Counter<'kind' | 'result'> =>
+  new Counter({
+    name: 'herald_registrations_total',
+    help: 'Register and unregister events the registrar applied (result "applied") or ignored as stale (older than the device\'s last event, or an unregister naming a user the device no longer belongs to)',
+    labelNames: ['kind', 'result'],
+    registers: [registry],
+  });
 
 /**
  * A database that is down or restarting defers the message (it comes back in a second, spending no
@@ -136,6 +151,7 @@ function databaseFailure(err: unknown): Outcome {
  * failures defer or retry the affected messages (databaseFailure); bad input never throws.
  */
 export function createRegistrarHandler(deps: RegistrarDeps): (messages: readonly InboundMessage[]) => Promise<Outcome[]> {
+  const counted = deps.registry === undefined ? undefined : registrationsCounter(deps.registry);
   return async (messages) => {
     const outcomes: Outcome[] = messages.map(() => ACK);
     const decoded: Decoded[] = [];
@@ -157,7 +173,7 @@ export function createRegistrarHandler(deps: RegistrarDeps): (messages: readonly
       }
     });
     try {
-      await apply(await checkApps(decoded, deps, outcomes), deps, outcomes);
+      await apply(await checkApps(decoded, deps, outcomes), deps, outcomes, counted);
     } catch (err) {
       // A value PostgreSQL refuses (a token too long for its index, a year it has not) is one
       // message's: thrown, the consumer handles the batch again in halves until that message is
