@@ -95,7 +95,7 @@ describe('scheduled pushes', () => {
     const due = async (jobId: string) => (await waitFor(`stored ${jobId}`, async () => (await storedRows(jobId))[0]))?.due_at;
     expect(await due(indiaJob.id)).toEqual(target);
     expect(await due(marsJob.id)).toEqual(target);
-    expect(await metric(sys.service('demuxer'), 'herald_demuxer_timezone_fallback_total')).toBe(1);
+    expect(await metric(sys.service('demuxer'), 'herald_demuxer_timezone_fallback_total', { app: DEMO_APP.id })).toBe(1);
   });
 
   it('two deschedulers over 2,000 due pushes release each exactly once', async () => {

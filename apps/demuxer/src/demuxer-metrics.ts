@@ -4,7 +4,7 @@ export interface DemuxerMetrics {
   jobs: Counter<'outcome'>;
   devicePushes: Counter<'platform'>;
   scheduled: Counter<'platform' | 'outcome'>;
-  timezoneFallbacks: Counter;
+  timezoneFallbacks: Counter<'app'>;
   waveOverCapacity: Counter<'platform'>;
   /** Audience fan-out chunks (fanout-chunk.ts) by outcome, and the devices they read. */
   fanoutChunks: Counter<'outcome'>;
@@ -33,7 +33,8 @@ export function createDemuxerMetrics(registry: Registry): DemuxerMetrics {
     }),
     timezoneFallbacks: new Counter({
       name: 'herald_demuxer_timezone_fallback_total',
-      help: 'Device pushes whose local delivery time was read in UTC because the device timezone was missing or unknown',
+      help: 'Device pushes whose local delivery time was read in UTC because the device timezone was missing or unknown, by app',
+      labelNames: ['app'],
       registers: [registry],
     }),
     waveOverCapacity: new Counter({

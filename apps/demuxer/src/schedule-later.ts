@@ -35,8 +35,8 @@ export async function scheduleLater(job: PushJob, split: ScheduleSplit, deps: De
     logger.info({ jobId: job.id, expired: split.expired.length }, 'scheduled pushes would expire before they are due: dropped');
   }
   if (split.timezoneFallbacks > 0) {
-    metrics.timezoneFallbacks.inc(split.timezoneFallbacks);
-    logger.warn({ jobId: job.id, devices: split.timezoneFallbacks }, 'device timezone missing or unknown: local time read in UTC');
+    metrics.timezoneFallbacks.inc({ app: job.app }, split.timezoneFallbacks);
+    logger.warn({ jobId: job.id, app: job.app, devices: split.timezoneFallbacks }, 'device timezone missing or unknown: local time read in UTC');
   }
   for (const alert of scheduling.wave.add(split.later.map((p) => ({ platform: p.push.platform, dueAt: p.dueAt })), now)) {
     metrics.waveOverCapacity.inc({ platform: alert.platform });

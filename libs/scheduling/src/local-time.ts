@@ -1,4 +1,4 @@
-import { DateTime } from 'luxon';
+import { DateTime, IANAZone } from 'luxon';
 
 export interface WallClock {
   year: number;
@@ -49,5 +49,22 @@ export function nextWallClockInstant(hour: number, minute: number, zone: string,
   return candidates.find((c) => c.getTime() >= from.getTime()) ?? wallClockToInstant(on(today.plus({ days: 1 })), zone);
 }
 
-/** Whether luxon knows the zone (an IANA name such as "Asia/Kolkata"). */
-export const isKnownZone = (zone: string): boolean => DateTime.now().setZone(zone).isValid;
+/**
+ * Whether the zone is an IANA name ("Asia/Kolkata"), as the doors judge it (contracts' timeZoneProblem
+ * agrees with IANAZone.isValidZone). Not luxon's setZone, which also takes "local" and "system" (the
+ * server's own zone) and fixed offsets such as "UTC+3": a zone stored before the doors checked it
+ * read so was not counted as a fallback, and gave the server's local time.
+ */
+export function isKnownZone(zone: string): boolean {
+  // isValidZone builds an Intl.DateTimeFormat a call; a wave asks for the same few hundred zones a million times.
+  let known = knownZones.get(zone);
+  if (known === undefined) {
+    known = IANAZone.isValidZone(zone);
+    if (knownZones.size < MAX_ZONES_REMEMBERED) knownZones.set(zone, known);
+  }
+  return known;
+}
+
+/** IANA has about 600 names; what devices report beyond that (typos) is judged again each time. */
+const MAX_ZONES_REMEMBERED = 2_000;
+const knownZones = new Map<string, boolean>();

@@ -75,6 +75,10 @@ describe('resolveDeliverAt', () => {
     expect(resolveDeliverAt({ localTime: '09:00' }, 'Mars/Olympus_Mons', 'j', 'd', now)).toEqual({ dueAt: at('2026-05-20T09:00:00Z'), timezoneFallback: true });
     expect(resolveDeliverAt({ localTime: '09:00' }, null, 'j', 'd', now).timezoneFallback).toBe(true);
     expect(resolveDeliverAt({ localTime: '09:00' }, 'UTC', 'j', 'd', now).timezoneFallback).toBe(false);
+    // Zones luxon reads but the doors refuse (stored before they checked): the server's own zone, a fixed offset.
+    for (const zone of ['local', 'system', 'UTC+3']) {
+      expect(resolveDeliverAt({ localTime: '09:00' }, zone, 'j', 'd', now)).toEqual({ dueAt: at('2026-05-20T09:00:00Z'), timezoneFallback: true });
+    }
   });
 
   it('jitter is deterministic per (job, device), inside the window, and spreads devices over it', () => {
