@@ -263,7 +263,7 @@ async function republish(copies: CopyPublisher, items: readonly Item[], confirmT
   const givenUp = Promise.race([
     copies.blocked.then((reason) => `RabbitMQ is blocking publishes: ${reason}`),
     new Promise<string>((resolve) => (timer = setTimeout(() => resolve(`none within ${confirmTimeoutMs} ms`), confirmTimeoutMs))),
-  ]).then((why) => (gaveUp = `no confirm (${why}); its copy may still reach its queue when RabbitMQ takes it, and a later replay is safe: Herald sends a push once whatever copies its queues hold`));
+  ]).then((why) => (gaveUp = `no confirm (${why}); its copy may still reach its queue when RabbitMQ takes it, and a later replay is safe while the ledger remembers the push (LEDGER_RETENTION_HOURS, 168 by default): Herald sends a push once whatever copies its queues hold`));
   try {
     const results = await Promise.all(
       items.map((item) => {
