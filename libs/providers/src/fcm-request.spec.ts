@@ -91,6 +91,37 @@ describe('AccessTokens: a token FCM refused, a token server that refuses or hang
     expect(tokens.get()).toBe('token-2');
   });
 
+  it('a token fetched after a refusal that FCM then took is trusted again: a later 401 is retried, not final', async () => {
+    const c = credentials();
+    const tokens = new AccessTokens(c.make(), c.make);
+    expect(await tokens.get()).toBe('token-1');
+    tokens.refused('token-1');
+    expect(await tokens.get()).toBe('token-2');
+    tokens.accepted('token-2');
+    expect(tokens.refused('token-2')).toBe('retry');
+    expect(await tokens.get()).toBe('token-3');
+  });
+
+  it('a refusal while a fetch is under way gives that fetch up: its late answer overwrites nothing, the next comes from a new credential', async () => {
+    let late: (v: { access_token: string; expires_in: number }) => void = () => undefined;
+    let fetches = 0;
+    const answer = () => (++fetches === 2 ? new Promise<{ access_token: string; expires_in: number }>((r) => (late = r)) : Promise.resolve({ access_token: `token-${fetches}`, expires_in: 3600 }));
+    let made = 0;
+    const make = () => (made++, { getAccessToken: answer });
+    const tokens = new AccessTokens(make(), make);
+    expect(await tokens.get()).toBe('token-1');
+    // A refresh (five minutes before expiry) is under way when FCM refuses token-1.
+    const refreshing = tokens.get(Date.now() + 56 * 60_000);
+    expect(tokens.refused('token-1')).toBe('retry');
+    expect(made).toBe(2);
+    expect(await tokens.get()).toBe('token-3');
+    late({ access_token: 'token-1', expires_in: 3600 });
+    expect(await refreshing).toBe('token-1');
+    expect(tokens.get()).toBe('token-3');
+    // The refused token coming back late was not taken as the one fetched after the refusal.
+    expect(tokens.refused('token-3')).toBe('final');
+  });
+
   it('a credential that gives the same token again (a fixed access token): refused twice, final', async () => {
     const fixed = { getAccessToken: () => Promise.resolve({ access_token: 'ya29.fixed', expires_in: 3600 }) };
     const tokens = new AccessTokens(fixed, () => fixed);
@@ -120,6 +151,17 @@ describe('AccessTokens: a token FCM refused, a token server that refuses or hang
     expect(Date.now() - started).toBeLessThan(1000);
     expect(c.made).toBe(2);
     expect(await tokens.get(Date.now(), 50)).toBe('token-2');
+  });
+
+  it('a fetch given up at its deadline that answers later overwrites nothing', async () => {
+    let late: (v: { access_token: string; expires_in: number }) => void = () => undefined;
+    const c = credentials((n) => (n === 1 ? new Promise((r) => (late = r)) : Promise.resolve({ access_token: `token-${n}`, expires_in: 3600 })));
+    const tokens = new AccessTokens(c.make(), c.make);
+    await expect(tokens.get(Date.now(), 20)).rejects.toBeInstanceOf(FcmTimeoutError);
+    expect(await tokens.get(Date.now(), 50)).toBe('token-2');
+    late({ access_token: 'token-1', expires_in: 3600 });
+    await new Promise((r) => setImmediate(r));
+    expect(tokens.get()).toBe('token-2');
   });
 });
 

@@ -38,7 +38,9 @@ function tokenServerRefusal(err: unknown): number | undefined {
 export class AccessTokens {
   private current: { token: string; refreshAt: number } | undefined;
   private fetching: Promise<string> | undefined;
-  /** The next fetch follows FCM's refusal of a token; `vouched` is what it fetched. */
+  /** Only the latest fetch writes what it got: one given up (a deadline, a refusal) still answers the sends waiting on it. */
+  private generation = 0;
+  /** The next fetch follows FCM's refusal of a token; `vouched` is what it fetched, until FCM takes it. */
   private afterRefusal = false;
   private vouched: string | undefined;
 
@@ -56,28 +58,44 @@ export class AccessTokens {
   /**
    * FCM answered 401 UNAUTHENTICATED ("missing, invalid, or expired OAuth token") to a send that
    * carried `token`. A token fetched before any refusal is dropped, so the next send fetches a new
-   * one, and the push is retried ('retry'); the token fetched after a refusal, refused too, is
-   * 'final': the credentials themselves are refused (the push parked, the app's ban counting it).
+   * one (through a new credential, any fetch under way given up), and the push is retried
+   * ('retry'); the token fetched after a refusal, refused too before FCM took it once, is 'final':
+   * the credentials themselves are refused (the push parked, the app's ban counting it).
    */
   refused(token: string): 'retry' | 'final' {
     if (token === this.vouched) return 'final';
     if (this.current?.token === token) {
       this.current = undefined;
-      this.credential = this.renew();
       this.afterRefusal = true;
+      this.giveUpFetch();
     }
     return 'retry';
   }
 
+  /** FCM took a send carrying `token`: a token fetched after a refusal is no longer on probation. */
+  accepted(token: string): void {
+    if (token === this.vouched) this.vouched = undefined;
+  }
+
+  /** The fetch under way (if any) writes nothing more, and the next one asks a new credential. */
+  private giveUpFetch(): void {
+    this.generation++;
+    this.fetching = undefined;
+    this.credential = this.renew();
+  }
+
   private fetch(): Promise<string> {
+    const generation = ++this.generation;
     const afterRefusal = this.afterRefusal;
     const fetching: Promise<string> = this.credential
       .getAccessToken()
       .then(({ access_token, expires_in }) => {
-        this.current = { token: access_token, refreshAt: Date.now() + expires_in * 1000 - REFRESH_BEFORE_EXPIRY_MS };
-        if (afterRefusal) {
-          this.vouched = access_token;
-          this.afterRefusal = false;
+        if (generation === this.generation) {
+          this.current = { token: access_token, refreshAt: Date.now() + expires_in * 1000 - REFRESH_BEFORE_EXPIRY_MS };
+          if (afterRefusal) {
+            this.vouched = access_token;
+            this.afterRefusal = false;
+          }
         }
         return access_token;
       })
@@ -95,10 +113,7 @@ export class AccessTokens {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        if (this.fetching === fetching) {
-          this.fetching = undefined;
-          this.credential = this.renew();
-        }
+        if (this.fetching === fetching) this.giveUpFetch();
         reject(new FcmTimeoutError(`no OAuth access token from the token server within ${timeoutMs} ms`));
       }, timeoutMs);
     });
@@ -190,6 +205,7 @@ export function fcmSender(sessions: FcmSessions, tokens: AccessTokens, projectId
       const tokenRefused = res.status === 401 && failure.code !== 'THIRD_PARTY_AUTH_ERROR';
       return { ok: false, failure: tokenRefused && tokens.refused(token) === 'retry' ? { ...failure, staleToken: true } : failure };
     }
+    tokens.accepted(token);
     const name = isJson(res.headers) ? (parsed(res.body) as { name?: unknown } | undefined)?.name : undefined;
     return typeof name === 'string' ? { ok: true, name } : { ok: false, failure: { code: 'INTERNAL', message: 'FCM answered without a message name', httpStatus: res.status } };
   };
