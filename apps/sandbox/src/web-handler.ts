@@ -1,4 +1,4 @@
-import { WEB_PUSH_MAX_BODY_BYTES, WEB_PUSH_TOPIC, WebPushUrgencies, webPushTopicTakenEverywhere } from '@herald/contracts';
+import { WEB_PUSH_MAX_BODY_BYTES, WEB_PUSH_TOPIC, WebPushUrgencies } from '@herald/contracts';
 import type { Headers } from './apns-request.ts';
 import { sleep, type Answer, type SandboxContext } from './exchange.ts';
 import { WEB_FAULT_STATUS, type WebFaultError } from './faults.ts';
@@ -54,7 +54,8 @@ function headerProblem(h: Headers): string | undefined {
  * observe; the sandbox's reason for that answer, or undefined. Google's and Mozilla's take any length.
  */
 export function appleTopicRefusal(service: WebPushService, topic: string | undefined): string | undefined {
-  if (service !== 'apple' || topic === undefined || webPushTopicTakenEverywhere(topic)) return undefined;
+  // Only what was observed: lengths of 1 mod 4 (Herald itself sends multiples of 4 only).
+  if (service !== 'apple' || topic === undefined || topic.length % 4 !== 1) return undefined;
   return `Topic "${topic}" is ${topic.length} characters, which no base64url encoding is: Apple's push service refuses it (BadWebPushTopic, as its users observe)`;
 }
 

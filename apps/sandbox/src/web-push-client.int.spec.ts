@@ -44,7 +44,7 @@ function webPush(sub: Subscription, over: Partial<DevicePush> = {}): DevicePush 
     userId: 'user-1',
     content: { title: 'Hello', body: 'World', data: { chat: '42' }, clickAction: 'https://example.com/chat/42' },
     priority: 'high',
-    collapseKey: 'chat-42',
+    collapseKey: 'chat-420',
     acceptedAt: new Date().toISOString(),
     ...over,
   };
@@ -72,7 +72,7 @@ describe('Web Push provider against the sandbox push service', () => {
     expect(got?.['payload']).toEqual({
       title: 'Hello',
       body: 'World',
-      tag: 'chat-42',
+      tag: 'chat-420',
       url: 'https://example.com/chat/42',
       data: { chat: '42' },
       jobId: 'job-web',
@@ -81,7 +81,7 @@ describe('Web Push provider against the sandbox push service', () => {
     });
     expect(got?.['ttl']).toBeGreaterThan(3500);
     expect(got?.['ttl']).toBeLessThanOrEqual(3600);
-    expect(got).toMatchObject({ urgency: 'high', topic: 'chat-42', vapidKey: appKeys.publicKey });
+    expect(got).toMatchObject({ urgency: 'high', topic: 'chat-420', vapidKey: appKeys.publicKey });
     const claims = got?.['claims'] as { aud: string; exp: number; sub: string };
     expect(claims.aud).toBe(new URL(sub.endpoint).origin);
     expect(claims.sub).toBe('mailto:ops@example.com');

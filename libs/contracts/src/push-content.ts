@@ -52,7 +52,7 @@ export type LiveActivity = z.infer<typeof LiveActivity>;
 
 /** Web Push choices (PROVIDER-RULES.md "Web Push"): RFC 8030 Topic and Urgency, and JSON merged into what the service worker receives. */
 export const WebOverride = z.strictObject({
-  /** RFC 8030 §5.4 Topic; default: derived from the job's collapseKey. Sent as a digest when 1, 5, 9 … 29 characters long (Apple's push service refuses those; web-rules.ts webTopic). */
+  /** RFC 8030 §5.4 Topic; default: derived from the job's collapseKey. Sent as a digest when its length is not a multiple of 4 (Apple's push service refuses 1, 5, 9 …; web-rules.ts webTopic). */
   topic: z.string().regex(WEB_PUSH_TOPIC, 'must be 1–32 characters of the URL-safe base64 alphabet (RFC 8030 §5.4 Topic)').optional(),
   /** RFC 8030 §5.3 Urgency; default: from the job's priority. */
   urgency: z.enum(WebPushUrgencies).optional(),

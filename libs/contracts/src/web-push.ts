@@ -105,12 +105,14 @@ export function hostAllowed(host: string, allowed: readonly string[]): boolean {
 export const WEB_PUSH_TOPIC = /^[A-Za-z0-9_-]{1,32}$/;
 
 /**
- * Whether every push service takes `topic` as it is. Beyond RFC 8030, Apple's push service decodes a
- * Topic as base64url and refuses one that no bytes encode to (a length of 1, 5, 9 … 29), 400
- * `{"reason":"BadWebPushTopic"}`: observed by web-push's users ("spike", "new_event",
- * "notification-test", "mail-batch-10" refused; "newEvent", "neueangebote" taken), not documented.
+ * Whether every push service is known to take `topic` as it is. Beyond RFC 8030, Apple's push
+ * service appears to decode a Topic as base64url: it answers 400 `{"reason":"BadWebPushTopic"}` to
+ * ones of 1, 5, 9 … characters, which no bytes encode to, as web-push's users observe ("spike",
+ * "new_event", "notification-test", "mail-batch-10" refused; "newEvent", "neueangebote" taken; not
+ * in Apple's documentation). Nothing shows it takes the other lengths that are not a multiple of 4
+ * (a strict decoder refuses those too), so Herald's choice is a multiple of 4.
  */
-export const webPushTopicTakenEverywhere = (topic: string): boolean => WEB_PUSH_TOPIC.test(topic) && topic.length % 4 !== 1;
+export const webPushTopicTakenEverywhere = (topic: string): boolean => WEB_PUSH_TOPIC.test(topic) && topic.length % 4 === 0;
 
 /** RFC 8030 §5.3 Urgency values. */
 export const WebPushUrgencies = ['very-low', 'low', 'normal', 'high'] as const;

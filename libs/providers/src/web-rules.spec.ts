@@ -42,7 +42,7 @@ describe('Web Push Urgency (RFC 8030 §5.3)', () => {
 describe('Web Push Topic (RFC 8030 §5.4)', () => {
   it('is content.web.topic, else a collapse key that already meets the rule, else a stable 32-character digest of it', () => {
     expect(webTopic(push())).toBeUndefined();
-    expect(webTopic(push({ collapseKey: 'chat-42' }))).toBe('chat-42');
+    expect(webTopic(push({ collapseKey: 'chat-420' }))).toBe('chat-420');
     expect(webTopic(push({ collapseKey: 'chat-42', content: { title: 'x', web: { topic: 'mine' } } }))).toBe('mine');
     const long = webTopic(push({ collapseKey: 'a collapse key with spaces' }));
     expect(long).toMatch(/^[A-Za-z0-9_-]{32}$/);
@@ -54,14 +54,14 @@ describe('Web Push Topic (RFC 8030 §5.4)', () => {
 });
 
 describe('Web Push request rules', () => {
-  it("sends a topic Apple's push service would refuse (1, 5, 9 … 29 characters: BadWebPushTopic) as its digest, a chosen one too; other lengths as they are", () => {
-    for (const key of ['spike', 'new_event', 'notification-test', 'x'.repeat(29)]) {
+  it("sends a topic whose length is not a multiple of 4 as its digest, a chosen one too (Apple's push service refuses 1, 5, 9 … 29 characters: BadWebPushTopic); multiples of 4 as they are", () => {
+    for (const key of ['spike', 'new_event', 'notification-test', 'x'.repeat(29), 'ab', 'abc', 'chat-42']) {
       const topic = webTopic(push({ collapseKey: key }));
       expect(topic).toMatch(/^[A-Za-z0-9_-]{32}$/);
       expect(webTopic(push({ collapseKey: key }))).toBe(topic);
       expect(webTopic(push({ content: { title: 'x', web: { topic: key } } }))).toBe(topic);
     }
-    for (const key of ['newEvent', 'neueangebote', 'ab', 'abc', 'x'.repeat(32)]) expect(webTopic(push({ collapseKey: key }))).toBe(key);
+    for (const key of ['newEvent', 'neueangebote', 'abcd', 'x'.repeat(32)]) expect(webTopic(push({ collapseKey: key }))).toBe(key);
     expect(webRequestProblem({ plaintext: '{}', ttl: 0, urgency: 'normal', topic: 'spike' })).toMatch(/BadWebPushTopic/);
     expect(webRequestProblem({ plaintext: '{}', ttl: 0, urgency: 'normal', topic: 'spik' })).toBeUndefined();
   });
@@ -103,8 +103,8 @@ describe('the JSON the service worker receives', () => {
   });
 
   it('a request carries the JSON text, TTL, urgency and topic', () => {
-    const r = buildWebRequest(push({ collapseKey: 'kk', priority: 'normal' }), now);
+    const r = buildWebRequest(push({ collapseKey: 'kkkk', priority: 'normal' }), now);
     expect(JSON.parse(r.plaintext)).toMatchObject({ title: 'Hi', jobId: 'job-1' });
-    expect(r).toMatchObject({ ttl: WEB_PUSH_DEFAULT_TTL_S, urgency: 'normal', topic: 'kk' });
+    expect(r).toMatchObject({ ttl: WEB_PUSH_DEFAULT_TTL_S, urgency: 'normal', topic: 'kkkk' });
   });
 });

@@ -24,8 +24,9 @@ export function webUrgency(push: Pick<DevicePush, 'priority' | 'content'>): WebP
 
 /**
  * RFC 8030 §5.4 Topic (at most 32 characters of the URL-safe base64 alphabet): `content.web.topic`,
- * else the collapse key, as it is when every push service takes it (webPushTopicTakenEverywhere:
- * Apple's refuses a length of 1, 5, 9 … 29), else (Herald's choice) the first 32 characters of its
+ * else the collapse key, as it is when every push service is known to take it
+ * (webPushTopicTakenEverywhere: a length that is a multiple of 4; Apple's refuses 1, 5, 9 … 29),
+ * else (Herald's choice) the first 32 characters of its
  * base64url SHA-256: the same key always gives the same topic, so a newer push still replaces an
  * undelivered older one. The Topic only decides that replacement; the service worker never sees it.
  */
@@ -51,7 +52,7 @@ export function webRequestProblem(r: WebPushRequest): string | undefined {
     return `payload is ${bytes} bytes; Web Push allows ${WEB_PUSH_MAX_PLAINTEXT_BYTES} bytes of JSON (4,096 bytes once encrypted with aes128gcm, RFC 8291)`;
   }
   if (r.topic !== undefined && !webPushTopicTakenEverywhere(r.topic)) {
-    return "topic must be 1–32 characters of the URL-safe base64 alphabet (RFC 8030 §5.4), and not 1, 5, 9 … 29 of them (Apple's push service refuses those: BadWebPushTopic)";
+    return "topic must be 1–32 characters of the URL-safe base64 alphabet (RFC 8030 §5.4), a multiple of 4 of them (Apple's push service refuses 1, 5, 9 …: BadWebPushTopic)";
   }
   if (!WebPushUrgencies.includes(r.urgency)) return `urgency must be one of ${WebPushUrgencies.join(', ')} (RFC 8030 §5.3)`;
   if (!Number.isInteger(r.ttl) || r.ttl < 0) return 'TTL must be a whole number of seconds, at least 0 (RFC 8030 §5.2)';
