@@ -159,6 +159,22 @@ describe('DeviceRepository.applyRegistrations (batch)', () => {
     await t.db.devices.applyRegistration(register(other, 0, { userId: 'bob' }));
     expect(await t.db.devices.applyRegistration(unregister(other, 1))).toBe('applied');
     expect(await device(other)).toMatchObject({ invalidation_reason: 'unregistered' });
+    // For a token never seen, the tombstone keeps no user (a tombstone matches nobody's devices).
+    const unknown = nextToken();
+    expect(await t.db.devices.applyRegistration(unregister(unknown, 1, 'alice'))).toBe('applied');
+    expect(await device(unknown)).toMatchObject({ user_id: null, invalidation_reason: 'unregistered' });
+  });
+
+  it("in one batch, the new user's register beats the old user's later sign-out of the same device", async () => {
+    const token = nextToken();
+    await t.db.devices.applyRegistration(register(token, 0, { userId: 'alice' }));
+    expect(await t.db.devices.applyRegistrations([register(token, 1, { userId: 'bob' }), unregister(token, 2, 'alice')])).toEqual(['applied', 'stale']);
+    expect(await device(token)).toMatchObject({ user_id: 'bob', invalidated_at: null });
+    // Her own sign-out after her own register in a batch still applies.
+    const mine = nextToken();
+    await t.db.devices.applyRegistration(register(mine, 0, { userId: 'alice' }));
+    expect(await t.db.devices.applyRegistrations([register(mine, 1, { userId: 'alice' }), unregister(mine, 2, 'alice')])).toEqual(['stale', 'applied']);
+    expect(await device(mine)).toMatchObject({ user_id: 'alice', invalidation_reason: 'unregistered' });
   });
 
   it('returns an empty list for an empty batch', async () => {

@@ -24,7 +24,13 @@ export type RegistrationResult = 'applied' | 'stale';
 export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonly Registration[]): Promise<RegistrationResult[]> {
   const results: RegistrationResult[] = regs.map(() => 'stale');
   if (regs.length === 0) return results;
-  const winners = pickOnePerDevice(regs, (a, b) => Date.parse(a.eventAt) > Date.parse(b.eventAt));
+  // An unregister naming a user is stale against a register of another user no later in the same batch.
+  const voided = signOutsOfOthers(regs);
+  const candidates = regs.map((_, i) => i).filter((i) => !voided.has(i));
+  const winners = pickOnePerDevice(
+    candidates.map((i) => regs[i] as Registration),
+    (a, b) => Date.parse(a.eventAt) > Date.parse(b.eventAt),
+  ).map((j) => candidates[j] as number);
   const applied = await upsertStatement(
     db,
     winners.map((i) => regs[i] as Registration),
@@ -34,6 +40,29 @@ export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonl
     if (appliedKeys.has(deviceKey(regs[i] as Registration))) results[i] = 'applied';
   }
   return results;
+}
+
+/**
+ * The indexes of unregisters naming a user that a register of the same device by another user, no
+ * later, in the same batch has superseded: against the stored row (still the old user's) such a
+ * sign-out would apply, and as the device's newest event it would also make the new user's register
+ * stale. Across batches the stored row decides (a sign-out delivered before an older register of
+ * another user still wins: the last event time does).
+ */
+function signOutsOfOthers(regs: readonly Registration[]): Set<number> {
+  const registers = new Map<string, Array<{ userId: string; at: number }>>();
+  for (const r of regs) {
+    if (r.kind !== 'register') continue;
+    const key = deviceKey(r);
+    registers.set(key, [...(registers.get(key) ?? []), { userId: r.userId, at: Date.parse(r.eventAt) }]);
+  }
+  const voided = new Set<number>();
+  regs.forEach((r, i) => {
+    if (r.kind !== 'unregister' || r.userId === undefined) return;
+    const at = Date.parse(r.eventAt);
+    if (registers.get(deviceKey(r))?.some((g) => g.userId !== r.userId && g.at <= at) === true) voided.add(i);
+  });
+  return voided;
 }
 
 /**
@@ -49,13 +78,24 @@ const sameRegister = sql`(excluded.last_event_at = d.last_event_at and excluded.
 async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registration[]): Promise<DeviceKey[]> {
   const reg = (r: Registration) => (r.kind === 'register' ? r : undefined);
   const { rows: applied } = await sql<DeviceKey>`
-    with up as (
+    with i as (
+      select * from unnest(
+      ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.platform)}::text[], ${rows.map((r) => r.token)}::text[],
+      ${rows.map((r) => r.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],
+      ${rows.map((r) => reg(r)?.locale ?? null)}::text[], ${rows.map((r) => r.eventAt)}::timestamptz[],
+      ${rows.map((r) => r.kind === 'register')}::boolean[], ${rows.map((r) => reg(r)?.tokenKind ?? null)}::text[],
+      ${rows.map((r) => reg(r)?.keys?.p256dh ?? null)}::text[], ${rows.map((r) => reg(r)?.keys?.auth ?? null)}::text[],
+      ${rows.map((r) => reg(r)?.applicationServerKey ?? null)}::text[],
+      ${rows.map((r) => reg(r)?.appVersion ?? null)}::text[], ${rows.map((r) => reg(r)?.lastSeenAt ?? null)}::timestamptz[]
+      ) as u(app, platform, token, user_id, timezone, locale, event_at, is_register, token_kind, web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at)
+    ), up as (
     insert into devices as d
       (app, platform, token, token_kind, user_id, timezone, locale, registered_at, last_event_at, invalidated_at, invalidation_reason,
        web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at, event_applied_at)
     -- A register that does not name its token kind keeps the device's: a refresh on start without it made a
     -- VoIP token 'device', which got alerts under the bundle id, DeviceTokenNotForTopic, and was invalidated.
-    select i.app, i.platform, i.token, coalesce(i.token_kind, prior.token_kind, 'device'), i.user_id, i.timezone, i.locale,
+    -- An unregister's user (given to scope it, below) is not stored: a tombstone has no user.
+    select i.app, i.platform, i.token, coalesce(i.token_kind, prior.token_kind, 'device'), case when i.is_register then i.user_id end, i.timezone, i.locale,
            case when i.is_register then least(i.event_at, now()) end,
            i.event_at,
            case when i.is_register then null else least(i.event_at, now()) end,
@@ -70,19 +110,13 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
                 when i.is_register and i.platform = 'web' then (select a.web_vapid_public_key from apps a where a.id = i.app) end,
            i.app_version, case when i.is_register then least(coalesce(i.last_seen_at, i.event_at), now()) end,
            now()
-    from unnest(
-      ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.platform)}::text[], ${rows.map((r) => r.token)}::text[],
-      ${rows.map((r) => r.userId ?? null)}::text[], ${rows.map((r) => reg(r)?.timezone ?? null)}::text[],
-      ${rows.map((r) => reg(r)?.locale ?? null)}::text[], ${rows.map((r) => r.eventAt)}::timestamptz[],
-      ${rows.map((r) => r.kind === 'register')}::boolean[], ${rows.map((r) => reg(r)?.tokenKind ?? null)}::text[],
-      ${rows.map((r) => reg(r)?.keys?.p256dh ?? null)}::text[], ${rows.map((r) => reg(r)?.keys?.auth ?? null)}::text[],
-      ${rows.map((r) => reg(r)?.applicationServerKey ?? null)}::text[],
-      ${rows.map((r) => reg(r)?.appVersion ?? null)}::text[], ${rows.map((r) => reg(r)?.lastSeenAt ?? null)}::timestamptz[]
-    ) as i(app, platform, token, user_id, timezone, locale, event_at, is_register, token_kind, web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at)
+    from i
     left join lateral (
       select true as found, s.web_vapid_key from devices s
       where s.app = i.app and s.platform = i.platform and s.token = i.token and s.web_p256dh = i.web_p256dh and s.web_auth = i.web_auth
     ) same on i.is_register and i.platform = 'web'
+    -- Read from the statement's snapshot: a register with a kind committed by another registrar since
+    -- (two registrars, the same new token within milliseconds) can still be overwritten with 'device'.
     left join lateral (
       select p.token_kind from devices p where p.app = i.app and p.platform = i.platform and p.token = i.token
     ) prior on i.is_register and i.token_kind is null
@@ -116,8 +150,9 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
     -- Later than the device's last event (later-event.ts), and (clamped, above) not before its invalidation.
     -- Rows from before migration 0029 were applied no later than their updated_at.
     where ${laterEventSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`d.event_ahead_mark`)}
-      -- An unregister naming its user applies only while the device is still that user's.
-      and (excluded.registered_at is not null or excluded.user_id is null or excluded.user_id = d.user_id)
+      -- An unregister naming its user applies only while the device (the row as locked) is still that user's.
+      and not exists (select 1 from i where i.app = d.app and i.platform = d.platform and i.token = d.token
+        and not i.is_register and i.user_id is not null and i.user_id is distinct from d.user_id)
       and coalesce(case when ${sameRegister} then d.registered_at end, excluded.registered_at, excluded.invalidated_at) >= coalesce(d.invalidated_at, '-infinity'::timestamptz)
     returning d.app, d.platform, d.token, d.user_id, d.last_seen_at, d.registered_at, d.invalidated_at
     ), touched as (
