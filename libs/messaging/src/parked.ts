@@ -20,7 +20,10 @@ export interface ParkedMessage {
   body: Buffer;
 }
 
-/** Which parked messages an operation touches; by id, the first found (its sweep stops there). */
+/**
+ * Which parked messages an operation touches. By id, a replay (and a show) stops reading the queue
+ * at the chunk where it finds the message; a purge reads on, to delete every copy with that id.
+ */
 export type ParkedFilter = { kind: 'all' } | { kind: 'id'; id: string } | { kind: 'code'; code: string };
 
 export interface ParkedOptions {
@@ -172,7 +175,10 @@ export async function findParked(opts: ParkedOptions & { messageId: string }): P
   });
 }
 
-/** An operation on one message by id is done once that message is found (ids are per push). */
+/**
+ * A replay of one message by id is done once that message is found (ids are per push: another copy,
+ * left parked beside one that went back, is sent once by the ledger anyway).
+ */
 const doneWith = (filter: ParkedFilter, chunk: readonly ParkedMessage[]): boolean => filter.kind === 'id' && chunk.some((m) => matches(m, filter));
 
 /** Up to `limit` parked messages, oldest first, without removing any. */
@@ -370,12 +376,11 @@ export async function purgeParked(opts: ParkedOptions & { filter: ParkedFilter }
     let purged = 0;
     const filter = opts.filter;
     const seen = await sweep(ch, parked, total, async (chunk) => {
-      const read = chunk.map((msg) => ({ msg, parked: toParked(msg, parked) }));
-      for (const { msg } of read.filter((x) => matches(x.parked, filter))) {
+      for (const msg of chunk) {
+        if (!matches(toParked(msg, parked), filter)) continue;
         ch.ack(msg);
         purged++;
       }
-      return !doneWith(filter, read.map((x) => x.parked));
     });
     return { seen, purged };
   });
