@@ -54,7 +54,9 @@ function signOutsOfOthers(regs: readonly Registration[]): Set<number> {
   for (const r of regs) {
     if (r.kind !== 'register') continue;
     const key = deviceKey(r);
-    registers.set(key, [...(registers.get(key) ?? []), { userId: r.userId, at: Date.parse(r.eventAt) }]);
+    const seen = registers.get(key) ?? [];
+    seen.push({ userId: r.userId, at: Date.parse(r.eventAt) });
+    registers.set(key, seen);
   }
   const voided = new Set<number>();
   regs.forEach((r, i) => {
