@@ -87,6 +87,16 @@ describe('HTTP API: slow and keyless clients', () => {
     }
   });
 
+  it('answers a request to no route 404 before its body arrives, and closes the connection', async () => {
+    for (const head of [post('/nowhere'), post('/healthz'), post('//v1/jobs')]) {
+      const answer = await stalledRequest(sys, head, '{"id":');
+      expect(answer.status, `${head[0]}: ${answer.text}`).toBe(404);
+      expect(answer.text).toContain('"code":"no-route"');
+      expect(answer.closedByServer).toBe(true);
+      expect(answer.elapsedMs).toBeLessThan(REQUEST_TIMEOUT_MS);
+    }
+  });
+
   it('answers a request whose body stalls 408 after the request timeout and closes its connection', async () => {
     const answer = await stalledRequest(sys, post('/v1/jobs', `authorization: Bearer ${key}`), '{"id":"stalled","app":"demo"');
     expect(answer.status, answer.text).toBe(408);

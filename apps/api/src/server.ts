@@ -156,8 +156,17 @@ export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
   app.removeContentTypeParser('text/plain');
   app.setErrorHandler(onError(deps));
   const metrics = instrumentRequests(app, deps.registry);
+  const noRoute = (req: FastifyRequest): ApiError => new ApiError(404, 'no-route', `no route ${req.method} ${req.url.split('?')[0] ?? ''}`);
   app.setNotFoundHandler((req, reply) => {
-    void reply.status(404).send(new ApiError(404, 'no-route', `no route ${req.method} ${req.url.split('?')[0] ?? ''}`).body());
+    void reply.status(404).send(noRoute(req).body());
+  });
+  // An unknown route (POST /x, POST /healthz) is answered before its body is read, as a request
+  // without a key is under /v1/ and /admin/: its 404 needs no body, and read, any client could have
+  // the API parse up to the body limit, sent as slowly as the request timeout allows.
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.routeOptions.url !== undefined) return;
+    if (!req.raw.complete) void reply.header('connection', 'close');
+    throw noRoute(req);
   });
   const document = openApiDocument();
   app.get('/openapi.json', async () => document);
