@@ -36,7 +36,13 @@ export interface RuleInput {
 const n = (v: number): string => Math.round(v).toLocaleString('en-US');
 const secs = (v: number): string => (Number.isFinite(v) ? `${n(v)} s` : 'forever');
 
+/**
+ * Not a parked queue: nothing consumes one, so its depth never drains by itself and the alarm would
+ * stand until someone replays or purges (parked-growing says when messages are parked; the
+ * Prometheus backlog rules leave parked queues out too).
+ */
 function backlog(q: QueueSnapshot, t: QueueThresholds, pushesPerMessage: number): AlarmCondition | undefined {
+  if (q.kind === 'parked') return undefined;
   const packed = pushesPerMessage > 1;
   const value = packed ? q.messages * pushesPerMessage : q.messages;
   if (value <= t.backlog) return undefined;

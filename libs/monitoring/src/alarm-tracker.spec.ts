@@ -70,6 +70,12 @@ describe('alarm rules', () => {
     expect(conditions).toEqual([expect.objectContaining({ alarm: 'queue-missing', queue: 'push.apns.send', forMs: 2_000, summary: expect.stringMatching(/^push.apns.send does not exist on the broker/) })]);
     expect(activeConditions({ queues, thresholds, parkedBaseline: () => undefined }).map((c) => c.alarm)).toEqual([]);
   });
+  it('a parked queue holding more than the backlog threshold is no backlog: nothing consumes it, so the alarm would never clear', () => {
+    expect(kinds([queue({ name: 'push.jobs.parked', messages: 50_000, consumers: 0 })], 50_000)).toEqual([]);
+    // A delay queue deeper than the threshold is (a retry storm shows there first).
+    expect(kinds([queue({ name: 'herald.delay.5000ms', messages: 500, consumers: 2, ackRate: 100 })])).toEqual(['backlog:herald.delay.5000ms']);
+  });
+
   it('a parked queue deeper than its smallest depth in the window is growing', () => {
     expect(kinds([queue({ name: 'push.jobs.parked', messages: 3, consumers: 0 })], 1)).toEqual(['parked-growing:push.jobs.parked']);
     expect(kinds([queue({ name: 'push.jobs.parked', messages: 3, consumers: 0 })], 3)).toEqual([]);
