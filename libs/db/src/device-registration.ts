@@ -94,10 +94,8 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
     insert into devices as d
       (app, platform, token, token_kind, user_id, timezone, locale, registered_at, last_event_at, invalidated_at, invalidation_reason,
        web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at, event_applied_at)
-    -- A register that does not name its token kind keeps the device's: a refresh on start without it made a
-    -- VoIP token 'device', which got alerts under the bundle id, DeviceTokenNotForTopic, and was invalidated.
     -- An unregister's user (given to scope it, below) is not stored: a tombstone has no user.
-    select i.app, i.platform, i.token, coalesce(i.token_kind, prior.token_kind, 'device'), case when i.is_register then i.user_id end, i.timezone, i.locale,
+    select i.app, i.platform, i.token, coalesce(i.token_kind, 'device'), case when i.is_register then i.user_id end, i.timezone, i.locale,
            case when i.is_register then least(i.event_at, now()) end,
            i.event_at,
            case when i.is_register then null else least(i.event_at, now()) end,
@@ -117,11 +115,6 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       select true as found, s.web_vapid_key from devices s
       where s.app = i.app and s.platform = i.platform and s.token = i.token and s.web_p256dh = i.web_p256dh and s.web_auth = i.web_auth
     ) same on i.is_register and i.platform = 'web'
-    -- Read from the statement's snapshot: a register with a kind committed by another registrar since
-    -- (two registrars, the same new token within milliseconds) can still be overwritten with 'device'.
-    left join lateral (
-      select p.token_kind from devices p where p.app = i.app and p.platform = i.platform and p.token = i.token
-    ) prior on i.is_register and i.token_kind is null
     order by i.app, i.platform, i.token -- one lock order for every batch: no deadlocks
     on conflict (app, platform, token) do update set
       user_id = case when excluded.registered_at is null then d.user_id else excluded.user_id end,
@@ -129,7 +122,11 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       -- device's: set to NULL, a 09:00-local digest went out at 09:00 UTC.
       timezone = case when excluded.registered_at is null then d.timezone else coalesce(excluded.timezone, d.timezone) end,
       locale = case when excluded.registered_at is null then d.locale else coalesce(excluded.locale, d.locale) end,
-      token_kind = case when excluded.registered_at is null then d.token_kind else excluded.token_kind end,
+      -- A register that does not name its token kind keeps the device's (the row as locked): a refresh on start
+      -- without it made a VoIP token 'device', which got alerts under the bundle id, DeviceTokenNotForTopic, and
+      -- was invalidated. A new device is 'device' (the insert's value).
+      token_kind = case when excluded.registered_at is null then d.token_kind
+        else coalesce((select i.token_kind from i where i.app = d.app and i.platform = d.platform and i.token = d.token), d.token_kind) end,
       -- A web register replaces the subscription's keys (a browser may resubscribe with new ones at the same endpoint).
       web_p256dh = case when excluded.registered_at is null then d.web_p256dh else excluded.web_p256dh end,
       web_auth = case when excluded.registered_at is null then d.web_auth else excluded.web_auth end,

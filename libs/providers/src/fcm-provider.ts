@@ -9,7 +9,6 @@ import { FcmSessions, FcmTimeoutError } from './fcm-sessions.ts';
 import { fcmMessageProblem } from './fcm-rules.ts';
 import type { PushProvider, SendResult } from './push-provider.ts';
 import type { FcmSettings } from './settings.ts';
-import { waitAtMost } from './warm-up.ts';
 
 /** Google's front ends allow 100 streams a session: room for a pusher's full window (prefetch) with sessions to spare. */
 const DEFAULT_MAX_SESSIONS = 16;
@@ -54,7 +53,7 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
   const send = fcmSender(sessions, tokens, settings.projectId, SDK_VERSION);
   // Connected, with a token, before the first push, each waited for at most the request timeout;
   // a failure is the first send's to report.
-  await Promise.all([sessions.warm(settings.requestTimeoutMs), waitAtMost(Promise.resolve(tokens.get(Date.now(), settings.requestTimeoutMs)), settings.requestTimeoutMs)]);
+  await Promise.all([sessions.warm(settings.requestTimeoutMs), Promise.resolve(tokens.get(Date.now(), settings.requestTimeoutMs)).catch(() => undefined)]);
   const log = logger.child({ provider: 'fcm' });
   return {
     platform: 'fcm',
