@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
+import { generate } from 'selfsigned';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { buildApnsNotification, createApnsProvider, loadSandboxCertificateAuth, loadSandboxSettings, type ApnsSettings, type PushProvider, type SendResult } from '@herald/providers';
 import { startSandbox, type FaultSpec, type RecordView, type Sandbox } from './index.ts';
@@ -339,6 +340,29 @@ describe('APNs provider against the sandbox', () => {
       expect(rec?.headers['authorization']).toBeUndefined();
     } finally {
       await certProvider.close();
+    }
+  });
+
+  // Apple refuses such a certificate in the TLS handshake, which node-apn reports only as a session closed before it was ready (transient, never the app's).
+  it("refuses every push over a client certificate out of its dates before sending, as the app's credentials, naming when", async () => {
+    const day = 86_400_000;
+    const certificate = async (notBeforeDate: Date, notAfterDate: Date): Promise<ApnsSettings['auth']> => {
+      const made = await generate([{ name: 'commonName', value: 'Apple Push Services: com.example.herald' }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256', notBeforeDate, notAfterDate });
+      return { kind: 'certificate', cert: made.cert, key: made.private };
+    };
+    const expired = await certificate(new Date(Date.now() - 400 * day), new Date(Date.now() - 2 * day));
+    const early = await certificate(new Date(Date.now() + 2 * day), new Date(Date.now() + 300 * day));
+    for (const [auth, when] of [[expired, /expired on \d{4}-/], [early, /is not valid until \d{4}-/]] as const) {
+      const certProvider = await createApnsProvider({ ...settings, auth }, logger);
+      try {
+        const push = devicePush();
+        const result = await certProvider.send(push, { apnsTopic: TOPIC });
+        expect(result).toEqual({ kind: 'permanent', reason: expect.stringMatching(/^credentials: the app's APNs certificate /) as unknown });
+        expect(result.kind === 'permanent' ? result.reason : '').toMatch(when);
+        expect(await recordsFor(push.token)).toEqual([]);
+      } finally {
+        await certProvider.close();
+      }
     }
   });
 

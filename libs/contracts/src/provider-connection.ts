@@ -57,6 +57,32 @@ export function caPemProblem(pem: string): string | undefined {
   return undefined;
 }
 
+/** An APNs client certificate's first PEM certificate, or why it cannot be read. */
+function firstCertificate(pem: string): X509Certificate | string {
+  const block = pem.match(PEM_CERTIFICATE)?.[0];
+  if (block === undefined) return 'must hold a PEM certificate (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)';
+  try {
+    return new X509Certificate(block);
+  } catch (err) {
+    return `is not a valid X.509 certificate: ${(err as Error).message}`;
+  }
+}
+
+/** When an APNs client certificate (its first PEM certificate) starts and stops being valid, epoch ms; undefined when it cannot be read. */
+export function apnsCertificateValidity(pem: string): { fromMs: number; untilMs: number } | undefined {
+  const cert = firstCertificate(pem);
+  return typeof cert === 'string' ? undefined : { fromMs: Date.parse(cert.validFrom), untilMs: Date.parse(cert.validTo) };
+}
+
+/** Why a certificate valid over `validity` is refused at `nowMs` (expired, or not valid yet), or undefined. */
+export function apnsCertificateDateProblem(validity: { fromMs: number; untilMs: number }, nowMs: number): string | undefined {
+  if (validity.untilMs <= nowMs) {
+    return `expired on ${new Date(validity.untilMs).toISOString()}: APNs refuses it; renew it in your Apple Developer account, or use a .p8 signing key (auth "token"), which does not expire`;
+  }
+  if (validity.fromMs > nowMs) return `is not valid until ${new Date(validity.fromMs).toISOString()}`;
+  return undefined;
+}
+
 /**
  * What is wrong with an APNs client certificate (its first PEM certificate) at `nowMs`, or undefined:
  * one that cannot be read, has expired or is not valid yet. Apple's TLS handshake refuses such a
@@ -64,19 +90,9 @@ export function caPemProblem(pem: string): string | undefined {
  * parked as a network failure, never as the app's credentials.
  */
 export function apnsCertificateProblem(pem: string, nowMs = Date.now()): string | undefined {
-  const block = pem.match(PEM_CERTIFICATE)?.[0];
-  if (block === undefined) return 'must hold a PEM certificate (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)';
-  let cert: X509Certificate;
-  try {
-    cert = new X509Certificate(block);
-  } catch (err) {
-    return `is not a valid X.509 certificate: ${(err as Error).message}`;
-  }
-  const until = Date.parse(cert.validTo);
-  const from = Date.parse(cert.validFrom);
-  if (until <= nowMs) return `expired on ${new Date(until).toISOString()}: APNs refuses it; renew it in your Apple Developer account, or use a .p8 signing key (auth "token"), which does not expire`;
-  if (from > nowMs) return `is not valid until ${new Date(from).toISOString()}`;
-  return undefined;
+  const cert = firstCertificate(pem);
+  if (typeof cert === 'string') return cert;
+  return apnsCertificateDateProblem({ fromMs: Date.parse(cert.validFrom), untilMs: Date.parse(cert.validTo) }, nowMs);
 }
 
 const proxyShapeProblem = (u: URL): string | undefined => {

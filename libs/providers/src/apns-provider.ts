@@ -1,5 +1,5 @@
 import type http2 from 'node:http2';
-import type { DevicePush } from '@herald/contracts';
+import { apnsCertificateDateProblem, apnsCertificateValidity, type DevicePush } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import type { Provider, ProviderOptions, ResponseFailure } from '@parse/node-apn';
 import { apnsRequestParts, type ApnsRequestParts } from './apns-notification.ts';
@@ -98,6 +98,22 @@ async function sendOne(apn: ApnModule, provider: Provider, push: DevicePush, top
   return failure === undefined ? { kind: 'transient', reason: 'APNs client returned no result' } : toFailureResult(failure);
 }
 
+/**
+ * Why a client certificate is refused at this moment (expired, or not valid yet), as an app's
+ * credential failure (app-ban.ts: "credentials"), or undefined. Apple refuses it in the TLS
+ * handshake, which node-apn reports only as a session closed before it was ready: a transport
+ * failure, retried for the whole schedule, parked as the network's, never counted as the app's. A
+ * certificate that cannot be read is left for node-apn to refuse.
+ */
+function certificateOutOfDate(auth: ApnsSettings['auth']): (nowMs: number) => string | undefined {
+  const validity = auth.kind === 'certificate' ? apnsCertificateValidity(auth.cert) : undefined;
+  if (validity === undefined) return () => undefined;
+  return (nowMs) => {
+    const problem = apnsCertificateDateProblem(validity, nowMs);
+    return problem === undefined ? undefined : `credentials: the app's APNs certificate ${problem}; rotate it (herald apps rotate, PUT /admin/apps/:id/credentials)`;
+  };
+}
+
 /** What of node-apn's Provider opens its HTTP/2 session: its client (not in its type declarations). */
 interface NodeApnClient {
   connect?: () => Promise<void>;
@@ -134,11 +150,14 @@ export async function createApnsProvider(settings: ApnsSettings, logger: Logger)
   const provider = new apn.Provider(providerOptions(settings));
   await connected(provider, settings.requestTimeoutMs);
   const log = logger.child({ provider: 'apns' });
+  const outOfDate = certificateOutOfDate(settings.auth);
   return {
     platform: 'apns',
     async send(push: DevicePush, target: SendTarget): Promise<SendResult> {
       const topic = target.apnsTopic ?? settings.defaultTopic;
       if (topic === undefined) return { kind: 'permanent', reason: 'no APNs topic for this app' };
+      const certificate = outOfDate(Date.now());
+      if (certificate !== undefined) return { kind: 'permanent', reason: certificate };
       try {
         return await sendOne(apn, provider, push, topic, settings.auth.kind);
       } catch (err) {
