@@ -56,6 +56,17 @@ describe('admin API: app connection settings', () => {
   });
 });
 
+describe('admin API: an app with an APNs certificate', () => {
+  it('shows when the certificate expires (ISO 8601), and null for a .p8 signing key', async () => {
+    const until = new Date(Date.now() + 200 * 86_400_000);
+    until.setUTCMilliseconds(0);
+    const made = await generate([{ name: 'commonName', value: 'Apple Push Services: com.example.cert' }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256', notAfterDate: until });
+    const created = await createApp({ id: 'certified', apns: { auth: 'certificate', certPem: made.cert, keyPem: made.private } }, d);
+    expect(created).toMatchObject({ apnsAuth: 'certificate', apnsCertificateExpiresAt: until.toISOString() });
+    expect((await listApps(d)).find((a) => a.id === 'relay')).toMatchObject({ apnsAuth: 'token', apnsCertificateExpiresAt: null });
+  });
+});
+
 describe('admin API: team keys', () => {
   // A key for an app not yet added would gain its whole API the day an app takes the id; one for a mistyped id acts for nothing.
   it('issues a key only for apps that exist or "*", and answers 422 naming each unknown app otherwise, issuing nothing', async () => {

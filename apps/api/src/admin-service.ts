@@ -24,6 +24,7 @@ export const appView = (a: AppRow): AppView => ({
   enabled: a.enabled,
   apnsAuth: a.apnsAuth ?? null,
   apnsEndpoint: a.apnsEndpoint ?? 'development',
+  apnsCertificateExpiresAt: a.apnsCertificateExpiresAt?.toISOString() ?? null,
   fcmAuth: a.fcmAuth ?? null,
   fcmEndpoint: a.fcmEndpoint ?? 'google',
   apnsConnection: apnsConnectionView(a.apnsConnection),

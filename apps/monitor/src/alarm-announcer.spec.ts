@@ -11,8 +11,8 @@ describe('what tells a lease holder that an alarm it took over has ended', () =>
     expect(seenSince({ alarm: 'rabbitmq-unreachable', queue: '*' }, took, evidence({ polledAt: took + 5, readAt: 0 }), took + 10)).toBe(true);
   });
 
-  it('the scheduled kinds: a good read of the scheduled pushes after it took the lease, and a poll since that evaluated it', () => {
-    for (const alarm of ['scheduled-overdue', 'database-unreachable']) {
+  it('the kinds read from PostgreSQL: a good read after it took the lease, and a poll since that evaluated it', () => {
+    for (const alarm of ['scheduled-overdue', 'database-unreachable', 'apns-certificate-expiring']) {
       expect(seenSince({ alarm, queue: 'scheduled.apns' }, took, evidence({ polledAt: took + 5, readAt: took - 1 }), took + 10), alarm).toBe(false);
       // Read, but the poll whose conditions the tracker holds ran before the read ended.
       expect(seenSince({ alarm, queue: 'scheduled.apns' }, took, evidence({ polledAt: took + 5, readAt: took + 6 }), took + 10), alarm).toBe(false);

@@ -32,13 +32,14 @@ export interface Evidence {
 
 /**
  * Whether this instance has what it needs, read after `since`, to tell that an alarm's condition no
- * longer holds: the scheduled kinds a good read of the scheduled pushes that a poll then evaluated;
+ * longer holds: the kinds read from PostgreSQL (scheduled pushes, APNs certificates) a good read that a poll then evaluated;
  * parked-growing a whole growth window of its own polls (a restarted monitor has no history); the
  * others a poll of the queues.
  */
 export function seenSince(alarm: AlarmKey, since: number, e: Evidence, now: number): boolean {
   switch (alarm.alarm) {
     case 'scheduled-overdue':
+    case 'apns-certificate-expiring':
     case 'database-unreachable':
       return e.readAt > since && e.readAt <= e.polledAt;
     case 'parked-growing':

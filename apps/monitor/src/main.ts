@@ -69,6 +69,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
     db,
     pollMs: config.MONITOR_SCHEDULED_POLL_MS,
     overdueMs: config.MONITOR_SCHEDULED_OVERDUE_S * 1000,
+    certificateWarnMs: config.MONITOR_APNS_CERTIFICATE_WARN_DAYS * 86_400_000,
     // As long as rabbitmq-unreachable waits: the "*" no-consumer delay.
     unreachableForMs: config.MONITOR_THRESHOLDS.for('*').noConsumerForMs,
     metrics,

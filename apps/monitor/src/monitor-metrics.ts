@@ -9,6 +9,8 @@ export interface MonitorMetrics {
   recordScheduled(byPlatform: ReadonlyMap<string, number>): void;
   /** The oldest overdue scheduled push's age per platform (0 when none is). */
   recordOverdue(overdue: ReadonlyArray<{ platform: string; earliestDueAt: Date }>, now: number): void;
+  /** When each enabled app's APNs client certificate expires. */
+  recordCertificates(certificates: ReadonlyArray<{ app: string; expiresAt: Date }>): void;
   polls: Counter<'outcome'>;
   webhookFailures: Counter;
   /** 1 while this monitor holds the alarms lease (announces alarms to the log and webhook). */
@@ -47,6 +49,12 @@ export function createMonitorMetrics(registry: Registry): MonitorMetrics {
     labelNames: ['platform'],
     registers,
   });
+  const certificateExpiry = new Gauge<'app'>({
+    name: 'herald_apns_certificate_expiry_timestamp_seconds',
+    help: "When an enabled app's APNs client certificate stops being valid (Unix seconds); apps with a .p8 signing key have none",
+    labelNames: ['app'],
+    registers,
+  });
   return {
     recordQueues(queues, pushesPerMessage = () => 1) {
       for (const [gauge, read] of gauges) {
@@ -66,6 +74,10 @@ export function createMonitorMetrics(registry: Registry): MonitorMetrics {
     recordOverdue(overdue, now) {
       for (const platform of Platforms) overdueAge.set({ platform }, 0);
       for (const o of overdue) overdueAge.set({ platform: o.platform }, Math.max(0, (now - o.earliestDueAt.getTime()) / 1000));
+    },
+    recordCertificates(certificates) {
+      certificateExpiry.reset();
+      for (const c of certificates) certificateExpiry.set({ app: c.app }, c.expiresAt.getTime() / 1000);
     },
     polls,
     webhookFailures: new Counter({ name: 'herald_alarm_webhook_failures_total', help: 'Alarm webhook posts that failed after every attempt', registers }),

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMonitorMetrics } from './monitor-metrics.ts';
 import { startScheduledCounts } from './scheduled-counts.ts';
 
+const DAY_MS = 86_400_000;
 const logger = createLogger({ service: 'scheduled-counts-spec', level: 'silent', format: 'json' });
 let t: TestDatabase;
 beforeAll(async () => {
@@ -15,7 +16,7 @@ afterAll(() => t.drop());
 
 describe('the scheduled counts the monitor reads', () => {
   it('reads without a condition while PostgreSQL answers, and raises database-unreachable while its reads fail', async () => {
-    const options = { pollMs: 50, overdueMs: 300_000, unreachableForMs: 30_000, metrics: createMonitorMetrics(new Registry()), logger };
+    const options = { pollMs: 50, overdueMs: 300_000, certificateWarnMs: 30 * DAY_MS, unreachableForMs: 30_000, metrics: createMonitorMetrics(new Registry()), logger };
     const healthy = startScheduledCounts({ db: t.db, ...options });
     try {
       await waitFor('a first read', () => (healthy.current().at === null ? undefined : true));
@@ -31,7 +32,7 @@ describe('the scheduled counts the monitor reads', () => {
     try {
       const condition = await waitFor('the condition', () => failing.conditions().find((c) => c.alarm === 'database-unreachable'));
       expect(condition).toMatchObject({ queue: '*', forMs: 30_000 });
-      expect(condition.summary).toMatch(/^the monitor cannot read the scheduled pushes from PostgreSQL \(scheduled-overdue is blind meanwhile\): .*scheduled_pushes/);
+      expect(condition.summary).toMatch(/^the monitor cannot read the scheduled pushes and the apps' APNs certificates from PostgreSQL \(scheduled-overdue and apns-certificate-expiring are blind meanwhile\): .*scheduled_pushes/);
     } finally {
       await failing.stop();
       await blind.close();
@@ -56,7 +57,7 @@ describe('the scheduled counts the monitor reads', () => {
       })
       .catch(() => undefined);
     await lockTaken;
-    const counts = startScheduledCounts({ db: t.db, pollMs: 300, overdueMs: 300_000, unreachableForMs: 30_000, metrics: createMonitorMetrics(new Registry()), logger });
+    const counts = startScheduledCounts({ db: t.db, pollMs: 300, overdueMs: 300_000, certificateWarnMs: 30 * DAY_MS, unreachableForMs: 30_000, metrics: createMonitorMetrics(new Registry()), logger });
     try {
       const condition = await waitFor('the condition', () => counts.conditions().find((c) => c.alarm === 'database-unreachable'), { timeoutMs: 5_000 });
       expect(condition.summary).toMatch(/no answer from PostgreSQL within 300 ms$/);
@@ -69,5 +70,37 @@ describe('the scheduled counts the monitor reads', () => {
       await locker.close();
     }
   });
-});
 
+  it("raises apns-certificate-expiring for an enabled app whose APNs certificate expires within the warning or has expired, and exports every expiry", async () => {
+    const now = Date.now();
+    const apps = [
+      { id: 'soon', at: now + 10 * DAY_MS + 3_600_000, enabled: true },
+      { id: 'gone', at: now - 2 * DAY_MS, enabled: true },
+      { id: 'later', at: now + 60 * DAY_MS, enabled: true },
+      { id: 'off', at: now + 3 * DAY_MS, enabled: false },
+    ];
+    for (const a of apps) {
+      await t.db.kysely
+        .insertInto('apps')
+        .values({ id: a.id, apns_topic: null, fcm_project_id: null, enabled: a.enabled, apns_auth: 'certificate', apns_secret: 'sealed', apns_certificate_expires_at: new Date(a.at) })
+        .execute();
+    }
+    const registry = new Registry();
+    const counts = startScheduledCounts({ db: t.db, pollMs: 50, overdueMs: 300_000, certificateWarnMs: 30 * DAY_MS, unreachableForMs: 30_000, metrics: createMonitorMetrics(registry), logger });
+    try {
+      await waitFor('a first read', () => (counts.readAt() === 0 ? undefined : true));
+      const found = counts.conditions().filter((c) => c.alarm === 'apns-certificate-expiring');
+      expect(found.map((c) => [c.queue, c.value, c.threshold])).toEqual([
+        ['app.gone', -2, 30],
+        ['app.soon', 10, 30],
+      ]);
+      expect(found[0]?.summary).toMatch(/^app "gone"'s APNs certificate expired on \d{4}-.*: every APNs push of the app is refused; renew it/);
+      expect(found[1]?.summary).toMatch(/^app "soon"'s APNs certificate expires on \d{4}-.*, in 10 days: then every APNs push of the app is refused; renew it .*herald apps rotate soon/);
+      const metrics = await registry.metrics();
+      for (const a of apps.filter((x) => x.enabled)) expect(metrics).toContain(`herald_apns_certificate_expiry_timestamp_seconds{app="${a.id}"} ${a.at / 1000}`);
+      expect(metrics).not.toContain('herald_apns_certificate_expiry_timestamp_seconds{app="off"}');
+    } finally {
+      await counts.stop();
+    }
+  });
+});

@@ -2,6 +2,7 @@ import type { Database, OverdueCount } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { databaseUnreachableCondition, type AlarmCondition } from '@herald/monitoring';
 import { TIMED_OUT, within } from '@herald/runtime';
+import { certificateConditions } from './certificate-expiry.ts';
 import type { MonitorMetrics } from './monitor-metrics.ts';
 
 /** Scheduled pushes waiting per upcoming hour (UTC), per platform; overdue ones count in the first hour. */
@@ -61,13 +62,22 @@ const OVERDUE_COUNT_CAP = 100_000;
 const releaserOf = (platform: string): string => (platform === 'web' ? 'web-pusher' : `${platform}-descheduler`);
 
 /**
- * Reads `countsByHour` and the overdue pushes every `pollMs`; a failed read keeps the last counts
- * and overdue conditions, is logged, and adds database-unreachable, which fires once the reads
- * have failed for `unreachableForMs` (the overdue alarm cannot fire while they fail).
+ * Reads `countsByHour`, the overdue pushes and the apps' APNs certificates every `pollMs`; a failed
+ * read keeps the last counts and conditions, is logged, and adds database-unreachable, which fires
+ * once the reads have failed for `unreachableForMs` (the overdue and certificate alarms cannot fire
+ * while they fail). `certificateWarnMs`: how long before a certificate expires its alarm fires.
  */
-export function startScheduledCounts(deps: { db: Database; pollMs: number; overdueMs: number; unreachableForMs: number; metrics: MonitorMetrics; logger: Logger }) {
+export function startScheduledCounts(deps: {
+  db: Database;
+  pollMs: number;
+  overdueMs: number;
+  certificateWarnMs: number;
+  unreachableForMs: number;
+  metrics: MonitorMetrics;
+  logger: Logger;
+}) {
   let current: ScheduledCounts = { at: null, hours: [] };
-  let overdueFound: AlarmCondition[] = [];
+  let found: AlarmCondition[] = [];
   let conditions: AlarmCondition[] = [];
   /** When the last read that set the conditions ended (epoch ms; 0: none yet). */
   let readAt = 0;
@@ -83,8 +93,10 @@ export function startScheduledCounts(deps: { db: Database; pollMs: number; overd
     const now = Date.now();
     const overdue = await deps.db.scheduled.overdue(new Date(now - deps.overdueMs), OVERDUE_COUNT_CAP);
     deps.metrics.recordOverdue(overdue, now);
-    overdueFound = overdueConditions(overdue, now, deps.overdueMs);
-    conditions = overdueFound;
+    const certificates = await deps.db.apps.apnsCertificates();
+    deps.metrics.recordCertificates(certificates);
+    found = [...overdueConditions(overdue, now, deps.overdueMs), ...certificateConditions(certificates, now, deps.certificateWarnMs)];
+    conditions = found;
     readAt = Date.now();
   };
   const read = async (): Promise<void> => {
@@ -94,7 +106,7 @@ export function startScheduledCounts(deps: { db: Database; pollMs: number; overd
       if ((await within(readOnce(), deps.pollMs)) === TIMED_OUT) throw new Error(`no answer from PostgreSQL within ${deps.pollMs} ms`);
     } catch (err) {
       deps.logger.warn({ error: (err as Error).message }, 'reading scheduled counts failed');
-      conditions = [...overdueFound, databaseUnreachableCondition(deps.unreachableForMs, (err as Error).message)];
+      conditions = [...found, databaseUnreachableCondition(deps.unreachableForMs, (err as Error).message)];
     }
   };
   const loop = (): void => {
@@ -105,7 +117,7 @@ export function startScheduledCounts(deps: { db: Database; pollMs: number; overd
   loop();
   return {
     current: (): ScheduledCounts => current,
-    /** The scheduled-overdue conditions of the last good read, and database-unreachable while reads fail (the queue monitor evaluates them with its own). */
+    /** The scheduled-overdue and apns-certificate-expiring conditions of the last good read, and database-unreachable while reads fail (the queue monitor evaluates them with its own). */
     conditions: (): AlarmCondition[] => conditions,
     /** When the last good read (counts and overdue pushes) ended, epoch ms; 0 before the first. */
     readAt: (): number => readAt,

@@ -102,6 +102,8 @@ export const AppView = z.object({
   enabled: z.boolean(),
   apnsAuth: z.enum(['token', 'certificate']).nullable(),
   apnsEndpoint: ApnsEndpoint,
+  /** When the APNs client certificate (apnsAuth "certificate") stops being valid, ISO 8601; null for token auth and none. */
+  apnsCertificateExpiresAt: z.string().nullable(),
   fcmAuth: z.enum(['service-account', 'access-token']).nullable(),
   fcmEndpoint: FcmEndpoint,
   apnsConnection: ApnsConnectionView,

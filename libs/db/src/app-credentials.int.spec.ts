@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppAdminError, createAppCredentialStore } from './app-credentials.ts';
 import { createSecretBox } from './secret-box.ts';
@@ -40,5 +41,25 @@ describe('app credentials', () => {
     await expect(createAppCredentialStore(t.db.kysely, box).create({ id: 'chat', enabled: true })).rejects.toThrow(/already exists/);
     await expect(createAppCredentialStore(t.db.kysely, undefined).create({ id: 'nokey', enabled: true, fcm: { auth: 'access-token', accessToken: 'x', projectId: 'p', endpoint: 'google' } })).rejects.toThrow(/HERALD_SECRET_KEY/);
     expect(await createAppCredentialStore(t.db.kysely, box).readApns('nokey')).toBeUndefined();
+  });
+
+  it("keeps when an APNs client certificate expires, in the clear: set on create and rotate, filled in on a pusher's first read of one stored before, listed for enabled apps", async () => {
+    const store = createAppCredentialStore(t.db.kysely, box);
+    const until = new Date('2027-03-01T12:00:00.000Z');
+    const made = await generate([{ name: 'commonName', value: 'Apple Push Services: com.example.shop' }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256', notBeforeDate: new Date('2026-03-01T12:00:00Z'), notAfterDate: until });
+    const certificate = { auth: 'certificate' as const, certPem: made.cert, keyPem: made.private, endpoint: 'production' as const };
+    expect((await store.create({ id: 'shop', enabled: true, apns: certificate })).apnsCertificateExpiresAt).toEqual(until);
+    await store.create({ id: 'shop-off', enabled: false, apns: certificate });
+    await store.create({ id: 'shop-token', enabled: true, apns: { auth: 'token', keyPem: PEM, keyId: 'KEY1234567', teamId: 'TEAM123456', endpoint: 'production' } });
+    expect(await t.db.apps.apnsCertificates()).toEqual([{ app: 'shop', expiresAt: until }]);
+
+    // A certificate sealed before 0039 has no expiry until a pusher first opens it.
+    await t.db.kysely.updateTable('apps').set({ apns_certificate_expires_at: null }).where('id', '=', 'shop').execute();
+    expect(await t.db.apps.apnsCertificates()).toEqual([]);
+    await store.readApns('shop');
+    expect(await t.db.apps.apnsCertificates()).toEqual([{ app: 'shop', expiresAt: until }]);
+
+    expect((await store.rotate('shop', { apns: { auth: 'token', keyPem: PEM, keyId: 'KEY1234567', teamId: 'TEAM123456', endpoint: 'production' } })).apnsCertificateExpiresAt).toBeNull();
+    expect(await t.db.apps.apnsCertificates()).toEqual([]);
   });
 });

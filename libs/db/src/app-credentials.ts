@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Updateable } from 'kysely';
-import type { ApnsCredentials, AppCreate, AppRotate, AppUpdate, FcmCredentials, Platform, ProviderConnection, WebPushUpdate } from '@herald/contracts';
+import { apnsCertificateValidity, type ApnsCredentials, type AppCreate, type AppRotate, type AppUpdate, type FcmCredentials, type Platform, type ProviderConnection, type WebPushUpdate } from '@herald/contracts';
 import { connectionColumns, proxyContext, readConnection, setsConnection, touchesConnection, type ConnectionChange } from './app-connections.ts';
 import { createAppRepository, type AppRow } from './app-repository.ts';
 import type { AppsTable, HeraldTables } from './tables.ts';
@@ -43,6 +43,12 @@ export interface AppCredentialStore {
 
 const context = (platform: Platform, app: string): string => `${platform}:${app}`;
 
+/** When an APNs client certificate stops being valid (null: token auth, or a certificate that cannot be read). */
+const certificateExpiry = (certPem: string | undefined): Date | null => {
+  const validity = certPem === undefined ? undefined : apnsCertificateValidity(certPem);
+  return validity === undefined ? null : new Date(validity.untilMs);
+};
+
 function apnsColumns(app: string, c: ApnsCredentials, box: SecretBox) {
   const secret = c.auth === 'token' ? { keyPem: c.keyPem } : { certPem: c.certPem, keyPem: c.keyPem, passphrase: c.passphrase };
   return {
@@ -51,6 +57,7 @@ function apnsColumns(app: string, c: ApnsCredentials, box: SecretBox) {
     apns_team_id: c.auth === 'token' ? c.teamId : null,
     apns_endpoint: c.endpoint,
     apns_secret: box.seal(JSON.stringify(secret), context('apns', app)),
+    apns_certificate_expires_at: certificateExpiry(secret.certPem),
   };
 }
 
@@ -123,6 +130,23 @@ async function selectApp(db: Kysely<HeraldTables>, id: string): Promise<AppRow> 
   const row = await createAppRepository(db).get(id);
   if (row === undefined) throw new AppAdminError('unknown-app', `unknown app "${id}"`);
   return row;
+}
+
+/**
+ * A certificate sealed before its expiry had a column (0039) gets it when a pusher first reads it,
+ * for the app list and the monitor's alarm. Only while the row still holds that sealed secret: a
+ * rotation meanwhile has set its own.
+ */
+async function noteCertificateExpiry(db: Kysely<HeraldTables>, id: string, sealed: string, certPem: string | undefined): Promise<void> {
+  const expiresAt = certificateExpiry(certPem);
+  if (expiresAt === null) return;
+  await db
+    .updateTable('apps')
+    .set({ apns_certificate_expires_at: expiresAt })
+    .where('id', '=', id)
+    .where('apns_secret', '=', sealed)
+    .where('apns_certificate_expires_at', 'is', null)
+    .execute();
 }
 
 export function createAppCredentialStore(db: Kysely<HeraldTables>, box: SecretBox | undefined): AppCredentialStore {
@@ -198,11 +222,12 @@ export function createAppCredentialStore(db: Kysely<HeraldTables>, box: SecretBo
     async readApns(id) {
       const r = await db
         .selectFrom('apps')
-        .select(['apns_auth', 'apns_key_id', 'apns_team_id', 'apns_endpoint', 'apns_secret', 'apns_address', 'apns_port', 'apns_ca_pem', 'apns_proxy_secret'])
+        .select(['apns_auth', 'apns_key_id', 'apns_team_id', 'apns_endpoint', 'apns_secret', 'apns_address', 'apns_port', 'apns_ca_pem', 'apns_proxy_secret', 'apns_certificate_expires_at'])
         .where('id', '=', id)
         .executeTakeFirst();
       if (r?.apns_auth == null || r.apns_secret === null) return undefined;
       const secret = JSON.parse(open(r.apns_secret, 'apns', id)) as { keyPem: string; certPem?: string; passphrase?: string };
+      if (r.apns_auth === 'certificate' && r.apns_certificate_expires_at === null) await noteCertificateExpiry(db, id, r.apns_secret, secret.certPem);
       const connection = readConnection({ host: r.apns_address, port: r.apns_port, caPem: r.apns_ca_pem, proxySecret: r.apns_proxy_secret }, openProxy('apns', id));
       const extra = { endpoint: r.apns_endpoint, ...(connection !== undefined && { connection }) };
       if (r.apns_auth === 'token') {

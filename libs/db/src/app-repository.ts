@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type NotNull, type Selectable } from 'kysely';
 import type { AppsTable, HeraldTables } from './tables.ts';
 
 export interface AppRow {
@@ -11,6 +11,8 @@ export interface AppRow {
   /** Which stored credentials the app has (null: none, the pushers' process-level provider is used). */
   apnsAuth?: 'token' | 'certificate' | null;
   apnsEndpoint?: 'production' | 'development' | 'local';
+  /** When its APNs client certificate stops being valid (0039); null for token auth, none, and a certificate sealed before 0039 that no pusher has read yet. */
+  apnsCertificateExpiresAt?: Date | null;
   fcmAuth?: 'service-account' | 'access-token' | null;
   fcmEndpoint?: 'google' | 'local';
   /** Grows on every credential change: a pusher rebuilds the app's provider when it moves. */
@@ -47,6 +49,13 @@ export interface AppRepository {
   get(id: string): Promise<AppRow | undefined>;
   upsert(app: AppUpsert): Promise<AppRow>;
   list(): Promise<AppRow[]>;
+  /** Enabled apps sending to APNs with a client certificate, and when each certificate stops being valid (the monitor's alarm). */
+  apnsCertificates(): Promise<ApnsCertificateExpiry[]>;
+}
+
+export interface ApnsCertificateExpiry {
+  app: string;
+  expiresAt: Date;
 }
 
 type Heavy = 'apns_ca_pem' | 'apns_proxy_secret' | 'fcm_ca_pem' | 'fcm_proxy_secret' | 'web_vapid_secret' | 'web_vapid_previous_secret';
@@ -57,7 +66,7 @@ const appColumns = (eb: ExpressionBuilder<HeraldTables, 'apps'>) =>
   [
     'id', 'apns_topic', 'fcm_project_id', 'enabled', 'created_at', 'updated_at', 'apns_auth', 'apns_key_id', 'apns_team_id', 'apns_endpoint',
     'apns_secret', 'fcm_auth', 'fcm_endpoint', 'fcm_secret', 'credentials_version', 'apns_address', 'apns_port', 'fcm_host', 'fcm_port',
-    'web_vapid_public_key', 'web_vapid_previous_public_key', 'web_vapid_subject', 'web_push_hosts',
+    'web_vapid_public_key', 'web_vapid_previous_public_key', 'web_vapid_subject', 'web_push_hosts', 'apns_certificate_expires_at',
     eb('apns_ca_pem', 'is not', null).$castTo<boolean>().as('apns_has_ca'),
     eb('apns_proxy_secret', 'is not', null).$castTo<boolean>().as('apns_has_proxy'),
     eb('fcm_ca_pem', 'is not', null).$castTo<boolean>().as('fcm_has_ca'),
@@ -73,6 +82,7 @@ const toAppRow = (r: AppSelection): AppRow => ({
   updatedAt: r.updated_at,
   apnsAuth: r.apns_auth,
   apnsEndpoint: r.apns_endpoint,
+  apnsCertificateExpiresAt: r.apns_certificate_expires_at,
   fcmAuth: r.fcm_auth,
   fcmEndpoint: r.fcm_endpoint,
   credentialsVersion: r.credentials_version,
@@ -108,6 +118,18 @@ export function createAppRepository(db: Kysely<HeraldTables>): AppRepository {
     async list() {
       const rows = await db.selectFrom('apps').select(appColumns).orderBy('id').execute();
       return rows.map(toAppRow);
+    },
+    async apnsCertificates() {
+      const rows = await db
+        .selectFrom('apps')
+        .select(['id', 'apns_certificate_expires_at'])
+        .where('enabled', '=', true)
+        .where('apns_auth', '=', 'certificate')
+        .where('apns_certificate_expires_at', 'is not', null)
+        .$narrowType<{ apns_certificate_expires_at: NotNull }>()
+        .orderBy('id')
+        .execute();
+      return rows.map((r) => ({ app: r.id, expiresAt: r.apns_certificate_expires_at }));
     },
   };
 }

@@ -28,6 +28,8 @@ export interface AppsTable {
   fcm_port: Generated<number | null>;
   fcm_ca_pem: Generated<string | null>;
   fcm_proxy_secret: Generated<string | null>;
+  /** When the APNs client certificate (auth "certificate") stops being valid (0039); null otherwise, and until a pusher first reads one sealed before 0039. */
+  apns_certificate_expires_at: Generated<Date | null>;
   /** Web Push (0019): the VAPID key pairs (secrets sealed), the contact subject, the push-service allow-list (NULL: the default). */
   web_vapid_public_key: Generated<string | null>;
   web_vapid_secret: Generated<string | null>;

@@ -1,7 +1,7 @@
 import { drainSecondsOf, type QueueSnapshot } from './queue-snapshot.ts';
 import type { QueueThresholds, ThresholdConfig } from './thresholds.ts';
 
-export const AlarmKinds = ['backlog', 'no-consumer', 'drain-time', 'stalled', 'parked-growing', 'queue-missing', 'rabbitmq-unreachable', 'scheduled-overdue', 'database-unreachable'] as const;
+export const AlarmKinds = ['backlog', 'no-consumer', 'drain-time', 'stalled', 'parked-growing', 'queue-missing', 'rabbitmq-unreachable', 'scheduled-overdue', 'database-unreachable', 'apns-certificate-expiring'] as const;
 export type AlarmKind = (typeof AlarmKinds)[number];
 
 /** A condition that holds right now; it becomes an alarm once it has held for `forMs`. */
@@ -120,12 +120,12 @@ export const unreachableCondition = (forMs: number, error: string): AlarmConditi
   summary: `the monitor cannot read the RabbitMQ management API: ${error}`,
 });
 
-/** The monitor cannot read the stored scheduled pushes from PostgreSQL: raised after `forMs` of failed reads. */
+/** The monitor cannot read PostgreSQL (the stored scheduled pushes, the apps' APNs certificates): raised after `forMs` of failed reads. */
 export const databaseUnreachableCondition = (forMs: number, error: string): AlarmCondition => ({
   alarm: 'database-unreachable',
   queue: '*',
   forMs,
   value: 1,
   threshold: 0,
-  summary: `the monitor cannot read the scheduled pushes from PostgreSQL (scheduled-overdue is blind meanwhile): ${error}`,
+  summary: `the monitor cannot read the scheduled pushes and the apps' APNs certificates from PostgreSQL (scheduled-overdue and apns-certificate-expiring are blind meanwhile): ${error}`,
 });

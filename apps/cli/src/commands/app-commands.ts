@@ -28,11 +28,14 @@ const connection = (c: ConnectionSummary | undefined): string =>
     ? ''
     : [c.host !== null || c.port !== null ? `${c.host ?? '(default host)'}:${c.port ?? '(default port)'}` : '', c.ca ? 'ca' : '', c.proxy ? 'proxy' : ''].filter((p) => p !== '').join(', ');
 
+/** ", expires 2027-12-06" for an APNs client certificate; "" otherwise (token auth, or a certificate no pusher has read since 0039). */
+const certificateExpiry = (a: AppRow): string => (a.apnsCertificateExpiresAt == null ? '' : `, expires ${a.apnsCertificateExpiresAt.toISOString().slice(0, 10)}`);
+
 const view = (a: AppRow) => ({
   id: a.id,
   enabled: a.enabled,
   apnsTopic: a.apnsTopic,
-  apns: a.apnsAuth == null ? '(process default)' : `${a.apnsAuth} @ ${a.apnsEndpoint ?? ''}`,
+  apns: a.apnsAuth == null ? '(process default)' : `${a.apnsAuth} @ ${a.apnsEndpoint ?? ''}${certificateExpiry(a)}`,
   fcm: a.fcmAuth == null ? '(process default)' : `${a.fcmAuth} ${a.fcmProjectId ?? ''} @ ${a.fcmEndpoint ?? ''}`,
   apnsConnection: connection(a.apnsConnection),
   fcmConnection: connection(a.fcmConnection),
