@@ -71,6 +71,9 @@ describe('bad input is parked with a readable reason, counted, and the services 
     const parked = await parkedJob((p) => p.includes('unknown-app-job'));
     expect(String(parked.properties.headers?.[Headers.parkedReason])).toBe('unknown app "no-such-app"');
     expect(await metric(sys.service('demuxer'), 'herald_messages_parked_total', { queue: Queues.jobs, code: 'unknown-app' })).toBe(1);
+    // Counted without its app: an app id that exists nowhere, published over AMQP, makes no series.
+    expect(await metric(sys.service('demuxer'), 'herald_demuxer_jobs_total', { outcome: 'parked', app: '' })).toBeGreaterThanOrEqual(1);
+    expect(await metric(sys.service('demuxer'), 'herald_demuxer_jobs_total', { app: 'no-such-app' })).toBe(0);
     await stillDelivers();
   });
 
@@ -85,8 +88,10 @@ describe('bad input is parked with a readable reason, counted, and the services 
   });
 
   it('acknowledges and counts a job for a user with no devices', async () => {
-    await sys.client.publishPushJob(job({ userId: uniqueUser('nobody') }));
-    await waitFor('no-devices count', async () => (await metric(sys.service('demuxer'), 'herald_demuxer_jobs_total', { outcome: 'no-devices' })) === 1);
+    const nobody = job({ userId: uniqueUser('nobody') });
+    await sys.client.publishPushJob(nobody);
+    // By app: HeraldAppJobsFindNoDevices compares an app's no-devices share with the day before.
+    await waitFor('no-devices count', async () => (await metric(sys.service('demuxer'), 'herald_demuxer_jobs_total', { outcome: 'no-devices', app: nobody.app })) === 1);
     expect((await peekMessages(sys.vhost.name, Queues.jobs, 10)).length).toBe(0);
   });
 

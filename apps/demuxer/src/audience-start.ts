@@ -27,7 +27,7 @@ export async function startAudienceJob(job: PushJob, acceptedAt: Date, deps: Aud
   const spec = toAudienceSpec(audience);
   const problem = await deps.audiences.problem?.({ app: job.app, audience: spec });
   if (problem !== undefined) {
-    deps.metrics.jobs.inc({ outcome: 'parked' });
+    deps.metrics.jobs.inc({ outcome: 'parked', app: job.app });
     deps.logger.warn({ jobId: job.id, code: 'unknown-audience', reason: problem }, 'job parked');
     return { kind: 'park', code: 'unknown-audience', reason: problem };
   }
@@ -39,7 +39,7 @@ export async function startAudienceJob(job: PushJob, acceptedAt: Date, deps: Aud
     deps.logger.info({ jobId: job.id }, 'audience job was cancelled before its fan-out started: nothing read, nothing sent');
     return { kind: 'ack' };
   }
-  if (started.created) deps.metrics.jobs.inc({ outcome: 'fan-out-started' });
+  if (started.created) deps.metrics.jobs.inc({ outcome: 'fan-out-started', app: job.app });
   deps.logger[job.trace === true ? 'info' : 'debug'](
     { jobId: job.id, audience: describeAudience(audience), size, exact, created: started.created, tasks },
     'audience fan-out started',

@@ -1,7 +1,8 @@
 import { Counter, type Registry } from '@herald/runtime';
 
 export interface DemuxerMetrics {
-  jobs: Counter<'outcome'>;
+  /** By app ("" for a parked job whose app is not known to exist). */
+  jobs: Counter<'outcome' | 'app'>;
   devicePushes: Counter<'platform'>;
   scheduled: Counter<'platform' | 'outcome'>;
   timezoneFallbacks: Counter<'app'>;
@@ -15,8 +16,8 @@ export function createDemuxerMetrics(registry: Registry): DemuxerMetrics {
   return {
     jobs: new Counter({
       name: 'herald_demuxer_jobs_total',
-      help: 'Push jobs handled by the demuxer, by outcome (fanned-out, fan-out-started: an audience job handed to the fan-out stage, no-devices, skipped: every device skipped for opt-outs or mutes, expired, cancelled: cancelled while it waited in push.jobs, parked)',
-      labelNames: ['outcome'],
+      help: 'Push jobs handled by the demuxer, by outcome (fanned-out, fan-out-started: an audience job handed to the fan-out stage, no-devices, skipped: every device skipped for opt-outs or mutes, expired, cancelled: cancelled while it waited in push.jobs, parked) and app ("" for a job parked before its app was found)',
+      labelNames: ['outcome', 'app'],
       registers: [registry],
     }),
     devicePushes: new Counter({

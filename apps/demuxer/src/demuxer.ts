@@ -156,7 +156,7 @@ async function recordCancelled(accepted: readonly Accepted[], plans: readonly Jo
     if (!cancelled.has(job.id) || plan === undefined) continue;
     const dropped = [...plan.split.now, ...plan.split.later.map((l) => l.push)];
     pushes.push(...dropped.map((p) => ({ pushId: p.pushId, jobId: p.jobId, deviceId: p.deviceId, platform: p.platform })));
-    deps.metrics.jobs.inc({ outcome: 'cancelled' });
+    deps.metrics.jobs.inc({ outcome: 'cancelled', app: job.app });
     deps.logger.info({ jobId: job.id, pushes: dropped.length }, 'job was cancelled before the demuxer took it: its pushes recorded cancelled, none sent or stored');
   }
   await deps.jobs?.recordCancelled(pushes);
@@ -180,11 +180,11 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
   const parsed = decodeWith(PushJob, message.body);
   if (!parsed.ok) return park(deps, parsed.reason.startsWith('malformed') ? 'malformed-json' : 'schema', parsed.reason);
   const job = parsed.value;
-  const badSchedule = scheduleProblem(job.deliverAt, at, deps.scheduling.horizonDays);
-  if (badSchedule !== undefined) return park(deps, 'bad-schedule', badSchedule, job);
   const app = await deps.apps.get(job.app);
   if (app === undefined) return park(deps, 'unknown-app', `unknown app "${job.app}"`, job);
   if (!app.enabled) return park(deps, 'app-disabled', `app "${job.app}" is disabled`, job);
+  const badSchedule = scheduleProblem(job.deliverAt, at, deps.scheduling.horizonDays);
+  if (badSchedule !== undefined) return park(deps, 'bad-schedule', badSchedule, job);
   // Apple's and Google's rules (and Web Push's when the app has VAPID keys; otherwise once the
   // targets show a browser, webParkOf), as at the API: a job they would refuse is parked, never sent.
   const webChecked = app.webVapid === true;
@@ -205,7 +205,7 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
 /** The job's pushes to send now (later ones are stored here); publishing is the caller's, for the whole batch. */
 async function fanOut(a: Accepted, plan: JobPlan, deps: DemuxerDeps, at: Date): Promise<DevicePush[]> {
   const { job } = a;
-  deps.metrics.jobs.inc({ outcome: plan.label });
+  deps.metrics.jobs.inc({ outcome: plan.label, app: job.app });
   const pushes = job.deliverAt === undefined || a.expired ? plan.split.now : await scheduleLater(job, plan.split, deps, at);
   if (plan.label !== 'fanned-out') {
     // Counted, and shown in the job's status; logged at info only when traced.
@@ -228,8 +228,9 @@ function startAudience({ job, acceptedAt }: Omit<Accepted, 'index'>, deps: Demux
   return startAudienceJob(job, acceptedAt, { ...deps.audiences, publisher: deps.publisher, metrics: deps.metrics, logger: deps.logger });
 }
 
+/** The `app` label of a parked job: its app once known to exist ("" before, so arbitrary text published over AMQP makes no series). */
 function park(deps: DemuxerDeps, code: string, reason: string, job?: PushJob): Outcome {
-  deps.metrics.jobs.inc({ outcome: 'parked' });
+  deps.metrics.jobs.inc({ outcome: 'parked', app: job === undefined || code === 'unknown-app' ? '' : job.app });
   deps.logger.warn({ jobId: job?.id, code, reason }, 'job parked');
   return { kind: 'park', code, reason };
 }
