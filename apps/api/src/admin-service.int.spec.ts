@@ -3,7 +3,7 @@ import { createAppCredentialStore, createSecretBox } from '@herald/db';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, createKey, listApps, updateApp, type AdminDeps } from './admin-service.ts';
+import { createApp, createKey, listApps, rotateApp, updateApp, type AdminDeps } from './admin-service.ts';
 import { ApiError } from './api-error.ts';
 
 const KEY = '-----BEGIN PRIVATE KEY-----\nMIGT\n-----END PRIVATE KEY-----\n';
@@ -64,6 +64,14 @@ describe('admin API: an app with an APNs certificate', () => {
     const created = await createApp({ id: 'certified', apns: { auth: 'certificate', certPem: made.cert, keyPem: made.private } }, d);
     expect(created).toMatchObject({ apnsAuth: 'certificate', apnsCertificateExpiresAt: until.toISOString() });
     expect((await listApps(d)).find((a) => a.id === 'relay')).toMatchObject({ apnsAuth: 'token', apnsCertificateExpiresAt: null });
+  });
+
+  it('keeps the endpoint of an app whose credentials are rotated without one (a renewed production certificate stays on production)', async () => {
+    const made = await generate([{ name: 'commonName', value: 'Apple Push Services: com.example.live' }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256' });
+    const certificate = { auth: 'certificate', certPem: made.cert, keyPem: made.private };
+    expect((await createApp({ id: 'live', apns: { ...certificate, endpoint: 'production' } }, d)).apnsEndpoint).toBe('production');
+    expect((await rotateApp('live', { apns: certificate }, d)).apnsEndpoint).toBe('production');
+    expect((await createApp({ id: 'fresh', apns: certificate }, d)).apnsEndpoint).toBe('development');
   });
 });
 

@@ -17,7 +17,7 @@ async function authFromEnv(config: Config): Promise<ApnsSettings['auth'] | undef
   if (config.APNS_CERT_FILE !== undefined) {
     if (config.APNS_CERT_KEY_FILE === undefined) throw new Error('APNS_CERT_FILE needs APNS_CERT_KEY_FILE');
     const [cert, key] = await Promise.all([readFile(config.APNS_CERT_FILE, 'utf8'), readFile(config.APNS_CERT_KEY_FILE, 'utf8')]);
-    return { kind: 'certificate', cert, key };
+    return { kind: 'certificate', cert, key, file: config.APNS_CERT_FILE };
   }
   return undefined;
 }

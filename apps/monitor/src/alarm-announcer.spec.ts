@@ -12,7 +12,7 @@ describe('what tells a lease holder that an alarm it took over has ended', () =>
   });
 
   it('the kinds read from PostgreSQL: a good read after it took the lease, and a poll since that evaluated it', () => {
-    for (const alarm of ['scheduled-overdue', 'database-unreachable', 'apns-certificate-expiring']) {
+    for (const alarm of ['scheduled-overdue', 'database-unreachable', 'apns-certificate-expiring', 'apns-certificate-expired']) {
       expect(seenSince({ alarm, queue: 'scheduled.apns' }, took, evidence({ polledAt: took + 5, readAt: took - 1 }), took + 10), alarm).toBe(false);
       // Read, but the poll whose conditions the tracker holds ran before the read ended.
       expect(seenSince({ alarm, queue: 'scheduled.apns' }, took, evidence({ polledAt: took + 5, readAt: took + 6 }), took + 10), alarm).toBe(false);

@@ -40,6 +40,7 @@ export function seenSince(alarm: AlarmKey, since: number, e: Evidence, now: numb
   switch (alarm.alarm) {
     case 'scheduled-overdue':
     case 'apns-certificate-expiring':
+    case 'apns-certificate-expired':
     case 'database-unreachable':
       return e.readAt > since && e.readAt <= e.polledAt;
     case 'parked-growing':

@@ -32,7 +32,7 @@ describe('the scheduled counts the monitor reads', () => {
     try {
       const condition = await waitFor('the condition', () => failing.conditions().find((c) => c.alarm === 'database-unreachable'));
       expect(condition).toMatchObject({ queue: '*', forMs: 30_000 });
-      expect(condition.summary).toMatch(/^the monitor cannot read the scheduled pushes and the apps' APNs certificates from PostgreSQL \(scheduled-overdue and apns-certificate-expiring are blind meanwhile\): .*scheduled_pushes/);
+      expect(condition.summary).toMatch(/^the monitor cannot read the scheduled pushes and the apps' APNs certificates from PostgreSQL \(scheduled-overdue and the certificate alarms are blind meanwhile\): .*scheduled_pushes/);
     } finally {
       await failing.stop();
       await blind.close();
@@ -89,13 +89,14 @@ describe('the scheduled counts the monitor reads', () => {
     const counts = startScheduledCounts({ db: t.db, pollMs: 50, overdueMs: 300_000, certificateWarnMs: 30 * DAY_MS, unreachableForMs: 30_000, metrics: createMonitorMetrics(registry), logger });
     try {
       await waitFor('a first read', () => (counts.readAt() === 0 ? undefined : true));
-      const found = counts.conditions().filter((c) => c.alarm === 'apns-certificate-expiring');
-      expect(found.map((c) => [c.queue, c.value, c.threshold])).toEqual([
-        ['app.gone', -2, 30],
-        ['app.soon', 10, 30],
+      const found = counts.conditions().filter((c) => c.alarm.startsWith('apns-certificate-'));
+      expect(found.map((c) => [c.alarm, c.queue, c.value, c.threshold])).toEqual([
+        ['apns-certificate-expiring', 'app.gone', -2, 30],
+        ['apns-certificate-expired', 'app.gone', -2, 0],
+        ['apns-certificate-expiring', 'app.soon', 10, 30],
       ]);
-      expect(found[0]?.summary).toMatch(/^app "gone"'s APNs certificate expired on \d{4}-.*: every APNs push of the app is refused; renew it/);
-      expect(found[1]?.summary).toMatch(/^app "soon"'s APNs certificate expires on \d{4}-.*, in 10 days: then every APNs push of the app is refused; renew it .*herald apps rotate soon/);
+      expect(found[1]?.summary).toMatch(/^app "gone"'s APNs certificate expired on \d{4}-.*: every APNs push of the app is refused; renew it/);
+      expect(found[2]?.summary).toMatch(/^app "soon"'s APNs certificate expires on \d{4}-.*, in 10 days: then every APNs push of the app is refused; renew it .*herald apps rotate soon/);
       const metrics = await registry.metrics();
       for (const a of apps.filter((x) => x.enabled)) expect(metrics).toContain(`herald_apns_certificate_expiry_timestamp_seconds{app="${a.id}"} ${a.at / 1000}`);
       expect(metrics).not.toContain('herald_apns_certificate_expiry_timestamp_seconds{app="off"}');

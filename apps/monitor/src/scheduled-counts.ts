@@ -117,7 +117,7 @@ export function startScheduledCounts(deps: {
   loop();
   return {
     current: (): ScheduledCounts => current,
-    /** The scheduled-overdue and apns-certificate-expiring conditions of the last good read, and database-unreachable while reads fail (the queue monitor evaluates them with its own). */
+    /** The scheduled-overdue and certificate conditions of the last good read, and database-unreachable while reads fail (the queue monitor evaluates them with its own). */
     conditions: (): AlarmCondition[] => conditions,
     /** When the last good read (counts and overdue pushes) ended, epoch ms; 0 before the first. */
     readAt: (): number => readAt,

@@ -13,20 +13,30 @@ export const ApnsEndpoint = z.enum(['production', 'development', 'local']);
 /** google: fcm.googleapis.com; local: Herald's FCM sandbox. */
 export const FcmEndpoint = z.enum(['google', 'local']);
 
-/** An app's Apple credentials: a token-auth .p8 key with its key and team id, or a certificate and key. */
-export const ApnsCredentials = z.discriminatedUnion('auth', [
-  z.strictObject({ auth: z.literal('token'), keyPem: Pem, keyId: AppleId, teamId: AppleId, endpoint: ApnsEndpoint.default('development') }),
-  z.strictObject({
-    auth: z.literal('certificate'),
-    certPem: Pem.superRefine((pem, ctx) => {
-      const problem = apnsCertificateProblem(pem);
-      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+const apnsCredentialsWith = <E extends z.ZodType<z.infer<typeof ApnsEndpoint> | undefined>>(endpoint: E) =>
+  z.discriminatedUnion('auth', [
+    z.strictObject({ auth: z.literal('token'), keyPem: Pem, keyId: AppleId, teamId: AppleId, endpoint }),
+    z.strictObject({
+      auth: z.literal('certificate'),
+      certPem: Pem.superRefine((pem, ctx) => {
+        const problem = apnsCertificateProblem(pem);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+      }),
+      keyPem: Pem,
+      passphrase: z.string().min(1).max(200).optional(),
+      endpoint,
     }),
-    keyPem: Pem,
-    passphrase: z.string().min(1).max(200).optional(),
-    endpoint: ApnsEndpoint.default('development'),
-  }),
-]);
+  ]);
+
+/** An app's Apple credentials: a token-auth .p8 key with its key and team id, or a certificate and key. */
+export const ApnsCredentials = apnsCredentialsWith(ApnsEndpoint.default('development'));
+/**
+ * New Apple credentials for an app that has some: without `endpoint` the app keeps the one it has.
+ * A certificate renewed for a production app and rotated in without it had moved the app to
+ * Apple's development environment, where every production token is refused.
+ */
+export const ApnsCredentialsRotation = apnsCredentialsWith(ApnsEndpoint.optional());
+export type ApnsCredentialsRotation = z.infer<typeof ApnsCredentialsRotation>;
 export type ApnsCredentials = z.infer<typeof ApnsCredentials>;
 
 const ServiceAccountJson = z
@@ -90,7 +100,7 @@ export type AppUpdate = z.infer<typeof AppUpdate>;
 
 /** Replace one or both platforms' credentials; pushers pick the new ones up without a restart. */
 export const AppRotate = z
-  .strictObject({ apns: ApnsCredentials.optional(), fcm: FcmCredentials.optional() })
+  .strictObject({ apns: ApnsCredentialsRotation.optional(), fcm: FcmCredentials.optional() })
   .refine((r) => r.apns !== undefined || r.fcm !== undefined, { message: 'give apns or fcm credentials' });
 export type AppRotate = z.infer<typeof AppRotate>;
 

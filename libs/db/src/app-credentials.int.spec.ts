@@ -59,6 +59,10 @@ describe('app credentials', () => {
     await store.readApns('shop');
     expect(await t.db.apps.apnsCertificates()).toEqual([{ app: 'shop', expiresAt: until }]);
 
+    // A rotation without an endpoint keeps the app's: a renewed production certificate stays on production.
+    const renewed = await store.rotate('shop', { apns: { auth: 'certificate', certPem: made.cert, keyPem: made.private } });
+    expect(renewed).toMatchObject({ apnsEndpoint: 'production', apnsCertificateExpiresAt: until });
+    expect((await store.rotate('shop', { apns: { auth: 'token', keyPem: PEM, keyId: 'KEY1234567', teamId: 'TEAM123456', endpoint: 'development' } })).apnsEndpoint).toBe('development');
     expect((await store.rotate('shop', { apns: { auth: 'token', keyPem: PEM, keyId: 'KEY1234567', teamId: 'TEAM123456', endpoint: 'production' } })).apnsCertificateExpiresAt).toBeNull();
     expect(await t.db.apps.apnsCertificates()).toEqual([]);
   });

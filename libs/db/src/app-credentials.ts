@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Updateable } from 'kysely';
-import { apnsCertificateValidity, type ApnsCredentials, type AppCreate, type AppRotate, type AppUpdate, type FcmCredentials, type Platform, type ProviderConnection, type WebPushUpdate } from '@herald/contracts';
+import { apnsCertificateValidity, type ApnsCredentials, type ApnsCredentialsRotation, type AppCreate, type AppRotate, type AppUpdate, type FcmCredentials, type Platform, type ProviderConnection, type WebPushUpdate } from '@herald/contracts';
 import { connectionColumns, proxyContext, readConnection, setsConnection, touchesConnection, type ConnectionChange } from './app-connections.ts';
 import { createAppRepository, type AppRow } from './app-repository.ts';
 import type { AppsTable, HeraldTables } from './tables.ts';
@@ -49,13 +49,14 @@ const certificateExpiry = (certPem: string | undefined): Date | null => {
   return validity === undefined ? null : new Date(validity.untilMs);
 };
 
-function apnsColumns(app: string, c: ApnsCredentials, box: SecretBox) {
+/** A rotation without `endpoint` keeps the app's (an insert without it takes the column's default, development). */
+function apnsColumns(app: string, c: ApnsCredentialsRotation, box: SecretBox) {
   const secret = c.auth === 'token' ? { keyPem: c.keyPem } : { certPem: c.certPem, keyPem: c.keyPem, passphrase: c.passphrase };
   return {
     apns_auth: c.auth,
     apns_key_id: c.auth === 'token' ? c.keyId : null,
     apns_team_id: c.auth === 'token' ? c.teamId : null,
-    apns_endpoint: c.endpoint,
+    ...(c.endpoint !== undefined && { apns_endpoint: c.endpoint }),
     apns_secret: box.seal(JSON.stringify(secret), context('apns', app)),
     apns_certificate_expires_at: certificateExpiry(secret.certPem),
   };
@@ -78,7 +79,7 @@ function need(box: SecretBox | undefined): SecretBox {
   return box;
 }
 
-function credentialColumns(id: string, c: { apns?: ApnsCredentials | undefined; fcm?: FcmCredentials | undefined }, box: SecretBox | undefined) {
+function credentialColumns(id: string, c: { apns?: ApnsCredentialsRotation | undefined; fcm?: FcmCredentials | undefined }, box: SecretBox | undefined) {
   return {
     ...(c.apns !== undefined ? apnsColumns(id, c.apns, need(box)) : {}),
     ...(c.fcm !== undefined ? fcmColumns(id, c.fcm, need(box)) : {}),
@@ -227,7 +228,8 @@ export function createAppCredentialStore(db: Kysely<HeraldTables>, box: SecretBo
         .executeTakeFirst();
       if (r?.apns_auth == null || r.apns_secret === null) return undefined;
       const secret = JSON.parse(open(r.apns_secret, 'apns', id)) as { keyPem: string; certPem?: string; passphrase?: string };
-      if (r.apns_auth === 'certificate' && r.apns_certificate_expires_at === null) await noteCertificateExpiry(db, id, r.apns_secret, secret.certPem);
+      // Best effort: the column only informs, so a write that fails (or waits on a lock) must not stop the app's pushes; the next read tries again.
+      if (r.apns_auth === 'certificate' && r.apns_certificate_expires_at === null) await noteCertificateExpiry(db, id, r.apns_secret, secret.certPem).catch(() => undefined);
       const connection = readConnection({ host: r.apns_address, port: r.apns_port, caPem: r.apns_ca_pem, proxySecret: r.apns_proxy_secret }, openProxy('apns', id));
       const extra = { endpoint: r.apns_endpoint, ...(connection !== undefined && { connection }) };
       if (r.apns_auth === 'token') {

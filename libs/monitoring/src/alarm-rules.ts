@@ -1,7 +1,7 @@
 import { drainSecondsOf, type QueueSnapshot } from './queue-snapshot.ts';
 import type { QueueThresholds, ThresholdConfig } from './thresholds.ts';
 
-export const AlarmKinds = ['backlog', 'no-consumer', 'drain-time', 'stalled', 'parked-growing', 'queue-missing', 'rabbitmq-unreachable', 'scheduled-overdue', 'database-unreachable', 'apns-certificate-expiring'] as const;
+export const AlarmKinds = ['backlog', 'no-consumer', 'drain-time', 'stalled', 'parked-growing', 'queue-missing', 'rabbitmq-unreachable', 'scheduled-overdue', 'database-unreachable', 'apns-certificate-expiring', 'apns-certificate-expired'] as const;
 export type AlarmKind = (typeof AlarmKinds)[number];
 
 /** A condition that holds right now; it becomes an alarm once it has held for `forMs`. */
@@ -127,5 +127,5 @@ export const databaseUnreachableCondition = (forMs: number, error: string): Alar
   forMs,
   value: 1,
   threshold: 0,
-  summary: `the monitor cannot read the scheduled pushes and the apps' APNs certificates from PostgreSQL (scheduled-overdue and apns-certificate-expiring are blind meanwhile): ${error}`,
+  summary: `the monitor cannot read the scheduled pushes and the apps' APNs certificates from PostgreSQL (scheduled-overdue and the certificate alarms are blind meanwhile): ${error}`,
 });

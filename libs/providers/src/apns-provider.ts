@@ -110,7 +110,10 @@ function certificateOutOfDate(auth: ApnsSettings['auth']): (nowMs: number) => st
   if (validity === undefined) return () => undefined;
   return (nowMs) => {
     const problem = apnsCertificateDateProblem(validity, nowMs);
-    return problem === undefined ? undefined : `credentials: the app's APNs certificate ${problem}; rotate it (herald apps rotate, PUT /admin/apps/:id/credentials)`;
+    if (problem === undefined) return undefined;
+    return auth.kind === 'certificate' && auth.file !== undefined
+      ? `credentials: the pushers' APNs certificate (APNS_CERT_FILE ${auth.file}) ${problem}; replace the file and restart the apns-pushers, or give the app credentials of its own`
+      : `credentials: the app's APNs certificate ${problem}; rotate it (herald apps rotate, PUT /admin/apps/:id/credentials)`;
   };
 }
 

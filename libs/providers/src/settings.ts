@@ -13,7 +13,14 @@ export interface ApnsSettings {
   production: boolean;
   auth:
     | { kind: 'token'; /** PEM contents of the .p8 key */ key: string; keyId: string; teamId: string }
-    | { kind: 'certificate'; cert: string; key: string; passphrase?: string };
+    | {
+        kind: 'certificate';
+        cert: string;
+        key: string;
+        passphrase?: string;
+        /** Where the certificate was read from, when not the app's stored credentials (the pushers' own APNS_CERT_FILE): how to replace it. */
+        file?: string;
+      };
   /** PEM bundle trusted at `address` instead of Node's built-in roots (the sandbox's certificate); omit for Apple. */
   ca?: string;
   /** Tunnel the HTTP/2 connection through this proxy (HTTP CONNECT to address:port). */

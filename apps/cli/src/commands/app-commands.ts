@@ -1,4 +1,5 @@
 import { loadConfig, optionalStr } from '@herald/config';
+import { ApnsCredentials } from '@herald/contracts';
 import { createAppCredentialStore, createSecretBox, type AppCredentialStore, type AppRow, type ConnectionSummary, type Database } from '@herald/db';
 import type { Command } from 'commander';
 import { suffixedTopicWarning } from '@herald/providers';
@@ -28,8 +29,11 @@ const connection = (c: ConnectionSummary | undefined): string =>
     ? ''
     : [c.host !== null || c.port !== null ? `${c.host ?? '(default host)'}:${c.port ?? '(default port)'}` : '', c.ca ? 'ca' : '', c.proxy ? 'proxy' : ''].filter((p) => p !== '').join(', ');
 
-/** ", expires 2027-12-06" for an APNs client certificate; "" otherwise (token auth, or a certificate no pusher has read since 0039). */
-const certificateExpiry = (a: AppRow): string => (a.apnsCertificateExpiresAt == null ? '' : `, expires ${a.apnsCertificateExpiresAt.toISOString().slice(0, 10)}`);
+/** ", expires 2027-12-06" for an APNs client certificate ("expiry not known yet": stored before 0039, no pusher has read it since); "" for a .p8 key. */
+const certificateExpiry = (a: AppRow): string => {
+  if (a.apnsAuth !== 'certificate') return '';
+  return a.apnsCertificateExpiresAt == null ? ', expiry not known yet' : `, expires ${a.apnsCertificateExpiresAt.toISOString().slice(0, 10)}`;
+};
 
 const view = (a: AppRow) => ({
   id: a.id,
@@ -68,7 +72,8 @@ export function registerAppCommands(program: Command): void {
     const row = await auditedCli(audit('app.create', id, o), async (db) => {
       const topic = o.apnsTopic !== undefined ? { apnsTopic: o.apnsTopic } : {};
       const store = credentialStore(db);
-      if ((await db.apps.get(id)) === undefined) return store.create({ id, ...topic, enabled: o.disabled !== true, ...(apns && { apns }), ...(fcm && { fcm }), ...connections });
+      // A new app's endpoint defaults to development; an existing one's rotation keeps its own.
+      if ((await db.apps.get(id)) === undefined) return store.create({ id, ...topic, enabled: o.disabled !== true, ...(apns && { apns: ApnsCredentials.parse(apns) }), ...(fcm && { fcm }), ...connections });
       // Adding keys to an app disabled during an incident must not enable it again (unseen in the audit's app.enable).
       await store.update(id, { ...topic, ...(o.disabled === true && { enabled: false }) });
       if (apns !== undefined || fcm !== undefined) await store.rotate(id, { ...(apns && { apns }), ...(fcm && { fcm }) });

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { ApnsCredentials, FcmCredentials, describeIssues } from '@herald/contracts';
+import { ApnsCredentialsRotation, FcmCredentials, describeIssues } from '@herald/contracts';
 import type { Command } from 'commander';
 
 export interface CredentialFlags {
@@ -28,7 +28,7 @@ export function credentialOptions(cmd: Command): Command {
     .option('--apns-cert-key-file <file>', 'APNs certificate auth: PEM private key')
     .option('--apns-passphrase-file <file>', 'APNs certificate auth: a file holding the key passphrase')
     .option('--apns-passphrase <text>', 'APNs certificate auth: key passphrase (visible to other users in ps and kept in shell history: prefer --apns-passphrase-file)')
-    .option('--apns-endpoint <endpoint>', 'production, development (default) or local (the sandbox)')
+    .option('--apns-endpoint <endpoint>', "production, development or local (the sandbox); default: a new app development, an app's rotation keeps the one it has")
     .option('--fcm-service-account <file>', 'FCM: service-account JSON file')
     .option('--fcm-access-token <token>', 'FCM: an OAuth access token (with --fcm-project), for the sandbox only (--fcm-endpoint local, its default): Google\'s last about an hour')
     .option('--fcm-access-token-file <file>', 'FCM: a file holding the access token (not on the command line)')
@@ -62,16 +62,16 @@ export async function secretFlag(flag: string, inline: string | undefined, file:
   return inline;
 }
 
-/** APNs credentials from the flags (validated with the same contract as the admin API), or undefined. */
-export async function apnsFromFlags(o: CredentialFlags): Promise<ApnsCredentials | undefined> {
+/** APNs credentials from the flags (validated with the same contract as the admin API's rotation: no endpoint given, none set), or undefined. */
+export async function apnsFromFlags(o: CredentialFlags): Promise<ApnsCredentialsRotation | undefined> {
   if (o.apnsKeyFile !== undefined) {
     const keyPem = await readFile(o.apnsKeyFile, 'utf8');
-    return check(ApnsCredentials, 'APNs credentials', { auth: 'token', keyPem, keyId: o.apnsKeyId, teamId: o.apnsTeamId, ...endpoint(o.apnsEndpoint) });
+    return check(ApnsCredentialsRotation, 'APNs credentials', { auth: 'token', keyPem, keyId: o.apnsKeyId, teamId: o.apnsTeamId, ...endpoint(o.apnsEndpoint) });
   }
   if (o.apnsCertFile !== undefined) {
     const [certPem, keyPem] = await Promise.all([readFile(o.apnsCertFile, 'utf8'), readFile(o.apnsCertKeyFile ?? '', 'utf8')]);
     const passphrase = await secretFlag('--apns-passphrase', o.apnsPassphrase, o.apnsPassphraseFile);
-    return check(ApnsCredentials, 'APNs credentials', { auth: 'certificate', certPem, keyPem, ...(passphrase !== undefined && { passphrase }), ...endpoint(o.apnsEndpoint) });
+    return check(ApnsCredentialsRotation, 'APNs credentials', { auth: 'certificate', certPem, keyPem, ...(passphrase !== undefined && { passphrase }), ...endpoint(o.apnsEndpoint) });
   }
   return undefined;
 }
