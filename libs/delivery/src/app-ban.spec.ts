@@ -54,6 +54,27 @@ describe('app bans', () => {
     expect(bans.banned('a')).toBeUndefined();
   });
 
+  // The runbook: rotate the app's credentials, then replay what was parked. Replayed under a ban that outlived the fix, they were parked again.
+  it("ends a ban once the app's credentials, topic or endpoint change, and counts no failure made under its earlier settings", async () => {
+    let t = 0;
+    const registry = new Registry();
+    const bans = createAppBans({ threshold: 2, windowMs: 60_000, cooldownMs: 300_000 }, logger, registry, () => t);
+    const before = settingsKeyOf({ id: 'a', updatedAt: new Date(1000), credentialsVersion: 3 });
+    const rotated = settingsKeyOf({ id: 'a', updatedAt: new Date(2000), credentialsVersion: 4 });
+    bans.observe('a', bad, before);
+    bans.observe('a', bad, before);
+    expect(bans.banned('a', before)).toBeDefined();
+    t = 10_000;
+    expect(bans.banned('a', rotated)).toBeUndefined();
+    expect(await registry.getSingleMetricAsString('herald_app_banned')).toMatch(/herald_app_banned\{app="a"\} 0/);
+    // One failure under the new settings, beside the two under the old: below the threshold of two.
+    bans.observe('a', bad, before);
+    bans.observe('a', bad, rotated);
+    expect(bans.banned('a', rotated)).toBeUndefined();
+    bans.observe('a', bad, rotated);
+    expect(bans.banned('a', rotated)).toBeDefined();
+  });
+
   it('ignores delivered pushes and non-credential failures', () => {
     const bans = createAppBans({ threshold: 1, windowMs: 1000, cooldownMs: 1000 }, logger, new Registry());
     bans.observe('a', { kind: 'delivered' });

@@ -42,10 +42,14 @@ export interface AppBanSettings {
 }
 
 export interface AppBans {
-  /** The ban in force for this app, if any. */
-  banned(app: string): { until: Date; reason: string } | undefined;
-  /** Count a send result; a credential or topic failure may start a ban. */
-  observe(app: string, result: SendResult): void;
+  /**
+   * The ban in force for this app, if any. With the app's present `settings` (settingsKeyOf), a ban
+   * made under other settings ends here: its credentials, topic or endpoint were changed since, the
+   * fix the ban asks for, so pushes replayed after a rotation are sent rather than parked again.
+   */
+  banned(app: string, settings?: string): { until: Date; reason: string } | undefined;
+  /** Count a send result under the app's `settings`; a credential or topic failure may start a ban (failures under earlier settings do not count). */
+  observe(app: string, result: SendResult, settings?: string): void;
   /** A push was delivered under these app settings (settingsKeyOf): its credentials, topic and endpoint work. */
   delivered(settings: string): void;
   /** Whether a push was delivered under these app settings within DELIVERED_LATELY_MS in this process. */
@@ -84,6 +88,8 @@ export function keptToken(result: Extract<SendResult, { kind: 'dead-token' }>): 
 interface Ban {
   until: number;
   reason: string;
+  /** The app settings (settingsKeyOf) its failures were under, when known. */
+  settings?: string | undefined;
 }
 
 /**
@@ -113,12 +119,17 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
     labelNames: ['app'],
     registers: [registry],
   });
-  /** A ban whose cool-off is over ends when it is next looked at: a push of the app, or a scrape of the gauge. */
-  const liftIfOver = (app: string, ban: Ban): boolean => {
-    if (ban.until > now()) return false;
+  /**
+   * A ban whose cool-off is over ends when it is next looked at (a push of the app, or a scrape of
+   * the gauge), and so does one made under other settings than the app's present ones.
+   */
+  const liftIfOver = (app: string, ban: Ban, settings?: string): boolean => {
+    const changed = settings !== undefined && ban.settings !== undefined && settings !== ban.settings;
+    if (ban.until > now() && !changed) return false;
     bans.delete(app);
     gauge.set({ app }, 0);
-    logger.warn({ app, alarm: 'app-ban-lifted' }, 'app ban lifted: sends are tried again');
+    const why = changed ? "the app's credentials, topic or endpoint changed since" : 'its cool-off is over';
+    logger.warn({ app, alarm: 'app-ban-lifted' }, `app ban lifted (${why}): sends are tried again`);
     return true;
   };
   const gauge: Gauge<'app'> = new Gauge({
@@ -132,9 +143,9 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
     },
   });
   return {
-    banned(app) {
+    banned(app, settings) {
       const ban = bans.get(app);
-      if (ban === undefined || liftIfOver(app, ban)) return undefined;
+      if (ban === undefined || liftIfOver(app, ban, settings)) return undefined;
       return { until: new Date(ban.until), reason: ban.reason };
     },
     delivered(key) {
@@ -153,12 +164,12 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
         "app's pushes refused as if its tokens were of another APNs environment, topic or Firebase project, and none delivered lately: tokens kept, pushes parked; check the app's endpoint, topic and credentials",
       );
     },
-    observe(app, result) {
+    observe(app, result, appSettings) {
       if (!isCredentialFailure(result) || bans.has(app)) return;
       const at = now();
-      const count = reachedThreshold(failures, app, at);
+      const count = reachedThreshold(failures, appSettings ?? app, at);
       if (count === undefined) return;
-      bans.set(app, { until: at + settings.cooldownMs, reason: result.reason });
+      bans.set(app, { until: at + settings.cooldownMs, reason: result.reason, settings: appSettings });
       gauge.set({ app }, 1);
       logger.error(
         { app, alarm: 'app-banned', failures: count, windowMs: settings.windowMs, cooldownMs: settings.cooldownMs, reason: result.reason },

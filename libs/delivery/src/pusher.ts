@@ -174,7 +174,7 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   const app = await deps.apps.get(push.app);
   if (app === undefined) return park(deps, push, 'unknown-app', `unknown app "${push.app}"`);
   if (!app.enabled) return park(deps, push, 'app-disabled', `app "${push.app}" is disabled`);
-  const ban = deps.bans?.banned(app.id);
+  const ban = deps.bans?.banned(app.id, settingsKeyOf(app));
   if (ban !== undefined) return park(deps, push, 'app-banned', `app "${app.id}" is banned until ${ban.until.toISOString()} after repeated credential or topic errors (${ban.reason})`);
   if (deps.platform === 'apns' && app.apnsTopic === null) {
     return park(deps, push, 'no-apns-topic', `app "${push.app}" has no APNs topic configured`);
@@ -324,7 +324,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
         outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...retryDelayOf(result, r.attempt, deps.serverErrorRetryMs ?? 0) };
         break;
       case 'permanent':
-        deps.bans?.observe(push.app, result);
+        deps.bans?.observe(push.app, result, settingsKeyOf(r.app));
         release.push(push.pushId);
         outcomes[r.index] = park(deps, push, PROVIDER_REJECTED, result.reason);
         break;
