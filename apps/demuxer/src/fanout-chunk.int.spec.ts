@@ -56,6 +56,7 @@ describe('fan-out chunk tasks', () => {
     expect((await fanouts.linkNext(job.id, 0, read.next)).created).toBe(true);
     const expand = createFanoutChunkHandler({
       fanouts,
+      apps: t.db.apps,
       audiences,
       publisher: broker.publisher,
       scheduling: { store: t.db.scheduled, wave: new WaveMonitor(2000, 60), horizonDays: 366, slackMs: 1000 },
@@ -92,10 +93,28 @@ describe('fan-out chunk tasks', () => {
     expect(await fanouts.state(job.id)).toBe('sending');
   });
 
+  // Disabling an app is how an operator stops it: a broadcast under way read every remaining chunk, and the pushers parked its pushes one by one.
+  it("a chunk of a job whose app was disabled meanwhile is parked unread, and its task replayed once the app is enabled goes on from there", async () => {
+    const app = 'stopped';
+    await t.db.apps.upsert({ id: app, apnsTopic: `com.herald.${app}` });
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'apns', token: 's'.padEnd(64, '1'), userId: 'u0', eventAt: '2025-01-01T00:00:00Z' });
+    const fanouts = createFanoutRepository(t.db.kysely);
+    const job: PushJobInput = { id: randomUUID(), app, category: 'news', content: { title: 'Hi' }, audience: { broadcast: true } };
+    await fanouts.start({ jobId: job.id, app, audience: { broadcast: true }, job, acceptedAt: new Date(), size: 1, exact: true });
+    await t.db.apps.upsert({ id: app, enabled: false });
+    const [parked] = await handler(fanouts, 10)([task(job.id, 0, false)]);
+    expect(parked).toEqual({ kind: 'park', code: 'app-disabled', reason: expect.stringMatching(/^app "stopped" is disabled: the fan-out stopped at chunk 0; enable the app and replay/) as unknown });
+    expect(await fanouts.chunk(job.id, 0)).toMatchObject({ state: 'pending', linked: false });
+    await t.db.apps.upsert({ id: app, enabled: true });
+    expect(await handler(fanouts, 10)([task(job.id, 0, false)])).toEqual([{ kind: 'ack' }]);
+    expect(await fanouts.chunk(job.id, 0)).toMatchObject({ state: 'done' });
+  });
+
   /** The chunk handler over the real database and broker (`fanouts` may wrap the real repository). */
   const handler = (fanouts: FanoutRepository, chunkSize: number) =>
     createFanoutChunkHandler({
       fanouts,
+      apps: t.db.apps,
       audiences: createAudienceSource(t.db),
       publisher: broker.publisher,
       scheduling: { store: t.db.scheduled, wave: new WaveMonitor(2000, 60), horizonDays: 366, slackMs: 1000 },

@@ -1,5 +1,5 @@
 import { FanoutTask, PushJob, decodeWith, derivePushId, jobExpiry } from '@herald/contracts';
-import { plannedOf, type FanoutChunk, type FanoutRepository, type PushOutcomeEntry } from '@herald/db';
+import { plannedOf, type AppRow, type FanoutChunk, type FanoutRepository, type PushOutcomeEntry } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import { toAudienceSpec, type AudienceSource } from './audience-source.ts';
@@ -11,6 +11,8 @@ import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
 
 export interface FanoutChunkDeps {
   fanouts: Pick<FanoutRepository, 'get' | 'chunk' | 'state' | 'linkNext' | 'recordChunk' | 'recordOutcomes' | 'cancelPlanned' | 'plannedElsewhere' | 'finishChunk'>;
+  /** The app of each chunk's job, as it is now (the demuxer's app cache): a disabled app's fan-out stops at its next chunk. */
+  apps: { get(id: string): Promise<AppRow | undefined> };
   audiences: AudienceSource;
   publisher: Publisher;
   scheduling: SchedulingDeps;
@@ -73,6 +75,8 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
   const audience = parsed.success ? parsed.data.audience : undefined;
   if (!parsed.success || audience === undefined) return park(deps, 'schema', `the stored job "${jobId}" is not an audience job`);
   const job = parsed.data;
+  const stopped = await appStopped(job.app, chunkNo, deps);
+  if (stopped !== undefined) return stopped;
   const now = deps.now?.() ?? new Date();
   const expiry = jobExpiry(job, fanout.acceptedAt);
   const expired = expiry !== undefined && expiry <= now;
@@ -183,6 +187,21 @@ const goneOutcome = (jobId: string, deviceId: string): PushOutcomeEntry => ({
   reason: 'the device was deleted before its push was sent',
   deviceId,
 });
+
+/**
+ * A chunk of a job whose app is disabled (or gone) now is parked, not read: disabling an app is how
+ * an operator stops it sending, and a broadcast under way otherwise read every remaining chunk and
+ * published pushes the pushers then parked one by one (up to a million). Parked here, the fan-out
+ * stops at this chunk; replaying the task once the app is enabled resumes it from here.
+ */
+async function appStopped(appId: string, chunkNo: number, deps: FanoutChunkDeps): Promise<Outcome | undefined> {
+  const app = await deps.apps.get(appId);
+  if (app === undefined) return park(deps, 'unknown-app', `unknown app "${appId}": the fan-out stopped at chunk ${chunkNo}`);
+  if (!app.enabled) {
+    return park(deps, 'app-disabled', `app "${appId}" is disabled: the fan-out stopped at chunk ${chunkNo}; enable the app and replay this task (push.fanout.parked) to go on from here`);
+  }
+  return undefined;
+}
 
 function counted(deps: FanoutChunkDeps, outcome: 'expanded' | 'last' | 'cancelled' | 'duplicate'): Outcome {
   deps.metrics.fanoutChunks.inc({ outcome });

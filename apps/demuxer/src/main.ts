@@ -35,9 +35,10 @@ await runService('demuxer', config, async ({ logger, registry }) => {
   const metrics = createDemuxerMetrics(registry);
   const fanouts = createFanoutRepository(db.kysely);
   const audiences = createAudienceSource(db);
+  const apps = createAppCache(db.apps, config.APP_CACHE_TTL_MS);
   const handle = createDemuxerHandler({
     targets: db.devices,
-    apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
+    apps,
     publisher: broker.publisher,
     scheduling,
     metrics,
@@ -50,7 +51,7 @@ await runService('demuxer', config, async ({ logger, registry }) => {
   // Parks recorded in their jobs' status, kept and tried again while PostgreSQL refuses them.
   const parkWrites = createParkWrites(logger);
   // Audience jobs' chunks (ADR 0013): shared by every demuxer, one checkpointed chunk per task.
-  const expand = createFanoutChunkHandler({ fanouts, audiences, publisher: broker.publisher, scheduling, metrics, logger, chunkSize: config.FANOUT_CHUNK_SIZE, packMax: config.PUSH_PACK_SIZE });
+  const expand = createFanoutChunkHandler({ fanouts, apps, audiences, publisher: broker.publisher, scheduling, metrics, logger, chunkSize: config.FANOUT_CHUNK_SIZE, packMax: config.PUSH_PACK_SIZE });
   const chunks = await broker.consume({
     queue: Queues.fanout,
     prefetch: config.FANOUT_PREFETCH,
