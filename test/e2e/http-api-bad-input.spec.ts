@@ -120,7 +120,20 @@ describe('HTTP API bad input', () => {
   it('refuses a job id already used by another app (409)', async () => {
     const first = job();
     expect((await call(sys, 'POST', '/v1/jobs', { key, body: first })).status).toBe(202);
-    await refused([sys, 'POST', '/v1/jobs', { key: anyAppKey, body: { ...first, app: 'other' } }], 409, 'job-id-conflict', /already used by another app/);
+    const clash = await refused([sys, 'POST', '/v1/jobs', { key: anyAppKey, body: { ...first, app: 'other' } }], 409, 'job-id-conflict', /^id: job id ".+" is already used by another app/);
+    expect(clash.issues).toEqual([expect.objectContaining({ path: 'id' })]);
+    const batch = await refused([sys, 'POST', '/v1/jobs:batch', { key: anyAppKey, body: { jobs: [job(), { ...first, app: 'other' }] } }], 409, 'job-id-conflict', /^jobs\.1\.id: /);
+    expect(batch.issues).toEqual([expect.objectContaining({ path: 'jobs.1.id' })]);
+  });
+
+  // Before, the repost was answered 200 duplicate (or 202 after a 503), published again, and every push recorded cancelled: nothing sent, nothing said.
+  it('refuses a cancelled job posted again (409 job-cancelled naming id), in a batch too', async () => {
+    const first = job({ deliverAt: { at: new Date(Date.now() + 3_600_000).toISOString() } });
+    expect((await call(sys, 'POST', '/v1/jobs', { key, body: first })).status).toBe(202);
+    expect((await call(sys, 'DELETE', `/v1/jobs/${first.id}`, { key })).status).toBe(200);
+    await refused([sys, 'POST', '/v1/jobs', { key, body: first }], 409, 'job-cancelled', /^id: job id ".+" was cancelled \(DELETE \/v1\/jobs\/:id\) and is not sent again: a new job needs a new id$/);
+    const batch = await refused([sys, 'POST', '/v1/jobs:batch', { key, body: { jobs: [job(), first] } }], 409, 'job-cancelled', /^jobs\.1\.id: /);
+    expect(batch.issues).toEqual([expect.objectContaining({ path: 'jobs.1.id' })]);
   });
 
   it('refuses a job id accepted before with other content (409 naming id); the same job again, keys in another order and traced, is a duplicate', async () => {

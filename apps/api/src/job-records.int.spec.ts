@@ -34,6 +34,7 @@ describe("the API's job-id records", () => {
       kind: 'existing',
       app: 'demo',
       published: true,
+      cancelled: false,
     });
     expect((await t.db.jobs.get(id))?.publishedAt).not.toBeNull();
   });
@@ -47,8 +48,8 @@ describe("the API's job-id records", () => {
       records.accept([{ id: other, app: 'demo', team: 'team-a' }]),
       records.accept([{ id: other, app: 'demo', team: 'team-a' }]),
     ]);
-    expect([a.get(id), b.get(id)]).toEqual([{ kind: 'new' }, { kind: 'existing', app: 'demo', published: false }]);
-    expect([c.get(other), d.get(other)]).toEqual([{ kind: 'new' }, { kind: 'existing', app: 'demo', published: false }]);
+    expect([a.get(id), b.get(id)]).toEqual([{ kind: 'new' }, { kind: 'existing', app: 'demo', published: false, cancelled: false }]);
+    expect([c.get(other), d.get(other)]).toEqual([{ kind: 'new' }, { kind: 'existing', app: 'demo', published: false, cancelled: false }]);
     expect((await t.db.jobs.get(id))?.app).toBe('demo');
   });
 
@@ -63,6 +64,7 @@ describe("the API's job-id records", () => {
       kind: 'existing',
       app: 'demo',
       published: true,
+      cancelled: false,
     });
   });
 

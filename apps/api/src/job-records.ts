@@ -18,10 +18,10 @@ export function createJobRecords(jobs: JobRepository, logger: Logger) {
     for (const i of items) if (!first.has(i.id)) first.set(i.id, i);
     const found = await jobs.accept([...first.values()]);
     return items.map((i): AcceptResult => {
-      const r = found.get(i.id) ?? { kind: 'existing', app: i.app, published: false };
+      const r = found.get(i.id) ?? { kind: 'existing', app: i.app, published: false, cancelled: false };
       const recorded = first.get(i.id) as JobIdRecord;
       if (r.kind !== 'new' || recorded === i) return r;
-      return { kind: 'existing', app: recorded.app, published: false, ...sameContentOf(recorded.contentHash, i.contentHash) };
+      return { kind: 'existing', app: recorded.app, published: false, cancelled: false, ...sameContentOf(recorded.contentHash, i.contentHash) };
     });
   });
   /** Jobs this process saw confirmed whose marks are not written yet, as they were accepted. */

@@ -133,22 +133,31 @@ const stamp = (job: unknown, acceptedAt: string): unknown =>
  * A job id already taken by another app cannot be accepted for this one; nor one accepted before
  * with other content: published beside the first, each device would get whichever copy a pusher
  * claimed first (their pushIds are the same), and after the first's confirm the second was answered
- * as its duplicate without a word. A retry repeats the job; a new job takes a new id.
+ * as its duplicate without a word. Nor one cancelled since: answered as accepted (or a duplicate),
+ * it was published again and every push recorded cancelled, nothing sent and nothing said. A retry
+ * repeats the job; a new job takes a new id.
  */
 function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>, prefix: string): ApiError | undefined {
-  const clash = jobs.find((j) => {
+  const existing = (j: PushJob) => {
     const r = accepted.get(j.id);
-    return r?.kind === 'existing' && r.app !== j.app;
+    return r?.kind === 'existing' ? r : undefined;
+  };
+  const refusal = (code: string, index: number, message: string) => {
+    const path = `${prefix === '' ? '' : `${prefix}${index}.`}id`;
+    return new ApiError(409, code, `${path}: ${message}`, [{ path, message }]);
+  };
+  const clash = jobs.findIndex((j) => {
+    const r = existing(j);
+    return r !== undefined && r.app !== j.app;
   });
-  if (clash !== undefined) return new ApiError(409, 'job-id-conflict', `job id "${clash.id}" is already used by another app`);
-  const reused = jobs.findIndex((j) => {
-    const r = accepted.get(j.id);
-    return r?.kind === 'existing' && r.sameContent === false;
-  });
+  if (clash !== -1) return refusal('job-id-conflict', clash, `job id "${jobs[clash]?.id}" is already used by another app`);
+  const cancelled = jobs.findIndex((j) => existing(j)?.cancelled === true);
+  if (cancelled !== -1) {
+    return refusal('job-cancelled', cancelled, `job id "${jobs[cancelled]?.id}" was cancelled (DELETE /v1/jobs/:id) and is not sent again: a new job needs a new id`);
+  }
+  const reused = jobs.findIndex((j) => existing(j)?.sameContent === false);
   if (reused === -1) return undefined;
-  const path = `${prefix === '' ? '' : `${prefix}${reused}.`}id`;
-  const message = `job id "${jobs[reused]?.id}" was accepted before with other content: a retry must repeat the job as it was, a new job needs a new id`;
-  return new ApiError(409, 'job-id-reused', `${path}: ${message}`, [{ path, message }]);
+  return refusal('job-id-reused', reused, `job id "${jobs[reused]?.id}" was accepted before with other content: a retry must repeat the job as it was, a new job needs a new id`);
 }
 
 /** A publish refused before anything was sent: not connected, RabbitMQ blocking publishers, no queue to route to. */

@@ -55,7 +55,7 @@ const admin = [{ adminKey: [] }];
 
 const PATHS = {
   '/v1/jobs': {
-    post: { summary: 'Publish a push job (to userId, userIds, or an audience: topic, followersOf or broadcast, with an optional segment; 404 for an unknown topic; 409 job-id-conflict for an id another app uses, job-id-reused for an id accepted before with other content)', security: team, requestBody: body('PushJob'), responses: { '202': answer('accepted and confirmed by RabbitMQ', 'JobAccepted'), '200': answer('this job id was accepted before: nothing published', 'JobAccepted'), ...errors(400, 401, 403, 404, 409, 413, 415, 422, 503), '400': jobRefused } },
+    post: { summary: 'Publish a push job (to userId, userIds, or an audience: topic, followersOf or broadcast, with an optional segment; 404 for an unknown topic; 409 job-id-conflict for an id another app uses, job-id-reused for an id accepted before with other content, job-cancelled for an id cancelled since)', security: team, requestBody: body('PushJob'), responses: { '202': answer('accepted and confirmed by RabbitMQ', 'JobAccepted'), '200': answer('this job id was accepted before: nothing published', 'JobAccepted'), ...errors(400, 401, 403, 404, 409, 413, 415, 422, 503), '400': jobRefused } },
   },
   '/v1/jobs:batch': {
     post: { summary: 'Publish up to 1,000 push jobs (all or none pass validation)', security: team, requestBody: body('JobBatch'), responses: { '202': answer('accepted', 'JobBatchAccepted'), ...errors(400, 401, 403, 409, 413, 415, 422, 503), '400': jobRefused } },

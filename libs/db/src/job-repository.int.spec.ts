@@ -17,7 +17,7 @@ describe('job records', () => {
     await t.db.jobs.markPublished([{ id: a, app: 'demo', team: 't' }]);
     await t.db.jobs.forget([a, b]);
     const again = await t.db.jobs.accept([{ id: a, app: 'other', team: 't' }, { id: b, app: 'demo', team: 't' }]);
-    expect(again.get(a)).toEqual({ kind: 'existing', app: 'demo', published: true });
+    expect(again.get(a)).toEqual({ kind: 'existing', app: 'demo', published: true, cancelled: false });
     expect(again.get(b)).toEqual({ kind: 'new' });
   });
 
@@ -53,10 +53,10 @@ describe('job records', () => {
     const id = randomUUID();
     expect(await t.db.jobs.accept([{ id, app: 'demo', team: 't' }])).toEqual(new Map([[id, { kind: 'new' }]]));
     expect((await t.db.jobs.get(id))?.app).toBe('demo');
-    expect(await t.db.jobs.accept([{ id, app: 'other', team: 't' }])).toEqual(new Map([[id, { kind: 'existing', app: 'demo', published: false }]]));
+    expect(await t.db.jobs.accept([{ id, app: 'other', team: 't' }])).toEqual(new Map([[id, { kind: 'existing', app: 'demo', published: false, cancelled: false }]]));
     await t.db.jobs.markPublished([{ id, app: 'demo', team: 't' }]);
     const both = await t.db.jobs.accept([{ id, app: 'demo', team: 't' }, { id: randomUUID(), app: 'demo', team: 't' }]);
-    expect(both.get(id)).toEqual({ kind: 'existing', app: 'demo', published: true });
+    expect(both.get(id)).toEqual({ kind: 'existing', app: 'demo', published: true, cancelled: false });
   });
 
   it('counts outcomes per job once per push, and the demuxer upsert does not double count', async () => {

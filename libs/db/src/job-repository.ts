@@ -10,7 +10,8 @@ import { queryPrepared } from './prepared.ts';
  * `sameContent`: whether the recorded job's content digest is the one given (undefined when either
  * is unknown: a job the demuxer recorded, or one recorded before migration 0034).
  */
-export type AcceptResult = { kind: 'new' } | { kind: 'existing'; app: string; published: boolean; sameContent?: boolean };
+/** `cancelled`: the job was cancelled (DELETE /v1/jobs/:id) after it was first accepted. */
+export type AcceptResult = { kind: 'new' } | { kind: 'existing'; app: string; published: boolean; cancelled: boolean; sameContent?: boolean };
 
 /** AcceptResult's `sameContent` of a recorded digest and a given one, as a spread (nothing when either is unknown). */
 export function sameContentOf(recorded: Buffer | null | undefined, given: Buffer | undefined): { sameContent?: boolean } {
@@ -171,14 +172,14 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
       const fresh = new Set(inserted.map((r) => r.id));
       const taken = jobs.filter((j) => !fresh.has(j.id)).map((j) => j.id);
       const existing =
-        taken.length === 0 ? [] : await db.selectFrom('jobs').select(['id', 'app', 'published_at', 'content_hash']).where('id', 'in', taken).execute();
+        taken.length === 0 ? [] : await db.selectFrom('jobs').select(['id', 'app', 'published_at', 'content_hash', 'cancelled_at']).where('id', 'in', taken).execute();
       const byId = new Map(existing.map((r) => [r.id, r]));
       return new Map(
         jobs.map((j): [string, AcceptResult] => {
           if (fresh.has(j.id)) return [j.id, { kind: 'new' }];
           // Gone again (a failed publish was forgotten meanwhile): taken by this app, not published.
           const r = byId.get(j.id);
-          return [j.id, { kind: 'existing', app: r?.app ?? j.app, published: r?.published_at != null, ...sameContentOf(r?.content_hash, j.contentHash) }];
+          return [j.id, { kind: 'existing', app: r?.app ?? j.app, published: r?.published_at != null, cancelled: r?.cancelled_at != null, ...sameContentOf(r?.content_hash, j.contentHash) }];
         }),
       );
     },
