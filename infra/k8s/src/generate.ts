@@ -96,7 +96,10 @@ function deployment(s: ServiceSpec): K8sObject {
     kind: 'Deployment',
     metadata: { name: deploymentName(s), labels: labelsOf(s) },
     spec: {
-      replicas: s.replicas.min,
+      // Not for a Deployment KEDA scales: every `kubectl apply` would set it back to the manifest's
+      // count (38 of 40 pushers stopped at once during a backlog), and a server-side apply would
+      // fail on the field KEDA's HPA owns. KEDA keeps it at its minReplicaCount instead.
+      ...(scaledObject(s) === undefined && { replicas: s.replicas.min }),
       revisionHistoryLimit: 5,
       selector: { matchLabels: selectorOf(s) },
       // The monitor's alarms are not leased yet: two must never overlap, even during a rollout.

@@ -194,8 +194,13 @@ describe.each(OVERLAYS)('infra/k8s/%s', (dir) => {
     }
     for (const so of scaled) {
       const spec = so['spec'] as Any;
-      find(objects, 'Deployment', spec.scaleTargetRef.name);
+      // No replicas of its own: each kubectl apply would set a scaled-out Deployment back to it.
+      expect((find(objects, 'Deployment', spec.scaleTargetRef.name)['spec'] as Any).replicas, spec.scaleTargetRef.name).toBeUndefined();
       expect(spec.minReplicaCount).toBeGreaterThanOrEqual(2);
+    }
+    const targets = new Set(scaled.map((so) => (so['spec'] as Any).scaleTargetRef.name as string));
+    for (const d of byKind(objects, 'Deployment').filter((d) => !targets.has(d.metadata.name))) {
+      expect((d['spec'] as Any).replicas, d.metadata.name).toBeGreaterThanOrEqual(1);
     }
   });
 
