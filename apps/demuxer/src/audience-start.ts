@@ -1,6 +1,7 @@
 import { describeAudience, type PushJob } from '@herald/contracts';
 import type { FanoutRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
+import { jobNotices } from '@herald/providers';
 import type { Outcome, Publisher } from '@herald/messaging';
 import { toAudienceSpec, type AudienceSource } from './audience-source.ts';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
@@ -32,7 +33,7 @@ export async function startAudienceJob(job: PushJob, acceptedAt: Date, deps: Aud
     return { kind: 'park', code: 'unknown-audience', reason: problem };
   }
   const { size, exact } = await deps.audiences.size({ app: job.app, audience: spec });
-  const started = await deps.fanouts.start({ jobId: job.id, app: job.app, audience, job, acceptedAt, size, exact });
+  const started = await deps.fanouts.start({ jobId: job.id, app: job.app, audience, job, acceptedAt, size, exact, notices: jobNotices(job, acceptedAt) });
   const tasks = started.state === 'expanding' ? started.open : [];
   if (tasks.length > 0) await deps.publisher.publishMany(tasks.map((chunk) => fanoutTaskMessage(job.id, chunk)));
   if (started.created && started.state === 'cancelled') {

@@ -42,6 +42,14 @@ describe('fan-out checkpoints', () => {
     expect(await fanouts.chunk(job, 0)).toMatchObject({ afterCursor: null, nextCursor: 'c1' });
   });
 
+  // usage.md promises them for every job; an audience job's status had none.
+  it("keeps the job's notices in its status, as a user job's (an expiry capped, a local time expiring within a day)", async () => {
+    const job = randomUUID();
+    const notices = ['expiresAt: FCM keeps a message for at most 28 days'];
+    await fanouts.start({ jobId: job, app: 'demo', audience: { topic: 'news' }, job: { id: job }, acceptedAt: new Date(), size: 1, exact: true, notices });
+    expect((await status(job)).notices).toEqual(notices);
+  });
+
   it('a redelivered task cannot fork the chain: the first link wins, and only it creates the next chunk', async () => {
     const job = randomUUID();
     await begin(job);

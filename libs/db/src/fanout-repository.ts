@@ -15,6 +15,8 @@ export interface FanoutStart {
   acceptedAt: Date;
   size: number;
   exact: boolean;
+  /** What Herald adapted or warns of (jobNotices): the job's status shows them, as a user job's. */
+  notices?: readonly string[];
 }
 
 export interface Fanout {
@@ -281,10 +283,11 @@ async function start(db: Kysely<HeraldTables>, f: FanoutStart): Promise<{ create
     // The upsert holds the job's row until this commits, so a cancel either came before (and is
     // read here) or waits and then cancels the fan-out made here.
     const { rows: job } = await sql<{ cancelled: boolean }>`
-      insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, no_device)
-      values (${f.jobId}, ${f.app}, now(), 0, 'fanned-out', now(), 0)
+      insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, no_device, notices)
+      values (${f.jobId}, ${f.app}, now(), 0, 'fanned-out', now(), 0, ${[...(f.notices ?? [])]}::text[])
       on conflict (id) do update set targeted = coalesce(jobs.targeted, 0), no_device = coalesce(jobs.no_device, 0),
-        demux_outcome = 'fanned-out', demux_reason = null, demuxed_at = now(), published_at = coalesce(jobs.published_at, now())
+        demux_outcome = 'fanned-out', demux_reason = null, demuxed_at = now(), published_at = coalesce(jobs.published_at, now()),
+        notices = excluded.notices
       returning cancelled_at is not null as cancelled`.execute(trx);
     // A job cancelled while it waited for the demuxer (DELETE /v1/jobs/:id finds its jobs row)
     // gets a fan-out that is cancelled from the start: no chunk, nothing read, nothing sent.
