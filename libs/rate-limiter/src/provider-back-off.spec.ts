@@ -35,12 +35,23 @@ describe('ProviderBackOff', () => {
     const { clock, pusher } = fleet();
     const b = pusher();
     clock.now = 1_000;
-    b.observe({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 5_000 }, 'a');
+    b.observe({ kind: 'transient', reason: 'QUOTA_EXCEEDED: Quota exceeded', retryAfterMs: 5_000 }, 'a');
     expect(b.pausedFor('a')).toBe(5_000);
     expect(b.pausedFor('b')).toBe(0);
     expect(b.delayFor(1, 'b', 1_000)).toBe(0);
     expect(b.pausedFor('a', 5_999)).toBe(1);
     expect(b.pausedFor('a', 6_000)).toBe(0);
+  });
+
+  // Apple: "too many requests were made consecutively to the same device token"; RFC 8030 §8.4: wait "before it makes another request to the push resource".
+  it("a Retry-After that comes with one device's throttle pauses nobody: the push itself waits it", async () => {
+    const { clock, store, pusher } = fleet();
+    const b = pusher();
+    clock.now = 1_000;
+    b.observe({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 600_000 }, 'a');
+    b.observe({ kind: 'transient', reason: 'TooManyRequests: HTTP 429', retryAfterMs: 600_000 }, 'a@web.push.apple.com', 'web.push.apple.com');
+    expect([b.pausedFor('a'), b.pausedFor('a@web.push.apple.com'), b.delayFor(1, 'a', 1_000)]).toEqual([0, 0, 0]);
+    expect(await store.pauses('apns')).toEqual([]);
   });
 
   it('every other pusher of the platform holds the app back from its next refresh on', async () => {
@@ -72,13 +83,13 @@ describe('ProviderBackOff', () => {
     let writes = 0;
     const pause = store.pause.bind(store);
     store.pause = (key, ms) => (writes++, pause(key, ms));
-    for (let i = 0; i < 50; i++) b.observe({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 5_000 + i }, 'a');
-    b.observe({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 1_000 }, 'a');
+    for (let i = 0; i < 50; i++) b.observe({ kind: 'transient', reason: 'QUOTA_EXCEEDED: Quota exceeded', retryAfterMs: 5_000 + i }, 'a');
+    b.observe({ kind: 'transient', reason: 'QUOTA_EXCEEDED: Quota exceeded', retryAfterMs: 1_000 }, 'a');
     await settle();
     expect(writes).toBeLessThanOrEqual(2);
     expect(await store.pauses('apns')).toEqual([{ app: 'a', msLeft: 5_049 }]);
     clock.now = 3_000;
-    b.observe({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 10_000 }, 'a');
+    b.observe({ kind: 'transient', reason: 'QUOTA_EXCEEDED: Quota exceeded', retryAfterMs: 10_000 }, 'a');
     await settle();
     expect(b.pausedFor('a')).toBe(10_000);
     expect(await store.pauses('apns')).toEqual([{ app: 'a', msLeft: 10_000 }]);
@@ -95,7 +106,7 @@ describe('ProviderBackOff', () => {
     const { store, pusher } = fleet();
     store.pause = () => Promise.reject(new Error('database down'));
     const b = pusher();
-    b.observe({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 2_000 }, 'a');
+    b.observe({ kind: 'transient', reason: 'QUOTA_EXCEEDED: Quota exceeded', retryAfterMs: 2_000 }, 'a');
     await settle();
     expect(b.pausedFor('a')).toBe(2_000);
   });

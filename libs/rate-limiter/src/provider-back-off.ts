@@ -21,6 +21,9 @@ const DEFAULT_MAX_PAUSE_MS = 600_000;
  * Provider push-back, as docs/adr/0006-provider-back-off.md decides it:
  * - a Retry-After pauses the app it came with, for at least that long: in this process at once,
  *   and in every pusher of the platform through the store (each reads it at its next refresh);
+ *   unless the answer is about one device (APNs TooManyRequests, a Web Push 429: RFC 8030 §8.4's
+ *   Retry-After is the wait "before it makes another request to the push resource"), when only
+ *   that push waits it (its retry's delay); paused, one chatty device held the app back;
  * - a throttle without one slows down whom it is about (throttle-scope.ts): the platform in this
  *   process (AIMD), or the app in this process (AIMD), or nobody (one device: the push retries).
  * Web Push has a push service per browser vendor, each speaking for its own origin only (RFC 8030
@@ -77,8 +80,9 @@ export class ProviderBackOff {
   /** `app`: the push's sender (senderKey: the app, or for Web Push the app at its push service `service`). */
   observe(answer: ProviderAnswer, app: string, service = ''): void {
     const now = this.deps.now();
-    this.pauseFor(answer, app, now);
     const scope = throttleScope(answer);
+    // One device's throttle pauses nobody, Retry-After or not: the push itself waits it out.
+    if (scope !== 'device') this.pauseFor(answer, app, now);
     const pacing = this.platformPacingOf(service, now);
     if (scope === 'platform' && pacing.throttled(now)) {
       const factor = pacing.factor(now);

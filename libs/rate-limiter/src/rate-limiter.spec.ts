@@ -285,7 +285,7 @@ describe('createRateLimiter', () => {
     const store = new MemoryRateLimitStore();
     const [got, other] = [await limiter(store), await limiter(store)];
     const started = Date.now();
-    got.observe({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 600 }, 'a');
+    got.observe({ kind: 'transient', reason: 'QUOTA_EXCEEDED: Quota exceeded', retryAfterMs: 600 }, 'a');
     // Refused, not held (it would stall other apps' pushes): the answer comes before a 20 ms timer
     // fires, which a stalled process delays as much as it delays the answer.
     const tooLate = new Promise<'held'>((r) => setTimeout(() => r('held'), 20));
