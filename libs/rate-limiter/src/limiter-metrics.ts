@@ -6,9 +6,10 @@ export interface LimiterMetrics {
   waitSeconds: Histogram<'platform'>;
   backoffFactor: Gauge<'platform'>;
   pauses: Counter<'platform' | 'app' | 'source'>;
-  held: Counter<'platform'>;
-  overBudget: Counter<'platform'>;
-  appSlowed: Counter<'platform'>;
+  /** By app (its id; for Web Push, not its push service): HeraldAppPushesHeldBack reads them beside its deliveries. */
+  held: Counter<'platform' | 'app'>;
+  overBudget: Counter<'platform' | 'app'>;
+  appSlowed: Counter<'platform' | 'app'>;
 }
 
 export function createLimiterMetrics(registry: Registry): LimiterMetrics {
@@ -43,19 +44,19 @@ export function createLimiterMetrics(registry: Registry): LimiterMetrics {
     held: new Counter({
       name: 'herald_rate_limit_held_total',
       help: 'Pushes not let through because their app is paused for a provider Retry-After (the pusher defers them, spending no attempt)',
-      labelNames: ['platform'],
+      labelNames: ['platform', 'app'],
       registers,
     }),
     overBudget: new Counter({
       name: 'herald_rate_limit_app_over_budget_total',
       help: "Pushes not let through because more of their app's pushes wait for the app's own budget than it serves in 250 ms (the pusher defers them to their turn, spending no attempt)",
-      labelNames: ['platform'],
+      labelNames: ['platform', 'app'],
       registers,
     }),
     appSlowed: new Counter({
       name: 'herald_rate_limit_app_slowed_total',
       help: 'Pushes not let through because more of their app\'s pushes wait than the rate a provider throttle (FCM QUOTA_EXCEEDED) slowed it to serves in 250 ms (the pusher defers them to their turn, spending no attempt)',
-      labelNames: ['platform'],
+      labelNames: ['platform', 'app'],
       registers,
     }),
   };

@@ -283,13 +283,16 @@ describe('createRateLimiter', () => {
 
   it('a Retry-After refuses that app\'s pushes at once (the pusher defers them) in every process, and no other app\'s', async () => {
     const store = new MemoryRateLimitStore();
-    const [got, other] = [await limiter(store), await limiter(store)];
+    const registry = new Registry();
+    const [got, other] = [await limiter(store, { registry }), await limiter(store)];
     const started = Date.now();
     got.observe({ kind: 'transient', reason: 'QUOTA_EXCEEDED: Quota exceeded', retryAfterMs: 600 }, 'a');
     // Refused, not held (it would stall other apps' pushes): the answer comes before a 20 ms timer
     // fires, which a stalled process delays as much as it delays the answer.
     const tooLate = new Promise<'held'>((r) => setTimeout(() => r('held'), 20));
     expect(await Promise.race([got.acquire(1, undefined, 'a'), tooLate])).toBe(false);
+    // By app: HeraldAppPushesHeldBack reads it beside the app's deliveries.
+    expect(await registry.getSingleMetricAsString('herald_rate_limit_held_total')).toContain('herald_rate_limit_held_total{platform="apns",app="a"} 1');
     /** What is left of the pause plus what has passed since: the Retry-After itself, whenever it is read. */
     const pauseSeen = (l: RateLimiter): number => l.pausedFor('a') + (Date.now() - started);
     expect(pauseSeen(got)).toBeGreaterThanOrEqual(590);
@@ -310,7 +313,8 @@ describe('createRateLimiter', () => {
     const web = (extra: Partial<RateLimiterOptions> = {}) => limiter(store, { platform: 'web', ...extra });
     const [got, other] = [await web(), await web()];
     const [chrome, firefox] = ['fcm.googleapis.com', 'updates.push.services.mozilla.com'];
-    got.observe({ kind: 'transient', reason: 'HTTP 429', retryAfterMs: 600 }, 'site', chrome);
+    // A 503's Retry-After (a 429's is one subscription's, RFC 8030 §8.4, and pauses nobody).
+    got.observe({ kind: 'transient', reason: 'push service error: HTTP 503', retryAfterMs: 600 }, 'site', chrome);
     expect(await got.acquire(1, undefined, 'site', undefined, chrome)).toBe(false);
     expect(got.pausedFor('site', chrome)).toBeGreaterThan(500);
     expect(await got.acquire(1, undefined, 'site', undefined, firefox)).toBe(true);

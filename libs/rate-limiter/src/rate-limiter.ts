@@ -108,7 +108,7 @@ class FleetRateLimiter implements RateLimiter {
     const sender = app === undefined ? undefined : senderKey(app, service);
     // A paused app's pushes are not held here (they would fill the prefetch and stall other
     // apps): the caller defers them until the pause ends.
-    if (this.paused(sender)) return false;
+    if (this.paused(sender, app)) return false;
     // Nor more of an app's pushes than its own budget serves within APP_WAIT_MS: a broadcast of
     // an app limited to 100/s filled every pusher's window with pushes waiting for that app's
     // budget, and the whole platform went at 100/s, every other app's pushes queued behind it.
@@ -135,7 +135,7 @@ class FleetRateLimiter implements RateLimiter {
     }
     if (waited) {
       this.waited(started, true);
-      if (this.paused(sender)) return false; // a pause began while this push waited
+      if (this.paused(sender, app)) return false; // a pause began while this push waited
     }
     this.backOff.sent(n, sender, this.now(), service);
     this.metrics.spent.inc({ platform: this.options.platform }, n);
@@ -172,7 +172,7 @@ class FleetRateLimiter implements RateLimiter {
     const turnsOf = cause === 'budget' ? app : sender;
     // Turns start after the pushes waiting here, whose tokens come first.
     const turn = Math.max(now + (waiting * 1000) / rate, this.turns.get(turnsOf) ?? 0) + (n * 1000) / rate;
-    (cause === 'slowed' ? this.metrics.appSlowed : this.metrics.overBudget).inc({ platform: this.options.platform });
+    (cause === 'slowed' ? this.metrics.appSlowed : this.metrics.overBudget).inc({ platform: this.options.platform, app });
     // No turn is booked past the slowdown's end either: the rate is back to full then.
     const longest = this.options.maxTurnMs ?? 600_000;
     const horizonMs = cause === 'slowed' ? Math.min(longest, Math.max(1, slowdown?.endsInMs ?? longest)) : longest;
@@ -255,10 +255,10 @@ class FleetRateLimiter implements RateLimiter {
     return [appBudget, platformBudget].filter((b): b is SharedBudget => b !== undefined);
   }
 
-  /** A paused app's push is refused (and counted): the caller defers it. */
-  private paused(app: string | undefined): boolean {
-    if (app === undefined || this.backOff.pausedFor(app) === 0) return false;
-    this.metrics.held.inc({ platform: this.options.platform });
+  /** A paused sender's push is refused (and counted, by its app): the caller defers it. */
+  private paused(sender: string | undefined, app: string | undefined): boolean {
+    if (sender === undefined || this.backOff.pausedFor(sender) === 0) return false;
+    this.metrics.held.inc({ platform: this.options.platform, app: app ?? '' });
     return true;
   }
 
