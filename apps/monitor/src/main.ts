@@ -16,7 +16,7 @@ import { LOGIN_PAGE } from './login-page.ts';
 import { createOperatorGate } from './operator-gate.ts';
 import { startQueueMonitor, type LiveCounts } from './queue-monitor.ts';
 import { startScheduledCounts } from './scheduled-counts.ts';
-import { runningFanouts } from './running-fanouts.ts';
+import { cachedRunningFanouts } from './running-fanouts.ts';
 import { createWebhook } from './webhook.ts';
 
 const config = loadConfigOrExit(monitorConfig);
@@ -112,7 +112,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
       monitor,
       history,
       scheduled: scheduled.current,
-      fanouts: () => runningFanouts(createFanoutRepository(db.kysely)),
+      fanouts: cachedRunningFanouts(createFanoutRepository(db.kysely)),
       amqpUrl: config.AMQP_URL,
       logger,
     }),

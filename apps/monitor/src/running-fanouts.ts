@@ -3,6 +3,9 @@ import type { FanoutRepository, RunningFanout } from '@herald/db';
 /** At most this many fan-outs are shown. */
 const SHOWN = 20;
 
+/** How long one read of the running fan-outs answers every dashboard. */
+export const RUNNING_FANOUTS_TTL_MS = 10_000;
+
 /**
  * The dashboard's running fan-outs (GET /api/fanouts). A sending fan-out whose every push has an
  * outcome is marked done here and leaves the list.
@@ -12,4 +15,23 @@ export async function runningFanouts(fanouts: Pick<FanoutRepository, 'running' |
   const settled = all.filter((f) => f.state === 'sending' && f.settled >= f.targeted);
   await fanouts.markSettled(settled.map((f) => f.jobId));
   return all.filter((f) => !settled.includes(f));
+}
+
+/**
+ * runningFanouts read at most once per `ttlMs`, the read under way shared: each read counts every
+ * running fan-out's push outcomes (a million rows for a broadcast to a million devices), and every
+ * open dashboard asks every 2 seconds, while PostgreSQL is at its busiest. A failed read is not kept.
+ */
+export function cachedRunningFanouts(fanouts: Pick<FanoutRepository, 'running' | 'markSettled'>, ttlMs = RUNNING_FANOUTS_TTL_MS, now: () => number = Date.now) {
+  let kept: { at: number; read: Promise<RunningFanout[]> } | undefined;
+  return (): Promise<RunningFanout[]> => {
+    if (kept !== undefined && now() - kept.at < ttlMs) return kept.read;
+    const read = runningFanouts(fanouts);
+    const entry = { at: now(), read };
+    kept = entry;
+    read.catch(() => {
+      if (kept === entry) kept = undefined;
+    });
+    return read;
+  };
 }
