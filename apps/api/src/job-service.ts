@@ -151,9 +151,13 @@ function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>
     return r !== undefined && r.app !== j.app;
   });
   if (clash !== -1) return refusal('job-id-conflict', clash, `job id "${jobs[clash]?.id}" is already used by another app`);
-  const cancelled = jobs.findIndex((j) => existing(j)?.cancelled === true);
-  if (cancelled !== -1) {
-    return refusal('job-cancelled', cancelled, `job id "${jobs[cancelled]?.id}" was cancelled (DELETE /v1/jobs/:id) and is not sent again: a new job needs a new id`);
+  // Every cancelled job named, so a batch is mended in one round trip (the rest is published once they are left out).
+  const cancelled = jobs.flatMap((j, i) => (existing(j)?.cancelled === true ? [i] : []));
+  if (cancelled.length > 0) {
+    const issues = cancelled.map((i) => ({ path: `${prefix === '' ? '' : `${prefix}${i}.`}id`, message: `job id "${jobs[i]?.id}" was cancelled (DELETE /v1/jobs/:id) and is not sent again: a new job needs a new id` }));
+    const first = issues[0] as { path: string; message: string };
+    const more = issues.length > 1 ? ` (and ${issues.length - 1} more cancelled job${issues.length > 2 ? 's' : ''}: see issues)` : '';
+    return new ApiError(409, 'job-cancelled', `${first.path}: ${first.message}${more}`, issues);
   }
   const reused = jobs.findIndex((j) => existing(j)?.sameContent === false);
   if (reused === -1) return undefined;
