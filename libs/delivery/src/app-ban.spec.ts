@@ -73,6 +73,12 @@ describe('app bans', () => {
     expect(bans.banned('a', rotated)).toBeUndefined();
     bans.observe('a', bad, rotated);
     expect(bans.banned('a', rotated)).toBeDefined();
+    // Sends still under way with the old settings when the ban lifted ban nothing more.
+    const third = settingsKeyOf({ id: 'a', updatedAt: new Date(3000), credentialsVersion: 5 });
+    expect(bans.banned('a', third)).toBeUndefined();
+    for (let i = 0; i < 3; i++) bans.observe('a', bad, rotated);
+    expect(bans.banned('a', third)).toBeUndefined();
+    expect(await registry.getSingleMetricAsString('herald_app_banned')).toMatch(/herald_app_banned\{app="a"\} 0/);
   });
 
   it('ignores delivered pushes and non-credential failures', () => {

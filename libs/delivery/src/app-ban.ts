@@ -44,8 +44,10 @@ export interface AppBanSettings {
 export interface AppBans {
   /**
    * The ban in force for this app, if any. With the app's present `settings` (settingsKeyOf), a ban
-   * made under other settings ends here: its credentials, topic or endpoint were changed since, the
-   * fix the ban asks for, so pushes replayed after a rotation are sent rather than parked again.
+   * made under other settings ends here: the app was changed since (updated_at moves on any
+   * change: credentials, topic, endpoint, enabling it), which may be the fix the ban asks for, so
+   * pushes replayed after a rotation are sent rather than parked again. A change that fixed nothing
+   * costs one more threshold of failures.
    */
   banned(app: string, settings?: string): { until: Date; reason: string } | undefined;
   /** Count a send result under the app's `settings`; a credential or topic failure may start a ban (failures under earlier settings do not count). */
@@ -100,6 +102,8 @@ interface Ban {
 export function createAppBans(settings: AppBanSettings, logger: Logger, registry: Registry, now: () => number = Date.now): AppBans {
   const failures = new Map<string, number[]>();
   const bans = new Map<string, Ban>();
+  /** Per app, the settings a ban was lifted for because they changed: their late failures count no more. */
+  const liftedSettings = new Map<string, string>();
   const lastDelivered = new Map<string, number>();
   /** Count one more event of the app at `at` within the window: how many, once they reach the threshold (and start again), else undefined. */
   const reachedThreshold = (times: Map<string, number[]>, app: string, at: number): number | undefined => {
@@ -127,8 +131,10 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
     const changed = settings !== undefined && ban.settings !== undefined && settings !== ban.settings;
     if (ban.until > now() && !changed) return false;
     bans.delete(app);
+    // Sends still under way with the settings a change lifted the ban for ban nothing more.
+    if (changed) liftedSettings.set(app, ban.settings as string);
     gauge.set({ app }, 0);
-    const why = changed ? "the app's credentials, topic or endpoint changed since" : 'its cool-off is over';
+    const why = changed ? "the app was changed since (its credentials, topic, endpoint or another setting)" : 'its cool-off is over';
     logger.warn({ app, alarm: 'app-ban-lifted' }, `app ban lifted (${why}): sends are tried again`);
     return true;
   };
@@ -166,6 +172,7 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
     },
     observe(app, result, appSettings) {
       if (!isCredentialFailure(result) || bans.has(app)) return;
+      if (appSettings !== undefined && liftedSettings.get(app) === appSettings) return;
       const at = now();
       const count = reachedThreshold(failures, appSettings ?? app, at);
       if (count === undefined) return;
