@@ -23,6 +23,7 @@ function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30
   const sent: string[] = [];
   const released: string[] = [];
   const completed: string[] = [];
+  const completions: Array<{ pushId: string; outcome: string; status?: { outcome: string } }> = [];
   const shutdown = new AbortController();
   const signal = shutdown.signal;
   const deps: PusherDeps = {
@@ -30,7 +31,7 @@ function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30
     providers: singleProvider({ platform: 'apns', send: async (push) => (sent.push(push.pushId), answer), close: async () => undefined }),
     ledger: {
       claimLive: async (pushes) => new Map(pushes.map((p) => [p.pushId, 'claimed' as const])),
-      complete: async (entries) => void completed.push(...entries.map((e) => e.pushId)),
+      complete: async (entries) => void (completed.push(...entries.map((e) => e.pushId)), completions.push(...entries)),
       release: async (ids) => void released.push(...ids),
       renew: async (ids) => ids.length,
     },
@@ -45,8 +46,15 @@ function pusher(limiter: PusherDeps['limiter'], answer: SendResult, leaseMs = 30
     signal,
     ...extra,
   };
-  return { handle: createPusherHandler(deps), sent, released, completed, signal, shutdown };
+  return { handle: createPusherHandler(deps), sent, released, completed, completions, signal, shutdown };
 }
+
+/** A job-status recorder that keeps what was noted apart from the ledger (by outcome). */
+const recorderInto = (noted: string[]): NonNullable<PusherDeps['outcomes']> => ({
+  note: (_push, outcome) => void noted.push(outcome),
+  noteEntry: (entry) => void noted.push(entry.outcome),
+  flush: async () => undefined,
+});
 
 describe('pusher with a rate limiter', () => {
   it('asks for one token per push (with its app and the shutdown signal) before sending, and reports the answer', async () => {
@@ -138,13 +146,17 @@ describe('pusher with a rate limiter', () => {
   it('a push whose job is cancelled while it waits for budget is not sent: recorded as cancelled and acked', async () => {
     const cancelledJobs = new Set<string>();
     const limiter = { acquire: async () => (cancelledJobs.add('j'), true) };
-    const p = pusher(limiter, { kind: 'delivered' }, 30_000, cancelledJobs);
+    const noted: string[] = [];
+    const p = pusher(limiter, { kind: 'delivered' }, 30_000, cancelledJobs, { outcomes: recorderInto(noted) });
     const m = message();
     const [outcome] = await p.handle([m.inbound]);
     expect(p.sent).toEqual([]);
     expect(p.completed).toEqual([m.push.pushId]);
     expect(p.released).toEqual([]);
     expect(outcome).toEqual({ kind: 'ack' });
+    // Its job-status outcome in the ledger's own statement: noted apart, a pusher killed between the two writes lost it for good.
+    expect(p.completions).toEqual([expect.objectContaining({ pushId: m.push.pushId, outcome: 'cancelled', status: expect.objectContaining({ outcome: 'cancelled' }) as unknown })]);
+    expect(noted).toEqual([]);
   });
 
   it("a Web Push's budget is asked, and its provider's answer told, with its push service (the endpoint's host, or the allow-list's wildcard entry): a pause there is that service's", async () => {
@@ -176,11 +188,14 @@ describe('pusher with a rate limiter', () => {
     const m = message();
     const expiring = { ...m.push, expiresAt: new Date(Date.now() + 150).toISOString() };
     const limiter = { acquire: async () => (await new Promise((r) => setTimeout(r, 200)), true) };
-    const p = pusher(limiter, { kind: 'delivered' });
+    const noted: string[] = [];
+    const p = pusher(limiter, { kind: 'delivered' }, 30_000, undefined, { outcomes: recorderInto(noted) });
     const [outcome] = await p.handle([{ ...m.inbound, body: Buffer.from(JSON.stringify(expiring)) }]);
     expect(p.sent).toEqual([]);
     expect(p.completed).toEqual([m.push.pushId]);
     expect(outcome).toEqual({ kind: 'ack' });
+    expect(p.completions).toEqual([expect.objectContaining({ outcome: 'expired', status: expect.objectContaining({ outcome: 'expired' }) as unknown })]);
+    expect(noted).toEqual([]);
   });
 
   it("a transient answer's least delay is its retry's: the Retry-After, or Google's minute for QUOTA_EXCEEDED without one", async () => {

@@ -293,14 +293,17 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
       outcomes[r.index] = deferUnsent(result);
       return;
     }
+    // Claimed, so marked done in the ledger: the job-status outcome goes in the same statement, as a
+    // delivery's. Noted apart, a pusher killed between the two writes lost it for good (the copy
+    // redelivered finds the ledger done and records nothing), and the job read in flight forever.
     if (result.kind === 'cancelled') {
-      completed.push({ pushId: push.pushId, outcome: 'cancelled' });
-      outcomes[r.index] = droppedCancelled(push, deps);
+      completed.push({ pushId: push.pushId, outcome: 'cancelled', ...statusOf(deps, push, 'cancelled', CANCELLED) });
+      outcomes[r.index] = droppedCancelled(push, deps, false);
       return;
     }
     if (result.kind === 'expired-waiting') {
-      completed.push({ pushId: push.pushId, outcome: 'expired' });
-      outcomes[r.index] = droppedExpired(push, deps);
+      completed.push({ pushId: push.pushId, outcome: 'expired', ...statusOf(deps, push, 'expired', expiredDetail(push)) });
+      outcomes[r.index] = droppedExpired(push, deps, false);
       return;
     }
     const label = { platform: push.platform, app: push.app };
@@ -410,18 +413,26 @@ async function publishInvalidations(invalidations: Invalidation[], deps: PusherD
 }
 
 /** A push past its expiresAt, dropped unsent and recorded as expired. */
-function droppedExpired(push: DevicePush, deps: PusherDeps): Outcome {
+const expiredDetail = (push: DevicePush) => ({ reason: `expired at ${push.expiresAt} before it could be sent` });
+const CANCELLED = { reason: 'its job was cancelled (DELETE /v1/jobs/:id) before it was sent' };
+
+/** A ledger completion's job-status outcome, when job status is recorded. */
+const statusOf = (deps: PusherDeps, push: DevicePush, outcome: 'cancelled' | 'expired', detail: { reason: string }) =>
+  deps.outcomes === undefined ? {} : { status: outcomeEntry(push, outcome, detail) };
+
+/** `note`: false when its ledger completion carries the job-status outcome. */
+function droppedExpired(push: DevicePush, deps: PusherDeps, note = true): Outcome {
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'expired' });
   trace(deps, push, 'dropped: expired before sending', { expiresAt: push.expiresAt });
-  deps.outcomes?.note(push, 'expired', { reason: `expired at ${push.expiresAt} before it could be sent` });
+  if (note) deps.outcomes?.note(push, 'expired', expiredDetail(push));
   return ack;
 }
 
-/** A cancelled job's push, dropped unsent and recorded as cancelled. */
-function droppedCancelled(push: DevicePush, deps: PusherDeps): Outcome {
+/** A cancelled job's push, dropped unsent and recorded as cancelled (`note`: false when its ledger completion carries it). */
+function droppedCancelled(push: DevicePush, deps: PusherDeps, note = true): Outcome {
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'cancelled' });
   trace(deps, push, 'dropped: its job was cancelled');
-  deps.outcomes?.note(push, 'cancelled', { reason: 'its job was cancelled (DELETE /v1/jobs/:id) before it was sent' });
+  if (note) deps.outcomes?.note(push, 'cancelled', CANCELLED);
   return ack;
 }
 
