@@ -209,10 +209,24 @@ async function handle(deps: DashboardDeps, req: IncomingMessage, res: ServerResp
  * /api/parked/:queue, POST /api/parked/:queue/replay|purge, POST /api/login|logout. Everything but
  * login needs an operator key (bearer or session); writes are CSRF-checked and audited.
  */
+/** The request's target as a URL, or null when URL cannot read it (URL.parse is Node 20.18+). */
+function parsedTarget(target: string | undefined): URL | null {
+  try {
+    return new URL(target ?? '/', 'http://monitor');
+  } catch {
+    return null;
+  }
+}
+
 export function dashboardRoutes(deps: DashboardDeps): HttpRoutes {
   const parkedLock = serially();
   return (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://monitor');
+    const url = parsedTarget(req.url);
+    // A target Node's parser takes but URL does not (`//[`): no route of ours.
+    if (url === null) {
+      sendJson(res, 400, { error: 'the request target is not a URL path', code: 'bad-url' });
+      return true;
+    }
     if (!(url.pathname === '/' || url.pathname === '/index.html' || url.pathname.startsWith('/api/'))) return false;
     handle(deps, req, res, url, parkedLock).catch((err: Error) => {
       const refused = err instanceof ActionRefused;

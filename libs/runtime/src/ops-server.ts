@@ -32,6 +32,22 @@ export interface OpsServer {
 }
 
 /**
+ * Whether a service's own routes took the request. One that throws is answered 500 rather than
+ * left to crash the process: an exception out of the server's request listener is uncaught, and a
+ * single request with a target Node's parser takes but URL does not (`GET //[`) stopped the
+ * monitor, its alarms with it.
+ */
+function routed(routes: HttpRoutes | undefined, req: IncomingMessage, res: ServerResponse): boolean {
+  if (routes === undefined) return false;
+  try {
+    return routes(req, res);
+  } catch {
+    if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'internal', message: 'the request could not be handled' } }));
+    return true;
+  }
+}
+
+/**
  * `/metrics` for Prometheus; `/healthz`, the liveness check (200 while `healthy()` says so, else
  * 503); `/readyz`, the readiness check (200 while `ready()` says so, else 503 with its problems);
  * anything else goes to `routes()` when it returns a handler (the monitor's dashboard), else 404.
@@ -57,7 +73,7 @@ export async function startOpsServer(opts: {
     } else if (req.url === '/readyz') {
       const { ready, problems } = opts.ready();
       res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(ready ? { ok: true } : { ok: false, problems }));
-    } else if (opts.routes?.()?.(req, res) !== true) {
+    } else if (!routed(opts.routes?.(), req, res)) {
       res.writeHead(404).end();
     }
   });
