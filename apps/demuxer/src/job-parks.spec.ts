@@ -26,6 +26,9 @@ describe('parked jobs in their status', () => {
     await record({ message: message(JSON.stringify({ id: '', app: 'demo' })), code: 'schema', reason: 'x' });
     expect(written).toEqual([{ id: 'j1', app: 'nosuch', code: 'schema', reason: 'content: expected object' }]);
     expect(parkedJobOf(Buffer.from(JSON.stringify({ id: 'j', app: 'demo' })))).toEqual({ id: 'j', app: 'demo' });
+    // A NUL byte in the id refused the park write, and every later retried park write waited behind it.
+    expect(parkedJobOf(Buffer.from(JSON.stringify({ id: 'j\u0000', app: 'demo' })))).toBeUndefined();
+    expect(parkedJobOf(Buffer.from(JSON.stringify({ id: 'j', app: 'de mo' })))).toBeUndefined();
   });
 });
 

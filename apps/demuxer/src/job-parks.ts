@@ -1,4 +1,4 @@
-import { jsonObjectOf } from '@herald/contracts';
+import { AppId, isJobId, jsonObjectOf } from '@herald/contracts';
 import type { FanoutRepository, JobPark } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { ParkedNotice } from '@herald/messaging';
@@ -64,8 +64,8 @@ export function parkedJobOf(body: Buffer): Pick<JobPark, 'id' | 'app'> | undefin
   const value = jsonObjectOf(body);
   if (value === undefined) return undefined;
   const { id, app } = value;
-  const named = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 200;
-  return named(id) && named(app) ? { id, app } : undefined;
+  // Only what PostgreSQL can store: a NUL byte in the id refused the park write, which blocked every later retried one.
+  return typeof id === 'string' && isJobId(id) && typeof app === 'string' && AppId.safeParse(app).success ? { id, app } : undefined;
 }
 
 /**
@@ -76,7 +76,7 @@ export function recordParkedFanoutTasks(fanouts: Pick<FanoutRepository, 'recordP
   return async ({ message, code, reason }) => {
     const { jobId, chunk } = jsonObjectOf(message.body) ?? {};
     // A task naming no job and chunk (never one Herald wrote) has no fan-out to mark.
-    if (typeof jobId !== 'string' || jobId.length === 0 || !Number.isSafeInteger(chunk)) return;
+    if (typeof jobId !== 'string' || !isJobId(jobId) || !Number.isSafeInteger(chunk)) return;
     await write(() => fanouts.recordPark(jobId, chunk as number, code, `chunk ${chunk as number}: ${reason}`));
   };
 }

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { Instant } from './instant.ts';
-import { AppId, Priority, UserId } from './push-job.ts';
+import { AppId, JobId, Priority, UserId } from './push-job.ts';
 import { PushContent } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
 import { deviceTokenProblem } from './device-token.ts';
@@ -17,8 +17,13 @@ export const DevicePush = z
   version: z.literal(1).default(1),
   /** Deterministic from job id + device id: the delivery-ledger key and the APNs apns-id. */
   pushId: z.uuid(),
-  // jobId and deviceId go to PostgreSQL with the push's job-status outcome (storable-text.ts).
-  jobId: storable(z.string().min(1)),
+  /**
+   * As the job's id (at most 200 printable ASCII characters): it goes to PostgreSQL with the push's
+   * job-status outcome, in push_outcomes' key. A longer one was sent, then refused by the key's
+   * index, and the pusher's completion retried until shutdown, every later batch waiting behind it.
+   */
+  jobId: JobId,
+  // deviceId goes to PostgreSQL with the push's job-status outcome (storable-text.ts).
   /** The id of the device's devices row: the pusher finds the device by it (is it dead now?), and its token must match. */
   deviceId: storable(z.string().min(1)),
   app: AppId,

@@ -13,14 +13,15 @@ export const MAX_JOB_ID_LENGTH = 200;
 /** Longest app id (an API path parameter too: /admin/apps/:id). */
 export const MAX_APP_ID_LENGTH = 64;
 
-const Identifier = z
+/** A job's id: what a PushJob's id must be, and a DevicePush's or a park's jobId (push_outcomes' key holds it). */
+export const JobId = z
   .string()
   .min(1)
   .max(MAX_JOB_ID_LENGTH)
   .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
 /** Whether `id` could be a job's id (what a PushJob's id must be): one that cannot names no job. */
-export const isJobId = (id: string): boolean => Identifier.safeParse(id).success;
+export const isJobId = (id: string): boolean => JobId.safeParse(id).success;
 
 export const AppId = z
   .string()
@@ -40,7 +41,7 @@ export type Priority = z.infer<typeof Priority>;
 export const PushJob = z
   .strictObject({
     version: z.literal(1).default(1),
-    id: Identifier,
+    id: JobId,
     app: AppId,
     userId: UserId.optional(),
     userIds: z.array(UserId).min(1).max(10_000).optional(),

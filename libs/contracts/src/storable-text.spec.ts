@@ -32,9 +32,15 @@ describe('a NUL character (U+0000) is refused at the door, naming the field', ()
     expect(parseWith(PushJob, { ...job, content: { title: 'Hé 🙂\u0001\t' } })).toMatchObject({ ok: true, value: { content: { title: 'Hé 🙂\u0001\t' } } });
   });
 
-  it.each([['jobId'], ['deviceId'], ['userId']])('in a device push: its %s', (field) => {
+  it.each([['deviceId'], ['userId']])('in a device push: its %s', (field) => {
     expect(parseWith(DevicePush, { ...push, [field]: 'x\u0000' })).toEqual({ ok: false, reason: `schema violation: ${field}: must not contain the NUL character (U+0000)` });
     expect(parseWith(DevicePush, push)).toMatchObject({ ok: true });
+  });
+
+  // Its job's id: as a PushJob's id (at most 200 printable ASCII characters, push_outcomes' key holds it).
+  it('in a device push: its jobId, held to what a job id is', () => {
+    expect(parseWith(DevicePush, { ...push, jobId: 'x\u0000' })).toEqual({ ok: false, reason: 'schema violation: jobId: must be printable ASCII without spaces' });
+    expect(parseWith(DevicePush, { ...push, jobId: 'x'.repeat(201) })).toMatchObject({ ok: false, reason: expect.stringMatching(/^schema violation: jobId: /) });
   });
 
   it('in a registration or an opt-out: the user, the category', () => {

@@ -69,4 +69,25 @@ describe('job outcomes while PostgreSQL refuses them', () => {
     await recorder.flush();
     expect(store.stored.map((e) => e.deviceId)).toEqual(['2', '3']);
   });
+
+  // Kept for the next flush like a failover's, it was refused at every flush, every later outcome behind it until the oldest were dropped.
+  it('drops an outcome PostgreSQL refuses for a value in it, and writes the rest of its batch', async () => {
+    const stored: PushOutcomeEntry[] = [];
+    const store = {
+      recordOutcomes(entries: readonly PushOutcomeEntry[]) {
+        if (entries.some((e) => e.jobId.includes('\u0000'))) return Promise.reject(Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code: '22021' }));
+        stored.push(...entries);
+        return Promise.resolve();
+      },
+    };
+    const recorder = createJobOutcomeRecorder(store, logger);
+    recorder.note(push(1), 'delivered');
+    recorder.note({ ...push(2), jobId: 'j\u0000' }, 'delivered');
+    recorder.note(push(3), 'invalid');
+    await recorder.flush();
+    expect(stored.map((e) => e.deviceId)).toEqual(['1', '3']);
+    recorder.note(push(4), 'delivered');
+    await recorder.flush();
+    expect(stored.map((e) => e.deviceId)).toEqual(['1', '3', '4']);
+  });
 });

@@ -1,5 +1,5 @@
 import type { DevicePush } from '@herald/contracts';
-import type { PushOutcomeEntry } from '@herald/db';
+import { refusedValueReason, type PushOutcomeEntry } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
 /** A device push's final outcome as the pusher decides it (parks reach the status through park-outcomes.ts). */
@@ -45,12 +45,27 @@ export const MAX_PENDING_OUTCOMES = 50_000;
  */
 export function createJobOutcomeRecorder(store: JobOutcomeStore, logger: Logger, maxPending = MAX_PENDING_OUTCOMES): JobOutcomeRecorder {
   let pending: PushOutcomeEntry[] = [];
+  /**
+   * A batch PostgreSQL refuses for a value in it (a NUL byte, a key too long for its index) would
+   * be refused at every flush, every outcome noted after it kept behind it until the oldest were
+   * dropped: written one by one, the refused entries are dropped (with a warning) and the rest kept.
+   */
+  const writeApart = async (batch: readonly PushOutcomeEntry[]): Promise<void> => {
+    for (const entry of batch) {
+      try {
+        await store.recordOutcomes([entry]);
+      } catch (err) {
+        if (refusedValueReason(err) === undefined) throw err;
+        logger.warn({ err, pushId: entry.pushId, jobId: entry.jobId }, 'job status: PostgreSQL refuses this outcome (a value it cannot store): dropped');
+      }
+    }
+  };
   const write = async (): Promise<void> => {
     if (pending.length === 0) return;
     const batch = pending;
     pending = [];
     try {
-      await store.recordOutcomes(batch);
+      await store.recordOutcomes(batch).catch((err: unknown) => (refusedValueReason(err) === undefined ? Promise.reject(err) : writeApart(batch)));
     } catch (err) {
       // Ahead of what was noted since, so a push's later outcome still wins.
       pending = [...batch, ...pending];

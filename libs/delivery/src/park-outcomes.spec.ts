@@ -30,6 +30,10 @@ describe('parked pushes in their job status', () => {
     expect(parkedPushOf(Buffer.from('not json'))).toBeUndefined();
     expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId: 'not-a-uuid', jobId: 'j' })))).toBeUndefined();
     expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId })))).toBeUndefined();
+    // Nothing PostgreSQL cannot store: a NUL byte or an over-long job id names no job; such a device id is left out.
+    expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId, jobId: 'j\u0000' })))).toBeUndefined();
+    expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId, jobId: 'j'.repeat(201) })))).toBeUndefined();
+    expect(parkedPushOf(Buffer.from(JSON.stringify({ pushId, jobId: 'j', deviceId: '4\u0000' })))).toEqual({ pushId, jobId: 'j' });
   });
 
   it('records a provider rejection as failed and every other park as parked, with code and reason, and counts each in herald_pushes_total', async () => {

@@ -1,4 +1,4 @@
-import { AppId, jsonObjectOf, Platforms, type Platform } from '@herald/contracts';
+import { AppId, isJobId, jsonObjectOf, Platforms, type Platform } from '@herald/contracts';
 import type { PushOutcomeEntry } from '@herald/db';
 import type { ParkedNotice } from '@herald/messaging';
 import type { JobOutcomeRecorder } from './job-outcomes.ts';
@@ -7,6 +7,8 @@ import type { PusherMetrics } from './pusher-metrics.ts';
 /** The park code of a push the provider refused for good: counted as `failed` in its job's status. */
 export const PROVIDER_REJECTED = 'provider-rejected';
 
+/** A devices row id, as DevicePush.deviceId carries it. */
+const DEVICE_ROW_ID = /^[0-9]{1,19}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** What a parked message carried, read leniently (parkedPushOf), and the app it names if that is an app id. */
@@ -20,12 +22,13 @@ export function parkedPushOf(body: Buffer): ParkedPush | undefined {
   const value = jsonObjectOf(body);
   if (value === undefined) return undefined;
   const { pushId, jobId, platform, deviceId, app } = value;
-  if (typeof pushId !== 'string' || !UUID.test(pushId) || typeof jobId !== 'string' || jobId.length === 0) return undefined;
+  // Only what PostgreSQL can store: a NUL byte or an over-long id in the outcome refused every flush of the pusher's job status.
+  if (typeof pushId !== 'string' || !UUID.test(pushId) || typeof jobId !== 'string' || !isJobId(jobId)) return undefined;
   return {
     pushId,
     jobId,
     ...(Platforms.includes(platform as Platform) && { platform: platform as Platform }),
-    ...(typeof deviceId === 'string' && { deviceId }),
+    ...(typeof deviceId === 'string' && DEVICE_ROW_ID.test(deviceId) && { deviceId }),
     ...(AppId.safeParse(app).success && { app: app as string }),
   };
 }
