@@ -136,6 +136,12 @@ describe('dead tokens, retries, parking and replay, end to end', () => {
     const listed = await herald('parked', 'list', Queues.apnsSend, '--json');
     expect(listed.code).toBe(0);
     expect(JSON.parse(listed.stdout)).toContainEqual(expect.objectContaining({ id: parked.properties.message_id, code: 'retries-exhausted', attempts: 3 }));
+    // A mistyped code replays and purges nothing, and says so with a non-zero exit (it answered 0 of N, exit 0).
+    for (const action of ['replay', 'purge']) {
+      const typo = await herald('parked', action, Queues.apnsSend, '--code', 'retries-exhaustd');
+      expect([typo.code, typo.stderr], action).toEqual([1, expect.stringMatching(/^herald: none of the \d+ parked message\(s\) in push\.apns\.send\.parked was parked with code "retries-exhaustd"/)]);
+    }
+    expect((await peekMessages(sys.vhost.name, parkedQueue, 100)).some((m) => m.payload.includes(d.token))).toBe(true);
 
     await fetch(`${sys.sandbox.settings.control.url}/faults`, { method: 'DELETE' });
     const replay = await herald('parked', 'replay', Queues.apnsSend, '--id', String(parked.properties.message_id));

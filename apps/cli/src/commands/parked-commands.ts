@@ -20,6 +20,17 @@ const base = (queue: string) => ({
 /** What a replay or purge of one message by id says when the queue does not hold it. */
 const noSuchMessage = (id: string, queue: string): string => `no parked message ${id} in ${parkedNameOf(queue)}: \`herald parked list ${queue}\` shows them`;
 
+/**
+ * Why a filter that names something matched nothing, or undefined: an id not there, or a code none
+ * of the (some) messages looked at was parked with (a typo replayed or purged 0 and exited 0).
+ */
+function matchedNothing(filter: ReturnType<typeof filterOf>, done: number, seen: number, queue: string): string | undefined {
+  if (done > 0) return undefined;
+  if (filter.kind === 'id') return noSuchMessage(filter.id, queue);
+  if (filter.kind === 'code' && seen > 0) return `none of the ${seen} parked message(s) in ${parkedNameOf(queue)} was parked with code "${filter.code}": \`herald parked list ${queue}\` shows their codes`;
+  return undefined;
+}
+
 /** Exactly one of --id, --code, --all; a bulk operation must be asked for by name. */
 function filterOf(o: FilterOptions): ParkedFilter {
   const given = [o.id !== undefined, o.code !== undefined, o.all === true].filter(Boolean).length;
@@ -82,7 +93,8 @@ export function registerParkedCommands(program: Command): void {
         result = await replayParked({ ...opts, filter, force, onProgress: progress });
         // Nothing replayed because everything matching was a permanent rejection: audited as refused.
         if (result.replayed === 0 && result.refused.length > 0) throw new ActionRefused(describeRefusals(result.refused), { ...result });
-        if (result.replayed === 0 && filter.kind === 'id') throw new ActionRefused(noSuchMessage(filter.id, queue));
+        const nothing = matchedNothing(filter, result.replayed, result.seen, queue);
+        if (nothing !== undefined) throw new ActionRefused(nothing);
         return result;
       })
         .catch((err: unknown) => {
@@ -110,8 +122,9 @@ export function registerParkedCommands(program: Command): void {
       const what = { action: 'parked.purge', target: parkedNameOf(queue), request: { filter, via: 'cli' } };
       const result = await auditedCli(what, async () => {
         const purged = await purgeParked({ ...opts, filter });
-        // A mistyped id purged nothing and said so on stdout, exit 0 (the dashboard answers 404).
-        if (purged.purged === 0 && filter.kind === 'id') throw new ActionRefused(noSuchMessage(filter.id, queue));
+        // A mistyped id or code purged nothing and said so on stdout, exit 0 (the dashboard answers 404).
+        const nothing = matchedNothing(filter, purged.purged, purged.seen, queue);
+        if (nothing !== undefined) throw new ActionRefused(nothing);
         return purged;
       });
       process.stdout.write(`purged ${result.purged} of ${result.seen} parked message(s)\n`);

@@ -27,7 +27,7 @@ export function registerScheduleCommands(program: Command): void {
 
   program
     .command('cancel')
-    .description('cancel a job: remove its scheduled pushes that are not yet due (released ones are not recalled)')
+    .description('cancel a job, as herald job cancel: its scheduled pushes are removed (counted here), a running fan-out stops, the pushers drop its pushes still queued and a later replay of its parked pushes sends nothing; pushes a provider already accepted are not recalled')
     .requiredOption('--job <jobId>', 'the job id')
     .action(async (o: { job: string }) => {
       const done = await cancelKnownJob(o.job);
