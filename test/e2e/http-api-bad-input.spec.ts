@@ -50,8 +50,19 @@ describe('HTTP API bad input', () => {
     await refused([sys, 'POST', '/v1/jobs', { key: 'hk_nope', body: job() }], 401, 'unauthorized', /unknown or revoked/);
   });
 
-  it('refuses an unknown app (422)', async () => {
-    await refused([sys, 'POST', '/v1/jobs', { key: anyAppKey, body: job({ app: 'no-such-app' }) }], 422, 'unknown-app', /unknown app "no-such-app"/);
+  it('refuses an unknown app (422), naming the field (jobs.N.app in a batch)', async () => {
+    const one = await refused([sys, 'POST', '/v1/jobs', { key: anyAppKey, body: job({ app: 'no-such-app' }) }], 422, 'unknown-app', /^app: unknown app "no-such-app"$/);
+    expect(one.issues).toEqual([{ path: 'app', message: 'unknown app "no-such-app"' }]);
+    const batch = await refused([sys, 'POST', '/v1/jobs:batch', { key: anyAppKey, body: { jobs: [job(), job({ app: 'no-such-app' })] } }], 422, 'unknown-app', /^jobs\.1\.app: /);
+    expect(batch.issues?.map((i) => i.path)).toEqual(['jobs.1.app']);
+  });
+
+  // Fastify answered these in its own shape ({"error": "Bad Request", "code": "FST_…"}), whose error is a string.
+  it('answers a malformed path or an over-long path parameter in the API error shape', async () => {
+    const bad = await call<{ error: { code: string; message: string } }>(sys, 'GET', '/v1/jobs/%E0%A4%A', { key });
+    expect([bad.status, bad.body.error.code]).toEqual([400, 'bad-url']);
+    const long = await call<{ error: { code: string; message: string } }>(sys, 'GET', `/v1/jobs/${'j'.repeat(250)}`, { key });
+    expect([long.status, long.body.error.code]).toEqual([414, 'param-too-long']);
   });
 
   it('refuses a disabled app (422)', async () => {
@@ -65,7 +76,8 @@ describe('HTTP API bad input', () => {
 
   it('refuses an app the key may not send for (403), in a batch too', async () => {
     await refused([sys, 'POST', '/v1/jobs', { key, body: job({ app: 'other' }) }], 403, 'app-not-allowed', /may not act for app "other"/);
-    await refused([sys, 'POST', '/v1/jobs:batch', { key, body: { jobs: [job(), job({ app: 'other' })] } }], 403, 'app-not-allowed', /"other"/);
+    const batch = await refused([sys, 'POST', '/v1/jobs:batch', { key, body: { jobs: [job(), job({ app: 'other' })] } }], 403, 'app-not-allowed', /^jobs\.1\.app: .*"other"/);
+    expect(batch.issues?.map((i) => i.path)).toEqual(['jobs.1.app']);
     const device = { app: 'other', platform: 'fcm', token: fcmToken(), userId: 'u1' };
     await refused([sys, 'POST', '/v1/devices', { key, body: device }], 403, 'app-not-allowed', /"other"/, Queues.registrations);
   });

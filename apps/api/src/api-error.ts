@@ -59,3 +59,6 @@ export function fromFastifyError(err: { code?: string; statusCode?: number; mess
       return undefined;
   }
 }
+
+/** An ApiError about one field: its message leads with the field's path, and its issues name it. */
+export const fieldError = (status: number, code: string, path: string, message: string): ApiError => new ApiError(status, code, `${path}: ${message}`, [{ path, message }]);

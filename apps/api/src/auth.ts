@@ -1,5 +1,5 @@
 import { hashApiKey, keyAllowsApp, type ApiKeyRow } from '@herald/db';
-import { ApiError } from './api-error.ts';
+import { ApiError, fieldError } from './api-error.ts';
 
 export interface KeyLookup {
   findByKey(key: string): Promise<ApiKeyRow | undefined>;
@@ -35,7 +35,8 @@ export function createKeyAuthenticator(keys: KeyLookup, ttlMs: number, now = Dat
   };
 }
 
-/** 403 unless the key may act for the app. */
-export function requireApp(key: ApiKeyRow, app: string): void {
-  if (!keyAllowsApp(key, app)) throw new ApiError(403, 'app-not-allowed', `this API key (team ${key.team}) may not act for app "${app}"`);
+/** 403 unless the key may act for the app, naming the field that gave it (`path`). */
+export function requireApp(key: ApiKeyRow, app: string, path = 'app'): void {
+  if (keyAllowsApp(key, app)) return;
+  throw fieldError(403, 'app-not-allowed', path, `this API key (team ${key.team}) may not act for app "${app}"`);
 }

@@ -1,7 +1,7 @@
 import { jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
 import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobId, jobContentHash, effectivePushType, expiresBeforeDue, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
 import type { AcceptResult, ApiKeyRow, AppRow, JobIdRecord, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
-import { ApiError, parseBody } from './api-error.ts';
+import { ApiError, fieldError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
 import { toJobPushList, toJobStatus } from '@herald/db';
 import { BrokerUnavailableError, UnroutableError } from '@herald/messaging';
@@ -38,13 +38,16 @@ export interface JobServiceDeps {
  * 403 / 422 unless the key may use the app and the app exists and is enabled (or, with
  * `disabledToo`, disabled: a register or unregister goes through whatever the app's state); the app.
  */
-export async function checkApp(deps: Pick<JobServiceDeps, 'apps'>, key: ApiKeyRow, id: string, disabledToo = false): Promise<AppRow> {
-  requireApp(key, id);
+export async function checkApp(deps: Pick<JobServiceDeps, 'apps'>, key: ApiKeyRow, id: string, disabledToo = false, path = 'app'): Promise<AppRow> {
+  requireApp(key, id, path);
   const app = await deps.apps.get(id);
-  if (app === undefined) throw new ApiError(422, 'unknown-app', `unknown app "${id}"`);
-  if (!app.enabled && !disabledToo) throw new ApiError(422, 'app-disabled', `app "${id}" is disabled`);
+  if (app === undefined) throw fieldError(422, 'unknown-app', path, `unknown app "${id}"`);
+  if (!app.enabled && !disabledToo) throw fieldError(422, 'app-disabled', path, `app "${id}" is disabled`);
   return app;
 }
+
+/** The path of the first job (of a batch, `jobs.N.app`) that names `app`. */
+const appPathOf = (jobs: readonly PushJob[], app: string, prefix: string): string => (prefix === '' ? 'app' : `${prefix}${jobs.findIndex((j) => j.app === app)}.app`);
 
 function validateJobs(raw: unknown, acceptedAt: string, deps: JobServiceDeps): PushJob[] {
   if (raw instanceof ValidatedJobs) return raw.jobs;
@@ -215,8 +218,8 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   const acceptedAt = (deps.now?.() ?? new Date()).toISOString();
   const jobs = validateJobs(body, acceptedAt, deps);
   const appIds = new Set(jobs.map((j) => j.app));
-  for (const app of appIds) requireApp(key, app);
   const prefix = body instanceof ValidatedJobs ? '' : 'jobs.';
+  for (const app of appIds) requireApp(key, app, appPathOf(jobs, app, prefix));
   const records = new Map(jobs.map((j): [string, JobIdRecord] => [j.id, { id: j.id, app: j.app, team: key.team, contentHash: jobContentHash(j) }]));
   try {
     await checkTargets(jobs, appIds, key, new Date(acceptedAt), prefix, deps);
@@ -253,7 +256,7 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
 async function checkTargets(jobs: readonly PushJob[], appIds: ReadonlySet<string>, key: ApiKeyRow, acceptedAt: Date, prefix: string, deps: JobServiceDeps): Promise<void> {
   checkHorizon(jobs, acceptedAt, prefix, deps);
   const apps = new Map<string, AppRow>();
-  for (const app of appIds) apps.set(app, await checkApp(deps, key, app));
+  for (const app of appIds) apps.set(app, await checkApp(deps, key, app, false, appPathOf(jobs, app, prefix)));
   await checkConformance(jobs, apps, acceptedAt, prefix, deps);
   await checkAudiences(jobs, deps, prefix);
 }

@@ -10,7 +10,7 @@ import {
   type OptOutView,
 } from '@herald/contracts';
 import type { ApiKeyRow, AppRow, MuteRow, OptOutRow, PreferenceRepository } from '@herald/db';
-import { ApiError, parseBody } from './api-error.ts';
+import { ApiError, fieldError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
 
 export interface PreferenceServiceDeps {
@@ -25,7 +25,7 @@ export interface PreferenceServiceDeps {
  */
 export async function requireKnownApp(deps: Pick<PreferenceServiceDeps, 'apps'>, key: ApiKeyRow, id: string): Promise<void> {
   requireApp(key, id);
-  if ((await deps.apps.get(id)) === undefined) throw new ApiError(422, 'unknown-app', `unknown app "${id}"`);
+  if ((await deps.apps.get(id)) === undefined) throw fieldError(422, 'unknown-app', 'app', `unknown app "${id}"`);
 }
 
 const optOutView = (r: OptOutRow): OptOutView => ({ app: r.app, userId: r.userId, category: r.category, createdAt: r.createdAt.toISOString() });

@@ -151,6 +151,16 @@ export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
     logger: false,
     return503OnClosing: true,
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
+    // The router's own refusals in the API's error shape ({error: {code, message}}), not Fastify's
+    // ({error: "Bad Request", code: "FST_…"}, whose `error` is a string a client reading ours breaks on).
+    frameworkErrors: (err, _req, reply) => {
+      const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
+      const refusal = tooLong
+        ? new ApiError(414, 'param-too-long', `a path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters`)
+        : new ApiError(400, 'bad-url', 'the request path is not a valid URL (a malformed percent-encoding)');
+      // frameworkErrors' reply is typed for a request with no route; it is an ordinary reply.
+      void (reply as FastifyReply).status(refusal.status).send(refusal.body());
+    },
   });
   // JSON only: Fastify also parses text/plain by default, which would reach validation as a string.
   app.removeContentTypeParser('text/plain');
