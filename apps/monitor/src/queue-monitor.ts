@@ -2,6 +2,7 @@ import type { Logger } from '@herald/logging';
 import type { QueueCounts } from '@herald/messaging';
 import {
   activeConditions,
+  resourceAlarmConditions,
   AlarmTracker,
   drainSecondsOf,
   unreachableCondition,
@@ -9,6 +10,7 @@ import {
   type AlarmCondition,
   type AlarmTransition,
   type ManagementApi,
+  type NodeResources,
   type QueueSnapshot,
   type ThresholdConfig,
 } from '@herald/monitoring';
@@ -124,13 +126,16 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
       return { ...q, oldestAgeSeconds: ages.estimate(q, now), drainSeconds: Number.isFinite(drain) ? drain : null };
     });
     const parkedBaseline = (queue: string, windowMs: number) => deps.history.minSince(queue, now - windowMs);
-    lastConditions = activeConditions({
-      queues: snapshots,
-      thresholds: deps.thresholds,
-      parkedBaseline,
-      ...(deps.pushesPerMessage !== undefined && { pushesPerMessage: deps.pushesPerMessage }),
-      ...(deps.expected !== undefined && { expected: deps.expected }),
-    });
+    lastConditions = [
+      ...activeConditions({
+        queues: snapshots,
+        thresholds: deps.thresholds,
+        parkedBaseline,
+        ...(deps.pushesPerMessage !== undefined && { pushesPerMessage: deps.pushesPerMessage }),
+        ...(deps.expected !== undefined && { expected: deps.expected }),
+      }),
+      ...resourceAlarmConditions(nodes),
+    ];
     deps.history.add(now, snapshots);
     deps.metrics.recordQueues(queues, deps.pushesPerMessage);
     evaluate(now, lastConditions);
@@ -173,10 +178,23 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
   let statistics: QueueSnapshot[] | undefined;
   let statisticsError: Error | undefined;
   let fetching: Promise<void> | undefined;
+  // The nodes' resource alarms, read beside the queues; a management user without the monitoring
+  // tag cannot read them, which costs only that alarm (said once in the log), not the polls.
+  let nodes: NodeResources[] = [];
+  let nodesProblem: string | undefined;
+  const fetchNodes = async (): Promise<void> => {
+    if (deps.api.nodes === undefined) return;
+    try {
+      nodes = await deps.api.nodes();
+      nodesProblem = undefined;
+    } catch (err) {
+      if (nodesProblem === undefined) deps.logger.warn({ err }, "cannot read RabbitMQ's nodes, so its memory and disk alarms are not seen here (the management user needs the monitoring tag)");
+      nodesProblem = (err as Error).message;
+    }
+  };
   const fetchStatistics = (): Promise<void> =>
-    (fetching ??= deps.api
-      .queues(deps.vhost)
-      .then(
+    (fetching ??= Promise.all([
+      deps.api.queues(deps.vhost).then(
         (s) => {
           statistics = s;
           statisticsError = undefined;
@@ -184,7 +202,10 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
         (err: unknown) => {
           statisticsError = err as Error;
         },
-      )
+      ),
+      fetchNodes(),
+    ])
+      .then(() => undefined)
       .finally(() => {
         fetching = undefined;
       }));

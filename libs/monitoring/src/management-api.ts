@@ -8,6 +8,40 @@ export class ManagementApiError extends Error {
 export interface ManagementApi {
   /** Every Herald queue of `vhost` (push.*, herald.*), sorted by name. */
   queues(vhost: string): Promise<QueueSnapshot[]>;
+  /** The cluster's nodes and their resource alarms (GET /api/nodes: needs the `monitoring` tag). */
+  nodes?(): Promise<NodeResources[]>;
+}
+
+/** A RabbitMQ node's memory and disk, as the management API reports them (bytes). */
+export interface NodeResources {
+  name: string;
+  memAlarm: boolean;
+  diskFreeAlarm: boolean;
+  memUsed?: number;
+  memLimit?: number;
+  diskFree?: number;
+  diskFreeLimit?: number;
+}
+
+interface ManagementNode {
+  name: string;
+  mem_alarm?: boolean;
+  disk_free_alarm?: boolean;
+  mem_used?: number;
+  mem_limit?: number;
+  disk_free?: number;
+  disk_free_limit?: number;
+}
+
+const isBytes = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+function toNode(n: ManagementNode): NodeResources {
+  const node: NodeResources = { name: n.name, memAlarm: n.mem_alarm === true, diskFreeAlarm: n.disk_free_alarm === true };
+  if (isBytes(n.mem_used)) node.memUsed = n.mem_used;
+  if (isBytes(n.mem_limit)) node.memLimit = n.mem_limit;
+  if (isBytes(n.disk_free)) node.diskFree = n.disk_free;
+  if (isBytes(n.disk_free_limit)) node.diskFreeLimit = n.disk_free_limit;
+  return node;
 }
 
 /** The vhost of an AMQP setting (one URL, or a comma-separated list of a cluster's nodes: the first one's). */
@@ -31,7 +65,7 @@ function endpointOf(apiUrl: string): Endpoint {
  * comma-separated list of the nodes' APIs: a node that does not answer hands the call to the
  * next, and the one that answered is asked first next time.
  */
-export function createManagementApi(apiUrl: string, timeoutMs = 5_000): ManagementApi {
+export function createManagementApi(apiUrl: string, timeoutMs = 5_000): Required<ManagementApi> {
   const endpoints = apiUrl.split(',').map((u) => u.trim()).filter((u) => u.length > 0).map(endpointOf);
   let preferred = 0;
   const getFrom = async ({ base, auth }: Endpoint, path: string): Promise<unknown> => {
@@ -64,6 +98,10 @@ export function createManagementApi(apiUrl: string, timeoutMs = 5_000): Manageme
       const raw = (await get(`/queues/${encodeURIComponent(vhost)}?columns=${columns}`)) as ManagementQueue[];
       const now = Date.now();
       return raw.filter((q) => isHeraldQueue(q.name)).map((q) => toSnapshot(q, now)).sort((a, b) => a.name.localeCompare(b.name));
+    },
+    async nodes() {
+      const raw = (await get('/nodes?columns=name,mem_alarm,disk_free_alarm,mem_used,mem_limit,disk_free,disk_free_limit')) as ManagementNode[];
+      return raw.map(toNode).sort((a, b) => a.name.localeCompare(b.name));
     },
   };
 }

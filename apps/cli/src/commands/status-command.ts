@@ -1,5 +1,5 @@
 import { pushesPerMessage, WorkQueues } from '@herald/contracts';
-import { activeConditions, createManagementApi, drainSecondsOf, vhostOf } from '@herald/monitoring';
+import { activeConditions, createManagementApi, drainSecondsOf, resourceAlarmConditions, vhostOf } from '@herald/monitoring';
 import type { Command } from 'commander';
 import { readCliConfig, type CliConfig } from '../cli-config.ts';
 import { printRows } from '../output.ts';
@@ -57,15 +57,17 @@ async function fromMonitor(config: CliConfig, vhost: string): Promise<StatusView
 
 /** Straight from the management API; alarms are the conditions holding right now (no durations, no history). */
 async function computedLocally(config: CliConfig, vhost: string): Promise<StatusView> {
-  const queues = await createManagementApi(config.RABBITMQ_API_URL).queues(vhost);
-  const conditions = activeConditions({
+  const api = createManagementApi(config.RABBITMQ_API_URL);
+  // The nodes' resource alarms too, when the management user may read them (the monitoring tag).
+  const [queues, nodes] = await Promise.all([api.queues(vhost), api.nodes().catch(() => [])]);
+  const conditions = [...activeConditions({
     queues,
     thresholds: config.MONITOR_THRESHOLDS,
     parkedBaseline: () => undefined,
     pushesPerMessage: pushesPerMessage(config.PUSH_PACK_SIZE),
     // As the monitor: a work queue that is not there (deleted) is an alarm, not a row left out.
     expected: WorkQueues,
-  });
+  }), ...resourceAlarmConditions(nodes)];
   const drain = (q: (typeof queues)[number]) => {
     const d = drainSecondsOf(q);
     return Number.isFinite(d) ? d : null;
