@@ -1,4 +1,4 @@
-import { AppId, isJobId, jsonObjectOf } from '@herald/contracts';
+import { isJobId, jsonObjectOf } from '@herald/contracts';
 import type { FanoutRepository, JobPark } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { ParkedNotice } from '@herald/messaging';
@@ -64,8 +64,10 @@ export function parkedJobOf(body: Buffer): Pick<JobPark, 'id' | 'app'> | undefin
   const value = jsonObjectOf(body);
   if (value === undefined) return undefined;
   const { id, app } = value;
-  // Only what PostgreSQL can store: a NUL byte in the id refused the park write, which blocked every later retried one.
-  return typeof id === 'string' && isJobId(id) && typeof app === 'string' && AppId.safeParse(app).success ? { id, app } : undefined;
+  // Only what PostgreSQL can store: a NUL byte in the id refused the park write, which blocked every
+  // later retried one. The app may be one no app has ("Demo"): jobs.app is plain text, and the park shows.
+  const storableApp = typeof app === 'string' && app.length > 0 && app.length <= 200 && !app.includes('\u0000');
+  return typeof id === 'string' && isJobId(id) && storableApp ? { id, app } : undefined;
 }
 
 /**

@@ -178,23 +178,10 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
   let statistics: QueueSnapshot[] | undefined;
   let statisticsError: Error | undefined;
   let fetching: Promise<void> | undefined;
-  // The nodes' resource alarms, read beside the queues; a management user without the monitoring
-  // tag cannot read them, which costs only that alarm (said once in the log), not the polls.
-  let nodes: NodeResources[] = [];
-  let nodesProblem: string | undefined;
-  const fetchNodes = async (): Promise<void> => {
-    if (deps.api.nodes === undefined) return;
-    try {
-      nodes = await deps.api.nodes();
-      nodesProblem = undefined;
-    } catch (err) {
-      if (nodesProblem === undefined) deps.logger.warn({ err }, "cannot read RabbitMQ's nodes, so its memory and disk alarms are not seen here (the management user needs the monitoring tag)");
-      nodesProblem = (err as Error).message;
-    }
-  };
   const fetchStatistics = (): Promise<void> =>
-    (fetching ??= Promise.all([
-      deps.api.queues(deps.vhost).then(
+    (fetching ??= deps.api
+      .queues(deps.vhost)
+      .then(
         (s) => {
           statistics = s;
           statisticsError = undefined;
@@ -202,16 +189,40 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
         (err: unknown) => {
           statisticsError = err as Error;
         },
-      ),
-      fetchNodes(),
-    ])
-      .then(() => undefined)
+      )
       .finally(() => {
         fetching = undefined;
       }));
 
+  // The nodes' resource alarms, read beside the queues but never waited for (a management API slow
+  // in a memory alarm must not hold the queue reads up); a poll evaluates the last reading. A
+  // management user without the monitoring tag cannot read them, which costs only that alarm (said
+  // once in the log); while they cannot be read, the alarm keeps its state, as the others do while blind.
+  let nodes: NodeResources[] = [];
+  let nodesProblem: string | undefined;
+  let readingNodes: Promise<void> | undefined;
+  const readNodes = (): void => {
+    const read = deps.api.nodes;
+    if (read === undefined || readingNodes !== undefined) return;
+    readingNodes = read()
+      .then(
+        (n) => {
+          nodes = n;
+          nodesProblem = undefined;
+        },
+        (err: unknown) => {
+          if (nodesProblem === undefined) deps.logger.warn({ err }, "cannot read RabbitMQ's nodes, so its memory and disk alarms are not seen here (the management user needs the monitoring tag)");
+          nodesProblem = (err as Error).message;
+        },
+      )
+      .finally(() => {
+        readingNodes = undefined;
+      });
+  };
+
   const poll = async (): Promise<void> => {
     const now = Date.now();
+    readNodes();
     const fetched = fetchStatistics();
     if (statistics === undefined) await fetched;
     else await Promise.race([fetched, new Promise((r) => setTimeout(r, deps.pollMs))]);
@@ -247,6 +258,7 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
       clearTimeout(timer);
       await running;
       await fetching;
+      await readingNodes;
     },
   };
 }

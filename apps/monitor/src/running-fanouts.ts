@@ -18,20 +18,23 @@ export async function runningFanouts(fanouts: Pick<FanoutRepository, 'running' |
 }
 
 /**
- * runningFanouts read at most once per `ttlMs`, the read under way shared: each read counts every
- * running fan-out's push outcomes (a million rows for a broadcast to a million devices), and every
- * open dashboard asks every 2 seconds, while PostgreSQL is at its busiest. A failed read is not kept.
+ * runningFanouts read at most once per `ttlMs` after the last read ended, the read under way
+ * shared: each read counts every running fan-out's push outcomes (a million rows for a broadcast to
+ * a million devices), and every open dashboard asks every 2 seconds, while PostgreSQL is at its
+ * busiest. A read slower than `ttlMs` is not joined by a second. A failed read is not kept.
  */
 export function cachedRunningFanouts(fanouts: Pick<FanoutRepository, 'running' | 'markSettled'>, ttlMs = RUNNING_FANOUTS_TTL_MS, now: () => number = Date.now) {
-  let kept: { at: number; read: Promise<RunningFanout[]> } | undefined;
+  let reading: Promise<RunningFanout[]> | undefined;
+  let kept: { endedAt: number; value: RunningFanout[] } | undefined;
   return (): Promise<RunningFanout[]> => {
-    if (kept !== undefined && now() - kept.at < ttlMs) return kept.read;
+    if (reading !== undefined) return reading;
+    if (kept !== undefined && now() - kept.endedAt < ttlMs) return Promise.resolve(kept.value);
     const read = runningFanouts(fanouts);
-    const entry = { at: now(), read };
-    kept = entry;
-    read.catch(() => {
-      if (kept === entry) kept = undefined;
-    });
+    reading = read;
+    read.then(
+      (value) => (kept = { endedAt: now(), value }),
+      () => (kept = undefined),
+    ).finally(() => (reading = undefined));
     return read;
   };
 }

@@ -48,16 +48,21 @@ export function createJobOutcomeRecorder(store: JobOutcomeStore, logger: Logger,
   /**
    * A batch PostgreSQL refuses for a value in it (a NUL byte, a key too long for its index) would
    * be refused at every flush, every outcome noted after it kept behind it until the oldest were
-   * dropped: written one by one, the refused entries are dropped (with a warning) and the rest kept.
+   * dropped: written in halves, then halves of the half refused, down to the entries it refuses,
+   * which are dropped (with a warning), the rest written (a few statements a refused entry).
    */
   const writeApart = async (batch: readonly PushOutcomeEntry[]): Promise<void> => {
-    for (const entry of batch) {
-      try {
-        await store.recordOutcomes([entry]);
-      } catch (err) {
-        if (refusedValueReason(err) === undefined) throw err;
-        logger.warn({ err, pushId: entry.pushId, jobId: entry.jobId }, 'job status: PostgreSQL refuses this outcome (a value it cannot store): dropped');
+    try {
+      await store.recordOutcomes(batch);
+    } catch (err) {
+      if (refusedValueReason(err) === undefined) throw err;
+      if (batch.length === 1) {
+        logger.warn({ err, pushId: batch[0]?.pushId, jobId: batch[0]?.jobId }, 'job status: PostgreSQL refuses this outcome (a value it cannot store): dropped');
+        return;
       }
+      const half = Math.ceil(batch.length / 2);
+      await writeApart(batch.slice(0, half));
+      await writeApart(batch.slice(half));
     }
   };
   const write = async (): Promise<void> => {
@@ -65,7 +70,7 @@ export function createJobOutcomeRecorder(store: JobOutcomeStore, logger: Logger,
     const batch = pending;
     pending = [];
     try {
-      await store.recordOutcomes(batch).catch((err: unknown) => (refusedValueReason(err) === undefined ? Promise.reject(err) : writeApart(batch)));
+      await writeApart(batch);
     } catch (err) {
       // Ahead of what was noted since, so a push's later outcome still wins.
       pending = [...batch, ...pending];

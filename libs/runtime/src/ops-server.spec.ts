@@ -14,8 +14,10 @@ const rawStatus = (port: number, requestLine: string): Promise<string> =>
 
 describe('the ops server', () => {
   // An exception out of the request listener is uncaught: one request stopped the whole process.
-  it("answers 500 for a request its service's routes throw on, and goes on serving", async () => {
+  it("answers 500 for a request its service's routes throw on, tells the service's log, and goes on serving", async () => {
+    const told: Array<string | undefined> = [];
     const server = await startOpsServer({
+      onRouteError: (_err, url) => void told.push(url),
       port: 0,
       registry: new Registry(),
       healthy: () => true,
@@ -27,6 +29,7 @@ describe('the ops server', () => {
     try {
       expect(await rawStatus(server.port, 'GET //[ HTTP/1.1')).toBe('HTTP/1.1 500 Internal Server Error');
       expect((await fetch(`http://127.0.0.1:${server.port}/healthz`)).status).toBe(200);
+      expect(told).toEqual(['//[']);
     } finally {
       await server.close();
     }

@@ -37,11 +37,12 @@ export interface OpsServer {
  * single request with a target Node's parser takes but URL does not (`GET //[`) stopped the
  * monitor, its alarms with it.
  */
-function routed(routes: HttpRoutes | undefined, req: IncomingMessage, res: ServerResponse): boolean {
+function routed(routes: HttpRoutes | undefined, req: IncomingMessage, res: ServerResponse, onRouteError?: (err: unknown, url: string | undefined) => void): boolean {
   if (routes === undefined) return false;
   try {
     return routes(req, res);
-  } catch {
+  } catch (err) {
+    onRouteError?.(err, req.url);
     if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'internal', message: 'the request could not be handled' } }));
     return true;
   }
@@ -60,6 +61,8 @@ export async function startOpsServer(opts: {
   healthy: () => boolean;
   ready: () => Readiness;
   routes?: () => HttpRoutes | undefined;
+  /** A route that threw (answered 500): for the service's log. */
+  onRouteError?: (err: unknown, url: string | undefined) => void;
 }): Promise<OpsServer> {
   const server: Server = createServer((req, res) => {
     if (req.url === '/metrics') {
@@ -73,7 +76,7 @@ export async function startOpsServer(opts: {
     } else if (req.url === '/readyz') {
       const { ready, problems } = opts.ready();
       res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(ready ? { ok: true } : { ok: false, problems }));
-    } else if (!routed(opts.routes?.(), req, res)) {
+    } else if (!routed(opts.routes?.(), req, res, opts.onRouteError)) {
       res.writeHead(404).end();
     }
   });

@@ -60,7 +60,15 @@ export async function runService(
       this.set(ready().ready ? 1 : 0);
     },
   });
-  const ops = await startOpsServer({ port: settings.HTTP_PORT, host: settings.HTTP_HOST, registry, healthy: () => running !== undefined && !stopRequested, ready, routes: () => running?.http });
+  const ops = await startOpsServer({
+    port: settings.HTTP_PORT,
+    host: settings.HTTP_HOST,
+    registry,
+    healthy: () => running !== undefined && !stopRequested,
+    ready,
+    routes: () => running?.http,
+    onRouteError: (err, url) => logger.error({ err, url }, 'an HTTP route of this service threw: answered 500'),
+  });
   /** The start-up under way, once begun (a stop asked for before it waits for it). */
   const startUp: { running?: Promise<RunningService> } = {};
   // Heard from before start-up: a SIGTERM while the service starts (a deploy replacing a pod that
