@@ -68,10 +68,12 @@ function firstCertificate(pem: string): X509Certificate | string {
   }
 }
 
+const validityOf = (cert: X509Certificate) => ({ fromMs: Date.parse(cert.validFrom), untilMs: Date.parse(cert.validTo) });
+
 /** When an APNs client certificate (its first PEM certificate) starts and stops being valid, epoch ms; undefined when it cannot be read. */
 export function apnsCertificateValidity(pem: string): { fromMs: number; untilMs: number } | undefined {
   const cert = firstCertificate(pem);
-  return typeof cert === 'string' ? undefined : { fromMs: Date.parse(cert.validFrom), untilMs: Date.parse(cert.validTo) };
+  return typeof cert === 'string' ? undefined : validityOf(cert);
 }
 
 /** Why a certificate valid over `validity` is refused at `nowMs` (expired, or not valid yet), or undefined. */
@@ -91,8 +93,7 @@ export function apnsCertificateDateProblem(validity: { fromMs: number; untilMs: 
  */
 export function apnsCertificateProblem(pem: string, nowMs = Date.now()): string | undefined {
   const cert = firstCertificate(pem);
-  if (typeof cert === 'string') return cert;
-  return apnsCertificateDateProblem({ fromMs: Date.parse(cert.validFrom), untilMs: Date.parse(cert.validTo) }, nowMs);
+  return typeof cert === 'string' ? cert : apnsCertificateDateProblem(validityOf(cert), nowMs);
 }
 
 const proxyShapeProblem = (u: URL): string | undefined => {

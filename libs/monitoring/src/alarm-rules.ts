@@ -134,37 +134,23 @@ export const databaseUnreachableCondition = (forMs: number, error: string): Alar
 const mb = (bytes: number | undefined): string => (bytes === undefined ? '?' : `${n(bytes / 1_048_576)} MB`);
 
 /**
- * RabbitMQ's own memory or disk alarm on a node (`node.<name>`): it blocks every connection that
- * publishes, cluster-wide, so the backlog and stalled alarms it causes show without their cause.
- * Said at once (the broker raised it after its own watermark); `value` is the share of the limit
- * used (memory) or the free disk over its limit (disk).
+ * RabbitMQ's own memory or disk alarm on a node (`node.<name>`, one condition a node): it blocks
+ * every connection that publishes, cluster-wide, so the backlog and stalled alarms it causes show
+ * without their cause. Said at once (the broker raised it after its own watermark); `value` is the
+ * share of the memory limit used, or with only a disk alarm the free disk, `threshold` its limit.
  */
 export function resourceAlarmConditions(nodes: readonly NodeResources[]): AlarmCondition[] {
-  return nodes.flatMap((node) => {
-    const found: AlarmCondition[] = [];
-    const blocks = 'RabbitMQ blocks every publisher in the cluster meanwhile: new jobs are answered 503, what the services hand on waits (nothing is lost)';
-    if (node.memAlarm) {
+  const blocks = 'RabbitMQ blocks every publisher in the cluster meanwhile: new jobs are answered 503, what the services hand on waits (nothing is lost)';
+  return nodes
+    .filter((node) => node.memAlarm || node.diskFreeAlarm)
+    .map((node) => {
+      const said: string[] = [];
+      if (node.memAlarm) {
+        said.push(`RabbitMQ node ${node.name} is in a memory alarm (${mb(node.memUsed)} used of its ${mb(node.memLimit)} watermark): ${blocks}; drain the send queues (are the pushers running?) or give it memory`);
+      }
+      if (node.diskFreeAlarm) said.push(`RabbitMQ node ${node.name} is in a disk alarm (${mb(node.diskFree)} free, its limit ${mb(node.diskFreeLimit)}): ${blocks}; free disk on the node`);
       const used = node.memUsed !== undefined && node.memLimit !== undefined && node.memLimit > 0 ? node.memUsed / node.memLimit : 1;
-      found.push({
-        alarm: 'rabbitmq-resource-alarm',
-        queue: `node.${node.name}`,
-        forMs: 0,
-        value: Math.round(used * 100) / 100,
-        threshold: 1,
-        summary: `RabbitMQ node ${node.name} is in a memory alarm (${mb(node.memUsed)} used of its ${mb(node.memLimit)} watermark): ${blocks}; drain the send queues (are the pushers running?) or give it memory`,
-      });
-    }
-    if (node.diskFreeAlarm) {
-      found.push({
-        alarm: 'rabbitmq-resource-alarm',
-        queue: `node.${node.name}`,
-        forMs: 0,
-        value: node.diskFree ?? 0,
-        threshold: node.diskFreeLimit ?? 0,
-        summary: `RabbitMQ node ${node.name} is in a disk alarm (${mb(node.diskFree)} free, its limit ${mb(node.diskFreeLimit)}): ${blocks}; free disk on the node`,
-      });
-    }
-    // One condition a node: both alarms at once are said in one.
-    return found.length > 1 ? [{ ...(found[0] as AlarmCondition), summary: found.map((c) => c.summary).join(' / ') }] : found;
-  });
+      const [value, threshold] = node.memAlarm ? [Math.round(used * 100) / 100, 1] : [node.diskFree ?? 0, node.diskFreeLimit ?? 0];
+      return { alarm: 'rabbitmq-resource-alarm' as const, queue: `node.${node.name}`, forMs: 0, value, threshold, summary: said.join(' / ') };
+    });
 }
