@@ -135,7 +135,14 @@ describe('dead tokens, retries, parking and replay, end to end', () => {
 
     const listed = await herald('parked', 'list', Queues.apnsSend, '--json');
     expect(listed.code).toBe(0);
-    expect(JSON.parse(listed.stdout)).toContainEqual(expect.objectContaining({ id: parked.properties.message_id, code: 'retries-exhausted', attempts: 3 }));
+    expect(JSON.parse(listed.stdout)).toContainEqual(expect.objectContaining({ id: parked.properties.message_id, app: DEMO_APP.id, code: 'retries-exhausted', attempts: 3 }));
+    // By app: an operator replays or purges one app's parked pushes (its credentials fixed), not every app's.
+    const ofOther = await herald('parked', 'list', Queues.apnsSend, '--app', 'other-app', '--json');
+    expect(JSON.parse(ofOther.stdout)).toEqual([]);
+    const otherReplay = await herald('parked', 'replay', Queues.apnsSend, '--all', '--app', 'other-app');
+    expect([otherReplay.code, otherReplay.stderr]).toEqual([1, expect.stringMatching(/^herald: none of the \d+ parked message\(s\) in push\.apns\.send\.parked is of app "other-app"/)]);
+    const otherPurge = await herald('parked', 'purge', Queues.apnsSend, '--code', 'retries-exhausted', '--app', 'other-app');
+    expect(otherPurge.code).toBe(1);
     // A mistyped code replays and purges nothing, and says so with a non-zero exit (it answered 0 of N, exit 0).
     for (const action of ['replay', 'purge']) {
       const typo = await herald('parked', action, Queues.apnsSend, '--code', 'retries-exhaustd');

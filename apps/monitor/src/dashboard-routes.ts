@@ -62,6 +62,7 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
 
 const parkedRow = (m: ParkedMessage) => ({
   id: m.messageId ?? null,
+  app: m.app ?? null,
   code: m.code ?? null,
   reason: m.reason ?? null,
   parkedAt: m.parkedAt ?? null,

@@ -116,6 +116,21 @@ describe('parked messages: list, replay, purge', () => {
     expect(await depth('p.work.parked')).toBe(0);
   });
 
+  // An operator who fixed one app's credentials replays or purges that app's parked pushes, not every app's.
+  it("reads the app a parked body names, and replays or purges one app's messages, by code or all", async () => {
+    const of = (app: string) => Buffer.from(JSON.stringify({ app, pushId: 'x' }));
+    await park('a1', 'provider-rejected', 'p.work', of('shop'));
+    await park('b1', 'provider-rejected', 'p.work', of('chat'));
+    await park('a2', 'retries-exhausted', 'p.work', of('shop'));
+    await park('n1', 'schema');
+    expect((await listParked(opts())).map((m) => [m.messageId, m.app])).toEqual([['a1', 'shop'], ['b1', 'chat'], ['a2', 'shop'], ['n1', undefined]]);
+    expect(await purgeParked({ ...opts(), filter: { kind: 'code', code: 'provider-rejected', app: 'shop' } })).toEqual({ seen: 4, purged: 1 });
+    expect(await replayParked({ ...opts(), filter: { kind: 'all', app: 'shop' } })).toMatchObject({ replayed: 1 });
+    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['b1', 'n1']);
+    expect(await purgeParked({ ...opts(), filter: { kind: 'all', app: 'chat' } })).toEqual({ seen: 2, purged: 1 });
+    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['n1']);
+  });
+
   it('leaves a message parked when its original queue no longer exists', async () => {
     await park('gone', 'retries-exhausted', 'p.deleted');
     await park('ok', 'retries-exhausted');

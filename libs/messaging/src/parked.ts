@@ -1,5 +1,5 @@
 import type { ConfirmChannel, GetMessage, Options } from 'amqplib';
-import { parkedQueueFor } from '@herald/contracts';
+import { jsonObjectOf, parkedQueueFor } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import { socketOf } from './coalesce-writes.ts';
 import { openConnection, type BrokerConnection } from './connection.ts';
@@ -16,6 +16,8 @@ export interface ParkedMessage {
   /** Where a replay sends it: x-herald-original-queue, else the broker's x-first-death-queue. */
   originalQueue: string;
   attempt: number;
+  /** The app its body names (a push's, a job's `app`), read leniently; undefined when it names none. */
+  app: string | undefined;
   headers: Record<string, unknown>;
   body: Buffer;
 }
@@ -24,7 +26,13 @@ export interface ParkedMessage {
  * Which parked messages an operation touches. By id, a replay (and a show) stops reading the queue
  * at the chunk where it finds the message; a purge reads on, to delete every copy with that id.
  */
-export type ParkedFilter = { kind: 'all' } | { kind: 'id'; id: string } | { kind: 'code'; code: string };
+export type ParkedFilter = { kind: 'all'; app?: string } | { kind: 'id'; id: string } | { kind: 'code'; code: string; app?: string };
+
+/** The `app` a parked body names, if it is a JSON object with a string `app`. */
+const appOf = (body: Buffer): string | undefined => {
+  const app = jsonObjectOf(body)?.['app'];
+  return typeof app === 'string' ? app : undefined;
+};
 
 export interface ParkedOptions {
   url: string;
@@ -88,6 +96,7 @@ export function toParked(msg: GetMessage, parkedQueue: string): ParkedMessage {
     parkedAt: str(HeraldHeaders.parkedAt),
     originalQueue: str(HeraldHeaders.originalQueue) ?? str('x-first-death-queue') ?? parkedQueue.replace(/\.parked$/, ''),
     attempt: attemptOf(headers),
+    app: appOf(msg.content),
     headers,
     body: msg.content,
   };
@@ -96,11 +105,11 @@ export function toParked(msg: GetMessage, parkedQueue: string): ParkedMessage {
 export function matches(m: ParkedMessage, filter: ParkedFilter): boolean {
   switch (filter.kind) {
     case 'all':
-      return true;
+      return filter.app === undefined || m.app === filter.app;
     case 'id':
       return m.messageId === filter.id;
     case 'code':
-      return m.code === filter.code;
+      return m.code === filter.code && (filter.app === undefined || m.app === filter.app);
   }
 }
 
@@ -366,10 +375,10 @@ export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
   }
 }
 
-/** Deletes matching parked messages (all of them at once for `{ kind: 'all' }`). */
+/** Deletes matching parked messages (all of them at once for `{ kind: 'all' }` without an app). */
 export async function purgeParked(opts: ParkedOptions & { filter: ParkedFilter }): Promise<{ seen: number; purged: number }> {
   return withParkedChannel(opts, async (ch, parked, total) => {
-    if (opts.filter.kind === 'all') {
+    if (opts.filter.kind === 'all' && opts.filter.app === undefined) {
       const { messageCount } = await ch.purgeQueue(parked);
       return { seen: messageCount, purged: messageCount };
     }

@@ -8,7 +8,7 @@ import { printObject, printRows } from '../output.ts';
 import { progressBar } from '../progress-bar.ts';
 import { auditedCli } from './cli-audit.ts';
 
-type FilterOptions = { id?: string; code?: string; all?: boolean };
+type FilterOptions = { id?: string; code?: string; all?: boolean; app?: string };
 type ReplayFlags = FilterOptions & { force?: boolean };
 
 const base = (queue: string) => ({
@@ -21,13 +21,16 @@ const base = (queue: string) => ({
 const noSuchMessage = (id: string, queue: string): string => `no parked message ${id} in ${parkedNameOf(queue)}: \`herald parked list ${queue}\` shows them`;
 
 /**
- * Why a filter that names something matched nothing, or undefined: an id not there, or a code none
- * of the (some) messages looked at was parked with (a typo replayed or purged 0 and exited 0).
+ * Why a filter that names something matched nothing, or undefined: an id not there, or a code or an
+ * app none of the (some) messages looked at has (a typo replayed or purged 0 and exited 0).
  */
 function matchedNothing(filter: ReturnType<typeof filterOf>, done: number, seen: number, queue: string): string | undefined {
   if (done > 0) return undefined;
   if (filter.kind === 'id') return noSuchMessage(filter.id, queue);
-  if (filter.kind === 'code' && seen > 0) return `none of the ${seen} parked message(s) in ${parkedNameOf(queue)} was parked with code "${filter.code}": \`herald parked list ${queue}\` shows their codes`;
+  if (seen === 0) return undefined;
+  const of = filter.app === undefined ? '' : ` of app "${filter.app}"`;
+  if (filter.kind === 'code') return `none of the ${seen} parked message(s) in ${parkedNameOf(queue)}${of} was parked with code "${filter.code}": \`herald parked list ${queue}\` shows their codes and apps`;
+  if (filter.app !== undefined) return `none of the ${seen} parked message(s) in ${parkedNameOf(queue)} is${of}: \`herald parked list ${queue}\` shows their apps`;
   return undefined;
 }
 
@@ -35,9 +38,13 @@ function matchedNothing(filter: ReturnType<typeof filterOf>, done: number, seen:
 function filterOf(o: FilterOptions): ParkedFilter {
   const given = [o.id !== undefined, o.code !== undefined, o.all === true].filter(Boolean).length;
   if (given !== 1) throw new Error('give exactly one of --id <messageId>, --code <code>, --all');
-  if (o.id !== undefined) return { kind: 'id', id: o.id };
-  if (o.code !== undefined) return { kind: 'code', code: o.code };
-  return { kind: 'all' };
+  if (o.id !== undefined) {
+    if (o.app !== undefined) throw new Error('--app goes with --code or --all (an id names one message)');
+    return { kind: 'id', id: o.id };
+  }
+  const app = o.app === undefined ? {} : { app: o.app };
+  if (o.code !== undefined) return { kind: 'code', code: o.code, ...app };
+  return { kind: 'all', ...app };
 }
 
 const bodyOf = (m: ParkedMessage): unknown => {
@@ -48,7 +55,7 @@ const bodyOf = (m: ParkedMessage): unknown => {
   }
 };
 
-const row = (m: ParkedMessage) => ({ id: m.messageId, code: m.code, attempts: m.attempt, parkedAt: m.parkedAt, queue: m.originalQueue, reason: m.reason });
+const row = (m: ParkedMessage) => ({ id: m.messageId, app: m.app ?? null, code: m.code, attempts: m.attempt, parkedAt: m.parkedAt, queue: m.originalQueue, reason: m.reason });
 
 /** `herald parked list|show|replay|purge <queue>`: the parked queue of a work queue. */
 export function registerParkedCommands(program: Command): void {
@@ -57,12 +64,13 @@ export function registerParkedCommands(program: Command): void {
     .command('list <queue>')
     .description('parked messages of a work queue (e.g. push.apns.send), oldest first')
     .option('--limit <n>', 'at most this many', '1000')
+    .option('--app <app>', 'only messages of this app (the app their body names)')
     .option('--json', 'print JSON')
-    .action(async (queue: string, o: { limit: string; json?: boolean }) => {
+    .action(async (queue: string, o: { limit: string; app?: string; json?: boolean }) => {
       // A typo read as NaN read nothing and printed "(none)": an operator took the queue for empty.
       if (!/^\d+$/.test(o.limit) || Number(o.limit) < 1) throw new Error(`--limit must be a positive integer, got "${o.limit}"`);
       const messages = await listParked({ ...base(queue), limit: Number(o.limit) });
-      printRows(messages.map(row), o.json === true);
+      printRows(messages.filter((m) => o.app === undefined || m.app === o.app).map(row), o.json === true);
     });
   parked
     .command('show <queue> <messageId>')
@@ -78,6 +86,7 @@ export function registerParkedCommands(program: Command): void {
     .option('--id <messageId>', 'only this message')
     .option('--code <code>', 'only messages parked with this code')
     .option('--all', 'every parked message')
+    .option('--app <app>', 'with --code or --all: only messages of this app (the app their body names)')
     .option('--force', 'replay permanent rejections too (they would be parked again or rejected again unless their cause was fixed)')
     .action(async (queue: string, o: ReplayFlags) => {
       const opts = base(queue);
@@ -116,6 +125,7 @@ export function registerParkedCommands(program: Command): void {
     .option('--id <messageId>', 'only this message')
     .option('--code <code>', 'only messages parked with this code')
     .option('--all', 'every parked message')
+    .option('--app <app>', 'with --code or --all: only messages of this app (the app their body names)')
     .action(async (queue: string, o: FilterOptions) => {
       const opts = base(queue);
       const filter = filterOf(o);
