@@ -46,8 +46,11 @@ export async function checkApp(deps: Pick<JobServiceDeps, 'apps'>, key: ApiKeyRo
   return app;
 }
 
+/** A field of job `i`: `field` in a single job's body (prefix ''), `jobs.i.field` in a batch's. */
+const jobField = (prefix: string, i: number, field: string): string => (prefix === '' ? field : `${prefix}${i}.${field}`);
+
 /** The path of the first job (of a batch, `jobs.N.app`) that names `app`. */
-const appPathOf = (jobs: readonly PushJob[], app: string, prefix: string): string => (prefix === '' ? 'app' : `${prefix}${jobs.findIndex((j) => j.app === app)}.app`);
+const appPathOf = (jobs: readonly PushJob[], app: string, prefix: string): string => jobField(prefix, jobs.findIndex((j) => j.app === app), 'app');
 
 function validateJobs(raw: unknown, acceptedAt: string, deps: JobServiceDeps): PushJob[] {
   if (raw instanceof ValidatedJobs) return raw.jobs;
@@ -108,8 +111,7 @@ async function checkConformance(jobs: readonly PushJob[], apps: ReadonlyMap<stri
 function checkHorizon(jobs: readonly PushJob[], acceptedAt: Date, prefix: string, deps: JobServiceDeps): void {
   for (const [i, job] of jobs.entries()) {
     const bad = scheduleProblem(job.deliverAt, acceptedAt, deps.scheduleHorizonDays);
-    const path = `${prefix === '' ? '' : `${prefix}${i}.`}deliverAt`;
-    if (bad !== undefined) throw new ApiError(400, 'invalid-request', `${path}: ${bad}`, [{ path, message: bad }]);
+    if (bad !== undefined) throw fieldError(400, 'invalid-request', jobField(prefix, i, 'deliverAt'), bad);
   }
 }
 
@@ -119,8 +121,7 @@ async function checkAudiences(jobs: readonly PushJob[], deps: JobServiceDeps, pr
   for (const [i, job] of jobs.entries()) {
     if (job.audience === undefined) continue;
     const problem = await deps.audienceProblem(job.app, job.audience);
-    const path = `${prefix === '' ? '' : `${prefix}${i}.`}audience.topic`;
-    if (problem !== undefined) throw new ApiError(404, 'unknown-topic', `${path}: ${problem}`, [{ path, message: problem }]);
+    if (problem !== undefined) throw fieldError(404, 'unknown-topic', jobField(prefix, i, 'audience.topic'), problem);
   }
 }
 
@@ -145,10 +146,7 @@ function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>
     const r = accepted.get(j.id);
     return r?.kind === 'existing' ? r : undefined;
   };
-  const refusal = (code: string, index: number, message: string) => {
-    const path = `${prefix === '' ? '' : `${prefix}${index}.`}id`;
-    return new ApiError(409, code, `${path}: ${message}`, [{ path, message }]);
-  };
+  const refusal = (code: string, index: number, message: string) => fieldError(409, code, jobField(prefix, index, 'id'), message);
   const clash = jobs.findIndex((j) => {
     const r = existing(j);
     return r !== undefined && r.app !== j.app;
@@ -157,7 +155,7 @@ function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>
   // Every cancelled job named, so a batch is mended in one round trip (the rest is published once they are left out).
   const cancelled = jobs.flatMap((j, i) => (existing(j)?.cancelled === true ? [i] : []));
   if (cancelled.length > 0) {
-    const issues = cancelled.map((i) => ({ path: `${prefix === '' ? '' : `${prefix}${i}.`}id`, message: `job id "${jobs[i]?.id}" was cancelled (DELETE /v1/jobs/:id) and is not sent again: a new job needs a new id` }));
+    const issues = cancelled.map((i) => ({ path: jobField(prefix, i, 'id'), message: `job id "${jobs[i]?.id}" was cancelled (DELETE /v1/jobs/:id) and is not sent again: a new job needs a new id` }));
     const first = issues[0] as { path: string; message: string };
     const more = issues.length > 1 ? ` (and ${issues.length - 1} more cancelled job${issues.length > 2 ? 's' : ''}: see issues)` : '';
     return new ApiError(409, 'job-cancelled', `${first.path}: ${first.message}${more}`, issues);
@@ -191,7 +189,7 @@ async function publishAll(jobs: readonly PushJob[], all: readonly PushJob[], pre
   if (failed.length > 0) {
     const reason = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')?.reason as Error | undefined;
     const index = new Map(all.map((j, i) => [j.id, i]));
-    const pathOf = (id: string) => (prefix === '' ? 'id' : `${prefix}${index.get(id)}.id`);
+    const pathOf = (id: string) => jobField(prefix, index.get(id) as number, 'id');
     const issues = failed.map((id) => ({
       path: pathOf(id),
       message: forgotten.has(id)

@@ -18,7 +18,7 @@ function warnOfCertificateExpiry(auth: ApnsSettings['auth'], logger: Logger): vo
   const validity = auth.kind === 'certificate' ? apnsCertificateValidity(auth.cert) : undefined;
   if (validity === undefined || validity.untilMs - Date.now() > WARN_AHEAD_MS) return;
   const expiresAt = new Date(validity.untilMs).toISOString();
-  logger.warn({ file: config.APNS_CERT_FILE, expiresAt }, `the APNs certificate in APNS_CERT_FILE expires (or expired) on ${expiresAt}: renew it, replace the file and restart the apns-pushers; APNs refuses every push sent with an expired one`);
+  logger.warn({ file: auth.kind === 'certificate' ? auth.file : undefined, expiresAt }, `the APNs certificate in APNS_CERT_FILE expires (or expired) on ${expiresAt}: renew it, replace the file and restart the apns-pushers; APNs refuses every push sent with an expired one`);
 }
 
 await runPusher('apns', config, async (logger, limits) => {

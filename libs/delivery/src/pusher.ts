@@ -412,7 +412,6 @@ async function publishInvalidations(invalidations: Invalidation[], deps: PusherD
   );
 }
 
-/** A push past its expiresAt, dropped unsent and recorded as expired. */
 const expiredDetail = (push: DevicePush) => ({ reason: `expired at ${push.expiresAt} before it could be sent` });
 const CANCELLED = { reason: 'its job was cancelled (DELETE /v1/jobs/:id) before it was sent' };
 
@@ -420,7 +419,7 @@ const CANCELLED = { reason: 'its job was cancelled (DELETE /v1/jobs/:id) before 
 const statusOf = (deps: PusherDeps, push: DevicePush, outcome: 'cancelled' | 'expired', detail: { reason: string }) =>
   deps.outcomes === undefined ? {} : { status: outcomeEntry(push, outcome, detail) };
 
-/** `note`: false when its ledger completion carries the job-status outcome. */
+/** A push past its expiresAt, dropped unsent and recorded as expired (`note`: false when its ledger completion carries it). */
 function droppedExpired(push: DevicePush, deps: PusherDeps, note = true): Outcome {
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'expired' });
   trace(deps, push, 'dropped: expired before sending', { expiresAt: push.expiresAt });
