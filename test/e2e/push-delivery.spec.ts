@@ -5,12 +5,14 @@ import { apnsToken, deviceIdOf, fcmToken, job, registerDevices, uniqueUser, type
 import { delivered } from '../support/sandbox-client.ts';
 import { DEMO_APP, startSystem, type System } from '../support/system.ts';
 
+const RECHECK_MS = 1_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 describe('a push job travels end to end', () => {
   let sys: System;
   beforeAll(async () => {
-    sys = await startSystem();
+    // A push older than a second has its user's opt-outs and mutes asked again (default 10 s).
+    sys = await startSystem({ env: { PREFERENCES_RECHECK_AFTER_MS: String(RECHECK_MS) } });
   });
   afterAll(async () => {
     await sys?.stop();
@@ -126,6 +128,42 @@ describe('a push job travels end to end', () => {
     await sys.client.publishPushJob(job({ userId: device.userId, objectId: 'thread:8', content: { title: 'allowed' } }));
     await waitFor('allowed delivery', async () => (await delivered(sys.sandbox, { token: device.token })).length >= 1);
     await new Promise((r) => setTimeout(r, 300));
+    expect((await delivered(sys.sandbox, { token: device.token })).map((r) => fcmTitle(r))).toEqual(['allowed']);
+  });
+
+  it('asks opt-outs and mutes again of a push that waited: one queued while its pusher was down is not sent to a user who opted out or muted meanwhile', async () => {
+    const device: Device = { userId: uniqueUser(), platform: 'fcm', token: fcmToken() };
+    await registerDevices(sys, [device]);
+    const jobs = [
+      job({ userId: device.userId, category: 'marketing', content: { title: 'opted out' } }),
+      job({ userId: device.userId, objectId: 'thread:9', content: { title: 'muted' } }),
+      job({ userId: device.userId, objectId: 'thread:10', content: { title: 'allowed' } }),
+    ];
+    const pusher = sys.service('fcm-pusher');
+    await pusher.stop('SIGTERM');
+    try {
+      for (const j of jobs) await sys.client.publishPushJob(j);
+      await waitFor('the three pushes queued', async () => {
+        const statuses = await Promise.all(jobs.map((j) => sys.database.db.jobs.status(j.id)));
+        return statuses.every((s) => s?.job.targeted === 1);
+      });
+      // Made for a user who wanted them; then the user changed their mind while they waited.
+      await sys.database.db.preferences.setOptOut(device.userId, 'marketing', true, DEMO_APP.id);
+      await sys.database.db.preferences.setMute(device.userId, 'thread:9', null, DEMO_APP.id);
+      await new Promise((r) => setTimeout(r, RECHECK_MS + 100));
+    } finally {
+      await pusher.start();
+    }
+    await waitFor('allowed delivery', async () => (await delivered(sys.sandbox, { token: device.token })).length >= 1);
+    const outcomes = await waitFor('every outcome', async () => {
+      const all = await Promise.all(jobs.map(async (j) => (await sys.database.db.jobs.pushes(j.id, { limit: 10 }))[0]));
+      return all.every((p) => p !== undefined && p.outcome !== 'scheduled') && all;
+    });
+    expect(outcomes).toMatchObject([
+      { outcome: 'opted-out', reason: 'its user opted out of category "marketing" after the push was made' },
+      { outcome: 'muted', reason: 'its user muted "thread:9" after the push was made' },
+      { outcome: 'delivered' },
+    ]);
     expect((await delivered(sys.sandbox, { token: device.token })).map((r) => fcmTitle(r))).toEqual(['allowed']);
   });
 });

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { Instant } from './instant.ts';
-import { AppId, JobId, Priority, UserId } from './push-job.ts';
+import { AppId, JobCategory, JobId, JobObjectId, Priority, UserId } from './push-job.ts';
 import { PushContent } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
 import { deviceTokenProblem } from './device-token.ts';
@@ -40,6 +40,14 @@ export const DevicePush = z
    * its user's, and a pusher drops it when the device has gone to another user (a shared tablet).
    */
   toDevice: z.literal(true).optional(),
+  /**
+   * The job's category and object. A pusher asks the user's opt-outs and mutes again of a push that
+   * waited (replayed from a parked queue, held back by its app's budget or a pause, retried): the
+   * demuxer asked them when it made the push, maybe hours before. Pushers built before them park
+   * such a push as `schema`: upgrade them first (docs/deployment.md).
+   */
+  category: storable(JobCategory).optional(),
+  objectId: storable(JobObjectId).optional(),
   content: PushContent,
   priority: Priority,
   collapseKey: CollapseKey.optional(),

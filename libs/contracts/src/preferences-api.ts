@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Instant } from './instant.ts';
 import { PlatformSchema as Platform } from './device-push.ts';
 import { TokenKinds } from './device-token.ts';
-import { AppId, UserId } from './push-job.ts';
+import { AppId, JobCategory, JobObjectId, UserId } from './push-job.ts';
 import { storable } from './storable-text.ts';
 
 /**
@@ -12,10 +12,10 @@ import { storable } from './storable-text.ts';
  * apply to every app.
  */
 
-/** Same bounds as PushJob.category: opt-outs are by category. */
-export const OptOutCategory = storable(z.string().min(1).max(100));
-/** Same bounds as PushJob.objectId: mutes are by object ("thread:42"). */
-export const MuteObjectId = storable(z.string().min(1).max(200));
+/** A job's category: opt-outs are by category. */
+export const OptOutCategory = storable(JobCategory);
+/** A job's object: mutes are by object ("thread:42"). */
+export const MuteObjectId = storable(JobObjectId);
 
 /** POST /v1/opt-outs and DELETE /v1/opt-outs: a user opted out of (back into) a category of an app. */
 export const OptOutChange = z.strictObject({ app: AppId, userId: UserId, category: OptOutCategory });

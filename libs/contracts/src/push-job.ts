@@ -31,6 +31,11 @@ export const AppId = z
 
 export const UserId = storable(z.string().min(1).max(200));
 
+/** A job's opt-out category ("social", "marketing", ...). */
+export const JobCategory = z.string().min(1).max(100);
+/** A job's object ("thread:42"): a user who muted it gets no push about it. */
+export const JobObjectId = z.string().min(1).max(200);
+
 export const Priority = z.enum(['high', 'normal']);
 export type Priority = z.infer<typeof Priority>;
 
@@ -52,9 +57,9 @@ export const PushJob = z
      */
     audience: JobAudience.optional(),
     /** Opt-outs are by category ("social", "marketing", ...). */
-    category: z.string().min(1).max(100),
+    category: JobCategory,
     /** Mutes are by object ("thread:42"): a user who muted it gets no push about it. */
-    objectId: z.string().min(1).max(200).optional(),
+    objectId: JobObjectId.optional(),
     content: PushContent,
     /** Absolute expiry; a push still undelivered after it is dropped and counted. */
     expiresAt: Instant.optional(),

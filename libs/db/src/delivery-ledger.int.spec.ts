@@ -194,6 +194,62 @@ describe('DeliveryLedger', () => {
     expect(await t.db.ledger.claimLive([], 'pusher-1', LEASE)).toEqual(new Map());
   });
 
+  it("claimLive asks the opt-outs and mutes again of a push given its preferences: its user's now, in its app or every app", async () => {
+    await t.db.apps.upsert({ id: 'prefs-chat' });
+    await t.db.apps.upsert({ id: 'prefs-other' });
+    const token = (n: number) => n.toString(16).padStart(2, '0').repeat(32);
+    for (const [n, userId] of [[1, 'ann'], [2, 'bob'], [3, 'cat'], [4, 'dan'], [5, 'eve']] as const) {
+      await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'prefs-chat', platform: 'apns', token: token(n), userId, eventAt: '2025-01-01T00:00:00Z' });
+    }
+    const rows = await t.db.kysely.selectFrom('devices').select(['id', 'token']).where('app', '=', 'prefs-chat').execute();
+    const idOf = new Map(rows.map((r) => [r.token, String(r.id)]));
+    const push = (n: number, userId: string, preferences?: { category: string; objectId?: string }, extra: { toDevice?: boolean } = {}) => ({
+      pushId: randomUUID(),
+      deviceId: idOf.get(token(n)) ?? '',
+      token: token(n),
+      userId,
+      ...extra,
+      ...(preferences !== undefined && { preferences: { app: 'prefs-chat', ...preferences } }),
+    });
+    await t.db.preferences.setOptOut('ann', 'marketing', true, 'prefs-chat');
+    await t.db.preferences.setOptOut('bob', 'marketing', true, null);
+    await t.db.preferences.setOptOut('cat', 'marketing', true, 'prefs-other');
+    await t.db.preferences.setMute('dan', 'thread:1', null, 'prefs-chat');
+    await t.db.preferences.setMute('dan', 'thread:2', new Date(Date.now() - 60_000), 'prefs-chat');
+    await t.db.preferences.setMute('eve', 'thread:1', new Date(Date.now() + 60_000), null);
+    const optedOut = push(1, 'ann', { category: 'marketing' });
+    const everyApp = push(2, 'bob', { category: 'marketing', objectId: 'thread:9' });
+    const otherApps = push(3, 'cat', { category: 'marketing' });
+    const otherCategory = push(1, 'ann', { category: 'social' });
+    const muted = push(4, 'dan', { category: 'social', objectId: 'thread:1' });
+    const muteOver = push(4, 'dan', { category: 'social', objectId: 'thread:2' });
+    const noObject = push(4, 'dan', { category: 'social' });
+    const mutedEveryApp = push(5, 'eve', { category: 'social', objectId: 'thread:1' });
+    // Not asked: a push sent soon after the demuxer asked.
+    const notAsked = push(1, 'ann');
+    // Addressed to the device: asked of its holder now (ann, who opted out), not of the user it was made for.
+    const heldByAnn = push(1, 'zed', { category: 'marketing' }, { toDevice: true });
+    // A user's push whose device went to another user: reassigned, whatever that user chose.
+    const reassigned = push(1, 'zed', { category: 'marketing' });
+    expect(await t.db.ledger.claimLive([optedOut, everyApp, otherApps, otherCategory, muted, muteOver, noObject, mutedEveryApp, notAsked, heldByAnn, reassigned], 'pusher-1', LEASE)).toEqual(
+      new Map([
+        [optedOut.pushId, 'opted-out'],
+        [everyApp.pushId, 'opted-out'],
+        [otherApps.pushId, 'claimed'],
+        [otherCategory.pushId, 'claimed'],
+        [muted.pushId, 'muted'],
+        [muteOver.pushId, 'claimed'],
+        [noObject.pushId, 'claimed'],
+        [mutedEveryApp.pushId, 'muted'],
+        [notAsked.pushId, 'claimed'],
+        [heldByAnn.pushId, 'opted-out'],
+        [reassigned.pushId, 'reassigned'],
+      ]),
+    );
+    const claimed = await t.db.kysely.selectFrom('delivery_ledger').select('push_id').where('push_id', 'in', [optedOut.pushId, muted.pushId, heldByAnn.pushId, notAsked.pushId]).execute();
+    expect(claimed.map((r) => r.push_id)).toEqual([notAsked.pushId]);
+  });
+
   it('marks pushes done in place: the mark writes no second set of index entries (a HOT update)', async () => {
     // The statements as the pushers send them, on one connection in one transaction, whose own
     // counters PostgreSQL keeps (pg_stat_get_xact_*); rolled back, so the ledger keeps nothing.
@@ -231,7 +287,7 @@ describe('DeliveryLedger', () => {
       const [a] = ids(1) as [string];
       const statements = {
         claim: claimStatement([a], 'pusher-1', LEASE),
-        claimLive: claimLiveStatement([{ pushId: a, deviceId: '1', token: 'aa'.repeat(32), userId: 'u' }], 'pusher-1', LEASE),
+        claimLive: claimLiveStatement([{ pushId: a, deviceId: '1', token: 'aa'.repeat(32), userId: 'u', toDevice: true, preferences: { app: 'a', category: 'c', objectId: 'o' } }], 'pusher-1', LEASE),
         complete: completeStatement(new Map([[a, 'delivered']])),
         completeWithStatus: completeStatement(new Map([[a, 'delivered']]), [{ pushId: a, jobId: 'j', outcome: 'delivered', platform: 'apns', deviceId: 'd' }]),
       };
@@ -244,7 +300,8 @@ describe('DeliveryLedger', () => {
         expect(plan, name).toContain('Conflict Arbiter Indexes: delivery_ledger_pkey');
         expect(plan, name).not.toMatch(/Scan on (delivery_ledger|push_outcomes)/);
         if (name === 'claimLive') expect(plan, name).toMatch(/Index Scan using devices_pkey on devices/);
-        expect(plan, name).not.toMatch(/Seq Scan on devices/);
+        expect(plan, name).not.toMatch(/Seq Scan on (devices|opt_outs|mutes)/);
+        if (name === 'claimLive') expect(plan, name).toMatch(/Index.*Scan using opt_outs_\w+ on opt_outs[\s\S]*Index.*Scan using mutes_\w+ on mutes/);
       }
     } finally {
       await client.end();

@@ -5,6 +5,7 @@ import type { HeraldTables } from './tables.ts';
 import { queryPrepared } from './prepared.ts';
 import { upsertOutcomesStatement, type PushOutcomeEntry } from './push-outcomes.ts';
 import { pruneLedger, pruneLedgerExclusively } from './ledger-prune.ts';
+import { skipReasonSql, type SkipReason } from './device-targets.ts';
 
 /**
  * 'claimed': the caller may send now. 'done': already sent, ack without sending.
@@ -20,6 +21,12 @@ export interface LedgerPush {
   userId: string;
   /** Addressed to the device, not its user (DevicePush.toDevice): no 'reassigned' check. */
   toDevice?: boolean;
+  /**
+   * Ask its user's opt-outs and mutes again, for this app, category and object ('opted-out',
+   * 'muted'): a push that waited since the demuxer asked them. The user of a push addressed to the
+   * device is whoever holds the device now.
+   */
+  preferences?: { app: string; category: string; objectId?: string };
 }
 
 /**
@@ -35,9 +42,11 @@ export interface LedgerCompletion {
 /**
  * claimLive's answer: a ClaimResult, or (not claimed) 'dead': its device was invalidated or
  * unregistered since the push was queued, or 'reassigned': the device is registered to another
- * user now (a shared tablet, a phone handed on), whom this push is not for.
+ * user now (a shared tablet, a phone handed on), whom this push is not for, or (asked with
+ * LedgerPush.preferences) 'opted-out' or 'muted': its user opted out of its category, or muted its
+ * object, in its app or every app.
  */
-export type LiveClaimResult = ClaimResult | 'dead' | 'reassigned';
+export type LiveClaimResult = ClaimResult | 'dead' | 'reassigned' | SkipReason;
 
 /**
  * The delivery ledger keyed by pushId: a redelivered push that was already sent is acked without
@@ -164,30 +173,41 @@ const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(dev
  * (invalidated or unregistered: a device not in `devices` at all is not dead), which it returns as
  * 'dead', or registered to another user than the push's since it was queued ('reassigned': a push
  * stored for tomorrow would otherwise reach whoever holds the token then; not asked of a push
- * addressed to the device itself, toDevice); neither is claimed.
- * Both parts read one snapshot. The device is found by its primary key
+ * addressed to the device itself, toDevice), or (a push given `preferences`) whose user has opted
+ * out of its category or muted its object since ('opted-out', 'muted': skipReasonSql, for the
+ * device's holder now if the push is addressed to the device); none of them is claimed.
+ * All parts read one snapshot. The device is found by its primary key
  * (the push's deviceId) and must still hold the push's token (a row's token never changes: a new
  * token is a new row): about a quarter less of PostgreSQL's work for the claim than a lookup by (app,
  * platform, token), which parsed and compared three text arrays a batch. A deviceId that is no
- * devices id (none of Herald's pushes) finds no device, so it is not dead. The lookup is a lateral
+ * devices id (none of Herald's pushes) finds no device, so it is not dead. The lookup is a scalar
  * subquery with a limit, which the planner cannot turn into a hash join: a plan made while devices
- * was empty (a new install) scanned the whole table for every batch until the next ANALYZE. The
+ * was empty (a new install) scanned the whole table for every batch until the next ANALYZE. A push
+ * without `preferences` (one sent soon after they were asked: most) reads no opt-out or mute. The
  * casts keep the result's types fixed, so a later column type change cannot fail the prepared
  * statement ("cached plan must not change result type").
  */
 export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string, leaseMs: number) => {
   const ids = pushes.map((p) => p.pushId);
-  return sql<{ push_id: string; state: 'claimed' | 'dead' | 'reassigned' }>`
+  const device = sql`from devices d where d.id = i.device_id and d.token = i.token`;
+  const holder = sql`coalesce(case when i.to_device then (select d.user_id ${device} limit 1) end, i.user_id)`;
+  return sql<{ push_id: string; state: 'claimed' | 'dead' | 'reassigned' | SkipReason }>`
   with dead as (
     select i.push_id, d.state
-    from unnest(${ids}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[], ${pushes.map((p) => (p.toDevice === true ? null : p.userId))}::text[])
-      as i(push_id, device_id, token, user_id)
+    from unnest(
+      ${ids}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[], ${pushes.map((p) => p.userId)}::text[],
+      ${pushes.map((p) => p.toDevice === true)}::boolean[], ${pushes.map((p) => p.preferences?.app ?? null)}::text[],
+      ${pushes.map((p) => p.preferences?.category ?? null)}::text[], ${pushes.map((p) => p.preferences?.objectId ?? null)}::text[])
+      as i(push_id, device_id, token, user_id, to_device, app, category, object_id)
     cross join lateral (
-      select case when d.invalidated_at is not null then 'dead' else 'reassigned' end as state
-      from devices d
-      where d.id = i.device_id and d.token = i.token and (d.invalidated_at is not null or (i.user_id is not null and d.user_id is distinct from i.user_id))
-      limit 1
+      select coalesce(
+        (select case when d.invalidated_at is not null then 'dead' else 'reassigned' end
+          ${device} and (d.invalidated_at is not null or (not i.to_device and d.user_id is distinct from i.user_id))
+          limit 1),
+        case when i.category is not null then ${skipReasonSql({ userId: holder, app: sql.ref('i.app'), category: sql.ref('i.category'), objectId: sql.ref('i.object_id') }, new Date())} end
+      ) as state
     ) d
+    where d.state is not null
   ), claimed as (${claimInsert(ids, owner, leaseMs, sql`exists (select 1 from dead where dead.push_id = i.push_id)`)})
   select push_id::text as push_id, state::text as state from dead
   union all

@@ -3,7 +3,7 @@ import { refusedValueReason, type PushOutcomeEntry } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
 /** A device push's final outcome as the pusher decides it (parks reach the status through park-outcomes.ts). */
-export type JobOutcome = 'delivered' | 'invalid' | 'expired' | 'cancelled';
+export type JobOutcome = 'delivered' | 'invalid' | 'expired' | 'cancelled' | 'opted-out' | 'muted';
 
 /** What the provider answered, or why: kept with the outcome for GET /v1/jobs/:id/pushes. */
 export interface OutcomeDetail {

@@ -110,6 +110,10 @@ export const pusherConfig = {
   PUSHER_PREFETCH: devicePrefetch,
   ...pushPackConfig,
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
+  PREFERENCES_RECHECK_AFTER_MS: int("A push this old (since its job was accepted, or it fell due) has its user's opt-outs and mutes asked again before it is sent: one replayed from a parked queue, or held back by its app's budget or a pause (0: every push)", {
+    default: '10000',
+    min: 0,
+  }),
   ...appDeliveryConfig,
   SANDBOX_STATE_DIR: str('Where the sandbox keeps its certificate, keys and sandbox.json (used when no credentials are set)', {
     default: '.herald/sandbox',

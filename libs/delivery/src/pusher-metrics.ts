@@ -19,7 +19,7 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
   return {
     pushes: new Counter({
       name: 'herald_pushes_total',
-      help: 'Device pushes by outcome: delivered, invalid (dead token), expired, cancelled (its job was cancelled: acked unsent), duplicate (acked unsent), retried, failed (rejected by the provider for good, parked), parked (any other reason: a retry that ran out, the delivery limit, a bad message...); parks counted once confirmed',
+      help: 'Device pushes by outcome: delivered, invalid (dead token), expired, cancelled (its job was cancelled: acked unsent), opted-out or muted (its user opted out or muted since the push was made: acked unsent), duplicate (acked unsent), retried, failed (rejected by the provider for good, parked), parked (any other reason: a retry that ran out, the delivery limit, a bad message...); parks counted once confirmed',
       labelNames: ['platform', 'app', 'outcome'],
       registers: [registry],
     }),

@@ -62,6 +62,12 @@ export interface PusherDeps {
   /** How long a claim protects a push being sent; after it, another pusher may take over. */
   leaseMs: number;
   /**
+   * A push older than this (since its job was accepted, or it fell due) has its user's opt-outs and
+   * mutes asked again in its claim (PREFERENCES_RECHECK_AFTER_MS; unset: 10 s). Younger ones were
+   * asked by the demuxer moments ago, and their claim reads no opt-out or mute.
+   */
+  preferencesRecheckMs?: number;
+  /**
    * Fleet-wide pacing: one token per push right before it is sent; false means "not now" (deferred:
    * until the app's pause ends when a provider's Retry-After paused it, see pausedFor; to its turn
    * when its app's own budget, or the rate a provider's throttle slowed it to, had more waiting than
@@ -122,12 +128,17 @@ export function createPusherHandler(deps: PusherDeps) {
     }
     if (ready.length === 0) return flushed(outcomes, deps);
     const claimedAt = Date.now();
-    const claims = await deps.ledger.claimLive(ready.map((r) => r.push), deps.owner, deps.leaseMs);
+    const askedBefore = now().getTime() - (deps.preferencesRecheckMs ?? DEFAULT_PREFERENCES_RECHECK_MS);
+    const claims = await deps.ledger.claimLive(ready.map((r) => toClaim(r.push, askedBefore)), deps.owner, deps.leaseMs);
     const inBatch = new Set<string>();
     const toSend = ready.filter((r) => {
       const state = claims.get(r.push.pushId);
       if (state === 'dead' || state === 'reassigned') {
         outcomes[r.index] = droppedDead(r.push, state, deps);
+        return false;
+      }
+      if (state === 'opted-out' || state === 'muted') {
+        outcomes[r.index] = droppedUnwanted(r.push, state, deps);
         return false;
       }
       // A second copy in the same batch (a job published twice): the first copy carries it.
@@ -153,6 +164,19 @@ export function createPusherHandler(deps: PusherDeps) {
     }
     return flushed(outcomes, deps);
   };
+}
+
+const DEFAULT_PREFERENCES_RECHECK_MS = 10_000;
+
+/**
+ * A push as its claim takes it: with its job's category and object (asked again of its user's
+ * opt-outs and mutes) if it was accepted, or fell due, before `askedBefore`. A push made before
+ * DevicePush carried them is not asked.
+ */
+function toClaim(push: DevicePush, askedBefore: number): LedgerPush {
+  if (push.category === undefined || Date.parse(push.dueAt ?? push.acceptedAt) >= askedBefore) return push;
+  const preferences = { app: push.app, category: push.category, ...(push.objectId !== undefined && { objectId: push.objectId }) };
+  return { pushId: push.pushId, deviceId: push.deviceId, token: push.token, userId: push.userId, ...(push.toDevice === true && { toDevice: true }), preferences };
 }
 
 async function flushed(outcomes: Outcome[], deps: PusherDeps): Promise<Outcome[]> {
@@ -445,6 +469,15 @@ function droppedDead(push: DevicePush, why: 'dead' | 'reassigned', deps: PusherD
     deps.outcomes?.note(push, 'invalid', { code: 'reassigned', reason: `the device was registered to another user after the push for user "${push.userId}" was queued` });
     deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token }, 'push dropped: the device belongs to another user since it was queued');
   }
+  return ack;
+}
+
+/** Not sent: its user opted out of its category, or muted its object, since it was made; acked, counted as such in its job's status. */
+function droppedUnwanted(push: DevicePush, why: 'opted-out' | 'muted', deps: PusherDeps): Outcome {
+  deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: why });
+  const reason = why === 'opted-out' ? `its user opted out of category "${push.category ?? ''}" after the push was made` : `its user muted "${push.objectId ?? ''}" after the push was made`;
+  deps.outcomes?.note(push, why, { code: why, reason });
+  trace(deps, push, `dropped: ${reason}`);
   return ack;
 }
 

@@ -35,6 +35,7 @@ export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppD
   LEDGER_PRUNE_INTERVAL_MS: number;
   LEDGER_RETENTION_HOURS: number;
   APP_CACHE_TTL_MS: number;
+  PREFERENCES_RECHECK_AFTER_MS: number;
 }
 
 export interface ProviderLimits {
@@ -104,6 +105,7 @@ export async function runPusher(
       logger,
       owner: `${name}@${hostname()}:${process.pid}`,
       leaseMs: config.LEDGER_LEASE_MS,
+      preferencesRecheckMs: config.PREFERENCES_RECHECK_AFTER_MS,
       ...(config.APNS_SERVER_ERROR_RETRY_MS !== undefined && { serverErrorRetryMs: config.APNS_SERVER_ERROR_RETRY_MS }),
       signal: stopping.signal,
       recordingStop: recordingStop.signal,
