@@ -123,6 +123,25 @@ describe('audience fan-outs', () => {
     expect(list.slice(5).every((m) => counts.get(m.token) === 1)).toBe(true);
   });
 
+  it("followers whose devices a VoIP call cannot reach count as without a device: the status adds up", async () => {
+    const followee = uniqueUser('caller');
+    const phones = members(3, 'phone-only');
+    const withVoip = members(1, 'voip');
+    await seedDevices([...phones, ...withVoip]);
+    await sys.database.db.kysely.updateTable('devices').set({ token_kind: 'voip' }).where('token', '=', withVoip[0]?.token ?? '').execute();
+    const eventAt = new Date().toISOString();
+    await createAudienceStore(sys.database.db.kysely).applyFollowEvents([...phones, ...withVoip].map((m) => ({ app: DEMO_APP.id, follower: m.userId, followee, following: true, eventAt })));
+    const posted = await post({ audience: { followersOf: followee }, content: { pushType: 'voip', data: { caller: 'Ann' } } });
+    expect(posted.status).toBe(202);
+    const s = await waitFor('the call done', async () => {
+      const st = await status(String(posted.body['id']));
+      return st.state === 'done' && st;
+    });
+    expect(s).toMatchObject({ targeted: 4, delivered: 1, inFlight: 0, skipped: { noDevice: 3 } });
+    expect(sum(s)).toBe(s.targeted);
+    expect([...(await deliveries([...phones, ...withVoip])).keys()]).toEqual([withVoip[0]?.token]);
+  });
+
   it('a segment: only matching devices receive; a broadcast reaches every device of the app', async () => {
     const old = members(20, 'old', '4.2.0');
     const fresh = members(20, 'new', '5.3.1');

@@ -1,5 +1,5 @@
 import { FanoutTask, PushJob, decodeWith, derivePushId, jobExpiry } from '@herald/contracts';
-import { plannedOf, type AppRow, type FanoutChunk, type FanoutRepository, type PushOutcomeEntry } from '@herald/db';
+import { plannedOf, type AppRow, type AudienceDevice, type FanoutChunk, type FanoutRepository, type PushOutcomeEntry } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import { toAudienceSpec, type AudienceSource } from './audience-source.ts';
@@ -120,11 +120,13 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
   const devices = elsewhere.size === 0 ? read.devices : read.devices.filter((d) => !elsewhere.has(d.deviceId));
   const plan = planFor(devices);
   const emitted = plan.split.now.length + plan.split.later.length;
-  // planJob counts users without a device from the job's user list; an audience job has none, the reader counts them.
+  // planJob counts users without a device from the job's user list; an audience job has none: the
+  // reader counts its users with no device at all, and those whose devices this push cannot reach are counted here.
+  const noDevice = read.usersWithoutDevice + unreachedUsers(devices, plan.reachable);
   const counts = {
     devices: devices.length,
-    targeted: plan.targeted + read.usersWithoutDevice,
-    noDevice: read.usersWithoutDevice,
+    targeted: plan.targeted + noDevice,
+    noDevice,
     emitted,
     outcomes: plan.outcomes,
     planned: plannedOf(plan.reachable),
@@ -177,6 +179,17 @@ async function cancelled(jobId: string, chunk: FanoutChunk | undefined, deps: Fa
 function raced(deps: FanoutChunkDeps, jobId: string, chunkNo: number, what: 'linked' | 'planned'): Outcome {
   deps.metrics.fanoutChunks.inc({ outcome: 'raced' });
   return { kind: 'defer', code: 'fanout-race', reason: `another demuxer ${what} chunk ${chunkNo} of job "${jobId}" first`, delayMs: RACE_DELAY_MS };
+}
+
+/**
+ * Users of a user-based audience (a follower, a topic's user member) read in this chunk whose
+ * devices the job's push cannot reach (a VoIP push to a user with Android phones, a background push
+ * to one with browsers only): without a device, as a job's own users are (planJob). A chunk holds
+ * all of a user's devices. A device member (toDevice) the push cannot reach is not addressed.
+ */
+function unreachedUsers(devices: readonly AudienceDevice[], reachable: readonly AudienceDevice[]): number {
+  const reached = new Set(reachable.map((d) => d.userId));
+  return new Set(devices.filter((d) => d.toDevice !== true && !reached.has(d.userId)).map((d) => d.userId)).size;
 }
 
 const goneOutcome = (jobId: string, deviceId: string): PushOutcomeEntry => ({
