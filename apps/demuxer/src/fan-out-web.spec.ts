@@ -18,7 +18,7 @@ describe('fan-out to a browser', () => {
       { ...base, deviceId: '1', platform: 'web', token: 'https://fcm.googleapis.com/fcm/send/x', webKeys, webVapidKey: point() },
       { ...base, deviceId: '2', platform: 'apns', token: 'ab'.repeat(32) },
     ];
-    const [web, apns] = devicePushesFor(job, devices, new Date('2025-06-01T00:00:00Z')).map((p) => DevicePush.parse(p));
+    const [web, apns] = devicePushesFor(job, devices, new Date('2025-06-01T00:00:00Z'), new Date('2025-06-01T00:00:01Z')).map((p) => DevicePush.parse(p));
     expect(web).toMatchObject({ platform: 'web', webKeys, webVapidKey: devices[0]?.webVapidKey });
     expect(apns).not.toHaveProperty('webKeys');
     expect(apns).not.toHaveProperty('webVapidKey');

@@ -26,9 +26,13 @@ export function reachableDevices<D extends TargetDevice>(job: PushJob, devices: 
   return devices.filter((d) => d.tokenKind === kind && platforms.includes(d.platform));
 }
 
-/** One DevicePush per target device; pushIds are deterministic so a replayed job dedupes. */
-export function devicePushesFor(job: PushJob, devices: readonly TargetDevice[], acceptedAt: Date): DevicePush[] {
+/**
+ * One DevicePush per target device; pushIds are deterministic so a replayed job dedupes. `askedAt`:
+ * when the devices' users' opt-outs and mutes were read.
+ */
+export function devicePushesFor(job: PushJob, devices: readonly TargetDevice[], acceptedAt: Date, askedAt: Date): DevicePush[] {
   const expiresAt = jobExpiry(job, acceptedAt);
+  const asked = askedAt.toISOString();
   return devices.map((d) => ({
     version: 1,
     pushId: derivePushId(job.id, d.deviceId),
@@ -43,6 +47,7 @@ export function devicePushesFor(job: PushJob, devices: readonly TargetDevice[], 
     ...(d.toDevice === true && { toDevice: true as const }),
     category: job.category,
     ...(job.objectId !== undefined && { objectId: job.objectId }),
+    askedAt: asked,
     content: job.content,
     priority: job.priority,
     ...(job.collapseKey !== undefined && { collapseKey: job.collapseKey }),

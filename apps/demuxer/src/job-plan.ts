@@ -55,7 +55,7 @@ export function planJob(
   const { live, dead } = deadSince(job, reachable);
   const askedWhenDue = job.deliverAt !== undefined && !expired;
   const considered = askedWhenDue ? live : live.filter((d) => d.skipped === null);
-  const pushes = devicePushesFor(job, considered, acceptedAt);
+  const pushes = devicePushesFor(job, considered, acceptedAt, now);
   const planned: ScheduleSplit = expired
     ? { now: [], later: [], expired: pushes, timezoneFallbacks: 0 }
     : splitBySchedule(job, pushes, considered, acceptedAt, now, slackMs);

@@ -43,11 +43,16 @@ export const DevicePush = z
   /**
    * The job's category and object. A pusher asks the user's opt-outs and mutes again of a push that
    * waited (replayed from a parked queue, held back by its app's budget or a pause, retried): the
-   * demuxer asked them when it made the push, maybe hours before. Pushers built before them park
-   * such a push as `schema`: upgrade them first (docs/deployment.md).
+   * demuxer asked them when it made the push (`askedAt`), maybe hours before. Pushers built before
+   * them park such a push as `schema`: upgrade them first (docs/deployment.md).
    */
   category: storable(JobCategory).optional(),
   objectId: storable(JobObjectId).optional(),
+  /**
+   * When the demuxer read the user's opt-outs and mutes for this push (an audience's chunk, or a job
+   * taken from a backlog, long after acceptedAt). A scheduled push's were read again when it fell due.
+   */
+  askedAt: Instant.optional(),
   content: PushContent,
   priority: Priority,
   collapseKey: CollapseKey.optional(),

@@ -231,7 +231,11 @@ describe('DeliveryLedger', () => {
     const heldByAnn = push(1, 'zed', { category: 'marketing' }, { toDevice: true });
     // A user's push whose device went to another user: reassigned, whatever that user chose.
     const reassigned = push(1, 'zed', { category: 'marketing' });
-    expect(await t.db.ledger.claimLive([optedOut, everyApp, otherApps, otherCategory, muted, muteOver, noObject, mutedEveryApp, notAsked, heldByAnn, reassigned], 'pusher-1', LEASE)).toEqual(
+    // A copy of a push delivered before the user opted out: done, not dropped.
+    const sent = push(1, 'ann', { category: 'marketing' });
+    await t.db.ledger.claim([sent.pushId], 'pusher-0', LEASE);
+    await t.db.ledger.complete([{ pushId: sent.pushId, outcome: 'delivered' }]);
+    expect(await t.db.ledger.claimLive([optedOut, everyApp, otherApps, otherCategory, muted, muteOver, noObject, mutedEveryApp, notAsked, heldByAnn, reassigned, sent], 'pusher-1', LEASE)).toEqual(
       new Map([
         [optedOut.pushId, 'opted-out'],
         [everyApp.pushId, 'opted-out'],
@@ -244,6 +248,7 @@ describe('DeliveryLedger', () => {
         [notAsked.pushId, 'claimed'],
         [heldByAnn.pushId, 'opted-out'],
         [reassigned.pushId, 'reassigned'],
+        [sent.pushId, 'done'],
       ]),
     );
     const claimed = await t.db.kysely.selectFrom('delivery_ledger').select('push_id').where('push_id', 'in', [optedOut.pushId, muted.pushId, heldByAnn.pushId, notAsked.pushId]).execute();

@@ -173,9 +173,10 @@ const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(dev
  * (invalidated or unregistered: a device not in `devices` at all is not dead), which it returns as
  * 'dead', or registered to another user than the push's since it was queued ('reassigned': a push
  * stored for tomorrow would otherwise reach whoever holds the token then; not asked of a push
- * addressed to the device itself, toDevice), or (a push given `preferences`) whose user has opted
- * out of its category or muted its object since ('opted-out', 'muted': skipReasonSql, for the
- * device's holder now if the push is addressed to the device); none of them is claimed.
+ * addressed to the device itself, toDevice), or (a push given `preferences`, not delivered already)
+ * whose user has opted out of its category or muted its object since ('opted-out', 'muted':
+ * skipReasonSql, for the device's holder now if the push is addressed to the device); none of them
+ * is claimed.
  * All parts read one snapshot. The device is found by its primary key
  * (the push's deviceId) and must still hold the push's token (a row's token never changes: a new
  * token is a new row): about a quarter less of PostgreSQL's work for the claim than a lookup by (app,
@@ -204,8 +205,9 @@ export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string,
         (select case when d.invalidated_at is not null then 'dead' else 'reassigned' end
           ${device} and (d.invalidated_at is not null or (not i.to_device and d.user_id is distinct from i.user_id))
           limit 1),
-        case when i.category is not null then ${skipReasonSql({ userId: holder, app: sql.ref('i.app'), category: sql.ref('i.category'), objectId: sql.ref('i.object_id') }, new Date())} end
+        case when i.category is not null and (select l.state from delivery_ledger l where l.push_id = i.push_id limit 1) is distinct from 'done' then ${skipReasonSql({ userId: holder, app: sql.ref('i.app'), category: sql.ref('i.category'), objectId: sql.ref('i.object_id') }, new Date())} end
       ) as state
+      offset 0
     ) d
     where d.state is not null
   ), claimed as (${claimInsert(ids, owner, leaseMs, sql`exists (select 1 from dead where dead.push_id = i.push_id)`)})

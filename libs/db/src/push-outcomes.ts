@@ -14,7 +14,8 @@ import { queryPrepared } from './prepared.ts';
  * - expired: its expiry passed before it could be sent (demuxer, descheduler or pusher);
  * - cancelled: its job was cancelled (DELETE /v1/jobs/:id) before it was sent: removed while
  *   scheduled, refused by the store or the demuxer (recordCancelledPushes), or dropped by a pusher;
- * - opted-out / muted: the demuxer skipped the device for its user's preferences.
+ * - opted-out / muted: its user's preferences: the demuxer skipped the device, a descheduler found
+ *   them changed when the push fell due, or a pusher when the push had waited.
  */
 export type PushOutcomeKind = 'delivered' | 'invalid' | 'failed' | 'parked' | 'expired' | 'cancelled' | 'opted-out' | 'muted';
 

@@ -263,7 +263,7 @@ async function withDueBatch(
  * those names. The user of a push addressed to a device (a broadcast, segment or topic device
  * member: toDevice) is whoever holds the device now, as the fan-out asked it of the holder then: a
  * tablet handed to another user overnight gets the morning's push under the new holder's choices
- * (the pusher asks no user of such a push). Without one, the user it was stored for.
+ * (the pusher's claim asks the holder too, of a push that waited). Without one, the user it was stored for.
  */
 const storedPreferences = {
   userId: sql`coalesce(

@@ -110,7 +110,7 @@ export const pusherConfig = {
   PUSHER_PREFETCH: devicePrefetch,
   ...pushPackConfig,
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
-  PREFERENCES_RECHECK_AFTER_MS: int("A push this old (since its job was accepted, or it fell due) has its user's opt-outs and mutes asked again before it is sent: one replayed from a parked queue, or held back by its app's budget or a pause (0: every push)", {
+  PREFERENCES_RECHECK_AFTER_MS: int("A push whose user's opt-outs and mutes were read longer ago than this (when the demuxer made it, or it fell due) has them asked again before it is sent: one replayed from a parked queue, or held back by its app's budget or a pause (0: every push)", {
     default: '10000',
     min: 0,
   }),

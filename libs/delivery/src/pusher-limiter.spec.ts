@@ -277,3 +277,49 @@ describe('pusher with a rate limiter', () => {
     }
   });
 });
+
+describe("a pusher asks opt-outs and mutes again of a push that waited", () => {
+  it('in its claim: only of a push whose preferences were asked more than preferencesRecheckMs ago, and drops one its user no longer wants', async () => {
+    const claimed: Array<{ pushId: string; preferences?: unknown }> = [];
+    const noted: string[] = [];
+    const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+    const p = pusher(undefined, { kind: 'delivered' }, 30_000, undefined, {
+      preferencesRecheckMs: 10_000,
+      outcomes: recorderInto(noted),
+      ledger: {
+        claimLive: async (pushes) => (claimed.push(...pushes), new Map(pushes.map((q) => [q.pushId, q.preferences === undefined ? ('claimed' as const) : ('opted-out' as const)]))),
+        complete: async () => undefined,
+        release: async () => undefined,
+        renew: async (ids) => ids.length,
+      },
+    });
+    const of = (fields: Partial<DevicePush>) => {
+      const m = message();
+      const push = { ...m.push, category: 'marketing', ...fields };
+      return { push, inbound: { ...m.inbound, body: Buffer.from(JSON.stringify(push)) } };
+    };
+    const fresh = of({ askedAt: ago(0) });
+    // From a backlog: accepted an hour ago, its preferences read as the demuxer took it.
+    const backlog = of({ acceptedAt: ago(3_600_000), askedAt: ago(100) });
+    const waited = of({ acceptedAt: ago(60_000), askedAt: ago(60_000), objectId: 'thread:1' });
+    // Made an hour ago for now: its release asked them.
+    const released = of({ acceptedAt: ago(3_600_000), askedAt: ago(3_600_000), dueAt: ago(100) });
+    const unstamped = of({ acceptedAt: ago(60_000) });
+    const older = of({ acceptedAt: ago(60_000), category: undefined });
+    const all = [fresh, backlog, waited, released, unstamped, older];
+    const outcomes = await p.handle(all.map((m) => m.inbound));
+    expect(new Map(claimed.map((c) => [c.pushId, c.preferences]))).toEqual(
+      new Map([
+        [fresh.push.pushId, undefined],
+        [backlog.push.pushId, undefined],
+        [waited.push.pushId, { app: 'demo', category: 'marketing', objectId: 'thread:1' }],
+        [released.push.pushId, undefined],
+        [unstamped.push.pushId, { app: 'demo', category: 'marketing' }],
+        [older.push.pushId, undefined],
+      ]),
+    );
+    expect(outcomes.every((o) => o.kind === 'ack')).toBe(true);
+    expect(p.sent.sort()).toEqual([fresh, backlog, released, older].map((m) => m.push.pushId).sort());
+    expect(noted.filter((n) => n === 'opted-out')).toHaveLength(2);
+  });
+});

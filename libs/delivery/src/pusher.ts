@@ -62,9 +62,9 @@ export interface PusherDeps {
   /** How long a claim protects a push being sent; after it, another pusher may take over. */
   leaseMs: number;
   /**
-   * A push older than this (since its job was accepted, or it fell due) has its user's opt-outs and
-   * mutes asked again in its claim (PREFERENCES_RECHECK_AFTER_MS; unset: 10 s). Younger ones were
-   * asked by the demuxer moments ago, and their claim reads no opt-out or mute.
+   * A push whose user's opt-outs and mutes were read longer ago than this (toClaim) has them asked
+   * again in its claim (PREFERENCES_RECHECK_AFTER_MS; unset: 10 s). Others were read moments ago,
+   * and their claim reads no opt-out or mute.
    */
   preferencesRecheckMs?: number;
   /**
@@ -132,6 +132,12 @@ export function createPusherHandler(deps: PusherDeps) {
     const claims = await deps.ledger.claimLive(ready.map((r) => toClaim(r.push, askedBefore)), deps.owner, deps.leaseMs);
     const inBatch = new Set<string>();
     const toSend = ready.filter((r) => {
+      // A second copy in the same batch (a job published twice): the first copy carries it.
+      if (inBatch.has(r.push.pushId)) {
+        outcomes[r.index] = duplicate(r.push, deps);
+        return false;
+      }
+      inBatch.add(r.push.pushId);
       const state = claims.get(r.push.pushId);
       if (state === 'dead' || state === 'reassigned') {
         outcomes[r.index] = droppedDead(r.push, state, deps);
@@ -141,12 +147,6 @@ export function createPusherHandler(deps: PusherDeps) {
         outcomes[r.index] = droppedUnwanted(r.push, state, deps);
         return false;
       }
-      // A second copy in the same batch (a job published twice): the first copy carries it.
-      if (inBatch.has(r.push.pushId)) {
-        outcomes[r.index] = duplicate(r.push, deps);
-        return false;
-      }
-      inBatch.add(r.push.pushId);
       if (state === 'claimed') return true;
       outcomes[r.index] = state === 'done' ? duplicate(r.push, deps) : inFlight(r.push, deps.leaseMs);
       return false;
@@ -170,11 +170,14 @@ const DEFAULT_PREFERENCES_RECHECK_MS = 10_000;
 
 /**
  * A push as its claim takes it: with its job's category and object (asked again of its user's
- * opt-outs and mutes) if it was accepted, or fell due, before `askedBefore`. A push made before
- * DevicePush carried them is not asked.
+ * opt-outs and mutes) if they were last asked before `askedBefore`: when the demuxer made it
+ * (askedAt; its job's acceptance for a push without one), or when it fell due (a scheduled push's
+ * release asks them). A push made before DevicePush carried its category is not asked.
  */
 function toClaim(push: DevicePush, askedBefore: number): LedgerPush {
-  if (push.category === undefined || Date.parse(push.dueAt ?? push.acceptedAt) >= askedBefore) return push;
+  if (push.category === undefined) return push;
+  const asked = Math.max(Date.parse(push.askedAt ?? push.acceptedAt), push.dueAt === undefined ? 0 : Date.parse(push.dueAt));
+  if (asked > askedBefore) return push;
   const preferences = { app: push.app, category: push.category, ...(push.objectId !== undefined && { objectId: push.objectId }) };
   return { pushId: push.pushId, deviceId: push.deviceId, token: push.token, userId: push.userId, ...(push.toDevice === true && { toDevice: true }), preferences };
 }
@@ -477,7 +480,7 @@ function droppedUnwanted(push: DevicePush, why: 'opted-out' | 'muted', deps: Pus
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: why });
   const reason = why === 'opted-out' ? `its user opted out of category "${push.category ?? ''}" after the push was made` : `its user muted "${push.objectId ?? ''}" after the push was made`;
   deps.outcomes?.note(push, why, { code: why, reason });
-  trace(deps, push, `dropped: ${reason}`);
+  deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token }, `push dropped: ${reason}`);
   return ack;
 }
 
