@@ -104,6 +104,27 @@ describe('HTTP API: two apps on both platforms, each through its own credentials
     expect((await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key })).body).toMatchObject({ state: 'done' });
   });
 
+  it("lists a job's device pushes to an operator (herald job pushes), a page at a time, as the API does", async () => {
+    const posted = job('alpha');
+    await call(sys, 'POST', '/v1/jobs', { key, body: posted });
+    await waitFor('job delivered', async () => (await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key })).body['delivered'] === 2);
+    const env = { ...sys.env, LOG_LEVEL: 'warn' };
+    const api = (await call(sys, 'GET', `/v1/jobs/${posted.id}/pushes`, { key })).body['pushes'] as Array<{ pushId: string; platform: string; deviceId: string; token: string }>;
+    expect(api).toHaveLength(2);
+    const all = await herald(env, 'job', 'pushes', posted.id);
+    expect(all.stdout.trim().split('\n')).toEqual(
+      api.map((p) => expect.stringMatching(new RegExp(`^${p.pushId}  ${p.platform} device ${p.deviceId} \\(${p.token.replaceAll('*', '\\*')}\\)  delivered  \\d{4}-`))),
+    );
+    const first = await herald(env, 'job', 'pushes', posted.id, '--limit', '1');
+    expect(first.stdout).toMatch(new RegExp(`^${api[0]?.pushId} .*\nmore: herald job pushes ${posted.id} --after ${api[0]?.pushId}\n$`));
+    const second = await herald(env, 'job', 'pushes', posted.id, '--limit', '1', '--after', api[0]?.pushId ?? '', '--json');
+    expect(JSON.parse(second.stdout)).toMatchObject({ pushes: [{ pushId: api[1]?.pushId, outcome: 'delivered' }] });
+    const refused = await herald(env, 'job', 'pushes', posted.id, '--limit', '0');
+    expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining('--limit')]);
+    const unknown = await herald(env, 'job', 'pushes', 'no-such-job');
+    expect([unknown.code, unknown.stdout, unknown.stderr]).toEqual([1, '', 'no job "no-such-job"\n']);
+  });
+
   it('accepts a job id once: the second post is a duplicate and nothing more is sent', async () => {
     const posted = job('beta');
     const token = users.get('beta')?.devices[0]?.token ?? '';

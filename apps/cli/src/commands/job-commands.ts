@@ -1,5 +1,5 @@
-import type { JobStatus } from '@herald/contracts';
-import { cancelJobFully, toJobStatus, type JobCancellation } from '@herald/db';
+import { JobPushesQuery, MAX_JOB_PUSHES_PAGE, type JobPushList, type JobStatus } from '@herald/contracts';
+import { cancelJobFully, toJobPushList, toJobStatus, type JobCancellation } from '@herald/db';
 import type { Command } from 'commander';
 import { auditedCli } from './cli-audit.ts';
 import { withDatabase } from './with-database.ts';
@@ -17,6 +17,22 @@ export function describeJobStatus(s: JobStatus): string {
     `failed ${s.failed}, invalidated ${s.invalid}, parked ${s.parked}`,
     ...(s.jobParked === null ? [] : [`parked by the demuxer: ${s.jobParked.code}${s.jobParked.reason === null ? '' : ` (${s.jobParked.reason})`}`]),
   ];
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * `herald job pushes <id>`: one line a device push, what became of it and why (the same as GET
+ * /v1/jobs/:id/pushes, which needs a team's key), and how to ask for the next page.
+ */
+export function describeJobPushes(jobId: string, list: JobPushList): string {
+  const lines = list.pushes.map((p) => {
+    const device = `${p.platform ?? '?'} device ${p.deviceId ?? '?'}${p.token === null ? '' : ` (${p.token})`}`;
+    const why = [p.code, p.reason].filter((w) => w !== null).join(': ');
+    const when = p.dueAt === null ? p.updatedAt : `due ${p.dueAt}`;
+    return `${p.pushId}  ${device}  ${p.outcome}${why === '' ? '' : ` (${why})`}  ${when}`;
+  });
+  if (lines.length === 0) lines.push(`job ${jobId}: no device push recorded (yet)`);
+  if (list.next !== null) lines.push(`more: herald job pushes ${jobId} --after ${list.next}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -41,17 +57,23 @@ export const nothingToCancel = (jobId: string): string => `job ${jobId}: already
 export function registerJobCommands(program: Command): void {
   program
     .command('job')
-    .description("a job's status (herald job <id>), or cancel it (herald job cancel <id>): stops its fan-out, drops its queued and scheduled pushes")
-    .argument('<idOrAction>', 'a job id, or "cancel"')
-    .argument('[id]', 'with cancel: the job id')
+    .description("a job's status (herald job <id>), its device pushes and what became of each (herald job pushes <id>), or cancel it (herald job cancel <id>): stops its fan-out, drops its queued and scheduled pushes")
+    .argument('<idOrAction>', 'a job id, or "pushes" or "cancel"')
+    .argument('[id]', 'with pushes or cancel: the job id')
     .option('--json', 'print JSON')
-    .action(async (first: string, second: string | undefined, o: { json?: boolean }) => {
+    .option('--limit <n>', `with pushes: at most this many (up to ${MAX_JOB_PUSHES_PAGE})`, '100')
+    .option('--after <pushId>', "with pushes: the page after this push id (the last one's printed)")
+    .action(async (first: string, second: string | undefined, o: { json?: boolean; limit: string; after?: string }) => {
       if (first === 'cancel' && second !== undefined) {
         const done = await cancelKnownJob(second);
         if (done === undefined) return;
         if (o.json === true) process.stdout.write(`${JSON.stringify({ id: second, ...done })}\n`);
         else if (done.alreadyDone) process.stdout.write(nothingToCancel(second));
         else process.stdout.write(`job ${second}: cancelled${done.fanout ? ' (its fan-out stopped)' : ''}; ${done.scheduled} scheduled push${done.scheduled === 1 ? '' : 'es'} removed\n`);
+        return;
+      }
+      if (first === 'pushes' && second !== undefined) {
+        await listJobPushes(second, o);
         return;
       }
       const record = await withDatabase((db) => db.jobs.status(first));
@@ -63,4 +85,22 @@ export function registerJobCommands(program: Command): void {
       const status = toJobStatus(record);
       process.stdout.write(o.json === true ? `${JSON.stringify(status, null, 2)}\n` : describeJobStatus(status));
     });
+}
+
+async function listJobPushes(jobId: string, o: { json?: boolean; limit: string; after?: string }): Promise<void> {
+  // The API's own paging rules (GET /v1/jobs/:id/pushes), each refusal naming its flag.
+  const page = JobPushesQuery.safeParse({ limit: o.limit, ...(o.after !== undefined && { after: o.after }) });
+  if (!page.success) {
+    const issue = page.error.issues[0];
+    throw new Error(`--${String(issue?.path[0] ?? 'limit')}: ${issue?.message ?? 'invalid'} (got "${issue?.path[0] === 'after' ? o.after : o.limit}")`);
+  }
+  const { limit, after } = page.data;
+  const found = await withDatabase(async (db) => ((await db.jobs.status(jobId)) === undefined ? undefined : db.jobs.pushes(jobId, { limit, ...(after !== undefined && { after }) })));
+  if (found === undefined) {
+    process.stderr.write(`no job "${jobId}"\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const list = toJobPushList(found, limit);
+  process.stdout.write(o.json === true ? `${JSON.stringify(list, null, 2)}\n` : describeJobPushes(jobId, list));
 }
