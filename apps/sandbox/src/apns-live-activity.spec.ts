@@ -48,6 +48,14 @@ describe('checkLiveActivityAps', () => {
     expect(checkLiveActivityAps(aps)).toEqual({ warnings });
   });
 
+  it("notes a sound beside the alert instead of in it: a Live Activity's alert carries its sound", () => {
+    const update = { event: 'update', timestamp: T, 'content-state': {} };
+    expect(checkLiveActivityAps({ ...update, alert: { title: 'Goal' }, sound: 'goal.caf' }).warnings).toEqual([
+      "a Live Activity's sound goes in aps.alert (with its title and body); aps.sound is not played",
+    ]);
+    expect(checkLiveActivityAps({ ...update, alert: { title: 'Goal', sound: 'goal.caf' } }).warnings).toEqual([]);
+  });
+
   it('notes a dismissal-date on an update', () => {
     expect(checkLiveActivityAps({ event: 'update', timestamp: T, 'content-state': {}, 'dismissal-date': T }).warnings).toEqual([
       'aps.dismissal-date only applies to an end event',

@@ -96,6 +96,17 @@ describe('buildApnsNotification', () => {
     expect(n.payload).toEqual({ aps: { event: 'update', timestamp: NOW_S, 'content-state': { score: '2-1' }, 'dismissal-date': 1_900_000_000 } });
   });
 
+  it("a Live Activity's sound goes in its alert, beside its title and body, as Apple's ActivityKit payload has it", () => {
+    const la = { event: 'update' as const, contentState: { score: '2-1' } };
+    const withAlert = buildApnsNotification(push({ content: { title: 'Goal!', sound: 'goal.caf', liveActivity: la } }), 'com.example', NOW);
+    expect(withAlert.payload).toEqual({ aps: { alert: { title: 'Goal!', sound: 'goal.caf' }, event: 'update', timestamp: NOW_S, 'content-state': { score: '2-1' } } });
+    const soundOnly = buildApnsNotification(push({ content: { sound: 'default', liveActivity: la } }), 'com.example', NOW);
+    expect(soundOnly.payload).toMatchObject({ aps: { alert: { sound: 'default' } } });
+    expect(soundOnly.payload).not.toHaveProperty('aps.sound');
+    // An ordinary alert keeps its sound in aps.
+    expect(buildApnsNotification(push({ content: { title: 'Hi', sound: 'default' } }), 'com.example', NOW).payload).toEqual({ aps: { alert: { title: 'Hi' }, sound: 'default' } });
+  });
+
   it('merges the raw apns override last: headers replace, payload and aps merge key by key', () => {
     const n = buildApnsNotification(
       push({ content: { body: 'b', apns: { headers: { 'apns-priority': '5', 'apns-collapse-id': 'x' }, payload: { extra: 1, aps: { 'sound-name': 's' } } } } }),

@@ -53,10 +53,12 @@ function liveActivityAps(c: PushContent, aps: Json, asOfS: number): void {
 export function apsOf(c: PushContent, asOf: Date, type: PushType = effectivePushType(c)): Json {
   const background = type === 'background';
   const aps: Json = {};
-  put(aps, 'alert', alertOf(c));
+  // A Live Activity's alert carries its sound (Apple's ActivityKit push payload: title, body, sound).
+  const soundInAlert = type === 'liveactivity' && c.sound !== undefined;
+  put(aps, 'alert', soundInAlert ? { ...alertOf(c), sound: c.sound } : alertOf(c));
   if (!background) {
     put(aps, 'badge', c.badge);
-    put(aps, 'sound', c.sound);
+    if (!soundInAlert) put(aps, 'sound', c.sound);
   }
   put(aps, 'thread-id', c.threadId);
   put(aps, 'category', c.actionCategory);

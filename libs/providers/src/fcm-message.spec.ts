@@ -33,6 +33,14 @@ describe('buildFcmMessage (the v1 Message as Google documents it)', () => {
     });
   });
 
+  it("an alert's collapse key is also its Android tag, so a newer one replaces it on the screen as on an iPhone; the job's own tag wins", () => {
+    const collapsing = buildFcmMessage(push({ content: { title: 'Score 2-1' }, collapseKey: 'match-42' }), NOW);
+    expect(collapsing.android).toMatchObject({ collapse_key: 'match-42', notification: { tag: 'match-42' } });
+    expect(collapsing.apns.headers['apns-collapse-id']).toBe('match-42');
+    expect(buildFcmMessage(push({ content: { title: 'Hi', tag: 'chat-1' }, collapseKey: 'match-42' }), NOW).android.notification).toMatchObject({ tag: 'chat-1' });
+    expect(buildFcmMessage(push({ content: { title: 'Hi' } }), NOW).android).not.toHaveProperty('notification.tag');
+  });
+
   it('without expiry: stored for FCM\'s maximum, 4 weeks, and 28 days for iOS through FCM', () => {
     const m = buildFcmMessage(push({}), NOW);
     expect(m.android.ttl).toBe('2419200s');

@@ -47,12 +47,15 @@ function notificationOf(c: PushContent, text: AndroidText): FcmMessage['notifica
  * Notification.body on Android only): in the shared Notification it would reach iOS too, whose
  * aps.alert has the subtitle already, and show there twice.
  */
-function androidNotificationOf(c: PushContent, text: AndroidText): Json | undefined {
+function androidNotificationOf(c: PushContent, text: AndroidText, collapseKey: string | undefined): Json | undefined {
   const n: Json = {};
   if (text === 'subtitle') put(n, 'body', c.subtitle);
   put(n, 'channel_id', c.channelId);
   put(n, 'click_action', c.clickAction);
-  put(n, 'tag', c.tag);
+  // The collapse key's meaning on the screen (Apple's apns-collapse-id: "merge multiple notifications
+  // into a single notification"; a browser's tag likewise): android.collapse_key only concerns pushes
+  // FCM stores, and without a tag "each request creates a new notification" (Google, AndroidNotification.tag).
+  put(n, 'tag', c.tag ?? collapseKey);
   put(n, 'color', c.color);
   put(n, 'icon', c.icon);
   put(n, 'sound', c.sound);
@@ -90,7 +93,7 @@ function androidOf(push: DevicePush, now: Date, type: PushType, text: AndroidTex
   // a blank entry titled with the app's name; it goes as a data message carrying them instead.
   if (type === 'background') return android;
   if (text === 'none') put(android, 'data', androidDataOf(push.content));
-  else put(android, 'notification', androidNotificationOf(push.content, text));
+  else put(android, 'notification', androidNotificationOf(push.content, text, push.collapseKey));
   return android;
 }
 
