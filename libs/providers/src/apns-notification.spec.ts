@@ -33,7 +33,14 @@ describe('buildApnsNotification', () => {
   it('a push without expiry is stored by Apple for 28 days, never sent with apns-expiration 0', () => {
     const { headers } = buildApnsNotification(push({ priority: 'normal' }), 't', NOW);
     expect(headers).toMatchObject({ 'apns-priority': '5', 'apns-expiration': String(NOW_S + 28 * 86_400), 'apns-push-type': 'alert' });
-    expect(headers['apns-collapse-id']).toBeUndefined();
+  });
+
+  it("an alert without a collapse key collapses on its own push id: a copy sent again after no answer replaces itself on the screen; other push types carry none", () => {
+    const p = push({});
+    expect(buildApnsNotification(p, 't', NOW).headers['apns-collapse-id']).toBe(p.pushId);
+    expect(buildApnsNotification(push({ collapseKey: 'likes' }), 't', NOW).headers['apns-collapse-id']).toBe('likes');
+    expect(buildApnsNotification(push({ content: { contentAvailable: true, data: { k: 'v' } } }), 't', NOW).headers).not.toHaveProperty('apns-collapse-id');
+    expect(buildApnsNotification(push({ content: { pushType: 'voip', data: { caller: 'Ann' } } }), 't', NOW).headers).not.toHaveProperty('apns-collapse-id');
   });
 
   it('ttl 0 (now or never) is apns-expiration 0', () => {

@@ -15,6 +15,18 @@ export interface ApnsRequestParts {
   payload: Record<string, unknown>;
 }
 
+/**
+ * What merges an alert with others on the screen (apns-collapse-id, Android's notification tag):
+ * the job's collapse key, else the push's own id. With its own id, a push sent again after its
+ * first attempt got no answer (a timeout, a lost connection: the provider may have delivered it)
+ * replaces itself instead of showing twice (Apple: notifications with the same collapse identifier
+ * "are displayed to the user as a single notification"), and distinct pushes never merge. Only an
+ * alert: nothing else is shown. A header, so it costs none of the payload's 4 KB; Android's tag
+ * and a browser's would (FCM's 4 KB, Web Push's 3,993 bytes), and take only the collapse key.
+ */
+export const collapseIdOf = (push: Pick<DevicePush, 'collapseKey' | 'pushId'>, pushType: string): string | undefined =>
+  push.collapseKey ?? (pushType === 'alert' ? push.pushId : undefined);
+
 /** A content-available push with nothing to show is a background push. */
 export const isBackgroundPush = (c: PushContent): boolean => effectivePushType(c) === 'background';
 
@@ -105,7 +117,7 @@ export function apnsRequestParts(push: DevicePush, bundleId: string, now: Date =
     pushType,
     priority: override !== undefined ? (Number(override) as 1 | 5 | 10) : priorityOf(push, pushType),
     expiration: headers['apns-expiration'] !== undefined ? Number(headers['apns-expiration']) : expirationOf(push, now),
-    collapseId: headers['apns-collapse-id'] ?? push.collapseKey,
+    collapseId: headers['apns-collapse-id'] ?? collapseIdOf(push, pushType),
     apnsId: push.pushId,
     payload: apnsPayloadOf(push.content, pushAsOf(push)),
   };

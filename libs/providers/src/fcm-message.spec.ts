@@ -38,7 +38,10 @@ describe('buildFcmMessage (the v1 Message as Google documents it)', () => {
     expect(collapsing.android).toMatchObject({ collapse_key: 'match-42', notification: { tag: 'match-42' } });
     expect(collapsing.apns.headers['apns-collapse-id']).toBe('match-42');
     expect(buildFcmMessage(push({ content: { title: 'Hi', tag: 'chat-1' }, collapseKey: 'match-42' }), NOW).android.notification).toMatchObject({ tag: 'chat-1' });
-    expect(buildFcmMessage(push({ content: { title: 'Hi' } }), NOW).android).not.toHaveProperty('notification.tag');
+    const plain = push({ content: { title: 'Hi' } });
+    expect(buildFcmMessage(plain, NOW).android).not.toHaveProperty('notification.tag');
+    // iOS through FCM: the header costs nothing of the payload, so it takes the push's own id.
+    expect(buildFcmMessage(plain, NOW).apns.headers['apns-collapse-id']).toBe(plain.pushId);
   });
 
   it('without expiry: stored for FCM\'s maximum, 4 weeks, and 28 days for iOS through FCM', () => {

@@ -1,5 +1,5 @@
 import { pushAsOf, resolvePushType, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
-import { apsOf, expirationOf } from './apns-notification.ts';
+import { apsOf, collapseIdOf, expirationOf } from './apns-notification.ts';
 import { FCM_MAX_TTL_S, showsNothingOnIos } from './fcm-rules.ts';
 import { mergeJson, put, type Json } from './merge-json.ts';
 
@@ -47,7 +47,8 @@ function notificationOf(c: PushContent, text: AndroidText): FcmMessage['notifica
  * Notification.body on Android only): in the shared Notification it would reach iOS too, whose
  * aps.alert has the subtitle already, and show there twice.
  */
-function androidNotificationOf(c: PushContent, text: AndroidText, collapseKey: string | undefined): Json | undefined {
+function androidNotificationOf(push: DevicePush, text: AndroidText): Json | undefined {
+  const c = push.content;
   const n: Json = {};
   if (text === 'subtitle') put(n, 'body', c.subtitle);
   put(n, 'channel_id', c.channelId);
@@ -55,7 +56,8 @@ function androidNotificationOf(c: PushContent, text: AndroidText, collapseKey: s
   // The collapse key's meaning on the screen (Apple's apns-collapse-id: "merge multiple notifications
   // into a single notification"; a browser's tag likewise): android.collapse_key only concerns pushes
   // FCM stores, and without a tag "each request creates a new notification" (Google, AndroidNotification.tag).
-  put(n, 'tag', c.tag ?? collapseKey);
+  // Not the push's own id, as APNs gets (collapseIdOf): a tag counts in FCM's 4 KB.
+  put(n, 'tag', c.tag ?? push.collapseKey);
   put(n, 'color', c.color);
   put(n, 'icon', c.icon);
   put(n, 'sound', c.sound);
@@ -93,7 +95,7 @@ function androidOf(push: DevicePush, now: Date, type: PushType, text: AndroidTex
   // a blank entry titled with the app's name; it goes as a data message carrying them instead.
   if (type === 'background') return android;
   if (text === 'none') put(android, 'data', androidDataOf(push.content));
-  else put(android, 'notification', androidNotificationOf(push.content, text, push.collapseKey));
+  else put(android, 'notification', androidNotificationOf(push, text));
   return android;
 }
 
@@ -109,7 +111,7 @@ function apnsOf(push: DevicePush, now: Date, type: PushType): FcmMessage['apns']
     'apns-push-type': background ? 'background' : 'alert',
     'apns-expiration': String(expirationOf(push, now)),
   };
-  put(headers, 'apns-collapse-id', push.collapseKey);
+  put(headers, 'apns-collapse-id', collapseIdOf(push, headers['apns-push-type'] ?? 'alert'));
   return { headers, payload: { aps: apsOf(push.content, pushAsOf(push), type) } };
 }
 
