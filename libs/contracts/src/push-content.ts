@@ -90,7 +90,7 @@ export const PushContentShape = {
   relevanceScore: z.number().min(0).max(1).optional(),
   /** aps.target-content-id: the window to bring forward. */
   targetContentId: z.string().min(1).max(200).optional(),
-  /** The notification's action category (aps.category; FCM android click_action when clickAction is not given). */
+  /** The notification's action category (aps.category; not Android's click_action, an intent action: that is clickAction). */
   actionCategory: z.string().min(1).max(200).optional(),
   /** A Live Activity update (push type `liveactivity`). */
   liveActivity: LiveActivity.optional(),
