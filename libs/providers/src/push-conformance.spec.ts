@@ -178,15 +178,25 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     const content = { title: 't' };
     const local = { localTime: '09:00', jitter: 'PT30M' };
     expect(jobNotices({ ttl: 7200, content, deliverAt: local }, NOW)).toEqual([
-      'the job expires at 2026-01-01T02:00:00.000Z (ttl, which counts from acceptance), less than a day after it was accepted: devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give a ttl of at least a day or an expiresAt a day ahead',
+      'the job expires at 2026-01-01T02:00:00.000Z (ttl, which counts from acceptance), less than a day after it was accepted (a local time without a date falls within the next day): devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give a ttl of at least 25 hours or an expiresAt 25 hours ahead (the day the clocks go back lasts 25)',
     ]);
     expect(jobNotices({ expiresAt: '2026-01-01T12:00:00Z', content, deliverAt: local }, NOW)).toEqual([expect.stringMatching(/^the job expires at 2026-01-01T12:00:00\.000Z \(expiresAt\), less than a day/) as unknown]);
     // A VoIP push without an expiry is now-or-never.
     expect(jobNotices({ content: { pushType: 'voip', data: { c: '1' } }, deliverAt: local }, NOW)).toEqual([expect.stringMatching(/\(now-or-never: sent within 60 s of acceptance or not at all\)/) as unknown]);
-    // A day or more, no expiry, a date or an instant: every device's local time comes before it, or the 400 of expiresBeforeDue decides.
+    // A day or more, no expiry, an instant: every device's local time comes before it, or the 400 of expiresBeforeDue decides.
     expect(jobNotices({ ttl: 86_400, content, deliverAt: local }, NOW)).toEqual([]);
     expect(jobNotices({ content, deliverAt: local }, NOW)).toEqual([]);
-    expect(jobNotices({ ttl: 7200, content, deliverAt: { ...local, date: '2026-01-01' } }, NOW)).toEqual([]);
     expect(jobNotices({ ttl: 7200, content, deliverAt: { at: '2026-01-01T01:00:00Z' } }, NOW)).toEqual([]);
+  });
+
+  it("says so when a local time on a date expires before that time in the westernmost zones: some get it (Tokyo), others nothing (New York)", () => {
+    const content = { title: 't' };
+    const accepted = new Date('2025-06-01T12:00:00Z');
+    const dated = { localTime: '09:00', date: '2025-06-02' };
+    expect(jobNotices({ ttl: 86_400, content, deliverAt: dated }, accepted)).toEqual([
+      'the job expires at 2025-06-02T12:00:00.000Z (ttl, which counts from acceptance), before 09:00 on 2025-06-02 in the westernmost zones (UTC−12, 2025-06-02T21:00:00.000Z): devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give an expiresAt at or after 2025-06-02T21:00:00.000Z',
+    ]);
+    expect(jobNotices({ expiresAt: '2025-06-02T21:00:00Z', content, deliverAt: dated }, accepted)).toEqual([]);
+    expect(jobNotices({ content, deliverAt: dated }, accepted)).toEqual([]);
   });
 });

@@ -164,15 +164,20 @@ function fcmStorageNotice(job: Pick<PushJob, 'expiresAt' | 'content' | 'deliverA
 const DAY_MS = 86_400_000;
 
 /**
- * A local time without a date falls within the next day in each device's zone: an expiry less than
- * a day after acceptance (a ttl counts from acceptance) drops the pushes of every device whose
- * local time comes after it, as expired, behind a 202. Said, not refused: some zones do get it.
+ * A local time falls in each device's zone at its own instant: without a date, within the next day;
+ * on a date, up to 26 hours after the easternmost zone's (the westernmost, UTC−12). An expiry
+ * before the latest of them (a ttl counts from acceptance) drops the pushes of every device whose
+ * local time comes after it, as expired, behind a 202. Said, not refused: some zones do get it
+ * (expiresBeforeDue refuses a job none would). The advice is 25 hours: the day the clocks go back
+ * is 25 hours long, and a ttl of one day then misses the zones where it does (not said for every
+ * job of one day's ttl, which the rest of the year reaches every zone).
  */
 function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content' | 'deliverAt'>, acceptedAt: Date): string | undefined {
   const d = job.deliverAt;
-  if (d === undefined || 'at' in d || d.date !== undefined) return undefined;
+  if (d === undefined || 'at' in d) return undefined;
   const expiry = jobExpiry(job, acceptedAt);
-  if (expiry === undefined || expiry.getTime() - acceptedAt.getTime() >= DAY_MS) return undefined;
+  const latest = d.date === undefined ? acceptedAt.getTime() + DAY_MS : Date.parse(`${d.date}T${d.localTime}:00-12:00`);
+  if (expiry === undefined || expiry.getTime() >= latest) return undefined;
   const at = expiry.getTime();
   const by =
     job.expiresAt !== undefined && Date.parse(job.expiresAt) === at
@@ -180,7 +185,12 @@ function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content
       : job.ttl !== undefined && job.ttl > 0 && acceptedAt.getTime() + job.ttl * 1000 === at
         ? 'ttl, which counts from acceptance'
         : 'now-or-never: sent within 60 s of acceptance or not at all';
-  return `the job expires at ${expiry.toISOString()} (${by}), less than a day after it was accepted: devices whose local ${d.localTime} comes after that get nothing (recorded as expired); for every device, give a ttl of at least a day or an expiresAt a day ahead`;
+  const advice =
+    d.date === undefined
+      ? 'less than a day after it was accepted (a local time without a date falls within the next day)'
+      : `before ${d.localTime} on ${d.date} in the westernmost zones (UTC−12, ${new Date(latest).toISOString()})`;
+  const fix = d.date === undefined ? 'a ttl of at least 25 hours or an expiresAt 25 hours ahead (the day the clocks go back lasts 25)' : `an expiresAt at or after ${new Date(latest).toISOString()}`;
+  return `the job expires at ${expiry.toISOString()} (${by}), ${advice}: devices whose local ${d.localTime} comes after that get nothing (recorded as expired); for every device, give ${fix}`;
 }
 
 function earliestSend(deliverAt: PushJob['deliverAt'], acceptedAt: Date): number {
