@@ -113,12 +113,15 @@ describe('HTTP API: two apps on both platforms, each through its own credentials
     expect(api).toHaveLength(2);
     const all = await herald(env, 'job', 'pushes', posted.id);
     expect(all.stdout.trim().split('\n')).toEqual(
-      api.map((p) => expect.stringMatching(new RegExp(`^${p.pushId}  ${p.platform} device ${p.deviceId} \\(${p.token.replaceAll('*', '\\*')}\\)  delivered  \\d{4}-`))),
+      api.map((p) => expect.stringMatching(new RegExp(`^${p.pushId}  ${p.platform} device ${p.deviceId} \\(${p.token.replaceAll('*', '\\*')}\\)  delivered \\[provider id [^\\]]+\\]  \\d{4}-`))),
     );
     const first = await herald(env, 'job', 'pushes', posted.id, '--limit', '1');
-    expect(first.stdout).toMatch(new RegExp(`^${api[0]?.pushId} .*\nmore: herald job pushes ${posted.id} --after ${api[0]?.pushId}\n$`));
+    expect(first.stdout).toMatch(new RegExp(`^${api[0]?.pushId} .*\nmore: herald job pushes ${posted.id} --after ${api[0]?.pushId} --limit 1\n$`));
     const second = await herald(env, 'job', 'pushes', posted.id, '--limit', '1', '--after', api[0]?.pushId ?? '', '--json');
     expect(JSON.parse(second.stdout)).toMatchObject({ pushes: [{ pushId: api[1]?.pushId, outcome: 'delivered' }] });
+    // A full last page points on; the page after it says there is no more.
+    const past = await herald(env, 'job', 'pushes', posted.id, '--after', api[1]?.pushId ?? '');
+    expect(past.stdout).toBe(`job ${posted.id}: no more pushes after ${api[1]?.pushId}\n`);
     const refused = await herald(env, 'job', 'pushes', posted.id, '--limit', '0');
     expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining('--limit')]);
     const unknown = await herald(env, 'job', 'pushes', 'no-such-job');

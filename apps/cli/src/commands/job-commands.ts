@@ -20,19 +20,23 @@ export function describeJobStatus(s: JobStatus): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** The page `herald job pushes` lists without --limit (as GET /v1/jobs/:id/pushes). */
+const DEFAULT_PUSHES_PAGE = 100;
+
 /**
  * `herald job pushes <id>`: one line a device push, what became of it and why (the same as GET
  * /v1/jobs/:id/pushes, which needs a team's key), and how to ask for the next page.
  */
-export function describeJobPushes(jobId: string, list: JobPushList): string {
+export function describeJobPushes(jobId: string, list: JobPushList, page: { limit: number; after?: string }): string {
   const lines = list.pushes.map((p) => {
     const device = `${p.platform ?? '?'} device ${p.deviceId ?? '?'}${p.token === null ? '' : ` (${p.token})`}`;
     const why = [p.code, p.reason].filter((w) => w !== null).join(': ');
+    const id = p.providerMessageId === null ? '' : ` [provider id ${p.providerMessageId}]`;
     const when = p.dueAt === null ? p.updatedAt : `due ${p.dueAt}`;
-    return `${p.pushId}  ${device}  ${p.outcome}${why === '' ? '' : ` (${why})`}  ${when}`;
+    return `${p.pushId}  ${device}  ${p.outcome}${why === '' ? '' : ` (${why})`}${id}  ${when}`;
   });
-  if (lines.length === 0) lines.push(`job ${jobId}: no device push recorded (yet)`);
-  if (list.next !== null) lines.push(`more: herald job pushes ${jobId} --after ${list.next}`);
+  if (lines.length === 0) lines.push(page.after === undefined ? `job ${jobId}: no device push recorded (yet)` : `job ${jobId}: no more pushes after ${page.after}`);
+  if (list.next !== null) lines.push(`more: herald job pushes ${jobId} --after ${list.next}${page.limit === DEFAULT_PUSHES_PAGE ? '' : ` --limit ${page.limit}`}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -61,7 +65,7 @@ export function registerJobCommands(program: Command): void {
     .argument('<idOrAction>', 'a job id, or "pushes" or "cancel"')
     .argument('[id]', 'with pushes or cancel: the job id')
     .option('--json', 'print JSON')
-    .option('--limit <n>', `with pushes: at most this many (up to ${MAX_JOB_PUSHES_PAGE})`, '100')
+    .option('--limit <n>', `with pushes: at most this many (up to ${MAX_JOB_PUSHES_PAGE})`, String(DEFAULT_PUSHES_PAGE))
     .option('--after <pushId>', "with pushes: the page after this push id (the last one's printed)")
     .action(async (first: string, second: string | undefined, o: { json?: boolean; limit: string; after?: string }) => {
       if (first === 'cancel' && second !== undefined) {
@@ -95,12 +99,13 @@ async function listJobPushes(jobId: string, o: { json?: boolean; limit: string; 
     throw new Error(`--${String(issue?.path[0] ?? 'limit')}: ${issue?.message ?? 'invalid'} (got "${issue?.path[0] === 'after' ? o.after : o.limit}")`);
   }
   const { limit, after } = page.data;
-  const found = await withDatabase(async (db) => ((await db.jobs.status(jobId)) === undefined ? undefined : db.jobs.pushes(jobId, { limit, ...(after !== undefined && { after }) })));
+  // The job looked up, not its status (which counts every push of it), as the API does.
+  const found = await withDatabase(async (db) => ((await db.jobs.get(jobId)) === undefined ? undefined : db.jobs.pushes(jobId, { limit, ...(after !== undefined && { after }) })));
   if (found === undefined) {
     process.stderr.write(`no job "${jobId}"\n`);
     process.exitCode = 1;
     return;
   }
   const list = toJobPushList(found, limit);
-  process.stdout.write(o.json === true ? `${JSON.stringify(list, null, 2)}\n` : describeJobPushes(jobId, list));
+  process.stdout.write(o.json === true ? `${JSON.stringify(list, null, 2)}\n` : describeJobPushes(jobId, list, { limit, ...(after !== undefined && { after }) }));
 }
