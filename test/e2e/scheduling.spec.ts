@@ -182,7 +182,8 @@ async function scheduleDirect(sys: System, n: number, dueAt: (i: number) => Date
       version: 1,
       pushId: derivePushId(jobId, String(i)),
       jobId,
-      deviceId: String(i),
+      // No devices id (the claim looks none up): these devices exist only in the schedule.
+      deviceId: `bulk-${i}`,
       app: DEMO_APP.id,
       platform: 'apns',
       token: apnsToken(),

@@ -152,6 +152,9 @@ describe('registrar handler', () => {
     // A zone given replaces it.
     expect(await handle([message(register('t-berlin', { timezone: 'Asia/Tokyo', locale: 'ja-JP', appVersion: '5.3.0', eventAt: at(4) }))])).toEqual([{ kind: 'ack' }]);
     expect(await device('t-berlin')).toMatchObject({ timezone: 'Asia/Tokyo', locale: 'ja-JP', app_version: '5.3.0' });
+    // An Android versionName ("2.3.1 (45)") or a bad last-seen time loses only that field, not the device.
+    expect(await handle([message(register('t-berlin', { appVersion: '2.3.1 (45)', lastSeenAt: 'yesterday', userId: 'user-3', eventAt: at(5) }))])).toEqual([{ kind: 'ack' }]);
+    expect(await device('t-berlin')).toMatchObject({ user_id: 'user-3', app_version: '5.3.0', last_event_at: new Date(at(5)) });
   });
 
   it("throws for a value PostgreSQL refuses, so the consumer isolates that one message, not the batch (a token too long for the index)", async () => {

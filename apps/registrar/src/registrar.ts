@@ -37,11 +37,16 @@ type Park = Extract<Outcome, { kind: 'park' }>;
 
 type Decode = { ok: true; reg: Registration; dropped?: string } | { ok: false; park: Park };
 
-/** Fields a registration can lose without losing the device: the token still gets its pushes, and the device keeps the zone and language it had (in UTC, default language if none). */
-const DROPPABLE = ['timezone', 'locale'] as const;
+/**
+ * Fields a registration can lose without losing the device: the token still gets its pushes, and
+ * the device keeps the zone, language, app version and last-seen time it had (in UTC, default
+ * language if none). An Android versionName such as "2.3.1 (45)" had parked every register of the
+ * device, its token with it.
+ */
+const DROPPABLE = ['timezone', 'locale', 'appVersion', 'lastSeenAt'] as const;
 
 /**
- * A registration whose only problems are its timezone or locale is applied without them (and the
+ * A registration whose only problems are its timezone, locale, app version or last-seen time is applied without them (and the
  * drop is logged with the reason): parking it would lose the device token, and with it every push
  * to that device. Without them the device keeps the ones it had (applyRegistrations). The HTTP API
  * refuses such a registration with a 400 instead, so its caller can fix it.

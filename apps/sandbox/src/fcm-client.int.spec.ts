@@ -88,7 +88,7 @@ describe('FCM provider against the sandbox', () => {
         token: push.token,
         notification: { title: 'T', body: 'B', image: 'https://img.example/p.png' },
         data: { chat: '42' },
-        android: { priority: 'HIGH', ttl: '3600s', collapse_key: 'chat-42', notification: { sound: 'default', notification_count: 2 } },
+        android: { priority: 'HIGH', ttl: '3600s', collapse_key: 'chat-42', notification: { sound: 'default', notification_count: 2, tag: 'chat-42' } },
         apns: {
           headers: { 'apns-priority': '10', 'apns-push-type': 'alert', 'apns-expiration': expirationSeconds, 'apns-collapse-id': 'chat-42' },
           payload: { aps: { alert: { title: 'T', body: 'B' }, badge: 2, sound: 'default', 'thread-id': 'th', 'mutable-content': 1 } },

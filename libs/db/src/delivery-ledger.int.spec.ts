@@ -163,6 +163,7 @@ describe('DeliveryLedger', () => {
     const push = (token: string, deviceId = idOf.get(token) ?? '987654321', userId = 'u') => ({ pushId: randomUUID(), deviceId, token, userId });
     const live = push('aa'.repeat(32));
     const dead = push('bb'.repeat(32));
+    // No such row (pruned once dead, or its app deleted): dead. Sent, it reached whoever holds the token now.
     const unknown = push('cc'.repeat(32));
     // Not a devices id (no push of Herald's), so no device is found: not dead.
     const foreign = push('bb'.repeat(32), 'device-b');
@@ -182,7 +183,7 @@ describe('DeliveryLedger', () => {
         [dead.pushId, 'dead'],
         [reassigned.pushId, 'reassigned'],
         [toDevice.pushId, 'claimed'],
-        [unknown.pushId, 'claimed'],
+        [unknown.pushId, 'dead'],
         [foreign.pushId, 'claimed'],
         [done.pushId, 'done'],
         [theirs.pushId, 'in-flight'],
@@ -190,11 +191,11 @@ describe('DeliveryLedger', () => {
       ]),
     );
     const claimed = await t.db.kysely.selectFrom('delivery_ledger').select(['push_id', 'owner']).where('push_id', 'in', [live.pushId, dead.pushId, unknown.pushId, reassigned.pushId]).execute();
-    expect(new Map(claimed.map((r) => [r.push_id, r.owner]))).toEqual(new Map([[live.pushId, 'pusher-1'], [unknown.pushId, 'pusher-1']]));
+    expect(new Map(claimed.map((r) => [r.push_id, r.owner]))).toEqual(new Map([[live.pushId, 'pusher-1']]));
     expect(await t.db.ledger.claimLive([], 'pusher-1', LEASE)).toEqual(new Map());
   });
 
-  it("claimLive asks the opt-outs and mutes again of a push given its preferences: its user's now, in its app or every app", async () => {
+  it("claimLive asks again of a push given a recheck whether its job was cancelled, and its user's opt-outs and mutes now, in its app or every app", async () => {
     await t.db.apps.upsert({ id: 'prefs-chat' });
     await t.db.apps.upsert({ id: 'prefs-other' });
     const token = (n: number) => n.toString(16).padStart(2, '0').repeat(32);
@@ -209,7 +210,7 @@ describe('DeliveryLedger', () => {
       token: token(n),
       userId,
       ...extra,
-      ...(preferences !== undefined && { preferences: { app: 'prefs-chat', ...preferences } }),
+      ...(preferences !== undefined && { recheck: { jobId: 'prefs-job', app: 'prefs-chat', ...preferences } }),
     });
     await t.db.preferences.setOptOut('ann', 'marketing', true, 'prefs-chat');
     await t.db.preferences.setOptOut('bob', 'marketing', true, null);
@@ -233,9 +234,14 @@ describe('DeliveryLedger', () => {
     const reassigned = push(1, 'zed', { category: 'marketing' });
     // A copy of a push delivered before the user opted out: done, not dropped.
     const sent = push(1, 'ann', { category: 'marketing' });
+    // A cancelled job's push that waited (a replay after the pushers forgot the cancel): cancelled, not sent.
+    await t.db.jobs.accept([{ id: 'cancelled-job', app: 'prefs-chat', team: 't' }]);
+    await sql`update jobs set cancelled_at = now() where id = 'cancelled-job'`.execute(t.db.kysely);
+    const ofCancelled = { ...push(2, 'bob'), recheck: { jobId: 'cancelled-job', app: 'prefs-chat' } };
+    const ofLiveJob = { ...push(2, 'bob'), recheck: { jobId: 'prefs-job', app: 'prefs-chat' } };
     await t.db.ledger.claim([sent.pushId], 'pusher-0', LEASE);
     await t.db.ledger.complete([{ pushId: sent.pushId, outcome: 'delivered' }]);
-    expect(await t.db.ledger.claimLive([optedOut, everyApp, otherApps, otherCategory, muted, muteOver, noObject, mutedEveryApp, notAsked, heldByAnn, reassigned, sent], 'pusher-1', LEASE)).toEqual(
+    expect(await t.db.ledger.claimLive([optedOut, everyApp, otherApps, otherCategory, muted, muteOver, noObject, mutedEveryApp, notAsked, heldByAnn, reassigned, sent, ofCancelled, ofLiveJob], 'pusher-1', LEASE)).toEqual(
       new Map([
         [optedOut.pushId, 'opted-out'],
         [everyApp.pushId, 'opted-out'],
@@ -249,6 +255,8 @@ describe('DeliveryLedger', () => {
         [heldByAnn.pushId, 'opted-out'],
         [reassigned.pushId, 'reassigned'],
         [sent.pushId, 'done'],
+        [ofCancelled.pushId, 'cancelled'],
+        [ofLiveJob.pushId, 'claimed'],
       ]),
     );
     const claimed = await t.db.kysely.selectFrom('delivery_ledger').select('push_id').where('push_id', 'in', [optedOut.pushId, muted.pushId, heldByAnn.pushId, notAsked.pushId]).execute();
@@ -292,7 +300,7 @@ describe('DeliveryLedger', () => {
       const [a] = ids(1) as [string];
       const statements = {
         claim: claimStatement([a], 'pusher-1', LEASE),
-        claimLive: claimLiveStatement([{ pushId: a, deviceId: '1', token: 'aa'.repeat(32), userId: 'u', toDevice: true, preferences: { app: 'a', category: 'c', objectId: 'o' } }], 'pusher-1', LEASE),
+        claimLive: claimLiveStatement([{ pushId: a, deviceId: '1', token: 'aa'.repeat(32), userId: 'u', toDevice: true, recheck: { jobId: 'j', app: 'a', category: 'c', objectId: 'o' } }], 'pusher-1', LEASE),
         complete: completeStatement(new Map([[a, 'delivered']])),
         completeWithStatus: completeStatement(new Map([[a, 'delivered']]), [{ pushId: a, jobId: 'j', outcome: 'delivered', platform: 'apns', deviceId: 'd' }]),
       };

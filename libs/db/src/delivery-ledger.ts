@@ -22,11 +22,12 @@ export interface LedgerPush {
   /** Addressed to the device, not its user (DevicePush.toDevice): no 'reassigned' check. */
   toDevice?: boolean;
   /**
-   * Ask its user's opt-outs and mutes again, for this app, category and object ('opted-out',
-   * 'muted'): a push that waited since the demuxer asked them. The user of a push addressed to the
-   * device is whoever holds the device now.
+   * A push that waited: ask again whether its job was cancelled ('cancelled': the pushers' own list
+   * of cancelled jobs goes back LEDGER_RETENTION_HOURS only, a parked push may be replayed later)
+   * and, given its category, its user's opt-outs and mutes for this app, category and object
+   * ('opted-out', 'muted'). The user of a push addressed to the device is whoever holds it now.
    */
-  preferences?: { app: string; category: string; objectId?: string };
+  recheck?: { jobId: string; app: string; category?: string; objectId?: string };
 }
 
 /**
@@ -43,10 +44,10 @@ export interface LedgerCompletion {
  * claimLive's answer: a ClaimResult, or (not claimed) 'dead': its device was invalidated or
  * unregistered since the push was queued, or 'reassigned': the device is registered to another
  * user now (a shared tablet, a phone handed on), whom this push is not for, or (asked with
- * LedgerPush.preferences) 'opted-out' or 'muted': its user opted out of its category, or muted its
- * object, in its app or every app.
+ * LedgerPush.recheck) 'cancelled': its job was cancelled, or 'opted-out' or 'muted': its user opted
+ * out of its category, or muted its object, in its app or every app.
  */
-export type LiveClaimResult = ClaimResult | 'dead' | 'reassigned' | SkipReason;
+export type LiveClaimResult = ClaimResult | 'dead' | 'reassigned' | 'cancelled' | SkipReason;
 
 /**
  * The delivery ledger keyed by pushId: a redelivered push that was already sent is acked without
@@ -170,21 +171,21 @@ const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(dev
 
 /**
  * claimStatement for (lowercase, distinct) device pushes, except those whose device is dead now
- * (invalidated or unregistered: a device not in `devices` at all is not dead), which it returns as
- * 'dead', or registered to another user than the push's since it was queued ('reassigned': a push
+ * (invalidated or unregistered, or its row gone: pruned once dead, or its app deleted), which it
+ * returns as 'dead', or registered to another user than the push's since it was queued ('reassigned': a push
  * stored for tomorrow would otherwise reach whoever holds the token then; not asked of a push
- * addressed to the device itself, toDevice), or (a push given `preferences`, not delivered already)
- * whose user has opted out of its category or muted its object since ('opted-out', 'muted':
- * skipReasonSql, for the device's holder now if the push is addressed to the device); none of them
- * is claimed.
+ * addressed to the device itself, toDevice), or (a push given `recheck`, not delivered already)
+ * whose job was cancelled ('cancelled') or whose user has opted out of its category or muted its
+ * object since ('opted-out', 'muted': skipReasonSql, for the device's holder now if the push is
+ * addressed to the device); none of them is claimed.
  * All parts read one snapshot. The device is found by its primary key
  * (the push's deviceId) and must still hold the push's token (a row's token never changes: a new
  * token is a new row): about a quarter less of PostgreSQL's work for the claim than a lookup by (app,
  * platform, token), which parsed and compared three text arrays a batch. A deviceId that is no
- * devices id (none of Herald's pushes) finds no device, so it is not dead. The lookup is a scalar
+ * devices id (none of Herald's pushes: tests' and benchmarks' own) is not looked up, and not dead. The lookup is a scalar
  * subquery with a limit, which the planner cannot turn into a hash join: a plan made while devices
  * was empty (a new install) scanned the whole table for every batch until the next ANALYZE. A push
- * without `preferences` (one sent soon after they were asked: most) reads no opt-out or mute. The
+ * without `recheck` (one sent soon after it was made: most) reads no job, opt-out or mute. The
  * casts keep the result's types fixed, so a later column type change cannot fail the prepared
  * statement ("cached plan must not change result type").
  */
@@ -192,20 +193,27 @@ export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string,
   const ids = pushes.map((p) => p.pushId);
   const device = sql`from devices d where d.id = i.device_id and d.token = i.token`;
   const holder = sql`coalesce(case when i.to_device then (select d.user_id ${device} limit 1) end, i.user_id)`;
-  return sql<{ push_id: string; state: 'claimed' | 'dead' | 'reassigned' | SkipReason }>`
+  const preferences = skipReasonSql({ userId: holder, app: sql.ref('i.app'), category: sql.ref('i.category'), objectId: sql.ref('i.object_id') }, new Date());
+  return sql<{ push_id: string; state: 'claimed' | 'dead' | 'reassigned' | 'cancelled' | SkipReason }>`
   with dead as (
     select i.push_id, d.state
     from unnest(
       ${ids}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[], ${pushes.map((p) => p.userId)}::text[],
-      ${pushes.map((p) => p.toDevice === true)}::boolean[], ${pushes.map((p) => p.preferences?.app ?? null)}::text[],
-      ${pushes.map((p) => p.preferences?.category ?? null)}::text[], ${pushes.map((p) => p.preferences?.objectId ?? null)}::text[])
-      as i(push_id, device_id, token, user_id, to_device, app, category, object_id)
+      ${pushes.map((p) => p.toDevice === true)}::boolean[], ${pushes.map((p) => p.recheck?.jobId ?? null)}::text[], ${pushes.map((p) => p.recheck?.app ?? null)}::text[],
+      ${pushes.map((p) => p.recheck?.category ?? null)}::text[], ${pushes.map((p) => p.recheck?.objectId ?? null)}::text[])
+      as i(push_id, device_id, token, user_id, to_device, job_id, app, category, object_id)
     cross join lateral (
       select coalesce(
-        (select case when d.invalidated_at is not null then 'dead' else 'reassigned' end
-          ${device} and (d.invalidated_at is not null or (not i.to_device and d.user_id is distinct from i.user_id))
-          limit 1),
-        case when i.category is not null and (select l.state from delivery_ledger l where l.push_id = i.push_id limit 1) is distinct from 'done' then ${skipReasonSql({ userId: holder, app: sql.ref('i.app'), category: sql.ref('i.category'), objectId: sql.ref('i.object_id') }, new Date())} end
+        nullif(coalesce(
+          (select case when d.invalidated_at is not null then 'dead' when not i.to_device and d.user_id is distinct from i.user_id then 'reassigned' else 'live' end
+            ${device} limit 1),
+          -- Gone (pruned once dead, or its app deleted): dead too. Sent, it reached whoever holds the
+          -- token now, a new row (a reinstall gives an APNs token back to another user).
+          case when i.device_id is not null then 'dead' end), 'live'),
+        case when i.job_id is not null and (select l.state from delivery_ledger l where l.push_id = i.push_id limit 1) is distinct from 'done' then
+          case when exists (select 1 from jobs j where j.id = i.job_id and j.cancelled_at is not null) then 'cancelled'
+            when i.category is not null then ${preferences} end
+        end
       ) as state
       offset 0
     ) d

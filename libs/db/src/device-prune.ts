@@ -13,10 +13,11 @@ export const DEFAULT_DEVICE_PRUNE_BATCH = 1_000;
  * left or `signal` aborts; rows another transaction holds are skipped, not waited for. Returns how
  * many were deleted.
  *
- * An unregister's tombstone (a logout) is kept: the phone's token still works, and a push queued,
- * parked or stored for the device before the logout is dropped by the pusher's claim only while
- * the row is there (a push whose device row is gone is sent to its token). A dead token's row is
- * safe to delete: a push still carrying it is answered dead by the provider, and a register older
+ * An unregister's tombstone (a logout) is kept: the phone's token still works, and the tombstone
+ * is what makes a late, older register stale. A dead token's row is safe to delete: a push still
+ * naming it (queued, parked, stored for later) is dropped as dead by the pusher's claim, which
+ * takes a device row that is gone for dead (sent, it reached whoever holds the token now: a
+ * reinstall gives an APNs token back, to another user maybe, as a new row), and a register older
  * than the invalidation arriving after the row is gone registers the token again until its next
  * push is answered dead (one request, not a lost or misdirected push).
  *

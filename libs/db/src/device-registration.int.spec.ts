@@ -87,7 +87,7 @@ describe('DeviceRepository.applyRegistration', () => {
 });
 
 describe('DeviceRepository.applyRegistrations (batch)', () => {
-  it('applies a batch in input order of results; the newest event per device wins inside the batch', async () => {
+  it("applies a batch as if its events came one at a time in event-time order; results in the batch's order", async () => {
     const [a, b, c] = [nextToken(), nextToken(), nextToken()];
     await t.db.devices.applyRegistration(register(c, 30));
     const results = await t.db.devices.applyRegistrations([
@@ -97,7 +97,7 @@ describe('DeviceRepository.applyRegistrations (batch)', () => {
       unregister(a, 2),
       register(c, 20),
     ]);
-    expect(results).toEqual(['stale', 'applied', 'stale', 'applied', 'stale']);
+    expect(results).toEqual(['applied', 'applied', 'applied', 'applied', 'stale']);
     expect((await device(a))?.invalidation_reason).toBe('unregistered');
     expect((await device(b))?.invalidated_at?.toISOString()).toBe(at(9));
     expect((await device(c))?.registered_at?.toISOString()).toBe(at(30));
@@ -173,8 +173,24 @@ describe('DeviceRepository.applyRegistrations (batch)', () => {
     // Her own sign-out after her own register in a batch still applies.
     const mine = nextToken();
     await t.db.devices.applyRegistration(register(mine, 0, { userId: 'alice' }));
-    expect(await t.db.devices.applyRegistrations([register(mine, 1, { userId: 'alice' }), unregister(mine, 2, 'alice')])).toEqual(['stale', 'applied']);
+    expect(await t.db.devices.applyRegistrations([register(mine, 1, { userId: 'alice' }), unregister(mine, 2, 'alice')])).toEqual(['applied', 'applied']);
     expect(await device(mine)).toMatchObject({ user_id: 'alice', invalidation_reason: 'unregistered' });
+  });
+
+  it("in one batch, a user's sign-out after her own register on a shared tablet applies, whoever registered it before her", async () => {
+    const tablet = nextToken();
+    // A registrar backlog: bob's register, then alice's, then her sign-out, all in one batch.
+    expect(await t.db.devices.applyRegistrations([register(tablet, 1, { userId: 'bob' }), register(tablet, 3, { userId: 'alice' }), unregister(tablet, 4, 'alice')])).toEqual([
+      'applied',
+      'applied',
+      'applied',
+    ]);
+    expect(await device(tablet)).toMatchObject({ invalidation_reason: 'unregistered' });
+    // Stored as hers; bob's older register comes late (a retry) with her sign-out: his is stale, hers applies.
+    const late = nextToken();
+    await t.db.devices.applyRegistration(register(late, 2, { userId: 'alice' }));
+    expect(await t.db.devices.applyRegistrations([register(late, 1, { userId: 'bob' }), unregister(late, 3, 'alice')])).toEqual(['stale', 'applied']);
+    expect(await device(late)).toMatchObject({ invalidation_reason: 'unregistered' });
   });
 
   it('returns an empty list for an empty batch', async () => {

@@ -1,17 +1,20 @@
 import { sql, type Kysely } from 'kysely';
 import type { Registration } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
-import { deviceKey, pickOnePerDevice, type DeviceKey } from './device-key.ts';
+import { deviceKey, type DeviceKey } from './device-key.ts';
 import { followerActivitySql } from './follow-index.ts';
 import { aheadMarkSql, appliedAtSql, laterEventSql } from './later-event.ts';
 
 export type RegistrationResult = 'applied' | 'stale';
 
 /**
- * Apply register/unregister events in one statement. Last event time wins: an event older than
- * the device's last event (or than its invalidation) changes nothing and is 'stale', and so is an
- * unregister naming a user the device no longer belongs to. Within one
- * batch, the newest event per device is applied and the others report 'stale' (superseded).
+ * Apply register/unregister events. Last event time wins: an event older than the device's last
+ * event (or than its invalidation) changes nothing and is 'stale', and so is an unregister naming a
+ * user the device no longer belongs to. A batch is applied as if its events came one at a time in
+ * event-time order: one statement for the devices' first events, then one for the devices with a
+ * second, and so on (most batches name each device once: one statement). Picking each device's
+ * newest event instead lost events that decide: a shared tablet's register(bob, 1),
+ * register(alice, 3), unregister(alice, 4) in one batch left it alice's, live, after she signed out.
  *
  * Event times come from the reporting system's clock, often the phone's. Among a device's own
  * events they are compared as given (a phone whose clock runs ahead still orders its own register
@@ -23,48 +26,31 @@ export type RegistrationResult = 'applied' | 'stale';
  */
 export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonly Registration[]): Promise<RegistrationResult[]> {
   const results: RegistrationResult[] = regs.map(() => 'stale');
-  if (regs.length === 0) return results;
-  // An unregister naming a user is stale against a register of another user no later in the same batch.
-  const voided = signOutsOfOthers(regs);
-  const candidates = regs.map((_, i) => i).filter((i) => !voided.has(i));
-  const winners = pickOnePerDevice(
-    candidates.map((i) => regs[i] as Registration),
-    (a, b) => Date.parse(a.eventAt) > Date.parse(b.eventAt),
-  ).map((j) => candidates[j] as number);
-  const applied = await upsertStatement(
-    db,
-    winners.map((i) => regs[i] as Registration),
-  );
-  const appliedKeys = new Set(applied.map(deviceKey));
-  for (const i of winners) {
-    if (appliedKeys.has(deviceKey(regs[i] as Registration))) results[i] = 'applied';
+  for (const round of inEventOrder(regs)) {
+    const applied = new Set((await upsertStatement(db, round.map((i) => regs[i] as Registration))).map(deviceKey));
+    for (const i of round) if (applied.has(deviceKey(regs[i] as Registration))) results[i] = 'applied';
   }
   return results;
 }
 
 /**
- * The indexes of unregisters naming a user that a register of the same device by another user, no
- * later, in the same batch has superseded: against the stored row (still the old user's) such a
- * sign-out would apply, and as the device's newest event it would also make the new user's register
- * stale. Across batches the stored row decides (a sign-out delivered before an older register of
- * another user still wins: the last event time does).
+ * The batch's indexes in rounds: round k holds each device's k-th event by event time (ties in the
+ * batch's order), so no statement names a device twice and each device's events go in order.
  */
-function signOutsOfOthers(regs: readonly Registration[]): Set<number> {
-  const registers = new Map<string, Array<{ userId: string; at: number }>>();
-  for (const r of regs) {
-    if (r.kind !== 'register') continue;
-    const key = deviceKey(r);
-    const seen = registers.get(key) ?? [];
-    seen.push({ userId: r.userId, at: Date.parse(r.eventAt) });
-    registers.set(key, seen);
-  }
-  const voided = new Set<number>();
+function inEventOrder(regs: readonly Registration[]): number[][] {
+  const byDevice = new Map<string, number[]>();
   regs.forEach((r, i) => {
-    if (r.kind !== 'unregister' || r.userId === undefined) return;
-    const at = Date.parse(r.eventAt);
-    if (registers.get(deviceKey(r))?.some((g) => g.userId !== r.userId && g.at <= at) === true) voided.add(i);
+    const key = deviceKey(r);
+    const seen = byDevice.get(key);
+    if (seen === undefined) byDevice.set(key, [i]);
+    else seen.push(i);
   });
-  return voided;
+  const rounds: number[][] = [];
+  for (const events of byDevice.values()) {
+    const ordered = events.length === 1 ? events : events.map((i) => ({ i, at: Date.parse((regs[i] as Registration).eventAt) })).sort((a, b) => a.at - b.at || a.i - b.i).map((e) => e.i);
+    ordered.forEach((i, k) => (rounds[k] ??= []).push(i));
+  }
+  return rounds;
 }
 
 /**

@@ -42,8 +42,13 @@ describe('pruning jobs past their retention', () => {
       await sql`insert into fanout_chunks (job_id, chunk_no) values (${id}, 0)`.execute(t.db.kysely);
     }
 
-    expect(await pruneJobs(t.db.kysely, daysAgo(30), 2)).toBe(4);
-    for (const id of [...old, doneFanout]) {
+    // Sending, an outcome missing (a pusher lost it in an outage), nothing changed for 35 days: pruned, not kept for good.
+    const stuckFanout = await job(40);
+    await sql`update jobs set targeted = targeted + 1 where id = ${stuckFanout}`.execute(t.db.kysely);
+    await sql`insert into fanouts (job_id, app, audience, job, accepted_at, state, updated_at) values (${stuckFanout}, 'demo', '{}'::jsonb, '{}'::jsonb, ${daysAgo(40).toISOString()}::timestamptz, 'sending', ${daysAgo(35).toISOString()}::timestamptz)`.execute(t.db.kysely);
+
+    expect(await pruneJobs(t.db.kysely, daysAgo(30), 2)).toBe(5);
+    for (const id of [...old, doneFanout, stuckFanout]) {
       expect(await exists(id)).toBe(false);
       expect(await outcomesOf(id)).toBe(0);
     }

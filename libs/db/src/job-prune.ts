@@ -12,11 +12,13 @@ export const DEFAULT_JOB_PRUNE_BATCH = 100;
  * is the later of its acceptance and the latest due time of a push of it stored for later
  * (last_due_at, migration 0032): a job scheduled 45 days ahead keeps its status 45 days plus the
  * retention, not until the first prune after its pushes were released. A job with pushes still stored for
- * later (scheduled_pushes) or a fan-out still expanding or sending is kept, whatever its age: its
- * status is still changing (not one whose chunk task was parked: it changes only if replayed). A
- * sending fan-out whose every push has an outcome is marked done first (settleSentFanouts), else
- * only a look at the dashboard's running fan-outs did, and a deployment that never opened it kept
- * every audience job. Rows another transaction holds are skipped, not waited for. Returns how
+ * later (scheduled_pushes) or a fan-out still expanding or sending is kept: its status is still
+ * changing (not one whose chunk task was parked: it changes only if replayed; nor one whose last
+ * change is older than the retention: a sending fan-out one of whose outcomes never came, a pusher
+ * having lost it in an outage, was kept, and its outcomes counted every hour, for good). A sending
+ * fan-out whose every push has an outcome is marked done first (settleSentFanouts), else only a
+ * look at the dashboard's running fan-outs did, and a deployment that never opened it kept every
+ * audience job. Rows another transaction holds are skipped, not waited for. Returns how
  * many jobs were deleted.
  *
  * After this a job's id is free again: a job published again with it is a new job (the ledger,
@@ -24,14 +26,15 @@ export const DEFAULT_JOB_PRUNE_BATCH = 100;
  */
 export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batchSize = DEFAULT_JOB_PRUNE_BATCH, signal?: AbortSignal): Promise<number> {
   const before = sql`${olderThan.toISOString()}::timestamptz`;
-  await settleSentFanouts(db);
+  await settleSentFanouts(db, olderThan);
   return deleteInBatches(batchSize, signal, async () => {
     const { rows } = await sql<{ id: string }>`
       with doomed as (
         select j.id from jobs j
         where j.accepted_at < ${before} and (j.last_due_at is null or j.last_due_at < ${before})
           and not exists (select 1 from scheduled_pushes s where s.job_id = j.id)
-          and not exists (select 1 from fanouts f where f.job_id = j.id and f.state in ('expanding', 'sending') and not coalesce(j.demux_outcome like 'parked: %', false))
+          and not exists (select 1 from fanouts f where f.job_id = j.id and f.state in ('expanding', 'sending') and f.updated_at >= ${before}
+            and not coalesce(j.demux_outcome like 'parked: %', false))
         order by j.accepted_at
         limit ${batchSize}
         for update of j skip locked
@@ -51,13 +54,15 @@ export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batch
  * dashboard's running list marks those it shows (fanouts.markSettled): a cancel then finds nothing
  * left to stop, and the job's prune is no longer held back. Only fan-out rows are locked, and one
  * another transaction holds is skipped (a cancel, the dashboard), not waited for; each job's
- * outcomes are counted only as far as it needs. Returns how many were marked.
+ * outcomes are counted only as far as it needs, and not at all for a fan-out idle since before
+ * `idleBefore` (the prune takes it). Returns how many were marked.
  */
-export async function settleSentFanouts(db: Kysely<HeraldTables>): Promise<number> {
+export async function settleSentFanouts(db: Kysely<HeraldTables>, idleBefore?: Date): Promise<number> {
   const { rows } = await sql<{ job_id: string }>`
     with settled as (
       select f.job_id from fanouts f join jobs j on j.id = f.job_id
       where f.state = 'sending' and j.targeted is not null
+        and (${idleBefore?.toISOString() ?? null}::timestamptz is null or f.updated_at >= ${idleBefore?.toISOString() ?? null}::timestamptz)
         and (select count(*) from (select 1 from push_outcomes o where o.job_id = f.job_id
              limit greatest(j.targeted - coalesce(j.no_device, 0), 0)) c) >= j.targeted - coalesce(j.no_device, 0)
       for update of f skip locked

@@ -21,7 +21,7 @@ beforeAll(async () => {
 afterAll(() => t.drop());
 
 function message(): { push: DevicePush; inbound: InboundMessage } {
-  const push: DevicePush = { version: 1, pushId: randomUUID(), jobId: 'j', deviceId: '1', app: 'demo', platform: 'apns', token: 'a'.repeat(64),
+  const push: DevicePush = { version: 1, pushId: randomUUID(), jobId: 'j', deviceId: 'spec-device', app: 'demo', platform: 'apns', token: 'a'.repeat(64),
     userId: 'u', content: { title: 'Hi' }, priority: 'high', acceptedAt: new Date().toISOString() };
   return { push, inbound: { body: Buffer.from(JSON.stringify(push)), headers: {}, routingKey: 'push.apns.send', redelivered: false, attempt: 1, queue: 'push.apns.send' } };
 }

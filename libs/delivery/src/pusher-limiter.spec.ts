@@ -279,15 +279,15 @@ describe('pusher with a rate limiter', () => {
 });
 
 describe("a pusher asks opt-outs and mutes again of a push that waited", () => {
-  it('in its claim: only of a push whose preferences were asked more than preferencesRecheckMs ago, and drops one its user no longer wants', async () => {
-    const claimed: Array<{ pushId: string; preferences?: unknown }> = [];
+  it("in its claim: only of a push whose preferences were asked more than preferencesRecheckMs ago, with its job's cancellation, and drops one its user no longer wants or its job's cancel", async () => {
+    const claimed: Array<{ pushId: string; recheck?: unknown }> = [];
     const noted: string[] = [];
     const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
     const p = pusher(undefined, { kind: 'delivered' }, 30_000, undefined, {
       preferencesRecheckMs: 10_000,
       outcomes: recorderInto(noted),
       ledger: {
-        claimLive: async (pushes) => (claimed.push(...pushes), new Map(pushes.map((q) => [q.pushId, q.preferences === undefined ? ('claimed' as const) : ('opted-out' as const)]))),
+        claimLive: async (pushes) => (claimed.push(...pushes), new Map(pushes.map((q) => [q.pushId, q.recheck === undefined ? ('claimed' as const) : q.recheck.category === undefined ? ('cancelled' as const) : ('opted-out' as const)]))),
         complete: async () => undefined,
         release: async () => undefined,
         renew: async (ids) => ids.length,
@@ -308,18 +308,20 @@ describe("a pusher asks opt-outs and mutes again of a push that waited", () => {
     const older = of({ acceptedAt: ago(60_000), category: undefined });
     const all = [fresh, backlog, waited, released, unstamped, older];
     const outcomes = await p.handle(all.map((m) => m.inbound));
-    expect(new Map(claimed.map((c) => [c.pushId, c.preferences]))).toEqual(
+    expect(new Map(claimed.map((c) => [c.pushId, c.recheck]))).toEqual(
       new Map([
         [fresh.push.pushId, undefined],
         [backlog.push.pushId, undefined],
-        [waited.push.pushId, { app: 'demo', category: 'marketing', objectId: 'thread:1' }],
+        [waited.push.pushId, { jobId: 'j', app: 'demo', category: 'marketing', objectId: 'thread:1' }],
         [released.push.pushId, undefined],
-        [unstamped.push.pushId, { app: 'demo', category: 'marketing' }],
-        [older.push.pushId, undefined],
+        [unstamped.push.pushId, { jobId: 'j', app: 'demo', category: 'marketing' }],
+        // Made before pushes carried their category: its job's cancel is asked all the same.
+        [older.push.pushId, { jobId: 'j', app: 'demo' }],
       ]),
     );
     expect(outcomes.every((o) => o.kind === 'ack')).toBe(true);
-    expect(p.sent.sort()).toEqual([fresh, backlog, released, older].map((m) => m.push.pushId).sort());
+    expect(p.sent.sort()).toEqual([fresh, backlog, released].map((m) => m.push.pushId).sort());
     expect(noted.filter((n) => n === 'opted-out')).toHaveLength(2);
+    expect(noted.filter((n) => n === 'cancelled')).toHaveLength(1);
   });
 });

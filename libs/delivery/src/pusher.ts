@@ -62,9 +62,9 @@ export interface PusherDeps {
   /** How long a claim protects a push being sent; after it, another pusher may take over. */
   leaseMs: number;
   /**
-   * A push whose user's opt-outs and mutes were read longer ago than this (toClaim) has them asked
-   * again in its claim (PREFERENCES_RECHECK_AFTER_MS; unset: 10 s). Others were read moments ago,
-   * and their claim reads no opt-out or mute.
+   * A push whose user's opt-outs and mutes were read longer ago than this (toClaim) has them, and its
+   * job's cancellation, asked again in its claim (PREFERENCES_RECHECK_AFTER_MS; unset: 10 s). Others
+   * were read moments ago, and their claim reads no job, opt-out or mute.
    */
   preferencesRecheckMs?: number;
   /**
@@ -147,6 +147,10 @@ export function createPusherHandler(deps: PusherDeps) {
         outcomes[r.index] = droppedUnwanted(r.push, state, deps);
         return false;
       }
+      if (state === 'cancelled') {
+        outcomes[r.index] = droppedCancelled(r.push, deps);
+        return false;
+      }
       if (state === 'claimed') return true;
       outcomes[r.index] = state === 'done' ? duplicate(r.push, deps) : inFlight(r.push, deps.leaseMs);
       return false;
@@ -169,17 +173,17 @@ export function createPusherHandler(deps: PusherDeps) {
 const DEFAULT_PREFERENCES_RECHECK_MS = 10_000;
 
 /**
- * A push as its claim takes it: with its job's category and object (asked again of its user's
- * opt-outs and mutes) if they were last asked before `askedBefore`: when the demuxer made it
- * (askedAt; its job's acceptance for a push without one), or when it fell due (a scheduled push's
- * release asks them). A push made before DevicePush carried its category is not asked.
+ * A push as its claim takes it: asked again whether its job was cancelled and (given its job's
+ * category) its user's opt-outs and mutes, if they were last asked before `askedBefore`: when the
+ * demuxer made it (askedAt; its job's acceptance for a push without one), or when it fell due (a
+ * scheduled push's release asks them).
  */
 function toClaim(push: DevicePush, askedBefore: number): LedgerPush {
-  if (push.category === undefined) return push;
   const asked = Math.max(Date.parse(push.askedAt ?? push.acceptedAt), push.dueAt === undefined ? 0 : Date.parse(push.dueAt));
   if (asked > askedBefore) return push;
-  const preferences = { app: push.app, category: push.category, ...(push.objectId !== undefined && { objectId: push.objectId }) };
-  return { pushId: push.pushId, deviceId: push.deviceId, token: push.token, userId: push.userId, ...(push.toDevice === true && { toDevice: true }), preferences };
+  const about = push.category === undefined ? {} : { category: push.category, ...(push.objectId !== undefined && { objectId: push.objectId }) };
+  const recheck = { jobId: push.jobId, app: push.app, ...about };
+  return { pushId: push.pushId, deviceId: push.deviceId, token: push.token, userId: push.userId, ...(push.toDevice === true && { toDevice: true }), recheck };
 }
 
 async function flushed(outcomes: Outcome[], deps: PusherDeps): Promise<Outcome[]> {

@@ -35,7 +35,7 @@ function messages(count: number): InboundMessage[] {
   const jobId = randomUUID();
   const acceptedAt = new Date().toISOString();
   return Array.from({ length: count }, (_, i) => {
-    const push: DevicePush = { version: 1, pushId: derivePushId(jobId, String(i)), jobId, deviceId: String(i), app: 'demo', platform: 'apns',
+    const push: DevicePush = { version: 1, pushId: derivePushId(jobId, String(i)), jobId, deviceId: `bench-${i}`, app: 'demo', platform: 'apns',
       token: randomBytes(32).toString('hex'), userId: `u${i}`, content: { title: 'Bench', body: 'limiter overhead' }, priority: 'high', acceptedAt };
     return { body: Buffer.from(JSON.stringify(push)), headers: {}, routingKey: 'push.apns.send', redelivered: false, attempt: 1, queue: 'push.apns.send' };
   });
