@@ -119,7 +119,7 @@ async function checkApps(regs: readonly Decoded[], deps: RegistrarDeps, outcomes
 }
 
 /**
- * Applies the batch in one statement; stale events (older than the device's last, or an unregister
+ * Applies the batch (one statement, one more a round of further events of a device); stale events (older than the device's last, or an unregister
  * naming a user the device no longer belongs to) are acked, and counted as such.
  */
 async function apply(valid: readonly Decoded[], deps: RegistrarDeps, outcomes: Outcome[], counted?: Counter<'kind' | 'result'>): Promise<void> {
@@ -170,7 +170,7 @@ export function createRegistrarHandler(deps: RegistrarDeps): (messages: readonly
       if (result.ok) {
         decoded.push({ index, reg: result.reg });
         if (result.dropped !== undefined) {
-          deps.logger.warn({ app: result.reg.app, platform: result.reg.platform, token: result.reg.token, reason: result.dropped }, 'registration applied without its timezone or locale');
+          deps.logger.warn({ app: result.reg.app, platform: result.reg.platform, token: result.reg.token, reason: result.dropped }, 'registration applied without a field it had wrong (timezone, locale, app version or last-seen time)');
         }
       } else {
         outcomes[index] = result.park;

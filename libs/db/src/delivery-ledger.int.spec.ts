@@ -183,7 +183,7 @@ describe('DeliveryLedger', () => {
         [dead.pushId, 'dead'],
         [reassigned.pushId, 'reassigned'],
         [toDevice.pushId, 'claimed'],
-        [unknown.pushId, 'dead'],
+        [unknown.pushId, 'gone'],
         [foreign.pushId, 'claimed'],
         [done.pushId, 'done'],
         [theirs.pushId, 'in-flight'],

@@ -42,12 +42,13 @@ export interface LedgerCompletion {
 
 /**
  * claimLive's answer: a ClaimResult, or (not claimed) 'dead': its device was invalidated or
- * unregistered since the push was queued, or 'reassigned': the device is registered to another
+ * unregistered since the push was queued, 'gone': its device row was deleted since (pruned once
+ * dead, or its app deleted), or 'reassigned': the device is registered to another
  * user now (a shared tablet, a phone handed on), whom this push is not for, or (asked with
  * LedgerPush.recheck) 'cancelled': its job was cancelled, or 'opted-out' or 'muted': its user opted
  * out of its category, or muted its object, in its app or every app.
  */
-export type LiveClaimResult = ClaimResult | 'dead' | 'reassigned' | 'cancelled' | SkipReason;
+export type LiveClaimResult = ClaimResult | 'dead' | 'gone' | 'reassigned' | 'cancelled' | SkipReason;
 
 /**
  * The delivery ledger keyed by pushId: a redelivered push that was already sent is acked without
@@ -171,8 +172,8 @@ const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(dev
 
 /**
  * claimStatement for (lowercase, distinct) device pushes, except those whose device is dead now
- * (invalidated or unregistered, or its row gone: pruned once dead, or its app deleted), which it
- * returns as 'dead', or registered to another user than the push's since it was queued ('reassigned': a push
+ * (invalidated or unregistered), which it returns as 'dead', or whose row is gone ('gone': pruned
+ * once dead, or its app deleted; sent, it reached whoever holds the token now, a new row), or registered to another user than the push's since it was queued ('reassigned': a push
  * stored for tomorrow would otherwise reach whoever holds the token then; not asked of a push
  * addressed to the device itself, toDevice), or (a push given `recheck`, not delivered already)
  * whose job was cancelled ('cancelled') or whose user has opted out of its category or muted its
@@ -194,7 +195,7 @@ export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string,
   const device = sql`from devices d where d.id = i.device_id and d.token = i.token`;
   const holder = sql`coalesce(case when i.to_device then (select d.user_id ${device} limit 1) end, i.user_id)`;
   const preferences = skipReasonSql({ userId: holder, app: sql.ref('i.app'), category: sql.ref('i.category'), objectId: sql.ref('i.object_id') }, new Date());
-  return sql<{ push_id: string; state: 'claimed' | 'dead' | 'reassigned' | 'cancelled' | SkipReason }>`
+  return sql<{ push_id: string; state: 'claimed' | 'dead' | 'gone' | 'reassigned' | 'cancelled' | SkipReason }>`
   with dead as (
     select i.push_id, d.state
     from unnest(
@@ -209,7 +210,7 @@ export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string,
             ${device} limit 1),
           -- Gone (pruned once dead, or its app deleted): dead too. Sent, it reached whoever holds the
           -- token now, a new row (a reinstall gives an APNs token back to another user).
-          case when i.device_id is not null then 'dead' end), 'live'),
+          case when i.device_id is not null then 'gone' end), 'live'),
         case when i.job_id is not null and (select l.state from delivery_ledger l where l.push_id = i.push_id limit 1) is distinct from 'done' then
           case when exists (select 1 from jobs j where j.id = i.job_id and j.cancelled_at is not null) then 'cancelled'
             when i.category is not null then ${preferences} end

@@ -9,7 +9,7 @@ import { findAudience, findTargets, type AudienceDevice, type TargetDevice, type
 /** Devices: registrations (last event wins), invalidations, and push targeting. */
 export interface DeviceRepository {
   applyRegistration(reg: Registration): Promise<RegistrationResult>;
-  /** One statement for the whole batch; results in input order. */
+  /** One statement for the whole batch, one more for each further event of a device in it (applied in event-time order); results in input order. */
   applyRegistrations(regs: readonly Registration[]): Promise<RegistrationResult[]>;
   invalidate(inv: InvalidationInput): Promise<InvalidationResult>;
   /** One statement for the whole batch; results in input order. */

@@ -42,10 +42,13 @@ describe('pruning jobs past their retention', () => {
       await sql`insert into fanout_chunks (job_id, chunk_no) values (${id}, 0)`.execute(t.db.kysely);
     }
 
-    // Sending, an outcome missing (a pusher lost it in an outage), nothing changed for 35 days: pruned, not kept for good.
-    const stuckFanout = await job(40);
-    await sql`update jobs set targeted = targeted + 1 where id = ${stuckFanout}`.execute(t.db.kysely);
-    await sql`insert into fanouts (job_id, app, audience, job, accepted_at, state, updated_at) values (${stuckFanout}, 'demo', '{}'::jsonb, '{}'::jsonb, ${daysAgo(40).toISOString()}::timestamptz, 'sending', ${daysAgo(35).toISOString()}::timestamptz)`.execute(t.db.kysely);
+    // Sending, an outcome missing (a pusher lost it in an outage), expanded 35 days ago: pruned, not kept for good.
+    // One expanded 20 days ago is kept (a broadcast an app's budget paces over days is still at work).
+    const [stuckFanout, slowFanout] = await Promise.all([job(40), job(40)]);
+    for (const [id, expandedDaysAgo] of [[stuckFanout, 35], [slowFanout, 20]] as const) {
+      await sql`update jobs set targeted = targeted + 1 where id = ${id}`.execute(t.db.kysely);
+      await sql`insert into fanouts (job_id, app, audience, job, accepted_at, state, updated_at) values (${id}, 'demo', '{}'::jsonb, '{}'::jsonb, ${daysAgo(40).toISOString()}::timestamptz, 'sending', ${daysAgo(expandedDaysAgo).toISOString()}::timestamptz)`.execute(t.db.kysely);
+    }
 
     expect(await pruneJobs(t.db.kysely, daysAgo(30), 2)).toBe(5);
     for (const id of [...old, doneFanout, stuckFanout]) {
@@ -54,11 +57,14 @@ describe('pruning jobs past their retention', () => {
     }
     const { rows: chunks } = await sql<{ job_id: string }>`select job_id from fanout_chunks`.execute(t.db.kysely);
     expect(chunks.map((c) => c.job_id)).toEqual([runningFanout]);
-    for (const id of [recent, waiting, runningFanout]) {
+    for (const id of [recent, waiting, runningFanout, slowFanout]) {
       expect(await exists(id)).toBe(true);
       expect(await outcomesOf(id)).toBe(2);
     }
     expect(await pruneJobs(t.db.kysely, daysAgo(30))).toBe(0);
+    // A short retention (2 days) does not cut a running fan-out short: STUCK_FANOUT_DAYS holds.
+    expect(await pruneJobs(t.db.kysely, daysAgo(2))).toBe(1);
+    expect(await exists(slowFanout)).toBe(true);
   });
 
   // Demuxers reach PostgreSQL through a transaction-mode pooler, where a session's advisory lock does not hold: each prune runs its own batches.

@@ -13,9 +13,10 @@ export const DEFAULT_JOB_PRUNE_BATCH = 100;
  * (last_due_at, migration 0032): a job scheduled 45 days ahead keeps its status 45 days plus the
  * retention, not until the first prune after its pushes were released. A job with pushes still stored for
  * later (scheduled_pushes) or a fan-out still expanding or sending is kept: its status is still
- * changing (not one whose chunk task was parked: it changes only if replayed; nor one whose last
- * change is older than the retention: a sending fan-out one of whose outcomes never came, a pusher
- * having lost it in an outage, was kept, and its outcomes counted every hour, for good). A sending
+ * changing (not one whose chunk task was parked: it changes only if replayed; nor one whose state
+ * last changed, when it began or finished expanding, more than STUCK_FANOUT_DAYS ago, or the
+ * retention if longer: a sending fan-out one of whose outcomes never came, a pusher having lost it
+ * in an outage, was kept, and its outcomes counted every hour, for good). A sending
  * fan-out whose every push has an outcome is marked done first (settleSentFanouts), else only a
  * look at the dashboard's running fan-outs did, and a deployment that never opened it kept every
  * audience job. Rows another transaction holds are skipped, not waited for. Returns how
@@ -26,14 +27,15 @@ export const DEFAULT_JOB_PRUNE_BATCH = 100;
  */
 export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batchSize = DEFAULT_JOB_PRUNE_BATCH, signal?: AbortSignal): Promise<number> {
   const before = sql`${olderThan.toISOString()}::timestamptz`;
-  await settleSentFanouts(db, olderThan);
+  const stuckBefore = new Date(Math.min(olderThan.getTime(), Date.now() - STUCK_FANOUT_DAYS * 86_400_000));
+  await settleSentFanouts(db, stuckBefore);
   return deleteInBatches(batchSize, signal, async () => {
     const { rows } = await sql<{ id: string }>`
       with doomed as (
         select j.id from jobs j
         where j.accepted_at < ${before} and (j.last_due_at is null or j.last_due_at < ${before})
           and not exists (select 1 from scheduled_pushes s where s.job_id = j.id)
-          and not exists (select 1 from fanouts f where f.job_id = j.id and f.state in ('expanding', 'sending') and f.updated_at >= ${before}
+          and not exists (select 1 from fanouts f where f.job_id = j.id and f.state in ('expanding', 'sending') and f.updated_at >= ${stuckBefore.toISOString()}::timestamptz
             and not coalesce(j.demux_outcome like 'parked: %', false))
         order by j.accepted_at
         limit ${batchSize}
@@ -48,6 +50,13 @@ export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batch
     return rows.length;
   });
 }
+
+/**
+ * How long a fan-out that began or finished expanding is taken to be still at work, at the least,
+ * whatever the job retention: a broadcast an app's budget paces over days keeps its job (its
+ * status, its cancel) until then. Past it, one still expanding or sending is stuck (an outcome lost).
+ */
+export const STUCK_FANOUT_DAYS = 30;
 
 /**
  * Sending fan-outs (every chunk done) whose every push has an outcome become done, as the

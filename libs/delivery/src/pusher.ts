@@ -139,7 +139,7 @@ export function createPusherHandler(deps: PusherDeps) {
       }
       inBatch.add(r.push.pushId);
       const state = claims.get(r.push.pushId);
-      if (state === 'dead' || state === 'reassigned') {
+      if (state === 'dead' || state === 'gone' || state === 'reassigned') {
         outcomes[r.index] = droppedDead(r.push, state, deps);
         return false;
       }
@@ -466,10 +466,14 @@ function droppedCancelled(push: DevicePush, deps: PusherDeps, note = true): Outc
   return ack;
 }
 
-/** Not sent: the device died (invalidated or unregistered), or went to another user, after the push was queued; acked, counted `invalid`. */
-function droppedDead(push: DevicePush, why: 'dead' | 'reassigned', deps: PusherDeps): Outcome {
+/** Not sent: the device died (invalidated or unregistered, or its row deleted), or went to another user, after the push was queued; acked, counted `invalid`. */
+function droppedDead(push: DevicePush, why: 'dead' | 'gone' | 'reassigned', deps: PusherDeps): Outcome {
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'invalid' });
-  if (why === 'dead') {
+  if (why === 'gone') {
+    // Debug: an app deleted drops every push of it so.
+    deps.outcomes?.note(push, 'invalid', { code: 'device-gone', reason: 'the device was deleted (pruned once dead, or its app deleted) after the push was queued' });
+    deps.logger.debug({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token }, 'push dropped: its device was deleted since it was queued');
+  } else if (why === 'dead') {
     deps.outcomes?.note(push, 'invalid', { code: 'invalidated', reason: 'the token was invalidated or unregistered after the push was queued' });
     deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token }, 'push dropped: token invalidated since it was queued');
   } else {
