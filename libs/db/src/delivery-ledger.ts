@@ -172,58 +172,73 @@ const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(dev
 
 /**
  * claimStatement for (lowercase, distinct) device pushes, except those whose device is dead now
- * (invalidated or unregistered), which it returns as 'dead', or whose row is gone ('gone': pruned
- * once dead, or its app deleted; sent, it reached whoever holds the token now, a new row), or registered to another user than the push's since it was queued ('reassigned': a push
- * stored for tomorrow would otherwise reach whoever holds the token then; not asked of a push
- * addressed to the device itself, toDevice), or (a push given `recheck`, not delivered already)
- * whose job was cancelled ('cancelled') or whose user has opted out of its category or muted its
- * object since ('opted-out', 'muted': skipReasonSql, for the device's holder now if the push is
- * addressed to the device); none of them is claimed.
- * All parts read one snapshot. The device is found by its primary key
- * (the push's deviceId) and must still hold the push's token (a row's token never changes: a new
- * token is a new row): about a quarter less of PostgreSQL's work for the claim than a lookup by (app,
- * platform, token), which parsed and compared three text arrays a batch. A deviceId that is no
- * devices id (none of Herald's pushes: tests' and benchmarks' own) is not looked up, and not dead. The lookup is a scalar
- * subquery with a limit, which the planner cannot turn into a hash join: a plan made while devices
- * was empty (a new install) scanned the whole table for every batch until the next ANALYZE. A push
- * without `recheck` (one sent soon after it was made: most) reads no job, opt-out or mute. The
- * casts keep the result's types fixed, so a later column type change cannot fail the prepared
- * statement ("cached plan must not change result type").
+ * (invalidated or unregistered: 'dead'), whose row is gone ('gone': pruned once dead, or its app
+ * deleted; sent, it reached whoever holds the token now, a new row), or registered to another user
+ * than the push's since it was queued ('reassigned': a push stored for tomorrow would otherwise
+ * reach whoever holds the token then; not asked of a push addressed to the device itself,
+ * toDevice), or (a push given `recheck`, not delivered already) whose job was cancelled
+ * ('cancelled') or whose user has opted out of its category or muted its object since
+ * ('opted-out', 'muted'); none of them is claimed.
+ * All parts read one snapshot. The device is found by its primary key (the push's deviceId) and
+ * must still hold the push's token (a row's token never changes: a new token is a new row): about
+ * a quarter less of PostgreSQL's work for the claim than a lookup by (app, platform, token), which
+ * parsed and compared three text arrays a batch. A deviceId that is no devices id (none of
+ * Herald's pushes: tests' and benchmarks' own) is not looked up. The lookup is a lateral join by
+ * that key, which the planner cannot turn into a hash join: a plan made while devices was empty (a
+ * new install) scanned the whole table for every batch until the next ANALYZE. A batch without a
+ * push given `recheck` (one sent soon after it was made: most) reads no job, opt-out or mute, in a
+ * statement of its own (recheckedStates). The casts keep the result's types fixed, so a later
+ * column type change cannot fail the prepared statement ("cached plan must not change result type").
  */
 export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string, leaseMs: number) => {
   const ids = pushes.map((p) => p.pushId);
-  const device = sql`from devices d where d.id = i.device_id and d.token = i.token`;
-  const holder = sql`coalesce(case when i.to_device then (select d.user_id ${device} limit 1) end, i.user_id)`;
-  const preferences = skipReasonSql({ userId: holder, app: sql.ref('i.app'), category: sql.ref('i.category'), objectId: sql.ref('i.object_id') }, new Date());
+  const devices = sql`${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[], ${pushes.map((p) => p.userId)}::text[], ${pushes.map((p) => p.toDevice === true)}::boolean[]`;
+  const rechecked = pushes.filter((p) => p.recheck !== undefined);
   return sql<{ push_id: string; state: 'claimed' | 'dead' | 'gone' | 'reassigned' | 'cancelled' | SkipReason }>`
   with dead as (
     select i.push_id, d.state
-    from unnest(
-      ${ids}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[], ${pushes.map((p) => p.userId)}::text[],
-      ${pushes.map((p) => p.toDevice === true)}::boolean[], ${pushes.map((p) => p.recheck?.jobId ?? null)}::text[], ${pushes.map((p) => p.recheck?.app ?? null)}::text[],
-      ${pushes.map((p) => p.recheck?.category ?? null)}::text[], ${pushes.map((p) => p.recheck?.objectId ?? null)}::text[])
-      as i(push_id, device_id, token, user_id, to_device, job_id, app, category, object_id)
+    from unnest(${ids}::uuid[], ${devices}) as i(push_id, device_id, token, user_id, to_device)
     cross join lateral (
-      select coalesce(
-        nullif(coalesce(
-          (select case when d.invalidated_at is not null then 'dead' when not i.to_device and d.user_id is distinct from i.user_id then 'reassigned' else 'live' end
-            ${device} limit 1),
-          -- Gone (pruned once dead, or its app deleted): dead too. Sent, it reached whoever holds the
-          -- token now, a new row (a reinstall gives an APNs token back to another user).
-          case when i.device_id is not null then 'gone' end), 'live'),
-        case when i.job_id is not null and (select l.state from delivery_ledger l where l.push_id = i.push_id limit 1) is distinct from 'done' then
-          case when exists (select 1 from jobs j where j.id = i.job_id and j.cancelled_at is not null) then 'cancelled'
-            when i.category is not null then ${preferences} end
-        end
-      ) as state
-      offset 0
+      -- Gone (pruned once dead, or its app deleted): sent, it reached whoever holds the token now, a
+      -- new row (a reinstall gives an APNs token back, to another user maybe).
+      select case when d.id is null then 'gone' when d.invalidated_at is not null then 'dead' else 'reassigned' end as state
+      from (select 1) one left join devices d on d.id = i.device_id and d.token = i.token
+      where d.id is null or d.invalidated_at is not null or (not i.to_device and d.user_id is distinct from i.user_id)
     ) d
-    where d.state is not null
+    where i.device_id is not null
+    ${rechecked.length === 0 ? sql`` : sql`union all ${recheckedStates(rechecked)}`}
   ), claimed as (${claimInsert(ids, owner, leaseMs, sql`exists (select 1 from dead where dead.push_id = i.push_id)`)})
   select push_id::text as push_id, state::text as state from dead
   union all
   select push_id, 'claimed'::text from claimed`;
 };
+
+/**
+ * The states of pushes given a recheck whose device is live and still theirs (a dead, gone or
+ * reassigned one is that, above): 'cancelled' (its job was), 'opted-out' or 'muted' (skipReasonSql,
+ * of the device's holder now for a push addressed to the device), unless the ledger has it done
+ * already (a copy of a push delivered before). Only pushes that waited get here, and a statement
+ * without any has none of it (another prepared statement).
+ */
+function recheckedStates(pushes: readonly LedgerPush[]) {
+  const preferences = skipReasonSql({ userId: sql`case when r.to_device then d.user_id else r.user_id end`, app: sql.ref('r.app'), category: sql.ref('r.category'), objectId: sql.ref('r.object_id') }, new Date());
+  return sql`
+    select r.push_id, s.state
+    from unnest(
+      ${pushes.map((p) => p.pushId)}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[],
+      ${pushes.map((p) => p.userId)}::text[], ${pushes.map((p) => p.toDevice === true)}::boolean[], ${pushes.map((p) => p.recheck?.jobId ?? null)}::text[],
+      ${pushes.map((p) => p.recheck?.app ?? null)}::text[], ${pushes.map((p) => p.recheck?.category ?? null)}::text[], ${pushes.map((p) => p.recheck?.objectId ?? null)}::text[])
+      as r(push_id, device_id, token, user_id, to_device, job_id, app, category, object_id)
+    left join lateral (select true as live, d.user_id from devices d where d.id = r.device_id and d.token = r.token and d.invalidated_at is null limit 1) d on true
+    cross join lateral (
+      select case when exists (select 1 from jobs j where j.id = r.job_id and j.cancelled_at is not null) then 'cancelled'
+        when r.category is not null then ${preferences} end as state
+      offset 0
+    ) s
+    where s.state is not null
+      and (r.device_id is null or (d.live and (r.to_device or d.user_id is not distinct from r.user_id)))
+      and (select l.state from delivery_ledger l where l.push_id = r.push_id limit 1) is distinct from 'done'`;
+}
 
 /**
  * Marks the (lowercase, distinct) ids done with their outcomes. Every push completed was claimed
