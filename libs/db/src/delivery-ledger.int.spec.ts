@@ -259,6 +259,10 @@ describe('DeliveryLedger', () => {
         [ofLiveJob.pushId, 'claimed'],
       ]),
     );
+    // Two copies of one push in a batch, the one that waited first: its recheck holds for both.
+    const replayed = { ...push(2, 'bob'), recheck: { jobId: 'cancelled-job', app: 'prefs-chat' } };
+    const fresh = { ...replayed, recheck: undefined };
+    expect(await t.db.ledger.claimLive([replayed, fresh], 'pusher-1', LEASE)).toEqual(new Map([[replayed.pushId, 'cancelled']]));
     const claimed = await t.db.kysely.selectFrom('delivery_ledger').select('push_id').where('push_id', 'in', [optedOut.pushId, muted.pushId, heldByAnn.pushId, notAsked.pushId]).execute();
     expect(claimed.map((r) => r.push_id)).toEqual([notAsked.pushId]);
   });

@@ -104,7 +104,14 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): 
       return withOthersRead(db, pushIds, new Map(rows.map((r) => [r.push_id, 'claimed' as const])));
     },
     async claimLive(pushes, owner, leaseMs) {
-      const distinct = [...new Map(pushes.map((p) => [p.pushId.toLowerCase(), p])).entries()].map(([pushId, p]) => ({ ...p, pushId }));
+      // One entry an id; a copy that waited keeps its recheck (a fresh copy beside it must not skip its job's cancel).
+      const byId = new Map<string, LedgerPush>();
+      for (const p of pushes) {
+        const pushId = p.pushId.toLowerCase();
+        const seen = byId.get(pushId);
+        byId.set(pushId, { ...p, pushId, ...(p.recheck === undefined && seen?.recheck !== undefined && { recheck: seen.recheck }) });
+      }
+      const distinct = [...byId.values()];
       if (distinct.length === 0) return new Map();
       const rows = await queryPrepared(db, pool, claimLiveStatement(distinct, owner, leaseMs));
       return withOthersRead(db, pushes.map((p) => p.pushId), new Map(rows.map((r) => [r.push_id, r.state])));
@@ -184,7 +191,7 @@ const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(dev
  * a quarter less of PostgreSQL's work for the claim than a lookup by (app, platform, token), which
  * parsed and compared three text arrays a batch. A deviceId that is no devices id (none of
  * Herald's pushes: tests' and benchmarks' own) is not looked up. The lookup is a lateral join by
- * that key, which the planner cannot turn into a hash join: a plan made while devices was empty (a
+ * that key, kept from being flattened (offset 0), so the planner cannot turn it into a hash join: a plan made while devices was empty (a
  * new install) scanned the whole table for every batch until the next ANALYZE. A batch without a
  * push given `recheck` (one sent soon after it was made: most) reads no job, opt-out or mute, in a
  * statement of its own (recheckedStates). The casts keep the result's types fixed, so a later
@@ -204,6 +211,7 @@ export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string,
       select case when d.id is null then 'gone' when d.invalidated_at is not null then 'dead' else 'reassigned' end as state
       from (select 1) one left join devices d on d.id = i.device_id and d.token = i.token
       where d.id is null or d.invalidated_at is not null or (not i.to_device and d.user_id is distinct from i.user_id)
+      offset 0
     ) d
     where i.device_id is not null
     ${rechecked.length === 0 ? sql`` : sql`union all ${recheckedStates(rechecked)}`}
@@ -221,7 +229,7 @@ export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string,
  * without any has none of it (another prepared statement).
  */
 function recheckedStates(pushes: readonly LedgerPush[]) {
-  const preferences = skipReasonSql({ userId: sql`case when r.to_device then d.user_id else r.user_id end`, app: sql.ref('r.app'), category: sql.ref('r.category'), objectId: sql.ref('r.object_id') }, new Date());
+  const preferences = skipReasonSql({ userId: sql`coalesce(case when r.to_device then d.user_id end, r.user_id)`, app: sql.ref('r.app'), category: sql.ref('r.category'), objectId: sql.ref('r.object_id') }, new Date());
   return sql`
     select r.push_id, s.state
     from unnest(
