@@ -157,10 +157,12 @@ export const JobPush = z.object({
 export type JobPush = z.infer<typeof JobPush>;
 
 export const MAX_JOB_PUSHES_PAGE = 1000;
+/** The page GET /v1/jobs/:id/pushes (and `herald job pushes`) lists without a limit. */
+export const DEFAULT_JOB_PUSHES_PAGE = 100;
 
 /** GET /v1/jobs/:id/pushes?limit=&after= — keyset paging in pushId order. */
 export const JobPushesQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(MAX_JOB_PUSHES_PAGE).default(100),
+  limit: z.coerce.number().int().min(1).max(MAX_JOB_PUSHES_PAGE).default(DEFAULT_JOB_PUSHES_PAGE),
   /** The `next` of the previous page. */
   after: z.uuid().optional(),
 });

@@ -259,6 +259,10 @@ describe('DeliveryLedger', () => {
         [ofLiveJob.pushId, 'claimed'],
       ]),
     );
+    // Another pusher's copy being sent: that copy decides (in flight here), not counted cancelled twice.
+    const beingSent = { ...push(2, 'bob'), recheck: { jobId: 'cancelled-job', app: 'prefs-chat' } };
+    await other.ledger.claim([beingSent.pushId], 'pusher-2', LEASE);
+    expect(await t.db.ledger.claimLive([beingSent], 'pusher-1', LEASE)).toEqual(new Map([[beingSent.pushId, 'in-flight']]));
     // Two copies of one push in a batch, the one that waited first: its recheck holds for both.
     const replayed = { ...push(2, 'bob'), recheck: { jobId: 'cancelled-job', app: 'prefs-chat' } };
     const fresh = { ...replayed, recheck: undefined };

@@ -5,7 +5,7 @@ import type { HeraldTables } from './tables.ts';
 import { queryPrepared } from './prepared.ts';
 import { upsertOutcomesStatement, type PushOutcomeEntry } from './push-outcomes.ts';
 import { pruneLedger, pruneLedgerExclusively } from './ledger-prune.ts';
-import { skipReasonSql, type SkipReason } from './device-targets.ts';
+import { cancelledOrSkippedSql, type SkipReason } from './device-targets.ts';
 
 /**
  * 'claimed': the caller may send now. 'done': already sent, ack without sending.
@@ -58,8 +58,10 @@ export interface DeliveryLedger {
   /** Claim many pushIds in one statement (and one read of the state of those already in the ledger, if any); a 'sending' claim older than leaseMs is taken over. */
   claim(pushIds: readonly string[], owner: string, leaseMs: number): Promise<Map<string, ClaimResult>>;
   /**
-   * claim() for device pushes, in the same statement leaving out (as 'dead') those whose device is
-   * dead now: a pusher's batch makes one round trip to the database before it sends, not two.
+   * claim() for device pushes, in the same statement leaving out those whose device is dead, gone or
+   * another user's now, and those given a recheck whose job was cancelled or whose user opted out
+   * or muted since (LiveClaimResult): a pusher's batch makes one round trip to the database before
+   * it sends, not two.
    */
   claimLive(pushes: readonly LedgerPush[], owner: string, leaseMs: number): Promise<Map<string, LiveClaimResult>>;
   /** Mark pushes done with their outcome (e.g. 'delivered', 'invalid-token'), and record the job-status outcomes given with them; one statement. */
@@ -91,7 +93,8 @@ export interface DeliveryLedger {
  * keeps the plan it was first given, so none of them reads the ledger by a join whose plan depends
  * on its size: a plan made while the ledger was empty (a new schema) scanned the whole table for
  * every batch until the next ANALYZE. Each writes the ledger by an insert whose conflicts the
- * primary key finds; claimLive also joins devices, by its primary key (claimLiveStatement).
+ * primary key finds; claimLive also joins devices by its primary key, and for pushes given a
+ * recheck reads jobs, opt_outs and mutes by theirs (claimLiveStatement).
  */
 export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): DeliveryLedger {
   return {
@@ -192,9 +195,9 @@ const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(dev
  * parsed and compared three text arrays a batch. A deviceId that is no devices id (none of
  * Herald's pushes: tests' and benchmarks' own) is not looked up. The lookup is a lateral join by
  * that key, kept from being flattened (offset 0), so the planner cannot turn it into a hash join: a plan made while devices was empty (a
- * new install) scanned the whole table for every batch until the next ANALYZE. A batch without a
- * push given `recheck` (one sent soon after it was made: most) reads no job, opt-out or mute, in a
- * statement of its own (recheckedStates). The casts keep the result's types fixed, so a later
+ * new install) scanned the whole table for every batch until the next ANALYZE. Only pushes given
+ * `recheck` read their job, opt-outs and mutes (recheckedStates), and a batch without any (pushes
+ * sent soon after they were made: most) runs without that branch. The casts keep the result's types fixed, so a later
  * column type change cannot fail the prepared statement ("cached plan must not change result type").
  */
 export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string, leaseMs: number) => {
@@ -214,7 +217,7 @@ export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string,
       offset 0
     ) d
     where i.device_id is not null
-    ${rechecked.length === 0 ? sql`` : sql`union all ${recheckedStates(rechecked)}`}
+    ${rechecked.length === 0 ? sql`` : sql`union all ${recheckedStates(rechecked, leaseMs)}`}
   ), claimed as (${claimInsert(ids, owner, leaseMs, sql`exists (select 1 from dead where dead.push_id = i.push_id)`)})
   select push_id::text as push_id, state::text as state from dead
   union all
@@ -223,13 +226,14 @@ export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string,
 
 /**
  * The states of pushes given a recheck whose device is live and still theirs (a dead, gone or
- * reassigned one is that, above): 'cancelled' (its job was), 'opted-out' or 'muted' (skipReasonSql,
- * of the device's holder now for a push addressed to the device), unless the ledger has it done
- * already (a copy of a push delivered before). Only pushes that waited get here, and a statement
- * without any has none of it (another prepared statement).
+ * reassigned one is that, above): 'cancelled' (its job was), 'opted-out' or 'muted'
+ * (cancelledOrSkippedSql, of the device's holder now for a push addressed to the device), unless
+ * the ledger has it done already or another pusher's live claim (a copy delivered before, or being
+ * sent: that copy decides). Only pushes that waited get here; a batch without any runs the
+ * statement without this branch (another prepared statement).
  */
-function recheckedStates(pushes: readonly LedgerPush[]) {
-  const preferences = skipReasonSql({ userId: sql`coalesce(case when r.to_device then d.user_id end, r.user_id)`, app: sql.ref('r.app'), category: sql.ref('r.category'), objectId: sql.ref('r.object_id') }, new Date());
+function recheckedStates(pushes: readonly LedgerPush[], leaseMs: number) {
+  const on = { jobId: sql.ref('r.job_id'), userId: sql`coalesce(case when r.to_device then d.user_id end, r.user_id)`, app: sql.ref('r.app'), category: sql.ref('r.category'), objectId: sql.ref('r.object_id') };
   return sql`
     select r.push_id, s.state
     from unnest(
@@ -238,14 +242,13 @@ function recheckedStates(pushes: readonly LedgerPush[]) {
       ${pushes.map((p) => p.recheck?.app ?? null)}::text[], ${pushes.map((p) => p.recheck?.category ?? null)}::text[], ${pushes.map((p) => p.recheck?.objectId ?? null)}::text[])
       as r(push_id, device_id, token, user_id, to_device, job_id, app, category, object_id)
     left join lateral (select true as live, d.user_id from devices d where d.id = r.device_id and d.token = r.token and d.invalidated_at is null limit 1) d on true
-    cross join lateral (
-      select case when exists (select 1 from jobs j where j.id = r.job_id and j.cancelled_at is not null) then 'cancelled'
-        when r.category is not null then ${preferences} end as state
-      offset 0
-    ) s
+    cross join lateral (select ${cancelledOrSkippedSql(on, new Date())} as state offset 0) s
     where s.state is not null
       and (r.device_id is null or (d.live and (r.to_device or d.user_id is not distinct from r.user_id)))
-      and (select l.state from delivery_ledger l where l.push_id = r.push_id limit 1) is distinct from 'done'`;
+      -- Delivered already, or another pusher's copy being sent: that copy decides ('done', 'in-flight').
+      -- (A scalar subquery with a limit: probed by the key, where a NOT EXISTS was planned as a scan of the ledger.)
+      and not coalesce((select l.state = 'done' or l.claimed_at >= now() - make_interval(secs => ${leaseMs / 1000})
+        from delivery_ledger l where l.push_id = r.push_id limit 1), false)`;
 }
 
 /**

@@ -183,6 +183,22 @@ export function skipReasonSql(
       end`;
 }
 
+/**
+ * Why a push made earlier gets none now (SQL, 'cancelled', 'opted-out', 'muted' or NULL): its job
+ * was cancelled, or (a push with a category) skipReasonSql. Shared by the scheduled release and the
+ * pushers' claim of a push that waited.
+ */
+export function cancelledOrSkippedSql(
+  /** Each a column reference or a value, as for skipReasonSql, and the job's id. */
+  on: { jobId: unknown; userId: unknown; app: unknown; category: unknown; objectId: unknown },
+  now: Date,
+): RawBuilder<'cancelled' | SkipReason | null> {
+  return sql<'cancelled' | SkipReason | null>`case
+        when exists (select 1 from jobs j where j.id = ${on.jobId} and j.cancelled_at is not null) then 'cancelled'
+        when ${on.category}::text is not null then ${skipReasonSql(on, now)}
+      end`;
+}
+
 /** Requests and users travel as arrays (unnest), so the statement's size never depends on them. */
 async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date, pool: pg.Pool | undefined): Promise<TargetRow[]> {
   const query = sql<TargetRow>`

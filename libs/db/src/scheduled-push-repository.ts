@@ -4,7 +4,7 @@ import type { HeraldTables } from './tables.ts';
 import { scheduleChannel } from './schedule-channel.ts';
 import { listenForSchedules, type ScheduleListener, type ScheduleListenerOptions } from './schedule-listener.ts';
 import { CANCELLED_BEFORE_SENT, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
-import { skipReasonSql, type SkipReason } from './device-targets.ts';
+import { cancelledOrSkippedSql, type SkipReason } from './device-targets.ts';
 
 export interface ScheduledPushInput {
   dueAt: Date;
@@ -232,9 +232,7 @@ async function withDueBatch(
         order by due_at limit ${limit} for update skip locked))
       returning (extract(epoch from due_at) * 1000)::float8 as due_ms, push_id, job_id,
         (extract(epoch from expires_at) * 1000)::float8 as expires_ms, trace, payload::text as payload,
-        case when exists (select 1 from jobs j where j.id = scheduled_pushes.job_id and j.cancelled_at is not null) then 'cancelled'
-          when category is not null then ${skipReasonSql(storedPreferences, now)}
-        end as skip`.execute(trx);
+        ${cancelledOrSkippedSql(storedPreferences, now)} as skip`.execute(trx);
     if (claimed.length === 0) return 0;
     for (const r of claimed) if (r.skip !== null) skipped[r.skip] = (skipped[r.skip] ?? 0) + 1;
     const rows = claimed.filter((r) => r.skip === null);
@@ -273,6 +271,7 @@ const storedPreferences = {
   app: sql`scheduled_pushes.payload->>'app'`,
   category: sql.ref('scheduled_pushes.category'),
   objectId: sql.ref('scheduled_pushes.object_id'),
+  jobId: sql.ref('scheduled_pushes.job_id'),
 };
 
 type Skip = 'cancelled' | SkipReason;

@@ -3,6 +3,7 @@ import { bool, commonConfig, int, intList, pushPackConfig, str, type VarSpec } f
 import { caPemProblem, hostProblem, parseProxyUrl, portProblem } from '@herald/contracts';
 import { appDeliveryConfig } from './app-delivery.ts';
 import type { CaFile } from './provider-connection.ts';
+import { DEFAULT_PREFERENCES_RECHECK_MS } from './pusher.ts';
 
 /** An optional variable (unset or empty: undefined) whose value `check` turns into T or refuses with a sentence. */
 const optional = <T>(description: string, check: (raw: string) => T, secret = false): VarSpec<T | undefined> => ({
@@ -110,8 +111,8 @@ export const pusherConfig = {
   PUSHER_PREFETCH: devicePrefetch,
   ...pushPackConfig,
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
-  PREFERENCES_RECHECK_AFTER_MS: int("A push whose user's opt-outs and mutes were read longer ago than this (when the demuxer made it, or it fell due) has them asked again before it is sent: one replayed from a parked queue, or held back by its app's budget or a pause (0: every push)", {
-    default: '10000',
+  PREFERENCES_RECHECK_AFTER_MS: int("A push whose user's opt-outs and mutes were read longer ago than this (when the demuxer made it, or it fell due) has them, and its job's cancel, asked again before it is sent: one replayed from a parked queue, or held back by its app's budget or a pause (0: every push)", {
+    default: String(DEFAULT_PREFERENCES_RECHECK_MS),
     min: 0,
   }),
   ...appDeliveryConfig,

@@ -63,8 +63,9 @@ export interface PusherDeps {
   leaseMs: number;
   /**
    * A push whose user's opt-outs and mutes were read longer ago than this (toClaim) has them, and its
-   * job's cancellation, asked again in its claim (PREFERENCES_RECHECK_AFTER_MS; unset: 10 s). Others
-   * were read moments ago, and their claim reads no job, opt-out or mute.
+   * job's cancellation, asked again in its claim (PREFERENCES_RECHECK_AFTER_MS, whose default this
+   * also is unset: specs and benchmarks). Others were read moments ago, and their claim reads no
+   * job, opt-out or mute.
    */
   preferencesRecheckMs?: number;
   /**
@@ -139,16 +140,9 @@ export function createPusherHandler(deps: PusherDeps) {
       }
       inBatch.add(r.push.pushId);
       const state = claims.get(r.push.pushId);
-      if (state === 'dead' || state === 'gone' || state === 'reassigned') {
-        outcomes[r.index] = droppedDead(r.push, state, deps);
-        return false;
-      }
-      if (state === 'opted-out' || state === 'muted') {
-        outcomes[r.index] = droppedUnwanted(r.push, state, deps);
-        return false;
-      }
-      if (state === 'cancelled') {
-        outcomes[r.index] = droppedCancelled(r.push, deps);
+      const dropped = state === undefined ? undefined : droppedBy(r.push, state, deps);
+      if (dropped !== undefined) {
+        outcomes[r.index] = dropped;
         return false;
       }
       if (state === 'claimed') return true;
@@ -170,7 +164,8 @@ export function createPusherHandler(deps: PusherDeps) {
   };
 }
 
-const DEFAULT_PREFERENCES_RECHECK_MS = 10_000;
+/** PREFERENCES_RECHECK_AFTER_MS's default (pusher-config.ts takes it from here). */
+export const DEFAULT_PREFERENCES_RECHECK_MS = 10_000;
 
 /**
  * A push as its claim takes it: asked again whether its job was cancelled and (given its job's
@@ -464,6 +459,25 @@ function droppedCancelled(push: DevicePush, deps: PusherDeps, note = true): Outc
   trace(deps, push, 'dropped: its job was cancelled');
   if (note) deps.outcomes?.note(push, 'cancelled', CANCELLED);
   return ack;
+}
+
+/** A push its claim refused (its device, its job or its user no longer has it sent): dropped, acked; undefined for any other state. */
+function droppedBy(push: DevicePush, state: LiveClaimResult, deps: PusherDeps): Outcome | undefined {
+  switch (state) {
+    case 'dead':
+    case 'gone':
+    case 'reassigned':
+      return droppedDead(push, state, deps);
+    case 'opted-out':
+    case 'muted':
+      return droppedUnwanted(push, state, deps);
+    case 'cancelled':
+      return droppedCancelled(push, deps);
+    case 'claimed':
+    case 'done':
+    case 'in-flight':
+      return undefined;
+  }
 }
 
 /** Not sent: the device died (invalidated or unregistered, or its row deleted), or went to another user, after the push was queued; acked, counted `invalid`. */

@@ -194,9 +194,11 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     const accepted = new Date('2025-06-01T12:00:00Z');
     const dated = { localTime: '09:00', date: '2025-06-02' };
     expect(jobNotices({ ttl: 86_400, content, deliverAt: dated }, accepted)).toEqual([
-      'the job expires at 2025-06-02T12:00:00.000Z (ttl, which counts from acceptance), before 09:00 on 2025-06-02 in the westernmost zones (UTC−12, 2025-06-02T21:00:00.000Z): devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give an expiresAt at or after 2025-06-02T21:00:00.000Z',
+      'the job expires at 2025-06-02T12:00:00.000Z (ttl, which counts from acceptance), before 09:00 on 2025-06-02 in the westernmost zones (UTC−12, 2025-06-02T21:00:00.000Z): devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give an expiresAt after 2025-06-02T21:00:00.000Z',
     ]);
-    expect(jobNotices({ expiresAt: '2025-06-02T21:00:00Z', content, deliverAt: dated }, accepted)).toEqual([]);
+    // Due at its expiry is dropped: 21:00 exactly still misses UTC−12; a second later reaches it.
+    expect(jobNotices({ expiresAt: '2025-06-02T21:00:00Z', content, deliverAt: dated }, accepted)).toEqual([expect.stringMatching(/^the job expires at 2025-06-02T21:00:00\.000Z \(expiresAt\)/) as unknown]);
+    expect(jobNotices({ expiresAt: '2025-06-02T21:00:01Z', content, deliverAt: dated }, accepted)).toEqual([]);
     expect(jobNotices({ content, deliverAt: dated }, accepted)).toEqual([]);
   });
 });

@@ -177,7 +177,8 @@ function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content
   if (d === undefined || 'at' in d) return undefined;
   const expiry = jobExpiry(job, acceptedAt);
   const latest = d.date === undefined ? acceptedAt.getTime() + DAY_MS : Date.parse(`${d.date}T${d.localTime}:00-12:00`);
-  if (expiry === undefined || expiry.getTime() >= latest) return undefined;
+  // A push due at its expiry is dropped (schedule-split.ts): on a date, the expiry must come after the last zone's time.
+  if (expiry === undefined || (d.date === undefined ? expiry.getTime() >= latest : expiry.getTime() > latest)) return undefined;
   const at = expiry.getTime();
   const by =
     job.expiresAt !== undefined && Date.parse(job.expiresAt) === at
@@ -189,7 +190,7 @@ function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content
     d.date === undefined
       ? 'less than a day after it was accepted (a local time without a date falls within the next day)'
       : `before ${d.localTime} on ${d.date} in the westernmost zones (UTC−12, ${new Date(latest).toISOString()})`;
-  const fix = d.date === undefined ? 'a ttl of at least 25 hours or an expiresAt 25 hours ahead (the day the clocks go back lasts 25)' : `an expiresAt at or after ${new Date(latest).toISOString()}`;
+  const fix = d.date === undefined ? 'a ttl of at least 25 hours or an expiresAt 25 hours ahead (the day the clocks go back lasts 25)' : `an expiresAt after ${new Date(latest).toISOString()}`;
   return `the job expires at ${expiry.toISOString()} (${by}), ${advice}: devices whose local ${d.localTime} comes after that get nothing (recorded as expired); for every device, give ${fix}`;
 }
 

@@ -1,4 +1,4 @@
-import { JobPushesQuery, MAX_JOB_PUSHES_PAGE, type JobPushList, type JobStatus } from '@herald/contracts';
+import { DEFAULT_JOB_PUSHES_PAGE, JobPushesQuery, MAX_JOB_PUSHES_PAGE, isJobId, type JobPushList, type JobStatus } from '@herald/contracts';
 import { cancelJobFully, toJobPushList, toJobStatus, type JobCancellation } from '@herald/db';
 import type { Command } from 'commander';
 import { auditedCli } from './cli-audit.ts';
@@ -20,9 +20,6 @@ export function describeJobStatus(s: JobStatus): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The page `herald job pushes` lists without --limit (as GET /v1/jobs/:id/pushes). */
-const DEFAULT_PUSHES_PAGE = 100;
-
 /**
  * `herald job pushes <id>`: one line a device push, what became of it and why (the same as GET
  * /v1/jobs/:id/pushes, which needs a team's key), and how to ask for the next page.
@@ -36,7 +33,7 @@ export function describeJobPushes(jobId: string, list: JobPushList, page: { limi
     return `${p.pushId}  ${device}  ${p.outcome}${why === '' ? '' : ` (${why})`}${id}  ${when}`;
   });
   if (lines.length === 0) lines.push(page.after === undefined ? `job ${jobId}: no device push recorded (yet)` : `job ${jobId}: no more pushes after ${page.after}`);
-  if (list.next !== null) lines.push(`more: herald job pushes ${jobId} --after ${list.next}${page.limit === DEFAULT_PUSHES_PAGE ? '' : ` --limit ${page.limit}`}`);
+  if (list.next !== null) lines.push(`more: herald job pushes ${jobId} --after ${list.next}${page.limit === DEFAULT_JOB_PUSHES_PAGE ? '' : ` --limit ${page.limit}`}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -65,7 +62,7 @@ export function registerJobCommands(program: Command): void {
     .argument('<idOrAction>', 'a job id, or "pushes" or "cancel"')
     .argument('[id]', 'with pushes or cancel: the job id')
     .option('--json', 'print JSON')
-    .option('--limit <n>', `with pushes: at most this many (up to ${MAX_JOB_PUSHES_PAGE})`, String(DEFAULT_PUSHES_PAGE))
+    .option('--limit <n>', `with pushes: at most this many (up to ${MAX_JOB_PUSHES_PAGE})`, String(DEFAULT_JOB_PUSHES_PAGE))
     .option('--after <pushId>', "with pushes: the page after this push id (the last one's printed)")
     .action(async (first: string, second: string | undefined, o: { json?: boolean; limit: string; after?: string }) => {
       if (first === 'cancel' && second !== undefined) {
@@ -100,7 +97,8 @@ async function listJobPushes(jobId: string, o: { json?: boolean; limit: string; 
   }
   const { limit, after } = page.data;
   // The job looked up, not its status (which counts every push of it), as the API does.
-  const found = await withDatabase(async (db) => ((await db.jobs.get(jobId)) === undefined ? undefined : db.jobs.pushes(jobId, { limit, ...(after !== undefined && { after }) })));
+  // An id no job could have names none (as the API answers it), not a database error.
+  const found = isJobId(jobId) ? await withDatabase(async (db) => ((await db.jobs.get(jobId)) === undefined ? undefined : db.jobs.pushes(jobId, { limit, ...(after !== undefined && { after }) }))) : undefined;
   if (found === undefined) {
     process.stderr.write(`no job "${jobId}"\n`);
     process.exitCode = 1;
