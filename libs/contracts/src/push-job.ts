@@ -143,6 +143,17 @@ export function acceptedAtOf(job: Pick<PushJob, 'acceptedAt'>, now: Date): Date 
 
 /** The easternmost UTC offset (Kiribati, +14:00): a local date and time comes no earlier than this far ahead of UTC. */
 const EASTERNMOST_OFFSET_MS = 14 * 3_600_000;
+/** The westernmost UTC offset (−12:00): a local date and time comes no later than this far behind UTC. */
+const WESTERNMOST_OFFSET_MS = -12 * 3_600_000;
+
+/**
+ * When a local time on a date falls, in epoch ms: first in the easternmost zone, last in the
+ * westernmost, 26 hours apart (the jitter window's start; it is cut short before an expiry).
+ */
+export function localTimeBounds(d: { localTime: string; date: string }): { earliest: number; latest: number } {
+  const asUtc = Date.parse(`${d.date}T${d.localTime}:00Z`);
+  return { earliest: asUtc - EASTERNMOST_OFFSET_MS, latest: asUtc - WESTERNMOST_OFFSET_MS };
+}
 
 /**
  * Why a scheduled job would expire before any of its pushes falls due (so nothing at all would be
@@ -156,7 +167,7 @@ const EASTERNMOST_OFFSET_MS = 14 * 3_600_000;
 export function expiresBeforeDue(job: PushJob, acceptedAt: Date): { path: 'ttl' | 'expiresAt'; message: string } | undefined {
   const d = job.deliverAt;
   if (d === undefined) return undefined;
-  const earliest = 'at' in d ? Date.parse(d.at) : d.date === undefined ? undefined : Date.parse(`${d.date}T${d.localTime}:00Z`) - EASTERNMOST_OFFSET_MS;
+  const earliest = 'at' in d ? Date.parse(d.at) : d.date === undefined ? undefined : localTimeBounds({ localTime: d.localTime, date: d.date }).earliest;
   const expiry = jobExpiry(job, acceptedAt);
   if (earliest === undefined || expiry === undefined || expiry.getTime() > earliest) return undefined;
   const byExpiresAt = job.expiresAt !== undefined && Date.parse(job.expiresAt) === expiry.getTime();

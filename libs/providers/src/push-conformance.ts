@@ -1,4 +1,4 @@
-import { derivePushId, effectivePushType, isNowOrNever, jobExpiry, type DevicePush, type Platform, type PushJob } from '@herald/contracts';
+import { derivePushId, effectivePushType, isNowOrNever, jobExpiry, localTimeBounds, type DevicePush, type Platform, type PushJob } from '@herald/contracts';
 import { apnsRequestParts } from './apns-notification.ts';
 import { apnsRequestProblem, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
 import { buildFcmMessage } from './fcm-message.ts';
@@ -176,7 +176,7 @@ function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content
   const d = job.deliverAt;
   if (d === undefined || 'at' in d) return undefined;
   const expiry = jobExpiry(job, acceptedAt);
-  const latest = d.date === undefined ? acceptedAt.getTime() + DAY_MS : Date.parse(`${d.date}T${d.localTime}:00-12:00`);
+  const latest = d.date === undefined ? acceptedAt.getTime() + DAY_MS : localTimeBounds({ localTime: d.localTime, date: d.date }).latest;
   // A push due at its expiry is dropped (schedule-split.ts): on a date, the expiry must come after the last zone's time.
   if (expiry === undefined || (d.date === undefined ? expiry.getTime() >= latest : expiry.getTime() > latest)) return undefined;
   const at = expiry.getTime();
@@ -196,6 +196,6 @@ function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content
 
 function earliestSend(deliverAt: PushJob['deliverAt'], acceptedAt: Date): number {
   if (deliverAt === undefined) return acceptedAt.getTime();
-  const due = 'at' in deliverAt ? Date.parse(deliverAt.at) : deliverAt.date === undefined ? Number.NaN : Date.parse(`${deliverAt.date}T${deliverAt.localTime}:00+14:00`);
+  const due = 'at' in deliverAt ? Date.parse(deliverAt.at) : deliverAt.date === undefined ? Number.NaN : localTimeBounds({ localTime: deliverAt.localTime, date: deliverAt.date }).earliest;
   return Number.isNaN(due) ? acceptedAt.getTime() : Math.max(acceptedAt.getTime(), due);
 }
