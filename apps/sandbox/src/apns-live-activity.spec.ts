@@ -51,7 +51,7 @@ describe('checkLiveActivityAps', () => {
   it("notes a sound beside the alert instead of in it: a Live Activity's alert carries its sound", () => {
     const update = { event: 'update', timestamp: T, 'content-state': {} };
     expect(checkLiveActivityAps({ ...update, alert: { title: 'Goal' }, sound: 'goal.caf' }).warnings).toEqual([
-      "a Live Activity's sound goes in aps.alert (with its title and body); aps.sound is not played",
+      "a Live Activity's sound goes in aps.alert, with its title and body (Apple's ActivityKit payload), not in aps.sound",
     ]);
     expect(checkLiveActivityAps({ ...update, alert: { title: 'Goal', sound: 'goal.caf' } }).warnings).toEqual([]);
   });

@@ -25,7 +25,7 @@ function contentProblems(aps: Json, event: string | undefined): string[] {
  * `alert` (Apple's start payload carries one; without it APNs answers 200 and the device starts
  * nothing); `dismissal-date` and `stale-date` are UNIX seconds. The alert of a start or update is a
  * dictionary of `title`, `body` and `sound` (Apple's example: `"sound": "chime.aiff"`; ActivityKit's
- * AlertConfiguration(title:body:sound:)): a sound is played from there, not from `aps.sound`. Apple's response table lists no
+ * AlertConfiguration(title:body:sound:)): Apple's Live Activity payload has no `aps.sound`. Apple's response table lists no
  * reason for a malformed Live Activity body, so APNs' answer is not documented: the sandbox accepts
  * it (200) and says in its warnings which rule it breaks.
  */
@@ -42,6 +42,6 @@ export function checkLiveActivityAps(aps: Json): ApsVerdict {
   if (aps['dismissal-date'] !== undefined && event !== undefined && event !== 'end') warnings.push('aps.dismissal-date only applies to an end event');
   // As APNs answers it; the device is what drops it.
   if (event === 'start' && aps['alert'] === undefined) warnings.push('a Live Activity start without aps.alert: the device starts no activity');
-  if (aps['sound'] !== undefined) warnings.push("a Live Activity's sound goes in aps.alert (with its title and body); aps.sound is not played");
+  if (aps['sound'] !== undefined) warnings.push("a Live Activity's sound goes in aps.alert, with its title and body (Apple's ActivityKit payload), not in aps.sound");
   return { warnings };
 }

@@ -16,8 +16,8 @@ export interface ApnsRequestParts {
 }
 
 /**
- * What merges an alert with others on the screen (apns-collapse-id, Android's notification tag):
- * the job's collapse key, else the push's own id. With its own id, a push sent again after its
+ * An APNs alert's apns-collapse-id (directly and through FCM): the job's collapse key, else the
+ * push's own id. With its own id, a push sent again after its
  * first attempt got no answer (a timeout, a lost connection: the provider may have delivered it)
  * replaces itself instead of showing twice (Apple: notifications with the same collapse identifier
  * "are displayed to the user as a single notification"), and distinct pushes never merge. Only an

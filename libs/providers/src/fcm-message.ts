@@ -106,12 +106,13 @@ function androidOf(push: DevicePush, now: Date, type: PushType, text: AndroidTex
  */
 function apnsOf(push: DevicePush, now: Date, type: PushType): FcmMessage['apns'] {
   const background = type === 'background';
+  const pushType = background ? 'background' : 'alert';
   const headers: Record<string, string> = {
     'apns-priority': background || push.priority === 'normal' ? '5' : '10',
-    'apns-push-type': background ? 'background' : 'alert',
+    'apns-push-type': pushType,
     'apns-expiration': String(expirationOf(push, now)),
   };
-  put(headers, 'apns-collapse-id', collapseIdOf(push, headers['apns-push-type'] ?? 'alert'));
+  put(headers, 'apns-collapse-id', collapseIdOf(push, pushType));
   return { headers, payload: { aps: apsOf(push.content, pushAsOf(push), type) } };
 }
 
