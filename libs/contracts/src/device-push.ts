@@ -11,6 +11,11 @@ import { storable } from './storable-text.ts';
 
 export const PlatformSchema = z.enum(Platforms);
 
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Text PostgreSQL reads as a uuid (any version: checking a push id read leniently, not validating one). */
+export const isUuidText = (text: string): boolean => UUID_TEXT.test(text);
+
 /** One push to one device, as the Demuxer emits it to `push.<platform>.send`. */
 export const DevicePush = z
   .strictObject({

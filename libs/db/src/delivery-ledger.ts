@@ -1,6 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type pg from 'pg';
-import { storableCopy } from '@herald/contracts';
+import { isUuidText, storableCopy } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { queryPrepared } from './prepared.ts';
 import { upsertOutcomesStatement, type PushOutcomeEntry } from './push-outcomes.ts';
@@ -66,6 +66,8 @@ export interface DeliveryLedger {
   claimLive(pushes: readonly LedgerPush[], owner: string, leaseMs: number): Promise<Map<string, LiveClaimResult>>;
   /** Mark pushes done with their outcome (e.g. 'delivered', 'invalid-token'), and record the job-status outcomes given with them; one statement. */
   complete(entries: readonly LedgerCompletion[]): Promise<void>;
+  /** Which of `pushIds` the ledger holds as done (sent, or settled for good), lowercase; ids that are not UUIDs are none of them. */
+  doneOf(pushIds: readonly string[]): Promise<Set<string>>;
   /** Drop this owner's 'sending' claims (the send failed and will be retried). */
   release(pushIds: readonly string[], owner: string): Promise<void>;
   /**
@@ -123,6 +125,13 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): 
       if (entries.length === 0) return;
       const last = new Map(entries.map((e) => [e.pushId.toLowerCase(), e.outcome]));
       await queryPrepared(db, pool, completeStatement(last, entries.flatMap((e) => (e.status === undefined ? [] : [e.status]))));
+    },
+    async doneOf(pushIds) {
+      const ids = [...new Set(pushIds.map((id) => id.toLowerCase()).filter(isUuidText))];
+      if (ids.length === 0) return new Set();
+      const { rows } = await sql<{ push_id: string }>`
+        select push_id::text as push_id from delivery_ledger where push_id = any(${ids}::uuid[]) and state = 'done'`.execute(db);
+      return new Set(rows.map((r) => r.push_id));
     },
     async renew(pushIds, owner) {
       if (pushIds.length === 0) return 0;

@@ -1,6 +1,6 @@
-import { AppId, isJobId, jsonObjectOf, Platforms, type Platform } from '@herald/contracts';
-import type { PushOutcomeEntry } from '@herald/db';
-import type { ParkedNotice } from '@herald/messaging';
+import { AppId, isJobId, isUuidText, jsonObjectOf, Platforms, type Platform } from '@herald/contracts';
+import type { DeliveryLedger, PushOutcomeEntry } from '@herald/db';
+import type { InboundMessage, ParkedNotice } from '@herald/messaging';
 import type { JobOutcomeRecorder } from './job-outcomes.ts';
 import type { PusherMetrics } from './pusher-metrics.ts';
 
@@ -9,7 +9,6 @@ export const PROVIDER_REJECTED = 'provider-rejected';
 
 /** A devices row id, as DevicePush.deviceId carries it. */
 const DEVICE_ROW_ID = /^[0-9]{1,19}$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** What a parked message carried, read leniently (parkedPushOf), and the app it names if that is an app id. */
 type ParkedPush = Pick<PushOutcomeEntry, 'pushId' | 'jobId' | 'platform' | 'deviceId'> & { app?: string };
@@ -23,7 +22,7 @@ export function parkedPushOf(body: Buffer): ParkedPush | undefined {
   if (value === undefined) return undefined;
   const { pushId, jobId, platform, deviceId, app } = value;
   // Only what PostgreSQL can store: a NUL byte or an over-long id in the outcome refused every flush of the pusher's job status.
-  if (typeof pushId !== 'string' || !UUID.test(pushId) || typeof jobId !== 'string' || !isJobId(jobId)) return undefined;
+  if (typeof pushId !== 'string' || !isUuidText(pushId) || typeof jobId !== 'string' || !isJobId(jobId)) return undefined;
   return {
     pushId,
     jobId,
@@ -56,5 +55,18 @@ export function onPushParked(platform: Platform, metrics: PusherMetrics, recorde
     if (recorder === undefined) return;
     recorder.noteEntry({ ...entry, outcome, code, reason });
     await recorder.flush();
+  };
+}
+
+/**
+ * The send queues' alreadyDone: a push over the delivery limit that the ledger holds as done (a
+ * part of a packed message sent before a sibling kept failing) is acked, not parked: parked, it
+ * would count as parked and go again if replayed once its ledger entry was pruned.
+ */
+export function pushesAlreadyDone(ledger: Pick<DeliveryLedger, 'doneOf'>): (messages: readonly InboundMessage[]) => Promise<boolean[]> {
+  return async (messages) => {
+    const ids = messages.map((m) => parkedPushOf(m.body)?.pushId.toLowerCase());
+    const done = await ledger.doneOf(ids.filter((id) => id !== undefined));
+    return ids.map((id) => id !== undefined && done.has(id));
   };
 }

@@ -11,7 +11,7 @@ import { createPusherMetrics } from './pusher-metrics.ts';
 import { createPusherLimiter, type RateLimitSettings } from './pusher-limiter.ts';
 import { checkLedgerRetention, startLedgerPruner } from './ledger-pruner.ts';
 import { createAppDelivery, type AppDeliverySettings } from './app-delivery.ts';
-import { onPushParked } from './park-outcomes.ts';
+import { onPushParked, pushesAlreadyDone } from './park-outcomes.ts';
 import type { PusherParts } from './in-process-descheduler.ts';
 import { CancelledJobs } from './cancelled-jobs.ts';
 
@@ -124,6 +124,8 @@ export async function runPusher(
       deferOn: deferWhileDatabaseUnavailable,
       // Every park (the handler's, a retry that ran out, the delivery limit) counted, and in its job's status.
       onParked: onPushParked(platform, metrics, perApp.outcomes),
+      // A packed message's parts sent before a sibling kept failing are acked at the delivery limit, not parked.
+      alreadyDone: pushesAlreadyDone(db.ledger),
     });
     const pruner = startLedgerPruner({
       ledger: db.ledger,

@@ -203,7 +203,8 @@ export class QueueConsumer implements Consumer {
     const limit = this.options.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT;
     const spent = delivered.filter((d) => deliveriesOf(d) > limit);
     const batch = spent.length === 0 ? delivered : delivered.filter((d) => !spent.includes(d));
-    await Promise.all(spent.map((d) => this.settle(d, overLimit(d, limit)).finally(() => done(d))));
+    const spentOutcomes = await this.overLimitOutcomes(spent, limit);
+    await Promise.all(spent.map((d, i) => this.settle(d, spentOutcomes[i] ?? overLimit(d, limit)).finally(() => done(d))));
     if (batch.length === 0) return;
     let outcomes: Outcome[];
     try {
@@ -220,6 +221,23 @@ export class QueueConsumer implements Consumer {
     this.consecutiveErrors = 0;
     const decidedAt = new Date();
     await Promise.all(batch.map((d, i) => this.settle(d, outcomes[i] ?? { kind: 'ack' }, decidedAt).finally(() => done(d))));
+  }
+
+  /** Parks for messages over the delivery limit, an ack for those options.alreadyDone says are done. */
+  private async overLimitOutcomes(spent: readonly Delivery[], limit: number): Promise<Outcome[]> {
+    const check = this.options.alreadyDone;
+    if (spent.length === 0 || check === undefined) return spent.map((d) => overLimit(d, limit));
+    let done: boolean[] = [];
+    try {
+      done = await check(spent.map((d) => d.inbound));
+    } catch (err) {
+      this.deps.logger.warn({ err, queue: this.queue }, 'could not tell whether messages over the delivery limit were already done; parking them');
+    }
+    return spent.map((d, i) => {
+      if (done[i] !== true) return overLimit(d, limit);
+      this.deps.logger.info({ queue: this.queue, messageId: d.inbound.messageId, deliveries: deliveriesOf(d) }, 'over the delivery limit but already done; acked, not parked');
+      return { kind: 'ack' };
+    });
   }
 
   /**

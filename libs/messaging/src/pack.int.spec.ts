@@ -119,6 +119,56 @@ describe('packed messages: several JSON bodies per AMQP message, each settled on
     expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
   });
 
+  describe('at the delivery limit, a part that keeps failing', () => {
+    type DoneCheck = NonNullable<ConsumeOptions['alreadyDone']>;
+    /** Three parts in one message; d1 fails every time, d0 and d2 are done (in `done`) at their first delivery. */
+    async function overTheLimit(check?: (done: ReadonlySet<string>) => DoneCheck): Promise<string[]> {
+      const queue = await freshQueue();
+      await t.broker.publisher.publishMany(bodies(queue, 3, 'd'), { packMax: 10 });
+      const done = new Set<string>();
+      const consumer = await t.broker.consume({
+        queue,
+        prefetch: 10,
+        batch: { maxSize: 1, maxWaitMs: 0 },
+        retryDelaysMs: [200],
+        deliveryLimit: 2,
+        handle: async (ms) => {
+          if (ms.some((m) => idOf(m) === 'd1')) throw new Error('crashes on this part');
+          for (const m of ms) done.add(idOf(m));
+          return ms.map(() => ({ kind: 'ack' }) as const);
+        },
+        ...(check && { alreadyDone: check(done) }),
+      });
+      const parked: string[] = [];
+      const take = async (): Promise<boolean> => {
+        const m = await takeMessage(t.vhost.amqpUrl, `${queue}.parked`);
+        if (m) parked.push(`${String(m.properties.messageId)}:${String(m.properties.headers?.[HeraldHeaders.parkedCode])}`);
+        return m !== false;
+      };
+      await waitFor('d1 parked', async () => (await take()) && parked.some((p) => p.startsWith('d1:')), { timeoutMs: 15_000 });
+      await consumer.stop(1000);
+      while (await take());
+      expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+      return parked.sort();
+    }
+
+    it('is parked alone: the parts alreadyDone says are done are acked, not parked beside it', async () => {
+      const asked: string[] = [];
+      const parked = await overTheLimit((done) => async (ms) => {
+        asked.push(...ms.map(idOf));
+        return ms.map((m) => done.has(idOf(m)));
+      });
+      expect(parked).toEqual(['d1:delivery-limit']);
+      // Asked once of each part, at the delivery that went over the limit (in batches as they come).
+      expect(asked.sort()).toEqual(['d0', 'd1', 'd2']);
+    });
+
+    it('takes every part to the parked queue without alreadyDone, or when it fails', async () => {
+      expect(await overTheLimit()).toEqual(['d0:delivery-limit', 'd1:delivery-limit', 'd2:delivery-limit']);
+      expect(await overTheLimit(() => () => Promise.reject(new Error('database is down')))).toEqual(['d0:delivery-limit', 'd1:delivery-limit', 'd2:delivery-limit']);
+    });
+  });
+
   it('works on at most maxInFlight parts at once, however many packed messages the prefetch holds', async () => {
     const queue = await freshQueue();
     await t.broker.publisher.publishMany(bodies(queue, 40, 'w'), { packMax: 10 });

@@ -201,6 +201,14 @@ export interface ConsumeOptions {
    */
   deliveryLimit?: number;
   /**
+   * Asked of messages over the delivery limit before they are parked: true for one whose work is
+   * already done (a pusher's ledger holds its push as sent), which is acked instead. A packed
+   * message's parts share its deliveries, so a part that keeps failing would otherwise take its
+   * siblings sent long ago to the parked queue, counted as parked and sent again if replayed once
+   * the record of their sending is gone. Unset, or if it throws, every such message is parked.
+   */
+  alreadyDone?(messages: readonly InboundMessage[]): Promise<boolean[]>;
+  /**
    * Told of every message this consumer parks (the handler's parks, retries that ran out, the
    * delivery limit), after the parked copy is confirmed and before the input is acked, e.g. to
    * record the outcome for a job's status. Best effort: a failure is logged and the input still acked.
