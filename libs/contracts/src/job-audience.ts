@@ -9,7 +9,7 @@ export const MAX_MOST_RECENT = 100_000;
  * of `topic` (every subscriber of the app's topic), `followersOf` (the users following that user)
  * or `broadcast: true` (every device of the app). `activeWithinDays` and `mostRecent` narrow a
  * follower audience (read from the capped recently-active follower index); `segment` is a filter
- * over device attributes (see segment-filter.ts: `platform = ios and app_version >= 5.0`), with any
+ * over device attributes (see segment-filter.ts: `platform = "apns" and appVersion >= "5.0"`), with any
  * of the three. The demuxer expands it in keyset chunks (docs/adr/0013-fan-out-stage.md).
  */
 export const JobAudience = z

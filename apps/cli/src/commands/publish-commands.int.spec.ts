@@ -66,6 +66,19 @@ describe('herald send, apps add and parked list: what an operator types wrong', 
     expect(await peekMessages(vhost.name, Queues.jobs)).toEqual([]);
   });
 
+  it('send to a topic no one created is refused, naming it, before anything is published; to one that exists it publishes the audience job', async () => {
+    const unknown = await herald('send', '--app', 'live', '--topic', 'no-such-topic', '--title', 'Hi');
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toMatch(/unknown topic "no-such-topic" of app "live"/);
+    expect(await peekMessages(vhost.name, Queues.jobs)).toEqual([]);
+    await t.db.kysely.insertInto('topics').values({ app: 'live', name: 'scores' }).execute();
+    const sent = await herald('send', '--app', 'live', '--topic', 'scores', '--segment', 'platform = "apns"', '--title', 'Goal', '--id', 'cli-topic-job');
+    expect(sent).toEqual({ code: 0, stderr: '' });
+    const jobs = (await peekMessages(vhost.name, Queues.jobs)).map((m) => JSON.parse(m.payload) as Record<string, unknown>);
+    expect(jobs).toEqual([expect.objectContaining({ id: 'cli-topic-job', app: 'live', audience: { topic: 'scores', segment: 'platform = "apns"' } })]);
+    expect(jobs[0]).not.toHaveProperty('userId');
+  });
+
   it('apps add on an app disabled during an incident leaves it disabled; --disabled disables one', async () => {
     expect((await herald('apps', 'add', 'paused', '--apns-topic', 'com.example.paused')).code).toBe(0);
     expect(await t.db.apps.get('paused')).toMatchObject({ enabled: false, apnsTopic: 'com.example.paused' });

@@ -4,11 +4,12 @@ import type { Command } from 'commander';
 import { readCliConfig } from '../cli-config.ts';
 import { printObject } from '../output.ts';
 import { requireApp, requireEnabledApp } from './app-check.ts';
-import { deliverAtFromFlags, wholeNumber, type ScheduleFlags } from './send-options.ts';
+import { deliverAtFromFlags, targetFromFlags, wholeNumber, type ScheduleFlags, type TargetFlags } from './send-options.ts';
 import { withDatabase } from './with-database.ts';
 import { followJob } from './follow-job.ts';
 import { deviceFieldsFromFlags, type DeviceFlags } from './device-flags.ts';
 import { endpointHostProblem, type Platform } from '@herald/contracts';
+import { audienceProblem } from '@herald/db';
 import { PublishFailedError } from '@herald/messaging';
 
 async function withClient<T>(fn: (client: HeraldClient) => Promise<T>): Promise<T> {
@@ -110,9 +111,15 @@ export function registerPublishCommands(program: Command): void {
 
   program
     .command('send')
-    .description('send a push job to one or more users (published to push.jobs)')
+    .description('send a push job to one or more users, or to an audience (published to push.jobs)')
     .requiredOption('--app <app>', 'app id')
-    .requiredOption('--user <userId...>', 'target user id(s)')
+    .option('--user <userId...>', 'target user id(s)')
+    .option('--topic <name>', "instead of --user: every subscriber of this topic of the app")
+    .option('--followers-of <userId>', 'instead of --user: every follower of this user')
+    .option('--active-within-days <n>', 'with --followers-of: only followers active within this many days')
+    .option('--most-recent <n>', 'with --followers-of: only the n most recently active followers')
+    .option('--broadcast', 'instead of --user: every device of the app')
+    .option('--segment <filter>', 'with an audience: only devices matching this filter, e.g. \'platform = "apns" and appVersion >= "5.0"\'')
     .option('--title <title>', 'notification title')
     .option('--body <body>', 'notification body')
     .option('--category <category>', 'category for opt-outs', 'test')
@@ -135,7 +142,7 @@ export function registerPublishCommands(program: Command): void {
     .option('--trace-timeout <seconds>', 'with --trace: stop following after this long', '30')
     .option('--json', 'print JSON')
     .action(async (o: Record<string, unknown>) => {
-      const users = o['user'] as string[];
+      const target = targetFromFlags(o as TargetFlags);
       const data = o['data'] as Record<string, string>;
       const deliverAt = deliverAtFromFlags(o as ScheduleFlags);
       // Every flag is checked before anything is published: a job published and then refused for a
@@ -143,12 +150,17 @@ export function registerPublishCommands(program: Command): void {
       const traceTimeoutMs = o['trace'] === true ? wholeNumber('--trace-timeout', o['traceTimeout']) * 1000 : 0;
       const id = (o['id'] as string | undefined) ?? randomUUID();
       // The app must exist (and be enabled) before anything is published: the database says so.
-      await withDatabase((db) => requireEnabledApp(db, String(o['app'])));
+      await withDatabase(async (db) => {
+        await requireEnabledApp(db, String(o['app']));
+        // As the API refuses it: a job to a topic no one created would be parked by the demuxer.
+        const problem = 'audience' in target ? await audienceProblem(db.kysely, String(o['app']), target.audience) : undefined;
+        if (problem !== undefined) throw new Error(`${problem} (\`herald topics list --app ${String(o['app'])}\` lists them)`);
+      });
       const job = await withClient((c) =>
         c.publishPushJob({
           id,
           app: String(o['app']),
-          ...(users.length === 1 ? { userId: users[0] } : { userIds: users }),
+          ...target,
           category: String(o['category']),
           ...(o['object'] !== undefined && { objectId: String(o['object']) }),
           content: {

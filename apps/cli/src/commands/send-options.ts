@@ -1,4 +1,4 @@
-import type { DeliverAt } from '@herald/contracts';
+import type { DeliverAt, JobAudience } from '@herald/contracts';
 
 export interface ScheduleFlags {
   deliverAt?: string;
@@ -21,4 +21,35 @@ export function wholeNumber(flag: string, raw: unknown): number {
   const text = String(raw);
   if (!/^\d+$/.test(text)) throw new Error(`${flag} must be a whole number, got "${text}"`);
   return Number(text);
+}
+
+export interface TargetFlags {
+  user?: string[];
+  topic?: string;
+  followersOf?: string;
+  broadcast?: boolean;
+  segment?: string;
+  activeWithinDays?: string;
+  mostRecent?: string;
+}
+
+/** Whom `herald send` addresses: `--user` (one or more), or an audience (the contract checks each value). */
+export function targetFromFlags(o: TargetFlags): { userId: string } | { userIds: string[] } | { audience: JobAudience } {
+  const kinds = [o.user !== undefined, o.topic !== undefined, o.followersOf !== undefined, o.broadcast === true].filter(Boolean).length;
+  if (kinds !== 1) throw new Error('give exactly one of --user, --topic, --followers-of or --broadcast');
+  if (o.followersOf === undefined && (o.activeWithinDays !== undefined || o.mostRecent !== undefined)) throw new Error('--active-within-days and --most-recent go with --followers-of');
+  if (o.user !== undefined) {
+    if (o.segment !== undefined) throw new Error('--segment goes with --topic, --followers-of or --broadcast');
+    return o.user.length === 1 ? { userId: o.user[0] as string } : { userIds: o.user };
+  }
+  return {
+    audience: {
+      ...(o.topic !== undefined && { topic: o.topic }),
+      ...(o.followersOf !== undefined && { followersOf: o.followersOf }),
+      ...(o.broadcast === true && { broadcast: true }),
+      ...(o.activeWithinDays !== undefined && { activeWithinDays: wholeNumber('--active-within-days', o.activeWithinDays) }),
+      ...(o.mostRecent !== undefined && { mostRecent: wholeNumber('--most-recent', o.mostRecent) }),
+      ...(o.segment !== undefined && { segment: o.segment }),
+    },
+  };
 }
