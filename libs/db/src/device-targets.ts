@@ -199,6 +199,26 @@ export function cancelledOrSkippedSql(
       end`;
 }
 
+/**
+ * Whether a push of an audience job is no longer wanted by the audience itself (SQL, 'left-audience'
+ * or NULL): its job went to `topic`, of which neither the user nor the device (`deviceKey`,
+ * '<platform>:<token>', as a device member is kept) is a subscribed member now, or to the followers
+ * of `followee`, whom the user no longer follows. The fan-out read the audience when the job was
+ * accepted; a push stored for days is asked this again when it falls due, as its user's opt-outs
+ * are. Each a column reference or a value; `topic` and `followee` null for a job of another kind.
+ */
+export function leftAudienceSql(on: { app: unknown; topic: unknown; followee: unknown; userId: unknown; deviceKey: unknown }): RawBuilder<'left-audience' | null> {
+  return sql<'left-audience' | null>`case
+        when ${on.topic}::text is not null and not exists (
+          select 1 from topic_members tm
+          where tm.app = ${on.app} and tm.topic = ${on.topic} and tm.subscribed
+            and ((tm.member_kind = 'user' and tm.member_id = ${on.userId}) or (tm.member_kind = 'device' and tm.member_id = ${on.deviceKey}))) then 'left-audience'
+        when ${on.followee}::text is not null and not exists (
+          select 1 from follows fo
+          where fo.app = ${on.app} and fo.followee = ${on.followee} and fo.follower = ${on.userId} and fo.following) then 'left-audience'
+      end`;
+}
+
 /** Requests and users travel as arrays (unnest), so the statement's size never depends on them. */
 async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date, pool: pg.Pool | undefined): Promise<TargetRow[]> {
   const query = sql<TargetRow>`

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { derivePushId, type DevicePush, type Platform } from '@herald/contracts';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 import { createDatabase, type Database } from './database.ts';
@@ -254,6 +255,37 @@ describe('ScheduledPushRepository', () => {
     expect(seen).toEqual([toUser.push.pushId]);
     const outcomes = await t.db.kysely.selectFrom('push_outcomes').select(['push_id', 'outcome']).where('job_id', '=', 'morning').execute();
     expect(outcomes).toEqual([{ push_id: broadcast.push.pushId, outcome: 'opted-out' }]);
+  });
+
+  it('asks an audience job\'s push when it falls due whether its user is still in the audience: one who left the topic or unfollowed since gets nothing', async () => {
+    await clear();
+    await t.db.apps.upsert({ id: 'demo' });
+    const db = t.db.kysely;
+    const at = new Date();
+    const fanout = (jobId: string, audience: object) =>
+      sql`insert into fanouts (job_id, app, audience, job, accepted_at) values (${jobId}, 'demo', ${JSON.stringify(audience)}::jsonb, ${JSON.stringify({ id: jobId })}::jsonb, ${at.toISOString()}::timestamptz)`.execute(db);
+    await fanout('xmas-promo', { topic: 'xmas' });
+    await fanout('star-news', { followersOf: 'star' });
+    await fanout('everyone', { broadcast: true });
+    await db.insertInto('topics').values({ app: 'demo', name: 'xmas' }).execute();
+    const member = (kind: 'user' | 'device', id: string, subscribed: boolean) => ({ app: 'demo', topic: 'xmas', member_kind: kind, member_id: id, subscribed, event_at: at });
+    // u0 unsubscribed since; u1 is still subscribed; u2's device is a member itself; u3's device left and u3 never was one.
+    await db.insertInto('topic_members').values([member('user', 'u0', false), member('user', 'u1', true), member('device', 'apns:token-2', true), member('device', 'apns:token-3', false)]).execute();
+    await db.insertInto('follows').values([{ app: 'demo', followee: 'star', follower: 'u0', following: true, event_at: at }, { app: 'demo', followee: 'star', follower: 'u1', following: false, event_at: at }]).execute();
+    const topic = pushes(4, () => past(100), { jobId: 'xmas-promo' });
+    const followers = pushes(2, () => past(100), { jobId: 'star-news' });
+    const broadcast = pushes(1, () => past(100), { jobId: 'everyone' });
+    const toUsers = pushes(1, () => past(100), { jobId: 'plain' });
+    await t.db.scheduled.schedule([...topic.map((p, i) => (i >= 2 ? { ...p, push: { ...p.push, toDevice: true as const } } : p)), ...followers, ...broadcast, ...toUsers]);
+    const seen: string[] = [];
+    expect(await t.db.scheduled.withDueBatch('apns', new Date(), 20, async (rows) => void seen.push(...rows.map((r) => r.pushId)))).toBe(8);
+    const id = (list: ScheduledPushInput[], i: number) => (list[i] as ScheduledPushInput).push.pushId;
+    expect(seen.sort()).toEqual([id(topic, 1), id(topic, 2), id(followers, 0), id(broadcast, 0), id(toUsers, 0)].sort());
+    const outcomes = await db.selectFrom('push_outcomes').select(['push_id', 'outcome', 'code', 'reason']).where('job_id', 'in', ['xmas-promo', 'star-news']).execute();
+    const left = { outcome: 'opted-out', code: 'left-audience', reason: "its user left the job's audience while it was scheduled (unsubscribed from its topic, or unfollowed)" };
+    expect(outcomes.sort((a, b) => a.push_id.localeCompare(b.push_id))).toEqual(
+      [{ push_id: id(topic, 0), ...left }, { push_id: id(topic, 3), ...left }, { push_id: id(followers, 1), ...left }].sort((a, b) => a.push_id.localeCompare(b.push_id)),
+    );
   });
 
   it('never releases a push of a job cancelled after it was stored: deleted and recorded as cancelled instead', async () => {

@@ -1,10 +1,10 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { Platforms, type DevicePush, type Platform } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { scheduleChannel } from './schedule-channel.ts';
 import { listenForSchedules, type ScheduleListener, type ScheduleListenerOptions } from './schedule-listener.ts';
 import { CANCELLED_BEFORE_SENT, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
-import { cancelledOrSkippedSql, type SkipReason } from './device-targets.ts';
+import { cancelledOrSkippedSql, leftAudienceSql, type SkipReason } from './device-targets.ts';
 
 export interface ScheduledPushInput {
   dueAt: Date;
@@ -225,14 +225,24 @@ async function withDueBatch(
     // is deleted unreleased and recorded as cancelled, in the same transaction; so is one whose user
     // opted out of its category, or muted its object, since it was stored (asked again now, as the
     // demuxer asked when it stored it).
+    // A push of a topic or follower job is asked whether its user is still in the audience: the
+    // batch's jobs are read once (a few a batch), and only their pushes are asked.
     const { rows: claimed } = await sql<{ due_ms: number; push_id: string; job_id: string; expires_ms: number | null; trace: boolean; payload: string; skip: Skip | null }>`
-      delete from scheduled_pushes where ctid = any(array(
-        select ctid from scheduled_pushes
-        where platform = ${platform} and due_at <= ${now.toISOString()}::timestamptz
-        order by due_at limit ${limit} for update skip locked))
-      returning (extract(epoch from due_at) * 1000)::float8 as due_ms, push_id, job_id,
-        (extract(epoch from expires_at) * 1000)::float8 as expires_ms, trace, payload::text as payload,
-        ${cancelledOrSkippedSql(storedPreferences, now)} as skip`.execute(trx);
+      with taken as (
+        delete from scheduled_pushes where ctid = any(array(
+          select ctid from scheduled_pushes
+          where platform = ${platform} and due_at <= ${now.toISOString()}::timestamptz
+          order by due_at limit ${limit} for update skip locked))
+        returning due_at, push_id, job_id, expires_at, trace, payload, ${cancelledOrSkippedSql(storedPreferences, now)} as skip
+      ), audiences as (
+        select f.job_id, f.app, f.audience->>'topic' as topic, f.audience->>'followersOf' as followee
+        from fanouts f
+        where f.job_id in (select job_id from taken) and (f.audience ? 'topic' or f.audience ? 'followersOf')
+      )
+      select (extract(epoch from t.due_at) * 1000)::float8 as due_ms, t.push_id, t.job_id,
+        (extract(epoch from t.expires_at) * 1000)::float8 as expires_ms, t.trace, t.payload::text as payload,
+        coalesce(t.skip, case when a.job_id is not null then ${leftAudienceSql({ app: sql.ref('a.app'), topic: sql.ref('a.topic'), followee: sql.ref('a.followee'), userId: holderOf(sql.ref('t.payload')), deviceKey: sql`(t.payload->>'platform') || ':' || (t.payload->>'token')` })} end) as skip
+      from taken t left join audiences a on a.job_id = t.job_id`.execute(trx);
     if (claimed.length === 0) return 0;
     for (const r of claimed) if (r.skip !== null) skipped[r.skip] = (skipped[r.skip] ?? 0) + 1;
     const rows = claimed.filter((r) => r.skip === null);
@@ -257,24 +267,27 @@ async function withDueBatch(
 }
 
 /**
- * The stored row's user, app, category and object, qualified: opt_outs and mutes have columns of
- * those names. The user of a push addressed to a device (a broadcast, segment or topic device
- * member: toDevice) is whoever holds the device now, as the fan-out asked it of the holder then: a
- * tablet handed to another user overnight gets the morning's push under the new holder's choices
- * (the pusher's claim asks the holder too, of a push that waited). Without one, the user it was stored for.
+ * The user a stored push (its `payload`) is asked of. The user of a push addressed to a device (a
+ * broadcast, segment or topic device member: toDevice) is whoever holds the device now, as the
+ * fan-out asked it of the holder then: a tablet handed to another user overnight gets the morning's
+ * push under the new holder's choices (the pusher's claim asks the holder too, of a push that
+ * waited). Without one, the user it was stored for.
  */
+const holderOf = (payload: RawBuilder<unknown>) => sql`coalesce(
+    case when ${payload}->>'toDevice' = 'true' and ${payload}->>'deviceId' ~ '^[0-9]{1,18}$' then
+      (select d.user_id from devices d where d.id = (${payload}->>'deviceId')::bigint) end,
+    ${payload}->>'userId')`;
+
+/** The stored row's user, app, category and object, qualified: opt_outs and mutes have columns of those names. */
 const storedPreferences = {
-  userId: sql`coalesce(
-    case when scheduled_pushes.payload->>'toDevice' = 'true' and scheduled_pushes.payload->>'deviceId' ~ '^[0-9]{1,18}$' then
-      (select d.user_id from devices d where d.id = (scheduled_pushes.payload->>'deviceId')::bigint) end,
-    scheduled_pushes.payload->>'userId')`,
+  userId: holderOf(sql.ref('scheduled_pushes.payload')),
   app: sql`scheduled_pushes.payload->>'app'`,
   category: sql.ref('scheduled_pushes.category'),
   objectId: sql.ref('scheduled_pushes.object_id'),
   jobId: sql.ref('scheduled_pushes.job_id'),
 };
 
-type Skip = 'cancelled' | SkipReason;
+type Skip = 'cancelled' | SkipReason | 'left-audience';
 
 /** Rows a batch deleted unreleased, by why: their job was cancelled, or their user opted out or muted since they were stored. */
 export type SkippedCounts = Partial<Record<Skip, number>>;
@@ -283,6 +296,7 @@ const SKIPPED_WHY: Record<Skip, string> = {
   cancelled: 'cancelled while scheduled (DELETE /v1/jobs/:id)',
   'opted-out': "its user opted out of the job's category while it was scheduled",
   muted: "its user muted the job's object while it was scheduled",
+  'left-audience': "its user left the job's audience while it was scheduled (unsubscribed from its topic, or unfollowed)",
 };
 
 function skippedOutcome(platform: Platform, r: { push_id: string; job_id: string; payload: string }, skip: Skip): PushOutcomeEntry {
@@ -290,7 +304,9 @@ function skippedOutcome(platform: Platform, r: { push_id: string; job_id: string
   return {
     pushId: r.push_id,
     jobId: r.job_id,
-    outcome: skip,
+    // Leaving a topic or a followee is opting out of its pushes: counted with the opt-outs, its reason says which.
+    outcome: skip === 'left-audience' ? 'opted-out' : skip,
+    ...(skip === 'left-audience' && { code: skip }),
     reason: SKIPPED_WHY[skip],
     platform,
     ...(typeof deviceId === 'string' && { deviceId }),

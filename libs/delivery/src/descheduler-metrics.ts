@@ -10,7 +10,7 @@ export function createDeschedulerMetrics(registry: Registry): DeschedulerMetrics
   return {
     pushes: new Counter({
       name: 'herald_descheduler_pushes_total',
-      help: 'Scheduled pushes taken from the store, by outcome (released to the send queue; or dropped: expired, cancelled, opted-out, muted)',
+      help: 'Scheduled pushes taken from the store, by outcome (released to the send queue; or dropped: expired, cancelled, opted-out, muted, left-audience)',
       labelNames: ['platform', 'outcome'],
       registers: [registry],
     }),
