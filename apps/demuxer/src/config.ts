@@ -1,4 +1,4 @@
-import { commonConfig, int, intList, pushPackConfig, scheduleHorizonConfig } from '@herald/config';
+import { commonConfig, int, intList, ledgerRetentionConfig, pushPackConfig, scheduleHorizonConfig, type ConfigOf } from '@herald/config';
 
 export const demuxerConfig = {
   ...commonConfig,
@@ -26,8 +26,21 @@ export const demuxerConfig = {
   FANOUT_PREFETCH: int('Audience fan-outs: chunks this demuxer expands at once (push.fanout prefetch)', { default: '2', min: 1 }),
   SCHEDULE_WARN_WINDOW_S: int('Window (seconds) over which scheduled waves are counted for that warning', { default: '60', min: 1 }),
   JOB_RETENTION_DAYS: int(
-    "Jobs accepted, and with no push of theirs due (deliverAt), longer ago than this are deleted with their push outcomes (job status) and fan-out checkpoints, unless pushes of theirs are still stored for later or their fan-out still runs (up to 30 days since it began or ended expanding, or this if longer); after it a job's id may be used again",
+    "Jobs accepted, and with no push of theirs due (deliverAt), longer ago than this are deleted with their push outcomes (job status) and fan-out checkpoints, unless pushes of theirs are still stored for later or their fan-out still runs (up to 30 days since it began or ended expanding, or this if longer); after it a job's id may be used again. Must be longer than LEDGER_RETENTION_HOURS",
     { default: '30', min: 1 },
   ),
+  ...ledgerRetentionConfig,
   JOB_PRUNE_INTERVAL_MS: int('How often each demuxer prunes jobs past JOB_RETENTION_DAYS (demuxers side by side skip each other\'s rows)', { default: '3600000', min: 1000 }),
 } as const;
+
+/**
+ * JOB_RETENTION_DAYS must outlast LEDGER_RETENTION_HOURS: after a job is pruned its id may be used
+ * again, and the new job derives the same push ids; while the ledger still held them done, each
+ * of its pushes was acked unsent as a duplicate.
+ */
+export function demuxerConfigProblems(config: Pick<ConfigOf<typeof demuxerConfig>, 'JOB_RETENTION_DAYS' | 'LEDGER_RETENTION_HOURS'>): string[] {
+  if (config.JOB_RETENTION_DAYS * 24 > config.LEDGER_RETENTION_HOURS) return [];
+  return [
+    `JOB_RETENTION_DAYS (${config.JOB_RETENTION_DAYS} days) must be longer than LEDGER_RETENTION_HOURS (${config.LEDGER_RETENTION_HOURS} h): a job id used again after its job was pruned would find its pushes done in the pushers' ledger, and none would go`,
+  ];
+}

@@ -13,7 +13,7 @@ import {
 } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, startPruner } from '@herald/runtime';
-import { demuxerConfig } from './config.ts';
+import { demuxerConfig, demuxerConfigProblems } from './config.ts';
 import { createDemuxerHandler } from './demuxer.ts';
 import { createDemuxerMetrics } from './demuxer-metrics.ts';
 import { createParkWrites, recordParkedFanoutTasks, recordParkedJobs } from './job-parks.ts';
@@ -21,7 +21,7 @@ import { WaveMonitor } from './wave-monitor.ts';
 import { createAudienceSource } from './audience-reader.ts';
 import { createFanoutChunkHandler } from './fanout-chunk.ts';
 
-const config = loadConfigOrExit(demuxerConfig);
+const config = loadConfigOrExit(demuxerConfig, process.env, demuxerConfigProblems);
 
 await runService('demuxer', config, async ({ logger, registry }) => {
   const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });

@@ -27,6 +27,19 @@ export const scheduleHorizonConfig = {
   ),
 } as const;
 
+/**
+ * How long the pushers' delivery ledger remembers a push, read by the pushers (which prune it) and
+ * by the demuxer, whose JOB_RETENTION_DAYS must outlast it: a job id used again once its job was
+ * pruned derives the same push ids, and while the ledger still held them done every push of the
+ * new job was acked unsent as a duplicate (and, for a job once cancelled, dropped as cancelled).
+ */
+export const ledgerRetentionConfig = {
+  LEDGER_RETENTION_HOURS: int(
+    'Ledger entries older than this are pruned; must exceed the retry schedule plus the lease plus any time a push sits parked, and be shorter than JOB_RETENTION_DAYS (the demuxer refuses to start otherwise). Set it alike for the pushers and the demuxer',
+    { default: '168', min: 1 },
+  ),
+} as const;
+
 /** Settings every service shares: where the broker and database are, and how to log. */
 export const commonConfig = {
   AMQP_URL: urlList(['amqp', 'amqps'], 'RabbitMQ URL, including the vhost; for a cluster, a comma-separated list of its nodes (every connection fails over to a live one)', {

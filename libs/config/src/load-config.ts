@@ -12,7 +12,10 @@ export class ConfigError extends Error {
 }
 
 /** Validate the environment once, at start-up, into a frozen typed object. */
-export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv): ConfigOf<S> {
+/** Problems between variables once each is valid on its own (one must outlast another), each naming both. */
+export type CrossCheck<S extends ConfigSpec> = (config: ConfigOf<S>) => readonly string[];
+
+export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv, check?: CrossCheck<S>): ConfigOf<S> {
   const out: Record<string, unknown> = {};
   const problems: string[] = [];
   for (const [name, v] of Object.entries(spec)) {
@@ -31,6 +34,7 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
       problems.push(`${shownName} ${v.secret === true && raw.length > 0 ? message.replaceAll(raw, '***') : message}`);
     }
   }
+  if (problems.length === 0 && check !== undefined) problems.push(...check(out as ConfigOf<S>));
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as ConfigOf<S>;
 }
@@ -52,9 +56,9 @@ export function configProblems(spec: ConfigSpec, env: NodeJS.ProcessEnv): readon
  * pipe before exit). Left uncaught, a ConfigError comes with a source line and a stack trace
  * that say nothing to an operator, and was cut off once (infra/local/build-services.ts, lineLimit).
  */
-export function loadConfigOrExit<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv = process.env): ConfigOf<S> {
+export function loadConfigOrExit<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv = process.env, check?: CrossCheck<S>): ConfigOf<S> {
   try {
-    return loadConfig(spec, env);
+    return loadConfig(spec, env, check);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`${err.message}\n`);

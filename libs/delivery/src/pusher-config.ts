@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { bool, commonConfig, int, intList, pushPackConfig, str, type VarSpec } from '@herald/config';
+import { bool, commonConfig, int, intList, ledgerRetentionConfig, pushPackConfig, str, type VarSpec } from '@herald/config';
 import { caPemProblem, hostProblem, parseProxyUrl, portProblem } from '@herald/contracts';
 import { appDeliveryConfig } from './app-delivery.ts';
 import type { CaFile } from './provider-connection.ts';
@@ -70,10 +70,7 @@ export const sharedPusherConfig = {
     default: '3600000',
     min: 1000,
   }),
-  LEDGER_RETENTION_HOURS: int('Ledger entries older than this are pruned; must exceed the retry schedule plus the lease plus any time a push sits parked', {
-    default: '168',
-    min: 1,
-  }),
+  ...ledgerRetentionConfig,
   RATE_LIMIT_ENABLED: bool('Pace sends by the fleet-wide budgets set with `herald limits set` (false: no limiter at all)', { default: 'true' }),
   RATE_LIMIT_MAX_WAIT_MS: int('Longest a push waits for budget before it is deferred (keep far below the broker consumer timeout)', {
     default: '20000',
