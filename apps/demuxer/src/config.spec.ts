@@ -12,7 +12,8 @@ describe('the demuxer refuses a job retention the ledger outlasts', () => {
   });
 
   it('refuses a job retention no longer than the ledger, naming both', () => {
-    for (const env of [{ JOB_RETENTION_DAYS: '3' }, { JOB_RETENTION_DAYS: '7' }, { JOB_RETENTION_DAYS: '30', LEDGER_RETENTION_HOURS: '720' }]) {
+    const envs: Record<string, string>[] = [{ JOB_RETENTION_DAYS: '3' }, { JOB_RETENTION_DAYS: '7' }, { JOB_RETENTION_DAYS: '30', LEDGER_RETENTION_HOURS: '720' }];
+    for (const env of envs) {
       let problems: readonly string[] = [];
       try {
         load(env);
