@@ -29,7 +29,9 @@ describe('PushJob audience', () => {
   it('takes activeWithinDays and mostRecent only with followersOf, within bounds', () => {
     expect(issues({ audience: { topic: 't', mostRecent: 5 } })).toEqual(['audience.mostRecent: only with followersOf']);
     expect(issues({ audience: { followersOf: 'a', activeWithinDays: 366 } })[0]).toMatch(/^audience\.activeWithinDays: /);
-    expect(issues({ audience: { followersOf: 'a', mostRecent: 100_001 } })[0]).toMatch(/^audience\.mostRecent: /);
+    // No more than the follower index holds: a larger one reached that many and said otherwise.
+    expect(issues({ audience: { followersOf: 'a', mostRecent: 10_001 } })).toEqual(['audience.mostRecent: Too big: expected number to be <=10000']);
+    expect(issues({ audience: { followersOf: 'a', mostRecent: 10_000 } })).toEqual([]);
   });
 
   it('refuses a segment it cannot parse, naming audience.segment and the column', () => {

@@ -1,8 +1,12 @@
 import { z } from 'zod';
 import { SEGMENT_LIMITS, parseSegment } from './segment-filter.ts';
 
-/** The most recently active followers a job may ask for (`mostRecent`). */
-export const MAX_MOST_RECENT = 100_000;
+/**
+ * The most recently active followers a job may ask for (`mostRecent`): the capped follower index's
+ * size (libs/db follow-index.ts), which `mostRecent` reads. A larger one was taken and reached at
+ * most this many, its job's audience size saying the number asked for.
+ */
+export const MAX_MOST_RECENT = 10_000;
 
 /**
  * A job's audience: the third way to target a PushJob, beside `userId` and `userIds`. Exactly one

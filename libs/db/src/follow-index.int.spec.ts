@@ -42,6 +42,16 @@ describe('the capped recently-active follower index', () => {
     // 20 - 11 = 9 < min 10: refilled with the 20 most recently active of the 39 who still follow.
     expect(await index()).toEqual(Array.from({ length: 20 }, (_, k) => `u-${38 - k}`));
   });
+
+  it('takes back a follower it trimmed once every follower fits again', async () => {
+    // 39 follow, the index holds the 20 most recent (u-38 … u-19). u-0 … u-17 unfollow: 21 follow, u-18 still trimmed out.
+    await applyFollowEvents(t.db.kysely, Array.from({ length: 18 }, (_, i) => follow(i, false, at(300))), OPTS);
+    expect(await index()).toEqual(Array.from({ length: 20 }, (_, k) => `u-${38 - k}`));
+    // u-38 unfollows: 20 follow, all of whom fit. Before, the index kept 19 (above its minimum) and u-18 stayed out for good.
+    await applyFollowEvents(t.db.kysely, [follow(38, false, at(301))], OPTS);
+    expect(await followerCount(t.db.kysely, 'app-f', 'star')).toBe(20);
+    expect(await index()).toEqual(Array.from({ length: 20 }, (_, k) => `u-${37 - k}`));
+  });
 });
 
 describe('a follow and an unfollow of one edge at once', () => {

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { MAX_MOST_RECENT } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 
 /**
@@ -19,7 +20,8 @@ export interface FollowerIndexOptions {
   maxAgeMs: number;
 }
 
-export const DEFAULT_FOLLOWER_INDEX: FollowerIndexOptions = { cap: 10_000, min: 5_000, maxAgeMs: 24 * 3_600_000 };
+/** The cap is the most a job may ask for (`mostRecent`, refused at the door beyond it). */
+export const DEFAULT_FOLLOWER_INDEX: FollowerIndexOptions = { cap: MAX_MOST_RECENT, min: 5_000, maxAgeMs: 24 * 3_600_000 };
 
 /** The newest last_seen_at of the user's active devices: the follower's activity. */
 const activityOf = (app: unknown, user: unknown) => sql<Date | null>`(
@@ -63,7 +65,13 @@ export async function applyToFollowerIndex(tx: Kysely<HeraldTables>, edges: read
     on conflict (app, followee, follower) do update set active_at = excluded.active_at`.execute(tx);
 }
 
-/** After applyToFollowerIndex's transaction: trim an index beyond its cap, refill one below its minimum. */
+/**
+ * After applyToFollowerIndex's transaction: trim an index beyond its cap; refill one below its
+ * minimum, or one that lacks followers while they all fit (a follower trimmed out while the
+ * followee had more than `cap` stayed out for good once it had `cap` or fewer: the read-time
+ * refresh is for full indexes, and activity moves only the followers an index holds). Such a
+ * refill reads at most `cap` edges, and leaves the index complete until the followee passes `cap` again.
+ */
 export async function rebalanceFollowerIndex(db: Kysely<HeraldTables>, edges: readonly FollowEdge[], options = DEFAULT_FOLLOWER_INDEX): Promise<void> {
   if (edges.length === 0) return;
   const followees = [...new Map(edges.map((e) => [JSON.stringify([e.app, e.followee]), e])).values()];
@@ -75,8 +83,9 @@ export async function rebalanceFollowerIndex(db: Kysely<HeraldTables>, edges: re
       on fe.app = x.app and fe.followee = x.followee`.execute(db);
   for (const r of rows) {
     const recent = Number(r.recent);
+    const followers = Number(r.follower_count);
     if (recent > options.cap) await trim(db, r.app, r.followee, options.cap);
-    else if (recent < options.min && Number(r.follower_count) > recent) await refillFollowerIndex(db, r.app, r.followee, options);
+    else if (followers > recent && (recent < options.min || followers <= options.cap)) await refillFollowerIndex(db, r.app, r.followee, options);
   }
 }
 
