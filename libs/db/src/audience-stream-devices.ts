@@ -12,6 +12,8 @@ export interface WalkContext {
   objectId: string | null;
   segment: SegmentFilter | undefined;
   now: Date;
+  /** What a segment's `lastSeen within` counts back from: the fan-out's start, alike in every chunk (default `now`). */
+  segmentAsOf?: Date;
 }
 
 /**
@@ -25,7 +27,7 @@ export function deviceColumns(ctx: WalkContext, user: RawBuilder<unknown> = sql.
 }
 
 /** The segment as a condition on `d` (true when the audience has none). */
-export const segmentCondition = (ctx: WalkContext): RawBuilder<boolean> => (ctx.segment === undefined ? sql<boolean>`true` : segmentSql(ctx.segment, ctx.now, 'd'));
+export const segmentCondition = (ctx: WalkContext): RawBuilder<boolean> => (ctx.segment === undefined ? sql<boolean>`true` : segmentSql(ctx.segment, ctx.segmentAsOf ?? ctx.now, 'd'));
 
 /**
  * The devices of a keyset page of users, cut at a user boundary so the page holds at most `limit`

@@ -117,6 +117,14 @@ describe('segments', () => {
     await expectSegment('locale in ("en-gb", "FR-fr") or timezone = "europe/berlin"', (i) => [2, 3].includes(i % 5) || i % 3 === 0);
     await expectSegment('not (language = "EN") and locale != "de-at"', (i) => [0, 3].includes(i % 5));
   });
+
+  it("judges lastSeen from the fan-out's start in every chunk: a chunk read two days later reads the same devices", async () => {
+    const audience: AudienceSpec = { kind: 'broadcast', segment: segment('lastSeen within 10d') };
+    const first = await readAudienceChunk(t.db, { app: 'app-a', audience, category: 'news', after: null, limit: 5_000, now: NOW, startedAt: NOW });
+    const later = await readAudienceChunk(t.db, { app: 'app-a', audience, category: 'news', after: null, limit: 5_000, now: new Date(NOW.getTime() + 2 * 86_400_000), startedAt: NOW });
+    expect(first.devices.length).toBe(active.filter((i) => i % 60 <= 10).length);
+    expect(later.devices.map((d) => d.deviceId)).toEqual(first.devices.map((d) => d.deviceId));
+  });
 });
 
 describe('topics', () => {

@@ -37,7 +37,7 @@ export interface AudienceChunkRequest {
   until?: string;
   limit: number;
   now: Date;
-  /** When the fan-out started: activeWithinDays counts back from it in every chunk (default `now`). */
+  /** When the fan-out started: activeWithinDays and a segment's lastSeen count back from it in every chunk (default `now`). */
   startedAt?: Date;
   /**
    * The snapshot the fan-out started with (pg_snapshot text): a topic is read as its members were
@@ -64,7 +64,8 @@ type Chunk = { devices: AudienceDevice[]; usersWithoutDevice: number; next: Audi
  */
 export async function readAudienceChunk(db: Database, req: AudienceChunkRequest): Promise<AudienceChunk> {
   if (!Number.isInteger(req.limit) || req.limit < 1) throw new RangeError(`readAudienceChunk: limit must be a positive integer, not ${req.limit}`);
-  const ctx: WalkContext = { db: db.kysely, app: req.app, category: req.category, objectId: req.objectId ?? null, segment: req.audience.segment, now: req.now };
+  // A segment's lastSeen, as activeWithinDays, counts back from the fan-out's start: a chunk replayed days later judges as the first did.
+  const ctx: WalkContext = { db: db.kysely, app: req.app, category: req.category, objectId: req.objectId ?? null, segment: req.audience.segment, now: req.now, ...(req.startedAt !== undefined && { segmentAsOf: req.startedAt }) };
   if (req.until !== undefined) {
     const chunk = await read(ctx, { ...req, limit: UNBOUNDED }, req.until);
     return { devices: chunk.devices, usersWithoutDevice: chunk.usersWithoutDevice, next: req.until };
