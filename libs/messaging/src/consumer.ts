@@ -15,8 +15,8 @@ import type { ConsumeOptions, Consumer, Outcome } from './types.ts';
 
 /** The shortest deferral of a batch whose dependency is unavailable (options.deferOn). */
 const MIN_DEFER_MS = 1_000;
-/** How long a parked message's onParked hook may take before the message is acked without it. */
-const ON_PARKED_TIMEOUT_MS = 5_000;
+/** How long onParked may take before the parked message is acked without it, and alreadyDone before messages over the limit are parked. */
+const HOOK_TIMEOUT_MS = 5_000;
 
 export interface ConsumerDeps {
   connection: BrokerConnection;
@@ -229,7 +229,8 @@ export class QueueConsumer implements Consumer {
     if (spent.length === 0 || check === undefined) return spent.map((d) => overLimit(d, limit));
     let done: boolean[] = [];
     try {
-      done = await check(spent.map((d) => d.inbound));
+      // Bounded, and cut short by a stop: a message over the limit given back unsettled is the broker's to dead-letter, whole and untold.
+      done = await within(check(spent.map((d) => d.inbound)), HOOK_TIMEOUT_MS, 'alreadyDone', this.stopSignal.signal);
     } catch (err) {
       this.deps.logger.warn({ err, queue: this.queue }, 'could not tell whether messages over the delivery limit were already done; parking them');
     }
@@ -295,20 +296,14 @@ export class QueueConsumer implements Consumer {
 
   /**
    * onParked is best effort: the parked copy is confirmed, so the input is acked whatever it does,
-   * and it gets at most ON_PARKED_TIMEOUT_MS (a hung database must not stall the queue).
+   * and it gets at most HOOK_TIMEOUT_MS (a hung database must not stall the queue).
    */
   private async tellParked(d: Delivery, parked: Parked): Promise<void> {
     if (this.options.onParked === undefined) return;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`onParked took over ${ON_PARKED_TIMEOUT_MS} ms`)), ON_PARKED_TIMEOUT_MS);
-    });
     try {
-      await Promise.race([this.options.onParked({ message: d.inbound, ...parked }), timeout]);
+      await within(this.options.onParked({ message: d.inbound, ...parked }), HOOK_TIMEOUT_MS, 'onParked');
     } catch (err) {
       this.deps.logger.warn({ err, queue: this.queue, messageId: d.inbound.messageId, code: parked.code }, 'onParked failed; the message is parked all the same');
-    } finally {
-      clearTimeout(timer);
     }
   }
 
@@ -400,6 +395,24 @@ function deliveriesOf(d: Delivery): number {
 function overLimit(d: Delivery, limit: number): Outcome {
   const reason = `delivered ${deliveriesOf(d)} times without being settled (the handler failed or its process stopped each time); the delivery limit is ${limit}`;
   return { kind: 'park', code: DELIVERY_LIMIT, reason };
+}
+
+/** `work`'s result, or a rejection once `ms` have passed or `signal` aborted (the work itself goes on, unheeded). */
+async function within<T>(work: Promise<T>, ms: number, what: string, signal?: AbortSignal): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const cut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
+    onAbort = () => reject(new Error(`${what} cut short by the consumer's stop`));
+    if (signal?.aborted === true) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work, cut]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+  }
 }
 
 /** ack/nack on a channel that closed meanwhile throws; the broker requeues those messages anyway. */

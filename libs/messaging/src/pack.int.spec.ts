@@ -167,6 +167,10 @@ describe('packed messages: several JSON bodies per AMQP message, each settled on
       expect(await overTheLimit()).toEqual(['d0:delivery-limit', 'd1:delivery-limit', 'd2:delivery-limit']);
       expect(await overTheLimit(() => () => Promise.reject(new Error('database is down')))).toEqual(['d0:delivery-limit', 'd1:delivery-limit', 'd2:delivery-limit']);
     });
+
+    it('parks every part when alreadyDone does not answer in time (a hung database), rather than holding the message', async () => {
+      expect(await overTheLimit(() => () => new Promise<boolean[]>(() => undefined))).toEqual(['d0:delivery-limit', 'd1:delivery-limit', 'd2:delivery-limit']);
+    });
   });
 
   it('works on at most maxInFlight parts at once, however many packed messages the prefetch holds', async () => {
