@@ -5,7 +5,7 @@ import { derivePushId, type DevicePush, type Platform } from '@herald/contracts'
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 import { createDatabase, type Database } from './database.ts';
 import { cancelJob, cancelJobFully } from './cancel-job.ts';
-import { createScheduledPushRepository, type DueRow, type ScheduledPushInput } from './scheduled-push-repository.ts';
+import { createScheduledPushRepository, type DueRow, type ScheduledPushInput, type SkippedCounts } from './scheduled-push-repository.ts';
 
 let t: SpecDatabase;
 let other: Database;
@@ -269,18 +269,26 @@ describe('ScheduledPushRepository', () => {
     await fanout('everyone', { broadcast: true });
     await db.insertInto('topics').values({ app: 'demo', name: 'xmas' }).execute();
     const member = (kind: 'user' | 'device', id: string, subscribed: boolean) => ({ app: 'demo', topic: 'xmas', member_kind: kind, member_id: id, subscribed, event_at: at });
-    // u0 unsubscribed since; u1 is still subscribed; u2's device is a member itself; u3's device left and u3 never was one.
+    // u0 unsubscribed since; u1 is still subscribed; u2's device is a member itself; u3's device left and u3 never was one
+    // (their pushes name no devices row: the holder asked is the user they were stored for).
     await db.insertInto('topic_members').values([member('user', 'u0', false), member('user', 'u1', true), member('device', 'apns:token-2', true), member('device', 'apns:token-3', false)]).execute();
     await db.insertInto('follows').values([{ app: 'demo', followee: 'star', follower: 'u0', following: true, event_at: at }, { app: 'demo', followee: 'star', follower: 'u1', following: false, event_at: at }]).execute();
-    const topic = pushes(4, () => past(100), { jobId: 'xmas-promo' });
+    // A tablet reached as a device of u-old (no member), handed since to u1, a subscribed member: asked of its holder now.
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'demo', platform: 'apns', token: 'cd'.repeat(32), userId: 'u1', eventAt: at.toISOString() });
+    const tablet = await db.selectFrom('devices').select('id').where('token', '=', 'cd'.repeat(32)).executeTakeFirstOrThrow();
+    const topic = pushes(5, () => past(100), { jobId: 'xmas-promo' });
+    const handed = { ...(topic[4] as ScheduledPushInput), push: { ...(topic[4] as ScheduledPushInput).push, deviceId: String(tablet.id), token: 'cd'.repeat(32), userId: 'u-old', toDevice: true as const } };
     const followers = pushes(2, () => past(100), { jobId: 'star-news' });
     const broadcast = pushes(1, () => past(100), { jobId: 'everyone' });
     const toUsers = pushes(1, () => past(100), { jobId: 'plain' });
-    await t.db.scheduled.schedule([...topic.map((p, i) => (i >= 2 ? { ...p, push: { ...p.push, toDevice: true as const } } : p)), ...followers, ...broadcast, ...toUsers]);
+    await t.db.scheduled.schedule([...topic.slice(0, 4).map((p, i) => (i >= 2 ? { ...p, push: { ...p.push, deviceId: `no-row-${i}`, toDevice: true as const } } : p)), handed, ...followers, ...broadcast, ...toUsers]);
     const seen: string[] = [];
-    expect(await t.db.scheduled.withDueBatch('apns', new Date(), 20, async (rows) => void seen.push(...rows.map((r) => r.pushId)))).toBe(8);
+    let skipped: SkippedCounts = {};
+    expect(await t.db.scheduled.withDueBatch('apns', new Date(), 20, async (rows) => void seen.push(...rows.map((r) => r.pushId)), (s) => (skipped = s))).toBe(9);
     const id = (list: ScheduledPushInput[], i: number) => (list[i] as ScheduledPushInput).push.pushId;
-    expect(seen.sort()).toEqual([id(topic, 1), id(topic, 2), id(followers, 0), id(broadcast, 0), id(toUsers, 0)].sort());
+    expect(seen.sort()).toEqual([id(topic, 1), id(topic, 2), id(topic, 4), id(followers, 0), id(broadcast, 0), id(toUsers, 0)].sort());
+    // What herald_descheduler_pushes_total{outcome="left-audience"} counts.
+    expect(skipped).toEqual({ 'left-audience': 3 });
     const outcomes = await db.selectFrom('push_outcomes').select(['push_id', 'outcome', 'code', 'reason']).where('job_id', 'in', ['xmas-promo', 'star-news']).execute();
     const left = { outcome: 'opted-out', code: 'left-audience', reason: "its user left the job's audience while it was scheduled (unsubscribed from its topic, or unfollowed)" };
     expect(outcomes.sort((a, b) => a.push_id.localeCompare(b.push_id))).toEqual(
