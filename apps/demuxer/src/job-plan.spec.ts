@@ -122,6 +122,25 @@ describe('planJob', () => {
     expect(late).toMatchObject({ label: 'expired' });
   });
 
+  it("gives each push of a job with deliverAt.expiresAfter its own expiry that long after its due time, and drops one already past it (a backlog)", () => {
+    // 09:00 local on 1 June with expiresAfter PT2H: Berlin's push (due 07:00Z) expires at 09:00Z, New York's (due 13:00Z) at 15:00Z.
+    const deliverAt = { localTime: '09:00', date: '2030-06-01', expiresAfter: 'PT2H' } as const;
+    const devices = [device('b', 'ann', null, { timezone: 'Europe/Berlin' }), device('n', 'bob', null, { timezone: 'America/New_York' })];
+    const ahead = planJob(job({ userIds: ['ann', 'bob'], deliverAt }), now, devices, false, now, 1000);
+    expect(ahead.split.later.map((l) => [l.push.deviceId, l.dueAt.toISOString(), l.push.expiresAt])).toEqual([
+      ['b', '2030-06-01T07:00:00.000Z', '2030-06-01T09:00:00.000Z'],
+      ['n', '2030-06-01T13:00:00.000Z', '2030-06-01T15:00:00.000Z'],
+    ]);
+    // The job's own expiry, when earlier, stands.
+    const capped = planJob(job({ userIds: ['ann', 'bob'], deliverAt, expiresAt: '2030-06-01T14:00:00Z' }), now, devices, false, now, 1000);
+    expect(capped.split.later.map((l) => l.push.expiresAt)).toEqual(['2030-06-01T09:00:00.000Z', '2030-06-01T14:00:00.000Z']);
+    // Demuxed at 10:00Z, after a backlog: Berlin's push went stale at 09:00Z and is dropped as expired; New York's is stored.
+    const late = planJob(job({ userIds: ['ann', 'bob'], deliverAt }), now, devices, false, new Date('2030-06-01T10:00:00Z'), 1000);
+    expect(late.split.later.map((l) => l.push.deviceId)).toEqual(['n']);
+    expect(late.outcomes).toEqual([expect.objectContaining({ outcome: 'expired', deviceId: 'b' })]);
+    expect(accounted(late)).toBe(late.targeted);
+  });
+
   it('skips, as an unscheduled job does, the devices of users who opted out or muted when their push is due now', () => {
     const dueNow = planJob(job({ deliverAt: { at: '2030-01-01T07:59:00Z' } }), now, audience, false, now, 1000);
     expect(dueNow.split.now.map((p) => p.deviceId)).toEqual(['1', '2']);

@@ -1,4 +1,4 @@
-import type { DevicePush, PushJob } from '@herald/contracts';
+import { expiryAfterDue, type DevicePush, type PushJob } from '@herald/contracts';
 import type { TargetDevice } from '@herald/db';
 import { resolveDeliverAt } from '@herald/scheduling';
 
@@ -36,13 +36,16 @@ export function splitBySchedule(
       split.now.push(push);
       continue;
     }
-    const expiresAt = push.expiresAt === undefined ? undefined : new Date(push.expiresAt);
-    const { dueAt, timezoneFallback } = resolveDeliverAt(job.deliverAt, devices[i]?.timezone ?? null, job.id, push.deviceId, acceptedAt, expiresAt);
+    const jobExpiry = push.expiresAt === undefined ? undefined : new Date(push.expiresAt);
+    const { dueAt, timezoneFallback } = resolveDeliverAt(job.deliverAt, devices[i]?.timezone ?? null, job.id, push.deviceId, acceptedAt, jobExpiry);
     if (timezoneFallback) split.timezoneFallbacks++;
-    if (expiresAt !== undefined && expiresAt.getTime() <= Math.max(dueAt.getTime(), now.getTime())) split.expired.push(push);
+    // deliverAt.expiresAfter: this push's own expiry, that long after its due time, if earlier than the job's.
+    const expiresAt = expiryAfterDue(job.deliverAt, dueAt, jobExpiry);
+    const own = expiresAt === jobExpiry ? push : { ...push, expiresAt: expiresAt?.toISOString() };
+    if (expiresAt !== undefined && expiresAt.getTime() <= Math.max(dueAt.getTime(), now.getTime())) split.expired.push(own);
     else {
       // Stamped when it falls due after acceptance: the pushers' latency and a Live Activity's timestamp count from it.
-      const due = dueAt.getTime() > acceptedAt.getTime() ? { ...push, dueAt: dueAt.toISOString() } : push;
+      const due = dueAt.getTime() > acceptedAt.getTime() ? { ...own, dueAt: dueAt.toISOString() } : own;
       if (dueAt.getTime() <= now.getTime() + slackMs) split.now.push(due);
       else split.later.push({ dueAt, push: due });
     }

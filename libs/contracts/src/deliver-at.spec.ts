@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PushJob, expiresBeforeDue } from './push-job.ts';
-import { DeliverAt, parseIsoDuration, scheduleProblem } from './deliver-at.ts';
+import { DeliverAt, expiryAfterDue, parseIsoDuration, scheduleProblem } from './deliver-at.ts';
 import { parseWith } from './parse.ts';
 
 const job = (deliverAt: unknown) => ({ id: 'j', app: 'demo', userId: 'u', category: 'c', content: { title: 't' }, deliverAt });
@@ -70,5 +70,42 @@ describe('a scheduled job that would expire before it is due', () => {
     expect(expiresBeforeDue(PushJob.parse({ ...job({ localTime: '09:00' }), ttl: 60 }), accepted)).toBeUndefined();
     // Due already (an instant in the past goes at once): judged by its expiry alone, elsewhere.
     expect(expiresBeforeDue(PushJob.parse({ ...job({ at: '2026-11-29T11:00:00Z' }), ttl: 60 }), accepted)).toBeUndefined();
+  });
+
+  it('refuses an expiresAfter that has run out for every push when the job is accepted, naming deliverAt.expiresAfter', () => {
+    // Accepted 2026-11-29T12:00Z: an instant at 09:00 that day plus PT2H has passed; plus PT4H has not.
+    const after = (deliverAt: object) => expiresBeforeDue(PushJob.parse(job(deliverAt)), accepted);
+    expect(after({ at: '2026-11-29T09:00:00Z', expiresAfter: 'PT2H' })).toEqual({
+      path: 'deliverAt.expiresAfter',
+      message:
+        'every push expires PT2H after its due time, and the last due time (2026-11-29T09:00:00.000Z) is more than that before the job was accepted (2026-11-29T12:00:00.000Z), so nothing would be delivered',
+    });
+    expect(after({ at: '2026-11-29T09:00:00Z', expiresAfter: 'PT4H' })).toBeUndefined();
+    // 21:00 on the 28th comes last at UTC−12, 2026-11-29T09:00Z; with a two-hour window, up to 11:00Z.
+    expect(after({ localTime: '21:00', date: '2026-11-28', expiresAfter: 'PT2H' })).toMatchObject({ path: 'deliverAt.expiresAfter' });
+    expect(after({ localTime: '21:00', date: '2026-11-28', jitter: 'PT2H', expiresAfter: 'PT2H' })).toBeUndefined();
+    expect(after({ localTime: '21:00', expiresAfter: 'PT1M' })).toBeUndefined();
+  });
+});
+
+describe('deliverAt.expiresAfter', () => {
+  it('is a duration of a minute to 28 days, with either kind of deliverAt', () => {
+    for (const expiresAfter of ['PT1M', 'PT2H', 'P28D']) {
+      expect(DeliverAt.safeParse({ at: '2026-05-20T09:00:00Z', expiresAfter }).success, expiresAfter).toBe(true);
+      expect(DeliverAt.safeParse({ localTime: '09:00', expiresAfter }).success, expiresAfter).toBe(true);
+    }
+    for (const expiresAfter of ['PT59S', 'P29D', '2h', 'PT', 'P1M']) {
+      const r = parseWith(PushJob, job({ localTime: '09:00', expiresAfter }));
+      expect(r.ok, expiresAfter).toBe(false);
+      if (!r.ok) expect(r.reason).toMatch(/deliverAt.*must be an ISO-8601 duration of at least a minute and at most 28 days/);
+    }
+  });
+
+  it("makes each push's expiry that long after its own due time, unless the job's comes first", () => {
+    const due = new Date('2030-01-01T09:00:00Z');
+    expect(expiryAfterDue({ localTime: '09:00', expiresAfter: 'PT2H' }, due, undefined)).toEqual(new Date('2030-01-01T11:00:00Z'));
+    expect(expiryAfterDue({ localTime: '09:00', expiresAfter: 'PT2H' }, due, new Date('2030-01-01T10:00:00Z'))).toEqual(new Date('2030-01-01T10:00:00Z'));
+    expect(expiryAfterDue({ localTime: '09:00', expiresAfter: 'PT2H' }, due, new Date('2030-01-02T00:00:00Z'))).toEqual(new Date('2030-01-01T11:00:00Z'));
+    expect(expiryAfterDue({ localTime: '09:00' }, due, undefined)).toBeUndefined();
   });
 });

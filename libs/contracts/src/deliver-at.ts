@@ -26,20 +26,41 @@ const Jitter = z.string().refine((v) => {
   return ms !== undefined && ms <= MAX_JITTER_MS;
 }, 'must be an ISO-8601 duration of at most 24 hours, e.g. "PT30M"');
 
+/** Longest a job may let each push go after its due time (deliverAt.expiresAfter): what the providers store at most. */
+export const MAX_EXPIRES_AFTER_MS = 28 * 24 * 3600 * 1000;
+const ExpiresAfter = z
+  .string()
+  .refine((v) => {
+    const ms = parseIsoDuration(v);
+    return ms !== undefined && ms >= 60_000 && ms <= MAX_EXPIRES_AFTER_MS;
+  }, 'must be an ISO-8601 duration of at least a minute and at most 28 days, e.g. "PT2H"')
+  .describe(
+    "each push expires this long after its own due time (its device's local time, jitter included), or at the job's expiresAt / ttl if that is earlier: a push that could not go by then (an outage, a backlog) is dropped as expired instead of arriving hours late, and a provider stores it no longer",
+  );
+
 /**
  * When to deliver: an absolute instant, or a wall-clock time in each device's own timezone
  * (optionally on a given local date, optionally spread over a jitter window after that time).
  */
 export const DeliverAt = z.union([
-  z.strictObject({ at: Instant }),
+  z.strictObject({ at: Instant, expiresAfter: ExpiresAfter.optional() }),
   z.strictObject({
     localTime: LocalTime,
     /** The local date; without it, today if the time is still ahead (a DST overlap's second occurrence counts), otherwise tomorrow. */
     date: z.iso.date().optional(),
     /** Each device gets a deterministic offset in [0, jitter) after localTime, the window cut short to end a little before the push's expiry. */
     jitter: Jitter.optional(),
+    expiresAfter: ExpiresAfter.optional(),
   }),
 ]);
+
+/** A push's expiry given its due time: the job's (`jobExpiry`), or `deliverAt.expiresAfter` after `dueAt` if that is earlier. */
+export function expiryAfterDue(deliverAt: DeliverAt, dueAt: Date, jobExpiry: Date | undefined): Date | undefined {
+  const afterMs = deliverAt.expiresAfter === undefined ? undefined : parseIsoDuration(deliverAt.expiresAfter);
+  if (afterMs === undefined) return jobExpiry;
+  const own = dueAt.getTime() + afterMs;
+  return jobExpiry !== undefined && jobExpiry.getTime() <= own ? jobExpiry : new Date(own);
+}
 export type DeliverAt = z.infer<typeof DeliverAt>;
 
 /**

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
 import { z } from 'zod';
 import { Instant } from './instant.ts';
-import { DeliverAt } from './deliver-at.ts';
+import { DeliverAt, parseIsoDuration } from './deliver-at.ts';
 import { PushContent, effectivePushType } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
 import { JobAudience } from './job-audience.ts';
@@ -156,6 +156,19 @@ export function localTimeBounds(d: { localTime: string; date: string }): { earli
 }
 
 /**
+ * Why every push of a job given deliverAt.expiresAfter has expired already when it is accepted: its
+ * last due time (an instant; a local time on a date in the westernmost zone, its jitter window
+ * included) plus expiresAfter has passed. A local time without a date is always ahead.
+ */
+function expiredAfterDue(d: DeliverAt, acceptedAt: Date): string | undefined {
+  const afterMs = d.expiresAfter === undefined ? undefined : parseIsoDuration(d.expiresAfter);
+  if (afterMs === undefined) return undefined;
+  const lastDue = 'at' in d ? Date.parse(d.at) : d.date === undefined ? undefined : localTimeBounds({ localTime: d.localTime, date: d.date }).latest + (d.jitter === undefined ? 0 : (parseIsoDuration(d.jitter) ?? 0));
+  if (lastDue === undefined || lastDue + afterMs > acceptedAt.getTime()) return undefined;
+  return `every push expires ${d.expiresAfter} after its due time, and the last due time (${new Date(lastDue).toISOString()}) is more than that before the job was accepted (${acceptedAt.toISOString()}), so nothing would be delivered`;
+}
+
+/**
  * Why a scheduled job would expire before any of its pushes falls due (so nothing at all would be
  * delivered), naming the field that sets the expiry, or undefined. Its ttl counts from acceptance,
  * not from deliverAt: a job for tomorrow with `ttl: 3600` (or `ttl: 0`) would be accepted and then
@@ -164,9 +177,11 @@ export function localTimeBounds(d: { localTime: string; date: string }): { earli
  * Only the jitter window's start counts: a window running past the expiry is cut short to end a little before it
  * (libs/scheduling), so a start before the expiry delivers.
  */
-export function expiresBeforeDue(job: PushJob, acceptedAt: Date): { path: 'ttl' | 'expiresAt'; message: string } | undefined {
+export function expiresBeforeDue(job: PushJob, acceptedAt: Date): { path: 'ttl' | 'expiresAt' | 'deliverAt.expiresAfter'; message: string } | undefined {
   const d = job.deliverAt;
   if (d === undefined) return undefined;
+  const lateBy = expiredAfterDue(d, acceptedAt);
+  if (lateBy !== undefined) return { path: 'deliverAt.expiresAfter', message: lateBy };
   const earliest = 'at' in d ? Date.parse(d.at) : d.date === undefined ? undefined : localTimeBounds({ localTime: d.localTime, date: d.date }).earliest;
   const expiry = jobExpiry(job, acceptedAt);
   if (earliest === undefined || expiry === undefined || expiry.getTime() > earliest) return undefined;

@@ -178,7 +178,7 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     const content = { title: 't' };
     const local = { localTime: '09:00', jitter: 'PT30M' };
     expect(jobNotices({ ttl: 7200, content, deliverAt: local }, NOW)).toEqual([
-      'the job expires at 2026-01-01T02:00:00.000Z (ttl, which counts from acceptance), less than a day after it was accepted (a local time without a date falls within the next day): devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give a ttl of at least 25 hours or an expiresAt 25 hours ahead (the day the clocks go back lasts 25)',
+      'the job expires at 2026-01-01T02:00:00.000Z (ttl, which counts from acceptance), less than a day after it was accepted (a local time without a date falls within the next day): devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give a ttl of at least 25 hours or an expiresAt 25 hours ahead (the day the clocks go back lasts 25), and deliverAt.expiresAfter (e.g. "PT2H") to keep each device\'s push from going later than that after its own local time',
     ]);
     expect(jobNotices({ expiresAt: '2026-01-01T12:00:00Z', content, deliverAt: local }, NOW)).toEqual([expect.stringMatching(/^the job expires at 2026-01-01T12:00:00\.000Z \(expiresAt\), less than a day/) as unknown]);
     // A VoIP push without an expiry is now-or-never.
@@ -194,7 +194,7 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     const accepted = new Date('2025-06-01T12:00:00Z');
     const dated = { localTime: '09:00', date: '2025-06-02' };
     expect(jobNotices({ ttl: 86_400, content, deliverAt: dated }, accepted)).toEqual([
-      'the job expires at 2025-06-02T12:00:00.000Z (ttl, which counts from acceptance), before 09:00 on 2025-06-02 in the westernmost zones (UTC−12, 2025-06-02T21:00:00.000Z): devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give an expiresAt after 2025-06-02T21:00:00.000Z',
+      'the job expires at 2025-06-02T12:00:00.000Z (ttl, which counts from acceptance), before 09:00 on 2025-06-02 in the westernmost zones (UTC−12, 2025-06-02T21:00:00.000Z): devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give an expiresAt after 2025-06-02T21:00:00.000Z, and deliverAt.expiresAfter (e.g. "PT2H") to keep each device\'s push from going later than that after its own local time',
     ]);
     // Due at its expiry is dropped: 21:00 exactly still misses UTC−12; a second later reaches it.
     expect(jobNotices({ expiresAt: '2025-06-02T21:00:00Z', content, deliverAt: dated }, accepted)).toEqual([expect.stringMatching(/^the job expires at 2025-06-02T21:00:00\.000Z \(expiresAt\)/) as unknown]);

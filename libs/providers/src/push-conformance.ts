@@ -191,7 +191,7 @@ function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content
       ? 'less than a day after it was accepted (a local time without a date falls within the next day)'
       : `before ${d.localTime} on ${d.date} in the westernmost zones (UTC−12, ${new Date(latest).toISOString()})`;
   const fix = d.date === undefined ? 'a ttl of at least 25 hours or an expiresAt 25 hours ahead (the day the clocks go back lasts 25)' : `an expiresAt after ${new Date(latest).toISOString()}`;
-  return `the job expires at ${expiry.toISOString()} (${by}), ${advice}: devices whose local ${d.localTime} comes after that get nothing (recorded as expired); for every device, give ${fix}`;
+  return `the job expires at ${expiry.toISOString()} (${by}), ${advice}: devices whose local ${d.localTime} comes after that get nothing (recorded as expired); for every device, give ${fix}, and deliverAt.expiresAfter (e.g. "PT2H") to keep each device's push from going later than that after its own local time`;
 }
 
 function earliestSend(deliverAt: PushJob['deliverAt'], acceptedAt: Date): number {

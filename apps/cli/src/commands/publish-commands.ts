@@ -138,6 +138,7 @@ export function registerPublishCommands(program: Command): void {
     .option('--local-time <HH:mm>', "deliver at this wall-clock time in each device's own timezone (next occurrence)")
     .option('--date <YYYY-MM-DD>', 'with --local-time: on this local date')
     .option('--jitter <duration>', 'with --local-time: spread deliveries over this ISO-8601 duration after it, e.g. PT30M')
+    .option('--expires-after <duration>', "with --deliver-at or --local-time: drop each device's push if it cannot go within this ISO-8601 duration after its own due time (an outage, a backlog), e.g. PT2H")
     .option('--trace', 'log every step of this job at info level in the services, and follow it here: the demuxer\'s outcome and each device push\'s outcome as they are recorded')
     .option('--trace-timeout <seconds>', 'with --trace: stop following after this long', '30')
     .option('--json', 'print JSON')

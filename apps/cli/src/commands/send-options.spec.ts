@@ -11,6 +11,12 @@ describe('herald send schedule flags', () => {
     expect(DeliverAt.safeParse(local).success).toBe(true);
   });
 
+  it('--expires-after goes with either kind, and alone is refused', () => {
+    expect(deliverAtFromFlags({ localTime: '09:00', expiresAfter: 'PT2H' })).toEqual({ localTime: '09:00', expiresAfter: 'PT2H' });
+    expect(deliverAtFromFlags({ deliverAt: '2030-01-01T08:00:00Z', expiresAfter: 'PT2H' })).toEqual({ at: '2030-01-01T08:00:00Z', expiresAfter: 'PT2H' });
+    expect(() => deliverAtFromFlags({ expiresAfter: 'PT2H' })).toThrow('--expires-after goes with --deliver-at or --local-time');
+  });
+
   it('refuses both kinds at once, and --date or --jitter without --local-time', () => {
     expect(() => deliverAtFromFlags({ deliverAt: '2030-01-01T08:00:00Z', localTime: '09:00' })).toThrow(/not both/);
     expect(() => deliverAtFromFlags({ date: '2030-01-02' })).toThrow(/go with --local-time/);

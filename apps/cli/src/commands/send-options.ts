@@ -5,15 +5,18 @@ export interface ScheduleFlags {
   localTime?: string;
   date?: string;
   jitter?: string;
+  expiresAfter?: string;
 }
 
-/** `--deliver-at` or `--local-time [--date] [--jitter]` as the job's deliverAt (the contract checks each value). */
+/** `--deliver-at` or `--local-time [--date] [--jitter]`, either with `--expires-after`, as the job's deliverAt (the contract checks each value). */
 export function deliverAtFromFlags(o: ScheduleFlags): DeliverAt | undefined {
   if (o.deliverAt !== undefined && o.localTime !== undefined) throw new Error('give --deliver-at (an instant) or --local-time (a wall-clock time), not both');
   if (o.localTime === undefined && (o.date !== undefined || o.jitter !== undefined)) throw new Error('--date and --jitter go with --local-time');
-  if (o.deliverAt !== undefined) return { at: o.deliverAt };
+  if (o.deliverAt === undefined && o.localTime === undefined && o.expiresAfter !== undefined) throw new Error('--expires-after goes with --deliver-at or --local-time');
+  const after = o.expiresAfter === undefined ? {} : { expiresAfter: o.expiresAfter };
+  if (o.deliverAt !== undefined) return { at: o.deliverAt, ...after };
   if (o.localTime === undefined) return undefined;
-  return { localTime: o.localTime, ...(o.date !== undefined && { date: o.date }), ...(o.jitter !== undefined && { jitter: o.jitter }) };
+  return { localTime: o.localTime, ...(o.date !== undefined && { date: o.date }), ...(o.jitter !== undefined && { jitter: o.jitter }), ...after };
 }
 
 /** A flag's whole number, or a one-line error naming the flag (the contract then checks its range). */
