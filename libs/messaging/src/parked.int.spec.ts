@@ -131,6 +131,20 @@ describe('parked messages: list, replay, purge', () => {
     expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['n1']);
   });
 
+  it('replays only pushes younger than --newer-than, counted from when they were due (else accepted, else parked); purges the older ones', async () => {
+    const hoursAgo = (h: number) => new Date(Date.now() - h * 3_600_000).toISOString();
+    const push = (fields: object) => Buffer.from(JSON.stringify({ app: 'shop', pushId: 'x', ...fields }));
+    await park('fresh', 'provider-rejected', 'p.work', push({ acceptedAt: hoursAgo(30), dueAt: hoursAgo(1) }));
+    await park('stale', 'provider-rejected', 'p.work', push({ acceptedAt: hoursAgo(50) }));
+    await park('undated', 'provider-rejected'); // parked at 2026-01-01 (the headers), its body names no time
+    expect((await listParked(opts())).map((m) => [m.messageId, m.dueSince !== undefined])).toEqual([['fresh', true], ['stale', true], ['undated', false]]);
+    const sixHours = 6 * 3_600_000;
+    expect(await replayParked({ ...opts(), filter: { kind: 'code', code: 'provider-rejected', newerThanMs: sixHours }, force: true })).toMatchObject({ replayed: 1 });
+    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['stale', 'undated']);
+    expect(await purgeParked({ ...opts(), filter: { kind: 'all', olderThanMs: 48 * 3_600_000 } })).toEqual({ seen: 2, purged: 2 });
+    expect((await takeMessage(url, 'p.work'))).toMatchObject({ properties: { messageId: 'fresh' } });
+  });
+
   it('leaves a message parked when its original queue no longer exists', async () => {
     await park('gone', 'retries-exhausted', 'p.deleted');
     await park('ok', 'retries-exhausted');

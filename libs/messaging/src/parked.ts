@@ -18,6 +18,11 @@ export interface ParkedMessage {
   attempt: number;
   /** The app its body names (a push's, a job's `app`), read leniently; undefined when it names none. */
   app: string | undefined;
+  /**
+   * When what it carries was due, read leniently from its body: a push's `dueAt`, else its job's
+   * `acceptedAt`; undefined when it names neither. What an age filter counts from, else `parkedAt`.
+   */
+  dueSince: string | undefined;
   headers: Record<string, unknown>;
   body: Buffer;
 }
@@ -26,12 +31,30 @@ export interface ParkedMessage {
  * Which parked messages an operation touches. By id, a replay (and a show) stops reading the queue
  * at the chunk where it finds the message; a purge reads on, to delete every copy with that id.
  */
-export type ParkedFilter = { kind: 'all'; app?: string } | { kind: 'id'; id: string } | { kind: 'code'; code: string; app?: string };
+export type ParkedFilter = ({ kind: 'all'; app?: string } & AgeFilter) | { kind: 'id'; id: string } | ({ kind: 'code'; code: string; app?: string } & AgeFilter);
+
+/**
+ * Only messages younger (`newerThanMs`) or older (`olderThanMs`) than that, counted from when what
+ * they carry was due (ParkedMessage.dueSince, else when they were parked): a replay after a long
+ * outage need not send days-old pushes, and a purge can take just those. A message with neither
+ * time matches no age filter.
+ */
+export interface AgeFilter {
+  newerThanMs?: number;
+  olderThanMs?: number;
+}
 
 /** The `app` a parked body names, if it is a JSON object with a string `app`. */
 const appOf = (body: Buffer): string | undefined => {
   const app = jsonObjectOf(body)?.['app'];
   return typeof app === 'string' ? app : undefined;
+};
+
+/** A parked body's `dueAt`, else its `acceptedAt`, if it is a JSON object naming a valid instant. */
+const dueSinceOf = (body: Buffer): string | undefined => {
+  const value = jsonObjectOf(body);
+  const at = value?.['dueAt'] ?? value?.['acceptedAt'];
+  return typeof at === 'string' && !Number.isNaN(Date.parse(at)) ? at : undefined;
 };
 
 export interface ParkedOptions {
@@ -97,20 +120,29 @@ export function toParked(msg: GetMessage, parkedQueue: string): ParkedMessage {
     originalQueue: str(HeraldHeaders.originalQueue) ?? str('x-first-death-queue') ?? parkedQueue.replace(/\.parked$/, ''),
     attempt: attemptOf(headers),
     app: appOf(msg.content),
+    dueSince: dueSinceOf(msg.content),
     headers,
     body: msg.content,
   };
 }
 
-export function matches(m: ParkedMessage, filter: ParkedFilter): boolean {
+export function matches(m: ParkedMessage, filter: ParkedFilter, now = Date.now()): boolean {
   switch (filter.kind) {
     case 'all':
-      return filter.app === undefined || m.app === filter.app;
+      return (filter.app === undefined || m.app === filter.app) && ofAge(m, filter, now);
     case 'id':
       return m.messageId === filter.id;
     case 'code':
-      return m.code === filter.code && (filter.app === undefined || m.app === filter.app);
+      return m.code === filter.code && (filter.app === undefined || m.app === filter.app) && ofAge(m, filter, now);
   }
+}
+
+function ofAge(m: ParkedMessage, filter: AgeFilter, now: number): boolean {
+  if (filter.newerThanMs === undefined && filter.olderThanMs === undefined) return true;
+  const since = Date.parse(m.dueSince ?? m.parkedAt ?? '');
+  if (Number.isNaN(since)) return false;
+  const age = now - since;
+  return (filter.newerThanMs === undefined || age < filter.newerThanMs) && (filter.olderThanMs === undefined || age >= filter.olderThanMs);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { createLogger } from '@herald/logging';
 import { ActionRefused } from '@herald/db';
-import { describeRefusals, findParked, listParked, parkedNameOf, purgeParked, replayParked, type ParkedFilter, type ParkedMessage, type ReplayResult } from '@herald/messaging';
+import { describeRefusals, findParked, listParked, matchesParked, parkedNameOf, purgeParked, replayParked, type AgeFilter, type ParkedFilter, type ParkedMessage, type ReplayResult } from '@herald/messaging';
+import { parseIsoDuration } from '@herald/contracts';
 import type { Command } from 'commander';
 import { readCliConfig } from '../cli-config.ts';
 import { knownWorkQueue } from './queue-name.ts';
@@ -8,7 +9,7 @@ import { printObject, printRows } from '../output.ts';
 import { progressBar } from '../progress-bar.ts';
 import { auditedCli } from './cli-audit.ts';
 
-type FilterOptions = { id?: string; code?: string; all?: boolean; app?: string };
+type FilterOptions = { id?: string; code?: string; all?: boolean; app?: string; newerThan?: string; olderThan?: string };
 type ReplayFlags = FilterOptions & { force?: boolean };
 
 const base = (queue: string) => ({
@@ -38,13 +39,28 @@ function matchedNothing(filter: ReturnType<typeof filterOf>, done: number, seen:
 function filterOf(o: FilterOptions): ParkedFilter {
   const given = [o.id !== undefined, o.code !== undefined, o.all === true].filter(Boolean).length;
   if (given !== 1) throw new Error('give exactly one of --id <messageId>, --code <code>, --all');
+  const age = ageOf(o);
   if (o.id !== undefined) {
     if (o.app !== undefined) throw new Error('--app goes with --code or --all (an id names one message)');
     return { kind: 'id', id: o.id };
   }
   const app = o.app === undefined ? {} : { app: o.app };
-  if (o.code !== undefined) return { kind: 'code', code: o.code, ...app };
-  return { kind: 'all', ...app };
+  if (o.code !== undefined) return { kind: 'code', code: o.code, ...app, ...age };
+  return { kind: 'all', ...app, ...age };
+}
+
+/** --newer-than / --older-than as an AgeFilter; a one-line error naming the flag for a bad duration. */
+function ageOf(o: Pick<FilterOptions, 'id' | 'newerThan' | 'olderThan'>): AgeFilter {
+  if (o.id !== undefined && (o.newerThan !== undefined || o.olderThan !== undefined)) throw new Error('--newer-than and --older-than go with --code or --all (an id names one message)');
+  const ms = (flag: string, raw: string | undefined): number | undefined => {
+    if (raw === undefined) return undefined;
+    const value = parseIsoDuration(raw);
+    if (value === undefined || value === 0) throw new Error(`${flag} must be an ISO-8601 duration such as PT6H or P2D, got "${raw}"`);
+    return value;
+  };
+  const newerThanMs = ms('--newer-than', o.newerThan);
+  const olderThanMs = ms('--older-than', o.olderThan);
+  return { ...(newerThanMs !== undefined && { newerThanMs }), ...(olderThanMs !== undefined && { olderThanMs }) };
 }
 
 const bodyOf = (m: ParkedMessage): unknown => {
@@ -55,7 +71,12 @@ const bodyOf = (m: ParkedMessage): unknown => {
   }
 };
 
-const row = (m: ParkedMessage) => ({ id: m.messageId, app: m.app ?? null, code: m.code, attempts: m.attempt, parkedAt: m.parkedAt, queue: m.originalQueue, reason: m.reason });
+const row = (m: ParkedMessage) => ({ id: m.messageId, app: m.app ?? null, code: m.code, attempts: m.attempt, dueSince: m.dueSince ?? null, parkedAt: m.parkedAt, queue: m.originalQueue, reason: m.reason });
+
+const AGE_FLAGS = [
+  ['--newer-than <duration>', 'only messages younger than this ISO-8601 duration (PT6H, P2D), counted from when their push was due (its job accepted), else from when they were parked'],
+  ['--older-than <duration>', 'only messages at least this old, counted the same way'],
+] as const;
 
 /** `herald parked list|show|replay|purge <queue>`: the parked queue of a work queue. */
 export function registerParkedCommands(program: Command): void {
@@ -65,12 +86,15 @@ export function registerParkedCommands(program: Command): void {
     .description('parked messages of a work queue (e.g. push.apns.send), oldest first')
     .option('--limit <n>', 'at most this many', '1000')
     .option('--app <app>', 'only messages of this app (the app their body names)')
+    .option(...AGE_FLAGS[0])
+    .option(...AGE_FLAGS[1])
     .option('--json', 'print JSON')
-    .action(async (queue: string, o: { limit: string; app?: string; json?: boolean }) => {
+    .action(async (queue: string, o: { limit: string; app?: string; newerThan?: string; olderThan?: string; json?: boolean }) => {
       // A typo read as NaN read nothing and printed "(none)": an operator took the queue for empty.
       if (!/^\d+$/.test(o.limit) || Number(o.limit) < 1) throw new Error(`--limit must be a positive integer, got "${o.limit}"`);
+      const filter: ParkedFilter = { kind: 'all', ...(o.app !== undefined && { app: o.app }), ...ageOf(o) };
       const messages = await listParked({ ...base(queue), limit: Number(o.limit) });
-      printRows(messages.filter((m) => o.app === undefined || m.app === o.app).map(row), o.json === true);
+      printRows(messages.filter((m) => matchesParked(m, filter)).map(row), o.json === true);
     });
   parked
     .command('show <queue> <messageId>')
@@ -87,6 +111,8 @@ export function registerParkedCommands(program: Command): void {
     .option('--code <code>', 'only messages parked with this code')
     .option('--all', 'every parked message')
     .option('--app <app>', 'with --code or --all: only messages of this app (the app their body names)')
+    .option(...AGE_FLAGS[0])
+    .option(...AGE_FLAGS[1])
     .option('--force', 'replay permanent rejections too (they would be parked again or rejected again unless their cause was fixed)')
     .action(async (queue: string, o: ReplayFlags) => {
       const opts = base(queue);
@@ -126,6 +152,8 @@ export function registerParkedCommands(program: Command): void {
     .option('--code <code>', 'only messages parked with this code')
     .option('--all', 'every parked message')
     .option('--app <app>', 'with --code or --all: only messages of this app (the app their body names)')
+    .option(...AGE_FLAGS[0])
+    .option(...AGE_FLAGS[1])
     .action(async (queue: string, o: FilterOptions) => {
       const opts = base(queue);
       const filter = filterOf(o);

@@ -87,6 +87,15 @@ describe('herald send, apps add and parked list: what an operator types wrong', 
     await t.db.apps.upsert({ id: 'live', enabled: true });
   });
 
+  it('parked replay refuses an age that is no ISO-8601 duration, and an age with --id, naming the flag', async () => {
+    const hours = await herald('parked', 'replay', 'push.apns.send', '--all', '--newer-than', '6h');
+    expect(hours.code).not.toBe(0);
+    expect(hours.stderr).toMatch(/--newer-than must be an ISO-8601 duration such as PT6H or P2D, got "6h"/);
+    const withId = await herald('parked', 'purge', 'push.apns.send', '--id', 'x', '--older-than', 'P2D');
+    expect(withId.code).not.toBe(0);
+    expect(withId.stderr).toMatch(/--newer-than and --older-than go with --code or --all/);
+  });
+
   it('parked list refuses a --limit that is no positive integer instead of printing an empty queue', async () => {
     for (const limit of ['ten', '0']) {
       const r = await herald('parked', 'list', 'push.jobs', '--limit', limit);
