@@ -227,7 +227,7 @@ describe.each(OVERLAYS)('infra/k8s/%s', (dir) => {
       dir === 'overlays/dev' ? 2 : 3,
     );
     // A commit is on a replica before a service is told of it, so a failover loses none (dev: while the replica runs).
-    expect((find(objects, 'Cluster', Names.postgres)['spec'] as Any).postgresql.synchronous).toEqual({ method: 'any', number: 1, dataDurability: dir === 'overlays/dev' ? 'preferred' : 'required' });
+    expect((find(objects, 'Cluster', Names.postgres)['spec'] as Any).postgresql.synchronous).toEqual({ method: 'any', number: 1, dataDurability: dir === 'overlays/dev' ? 'preferred' : 'required', failoverQuorum: true });
     const pooler = find(objects, 'Pooler', Names.pooler)['spec'] as Any;
     expect(pooler.pgbouncer.poolMode).toBe('transaction');
     expect(pooler.cluster.name).toBe(Names.postgres);

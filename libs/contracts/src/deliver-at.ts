@@ -54,9 +54,12 @@ export const DeliverAt = z.union([
   }),
 ]);
 
+/** deliverAt.expiresAfter in milliseconds, or undefined without one. */
+export const expiresAfterMs = (deliverAt: DeliverAt): number | undefined => (deliverAt.expiresAfter === undefined ? undefined : parseIsoDuration(deliverAt.expiresAfter));
+
 /** A push's expiry given its due time: the job's (`jobExpiry`), or `deliverAt.expiresAfter` after `dueAt` if that is earlier. */
 export function expiryAfterDue(deliverAt: DeliverAt, dueAt: Date, jobExpiry: Date | undefined): Date | undefined {
-  const afterMs = deliverAt.expiresAfter === undefined ? undefined : parseIsoDuration(deliverAt.expiresAfter);
+  const afterMs = expiresAfterMs(deliverAt);
   if (afterMs === undefined) return jobExpiry;
   const own = dueAt.getTime() + afterMs;
   return jobExpiry !== undefined && jobExpiry.getTime() <= own ? jobExpiry : new Date(own);

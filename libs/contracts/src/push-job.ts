@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
 import { z } from 'zod';
 import { Instant } from './instant.ts';
-import { DeliverAt, parseIsoDuration } from './deliver-at.ts';
+import { DeliverAt, expiresAfterMs, parseIsoDuration } from './deliver-at.ts';
 import { PushContent, effectivePushType } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
 import { JobAudience } from './job-audience.ts';
@@ -161,7 +161,7 @@ export function localTimeBounds(d: { localTime: string; date: string }): { earli
  * included) plus expiresAfter has passed. A local time without a date is always ahead.
  */
 function expiredAfterDue(d: DeliverAt, acceptedAt: Date): string | undefined {
-  const afterMs = d.expiresAfter === undefined ? undefined : parseIsoDuration(d.expiresAfter);
+  const afterMs = expiresAfterMs(d);
   if (afterMs === undefined) return undefined;
   const lastDue = 'at' in d ? Date.parse(d.at) : d.date === undefined ? undefined : localTimeBounds({ localTime: d.localTime, date: d.date }).latest + (d.jitter === undefined ? 0 : (parseIsoDuration(d.jitter) ?? 0));
   if (lastDue === undefined || lastDue + afterMs > acceptedAt.getTime()) return undefined;

@@ -162,6 +162,8 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content }, NOW)).toEqual([expect.stringMatching(/40 days ahead: FCM stores a push at most 28 days/) as unknown]);
     expect(jobNotices({ expiresAt: '2026-01-20T00:00:00Z', content }, NOW)).toEqual([]);
     expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content: { pushType: 'voip', data: { c: '1' } } }, NOW)).toEqual([]);
+    // deliverAt.expiresAfter expires each push within 28 days of its due time: FCM stores it whole.
+    expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content, deliverAt: { at: '2026-01-01T12:00:00Z', expiresAfter: 'P2D' } }, NOW)).toEqual([]);
   });
 
   it("counts a scheduled job's expiry from when it is due, as FCM's ttl counts from the send", () => {
@@ -195,6 +197,10 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     const dated = { localTime: '09:00', date: '2025-06-02' };
     expect(jobNotices({ ttl: 86_400, content, deliverAt: dated }, accepted)).toEqual([
       'the job expires at 2025-06-02T12:00:00.000Z (ttl, which counts from acceptance), before 09:00 on 2025-06-02 in the westernmost zones (UTC−12, 2025-06-02T21:00:00.000Z): devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give an expiresAt after 2025-06-02T21:00:00.000Z, and deliverAt.expiresAfter (e.g. "PT2H") to keep each device\'s push from going later than that after its own local time',
+    ]);
+    // A job that bounds each push already is not told to.
+    expect(jobNotices({ ttl: 86_400, content, deliverAt: { ...dated, expiresAfter: 'PT2H' } }, accepted)).toEqual([
+      'the job expires at 2025-06-02T12:00:00.000Z (ttl, which counts from acceptance), before 09:00 on 2025-06-02 in the westernmost zones (UTC−12, 2025-06-02T21:00:00.000Z): devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give an expiresAt after 2025-06-02T21:00:00.000Z',
     ]);
     // Due at its expiry is dropped: 21:00 exactly still misses UTC−12; a second later reaches it.
     expect(jobNotices({ expiresAt: '2025-06-02T21:00:00Z', content, deliverAt: dated }, accepted)).toEqual([expect.stringMatching(/^the job expires at 2025-06-02T21:00:00\.000Z \(expiresAt\)/) as unknown]);

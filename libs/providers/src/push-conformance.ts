@@ -153,7 +153,8 @@ export function jobNotices(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content' | 
  * time without a date, its acceptance).
  */
 function fcmStorageNotice(job: Pick<PushJob, 'expiresAt' | 'content' | 'deliverAt'>, acceptedAt: Date): string | undefined {
-  if (job.expiresAt === undefined || !platformsFor(job.content).includes('fcm')) return undefined;
+  // deliverAt.expiresAfter (at most 28 days) expires each push within 28 days of its due time.
+  if (job.expiresAt === undefined || job.deliverAt?.expiresAfter !== undefined || !platformsFor(job.content).includes('fcm')) return undefined;
   const from = earliestSend(job.deliverAt, acceptedAt);
   const aheadS = (Date.parse(job.expiresAt) - from) / 1000;
   if (aheadS <= HERALD_MAX_STORAGE_S) return undefined;
@@ -191,7 +192,8 @@ function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content
       ? 'less than a day after it was accepted (a local time without a date falls within the next day)'
       : `before ${d.localTime} on ${d.date} in the westernmost zones (UTC−12, ${new Date(latest).toISOString()})`;
   const fix = d.date === undefined ? 'a ttl of at least 25 hours or an expiresAt 25 hours ahead (the day the clocks go back lasts 25)' : `an expiresAt after ${new Date(latest).toISOString()}`;
-  return `the job expires at ${expiry.toISOString()} (${by}), ${advice}: devices whose local ${d.localTime} comes after that get nothing (recorded as expired); for every device, give ${fix}, and deliverAt.expiresAfter (e.g. "PT2H") to keep each device's push from going later than that after its own local time`;
+  const bound = d.expiresAfter === undefined ? ', and deliverAt.expiresAfter (e.g. "PT2H") to keep each device\'s push from going later than that after its own local time' : '';
+  return `the job expires at ${expiry.toISOString()} (${by}), ${advice}: devices whose local ${d.localTime} comes after that get nothing (recorded as expired); for every device, give ${fix}${bound}`;
 }
 
 function earliestSend(deliverAt: PushJob['deliverAt'], acceptedAt: Date): number {
