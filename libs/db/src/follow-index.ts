@@ -67,10 +67,11 @@ export async function applyToFollowerIndex(tx: Kysely<HeraldTables>, edges: read
 
 /**
  * After applyToFollowerIndex's transaction: trim an index beyond its cap; refill one below its
- * minimum, or one that lacks followers while they all fit (a follower trimmed out while the
+ * minimum; top up one that lacks followers while they all fit (a follower trimmed out while the
  * followee had more than `cap` stayed out for good once it had `cap` or fewer: the read-time
- * refresh is for full indexes, and activity moves only the followers an index holds). Such a
- * refill reads at most `cap` edges, and leaves the index complete until the followee passes `cap` again.
+ * refresh is for full indexes, and activity moves only the followers an index holds). A top-up
+ * reads at most `cap` edges and writes only the followers missing, so a followee whose count
+ * hovers at the cap costs a read of its edges per unfollow, not a rebuild.
  */
 export async function rebalanceFollowerIndex(db: Kysely<HeraldTables>, edges: readonly FollowEdge[], options = DEFAULT_FOLLOWER_INDEX): Promise<void> {
   if (edges.length === 0) return;
@@ -85,8 +86,23 @@ export async function rebalanceFollowerIndex(db: Kysely<HeraldTables>, edges: re
     const recent = Number(r.recent);
     const followers = Number(r.follower_count);
     if (recent > options.cap) await trim(db, r.app, r.followee, options.cap);
-    else if (followers > recent && (recent < options.min || followers <= options.cap)) await refillFollowerIndex(db, r.app, r.followee, options);
+    else if (followers > recent && recent < options.min) await refillFollowerIndex(db, r.app, r.followee, options);
+    else if (followers > recent && followers <= options.cap) await topUpFollowerIndex(db, r.app, r.followee);
   }
+}
+
+/** Adds the followers a followee's index lacks (it has `cap` or fewer), under its followees row lock, as refillFollowerIndex. */
+async function topUpFollowerIndex(db: Kysely<HeraldTables>, app: string, followee: string): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    await sql`select 1 from followees where app = ${app} and followee = ${followee} for update`.execute(tx);
+    await sql`
+      insert into follower_recent (app, followee, follower, active_at)
+      select f.app, f.followee, f.follower, ${activityOf(sql.ref('f.app'), sql.ref('f.follower'))}
+      from follows f
+      where f.app = ${app} and f.followee = ${followee} and f.following
+        and not exists (select 1 from follower_recent r where r.app = f.app and r.followee = f.followee and r.follower = f.follower)
+      on conflict (app, followee, follower) do nothing`.execute(tx);
+  });
 }
 
 async function trim(db: Kysely<HeraldTables>, app: string, followee: string, cap: number): Promise<void> {
