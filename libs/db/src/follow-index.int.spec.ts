@@ -48,7 +48,11 @@ describe('the capped recently-active follower index', () => {
     await applyFollowEvents(t.db.kysely, Array.from({ length: 18 }, (_, i) => follow(i, false, at(300))), OPTS);
     expect(await index()).toEqual(Array.from({ length: 20 }, (_, k) => `u-${38 - k}`));
     // u-38 unfollows: 20 follow, all of whom fit. Before, the index kept 19 (above its minimum) and u-18 stayed out for good.
+    const refilledAt = async () => (await sql<{ at: Date | null }>`select recent_refilled_at as at from followees where app = 'app-f' and followee = 'star'`.execute(t.db.kysely)).rows[0]?.at;
+    const before = await refilledAt();
     await applyFollowEvents(t.db.kysely, [follow(38, false, at(301))], OPTS);
+    // Topped up, not rebuilt (a rebuild stamps its time).
+    expect(await refilledAt()).toEqual(before);
     expect(await followerCount(t.db.kysely, 'app-f', 'star')).toBe(20);
     expect(await index()).toEqual(Array.from({ length: 20 }, (_, k) => `u-${37 - k}`));
   });

@@ -10,7 +10,8 @@ import type { HeraldTables } from './tables.ts';
  *
  * Kept by: follow events (a new follower goes in, the index is trimmed back to `cap`), unfollow
  * events (the follower goes out; below `min` rows while there are more followers, it is refilled
- * from the source of truth), device activity at registration (a follower's active_at moves
+ * from the source of truth; short of followers while every follower fits in `cap`, the missing
+ * ones are added), device activity at registration (a follower's active_at moves
  * forward), and a refill at read time when a full index is older than `maxAgeMs` (followers
  * trimmed out who became active since come back then).
  */

@@ -136,12 +136,17 @@ describe('parked messages: list, replay, purge', () => {
     const push = (fields: object) => Buffer.from(JSON.stringify({ app: 'shop', pushId: 'x', ...fields }));
     await park('fresh', 'provider-rejected', 'p.work', push({ acceptedAt: hoursAgo(30), dueAt: hoursAgo(1) }));
     await park('stale', 'provider-rejected', 'p.work', push({ acceptedAt: hoursAgo(50) }));
-    await park('undated', 'provider-rejected'); // parked at 2026-01-01 (the headers), its body names no time
-    expect((await listParked(opts())).map((m) => [m.messageId, m.dueSince !== undefined])).toEqual([['fresh', true], ['stale', true], ['undated', false]]);
+    await park('day-old', 'provider-rejected', 'p.work', push({ acceptedAt: hoursAgo(24) }));
+    await park('undated', 'provider-rejected'); // parked at 2026-01-01 (the headers), its body names no push
+    // A job's acceptedAt is not when its pushes are due: it counts from when it was parked.
+    await park('job', 'schema', 'p.work', Buffer.from(JSON.stringify({ id: 'j', app: 'shop', acceptedAt: hoursAgo(1) })));
+    expect((await listParked(opts())).map((m) => [m.messageId, m.dueSince !== undefined])).toEqual([['fresh', true], ['stale', true], ['day-old', true], ['undated', false], ['job', false]]);
     const sixHours = 6 * 3_600_000;
     expect(await replayParked({ ...opts(), filter: { kind: 'code', code: 'provider-rejected', newerThanMs: sixHours }, force: true })).toMatchObject({ replayed: 1 });
-    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['stale', 'undated']);
-    expect(await purgeParked({ ...opts(), filter: { kind: 'all', olderThanMs: 48 * 3_600_000 } })).toEqual({ seen: 2, purged: 2 });
+    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['stale', 'day-old', 'undated', 'job']);
+    // --all with an age deletes only what is that old (without one it empties the queue at once).
+    expect(await purgeParked({ ...opts(), filter: { kind: 'all', olderThanMs: 48 * 3_600_000 } })).toEqual({ seen: 4, purged: 3 });
+    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['day-old']);
     expect((await takeMessage(url, 'p.work'))).toMatchObject({ properties: { messageId: 'fresh' } });
   });
 

@@ -1,5 +1,5 @@
 import type { ConfirmChannel, GetMessage, Options } from 'amqplib';
-import { jsonObjectOf, parkedQueueFor } from '@herald/contracts';
+import { jsonObjectOf, parkedQueueFor, pushAsOf } from '@herald/contracts';
 import type { Logger } from '@herald/logging';
 import { socketOf } from './coalesce-writes.ts';
 import { openConnection, type BrokerConnection } from './connection.ts';
@@ -19,8 +19,9 @@ export interface ParkedMessage {
   /** The app its body names (a push's, a job's `app`), read leniently; undefined when it names none. */
   app: string | undefined;
   /**
-   * When what it carries was due, read leniently from its body: a push's `dueAt`, else its job's
-   * `acceptedAt`; undefined when it names neither. What an age filter counts from, else `parkedAt`.
+   * When the device push it carries was due, read leniently from its body: its `dueAt`, else its
+   * job's `acceptedAt`; undefined for another body (a job, a packed message). What an age filter
+   * counts from, else `parkedAt`.
    */
   dueSince: string | undefined;
   headers: Record<string, unknown>;
@@ -34,10 +35,10 @@ export interface ParkedMessage {
 export type ParkedFilter = ({ kind: 'all'; app?: string } & AgeFilter) | { kind: 'id'; id: string } | ({ kind: 'code'; code: string; app?: string } & AgeFilter);
 
 /**
- * Only messages younger (`newerThanMs`) or older (`olderThanMs`) than that, counted from when what
- * they carry was due (ParkedMessage.dueSince, else when they were parked): a replay after a long
- * outage need not send days-old pushes, and a purge can take just those. A message with neither
- * time matches no age filter.
+ * Only messages younger (`newerThanMs`) or older (`olderThanMs`) than that, counted from when the
+ * push they carry was due (ParkedMessage.dueSince, else when they were parked): a replay after a
+ * long outage need not send days-old pushes, and a purge can take just those. A message with
+ * neither time (a packed message the broker dead-lettered) matches no age filter.
  */
 export interface AgeFilter {
   newerThanMs?: number;
@@ -50,11 +51,17 @@ const appOf = (body: Buffer): string | undefined => {
   return typeof app === 'string' ? app : undefined;
 };
 
-/** A parked body's `dueAt`, else its `acceptedAt`, if it is a JSON object naming a valid instant. */
+/**
+ * When a parked device push was due (pushAsOf: its dueAt, else its job's acceptedAt), read
+ * leniently; undefined for any other body. A job's acceptedAt is not when its pushes are due (a job
+ * scheduled for next week, parked today), so a job counts from when it was parked.
+ */
 const dueSinceOf = (body: Buffer): string | undefined => {
   const value = jsonObjectOf(body);
-  const at = value?.['dueAt'] ?? value?.['acceptedAt'];
-  return typeof at === 'string' && !Number.isNaN(Date.parse(at)) ? at : undefined;
+  const { pushId, acceptedAt, dueAt } = value ?? {};
+  if (typeof pushId !== 'string' || typeof acceptedAt !== 'string') return undefined;
+  const at = pushAsOf({ acceptedAt, ...(typeof dueAt === 'string' && { dueAt }) });
+  return Number.isNaN(at.getTime()) ? undefined : at.toISOString();
 };
 
 export interface ParkedOptions {
@@ -407,10 +414,11 @@ export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
   }
 }
 
-/** Deletes matching parked messages (all of them at once for `{ kind: 'all' }` without an app). */
+/** Deletes matching parked messages (all of them at once for `{ kind: 'all' }` without an app or an age). */
 export async function purgeParked(opts: ParkedOptions & { filter: ParkedFilter }): Promise<{ seen: number; purged: number }> {
   return withParkedChannel(opts, async (ch, parked, total) => {
-    if (opts.filter.kind === 'all' && opts.filter.app === undefined) {
+    const f = opts.filter;
+    if (f.kind === 'all' && f.app === undefined && f.newerThanMs === undefined && f.olderThanMs === undefined) {
       const { messageCount } = await ch.purgeQueue(parked);
       return { seen: messageCount, purged: messageCount };
     }

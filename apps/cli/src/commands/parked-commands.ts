@@ -30,9 +30,20 @@ function matchedNothing(filter: ReturnType<typeof filterOf>, done: number, seen:
   if (filter.kind === 'id') return noSuchMessage(filter.id, queue);
   if (seen === 0) return undefined;
   const of = filter.app === undefined ? '' : ` of app "${filter.app}"`;
-  if (filter.kind === 'code') return `none of the ${seen} parked message(s) in ${parkedNameOf(queue)}${of} was parked with code "${filter.code}": \`herald parked list ${queue}\` shows their codes and apps`;
-  if (filter.app !== undefined) return `none of the ${seen} parked message(s) in ${parkedNameOf(queue)} is${of}: \`herald parked list ${queue}\` shows their apps`;
+  const aged = ageText(filter);
+  if (filter.kind === 'code') return `none of the ${seen} parked message(s) in ${parkedNameOf(queue)}${of} was parked with code "${filter.code}"${aged}: \`herald parked list ${queue}\` shows their codes, apps and times`;
+  if (filter.app !== undefined || aged !== '') return `none of the ${seen} parked message(s) in ${parkedNameOf(queue)} is${of}${aged}: \`herald parked list ${queue}\` shows their apps and times`;
   return undefined;
+}
+
+/** What an age filter asks, for a message saying nothing matched ('' without one). */
+function ageText(filter: AgeFilter): string {
+  const hours = (ms: number) => `${+(ms / 3_600_000).toFixed(2)} h`;
+  const parts = [
+    ...(filter.newerThanMs === undefined ? [] : [`younger than ${hours(filter.newerThanMs)}`]),
+    ...(filter.olderThanMs === undefined ? [] : [`at least ${hours(filter.olderThanMs)} old`]),
+  ];
+  return parts.length === 0 ? '' : ` and ${parts.join(' and ')}`;
 }
 
 /** Exactly one of --id, --code, --all; a bulk operation must be asked for by name. */
@@ -74,7 +85,7 @@ const bodyOf = (m: ParkedMessage): unknown => {
 const row = (m: ParkedMessage) => ({ id: m.messageId, app: m.app ?? null, code: m.code, attempts: m.attempt, dueSince: m.dueSince ?? null, parkedAt: m.parkedAt, queue: m.originalQueue, reason: m.reason });
 
 const AGE_FLAGS = [
-  ['--newer-than <duration>', 'only messages younger than this ISO-8601 duration (PT6H, P2D), counted from when their push was due (its job accepted), else from when they were parked'],
+  ['--newer-than <duration>', 'only messages younger than this ISO-8601 duration (PT6H, P2D), counted from when the device push they carry was due (its job accepted), else from when they were parked'],
   ['--older-than <duration>', 'only messages at least this old, counted the same way'],
 ] as const;
 
