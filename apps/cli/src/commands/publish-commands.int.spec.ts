@@ -96,6 +96,18 @@ describe('herald send, apps add and parked list: what an operator types wrong', 
     expect(withId.stderr).toMatch(/--newer-than and --older-than go with --code or --all/);
   });
 
+  it('topics list says how to ask for the next page when there are more topics than a page, and --after gives it', async () => {
+    // Before, the list stopped at 1,000 topics and said nothing of the rest.
+    await t.db.apps.upsert({ id: 'many' });
+    await t.db.kysely.insertInto('topics').values(Array.from({ length: 1001 }, (_, i) => ({ app: 'many', name: `t-${String(i).padStart(4, '0')}` }))).execute();
+    const first = await herald('topics', 'list', '--app', 'many');
+    expect(first).toEqual({ code: 0, stderr: 'more: herald topics list --app many --after t-0999\n' });
+    expect(await herald('topics', 'list', '--app', 'many', '--after', 't-0999')).toEqual({ code: 0, stderr: '' });
+    const bad = await herald('topics', 'list', '--app', 'many', '--after', '');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--after/);
+  });
+
   it('parked list refuses a --limit that is no positive integer instead of printing an empty queue', async () => {
     for (const limit of ['ten', '0']) {
       const r = await herald('parked', 'list', 'push.jobs', '--limit', limit);

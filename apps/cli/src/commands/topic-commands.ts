@@ -1,4 +1,4 @@
-import { MAX_TOPIC_BATCH, Platforms, TopicName, TopicSubscriptions, type Platform } from '@herald/contracts';
+import { MAX_TOPIC_BATCH, MAX_TOPIC_LIST, Platforms, TopicName, TopicSubscriptions, type Platform } from '@herald/contracts';
 import { createAudienceStore, type Database } from '@herald/db';
 import { maskToken } from '@herald/logging';
 import type { Command } from 'commander';
@@ -77,15 +77,21 @@ export function registerTopicCommands(program: Command): void {
     });
   topics
     .command('list')
-    .description("the app's topics with their subscriber counts")
+    .description(`the app's topics with their subscriber counts, by name, ${MAX_TOPIC_LIST} at a time`)
     .requiredOption('--app <app>', 'the app')
+    .option('--after <topic>', "the page after this topic (the last one's listed)")
     .option('--json', 'JSON output')
-    .action(async (o: { app: string; json?: boolean }) => {
+    .action(async (o: { app: string; after?: string; json?: boolean }) => {
+      const after = o.after === undefined ? undefined : check(TopicName, '--after', o.after);
+      // One more than a page, as GET /v1/topics reads it: a page that stopped at the limit said nothing of the rest.
       const rows = await withDatabase(async (db) => {
         await requireApp(db, o.app);
-        return createAudienceStore(db.kysely).listTopics(o.app, 1000);
+        return createAudienceStore(db.kysely).listTopics(o.app, MAX_TOPIC_LIST + 1, after);
       });
-      printRows(rows.map((t) => ({ name: t.name, subscribers: t.subscribers, createdAt: t.createdAt.toISOString() })), o.json === true);
+      const page = rows.slice(0, MAX_TOPIC_LIST);
+      printRows(page.map((t) => ({ name: t.name, subscribers: t.subscribers, createdAt: t.createdAt.toISOString() })), o.json === true);
+      const last = page[page.length - 1];
+      if (rows.length > MAX_TOPIC_LIST && last !== undefined) process.stderr.write(`more: herald topics list --app ${o.app} --after ${last.name}\n`);
     });
   topics
     .command('show <topic>')
