@@ -82,7 +82,7 @@ describe('the operator dashboard, in a real headless Chromium', () => {
 
     // A running audience fan-out (recorded as the demuxer records one; with the demuxer down it stays at its first chunk).
     const fanouts = createFanoutRepository(sys.database.db.kysely);
-    await fanouts.start({ jobId: 'fanout-on-the-dashboard', app: 'demo', audience: { topic: 'breaking-news' }, job: {}, acceptedAt: new Date(), size: 5000, exact: true });
+    await fanouts.start({ jobId: 'fanout-on-the-dashboard', app: 'demo', audience: { topic: 'breaking-news' }, job: {}, acceptedAt: new Date(), size: 5000, exact: false });
     await fanouts.recordChunk('fanout-on-the-dashboard', 0, { devices: 1000, targeted: 1000, noDevice: 0, emitted: 1000, outcomes: [], planned: { deviceIds: [], userIds: [], toDevice: [] } });
 
     const context = await chromium.launchPersistentContext(profile as string, {
@@ -122,7 +122,7 @@ describe('the operator dashboard, in a real headless Chromium', () => {
     expect(await page.locator('#scheduled .legend').textContent()).toContain('Web Push');
     const fanoutRow = page.locator('#fanouts tr[data-fanout="fanout-on-the-dashboard"]');
     await fanoutRow.waitFor({ state: 'visible', timeout: 15_000 });
-    expect(await fanoutRow.textContent()).toMatch(/breaking-news[\s\S]*expanding[\s\S]*1,000 \/ 5,000/);
+    expect(await fanoutRow.textContent()).toMatch(/breaking-news[\s\S]*expanding[\s\S]*1,000 \/ ~5,000/); // a topic's size counts members: an estimate of its devices
     await mkdir('test-results', { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
 

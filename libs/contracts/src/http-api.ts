@@ -121,10 +121,15 @@ export const JobStatus = z.object({
     .object({
       /** The audience as the job gave it (topic, followersOf, broadcast, segment, ...). */
       target: z.record(z.string(), z.unknown()),
-      /** Devices in the audience when the fan-out started (an estimate when sizeExact is false). */
+      /**
+       * The audience's size when the fan-out started. A broadcast's is its devices, its segment
+       * applied (sizeExact). A topic's or followers' is their members (users, and a topic's single
+       * devices), before any segment (sizeExact false): a user with two phones is one, a segment
+       * may leave most out, so `expanded` (devices) can end above or below it.
+       */
       size: count.nullable(),
       sizeExact: z.boolean(),
-      /** Devices read so far (skipped ones included); equals size once every chunk is read, unless the audience changed meanwhile. */
+      /** Devices read so far (skipped ones included); for a broadcast, equals size once every chunk is read, unless the audience changed meanwhile. */
       expanded: count,
       chunks: count,
       chunksDone: count,
