@@ -28,15 +28,26 @@ export const DEFAULT_FOLLOWER_INDEX: FollowerIndexOptions = { cap: MAX_MOST_RECE
 const activityOf = (app: unknown, user: unknown) => sql<Date | null>`(
   select max(d.last_seen_at) from devices d where d.app = ${app} and d.user_id = ${user} and d.invalidated_at is null)`;
 
-/** Rebuilds one followee's index from follows joined with the followers' device activity. */
-export async function refillFollowerIndex(db: Kysely<HeraldTables>, app: string, followee: string, options = DEFAULT_FOLLOWER_INDEX): Promise<void> {
+/** A followee's followers as follower_recent rows, with their activity (the source of truth a refill or a top-up reads). */
+const followerRows = (app: string, followee: string, also: RawBuilder<unknown> = sql`true`) => sql`
+  select f.app, f.followee, f.follower, ${activityOf(sql.ref('f.app'), sql.ref('f.follower'))}
+  from follows f where f.app = ${app} and f.followee = ${followee} and f.following and ${also}`;
+
+/** Changes one followee's index under its followees row lock, which follow and unfollow events of it wait on. */
+async function underFolloweeLock(db: Kysely<HeraldTables>, app: string, followee: string, change: (tx: Kysely<HeraldTables>) => Promise<void>): Promise<void> {
   await db.transaction().execute(async (tx) => {
     await sql`select 1 from followees where app = ${app} and followee = ${followee} for update`.execute(tx);
+    await change(tx);
+  });
+}
+
+/** Rebuilds one followee's index from follows joined with the followers' device activity. */
+export async function refillFollowerIndex(db: Kysely<HeraldTables>, app: string, followee: string, options = DEFAULT_FOLLOWER_INDEX): Promise<void> {
+  await underFolloweeLock(db, app, followee, async (tx) => {
     await sql`delete from follower_recent where app = ${app} and followee = ${followee}`.execute(tx);
     await sql`
       insert into follower_recent (app, followee, follower, active_at)
-      select f.app, f.followee, f.follower, ${activityOf(sql.ref('f.app'), sql.ref('f.follower'))}
-      from follows f where f.app = ${app} and f.followee = ${followee} and f.following
+      ${followerRows(app, followee)}
       order by 4 desc nulls last, f.follower
       limit ${options.cap}`.execute(tx);
     await sql`update followees set recent_refilled_at = now() where app = ${app} and followee = ${followee}`.execute(tx);
@@ -92,16 +103,13 @@ export async function rebalanceFollowerIndex(db: Kysely<HeraldTables>, edges: re
   }
 }
 
-/** Adds the followers a followee's index lacks (it has `cap` or fewer), under its followees row lock, as refillFollowerIndex. */
+/** Adds the followers a followee's index lacks (it has `cap` or fewer), under its row lock as refillFollowerIndex. */
 async function topUpFollowerIndex(db: Kysely<HeraldTables>, app: string, followee: string): Promise<void> {
-  await db.transaction().execute(async (tx) => {
-    await sql`select 1 from followees where app = ${app} and followee = ${followee} for update`.execute(tx);
+  const missing = sql`not exists (select 1 from follower_recent r where r.app = f.app and r.followee = f.followee and r.follower = f.follower)`;
+  await underFolloweeLock(db, app, followee, async (tx) => {
     await sql`
       insert into follower_recent (app, followee, follower, active_at)
-      select f.app, f.followee, f.follower, ${activityOf(sql.ref('f.app'), sql.ref('f.follower'))}
-      from follows f
-      where f.app = ${app} and f.followee = ${followee} and f.following
-        and not exists (select 1 from follower_recent r where r.app = f.app and r.followee = f.followee and r.follower = f.follower)
+      ${followerRows(app, followee, missing)}
       on conflict (app, followee, follower) do nothing`.execute(tx);
   });
 }
