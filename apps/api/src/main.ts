@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { loadConfigOrExit } from '@herald/config';
 import { Exchanges, Queues } from '@herald/contracts';
-import { appHasWebDevices, audienceProblem, cancelJob, createAudienceStore, createAppCache, createAppCredentialStore, createDatabase, createSecretBox, listUserDevices } from '@herald/db';
+import { appHasWebDevices, audienceProblem, cancelJob, createAudienceStore, createAppCache, createAppCredentialStore, createDatabase, databaseOptionsOf, createSecretBox, listUserDevices } from '@herald/db';
 import { coalescedPublish, connectBroker } from '@herald/messaging';
 import { generateVapidKeys } from '@herald/providers';
 import { runService } from '@herald/runtime';
@@ -12,10 +12,10 @@ import { buildApiServer } from './server.ts';
 const config = loadConfigOrExit(apiConfig);
 
 await runService('api', config, async ({ logger, registry }) => {
-  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 10 });
+  const db = createDatabase({ ...databaseOptionsOf(config), logger, poolSize: 10 });
   // Job-id records commit without waiting for the WAL flush: one lost in a PostgreSQL crash only
   // lets a repost publish the job again, and its pushIds are deduplicated by the pushers' ledger.
-  const jobDb = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 10, synchronousCommit: false });
+  const jobDb = createDatabase({ ...databaseOptionsOf(config), logger, poolSize: 10, synchronousCommit: false });
   const jobs = createJobRecords(jobDb.jobs, logger);
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'api', consumes: false, metrics: registry, confirmTimeoutMs: config.API_PUBLISH_CONFIRM_TIMEOUT_MS });
   // Jobs accepted at once (a batch request, concurrent requests) share RabbitMQ messages; each

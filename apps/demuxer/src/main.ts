@@ -4,6 +4,7 @@ import {
   ORPHAN_WALK_STATEMENTS_PER_RUN,
   createAppCache,
   createDatabase,
+  databaseOptionsOf,
   createFanoutRepository,
   deferWhileDatabaseUnavailable,
   pruneJobs,
@@ -24,7 +25,7 @@ import { createFanoutChunkHandler } from './fanout-chunk.ts';
 const config = loadConfigOrExit(demuxerConfig, process.env, demuxerConfigProblems);
 
 await runService('demuxer', config, async ({ logger, registry }) => {
-  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
+  const db = createDatabase({ ...databaseOptionsOf(config), logger });
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'demuxer', metrics: registry });
   const scheduling = {
     store: db.scheduled,

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { loadConfigOrExit } from '@herald/config';
 import { WorkQueues, pushesPerMessage } from '@herald/contracts';
-import { createAnnouncedAlarmStore, createDatabase, createFanoutRepository, holdLease } from '@herald/db';
+import { createAnnouncedAlarmStore, createDatabase, databaseOptionsOf, createFanoutRepository, holdLease } from '@herald/db';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
 import { runService, within } from '@herald/runtime';
@@ -29,7 +29,7 @@ const ALARMS_LEASE_MS = 15_000;
 await runService('monitor', config, async ({ logger, registry }) => {
   const vhost = vhostOf(config.AMQP_URL);
   const metrics = createMonitorMetrics(registry);
-  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, poolSize: 2 });
+  const db = createDatabase({ ...databaseOptionsOf(config), logger, poolSize: 2 });
   const alarmsLease = { name: 'monitor-alarms', holder: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` };
   const webhookUrl = config.MONITOR_WEBHOOK_URL;
   const webhook = webhookUrl === undefined ? undefined : createWebhook(webhookUrl, logger, () => metrics.webhookFailures.inc());

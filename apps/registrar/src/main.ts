@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createAudienceStore, createDatabase, pruneDevices, pruneExpiredMutes, refusedValueReason } from '@herald/db';
+import { createAppCache, createAudienceStore, createDatabase, databaseOptionsOf, pruneDevices, pruneExpiredMutes, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, startPruner, type Pruner } from '@herald/runtime';
 import { registrarConfig } from './config.ts';
@@ -10,7 +10,7 @@ const config = loadConfigOrExit(registrarConfig);
 
 await runService('registrar', config, async ({ logger, registry }) => {
   const retentionMs = config.DEVICE_RETENTION_DAYS * 86_400_000;
-  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
+  const db = createDatabase({ ...databaseOptionsOf(config), logger });
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'registrar', metrics: registry });
   const consumer = await broker.consume({
     queue: Queues.registrations,

@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createDatabase, deferWhileDatabaseUnavailable, refusedValueReason } from '@herald/db';
+import { createDatabase, databaseOptionsOf, deferWhileDatabaseUnavailable, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import { fanoutConfig } from './config.ts';
@@ -10,7 +10,7 @@ import { createFanoutMetrics } from './fanout-metrics.ts';
 const config = loadConfigOrExit(fanoutConfig);
 
 await runService('webhook-fanout', config, async ({ logger, registry }) => {
-  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
+  const db = createDatabase({ ...databaseOptionsOf(config), logger });
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'webhook-fanout', metrics: registry });
   const handle = createFanoutHandler({
     subscriptions: db.subscriptions,

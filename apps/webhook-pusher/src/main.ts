@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createDatabase, deferWhileDatabaseUnavailable, refusedValueReason } from '@herald/db';
-import { capRequestTimeout, checkLedgerRetention, createPusherLimiter, createPusherMetrics, providerLimits, startLedgerPruner } from '@herald/delivery';
+import { createDatabase, databaseOptionsOf, deferWhileDatabaseUnavailable, refusedValueReason } from '@herald/db';
+import { capRequestTimeout, checkLedgerRetention, createPusherLimiter, createPusherMetrics, ledgerTimeoutOf, providerLimits, startLedgerPruner } from '@herald/delivery';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import { webhookPusherConfig } from './config.ts';
@@ -17,7 +17,7 @@ const name = 'webhook-pusher';
 
 await runService(name, config, async ({ logger, registry }) => {
   checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS);
-  const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
+  const db = createDatabase({ ...databaseOptionsOf(config), logger, ledgerTimeoutMs: ledgerTimeoutOf(config.LEDGER_LEASE_MS) });
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
   const { limiter, close: closeLimiter } = await createPusherLimiter('webhook', config, logger, registry);
   // Like the device pushers: a POST must end well inside its ledger claim.

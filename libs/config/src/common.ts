@@ -51,6 +51,10 @@ export const commonConfig = {
     { default: 'postgres://postgres@127.0.0.1:5432/herald' },
   ),
   DATABASE_SCHEMA: str('PostgreSQL schema that holds Herald tables', { default: 'public' }),
+  DATABASE_QUERY_TIMEOUT_MS: int(
+    'Longest one PostgreSQL statement may go unanswered before its connection is closed and the statement fails as the database being unavailable (tried again on a new connection). Without it a statement sent to a primary lost without a word (power cut, partition) waits about 15 minutes for the kernel to give up. Pushers bound their ledger statements by a sixth of LEDGER_LEASE_MS too. 0: no bound',
+    { default: '60000', min: 0 },
+  ),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace'], 'pino log level', { default: 'info' }),
   LOG_FORMAT: oneOf(['json', 'pretty', 'auto'], 'json, pretty, or auto (pretty only when stdout is a terminal)', { default: 'auto' }),
   HTTP_PORT: int('Port for /metrics, /healthz and /readyz (0 picks a free port)', { default: '0', min: 0, max: 65535 }),

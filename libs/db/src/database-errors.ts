@@ -1,3 +1,5 @@
+import { QueryTimeoutError } from './query-timeout.ts';
+
 /** Socket errors that mean the server is not (or no longer) reachable. */
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 /** SQLSTATEs of a server that is going away or not accepting sessions yet (a restart, a failover). */
@@ -12,6 +14,7 @@ const LOST = /Connection terminated|connection error and is not queryable|timeou
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
   for (const { e, code } of causes(err)) {
+    if (e instanceof QueryTimeoutError) return true;
     if (code !== undefined && (UNREACHABLE.has(code) || GOING_AWAY.has(code) || code.startsWith('08'))) return true;
     if (LOST.test(e.message)) return true;
   }

@@ -14,6 +14,7 @@ import { createApiKeyRepository, type ApiKeyRepository } from './api-key-reposit
 import { createSubscriptionRepository, type SubscriptionRepository } from './subscription-repository.ts';
 import { createAuditLog, type AuditLog } from './audit-log.ts';
 import { clientClassFor } from './pg-hosts.ts';
+import { withQueryTimeout } from './query-timeout.ts';
 
 export interface DatabaseOptions {
   /**
@@ -48,6 +49,32 @@ export interface DatabaseOptions {
    * which defaults to over two hours. Undefined: no bound.
    */
   idleInTransactionTimeoutMs?: number;
+  /**
+   * Longest any one statement may go unanswered (query-timeout.ts): past it its connection is
+   * closed and the statement fails as the database being unavailable. Undefined: no bound, as
+   * for the CLI, whose operators' statements may rightly be long. Cursors are never cut, and
+   * migrate() runs on a connection of its own without it (an index built on a large table).
+   */
+  queryTimeoutMs?: number;
+  /**
+   * The same bound for the delivery ledger's statements (a pusher's claims, renewals and marks),
+   * shorter than a lease: a mark or a renewal sent to a primary that vanished is tried again on a
+   * new connection before the claims it protects run out. Defaults to queryTimeoutMs.
+   */
+  ledgerTimeoutMs?: number;
+}
+
+/** The settings a service's config gives createDatabase (commonConfig: DATABASE_URL, DATABASE_SCHEMA, DATABASE_QUERY_TIMEOUT_MS). */
+export interface DatabaseSettings {
+  DATABASE_URL: string;
+  DATABASE_SCHEMA: string;
+  DATABASE_QUERY_TIMEOUT_MS?: number;
+}
+
+/** createDatabase's options from a service's settings (DATABASE_QUERY_TIMEOUT_MS 0: no bound). */
+export function databaseOptionsOf(settings: DatabaseSettings): Pick<DatabaseOptions, 'url' | 'schema' | 'queryTimeoutMs'> {
+  const timeout = settings.DATABASE_QUERY_TIMEOUT_MS;
+  return { url: settings.DATABASE_URL, schema: settings.DATABASE_SCHEMA, ...(timeout !== undefined && timeout > 0 && { queryTimeoutMs: timeout }) };
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 15_000;
@@ -112,15 +139,12 @@ function withConnectTimeout(Base: typeof pg.Client, timeoutMs: number): typeof p
   };
 }
 
-/** Kysely over a pg Pool whose every connection has search_path = schema. */
-export function createDatabase(options: DatabaseOptions): Database {
+/** A pg Pool whose every connection has search_path = schema, keepalive, the start-up deadline and (if set) the statements' deadline. */
+function poolFor(options: DatabaseOptions, queryTimeoutMs: number | undefined): pg.Pool {
   const { url, schema, poolSize = 10, logger } = options;
-  if (!SCHEMA_NAME.test(schema)) {
-    throw new DatabaseConfigError(`schema "${schema}" must match ${String(SCHEMA_NAME)}`);
-  }
   const pool = new pg.Pool({
     connectionString: url,
-    Client: withConnectTimeout(clientClassFor(url), options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS),
+    Client: withQueryTimeout(withConnectTimeout(clientClassFor(url), options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS), queryTimeoutMs),
     max: poolSize,
     options: [
       `-c search_path=${schema}`,
@@ -133,10 +157,21 @@ export function createDatabase(options: DatabaseOptions): Database {
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', (err) => logger?.warn({ err }, 'idle database connection failed'));
-  // A checked-out client whose session ends (a PostgreSQL restart sends 57P01 to every session)
-  // emits 'error' where the pool no longer listens: that would crash the process. The query in
-  // flight fails on its own, and the pool discards the broken client when it is released.
+  // A checked-out client whose session ends (a PostgreSQL restart sends 57P01 to every session, a
+  // statement past its deadline closes its connection) emits 'error' where the pool no longer
+  // listens: that would crash the process. The query in flight fails on its own, and the pool
+  // discards the broken client when it is released.
   pool.on('connect', (client) => client.on('error', (err) => logger?.warn({ err }, 'database connection lost')));
+  return pool;
+}
+
+/** Kysely over a pg Pool whose every connection has search_path = schema. */
+export function createDatabase(options: DatabaseOptions): Database {
+  const { url, schema, logger } = options;
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new DatabaseConfigError(`schema "${schema}" must match ${String(SCHEMA_NAME)}`);
+  }
+  const pool = poolFor(options, options.queryTimeoutMs);
   const log = queryLogger(options);
   const kysely = new Kysely<HeraldTables>({ dialect: new SchemaPostgresDialect({ pool }, schema), ...(log ? { log } : {}) });
   let closed: Promise<void> | undefined;
@@ -146,7 +181,7 @@ export function createDatabase(options: DatabaseOptions): Database {
     devices: createDeviceRepository(kysely, pool),
     preferences: createPreferenceRepository(kysely),
     apps: createAppRepository(kysely),
-    ledger: createDeliveryLedger(kysely, pool),
+    ledger: createDeliveryLedger(kysely, pool, options.ledgerTimeoutMs ?? options.queryTimeoutMs),
     scheduled: createScheduledPushRepository(kysely, { url, schema, logger }),
     rateLimits: createRateLimitRepository(kysely),
     jobs: createJobRepository(kysely, pool),
@@ -154,8 +189,15 @@ export function createDatabase(options: DatabaseOptions): Database {
     subscriptions: createSubscriptionRepository(kysely),
     audit: createAuditLog(kysely),
     migrate: async () => {
-      const applied = await migrateToLatest(kysely, schema, options.migrationsDir);
-      if (applied.length > 0) logger?.info({ schema, applied }, 'database migrated');
+      // On a connection of its own without queryTimeoutMs: building an index on a large table may
+      // rightly take longer than any statement of the service's work.
+      const untimed = new Kysely<HeraldTables>({ dialect: new SchemaPostgresDialect({ pool: poolFor({ ...options, poolSize: 1 }, undefined) }, schema) });
+      try {
+        const applied = await migrateToLatest(untimed, schema, options.migrationsDir);
+        if (applied.length > 0) logger?.info({ schema, applied }, 'database migrated');
+      } finally {
+        await untimed.destroy();
+      }
     },
     close: () => (closed ??= kysely.destroy()),
   };

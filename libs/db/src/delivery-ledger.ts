@@ -98,15 +98,16 @@ export interface DeliveryLedger {
  * primary key finds; claimLive also joins devices by its primary key, and for pushes given a
  * recheck reads jobs, opt_outs and mutes by theirs (claimLiveStatement).
  */
-export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): DeliveryLedger {
+export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool, timeoutMs?: number): DeliveryLedger {
+  const run = <R>(query: RawBuilder<R>): Promise<R[]> => queryPrepared(db, pool, query, timeoutMs);
   return {
     prune: (olderThan, batchSize) => pruneLedger(db, olderThan, batchSize),
     pruneExclusively: (olderThan, batchSize, signal) => pruneLedgerExclusively(db, olderThan, batchSize, signal),
     async claim(pushIds, owner, leaseMs) {
       const ids = [...new Set(pushIds.map((id) => id.toLowerCase()))];
       if (ids.length === 0) return new Map();
-      const rows = await queryPrepared(db, pool, claimStatement(ids, owner, leaseMs));
-      return withOthersRead(db, pushIds, new Map(rows.map((r) => [r.push_id, 'claimed' as const])));
+      const rows = await run(claimStatement(ids, owner, leaseMs));
+      return withOthersRead(run, pushIds, new Map(rows.map((r) => [r.push_id, 'claimed' as const])));
     },
     async claimLive(pushes, owner, leaseMs) {
       // One entry an id; a copy that waited keeps its recheck (a fresh copy beside it must not skip its job's cancel).
@@ -118,36 +119,40 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): 
       }
       const distinct = [...byId.values()];
       if (distinct.length === 0) return new Map();
-      const rows = await queryPrepared(db, pool, claimLiveStatement(distinct, owner, leaseMs));
-      return withOthersRead(db, pushes.map((p) => p.pushId), new Map(rows.map((r) => [r.push_id, r.state])));
+      const rows = await run(claimLiveStatement(distinct, owner, leaseMs));
+      return withOthersRead(run, pushes.map((p) => p.pushId), new Map(rows.map((r) => [r.push_id, r.state])));
     },
     async complete(entries) {
       if (entries.length === 0) return;
       const last = new Map(entries.map((e) => [e.pushId.toLowerCase(), e.outcome]));
-      await queryPrepared(db, pool, completeStatement(last, entries.flatMap((e) => (e.status === undefined ? [] : [e.status]))));
+      await run(completeStatement(last, entries.flatMap((e) => (e.status === undefined ? [] : [e.status]))));
     },
     async doneOf(pushIds) {
       const ids = [...new Set(pushIds.map((id) => id.toLowerCase()).filter(isUuidText))];
       if (ids.length === 0) return new Set();
-      const { rows } = await sql<{ push_id: string }>`
-        select push_id::text as push_id from delivery_ledger where push_id = any(${ids}::uuid[]) and state = 'done'`.execute(db);
+      const rows = await run(sql<{ push_id: string }>`
+        select push_id::text as push_id from delivery_ledger where push_id = any(${ids}::uuid[]) and state = 'done'`);
       return new Set(rows.map((r) => r.push_id));
     },
     async renew(pushIds, owner) {
       if (pushIds.length === 0) return 0;
-      const result = await sql`
+      const rows = await run(sql<{ push_id: string }>`
         update delivery_ledger set claimed_at = now()
-        where push_id = any(${[...new Set(pushIds)]}::uuid[]) and state = 'sending' and owner = ${owner}`.execute(db);
-      return Number(result.numAffectedRows ?? 0n);
+        where push_id = any(${[...new Set(pushIds)]}::uuid[]) and state = 'sending' and owner = ${owner}
+        returning push_id`);
+      return rows.length;
     },
     async release(pushIds, owner) {
       if (pushIds.length === 0) return;
-      await sql`
+      await run(sql`
         delete from delivery_ledger
-        where push_id = any(${[...new Set(pushIds)]}::uuid[]) and state = 'sending' and owner = ${owner}`.execute(db);
+        where push_id = any(${[...new Set(pushIds)]}::uuid[]) and state = 'sending' and owner = ${owner}`);
     },
   };
 }
+
+/** One of the ledger's statements, run with its deadline (createDeliveryLedger). */
+type Run = <R>(query: RawBuilder<R>) => Promise<R[]>;
 
 /**
  * The states of `pushIds` given what the claim statement `decided` (by lowercase id): the rest (a
@@ -156,14 +161,12 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool): 
  * is safe. If the read fails, the claims made stand and the rest are 'in-flight' too: throwing would
  * leave those claims unsent for a lease.
  */
-async function withOthersRead<S extends string>(db: Kysely<HeraldTables>, pushIds: readonly string[], decided: Map<string, S>): Promise<Map<string, S | ClaimResult>> {
+async function withOthersRead<S extends string>(run: Run, pushIds: readonly string[], decided: Map<string, S>): Promise<Map<string, S | ClaimResult>> {
   const byId = new Map<string, S | ClaimResult>(decided);
   const others = [...new Set(pushIds.map((id) => id.toLowerCase()))].filter((id) => !byId.has(id));
   if (others.length > 0) {
-    const states = await sql<{ push_id: string; state: string }>`
-      select push_id::text as push_id, state from delivery_ledger where push_id = any(${others}::uuid[])`
-      .execute(db)
-      .then((r) => r.rows, () => []);
+    const states = await run(sql<{ push_id: string; state: string }>`
+      select push_id::text as push_id, state from delivery_ledger where push_id = any(${others}::uuid[])`).catch(() => []);
     for (const r of states) byId.set(r.push_id, r.state === 'done' ? 'done' : 'in-flight');
   }
   return new Map(pushIds.map((id) => [id, byId.get(id.toLowerCase()) ?? 'in-flight']));

@@ -1,4 +1,5 @@
 export * from './database.ts';
+export { QueryTimeoutError } from './query-timeout.ts';
 export { deferWhileDatabaseUnavailable, isDatabaseUnavailable, refusedValueReason } from './database-errors.ts';
 export * from './tables.ts';
 export { MigrationError, DEFAULT_MIGRATIONS_DIR } from './migrations.ts';

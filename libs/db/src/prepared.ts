@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Kysely, RawBuilder } from 'kysely';
 import type pg from 'pg';
 import type { HeraldTables } from './tables.ts';
+import type { TimedQueryConfig } from './query-timeout.ts';
 
 /**
  * Runs a Kysely-built query as a named (prepared) statement on `pool` (the pool under `db`, same
@@ -11,12 +12,14 @@ import type { HeraldTables } from './tables.ts';
  * derived from the text, so two texts can never claim one name. PostgreSQL may keep a generic
  * plan until the tables' statistics change: a statement that joins a table that was empty when
  * first run can keep scanning it as it grows, until the next ANALYZE (delivery-ledger.ts).
+ * `timeoutMs`: this statement's deadline over the pool's own (query-timeout.ts).
  */
-export async function queryPrepared<R>(db: Kysely<HeraldTables>, pool: pg.Pool | undefined, query: RawBuilder<R>): Promise<R[]> {
+export async function queryPrepared<R>(db: Kysely<HeraldTables>, pool: pg.Pool | undefined, query: RawBuilder<R>, timeoutMs?: number): Promise<R[]> {
   // Without a pool (a repository built on Kysely alone), as Kysely runs it.
   if (pool === undefined) return (await query.execute(db)).rows;
   const compiled = query.compile(db);
-  const { rows } = await pool.query({ name: nameOf(compiled.sql), text: compiled.sql, values: compiled.parameters as unknown[] });
+  const config: TimedQueryConfig = { name: nameOf(compiled.sql), text: compiled.sql, values: compiled.parameters as unknown[], ...(timeoutMs !== undefined && { timeoutMs }) };
+  const { rows } = await pool.query(config);
   return rows as R[];
 }
 

@@ -1,5 +1,5 @@
 import type { LimitedChannel } from '@herald/contracts';
-import { createDatabase, type Database } from '@herald/db';
+import { createDatabase, databaseOptionsOf, type Database, type DatabaseSettings } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { createRateLimiter, type RateLimiter } from '@herald/rate-limiter';
 import type { Registry } from '@herald/runtime';
@@ -56,11 +56,6 @@ export async function createPusherLimiter(
   }
 }
 
-interface DatabaseSettings {
-  DATABASE_URL: string;
-  DATABASE_SCHEMA: string;
-}
-
 /**
  * The connection pool the limiter leases budget through. Leases are short-lived bookkeeping, so
  * they commit without waiting for the WAL flush: a lease no longer waits a disk flush (measured
@@ -69,5 +64,5 @@ interface DatabaseSettings {
  * connections, with normal commits.
  */
 export function openLimiterDatabase(settings: DatabaseSettings, logger: Logger): Database {
-  return createDatabase({ url: settings.DATABASE_URL, schema: settings.DATABASE_SCHEMA, logger, poolSize: 2, synchronousCommit: false });
+  return createDatabase({ ...databaseOptionsOf(settings), logger, poolSize: 2, synchronousCommit: false });
 }

@@ -1,6 +1,6 @@
 import type { Platform } from '@herald/contracts';
 import type { ConfigOf } from '@herald/config';
-import { createDatabase } from '@herald/db';
+import { createDatabase, databaseOptionsOf } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService } from '@herald/runtime';
 import type { deschedulerConfig } from './descheduler-config.ts';
@@ -14,8 +14,7 @@ export async function runDescheduler(platform: Platform, config: ConfigOf<typeof
     // A batch held by a descheduler that vanished (its host gone without a word) is rolled back by
     // PostgreSQL after DESCHEDULER_HELD_BATCH_TIMEOUT_MS, not when the server's TCP keepalive gives up.
     const db = createDatabase({
-      url: config.DATABASE_URL,
-      schema: config.DATABASE_SCHEMA,
+      ...databaseOptionsOf(config),
       logger,
       poolSize: config.DESCHEDULER_CONCURRENCY + 2,
       idleInTransactionTimeoutMs: config.DESCHEDULER_HELD_BATCH_TIMEOUT_MS,

@@ -1,14 +1,12 @@
 import { invalidationQueueFor, type Platform } from '@herald/contracts';
-import { createDatabase, refusedValueReason } from '@herald/db';
+import { createDatabase, databaseOptionsOf, refusedValueReason, type DatabaseSettings } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, type ServiceSettings } from '@herald/runtime';
 import { createInvalidatorHandler } from './invalidator.ts';
 import { createInvalidatorMetrics } from './invalidator-metrics.ts';
 
-export interface InvalidatorSettings extends ServiceSettings {
+export interface InvalidatorSettings extends ServiceSettings, DatabaseSettings {
   AMQP_URL: string;
-  DATABASE_URL: string;
-  DATABASE_SCHEMA: string;
   INVALIDATOR_PREFETCH: number;
   INVALIDATOR_BATCH_SIZE: number;
   INVALIDATOR_BATCH_WAIT_MS: number;
@@ -19,7 +17,7 @@ export interface InvalidatorSettings extends ServiceSettings {
 export async function runInvalidator(platform: Platform, config: InvalidatorSettings): Promise<void> {
   const name = `${platform}-invalidator`;
   await runService(name, config, async ({ logger, registry }) => {
-    const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger });
+    const db = createDatabase({ ...databaseOptionsOf(config), logger });
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
     const consumer = await broker.consume({
       queue: invalidationQueueFor(platform),

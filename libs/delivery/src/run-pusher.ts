@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { sendQueueFor, type Platform } from '@herald/contracts';
-import { createAppCache, createCancelledJobsReader, createDatabase, deferWhileDatabaseUnavailable, refusedValueReason } from '@herald/db';
+import { createAppCache, createCancelledJobsReader, createDatabase, databaseOptionsOf, deferWhileDatabaseUnavailable, refusedValueReason, type DatabaseSettings } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { connectBroker } from '@herald/messaging';
 import type { PushProvider } from '@herald/providers';
@@ -18,10 +18,8 @@ import { CancelledJobs } from './cancelled-jobs.ts';
 /** How often a pusher re-reads the cancelled jobs (a cancel stops queued pushes within about this). */
 export const CANCELLED_JOBS_REFRESH_MS = 250;
 
-export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppDeliverySettings {
+export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppDeliverySettings, DatabaseSettings {
   AMQP_URL: string;
-  DATABASE_URL: string;
-  DATABASE_SCHEMA: string;
   /** A pusher that releases scheduled pushes itself (the web-pusher): how long its batch's transaction may idle (DESCHEDULER_HELD_BATCH_TIMEOUT_MS). */
   DESCHEDULER_HELD_BATCH_TIMEOUT_MS?: number;
   /** Unset: two batches (windowFor). */
@@ -49,6 +47,13 @@ export interface ProviderLimits {
  * request then gets at most 40% of the lease, leaving a tenth for recording the outcome.
  */
 export const providerLimits = (leaseMs: number): ProviderLimits => ({ maxRequestTimeoutMs: Math.max(200, Math.floor(leaseMs * 0.4)) });
+
+/**
+ * The deadline of a pusher's ledger statements (DatabaseOptions.ledgerTimeoutMs): a sixth of a lease,
+ * so a renewal (every third of a lease) or a mark sent to a primary that vanished without a word is
+ * abandoned and tried again on a new connection before the claims it keeps run out.
+ */
+export const ledgerTimeoutOf = (leaseMs: number): number => Math.max(1_000, Math.floor(leaseMs / 6));
 
 /** The provider's request timeout, capped by `limits` (with a warning when the cap applies). */
 export function capRequestTimeout<S extends { requestTimeoutMs: number }>(settings: S, limits: ProviderLimits, logger: Logger): S {
@@ -79,7 +84,12 @@ export async function runPusher(
     checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS.map((d) => Math.max(d, config.APNS_SERVER_ERROR_RETRY_MS ?? 0)));
     const limits = providerLimits(config.LEDGER_LEASE_MS);
     const provider = await createProvider(logger, limits);
-    const db = createDatabase({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, logger, idleInTransactionTimeoutMs: config.DESCHEDULER_HELD_BATCH_TIMEOUT_MS });
+    const db = createDatabase({
+      ...databaseOptionsOf(config),
+      logger,
+      idleInTransactionTimeoutMs: config.DESCHEDULER_HELD_BATCH_TIMEOUT_MS,
+      ledgerTimeoutMs: ledgerTimeoutOf(config.LEDGER_LEASE_MS),
+    });
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
     const { limiter, close: closeLimiter } = await createPusherLimiter(platform, config, logger, registry);
     const stopping = new AbortController();

@@ -10,6 +10,11 @@ export interface TcpProxy {
   /** The URL with its host and port replaced by the proxy's. */
   urlFor(url: string): string;
   freeze(): void;
+  /**
+   * The connections open now stop answering for good, as to a host lost without a word (a power
+   * cut, a partition); connections made after it are served as before, as by the host that took over.
+   */
+  stall(): void;
   /** Hands over what the server sent while frozen, and everything after. */
   thaw(): void;
   close(): Promise<void>;
@@ -18,6 +23,8 @@ export interface TcpProxy {
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   let frozen = false;
   const pairs = new Set<{ client: Socket; server: Socket }>();
+  /** Connections stall() silenced: never thawed, closed with the proxy. */
+  const stalled = new Set<{ client: Socket; server: Socket }>();
   const proxy = createServer((client) => {
     const server = createConnection({ host: targetHost, port: targetPort });
     const pair = { client, server };
@@ -26,6 +33,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     if (!frozen) server.pipe(client);
     const end = (): void => {
       pairs.delete(pair);
+      stalled.delete(pair);
       client.destroy();
       server.destroy();
     };
@@ -49,12 +57,20 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
         server.pause();
       }
     },
+    stall: () => {
+      for (const pair of pairs) {
+        pair.server.unpipe(pair.client);
+        pair.server.pause();
+        pairs.delete(pair);
+        stalled.add(pair);
+      }
+    },
     thaw: () => {
       frozen = false;
       for (const { client, server } of pairs) server.pipe(client);
     },
     close: async () => {
-      for (const { client, server } of pairs) {
+      for (const { client, server } of [...pairs, ...stalled]) {
         client.destroy();
         server.destroy();
       }

@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { startTcpProxy, type TcpProxy } from '@herald/testing';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createDatabase, type Database } from './database.ts';
+import { deferWhileDatabaseUnavailable, isDatabaseUnavailable } from './database-errors.ts';
+import { QueryTimeoutError } from './query-timeout.ts';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+
+const failureOf = (p: Promise<unknown>): Promise<unknown> => p.then(() => undefined, (e: unknown) => e);
+
+/**
+ * A primary lost without a word (a power cut, a partition): the statements already sent to it get
+ * no answer, not an error, while new connections reach the host that took over.
+ */
+describe('a statement whose host went silent', () => {
+  let t: SpecDatabase;
+  let proxy: TcpProxy;
+  let db: Database | undefined;
+  beforeAll(async () => {
+    t = await createSpecDatabase('query_timeout');
+    const target = new URL(t.url);
+    proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+  });
+  afterEach(async () => {
+    await db?.close();
+    db = undefined;
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await t?.drop();
+  });
+
+  it('fails after queryTimeoutMs as the database being unavailable, and the next statement runs on a new connection', async () => {
+    db = createDatabase({ url: proxy.urlFor(t.url), schema: t.schema, poolSize: 1, queryTimeoutMs: 500 });
+    await sql`select 1`.execute(db.kysely);
+    proxy.stall();
+    const started = Date.now();
+    const err = await failureOf(sql`select 1`.execute(db.kysely));
+    const tookMs = Date.now() - started;
+    expect(err).toBeInstanceOf(QueryTimeoutError);
+    expect(tookMs).toBeGreaterThanOrEqual(450);
+    expect(tookMs).toBeLessThan(5_000);
+    expect(isDatabaseUnavailable(err)).toBe(true);
+    expect(deferWhileDatabaseUnavailable(err)?.reason).toMatch(/did not answer a statement within 500 ms/);
+    // One connection in the pool: had the silent one been kept, this would wait behind it and fail too.
+    const { rows } = await sql<{ one: number }>`select 1 as one`.execute(db.kysely);
+    expect(rows[0]?.one).toBe(1);
+  });
+
+  it('does not cut a statement answered within it', async () => {
+    db = createDatabase({ url: t.url, schema: t.schema, poolSize: 1, queryTimeoutMs: 1_000 });
+    const { rows } = await sql<{ one: number }>`select 1 as one from pg_sleep(0.3)`.execute(db.kysely);
+    expect(rows[0]?.one).toBe(1);
+  });
+
+  it('leaves migrate() unbounded (an index built on a large table may rightly take long) and bounds the service’s statements', async () => {
+    const schema = `${t.schema}_m`;
+    db = createDatabase({ url: t.url, schema, poolSize: 1, queryTimeoutMs: 20 });
+    try {
+      // A new schema's migrations take far longer than 20 ms (about 200 ms here, in one transaction).
+      await db.migrate();
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.id(schema, 'delivery_ledger')}`.execute(t.db.kysely);
+      expect(rows[0]?.n).toBe(0);
+      expect(await failureOf(sql`select pg_sleep(0.5)`.execute(db.kysely))).toBeInstanceOf(QueryTimeoutError);
+    } finally {
+      await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(t.db.kysely);
+    }
+  });
+
+  it('bounds the ledger’s statements by ledgerTimeoutMs, far below the pool’s: a mark and a renewal sent to a lost primary are tried again before the claims lapse', async () => {
+    db = createDatabase({ url: proxy.urlFor(t.url), schema: t.schema, poolSize: 1, queryTimeoutMs: 60_000, ledgerTimeoutMs: 400 });
+    const pushIds = [randomUUID(), randomUUID()];
+    const claims = await db.ledger.claim(pushIds, 'pusher-a', 30_000);
+    expect([...claims.values()]).toEqual(['claimed', 'claimed']);
+
+    proxy.stall();
+    let started = Date.now();
+    expect(await failureOf(db.ledger.renew(pushIds, 'pusher-a'))).toBeInstanceOf(QueryTimeoutError);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(await db.ledger.renew(pushIds, 'pusher-a')).toBe(2);
+
+    proxy.stall();
+    started = Date.now();
+    const entries = pushIds.map((pushId) => ({ pushId, outcome: 'delivered' as const }));
+    expect(await failureOf(db.ledger.complete(entries))).toBeInstanceOf(QueryTimeoutError);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await db.ledger.complete(entries);
+    expect(await db.ledger.doneOf(pushIds)).toEqual(new Set(pushIds));
+  });
+});

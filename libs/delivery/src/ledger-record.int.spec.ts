@@ -1,0 +1,41 @@
+import { randomUUID } from 'node:crypto';
+import { createDatabase } from '@herald/db';
+import { createLogger } from '@herald/logging';
+import { createTestDatabase, startTcpProxy, type TcpProxy, type TestDatabase } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { completeDurably } from './ledger-record.ts';
+import { ledgerTimeoutOf } from './run-pusher.ts';
+
+const logger = createLogger({ service: 'ledger-record-spec', level: 'silent', format: 'json' });
+const LEASE_MS = 6_000;
+let t: TestDatabase;
+let proxy: TcpProxy;
+beforeAll(async () => {
+  t = await createTestDatabase('ledger_record');
+  const target = new URL(t.url);
+  proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+});
+afterAll(async () => {
+  await proxy?.close();
+  await t?.drop();
+});
+
+describe('recording sent pushes when the primary is lost without a word', () => {
+  it('records them on a new connection within the lease, so no other pusher may claim and send them again', async () => {
+    // As a pusher opens its database (run-pusher.ts): the service's bound far above the ledger's.
+    const db = createDatabase({ url: proxy.urlFor(t.url), schema: t.schema, poolSize: 2, queryTimeoutMs: 60_000, ledgerTimeoutMs: ledgerTimeoutOf(LEASE_MS) });
+    try {
+      const pushIds = [randomUUID(), randomUUID(), randomUUID()];
+      await db.ledger.claim(pushIds, 'pusher-a', LEASE_MS);
+      const claimedAt = Date.now();
+      proxy.stall();
+      // The provider accepted them; the mark's first attempt goes to the silent connection.
+      await completeDurably(db.ledger, pushIds.map((pushId) => ({ pushId, outcome: 'delivered' })), logger);
+      expect(Date.now() - claimedAt).toBeLessThan(LEASE_MS);
+      const again = await t.db.ledger.claim(pushIds, 'pusher-b', 1);
+      expect([...again.values()]).toEqual(['done', 'done', 'done']);
+    } finally {
+      await db.close();
+    }
+  });
+});
