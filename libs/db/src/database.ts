@@ -142,9 +142,16 @@ function withConnectTimeout(Base: typeof pg.Client, timeoutMs: number): typeof p
 /** A pg Pool whose every connection has search_path = schema, keepalive, the start-up deadline and (if set) the statements' deadline. */
 function poolFor(options: DatabaseOptions, queryTimeoutMs: number | undefined): pg.Pool {
   const { url, schema, poolSize = 10, logger } = options;
+  // The pool's idle connections (its 'release', 'acquire' and 'remove' events): closed when a
+  // statement of the pool goes unanswered, as connections to the same lost host.
+  const idle = new Set<pg.PoolClient>();
+  const closeIdle = (): void => {
+    for (const client of idle) client.connection.stream.destroy(new Error('closed: another connection of its pool got no answer from PostgreSQL'));
+    idle.clear();
+  };
   const pool = new pg.Pool({
     connectionString: url,
-    Client: withQueryTimeout(withConnectTimeout(clientClassFor(url), options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS), queryTimeoutMs),
+    Client: withQueryTimeout(withConnectTimeout(clientClassFor(url), options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS), queryTimeoutMs, closeIdle),
     max: poolSize,
     options: [
       `-c search_path=${schema}`,
@@ -162,6 +169,9 @@ function poolFor(options: DatabaseOptions, queryTimeoutMs: number | undefined): 
   // listens: that would crash the process. The query in flight fails on its own, and the pool
   // discards the broken client when it is released.
   pool.on('connect', (client) => client.on('error', (err) => logger?.warn({ err }, 'database connection lost')));
+  pool.on('release', (_err: Error | undefined, client: pg.PoolClient) => idle.add(client));
+  pool.on('acquire', (client) => idle.delete(client));
+  pool.on('remove', (client) => idle.delete(client as pg.PoolClient));
   return pool;
 }
 

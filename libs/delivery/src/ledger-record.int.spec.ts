@@ -7,7 +7,7 @@ import { completeDurably } from './ledger-record.ts';
 import { ledgerTimeoutOf } from './run-pusher.ts';
 
 const logger = createLogger({ service: 'ledger-record-spec', level: 'silent', format: 'json' });
-const LEASE_MS = 6_000;
+const LEASE_MS = 3_000;
 let t: TestDatabase;
 let proxy: TcpProxy;
 beforeAll(async () => {
@@ -23,11 +23,13 @@ afterAll(async () => {
 describe('recording sent pushes when the primary is lost without a word', () => {
   it('records them on a new connection within the lease, so no other pusher may claim and send them again', async () => {
     // As a pusher opens its database (run-pusher.ts): the service's bound far above the ledger's.
-    const db = createDatabase({ url: proxy.urlFor(t.url), schema: t.schema, poolSize: 2, queryTimeoutMs: 60_000, ledgerTimeoutMs: ledgerTimeoutOf(LEASE_MS) });
+    const db = createDatabase({ url: proxy.urlFor(t.url), schema: t.schema, poolSize: 4, queryTimeoutMs: 60_000, ledgerTimeoutMs: ledgerTimeoutOf(LEASE_MS) });
     try {
       const pushIds = [randomUUID(), randomUUID(), randomUUID()];
       await db.ledger.claim(pushIds, 'pusher-a', LEASE_MS);
       const claimedAt = Date.now();
+      // Three connections open (and idle) when the host goes silent: each would hold a try for a full bound.
+      await Promise.all([1, 2, 3].map(() => db.ledger.doneOf(pushIds)));
       proxy.stall();
       // The provider accepted them; the mark's first attempt goes to the silent connection.
       await completeDurably(db.ledger, pushIds.map((pushId) => ({ pushId, outcome: 'delivered' })), logger);

@@ -59,8 +59,11 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     },
     stall: () => {
       for (const pair of pairs) {
+        // Neither way: a statement sent now never reaches the server, as to a host that is gone.
         pair.server.unpipe(pair.client);
         pair.server.pause();
+        pair.client.unpipe(pair.server);
+        pair.client.pause();
         pairs.delete(pair);
         stalled.add(pair);
       }
