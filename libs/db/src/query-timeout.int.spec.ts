@@ -70,11 +70,12 @@ describe('a statement whose host went silent', () => {
 
   it('bounds the ledger’s statements by ledgerTimeoutMs, far below the pool’s: a renewal and a mark sent to a lost primary are tried again, on a new connection, before the claims lapse', async () => {
     db = createDatabase({ url: proxy.urlFor(t.url), schema: t.schema, poolSize: 4, queryTimeoutMs: 60_000, ledgerTimeoutMs: 1_500 });
+    const { kysely } = db;
     const pushIds = [randomUUID(), randomUUID()];
     const claims = await db.ledger.claim(pushIds, 'pusher-a', 30_000);
     expect([...claims.values()]).toEqual(['claimed', 'claimed']);
     // Three connections open (and idle) when the host goes silent.
-    await Promise.all([1, 2, 3].map(() => sql`select pg_sleep(0.1)`.execute(db!.kysely)));
+    await Promise.all([1, 2, 3].map(() => sql`select pg_sleep(0.1)`.execute(kysely)));
 
     proxy.stall();
     let started = Date.now();
@@ -85,7 +86,7 @@ describe('a statement whose host went silent', () => {
     expect(await db.ledger.renew(pushIds, 'pusher-a')).toBe(2);
     expect(Date.now() - started).toBeLessThan(1_500);
 
-    await Promise.all([1, 2, 3].map(() => sql`select pg_sleep(0.1)`.execute(db!.kysely)));
+    await Promise.all([1, 2, 3].map(() => sql`select pg_sleep(0.1)`.execute(kysely)));
     proxy.stall();
     const entries = pushIds.map((pushId) => ({ pushId, outcome: 'delivered' as const }));
     expect(await failureOf(db.ledger.complete(entries))).toBeInstanceOf(QueryTimeoutError);
