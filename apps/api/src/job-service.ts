@@ -3,7 +3,7 @@ import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobI
 import type { AcceptResult, ApiKeyRow, AppRow, JobIdRecord, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
 import { ApiError, fieldError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
-import { toJobPushList, toJobStatus } from '@herald/db';
+import { JOB_ID_TAKEN, toJobPushList, toJobStatus } from '@herald/db';
 import { BrokerUnavailableError, UnroutableError } from '@herald/messaging';
 import type { PublishTimings } from './request-metrics.ts';
 
@@ -151,7 +151,7 @@ function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>
     const r = existing(j);
     return r !== undefined && r.app !== j.app;
   });
-  if (clash !== -1) return refusal('job-id-conflict', clash, `job id "${jobs[clash]?.id}" is already used by another app`);
+  if (clash !== -1) return refusal('job-id-conflict', clash, JOB_ID_TAKEN['job-id-conflict'](jobs[clash]?.id ?? ''));
   // Every cancelled job named, so a batch is mended in one round trip (the rest is published once they are left out).
   const cancelled = jobs.flatMap((j, i) => (existing(j)?.cancelled === true ? [i] : []));
   if (cancelled.length > 0) {
@@ -162,7 +162,7 @@ function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>
   }
   const reused = jobs.findIndex((j) => existing(j)?.sameContent === false);
   if (reused === -1) return undefined;
-  return refusal('job-id-reused', reused, `job id "${jobs[reused]?.id}" was accepted before with other content: a retry must repeat the job as it was, a new job needs a new id`);
+  return refusal('job-id-reused', reused, JOB_ID_TAKEN['job-id-reused'](jobs[reused]?.id ?? ''));
 }
 
 /** A publish refused before anything was sent: not connected, RabbitMQ blocking publishers, no queue to route to. */

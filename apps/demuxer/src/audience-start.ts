@@ -1,4 +1,4 @@
-import { describeAudience, type PushJob } from '@herald/contracts';
+import { describeAudience, jobContentHash, type PushJob } from '@herald/contracts';
 import type { FanoutRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { jobNotices } from '@herald/providers';
@@ -27,13 +27,11 @@ export async function startAudienceJob(job: PushJob, acceptedAt: Date, deps: Aud
   if (audience === undefined) throw new Error(`job ${job.id} has no audience`);
   const spec = toAudienceSpec(audience);
   const problem = await deps.audiences.problem?.({ app: job.app, audience: spec });
-  if (problem !== undefined) {
-    deps.metrics.jobs.inc({ outcome: 'parked', app: job.app });
-    deps.logger.warn({ jobId: job.id, code: 'unknown-audience', reason: problem }, 'job parked');
-    return { kind: 'park', code: 'unknown-audience', reason: problem };
-  }
+  if (problem !== undefined) return parked(job, 'unknown-audience', problem, deps);
   const { size, exact } = await deps.audiences.size({ app: job.app, audience: spec });
-  const started = await deps.fanouts.start({ jobId: job.id, app: job.app, audience, job, acceptedAt, size, exact, notices: jobNotices(job, acceptedAt) });
+  const started = await deps.fanouts.start({ jobId: job.id, app: job.app, audience, job, acceptedAt, size, exact, notices: jobNotices(job, acceptedAt), contentHash: jobContentHash(job) });
+  // Its id is another job's (another app's, or other content): nothing made, nothing read.
+  if ('taken' in started) return parked(job, started.taken.code, started.taken.reason, deps);
   const tasks = started.state === 'expanding' ? started.open : [];
   if (tasks.length > 0) await deps.publisher.publishMany(tasks.map((chunk) => fanoutTaskMessage(job.id, chunk)));
   if (started.created && started.state === 'cancelled') {
@@ -46,4 +44,10 @@ export async function startAudienceJob(job: PushJob, acceptedAt: Date, deps: Aud
     'audience fan-out started',
   );
   return { kind: 'ack' };
+}
+
+function parked(job: PushJob, code: string, reason: string, deps: AudienceStartDeps): Outcome {
+  deps.metrics.jobs.inc({ outcome: 'parked', app: job.app });
+  deps.logger.warn({ jobId: job.id, code, reason }, 'job parked');
+  return { kind: 'park', code, reason };
 }

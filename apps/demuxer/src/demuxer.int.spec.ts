@@ -366,3 +366,33 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
     }
   });
 });
+
+describe('demuxer: a job given an id another job holds (published over AMQP, past the API’s 409)', () => {
+  /** The users of the job's pushes in the APNs send queue. */
+  const queuedUsers = async (jobId: string) =>
+    (await peekMessages(vhost.name, sendQueueFor('apns'), 1000))
+      .map((m) => JSON.parse(m.payload) as { jobId: string; userId: string })
+      .filter((p) => p.jobId === jobId)
+      .map((p) => p.userId)
+      .sort();
+
+  it('parks a job reusing an id with other content or for another app, sends nothing of it and leaves the first job’s status; a copy of the first job goes on', async () => {
+    await t.db.apps.upsert({ id: 'parts-other', apnsTopic: 'com.herald.parts.other' });
+    const handle = demuxer({});
+    const first = jobFor([0, 1]);
+    expect(await handle([message(first)])).toEqual([{ kind: 'ack' }]);
+    await waitFor('the first job’s two pushes', async () => ((await queuedUsers(first.id)).length === 2 ? true : undefined), { timeoutMs: 5_000 });
+    const status = await t.db.jobs.status(first.id);
+
+    const otherContent = { ...first, content: { title: 'Something else' }, userIds: ['u2'] };
+    const otherApp = { ...first, app: 'parts-other', userIds: ['u3'] };
+    const outcomes = await handle([message(otherContent), message(otherApp), message(first)]);
+    expect(outcomes[0]).toEqual({ kind: 'park', code: 'job-id-reused', reason: `job id "${first.id}" was accepted before with other content: a retry must repeat the job as it was, a new job needs a new id` });
+    expect(outcomes[1]).toEqual({ kind: 'park', code: 'job-id-conflict', reason: `job id "${first.id}" is already used by another app` });
+    expect(outcomes[2]).toEqual({ kind: 'ack' });
+    // The copy of the first job publishes its two pushes again (the pushers' ledger drops them); nothing for u2 or u3.
+    await waitFor('the copy’s pushes', async () => ((await queuedUsers(first.id)).length === 4 ? true : undefined), { timeoutMs: 5_000 });
+    expect(await queuedUsers(first.id)).toEqual(['u0', 'u0', 'u1', 'u1']);
+    expect(await t.db.jobs.status(first.id)).toEqual(status);
+  });
+});

@@ -1,5 +1,5 @@
-import { PushJob, acceptedAtOf, decodeWith, expiresBeforeDue, jobExpiry, scheduleProblem, targetUsers, type DevicePush } from '@herald/contracts';
-import type { AppRow, AudienceDevice, CancelledPush, DemuxEntry, TargetRequest } from '@herald/db';
+import { PushJob, acceptedAtOf, decodeWith, expiresBeforeDue, jobContentHash, jobExpiry, scheduleProblem, targetUsers, type DevicePush } from '@herald/contracts';
+import { jobIdTaken, type AppRow, type AudienceDevice, type CancelledPush, type DemuxEntry, type DemuxRecorded, type TargetRequest } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { handledBefore, type InboundMessage, type Outcome, type Publisher } from '@herald/messaging';
 import { jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
@@ -25,10 +25,11 @@ export interface DemuxerDeps {
    * before its pushes are published so no push's outcome is ever counted against an unknown total.
    * Parked jobs are recorded by the consumer's onParked (job-parks.ts). recordDemux answers which
    * jobs were cancelled while they waited in push.jobs: their pushes go to recordCancelled instead
-   * of the send queues or the store.
+   * of the send queues or the store; and which jobs' ids another job holds (another app's, or
+   * other content: a publisher reusing an id): those are parked, nothing of them sent or stored.
    */
   jobs?: {
-    recordDemux(entries: readonly DemuxEntry[]): Promise<ReadonlySet<string>>;
+    recordDemux(entries: readonly DemuxEntry[]): Promise<DemuxRecorded>;
     recordCancelled(pushes: readonly CancelledPush[]): Promise<void>;
   };
   /** Audience jobs are handed to the fan-out stage (audience-start.ts, fanout-chunk.ts). */
@@ -44,9 +45,9 @@ export interface DemuxerDeps {
  * `webChecked`: held to Web Push's rules at admission already (the app has VAPID keys of its own).
  * `again`: its message may have been handled before (handledBefore), so the job may have been fanned out.
  */
-type Accepted = { index: number; job: PushJob; acceptedAt: Date; expired: boolean; webChecked: boolean; again: boolean };
+type Accepted = { index: number; job: PushJob; acceptedAt: Date; expired: boolean; webChecked: boolean; again: boolean; contentHash: Buffer };
 const ack: Outcome = { kind: 'ack' };
-const NONE: ReadonlySet<string> = new Set();
+const NOTHING_RECORDED: DemuxRecorded = { cancelled: new Set(), taken: new Map() };
 
 /**
  * Job → one DevicePush per valid device of each target user. A batch of jobs costs one
@@ -62,7 +63,7 @@ export function createDemuxerHandler(deps: DemuxerDeps) {
       const checked = await admit(message, deps, now());
       if ('kind' in checked) outcomes[index] = checked;
       else if (checked.job.audience !== undefined) outcomes[index] = await startAudience(checked, deps);
-      else accepted.push({ index, ...checked });
+      else accepted.push({ index, ...checked, contentHash: jobContentHash(checked.job) });
     }
     // One part at a time: the pushes a batch holds at once follow its users, not its job count
     // (a hundred jobs of 10,000 users each would otherwise be two million pushes in memory).
@@ -73,20 +74,29 @@ export function createDemuxerHandler(deps: DemuxerDeps) {
   };
 }
 
-/** Consecutive jobs whose target users add up to at most `maxUsers`; a job with more is a part alone. */
+/**
+ * Consecutive jobs whose target users add up to at most `maxUsers`; a job with more is a part
+ * alone. A job whose id a job of the part holds with another app or content starts the next part,
+ * whose record (recordDemux) then finds the id taken: copies of one job share a part, as before.
+ */
 function partsOf(accepted: readonly Accepted[], maxUsers: number): Accepted[][] {
   const parts: Accepted[][] = [];
   let users = 0;
+  let ids = new Map<string, Accepted>();
   for (const a of accepted) {
     const n = targetUsers(a.job).length;
     const last = parts.at(-1);
-    if (last === undefined || users + n > maxUsers) {
+    const copy = ids.get(a.job.id);
+    const another = copy !== undefined && jobIdTaken(a.job.id, { app: a.job.app, contentHash: a.contentHash }, { app: copy.job.app, contentHash: copy.contentHash }) !== undefined;
+    if (last === undefined || users + n > maxUsers || another) {
+      ids = new Map();
       parts.push([a]);
       users = n;
     } else {
       last.push(a);
       users += n;
     }
+    if (!ids.has(a.job.id)) ids.set(a.job.id, a);
   }
   return parts;
 }
@@ -112,9 +122,14 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
     if (outcome !== undefined) parked.set(a.index, outcome);
     return outcome === undefined ? [{ a, plan }] : [];
   });
-  const accepted = planned.map(({ a }) => a);
-  const plans = planned.map(({ plan }) => plan);
-  const cancelled = (await deps.jobs?.recordDemux(accepted.map((a, i) => demuxEntry(a, plans[i] as JobPlan)))) ?? NONE;
+  const { cancelled, taken } = (await deps.jobs?.recordDemux(planned.map(({ a, plan }) => demuxEntry(a, plan)))) ?? NOTHING_RECORDED;
+  const own = planned.filter(({ a }) => {
+    const why = taken.get(a.job.id);
+    if (why !== undefined) parked.set(a.index, park(deps, why.code, why.reason, a.job));
+    return why === undefined;
+  });
+  const accepted = own.map(({ a }) => a);
+  const plans = own.map(({ plan }) => plan);
   if (cancelled.size > 0) await recordCancelled(accepted, plans, cancelled, deps);
   const emitted = await Promise.all(accepted.map((a, i) => (cancelled.has(a.job.id) ? [] : fanOut(a, plans[i] as JobPlan, deps, at))));
   // Every job's pushes of this part together, so pushes of many small jobs share RabbitMQ messages.
@@ -162,10 +177,11 @@ async function recordCancelled(accepted: readonly Accepted[], plans: readonly Jo
   await deps.jobs?.recordCancelled(pushes);
 }
 
-function demuxEntry({ job, acceptedAt }: Accepted, plan: JobPlan): DemuxEntry {
+function demuxEntry({ job, acceptedAt, contentHash }: Accepted, plan: JobPlan): DemuxEntry {
   return {
     id: job.id,
     app: job.app,
+    contentHash,
     targeted: plan.targeted,
     outcome: plan.label,
     notices: jobNotices(job, acceptedAt),
@@ -176,7 +192,7 @@ function demuxEntry({ job, acceptedAt }: Accepted, plan: JobPlan): DemuxEntry {
 }
 
 /** Validate one job; returns a final outcome, or the job to target. */
-async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Promise<Outcome | Omit<Accepted, 'index'>> {
+async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Promise<Outcome | Omit<Accepted, 'index' | 'contentHash'>> {
   const parsed = decodeWith(PushJob, message.body);
   if (!parsed.ok) return park(deps, parsed.reason.startsWith('malformed') ? 'malformed-json' : 'schema', parsed.reason);
   const job = parsed.value;
@@ -223,7 +239,7 @@ function emittedLog(job: PushJob, pushes: readonly DevicePush[], deps: DemuxerDe
 }
 
 /** An audience job starts its chunked fan-out; an expired one too (its status counts each push as expired). */
-function startAudience({ job, acceptedAt }: Omit<Accepted, 'index'>, deps: DemuxerDeps): Promise<Outcome> | Outcome {
+function startAudience({ job, acceptedAt }: Pick<Accepted, 'job' | 'acceptedAt'>, deps: DemuxerDeps): Promise<Outcome> | Outcome {
   if (deps.audiences === undefined) return park(deps, 'schema', 'this demuxer does not expand audiences', job);
   return startAudienceJob(job, acceptedAt, { ...deps.audiences, publisher: deps.publisher, metrics: deps.metrics, logger: deps.logger });
 }

@@ -32,6 +32,15 @@ describe('parked jobs in their status', () => {
     // An app no app has (published over AMQP) still shows the park on its job.
     expect(parkedJobOf(Buffer.from(JSON.stringify({ id: 'j', app: 'Demo' })))).toEqual({ id: 'j', app: 'Demo' });
   });
+
+  it("leaves the status of the job whose id a parked job reused: that row is the other job's", async () => {
+    const written: JobPark[] = [];
+    const record = recordParkedJobs({ recordJobParks: async (e) => void written.push(...e) });
+    const body = message(JSON.stringify({ id: 'j1', app: 'demo', content: {} }));
+    await record({ message: body, code: 'job-id-reused', reason: 'job id "j1" was accepted before with other content' });
+    await record({ message: body, code: 'job-id-conflict', reason: 'job id "j1" is already used by another app' });
+    expect(written).toEqual([]);
+  });
 });
 
 describe('parked fan-out chunk tasks in their job status', () => {

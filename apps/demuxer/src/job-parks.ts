@@ -1,5 +1,5 @@
 import { isJobId, jsonObjectOf } from '@herald/contracts';
-import type { FanoutRepository, JobPark } from '@herald/db';
+import type { FanoutRepository, JobIdTakenCode, JobPark } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { ParkedNotice } from '@herald/messaging';
 
@@ -83,9 +83,13 @@ export function recordParkedFanoutTasks(fanouts: Pick<FanoutRepository, 'recordP
   };
 }
 
+/** Park codes of a job whose id is another job's: its jobs row is that job's, not this one's to mark. */
+const ID_OF_ANOTHER: ReadonlySet<string> = new Set<JobIdTakenCode>(['job-id-conflict', 'job-id-reused']);
+
 /**
  * push.jobs' onParked: every job the messaging lib parks (the demuxer's own parks, a retry that
- * ran out, the delivery limit) is shown in its status as `parked: <code>` with the reason.
+ * ran out, the delivery limit) is shown in its status as `parked: <code>` with the reason; one
+ * parked because its id is another job's is not (that job's status stays as it is).
  */
 export function recordParkedJobs(
   jobs: {
@@ -95,6 +99,6 @@ export function recordParkedJobs(
 ): (notice: ParkedNotice) => Promise<void> {
   return async ({ message, code, reason }) => {
     const job = parkedJobOf(message.body);
-    if (job !== undefined) await write(() => jobs.recordJobParks([{ ...job, code, reason }]));
+    if (job !== undefined && !ID_OF_ANOTHER.has(code)) await write(() => jobs.recordJobParks([{ ...job, code, reason }]));
   };
 }

@@ -42,6 +42,17 @@ describe('fan-out checkpoints', () => {
     expect(await fanouts.chunk(job, 0)).toMatchObject({ afterCursor: null, nextCursor: 'c1' });
   });
 
+  it('makes no fan-out for a job whose id another job holds (another app, other content), and leaves that job as it was', async () => {
+    const job = randomUUID();
+    const start = (app: string, hash: string) =>
+      fanouts.start({ jobId: job, app, audience: { topic: 'news' }, job: { id: job }, acceptedAt: new Date(), size: 1, exact: true, contentHash: Buffer.from(hash) });
+    expect(await start('demo', 'one')).toEqual({ created: true, state: 'expanding', open: [0] });
+    expect(await start('other', 'one')).toEqual({ taken: { code: 'job-id-conflict', reason: `job id "${job}" is already used by another app` } });
+    expect(await start('demo', 'two')).toMatchObject({ taken: { code: 'job-id-reused' } });
+    expect(await start('demo', 'one')).toEqual({ created: false, state: 'expanding', open: [0] });
+    expect((await sql<{ app: string }>`select app from fanouts where job_id = ${job}`.execute(t.db.kysely)).rows).toEqual([{ app: 'demo' }]);
+  });
+
   // usage.md promises them for every job; an audience job's status had none.
   it("keeps the job's notices in its status, as a user job's (an expiry capped, a local time expiring within a day)", async () => {
     const job = randomUUID();

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
 import { recordCancelledPushes, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
 import { PARKED_PREFIX } from './job-status-view.ts';
+import { jobIdTaken, type JobIdTakenCode } from './job-repository.ts';
 
 export type FanoutState = 'expanding' | 'sending' | 'done' | 'cancelled';
 
@@ -17,7 +18,12 @@ export interface FanoutStart {
   exact: boolean;
   /** What Herald adapted or warns of (jobNotices): the job's status shows them, as a user job's. */
   notices?: readonly string[];
+  /** jobContentHash of the job: kept with its jobs row, so another job given the same id is told apart (jobIdTaken). */
+  contentHash?: Buffer;
 }
+
+/** What start found: the fan-out (made now, or by an earlier copy of the job), or that the job's id is another job's. */
+export type FanoutStarted = { created: boolean; state: FanoutState; open: number[] } | { taken: { code: JobIdTakenCode; reason: string } };
 
 export interface Fanout {
   jobId: string;
@@ -96,7 +102,7 @@ export interface FanoutRepository {
    * for a fan-out already recorded, `created` is false and `open` lists its chunks not yet done (a
    * redelivered job re-publishes their tasks, in case the first delivery died before publishing).
    */
-  start(f: FanoutStart): Promise<{ created: boolean; state: FanoutState; open: number[] }>;
+  start(f: FanoutStart): Promise<FanoutStarted>;
   get(jobId: string): Promise<Fanout | undefined>;
   chunk(jobId: string, chunkNo: number): Promise<FanoutChunk | undefined>;
   /** The fan-out's state (the chunk handler checks it before reading and before publishing). */
@@ -278,17 +284,24 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
   };
 }
 
-async function start(db: Kysely<HeraldTables>, f: FanoutStart): Promise<{ created: boolean; state: FanoutState; open: number[] }> {
+async function start(db: Kysely<HeraldTables>, f: FanoutStart): Promise<FanoutStarted> {
   return db.transaction().execute(async (trx) => {
     // The upsert holds the job's row until this commits, so a cancel either came before (and is
-    // read here) or waits and then cancels the fan-out made here.
+    // read here) or waits and then cancels the fan-out made here. A row another job holds (another
+    // app's, or recorded with other content) is left as it is: this job is told so, nothing made.
     const { rows: job } = await sql<{ cancelled: boolean }>`
-      insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, no_device, notices)
-      values (${f.jobId}, ${f.app}, now(), 0, 'fanned-out', now(), 0, ${[...(f.notices ?? [])]}::text[])
+      insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, no_device, notices, content_hash)
+      values (${f.jobId}, ${f.app}, now(), 0, 'fanned-out', now(), 0, ${[...(f.notices ?? [])]}::text[], ${f.contentHash ?? null})
       on conflict (id) do update set targeted = coalesce(jobs.targeted, 0), no_device = coalesce(jobs.no_device, 0),
         demux_outcome = 'fanned-out', demux_reason = null, demuxed_at = now(), published_at = coalesce(jobs.published_at, now()),
-        notices = excluded.notices
+        notices = excluded.notices, content_hash = coalesce(jobs.content_hash, excluded.content_hash)
+        where jobs.app = excluded.app and (jobs.content_hash = excluded.content_hash) is not false
       returning cancelled_at is not null as cancelled`.execute(trx);
+    if (job.length === 0) {
+      const holder = await trx.selectFrom('jobs').select(['app', 'content_hash']).where('id', '=', f.jobId).executeTakeFirst();
+      const why = holder === undefined ? undefined : jobIdTaken(f.jobId, f, { app: holder.app, contentHash: holder.content_hash });
+      return { taken: why ?? { code: 'job-id-conflict' as const, reason: `job id "${f.jobId}" is already used by another job` } };
+    }
     // A job cancelled while it waited for the demuxer (DELETE /v1/jobs/:id finds its jobs row)
     // gets a fan-out that is cancelled from the start: no chunk, nothing read, nothing sent.
     const cancelled = job[0]?.cancelled === true;

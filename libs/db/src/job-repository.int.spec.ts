@@ -49,6 +49,32 @@ describe('job records', () => {
     expect((await t.db.jobs.get(older))?.publishedAt).not.toBeNull();
   });
 
+  it("the demuxer's record of a job whose id another job holds writes nothing of it: another app's, other content; a digest unknown on either side does not tell them apart", async () => {
+    const [id, legacy] = [randomUUID(), randomUUID()];
+    const entry = (over: { app?: string; contentHash?: Buffer; pushes?: boolean } = {}) => ({
+      id,
+      app: over.app ?? 'demo',
+      targeted: 1,
+      outcome: 'fanned-out',
+      ...(over.contentHash !== undefined && { contentHash: over.contentHash }),
+      ...(over.pushes === true && { pushes: [{ pushId: randomUUID(), jobId: id, outcome: 'opted-out' as const, code: 'opted-out' }] }),
+    });
+    const h1 = Buffer.from('one');
+    expect((await t.db.jobs.recordDemux([entry({ contentHash: h1 })])).taken).toEqual(new Map());
+    const other = await t.db.jobs.recordDemux([entry({ app: 'other', contentHash: h1, pushes: true })]);
+    expect(other.taken).toEqual(new Map([[id, { code: 'job-id-conflict', reason: `job id "${id}" is already used by another app` }]]));
+    const reused = await t.db.jobs.recordDemux([entry({ contentHash: Buffer.from('two'), pushes: true })]);
+    expect(reused.taken.get(id)?.code).toBe('job-id-reused');
+    // Neither wrote its outcomes against the first job's record.
+    expect(await t.db.kysely.selectFrom('push_outcomes').select('push_id').where('job_id', '=', id).execute()).toEqual([]);
+    expect((await t.db.jobs.recordDemux([entry({ contentHash: h1 })])).taken).toEqual(new Map());
+
+    // A row with no digest (the demuxer's before it kept one): the next copy's is taken as its own, then holds.
+    await t.db.jobs.recordDemux([{ id: legacy, app: 'demo', targeted: 1, outcome: 'fanned-out' }]);
+    expect((await t.db.jobs.recordDemux([{ ...entry({ contentHash: h1 }), id: legacy }])).taken).toEqual(new Map());
+    expect((await t.db.jobs.recordDemux([{ ...entry({ contentHash: Buffer.from('two') }), id: legacy }])).taken.get(legacy)?.code).toBe('job-id-reused');
+  });
+
   it('accepts a single id once, through the same check as a batch', async () => {
     const id = randomUUID();
     expect(await t.db.jobs.accept([{ id, app: 'demo', team: 't' }])).toEqual(new Map([[id, { kind: 'new' }]]));

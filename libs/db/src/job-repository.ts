@@ -64,6 +64,39 @@ export interface DemuxEntry {
    * push has no outcome yet (one the earlier pass published may have its own); see recordDeadPushes.
    */
   dead?: readonly PushOutcomeEntry[];
+  /** jobContentHash of the job as the demuxer read it: kept with the row, so another job given the same id is told apart. */
+  contentHash?: Buffer;
+}
+
+/**
+ * What recordDemux found: the jobs cancelled while they waited in push.jobs, and the jobs whose id
+ * another job holds (id → why: another app's, or other content), which it recorded nothing for.
+ */
+export interface DemuxRecorded {
+  cancelled: ReadonlySet<string>;
+  taken: ReadonlyMap<string, { code: JobIdTakenCode; reason: string }>;
+}
+
+/** Why a job's id is another job's: the codes the HTTP API answers 409 with (and the demuxer parks with). */
+export type JobIdTakenCode = 'job-id-conflict' | 'job-id-reused';
+
+/** What each JobIdTakenCode says, at the API's door and in the demuxer's park reason. */
+export const JOB_ID_TAKEN: Readonly<Record<JobIdTakenCode, (id: string) => string>> = {
+  'job-id-conflict': (id) => `job id "${id}" is already used by another app`,
+  'job-id-reused': (id) => `job id "${id}" was accepted before with other content: a retry must repeat the job as it was, a new job needs a new id`,
+};
+
+/**
+ * Why a job with this id, app and content is not the job recorded under it (`recorded`), or
+ * undefined when it is (a digest unknown on either side, as sameContentOf, does not tell them apart).
+ */
+export function jobIdTaken(
+  id: string,
+  given: { app: string; contentHash?: Buffer | undefined },
+  recorded: { app: string; contentHash: Buffer | null | undefined },
+): { code: JobIdTakenCode; reason: string } | undefined {
+  const code = recorded.app !== given.app ? 'job-id-conflict' : sameContentOf(recorded.contentHash, given.contentHash).sameContent === false ? 'job-id-reused' : undefined;
+  return code === undefined ? undefined : { code, reason: JOB_ID_TAKEN[code](id) };
 }
 
 /** A job the demuxer parked (its own park, a retry that ran out, the delivery limit). */
@@ -102,9 +135,11 @@ export interface JobRepository {
    * transaction (idempotent upsert). Written before the job's pushes are published, so no outcome
    * is ever counted against a job whose targeted is not yet known. Returns the ids of the jobs
    * found cancelled (jobs.cancelled_at set: DELETE /v1/jobs/:id while the job waited in push.jobs),
-   * read by the same statement, under the row lock its upsert takes.
+   * read by the same statement, under the row lock its upsert takes, and of the jobs whose id is
+   * another job's (jobIdTaken: another app's, or recorded with other content), for which nothing
+   * is written: the row and outcomes stay the other job's.
    */
-  recordDemux(entries: readonly DemuxEntry[]): Promise<ReadonlySet<string>>;
+  recordDemux(entries: readonly DemuxEntry[]): Promise<DemuxRecorded>;
   /** Pushes of a cancelled job the demuxer neither published nor stored: `cancelled`, unless they have an outcome already. */
   recordCancelled(pushes: readonly CancelledPush[]): Promise<void>;
   /** Jobs the demuxer parked: demuxOutcome `parked: <code>` with the reason (a job already fanned out keeps its record). */
@@ -269,35 +304,54 @@ function toJobRecord(r: JobRow): JobRecord {
  * for), so every cancel committed before it is seen; one committed after it is the cancel's and
  * the store's to handle (ScheduledPushRepository.schedule, cancelJob).
  */
-async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: readonly DemuxEntry[]): Promise<ReadonlySet<string>> {
-  if (entries.length === 0) return new Set();
+async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: readonly DemuxEntry[]): Promise<DemuxRecorded> {
+  if (entries.length === 0) return { cancelled: new Set(), taken: new Map() };
   const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
-  const pushes = rows.flatMap((r) => r.pushes ?? []);
-  // From every entry: a retried copy of a job and a first delivery of it may share a part.
-  const dead = entries.flatMap((e) => e.dead ?? []);
-  const upsertJobs = sql<{ id: string }>`
+  // A row another job holds (another app's, or recorded with other content) is left as it is, and
+  // not returned: the job given its id again is told so (recorded), nothing of it written.
+  const upsertJobs = sql<{ id: string; cancelled: boolean }>`
       with upserted as (
-        insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device)
-        select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}'), i.no_device
+        insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device, content_hash)
+        select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}'), i.no_device, i.content_hash
         from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.targeted)}::int[], ${rows.map((r) => r.outcome)}::text[],
-          ${rows.map((r) => (r.notices !== undefined && r.notices.length > 0 ? r.notices.join('\n') : null))}::text[], ${rows.map((r) => r.noDevice ?? 0)}::int[])
-          as i(id, app, targeted, outcome, notices, no_device)
+          ${rows.map((r) => (r.notices !== undefined && r.notices.length > 0 ? r.notices.join('\n') : null))}::text[], ${rows.map((r) => r.noDevice ?? 0)}::int[],
+          ${rows.map((r) => r.contentHash ?? null)}::bytea[])
+          as i(id, app, targeted, outcome, notices, no_device, content_hash)
         order by i.id
         on conflict (id) do update set targeted = greatest(jobs.targeted, excluded.targeted),
           no_device = least(jobs.no_device, excluded.no_device),
           demux_outcome = excluded.demux_outcome, demux_reason = null, notices = excluded.notices,
           demuxed_at = case when jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %' then now() else jobs.demuxed_at end,
-          published_at = coalesce(jobs.published_at, now())
+          published_at = coalesce(jobs.published_at, now()), content_hash = coalesce(jobs.content_hash, excluded.content_hash)
+          where jobs.app = excluded.app and (jobs.content_hash = excluded.content_hash) is not false
         returning id, cancelled_at)
-      select id from upserted where cancelled_at is not null`;
-  const cancelled = (rows: ReadonlyArray<{ id: string }>): ReadonlySet<string> => new Set(rows.map((r) => r.id));
+      select id, cancelled_at is not null as cancelled from upserted`;
+  const recorded = async (upserted: ReadonlyArray<{ id: string; cancelled: boolean }>, on: Kysely<HeraldTables>): Promise<DemuxRecorded> => {
+    const written = new Set(upserted.map((r) => r.id));
+    const others = rows.filter((r) => !written.has(r.id));
+    const holders = others.length === 0 ? [] : await on.selectFrom('jobs').select(['id', 'app', 'content_hash']).where('id', 'in', others.map((r) => r.id)).execute();
+    const holderOf = new Map(holders.map((h) => [h.id, h]));
+    const taken = new Map<string, { code: JobIdTakenCode; reason: string }>();
+    for (const r of others) {
+      const h = holderOf.get(r.id);
+      const why = h === undefined ? undefined : jobIdTaken(r.id, r, { app: h.app, contentHash: h.content_hash });
+      // Not written and no holder that tells it apart: the row changed under the statement; as taken, with the API's words.
+      taken.set(r.id, why ?? { code: 'job-id-conflict', reason: `job id "${r.id}" is already used by another job` });
+    }
+    return { cancelled: new Set(upserted.filter((r) => r.cancelled).map((r) => r.id)), taken };
+  };
+  // From every entry: a retried copy of a job and a first delivery of it may share a part.
+  const pushes = rows.flatMap((r) => r.pushes ?? []);
+  const dead = entries.flatMap((e) => e.dead ?? []);
   // Alone (no outcome decided here, the usual case) it is a prepared statement (prepared.ts).
-  if (pushes.length === 0 && dead.length === 0) return cancelled(await queryPrepared(db, pool, upsertJobs));
+  if (pushes.length === 0 && dead.length === 0) return recorded(await queryPrepared(db, pool, upsertJobs), db);
   return db.transaction().execute(async (trx) => {
-    const { rows } = await upsertJobs.execute(trx);
-    await upsertOutcomes(trx, pushes);
-    await recordDeadPushes(trx, dead);
-    return cancelled(rows);
+    const { rows: upserted } = await upsertJobs.execute(trx);
+    const result = await recorded(upserted, trx);
+    const own = (p: PushOutcomeEntry): boolean => !result.taken.has(p.jobId);
+    await upsertOutcomes(trx, pushes.filter(own));
+    await recordDeadPushes(trx, dead.filter(own));
+    return result;
   });
 }
 

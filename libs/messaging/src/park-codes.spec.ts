@@ -12,6 +12,8 @@ describe('which parked messages a replay refuses without force', () => {
       'provider-rejected',
       'receiver-rejected',
       'wrong-platform',
+      'job-id-conflict',
+      'job-id-reused',
     ]) {
       expect(permanentRejection(code), code).toBeTypeOf('string');
     }

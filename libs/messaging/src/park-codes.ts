@@ -18,6 +18,8 @@ export const PERMANENT_PARK_CODES: Readonly<Record<string, string>> = {
   'wrong-platform': "it was published to the other platform's queue, so it would be parked again",
   'unknown-resource-type':
     'its resource type is not in WEBHOOK_RESOURCE_TYPES, so it would be parked again (force it after adding the type)',
+  'job-id-conflict': "its job id is another app's job's, so it would be parked again: its publisher must send it under a new id",
+  'job-id-reused': 'its job id was used before for other content, so it would be parked again: its publisher must send it under a new id',
 };
 
 /** Why a message parked with this code is not replayed without force, or undefined when a replay may help. */
