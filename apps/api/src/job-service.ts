@@ -1,5 +1,5 @@
-import { jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
-import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobId, jobContentHash, effectivePushType, expiresBeforeDue, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
+import { appConformanceIssues, jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
+import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobId, jobContentHash, expiresBeforeDue, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
 import type { AcceptResult, ApiKeyRow, AppRow, JobIdRecord, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
 import { ApiError, fieldError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
@@ -98,10 +98,7 @@ async function checkConformance(jobs: readonly PushJob[], apps: ReadonlyMap<stri
         found = web.map((issue) => ({ ...issue, message: `${issue.message}; app "${job.app}" has Web Push subscriptions` }));
       }
     }
-    // Apple takes Live Activity pushes over token-based authentication only (apns-provider.ts).
-    if (found.length === 0 && app?.apnsAuth === 'certificate' && effectivePushType(job.content) === 'liveactivity') {
-      found = [{ path: 'content.liveActivity', message: `app "${job.app}" sends to APNs with a certificate, and Apple takes Live Activity pushes over token-based authentication only: give it a .p8 signing key` }];
-    }
+    if (found.length === 0 && app !== undefined) found = appConformanceIssues(job, app);
     const issues = found.map((issue) => ({ path: `${at}${issue.path}`, message: issue.message }));
     if (issues.length > 0) throw new ApiError(400, 'invalid-request', issues.map((issue) => `${issue.path}: ${issue.message}`).join('; '), issues);
   }

@@ -396,3 +396,21 @@ describe('demuxer: a job given an id another job holds (published over AMQP, pas
     expect(await t.db.jobs.status(first.id)).toEqual(status);
   });
 });
+
+describe('demuxer: rules that depend on the app’s APNs credentials', () => {
+  it('parks a Live Activity job of an app that sends with a certificate, whole, as the API refuses it (Apple takes them over token authentication only)', async () => {
+    await t.db.apps.upsert({ id: 'parts-cert', apnsTopic: 'com.herald.parts.cert' });
+    // The sealed secret is never read here: the demuxer looks at the kind of credentials only.
+    await t.db.kysely.updateTable('apps').set({ apns_auth: 'certificate', apns_secret: 'sealed' }).where('id', '=', 'parts-cert').execute();
+    const handle = demuxer({});
+    const activity = { ...jobFor([0]), app: 'parts-cert', content: { liveActivity: { event: 'update' as const, contentState: { score: '2-1' } } } };
+    const alert = { ...jobFor([0]), app: 'parts-cert' };
+    const [parkedJob, sent] = await handle([message(activity), message(alert)]);
+    expect(parkedJob).toEqual({
+      kind: 'park',
+      code: 'provider-rules',
+      reason: 'content.liveActivity: app "parts-cert" sends to APNs with a certificate, and Apple takes Live Activity pushes over token-based authentication only: give it a .p8 signing key',
+    });
+    expect(sent).toEqual({ kind: 'ack' });
+  });
+});

@@ -2,7 +2,7 @@ import { PushJob, acceptedAtOf, decodeWith, expiresBeforeDue, jobContentHash, jo
 import { jobIdTaken, type AppRow, type AudienceDevice, type CancelledPush, type DemuxEntry, type DemuxRecorded, type TargetRequest } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { handledBefore, type InboundMessage, type Outcome, type Publisher } from '@herald/messaging';
-import { jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
+import { appConformanceIssues, jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
 import { toSendMessage } from './fan-out.ts';
 import { planJob, type JobPlan } from './job-plan.ts';
@@ -206,6 +206,8 @@ async function admit(message: InboundMessage, deps: DemuxerDeps, at: Date): Prom
   const webChecked = app.webVapid === true;
   const issues = jobConformanceIssues(job, { web: webChecked }, at);
   if (issues.length > 0) return parkForRules(deps, issues, job);
+  const appIssues = appConformanceIssues(job, app);
+  if (appIssues.length > 0) return parkForRules(deps, appIssues, job);
   const acceptedAt = acceptedAtOf(job, at);
   // As the doors refuse it (a job published over raw AMQP passed none of them).
   const expires = expiresBeforeDue(job, acceptedAt);

@@ -19,6 +19,16 @@ describe('device tokens', () => {
     expect(deviceTokenProblem('fcm', `${'a'.repeat(40)}/x`)).toMatch(/including "\/"/);
   });
 
+  it("refuses to register an APNs device token as FCM's (an iOS app sending Apple's token instead of Firebase's), and still takes its unregister", () => {
+    const hex = 'ab'.repeat(32);
+    const register = parseWith(Registration, { kind: 'register', app: 'demo', platform: 'fcm', token: hex, userId: 'u', eventAt: '2026-01-01T00:00:00Z' });
+    expect(register.ok ? '' : register.reason).toMatch(/^schema violation: token: not an FCM registration token: 64 hexadecimal characters is an APNs device token/);
+    expect(parseWith(Registration, { kind: 'register', app: 'demo', platform: 'apns', token: hex, userId: 'u', eventAt: '2026-01-01T00:00:00Z' }).ok).toBe(true);
+    expect(parseWith(Registration, { kind: 'unregister', app: 'demo', platform: 'fcm', token: hex, eventAt: '2026-01-01T00:00:00Z' }).ok).toBe(true);
+    // A push to a device registered so before is still a valid push (FCM's answer marks it dead).
+    expect(deviceTokenProblem('fcm', hex)).toBeUndefined();
+  });
+
   it.each([
     ['apns', 'not a token'],
     ['apns', '../x'],

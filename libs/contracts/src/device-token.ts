@@ -7,6 +7,8 @@ import { webEndpointProblem } from './web-push.ts';
  * and Apple warns they may grow, so Herald accepts even-length hex of 64–200 characters.
  * FCM: registration tokens are URL-safe text (letters, digits, "-", "_" and ":"); Google documents
  * no fixed length, so Herald bounds it to 32–4096 characters (today's tokens are about 150–180).
+ * One that is an APNs device token's shape (even-length hex of 64–200) is refused when it is
+ * registered (apnsShapedFcmToken).
  * Web Push: the "token" is the subscription's endpoint, an https URL (web-push.ts); which push
  * service hosts an app accepts is checked per app at the doors.
  * A token outside these can never be delivered: it would reset an HTTP/2 stream (a space) or reach
@@ -25,6 +27,19 @@ export function deviceTokenProblem(platform: Platform, token: string): string | 
   return FCM_TOKEN.test(token)
     ? undefined
     : `not an FCM registration token: expected 32–4096 letters, digits, "-", "_" or ":", got ${describe(token)}`;
+}
+
+/**
+ * Why an FCM token being registered is refused: it has an APNs device token's shape. An iOS app
+ * using Firebase that sends Apple's token instead of Firebase's would have it refused by FCM as
+ * invalid at the first push, and the device marked dead without a word to the team that
+ * registered it. Asked of a register only: a device registered so before can still be unregistered,
+ * and a push to it is still sent (FCM's answer marks it dead).
+ */
+export function apnsShapedFcmToken(token: string): string | undefined {
+  return APNS_TOKEN.test(token)
+    ? `not an FCM registration token: ${token.length} hexadecimal characters is an APNs device token (an iOS app using Firebase must send the token Firebase gives it, or register this one with platform "apns")`
+    : undefined;
 }
 
 function describe(token: string): string {

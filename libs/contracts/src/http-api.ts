@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Instant } from './instant.ts';
 import { AppId, PushJob } from './push-job.ts';
-import { checkDeviceToken, registerProblems, RegisterShape, UnregisterShape } from './registration.ts';
+import { checkDeviceToken, deviceTokenProblems, registerProblems, RegisterShape, UnregisterShape } from './registration.ts';
 import { PushSubscriptionJson, subscriptionFields } from './web-subscription.ts';
 import { PlatformSchema } from './device-push.ts';
 
@@ -50,11 +50,35 @@ export const DeviceRegister = DeviceRegisterFields.superRefine(checkDeviceRegist
 }));
 export type DeviceRegister = z.infer<typeof DeviceRegister>;
 
-/** DELETE /v1/devices — a Registration "unregister" event. */
-export const DeviceUnregister = z
-  .strictObject({ ...UnregisterShape, eventAt: OptionalEventAt })
-  .omit({ kind: true, version: true })
-  .superRefine(checkDeviceToken);
+const DeviceUnregisterFields = z
+  .strictObject({
+    ...UnregisterShape,
+    token: UnregisterShape.token.optional(),
+    /** Web Push: the browser's `PushSubscription.toJSON()` as is (as POST takes it), instead of token (its endpoint). */
+    subscription: PushSubscriptionJson.optional(),
+    eventAt: OptionalEventAt,
+  })
+  .omit({ kind: true, version: true });
+
+function checkDeviceUnregister(d: z.infer<typeof DeviceUnregisterFields>, ctx: z.RefinementCtx): void {
+  const add = (path: string[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+  if (d.subscription === undefined) {
+    if (d.token === undefined) return add(['token'], d.platform === 'web' ? 'give token (the endpoint) or subscription' : 'a device token is required');
+    return checkDeviceToken({ ...d, token: d.token }, ctx);
+  }
+  if (d.platform !== 'web') return add(['subscription'], 'subscription is a Web Push subscription: give platform "web"');
+  if (d.token !== undefined) return add(['subscription'], 'give either subscription or token, not both');
+  deviceTokenProblems({ ...d, token: d.subscription.endpoint }).forEach((p) => add(SUBSCRIPTION_PATHS[p.path[0] ?? ''] ?? p.path, p.message));
+}
+
+/**
+ * DELETE /v1/devices — a Registration "unregister" event. A browser's subscription may come as
+ * `subscription` (PushSubscription.toJSON(), as POST takes it); the result carries its endpoint as token.
+ */
+export const DeviceUnregister = DeviceUnregisterFields.superRefine(checkDeviceUnregister).transform(({ subscription, token, ...rest }) => ({
+  ...rest,
+  token: subscription?.endpoint ?? (token as string),
+}));
 export type DeviceUnregister = z.infer<typeof DeviceUnregister>;
 
 export const JobAccepted = z.object({

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Instant } from './instant.ts';
 import { AppId, UserId } from './push-job.ts';
 import { PlatformSchema as Platform } from './device-push.ts';
-import { deviceTokenProblem, TokenKinds } from './device-token.ts';
+import { apnsShapedFcmToken, deviceTokenProblem, TokenKinds } from './device-token.ts';
 import { LocaleTag, TimeZone } from './device-locale.ts';
 import type { Platform as PlatformName } from './names.ts';
 import { WebPushKeys } from './web-push.ts';
@@ -26,9 +26,11 @@ export function deviceTokenProblems(value: { platform: PlatformName; token: stri
   return problems;
 }
 
-/** A register's token, and its subscription keys: required for web, refused for APNs and FCM. */
+/** A register's token (an FCM one not of an APNs token's shape: apnsShapedFcmToken), and its subscription keys: required for web, refused for APNs and FCM. */
 export function registerProblems(value: { platform: PlatformName; token: string; tokenKind?: string | undefined; keys?: unknown; applicationServerKey?: unknown }): Problem[] {
   const problems = deviceTokenProblems(value);
+  const shaped = problems.length === 0 && value.platform === 'fcm' ? apnsShapedFcmToken(value.token) : undefined;
+  if (shaped !== undefined) problems.push({ path: ['token'], message: shaped });
   if (value.platform === 'web') {
     if (value.keys === undefined) problems.push({ path: ['keys'], message: 'a web registration carries the subscription keys {p256dh, auth} (PushSubscription.toJSON().keys)' });
     return problems;

@@ -84,6 +84,17 @@ describe('web registrations at the doors', () => {
     expect(issues(DeviceUnregister, { app: 'chat', platform: 'web', token: endpoint })).toEqual([]);
     expect(issues(DeviceUnregister, { app: 'chat', platform: 'web', token: 'http://x/y' })).toEqual(['token: not a Web Push endpoint: expected an https URL, got http']);
   });
+
+  it('unregisters by PushSubscription.toJSON() as POST registers by it, naming subscription.endpoint', () => {
+    const subscription = { endpoint, expirationTime: null, keys: { p256dh: p256(), auth: randomBytes(16).toString('base64url') } };
+    expect(DeviceUnregister.parse({ app: 'chat', platform: 'web', subscription })).toEqual({ app: 'chat', platform: 'web', token: endpoint });
+    expect(issues(DeviceUnregister, { app: 'chat', platform: 'web', subscription: { ...subscription, endpoint: 'http://x/y' } })).toEqual([
+      'subscription.endpoint: not a Web Push endpoint: expected an https URL, got http',
+    ]);
+    expect(issues(DeviceUnregister, { app: 'chat', platform: 'web', subscription, token: endpoint })).toEqual(['subscription: give either subscription or token, not both']);
+    expect(issues(DeviceUnregister, { app: 'chat', platform: 'fcm', subscription })).toEqual(['subscription: subscription is a Web Push subscription: give platform "web"']);
+    expect(issues(DeviceUnregister, { app: 'chat', platform: 'web' })).toEqual(['token: give token (the endpoint) or subscription']);
+  });
 });
 
 describe('push-service allow-list', () => {

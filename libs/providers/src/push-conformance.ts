@@ -133,6 +133,17 @@ export function jobConformanceIssues(job: JobPart, scope: ConformanceScope, now:
   return issuesOn(job, platformsFor(job.content).filter((p) => p !== 'web' || scope.web), now);
 }
 
+/**
+ * The rules that depend on the app's own APNs credentials: Apple takes Live Activity pushes over
+ * token-based authentication only (apns-provider.ts), so a Live Activity job of an app that sends
+ * with a certificate is refused at the API and parked whole by the demuxer, not parked push by push
+ * at the pusher (scheduled ones when they fall due).
+ */
+export function appConformanceIssues(job: JobPart, app: { id: string; apnsAuth?: string | null | undefined }): ConformanceIssue[] {
+  if (app.apnsAuth !== 'certificate' || effectivePushType(job.content) !== 'liveactivity') return [];
+  return [{ path: 'content.liveActivity', message: `app "${app.id}" sends to APNs with a certificate, and Apple takes Live Activity pushes over token-based authentication only: give it a .p8 signing key` }];
+}
+
 /** The Web Push rules alone (none when the job does not go to browsers): for a door that learns only later that it has some. */
 export function webConformanceIssues(job: JobPart, now: Date = new Date()): ConformanceIssue[] {
   return issuesOn(job, platformsFor(job.content).filter((p) => p === 'web'), now);
