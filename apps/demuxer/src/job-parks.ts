@@ -1,4 +1,4 @@
-import { isJobId, jsonObjectOf } from '@herald/contracts';
+import { PushJob, decodeWith, isJobId, jobContentHash, jsonObjectOf } from '@herald/contracts';
 import type { FanoutRepository, JobIdTakenCode, JobPark } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { ParkedNotice } from '@herald/messaging';
@@ -60,14 +60,17 @@ export function createParkWrites(logger: Logger, intervalMs = 5_000, max = MAX_K
  * The job a parked message carried, read leniently: a job that broke its contract but still names
  * its id and app is shown as parked in its status. Undefined when there is no job to show it on.
  */
-export function parkedJobOf(body: Buffer): Pick<JobPark, 'id' | 'app'> | undefined {
+export function parkedJobOf(body: Buffer): Pick<JobPark, 'id' | 'app' | 'contentHash'> | undefined {
   const value = jsonObjectOf(body);
   if (value === undefined) return undefined;
   const { id, app } = value;
   // Only what PostgreSQL can store: a NUL byte in the id refused the park write, which blocked every
   // later retried one. The app may be one no app has ("Demo"): jobs.app is plain text, and the park shows.
   const storableApp = typeof app === 'string' && app.length > 0 && app.length <= 200 && !app.includes('\u0000');
-  return typeof id === 'string' && isJobId(id) && storableApp ? { id, app } : undefined;
+  if (typeof id !== 'string' || !isJobId(id) || !storableApp) return undefined;
+  // A valid job's digest: its park is then not written onto another job's row given the same id.
+  const job = decodeWith(PushJob, body);
+  return { id, app, ...(job.ok && { contentHash: jobContentHash(job.value) }) };
 }
 
 /**

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
 import { recordCancelledPushes, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
 import { PARKED_PREFIX } from './job-status-view.ts';
-import { jobIdTaken, type JobIdTakenCode } from './job-repository.ts';
+import { jobIdTaken, JobRowChangedError, OWN_JOB_ROW, OWN_JOB_ROW_SET, type JobIdTakenCode } from './job-repository.ts';
 
 export type FanoutState = 'expanding' | 'sending' | 'done' | 'cancelled';
 
@@ -294,13 +294,15 @@ async function start(db: Kysely<HeraldTables>, f: FanoutStart): Promise<FanoutSt
       values (${f.jobId}, ${f.app}, now(), 0, 'fanned-out', now(), 0, ${[...(f.notices ?? [])]}::text[], ${f.contentHash ?? null})
       on conflict (id) do update set targeted = coalesce(jobs.targeted, 0), no_device = coalesce(jobs.no_device, 0),
         demux_outcome = 'fanned-out', demux_reason = null, demuxed_at = now(), published_at = coalesce(jobs.published_at, now()),
-        notices = excluded.notices, content_hash = coalesce(jobs.content_hash, excluded.content_hash)
-        where jobs.app = excluded.app and (jobs.content_hash = excluded.content_hash) is not false
+        notices = excluded.notices, ${OWN_JOB_ROW_SET}
+        where ${OWN_JOB_ROW}
       returning cancelled_at is not null as cancelled`.execute(trx);
     if (job.length === 0) {
       const holder = await trx.selectFrom('jobs').select(['app', 'content_hash']).where('id', '=', f.jobId).executeTakeFirst();
       const why = holder === undefined ? undefined : jobIdTaken(f.jobId, f, { app: holder.app, contentHash: holder.content_hash });
-      return { taken: why ?? { code: 'job-id-conflict' as const, reason: `job id "${f.jobId}" is already used by another job` } };
+      // No holder that tells it apart: the row changed meanwhile (recordDemux); the job is tried again.
+      if (why === undefined) throw new JobRowChangedError(f.jobId);
+      return { taken: why };
     }
     // A job cancelled while it waited for the demuxer (DELETE /v1/jobs/:id finds its jobs row)
     // gets a fan-out that is cancelled from the start: no chunk, nothing read, nothing sent.

@@ -34,13 +34,13 @@ describe('job records', () => {
 
   it("marks only the record a job was accepted as: one forgotten and taken by another app meanwhile stays that app's", async () => {
     const id = randomUUID();
-    const mine = { id, app: 'demo', team: 't', contentHash: Buffer.from('mine') };
+    const mine = { id, app: 'demo', team: 't', contentHash: Buffer.concat([Buffer.from([1]), Buffer.alloc(32, 'mine')]) };
     await t.db.jobs.accept([mine]);
     await t.db.jobs.forget([id]);
-    expect((await t.db.jobs.accept([{ id, app: 'other', team: 't', contentHash: Buffer.from('theirs') }])).get(id)).toEqual({ kind: 'new' });
+    expect((await t.db.jobs.accept([{ id, app: 'other', team: 't', contentHash: Buffer.concat([Buffer.from([1]), Buffer.alloc(32, 'theirs')]) }])).get(id)).toEqual({ kind: 'new' });
     await t.db.jobs.markPublished([mine]);
     expect(await t.db.jobs.get(id)).toMatchObject({ app: 'other', publishedAt: null });
-    await t.db.jobs.markPublished([{ ...mine, app: 'other', contentHash: Buffer.from('theirs') }]);
+    await t.db.jobs.markPublished([{ ...mine, app: 'other', contentHash: Buffer.concat([Buffer.from([1]), Buffer.alloc(32, 'theirs')]) }]);
     expect((await t.db.jobs.get(id))?.publishedAt).not.toBeNull();
     // A record without a digest (accepted by an API before 0034) is marked by the same app's mark.
     const older = randomUUID();
@@ -59,11 +59,13 @@ describe('job records', () => {
       ...(over.contentHash !== undefined && { contentHash: over.contentHash }),
       ...(over.pushes === true && { pushes: [{ pushId: randomUUID(), jobId: id, outcome: 'opted-out' as const, code: 'opted-out' }] }),
     });
-    const h1 = Buffer.from('one');
+    // Digests of one version (jobContentHash: its first byte): two of different versions are not told apart.
+    const digest = (text: string) => Buffer.concat([Buffer.from([1]), Buffer.alloc(32, text)]);
+    const h1 = digest('one');
     expect((await t.db.jobs.recordDemux([entry({ contentHash: h1 })])).taken).toEqual(new Map());
     const other = await t.db.jobs.recordDemux([entry({ app: 'other', contentHash: h1, pushes: true })]);
     expect(other.taken).toEqual(new Map([[id, { code: 'job-id-conflict', reason: `job id "${id}" is already used by another app` }]]));
-    const reused = await t.db.jobs.recordDemux([entry({ contentHash: Buffer.from('two'), pushes: true })]);
+    const reused = await t.db.jobs.recordDemux([entry({ contentHash: digest('two'), pushes: true })]);
     expect(reused.taken.get(id)?.code).toBe('job-id-reused');
     // Neither wrote its outcomes against the first job's record.
     expect(await t.db.kysely.selectFrom('push_outcomes').select('push_id').where('job_id', '=', id).execute()).toEqual([]);
@@ -72,7 +74,26 @@ describe('job records', () => {
     // A row with no digest (the demuxer's before it kept one): the next copy's is taken as its own, then holds.
     await t.db.jobs.recordDemux([{ id: legacy, app: 'demo', targeted: 1, outcome: 'fanned-out' }]);
     expect((await t.db.jobs.recordDemux([{ ...entry({ contentHash: h1 }), id: legacy }])).taken).toEqual(new Map());
-    expect((await t.db.jobs.recordDemux([{ ...entry({ contentHash: Buffer.from('two') }), id: legacy }])).taken.get(legacy)?.code).toBe('job-id-reused');
+    expect((await t.db.jobs.recordDemux([{ ...entry({ contentHash: digest('two') }), id: legacy }])).taken.get(legacy)?.code).toBe('job-id-reused');
+  });
+
+  it('a park is not written onto another job’s row; a row that records only a park over AMQP is taken over by the job published again under its id (a misspelt app corrected); digests of two versions are not told apart', async () => {
+    const [held, parkedOnly, legacy] = [randomUUID(), randomUUID(), randomUUID()];
+    const v1 = (text: string) => Buffer.concat([Buffer.from([1]), Buffer.alloc(32, text)]);
+    await t.db.jobs.recordDemux([{ id: held, app: 'demo', targeted: 3, outcome: 'fanned-out', contentHash: v1('a') }]);
+    await t.db.jobs.recordJobParks([{ id: held, app: 'other', code: 'unknown-app', reason: 'unknown app "other"', contentHash: v1('b') }]);
+    await t.db.jobs.recordJobParks([{ id: held, app: 'demo', code: 'provider-rules', reason: 'x', contentHash: v1('c') }]);
+    expect(await t.db.jobs.get(held)).toMatchObject({ app: 'demo', targeted: 3, demuxOutcome: 'fanned-out', demuxReason: null });
+
+    await t.db.jobs.recordJobParks([{ id: parkedOnly, app: 'Demo', code: 'unknown-app', reason: 'unknown app "Demo"', contentHash: v1('d') }]);
+    expect((await t.db.jobs.recordDemux([{ id: parkedOnly, app: 'demo', targeted: 1, outcome: 'fanned-out', contentHash: v1('e') }])).taken).toEqual(new Map());
+    expect(await t.db.jobs.get(parkedOnly)).toMatchObject({ app: 'demo', demuxOutcome: 'fanned-out' });
+    expect((await t.db.jobs.recordDemux([{ id: parkedOnly, app: 'demo', targeted: 1, outcome: 'fanned-out', contentHash: v1('d') }])).taken.get(parkedOnly)?.code).toBe('job-id-reused');
+
+    // Recorded before digests had a version (32 bytes): not held against a job of this version.
+    await t.db.jobs.recordDemux([{ id: legacy, app: 'demo', targeted: 1, outcome: 'fanned-out' }]);
+    await t.db.kysely.updateTable('jobs').set({ content_hash: Buffer.alloc(32, 'f') }).where('id', '=', legacy).execute();
+    expect((await t.db.jobs.recordDemux([{ id: legacy, app: 'demo', targeted: 1, outcome: 'fanned-out', contentHash: v1('g') }])).taken).toEqual(new Map());
   });
 
   it('accepts a single id once, through the same check as a batch', async () => {

@@ -8,15 +8,41 @@ import { queryPrepared } from './prepared.ts';
 /** What accepting a job id found: new, or already taken (by this app or another). */
 /**
  * `sameContent`: whether the recorded job's content digest is the one given (undefined when either
- * is unknown: a job the demuxer recorded, or one recorded before migration 0034).
+ * is unknown, a job recorded before migration 0034 or parked as a body that is no job, or they are
+ * of different versions: sameContentOf).
  */
 /** `cancelled`: the job was cancelled (DELETE /v1/jobs/:id) after it was first accepted. */
 export type AcceptResult = { kind: 'new' } | { kind: 'existing'; app: string; published: boolean; cancelled: boolean; sameContent?: boolean };
 
-/** AcceptResult's `sameContent` of a recorded digest and a given one, as a spread (nothing when either is unknown). */
+/**
+ * AcceptResult's `sameContent` of a recorded digest and a given one, as a spread: nothing when
+ * either is unknown, or they are of different versions (jobContentHash: the first byte, and the
+ * length; one of 32 bytes was recorded before versions), so an upgrade that changes what the
+ * digest reads takes no job for another.
+ */
 export function sameContentOf(recorded: Buffer | null | undefined, given: Buffer | undefined): { sameContent?: boolean } {
-  return recorded == null || given === undefined ? {} : { sameContent: recorded.equals(given) };
+  if (recorded == null || given === undefined || recorded.length !== given.length || recorded[0] !== given[0]) return {};
+  return { sameContent: recorded.equals(given) };
 }
+
+/** sameContentOf in SQL, for two bytea columns (as SQL text): true unless both are known, of one version, and differ. */
+export const digestsMayMatch = (recorded: string, given: string): string =>
+  `(${recorded} is null or ${given} is null or length(${recorded}) <> length(${given}) or get_byte(${recorded}, 0) <> get_byte(${given}, 0) or ${recorded} = ${given})`;
+
+/** An upsert's conflicting jobs row is the job `excluded` (its app, and a digest not told apart). */
+const SAME_JOB = `jobs.app = excluded.app and ${digestsMayMatch('jobs.content_hash', 'excluded.content_hash')}`;
+/** A jobs row that records only a park of a job over AMQP: not accepted by the API, nothing fanned out, not cancelled. */
+const PARK_ONLY = `jobs.team is null and jobs.demux_outcome like 'parked: %' and jobs.cancelled_at is null`;
+/**
+ * The demuxer's upserts of a jobs row (recordDemux, recordJobParks, the fan-out start) write it only
+ * when it is this job's, or records only a park, which the job given its id takes over (a job parked
+ * for a misspelt app, published again corrected): the where, and the app and digest it then holds.
+ * Another job's row is left as it is (jobIdTaken says why).
+ */
+export const OWN_JOB_ROW = sql.raw(`((${SAME_JOB}) or (${PARK_ONLY}))`);
+export const OWN_JOB_ROW_SET = sql.raw(
+  `app = case when ${SAME_JOB} then jobs.app else excluded.app end, content_hash = case when ${SAME_JOB} then coalesce(jobs.content_hash, excluded.content_hash) else excluded.content_hash end`,
+);
 
 export interface JobRecord {
   id: string;
@@ -80,6 +106,14 @@ export interface DemuxRecorded {
 /** Why a job's id is another job's: the codes the HTTP API answers 409 with (and the demuxer parks with). */
 export type JobIdTakenCode = 'job-id-conflict' | 'job-id-reused';
 
+/** A jobs row changed between an upsert that left it and the read of why: the work is tried again. */
+export class JobRowChangedError extends Error {
+  override readonly name = 'JobRowChangedError';
+  constructor(id: string) {
+    super(`the record of job "${id}" changed while it was written; trying again`);
+  }
+}
+
 /** What each JobIdTakenCode says, at the API's door and in the demuxer's park reason. */
 export const JOB_ID_TAKEN: Readonly<Record<JobIdTakenCode, (id: string) => string>> = {
   'job-id-conflict': (id) => `job id "${id}" is already used by another app`,
@@ -105,6 +139,8 @@ export interface JobPark {
   app: string;
   code: string;
   reason: string;
+  /** jobContentHash, when the parked body is a valid job: a park is not written onto another job's row. */
+  contentHash?: Buffer;
 }
 
 /** A job id as the HTTP API records it: whose it is, and a digest of its content (jobContentHash). */
@@ -183,7 +219,7 @@ const RESTORE_PUBLISHED = {
     from unnest($1::text[], $2::text[], $3::text[], $4::bytea[]) as i(id, app, team, content_hash)
     order by i.id
     on conflict (id) do update set published_at = now()
-      where jobs.published_at is null and jobs.app = excluded.app and (jobs.content_hash = excluded.content_hash) is not false`,
+      where jobs.published_at is null and jobs.app = excluded.app and ${digestsMayMatch('jobs.content_hash', 'excluded.content_hash')}`,
 };
 
 const recordColumns = (jobs: readonly JobIdRecord[]): unknown[] => [
@@ -227,7 +263,7 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
       const { rows: marked } = await sql<{ id: string }>`
         with i as (select * from unnest(${ids}::text[], ${apps}::text[], ${hashes}::bytea[]) as i(id, app, content_hash)),
         target as (
-          select j.id from jobs j join i on i.id = j.id and i.app = j.app and (j.content_hash = i.content_hash) is not false
+          select j.id from jobs j join i on i.id = j.id and i.app = j.app and ${sql.raw(digestsMayMatch('j.content_hash', 'i.content_hash'))}
           where j.published_at is null order by j.id for update of j)
         update jobs set published_at = now() from target where jobs.id = target.id
         returning jobs.id`.execute(db);
@@ -256,15 +292,17 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
     async recordJobParks(entries) {
       if (entries.length === 0) return;
       const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
+      // Not onto another job's row (another app's, or other content, given an id it holds).
       await sql`
-        insert into jobs (id, app, published_at, targeted, demux_outcome, demux_reason, demuxed_at)
-        select i.id, i.app, now(), 0, 'parked: ' || i.code, i.reason, now()
-        from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.code)}::text[], ${rows.map((r) => r.reason)}::text[])
-          as i(id, app, code, reason)
+        insert into jobs (id, app, published_at, targeted, demux_outcome, demux_reason, demuxed_at, content_hash)
+        select i.id, i.app, now(), 0, 'parked: ' || i.code, i.reason, now(), i.content_hash
+        from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.code)}::text[], ${rows.map((r) => r.reason)}::text[],
+          ${rows.map((r) => r.contentHash ?? null)}::bytea[])
+          as i(id, app, code, reason, content_hash)
         order by i.id
         on conflict (id) do update set targeted = coalesce(jobs.targeted, 0), demux_outcome = excluded.demux_outcome, demux_reason = excluded.demux_reason,
-          demuxed_at = now(), published_at = coalesce(jobs.published_at, now())
-          where jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %'`.execute(db);
+          demuxed_at = now(), published_at = coalesce(jobs.published_at, now()), ${OWN_JOB_ROW_SET}
+          where (jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %') and ${OWN_JOB_ROW}`.execute(db);
     },
     recordOutcomes: (entries) => upsertOutcomes(db, entries, pool),
     status: (id) => jobStatus(db, id),
@@ -322,8 +360,8 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
           no_device = least(jobs.no_device, excluded.no_device),
           demux_outcome = excluded.demux_outcome, demux_reason = null, notices = excluded.notices,
           demuxed_at = case when jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %' then now() else jobs.demuxed_at end,
-          published_at = coalesce(jobs.published_at, now()), content_hash = coalesce(jobs.content_hash, excluded.content_hash)
-          where jobs.app = excluded.app and (jobs.content_hash = excluded.content_hash) is not false
+          published_at = coalesce(jobs.published_at, now()), ${OWN_JOB_ROW_SET}
+          where ${OWN_JOB_ROW}
         returning id, cancelled_at)
       select id, cancelled_at is not null as cancelled from upserted`;
   const recorded = async (upserted: ReadonlyArray<{ id: string; cancelled: boolean }>, on: Kysely<HeraldTables>): Promise<DemuxRecorded> => {
@@ -335,8 +373,10 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
     for (const r of others) {
       const h = holderOf.get(r.id);
       const why = h === undefined ? undefined : jobIdTaken(r.id, r, { app: h.app, contentHash: h.content_hash });
-      // Not written and no holder that tells it apart: the row changed under the statement; as taken, with the API's words.
-      taken.set(r.id, why ?? { code: 'job-id-conflict', reason: `job id "${r.id}" is already used by another job` });
+      // Not written, and no holder that tells it apart: the row changed between the two statements
+      // (pruned, forgotten, or another copy of this job wrote it). The batch is tried again.
+      if (why === undefined) throw new JobRowChangedError(r.id);
+      taken.set(r.id, why);
     }
     return { cancelled: new Set(upserted.filter((r) => r.cancelled).map((r) => r.id)), taken };
   };

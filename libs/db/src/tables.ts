@@ -191,7 +191,7 @@ export interface JobsTable {
   cancelled_at: Generated<Date | null>;
   /** The latest due time of a push of the job stored for later (migration 0032): its retention counts from it. */
   last_due_at: Generated<Date | null>;
-  /** jobContentHash of the job as the HTTP API accepted it (migration 0034); NULL when recorded otherwise. */
+  /** jobContentHash of the job as the HTTP API accepted it or the demuxer read it (migration 0034); NULL for one recorded before, or parked as a body that is no job. */
   content_hash: Generated<Buffer | null>;
 }
 
