@@ -145,7 +145,7 @@ describe('HTTP API: RabbitMQ stops answering', () => {
     expect(refused.body?.code).toBe('broker-unavailable');
     expect(refused.body?.message).toMatch(/no confirm within 500 ms/);
     expect(refused.elapsedMs).toBeLessThan(CONFIRM_TIMEOUT_MS + 5_000);
-    const device = await post('/v1/devices', { app: 'demo', platform: 'fcm', token: 'f'.repeat(152), userId: 'u-hang' });
+    const device = await post('/v1/devices', { app: 'demo', platform: 'fcm', token: `hang:APA91b${'f'.repeat(140)}`, userId: 'u-hang' });
     expect(device.status, JSON.stringify(device.body)).toBe(503);
     expect(device.body?.code).toBe('broker-unavailable');
     proxy.thaw();

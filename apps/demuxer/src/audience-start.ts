@@ -6,6 +6,7 @@ import type { Outcome, Publisher } from '@herald/messaging';
 import { toAudienceSpec, type AudienceSource } from './audience-source.ts';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
 import { fanoutTaskMessage } from './fanout-task-message.ts';
+import { parkJob } from './job-park.ts';
 
 export interface AudienceStartDeps {
   fanouts: Pick<FanoutRepository, 'start'>;
@@ -27,11 +28,11 @@ export async function startAudienceJob(job: PushJob, acceptedAt: Date, deps: Aud
   if (audience === undefined) throw new Error(`job ${job.id} has no audience`);
   const spec = toAudienceSpec(audience);
   const problem = await deps.audiences.problem?.({ app: job.app, audience: spec });
-  if (problem !== undefined) return parked(job, 'unknown-audience', problem, deps);
+  if (problem !== undefined) return parkJob(deps, 'unknown-audience', problem, job);
   const { size, exact } = await deps.audiences.size({ app: job.app, audience: spec });
   const started = await deps.fanouts.start({ jobId: job.id, app: job.app, audience, job, acceptedAt, size, exact, notices: jobNotices(job, acceptedAt), contentHash: jobContentHash(job) });
   // Its id is another job's (another app's, or other content): nothing made, nothing read.
-  if ('taken' in started) return parked(job, started.taken.code, started.taken.reason, deps);
+  if ('taken' in started) return parkJob(deps, started.taken.code, started.taken.reason, job);
   const tasks = started.state === 'expanding' ? started.open : [];
   if (tasks.length > 0) await deps.publisher.publishMany(tasks.map((chunk) => fanoutTaskMessage(job.id, chunk)));
   if (started.created && started.state === 'cancelled') {
@@ -44,10 +45,4 @@ export async function startAudienceJob(job: PushJob, acceptedAt: Date, deps: Aud
     'audience fan-out started',
   );
   return { kind: 'ack' };
-}
-
-function parked(job: PushJob, code: string, reason: string, deps: AudienceStartDeps): Outcome {
-  deps.metrics.jobs.inc({ outcome: 'parked', app: job.app });
-  deps.logger.warn({ jobId: job.id, code, reason }, 'job parked');
-  return { kind: 'park', code, reason };
 }

@@ -8,6 +8,7 @@ import { toSendMessage } from './fan-out.ts';
 import { planJob, type JobPlan } from './job-plan.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
 import { startAudienceJob, type AudienceStartDeps } from './audience-start.ts';
+import { parkJob as park } from './job-park.ts';
 
 export interface DemuxerDeps {
   targets: {
@@ -246,9 +247,3 @@ function startAudience({ job, acceptedAt }: Pick<Accepted, 'job' | 'acceptedAt'>
   return startAudienceJob(job, acceptedAt, { ...deps.audiences, publisher: deps.publisher, metrics: deps.metrics, logger: deps.logger });
 }
 
-/** The `app` label of a parked job: its app once known to exist ("" before, so arbitrary text published over AMQP makes no series). */
-function park(deps: DemuxerDeps, code: string, reason: string, job?: PushJob): Outcome {
-  deps.metrics.jobs.inc({ outcome: 'parked', app: job === undefined || code === 'unknown-app' ? '' : job.app });
-  deps.logger.warn({ jobId: job?.id, code, reason }, 'job parked');
-  return { kind: 'park', code, reason };
-}

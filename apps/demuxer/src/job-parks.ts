@@ -1,5 +1,5 @@
 import { PushJob, decodeWith, isJobId, jobContentHash, jsonObjectOf } from '@herald/contracts';
-import type { FanoutRepository, JobIdTakenCode, JobPark } from '@herald/db';
+import { JOB_ID_TAKEN, type FanoutRepository, type JobPark } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { ParkedNotice } from '@herald/messaging';
 
@@ -87,7 +87,7 @@ export function recordParkedFanoutTasks(fanouts: Pick<FanoutRepository, 'recordP
 }
 
 /** Park codes of a job whose id is another job's: its jobs row is that job's, not this one's to mark. */
-const ID_OF_ANOTHER: ReadonlySet<string> = new Set<JobIdTakenCode>(['job-id-conflict', 'job-id-reused']);
+const ID_OF_ANOTHER: ReadonlySet<string> = new Set(Object.keys(JOB_ID_TAKEN));
 
 /**
  * push.jobs' onParked: every job the messaging lib parks (the demuxer's own parks, a retry that

@@ -93,25 +93,26 @@ export type PushJob = z.infer<typeof PushJob>;
 export type PushJobInput = z.input<typeof PushJob>;
 
 /**
- * The version of jobContentHash, its first byte. Raise it with any change to what the digest reads
- * (a field's default, a normalisation): the API and the demuxer compare a job's digest with the one
- * recorded for its id, and two of different versions are taken as unknown (the job's id is not
- * held against it), where a changed digest of the same version would park every job in flight
- * across the upgrade as job-id-reused. push-job.spec.ts pins one job's digest.
+ * The version of jobContentHash. Version 0 is the bare SHA-256 (32 bytes), as the API has kept since
+ * 2026-12-03; a later version is 33 bytes, the version first. Raise it with any change to what the
+ * digest reads (a field's default, a normalisation): the API and the demuxer compare a job's digest
+ * with the one recorded for its id, and two of different versions are taken as unknown (the job's
+ * id is not held against it), where a changed digest of the same version would park every job in
+ * flight across the upgrade as job-id-reused. push-job.spec.ts pins one job's digest.
  */
-export const JOB_DIGEST_VERSION = 1;
+export const JOB_DIGEST_VERSION = 0;
 
 /**
  * A digest of what a job asks for: every field as validated (defaults filled in), but when it was
  * accepted and whether it is traced, with keys sorted, so a retry that repeats the job, in any key
  * order, has the same digest, and one that changes anything a user would get has another.
- * JOB_DIGEST_VERSION, then SHA-256 (a digest of 32 bytes is one recorded before versions).
+ * Of JOB_DIGEST_VERSION 0: the SHA-256 alone.
  */
 export function jobContentHash(job: PushJob): Buffer {
   const asked: Partial<PushJob> = { ...job };
   delete asked.acceptedAt;
   delete asked.trace;
-  return Buffer.concat([Buffer.from([JOB_DIGEST_VERSION]), createHash('sha256').update(stringify(asked) ?? '').digest()]);
+  return createHash('sha256').update(stringify(asked) ?? '').digest();
 }
 
 /** The users a user job names (an audience job names none: its members are read in chunks). */

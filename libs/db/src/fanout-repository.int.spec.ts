@@ -45,7 +45,7 @@ describe('fan-out checkpoints', () => {
   it('makes no fan-out for a job whose id another job holds (another app, other content), and leaves that job as it was', async () => {
     const job = randomUUID();
     const start = (app: string, hash: string) =>
-      fanouts.start({ jobId: job, app, audience: { topic: 'news' }, job: { id: job }, acceptedAt: new Date(), size: 1, exact: true, contentHash: Buffer.concat([Buffer.from([1]), Buffer.alloc(32, hash)]) });
+      fanouts.start({ jobId: job, app, audience: { topic: 'news' }, job: { id: job }, acceptedAt: new Date(), size: 1, exact: true, contentHash: Buffer.alloc(32, hash) });
     expect(await start('demo', 'one')).toEqual({ created: true, state: 'expanding', open: [0] });
     expect(await start('other', 'one')).toEqual({ taken: { code: 'job-id-conflict', reason: `job id "${job}" is already used by another app` } });
     expect(await start('demo', 'two')).toMatchObject({ taken: { code: 'job-id-reused' } });

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
 import { recordCancelledPushes, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
 import { PARKED_PREFIX } from './job-status-view.ts';
-import { jobIdTaken, JobRowChangedError, OWN_JOB_ROW, OWN_JOB_ROW_SET, type JobIdTakenCode } from './job-repository.ts';
+import { OWN_JOB_ROW, OWN_JOB_ROW_SET, whyTaken, type JobIdTakenCode } from './job-repository.ts';
 
 export type FanoutState = 'expanding' | 'sending' | 'done' | 'cancelled';
 
@@ -101,6 +101,7 @@ export interface FanoutRepository {
    * Record a new fan-out with its first chunk, and the job row (demux outcome fanned-out). Idempotent:
    * for a fan-out already recorded, `created` is false and `open` lists its chunks not yet done (a
    * redelivered job re-publishes their tasks, in case the first delivery died before publishing).
+   * A job whose id another job holds (OWN_JOB_ROW) gets `taken` instead, nothing recorded.
    */
   start(f: FanoutStart): Promise<FanoutStarted>;
   get(jobId: string): Promise<Fanout | undefined>;
@@ -298,11 +299,8 @@ async function start(db: Kysely<HeraldTables>, f: FanoutStart): Promise<FanoutSt
         where ${OWN_JOB_ROW}
       returning cancelled_at is not null as cancelled`.execute(trx);
     if (job.length === 0) {
-      const holder = await trx.selectFrom('jobs').select(['app', 'content_hash']).where('id', '=', f.jobId).executeTakeFirst();
-      const why = holder === undefined ? undefined : jobIdTaken(f.jobId, f, { app: holder.app, contentHash: holder.content_hash });
-      // No holder that tells it apart: the row changed meanwhile (recordDemux); the job is tried again.
-      if (why === undefined) throw new JobRowChangedError(f.jobId);
-      return { taken: why };
+      const taken = (await whyTaken(trx, [{ id: f.jobId, app: f.app, contentHash: f.contentHash }])).get(f.jobId);
+      if (taken !== undefined) return { taken };
     }
     // A job cancelled while it waited for the demuxer (DELETE /v1/jobs/:id finds its jobs row)
     // gets a fan-out that is cancelled from the start: no chunk, nothing read, nothing sent.

@@ -34,13 +34,13 @@ describe('job records', () => {
 
   it("marks only the record a job was accepted as: one forgotten and taken by another app meanwhile stays that app's", async () => {
     const id = randomUUID();
-    const mine = { id, app: 'demo', team: 't', contentHash: Buffer.concat([Buffer.from([1]), Buffer.alloc(32, 'mine')]) };
+    const mine = { id, app: 'demo', team: 't', contentHash: Buffer.alloc(32, 'mine') };
     await t.db.jobs.accept([mine]);
     await t.db.jobs.forget([id]);
-    expect((await t.db.jobs.accept([{ id, app: 'other', team: 't', contentHash: Buffer.concat([Buffer.from([1]), Buffer.alloc(32, 'theirs')]) }])).get(id)).toEqual({ kind: 'new' });
+    expect((await t.db.jobs.accept([{ id, app: 'other', team: 't', contentHash: Buffer.alloc(32, 'theirs') }])).get(id)).toEqual({ kind: 'new' });
     await t.db.jobs.markPublished([mine]);
     expect(await t.db.jobs.get(id)).toMatchObject({ app: 'other', publishedAt: null });
-    await t.db.jobs.markPublished([{ ...mine, app: 'other', contentHash: Buffer.concat([Buffer.from([1]), Buffer.alloc(32, 'theirs')]) }]);
+    await t.db.jobs.markPublished([{ ...mine, app: 'other', contentHash: Buffer.alloc(32, 'theirs') }]);
     expect((await t.db.jobs.get(id))?.publishedAt).not.toBeNull();
     // A record without a digest (accepted by an API before 0034) is marked by the same app's mark.
     const older = randomUUID();
@@ -59,8 +59,8 @@ describe('job records', () => {
       ...(over.contentHash !== undefined && { contentHash: over.contentHash }),
       ...(over.pushes === true && { pushes: [{ pushId: randomUUID(), jobId: id, outcome: 'opted-out' as const, code: 'opted-out' }] }),
     });
-    // Digests of one version (jobContentHash: its first byte): two of different versions are not told apart.
-    const digest = (text: string) => Buffer.concat([Buffer.from([1]), Buffer.alloc(32, text)]);
+    // Digests of jobContentHash's version 0 (32 bytes): two of different versions are not told apart.
+    const digest = (text: string) => Buffer.alloc(32, text);
     const h1 = digest('one');
     expect((await t.db.jobs.recordDemux([entry({ contentHash: h1 })])).taken).toEqual(new Map());
     const other = await t.db.jobs.recordDemux([entry({ app: 'other', contentHash: h1, pushes: true })]);
@@ -77,23 +77,27 @@ describe('job records', () => {
     expect((await t.db.jobs.recordDemux([{ ...entry({ contentHash: digest('two') }), id: legacy }])).taken.get(legacy)?.code).toBe('job-id-reused');
   });
 
-  it('a park is not written onto another job’s row; a row that records only a park over AMQP is taken over by the job published again under its id (a misspelt app corrected); digests of two versions are not told apart', async () => {
-    const [held, parkedOnly, legacy] = [randomUUID(), randomUUID(), randomUUID()];
-    const v1 = (text: string) => Buffer.concat([Buffer.from([1]), Buffer.alloc(32, text)]);
-    await t.db.jobs.recordDemux([{ id: held, app: 'demo', targeted: 3, outcome: 'fanned-out', contentHash: v1('a') }]);
-    await t.db.jobs.recordJobParks([{ id: held, app: 'other', code: 'unknown-app', reason: 'unknown app "other"', contentHash: v1('b') }]);
-    await t.db.jobs.recordJobParks([{ id: held, app: 'demo', code: 'provider-rules', reason: 'x', contentHash: v1('c') }]);
-    expect(await t.db.jobs.get(held)).toMatchObject({ app: 'demo', targeted: 3, demuxOutcome: 'fanned-out', demuxReason: null });
+  it('a park is not written onto another job’s row; a row that records only the park of a job naming an unknown app is taken over by the job published again under its id (the app corrected); digests of two versions are not told apart', async () => {
+    const [held, parkedOnly, versioned] = [randomUUID(), randomUUID(), randomUUID()];
+    const digest = (text: string) => Buffer.alloc(32, text);
+    // Accepted by the API, not yet demuxed or published: a copy parked for another app or other content leaves it.
+    await t.db.jobs.accept([{ id: held, app: 'demo', team: 't', contentHash: digest('a') }]);
+    await t.db.jobs.recordJobParks([{ id: held, app: 'other', code: 'unknown-app', reason: 'unknown app "other"', contentHash: digest('b') }]);
+    await t.db.jobs.recordJobParks([{ id: held, app: 'demo', code: 'provider-rules', reason: 'x', contentHash: digest('c') }]);
+    expect(await t.db.jobs.get(held)).toMatchObject({ app: 'demo', publishedAt: null, demuxOutcome: null, demuxReason: null });
+    // The same job parked: shown on its row.
+    await t.db.jobs.recordJobParks([{ id: held, app: 'demo', code: 'app-disabled', reason: 'app "demo" is disabled', contentHash: digest('a') }]);
+    expect(await t.db.jobs.get(held)).toMatchObject({ app: 'demo', demuxOutcome: 'parked: app-disabled' });
 
-    await t.db.jobs.recordJobParks([{ id: parkedOnly, app: 'Demo', code: 'unknown-app', reason: 'unknown app "Demo"', contentHash: v1('d') }]);
-    expect((await t.db.jobs.recordDemux([{ id: parkedOnly, app: 'demo', targeted: 1, outcome: 'fanned-out', contentHash: v1('e') }])).taken).toEqual(new Map());
+    await t.db.jobs.recordJobParks([{ id: parkedOnly, app: 'Demo', code: 'unknown-app', reason: 'unknown app "Demo"', contentHash: digest('d') }]);
+    expect((await t.db.jobs.recordDemux([{ id: parkedOnly, app: 'demo', targeted: 1, outcome: 'fanned-out', contentHash: digest('e') }])).taken).toEqual(new Map());
     expect(await t.db.jobs.get(parkedOnly)).toMatchObject({ app: 'demo', demuxOutcome: 'fanned-out' });
-    expect((await t.db.jobs.recordDemux([{ id: parkedOnly, app: 'demo', targeted: 1, outcome: 'fanned-out', contentHash: v1('d') }])).taken.get(parkedOnly)?.code).toBe('job-id-reused');
+    expect((await t.db.jobs.recordDemux([{ id: parkedOnly, app: 'demo', targeted: 1, outcome: 'fanned-out', contentHash: digest('d') }])).taken.get(parkedOnly)?.code).toBe('job-id-reused');
 
-    // Recorded before digests had a version (32 bytes): not held against a job of this version.
-    await t.db.jobs.recordDemux([{ id: legacy, app: 'demo', targeted: 1, outcome: 'fanned-out' }]);
-    await t.db.kysely.updateTable('jobs').set({ content_hash: Buffer.alloc(32, 'f') }).where('id', '=', legacy).execute();
-    expect((await t.db.jobs.recordDemux([{ id: legacy, app: 'demo', targeted: 1, outcome: 'fanned-out', contentHash: v1('g') }])).taken).toEqual(new Map());
+    // A digest of another version (33 bytes, the version first) is not held against one of version 0.
+    await t.db.jobs.recordDemux([{ id: versioned, app: 'demo', targeted: 1, outcome: 'fanned-out' }]);
+    await t.db.kysely.updateTable('jobs').set({ content_hash: Buffer.concat([Buffer.from([1]), digest('f')]) }).where('id', '=', versioned).execute();
+    expect((await t.db.jobs.recordDemux([{ id: versioned, app: 'demo', targeted: 1, outcome: 'fanned-out', contentHash: digest('g') }])).taken).toEqual(new Map());
   });
 
   it('accepts a single id once, through the same check as a batch', async () => {

@@ -16,28 +16,31 @@ export type AcceptResult = { kind: 'new' } | { kind: 'existing'; app: string; pu
 
 /**
  * AcceptResult's `sameContent` of a recorded digest and a given one, as a spread: nothing when
- * either is unknown, or they are of different versions (jobContentHash: the first byte, and the
- * length; one of 32 bytes was recorded before versions), so an upgrade that changes what the
- * digest reads takes no job for another.
+ * either is unknown, or they are of different versions (JOB_DIGEST_VERSION: 32 bytes for version 0,
+ * else 33, the version first), so an upgrade that changes what the digest reads takes no job for another.
  */
 export function sameContentOf(recorded: Buffer | null | undefined, given: Buffer | undefined): { sameContent?: boolean } {
-  if (recorded == null || given === undefined || recorded.length !== given.length || recorded[0] !== given[0]) return {};
+  if (recorded == null || given === undefined || recorded.length !== given.length || (recorded.length > 32 && recorded[0] !== given[0])) return {};
   return { sameContent: recorded.equals(given) };
 }
 
 /** sameContentOf in SQL, for two bytea columns (as SQL text): true unless both are known, of one version, and differ. */
 export const digestsMayMatch = (recorded: string, given: string): string =>
-  `(${recorded} is null or ${given} is null or length(${recorded}) <> length(${given}) or get_byte(${recorded}, 0) <> get_byte(${given}, 0) or ${recorded} = ${given})`;
+  `(${recorded} is null or ${given} is null or length(${recorded}) <> length(${given}) or (length(${recorded}) > 32 and get_byte(${recorded}, 0) <> get_byte(${given}, 0)) or ${recorded} = ${given})`;
 
 /** An upsert's conflicting jobs row is the job `excluded` (its app, and a digest not told apart). */
 const SAME_JOB = `jobs.app = excluded.app and ${digestsMayMatch('jobs.content_hash', 'excluded.content_hash')}`;
-/** A jobs row that records only a park of a job over AMQP: not accepted by the API, nothing fanned out, not cancelled. */
-const PARK_ONLY = `jobs.team is null and jobs.demux_outcome like 'parked: %' and jobs.cancelled_at is null`;
+/**
+ * A jobs row that records only the park of a job over AMQP naming an app Herald does not know (not
+ * accepted by the API, not cancelled, no fan-out): nothing of it was sent, and no app holds it.
+ */
+const PARK_ONLY = `jobs.team is null and jobs.demux_outcome = 'parked: unknown-app' and jobs.cancelled_at is null and not exists (select 1 from fanouts f where f.job_id = jobs.id)`;
 /**
  * The demuxer's upserts of a jobs row (recordDemux, recordJobParks, the fan-out start) write it only
- * when it is this job's, or records only a park, which the job given its id takes over (a job parked
- * for a misspelt app, published again corrected): the where, and the app and digest it then holds.
- * Another job's row is left as it is (jobIdTaken says why).
+ * when it is this job's, or records only the park of a job naming an unknown app, which the job
+ * given its id takes over (the app's name misspelt, published again corrected): the where, and the
+ * app and digest it then holds. Another job's row is left as it is (jobIdTaken says why). The API's
+ * accept does not take such a row over: it answers 409 for it, as for any id another app holds.
  */
 export const OWN_JOB_ROW = sql.raw(`((${SAME_JOB}) or (${PARK_ONLY}))`);
 export const OWN_JOB_ROW_SET = sql.raw(
@@ -105,6 +108,26 @@ export interface DemuxRecorded {
 
 /** Why a job's id is another job's: the codes the HTTP API answers 409 with (and the demuxer parks with). */
 export type JobIdTakenCode = 'job-id-conflict' | 'job-id-reused';
+
+/**
+ * Why each of these jobs was not written by an upsert that left another job's row (OWN_JOB_ROW), read
+ * in the same transaction. A row gone, or no longer telling the job apart, changed between the two
+ * statements (pruned, forgotten, or written by another copy of the job): JobRowChangedError, and the
+ * work is tried again rather than parked for good.
+ */
+export async function whyTaken(on: Kysely<HeraldTables>, jobs: ReadonlyArray<{ id: string; app: string; contentHash?: Buffer | undefined }>): Promise<Map<string, { code: JobIdTakenCode; reason: string }>> {
+  const taken = new Map<string, { code: JobIdTakenCode; reason: string }>();
+  if (jobs.length === 0) return taken;
+  const holders = await on.selectFrom('jobs').select(['id', 'app', 'content_hash']).where('id', 'in', jobs.map((j) => j.id)).execute();
+  const holderOf = new Map(holders.map((h) => [h.id, h]));
+  for (const j of jobs) {
+    const h = holderOf.get(j.id);
+    const why = h === undefined ? undefined : jobIdTaken(j.id, j, { app: h.app, contentHash: h.content_hash });
+    if (why === undefined) throw new JobRowChangedError(j.id);
+    taken.set(j.id, why);
+  }
+  return taken;
+}
 
 /** A jobs row changed between an upsert that left it and the read of why: the work is tried again. */
 export class JobRowChangedError extends Error {
@@ -178,7 +201,10 @@ export interface JobRepository {
   recordDemux(entries: readonly DemuxEntry[]): Promise<DemuxRecorded>;
   /** Pushes of a cancelled job the demuxer neither published nor stored: `cancelled`, unless they have an outcome already. */
   recordCancelled(pushes: readonly CancelledPush[]): Promise<void>;
-  /** Jobs the demuxer parked: demuxOutcome `parked: <code>` with the reason (a job already fanned out keeps its record). */
+  /**
+   * Jobs the demuxer parked: demuxOutcome `parked: <code>` with the reason (a job already fanned out
+   * keeps its record, and a row another job holds, OWN_JOB_ROW, is left as it is).
+   */
   recordJobParks(entries: readonly JobPark[]): Promise<void>;
   /** Final outcome per device push (see PushOutcomeKind); a later outcome replaces an earlier, except after delivered. */
   recordOutcomes(entries: readonly PushOutcomeEntry[]): Promise<void>;
@@ -366,18 +392,7 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
       select id, cancelled_at is not null as cancelled from upserted`;
   const recorded = async (upserted: ReadonlyArray<{ id: string; cancelled: boolean }>, on: Kysely<HeraldTables>): Promise<DemuxRecorded> => {
     const written = new Set(upserted.map((r) => r.id));
-    const others = rows.filter((r) => !written.has(r.id));
-    const holders = others.length === 0 ? [] : await on.selectFrom('jobs').select(['id', 'app', 'content_hash']).where('id', 'in', others.map((r) => r.id)).execute();
-    const holderOf = new Map(holders.map((h) => [h.id, h]));
-    const taken = new Map<string, { code: JobIdTakenCode; reason: string }>();
-    for (const r of others) {
-      const h = holderOf.get(r.id);
-      const why = h === undefined ? undefined : jobIdTaken(r.id, r, { app: h.app, contentHash: h.content_hash });
-      // Not written, and no holder that tells it apart: the row changed between the two statements
-      // (pruned, forgotten, or another copy of this job wrote it). The batch is tried again.
-      if (why === undefined) throw new JobRowChangedError(r.id);
-      taken.set(r.id, why);
-    }
+    const taken = await whyTaken(on, rows.filter((r) => !written.has(r.id)));
     return { cancelled: new Set(upserted.filter((r) => r.cancelled).map((r) => r.id)), taken };
   };
   // From every entry: a retried copy of a job and a first delivery of it may share a part.
