@@ -25,4 +25,12 @@ describe('a job’s digest (the HTTP API and the demuxer tell two jobs under one
     expect(jobContentHash(reordered)).toEqual(jobContentHash(stamped));
     expect(jobContentHash(parsed({ ...input, content: { title: 'Shipped!' } }))).not.toEqual(jobContentHash(stamped));
   });
+
+  it('of a later version is 33 bytes, the version first (the doors take digests of two versions as unknown)', () => {
+    const job = parsed(input);
+    const later = jobContentHash(job, 1);
+    expect(later.length).toBe(33);
+    expect(later[0]).toBe(1);
+    expect(later.subarray(1)).toEqual(jobContentHash(job, 0));
+  });
 });

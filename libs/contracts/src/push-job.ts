@@ -106,13 +106,14 @@ export const JOB_DIGEST_VERSION = 0;
  * A digest of what a job asks for: every field as validated (defaults filled in), but when it was
  * accepted and whether it is traced, with keys sorted, so a retry that repeats the job, in any key
  * order, has the same digest, and one that changes anything a user would get has another.
- * Of JOB_DIGEST_VERSION 0: the SHA-256 alone.
+ * Of version 0 the SHA-256 alone; of a later one, its version byte and then the SHA-256.
  */
-export function jobContentHash(job: PushJob): Buffer {
+export function jobContentHash(job: PushJob, version: number = JOB_DIGEST_VERSION): Buffer {
   const asked: Partial<PushJob> = { ...job };
   delete asked.acceptedAt;
   delete asked.trace;
-  return createHash('sha256').update(stringify(asked) ?? '').digest();
+  const sha = createHash('sha256').update(stringify(asked) ?? '').digest();
+  return version === 0 ? sha : Buffer.concat([Buffer.from([version]), sha]);
 }
 
 /** The users a user job names (an audience job names none: its members are read in chunks). */

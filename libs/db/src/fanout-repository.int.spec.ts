@@ -53,6 +53,22 @@ describe('fan-out checkpoints', () => {
     expect((await sql<{ app: string }>`select app from fanouts where job_id = ${job}`.execute(t.db.kysely)).rows).toEqual([{ app: 'demo' }]);
   });
 
+  it('another app’s job does not take over a fanned-out job’s row whose chunk was parked unknown-app, nor a parked job’s row of another code', async () => {
+    const [fannedOut, parked] = [randomUUID(), randomUUID()];
+    const digest = (text: string) => Buffer.alloc(32, text);
+    expect(await fanouts.start({ jobId: fannedOut, app: 'demo', audience: { topic: 'news' }, job: { id: fannedOut }, acceptedAt: new Date(), size: 1, exact: true, contentHash: digest('a') })).toMatchObject({ created: true });
+    await fanouts.recordPark(fannedOut, 0, 'unknown-app', 'chunk 0: unknown app "demo"');
+    expect(await t.db.jobs.get(fannedOut)).toMatchObject({ demuxOutcome: 'parked: unknown-app' });
+    const other = { jobId: fannedOut, app: 'other', audience: { topic: 'news' }, job: { id: fannedOut }, acceptedAt: new Date(), size: 1, exact: true, contentHash: digest('b') };
+    expect(await fanouts.start(other)).toMatchObject({ taken: { code: 'job-id-conflict' } });
+    expect((await t.db.jobs.recordDemux([{ id: fannedOut, app: 'other', targeted: 1, outcome: 'fanned-out', contentHash: digest('b') }])).taken.get(fannedOut)?.code).toBe('job-id-conflict');
+    expect(await t.db.jobs.get(fannedOut)).toMatchObject({ app: 'demo' });
+
+    await t.db.jobs.recordJobParks([{ id: parked, app: 'demo', code: 'provider-rules', reason: 'content: …', contentHash: digest('c') }]);
+    expect((await t.db.jobs.recordDemux([{ id: parked, app: 'other', targeted: 1, outcome: 'fanned-out', contentHash: digest('d') }])).taken.get(parked)?.code).toBe('job-id-conflict');
+    expect(await t.db.jobs.get(parked)).toMatchObject({ app: 'demo', demuxOutcome: 'parked: provider-rules' });
+  });
+
   // usage.md promises them for every job; an audience job's status had none.
   it("keeps the job's notices in its status, as a user job's (an expiry capped, a local time expiring within a day)", async () => {
     const job = randomUUID();

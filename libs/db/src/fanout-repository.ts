@@ -298,10 +298,8 @@ async function start(db: Kysely<HeraldTables>, f: FanoutStart): Promise<FanoutSt
         notices = excluded.notices, ${OWN_JOB_ROW_SET}
         where ${OWN_JOB_ROW}
       returning cancelled_at is not null as cancelled`.execute(trx);
-    if (job.length === 0) {
-      const taken = (await whyTaken(trx, [{ id: f.jobId, app: f.app, contentHash: f.contentHash }])).get(f.jobId);
-      if (taken !== undefined) return { taken };
-    }
+    // Another job's row: why (whyTaken answers for each job it is given, or throws JobRowChangedError).
+    if (job.length === 0) return { taken: (await whyTaken(trx, [{ id: f.jobId, app: f.app, contentHash: f.contentHash }])).get(f.jobId) as { code: JobIdTakenCode; reason: string } };
     // A job cancelled while it waited for the demuxer (DELETE /v1/jobs/:id finds its jobs row)
     // gets a fan-out that is cancelled from the start: no chunk, nothing read, nothing sent.
     const cancelled = job[0]?.cancelled === true;
