@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { startTcpProxy, type TcpProxy } from '@herald/testing';
+import { startTcpProxyFor, type TcpProxy } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_TEST_ENV, apiUrl, teamKey } from '../support/http-api.ts';
 import type { ServiceProcess } from '../support/service-process.ts';
@@ -127,9 +127,9 @@ describe('HTTP API: RabbitMQ stops answering', () => {
   beforeAll(async () => {
     sys = await startSystem({ only: ['api'], env: API_TEST_ENV });
     key = await teamKey(sys, 'team-demo', ['demo']);
-    const broker = new URL(sys.env['AMQP_URL'] ?? '');
-    proxy = await startTcpProxy(broker.hostname, Number(broker.port || 5672));
-    api = await startExtraService(sys, 'api', { AMQP_URL: proxy.urlFor(broker.toString()), API_PUBLISH_CONFIRM_TIMEOUT_MS: String(CONFIRM_TIMEOUT_MS) });
+    const broker = sys.env['AMQP_URL'] ?? '';
+    proxy = await startTcpProxyFor(broker);
+    api = await startExtraService(sys, 'api', { AMQP_URL: proxy.urlFor(broker), API_PUBLISH_CONFIRM_TIMEOUT_MS: String(CONFIRM_TIMEOUT_MS) });
   });
   afterAll(async () => {
     proxy?.thaw();

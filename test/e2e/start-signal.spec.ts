@@ -1,4 +1,4 @@
-import { startTcpProxy, type TcpProxy } from '@herald/testing';
+import { startTcpProxyFor, type TcpProxy } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceProcess } from '../support/service-process.ts';
 import { startSystem, type System } from '../support/system.ts';
@@ -13,8 +13,7 @@ describe('a SIGTERM while a service is still starting', () => {
   let early: ServiceProcess | undefined;
   beforeAll(async () => {
     sys = await startSystem({ only: [] });
-    const broker = new URL(sys.env['AMQP_URL'] ?? '');
-    proxy = await startTcpProxy(broker.hostname, Number(broker.port || 5672));
+    proxy = await startTcpProxyFor(sys.env['AMQP_URL'] ?? '');
   });
   afterAll(async () => {
     proxy?.thaw();

@@ -1,4 +1,4 @@
-import { sameContentOf, type AcceptResult, type JobIdRecord, type JobRepository } from '@herald/db';
+import { jobIdTaken, sameContentOf, type AcceptResult, type JobIdRecord, type JobRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { backgroundBatcher, coalesceMany } from './coalescer.ts';
 
@@ -64,7 +64,7 @@ export function createJobRecords(jobs: JobRepository, logger: Logger) {
     async publishedBefore(items: readonly JobIdRecord[]): Promise<ReadonlySet<string>> {
       const seen = items.filter((i) => {
         const r = unrecorded.get(i.id);
-        return r !== undefined && r.app === i.app && sameContentOf(r.contentHash, i.contentHash).sameContent !== false;
+        return r !== undefined && jobIdTaken(i.id, i, r) === undefined;
       });
       const recorded = await jobs.publishedBefore(items.filter((i) => !unrecorded.has(i.id)));
       return new Set([...seen.map((i) => i.id), ...recorded]);

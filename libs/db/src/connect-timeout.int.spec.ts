@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { startTcpProxy, type TcpProxy } from '@herald/testing';
+import { startTcpProxyFor, type TcpProxy } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase } from './database.ts';
 import { deferWhileDatabaseUnavailable, isDatabaseUnavailable } from './database-errors.ts';
@@ -11,8 +11,7 @@ describe('a database that accepts connections but does not answer', () => {
   let proxy: TcpProxy;
   beforeAll(async () => {
     t = await createSpecDatabase('connect_timeout');
-    const target = new URL(t.url);
-    proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+    proxy = await startTcpProxyFor(t.url);
   });
   afterAll(async () => {
     proxy?.thaw();

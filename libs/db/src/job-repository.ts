@@ -150,7 +150,7 @@ export const JOB_ID_TAKEN: Readonly<Record<JobIdTakenCode, (id: string) => strin
 export function jobIdTaken(
   id: string,
   given: { app: string; contentHash?: Buffer | undefined },
-  recorded: { app: string; contentHash: Buffer | null | undefined },
+  recorded: { app: string; contentHash?: Buffer | null | undefined },
 ): { code: JobIdTakenCode; reason: string } | undefined {
   const code = recorded.app !== given.app ? 'job-id-conflict' : sameContentOf(recorded.contentHash, given.contentHash).sameContent === false ? 'job-id-reused' : undefined;
   return code === undefined ? undefined : { code, reason: JOB_ID_TAKEN[code](id) };
@@ -245,7 +245,7 @@ const RESTORE_PUBLISHED = {
     from unnest($1::text[], $2::text[], $3::text[], $4::bytea[]) as i(id, app, team, content_hash)
     order by i.id
     on conflict (id) do update set published_at = now()
-      where jobs.published_at is null and jobs.app = excluded.app and ${digestsMayMatch('jobs.content_hash', 'excluded.content_hash')}`,
+      where jobs.published_at is null and ${SAME_JOB}`,
 };
 
 const recordColumns = (jobs: readonly JobIdRecord[]): unknown[] => [
@@ -310,7 +310,10 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
       const given = new Map(jobs.map((j) => [j.id, j]));
       const rows = await db.selectFrom('jobs').select(['id', 'app', 'content_hash']).where('id', 'in', [...given.keys()]).where('published_at', 'is not', null).execute();
       return new Set(
-        rows.filter((r) => r.app === given.get(r.id)?.app && sameContentOf(r.content_hash, given.get(r.id)?.contentHash).sameContent !== false).map((r) => r.id),
+        rows.filter((r) => {
+          const job = given.get(r.id);
+          return job !== undefined && jobIdTaken(r.id, job, { app: r.app, contentHash: r.content_hash }) === undefined;
+        }).map((r) => r.id),
       );
     },
     recordDemux: (entries) => recordDemux(db, pool, entries),

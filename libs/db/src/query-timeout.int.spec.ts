@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { startTcpProxy, type TcpProxy } from '@herald/testing';
+import { startTcpProxyFor, type TcpProxy } from '@herald/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, type Database } from './database.ts';
 import { deferWhileDatabaseUnavailable, isDatabaseUnavailable } from './database-errors.ts';
@@ -19,8 +19,7 @@ describe('a statement whose host went silent', () => {
   let db: Database | undefined;
   beforeAll(async () => {
     t = await createSpecDatabase('query_timeout');
-    const target = new URL(t.url);
-    proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+    proxy = await startTcpProxyFor(t.url);
   });
   afterEach(async () => {
     await db?.close();

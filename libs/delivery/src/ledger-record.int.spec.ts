@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createDatabase } from '@herald/db';
 import { createLogger } from '@herald/logging';
-import { createTestDatabase, startTcpProxy, type TcpProxy, type TestDatabase } from '@herald/testing';
+import { createTestDatabase, startTcpProxyFor, type TcpProxy, type TestDatabase } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completeDurably } from './ledger-record.ts';
 import { ledgerTimeoutOf } from './run-pusher.ts';
@@ -12,8 +12,7 @@ let t: TestDatabase;
 let proxy: TcpProxy;
 beforeAll(async () => {
   t = await createTestDatabase('ledger_record');
-  const target = new URL(t.url);
-  proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+  proxy = await startTcpProxyFor(t.url);
 });
 afterAll(async () => {
   await proxy?.close();

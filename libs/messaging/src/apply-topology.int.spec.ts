@@ -1,7 +1,7 @@
 import { createConnection, createServer, type AddressInfo, type Server } from 'node:net';
 import { Queues, WorkQueues, parkedQueueFor } from '@herald/contracts';
 import { createLogger, type Logger } from '@herald/logging';
-import { createTestVhost, queueInfo, startTcpProxy, type TestVhost } from '@herald/testing';
+import { createTestVhost, queueInfo, startTcpProxyFor, type TestVhost } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { applyTopologyWhenReachable, refusedByBroker } from './apply-topology.ts';
 import { heraldTopology, workQueueSpec } from './topology.ts';
@@ -112,7 +112,7 @@ describe('applyTopologyWhenReachable', () => {
 
   it('gives up an attempt the broker never answers at the deadline, closing its connection', async () => {
     const { logger } = recordingLogger();
-    const proxy = await startTcpProxy(new URL(vhost.amqpUrl).hostname, Number(new URL(vhost.amqpUrl).port || 5672));
+    const proxy = await startTcpProxyFor(vhost.amqpUrl);
     proxy.freeze();
     try {
       const started = Date.now();

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestVhost, startTcpProxy, waitFor, type TcpProxy, type TestVhost } from '@herald/testing';
+import { createTestVhost, startTcpProxyFor, waitFor, type TcpProxy, type TestVhost } from '@herald/testing';
 import { BrokerConnectError, PublishFailedError, UnroutableError } from './errors.ts';
 import { recordingHandler, startTestBroker, takeMessage, type TestBroker } from './test-helpers.ts';
 import { workQueueTopology } from './topology.ts';
@@ -80,8 +80,7 @@ describe('publisher in front of a broker that stops answering', () => {
   };
   beforeAll(async () => {
     vhost = await createTestVhost('msg-pub-deadline');
-    const target = new URL(vhost.amqpUrl);
-    proxy = await startTcpProxy(target.hostname, Number(target.port || 5672));
+    proxy = await startTcpProxyFor(vhost.amqpUrl);
   });
   afterAll(async () => {
     proxy.thaw();

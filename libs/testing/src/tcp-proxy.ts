@@ -81,3 +81,13 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     },
   };
 }
+
+const DEFAULT_PORTS: Readonly<Record<string, number>> = { 'amqp:': 5672, 'postgres:': 5432, 'postgresql:': 5432 };
+
+/** A TcpProxy in front of the server a RabbitMQ or PostgreSQL URL names (its port, or the scheme's). */
+export function startTcpProxyFor(url: string): Promise<TcpProxy> {
+  const target = new URL(url);
+  const port = target.port === '' ? DEFAULT_PORTS[target.protocol] : Number(target.port);
+  if (port === undefined) throw new Error(`no port in ${target.protocol}//${target.host} and no default for ${target.protocol}`);
+  return startTcpProxy(target.hostname, port);
+}
