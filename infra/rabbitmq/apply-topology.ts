@@ -1,20 +1,25 @@
 /**
  * Declares Herald's exchanges, queues and bindings. Idempotent: run it on every deploy. Tries again
  * for a minute while RabbitMQ cannot be reached or drops the connection; fails at once on what it refuses.
- *   AMQP_URL=amqp://… HERALD_RETRY_DELAYS_MS=1000,5000,30000 npx tsx infra/rabbitmq/apply-topology.ts
+ *   AMQP_URL=amqp://… (or AMQP_URLS) HERALD_RETRY_DELAYS_MS=1000,5000,30000 npx tsx infra/rabbitmq/apply-topology.ts
  */
+import { commonConfig, intList, loadConfigOrExit } from '@herald/config';
 import { createLogger } from '@herald/logging';
 import { applyTopologyWhenReachable, heraldTopology } from '@herald/messaging';
 
-const url = process.env['AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672/';
-const delaysRaw = process.env['HERALD_RETRY_DELAYS_MS'] ?? '1000,5000,30000,120000,600000';
-const retryDelaysMs = delaysRaw.split(',').map((s) => Number(s.trim()));
-const logger = createLogger({ service: 'apply-topology', format: 'auto' });
-
-if (retryDelaysMs.some((d) => !Number.isInteger(d) || d <= 0)) {
-  logger.fatal({ HERALD_RETRY_DELAYS_MS: delaysRaw }, 'HERALD_RETRY_DELAYS_MS must be comma-separated positive integers');
-  process.exit(1);
-}
+// The services' own settings (AMQP_URLS for a cluster's nodes, as AMQP_URL), each checked and named when wrong.
+const config = loadConfigOrExit(
+  {
+    AMQP_URL: commonConfig.AMQP_URL,
+    LOG_LEVEL: commonConfig.LOG_LEVEL,
+    LOG_FORMAT: commonConfig.LOG_FORMAT,
+    HERALD_RETRY_DELAYS_MS: intList('Retry schedule: the delay before each retry attempt, in ms', { default: '1000,5000,30000,120000,600000' }),
+  },
+  process.env,
+);
+const logger = createLogger({ service: 'apply-topology', level: config.LOG_LEVEL, format: config.LOG_FORMAT });
+const retryDelaysMs = config.HERALD_RETRY_DELAYS_MS;
+const url = config.AMQP_URL;
 
 try {
   const topology = heraldTopology({ retryDelaysMs });

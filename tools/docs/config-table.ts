@@ -14,8 +14,9 @@ import { webhookPusherConfig } from '../../apps/webhook-pusher/src/config.ts';
 import { commonConfig } from '@herald/config';
 import { deschedulerConfig, invalidatorConfig, pusherConfig } from '@herald/delivery';
 
+/** The variables of `spec` not in `base`, and those it reads with a default of its own (the webhook-pusher's PUSHER_PREFETCH). */
 const only = (spec: ConfigSpec, base: ConfigSpec): ConfigSpec =>
-  Object.fromEntries(Object.entries(spec).filter(([name]) => !(name in base)));
+  Object.fromEntries(Object.entries(spec).filter(([name, v]) => !(name in base) || base[name]?.default !== v.default));
 
 const sections: Array<[string, ConfigSpec]> = [
   ['Every service', commonConfig],

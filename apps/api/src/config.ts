@@ -1,4 +1,4 @@
-import { bindAddress, commonConfig, int, optionalStr, scheduleHorizonConfig, webhookSubscriptionConfig } from '@herald/config';
+import { bindAddress, commonConfig, int, optionalBearerKey, optionalStr, scheduleHorizonConfig, webhookSubscriptionConfig } from '@herald/config';
 import { DEFAULT_JOB_PACK_SIZE } from '@herald/messaging';
 
 export const apiConfig = {
@@ -28,5 +28,5 @@ export const apiConfig = {
     max: 100,
   }),
   HERALD_SECRET_KEY: optionalStr('32-byte key (64 hex characters or base64) that seals app credentials at rest (AES-256-GCM)', { secret: true }),
-  HERALD_ADMIN_KEY: optionalStr('Bootstrap bearer key for the admin routes (/admin/...), beside operator keys (herald keys create --operator); unset: operator keys only', { secret: true }),
+  HERALD_ADMIN_KEY: optionalBearerKey('Bootstrap bearer key for the admin routes (/admin/...), beside operator keys (herald keys create --operator); unset: operator keys only', { secret: true }),
 } as const;

@@ -1,4 +1,4 @@
-import { commonConfig, loadConfig, pushPackConfig, scheduleHorizonConfig, optionalStr, str, url, urlList, type ConfigOf, type VarSpec } from '@herald/config';
+import { commonConfig, loadConfig, pushPackConfig, scheduleHorizonConfig, optionalBearerKey, str, url, urlList, type ConfigOf, type VarSpec } from '@herald/config';
 import { parseThresholds, type ThresholdConfig } from '@herald/monitoring';
 
 export const cliConfig = {
@@ -10,8 +10,18 @@ export const cliConfig = {
   RABBITMQ_API_URL: urlList(['http', 'https'], 'RabbitMQ management API (for `herald status`); in a cluster, a comma-separated list of each node’s API', {
     default: 'http://guest:guest@127.0.0.1:15672/api',
   }),
-  MONITOR_URL: url(['http', 'https'], 'The monitor (dashboard and /api/status) that `herald status` asks first', { default: 'http://127.0.0.1:9470' }),
-  HERALD_OPERATOR_KEY: optionalStr('Operator key `herald status` shows the monitor (its /api needs one); unset: status is computed from RabbitMQ', { secret: true }),
+  MONITOR_URL: {
+    description: 'The monitor (dashboard and /api/status) that `herald status` asks first, with HERALD_OPERATOR_KEY',
+    default: 'http://127.0.0.1:9470',
+    parse: (raw) => {
+      const checked = url(['http', 'https'], '').parse(raw);
+      const { username, password } = new URL(checked);
+      // fetch refuses such a URL, and status printed it whole in its note.
+      if (username !== '' || password !== '') throw new Error('must not carry a user or password: the monitor is asked with HERALD_OPERATOR_KEY');
+      return checked;
+    },
+  } satisfies VarSpec<string>,
+  HERALD_OPERATOR_KEY: optionalBearerKey('Operator key `herald status` shows the monitor (its /api needs one); unset: status is computed from RabbitMQ', { secret: true }),
   MONITOR_THRESHOLDS: {
     description: 'Alarm thresholds `herald status` applies when the monitor is not reachable (same JSON as the monitor\'s)',
     default: '{}',

@@ -24,3 +24,10 @@ describe('the demuxer refuses a job retention the ledger outlasts', () => {
     }
   });
 });
+
+describe("the demuxer's audience chunks at once", () => {
+  it('are at most 16: a webhook-fanout prefetch (hundreds) set under the shared name is refused, not expanded as that many chunks of up to 50,000 devices', () => {
+    expect(load({ FANOUT_PREFETCH: '16' }).FANOUT_PREFETCH).toBe(16);
+    expect(() => load({ FANOUT_PREFETCH: '400' })).toThrow(/FANOUT_PREFETCH must be at most 16, got 400/);
+  });
+});

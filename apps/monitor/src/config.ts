@@ -9,8 +9,11 @@ const thresholds: VarSpec<ThresholdConfig> = {
 };
 
 const webhookUrl: VarSpec<string | undefined> = {
-  description: 'Where alarms are POSTed as JSON ({"text", "alarm", "queue", "state": "firing" or "resolved", …}); unset: log and metrics only',
+  description:
+    'Where alarms are POSTed as JSON ({"text", "alarm", "queue", "state": "firing" or "resolved", …}); a user and password in it go as Basic authorization; unset: log and metrics only',
   default: '',
+  // A chat tool's incoming-webhook URL carries its token in the path: never shown.
+  secret: true,
   parse: (raw) => (raw.length === 0 ? undefined : url(['http', 'https'], '').parse(raw)),
 };
 

@@ -35,6 +35,22 @@ async function endpoint(respond: (req: IncomingMessage, res: ServerResponse, n: 
 }
 
 describe('the alarm webhook', () => {
+  it("sends a user and password in its URL as Basic authorization (fetch refuses such a URL, and every alarm was lost)", async () => {
+    const expected = `Basic ${Buffer.from('alerts:S3cret/x').toString('base64')}`;
+    const chat = await endpoint((req, res) => res.writeHead(req.headers.authorization === expected ? 200 : 401).end());
+    let failures = 0;
+    const webhook = createWebhook(chat.url.replace('http://', 'http://alerts:S3cret%2Fx@'), logger, () => void failures++, { attemptDelaysMs: [0] });
+    let outcome: PostOutcome | undefined;
+    try {
+      webhook.post(payload('push.jobs'), (o) => (outcome = o));
+      await webhook.drain();
+      expect(outcome).toBe('delivered');
+      expect(failures).toBe(0);
+    } finally {
+      await chat.close();
+    }
+  });
+
   it("waits a 429's Retry-After before trying again, then delivers", async () => {
     const chat = await endpoint((_, res, n) => (n === 1 ? res.writeHead(429, { 'retry-after': '1' }).end() : res.writeHead(200).end()));
     let failures = 0;

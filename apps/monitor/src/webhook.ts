@@ -1,6 +1,6 @@
 import type { Logger } from '@herald/logging';
-import type { AlarmTransition } from '@herald/monitoring';
 import { TIMED_OUT, within } from '@herald/runtime';
+import { credentialsApart, type AlarmTransition } from '@herald/monitoring';
 
 /** What a chat tool (Slack, Mattermost, Google Chat, Teams incoming webhooks) can take: `text`, plus fields for machines. */
 export interface WebhookPayload {
@@ -77,6 +77,9 @@ export function createWebhook(
   options: { attemptDelaysMs?: readonly number[]; maxPending?: number } = {},
 ): AlarmWebhook {
   const delays = options.attemptDelaysMs ?? ATTEMPT_DELAYS_MS;
+  // A user and password in the URL go as Basic authorization: fetch refuses such a URL, and its
+  // error, which was logged at every attempt, quoted the URL whole (every alarm lost, the password in the log).
+  const target = credentialsApart(url);
   const maxPending = options.maxPending ?? MAX_PENDING;
   const pending: Array<{ p: WebhookPayload; done?: ((outcome: PostOutcome) => void) | undefined }> = [];
   let running: Promise<void> | undefined;
@@ -91,9 +94,9 @@ export function createWebhook(
       if (givenUp.signal.aborted) return 'abandoned';
       asked = 0;
       try {
-        const res = await fetch(url, {
+        const res = await fetch(target.url, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', ...(target.authorization !== undefined && { authorization: target.authorization }) },
           body: JSON.stringify(p),
           signal: AbortSignal.any([AbortSignal.timeout(5_000), givenUp.signal]),
         });

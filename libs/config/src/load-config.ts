@@ -28,6 +28,8 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
     }
     try {
       out[name] = v.parse(raw);
+      const tooLong = name.endsWith('_MS') ? timerOverflow(out[name]) : undefined;
+      if (tooLong !== undefined) problems.push(`${shownName} ${tooLong}`);
     } catch (err) {
       // A secret's value is never echoed, whatever its parser's message says.
       const message = (err as Error).message;
@@ -37,6 +39,19 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
   if (problems.length === 0 && check !== undefined) problems.push(...check(out as ConfigOf<S>));
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as ConfigOf<S>;
+}
+
+/** The longest delay Node's timers keep (2^31 − 1 ms, about 24.8 days): a longer one fires after 1 ms. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * Why a duration in ms (a variable named *_MS: a number or a list of them) cannot be one: every
+ * such setting ends in a timer somewhere, and Node runs a timer set past MAX_TIMER_MS after 1 ms
+ * (JOB_PRUNE_INTERVAL_MS=2592000000, "monthly", pruned without a pause).
+ */
+function timerOverflow(value: unknown): string | undefined {
+  const over = (Array.isArray(value) ? value : [value]).find((n) => typeof n === 'number' && n > MAX_TIMER_MS);
+  return over === undefined ? undefined : `must be at most ${MAX_TIMER_MS} ms (about 24.8 days, the longest delay Node's timers keep), got ${String(over)}`;
 }
 
 /** The problems loadConfig would throw for this environment (none: []), each naming its variable. */

@@ -29,6 +29,18 @@ export const str = (description: string, opts?: Opts): VarSpec<string> =>
 export const optionalStr = (description: string, opts?: Omit<Opts, 'default'>): VarSpec<string | undefined> =>
   spec(description, (raw) => (raw.length === 0 ? undefined : raw), { ...opts, default: '' });
 
+/**
+ * An optional bearer key (an API or operator key): empty or unset means undefined. A key is one word:
+ * one with a space or a line break (a file read whole, its newline kept) could never match the
+ * Authorization header's, and every request with it failed 401 without a word at start.
+ */
+export const optionalBearerKey = (description: string, opts?: Omit<Opts, 'default'>): VarSpec<string | undefined> =>
+  spec(description, (raw) => {
+    if (raw.length === 0) return undefined;
+    if (/\s/.test(raw)) throw new Error('must not contain spaces or line breaks (a bearer key is one word: a trailing newline from a file?)');
+    return raw;
+  }, { ...opts, default: '' });
+
 export const int = (description: string, opts: Opts & { min?: number; max?: number } = {}): VarSpec<number> =>
   spec(description, (raw) => {
     if (!/^-?\d+$/.test(raw.trim())) throw new Error(`must be an integer, got "${raw}"`);
@@ -122,7 +134,7 @@ export const intList = (description: string, opts?: Opts): VarSpec<number[]> =>
     const parts = raw.split(',').map((p) => p.trim()).filter((p) => p.length > 0);
     if (parts.length === 0) throw new Error('must list at least one integer');
     return parts.map((p) => {
-      if (!/^\d+$/.test(p)) throw new Error(`must be comma-separated non-negative integers, got "${p}"`);
+      if (!/^\d+$/.test(p) || Number(p) < 1) throw new Error(`must be comma-separated positive integers, got "${p}"`);
       return Number(p);
     });
   }, opts);

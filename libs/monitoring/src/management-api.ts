@@ -47,17 +47,27 @@ function toNode(n: ManagementNode): NodeResources {
 /** The vhost of an AMQP setting (one URL, or a comma-separated list of a cluster's nodes: the first one's). */
 export const vhostOf = (amqpUrl: string): string => decodeURIComponent(new URL(amqpUrl.split(',')[0]?.trim() ?? '').pathname.slice(1)) || '/';
 
+/**
+ * An http(s) URL's user and password as a Basic authorization header, and the URL without them:
+ * fetch refuses a URL that carries credentials, and its error message quotes the URL whole.
+ */
+export function credentialsApart(withCredentials: string): { url: string; authorization?: string } {
+  const url = new URL(withCredentials);
+  if (url.username === '' && url.password === '') return { url: url.toString() };
+  const authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
+  url.username = '';
+  url.password = '';
+  return { url: url.toString(), authorization };
+}
+
 interface Endpoint {
   base: string;
   auth: string;
 }
 
 function endpointOf(apiUrl: string): Endpoint {
-  const url = new URL(apiUrl);
-  const auth = Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64');
-  url.username = '';
-  url.password = '';
-  return { base: url.toString().replace(/\/$/, ''), auth };
+  const { url, authorization } = credentialsApart(apiUrl);
+  return { base: url.replace(/\/$/, ''), auth: authorization ?? `Basic ${Buffer.from(':').toString('base64')}` };
 }
 
 /**
@@ -71,7 +81,7 @@ export function createManagementApi(apiUrl: string, timeoutMs = 5_000): Required
   const getFrom = async ({ base, auth }: Endpoint, path: string): Promise<unknown> => {
     let res: Response;
     try {
-      res = await fetch(`${base}${path}`, { headers: { authorization: `Basic ${auth}` }, signal: AbortSignal.timeout(timeoutMs) });
+      res = await fetch(`${base}${path}`, { headers: { authorization: auth }, signal: AbortSignal.timeout(timeoutMs) });
     } catch (err) {
       throw new ManagementApiError(`RabbitMQ management API unreachable at ${base}: ${(err as Error).message}`);
     }
