@@ -105,6 +105,14 @@ describe('push-service allow-list', () => {
     expect(endpointHostProblem('https://127.0.0.1:4443/wp/1', ['127.0.0.1'])).toBeUndefined();
     expect(endpointHostProblem(endpoint, ['127.0.0.1'])).toMatch(/"fcm.googleapis.com" is not on the app's allow-list \(127.0.0.1\)/);
   });
+
+  it("refuses a browser push service's endpoint on another port than https's (it answers nothing there, and each push held the web-pusher's batches for its timeout)", () => {
+    expect(endpointHostProblem('https://fcm.googleapis.com:81/fcm/send/x', null)).toBe('the push service host "fcm.googleapis.com" takes endpoints on port 443 only, got port 81');
+    expect(endpointHostProblem('https://wns2-par02p.notify.windows.com:8443/w/?token=x', null)).toMatch(/takes endpoints on port 443 only, got port 8443$/);
+    expect(endpointHostProblem('https://fcm.googleapis.com:443/fcm/send/x', null)).toBeUndefined();
+    // A host an operator listed (not one of the browsers') keeps whatever port it names.
+    expect(endpointHostProblem('https://push.example.net:8443/x', ['push.example.net'])).toBeUndefined();
+  });
 });
 
 describe('VAPID admin inputs', () => {

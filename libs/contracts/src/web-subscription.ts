@@ -48,15 +48,21 @@ export const webPushHostsOf = (hosts: readonly string[] | null | undefined): rea
 
 /** Why an endpoint's push service is not one the app accepts (undefined: it is, or the endpoint is no URL: the contract says so). */
 export function endpointHostProblem(endpoint: string, hosts: readonly string[] | null | undefined): string | undefined {
-  let host: string;
+  let url: URL;
   try {
-    host = new URL(endpoint).hostname;
+    url = new URL(endpoint);
   } catch {
     return undefined;
   }
+  const host = url.hostname;
   const allowed = webPushHostsOf(hosts);
-  if (hostAllowed(host, allowed)) return undefined;
-  return `the push service host "${host}" is not on the app's allow-list (${allowed.join(', ')}); an operator adds it with herald apps web-hosts`;
+  if (!hostAllowed(host, allowed)) return `the push service host "${host}" is not on the app's allow-list (${allowed.join(', ')}); an operator adds it with herald apps web-hosts`;
+  // The browsers' push services take endpoints on https's own port only. Another port of theirs
+  // (fcm.googleapis.com:81) answers nothing: each push to it waited out its timeout, six attempts,
+  // and held the web-pusher's batches (every app's pushes) meanwhile. A host an operator listed
+  // (a push service of its own, a test one) keeps whatever port it names.
+  if (url.port !== '' && hostAllowed(host, DEFAULT_WEB_PUSH_HOSTS)) return `the push service host "${host}" takes endpoints on port 443 only, got port ${url.port}`;
+  return undefined;
 }
 
 /**
