@@ -2,7 +2,7 @@ import pg from 'pg';
 import { Kysely, sql, type LogEvent } from 'kysely';
 import type { Logger } from '@herald/logging';
 import type { HeraldTables } from './tables.ts';
-import { migrateToLatest, SchemaPostgresDialect } from './migrations.ts';
+import { migrateToLatest, SchemaPostgresDialect, type MigrationLockOptions } from './migrations.ts';
 import { createDeviceRepository, type DeviceRepository } from './device-repository.ts';
 import { createPreferenceRepository, type PreferenceRepository } from './preference-repository.ts';
 import { createAppRepository, type AppRepository } from './app-repository.ts';
@@ -62,6 +62,8 @@ export interface DatabaseOptions {
    * new connection before the claims it protects run out. Defaults to queryTimeoutMs.
    */
   ledgerTimeoutMs?: number;
+  /** How migrate() waits for locks (migrations.ts); the defaults suit a service. */
+  migrationLocks?: MigrationLockOptions;
 }
 
 /** The settings a service's config gives createDatabase (commonConfig: DATABASE_URL, DATABASE_SCHEMA, DATABASE_QUERY_TIMEOUT_MS). */
@@ -203,7 +205,17 @@ export function createDatabase(options: DatabaseOptions): Database {
       // rightly take longer than any statement of the service's work.
       const untimed = new Kysely<HeraldTables>({ dialect: new SchemaPostgresDialect({ pool: poolFor({ ...options, poolSize: 1 }, undefined) }, schema) });
       try {
-        const applied = await migrateToLatest(untimed, schema, options.migrationsDir);
+        const applied = await migrateToLatest(untimed, schema, options.migrationsDir, {
+          ...options.migrationLocks,
+          onLockWait: (wait) => {
+            logger?.warn({ schema, ...wait }, 'a migration waits for a lock another transaction holds: rolled back and tried again');
+            options.migrationLocks?.onLockWait?.(wait);
+          },
+          onAhead: (unknown) => {
+            logger?.warn({ schema, unknown }, 'the schema is ahead of this release (migrations it does not know, every one it knows applied): left as it is');
+            options.migrationLocks?.onAhead?.(unknown);
+          },
+        });
         if (applied.length > 0) logger?.info({ schema, applied }, 'database migrated');
       } finally {
         await untimed.destroy();

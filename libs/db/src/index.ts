@@ -2,7 +2,7 @@ export * from './database.ts';
 export { QueryTimeoutError } from './query-timeout.ts';
 export { deferWhileDatabaseUnavailable, isDatabaseUnavailable, refusedValueReason } from './database-errors.ts';
 export * from './tables.ts';
-export { MigrationError, DEFAULT_MIGRATIONS_DIR } from './migrations.ts';
+export { MigrationError, DEFAULT_MIGRATIONS_DIR, type MigrationLockOptions } from './migrations.ts';
 export * from './device-repository.ts';
 export type { RegistrationResult } from './device-registration.ts';
 export type { InvalidationInput, InvalidationResult } from './device-invalidation.ts';

@@ -165,3 +165,96 @@ describe('migrate', () => {
     expect(() => createDatabase({ url: SPEC_DATABASE_URL, schema: 'x; drop table devices' })).toThrow(DatabaseConfigError);
   });
 });
+
+describe('migrate beside a long transaction', () => {
+  /** A schema at 0001 (table t, one row) and a pending 0002 that alters t, with a client of its own for the test's transactions. */
+  async function schemaWithPendingAlter(name: string) {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-mig-'));
+    writeFileSync(join(dir, '0001_t.sql'), 'create table t (id int primary key); insert into t values (1);');
+    const schema = `herald_${name}_${randomBytes(4).toString('hex')}`;
+    const waits: Array<{ migration: string; holders: string[] }> = [];
+    const db = createDatabase({
+      url: SPEC_DATABASE_URL,
+      schema,
+      migrationsDir: dir,
+      migrationLocks: { lockTimeoutMs: 200, lockWaitMs: 2_500, onLockWait: (w) => waits.push(w) },
+    });
+    opened.push(db);
+    await db.migrate();
+    writeFileSync(join(dir, '0002_t_note.sql'), 'alter table t add column note text;');
+    const other = createDatabase({ url: SPEC_DATABASE_URL, schema, poolSize: 2 });
+    return { db, other, waits, close: () => other.close() };
+  }
+
+  it('is tried again while another transaction holds the table, serving its readers meanwhile, and applied once it ends', async () => {
+    const { db, other, waits, close } = await schemaWithPendingAlter('lockwait');
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    try {
+      const holding = other.kysely.connection().execute(async (conn) => {
+        await sql`begin`.execute(conn);
+        await sql`set application_name = 'ops-psql-session'`.execute(conn);
+        await sql`select * from t`.execute(conn);
+        await released;
+        await sql`commit`.execute(conn);
+      });
+      const migrating = db.migrate();
+      await expect.poll(() => waits.length, { timeout: 2_000 }).toBeGreaterThan(0);
+      // A reader of t, queued behind the migration's exclusive lock, waits at most the lock timeout, not until the holder ends.
+      const { rows } = await sql<{ id: number }>`select id from t`.execute(other.kysely);
+      expect(rows).toEqual([{ id: 1 }]);
+      expect(waits[0]?.migration).toBe('0002_t_note');
+      expect(waits[0]?.holders.join()).toMatch(/pid \d+ \(ops-psql-session, idle in transaction, in a transaction for \d+ s, on t: select \* from t\)/);
+      release();
+      await holding;
+      await migrating;
+      expect(await appliedMigrations(db)).toEqual(['0001_t', '0002_t_note']);
+    } finally {
+      release();
+      await close();
+    }
+  });
+
+  it('fails naming what holds the lock once it has waited lockWaitMs, leaving the migration unapplied', async () => {
+    const { db, other, close } = await schemaWithPendingAlter('lockfail');
+    try {
+      await other.kysely.connection().execute(async (conn) => {
+        await sql`begin`.execute(conn);
+        await sql`set application_name = 'nightly-pg-dump'`.execute(conn);
+        await sql`select * from t`.execute(conn);
+        await expect(db.migrate()).rejects.toThrow(/migration 0002_t_note in schema \S+ could not take its locks within 2500 ms; held by pid \d+ \(nightly-pg-dump, /);
+        await sql`rollback`.execute(conn);
+      });
+      expect(await appliedMigrations(db)).toEqual(['0001_t']);
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('migrate a schema ahead of the release (a rollback)', () => {
+  it('leaves a schema holding migrations this release does not know, when every one it knows is applied; refuses one it lacks', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-mig-'));
+    writeFileSync(join(dir, '0001_first.sql'), 'create table first_t (id int);');
+    writeFileSync(join(dir, '0002_second.sql'), 'create table second_t (id int);');
+    const schema = `herald_ahead_${randomBytes(4).toString('hex')}`;
+    const newer = createDatabase({ url: SPEC_DATABASE_URL, schema, migrationsDir: dir });
+    opened.push(newer);
+    await newer.migrate();
+    // The release before: it knows 0001 only.
+    const olderDir = mkdtempSync(join(tmpdir(), 'herald-mig-'));
+    copyFileSync(join(dir, '0001_first.sql'), join(olderDir, '0001_first.sql'));
+    const ahead: string[][] = [];
+    const older = createDatabase({ url: SPEC_DATABASE_URL, schema, migrationsDir: olderDir, migrationLocks: { onAhead: (u) => ahead.push(u) } });
+    try {
+      await older.migrate();
+      expect(ahead).toEqual([['0002_second']]);
+      expect(await appliedMigrations(newer)).toEqual(['0001_first', '0002_second']);
+      // A release that lacks 0002 and brings a 0003 of its own cannot run on this schema.
+      writeFileSync(join(olderDir, '0003_other.sql'), 'create table other_t (id int);');
+      await expect(older.migrate()).rejects.toThrow(/holds migrations this release does not know \(0002_second\) and lacks ones it needs \(0003_other\)/);
+    } finally {
+      await older.close();
+    }
+  });
+});

@@ -49,6 +49,29 @@ export class SqlFileMigrationProvider implements MigrationProvider {
   }
 }
 
+/** How a migration waits for the locks it needs (DatabaseOptions.migrationLocks). */
+export interface MigrationLockOptions {
+  /**
+   * Longest one statement of a migration waits for a lock (PostgreSQL's lock_timeout, default
+   * 2,000 ms) before the migration is rolled back and tried again. While a migration waits for a
+   * table's exclusive lock behind a long transaction (an operator's psql session, pg_dump), every
+   * statement after it on that table waits too: without the bound, the pushers' claims waited out
+   * the ledger's deadline and their claims lapsed.
+   */
+  lockTimeoutMs?: number;
+  /** How long a migration is tried again before migrate() fails naming what holds the lock (default 600,000 ms). */
+  lockWaitMs?: number;
+  /** Told at each try given up: what holds locks in the schema (pid, application, how long, statement). */
+  onLockWait?: (wait: { migration: string; holders: string[]; retryInMs: number }) => void;
+  /** Told when the schema holds migrations this release does not know (it is ahead: a rollback), every one it knows applied. */
+  onAhead?: (unknown: string[]) => void;
+}
+
+const DEFAULT_LOCK_TIMEOUT_MS = 2_000;
+const DEFAULT_LOCK_WAIT_MS = 600_000;
+/** PostgreSQL's SQLSTATE for a lock not taken within lock_timeout. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
 /**
  * Bring `schema` to the latest migration. Creates the schema if missing. Holds a per-schema
  * session advisory lock on one connection for the whole run, so any number of starters may
@@ -56,32 +79,91 @@ export class SqlFileMigrationProvider implements MigrationProvider {
  * Upgrading a schema, each pending migration runs and commits in a transaction of its own: in
  * one, an upgrade over 0032 and 0033 held 0032's ACCESS EXCLUSIVE lock on jobs through 0033's
  * backfill of it (every job accept and status read waited), and one failure undid the rest.
+ * A migration that cannot take a lock within `lockTimeoutMs` is rolled back and tried again
+ * (MigrationLockOptions). A schema ahead of this release (a rollback: migrations it does not know,
+ * every one it knows applied) is left as it is, told to `onAhead`.
  */
-export async function migrateToLatest<DB>(db: Kysely<DB>, schema: string, dir = DEFAULT_MIGRATIONS_DIR): Promise<string[]> {
+export async function migrateToLatest<DB>(db: Kysely<DB>, schema: string, dir = DEFAULT_MIGRATIONS_DIR, locks: MigrationLockOptions = {}): Promise<string[]> {
   return db.connection().execute(async (conn) => {
     const lockKey = sql`hashtext(${`herald.migrate.${schema}`})`;
     await sql`select pg_advisory_lock(${lockKey})`.execute(conn);
     try {
       await sql`create schema if not exists ${sql.id(schema)}`.execute(conn);
-      const migrator = new Migrator({
-        db: conn,
-        provider: new SqlFileMigrationProvider(dir),
-        migrationTableSchema: schema,
-      });
+      await sql.raw(`set lock_timeout = ${Math.max(1, Math.round(locks.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS))}`).execute(conn);
+      const provider = new SqlFileMigrationProvider(dir);
+      const unknown = await unknownApplied(conn, schema, Object.keys(await provider.getMigrations()));
+      const migrator = new Migrator({ db: conn, provider, migrationTableSchema: schema });
       const known = await migrator.getMigrations();
+      if (unknown.length > 0) {
+        const pending = known.filter((m) => m.executedAt === undefined).map((m) => m.name);
+        if (pending.length > 0) {
+          throw new MigrationError(`schema ${schema} holds migrations this release does not know (${unknown.join(', ')}) and lacks ones it needs (${pending.join(', ')}): run the release that made it, or restore the schema`);
+        }
+        locks.onAhead?.(unknown);
+        return [];
+      }
       // A new schema has no rows and no traffic: everything in one transaction, which is much
       // cheaper than one Migrator run per migration (dozens of test schemas are made per run).
       if (known.every((m) => m.executedAt === undefined)) return applied(await migrator.migrateToLatest(), schema);
       const done: string[] = [];
-      for (;;) {
-        const step = applied(await migrator.migrateUp(), schema);
+      const giveUpAt = Date.now() + (locks.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
+      for (let wait = 500; ; ) {
+        const result = await migrator.migrateUp();
+        const failed = result.results?.find((r) => r.status === 'Error')?.migrationName;
+        if (failed !== undefined && sqlStateOf(result.error) === LOCK_NOT_AVAILABLE) {
+          const holders = await lockHolders(conn, schema);
+          if (Date.now() + wait > giveUpAt) {
+            throw new MigrationError(
+              `migration ${failed} in schema ${schema} could not take its locks within ${locks.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS} ms; ${holders.length === 0 ? 'no transaction holds a lock in the schema now' : `held by ${holders.join('; ')}`}`,
+              { cause: result.error },
+            );
+          }
+          locks.onLockWait?.({ migration: failed, holders, retryInMs: wait });
+          await new Promise((resolve) => setTimeout(resolve, wait));
+          wait = Math.min(wait * 2, 15_000);
+          continue;
+        }
+        const step = applied(result, schema);
         if (step.length === 0) return done;
         done.push(...step);
       }
     } finally {
+      await sql`reset lock_timeout`.execute(conn);
       await sql`select pg_advisory_unlock(${lockKey})`.execute(conn);
     }
   });
+}
+
+/** The migrations recorded in the schema that are not among `names` (none when nothing was migrated yet). */
+async function unknownApplied<DB>(conn: Kysely<DB>, schema: string, names: readonly string[]): Promise<string[]> {
+  const table = `${schema}.kysely_migration`;
+  const { rows: exists } = await sql<{ found: boolean }>`select to_regclass(format('%I.kysely_migration', ${schema}::text)) is not null as found`.execute(conn);
+  if (exists[0]?.found !== true) return [];
+  const { rows } = await sql<{ name: string }>`select name from ${sql.table(table)} where not (name = any(${[...names]}::text[])) order by name`.execute(conn);
+  return rows.map((r) => r.name);
+}
+
+const sqlStateOf = (err: unknown): string | undefined => {
+  for (let e = err; e instanceof Error; e = e.cause) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+};
+
+/** The other sessions holding locks on the schema's tables, oldest transaction first, as an operator would look them up. */
+async function lockHolders<DB>(conn: Kysely<DB>, schema: string): Promise<string[]> {
+  const { rows } = await sql<{ pid: number; application_name: string; state: string; xact_s: number; tables: string; query: string }>`
+    select a.pid, a.application_name, a.state, extract(epoch from now() - a.xact_start)::int as xact_s,
+           string_agg(distinct c.relname, ', ') as tables, left(a.query, 120) as query
+    from pg_locks l
+    join pg_class c on c.oid = l.relation
+    join pg_namespace n on n.oid = c.relnamespace
+    join pg_stat_activity a on a.pid = l.pid
+    where n.nspname = ${schema} and c.relkind in ('r', 'p') and l.granted and l.pid <> pg_backend_pid() and a.xact_start is not null
+    group by a.pid, a.application_name, a.state, a.xact_start, a.query
+    order by a.xact_start limit 5`.execute(conn);
+  return rows.map((r) => `pid ${r.pid} (${r.application_name === '' ? 'no application_name' : r.application_name}, ${r.state}, in a transaction for ${r.xact_s} s, on ${r.tables}: ${r.query})`);
 }
 
 /** The migrations a Migrator run applied; a MigrationError naming the one that failed. */
