@@ -74,7 +74,7 @@ const PATHS = {
   ...WEB_PUSH_PATHS,
   ...AUDIENCE_PATHS,
   '/v1/subscriptions': {
-    post: { summary: 'Subscribe a callback URL to a resource (or "*" for every resource of the type); the secret is returned once. A team has at most WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM (default 1,000): past it, 409 subscription-limit', security: team, requestBody: body('SubscriptionCreate'), responses: { '201': answer('created', 'SubscriptionCreated'), ...errors(400, 401, 409, 413, 415, 422, 503) } },
+    post: { summary: 'Subscribe a callback URL to a resource (or "*" for every resource of the type); the secret is returned once. A team has at most WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM (default 1,000): past it, 409 subscription-limit; one of the same callback URL and resource already: 409 subscription-exists', security: team, requestBody: body('SubscriptionCreate'), responses: { '201': answer('created', 'SubscriptionCreated'), ...errors(400, 401, 409, 413, 415, 422, 503) } },
     get: { summary: "The team's subscriptions (never their secrets), paged in id order: at most limit (default and most 1,000) a page; pass the answer's next as after", security: team, parameters: queryParameters(SubscriptionListQuery), responses: { '200': answer('one page of subscriptions', 'SubscriptionList'), ...errors(400, 401) } },
   },
   '/v1/subscriptions/{id}': {

@@ -37,6 +37,19 @@ describe('webhook subscriptions API: per-team cap and paging', () => {
     expect(await createSubscription(body('c4'), key, deps)).toMatchObject({ resourceId: 'c4' });
   });
 
+  it("answers 409 subscription-exists naming the team's subscription of the same callback URL and resource (each change went twice, a thousand times for a team's copies of a \"*\")", async () => {
+    const key = keyOf('copier');
+    const first = await createSubscription(body('*'), key, deps);
+    const err = await refusal(createSubscription({ ...body('*'), secret: 'whsec_another-secret-of-32-characters' }, key, deps));
+    expect([err.status, err.code]).toEqual([409, 'subscription-exists']);
+    expect(err.message).toContain(`subscription ${first.id} already sends campaign/* to this callbackUrl`);
+    expect((await listSubscriptions({}, key, deps)).subscriptions.map((s) => s.id)).toEqual([first.id]);
+    // Another resource, another URL, or another team's same subscription are their own.
+    expect(await createSubscription(body('c1'), key, deps)).toMatchObject({ resourceId: 'c1' });
+    expect(await createSubscription({ ...body('*'), callbackUrl: 'https://hooks.example.com/other' }, key, deps)).toMatchObject({ resourceId: '*' });
+    expect(await createSubscription(body('*'), keyOf('copier-neighbour'), deps)).toMatchObject({ team: 'copier-neighbour' });
+  });
+
   it('pages the list with limit and after; next is null on the last page', async () => {
     const key = keyOf('pager');
     const ids: string[] = [];

@@ -5,7 +5,7 @@ import { ApiError, parseBody } from './api-error.ts';
 
 export interface SubscriptionServiceDeps {
   subscriptions: {
-    createWithin(s: SubscriptionInsert, maxPerTeam: number): Promise<SubscriptionRow | 'team-limit'>;
+    createWithin(s: SubscriptionInsert, maxPerTeam: number): Promise<SubscriptionRow | 'team-limit' | { existing: string }>;
     listForTeam(team: string, page: SubscriptionPage): Promise<SubscriptionRow[]>;
     getForTeam(team: string, id: string): Promise<SubscriptionRow | undefined>;
     deleteForTeam(team: string, id: string): Promise<boolean>;
@@ -48,7 +48,8 @@ export function viewOf(row: SubscriptionRow, now = new Date()): SubscriptionView
 /**
  * POST /v1/subscriptions: validate, check the URL and type, store; the secret is returned this once.
  * 409 subscription-limit when the team already has WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM: one key
- * creating in a loop must not grow the team's list, and every change's fan-out, without bound.
+ * creating in a loop must not grow the team's list, and every change's fan-out, without bound;
+ * 409 subscription-exists when it has one of the same callback URL and resource.
  */
 export async function createSubscription(body: unknown, key: ApiKeyRow, deps: SubscriptionServiceDeps): Promise<SubscriptionCreated> {
   const s = parseBody(SubscriptionCreate, body);
@@ -60,6 +61,13 @@ export async function createSubscription(body: unknown, key: ApiKeyRow, deps: Su
   const row = await deps.subscriptions.createWithin({ team: key.team, callbackUrl: s.callbackUrl, resourceType: s.resourceType, resourceId: s.resourceId, secret }, max);
   if (row === 'team-limit') {
     throw new ApiError(409, 'subscription-limit', `team "${key.team}" has ${max} subscriptions, the most allowed (WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM); delete one first`);
+  }
+  if ('existing' in row) {
+    throw new ApiError(
+      409,
+      'subscription-exists',
+      `subscription ${row.existing} already sends ${s.resourceType}/${s.resourceId} to this callbackUrl: a copy would deliver each change twice (rotate its secret with POST /v1/subscriptions/${row.existing}/rotate-secret)`,
+    );
   }
   return { ...viewOf(row), secret };
 }

@@ -37,11 +37,13 @@ export interface SubscriptionPage {
 export interface SubscriptionRepository {
   create(s: SubscriptionInsert): Promise<SubscriptionRow>;
   /**
-   * Create unless the team already has `maxPerTeam` subscriptions ('team-limit'). Creates of one
-   * team are serialised (a transaction-scoped advisory lock), so concurrent requests cannot pass
-   * the cap together.
+   * Create unless the team already has `maxPerTeam` subscriptions ('team-limit') or one of the same
+   * callback URL and resource (`{ existing }`, its id: a copy would deliver every change twice to one
+   * receiver, and a team's thousand copies of a "*" subscription made each change a thousand
+   * deliveries on the queue every team shares). Creates of one team are serialised (a
+   * transaction-scoped advisory lock), so concurrent requests cannot pass either check together.
    */
-  createWithin(s: SubscriptionInsert, maxPerTeam: number): Promise<SubscriptionRow | 'team-limit'>;
+  createWithin(s: SubscriptionInsert, maxPerTeam: number): Promise<SubscriptionRow | 'team-limit' | { existing: string }>;
   /** The team's subscriptions, a page at a time in id order. */
   listForTeam(team: string, page: SubscriptionPage): Promise<SubscriptionRow[]>;
   /** The team's subscription, or undefined (another team's is as good as missing). */
@@ -122,6 +124,15 @@ export function createSubscriptionRepository(db: Kysely<HeraldTables>): Subscrip
       return db.transaction().execute(async (trx) => {
         await sql`select pg_advisory_xact_lock(${SUBSCRIPTION_CREATE_LOCK_CLASS}::int, hashtext(current_schema() || ':' || ${s.team}))`.execute(trx);
         const { n } = await trx.selectFrom('webhook_subscriptions').select((eb) => eb.fn.countAll<string>().as('n')).where('team', '=', s.team).executeTakeFirstOrThrow();
+        const same = await trx
+          .selectFrom('webhook_subscriptions')
+          .select('id')
+          .where('team', '=', s.team)
+          .where('callback_url', '=', s.callbackUrl)
+          .where('resource_type', '=', s.resourceType)
+          .where('resource_id', '=', s.resourceId)
+          .executeTakeFirst();
+        if (same !== undefined) return { existing: same.id };
         if (Number(n) >= maxPerTeam) return 'team-limit' as const;
         return toRow(await insert(trx, s));
       });
