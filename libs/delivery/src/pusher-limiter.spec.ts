@@ -184,6 +184,28 @@ describe('pusher with a rate limiter', () => {
     expect(asked).toEqual([undefined]);
   });
 
+  it("an app that reaches APNs or FCM through a connection of its own is paced on it: its 503 slows that app, not every app of the platform", async () => {
+    const asked: Array<string | undefined> = [];
+    const limiter = { acquire: async (_n: number, _s?: AbortSignal, _app?: string, _b?: unknown, service?: string) => (asked.push(service), true), observe: () => undefined };
+    const own = { host: 'apns-relay.internal', port: 8443, ca: true, proxy: false };
+    const none = { host: null, port: null, ca: false, proxy: false };
+    const apps: PusherDeps['apps'] = {
+      get: async (id) => ({ id, apnsTopic: 'com.herald.demo', fcmProjectId: null, enabled: true, createdAt: new Date(), updatedAt: new Date(), apnsConnection: id === 'relayed' ? own : none }),
+    };
+    const p = pusher(limiter, { kind: 'delivered' }, 30_000, undefined, { apps });
+    await p.handle([message('relayed').inbound, message('demo').inbound]);
+    expect(asked).toEqual(['connection of relayed', undefined]);
+    // FCM the same way; the limiter slows a lane apart from the platform's others (rate-limiter.spec.ts, Web Push's services).
+    const fcmApps: PusherDeps['apps'] = {
+      get: async (id) => ({ id, apnsTopic: null, fcmProjectId: 'p', enabled: true, createdAt: new Date(), updatedAt: new Date(), fcmConnection: { ...none, proxy: true } }),
+    };
+    const f = pusher(limiter, { kind: 'delivered' }, 30_000, undefined, { apps: fcmApps, platform: 'fcm' });
+    const m = message('proxied');
+    const fcm = { ...m.push, platform: 'fcm', token: 'f'.repeat(152) };
+    await f.handle([{ ...m.inbound, routingKey: 'push.fcm.send', queue: 'push.fcm.send', body: Buffer.from(JSON.stringify(fcm)) }]);
+    expect(asked.at(-1)).toBe('connection of proxied');
+  });
+
   it('a push that expires while it waits for budget is not sent: recorded as expired and acked', async () => {
     const m = message();
     const expiring = { ...m.push, expiresAt: new Date(Date.now() + 150).toISOString() };

@@ -234,8 +234,7 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
     bookedMs = turnInMs;
     slowed = cause === 'slowed';
   };
-  // A Web Push's push service: its Retry-After or overload holds back only pushes to it (RFC 8030 §8.4).
-  const service = r.push.platform === 'web' ? pushServiceOf(r.push.token, r.app.webPushHosts) : undefined;
+  const service = pacingLaneOf(r);
   const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, booked, service));
   if (!paced) return unpaced(deps, r.push.app, service, bookedMs, slowed);
   if (budgetWindow.aborted) return unpaced(deps, r.push.app, service);
@@ -249,6 +248,19 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   deps.metrics.providerSeconds.observe({ platform: deps.platform }, Number(process.hrtime.bigint() - started) / 1e9);
   deps.limiter?.observe?.(result, r.push.app, service);
   return result;
+}
+
+/**
+ * Whose overload a provider's answer about this push shows (the limiter's `service`): a Web Push's
+ * push service, whose Retry-After or overload holds back only pushes to it (RFC 8030 §8.4); the
+ * connection of an app that reaches APNs or FCM through one of its own (an endpoint, a proxy: 0011),
+ * so a 503 from it slows that app's pushes, not every app's of the platform in this pusher; else the
+ * platform's (undefined).
+ */
+function pacingLaneOf(r: Claimable): string | undefined {
+  if (r.push.platform === 'web') return pushServiceOf(r.push.token, r.app.webPushHosts);
+  const own = r.push.platform === 'apns' ? r.app.apnsConnection : r.app.fcmConnection;
+  return own !== undefined && (own.host !== null || own.port !== null || own.proxy) ? `connection of ${r.app.id}` : undefined;
 }
 
 /**
