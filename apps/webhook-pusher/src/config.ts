@@ -19,6 +19,7 @@ export const webhookPusherConfig = {
   WEBHOOK_DISABLE_AFTER_MS: int('A subscription whose deliveries keep failing (no success in between) for this long is disabled, with an alarm, when a delivery to it is given up (its last attempt failed, or refused for good)', {
     default: '86400000',
     min: 0,
+    comparedOnly: true,
   }),
   WEBHOOK_ALLOW_HTTP_LOCALHOST: bool('Allow callbacks to reach the loopback (localhost, 127.0.0.0/8, ::1): development and tests; keep false in production', {
     default: 'false',

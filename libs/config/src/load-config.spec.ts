@@ -25,8 +25,10 @@ describe('loadConfig', () => {
     ]);
     expect(problemsOf(() => loadConfig(spec, { RETRY_DELAYS_MS: `1000,${MAX_TIMER_MS + 1}` }))[0]).toMatch(/^RETRY_DELAYS_MS must be at most/);
     expect(loadConfig(spec, { PRUNE_INTERVAL_MS: String(MAX_TIMER_MS) }).PRUNE_INTERVAL_MS).toBe(MAX_TIMER_MS);
-    // Not a duration in ms: no such bound.
+    // Not a duration in ms, or one only compared with elapsed time (a month of failures before a webhook is disabled): no such bound.
     expect(loadConfig(spec, { RETENTION_DAYS: '3000000000' }).RETENTION_DAYS).toBe(3_000_000_000);
+    const compared = { DISABLE_AFTER_MS: int('Failing this long', { default: '86400000', min: 0, comparedOnly: true }) };
+    expect(loadConfig(compared, { DISABLE_AFTER_MS: '2592000000' }).DISABLE_AFTER_MS).toBe(2_592_000_000);
   });
 
   it('refuses a zero in a retry schedule at start, naming the variable (the broker refused it later, naming a queue)', () => {

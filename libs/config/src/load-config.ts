@@ -28,7 +28,7 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
     }
     try {
       out[name] = v.parse(raw);
-      const tooLong = name.endsWith('_MS') ? timerOverflow(out[name]) : undefined;
+      const tooLong = name.endsWith('_MS') && v.comparedOnly !== true ? timerOverflow(out[name]) : undefined;
       if (tooLong !== undefined) problems.push(`${shownName} ${tooLong}`);
     } catch (err) {
       // A secret's value is never echoed, whatever its parser's message says.
@@ -45,9 +45,10 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
 export const MAX_TIMER_MS = 2_147_483_647;
 
 /**
- * Why a duration in ms (a variable named *_MS: a number or a list of them) cannot be one: every
- * such setting ends in a timer somewhere, and Node runs a timer set past MAX_TIMER_MS after 1 ms
- * (JOB_PRUNE_INTERVAL_MS=2592000000, "monthly", pruned without a pause).
+ * Why a duration in ms (a variable named *_MS: a number or a list of them) cannot be one: such a
+ * setting ends in a timer somewhere unless its spec says it is only compared (comparedOnly), and
+ * Node runs a timer set past MAX_TIMER_MS after 1 ms (JOB_PRUNE_INTERVAL_MS=2592000000, "monthly",
+ * pruned without a pause).
  */
 function timerOverflow(value: unknown): string | undefined {
   const over = (Array.isArray(value) ? value : [value]).find((n) => typeof n === 'number' && n > MAX_TIMER_MS);

@@ -7,9 +7,14 @@ export interface VarSpec<T> {
   readonly secret?: boolean;
   /** Another variable that sets the same thing and wins when both are set (a newer name). */
   readonly alias?: string;
+  /**
+   * A duration in ms only ever compared with elapsed time, never a timer's delay: not held to
+   * MAX_TIMER_MS as other *_MS settings are (load-config.ts), so a month may be given.
+   */
+  readonly comparedOnly?: boolean;
 }
 
-type Opts = { default?: string | undefined; secret?: boolean; alias?: string };
+type Opts = { default?: string | undefined; secret?: boolean; alias?: string; comparedOnly?: boolean };
 
 const spec = <T>(description: string, parse: (raw: string) => T, opts: Opts = {}): VarSpec<T> => ({
   description,
@@ -17,6 +22,7 @@ const spec = <T>(description: string, parse: (raw: string) => T, opts: Opts = {}
   default: opts.default,
   secret: opts.secret ?? false,
   alias: opts.alias,
+  ...(opts.comparedOnly === true && { comparedOnly: true }),
 });
 
 export const str = (description: string, opts?: Opts): VarSpec<string> =>

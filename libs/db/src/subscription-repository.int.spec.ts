@@ -56,7 +56,7 @@ describe('subscription repository', () => {
 
   it('creates within the per-team cap, also under concurrent creates; other teams are not counted', async () => {
     const s = t.db.subscriptions;
-    const made = await Promise.all(Array.from({ length: 8 }, () => s.createWithin(sub('capped', 'x'), 5)));
+    const made = await Promise.all(Array.from({ length: 8 }, (_, i) => s.createWithin(sub('capped', `x${i}`), 5)));
     expect(made.filter((m) => m === 'team-limit')).toHaveLength(3);
     expect(await s.listForTeam('capped', { limit: 100 })).toHaveLength(5);
     expect(await s.createWithin(sub('capped', 'y'), 5)).toBe('team-limit');

@@ -17,8 +17,8 @@ export const appDeliveryConfig = {
   PROVIDER_IDLE_MS: int("Close an app's own provider (connection, provider token) after this long without a send", { default: '300000', min: 1000 }),
   APP_REQUEST_TIMEOUT_MS: int('Per-request timeout for providers built from app credentials', { default: '5000', min: 100 }),
   APP_BAN_THRESHOLD: int('Credential or topic failures of one app within APP_BAN_WINDOW_MS that ban it', { default: '20', min: 1 }),
-  APP_BAN_WINDOW_MS: int('Window over which an app\'s credential or topic failures are counted', { default: '60000', min: 1000 }),
-  APP_BAN_COOLDOWN_MS: int("How long a banned app's pushes are parked (code app-banned) before sends are tried again", { default: '300000', min: 1000 }),
+  APP_BAN_WINDOW_MS: int('Window over which an app\'s credential or topic failures are counted', { default: '60000', min: 1000, comparedOnly: true }),
+  APP_BAN_COOLDOWN_MS: int("How long a banned app's pushes are parked (code app-banned) before sends are tried again", { default: '300000', min: 1000, comparedOnly: true }),
   JOB_STATUS_ENABLED: bool('Record each push\'s final outcome for the job status the HTTP API reports', { default: 'true' }),
 } as const;
 

@@ -111,6 +111,7 @@ export const pusherConfig = {
   PREFERENCES_RECHECK_AFTER_MS: int("A push whose user's opt-outs and mutes were read longer ago than this (when the demuxer made it, or it fell due) has them, and its job's cancel, asked again before it is sent: one replayed from a parked queue, or held back by its app's budget or a pause (0: every push)", {
     default: String(DEFAULT_PREFERENCES_RECHECK_MS),
     min: 0,
+    comparedOnly: true,
   }),
   ...appDeliveryConfig,
   SANDBOX_STATE_DIR: str('Where the sandbox keeps its certificate, keys and sandbox.json (used when no credentials are set)', {
