@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
+import { createDatabase, dropSchemaAndClose } from '@herald/db';
 import { managementRequest, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metric, opsUrl } from '../support/metrics.ts';
-import type { ServiceProcess } from '../support/service-process.ts';
+import { ServiceProcess } from '../support/service-process.ts';
 import { startSystem, type System } from '../support/system.ts';
 
 interface Probe {
@@ -67,5 +69,23 @@ describe('readiness: /readyz and herald_ready follow what a service has of Rabbi
     await mgmt('PUT', permissions(), { configure: '.*', write: '.*', read: '.*' });
     await waitFor('the registrar ready again', async () => (await probe(registrar, '/readyz')).status === 200, { timeoutMs: 30_000 });
     expect(await metric(registrar, 'herald_ready')).toBe(1);
+  });
+
+  it('a service started before prepare (its schema lacks the newest migration) waits, not ready, saying why, and starts once the migrations have run', async () => {
+    const schema = `herald_unprepared_${randomBytes(4).toString('hex')}`;
+    const gated = new ServiceProcess('registrar#unprepared', 'registrar', { ...sys.env, DATABASE_SCHEMA: schema });
+    sys.services.set(gated.name, gated);
+    const db = createDatabase({ url: sys.env['DATABASE_URL'] ?? '', schema });
+    try {
+      const started = gated.start(60_000);
+      await gated.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the schema lacks a migration this release needs'), 30_000);
+      expect(await probe(gated, '/readyz')).toEqual({ status: 503, body: { ok: false, problems: ['starting'] } });
+      await db.migrate();
+      await started;
+      expect(await probe(gated, '/readyz')).toEqual({ status: 200, body: { ok: true } });
+    } finally {
+      await gated.stop();
+      await dropSchemaAndClose(db);
+    }
   });
 });

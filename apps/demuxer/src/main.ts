@@ -26,6 +26,8 @@ const config = loadConfigOrExit(demuxerConfig, process.env, demuxerConfigProblem
 
 await runService('demuxer', config, async ({ logger, registry }) => {
   const db = createDatabase({ ...databaseOptionsOf(config), logger });
+  // Not ready until the schema holds what this release reads (prepare may not have run yet).
+  await db.untilMigrated();
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'demuxer', metrics: registry });
   const scheduling = {
     store: db.scheduled,

@@ -11,6 +11,8 @@ const config = loadConfigOrExit(registrarConfig);
 await runService('registrar', config, async ({ logger, registry }) => {
   const retentionMs = config.DEVICE_RETENTION_DAYS * 86_400_000;
   const db = createDatabase({ ...databaseOptionsOf(config), logger });
+  // Not ready until the schema holds what this release reads (prepare may not have run yet).
+  await db.untilMigrated();
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'registrar', metrics: registry });
   const consumer = await broker.consume({
     queue: Queues.registrations,

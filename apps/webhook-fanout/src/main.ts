@@ -11,6 +11,8 @@ const config = loadConfigOrExit(fanoutConfig);
 
 await runService('webhook-fanout', config, async ({ logger, registry }) => {
   const db = createDatabase({ ...databaseOptionsOf(config), logger });
+  // Not ready until the schema holds what this release reads (prepare may not have run yet).
+  await db.untilMigrated();
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'webhook-fanout', metrics: registry });
   const handle = createFanoutHandler({
     subscriptions: db.subscriptions,

@@ -2,7 +2,8 @@ import pg from 'pg';
 import { Kysely, sql, type LogEvent } from 'kysely';
 import type { Logger } from '@herald/logging';
 import type { HeraldTables } from './tables.ts';
-import { migrateToLatest, SchemaPostgresDialect, type MigrationLockOptions } from './migrations.ts';
+import { hasMigration, migrateToLatest, REQUIRED_MIGRATION, SchemaPostgresDialect, type MigrationLockOptions } from './migrations.ts';
+import { isDatabaseUnavailable } from './database-errors.ts';
 import { createDeviceRepository, type DeviceRepository } from './device-repository.ts';
 import { createPreferenceRepository, type PreferenceRepository } from './preference-repository.ts';
 import { createAppRepository, type AppRepository } from './app-repository.ts';
@@ -103,6 +104,14 @@ export interface Database {
   readonly audit: AuditLog;
   /** Create the schema if missing and apply every pending migration (safe to run concurrently). */
   migrate(): Promise<void>;
+  /**
+   * Resolves once the schema holds every migration this release needs (REQUIRED_MIGRATION), asking
+   * every `intervalMs` (5 s) and logging an error each minute while it does not: a service started
+   * before `prepare` ran (every Deployment rolled at once) waits, not ready, instead of reading
+   * columns that are not there and parking its messages. A database that does not answer is not
+   * waited for here (the service starts, and its consumers defer as in any outage).
+   */
+  untilMigrated(options?: { intervalMs?: number; signal?: AbortSignal }): Promise<void>;
   /** Close the pool; idempotent. */
   close(): Promise<void>;
 }
@@ -219,6 +228,22 @@ export function createDatabase(options: DatabaseOptions): Database {
         if (applied.length > 0) logger?.info({ schema, applied }, 'database migrated');
       } finally {
         await untimed.destroy();
+      }
+    },
+    untilMigrated: async ({ intervalMs = 5_000, signal } = {}) => {
+      let lastSaid = 0;
+      for (;;) {
+        const held = await hasMigration(kysely, schema).catch((err: unknown) => {
+          if (isDatabaseUnavailable(err)) return true;
+          throw err;
+        });
+        if (held) return;
+        if (Date.now() - lastSaid >= 60_000) {
+          lastSaid = Date.now();
+          logger?.error({ schema, needs: REQUIRED_MIGRATION }, 'the schema lacks a migration this release needs: waiting, not ready, until prepare (the migrations) has run');
+        }
+        await new Promise((resolve) => setTimeout(resolve, intervalMs));
+        if (signal?.aborted === true) return;
       }
     },
     close: () => (closed ??= kysely.destroy()),

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { createSpecDatabase, SPEC_DATABASE_URL } from './spec-database.ts';
 import { createDatabase, DatabaseConfigError, dropSchemaAndClose, type Database } from './database.ts';
-import { DEFAULT_MIGRATIONS_DIR } from './migrations.ts';
+import { DEFAULT_MIGRATIONS_DIR, REQUIRED_MIGRATION } from './migrations.ts';
 
 /** Every migration in the repo, in order (0001_apps, 0002_devices, …). */
 const ALL_MIGRATIONS = readdirSync(DEFAULT_MIGRATIONS_DIR).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort().map((f) => f.replace(/\.sql$/, ''));
@@ -168,7 +168,7 @@ describe('migrate', () => {
 
 describe('migrate beside a long transaction', () => {
   /** A schema at 0001 (table t, one row) and a pending 0002 that alters t, with a client of its own for the test's transactions. */
-  async function schemaWithPendingAlter(name: string) {
+  async function schemaWithPendingAlter(name: string, lockWaitMs: number) {
     const dir = mkdtempSync(join(tmpdir(), 'herald-mig-'));
     writeFileSync(join(dir, '0001_t.sql'), 'create table t (id int primary key); insert into t values (1);');
     const schema = `herald_${name}_${randomBytes(4).toString('hex')}`;
@@ -177,7 +177,7 @@ describe('migrate beside a long transaction', () => {
       url: SPEC_DATABASE_URL,
       schema,
       migrationsDir: dir,
-      migrationLocks: { lockTimeoutMs: 200, lockWaitMs: 2_500, onLockWait: (w) => waits.push(w) },
+      migrationLocks: { lockTimeoutMs: 200, lockWaitMs, onLockWait: (w) => waits.push(w) },
     });
     opened.push(db);
     await db.migrate();
@@ -187,24 +187,29 @@ describe('migrate beside a long transaction', () => {
   }
 
   it('is tried again while another transaction holds the table, serving its readers meanwhile, and applied once it ends', async () => {
-    const { db, other, waits, close } = await schemaWithPendingAlter('lockwait');
+    const { db, other, waits, close } = await schemaWithPendingAlter('lockwait', 30_000);
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     try {
+      let locked!: () => void;
+      const holds = new Promise<void>((resolve) => (locked = resolve));
       const holding = other.kysely.connection().execute(async (conn) => {
         await sql`begin`.execute(conn);
         await sql`set application_name = 'ops-psql-session'`.execute(conn);
         await sql`select * from t`.execute(conn);
+        locked();
         await released;
         await sql`commit`.execute(conn);
       });
+      await holds;
       const migrating = db.migrate();
-      await expect.poll(() => waits.length, { timeout: 2_000 }).toBeGreaterThan(0);
+      // Kysely's own migration lock is one for every schema of the database: other files' new schemas may hold it a while.
+      await expect.poll(() => waits.length, { timeout: 20_000 }).toBeGreaterThan(0);
       // A reader of t, queued behind the migration's exclusive lock, waits at most the lock timeout, not until the holder ends.
       const { rows } = await sql<{ id: number }>`select id from t`.execute(other.kysely);
       expect(rows).toEqual([{ id: 1 }]);
       expect(waits[0]?.migration).toBe('0002_t_note');
-      expect(waits[0]?.holders.join()).toMatch(/pid \d+ \(ops-psql-session, idle in transaction, in a transaction for \d+ s, on t: select \* from t\)/);
+      expect(waits[0]?.holders.join()).toMatch(/pid \d+ \(role \w+, ops-psql-session, idle in transaction, in a transaction for \d+ s, on t: select \* from t\)/);
       release();
       await holding;
       await migrating;
@@ -216,13 +221,13 @@ describe('migrate beside a long transaction', () => {
   });
 
   it('fails naming what holds the lock once it has waited lockWaitMs, leaving the migration unapplied', async () => {
-    const { db, other, close } = await schemaWithPendingAlter('lockfail');
+    const { db, other, close } = await schemaWithPendingAlter('lockfail', 2_500);
     try {
       await other.kysely.connection().execute(async (conn) => {
         await sql`begin`.execute(conn);
         await sql`set application_name = 'nightly-pg-dump'`.execute(conn);
         await sql`select * from t`.execute(conn);
-        await expect(db.migrate()).rejects.toThrow(/migration 0002_t_note in schema \S+ could not take its locks within 2500 ms; held by pid \d+ \(nightly-pg-dump, /);
+        await expect(db.migrate()).rejects.toThrow(/migration 0002_t_note in schema \S+ could not take its locks within 2500 ms; held by pid \d+ \(role \w+, nightly-pg-dump, /);
         await sql`rollback`.execute(conn);
       });
       expect(await appliedMigrations(db)).toEqual(['0001_t']);
@@ -255,6 +260,38 @@ describe('migrate a schema ahead of the release (a rollback)', () => {
       await expect(older.migrate()).rejects.toThrow(/holds migrations this release does not know \(0002_second\) and lacks ones it needs \(0003_other\)/);
     } finally {
       await older.close();
+    }
+  });
+});
+
+describe('a service started before prepare', () => {
+  it('needs the newest migration: REQUIRED_MIGRATION is the last file (raise it with every migration)', () => {
+    expect(REQUIRED_MIGRATION).toBe(ALL_MIGRATIONS.at(-1));
+  });
+
+  it('waits, not ready, until the schema holds the migration this release needs; a database that does not answer is not waited for', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-mig-'));
+    writeFileSync(join(dir, '0001_first.sql'), 'create table first_t (id int);');
+    const schema = `herald_gate_${randomBytes(4).toString('hex')}`;
+    const db = createDatabase({ url: SPEC_DATABASE_URL, schema, migrationsDir: dir });
+    opened.push(db);
+    // No schema at all yet, then one a release behind.
+    let through = false;
+    const waiting = db.untilMigrated({ intervalMs: 50 }).then(() => (through = true));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(through).toBe(false);
+    await db.migrate();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(through).toBe(false);
+    // prepare of this release ran.
+    await sql`insert into kysely_migration (name, timestamp) values (${REQUIRED_MIGRATION}, ${new Date().toISOString()})`.execute(db.kysely);
+    await waiting;
+    expect(through).toBe(true);
+    const away = createDatabase({ url: 'postgres://postgres@127.0.0.1:1/none', schema, connectTimeoutMs: 500 });
+    try {
+      await away.untilMigrated({ intervalMs: 50 });
+    } finally {
+      await away.close();
     }
   });
 });

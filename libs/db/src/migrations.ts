@@ -21,6 +21,25 @@ export const DEFAULT_MIGRATIONS_DIR = fileURLToPath(new URL('../../../infra/db/m
 
 const MIGRATION_FILE = /^\d{4}_[a-z0-9_]+\.sql$/;
 
+/**
+ * The newest migration this release's code needs: a service waits, not ready, until the schema
+ * holds it (Database.untilMigrated). Every migration added raises it (migrations.spec.ts holds it
+ * to the newest file), since the code that comes with a migration reads what it adds.
+ */
+export const REQUIRED_MIGRATION = '0039_apns_certificate_expiry';
+
+/**
+ * Whether `schema` holds `migration`: false when it does not, or has no migrations table yet.
+ * Throws what the database answers otherwise (unreachable, say).
+ */
+export async function hasMigration<DB>(db: Kysely<DB>, schema: string, migration = REQUIRED_MIGRATION): Promise<boolean> {
+  const { rows } = await sql<{ held: boolean }>`
+    select to_regclass(format('%I.kysely_migration', ${schema}::text)) is not null as held`.execute(db);
+  if (rows[0]?.held !== true) return false;
+  const { rows: found } = await sql<{ name: string }>`select name from ${sql.table(`${schema}.kysely_migration`)} where name = ${migration}`.execute(db);
+  return found.length > 0;
+}
+
 /** Thrown when migrating fails; names the migration that failed. */
 export class MigrationError extends Error {
   override readonly name = 'MigrationError';
@@ -106,7 +125,8 @@ export async function migrateToLatest<DB>(db: Kysely<DB>, schema: string, dir = 
       // cheaper than one Migrator run per migration (dozens of test schemas are made per run).
       if (known.every((m) => m.executedAt === undefined)) return applied(await migrator.migrateToLatest(), schema);
       const done: string[] = [];
-      const giveUpAt = Date.now() + (locks.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
+      // The wait is each migration's own: time spent running those before it (an index build) is none of it.
+      let giveUpAt = Date.now() + (locks.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
       for (let wait = 500; ; ) {
         const result = await migrator.migrateUp();
         const failed = result.results?.find((r) => r.status === 'Error')?.migrationName;
@@ -126,10 +146,13 @@ export async function migrateToLatest<DB>(db: Kysely<DB>, schema: string, dir = 
         const step = applied(result, schema);
         if (step.length === 0) return done;
         done.push(...step);
+        giveUpAt = Date.now() + (locks.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
+        wait = 500;
       }
     } finally {
-      await sql`reset lock_timeout`.execute(conn);
-      await sql`select pg_advisory_unlock(${lockKey})`.execute(conn);
+      // On a connection lost meanwhile these fail too: the error that ended the run is the one to see.
+      await sql`reset lock_timeout`.execute(conn).catch(() => undefined);
+      await sql`select pg_advisory_unlock(${lockKey})`.execute(conn).catch(() => undefined);
     }
   });
 }
@@ -151,19 +174,30 @@ const sqlStateOf = (err: unknown): string | undefined => {
   return undefined;
 };
 
-/** The other sessions holding locks on the schema's tables, oldest transaction first, as an operator would look them up. */
+/**
+ * The other sessions holding locks on the schema's tables, oldest transaction first, as an operator
+ * would look them up. PostgreSQL shows another role's state, transaction start and statement only
+ * to a superuser or a member of pg_read_all_stats: for the rest, the pid and role.
+ */
 async function lockHolders<DB>(conn: Kysely<DB>, schema: string): Promise<string[]> {
-  const { rows } = await sql<{ pid: number; application_name: string; state: string; xact_s: number; tables: string; query: string }>`
-    select a.pid, a.application_name, a.state, extract(epoch from now() - a.xact_start)::int as xact_s,
+  const { rows } = await sql<{ pid: number; usename: string | null; application_name: string | null; state: string | null; xact_s: number | null; tables: string; query: string | null }>`
+    select a.pid, a.usename, a.application_name, a.state, extract(epoch from now() - a.xact_start)::int as xact_s,
            string_agg(distinct c.relname, ', ') as tables, left(a.query, 120) as query
     from pg_locks l
     join pg_class c on c.oid = l.relation
     join pg_namespace n on n.oid = c.relnamespace
     join pg_stat_activity a on a.pid = l.pid
-    where n.nspname = ${schema} and c.relkind in ('r', 'p') and l.granted and l.pid <> pg_backend_pid() and a.xact_start is not null
-    group by a.pid, a.application_name, a.state, a.xact_start, a.query
-    order by a.xact_start limit 5`.execute(conn);
-  return rows.map((r) => `pid ${r.pid} (${r.application_name === '' ? 'no application_name' : r.application_name}, ${r.state}, in a transaction for ${r.xact_s} s, on ${r.tables}: ${r.query})`);
+    where n.nspname = ${schema} and c.relkind in ('r', 'p') and l.granted and l.pid <> pg_backend_pid()
+    group by a.pid, a.usename, a.application_name, a.state, a.xact_start, a.query
+    order by a.xact_start nulls last limit 5`.execute(conn);
+  return rows.map((r) => {
+    const who = [r.usename === null ? undefined : `role ${r.usename}`, r.application_name === null || r.application_name === '' ? undefined : r.application_name].filter((w) => w !== undefined).join(', ');
+    const what =
+      r.state === null
+        ? `on ${r.tables}, its state hidden from this role (pg_read_all_stats shows it)`
+        : `${r.state}, in a transaction for ${r.xact_s ?? '?'} s, on ${r.tables}: ${r.query ?? ''}`;
+    return `pid ${r.pid} (${who === '' ? 'no application_name' : who}, ${what})`;
+  });
 }
 
 /** The migrations a Migrator run applied; a MigrationError naming the one that failed. */

@@ -19,6 +19,8 @@ export async function runDescheduler(platform: Platform, config: ConfigOf<typeof
       poolSize: config.DESCHEDULER_CONCURRENCY + 2,
       idleInTransactionTimeoutMs: config.DESCHEDULER_HELD_BATCH_TIMEOUT_MS,
     });
+    // Not ready until the schema holds what this release reads (prepare may not have run yet).
+    await db.untilMigrated();
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry, consumes: false });
     const descheduler = await startStoreDescheduler(platform, config, { db, broker, logger, registry });
     return {

@@ -18,6 +18,8 @@ export async function runInvalidator(platform: Platform, config: InvalidatorSett
   const name = `${platform}-invalidator`;
   await runService(name, config, async ({ logger, registry }) => {
     const db = createDatabase({ ...databaseOptionsOf(config), logger });
+    // Not ready until the schema holds what this release reads (prepare may not have run yet).
+    await db.untilMigrated();
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
     const consumer = await broker.consume({
       queue: invalidationQueueFor(platform),

@@ -90,6 +90,8 @@ export async function runPusher(
       idleInTransactionTimeoutMs: config.DESCHEDULER_HELD_BATCH_TIMEOUT_MS,
       ledgerTimeoutMs: ledgerTimeoutOf(config.LEDGER_LEASE_MS),
     });
+    // Not ready until the schema holds what this release reads (prepare may not have run yet).
+    await db.untilMigrated();
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
     const { limiter, close: closeLimiter } = await createPusherLimiter(platform, config, logger, registry);
     const stopping = new AbortController();
