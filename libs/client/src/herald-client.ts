@@ -1,4 +1,4 @@
-import { jobConformanceIssues } from '@herald/providers';
+import { jobConformanceIssues, jobNotices } from '@herald/providers';
 import {
   ChangePublish,
   Exchanges,
@@ -51,6 +51,12 @@ export interface HeraldClientOptions {
    * otherwise hold the call for good.
    */
   confirmTimeoutMs?: number;
+  /**
+   * Told, once the job is published, what Herald will adapt or not deliver as asked (the sentences
+   * the HTTP API answers as `notices` and the job's status shows): an expiry that misses the zones
+   * whose local time comes after it, an FCM expiry past its 28 days. Default: a warning on `logger`.
+   */
+  onNotices?: (job: PushJob, notices: readonly string[]) => void;
 }
 
 const DEFAULT_CONFIRM_TIMEOUT_MS = 30_000;
@@ -106,6 +112,7 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
     consumes: false,
   });
   // Jobs published at once share RabbitMQ messages (each caller still resolved by its own job's confirm).
+  const tellNotices = options.onNotices ?? ((job: PushJob, notices: readonly string[]) => logger.warn({ jobId: job.id, notices }, 'Herald adapts this job or does not deliver all of it as asked'));
   const publishJob = coalescedPublish(broker.publisher, { ...(options.jobPackSize !== undefined && { packMax: options.jobPackSize }), callTimeoutMs: confirmTimeoutMs });
   const client: HeraldClient = {
     async publishPushJob(input) {
@@ -120,6 +127,8 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
       const issues = jobConformanceIssues(job, { web: false });
       if (issues.length > 0) throw new ValidationError('push job', issues.map((i) => `${i.path}: ${i.message}`));
       await publishJob({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id });
+      const notices = jobNotices(job, acceptedAtOf(job, new Date()));
+      if (notices.length > 0) tellNotices(job, notices);
       return job;
     },
     async publishRegistration(input) {

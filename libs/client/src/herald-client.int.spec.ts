@@ -1,0 +1,33 @@
+import { jobNotices } from '@herald/providers';
+import { connectBroker, heraldTopology } from '@herald/messaging';
+import { createLogger } from '@herald/logging';
+import { createTestVhost, type TestVhost } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHeraldClient } from './herald-client.ts';
+
+const logger = createLogger({ service: 'client-spec', level: 'silent', format: 'json' });
+let vhost: TestVhost;
+beforeAll(async () => {
+  vhost = await createTestVhost('client-notices');
+  const broker = await connectBroker({ url: vhost.amqpUrl, logger, connectionName: 'client-spec' });
+  await broker.applyTopology(heraldTopology({ retryDelaysMs: [1000] }));
+  await broker.close();
+});
+afterAll(() => vhost?.delete());
+
+describe('the client library', () => {
+  it("tells onNotices, once the job is published, what Herald will not deliver as asked (the HTTP API's notices), and nothing for a job it delivers as asked", async () => {
+    const told: Array<{ id: string; notices: readonly string[] }> = [];
+    const client = await createHeraldClient({ url: vhost.amqpUrl, logger, onNotices: (job, notices) => told.push({ id: job.id, notices }) });
+    try {
+      // A local time without a date, expiring within two hours: the zones whose 09:00 comes later get nothing.
+      const short = await client.publishPushJob({ id: 'short-ttl', app: 'demo', userId: 'u', category: 'news', content: { title: 'Hi' }, ttl: 7200, deliverAt: { localTime: '09:00' } });
+      await client.publishPushJob({ id: 'plain', app: 'demo', userId: 'u', category: 'news', content: { title: 'Hi' } });
+      const expected = jobNotices(short, new Date(short.acceptedAt ?? ''));
+      expect(expected).toEqual([expect.stringMatching(/devices whose local 09:00 comes after that get nothing/)]);
+      expect(told).toEqual([{ id: 'short-ttl', notices: expected }]);
+    } finally {
+      await client.close();
+    }
+  });
+});
