@@ -52,7 +52,7 @@ export const commonConfig = {
   ),
   DATABASE_SCHEMA: str('PostgreSQL schema that holds Herald tables', { default: 'public' }),
   DATABASE_QUERY_TIMEOUT_MS: int(
-    'Longest one PostgreSQL statement may go unanswered, counted from its sending (not from a wait for a busy pool), before its connection and the pool\'s idle ones are closed and the statement fails as the database being unavailable (deferred, tried again on a new connection). Without it a statement sent to a primary lost without a word (power cut, partition) waits about 15 minutes for the kernel to give up. A statement waiting longer for a lock (a migration holding a table) is cut too, and tried again. Pushers bound their ledger statements by a sixth of LEDGER_LEASE_MS (at least 1 s) whatever this says. 0: no bound',
+    'Longest one PostgreSQL statement may go unanswered, counted from its sending (not from a wait for a busy pool), before its connection and the pool\'s idle ones are closed and the statement fails as the database being unavailable (deferred, tried again on a new connection). Without it a statement sent to a primary lost without a word (power cut, partition) waits about 15 minutes for the kernel to give up. A statement waiting longer for a lock (a migration holding a table) is cut too, and tried again; a server alive but that slow cancels it itself a little earlier (statement_timeout), rolling it back. Pushers bound their ledger statements by a sixth of LEDGER_LEASE_MS (at least 1 s) whatever this says. 0: no bound',
     { default: '60000', min: 0 },
   ),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace'], 'pino log level', { default: 'info' }),

@@ -2,8 +2,12 @@ import { QueryTimeoutError } from './query-timeout.ts';
 
 /** Socket errors that mean the server is not (or no longer) reachable. */
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-/** SQLSTATEs of a server that is going away or not accepting sessions yet (a restart, a failover). */
-const GOING_AWAY = new Set(['57P01', '57P02', '57P03']);
+/**
+ * SQLSTATEs of a server that is going away or not accepting sessions yet (a restart, a failover),
+ * and 57014, a statement the server cancelled: past its statement_timeout (serverStatementTimeoutOf,
+ * a server too slow to answer in time) or by an operator's pg_cancel_backend; tried again, not parked.
+ */
+const GOING_AWAY = new Set(['57P01', '57P02', '57P03', '57014']);
 // 'timeout expired': pg's own start-up deadline (DatabaseOptions.connectTimeoutMs) passed.
 const LOST = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|^timeout expired$/i;
 

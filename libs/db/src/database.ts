@@ -150,6 +150,17 @@ function withConnectTimeout(Base: typeof pg.Client, timeoutMs: number): typeof p
   };
 }
 
+/**
+ * The server's own bound on a statement of a pool whose statements are bounded (statement_timeout),
+ * a little under the client's: a server that is slow but alive (a lock held, a plan gone wrong)
+ * cancels the statement itself, rolling it back (57014, deferred as the database being unavailable),
+ * on a connection that stays open. Without it, the statement the client abandoned ran on, and an
+ * insert committed after the client had given up on it and tried it again on a new connection,
+ * each try one more backend at work. The client's own deadline remains for a host that answers
+ * nothing at all.
+ */
+export const serverStatementTimeoutOf = (queryTimeoutMs: number): number => Math.max(1, Math.round(queryTimeoutMs - Math.min(1_000, queryTimeoutMs / 10)));
+
 /** A pg Pool whose every connection has search_path = schema, keepalive, the start-up deadline and (if set) the statements' deadline. */
 function poolFor(options: DatabaseOptions, queryTimeoutMs: number | undefined): pg.Pool {
   const { url, schema, poolSize = 10, logger } = options;
@@ -168,6 +179,7 @@ function poolFor(options: DatabaseOptions, queryTimeoutMs: number | undefined): 
       `-c search_path=${schema}`,
       ...(options.synchronousCommit === false ? ['-c synchronous_commit=off'] : []),
       ...(options.idleInTransactionTimeoutMs === undefined ? [] : [`-c idle_in_transaction_session_timeout=${Math.round(options.idleInTransactionTimeoutMs)}`]),
+      ...(queryTimeoutMs === undefined ? [] : [`-c statement_timeout=${serverStatementTimeoutOf(queryTimeoutMs)}`]),
     ].join(' '),
     application_name: 'herald',
     keepAlive: true,
