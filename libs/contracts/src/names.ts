@@ -72,6 +72,13 @@ export const Headers = {
   delay: 'x-herald-delay-ms',
   /** On a message in a delay queue: the queue it goes back to. */
   returnTo: 'x-herald-return-to',
-  /** On a message in a delay queue: when it goes back (epoch ms). */
+  /** On a message in a delay queue: when it goes back (epoch ms, by the clock of the process that wrote it). */
   dueAt: 'x-herald-due-at',
+  /**
+   * On a message in a delay queue: how long it waits from when a relay takes it (ms). A relay reads
+   * this before dueAt, which another host's clock wrote: a relay minutes ahead of the writer sent
+   * every retry shorter than that back at once (five attempts in seconds, parked), and one behind held
+   * each that much longer. dueAt is still written for relays built before 2026-12-06.
+   */
+  waitMs: 'x-herald-wait-ms',
 } as const;

@@ -93,11 +93,43 @@ describe('delay queue relay', () => {
       expect(back.attempt).toBe(2);
       expect(back.headers[HeraldHeaders.returnTo]).toBeUndefined();
       expect(back.headers[HeraldHeaders.dueAt]).toBeUndefined();
+      expect(back.headers[HeraldHeaders.waitMs]).toBeUndefined();
       // Held at most 300 ms at a time: taken from the delay queue once a hold (1,200–1,500 ms of delay), not once in all.
       const consumed = (await registry.getSingleMetric('herald_messages_consumed_total')?.get())?.values ?? [];
       const taken = consumed.find((v) => v.labels['queue'] === delayQueueFor(DELAY_MS))?.value ?? 0;
       expect(taken).toBeGreaterThanOrEqual(4);
       expect((await broker.queueCounts([delayQueueFor(DELAY_MS)])).get(delayQueueFor(DELAY_MS))?.ready).toBe(0);
+    } finally {
+      await broker.close();
+      await vhost.delete();
+    }
+  });
+
+  it("waits a message's time from when the relay takes it, whatever the writer's clock said (a relay minutes ahead of the writer sent every retry back at once)", async () => {
+    // Its own vhost: the relays this file's other broker started would take the copy first.
+    const vhost = await createTestVhost('msg-relay-skew');
+    const broker = await connectBroker({ url: vhost.amqpUrl, logger: silentLogger, connectionName: `${vhost.name}-skew` });
+    try {
+      await broker.applyTopology(mergeTopologies(workQueueTopology('s.work', 's.exchange'), retryTopology(DELAYS)));
+      const arrivals: Array<{ at: number; headers: Record<string, unknown> }> = [];
+      const handler = recordingHandler((m) => (arrivals.push({ at: Date.now(), headers: m.headers }), { kind: 'ack' }));
+      const consumer = await broker.consume({ queue: 's.work', prefetch: 1, retryDelaysMs: DELAYS, handle: handler.handle });
+      const connection = await connect(vhost.amqpUrl);
+      const channel = await connection.createChannel();
+      const sentAt = Date.now();
+      // Written by a host whose clock is ten minutes behind this relay's: by dueAt it was due long ago.
+      channel.sendToQueue(delayQueueFor(DELAY_MS), Buffer.from('skewed'), {
+        messageId: 'skewed',
+        headers: { [HeraldHeaders.returnTo]: 's.work', [HeraldHeaders.dueAt]: sentAt + 1_000 - 600_000, [HeraldHeaders.waitMs]: 1_000 },
+      });
+      await channel.close();
+      await connection.close();
+      await waitFor('the message back', () => arrivals.length === 1, { timeoutMs: 10_000 });
+      await consumer.stop(1_000);
+      const [back] = arrivals;
+      if (back === undefined) throw new Error('no arrival');
+      expect(back.at - sentAt).toBeGreaterThanOrEqual(1_000 - 20);
+      expect(back.headers[HeraldHeaders.waitMs]).toBeUndefined();
     } finally {
       await broker.close();
       await vhost.delete();

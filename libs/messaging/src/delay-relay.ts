@@ -15,7 +15,7 @@ export const NO_RETURN_QUEUE = 'no-return-queue';
 export const RELAY_MAX_HOLD_MS = 10 * 60_000;
 
 /**
- * The handler of a delay queue's relay: wait until each message's due time, then send it back to
+ * The handler of a delay queue's relay: wait each message's time (waitOf), then send it back to
  * the queue it came from ('forward': published with a confirm, then acked, so a relay that stops
  * or dies meanwhile leaves the message in the delay queue for another). A message without a due
  * time is due at once; one due more than `maxHoldMs` from now is held that long, then published
@@ -30,13 +30,24 @@ export function relayHandler(maxHoldMs = RELAY_MAX_HOLD_MS) {
         if (typeof returnTo !== 'string' || returnTo === '') {
           return { kind: 'park', code: NO_RETURN_QUEUE, reason: `a message in ${m.queue} has no ${HeraldHeaders.returnTo} header naming the queue it goes back to` };
         }
-        const due = Number(m.headers[HeraldHeaders.dueAt]);
-        const wait = Number.isFinite(due) ? due - Date.now() : 0;
+        const wait = waitOf(m.headers);
         await sleep(Math.min(wait, maxHoldMs), stopping);
         if (stopping.aborted) throw new RelayStopping();
-        return wait > maxHoldMs ? { kind: 'forward', queue: m.queue, asIs: true } : { kind: 'forward', queue: returnTo };
+        return wait > maxHoldMs ? { kind: 'forward', queue: m.queue, asIs: true, waitMs: wait - maxHoldMs } : { kind: 'forward', queue: returnTo };
       }),
     );
+}
+
+/**
+ * How long a message waits from now: its waitMs, counted by this process from when it took the
+ * message (no other host's clock in it), else, written by a process built before it, its dueAt
+ * less this clock's now; none: due at once.
+ */
+function waitOf(headers: Record<string, unknown>): number {
+  const waitMs = Number(headers[HeraldHeaders.waitMs]);
+  if (headers[HeraldHeaders.waitMs] !== undefined && Number.isFinite(waitMs)) return Math.max(0, waitMs);
+  const due = Number(headers[HeraldHeaders.dueAt]);
+  return Number.isFinite(due) ? due - Date.now() : 0;
 }
 
 /** The relay stopped while the message waited: it stays in the delay queue (requeued, not an error). */

@@ -89,7 +89,7 @@ export class Settler {
         return undefined;
       case 'forward':
         try {
-          await this.forward(d, outcome.queue, outcome.asIs === true);
+          await this.forward(d, outcome.queue, outcome.asIs === true, outcome.waitMs);
         } catch (err) {
           // No such queue (deleted, renamed, misspelt by hand): no retry makes one, and a relay has
           // no delivery limit, so it would go round for good, unseen. Parked beside the delay queue.
@@ -134,17 +134,25 @@ export class Settler {
         [HeraldHeaders.delay]: plan.queueDelayMs,
         [HeraldHeaders.returnTo]: this.queue,
         [HeraldHeaders.dueAt]: Date.now() + plan.expirationMs,
+        [HeraldHeaders.waitMs]: plan.expirationMs,
       },
     };
     await this.publisher.publishMany([copy]);
   }
 
-  /** A waited message back to its queue, without the delay queue's own headers unless `asIs` (back into the delay queue). */
-  private async forward(d: Delivery, queue: string, asIs: boolean): Promise<void> {
+  /**
+   * A waited message back to its queue, without the delay queue's own headers unless `asIs` (back
+   * into the delay queue, to wait `waitMs` more).
+   */
+  private async forward(d: Delivery, queue: string, asIs: boolean, waitMs?: number): Promise<void> {
     const headers = copiedHeaders(d.inbound.headers);
     if (!asIs) {
       delete headers[HeraldHeaders.returnTo];
       delete headers[HeraldHeaders.dueAt];
+      delete headers[HeraldHeaders.waitMs];
+    } else if (waitMs !== undefined) {
+      headers[HeraldHeaders.waitMs] = waitMs;
+      headers[HeraldHeaders.dueAt] = Date.now() + waitMs;
     }
     await this.publisher.publishMany([{ exchange: Exchanges.direct, routingKey: queue, body: d.inbound.body, properties: copiedProperties(d), headers }]);
   }

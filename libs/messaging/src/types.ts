@@ -135,7 +135,7 @@ export type Outcome =
    * back to, when it is due), or with them (`asIs`) when it puts a message it held long enough back
    * into its delay queue.
    */
-  | { kind: 'forward'; queue: string; asIs?: true };
+  | { kind: 'forward'; queue: string; asIs?: true; waitMs?: number };
 
 /** A message a consumer parked, and why (ConsumeOptions.onParked). */
 export interface ParkedNotice {
