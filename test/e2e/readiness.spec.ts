@@ -79,7 +79,9 @@ describe('readiness: /readyz and herald_ready follow what a service has of Rabbi
     try {
       const started = gated.start(60_000);
       await gated.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the schema lacks a migration this release needs'), 30_000);
-      expect(await probe(gated, '/readyz')).toEqual({ status: 503, body: { ok: false, problems: ['starting'] } });
+      expect(await probe(gated, '/readyz')).toEqual({ status: 503, body: { ok: false, problems: [expect.stringMatching(new RegExp(`^the schema ${schema} lacks migration \\d{4}_\\w+: waiting for prepare$`))] } });
+      // Alive meanwhile: an orchestrator's start-up probe does not restart it in a loop.
+      expect((await probe(gated, '/healthz')).status).toBe(200);
       await db.migrate();
       await started;
       expect(await probe(gated, '/readyz')).toEqual({ status: 200, body: { ok: true } });
@@ -87,5 +89,20 @@ describe('readiness: /readyz and herald_ready follow what a service has of Rabbi
       await gated.stop();
       await dropSchemaAndClose(db);
     }
+  });
+
+  it('a service waiting for prepare stops at once on SIGTERM, cleanly', async () => {
+    const schema = `herald_unprepared_${randomBytes(4).toString('hex')}`;
+    const gated = new ServiceProcess('registrar#stopped-waiting', 'registrar', { ...sys.env, DATABASE_SCHEMA: schema });
+    sys.services.set(gated.name, gated);
+    const started = gated.start(60_000).catch(() => undefined);
+    await gated.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the schema lacks a migration this release needs'), 30_000);
+    const asked = Date.now();
+    const exit = await gated.stop();
+    expect(exit).toEqual({ code: 0, signal: null });
+    // Not the shutdown bound's guard (SHUTDOWN_TIMEOUT_MS, then exit 1).
+    expect(Date.now() - asked).toBeLessThan(5_000);
+    expect(gated.logs.some((l) => l.msg === 'stopped while starting')).toBe(true);
+    await started;
   });
 });

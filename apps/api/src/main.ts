@@ -11,13 +11,13 @@ import { buildApiServer } from './server.ts';
 
 const config = loadConfigOrExit(apiConfig);
 
-await runService('api', config, async ({ logger, registry }) => {
+await runService('api', config, async ({ logger, registry, stopping: startStopping, waiting }) => {
   const db = createDatabase({ ...databaseOptionsOf(config), logger, poolSize: 10 });
   // Job-id records commit without waiting for the WAL flush: one lost in a PostgreSQL crash only
   // lets a repost publish the job again, and its pushIds are deduplicated by the pushers' ledger.
   const jobDb = createDatabase({ ...databaseOptionsOf(config), logger, poolSize: 10, synchronousCommit: false });
   // Not ready until the schema holds what this release reads (prepare may not have run yet).
-  await db.untilMigrated();
+  await db.untilMigrated({ signal: startStopping, onWaiting: waiting });
   const jobs = createJobRecords(jobDb.jobs, logger);
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'api', consumes: false, metrics: registry, confirmTimeoutMs: config.API_PUBLISH_CONFIRM_TIMEOUT_MS });
   // Jobs accepted at once (a batch request, concurrent requests) share RabbitMQ messages; each

@@ -24,10 +24,10 @@ import { createFanoutChunkHandler } from './fanout-chunk.ts';
 
 const config = loadConfigOrExit(demuxerConfig, process.env, demuxerConfigProblems);
 
-await runService('demuxer', config, async ({ logger, registry }) => {
+await runService('demuxer', config, async ({ logger, registry, stopping: startStopping, waiting }) => {
   const db = createDatabase({ ...databaseOptionsOf(config), logger });
   // Not ready until the schema holds what this release reads (prepare may not have run yet).
-  await db.untilMigrated();
+  await db.untilMigrated({ signal: startStopping, onWaiting: waiting });
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'demuxer', metrics: registry });
   const scheduling = {
     store: db.scheduled,

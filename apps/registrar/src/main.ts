@@ -8,11 +8,11 @@ import { createRegistrarHandler } from './registrar.ts';
 
 const config = loadConfigOrExit(registrarConfig);
 
-await runService('registrar', config, async ({ logger, registry }) => {
+await runService('registrar', config, async ({ logger, registry, stopping: startStopping, waiting }) => {
   const retentionMs = config.DEVICE_RETENTION_DAYS * 86_400_000;
   const db = createDatabase({ ...databaseOptionsOf(config), logger });
   // Not ready until the schema holds what this release reads (prepare may not have run yet).
-  await db.untilMigrated();
+  await db.untilMigrated({ signal: startStopping, onWaiting: waiting });
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'registrar', metrics: registry });
   const consumer = await broker.consume({
     queue: Queues.registrations,

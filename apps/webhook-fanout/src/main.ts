@@ -9,10 +9,10 @@ import { createFanoutMetrics } from './fanout-metrics.ts';
 
 const config = loadConfigOrExit(fanoutConfig);
 
-await runService('webhook-fanout', config, async ({ logger, registry }) => {
+await runService('webhook-fanout', config, async ({ logger, registry, stopping: startStopping, waiting }) => {
   const db = createDatabase({ ...databaseOptionsOf(config), logger });
   // Not ready until the schema holds what this release reads (prepare may not have run yet).
-  await db.untilMigrated();
+  await db.untilMigrated({ signal: startStopping, onWaiting: waiting });
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: 'webhook-fanout', metrics: registry });
   const handle = createFanoutHandler({
     subscriptions: db.subscriptions,

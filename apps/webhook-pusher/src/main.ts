@@ -15,11 +15,11 @@ import { createWebhookSender } from './webhook-sender.ts';
 const config = loadConfigOrExit(webhookPusherConfig);
 const name = 'webhook-pusher';
 
-await runService(name, config, async ({ logger, registry }) => {
+await runService(name, config, async ({ logger, registry, stopping: startStopping, waiting }) => {
   checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS);
   const db = createDatabase({ ...databaseOptionsOf(config), logger, ledgerTimeoutMs: ledgerTimeoutOf(config.LEDGER_LEASE_MS) });
   // Not ready until the schema holds what this release reads (prepare may not have run yet).
-  await db.untilMigrated();
+  await db.untilMigrated({ signal: startStopping, onWaiting: waiting });
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
   const { limiter, close: closeLimiter } = await createPusherLimiter('webhook', config, logger, registry);
   // Like the device pushers: a POST must end well inside its ledger claim.

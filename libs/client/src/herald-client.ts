@@ -128,7 +128,14 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
       if (issues.length > 0) throw new ValidationError('push job', issues.map((i) => `${i.path}: ${i.message}`));
       await publishJob({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id });
       const notices = jobNotices(job, acceptedAtOf(job, new Date()));
-      if (notices.length > 0) tellNotices(job, notices);
+      if (notices.length > 0) {
+        // The job is published: a callback that throws must not make the call read as failed (it would be published again).
+        try {
+          tellNotices(job, notices);
+        } catch (err) {
+          logger.error({ err, jobId: job.id }, 'onNotices threw; the job is published');
+        }
+      }
       return job;
     },
     async publishRegistration(input) {

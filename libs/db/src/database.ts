@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Kysely, sql, type LogEvent } from 'kysely';
 import type { Logger } from '@herald/logging';
@@ -109,9 +110,16 @@ export interface Database {
    * every `intervalMs` (5 s) and logging an error each minute while it does not: a service started
    * before `prepare` ran (every Deployment rolled at once) waits, not ready, instead of reading
    * columns that are not there and parking its messages. A database that does not answer is not
-   * waited for here (the service starts, and its consumers defer as in any outage).
+   * waited for here (the service starts, and its consumers defer as in any outage): a start during
+   * a failover is let through unchecked.
    */
-  untilMigrated(options?: { intervalMs?: number; signal?: AbortSignal }): Promise<void>;
+  untilMigrated(options?: {
+    intervalMs?: number;
+    /** Aborted (a stop asked for): the wait rejects with an AbortError. */
+    signal?: AbortSignal;
+    /** Told what the wait is for while it waits (readiness), and undefined once the schema holds it. */
+    onWaiting?: (problem: string | undefined) => void;
+  }): Promise<void>;
   /** Close the pool; idempotent. */
   close(): Promise<void>;
 }
@@ -242,20 +250,24 @@ export function createDatabase(options: DatabaseOptions): Database {
         await untimed.destroy();
       }
     },
-    untilMigrated: async ({ intervalMs = 5_000, signal } = {}) => {
+    untilMigrated: async ({ intervalMs = 5_000, signal, onWaiting } = {}) => {
       let lastSaid = 0;
       for (;;) {
+        signal?.throwIfAborted();
         const held = await hasMigration(kysely, schema).catch((err: unknown) => {
           if (isDatabaseUnavailable(err)) return true;
           throw err;
         });
-        if (held) return;
+        if (held) {
+          onWaiting?.(undefined);
+          return;
+        }
+        onWaiting?.(`the schema ${schema} lacks migration ${REQUIRED_MIGRATION}: waiting for prepare`);
         if (Date.now() - lastSaid >= 60_000) {
           lastSaid = Date.now();
           logger?.error({ schema, needs: REQUIRED_MIGRATION }, 'the schema lacks a migration this release needs: waiting, not ready, until prepare (the migrations) has run');
         }
-        await new Promise((resolve) => setTimeout(resolve, intervalMs));
-        if (signal?.aborted === true) return;
+        await sleep(intervalMs, undefined, signal === undefined ? {} : { signal });
       }
     },
     close: () => (closed ??= kysely.destroy()),

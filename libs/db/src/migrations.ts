@@ -23,7 +23,7 @@ const MIGRATION_FILE = /^\d{4}_[a-z0-9_]+\.sql$/;
 
 /**
  * The newest migration this release's code needs: a service waits, not ready, until the schema
- * holds it (Database.untilMigrated). Every migration added raises it (migrations.spec.ts holds it
+ * holds it (Database.untilMigrated). Every migration added raises it (migrations.int.spec.ts holds it
  * to the newest file), since the code that comes with a migration reads what it adds.
  */
 export const REQUIRED_MIGRATION = '0039_apns_certificate_expiry';

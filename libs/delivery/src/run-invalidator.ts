@@ -16,10 +16,10 @@ export interface InvalidatorSettings extends ServiceSettings, DatabaseSettings {
 /** Wire an invalidator: consume `push.<platform>.invalidations`, mark devices dead in PostgreSQL. */
 export async function runInvalidator(platform: Platform, config: InvalidatorSettings): Promise<void> {
   const name = `${platform}-invalidator`;
-  await runService(name, config, async ({ logger, registry }) => {
+  await runService(name, config, async ({ logger, registry, stopping: startStopping, waiting }) => {
     const db = createDatabase({ ...databaseOptionsOf(config), logger });
     // Not ready until the schema holds what this release reads (prepare may not have run yet).
-    await db.untilMigrated();
+    await db.untilMigrated({ signal: startStopping, onWaiting: waiting });
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
     const consumer = await broker.consume({
       queue: invalidationQueueFor(platform),

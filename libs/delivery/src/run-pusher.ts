@@ -80,7 +80,7 @@ export async function runPusher(
   alongside?: (parts: PusherParts) => Promise<{ stop(): Promise<void> }>,
 ): Promise<void> {
   const name = `${platform}-pusher`;
-  await runService(name, config, async ({ logger, registry }) => {
+  await runService(name, config, async ({ logger, registry, stopping: startStopping, waiting }) => {
     checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS.map((d) => Math.max(d, config.APNS_SERVER_ERROR_RETRY_MS ?? 0)));
     const limits = providerLimits(config.LEDGER_LEASE_MS);
     const provider = await createProvider(logger, limits);
@@ -91,7 +91,7 @@ export async function runPusher(
       ledgerTimeoutMs: ledgerTimeoutOf(config.LEDGER_LEASE_MS),
     });
     // Not ready until the schema holds what this release reads (prepare may not have run yet).
-    await db.untilMigrated();
+    await db.untilMigrated({ signal: startStopping, onWaiting: waiting });
     const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
     const { limiter, close: closeLimiter } = await createPusherLimiter(platform, config, logger, registry);
     const stopping = new AbortController();

@@ -15,6 +15,14 @@ export interface ServiceSettings {
 export interface ServiceContext {
   logger: Logger;
   registry: Registry;
+  /** Aborted when a stop is asked for while the service starts: a start-up waiting on something else (the schema's migrations) gives up, and the process ends cleanly. */
+  stopping: AbortSignal;
+  /**
+   * What the start-up waits for, outside the process (undefined: nothing now): /readyz names it
+   * while /healthz answers 200, since the process lives (an orchestrator's start-up probe would
+   * otherwise restart it in a loop while it waits, say, for prepare to run).
+   */
+  waiting: (problem: string | undefined) => void;
 }
 
 export interface RunningService {
@@ -47,9 +55,11 @@ export async function runService(
   /** The service once started: its routes and its readiness. */
   let running: RunningService | undefined = undefined;
   let stopRequested = false;
+  let waitingFor: string | undefined;
+  const stopping = new AbortController();
   const ready = (): Readiness => {
     if (stopRequested) return { ready: false, problems: ['stopping'] };
-    if (running === undefined) return { ready: false, problems: ['starting'] };
+    if (running === undefined) return { ready: false, problems: [waitingFor ?? 'starting'] };
     return running.ready?.() ?? READY;
   };
   new Gauge({
@@ -64,7 +74,7 @@ export async function runService(
     port: settings.HTTP_PORT,
     host: settings.HTTP_HOST,
     registry,
-    healthy: () => running !== undefined && !stopRequested,
+    healthy: () => (running !== undefined || waitingFor !== undefined) && !stopRequested,
     ready,
     routes: () => running?.http,
     onRouteError: (err, url) => logger.error({ err, url }, 'an HTTP route of this service threw: answered 500'),
@@ -77,21 +87,36 @@ export async function runService(
   // signal, as the orchestrator's grace period does, not from the end of the start-up.
   onShutdown(logger, settings.SHUTDOWN_TIMEOUT_MS, async (deadline) => {
     stopRequested = true;
-    const service = await startUp.running;
+    stopping.abort();
+    // A start-up given up for the stop (stopping) has nothing to stop.
+    const service = await startUp.running?.catch(() => undefined);
     const timeoutMs = Math.max(0, deadline - Date.now());
     if (service !== undefined) logger.info({ timeoutMs }, 'stopping: the time left of the shutdown bound');
     await service?.stop(timeoutMs);
     await ops.close();
   });
   logger.info({ opsPort: ops.port, opsHost: settings.HTTP_HOST }, `${name} starting`);
-  startUp.running = start({ logger, registry });
+  startUp.running = start({
+    logger,
+    registry,
+    stopping: stopping.signal,
+    waiting: (problem) => {
+      waitingFor = problem;
+    },
+  });
   let service: RunningService;
   try {
     service = await startUp.running;
   } catch (err) {
+    // Given up for a stop asked for meanwhile: the shutdown handler ends the process.
+    if (stopRequested && stopping.signal.aborted) {
+      logger.info({ waitingFor }, 'stopped while starting');
+      return;
+    }
     logger.fatal({ err }, 'start-up failed');
     process.exit(1);
   }
+  waitingFor = undefined;
   // Healthy and ready from now on, unless a stop was asked for during start-up (it goes on now).
   running = service;
   logger.info({ opsPort: ops.port, opsHost: settings.HTTP_HOST }, `${name} started`);
