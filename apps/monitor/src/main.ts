@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { loadConfigOrExit } from '@herald/config';
 import { WorkQueues, pushesPerMessage } from '@herald/contracts';
-import { createAnnouncedAlarmStore, createDatabase, databaseOptionsOf, createFanoutRepository, holdLease } from '@herald/db';
+import { createAnnouncedAlarmStore, createDatabase, databaseOptionsOf, createFanoutRepository, holdLease, startDatabaseClock } from '@herald/db';
 import { connectBroker, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
 import { runService, within } from '@herald/runtime';
@@ -65,8 +65,11 @@ await runService('monitor', config, async ({ logger, registry }) => {
       .finally(() => (connecting = undefined));
     throw new Error('no AMQP connection yet');
   };
+  // Overdue by PostgreSQL's clock, which the deschedulers release by, not this host's.
+  const clock = await startDatabaseClock(db.kysely, { logger });
   const scheduled = startScheduledCounts({
     db,
+    now: () => clock.now().getTime(),
     pollMs: config.MONITOR_SCHEDULED_POLL_MS,
     overdueMs: config.MONITOR_SCHEDULED_OVERDUE_S * 1000,
     certificateWarnMs: config.MONITOR_APNS_CERTIFICATE_WARN_DAYS * 86_400_000,
@@ -127,6 +130,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
       await within(announcer.stop(), timeoutMs / 4);
       const draining = webhook?.drain(timeoutMs / 4);
       await within(scheduled.stop(), timeoutMs / 4);
+      clock.stop();
       await draining;
       await within(announcer.flush(), timeoutMs / 4);
       await within(lease.stop(), timeoutMs / 8);

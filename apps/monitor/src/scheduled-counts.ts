@@ -75,7 +75,10 @@ export function startScheduledCounts(deps: {
   unreachableForMs: number;
   metrics: MonitorMetrics;
   logger: Logger;
+  /** The clock overdue is judged by (epoch ms): PostgreSQL's (DatabaseClock), as the deschedulers release by it. Default: this process's. */
+  now?: () => number;
 }) {
+  const clockNow = deps.now ?? Date.now;
   let current: ScheduledCounts = { at: null, hours: [] };
   let found: AlarmCondition[] = [];
   let conditions: AlarmCondition[] = [];
@@ -90,7 +93,7 @@ export function startScheduledCounts(deps: {
     const totals = new Map<string, number>();
     for (const r of rows) totals.set(r.platform, (totals.get(r.platform) ?? 0) + r.count);
     deps.metrics.recordScheduled(totals);
-    const now = Date.now();
+    const now = clockNow();
     const overdue = await deps.db.scheduled.overdue(new Date(now - deps.overdueMs), OVERDUE_COUNT_CAP);
     deps.metrics.recordOverdue(overdue, now);
     const certificates = await deps.db.apps.apnsCertificates();

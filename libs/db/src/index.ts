@@ -44,3 +44,4 @@ export { readPlannedDevices, plannedOf, type PlannedDevicesRequest } from './aud
 export { seedAudience, explainAudienceChunk, type AudienceSeed } from './audience-stream-seed.ts';
 export { holdLease, type Lease, type LeaseOptions } from './lease.ts';
 export { createAnnouncedAlarmStore, type AnnouncedAlarm, type AnnouncedAlarmStore } from './announced-alarms.ts';
+export { startDatabaseClock, type DatabaseClock } from './database-clock.ts';

@@ -1,5 +1,5 @@
 import type { Platform } from '@herald/contracts';
-import type { Database } from '@herald/db';
+import { startDatabaseClock, type Database } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { Broker } from '@herald/messaging';
 import type { Registry } from '@herald/runtime';
@@ -31,7 +31,10 @@ export async function startStoreDescheduler(platform: Platform, config: InProces
   // Listen before the first look at the store, so nothing scheduled in between is missed.
   let wakeUp: (earliest: Date) => void = () => undefined;
   const listener = await parts.db.scheduled.listen(platform, (earliest) => wakeUp(earliest));
+  // Due is decided by PostgreSQL's clock, one for every descheduler of the fleet, not this host's.
+  const clock = await startDatabaseClock(parts.db.kysely, { logger: parts.logger });
   const descheduler = startDescheduler({
+    now: clock.now,
     platform,
     store: parts.db.scheduled,
     publisher: parts.broker.publisher,
@@ -47,6 +50,7 @@ export async function startStoreDescheduler(platform: Platform, config: InProces
   return {
     stop: async () => {
       await descheduler.stop();
+      clock.stop();
       await listener.close();
     },
   };
