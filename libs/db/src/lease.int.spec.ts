@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDatabase, type Database } from './database.ts';
 import { holdLease, type Lease } from './lease.ts';
 import { createSpecDatabase, SPEC_DATABASE_URL, type SpecDatabase } from './spec-database.ts';
@@ -91,6 +91,29 @@ describe('holdLease', () => {
       await until('a holds again', () => a.held(), 3 * TTL);
       expect(a.unknown()).toBe(false);
     } finally {
+      release();
+      await a.stop();
+    }
+  });
+
+  it('runs out on time while renewals get no answer even when the wall clock is stepped back (an NTP correction)', async () => {
+    const a = holdLease(t.db.kysely, { name: 'stepped', holder: 'a', ttlMs: TTL });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const wall = Date.now.bind(Date);
+    try {
+      await until('a holds', () => a.held());
+      const locking = t.db.kysely.transaction().execute(async (trx) => {
+        await sql`select 1 from leases where name = 'stepped' for update`.execute(trx);
+        await gate;
+      });
+      vi.spyOn(Date, 'now').mockImplementation(() => wall() - 600_000);
+      await until('a reads unknown', () => a.unknown(), 3 * TTL);
+      expect(a.held()).toBe(false);
+      release();
+      await locking;
+    } finally {
+      vi.restoreAllMocks();
       release();
       await a.stop();
     }

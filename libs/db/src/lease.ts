@@ -41,7 +41,8 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
   let stopped = false;
   let failing = false;
   let running: Promise<void> = Promise.resolve();
-  const held = (): boolean => !stopped && Date.now() < validUntil;
+  // A monotonic clock: a wall clock stepped back (an NTP correction) while renewals fail would hold the lease past the row's expiry.
+  const held = (): boolean => !stopped && performance.now() < validUntil;
   const report = (): void => {
     const now = held();
     if (now === wasHeld) return;
@@ -54,7 +55,7 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
   // reads as unknown once it runs out rather than as another's; its late answer is ignored.
   const deadlineMs = ttlMs / 3;
   const renew = async (): Promise<void> => {
-    const askedAt = Date.now();
+    const askedAt = performance.now();
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer from PostgreSQL within ${deadlineMs} ms`)), deadlineMs);
