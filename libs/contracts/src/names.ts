@@ -75,10 +75,9 @@ export const Headers = {
   /** On a message in a delay queue: when it goes back (epoch ms, by the clock of the process that wrote it). */
   dueAt: 'x-herald-due-at',
   /**
-   * On a message in a delay queue: how long it waits from when a relay takes it (ms). A relay reads
-   * this before dueAt, which another host's clock wrote: a relay minutes ahead of the writer sent
-   * every retry shorter than that back at once (five attempts in seconds, parked), and one behind held
-   * each that much longer. dueAt is still written for relays built before 2026-12-06.
+   * On a message in a delay queue: the whole wait it was given (ms). A relay waits until dueAt, which
+   * another host's clock wrote, but never longer than this: a relay behind the writer held each
+   * message that much longer (delay-relay.ts).
    */
   waitMs: 'x-herald-wait-ms',
 } as const;

@@ -39,15 +39,18 @@ export function relayHandler(maxHoldMs = RELAY_MAX_HOLD_MS) {
 }
 
 /**
- * How long a message waits from now: its waitMs, counted by this process from when it took the
- * message (no other host's clock in it), else, written by a process built before it, its dueAt
- * less this clock's now; none: due at once.
+ * How long a message waits from now: until its dueAt by this clock, and no longer than its waitMs
+ * (the whole wait it was given), since dueAt is another host's clock: a relay behind the writer held
+ * each message that much longer. Not its waitMs counted from now: a message that waited in the delay
+ * queue (a backlog of retries or deferrals after an outage) is due, and counting its whole wait again
+ * drained the backlog at the relays' prefetch once a wait. A relay ahead of the writer still sends
+ * early by as much: without a clock the two share, that cannot be told from a backlog.
  */
 function waitOf(headers: Record<string, unknown>): number {
-  const waitMs = Number(headers[HeraldHeaders.waitMs]);
-  if (headers[HeraldHeaders.waitMs] !== undefined && Number.isFinite(waitMs)) return Math.max(0, waitMs);
   const due = Number(headers[HeraldHeaders.dueAt]);
-  return Number.isFinite(due) ? due - Date.now() : 0;
+  const untilDue = Number.isFinite(due) ? due - Date.now() : 0;
+  const waitMs = Number(headers[HeraldHeaders.waitMs]);
+  return headers[HeraldHeaders.waitMs] !== undefined && Number.isFinite(waitMs) ? Math.min(untilDue, Math.max(0, waitMs)) : untilDue;
 }
 
 /** The relay stopped while the message waited: it stays in the delay queue (requeued, not an error). */
