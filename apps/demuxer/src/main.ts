@@ -10,6 +10,7 @@ import {
   pruneJobs,
   pruneOrphanOutcomes,
   refusedValueReason,
+  startDatabaseClock,
   type OrphanWalk,
 } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
@@ -39,7 +40,11 @@ await runService('demuxer', config, async ({ logger, registry, stopping: startSt
   const fanouts = createFanoutRepository(db.kysely);
   const audiences = createAudienceSource(db);
   const apps = createAppCache(db.apps, config.APP_CACHE_TTL_MS);
+  // Due, expired and accepted-in-the-future are judged by PostgreSQL's clock, which the deschedulers release by, not this host's.
+  const clock = startDatabaseClock(db.kysely, { logger });
+  await clock.measured;
   const handle = createDemuxerHandler({
+    now: clock.now,
     targets: db.devices,
     apps,
     publisher: broker.publisher,
@@ -54,7 +59,7 @@ await runService('demuxer', config, async ({ logger, registry, stopping: startSt
   // Parks recorded in their jobs' status, kept and tried again while PostgreSQL refuses them.
   const parkWrites = createParkWrites(logger);
   // Audience jobs' chunks (ADR 0013): shared by every demuxer, one checkpointed chunk per task.
-  const expand = createFanoutChunkHandler({ fanouts, apps, audiences, publisher: broker.publisher, scheduling, metrics, logger, chunkSize: config.FANOUT_CHUNK_SIZE, packMax: config.PUSH_PACK_SIZE });
+  const expand = createFanoutChunkHandler({ now: clock.now, fanouts, apps, audiences, publisher: broker.publisher, scheduling, metrics, logger, chunkSize: config.FANOUT_CHUNK_SIZE, packMax: config.PUSH_PACK_SIZE });
   const chunks = await broker.consume({
     queue: Queues.fanout,
     prefetch: config.FANOUT_PREFETCH,
@@ -100,6 +105,7 @@ await runService('demuxer', config, async ({ logger, registry, stopping: startSt
       await jobPruner.stop();
       await Promise.all([consumer.stop(timeoutMs), chunks.stop(timeoutMs)]);
       await parkWrites.stop();
+      clock.stop();
       await broker.close();
       await db.close();
     },

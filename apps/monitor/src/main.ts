@@ -66,7 +66,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
     throw new Error('no AMQP connection yet');
   };
   // Overdue by PostgreSQL's clock, which the deschedulers release by, not this host's.
-  const clock = await startDatabaseClock(db.kysely, { logger });
+  const clock = startDatabaseClock(db.kysely, { logger });
   const scheduled = startScheduledCounts({
     db,
     now: () => clock.now().getTime(),

@@ -54,8 +54,10 @@ export interface DatabaseOptions {
   /**
    * Longest any one statement may go unanswered (query-timeout.ts): past it its connection is
    * closed and the statement fails as the database being unavailable. Undefined: no bound, as
-   * for the CLI, whose operators' statements may rightly be long. Cursors are never cut, and
-   * migrate() runs on a connection of its own without it (an index built on a large table).
+   * for the CLI, whose operators' statements may rightly be long. Cursors are not cut by the client
+   * (the server's statement_timeout, serverStatementTimeoutOf, counts a cursor's whole life: none is
+   * used on a bounded pool), and migrate() runs on a connection of its own without it (an index
+   * built on a large table).
    */
   queryTimeoutMs?: number;
   /**
@@ -187,7 +189,8 @@ function poolFor(options: DatabaseOptions, queryTimeoutMs: number | undefined): 
       `-c search_path=${schema}`,
       ...(options.synchronousCommit === false ? ['-c synchronous_commit=off'] : []),
       ...(options.idleInTransactionTimeoutMs === undefined ? [] : [`-c idle_in_transaction_session_timeout=${Math.round(options.idleInTransactionTimeoutMs)}`]),
-      ...(queryTimeoutMs === undefined ? [] : [`-c statement_timeout=${serverStatementTimeoutOf(queryTimeoutMs)}`]),
+      // The session's bound is the longest any statement of the pool is given (the ledger's may be longer than the pool's).
+      ...(queryTimeoutMs === undefined ? [] : [`-c statement_timeout=${serverStatementTimeoutOf(Math.max(queryTimeoutMs, options.ledgerTimeoutMs ?? 0))}`]),
     ].join(' '),
     application_name: 'herald',
     keepAlive: true,

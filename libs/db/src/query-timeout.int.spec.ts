@@ -64,6 +64,12 @@ describe('a statement whose host went silent', () => {
     expect(after[0]?.pid).toBe(before[0]?.pid);
   });
 
+  it("gives the server the longest bound of the pool's statements: the ledger's, where it is longer than the pool's", async () => {
+    db = createDatabase({ url: t.url, schema: t.schema, poolSize: 1, queryTimeoutMs: 1_000, ledgerTimeoutMs: 3_000 });
+    const { rows } = await sql<{ bound: string }>`select current_setting('statement_timeout') as bound`.execute(db.kysely);
+    expect(rows[0]?.bound).toBe('2700ms');
+  });
+
   it('does not cut a statement answered within it', async () => {
     db = createDatabase({ url: t.url, schema: t.schema, poolSize: 1, queryTimeoutMs: 2_000 });
     const { rows } = await sql<{ one: number }>`select 1 as one from pg_sleep(0.2)`.execute(db.kysely);

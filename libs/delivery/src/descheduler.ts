@@ -37,7 +37,7 @@ export interface Descheduler {
  * another's wait for confirms; SKIP LOCKED keeps their batches apart.
  */
 export function startDescheduler(deps: DeschedulerDeps): Descheduler {
-  const timers = Array.from({ length: Math.max(1, deps.concurrency ?? 1) }, () => new WakeTimer());
+  const timers = Array.from({ length: Math.max(1, deps.concurrency ?? 1) }, () => new WakeTimer(() => (deps.now ?? (() => new Date()))().getTime()));
   let stopping = false;
   const worker = async (timer: WakeTimer): Promise<void> => {
     while (!stopping) {

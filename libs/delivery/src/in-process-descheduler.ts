@@ -32,7 +32,8 @@ export async function startStoreDescheduler(platform: Platform, config: InProces
   let wakeUp: (earliest: Date) => void = () => undefined;
   const listener = await parts.db.scheduled.listen(platform, (earliest) => wakeUp(earliest));
   // Due is decided by PostgreSQL's clock, one for every descheduler of the fleet, not this host's.
-  const clock = await startDatabaseClock(parts.db.kysely, { logger: parts.logger });
+  const clock = startDatabaseClock(parts.db.kysely, { logger: parts.logger });
+  await clock.measured;
   const descheduler = startDescheduler({
     now: clock.now,
     platform,

@@ -3,6 +3,9 @@
  * is given a time earlier than the planned wake-up (or when `wake()` is called).
  */
 export class WakeTimer {
+  /** `now`: the clock the times given to wakeIf are read by (a descheduler's: PostgreSQL's), in epoch ms. */
+  constructor(private readonly now: () => number = Date.now) {}
+
   private wakeAt = Infinity;
   private resolve: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -14,7 +17,7 @@ export class WakeTimer {
       this.pending = false;
       return Promise.resolve();
     }
-    this.wakeAt = Date.now() + ms;
+    this.wakeAt = this.now() + ms;
     return new Promise((resolve) => {
       this.resolve = resolve;
       this.timer = setTimeout(() => this.wake(), ms);
