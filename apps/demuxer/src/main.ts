@@ -41,8 +41,8 @@ await runService('demuxer', config, async ({ logger, registry, stopping: startSt
   const audiences = createAudienceSource(db);
   const apps = createAppCache(db.apps, config.APP_CACHE_TTL_MS);
   // Due, expired and accepted-in-the-future are judged by PostgreSQL's clock, which the deschedulers release by, not this host's.
+  // Measured in the background (the host's own clock until then): a start during an outage does not wait for it.
   const clock = startDatabaseClock(db.kysely, { logger });
-  await clock.measured;
   const handle = createDemuxerHandler({
     now: clock.now,
     targets: db.devices,

@@ -22,12 +22,14 @@ const SKEW_WARN_MS = 1_000;
 /** Samples a measurement takes, on one connection, keeping the one with the shortest round trip. */
 const SAMPLES = 3;
 /** A measurement whose best round trip is longer than this is not kept: half of it could be the error. */
-const MAX_ROUND_TRIP_MS = 200;
+const MAX_ROUND_TRIP_MS = 1_000;
 
 export function startDatabaseClock<DB>(db: Kysely<DB>, options: { logger?: Logger; refreshMs?: number; processNow?: () => number } = {}): DatabaseClock {
   const processNow = options.processNow ?? Date.now;
   let offset = 0;
-  let warned = false;
+  /** The offset last logged as the host's clock being off (undefined: none). */
+  let warnedAt: number | undefined;
+  let saidUnmeasured = false;
   const measure = async (): Promise<void> => {
     // One connection, used once before the samples: a connection's start-up (or a wait for a busy
     // pool's) inside the round trip put half of it into the offset.
@@ -45,16 +47,27 @@ export function startDatabaseClock<DB>(db: Kysely<DB>, options: { logger?: Logge
       }
       return kept;
     });
-    if (best === undefined || best.roundTrip > MAX_ROUND_TRIP_MS) return;
+    if (best === undefined || best.roundTrip > MAX_ROUND_TRIP_MS) {
+      if (!saidUnmeasured) options.logger?.warn({ roundTripMs: best?.roundTrip }, "PostgreSQL's clock could not be read within a short round trip: this host's own clock is used until it can");
+      saidUnmeasured = true;
+      return;
+    }
     offset = best.offset;
-    if (Math.abs(offset) > SKEW_WARN_MS && !warned) {
-      warned = true;
+    // Said once, and again when it moves by more than as much (a clock drifting, or set right).
+    if (Math.abs(offset) > SKEW_WARN_MS && (warnedAt === undefined || Math.abs(offset - warnedAt) > SKEW_WARN_MS)) {
+      warnedAt = offset;
       options.logger?.warn({ offsetMs: Math.round(offset) }, "this host's clock differs from PostgreSQL's: stored pushes are released by PostgreSQL's");
     }
   };
-  // A database out of reach keeps the last offset (none yet: the process's own clock).
-  const measured = measure().catch(() => undefined);
-  const timer = setInterval(() => void measure().catch(() => undefined), options.refreshMs ?? 60_000);
+  // A database out of reach keeps the last offset (none yet: the process's own clock). One
+  // measurement at a time: against a database that hangs they would pile up in the pool's queue.
+  let inFlight: Promise<void> | undefined;
+  const refresh = (): Promise<void> =>
+    (inFlight ??= measure()
+      .catch(() => undefined)
+      .finally(() => (inFlight = undefined)));
+  const measured = refresh();
+  const timer = setInterval(() => void refresh(), options.refreshMs ?? 60_000);
   timer.unref();
   return {
     now: () => new Date(processNow() + offset),

@@ -29,9 +29,10 @@ type QueryFn = (this: pg.Client, ...args: unknown[]) => unknown;
  * behind it; a pusher's ledger claims lapse meanwhile. PostgreSQL's own statement_timeout cannot
  * help there: the server is gone. The bound runs from the statement's sending, not from a wait for
  * a busy pool's connection. A live server that is only slow cancels the statement itself a little
- * before (the pool's statement_timeout, serverStatementTimeoutOf); one whose client bound is shorter
- * than that (the ledger's) finishes an abandoned statement, an insert still committing: every
- * statement bounded so must be safe to try again.
+ * before (the pool's statement_timeout, serverStatementTimeoutOf, set by the longest bound of the
+ * pool's statements); one whose client bound is shorter than that (the ledger's by default, the
+ * pool's where the ledger's is longer) finishes an abandoned statement, an insert still committing:
+ * every statement bounded so must be safe to try again.
  *
  * Not bounded: a submittable (a cursor streaming rows, which lasts as long as its reader), a
  * statement given its callback in its config, and any statement when neither deadline is set.

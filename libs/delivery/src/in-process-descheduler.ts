@@ -32,8 +32,8 @@ export async function startStoreDescheduler(platform: Platform, config: InProces
   let wakeUp: (earliest: Date) => void = () => undefined;
   const listener = await parts.db.scheduled.listen(platform, (earliest) => wakeUp(earliest));
   // Due is decided by PostgreSQL's clock, one for every descheduler of the fleet, not this host's.
+  // Measured in the background (the host's own clock until then): a start during an outage does not wait for it.
   const clock = startDatabaseClock(parts.db.kysely, { logger: parts.logger });
-  await clock.measured;
   const descheduler = startDescheduler({
     now: clock.now,
     platform,
