@@ -3,7 +3,7 @@
  * idempotent) and exit, before the services start (compose.yaml runs it once per `up`).
  * HERALD_DEMO_APP=true also creates the app `demo`, as `npm start` does.
  */
-import { bool, commonConfig, intList, loadConfigOrExit } from '@herald/config';
+import { bool, commonConfig, loadConfigOrExit, retryScheduleConfig } from '@herald/config';
 import { createLogger } from '@herald/logging';
 import { prepareEnvironment } from '../local/prepare.ts';
 
@@ -14,7 +14,7 @@ const config = loadConfigOrExit(
     DATABASE_SCHEMA: commonConfig.DATABASE_SCHEMA,
     LOG_LEVEL: commonConfig.LOG_LEVEL,
     LOG_FORMAT: commonConfig.LOG_FORMAT,
-    HERALD_RETRY_DELAYS_MS: intList('Retry schedule', { default: '1000,5000,30000,120000,600000' }),
+    ...retryScheduleConfig,
     HERALD_DEMO_APP: bool('Create the app demo (APNs topic com.herald.demo) if it is missing', { default: 'false' }),
   },
   process.env,

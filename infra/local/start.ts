@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_WEB_PUSH_HOSTS } from '@herald/contracts';
-import { bool, commonConfig, int, intList, loadConfigOrExit, optionalStr, str } from '@herald/config';
+import { bool, commonConfig, int, loadConfigOrExit, optionalStr, retryScheduleConfig, str } from '@herald/config';
 import { createLogger } from '@herald/logging';
 import { buildServices } from './build-services.ts';
 import { currentParentPid, watchParent } from './parent-watch.mjs';
@@ -36,7 +36,7 @@ const config = loadConfigOrExit(
     SHUTDOWN_TIMEOUT_MS: commonConfig.SHUTDOWN_TIMEOUT_MS,
     HERALD_STATE_DIR: str('Where `npm start` keeps its lock (start.lock) and the sandbox state', { default: '.herald' }),
     SANDBOX_STATE_DIR: optionalStr('Sandbox state directory (default: <HERALD_STATE_DIR>/sandbox)'),
-    HERALD_RETRY_DELAYS_MS: intList('Retry schedule', { default: '1000,5000,30000,120000,600000' }),
+    ...retryScheduleConfig,
     HERALD_CLUSTER: bool('Run on a local three-node RabbitMQ cluster (infra/local/rabbitmq-cluster.sh) instead of the single node; also `npm start -- --cluster`', { default: 'false' }),
     // The fixed ports, checked before anything starts (0: a free port, never busy).
     API_PORT: port('HTTP API port', '8080'),

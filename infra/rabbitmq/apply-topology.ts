@@ -3,7 +3,7 @@
  * for a minute while RabbitMQ cannot be reached or drops the connection; fails at once on what it refuses.
  *   AMQP_URL=amqp://… (or AMQP_URLS) HERALD_RETRY_DELAYS_MS=1000,5000,30000 npx tsx infra/rabbitmq/apply-topology.ts
  */
-import { commonConfig, intList, loadConfigOrExit } from '@herald/config';
+import { commonConfig, loadConfigOrExit, retryScheduleConfig } from '@herald/config';
 import { createLogger } from '@herald/logging';
 import { applyTopologyWhenReachable, heraldTopology } from '@herald/messaging';
 
@@ -13,7 +13,7 @@ const config = loadConfigOrExit(
     AMQP_URL: commonConfig.AMQP_URL,
     LOG_LEVEL: commonConfig.LOG_LEVEL,
     LOG_FORMAT: commonConfig.LOG_FORMAT,
-    HERALD_RETRY_DELAYS_MS: intList('Retry schedule: the delay before each retry attempt, in ms', { default: '1000,5000,30000,120000,600000' }),
+    ...retryScheduleConfig,
   },
   process.env,
 );

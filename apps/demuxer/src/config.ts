@@ -1,4 +1,4 @@
-import { commonConfig, int, intList, ledgerRetentionConfig, pushPackConfig, scheduleHorizonConfig, type ConfigOf } from '@herald/config';
+import { commonConfig, int, ledgerRetentionConfig, retryScheduleConfig, pushPackConfig, scheduleHorizonConfig, type ConfigOf } from '@herald/config';
 
 export const demuxerConfig = {
   ...commonConfig,
@@ -14,7 +14,7 @@ export const demuxerConfig = {
     { default: '1000', min: 1 },
   ),
   DEMUXER_BATCHES_IN_FLIGHT: int('Batches of jobs handled at once; jobs arriving meanwhile wait and go together as the next batch', { default: '2', min: 1 }),
-  HERALD_RETRY_DELAYS_MS: intList('Retry schedule: the delay before each retry attempt, in ms', { default: '1000,5000,30000,120000,600000' }),
+  ...retryScheduleConfig,
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
   ...scheduleHorizonConfig,
   SCHEDULE_DUE_SLACK_MS: int('A scheduled push due within this much of now is sent at once instead of stored', { default: '1000', min: 0 }),

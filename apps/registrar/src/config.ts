@@ -1,11 +1,11 @@
-import { commonConfig, int, intList } from '@herald/config';
+import { commonConfig, int, retryScheduleConfig } from '@herald/config';
 
 export const registrarConfig = {
   ...commonConfig,
   REGISTRAR_PREFETCH: int('Unacknowledged registrations held at once', { default: '200', min: 1 }),
   REGISTRAR_BATCH_SIZE: int('Registrations applied together', { default: '100', min: 1 }),
   REGISTRAR_BATCH_WAIT_MS: int('How long to wait to fill a batch', { default: '5', min: 0 }),
-  HERALD_RETRY_DELAYS_MS: intList('Retry schedule: the delay before each retry attempt, in ms', { default: '1000,5000,30000,120000,600000' }),
+  ...retryScheduleConfig,
   APP_CACHE_TTL_MS: int('How long app settings are cached', { default: '5000', min: 0 }),
   DEVICE_RETENTION_DAYS: int(
     "Devices whose token a provider declared dead and that nothing has changed for this many days are deleted (an unregister's tombstone is kept). 0: never",

@@ -1,4 +1,4 @@
-import { commonConfig, int, intList, webhookResourceConfig } from '@herald/config';
+import { commonConfig, int, retryScheduleConfig, webhookResourceConfig } from '@herald/config';
 
 export const fanoutConfig = {
   ...commonConfig,
@@ -8,5 +8,5 @@ export const fanoutConfig = {
   FANOUT_PREFETCH: int('Unacknowledged change events the webhook-fanout holds at once (the older name; WEBHOOK_FANOUT_PREFETCH wins)', { default: '200', min: 1, alias: 'WEBHOOK_FANOUT_PREFETCH' }),
   FANOUT_BATCH_SIZE: int('Change events matched against subscriptions with one database query (the older name; WEBHOOK_FANOUT_BATCH_SIZE wins)', { default: '100', min: 1, alias: 'WEBHOOK_FANOUT_BATCH_SIZE' }),
   FANOUT_BATCH_WAIT_MS: int('How long to wait to fill a batch before handling what arrived (the older name; WEBHOOK_FANOUT_BATCH_WAIT_MS wins)', { default: '5', min: 0, alias: 'WEBHOOK_FANOUT_BATCH_WAIT_MS' }),
-  HERALD_RETRY_DELAYS_MS: intList('Retry schedule: the delay before each retry attempt, in ms', { default: '1000,5000,30000,120000,600000' }),
+  ...retryScheduleConfig,
 } as const;

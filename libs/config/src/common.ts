@@ -1,5 +1,5 @@
 import { bindAddress } from './bind-address.ts';
-import { int, oneOf, postgresUrl, str, urlList } from './vars.ts';
+import { int, intList, oneOf, postgresUrl, str, urlList } from './vars.ts';
 
 /** Device pushes a send-queue message carries unless PUSH_PACK_SIZE says otherwise (ADR 0016). */
 export const DEFAULT_PUSH_PACK_SIZE = 10;
@@ -25,6 +25,14 @@ export const scheduleHorizonConfig = {
     'How far ahead a job may be scheduled (deliverAt): the HTTP API answers a later one 400 and the CLI refuses it, the demuxer parks one that got past (bad-schedule). Set it alike for the api, the demuxer and the CLI, and pass it to the client library (scheduleHorizonDays)',
     { default: '366', min: 1 },
   ),
+} as const;
+
+/**
+ * The retry schedule of every consumer that retries through the delay queues, and of what declares
+ * those queues (prepare, apply-topology): one delay queue per entry, so set it alike everywhere.
+ */
+export const retryScheduleConfig = {
+  HERALD_RETRY_DELAYS_MS: intList('Retry schedule: the delay before each retry attempt, in ms', { default: '1000,5000,30000,120000,600000' }),
 } as const;
 
 /**

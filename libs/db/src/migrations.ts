@@ -33,11 +33,15 @@ export const REQUIRED_MIGRATION = '0039_apns_certificate_expiry';
  * Throws what the database answers otherwise (unreachable, say).
  */
 export async function hasMigration<DB>(db: Kysely<DB>, schema: string, migration = REQUIRED_MIGRATION): Promise<boolean> {
-  const { rows } = await sql<{ held: boolean }>`
-    select to_regclass(format('%I.kysely_migration', ${schema}::text)) is not null as held`.execute(db);
-  if (rows[0]?.held !== true) return false;
-  const { rows: found } = await sql<{ name: string }>`select name from ${sql.table(`${schema}.kysely_migration`)} where name = ${migration}`.execute(db);
-  return found.length > 0;
+  return (await recordedMigrations(db, schema)).includes(migration);
+}
+
+/** The migrations recorded as applied in `schema`, in name order (none when it has no migrations table yet). */
+async function recordedMigrations<DB>(db: Kysely<DB>, schema: string): Promise<string[]> {
+  const { rows } = await sql<{ found: boolean }>`select to_regclass(format('%I.kysely_migration', ${schema}::text)) is not null as found`.execute(db);
+  if (rows[0]?.found !== true) return [];
+  const { rows: recorded } = await sql<{ name: string }>`select name from ${sql.table(`${schema}.kysely_migration`)} order by name`.execute(db);
+  return recorded.map((r) => r.name);
 }
 
 /** Thrown when migrating fails; names the migration that failed. */
@@ -110,7 +114,8 @@ export async function migrateToLatest<DB>(db: Kysely<DB>, schema: string, dir = 
       await sql`create schema if not exists ${sql.id(schema)}`.execute(conn);
       await sql.raw(`set lock_timeout = ${Math.max(1, Math.round(locks.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS))}`).execute(conn);
       const provider = new SqlFileMigrationProvider(dir);
-      const unknown = await unknownApplied(conn, schema, Object.keys(await provider.getMigrations()));
+      const inRelease = new Set(Object.keys(await provider.getMigrations()));
+      const unknown = (await recordedMigrations(conn, schema)).filter((name) => !inRelease.has(name));
       const migrator = new Migrator({ db: conn, provider, migrationTableSchema: schema });
       const known = await migrator.getMigrations();
       if (unknown.length > 0) {
@@ -126,7 +131,8 @@ export async function migrateToLatest<DB>(db: Kysely<DB>, schema: string, dir = 
       if (known.every((m) => m.executedAt === undefined)) return applied(await migrator.migrateToLatest(), schema);
       const done: string[] = [];
       // The wait is each migration's own: time spent running those before it (an index build) is none of it.
-      let giveUpAt = Date.now() + (locks.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
+      const lockWaitMs = locks.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+      let giveUpAt = Date.now() + lockWaitMs;
       for (let wait = 500; ; ) {
         const result = await migrator.migrateUp();
         const failed = result.results?.find((r) => r.status === 'Error')?.migrationName;
@@ -134,7 +140,7 @@ export async function migrateToLatest<DB>(db: Kysely<DB>, schema: string, dir = 
           const holders = await lockHolders(conn, schema);
           if (Date.now() + wait > giveUpAt) {
             throw new MigrationError(
-              `migration ${failed} in schema ${schema} could not take its locks within ${locks.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS} ms; ${holders.length === 0 ? 'no transaction holds a lock in the schema now' : `held by ${holders.join('; ')}`}`,
+              `migration ${failed} in schema ${schema} could not take its locks within ${lockWaitMs} ms; ${holders.length === 0 ? 'no transaction holds a lock in the schema now' : `held by ${holders.join('; ')}`}`,
               { cause: result.error },
             );
           }
@@ -146,7 +152,7 @@ export async function migrateToLatest<DB>(db: Kysely<DB>, schema: string, dir = 
         const step = applied(result, schema);
         if (step.length === 0) return done;
         done.push(...step);
-        giveUpAt = Date.now() + (locks.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
+        giveUpAt = Date.now() + lockWaitMs;
         wait = 500;
       }
     } finally {
@@ -155,15 +161,6 @@ export async function migrateToLatest<DB>(db: Kysely<DB>, schema: string, dir = 
       await sql`select pg_advisory_unlock(${lockKey})`.execute(conn).catch(() => undefined);
     }
   });
-}
-
-/** The migrations recorded in the schema that are not among `names` (none when nothing was migrated yet). */
-async function unknownApplied<DB>(conn: Kysely<DB>, schema: string, names: readonly string[]): Promise<string[]> {
-  const table = `${schema}.kysely_migration`;
-  const { rows: exists } = await sql<{ found: boolean }>`select to_regclass(format('%I.kysely_migration', ${schema}::text)) is not null as found`.execute(conn);
-  if (exists[0]?.found !== true) return [];
-  const { rows } = await sql<{ name: string }>`select name from ${sql.table(table)} where not (name = any(${[...names]}::text[])) order by name`.execute(conn);
-  return rows.map((r) => r.name);
 }
 
 const sqlStateOf = (err: unknown): string | undefined => {

@@ -37,7 +37,7 @@ export interface Descheduler {
  * another's wait for confirms; SKIP LOCKED keeps their batches apart.
  */
 export function startDescheduler(deps: DeschedulerDeps): Descheduler {
-  const timers = Array.from({ length: Math.max(1, deps.concurrency ?? 1) }, () => new WakeTimer(() => (deps.now ?? (() => new Date()))().getTime()));
+  const timers = Array.from({ length: Math.max(1, deps.concurrency ?? 1) }, () => new WakeTimer(() => nowOf(deps).getTime()));
   let stopping = false;
   const worker = async (timer: WakeTimer): Promise<void> => {
     while (!stopping) {
@@ -66,10 +66,13 @@ export function startDescheduler(deps: DeschedulerDeps): Descheduler {
   };
 }
 
+/** The descheduler's clock (deps.now: PostgreSQL's in a service, DatabaseClock), else this process's. */
+const nowOf = (deps: Pick<DeschedulerDeps, 'now'>): Date => deps.now?.() ?? new Date();
+
 /** How long until the next stored push is due, bounded by recheckMs. */
 async function sleepMs(deps: DeschedulerDeps): Promise<number> {
   const next = await deps.store.nextDueAt(deps.platform).catch(() => undefined);
-  const now = (deps.now ?? (() => new Date()))().getTime();
+  const now = nowOf(deps).getTime();
   if (next === undefined) return deps.recheckMs;
   // Due rows another descheduler holds are skipped by nextDueAt; a tiny floor guards the rest.
   return Math.min(deps.recheckMs, Math.max(MIN_SLEEP_MS, next.getTime() - now));
@@ -79,7 +82,7 @@ async function sleepMs(deps: DeschedulerDeps): Promise<number> {
 const MIN_SLEEP_MS = 5;
 
 async function releaseOnce(deps: DeschedulerDeps): Promise<number> {
-  const now = deps.now ?? (() => new Date());
+  const now = (): Date => nowOf(deps);
   let published: { live: DueRow[]; expired: number; at: Date } | undefined;
   const claimed = await deps.store.withDueBatch(
     deps.platform,

@@ -1,4 +1,4 @@
-import { commonConfig, int, intList } from '@herald/config';
+import { commonConfig, int, retryScheduleConfig } from '@herald/config';
 
 /** Settings both invalidators share (apns-invalidator, fcm-invalidator). */
 export const invalidatorConfig = {
@@ -6,5 +6,5 @@ export const invalidatorConfig = {
   INVALIDATOR_PREFETCH: int('Unacknowledged invalidations an invalidator holds at once', { default: '200', min: 1 }),
   INVALIDATOR_BATCH_SIZE: int('Invalidations applied together with one statement', { default: '100', min: 1 }),
   INVALIDATOR_BATCH_WAIT_MS: int('How long to wait to fill a batch', { default: '5', min: 0 }),
-  HERALD_RETRY_DELAYS_MS: intList('Retry schedule: the delay before each retry attempt, in ms', { default: '1000,5000,30000,120000,600000' }),
+  ...retryScheduleConfig,
 } as const;
