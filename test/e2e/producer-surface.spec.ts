@@ -190,10 +190,45 @@ describe('producer surface: opt-outs, mutes and devices per app over HTTP, the C
     expect((await http.listMutes({ app: 'alpha', userId: user })).mutes).toHaveLength(1);
     expect(await http.unmute({ app: 'alpha', userId: user, objectId: 'o1' })).toBe(true);
     expect((await http.listDevices({ app: 'alpha', userId: user })).devices).toEqual([]);
+    expect(await http.mute({ app: 'alpha', userId: user, objectId: 'o2' })).toMatchObject({ objectId: 'o2' });
+    expect((await http.eraseUser({ app: 'alpha', userId: user })).removed).toMatchObject({ devices: 0, mutes: 1 });
+    expect((await http.listMutes({ app: 'alpha', userId: user })).mutes).toEqual([]);
     await expect(http.optOut({ app: 'alpha', userId: user, category: '' })).rejects.toThrow(ValidationError);
     const refused = await http.optOut({ app: DEMO_APP.id, userId: user, category: 'c1' }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(HeraldApiError);
     expect(refused).toMatchObject({ status: 403, code: 'app-not-allowed' });
+  });
+
+  it("erases a user of an app over HTTP and the CLI: devices unregistered and stripped, preferences gone, nothing more sent; refusals name the field", async () => {
+    const user = uniqueUser();
+    const token = await register('alpha', user, { timezone: 'Europe/Berlin', locale: 'de-DE' });
+    const other = await register('beta', user);
+    expect((await call(sys, 'POST', '/v1/opt-outs', { key, body: { app: 'alpha', userId: user, category: 'promo' } })).status).toBe(201);
+    expect((await call(sys, 'POST', '/v1/users:erase', { key: otherKey, body: { app: 'alpha', userId: user } })).status).toBe(403);
+    expect(named(await call(sys, 'POST', '/v1/users:erase', { key, body: { app: 'alpha' } }))).toEqual(['userId']);
+    const erased = await call(sys, 'POST', '/v1/users:erase', { key, body: { app: 'alpha', userId: user } });
+    expect(erased.status).toBe(200);
+    expect(erased.body).toMatchObject({
+      app: 'alpha', userId: user, erasedAt: expect.any(String) as unknown,
+      removed: { devices: 1, topicMemberships: 0, follows: 0, optOuts: 1, mutes: 0, storedPushes: 0 }, kept: { everyAppOptOuts: 0, everyAppMutes: 0 }, notices: [],
+    });
+    // The team sees no device of the user in alpha; the device row keeps no user or attribute; beta's device is the user's still.
+    expect((await call(sys, 'GET', `/v1/devices?app=alpha&userId=${user}`, { key })).body).toEqual({ devices: [], truncated: false });
+    const row = await sys.database.db.kysely.selectFrom('devices').select(['user_id', 'timezone', 'locale', 'invalidation_reason']).where('token', '=', token).executeTakeFirstOrThrow();
+    expect(row).toEqual({ user_id: null, timezone: null, locale: null, invalidation_reason: 'unregistered' });
+    expect((await call(sys, 'GET', `/v1/devices?app=beta&userId=${user}`, { key })).body).toMatchObject({ devices: [{ token: `…${other.slice(-6)}` }] });
+    // A job for the user finds no device in alpha.
+    const job = await postJob('alpha', user);
+    await demuxed(job);
+    expect((await call(sys, 'GET', `/v1/jobs/${job}`, { key })).body).toMatchObject({ demuxOutcome: 'no-devices', delivered: 0, skipped: { noDevice: 1 } });
+    // The CLI erases the beta one, and says so; its audit entry names a digest of the user, not the user.
+    const cli = await herald('erase-user', '--app', 'beta', '--user', user, '--json');
+    expect(cli.code).toBe(0);
+    expect(JSON.parse(cli.stdout)).toMatchObject([{ app: 'beta', devices: 1, storedPushes: 0 }]);
+    const audit = await sys.database.db.kysely.selectFrom('audit_log').select(['target', 'request']).where('action', '=', 'user.erase').execute();
+    expect(audit.length).toBeGreaterThan(0);
+    expect(JSON.stringify(audit)).not.toContain(user);
+    expect((await herald('erase-user', '--user', user)).stderr).toMatch(/^herald: give exactly one of --app/);
   });
 
   it('CLI: opt-out, mute and devices per app, each refusing bad input in one line', async () => {
@@ -292,6 +327,7 @@ describe('producer surface: opt-outs, mutes and devices per app over HTTP, the C
     expect(Object.keys(doc.paths['/v1/opt-outs'] ?? {}).sort()).toEqual(['delete', 'get', 'post']);
     expect(Object.keys(doc.paths['/v1/mutes'] ?? {}).sort()).toEqual(['delete', 'get', 'post']);
     expect(doc.paths['/v1/devices']?.['get']?.parameters?.map((p) => [p.name, p.in, p.required])).toEqual([['app', 'query', true], ['userId', 'query', true]]);
-    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['OptOutChange', 'MuteCreate', 'MuteDelete', 'OptOutList', 'MuteList', 'DeviceList']));
+    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['OptOutChange', 'MuteCreate', 'MuteDelete', 'OptOutList', 'MuteList', 'DeviceList', 'UserErasureRequest', 'UserErasureView']));
+    expect(Object.keys(doc.paths['/v1/users:erase'] ?? {})).toEqual(['post']);
   });
 });

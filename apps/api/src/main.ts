@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { loadConfigOrExit } from '@herald/config';
 import { Exchanges, Queues } from '@herald/contracts';
-import { appHasWebDevices, audienceProblem, cancelJob, createAudienceStore, createAppCache, createAppCredentialStore, createDatabase, databaseOptionsOf, createSecretBox, listUserDevices } from '@herald/db';
+import { appHasWebDevices, audienceProblem, cancelJob, createAudienceStore, createAppCache, createAppCredentialStore, createDatabase, databaseOptionsOf, createSecretBox, eraseUser, listUserDevices } from '@herald/db';
 import { coalescedPublish, connectBroker } from '@herald/messaging';
 import { generateVapidKeys } from '@herald/providers';
 import { runService } from '@herald/runtime';
@@ -43,6 +43,7 @@ await runService('api', config, async ({ logger, registry, stopping: startStoppi
     preferences: db.preferences,
     audiences: createAudienceStore(db.kysely),
     userDevices: (app, userId, limit) => listUserDevices(db.kysely, app, userId, limit),
+    eraseUser: (app, userId) => eraseUser(db.kysely, app, userId),
     keys: db.apiKeys,
     admin: { store: createAppCredentialStore(db.kysely, box), list: () => db.apps.list(), keys: db.apiKeys, audit: db.audit, generateVapidKeys },
     vapidApps: db.apps,

@@ -1,9 +1,9 @@
-import { DeviceList, MuteCreate, MuteDelete, MuteList, MuteView, OptOutChange, OptOutList, OptOutView, PreferenceRemoved, UserOfApp } from '@herald/contracts';
+import { DeviceList, MuteCreate, MuteDelete, MuteList, MuteView, OptOutChange, OptOutList, OptOutView, PreferenceRemoved, UserErasureRequest, UserErasureView, UserOfApp } from '@herald/contracts';
 import { z } from 'zod';
 
 /** The opt-out, mute and device-list routes' part of the OpenAPI document (merged in openapi.ts). */
-export const PREFERENCE_SCHEMAS = { OptOutChange, OptOutView, OptOutList, MuteCreate, MuteDelete, MuteView, MuteList, PreferenceRemoved, DeviceList };
-export const PREFERENCE_INPUTS: ReadonlySet<string> = new Set(['OptOutChange', 'MuteCreate', 'MuteDelete']);
+export const PREFERENCE_SCHEMAS = { OptOutChange, OptOutView, OptOutList, MuteCreate, MuteDelete, MuteView, MuteList, PreferenceRemoved, DeviceList, UserErasureRequest, UserErasureView };
+export const PREFERENCE_INPUTS: ReadonlySet<string> = new Set(['OptOutChange', 'MuteCreate', 'MuteDelete', 'UserErasureRequest']);
 
 type Name = keyof typeof PREFERENCE_SCHEMAS;
 const ref = (name: Name | 'ApiError') => ({ $ref: `#/components/schemas/${name}` });
@@ -33,6 +33,15 @@ export const PREFERENCE_PATHS = {
     post: { summary: "Mute an object (e.g. a thread) of an app for a user, until a time or until removed; replaces the app's earlier mute of it", security: team, requestBody: body('MuteCreate'), responses: { '201': answer('muted', 'MuteView'), '200': answer('the existing mute, now with this until', 'MuteView'), ...refusals } },
     delete: { summary: 'Remove a mute', security: team, requestBody: body('MuteDelete'), responses: { '200': answer('removed: false when there was no such mute', 'PreferenceRemoved'), ...refusals } },
     get: { summary: "A user's mutes in force that apply to an app", security: team, parameters: userOfApp, responses: { '200': answer('mutes, newest first', 'MuteList'), ...errors(400, 401, 403, 422, 503) } },
+  },
+  '/v1/users:erase': {
+    post: {
+      summary:
+        "Erase what Herald keeps of one user of an app: devices unregistered and stripped of the user and their attributes, topic memberships, follow edges, the app's opt-outs and mutes, pushes stored for later; the user's older events arriving later are ignored. Idempotent",
+      security: team,
+      requestBody: body('UserErasureRequest'),
+      responses: { '200': answer('erased: what was removed, and what was kept as not the app\'s', 'UserErasureView'), ...refusals },
+    },
   },
 };
 

@@ -28,9 +28,10 @@ import { registerAudienceRoutes } from './audience-routes.ts';
 import type { AudienceServiceDeps } from './audience-service.ts';
 import type { PreferenceServiceDeps } from './preference-service.ts';
 import type { UserDevicesServiceDeps } from './user-devices-service.ts';
+import type { UserErasureServiceDeps } from './user-erasure-service.ts';
 import { vapidPublicKey, type WebPushServiceDeps } from './web-push-service.ts';
 
-export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps, SubscriptionServiceDeps, ChangeServiceDeps, PreferenceServiceDeps, UserDevicesServiceDeps, WebPushServiceDeps, AudienceServiceDeps {
+export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps, SubscriptionServiceDeps, ChangeServiceDeps, PreferenceServiceDeps, UserDevicesServiceDeps, UserErasureServiceDeps, WebPushServiceDeps, AudienceServiceDeps {
   keys: KeyLookup;
   admin: AdminDeps;
   adminKey: string | undefined;

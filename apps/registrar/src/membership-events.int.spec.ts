@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAudienceStore } from '@herald/db';
+import { createAudienceStore, eraseUser, erasuresOf } from '@herald/db';
 import { createLogger } from '@herald/logging';
+import { Registry } from '@herald/runtime';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import { createRegistrarHandler } from './registrar.ts';
 
@@ -65,5 +67,46 @@ describe('registrar: topic memberships and follow events on push.registrations',
     expect(members.filter((m) => m.subscribed).map((m) => m.member_id)).toEqual(['u3']);
     const edge = await t.db.kysely.selectFrom('follows').select('following').where('app', '=', 'paused').where('followee', '=', 'u7').executeTakeFirst();
     expect(edge?.following).toBe(false);
+  });
+});
+
+const apns = (label: string): string => createHash('sha256').update(label).digest('hex');
+const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+const named = async (userId: string) => ({
+  devices: (await t.db.kysely.selectFrom('devices').select('token').where('user_id', '=', userId).execute()).length,
+  members: (await t.db.kysely.selectFrom('topic_members').select('topic').where('member_id', '=', userId).execute()).length,
+  follows: (await t.db.kysely.selectFrom('follows').select('app').where((w) => w.or([w('follower', '=', userId), w('followee', '=', userId)])).execute()).length,
+});
+
+describe('registrar: events of a user erased since they were sent', () => {
+  it("a register of a new token, a subscribe and follows sent before the erasure are acked as stale, not stored; the same events sent after it apply", async () => {
+    const registry = new Registry();
+    const handle = createRegistrarHandler({
+      devices: t.db.devices,
+      audiences: createAudienceStore(t.db.kysely),
+      apps: t.db.apps,
+      erasuresOf: (users) => erasuresOf(t.db.kysely, users),
+      logger,
+      registry,
+    });
+    await eraseUser(t.db.kysely, 'chat', 'gone');
+    const before = ago(60_000);
+    const events = (eventAt: string, label: string) => [
+      message({ kind: 'register', app: 'chat', platform: 'apns', token: apns(label), userId: 'gone', eventAt }),
+      message({ kind: 'topic-membership', app: 'chat', topic: 'news', userId: 'gone', subscribed: true, eventAt }),
+      message({ kind: 'topic-membership', app: 'chat', topic: 'news', userId: 'gone', subscribed: false, eventAt }),
+      message({ kind: 'follow', app: 'chat', follower: 'gone', followee: 'stays', following: true, eventAt }),
+      message({ kind: 'follow', app: 'chat', follower: 'stays', followee: 'gone', following: true, eventAt }),
+      // Another user's events in the same batch apply.
+      message({ kind: 'register', app: 'chat', platform: 'apns', token: apns(`${label}-other`), userId: 'stays', eventAt }),
+    ];
+    const late = await handle(events(before, 'late'));
+    expect(late).toEqual(late.map(() => ({ kind: 'ack' })));
+    expect(await named('gone')).toEqual({ devices: 0, members: 0, follows: 0 });
+    expect((await named('stays')).devices).toBe(1);
+    expect(await registry.metrics()).toContain('herald_registrations_total{kind="register",result="stale"} 1');
+    // The user signs up again: events from after the erasure are theirs.
+    await handle(events(new Date(Date.now() + 1_000).toISOString(), 'again'));
+    expect(await named('gone')).toEqual({ devices: 1, members: 1, follows: 2 });
   });
 });

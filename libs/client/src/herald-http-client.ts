@@ -11,6 +11,8 @@ import {
   OptOutList,
   OptOutView,
   PreferenceRemoved,
+  UserErasureRequest,
+  UserErasureView,
   UserOfApp,
   VapidPublicKeyView,
   describeIssues,
@@ -67,6 +69,8 @@ export interface HeraldHttpClient {
   listMutes(user: z.input<typeof UserOfApp>): Promise<MuteList>;
   /** The user's devices of the app, valid and invalidated; tokens masked. */
   listDevices(user: z.input<typeof UserOfApp>): Promise<DeviceList>;
+  /** Erase what Herald keeps of the user of the app (POST /v1/users:erase); resolves to what was removed and kept. */
+  eraseUser(user: z.input<typeof UserErasureRequest>): Promise<UserErasureView>;
 }
 
 /** POST /v1/devices answers 202 { accepted: true }. */
@@ -122,5 +126,6 @@ export function createHeraldHttpClient(options: HeraldHttpClientOptions): Herald
     unmute: async (m) => (await send('DELETE', '/v1/mutes', PreferenceRemoved, validate(MuteDelete, 'mute', m))).removed,
     listMutes: async (user) => send('GET', `/v1/mutes?${userQuery(user)}`, MuteList),
     listDevices: async (user) => send('GET', `/v1/devices?${userQuery(user)}`, DeviceList),
+    eraseUser: async (user) => send('POST', '/v1/users:erase', UserErasureView, validate(UserErasureRequest, 'user', user)),
   };
 }

@@ -38,6 +38,31 @@ export type MuteDelete = z.infer<typeof MuteDelete>;
 export const UserOfApp = z.strictObject({ app: AppId, userId: UserId });
 export type UserOfApp = z.infer<typeof UserOfApp>;
 
+/** The body of POST /v1/users:erase: the user of the app whose data Herald erases. */
+export const UserErasureRequest = UserOfApp;
+export type UserErasureRequest = UserOfApp;
+
+/** What POST /v1/users:erase erased (counts), and what it kept because it is not the app's. */
+export const UserErasureView = z.object({
+  app: z.string(),
+  userId: z.string(),
+  erasedAt: z.string().describe("PostgreSQL's clock: an event of the user from before it (a register, subscribe or follow delivered late) is ignored from now on"),
+  removed: z.object({
+    devices: z.number().int().describe('devices unregistered, their user, time zone, language, app version, last-seen time and Web Push keys removed (the token stays, unattributed, as after an unregister)'),
+    topicMemberships: z.number().int(),
+    follows: z.number().int().describe('follow edges from and to the user'),
+    optOuts: z.number().int(),
+    mutes: z.number().int(),
+    storedPushes: z.number().int().nullable().describe('pushes stored for later to the user; null when they could not be looked through now (see notices): they are not sent, and go when due'),
+  }),
+  kept: z.object({
+    everyAppOptOuts: z.number().int().describe("the user's opt-outs of every app (an operator's): `herald erase-user --all-apps` removes them"),
+    everyAppMutes: z.number().int(),
+  }),
+  notices: z.array(z.string()),
+});
+export type UserErasureView = z.infer<typeof UserErasureView>;
+
 /** Most rows a list answers with (newest first); `truncated` says there were more. */
 export const MAX_LIST_ROWS = 1000;
 

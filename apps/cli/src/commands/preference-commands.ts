@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { MAX_LIST_ROWS, MuteCreate, MuteDelete, OptOutChange, UserOfApp } from '@herald/contracts';
-import type { Database, UserDevice } from '@herald/db';
-import { listUserDevices } from '@herald/db';
+import type { Database, UserDevice, UserErasure } from '@herald/db';
+import { eraseEveryAppPreferences, eraseUser, listUserDevices } from '@herald/db';
 import { maskToken } from '@herald/logging';
 import type { Command } from 'commander';
 import type { z } from 'zod';
@@ -30,6 +31,8 @@ const scopeText = (app: string | null): string => (app === null ? 'every app' : 
 /** The audit log's target for a user's preference: app/user, with "*" for every app. */
 const userTarget = (app: string | null, user: string): string => `${app ?? '*'}/${user}`;
 const changedSummary = (changed: boolean) => ({ changed });
+/** An erasure's audit target: the user id is what is erased, so the audit log keeps a digest of it (enough to match a request's record). */
+const erasedTarget = (app: string | null, user: string): string => `${app ?? '*'}/sha256:${createHash('sha256').update(user).digest('hex').slice(0, 16)}`;
 const when = (d: Date | null): string => (d === null ? '' : d.toISOString());
 
 const deviceRow = (d: UserDevice, fullTokens: boolean) => ({
@@ -102,6 +105,47 @@ export function registerPreferenceCommands(program: Command): void {
       );
       const line = o.undo === true ? (changed ? 'unmuted' : 'had not muted') : 'muted';
       process.stdout.write(`${o.user} ${line} ${o.object} (${scopeText(app)})${o.until === undefined ? '' : ` until ${o.until}`}\n`);
+    });
+
+  program
+    .command('erase-user')
+    .description("erase what Herald keeps of a user of an app (devices unregistered and stripped, topic memberships, follows, opt-outs, mutes, stored pushes); --all-apps: of every app, and the user's every-app opt-outs and mutes")
+    .requiredOption('--user <userId>', 'user id')
+    .option('--app <app>', 'the app whose user is erased')
+    .option('--all-apps', 'every app')
+    .option('--json', 'print JSON')
+    .action(async (o: Scope & { user: string; json?: boolean }) => {
+      const app = scopeOf(o);
+      const audit = { action: 'user.erase', target: erasedTarget(app, o.user), request: { via: 'cli' } };
+      const result = await auditedCli(
+        audit,
+        async (db) => {
+          if (app !== null) {
+            await scoped(db, UserOfApp, 'erase-user', app, { userId: o.user });
+            return { erasures: [await eraseUser(db.kysely, app, o.user)], everyApp: undefined };
+          }
+          check(UserOfApp.omit({ app: true }), 'erase-user', { userId: o.user });
+          const erasures: UserErasure[] = [];
+          for (const a of await db.apps.list()) erasures.push(await eraseUser(db.kysely, a.id, o.user));
+          return { erasures, everyApp: await eraseEveryAppPreferences(db.kysely, o.user) };
+        },
+        (r) => ({ apps: r.erasures.length, devices: r.erasures.reduce((n, e) => n + e.devices, 0) }),
+      );
+      const rows = result.erasures.map((e) => ({
+        app: e.app,
+        devices: e.devices,
+        topicMemberships: e.topicMemberships,
+        follows: e.follows,
+        optOuts: e.optOuts,
+        mutes: e.mutes,
+        storedPushes: e.storedPushes ?? `not looked through: ${e.storedPushesError ?? ''}`,
+      }));
+      if (result.everyApp !== undefined) rows.push({ app: '(every app)', devices: 0, topicMemberships: 0, follows: 0, optOuts: result.everyApp.optOuts, mutes: result.everyApp.mutes, storedPushes: 0 });
+      printRows(rows, o.json === true);
+      const kept = result.everyApp === undefined ? result.erasures[0] : undefined;
+      if (kept !== undefined && kept.keptEveryAppOptOuts + kept.keptEveryAppMutes > 0) {
+        process.stderr.write(`kept: ${kept.keptEveryAppOptOuts} opt-outs and ${kept.keptEveryAppMutes} mutes of every app (erase-user --all-apps removes them)\n`);
+      }
     });
 
   program

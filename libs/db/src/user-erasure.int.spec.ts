@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { derivePushId, type DevicePush, type Registration } from '@herald/contracts';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { applyFollowEvents, followerCount } from './follow-edges.ts';
+import { applyTopicMemberships, createTopic, findTopic } from './topic-store.ts';
+import { eraseEveryAppPreferences, eraseUser, erasuresOf } from './user-erasure.ts';
+
+const OPTS = { cap: 3, min: 2, maxAgeMs: 3_600_000 };
+const past = (minute: number) => new Date(Date.now() - 3_600_000 + minute * 60_000).toISOString();
+const hex = (n: number) => n.toString(16).padStart(64, '0');
+const register = (app: string, userId: string, token: string, eventAt: string, extra: Partial<Extract<Registration, { kind: 'register' }>> = {}): Registration => ({
+  version: 1, kind: 'register', app, platform: 'apns', token, userId, eventAt, timezone: 'Europe/Berlin', locale: 'de-DE', appVersion: '5.2.1', lastSeenAt: eventAt, ...extra,
+});
+const stored = (app: string, userId: string, token: string) => {
+  const jobId = randomUUID();
+  const push: DevicePush = { version: 1, pushId: derivePushId(jobId, token), jobId, deviceId: '1', app, platform: 'apns', token, userId, content: { title: `for ${userId}` } } as DevicePush;
+  return { dueAt: new Date(Date.now() + 86_400_000), push };
+};
+
+let t: SpecDatabase;
+const devicesOf = async (app: string) =>
+  (await sql<{ token: string; user_id: string | null; timezone: string | null; locale: string | null; app_version: string | null; last_seen_at: Date | null; invalidation_reason: string | null }>`
+    select token, user_id, timezone, locale, app_version, last_seen_at, invalidation_reason from devices where app = ${app} order by token`.execute(t.db.kysely)).rows;
+const rowsNaming = async (userId: string) =>
+  (await sql<{ n: string }>`
+    select (select count(*) from devices where user_id = ${userId}) + (select count(*) from topic_members where member_id = ${userId})
+      + (select count(*) from follows where follower = ${userId} or followee = ${userId}) + (select count(*) from follower_recent where follower = ${userId} or followee = ${userId})
+      + (select count(*) from followees where followee = ${userId}) + (select count(*) from opt_outs where user_id = ${userId} and app is not null)
+      + (select count(*) from mutes where user_id = ${userId} and app is not null) + (select count(*) from scheduled_pushes where payload->>'userId' = ${userId}) as n`.execute(t.db.kysely)).rows[0]?.n;
+
+beforeAll(async () => {
+  t = await createSpecDatabase('erasure');
+  for (const id of ['app-e', 'app-other']) await t.db.apps.upsert({ id });
+  await createTopic(t.db.kysely, 'app-e', 'news');
+  // alice: two phones (one logged out since), web keys none; bob: one phone. alice of app-other: her own.
+  await t.db.devices.applyRegistrations([
+    register('app-e', 'alice', hex(1), past(1)),
+    register('app-e', 'alice', hex(2), past(2)),
+    register('app-e', 'bob', hex(3), past(3)),
+    register('app-other', 'alice', hex(4), past(4)),
+  ]);
+  await t.db.devices.applyRegistrations([{ version: 1, kind: 'unregister', app: 'app-e', platform: 'apns', token: hex(2), userId: 'alice', eventAt: past(5) }]);
+  await applyTopicMemberships(t.db.kysely, [
+    { app: 'app-e', topic: 'news', member: { userId: 'alice' }, subscribed: true, eventAt: past(6) },
+    { app: 'app-e', topic: 'news', member: { platform: 'apns', token: hex(1) }, subscribed: true, eventAt: past(6) },
+    { app: 'app-e', topic: 'news', member: { userId: 'bob' }, subscribed: true, eventAt: past(6) },
+  ]);
+  // alice follows bob and carol; bob, carol and dave follow alice; dave follows bob.
+  await applyFollowEvents(
+    t.db.kysely,
+    [
+      ['alice', 'bob'], ['alice', 'carol'], ['bob', 'alice'], ['carol', 'alice'], ['dave', 'alice'], ['dave', 'bob'],
+    ].map(([follower, followee]) => ({ app: 'app-e', follower: follower as string, followee: followee as string, following: true, eventAt: past(7) })),
+    OPTS,
+  );
+  for (const app of ['app-e', 'app-other', null]) {
+    await t.db.preferences.addOptOut('alice', 'news', app);
+    await t.db.preferences.setMute('alice', 'thread-1', null, app);
+  }
+  await t.db.preferences.addOptOut('bob', 'news', 'app-e');
+  await t.db.scheduled.schedule([stored('app-e', 'alice', hex(1)), stored('app-e', 'bob', hex(3)), stored('app-other', 'alice', hex(4))]);
+});
+afterAll(async () => t?.drop());
+
+describe("erasing a user of an app", () => {
+  it("removes every row naming the user in that app, keeps other users' and other apps', and counts what it did", async () => {
+    const e = await eraseUser(t.db.kysely, 'app-e', 'alice');
+    expect(e).toMatchObject({ app: 'app-e', devices: 2, topicMemberships: 2, follows: 5, optOuts: 1, mutes: 1, storedPushes: 1, keptEveryAppOptOuts: 1, keptEveryAppMutes: 1 });
+    // Her devices are tombstones: no user, no attribute; the live one unregistered at the erasure.
+    expect(await devicesOf('app-e')).toEqual([
+      { token: hex(1), user_id: null, timezone: null, locale: null, app_version: null, last_seen_at: null, invalidation_reason: 'unregistered' },
+      { token: hex(2), user_id: null, timezone: null, locale: null, app_version: null, last_seen_at: null, invalidation_reason: 'unregistered' },
+      expect.objectContaining({ token: hex(3), user_id: 'bob', timezone: 'Europe/Berlin', invalidation_reason: null }),
+    ]);
+    // Nothing of app-e names her; in app-other she is as she was (one device, an opt-out, a mute, a stored push), and so are every-app preferences.
+    expect(
+      (await sql<{ n: string }>`
+        select (select count(*) from devices where app = 'app-e' and user_id = 'alice') + (select count(*) from topic_members where app = 'app-e' and member_id in ('alice', ${`apns:${hex(1)}`}))
+          + (select count(*) from follows where app = 'app-e' and 'alice' in (follower, followee)) + (select count(*) from follower_recent where app = 'app-e' and 'alice' in (follower, followee))
+          + (select count(*) from followees where app = 'app-e' and followee = 'alice') + (select count(*) from opt_outs where app = 'app-e' and user_id = 'alice')
+          + (select count(*) from mutes where app = 'app-e' and user_id = 'alice') + (select count(*) from scheduled_pushes where payload->>'app' = 'app-e' and payload->>'userId' = 'alice') as n`.execute(t.db.kysely)).rows[0]?.n,
+    ).toBe('0');
+    expect(await rowsNaming('alice')).toBe('4');
+    // bob: his device, membership, dave's edge to him and its index entry, his followees row, his opt-out, his stored push.
+    expect(await rowsNaming('bob')).toBe('7');
+  });
+
+  it('keeps the counts others read right: the topic has one subscriber, bob one follower, carol none, and bob\'s index holds dave', async () => {
+    expect((await findTopic(t.db.kysely, 'app-e', 'news'))?.subscribers).toBe(1);
+    expect(await followerCount(t.db.kysely, 'app-e', 'bob')).toBe(1);
+    expect(await followerCount(t.db.kysely, 'app-e', 'carol')).toBe(0);
+    const index = await sql<{ follower: string }>`select follower from follower_recent where app = 'app-e' and followee = 'bob'`.execute(t.db.kysely);
+    expect(index.rows.map((r) => r.follower)).toEqual(['dave']);
+  });
+
+  it("records the erasure under a digest, not the user id: the user's older events are recognised, a later one is not", async () => {
+    const rows = await sql<{ user_key: Buffer }>`select user_key from user_erasures where app = 'app-e'`.execute(t.db.kysely);
+    expect(rows.rows).toHaveLength(1);
+    expect(rows.rows[0]?.user_key.toString('utf8')).not.toContain('alice');
+    const found = await erasuresOf(t.db.kysely, [{ app: 'app-e', userId: 'alice' }, { app: 'app-e', userId: 'bob' }, { app: 'app-other', userId: 'alice' }]);
+    expect([...found.keys()]).toEqual(['app-e\0alice']);
+  });
+
+  it("a register of one of her tokens from before the erasure, delivered after it, is stale; a new login after it applies", async () => {
+    // hex(1) was live; hex(2) logged out at minute 5, so only the erasure's time makes a register of minute 30 stale.
+    expect(await t.db.devices.applyRegistrations([register('app-e', 'alice', hex(1), past(30)), register('app-e', 'alice', hex(2), past(30))])).toEqual(['stale', 'stale']);
+    expect((await devicesOf('app-e')).map((d) => d.user_id)).toEqual([null, null, 'bob']);
+    expect(await t.db.devices.applyRegistrations([register('app-e', 'carol', hex(1), new Date(Date.now() + 1_000).toISOString())])).toEqual(['applied']);
+  });
+
+  it('erasing again finds nothing more; --all-apps removes the every-app preferences', async () => {
+    const again = await eraseUser(t.db.kysely, 'app-e', 'alice');
+    expect(again).toMatchObject({ devices: 0, topicMemberships: 0, follows: 0, optOuts: 0, mutes: 0, storedPushes: 0 });
+    expect(await eraseEveryAppPreferences(t.db.kysely, 'alice')).toEqual({ optOuts: 1, mutes: 1 });
+  });
+});
