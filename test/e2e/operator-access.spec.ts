@@ -186,6 +186,12 @@ describe('operator access: the dashboard and its write actions need an operator 
   });
 
   it('with the operator key a replay works, and the audit log records who, what and when (table and `herald audit`)', async () => {
+    // The listing says where and why, not what: no user id or content of the parked jobs.
+    const listing = await dashboard(sys, 'GET', `/api/parked/${PARKED}`, { headers: bearer(sys.operatorKey) });
+    expect(listing.status).toBe(200);
+    expect(listing.text).toContain(FIXABLE[1]);
+    expect(listing.text).not.toContain('u-1');
+    expect(listing.text).not.toContain('A friend liked your photo');
     const before = Date.now();
     const answer = await dashboard(sys, 'POST', `/api/parked/${PARKED}/replay`, {
       body: { id: FIXABLE[1] },

@@ -60,6 +60,12 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
   throw new HttpError(400, 'body must be a JSON object');
 }
 
+/**
+ * What the dashboard lists of a parked message: where and why it was parked, not its body. A body
+ * holds a device token, a user id, a push's content or a registration's attributes, and an open
+ * dashboard fetches this for every parked queue with messages, unaudited; `herald parked show`
+ * prints a body when an operator asks for that one.
+ */
 const parkedRow = (m: ParkedMessage) => ({
   id: m.messageId ?? null,
   app: m.app ?? null,
@@ -68,7 +74,6 @@ const parkedRow = (m: ParkedMessage) => ({
   parkedAt: m.parkedAt ?? null,
   originalQueue: m.originalQueue,
   attempt: m.attempt,
-  preview: m.body.toString('utf8').slice(0, 300),
 });
 
 /** Only the parked queues of this vhost's Herald queues: the URL cannot name anything else. */
