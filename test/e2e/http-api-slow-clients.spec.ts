@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
-import { startTcpProxyFor, type TcpProxy } from '@herald/testing';
+import { sql } from 'kysely';
+import { startTcpProxyFor, waitFor, type TcpProxy } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_TEST_ENV, apiUrl, teamKey } from '../support/http-api.ts';
 import type { ServiceProcess } from '../support/service-process.ts';
@@ -151,5 +152,47 @@ describe('HTTP API: RabbitMQ stops answering', () => {
     proxy.thaw();
     const again = await post('/v1/jobs', job);
     expect(again.status, JSON.stringify(again.body)).toBe(202);
+  });
+});
+
+/** PostgreSQL alive but not answering in time (a lock held, an overloaded server): retryable, and the log names no user. */
+describe('HTTP API: PostgreSQL does not answer in time', () => {
+  let sys: System;
+  let key: string;
+  let api: ServiceProcess;
+
+  beforeAll(async () => {
+    sys = await startSystem({ only: ['api'], env: API_TEST_ENV });
+    key = await teamKey(sys, 'team-demo', ['demo']);
+    api = await startExtraService(sys, 'api', { DATABASE_QUERY_TIMEOUT_MS: '500' });
+  });
+  afterAll(async () => {
+    await sys?.stop();
+  });
+
+  it("answers a read past its bound 503 unavailable, not 500, and logs the route without the query's user id", async () => {
+    const port = api.logs.findLast((l) => typeof l['apiPort'] === 'number')?.['apiPort'];
+    const user = 'alice.erasable@example.com';
+    const from = api.logs.length;
+    // The devices table locked on one connection while the API reads it.
+    const held = await sys.database.db.kysely.connection().execute(async (conn) => {
+      await sql`begin`.execute(conn);
+      await sql`lock table devices in access exclusive mode`.execute(conn);
+      try {
+        const res = await fetch(`http://127.0.0.1:${String(port)}/v1/devices?app=demo&userId=${encodeURIComponent(user)}`, { headers: { authorization: `Bearer ${key}` } });
+        return { status: res.status, body: (await res.json()) as { error?: { code: string } } };
+      } finally {
+        await sql`rollback`.execute(conn);
+      }
+    });
+    expect(held.status, JSON.stringify(held.body)).toBe(503);
+    expect(held.body.error?.code).toBe('unavailable');
+    const logged = await waitFor('the failure logged', async () => {
+      const lines = api.logs.slice(from).filter((l) => l['msg'] === 'api request failed');
+      return lines.length > 0 && lines;
+    });
+    expect(logged).toHaveLength(1);
+    expect(logged[0]?.['route']).toBe('/v1/devices');
+    expect(JSON.stringify(api.logs.slice(from))).not.toContain('alice');
   });
 });

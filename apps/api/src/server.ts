@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { MAX_APP_ID_LENGTH, MAX_JOB_ID_LENGTH, MAX_TOPIC_NAME_LENGTH } from '@herald/contracts';
-import type { ApiKeyRow } from '@herald/db';
+import { isDatabaseUnavailable, type ApiKeyRow } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { BrokerUnavailableError, PublishFailedError } from '@herald/messaging';
 import type { Registry } from '@herald/runtime';
@@ -53,11 +53,13 @@ function onError(deps: ApiServerDeps) {
       void reply.status(known.status).send(known.body());
       return;
     }
-    deps.logger.error({ err, method: req.method, url: req.url }, 'api request failed');
-    // PostgreSQL or RabbitMQ away (connection refused, admin shutdown, connection failure): retryable.
-    const unavailable = typeof err.code === 'string' && /^(ECONN|EPIPE|57P|08)/.test(err.code);
+    // The route, not the URL: a query string names users (GET /v1/devices?app=&userId=), and an outage logs every request.
+    deps.logger.error({ err, method: req.method, route: req.routeOptions.url ?? 'unmatched' }, 'api request failed');
+    // PostgreSQL or RabbitMQ away (connection refused, admin shutdown, connection failure), or a
+    // statement past its bound (a server too slow to answer, isDatabaseUnavailable): retryable.
+    const unavailable = (typeof err.code === 'string' && /^(ECONN|EPIPE|57P|08)/.test(err.code)) || isDatabaseUnavailable(err);
     // The code, not the message: a caller (maybe not yet authenticated) is not told the database's address.
-    const answer = unavailable ? new ApiError(503, 'unavailable', `a dependency is unavailable (${err.code}), retry`) : new ApiError(500, 'internal', 'internal error');
+    const answer = unavailable ? new ApiError(503, 'unavailable', `a dependency is unavailable (${err.code ?? 'no answer in time'}), retry`) : new ApiError(500, 'internal', 'internal error');
     void reply.status(answer.status).send(answer.body());
   };
 }
