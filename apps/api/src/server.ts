@@ -56,8 +56,9 @@ function onError(deps: ApiServerDeps) {
     // The route, not the URL: a query string names users (GET /v1/devices?app=&userId=), and an outage logs every request.
     deps.logger.error({ err, method: req.method, route: req.routeOptions.url ?? 'unmatched' }, 'api request failed');
     // PostgreSQL or RabbitMQ away (connection refused, admin shutdown, connection failure), or a
-    // statement past its bound (a server too slow to answer, isDatabaseUnavailable): retryable.
-    const unavailable = (typeof err.code === 'string' && /^(ECONN|EPIPE|57P|08)/.test(err.code)) || isDatabaseUnavailable(err);
+    // statement past its bound (a server too slow to answer, isDatabaseUnavailable), or rolled back as a
+    // deadlock or serialization failure (class 40: a user erasure and a batch of its app, say): retryable.
+    const unavailable = (typeof err.code === 'string' && /^(ECONN|EPIPE|57P|08|40)/.test(err.code)) || isDatabaseUnavailable(err);
     // The code, not the message: a caller (maybe not yet authenticated) is not told the database's address.
     const answer = unavailable ? new ApiError(503, 'unavailable', `a dependency is unavailable (${err.code ?? 'no answer in time'}), retry`) : new ApiError(500, 'internal', 'internal error');
     void reply.status(answer.status).send(answer.body());

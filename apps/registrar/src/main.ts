@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createAudienceStore, createDatabase, databaseOptionsOf, erasuresOf, pruneDevices, pruneExpiredMutes, refusedValueReason } from '@herald/db';
+import { createAppCache, createAudienceStore, createDatabase, databaseOptionsOf, pruneDevices, pruneExpiredMutes, refusedValueReason } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, startPruner, type Pruner } from '@herald/runtime';
 import { registrarConfig } from './config.ts';
@@ -19,11 +19,7 @@ await runService('registrar', config, async ({ logger, registry, stopping: start
     prefetch: config.REGISTRAR_PREFETCH,
     batch: { maxSize: config.REGISTRAR_BATCH_SIZE, maxWaitMs: config.REGISTRAR_BATCH_WAIT_MS },
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
-    handle: createRegistrarHandler({ devices: db.devices, audiences: createAudienceStore(db.kysely), apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
-      erasuresOf: (users) => erasuresOf(db.kysely, users),
-      logger,
-      registry,
-    }),
+    handle: createRegistrarHandler({ devices: db.devices, audiences: createAudienceStore(db.kysely), apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS), logger, registry }),
     messageError: refusedValueReason,
   });
   // Devices whose token a provider declared dead go after DEVICE_RETENTION_DAYS (device-prune.ts), a

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAudienceStore, eraseUser, erasuresOf } from '@herald/db';
+import { createAudienceStore, eraseUser } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { Registry } from '@herald/runtime';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
@@ -85,7 +85,6 @@ describe('registrar: events of a user erased since they were sent', () => {
       devices: t.db.devices,
       audiences: createAudienceStore(t.db.kysely),
       apps: t.db.apps,
-      erasuresOf: (users) => erasuresOf(t.db.kysely, users),
       logger,
       registry,
     });

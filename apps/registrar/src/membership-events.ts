@@ -1,7 +1,6 @@
 import { decodeWith, FollowEvent, jsonObjectOf, TopicMembership } from '@herald/contracts';
 import type { AppRow, AudienceStore } from '@herald/db';
 import type { Logger } from '@herald/logging';
-import { erasedEvents, type ErasuresOf } from './erased-users.ts';
 
 /** The outcomes the registrar returns (registrar.ts's Outcome). */
 type Outcome =
@@ -14,8 +13,6 @@ export interface MembershipDeps {
   /** Absent: membership events are parked (this registrar was built without the audience store). */
   audiences?: Pick<AudienceStore, 'applyTopicMemberships' | 'applyFollowEvents'>;
   apps: { get(id: string): Promise<AppRow | undefined> };
-  /** Users' erasures: an event of an erased user (a topic member, either end of a follow edge) from before the erasure is stale. */
-  erasuresOf?: ErasuresOf;
   logger: Logger;
 }
 
@@ -66,13 +63,7 @@ export async function applyMembershipEvents(items: readonly { index: number; bod
     else if (deps.audiences === undefined) outcomes[index] = { kind: 'park', code: 'unsupported', reason: `this registrar does not apply ${r.event.kind} events` };
     else decoded.push({ index, event: r.event });
   }
-  const known = await knownApps(decoded, deps, outcomes);
-  // An erased user's join or leave from before the erasure (acked, not applied): applied, it would store the user id again.
-  const erased = await erasedEvents(
-    known.map(({ event: e }) => ({ app: e.app, users: e.kind === 'follow' ? [e.follower, e.followee] : e.userId === undefined ? [] : [e.userId], eventAt: e.eventAt })),
-    deps.erasuresOf,
-  );
-  const valid = known.filter((_, i) => erased[i] !== true);
+  const valid = await knownApps(decoded, deps, outcomes);
   const topics = valid.flatMap((d) => (d.event.kind === 'topic-membership' ? [{ index: d.index, event: d.event }] : []));
   const follows = valid.flatMap((d) => (d.event.kind === 'follow' ? [{ index: d.index, event: d.event }] : []));
   if (deps.audiences !== undefined && topics.length > 0) {

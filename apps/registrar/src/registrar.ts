@@ -2,7 +2,6 @@ import { decodeWith, endpointHostProblem, normalizeDeviceToken, Registration } f
 import { isDatabaseUnavailable, refusedValueReason, type AppRow, type DeviceRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { Counter, type Registry } from '@herald/runtime';
-import { erasedEvents, type ErasuresOf } from './erased-users.ts';
 import { applyMembershipEvents, isMembershipMessage, type MembershipDeps } from './membership-events.ts';
 
 // Minimal structural types; @herald/messaging exports identical shapes.
@@ -25,8 +24,6 @@ export interface RegistrarDeps {
   /** Topic memberships and follow edges (issue 20); see membership-events.ts. */
   audiences?: MembershipDeps['audiences'];
   apps: { get(id: string): Promise<AppRow | undefined> };
-  /** Users' erasures (erased-users.ts): a register of an erased user from before the erasure is stale. */
-  erasuresOf?: ErasuresOf;
   logger: Logger;
   /** Where herald_registrations_total is registered (the service's registry). */
   registry?: Registry;
@@ -122,18 +119,14 @@ async function checkApps(regs: readonly Decoded[], deps: RegistrarDeps, outcomes
 }
 
 /**
- * Applies the batch (one statement, one more a round of further events of a device); stale events (older than the device's last, an unregister
- * naming a user the device no longer belongs to, or a register of a user erased since: erased-users.ts) are acked, and counted as such.
+ * Applies the batch (one statement, one more a round of further events of a device); stale events (older than the device's last, or an unregister
+ * naming a user the device no longer belongs to) are acked, and counted as such.
  */
-async function apply(usable: readonly Decoded[], deps: RegistrarDeps, outcomes: Outcome[], counted?: Counter<'kind' | 'result'>): Promise<void> {
-  const erased = await erasedEvents(usable.map(({ reg }) => ({ app: reg.app, users: reg.kind === 'register' ? [reg.userId] : [], eventAt: reg.eventAt })), deps.erasuresOf);
-  const valid = usable.filter((_, i) => erased[i] !== true);
-  const applied = await deps.devices.applyRegistrations(valid.map((d) => d.reg));
-  const results = new Map(valid.map((d, i) => [d, applied[i]]));
-  usable.forEach((d) => {
-    const { index, reg } = d;
+async function apply(valid: readonly Decoded[], deps: RegistrarDeps, outcomes: Outcome[], counted?: Counter<'kind' | 'result'>): Promise<void> {
+  const results = await deps.devices.applyRegistrations(valid.map((d) => d.reg));
+  valid.forEach(({ index, reg }, i) => {
     outcomes[index] = ACK;
-    const result = results.get(d) ?? 'stale';
+    const result = results[i] ?? 'stale';
     counted?.inc({ kind: reg.kind, result });
     const log = { app: reg.app, platform: reg.platform, kind: reg.kind, eventAt: reg.eventAt, token: reg.token };
     deps.logger.debug(log, result === 'stale' ? 'stale registration ignored' : 'registration applied');

@@ -45,4 +45,4 @@ export { seedAudience, explainAudienceChunk, type AudienceSeed } from './audienc
 export { holdLease, type Lease, type LeaseOptions } from './lease.ts';
 export { createAnnouncedAlarmStore, type AnnouncedAlarm, type AnnouncedAlarmStore } from './announced-alarms.ts';
 export { startDatabaseClock, type DatabaseClock } from './database-clock.ts';
-export { eraseEveryAppPreferences, eraseUser, erasureKey, erasuresOf, type UserErasure } from './user-erasure.ts';
+export { eraseEveryAppPreferences, eraseUser, erasureKey, type UserErasure } from './user-erasure.ts';

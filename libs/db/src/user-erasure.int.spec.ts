@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { derivePushId, type DevicePush, type Registration } from '@herald/contracts';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import type { HeraldTables } from './tables.ts';
 import { applyFollowEvents, followerCount } from './follow-edges.ts';
 import { applyTopicMemberships, createTopic, findTopic } from './topic-store.ts';
-import { eraseEveryAppPreferences, eraseUser, erasuresOf } from './user-erasure.ts';
+import { eraseEveryAppPreferences, eraseUser, erasureKey } from './user-erasure.ts';
 
 const OPTS = { cap: 3, min: 2, maxAgeMs: 3_600_000 };
 const past = (minute: number) => new Date(Date.now() - 3_600_000 + minute * 60_000).toISOString();
@@ -20,6 +21,11 @@ const stored = (app: string, userId: string, token: string) => {
 };
 
 let t: SpecDatabase;
+/** A device of the user inserted on `conn` (inside its open transaction): how many rows it wrote. */
+const insertDeviceOn = async (conn: Kysely<HeraldTables>, app: string, userId: string, token: string): Promise<number> => {
+  const { numAffectedRows } = await sql`insert into devices (app, platform, token, user_id, registered_at, last_event_at) values (${app}, 'apns', ${token}, ${userId}, now(), now())`.execute(conn);
+  return Number(numAffectedRows ?? 0);
+};
 const devicesOf = async (app: string) =>
   (await sql<{ token: string; user_id: string | null; timezone: string | null; locale: string | null; app_version: string | null; last_seen_at: Date | null; invalidation_reason: string | null }>`
     select token, user_id, timezone, locale, app_version, last_seen_at, invalidation_reason from devices where app = ${app} order by token`.execute(t.db.kysely)).rows;
@@ -74,10 +80,10 @@ describe("erasing a user of an app", () => {
       { token: hex(2), user_id: null, timezone: null, locale: null, app_version: null, last_seen_at: null, invalidation_reason: 'unregistered' },
       expect.objectContaining({ token: hex(3), user_id: 'bob', timezone: 'Europe/Berlin', invalidation_reason: null }),
     ]);
-    // Nothing of app-e names her; in app-other she is as she was (one device, an opt-out, a mute, a stored push), and so are every-app preferences.
+    // Nothing of app-e names her (her device's membership stays, unsubscribed, under its token); in app-other she is as she was (one device, an opt-out, a mute, a stored push), and so are every-app preferences.
     expect(
       (await sql<{ n: string }>`
-        select (select count(*) from devices where app = 'app-e' and user_id = 'alice') + (select count(*) from topic_members where app = 'app-e' and member_id in ('alice', ${`apns:${hex(1)}`}))
+        select (select count(*) from devices where app = 'app-e' and user_id = 'alice') + (select count(*) from topic_members where app = 'app-e' and (member_id = 'alice' or (member_id = ${`apns:${hex(1)}`} and subscribed)))
           + (select count(*) from follows where app = 'app-e' and 'alice' in (follower, followee)) + (select count(*) from follower_recent where app = 'app-e' and 'alice' in (follower, followee))
           + (select count(*) from followees where app = 'app-e' and followee = 'alice') + (select count(*) from opt_outs where app = 'app-e' and user_id = 'alice')
           + (select count(*) from mutes where app = 'app-e' and user_id = 'alice') + (select count(*) from scheduled_pushes where payload->>'app' = 'app-e' and payload->>'userId' = 'alice') as n`.execute(t.db.kysely)).rows[0]?.n,
@@ -95,18 +101,42 @@ describe("erasing a user of an app", () => {
     expect(index.rows.map((r) => r.follower)).toEqual(['dave']);
   });
 
-  it("records the erasure under a digest, not the user id: the user's older events are recognised, a later one is not", async () => {
+  it('records the erasure under a digest of the app and user, not the user id', async () => {
     const rows = await sql<{ user_key: Buffer }>`select user_key from user_erasures where app = 'app-e'`.execute(t.db.kysely);
-    expect(rows.rows).toHaveLength(1);
-    expect(rows.rows[0]?.user_key.toString('utf8')).not.toContain('alice');
-    const found = await erasuresOf(t.db.kysely, [{ app: 'app-e', userId: 'alice' }, { app: 'app-e', userId: 'bob' }, { app: 'app-other', userId: 'alice' }]);
-    expect([...found.keys()]).toEqual(['app-e\0alice']);
+    expect(rows.rows.map((r) => r.user_key.toString('hex'))).toEqual([erasureKey('app-e', 'alice').toString('hex')]);
+  });
+
+  it("refuses, from every writer, a subscribe, follow or register of hers stamped before the erasure; her device's membership stays unsubscribed", async () => {
+    const before = past(40);
+    expect(await t.db.devices.applyRegistrations([register('app-e', 'alice', hex(9), before)])).toEqual(['stale']);
+    expect(
+      await applyTopicMemberships(t.db.kysely, [
+        { app: 'app-e', topic: 'news', member: { userId: 'alice' }, subscribed: true, eventAt: before },
+        { app: 'app-e', topic: 'news', member: { platform: 'apns', token: hex(1) }, subscribed: true, eventAt: before },
+      ]),
+    ).toEqual(['stale', 'stale']);
+    expect(await applyFollowEvents(t.db.kysely, [{ app: 'app-e', follower: 'dave', followee: 'alice', following: true, eventAt: before }], OPTS)).toEqual(['stale']);
+    expect(await rowsNaming('alice')).toBe('4');
+    expect((await findTopic(t.db.kysely, 'app-e', 'news'))?.subscribers).toBe(1);
+  });
+
+  it('an erasure waits for a write of the app under way, then erases what it wrote', async () => {
+    await t.db.kysely.connection().execute(async (conn) => {
+      await sql`begin`.execute(conn);
+      // erin registers, not yet committed, when her erasure is asked for.
+      expect(await insertDeviceOn(conn, 'app-e', 'erin', hex(20))).toBe(1);
+      const erasure = eraseUser(t.db.kysely, 'app-e', 'erin');
+      await new Promise((r) => setTimeout(r, 200));
+      await sql`commit`.execute(conn);
+      expect(await erasure).toMatchObject({ devices: 1 });
+    });
+    expect(await rowsNaming('erin')).toBe('0');
   });
 
   it("a register of one of her tokens from before the erasure, delivered after it, is stale; a new login after it applies", async () => {
     // hex(1) was live; hex(2) logged out at minute 5, so only the erasure's time makes a register of minute 30 stale.
     expect(await t.db.devices.applyRegistrations([register('app-e', 'alice', hex(1), past(30)), register('app-e', 'alice', hex(2), past(30))])).toEqual(['stale', 'stale']);
-    expect((await devicesOf('app-e')).map((d) => d.user_id)).toEqual([null, null, 'bob']);
+    expect((await devicesOf('app-e')).filter((d) => [hex(1), hex(2), hex(3)].includes(d.token)).map((d) => d.user_id)).toEqual([null, null, 'bob']);
     expect(await t.db.devices.applyRegistrations([register('app-e', 'carol', hex(1), new Date(Date.now() + 1_000).toISOString())])).toEqual(['applied']);
   });
 

@@ -27,8 +27,10 @@ export interface UserErasure {
 }
 
 /**
- * The key an erasure is kept under: SHA-256 of the app id, a NUL and the user id. The user id
- * itself is not kept after the erasure; the key is enough to recognise that user's late events.
+ * The key an erasure is kept under: SHA-256 of the app id, a NUL and the user id, as migration
+ * 0040's herald_user_key computes it. The user id itself is not kept after the erasure; the key is
+ * enough to recognise that user's late events. A pseudonym, not anonymous: user ids that can be
+ * guessed (an e-mail address, a number) can be tried against it.
  */
 export function erasureKey(app: string, userId: string): Buffer {
   return createHash('sha256').update(app).update('\0').update(userId).digest();
@@ -39,20 +41,22 @@ type Edge = { app: string; followee: string; follower: string; following: boolea
 /**
  * Erases one user of one app, in one transaction: the erasure is recorded (user_erasures, by key),
  * the user's devices become tombstones without the user or any of their fields (unregistered at the
- * erasure; the token stays, unattributed, so a register from before the erasure delivered late stays
- * stale as after a logout, and the registrar's look at user_erasures stops those of tokens it has no
- * row of), topic memberships of the user and of those devices and follow edges from and to the user
- * go (their counts and indexes kept right), and the app's opt-outs and mutes of the user go. Then,
- * outside it, the pushes stored for later to the user are deleted: a scan of every stored push (no
- * index names their user), so a failure there (a statement bound on a vast backlog) is reported in
- * `storedPushesError` and leaves the rest erased; those pushes are not sent anyway (their devices are
- * unregistered) and go when they fall due.
+ * erasure; the token stays, unattributed, as after a logout), topic memberships of the user go and
+ * those of the user's devices become unsubscribed tombstones at the erasure, follow edges from and to
+ * the user go (others' counts and indexes kept right), and the app's opt-outs and mutes of the user
+ * go. From its commit the database refuses any row naming the user with an older event time, from
+ * every writer (migration 0040's triggers): a register, subscribe or follow on its way stays out. The
+ * transaction holds the app's erasure lock exclusively, so it waits for the app's writes under way
+ * and they for it. Then, outside it, the pushes stored for later to the user are deleted: a scan of
+ * every stored push (no index names their user), so a failure there (a statement bound on a vast
+ * backlog) is reported in `storedPushesError` and leaves the rest erased; those pushes are not sent
+ * (their devices are unregistered: the claim drops them) and go when they fall due.
  */
 export async function eraseUser(db: Kysely<HeraldTables>, app: string, userId: string): Promise<UserErasure> {
-  const key = erasureKey(app, userId);
   const { counts, edges } = await db.transaction().execute(async (tx) => {
+    await sql`select set_config('herald.erasing', 'on', true), pg_advisory_xact_lock(herald_erasure_lock(${app}))`.execute(tx);
     const erasedAt = (await sql<{ at: Date }>`
-      insert into user_erasures (app, user_key, erased_at) values (${app}, ${key}, now())
+      insert into user_erasures (app, user_key, erased_at) values (${app}, herald_user_key(${app}, ${userId}), now())
       on conflict (app, user_key) do update set erased_at = greatest(user_erasures.erased_at, excluded.erased_at)
       returning erased_at as at`.execute(tx)).rows[0]?.at as Date;
     const devices = await eraseDevices(tx, app, userId);
@@ -68,9 +72,10 @@ export async function eraseUser(db: Kysely<HeraldTables>, app: string, userId: s
       edges,
     };
   });
-  // Other followees' indexes lost a follower: trimmed or topped up as after an unfollow.
-  await rebalanceFollowerIndex(db, edges.filter((e) => e.followee !== userId));
   try {
+    // The indexes of those the user followed lost a follower: trimmed or topped up as after an unfollow
+    // (failing, each is set right at its followee's next follow event or refill).
+    await rebalanceFollowerIndex(db, edges);
     return { ...counts, storedPushes: await eraseStoredPushes(db, app, userId) };
   } catch (err) {
     return { ...counts, storedPushes: null, storedPushesError: err instanceof Error ? err.message : String(err) };
@@ -81,7 +86,7 @@ export async function eraseUser(db: Kysely<HeraldTables>, app: string, userId: s
  * The user's devices (live, unregistered and dead) become tombstones without the user: unregistered
  * at the erasure if live, their last event moved to the erasure (a register from before it is
  * stale), every attribute a register gave removed. Locked in the registrar's order (app, platform,
- * token): no deadlock with a batch of registrations. Returns their platform and token.
+ * token). Returns their platform and token.
  */
 async function eraseDevices(tx: Kysely<HeraldTables>, app: string, userId: string): Promise<{ platform: Platform; token: string }[]> {
   const { rows } = await sql<{ platform: Platform; token: string }>`
@@ -98,27 +103,36 @@ async function eraseDevices(tx: Kysely<HeraldTables>, app: string, userId: strin
   return rows;
 }
 
-/** Memberships of the user, and of the user's devices: unsubscribed first (the count triggers run on update), then deleted. */
+/**
+ * The user's memberships are unsubscribed (the count triggers run on update) and deleted; those of the
+ * user's devices (they name a token, not the user) are unsubscribed at the erasure and kept, so a
+ * subscribe of the token from before it, arriving later, is stale. Returns how many there were.
+ */
 async function eraseMemberships(tx: Kysely<HeraldTables>, app: string, userId: string, devices: readonly { platform: Platform; token: string }[]): Promise<number> {
   const deviceIds = devices.map((d) => deviceMemberId(d.platform, d.token));
   const members = sql`app = ${app} and ((member_kind = 'user' and member_id = ${userId}) or (member_kind = 'device' and member_id = any(${deviceIds}::text[])))`;
-  await sql`
-    with target as (select topic, member_kind, member_id from topic_members where ${members} and subscribed order by app, topic, member_kind, member_id for update)
-    update topic_members m set subscribed = false, changed_xid = pg_current_xact_id()
+  const { numAffectedRows } = await sql`
+    with target as (select topic, member_kind, member_id from topic_members where ${members} order by app, topic, member_kind, member_id for update)
+    update topic_members m set subscribed = false, event_at = greatest(m.event_at, now()),
+      changed_xid = case when m.subscribed then pg_current_xact_id() else m.changed_xid end
     from target t where m.app = ${app} and m.topic = t.topic and m.member_kind = t.member_kind and m.member_id = t.member_id`.execute(tx);
-  const { numAffectedRows } = await sql`delete from topic_members where ${members}`.execute(tx);
+  await sql`delete from topic_members where app = ${app} and member_kind = 'user' and member_id = ${userId}`.execute(tx);
   return Number(numAffectedRows ?? 0);
 }
 
-/** Edges from and to the user: unfollowed first (counts by trigger, the indexes as after an unfollow), then deleted with the user's own index. */
+/**
+ * Edges from the user are unfollowed first (others' counts by trigger, their indexes as after an
+ * unfollow), then every edge from and to the user is deleted with the user's own count and index
+ * (edges to the user are not unfollowed one by one: the count and index they would change go too,
+ * and a user with a million followers is erased in one delete of them).
+ */
 async function eraseFollows(tx: Kysely<HeraldTables>, app: string, userId: string): Promise<{ edges: Edge[]; follows: number }> {
-  const edges = sql`app = ${app} and (follower = ${userId} or followee = ${userId})`;
   const { rows } = await sql<Edge>`
-    with target as (select followee, follower from follows where ${edges} and following order by app, followee, follower for update)
-    update follows f set following = false from target t where f.app = ${app} and f.followee = t.followee and f.follower = t.follower
+    with target as (select followee from follows where app = ${app} and follower = ${userId} and following order by app, followee, follower for update)
+    update follows f set following = false from target t where f.app = ${app} and f.followee = t.followee and f.follower = ${userId}
     returning f.app, f.followee, f.follower, f.following`.execute(tx);
   await applyToFollowerIndex(tx, rows);
-  const { numAffectedRows } = await sql`delete from follows where ${edges}`.execute(tx);
+  const { numAffectedRows } = await sql`delete from follows where app = ${app} and (follower = ${userId} or followee = ${userId})`.execute(tx);
   await sql`delete from follower_recent where app = ${app} and (follower = ${userId} or followee = ${userId})`.execute(tx);
   await sql`delete from followees where app = ${app} and followee = ${userId}`.execute(tx);
   return { edges: rows, follows: Number(numAffectedRows ?? 0) };
@@ -128,24 +142,6 @@ async function eraseFollows(tx: Kysely<HeraldTables>, app: string, userId: strin
 async function eraseStoredPushes(db: Kysely<HeraldTables>, app: string, userId: string): Promise<number> {
   const { numAffectedRows } = await sql`delete from scheduled_pushes where payload->>'app' = ${app} and payload->>'userId' = ${userId}`.execute(db);
   return Number(numAffectedRows ?? 0);
-}
-
-/**
- * When each of the given users of an app was last erased, by `${app}\0${userId}` (absent: never).
- * The registrar reads it to treat a user's events from before the erasure as stale.
- */
-export async function erasuresOf(db: Kysely<HeraldTables>, users: readonly { app: string; userId: string }[]): Promise<Map<string, Date>> {
-  const found = new Map<string, Date>();
-  if (users.length === 0) return found;
-  const byKey = new Map(users.map((u) => [erasureKey(u.app, u.userId).toString('hex'), `${u.app}\0${u.userId}`]));
-  const { rows } = await sql<{ user_key: Buffer; erased_at: Date }>`
-    select user_key, erased_at from user_erasures
-    where (app, user_key) in (select * from unnest(${users.map((u) => u.app)}::text[], ${users.map((u) => erasureKey(u.app, u.userId))}::bytea[]))`.execute(db);
-  for (const r of rows) {
-    const user = byKey.get(r.user_key.toString('hex'));
-    if (user !== undefined) found.set(user, r.erased_at);
-  }
-  return found;
 }
 
 /** The user's opt-outs and mutes of every app (app null: an operator's), deleted; for `herald erase-user --all-apps`. */

@@ -503,7 +503,7 @@ function droppedDead(push: DevicePush, why: 'dead' | 'gone' | 'reassigned', deps
     deps.outcomes?.note(push, 'invalid', { code: 'invalidated', reason: 'the token was invalidated or unregistered after the push was queued' });
     deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token }, 'push dropped: token invalidated since it was queued');
   } else {
-    deps.outcomes?.note(push, 'invalid', { code: 'reassigned', reason: `the device was registered to another user after the push for user "${push.userId}" was queued` });
+    deps.outcomes?.note(push, 'invalid', { code: 'reassigned', reason: 'the device was registered to another user after the push was queued' });
     deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token }, 'push dropped: the device belongs to another user since it was queued');
   }
   return ack;
