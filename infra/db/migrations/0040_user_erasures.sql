@@ -15,32 +15,35 @@ CREATE TABLE IF NOT EXISTS user_erasures (
 
 -- What an erasure looks up that no index served: a user's topic memberships (the primary key
 -- leads with the topic), a user's follow edges whichever their state (follows_by_follower holds
--- only edges being followed, and is replaced by this wider one). Building them blocks writes to
--- topic_members and follows (subscribing and following wait) but not reads (fan-outs go on). On
--- large tables, build them beforehand without blocking:
+-- only edges being followed). Building them blocks writes to topic_members and follows
+-- (subscribing and following wait) but not reads (fan-outs go on). On large tables, build them
+-- beforehand without blocking:
 --   CREATE INDEX CONCURRENTLY IF NOT EXISTS topic_members_by_member ON topic_members (app, member_kind, member_id);
 --   CREATE INDEX CONCURRENTLY IF NOT EXISTS follows_by_follower_any ON follows (app, follower);
--- and this migration then finds them and only drops follows_by_follower.
+-- and this migration then finds them.
 CREATE INDEX IF NOT EXISTS topic_members_by_member ON topic_members (app, member_kind, member_id);
 CREATE INDEX IF NOT EXISTS follows_by_follower_any ON follows (app, follower);
-DROP INDEX IF EXISTS follows_by_follower;
 
 -- The database itself keeps an erased user's older events out, whoever writes them (the
 -- registrar, the API's follow and topic routes, the CLI): a row naming a user of an app erased at
 -- or after the row's event time is not written (a trigger returning NULL: the statement goes on
 -- and the writer counts that event stale). Each such write first takes a shared advisory lock on
--- its app, held to the end of its transaction; an erasure takes it exclusively. So an erasure waits
--- for writes of its app already under way (and then erases what they wrote), and writes that come
--- during an erasure wait for it (and then see it): no register, subscribe or follow racing an
+-- its app (and schema), held to the end of its transaction; an erasure is recorded in a short
+-- transaction of its own holding it exclusively (and no row lock), then erases. So the record waits
+-- for writes of the app already under way, which the erasure then sees and erases, and writes that
+-- come while it waits queue behind it and then see it: no register, subscribe or follow racing an
 -- erasure brings the user back. One lock per app, however many rows a statement writes. The
--- erasure's own updates pass (herald.erasing, set for its transaction only).
+-- erasure's own updates pass (herald.erasing, set for its transaction only). The functions run
+-- with the schema they were created in (SET search_path FROM CURRENT), whatever the writer's path.
 CREATE OR REPLACE FUNCTION herald_user_key(p_app text, p_user text) RETURNS bytea LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
   AS $$ SELECT sha256(convert_to(p_app, 'UTF8') || '\x00'::bytea || convert_to(p_user, 'UTF8')) $$;
 
-CREATE OR REPLACE FUNCTION herald_erasure_lock(p_app text) RETURNS bigint LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-  AS $$ SELECT hashtextextended('herald user erasure ' || p_app, 0) $$;
+CREATE OR REPLACE FUNCTION herald_erasure_lock(p_app text) RETURNS bigint LANGUAGE sql STABLE STRICT
+  SET search_path FROM CURRENT
+  AS $$ SELECT hashtextextended('herald user erasure ' || current_schema() || ' ' || p_app, 0) $$;
 
-CREATE OR REPLACE FUNCTION herald_erased_since(p_app text, p_user text, p_at timestamptz) RETURNS boolean LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION herald_erased_since(p_app text, p_user text, p_at timestamptz) RETURNS boolean LANGUAGE plpgsql
+  SET search_path FROM CURRENT AS $$
 BEGIN
   IF current_setting('herald.erasing', true) = 'on' THEN
     RETURN false;
@@ -50,7 +53,8 @@ BEGIN
 END $$;
 
 -- The triggers' function. Arguments: the row's event-time column, then its user columns.
-CREATE OR REPLACE FUNCTION erased_user_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION erased_user_guard() RETURNS trigger LANGUAGE plpgsql
+  SET search_path FROM CURRENT AS $$
 DECLARE
   r jsonb := to_jsonb(NEW);
 BEGIN

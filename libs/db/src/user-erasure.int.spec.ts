@@ -140,6 +140,33 @@ describe("erasing a user of an app", () => {
     expect(await t.db.devices.applyRegistrations([register('app-e', 'carol', hex(1), new Date(Date.now() + 1_000).toISOString())])).toEqual(['applied']);
   });
 
+  it('an erasure waiting for the app\'s writes does not deadlock with an unregister of the user\'s device that comes meanwhile', async () => {
+    await t.db.devices.applyRegistrations([register('app-e', 'fay', hex(30), past(50))]);
+    await t.db.kysely.connection().execute(async (conn) => {
+      await sql`begin`.execute(conn);
+      // Another user's register holds the app's lock; fay's erasure queues behind it, and her logout behind that.
+      expect(await insertDeviceOn(conn, 'app-e', 'gus', hex(31))).toBe(1);
+      const erasure = eraseUser(t.db.kysely, 'app-e', 'fay');
+      await new Promise((r) => setTimeout(r, 100));
+      const logout = t.db.devices.applyRegistrations([{ version: 1, kind: 'unregister', app: 'app-e', platform: 'apns', token: hex(30), userId: 'fay', eventAt: past(55) }]);
+      await new Promise((r) => setTimeout(r, 100));
+      await sql`commit`.execute(conn);
+      expect(await erasure).toMatchObject({ devices: 1 });
+      expect(await logout).toHaveLength(1);
+    });
+    expect(await rowsNaming('fay')).toBe('0');
+  });
+
+  it("keeps an erased user out whatever the writer's search_path (the triggers' functions carry their schema)", async () => {
+    await t.db.kysely.connection().execute(async (conn) => {
+      await sql`begin`.execute(conn);
+      await sql`set local search_path = ''`.execute(conn);
+      const { numAffectedRows } = await sql`insert into ${sql.id(t.schema, 'devices')} (app, platform, token, user_id, registered_at, last_event_at) values ('app-e', 'apns', ${hex(32)}, 'alice', now(), now() - interval '1 hour')`.execute(conn);
+      expect(Number(numAffectedRows)).toBe(0);
+      await sql`commit`.execute(conn);
+    });
+  });
+
   it('erasing again finds nothing more; --all-apps removes the every-app preferences', async () => {
     const again = await eraseUser(t.db.kysely, 'app-e', 'alice');
     expect(again).toMatchObject({ devices: 0, topicMemberships: 0, follows: 0, optOuts: 0, mutes: 0, storedPushes: 0 });

@@ -12,7 +12,7 @@ export interface UserErasure {
   erasedAt: Date;
   /** Devices of the user: unregistered (none gets a push again), their user, zone, language, app version, last-seen time and Web Push keys removed. */
   devices: number;
-  /** Topic memberships of the user and of the user's devices, removed (subscriber counts follow). */
+  /** Topic memberships of the user (deleted) and of the user's devices in force (unsubscribed, kept under the token); subscriber counts follow. */
   topicMemberships: number;
   /** Follow edges from and to the user, removed (follower counts and recently-active indexes follow). */
   follows: number;
@@ -39,26 +39,33 @@ export function erasureKey(app: string, userId: string): Buffer {
 type Edge = { app: string; followee: string; follower: string; following: boolean };
 
 /**
- * Erases one user of one app, in one transaction: the erasure is recorded (user_erasures, by key),
+ * Erases one user of one app. First the erasure is recorded (user_erasures, by key) in a short
+ * transaction holding the app's erasure lock exclusively and no row: it waits for the app's writes
+ * under way, and from its commit the database refuses any row naming the user with an older event
+ * time, from every writer (migration 0040's triggers), so a register, subscribe or follow on its way
+ * stays out. Its time is PostgreSQL's clock once the lock is had. Then, in a second transaction,
  * the user's devices become tombstones without the user or any of their fields (unregistered at the
  * erasure; the token stays, unattributed, as after a logout), topic memberships of the user go and
- * those of the user's devices become unsubscribed tombstones at the erasure, follow edges from and to
- * the user go (others' counts and indexes kept right), and the app's opt-outs and mutes of the user
- * go. From its commit the database refuses any row naming the user with an older event time, from
- * every writer (migration 0040's triggers): a register, subscribe or follow on its way stays out. The
- * transaction holds the app's erasure lock exclusively, so it waits for the app's writes under way
- * and they for it. Then, outside it, the pushes stored for later to the user are deleted: a scan of
- * every stored push (no index names their user), so a failure there (a statement bound on a vast
- * backlog) is reported in `storedPushesError` and leaves the rest erased; those pushes are not sent
- * (their devices are unregistered: the claim drops them) and go when they fall due.
+ * those of the user's devices become unsubscribed tombstones, follow edges from and to the user go
+ * (others' counts and indexes kept right), and the app's opt-outs and mutes of the user go; it holds
+ * no lock a writer of the app waits for beyond the rows it changes. A failure there leaves the
+ * erasure recorded and the data as it was: erasing again (idempotent) finishes it. Last, outside
+ * both, the pushes stored for later to the user are deleted: a scan of every stored push (no index
+ * names their user), so a failure there (a statement bound on a vast backlog) is reported in
+ * `storedPushesError` and leaves the rest erased; those pushes are not sent (their devices are
+ * unregistered: the claim drops them) and go when they fall due.
  */
 export async function eraseUser(db: Kysely<HeraldTables>, app: string, userId: string): Promise<UserErasure> {
-  const { counts, edges } = await db.transaction().execute(async (tx) => {
-    await sql`select set_config('herald.erasing', 'on', true), pg_advisory_xact_lock(herald_erasure_lock(${app}))`.execute(tx);
-    const erasedAt = (await sql<{ at: Date }>`
-      insert into user_erasures (app, user_key, erased_at) values (${app}, herald_user_key(${app}, ${userId}), now())
+  const erasedAt = await db.transaction().execute(async (tx) => {
+    await sql`select pg_advisory_xact_lock(herald_erasure_lock(${app}))`.execute(tx);
+    const { rows } = await sql<{ at: Date }>`
+      insert into user_erasures (app, user_key, erased_at) values (${app}, herald_user_key(${app}, ${userId}), clock_timestamp())
       on conflict (app, user_key) do update set erased_at = greatest(user_erasures.erased_at, excluded.erased_at)
-      returning erased_at as at`.execute(tx)).rows[0]?.at as Date;
+      returning erased_at as at`.execute(tx);
+    return rows[0]?.at as Date;
+  });
+  const { counts, edges } = await db.transaction().execute(async (tx) => {
+    await sql`select set_config('herald.erasing', 'on', true)`.execute(tx);
     const devices = await eraseDevices(tx, app, userId);
     const topicMemberships = await eraseMemberships(tx, app, userId, devices);
     const { edges, follows } = await eraseFollows(tx, app, userId);
@@ -106,18 +113,24 @@ async function eraseDevices(tx: Kysely<HeraldTables>, app: string, userId: strin
 /**
  * The user's memberships are unsubscribed (the count triggers run on update) and deleted; those of the
  * user's devices (they name a token, not the user) are unsubscribed at the erasure and kept, so a
- * subscribe of the token from before it, arriving later, is stale. Returns how many there were.
+ * subscribe of the token from before it, arriving later, is stale. Returns how many of the user's
+ * there were, and how many of the devices' were in force.
  */
 async function eraseMemberships(tx: Kysely<HeraldTables>, app: string, userId: string, devices: readonly { platform: Platform; token: string }[]): Promise<number> {
   const deviceIds = devices.map((d) => deviceMemberId(d.platform, d.token));
   const members = sql`app = ${app} and ((member_kind = 'user' and member_id = ${userId}) or (member_kind = 'device' and member_id = any(${deviceIds}::text[])))`;
-  const { numAffectedRows } = await sql`
-    with target as (select topic, member_kind, member_id from topic_members where ${members} order by app, topic, member_kind, member_id for update)
+  const { rows } = await sql<{ member_kind: string; was: boolean }>`
+    with target as (
+      select topic, member_kind, member_id, subscribed as was from topic_members where ${members}
+      order by app, topic, member_kind, member_id for update
+    )
     update topic_members m set subscribed = false, event_at = greatest(m.event_at, now()),
       changed_xid = case when m.subscribed then pg_current_xact_id() else m.changed_xid end
-    from target t where m.app = ${app} and m.topic = t.topic and m.member_kind = t.member_kind and m.member_id = t.member_id`.execute(tx);
+    from target t where m.app = ${app} and m.topic = t.topic and m.member_kind = t.member_kind and m.member_id = t.member_id
+    returning m.member_kind, t.was`.execute(tx);
   await sql`delete from topic_members where app = ${app} and member_kind = 'user' and member_id = ${userId}`.execute(tx);
-  return Number(numAffectedRows ?? 0);
+  // The user's rows (deleted), and the devices' memberships that were in force (now unsubscribed).
+  return rows.filter((r) => r.member_kind === 'user' || r.was).length;
 }
 
 /**
