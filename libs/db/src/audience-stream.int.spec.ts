@@ -220,6 +220,16 @@ describe('topics', () => {
     expect((await readAudienceChunk(t.db, { ...req, after: null, until: first.next ?? '', limit: 2 })).devices.map((d) => d.token)).toEqual(['tok-10', 'tok-11']);
   });
 
+  it("reads members restored from another cluster (a pg_dump into a new one keeps their transaction ids, far ahead of the new cluster's) as members since before the fan-out", async () => {
+    await createTopic(t.db.kysely, 'app-a', 'restored');
+    await applyTopicMemberships(t.db.kysely, ['user-10', 'user-20'].map((u) => ({ app: 'app-a', topic: 'restored', member: { userId: u }, subscribed: true, eventAt: '2025-03-01T00:00:00Z' })));
+    await applyTopicMemberships(t.db.kysely, [{ app: 'app-a', topic: 'restored', member: { platform: 'fcm', token: 'tok-15' }, subscribed: true, eventAt: '2025-03-01T00:00:00Z' }]);
+    await sql`update topic_members set changed_xid = (pg_snapshot_xmax(pg_current_snapshot())::text::bigint + 10000000)::text::xid8 where app = 'app-a' and topic = 'restored'`.execute(t.db.kysely);
+    const asOf = (await sql<{ s: string }>`select pg_current_snapshot()::text as s`.execute(t.db.kysely)).rows[0]?.s ?? '';
+    const chunk = await readAudienceChunk(t.db, { app: 'app-a', audience: { kind: 'topic', topic: 'restored' }, category: 'news', now: NOW, after: null, limit: 10, asOf });
+    expect(chunk.devices.map((d) => d.token)).toEqual(['tok-10', 'tok-20', 'tok-15']);
+  });
+
   it('refuses members of an unknown topic and changes nothing', async () => {
     expect(await applyTopicMemberships(t.db.kysely, [{ app: 'app-a', topic: 'nope', member: { userId: 'user-1' }, subscribed: true, eventAt: NOW.toISOString() }])).toEqual(['unknown-topic']);
   });

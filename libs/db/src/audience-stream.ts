@@ -151,9 +151,19 @@ async function topic(ctx: WalkContext, name: string, range: Range, limit: number
   return { devices: [...page.devices, ...rest.devices], usersWithoutDevice: page.usersWithoutDevice, next: rest.next };
 }
 
-/** The member row `alias` was last flipped before the snapshot `asOf` was taken (true without one). */
-const unchangedSince = (asOf: string | undefined, alias: string): RawBuilder<boolean> =>
-  asOf === undefined ? sql<boolean>`true` : sql<boolean>`(${sql.ref(`${alias}.changed_xid`)} is null or pg_visible_in_snapshot(${sql.ref(`${alias}.changed_xid`)}, ${asOf}::pg_snapshot))`;
+/**
+ * The member row `alias` was last flipped before the snapshot `asOf` was taken (true without one).
+ * A flip recorded under a transaction id this cluster has not reached (not below the xmax of the
+ * statement's own snapshot) is from another cluster: the rows of a pg_dump restored into a new one
+ * keep the old cluster's ids, far ahead of the new one's, and read as changed during every fan-out,
+ * every member restored was left out of every topic push (the job done, nothing sent). Such a flip
+ * is from before any fan-out here.
+ */
+const unchangedSince = (asOf: string | undefined, alias: string): RawBuilder<boolean> => {
+  if (asOf === undefined) return sql<boolean>`true`;
+  const xid = sql.ref(`${alias}.changed_xid`);
+  return sql<boolean>`(${xid} is null or pg_visible_in_snapshot(${xid}, ${asOf}::pg_snapshot) or ${xid} >= pg_snapshot_xmax(pg_current_snapshot()))`;
+};
 
 async function topicDevices(ctx: WalkContext, name: string, after: string | null, limit: number, until: string | undefined, asOf: string | undefined): Promise<Chunk> {
   // A user member hides its devices if it is subscribed now, or changed since the start (then phase 1 may have read it).
