@@ -57,4 +57,25 @@ describe('refusedValueReason, against PostgreSQL', () => {
     expect(isDatabaseUnavailable(unreachable)).toBe(true);
     expect([race, wrong, unreachable].map(refusedValueReason)).toEqual([undefined, undefined, undefined]);
   });
+
+  it('counts a server out of connection slots (53300) as unavailable, not as a fault of the statement', async () => {
+    const role = `herald_full_${randomBytes(4).toString('hex')}`;
+    await sql`create role ${sql.id(role)} login connection limit 0`.execute(t.db.kysely);
+    const full = createDatabase({ url: t.url.replace('postgres@', `${role}@`), schema: 'public', poolSize: 1 });
+    try {
+      let refused: unknown;
+      try {
+        await sql`select 1`.execute(full.kysely);
+      } catch (e) {
+        refused = e;
+      }
+      expect((refused as { code?: string }).code).toBe('53300');
+      expect(isDatabaseUnavailable(refused)).toBe(true);
+      expect(refusedValueReason(refused)).toBeUndefined();
+    } finally {
+      await full.close();
+      await sql`drop role ${sql.id(role)}`.execute(t.db.kysely);
+    }
+  });
 });
+

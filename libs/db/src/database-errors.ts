@@ -8,6 +8,13 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE',
  * a server too slow to answer in time) or by an operator's pg_cancel_backend; tried again, not parked.
  */
 const GOING_AWAY = new Set(['57P01', '57P02', '57P03', '57014']);
+/**
+ * SQLSTATE class 53, a server out of a resource: 53300 no connection slot left ("sorry, too many
+ * clients already"), 53100 disk full, 53200 out of memory, 53400 a configured limit. Read as a fault
+ * of the statement, a pusher that could not open a connection to read an app's credentials parked
+ * that app's pushes as permanently failed and counted them towards a ban of the app.
+ */
+const OUT_OF_RESOURCES = /^53/;
 // 'timeout expired': pg's own start-up deadline (DatabaseOptions.connectTimeoutMs) passed.
 const LOST = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|^timeout expired$/i;
 
@@ -19,7 +26,7 @@ const LOST = /Connection terminated|connection error and is not queryable|timeou
 export function isDatabaseUnavailable(err: unknown): boolean {
   for (const { e, code } of causes(err)) {
     if (e instanceof QueryTimeoutError) return true;
-    if (code !== undefined && (UNREACHABLE.has(code) || GOING_AWAY.has(code) || code.startsWith('08'))) return true;
+    if (code !== undefined && (UNREACHABLE.has(code) || GOING_AWAY.has(code) || code.startsWith('08') || OUT_OF_RESOURCES.test(code))) return true;
     if (LOST.test(e.message)) return true;
   }
   return false;
