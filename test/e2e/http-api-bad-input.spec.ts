@@ -103,6 +103,14 @@ describe('HTTP API bad input', () => {
     await refused([sys, 'POST', '/v1/jobs', { key, body: '' }], 400, 'malformed-json', /empty/);
   });
 
+  it('refuses a body that is not UTF-8 (400), whatever charset it names: a Latin-1 "é" is not taken as U+FFFD', async () => {
+    const latin1 = Buffer.from(JSON.stringify(job({ userId: 'caf\u00e9', content: { title: 'Caf\u00e9 ouvert' } })), 'latin1');
+    await refused([sys, 'POST', '/v1/jobs', { key, body: latin1 }], 400, 'malformed-json', /not valid UTF-8/);
+    await refused([sys, 'POST', '/v1/jobs', { key, body: latin1, contentType: 'application/json; charset=iso-8859-1' }], 400, 'malformed-json', /not valid UTF-8/);
+    // The same job in UTF-8 is accepted, its é intact.
+    expect((await call(sys, 'POST', '/v1/jobs', { key, body: Buffer.from(latin1.toString('latin1'), 'utf8') })).status).toBe(202);
+  });
+
   it("refuses a job the PushJob contract rejects (400), naming each failing field's path", async () => {
     const error = await refused([sys, 'POST', '/v1/jobs', { key, body: job({ content: { title: 'hi', badge: 'three' }, surprise: 1 }) }], 400, 'invalid-request', /content\.badge/);
     expect(error.issues?.map((i) => i.path)).toEqual(expect.arrayContaining(['content.badge', '(root)']));

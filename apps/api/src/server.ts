@@ -1,5 +1,6 @@
+import { isUtf8 } from 'node:buffer';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { MAX_APP_ID_LENGTH, MAX_JOB_ID_LENGTH, MAX_TOPIC_NAME_LENGTH } from '@herald/contracts';
+import { MAX_APP_ID_LENGTH, MAX_JOB_ID_LENGTH, MAX_TOPIC_NAME_LENGTH, NOT_UTF8 } from '@herald/contracts';
 import { isDatabaseUnavailable, type ApiKeyRow } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { BrokerUnavailableError, PublishFailedError } from '@herald/messaging';
@@ -139,6 +140,26 @@ function teamRoutes(app: FastifyInstance, deps: ApiServerDeps, metrics: RequestM
 const MAX_PATH_PARAM_LENGTH = Math.max(MAX_JOB_ID_LENGTH, MAX_TOPIC_NAME_LENGTH, MAX_APP_ID_LENGTH, 36);
 
 /**
+ * JSON bodies must be UTF-8 (RFC 8259 §8.1), whatever charset the request names: Fastify's parser
+ * decoded any bytes, each invalid sequence becoming U+FFFD, so a Latin-1 "café" was accepted as
+ * "caf\uFFFD" (shown so on the lock screen) and two users' ids could become one ("cafè" and "café"),
+ * one user's pushes then reaching the other's devices. Such a body is a 400; the rest is Fastify's
+ * own parser (its prototype-poisoning checks included).
+ */
+function utf8JsonOnly(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    const bytes = body as Buffer;
+    if (!isUtf8(bytes)) {
+      done(new ApiError(400, 'malformed-json', `${NOT_UTF8}: JSON must be UTF-8 (RFC 8259)`), undefined);
+      return;
+    }
+    void parse(req, bytes.toString('utf8'), done);
+  });
+}
+
+/**
  * The team-facing HTTP API: JSON only, bodies up to bodyLimitBytes, every refusal a clear 4xx.
  * A request must arrive whole within requestTimeoutMs (Fastify's default, 0, would also turn off
  * Node's own limit): a client sending a large body slowly, or never finishing it, is answered 408
@@ -168,6 +189,7 @@ export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
   });
   // JSON only: Fastify also parses text/plain by default, which would reach validation as a string.
   app.removeContentTypeParser('text/plain');
+  utf8JsonOnly(app);
   app.setErrorHandler(onError(deps));
   const metrics = instrumentRequests(app, deps.registry);
   const noRoute = (req: FastifyRequest): ApiError => new ApiError(404, 'no-route', `no route ${req.method} ${req.url.split('?')[0] ?? ''}`);

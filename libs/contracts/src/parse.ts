@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { z } from 'zod';
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
@@ -30,8 +31,16 @@ export function jsonObjectOf(body: Buffer): Record<string, unknown> | undefined 
   }
 }
 
-/** Decode a message body (UTF-8 JSON) and validate it; never throws. */
+/** Why a body that is not UTF-8 is refused (RFC 8259 §8.1: JSON between systems is UTF-8). */
+export const NOT_UTF8 = 'the body is not valid UTF-8';
+
+/**
+ * Decode a message body (UTF-8 JSON) and validate it; never throws. Bytes that are not UTF-8 (a
+ * Latin-1 "é") are malformed: decoded leniently, each became U+FFFD, and two users' ids could become
+ * one ("cafè" and "café" both "caf\uFFFD").
+ */
 export function decodeWith<S extends z.ZodType>(schema: S, body: Buffer): Parsed<z.infer<S>> {
+  if (!isUtf8(body)) return { ok: false, reason: `malformed JSON: ${NOT_UTF8}` };
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));

@@ -34,3 +34,13 @@ describe('a job’s digest (the HTTP API and the demuxer tell two jobs under one
     expect(later.subarray(1)).toEqual(jobContentHash(job, 0));
   });
 });
+
+describe('decoding a message body', () => {
+  it('refuses bytes that are not UTF-8 as malformed JSON: a Latin-1 "é" would be U+FFFD, and "cafè" and "café" one user', () => {
+    const latin1 = (userId: string) => Buffer.from(JSON.stringify({ ...input, userId }), 'latin1');
+    expect(decodeWith(PushJob, latin1('caf\u00e9'))).toEqual({ ok: false, reason: 'malformed JSON: the body is not valid UTF-8' });
+    expect(decodeWith(PushJob, latin1('caf\u00e8'))).toEqual({ ok: false, reason: 'malformed JSON: the body is not valid UTF-8' });
+    const utf8 = decodeWith(PushJob, Buffer.from(JSON.stringify({ ...input, userId: 'caf\u00e9' }), 'utf8'));
+    expect(utf8.ok && utf8.value.userId).toBe('caf\u00e9');
+  });
+});
