@@ -57,8 +57,9 @@ describe('fan-out checkpoints', () => {
     const [fannedOut, parked] = [randomUUID(), randomUUID()];
     const digest = (text: string) => Buffer.alloc(32, text);
     expect(await fanouts.start({ jobId: fannedOut, app: 'demo', audience: { topic: 'news' }, job: { id: fannedOut }, acceptedAt: new Date(), size: 1, exact: true, contentHash: digest('a') })).toMatchObject({ created: true });
-    await fanouts.recordPark(fannedOut, 0, 'unknown-app', 'chunk 0: unknown app "demo"');
-    expect(await t.db.jobs.get(fannedOut)).toMatchObject({ demuxOutcome: 'parked: unknown-app' });
+    // A reason quoting a NUL is stored with U+FFFD in its place (refused, it blocked every later park record).
+    await fanouts.recordPark(fannedOut, 0, 'unknown-app', 'chunk 0: unknown app "demo\u0000"');
+    expect(await t.db.jobs.get(fannedOut)).toMatchObject({ demuxOutcome: 'parked: unknown-app', demuxReason: 'chunk 0: unknown app "demo\ufffd"' });
     const other = { jobId: fannedOut, app: 'other', audience: { topic: 'news' }, job: { id: fannedOut }, acceptedAt: new Date(), size: 1, exact: true, contentHash: digest('b') };
     expect(await fanouts.start(other)).toMatchObject({ taken: { code: 'job-id-conflict' } });
     expect((await t.db.jobs.recordDemux([{ id: fannedOut, app: 'other', targeted: 1, outcome: 'fanned-out', contentHash: digest('b') }])).taken.get(fannedOut)?.code).toBe('job-id-conflict');

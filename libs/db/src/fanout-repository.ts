@@ -1,3 +1,4 @@
+import { storableCopy } from '@herald/contracts';
 import { sql, type Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
 import { recordCancelledPushes, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
@@ -234,7 +235,7 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
           returning chunk_no`.execute(trx);
         if (rows.length === 0) return;
         await sql`
-          update jobs set demux_outcome = ${PARKED_PREFIX + code}, demux_reason = ${reason}
+          update jobs set demux_outcome = ${PARKED_PREFIX + code}, demux_reason = ${storableCopy(reason)}
           where id = ${jobId} and (demux_outcome = 'fanned-out' or demux_outcome like ${`${PARKED_PREFIX}%`})`.execute(trx);
       }),
     cancel: (jobId) =>

@@ -100,6 +100,12 @@ describe('job records', () => {
     expect((await t.db.jobs.recordDemux([{ id: versioned, app: 'demo', targeted: 1, outcome: 'fanned-out', contentHash: digest('g') }])).taken).toEqual(new Map());
   });
 
+  it("records a park whose reason quotes a NUL (a data key named in a schema violation), made storable: a refused write blocked every later park record", async () => {
+    const id = randomUUID();
+    await t.db.jobs.recordJobParks([{ id, app: 'demo', code: 'schema', reason: 'schema violation: content.data: Unrecognized key: "k\u0000"' }]);
+    expect(await t.db.jobs.get(id)).toMatchObject({ demuxOutcome: 'parked: schema', demuxReason: 'schema violation: content.data: Unrecognized key: "k\ufffd"' });
+  });
+
   it('accepts a single id once, through the same check as a batch', async () => {
     const id = randomUUID();
     expect(await t.db.jobs.accept([{ id, app: 'demo', team: 't' }])).toEqual(new Map([[id, { kind: 'new' }]]));

@@ -1,3 +1,4 @@
+import { storableCopy } from '@herald/contracts';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type pg from 'pg';
 import type { HeraldTables, JobsTable } from './tables.ts';
@@ -325,7 +326,7 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
       await sql`
         insert into jobs (id, app, published_at, targeted, demux_outcome, demux_reason, demuxed_at, content_hash)
         select i.id, i.app, now(), 0, 'parked: ' || i.code, i.reason, now(), i.content_hash
-        from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.code)}::text[], ${rows.map((r) => r.reason)}::text[],
+        from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.code)}::text[], ${rows.map((r) => storableCopy(r.reason))}::text[],
           ${rows.map((r) => r.contentHash ?? null)}::bytea[])
           as i(id, app, code, reason, content_hash)
         order by i.id
