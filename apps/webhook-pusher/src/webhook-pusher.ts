@@ -169,7 +169,8 @@ async function settle(sent: Ready[], results: Sent[], outcomes: Outcome[], deps:
     switch (result.kind) {
       case 'delivered':
         deps.metrics.pushes.inc({ ...label, outcome: 'delivered' });
-        deps.metrics.latency.observe({ platform: PLATFORM }, (observedAt - Date.parse(r.delivery.queuedAt)) / 1000);
+        // Never below 0: the fan-out's host may run ahead of this one (a negative observation lowers the histogram's _sum, read as a counter reset).
+        deps.metrics.latency.observe({ platform: PLATFORM }, Math.max(0, observedAt - Date.parse(r.delivery.queuedAt)) / 1000);
         return;
       case 'unpaced':
       case 'host-busy':

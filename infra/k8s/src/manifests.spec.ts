@@ -277,6 +277,8 @@ describe.each(OVERLAYS)('infra/k8s/%s', (dir) => {
       expect(svc.metadata.name).toMatch(/^herald-/);
     }
     expect(readFileSync(ALERTS_FILE, 'utf8')).toContain('job=~"herald-.+"');
+    // The metrics' own service label (apns-pusher), by which the alerts group, not the Operator's (the Service's name).
+    expect(monitor.endpoints[0].honorLabels).toBe(true);
   });
 });
 
