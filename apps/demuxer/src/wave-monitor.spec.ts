@@ -19,4 +19,19 @@ describe('WaveMonitor', () => {
     expect(m.add([...at('2030-01-01T09:00:05Z', 10), ...at('2030-01-01T09:00:15Z', 10)], now)).toEqual([]);
     expect(m.add([{ platform: 'fcm', dueAt: new Date('2030-01-01T09:00:05Z') }], now)).toEqual([]);
   });
+
+  it('counts only windows within its horizon (a week), so a year of reminders spread minute by minute keeps a week of windows', () => {
+    const m = new WaveMonitor(10, 60);
+    const minute = 60_000;
+    const year = Array.from({ length: 366 * 1440 }, (_, i) => ({ platform: 'apns' as const, dueAt: new Date(now.getTime() + i * minute) }));
+    expect(m.add(year, now)).toEqual([]);
+    expect(m.windows).toBe(7 * 1440 + 1);
+    // A window past the horizon is not counted, however full.
+    expect(m.add(at('2030-03-01T09:00:10Z', 700), now)).toEqual([]);
+    expect(m.windows).toBe(7 * 1440 + 1);
+    // Windows passed are forgotten as time goes on.
+    m.add([], new Date(now.getTime() + 2 * 86_400_000));
+    expect(m.windows).toBe(5 * 1440 + 2);
+  });
 });
+
