@@ -221,8 +221,8 @@ function counted(deps: FanoutChunkDeps, outcome: 'expanded' | 'last' | 'cancelle
   return ack;
 }
 
+/** Logged, and the consumer's park outcome (counted once parked: countParkedChunks). */
 function park(deps: FanoutChunkDeps, code: string, reason: string): Outcome {
-  deps.metrics.fanoutChunks.inc({ outcome: 'parked' });
   deps.logger.warn({ code, reason }, 'fan-out task parked');
   return { kind: 'park', code, reason };
 }

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { JobPark } from '@herald/db';
 import type { InboundMessage } from '@herald/messaging';
 import { createLogger } from '@herald/logging';
-import { createParkWrites, parkedJobOf, recordParkedFanoutTasks, recordParkedJobs } from './job-parks.ts';
+import { Registry } from '@herald/runtime';
+import { countParkedJobs, createParkWrites, parkedJobOf, recordParkedFanoutTasks, recordParkedJobs } from './job-parks.ts';
+import { createDemuxerMetrics } from './demuxer-metrics.ts';
 
 const message = (body: string): InboundMessage => ({
   body: Buffer.from(body),
@@ -93,3 +95,20 @@ describe('park records while PostgreSQL refuses them', () => {
     expect(done).toEqual(['b', 'c']);
   });
 });
+
+describe('parked jobs in herald_demuxer_jobs_total', () => {
+  it("counts every park the consumer makes (a retry run out, the delivery limit, the demuxer's own), with the app of a valid job only", async () => {
+    const registry = new Registry();
+    const count = countParkedJobs(createDemuxerMetrics(registry));
+    const valid = JSON.stringify({ id: 'j1', app: 'demo', userId: 'u', category: 'c', content: { title: 'hi' } });
+    count({ message: message(valid), code: 'retries-exhausted', reason: 'database error' });
+    count({ message: message(valid), code: 'delivery-limit', reason: 'delivered 50 times' });
+    count({ message: message(JSON.stringify({ id: 'j2', app: 'nosuch', userId: 'u', category: 'c', content: { title: 'hi' } })), code: 'unknown-app', reason: 'unknown app' });
+    count({ message: message('{"id": "j3"'), code: 'malformed-json', reason: 'x' });
+    const text = await registry.metrics();
+    expect(text).toContain('herald_demuxer_jobs_total{outcome="parked",app="demo"} 2');
+    expect(text).toContain('herald_demuxer_jobs_total{outcome="parked",app=""} 2');
+    expect(text).not.toContain('nosuch');
+  });
+});
+

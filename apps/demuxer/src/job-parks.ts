@@ -2,6 +2,7 @@ import { PushJob, decodeWith, isJobId, jobContentHash, jsonObjectOf } from '@her
 import { JOB_ID_TAKEN, type FanoutRepository, type JobPark } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { ParkedNotice } from '@herald/messaging';
+import type { DemuxerMetrics } from './demuxer-metrics.ts';
 
 /** Runs a park's record write; one PostgreSQL refused is kept and tried again (createParkWrites). */
 export type ParkWrite = (write: () => Promise<void>) => Promise<void>;
@@ -105,3 +106,30 @@ export function recordParkedJobs(
     if (job !== undefined && !ID_OF_ANOTHER.has(code)) await write(() => jobs.recordJobParks([{ ...job, code, reason }]));
   };
 }
+
+/**
+ * Counts each job the push.jobs consumer parks, once it is parked: the demuxer's own parks, a retry
+ * that ran out and the delivery limit alike (counted where the demuxer decided, those two were
+ * never in herald_demuxer_jobs_total{outcome="parked"}). `app` is the job's only for a valid job
+ * not parked as unknown-app ("" else: arbitrary text published over AMQP makes no series).
+ */
+export function countParkedJobs(metrics: Pick<DemuxerMetrics, 'jobs'>): (notice: ParkedNotice) => void {
+  return ({ message, code }) => {
+    const job = code === 'unknown-app' ? undefined : decodeWith(PushJob, message.body);
+    metrics.jobs.inc({ outcome: 'parked', app: job?.ok === true ? job.value.app : '' });
+  };
+}
+
+/** Counts each fan-out chunk task the push.fanout consumer parks, once it is parked (its own parks and a retry run out alike). */
+export function countParkedChunks(metrics: Pick<DemuxerMetrics, 'fanoutChunks'>): () => void {
+  return () => metrics.fanoutChunks.inc({ outcome: 'parked' });
+}
+
+/** A consumer's onParked that counts the park, then records it. */
+export const countedThen =
+  (count: (notice: ParkedNotice) => void, record: (notice: ParkedNotice) => Promise<void>) =>
+  (notice: ParkedNotice): Promise<void> => {
+    count(notice);
+    return record(notice);
+  };
+

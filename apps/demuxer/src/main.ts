@@ -18,7 +18,7 @@ import { runService, startPruner } from '@herald/runtime';
 import { demuxerConfig, demuxerConfigProblems } from './config.ts';
 import { createDemuxerHandler } from './demuxer.ts';
 import { createDemuxerMetrics } from './demuxer-metrics.ts';
-import { createParkWrites, recordParkedFanoutTasks, recordParkedJobs } from './job-parks.ts';
+import { countedThen, countParkedChunks, countParkedJobs, createParkWrites, recordParkedFanoutTasks, recordParkedJobs } from './job-parks.ts';
 import { WaveMonitor } from './wave-monitor.ts';
 import { createAudienceSource } from './audience-reader.ts';
 import { createFanoutChunkHandler } from './fanout-chunk.ts';
@@ -68,7 +68,7 @@ await runService('demuxer', config, async ({ logger, registry, stopping: startSt
     handle: expand,
     messageError: refusedValueReason,
     deferOn: deferWhileDatabaseUnavailable,
-    onParked: recordParkedFanoutTasks(fanouts, parkWrites.write),
+    onParked: countedThen(countParkedChunks(metrics), recordParkedFanoutTasks(fanouts, parkWrites.write)),
   });
   const consumer = await broker.consume({
     queue: Queues.jobs,
@@ -79,7 +79,7 @@ await runService('demuxer', config, async ({ logger, registry, stopping: startSt
     // One job whose value the database refuses fails the batch's statements: it is found and retried alone.
     messageError: refusedValueReason,
     deferOn: deferWhileDatabaseUnavailable,
-    onParked: recordParkedJobs(db.jobs, parkWrites.write),
+    onParked: countedThen(countParkedJobs(metrics), recordParkedJobs(db.jobs, parkWrites.write)),
   });
   // Job status is kept JOB_RETENTION_DAYS after the job's last due time, then the job goes with its
   // outcomes, and so do outcomes written after it went (job-prune.ts): a statement a batch, so every

@@ -30,8 +30,7 @@ afterAll(async () => {
 });
 
 /** The handler as main.ts builds it, over the real ledger and subscriptions, behind `acquire`. */
-function handler(acquire: (n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void) => Promise<boolean>, signal: AbortSignal) {
-  const registry = new Registry();
+function handler(acquire: (n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void) => Promise<boolean>, signal: AbortSignal, registry = new Registry()) {
   return createWebhookPusherHandler({
     subscriptions: createSubscriptionCache(t.db.subscriptions, 5000),
     tracking: { store: t.db.subscriptions, disableAfterMs: 86_400_000, lastAttempt: 6 },
@@ -48,11 +47,11 @@ function handler(acquire: (n: number, signal?: AbortSignal, app?: string, booked
   });
 }
 
-async function delivery(): Promise<InboundMessage> {
-  const sub = await t.db.subscriptions.create({ team: 'a', callbackUrl, resourceType: 'campaign', resourceId: randomUUID(), secret: 's'.repeat(32) });
+async function delivery(to = callbackUrl, attempt = 1): Promise<InboundMessage> {
+  const sub = await t.db.subscriptions.create({ team: 'a', callbackUrl: to, resourceType: 'campaign', resourceId: randomUUID(), secret: 's'.repeat(32) });
   const now = new Date().toISOString();
   const body = { notificationId: randomUUID(), eventId: randomUUID(), subscriptionId: sub.id, resource: { type: 'campaign', id: 'c1' }, diff: {}, createdAt: now, queuedAt: now };
-  return { body: Buffer.from(JSON.stringify(body)), headers: {}, routingKey: 'push.webhook.send', redelivered: false, attempt: 1, queue: 'push.webhook.send' };
+  return { body: Buffer.from(JSON.stringify(body)), headers: {}, routingKey: 'push.webhook.send', redelivered: false, attempt, queue: 'push.webhook.send' };
 }
 
 describe('a webhook delivery not sent', () => {
@@ -75,3 +74,24 @@ describe('a webhook delivery not sent', () => {
     expect(await t.db.ledger.claim(ids, 'another-pusher', 30_000)).toEqual(new Map(ids.map((id) => [id, 'claimed'])));
   });
 });
+
+describe('a webhook delivery that fails', () => {
+  it('is counted retried only when a retry follows: on its last attempt the consumer parks it (counted parked then), not retried as well', async () => {
+    const failing = createServer((_req, res) => {
+      res.statusCode = 503;
+      res.end('down');
+    });
+    await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(failing.address() as AddressInfo).port}/hook`;
+      const registry = new Registry();
+      const handle = handler(async () => true, new AbortController().signal, registry);
+      const outcomes = await handle([await delivery(url, 5), await delivery(url, 6)]);
+      expect(outcomes.map((o) => o.kind)).toEqual(['retry', 'retry']);
+      expect(await registry.metrics()).toMatch(/herald_pushes_total\{platform="webhook",app="a",outcome="retried"\} 1\n/);
+    } finally {
+      await new Promise((resolve) => failing.close(resolve));
+    }
+  });
+});
+

@@ -180,7 +180,8 @@ async function settle(sent: Ready[], results: Sent[], outcomes: Outcome[], deps:
         return;
       case 'transient':
         release.push(id);
-        deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
+        // On its last attempt it is parked (counted then), not retried.
+        if (r.attempt < deps.tracking.lastAttempt) deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
         deps.logger.info({ notificationId: id, subscriptionId: r.sub.id, attempt: r.attempt, reason: result.reason }, 'webhook delivery failed; will retry');
         outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...(result.retryAfterMs !== undefined && { delayMs: result.retryAfterMs }) };
         return;

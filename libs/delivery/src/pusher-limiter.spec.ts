@@ -231,6 +231,14 @@ describe('pusher with a rate limiter', () => {
     expect(await retried({ kind: 'transient', reason: 'InternalServerError' })).toEqual({ kind: 'retry', code: 'transient', reason: 'InternalServerError' });
   });
 
+  it('counts a transient failure retried only when a retry follows: on the last attempt the consumer parks it, counted parked then', async () => {
+    const registry = new Registry();
+    const p = pusher(undefined, { kind: 'transient', reason: 'InternalServerError' }, 30_000, undefined, { lastAttempt: 6, metrics: createPusherMetrics(registry) });
+    const [fifth, last] = [message(), message()];
+    expect((await p.handle([{ ...fifth.inbound, attempt: 5 }, { ...last.inbound, attempt: 6 }])).map((o) => o.kind)).toEqual(['retry', 'retry']);
+    expect(await registry.metrics()).toContain('herald_pushes_total{platform="apns",app="demo",outcome="retried"} 1\n');
+  });
+
   it("Google's minute for QUOTA_EXCEEDED grows with each attempt (exponential back-off, as Google asks); a Retry-After does not", async () => {
     // Before, with the default schedule, QUOTA_EXCEEDED retries ran 60, 60, 60, 108, 540 s.
     const retriedAt = async (attempt: number, answer: SendResult) => {

@@ -37,6 +37,11 @@ export interface DeviceLedger extends Omit<Ledger, 'claim'> {
 
 export interface PusherDeps {
   platform: Platform;
+  /**
+   * The last attempt a message gets (PUSHER_RETRY_DELAYS_MS.length + 1): a transient failure on it is
+   * parked (retries exhausted) by the consumer, and counted `parked` then, not `retried` as well.
+   */
+  lastAttempt?: number;
   /** The provider for a push's app: its own credentials, or the process-level provider (provider-pool.ts). */
   providers: ProviderSource;
   /** Apps banned for credential or topic errors have their pushes parked (app-ban.ts). */
@@ -361,7 +366,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
         break;
       case 'transient':
         release.push(push.pushId);
-        deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
+        if (deps.lastAttempt === undefined || r.attempt < deps.lastAttempt) deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
         outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...retryDelayOf(result, r.attempt, deps.serverErrorRetryMs ?? 0) };
         break;
       case 'permanent':

@@ -108,6 +108,7 @@ export async function runPusher(
     const metrics = createPusherMetrics(registry);
     const handle = createPusherHandler({
       platform,
+      lastAttempt: config.PUSHER_RETRY_DELAYS_MS.length + 1,
       ...perApp,
       ledger: db.ledger,
       cancelled,
