@@ -12,16 +12,14 @@ const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
 
 /**
  * Why a collapse key / apns-collapse-id is unusable, or undefined. Header values travel as Latin-1
- * bytes, so only ASCII is safe; and an HTTP/2 field value must not start or end with whitespace
- * (RFC 9113 §8.2.1: such a request is malformed): "news " went out as an apns-collapse-id that
- * Apple may ignore (no collapsing) or reset the stream for (retried, then parked).
+ * bytes, so only ASCII is safe. Spaces first or last are taken, and left out of the header sent
+ * (RFC 9113 §8.2.1: an HTTP/2 field value must not start or end with whitespace; apns-notification.ts).
  */
 export function collapseKeyProblem(value: string): string | undefined {
   const bytes = Buffer.byteLength(value, 'utf8');
   if (!PRINTABLE_ASCII.test(value)) {
     return `must be printable ASCII (no emoji, "€", tab or other control character) of at most ${COLLAPSE_ID_MAX_BYTES} bytes (APNs apns-collapse-id); this one has a character outside it`;
   }
-  if (value.trim() !== value) return 'must not start or end with a space (an HTTP/2 header value cannot, RFC 9113 §8.2.1; APNs apns-collapse-id)';
   if (bytes > COLLAPSE_ID_MAX_BYTES) return `must be printable ASCII of at most ${COLLAPSE_ID_MAX_BYTES} bytes (APNs apns-collapse-id); this one is ${bytes} bytes`;
   return undefined;
 }

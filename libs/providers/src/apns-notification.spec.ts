@@ -39,6 +39,11 @@ describe('buildApnsNotification', () => {
     const p = push({});
     expect(buildApnsNotification(p, 't', NOW).headers['apns-collapse-id']).toBe(p.pushId);
     expect(buildApnsNotification(push({ collapseKey: 'likes' }), 't', NOW).headers['apns-collapse-id']).toBe('likes');
+    // An HTTP/2 header value cannot start or end with whitespace (RFC 9113 §8.2.1): sent without it, or not at all.
+    expect(buildApnsNotification(push({ collapseKey: ' breaking news ' }), 't', NOW).headers['apns-collapse-id']).toBe('breaking news');
+    const blank = push({ collapseKey: ' ' });
+    expect(buildApnsNotification(blank, 't', NOW).headers['apns-collapse-id']).toBe(blank.pushId);
+    expect(buildApnsNotification(push({ content: { body: 'b', apns: { headers: { 'apns-collapse-id': 'x ' } } } }), 't', NOW).headers['apns-collapse-id']).toBe('x');
     expect(buildApnsNotification(push({ content: { contentAvailable: true, data: { k: 'v' } } }), 't', NOW).headers).not.toHaveProperty('apns-collapse-id');
     expect(buildApnsNotification(push({ content: { pushType: 'voip', data: { caller: 'Ann' } } }), 't', NOW).headers).not.toHaveProperty('apns-collapse-id');
   });

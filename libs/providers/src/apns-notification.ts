@@ -25,7 +25,18 @@ export interface ApnsRequestParts {
  * and a browser's would (FCM's 4 KB, Web Push's 3,993 bytes), and take only the collapse key.
  */
 export const collapseIdOf = (push: Pick<DevicePush, 'collapseKey' | 'pushId'>, pushType: string): string | undefined =>
-  push.collapseKey ?? (pushType === 'alert' ? push.pushId : undefined);
+  headerValue(push.collapseKey) ?? (pushType === 'alert' ? push.pushId : undefined);
+
+/**
+ * A header value as HTTP/2 allows it: without whitespace first or last (RFC 9113 §8.2.1: such a
+ * request is malformed; Apple may ignore the header or reset the stream, retried then parked).
+ * Nothing left: no header. A collapse key "news " (taken at the doors, stored and queued as given)
+ * goes out as "news".
+ */
+export function headerValue(value: string | undefined): string | undefined {
+  const trimmed = value?.trim();
+  return trimmed === undefined || trimmed === '' ? undefined : trimmed;
+}
 
 /** A content-available push with nothing to show is a background push. */
 export const isBackgroundPush = (c: PushContent): boolean => effectivePushType(c) === 'background';
@@ -117,7 +128,7 @@ export function apnsRequestParts(push: DevicePush, bundleId: string, now: Date =
     pushType,
     priority: override !== undefined ? (Number(override) as 1 | 5 | 10) : priorityOf(push, pushType),
     expiration: headers['apns-expiration'] !== undefined ? Number(headers['apns-expiration']) : expirationOf(push, now),
-    collapseId: headers['apns-collapse-id'] ?? collapseIdOf(push, pushType),
+    collapseId: headerValue(headers['apns-collapse-id']) ?? collapseIdOf(push, pushType),
     apnsId: push.pushId,
     payload: apnsPayloadOf(push.content, pushAsOf(push)),
   };

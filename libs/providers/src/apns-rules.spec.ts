@@ -50,10 +50,6 @@ describe('Apple\'s request rules (PROVIDER-RULES.md, APNs rows)', () => {
     expect(apnsRequestProblem(parts({ collapseId: 'tab\there' }))).toMatch(/printable ASCII .*tab/);
   });
 
-  it('apns-collapse-id: no space first or last (an HTTP/2 header value cannot start or end with whitespace)', () => {
-    for (const id of ['news ', ' news', ' ']) expect(apnsRequestProblem(parts({ collapseId: id })), JSON.stringify(id)).toMatch(/must not start or end with a space/);
-    expect(apnsRequestProblem(parts({ collapseId: 'breaking news' }))).toBeUndefined();
-  });
 
   it('background: priority 5, content-available 1, no alert, badge or sound', () => {
     const aps = { 'content-available': 1 };

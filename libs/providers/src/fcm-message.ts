@@ -1,5 +1,5 @@
 import { pushAsOf, resolvePushType, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
-import { apsOf, collapseIdOf, expirationOf } from './apns-notification.ts';
+import { apsOf, collapseIdOf, expirationOf, headerValue } from './apns-notification.ts';
 import { FCM_MAX_TTL_S, showsNothingOnIos } from './fcm-rules.ts';
 import { mergeJson, put, type Json } from './merge-json.ts';
 
@@ -144,10 +144,14 @@ export function buildFcmMessage(push: DevicePush, now: Date = new Date()): FcmMe
   return built;
 }
 
-/** content.fcm with its apns header names in lower case, so one given as "Apns-Priority" replaces Herald's "apns-priority" (HTTP/2 names are lower case). */
+/**
+ * content.fcm with its apns header names in lower case, so one given as "Apns-Priority" replaces
+ * Herald's "apns-priority" (HTTP/2 names are lower case), and values without whitespace first or
+ * last (headerValue).
+ */
 function withLowerCaseApnsHeaders(override: NonNullable<DevicePush['content']['fcm']>): Json {
   const headers = override.apns?.headers;
   if (headers === undefined) return override;
-  const lower = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
+  const lower = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), typeof value === 'string' ? (headerValue(value) ?? value) : value]));
   return { ...override, apns: { ...override.apns, headers: lower } };
 }
