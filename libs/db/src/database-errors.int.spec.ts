@@ -72,6 +72,22 @@ describe('refusedValueReason, against PostgreSQL', () => {
       expect((refused as { code?: string }).code).toBe('53300');
       expect(isDatabaseUnavailable(refused)).toBe(true);
       expect(refusedValueReason(refused)).toBeUndefined();
+      // A configured limit this statement will pass no better next time (53400) is the statement's.
+      const overLimit = await t.db.kysely.connection().execute(async (conn) => {
+        await sql`begin`.execute(conn);
+        await sql`set local temp_file_limit = '64kB'`.execute(conn);
+        await sql`set local work_mem = '64kB'`.execute(conn);
+        try {
+          await sql`select g from generate_series(1, 200000) g order by md5(g::text)`.execute(conn);
+        } catch (e) {
+          return e;
+        } finally {
+          await sql`rollback`.execute(conn);
+        }
+        return undefined;
+      });
+      expect((overLimit as { code?: string }).code).toBe('53400');
+      expect(isDatabaseUnavailable(overLimit)).toBe(false);
     } finally {
       await full.close();
       await sql`drop role ${sql.id(role)}`.execute(t.db.kysely);

@@ -9,12 +9,13 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE',
  */
 const GOING_AWAY = new Set(['57P01', '57P02', '57P03', '57014']);
 /**
- * SQLSTATE class 53, a server out of a resource: 53300 no connection slot left ("sorry, too many
- * clients already"), 53100 disk full, 53200 out of memory, 53400 a configured limit. Read as a fault
- * of the statement, a pusher that could not open a connection to read an app's credentials parked
- * that app's pushes as permanently failed and counted them towards a ban of the app.
+ * A server out of a resource for the moment: 53300 no connection slot left ("sorry, too many
+ * clients already"), 53100 disk full, 53200 out of memory. Read as a fault of the statement, a
+ * pusher that could not open a connection to read an app's credentials parked that app's pushes as
+ * permanently failed and counted them towards a ban of the app. Not 53400 (a configured limit, such
+ * as temp_file_limit, that this statement will pass no better next time): retried, then parked.
  */
-const OUT_OF_RESOURCES = /^53/;
+const OUT_OF_RESOURCES = /^53[123]00$/;
 // 'timeout expired': pg's own start-up deadline (DatabaseOptions.connectTimeoutMs) passed.
 const LOST = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|^timeout expired$/i;
 
