@@ -33,17 +33,19 @@ CREATE INDEX IF NOT EXISTS follows_by_follower_any ON follows (app, follower);
 -- for writes of the app already under way, which the erasure then sees and erases, and writes that
 -- come while it waits queue behind it and then see it: no register, subscribe or follow racing an
 -- erasure brings the user back. One lock per app, however many rows a statement writes. The
--- erasure's own updates pass (herald.erasing, set for its transaction only). The functions run
--- with the schema they were created in (SET search_path FROM CURRENT), whatever the writer's path.
+-- erasure's own updates pass (herald.erasing, set for its transaction only), and so does an
+-- unregister (it names no user as a new row, and invalidates a row there still is: an erasure whose
+-- second transaction failed must not keep the user's logout out and the device live). A late
+-- unsubscribe or unfollow of the user is kept out (as a new row it would store the user id again). The triggers run with the schema
+-- they were created in (the guard's SET search_path FROM CURRENT), whatever the writer's path; the
+-- functions it calls run with it too, so the lock key names that schema.
 CREATE OR REPLACE FUNCTION herald_user_key(p_app text, p_user text) RETURNS bytea LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
   AS $$ SELECT sha256(convert_to(p_app, 'UTF8') || '\x00'::bytea || convert_to(p_user, 'UTF8')) $$;
 
 CREATE OR REPLACE FUNCTION herald_erasure_lock(p_app text) RETURNS bigint LANGUAGE sql STABLE STRICT
-  SET search_path FROM CURRENT
   AS $$ SELECT hashtextextended('herald user erasure ' || current_schema() || ' ' || p_app, 0) $$;
 
-CREATE OR REPLACE FUNCTION herald_erased_since(p_app text, p_user text, p_at timestamptz) RETURNS boolean LANGUAGE plpgsql
-  SET search_path FROM CURRENT AS $$
+CREATE OR REPLACE FUNCTION herald_erased_since(p_app text, p_user text, p_at timestamptz) RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
   IF current_setting('herald.erasing', true) = 'on' THEN
     RETURN false;
@@ -66,13 +68,15 @@ BEGIN
   RETURN NEW;
 END $$;
 
--- A register (a user given, or changed, or a newer event); not an unregister, an invalidation or the erasure's own tombstone (no user).
+-- A register (a user given, or changed, or a newer event, on a row left live); not an unregister,
+-- an invalidation or the erasure's own tombstone (no user, or invalidated).
 DROP TRIGGER IF EXISTS devices_erased_user_inserted ON devices;
 CREATE TRIGGER devices_erased_user_inserted BEFORE INSERT ON devices
   FOR EACH ROW WHEN (NEW.user_id IS NOT NULL) EXECUTE FUNCTION erased_user_guard('last_event_at', 'user_id');
 DROP TRIGGER IF EXISTS devices_erased_user_updated ON devices;
 CREATE TRIGGER devices_erased_user_updated BEFORE UPDATE ON devices
-  FOR EACH ROW WHEN (NEW.user_id IS NOT NULL AND (NEW.user_id IS DISTINCT FROM OLD.user_id OR NEW.last_event_at IS DISTINCT FROM OLD.last_event_at))
+  FOR EACH ROW WHEN (NEW.user_id IS NOT NULL AND NEW.invalidated_at IS NULL
+    AND (NEW.user_id IS DISTINCT FROM OLD.user_id OR NEW.last_event_at IS DISTINCT FROM OLD.last_event_at))
   EXECUTE FUNCTION erased_user_guard('last_event_at', 'user_id');
 -- A user member's join or leave (a device member names a token, kept as a tombstone by the erasure).
 DROP TRIGGER IF EXISTS topic_members_erased_user ON topic_members;

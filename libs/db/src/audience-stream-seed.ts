@@ -21,7 +21,18 @@ export interface AudienceSeed {
  * docs/audience-plans.md; the app must exist. Users are `user-1` … `user-<devices>`.
  */
 export async function seedAudience(db: Database, seed: AudienceSeed): Promise<void> {
+  // Synthetic users, never erased: the erasure guard (migration 0040, a look-up a row) is passed as the erasure's own writes pass it.
+  await db.kysely.transaction().execute(async (k) => {
+    await sql`select set_config('herald.erasing', 'on', true)`.execute(k);
+    await seedRows(k, seed);
+  });
   const k = db.kysely;
+  await sql`analyze devices`.execute(k);
+  await sql`analyze topic_members`.execute(k);
+  await sql`analyze follows`.execute(k);
+}
+
+async function seedRows(k: Kysely<HeraldTables>, seed: AudienceSeed): Promise<void> {
   await sql`
     insert into devices (app, platform, token, user_id, timezone, locale, app_version, registered_at, last_event_at, last_seen_at)
     select ${seed.app}, case when g % 2 = 0 then 'apns' else 'fcm' end,
@@ -45,9 +56,6 @@ export async function seedAudience(db: Database, seed: AudienceSeed): Promise<vo
       select ${seed.app}, ${seed.followee}, 'user-' || g, true, now() - interval '1 day'
       from generate_series(1, ${seed.devices}::int) g`.execute(k);
   }
-  await sql`analyze devices`.execute(k);
-  await sql`analyze topic_members`.execute(k);
-  await sql`analyze follows`.execute(k);
 }
 
 /**

@@ -167,6 +167,15 @@ describe("erasing a user of an app", () => {
     });
   });
 
+  it("lets the user's logout through while an erasure is recorded but not yet carried out (its second step failed): the device is unregistered, not left getting pushes", async () => {
+    await t.db.devices.applyRegistrations([register('app-e', 'hal', hex(40), past(50))]);
+    await sql`insert into user_erasures (app, user_key, erased_at) values ('app-e', ${erasureKey('app-e', 'hal')}, now())`.execute(t.db.kysely);
+    expect(await t.db.devices.applyRegistrations([{ version: 1, kind: 'unregister', app: 'app-e', platform: 'apns', token: hex(40), userId: 'hal', eventAt: past(55) }])).toEqual(['applied']);
+    expect((await devicesOf('app-e')).find((d) => d.token === hex(40))?.invalidation_reason).toBe('unregistered');
+    // A register from before the erasure stays out all the same.
+    expect(await t.db.devices.applyRegistrations([register('app-e', 'hal', hex(40), past(56))])).toEqual(['stale']);
+  });
+
   it('erasing again finds nothing more; --all-apps removes the every-app preferences', async () => {
     const again = await eraseUser(t.db.kysely, 'app-e', 'alice');
     expect(again).toMatchObject({ devices: 0, topicMemberships: 0, follows: 0, optOuts: 0, mutes: 0, storedPushes: 0 });

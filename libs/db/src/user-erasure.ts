@@ -145,7 +145,10 @@ async function eraseFollows(tx: Kysely<HeraldTables>, app: string, userId: strin
     update follows f set following = false from target t where f.app = ${app} and f.followee = t.followee and f.follower = ${userId}
     returning f.app, f.followee, f.follower, f.following`.execute(tx);
   await applyToFollowerIndex(tx, rows);
-  const { numAffectedRows } = await sql`delete from follows where app = ${app} and (follower = ${userId} or followee = ${userId})`.execute(tx);
+  // In the writers' order (app, followee, follower): a batch of follow events does not deadlock with it.
+  const { numAffectedRows } = await sql`
+    with target as (select followee, follower from follows where app = ${app} and (follower = ${userId} or followee = ${userId}) order by app, followee, follower for update)
+    delete from follows f using target t where f.app = ${app} and f.followee = t.followee and f.follower = t.follower`.execute(tx);
   await sql`delete from follower_recent where app = ${app} and (follower = ${userId} or followee = ${userId})`.execute(tx);
   await sql`delete from followees where app = ${app} and followee = ${userId}`.execute(tx);
   return { edges: rows, follows: Number(numAffectedRows ?? 0) };
