@@ -22,7 +22,8 @@ RUN npm ci --no-audit --no-fund \
     && npm prune --omit=dev --no-audit --no-fund \
     && npm cache clean --force
 
-# --- runtime: the bundles, production dependencies, the migrations; no compilers, not root ---
+# --- runtime: the build tree after pruning (bundles, production dependencies, migrations, and the
+# sources prepare and the CLI run through tsx, esbuild's compiler with them); not root ---
 # No --enable-source-maps: it keeps each bundle's parsed map in every service's heap (about 28 MB,
 # several times that of peak RSS); map a logged stack with `docker run -i herald herald stack < stack.txt`.
 FROM ${NODE_IMAGE} AS runtime

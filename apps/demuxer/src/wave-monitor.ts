@@ -16,8 +16,8 @@ export const DEFAULT_WAVE_HORIZON_MS = 7 * 86_400_000;
  * Counts are per process (a lower bound when several demuxers run); windows in the past are
  * forgotten, once a window. Only windows within `horizonMs` of now are counted: counted out to the
  * scheduling horizon (a year), an app spreading reminders over every minute of it kept 1.6 million
- * windows in memory and walked them all for every scheduled job. A wave further ahead is not
- * warned of when it is scheduled.
+ * windows in memory and walked them all for every scheduled job. A wave further ahead is never
+ * warned of.
  */
 export class WaveMonitor {
   private readonly counts = new Map<string, number>();
