@@ -42,6 +42,10 @@ describe('buildFcmMessage (the v1 Message as Google documents it)', () => {
     expect(buildFcmMessage(plain, NOW).android).not.toHaveProperty('notification.tag');
     // iOS through FCM: the header costs nothing of the payload, so it takes the push's own id.
     expect(buildFcmMessage(plain, NOW).apns.headers['apns-collapse-id']).toBe(plain.pushId);
+    // An apns header of an override goes without spaces first or last (RFC 9113 §8.2.1); one of spaces only is none, Herald's stays.
+    expect(buildFcmMessage(push({ content: { body: 'b', fcm: { apns: { headers: { 'apns-collapse-id': ' x ' } } } } }), NOW).apns.headers['apns-collapse-id']).toBe('x');
+    const blank = push({ content: { body: 'b', fcm: { apns: { headers: { 'apns-collapse-id': ' ' } } } } });
+    expect(buildFcmMessage(blank, NOW).apns.headers['apns-collapse-id']).toBe(blank.pushId);
   });
 
   it('without expiry: stored for FCM\'s maximum, 4 weeks, and 28 days for iOS through FCM', () => {

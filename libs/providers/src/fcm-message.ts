@@ -147,11 +147,17 @@ export function buildFcmMessage(push: DevicePush, now: Date = new Date()): FcmMe
 /**
  * content.fcm with its apns header names in lower case, so one given as "Apns-Priority" replaces
  * Herald's "apns-priority" (HTTP/2 names are lower case), and values without whitespace first or
- * last (headerValue).
+ * last (headerValue); one of spaces only is left out.
  */
 function withLowerCaseApnsHeaders(override: NonNullable<DevicePush['content']['fcm']>): Json {
   const headers = override.apns?.headers;
   if (headers === undefined) return override;
-  const lower = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), typeof value === 'string' ? (headerValue(value) ?? value) : value]));
+  // A value of spaces only is no header: Herald's own (a collapse id of the push's id) stays.
+  const lower = Object.fromEntries(
+    Object.entries(headers).flatMap(([name, value]) => {
+      const sent = typeof value === 'string' ? headerValue(value) : value;
+      return sent === undefined ? [] : [[name.toLowerCase(), sent]];
+    }),
+  );
   return { ...override, apns: { ...override.apns, headers: lower } };
 }
