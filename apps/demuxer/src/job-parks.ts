@@ -111,12 +111,14 @@ export function recordParkedJobs(
  * Counts each job the push.jobs consumer parks, once it is parked: the demuxer's own parks, a retry
  * that ran out and the delivery limit alike (counted where the demuxer decided, those two were
  * never in herald_demuxer_jobs_total{outcome="parked"}). `app` is the job's only for a valid job
- * not parked as unknown-app ("" else: arbitrary text published over AMQP makes no series).
+ * of an app there is ("" else: arbitrary text published over AMQP makes no series).
  */
-export function countParkedJobs(metrics: Pick<DemuxerMetrics, 'jobs'>): (notice: ParkedNotice) => void {
-  return ({ message, code }) => {
+export function countParkedJobs(metrics: Pick<DemuxerMetrics, 'jobs'>, apps: { get(id: string): Promise<unknown> }): (notice: ParkedNotice) => Promise<void> {
+  return async ({ message, code }) => {
     const job = code === 'unknown-app' ? undefined : decodeWith(PushJob, message.body);
-    metrics.jobs.inc({ outcome: 'parked', app: job?.ok === true ? job.value.app : '' });
+    // Only an app there is: a valid job naming none, parked for a retry run out, makes no series.
+    const app = job?.ok === true && (await apps.get(job.value.app).catch(() => undefined)) !== undefined ? job.value.app : '';
+    metrics.jobs.inc({ outcome: 'parked', app });
   };
 }
 
@@ -127,9 +129,9 @@ export function countParkedChunks(metrics: Pick<DemuxerMetrics, 'fanoutChunks'>)
 
 /** A consumer's onParked that counts the park, then records it. */
 export const countedThen =
-  (count: (notice: ParkedNotice) => void, record: (notice: ParkedNotice) => Promise<void>) =>
-  (notice: ParkedNotice): Promise<void> => {
-    count(notice);
-    return record(notice);
+  (count: (notice: ParkedNotice) => void | Promise<void>, record: (notice: ParkedNotice) => Promise<void>) =>
+  async (notice: ParkedNotice): Promise<void> => {
+    await count(notice);
+    await record(notice);
   };
 

@@ -79,7 +79,7 @@ await runService('demuxer', config, async ({ logger, registry, stopping: startSt
     // One job whose value the database refuses fails the batch's statements: it is found and retried alone.
     messageError: refusedValueReason,
     deferOn: deferWhileDatabaseUnavailable,
-    onParked: countedThen(countParkedJobs(metrics), recordParkedJobs(db.jobs, parkWrites.write)),
+    onParked: countedThen(countParkedJobs(metrics, apps), recordParkedJobs(db.jobs, parkWrites.write)),
   });
   // Job status is kept JOB_RETENTION_DAYS after the job's last due time, then the job goes with its
   // outcomes, and so do outcomes written after it went (job-prune.ts): a statement a batch, so every
