@@ -36,7 +36,9 @@ CREATE INDEX IF NOT EXISTS follows_by_follower_any ON follows (app, follower);
 -- erasure's own updates pass (herald.erasing, set for its transaction only), and so does an
 -- unregister (it names no user as a new row, and invalidates a row there still is: an erasure whose
 -- second transaction failed must not keep the user's logout out and the device live). A late
--- unsubscribe or unfollow of the user is kept out (as a new row it would store the user id again). The triggers run with the schema
+-- unsubscribe or unfollow of the user is kept out (as a new row it would store the user id again;
+-- the upsert's proposed row is judged before its conflict), also while such an erasure is
+-- unfinished: the erasure asked again deletes those rows. The triggers run with the schema
 -- they were created in (the guard's SET search_path FROM CURRENT), whatever the writer's path; the
 -- functions it calls run with it too, so the lock key names that schema.
 CREATE OR REPLACE FUNCTION herald_user_key(p_app text, p_user text) RETURNS bytea LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE

@@ -10,12 +10,12 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE',
 const GOING_AWAY = new Set(['57P01', '57P02', '57P03', '57014']);
 /**
  * A server out of a resource for the moment: 53300 no connection slot left ("sorry, too many
- * clients already"), 53100 disk full, 53200 out of memory. Read as a fault of the statement, a
+ * clients already"), 53100 disk full, 53200 out of memory, 53000 others (shared memory segments). Read as a fault of the statement, a
  * pusher that could not open a connection to read an app's credentials parked that app's pushes as
  * permanently failed and counted them towards a ban of the app. Not 53400 (a configured limit, such
  * as temp_file_limit, that this statement will pass no better next time): retried, then parked.
  */
-const OUT_OF_RESOURCES = /^53[123]00$/;
+const OUT_OF_RESOURCES = /^53[0123]00$/;
 // 'timeout expired': pg's own start-up deadline (DatabaseOptions.connectTimeoutMs) passed.
 const LOST = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|^timeout expired$/i;
 
