@@ -82,6 +82,10 @@ describe('PushContent', () => {
     expect(reason({ liveActivity: { event: 'start', contentState: {} } })).toMatch(/attributesType and attributes/);
     expect(reason({ liveActivity: { event: 'update' } })).toMatch(/event "update" needs contentState/);
     expect(reason({ liveActivity: { event: 'end' } })).toBeUndefined();
+    // Dates in milliseconds are refused where they are given: iOS would drop every later update as older.
+    expect(reason({ liveActivity: { event: 'end', timestamp: 1_767_225_600_000 } })).toMatch(/liveActivity.timestamp: must be epoch seconds .*looks like milliseconds/);
+    expect(reason({ liveActivity: { event: 'end', dismissalDate: 1_767_225_600_000 } })).toMatch(/liveActivity.dismissalDate: must be epoch seconds/);
+    expect(reason({ liveActivity: { event: 'end', timestamp: 1_767_225_600 } })).toBeUndefined();
     // A start without an alert is answered 200 by APNs, and the device starts nothing.
     const start = { event: 'start', contentState: { eta: 5 }, attributesType: 'Ride', attributes: { rider: 'a' } } as const;
     expect(reason({ liveActivity: start })).toMatch(/^schema violation: title: a Live Activity "start" needs an alert/);

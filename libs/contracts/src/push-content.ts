@@ -34,17 +34,29 @@ const Data = z.record(z.string().min(1).max(200), z.string()).superRefine((data,
 const LocArgs = z.array(z.string().max(1000)).max(20);
 const LocKey = z.string().min(1).max(200);
 
+/**
+ * Epoch seconds, as Apple's Live Activity dates are. A number of milliseconds (Date.now()) is
+ * refused: sent, iOS read every later update, stamped by Herald in seconds, as older than the one
+ * shown and dropped it (APNs answering 200), and a stale date in milliseconds never came.
+ */
+export const MAX_EPOCH_SECONDS = 99_999_999_999;
+const EpochSeconds = z
+  .number()
+  .int()
+  .positive()
+  .max(MAX_EPOCH_SECONDS, 'must be epoch seconds (Apple: UNIX time in seconds); this looks like milliseconds (Date.now()): divide by 1000');
+
 export const LiveActivity = z.strictObject({
   /** Apple: aps.event. `start` needs `attributesType` and `attributes`. */
   event: z.enum(['start', 'update', 'end']),
   /** aps.content-state: the ActivityKit ContentState, as JSON (optional for `end`). */
   contentState: JsonObject.optional(),
   /** aps.timestamp (epoch seconds) of this update; default: when Herald accepted the job, so a retried older update never looks newer. */
-  timestamp: z.number().int().positive().optional(),
+  timestamp: EpochSeconds.optional(),
   /** aps.dismissal-date (epoch seconds) for `end`. */
-  dismissalDate: z.number().int().positive().optional(),
+  dismissalDate: EpochSeconds.optional(),
   /** aps.stale-date (epoch seconds). */
-  staleDate: z.number().int().positive().optional(),
+  staleDate: EpochSeconds.optional(),
   attributesType: z.string().min(1).max(200).optional(),
   attributes: JsonObject.optional(),
 });

@@ -64,6 +64,10 @@ describe('Apple\'s request rules (PROVIDER-RULES.md, APNs rows)', () => {
     expect(apnsRequestProblem(parts({ pushType: 'liveactivity', payload: { aps: ok } }))).toBeUndefined();
     expect(apnsRequestProblem(parts({ pushType: 'liveactivity', payload: { aps: { ...ok, event: 'pause' } } }))).toMatch(/aps.event/);
     expect(apnsRequestProblem(parts({ pushType: 'liveactivity', payload: { aps: { event: 'update', 'content-state': {} } } }))).toMatch(/aps.timestamp/);
+    // Milliseconds (Date.now()): iOS would drop every later update as older.
+    expect(apnsRequestProblem(parts({ pushType: 'liveactivity', payload: { aps: { ...ok, timestamp: 1_767_225_600_000 } } }))).toMatch(/aps.timestamp must be epoch seconds; this looks like milliseconds/);
+    expect(apnsRequestProblem(parts({ pushType: 'liveactivity', payload: { aps: { ...ok, 'stale-date': 1_767_225_600_000 } } }))).toMatch(/aps.stale-date must be epoch seconds/);
+    expect(apnsRequestProblem(parts({ pushType: 'liveactivity', payload: { aps: { ...ok, timestamp: 1_767_225_600 } } }))).toBeUndefined();
   });
 
   it('liveactivity: what APNs answers 200 and the device drops (Apple documents no error for it): content-state a dictionary, a start\'s attributes, dates in epoch seconds', () => {

@@ -1,4 +1,4 @@
-import { collapseKeyProblem } from '@herald/contracts';
+import { collapseKeyProblem, MAX_EPOCH_SECONDS } from '@herald/contracts';
 import type { ApnsRequestParts } from './apns-notification.ts';
 import { isObject } from './merge-json.ts';
 
@@ -79,6 +79,8 @@ function liveActivityProblem(parts: ApnsRequestParts, aps: Json): string | undef
   const event = String(aps['event']);
   if (!['start', 'update', 'end'].includes(event)) return 'a Live Activity push needs aps.event start, update or end';
   if (typeof aps['timestamp'] !== 'number') return 'a Live Activity push needs aps.timestamp (epoch seconds)';
+  const inMs = ['timestamp', 'dismissal-date', 'stale-date'].find((k) => typeof aps[k] === 'number' && aps[k] > MAX_EPOCH_SECONDS);
+  if (inMs !== undefined) return `aps.${inMs} must be epoch seconds; this looks like milliseconds`;
   const state = aps['content-state'];
   if (event !== 'end' && state === undefined) return 'a Live Activity push needs aps.content-state';
   if (state !== undefined && !isObject(state)) return 'aps.content-state must be a dictionary';
