@@ -64,6 +64,12 @@ describe('buildApnsNotification', () => {
     expect(n.payload).toEqual({ sync: '1', aps: { 'content-available': 1 } });
   });
 
+  it("a background push's aps holds content-available only (Apple), whatever else the job gave for what would be shown", () => {
+    const n = buildApnsNotification(push({ content: { data: { sync: '1' }, threadId: 'th', interruptionLevel: 'time-sensitive', relevanceScore: 0.5, targetContentId: 'x' } }), 't', NOW);
+    expect(n.headers).toMatchObject({ 'apns-push-type': 'background' });
+    expect(n.payload).toEqual({ sync: '1', aps: { 'content-available': 1 } });
+  });
+
   it('keeps content-available on an alert push, which stays an alert', () => {
     const n = buildApnsNotification(push({ content: { body: 'b', contentAvailable: true } }), 't', NOW);
     expect(n.headers['apns-push-type']).toBe('alert');

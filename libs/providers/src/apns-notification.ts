@@ -83,10 +83,13 @@ export function apsOf(c: PushContent, asOf: Date, type: PushType = effectivePush
     put(aps, 'badge', c.badge);
     if (!soundInAlert) put(aps, 'sound', c.sound);
   }
+  if (background || c.contentAvailable === true) aps['content-available'] = 1;
+  // Apple: a background notification's aps "includes only the content-available key"; the keys
+  // that arrange what is shown go with what is shown.
+  if (background) return aps;
   put(aps, 'thread-id', c.threadId);
   put(aps, 'category', c.actionCategory);
-  if (background || c.contentAvailable === true) aps['content-available'] = 1;
-  if (!background && (c.mutableContent === true || c.imageUrl !== undefined)) aps['mutable-content'] = 1;
+  if (c.mutableContent === true || c.imageUrl !== undefined) aps['mutable-content'] = 1;
   put(aps, 'interruption-level', c.interruptionLevel);
   put(aps, 'relevance-score', c.relevanceScore);
   put(aps, 'target-content-id', c.targetContentId);
