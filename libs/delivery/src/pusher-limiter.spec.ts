@@ -231,6 +231,18 @@ describe('pusher with a rate limiter', () => {
     expect(await retried({ kind: 'transient', reason: 'InternalServerError' })).toEqual({ kind: 'retry', code: 'transient', reason: 'InternalServerError' });
   });
 
+  it('parks, unsent, a push whose app was disabled while it waited for budget', async () => {
+    let asked = 0;
+    const apps: PusherDeps['apps'] = { get: async (id) => ({ id, apnsTopic: 'com.herald.demo', fcmProjectId: null, enabled: asked++ === 0, createdAt: new Date(), updatedAt: new Date() }) };
+    const slow = { acquire: async () => (await new Promise((r) => setTimeout(r, 150)), true) };
+    const p = pusher(slow, { kind: 'delivered' }, 30_000, undefined, { apps });
+    const m = message();
+    const [outcome] = await p.handle([m.inbound]);
+    expect(outcome).toEqual({ kind: 'park', code: 'app-disabled', reason: 'app "demo" was disabled while the push waited for budget' });
+    expect(p.sent).toEqual([]);
+    expect(p.released).toEqual([m.push.pushId]);
+  });
+
   it('counts a transient failure retried only when a retry follows: on the last attempt the consumer parks it, counted parked then', async () => {
     const registry = new Registry();
     const p = pusher(undefined, { kind: 'transient', reason: 'InternalServerError' }, 30_000, undefined, { lastAttempt: 6, metrics: createPusherMetrics(registry) });

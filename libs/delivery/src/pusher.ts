@@ -107,7 +107,8 @@ type Unpaced = { kind: 'unpaced'; pausedMs: number; bookedMs: number; slowed?: t
 /** Not sent: its job was cancelled while the push waited for budget. */
 type CancelledWhileWaiting = { kind: 'cancelled' };
 type ExpiredWhileWaiting = { kind: 'expired-waiting' };
-type Sent = SendResult | Unpaced | CancelledWhileWaiting | ExpiredWhileWaiting;
+type DisabledWhileWaiting = { kind: 'app-disabled' };
+type Sent = SendResult | Unpaced | CancelledWhileWaiting | ExpiredWhileWaiting | DisabledWhileWaiting;
 const unpaced = (deps: PusherDeps, app: string, service: string | undefined, bookedMs = 0, slowed = false): Unpaced => ({
   kind: 'unpaced',
   pausedMs: deps.limiter?.pausedFor?.(app, service) ?? 0,
@@ -223,6 +224,9 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
  * get budget should free its consumer and its claims, and a frozen process should let go within
  * one lease of its last renewal.
  */
+/** A budget wait longer than this asks whether the push's app was disabled meanwhile (apps.get, cached APP_CACHE_TTL_MS). */
+const DISABLED_RECHECK_AFTER_MS = 100;
+
 function budgetWindowOf(deps: PusherDeps, claimedAt: number): WaitWindow {
   return waitWindow(claimedAt + deps.leaseMs / 2, deps.signal);
 }
@@ -240,6 +244,7 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
     slowed = cause === 'slowed';
   };
   const service = pacingLaneOf(r);
+  const waitFrom = performance.now();
   const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, booked, service));
   if (!paced) return unpaced(deps, r.push.app, service, bookedMs, slowed);
   if (budgetWindow.aborted) return unpaced(deps, r.push.app, service);
@@ -247,6 +252,9 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   // a push that expired meanwhile (sent, FCM's ttl 0s and Web Push's TTL 0 say "now, if online").
   if (deps.cancelled?.has(r.push.jobId) === true) return { kind: 'cancelled' };
   if (r.push.expiresAt !== undefined && Date.parse(r.push.expiresAt) <= (deps.now?.() ?? new Date()).getTime()) return { kind: 'expired-waiting' };
+  // An app disabled during a wait for budget (up to half a lease: an incident's first move) sends
+  // no more of what its pushers had taken in; asked again only after a wait that took time.
+  if (performance.now() - waitFrom > DISABLED_RECHECK_AFTER_MS && (await deps.apps.get(r.push.app))?.enabled !== true) return { kind: 'app-disabled' };
   if ('failed' in provider) return provider.failed;
   const started = process.hrtime.bigint();
   const result = await provider.send(r.push, r.topic !== undefined ? { apnsTopic: r.topic } : {});
@@ -342,6 +350,11 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     if (result.kind === 'cancelled') {
       completed.push({ pushId: push.pushId, outcome: 'cancelled', ...statusOf(deps, push, 'cancelled', CANCELLED) });
       outcomes[r.index] = droppedCancelled(push, deps, false);
+      return;
+    }
+    if (result.kind === 'app-disabled') {
+      release.push(push.pushId);
+      outcomes[r.index] = park(deps, push, 'app-disabled', `app "${push.app}" was disabled while the push waited for budget`);
       return;
     }
     if (result.kind === 'expired-waiting') {
