@@ -42,6 +42,7 @@ const STATUS: Record<AppAdminError['code'], number> = {
   'invalid-connection': 400,
   'vapid-exists': 409,
   'no-vapid': 409,
+  'previous-vapid-in-use': 409,
 };
 
 export async function admin<T>(fn: () => Promise<T>): Promise<T> {

@@ -44,7 +44,7 @@ export const WEB_PUSH_PATHS = {
   },
   '/admin/apps/{id}/vapid/rotate': {
     post: {
-      summary: 'A new VAPID key pair; the current one is kept as the previous one so subscriptions made under it are still signed with it until browsers resubscribe (409 no-vapid when there is none)',
+      summary: 'A new VAPID key pair; the current one is kept as the previous one so subscriptions made under it are still signed with it until browsers resubscribe (409 no-vapid when there is none; 409 previous-vapid-in-use while browsers are subscribed with the previous pair, unless force)',
       security: admin,
       parameters: appId,
       requestBody: body('VapidRotate', false),

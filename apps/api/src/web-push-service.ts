@@ -43,8 +43,8 @@ export const generateVapid = (id: string, body: unknown, d: AdminDeps) =>
 /** POST /admin/apps/:id/vapid/rotate: a new pair, the current one kept as previous. */
 export const rotateVapid = (id: string, body: unknown, d: AdminDeps) =>
   admin(async () => {
-    const { subject } = parseBody(VapidRotate, body ?? {});
-    return webPushView(await d.store.rotateVapid(id, { subject, keys: await d.generateVapidKeys() }));
+    const { subject, force } = parseBody(VapidRotate, body ?? {});
+    return webPushView(await d.store.rotateVapid(id, { subject, keys: await d.generateVapidKeys(), force: force === true }));
   });
 
 /** PATCH /admin/apps/:id/web-push: subject and/or hosts. */

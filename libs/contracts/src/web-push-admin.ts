@@ -26,7 +26,11 @@ export const vapidGenerateNotice = (app: string): string =>
   `(GET /v1/web-push/vapid-public-key, herald apps vapid show); new subscriptions use the new key`;
 
 /** POST /admin/apps/:id/vapid/rotate — a new pair; the current one is kept as previous; optionally a new subject. */
-export const VapidRotate = z.strictObject({ subject: VapidSubject.optional() });
+export const VapidRotate = z.strictObject({
+  subject: VapidSubject.optional(),
+  /** Rotate even while browsers are subscribed with the previous key (it is forgotten: pushes to them park until they subscribe again). */
+  force: z.boolean().optional(),
+});
 export type VapidRotate = z.infer<typeof VapidRotate>;
 
 /** PATCH /admin/apps/:id/web-push — the contact subject and/or the push-service hosts (null: back to the default list). */

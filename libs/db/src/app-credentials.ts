@@ -12,7 +12,7 @@ export type { StoredWebCredentials, VapidKeyPair } from './web-vapid-store.ts';
 export class AppAdminError extends Error {
   override readonly name = 'AppAdminError';
   constructor(
-    readonly code: 'unknown-app' | 'app-exists' | 'no-secret-key' | 'invalid-credentials' | 'invalid-connection' | 'vapid-exists' | 'no-vapid',
+    readonly code: 'unknown-app' | 'app-exists' | 'no-secret-key' | 'invalid-credentials' | 'invalid-connection' | 'vapid-exists' | 'no-vapid' | 'previous-vapid-in-use',
     message: string,
   ) {
     super(message);
@@ -35,7 +35,7 @@ export interface AppCredentialStore {
   /** Web Push: the app's first VAPID key pair (from web-push's generateVAPIDKeys) and its contact subject; refused when it has one. */
   generateVapid(id: string, input: { subject: string; keys: VapidKeyPair }): Promise<AppRow>;
   /** A new current pair; the current one becomes the previous one (kept for subscriptions made under it). */
-  rotateVapid(id: string, input: { subject?: string | undefined; keys: VapidKeyPair }): Promise<AppRow>;
+  rotateVapid(id: string, input: { subject?: string | undefined; keys: VapidKeyPair; force?: boolean }): Promise<AppRow>;
   /** The contact subject and/or the push-service allow-list (hosts null: the default list). */
   updateWebPush(id: string, changes: WebPushUpdate): Promise<AppRow>;
   readWeb(id: string): Promise<StoredWebCredentials | undefined>;
@@ -99,6 +99,11 @@ function vapidOutcome(result: VapidWriteResult, id: string): void {
       throw new AppAdminError('vapid-exists', `app "${id}" already has VAPID keys: rotate them (the current pair is kept as the previous one)`);
     case 'no-vapid':
       throw new AppAdminError('no-vapid', `app "${id}" has no VAPID keys yet: generate them first, with a subject`);
+    case 'previous-vapid-in-use':
+      throw new AppAdminError(
+        'previous-vapid-in-use',
+        `app "${id}" still has browsers subscribed with its previous VAPID key: rotating again forgets that key, and pushes to them are parked until each subscribes again; rotate with force to do it anyway`,
+      );
   }
 }
 
@@ -167,8 +172,8 @@ export function createAppCredentialStore(db: Kysely<HeraldTables>, box: SecretBo
       vapidOutcome(await generateVapid(db, id, input.subject, input.keys, vapidBox(id)), id);
       return selectApp(db, id);
     },
-    async rotateVapid(id: string, input: { subject?: string | undefined; keys: VapidKeyPair }) {
-      vapidOutcome(await rotateVapid(db, id, input.subject, input.keys, vapidBox(id)), id);
+    async rotateVapid(id: string, input: { subject?: string | undefined; keys: VapidKeyPair; force?: boolean }) {
+      vapidOutcome(await rotateVapid(db, id, input.subject, input.keys, vapidBox(id), input.force === true), id);
       return selectApp(db, id);
     },
     async updateWebPush(id: string, changes: WebPushUpdate) {

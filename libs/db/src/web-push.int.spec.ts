@@ -157,6 +157,21 @@ describe('VAPID keys', () => {
     expect(JSON.stringify(await t.db.apps.list())).not.toContain(third.privateKey);
   });
 
+  it('refuses to rotate again while browsers are subscribed with the previous key (forgotten, their pushes would park), unless forced; two rotations at once: one is refused', async () => {
+    const store = createAppCredentialStore(t.db.kysely, box);
+    await t.db.apps.upsert({ id: 'shop' });
+    const [k0, k1, k2, k3] = [vapidPair(), vapidPair(), vapidPair(), vapidPair()];
+    await store.generateVapid('shop', { subject: 'mailto:ops@example.com', keys: k0 });
+    await t.db.devices.applyRegistrations([register(endpoint('s1'), keysOf(), NOW.toISOString(), { app: 'shop', applicationServerKey: k0.publicKey } as Partial<Registration>)]);
+    // Two operators rotate at once (or a request is retried): one rotation, the other refused, k0 kept as the previous.
+    const both = await Promise.allSettled([store.rotateVapid('shop', { keys: k1 }), store.rotateVapid('shop', { keys: k2 })]);
+    expect(both.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(both.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'previous-vapid-in-use' } });
+    expect((await store.readWeb('shop'))?.previous).toEqual(k0);
+    await expect(store.rotateVapid('shop', { keys: k3 })).rejects.toMatchObject({ code: 'previous-vapid-in-use', message: expect.stringMatching(/still has browsers subscribed with its previous VAPID key/) as unknown });
+    expect((await store.rotateVapid('shop', { keys: k3, force: true })).webVapidPublicKey).toBe(k3.publicKey);
+  });
+
   it('refuses a rotation without keys, unknown apps, and keeps the host list apart from the credentials', async () => {
     const store = createAppCredentialStore(t.db.kysely, box);
     await t.db.apps.upsert({ id: 'nokeys' });

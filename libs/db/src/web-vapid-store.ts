@@ -17,7 +17,7 @@ export interface StoredWebCredentials {
 }
 
 /** Outcomes the caller turns into AppAdminError (app-credentials.ts). */
-export type VapidWriteResult = 'done' | 'unknown-app' | 'vapid-exists' | 'no-vapid';
+export type VapidWriteResult = 'done' | 'unknown-app' | 'vapid-exists' | 'no-vapid' | 'previous-vapid-in-use';
 
 interface Sealer {
   seal(privateKey: string): string;
@@ -50,9 +50,16 @@ export async function generateVapid(db: Kysely<HeraldTables>, id: string, subjec
 /**
  * Current → previous (the pair before it is forgotten), `keys` → current, in one statement (the
  * right-hand sides read the row as it was). credentials_version moves: pushers rebuild the app's
- * web provider without a restart.
+ * web provider without a restart. Refused ('previous-vapid-in-use') while a live browser
+ * subscription was made with the previous pair, unless `force`: rotating again forgot that pair's
+ * private key for good, and every push to those browsers was parked until each subscribed again
+ * (two rotations close together, by two operators or a retried request, did it without a word).
+ * Two rotations at once: the second reads the row the first wrote, and is refused.
  */
-export async function rotateVapid(db: Kysely<HeraldTables>, id: string, subject: string | undefined, keys: VapidKeyPair, box: Sealer): Promise<VapidWriteResult> {
+export async function rotateVapid(db: Kysely<HeraldTables>, id: string, subject: string | undefined, keys: VapidKeyPair, box: Sealer, force = false): Promise<VapidWriteResult> {
+  const previousUnused = sql<boolean>`not exists (
+    select 1 from devices d where d.app = apps.id and d.platform = 'web' and d.invalidated_at is null
+      and d.web_vapid_key = apps.web_vapid_previous_public_key)`;
   const done = await db
     .updateTable('apps')
     .set({
@@ -66,9 +73,13 @@ export async function rotateVapid(db: Kysely<HeraldTables>, id: string, subject:
     })
     .where('id', '=', id)
     .where('web_vapid_public_key', 'is not', null)
+    .where(force ? sql<boolean>`true` : previousUnused)
     .returning('id')
     .executeTakeFirst();
-  return done !== undefined ? 'done' : explain(db, id, 'no-vapid');
+  if (done !== undefined) return 'done';
+  const app = await db.selectFrom('apps').select('web_vapid_public_key').where('id', '=', id).executeTakeFirst();
+  if (app === undefined) return 'unknown-app';
+  return app.web_vapid_public_key === null ? 'no-vapid' : 'previous-vapid-in-use';
 }
 
 /** Subject (signs every push: credentials_version moves) and/or the push-service allow-list (read at the doors). */

@@ -53,11 +53,12 @@ export function registerWebPushCommands(apps: Command, store: Store): void {
     .command('rotate <id>')
     .description('a new VAPID key pair; the current one is kept as the previous one for subscriptions made under it (pushers switch without a restart)')
     .option('--subject <url>', 'also replace the contact subject')
+    .option('--force', 'rotate even while browsers are subscribed with the previous key (it is forgotten: pushes to them park until they subscribe again)')
     .option('--json', 'print JSON')
-    .action(async (id: string, o: { subject?: string; json?: boolean }) => {
+    .action(async (id: string, o: { subject?: string; force?: boolean; json?: boolean }) => {
       const subject = o.subject === undefined ? undefined : checked('--subject', VapidSubject, o.subject);
       const keys = await generateVapidKeys();
-      const row = await auditedCli(audit('app.rotate-vapid', id, o), (db) => store(db).rotateVapid(id, { subject, keys }), auditSummary);
+      const row = await auditedCli(audit('app.rotate-vapid', id, o), (db) => store(db).rotateVapid(id, { subject, keys, force: o.force === true }), auditSummary);
       printObject(webPushSummary(row), o.json === true);
     });
   vapid
