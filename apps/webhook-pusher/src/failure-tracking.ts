@@ -7,7 +7,7 @@ export interface FailureTracking {
   store: {
     noteFailure(id: string, at: Date): Promise<Date | undefined>;
     noteSuccess(ids: readonly string[]): Promise<void>;
-    disable(id: string, reason: string): Promise<boolean>;
+    disable(id: string, reason: string, failingSince?: Date): Promise<boolean>;
   };
   /** WEBHOOK_DISABLE_AFTER_MS */
   disableAfterMs: number;
@@ -67,7 +67,7 @@ async function noteFailure(id: string, { reason, givenUp }: { reason: string; gi
   const since = await tracking.store.noteFailure(id, at);
   if (!givenUp || since === undefined || at.getTime() - since.getTime() < tracking.disableAfterMs) return;
   const why = `endpoint failing since ${since.toISOString()} (last: ${reason})`;
-  if (!(await tracking.store.disable(id, why))) return;
+  if (!(await tracking.store.disable(id, why, since))) return;
   deps.subscriptions.markDisabled(id);
   deps.webhookMetrics.disabled.inc();
   deps.logger.error({ subscriptionId: id, failingSince: since.toISOString(), reason, alarm: 'webhook-subscription-disabled' }, 'webhook subscription disabled: its endpoint kept failing');

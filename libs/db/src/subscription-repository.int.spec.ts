@@ -39,6 +39,17 @@ describe('subscription repository', () => {
     expect((await s.enableForTeam('a', disabled.id))?.enabled).toBe(true);
   });
 
+  it('disables a failing subscription only while it is failing since the time noted: one an operator enabled meanwhile, or one a delivery succeeded for, stays enabled', async () => {
+    const s = t.db.subscriptions;
+    const failing = await s.create(sub('a', 'f1'));
+    const since = await s.noteFailure(failing.id, new Date('2026-01-01T00:00:00Z'));
+    if (since === undefined) throw new Error('no failure noted');
+    await s.noteSuccess([failing.id]);
+    expect(await s.disable(failing.id, 'endpoint failing', since)).toBe(false);
+    const again = await s.noteFailure(failing.id, new Date('2026-01-02T00:00:00Z'));
+    expect(await s.disable(failing.id, 'endpoint failing', again)).toBe(true);
+  });
+
   it('keeps the first failure time until a success clears it', async () => {
     const s = t.db.subscriptions;
     const row = await s.create(sub('a', 'c3'));

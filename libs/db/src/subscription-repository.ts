@@ -70,8 +70,13 @@ export interface SubscriptionRepository {
   noteFailure(id: string, at: Date): Promise<Date | undefined>;
   /** Forget failures of these subscriptions (a delivery succeeded). */
   noteSuccess(ids: readonly string[]): Promise<void>;
-  /** Disable if still enabled; true when this call disabled it (so only one pusher alarms). The reason is stored as storableCopy makes it (a receiver's answer may hold a NUL). */
-  disable(id: string, reason: string): Promise<boolean>;
+  /**
+   * Disable if still enabled (and, given `failingSince`, still failing since then: a subscription an
+   * operator enabled again, or one a delivery succeeded for, since the failure was noted is left
+   * alone); true when this call disabled it (so only one pusher alarms). The reason is stored as
+   * storableCopy makes it (a receiver's answer may hold a NUL).
+   */
+  disable(id: string, reason: string, failingSince?: Date): Promise<boolean>;
 }
 
 /** Whether the subscription watches the resource: its type, and its id or the wildcard. */
@@ -211,13 +216,14 @@ export function createSubscriptionRepository(db: Kysely<HeraldTables>): Subscrip
       if (ids.length === 0) return;
       await db.updateTable('webhook_subscriptions').set({ failing_since: null }).where('id', 'in', [...new Set(ids)]).where('failing_since', 'is not', null).execute();
     },
-    async disable(id, reason) {
-      const r = await db
+    async disable(id, reason, failingSince) {
+      let q = db
         .updateTable('webhook_subscriptions')
         .set({ enabled: false, disabled_at: sql<Date>`now()`, disabled_reason: storableCopy(reason) })
         .where('id', '=', id)
-        .where('enabled', '=', true)
-        .executeTakeFirst();
+        .where('enabled', '=', true);
+      if (failingSince !== undefined) q = q.where('failing_since', '=', failingSince);
+      const r = await q.executeTakeFirst();
       return Number(r.numUpdatedRows) > 0;
     },
   };
