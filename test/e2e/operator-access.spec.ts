@@ -435,5 +435,11 @@ describe('operator access: the dashboard and its write actions need an operator 
     expect((await herald('apps', 'update', 'cli-secrets', '--fcm-proxy-url', 'http://127.0.0.1:3128')).stderr).toBe('');
     const both = await herald('apps', 'rotate', 'cli-secrets', '--fcm-access-token', 't', '--fcm-access-token-file', tokenFile, '--fcm-project', 'p-1');
     expect([both.code, both.stderr]).toEqual([1, 'herald: give --fcm-access-token or --fcm-access-token-file, not both\n']);
+    // `apps add` on an existing app is one change: its last step refused (an APNs endpoint for an app
+    // with no APNs credentials), its credential rotation before it is not kept either.
+    const version = (await sys.database.db.apps.get('cli-secrets'))?.credentialsVersion;
+    const refused = await herald('apps', 'add', 'cli-secrets', '--fcm-access-token-file', tokenFile, '--fcm-project', 'p-2', '--apns-address', '127.0.0.1');
+    expect(refused.code).toBe(1);
+    expect(await sys.database.db.apps.get('cli-secrets')).toMatchObject({ credentialsVersion: version, fcmProjectId: 'p-1' });
   });
 });

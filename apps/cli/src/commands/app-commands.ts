@@ -19,8 +19,13 @@ const secretConfig = {
 } as const;
 
 function credentialStore(db: Database): AppCredentialStore {
+  return credentialStoreOn(db.kysely);
+}
+
+/** The store over `kysely`: the database, or one transaction of it. */
+function credentialStoreOn(kysely: Database['kysely']): AppCredentialStore {
   const key = loadConfig(secretConfig, process.env).HERALD_SECRET_KEY;
-  return createAppCredentialStore(db.kysely, key === undefined ? undefined : createSecretBox(key));
+  return createAppCredentialStore(kysely, key === undefined ? undefined : createSecretBox(key));
 }
 
 /** "host:port, ca, proxy" for what the app sets itself; empty when it uses the pusher's defaults. */
@@ -74,11 +79,16 @@ export function registerAppCommands(program: Command): void {
       const store = credentialStore(db);
       // A new app's endpoint defaults to development; an existing one's rotation keeps its own.
       if ((await db.apps.get(id)) === undefined) return store.create({ id, ...topic, enabled: o.disabled !== true, ...(apns && { apns: ApnsCredentials.parse(apns) }), ...(fcm && { fcm }), ...connections });
-      // Adding keys to an app disabled during an incident must not enable it again (unseen in the audit's app.enable).
-      await store.update(id, { ...topic, ...(o.disabled === true && { enabled: false }) });
-      if (apns !== undefined || fcm !== undefined) await store.rotate(id, { ...(apns && { apns }), ...(fcm && { fcm }) });
-      // After the rotation: connection settings need the app's own credentials.
-      return store.update(id, connections);
+      // One transaction: a refused step (connection settings for a platform without credentials)
+      // leaves the app as it was, not with its credentials rotated and the command failed.
+      return db.kysely.transaction().execute(async (trx) => {
+        const inTx = credentialStoreOn(trx);
+        // Adding keys to an app disabled during an incident must not enable it again (unseen in the audit's app.enable).
+        await inTx.update(id, { ...topic, ...(o.disabled === true && { enabled: false }) });
+        if (apns !== undefined || fcm !== undefined) await inTx.rotate(id, { ...(apns && { apns }), ...(fcm && { fcm }) });
+        // After the rotation: connection settings need the app's own credentials.
+        return inTx.update(id, connections);
+      });
     }, summary);
     warnOfSuffixedTopic(id, o.apnsTopic);
     print(row);
