@@ -163,11 +163,16 @@ describe('VAPID keys', () => {
     const [k0, k1, k2, k3] = [vapidPair(), vapidPair(), vapidPair(), vapidPair()];
     await store.generateVapid('shop', { subject: 'mailto:ops@example.com', keys: k0 });
     await t.db.devices.applyRegistrations([register(endpoint('s1'), keysOf(), NOW.toISOString(), { app: 'shop', applicationServerKey: k0.publicKey } as Partial<Registration>)]);
-    // Two operators rotate at once (or a request is retried): one rotation, the other refused, k0 kept as the previous.
-    const both = await Promise.allSettled([store.rotateVapid('shop', { keys: k1 }), store.rotateVapid('shop', { keys: k2 })]);
-    expect(both.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
-    expect(both.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'previous-vapid-in-use' } });
-    expect((await store.readWeb('shop'))?.previous).toEqual(k0);
+    // Two operators rotate at once (or a request is retried): while one rotation holds the app's row
+    // (k0 moved to previous, not yet committed), the other waits, then reads that row and is refused.
+    let second: Promise<unknown> | undefined;
+    await t.db.kysely.transaction().execute(async (trx) => {
+      await createAppCredentialStore(trx, box).rotateVapid('shop', { keys: k1 });
+      second = store.rotateVapid('shop', { keys: k2 }).catch((e: unknown) => e);
+      await new Promise((r) => setTimeout(r, 200));
+    });
+    expect(await second).toMatchObject({ code: 'previous-vapid-in-use' });
+    expect(await store.readWeb('shop')).toMatchObject({ current: k1, previous: k0 });
     await expect(store.rotateVapid('shop', { keys: k3 })).rejects.toMatchObject({ code: 'previous-vapid-in-use', message: expect.stringMatching(/still has browsers subscribed with its previous VAPID key/) as unknown });
     expect((await store.rotateVapid('shop', { keys: k3, force: true })).webVapidPublicKey).toBe(k3.publicKey);
   });

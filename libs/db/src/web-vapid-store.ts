@@ -48,38 +48,49 @@ export async function generateVapid(db: Kysely<HeraldTables>, id: string, subjec
 }
 
 /**
- * Current → previous (the pair before it is forgotten), `keys` → current, in one statement (the
- * right-hand sides read the row as it was). credentials_version moves: pushers rebuild the app's
- * web provider without a restart. Refused ('previous-vapid-in-use') while a live browser
- * subscription was made with the previous pair, unless `force`: rotating again forgot that pair's
- * private key for good, and every push to those browsers was parked until each subscribed again
- * (two rotations close together, by two operators or a retried request, did it without a word).
- * Two rotations at once: the second reads the row the first wrote, and is refused.
+ * Current → previous (the pair before it is forgotten), `keys` → current, in one transaction that
+ * locks the app's row first. credentials_version moves: pushers rebuild the app's web provider
+ * without a restart. Refused ('previous-vapid-in-use') while a live browser subscription was made
+ * with the previous pair, unless `force`: rotating again forgot that pair's private key for good,
+ * and every push to those browsers was parked until each subscribed again (two rotations close
+ * together, by two operators or a retried request, did it without a word). Of two rotations at
+ * once, the second reads the row the first wrote (FOR UPDATE) and is refused.
  */
 export async function rotateVapid(db: Kysely<HeraldTables>, id: string, subject: string | undefined, keys: VapidKeyPair, box: Sealer, force = false): Promise<VapidWriteResult> {
-  const previousUnused = sql<boolean>`not exists (
-    select 1 from devices d where d.app = apps.id and d.platform = 'web' and d.invalidated_at is null
-      and d.web_vapid_key = apps.web_vapid_previous_public_key)`;
-  const done = await db
-    .updateTable('apps')
-    .set({
-      web_vapid_previous_public_key: sql<string>`web_vapid_public_key`,
-      web_vapid_previous_secret: sql<string>`web_vapid_secret`,
-      web_vapid_public_key: keys.publicKey,
-      web_vapid_secret: box.seal(keys.privateKey),
-      ...(subject !== undefined && { web_vapid_subject: subject }),
-      credentials_version: sql<number>`credentials_version + 1`,
-      updated_at: sql<Date>`now()`,
-    })
-    .where('id', '=', id)
-    .where('web_vapid_public_key', 'is not', null)
-    .where(force ? sql<boolean>`true` : previousUnused)
-    .returning('id')
-    .executeTakeFirst();
-  if (done !== undefined) return 'done';
-  const app = await db.selectFrom('apps').select('web_vapid_public_key').where('id', '=', id).executeTakeFirst();
-  if (app === undefined) return 'unknown-app';
-  return app.web_vapid_public_key === null ? 'no-vapid' : 'previous-vapid-in-use';
+  // In the caller's transaction when it has one (herald apps add's), else in one of its own.
+  const inTransaction = <T>(work: (trx: Kysely<HeraldTables>) => Promise<T>): Promise<T> => (db.isTransaction ? work(db) : db.transaction().execute(work));
+  return inTransaction(async (trx) => {
+    const app = await trx.selectFrom('apps').select(['web_vapid_public_key', 'web_vapid_previous_public_key']).where('id', '=', id).forUpdate().executeTakeFirst();
+    if (app === undefined) return 'unknown-app';
+    if (app.web_vapid_public_key === null) return 'no-vapid';
+    const previous = app.web_vapid_previous_public_key;
+    if (!force && previous !== null) {
+      const inUse = await trx
+        .selectFrom('devices')
+        .select('id')
+        .where('app', '=', id)
+        .where('platform', '=', 'web')
+        .where('invalidated_at', 'is', null)
+        .where('web_vapid_key', '=', previous)
+        .limit(1)
+        .executeTakeFirst();
+      if (inUse !== undefined) return 'previous-vapid-in-use';
+    }
+    await trx
+      .updateTable('apps')
+      .set({
+        web_vapid_previous_public_key: sql<string>`web_vapid_public_key`,
+        web_vapid_previous_secret: sql<string>`web_vapid_secret`,
+        web_vapid_public_key: keys.publicKey,
+        web_vapid_secret: box.seal(keys.privateKey),
+        ...(subject !== undefined && { web_vapid_subject: subject }),
+        credentials_version: sql<number>`credentials_version + 1`,
+        updated_at: sql<Date>`now()`,
+      })
+      .where('id', '=', id)
+      .execute();
+    return 'done';
+  });
 }
 
 /** Subject (signs every push: credentials_version moves) and/or the push-service allow-list (read at the doors). */
