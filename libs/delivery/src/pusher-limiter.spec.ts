@@ -238,9 +238,24 @@ describe('pusher with a rate limiter', () => {
     const p = pusher(slow, { kind: 'delivered' }, 30_000, undefined, { apps });
     const m = message();
     const [outcome] = await p.handle([m.inbound]);
-    expect(outcome).toEqual({ kind: 'park', code: 'app-disabled', reason: 'app "demo" was disabled while the push waited for budget' });
+    expect(outcome).toEqual({ kind: 'park', code: 'app-disabled', reason: 'app "demo" was disabled (or removed) while the push waited for budget' });
     expect(p.sent).toEqual([]);
     expect(p.released).toEqual([m.push.pushId]);
+  });
+
+  it('sends as read at intake when the app cannot be read again after the wait (a database away): the batch is not failed', async () => {
+    let asked = 0;
+    const apps: PusherDeps['apps'] = {
+      get: async (id) => {
+        if (asked++ > 0) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+        return { id, apnsTopic: 'com.herald.demo', fcmProjectId: null, enabled: true, createdAt: new Date(), updatedAt: new Date() };
+      },
+    };
+    const slow = { acquire: async () => (await new Promise((r) => setTimeout(r, 150)), true) };
+    const p = pusher(slow, { kind: 'delivered' }, 30_000, undefined, { apps });
+    const m = message();
+    expect((await p.handle([m.inbound])).map((o) => o.kind)).toEqual(['ack']);
+    expect(p.sent).toEqual([m.push.pushId]);
   });
 
   it('counts a transient failure retried only when a retry follows: on the last attempt the consumer parks it, counted parked then', async () => {

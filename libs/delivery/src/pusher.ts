@@ -218,15 +218,15 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   return { push, topic: app.apnsTopic ?? undefined, app };
 }
 
+/** A budget wait longer than this asks whether the push's app was disabled meanwhile (apps.get, cached APP_CACHE_TTL_MS). */
+const DISABLED_RECHECK_AFTER_MS = 100;
+
 /**
  * A batch waits for budget for at most half a lease after its claim (or until shutdown); the rest
  * is deferred unsent. Its claims stay alive meanwhile (claim-keeper.ts), but a batch that cannot
  * get budget should free its consumer and its claims, and a frozen process should let go within
  * one lease of its last renewal.
  */
-/** A budget wait longer than this asks whether the push's app was disabled meanwhile (apps.get, cached APP_CACHE_TTL_MS). */
-const DISABLED_RECHECK_AFTER_MS = 100;
-
 function budgetWindowOf(deps: PusherDeps, claimedAt: number): WaitWindow {
   return waitWindow(claimedAt + deps.leaseMs / 2, deps.signal);
 }
@@ -253,8 +253,10 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   if (deps.cancelled?.has(r.push.jobId) === true) return { kind: 'cancelled' };
   if (r.push.expiresAt !== undefined && Date.parse(r.push.expiresAt) <= (deps.now?.() ?? new Date()).getTime()) return { kind: 'expired-waiting' };
   // An app disabled during a wait for budget (up to half a lease: an incident's first move) sends
-  // no more of what its pushers had taken in; asked again only after a wait that took time.
-  if (performance.now() - waitFrom > DISABLED_RECHECK_AFTER_MS && (await deps.apps.get(r.push.app))?.enabled !== true) return { kind: 'app-disabled' };
+  // no more of what its pushers had taken in; asked again only after a wait that took time. A
+  // database that does not answer leaves the app as it was read at intake (thrown, the batch's
+  // claims, sends and counts would be lost with it).
+  if (performance.now() - waitFrom > DISABLED_RECHECK_AFTER_MS && (await deps.apps.get(r.push.app).catch(() => r.app))?.enabled !== true) return { kind: 'app-disabled' };
   if ('failed' in provider) return provider.failed;
   const started = process.hrtime.bigint();
   const result = await provider.send(r.push, r.topic !== undefined ? { apnsTopic: r.topic } : {});
@@ -354,7 +356,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     }
     if (result.kind === 'app-disabled') {
       release.push(push.pushId);
-      outcomes[r.index] = park(deps, push, 'app-disabled', `app "${push.app}" was disabled while the push waited for budget`);
+      outcomes[r.index] = park(deps, push, 'app-disabled', `app "${push.app}" was disabled (or removed) while the push waited for budget`);
       return;
     }
     if (result.kind === 'expired-waiting') {
