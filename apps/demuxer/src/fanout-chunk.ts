@@ -1,4 +1,4 @@
-import { FanoutTask, PushJob, decodeWith, derivePushId, jobExpiry } from '@herald/contracts';
+import { FanoutTask, PushJob, decodeWith, derivePushId, describeIssues, jobExpiry } from '@herald/contracts';
 import { plannedOf, type AppRow, type AudienceDevice, type FanoutChunk, type FanoutRepository, type PushOutcomeEntry } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
@@ -73,7 +73,9 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
   }
   const parsed = PushJob.safeParse(fanout.job);
   const audience = parsed.success ? parsed.data.audience : undefined;
-  if (!parsed.success || audience === undefined) return park(deps, 'schema', `the stored job "${jobId}" is not an audience job`);
+  // Stored by an earlier release, a job may break a rule added since (a Live Activity date in milliseconds): say which.
+  if (!parsed.success) return park(deps, 'schema', `the stored job "${jobId}" no longer passes the job contract: ${describeIssues(parsed.error)}`);
+  if (audience === undefined) return park(deps, 'schema', `the stored job "${jobId}" is not an audience job`);
   const job = parsed.data;
   const stopped = await appStopped(job.app, chunkNo, deps);
   if (stopped !== undefined) return stopped;
