@@ -49,18 +49,19 @@ export async function generateVapid(db: Kysely<HeraldTables>, id: string, subjec
 
 /**
  * Current → previous (the pair before it is forgotten), `keys` → current, in one transaction that
- * locks the app's row first. credentials_version moves: pushers rebuild the app's web provider
+ * locks the app's row first (FOR NO KEY UPDATE: other writes of the row wait, inserts naming the app,
+ * a device's register say, do not). credentials_version moves: pushers rebuild the app's web provider
  * without a restart. Refused ('previous-vapid-in-use') while a live browser subscription was made
  * with the previous pair, unless `force`: rotating again forgot that pair's private key for good,
  * and every push to those browsers was parked until each subscribed again (two rotations close
  * together, by two operators or a retried request, did it without a word). Of two rotations at
- * once, the second reads the row the first wrote (FOR UPDATE) and is refused.
+ * once, the second reads the row the first wrote and is refused.
  */
 export async function rotateVapid(db: Kysely<HeraldTables>, id: string, subject: string | undefined, keys: VapidKeyPair, box: Sealer, force = false): Promise<VapidWriteResult> {
-  // In the caller's transaction when it has one (herald apps add's), else in one of its own.
+  // In the caller's transaction when it has one, else in one of its own.
   const inTransaction = <T>(work: (trx: Kysely<HeraldTables>) => Promise<T>): Promise<T> => (db.isTransaction ? work(db) : db.transaction().execute(work));
   return inTransaction(async (trx) => {
-    const app = await trx.selectFrom('apps').select(['web_vapid_public_key', 'web_vapid_previous_public_key']).where('id', '=', id).forUpdate().executeTakeFirst();
+    const app = await trx.selectFrom('apps').select(['web_vapid_public_key', 'web_vapid_previous_public_key']).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
     if (app === undefined) return 'unknown-app';
     if (app.web_vapid_public_key === null) return 'no-vapid';
     const previous = app.web_vapid_previous_public_key;

@@ -243,7 +243,7 @@ describe('pusher with a rate limiter', () => {
     expect(p.released).toEqual([m.push.pushId]);
   });
 
-  it('sends as read at intake when the app cannot be read again after the wait (a database away): the batch is not failed', async () => {
+  it('lets the push go unsent when the app cannot be read again after the wait (a database away, maybe in the incident that disabled it): deferred, released, the batch not failed', async () => {
     let asked = 0;
     const apps: PusherDeps['apps'] = {
       get: async (id) => {
@@ -254,8 +254,9 @@ describe('pusher with a rate limiter', () => {
     const slow = { acquire: async () => (await new Promise((r) => setTimeout(r, 150)), true) };
     const p = pusher(slow, { kind: 'delivered' }, 30_000, undefined, { apps });
     const m = message();
-    expect((await p.handle([m.inbound])).map((o) => o.kind)).toEqual(['ack']);
-    expect(p.sent).toEqual([m.push.pushId]);
+    expect((await p.handle([m.inbound])).map((o) => o.kind)).toEqual(['defer']);
+    expect(p.sent).toEqual([]);
+    expect(p.released).toEqual([m.push.pushId]);
   });
 
   it('counts a transient failure retried only when a retry follows: on the last attempt the consumer parks it, counted parked then', async () => {

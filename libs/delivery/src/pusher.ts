@@ -253,10 +253,15 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   if (deps.cancelled?.has(r.push.jobId) === true) return { kind: 'cancelled' };
   if (r.push.expiresAt !== undefined && Date.parse(r.push.expiresAt) <= (deps.now?.() ?? new Date()).getTime()) return { kind: 'expired-waiting' };
   // An app disabled during a wait for budget (up to half a lease: an incident's first move) sends
-  // no more of what its pushers had taken in; asked again only after a wait that took time. A
-  // database that does not answer leaves the app as it was read at intake (thrown, the batch's
-  // claims, sends and counts would be lost with it).
-  if (performance.now() - waitFrom > DISABLED_RECHECK_AFTER_MS && (await deps.apps.get(r.push.app).catch(() => r.app))?.enabled !== true) return { kind: 'app-disabled' };
+  // no more of what its pushers had taken in; asked again only after a wait that took time. An app
+  // that cannot be read (a database away, likely in the same incident) is not sent for: the push is
+  // let go unsent and comes back through intake, which asks again (thrown, the batch's claims,
+  // sends and counts would be lost with it).
+  if (performance.now() - waitFrom > DISABLED_RECHECK_AFTER_MS) {
+    const now = await deps.apps.get(r.push.app).catch(() => 'unread' as const);
+    if (now === 'unread') return unpaced(deps, r.push.app, service);
+    if (now?.enabled !== true) return { kind: 'app-disabled' };
+  }
   if ('failed' in provider) return provider.failed;
   const started = process.hrtime.bigint();
   const result = await provider.send(r.push, r.topic !== undefined ? { apnsTopic: r.topic } : {});
