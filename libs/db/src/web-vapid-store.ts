@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { WebPushUpdate } from '@herald/contracts';
+import { appHasWebDevices } from './app-web-devices.ts';
 import type { HeraldTables } from './tables.ts';
 
 /** One VAPID key pair, base64url as web-push's generateVAPIDKeys() gives it. */
@@ -65,18 +66,7 @@ export async function rotateVapid(db: Kysely<HeraldTables>, id: string, subject:
     if (app === undefined) return 'unknown-app';
     if (app.web_vapid_public_key === null) return 'no-vapid';
     const previous = app.web_vapid_previous_public_key;
-    if (!force && previous !== null) {
-      const inUse = await trx
-        .selectFrom('devices')
-        .select('id')
-        .where('app', '=', id)
-        .where('platform', '=', 'web')
-        .where('invalidated_at', 'is', null)
-        .where('web_vapid_key', '=', previous)
-        .limit(1)
-        .executeTakeFirst();
-      if (inUse !== undefined) return 'previous-vapid-in-use';
-    }
+    if (!force && previous !== null && (await appHasWebDevices(trx, id, previous))) return 'previous-vapid-in-use';
     await trx
       .updateTable('apps')
       .set({
