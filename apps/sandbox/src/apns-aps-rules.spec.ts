@@ -34,6 +34,14 @@ describe('checkAps', () => {
     expect(checkAps('alert', { sound: 'default' }).warnings).toEqual([]);
   });
 
+  it("notes a critical alert whose sound is a file name, not Apple's sound dictionary", () => {
+    expect(checkAps('alert', { alert: 'x', sound: 'alarm.caf', 'interruption-level': 'critical' }).warnings).toEqual([
+      "a critical alert's aps.sound is a file name: Apple asks for the sound dictionary { critical: 1, name, volume } (played as a regular sound otherwise)",
+    ]);
+    expect(checkAps('alert', { alert: 'x', sound: { critical: 1, name: 'alarm.caf' }, 'interruption-level': 'critical' }).warnings).toEqual([]);
+    expect(checkAps('alert', { alert: 'x', sound: 'bell.caf', 'interruption-level': 'time-sensitive' }).warnings).toEqual([]);
+  });
+
   it('leaves other push types alone', () => {
     expect(checkAps('voip', {})).toEqual({ warnings: [] });
     expect(checkAps(undefined, { alert: 'x', 'content-available': 1 })).toEqual({ warnings: [] });

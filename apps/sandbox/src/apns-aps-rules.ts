@@ -24,9 +24,18 @@ function checkBackgroundAps(aps: Json): ApsVerdict {
   return { warnings };
 }
 
-/** An `alert` push with no alert, sound or badge is accepted, but the phone shows nothing. */
+/**
+ * An `alert` push with no alert, sound or badge is accepted, but the phone shows nothing. A critical
+ * alert (interruption-level critical) whose sound is a file name is accepted too, and plays as a
+ * regular sound: Apple's sound key, "For critical alerts, use the sound dictionary instead".
+ */
 function checkAlertAps(aps: Json): ApsVerdict {
-  return { warnings: visibleKeys(aps).length === 0 ? ['alert push with no aps.alert, aps.sound or aps.badge: the phone shows nothing'] : [] };
+  const warnings: string[] = [];
+  if (visibleKeys(aps).length === 0) warnings.push('alert push with no aps.alert, aps.sound or aps.badge: the phone shows nothing');
+  if (aps['interruption-level'] === 'critical' && typeof aps['sound'] === 'string') {
+    warnings.push('a critical alert\'s aps.sound is a file name: Apple asks for the sound dictionary { critical: 1, name, volume } (played as a regular sound otherwise)');
+  }
+  return { warnings };
 }
 
 /** The content rules of the `aps` dictionary for the request's push type. */

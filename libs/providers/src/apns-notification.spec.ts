@@ -95,6 +95,13 @@ describe('buildApnsNotification', () => {
     });
   });
 
+  it("a critical alert's sound goes as Apple's sound dictionary (critical 1 and the name), a regular alert's as the file name", () => {
+    const critical = buildApnsNotification(push({ content: { title: 'Gas leak', sound: 'alarm.caf', interruptionLevel: 'critical' } }), 't', NOW);
+    expect(critical.payload).toEqual({ aps: { alert: { title: 'Gas leak' }, sound: { critical: 1, name: 'alarm.caf' }, 'interruption-level': 'critical' } });
+    const timely = buildApnsNotification(push({ content: { title: 'Train leaves', sound: 'bell.caf', interruptionLevel: 'time-sensitive' } }), 't', NOW);
+    expect((timely.payload as { aps: { sound: unknown } }).aps.sound).toBe('bell.caf');
+  });
+
   it('a VoIP push goes to <bundle>.voip with push type voip', () => {
     const n = buildApnsNotification(push({ content: { pushType: 'voip', data: { caller: 'Ann' } } }), 'com.example', NOW);
     expect(n.headers).toMatchObject({ 'apns-topic': 'com.example.voip', 'apns-push-type': 'voip', 'apns-priority': '10' });

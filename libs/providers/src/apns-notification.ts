@@ -67,6 +67,18 @@ function liveActivityAps(c: PushContent, aps: Json, asOfS: number): void {
 }
 
 /**
+ * aps.sound: the sound file's name, or for a critical alert Apple's sound dictionary. Apple
+ * ("Generating a remote notification", sound): "Use this key for regular notifications. For critical
+ * alerts, use the sound dictionary instead", `{ critical: 1, name }` (`volume` left to the app's
+ * default; content.apns.payload can set one). Without it the alert plays as a regular sound, muted
+ * by the ring switch and Focus, on every iOS that reads the flag rather than interruption-level.
+ */
+function soundOf(c: PushContent): string | Json | undefined {
+  if (c.sound === undefined || c.interruptionLevel !== 'critical') return c.sound;
+  return { critical: 1, name: c.sound };
+}
+
+/**
  * The `aps` dictionary. Background pushes carry no alert, badge or sound, as Apple asks. A Live
  * Activity's timestamp defaults to `asOf`, the push's pushAsOf: when its job was accepted, or when
  * a scheduled push fell due (Apple drops an update older than the one it shows, so a retried older
@@ -81,7 +93,7 @@ export function apsOf(c: PushContent, asOf: Date, type: PushType = effectivePush
   put(aps, 'alert', soundInAlert ? { ...alertOf(c), sound: c.sound } : alertOf(c));
   if (!background) {
     put(aps, 'badge', c.badge);
-    if (!soundInAlert) put(aps, 'sound', c.sound);
+    if (!soundInAlert) put(aps, 'sound', soundOf(c));
   }
   if (background || c.contentAvailable === true) aps['content-available'] = 1;
   // Apple: a background notification's aps "includes only the content-available key"; the keys

@@ -111,6 +111,12 @@ describe('buildFcmMessage (the v1 Message as Google documents it)', () => {
     expect(m.apns.payload.aps['badge']).toBe(0);
   });
 
+  it("a critical alert reaches iOS through FCM with Apple's sound dictionary; Android keeps the sound's name", () => {
+    const m = buildFcmMessage(push({ content: { title: 'Gas leak', sound: 'alarm', interruptionLevel: 'critical' } }), NOW);
+    expect(m.apns.payload.aps['sound']).toEqual({ critical: 1, name: 'alarm' });
+    expect(m.android.notification).toEqual({ sound: 'alarm' });
+  });
+
   it('the iOS action category is not Android\'s click_action', () => {
     const m = buildFcmMessage(push({ content: { title: 'T', actionCategory: 'REPLY' } }), NOW);
     expect(m.android.notification).toBeUndefined();
