@@ -195,5 +195,33 @@ function checkContent(c: Content, ctx: z.RefinementCtx): void {
   }
 }
 
+/** The JSON key a direct APNs payload carries `imageUrl` under, for the app's notification service extension (apnsPayloadOf). */
+export const APNS_IMAGE_URL_KEY = 'image-url';
+
+/**
+ * Rules a new job's content meets, beyond what every push of it does (PushContent): kept out of
+ * PushContent so pushes accepted before a rule, stored for later or queued, are still sent. Each
+ * issue's path is within the content.
+ * - A data key `collapse_key`: the Firebase Android SDK's RemoteMessage.getData() leaves it out,
+ *   with "from", "message_type" and the "google." keys (Google's reserved words; firebase-android-sdk
+ *   Constants.MessagePayloadKeys), so the app never sees it; an iPhone would.
+ * - A data key `image-url` beside `imageUrl`: the APNs payload carries the image there, replacing it.
+ * - An `imageUrl` that is not http(s): the devices and browsers download the image by its URL (an
+ *   http one is said in the job's notices: jobNotices).
+ */
+export function newJobContentIssues(c: PushContent): { path: (string | number)[]; message: string }[] {
+  const issues: { path: (string | number)[]; message: string }[] = [];
+  if (c.data !== undefined && Object.hasOwn(c.data, 'collapse_key')) {
+    issues.push({ path: ['data', 'collapse_key'], message: 'is reserved: the Firebase Android SDK leaves it out of the data the app receives (as "from", "message_type" and keys starting with "google"); name it otherwise' });
+  }
+  if (c.imageUrl !== undefined && c.data !== undefined && Object.hasOwn(c.data, APNS_IMAGE_URL_KEY)) {
+    issues.push({ path: ['data', APNS_IMAGE_URL_KEY], message: `clashes with imageUrl, which an iPhone's payload carries as "${APNS_IMAGE_URL_KEY}" for its notification service extension; name it otherwise` });
+  }
+  if (c.imageUrl !== undefined && !/^https?:\/\//i.test(c.imageUrl)) {
+    issues.push({ path: ['imageUrl'], message: 'must be an https (or http) URL: phones and browsers download the image from it' });
+  }
+  return issues;
+}
+
 export const PushContent = z.strictObject(PushContentShape).superRefine(checkContent);
 export type PushContent = z.infer<typeof PushContent>;

@@ -1,4 +1,4 @@
-import { effectivePushType, pushAsOf, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
+import { APNS_IMAGE_URL_KEY, effectivePushType, pushAsOf, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
 import { apnsTopicFor, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
 import { mergeJson, put, type Json } from './merge-json.ts';
 
@@ -112,7 +112,7 @@ export function apsOf(c: PushContent, asOf: Date, type: PushType = effectivePush
 /** The JSON body: custom data at top level, `image-url` for a notification service extension, `aps`, then the raw override. */
 export function apnsPayloadOf(c: PushContent, asOf: Date): Json {
   const payload: Json = { ...(c.data ?? {}) };
-  if (c.imageUrl !== undefined) payload['image-url'] = c.imageUrl;
+  if (c.imageUrl !== undefined) payload[APNS_IMAGE_URL_KEY] = c.imageUrl;
   payload['aps'] = apsOf(c, asOf);
   return c.apns?.payload === undefined ? payload : mergeJson(payload, c.apns.payload);
 }

@@ -157,6 +157,11 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(jobConformanceIssues(bad, WEB, NOW)[0]?.message).toMatch(/^APNs: cannot be checked: /);
   });
 
+  it('says so when the image is by plain http (iPhones and Android download it only where the app allows cleartext), not when https', () => {
+    expect(jobNotices({ content: { title: 't', imageUrl: 'http://cdn.example/a.png' } }, NOW)).toEqual([expect.stringMatching(/^content\.imageUrl is http: iPhones \(App Transport Security\)/) as unknown]);
+    expect(jobNotices({ content: { title: 't', imageUrl: 'https://cdn.example/a.png' } }, NOW)).toEqual([]);
+  });
+
   it('says so when an expiry is beyond FCM\'s 28 days, only when the job can reach FCM', () => {
     const content = { title: 't' };
     expect(jobNotices({ expiresAt: '2026-02-10T00:00:00Z', content }, NOW)).toEqual([expect.stringMatching(/40 days ahead: FCM stores a push at most 28 days/) as unknown]);

@@ -155,7 +155,18 @@ export function webConformanceIssues(job: JobPart, now: Date = new Date()): Conf
  * pushes could be).
  */
 export function jobNotices(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content' | 'deliverAt'>, acceptedAt: Date): string[] {
-  return [fcmStorageNotice(job, acceptedAt), localTimeExpiryNotice(job, acceptedAt)].filter((n): n is string => n !== undefined);
+  return [fcmStorageNotice(job, acceptedAt), localTimeExpiryNotice(job, acceptedAt), cleartextImageNotice(job)].filter((n): n is string => n !== undefined);
+}
+
+/**
+ * An image by plain http: iOS's App Transport Security and Android (9 and later) load only https
+ * unless the app allows cleartext, and a browser page served over https blocks it as mixed content.
+ * Said, not refused: an app may allow it.
+ */
+function cleartextImageNotice(job: Pick<PushJob, 'content'>): string | undefined {
+  const url = job.content.imageUrl;
+  if (url === undefined || !/^http:/i.test(url)) return undefined;
+  return 'content.imageUrl is http: iPhones (App Transport Security) and Android 9 and later download it only if the app allows cleartext, and browsers may block it; give an https URL';
 }
 
 /**
