@@ -33,7 +33,7 @@ beforeAll(async () => {
   // Neither app has VAPID keys of its own; "site" has a browser all the same (signed with the web-pusher's pair), "phones" has none.
   await t.db.apps.upsert({ id: 'site' });
   await t.db.apps.upsert({ id: 'phones' });
-  for (const id of ['paused', 'grown', 'held']) await t.db.apps.upsert({ id });
+  for (const id of ['paused', 'grown', 'held', 'parking']) await t.db.apps.upsert({ id });
   await t.db.devices.applyRegistrations([browser('site', 'bea'), { version: 1, kind: 'register', app: 'phones', platform: 'apns', token: 'ab'.repeat(32), userId: 'ann', eventAt: '2025-01-01T00:00:00Z' }]);
   records = createJobRecords(t.db.jobs, logger);
   deps = {
@@ -54,7 +54,7 @@ afterAll(async () => {
   await t.drop();
 });
 
-const key: ApiKeyRow = { id: 'k', team: 'team', apps: ['site', 'phones', 'paused', 'grown', 'held'], createdAt: new Date(), revokedAt: null, kind: 'team' };
+const key: ApiKeyRow = { id: 'k', team: 'team', apps: ['site', 'phones', 'paused', 'grown', 'held', 'parking'], createdAt: new Date(), revokedAt: null, kind: 'team' };
 /** About 4,000 bytes of JSON: within APNs' and FCM's 4,096, beyond Web Push's 3,993. */
 const big = { title: 'big', data: { blob: 'x'.repeat(3900) } };
 const job = (app: string, content: object = { title: 'hi' }) => ({ id: randomUUID(), app, userId: 'u', category: 'news', content });
@@ -214,6 +214,25 @@ describe('the HTTP API: a retry of a job accepted before, after what it was chec
       status: 400,
       issues: [{ path: 'jobs.1.deliverAt', message: expect.stringMatching(/more than 90 days ahead$/) as unknown }],
     });
+  });
+
+  it('of a job the demuxer parked is no duplicate: refused while its app is still disabled, published again once enabled (a repost over AMQP takes the parked row over alike)', async () => {
+    const parked = job('parking');
+    const sent = job('parking');
+    await acceptedAndMarked([parked, sent]);
+    await t.db.apps.upsert({ id: 'parking', enabled: false });
+    await t.db.jobs.recordJobParks([{ id: parked.id, app: 'parking', code: 'app-disabled', reason: 'app "parking" is disabled' }]);
+    published = [];
+    expect(await refusalCode(acceptJob(parked, key, deps))).toEqual({ status: 422, code: 'app-disabled' });
+    expect(await acceptJob(sent, key, deps)).toEqual({ id: sent.id, duplicate: true });
+    expect(published).toEqual([]);
+
+    await t.db.apps.upsert({ id: 'parking', enabled: true });
+    expect(await acceptJobs({ jobs: [sent, parked] }, key, deps)).toEqual([
+      { id: sent.id, duplicate: true },
+      { id: parked.id, duplicate: false },
+    ]);
+    expect(published).toEqual([parked.id]);
   });
 
   it('is refused with 403 to a key that lost the app, duplicate or not: a key learns nothing of apps it may not use', async () => {

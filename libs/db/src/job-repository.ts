@@ -5,6 +5,7 @@ import type { HeraldTables, JobsTable } from './tables.ts';
 import { insertOutcomesStatement, listJobPushes, recordCancelledPushes, upsertOutcomes, type CancelledPush, type PushOutcomeEntry, type PushRecord } from './push-outcomes.ts';
 import type { FanoutProgress } from './fanout-repository.ts';
 import { queryPrepared } from './prepared.ts';
+import { PARKED_PREFIX } from './job-status-view.ts';
 
 /** What accepting a job id found: new, or already taken (by this app or another). */
 /**
@@ -13,7 +14,14 @@ import { queryPrepared } from './prepared.ts';
  * of different versions: sameContentOf).
  */
 /** `cancelled`: the job was cancelled (DELETE /v1/jobs/:id) after it was first accepted. */
+/**
+ * What recording a job id found. `published`: on its way; not for a job the demuxer parked (its
+ * app disabled, its retries exhausted, the delivery limit): a repost of it is published again, and
+ * its pushes are sent once whether it or a replay of the parked copy gets there first (the ledger).
+ */
 export type AcceptResult = { kind: 'new' } | { kind: 'existing'; app: string; published: boolean; cancelled: boolean; sameContent?: boolean };
+
+const parkedByDemuxer = (outcome: string | null | undefined): boolean => outcome?.startsWith(PARKED_PREFIX) === true;
 
 /**
  * AcceptResult's `sameContent` of a recorded digest and a given one, as a spread: nothing when
@@ -270,14 +278,15 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
       const fresh = new Set(inserted.map((r) => r.id));
       const taken = jobs.filter((j) => !fresh.has(j.id)).map((j) => j.id);
       const existing =
-        taken.length === 0 ? [] : await db.selectFrom('jobs').select(['id', 'app', 'published_at', 'content_hash', 'cancelled_at']).where('id', 'in', taken).execute();
+        taken.length === 0 ? [] : await db.selectFrom('jobs').select(['id', 'app', 'published_at', 'content_hash', 'cancelled_at', 'demux_outcome']).where('id', 'in', taken).execute();
       const byId = new Map(existing.map((r) => [r.id, r]));
       return new Map(
         jobs.map((j): [string, AcceptResult] => {
           if (fresh.has(j.id)) return [j.id, { kind: 'new' }];
           // Gone again (a failed publish was forgotten meanwhile): taken by this app, not published.
           const r = byId.get(j.id);
-          return [j.id, { kind: 'existing', app: r?.app ?? j.app, published: r?.published_at != null, cancelled: r?.cancelled_at != null, ...sameContentOf(r?.content_hash, j.contentHash) }];
+          const published = r?.published_at != null && !parkedByDemuxer(r.demux_outcome);
+          return [j.id, { kind: 'existing', app: r?.app ?? j.app, published, cancelled: r?.cancelled_at != null, ...sameContentOf(r?.content_hash, j.contentHash) }];
         }),
       );
     },
@@ -309,7 +318,13 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
     async publishedBefore(jobs) {
       if (jobs.length === 0) return new Set();
       const given = new Map(jobs.map((j) => [j.id, j]));
-      const rows = await db.selectFrom('jobs').select(['id', 'app', 'content_hash']).where('id', 'in', [...given.keys()]).where('published_at', 'is not', null).execute();
+      const rows = await db
+        .selectFrom('jobs')
+        .select(['id', 'app', 'content_hash'])
+        .where('id', 'in', [...given.keys()])
+        .where('published_at', 'is not', null)
+        .where((eb) => eb.or([eb('demux_outcome', 'is', null), eb('demux_outcome', 'not like', `${PARKED_PREFIX}%`)]))
+        .execute();
       return new Set(
         rows.filter((r) => {
           const job = given.get(r.id);
