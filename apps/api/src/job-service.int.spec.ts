@@ -235,6 +235,27 @@ describe('the HTTP API: a retry of a job accepted before, after what it was chec
     expect(published).toEqual([parked.id]);
   });
 
+  it('is a duplicate when the clock has passed its expiry since (a retry of a job accepted just in time, its answer lost); a new job of it is refused', async () => {
+    const t0 = Date.now();
+    const deliverAt = { at: new Date(t0 + 60_000).toISOString(), expiresAfter: 'PT5M' };
+    const first = { ...job('site'), deliverAt };
+    expect(await acceptJob(first, key, { ...deps, now: () => new Date(t0) })).toEqual({ id: first.id, duplicate: false });
+    await records.flush();
+    const later = { ...deps, now: () => new Date(t0 + 7 * 60_000) };
+    published = [];
+    expect(await acceptJob(first, key, later)).toEqual({ id: first.id, duplicate: true });
+    expect(await acceptJobs({ jobs: [first] }, key, later)).toEqual([{ id: first.id, duplicate: true }]);
+    expect(published).toEqual([]);
+    expect(await refusal(acceptJob({ ...job('site'), deliverAt }, key, later))).toEqual({
+      status: 400,
+      issues: [{ path: 'deliverAt.expiresAfter', message: expect.any(String) as unknown }],
+    });
+    expect(await refusal(acceptJobs({ jobs: [job('site'), { ...job('site'), deliverAt }] }, key, later))).toEqual({
+      status: 400,
+      issues: [{ path: 'jobs.1.deliverAt.expiresAfter', message: expect.any(String) as unknown }],
+    });
+  });
+
   it('is refused with 403 to a key that lost the app, duplicate or not: a key learns nothing of apps it may not use', async () => {
     const first = job('site');
     await acceptedAndMarked([first]);

@@ -52,7 +52,7 @@ const jobField = (prefix: string, i: number, field: string): string => (prefix =
 /** The path of the first job (of a batch, `jobs.N.app`) that names `app`. */
 const appPathOf = (jobs: readonly PushJob[], app: string, prefix: string): string => jobField(prefix, jobs.findIndex((j) => j.app === app), 'app');
 
-function validateJobs(raw: unknown, acceptedAt: string, deps: JobServiceDeps): PushJob[] {
+function validateJobs(raw: unknown, acceptedAt: string): PushJob[] {
   if (raw instanceof ValidatedJobs) return raw.jobs;
   const items = (raw as { jobs?: unknown } | null)?.jobs;
   if (Array.isArray(items) && items.length > MAX_BATCH_JOBS) {
@@ -67,12 +67,16 @@ function validateJobs(raw: unknown, acceptedAt: string, deps: JobServiceDeps): P
     const first = seen.get(job.id);
     if (first !== undefined) throw new ApiError(400, 'invalid-request', `jobs.${i}.id: repeats jobs.${first}.id`, [{ path: `jobs.${i}.id`, message: `repeats jobs.${first}.id` }]);
     seen.set(job.id, i);
-    checkJob(job, new Date(acceptedAt), `jobs.${i}.`);
   });
   return jobs;
 }
 
-/** Beyond the contract: a job that can deliver something (400 naming the field). */
+/**
+ * Beyond the contract: a job that can deliver something (400 naming the field). Time decides it (an
+ * expiry before the job is due), so it is checked with what may have changed since a repost's first
+ * acceptance (checkTargets): a retry of a job accepted just in time, its answer lost, is the
+ * duplicate it is, not "nothing would be delivered" while its pushes go out.
+ */
 function checkJob(job: PushJob, acceptedAt: Date, prefix: string): void {
   // As the demuxer will read it: the caller's acceptedAt stands when it gave one (never later than now).
   const expires = expiresBeforeDue(job, acceptedAtOf(job, acceptedAt));
@@ -211,7 +215,7 @@ async function publishAll(jobs: readonly PushJob[], all: readonly PushJob[], pre
  */
 export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobServiceDeps, timings: PublishTimings = {}): Promise<JobAccepted[]> {
   const acceptedAt = (deps.now?.() ?? new Date()).toISOString();
-  const jobs = validateJobs(body, acceptedAt, deps);
+  const jobs = validateJobs(body, acceptedAt);
   const appIds = new Set(jobs.map((j) => j.app));
   const prefix = body instanceof ValidatedJobs ? '' : 'jobs.';
   for (const app of appIds) requireApp(key, app, appPathOf(jobs, app, prefix));
@@ -247,8 +251,9 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   return answers(jobs, new Set(unpublished.map((j) => j.id)), acceptedAt);
 }
 
-/** What may have changed since a job was first accepted: the scheduling horizon, its app (gone, disabled), the rules it is held to now, its topic. */
+/** What may have changed since a job was first accepted: the clock (its expiry before its due time), the scheduling horizon, its app (gone, disabled), the rules it is held to now, its topic. */
 async function checkTargets(jobs: readonly PushJob[], appIds: ReadonlySet<string>, key: ApiKeyRow, acceptedAt: Date, prefix: string, deps: JobServiceDeps): Promise<void> {
+  jobs.forEach((job, i) => checkJob(job, acceptedAt, prefix === '' ? '' : `${prefix}${i}.`));
   checkHorizon(jobs, acceptedAt, prefix, deps);
   const apps = new Map<string, AppRow>();
   for (const app of appIds) apps.set(app, await checkApp(deps, key, app, false, appPathOf(jobs, app, prefix)));
@@ -284,7 +289,6 @@ function answers(jobs: readonly PushJob[], published: ReadonlySet<string>, accep
 export async function acceptJob(body: unknown, key: ApiKeyRow, deps: JobServiceDeps, timings?: PublishTimings): Promise<JobAccepted> {
   const acceptedAt = (deps.now?.() ?? new Date()).toISOString();
   const job = parseBody(PushJob, stamp(body, acceptedAt));
-  checkJob(job, new Date(acceptedAt), '');
   const [result] = await acceptJobs(new ValidatedJobs([job]), key, deps, timings);
   return result as JobAccepted;
 }

@@ -3,7 +3,7 @@ import { connectBroker, heraldTopology } from '@herald/messaging';
 import { createLogger } from '@herald/logging';
 import { createTestVhost, type TestVhost } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHeraldClient } from './herald-client.ts';
+import { JobPublishFailedError, ValidationError, createHeraldClient } from './herald-client.ts';
 
 const logger = createLogger({ service: 'client-spec', level: 'silent', format: 'json' });
 let vhost: TestVhost;
@@ -28,6 +28,28 @@ describe('the client library', () => {
       expect(told).toEqual([{ id: 'short-ttl', notices: expected }]);
     } finally {
       await client.close();
+    }
+  });
+
+  it('rejects an unconfirmed job with the job as published, so a retry repeats its acceptedAt: the same input again is stamped anew, and refused once its expiry has passed', async () => {
+    // A vhost without Herald's exchanges: the broker closes the channel, nothing is confirmed.
+    const bare = await createTestVhost('client-unconfirmed');
+    const unconfirmed = await createHeraldClient({ url: bare.amqpUrl, logger });
+    const client = await createHeraldClient({ url: vhost.amqpUrl, logger });
+    try {
+      // Due 59 s ago, each push expiring a minute after: published within the second that is left.
+      const input = { id: 'just-in-time', app: 'demo', userId: 'u', category: 'news', content: { title: 'Hi' }, deliverAt: { at: new Date(Date.now() - 59_000).toISOString(), expiresAfter: 'PT1M' } };
+      const err = await unconfirmed.publishPushJob(input).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(JobPublishFailedError);
+      const job = (err as JobPublishFailedError).job;
+      expect(job).toMatchObject({ ...input, acceptedAt: expect.any(String) as unknown });
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await expect(client.publishPushJob(input)).rejects.toBeInstanceOf(ValidationError);
+      expect(await client.publishPushJob(job)).toEqual(job);
+    } finally {
+      await unconfirmed.close();
+      await client.close();
+      await bare.delete();
     }
   });
 });

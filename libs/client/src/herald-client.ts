@@ -18,7 +18,7 @@ import {
   type RegistrationInput,
 } from '@herald/contracts';
 import { createLogger, type Logger } from '@herald/logging';
-import { coalescedPublish, connectBroker, type Broker } from '@herald/messaging';
+import { PublishFailedError, coalescedPublish, connectBroker, type Broker } from '@herald/messaging';
 import type { z } from 'zod';
 
 /** The job or registration failed its contract; nothing was published. `issues` name each field. */
@@ -46,8 +46,8 @@ export interface HeraldClientOptions {
   jobPackSize?: number;
   /**
    * Longest wait for RabbitMQ's confirm of a publish (default 30,000 ms); past it the call rejects
-   * with PublishFailedError, and the job may still arrive: publish it again with the same id
-   * (Herald sends its pushes once). A broker blocking publishers for a memory or disk alarm would
+   * with JobPublishFailedError (a PublishFailedError), and the job may still arrive: publish its
+   * `job` again, the same id and acceptedAt (Herald sends its pushes once). A broker blocking publishers for a memory or disk alarm would
    * otherwise hold the call for good.
    */
   confirmTimeoutMs?: number;
@@ -100,6 +100,22 @@ function validate<S extends z.ZodType>(schema: S, what: string, value: unknown):
   return result.data;
 }
 
+/**
+ * RabbitMQ did not confirm a job (a nack, a channel closed, no confirm within confirmTimeoutMs): it
+ * may still arrive. `job` is the job as published, its `acceptedAt` stamped: publish it again as it
+ * is. The same input published again would be stamped anew, and a job of a deliverAt whose
+ * expiry has passed since would be refused while the first copy is delivered.
+ */
+export class JobPublishFailedError extends PublishFailedError {
+  override name = 'JobPublishFailedError';
+  constructor(
+    readonly job: PushJob,
+    cause: PublishFailedError,
+  ) {
+    super(`job "${job.id}" was not confirmed (${cause.message}): it may still arrive; publish error.job again as it is (its id and acceptedAt)`, { cause });
+  }
+}
+
 /** The library other teams use to hand Herald work over AMQP, typed from the contracts. */
 export async function createHeraldClient(options: HeraldClientOptions): Promise<HeraldClient> {
   const logger = options.logger ?? createLogger({ service: 'herald-client', level: 'warn', format: 'json' });
@@ -126,7 +142,12 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
       // not know: the demuxer checks it against the app (and parks a job over it, payload-too-large).
       const issues = jobConformanceIssues(job, { web: false });
       if (issues.length > 0) throw new ValidationError('push job', issues.map((i) => `${i.path}: ${i.message}`));
-      await publishJob({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id });
+      try {
+        await publishJob({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id });
+      } catch (err) {
+        if (err instanceof PublishFailedError) throw new JobPublishFailedError(job, err);
+        throw err;
+      }
       const notices = jobNotices(job, acceptedAtOf(job, new Date()));
       if (notices.length > 0) {
         // The job is published: a callback that throws must not make the call read as failed (it would be published again).
