@@ -4,7 +4,11 @@ import { defineConfig } from 'vitest/config';
  * Files whose assertions time something (rates, alarm delays, restart back-offs, bounds after a
  * cancel or a fault): they run in the `timed` project, alone.
  */
-const TIMED_LIBS = ['libs/rate-limiter/src/rate-limiter.spec.ts', 'libs/db/src/rate-limit-repository.int.spec.ts'];
+const TIMED_LIBS = [
+  'libs/rate-limiter/src/rate-limiter.spec.ts',
+  'libs/db/src/rate-limit-repository.int.spec.ts',
+  'libs/delivery/src/run-pusher.int.spec.ts',
+];
 const TIMED_E2E = [
   'test/e2e/start-lifecycle.spec.ts',
   'test/e2e/outage-replay.spec.ts',

@@ -14,7 +14,7 @@ import {
   type OrphanWalk,
 } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
-import { runService, startPruner } from '@herald/runtime';
+import { runService, startPruner, stopBy } from '@herald/runtime';
 import { demuxerConfig, demuxerConfigProblems } from './config.ts';
 import { createDemuxerHandler } from './demuxer.ts';
 import { createDemuxerMetrics } from './demuxer-metrics.ts';
@@ -102,8 +102,8 @@ await runService('demuxer', config, async ({ logger, registry, stopping: startSt
   return {
     ready: () => broker.health(),
     stop: async (timeoutMs) => {
-      await jobPruner.stop();
-      await Promise.all([consumer.stop(timeoutMs), chunks.stop(timeoutMs)]);
+      // No job or chunk is taken from here on; a prune under way stops meanwhile, not past the bound.
+      await Promise.all([consumer.stop(timeoutMs), chunks.stop(timeoutMs), stopBy(Date.now() + timeoutMs, 'job pruner', jobPruner.stop(), logger)]);
       await parkWrites.stop();
       clock.stop();
       await broker.close();

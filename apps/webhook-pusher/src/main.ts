@@ -4,7 +4,7 @@ import { loadConfigOrExit } from '@herald/config';
 import { createDatabase, databaseOptionsOf, deferWhileDatabaseUnavailable, refusedValueReason } from '@herald/db';
 import { capRequestTimeout, checkLedgerRetention, createPusherLimiter, createPusherMetrics, ledgerTimeoutOf, providerLimits, startLedgerPruner } from '@herald/delivery';
 import { connectBroker } from '@herald/messaging';
-import { runService } from '@herald/runtime';
+import { runService, stopBy } from '@herald/runtime';
 import { webhookPusherConfig } from './config.ts';
 import { HostSlots } from './host-slots.ts';
 import { createSubscriptionCache } from './subscription-cache.ts';
@@ -63,14 +63,16 @@ await runService(name, config, async ({ logger, registry, stopping: startStoppin
   return {
     ready: () => broker.health(),
     stop: async (timeoutMs) => {
-      // The bound counts from here: what stops before the consumer takes its share.
       const deadline = Date.now() + timeoutMs;
-      await pruner.stop();
       // Deliveries waiting for budget or a host slot give up at once (deferred).
       stopping.abort();
-      await closeLimiter();
-      // Deliveries already made are recorded for as long as the shutdown's bound allows, no longer.
-      await consumer.stop(Math.max(0, deadline - Date.now()));
+      // No delivery is taken from here on; those already made are recorded for as long as the
+      // shutdown's bound allows, no longer. Pruning and the limiter stop meanwhile, neither past the bound.
+      await Promise.all([
+        consumer.stop(timeoutMs),
+        stopBy(deadline, 'ledger pruner', pruner.stop(), logger),
+        stopBy(deadline, 'rate limiter', closeLimiter(), logger),
+      ]);
       recordingStop.abort();
       sender.close();
       await broker.close();

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { derivePushId, sendQueueFor, type DevicePush } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
-import { connectBroker, heraldTopology, type Broker } from '@herald/messaging';
-import { Registry } from '@herald/runtime';
+import { connectBroker, heraldTopology, type Broker, type Publisher } from '@herald/messaging';
+import { Registry, TIMED_OUT, within } from '@herald/runtime';
 import { createTestDatabase, createTestVhost, peekMessages, waitFor, type TestDatabase, type TestVhost } from '@herald/testing';
 import { startDescheduler } from './descheduler.ts';
 import { createDeschedulerMetrics } from './descheduler-metrics.ts';
@@ -96,5 +96,27 @@ describe('descheduler', () => {
     const counts = Object.fromEntries((await metrics.pushes.get()).values.map((v) => [v.labels['outcome'], v.value]));
     expect(counts).toEqual({ cancelled: 2 });
     expect((await t.db.jobs.pushes(jobId, { limit: 10 })).map((o) => o.outcome)).toEqual(['cancelled', 'cancelled']);
+  });
+
+  it("given a bound, stops though RabbitMQ never confirms its batch's publish (an alarm): the batch is rolled back and its pushes stay stored", async () => {
+    const jobId = 'job-unconfirmed';
+    const stored = ['x', 'y'].map((d) => push(d, { jobId, pushId: derivePushId(jobId, d), platform: 'fcm', token: `fcm-token-${d}-${'x'.repeat(40)}` }));
+    await t.db.scheduled.schedule(stored.map((p) => ({ dueAt: new Date(Date.now() - 500), push: p })));
+    let publishes = 0;
+    const unconfirmed: Publisher = {
+      publish: () => new Promise<void>(() => undefined),
+      publishMany: () => {
+        publishes++;
+        return new Promise<void>(() => undefined);
+      },
+    };
+    const metrics = createDeschedulerMetrics(new Registry());
+    const descheduler = startDescheduler({ platform: 'fcm', store: t.db.scheduled, publisher: unconfirmed, metrics, logger, batchSize: 10, recheckMs: 30_000, errorBackoffMs: 1_000 });
+    await waitFor('the batch to be claimed and published', () => publishes > 0);
+    expect(await within(descheduler.stop(200), 10_000)).not.toBe(TIMED_OUT);
+    const left = await t.db.kysely.selectFrom('scheduled_pushes').select('push_id').where('job_id', '=', jobId).execute();
+    expect(left.map((r) => r.push_id).sort()).toEqual(stored.map((p) => p.pushId).sort());
+    // Given up by the stop, not failed: nothing counted released, nor a failed batch (HeraldDeschedulerFailing).
+    expect((await metrics.batches.get()).values.filter((v) => v.value > 0)).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@ import { Exchanges, sendQueueFor, type Platform } from '@herald/contracts';
 import type { DueRow, PushOutcomeEntry, ReleaseResult, ScheduledPushRepository, SkippedCounts } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { OutboundMessage, Publisher } from '@herald/messaging';
+import { TIMED_OUT, within } from '@herald/runtime';
 import type { DeschedulerMetrics } from './descheduler-metrics.ts';
 import { WakeTimer } from './wake-timer.ts';
 
@@ -25,8 +26,13 @@ export interface DeschedulerDeps {
 export interface Descheduler {
   /** Someone scheduled pushes due at `earliest`: wake up if that is before the planned wake-up. */
   notify(earliest: Date): void;
-  /** Finish the batches in flight (each commits or rolls back), then resolve. */
-  stop(): Promise<void>;
+  /**
+   * Finish the batches in flight (each commits or rolls back), then resolve. Given `timeoutMs`, a
+   * batch still waiting for RabbitMQ's confirms after that long (none come while RabbitMQ blocks
+   * publishers in a memory or disk alarm) is given up: rolled back, its pushes stay stored for the
+   * next release. A copy RabbitMQ took anyway is then released twice; the ledger sends it once.
+   */
+  stop(timeoutMs?: number): Promise<void>;
 }
 
 /**
@@ -39,9 +45,14 @@ export interface Descheduler {
 export function startDescheduler(deps: DeschedulerDeps): Descheduler {
   const timers = Array.from({ length: Math.max(1, deps.concurrency ?? 1) }, () => new WakeTimer(() => nowOf(deps).getTime()));
   let stopping = false;
+  const givenUp = new AbortController();
   const worker = async (timer: WakeTimer): Promise<void> => {
     while (!stopping) {
-      const released = await releaseOnce(deps).catch((err: unknown) => {
+      const released = await releaseOnce(deps, givenUp.signal).catch((err: unknown) => {
+        if (err instanceof BatchGivenUp) {
+          deps.logger.warn('descheduler stopping: a batch still waiting for RabbitMQ\'s confirms was rolled back; its pushes stay stored');
+          return -1;
+        }
         deps.metrics.batches.inc({ platform: deps.platform, outcome: 'failed' });
         deps.logger.error({ err }, 'descheduler batch failed: the rows stay stored and are retried');
         return -1;
@@ -58,9 +69,10 @@ export function startDescheduler(deps: DeschedulerDeps): Descheduler {
   const loops = Promise.all(timers.map(worker));
   return {
     notify: (earliest) => timers.forEach((t) => t.wakeIf(earliest)),
-    stop: async () => {
+    stop: async (timeoutMs) => {
       stopping = true;
       timers.forEach((t) => t.wake());
+      if (timeoutMs !== undefined && (await within(loops, timeoutMs)) === TIMED_OUT) givenUp.abort();
       await loops;
     },
   };
@@ -81,7 +93,25 @@ async function sleepMs(deps: DeschedulerDeps): Promise<number> {
 /** The shortest sleep between batches that were not full. */
 const MIN_SLEEP_MS = 5;
 
-async function releaseOnce(deps: DeschedulerDeps): Promise<number> {
+/** A batch's publish abandoned by the descheduler's stop (its transaction then rolls back). */
+class BatchGivenUp extends Error {
+  constructor() {
+    super('descheduler stopping: batch given up while waiting for confirms');
+    this.name = 'BatchGivenUp';
+  }
+}
+
+/** `publishing`, or BatchGivenUp once `givenUp` aborts (the publish goes on unheeded; its later failure is handled here). */
+function unlessGivenUp(publishing: Promise<void>, givenUp: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = (): void => reject(new BatchGivenUp());
+    if (givenUp.aborted) onAbort();
+    else givenUp.addEventListener('abort', onAbort, { once: true });
+    void publishing.then(resolve, reject).finally(() => givenUp.removeEventListener('abort', onAbort));
+  });
+}
+
+async function releaseOnce(deps: DeschedulerDeps, givenUp: AbortSignal): Promise<number> {
   const now = (): Date => nowOf(deps);
   let published: { live: DueRow[]; expired: number; at: Date } | undefined;
   const claimed = await deps.store.withDueBatch(
@@ -92,7 +122,7 @@ async function releaseOnce(deps: DeschedulerDeps): Promise<number> {
       const at = now().getTime();
       const live = rows.filter((r) => r.expiresAt === undefined || r.expiresAt.getTime() > at);
       const expired = rows.filter((r) => r.expiresAt !== undefined && r.expiresAt.getTime() <= at);
-      await deps.publisher.publishMany(live.map((r) => toSendMessage(deps.platform, r)), { packMax: deps.packMax ?? 1 });
+      await unlessGivenUp(deps.publisher.publishMany(live.map((r) => toSendMessage(deps.platform, r)), { packMax: deps.packMax ?? 1 }), givenUp);
       published = { live, expired: expired.length, at: now() };
       // Committed with the claim: a push leaves the store and becomes its job's `expired` together.
       return { outcomes: expired.map((r) => expiredOutcome(deps.platform, r)) };

@@ -14,6 +14,14 @@ export interface InProcessDeschedulerSettings {
   DESCHEDULER_ERROR_BACKOFF_MS: number;
 }
 
+/**
+ * Work a pusher runs beside its consumer (runPusher's `alongside`). `stop` is given the time the
+ * shutdown leaves it: what still waits after that is given up (a descheduler's batch rolled back).
+ */
+export interface BesideWork {
+  stop(timeoutMs?: number): Promise<void>;
+}
+
 /** What a pusher shares with work it runs beside its consumer (runPusher's `alongside`). */
 export interface PusherParts {
   db: Database;
@@ -25,9 +33,10 @@ export interface PusherParts {
 /**
  * The one wiring of a descheduler: LISTEN for wake-ups, then release `platform`'s due pushes from
  * the store in SKIP LOCKED batches. The descheduler services (runDescheduler) and the pushers that
- * deschedule in process both start theirs here. Stopping it leaves `parts` open.
+ * deschedule in process both start theirs here. Stopping it leaves `parts` open; a batch still
+ * waiting for RabbitMQ's confirms `timeoutMs` after the stop began is rolled back (Descheduler.stop).
  */
-export async function startStoreDescheduler(platform: Platform, config: InProcessDeschedulerSettings, parts: PusherParts): Promise<{ stop(): Promise<void> }> {
+export async function startStoreDescheduler(platform: Platform, config: InProcessDeschedulerSettings, parts: PusherParts): Promise<BesideWork> {
   // Listen before the first look at the store, so nothing scheduled in between is missed.
   let wakeUp: (earliest: Date) => void = () => undefined;
   const listener = await parts.db.scheduled.listen(platform, (earliest) => wakeUp(earliest));
@@ -49,8 +58,8 @@ export async function startStoreDescheduler(platform: Platform, config: InProces
   });
   wakeUp = (earliest) => descheduler.notify(earliest);
   return {
-    stop: async () => {
-      await descheduler.stop();
+    stop: async (timeoutMs) => {
+      await descheduler.stop(timeoutMs);
       clock.stop();
       await listener.close();
     },
@@ -62,6 +71,6 @@ export async function startStoreDescheduler(platform: Platform, config: InProces
  * itself, with the same store, LISTEN/NOTIFY wake-ups and SKIP LOCKED batches as a descheduler
  * service, so any number of pushers run side by side without double sends.
  */
-export function startInProcessDescheduler(platform: Platform, config: InProcessDeschedulerSettings, parts: PusherParts): Promise<{ stop(): Promise<void> }> {
+export function startInProcessDescheduler(platform: Platform, config: InProcessDeschedulerSettings, parts: PusherParts): Promise<BesideWork> {
   return startStoreDescheduler(platform, config, { ...parts, logger: parts.logger.child({ component: 'descheduler' }) });
 }

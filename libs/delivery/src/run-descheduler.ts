@@ -25,8 +25,10 @@ export async function runDescheduler(platform: Platform, config: ConfigOf<typeof
     const descheduler = await startStoreDescheduler(platform, config, { db, broker, logger, registry });
     return {
       ready: () => broker.health(),
-      stop: async () => {
-        await descheduler.stop();
+      stop: async (timeoutMs) => {
+        // A batch RabbitMQ does not confirm (a memory or disk alarm) is rolled back after half the
+        // bound, leaving the rest for its rollback and the closes.
+        await descheduler.stop(timeoutMs / 2);
         await broker.close();
         await db.close();
       },

@@ -4,7 +4,7 @@ import { createAppCache, createCancelledJobsReader, createDatabase, databaseOpti
 import type { Logger } from '@herald/logging';
 import { connectBroker } from '@herald/messaging';
 import type { PushProvider } from '@herald/providers';
-import { runService, type ServiceSettings } from '@herald/runtime';
+import { runService, stopBy, type RunningService, type ServiceContext, type ServiceSettings } from '@herald/runtime';
 import { createPusherHandler } from './pusher.ts';
 import { windowFor } from './pusher-config.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
@@ -12,7 +12,7 @@ import { createPusherLimiter, type RateLimitSettings } from './pusher-limiter.ts
 import { checkLedgerRetention, startLedgerPruner } from './ledger-pruner.ts';
 import { createAppDelivery, type AppDeliverySettings } from './app-delivery.ts';
 import { onPushParked, pushesAlreadyDone } from './park-outcomes.ts';
-import type { PusherParts } from './in-process-descheduler.ts';
+import type { BesideWork, PusherParts } from './in-process-descheduler.ts';
 import { CancelledJobs } from './cancelled-jobs.ts';
 
 /** How often a pusher re-reads the cancelled jobs (a cancel stops queued pushes within about this). */
@@ -71,107 +71,126 @@ const OUTCOME_FLUSH_INTERVAL_MS = 5_000;
 /**
  * Wire a pusher: provider + ledger + broker, consuming `push.<platform>.send`. `alongside` starts
  * work that shares the pusher's database and broker (the web-pusher's in-process descheduler);
- * it is stopped before the consumer.
+ * it is stopped beside the consumer (startPusher).
  */
 export async function runPusher(
   platform: Platform,
   config: PusherSettings,
   createProvider: (logger: Logger, limits: ProviderLimits) => Promise<PushProvider>,
-  alongside?: (parts: PusherParts) => Promise<{ stop(): Promise<void> }>,
+  alongside?: (parts: PusherParts) => Promise<BesideWork>,
 ): Promise<void> {
+  await runService(`${platform}-pusher`, config, (ctx) => startPusher(platform, config, createProvider, ctx, alongside));
+}
+
+/**
+ * runPusher's service, started (runService stops it on SIGTERM). Its stop cancels the consumer
+ * first, so no push is taken once a stop begins, and gives its in-flight pushes the whole bound;
+ * the work beside it (pruning, the cancelled jobs' poll, the limiter, `alongside`) stops meanwhile,
+ * each left unfinished at the bound: none can keep the consumer taking and sending pushes until the
+ * runtime's guard ends the process mid-send (its claims then lapse, and the pushes go twice).
+ */
+export async function startPusher(
+  platform: Platform,
+  config: PusherSettings,
+  createProvider: (logger: Logger, limits: ProviderLimits) => Promise<PushProvider>,
+  { logger, registry, stopping: startStopping, waiting }: ServiceContext,
+  alongside?: (parts: PusherParts) => Promise<BesideWork>,
+): Promise<RunningService> {
   const name = `${platform}-pusher`;
-  await runService(name, config, async ({ logger, registry, stopping: startStopping, waiting }) => {
-    checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS.map((d) => Math.max(d, config.APNS_SERVER_ERROR_RETRY_MS ?? 0)));
-    const limits = providerLimits(config.LEDGER_LEASE_MS);
-    const provider = await createProvider(logger, limits);
-    const db = createDatabase({
-      ...databaseOptionsOf(config),
-      logger,
-      idleInTransactionTimeoutMs: config.DESCHEDULER_HELD_BATCH_TIMEOUT_MS,
-      ledgerTimeoutMs: ledgerTimeoutOf(config.LEDGER_LEASE_MS),
-    });
-    // Not ready until the schema holds what this release reads (prepare may not have run yet).
-    await db.untilMigrated({ signal: startStopping, onWaiting: waiting });
-    const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
-    const { limiter, close: closeLimiter } = await createPusherLimiter(platform, config, logger, registry);
-    const stopping = new AbortController();
-    const recordingStop = new AbortController();
-    const cancelled = new CancelledJobs(createCancelledJobsReader(db.kysely), {
-      intervalMs: CANCELLED_JOBS_REFRESH_MS,
-      retentionMs: config.LEDGER_RETENTION_HOURS * 3_600_000,
-      logger,
-    });
-    await cancelled.start();
-    // Per-app providers (own credentials, else `provider`), temporary bans, job-status outcomes.
-    const appTimeout = capRequestTimeout({ requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS }, limits, logger).requestTimeoutMs;
-    const perApp = createAppDelivery(platform, { ...config, APP_REQUEST_TIMEOUT_MS: appTimeout }, db, provider, logger, registry);
-    const metrics = createPusherMetrics(registry);
-    const handle = createPusherHandler({
-      platform,
-      lastAttempt: config.PUSHER_RETRY_DELAYS_MS.length + 1,
-      ...perApp,
-      ledger: db.ledger,
-      cancelled,
-      apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
-      publisher: broker.publisher,
-      metrics,
-      logger,
-      owner: `${name}@${hostname()}:${process.pid}`,
-      leaseMs: config.LEDGER_LEASE_MS,
-      preferencesRecheckMs: config.PREFERENCES_RECHECK_AFTER_MS,
-      ...(config.APNS_SERVER_ERROR_RETRY_MS !== undefined && { serverErrorRetryMs: config.APNS_SERVER_ERROR_RETRY_MS }),
-      signal: stopping.signal,
-      recordingStop: recordingStop.signal,
-      ...(limiter !== undefined && { limiter }),
-    });
-    const sendWindow = windowFor(config);
-    const consumer = await broker.consume({
-      queue: sendQueueFor(platform),
-      prefetch: sendWindow,
-      maxInFlight: sendWindow,
-      batch: { maxSize: config.PUSHER_BATCH_SIZE, maxWaitMs: config.PUSHER_BATCH_WAIT_MS },
-      retryDelaysMs: config.PUSHER_RETRY_DELAYS_MS,
-      handle,
-      // A push whose value the database refuses is retried and parked alone (its claim deferred a re-run's send, never doubled it).
-      messageError: refusedValueReason,
-      deferOn: deferWhileDatabaseUnavailable,
-      // Every park (the handler's, a retry that ran out, the delivery limit) counted, and in its job's status.
-      onParked: onPushParked(platform, metrics, perApp.outcomes),
-      // A packed message's parts sent before a sibling kept failing are acked at the delivery limit, not parked.
-      alreadyDone: pushesAlreadyDone(db.ledger),
-    });
-    const pruner = startLedgerPruner({
-      ledger: db.ledger,
-      intervalMs: config.LEDGER_PRUNE_INTERVAL_MS,
-      retentionMs: config.LEDGER_RETENTION_HOURS * 3_600_000,
-      logger,
-      registry,
-    });
-    // Outcomes PostgreSQL refused are kept by the recorder until a flush gets them in: after each
-    // batch, and here too, so they are written when the pusher has nothing more to send.
-    const outcomeFlush = setInterval(() => void perApp.outcomes?.flush(), OUTCOME_FLUSH_INTERVAL_MS);
-    outcomeFlush.unref();
-    const beside = await alongside?.({ db, broker, logger, registry });
-    return {
-      ready: () => broker.health(),
-      stop: async (timeoutMs) => {
-        // The bound counts from here: what stops before the consumer takes its share.
-        const deadline = Date.now() + timeoutMs;
-        await beside?.stop();
-        await pruner.stop();
-        await cancelled.stop();
-        // Pushes waiting for budget give up at once (deferred), so shutdown never waits on pacing.
-        stopping.abort();
-        await closeLimiter();
-        // Pushes already sent are recorded for as long as the shutdown's bound allows, no longer.
-        await consumer.stop(Math.max(0, deadline - Date.now()));
-        recordingStop.abort();
-        clearInterval(outcomeFlush);
-        await perApp.outcomes?.flush();
-        await perApp.providers.close();
-        await broker.close();
-        await db.close();
-      },
-    };
+  checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS.map((d) => Math.max(d, config.APNS_SERVER_ERROR_RETRY_MS ?? 0)));
+  const limits = providerLimits(config.LEDGER_LEASE_MS);
+  const provider = await createProvider(logger, limits);
+  const db = createDatabase({
+    ...databaseOptionsOf(config),
+    logger,
+    idleInTransactionTimeoutMs: config.DESCHEDULER_HELD_BATCH_TIMEOUT_MS,
+    ledgerTimeoutMs: ledgerTimeoutOf(config.LEDGER_LEASE_MS),
   });
+  // Not ready until the schema holds what this release reads (prepare may not have run yet).
+  await db.untilMigrated({ signal: startStopping, onWaiting: waiting });
+  const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
+  const { limiter, close: closeLimiter } = await createPusherLimiter(platform, config, logger, registry);
+  const stopping = new AbortController();
+  const recordingStop = new AbortController();
+  const cancelled = new CancelledJobs(createCancelledJobsReader(db.kysely), {
+    intervalMs: CANCELLED_JOBS_REFRESH_MS,
+    retentionMs: config.LEDGER_RETENTION_HOURS * 3_600_000,
+    logger,
+  });
+  await cancelled.start();
+  // Per-app providers (own credentials, else `provider`), temporary bans, job-status outcomes.
+  const appTimeout = capRequestTimeout({ requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS }, limits, logger).requestTimeoutMs;
+  const perApp = createAppDelivery(platform, { ...config, APP_REQUEST_TIMEOUT_MS: appTimeout }, db, provider, logger, registry);
+  const metrics = createPusherMetrics(registry);
+  const handle = createPusherHandler({
+    platform,
+    lastAttempt: config.PUSHER_RETRY_DELAYS_MS.length + 1,
+    ...perApp,
+    ledger: db.ledger,
+    cancelled,
+    apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS),
+    publisher: broker.publisher,
+    metrics,
+    logger,
+    owner: `${name}@${hostname()}:${process.pid}`,
+    leaseMs: config.LEDGER_LEASE_MS,
+    preferencesRecheckMs: config.PREFERENCES_RECHECK_AFTER_MS,
+    ...(config.APNS_SERVER_ERROR_RETRY_MS !== undefined && { serverErrorRetryMs: config.APNS_SERVER_ERROR_RETRY_MS }),
+    signal: stopping.signal,
+    recordingStop: recordingStop.signal,
+    ...(limiter !== undefined && { limiter }),
+  });
+  const sendWindow = windowFor(config);
+  const consumer = await broker.consume({
+    queue: sendQueueFor(platform),
+    prefetch: sendWindow,
+    maxInFlight: sendWindow,
+    batch: { maxSize: config.PUSHER_BATCH_SIZE, maxWaitMs: config.PUSHER_BATCH_WAIT_MS },
+    retryDelaysMs: config.PUSHER_RETRY_DELAYS_MS,
+    handle,
+    // A push whose value the database refuses is retried and parked alone (its claim deferred a re-run's send, never doubled it).
+    messageError: refusedValueReason,
+    deferOn: deferWhileDatabaseUnavailable,
+    // Every park (the handler's, a retry that ran out, the delivery limit) counted, and in its job's status.
+    onParked: onPushParked(platform, metrics, perApp.outcomes),
+    // A packed message's parts sent before a sibling kept failing are acked at the delivery limit, not parked.
+    alreadyDone: pushesAlreadyDone(db.ledger),
+  });
+  const pruner = startLedgerPruner({
+    ledger: db.ledger,
+    intervalMs: config.LEDGER_PRUNE_INTERVAL_MS,
+    retentionMs: config.LEDGER_RETENTION_HOURS * 3_600_000,
+    logger,
+    registry,
+  });
+  // Outcomes PostgreSQL refused are kept by the recorder until a flush gets them in: after each
+  // batch, and here too, so they are written when the pusher has nothing more to send.
+  const outcomeFlush = setInterval(() => void perApp.outcomes?.flush(), OUTCOME_FLUSH_INTERVAL_MS);
+  outcomeFlush.unref();
+  const beside = await alongside?.({ db, broker, logger, registry });
+  return {
+    ready: () => broker.health(),
+    stop: async (timeoutMs) => {
+      const deadline = Date.now() + timeoutMs;
+      const left = (): number => Math.max(0, deadline - Date.now());
+      // Pushes waiting for budget give up at once (deferred), so shutdown never waits on pacing.
+      stopping.abort();
+      // No push is taken from here on; those already taken are recorded for as long as the
+      // shutdown's bound allows, no longer. The rest stops meanwhile, none of it past the bound: a
+      // descheduler's batch RabbitMQ does not confirm (an alarm) is rolled back after half of it.
+      await Promise.all([
+        consumer.stop(left()),
+        beside && stopBy(deadline, 'descheduler', beside.stop(left() / 2), logger),
+        stopBy(deadline, 'ledger pruner', pruner.stop(), logger),
+        stopBy(deadline, 'cancelled jobs poll', cancelled.stop(), logger),
+        stopBy(deadline, 'rate limiter', closeLimiter(), logger),
+      ]);
+      recordingStop.abort();
+      clearInterval(outcomeFlush);
+      await perApp.outcomes?.flush();
+      await perApp.providers.close();
+      await broker.close();
+      await db.close();
+    },
+  };
 }

@@ -1,3 +1,5 @@
+import type { Logger } from '@herald/logging';
+
 /** What `within` resolves to when its time ran out first. */
 export const TIMED_OUT: unique symbol = Symbol('timed out');
 
@@ -12,5 +14,20 @@ export async function within<T>(pending: Promise<T>, ms: number): Promise<T | ty
     return await Promise.race([pending, late]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * A shutdown's side work (a pruner, a poller, a descheduler) waited for until `deadline` (epoch ms)
+ * at the latest, then left unfinished, said in the log: it can neither hold up the rest of the stop
+ * (the consumer's) nor keep the stop past its bound. A failure is logged, not thrown: the stop goes on.
+ */
+export async function stopBy(deadline: number, what: string, stopping: Promise<unknown>, logger: Logger): Promise<void> {
+  try {
+    if ((await within(stopping, Math.max(0, deadline - Date.now()))) === TIMED_OUT) {
+      logger.warn({ what }, `${what} did not stop within the shutdown bound: left unfinished`);
+    }
+  } catch (err) {
+    logger.warn({ err, what }, `${what} failed to stop`);
   }
 }
