@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { validate, ValidationSeverity, type ValidatorSettings } from 'dockerfile-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { commonConfig, loadConfig } from '@herald/config';
 import { Queues } from '@herald/contracts';
 import { createDatabase, dropSchemaAndClose, type Database } from '@herald/db';
 import { createTestVhost, queueInfo, TEST_DATABASE_URL, type TestVhost } from '@herald/testing';
@@ -97,6 +98,7 @@ describe('compose.yaml', () => {
     depends_on?: Record<string, { condition?: string }>;
     environment?: Record<string, string>;
     ports?: string[];
+    stop_grace_period?: string;
   };
   const compose = parse(readFileSync(join(ROOT, 'compose.yaml'), 'utf8'), { merge: true }) as {
     services: Record<string, Service>;
@@ -130,6 +132,15 @@ describe('compose.yaml', () => {
     }
     for (const pusher of ['apns-pusher', 'fcm-pusher'])
       expect(services[pusher]?.depends_on?.['sandbox']).toEqual({ condition: 'service_healthy' });
+  });
+
+  it("gives every service the time its stop may take before Docker's SIGKILL: SHUTDOWN_TIMEOUT_MS and the 5 s the runtime may overrun it by, and a margin", () => {
+    for (const name of ALL_SERVICES) {
+      const { SHUTDOWN_TIMEOUT_MS } = loadConfig(commonConfig, services[name]?.environment ?? {});
+      const grace = /^(\d+)s$/.exec(services[name]?.stop_grace_period ?? '')?.[1];
+      expect(grace, `${name}: stop_grace_period in seconds`).toBeDefined();
+      expect(Number(grace) * 1000, name).toBeGreaterThanOrEqual(SHUTDOWN_TIMEOUT_MS + 5_000 + 2_000);
+    }
   });
 });
 

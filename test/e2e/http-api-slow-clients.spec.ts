@@ -1,3 +1,4 @@
+import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { sql } from 'kysely';
 import { startTcpProxyFor, waitFor, type TcpProxy } from '@herald/testing';
@@ -105,6 +106,49 @@ describe('HTTP API: slow and keyless clients', () => {
     expect(answer.elapsedMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
     expect(answer.elapsedMs).toBeLessThan(1.5 * REQUEST_TIMEOUT_MS);
   });
+
+  // A rollout stops API replicas while clients keep pooled connections to them.
+  it("stopped while a client posts on a kept-alive connection, answers every request on it in the API's shape, the last with Connection: close, and exits 0 at once", async () => {
+    const api = await startExtraService(sys, 'api', {});
+    const port = Number(api.logs.findLast((l) => typeof l['apiPort'] === 'number')?.['apiPort']);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const answers: Array<{ status: number | undefined; connection: string | undefined; body: string }> = [];
+    let n = 0;
+    const postJob = (): Promise<boolean> =>
+      new Promise((resolve) => {
+        const body = JSON.stringify({ id: `drain-${Date.now()}-${n++}`, app: 'demo', userId: 'u-drain', category: 'social', content: { title: 'hi' } });
+        const req = request({ host: '127.0.0.1', port, path: '/v1/jobs', method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }, (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (d: string) => (text += d));
+          res.on('end', () => {
+            answers.push({ status: res.statusCode, connection: res.headers.connection, body: text });
+            resolve(true);
+          });
+        });
+        // Once the API has stopped listening, the next connection is refused: the client goes elsewhere.
+        req.on('error', () => resolve(false));
+        req.end(body);
+      });
+    // One request on its way at every moment, on one connection.
+    const poster = (async () => {
+      while (await postJob());
+    })();
+    try {
+      while (answers.length < 5) await new Promise((r) => setTimeout(r, 10));
+      const started = performance.now();
+      const exit = await api.stop('SIGTERM');
+      const stoppedMs = performance.now() - started;
+      await poster;
+      expect(exit).toEqual({ code: 0, signal: null });
+      expect(stoppedMs).toBeLessThan(5_000);
+      // Fastify's own 503 ({"error":"Service Unavailable"}) broke clients reading the API's {error: {code}}.
+      expect(answers.filter((a) => a.status !== 202)).toEqual([]);
+      expect(answers.at(-1)?.connection).toBe('close');
+      expect(answers.slice(0, 5).every((a) => a.connection === 'keep-alive')).toBe(true);
+    } finally {
+      agent.destroy();
+    }
+  });
 });
 
 /** A broker that blocks publishers (a memory or disk alarm) or stops answering must not hold every caller for good. */
@@ -196,3 +240,4 @@ describe('HTTP API: PostgreSQL does not answer in time', () => {
     expect(JSON.stringify(api.logs.slice(from))).not.toContain('alice');
   });
 });
+

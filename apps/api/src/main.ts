@@ -8,6 +8,10 @@ import { runService } from '@herald/runtime';
 import { createJobRecords } from './job-records.ts';
 import { apiConfig } from './config.ts';
 import { buildApiServer } from './server.ts';
+import { closeGracefully } from './graceful-close.ts';
+
+/** Of the shutdown bound, what the close of the HTTP server leaves for writing the published marks and closing RabbitMQ and PostgreSQL. */
+const CLOSE_RESERVE_MS = 3_000;
 
 const config = loadConfigOrExit(apiConfig);
 
@@ -58,8 +62,9 @@ await runService('api', config, async ({ logger, registry, stopping: startStoppi
   logger.info({ apiPort: (server.server.address() as AddressInfo).port, apiHost: config.API_HOST }, 'HTTP API listening');
   return {
     ready: () => broker.health(),
-    stop: async () => {
-      await server.close();
+    stop: async (timeoutMs) => {
+      // What is left of the bound after the close goes to the marks, the broker and the database.
+      if ((await closeGracefully(server, Math.max(0, timeoutMs - CLOSE_RESERVE_MS))) === 'cut') logger.warn('requests still open at the shutdown bound: their connections cut');
       await jobs.flush();
       await broker.close();
       await Promise.all([db.close(), jobDb.close()]);

@@ -8,6 +8,7 @@ import type { Registry } from '@herald/runtime';
 import { ApiError, fromFastifyError } from './api-error.ts';
 import { type KeyLookup, createKeyAuthenticator } from './auth.ts';
 import { authenticateFirst } from './authenticate-first.ts';
+import { closeConnectionsWhenDraining } from './graceful-close.ts';
 import { acceptJob, acceptJobs, cancelJob, jobPushes, jobStatus, type JobServiceDeps } from './job-service.ts';
 import { registerDevice, unregisterDevice, type DeviceServiceDeps } from './device-service.ts';
 import type { AdminDeps } from './admin-service.ts';
@@ -174,7 +175,9 @@ export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
     requestTimeout: deps.requestTimeoutMs,
     http: { requestTimeout: deps.requestTimeoutMs, connectionsCheckingInterval: Math.ceil(deps.requestTimeoutMs / 10) },
     logger: false,
-    return503OnClosing: true,
+    // A request on a kept-alive connection while the API closes is served (closeGracefully): its
+    // answer tells the client to take a new connection. Fastify's 503 was not in the API's shape.
+    return503OnClosing: false,
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
     // The router's own refusals in the API's error shape ({error: {code, message}}), not Fastify's
     // ({error: "Bad Request", code: "FST_…"}, whose `error` is a string a client reading ours breaks on).
@@ -191,6 +194,7 @@ export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
   app.removeContentTypeParser('text/plain');
   utf8JsonOnly(app);
   app.setErrorHandler(onError(deps));
+  closeConnectionsWhenDraining(app);
   const metrics = instrumentRequests(app, deps.registry);
   const noRoute = (req: FastifyRequest): ApiError => new ApiError(404, 'no-route', `no route ${req.method} ${req.url.split('?')[0] ?? ''}`);
   app.setNotFoundHandler((req, reply) => {

@@ -1,3 +1,4 @@
+import { Agent, get, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { Registry, startOpsServer } from './ops-server.ts';
@@ -32,6 +33,44 @@ describe('the ops server', () => {
       expect(told).toEqual(['//[']);
     } finally {
       await server.close();
+    }
+  });
+
+  it('closes promptly while a client polls it on a kept-alive connection: the answers it still gives say Connection: close', async () => {
+    // A dashboard's poll that takes a while: one is on its way whenever the close comes.
+    const slow = (req: IncomingMessage, res: ServerResponse): boolean => {
+      if (req.url !== '/api/slow') return false;
+      setTimeout(() => res.end('{}'), 50);
+      return true;
+    };
+    const server = await startOpsServer({ port: 0, registry: new Registry(), healthy: () => true, ready: () => ({ ready: true, problems: [] }), routes: () => slow });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const answers: Array<string | undefined> = [];
+    let polling = true;
+    const poll = (): Promise<void> =>
+      new Promise((resolve) => {
+        const req = get({ port: server.port, host: '127.0.0.1', path: '/api/slow', agent }, (res) => {
+          answers.push(res.headers.connection);
+          res.resume().on('end', () => resolve());
+        });
+        req.on('error', () => ((polling = false), resolve()));
+      });
+    const poller = (async () => {
+      while (polling) {
+        await poll();
+      }
+    })();
+    try {
+      while (answers.length < 3) await new Promise((r) => setTimeout(r, 10));
+      expect(answers).toEqual(['keep-alive', 'keep-alive', 'keep-alive']);
+      const started = performance.now();
+      await server.close();
+      // A poll on its way at the close kept its connection, and the close, open for as long as polls went on.
+      expect(performance.now() - started).toBeLessThan(500);
+    } finally {
+      polling = false;
+      await poller;
+      agent.destroy();
     }
   });
 });

@@ -2,6 +2,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 
+/** How long a closing ops server lets the answers it is writing finish before it cuts their connections. */
+const OPS_CLOSE_GRACE_MS = 1_000;
+
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** A registry with process metrics (CPU, memory, event-loop lag) already collected. */
@@ -64,7 +67,11 @@ export async function startOpsServer(opts: {
   /** A route that threw (answered 500): for the service's log. */
   onRouteError?: (err: unknown, url: string | undefined) => void;
 }): Promise<OpsServer> {
+  let closing = false;
   const server: Server = createServer((req, res) => {
+    // Closing: the client takes a new connection for its next request (a dashboard polling every 2 s
+    // on a kept-alive one was served, and the close waited, for as long as it polled).
+    if (closing) res.setHeader('connection', 'close');
     if (req.url === '/metrics') {
       opts.registry.metrics().then(
         (text) => res.writeHead(200, { 'content-type': opts.registry.contentType }).end(text),
@@ -83,6 +90,13 @@ export async function startOpsServer(opts: {
   await new Promise<void>((resolve) => server.listen(opts.port, opts.host ?? '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        closing = true;
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        // An answer still being written (a large /metrics) has a moment; then what is left is cut.
+        setTimeout(() => server.closeAllConnections(), OPS_CLOSE_GRACE_MS).unref();
+      }),
   };
 }
