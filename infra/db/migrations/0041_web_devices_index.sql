@@ -1,0 +1,7 @@
+-- An app's valid Web Push subscriptions, by the VAPID public key they were made with: whether an
+-- app has browsers (the HTTP API's Web Push rules for an app without keys of its own) and whether
+-- any still use the previous pair (a VAPID rotation). Read through devices_active_by_app_id, a
+-- mobile-only app's answer walked every valid device of the app looking for a browser, and the
+-- planner, taking app and platform for independent, chose to scan every app's devices instead.
+-- Built like every index here (writes to devices wait for the build; on a large table, in a quiet hour).
+CREATE INDEX devices_active_web_by_app ON devices (app, web_vapid_key) WHERE platform = 'web' AND invalidated_at IS NULL;
