@@ -1,6 +1,6 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Exchanges, Queues, type Registration } from '@herald/contracts';
+import { Exchanges, PushJob, Queues, jobContentHash, type Registration } from '@herald/contracts';
 import { appHasWebDevices, cancelJobFully, type ApiKeyRow } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { BrokerUnavailableError, connectBroker, heraldTopology, type Broker } from '@herald/messaging';
@@ -254,6 +254,26 @@ describe('the HTTP API: a retry of a job accepted before, after what it was chec
       status: 400,
       issues: [{ path: 'jobs.1.deliverAt.expiresAfter', message: expect.any(String) as unknown }],
     });
+  });
+
+  it("is a duplicate when it was accepted before a rule its content breaks (a data key collapse_key); a new job of that content is refused naming the field", async () => {
+    const content = { title: 'hi', data: { collapse_key: 'x' } };
+    const before = { ...job('site'), content };
+    // As an earlier release recorded and published it.
+    const record = { id: before.id, app: 'site', team: 'team', contentHash: jobContentHash(PushJob.parse(before)) };
+    await t.db.jobs.accept([record]);
+    await t.db.jobs.markPublished([record]);
+    published = [];
+    expect(await acceptJob(before, key, deps)).toEqual({ id: before.id, duplicate: true });
+    expect(await refusal(acceptJob(job('site', content), key, deps))).toEqual({
+      status: 400,
+      issues: [{ path: 'content.data.collapse_key', message: expect.stringMatching(/^is reserved: the Firebase Android SDK/) as unknown }],
+    });
+    expect(await refusal(acceptJobs({ jobs: [job('site'), job('site', content)] }, key, deps))).toEqual({
+      status: 400,
+      issues: [{ path: 'jobs.1.content.data.collapse_key', message: expect.any(String) as unknown }],
+    });
+    expect(published).toEqual([]);
   });
 
   it('is refused with 403 to a key that lost the app, duplicate or not: a key learns nothing of apps it may not use', async () => {

@@ -1,5 +1,5 @@
 import { appConformanceIssues, jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
-import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobId, jobContentHash, expiresBeforeDue, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
+import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobId, jobContentHash, expiresBeforeDue, newJobIssues, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
 import type { AcceptResult, ApiKeyRow, AppRow, JobIdRecord, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
 import { ApiError, fieldError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
@@ -81,6 +81,9 @@ function checkJob(job: PushJob, acceptedAt: Date, prefix: string): void {
   // As the demuxer will read it: the caller's acceptedAt stands when it gave one (never later than now).
   const expires = expiresBeforeDue(job, acceptedAtOf(job, acceptedAt));
   if (expires !== undefined) throw new ApiError(400, 'invalid-request', `${prefix}${expires.path}: ${expires.message}`, [{ path: `${prefix}${expires.path}`, message: expires.message }]);
+  // Rules for a new job only (newJobIssues): a repost of one accepted before them is its duplicate.
+  const issues = newJobIssues(job).map((i) => ({ path: `${prefix}${i.path}`, message: i.message }));
+  if (issues.length > 0) throw new ApiError(400, 'invalid-request', issues.map((i) => `${i.path}: ${i.message}`).join('; '), issues);
 }
 
 /**

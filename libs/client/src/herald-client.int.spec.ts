@@ -52,4 +52,15 @@ describe('the client library', () => {
       await bare.delete();
     }
   });
+
+  it('refuses a new job whose content its doors refuse (a data key collapse_key, which Android apps never see), naming the field', async () => {
+    const client = await createHeraldClient({ url: vhost.amqpUrl, logger });
+    try {
+      const err = await client.publishPushJob({ id: 'reserved-key', app: 'demo', userId: 'u', category: 'news', content: { title: 'Hi', data: { collapse_key: 'x' } } }).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).issues).toEqual([expect.stringMatching(/^content\.data\.collapse_key: is reserved/)]);
+    } finally {
+      await client.close();
+    }
+  });
 });

@@ -12,6 +12,7 @@ import {
   describeIssues,
   acceptedAtOf,
   expiresBeforeDue,
+  newJobIssues,
   scheduleProblem,
   type ChangeEvent,
   type PushJobInput,
@@ -112,7 +113,7 @@ export class JobPublishFailedError extends PublishFailedError {
     readonly job: PushJob,
     cause: PublishFailedError,
   ) {
-    super(`job "${job.id}" was not confirmed (${cause.message}): it may still arrive; publish error.job again as it is (its id and acceptedAt)`, { cause });
+    super(`job "${job.id}" was not confirmed (${cause.message}): it may still arrive`, { cause });
   }
 }
 
@@ -137,6 +138,8 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
       if (badSchedule !== undefined) throw new ValidationError('push job', [`deliverAt: ${badSchedule}`]);
       const expires = expiresBeforeDue(job, acceptedAtOf(job, new Date()));
       if (expires !== undefined) throw new ValidationError('push job', [`${expires.path}: ${expires.message}`]);
+      const fresh = newJobIssues(job);
+      if (fresh.length > 0) throw new ValidationError('push job', fresh.map((i) => `${i.path}: ${i.message}`));
       // Apple's and Google's rules (sizes, headers), so a job they would refuse is never published.
       // Web Push's smaller size limit depends on the app having VAPID keys, which the client does
       // not know: the demuxer checks it against the app (and parks a job over it, payload-too-large).

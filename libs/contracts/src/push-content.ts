@@ -199,9 +199,11 @@ function checkContent(c: Content, ctx: z.RefinementCtx): void {
 export const APNS_IMAGE_URL_KEY = 'image-url';
 
 /**
- * Rules a new job's content meets, beyond what every push of it does (PushContent): kept out of
- * PushContent so pushes accepted before a rule, stored for later or queued, are still sent. Each
- * issue's path is within the content.
+ * Rules a job's content meets where it enters Herald (the HTTP API, the client library and so the
+ * CLI), beyond what PushContent holds every job and push to: kept out of the contracts the services
+ * decode with, so jobs and pushes accepted before a rule (queued, parked, stored for later, a
+ * fan-out under way) are still sent, and a repost of one is still its duplicate. Each issue's path
+ * is within the content.
  * - A data key `collapse_key`: the Firebase Android SDK's RemoteMessage.getData() leaves it out,
  *   with "from", "message_type" and the "google." keys (Google's reserved words; firebase-android-sdk
  *   Constants.MessagePayloadKeys), so the app never sees it; an iPhone would.
@@ -209,16 +211,16 @@ export const APNS_IMAGE_URL_KEY = 'image-url';
  * - An `imageUrl` that is not http(s): the devices and browsers download the image by its URL (an
  *   http one is said in the job's notices: jobNotices).
  */
-export function newJobContentIssues(c: PushContent): { path: (string | number)[]; message: string }[] {
-  const issues: { path: (string | number)[]; message: string }[] = [];
+export function newContentIssues(c: PushContent): { path: string; message: string }[] {
+  const issues: { path: string; message: string }[] = [];
   if (c.data !== undefined && Object.hasOwn(c.data, 'collapse_key')) {
-    issues.push({ path: ['data', 'collapse_key'], message: 'is reserved: the Firebase Android SDK leaves it out of the data the app receives (as "from", "message_type" and keys starting with "google"); name it otherwise' });
+    issues.push({ path: 'data.collapse_key', message: 'is reserved: the Firebase Android SDK leaves it out of the data the app receives (as "from", "message_type" and keys starting with "google"); name it otherwise' });
   }
   if (c.imageUrl !== undefined && c.data !== undefined && Object.hasOwn(c.data, APNS_IMAGE_URL_KEY)) {
-    issues.push({ path: ['data', APNS_IMAGE_URL_KEY], message: `clashes with imageUrl, which an iPhone's payload carries as "${APNS_IMAGE_URL_KEY}" for its notification service extension; name it otherwise` });
+    issues.push({ path: `data.${APNS_IMAGE_URL_KEY}`, message: `clashes with imageUrl, which an iPhone's payload carries as "${APNS_IMAGE_URL_KEY}" for its notification service extension; name it otherwise` });
   }
   if (c.imageUrl !== undefined && !/^https?:\/\//i.test(c.imageUrl)) {
-    issues.push({ path: ['imageUrl'], message: 'must be an https (or http) URL: phones and browsers download the image from it' });
+    issues.push({ path: 'imageUrl', message: 'must be an https (or http) URL: phones and browsers download the image from it' });
   }
   return issues;
 }

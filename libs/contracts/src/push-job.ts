@@ -3,7 +3,7 @@ import { stringify } from 'safe-stable-stringify';
 import { z } from 'zod';
 import { Instant } from './instant.ts';
 import { DeliverAt, expiresAfterMs, parseIsoDuration } from './deliver-at.ts';
-import { PushContent, effectivePushType, newJobContentIssues } from './push-content.ts';
+import { PushContent, effectivePushType, newContentIssues } from './push-content.ts';
 import { CollapseKey } from './provider-override.ts';
 import { JobAudience } from './job-audience.ts';
 import { storable, unstorablePart } from './storable-text.ts';
@@ -88,9 +88,6 @@ export const PushJob = z
   .superRefine((j, ctx) => {
     const at = ctx.issues.length === 0 ? unstorablePart(j) : undefined;
     if (at !== undefined) ctx.addIssue({ code: 'custom', path: at.path, message: at.message });
-  })
-  .superRefine((j, ctx) => {
-    for (const issue of newJobContentIssues(j.content)) ctx.addIssue({ code: 'custom', path: ['content', ...issue.path], message: issue.message });
   });
 export type PushJob = z.infer<typeof PushJob>;
 export type PushJobInput = z.input<typeof PushJob>;
@@ -208,4 +205,9 @@ export function expiresBeforeDue(job: PushJob, acceptedAt: Date): { path: 'ttl' 
       byExpiresAt ? 'give an expiresAt after deliverAt' : 'ttl counts from acceptance, so give one longer than the wait (or an expiresAt after deliverAt)'
     }`,
   };
+}
+
+/** newContentIssues of a job, paths from the job ("content.data.collapse_key"): what its doors refuse of a new job. */
+export function newJobIssues(job: Pick<PushJob, 'content'>): { path: string; message: string }[] {
+  return newContentIssues(job.content).map((issue) => ({ path: `content.${issue.path}`, message: issue.message }));
 }

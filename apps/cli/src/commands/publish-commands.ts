@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createHeraldClient, type HeraldClient } from '@herald/client';
+import { JobPublishFailedError, createHeraldClient, type HeraldClient } from '@herald/client';
 import type { Command } from 'commander';
 import { readCliConfig } from '../cli-config.ts';
 import { printObject } from '../output.ts';
@@ -141,6 +141,7 @@ export function registerPublishCommands(program: Command): void {
     .option('--expires-after <duration>', "with --deliver-at or --local-time: drop each device's push if it cannot go within this ISO-8601 duration after its own due time (an outage, a backlog), e.g. PT2H")
     .option('--trace', 'log every step of this job at info level in the services, and follow it here: the demuxer\'s outcome and each device push\'s outcome as they are recorded')
     .option('--trace-timeout <seconds>', 'with --trace: stop following after this long', '30')
+    .option('--accepted-at <iso>', 'when the job was first published: give it, with --id, to try again a job whose publish was not confirmed (its expiry is judged as at the first try)')
     .option('--json', 'print JSON')
     .action(async (o: Record<string, unknown>) => {
       const target = targetFromFlags(o as TargetFlags);
@@ -179,11 +180,14 @@ export function registerPublishCommands(program: Command): void {
           ...(o['expiresAt'] !== undefined && { expiresAt: String(o['expiresAt']) }),
           ...(deliverAt !== undefined && { deliverAt }),
           ...(o['trace'] === true && { trace: true }),
+          ...(o['acceptedAt'] !== undefined && { acceptedAt: String(o['acceptedAt']) }),
         }),
       ).catch((err: unknown) => {
-        // Unconfirmed is not unsent: the job may be queued, and only its id keeps it from going twice.
+        // Unconfirmed is not unsent: the job may be queued, and only its id keeps it from going twice;
+        // its first acceptance keeps a retry from being judged expired while the first copy is sent.
         if (!(err instanceof PublishFailedError)) throw err;
-        throw new Error(`${err.message} (job ${id} may have been queued all the same: to try again, run the command again with --id ${id}, which Herald takes once)`, { cause: err });
+        const again = err instanceof JobPublishFailedError && err.job.acceptedAt !== undefined ? ` --accepted-at ${err.job.acceptedAt}` : '';
+        throw new Error(`${err.message} (job ${id} may have been queued all the same: to try again, run the command again with --id ${id}${again}, which Herald takes once)`, { cause: err });
       });
       printObject({ published: 'push job', ...job }, o['json'] === true);
       if (o['trace'] === true) {
