@@ -1,6 +1,7 @@
 import { createLogger } from '@herald/logging';
 import { describe, expect, it } from 'vitest';
-import { CancelledJobs } from './cancelled-jobs.ts';
+import { CancelledJobs, cancelledJobsRetentionMs } from './cancelled-jobs.ts';
+import { DEFAULT_PREFERENCES_RECHECK_MS } from './pusher.ts';
 
 const logger = createLogger({ service: 'test', level: 'silent', format: 'json' });
 const row = (jobId: string, cancelledAt: Date): { jobId: string; cancelledAt: Date; at: string } => ({ jobId, cancelledAt, at: cancelledAt.toISOString() });
@@ -27,6 +28,16 @@ describe('CancelledJobs', () => {
     expect(jobs.has('b')).toBe(true);
     expect(jobs.size).toBe(2);
     expect((asked[1] as Date).getTime()).toBeLessThan(Date.now() - 1000);
+  });
+
+  it("holds the cancels a push that skips its claim's recheck may need (younger than PREFERENCES_RECHECK_AFTER_MS, and an hour for clocks), not a week of them", async () => {
+    const ago = (ms: number) => new Date(Date.now() - ms);
+    const rows = [row('last-week', ago(6 * 86_400_000)), row('two-hours', ago(2 * 3_600_000)), row('half-hour', ago(30 * 60_000)), row('now', ago(1000))];
+    const jobs = new CancelledJobs({ since: async (since) => rows.filter((r) => r.cancelledAt > since) }, { intervalMs: 1000, retentionMs: cancelledJobsRetentionMs(DEFAULT_PREFERENCES_RECHECK_MS), logger });
+    await jobs.refresh();
+    expect(['last-week', 'two-hours', 'half-hour', 'now'].map((id) => jobs.has(id))).toEqual([false, false, true, true]);
+    // A recheck window of a day keeps a day and an hour.
+    expect(cancelledJobsRetentionMs(86_400_000)).toBe(25 * 3_600_000);
   });
 
   it('ends a poll when more than a page of cancellations share one timestamp (keyset by cancelled_at, id)', async () => {

@@ -5,6 +5,18 @@ import type { Logger } from '@herald/logging';
 const OVERLAP_MS = 5_000;
 const PAGE = 10_000;
 
+/** What cancelledJobsRetentionMs keeps beyond PREFERENCES_RECHECK_AFTER_MS: clocks that disagree, a long wait for budget. */
+export const CANCELLED_JOBS_MARGIN_MS = 3_600_000;
+
+/**
+ * How long a pusher remembers a cancel. A push whose preferences were asked longer ago than
+ * `recheckMs` (PREFERENCES_RECHECK_AFTER_MS) has its job's cancel asked again in its claim
+ * (claimLive's recheck), so only younger pushes rely on this list: it keeps the cancels of that
+ * window and an hour more, not every cancel of LEDGER_RETENTION_HOURS (a week of a tenant's
+ * "remind me unless" cancels, about 100 bytes each, held in every pusher and read at each start).
+ */
+export const cancelledJobsRetentionMs = (recheckMs: number): number => recheckMs + CANCELLED_JOBS_MARGIN_MS;
+
 /**
  * The jobs cancelled lately (DELETE /v1/jobs/:id, herald job cancel), kept in memory and refreshed
  * from PostgreSQL every `intervalMs`, so a pusher drops a cancelled job's queued pushes with one
