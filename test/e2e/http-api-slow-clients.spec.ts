@@ -197,6 +197,34 @@ describe('HTTP API: RabbitMQ stops answering', () => {
     const again = await post('/v1/jobs', job);
     expect(again.status, JSON.stringify(again.body)).toBe(202);
   });
+
+  // A job waiting for RabbitMQ's confirm when SIGTERM comes: its answer closes the connection, and the
+  // stop ends with it, not at the bound (the answer said keep-alive, and the close waited to cut it).
+  it('stopped while a job waits for its confirm, answers it 202 with Connection: close and exits at once', async () => {
+    const port = Number(api.logs.findLast((l) => typeof l['apiPort'] === 'number')?.['apiPort']);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      proxy.freeze();
+      const answered = new Promise<{ status: number | undefined; connection: string | undefined }>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path: '/v1/jobs', method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }, (res) => {
+          res.resume().on('end', () => resolve({ status: res.statusCode, connection: res.headers.connection }));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ id: `drain-confirm-${Date.now()}`, app: 'demo', userId: 'u-drain', category: 'social', content: { title: 'hi' } }));
+      });
+      await new Promise((r) => setTimeout(r, 100));
+      const started = performance.now();
+      const stopped = api.stop('SIGTERM');
+      await new Promise((r) => setTimeout(r, 100));
+      proxy.thaw();
+      expect(await answered).toEqual({ status: 202, connection: 'close' });
+      expect(await stopped).toEqual({ code: 0, signal: null });
+      expect(performance.now() - started).toBeLessThan(3_000);
+    } finally {
+      proxy.thaw();
+      agent.destroy();
+    }
+  });
 });
 
 /** PostgreSQL alive but not answering in time (a lock held, an overloaded server): retryable, and the log names no user. */

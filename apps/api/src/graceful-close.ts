@@ -8,12 +8,14 @@ const draining = new WeakSet<FastifyInstance>();
  * Once the API is closing, every answer carries `Connection: close`, so a client pooling keep-alive
  * connections takes a new one (to another replica) for its next request instead of sending it
  * here, where it met a 503 in Fastify's own shape, not the API's, or kept the connection, and the
- * close, open until the 72 s keep-alive ran out. Installed by buildApiServer.
+ * close, open until the 72 s keep-alive ran out. Set as the answer is sent (onSend): a request
+ * already on its way when the close began (a job waiting for RabbitMQ's confirm) is answered so
+ * too. Installed by buildApiServer.
  */
 export function closeConnectionsWhenDraining(app: FastifyInstance): void {
-  app.addHook('onRequest', (_req, reply, done) => {
+  app.addHook('onSend', (_req, reply, payload, done) => {
     if (draining.has(app)) void reply.header('connection', 'close');
-    done();
+    done(null, payload);
   });
 }
 

@@ -235,6 +235,15 @@ describe('the HTTP API: a retry of a job accepted before, after what it was chec
     expect(published).toEqual([parked.id]);
   });
 
+  it('of a job parked at the delivery limit is its duplicate: its message kept killing the demuxers, and a repost is not another round', async () => {
+    const poison = job('parking');
+    await acceptedAndMarked([poison]);
+    await t.db.jobs.recordJobParks([{ id: poison.id, app: 'parking', code: 'delivery-limit', reason: 'redelivered 50 times' }]);
+    published = [];
+    expect(await acceptJob(poison, key, deps)).toEqual({ id: poison.id, duplicate: true });
+    expect(published).toEqual([]);
+  });
+
   it('is a duplicate when the clock has passed its expiry since (a retry of a job accepted just in time, its answer lost); a new job of it is refused', async () => {
     const t0 = Date.now();
     const deliverAt = { at: new Date(t0 + 60_000).toISOString(), expiresAfter: 'PT5M' };

@@ -10,8 +10,8 @@ import { apiConfig } from './config.ts';
 import { buildApiServer } from './server.ts';
 import { closeGracefully } from './graceful-close.ts';
 
-/** Of the shutdown bound, what the close of the HTTP server leaves for writing the published marks and closing RabbitMQ and PostgreSQL. */
-const CLOSE_RESERVE_MS = 3_000;
+/** Of the shutdown bound, what the close of the HTTP server leaves for writing the published marks and closing RabbitMQ and PostgreSQL: 3 s, or a third of a shorter bound. */
+const closeReserveMs = (timeoutMs: number): number => Math.min(3_000, timeoutMs / 3);
 
 const config = loadConfigOrExit(apiConfig);
 
@@ -64,7 +64,7 @@ await runService('api', config, async ({ logger, registry, stopping: startStoppi
     ready: () => broker.health(),
     stop: async (timeoutMs) => {
       // What is left of the bound after the close goes to the marks, the broker and the database.
-      if ((await closeGracefully(server, Math.max(0, timeoutMs - CLOSE_RESERVE_MS))) === 'cut') logger.warn('requests still open at the shutdown bound: their connections cut');
+      if ((await closeGracefully(server, timeoutMs - closeReserveMs(timeoutMs))) === 'cut') logger.warn('requests still open at the shutdown bound: their connections cut');
       await jobs.flush();
       await broker.close();
       await Promise.all([db.close(), jobDb.close()]);

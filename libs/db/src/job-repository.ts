@@ -21,7 +21,13 @@ import { PARKED_PREFIX } from './job-status-view.ts';
  */
 export type AcceptResult = { kind: 'new' } | { kind: 'existing'; app: string; published: boolean; cancelled: boolean; sameContent?: boolean };
 
-const parkedByDemuxer = (outcome: string | null | undefined): boolean => outcome?.startsWith(PARKED_PREFIX) === true;
+/**
+ * A job the demuxer parked for a cause a repost may have outlived (its app disabled, its retries
+ * exhausted, its app unknown then): not on its way. Not one parked at the delivery limit: its
+ * message kept killing the demuxers that took it, and a repost is its duplicate, not another round.
+ */
+const POISON_PARK = `${PARKED_PREFIX}delivery-limit`;
+const parkedByDemuxer = (outcome: string | null | undefined): boolean => outcome?.startsWith(PARKED_PREFIX) === true && outcome !== POISON_PARK;
 
 /**
  * AcceptResult's `sameContent` of a recorded digest and a given one, as a spread: nothing when
@@ -323,7 +329,7 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
         .select(['id', 'app', 'content_hash'])
         .where('id', 'in', [...given.keys()])
         .where('published_at', 'is not', null)
-        .where((eb) => eb.or([eb('demux_outcome', 'is', null), eb('demux_outcome', 'not like', `${PARKED_PREFIX}%`)]))
+        .where((eb) => eb.or([eb('demux_outcome', 'is', null), eb('demux_outcome', 'not like', `${PARKED_PREFIX}%`), eb('demux_outcome', '=', POISON_PARK)]))
         .execute();
       return new Set(
         rows.filter((r) => {

@@ -13,6 +13,20 @@ const rawStatus = (port: number, requestLine: string): Promise<string> =>
     socket.on('error', reject);
   });
 
+/** An ops server whose `/api/slow` (a dashboard's read) answers after `ms`. */
+const slowServer = (ms: number) =>
+  startOpsServer({
+    port: 0,
+    registry: new Registry(),
+    healthy: () => true,
+    ready: () => ({ ready: true, problems: [] }),
+    routes: () => (req: IncomingMessage, res: ServerResponse) => {
+      if (req.url !== '/api/slow') return false;
+      setTimeout(() => res.end('{}'), ms);
+      return true;
+    },
+  });
+
 describe('the ops server', () => {
   // An exception out of the request listener is uncaught: one request stopped the whole process.
   it("answers 500 for a request its service's routes throw on, tells the service's log, and goes on serving", async () => {
@@ -38,12 +52,7 @@ describe('the ops server', () => {
 
   it('closes promptly while a client polls it on a kept-alive connection: the answers it still gives say Connection: close', async () => {
     // A dashboard's poll that takes a while: one is on its way whenever the close comes.
-    const slow = (req: IncomingMessage, res: ServerResponse): boolean => {
-      if (req.url !== '/api/slow') return false;
-      setTimeout(() => res.end('{}'), 50);
-      return true;
-    };
-    const server = await startOpsServer({ port: 0, registry: new Registry(), healthy: () => true, ready: () => ({ ready: true, problems: [] }), routes: () => slow });
+    const server = await slowServer(50);
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     const answers: Array<string | undefined> = [];
     let polling = true;
@@ -70,6 +79,23 @@ describe('the ops server', () => {
     } finally {
       polling = false;
       await poller;
+      agent.destroy();
+    }
+  });
+
+  it('answers a read under way at the close with Connection: close, and the close ends with it, not at the cut', async () => {
+    const server = await slowServer(200);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const answered = new Promise<string | undefined>((resolve, reject) => {
+        get({ port: server.port, host: '127.0.0.1', path: '/api/slow', agent }, (res) => res.resume().on('end', () => resolve(res.headers.connection))).on('error', reject);
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      const started = performance.now();
+      await server.close();
+      expect(await answered).toBe('close');
+      expect(performance.now() - started).toBeLessThan(700);
+    } finally {
       agent.destroy();
     }
   });

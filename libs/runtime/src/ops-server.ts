@@ -68,10 +68,14 @@ export async function startOpsServer(opts: {
   onRouteError?: (err: unknown, url: string | undefined) => void;
 }): Promise<OpsServer> {
   let closing = false;
+  /** Answers not yet begun: told at the close to close their connection too (a /metrics or a dashboard read under way). */
+  const pending = new Set<ServerResponse>();
   const server: Server = createServer((req, res) => {
     // Closing: the client takes a new connection for its next request (a dashboard polling every 2 s
     // on a kept-alive one was served, and the close waited, for as long as it polled).
     if (closing) res.setHeader('connection', 'close');
+    pending.add(res);
+    res.on('finish', () => pending.delete(res)).on('close', () => pending.delete(res));
     if (req.url === '/metrics') {
       opts.registry.metrics().then(
         (text) => res.writeHead(200, { 'content-type': opts.registry.contentType }).end(text),
@@ -93,6 +97,7 @@ export async function startOpsServer(opts: {
     close: () =>
       new Promise<void>((resolve) => {
         closing = true;
+        for (const res of pending) if (!res.headersSent) res.setHeader('connection', 'close');
         server.close(() => resolve());
         server.closeIdleConnections();
         // An answer still being written (a large /metrics) has a moment; then what is left is cut.
