@@ -58,6 +58,18 @@ function androidProblem(android: Json): string | undefined {
 export const showsNothingOnIos = (m: FcmMessage): boolean =>
   m.notification === undefined && ['alert', 'badge', 'sound'].every((k) => m.apns.payload.aps[k] === undefined);
 
+/**
+ * What FCM adds to the APNs payload it forwards to iOS, beside the message's data and apns.payload:
+ * the notification's image as `fcm_options.image` (Google, "Send an image in the notification
+ * payload": the image an iPhone's notification service extension downloads) and its message id,
+ * `gcm.message_id` (the key Firebase's own iOS samples read; 19 digits seen). Both count in
+ * Apple's 4 KB: a job that filled it with data and an image was accepted, then refused for iOS.
+ */
+function fcmOwnApnsKeys(m: FcmMessage): Record<string, unknown> {
+  const image = m.notification?.image;
+  return { 'gcm.message_id': '0'.repeat(19), ...(image !== undefined && { fcm_options: { image } }) };
+}
+
 /** The apns block must follow Apple's rules too: FCM forwards it to APNs. */
 function apnsProblem(m: FcmMessage): string | undefined {
   const headers = m.apns.headers;
@@ -70,7 +82,7 @@ function apnsProblem(m: FcmMessage): string | undefined {
   // FCM shows message.notification on iOS as aps.alert.
   const background = headers['apns-push-type'] === 'background' ? backgroundApsProblem(m.notification === undefined ? aps : { ...aps, alert: m.notification }) : undefined;
   if (background !== undefined) return `apns: ${background}`;
-  const size = apnsPayloadBytes({ ...(m.data ?? {}), ...m.apns.payload });
+  const size = apnsPayloadBytes({ ...(m.data ?? {}), ...m.apns.payload, ...fcmOwnApnsKeys(m) });
   if (size > APNS_MAX_PAYLOAD_BYTES) return `payload too large: the APNs payload FCM forwards to iOS is ${size} bytes, the limit is ${APNS_MAX_PAYLOAD_BYTES}`;
   const collapse = headers['apns-collapse-id'];
   if (collapse !== undefined && collapseKeyProblem(collapse) !== undefined) return `apns.headers.apns-collapse-id ${collapseKeyProblem(collapse)}`;
