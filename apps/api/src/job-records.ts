@@ -1,6 +1,7 @@
 import { jobIdTaken, sameContentOf, type AcceptResult, type JobIdRecord, type JobRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { backgroundBatcher, coalesceMany } from './coalescer.ts';
+import { cachedStatus } from './status-cache.ts';
 
 /**
  * The API's job-id records. Concurrent requests' INSERTs are coalesced into one statement.
@@ -41,8 +42,12 @@ export function createJobRecords(jobs: JobRepository, logger: Logger) {
       onError: (err, records) => logger.warn({ err, jobs: records.length }, 'could not record jobs as published; a repost will publish them again'),
     },
   );
+  const statuses = cachedStatus((id: string) => jobs.status(id));
   return {
     ...jobs,
+    status: statuses.read,
+    /** Its status read afresh next time (the job was cancelled here). */
+    forgetStatus: statuses.forget,
     async accept(items: readonly JobIdRecord[]): Promise<Map<string, AcceptResult>> {
       // Asked before the read as well as after: a mark written while the read is in flight leaves
       // `unrecorded` before the answer is looked at, yet the read may have missed it.

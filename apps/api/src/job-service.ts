@@ -20,6 +20,8 @@ export interface JobServiceDeps {
     publishedBefore(jobs: readonly JobIdRecord[]): Promise<ReadonlySet<string>>;
     get(id: string): Promise<JobRecord | undefined>;
     status(id: string): Promise<JobStatusRecord | undefined>;
+    /** A status kept for the job (job-records.ts) is read afresh next time. */
+    forgetStatus?(id: string): void;
     pushes(id: string, page: { limit: number; after?: string }): Promise<PushRecord[]>;
   };
   apps: { get(id: string): Promise<AppRow | undefined> };
@@ -327,5 +329,9 @@ export async function jobPushes(id: string, query: unknown, key: ApiKeyRow, deps
  */
 export async function cancelJob(id: string, key: ApiKeyRow, deps: JobServiceDeps): Promise<{ id: string; cancelled: number }> {
   await visibleJob(id, key, deps);
-  return { id, cancelled: await deps.cancel(id) };
+  try {
+    return { id, cancelled: await deps.cancel(id) };
+  } finally {
+    deps.jobs.forgetStatus?.(id);
+  }
 }
