@@ -36,6 +36,15 @@ describe('the capped recently-active follower index', () => {
     expect((await index())[0]).toBe('u-45');
   });
 
+  it("writes a follower's index rows again only once their activity moved by an hour (each app launch registers)", async () => {
+    const activeAt = async () => (await sql<{ active_at: Date }>`select active_at from follower_recent where app = 'app-f' and followee = 'star' and follower = 'u-45'`.execute(t.db.kysely)).rows[0]?.active_at.toISOString();
+    expect(await activeAt()).toBe(at(500));
+    await t.db.devices.applyRegistrations([reg(45, at(550), { token: 't-45b' })]);
+    expect(await activeAt()).toBe(at(500));
+    await t.db.devices.applyRegistrations([reg(45, at(561), { token: 't-45b' })]);
+    expect(await activeAt()).toBe(at(561));
+  });
+
   it('refills from follows and device activity when unfollows shrink it below its minimum', async () => {
     await applyFollowEvents(t.db.kysely, Array.from({ length: 11 }, (_, k) => follow(49 - k, false, at(200))), OPTS);
     expect(await followerCount(t.db.kysely, 'app-f', 'star')).toBe(39);
