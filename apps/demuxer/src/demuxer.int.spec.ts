@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { derivePushId, sendQueueFor, type PushJobInput, type Registration } from '@herald/contracts';
 import { cancelJobFully, toJobStatus, type ScheduledPushInput, type TargetRequest } from '@herald/db';
 import { createLogger } from '@herald/logging';
-import { connectBroker, HeraldHeaders, heraldTopology, type Broker, type InboundMessage } from '@herald/messaging';
+import { connectBroker, HeraldHeaders, heraldTopology, type Broker, type InboundMessage, type Publisher } from '@herald/messaging';
 import { Registry } from '@herald/runtime';
 import { createTestDatabase, createTestVhost, peekMessages, waitFor, type TestDatabase, type TestVhost } from '@herald/testing';
 import { createDemuxerHandler, type DemuxerDeps } from './demuxer.ts';
@@ -72,6 +72,19 @@ describe('demuxer batch parts (DEMUXER_BATCH_USERS)', () => {
     expect(await ready()).toBe(12);
     const status = await Promise.all(jobs.map((j) => t.db.jobs.get(j.id)));
     expect(status.map((s) => s?.targeted)).toEqual([2, 2, 1, 6, 1]);
+  });
+
+  it('publishes a part in slices of at most publishSlice pushes, each confirmed before the next is built (a user with thousands of devices)', async () => {
+    const sizes: number[] = [];
+    const publisher: Publisher = {
+      ...broker.publisher,
+      publishMany: (messages, options) => (sizes.push(messages.length), broker.publisher.publishMany(messages, options)),
+    };
+    const before = await apnsReady();
+    expect(await demuxer({ publisher, publishSlice: 5 })([message(jobFor([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]))])).toEqual([{ kind: 'ack' }]);
+    expect(sizes).toEqual([5, 5, 2]);
+    await waitFor('12 more pushes in the send queue', async () => ((await apnsReady()) === before + 12 ? true : undefined), { timeoutMs: 5_000 }).catch(() => undefined);
+    expect(await apnsReady()).toBe(before + 12);
   });
 
   it("a job stamped by a producer clock running ahead counts as accepted now: a local time minutes away goes out today, not tomorrow", async () => {
@@ -284,7 +297,9 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
     await t.db.devices.applyRegistrations([phone(p1), phone(p2)]);
     const job: PushJobInput = { id: randomUUID(), app: 'parts', category: 'social', content: { title: 'Next month' }, userIds: [user], deliverAt: nextMonth() };
     await accepted(job);
-    await expect(demuxer({ publisher: brokenBroker })([message(job)])).rejects.toThrow('channel closed');
+    // The first pass recorded the job and stored its pushes, then ended before its ack (a crash).
+    const crashing = { ...t.db.scheduled, schedule: async (rows: Parameters<typeof t.db.scheduled.schedule>[0]) => (await t.db.scheduled.schedule(rows), Promise.reject(new Error('process ended'))) };
+    await expect(demuxer({ scheduling: { store: crashing, wave: new WaveMonitor(2000, 60), horizonDays: 366, slackMs: 1000 } })([message(job)])).rejects.toThrow('process ended');
     expect(await statusOf(job.id)).toMatchObject({ targeted: 2, scheduled: 2 });
     await kill(p2);
     const [died] = await t.db.kysely.selectFrom('devices').select('id').where('token', '=', p2).execute();
