@@ -102,6 +102,23 @@ describe('a batch RabbitMQ confirms only in part', () => {
   });
 });
 
+describe('a batch whose ids were used before', () => {
+  it('names every job whose id was accepted before with other content, so one round trip mends it; nothing published, the new job left free', async () => {
+    const [first, second, fresh] = [job('phones'), job('phones'), job('phones')];
+    await acceptedAndMarked([first, second]);
+    published = [];
+    const err = await acceptJobs({ jobs: [fresh, { ...first, content: { title: 'edited' } }, { ...second, content: { title: 'edited' } }] }, key, deps).then(() => undefined, (e: unknown) => e);
+    expect(err).toMatchObject({
+      status: 409,
+      code: 'job-id-reused',
+      message: expect.stringMatching(/^jobs\.1\.id: .* \(and 1 more reused job id: see issues\)$/) as unknown,
+      issues: [{ path: 'jobs.1.id' }, { path: 'jobs.2.id' }],
+    });
+    expect(published).toEqual([]);
+    expect(await acceptJob(fresh, key, deps)).toEqual({ id: fresh.id, duplicate: false });
+  });
+});
+
 describe('the HTTP API: Web Push rules for an app without VAPID keys of its own', () => {
   it('refuses with 400 naming the field when the app has Web Push subscriptions (the web-pusher signs them with its own pair)', async () => {
     const webLimit = expect.stringMatching(/^Web Push: payload is 4\d{3} bytes; Web Push allows 3993 bytes.*; app "site" has Web Push subscriptions$/) as unknown;

@@ -152,23 +152,24 @@ function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>
     const r = accepted.get(j.id);
     return r?.kind === 'existing' ? r : undefined;
   };
-  const refusal = (code: string, index: number, message: string) => fieldError(409, code, jobField(prefix, index, 'id'), message);
-  const clash = jobs.findIndex((j) => {
-    const r = existing(j);
-    return r !== undefined && r.app !== j.app;
-  });
-  if (clash !== -1) return refusal('job-id-conflict', clash, JOB_ID_TAKEN['job-id-conflict'](jobs[clash]?.id ?? ''));
-  // Every cancelled job named, so a batch is mended in one round trip (the rest is published once they are left out).
-  const cancelled = jobs.flatMap((j, i) => (existing(j)?.cancelled === true ? [i] : []));
-  if (cancelled.length > 0) {
-    const issues = cancelled.map((i) => ({ path: jobField(prefix, i, 'id'), message: `job id "${jobs[i]?.id}" was cancelled (DELETE /v1/jobs/:id) and is not sent again: a new job needs a new id` }));
+  // Every job of a kind named, so a batch is mended in one round trip (the rest is published once they are left out).
+  const refusal = (code: string, indexes: number[], message: (id: string) => string, what: string): ApiError | undefined => {
+    if (indexes.length === 0) return undefined;
+    const issues = indexes.map((i) => ({ path: jobField(prefix, i, 'id'), message: message(jobs[i]?.id ?? '') }));
     const first = issues[0] as { path: string; message: string };
-    const more = issues.length > 1 ? ` (and ${issues.length - 1} more cancelled job${issues.length > 2 ? 's' : ''}: see issues)` : '';
-    return new ApiError(409, 'job-cancelled', `${first.path}: ${first.message}${more}`, issues);
-  }
-  const reused = jobs.findIndex((j) => existing(j)?.sameContent === false);
-  if (reused === -1) return undefined;
-  return refusal('job-id-reused', reused, JOB_ID_TAKEN['job-id-reused'](jobs[reused]?.id ?? ''));
+    const more = issues.length > 1 ? ` (and ${issues.length - 1} more ${what}${issues.length > 2 ? 's' : ''}: see issues)` : '';
+    return new ApiError(409, code, `${first.path}: ${first.message}${more}`, issues);
+  };
+  const which = (test: (j: PushJob, r: NonNullable<ReturnType<typeof existing>>) => boolean): number[] =>
+    jobs.flatMap((j, i) => {
+      const r = existing(j);
+      return r !== undefined && test(j, r) ? [i] : [];
+    });
+  return (
+    refusal('job-id-conflict', which((j, r) => r.app !== j.app), JOB_ID_TAKEN['job-id-conflict'], "other app's job") ??
+    refusal('job-cancelled', which((_j, r) => r.cancelled), (id) => `job id "${id}" was cancelled (DELETE /v1/jobs/:id) and is not sent again: a new job needs a new id`, 'cancelled job') ??
+    refusal('job-id-reused', which((_j, r) => r.sameContent === false), JOB_ID_TAKEN['job-id-reused'], 'reused job id')
+  );
 }
 
 /** A publish refused before anything was sent: not connected, RabbitMQ blocking publishers, no queue to route to. */
