@@ -126,6 +126,10 @@ export async function runAndCheck(sys: System, plan: ChaosPlan, opts: ChaosRunOp
 
   expect(exitedOnTheirOwn(sys)).toEqual([]);
   expect(result.lost.slice(0, 20), `${result.lost.length} pushes lost`).toEqual([]);
+  // The plan parks only the flaky devices' pushes (always 503): a push to a healthy device parked, or a
+  // job of the plan parked whole, is work Herald gave up on that it should have delivered (reconcile.ts).
+  expect(result.parkedInsteadOfDelivered.slice(0, 20), `${result.parkedInsteadOfDelivered.length} healthy pushes parked instead of delivered`).toEqual([]);
+  expect([...parked.jobs].slice(0, 20), `${parked.jobs.size} jobs parked`).toEqual([]);
   expect(result.unexpected.slice(0, 20)).toEqual([]);
   expect(result.duplicates.filter((d) => d.cause === undefined).map((d) => `${d.key} at ${d.times.map((t) => new Date(t).toISOString()).join(', ')}`)).toEqual([]);
   expect(facts.notInvalidated, 'dead tokens never marked dead').toEqual([]);

@@ -1,17 +1,27 @@
 import { delayQueueFor, derivePushId, DevicePush, Queues, sendQueueFor, type Platform } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
-import { listParked } from '@herald/messaging';
+import { delayQueuesOf, listParked } from '@herald/messaging';
 import { queueInfo } from '@herald/testing';
 import type { System } from '../support/system.ts';
-import { TEST_RETRY_DELAYS_MS } from '../support/system.ts';
 import { pushKey, type ChaosDevice } from './chaos-plan.ts';
 
 const logger = createLogger({ service: 'chaos', level: 'warn', format: 'json' });
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Every queue that holds work (not the parked ones): ready plus unacknowledged messages. */
+/** The retry schedules the system's services were given (the pushers' and the others'). */
+const scheduledDelays = (sys: System): number[] =>
+  ['HERALD_RETRY_DELAYS_MS', 'PUSHER_RETRY_DELAYS_MS'].flatMap((name) => (sys.env[name] ?? '').split(',').filter((d) => d !== '').map(Number));
+
+/**
+ * Every queue that holds work (not the parked ones): the work queues and every delay queue of the
+ * system's retry schedules, LONGEST_DELAY_MS's too (herald.delay.1200000ms), where a defer longer
+ * than the schedule's delays waits (a copy deferred as in flight or for budget, a Retry-After).
+ */
+export const workQueues = (sys: System): string[] => [...Object.values(Queues), ...delayQueuesOf(scheduledDelays(sys)).map(delayQueueFor)];
+
+/** Ready plus unacknowledged messages in every queue that holds work. */
 async function workInQueues(sys: System): Promise<number> {
-  const queues = [...Object.values(Queues), ...TEST_RETRY_DELAYS_MS.map(delayQueueFor)];
+  const queues = workQueues(sys);
   const infos = await Promise.all(queues.map((q) => queueInfo(sys.vhost.name, q, sys.managementApi)));
   return infos.reduce((sum, i) => sum + (i?.messages ?? 0), 0);
 }

@@ -4,10 +4,10 @@
  * unacknowledged by which connection), what the ledger says of each lost push, and the pushers' log
  * lines that name it.
  */
-import { derivePushId, delayQueueFor, Queues } from '@herald/contracts';
+import { derivePushId } from '@herald/contracts';
 import { managementRequest } from '@herald/testing';
 import type { System } from '../support/system.ts';
-import { TEST_RETRY_DELAYS_MS } from '../support/system.ts';
+import { workQueues } from './observe.ts';
 
 interface QueueRow {
   name: string;
@@ -50,7 +50,7 @@ async function get<T>(sys: System, path: string): Promise<T | string> {
 /** Work queues with messages in them, and the channels holding unacknowledged deliveries (with the client's connection name). */
 async function brokerLines(sys: System): Promise<string[]> {
   const v = enc(sys.vhost.name);
-  const work = new Set<string>([...Object.values(Queues), ...TEST_RETRY_DELAYS_MS.map(delayQueueFor)]);
+  const work = new Set<string>(workQueues(sys));
   const queues = await get<QueueRow[]>(sys, `/queues/${v}?columns=name,messages,messages_dlx,messages_ready,messages_unacknowledged,consumers,leader,members,online`);
   const channels = await get<ChannelRow[]>(sys, `/vhosts/${v}/channels?columns=name,messages_unacknowledged,consumer_count,prefetch_count,state,node`);
   const connections = await get<ConnectionRow[]>(sys, `/vhosts/${v}/connections?columns=name,client_properties`);

@@ -42,7 +42,7 @@ export function formatSummary(i: SummaryInputs): string {
     `chaos ${plan.form} form${plan.cluster ? ' on the three-node cluster' : ''} — seed ${plan.seed} (replay: CHAOS_SEED=${plan.seed}${plan.form === 'long' ? ' CHAOS_LONG=1' : ''}) — ${s(i.durationMs)}`,
     `  jobs ${n(plan.jobs.length)}, devices ${n(plan.devices.length)} (${i.deadTokens} dead: 410), device pushes expected ${n(r.expected)}`,
     `  faults: ${moments} moments, ${i.faults.length} injections: ${countBy(i.faults.map((f) => f.kind))}`,
-    `  delivered ${n(r.delivered)} · parked ${n(r.parked)} (${r.parkedInsteadOfDelivered} of them meant for delivery) · expired ${n(r.expired)} · lost ${r.lost.length} · unexpected sends ${r.unexpected.length}`,
+    `  delivered ${n(r.delivered)} · parked ${n(r.parked)} (${r.parkedInsteadOfDelivered.length} of them meant for delivery) · expired ${n(r.expired)} · lost ${r.lost.length} · unexpected sends ${r.unexpected.length}`,
     `  duplicates ${dups}: ${byCause('pusher-killed')} after a pusher SIGKILL ≤ one lease after the first send, ${byCause('answer-lost')} after an answer the pusher never got (a timeout), ${byCause(undefined)} outside the documented window`,
     `  parked copies by code: ${[...i.parkedByCode].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
     `  back (fault → service running again / broker or database answering): ${recoveryLine(i.faults.map((f) => ({ kind: f.kind, ms: f.backAt - f.startedAt })))}`,

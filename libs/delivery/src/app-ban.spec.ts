@@ -1,5 +1,5 @@
 import { createLogger } from '@herald/logging';
-import { asProcessRefusal, classifyApnsFailure, classifyFcmError, classifyWebPushAnswer, type SendResult } from '@herald/providers';
+import { classifyApnsFailure, classifyFcmError, classifyWebPushAnswer } from '@herald/providers';
 import { Registry } from '@herald/runtime';
 import { describe, expect, it, vi } from 'vitest';
 import { DELIVERED_LATELY_MS, createAppBans, isCredentialFailure, keptToken, settingsKeyOf } from './app-ban.ts';
@@ -89,77 +89,15 @@ describe('app bans', () => {
   });
 });
 
-/** The documented rules end to end: provider answer → classifier → what the pusher does with it (pusher.ts settle). */
-describe('provider answers: dead token, park, or ban', () => {
-  /** `lately`: a push of the app was delivered within the last hour. */
-  const fate = (given: SendResult, lately: boolean): string => {
-    if (given.kind === 'dead-token' && given.unlessAppFails === true && !lately) return isCredentialFailure(keptToken(given)) ? 'park + ban' : 'park, token kept';
-    const r = given;
-    if (r.kind === 'dead-token') return 'invalidate';
-    if (r.kind !== 'permanent') return r.kind;
-    return isCredentialFailure(r) ? 'park + ban' : 'park';
-  };
-  const tokenOrApp: Array<[string, SendResult]> = [
-    ['APNs 400 BadDeviceToken', classifyApnsFailure({ status: 400, reason: 'BadDeviceToken' })],
-    ['APNs 400 DeviceTokenNotForTopic', classifyApnsFailure({ status: 400, reason: 'DeviceTokenNotForTopic' })],
-    ['FCM SENDER_ID_MISMATCH', classifyFcmError({ code: 'messaging/mismatched-credential', message: 'SenderId mismatch', httpStatus: 403 })],
-    ['FCM SENDER_ID_MISMATCH (v1 code)', classifyFcmError({ code: 'SENDER_ID_MISMATCH' })],
-  ];
-
-  it.each<[string, SendResult]>([
-    ['APNs 410 Unregistered', classifyApnsFailure({ status: 410, reason: 'Unregistered', timestamp: 1 })],
-    ['FCM UNREGISTERED', classifyFcmError({ code: 'messaging/registration-token-not-registered', httpStatus: 404 })],
-    ['FCM UNREGISTERED (v1 code)', classifyFcmError({ code: 'UNREGISTERED' })],
-  ])('%s invalidates the token (a dead token, never an app ban), whatever the app\'s other pushes do', (_, result) => {
-    expect(fate(result, true)).toBe('invalidate');
-    expect(fate(result, false)).toBe('invalidate');
-  });
-
-  it.each(tokenOrApp)('%s invalidates the token while the app\'s other pushes are delivered', (_, result) => {
-    expect(fate(result, true)).toBe('invalidate');
-  });
-
-  it.each(tokenOrApp)("%s keeps the token when none of the app's pushes was delivered lately (its environment, topic or sender may be wrong), and bans nothing", (_, result) => {
-    expect(fate(result, false)).toBe('park, token kept');
-    expect(result.kind === 'dead-token' && keptToken(result).reason).toMatch(/token kept: none of this app's pushes was delivered in the last hour/);
-  });
-
-  it.each<[string, SendResult, string]>([
-    ['APNs 413 PayloadTooLarge', classifyApnsFailure({ status: 413, reason: 'PayloadTooLarge' }), 'PayloadTooLarge'],
-    ['APNs 400 InvalidPushType', classifyApnsFailure({ status: 400, reason: 'InvalidPushType' }), 'InvalidPushType'],
-    ['FCM INVALID_ARGUMENT (the message)', classifyFcmError({ code: 'messaging/invalid-argument', message: "Invalid value at 'message.data[0].value'" }), "invalid-argument: Invalid value at 'message.data[0].value'"],
-  ])('%s parks the push with the provider\'s reason: no invalidation, no ban', (_, result, reason) => {
-    expect(fate(result, false)).toBe('park');
-    expect(result).toEqual({ kind: 'permanent', reason });
-  });
-
-  it.each<[string, SendResult]>([
-    ['APNs 400 TopicDisallowed', classifyApnsFailure({ status: 400, reason: 'TopicDisallowed' })],
-    ['APNs 403 InvalidProviderToken', classifyApnsFailure({ status: 403, reason: 'InvalidProviderToken' })],
-  ])('%s counts towards banning the app (which alarms) and never invalidates the device', (_, result) => {
-    expect(fate(result, true)).toBe('park + ban');
-  });
-
-  it("a push service refusing the JWT of the web-pusher's own VAPID pair parks the push and bans no app (the deployment's WEB_PUSH_VAPID_* is at fault)", () => {
-    const pair = { publicKey: 'k', privateKey: 'p' };
-    for (const answer of [{ status: 403, body: '{"reason":"BadJwtToken"}' }, { status: 401, body: 'Unauthorized' }]) {
-      const refused = classifyWebPushAnswer(answer);
-      expect(fate(refused, true)).toBe('park + ban');
-      expect(fate(asProcessRefusal(refused, { subject: 'mailto:ops@localhost', pair, byProcess: false }), true)).toBe('park + ban');
-      const asProcess = asProcessRefusal(refused, { subject: 'mailto:ops@localhost', pair, byProcess: true });
-      expect(fate(asProcess, true)).toBe('park');
-      expect(asProcess).toMatchObject({ reason: expect.stringMatching(/^process-vapid-refused: .*"mailto:ops@localhost"/) as unknown });
-    }
-    // Another answer to the process pair's push is what it was.
-    const gone = classifyWebPushAnswer({ status: 410 });
-    expect(asProcessRefusal(gone, { subject: 'mailto:ops@localhost', pair, byProcess: true })).toBe(gone);
-  });
-
-  it("FCM's THIRD_PARTY_AUTH_ERROR (Firebase's APNs or web credentials are wrong) parks that push and bans nothing: the app's Android pushes go on", () => {
+/**
+ * Bans and alarms as the classifiers' answers drive them. What the pusher does with each answer
+ * (invalidate, park, ban) is driven through the pusher itself in provider-answers.int.spec.ts.
+ */
+describe('provider answers: bans and alarms', () => {
+  it("FCM's THIRD_PARTY_AUTH_ERROR (Firebase's APNs or web credentials are wrong) bans nothing, however often: the app's Android pushes go on", () => {
     const bans = createAppBans({ threshold: 2, windowMs: 60_000, cooldownMs: 60_000 }, createLogger({ service: 'spec', level: 'silent' }), new Registry());
     for (const code of ['THIRD_PARTY_AUTH_ERROR', 'messaging/third-party-auth-error']) {
       const result = classifyFcmError({ code, httpStatus: 401 });
-      expect(fate(result, true)).toBe('park');
       for (let i = 0; i < 3; i++) bans.observe('a', result);
     }
     expect(bans.banned('a')).toBeUndefined();

@@ -52,3 +52,5 @@ export {
   type ReplayOptions,
 } from './parked.ts';
 export { PERMANENT_PARK_CODES, permanentRejection, describeRefusals } from './park-codes.ts';
+/** The delay queues a retry schedule gets, LONGEST_DELAY_MS's included: for the tests that watch every queue holding work. */
+export { delayQueuesOf } from './retry.ts';

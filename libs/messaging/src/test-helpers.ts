@@ -46,6 +46,30 @@ export function waitForCounts(broker: Broker, queue: string, want: QueueCounts, 
   );
 }
 
+/**
+ * How long a spec waits for a closed channel's unacknowledged messages to come back: the broker
+ * settles them after it has answered the close (a quorum queue hears of it from its own process),
+ * so a queue read at once may miss them, and "none came back" holds only after this wait.
+ */
+export const RETURN_WAIT_MS = 2_000;
+
+/**
+ * The bodies of every message `queue` hands a consumer of its own (auto-ack, on a separate
+ * connection) within `ms`: what is left in it, and what comes back to it meanwhile.
+ */
+export async function takeAllWithin(url: string, queue: string, ms = RETURN_WAIT_MS): Promise<string[]> {
+  const conn = await connect(url);
+  try {
+    const ch = await conn.createChannel();
+    const bodies: string[] = [];
+    await ch.consume(queue, (msg) => void (msg !== null && bodies.push(msg.content.toString())), { noAck: true });
+    await new Promise((r) => setTimeout(r, ms));
+    return bodies;
+  } finally {
+    await conn.close();
+  }
+}
+
 /** basic.get with auto-ack on a separate connection: takes one message off `queue`, or false. */
 export async function takeMessage(url: string, queue: string): Promise<GetMessage | false> {
   const conn = await connect(url);
