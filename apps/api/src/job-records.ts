@@ -3,6 +3,9 @@ import type { Logger } from '@herald/logging';
 import { backgroundBatcher, coalesceMany } from './coalescer.ts';
 import { cachedStatus } from './status-cache.ts';
 
+/** Device pushes a job targets from which a slow read of its status is kept a while (status-cache.ts). */
+export const KEPT_STATUS_FROM_PUSHES = 10_000;
+
 /**
  * The API's job-id records. Concurrent requests' INSERTs are coalesced into one statement.
  * "Published" marks are written in the background, off the answer's path, up to 10 ms of them in
@@ -42,7 +45,8 @@ export function createJobRecords(jobs: JobRepository, logger: Logger) {
       onError: (err, records) => logger.warn({ err, jobs: records.length }, 'could not record jobs as published; a repost will publish them again'),
     },
   );
-  const statuses = cachedStatus((id: string) => jobs.status(id));
+  // Only a large job's: its count is what takes time; a small job's status is read afresh however slow the read.
+  const statuses = cachedStatus((id: string) => jobs.status(id), (s) => (s?.job.targeted ?? 0) >= KEPT_STATUS_FROM_PUSHES);
   return {
     ...jobs,
     status: statuses.read,

@@ -7,7 +7,7 @@ import { BrokerUnavailableError, connectBroker, heraldTopology, type Broker } fr
 import { createTestDatabase, createTestVhost, type TestDatabase, type TestVhost } from '@herald/testing';
 import { ApiError } from './api-error.ts';
 import { createJobRecords } from './job-records.ts';
-import { acceptJob, acceptJobs, type JobServiceDeps } from './job-service.ts';
+import { acceptJob, acceptJobs, cancelJob, jobStatus, type JobServiceDeps } from './job-service.ts';
 
 const logger = createLogger({ service: 'job-service-test', level: 'silent' });
 let t: TestDatabase;
@@ -116,6 +116,31 @@ describe('a batch whose ids were used before', () => {
     });
     expect(published).toEqual([]);
     expect(await acceptJob(fresh, key, deps)).toEqual({ id: fresh.id, duplicate: false });
+  });
+});
+
+describe("a large job's status", () => {
+  it('is read once while a slow count is kept, and afresh after a cancel through this API', async () => {
+    const big = job('phones');
+    await acceptedAndMarked([big]);
+    let reads = 0;
+    // The real record, read slowly and as a broadcast's (the count of millions is what takes time).
+    const slowJobs = createJobRecords({
+      ...t.db.jobs,
+      status: async (id) => {
+        reads += 1;
+        const record = await t.db.jobs.status(id);
+        await new Promise((r) => setTimeout(r, 300));
+        return record === undefined ? undefined : { ...record, job: { ...record.job, targeted: 2_000_000 } };
+      },
+    }, logger);
+    const slowDeps: JobServiceDeps = { ...deps, jobs: slowJobs };
+    expect((await jobStatus(big.id, key, slowDeps)).targeted).toBe(2_000_000);
+    await jobStatus(big.id, key, slowDeps);
+    expect(reads).toBe(1);
+    await cancelJob(big.id, key, slowDeps);
+    await jobStatus(big.id, key, slowDeps);
+    expect(reads).toBe(2);
   });
 });
 

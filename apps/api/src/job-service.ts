@@ -1,4 +1,4 @@
-import { appConformanceIssues, jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
+import { appConformanceIssues, entryConformanceIssues, jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
 import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobId, jobContentHash, expiresBeforeDue, newJobIssues, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
 import type { AcceptResult, ApiKeyRow, AppRow, JobIdRecord, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
 import { ApiError, fieldError, parseBody } from './api-error.ts';
@@ -108,6 +108,8 @@ async function checkConformance(jobs: readonly PushJob[], apps: ReadonlyMap<stri
       }
     }
     if (found.length === 0 && app !== undefined) found = appConformanceIssues(job, app);
+    // A new job's only (entryConformanceIssues): under the published-before fallback, a repost of one accepted before is its duplicate.
+    if (found.length === 0) found = entryConformanceIssues(job, acceptedAt);
     const issues = found.map((issue) => ({ path: `${at}${issue.path}`, message: issue.message }));
     if (issues.length > 0) throw new ApiError(400, 'invalid-request', issues.map((issue) => `${issue.path}: ${issue.message}`).join('; '), issues);
   }

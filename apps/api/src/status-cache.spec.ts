@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { cachedStatus } from './status-cache.ts';
 
 /** A status read that takes `ms` of a clock the test moves, counting its reads. */
-function reader(ms: number) {
+function reader(ms: number, keep: (status: string) => boolean = () => true) {
   let clock = 0;
   const reads: string[] = [];
   const cache = cachedStatus(
@@ -12,6 +12,7 @@ function reader(ms: number) {
       clock += ms;
       return `${id}#${n}`;
     },
+    keep,
     () => clock,
   );
   return { cache, reads, advance: (by: number) => void (clock += by) };
@@ -46,5 +47,11 @@ describe("a job's status as the API reads it", () => {
     cache.forget('huge');
     expect(await cache.read('huge')).toBe('huge#3');
     expect(reads).toHaveLength(3);
+  });
+
+  it("reads afresh a slow status it is told is not worth keeping (a small job's: its slow read was a stall, not its count)", async () => {
+    const { cache, reads } = reader(400, (status) => !status.startsWith('small'));
+    expect([await cache.read('small'), await cache.read('small')]).toEqual(['small#1', 'small#2']);
+    expect(reads).toHaveLength(2);
   });
 });

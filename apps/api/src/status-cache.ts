@@ -15,11 +15,12 @@ interface Kept<T> {
  * A job's status as GET /v1/jobs/:id reads it, counted over all its push outcomes in one statement:
  * a few milliseconds for a job to one user, seconds for a broadcast of millions, which a team's
  * progress bar asked every second, each request a new count. Requests for the same job at once
- * share one read, and a read that took a while (KEEP_FROM_MS) is answered again for ten times as
- * long as it took (at most MAX_KEEP_MS): a status that adds up, at most that old, and PostgreSQL
- * counting a broadcast at most a tenth of the time whoever asks.
+ * share one read, and a read that took a while (KEEP_FROM_MS) of a status `keep` says is worth
+ * keeping (a large job's: a small one's slow read is a stall, not its count) is answered again for
+ * ten times as long as it took (at most MAX_KEEP_MS): a status that adds up, at most that old, and
+ * PostgreSQL counting a broadcast at most a tenth of the time whoever asks.
  */
-export function cachedStatus<T>(read: (id: string) => Promise<T>, now: () => number = Date.now): { read(id: string): Promise<T>; forget(id: string): void } {
+export function cachedStatus<T>(read: (id: string) => Promise<T>, keep: (status: T) => boolean = () => true, now: () => number = Date.now): { read(id: string): Promise<T>; forget(id: string): void } {
   const kept = new Map<string, Kept<T>>();
   const fresh = (k: Kept<T>, at: number): boolean => k.tookMs < 0 || (k.tookMs >= KEEP_FROM_MS && at - k.at < Math.min(MAX_KEEP_MS, k.tookMs * 10));
   const cachedRead = (id: string): Promise<T> => {
@@ -34,11 +35,11 @@ export function cachedStatus<T>(read: (id: string) => Promise<T>, now: () => num
     const entry: Kept<T> = { at, tookMs: -1, reading: read(id) };
     kept.set(id, entry);
     entry.reading.then(
-      () => {
+      (status) => {
         // Kept from when the read was done.
         entry.at = now();
         entry.tookMs = entry.at - at;
-        if (entry.tookMs < KEEP_FROM_MS && kept.get(id) === entry) kept.delete(id);
+        if ((entry.tookMs < KEEP_FROM_MS || !keep(status)) && kept.get(id) === entry) kept.delete(id);
       },
       () => {
         if (kept.get(id) === entry) kept.delete(id);

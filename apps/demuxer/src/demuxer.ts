@@ -4,7 +4,7 @@ import type { Logger } from '@herald/logging';
 import { handledBefore, type InboundMessage, type Outcome, type Publisher } from '@herald/messaging';
 import { appConformanceIssues, jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
-import { toSendMessage } from './fan-out.ts';
+import { publishSliced } from './fan-out.ts';
 import { planJob, type JobPlan } from './job-plan.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
 import { startAudienceJob, type AudienceStartDeps } from './audience-start.ts';
@@ -39,17 +39,11 @@ export interface DemuxerDeps {
   packMax?: number;
   /** Target users a part of a batch holds (DEMUXER_BATCH_USERS); unset: the whole batch is one part. */
   partUsers?: number;
-  /** Most device pushes published (serialised, sent, confirmed) at once; default PUBLISH_SLICE. */
+  /** Most device pushes published (serialised, sent, confirmed) at once; default PUBLISH_SLICE (fan-out.ts). */
   publishSlice?: number;
   now?: () => Date;
 }
 
-/**
- * Device pushes a part publishes at once, each slice confirmed before the next is serialised: a
- * part's users bound what it targets, not its devices (a user with thousands, jobs of 4 KB content),
- * and 20,000 pushes of 3.9 KB held 152 MB of message bodies at once against the demuxer's 320 MiB.
- */
-export const PUBLISH_SLICE = 2_000;
 
 /**
  * `webChecked`: held to Web Push's rules at admission already (the app has VAPID keys of its own).
@@ -143,11 +137,7 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
   if (cancelled.size > 0) await recordCancelled(accepted, plans, cancelled, deps);
   const emitted = await Promise.all(accepted.map((a, i) => (cancelled.has(a.job.id) ? [] : fanOut(a, plans[i] as JobPlan, deps, at))));
   // Every job's pushes of this part together, so pushes of many small jobs share RabbitMQ messages.
-  const pushes = emitted.flat();
-  const slice = deps.publishSlice ?? PUBLISH_SLICE;
-  for (let from = 0; from < pushes.length; from += slice) {
-    await deps.publisher.publishMany(pushes.slice(from, from + slice).map(toSendMessage), { packMax: deps.packMax ?? 1 });
-  }
+  await publishSliced(deps.publisher, emitted.flat(), deps.packMax ?? 1, deps.publishSlice);
   accepted.forEach((a, i) => emittedLog(a.job, emitted[i] ?? [], deps));
   return parked;
 }

@@ -10,7 +10,7 @@ import {
   type PushJob,
 } from '@herald/contracts';
 import type { TargetDevice } from '@herald/db';
-import type { OutboundMessage } from '@herald/messaging';
+import type { OutboundMessage, Publisher } from '@herald/messaging';
 import { platformsFor } from '@herald/providers';
 
 /**
@@ -62,4 +62,19 @@ export function toSendMessage(push: DevicePush): OutboundMessage {
   const queue = sendQueueFor(push.platform);
   // Straight to the send queue, like the deschedulers (ADR 0005).
   return { exchange: Exchanges.direct, routingKey: queue, body: push, messageId: push.pushId };
+}
+
+/**
+ * Device pushes a part or a chunk publishes at once, each slice confirmed before the next is
+ * serialised: a part's users and a chunk's size bound what they target, not its devices (a user
+ * with thousands, jobs of 4 KB content), and 20,000 pushes of 3.9 KB held 152 MB of message bodies
+ * at once against the demuxer's 320 MiB.
+ */
+export const PUBLISH_SLICE = 2_000;
+
+/** Publish `pushes` to their send queues, `slice` at a time (PUBLISH_SLICE), each slice confirmed before the next. */
+export async function publishSliced(publisher: Pick<Publisher, 'publishMany'>, pushes: readonly DevicePush[], packMax: number, slice = PUBLISH_SLICE): Promise<void> {
+  for (let from = 0; from < pushes.length; from += slice) {
+    await publisher.publishMany(pushes.slice(from, from + slice).map(toSendMessage), { packMax });
+  }
 }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queues, type PushJobInput } from '@herald/contracts';
 import { applyFollowEvents, createFanoutRepository, plannedOf, toJobStatus, type FanoutRepository } from '@herald/db';
 import { createLogger } from '@herald/logging';
-import { connectBroker, heraldTopology, type Broker, type InboundMessage } from '@herald/messaging';
+import { connectBroker, heraldTopology, type Broker, type InboundMessage, type Publisher } from '@herald/messaging';
 import { Registry } from '@herald/runtime';
 import { createTestDatabase, createTestVhost, peekMessages, waitFor, type TestDatabase, type TestVhost } from '@herald/testing';
 import { createAudienceSource } from './audience-reader.ts';
@@ -111,12 +111,13 @@ describe('fan-out chunk tasks', () => {
   });
 
   /** The chunk handler over the real database and broker (`fanouts` may wrap the real repository). */
-  const handler = (fanouts: FanoutRepository, chunkSize: number) =>
+  const handler = (fanouts: FanoutRepository, chunkSize: number, extra: { publisher?: Publisher; publishSlice?: number } = {}) =>
     createFanoutChunkHandler({
       fanouts,
       apps: t.db.apps,
       audiences: createAudienceSource(t.db),
       publisher: broker.publisher,
+      ...extra,
       scheduling: { store: t.db.scheduled, wave: new WaveMonitor(2000, 60), horizonDays: 366, slackMs: 1000 },
       metrics: createDemuxerMetrics(new Registry()),
       logger,
@@ -146,6 +147,23 @@ describe('fan-out chunk tasks', () => {
     if (record === undefined) throw new Error('no status');
     return toJobStatus(record);
   };
+
+  it('a chunk publishes its pushes in slices of at most publishSlice, each confirmed before the next (a member with thousands of devices)', async () => {
+    const app = 'sliced';
+    await t.db.apps.upsert({ id: app, apnsTopic: `com.herald.${app}` });
+    for (let d = 0; d < 7; d++) {
+      await t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'apns', token: `${d}`.padEnd(64, 'c'), userId: 'shared', eventAt: '2025-01-01T00:00:00Z' });
+    }
+    const fanouts = createFanoutRepository(t.db.kysely);
+    const job: PushJobInput = { id: randomUUID(), app, category: 'news', content: { title: 'Hi' }, audience: { broadcast: true } };
+    await fanouts.start({ jobId: job.id, app, audience: { broadcast: true }, job, acceptedAt: new Date(), size: 7, exact: true });
+    const sizes: number[] = [];
+    const publisher: Publisher = { ...broker.publisher, publishMany: (messages, options) => (sizes.push(messages.length), broker.publisher.publishMany(messages, options)) };
+    expect(await handler(fanouts, 10, { publisher, publishSlice: 3 })([task(job.id, 0, false)])).toEqual([{ kind: 'ack' }]);
+    expect(sizes).toEqual([3, 3, 1]);
+    const sent = (await peekMessages(vhost.name, Queues.apnsSend, 200)).map((m) => JSON.parse(m.payload) as { jobId: string }).filter((p) => p.jobId === job.id);
+    expect(sent).toHaveLength(7);
+  });
 
   it('a chunk redone after its demuxer died once it was planned sends exactly the devices planned, however the audience changed', async () => {
     const { fanouts, job, tokens, deviceIds } = await plannedThenDied('redo');

@@ -4,7 +4,7 @@ import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import { toAudienceSpec, type AudienceSource } from './audience-source.ts';
 import type { DemuxerMetrics } from './demuxer-metrics.ts';
-import { toSendMessage } from './fan-out.ts';
+import { publishSliced } from './fan-out.ts';
 import { fanoutTaskMessage } from './fanout-task-message.ts';
 import { planJob, type JobPlan } from './job-plan.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
@@ -22,6 +22,8 @@ export interface FanoutChunkDeps {
   chunkSize: number;
   /** Device pushes per RabbitMQ message to a send queue (PUSH_PACK_SIZE); default 1. */
   packMax?: number;
+  /** Most device pushes published at once; default PUBLISH_SLICE (fan-out.ts). */
+  publishSlice?: number;
   now?: () => Date;
 }
 
@@ -148,7 +150,7 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
 /** Publish the plan's pushes due now, store the later ones. */
 async function send(job: PushJob, plan: JobPlan, expired: boolean, now: Date, deps: FanoutChunkDeps): Promise<void> {
   const pushes = job.deliverAt === undefined || expired ? plan.split.now : await scheduleLater(job, plan.split, deps, now);
-  if (pushes.length > 0) await deps.publisher.publishMany(pushes.map(toSendMessage), { packMax: deps.packMax ?? 1 });
+  await publishSliced(deps.publisher, pushes, deps.packMax ?? 1, deps.publishSlice);
   for (const p of pushes) deps.metrics.devicePushes.inc({ platform: p.platform });
 }
 

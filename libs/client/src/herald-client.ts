@@ -1,4 +1,4 @@
-import { jobConformanceIssues, jobNotices } from '@herald/providers';
+import { entryConformanceIssues, jobConformanceIssues, jobNotices } from '@herald/providers';
 import {
   ChangePublish,
   Exchanges,
@@ -143,7 +143,7 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
       // Apple's and Google's rules (sizes, headers), so a job they would refuse is never published.
       // Web Push's smaller size limit depends on the app having VAPID keys, which the client does
       // not know: the demuxer checks it against the app (and parks a job over it, payload-too-large).
-      const issues = jobConformanceIssues(job, { web: false });
+      const issues = [...jobConformanceIssues(job, { web: false }), ...entryConformanceIssues(job)];
       if (issues.length > 0) throw new ValidationError('push job', issues.map((i) => `${i.path}: ${i.message}`));
       try {
         await publishJob({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id });

@@ -19,7 +19,7 @@ describe('the cancelled jobs a pusher reads', () => {
   it('include a cancel that waited longer for its job row than the pushers read back, after a later one was seen', async () => {
     const [slow, quick] = [randomUUID(), randomUUID()];
     await t.db.jobs.recordDemux([slow, quick].map((id) => ({ id, app: 'demo', targeted: 1, outcome: 'fanned-out' as const })));
-    const jobs = new CancelledJobs(createCancelledJobsReader(t.db.kysely), { intervalMs: 60_000, retentionMs: 3_600_000, logger });
+    const jobs = new CancelledJobs(createCancelledJobsReader(t.db.kysely), { intervalMs: 60_000, recheckMs: 0, logger });
     await jobs.refresh();
     // Another session holds the slow job's row (as a fan-out chunk's write does) past the 5 s the pushers read back.
     const holder = new pg.Client({ connectionString: t.url, options: `-c search_path=${t.schema}` });

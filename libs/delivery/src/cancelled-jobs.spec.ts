@@ -1,6 +1,6 @@
 import { createLogger } from '@herald/logging';
 import { describe, expect, it } from 'vitest';
-import { CancelledJobs, cancelledJobsRetentionMs } from './cancelled-jobs.ts';
+import { CancelledJobs } from './cancelled-jobs.ts';
 import { DEFAULT_PREFERENCES_RECHECK_MS } from './pusher.ts';
 
 const logger = createLogger({ service: 'test', level: 'silent', format: 'json' });
@@ -17,7 +17,7 @@ describe('CancelledJobs', () => {
           return rows.filter((r) => r.cancelledAt > since).slice(0, limit);
         },
       },
-      { intervalMs: 1000, retentionMs: 60_000, logger },
+      { intervalMs: 1000, recheckMs: 60_000, marginMs: 0, logger },
     );
     rows.push(row('old', new Date(Date.now() - 120_000)), row('a', new Date(Date.now() - 1000)));
     await jobs.refresh();
@@ -33,11 +33,9 @@ describe('CancelledJobs', () => {
   it("holds the cancels a push that skips its claim's recheck may need (younger than PREFERENCES_RECHECK_AFTER_MS, and an hour for clocks), not a week of them", async () => {
     const ago = (ms: number) => new Date(Date.now() - ms);
     const rows = [row('last-week', ago(6 * 86_400_000)), row('two-hours', ago(2 * 3_600_000)), row('half-hour', ago(30 * 60_000)), row('now', ago(1000))];
-    const jobs = new CancelledJobs({ since: async (since) => rows.filter((r) => r.cancelledAt > since) }, { intervalMs: 1000, retentionMs: cancelledJobsRetentionMs(DEFAULT_PREFERENCES_RECHECK_MS), logger });
+    const jobs = new CancelledJobs({ since: async (since) => rows.filter((r) => r.cancelledAt > since) }, { intervalMs: 1000, recheckMs: DEFAULT_PREFERENCES_RECHECK_MS, logger });
     await jobs.refresh();
     expect(['last-week', 'two-hours', 'half-hour', 'now'].map((id) => jobs.has(id))).toEqual([false, false, true, true]);
-    // A recheck window of a day keeps a day and an hour.
-    expect(cancelledJobsRetentionMs(86_400_000)).toBe(25 * 3_600_000);
   });
 
   it('ends a poll when more than a page of cancellations share one timestamp (keyset by cancelled_at, id)', async () => {
@@ -52,7 +50,7 @@ describe('CancelledJobs', () => {
           return rows.filter((r) => r.cancelledAt > since && (after === undefined || r.at > after.at || (r.at === after.at && r.jobId > after.jobId))).slice(0, limit);
         },
       },
-      { intervalMs: 1000, retentionMs: 60_000, logger },
+      { intervalMs: 1000, recheckMs: 60_000, marginMs: 0, logger },
     );
     await jobs.refresh();
     expect(jobs.size).toBe(10_050);

@@ -5,22 +5,17 @@ import type { Logger } from '@herald/logging';
 const OVERLAP_MS = 5_000;
 const PAGE = 10_000;
 
-/** What cancelledJobsRetentionMs keeps beyond PREFERENCES_RECHECK_AFTER_MS: clocks that disagree, a long wait for budget. */
+/** How long a cancel is kept beyond PREFERENCES_RECHECK_AFTER_MS: clocks that disagree, a long wait for budget. */
 export const CANCELLED_JOBS_MARGIN_MS = 3_600_000;
 
 /**
- * How long a pusher remembers a cancel. A push whose preferences were asked longer ago than
- * `recheckMs` (PREFERENCES_RECHECK_AFTER_MS) has its job's cancel asked again in its claim
- * (claimLive's recheck), so only younger pushes rely on this list: it keeps the cancels of that
- * window and an hour more, not every cancel of LEDGER_RETENTION_HOURS (a week of a tenant's
- * "remind me unless" cancels, about 100 bytes each, held in every pusher and read at each start).
- */
-export const cancelledJobsRetentionMs = (recheckMs: number): number => recheckMs + CANCELLED_JOBS_MARGIN_MS;
-
-/**
- * The jobs cancelled lately (DELETE /v1/jobs/:id, herald job cancel), kept in memory and refreshed
+ * The jobs cancelled lately (DELETE /v1/jobs/:id, herald job cancel) — for PREFERENCES_RECHECK_AFTER_MS
+ * and an hour: a push whose preferences were asked longer ago than that has its job's cancel asked
+ * again in its claim (claimLive's recheck), so only younger pushes rely on this list, not every
+ * cancel of LEDGER_RETENTION_HOURS (a week of a tenant's "remind me unless" cancels, about 100
+ * bytes each, held in every pusher and read at each start) — kept in memory and refreshed
  * from PostgreSQL every `intervalMs`, so a pusher drops a cancelled job's queued pushes with one
- * Set lookup per push (no round trip on the hot path). Ids older than `retentionMs` are forgotten.
+ * Set lookup per push (no round trip on the hot path). Older ids are forgotten.
  */
 export class CancelledJobs {
   private readonly ids = new Map<string, number>();
@@ -30,10 +25,20 @@ export class CancelledJobs {
 
   constructor(
     private readonly reader: CancelledJobsReader,
-    private readonly opts: { intervalMs: number; retentionMs: number; logger: Logger },
+    private readonly opts: {
+      intervalMs: number;
+      /** PREFERENCES_RECHECK_AFTER_MS: cancels are kept this long and `marginMs` more. */
+      recheckMs: number;
+      /** Default CANCELLED_JOBS_MARGIN_MS. */
+      marginMs?: number;
+      logger: Logger;
+    },
   ) {
-    this.cursor = new Date(Date.now() - opts.retentionMs);
+    this.retentionMs = opts.recheckMs + (opts.marginMs ?? CANCELLED_JOBS_MARGIN_MS);
+    this.cursor = new Date(Date.now() - this.retentionMs);
   }
+
+  private readonly retentionMs: number;
 
   has(jobId: string): boolean {
     return this.ids.has(jobId);
@@ -58,7 +63,7 @@ export class CancelledJobs {
       if (rows.length < PAGE || last === undefined) break;
       after = { at: last.at, jobId: last.jobId };
     }
-    const oldest = Date.now() - this.opts.retentionMs;
+    const oldest = Date.now() - this.retentionMs;
     for (const [id, at] of this.ids) if (at < oldest) this.ids.delete(id);
   }
 

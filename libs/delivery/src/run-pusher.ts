@@ -13,7 +13,7 @@ import { checkLedgerRetention, startLedgerPruner } from './ledger-pruner.ts';
 import { createAppDelivery, type AppDeliverySettings } from './app-delivery.ts';
 import { onPushParked, pushesAlreadyDone } from './park-outcomes.ts';
 import type { BesideWork, PusherParts } from './in-process-descheduler.ts';
-import { CancelledJobs, cancelledJobsRetentionMs } from './cancelled-jobs.ts';
+import { CancelledJobs } from './cancelled-jobs.ts';
 
 /** How often a pusher re-reads the cancelled jobs (a cancel stops queued pushes within about this). */
 export const CANCELLED_JOBS_REFRESH_MS = 250;
@@ -114,7 +114,7 @@ export async function startPusher(
   const recordingStop = new AbortController();
   const cancelled = new CancelledJobs(createCancelledJobsReader(db.kysely), {
     intervalMs: CANCELLED_JOBS_REFRESH_MS,
-    retentionMs: cancelledJobsRetentionMs(config.PREFERENCES_RECHECK_AFTER_MS),
+    recheckMs: config.PREFERENCES_RECHECK_AFTER_MS,
     logger,
   });
   await cancelled.start();

@@ -10,7 +10,7 @@ export { buildApnsNotification, apnsRequestParts, isBackgroundPush, type ApnsReq
 export { buildFcmMessage, fcmTtlSeconds, type FcmMessage } from './fcm-message.ts';
 export { APNS_MAX_PAYLOAD_BYTES, APNS_MAX_VOIP_PAYLOAD_BYTES, HERALD_MAX_STORAGE_S, apnsTopicFor, apnsRequestProblem, suffixedTopicWarning } from './apns-rules.ts';
 export { FCM_MAX_PAYLOAD_BYTES, FCM_MAX_TTL_S, fcmMessageProblem } from './fcm-rules.ts';
-export { appConformanceIssues, jobConformanceIssues, jobNotices, platformsFor, webConformanceIssues, pushProblem, type ConformanceIssue, type ConformanceScope } from './push-conformance.ts';
+export { appConformanceIssues, entryConformanceIssues, jobConformanceIssues, jobNotices, platformsFor, webConformanceIssues, pushProblem, type ConformanceIssue, type ConformanceScope } from './push-conformance.ts';
 export { classifyApnsFailure, type ApnsFailure } from './apns-classify.ts';
 export { classifyFcmError, type FcmFailure } from './fcm-classify.ts';
 export { loadSandboxSettings, loadSandboxCertificateAuth, SANDBOX_DEFAULT_TOPIC } from './sandbox-settings.ts';

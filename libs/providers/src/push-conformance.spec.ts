@@ -1,7 +1,7 @@
 import { PushJob, type PushJobInput } from '@herald/contracts';
 import { describe, expect, it } from 'vitest';
 import { buildFcmMessage } from './fcm-message.ts';
-import { jobConformanceIssues, jobNotices, platformsFor, webConformanceIssues } from './push-conformance.ts';
+import { entryConformanceIssues, jobConformanceIssues, jobNotices, platformsFor, webConformanceIssues } from './push-conformance.ts';
 import { testPush } from './test-pushes.ts';
 
 const job = (over: Partial<PushJobInput>): PushJob => PushJob.parse({ id: 'j1', app: 'demo', userId: 'u', category: 'c', content: { title: 'Hi' }, ...over });
@@ -211,5 +211,21 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(jobNotices({ expiresAt: '2025-06-02T21:00:00Z', content, deliverAt: dated }, accepted)).toEqual([expect.stringMatching(/^the job expires at 2025-06-02T21:00:00\.000Z \(expiresAt\)/) as unknown]);
     expect(jobNotices({ expiresAt: '2025-06-02T21:00:01Z', content, deliverAt: dated }, accepted)).toEqual([]);
     expect(jobNotices({ content, deliverAt: dated }, accepted)).toEqual([]);
+  });
+});
+
+describe("entryConformanceIssues: a new job's rules where it enters, beyond every push's", () => {
+  // Data and an image that fill an iPhone's 4 KB once FCM's own keys are in (gcm.message_id, fcm_options.image).
+  const full = (imageUrl?: string) => job({ content: { title: 'Hi', data: { blob: 'y'.repeat(3_830) }, ...(imageUrl !== undefined && { imageUrl }) } });
+  const image = `https://cdn.example/${'i'.repeat(130)}.png`;
+
+  it('refuses a job whose APNs payload through FCM outgrows 4 KB with FCM\'s keys, which jobConformanceIssues (the demuxer\'s, the pushers\') lets through', () => {
+    expect(entryConformanceIssues(full(image), NOW)).toEqual([{ path: 'content', message: expect.stringMatching(/^FCM: payload too large: the APNs payload FCM forwards to iOS, with FCM's own keys, is 4\d{3} bytes/) as unknown }]);
+    expect(jobConformanceIssues(full(image), { web: false }, NOW)).toEqual([]);
+    expect(entryConformanceIssues(full(), NOW)).toEqual([]);
+  });
+
+  it('leaves a job that reaches no FCM device alone (a VoIP push)', () => {
+    expect(entryConformanceIssues(job({ content: { pushType: 'voip', data: { blob: 'y'.repeat(4_000) } } }), NOW)).toEqual([]);
   });
 });

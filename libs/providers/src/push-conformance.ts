@@ -2,7 +2,7 @@ import { derivePushId, effectivePushType, isNowOrNever, jobExpiry, localTimeBoun
 import { apnsRequestParts } from './apns-notification.ts';
 import { apnsRequestProblem, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
 import { buildFcmMessage } from './fcm-message.ts';
-import { fcmMessageProblem } from './fcm-rules.ts';
+import { fcmForwardedToIosProblem, fcmMessageProblem } from './fcm-rules.ts';
 import { buildWebRequest, webShowsText } from './web-payload.ts';
 import { webRequestProblem } from './web-rules.ts';
 
@@ -131,6 +131,23 @@ function issuesOn(job: JobPart, platforms: readonly Platform[], now: Date): Conf
  */
 export function jobConformanceIssues(job: JobPart, scope: ConformanceScope, now: Date = new Date()): ConformanceIssue[] {
   return issuesOn(job, platformsFor(job.content).filter((p) => p !== 'web' || scope.web), now);
+}
+
+/**
+ * Rules a new job meets where it enters (the HTTP API, the client library and so the CLI), beyond
+ * jobConformanceIssues, which the demuxer and the pushers also hold every job and push to: kept
+ * from work accepted before them (queued, parked, stored, fanning out), which would be parked for
+ * good. Now: FCM's own keys counted in the payload it forwards to iOS (fcmForwardedToIosProblem).
+ */
+export function entryConformanceIssues(job: JobPart, now: Date = new Date()): ConformanceIssue[] {
+  if (!platformsFor(job.content).includes('fcm')) return [];
+  let problem: string | undefined;
+  try {
+    problem = fcmForwardedToIosProblem(buildFcmMessage(samplePush(job, 'fcm', now), now));
+  } catch (err) {
+    problem = `cannot be checked: ${(err as Error).message}`;
+  }
+  return problem === undefined ? [] : [{ path: 'content', message: `FCM: ${problem}` }];
 }
 
 /**
