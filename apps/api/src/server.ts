@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { MAX_APP_ID_LENGTH, MAX_JOB_ID_LENGTH, MAX_TOPIC_NAME_LENGTH, NOT_UTF8 } from '@herald/contracts';
 import { isDatabaseUnavailable, type ApiKeyRow } from '@herald/db';
-import type { Logger } from '@herald/logging';
+import { logSummary, type Logger } from '@herald/logging';
 import { BrokerUnavailableError, PublishFailedError } from '@herald/messaging';
 import type { Registry } from '@herald/runtime';
 import { ApiError, fromFastifyError } from './api-error.ts';
@@ -55,12 +55,16 @@ function onError(deps: ApiServerDeps) {
       void reply.status(known.status).send(known.body());
       return;
     }
-    // The route, not the URL: a query string names users (GET /v1/devices?app=&userId=), and an outage logs every request.
-    deps.logger.error({ err, method: req.method, route: req.routeOptions.url ?? 'unmatched' }, 'api request failed');
     // PostgreSQL or RabbitMQ away (connection refused, admin shutdown, connection failure), or a
     // statement past its bound (a server too slow to answer, isDatabaseUnavailable), or rolled back as a
     // deadlock or serialization failure (class 40: a user erasure and a batch of its app, say): retryable.
     const unavailable = (typeof err.code === 'string' && /^(ECONN|EPIPE|57P|08|40)/.test(err.code)) || isDatabaseUnavailable(err);
+    // The route, not the URL: a query string names users (GET /v1/devices?app=&userId=). An outage
+    // fails every request alike: said once per route and code every few seconds, with how many more.
+    const route = req.routeOptions.url ?? 'unmatched';
+    const fields = { err, method: req.method, route };
+    if (unavailable) logSummary(deps.logger, 'error', 'api request failed').note(`${req.method} ${route}\u0000${err.code ?? ''}`, fields);
+    else deps.logger.error(fields, 'api request failed');
     // The code, not the message: a caller (maybe not yet authenticated) is not told the database's address.
     const answer = unavailable ? new ApiError(503, 'unavailable', `a dependency is unavailable (${err.code ?? 'no answer in time'}), retry`) : new ApiError(500, 'internal', 'internal error');
     void reply.status(answer.status).send(answer.body());

@@ -10,7 +10,7 @@ import {
   type Platform,
 } from '@herald/contracts';
 import { AppAdminError, isDatabaseUnavailable, SecretBoxError, type AppRow, type LedgerCompletion, type LedgerPush, type LiveClaimResult } from '@herald/db';
-import type { Logger } from '@herald/logging';
+import { logSummary, type Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import type { SendResult } from '@herald/providers';
 import { unrecordedOf, type PusherMetrics } from './pusher-metrics.ts';
@@ -559,7 +559,8 @@ function inFlight(push: DevicePush, leaseMs: number): Outcome {
  * else `parked`) once the park is confirmed, by the send queue's onParked (park-outcomes.ts).
  */
 function park(deps: PusherDeps, push: DevicePush | undefined, code: string, reason: string): Outcome {
-  deps.logger.warn({ pushId: push?.pushId, jobId: push?.jobId, code, reason }, 'push parked');
+  // Once per app and code every few seconds, then how many more: a banned or disabled app parks every push it has.
+  logSummary(deps.logger, 'warn', 'push parked').note(`${push?.app ?? ''}\u0000${code}`, { app: push?.app, platform: deps.platform, pushId: push?.pushId, jobId: push?.jobId, code, reason });
   return { kind: 'park', code, reason };
 }
 

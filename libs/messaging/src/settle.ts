@@ -1,6 +1,6 @@
 import type { Channel, ConsumeMessage, Options } from 'amqplib';
 import { delayQueueFor, Exchanges, parkedQueueFor } from '@herald/contracts';
-import type { Logger } from '@herald/logging';
+import { logSummary, type Logger } from '@herald/logging';
 import type { AckWindow } from './ack-window.ts';
 import { NO_RETURN_QUEUE } from './delay-relay.ts';
 import { UnroutableError } from './errors.ts';
@@ -174,7 +174,7 @@ export class Settler {
     };
     await this.publisher.publishMany([copy]);
     this.metrics.parked.inc({ queue: this.queue, code });
-    this.logger.warn({ queue: this.queue, messageId: d.inbound.messageId, attempt: d.inbound.attempt, code, reason }, 'message parked');
+    logSummary(this.logger, 'warn', 'message parked').note(`${this.queue}\u0000${code}`, { queue: this.queue, messageId: d.inbound.messageId, attempt: d.inbound.attempt, code, reason });
     return { code, reason };
   }
 }

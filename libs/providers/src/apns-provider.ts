@@ -1,6 +1,6 @@
 import type http2 from 'node:http2';
 import { apnsCertificateDateProblem, apnsCertificateValidity, type DevicePush } from '@herald/contracts';
-import type { Logger } from '@herald/logging';
+import { logSummary, type Logger } from '@herald/logging';
 import type { Provider, ProviderOptions, ResponseFailure } from '@parse/node-apn';
 import { apnsRequestParts, type ApnsRequestParts } from './apns-notification.ts';
 import { apnsRequestProblem } from './apns-rules.ts';
@@ -164,7 +164,8 @@ export async function createApnsProvider(settings: ApnsSettings, logger: Logger)
       try {
         return await sendOne(apn, provider, push, topic, settings.auth.kind);
       } catch (err) {
-        log.warn({ err, pushId: push.pushId }, 'apns send threw');
+        // Once per app and error every few seconds, then how many more: an unreachable provider fails every push.
+        logSummary(log, 'warn', 'apns send threw').note(`${push.app}\u0000${(err as Error).message}`, { err, app: push.app, pushId: push.pushId });
         return { kind: 'transient', reason: `transport: ${(err as Error).message}` };
       }
     },

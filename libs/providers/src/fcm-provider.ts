@@ -1,5 +1,5 @@
 import type { DevicePush } from '@herald/contracts';
-import type { Logger } from '@herald/logging';
+import { logSummary, type Logger } from '@herald/logging';
 import type { Credential } from 'firebase-admin/app';
 import { classifyFcmError } from './fcm-classify.ts';
 import { ProxyAgent } from './proxy-agent.ts';
@@ -72,7 +72,8 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
         const code = (err as { code?: unknown }).code;
         // A token the credential could not mint is firebase-admin's coded error (app/invalid-credential): classified as before.
         if (typeof code === 'string' && code.startsWith('app/')) return classifyFcmError({ code, message: (err as Error).message });
-        log.warn({ err, pushId: push.pushId }, 'fcm send failed in transport');
+        // Once per app and error every few seconds, then how many more: an unreachable provider fails every push.
+        logSummary(log, 'warn', 'fcm send failed in transport').note(`${push.app}\u0000${(err as Error).message}`, { err, app: push.app, pushId: push.pushId });
         return { kind: 'transient', reason: `transport: ${(err as Error).message}` };
       }
     },

@@ -1,6 +1,6 @@
 import https from 'node:https';
 import type { DevicePush } from '@herald/contracts';
-import type { Logger } from '@herald/logging';
+import { logSummary, type Logger } from '@herald/logging';
 import { retryAfterMs } from './retry-after.ts';
 import type { PushProvider, SendResult } from './push-provider.ts';
 import { WebPushAgent } from './web-agent.ts';
@@ -108,7 +108,8 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
       } catch (err) {
         const e = err as Error;
         if (e.name === 'TimeoutError' || e.name === 'AbortError') return { kind: 'transient', reason: `timeout: no answer from the push service within ${settings.requestTimeoutMs} ms` };
-        log.warn({ err, pushId: push.pushId }, 'web push send failed');
+        // Once per app and error every few seconds, then how many more: an unreachable provider fails every push.
+        logSummary(log, 'warn', 'web push send failed').note(`${push.app}\u0000${(err as Error).message}`, { err, app: push.app, pushId: push.pushId });
         return { kind: 'transient', reason: `transport: ${e.message}` };
       }
     },
