@@ -559,8 +559,11 @@ function inFlight(push: DevicePush, leaseMs: number): Outcome {
  * else `parked`) once the park is confirmed, by the send queue's onParked (park-outcomes.ts).
  */
 function park(deps: PusherDeps, push: DevicePush | undefined, code: string, reason: string): Outcome {
-  // Once per app and code every few seconds, then how many more: a banned or disabled app parks every push it has.
-  logSummary(deps.logger, 'warn', 'push parked').note(`${push?.app ?? ''}\u0000${code}`, { app: push?.app, platform: deps.platform, pushId: push?.pushId, jobId: push?.jobId, code, reason });
+  const fields = { app: push?.app, platform: deps.platform, pushId: push?.pushId, jobId: push?.jobId, code, reason };
+  // Once per app and code every few seconds, then how many more: a banned or disabled app parks
+  // every push it has. A traced push's park is always said (--trace: every step of that job).
+  if (push?.trace === true) deps.logger.warn({ ...fields, trace: true }, 'push parked');
+  else logSummary(deps.logger, 'warn', 'push parked').note(`${push?.app ?? ''}\u0000${code}`, fields);
   return { kind: 'park', code, reason };
 }
 

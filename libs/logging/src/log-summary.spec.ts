@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { LOG_SUMMARY_INTERVAL_MS, logSummary } from './log-summary.ts';
+import { LOG_SUMMARY_INTERVAL_MS, flushLogSummaries, logSummary } from './log-summary.ts';
 
 /** A logger whose lines are read back as objects. */
 function capture() {
@@ -17,7 +17,7 @@ function capture() {
 const flushed = () => new Promise((r) => setImmediate(r));
 
 describe('logSummary: a line an outage writes per push, written once per kind and interval', () => {
-  beforeEach(() => vi.useFakeTimers({ toFake: ['setTimeout'] }));
+  beforeEach(() => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] }));
   afterEach(() => vi.useRealTimers());
 
   it('logs the first of each kind at once, then once more with how many were held back, and starts again after', async () => {
@@ -47,5 +47,20 @@ describe('logSummary: a line an outage writes per push, written once per kind an
     logSummary(logger, 'info', 'another line').note('q|x', { n: 3 });
     await flushed();
     expect(lines.map((l) => l['n'])).toEqual([1, 3]);
+  });
+
+  it('writes the counts held back when asked before an exit (flushLogSummaries), and then holds none', async () => {
+    const { logger, lines } = capture();
+    const failures = logSummary(logger, 'warn', 'fcm send failed in transport');
+    failures.note('shop|ECONNRESET', { app: 'shop', n: 1 });
+    vi.advanceTimersByTime(3_000);
+    failures.note('shop|ECONNRESET', { app: 'shop', n: 2 });
+    flushLogSummaries();
+    vi.advanceTimersByTime(LOG_SUMMARY_INTERVAL_MS);
+    await flushed();
+    expect(lines.map((l) => [l['n'], l['repeated'], l['overMs']])).toEqual([
+      [1, undefined, undefined],
+      [2, 1, 3_000],
+    ]);
   });
 });

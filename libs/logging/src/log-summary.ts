@@ -4,16 +4,15 @@ type Level = 'info' | 'warn' | 'error';
 
 /** How long a summary counts the lines it holds back before it says how many there were. */
 export const LOG_SUMMARY_INTERVAL_MS = 10_000;
-/** Most kinds a summary tells apart in one interval; more are counted under one key. */
+/** Most kinds a summary tells apart in one interval; lines of more are counted together, unattributed. */
 const MAX_KEYS = 1_000;
-const OTHER = '(other)';
 
 /** A log line said once per kind and interval (logSummary). */
 export interface LogSummary {
   /**
    * Log `fields` at once if no line of this `kind` was logged in the current interval; otherwise
    * count it, and at the interval's end log the last such line once more with `repeated` (how many
-   * were held back) and `overMs`.
+   * were held back) and `overMs` (since the kind's first line).
    */
   note(kind: string, fields: Record<string, unknown>): void;
 }
@@ -21,15 +20,19 @@ export interface LogSummary {
 interface Held {
   last: Record<string, unknown>;
   repeated: number;
+  firstAt: number;
 }
 
 const summaries = new WeakMap<Logger, Map<string, LogSummary>>();
+/** Summaries holding counts not yet written: flushLogSummaries writes them (at exit). */
+const holding = new Set<() => void>();
 
 /**
- * A line an outage would write for every push or message (a park, a retry, a transport failure:
- * thousands a second, each with a stack) written once per kind (an app and a code, say) every
+ * A line an outage would write for every push or message (a park, a transport failure: thousands
+ * a second, each with a stack) written once per kind (an app and a code, say) every
  * LOG_SUMMARY_INTERVAL_MS, and then once more with how many were held back: what went wrong, for
  * whom and how often, in a few lines. One summary per logger and message, however many callers.
+ * Past MAX_KEYS kinds in an interval, further kinds are counted in one line that names none.
  */
 export function logSummary(logger: Logger, level: Level, msg: string): LogSummary {
   let byMsg = summaries.get(logger);
@@ -40,28 +43,43 @@ export function logSummary(logger: Logger, level: Level, msg: string): LogSummar
   return summary;
 }
 
+/** Write every count held back so far (a process about to exit: its last interval's counts). */
+export function flushLogSummaries(): void {
+  for (const flush of [...holding]) flush();
+}
+
 function createSummary(logger: Logger, level: Level, msg: string): LogSummary {
   const held = new Map<string, Held>();
+  let overflow = 0;
   let timer: NodeJS.Timeout | undefined;
-  const tick = (): void => {
-    for (const h of held.values()) if (h.repeated > 0) logger[level]({ ...h.last, repeated: h.repeated, overMs: LOG_SUMMARY_INTERVAL_MS }, msg);
+  const flush = (): void => {
+    const now = Date.now();
+    for (const h of held.values()) if (h.repeated > 0) logger[level]({ ...h.last, repeated: h.repeated, overMs: now - h.firstAt }, msg);
+    if (overflow > 0) logger[level]({ repeated: overflow, kinds: `more than ${MAX_KEYS}`, overMs: LOG_SUMMARY_INTERVAL_MS }, msg);
     held.clear();
+    overflow = 0;
+    clearTimeout(timer);
     timer = undefined;
+    holding.delete(flush);
   };
   return {
     note(kind, fields) {
-      const k = held.has(kind) || held.size < MAX_KEYS ? kind : OTHER;
-      const h = held.get(k);
+      const h = held.get(kind);
       if (h !== undefined) {
         h.last = fields;
         h.repeated += 1;
         return;
       }
-      held.set(k, { last: fields, repeated: 0 });
+      if (held.size >= MAX_KEYS) {
+        overflow += 1;
+        return;
+      }
+      held.set(kind, { last: fields, repeated: 0, firstAt: Date.now() });
       logger[level](fields, msg);
       if (timer === undefined) {
-        timer = setTimeout(tick, LOG_SUMMARY_INTERVAL_MS);
+        timer = setTimeout(flush, LOG_SUMMARY_INTERVAL_MS);
         timer.unref();
+        holding.add(flush);
       }
     },
   };

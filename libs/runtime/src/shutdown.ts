@@ -1,4 +1,4 @@
-import type { Logger } from '@herald/logging';
+import { flushLogSummaries, type Logger } from '@herald/logging';
 
 /**
  * SIGTERM/SIGINT: run `stop` (stop consuming, finish in-flight work, close) and exit 0. `stop`
@@ -22,6 +22,8 @@ export function onShutdown(logger: Logger, timeoutMs: number, stop: (deadline: n
     guard.unref();
     stop(deadline).then(
       () => {
+        // The last interval's counts of lines written once per kind (logSummary).
+        flushLogSummaries();
         logger.info('shutdown complete');
         process.exit(0);
       },
@@ -38,10 +40,12 @@ export function onShutdown(logger: Logger, timeoutMs: number, stop: (deadline: n
 /** Log and exit for errors that escaped every handler: a bug, not an outcome. */
 export function exitOnFatal(logger: Logger): void {
   process.on('unhandledRejection', (err) => {
+    flushLogSummaries();
     logger.fatal({ err }, 'unhandled rejection');
     process.exit(1);
   });
   process.on('uncaughtException', (err) => {
+    flushLogSummaries();
     logger.fatal({ err }, 'uncaught exception');
     process.exit(1);
   });
