@@ -63,4 +63,18 @@ describe('logSummary: a line an outage writes per push, written once per kind an
       [2, 1, 3_000],
     ]);
   });
+
+  it('counts kinds past the thousandth in one line that names none, over the time since the first of them', async () => {
+    const { logger, lines } = capture();
+    const parks = logSummary(logger, 'warn', 'push parked (many apps)');
+    for (let i = 0; i < 1_000; i++) parks.note(`app-${i}`, { app: `app-${i}` });
+    vi.advanceTimersByTime(2_000);
+    parks.note('news', { app: 'news' });
+    parks.note('shop', { app: 'shop' });
+    vi.advanceTimersByTime(1_000);
+    flushLogSummaries();
+    await flushed();
+    expect(lines).toHaveLength(1_001);
+    expect(lines.at(-1)).toEqual({ level: 40, msg: 'push parked (many apps)', repeated: 2, kinds: 'more than 1000', overMs: 1_000 });
+  });
 });

@@ -43,24 +43,32 @@ export function logSummary(logger: Logger, level: Level, msg: string): LogSummar
   return summary;
 }
 
-/** Write every count held back so far (a process about to exit: its last interval's counts). */
+/** Write every count held back so far (a process about to exit: its last interval's counts). Never throws. */
 export function flushLogSummaries(): void {
-  for (const flush of [...holding]) flush();
+  for (const flush of [...holding]) {
+    try {
+      flush();
+    } catch {
+      // A process on its way out: what could not be written is lost, the exit goes on.
+    }
+  }
 }
 
 function createSummary(logger: Logger, level: Level, msg: string): LogSummary {
-  const held = new Map<string, Held>();
-  let overflow = 0;
+  let held = new Map<string, Held>();
+  let overflow = { repeated: 0, firstAt: 0 };
   let timer: NodeJS.Timeout | undefined;
   const flush = (): void => {
-    const now = Date.now();
-    for (const h of held.values()) if (h.repeated > 0) logger[level]({ ...h.last, repeated: h.repeated, overMs: now - h.firstAt }, msg);
-    if (overflow > 0) logger[level]({ repeated: overflow, kinds: `more than ${MAX_KEYS}`, overMs: LOG_SUMMARY_INTERVAL_MS }, msg);
-    held.clear();
-    overflow = 0;
+    // Taken and reset first: a write that throws leaves nothing to write twice.
+    const [written, over] = [held, overflow];
+    held = new Map();
+    overflow = { repeated: 0, firstAt: 0 };
     clearTimeout(timer);
     timer = undefined;
     holding.delete(flush);
+    const now = Date.now();
+    for (const h of written.values()) if (h.repeated > 0) logger[level]({ ...h.last, repeated: h.repeated, overMs: now - h.firstAt }, msg);
+    if (over.repeated > 0) logger[level]({ repeated: over.repeated, kinds: `more than ${MAX_KEYS}`, overMs: now - over.firstAt }, msg);
   };
   return {
     note(kind, fields) {
@@ -71,7 +79,8 @@ function createSummary(logger: Logger, level: Level, msg: string): LogSummary {
         return;
       }
       if (held.size >= MAX_KEYS) {
-        overflow += 1;
+        if (overflow.repeated === 0) overflow.firstAt = Date.now();
+        overflow.repeated += 1;
         return;
       }
       held.set(kind, { last: fields, repeated: 0, firstAt: Date.now() });

@@ -1,4 +1,4 @@
-import { createLogger, type Logger } from '@herald/logging';
+import { createLogger, flushLogSummaries, type Logger } from '@herald/logging';
 import { Gauge, type Registry } from 'prom-client';
 import { createMetricsRegistry, startOpsServer, type HttpRoutes, type Readiness } from './ops-server.ts';
 import { exitOnFatal, onShutdown } from './shutdown.ts';
@@ -113,6 +113,7 @@ export async function runService(
       logger.info({ waitingFor }, 'stopped while starting');
       return;
     }
+    flushLogSummaries();
     logger.fatal({ err }, 'start-up failed');
     process.exit(1);
   }

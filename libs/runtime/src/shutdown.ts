@@ -9,6 +9,7 @@ export function onShutdown(logger: Logger, timeoutMs: number, stop: (deadline: n
   let stopping = false;
   const handler = (signal: NodeJS.Signals): void => {
     if (stopping) {
+      flushLogSummaries();
       logger.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
@@ -16,6 +17,7 @@ export function onShutdown(logger: Logger, timeoutMs: number, stop: (deadline: n
     const deadline = Date.now() + timeoutMs;
     logger.info({ signal, timeoutMs }, 'shutting down: finishing in-flight work');
     const guard = setTimeout(() => {
+      flushLogSummaries();
       logger.error({ timeoutMs }, 'shutdown overran its bound: exiting');
       process.exit(1);
     }, timeoutMs + 5_000);
@@ -28,6 +30,7 @@ export function onShutdown(logger: Logger, timeoutMs: number, stop: (deadline: n
         process.exit(0);
       },
       (err: unknown) => {
+        flushLogSummaries();
         logger.error({ err }, 'shutdown failed');
         process.exit(1);
       },
