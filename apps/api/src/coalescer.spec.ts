@@ -10,11 +10,15 @@ describe('coalesce', () => {
     expect(batches).toEqual([[1, 2, 3], [4]]);
   });
 
-  it('splits at maxBatch and rejects every caller of a failed batch', async () => {
+  it("splits at maxBatch between callers, never within one caller's items, and rejects every caller of a failed batch", async () => {
     const batches: string[][] = [];
     const echo = coalesceMany(async (xs: string[]) => (batches.push(xs), xs), 2);
+    // A request's job ids go in one statement (all recorded or none), however many.
     expect(await echo(['a', 'b', 'c'])).toEqual(['a', 'b', 'c']);
-    expect(batches).toEqual([['a', 'b'], ['c']]);
+    expect(batches).toEqual([['a', 'b', 'c']]);
+    batches.length = 0;
+    expect(await Promise.all([echo(['d']), echo(['e']), echo(['f', 'g']), echo([]), echo(['h'])])).toEqual([['d'], ['e'], ['f', 'g'], [], ['h']]);
+    expect(batches).toEqual([['d', 'e'], ['f', 'g'], ['h']]);
     const failing = coalesce(async (): Promise<number[]> => {
       throw new Error('db down');
     });

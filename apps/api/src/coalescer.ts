@@ -1,17 +1,28 @@
 /**
- * Coalesces calls made in the same turn of the event loop into one batch call (at most maxBatch
- * items): under load one INSERT carries many requests' job ids; when idle a call runs at once,
- * on the next check phase, so it adds no waiting.
+ * Coalesces calls made in the same turn of the event loop into one batch call: under load one
+ * INSERT carries many requests' job ids; when idle a call runs at once, on the next check phase,
+ * so it adds no waiting. A batch takes callers while their items total at most maxBatch, and one
+ * caller's items are never split between batches (a caller with more goes alone): a failed batch
+ * fails each of its callers whole, so a request's job ids are recorded all together or not at all.
  */
-export function coalesce<I, O>(run: (items: I[]) => Promise<O[]>, maxBatch = 500): (item: I) => Promise<O> {
-  const queue: Array<{ item: I; resolve: (o: O) => void; reject: (e: unknown) => void }> = [];
+export function coalesceMany<I, O>(run: (items: I[]) => Promise<O[]>, maxBatch = 500): (items: readonly I[]) => Promise<O[]> {
+  const queue: Array<{ items: readonly I[]; resolve: (o: O[]) => void; reject: (e: unknown) => void }> = [];
   let scheduled = false;
   const flush = (): void => {
     scheduled = false;
-    const batch = queue.splice(0, maxBatch);
+    let taken = 1;
+    let size = queue[0]?.items.length ?? 0;
+    for (let next = queue[taken]; next !== undefined && size + next.items.length <= maxBatch; next = queue[taken]) {
+      size += next.items.length;
+      taken += 1;
+    }
+    const batch = queue.splice(0, taken);
     if (queue.length > 0) schedule();
-    run(batch.map((b) => b.item)).then(
-      (out) => batch.forEach((b, i) => b.resolve(out[i] as O)),
+    run(batch.flatMap((b) => b.items)).then(
+      (out) => {
+        let at = 0;
+        for (const b of batch) b.resolve(out.slice(at, (at += b.items.length)));
+      },
       (err: unknown) => batch.forEach((b) => b.reject(err)),
     );
   };
@@ -20,17 +31,19 @@ export function coalesce<I, O>(run: (items: I[]) => Promise<O[]>, maxBatch = 500
     scheduled = true;
     setImmediate(flush);
   };
-  return (item) =>
-    new Promise<O>((resolve, reject) => {
-      queue.push({ item, resolve, reject });
-      schedule();
-    });
+  return (items) =>
+    items.length === 0
+      ? Promise.resolve([])
+      : new Promise<O[]>((resolve, reject) => {
+          queue.push({ items, resolve, reject });
+          schedule();
+        });
 }
 
-/** Many-in, many-out wrapper: each caller's items go through the shared coalescer. */
-export function coalesceMany<I, O>(run: (items: I[]) => Promise<O[]>, maxBatch?: number): (items: readonly I[]) => Promise<O[]> {
-  const one = coalesce(run, maxBatch);
-  return (items) => Promise.all(items.map(one));
+/** One item a call: coalesceMany's batches, each caller getting its own answer. */
+export function coalesce<I, O>(run: (items: I[]) => Promise<O[]>, maxBatch?: number): (item: I) => Promise<O> {
+  const many = coalesceMany(run, maxBatch);
+  return async (item) => (await many([item]))[0] as O;
 }
 
 export interface BackgroundBatcher<I> {

@@ -7,7 +7,10 @@ import { cachedStatus } from './status-cache.ts';
 export const KEPT_STATUS_FROM_PUSHES = 10_000;
 
 /**
- * The API's job-id records. Concurrent requests' INSERTs are coalesced into one statement.
+ * The API's job-id records. Concurrent requests' INSERTs are coalesced into one statement, and a
+ * request's ids are never split between two (coalesceMany): a request whose INSERT fails leaves
+ * none of its ids recorded, so its retry, corrected or not, is taken as new (not 409 job-id-reused
+ * for a part recorded by a first statement and never published).
  * "Published" marks are written in the background, off the answer's path, up to 10 ms of them in
  * one UPDATE; until a mark is written, this process remembers it, so a repost meanwhile is still
  * answered as a duplicate. (A repost to another API process in those milliseconds publishes the

@@ -1,7 +1,7 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Exchanges, PushJob, Queues, jobContentHash, type Registration } from '@herald/contracts';
-import { appHasWebDevices, cancelJobFully, type ApiKeyRow } from '@herald/db';
+import { Exchanges, MAX_BATCH_JOBS, PushJob, Queues, jobContentHash, type Registration } from '@herald/contracts';
+import { appHasWebDevices, cancelJobFully, createDatabase, isDatabaseUnavailable, type ApiKeyRow } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { BrokerUnavailableError, connectBroker, heraldTopology, type Broker } from '@herald/messaging';
 import { createTestDatabase, createTestVhost, type TestDatabase, type TestVhost } from '@herald/testing';
@@ -116,6 +116,54 @@ describe('a batch whose ids were used before', () => {
     });
     expect(published).toEqual([]);
     expect(await acceptJob(fresh, key, deps)).toEqual({ id: fresh.id, duplicate: false });
+  });
+});
+
+describe('a batch whose record fails part-way (a statement past its timeout)', () => {
+  it('records none of its ids, so a corrected retry is taken and published whole, not refused for ids never sent', async () => {
+    // An API process whose statements are bounded (DATABASE_QUERY_TIMEOUT_MS), as in production.
+    const bounded = createDatabase({ url: t.url, schema: t.schema, queryTimeoutMs: 1_000 });
+    const boundedRecords = createJobRecords(bounded.jobs, logger);
+    const batch = Array.from({ length: MAX_BATCH_JOBS }, () => job('phones'));
+    const last = batch[batch.length - 1] as ReturnType<typeof job>;
+    // Another transaction inserted the last job's id and has not committed: the statement recording
+    // that id waits for it past its timeout (PostgreSQL cancels it, 57014), as under a lock or a stall.
+    let release = (): void => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held = (): void => undefined;
+    const holding = new Promise<void>((resolve) => (held = resolve));
+    const holder = t.db.kysely
+      .transaction()
+      .execute(async (trx) => {
+        await trx.insertInto('jobs').values({ id: last.id, app: 'phones', team: 'other' }).execute();
+        held();
+        await released;
+        throw new Error('rolled back');
+      })
+      .catch(() => undefined);
+    try {
+      await holding;
+      published = [];
+      const err = await acceptJobs({ jobs: batch }, key, { ...deps, jobs: boundedRecords }).then(() => undefined, (e: unknown) => e);
+      // Not an ApiError: the server answers it 503 unavailable, "retry".
+      expect(err).not.toBeInstanceOf(ApiError);
+      expect(isDatabaseUnavailable(err)).toBe(true);
+      expect(published).toEqual([]);
+    } finally {
+      release();
+      await holder;
+      await boundedRecords.flush();
+      await bounded.close();
+    }
+    // Nothing of it recorded: a cancel finds nothing, and the retry, one job corrected, is new throughout.
+    expect(await t.db.kysely.selectFrom('jobs').select('id').where('id', 'in', batch.map((j) => j.id)).execute()).toEqual([]);
+    const corrected = batch.map((j, i) => (i === 0 ? { ...j, content: { title: 'corrected' } } : j));
+    const answers = await acceptJobs({ jobs: corrected }, key, deps);
+    expect(answers.filter((a) => a.duplicate)).toEqual([]);
+    expect(new Set(published)).toEqual(new Set(batch.map((j) => j.id)));
+    // What was published is what is recorded: the first content under that id is now the reused one.
+    expect(await refusalCode(acceptJob(batch[0], key, deps))).toEqual({ status: 409, code: 'job-id-reused' });
+    expect(await acceptJob(corrected[0], key, deps)).toEqual({ id: corrected[0]?.id, duplicate: true });
   });
 });
 
