@@ -76,6 +76,46 @@ describe('pruning jobs past their retention', () => {
   });
 });
 
+describe('pruning a job with more outcomes than one statement deletes', () => {
+  it('deletes its outcomes a slice a statement, the job only with its last, and a stopped prune is finished by the next', async () => {
+    const big = await job(50, 10);
+    const small = await job(45, 2);
+    // Each of the prune's statements commits on its own: after each, the outcomes left of each job ('gone' with its row).
+    const left = async (id: string) => {
+      const n = await outcomesOf(id);
+      return (await exists(id)) ? n : n === 0 ? 'gone' : `gone, ${n} outcomes left`;
+    };
+    let seen: unknown[][] = [];
+    const stop = new AbortController();
+    const watched = t.db.kysely.withPlugin({
+      transformQuery: (args) => args.node,
+      transformResult: async (args) => {
+        seen.push([await left(big), await left(small)]);
+        // Stopped after settleSentFanouts and one slice (a demuxer shutting down).
+        if (seen.length === 2) stop.abort();
+        return args.result;
+      },
+    });
+
+    expect(await pruneJobs(watched, daysAgo(30), 100, stop.signal, 3)).toBe(0);
+    expect(seen).toEqual([
+      [10, 2],
+      [7, 2],
+    ]);
+
+    // The next run goes on with the half-deleted job, three outcomes a statement, across both jobs.
+    seen = [];
+    expect(await pruneJobs(watched, daysAgo(30), 100, undefined, 3)).toBe(2);
+    expect(seen).toEqual([
+      [7, 2],
+      [4, 2],
+      [1, 2],
+      ['gone', 'gone'],
+      ['gone', 'gone'],
+    ]);
+  });
+});
+
 /** A device push of `jobId` to device `device`, as the demuxer stores it for later. */
 const devicePush = (jobId: string, device: string): DevicePush => ({
   version: 1,

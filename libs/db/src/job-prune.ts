@@ -1,9 +1,16 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import { deleteInBatches } from './delete-in-batches.ts';
+import { deleteWhileFull } from './delete-in-batches.ts';
 import type { HeraldTables } from './tables.ts';
 
-/** Jobs per delete statement (with their outcomes and fan-out checkpoints). */
+/** Jobs per delete statement (looked at and locked; deleted once their outcomes are gone). */
 export const DEFAULT_JOB_PRUNE_BATCH = 100;
+
+/**
+ * Push outcomes deleted per statement at most, over the jobs it holds: about 2 MB of WAL and a
+ * fraction of a second, well inside the statement timeout, so a broadcast's millions of outcomes go
+ * over many short transactions (a thousand statements for 10 million) rather than one that fails.
+ */
+export const DEFAULT_JOB_PRUNE_OUTCOME_SLICE = 10_000;
 
 /**
  * Delete jobs last active before `olderThan`, each with its push outcomes (job status) and its
@@ -22,15 +29,33 @@ export const DEFAULT_JOB_PRUNE_BATCH = 100;
  * audience job. Rows another transaction holds are skipped, not waited for. Returns how
  * many jobs were deleted.
  *
+ * A statement deletes at most `outcomeSlice` outcomes of the jobs it holds (through the primary
+ * key, job_id then push_id: an index range scan), and a job with its fan-out checkpoint only in
+ * the statement that deletes its last outcomes: a broadcast's millions of outcomes go over many
+ * short statements, not one huge transaction. A job part of whose outcomes are gone (a prune
+ * stopped, the process gone, between two statements) keeps its row, still past its retention, so
+ * the next statement or run goes on with it: its status meanwhile counts only the outcomes left,
+ * which, for a job past its retention, is acceptable. Each statement locks its jobs (skipping
+ * those another prune holds), so two prunes side by side never share a job, and each job is
+ * deleted, and counted, once.
+ *
  * After this a job's id is free again: a job published again with it is a new job (the ledger,
  * whose retention is shorter by default, stopped guarding its pushes' ids long before).
  */
-export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batchSize = DEFAULT_JOB_PRUNE_BATCH, signal?: AbortSignal): Promise<number> {
+export async function pruneJobs(
+  db: Kysely<HeraldTables>,
+  olderThan: Date,
+  batchSize = DEFAULT_JOB_PRUNE_BATCH,
+  signal?: AbortSignal,
+  outcomeSlice = DEFAULT_JOB_PRUNE_OUTCOME_SLICE,
+): Promise<number> {
   const before = sql`${olderThan.toISOString()}::timestamptz`;
   const stuckBefore = new Date(Math.min(olderThan.getTime(), Date.now() - STUCK_FANOUT_DAYS * 86_400_000));
   await settleSentFanouts(db, stuckBefore);
-  return deleteInBatches(batchSize, signal, async () => {
-    const { rows } = await sql<{ id: string }>`
+  return deleteWhileFull(signal, async () => {
+    // emptied: the jobs none of whose outcomes is left past this slice (it holds every one the
+    // statement sees, counted no further than one past what it took of the job).
+    const { rows } = await sql<{ jobs: number; outcomes: number }>`
       with doomed as (
         select j.id from jobs j
         where j.accepted_at < ${before} and (j.last_due_at is null or j.last_due_at < ${before})
@@ -40,14 +65,27 @@ export async function pruneJobs(db: Kysely<HeraldTables>, olderThan: Date, batch
         order by j.accepted_at
         limit ${batchSize}
         for update of j skip locked
+      ), slice as (
+        select o.job_id, o.push_id from doomed d
+        cross join lateral (select o.job_id, o.push_id from push_outcomes o where o.job_id = d.id order by o.push_id limit ${outcomeSlice}) o
+        limit ${outcomeSlice}
+      ), sliced as (
+        select job_id, count(*) as n from slice group by job_id
       ), outcomes as (
-        delete from push_outcomes o using doomed d where o.job_id = d.id
+        delete from push_outcomes o using slice s where o.job_id = s.job_id and o.push_id = s.push_id
+      ), emptied as (
+        select d.id from doomed d left join sliced s on s.job_id = d.id
+        where (select count(*) from (select 1 from push_outcomes o where o.job_id = d.id limit coalesce(s.n, 0) + 1) c) = coalesce(s.n, 0)
       ), checkpoints as (
-        delete from fanouts f using doomed d where f.job_id = d.id
+        delete from fanouts f using emptied e where f.job_id = e.id
+      ), gone as (
+        delete from jobs j using emptied e where j.id = e.id
+        returning j.id
       )
-      delete from jobs j using doomed d where j.id = d.id
-      returning j.id`.execute(db);
-    return rows.length;
+      select (select count(*) from gone)::int as jobs, (select count(*) from slice)::int as outcomes`.execute(db);
+    const jobs = rows[0]?.jobs ?? 0;
+    // Full: every job it could hold, or a whole slice of outcomes; more may be left either way.
+    return { deleted: jobs, full: jobs >= batchSize || (rows[0]?.outcomes ?? 0) >= outcomeSlice };
   });
 }
 
