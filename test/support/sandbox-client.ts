@@ -94,6 +94,12 @@ export async function injectFault(sandbox: SandboxControl, fault: Record<string,
   if (!res.ok) throw new Error(`sandbox fault: ${res.status} ${await res.text()}`);
 }
 
+/** Every injected fault taken away: the providers answer as they normally do again. */
+export async function clearFaults(sandbox: SandboxControl): Promise<void> {
+  const res = await fetch(`${sandbox.settings.control.url}/faults`, { method: 'DELETE' });
+  if (!res.ok) throw new Error(`sandbox faults: ${res.status} ${await res.text()}`);
+}
+
 async function control(sandbox: Sandbox, method: string, path: string, body?: unknown): Promise<unknown> {
   const res = await fetch(`${sandbox.settings.control.url}${path}`, {
     method,

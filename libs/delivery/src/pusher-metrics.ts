@@ -7,6 +7,7 @@ export interface PusherMetrics {
   providerSeconds: Histogram<'platform'>;
   credentialsUnreadable: Counter<'platform' | 'app'>;
   unrecorded: Gauge<'platform'>;
+  laneDown: Gauge<'platform' | 'lane'>;
 }
 
 /** The gauge of pushes accepted and not yet recorded, for one platform's recorder. */
@@ -19,7 +20,7 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
   return {
     pushes: new Counter({
       name: 'herald_pushes_total',
-      help: 'Device pushes by outcome: delivered, invalid (dead token), expired, cancelled (its job was cancelled: acked unsent), opted-out or muted (its user opted out or muted since the push was made: acked unsent), duplicate (acked unsent), retried, failed (rejected by the provider for good, parked), parked (any other reason: a retry that ran out, the delivery limit, a bad message...); parks counted once confirmed',
+      help: 'Device pushes by outcome: delivered, invalid (dead token), expired, cancelled (its job was cancelled: acked unsent), opted-out or muted (its user opted out or muted since the push was made: acked unsent), duplicate (acked unsent), retried, held (its provider is down: deferred without spending an attempt, counted each time), failed (rejected by the provider for good, parked), parked (any other reason: a retry that ran out, the delivery limit, a bad message...); parks counted once confirmed',
       labelNames: ['platform', 'app', 'outcome'],
       registers: [registry],
     }),
@@ -47,6 +48,12 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
       name: 'herald_pusher_unrecorded_pushes',
       help: 'Pushes a provider accepted (or found expired, cancelled or to a dead token) that this pusher is still trying to record in the ledger (PostgreSQL away, or a write unanswered for 5 s, and those queued behind it): their batch is held until it is back, not stuck',
       labelNames: ['platform'],
+      registers: [registry],
+    }),
+    laneDown: new Gauge({
+      name: 'herald_provider_lane_down',
+      help: "1 while this pusher takes a provider lane (the platform's shared connection, an app's own connection, a Web Push push service) to be down: over 90% of its sends in a minute got no answer or a server error; its pushes are held, not sent, one trying it again every PROVIDER_DOWN_PROBE_MS",
+      labelNames: ['platform', 'lane'],
       registers: [registry],
     }),
   };

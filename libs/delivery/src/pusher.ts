@@ -21,6 +21,7 @@ import type { ProviderSource } from './provider-pool.ts';
 import { keptToken, settingsKeyOf, type AppBans } from './app-ban.ts';
 import { outcomeEntry, type JobOutcomeRecorder } from './job-outcomes.ts';
 import { PROVIDER_REJECTED } from './park-outcomes.ts';
+import type { Held, ProviderLanes } from './provider-lanes.ts';
 
 export interface Ledger {
   claim(pushIds: readonly string[], owner: string, leaseMs: number): Promise<Map<string, 'claimed' | 'done' | 'in-flight'>>;
@@ -84,6 +85,11 @@ export interface PusherDeps {
     observe?(result: SendResult, app: string, service?: string): void;
     pausedFor?(app: string, service?: string): number;
   };
+  /**
+   * Each lane's breaker (provider-lanes.ts): a push of a lane that is down is held (deferred, no
+   * attempt spent) until PROVIDER_DOWN_HOLD_MS after it was due, then parked. Unset: none is held.
+   */
+  lanes?: ProviderLanes;
   /** Aborted at shutdown: no push keeps waiting for the limiter. */
   signal?: AbortSignal;
   /**
@@ -96,7 +102,7 @@ export interface PusherDeps {
 }
 
 /** `attempt`: the delivery's attempt (1 on the first), which a provider's exponential back-off grows with. */
-type Claimable = { index: number; attempt: number; push: DevicePush; topic: string | undefined; app: AppRow };
+type Claimable = { index: number; attempt: number; push: DevicePush; topic: string | undefined; app: AppRow; lane: string };
 const ack: Outcome = { kind: 'ack' };
 /**
  * Not sent: no budget within the wait bound, or the pusher is stopping (`stopping`), or
@@ -108,7 +114,7 @@ type Unpaced = { kind: 'unpaced'; pausedMs: number; bookedMs: number; slowed?: t
 type CancelledWhileWaiting = { kind: 'cancelled' };
 type ExpiredWhileWaiting = { kind: 'expired-waiting' };
 type DisabledWhileWaiting = { kind: 'app-disabled' };
-type Sent = SendResult | Unpaced | CancelledWhileWaiting | ExpiredWhileWaiting | DisabledWhileWaiting;
+type Sent = SendResult | Unpaced | CancelledWhileWaiting | ExpiredWhileWaiting | DisabledWhileWaiting | Held;
 const unpaced = (deps: PusherDeps, app: string, service: string | undefined, bookedMs = 0, slowed = false): Unpaced => ({
   kind: 'unpaced',
   pausedMs: deps.limiter?.pausedFor?.(app, service) ?? 0,
@@ -215,7 +221,10 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   // a host an operator took off the list (a test host, a wildcard narrowed) gets no more signed POSTs.
   const host = deps.platform === 'web' ? endpointHostProblem(push.token, app.webPushHosts) : undefined;
   if (host !== undefined) return park(deps, push, 'push-service-not-allowed', host);
-  return { push, topic: app.apnsTopic ?? undefined, app };
+  // Its provider is down: held as it comes, neither claimed nor sent.
+  const lane = laneOf(push, app);
+  if (deps.lanes?.down(lane) === true) return heldOrParked(push, lane, deps, at);
+  return { push, topic: app.apnsTopic ?? undefined, app, lane };
 }
 
 /** A budget wait longer than this asks whether the push's app was disabled meanwhile (apps.get, cached APP_CACHE_TTL_MS). */
@@ -243,7 +252,7 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
     bookedMs = turnInMs;
     slowed = cause === 'slowed';
   };
-  const service = pacingLaneOf(r);
+  const service = pacingLaneOf(r.push, r.app);
   const waitFrom = performance.now();
   const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, booked, service));
   if (!paced) return unpaced(deps, r.push.app, service, bookedMs, slowed);
@@ -264,7 +273,12 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   }
   if ('failed' in provider) return provider.failed;
   const started = process.hrtime.bigint();
-  const result = await provider.send(r.push, r.topic !== undefined ? { apnsTopic: r.topic } : {});
+  const target = r.topic !== undefined ? { apnsTopic: r.topic } : {};
+  // Only a push's first attempt is judged with its lane: an outage fails every push, the fresh ones
+  // too, where a push failing alone (its payload, its token) fails again on each retry, and its
+  // retries, alone in a quiet lane, would take it down.
+  const result = deps.lanes === undefined || r.attempt > 1 ? await provider.send(r.push, target) : await deps.lanes.send(r.lane, () => provider.send(r.push, target));
+  if (result.kind === 'held') return result;
   deps.metrics.providerSeconds.observe({ platform: deps.platform }, Number(process.hrtime.bigint() - started) / 1e9);
   deps.limiter?.observe?.(result, r.push.app, service);
   return result;
@@ -277,11 +291,41 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
  * so a 503 from it slows that app's pushes, not every app's of the platform in this pusher; else the
  * platform's (undefined).
  */
-function pacingLaneOf(r: Claimable): string | undefined {
-  if (r.push.platform === 'web') return pushServiceOf(r.push.token, r.app.webPushHosts);
-  const own = r.push.platform === 'apns' ? r.app.apnsConnection : r.app.fcmConnection;
-  return own !== undefined && (own.host !== null || own.port !== null || own.proxy) ? `connection of ${r.app.id}` : undefined;
+function pacingLaneOf(push: DevicePush, app: AppRow): string | undefined {
+  if (push.platform === 'web') return pushServiceOf(push.token, app.webPushHosts);
+  const own = push.platform === 'apns' ? app.apnsConnection : app.fcmConnection;
+  return own !== undefined && (own.host !== null || own.port !== null || own.proxy) ? `connection of ${app.id}` : undefined;
 }
+
+/** The breaker's lane of a push (provider-lanes.ts): its pacing lane, or the platform's own connection. */
+const laneOf = (push: DevicePush, app: AppRow): string => pacingLaneOf(push, app) ?? `${push.platform} (shared connection)`;
+
+/** The longest a held push waits before it is looked at again: a lane back up has its pushes back within about this. */
+const MAX_HOLD_DELAY_MS = 5 * 60_000;
+
+/**
+ * A push whose lane is down (provider-lanes.ts): held, deferred without spending an attempt, as
+ * long as the lane has been down (at least its probe interval, at most five minutes; an APNs 5xx
+ * answered to this push, at least APNS_SERVER_ERROR_RETRY_MS), until
+ * PROVIDER_DOWN_HOLD_MS after it was due; then parked (provider-down), to be replayed once the
+ * provider answers. An expiry comes first: a held push past it is dropped as expired when it is back.
+ */
+function heldOrParked(push: DevicePush, lane: string, deps: PusherDeps, at: Date, notBeforeMs = 0): Outcome {
+  const lanes = deps.lanes as ProviderLanes;
+  const since = lanes.downSince(lane) ?? at.getTime();
+  const down = `${lane} has answered nothing or server errors since ${new Date(since).toISOString()}`;
+  const holdEnds = pushAsOf(push).getTime() + lanes.settings.holdMs;
+  if (at.getTime() >= holdEnds) {
+    return park(deps, push, PROVIDER_DOWN, `${down}; held until PROVIDER_DOWN_HOLD_MS (${lanes.settings.holdMs} ms) after it was due: replay it once the provider answers`);
+  }
+  deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'held' });
+  trace(deps, push, 'held: its provider is down', { lane });
+  const delayMs = Math.max(notBeforeMs, Math.min(MAX_HOLD_DELAY_MS, Math.max(lanes.settings.probeMs, at.getTime() - since)));
+  return { kind: 'defer', code: PROVIDER_DOWN, reason: `${down}: held, no attempt spent`, delayMs, spread: true };
+}
+
+/** The park and defer code of a push whose provider is down. */
+export const PROVIDER_DOWN = 'provider-down';
 
 /**
  * Why the app's provider could not be made. The database that holds its credentials being out of
@@ -349,6 +393,15 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     if (result.kind === 'unpaced') {
       release.push(push.pushId);
       outcomes[r.index] = deferUnsent(result);
+      return;
+    }
+    // Not sent, or failed by an outage that has taken its lane down (this push's failure among
+    // those that did): held, its attempt not spent.
+    if (result.kind === 'held' || (result.kind === 'transient' && result.outage === true && deps.lanes?.down(r.lane) === true)) {
+      release.push(push.pushId);
+      // An APNs 5xx still waits the 15 minutes Apple asks before this payload goes again.
+      const notBefore = result.kind === 'transient' ? retryDelayOf(result, r.attempt, deps.serverErrorRetryMs ?? 0).delayMs : undefined;
+      outcomes[r.index] = heldOrParked(push, r.lane, deps, observedAt, notBefore);
       return;
     }
     // Claimed, so marked done in the ledger: the job-status outcome goes in the same statement, as a

@@ -14,6 +14,7 @@ import { createAppDelivery, type AppDeliverySettings } from './app-delivery.ts';
 import { onPushParked, pushesAlreadyDone } from './park-outcomes.ts';
 import type { BesideWork, PusherParts } from './in-process-descheduler.ts';
 import { CancelledJobs } from './cancelled-jobs.ts';
+import { ProviderLanes } from './provider-lanes.ts';
 
 /** How often a pusher re-reads the cancelled jobs (a cancel stops queued pushes within about this). */
 export const CANCELLED_JOBS_REFRESH_MS = 250;
@@ -34,6 +35,9 @@ export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppD
   LEDGER_RETENTION_HOURS: number;
   APP_CACHE_TTL_MS: number;
   PREFERENCES_RECHECK_AFTER_MS: number;
+  PROVIDER_DOWN_HOLD_MS: number;
+  PROVIDER_DOWN_PROBE_MS: number;
+  PROVIDER_DOWN_MIN_SENDS: number;
 }
 
 export interface ProviderLimits {
@@ -122,6 +126,12 @@ export async function startPusher(
   const appTimeout = capRequestTimeout({ requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS }, limits, logger).requestTimeoutMs;
   const perApp = createAppDelivery(platform, { ...config, APP_REQUEST_TIMEOUT_MS: appTimeout }, db, provider, logger, registry);
   const metrics = createPusherMetrics(registry);
+  const lanes = new ProviderLanes(
+    { holdMs: config.PROVIDER_DOWN_HOLD_MS, probeMs: config.PROVIDER_DOWN_PROBE_MS, minSends: config.PROVIDER_DOWN_MIN_SENDS },
+    platform,
+    logger,
+    metrics.laneDown,
+  );
   const handle = createPusherHandler({
     platform,
     lastAttempt: config.PUSHER_RETRY_DELAYS_MS.length + 1,
@@ -136,6 +146,7 @@ export async function startPusher(
     leaseMs: config.LEDGER_LEASE_MS,
     preferencesRecheckMs: config.PREFERENCES_RECHECK_AFTER_MS,
     ...(config.APNS_SERVER_ERROR_RETRY_MS !== undefined && { serverErrorRetryMs: config.APNS_SERVER_ERROR_RETRY_MS }),
+    lanes,
     signal: stopping.signal,
     recordingStop: recordingStop.signal,
     ...(limiter !== undefined && { limiter }),
@@ -186,6 +197,7 @@ export async function startPusher(
         stopBy(deadline, 'rate limiter', closeLimiter(), logger),
       ]);
       recordingStop.abort();
+      lanes.close();
       clearInterval(outcomeFlush);
       await perApp.outcomes?.flush();
       await perApp.providers.close();

@@ -29,14 +29,14 @@ describe('classifyApnsFailure (DESIGN.md failure table, APNs rows)', () => {
     [503, 'ServiceUnavailable'],
     [503, 'Shutdown'],
     [502, undefined],
-  ])('%i %s is transient and a server error, to be waited out as Apple asks, with Retry-After when given', (status, reason) => {
+  ])('%i %s is transient and a server error, to be waited out as Apple asks, with Retry-After when given (an outage sign without one)', (status, reason) => {
     const said = reason ?? `HTTP ${status}`;
-    expect(classifyApnsFailure({ status, ...(reason !== undefined && { reason }) })).toEqual({ kind: 'transient', reason: said, serverError: true });
+    expect(classifyApnsFailure({ status, ...(reason !== undefined && { reason }) })).toEqual({ kind: 'transient', reason: said, serverError: true, outage: true });
     expect(classifyApnsFailure({ status, reason: said, retryAfterSeconds: 3 })).toEqual({ kind: 'transient', reason: said, serverError: true, retryAfterMs: 3000 });
   });
 
-  it('a transport failure (timeout, reset) is transient', () => {
-    expect(classifyApnsFailure({ transportError: 'apn write timeout' })).toEqual({ kind: 'transient', reason: 'transport: apn write timeout' });
+  it('a transport failure (timeout, reset) is transient, an outage sign', () => {
+    expect(classifyApnsFailure({ transportError: 'apn write timeout' })).toEqual({ kind: 'transient', reason: 'transport: apn write timeout', outage: true });
   });
 
   it('403 ExpiredProviderToken is transient (the client signs a fresh token)', () => {
@@ -69,11 +69,11 @@ describe('classifyApnsFailure (DESIGN.md failure table, APNs rows)', () => {
   it('a Retry-After of 0 is kept; a negative or non-finite one is ignored', () => {
     expect(classifyApnsFailure({ status: 429, reason: 'TooManyRequests', retryAfterSeconds: 0 })).toEqual({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 0 });
     expect(classifyApnsFailure({ status: 429, reason: 'TooManyRequests', retryAfterSeconds: -1 })).toEqual({ kind: 'transient', reason: 'TooManyRequests' });
-    expect(classifyApnsFailure({ status: 503, reason: 'ServiceUnavailable', retryAfterSeconds: Number.NaN })).toEqual({ kind: 'transient', reason: 'ServiceUnavailable', serverError: true });
+    expect(classifyApnsFailure({ status: 503, reason: 'ServiceUnavailable', retryAfterSeconds: Number.NaN })).toEqual({ kind: 'transient', reason: 'ServiceUnavailable', serverError: true, outage: true });
   });
 
   it('an unknown 5xx is transient, an unknown 4xx permanent', () => {
-    expect(classifyApnsFailure({ status: 502 })).toEqual({ kind: 'transient', reason: 'HTTP 502', serverError: true });
+    expect(classifyApnsFailure({ status: 502 })).toEqual({ kind: 'transient', reason: 'HTTP 502', serverError: true, outage: true });
     expect(classifyApnsFailure({ status: 418 })).toEqual({ kind: 'permanent', reason: 'HTTP 418' });
   });
 });

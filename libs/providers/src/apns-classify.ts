@@ -28,7 +28,7 @@ const retryAfter = (f: ApnsFailure): { retryAfterMs?: number } =>
 /** Pure: map an APNs failure to dead-token / transient / permanent (DESIGN.md failure table). */
 export function classifyApnsFailure(f: ApnsFailure): SendResult {
   const reason = f.reason ?? (f.status !== undefined ? `HTTP ${f.status}` : (f.transportError ?? 'unknown APNs failure'));
-  if (f.status === undefined) return { kind: 'transient', reason: `transport: ${reason}` };
+  if (f.status === undefined) return { kind: 'transient', reason: `transport: ${reason}`, outage: true };
   if (f.status === 410) {
     const invalidSince = f.timestamp !== undefined && Number.isFinite(f.timestamp) ? new Date(f.timestamp) : undefined;
     return { kind: 'dead-token', reason, ...(invalidSince !== undefined ? { invalidSince } : {}) };
@@ -37,7 +37,10 @@ export function classifyApnsFailure(f: ApnsFailure): SendResult {
   if (f.status === 400 && TRANSIENT_400.has(reason)) return { kind: 'transient', reason };
   if (f.status === 403 && TRANSIENT_403.has(reason)) return { kind: 'transient', reason };
   // Apple: "After 15 minutes, you can retry JSON payloads that receive response status codes that begin with 5XX."
-  if (f.status >= 500) return { kind: 'transient', reason, serverError: true, ...retryAfter(f) };
+  if (f.status >= 500) {
+    const wait = retryAfter(f);
+    return { kind: 'transient', reason, serverError: true, ...wait, ...(wait.retryAfterMs === undefined && { outage: true }) };
+  }
   if (TRANSIENT_STATUS.has(f.status)) return { kind: 'transient', reason, ...retryAfter(f) };
   return { kind: 'permanent', reason };
 }

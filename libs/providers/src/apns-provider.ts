@@ -166,7 +166,7 @@ export async function createApnsProvider(settings: ApnsSettings, logger: Logger)
       } catch (err) {
         // Once per app and error every few seconds, then how many more: an unreachable provider fails every push.
         logSummary(log, 'warn', 'apns send threw').note(`${push.app}\u0000${(err as Error).message}`, { err, app: push.app, pushId: push.pushId });
-        return { kind: 'transient', reason: `transport: ${(err as Error).message}` };
+        return { kind: 'transient', reason: `transport: ${(err as Error).message}`, outage: true };
       }
     },
     // node-apn's Provider.shutdown returns nothing; its callback fires once the session is closed.

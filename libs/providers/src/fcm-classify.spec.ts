@@ -67,7 +67,7 @@ describe('classifyFcmError (DESIGN.md failure table, FCM rows)', () => {
       retryNotBeforeMs: 60_000,
     });
     expect(classifyFcmError({ code: 'QUOTA_EXCEEDED', httpStatus: 429, quotaViolations: 'exceeded message rate quota', retryAfterMs: 5000 })).toEqual({ kind: 'transient', reason: 'QUOTA_EXCEEDED', httpStatus: 429, retryAfterMs: 5000 });
-    expect(classifyFcmError({ code: 'UNAVAILABLE', httpStatus: 503 })).toEqual({ kind: 'transient', reason: 'UNAVAILABLE', httpStatus: 503 });
+    expect(classifyFcmError({ code: 'UNAVAILABLE', httpStatus: 503 })).toEqual({ kind: 'transient', reason: 'UNAVAILABLE', httpStatus: 503, outage: true });
   });
 
   it("any 429 is a quota answer by its status: one without FCM's own error detail (RESOURCE_EXHAUSTED) waits the minute and slows the app down", () => {
@@ -108,5 +108,19 @@ describe('classifyFcmError (DESIGN.md failure table, FCM rows)', () => {
     expect(classifyFcmError({ code: 'messaging/unknown-error', httpStatus: 502 })).toMatchObject({ kind: 'transient' });
     expect(classifyFcmError({ code: 'messaging/unknown-error', httpStatus: 404 })).toMatchObject({ kind: 'permanent' });
     expect(classifyFcmError({})).toEqual({ kind: 'transient', reason: 'unknown' });
+  });
+
+  it('an outage sign is a server error or a network failure without Retry-After, never a quota or a refused access token', () => {
+    const outage = (f: Parameters<typeof classifyFcmError>[0]): boolean => (classifyFcmError(f) as { outage?: true }).outage === true;
+    expect(outage({ code: 'UNAVAILABLE', httpStatus: 503 })).toBe(true);
+    expect(outage({ code: 'INTERNAL', httpStatus: 500 })).toBe(true);
+    expect(outage({ code: 'messaging/unknown-error', httpStatus: 502 })).toBe(true);
+    expect(outage({ code: 'app/network-error' })).toBe(true);
+    expect(outage({ code: 'messaging/server-unavailable' })).toBe(true);
+    expect(outage({ code: 'UNAVAILABLE', httpStatus: 503, retryAfterMs: 10_000 })).toBe(false);
+    expect(outage({ code: 'QUOTA_EXCEEDED', httpStatus: 429 })).toBe(false);
+    expect(outage({ code: 'UNAVAILABLE', httpStatus: 503, staleToken: true })).toBe(false);
+    expect(outage({ code: 'INVALID_ARGUMENT', httpStatus: 400 })).toBe(false);
+    expect(outage({})).toBe(false);
   });
 });

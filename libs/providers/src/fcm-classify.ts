@@ -26,6 +26,8 @@ export interface FcmFailure {
  */
 const QUOTA_CODES = new Set(['QUOTA_EXCEEDED', 'message-rate-exceeded', 'device-message-rate-exceeded', 'topics-message-rate-exceeded']);
 export const QUOTA_RETRY_NOT_BEFORE_MS = 60_000;
+/** Google's server errors and firebase-admin's network failures: no word about the push (SendResult's `outage`). */
+const OUTAGE_CODES = new Set(['server-unavailable', 'UNAVAILABLE', 'internal-error', 'INTERNAL', 'network-error', 'network-timeout']);
 const DEVICE_QUOTA = /device/i;
 
 type Kind = 'dead-token' | 'transient' | 'permanent' | 'other-sender';
@@ -114,7 +116,8 @@ export function classifyFcmError(f: FcmFailure): SendResult {
   const kind = kindOf(f, code);
   if (kind === 'transient') {
     const wait = f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : quota ? { retryNotBeforeMs: QUOTA_RETRY_NOT_BEFORE_MS } : {};
-    return { kind, reason, ...(f.httpStatus !== undefined && { httpStatus: f.httpStatus }), ...wait };
+    const outage = !quota && f.staleToken !== true && f.retryAfterMs === undefined && (f.httpStatus === undefined ? OUTAGE_CODES.has(code) : f.httpStatus >= 500);
+    return { kind, reason, ...(f.httpStatus !== undefined && { httpStatus: f.httpStatus }), ...wait, ...(outage && { outage: true }) };
   }
   if (kind === 'other-sender') return { kind: 'dead-token', reason, unlessAppFails: true };
   return { kind, reason };

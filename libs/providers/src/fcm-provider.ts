@@ -66,7 +66,7 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
         const answer = await send(message, settings.requestTimeoutMs);
         return answer.ok ? { kind: 'delivered', providerMessageId: answer.name } : classifyFcmError(answer.failure);
       } catch (err) {
-        if (err instanceof FcmTimeoutError) return { kind: 'transient', reason: `timeout: ${err.message}` };
+        if (err instanceof FcmTimeoutError) return { kind: 'transient', reason: `timeout: ${err.message}`, outage: true };
         // The app's service account refused: counted towards its ban (app-ban.ts), with an alarm, not retried as a network error.
         if (err instanceof FcmCredentialRefused) return { kind: 'permanent', reason: `invalid-credential: ${err.message}` };
         const code = (err as { code?: unknown }).code;
@@ -74,7 +74,7 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
         if (typeof code === 'string' && code.startsWith('app/')) return classifyFcmError({ code, message: (err as Error).message });
         // Once per app and error every few seconds, then how many more: an unreachable provider fails every push.
         logSummary(log, 'warn', 'fcm send failed in transport').note(`${push.app}\u0000${(err as Error).message}`, { err, app: push.app, pushId: push.pushId });
-        return { kind: 'transient', reason: `transport: ${(err as Error).message}` };
+        return { kind: 'transient', reason: `transport: ${(err as Error).message}`, outage: true };
       }
     },
     async close() {

@@ -22,8 +22,11 @@ export type SendResult =
    * reason reads (throttle-scope.ts). `serverError`: an APNs 5xx, which Apple asks not to be tried
    * again for 15 minutes ("After 15 minutes, you can retry JSON payloads that receive response status
    * codes that begin with 5XX"): the pusher waits its serverErrorRetryMs before each such attempt.
+   * `outage`: the answer says nothing about this push, its token or its app: no answer at all (a
+   * timeout, a connection refused or reset, a TLS failure) or the provider's server error without a
+   * Retry-After. Many of them in a row mean the provider, or the way to it, is down (provider-lanes.ts).
    */
-  | { kind: 'transient'; reason: string; retryAfterMs?: number; retryNotBeforeMs?: number; httpStatus?: number; serverError?: true }
+  | { kind: 'transient'; reason: string; retryAfterMs?: number; retryNotBeforeMs?: number; httpStatus?: number; serverError?: true; outage?: true }
   /** Payload too large, bad topic, bad credentials, other 4xx. */
   | { kind: 'permanent'; reason: string };
 

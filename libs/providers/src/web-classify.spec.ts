@@ -44,4 +44,11 @@ describe('push service answers (RFC 8030 §5, RFC 8292)', () => {
     expect(classifyWebPushAnswer({ status: 400, body: 'x'.repeat(500) })).toMatchObject({ kind: 'permanent' });
     expect((classifyWebPushAnswer({ status: 400, body: 'x'.repeat(500) }) as { reason: string }).reason.length).toBeLessThan(300);
   });
+
+  it('a 5xx without Retry-After is an outage sign; with one, a 429 or a 4xx is not', () => {
+    expect(classifyWebPushAnswer({ status: 500 })).toMatchObject({ kind: 'transient', outage: true });
+    expect(classifyWebPushAnswer({ status: 503, retryAfterMs: 30_000 })).not.toHaveProperty('outage');
+    expect(classifyWebPushAnswer({ status: 429 })).not.toHaveProperty('outage');
+    expect(classifyWebPushAnswer({ status: 400 })).not.toHaveProperty('outage');
+  });
 });

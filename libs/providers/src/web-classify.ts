@@ -44,7 +44,7 @@ export function classifyWebPushAnswer(answer: WebPushAnswer): SendResult {
   // exceeded its throttle limit … Reduce the rate at which you are sending notifications" (WNS
   // response codes), with a Retry-After. No other push service documents a 406.
   if (status === 406) return { kind: 'transient', reason: `WnsThrottled: ${because(answer)}`, ...retry };
-  if (status >= 500) return { kind: 'transient', reason: `push service error: ${because(answer)}`, ...retry };
+  if (status >= 500) return { kind: 'transient', reason: `push service error: ${because(answer)}`, ...retry, ...(answer.retryAfterMs === undefined && { outage: true }) };
   if (status >= 400 && status <= 403 && KEY_MISMATCH.test(answer.body ?? '')) {
     return { kind: 'permanent', reason: `VapidKeyMismatch: the subscription belongs to another application server key (${because(answer)})` };
   }

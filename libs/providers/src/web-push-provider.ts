@@ -107,10 +107,10 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
         return asProcessRefusal(classifyWebPushAnswer(answer), key);
       } catch (err) {
         const e = err as Error;
-        if (e.name === 'TimeoutError' || e.name === 'AbortError') return { kind: 'transient', reason: `timeout: no answer from the push service within ${settings.requestTimeoutMs} ms` };
+        if (e.name === 'TimeoutError' || e.name === 'AbortError') return { kind: 'transient', reason: `timeout: no answer from the push service within ${settings.requestTimeoutMs} ms`, outage: true };
         // Once per app and error every few seconds, then how many more: an unreachable provider fails every push.
         logSummary(log, 'warn', 'web push send failed').note(`${push.app}\u0000${(err as Error).message}`, { err, app: push.app, pushId: push.pushId });
-        return { kind: 'transient', reason: `transport: ${e.message}` };
+        return { kind: 'transient', reason: `transport: ${e.message}`, outage: true };
       }
     },
     close: () => {

@@ -1,0 +1,112 @@
+import { createLogger } from '@herald/logging';
+import type { SendResult } from '@herald/providers';
+import { Gauge, Registry } from '@herald/runtime';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ProviderLanes } from './provider-lanes.ts';
+
+const logger = createLogger({ service: 'provider-lanes-spec', level: 'silent', format: 'json' });
+const outage: SendResult = { kind: 'transient', reason: 'transport: connect ECONNREFUSED', outage: true };
+const delivered: SendResult = { kind: 'delivered' };
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+let open: ProviderLanes[] = [];
+afterEach(() => {
+  for (const l of open) l.close();
+  open = [];
+});
+
+function lanes(minSends = 5, probeMs = 150): { lanes: ProviderLanes; gauge: Gauge<'platform' | 'lane'> } {
+  const gauge = new Gauge({ name: 'lane_down', help: 'x', labelNames: ['platform', 'lane'] as const, registers: [new Registry()] });
+  const l = new ProviderLanes({ holdMs: 60_000, probeMs, minSends }, 'apns', logger, gauge);
+  open.push(l);
+  return { lanes: l, gauge };
+}
+
+/** `n` sends of `lane` answered `answer`, one after another; how many reached the provider. */
+async function sendMany(l: ProviderLanes, lane: string, n: number, answer: SendResult): Promise<{ reached: number; results: Array<SendResult | { kind: 'held' }> }> {
+  let reached = 0;
+  const results = [];
+  for (let i = 0; i < n; i++) {
+    results.push(
+      await l.send(lane, async () => {
+        reached++;
+        return answer;
+      }),
+    );
+  }
+  return { reached, results };
+}
+
+const gaugeOf = async (g: Gauge<'platform' | 'lane'>, lane: string): Promise<number | undefined> =>
+  (await g.get()).values.find((v) => v.labels['lane'] === lane)?.value;
+
+describe('ProviderLanes: a lane whose sends all fail for want of an answer is taken down, its pushes held until one gets an answer', () => {
+  it('takes a lane down after minSends outage answers, holds what follows unsent, and one trial after probeMs brings it back', async () => {
+    const { lanes: l, gauge } = lanes();
+    const first = await sendMany(l, 'apns', 5, outage);
+    // Every one sent, each answered as it was (the pusher decides what a failure while down means).
+    expect(first.reached).toBe(5);
+    expect(first.results).toEqual(Array(5).fill(outage));
+    expect(l.down('apns')).toBe(true);
+    expect(l.downSince('apns')).toBeGreaterThan(Date.now() - 5_000);
+    expect(await gaugeOf(gauge, 'apns')).toBe(1);
+    const held = await sendMany(l, 'apns', 3, delivered);
+    expect(held).toEqual({ reached: 0, results: Array(3).fill({ kind: 'held' }) });
+
+    await sleep(250);
+    expect(l.down('apns')).toBe(false); // due its trial: pushes are let through to try it
+    let release!: () => void;
+    const answered = new Promise<void>((r) => (release = r));
+    const trial = l.send('apns', async () => {
+      await answered;
+      return delivered;
+    });
+    // While the trial is out, the others are held.
+    expect(await sendMany(l, 'apns', 2, delivered)).toEqual({ reached: 0, results: Array(2).fill({ kind: 'held' }) });
+    release();
+    expect(await trial).toEqual(delivered);
+    expect(l.downSince('apns')).toBeUndefined();
+    expect(await gaugeOf(gauge, 'apns')).toBe(0);
+    expect(await sendMany(l, 'apns', 3, delivered)).toMatchObject({ reached: 3 });
+  });
+
+  it('a trial that fails keeps the lane down since it first went down', async () => {
+    const { lanes: l } = lanes();
+    await sendMany(l, 'apns', 5, outage);
+    const since = l.downSince('apns');
+    await sleep(250);
+    expect(await sendMany(l, 'apns', 1, outage)).toEqual({ reached: 1, results: [outage] });
+    expect(l.down('apns')).toBe(true);
+    expect(l.downSince('apns')).toBe(since);
+  });
+
+  it('answers about the push or the app (a refusal, a quota, a Retry-After), or too few sends, never take a lane down', async () => {
+    const { lanes: l } = lanes();
+    await sendMany(l, 'apns', 10, { kind: 'permanent', reason: 'BadTopic' });
+    await sendMany(l, 'apns', 10, { kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 1000 });
+    await sendMany(l, 'apns', 10, { kind: 'transient', reason: 'ServiceUnavailable', serverError: true, retryAfterMs: 1000 });
+    expect(l.down('apns')).toBe(false);
+    await sendMany(l, 'fcm', 4, outage);
+    expect(l.down('fcm')).toBe(false);
+  });
+
+  it('a lane half of whose sends are answered stays up; lanes are judged apart', async () => {
+    const { lanes: l } = lanes();
+    for (let i = 0; i < 10; i++) {
+      await sendMany(l, 'apns', 1, outage);
+      await sendMany(l, 'apns', 1, delivered);
+    }
+    expect(l.down('apns')).toBe(false);
+    await sendMany(l, 'push.example', 5, outage);
+    expect(l.down('push.example')).toBe(true);
+    expect(l.down('apns')).toBe(false);
+    expect(await sendMany(l, 'apns', 1, delivered)).toMatchObject({ reached: 1 });
+  });
+
+  it('holds nothing when PROVIDER_DOWN_HOLD_MS is 0', async () => {
+    const l = new ProviderLanes({ holdMs: 0, probeMs: 150, minSends: 5 }, 'apns', logger);
+    open.push(l);
+    expect(await sendMany(l, 'apns', 20, outage)).toMatchObject({ reached: 20 });
+    expect(l.down('apns')).toBe(false);
+  });
+});
