@@ -1,10 +1,10 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createAudienceStore, createDatabase, databaseOptionsOf, pruneDevices, pruneExpiredMutes, refusedValueReason } from '@herald/db';
+import { createAppCache, createAudienceStore, createDatabase, databaseOptionsOf, pruneDevices, pruneExpiredMutes } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, startPruner, type Pruner } from '@herald/runtime';
 import { registrarConfig } from './config.ts';
-import { createRegistrarHandler } from './registrar.ts';
+import { createRegistrarHandler, registrarErrors } from './registrar.ts';
 
 const config = loadConfigOrExit(registrarConfig);
 
@@ -20,7 +20,8 @@ await runService('registrar', config, async ({ logger, registry, stopping: start
     batch: { maxSize: config.REGISTRAR_BATCH_SIZE, maxWaitMs: config.REGISTRAR_BATCH_WAIT_MS },
     retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
     handle: createRegistrarHandler({ devices: db.devices, audiences: createAudienceStore(db.kysely), apps: createAppCache(db.apps, config.APP_CACHE_TTL_MS), logger, registry }),
-    messageError: refusedValueReason,
+    // A value PostgreSQL refuses parks its message alone; a database away defers the batch after a back-off.
+    ...registrarErrors,
   });
   // Devices whose token a provider declared dead go after DEVICE_RETENTION_DAYS (device-prune.ts), a
   // statement a batch, so every registrar may prune (through a transaction-mode pooler too).

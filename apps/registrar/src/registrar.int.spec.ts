@@ -1,10 +1,12 @@
 import { Registry } from '@herald/runtime';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
+import { Exchanges, parkedQueueFor, Queues } from '@herald/contracts';
 import { createAppCache, createAppCredentialStore, createDatabase, createSecretBox, refusedValueReason, type Database } from '@herald/db';
-import { createLogger } from '@herald/logging';
-import { createTestDatabase, type TestDatabase } from '@herald/testing';
-import { createRegistrarHandler } from './registrar.ts';
+import { createLogger, type Logger } from '@herald/logging';
+import { connectBroker, heraldTopology, type InboundMessage } from '@herald/messaging';
+import { createTestDatabase, createTestVhost, queueInfo, waitFor, type TestDatabase } from '@herald/testing';
+import { createRegistrarHandler, registrarErrors } from './registrar.ts';
 
 const logger = createLogger({ service: 'registrar-test', level: 'silent' });
 let t: TestDatabase;
@@ -44,6 +46,22 @@ const register = (label: string, extra: Record<string, unknown> = {}) => ({
   eventAt: '2025-03-01T10:00:00Z',
   ...extra,
 });
+/**
+ * A silent logger for connectBroker that keeps the error lines its children write (the broker's,
+ * the consumer's: connectBroker logs through children only). A child is a child of the root
+ * whoever asks, so no line reaches two spies.
+ */
+function errorRecordingLogger(): { logger: Logger; errors: () => { fields: unknown; msg: unknown }[] } {
+  const logger = createLogger({ service: 'registrar-test', level: 'silent' });
+  const spies: MockInstance[] = [];
+  const child = logger.child.bind(logger);
+  vi.spyOn(logger, 'child').mockImplementation((...args) => {
+    const made = child(...args);
+    spies.push(vi.spyOn(made, 'error'));
+    return made;
+  });
+  return { logger, errors: () => spies.flatMap((s) => s.mock.calls.map(([fields, msg]) => ({ fields, msg }))) };
+}
 const device = (label: string) => t.db.kysely.selectFrom('devices').selectAll().where('token', 'in', [apns(label), fcm(label)]).executeTakeFirst();
 
 describe('registrar handler', () => {
@@ -94,14 +112,66 @@ describe('registrar handler', () => {
     expect(counted).toContain('herald_registrations_total{kind="register",result="stale"} 1');
   });
 
-  it('defers the valid messages while the database is unreachable (no attempt spent), still parking the bad ones', async () => {
+  it('throws while the database is unreachable, an error the consumer defers the batch for (registrarErrors.deferOn), and logs nothing itself', async () => {
     // Nothing listens on port 1: every query fails to connect.
     const broken = createDatabase({ url: 'postgres://postgres@127.0.0.1:1/test', schema: t.schema });
-    const handle = createRegistrarHandler({ devices: broken.devices, apps: t.db.apps, logger });
-    const outcomes = await handle([message('not json'), message(register('t-retry'))]).finally(() => broken.close());
-    expect(outcomes[0]).toMatchObject({ kind: 'park', code: 'malformed-json' });
-    expect(outcomes[1]).toMatchObject({ kind: 'defer', code: 'database-unavailable' });
+    const quiet = createLogger({ service: 'registrar-test', level: 'silent' });
+    const said = [vi.spyOn(quiet, 'error'), vi.spyOn(quiet, 'warn')];
+    const handle = createRegistrarHandler({ devices: broken.devices, apps: t.db.apps, logger: quiet });
+    const err = await handle([message('not json'), message(register('t-retry'))])
+      .finally(() => broken.close())
+      .then((o) => o, (e: unknown) => e);
+    expect(registrarErrors.deferOn(err)).toMatchObject({ code: 'database-unavailable' });
+    expect(registrarErrors.messageError(err)).toBeUndefined();
+    // The bad one is parked, and told, when the batch comes back (nothing told for a deferred batch).
+    expect(said.map((s) => s.mock.calls.length)).toEqual([0, 0]);
     expect(await device('t-retry')).toBeUndefined();
+  });
+
+  it('rides out a database outage on the consumer: the batch is deferred after a back-off that grows (0.5 s, 1 s, 2 s), no attempt or delivery count spent, one log line a batch (the consumer\'s), then applied', async () => {
+    const vhost = await createTestVhost('registrar-outage');
+    const retryDelaysMs = [1_000];
+    const { logger: brokerLogger, errors: consumerErrors } = errorRecordingLogger();
+    const handlerLogger = createLogger({ service: 'registrar-test', level: 'silent' });
+    const handlerErrors = vi.spyOn(handlerLogger, 'error');
+    const broker = await connectBroker({ url: vhost.amqpUrl, logger: brokerLogger, connectionName: 'registrar-outage-test' });
+    const broken = createDatabase({ url: 'postgres://postgres@127.0.0.1:1/test', schema: t.schema });
+    try {
+      // A delivery limit of 2: a batch requeued instead of deferred would be parked at its third delivery.
+      await broker.applyTopology(heraldTopology({ retryDelaysMs, deliveryLimit: 2 }));
+      const down = createRegistrarHandler({ devices: broken.devices, apps: broken.apps, logger: handlerLogger });
+      const up = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger: handlerLogger });
+      const seen: { at: number; attempt: number; redelivered: boolean; deliveryCount: unknown }[] = [];
+      // The database is away for the first three deliveries, back for the fourth.
+      const handle = (ms: readonly InboundMessage[]) => {
+        for (const m of ms) seen.push({ at: Date.now(), attempt: m.attempt, redelivered: m.redelivered, deliveryCount: m.headers['x-delivery-count'] });
+        return (seen.length <= 3 ? down : up)(ms);
+      };
+      const consumer = await broker.consume({ queue: Queues.registrations, prefetch: 10, retryDelaysMs, handle, ...registrarErrors });
+      await broker.publisher.publish({ exchange: Exchanges.registrations, routingKey: Queues.registrations, body: register('t-outage'), messageId: 'outage' });
+      await waitFor('applied once the database is back', () => device('t-outage'), { timeoutMs: 30_000 });
+      await waitFor('acked', async () => (await queueInfo(vhost.name, Queues.registrations))?.messages === 0);
+      await consumer.stop(1_000);
+      expect(seen).toHaveLength(4);
+      expect(seen.every((s) => s.attempt === 1 && !s.redelivered && s.deliveryCount === undefined)).toBe(true);
+      // Each gap is the consumer's pause and then the deferral (at least 1 s, at least the pause).
+      const gaps = seen.slice(1).map((s, i) => s.at - (seen[i]?.at ?? 0));
+      expect(gaps[0]).toBeGreaterThanOrEqual(1_400);
+      expect(gaps[1]).toBeGreaterThanOrEqual(1_900);
+      expect(gaps[2]).toBeGreaterThanOrEqual(3_900);
+      expect(consumerErrors().map((e) => e.msg)).toEqual(Array(3).fill('handler failed: a dependency is unavailable; deferring the batch after back-off'));
+      expect(consumerErrors().map((e) => e.fields)).toMatchObject([
+        { backoffMs: expect.closeTo(500, -2) as unknown, code: 'database-unavailable' },
+        { backoffMs: expect.closeTo(1_000, -2) as unknown, code: 'database-unavailable' },
+        { backoffMs: expect.closeTo(2_000, -2) as unknown, code: 'database-unavailable' },
+      ]);
+      expect(handlerErrors.mock.calls).toHaveLength(0);
+      expect((await queueInfo(vhost.name, parkedQueueFor(Queues.registrations)))?.messages).toBe(0);
+    } finally {
+      await broker.close();
+      await broken.close();
+      await vhost.delete();
+    }
   });
 
   it('parks a token no provider could accept, naming the token rule; stores APNs hex in lower case, with its token kind', async () => {

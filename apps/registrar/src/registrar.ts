@@ -1,5 +1,5 @@
 import { decodeWith, endpointHostProblem, normalizeDeviceToken, Registration } from '@herald/contracts';
-import { isDatabaseUnavailable, refusedValueReason, type AppRow, type DeviceRepository } from '@herald/db';
+import { deferWhileDatabaseUnavailable, isDatabaseUnavailable, refusedValueReason, type AppRow, type DeviceRepository } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { Counter, type Registry } from '@herald/runtime';
 import { applyMembershipEvents, isMembershipMessage, type MembershipDeps } from './membership-events.ts';
@@ -29,7 +29,8 @@ export interface RegistrarDeps {
   registry?: Registry;
 }
 
-type Decoded = { index: number; reg: Registration };
+/** `dropped`: why a field was left out (withoutBadFields). */
+type Decoded = { index: number; reg: Registration; dropped?: string };
 
 const ACK: Outcome = { kind: 'ack' };
 
@@ -108,28 +109,23 @@ async function checkApps(regs: readonly Decoded[], deps: RegistrarDeps, outcomes
   const usable: Decoded[] = [];
   for (const d of regs) {
     const refused = refusal(d.reg, apps.get(d.reg.app));
-    if (refused === undefined) {
-      usable.push(d);
-      continue;
-    }
-    outcomes[d.index] = refused;
-    deps.logger.warn({ app: d.reg.app, outcome: refused }, 'registration parked');
+    if (refused === undefined) usable.push(d);
+    else outcomes[d.index] = refused;
   }
   return usable;
 }
 
+type Applied = { reg: Registration; result: 'applied' | 'stale' };
+
 /**
  * Applies the batch (one statement, one more a round of further events of a device); stale events (older than the device's last, or an unregister
- * naming a user the device no longer belongs to) are acked, and counted as such.
+ * naming a user the device no longer belongs to) are acked (and counted as such by tell).
  */
-async function apply(valid: readonly Decoded[], deps: RegistrarDeps, outcomes: Outcome[], counted?: Counter<'kind' | 'result'>): Promise<void> {
+async function apply(valid: readonly Decoded[], deps: RegistrarDeps, outcomes: Outcome[]): Promise<Applied[]> {
   const results = await deps.devices.applyRegistrations(valid.map((d) => d.reg));
-  valid.forEach(({ index, reg }, i) => {
+  return valid.map(({ index, reg }, i) => {
     outcomes[index] = ACK;
-    const result = results[i] ?? 'stale';
-    counted?.inc({ kind: reg.kind, result });
-    const log = { app: reg.app, platform: reg.platform, kind: reg.kind, eventAt: reg.eventAt, token: reg.token };
-    deps.logger.debug(log, result === 'stale' ? 'stale registration ignored' : 'registration applied');
+    return { reg, result: results[i] ?? 'stale' };
   });
 }
 
@@ -142,18 +138,54 @@ const registrationsCounter = (registry: Registry): Counter<'kind' | 'result'> =>
   });
 
 /**
- * A database that is down or restarting defers the message (it comes back in a second, spending no
- * attempt: an outage of any length parks nothing); any other database error is retried.
+ * What the registrar's consumer does with what its handler throws (spread into ConsumeOptions): a
+ * value PostgreSQL refuses is one message's, retried and parked alone with the database's words
+ * (messageError); a database that is down or restarting defers the whole batch after the
+ * consumer's back-off, 0.5 s doubling to 30 s while it stays away, spending no attempt, so an
+ * outage of any length parks nothing (deferOn), with one log line a failed batch (the consumer's).
  */
-function databaseFailure(err: unknown): Outcome {
-  const reason = `database error: ${String(err)}`;
-  return isDatabaseUnavailable(err) ? { kind: 'defer', code: 'database-unavailable', reason, delayMs: 1_000 } : { kind: 'retry', code: 'database', reason };
+export const registrarErrors = { messageError: refusedValueReason, deferOn: deferWhileDatabaseUnavailable } as const;
+
+/**
+ * A database error the handler leaves to its consumer (registrarErrors) is thrown; any other (a
+ * statement the server rejects, a race) retries the messages it cost, with one log line.
+ */
+function onDatabaseError(err: unknown, what: string, indexes: readonly number[], deps: RegistrarDeps, outcomes: Outcome[]): void {
+  if (refusedValueReason(err) !== undefined || isDatabaseUnavailable(err)) throw err;
+  deps.logger.error({ err }, `${what} could not be applied; retrying`);
+  const retry: Outcome = { kind: 'retry', code: 'database', reason: `database error: ${String(err)}` };
+  for (const index of indexes) if (outcomes[index]?.kind !== 'park') outcomes[index] = retry;
+}
+
+/**
+ * What a handled batch tells (its registrations parked, applied without a field, applied or
+ * stale), once its outcomes are returned: a batch thrown to the consumer (deferred while the
+ * database is away) comes again, and would tell it, and count it, again each time.
+ */
+function tell(batch: { messages: readonly InboundMessage[]; memberships: ReadonlySet<number>; decoded: readonly Decoded[]; applied: readonly Applied[] }, outcomes: readonly Outcome[], deps: RegistrarDeps, counted?: Counter<'kind' | 'result'>): void {
+  const regs = new Map(batch.decoded.map((d) => [d.index, d]));
+  batch.messages.forEach((message, index) => {
+    const outcome = outcomes[index];
+    const app = regs.get(index)?.reg.app;
+    // Membership events tell their own (applyMembershipEvents).
+    if (outcome?.kind === 'park' && !batch.memberships.has(index)) deps.logger.warn({ queue: message.queue, ...(app !== undefined && { app }), outcome }, 'registration parked');
+  });
+  for (const { index, reg, dropped } of batch.decoded) {
+    if (dropped === undefined || outcomes[index]?.kind !== 'ack') continue;
+    deps.logger.warn({ app: reg.app, platform: reg.platform, token: reg.token, reason: dropped }, 'registration applied without a field it had wrong (timezone, locale, app version or last-seen time)');
+  }
+  for (const { reg, result } of batch.applied) {
+    counted?.inc({ kind: reg.kind, result });
+    const log = { app: reg.app, platform: reg.platform, kind: reg.kind, eventAt: reg.eventAt, token: reg.token };
+    deps.logger.debug(log, result === 'stale' ? 'stale registration ignored' : 'registration applied');
+  }
 }
 
 /**
  * Handles a batch of `push.registrations` messages: bad input and unusable apps are parked with a
- * readable reason; the rest are applied to devices (last event time wins) and acked. Database
- * failures defer or retry the affected messages (databaseFailure); bad input never throws.
+ * readable reason; the rest are applied to devices (last event time wins) and acked. A database
+ * that is unavailable, or a value it refuses, is thrown for the consumer (registrarErrors); other
+ * database errors retry the affected messages; bad input never throws.
  */
 export function createRegistrarHandler(deps: RegistrarDeps): (messages: readonly InboundMessage[]) => Promise<Outcome[]> {
   const counted = deps.registry === undefined ? undefined : registrationsCounter(deps.registry);
@@ -167,37 +199,21 @@ export function createRegistrarHandler(deps: RegistrarDeps): (messages: readonly
         return;
       }
       const result = decode(message);
-      if (result.ok) {
-        decoded.push({ index, reg: result.reg });
-        if (result.dropped !== undefined) {
-          deps.logger.warn({ app: result.reg.app, platform: result.reg.platform, token: result.reg.token, reason: result.dropped }, 'registration applied without a field it had wrong (timezone, locale, app version or last-seen time)');
-        }
-      } else {
-        outcomes[index] = result.park;
-        deps.logger.warn({ queue: message.queue, outcome: result.park }, 'registration parked');
-      }
+      if (!result.ok) outcomes[index] = result.park;
+      else decoded.push({ index, reg: result.reg, ...(result.dropped !== undefined && { dropped: result.dropped }) });
     });
+    let applied: Applied[] = [];
     try {
-      await apply(await checkApps(decoded, deps, outcomes), deps, outcomes, counted);
+      applied = await apply(await checkApps(decoded, deps, outcomes), deps, outcomes);
     } catch (err) {
-      // A value PostgreSQL refuses (a token too long for its index, a year it has not) is one
-      // message's: thrown, the consumer handles the batch again in halves until that message is
-      // alone and parks it with the database's words, instead of retrying and parking them all.
-      if (refusedValueReason(err) !== undefined) throw err;
-      deps.logger.error({ err }, 'registrations could not be applied; retrying');
-      for (const { index } of decoded) {
-        if (outcomes[index]?.kind !== 'park') outcomes[index] = databaseFailure(err);
-      }
+      onDatabaseError(err, 'registrations', decoded.map((d) => d.index), deps, outcomes);
     }
     try {
       if (memberships.length > 0) await applyMembershipEvents(memberships, deps, outcomes);
     } catch (err) {
-      if (refusedValueReason(err) !== undefined) throw err;
-      deps.logger.error({ err }, 'membership events could not be applied; retrying');
-      for (const { index } of memberships) {
-        if (outcomes[index]?.kind !== 'park') outcomes[index] = databaseFailure(err);
-      }
+      onDatabaseError(err, 'membership events', memberships.map((m) => m.index), deps, outcomes);
     }
+    tell({ messages, memberships: new Set(memberships.map((m) => m.index)), decoded, applied }, outcomes, deps, counted);
     return outcomes;
   };
 }

@@ -1,8 +1,8 @@
 import { invalidationQueueFor, type Platform } from '@herald/contracts';
-import { createDatabase, databaseOptionsOf, refusedValueReason, type DatabaseSettings } from '@herald/db';
+import { createDatabase, databaseOptionsOf, type DatabaseSettings } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, type ServiceSettings } from '@herald/runtime';
-import { createInvalidatorHandler } from './invalidator.ts';
+import { createInvalidatorHandler, invalidatorErrors } from './invalidator.ts';
 import { createInvalidatorMetrics } from './invalidator-metrics.ts';
 
 export interface InvalidatorSettings extends ServiceSettings, DatabaseSettings {
@@ -27,7 +27,8 @@ export async function runInvalidator(platform: Platform, config: InvalidatorSett
       batch: { maxSize: config.INVALIDATOR_BATCH_SIZE, maxWaitMs: config.INVALIDATOR_BATCH_WAIT_MS },
       retryDelaysMs: config.HERALD_RETRY_DELAYS_MS,
       handle: createInvalidatorHandler({ platform, devices: db.devices, metrics: createInvalidatorMetrics(registry), logger }),
-      messageError: refusedValueReason,
+      // A value PostgreSQL refuses parks its message alone; a database away defers the batch after a back-off.
+      ...invalidatorErrors,
     });
     return {
       ready: () => broker.health(),
