@@ -12,12 +12,14 @@ const LANE = { platform: 'apns', lane: 'apns (shared connection)' };
 /**
  * APNs answering every push 503 (no Retry-After), for longer than the whole retry schedule: the
  * pusher takes its lane down and holds the pushes (no attempt spent, nothing parked), tries the
- * lane once a second (PROVIDER_DOWN_PROBE_MS), and delivers every push once when APNs is back.
+ * lane once a second (PROVIDER_DOWN_PROBE_MS), and delivers every push once when APNs is back
+ * (PROVIDER_DOWN_AFTER_MS 0: the 30 pushes fail at once, the burst a single dropped connection
+ * would make, which by default is not yet an outage).
  */
 describe('a provider outage longer than the retry schedule', () => {
   let sys: System;
   beforeAll(async () => {
-    sys = await startSystem({ only: ['demuxer', 'apns-pusher'], env: { PROVIDER_DOWN_PROBE_MS: '1000' } });
+    sys = await startSystem({ only: ['demuxer', 'apns-pusher'], env: { PROVIDER_DOWN_PROBE_MS: '1000', PROVIDER_DOWN_AFTER_MS: '0' } });
   });
   afterAll(async () => {
     await sys?.stop();

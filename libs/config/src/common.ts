@@ -43,7 +43,7 @@ export const retryScheduleConfig = {
  */
 export const ledgerRetentionConfig = {
   LEDGER_RETENTION_HOURS: int(
-    'Ledger entries older than this are pruned; must exceed the retry schedule plus the lease plus any time a push sits parked, and be shorter than JOB_RETENTION_DAYS (the demuxer refuses to start otherwise). Set it alike for the pushers and the demuxer',
+    'Ledger entries older than this are pruned; must exceed the retry schedule plus the lease plus any time a push sits parked or is held while its provider is down (PROVIDER_DOWN_HOLD_MS), and be shorter than JOB_RETENTION_DAYS (the demuxer refuses to start otherwise). Set it alike for the pushers and the demuxer',
     { default: '168', min: 1 },
   ),
 } as const;

@@ -21,11 +21,15 @@ export function startLedgerPruner(deps: LedgerPrunerDeps): Pruner {
 
 /**
  * Fail fast at start-up: an entry pruned while a copy of its push can still arrive would let
- * that copy be sent again. The retention must exceed the lease plus the whole retry schedule.
+ * that copy be sent again. The retention must exceed the lease plus the whole retry schedule, and the lease plus the longest hold.
  */
-export function checkLedgerRetention(retentionMs: number, leaseMs: number, retryDelaysMs: readonly number[]): void {
+export function checkLedgerRetention(retentionMs: number, leaseMs: number, retryDelaysMs: readonly number[], holdMs = 0): void {
   const horizonMs = leaseMs + retryDelaysMs.reduce((sum, d) => sum + d, 0);
   if (retentionMs <= horizonMs) {
     throw new Error(`LEDGER_RETENTION_HOURS (${retentionMs / 3_600_000} h) must exceed LEDGER_LEASE_MS plus the retry schedule (${horizonMs} ms)`);
+  }
+  // A push held while its provider is down (a copy of one delivered before among them) comes back up to this long after it was due.
+  if (retentionMs <= leaseMs + holdMs) {
+    throw new Error(`LEDGER_RETENTION_HOURS (${retentionMs / 3_600_000} h) must exceed LEDGER_LEASE_MS plus PROVIDER_DOWN_HOLD_MS (${leaseMs + holdMs} ms)`);
   }
 }

@@ -14,7 +14,7 @@ import { createTestDatabase, createTestVhost, type TestDatabase, type TestVhost 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { singleProvider } from './provider-pool.ts';
 import { ProviderLanes } from './provider-lanes.ts';
-import { createPusherHandler, PROVIDER_DOWN } from './pusher.ts';
+import { createPusherHandler, PROVIDER_DOWN, SENT_BEFORE_HEADER } from './pusher.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
 
 const logger = createLogger({ service: 'provider-lanes-spec', level: 'silent', format: 'json' });
@@ -47,14 +47,30 @@ const push = (app: string, acceptedAt = new Date()): DevicePush => ({
   priority: 'high',
   acceptedAt: acceptedAt.toISOString(),
 });
-const inbound = (p: DevicePush, attempt = 1): InboundMessage => ({
+const inbound = (p: DevicePush, attempt = 1, headers: Record<string, unknown> = {}): InboundMessage => ({
   body: Buffer.from(JSON.stringify(p)),
-  headers: {},
+  headers,
   routingKey: sendQueueFor('apns'),
   redelivered: false,
   attempt,
   queue: sendQueueFor('apns'),
 });
+
+/** The pusher with `lanes`, sending through `send`, on the spec's PostgreSQL and RabbitMQ (two attempts a push). */
+const pusherOf = (lanes: ProviderLanes, send: (p: DevicePush) => Promise<SendResult>, metrics = createPusherMetrics(new Registry())) =>
+  createPusherHandler({
+    platform: 'apns',
+    lastAttempt: 2,
+    providers: singleProvider({ platform: 'apns', send, close: async () => undefined }),
+    lanes,
+    ledger: t.db.ledger,
+    apps: t.db.apps,
+    publisher: broker.publisher,
+    metrics,
+    logger,
+    owner: 'provider-lanes-spec',
+    leaseMs: 30_000,
+  });
 
 describe('a provider that answers nothing: its pushes are held, not retried on the schedule and parked', () => {
   it('holds a down lane’s pushes unsent with no attempt spent, parks one held past the hold, and sends again after an answered trial', async () => {
@@ -63,27 +79,15 @@ describe('a provider that answers nothing: its pushes are held, not retried on t
     const sent: string[] = [];
     const registry = new Registry();
     const metrics = createPusherMetrics(registry);
-    const lanes = new ProviderLanes({ holdMs: HOLD_MS, probeMs: 1_000, minSends: 5 }, 'apns', logger, metrics.laneDown);
-    const handle = createPusherHandler({
-      platform: 'apns',
-      lastAttempt: 2,
-      providers: singleProvider({
-        platform: 'apns',
-        send: async (p) => {
-          sent.push(p.pushId);
-          return answer;
-        },
-        close: async () => undefined,
-      }),
+    const lanes = new ProviderLanes({ holdMs: HOLD_MS, probeMs: 1_000, minSends: 5, afterMs: 0 }, 'apns', logger, metrics.laneDown);
+    const handle = pusherOf(
       lanes,
-      ledger: t.db.ledger,
-      apps: t.db.apps,
-      publisher: broker.publisher,
+      async (p) => {
+        sent.push(p.pushId);
+        return answer;
+      },
       metrics,
-      logger,
-      owner: 'provider-lanes-spec',
-      leaseMs: 30_000,
-    });
+    );
     const ledgerOf = async (ids: string[]): Promise<unknown[]> =>
       (await t.db.kysely.selectFrom('delivery_ledger').select('state').where('push_id', 'in', ids).execute()).map((r) => r.state);
     try {
@@ -94,6 +98,8 @@ describe('a provider that answers nothing: its pushes are held, not retried on t
       expect(sent).toHaveLength(6);
       expect(outcomes.map((o) => [o.kind, 'code' in o ? o.code : undefined])).toEqual(Array(6).fill(['defer', PROVIDER_DOWN]));
       expect(outcomes[0]).toMatchObject({ delayMs: 1_000, spread: true, reason: expect.stringMatching(/^apns \(shared connection\) has answered nothing or server errors since .*: held, no attempt spent$/) });
+      // Sent, so marked: back, its answer is not its lane's judge (a push failing alone would keep it down).
+      expect(outcomes.map((o) => (o.kind === 'defer' ? o.headers : undefined))).toEqual(Array(6).fill({ [SENT_BEFORE_HEADER]: 1 }));
       expect(await ledgerOf(first.map((p) => p.pushId))).toEqual([]);
       expect(lanes.down('apns (shared connection)')).toBe(true);
 
@@ -103,6 +109,7 @@ describe('a provider that answers nothing: its pushes are held, not retried on t
       const [held, parked] = await handle([inbound(later), inbound(stale)]);
       expect(sent).toHaveLength(6);
       expect(held).toMatchObject({ kind: 'defer', code: PROVIDER_DOWN });
+      expect(held).not.toHaveProperty('headers');
       expect(parked).toMatchObject({ kind: 'park', code: PROVIDER_DOWN, reason: expect.stringContaining('replay it once the provider answers') });
       expect(await ledgerOf([later.pushId])).toEqual([]);
       expect((await registry.getSingleMetric('herald_provider_lane_down')?.get())?.values).toEqual([
@@ -123,26 +130,34 @@ describe('a provider that answers nothing: its pushes are held, not retried on t
     }
   });
 
-  it.each([
-    ['without lanes (PROVIDER_DOWN_HOLD_MS 0)', 0, 1],
-    ['with lanes, for retries: pushes failing alone, again and again, in a quiet lane, do not take it down', HOLD_MS, 2],
-  ])('%s, an unanswered push is retried on the schedule', async (_, holdMs, attempt) => {
+  it('a push held past its bound that was delivered before is acked as the duplicate it is, not parked for a replay to send again', async () => {
     const app = await t.db.apps.upsert({ id: `lanes-${randomUUID().slice(0, 8)}`, apnsTopic: 'com.herald.spec' });
-    const lanes = new ProviderLanes({ holdMs, probeMs: 1_000, minSends: 5 }, 'apns', logger);
-    const handle = createPusherHandler({
-      platform: 'apns',
-      lastAttempt: 2,
-      providers: singleProvider({ platform: 'apns', send: async () => ({ kind: 'transient', reason: 'transport: reset', outage: true }), close: async () => undefined }),
-      lanes,
-      ledger: t.db.ledger,
-      apps: t.db.apps,
-      publisher: broker.publisher,
-      metrics: createPusherMetrics(new Registry()),
-      logger,
-      owner: 'provider-lanes-spec',
-      leaseMs: 30_000,
-    });
-    const outcomes = await handle(Array.from({ length: 12 }, () => inbound(push(app.id), attempt)));
+    let answer: SendResult = { kind: 'delivered' };
+    const lanes = new ProviderLanes({ holdMs: HOLD_MS, probeMs: 60_000, minSends: 5, afterMs: 0 }, 'apns', logger);
+    const handle = pusherOf(lanes, async () => answer);
+    try {
+      const stale = push(app.id, new Date(Date.now() - HOLD_MS - 1_000));
+      expect(await handle([inbound(stale)])).toEqual([{ kind: 'ack' }]);
+      answer = { kind: 'transient', reason: 'transport: connect ETIMEDOUT', outage: true };
+      await handle(Array.from({ length: 10 }, () => inbound(push(app.id))));
+      expect(lanes.down('apns (shared connection)')).toBe(true);
+      // Its copy (a packed message's redelivery, a replay) comes back during the outage.
+      const [again] = await handle([inbound(stale, 1, { [SENT_BEFORE_HEADER]: 1 })]);
+      expect(again).toEqual({ kind: 'ack' });
+    } finally {
+      lanes.close();
+    }
+  });
+
+  it.each([
+    ['without lanes (PROVIDER_DOWN_HOLD_MS 0)', 0, 1, {}],
+    ['with lanes, for retries: pushes failing alone, again and again, in a quiet lane, do not take it down', HOLD_MS, 2, {}],
+    ['with lanes, for pushes back from a hold after their send: likewise', HOLD_MS, 1, { [SENT_BEFORE_HEADER]: 1 }],
+  ])('%s, an unanswered push is retried on the schedule', async (_, holdMs, attempt, headers) => {
+    const app = await t.db.apps.upsert({ id: `lanes-${randomUUID().slice(0, 8)}`, apnsTopic: 'com.herald.spec' });
+    const lanes = new ProviderLanes({ holdMs, probeMs: 1_000, minSends: 5, afterMs: 0 }, 'apns', logger);
+    const handle = pusherOf(lanes, async () => ({ kind: 'transient', reason: 'transport: reset', outage: true }));
+    const outcomes = await handle(Array.from({ length: 12 }, () => inbound(push(app.id), attempt, headers)));
     expect(outcomes).toEqual(Array(12).fill({ kind: 'retry', code: 'transient', reason: 'transport: reset' }));
     expect(lanes.down('apns (shared connection)')).toBe(false);
     lanes.close();

@@ -15,23 +15,27 @@ afterEach(() => {
   open = [];
 });
 
-function lanes(minSends = 5, probeMs = 150): { lanes: ProviderLanes; gauge: Gauge<'platform' | 'lane'> } {
+function lanes({ afterMs = 0, now }: { afterMs?: number; now?: () => number } = {}): { lanes: ProviderLanes; gauge: Gauge<'platform' | 'lane'> } {
   const gauge = new Gauge({ name: 'lane_down', help: 'x', labelNames: ['platform', 'lane'] as const, registers: [new Registry()] });
-  const l = new ProviderLanes({ holdMs: 60_000, probeMs, minSends }, 'apns', logger, gauge);
+  const l = new ProviderLanes({ holdMs: 60_000, probeMs: 150, minSends: 5, afterMs }, 'apns', logger, gauge, now);
   open.push(l);
   return { lanes: l, gauge };
 }
 
-/** `n` sends of `lane` answered `answer`, one after another; how many reached the provider. */
+/** `n` fresh sends of `lane` answered `answer`, one after another; how many reached the provider. */
 async function sendMany(l: ProviderLanes, lane: string, n: number, answer: SendResult): Promise<{ reached: number; results: Array<SendResult | { kind: 'held' }> }> {
   let reached = 0;
   const results = [];
   for (let i = 0; i < n; i++) {
     results.push(
-      await l.send(lane, async () => {
-        reached++;
-        return answer;
-      }),
+      await l.send(
+        lane,
+        async () => {
+          reached++;
+          return answer;
+        },
+        true,
+      ),
     );
   }
   return { reached, results };
@@ -57,10 +61,14 @@ describe('ProviderLanes: a lane whose sends all fail for want of an answer is ta
     expect(l.down('apns')).toBe(false); // due its trial: pushes are let through to try it
     let release!: () => void;
     const answered = new Promise<void>((r) => (release = r));
-    const trial = l.send('apns', async () => {
-      await answered;
-      return delivered;
-    });
+    const trial = l.send(
+      'apns',
+      async () => {
+        await answered;
+        return delivered;
+      },
+      true,
+    );
     // While the trial is out, the others are held.
     expect(await sendMany(l, 'apns', 2, delivered)).toEqual({ reached: 0, results: Array(2).fill({ kind: 'held' }) });
     release();
@@ -90,6 +98,19 @@ describe('ProviderLanes: a lane whose sends all fail for want of an answer is ta
     expect(l.down('fcm')).toBe(false);
   });
 
+  it("a push sent before (a retry, one held after its send): its answer does not count while the lane is up, and it may be the trial of a lane due one", async () => {
+    const { lanes: l } = lanes();
+    const retry = async (answer: SendResult): Promise<SendResult | { kind: 'held' }> => l.send('apns', async () => answer, false);
+    for (let i = 0; i < 20; i++) expect(await retry(outage)).toEqual(outage);
+    expect(l.down('apns')).toBe(false);
+    await sendMany(l, 'apns', 5, outage);
+    expect(await retry(delivered)).toEqual({ kind: 'held' });
+    await sleep(250);
+    // A quiet lane with only retries to send comes back up with the first one answered.
+    expect(await retry(delivered)).toEqual(delivered);
+    expect(l.downSince('apns')).toBeUndefined();
+  });
+
   it('a lane half of whose sends are answered stays up; lanes are judged apart', async () => {
     const { lanes: l } = lanes();
     for (let i = 0; i < 10; i++) {
@@ -103,8 +124,40 @@ describe('ProviderLanes: a lane whose sends all fail for want of an answer is ta
     expect(await sendMany(l, 'apns', 1, delivered)).toMatchObject({ reached: 1 });
   });
 
+  it("a burst of failures shorter than afterMs (one dropped connection's streams) does not take a lane down; failures lasting it do", async () => {
+    let clock = 1_000_000;
+    const { lanes: l } = lanes({ afterMs: 5_000, now: () => clock });
+    await sendMany(l, 'apns', 50, outage);
+    expect(l.down('apns')).toBe(false);
+    clock += 4_000;
+    await sendMany(l, 'apns', 1, outage);
+    expect(l.down('apns')).toBe(false);
+    clock += 1_000;
+    await sendMany(l, 'apns', 1, outage);
+    expect(l.down('apns')).toBe(true);
+  });
+
+  it('comes back up with an empty window: one failure after a recovery does not take it down again', async () => {
+    const { lanes: l } = lanes();
+    await sendMany(l, 'apns', 30, outage);
+    await sleep(250);
+    expect(await sendMany(l, 'apns', 1, delivered)).toMatchObject({ reached: 1 });
+    expect(l.down('apns')).toBe(false);
+    await sendMany(l, 'apns', 1, outage);
+    expect(l.down('apns')).toBe(false);
+  });
+
+  it('a lane due its trial that no push comes to try is taken as up after three more probe intervals (its gauge back to 0)', async () => {
+    const { lanes: l, gauge } = lanes();
+    await sendMany(l, 'apns', 5, outage);
+    expect(await gaugeOf(gauge, 'apns')).toBe(1);
+    await sleep(150 * 4 + 100);
+    expect(l.downSince('apns')).toBeUndefined();
+    expect(await gaugeOf(gauge, 'apns')).toBe(0);
+  });
+
   it('holds nothing when PROVIDER_DOWN_HOLD_MS is 0', async () => {
-    const l = new ProviderLanes({ holdMs: 0, probeMs: 150, minSends: 5 }, 'apns', logger);
+    const l = new ProviderLanes({ holdMs: 0, probeMs: 150, minSends: 5, afterMs: 0 }, 'apns', logger);
     open.push(l);
     expect(await sendMany(l, 'apns', 20, outage)).toMatchObject({ reached: 20 });
     expect(l.down('apns')).toBe(false);

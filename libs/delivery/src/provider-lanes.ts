@@ -1,4 +1,3 @@
-import CircuitBreaker from 'opossum';
 import type { Logger } from '@herald/logging';
 import type { SendResult } from '@herald/providers';
 import type { Gauge } from '@herald/runtime';
@@ -12,45 +11,56 @@ export interface LaneSettings {
   holdMs: number;
   /** How long a lane taken to be down waits before one push tries it again. */
   probeMs: number;
-  /** Sends of a lane within the window before its failures can take it down. */
+  /** Fresh sends of a lane that failed within the window before it can be taken down. */
   minSends: number;
+  /** How long fresh sends must have been failing before the lane is taken down (a burst of one dropped connection is not an outage). */
+  afterMs: number;
 }
 
-/** The window a lane's sends are judged over, and the share of them failing that takes it down. */
-const WINDOW_MS = 60_000;
-const DOWN_PERCENT = 90;
+/** The window a lane's fresh sends are judged over, in buckets, and the share of them failing that takes it down. */
+const BUCKET_MS = 5_000;
+const BUCKETS = 12;
+const DOWN_SHARE = 0.9;
+/** Probe intervals a lane due its trial may go without one (no push of it came) before it is taken as up again. */
+const QUIET_PROBES = 3;
 
 /** Not sent: the push's lane is down, or another push is trying it (its one trial). */
 export type Held = { kind: 'held' };
 
-/** An outage answer, thrown inside the breaker so that it counts as a failure, and returned as it was. */
-class OutageAnswer extends Error {
-  constructor(readonly result: SendResult) {
-    super('outage answer');
-  }
-}
+type Bucket = { slot: number; answered: number; failed: number; firstFailedAt: number };
 
 interface Lane {
-  breaker: CircuitBreaker<[() => Promise<SendResult>], SendResult>;
-  /** When the lane was taken down (through any trials that failed since); undefined while it answers. */
+  buckets: Bucket[];
+  /** Set while the lane is down (through any trials that failed since). */
   downSince?: number;
+  /** While down: when a push may try it next. */
+  probeAt: number;
+  trying: boolean;
+  quiet?: NodeJS.Timeout;
   /** The last outage answer's reason, for the line that says the lane is down. */
   lastReason?: string;
 }
 
+const isOutage = (r: SendResult): r is Extract<SendResult, { kind: 'transient' }> => r.kind === 'transient' && r.outage === true;
+
 /**
- * One circuit breaker (opossum) per lane of this pusher: the platform's own connection to APNs or
- * FCM, an app's own connection (its endpoint or proxy), a Web Push push service, as the limiter's
- * lanes (pacingLaneOf). Only outage answers count against a lane (SendResult's `outage`: no answer,
- * or a server error without Retry-After), and only pushes' first attempts are sent through it (the
- * pusher): over 90% of at least `minSends` sends in a minute, and the
- * lane is down: its pushes are held, unsent, without spending an attempt (the pusher defers them),
- * until `probeMs` later one push tries it. That one answered, the lane is up again; failed, it stays
- * down another `probeMs`. A push held longer than `holdMs` after it was due is parked instead.
+ * Each lane of this pusher judged apart, as a circuit breaker: the platform's own connection to
+ * APNs or FCM, an app's own connection (its endpoint or proxy), a Web Push push service, as the
+ * limiter's lanes (pacingLaneOf). Only outage answers count against a lane (SendResult's `outage`:
+ * no answer, or a server error without Retry-After), and only answers to fresh sends (pushes never
+ * sent before): a push failing alone (its payload, its token) fails again on each retry and on each
+ * return from a hold, and those, alone in a quiet lane, would take it down; an outage fails the
+ * fresh ones too. Over 90% of them failing in the last minute, at least `minSends`, the earliest
+ * `afterMs` ago or more, and the lane is down: its pushes are held, unsent, without spending an
+ * attempt (the pusher defers them), until `probeMs` later one push (any) tries it. That one answered
+ * (anything but an outage answer), the lane is up again, its window emptied; failed, it stays down
+ * another `probeMs`. A lane due its trial that no push comes to try for three probe intervals is
+ * taken as up (a quiet lane, or one no longer used).
  *
- * What it replaces: every push of an unreachable provider tried on the retry schedule and parked
- * when it ran out (about 13 minutes by default), to be replayed by hand, and in the meantime each
- * pusher's window full of sends waiting for their timeout.
+ * Hand-written rather than a library's breaker (opossum was tried): its rolling error share counts
+ * calls refused while open as calls, keeps the window through a recovery (one failure after it took
+ * the lane down again), sorts a minute of latencies on each failure, and cannot ask that the
+ * failures have lasted a while, so one dropped connection's burst took a lane down.
  */
 export class ProviderLanes {
   private readonly lanes = new Map<string, Lane>();
@@ -64,9 +74,10 @@ export class ProviderLanes {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Whether pushes of the lane are held as they come: it is down and not yet due its trial. */
+  /** Whether pushes of the lane are held as they come: it is down, and not due its trial (or being tried). */
   down(lane: string): boolean {
-    return this.lanes.get(lane)?.breaker.opened === true;
+    const l = this.lanes.get(lane);
+    return l?.downSince !== undefined && (l.trying || this.now() < l.probeAt);
   }
 
   /** Since when the lane has been down (trials that failed included), or undefined. */
@@ -74,67 +85,106 @@ export class ProviderLanes {
     return this.lanes.get(lane)?.downSince;
   }
 
-  /** `send` through the lane's breaker: its answer, or Held when the lane is down or being tried by another push. */
-  async send(lane: string, send: () => Promise<SendResult>): Promise<SendResult | Held> {
+  /**
+   * `send` on the lane: its answer, or Held when the lane is down (and not due its trial, or being
+   * tried by another push). `fresh`: the push was never sent before, so its answer is judged.
+   */
+  async send(lane: string, send: () => Promise<SendResult>, fresh: boolean): Promise<SendResult | Held> {
     if (this.closed || this.settings.holdMs === 0) return send();
     const l = this.laneOf(lane);
+    if (l.downSince === undefined) {
+      const result = await send();
+      if (fresh) this.judge(lane, l, result);
+      return result;
+    }
+    if (l.trying || this.now() < l.probeAt) return { kind: 'held' };
+    l.trying = true;
     try {
-      return await l.breaker.fire(send);
-    } catch (err) {
-      if (err instanceof OutageAnswer) return err.result;
-      if ((err as { code?: unknown }).code === 'EOPENBREAKER') return { kind: 'held' };
-      // Shut down meanwhile (the pusher stopping): sent as without a breaker.
-      if ((err as { code?: unknown }).code === 'ESHUTDOWN') return send();
-      throw err;
+      const result = await send();
+      if (isOutage(result)) {
+        l.lastReason = result.reason;
+        l.probeAt = this.now() + this.settings.probeMs;
+        this.watchQuiet(lane, l);
+      } else this.up(lane, l, 'answered');
+      return result;
+    } finally {
+      l.trying = false;
     }
   }
 
-  /** Stops every breaker's timers (the pusher stopping). */
+  /** Stops the quiet timers (the pusher stopping); sends go on unjudged. */
   close(): void {
     this.closed = true;
-    for (const l of this.lanes.values()) l.breaker.shutdown();
+    for (const l of this.lanes.values()) clearTimeout(l.quiet);
     this.lanes.clear();
   }
 
   private laneOf(name: string): Lane {
-    const known = this.lanes.get(name);
-    if (known !== undefined) return known;
-    const breaker = new CircuitBreaker<[() => Promise<SendResult>], SendResult>(
-      async (send) => {
-        const result = await send();
-        if (result.kind === 'transient' && result.outage === true) {
-          lane.lastReason = result.reason;
-          throw new OutageAnswer(result);
-        }
-        return result;
-      },
-      {
-        timeout: false, // every provider has its own request timeout
-        errorThresholdPercentage: DOWN_PERCENT,
-        volumeThreshold: this.settings.minSends,
-        rollingCountTimeout: WINDOW_MS,
-        rollingCountBuckets: 12,
-        resetTimeout: this.settings.probeMs,
-      },
+    let l = this.lanes.get(name);
+    if (l === undefined) {
+      l = { buckets: [], probeAt: 0, trying: false };
+      this.lanes.set(name, l);
+    }
+    return l;
+  }
+
+  private judge(name: string, l: Lane, result: SendResult): void {
+    // Sent before the lane went down, answered since: the lane is judged already.
+    if (l.downSince !== undefined) return;
+    const now = this.now();
+    const slot = Math.floor(now / BUCKET_MS);
+    let bucket = l.buckets[l.buckets.length - 1];
+    if (bucket?.slot !== slot) {
+      bucket = { slot, answered: 0, failed: 0, firstFailedAt: Number.POSITIVE_INFINITY };
+      l.buckets = [...l.buckets.filter((b) => b.slot > slot - BUCKETS), bucket];
+    }
+    if (!isOutage(result)) {
+      bucket.answered += 1;
+      return;
+    }
+    bucket.failed += 1;
+    bucket.firstFailedAt = Math.min(bucket.firstFailedAt, now);
+    l.lastReason = result.reason;
+    let answered = 0;
+    let failed = 0;
+    let since = now;
+    for (const b of l.buckets) {
+      answered += b.answered;
+      failed += b.failed;
+      since = Math.min(since, b.firstFailedAt);
+    }
+    if (failed >= this.settings.minSends && failed > DOWN_SHARE * (answered + failed) && now - since >= this.settings.afterMs) this.takeDown(name, l, failed, answered + failed);
+  }
+
+  private takeDown(name: string, l: Lane, failed: number, sends: number): void {
+    const now = this.now();
+    l.downSince = now;
+    l.probeAt = now + this.settings.probeMs;
+    this.gauge?.set({ platform: this.platform, lane: name }, 1);
+    this.watchQuiet(name, l);
+    this.logger.warn(
+      { lane: name, platform: this.platform, reason: l.lastReason, failed, sends, probeMs: this.settings.probeMs, holdMs: this.settings.holdMs },
+      'provider lane down: over 90% of its fresh sends in the last minute got no answer or a server error; its pushes are held (no attempt spent) and one tries it again every probeMs',
     );
-    const lane: Lane = { breaker };
-    const labels = { platform: this.platform, lane: name };
-    breaker.on('open', () => {
-      if (lane.downSince !== undefined) return; // a trial failed: still down since then
-      lane.downSince = this.now();
-      this.gauge?.set(labels, 1);
-      this.logger.warn(
-        { lane: name, platform: this.platform, reason: lane.lastReason, probeMs: this.settings.probeMs, holdMs: this.settings.holdMs },
-        'provider lane down: over 90% of its sends in the last minute got no answer or a server error; its pushes are held (no attempt spent) and one tries it again every probeMs',
-      );
-    });
-    breaker.on('close', () => {
-      const downMs = lane.downSince === undefined ? 0 : this.now() - lane.downSince;
-      delete lane.downSince;
-      this.gauge?.set(labels, 0);
-      this.logger.info({ lane: name, platform: this.platform, downMs }, 'provider lane answering again: its held pushes come back within a few minutes');
-    });
-    this.lanes.set(name, lane);
-    return lane;
+  }
+
+  private up(name: string, l: Lane, why: 'answered' | 'quiet'): void {
+    const downMs = l.downSince === undefined ? 0 : this.now() - l.downSince;
+    delete l.downSince;
+    l.buckets = [];
+    clearTimeout(l.quiet);
+    this.gauge?.set({ platform: this.platform, lane: name }, 0);
+    if (why === 'answered') this.logger.info({ lane: name, platform: this.platform, downMs }, 'provider lane answering again: its held pushes come back within a few minutes');
+    else this.logger.info({ lane: name, platform: this.platform, downMs }, 'provider lane quiet: no push came to try it for three probe intervals; taken as up');
+  }
+
+  /** A lane due its trial that no push tries for QUIET_PROBES probe intervals is taken as up. */
+  private watchQuiet(name: string, l: Lane): void {
+    clearTimeout(l.quiet);
+    const probeAt = l.probeAt;
+    l.quiet = setTimeout(() => {
+      if (l.downSince !== undefined && !l.trying && l.probeAt === probeAt) this.up(name, l, 'quiet');
+    }, this.settings.probeMs * (1 + QUIET_PROBES));
+    l.quiet.unref();
   }
 }

@@ -113,12 +113,13 @@ export const pusherConfig = {
     min: 0,
     comparedOnly: true,
   }),
-  PROVIDER_DOWN_HOLD_MS: int("How long after it was due a push is held while its provider is taken to be down (over 90% of a lane's sends in a minute got no answer or a server error): not sent, no attempt spent, until the provider answers; past it, parked as provider-down, to be replayed (0: never held; tried on PUSHER_RETRY_DELAYS_MS and parked when it runs out)", {
+  PROVIDER_DOWN_HOLD_MS: int("How long after it was due a push is held while its provider is taken to be down (over 90% of a lane's fresh sends in a minute got no answer or a server error): not sent, no attempt spent, until the provider answers; past it, parked as provider-down, to be replayed (0: never held; tried on PUSHER_RETRY_DELAYS_MS and parked when it runs out)", {
     default: String(24 * 3_600_000),
     min: 0,
   }),
   PROVIDER_DOWN_PROBE_MS: int('How often one push tries a provider lane taken to be down (its answer brings the lane back up)', { default: '30000', min: 1000 }),
-  PROVIDER_DOWN_MIN_SENDS: int("Sends of a provider lane within a minute before its failures can take it down (fewer: each push is retried and parked on its own)", { default: '10', min: 1 }),
+  PROVIDER_DOWN_MIN_SENDS: int("Fresh sends of a provider lane (pushes never sent before) failing within a minute before the lane can be taken down (fewer: each push is retried and parked on its own)", { default: '10', min: 1 }),
+  PROVIDER_DOWN_AFTER_MS: int("How long a provider lane's fresh sends must have been failing before it is taken down (one dropped connection's burst of failures is no outage: those pushes are retried)", { default: '5000', min: 0 }),
   ...appDeliveryConfig,
   SANDBOX_STATE_DIR: str('Where the sandbox keeps its certificate, keys and sandbox.json (used when no credentials are set)', {
     default: '.herald/sandbox',

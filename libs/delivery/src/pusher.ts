@@ -102,7 +102,8 @@ export interface PusherDeps {
 }
 
 /** `attempt`: the delivery's attempt (1 on the first), which a provider's exponential back-off grows with. */
-type Claimable = { index: number; attempt: number; push: DevicePush; topic: string | undefined; app: AppRow; lane: string };
+/** `sentBefore`: the push was sent before (sentBeforeOf), so its answer says less about its lane than a fresh one's. */
+type Claimable = { index: number; attempt: number; sentBefore: boolean; push: DevicePush; topic: string | undefined; app: AppRow; lane: string };
 const ack: Outcome = { kind: 'ack' };
 /**
  * Not sent: no budget within the wait bound, or the pusher is stopping (`stopping`), or
@@ -137,7 +138,7 @@ export function createPusherHandler(deps: PusherDeps) {
     for (const [index, message] of messages.entries()) {
       const checked = await admit(message, deps, now());
       if ('kind' in checked) outcomes[index] = checked;
-      else ready.push({ index, attempt: message.attempt, ...checked });
+      else ready.push({ index, attempt: message.attempt, sentBefore: sentBeforeOf(message), ...checked });
     }
     if (ready.length === 0) return flushed(outcomes, deps);
     const claimedAt = Date.now();
@@ -198,7 +199,7 @@ async function flushed(outcomes: Outcome[], deps: PusherDeps): Promise<Outcome[]
   return outcomes;
 }
 
-async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promise<Outcome | Omit<Claimable, 'index' | 'attempt'>> {
+async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promise<Outcome | Omit<Claimable, 'index' | 'attempt' | 'sentBefore'>> {
   const parsed = decodeWith(DevicePush, message.body);
   if (!parsed.ok) return park(deps, undefined, parsed.reason.startsWith('malformed') ? 'malformed-json' : 'schema', parsed.reason);
   const push = parsed.value;
@@ -221,9 +222,10 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   // a host an operator took off the list (a test host, a wildcard narrowed) gets no more signed POSTs.
   const host = deps.platform === 'web' ? endpointHostProblem(push.token, app.webPushHosts) : undefined;
   if (host !== undefined) return park(deps, push, 'push-service-not-allowed', host);
-  // Its provider is down: held as it comes, neither claimed nor sent.
+  // Its provider is down: held as it comes, neither claimed nor sent (one held past its bound goes
+  // on to its claim, which finds it done if it is, and its send is held, and it is parked, there).
   const lane = laneOf(push, app);
-  if (deps.lanes?.down(lane) === true) return heldOrParked(push, lane, deps, at);
+  if (deps.lanes?.down(lane) === true && !heldTooLong(push, deps.lanes, at)) return held(push, lane, deps, at, { sentNow: false });
   return { push, topic: app.apnsTopic ?? undefined, app, lane };
 }
 
@@ -274,10 +276,10 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   if ('failed' in provider) return provider.failed;
   const started = process.hrtime.bigint();
   const target = r.topic !== undefined ? { apnsTopic: r.topic } : {};
-  // Only a push's first attempt is judged with its lane: an outage fails every push, the fresh ones
-  // too, where a push failing alone (its payload, its token) fails again on each retry, and its
-  // retries, alone in a quiet lane, would take it down.
-  const result = deps.lanes === undefined || r.attempt > 1 ? await provider.send(r.push, target) : await deps.lanes.send(r.lane, () => provider.send(r.push, target));
+  // Only a push's first attempt is judged with its lane while it is up: an outage fails every push,
+  // the fresh ones too, where a push failing alone (its payload, its token) fails again on each
+  // retry, and its retries, alone in a quiet lane, would take it down.
+  const result = deps.lanes === undefined ? await provider.send(r.push, target) : await deps.lanes.send(r.lane, () => provider.send(r.push, target), !r.sentBefore);
   if (result.kind === 'held') return result;
   deps.metrics.providerSeconds.observe({ platform: deps.platform }, Number(process.hrtime.bigint() - started) / 1e9);
   deps.limiter?.observe?.(result, r.push.app, service);
@@ -300,28 +302,40 @@ function pacingLaneOf(push: DevicePush, app: AppRow): string | undefined {
 /** The breaker's lane of a push (provider-lanes.ts): its pacing lane, or the platform's own connection. */
 const laneOf = (push: DevicePush, app: AppRow): string => pacingLaneOf(push, app) ?? `${push.platform} (shared connection)`;
 
-/** The longest a held push waits before it is looked at again: a lane back up has its pushes back within about this. */
-const MAX_HOLD_DELAY_MS = 5 * 60_000;
+/**
+ * The longest a held push waits before it is looked at again (the longest delay queue's): a lane
+ * back up has its pushes back within as long as it was down, and within this however long that was.
+ */
+const MAX_HOLD_DELAY_MS = 20 * 60_000;
+
+/** On a push the pusher sent and then held (its answer an outage's): it was sent before, whatever its attempt says. */
+export const SENT_BEFORE_HEADER = 'x-herald-sent-before';
+
+/** Whether a delivery's push was sent before: a retry (attempt 2 on), or one held after its send. */
+const sentBeforeOf = (message: InboundMessage): boolean => message.attempt > 1 || message.headers[SENT_BEFORE_HEADER] !== undefined;
+
+const heldTooLong = (push: DevicePush, lanes: ProviderLanes, at: Date): boolean => at.getTime() >= pushAsOf(push).getTime() + lanes.settings.holdMs;
 
 /**
  * A push whose lane is down (provider-lanes.ts): held, deferred without spending an attempt, as
- * long as the lane has been down (at least its probe interval, at most five minutes; an APNs 5xx
- * answered to this push, at least APNS_SERVER_ERROR_RETRY_MS), until
- * PROVIDER_DOWN_HOLD_MS after it was due; then parked (provider-down), to be replayed once the
- * provider answers. An expiry comes first: a held push past it is dropped as expired when it is back.
+ * long as the lane has been down (at least its probe interval, at most 20 minutes; an APNs 5xx
+ * answered to this push, at least APNS_SERVER_ERROR_RETRY_MS), until PROVIDER_DOWN_HOLD_MS after it
+ * was due; then parked (provider-down), to be replayed once the provider answers. An expiry comes
+ * first: a held push past it is dropped as expired when it is back. `sentNow`: it was sent and
+ * answered with an outage's answer, so it is marked sent before (its next answers are not its
+ * lane's judge: a push failing alone would otherwise keep a lane down).
  */
-function heldOrParked(push: DevicePush, lane: string, deps: PusherDeps, at: Date, notBeforeMs = 0): Outcome {
+function held(push: DevicePush, lane: string, deps: PusherDeps, at: Date, { sentNow, notBeforeMs = 0 }: { sentNow: boolean; notBeforeMs?: number | undefined }): Outcome {
   const lanes = deps.lanes as ProviderLanes;
   const since = lanes.downSince(lane) ?? at.getTime();
   const down = `${lane} has answered nothing or server errors since ${new Date(since).toISOString()}`;
-  const holdEnds = pushAsOf(push).getTime() + lanes.settings.holdMs;
-  if (at.getTime() >= holdEnds) {
+  if (heldTooLong(push, lanes, at)) {
     return park(deps, push, PROVIDER_DOWN, `${down}; held until PROVIDER_DOWN_HOLD_MS (${lanes.settings.holdMs} ms) after it was due: replay it once the provider answers`);
   }
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'held' });
   trace(deps, push, 'held: its provider is down', { lane });
   const delayMs = Math.max(notBeforeMs, Math.min(MAX_HOLD_DELAY_MS, Math.max(lanes.settings.probeMs, at.getTime() - since)));
-  return { kind: 'defer', code: PROVIDER_DOWN, reason: `${down}: held, no attempt spent`, delayMs, spread: true };
+  return { kind: 'defer', code: PROVIDER_DOWN, reason: `${down}: held, no attempt spent`, delayMs, spread: true, ...(sentNow && { headers: { [SENT_BEFORE_HEADER]: 1 } }) };
 }
 
 /** The park and defer code of a push whose provider is down. */
@@ -400,8 +414,9 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     if (result.kind === 'held' || (result.kind === 'transient' && result.outage === true && deps.lanes?.down(r.lane) === true)) {
       release.push(push.pushId);
       // An APNs 5xx still waits the 15 minutes Apple asks before this payload goes again.
-      const notBefore = result.kind === 'transient' ? retryDelayOf(result, r.attempt, deps.serverErrorRetryMs ?? 0).delayMs : undefined;
-      outcomes[r.index] = heldOrParked(push, r.lane, deps, observedAt, notBefore);
+      const sentNow = result.kind === 'transient';
+      const notBeforeMs = sentNow ? retryDelayOf(result, r.attempt, deps.serverErrorRetryMs ?? 0).delayMs : undefined;
+      outcomes[r.index] = held(push, r.lane, deps, observedAt, { sentNow, notBeforeMs });
       return;
     }
     // Claimed, so marked done in the ledger: the job-status outcome goes in the same statement, as a

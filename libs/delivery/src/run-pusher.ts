@@ -38,6 +38,7 @@ export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppD
   PROVIDER_DOWN_HOLD_MS: number;
   PROVIDER_DOWN_PROBE_MS: number;
   PROVIDER_DOWN_MIN_SENDS: number;
+  PROVIDER_DOWN_AFTER_MS: number;
 }
 
 export interface ProviderLimits {
@@ -101,7 +102,7 @@ export async function startPusher(
   alongside?: (parts: PusherParts) => Promise<BesideWork>,
 ): Promise<RunningService> {
   const name = `${platform}-pusher`;
-  checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS.map((d) => Math.max(d, config.APNS_SERVER_ERROR_RETRY_MS ?? 0)));
+  checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS.map((d) => Math.max(d, config.APNS_SERVER_ERROR_RETRY_MS ?? 0)), config.PROVIDER_DOWN_HOLD_MS);
   const limits = providerLimits(config.LEDGER_LEASE_MS);
   const provider = await createProvider(logger, limits);
   const db = createDatabase({
@@ -127,7 +128,7 @@ export async function startPusher(
   const perApp = createAppDelivery(platform, { ...config, APP_REQUEST_TIMEOUT_MS: appTimeout }, db, provider, logger, registry);
   const metrics = createPusherMetrics(registry);
   const lanes = new ProviderLanes(
-    { holdMs: config.PROVIDER_DOWN_HOLD_MS, probeMs: config.PROVIDER_DOWN_PROBE_MS, minSends: config.PROVIDER_DOWN_MIN_SENDS },
+    { holdMs: config.PROVIDER_DOWN_HOLD_MS, probeMs: config.PROVIDER_DOWN_PROBE_MS, minSends: config.PROVIDER_DOWN_MIN_SENDS, afterMs: config.PROVIDER_DOWN_AFTER_MS },
     platform,
     logger,
     metrics.laneDown,

@@ -94,13 +94,16 @@ describe('retry and park', () => {
     expect(h.seen[1]!.headers[HeraldHeaders.delay]).toBe(400);
   });
 
-  it('defers a message without spending an attempt, however often', async () => {
+  it('defers a message without spending an attempt, however often, keeping the headers a deferral set', async () => {
     const attempts: number[] = [];
     const before: boolean[] = [];
+    const notes: unknown[] = [];
     const h = recordingHandler((m) => {
       attempts.push(m.attempt);
       before.push(handledBefore(m));
-      return attempts.length < 4 ? { kind: 'defer', code: 'in-flight', reason: 'leased elsewhere', delayMs: 100 } : { kind: 'ack' };
+      notes.push(m.headers['x-spec-note']);
+      const note = attempts.length === 1 ? { headers: { 'x-spec-note': 'sent' } } : {};
+      return attempts.length < 4 ? { kind: 'defer', code: 'in-flight', reason: 'leased elsewhere', delayMs: 100, ...note } : { kind: 'ack' };
     });
     const consumer = await t.broker.consume({ queue: 'r.work', prefetch: 1, retryDelaysMs: DELAYS, handle: h.handle });
     await send('deferred');
@@ -110,6 +113,8 @@ describe('retry and park', () => {
     expect(attempts).toEqual([1, 1, 1, 1]);
     // The same attempt, yet a handler can tell it came back.
     expect(before).toEqual([false, true, true, true]);
+    // The first deferral's note is on every later copy (the pusher's: this push was sent before).
+    expect(notes).toEqual([undefined, 'sent', 'sent', 'sent']);
   });
 
   it("spreads messages deferred to one instant (a pause's end) over the fifth after it, none early", async () => {

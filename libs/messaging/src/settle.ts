@@ -85,7 +85,7 @@ export class Settler {
       case 'park':
         return this.park(d, outcome.code, outcome.reason);
       case 'defer':
-        await this.defer(d, outcome.code, outcome.reason, outcome.delayMs, outcome.spread === true);
+        await this.defer(d, outcome.code, outcome.reason, outcome.delayMs, outcome.spread === true, outcome.headers);
         return undefined;
       case 'forward':
         try {
@@ -112,16 +112,16 @@ export class Settler {
     );
   }
 
-  private async defer(d: Delivery, code: string, reason: string, delayMs: number, spread: boolean): Promise<void> {
+  private async defer(d: Delivery, code: string, reason: string, delayMs: number, spread: boolean, headers?: Readonly<Record<string, string | number>>): Promise<void> {
     const plan = planDefer(this.retryDelaysMs, delayMs, spread);
     if (plan.kind === 'exhausted') throw new Error(`cannot defer on ${this.queue}: no delay queues configured`);
-    await this.delay(d, plan, d.inbound.attempt, reason);
+    await this.delay(d, plan, d.inbound.attempt, reason, headers);
     this.metrics.retried.inc({ queue: this.queue, code });
     this.logger.debug({ queue: this.queue, messageId: d.inbound.messageId, code, reason, delayMs: plan.expirationMs }, 'message deferred');
   }
 
   /** Publish a copy to the delay queue of `plan`; its relay sends it back to this queue when it is due (delay-relay.ts). */
-  private async delay(d: Delivery, plan: Extract<RetryPlan, { kind: 'delay' }>, attempt: number, reason: string): Promise<void> {
+  private async delay(d: Delivery, plan: Extract<RetryPlan, { kind: 'delay' }>, attempt: number, reason: string, extra?: Readonly<Record<string, string | number>>): Promise<void> {
     const copy: RawOutbound = {
       exchange: Exchanges.direct,
       routingKey: delayQueueFor(plan.queueDelayMs),
@@ -129,6 +129,7 @@ export class Settler {
       properties: copiedProperties(d),
       headers: {
         ...copiedHeaders(d.inbound.headers),
+        ...extra,
         [HeraldHeaders.attempt]: attempt,
         [HeraldHeaders.retryReason]: reason,
         [HeraldHeaders.delay]: plan.queueDelayMs,

@@ -127,8 +127,10 @@ export type Outcome =
    * Come back after about delayMs without spending an attempt (e.g. another worker holds a lease).
    * `spread`: delayMs is only the earliest, shared by many messages (a pause's end): each comes back
    * up to 20 % of it later, at random, so they do not all arrive at one instant (retry.ts).
+   * `headers`: set on the copy, and kept by its later copies (retries, deferrals, a park): the
+   * handler's note to itself about this message (the pusher's: this push was sent before).
    */
-  | { kind: 'defer'; code: string; reason: string; delayMs: number; spread?: true }
+  | { kind: 'defer'; code: string; reason: string; delayMs: number; spread?: true; headers?: Readonly<Record<string, string | number>> }
   /**
    * Publish the message's body and properties to `queue` (default exchange), then ack it: a delay
    * queue's relay sending a message back when due, without the relay's headers (where it goes
