@@ -91,4 +91,13 @@ describe('the ledger pruner a pusher runs', () => {
     expect(() => checkLedgerRetention(HOUR, 30_000, [1000, 600_000, 3_000_000])).toThrow(/LEDGER_RETENTION_HOURS/);
     expect(() => checkLedgerRetention(RETENTION, 30_000, [1000, 5000, 30_000, 120_000, 600_000])).not.toThrow();
   });
+
+  it('refuses a retention shorter than the lease, the retry schedule and the longest hold of a push whose provider is down', () => {
+    const schedule = [1000, 5000, 30_000, 120_000, 600_000];
+    // PROVIDER_DOWN_HOLD_MS 24 h and a held push's longest wait (24 minutes): 24 hours is not enough, 25 are.
+    expect(() => checkLedgerRetention(24 * HOUR, 30_000, schedule, 24 * HOUR + 1_440_000)).toThrow(/PROVIDER_DOWN_HOLD_MS/);
+    expect(() => checkLedgerRetention(24 * HOUR, 30_000, schedule, 0)).not.toThrow();
+    expect(() => checkLedgerRetention(25 * HOUR, 30_000, schedule, 24 * HOUR + 1_440_000)).not.toThrow();
+    expect(() => checkLedgerRetention(RETENTION, 30_000, schedule, 24 * HOUR + 1_440_000)).not.toThrow();
+  });
 });

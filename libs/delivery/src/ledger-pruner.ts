@@ -21,15 +21,17 @@ export function startLedgerPruner(deps: LedgerPrunerDeps): Pruner {
 
 /**
  * Fail fast at start-up: an entry pruned while a copy of its push can still arrive would let
- * that copy be sent again. The retention must exceed the lease plus the whole retry schedule, and the lease plus the longest hold.
+ * that copy be sent again. The retention must exceed the lease plus the whole retry schedule, plus
+ * `holdMs` (the longest hold and a held push's longest wait) when pushes are held.
  */
 export function checkLedgerRetention(retentionMs: number, leaseMs: number, retryDelaysMs: readonly number[], holdMs = 0): void {
   const horizonMs = leaseMs + retryDelaysMs.reduce((sum, d) => sum + d, 0);
   if (retentionMs <= horizonMs) {
     throw new Error(`LEDGER_RETENTION_HOURS (${retentionMs / 3_600_000} h) must exceed LEDGER_LEASE_MS plus the retry schedule (${horizonMs} ms)`);
   }
-  // A push held while its provider is down (a copy of one delivered before among them) comes back up to this long after it was due.
-  if (retentionMs <= leaseMs + holdMs) {
-    throw new Error(`LEDGER_RETENTION_HOURS (${retentionMs / 3_600_000} h) must exceed LEDGER_LEASE_MS plus PROVIDER_DOWN_HOLD_MS (${leaseMs + holdMs} ms)`);
+  // A push held while its provider is down (a copy of one delivered before among them) comes back up
+  // to holdMs after it was due, and may then go round the retry schedule.
+  if (holdMs > 0 && retentionMs <= horizonMs + holdMs) {
+    throw new Error(`LEDGER_RETENTION_HOURS (${retentionMs / 3_600_000} h) must exceed LEDGER_LEASE_MS plus the retry schedule plus PROVIDER_DOWN_HOLD_MS and a held push's longest wait (${horizonMs + holdMs} ms)`);
   }
 }

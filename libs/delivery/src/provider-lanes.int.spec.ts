@@ -79,7 +79,7 @@ describe('a provider that answers nothing: its pushes are held, not retried on t
     const sent: string[] = [];
     const registry = new Registry();
     const metrics = createPusherMetrics(registry);
-    const lanes = new ProviderLanes({ holdMs: HOLD_MS, probeMs: 1_000, minSends: 5, afterMs: 0 }, 'apns', logger, metrics.laneDown);
+    const lanes = new ProviderLanes({ holdMs: HOLD_MS, probeMs: 1_000, minSends: 5, afterMs: 0, quietMs: 60_000 }, 'apns', logger, metrics.laneDown);
     const handle = pusherOf(
       lanes,
       async (p) => {
@@ -133,7 +133,7 @@ describe('a provider that answers nothing: its pushes are held, not retried on t
   it('a push held past its bound that was delivered before is acked as the duplicate it is, not parked for a replay to send again', async () => {
     const app = await t.db.apps.upsert({ id: `lanes-${randomUUID().slice(0, 8)}`, apnsTopic: 'com.herald.spec' });
     let answer: SendResult = { kind: 'delivered' };
-    const lanes = new ProviderLanes({ holdMs: HOLD_MS, probeMs: 60_000, minSends: 5, afterMs: 0 }, 'apns', logger);
+    const lanes = new ProviderLanes({ holdMs: HOLD_MS, probeMs: 60_000, minSends: 5, afterMs: 0, quietMs: 60_000 }, 'apns', logger);
     const handle = pusherOf(lanes, async () => answer);
     try {
       const stale = push(app.id, new Date(Date.now() - HOLD_MS - 1_000));
@@ -155,10 +155,10 @@ describe('a provider that answers nothing: its pushes are held, not retried on t
     ['with lanes, for pushes back from a hold after their send: likewise', HOLD_MS, 1, { [SENT_BEFORE_HEADER]: 1 }],
   ])('%s, an unanswered push is retried on the schedule', async (_, holdMs, attempt, headers) => {
     const app = await t.db.apps.upsert({ id: `lanes-${randomUUID().slice(0, 8)}`, apnsTopic: 'com.herald.spec' });
-    const lanes = new ProviderLanes({ holdMs, probeMs: 1_000, minSends: 5, afterMs: 0 }, 'apns', logger);
+    const lanes = new ProviderLanes({ holdMs, probeMs: 1_000, minSends: 5, afterMs: 0, quietMs: 60_000 }, 'apns', logger);
     const handle = pusherOf(lanes, async () => ({ kind: 'transient', reason: 'transport: reset', outage: true }));
     const outcomes = await handle(Array.from({ length: 12 }, () => inbound(push(app.id), attempt, headers)));
-    expect(outcomes).toEqual(Array(12).fill({ kind: 'retry', code: 'transient', reason: 'transport: reset' }));
+    expect(outcomes).toEqual(Array(12).fill({ kind: 'retry', code: 'transient', reason: 'transport: reset', headers: { [SENT_BEFORE_HEADER]: 1 } }));
     expect(lanes.down('apns (shared connection)')).toBe(false);
     lanes.close();
   });

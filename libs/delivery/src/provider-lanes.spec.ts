@@ -15,9 +15,9 @@ afterEach(() => {
   open = [];
 });
 
-function lanes({ afterMs = 0, now }: { afterMs?: number; now?: () => number } = {}): { lanes: ProviderLanes; gauge: Gauge<'platform' | 'lane'> } {
+function lanes({ afterMs = 0, quietMs = 60_000, now }: { afterMs?: number; quietMs?: number; now?: () => number } = {}): { lanes: ProviderLanes; gauge: Gauge<'platform' | 'lane'> } {
   const gauge = new Gauge({ name: 'lane_down', help: 'x', labelNames: ['platform', 'lane'] as const, registers: [new Registry()] });
-  const l = new ProviderLanes({ holdMs: 60_000, probeMs: 150, minSends: 5, afterMs }, 'apns', logger, gauge, now);
+  const l = new ProviderLanes({ holdMs: 60_000, probeMs: 150, minSends: 5, afterMs, quietMs }, 'apns', logger, gauge, now);
   open.push(l);
   return { lanes: l, gauge };
 }
@@ -52,7 +52,7 @@ describe('ProviderLanes: a lane whose sends all fail for want of an answer is ta
     expect(first.reached).toBe(5);
     expect(first.results).toEqual(Array(5).fill(outage));
     expect(l.down('apns')).toBe(true);
-    expect(l.downSince('apns')).toBeGreaterThan(Date.now() - 5_000);
+    expect(l.downForMs('apns')).toBeLessThan(5_000);
     expect(await gaugeOf(gauge, 'apns')).toBe(1);
     const held = await sendMany(l, 'apns', 3, delivered);
     expect(held).toEqual({ reached: 0, results: Array(3).fill({ kind: 'held' }) });
@@ -135,6 +135,14 @@ describe('ProviderLanes: a lane whose sends all fail for want of an answer is ta
     clock += 1_000;
     await sendMany(l, 'apns', 1, outage);
     expect(l.down('apns')).toBe(true);
+
+    // A burst, the lane answering since, and one more failure past afterMs: over, not lasting.
+    await sendMany(l, 'fcm', 50, outage);
+    clock += 1_000;
+    await sendMany(l, 'fcm', 5, delivered);
+    clock += 4_100;
+    await sendMany(l, 'fcm', 1, outage);
+    expect(l.down('fcm')).toBe(false);
   });
 
   it('comes back up with an empty window: one failure after a recovery does not take it down again', async () => {
@@ -147,17 +155,19 @@ describe('ProviderLanes: a lane whose sends all fail for want of an answer is ta
     expect(l.down('apns')).toBe(false);
   });
 
-  it('a lane due its trial that no push comes to try is taken as up after three more probe intervals (its gauge back to 0)', async () => {
-    const { lanes: l, gauge } = lanes();
+  it('a lane due its trial that no push comes to try for quietMs is taken as up (its gauge back to 0)', async () => {
+    const { lanes: l, gauge } = lanes({ quietMs: 450 });
     await sendMany(l, 'apns', 5, outage);
     expect(await gaugeOf(gauge, 'apns')).toBe(1);
-    await sleep(150 * 4 + 100);
+    await sleep(300);
+    expect(l.downSince('apns')).toBeDefined(); // due its trial, but quietMs is not over
+    await sleep(150 + 450 - 300 + 100);
     expect(l.downSince('apns')).toBeUndefined();
     expect(await gaugeOf(gauge, 'apns')).toBe(0);
   });
 
   it('holds nothing when PROVIDER_DOWN_HOLD_MS is 0', async () => {
-    const l = new ProviderLanes({ holdMs: 0, probeMs: 150, minSends: 5, afterMs: 0 }, 'apns', logger);
+    const l = new ProviderLanes({ holdMs: 0, probeMs: 150, minSends: 5, afterMs: 0, quietMs: 60_000 }, 'apns', logger);
     open.push(l);
     expect(await sendMany(l, 'apns', 20, outage)).toMatchObject({ reached: 20 });
     expect(l.down('apns')).toBe(false);

@@ -15,14 +15,18 @@ export interface LaneSettings {
   minSends: number;
   /** How long fresh sends must have been failing before the lane is taken down (a burst of one dropped connection is not an outage). */
   afterMs: number;
+  /**
+   * How long a lane due its trial may go without a push coming to try it before it is taken as up
+   * (a quiet lane, or one no longer used): longer than a held push can wait (run-pusher: the
+   * longest hold delay, a fifth more, and a probe interval), so its own held pushes come first.
+   */
+  quietMs: number;
 }
 
 /** The window a lane's fresh sends are judged over, in buckets, and the share of them failing that takes it down. */
 const BUCKET_MS = 5_000;
 const BUCKETS = 12;
 const DOWN_SHARE = 0.9;
-/** Probe intervals a lane due its trial may go without one (no push of it came) before it is taken as up again. */
-const QUIET_PROBES = 3;
 
 /** Not sent: the push's lane is down, or another push is trying it (its one trial). */
 export type Held = { kind: 'held' };
@@ -31,11 +35,13 @@ type Bucket = { slot: number; answered: number; failed: number; firstFailedAt: n
 
 interface Lane {
   buckets: Bucket[];
-  /** Set while the lane is down (through any trials that failed since). */
+  /** Set while the lane is down (through any trials that failed since), on the lanes' clock. */
   downSince?: number;
   /** While down: when a push may try it next. */
   probeAt: number;
   trying: boolean;
+  /** Fresh sends failed in a row, lately. */
+  failedInRow: number;
   quiet?: NodeJS.Timeout;
   /** The last outage answer's reason, for the line that says the lane is down. */
   lastReason?: string;
@@ -50,12 +56,12 @@ const isOutage = (r: SendResult): r is Extract<SendResult, { kind: 'transient' }
  * no answer, or a server error without Retry-After), and only answers to fresh sends (pushes never
  * sent before): a push failing alone (its payload, its token) fails again on each retry and on each
  * return from a hold, and those, alone in a quiet lane, would take it down; an outage fails the
- * fresh ones too. Over 90% of them failing in the last minute, at least `minSends`, the earliest
- * `afterMs` ago or more, and the lane is down: its pushes are held, unsent, without spending an
+ * fresh ones too. The last `minSends` of them failed in a row (it is failing now), over 90% of the
+ * minute's failed, the earliest `afterMs` ago or more, and the lane is down: its pushes are held, unsent, without spending an
  * attempt (the pusher defers them), until `probeMs` later one push (any) tries it. That one answered
  * (anything but an outage answer), the lane is up again, its window emptied; failed, it stays down
- * another `probeMs`. A lane due its trial that no push comes to try for three probe intervals is
- * taken as up (a quiet lane, or one no longer used).
+ * another `probeMs`. A lane due its trial that no push comes to try for `quietMs` (longer than any
+ * of its held pushes waits) is taken as up (a quiet lane, or one no longer used).
  *
  * Hand-written rather than a library's breaker (opossum was tried): its rolling error share counts
  * calls refused while open as calls, keeps the window through a recovery (one failure after it took
@@ -71,7 +77,8 @@ export class ProviderLanes {
     private readonly platform: string,
     private readonly logger: Logger,
     private readonly gauge?: Gauge<'platform' | 'lane'>,
-    private readonly now: () => number = Date.now,
+    /** A monotonic clock (a wall clock stepped back would hold a down lane's trials that long). */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** Whether pushes of the lane are held as they come: it is down, and not due its trial (or being tried). */
@@ -80,9 +87,15 @@ export class ProviderLanes {
     return l?.downSince !== undefined && (l.trying || this.now() < l.probeAt);
   }
 
-  /** Since when the lane has been down (trials that failed included), or undefined. */
+  /** Since when the lane has been down (trials that failed included), on the lanes' clock, or undefined. */
   downSince(lane: string): number | undefined {
     return this.lanes.get(lane)?.downSince;
+  }
+
+  /** How long the lane has been down, or undefined. */
+  downForMs(lane: string): number | undefined {
+    const since = this.downSince(lane);
+    return since === undefined ? undefined : this.now() - since;
   }
 
   /**
@@ -122,7 +135,7 @@ export class ProviderLanes {
   private laneOf(name: string): Lane {
     let l = this.lanes.get(name);
     if (l === undefined) {
-      l = { buckets: [], probeAt: 0, trying: false };
+      l = { buckets: [], probeAt: 0, trying: false, failedInRow: 0 };
       this.lanes.set(name, l);
     }
     return l;
@@ -140,11 +153,16 @@ export class ProviderLanes {
     }
     if (!isOutage(result)) {
       bucket.answered += 1;
+      l.failedInRow = 0;
       return;
     }
     bucket.failed += 1;
     bucket.firstFailedAt = Math.min(bucket.firstFailedAt, now);
     l.lastReason = result.reason;
+    l.failedInRow += 1;
+    // Failing now (the last minSends in a row), over 90% of the minute's, since afterMs ago or more:
+    // not a burst that is over (one dropped connection's, the lane answering since).
+    if (l.failedInRow < this.settings.minSends) return;
     let answered = 0;
     let failed = 0;
     let since = now;
@@ -153,7 +171,7 @@ export class ProviderLanes {
       failed += b.failed;
       since = Math.min(since, b.firstFailedAt);
     }
-    if (failed >= this.settings.minSends && failed > DOWN_SHARE * (answered + failed) && now - since >= this.settings.afterMs) this.takeDown(name, l, failed, answered + failed);
+    if (failed > DOWN_SHARE * (answered + failed) && now - since >= this.settings.afterMs) this.takeDown(name, l, failed, answered + failed);
   }
 
   private takeDown(name: string, l: Lane, failed: number, sends: number): void {
@@ -172,19 +190,22 @@ export class ProviderLanes {
     const downMs = l.downSince === undefined ? 0 : this.now() - l.downSince;
     delete l.downSince;
     l.buckets = [];
+    l.failedInRow = 0;
     clearTimeout(l.quiet);
     this.gauge?.set({ platform: this.platform, lane: name }, 0);
     if (why === 'answered') this.logger.info({ lane: name, platform: this.platform, downMs }, 'provider lane answering again: its held pushes come back within a few minutes');
-    else this.logger.info({ lane: name, platform: this.platform, downMs }, 'provider lane quiet: no push came to try it for three probe intervals; taken as up');
+    else this.logger.info({ lane: name, platform: this.platform, downMs, quietMs: this.settings.quietMs }, 'provider lane quiet: no push came to try it for quietMs after it was due its trial; taken as up');
   }
 
-  /** A lane due its trial that no push tries for QUIET_PROBES probe intervals is taken as up. */
+  /** A lane due its trial that no push tries for quietMs after it fell due is taken as up (one being tried is watched again). */
   private watchQuiet(name: string, l: Lane): void {
     clearTimeout(l.quiet);
     const probeAt = l.probeAt;
     l.quiet = setTimeout(() => {
-      if (l.downSince !== undefined && !l.trying && l.probeAt === probeAt) this.up(name, l, 'quiet');
-    }, this.settings.probeMs * (1 + QUIET_PROBES));
+      if (l.downSince === undefined || l.probeAt !== probeAt) return;
+      if (l.trying) this.watchQuiet(name, l);
+      else this.up(name, l, 'quiet');
+    }, this.settings.probeMs + this.settings.quietMs);
     l.quiet.unref();
   }
 }

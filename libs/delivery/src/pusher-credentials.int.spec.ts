@@ -58,6 +58,8 @@ describe("an app's own credentials that cannot be read", () => {
     const m = message();
     const [outcome] = await pusher.handle([m.inbound]);
     expect(outcome).toMatchObject({ kind: 'retry', code: 'transient', reason: expect.stringMatching(/^credentials: .*ECONNREFUSED/) });
+    // Never sent: not marked sent before, so its first send is a fresh one for its lane.
+    expect(outcome).not.toHaveProperty('headers');
     expect(pusher.bans.banned('own-keys')).toBeUndefined();
     // Released: the retried copy (here, another pusher's) may claim it at once.
     expect((await t.db.ledger.claim([m.push.pushId], 'pusher-b', 60_000)).get(m.push.pushId)).toBe('claimed');

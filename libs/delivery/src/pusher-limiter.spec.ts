@@ -5,7 +5,7 @@ import type { InboundMessage } from '@herald/messaging';
 import { classifyFcmError, type SendResult } from '@herald/providers';
 import { Registry } from '@herald/runtime';
 import { describe, expect, it } from 'vitest';
-import { createPusherHandler, type PusherDeps } from './pusher.ts';
+import { createPusherHandler, SENT_BEFORE_HEADER, type PusherDeps } from './pusher.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
 import { singleProvider } from './provider-pool.ts';
 import { createRateLimiter, MemoryRateLimitStore } from '@herald/rate-limiter';
@@ -226,9 +226,9 @@ describe('pusher with a rate limiter', () => {
       const [outcome] = await pusher(undefined, answer).handle([m.inbound]);
       return outcome;
     };
-    expect(await retried({ kind: 'transient', reason: 'QUOTA_EXCEEDED', retryNotBeforeMs: 60_000 })).toEqual({ kind: 'retry', code: 'transient', reason: 'QUOTA_EXCEEDED', delayMs: 60_000 });
+    expect(await retried({ kind: 'transient', reason: 'QUOTA_EXCEEDED', retryNotBeforeMs: 60_000 })).toEqual({ kind: 'retry', code: 'transient', reason: 'QUOTA_EXCEEDED', delayMs: 60_000, headers: { [SENT_BEFORE_HEADER]: 1 } });
     expect(await retried({ kind: 'transient', reason: 'TooManyRequests', retryAfterMs: 7000 })).toMatchObject({ kind: 'retry', delayMs: 7000 });
-    expect(await retried({ kind: 'transient', reason: 'InternalServerError' })).toEqual({ kind: 'retry', code: 'transient', reason: 'InternalServerError' });
+    expect(await retried({ kind: 'transient', reason: 'InternalServerError' })).toEqual({ kind: 'retry', code: 'transient', reason: 'InternalServerError', headers: { [SENT_BEFORE_HEADER]: 1 } });
   });
 
   it('parks, unsent, a push whose app was disabled while it waited for budget', async () => {

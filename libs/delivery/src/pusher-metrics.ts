@@ -52,7 +52,7 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
     }),
     laneDown: new Gauge({
       name: 'herald_provider_lane_down',
-      help: "1 while this pusher takes a provider lane (the platform's shared connection, an app's own connection, a Web Push push service) to be down: over 90% of its fresh sends in a minute got no answer or a server error; its pushes are held, not sent, one trying it again every PROVIDER_DOWN_PROBE_MS (back to 0 when one is answered, or when none came to try it for three probe intervals)",
+      help: "1 while this pusher takes a provider lane (the platform's shared connection, an app's own connection, a Web Push push service) to be down: over 90% of its fresh sends in a minute got no answer or a server error; its pushes are held, not sent, one trying it again every PROVIDER_DOWN_PROBE_MS (back to 0 when one is answered, or when none came to try it for 24 minutes after it was due, longer than any held push waits)",
       labelNames: ['platform', 'lane'],
       registers: [registry],
     }),

@@ -103,7 +103,7 @@ export interface PusherDeps {
 
 /** `attempt`: the delivery's attempt (1 on the first), which a provider's exponential back-off grows with. */
 /** `sentBefore`: the push was sent before (sentBeforeOf), so its answer says less about its lane than a fresh one's. */
-type Claimable = { index: number; attempt: number; sentBefore: boolean; push: DevicePush; topic: string | undefined; app: AppRow; lane: string };
+type Claimable = { index: number; attempt: number; sentBefore: boolean; push: DevicePush; topic: string | undefined; app: AppRow; lane: string; sentNow?: true };
 const ack: Outcome = { kind: 'ack' };
 /**
  * Not sent: no budget within the wait bound, or the pusher is stopping (`stopping`), or
@@ -279,7 +279,11 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   // Only a push's first attempt is judged with its lane while it is up: an outage fails every push,
   // the fresh ones too, where a push failing alone (its payload, its token) fails again on each
   // retry, and its retries, alone in a quiet lane, would take it down.
-  const result = deps.lanes === undefined ? await provider.send(r.push, target) : await deps.lanes.send(r.lane, () => provider.send(r.push, target), !r.sentBefore);
+  const sendIt = (): Promise<SendResult> => {
+    r.sentNow = true;
+    return provider.send(r.push, target);
+  };
+  const result = deps.lanes === undefined ? await sendIt() : await deps.lanes.send(r.lane, sendIt, !r.sentBefore);
   if (result.kind === 'held') return result;
   deps.metrics.providerSeconds.observe({ platform: deps.platform }, Number(process.hrtime.bigint() - started) / 1e9);
   deps.limiter?.observe?.(result, r.push.app, service);
@@ -306,12 +310,14 @@ const laneOf = (push: DevicePush, app: AppRow): string => pacingLaneOf(push, app
  * The longest a held push waits before it is looked at again (the longest delay queue's): a lane
  * back up has its pushes back within as long as it was down, and within this however long that was.
  */
-const MAX_HOLD_DELAY_MS = 20 * 60_000;
+export const MAX_HOLD_DELAY_MS = 20 * 60_000;
 
-/** On a push the pusher sent and then held (its answer an outage's): it was sent before, whatever its attempt says. */
+/** On a push the pusher sent and then held or retried: it was sent before, whatever its attempt says (a replay's is 1). */
 export const SENT_BEFORE_HEADER = 'x-herald-sent-before';
 
-/** Whether a delivery's push was sent before: a retry (attempt 2 on), or one held after its send. */
+const SENT_BEFORE = { [SENT_BEFORE_HEADER]: 1 } as const;
+
+/** Whether a delivery's push was sent before: a retry (attempt 2 on), or one held or retried after its send (a replay's attempt is 1 again). */
 const sentBeforeOf = (message: InboundMessage): boolean => message.attempt > 1 || message.headers[SENT_BEFORE_HEADER] !== undefined;
 
 const heldTooLong = (push: DevicePush, lanes: ProviderLanes, at: Date): boolean => at.getTime() >= pushAsOf(push).getTime() + lanes.settings.holdMs;
@@ -327,15 +333,15 @@ const heldTooLong = (push: DevicePush, lanes: ProviderLanes, at: Date): boolean 
  */
 function held(push: DevicePush, lane: string, deps: PusherDeps, at: Date, { sentNow, notBeforeMs = 0 }: { sentNow: boolean; notBeforeMs?: number | undefined }): Outcome {
   const lanes = deps.lanes as ProviderLanes;
-  const since = lanes.downSince(lane) ?? at.getTime();
-  const down = `${lane} has answered nothing or server errors since ${new Date(since).toISOString()}`;
+  const downForMs = lanes.downForMs(lane) ?? 0;
+  const down = `${lane} has answered nothing or server errors since ${new Date(at.getTime() - downForMs).toISOString()}`;
   if (heldTooLong(push, lanes, at)) {
     return park(deps, push, PROVIDER_DOWN, `${down}; held until PROVIDER_DOWN_HOLD_MS (${lanes.settings.holdMs} ms) after it was due: replay it once the provider answers`);
   }
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'held' });
   trace(deps, push, 'held: its provider is down', { lane });
-  const delayMs = Math.max(notBeforeMs, Math.min(MAX_HOLD_DELAY_MS, Math.max(lanes.settings.probeMs, at.getTime() - since)));
-  return { kind: 'defer', code: PROVIDER_DOWN, reason: `${down}: held, no attempt spent`, delayMs, spread: true, ...(sentNow && { headers: { [SENT_BEFORE_HEADER]: 1 } }) };
+  const delayMs = Math.max(notBeforeMs, Math.min(MAX_HOLD_DELAY_MS, Math.max(lanes.settings.probeMs, downForMs)));
+  return { kind: 'defer', code: PROVIDER_DOWN, reason: `${down}: held, no attempt spent`, delayMs, spread: true, ...(sentNow && { headers: SENT_BEFORE }) };
 }
 
 /** The park and defer code of a push whose provider is down. */
@@ -414,7 +420,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
     if (result.kind === 'held' || (result.kind === 'transient' && result.outage === true && deps.lanes?.down(r.lane) === true)) {
       release.push(push.pushId);
       // An APNs 5xx still waits the 15 minutes Apple asks before this payload goes again.
-      const sentNow = result.kind === 'transient';
+      const sentNow = result.kind === 'transient' && r.sentNow === true;
       const notBeforeMs = sentNow ? retryDelayOf(result, r.attempt, deps.serverErrorRetryMs ?? 0).delayMs : undefined;
       outcomes[r.index] = held(push, r.lane, deps, observedAt, { sentNow, notBeforeMs });
       return;
@@ -455,7 +461,8 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
       case 'transient':
         release.push(push.pushId);
         if (deps.lastAttempt === undefined || r.attempt < deps.lastAttempt) deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
-        outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...retryDelayOf(result, r.attempt, deps.serverErrorRetryMs ?? 0) };
+        // Marked sent, for good: a replay of its park (attempt 1 again) is no fresh push for its lane either.
+        outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...retryDelayOf(result, r.attempt, deps.serverErrorRetryMs ?? 0), ...(r.sentNow && { headers: SENT_BEFORE }) };
         break;
       case 'permanent':
         deps.bans?.observe(push.app, result, settingsKeyOf(r.app));

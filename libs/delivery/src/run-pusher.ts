@@ -5,7 +5,7 @@ import type { Logger } from '@herald/logging';
 import { connectBroker } from '@herald/messaging';
 import type { PushProvider } from '@herald/providers';
 import { runService, stopBy, type RunningService, type ServiceContext, type ServiceSettings } from '@herald/runtime';
-import { createPusherHandler } from './pusher.ts';
+import { createPusherHandler, MAX_HOLD_DELAY_MS } from './pusher.ts';
 import { windowFor } from './pusher-config.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
 import { createPusherLimiter, type RateLimitSettings } from './pusher-limiter.ts';
@@ -70,6 +70,9 @@ export function capRequestTimeout<S extends { requestTimeoutMs: number }>(settin
   return { ...settings, requestTimeoutMs: limits.maxRequestTimeoutMs };
 }
 
+/** The longest a held push waits in a delay queue: the longest hold delay and the fifth the spread adds. */
+const HELD_AT_MOST_MS = Math.ceil(MAX_HOLD_DELAY_MS * 1.2);
+
 /** How often a pusher writes job outcomes kept from a failed write, when no batch did it first. */
 const OUTCOME_FLUSH_INTERVAL_MS = 5_000;
 
@@ -102,7 +105,10 @@ export async function startPusher(
   alongside?: (parts: PusherParts) => Promise<BesideWork>,
 ): Promise<RunningService> {
   const name = `${platform}-pusher`;
-  checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, config.PUSHER_RETRY_DELAYS_MS.map((d) => Math.max(d, config.APNS_SERVER_ERROR_RETRY_MS ?? 0)), config.PROVIDER_DOWN_HOLD_MS);
+  const retryDelays = config.PUSHER_RETRY_DELAYS_MS.map((d) => Math.max(d, config.APNS_SERVER_ERROR_RETRY_MS ?? 0));
+  // A held copy of a push delivered before comes back up to the hold and one more held wait after it
+  // was due, and one past its hold on a lane that answers may then go round the retry schedule.
+  checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, retryDelays, config.PROVIDER_DOWN_HOLD_MS === 0 ? 0 : config.PROVIDER_DOWN_HOLD_MS + HELD_AT_MOST_MS);
   const limits = providerLimits(config.LEDGER_LEASE_MS);
   const provider = await createProvider(logger, limits);
   const db = createDatabase({
@@ -128,7 +134,14 @@ export async function startPusher(
   const perApp = createAppDelivery(platform, { ...config, APP_REQUEST_TIMEOUT_MS: appTimeout }, db, provider, logger, registry);
   const metrics = createPusherMetrics(registry);
   const lanes = new ProviderLanes(
-    { holdMs: config.PROVIDER_DOWN_HOLD_MS, probeMs: config.PROVIDER_DOWN_PROBE_MS, minSends: config.PROVIDER_DOWN_MIN_SENDS, afterMs: config.PROVIDER_DOWN_AFTER_MS },
+    {
+      holdMs: config.PROVIDER_DOWN_HOLD_MS,
+      probeMs: config.PROVIDER_DOWN_PROBE_MS,
+      minSends: config.PROVIDER_DOWN_MIN_SENDS,
+      afterMs: config.PROVIDER_DOWN_AFTER_MS,
+      // Longer than any held push waits (the longest hold delay and its fifth at random).
+      quietMs: HELD_AT_MOST_MS,
+    },
     platform,
     logger,
     metrics.laneDown,

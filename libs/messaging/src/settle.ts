@@ -81,7 +81,7 @@ export class Settler {
       case 'ack':
         return undefined;
       case 'retry':
-        return this.retry(d, outcome.code, outcome.reason, outcome.delayMs, decidedAt);
+        return this.retry(d, outcome.code, outcome.reason, outcome.delayMs, decidedAt, outcome.headers);
       case 'park':
         return this.park(d, outcome.code, outcome.reason);
       case 'defer':
@@ -100,11 +100,11 @@ export class Settler {
     }
   }
 
-  private async retry(d: Delivery, code: string, reason: string, delayMs: number | undefined, decidedAt: Date): Promise<Parked | undefined> {
+  private async retry(d: Delivery, code: string, reason: string, delayMs: number | undefined, decidedAt: Date, headers?: Readonly<Record<string, string | number>>): Promise<Parked | undefined> {
     const attempt = d.inbound.attempt;
     const plan = planRetry(attempt, this.retryDelaysMs, delayMs);
-    if (plan.kind === 'exhausted') return this.park(d, RETRIES_EXHAUSTED, reason);
-    await this.delay(d, plan, attempt + 1, reason);
+    if (plan.kind === 'exhausted') return this.park(d, RETRIES_EXHAUSTED, reason, headers);
+    await this.delay(d, plan, attempt + 1, reason, headers);
     this.metrics.retried.inc({ queue: this.queue, code });
     this.logger.info(
       { queue: this.queue, messageId: d.inbound.messageId, attempt, code, reason, delayMs: plan.expirationMs, decidedAt: decidedAt.toISOString() },
@@ -158,7 +158,7 @@ export class Settler {
     await this.publisher.publishMany([{ exchange: Exchanges.direct, routingKey: queue, body: d.inbound.body, properties: copiedProperties(d), headers }]);
   }
 
-  private async park(d: Delivery, code: string, reason: string): Promise<Parked> {
+  private async park(d: Delivery, code: string, reason: string, extra?: Readonly<Record<string, string | number>>): Promise<Parked> {
     const copy: RawOutbound = {
       exchange: '',
       routingKey: parkedQueueFor(this.queue),
@@ -166,6 +166,7 @@ export class Settler {
       properties: copiedProperties(d),
       headers: {
         ...copiedHeaders(d.inbound.headers),
+        ...extra,
         [HeraldHeaders.parkedReason]: reason,
         [HeraldHeaders.parkedCode]: code,
         [HeraldHeaders.parkedAt]: new Date().toISOString(),

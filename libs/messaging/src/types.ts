@@ -121,7 +121,8 @@ export type Outcome =
    * acked once it resolves; if it rejects, given back to the queue after a back-off, as a failed ack.
    */
   | { kind: 'ack'; after?: Promise<unknown> }
-  | { kind: 'retry'; code: string; reason: string; delayMs?: number }
+  /** `headers`: as a defer's. */
+  | { kind: 'retry'; code: string; reason: string; delayMs?: number; headers?: Readonly<Record<string, string | number>> }
   | { kind: 'park'; code: string; reason: string }
   /**
    * Come back after about delayMs without spending an attempt (e.g. another worker holds a lease).
