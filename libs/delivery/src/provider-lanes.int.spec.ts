@@ -116,15 +116,22 @@ describe('a provider that answers nothing: its pushes are held, not retried on t
         { labels: { platform: 'apns', lane: 'apns (shared connection)' }, value: 1 },
       ]);
 
+      // Due its trial, a push past its hold is that trial: sent, failed, parked marked sent before
+      // (its replay, attempt 1 again, is no fresh judge of the lane).
+      await new Promise((r) => setTimeout(r, 1_200));
+      const staleTrial = push(app.id, new Date(Date.now() - HOLD_MS - 1_000));
+      expect(await handle([inbound(staleTrial)])).toEqual([{ kind: 'park', code: PROVIDER_DOWN, reason: expect.any(String), headers: { [SENT_BEFORE_HEADER]: 1 } }]);
+      expect(sent).toHaveLength(7);
+
       // The provider is back: after the probe interval one push tries the lane, and is delivered.
       answer = { kind: 'delivered' };
       await new Promise((r) => setTimeout(r, 1_200));
       expect(await handle([inbound(later)])).toEqual([{ kind: 'ack' }]);
-      expect(sent).toHaveLength(7);
+      expect(sent).toHaveLength(8);
       expect(await ledgerOf([later.pushId])).toEqual(['done']);
       expect(lanes.down('apns (shared connection)')).toBe(false);
       expect(await handle(first.map((p) => inbound(p)))).toEqual(Array(6).fill({ kind: 'ack' }));
-      expect(sent).toHaveLength(13);
+      expect(sent).toHaveLength(14);
     } finally {
       lanes.close();
     }

@@ -145,6 +145,19 @@ describe('ProviderLanes: a lane whose sends all fail for want of an answer is ta
     expect(l.down('fcm')).toBe(false);
   });
 
+  it('failures minutes apart do not add up: the minute must hold minSends of them; an answered retry ends a row', async () => {
+    let clock = 1_000_000;
+    const { lanes: l } = lanes({ now: () => clock });
+    await sendMany(l, 'apns', 4, outage);
+    clock += 120_000;
+    await sendMany(l, 'apns', 1, outage);
+    expect(l.down('apns')).toBe(false);
+    await sendMany(l, 'fcm', 4, outage);
+    expect(await l.send('fcm', async () => delivered, false)).toEqual(delivered);
+    await sendMany(l, 'fcm', 1, outage);
+    expect(l.down('fcm')).toBe(false);
+  });
+
   it('comes back up with an empty window: one failure after a recovery does not take it down again', async () => {
     const { lanes: l } = lanes();
     await sendMany(l, 'apns', 30, outage);
@@ -155,15 +168,20 @@ describe('ProviderLanes: a lane whose sends all fail for want of an answer is ta
     expect(l.down('apns')).toBe(false);
   });
 
-  it('a lane due its trial that no push comes to try for quietMs is taken as up (its gauge back to 0)', async () => {
+  it('a lane due its trial that no push comes to try for quietMs is no longer said down (gauge 0), and its next push still tries it', async () => {
     const { lanes: l, gauge } = lanes({ quietMs: 450 });
     await sendMany(l, 'apns', 5, outage);
     expect(await gaugeOf(gauge, 'apns')).toBe(1);
     await sleep(300);
-    expect(l.downSince('apns')).toBeDefined(); // due its trial, but quietMs is not over
+    expect(await gaugeOf(gauge, 'apns')).toBe(1); // due its trial, but quietMs is not over
     await sleep(150 + 450 - 300 + 100);
-    expect(l.downSince('apns')).toBeUndefined();
     expect(await gaugeOf(gauge, 'apns')).toBe(0);
+    // A held push back late, already sent (not a judge of an up lane): it is the trial, and the
+    // lane still failing, said down again, the others beside it held.
+    const retry = (answer: SendResult) => l.send('apns', async () => answer, false);
+    expect(await retry(outage)).toEqual(outage);
+    expect(await gaugeOf(gauge, 'apns')).toBe(1);
+    expect(await retry(delivered)).toEqual({ kind: 'held' });
   });
 
   it('holds nothing when PROVIDER_DOWN_HOLD_MS is 0', async () => {

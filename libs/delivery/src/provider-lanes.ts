@@ -11,14 +11,14 @@ export interface LaneSettings {
   holdMs: number;
   /** How long a lane taken to be down waits before one push tries it again. */
   probeMs: number;
-  /** Fresh sends of a lane that failed within the window before it can be taken down. */
+  /** Fresh sends of a lane that failed in a row, and within the window, before it can be taken down. */
   minSends: number;
   /** How long fresh sends must have been failing before the lane is taken down (a burst of one dropped connection is not an outage). */
   afterMs: number;
   /**
-   * How long a lane due its trial may go without a push coming to try it before it is taken as up
-   * (a quiet lane, or one no longer used): longer than a held push can wait (run-pusher: the
-   * longest hold delay, a fifth more, and a probe interval), so its own held pushes come first.
+   * How long past its trial's due time a down lane may go without a push coming to try it before
+   * it is no longer said to be down (its gauge): longer than a held push waits in a delay queue
+   * (run-pusher: the longest hold delay and a fifth more). It stays due its trial.
    */
   quietMs: number;
 }
@@ -40,8 +40,10 @@ interface Lane {
   /** While down: when a push may try it next. */
   probeAt: number;
   trying: boolean;
-  /** Fresh sends failed in a row, lately. */
+  /** Fresh sends failed in a row, lately (an answered send, a retry's too, ends the row). */
   failedInRow: number;
+  /** Set while a down lane has gone quietMs past its trial's due time with no push to try it. */
+  quietSince?: number;
   quiet?: NodeJS.Timeout;
   /** The last outage answer's reason, for the line that says the lane is down. */
   lastReason?: string;
@@ -60,8 +62,8 @@ const isOutage = (r: SendResult): r is Extract<SendResult, { kind: 'transient' }
  * minute's failed, the earliest `afterMs` ago or more, and the lane is down: its pushes are held, unsent, without spending an
  * attempt (the pusher defers them), until `probeMs` later one push (any) tries it. That one answered
  * (anything but an outage answer), the lane is up again, its window emptied; failed, it stays down
- * another `probeMs`. A lane due its trial that no push comes to try for `quietMs` (longer than any
- * of its held pushes waits) is taken as up (a quiet lane, or one no longer used).
+ * another `probeMs`. A lane due its trial that no push comes to try for `quietMs` (longer than a
+ * held push waits in a delay queue) is no longer said to be down, and stays due its trial.
  *
  * Hand-written rather than a library's breaker (opossum was tried): its rolling error share counts
  * calls refused while open as calls, keeps the window through a recovery (one failure after it took
@@ -108,6 +110,8 @@ export class ProviderLanes {
     if (l.downSince === undefined) {
       const result = await send();
       if (fresh) this.judge(lane, l, result);
+      // A push sent before, answered: the lane answers (it judges nothing else).
+      else if (!isOutage(result)) l.failedInRow = 0;
       return result;
     }
     if (l.trying || this.now() < l.probeAt) return { kind: 'held' };
@@ -117,6 +121,11 @@ export class ProviderLanes {
       if (isOutage(result)) {
         l.lastReason = result.reason;
         l.probeAt = this.now() + this.settings.probeMs;
+        // Quiet for a while, and failing still: said down again.
+        if (l.quietSince !== undefined) {
+          delete l.quietSince;
+          this.gauge?.set({ platform: this.platform, lane }, 1);
+        }
         this.watchQuiet(lane, l);
       } else this.up(lane, l, 'answered');
       return result;
@@ -163,6 +172,7 @@ export class ProviderLanes {
     // Failing now (the last minSends in a row), over 90% of the minute's, since afterMs ago or more:
     // not a burst that is over (one dropped connection's, the lane answering since).
     if (l.failedInRow < this.settings.minSends) return;
+    // (failedInRow has no time bound: the window must hold minSends failures of its own.)
     let answered = 0;
     let failed = 0;
     let since = now;
@@ -171,7 +181,7 @@ export class ProviderLanes {
       failed += b.failed;
       since = Math.min(since, b.firstFailedAt);
     }
-    if (failed > DOWN_SHARE * (answered + failed) && now - since >= this.settings.afterMs) this.takeDown(name, l, failed, answered + failed);
+    if (failed >= this.settings.minSends && failed > DOWN_SHARE * (answered + failed) && now - since >= this.settings.afterMs) this.takeDown(name, l, failed, answered + failed);
   }
 
   private takeDown(name: string, l: Lane, failed: number, sends: number): void {
@@ -182,29 +192,42 @@ export class ProviderLanes {
     this.watchQuiet(name, l);
     this.logger.warn(
       { lane: name, platform: this.platform, reason: l.lastReason, failed, sends, probeMs: this.settings.probeMs, holdMs: this.settings.holdMs },
-      'provider lane down: over 90% of its fresh sends in the last minute got no answer or a server error; its pushes are held (no attempt spent) and one tries it again every probeMs',
+      'provider lane down: its last fresh sends got no answer or a server error, minSends in a row and over 90% of the last minute\'s, for afterMs or more; its pushes are held (no attempt spent) and one tries it again every probeMs',
     );
   }
 
   private up(name: string, l: Lane, why: 'answered' | 'quiet'): void {
     const downMs = l.downSince === undefined ? 0 : this.now() - l.downSince;
     delete l.downSince;
+    delete l.quietSince;
     l.buckets = [];
     l.failedInRow = 0;
     clearTimeout(l.quiet);
     this.gauge?.set({ platform: this.platform, lane: name }, 0);
-    if (why === 'answered') this.logger.info({ lane: name, platform: this.platform, downMs }, 'provider lane answering again: its held pushes come back within a few minutes');
-    else this.logger.info({ lane: name, platform: this.platform, downMs, quietMs: this.settings.quietMs }, 'provider lane quiet: no push came to try it for quietMs after it was due its trial; taken as up');
+    this.logger.info({ lane: name, platform: this.platform, downMs }, 'provider lane answering again: its held pushes come back within as long as it was down (20 minutes at most)');
   }
 
-  /** A lane due its trial that no push tries for quietMs after it fell due is taken as up (one being tried is watched again). */
+  /**
+   * A down lane due its trial that no push tries for quietMs after it fell due (a lane no longer
+   * used, or its held pushes gone to other pushers or behind a backlog) is no longer said to be down
+   * (its gauge 0, a line), but stays due its trial: the next push of it, of any kind, tries it, and
+   * so held pushes coming back late are not sent unjudged into an outage. Its down time counts
+   * afresh from here, so pushes held beside that trial wait a probe interval, not the whole outage.
+   */
   private watchQuiet(name: string, l: Lane): void {
     clearTimeout(l.quiet);
     const probeAt = l.probeAt;
     l.quiet = setTimeout(() => {
       if (l.downSince === undefined || l.probeAt !== probeAt) return;
-      if (l.trying) this.watchQuiet(name, l);
-      else this.up(name, l, 'quiet');
+      if (l.trying) return this.watchQuiet(name, l);
+      const downMs = this.now() - l.downSince;
+      l.quietSince = this.now();
+      l.downSince = this.now();
+      this.gauge?.set({ platform: this.platform, lane: name }, 0);
+      this.logger.info(
+        { lane: name, platform: this.platform, downMs, quietMs: this.settings.quietMs },
+        'provider lane quiet: no push came to try it for quietMs after it was due its trial; no longer said down, the next push of it tries it',
+      );
     }, this.settings.probeMs + this.settings.quietMs);
     l.quiet.unref();
   }

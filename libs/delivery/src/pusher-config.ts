@@ -113,7 +113,7 @@ export const pusherConfig = {
     min: 0,
     comparedOnly: true,
   }),
-  PROVIDER_DOWN_HOLD_MS: int("How long after it was due a push is held while its provider is taken to be down (over 90% of a lane's fresh sends in a minute got no answer or a server error): not sent, no attempt spent, until the provider answers; past it, parked as provider-down, to be replayed (0: never held; tried on PUSHER_RETRY_DELAYS_MS and parked when it runs out)", {
+  PROVIDER_DOWN_HOLD_MS: int("How long after it was due a push is held while its provider is taken to be down (a lane's fresh sends got no answer or a server error: the last PROVIDER_DOWN_MIN_SENDS in a row, over 90% of the minute's, for PROVIDER_DOWN_AFTER_MS or more): not sent, no attempt spent, until the provider answers; past it, parked as provider-down, to be replayed (0: never held; tried on PUSHER_RETRY_DELAYS_MS and parked when it runs out)", {
     default: String(24 * 3_600_000),
     min: 0,
   }),

@@ -52,7 +52,7 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
     }),
     laneDown: new Gauge({
       name: 'herald_provider_lane_down',
-      help: "1 while this pusher takes a provider lane (the platform's shared connection, an app's own connection, a Web Push push service) to be down: over 90% of its fresh sends in a minute got no answer or a server error; its pushes are held, not sent, one trying it again every PROVIDER_DOWN_PROBE_MS (back to 0 when one is answered, or when none came to try it for 24 minutes after it was due, longer than any held push waits)",
+      help: "1 while this pusher takes a provider lane (the platform's shared connection, an app's own connection, a Web Push push service) to be down: its fresh sends got no answer or a server error (the last PROVIDER_DOWN_MIN_SENDS in a row, over 90% of the minute's, for PROVIDER_DOWN_AFTER_MS or more); its pushes are held, not sent, one trying it again every PROVIDER_DOWN_PROBE_MS (back to 0 when one is answered, or when none came to try it for 24 minutes after it was due: it is then tried by the next push of it)",
       labelNames: ['platform', 'lane'],
       registers: [registry],
     }),

@@ -336,7 +336,8 @@ function held(push: DevicePush, lane: string, deps: PusherDeps, at: Date, { sent
   const downForMs = lanes.downForMs(lane) ?? 0;
   const down = `${lane} has answered nothing or server errors since ${new Date(at.getTime() - downForMs).toISOString()}`;
   if (heldTooLong(push, lanes, at)) {
-    return park(deps, push, PROVIDER_DOWN, `${down}; held until PROVIDER_DOWN_HOLD_MS (${lanes.settings.holdMs} ms) after it was due: replay it once the provider answers`);
+    const parked = park(deps, push, PROVIDER_DOWN, `${down}; held until PROVIDER_DOWN_HOLD_MS (${lanes.settings.holdMs} ms) after it was due: replay it once the provider answers`);
+    return sentNow ? { ...parked, headers: SENT_BEFORE } : parked;
   }
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'held' });
   trace(deps, push, 'held: its provider is down', { lane });
@@ -633,7 +634,7 @@ function inFlight(push: DevicePush, leaseMs: number): Outcome {
  * Park a push. Counted in herald_pushes_total (`failed` when the provider rejected it for good,
  * else `parked`) once the park is confirmed, by the send queue's onParked (park-outcomes.ts).
  */
-function park(deps: PusherDeps, push: DevicePush | undefined, code: string, reason: string): Outcome {
+function park(deps: PusherDeps, push: DevicePush | undefined, code: string, reason: string): Extract<Outcome, { kind: 'park' }> {
   const fields = { app: push?.app, platform: deps.platform, pushId: push?.pushId, jobId: push?.jobId, code, reason };
   // Once per app and code every few seconds, then how many more: a banned or disabled app parks
   // every push it has. A traced push's park is always said (--trace: every step of that job).

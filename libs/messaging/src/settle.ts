@@ -83,7 +83,7 @@ export class Settler {
       case 'retry':
         return this.retry(d, outcome.code, outcome.reason, outcome.delayMs, decidedAt, outcome.headers);
       case 'park':
-        return this.park(d, outcome.code, outcome.reason);
+        return this.park(d, outcome.code, outcome.reason, outcome.headers);
       case 'defer':
         await this.defer(d, outcome.code, outcome.reason, outcome.delayMs, outcome.spread === true, outcome.headers);
         return undefined;

@@ -123,7 +123,8 @@ export type Outcome =
   | { kind: 'ack'; after?: Promise<unknown> }
   /** `headers`: as a defer's. */
   | { kind: 'retry'; code: string; reason: string; delayMs?: number; headers?: Readonly<Record<string, string | number>> }
-  | { kind: 'park'; code: string; reason: string }
+  /** `headers`: as a defer's, on the parked copy. */
+  | { kind: 'park'; code: string; reason: string; headers?: Readonly<Record<string, string | number>> }
   /**
    * Come back after about delayMs without spending an attempt (e.g. another worker holds a lease).
    * `spread`: delayMs is only the earliest, shared by many messages (a pause's end): each comes back
