@@ -14,7 +14,7 @@ import { createTestDatabase, createTestVhost, type TestDatabase, type TestVhost 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { singleProvider } from './provider-pool.ts';
 import { ProviderLanes } from './provider-lanes.ts';
-import { createPusherHandler, PROVIDER_DOWN, SENT_BEFORE_HEADER } from './pusher.ts';
+import { createPusherHandler, PROVIDER_DOWN, SENT_BEFORE_HEADER, type PusherDeps } from './pusher.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
 
 const logger = createLogger({ service: 'provider-lanes-spec', level: 'silent', format: 'json' });
@@ -57,8 +57,9 @@ const inbound = (p: DevicePush, attempt = 1, headers: Record<string, unknown> = 
 });
 
 /** The pusher with `lanes`, sending through `send`, on the spec's PostgreSQL and RabbitMQ (two attempts a push). */
-const pusherOf = (lanes: ProviderLanes, send: (p: DevicePush) => Promise<SendResult>, metrics = createPusherMetrics(new Registry())) =>
+const pusherOf = (lanes: ProviderLanes, send: (p: DevicePush) => Promise<SendResult>, metrics = createPusherMetrics(new Registry()), limiter?: PusherDeps['limiter']) =>
   createPusherHandler({
+    ...(limiter !== undefined && { limiter }),
     platform: 'apns',
     lastAttempt: 2,
     providers: singleProvider({ platform: 'apns', send, close: async () => undefined }),
@@ -80,6 +81,7 @@ describe('a provider that answers nothing: its pushes are held, not retried on t
     const registry = new Registry();
     const metrics = createPusherMetrics(registry);
     const lanes = new ProviderLanes({ holdMs: HOLD_MS, probeMs: 1_000, minSends: 5, afterMs: 0, quietMs: 60_000 }, 'apns', logger, metrics.laneDown);
+    let budgetTaken = 0;
     const handle = pusherOf(
       lanes,
       async (p) => {
@@ -87,6 +89,7 @@ describe('a provider that answers nothing: its pushes are held, not retried on t
         return answer;
       },
       metrics,
+      { acquire: async () => (budgetTaken += 1) > 0 },
     );
     const ledgerOf = async (ids: string[]): Promise<unknown[]> =>
       (await t.db.kysely.selectFrom('delivery_ledger').select('state').where('push_id', 'in', ids).execute()).map((r) => r.state);
@@ -110,6 +113,8 @@ describe('a provider that answers nothing: its pushes are held, not retried on t
       expect(sent).toHaveLength(6);
       expect(held).toMatchObject({ kind: 'defer', code: PROVIDER_DOWN });
       expect(held).not.toHaveProperty('headers');
+      // Neither took a rate-limit token (the one past its hold went on to its claim, to be parked there).
+      expect(budgetTaken).toBe(6);
       expect(parked).toMatchObject({ kind: 'park', code: PROVIDER_DOWN, reason: expect.stringContaining('replay it once the provider answers') });
       expect(await ledgerOf([later.pushId])).toEqual([]);
       expect((await registry.getSingleMetric('herald_provider_lane_down')?.get())?.values).toEqual([
@@ -126,7 +131,9 @@ describe('a provider that answers nothing: its pushes are held, not retried on t
       // The provider is back: after the probe interval one push tries the lane, and is delivered.
       answer = { kind: 'delivered' };
       await new Promise((r) => setTimeout(r, 1_200));
-      expect(await handle([inbound(later)])).toEqual([{ kind: 'ack' }]);
+      // The one beside that trial is held too, and back in a second: the lane answers by then.
+      const beside = push(app.id);
+      expect(await handle([inbound(later), inbound(beside)])).toEqual([{ kind: 'ack' }, expect.objectContaining({ kind: 'defer', code: PROVIDER_DOWN, delayMs: 1_000 })]);
       expect(sent).toHaveLength(8);
       expect(await ledgerOf([later.pushId])).toEqual(['done']);
       expect(lanes.down('apns (shared connection)')).toBe(false);

@@ -182,6 +182,8 @@ describe('ProviderLanes: a lane whose sends all fail for want of an answer is ta
     expect(await retry(outage)).toEqual(outage);
     expect(await gaugeOf(gauge, 'apns')).toBe(1);
     expect(await retry(delivered)).toEqual({ kind: 'held' });
+    // Down again from that trial, not from before the quiet spell.
+    expect(l.downForMs('apns')).toBeLessThan(100);
   });
 
   it('holds nothing when PROVIDER_DOWN_HOLD_MS is 0', async () => {

@@ -116,15 +116,19 @@ export class ProviderLanes {
     }
     if (l.trying || this.now() < l.probeAt) return { kind: 'held' };
     l.trying = true;
+    // The first trial after a quiet spell: its down time counts from here (pushes held beside it
+    // wait a probe interval, not the hours it was quiet).
+    if (l.quietSince !== undefined) l.downSince = this.now();
     try {
       const result = await send();
       if (isOutage(result)) {
         l.lastReason = result.reason;
         l.probeAt = this.now() + this.settings.probeMs;
-        // Quiet for a while, and failing still: said down again.
         if (l.quietSince !== undefined) {
+          // Quiet for a while, and failing still: said down again.
           delete l.quietSince;
           this.gauge?.set({ platform: this.platform, lane }, 1);
+          this.logger.warn({ lane, platform: this.platform, reason: result.reason, probeMs: this.settings.probeMs }, 'provider lane down: its first push after a quiet spell got no answer or a server error; its pushes are held (no attempt spent) and one tries it again every probeMs');
         }
         this.watchQuiet(lane, l);
       } else this.up(lane, l, 'answered');
@@ -204,15 +208,15 @@ export class ProviderLanes {
     l.failedInRow = 0;
     clearTimeout(l.quiet);
     this.gauge?.set({ platform: this.platform, lane: name }, 0);
-    this.logger.info({ lane: name, platform: this.platform, downMs }, 'provider lane answering again: its held pushes come back within as long as it was down (20 minutes at most)');
+    this.logger.info({ lane: name, platform: this.platform, downMs }, 'provider lane answering again: its held pushes come back within as long as it was down, a fifth more at random (24 minutes at most)');
   }
 
   /**
    * A down lane due its trial that no push tries for quietMs after it fell due (a lane no longer
    * used, or its held pushes gone to other pushers or behind a backlog) is no longer said to be down
    * (its gauge 0, a line), but stays due its trial: the next push of it, of any kind, tries it, and
-   * so held pushes coming back late are not sent unjudged into an outage. Its down time counts
-   * afresh from here, so pushes held beside that trial wait a probe interval, not the whole outage.
+   * so held pushes coming back late are not sent unjudged into an outage. That trial failing, the
+   * lane is said down again (a line), its down time counted from then.
    */
   private watchQuiet(name: string, l: Lane): void {
     clearTimeout(l.quiet);
@@ -222,7 +226,6 @@ export class ProviderLanes {
       if (l.trying) return this.watchQuiet(name, l);
       const downMs = this.now() - l.downSince;
       l.quietSince = this.now();
-      l.downSince = this.now();
       this.gauge?.set({ platform: this.platform, lane: name }, 0);
       this.logger.info(
         { lane: name, platform: this.platform, downMs, quietMs: this.settings.quietMs },

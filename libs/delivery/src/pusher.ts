@@ -256,6 +256,8 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   };
   const service = pacingLaneOf(r.push, r.app);
   const waitFrom = performance.now();
+  // Its lane taken down since its admission (or it is past its hold, to be parked): no budget spent on it.
+  if (deps.lanes?.down(r.lane) === true) return { kind: 'held' };
   const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, booked, service));
   if (!paced) return unpaced(deps, r.push.app, service, bookedMs, slowed);
   if (budgetWindow.aborted) return unpaced(deps, r.push.app, service);
@@ -333,15 +335,20 @@ const heldTooLong = (push: DevicePush, lanes: ProviderLanes, at: Date): boolean 
  */
 function held(push: DevicePush, lane: string, deps: PusherDeps, at: Date, { sentNow, notBeforeMs = 0 }: { sentNow: boolean; notBeforeMs?: number | undefined }): Outcome {
   const lanes = deps.lanes as ProviderLanes;
-  const downForMs = lanes.downForMs(lane) ?? 0;
-  const down = `${lane} has answered nothing or server errors since ${new Date(at.getTime() - downForMs).toISOString()}`;
+  const downForMs = lanes.downForMs(lane);
+  // Held beside a trial that was answered (the lane up by now): back in a second.
+  if (downForMs === undefined && !heldTooLong(push, lanes, at)) {
+    deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'held' });
+    return { kind: 'defer', code: PROVIDER_DOWN, reason: `${lane} was being tried: held, no attempt spent`, delayMs: Math.max(notBeforeMs, 1_000), spread: true, ...(sentNow && { headers: SENT_BEFORE }) };
+  }
+  const down = `${lane} has answered nothing or server errors since ${new Date(at.getTime() - (downForMs ?? 0)).toISOString()}`;
   if (heldTooLong(push, lanes, at)) {
     const parked = park(deps, push, PROVIDER_DOWN, `${down}; held until PROVIDER_DOWN_HOLD_MS (${lanes.settings.holdMs} ms) after it was due: replay it once the provider answers`);
     return sentNow ? { ...parked, headers: SENT_BEFORE } : parked;
   }
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'held' });
   trace(deps, push, 'held: its provider is down', { lane });
-  const delayMs = Math.max(notBeforeMs, Math.min(MAX_HOLD_DELAY_MS, Math.max(lanes.settings.probeMs, downForMs)));
+  const delayMs = Math.max(notBeforeMs, Math.min(MAX_HOLD_DELAY_MS, Math.max(lanes.settings.probeMs, downForMs ?? 0)));
   return { kind: 'defer', code: PROVIDER_DOWN, reason: `${down}: held, no attempt spent`, delayMs, spread: true, ...(sentNow && { headers: SENT_BEFORE }) };
 }
 
