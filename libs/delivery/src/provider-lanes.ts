@@ -42,9 +42,9 @@ interface Lane {
   trying: boolean;
   /** Fresh sends failed in a row, lately (an answered send, a retry's too, ends the row). */
   failedInRow: number;
-  /** Set while a down lane has gone quietMs past its trial's due time with no push to try it. */
-  quietSince?: number;
-  quiet?: NodeJS.Timeout;
+  /** Whether a down lane has gone quietMs past its trial's due time with no push to try it. */
+  quiet: boolean;
+  quietTimer?: NodeJS.Timeout;
   /** The last outage answer's reason, for the line that says the lane is down. */
   lastReason?: string;
 }
@@ -118,20 +118,20 @@ export class ProviderLanes {
     l.trying = true;
     // The first trial after a quiet spell: its down time counts from here (pushes held beside it
     // wait a probe interval, not the hours it was quiet).
-    if (l.quietSince !== undefined) l.downSince = this.now();
+    if (l.quiet) l.downSince = this.now();
     try {
       const result = await send();
       if (isOutage(result)) {
         l.lastReason = result.reason;
         l.probeAt = this.now() + this.settings.probeMs;
-        if (l.quietSince !== undefined) {
+        if (l.quiet) {
           // Quiet for a while, and failing still: said down again.
-          delete l.quietSince;
+          l.quiet = false;
           this.gauge?.set({ platform: this.platform, lane }, 1);
           this.logger.warn({ lane, platform: this.platform, reason: result.reason, probeMs: this.settings.probeMs }, 'provider lane down: its first push after a quiet spell got no answer or a server error; its pushes are held (no attempt spent) and one tries it again every probeMs');
         }
         this.watchQuiet(lane, l);
-      } else this.up(lane, l, 'answered');
+      } else this.up(lane, l);
       return result;
     } finally {
       l.trying = false;
@@ -141,14 +141,14 @@ export class ProviderLanes {
   /** Stops the quiet timers (the pusher stopping); sends go on unjudged. */
   close(): void {
     this.closed = true;
-    for (const l of this.lanes.values()) clearTimeout(l.quiet);
+    for (const l of this.lanes.values()) clearTimeout(l.quietTimer);
     this.lanes.clear();
   }
 
   private laneOf(name: string): Lane {
     let l = this.lanes.get(name);
     if (l === undefined) {
-      l = { buckets: [], probeAt: 0, trying: false, failedInRow: 0 };
+      l = { buckets: [], probeAt: 0, trying: false, failedInRow: 0, quiet: false };
       this.lanes.set(name, l);
     }
     return l;
@@ -200,13 +200,13 @@ export class ProviderLanes {
     );
   }
 
-  private up(name: string, l: Lane, why: 'answered' | 'quiet'): void {
+  private up(name: string, l: Lane): void {
     const downMs = l.downSince === undefined ? 0 : this.now() - l.downSince;
     delete l.downSince;
-    delete l.quietSince;
+    l.quiet = false;
     l.buckets = [];
     l.failedInRow = 0;
-    clearTimeout(l.quiet);
+    clearTimeout(l.quietTimer);
     this.gauge?.set({ platform: this.platform, lane: name }, 0);
     this.logger.info({ lane: name, platform: this.platform, downMs }, 'provider lane answering again: its held pushes come back within as long as it was down, a fifth more at random (24 minutes at most)');
   }
@@ -219,19 +219,19 @@ export class ProviderLanes {
    * lane is said down again (a line), its down time counted from then.
    */
   private watchQuiet(name: string, l: Lane): void {
-    clearTimeout(l.quiet);
+    clearTimeout(l.quietTimer);
     const probeAt = l.probeAt;
-    l.quiet = setTimeout(() => {
+    l.quietTimer = setTimeout(() => {
       if (l.downSince === undefined || l.probeAt !== probeAt) return;
       if (l.trying) return this.watchQuiet(name, l);
       const downMs = this.now() - l.downSince;
-      l.quietSince = this.now();
+      l.quiet = true;
       this.gauge?.set({ platform: this.platform, lane: name }, 0);
       this.logger.info(
         { lane: name, platform: this.platform, downMs, quietMs: this.settings.quietMs },
         'provider lane quiet: no push came to try it for quietMs after it was due its trial; no longer said down, the next push of it tries it',
       );
     }, this.settings.probeMs + this.settings.quietMs);
-    l.quiet.unref();
+    l.quietTimer.unref();
   }
 }

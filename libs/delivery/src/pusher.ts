@@ -11,7 +11,7 @@ import {
 } from '@herald/contracts';
 import { AppAdminError, isDatabaseUnavailable, SecretBoxError, type AppRow, type LedgerCompletion, type LedgerPush, type LiveClaimResult } from '@herald/db';
 import { logSummary, type Logger } from '@herald/logging';
-import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
+import { LONGEST_DELAY_MS, type InboundMessage, type Outcome, type Publisher } from '@herald/messaging';
 import type { SendResult } from '@herald/providers';
 import { unrecordedOf, type PusherMetrics } from './pusher-metrics.ts';
 import { completeDurably, DeliveredRecorder, type RecordedBatch } from './ledger-record.ts';
@@ -312,7 +312,7 @@ const laneOf = (push: DevicePush, app: AppRow): string => pacingLaneOf(push, app
  * The longest a held push waits before it is looked at again (the longest delay queue's): a lane
  * back up has its pushes back within as long as it was down, and within this however long that was.
  */
-export const MAX_HOLD_DELAY_MS = 20 * 60_000;
+export const MAX_HOLD_DELAY_MS = LONGEST_DELAY_MS;
 
 /** On a push the pusher sent and then held or retried: it was sent before, whatever its attempt says (a replay's is 1). */
 export const SENT_BEFORE_HEADER = 'x-herald-sent-before';
@@ -336,20 +336,17 @@ const heldTooLong = (push: DevicePush, lanes: ProviderLanes, at: Date): boolean 
 function held(push: DevicePush, lane: string, deps: PusherDeps, at: Date, { sentNow, notBeforeMs = 0 }: { sentNow: boolean; notBeforeMs?: number | undefined }): Outcome {
   const lanes = deps.lanes as ProviderLanes;
   const downForMs = lanes.downForMs(lane);
-  // Held beside a trial that was answered (the lane up by now): back in a second.
-  if (downForMs === undefined && !heldTooLong(push, lanes, at)) {
-    deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'held' });
-    return { kind: 'defer', code: PROVIDER_DOWN, reason: `${lane} was being tried: held, no attempt spent`, delayMs: Math.max(notBeforeMs, 1_000), spread: true, ...(sentNow && { headers: SENT_BEFORE }) };
-  }
+  const mark = sentNow ? { headers: SENT_BEFORE } : {};
   const down = `${lane} has answered nothing or server errors since ${new Date(at.getTime() - (downForMs ?? 0)).toISOString()}`;
   if (heldTooLong(push, lanes, at)) {
-    const parked = park(deps, push, PROVIDER_DOWN, `${down}; held until PROVIDER_DOWN_HOLD_MS (${lanes.settings.holdMs} ms) after it was due: replay it once the provider answers`);
-    return sentNow ? { ...parked, headers: SENT_BEFORE } : parked;
+    return { ...park(deps, push, PROVIDER_DOWN, `${down}; held until PROVIDER_DOWN_HOLD_MS (${lanes.settings.holdMs} ms) after it was due: replay it once the provider answers`), ...mark };
   }
   deps.metrics.pushes.inc({ platform: push.platform, app: push.app, outcome: 'held' });
+  // Held beside a trial that was answered (the lane up by now): back in a second.
+  if (downForMs === undefined) return { kind: 'defer', code: PROVIDER_DOWN, reason: `${lane} was being tried: held, no attempt spent`, delayMs: Math.max(notBeforeMs, 1_000), spread: true, ...mark };
   trace(deps, push, 'held: its provider is down', { lane });
-  const delayMs = Math.max(notBeforeMs, Math.min(MAX_HOLD_DELAY_MS, Math.max(lanes.settings.probeMs, downForMs ?? 0)));
-  return { kind: 'defer', code: PROVIDER_DOWN, reason: `${down}: held, no attempt spent`, delayMs, spread: true, ...(sentNow && { headers: SENT_BEFORE }) };
+  const delayMs = Math.max(notBeforeMs, Math.min(MAX_HOLD_DELAY_MS, Math.max(lanes.settings.probeMs, downForMs)));
+  return { kind: 'defer', code: PROVIDER_DOWN, reason: `${down}: held, no attempt spent`, delayMs, spread: true, ...mark };
 }
 
 /** The park and defer code of a push whose provider is down. */

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { sendQueueFor, type Platform } from '@herald/contracts';
 import { createAppCache, createCancelledJobsReader, createDatabase, databaseOptionsOf, deferWhileDatabaseUnavailable, refusedValueReason, type DatabaseSettings } from '@herald/db';
 import type { Logger } from '@herald/logging';
-import { connectBroker } from '@herald/messaging';
+import { connectBroker, JITTER } from '@herald/messaging';
 import type { PushProvider } from '@herald/providers';
 import { runService, stopBy, type RunningService, type ServiceContext, type ServiceSettings } from '@herald/runtime';
 import { createPusherHandler, MAX_HOLD_DELAY_MS } from './pusher.ts';
@@ -71,7 +71,7 @@ export function capRequestTimeout<S extends { requestTimeoutMs: number }>(settin
 }
 
 /** The longest a held push waits in a delay queue: the longest hold delay and the fifth the spread adds. */
-const HELD_AT_MOST_MS = Math.ceil(MAX_HOLD_DELAY_MS * 1.2);
+const HELD_AT_MOST_MS = Math.ceil(MAX_HOLD_DELAY_MS * (1 + JITTER));
 
 /** How often a pusher writes job outcomes kept from a failed write, when no batch did it first. */
 const OUTCOME_FLUSH_INTERVAL_MS = 5_000;

@@ -54,3 +54,5 @@ export {
 export { PERMANENT_PARK_CODES, permanentRejection, describeRefusals } from './park-codes.ts';
 /** The delay queues a retry schedule gets, LONGEST_DELAY_MS's included: for the tests that watch every queue holding work. */
 export { delayQueuesOf } from './retry.ts';
+/** The longest delay queue's wait, and the share a spread deferral may come back later than asked (retry.ts). */
+export { JITTER, LONGEST_DELAY_MS } from './retry.ts';

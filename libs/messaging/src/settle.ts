@@ -8,7 +8,7 @@ import { HeraldHeaders } from './headers.ts';
 import type { MessagingMetrics } from './metrics.ts';
 import type { ConfirmPublisher, RawOutbound } from './publisher.ts';
 import { planDefer, planRetry, type RetryPlan } from './retry.ts';
-import type { InboundMessage, Outcome } from './types.ts';
+import type { InboundMessage, NoteHeaders, Outcome } from './types.ts';
 
 export interface Delivery {
   msg: ConsumeMessage;
@@ -100,7 +100,7 @@ export class Settler {
     }
   }
 
-  private async retry(d: Delivery, code: string, reason: string, delayMs: number | undefined, decidedAt: Date, headers?: Readonly<Record<string, string | number>>): Promise<Parked | undefined> {
+  private async retry(d: Delivery, code: string, reason: string, delayMs: number | undefined, decidedAt: Date, headers?: NoteHeaders): Promise<Parked | undefined> {
     const attempt = d.inbound.attempt;
     const plan = planRetry(attempt, this.retryDelaysMs, delayMs);
     if (plan.kind === 'exhausted') return this.park(d, RETRIES_EXHAUSTED, reason, headers);
@@ -112,7 +112,7 @@ export class Settler {
     );
   }
 
-  private async defer(d: Delivery, code: string, reason: string, delayMs: number, spread: boolean, headers?: Readonly<Record<string, string | number>>): Promise<void> {
+  private async defer(d: Delivery, code: string, reason: string, delayMs: number, spread: boolean, headers?: NoteHeaders): Promise<void> {
     const plan = planDefer(this.retryDelaysMs, delayMs, spread);
     if (plan.kind === 'exhausted') throw new Error(`cannot defer on ${this.queue}: no delay queues configured`);
     await this.delay(d, plan, d.inbound.attempt, reason, headers);
@@ -121,7 +121,7 @@ export class Settler {
   }
 
   /** Publish a copy to the delay queue of `plan`; its relay sends it back to this queue when it is due (delay-relay.ts). */
-  private async delay(d: Delivery, plan: Extract<RetryPlan, { kind: 'delay' }>, attempt: number, reason: string, extra?: Readonly<Record<string, string | number>>): Promise<void> {
+  private async delay(d: Delivery, plan: Extract<RetryPlan, { kind: 'delay' }>, attempt: number, reason: string, extra?: NoteHeaders): Promise<void> {
     const copy: RawOutbound = {
       exchange: Exchanges.direct,
       routingKey: delayQueueFor(plan.queueDelayMs),
@@ -158,7 +158,7 @@ export class Settler {
     await this.publisher.publishMany([{ exchange: Exchanges.direct, routingKey: queue, body: d.inbound.body, properties: copiedProperties(d), headers }]);
   }
 
-  private async park(d: Delivery, code: string, reason: string, extra?: Readonly<Record<string, string | number>>): Promise<Parked> {
+  private async park(d: Delivery, code: string, reason: string, extra?: NoteHeaders): Promise<Parked> {
     const copy: RawOutbound = {
       exchange: '',
       routingKey: parkedQueueFor(this.queue),

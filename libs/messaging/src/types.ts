@@ -114,6 +114,9 @@ export interface InboundMessage {
   rehandled?: true;
 }
 
+/** Headers an outcome sets on the message's copy, kept by its later copies (see the defer outcome). */
+export type NoteHeaders = Readonly<Record<string, string | number>>;
+
 export type Outcome =
   /**
    * `after`: work the message's ack waits for (a copy of what it found handed on, such as a dead
@@ -122,9 +125,9 @@ export type Outcome =
    */
   | { kind: 'ack'; after?: Promise<unknown> }
   /** `headers`: as a defer's. */
-  | { kind: 'retry'; code: string; reason: string; delayMs?: number; headers?: Readonly<Record<string, string | number>> }
+  | { kind: 'retry'; code: string; reason: string; delayMs?: number; headers?: NoteHeaders }
   /** `headers`: as a defer's, on the parked copy. */
-  | { kind: 'park'; code: string; reason: string; headers?: Readonly<Record<string, string | number>> }
+  | { kind: 'park'; code: string; reason: string; headers?: NoteHeaders }
   /**
    * Come back after about delayMs without spending an attempt (e.g. another worker holds a lease).
    * `spread`: delayMs is only the earliest, shared by many messages (a pause's end): each comes back
@@ -132,7 +135,7 @@ export type Outcome =
    * `headers`: set on the copy, and kept by its later copies (retries, deferrals, a park): the
    * handler's note to itself about this message (the pusher's: this push was sent before).
    */
-  | { kind: 'defer'; code: string; reason: string; delayMs: number; spread?: true; headers?: Readonly<Record<string, string | number>> }
+  | { kind: 'defer'; code: string; reason: string; delayMs: number; spread?: true; headers?: NoteHeaders }
   /**
    * Publish the message's body and properties to `queue` (default exchange), then ack it: a delay
    * queue's relay sending a message back when due, without the relay's headers (where it goes
