@@ -1,11 +1,11 @@
 import { Registry } from '@herald/runtime';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Exchanges, parkedQueueFor, Queues } from '@herald/contracts';
 import { createAppCache, createAppCredentialStore, createDatabase, createSecretBox, refusedValueReason, type Database } from '@herald/db';
-import { createLogger, type Logger } from '@herald/logging';
+import { createLogger } from '@herald/logging';
 import { connectBroker, heraldTopology, type InboundMessage } from '@herald/messaging';
-import { createTestDatabase, createTestVhost, queueInfo, waitFor, type TestDatabase } from '@herald/testing';
+import { createTestDatabase, createTestVhost, downThenUp, errorRecordingLogger, expectDeferredWithBackoff, queueInfo, waitFor, type TestDatabase } from '@herald/testing';
 import { createRegistrarHandler, registrarErrors } from './registrar.ts';
 
 const logger = createLogger({ service: 'registrar-test', level: 'silent' });
@@ -46,22 +46,6 @@ const register = (label: string, extra: Record<string, unknown> = {}) => ({
   eventAt: '2025-03-01T10:00:00Z',
   ...extra,
 });
-/**
- * A silent logger for connectBroker that keeps the error lines its children write (the broker's,
- * the consumer's: connectBroker logs through children only). A child is a child of the root
- * whoever asks, so no line reaches two spies.
- */
-function errorRecordingLogger(): { logger: Logger; errors: () => { fields: unknown; msg: unknown }[] } {
-  const logger = createLogger({ service: 'registrar-test', level: 'silent' });
-  const spies: MockInstance[] = [];
-  const child = logger.child.bind(logger);
-  vi.spyOn(logger, 'child').mockImplementation((...args) => {
-    const made = child(...args);
-    spies.push(vi.spyOn(made, 'error'));
-    return made;
-  });
-  return { logger, errors: () => spies.flatMap((s) => s.mock.calls.map(([fields, msg]) => ({ fields, msg }))) };
-}
 const device = (label: string) => t.db.kysely.selectFrom('devices').selectAll().where('token', 'in', [apns(label), fcm(label)]).executeTakeFirst();
 
 describe('registrar handler', () => {
@@ -131,7 +115,7 @@ describe('registrar handler', () => {
   it('rides out a database outage on the consumer: the batch is deferred after a back-off that grows (0.5 s, 1 s, 2 s), no attempt or delivery count spent, one log line a batch (the consumer\'s), then applied', async () => {
     const vhost = await createTestVhost('registrar-outage');
     const retryDelaysMs = [1_000];
-    const { logger: brokerLogger, errors: consumerErrors } = errorRecordingLogger();
+    const { logger: brokerLogger, errors: consumerErrors } = errorRecordingLogger('registrar-test');
     const handlerLogger = createLogger({ service: 'registrar-test', level: 'silent' });
     const handlerErrors = vi.spyOn(handlerLogger, 'error');
     const broker = await connectBroker({ url: vhost.amqpUrl, logger: brokerLogger, connectionName: 'registrar-outage-test' });
@@ -141,30 +125,14 @@ describe('registrar handler', () => {
       await broker.applyTopology(heraldTopology({ retryDelaysMs, deliveryLimit: 2 }));
       const down = createRegistrarHandler({ devices: broken.devices, apps: broken.apps, logger: handlerLogger });
       const up = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger: handlerLogger });
-      const seen: { at: number; attempt: number; redelivered: boolean; deliveryCount: unknown }[] = [];
       // The database is away for the first three deliveries, back for the fourth.
-      const handle = (ms: readonly InboundMessage[]) => {
-        for (const m of ms) seen.push({ at: Date.now(), attempt: m.attempt, redelivered: m.redelivered, deliveryCount: m.headers['x-delivery-count'] });
-        return (seen.length <= 3 ? down : up)(ms);
-      };
+      const { handle, seen } = downThenUp<InboundMessage, ReturnType<typeof up>>(down, up, 3);
       const consumer = await broker.consume({ queue: Queues.registrations, prefetch: 10, retryDelaysMs, handle, ...registrarErrors });
       await broker.publisher.publish({ exchange: Exchanges.registrations, routingKey: Queues.registrations, body: register('t-outage'), messageId: 'outage' });
       await waitFor('applied once the database is back', () => device('t-outage'), { timeoutMs: 30_000 });
       await waitFor('acked', async () => (await queueInfo(vhost.name, Queues.registrations))?.messages === 0);
       await consumer.stop(1_000);
-      expect(seen).toHaveLength(4);
-      expect(seen.every((s) => s.attempt === 1 && !s.redelivered && s.deliveryCount === undefined)).toBe(true);
-      // Each gap is the consumer's pause and then the deferral (at least 1 s, at least the pause).
-      const gaps = seen.slice(1).map((s, i) => s.at - (seen[i]?.at ?? 0));
-      expect(gaps[0]).toBeGreaterThanOrEqual(1_400);
-      expect(gaps[1]).toBeGreaterThanOrEqual(1_900);
-      expect(gaps[2]).toBeGreaterThanOrEqual(3_900);
-      expect(consumerErrors().map((e) => e.msg)).toEqual(Array(3).fill('handler failed: a dependency is unavailable; deferring the batch after back-off'));
-      expect(consumerErrors().map((e) => e.fields)).toMatchObject([
-        { backoffMs: expect.closeTo(500, -2) as unknown, code: 'database-unavailable' },
-        { backoffMs: expect.closeTo(1_000, -2) as unknown, code: 'database-unavailable' },
-        { backoffMs: expect.closeTo(2_000, -2) as unknown, code: 'database-unavailable' },
-      ]);
+      expectDeferredWithBackoff(seen, consumerErrors());
       expect(handlerErrors.mock.calls).toHaveLength(0);
       expect((await queueInfo(vhost.name, parkedQueueFor(Queues.registrations)))?.messages).toBe(0);
     } finally {

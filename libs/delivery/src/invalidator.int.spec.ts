@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Exchanges, invalidationQueueFor, parkedQueueFor, type DevicePush } from '@herald/contracts';
 import { createDatabase } from '@herald/db';
-import { createLogger, type Logger } from '@herald/logging';
+import { createLogger } from '@herald/logging';
 import { connectBroker, heraldTopology, type InboundMessage } from '@herald/messaging';
 import { Registry } from '@herald/runtime';
-import { createTestDatabase, createTestVhost, queueInfo, waitFor, type TestDatabase } from '@herald/testing';
+import { createTestDatabase, createTestVhost, downThenUp, errorRecordingLogger, expectDeferredWithBackoff, queueInfo, waitFor, type TestDatabase } from '@herald/testing';
 import { createInvalidatorHandler, invalidatorErrors } from './invalidator.ts';
 import { createInvalidatorMetrics } from './invalidator-metrics.ts';
 import { createPusherHandler } from './pusher.ts';
@@ -41,22 +41,6 @@ const invalidation = (token: string, extra: Record<string, unknown> = {}) => ({
 /** As the demuxer emits it: deviceId is the id of the token's devices row. */
 const devicePush = (token: string, deviceId: string): DevicePush => ({ version: 1, pushId: randomUUID(), jobId: 'j', deviceId, app: 'chat', platform: 'apns', token,
   userId: 'u1', content: { title: 'Hi' }, priority: 'high', acceptedAt: new Date().toISOString() });
-/**
- * A silent logger for connectBroker that keeps the error lines its children write (the broker's,
- * the consumer's: connectBroker logs through children only). A child is a child of the root
- * whoever asks, so no line reaches two spies.
- */
-function errorRecordingLogger(): { logger: Logger; errors: () => { fields: unknown; msg: unknown }[] } {
-  const logger = createLogger({ service: 'invalidator-test', level: 'silent' });
-  const spies: MockInstance[] = [];
-  const child = logger.child.bind(logger);
-  vi.spyOn(logger, 'child').mockImplementation((...args) => {
-    const made = child(...args);
-    spies.push(vi.spyOn(made, 'error'));
-    return made;
-  });
-  return { logger, errors: () => spies.flatMap((s) => s.mock.calls.map(([fields, msg]) => ({ fields, msg }))) };
-}
 const device = (token: string) => t.db.kysely.selectFrom('devices').selectAll().where('token', '=', token).executeTakeFirstOrThrow();
 
 describe('invalidator handler', () => {
@@ -190,7 +174,7 @@ describe('invalidator handler', () => {
     const queue = invalidationQueueFor('apns');
     const vhost = await createTestVhost('invalidator-outage');
     const retryDelaysMs = [1_000];
-    const { logger: brokerLogger, errors: consumerErrors } = errorRecordingLogger();
+    const { logger: brokerLogger, errors: consumerErrors } = errorRecordingLogger('invalidator-test');
     const handlerLogger = createLogger({ service: 'invalidator-test', level: 'silent' });
     const handlerErrors = vi.spyOn(handlerLogger, 'error');
     const broker = await connectBroker({ url: vhost.amqpUrl, logger: brokerLogger, connectionName: 'invalidator-outage-test' });
@@ -202,30 +186,14 @@ describe('invalidator handler', () => {
       const metrics = createInvalidatorMetrics(new Registry());
       const down = createInvalidatorHandler({ platform: 'apns', devices: broken.devices, metrics, logger: handlerLogger });
       const up = createInvalidatorHandler({ platform: 'apns', devices: t.db.devices, metrics, logger: handlerLogger });
-      const seen: { at: number; attempt: number; redelivered: boolean; deliveryCount: unknown }[] = [];
       // The database is away for the first three deliveries, back for the fourth.
-      const handle = (ms: readonly InboundMessage[]) => {
-        for (const m of ms) seen.push({ at: Date.now(), attempt: m.attempt, redelivered: m.redelivered, deliveryCount: m.headers['x-delivery-count'] });
-        return (seen.length <= 3 ? down : up)(ms);
-      };
+      const { handle, seen } = downThenUp<InboundMessage, ReturnType<typeof up>>(down, up, 3);
       const consumer = await broker.consume({ queue, prefetch: 10, retryDelaysMs, handle, ...invalidatorErrors });
       await broker.publisher.publish({ exchange: Exchanges.invalidations, routingKey: queue, body: invalidation('t-outage'), messageId: 'outage' });
       await waitFor('applied once the database is back', async () => (await device('t-outage')).invalidated_at !== null, { timeoutMs: 30_000 });
       await waitFor('acked', async () => (await queueInfo(vhost.name, queue))?.messages === 0);
       await consumer.stop(1_000);
-      expect(seen).toHaveLength(4);
-      expect(seen.every((s) => s.attempt === 1 && !s.redelivered && s.deliveryCount === undefined)).toBe(true);
-      // Each gap is the consumer's pause and then the deferral (at least 1 s, at least the pause).
-      const gaps = seen.slice(1).map((s, i) => s.at - (seen[i]?.at ?? 0));
-      expect(gaps[0]).toBeGreaterThanOrEqual(1_400);
-      expect(gaps[1]).toBeGreaterThanOrEqual(1_900);
-      expect(gaps[2]).toBeGreaterThanOrEqual(3_900);
-      expect(consumerErrors().map((e) => e.msg)).toEqual(Array(3).fill('handler failed: a dependency is unavailable; deferring the batch after back-off'));
-      expect(consumerErrors().map((e) => e.fields)).toMatchObject([
-        { backoffMs: expect.closeTo(500, -2) as unknown, code: 'database-unavailable' },
-        { backoffMs: expect.closeTo(1_000, -2) as unknown, code: 'database-unavailable' },
-        { backoffMs: expect.closeTo(2_000, -2) as unknown, code: 'database-unavailable' },
-      ]);
+      expectDeferredWithBackoff(seen, consumerErrors());
       expect(handlerErrors.mock.calls).toHaveLength(0);
       expect((await metrics.invalidations.get()).values.map((v) => [v.labels['result'], v.value])).toEqual([['invalidated', 1]]);
       expect((await queueInfo(vhost.name, parkedQueueFor(queue)))?.messages).toBe(0);

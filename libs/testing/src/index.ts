@@ -4,3 +4,4 @@ export * from './test-database.ts';
 export * from './management.ts';
 export * from './local-cluster.ts';
 export * from './tcp-proxy.ts';
+export * from './database-outage.ts';
