@@ -62,6 +62,11 @@ export class HostSlots {
     for (const w of h?.waiting.slice(this.limits.maxQueuedWhenSlow) ?? []) w.giveUp();
   }
 
+  /** The host's last request timed out or could not connect, and none has answered in time since. */
+  isSlow(host: string): boolean {
+    return this.slow.has(host);
+  }
+
   /** Requests in flight to a host (metrics, tests). */
   active(host: string): number {
     return this.hosts.get(host)?.active ?? 0;

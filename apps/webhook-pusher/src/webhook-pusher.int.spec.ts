@@ -4,13 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPusherMetrics } from '@herald/delivery';
 import { createLogger } from '@herald/logging';
-import type { InboundMessage } from '@herald/messaging';
+import type { InboundMessage, Outcome } from '@herald/messaging';
 import { Registry } from '@herald/runtime';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import { HostSlots } from './host-slots.ts';
 import { createSubscriptionCache } from './subscription-cache.ts';
 import { createWebhookMetrics } from './webhook-metrics.ts';
-import { createWebhookPusherHandler } from './webhook-pusher.ts';
+import { createWebhookPusherHandler, SETTLE_TOGETHER_MS } from './webhook-pusher.ts';
 import { createWebhookSender } from './webhook-sender.ts';
 
 const logger = createLogger({ service: 'webhook-pusher-test', level: 'silent' });
@@ -29,13 +29,19 @@ afterAll(async () => {
   await new Promise((resolve) => receiver.close(resolve));
 });
 
-/** The handler as main.ts builds it, over the real ledger and subscriptions, behind `acquire`. */
-function handler(acquire: (n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void) => Promise<boolean>, signal: AbortSignal, registry = new Registry()) {
+/** The handler as main.ts builds it, over the real ledger and subscriptions, behind `acquire`: its outcomes as decided, or promised. */
+function rawHandler(
+  acquire: (n: number, signal?: AbortSignal, app?: string, booked?: (turnInMs: number) => void) => Promise<boolean>,
+  signal: AbortSignal,
+  registry = new Registry(),
+  slots = new HostSlots({ perHost: 4, maxQueued: 100, maxQueuedWhenSlow: 10 }),
+  timeoutMs = 5000,
+) {
   return createWebhookPusherHandler({
     subscriptions: createSubscriptionCache(t.db.subscriptions, 5000),
     tracking: { store: t.db.subscriptions, disableAfterMs: 86_400_000, lastAttempt: 6 },
-    sender: createWebhookSender({ timeoutMs: 5000, bodyLimitBytes: 1024, allowLoopback: true }),
-    slots: new HostSlots({ perHost: 4, maxQueued: 100, maxQueuedWhenSlow: 10 }),
+    sender: createWebhookSender({ timeoutMs, bodyLimitBytes: 1024, allowLoopback: true }),
+    slots,
     ledger: t.db.ledger,
     metrics: createPusherMetrics(registry),
     webhookMetrics: createWebhookMetrics(registry),
@@ -45,6 +51,12 @@ function handler(acquire: (n: number, signal?: AbortSignal, app?: string, booked
     limiter: { acquire },
     signal,
   });
+}
+
+/** rawHandler's outcomes once each is decided. */
+function handler(...args: Parameters<typeof rawHandler>) {
+  const handle = rawHandler(...args);
+  return async (messages: readonly InboundMessage[]): Promise<Outcome[]> => Promise.all(await handle(messages));
 }
 
 async function delivery(to = callbackUrl, attempt = 1): Promise<InboundMessage> {
@@ -72,6 +84,54 @@ describe('a webhook delivery not sent', () => {
     // Their ledger claims are let go: the next pusher to take them may send them at once.
     const ids = [first, second].map((m) => (JSON.parse(m.body.toString()) as { notificationId: string }).notificationId);
     expect(await t.db.ledger.claim(ids, 'another-pusher', 30_000)).toEqual(new Map(ids.map((id) => [id, 'claimed'])));
+  });
+});
+
+describe('a webhook delivery to a host without a free slot', () => {
+  it('is deferred unspent while the host answers, and spends an attempt (so it is parked at its last) while the host is not answering', async () => {
+    const host = new URL(callbackUrl).host;
+    const slots = new HostSlots({ perHost: 1, maxQueued: 0, maxQueuedWhenSlow: 0 });
+    const taken = await slots.acquire(host);
+    try {
+      const handle = handler(async () => true, new AbortController().signal, new Registry(), slots);
+      // Busy but answering: back in a second, no attempt spent.
+      expect(await handle([await delivery()])).toEqual([{ kind: 'defer', code: 'host-busy', reason: `host ${host} is busy`, delayMs: 1000 }]);
+      // Its last request timed out: a turn of the retry schedule, which parks it after the last attempt.
+      slots.noteSpeed(host, true);
+      const [outcome] = await handle([await delivery(callbackUrl, 6)]);
+      expect(outcome).toMatchObject({ kind: 'retry', code: 'transient' });
+      expect(outcome?.kind === 'retry' && outcome.reason).toContain(`host ${host} is not answering`);
+      expect(received).toBe(0);
+    } finally {
+      taken?.();
+    }
+  });
+});
+
+describe('a batch with a delivery whose receiver hangs', () => {
+  it("settles the batch's answered deliveries within SETTLE_TOGETHER_MS, and the hanging one on its own once it times out", async () => {
+    const hanging = createServer(() => undefined);
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    try {
+      const slowUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hook`;
+      const timeoutMs = 3 * SETTLE_TOGETHER_MS;
+      const handle = rawHandler(async () => true, new AbortController().signal, new Registry(), undefined, timeoutMs);
+      const before = received;
+      const started = performance.now();
+      const [slow, fast] = await handle([await delivery(slowUrl), await delivery()]);
+      const returnedMs = performance.now() - started;
+      // The answered one is decided (and recorded) with the batch, not after the hanging one's timeout.
+      expect(fast).toEqual({ kind: 'ack' });
+      expect(received).toBe(before + 1);
+      expect(returnedMs).toBeGreaterThanOrEqual(SETTLE_TOGETHER_MS - 50);
+      expect(returnedMs).toBeLessThan(timeoutMs - 500);
+      expect(slow).toBeInstanceOf(Promise);
+      expect(await slow).toMatchObject({ kind: 'retry', code: 'transient', reason: expect.stringContaining(`timed out after ${timeoutMs} ms`) });
+      expect(performance.now() - started).toBeGreaterThanOrEqual(timeoutMs - 50);
+    } finally {
+      hanging.closeAllConnections();
+      await new Promise((resolve) => hanging.close(resolve));
+    }
   });
 });
 

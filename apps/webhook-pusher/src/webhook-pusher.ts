@@ -10,7 +10,7 @@ import {
 import type { SubscriptionRow } from '@herald/db';
 import { DeliveredRecorder, keepClaims, unrecordedOf, waitWindow, type Ledger, type PusherMetrics, type WaitWindow } from '@herald/delivery';
 import type { Logger } from '@herald/logging';
-import type { InboundMessage, Outcome, ParkedNotice } from '@herald/messaging';
+import type { Decided, InboundMessage, Outcome, ParkedNotice } from '@herald/messaging';
 import type { HostSlots } from './host-slots.ts';
 import type { SubscriptionCache } from './subscription-cache.ts';
 import type { WebhookMetrics } from './webhook-metrics.ts';
@@ -50,13 +50,22 @@ const ack: Outcome = { kind: 'ack' };
 const PLATFORM = 'webhook';
 
 /**
+ * How long a batch's deliveries are waited for together: those answered by then are recorded and
+ * settled in one go (one ledger write, one release); each later one on its own once answered, so a
+ * receiver that hangs holds its own deliveries' acks, not the batch's (every receiver's deliveries
+ * waited for its timeout, and the prefetch filled with batches held so: the whole pusher slowed to
+ * a few hundred deliveries every timeout).
+ */
+export const SETTLE_TOGETHER_MS = 1_000;
+
+/**
  * WebhookDelivery → signed POST to the subscription's URL. Claim in the ledger (by notification
  * id), send each delivery concurrently under its host's slot bound, record, then let the
- * messaging lib ack / retry / park.
+ * messaging lib ack / retry / park (each delivery answered late, once answered: Decided).
  */
 export function createWebhookPusherHandler(deps: WebhookPusherDeps) {
-  return async (messages: readonly InboundMessage[]): Promise<Outcome[]> => {
-    const outcomes: Outcome[] = messages.map(() => ack);
+  return async (messages: readonly InboundMessage[]): Promise<Decided[]> => {
+    const outcomes: Decided[] = messages.map(() => ack);
     const decoded: Array<{ index: number; delivery: WebhookDelivery; attempt: number }> = [];
     for (const [index, message] of messages.entries()) {
       const parsed = decodeWith(WebhookDelivery, message.body);
@@ -72,31 +81,51 @@ export function createWebhookPusherHandler(deps: WebhookPusherDeps) {
       else ready.push({ ...d, sub });
     }
     const toSend = await claim(ready, outcomes, deps);
+    if (toSend.length === 0) return outcomes;
     const window = sendWindow(deps, Date.now());
     const recorder = new DeliveredRecorder(deps.ledger, deps.logger, deps.recordingStop, unrecordedOf(deps.metrics, PLATFORM));
     // Claims stay alive while the batch is at work, so a slow answer is not sent twice (claim-keeper.ts).
     const stopKeeping = keepClaims(deps.ledger, toSend.map((r) => r.delivery.notificationId), deps.owner, deps.leaseMs, deps.logger);
-    try {
-      const results = await Promise.all(
-        toSend.map((r) =>
-          send(r, deps, window.signal).then((result) => {
-            if (result.kind === 'delivered') recorder.add({ pushId: r.delivery.notificationId, outcome: `delivered: HTTP ${result.status}` });
-            return result;
-          }),
-        ),
-      );
-      await recorder.flush();
-      await settle(toSend, results, outcomes, deps);
-    } finally {
-      window.close();
-      stopKeeping();
-    }
+    const answers: Array<Sent | undefined> = toSend.map(() => undefined);
+    const sends = toSend.map((r, i) =>
+      send(r, deps, window.signal).then((result) => {
+        if (result.kind === 'delivered') recorder.add({ pushId: r.delivery.notificationId, outcome: `delivered: HTTP ${result.status}` });
+        answers[i] = result;
+        return result;
+      }),
+    );
+    const all = Promise.all(sends);
+    void Promise.allSettled(sends).then(() => window.close());
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, SETTLE_TOGETHER_MS)))]).finally(() => clearTimeout(timer));
+    // Which are late is decided here, once: more answers may come while the others are settled.
+    const answered: Ready[] = [];
+    const results: Sent[] = [];
+    const laters: Array<Promise<Outcome>> = [];
+    toSend.forEach((r, i) => {
+      const result = answers[i];
+      if (result !== undefined) {
+        answered.push(r);
+        results.push(result);
+      } else {
+        const later = (sends[i] as Promise<Sent>).then(async (late) => (await settle([r], [late], recorder, deps))[0] ?? ack);
+        // Handled by the consumer once returned; one failing before then (or with this batch's
+        // settling, which throws the batch back) must not end the process as unhandled.
+        later.catch(() => undefined);
+        laters.push(later);
+        outcomes[r.index] = later;
+      }
+    });
+    const settling = settle(answered, results, recorder, deps);
+    void Promise.allSettled([settling, ...laters]).then(stopKeeping);
+    const together = await settling;
+    answered.forEach((r, i) => (outcomes[r.index] = together[i] ?? ack));
     return outcomes;
   };
 }
 
 /** Ledger claims: a notification already delivered is acked unsent; one held elsewhere comes back later. */
-async function claim(ready: Ready[], outcomes: Outcome[], deps: WebhookPusherDeps): Promise<Ready[]> {
+async function claim(ready: Ready[], outcomes: Decided[], deps: WebhookPusherDeps): Promise<Ready[]> {
   if (ready.length === 0) return [];
   const claims = await deps.ledger.claim([...new Set(ready.map((r) => r.delivery.notificationId))], deps.owner, deps.leaseMs);
   const inBatch = new Set<string>();
@@ -126,7 +155,13 @@ async function send(r: Ready, deps: WebhookPusherDeps, window: AbortSignal): Pro
   const unpaced = (): NotSent => ({ kind: 'unpaced', bookedMs, ...(deps.signal?.aborted === true && { stopping: true }) });
   if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, window, host, (turnInMs) => (bookedMs = turnInMs)))) return unpaced();
   const release = await deps.slots.acquire(host, window);
-  if (release === undefined) return window.aborted ? unpaced() : { kind: 'host-busy' };
+  if (release === undefined && window.aborted) return unpaced();
+  // A host that is not answering: the delivery takes its turn of the retry schedule as a failed
+  // attempt (parked retries-exhausted at the last), as it would have timing out. Deferred unspent
+  // instead, a second apart and for good, the deliveries beyond its few slots were neither
+  // delivered nor parked, and filled the queue every receiver shares until it was disabled a day on.
+  if (release === undefined && deps.slots.isSlow(host)) return { kind: 'transient', reason: `host ${host} is not answering (its last request timed out or could not connect): not tried, its few waiting places taken` };
+  if (release === undefined) return { kind: 'host-busy' };
   try {
     const body = Buffer.from(JSON.stringify(webhookBodyOf(r.delivery)));
     const signedAt = deps.now?.() ?? new Date();
@@ -158,11 +193,16 @@ function responseClass(result: WebhookResult): string {
   return result.kind !== 'delivered' && result.reason.startsWith('timed out') ? 'timeout' : 'connection';
 }
 
-/** Outcomes per result; release the claims of what was not delivered; track failing subscriptions. */
-async function settle(sent: Ready[], results: Sent[], outcomes: Outcome[], deps: WebhookPusherDeps): Promise<void> {
+/**
+ * Outcomes per result, once the delivered ones are recorded; release the claims of what was not
+ * delivered; track failing subscriptions.
+ */
+async function settle(sent: Ready[], results: Sent[], recorder: DeliveredRecorder, deps: WebhookPusherDeps): Promise<Outcome[]> {
+  if (sent.length === 0) return [];
+  await recorder.flush();
   const release: string[] = [];
   const observedAt = Date.now();
-  sent.forEach((r, i) => {
+  const outcomes = sent.map((r, i): Outcome => {
     const result = results[i] as Sent;
     const label = { platform: PLATFORM, app: r.sub.team };
     const id = r.delivery.notificationId;
@@ -171,27 +211,25 @@ async function settle(sent: Ready[], results: Sent[], outcomes: Outcome[], deps:
         deps.metrics.pushes.inc({ ...label, outcome: 'delivered' });
         // Never below 0: the fan-out's host may run ahead of this one (a negative observation lowers the histogram's _sum, read as a counter reset).
         deps.metrics.latency.observe({ platform: PLATFORM }, Math.max(0, observedAt - Date.parse(r.delivery.queuedAt)) / 1000);
-        return;
+        return ack;
       case 'unpaced':
       case 'host-busy':
         release.push(id);
         if (result.kind === 'host-busy') deps.webhookMetrics.hostBusy.inc();
-        outcomes[r.index] = notSentOutcome(result, r.sub);
-        return;
+        return notSentOutcome(result, r.sub);
       case 'transient':
         release.push(id);
         // On its last attempt it is parked (counted then), not retried.
         if (r.attempt < deps.tracking.lastAttempt) deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
         deps.logger.info({ notificationId: id, subscriptionId: r.sub.id, attempt: r.attempt, reason: result.reason }, 'webhook delivery failed; will retry');
-        outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...(result.retryAfterMs !== undefined && { delayMs: result.retryAfterMs }) };
-        return;
+        return { kind: 'retry', code: 'transient', reason: result.reason, ...(result.retryAfterMs !== undefined && { delayMs: result.retryAfterMs }) };
       case 'permanent':
         release.push(id);
-        outcomes[r.index] = park(deps, r.sub, 'receiver-rejected', result.reason, id);
-        return;
+        return park(deps, r.sub, 'receiver-rejected', result.reason, id);
     }
   });
   await Promise.all([release.length > 0 ? deps.ledger.release(release, deps.owner) : undefined, noteResults(sent, results, deps)]);
+  return outcomes;
 }
 
 /** Deferred, no attempt spent: why it was not sent, and when to try again. */

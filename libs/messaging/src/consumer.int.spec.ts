@@ -14,6 +14,7 @@ import {
   waitForReconnect,
   type TestBroker,
 } from './test-helpers.ts';
+import { parkedNameOf } from './parked.ts';
 import { workQueueTopology } from './topology.ts';
 import type { InboundMessage, Outcome } from './types.ts';
 
@@ -236,6 +237,41 @@ describe('consumer', () => {
     openGate();
     await consumer.stop(2_000);
     expect(seen.filter((b) => b === 'waits' || b === 'waits*')).toEqual(['waits']);
+    expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+
+  it('an outcome decided later (a promise) holds only its message: the rest of its batch, and later ones, are acked meanwhile; it is settled as decided, and one that rejects gives its message back', async () => {
+    const queue = await freshQueue();
+    let decide!: (o: Outcome) => void;
+    let fail!: (err: Error) => void;
+    const late = new Promise<Outcome>((r) => (decide = r));
+    const broken = new Promise<Outcome>((_, reject) => (fail = reject));
+    const seen: string[] = [];
+    const consumer = await t.broker.consume({
+      queue,
+      prefetch: 4,
+      batch: { maxSize: 4, maxWaitMs: 50 },
+      retryDelaysMs: [200],
+      handle: async (msgs) =>
+        msgs.map((m) => {
+          const body = m.body.toString();
+          seen.push(`${body}${m.redelivered ? '*' : ''}`);
+          if (body === 'late') return late;
+          if (body === 'broken' && !m.redelivered) return broken;
+          return { kind: 'ack' as const };
+        }),
+    });
+    for (const body of ['late', 'broken', 'a', 'b']) await send(queue, body);
+    // The prefetch is 4: with the two undecided holding two places, six more pass through the other two.
+    for (let i = 0; i < 6; i++) await send(queue, `later-${i}`);
+    await waitFor('every later message taken while two outcomes are undecided', () => seen.filter((b) => b.startsWith('later-')).length === 6);
+    fail(new Error('its receiver could not be recorded'));
+    await waitFor('the broken one back', () => seen.includes('broken*'), { timeoutMs: 15_000 });
+    decide({ kind: 'park', code: 'decided-late', reason: 'its receiver refused it' });
+    const parked = await waitForMessage(t.vhost.amqpUrl, parkedNameOf(queue));
+    expect(parked.content.toString()).toBe('late');
+    await consumer.stop(2_000);
+    expect(seen.filter((b) => b === 'late' || b === 'late*')).toEqual(['late']);
     expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
   });
 

@@ -11,7 +11,7 @@ import { handlerBackoffMs } from './retry.ts';
 import { DELIVERY_LIMIT, MESSAGE_ERROR, type Delivery, type PackState, type Parked, type Settler } from './settle.ts';
 import { sleep } from './sleep.ts';
 import { DEFAULT_DELIVERY_LIMIT } from './topology.ts';
-import type { ConsumeOptions, Consumer, Outcome } from './types.ts';
+import type { ConsumeOptions, Consumer, Decided, Outcome } from './types.ts';
 
 /** The shortest deferral of a batch whose dependency is unavailable (options.deferOn). */
 const MIN_DEFER_MS = 1_000;
@@ -206,21 +206,41 @@ export class QueueConsumer implements Consumer {
     const spentOutcomes = await this.overLimitOutcomes(spent, limit);
     await Promise.all(spent.map((d, i) => this.settle(d, spentOutcomes[i] ?? overLimit(d, limit)).finally(() => done(d))));
     if (batch.length === 0) return;
-    let outcomes: Outcome[];
+    let outcomes: readonly Decided[];
     try {
       outcomes = await this.outcomesOf(batch);
     } catch (err) {
-      // A handler cut short by this consumer's stop (its `stopping` signal: a delay relay's wait) gives its messages back quietly.
-      if (this.stopping) return batch.forEach((d) => this.nack(d));
-      // Once a failed batch (a message's own error, found by halving, is a retry, not this).
-      this.deps.metrics.handlerErrors.inc({ queue: this.queue });
-      const unavailable = this.options.deferOn?.(err);
-      if (unavailable !== undefined) return this.backOffAndDefer(batch, err, unavailable);
-      return this.backOffAndRequeue(batch, err, 'handler failed');
+      return this.handlerFailed(batch, err);
     }
     this.consecutiveErrors = 0;
     const decidedAt = new Date();
-    await Promise.all(batch.map((d, i) => this.settle(d, outcomes[i] ?? { kind: 'ack' }, decidedAt).finally(() => done(d))));
+    await Promise.all(batch.map((d, i) => this.settleDecided(d, outcomes[i] ?? { kind: 'ack' }, decidedAt).finally(() => done(d))));
+  }
+
+  /** The handler threw for `batch` (or a message's promised outcome rejected, for that message alone). */
+  private handlerFailed(batch: Delivery[], err: unknown): Promise<void> {
+    // A handler cut short by this consumer's stop (its `stopping` signal: a delay relay's wait) gives its messages back quietly.
+    if (this.stopping) {
+      batch.forEach((d) => this.nack(d));
+      return Promise.resolve();
+    }
+    // Once a failed batch (a message's own error, found by halving, is a retry, not this).
+    this.deps.metrics.handlerErrors.inc({ queue: this.queue });
+    const unavailable = this.options.deferOn?.(err);
+    if (unavailable !== undefined) return this.backOffAndDefer(batch, err, unavailable);
+    return this.backOffAndRequeue(batch, err, 'handler failed');
+  }
+
+  /** Settles `d` once its outcome is decided: at once, or when its promise resolves (Decided). */
+  private async settleDecided(d: Delivery, outcome: Decided, decidedAt: Date): Promise<void> {
+    if (!(outcome instanceof Promise)) return this.settle(d, outcome, decidedAt);
+    let decided: Outcome;
+    try {
+      decided = await outcome;
+    } catch (err) {
+      return this.handlerFailed([d], err);
+    }
+    return this.settle(d, decided);
   }
 
   /** Parks for messages over the delivery limit, an ack for those options.alreadyDone says are done. */
@@ -247,7 +267,7 @@ export class QueueConsumer implements Consumer {
    * goes to retry with the reason, the others get their outcomes as usual. Any other error is
    * thrown, for the whole batch.
    */
-  private async outcomesOf(batch: Delivery[]): Promise<Outcome[]> {
+  private async outcomesOf(batch: Delivery[]): Promise<readonly Decided[]> {
     try {
       const outcomes = await this.options.handle(batch.map((d) => d.inbound), this.stopSignal.signal);
       if (outcomes.length !== batch.length) {

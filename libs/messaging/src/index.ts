@@ -6,6 +6,7 @@ export type {
   BrokerOptions,
   ConsumeOptions,
   Consumer,
+  Decided,
   EachPublisher,
   InboundMessage,
   OutboundMessage,

@@ -144,6 +144,15 @@ export type Outcome =
    */
   | { kind: 'forward'; queue: string; asIs?: true; waitMs?: number };
 
+/**
+ * A message's outcome as handle() returns it: decided, or the promise of one, for a message whose
+ * work goes on after its batch's (a webhook to a receiver that answers slowly). The consumer settles
+ * each message once its outcome is decided, so one slow message holds no other's ack. A promise that
+ * rejects is handled as a batch whose handler threw (deferOn, else requeued after a back-off), for
+ * that message alone.
+ */
+export type Decided = Outcome | Promise<Outcome>;
+
 /** A message a consumer parked, and why (ConsumeOptions.onParked). */
 export interface ParkedNotice {
   message: InboundMessage;
@@ -181,7 +190,7 @@ export interface ConsumeOptions {
    * `stopping` aborts when the consumer stops: a handler that waits (a delay relay) gives up, and
    * its messages are given back quietly.
    */
-  handle(messages: readonly InboundMessage[], stopping: AbortSignal): Promise<Outcome[]>;
+  handle(messages: readonly InboundMessage[], stopping: AbortSignal): Promise<readonly Decided[]>;
   /**
    * A reason when an error the handler threw may be one message's own, not the infrastructure's
    * (the database refused a value it holds): the batch is then handled again in halves, down to
