@@ -54,20 +54,20 @@ export async function readParked(sys: System): Promise<{ pushes: Map<string, num
   const pushes = new Map<string, number>();
   const byCode = new Map<string, number>();
   for (const platform of ['apns', 'fcm'] as Platform[]) {
-    for (const m of await listParked({ url: sys.vhost.amqpUrl, logger, queue: sendQueueFor(platform) })) {
+    for (const m of (await listParked({ url: sys.vhost.amqpUrl, logger, queue: sendQueueFor(platform) })).messages) {
       byCode.set(m.code ?? 'unknown', (byCode.get(m.code ?? 'unknown') ?? 0) + 1);
       const push = DevicePush.safeParse(JSON.parse(m.body.toString('utf8')));
       if (push.success) pushes.set(pushKey(push.data.jobId, push.data.token), (pushes.get(pushKey(push.data.jobId, push.data.token)) ?? 0) + 1);
     }
   }
   const jobs = new Set<string>();
-  for (const m of await listParked({ url: sys.vhost.amqpUrl, logger, queue: Queues.jobs })) {
+  for (const m of (await listParked({ url: sys.vhost.amqpUrl, logger, queue: Queues.jobs })).messages) {
     const id = (JSON.parse(m.body.toString('utf8')) as { id?: unknown }).id;
     if (typeof id === 'string') jobs.add(id);
     byCode.set(`job ${m.code ?? 'unknown'}`, (byCode.get(`job ${m.code ?? 'unknown'}`) ?? 0) + 1);
   }
   for (const queue of [Queues.registrations, Queues.apnsInvalidations, Queues.fcmInvalidations]) {
-    for (const m of await listParked({ url: sys.vhost.amqpUrl, logger, queue })) {
+    for (const m of (await listParked({ url: sys.vhost.amqpUrl, logger, queue })).messages) {
       byCode.set(`${queue} ${m.code ?? 'unknown'}`, (byCode.get(`${queue} ${m.code ?? 'unknown'}`) ?? 0) + 1);
     }
   }

@@ -144,7 +144,7 @@ async function route(deps: DashboardDeps, req: IncomingMessage, url: URL, operat
   }
   if (parked?.[1] !== undefined && parked[2] === undefined && req.method === 'GET') {
     const queue = parkedQueueOf(deps, parked[1]);
-    const messages = await parkedLock(() => listParked({ url: deps.amqpUrl, logger: deps.logger, queue, limit: PARKED_LIST_LIMIT }));
+    const { messages } = await parkedLock(() => listParked({ url: deps.amqpUrl, logger: deps.logger, queue, limit: PARKED_LIST_LIMIT }));
     return { queue, messages: messages.map(parkedRow) };
   }
   if (parked?.[1] !== undefined && parked[2] !== undefined && req.method === 'POST') {

@@ -50,13 +50,13 @@ describe('parked messages: list, replay, purge', () => {
   it('lists every parked message with why it is there, and leaves them parked', async () => {
     await park('a', 'schema');
     await park('b', 'retries-exhausted');
-    const listed = await listParked(opts());
+    const listed = (await listParked(opts())).messages;
     expect(listed.map((m) => [m.messageId, m.code, m.reason, m.originalQueue, m.attempt])).toEqual([
       ['a', 'schema', 'because schema', 'p.work', 3],
       ['b', 'retries-exhausted', 'because retries-exhausted', 'p.work', 3],
     ]);
     expect(listed[0]?.body.toString()).toBe('body-a');
-    expect((await listParked({ ...opts(), queue: 'p.work.parked' })).length).toBe(2);
+    expect((await listParked({ ...opts(), queue: 'p.work.parked' })).messages.length).toBe(2);
     expect(await depth('p.work.parked')).toBe(2);
   });
 
@@ -74,7 +74,7 @@ describe('parked messages: list, replay, purge', () => {
     // Marked replayed: a handler can tell a message it may have worked on before.
     expect(handledBefore({ redelivered: false, headers })).toBe(true);
     expect(await takeMessage(t.vhost.amqpUrl, 'p.work')).toBe(false);
-    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['a']);
+    expect((await listParked(opts())).messages.map((m) => m.messageId)).toEqual(['a']);
   });
 
   it('replays by code with progress, and replays all', async () => {
@@ -111,7 +111,7 @@ describe('parked messages: list, replay, purge', () => {
     await park('b', 'unknown-app');
     await park('c', 'schema');
     expect(await purgeParked({ ...opts(), filter: { kind: 'code', code: 'schema' } })).toEqual({ seen: 3, purged: 2 });
-    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['b']);
+    expect((await listParked(opts())).messages.map((m) => m.messageId)).toEqual(['b']);
     expect(await purgeParked({ ...opts(), filter: { kind: 'all' } })).toEqual({ seen: 1, purged: 1 });
     expect(await depth('p.work.parked')).toBe(0);
   });
@@ -123,12 +123,37 @@ describe('parked messages: list, replay, purge', () => {
     await park('b1', 'provider-rejected', 'p.work', of('chat'));
     await park('a2', 'retries-exhausted', 'p.work', of('shop'));
     await park('n1', 'schema');
-    expect((await listParked(opts())).map((m) => [m.messageId, m.app])).toEqual([['a1', 'shop'], ['b1', 'chat'], ['a2', 'shop'], ['n1', undefined]]);
+    expect((await listParked(opts())).messages.map((m) => [m.messageId, m.app])).toEqual([['a1', 'shop'], ['b1', 'chat'], ['a2', 'shop'], ['n1', undefined]]);
     expect(await purgeParked({ ...opts(), filter: { kind: 'code', code: 'provider-rejected', app: 'shop' } })).toEqual({ seen: 4, purged: 1 });
     expect(await replayParked({ ...opts(), filter: { kind: 'all', app: 'shop' } })).toMatchObject({ replayed: 1 });
-    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['b1', 'n1']);
+    expect((await listParked(opts())).messages.map((m) => m.messageId)).toEqual(['b1', 'n1']);
     expect(await purgeParked({ ...opts(), filter: { kind: 'all', app: 'chat' } })).toEqual({ seen: 2, purged: 1 });
-    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['n1']);
+    expect((await listParked(opts())).messages.map((m) => m.messageId)).toEqual(['n1']);
+  });
+
+  // The runbook's preview: one app's recent parks queued behind a thousand older parks of another app.
+  // Filtering only the first `limit` read listed none of them, while a replay with that filter took them all.
+  it("lists an app's or an age's matches found beyond the first `limit` messages", async () => {
+    const hoursAgo = (h: number) => new Date(Date.now() - h * 3_600_000).toISOString();
+    const push = (app: string, acceptedAt: string) => Buffer.from(JSON.stringify({ app, pushId: 'x', acceptedAt }));
+    await Promise.all(Array.from({ length: 1005 }, (_, i) => park(`old${i}`, 'app-banned', 'p.work', push('acme', hoursAgo(30)))));
+    for (let i = 0; i < 5; i++) await park(`new${i}`, 'provider-rejected', 'p.work', push('shop', hoursAgo(1)));
+    const recent = ['new0', 'new1', 'new2', 'new3', 'new4'];
+    const ofShop = await listParked({ ...opts(), filter: { kind: 'all', app: 'shop' }, limit: 1000 });
+    expect([ofShop.messages.map((m) => m.messageId), ofShop.seen, ofShop.total]).toEqual([recent, 1010, 1010]);
+    // What a list read goes back to the queue, not always in the same order: compared sorted.
+    const young = await listParked({ ...opts(), filter: { kind: 'all', newerThanMs: 6 * 3_600_000 }, limit: 1000 });
+    expect(young.messages.map((m) => m.messageId).sort()).toEqual(recent);
+    expect(await depth('p.work.parked')).toBe(1010);
+  });
+
+  it('stops reading at the `limit`-th match, and says how many it looked at of how many', async () => {
+    const of = (app: string) => Buffer.from(JSON.stringify({ app, pushId: 'x' }));
+    await Promise.all(Array.from({ length: 25 }, (_, i) => park(`old${i}`, 'app-banned', 'p.work', of('acme'))));
+    for (let i = 0; i < 5; i++) await park(`new${i}`, 'provider-rejected', 'p.work', of('shop'));
+    const firstTwo = await listParked({ ...opts(), filter: { kind: 'code', code: 'provider-rejected' }, limit: 2 });
+    expect([firstTwo.messages.map((m) => m.messageId), firstTwo.seen, firstTwo.total]).toEqual([['new0', 'new1'], 27, 30]);
+    expect(await depth('p.work.parked')).toBe(30);
   });
 
   it('replays only pushes younger than --newer-than, counted from when they were due (else accepted, else parked); purges the older ones', async () => {
@@ -140,13 +165,13 @@ describe('parked messages: list, replay, purge', () => {
     await park('undated', 'provider-rejected'); // parked at 2026-01-01 (the headers), its body names no push
     // A job's acceptedAt is not when its pushes are due: it counts from when it was parked.
     await park('job', 'schema', 'p.work', Buffer.from(JSON.stringify({ id: 'j', app: 'shop', acceptedAt: hoursAgo(1) })));
-    expect((await listParked(opts())).map((m) => [m.messageId, m.dueSince !== undefined])).toEqual([['fresh', true], ['stale', true], ['day-old', true], ['undated', false], ['job', false]]);
+    expect((await listParked(opts())).messages.map((m) => [m.messageId, m.dueSince !== undefined])).toEqual([['fresh', true], ['stale', true], ['day-old', true], ['undated', false], ['job', false]]);
     const sixHours = 6 * 3_600_000;
     expect(await replayParked({ ...opts(), filter: { kind: 'code', code: 'provider-rejected', newerThanMs: sixHours }, force: true })).toMatchObject({ replayed: 1 });
-    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['stale', 'day-old', 'undated', 'job']);
+    expect((await listParked(opts())).messages.map((m) => m.messageId)).toEqual(['stale', 'day-old', 'undated', 'job']);
     // --all with an age deletes only what is that old (without one it empties the queue at once).
     expect(await purgeParked({ ...opts(), filter: { kind: 'all', olderThanMs: 48 * 3_600_000 } })).toEqual({ seen: 4, purged: 3 });
-    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['day-old']);
+    expect((await listParked(opts())).messages.map((m) => m.messageId)).toEqual(['day-old']);
     expect((await takeMessage(url, 'p.work'))).toMatchObject({ properties: { messageId: 'fresh' } });
   });
 
@@ -157,7 +182,7 @@ describe('parked messages: list, replay, purge', () => {
     expect(err).toBeInstanceOf(ReplayError);
     expect((err as ReplayError).replayed).toBe(1);
     expect((err as ReplayError).message).toMatch(/^replay stopped after 2 of 2 parked message\(s\): 1 replayed, 1 not replayed \(left parked\): queue "p\.deleted" does not exist$/);
-    expect((await listParked(opts())).map((m) => m.messageId)).toEqual(['gone']);
+    expect((await listParked(opts())).messages.map((m) => m.messageId)).toEqual(['gone']);
     expect(await depth('p.work')).toBe(1);
   });
 
@@ -187,7 +212,7 @@ describe('parked messages: list, replay, purge', () => {
       { code: 'malformed-json', count: 1, why: expect.stringMatching(/not valid JSON/) as unknown, messageIds: ['bad-json'] },
       { code: 'provider-rejected', count: 1, why: expect.stringMatching(/rejected this push for good/) as unknown, messageIds: ['rejected'] },
     ]);
-    expect((await listParked(opts())).map((m) => m.messageId).sort()).toEqual(['bad-json', 'rejected']);
+    expect((await listParked(opts())).messages.map((m) => m.messageId).sort()).toEqual(['bad-json', 'rejected']);
     expect(await depth('p.work')).toBe(1);
 
     const byId = await replayParked({ ...opts(), filter: { kind: 'id', id: 'rejected' } });

@@ -229,14 +229,43 @@ export async function findParked(opts: ParkedOptions & { messageId: string }): P
  */
 const doneWith = (filter: ParkedFilter, chunk: readonly ParkedMessage[]): boolean => filter.kind === 'id' && chunk.some((m) => matches(m, filter));
 
-/** Up to `limit` parked messages, oldest first, without removing any. */
-export async function listParked(opts: ParkedOptions & { limit?: number }): Promise<ParkedMessage[]> {
+/** What a list found, and how much of the queue it read to find it. */
+export interface ParkedList {
+  /** The matching messages, oldest first: at most `limit`. */
+  messages: ParkedMessage[];
+  /** How many messages it looked at: up to the last one listed when `limit` were found, else all it could read. */
+  seen: number;
+  /** The parked queue's depth when the list began: `seen < total` with `limit` listed means there may be more. */
+  total: number;
+}
+
+/**
+ * Up to `limit` parked messages matching `filter` (every one without it), oldest first, without
+ * removing any. The filter is applied while the queue is read, which goes on until `limit` have
+ * matched or the messages present at the start are all looked at: filtering only the first `limit`
+ * read showed none of one app's parks queued behind a thousand of another's, while a replay with the
+ * same filter took them all. Only matching messages' bodies are kept.
+ */
+export async function listParked(opts: ParkedOptions & { filter?: ParkedFilter; limit?: number }): Promise<ParkedList> {
+  const filter = opts.filter ?? { kind: 'all' };
+  const limit = opts.limit ?? Infinity;
+  // One clock for the whole read: an age filter treats a message the same early or late in the queue.
+  const now = Date.now();
   return withParkedChannel(opts, async (ch, parked, total) => {
-    const found: ParkedMessage[] = [];
-    await sweep(ch, parked, Math.min(total, opts.limit ?? total), async (chunk) => {
-      found.push(...chunk.map((m) => toParked(m, parked)));
+    const messages: ParkedMessage[] = [];
+    let seen = 0;
+    if (limit <= 0) return { messages, seen, total };
+    await sweep(ch, parked, total, async (chunk) => {
+      for (const msg of chunk) {
+        seen++;
+        const m = toParked(msg, parked);
+        if (matches(m, filter, now)) messages.push(m);
+        // The rest of the chunk is read but not looked at; it goes back with the others unacked.
+        if (messages.length >= limit) return false;
+      }
+      return true;
     });
-    return found;
+    return { messages, seen, total };
   });
 }
 

@@ -1,6 +1,6 @@
 import { createLogger } from '@herald/logging';
 import { ActionRefused } from '@herald/db';
-import { describeRefusals, findParked, listParked, matchesParked, parkedNameOf, purgeParked, replayParked, type AgeFilter, type ParkedFilter, type ParkedMessage, type ReplayResult } from '@herald/messaging';
+import { describeRefusals, findParked, listParked, parkedNameOf, purgeParked, replayParked, type AgeFilter, type ParkedFilter, type ParkedMessage, type ReplayResult } from '@herald/messaging';
 import { parseIsoDuration } from '@herald/contracts';
 import type { Command } from 'commander';
 import { readCliConfig } from '../cli-config.ts';
@@ -44,6 +44,23 @@ function ageText(filter: AgeFilter): string {
     ...(filter.olderThanMs === undefined ? [] : [`at least ${hours(filter.olderThanMs)} old`]),
   ];
   return parts.length === 0 ? '' : ` and ${parts.join(' and ')}`;
+}
+
+/**
+ * What a list says on stderr besides its rows, or undefined: that it stopped at --limit with
+ * messages it did not look at (there may be more further down the queue), or that no message in
+ * the whole queue matched its --app or age. Without it "(none)", or the limit's worth of rows,
+ * read as the whole queue's answer.
+ */
+function listNote(filter: { app?: string } & AgeFilter, listed: { messages: readonly unknown[]; seen: number; total: number }, limit: number, queue: string): string | undefined {
+  const { messages, seen, total } = listed;
+  const of = filter.app === undefined ? '' : ` of app "${filter.app}"`;
+  // ageText begins " and …", to follow an app; alone it follows "is".
+  const wanted = `${of}${ageText(filter)}`.replace(/^ and /, ' ');
+  const read = `${seen === total ? `all ${total}` : `${seen} of ${total}`} parked message(s) in ${parkedNameOf(queue)}`;
+  if (messages.length >= limit && seen < total) return `looked at ${read}; the first ${messages.length}${wanted === '' ? '' : ' matching'} shown (--limit ${limit}): there may be more`;
+  if (messages.length === 0 && wanted !== '' && total > 0) return `looked at ${read}; none is${wanted}`;
+  return undefined;
 }
 
 /** Exactly one of --id, --code, --all; a bulk operation must be asked for by name. */
@@ -103,9 +120,12 @@ export function registerParkedCommands(program: Command): void {
     .action(async (queue: string, o: { limit: string; app?: string; newerThan?: string; olderThan?: string; json?: boolean }) => {
       // A typo read as NaN read nothing and printed "(none)": an operator took the queue for empty.
       if (!/^\d+$/.test(o.limit) || Number(o.limit) < 1) throw new Error(`--limit must be a positive integer, got "${o.limit}"`);
-      const filter: ParkedFilter = { kind: 'all', ...(o.app !== undefined && { app: o.app }), ...ageOf(o) };
-      const messages = await listParked({ ...base(queue), limit: Number(o.limit) });
-      printRows(messages.filter((m) => matchesParked(m, filter)).map(row), o.json === true);
+      const filter: Extract<ParkedFilter, { kind: 'all' }> = { kind: 'all', ...(o.app !== undefined && { app: o.app }), ...ageOf(o) };
+      const limit = Number(o.limit);
+      const listed = await listParked({ ...base(queue), filter, limit });
+      printRows(listed.messages.map(row), o.json === true);
+      const note = listNote(filter, listed, limit, queue);
+      if (note !== undefined) process.stderr.write(`${note}\n`);
     });
   parked
     .command('show <queue> <messageId>')

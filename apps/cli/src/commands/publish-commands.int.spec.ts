@@ -24,14 +24,20 @@ afterAll(async () => {
   await t?.drop();
 });
 
-/** `herald …` as a person runs it, against this file's schema and vhost. */
-function herald(...args: string[]): Promise<{ code: number; stderr: string }> {
+/** `herald …` as a person runs it, against this file's schema and vhost, with what it printed on stdout. */
+function heraldPrinting(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = { ...process.env, AMQP_URL: vhost.amqpUrl, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema };
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], { env, encoding: 'utf8' }, (err, _stdout, stderr) =>
-      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, stderr }),
+    execFile(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], { env, encoding: 'utf8' }, (err, stdout, stderr) =>
+      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, stdout, stderr }),
     );
   });
+}
+
+/** `herald …` as a person runs it: its exit code and stderr. */
+async function herald(...args: string[]): Promise<{ code: number; stderr: string }> {
+  const { code, stderr } = await heraldPrinting(...args);
+  return { code, stderr };
 }
 
 const TOKEN = 'ab'.repeat(32);
@@ -113,6 +119,25 @@ describe('herald send, apps add and parked list: what an operator types wrong', 
       const r = await herald('parked', 'list', 'push.jobs', '--limit', limit);
       expect([limit, r.code === 0, r.stderr]).toEqual([limit, false, expect.stringMatching(/--limit must be a positive integer/)]);
     }
+  });
+});
+
+describe('herald parked list', () => {
+  // Before, --app filtered only the first --limit messages read: one app's parks behind another's listed "(none)".
+  it("lists an app's parks found beyond the first --limit messages, and says on stderr when it stopped at the limit or nothing matched", async () => {
+    const park = (id: string, app: string) =>
+      broker.publisher.publish({ exchange: '', routingKey: `${Queues.apnsSend}.parked`, body: { app, pushId: id }, messageId: id });
+    await Promise.all(Array.from({ length: 25 }, (_, i) => park(`acme-${i}`, 'acme')));
+    for (let i = 0; i < 5; i++) await park(`shop-${i}`, 'shop');
+    const ids = (stdout: string) => (JSON.parse(stdout) as { id: string }[]).map((r) => r.id);
+
+    const first = await heraldPrinting('parked', 'list', Queues.apnsSend, '--app', 'shop', '--limit', '3', '--json');
+    expect([first.code, ids(first.stdout), first.stderr]).toEqual([0, ['shop-0', 'shop-1', 'shop-2'], 'looked at 28 of 30 parked message(s) in push.apns.send.parked; the first 3 matching shown (--limit 3): there may be more\n']);
+    // What a list read goes back to the queue, not always in the same order: compared sorted.
+    const all = await heraldPrinting('parked', 'list', Queues.apnsSend, '--app', 'shop', '--limit', '25', '--json');
+    expect([all.code, ids(all.stdout).sort(), all.stderr]).toEqual([0, ['shop-0', 'shop-1', 'shop-2', 'shop-3', 'shop-4'], '']);
+    const none = await heraldPrinting('parked', 'list', Queues.apnsSend, '--app', 'ghost', '--newer-than', 'PT6H');
+    expect(none).toEqual({ code: 0, stdout: '(none)\n', stderr: 'looked at all 30 parked message(s) in push.apns.send.parked; none is of app "ghost" and younger than 6 h\n' });
   });
 });
 
