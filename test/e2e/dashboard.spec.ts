@@ -117,6 +117,8 @@ describe('the operator dashboard, in a real headless Chromium', () => {
     expect(await alarm.textContent()).toMatch(/no consumer/i);
     const replayButton = page.locator(`button.replay[data-replay-id="${BROKEN_ID}"]`);
     await replayButton.waitFor({ state: 'visible', timeout: 15_000 });
+    // When it was parked, with its date and zone and how long ago: a time of day alone read as today's.
+    expect(await page.locator(`tr[data-parked-id="${BROKEN_ID}"] .when[data-parked]`).textContent()).toMatch(/^parked \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ \d+ (s|min) ago$/);
     await expect.poll(() => page.locator('#scheduled rect').count()).toBeGreaterThan(0);
     await expect.poll(() => page.locator('#scheduled rect title').allTextContents()).toContainEqual(expect.stringMatching(/ · web: 1$/));
     expect(await page.locator('#scheduled .legend').textContent()).toContain('Web Push');

@@ -1,7 +1,38 @@
 import { connect } from 'node:net';
+import { createLogger } from '@herald/logging';
 import { Registry, startOpsServer } from '@herald/runtime';
 import { describe, expect, it } from 'vitest';
 import { dashboardRoutes, type DashboardDeps } from './dashboard-routes.ts';
+import { createOperatorGate } from './operator-gate.ts';
+import type { QueueMonitor } from './queue-monitor.ts';
+
+const TTL_MS = 5_000;
+const silent = createLogger({ service: 'dashboard-routes-spec', level: 'silent' });
+
+/** The dashboard's routes on a real HTTP server, with the real operator gate over an api_keys that can stop answering. */
+async function dashboardServer() {
+  const live = new Set(['hko_good', 'hko_other']);
+  const db = { down: false };
+  const clock = { t: 0 };
+  const keys = {
+    findOperatorByKey: async (key: string) => {
+      if (db.down) throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+      return live.has(key) ? { id: key, name: 'ann' } : undefined;
+    },
+  };
+  const monitor = { state: () => ({ vhost: 'v1', at: '2026-12-07T00:00:00.000Z', pollMs: 1000, error: null, queues: [], alarms: [] }) } as unknown as QueueMonitor;
+  const routes = dashboardRoutes({
+    page: '<p>the dashboard</p>',
+    loginPage: '<p>log in</p>',
+    gate: createOperatorGate(keys, TTL_MS, silent, () => clock.t),
+    monitor,
+    scheduled: () => ({ at: null, hours: [] }),
+    logger: silent,
+  } as unknown as DashboardDeps);
+  const server = await startOpsServer({ port: 0, registry: new Registry(), healthy: () => true, ready: () => ({ ready: true, problems: [] }), routes: () => routes });
+  const ask = (path: string, init: RequestInit = {}) => fetch(`http://127.0.0.1:${server.port}${path}`, init);
+  return { live, db, clock, ask, close: () => server.close() };
+}
 
 describe("the monitor's routes", () => {
   // `new URL` threw out of the request listener: one unauthenticated request stopped the monitor, and its alarms with it.
@@ -22,6 +53,37 @@ describe("the monitor's routes", () => {
       expect((await fetch(`http://127.0.0.1:${server.port}/healthz`)).status).toBe(200);
     } finally {
       await server.close();
+    }
+  });
+
+  // PostgreSQL going down took the dashboard with it (500 on every request within 5 s), so the
+  // on-call operator never saw the monitor's database-unreachable alarm.
+  it('keep serving a logged-in operator while the database is down, answer 503 naming it for a key it cannot check, and refuse a revoked key once it answers', async () => {
+    const d = await dashboardServer();
+    try {
+      const login = await d.ask('/api/login', { method: 'POST', headers: { 'content-type': 'application/json', 'x-herald-csrf': '1' }, body: '{"key":"hko_good"}' });
+      expect(login.status).toBe(200);
+      const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+
+      d.db.down = true;
+      d.clock.t += TTL_MS;
+      const status = await d.ask('/api/status', { headers: { cookie } });
+      expect(status.status).toBe(200);
+      expect(await status.json()).toMatchObject({ vhost: 'v1', alarms: [] });
+      expect((await d.ask('/', { headers: { cookie } })).status).toBe(200);
+      const unchecked = await d.ask('/api/status', { headers: { authorization: 'Bearer hko_other' } });
+      expect(unchecked.status).toBe(503);
+      expect(await unchecked.json()).toEqual({ error: 'the database that holds operator keys is unreachable' });
+      const newLogin = await d.ask('/api/login', { method: 'POST', headers: { 'content-type': 'application/json', 'x-herald-csrf': '1' }, body: '{"key":"hko_other"}' });
+      expect(newLogin.status).toBe(503);
+
+      d.db.down = false;
+      d.live.delete('hko_good');
+      d.clock.t += TTL_MS;
+      expect((await d.ask('/api/status', { headers: { cookie } })).status).toBe(401);
+      expect((await d.ask('/api/status', { headers: { authorization: 'Bearer hko_good' } })).status).toBe(401);
+    } finally {
+      await d.close();
     }
   });
 });

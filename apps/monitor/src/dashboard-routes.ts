@@ -4,7 +4,7 @@ import type { Logger } from '@herald/logging';
 import { describeRefusals, listParked, parkedNameOf, purgeParked, replayParked, ReplayError, type ParkedMessage } from '@herald/messaging';
 import type { HttpRoutes } from '@herald/runtime';
 import type { History } from './history.ts';
-import type { Operator, OperatorGate } from './operator-gate.ts';
+import { OperatorKeysUnreachable, type Operator, type OperatorGate } from './operator-gate.ts';
 import type { QueueMonitor } from './queue-monitor.ts';
 import { crossSiteRefusal } from './request-guard.ts';
 import type { ScheduledCounts } from './scheduled-counts.ts';
@@ -64,7 +64,8 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
  * What the dashboard lists of a parked message: where and why it was parked, not its body. A body
  * holds a device token, a user id, a push's content or a registration's attributes, and an open
  * dashboard fetches this for every parked queue with messages, unaudited; `herald parked show`
- * prints a body when an operator asks for that one.
+ * prints a body when an operator asks for that one. `dueSince` (when the push was due) is what the
+ * CLI's age filters count from: an operator deciding on a replay needs to see how old the push is.
  */
 const parkedRow = (m: ParkedMessage) => ({
   id: m.messageId ?? null,
@@ -72,6 +73,7 @@ const parkedRow = (m: ParkedMessage) => ({
   code: m.code ?? null,
   reason: m.reason ?? null,
   parkedAt: m.parkedAt ?? null,
+  dueSince: m.dueSince ?? null,
   originalQueue: m.originalQueue,
   attempt: m.attempt,
 });
@@ -236,8 +238,10 @@ export function dashboardRoutes(deps: DashboardDeps): HttpRoutes {
     if (!(url.pathname === '/' || url.pathname === '/index.html' || url.pathname.startsWith('/api/'))) return false;
     handle(deps, req, res, url, parkedLock).catch((err: Error) => {
       const refused = err instanceof ActionRefused;
-      // A replay RabbitMQ did not let finish (an alarm, no confirm) says why: the operator retries later.
-      const status = err instanceof HttpError ? err.status : refused ? 409 : err instanceof ReplayError ? 503 : 500;
+      // A replay RabbitMQ did not let finish (an alarm, no confirm), or a key the database cannot
+      // check now, says why: the operator retries later. The gate logs the database's outage once.
+      const unavailable = err instanceof ReplayError || err instanceof OperatorKeysUnreachable;
+      const status = err instanceof HttpError ? err.status : refused ? 409 : unavailable ? 503 : 500;
       if (status === 500) deps.logger.error({ err, path: url.pathname }, 'dashboard request failed');
       const extra = err instanceof HttpError ? err.extra : refused ? { code: 'permanent-rejection', ...err.details } : {};
       // An unexpected failure's message stays in the log: it may name an address, and the caller may not be signed in.

@@ -110,7 +110,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
     http: dashboardRoutes({
       page,
       loginPage: LOGIN_PAGE,
-      gate: createOperatorGate(db.apiKeys, OPERATOR_KEY_CACHE_TTL_MS),
+      gate: createOperatorGate(db.apiKeys, OPERATOR_KEY_CACHE_TTL_MS, logger),
       audit: db.audit,
       monitor,
       history,

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { OperatorKey } from '@herald/db';
+import type { Logger } from '@herald/logging';
 
 /** Where operator keys are looked up (the api_keys table, kind operator). */
 export interface OperatorKeys {
@@ -15,6 +16,22 @@ export interface Operator extends OperatorKey {
 export const SESSION_COOKIE = 'herald_operator_session';
 const SESSION_MAX_AGE_S = 12 * 60 * 60;
 const MAX_SESSIONS = 10_000;
+/**
+ * While the database cannot be asked, a key it confirmed within this long is still accepted: the
+ * on-call operator keeps the dashboard through a PostgreSQL outage, and sees its
+ * database-unreachable alarm. A revocation cannot be checked meanwhile anyway (it is written to that
+ * same database); it takes effect at the first answer. A key not confirmed within it is refused
+ * with 503 (OperatorKeysUnreachable), never accepted unseen.
+ */
+export const OPERATOR_STALE_GRACE_MS = 15 * 60_000;
+
+/** The database that holds operator keys did not answer, and this key has no recent confirmation to fall back on. */
+export class OperatorKeysUnreachable extends Error {
+  constructor(cause: unknown) {
+    super('the database that holds operator keys is unreachable', { cause });
+    this.name = 'OperatorKeysUnreachable';
+  }
+}
 
 interface Session {
   /** The key the session was opened with, kept in this process only: its revocation ends the session. */
@@ -39,16 +56,46 @@ export const cookieOf = (req: IncomingMessage, name: string): string | undefined
  * Operator authentication for the dashboard: `authorization: Bearer <operator key>`, or a session
  * opened by POST /api/login with the key (an HttpOnly, SameSite=Strict cookie holding a random
  * token; sessions live in this process for 12 hours). Key lookups are cached for `ttlMs`, so a
- * revoked key stops working, sessions included, within it.
+ * revoked key stops working, sessions included, within it. While the database does not answer, a
+ * key it confirmed within OPERATOR_STALE_GRACE_MS keeps working; the outage is logged when it
+ * starts and when it ends, not per request.
  */
-export function createOperatorGate(keys: OperatorKeys, ttlMs: number, now: () => number = Date.now) {
+export function createOperatorGate(keys: OperatorKeys, ttlMs: number, logger: Logger, now: () => number = Date.now) {
   const lookups = new Map<string, { until: number; found: Promise<OperatorKey | undefined> }>();
   const sessions = new Map<string, Session>();
+  /** When the database last confirmed each live key presented; never an unknown key, so no more entries than operator keys. */
+  const confirmed = new Map<string, { operator: OperatorKey; at: number }>();
+  /** When the current spell of failed lookups began; undefined while the database answers. */
+  let unreachableSince: number | undefined;
+  const ask = async (key: string): Promise<OperatorKey | undefined> => {
+    let found: OperatorKey | undefined;
+    try {
+      found = await keys.findOperatorByKey(key);
+    } catch (err) {
+      if (unreachableSince === undefined) {
+        unreachableSince = now();
+        logger.warn(
+          { err, graceMs: OPERATOR_STALE_GRACE_MS },
+          'operator keys cannot be checked: the database does not answer; keys it confirmed within the grace keep the dashboard open, others get 503',
+        );
+      }
+      const last = confirmed.get(key);
+      if (last !== undefined && now() - last.at < OPERATOR_STALE_GRACE_MS) return last.operator;
+      throw new OperatorKeysUnreachable(err);
+    }
+    if (unreachableSince !== undefined) {
+      logger.info({ unreachableForMs: now() - unreachableSince }, 'operator keys are checked against the database again');
+      unreachableSince = undefined;
+    }
+    if (found === undefined) confirmed.delete(key);
+    else confirmed.set(key, { operator: found, at: now() });
+    return found;
+  };
   const lookup = (key: string): Promise<OperatorKey | undefined> => {
     let hit = lookups.get(key);
     if (hit === undefined || hit.until <= now()) {
       if (lookups.size >= MAX_SESSIONS) lookups.clear();
-      hit = { until: now() + ttlMs, found: keys.findOperatorByKey(key) };
+      hit = { until: now() + ttlMs, found: ask(key) };
       lookups.set(key, hit);
       hit.found.catch(() => lookups.delete(key));
     }
@@ -58,7 +105,11 @@ export function createOperatorGate(keys: OperatorKeys, ttlMs: number, now: () =>
     for (const [token, s] of sessions) if (s.expiresAt <= now()) sessions.delete(token);
   };
   return {
-    /** The operator behind this request, or undefined (no credential, unknown or revoked key, expired session). */
+    /**
+     * The operator behind this request, or undefined (no credential, unknown or revoked key, expired
+     * session). Throws OperatorKeysUnreachable when the database cannot say and the key has no
+     * confirmation within the grace.
+     */
     async authenticate(req: IncomingMessage): Promise<Operator | undefined> {
       const bearer = bearerOf(req);
       if (bearer !== undefined) {
@@ -76,7 +127,7 @@ export function createOperatorGate(keys: OperatorKeys, ttlMs: number, now: () =>
       if (found === undefined) sessions.delete(token);
       return found === undefined ? undefined : { ...found, via: 'session' };
     },
-    /** Open a session for a valid operator key: the Set-Cookie value, or undefined for a bad key. */
+    /** Open a session for a valid operator key: the Set-Cookie value, or undefined for a bad key (throws as authenticate). */
     async login(key: string, secure: boolean): Promise<{ operator: OperatorKey; cookie: string } | undefined> {
       const operator = await lookup(key);
       if (operator === undefined) return undefined;

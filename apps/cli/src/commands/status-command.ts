@@ -34,29 +34,52 @@ interface StatusView {
 }
 
 const MONITOR_TIMEOUT_MS = 1_500;
+const MAX_SAID_CHARS = 200;
 
-/** The monitor's /api/status, when it answers quickly and watches the same vhost. */
-async function fromMonitor(config: CliConfig, vhost: string): Promise<StatusView | undefined> {
+/** What an error answer said: its JSON `error`, else the start of its text. */
+async function saidBy(res: Response): Promise<string> {
+  const text = await res.text();
+  try {
+    const error = (JSON.parse(text) as { error?: unknown }).error;
+    if (typeof error === 'string') return error;
+  } catch {
+    // not JSON: the text itself
+  }
+  return text.trim().slice(0, MAX_SAID_CHARS);
+}
+
+/**
+ * The monitor's /api/status, when it answers quickly and watches the same vhost; else why not, for
+ * the local view's note. A monitor that answers with an error (a 503 while PostgreSQL, which holds
+ * the operator keys, is down) is there: saying "no monitor" would send the operator looking for
+ * a dead process, and the local view lacks the monitor's database alarms.
+ */
+async function fromMonitor(config: CliConfig, vhost: string): Promise<StatusView | string> {
   const base = config.MONITOR_URL.replace(/\/$/, '');
-  if (config.HERALD_OPERATOR_KEY === undefined) return undefined;
+  if (config.HERALD_OPERATOR_KEY === undefined) return 'HERALD_OPERATOR_KEY is not set, so the monitor was not asked';
   const answer = await fetch(`${base}/api/status`, {
     headers: { authorization: `Bearer ${config.HERALD_OPERATOR_KEY}` },
     signal: AbortSignal.timeout(MONITOR_TIMEOUT_MS),
   })
-    .then(async (res) => ({ status: res.status, body: res.ok ? ((await res.json()) as { vhost: string; at: string | null; queues: QueueRow[]; alarms: AlarmRow[] }) : undefined }))
+    .then(async (res) => ({
+      status: res.status,
+      body: res.ok ? ((await res.json()) as { vhost: string; at: string | null; queues: QueueRow[]; alarms: AlarmRow[] }) : undefined,
+      said: res.status >= 500 ? await saidBy(res) : undefined,
+    }))
     // Unreachable, slow or not answering JSON: no monitor to ask.
     .catch(() => undefined);
   // A refused key is the operator's to fix, not a missing monitor: the local view without it would blame the monitor.
   if (answer?.status === 401 || answer?.status === 403) {
     throw new Error(`the monitor at ${base} refused HERALD_OPERATOR_KEY (HTTP ${answer.status}): set a live operator key (\`herald keys list\`), or unset it for a status computed locally`);
   }
+  if (answer?.said !== undefined) return `the monitor at ${base} answered HTTP ${answer.status}${answer.said === '' ? '' : `: ${answer.said}`}`;
   const status = answer?.body;
-  if (status === undefined || status.vhost !== vhost || status.at === null) return undefined;
+  if (status === undefined || status.vhost !== vhost || status.at === null) return `no monitor for vhost ${vhost} at ${config.MONITOR_URL}`;
   return { source: 'monitor', note: `from the monitor at ${base} (polled ${status.at})`, vhost, queues: status.queues, alarms: status.alarms };
 }
 
-/** Straight from the management API; alarms are the conditions holding right now (no durations, no history). */
-async function computedLocally(config: CliConfig, vhost: string): Promise<StatusView> {
+/** Straight from the management API; alarms are the conditions holding right now (no durations, no history). `why`: why not from the monitor. */
+async function computedLocally(config: CliConfig, vhost: string, why: string): Promise<StatusView> {
   const api = createManagementApi(config.RABBITMQ_API_URL);
   // The nodes' resource alarms too, when the management user may read them (the monitoring tag).
   const [queues, nodes] = await Promise.all([api.queues(vhost), api.nodes().catch(() => [])]);
@@ -74,7 +97,7 @@ async function computedLocally(config: CliConfig, vhost: string): Promise<Status
   };
   return {
     source: 'local',
-    note: `computed locally (${config.HERALD_OPERATOR_KEY === undefined ? 'HERALD_OPERATOR_KEY is not set, so the monitor was not asked' : `no monitor for vhost ${vhost} at ${config.MONITOR_URL}`}): alarms are conditions holding now, without the monitor's durations`,
+    note: `computed locally (${why}): alarms are conditions holding now, without the monitor's durations`,
     vhost,
     queues: queues.map((q) => ({ ...q, drainSeconds: drain(q) })),
     alarms: conditions.map((c) => ({ alarm: c.alarm, queue: c.queue, summary: c.summary })),
@@ -114,7 +137,8 @@ export function registerStatusCommand(program: Command): void {
     .action(async (o: { json?: boolean; local?: boolean }) => {
       const config = readCliConfig();
       const vhost = vhostOf(config.AMQP_URL);
-      const view = (o.local === true ? undefined : await fromMonitor(config, vhost)) ?? (await computedLocally(config, vhost));
+      const monitored = o.local === true ? '--local: the monitor was not asked' : await fromMonitor(config, vhost);
+      const view = typeof monitored === 'string' ? await computedLocally(config, vhost, monitored) : monitored;
       if (o.json === true) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
       else printTable(view);
     });
