@@ -306,6 +306,15 @@ describe('webhook subscriptions: signed callbacks for resource changes', () => {
       expect(chg).toMatchObject({ status: 422, body: { error: { code: 'unknown-resource-type', issues: [{ path: 'resource.type' }] } } });
     });
 
+    it('refuses a change event over WEBHOOK_MAX_CHANGE_BYTES (65,536 by default) with a 413 naming its larger state', async () => {
+      const big = await call<{ error: { code: string; message: string; issues: Array<{ path: string }> } }>(sys, 'POST', '/v1/changes', {
+        key,
+        body: change('camp-huge', { creative: 'a' }, { creative: 'b'.repeat(70_000) }),
+      });
+      expect(big).toMatchObject({ status: 413, body: { error: { code: 'change-too-large', issues: [{ path: 'new' }] } } });
+      expect(big.body.error.message).toContain('over the limit of 65536 (WEBHOOK_MAX_CHANGE_BYTES)');
+    });
+
     it('parks a change event that fails the schema, with the reason, counts it, and keeps delivering', async () => {
       const body = { id: 'bad-event', resource: { type: 'campaign' }, old: null, new: { a: 1 }, occurredAt: 'last tuesday' };
       await raw.publisher.publish({ exchange: Exchanges.changes, routingKey: Queues.changes, body });

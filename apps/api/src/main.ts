@@ -38,6 +38,7 @@ await runService('api', config, async ({ logger, registry, stopping: startStoppi
     publishChange: (c) => broker.publisher.publish({ exchange: Exchanges.changes, routingKey: Queues.changes, body: c, messageId: c.id }),
     subscriptions: db.subscriptions,
     resourceTypes: config.WEBHOOK_RESOURCE_TYPES,
+    maxChangeBytes: config.WEBHOOK_MAX_CHANGE_BYTES,
     allowHttpLocalhost: config.WEBHOOK_ALLOW_HTTP_LOCALHOST,
     maxSubscriptionsPerTeam: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_TEAM,
     cancel: (jobId) => cancelJob(db, jobId),

@@ -46,6 +46,7 @@ describe('webhook-fanout: matching subscriptions read in chunks', () => {
       subscriptions: { findMatching: (resources, page) => (pages.push(page), subs.findMatching(resources, page)) },
       publisher: broker.publisher,
       resourceTypes: ['campaign'],
+      maxChangeBytes: 65_536,
       metrics: createFanoutMetrics(new Registry()),
       logger,
       matchChunk: 2,
@@ -61,11 +62,44 @@ describe('webhook-fanout: matching subscriptions read in chunks', () => {
     expect(queued).toHaveLength(9);
   });
 
+  it('publishes the deliveries of a batch a slice at a time, each confirmed before the next is made', async () => {
+    const subs = t.db.subscriptions;
+    // Of a type of its own: the other tests' wildcard subscriptions match every campaign.
+    const many = await Promise.all(['s1', 's2', 's3', 's4', 's5'].map((team) => subs.create({ team, callbackUrl: 'https://hooks.example.com/s', resourceType: 'ad', resourceId: 'a-sliced', secret: 'a-secret-of-16-chars-or-more' })));
+    const adChange = (id: string) => ({ ...change(id, 'a-sliced'), body: Buffer.from(JSON.stringify({ id, resource: { type: 'ad', id: 'a-sliced' }, old: { n: 1 }, new: { n: 2 }, occurredAt: '2026-01-01T00:00:00Z' })) });
+    const published: number[] = [];
+    const handle = createFanoutHandler({
+      subscriptions: subs,
+      publisher: { ...broker.publisher, publishMany: (messages) => (published.push(messages.length), broker.publisher.publishMany(messages)) },
+      resourceTypes: ['campaign', 'ad'],
+      maxChangeBytes: 65_536,
+      metrics: createFanoutMetrics(new Registry()),
+      logger,
+      publishSlice: 3,
+    });
+    await handle([adChange('sliced-1'), adChange('sliced-2')]);
+    // Ten deliveries (two events, five subscriptions) in slices of three (one publish of ten before).
+    expect(published).toEqual([3, 3, 3, 1]);
+    const queued = (await peekMessages(vhost.name, Queues.webhookSend, 200)).map((m) => JSON.parse(m.payload) as { subscriptionId: string });
+    expect(queued.filter((d) => many.some((s) => s.id === d.subscriptionId))).toHaveLength(10);
+  });
+
+  it('parks a change event over WEBHOOK_MAX_CHANGE_BYTES published over AMQP (payload-too-large), and queues nothing for it', async () => {
+    const subs = t.db.subscriptions;
+    const big = await subs.create({ team: 't8', callbackUrl: 'https://hooks.example.com/big', resourceType: 'campaign', resourceId: 'c-big', secret: 'a-secret-of-16-chars-or-more' });
+    const handle = createFanoutHandler({ subscriptions: subs, publisher: broker.publisher, resourceTypes: ['campaign'], maxChangeBytes: 1_024, metrics: createFanoutMetrics(new Registry()), logger });
+    const event = { ...change('too-big', 'c-big'), body: Buffer.from(JSON.stringify({ id: 'too-big', resource: { type: 'campaign', id: 'c-big' }, old: { creative: 'a' }, new: { creative: 'b'.repeat(2_000) }, occurredAt: '2026-01-01T00:00:00Z' })) };
+    const [outcome] = await handle([event]);
+    expect(outcome).toMatchObject({ kind: 'park', code: 'payload-too-large', reason: expect.stringContaining('over the limit of 1024 (WEBHOOK_MAX_CHANGE_BYTES)') });
+    const queued = (await peekMessages(vhost.name, Queues.webhookSend, 200)).map((m) => JSON.parse(m.payload) as { subscriptionId: string });
+    expect(queued.filter((d) => d.subscriptionId === big.id)).toEqual([]);
+  });
+
   it('tells receivers whether the resource was created, updated or deleted, and notifies a creation or deletion whose diff is empty', async () => {
     // Before, a deletion's diff read like fields set to null, and a resource created or deleted without fields notified nobody.
     const subs = t.db.subscriptions;
     const life = await subs.create({ team: 't7', callbackUrl: 'https://hooks.example.com/life', resourceType: 'campaign', resourceId: 'c-life', secret: 'a-secret-of-16-chars-or-more' });
-    const handle = createFanoutHandler({ subscriptions: subs, publisher: broker.publisher, resourceTypes: ['campaign'], metrics: createFanoutMetrics(new Registry()), logger });
+    const handle = createFanoutHandler({ subscriptions: subs, publisher: broker.publisher, resourceTypes: ['campaign'], maxChangeBytes: 65_536, metrics: createFanoutMetrics(new Registry()), logger });
     const event = (id: string, old: object | null, now: object | null) => ({
       ...change(id, 'c-life'),
       body: Buffer.from(JSON.stringify({ id, resource: { type: 'campaign', id: 'c-life' }, old, new: now, occurredAt: '2026-01-01T00:00:00Z' })),

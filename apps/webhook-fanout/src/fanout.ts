@@ -22,8 +22,12 @@ export interface FanoutDeps {
   metrics: FanoutMetrics;
   logger: Logger;
   now?: () => Date;
-  /** Most matching subscriptions read (and deliveries published) at a time; MATCH_CHUNK by default. */
+  /** WEBHOOK_MAX_CHANGE_BYTES: a larger change event is parked payload-too-large. */
+  maxChangeBytes: number;
+  /** Most matching subscriptions read at a time; MATCH_CHUNK by default. */
   matchChunk?: number;
+  /** Most deliveries published at a time; PUBLISH_SLICE by default. */
+  publishSlice?: number;
 }
 
 /**
@@ -33,7 +37,16 @@ export interface FanoutDeps {
  */
 export const MATCH_CHUNK = 500;
 
-type Accepted = { index: number; event: ChangeEvent; diff: Diff };
+/**
+ * Deliveries published (and confirmed) at a time, and the most bytes of diff among them: a chunk
+ * of subscriptions times a batch of events was one publish of up to 50,000 deliveries, each
+ * carrying its event's diff, all held at once.
+ */
+export const PUBLISH_SLICE = 1_000;
+export const PUBLISH_SLICE_BYTES = 8 * 1_048_576;
+
+/** `bytes`: the event's size as published, what each of its deliveries carries at most. */
+type Accepted = { index: number; event: ChangeEvent; diff: Diff; bytes: number };
 const ack: Outcome = { kind: 'ack' };
 
 /**
@@ -80,16 +93,24 @@ type Fanned = { count: number; traced: Array<{ subscriptionId: string; notificat
  */
 async function fanOut(accepted: readonly Accepted[], deps: FanoutDeps, queuedAt: string): Promise<Fanned[]> {
   const chunk = deps.matchChunk ?? MATCH_CHUNK;
+  const slice = deps.publishSlice ?? PUBLISH_SLICE;
   const resources = accepted.map((a) => a.event.resource);
   const fanned: Fanned[] = accepted.map(() => ({ count: 0, traced: [] }));
   let after: string | undefined;
   for (;;) {
     const subs = await deps.subscriptions.findMatching(resources, { limit: chunk, ...(after !== undefined && { after }) });
-    const messages: OutboundMessage[] = [];
+    let messages: OutboundMessage[] = [];
+    let bytes = 0;
     for (const [i, a] of accepted.entries()) {
       for (const s of subs) {
         if (!matchesResource(s, a.event.resource)) continue;
+        if (messages.length >= slice || bytes + a.bytes > PUBLISH_SLICE_BYTES) {
+          await deps.publisher.publishMany(messages);
+          messages = [];
+          bytes = 0;
+        }
         messages.push(deliveryMessage(a, s, queuedAt));
+        bytes += a.bytes;
         const f = fanned[i];
         if (f === undefined) continue;
         f.count += 1;
@@ -106,6 +127,10 @@ function admit(message: InboundMessage, deps: FanoutDeps): Outcome | Omit<Accept
   const parsed = decodeWith(ChangeEvent, message.body);
   if (!parsed.ok) return park(deps, parsed.reason.startsWith('malformed') ? 'malformed-json' : 'schema', parsed.reason, message.messageId);
   const event = parsed.value;
+  // Over AMQP nothing refused it before (the API answers 413): each delivery would carry its diff.
+  if (message.body.length > deps.maxChangeBytes) {
+    return park(deps, 'payload-too-large', `the change event is ${message.body.length} bytes, over the limit of ${deps.maxChangeBytes} (WEBHOOK_MAX_CHANGE_BYTES)`, event.id);
+  }
   if (!deps.resourceTypes.includes(event.resource.type)) {
     return park(deps, 'unknown-resource-type', `unknown resource type "${event.resource.type}" (known: ${deps.resourceTypes.join(', ')})`, event.id);
   }
@@ -116,7 +141,7 @@ function admit(message: InboundMessage, deps: FanoutDeps): Outcome | Omit<Accept
     deps.logger.info({ eventId: event.id, resource: event.resource }, 'change event changes no field: nobody notified');
     return ack;
   }
-  return { event, diff };
+  return { event, diff, bytes: message.body.length };
 }
 
 /**

@@ -18,6 +18,7 @@ await runService('webhook-fanout', config, async ({ logger, registry, stopping: 
     subscriptions: db.subscriptions,
     publisher: broker.publisher,
     resourceTypes: config.WEBHOOK_RESOURCE_TYPES,
+    maxChangeBytes: config.WEBHOOK_MAX_CHANGE_BYTES,
     metrics: createFanoutMetrics(registry),
     logger,
   });

@@ -1,8 +1,12 @@
-import { bool, strList } from './vars.ts';
+import { bool, int, strList } from './vars.ts';
 
 /** The resource types subscriptions and change events may name (the HTTP API and the webhook-fanout read it). */
 export const webhookResourceConfig = {
   WEBHOOK_RESOURCE_TYPES: strList('Resource types webhook subscriptions and change events may name, comma-separated', { default: 'campaign,ad' }),
+  WEBHOOK_MAX_CHANGE_BYTES: int(
+    'Largest change event (its JSON, old and new states together) the API takes (larger: 413) and the webhook-fanout fans out (larger, published over AMQP: parked payload-too-large); bounds what the fan-out and the pusher hold per message',
+    { default: '65536', min: 1024, max: 1_048_576 },
+  ),
 } as const;
 
 /** Callback-URL rules for new subscriptions (HTTP API). */
