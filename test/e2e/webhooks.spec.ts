@@ -222,10 +222,12 @@ describe('webhook subscriptions: signed callbacks for resource changes', () => {
     const pusher = sys.service('webhook-pusher');
     const before = await metric(pusher, 'herald_pushes_total', { platform: 'webhook', app: 'ads-api-client', outcome: 'parked' });
     const broken = await receiver((_post, res) => res.writeHead(503).end('down'));
-    await subscribe(broken.url, 'camp-broken');
+    const sub = await subscribe(broken.url, 'camp-broken');
     await sys.client.publishChange(change('camp-broken', { a: 1 }, { a: 2 }));
     const parked = await parkedDelivery((p) => p.includes('camp-broken'));
     expect(String(parked.properties.headers?.[HeraldHeaders.parkedCode])).toBe('retries-exhausted');
+    // Whose it is, kept from its retries: what `herald parked replay push.webhook.send --app <team>` / `--subscription <id>` match.
+    expect([parked.properties.headers?.[HeraldHeaders.team], parked.properties.headers?.[HeraldHeaders.subscription]]).toEqual(['ads-api-client', sub.id]);
     expect(broken.posts).toHaveLength(3);
     await waitFor('the park counted', async () => (await metric(pusher, 'herald_pushes_total', { platform: 'webhook', app: 'ads-api-client', outcome: 'parked' })) === before + 1);
   });

@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parkedQueueFor, Queues } from '@herald/contracts';
 import { createPusherMetrics } from '@herald/delivery';
 import { createLogger } from '@herald/logging';
-import type { InboundMessage, Outcome } from '@herald/messaging';
+import { connectBroker, heraldTopology, HeraldHeaders, listParked, type InboundMessage, type Outcome } from '@herald/messaging';
 import { Registry } from '@herald/runtime';
-import { createTestDatabase, type TestDatabase } from '@herald/testing';
+import { createTestDatabase, createTestVhost, waitFor, type TestDatabase } from '@herald/testing';
 import { HostSlots } from './host-slots.ts';
 import { createSubscriptionCache } from './subscription-cache.ts';
 import { createWebhookMetrics } from './webhook-metrics.ts';
@@ -59,12 +60,16 @@ function handler(...args: Parameters<typeof rawHandler>) {
   return async (messages: readonly InboundMessage[]): Promise<Outcome[]> => Promise.all(await handle(messages));
 }
 
-async function delivery(to = callbackUrl, attempt = 1): Promise<InboundMessage> {
-  const sub = await t.db.subscriptions.create({ team: 'a', callbackUrl: to, resourceType: 'campaign', resourceId: randomUUID(), secret: 's'.repeat(32) });
+async function delivery(to = callbackUrl, attempt = 1, team = 'a'): Promise<InboundMessage> {
+  const sub = await t.db.subscriptions.create({ team, callbackUrl: to, resourceType: 'campaign', resourceId: randomUUID(), secret: 's'.repeat(32) });
   const now = new Date().toISOString();
   const body = { notificationId: randomUUID(), eventId: randomUUID(), subscriptionId: sub.id, resource: { type: 'campaign', id: 'c1' }, diff: {}, createdAt: now, queuedAt: now };
   return { body: Buffer.from(JSON.stringify(body)), headers: {}, routingKey: 'push.webhook.send', redelivered: false, attempt, queue: 'push.webhook.send' };
 }
+
+const subscriptionOf = (m: InboundMessage): string => (JSON.parse(m.body.toString()) as { subscriptionId: string }).subscriptionId;
+/** What every copy of a delivery carries (HeraldHeaders.team / subscription): whose it is, for `herald parked … --app / --subscription`. */
+const ownerOf = (m: InboundMessage, team = 'a') => ({ [HeraldHeaders.team]: team, [HeraldHeaders.subscription]: subscriptionOf(m) });
 
 describe('a webhook delivery not sent', () => {
   it('says the pusher stopped when its budget wait ended at shutdown, and that budget ran out when it did not; neither is sent, and both come back unspent', async () => {
@@ -73,17 +78,29 @@ describe('a webhook delivery not sent', () => {
     const [first, second] = [await delivery(), await delivery()];
     const stopped = await handler(async () => (stop.abort(), false), stop.signal)([first]);
     const unbudgeted = await handler(async () => false, new AbortController().signal)([second]);
-    expect(stopped).toEqual([{ kind: 'defer', code: 'stopping', reason: 'the pusher stopped before sending it', delayMs: 1000 }]);
-    expect(unbudgeted).toEqual([{ kind: 'defer', code: 'unpaced', reason: 'no outbound budget within the wait bound', delayMs: 1000 }]);
+    expect(stopped).toEqual([{ kind: 'defer', code: 'stopping', reason: 'the pusher stopped before sending it', delayMs: 1000, headers: ownerOf(first) }]);
+    expect(unbudgeted).toEqual([{ kind: 'defer', code: 'unpaced', reason: 'no outbound budget within the wait bound', delayMs: 1000, headers: ownerOf(second) }]);
     // Refused at shutdown because its host's budget is booked 30 s ahead: come back then, not in a second.
     const later = new AbortController();
     const third = await delivery();
     const booked = await handler(async (_n, _signal, _host, onBooked) => (later.abort(), onBooked?.(30_000), false), later.signal)([third]);
-    expect(booked).toEqual([{ kind: 'defer', code: 'unpaced', reason: "the host's own budget is booked 30000 ms ahead", delayMs: 30_000 }]);
+    expect(booked).toEqual([{ kind: 'defer', code: 'unpaced', reason: "the host's own budget is booked 30000 ms ahead", delayMs: 30_000, headers: ownerOf(third) }]);
     expect(received).toBe(0);
     // Their ledger claims are let go: the next pusher to take them may send them at once.
     const ids = [first, second].map((m) => (JSON.parse(m.body.toString()) as { notificationId: string }).notificationId);
     expect(await t.db.ledger.claim(ids, 'another-pusher', 30_000)).toEqual(new Map(ids.map((id) => [id, 'claimed'])));
+  });
+});
+
+describe('a webhook delivery another pusher holds', () => {
+  it('comes back after a while, unsent, still naming whose it is', async () => {
+    const held = await delivery();
+    const id = (JSON.parse(held.body.toString()) as { notificationId: string }).notificationId;
+    expect(await t.db.ledger.claim([id], 'another-pusher', 30_000)).toEqual(new Map([[id, 'claimed']]));
+    const before = received;
+    const outcomes = await handler(async () => true, new AbortController().signal)([held]);
+    expect(outcomes).toEqual([{ kind: 'defer', code: 'in-flight', reason: `notification ${id} is claimed by another pusher`, delayMs: 5_000, headers: ownerOf(held) }]);
+    expect(received).toBe(before);
   });
 });
 
@@ -95,7 +112,8 @@ describe('a webhook delivery to a host without a free slot', () => {
     try {
       const handle = handler(async () => true, new AbortController().signal, new Registry(), slots);
       // Busy but answering: back in a second, no attempt spent.
-      expect(await handle([await delivery()])).toEqual([{ kind: 'defer', code: 'host-busy', reason: `host ${host} is busy`, delayMs: 1000 }]);
+      const busy = await delivery();
+      expect(await handle([busy])).toEqual([{ kind: 'defer', code: 'host-busy', reason: `host ${host} is busy`, delayMs: 1000, headers: ownerOf(busy) }]);
       // Its last request timed out: a turn of the retry schedule, which parks it after the last attempt.
       slots.noteSpeed(host, true);
       const [outcome] = await handle([await delivery(callbackUrl, 6)]);
@@ -155,3 +173,42 @@ describe('a webhook delivery that fails', () => {
   });
 });
 
+
+describe('a webhook delivery parked by the pusher', () => {
+  // An operator replays one team's or one subscription's parks (`herald parked replay push.webhook.send
+  // --app <team>` / `--subscription <id>`): the body names no team, so the parked copy must.
+  it("names its subscription's team and id on the parked copy, whether refused at once (401) or parked when its retries ran out (503)", async () => {
+    const answering = (status: number) => createServer((_req, res) => ((res.statusCode = status), res.end('no')));
+    const [rejecting, failing] = [answering(401), answering(503)];
+    await Promise.all([rejecting, failing].map((server) => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))));
+    const urlOf = (server: Server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const vhost = await createTestVhost('webhook-pusher-park');
+    const broker = await connectBroker({ url: vhost.amqpUrl, logger, connectionName: 'webhook-pusher-park-test' });
+    try {
+      // One retry: the 503's second attempt is its last, parked retries-exhausted by the consumer from the handler's retry.
+      const retryDelaysMs = [100];
+      await broker.applyTopology(heraldTopology({ retryDelaysMs }));
+      const consumer = await broker.consume({ queue: Queues.webhookSend, prefetch: 10, retryDelaysMs, handle: rawHandler(async () => true, new AbortController().signal) });
+      const refused = await delivery(urlOf(rejecting), 1, 'team-refused');
+      const exhausted = await delivery(urlOf(failing), 1, 'team-failing');
+      for (const m of [refused, exhausted]) await broker.publisher.publish({ exchange: '', routingKey: Queues.webhookSend, body: m.body, messageId: subscriptionOf(m) });
+      const parkedQueue = parkedQueueFor(Queues.webhookSend);
+      await waitFor('both parked', async () => (await broker.queueCounts([parkedQueue])).get(parkedQueue)?.ready === 2, { timeoutMs: 20_000 });
+      await consumer.stop(1_000);
+
+      const parked = (await listParked({ url: vhost.amqpUrl, logger, queue: Queues.webhookSend })).messages;
+      const byCode = new Map(parked.map((p) => [p.code, p]));
+      expect(byCode.get('receiver-rejected')?.headers).toMatchObject(ownerOf(refused, 'team-refused'));
+      expect(byCode.get('retries-exhausted')?.headers).toMatchObject(ownerOf(exhausted, 'team-failing'));
+      // Read back as the team (the webhook's app) and the subscription, which `--app` and `--subscription` match.
+      expect(parked.map((p) => [p.code, p.app, p.subscriptionId]).sort()).toEqual([
+        ['receiver-rejected', 'team-refused', subscriptionOf(refused)],
+        ['retries-exhausted', 'team-failing', subscriptionOf(exhausted)],
+      ]);
+    } finally {
+      await broker.close();
+      await vhost.delete();
+      await Promise.all([rejecting, failing].map((server) => new Promise((resolve) => server.close(resolve))));
+    }
+  });
+});

@@ -10,7 +10,7 @@ import {
 import type { SubscriptionRow } from '@herald/db';
 import { DeliveredRecorder, keepClaims, unrecordedOf, waitWindow, type Ledger, type PusherMetrics, type WaitWindow } from '@herald/delivery';
 import type { Logger } from '@herald/logging';
-import type { Decided, InboundMessage, Outcome, ParkedNotice } from '@herald/messaging';
+import { HeraldHeaders, type Decided, type InboundMessage, type Outcome, type ParkedNotice } from '@herald/messaging';
 import type { HostSlots } from './host-slots.ts';
 import type { SubscriptionCache } from './subscription-cache.ts';
 import type { WebhookMetrics } from './webhook-metrics.ts';
@@ -48,6 +48,14 @@ type NotSent = { kind: 'unpaced'; bookedMs: number; stopping?: true } | { kind: 
 export type Sent = WebhookResult | NotSent;
 const ack: Outcome = { kind: 'ack' };
 const PLATFORM = 'webhook';
+
+/**
+ * Whose delivery it is, set on every outcome that leaves a copy (retry, defer, park) and kept by
+ * its later copies, so its parked copy names them however it got there (a park, retries run out,
+ * the delivery limit after a retry): `herald parked replay push.webhook.send --app <team>` or
+ * `--subscription <id>` replays one team's or one subscription's, the body naming neither team nor app.
+ */
+const ownerOf = (sub: SubscriptionRow) => ({ [HeraldHeaders.team]: sub.team, [HeraldHeaders.subscription]: sub.id });
 
 /**
  * How long a batch's deliveries are waited for together: those answered by then are recorded and
@@ -138,7 +146,7 @@ async function claim(ready: Ready[], outcomes: Decided[], deps: WebhookPusherDep
       deps.metrics.pushes.inc({ platform: PLATFORM, app: r.sub.team, outcome: 'duplicate' });
       outcomes[r.index] = ack;
     } else {
-      outcomes[r.index] = { kind: 'defer', code: 'in-flight', reason: `notification ${id} is claimed by another pusher`, delayMs: Math.min(deps.leaseMs, 5_000) };
+      outcomes[r.index] = { kind: 'defer', code: 'in-flight', reason: `notification ${id} is claimed by another pusher`, delayMs: Math.min(deps.leaseMs, 5_000), headers: ownerOf(r.sub) };
     }
     return false;
   });
@@ -222,7 +230,8 @@ async function settle(sent: Ready[], results: Sent[], recorder: DeliveredRecorde
         // On its last attempt it is parked (counted then), not retried.
         if (r.attempt < deps.tracking.lastAttempt) deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
         deps.logger.info({ notificationId: id, subscriptionId: r.sub.id, attempt: r.attempt, reason: result.reason }, 'webhook delivery failed; will retry');
-        return { kind: 'retry', code: 'transient', reason: result.reason, ...(result.retryAfterMs !== undefined && { delayMs: result.retryAfterMs }) };
+        // Parked retries-exhausted with these headers once its attempts are spent (the consumer's park keeps a retry's).
+        return { kind: 'retry', code: 'transient', reason: result.reason, ...(result.retryAfterMs !== undefined && { delayMs: result.retryAfterMs }), headers: ownerOf(r.sub) };
       case 'permanent':
         release.push(id);
         return park(deps, r.sub, 'receiver-rejected', result.reason, id);
@@ -234,16 +243,20 @@ async function settle(sent: Ready[], results: Sent[], recorder: DeliveredRecorde
 
 /** Deferred, no attempt spent: why it was not sent, and when to try again. */
 function notSentOutcome(result: NotSent, sub: SubscriptionRow): Outcome {
-  if (result.kind === 'host-busy') return { kind: 'defer', code: result.kind, reason: `host ${destinationOf(sub.callbackUrl)} is busy`, delayMs: 1000 };
-  if (result.bookedMs > 0) return { kind: 'defer', code: result.kind, reason: `the host's own budget is booked ${Math.ceil(result.bookedMs)} ms ahead`, delayMs: Math.ceil(result.bookedMs) };
-  if (result.stopping === true) return { kind: 'defer', code: 'stopping', reason: 'the pusher stopped before sending it', delayMs: 1000 };
-  return { kind: 'defer', code: result.kind, reason: 'no outbound budget within the wait bound', delayMs: 1000 };
+  const headers = ownerOf(sub);
+  if (result.kind === 'host-busy') return { kind: 'defer', code: result.kind, reason: `host ${destinationOf(sub.callbackUrl)} is busy`, delayMs: 1000, headers };
+  if (result.bookedMs > 0) return { kind: 'defer', code: result.kind, reason: `the host's own budget is booked ${Math.ceil(result.bookedMs)} ms ahead`, delayMs: Math.ceil(result.bookedMs), headers };
+  if (result.stopping === true) return { kind: 'defer', code: 'stopping', reason: 'the pusher stopped before sending it', delayMs: 1000, headers };
+  return { kind: 'defer', code: result.kind, reason: 'no outbound budget within the wait bound', delayMs: 1000, headers };
 }
 
-/** Counted in herald_pushes_total once the park is confirmed, by webhookParkCounter. */
+/**
+ * Counted in herald_pushes_total once the park is confirmed, by webhookParkCounter. Without a
+ * subscription (a body that is no WebhookDelivery) the parked copy names no team.
+ */
 function park(deps: WebhookPusherDeps, sub: SubscriptionRow | undefined, code: string, reason: string, notificationId?: string): Outcome {
   deps.logger.warn({ notificationId, subscriptionId: sub?.id, code, reason }, 'webhook delivery parked');
-  return { kind: 'park', code, reason };
+  return { kind: 'park', code, reason, ...(sub !== undefined && { headers: ownerOf(sub) }) };
 }
 
 /** The subscription was deleted after the change was queued: nobody wants it any more. */

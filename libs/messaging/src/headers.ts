@@ -1,12 +1,19 @@
 import { Headers } from '@herald/contracts';
 import type { InboundMessage } from './types.ts';
 
-/** Every header the messaging lib reads or writes: the contracts' names plus the parked code and a replay's mark. */
+/** Every header the messaging lib reads or writes: the contracts' names plus the parked code, a replay's mark and a webhook delivery's owner. */
 export const HeraldHeaders = {
   ...Headers,
   parkedCode: 'x-herald-parked-code',
   /** On a parked message an operator replayed: when (parked.ts). */
   replayedAt: 'x-herald-replayed-at',
+  /**
+   * On a webhook delivery's retried, deferred and parked copies: the team that owns its
+   * subscription, and the subscription's id (the webhook pusher's note), so that `herald parked`
+   * can pick one team's or one subscription's parks (parked.ts): the body names neither team nor app.
+   */
+  team: 'x-herald-team',
+  subscription: 'x-herald-subscription',
 } as const;
 
 /** The attempt number a message carries; 1 when the header is absent or malformed. */

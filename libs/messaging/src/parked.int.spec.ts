@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connect, type Channel } from 'amqplib';
 import { handledBefore, HeraldHeaders } from './headers.ts';
@@ -29,13 +30,14 @@ describe('parked messages: list, replay, purge', () => {
   });
 
   /** A parked copy exactly as the Settler writes it. */
-  const park = (id: string, code: string, originalQueue = 'p.work', body = Buffer.from(`body-${id}`)) =>
+  const park = (id: string, code: string, originalQueue = 'p.work', body = Buffer.from(`body-${id}`), noted: Record<string, string> = {}) =>
     t.broker.publisher.publish({
       exchange: '',
       routingKey: 'p.work.parked',
       body,
       messageId: id,
       headers: {
+        ...noted,
         'x-keep': 'me',
         [HeraldHeaders.parkedReason]: `because ${code}`,
         [HeraldHeaders.parkedCode]: code,
@@ -129,6 +131,51 @@ describe('parked messages: list, replay, purge', () => {
     expect((await listParked(opts())).messages.map((m) => m.messageId)).toEqual(['b1', 'n1']);
     expect(await purgeParked({ ...opts(), filter: { kind: 'all', app: 'chat' } })).toEqual({ seen: 2, purged: 1 });
     expect((await listParked(opts())).messages.map((m) => m.messageId)).toEqual(['n1']);
+  });
+
+  // Team A's receiver was fixed and A asks for its deliveries: `--app A` matched nothing (a webhook
+  // delivery's body names no app), and `--code retries-exhausted` alone replayed every team's.
+  it("reads a webhook delivery's team and subscription, and lists or replays one team's or one subscription's", async () => {
+    const [s1, s2, s3] = [randomUUID(), randomUUID(), randomUUID()];
+    const delivery = (subscriptionId: string) => Buffer.from(JSON.stringify({ notificationId: randomUUID(), subscriptionId, diff: {} }));
+    /** Parked as the webhook pusher parks it: its subscription's team and id in headers. */
+    const parkDelivery = (id: string, code: string, team: string, subscriptionId: string) =>
+      park(id, code, 'p.work', delivery(subscriptionId), { [HeraldHeaders.team]: team, [HeraldHeaders.subscription]: subscriptionId });
+    await parkDelivery('a1-out', 'retries-exhausted', 'team-a', s1);
+    await parkDelivery('b2-out', 'retries-exhausted', 'team-b', s2);
+    await parkDelivery('a1-401', 'receiver-rejected', 'team-a', s1);
+    await parkDelivery('a3-out', 'retries-exhausted', 'team-a', s3);
+    // Parked before the pusher named its owner: no team, its subscription read from its body.
+    await park('a1-old', 'retries-exhausted', 'p.work', delivery(s1));
+    const ids = (messages: readonly { messageId: string | undefined }[]) => messages.map((m) => m.messageId).sort();
+
+    const listed = (await listParked(opts())).messages;
+    expect(listed.map((m) => [m.messageId, m.app, m.subscriptionId])).toEqual([
+      ['a1-out', 'team-a', s1],
+      ['b2-out', 'team-b', s2],
+      ['a1-401', 'team-a', s1],
+      ['a3-out', 'team-a', s3],
+      ['a1-old', undefined, s1],
+    ]);
+    expect(ids((await listParked({ ...opts(), filter: { kind: 'all', app: 'team-a' } })).messages)).toEqual(['a1-401', 'a1-out', 'a3-out']);
+    expect(ids((await listParked({ ...opts(), filter: { kind: 'all', subscription: s1 } })).messages)).toEqual(['a1-401', 'a1-old', 'a1-out']);
+    expect(ids((await listParked({ ...opts(), filter: { kind: 'all', app: 'team-a', subscription: s3 } })).messages)).toEqual(['a3-out']);
+
+    // The runbook's replay: only S1's retries-exhausted; its 401 is refused without --force, and no other subscription's moves.
+    const replayed = await replayParked({ ...opts(), filter: { kind: 'code', code: 'retries-exhausted', subscription: s1 } });
+    expect(replayed).toEqual({ seen: 5, replayed: 2, refused: [] });
+    expect(ids((await listParked(opts())).messages)).toEqual(['a1-401', 'a3-out', 'b2-out']);
+    const back = [await takeMessage(url, 'p.work'), await takeMessage(url, 'p.work'), await takeMessage(url, 'p.work')];
+    expect(back.map((m) => (m === false ? false : m.properties.messageId)).sort()).toEqual(['a1-old', 'a1-out', false]);
+    // The replayed copy keeps whose it is: parked again, it is still S1's.
+    expect(back.find((m) => m !== false && m.properties.messageId === 'a1-out')).toMatchObject({ properties: { headers: { [HeraldHeaders.team]: 'team-a', [HeraldHeaders.subscription]: s1 } } });
+    // Team A's own 401 taken with --force, scoped by app; team B's stays.
+    expect(await replayParked({ ...opts(), filter: { kind: 'all', app: 'team-a' }, force: true })).toEqual({ seen: 3, replayed: 2, refused: [] });
+    expect(ids((await listParked(opts())).messages)).toEqual(['b2-out']);
+    // A purge by subscription takes only that subscription's, not the whole queue at once.
+    await parkDelivery('a1-again', 'retries-exhausted', 'team-a', s1);
+    expect(await purgeParked({ ...opts(), filter: { kind: 'all', subscription: s1 } })).toEqual({ seen: 2, purged: 1 });
+    expect(ids((await listParked(opts())).messages)).toEqual(['b2-out']);
   });
 
   // The runbook's preview: one app's recent parks queued behind a thousand older parks of another app.

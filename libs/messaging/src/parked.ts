@@ -16,8 +16,18 @@ export interface ParkedMessage {
   /** Where a replay sends it: x-herald-original-queue, else the broker's x-first-death-queue. */
   originalQueue: string;
   attempt: number;
-  /** The app its body names (a push's, a job's `app`), read leniently; undefined when it names none. */
+  /**
+   * The app its body names (a push's, a job's `app`), read leniently; for a webhook delivery, whose
+   * body names none, the team its x-herald-team header names (its subscription's owner, set by the
+   * webhook pusher). Undefined without either: a webhook delivery parked before that header was set.
+   */
   app: string | undefined;
+  /**
+   * The webhook subscription a delivery is for: its x-herald-subscription header, else its body's
+   * `subscriptionId` (deliveries parked before the header was set name it there too); undefined for
+   * any other message.
+   */
+  subscriptionId: string | undefined;
   /**
    * When the device push it carries was due, read leniently from its body: its `dueAt`, else its
    * job's `acceptedAt`; undefined for another body (a job, a packed message). What an age filter
@@ -32,7 +42,17 @@ export interface ParkedMessage {
  * Which parked messages an operation touches. By id, a replay (and a show) stops reading the queue
  * at the chunk where it finds the message; a purge reads on, to delete every copy with that id.
  */
-export type ParkedFilter = ({ kind: 'all'; app?: string } & AgeFilter) | { kind: 'id'; id: string } | ({ kind: 'code'; code: string; app?: string } & AgeFilter);
+export type ParkedFilter = ({ kind: 'all' } & ScopeFilter & AgeFilter) | { kind: 'id'; id: string } | ({ kind: 'code'; code: string } & ScopeFilter & AgeFilter);
+
+/**
+ * Only one app's messages (ParkedMessage.app: a webhook delivery's is its team), or one webhook
+ * subscription's (ParkedMessage.subscriptionId): a replay after one team's receiver was fixed must
+ * not send other teams' parked deliveries too. A message that names neither matches neither.
+ */
+export interface ScopeFilter {
+  app?: string;
+  subscription?: string;
+}
 
 /**
  * Only messages younger (`newerThanMs`) or older (`olderThanMs`) than that, counted from when the
@@ -45,10 +65,10 @@ export interface AgeFilter {
   olderThanMs?: number;
 }
 
-/** The `app` a parked body names, if it is a JSON object with a string `app`. */
-const appOf = (body: Buffer): string | undefined => {
-  const app = jsonObjectOf(body)?.['app'];
-  return typeof app === 'string' ? app : undefined;
+/** A string field of a parked body read as a JSON object (a push's `app`, a webhook delivery's `subscriptionId`). */
+const textOf = (fields: Record<string, unknown> | undefined, name: string): string | undefined => {
+  const value = fields?.[name];
+  return typeof value === 'string' ? value : undefined;
 };
 
 /**
@@ -56,9 +76,8 @@ const appOf = (body: Buffer): string | undefined => {
  * leniently; undefined for any other body. A job's acceptedAt is not when its pushes are due (a job
  * scheduled for next week, parked today), so a job counts from when it was parked.
  */
-const dueSinceOf = (body: Buffer): string | undefined => {
-  const value = jsonObjectOf(body);
-  const { pushId, acceptedAt, dueAt } = value ?? {};
+const dueSinceOf = (fields: Record<string, unknown> | undefined): string | undefined => {
+  const { pushId, acceptedAt, dueAt } = fields ?? {};
   if (typeof pushId !== 'string' || typeof acceptedAt !== 'string') return undefined;
   const at = pushAsOf({ acceptedAt, ...(typeof dueAt === 'string' && { dueAt }) });
   return Number.isNaN(at.getTime()) ? undefined : at.toISOString();
@@ -119,6 +138,7 @@ export const parkedNameOf = (queue: string): string => (queue.endsWith('.parked'
 export function toParked(msg: GetMessage, parkedQueue: string): ParkedMessage {
   const headers: Record<string, unknown> = { ...(msg.properties.headers ?? {}) };
   const str = (name: string): string | undefined => (headers[name] === undefined ? undefined : String(headers[name]));
+  const fields = jsonObjectOf(msg.content);
   return {
     messageId: msg.properties.messageId as string | undefined,
     code: str(HeraldHeaders.parkedCode) ?? (headers['x-first-death-reason'] === undefined ? undefined : 'delivery-limit'),
@@ -126,8 +146,9 @@ export function toParked(msg: GetMessage, parkedQueue: string): ParkedMessage {
     parkedAt: str(HeraldHeaders.parkedAt),
     originalQueue: str(HeraldHeaders.originalQueue) ?? str('x-first-death-queue') ?? parkedQueue.replace(/\.parked$/, ''),
     attempt: attemptOf(headers),
-    app: appOf(msg.content),
-    dueSince: dueSinceOf(msg.content),
+    app: textOf(fields, 'app') ?? str(HeraldHeaders.team),
+    subscriptionId: str(HeraldHeaders.subscription) ?? textOf(fields, 'subscriptionId'),
+    dueSince: dueSinceOf(fields),
     headers,
     body: msg.content,
   };
@@ -136,12 +157,16 @@ export function toParked(msg: GetMessage, parkedQueue: string): ParkedMessage {
 export function matches(m: ParkedMessage, filter: ParkedFilter, now = Date.now()): boolean {
   switch (filter.kind) {
     case 'all':
-      return (filter.app === undefined || m.app === filter.app) && ofAge(m, filter, now);
+      return inScope(m, filter) && ofAge(m, filter, now);
     case 'id':
       return m.messageId === filter.id;
     case 'code':
-      return m.code === filter.code && (filter.app === undefined || m.app === filter.app) && ofAge(m, filter, now);
+      return m.code === filter.code && inScope(m, filter) && ofAge(m, filter, now);
   }
+}
+
+function inScope(m: ParkedMessage, filter: ScopeFilter): boolean {
+  return (filter.app === undefined || m.app === filter.app) && (filter.subscription === undefined || m.subscriptionId === filter.subscription);
 }
 
 function ofAge(m: ParkedMessage, filter: AgeFilter, now: number): boolean {
@@ -443,11 +468,11 @@ export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
   }
 }
 
-/** Deletes matching parked messages (all of them at once for `{ kind: 'all' }` without an app or an age). */
+/** Deletes matching parked messages (all of them at once for `{ kind: 'all' }` without an app, a subscription or an age). */
 export async function purgeParked(opts: ParkedOptions & { filter: ParkedFilter }): Promise<{ seen: number; purged: number }> {
   return withParkedChannel(opts, async (ch, parked, total) => {
     const f = opts.filter;
-    if (f.kind === 'all' && f.app === undefined && f.newerThanMs === undefined && f.olderThanMs === undefined) {
+    if (f.kind === 'all' && f.app === undefined && f.subscription === undefined && f.newerThanMs === undefined && f.olderThanMs === undefined) {
       const { messageCount } = await ch.purgeQueue(parked);
       return { seen: messageCount, purged: messageCount };
     }

@@ -1,6 +1,17 @@
 import { createLogger } from '@herald/logging';
 import { ActionRefused } from '@herald/db';
-import { describeRefusals, findParked, listParked, parkedNameOf, purgeParked, replayParked, type AgeFilter, type ParkedFilter, type ParkedMessage, type ReplayResult } from '@herald/messaging';
+import {
+  describeRefusals,
+  findParked,
+  listParked,
+  parkedNameOf,
+  purgeParked,
+  replayParked,
+  type AgeFilter,
+  type ParkedFilter,
+  type ParkedMessage,
+  type ReplayResult,
+} from '@herald/messaging';
 import { parseIsoDuration } from '@herald/contracts';
 import type { Command } from 'commander';
 import { readCliConfig } from '../cli-config.ts';
@@ -9,7 +20,8 @@ import { printObject, printRows } from '../output.ts';
 import { progressBar } from '../progress-bar.ts';
 import { auditedCli } from './cli-audit.ts';
 
-type FilterOptions = { id?: string; code?: string; all?: boolean; app?: string; newerThan?: string; olderThan?: string };
+type ScopeOptions = { app?: string; subscription?: string };
+type FilterOptions = ScopeOptions & { id?: string; code?: string; all?: boolean; newerThan?: string; olderThan?: string };
 type ReplayFlags = FilterOptions & { force?: boolean };
 
 const base = (queue: string) => ({
@@ -22,18 +34,27 @@ const base = (queue: string) => ({
 const noSuchMessage = (id: string, queue: string): string => `no parked message ${id} in ${parkedNameOf(queue)}: \`herald parked list ${queue}\` shows them`;
 
 /**
- * Why a filter that names something matched nothing, or undefined: an id not there, or a code or an
- * app none of the (some) messages looked at has (a typo replayed or purged 0 and exited 0).
+ * Why a filter that names something matched nothing, or undefined: an id not there, or a code, an
+ * app or a subscription none of the (some) messages looked at has (a typo replayed or purged 0 and exited 0).
  */
 function matchedNothing(filter: ReturnType<typeof filterOf>, done: number, seen: number, queue: string): string | undefined {
   if (done > 0) return undefined;
   if (filter.kind === 'id') return noSuchMessage(filter.id, queue);
   if (seen === 0) return undefined;
-  const of = filter.app === undefined ? '' : ` of app "${filter.app}"`;
+  const of = scopeText(filter);
   const aged = ageText(filter);
   if (filter.kind === 'code') return `none of the ${seen} parked message(s) in ${parkedNameOf(queue)}${of} was parked with code "${filter.code}"${aged}: \`herald parked list ${queue}\` shows their codes, apps and times`;
-  if (filter.app !== undefined || aged !== '') return `none of the ${seen} parked message(s) in ${parkedNameOf(queue)} is${of}${aged}: \`herald parked list ${queue}\` shows their apps and times`;
+  if (of !== '' || aged !== '') return `none of the ${seen} parked message(s) in ${parkedNameOf(queue)} is${of}${aged}: \`herald parked list ${queue}\` shows their apps and times`;
   return undefined;
+}
+
+/** Whose messages a filter asks for, for a message saying nothing matched ('' for everyone's). */
+function scopeText(filter: ScopeOptions): string {
+  const parts = [
+    ...(filter.app === undefined ? [] : [`app "${filter.app}"`]),
+    ...(filter.subscription === undefined ? [] : [`subscription "${filter.subscription}"`]),
+  ];
+  return parts.length === 0 ? '' : ` of ${parts.join(' and ')}`;
 }
 
 /** What an age filter asks, for a message saying nothing matched ('' without one). */
@@ -52,9 +73,9 @@ function ageText(filter: AgeFilter): string {
  * the whole queue matched its --app or age. Without it "(none)", or the limit's worth of rows,
  * read as the whole queue's answer.
  */
-function listNote(filter: { app?: string } & AgeFilter, listed: { messages: readonly unknown[]; seen: number; total: number }, limit: number, queue: string): string | undefined {
+function listNote(filter: ScopeOptions & AgeFilter, listed: { messages: readonly unknown[]; seen: number; total: number }, limit: number, queue: string): string | undefined {
   const { messages, seen, total } = listed;
-  const of = filter.app === undefined ? '' : ` of app "${filter.app}"`;
+  const of = scopeText(filter);
   // ageText begins " and …", to follow an app; alone it follows "is".
   const wanted = `${of}${ageText(filter)}`.replace(/^ and /, ' ');
   const read = `${seen === total ? `all ${total}` : `${seen} of ${total}`} parked message(s) in ${parkedNameOf(queue)}`;
@@ -69,13 +90,16 @@ function filterOf(o: FilterOptions): ParkedFilter {
   if (given !== 1) throw new Error('give exactly one of --id <messageId>, --code <code>, --all');
   const age = ageOf(o);
   if (o.id !== undefined) {
-    if (o.app !== undefined) throw new Error('--app goes with --code or --all (an id names one message)');
+    if (o.app !== undefined || o.subscription !== undefined) throw new Error('--app and --subscription go with --code or --all (an id names one message)');
     return { kind: 'id', id: o.id };
   }
-  const app = o.app === undefined ? {} : { app: o.app };
-  if (o.code !== undefined) return { kind: 'code', code: o.code, ...app, ...age };
-  return { kind: 'all', ...app, ...age };
+  const scope = scopeOf(o);
+  if (o.code !== undefined) return { kind: 'code', code: o.code, ...scope, ...age };
+  return { kind: 'all', ...scope, ...age };
 }
+
+/** --app / --subscription, as given. */
+const scopeOf = (o: ScopeOptions): ScopeOptions => ({ ...(o.app !== undefined && { app: o.app }), ...(o.subscription !== undefined && { subscription: o.subscription }) });
 
 /** --newer-than / --older-than as an AgeFilter; a one-line error naming the flag for a bad duration. */
 function ageOf(o: Pick<FilterOptions, 'id' | 'newerThan' | 'olderThan'>): AgeFilter {
@@ -99,7 +123,21 @@ const bodyOf = (m: ParkedMessage): unknown => {
   }
 };
 
-const row = (m: ParkedMessage) => ({ id: m.messageId, app: m.app ?? null, code: m.code, attempts: m.attempt, dueSince: m.dueSince ?? null, parkedAt: m.parkedAt, queue: m.originalQueue, reason: m.reason });
+/** A webhook delivery's row names its subscription too (its `app` is the subscription's team); other rows have no such column. */
+const row = (m: ParkedMessage) => ({
+  id: m.messageId,
+  app: m.app ?? null,
+  ...(m.subscriptionId !== undefined && { subscription: m.subscriptionId }),
+  code: m.code,
+  attempts: m.attempt,
+  dueSince: m.dueSince ?? null,
+  parkedAt: m.parkedAt,
+  queue: m.originalQueue,
+  reason: m.reason,
+});
+
+const APP_HELP = "the app their body names; for push.webhook.send, the subscription's team, which deliveries parked before 2026-12-07 do not name";
+const SUBSCRIPTION_HELP = 'only push.webhook.send deliveries for this webhook subscription (its id)';
 
 const AGE_FLAGS = [
   ['--newer-than <duration>', 'only messages younger than this ISO-8601 duration (PT6H, P2D), counted from when the device push they carry was due (its job accepted), else from when they were parked'],
@@ -113,14 +151,15 @@ export function registerParkedCommands(program: Command): void {
     .command('list <queue>')
     .description('parked messages of a work queue (e.g. push.apns.send), oldest first')
     .option('--limit <n>', 'at most this many', '1000')
-    .option('--app <app>', 'only messages of this app (the app their body names)')
+    .option('--app <app>', `only messages of this app (${APP_HELP})`)
+    .option('--subscription <id>', SUBSCRIPTION_HELP)
     .option(...AGE_FLAGS[0])
     .option(...AGE_FLAGS[1])
     .option('--json', 'print JSON')
-    .action(async (queue: string, o: { limit: string; app?: string; newerThan?: string; olderThan?: string; json?: boolean }) => {
+    .action(async (queue: string, o: ScopeOptions & { limit: string; newerThan?: string; olderThan?: string; json?: boolean }) => {
       // A typo read as NaN read nothing and printed "(none)": an operator took the queue for empty.
       if (!/^\d+$/.test(o.limit) || Number(o.limit) < 1) throw new Error(`--limit must be a positive integer, got "${o.limit}"`);
-      const filter: Extract<ParkedFilter, { kind: 'all' }> = { kind: 'all', ...(o.app !== undefined && { app: o.app }), ...ageOf(o) };
+      const filter: Extract<ParkedFilter, { kind: 'all' }> = { kind: 'all', ...scopeOf(o), ...ageOf(o) };
       const limit = Number(o.limit);
       const listed = await listParked({ ...base(queue), filter, limit });
       printRows(listed.messages.map(row), o.json === true);
@@ -141,7 +180,8 @@ export function registerParkedCommands(program: Command): void {
     .option('--id <messageId>', 'only this message')
     .option('--code <code>', 'only messages parked with this code')
     .option('--all', 'every parked message')
-    .option('--app <app>', 'with --code or --all: only messages of this app (the app their body names)')
+    .option('--app <app>', `with --code or --all: only messages of this app (${APP_HELP})`)
+    .option('--subscription <id>', `with --code or --all: ${SUBSCRIPTION_HELP}`)
     .option(...AGE_FLAGS[0])
     .option(...AGE_FLAGS[1])
     .option('--force', 'replay permanent rejections too (they would be parked again or rejected again unless their cause was fixed)')
@@ -182,7 +222,8 @@ export function registerParkedCommands(program: Command): void {
     .option('--id <messageId>', 'only this message')
     .option('--code <code>', 'only messages parked with this code')
     .option('--all', 'every parked message')
-    .option('--app <app>', 'with --code or --all: only messages of this app (the app their body names)')
+    .option('--app <app>', `with --code or --all: only messages of this app (${APP_HELP})`)
+    .option('--subscription <id>', `with --code or --all: ${SUBSCRIPTION_HELP}`)
     .option(...AGE_FLAGS[0])
     .option(...AGE_FLAGS[1])
     .action(async (queue: string, o: FilterOptions) => {

@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { destinationOf, Queues } from '@herald/contracts';
+import { randomUUID } from 'node:crypto';
+import { destinationOf, parkedQueueFor, Queues } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
-import { connectBroker, heraldTopology, type Broker } from '@herald/messaging';
+import { connectBroker, heraldTopology, HeraldHeaders, type Broker } from '@herald/messaging';
 import { createTestDatabase, createTestVhost, peekMessages, type TestDatabase, type TestVhost } from '@herald/testing';
 
 const logger = createLogger({ service: 'cli-test', level: 'silent' });
@@ -138,6 +139,40 @@ describe('herald parked list', () => {
     expect([all.code, ids(all.stdout).sort(), all.stderr]).toEqual([0, ['shop-0', 'shop-1', 'shop-2', 'shop-3', 'shop-4'], '']);
     const none = await heraldPrinting('parked', 'list', Queues.apnsSend, '--app', 'ghost', '--newer-than', 'PT6H');
     expect(none).toEqual({ code: 0, stdout: '(none)\n', stderr: 'looked at all 30 parked message(s) in push.apns.send.parked; none is of app "ghost" and younger than 6 h\n' });
+  });
+});
+
+describe('herald parked list / replay of webhook deliveries', () => {
+  // Team A's receiver failed for an hour and is fixed: A's deliveries are replayed, not every team's.
+  it("lists a subscription's parks with their team and subscription, and replays one team's retries-exhausted only", async () => {
+    const [s1, s2] = [randomUUID(), randomUUID()];
+    const park = (id: string, code: string, team: string, subscriptionId: string) =>
+      broker.publisher.publish({
+        exchange: '',
+        routingKey: parkedQueueFor(Queues.webhookSend),
+        body: { notificationId: randomUUID(), subscriptionId, diff: {} },
+        messageId: id,
+        // As the webhook pusher parks it.
+        headers: { [HeraldHeaders.parkedCode]: code, [HeraldHeaders.originalQueue]: Queues.webhookSend, [HeraldHeaders.team]: team, [HeraldHeaders.subscription]: subscriptionId },
+      });
+    await park('a-503', 'retries-exhausted', 'team-a', s1);
+    await park('b-503', 'retries-exhausted', 'team-b', s2);
+    await park('a-401', 'receiver-rejected', 'team-a', s1);
+    const rows = (stdout: string) => (JSON.parse(stdout) as Array<{ id: string; app: string; subscription: string; code: string }>).map((r) => [r.id, r.app, r.subscription, r.code]).sort();
+
+    const ofS1 = await heraldPrinting('parked', 'list', Queues.webhookSend, '--subscription', s1, '--json');
+    expect([ofS1.code, rows(ofS1.stdout), ofS1.stderr]).toEqual([0, [['a-401', 'team-a', s1, 'receiver-rejected'], ['a-503', 'team-a', s1, 'retries-exhausted']], '']);
+    const table = await heraldPrinting('parked', 'list', Queues.webhookSend, '--app', 'team-b');
+    expect(table.stdout).toMatch(new RegExp(`^ID +APP +SUBSCRIPTION +CODE .*\nb-503 +team-b +${s2} +retries-exhausted `));
+
+    const replay = await heraldPrinting('parked', 'replay', Queues.webhookSend, '--code', 'retries-exhausted', '--app', 'team-a');
+    expect(replay).toEqual({ code: 0, stdout: 'replayed 1 of 3 parked message(s)\n', stderr: '' });
+    expect((await peekMessages(vhost.name, Queues.webhookSend)).map((m) => m.properties.message_id)).toEqual(['a-503']);
+    // A subscription with nothing of that code says so and exits 1, rather than "replayed 0".
+    const none = await herald('parked', 'replay', Queues.webhookSend, '--code', 'retries-exhausted', '--subscription', s1);
+    expect(none).toEqual({ code: 1, stderr: expect.stringContaining(`none of the 2 parked message(s) in push.webhook.send.parked of subscription "${s1}" was parked with code "retries-exhausted"`) });
+    const withId = await herald('parked', 'replay', Queues.webhookSend, '--id', 'a-401', '--subscription', s1);
+    expect([withId.code, withId.stderr]).toEqual([1, expect.stringMatching(/--app and --subscription go with --code or --all/)]);
   });
 });
 
