@@ -1,4 +1,4 @@
-import { ChangePublish, type ChangeEvent } from '@herald/contracts';
+import { ChangePublish, changeSizeProblem, type ChangeEvent } from '@herald/contracts';
 import { ApiError, parseBody } from './api-error.ts';
 import { checkResourceType } from './subscription-service.ts';
 
@@ -21,18 +21,8 @@ export async function acceptChange(body: unknown, team: string, deps: ChangeServ
   return { id: event.id };
 }
 
-/** JSON bytes of a value (as it is published). */
-const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? '');
-
-/**
- * A change over WEBHOOK_MAX_CHANGE_BYTES is refused 413, naming the larger of its states: each of
- * its notifications carries its diff, and the fan-out and the pusher hold hundreds of them at once.
- */
+/** A change over WEBHOOK_MAX_CHANGE_BYTES (its JSON or its diff) is refused 413, naming the larger of its states. */
 function checkChangeSize(event: ChangeEvent, maxBytes: number): void {
-  const bytes = jsonBytes(event);
-  if (bytes <= maxBytes) return;
-  const [oldBytes, newBytes] = [jsonBytes(event.old), jsonBytes(event.new)];
-  const path = newBytes >= oldBytes ? 'new' : 'old';
-  const message = `the change event is ${bytes} bytes of JSON, over the limit of ${maxBytes} (WEBHOOK_MAX_CHANGE_BYTES): old ${oldBytes}, new ${newBytes} bytes; send the fields receivers act on, not whole documents`;
-  throw new ApiError(413, 'change-too-large', message, [{ path, message: `${path === 'new' ? newBytes : oldBytes} bytes of the change's ${bytes}` }]);
+  const problem = changeSizeProblem(event, maxBytes);
+  if (problem !== undefined) throw new ApiError(413, 'change-too-large', problem.message, [{ path: problem.path, message: problem.message }]);
 }

@@ -3,6 +3,7 @@ import {
   Exchanges,
   Queues,
   changeKindOf,
+  changeSizeProblem,
   computeDiff,
   decodeWith,
   derivePushId,
@@ -45,7 +46,7 @@ export const MATCH_CHUNK = 500;
 export const PUBLISH_SLICE = 1_000;
 export const PUBLISH_SLICE_BYTES = 8 * 1_048_576;
 
-/** `bytes`: the event's size as published, what each of its deliveries carries at most. */
+/** `bytes`: its diff's JSON, what each of its deliveries carries (at most WEBHOOK_MAX_CHANGE_BYTES). */
 type Accepted = { index: number; event: ChangeEvent; diff: Diff; bytes: number };
 const ack: Outcome = { kind: 'ack' };
 
@@ -127,10 +128,10 @@ function admit(message: InboundMessage, deps: FanoutDeps): Outcome | Omit<Accept
   const parsed = decodeWith(ChangeEvent, message.body);
   if (!parsed.ok) return park(deps, parsed.reason.startsWith('malformed') ? 'malformed-json' : 'schema', parsed.reason, message.messageId);
   const event = parsed.value;
-  // Over AMQP nothing refused it before (the API answers 413): each delivery would carry its diff.
-  if (message.body.length > deps.maxChangeBytes) {
-    return park(deps, 'payload-too-large', `the change event is ${message.body.length} bytes, over the limit of ${deps.maxChangeBytes} (WEBHOOK_MAX_CHANGE_BYTES)`, event.id);
-  }
+  // Published past the API's 413 and the client library's check (another limit, a raw publish):
+  // each delivery would carry its diff.
+  const tooLarge = changeSizeProblem(event, deps.maxChangeBytes);
+  if (tooLarge !== undefined) return park(deps, 'payload-too-large', tooLarge.message, event.id);
   if (!deps.resourceTypes.includes(event.resource.type)) {
     return park(deps, 'unknown-resource-type', `unknown resource type "${event.resource.type}" (known: ${deps.resourceTypes.join(', ')})`, event.id);
   }
@@ -141,7 +142,7 @@ function admit(message: InboundMessage, deps: FanoutDeps): Outcome | Omit<Accept
     deps.logger.info({ eventId: event.id, resource: event.resource }, 'change event changes no field: nobody notified');
     return ack;
   }
-  return { event, diff, bytes: message.body.length };
+  return { event, diff, bytes: Buffer.byteLength(JSON.stringify(diff)) };
 }
 
 /**

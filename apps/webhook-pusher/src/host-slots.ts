@@ -18,9 +18,13 @@ export interface HostSlotLimits {
  */
 export class HostSlots {
   private readonly hosts = new Map<string, Host>();
-  private readonly slow = new Set<string>();
+  /** Slow hosts, each with when it turned slow. */
+  private readonly slow = new Map<string, number>();
 
-  constructor(private readonly limits: HostSlotLimits) {}
+  constructor(
+    private readonly limits: HostSlotLimits,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   /** A release function once a slot is free; undefined when the host's queue is full or signal fired. */
   acquire(host: string, signal?: AbortSignal): Promise<(() => void) | undefined> {
@@ -56,15 +60,16 @@ export class HostSlots {
       return;
     }
     if (this.slow.size > 10_000) this.slow.clear();
-    this.slow.add(host);
+    if (!this.slow.has(host)) this.slow.set(host, this.now());
     const h = this.hosts.get(host);
     // Waiters beyond the slow host's allowance give up now rather than after a timeout each.
     for (const w of h?.waiting.slice(this.limits.maxQueuedWhenSlow) ?? []) w.giveUp();
   }
 
-  /** The host's last request timed out or could not connect, and none has answered in time since. */
-  isSlow(host: string): boolean {
-    return this.slow.has(host);
+  /** How long since the host's request timed out or could not connect with none answered in time since; undefined when it is not slow. */
+  slowForMs(host: string): number | undefined {
+    const since = this.slow.get(host);
+    return since === undefined ? undefined : this.now() - since;
   }
 
   /** Requests in flight to a host (metrics, tests). */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parkedQueueFor, Queues } from '@herald/contracts';
 import { createPusherMetrics } from '@herald/delivery';
 import { createLogger } from '@herald/logging';
@@ -105,17 +105,24 @@ describe('a webhook delivery another pusher holds', () => {
 });
 
 describe('a webhook delivery to a host without a free slot', () => {
-  it('is deferred unspent while the host answers, and spends an attempt (so it is parked at its last) while the host is not answering', async () => {
+  it('is deferred unspent while the host answers or only just failed, and spends an attempt (so it is parked at its last) once the host has not answered for 5 s', async () => {
     const host = new URL(callbackUrl).host;
-    const slots = new HostSlots({ perHost: 1, maxQueued: 0, maxQueuedWhenSlow: 0 });
+    let clock = 0;
+    const slots = new HostSlots({ perHost: 1, maxQueued: 0, maxQueuedWhenSlow: 0 }, () => clock);
     const taken = await slots.acquire(host);
     try {
       const handle = handler(async () => true, new AbortController().signal, new Registry(), slots);
       // Busy but answering: back in a second, no attempt spent.
       const busy = await delivery();
       expect(await handle([busy])).toEqual([{ kind: 'defer', code: 'host-busy', reason: `host ${host} is busy`, delayMs: 1000, headers: ownerOf(busy) }]);
-      // Its last request timed out: a turn of the retry schedule, which parks it after the last attempt.
+      // Its last request failed (a reset on a kept-alive socket, a timeout) a moment ago: still unspent.
       slots.noteSpeed(host, true);
+      clock = 4_999;
+      const justFailed = await delivery();
+      expect(await handle([justFailed])).toEqual([{ kind: 'defer', code: 'host-busy', reason: `host ${host} is busy`, delayMs: 1000, headers: ownerOf(justFailed) }]);
+      // Slow for 5 s, a second failure not restarting the count: a turn of the retry schedule, which parks it after the last attempt.
+      slots.noteSpeed(host, true);
+      clock = 5_000;
       const [outcome] = await handle([await delivery(callbackUrl, 6)]);
       expect(outcome).toMatchObject({ kind: 'retry', code: 'transient' });
       expect(outcome?.kind === 'retry' && outcome.reason).toContain(`host ${host} is not answering`);
@@ -127,7 +134,7 @@ describe('a webhook delivery to a host without a free slot', () => {
 });
 
 describe('a batch with a delivery whose receiver hangs', () => {
-  it("settles the batch's answered deliveries within SETTLE_TOGETHER_MS, and the hanging one on its own once it times out", async () => {
+  it("settles the batch's answered deliveries within SETTLE_TOGETHER_MS, and the hanging ones once they time out, those timing out together in one round", async () => {
     const hanging = createServer(() => undefined);
     await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
     try {
@@ -135,8 +142,9 @@ describe('a batch with a delivery whose receiver hangs', () => {
       const timeoutMs = 3 * SETTLE_TOGETHER_MS;
       const handle = rawHandler(async () => true, new AbortController().signal, new Registry(), undefined, timeoutMs);
       const before = received;
+      const releases = vi.spyOn(t.db.ledger, 'release');
       const started = performance.now();
-      const [slow, fast] = await handle([await delivery(slowUrl), await delivery()]);
+      const [slow, fast, alsoSlow] = await handle([await delivery(slowUrl), await delivery(), await delivery(slowUrl)]);
       const returnedMs = performance.now() - started;
       // The answered one is decided (and recorded) with the batch, not after the hanging one's timeout.
       expect(fast).toEqual({ kind: 'ack' });
@@ -144,8 +152,13 @@ describe('a batch with a delivery whose receiver hangs', () => {
       expect(returnedMs).toBeGreaterThanOrEqual(SETTLE_TOGETHER_MS - 50);
       expect(returnedMs).toBeLessThan(timeoutMs - 500);
       expect(slow).toBeInstanceOf(Promise);
-      expect(await slow).toMatchObject({ kind: 'retry', code: 'transient', reason: expect.stringContaining(`timed out after ${timeoutMs} ms`) });
+      expect(releases).not.toHaveBeenCalled();
+      for (const late of [slow, alsoSlow]) expect(await late).toMatchObject({ kind: 'retry', code: 'transient', reason: expect.stringContaining(`timed out after ${timeoutMs} ms`) });
       expect(performance.now() - started).toBeGreaterThanOrEqual(timeoutMs - 50);
+      // The two timed out together: their claims let go in one statement, not one each.
+      expect(releases).toHaveBeenCalledTimes(1);
+      expect(releases.mock.calls[0]?.[0]).toHaveLength(2);
+      releases.mockRestore();
     } finally {
       hanging.closeAllConnections();
       await new Promise((resolve) => hanging.close(resolve));

@@ -65,6 +65,15 @@ const ownerOf = (sub: SubscriptionRow) => ({ [HeraldHeaders.team]: sub.team, [He
  * a few hundred deliveries every timeout).
  */
 export const SETTLE_TOGETHER_MS = 1_000;
+/** How long a late answer waits for others to be settled with (lateSettler). */
+const LATE_GROUP_MS = 20;
+/**
+ * How long a host must have been slow (no answer in time since a timeout or a failed connection)
+ * before a delivery refused a slot spends an attempt: one reset on a kept-alive socket of a busy,
+ * answering host marks it slow until its next answer, a moment later, and its waiters were each
+ * charged an attempt for it. WEBHOOK_TIMEOUT_MS' default.
+ */
+const NOT_ANSWERING_AFTER_MS = 5_000;
 
 /**
  * WebhookDelivery → signed POST to the subscription's URL. Claim in the ledger (by notification
@@ -105,18 +114,26 @@ export function createWebhookPusherHandler(deps: WebhookPusherDeps) {
     const all = Promise.all(sends);
     void Promise.allSettled(sends).then(() => window.close());
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, SETTLE_TOGETHER_MS)))]).finally(() => clearTimeout(timer));
+    try {
+      await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, SETTLE_TOGETHER_MS)))]).finally(() => clearTimeout(timer));
+    } catch (err) {
+      // A send that threw fails the batch (requeued or deferred by the consumer): its claims are
+      // no longer kept (renewed for good, a copy would find them held elsewhere at every turn).
+      stopKeeping();
+      throw err;
+    }
     // Which are late is decided here, once: more answers may come while the others are settled.
     const answered: Ready[] = [];
     const results: Sent[] = [];
     const laters: Array<Promise<Outcome>> = [];
+    const settleLate = lateSettler(recorder, deps);
     toSend.forEach((r, i) => {
       const result = answers[i];
       if (result !== undefined) {
         answered.push(r);
         results.push(result);
       } else {
-        const later = (sends[i] as Promise<Sent>).then(async (late) => (await settle([r], [late], recorder, deps))[0] ?? ack);
+        const later = (sends[i] as Promise<Sent>).then((late) => settleLate(r, late));
         // Handled by the consumer once returned; one failing before then (or with this batch's
         // settling, which throws the batch back) must not end the process as unhandled.
         later.catch(() => undefined);
@@ -130,6 +147,33 @@ export function createWebhookPusherHandler(deps: WebhookPusherDeps) {
     answered.forEach((r, i) => (outcomes[r.index] = together[i] ?? ack));
     return outcomes;
   };
+}
+
+/**
+ * Settles the late answers of a batch that come within LATE_GROUP_MS of each other together (one
+ * ledger write, one release, one failure-tracking round), each caller getting its own outcome: a
+ * receiver that always takes over SETTLE_TOGETHER_MS would otherwise cost statements per delivery.
+ */
+function lateSettler(recorder: DeliveredRecorder, deps: WebhookPusherDeps): (r: Ready, result: Sent) => Promise<Outcome> {
+  let waiting: Array<{ r: Ready; result: Sent; resolve: (o: Outcome) => void; reject: (err: unknown) => void }> = [];
+  const flush = (): void => {
+    const group = waiting;
+    waiting = [];
+    settle(
+      group.map((g) => g.r),
+      group.map((g) => g.result),
+      recorder,
+      deps,
+    ).then(
+      (outcomes) => group.forEach((g, i) => g.resolve(outcomes[i] ?? ack)),
+      (err: unknown) => group.forEach((g) => g.reject(err)),
+    );
+  };
+  return (r, result) =>
+    new Promise((resolve, reject) => {
+      if (waiting.length === 0) setTimeout(flush, LATE_GROUP_MS);
+      waiting.push({ r, result, resolve, reject });
+    });
 }
 
 /** Ledger claims: a notification already delivered is acked unsent; one held elsewhere comes back later. */
@@ -164,11 +208,11 @@ async function send(r: Ready, deps: WebhookPusherDeps, window: AbortSignal): Pro
   if (deps.limiter !== undefined && !(await deps.limiter.acquire(1, window, host, (turnInMs) => (bookedMs = turnInMs)))) return unpaced();
   const release = await deps.slots.acquire(host, window);
   if (release === undefined && window.aborted) return unpaced();
-  // A host that is not answering: the delivery takes its turn of the retry schedule as a failed
+  // A host that has not answered for a while: the delivery takes its turn of the retry schedule as a failed
   // attempt (parked retries-exhausted at the last), as it would have timing out. Deferred unspent
   // instead, a second apart and for good, the deliveries beyond its few slots were neither
   // delivered nor parked, and filled the queue every receiver shares until it was disabled a day on.
-  if (release === undefined && deps.slots.isSlow(host)) return { kind: 'transient', reason: `host ${host} is not answering (its last request timed out or could not connect): not tried, its few waiting places taken` };
+  if (release === undefined && (deps.slots.slowForMs(host) ?? 0) >= NOT_ANSWERING_AFTER_MS) return { kind: 'transient', reason: `host ${host} is not answering (its last request timed out or could not connect): not tried, its few waiting places taken` };
   if (release === undefined) return { kind: 'host-busy' };
   try {
     const body = Buffer.from(JSON.stringify(webhookBodyOf(r.delivery)));

@@ -53,6 +53,24 @@ describe('the client library', () => {
     }
   });
 
+  it('refuses a change over maxChangeBytes (64 KiB by default, of its JSON or its diff), as the HTTP API answers it 413, and publishes one within it', async () => {
+    const client = await createHeraldClient({ url: vhost.amqpUrl, logger });
+    const small = await createHeraldClient({ url: vhost.amqpUrl, logger, maxChangeBytes: 2_048 });
+    try {
+      const change = (id: string, bytes: number) => ({ id, resource: { type: 'campaign', id: 'c-1' }, old: null, new: { creative: 'x'.repeat(bytes) } });
+      const err = await client.publishChange(change('huge', 70_000)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).issues).toEqual([expect.stringMatching(/^new: the change event is \d+ bytes of JSON and its diff \d+, over the limit of 65536/)]);
+      // 100 fields of a created resource: the event is under 2 KiB, its diff (each {old: null, new}) is not.
+      const fields = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`f${i}`, i]));
+      expect(Buffer.byteLength(JSON.stringify({ id: 'many', resource: { type: 'campaign', id: 'c-1' }, old: null, new: fields }))).toBeLessThan(2_048);
+      await expect(small.publishChange({ id: 'many', resource: { type: 'campaign', id: 'c-1' }, old: null, new: fields })).rejects.toBeInstanceOf(ValidationError);
+      expect(await client.publishChange(change('fits', 1_000))).toMatchObject({ id: 'fits' });
+    } finally {
+      await Promise.all([client.close(), small.close()]);
+    }
+  });
+
   it('refuses a new job whose content its doors refuse (a data key collapse_key, which Android apps never see), naming the field', async () => {
     const client = await createHeraldClient({ url: vhost.amqpUrl, logger });
     try {

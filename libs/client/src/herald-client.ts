@@ -1,6 +1,8 @@
 import { entryConformanceIssues, jobConformanceIssues, jobNotices } from '@herald/providers';
 import {
   ChangePublish,
+  changeSizeProblem,
+  DEFAULT_MAX_CHANGE_BYTES,
   Exchanges,
   FollowEvent,
   TopicMembership,
@@ -58,6 +60,13 @@ export interface HeraldClientOptions {
    * whose local time comes after it, an FCM expiry past its 28 days. Default: a warning on `logger`.
    */
   onNotices?: (job: PushJob, notices: readonly string[]) => void;
+  /**
+   * Largest change event (JSON bytes, and of its diff) publishChange takes; default
+   * DEFAULT_MAX_CHANGE_BYTES (64 KiB), the webhook-fanout's WEBHOOK_MAX_CHANGE_BYTES default: give
+   * the deployment's value. A larger one is refused here, as the HTTP API answers it 413; published,
+   * the fan-out would park it and its publisher would never hear.
+   */
+  maxChangeBytes?: number;
 }
 
 const DEFAULT_CONFIRM_TIMEOUT_MS = 30_000;
@@ -174,6 +183,8 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
     async publishChange(input) {
       const parsed = validate(ChangePublish, 'change event', input);
       const change: ChangeEvent = { ...parsed, occurredAt: parsed.occurredAt ?? new Date().toISOString() };
+      const tooLarge = changeSizeProblem(change, options.maxChangeBytes ?? DEFAULT_MAX_CHANGE_BYTES);
+      if (tooLarge !== undefined) throw new ValidationError('change event', [`${tooLarge.path}: ${tooLarge.message}`]);
       await broker.publisher.publish({ exchange: Exchanges.changes, routingKey: Queues.changes, body: change, messageId: change.id });
       return change;
     },

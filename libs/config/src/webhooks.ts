@@ -4,7 +4,7 @@ import { bool, int, strList } from './vars.ts';
 export const webhookResourceConfig = {
   WEBHOOK_RESOURCE_TYPES: strList('Resource types webhook subscriptions and change events may name, comma-separated', { default: 'campaign,ad' }),
   WEBHOOK_MAX_CHANGE_BYTES: int(
-    'Largest change event (its JSON, old and new states together) the API takes (larger: 413) and the webhook-fanout fans out (larger, published over AMQP: parked payload-too-large); bounds what the fan-out and the pusher hold per message',
+    'Largest change event, in bytes of JSON (old and new together), and largest diff a notification carries: a larger change is answered 413 by the API, refused by the client library, and parked payload-too-large by the webhook-fanout. Set it alike for the api and the webhook-fanout (and give the client library the same maxChangeBytes)',
     { default: '65536', min: 1024, max: 1_048_576 },
   ),
 } as const;

@@ -26,3 +26,25 @@ function sameJson(a: unknown, b: unknown): boolean {
   if ((a === undefined || a === null) && (b === undefined || b === null)) return true;
   return isDeepStrictEqual(a, b);
 }
+
+/** WEBHOOK_MAX_CHANGE_BYTES' default: the most JSON bytes of a change event, and of its diff. */
+export const DEFAULT_MAX_CHANGE_BYTES = 65_536;
+
+const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? '');
+
+/**
+ * Why a change is too large to fan out, or undefined: its JSON (old and new) or its diff over
+ * `maxBytes`. Both count: every notification carries the diff, which for a resource created or
+ * deleted is larger than the event (each field becomes {old: null, new}), and the fan-out and the
+ * pusher hold hundreds of notifications at once. `path`: the larger state, for an HTTP caller.
+ */
+export function changeSizeProblem(event: { old: State; new: State }, maxBytes: number): { path: 'old' | 'new'; message: string } | undefined {
+  const bytes = jsonBytes(event);
+  const diffBytes = jsonBytes(computeDiff(event.old, event.new));
+  if (bytes <= maxBytes && diffBytes <= maxBytes) return undefined;
+  const [oldBytes, newBytes] = [jsonBytes(event.old), jsonBytes(event.new)];
+  return {
+    path: newBytes >= oldBytes ? 'new' : 'old',
+    message: `the change event is ${bytes} bytes of JSON and its diff ${diffBytes}, over the limit of ${maxBytes} (WEBHOOK_MAX_CHANGE_BYTES): old ${oldBytes}, new ${newBytes} bytes; send the fields receivers act on, not whole documents`,
+  };
+}

@@ -270,6 +270,9 @@ export class QueueConsumer implements Consumer {
   private async outcomesOf(batch: Delivery[]): Promise<readonly Decided[]> {
     try {
       const outcomes = await this.options.handle(batch.map((d) => d.inbound), this.stopSignal.signal);
+      // A promised outcome may reject before it is awaited (while the rest of a halved batch is
+      // handled), or never be (this batch thrown back): handled here, it cannot end the process.
+      for (const o of outcomes) if (o instanceof Promise) o.catch(() => undefined);
       if (outcomes.length !== batch.length) {
         throw new Error(`handle() returned ${outcomes.length} outcomes for ${batch.length} messages`);
       }

@@ -147,9 +147,11 @@ export type Outcome =
 /**
  * A message's outcome as handle() returns it: decided, or the promise of one, for a message whose
  * work goes on after its batch's (a webhook to a receiver that answers slowly). The consumer settles
- * each message once its outcome is decided, so one slow message holds no other's ack. A promise that
- * rejects is handled as a batch whose handler threw (deferOn, else requeued after a back-off), for
- * that message alone.
+ * each message once its outcome is decided, so one slow message holds no other's ack (nor its
+ * place among maxInFlight). A promise that rejects is handled as a batch whose handler threw
+ * (deferOn, else requeued after a back-off), for that message alone. Its batch counts among
+ * batch.maxConcurrent until the last promise is settled, and stop() waits for them within its
+ * bound; one settled after it finds the channel closed, and its message comes back.
  */
 export type Decided = Outcome | Promise<Outcome>;
 
@@ -234,6 +236,6 @@ export interface ConsumeOptions {
 
 export interface Consumer {
   readonly queue: string;
-  /** Cancel the subscription, wait for in-flight handle() calls (bounded by timeoutMs), settle them. */
+  /** Cancel the subscription, wait for in-flight handle() calls and promised outcomes (bounded by timeoutMs), settle them. */
   stop(timeoutMs: number): Promise<void>;
 }
