@@ -54,6 +54,23 @@ const keyOf = (a: AlarmKey): string => `${a.alarm}\u0000${a.queue}`;
 const isKind = (alarm: string): alarm is AlarmKind => (AlarmKinds as readonly string[]).includes(alarm);
 const toAlarm = (a: AnnouncedAlarm): Alarm | undefined => (isKind(a.alarm) ? { ...a, alarm: a.alarm } : undefined);
 
+/**
+ * The alarms said firing before this monitor started (a restart, a rollout), for its tracker: one
+ * still holding shows firing from the first poll, with its first firing time, not after its delay
+ * again. A database that does not answer within `timeoutMs` must not keep the monitor from starting
+ * (it is there to say so): it starts without them, saying what that costs.
+ */
+export async function announcedAtStart(store: Pick<AnnouncedAlarmStore, 'list'>, logger: Logger, timeoutMs: number): Promise<AnnouncedAlarm[]> {
+  try {
+    const listed = await within(store.list(), timeoutMs);
+    if (listed === TIMED_OUT) throw new Error(`no answer from PostgreSQL within ${timeoutMs} ms`);
+    return listed;
+  } catch (err) {
+    logger.warn({ err }, 'could not read the alarms announced before this start: those still firing show again only once their conditions have held for their delay');
+    return [];
+  }
+}
+
 export interface AlarmAnnouncer {
   /** A transition of this instance's alarms: to metrics, and said at once while nobody can tell who holds the lease. */
   announce(t: AlarmTransition): void;

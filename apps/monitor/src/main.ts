@@ -7,7 +7,7 @@ import { createAnnouncedAlarmStore, createDatabase, databaseOptionsOf, createFan
 import { connectBroker, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
 import { runService, within } from '@herald/runtime';
-import { alarmAnnouncer, seenSince, type AlarmView } from './alarm-announcer.ts';
+import { alarmAnnouncer, announcedAtStart, seenSince, type AlarmView, type Evidence } from './alarm-announcer.ts';
 import { monitorConfig } from './config.ts';
 import { dashboardRoutes } from './dashboard-routes.ts';
 import { History } from './history.ts';
@@ -33,12 +33,14 @@ await runService('monitor', config, async ({ logger, registry }) => {
   const alarmsLease = { name: 'monitor-alarms', holder: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` };
   const webhookUrl = config.MONITOR_WEBHOOK_URL;
   const webhook = webhookUrl === undefined ? undefined : createWebhook(webhookUrl, logger, () => metrics.webhookFailures.inc());
+  const announcedStore = createAnnouncedAlarmStore(db.kysely, alarmsLease);
+  const announcedBefore = await announcedAtStart(announcedStore, logger, config.MONITOR_POLL_MS);
   const announcer = alarmAnnouncer({
     vhost,
     logger,
     metrics,
     webhook,
-    store: createAnnouncedAlarmStore(db.kysely, alarmsLease),
+    store: announcedStore,
     holds: () => lease.held(),
     unknown: () => lease.unknown(),
     readTimeoutMs: config.MONITOR_POLL_MS,
@@ -90,20 +92,27 @@ await runService('monitor', config, async ({ logger, registry }) => {
     metrics,
     logger,
     otherConditions: scheduled.conditions,
+    announced: announcedBefore,
+    // One of those is taken as ended once this instance has read what the announcer would say it ended by.
+    seen: (alarm, now) => seenSince(alarm, 0, evidence(), now),
     announce: announcer.announce,
     afterPoll: () => void announcer.reconcile(alarmView()),
   });
-  /** What this instance sees, for the lease holder's round (alarm-announcer.ts). */
-  function alarmView(): AlarmView {
-    const now = Date.now();
-    const state = monitor.state();
-    const evidence = {
-      polledAt: state.at === null ? 0 : Date.parse(state.at),
+  /** When this instance last read each source (alarm-announcer.ts). */
+  function evidence(): Evidence {
+    const at = monitor.state().at;
+    return {
+      polledAt: at === null ? 0 : Date.parse(at),
       pollingSince: monitor.pollingSince(),
       readAt: scheduled.readAt(),
       parkedWindowMs: (queue: string) => config.MONITOR_THRESHOLDS.for(queue).parkedWindowMs,
     };
-    return { now, active: state.alarms, holds: monitor.holds, seen: (alarm, since) => seenSince(alarm, since, evidence, now) };
+  }
+  /** What this instance sees, for the lease holder's round (alarm-announcer.ts). */
+  function alarmView(): AlarmView {
+    const now = Date.now();
+    const seen = evidence();
+    return { now, active: monitor.state().alarms, holds: monitor.holds, seen: (alarm, since) => seenSince(alarm, since, seen, now) };
   }
   logger.info({ vhost, pollMs: config.MONITOR_POLL_MS, webhook: webhookUrl !== undefined }, 'watching every Herald queue');
   return {

@@ -34,7 +34,7 @@ export function createMonitorMetrics(registry: Registry): MonitorMetrics {
     [queueGauge('herald_queue_consumers', 'Consumers attached to the queue'), (q) => q.consumers],
     [queueGauge('herald_queue_publish_rate', 'Messages published into the queue per second (broker-smoothed)'), (q) => q.publishRate],
     [queueGauge('herald_queue_ack_rate', 'Messages acknowledged per second (broker-smoothed)'), (q) => q.ackRate],
-    [queueGauge('herald_queue_oldest_age_seconds', 'Age of the oldest message, or an upper estimate of it'), (q) => q.oldestAgeSeconds],
+    [queueGauge('herald_queue_oldest_age_seconds', 'Age of the oldest message, or an estimate of it (a lower bound while the monitor has not seen the queue empty since it started: its README)'), (q) => q.oldestAgeSeconds],
     [
       queueGauge('herald_queue_backlog', 'What the backlog alarm counts: the messages, and on a send queue up to PUSH_PACK_SIZE device pushes a message (ADR 0016)'),
       (q, pushesPerMessage) => q.messages * pushesPerMessage,

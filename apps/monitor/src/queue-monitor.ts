@@ -5,12 +5,15 @@ import {
   resourceAlarmConditions,
   AlarmTracker,
   drainSecondsOf,
+  longestDelayMs,
   unreachableCondition,
   type Alarm,
   type AlarmCondition,
   type AlarmTransition,
+  type AnnouncedFiring,
   type ManagementApi,
   type NodeResources,
+  type PendingAlarm,
   type QueueSnapshot,
   type ThresholdConfig,
 } from '@herald/monitoring';
@@ -19,8 +22,13 @@ import type { MonitorMetrics } from './monitor-metrics.ts';
 
 /** A queue as the dashboard and `herald status` show it. */
 export interface QueueStatus extends QueueSnapshot {
-  /** The head message's age when the broker reports it, else an upper estimate (see README). */
+  /** The head message's age when the broker reports it, else an estimate (see README). */
   oldestAgeSeconds: number;
+  /**
+   * The estimate counts only from the monitor's first poll: it has not seen the queue empty since it
+   * started, so the messages may have waited much longer (a restart, a rollout).
+   */
+  oldestAgeIsLowerBound: boolean;
   /** Seconds to drain at the current ack rate; null when nothing is being acked. */
   drainSeconds: number | null;
 }
@@ -33,6 +41,18 @@ export interface MonitorState {
   error: string | null;
   queues: QueueStatus[];
   alarms: Alarm[];
+  /** Conditions holding that have not yet held for their delay. */
+  pending: PendingAlarm[];
+  /** When the first poll that read the queues ran; null before it. */
+  watchingSince: string | null;
+  /**
+   * True until the monitor has watched for its longest alarm delay: a condition that held before it
+   * started (or before RabbitMQ first answered) may still become an alarm, so none firing is not yet
+   * all clear.
+   */
+  warmingUp: boolean;
+  /** When warming up ends (null before the first poll read the queues). */
+  warmingUpUntil: string | null;
 }
 
 /** Live ready and consumer counts per queue (AMQP passive declares); missing queues left out. */
@@ -57,6 +77,16 @@ export interface QueueMonitorDeps {
   logger: Logger;
   /** Conditions from outside the broker (scheduled-overdue), evaluated with the queues' at each poll. */
   otherConditions?: () => readonly AlarmCondition[];
+  /**
+   * Alarms said firing before this monitor started (announced_alarms): one whose condition still
+   * holds shows firing from the first poll that sees it, with its first firing time.
+   */
+  announced?: readonly AnnouncedFiring[];
+  /**
+   * Whether this instance has read what tells whether an announced alarm's condition holds (see
+   * alarm-announcer.ts seenSince); until then, it is not taken as ended. Default: a poll read the queues.
+   */
+  seen?: (alarm: { alarm: string; queue: string }, now: number) => boolean;
   /** Every alarm that fires or resolves (log, metrics and webhook are wired by the caller). */
   announce: (t: AlarmTransition) => void;
   /** After each poll, whether it read the queues or not. */
@@ -72,20 +102,30 @@ export interface QueueMonitor {
   stop(): Promise<void>;
 }
 
-/** Tracks since when each queue has been non-empty, for the oldest-message estimate. */
+/**
+ * Tracks since when each queue has been non-empty, for the oldest-message estimate. A queue already
+ * non-empty at the monitor's first poll may have been so for hours (a restart during an outage):
+ * until the monitor sees it empty, the time since that poll is only a lower bound.
+ */
 class AgeEstimator {
   private readonly nonEmptySince = new Map<string, number>();
+  /** Queues whose present non-empty spell began while the monitor watched. */
+  private readonly watchedFromStart = new Set<string>();
 
-  estimate(q: QueueSnapshot, now: number): number {
+  /** `firstPoll`: the first poll that read the queues. */
+  estimate(q: QueueSnapshot, now: number, firstPoll: boolean): Pick<QueueStatus, 'oldestAgeSeconds' | 'oldestAgeIsLowerBound'> {
+    // Empty, or first seen after the first poll (declared since): nothing in it predates the watch.
+    if (q.messages === 0 || (!firstPoll && !this.nonEmptySince.has(q.name))) this.watchedFromStart.add(q.name);
     if (q.messages === 0) {
       this.nonEmptySince.delete(q.name);
-      return 0;
+      return { oldestAgeSeconds: 0, oldestAgeIsLowerBound: false };
     }
     const since = this.nonEmptySince.get(q.name) ?? now;
     this.nonEmptySince.set(q.name, since);
-    if (q.headAgeSeconds !== undefined) return q.headAgeSeconds;
+    if (q.headAgeSeconds !== undefined) return { oldestAgeSeconds: q.headAgeSeconds, oldestAgeIsLowerBound: false };
     const sinceNonEmpty = (now - since) / 1000;
-    return q.ackRate > 0 ? Math.min(q.messages / q.ackRate, sinceNonEmpty) : sinceNonEmpty;
+    if (q.ackRate > 0 && q.messages / q.ackRate < sinceNonEmpty) return { oldestAgeSeconds: q.messages / q.ackRate, oldestAgeIsLowerBound: false };
+    return { oldestAgeSeconds: sinceNonEmpty, oldestAgeIsLowerBound: !this.watchedFromStart.has(q.name) };
   }
 }
 
@@ -108,8 +148,9 @@ const byFiredAt = (a: Alarm, b: Alarm): number => a.firedAt - b.firedAt || a.que
 
 /** Polls every queue each `pollMs`, keeps history, and turns conditions into alarms. */
 export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
-  const tracker = new AlarmTracker();
+  const tracker = new AlarmTracker(deps.announced);
   const ages = new AgeEstimator();
+  const warmUpMs = longestDelayMs(deps.thresholds);
   let queues: QueueStatus[] = [];
   let lastConditions: AlarmCondition[] = [];
   let at: number | null = null;
@@ -117,13 +158,14 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
   let error: string | null = null;
 
   const evaluate = (now: number, conditions: AlarmCondition[]): void => {
-    for (const t of tracker.update(now, [...conditions, ...(deps.otherConditions?.() ?? [])])) deps.announce(t);
+    const seen = (alarm: { alarm: string; queue: string }): boolean => deps.seen?.(alarm, now) ?? at !== null;
+    for (const t of tracker.update(now, [...conditions, ...(deps.otherConditions?.() ?? [])], seen)) deps.announce(t);
   };
 
   const onSnapshots = (now: number, snapshots: QueueSnapshot[]): void => {
     queues = snapshots.map((q) => {
       const drain = drainSecondsOf(q);
-      return { ...q, oldestAgeSeconds: ages.estimate(q, now), drainSeconds: Number.isFinite(drain) ? drain : null };
+      return { ...q, ...ages.estimate(q, now, now === firstAt), drainSeconds: Number.isFinite(drain) ? drain : null };
     });
     const parkedBaseline = (queue: string, windowMs: number) => deps.history.minSince(queue, now - windowMs);
     lastConditions = [
@@ -252,7 +294,18 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
   return {
     holds: (alarm) => tracker.holds(alarm),
     pollingSince: () => firstAt,
-    state: () => ({ vhost: deps.vhost, at: at === null ? null : new Date(at).toISOString(), pollMs: deps.pollMs, error, queues, alarms: tracker.active().sort(byFiredAt) }),
+    state: () => ({
+      vhost: deps.vhost,
+      at: at === null ? null : new Date(at).toISOString(),
+      pollMs: deps.pollMs,
+      error,
+      queues,
+      alarms: tracker.active().sort(byFiredAt),
+      pending: tracker.pending().sort((a, b) => a.firesAt - b.firesAt),
+      watchingSince: firstAt === 0 ? null : new Date(firstAt).toISOString(),
+      warmingUp: firstAt === 0 || Date.now() < firstAt + warmUpMs,
+      warmingUpUntil: firstAt === 0 ? null : new Date(firstAt + warmUpMs).toISOString(),
+    }),
     stop: async () => {
       stopped = true;
       clearTimeout(timer);

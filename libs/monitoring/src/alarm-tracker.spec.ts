@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { activeConditions, type AlarmCondition } from './alarm-rules.ts';
 import { AlarmTracker } from './alarm-tracker.ts';
 import { queueKindOf, type QueueSnapshot } from './queue-snapshot.ts';
-import { parseThresholds, thresholdConfig } from './thresholds.ts';
+import { longestDelayMs, parseThresholds, thresholdConfig } from './thresholds.ts';
 
 const queue = (over: Partial<QueueSnapshot> & { name: string }): QueueSnapshot => ({
   kind: queueKindOf(over.name),
@@ -106,6 +106,41 @@ describe('alarm tracker', () => {
     expect(t.update(3_000, [cond])).toEqual([]);
     expect(t.update(3_600, [cond])).toHaveLength(1);
   });
+
+  it('lists a condition waiting out its delay as pending, with when it fires', () => {
+    const t = new AlarmTracker();
+    t.update(500, [cond]);
+    expect(t.pending()).toEqual([{ alarm: 'no-consumer', queue: 'q', summary: 's', since: 500, firesAt: 2_500 }]);
+    t.update(2_500, [cond]);
+    expect(t.pending()).toEqual([]);
+  });
+});
+
+// A restarted monitor showed nothing for an alarm firing for hours, then "firing for 1m".
+describe('alarm tracker after a restart, over the alarms said firing before it', () => {
+  const hoursAgo = { alarm: 'no-consumer', queue: 'q', since: -10_800_000, firedAt: -10_770_000 };
+  const cond: AlarmCondition = { alarm: 'no-consumer', queue: 'q', forMs: 30_000, value: 42, threshold: 0, summary: 'q has 42 messages waiting and no consumer' };
+
+  it('an alarm whose condition still holds at the first update fires at once, with its first since and firedAt', () => {
+    const t = new AlarmTracker([hoursAgo]);
+    const firing = { alarm: 'no-consumer', queue: 'q', summary: cond.summary, value: 42, threshold: 0, since: -10_800_000, firedAt: -10_770_000 };
+    expect(t.update(0, [cond])).toEqual([{ state: 'firing', at: 0, alarm: firing }]);
+    expect(t.active()).toEqual([firing]);
+    expect(t.update(1_000, [cond])).toEqual([]);
+  });
+
+  it('one seen ended is forgotten: its condition back later waits out its delay afresh', () => {
+    const t = new AlarmTracker([hoursAgo]);
+    expect(t.update(0, [])).toEqual([]);
+    expect(t.update(1_000, [cond])).toEqual([]);
+    expect(t.pending()).toEqual([expect.objectContaining({ since: 1_000, firesAt: 31_000 })]);
+  });
+
+  it('one not seen (a failed poll read nothing) is kept until its condition is read', () => {
+    const t = new AlarmTracker([hoursAgo]);
+    expect(t.update(0, [], () => false)).toEqual([]);
+    expect(t.update(1_000, [cond])).toEqual([expect.objectContaining({ state: 'firing', alarm: expect.objectContaining({ firedAt: -10_770_000 }) })]);
+  });
 });
 
 describe('thresholds', () => {
@@ -114,6 +149,10 @@ describe('thresholds', () => {
     expect(t.for('push.fcm.send')).toMatchObject({ backlog: 50, noConsumerForMs: 30_000 });
     expect(t.for('push.apns.send')).toMatchObject({ backlog: 7, noConsumerForMs: 1_000, drainSeconds: 600 });
     expect(t.for('push.apns.send.parked').backlog).toBe(7);
+  });
+  it('the longest delay of any alarm, over the defaults, "*" and each queue', () => {
+    expect(longestDelayMs(thresholdConfig())).toBe(120_000);
+    expect(longestDelayMs(parseThresholds('{"*":{"stalledForMs":1000},"push.jobs":{"backlogForMs":90000}}'))).toBe(90_000);
   });
   it('names every bad field', () => {
     expect(() => parseThresholds('{"push.jobs":{"backlog":-1,"bogus":1}}')).toThrow(/push\.jobs\.backlog.*|bogus/);

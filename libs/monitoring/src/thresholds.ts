@@ -76,3 +76,17 @@ export function parseThresholds(json: string): ThresholdConfig {
   }
   return thresholdConfig(parsed.data as Record<string, Partial<QueueThresholds>>);
 }
+
+/**
+ * The longest any queue's alarm waits for its condition (defaults, "*" and every queue's entry):
+ * until a monitor has watched that long, a condition that held before it started may still become
+ * an alarm, so no alarm firing does not yet mean all clear.
+ */
+export function longestDelayMs(config: ThresholdConfig): number {
+  return Math.max(
+    ...['*', ...Object.keys(config.raw)].map((queue) => {
+      const t = config.for(queue);
+      return Math.max(t.backlogForMs, t.noConsumerForMs, t.drainForMs, t.stalledForMs);
+    }),
+  );
+}

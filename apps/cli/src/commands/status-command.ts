@@ -14,6 +14,10 @@ interface QueueRow {
   publishRate: number;
   ackRate: number;
   drainSeconds: number | null;
+  /** The oldest message's age: the monitor's estimate, or (computed locally) the broker's head timestamp when it has one. */
+  oldestAgeSeconds?: number;
+  /** The monitor has not seen the queue empty since it started: its messages may be much older. */
+  oldestAgeIsLowerBound?: boolean;
 }
 
 interface AlarmRow {
@@ -31,6 +35,22 @@ interface StatusView {
   vhost: string;
   queues: QueueRow[];
   alarms: AlarmRow[];
+  /**
+   * The monitor has not yet watched for its longest alarm delay (since it started): conditions that
+   * held before may still become alarms, so none firing is not all clear yet.
+   */
+  warmingUp?: { watchingSince: string | null; until: string | null };
+}
+
+interface MonitorStatus {
+  vhost: string;
+  at: string | null;
+  queues: QueueRow[];
+  alarms: AlarmRow[];
+  /** Absent from a monitor of an earlier release. */
+  warmingUp?: boolean;
+  watchingSince?: string | null;
+  warmingUpUntil?: string | null;
 }
 
 const MONITOR_TIMEOUT_MS = 1_500;
@@ -63,7 +83,7 @@ async function fromMonitor(config: CliConfig, vhost: string): Promise<StatusView
   })
     .then(async (res) => ({
       status: res.status,
-      body: res.ok ? ((await res.json()) as { vhost: string; at: string | null; queues: QueueRow[]; alarms: AlarmRow[] }) : undefined,
+      body: res.ok ? ((await res.json()) as MonitorStatus) : undefined,
       said: res.status >= 500 ? await saidBy(res) : undefined,
     }))
     // Unreachable, slow or not answering JSON: no monitor to ask.
@@ -75,7 +95,14 @@ async function fromMonitor(config: CliConfig, vhost: string): Promise<StatusView
   if (answer?.said !== undefined) return `the monitor at ${base} answered HTTP ${answer.status}${answer.said === '' ? '' : `: ${answer.said}`}`;
   const status = answer?.body;
   if (status === undefined || status.vhost !== vhost || status.at === null) return `no monitor for vhost ${vhost} at ${config.MONITOR_URL}`;
-  return { source: 'monitor', note: `from the monitor at ${base} (polled ${status.at})`, vhost, queues: status.queues, alarms: status.alarms };
+  return {
+    source: 'monitor',
+    note: `from the monitor at ${base} (polled ${status.at})`,
+    vhost,
+    queues: status.queues,
+    alarms: status.alarms,
+    ...(status.warmingUp === true && { warmingUp: { watchingSince: status.watchingSince ?? null, until: status.warmingUpUntil ?? null } }),
+  };
 }
 
 /** Straight from the management API; alarms are the conditions holding right now (no durations, no history). `why`: why not from the monitor. */
@@ -99,12 +126,17 @@ async function computedLocally(config: CliConfig, vhost: string, why: string): P
     source: 'local',
     note: `computed locally (${why}): alarms are conditions holding now, without the monitor's durations`,
     vhost,
-    queues: queues.map((q) => ({ ...q, drainSeconds: drain(q) })),
+    queues: queues.map((q) => ({ ...q, drainSeconds: drain(q), ...(q.headAgeSeconds !== undefined && { oldestAgeSeconds: q.headAgeSeconds }) })),
     alarms: conditions.map((c) => ({ alarm: c.alarm, queue: c.queue, summary: c.summary })),
   };
 }
 
 const seconds = (s: number | null, messages: number): string => (messages === 0 ? '-' : s === null ? 'never' : `${Math.round(s)}s`);
+const oldest = (q: QueueRow): string => (q.messages === 0 ? '-' : q.oldestAgeSeconds === undefined ? '?' : `${q.oldestAgeIsLowerBound === true ? '≥' : ''}${Math.round(q.oldestAgeSeconds)}s`);
+/** The dashboard's words: "watching since 04:58:12Z, alarms may still appear (until 05:00:12Z)". */
+const clock = (iso: string): string => `${iso.slice(11, 19)}Z`;
+const warmingNote = (w: NonNullable<StatusView['warmingUp']>): string =>
+  `${w.watchingSince === null ? 'not watching yet: no poll has read the queues' : `watching since ${clock(w.watchingSince)}`}, alarms may still appear${w.until === null ? '' : ` (until ${clock(w.until)})`}`;
 
 function printTable(view: StatusView): void {
   process.stdout.write(`vhost ${view.vhost}, ${view.note}\n\n`);
@@ -118,11 +150,20 @@ function printTable(view: StatusView): void {
       'publish/s': q.publishRate.toFixed(1),
       'ack/s': q.ackRate.toFixed(1),
       drain: seconds(q.drainSeconds, q.messages),
+      oldest: oldest(q),
     })),
     false,
   );
-  process.stdout.write(`\n${view.alarms.length === 0 ? 'no active alarms' : `${view.alarms.length} active alarm(s):`}\n`);
+  if (view.queues.some((q) => q.oldestAgeIsLowerBound === true && q.messages > 0)) {
+    process.stdout.write('(≥: the monitor has not seen that queue empty since it started, so its messages may be much older)\n');
+  }
+  const warming = view.warmingUp === undefined ? undefined : warmingNote(view.warmingUp);
+  process.stdout.write('\n');
+  // A monitor warming up may not have seen for their delay conditions that held before it started.
+  if (warming !== undefined) process.stdout.write(`${warming}\n`);
+  else if (view.alarms.length === 0) process.stdout.write('no active alarms\n');
   if (view.alarms.length === 0) return;
+  process.stdout.write(`${view.alarms.length} active alarm(s):\n`);
   const firing = (a: AlarmRow) => (a.firedAt === undefined ? 'now' : `${Math.round((Date.now() - a.firedAt) / 1000)}s`);
   printRows(view.alarms.map((a) => ({ alarm: a.alarm, queue: a.queue, firing: firing(a), summary: a.summary })), false);
 }
