@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { createLogger } from '@herald/logging';
 import { Registry, startOpsServer } from '@herald/runtime';
+import { ParkedQueueBusy } from '@herald/db';
 import { describe, expect, it } from 'vitest';
 import { dashboardRoutes, type DashboardDeps } from './dashboard-routes.ts';
 import { createOperatorGate } from './operator-gate.ts';
@@ -51,6 +52,33 @@ describe("the monitor's routes", () => {
       expect(answer).toMatch(/^HTTP\/1\.1 400 /);
       expect(answer).toContain('"code":"bad-url"');
       expect((await fetch(`http://127.0.0.1:${server.port}/healthz`)).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+
+  // A list beside another operator's replay held none of the messages the replay held: "Nothing parked".
+  it("answer 409 naming the holder when another operator's list, replay or purge holds the parked queue", async () => {
+    const monitor = { state: () => ({ vhost: 'v1', at: null, pollMs: 1000, error: null, queues: [{ name: 'push.jobs.parked' }], alarms: [] }) } as unknown as QueueMonitor;
+    const held: string[] = [];
+    const routes = dashboardRoutes({
+      gate: createOperatorGate({ findOperatorByKey: async (key) => (key === 'hko_good' ? { id: 'op1', name: 'ann' } : undefined) }, TTL_MS, silent),
+      monitor,
+      amqpUrl: 'amqp://127.0.0.1:1/none',
+      logger: silent,
+      parkedLease: async (queue: string) => {
+        held.push(queue);
+        throw new ParkedQueueBusy(queue, 'herald bob@ops-2 (pid 3)', new Date('2026-12-07T01:00:00Z'));
+      },
+    } as unknown as DashboardDeps);
+    const server = await startOpsServer({ port: 0, registry: new Registry(), healthy: () => true, ready: () => ({ ready: true, problems: [] }), routes: () => routes });
+    try {
+      const answer = await fetch(`http://127.0.0.1:${server.port}/api/parked/push.jobs`, { headers: { authorization: 'Bearer hko_good' } });
+      expect(answer.status).toBe(409);
+      expect(((await answer.json()) as { error: string }).error).toBe(
+        'push.jobs.parked is being read by herald bob@ops-2 (pid 3) (since 2026-12-07T01:00:00.000Z): a list, replay or purge holds the messages it reads until it ends, so another would miss them; try again when it is done',
+      );
+      expect(held).toEqual(['push.jobs.parked']);
     } finally {
       await server.close();
     }

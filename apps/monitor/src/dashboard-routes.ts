@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ActionRefused, audited, type AuditLog } from '@herald/db';
+import { ActionRefused, audited, ParkedQueueBusy, type AuditLog } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { describeRefusals, listParked, parkedNameOf, purgeParked, replayParked, ReplayError, type ParkedMessage } from '@herald/messaging';
 import type { HttpRoutes } from '@herald/runtime';
@@ -22,6 +22,12 @@ export interface DashboardDeps {
   fanouts?: () => Promise<unknown>;
   /** AMQP URL of the monitored vhost, for listing and replaying parked messages. */
   amqpUrl: string;
+  /**
+   * Runs a list, replay or purge of a parked queue under the lease every CLI and monitor shares
+   * (withParkedLease); rejects with ParkedQueueBusy while another's runs. Unset (tests): this
+   * process's own order only.
+   */
+  parkedLease?: <T>(queue: string, work: () => Promise<T>) => Promise<T>;
   logger: Logger;
 }
 
@@ -124,12 +130,23 @@ async function purge(deps: DashboardDeps, operator: Operator, body: Record<strin
 
 /**
  * One parked operation at a time: listing holds the messages it reads (unacknowledged) until it
- * finishes, and a replay running meanwhile would not see them.
+ * finishes, and a replay running meanwhile would not see them. In this process in turn, and
+ * across processes (another monitor, a CLI) under the queue's lease: one held elsewhere is
+ * answered 409 naming its holder.
  */
-function serially(): <T>(work: () => Promise<T>) => Promise<T> {
+function serially(deps: DashboardDeps): <T>(queue: string, work: () => Promise<T>) => Promise<T> {
   let tail: Promise<unknown> = Promise.resolve();
-  return (work) => {
-    const next = tail.then(work, work);
+  const leased = <T>(queue: string, work: () => Promise<T>): Promise<T> =>
+    deps.parkedLease === undefined
+      ? work()
+      : deps.parkedLease(queue, work).catch((err: unknown) => {
+          throw err instanceof ParkedQueueBusy ? new HttpError(409, err.message) : err;
+        });
+  return (queue, work) => {
+    const next = tail.then(
+      () => leased(queue, work),
+      () => leased(queue, work),
+    );
     tail = next.catch(() => undefined);
     return next;
   };
@@ -146,13 +163,13 @@ async function route(deps: DashboardDeps, req: IncomingMessage, url: URL, operat
   }
   if (parked?.[1] !== undefined && parked[2] === undefined && req.method === 'GET') {
     const queue = parkedQueueOf(deps, parked[1]);
-    const { messages } = await parkedLock(() => listParked({ url: deps.amqpUrl, logger: deps.logger, queue, limit: PARKED_LIST_LIMIT }));
+    const { messages } = await parkedLock(queue, () => listParked({ url: deps.amqpUrl, logger: deps.logger, queue, limit: PARKED_LIST_LIMIT }));
     return { queue, messages: messages.map(parkedRow) };
   }
   if (parked?.[1] !== undefined && parked[2] !== undefined && req.method === 'POST') {
     const queue = parkedQueueOf(deps, parked[1]);
     const body = await readJson(req);
-    return parkedLock(() => (parked[2] === 'replay' ? replay(deps, operator, body, queue) : purge(deps, operator, body, queue)));
+    return parkedLock(queue, () => (parked[2] === 'replay' ? replay(deps, operator, body, queue) : purge(deps, operator, body, queue)));
   }
   throw new HttpError(404, 'not found');
 }
@@ -227,7 +244,7 @@ function parsedTarget(target: string | undefined): URL | null {
 }
 
 export function dashboardRoutes(deps: DashboardDeps): HttpRoutes {
-  const parkedLock = serially();
+  const parkedLock = serially(deps);
   return (req, res) => {
     const url = parsedTarget(req.url);
     // A target Node's parser takes but URL does not (`//[`): no route of ours.

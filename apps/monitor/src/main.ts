@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { loadConfigOrExit } from '@herald/config';
 import { WorkQueues, pushesPerMessage } from '@herald/contracts';
-import { createAnnouncedAlarmStore, createDatabase, databaseOptionsOf, createFanoutRepository, holdLease, startDatabaseClock } from '@herald/db';
-import { connectBroker, type Broker } from '@herald/messaging';
+import { createAnnouncedAlarmStore, createDatabase, databaseOptionsOf, createFanoutRepository, holdLease, startDatabaseClock, withParkedLease } from '@herald/db';
+import { connectBroker, parkedNameOf, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
 import { runService, within } from '@herald/runtime';
 import { alarmAnnouncer, announcedAtStart, seenSince, type AlarmView, type Evidence } from './alarm-announcer.ts';
@@ -126,6 +126,8 @@ await runService('monitor', config, async ({ logger, registry }) => {
       scheduled: scheduled.current,
       fanouts: cachedRunningFanouts(createFanoutRepository(db.kysely)),
       amqpUrl: config.AMQP_URL,
+      // Another's list is over in a moment; another's replay may take minutes: answered 409 after 5 s.
+      parkedLease: (queue, work) => withParkedLease(db.kysely, parkedNameOf(queue), `the dashboard of the monitor on ${hostname()} (pid ${process.pid})`, work, { waitMs: 5_000 }),
       logger,
     }),
     stop: async (timeoutMs) => {

@@ -28,6 +28,22 @@ export interface Lease {
 }
 
 /**
+ * Takes (or renews) lease `name` for `holder` for `ttlMs`: true when it is `holder`'s now, false
+ * while another's has not expired. `acquired_at` moves only when the holder changes.
+ */
+export async function takeLeaseRow(db: Kysely<HeraldTables>, name: string, holder: string, ttlMs: number): Promise<boolean> {
+  const { rows } = await sql<{ holder: string }>`
+    insert into leases (name, holder, expires_at) values (${name}, ${holder}, now() + ${`${ttlMs} milliseconds`}::interval)
+    on conflict (name) do update
+      set holder = excluded.holder,
+          expires_at = excluded.expires_at,
+          acquired_at = case when leases.holder = excluded.holder then leases.acquired_at else now() end
+      where leases.holder = excluded.holder or leases.expires_at < now()
+    returning holder`.execute(db);
+  return rows.length > 0;
+}
+
+/**
  * One row per lease: taken when free or expired, renewed by its holder, given up on stop. A row,
  * not a session advisory lock, so it works through PgBouncer in transaction mode and survives a
  * primary switch; a holder that dies is replaced within ttlMs. Local validity ends a tenth of the
@@ -61,16 +77,8 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
       timer = setTimeout(() => reject(new Error(`no answer from PostgreSQL within ${deadlineMs} ms`)), deadlineMs);
     });
     try {
-      const query = sql<{ holder: string }>`
-        insert into leases (name, holder, expires_at) values (${name}, ${holder}, now() + ${`${ttlMs} milliseconds`}::interval)
-        on conflict (name) do update
-          set holder = excluded.holder,
-              expires_at = excluded.expires_at,
-              acquired_at = case when leases.holder = excluded.holder then leases.acquired_at else now() end
-          where leases.holder = excluded.holder or leases.expires_at < now()
-        returning holder`.execute(db);
-      const row = await Promise.race([query, late]);
-      validUntil = row.rows.length > 0 ? askedAt + ttlMs * 0.9 : 0;
+      const taken = await Promise.race([takeLeaseRow(db, name, holder, ttlMs), late]);
+      validUntil = taken ? askedAt + ttlMs * 0.9 : 0;
       failing = false;
     } catch (err) {
       failing = true;

@@ -1,5 +1,5 @@
 import { createLogger } from '@herald/logging';
-import { ActionRefused } from '@herald/db';
+import { ActionRefused, ParkedQueueBusy, withParkedLease, type Database } from '@herald/db';
 import {
   describeRefusals,
   findParked,
@@ -18,11 +18,25 @@ import { readCliConfig } from '../cli-config.ts';
 import { knownWorkQueue } from './queue-name.ts';
 import { printObject, printRows } from '../output.ts';
 import { progressBar } from '../progress-bar.ts';
-import { auditedCli } from './cli-audit.ts';
+import { auditedCli, cliActor } from './cli-audit.ts';
+import { withDatabase } from './with-database.ts';
 
 type ScopeOptions = { app?: string; subscription?: string };
 type FilterOptions = ScopeOptions & { id?: string; code?: string; all?: boolean; newerThan?: string; olderThan?: string };
 type ReplayFlags = FilterOptions & { force?: boolean };
+
+/**
+ * `work` on `queue`'s parked messages under its lease (withParkedLease), shared with other CLIs and
+ * the dashboard: one operation beside another would miss the messages the other holds. Another's
+ * operation that does not end within 30 s is a refusal naming it.
+ */
+async function underLease<T>(db: Database, queue: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await withParkedLease(db.kysely, parkedNameOf(queue), `herald ${cliActor().id} (pid ${process.pid})`, work);
+  } catch (err) {
+    throw err instanceof ParkedQueueBusy ? new ActionRefused(err.message) : err;
+  }
+}
 
 const base = (queue: string) => ({
   url: readCliConfig().AMQP_URL,
@@ -161,7 +175,7 @@ export function registerParkedCommands(program: Command): void {
       if (!/^\d+$/.test(o.limit) || Number(o.limit) < 1) throw new Error(`--limit must be a positive integer, got "${o.limit}"`);
       const filter: Extract<ParkedFilter, { kind: 'all' }> = { kind: 'all', ...scopeOf(o), ...ageOf(o) };
       const limit = Number(o.limit);
-      const listed = await listParked({ ...base(queue), filter, limit });
+      const listed = await withDatabase((db) => underLease(db, queue, () => listParked({ ...base(queue), filter, limit })));
       printRows(listed.messages.map(row), o.json === true);
       const note = listNote(filter, listed, limit, queue);
       if (note !== undefined) process.stderr.write(`${note}\n`);
@@ -170,7 +184,7 @@ export function registerParkedCommands(program: Command): void {
     .command('show <queue> <messageId>')
     .description('one parked message: headers and body')
     .action(async (queue: string, messageId: string) => {
-      const found = await findParked({ ...base(queue), messageId });
+      const found = await withDatabase((db) => underLease(db, queue, () => findParked({ ...base(queue), messageId })));
       if (found === undefined) throw new Error(`no parked message ${messageId} in ${queue}`);
       printObject({ ...row(found), headers: found.headers, body: bodyOf(found) }, true);
     });
@@ -195,8 +209,8 @@ export function registerParkedCommands(program: Command): void {
       };
       const what = { action: 'parked.replay', target: parkedNameOf(queue), request: { filter, force, via: 'cli' } };
       let result: ReplayResult | undefined;
-      await auditedCli(what, async () => {
-        result = await replayParked({ ...opts, filter, force, onProgress: progress });
+      await auditedCli(what, async (db) => {
+        result = await underLease(db, queue, () => replayParked({ ...opts, filter, force, onProgress: progress }));
         // Nothing replayed because everything matching was a permanent rejection: audited as refused.
         if (result.replayed === 0 && result.refused.length > 0) throw new ActionRefused(describeRefusals(result.refused), { ...result });
         const nothing = matchedNothing(filter, result.replayed, result.seen, queue);
@@ -205,7 +219,7 @@ export function registerParkedCommands(program: Command): void {
       })
         .catch((err: unknown) => {
           // Permanent rejections are told below; any other refusal (no such message) is the command's error.
-          if (!(err instanceof ActionRefused) || result?.refused.length === 0) throw err;
+          if (!(err instanceof ActionRefused) || result === undefined || result.refused.length === 0) throw err;
         })
         .finally(() => bar.finish());
       if (result === undefined) return;
@@ -230,8 +244,8 @@ export function registerParkedCommands(program: Command): void {
       const opts = base(queue);
       const filter = filterOf(o);
       const what = { action: 'parked.purge', target: parkedNameOf(queue), request: { filter, via: 'cli' } };
-      const result = await auditedCli(what, async () => {
-        const purged = await purgeParked({ ...opts, filter });
+      const result = await auditedCli(what, async (db) => {
+        const purged = await underLease(db, queue, () => purgeParked({ ...opts, filter }));
         // A mistyped id or code purged nothing and said so on stdout, exit 0 (the dashboard answers 404).
         const nothing = matchedNothing(filter, purged.purged, purged.seen, queue);
         if (nothing !== undefined) throw new ActionRefused(nothing);

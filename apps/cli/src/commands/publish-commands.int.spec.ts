@@ -123,6 +123,23 @@ describe('herald send, apps add and parked list: what an operator types wrong', 
   });
 });
 
+describe('herald parked and another operation on the same queue', () => {
+  // Before, a list or replay beside another missed the messages the other held: "(none)", "replayed 0 of 0", exit 0.
+  it("waits for another operator's list or replay of the queue to end (its lease), then does its own", async () => {
+    await broker.publisher.publish({ exchange: '', routingKey: `${Queues.fcmSend}.parked`, body: { app: 'acme', pushId: 'held-1' }, messageId: 'held-1' });
+    await t.db.kysely
+      .insertInto('leases')
+      .values({ name: `parked:${Queues.fcmSend}.parked`, holder: 'the dashboard of the monitor on m-1 (pid 9)', expires_at: new Date(Date.now() + 1_500) })
+      .execute();
+    const started = performance.now();
+    const listed = await heraldPrinting('parked', 'list', Queues.fcmSend, '--json');
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as { id: string }[]).map((r) => r.id)).toEqual(['held-1']);
+    // The dashboard's lease ran out (its holder gone) before the list read anything.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1_200);
+  });
+});
+
 describe('herald parked list', () => {
   // Before, --app filtered only the first --limit messages read: one app's parks behind another's listed "(none)".
   it("lists an app's parks found beyond the first --limit messages, and says on stderr when it stopped at the limit or nothing matched", async () => {

@@ -1,0 +1,53 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ParkedQueueBusy, withParkedLease } from './parked-lease.ts';
+import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+
+let t: SpecDatabase;
+beforeAll(async () => {
+  t = await createSpecDatabase('parked_lease');
+});
+afterAll(() => t.drop());
+
+/** A promise and the function that settles it. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  return { opened, open };
+}
+
+describe('withParkedLease', () => {
+  it("refuses a second operation on a queue while another's runs, naming it, and lets it run once that one ends", async () => {
+    const first = gate();
+    const running = withParkedLease(t.db.kysely, 'push.apns.send.parked', 'herald ann@ops-1 (pid 1)', () => first.opened.then(() => 'replayed'));
+    await new Promise((r) => setTimeout(r, 100));
+    const refused = await withParkedLease(t.db.kysely, 'push.apns.send.parked', 'the dashboard of the monitor on m-1 (pid 2)', async () => 'listed', { waitMs: 300 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ParkedQueueBusy);
+    expect((refused as ParkedQueueBusy).message).toMatch(/^push\.apns\.send\.parked is being read by herald ann@ops-1 \(pid 1\) \(since \d{4}-/);
+    // Another queue is free meanwhile.
+    expect(await withParkedLease(t.db.kysely, 'push.fcm.send.parked', 'the dashboard of the monitor on m-1 (pid 2)', async () => 'listed', { waitMs: 0 })).toBe('listed');
+    // One waiting long enough goes once the first ends (its row deleted), not after the lease's ttl.
+    const waiting = withParkedLease(t.db.kysely, 'push.apns.send.parked', 'the dashboard of the monitor on m-1 (pid 2)', async () => 'listed', { waitMs: 10_000 });
+    const endedAt = performance.now();
+    first.open();
+    expect(await running).toBe('replayed');
+    expect(await waiting).toBe('listed');
+    expect(performance.now() - endedAt).toBeLessThan(2_000);
+  });
+
+  it("takes over the lease of a holder that died (its row past its expiry), and leaves none behind when its work throws", async () => {
+    await sql`insert into leases (name, holder, expires_at) values ('parked:push.jobs.parked', 'a killed CLI', now() - interval '1 second')`.execute(t.db.kysely);
+    await expect(withParkedLease(t.db.kysely, 'push.jobs.parked', 'herald bob@ops-2 (pid 3)', async () => Promise.reject(new Error('the broker went away')), { waitMs: 0 })).rejects.toThrow('the broker went away');
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from leases where name = 'parked:push.jobs.parked'`.execute(t.db.kysely);
+    expect(rows[0]?.n).toBe(0);
+  });
+
+  it('renews the lease while the work lasts longer than its ttl, so no one else takes it', async () => {
+    const long = gate();
+    const running = withParkedLease(t.db.kysely, 'push.web.send.parked', 'herald ann@ops-1 (pid 1)', () => long.opened, { ttlMs: 600 });
+    await new Promise((r) => setTimeout(r, 1_500));
+    await expect(withParkedLease(t.db.kysely, 'push.web.send.parked', 'herald bob@ops-2 (pid 3)', async () => undefined, { waitMs: 0 })).rejects.toBeInstanceOf(ParkedQueueBusy);
+    long.open();
+    await running;
+  });
+});

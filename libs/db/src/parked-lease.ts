@@ -1,0 +1,57 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql, type Kysely } from 'kysely';
+import { takeLeaseRow } from './lease.ts';
+import type { HeraldTables } from './tables.ts';
+
+/** Another operator's parked operation (a CLI command, a dashboard action) holds the queue. */
+export class ParkedQueueBusy extends Error {
+  override readonly name = 'ParkedQueueBusy';
+  constructor(
+    readonly queue: string,
+    readonly holder: string,
+    readonly since: Date,
+  ) {
+    super(`${queue} is being read by ${holder} (since ${since.toISOString()}): a list, replay or purge holds the messages it reads until it ends, so another would miss them; try again when it is done`);
+  }
+}
+
+export interface ParkedLeaseOptions {
+  /** How long to wait for another's operation to end before refusing (default 30 s). */
+  waitMs?: number;
+  /** How long a taken lease holds without renewal (default 30 s; renewed every third of it). */
+  ttlMs?: number;
+}
+
+const POLL_MS = 250;
+
+/**
+ * Runs `work` (a list, show, replay or purge of `queue`'s parked messages) while holding the
+ * queue's lease (a `leases` row, `parked:<queue>`), shared by every CLI and monitor. Each such
+ * operation holds the messages it has read unacknowledged until it ends, so one running beside
+ * another saw fewer or none ("replayed 0 of 0", a list of "(none)") and said so as success. A
+ * holder that dies loses the lease within `ttlMs`. A `holder` names one process: it may take the
+ * lease again, so it runs its own operations on a queue one at a time itself.
+ */
+export async function withParkedLease<T>(db: Kysely<HeraldTables>, queue: string, holder: string, work: () => Promise<T>, opts: ParkedLeaseOptions = {}): Promise<T> {
+  const name = `parked:${queue}`;
+  const ttlMs = opts.ttlMs ?? 30_000;
+  const take = (): Promise<boolean> => takeLeaseRow(db, name, holder, ttlMs);
+  const waitUntil = performance.now() + (opts.waitMs ?? 30_000);
+  while (!(await take())) {
+    if (performance.now() >= waitUntil) {
+      const { rows } = await sql<{ holder: string; acquired_at: Date }>`select holder, acquired_at from leases where name = ${name}`.execute(db);
+      const other = rows[0];
+      // Let go between the two statements: ask once more.
+      if (other === undefined && (await take())) break;
+      throw new ParkedQueueBusy(queue, other?.holder ?? 'another operation', other?.acquired_at ?? new Date());
+    }
+    await sleep(POLL_MS);
+  }
+  const renewal = setInterval(() => void take().catch(() => undefined), ttlMs / 3);
+  try {
+    return await work();
+  } finally {
+    clearInterval(renewal);
+    await sql`delete from leases where name = ${name} and holder = ${holder}`.execute(db).catch(() => undefined);
+  }
+}
