@@ -1,5 +1,5 @@
 import { createLogger } from '@herald/logging';
-import { ActionRefused, ParkedQueueBusy, withParkedLease, type Database } from '@herald/db';
+import { ActionRefused, isDatabaseUnavailable, ParkedQueueBusy, withParkedLease, type Database } from '@herald/db';
 import {
   describeRefusals,
   findParked,
@@ -35,6 +35,23 @@ async function underLease<T>(db: Database, queue: string, work: () => Promise<T>
     return await withParkedLease(db.kysely, parkedNameOf(queue), `herald ${cliActor().id} (pid ${process.pid})`, work);
   } catch (err) {
     throw err instanceof ParkedQueueBusy ? new ActionRefused(err.message) : err;
+  }
+}
+
+/**
+ * A read (list, show) under the lease while PostgreSQL answers; without it, said on stderr, while
+ * it does not: in an incident that took PostgreSQL down an operator still reads what is parked
+ * (RabbitMQ alone was needed before the lease). A replay or purge is audited in PostgreSQL, and
+ * needs it anyway.
+ */
+async function readUnderLease<T>(queue: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await withDatabase((db) => underLease(db, queue, work));
+  } catch (err) {
+    if (!isDatabaseUnavailable(err)) throw err;
+    const why = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`could not take ${parkedNameOf(queue)}'s lease (PostgreSQL: ${why}); read without it: another operator's replay or purge running now may hold messages this does not show\n`);
+    return work();
   }
 }
 
@@ -175,7 +192,7 @@ export function registerParkedCommands(program: Command): void {
       if (!/^\d+$/.test(o.limit) || Number(o.limit) < 1) throw new Error(`--limit must be a positive integer, got "${o.limit}"`);
       const filter: Extract<ParkedFilter, { kind: 'all' }> = { kind: 'all', ...scopeOf(o), ...ageOf(o) };
       const limit = Number(o.limit);
-      const listed = await withDatabase((db) => underLease(db, queue, () => listParked({ ...base(queue), filter, limit })));
+      const listed = await readUnderLease(queue, () => listParked({ ...base(queue), filter, limit }));
       printRows(listed.messages.map(row), o.json === true);
       const note = listNote(filter, listed, limit, queue);
       if (note !== undefined) process.stderr.write(`${note}\n`);
@@ -184,7 +201,7 @@ export function registerParkedCommands(program: Command): void {
     .command('show <queue> <messageId>')
     .description('one parked message: headers and body')
     .action(async (queue: string, messageId: string) => {
-      const found = await withDatabase((db) => underLease(db, queue, () => findParked({ ...base(queue), messageId })));
+      const found = await readUnderLease(queue, () => findParked({ ...base(queue), messageId }));
       if (found === undefined) throw new Error(`no parked message ${messageId} in ${queue}`);
       printObject({ ...row(found), headers: found.headers, body: bodyOf(found) }, true);
     });

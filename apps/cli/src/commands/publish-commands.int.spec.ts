@@ -27,7 +27,12 @@ afterAll(async () => {
 
 /** `herald …` as a person runs it, against this file's schema and vhost, with what it printed on stdout. */
 function heraldPrinting(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, AMQP_URL: vhost.amqpUrl, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema };
+  return heraldWith({}, ...args);
+}
+
+/** heraldPrinting with settings of its own (`overrides` over this file's). */
+function heraldWith(overrides: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = { ...process.env, AMQP_URL: vhost.amqpUrl, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema, ...overrides };
   return new Promise((resolve) => {
     execFile(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], { env, encoding: 'utf8' }, (err, stdout, stderr) =>
       resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, stdout, stderr }),
@@ -137,6 +142,14 @@ describe('herald parked and another operation on the same queue', () => {
     expect((JSON.parse(listed.stdout) as { id: string }[]).map((r) => r.id)).toEqual(['held-1']);
     // The dashboard's lease ran out (its holder gone) before the list read anything.
     expect(performance.now() - started).toBeGreaterThanOrEqual(1_200);
+  });
+
+  // In an incident that took PostgreSQL down, an operator still reads what is parked (a list needed RabbitMQ alone before the lease).
+  it('lists without the lease, and says so, when PostgreSQL does not answer', async () => {
+    const listed = await heraldWith({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, 'parked', 'list', Queues.fcmSend, '--json');
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as { id: string }[]).map((r) => r.id)).toContain('held-1');
+    expect(listed.stderr).toMatch(/could not take push\.fcm\.send\.parked's lease \(PostgreSQL: .*\); read without it/);
   });
 });
 
