@@ -84,4 +84,33 @@ describe("the dashboard's parked list, from a real RabbitMQ", () => {
       await server.close();
     }
   });
+
+  // The parked queues' leases live in PostgreSQL: its outage, the incident the dashboard must show, took the parked list with it.
+  it('lists parked messages without the lease while PostgreSQL does not answer, and answers a replay 503 saying why', async () => {
+    const monitor = {
+      state: () => ({ vhost: vhost.name, at: null, pollMs: 1000, error: null, queues: [{ name: PARKED }], alarms: [] }),
+    } as unknown as QueueMonitor;
+    const routes = dashboardRoutes({
+      gate: createOperatorGate({ findOperatorByKey: async (key) => (key === 'hko_good' ? { id: 'op1', name: 'ann' } : undefined) }, 5_000, logger),
+      monitor,
+      amqpUrl: vhost.amqpUrl,
+      logger,
+      parkedLease: async () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })),
+    } as unknown as DashboardDeps);
+    const server = await startOpsServer({ port: 0, registry: new Registry(), healthy: () => true, ready: () => ({ ready: true, problems: [] }), routes: () => routes });
+    try {
+      const listed = await fetch(`http://127.0.0.1:${server.port}/api/parked/${PARKED}`, { headers: { authorization: 'Bearer hko_good' } });
+      expect(listed.status).toBe(200);
+      expect(((await listed.json()) as { messages: Array<{ id: string }> }).messages.map((m) => m.id)).toEqual(['p1']);
+      const replay = await fetch(`http://127.0.0.1:${server.port}/api/parked/${PARKED}/replay`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer hko_good', 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 'p1' }),
+      });
+      expect(replay.status).toBe(503);
+      expect(((await replay.json()) as { error: string }).error).toMatch(/^PostgreSQL does not answer/);
+    } finally {
+      await server.close();
+    }
+  });
 });

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ActionRefused, audited, ParkedQueueBusy, type AuditLog } from '@herald/db';
+import { ActionRefused, audited, isDatabaseUnavailable, ParkedQueueBusy, type AuditLog } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { describeRefusals, listParked, parkedNameOf, purgeParked, replayParked, ReplayError, type ParkedMessage } from '@herald/messaging';
 import type { HttpRoutes } from '@herald/runtime';
@@ -134,18 +134,25 @@ async function purge(deps: DashboardDeps, operator: Operator, body: Record<strin
  * across processes (another monitor, a CLI) under the queue's lease: one held elsewhere is
  * answered 409 naming its holder.
  */
-function serially(deps: DashboardDeps): <T>(queue: string, work: () => Promise<T>) => Promise<T> {
+function serially(deps: DashboardDeps): <T>(queue: string, work: () => Promise<T>, read?: 'read') => Promise<T> {
   let tail: Promise<unknown> = Promise.resolve();
-  const leased = <T>(queue: string, work: () => Promise<T>): Promise<T> =>
-    deps.parkedLease === undefined
-      ? work()
-      : deps.parkedLease(queue, work).catch((err: unknown) => {
-          throw err instanceof ParkedQueueBusy ? new HttpError(409, err.message) : err;
-        });
-  return (queue, work) => {
+  const leased = async <T>(queue: string, work: () => Promise<T>, read?: 'read'): Promise<T> => {
+    if (deps.parkedLease === undefined) return work();
+    try {
+      return await deps.parkedLease(queue, work);
+    } catch (err) {
+      if (err instanceof ParkedQueueBusy) throw new HttpError(409, err.message);
+      // PostgreSQL down (the incident the dashboard must show): a list is read without the lease,
+      // as RabbitMQ alone allows; a replay or purge, audited there, says why it cannot be done now.
+      if (!isDatabaseUnavailable(err)) throw err;
+      if (read === 'read') return work();
+      throw new HttpError(503, `PostgreSQL does not answer (it keeps the parked queues' leases and the audit log): try again once it does`);
+    }
+  };
+  return (queue, work, read) => {
     const next = tail.then(
-      () => leased(queue, work),
-      () => leased(queue, work),
+      () => leased(queue, work, read),
+      () => leased(queue, work, read),
     );
     tail = next.catch(() => undefined);
     return next;
@@ -163,7 +170,7 @@ async function route(deps: DashboardDeps, req: IncomingMessage, url: URL, operat
   }
   if (parked?.[1] !== undefined && parked[2] === undefined && req.method === 'GET') {
     const queue = parkedQueueOf(deps, parked[1]);
-    const { messages } = await parkedLock(queue, () => listParked({ url: deps.amqpUrl, logger: deps.logger, queue, limit: PARKED_LIST_LIMIT }));
+    const { messages } = await parkedLock(queue, () => listParked({ url: deps.amqpUrl, logger: deps.logger, queue, limit: PARKED_LIST_LIMIT }), 'read');
     return { queue, messages: messages.map(parkedRow) };
   }
   if (parked?.[1] !== undefined && parked[2] !== undefined && req.method === 'POST') {

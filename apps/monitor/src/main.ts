@@ -126,8 +126,9 @@ await runService('monitor', config, async ({ logger, registry }) => {
       scheduled: scheduled.current,
       fanouts: cachedRunningFanouts(createFanoutRepository(db.kysely)),
       amqpUrl: config.AMQP_URL,
-      // Another's list is over in a moment; another's replay may take minutes: answered 409 after 5 s.
-      parkedLease: (queue, work) => withParkedLease(db.kysely, parkedNameOf(queue), `the dashboard of the monitor on ${hostname()} (pid ${process.pid})`, work, { waitMs: 5_000 }),
+      // Held by another (a CLI's replay may take minutes): answered 409 at once, not after a wait
+      // that would hold this monitor's other parked requests behind it.
+      parkedLease: (queue, work) => withParkedLease(db.kysely, parkedNameOf(queue), `the dashboard of the monitor on ${alarmsLease.holder}`, work, { waitMs: 0 }),
       logger,
     }),
     stop: async (timeoutMs) => {

@@ -18,23 +18,34 @@ export class ParkedQueueBusy extends Error {
 export interface ParkedLeaseOptions {
   /** How long to wait for another's operation to end before refusing (default 30 s). */
   waitMs?: number;
-  /** How long a taken lease holds without renewal (default 30 s; renewed every third of it). */
+  /**
+   * How long a taken lease holds without renewal (default DEFAULT_PARKED_LEASE_MS; renewed every
+   * third of it).
+   */
   ttlMs?: number;
 }
 
 const POLL_MS = 250;
 
 /**
+ * A parked operation's lease, 90 s: longer than RabbitMQ takes to hand back the messages of a
+ * holder that vanished without closing its connection (a dropped VPN: its 60 s heartbeat timeout),
+ * so no one reads the queue while they are still held. A holder that exits, even killed, closes
+ * its connection and its messages go back at once; its row lasts out the 90 s.
+ */
+export const DEFAULT_PARKED_LEASE_MS = 90_000;
+
+/**
  * Runs `work` (a list, show, replay or purge of `queue`'s parked messages) while holding the
  * queue's lease (a `leases` row, `parked:<queue>`), shared by every CLI and monitor. Each such
  * operation holds the messages it has read unacknowledged until it ends, so one running beside
  * another saw fewer or none ("replayed 0 of 0", a list of "(none)") and said so as success. A
- * holder that dies loses the lease within `ttlMs`. A `holder` names one process: it may take the
+ * holder that dies loses the lease within `ttlMs`. A `holder` names one run of one process: it may take the
  * lease again, so it runs its own operations on a queue one at a time itself.
  */
 export async function withParkedLease<T>(db: Kysely<HeraldTables>, queue: string, holder: string, work: () => Promise<T>, opts: ParkedLeaseOptions = {}): Promise<T> {
   const name = `parked:${queue}`;
-  const ttlMs = opts.ttlMs ?? 30_000;
+  const ttlMs = opts.ttlMs ?? DEFAULT_PARKED_LEASE_MS;
   const take = (): Promise<boolean> => takeLeaseRow(db, name, holder, ttlMs);
   const waitUntil = performance.now() + (opts.waitMs ?? 30_000);
   while (!(await take())) {
@@ -47,11 +58,27 @@ export async function withParkedLease<T>(db: Kysely<HeraldTables>, queue: string
     }
     await sleep(POLL_MS);
   }
-  const renewal = setInterval(() => void take().catch(() => undefined), ttlMs / 3);
+  // One renewal at a time, each awaited before the next (and before the release): a renewal
+  // answered after the release would take the lease again for a holder that is done.
+  let done = false;
+  let renewing: Promise<unknown> = Promise.resolve();
+  let timer: NodeJS.Timeout | undefined;
+  const renew = (): void => {
+    timer = setTimeout(() => {
+      renewing = take()
+        .catch(() => undefined)
+        .finally(() => {
+          if (!done) renew();
+        });
+    }, ttlMs / 3);
+  };
+  renew();
   try {
     return await work();
   } finally {
-    clearInterval(renewal);
+    done = true;
+    clearTimeout(timer);
+    await renewing;
     await sql`delete from leases where name = ${name} and holder = ${holder}`.execute(db).catch(() => undefined);
   }
 }

@@ -86,7 +86,8 @@ export function longestDelayMs(config: ThresholdConfig): number {
   return Math.max(
     ...['*', ...Object.keys(config.raw)].map((queue) => {
       const t = config.for(queue);
-      return Math.max(t.backlogForMs, t.noConsumerForMs, t.drainForMs, t.stalledForMs);
+      // parkedWindowMs: parked-growing compares the parked depth with its depth that long ago, which a restarted monitor has only seen after it.
+      return Math.max(t.backlogForMs, t.noConsumerForMs, t.drainForMs, t.stalledForMs, t.parkedWindowMs);
     }),
   );
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createLogger } from '@herald/logging';
 import { ActionRefused, isDatabaseUnavailable, ParkedQueueBusy, withParkedLease, type Database } from '@herald/db';
 import {
@@ -30,9 +31,12 @@ type ReplayFlags = FilterOptions & { force?: boolean };
  * the dashboard: one operation beside another would miss the messages the other holds. Another's
  * operation that does not end within 30 s is a refusal naming it.
  */
+/** This run's name in a lease: who, where, and a random part (two containers' CLIs can share a user, a host name and pid 1). */
+const HOLDER = `herald ${cliActor().id} (pid ${process.pid}, run ${randomBytes(3).toString('hex')})`;
+
 async function underLease<T>(db: Database, queue: string, work: () => Promise<T>): Promise<T> {
   try {
-    return await withParkedLease(db.kysely, parkedNameOf(queue), `herald ${cliActor().id} (pid ${process.pid})`, work);
+    return await withParkedLease(db.kysely, parkedNameOf(queue), HOLDER, work);
   } catch (err) {
     throw err instanceof ParkedQueueBusy ? new ActionRefused(err.message) : err;
   }
@@ -167,7 +171,7 @@ const row = (m: ParkedMessage) => ({
   reason: m.reason,
 });
 
-const APP_HELP = "the app their body names; for push.webhook.send, the subscription's team, which deliveries parked before 2026-12-07 do not name";
+const APP_HELP = "the app their body names; for push.webhook.send, the subscription's team, which deliveries parked before 2026-12-07, and those parked at the delivery limit on their first attempt, do not name (--subscription finds them)";
 const SUBSCRIPTION_HELP = 'only push.webhook.send deliveries for this webhook subscription (its id)';
 
 const AGE_FLAGS = [
