@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queues } from '@herald/contracts';
 import type { SubscriptionPage } from '@herald/db';
 import { createLogger } from '@herald/logging';
-import { connectBroker, heraldTopology, type Broker } from '@herald/messaging';
+import { connectBroker, heraldTopology, HeraldHeaders, type Broker } from '@herald/messaging';
 import { Registry } from '@herald/runtime';
 import { createTestDatabase, createTestVhost, peekMessages, type TestDatabase, type TestVhost } from '@herald/testing';
 import { createFanoutHandler } from './fanout.ts';
@@ -80,8 +80,11 @@ describe('webhook-fanout: matching subscriptions read in chunks', () => {
     await handle([adChange('sliced-1'), adChange('sliced-2')]);
     // Ten deliveries (two events, five subscriptions) in slices of three (one publish of ten before).
     expect(published).toEqual([3, 3, 3, 1]);
-    const queued = (await peekMessages(vhost.name, Queues.webhookSend, 200)).map((m) => JSON.parse(m.payload) as { subscriptionId: string });
-    expect(queued.filter((d) => many.some((s) => s.id === d.subscriptionId))).toHaveLength(10);
+    const queued = (await peekMessages(vhost.name, Queues.webhookSend, 200)).map((m) => ({ ...(JSON.parse(m.payload) as { subscriptionId: string }), headers: m.properties.headers }));
+    const ours = queued.filter((d) => many.some((s) => s.id === d.subscriptionId));
+    expect(ours).toHaveLength(10);
+    // Each names its owner from the first copy: a park at the delivery limit (no outcome of the pusher's) can be replayed by --app or --subscription.
+    for (const d of ours) expect(d.headers).toMatchObject({ [HeraldHeaders.team]: many.find((s) => s.id === d.subscriptionId)?.team, [HeraldHeaders.subscription]: d.subscriptionId });
   });
 
   it('parks a change event over WEBHOOK_MAX_CHANGE_BYTES published over AMQP (payload-too-large), and queues nothing for it', async () => {

@@ -12,7 +12,7 @@ import {
 } from '@herald/contracts';
 import { matchesResource, type SubscriptionPage, type SubscriptionRow } from '@herald/db';
 import type { Logger } from '@herald/logging';
-import type { InboundMessage, OutboundMessage, Outcome, Publisher } from '@herald/messaging';
+import { webhookOwnerHeaders, type InboundMessage, type OutboundMessage, type Outcome, type Publisher } from '@herald/messaging';
 import type { FanoutMetrics } from './fanout-metrics.ts';
 
 export interface FanoutDeps {
@@ -171,7 +171,8 @@ function deliveryMessage(a: Accepted, s: SubscriptionRow, queuedAt: string): Out
     ...(a.event.trace === true && { trace: true }),
     ...(a.event.publishedBy !== undefined && { publishedBy: a.event.publishedBy }),
   };
-  return { exchange: Exchanges.send, routingKey: Queues.webhookSend, body: delivery, messageId: delivery.notificationId };
+  // Whose it is, on every copy from the first: one the consumer parks at the delivery limit (its handler failing before any outcome) names them too.
+  return { exchange: Exchanges.send, routingKey: Queues.webhookSend, body: delivery, messageId: delivery.notificationId, headers: webhookOwnerHeaders(s) };
 }
 
 function park(deps: FanoutDeps, code: string, reason: string, eventId: string | undefined): Outcome {

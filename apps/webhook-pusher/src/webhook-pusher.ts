@@ -10,7 +10,7 @@ import {
 import type { SubscriptionRow } from '@herald/db';
 import { DeliveredRecorder, keepClaims, unrecordedOf, waitWindow, type Ledger, type PusherMetrics, type WaitWindow } from '@herald/delivery';
 import type { Logger } from '@herald/logging';
-import { HeraldHeaders, type Decided, type InboundMessage, type Outcome, type ParkedNotice } from '@herald/messaging';
+import { webhookOwnerHeaders, type Decided, type InboundMessage, type Outcome, type ParkedNotice } from '@herald/messaging';
 import type { HostSlots } from './host-slots.ts';
 import type { SubscriptionCache } from './subscription-cache.ts';
 import type { WebhookMetrics } from './webhook-metrics.ts';
@@ -51,11 +51,11 @@ const PLATFORM = 'webhook';
 
 /**
  * Whose delivery it is, set on every outcome that leaves a copy (retry, defer, park) and kept by
- * its later copies, so its parked copy names them however it got there (a park, retries run out,
- * the delivery limit after a retry): `herald parked replay push.webhook.send --app <team>` or
- * `--subscription <id>` replays one team's or one subscription's, the body naming neither team nor app.
+ * its later copies, so its parked copy names them however it got there (the fan-out sets them too,
+ * for a copy the consumer parks at the delivery limit): `herald parked replay push.webhook.send
+ * --app <team>` or `--subscription <id>` replays one team's or one subscription's.
  */
-const ownerOf = (sub: SubscriptionRow) => ({ [HeraldHeaders.team]: sub.team, [HeraldHeaders.subscription]: sub.id });
+const ownerOf = webhookOwnerHeaders;
 
 /**
  * How long a batch's deliveries are waited for together: those answered by then are recorded and

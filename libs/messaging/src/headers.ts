@@ -8,13 +8,16 @@ export const HeraldHeaders = {
   /** On a parked message an operator replayed: when (parked.ts). */
   replayedAt: 'x-herald-replayed-at',
   /**
-   * On a webhook delivery's retried, deferred and parked copies: the team that owns its
-   * subscription, and the subscription's id (the webhook pusher's note), so that `herald parked`
-   * can pick one team's or one subscription's parks (parked.ts): the body names neither team nor app.
+   * On a webhook delivery (set by the fan-out) and its retried, deferred and parked copies: the
+   * team that owns its subscription, and the subscription's id, so that `herald parked` can pick
+   * one team's or one subscription's parks (parked.ts): the body names neither team nor app.
    */
   team: 'x-herald-team',
   subscription: 'x-herald-subscription',
 } as const;
+
+/** The headers naming a webhook delivery's owner: its subscription's team and id (HeraldHeaders.team, .subscription). */
+export const webhookOwnerHeaders = (sub: { team: string; id: string }): { [k: string]: string } => ({ [HeraldHeaders.team]: sub.team, [HeraldHeaders.subscription]: sub.id });
 
 /** The attempt number a message carries; 1 when the header is absent or malformed. */
 export function attemptOf(headers: Record<string, unknown>): number {

@@ -30,7 +30,7 @@ export {
   type QueueSpec,
   type BindingSpec,
 } from './topology.ts';
-export { HeraldHeaders, handledBefore } from './headers.ts';
+export { HeraldHeaders, handledBefore, webhookOwnerHeaders } from './headers.ts';
 export { PACKED_CONTENT_TYPE, PACK_IDS_HEADER, packMessages, type Packed } from './pack.ts';
 export { DEFAULT_JOB_PACK_SIZE, coalescedPublish, type CoalescedPublishOptions } from './coalesced-publish.ts';
 export { Headers } from '@herald/contracts';

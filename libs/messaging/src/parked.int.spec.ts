@@ -186,8 +186,12 @@ describe('parked messages: list, replay, purge', () => {
     await Promise.all(Array.from({ length: 1005 }, (_, i) => park(`old${i}`, 'app-banned', 'p.work', push('acme', hoursAgo(30)))));
     for (let i = 0; i < 5; i++) await park(`new${i}`, 'provider-rejected', 'p.work', push('shop', hoursAgo(1)));
     const recent = ['new0', 'new1', 'new2', 'new3', 'new4'];
-    const ofShop = await listParked({ ...opts(), filter: { kind: 'all', app: 'shop' }, limit: 1000 });
+    const progress: Array<{ seen: number; total: number; matched: number }> = [];
+    const ofShop = await listParked({ ...opts(), filter: { kind: 'all', app: 'shop' }, limit: 1000, onProgress: (p) => progress.push(p) });
     expect([ofShop.messages.map((m) => m.messageId), ofShop.seen, ofShop.total]).toEqual([recent, 1010, 1010]);
+    // Told as it reads (the CLI's progress on stderr), chunk by chunk, up to the whole queue.
+    expect(progress.length).toBeGreaterThan(1);
+    expect(progress.at(-1)).toEqual({ seen: 1010, total: 1010, matched: 5 });
     // What a list read goes back to the queue, not always in the same order: compared sorted.
     const young = await listParked({ ...opts(), filter: { kind: 'all', newerThanMs: 6 * 3_600_000 }, limit: 1000 });
     expect(young.messages.map((m) => m.messageId).sort()).toEqual(recent);

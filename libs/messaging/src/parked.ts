@@ -271,7 +271,14 @@ export interface ParkedList {
  * read showed none of one app's parks queued behind a thousand of another's, while a replay with the
  * same filter took them all. Only matching messages' bodies are kept.
  */
-export async function listParked(opts: ParkedOptions & { filter?: ParkedFilter; limit?: number }): Promise<ParkedList> {
+export async function listParked(
+  opts: ParkedOptions & {
+    filter?: ParkedFilter;
+    limit?: number;
+    /** After each chunk read: how many looked at of the queue's depth, how many matched (a filter matching little reads a long queue whole). */
+    onProgress?: (progress: { seen: number; total: number; matched: number }) => void;
+  },
+): Promise<ParkedList> {
   const filter = opts.filter ?? { kind: 'all' };
   const limit = opts.limit ?? Infinity;
   // One clock for the whole read: an age filter treats a message the same early or late in the queue.
@@ -288,6 +295,7 @@ export async function listParked(opts: ParkedOptions & { filter?: ParkedFilter; 
         // The rest of the chunk is read but not looked at; it goes back with the others unacked.
         if (messages.length >= limit) return false;
       }
+      opts.onProgress?.({ seen, total, matched: messages.length });
       return true;
     });
     return { messages, seen, total };

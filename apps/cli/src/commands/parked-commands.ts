@@ -171,7 +171,7 @@ const row = (m: ParkedMessage) => ({
   reason: m.reason,
 });
 
-const APP_HELP = "the app their body names; for push.webhook.send, the subscription's team, which deliveries parked before 2026-12-07, and those parked at the delivery limit on their first attempt, do not name (--subscription finds them)";
+const APP_HELP = "the app their body names; for push.webhook.send, the subscription's team, which deliveries queued before 2026-12-07 do not name (--subscription finds them)";
 const SUBSCRIPTION_HELP = 'only push.webhook.send deliveries for this webhook subscription (its id)';
 
 const AGE_FLAGS = [
@@ -196,7 +196,11 @@ export function registerParkedCommands(program: Command): void {
       if (!/^\d+$/.test(o.limit) || Number(o.limit) < 1) throw new Error(`--limit must be a positive integer, got "${o.limit}"`);
       const filter: Extract<ParkedFilter, { kind: 'all' }> = { kind: 'all', ...scopeOf(o), ...ageOf(o) };
       const limit = Number(o.limit);
-      const listed = await readUnderLease(queue, () => listParked({ ...base(queue), filter, limit }));
+      const bar = progressBar('list');
+      const progress = (p: { seen: number; total: number; matched: number }): void => {
+        if (p.total > 1_000) bar.update(p.seen, p.total, `looked at, ${p.matched} matching`);
+      };
+      const listed = await readUnderLease(queue, () => listParked({ ...base(queue), filter, limit, onProgress: progress })).finally(() => bar.finish());
       printRows(listed.messages.map(row), o.json === true);
       const note = listNote(filter, listed, limit, queue);
       if (note !== undefined) process.stderr.write(`${note}\n`);
