@@ -128,14 +128,14 @@ function admit(message: InboundMessage, deps: FanoutDeps): Outcome | Omit<Accept
   const parsed = decodeWith(ChangeEvent, message.body);
   if (!parsed.ok) return park(deps, parsed.reason.startsWith('malformed') ? 'malformed-json' : 'schema', parsed.reason, message.messageId);
   const event = parsed.value;
+  const diff = computeDiff(event.old, event.new);
   // Published past the API's 413 and the client library's check (another limit, a raw publish):
   // each delivery would carry its diff.
-  const tooLarge = changeSizeProblem(event, deps.maxChangeBytes);
+  const tooLarge = changeSizeProblem(event, deps.maxChangeBytes, diff);
   if (tooLarge !== undefined) return park(deps, 'payload-too-large', tooLarge.message, event.id);
   if (!deps.resourceTypes.includes(event.resource.type)) {
     return park(deps, 'unknown-resource-type', `unknown resource type "${event.resource.type}" (known: ${deps.resourceTypes.join(', ')})`, event.id);
   }
-  const diff = computeDiff(event.old, event.new);
   // A resource created or deleted with no field set (or only nulls) is still news to its subscribers.
   if (Object.keys(diff).length === 0 && changeKindOf(event) === 'updated') {
     deps.metrics.changes.inc({ outcome: 'no-change' });

@@ -50,14 +50,6 @@ const ack: Outcome = { kind: 'ack' };
 const PLATFORM = 'webhook';
 
 /**
- * Whose delivery it is, set on every outcome that leaves a copy (retry, defer, park) and kept by
- * its later copies, so its parked copy names them however it got there (the fan-out sets them too,
- * for a copy the consumer parks at the delivery limit): `herald parked replay push.webhook.send
- * --app <team>` or `--subscription <id>` replays one team's or one subscription's.
- */
-const ownerOf = webhookOwnerHeaders;
-
-/**
  * How long a batch's deliveries are waited for together: those answered by then are recorded and
  * settled in one go (one ledger write, one release); each later one on its own once answered, so a
  * receiver that hangs holds its own deliveries' acks, not the batch's (every receiver's deliveries
@@ -190,7 +182,7 @@ async function claim(ready: Ready[], outcomes: Decided[], deps: WebhookPusherDep
       deps.metrics.pushes.inc({ platform: PLATFORM, app: r.sub.team, outcome: 'duplicate' });
       outcomes[r.index] = ack;
     } else {
-      outcomes[r.index] = { kind: 'defer', code: 'in-flight', reason: `notification ${id} is claimed by another pusher`, delayMs: Math.min(deps.leaseMs, 5_000), headers: ownerOf(r.sub) };
+      outcomes[r.index] = { kind: 'defer', code: 'in-flight', reason: `notification ${id} is claimed by another pusher`, delayMs: Math.min(deps.leaseMs, 5_000), headers: webhookOwnerHeaders(r.sub) };
     }
     return false;
   });
@@ -274,8 +266,9 @@ async function settle(sent: Ready[], results: Sent[], recorder: DeliveredRecorde
         // On its last attempt it is parked (counted then), not retried.
         if (r.attempt < deps.tracking.lastAttempt) deps.metrics.pushes.inc({ ...label, outcome: 'retried' });
         deps.logger.info({ notificationId: id, subscriptionId: r.sub.id, attempt: r.attempt, reason: result.reason }, 'webhook delivery failed; will retry');
-        // Parked retries-exhausted with these headers once its attempts are spent (the consumer's park keeps a retry's).
-        return { kind: 'retry', code: 'transient', reason: result.reason, ...(result.retryAfterMs !== undefined && { delayMs: result.retryAfterMs }), headers: ownerOf(r.sub) };
+        // Whose it is, on every copy this pusher makes (the fan-out set it on the first): its park,
+        // retries-exhausted once its attempts are spent, names them for herald parked --app / --subscription.
+        return { kind: 'retry', code: 'transient', reason: result.reason, ...(result.retryAfterMs !== undefined && { delayMs: result.retryAfterMs }), headers: webhookOwnerHeaders(r.sub) };
       case 'permanent':
         release.push(id);
         return park(deps, r.sub, 'receiver-rejected', result.reason, id);
@@ -287,7 +280,7 @@ async function settle(sent: Ready[], results: Sent[], recorder: DeliveredRecorde
 
 /** Deferred, no attempt spent: why it was not sent, and when to try again. */
 function notSentOutcome(result: NotSent, sub: SubscriptionRow): Outcome {
-  const headers = ownerOf(sub);
+  const headers = webhookOwnerHeaders(sub);
   if (result.kind === 'host-busy') return { kind: 'defer', code: result.kind, reason: `host ${destinationOf(sub.callbackUrl)} is busy`, delayMs: 1000, headers };
   if (result.bookedMs > 0) return { kind: 'defer', code: result.kind, reason: `the host's own budget is booked ${Math.ceil(result.bookedMs)} ms ahead`, delayMs: Math.ceil(result.bookedMs), headers };
   if (result.stopping === true) return { kind: 'defer', code: 'stopping', reason: 'the pusher stopped before sending it', delayMs: 1000, headers };
@@ -300,7 +293,7 @@ function notSentOutcome(result: NotSent, sub: SubscriptionRow): Outcome {
  */
 function park(deps: WebhookPusherDeps, sub: SubscriptionRow | undefined, code: string, reason: string, notificationId?: string): Outcome {
   deps.logger.warn({ notificationId, subscriptionId: sub?.id, code, reason }, 'webhook delivery parked');
-  return { kind: 'park', code, reason, ...(sub !== undefined && { headers: ownerOf(sub) }) };
+  return { kind: 'park', code, reason, ...(sub !== undefined && { headers: webhookOwnerHeaders(sub) }) };
 }
 
 /** The subscription was deleted after the change was queued: nobody wants it any more. */

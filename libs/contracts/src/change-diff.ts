@@ -37,10 +37,15 @@ const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(v
  * `maxBytes`. Both count: every notification carries the diff, which for a resource created or
  * deleted is larger than the event (each field becomes {old: null, new}), and the fan-out and the
  * pusher hold hundreds of notifications at once. `path`: the larger state, for an HTTP caller.
+ * `diff`: the event's, when the caller has it already.
  */
-export function changeSizeProblem(event: { old: State; new: State }, maxBytes: number): { path: 'old' | 'new'; message: string } | undefined {
+export function changeSizeProblem(
+  event: { old: State; new: State },
+  maxBytes: number,
+  diff: Diff = computeDiff(event.old, event.new),
+): { path: 'old' | 'new'; message: string } | undefined {
   const bytes = jsonBytes(event);
-  const diffBytes = jsonBytes(computeDiff(event.old, event.new));
+  const diffBytes = jsonBytes(diff);
   if (bytes <= maxBytes && diffBytes <= maxBytes) return undefined;
   const [oldBytes, newBytes] = [jsonBytes(event.old), jsonBytes(event.new)];
   return {

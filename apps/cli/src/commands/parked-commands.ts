@@ -26,14 +26,14 @@ type ScopeOptions = { app?: string; subscription?: string };
 type FilterOptions = ScopeOptions & { id?: string; code?: string; all?: boolean; newerThan?: string; olderThan?: string };
 type ReplayFlags = FilterOptions & { force?: boolean };
 
+/** This run's name in a lease: who, where, and a random part (two containers' CLIs can share a user, a host name and pid 1). */
+const HOLDER = `herald ${cliActor().id} (pid ${process.pid}, run ${randomBytes(3).toString('hex')})`;
+
 /**
  * `work` on `queue`'s parked messages under its lease (withParkedLease), shared with other CLIs and
  * the dashboard: one operation beside another would miss the messages the other holds. Another's
  * operation that does not end within 30 s is a refusal naming it.
  */
-/** This run's name in a lease: who, where, and a random part (two containers' CLIs can share a user, a host name and pid 1). */
-const HOLDER = `herald ${cliActor().id} (pid ${process.pid}, run ${randomBytes(3).toString('hex')})`;
-
 async function underLease<T>(db: Database, queue: string, work: () => Promise<T>): Promise<T> {
   try {
     return await withParkedLease(db.kysely, parkedNameOf(queue), HOLDER, work);
