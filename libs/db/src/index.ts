@@ -43,7 +43,7 @@ export { createAudienceStore, type AudienceStore } from './topic-audience-store.
 export { readPlannedDevices, plannedOf, type PlannedDevicesRequest } from './audience-planned.ts';
 export { seedAudience, explainAudienceChunk, type AudienceSeed } from './audience-stream-seed.ts';
 export { holdLease, type Lease, type LeaseOptions } from './lease.ts';
-export { DEFAULT_PARKED_LEASE_MS, ParkedQueueBusy, withParkedLease, type ParkedLeaseOptions } from './parked-lease.ts';
+export { DEFAULT_PARKED_LEASE_MS, ParkedLeaseInterrupted, ParkedQueueBusy, withParkedLease, type ParkedLeaseOptions } from './parked-lease.ts';
 export { createAnnouncedAlarmStore, type AnnouncedAlarm, type AnnouncedAlarmStore } from './announced-alarms.ts';
 export { startDatabaseClock, type DatabaseClock } from './database-clock.ts';
 export { eraseEveryAppPreferences, eraseUser, erasureKey, type UserErasure } from './user-erasure.ts';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ParkedQueueBusy, withParkedLease } from './parked-lease.ts';
+import { ParkedLeaseInterrupted, ParkedQueueBusy, withParkedLease } from './parked-lease.ts';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 
 let t: SpecDatabase;
@@ -49,5 +49,20 @@ describe('withParkedLease', () => {
     await expect(withParkedLease(t.db.kysely, 'push.web.send.parked', 'herald bob@ops-2 (pid 3)', async () => undefined, { waitMs: 0 })).rejects.toBeInstanceOf(ParkedQueueBusy);
     long.open();
     await running;
+  });
+
+  // An operator's Ctrl-C: before, the row stayed for the lease's 90 s and the next command was refused by a run no longer there.
+  it('an interrupted operation lets the lease go at once, without waiting for its work, and a waiting one stops waiting', async () => {
+    const never = gate();
+    const interrupt = new AbortController();
+    const running = withParkedLease(t.db.kysely, 'push.webhook.send.parked', 'herald ann@ops-1 (pid 1)', () => never.opened, { signal: interrupt.signal });
+    await new Promise((r) => setTimeout(r, 100));
+    const waiter = new AbortController();
+    const waiting = withParkedLease(t.db.kysely, 'push.webhook.send.parked', 'herald bob@ops-2 (pid 3)', async () => 'listed', { signal: waiter.signal });
+    waiter.abort();
+    await expect(waiting).rejects.toBeInstanceOf(ParkedLeaseInterrupted);
+    interrupt.abort();
+    await expect(running).rejects.toThrow("interrupted: push.webhook.send.parked's lease released");
+    expect(await withParkedLease(t.db.kysely, 'push.webhook.send.parked', 'herald bob@ops-2 (pid 3)', async () => 'listed', { waitMs: 0 })).toBe('listed');
   });
 });

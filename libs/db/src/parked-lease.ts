@@ -15,6 +15,14 @@ export class ParkedQueueBusy extends Error {
   }
 }
 
+/** The operation was interrupted (its `signal` aborted: an operator's Ctrl-C): the lease is released, its work left running. */
+export class ParkedLeaseInterrupted extends Error {
+  override readonly name = 'ParkedLeaseInterrupted';
+  constructor(readonly queue: string) {
+    super(`interrupted: ${queue}'s lease released`);
+  }
+}
+
 export interface ParkedLeaseOptions {
   /** How long to wait for another's operation to end before refusing (default 30 s). */
   waitMs?: number;
@@ -23,6 +31,13 @@ export interface ParkedLeaseOptions {
    * third of it).
    */
   ttlMs?: number;
+  /**
+   * Aborted, the wait ends, or the lease is released without waiting for `work` (which the caller
+   * then abandons, exiting: its unacknowledged messages go back when its connection closes), and
+   * the call rejects with ParkedLeaseInterrupted. Without it a CLI stopped by Ctrl-C left its row
+   * for the lease's 90 s, and the next command waited 30 s and was refused by a run no longer there.
+   */
+  signal?: AbortSignal;
 }
 
 const POLL_MS = 250;
@@ -48,7 +63,10 @@ export async function withParkedLease<T>(db: Kysely<HeraldTables>, queue: string
   const ttlMs = opts.ttlMs ?? DEFAULT_PARKED_LEASE_MS;
   const take = (): Promise<boolean> => takeLeaseRow(db, name, holder, ttlMs);
   const waitUntil = performance.now() + (opts.waitMs ?? 30_000);
+  const { signal } = opts;
+  const interrupted = (): ParkedLeaseInterrupted => new ParkedLeaseInterrupted(queue);
   while (!(await take())) {
+    if (signal?.aborted === true) throw interrupted();
     if (performance.now() >= waitUntil) {
       const { rows } = await sql<{ holder: string; acquired_at: Date }>`select holder, acquired_at from leases where name = ${name}`.execute(db);
       const other = rows[0];
@@ -57,6 +75,10 @@ export async function withParkedLease<T>(db: Kysely<HeraldTables>, queue: string
       throw new ParkedQueueBusy(queue, other?.holder ?? 'another operation', other?.acquired_at ?? new Date());
     }
     await sleep(POLL_MS);
+  }
+  if (signal?.aborted === true) {
+    await release(db, name, holder);
+    throw interrupted();
   }
   // One renewal at a time, each awaited before the next (and before the release): a renewal
   // answered after the release would take the lease again for a holder that is done.
@@ -73,12 +95,27 @@ export async function withParkedLease<T>(db: Kysely<HeraldTables>, queue: string
     }, ttlMs / 3);
   };
   renew();
+  const working = work();
+  let onAbort: (() => void) | undefined;
+  const abandoned =
+    signal === undefined
+      ? undefined
+      : new Promise<never>((_resolve, reject) => {
+          onAbort = () => reject(interrupted());
+          signal.addEventListener('abort', onAbort, { once: true });
+        });
+  // Abandoned work may still fail: nobody waits for it any more.
+  if (abandoned !== undefined) working.catch(() => undefined);
   try {
-    return await work();
+    return await (abandoned === undefined ? working : Promise.race([working, abandoned]));
   } finally {
+    if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
     done = true;
     clearTimeout(timer);
     await renewing;
-    await sql`delete from leases where name = ${name} and holder = ${holder}`.execute(db).catch(() => undefined);
+    await release(db, name, holder);
   }
 }
+
+const release = (db: Kysely<HeraldTables>, name: string, holder: string): Promise<unknown> =>
+  sql`delete from leases where name = ${name} and holder = ${holder}`.execute(db).catch(() => undefined);

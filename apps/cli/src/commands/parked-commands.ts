@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '@herald/logging';
-import { ActionRefused, isDatabaseUnavailable, ParkedQueueBusy, withParkedLease, type Database } from '@herald/db';
+import { ActionRefused, isDatabaseUnavailable, ParkedLeaseInterrupted, ParkedQueueBusy, withParkedLease, type Database } from '@herald/db';
 import {
   describeRefusals,
   findParked,
@@ -29,16 +29,40 @@ type ReplayFlags = FilterOptions & { force?: boolean };
 /** This run's name in a lease: who, where, and a random part (two containers' CLIs can share a user, a host name and pid 1). */
 const HOLDER = `herald ${cliActor().id} (pid ${process.pid}, run ${randomBytes(3).toString('hex')})`;
 
+/** The exit status of a command stopped by each signal, as a shell reports it (128 + its number). */
+const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
+
 /**
  * `work` on `queue`'s parked messages under its lease (withParkedLease), shared with other CLIs and
  * the dashboard: one operation beside another would miss the messages the other holds. Another's
- * operation that does not end within 30 s is a refusal naming it.
+ * operation that does not end within 30 s is a refusal naming it. Ctrl-C (or a SIGTERM) releases
+ * the lease and exits at once, the messages read going back as the connection closes: before, the
+ * row outlived the run by the lease's 90 s, and the operator's next command waited 30 s and was
+ * refused by the run just stopped. What a replay had republished before the signal stays
+ * republished (its parked copies, not yet acked, go back too: replay those by id).
  */
 async function underLease<T>(db: Database, queue: string, work: () => Promise<T>): Promise<T> {
+  const interrupt = new AbortController();
+  let stoppedBy: keyof typeof SIGNAL_EXIT = 'SIGINT';
+  const handlers = (Object.keys(SIGNAL_EXIT) as (keyof typeof SIGNAL_EXIT)[]).map((signal) => {
+    const onSignal = (): void => {
+      stoppedBy = signal;
+      interrupt.abort();
+    };
+    process.once(signal, onSignal);
+    return () => process.off(signal, onSignal);
+  });
   try {
-    return await withParkedLease(db.kysely, parkedNameOf(queue), HOLDER, work);
+    return await withParkedLease(db.kysely, parkedNameOf(queue), HOLDER, work, { signal: interrupt.signal });
   } catch (err) {
+    if (err instanceof ParkedLeaseInterrupted) {
+      // On a line of its own, past a progress bar drawn on the terminal's.
+      process.stderr.write(`${process.stderr.isTTY ? '\n' : ''}${err.message}\n`);
+      process.exit(SIGNAL_EXIT[stoppedBy]);
+    }
     throw err instanceof ParkedQueueBusy ? new ActionRefused(err.message) : err;
+  } finally {
+    for (const off of handlers) off();
   }
 }
 

@@ -1,4 +1,5 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { destinationOf, parkedQueueFor, Queues } from '@herald/contracts';
@@ -150,6 +151,35 @@ describe('herald parked and another operation on the same queue', () => {
     expect(listed.code).toBe(0);
     expect((JSON.parse(listed.stdout) as { id: string }[]).map((r) => r.id)).toContain('held-1');
     expect(listed.stderr).toMatch(/could not take push\.fcm\.send\.parked's lease \(PostgreSQL: .*\); read without it/);
+  });
+});
+
+describe('herald parked, stopped by Ctrl-C', () => {
+  // Before, the stopped run's lease row stayed for 90 s: the operator's next command waited 30 s and was refused, naming the run just stopped.
+  it('releases the queue at once and exits 130, so the next command runs straight away', async () => {
+    await Promise.all(
+      Array.from({ length: 5_000 }, (_, i) => broker.publisher.publish({ exchange: '', routingKey: `${Queues.webSend}.parked`, body: { app: 'acme', pushId: `w-${i}` }, messageId: `w-${i}` })),
+    );
+    const env = { ...process.env, AMQP_URL: vhost.amqpUrl, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema };
+    // An app no message has: the list reads the whole queue, a message a round trip, showing its progress past 1,000.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', 'parked', 'list', Queues.webSend, '--app', 'ghost'], { env });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const exited = once(child, 'exit') as Promise<[number | null, string | null]>;
+    const leaseRows = async () => (await t.db.kysely.selectFrom('leases').select('holder').where('name', '=', `parked:${Queues.webSend}.parked`).execute()).length;
+    await expect.poll(() => /^list: \d+\/5000 /m.test(stderr), { timeout: 30_000, interval: 20 }).toBe(true);
+    expect(await leaseRows()).toBe(1);
+    child.kill('SIGINT');
+    const [code] = await exited;
+    expect(code).toBe(130);
+    expect(stderr).toContain("interrupted: push.web.send.parked's lease released");
+    expect(await leaseRows()).toBe(0);
+    // Its messages went back with its connection: a list run now reads them all, without waiting.
+    const started = performance.now();
+    const again = await heraldPrinting('parked', 'list', Queues.webSend, '--app', 'acme', '--limit', '1', '--json');
+    expect(again.code).toBe(0);
+    expect(again.stderr).toMatch(/of 5000 parked message\(s\)/);
+    expect(performance.now() - started).toBeLessThan(20_000);
   });
 });
 
