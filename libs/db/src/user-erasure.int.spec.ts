@@ -7,6 +7,7 @@ import type { HeraldTables } from './tables.ts';
 import { applyFollowEvents, followerCount } from './follow-edges.ts';
 import { applyTopicMemberships, createTopic, findTopic } from './topic-store.ts';
 import { eraseEveryAppPreferences, eraseUser, erasureKey } from './user-erasure.ts';
+import { toJobStatus } from './job-status-view.ts';
 
 const OPTS = { cap: 3, min: 2, maxAgeMs: 3_600_000 };
 const past = (minute: number) => new Date(Date.now() - 3_600_000 + minute * 60_000).toISOString();
@@ -71,6 +72,29 @@ beforeAll(async () => {
 afterAll(async () => t?.drop());
 
 describe("erasing a user of an app", () => {
+  // Before, the stored pushes were deleted without an outcome: the job read `sending` with them in flight for good.
+  it("records the user's stored pushes as invalid (user-erased) with their job, which then adds up and ends done", async () => {
+    const jobId = randomUUID();
+    const pushFor = (userId: string, token: string, deviceId: string): DevicePush =>
+      ({ version: 1, pushId: derivePushId(jobId, token), jobId, deviceId, app: 'app-status', platform: 'apns', token, userId, content: { title: 'later' } }) as DevicePush;
+    await t.db.apps.upsert({ id: 'app-status' });
+    await t.db.jobs.recordDemux([{ id: jobId, app: 'app-status', targeted: 2, outcome: 'fanned-out' }]);
+    const tomorrow = new Date(Date.now() + 86_400_000);
+    await t.db.scheduled.schedule([{ dueAt: tomorrow, push: pushFor('erin', hex(20), '20') }, { dueAt: tomorrow, push: pushFor('frank', hex(21), '21') }]);
+    expect(await eraseUser(t.db.kysely, 'app-status', 'erin')).toMatchObject({ storedPushes: 1 });
+    const statusOf = async () => {
+      const record = await t.db.jobs.status(jobId);
+      if (record === undefined) throw new Error(`no job ${jobId}`);
+      return toJobStatus(record);
+    };
+    expect(await statusOf()).toMatchObject({ targeted: 2, invalid: 1, scheduled: 1, inFlight: 1 });
+    const pushes = (await t.db.jobs.pushes(jobId, { limit: 10 })).map((p) => [p.deviceId, p.outcome, p.code]);
+    expect(pushes.sort()).toEqual([['20', 'invalid', 'user-erased'], ['21', 'scheduled', null]]);
+    // frank's is cancelled: nothing left in flight, the job ends (it read cancelling for good before).
+    expect(await t.db.scheduled.cancelJob(jobId)).toBe(1);
+    expect(await statusOf()).toMatchObject({ inFlight: 0, scheduled: 0 });
+  });
+
   it("removes every row naming the user in that app, keeps other users' and other apps', and counts what it did", async () => {
     const e = await eraseUser(t.db.kysely, 'app-e', 'alice');
     expect(e).toMatchObject({ app: 'app-e', devices: 2, topicMemberships: 2, follows: 5, optOuts: 1, mutes: 1, storedPushes: 1, keptEveryAppOptOuts: 1, keptEveryAppMutes: 1 });

@@ -154,10 +154,26 @@ async function eraseFollows(tx: Kysely<HeraldTables>, app: string, userId: strin
   return { edges: rows, follows: Number(numAffectedRows ?? 0) };
 }
 
-/** Pushes stored for later (scheduled_pushes) to the user of the app: every stored push is read (no index names their user). */
+/**
+ * Pushes stored for later (scheduled_pushes) to the user of the app, deleted with their outcome
+ * (`invalid`, code `user-erased`) in one statement, as a cancel records its own: deleted alone,
+ * they stayed counted in flight, their job `sending` (or `cancelling`) for good and an audience
+ * job's fan-out never settled. The outcome names the device, not the user (push_outcomes name
+ * none). Every stored push is read (no index names their user).
+ */
 async function eraseStoredPushes(db: Kysely<HeraldTables>, app: string, userId: string): Promise<number> {
-  const { numAffectedRows } = await sql`delete from scheduled_pushes where payload->>'app' = ${app} and payload->>'userId' = ${userId}`.execute(db);
-  return Number(numAffectedRows ?? 0);
+  const { rows } = await sql<{ removed: string }>`
+    with gone as (
+      delete from scheduled_pushes where payload->>'app' = ${app} and payload->>'userId' = ${userId}
+      returning push_id, job_id, platform, payload->>'deviceId' as device_id
+    ), recorded as (
+      insert into push_outcomes (push_id, job_id, outcome, code, reason, platform, device_id)
+      select push_id, job_id, 'invalid', 'user-erased', 'its user was erased while it was stored for later', platform, device_id from gone order by push_id
+      on conflict (job_id, push_id) do update set outcome = excluded.outcome, code = excluded.code, reason = excluded.reason, provider_message_id = null, updated_at = now()
+        where push_outcomes.outcome <> 'delivered'
+    )
+    select count(*) as removed from gone`.execute(db);
+  return Number(rows[0]?.removed ?? 0);
 }
 
 /** The user's opt-outs and mutes of every app (app null: an operator's), deleted; for `herald erase-user --all-apps`. */

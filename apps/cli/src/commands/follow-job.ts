@@ -11,7 +11,12 @@ export interface FollowOptions {
 const describePush = (p: JobPush): string =>
   [`push ${p.pushId}`, p.platform ?? '?', p.token ?? '', p.outcome, p.code ?? '', p.reason ?? '', p.providerMessageId ?? ''].filter((s) => s !== '').join('  ');
 
-const settled = (s: JobStatus): boolean => s.jobParked !== null || (s.inFlight !== null && s.inFlight - s.scheduled <= 0);
+/**
+ * Nothing left to watch: parked, or nothing in flight but scheduled pushes, once the job has made
+ * every push. An audience job reads targeted 0, in flight 0 while its fan-out begins (and nothing
+ * in flight between its chunks): followed until its fan-out is done, not ended there.
+ */
+const settled = (s: JobStatus): boolean => s.state !== 'expanding' && (s.jobParked !== null || (s.inFlight !== null && s.inFlight - s.scheduled <= 0));
 
 const summary = (s: JobStatus): string =>
   `job ${s.id}: targeted ${s.targeted ?? '?'}, delivered ${s.delivered}, invalid ${s.invalid}, failed ${s.failed}, parked ${s.parked}, ` +
