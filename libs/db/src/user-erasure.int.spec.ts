@@ -164,6 +164,18 @@ describe("erasing a user of an app", () => {
     expect(await t.db.devices.applyRegistrations([register('app-e', 'carol', hex(1), new Date(Date.now() + 1_000).toISOString())])).toEqual(['applied']);
   });
 
+  // Before, erased_at was the erasure's clock only: a register stamped after it by a fast phone clock, applied before the erasure, passed the guard when delivered again and brought the user back.
+  it('a register stamped ahead by a fast clock, applied before the erasure and delivered again after it, is stale', async () => {
+    const ahead = register('app-e', 'ivy', hex(50), new Date(Date.now() + 60_000).toISOString());
+    expect(await t.db.devices.applyRegistrations([ahead])).toEqual(['applied']);
+    const erased = await eraseUser(t.db.kysely, 'app-e', 'ivy');
+    expect(erased).toMatchObject({ devices: 1 });
+    // The erasure's time is the clock's, not the event's a minute ahead.
+    expect(Math.abs(erased.erasedAt.getTime() - Date.now())).toBeLessThan(10_000);
+    expect(await t.db.devices.applyRegistrations([ahead])).toEqual(['stale']);
+    expect(await rowsNaming('ivy')).toBe('0');
+  });
+
   it('an erasure waiting for the app\'s writes does not deadlock with an unregister of the user\'s device that comes meanwhile', async () => {
     await t.db.devices.applyRegistrations([register('app-e', 'fay', hex(30), past(50))]);
     await t.db.kysely.connection().execute(async (conn) => {

@@ -58,10 +58,20 @@ type Edge = { app: string; followee: string; follower: string; following: boolea
 export async function eraseUser(db: Kysely<HeraldTables>, app: string, userId: string): Promise<UserErasure> {
   const erasedAt = await db.transaction().execute(async (tx) => {
     await sql`select pg_advisory_xact_lock(herald_erasure_lock(${app}))`.execute(tx);
+    // The guard keeps out the user's events stamped at or before erased_at, so erased_at also covers
+    // every event of theirs already applied: one stamped ahead by a fast clock (a phone a minute
+    // fast), applied before the erasure and delivered again after it (a batch deferred after its
+    // registrations committed, a replay), passed the guard and brought the user back. The erasure's
+    // time returned is still PostgreSQL's clock.
     const { rows } = await sql<{ at: Date }>`
-      insert into user_erasures (app, user_key, erased_at) values (${app}, herald_user_key(${app}, ${userId}), clock_timestamp())
+      insert into user_erasures (app, user_key, erased_at)
+      select ${app}, herald_user_key(${app}, ${userId}), greatest(clock_timestamp(),
+        (select max(last_event_at) from devices where app = ${app} and user_id = ${userId}),
+        (select max(event_at) from topic_members where app = ${app} and member_kind = 'user' and member_id = ${userId}),
+        (select max(event_at) from follows where app = ${app} and follower = ${userId}),
+        (select max(event_at) from follows where app = ${app} and followee = ${userId}))
       on conflict (app, user_key) do update set erased_at = greatest(user_erasures.erased_at, excluded.erased_at)
-      returning erased_at as at`.execute(tx);
+      returning least(erased_at, clock_timestamp()) as at`.execute(tx);
     return rows[0]?.at as Date;
   });
   const { counts, edges } = await db.transaction().execute(async (tx) => {
