@@ -176,6 +176,21 @@ describe("erasing a user of an app", () => {
     expect(await rowsNaming('ivy')).toBe('0');
   });
 
+  // Before, the erasure moved the tombstones' last event to its own time: another user's login on the phone from before it was stale.
+  it("another user's login on her phone from before the erasure, delivered after it, applies (whether she had logged out of it or not)", async () => {
+    await t.db.devices.applyRegistrations([register('app-e', 'jo', hex(60), past(10)), register('app-e', 'jo', hex(61), past(10))]);
+    await t.db.devices.applyRegistrations([{ version: 1, kind: 'unregister', app: 'app-e', platform: 'apns', token: hex(60), userId: 'jo', eventAt: past(12) }]);
+    // kim signs in on both phones at minute 30; his registers wait in a backlog while jo is erased.
+    await eraseUser(t.db.kysely, 'app-e', 'jo');
+    expect(await t.db.devices.applyRegistrations([register('app-e', 'kim', hex(60), past(30)), register('app-e', 'kim', hex(61), past(30))])).toEqual(['applied', 'applied']);
+    expect((await devicesOf('app-e')).filter((d) => [hex(60), hex(61)].includes(d.token)).map((d) => [d.user_id, d.invalidation_reason])).toEqual([
+      ['kim', null],
+      ['kim', null],
+    ]);
+    // jo's own register from before the erasure stays out.
+    expect(await t.db.devices.applyRegistrations([register('app-e', 'jo', hex(62), past(40))])).toEqual(['stale']);
+  });
+
   it('an erasure waiting for the app\'s writes does not deadlock with an unregister of the user\'s device that comes meanwhile', async () => {
     await t.db.devices.applyRegistrations([register('app-e', 'fay', hex(30), past(50))]);
     await t.db.kysely.connection().execute(async (conn) => {

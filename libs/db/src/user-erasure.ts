@@ -100,9 +100,12 @@ export async function eraseUser(db: Kysely<HeraldTables>, app: string, userId: s
 }
 
 /**
- * The user's devices (live, unregistered and dead) become tombstones without the user: unregistered
- * at the erasure if live, their last event moved to the erasure (a register from before it is
- * stale), every attribute a register gave removed. Locked in the registrar's order (app, platform,
+ * The user's devices (live, unregistered and dead) become tombstones without the user, every
+ * attribute a register gave removed; one live is unregistered as of its last event (no later: the
+ * user's own later events are kept out by the erasure's guard, migration 0040). Their last event
+ * stays: moved to the erasure, it made another user's login on the phone from before the erasure
+ * (Bob signing in on the phone Alice logged out of, his register delayed by a backlog) stale, and
+ * the phone got no pushes until his next register. Locked in the registrar's order (app, platform,
  * token). Returns their platform and token.
  */
 async function eraseDevices(tx: Kysely<HeraldTables>, app: string, userId: string): Promise<{ platform: Platform; token: string }[]> {
@@ -113,8 +116,8 @@ async function eraseDevices(tx: Kysely<HeraldTables>, app: string, userId: strin
     )
     update devices d set user_id = null, timezone = null, locale = null, app_version = null, last_seen_at = null,
       web_p256dh = null, web_auth = null, web_vapid_key = null, registered_at = null,
-      invalidated_at = coalesce(d.invalidated_at, now()), invalidation_reason = coalesce(d.invalidation_reason, 'unregistered'),
-      last_event_at = greatest(d.last_event_at, now()), event_applied_at = now(), user_changed_at = now(), updated_at = now()
+      invalidated_at = coalesce(d.invalidated_at, least(d.last_event_at, now())), invalidation_reason = coalesce(d.invalidation_reason, 'unregistered'),
+      user_changed_at = now(), updated_at = now()
     from target where d.id = target.id
     returning d.platform, d.token`.execute(tx);
   return rows;
