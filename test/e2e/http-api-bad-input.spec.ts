@@ -3,7 +3,7 @@ import { Queues } from '@herald/contracts';
 import { peekMessages } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fcmToken } from '../support/fixtures.ts';
-import { API_TEST_ENV, admin, call, teamKey } from '../support/http-api.ts';
+import { API_TEST_ENV, admin, apiUrl, call, teamKey } from '../support/http-api.ts';
 import { startSystem, type System } from '../support/system.ts';
 
 const BODY_LIMIT = 262_144;
@@ -158,6 +158,16 @@ describe('HTTP API bad input', () => {
     // Every cancelled job named: the caller drops them and reposts the rest in one more request.
     const batch = await refused([sys, 'POST', '/v1/jobs:batch', { key, body: { jobs: [job(), first, second] } }], 409, 'job-cancelled', /^jobs\.1\.id: .* \(and 1 more cancelled job: see issues\)$/);
     expect(batch.issues?.map((i) => i.path)).toEqual(['jobs.1.id', 'jobs.2.id']);
+  });
+
+  // A client with a session-wide JSON content type sends it on a DELETE too: before, the empty body was refused 400 (415 for text/plain) and the job not cancelled.
+  it('cancels a job whatever content type the body-less DELETE names', async () => {
+    for (const contentType of ['application/json', 'text/plain']) {
+      const later = job({ deliverAt: { at: new Date(Date.now() + 3_600_000).toISOString() } });
+      expect((await call(sys, 'POST', '/v1/jobs', { key, body: later })).status).toBe(202);
+      const res = await fetch(`${apiUrl(sys)}/v1/jobs/${later.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}`, 'content-type': contentType } });
+      expect([contentType, res.status, await res.text()]).toEqual([contentType, 200, expect.stringContaining('"cancelled"')]);
+    }
   });
 
   it('refuses a job id accepted before with other content (409 naming id); the same job again, keys in another order and traced, is a duplicate', async () => {

@@ -102,6 +102,8 @@ describe('HTTP API: slow and keyless clients', () => {
   it('answers a request whose body stalls 408 after the request timeout and closes its connection', async () => {
     const answer = await stalledRequest(sys, post('/v1/jobs', `authorization: Bearer ${key}`), '{"id":"stalled","app":"demo"');
     expect(answer.status, answer.text).toBe(408);
+    // In the API's error shape (Fastify's own was {"error": "Request Timeout", …}, which a client reading ours broke on).
+    expect(JSON.parse(answer.text.slice(answer.text.indexOf('{')))).toEqual({ error: { code: 'request-timeout', message: 'the request did not arrive whole within the request timeout' } });
     expect(answer.closedByServer).toBe(true);
     expect(answer.elapsedMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
     expect(answer.elapsedMs).toBeLessThan(1.5 * REQUEST_TIMEOUT_MS);

@@ -32,8 +32,12 @@ export function invalidRequest(error: z.ZodError, prefix: readonly PropertyKey[]
   return new ApiError(400, 'invalid-request', message, issues);
 }
 
-/** Validate with a contract schema or throw the 400. */
+/** The 400 for a request that carries no body where one is needed (whatever content type it named). */
+export const emptyBody = (): ApiError => new ApiError(400, 'malformed-json', 'the request body is empty; it must be a JSON document');
+
+/** Validate with a contract schema or throw the 400 (no body at all: emptyBody's). */
 export function parseBody<S extends z.ZodType>(schema: S, value: unknown, prefix: readonly PropertyKey[] = []): z.infer<S> {
+  if (value === undefined && prefix.length === 0) throw emptyBody();
   const result = schema.safeParse(value);
   if (!result.success) throw invalidRequest(result.error, prefix);
   return result.data;
@@ -47,7 +51,7 @@ export function fromFastifyError(err: { code?: string; statusCode?: number; mess
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError(415, 'unsupported-media-type', 'the request body must be JSON: send content-type: application/json');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new ApiError(400, 'malformed-json', 'the request body is empty; it must be a JSON document');
+      return emptyBody();
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new ApiError(400, 'malformed-json', `the request body is not valid JSON: ${err.message}`);
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':

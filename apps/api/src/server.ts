@@ -1,4 +1,6 @@
 import { isUtf8 } from 'node:buffer';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { MAX_APP_ID_LENGTH, MAX_JOB_ID_LENGTH, MAX_TOPIC_NAME_LENGTH, NOT_UTF8 } from '@herald/contracts';
 import { isDatabaseUnavailable, type ApiKeyRow } from '@herald/db';
@@ -165,6 +167,27 @@ function utf8JsonOnly(app: FastifyInstance): void {
 }
 
 /**
+ * What Node's HTTP parser refuses before Fastify sees a request (a body that stalls past the request
+ * timeout, headers over the limit, a malformed request line), answered in the API's error shape:
+ * Fastify's own answer ({"error": "Request Timeout", …}) was not, and a client reading ours
+ * (the client library's HeraldApiError) could not tell what it was. The connection is closed.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const refusal =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new ApiError(408, 'request-timeout', 'the request did not arrive whole within the request timeout')
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? new ApiError(431, 'headers-too-large', 'the request headers are larger than the limit')
+        : new ApiError(400, 'bad-request', 'the request is not valid HTTP');
+  const body = JSON.stringify(refusal.body());
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
+}
+
+/**
  * The team-facing HTTP API: JSON only, bodies up to bodyLimitBytes, every refusal a clear 4xx.
  * A request must arrive whole within requestTimeoutMs (Fastify's default, 0, would also turn off
  * Node's own limit): a client sending a large body slowly, or never finishing it, is answered 408
@@ -183,6 +206,7 @@ export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
     // answer tells the client to take a new connection. Fastify's 503 was not in the API's shape.
     return503OnClosing: false,
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
+    clientErrorHandler: answerClientError,
     // The router's own refusals in the API's error shape ({error: {code, message}}), not Fastify's
     // ({error: "Bad Request", code: "FST_…"}, whose `error` is a string a client reading ours breaks on).
     frameworkErrors: (err, _req, reply) => {
@@ -193,6 +217,14 @@ export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
       // frameworkErrors' reply is typed for a request with no route; it is an ordinary reply.
       void (reply as FastifyReply).status(refusal.status).send(refusal.body());
     },
+  });
+  // A request with no body is one, whatever content type it names: Fastify parsed the nothing a
+  // DELETE /v1/jobs/:id (or an enable, a rotate-secret) sent by a client with a session-wide
+  // `content-type: application/json` carries, and refused the cancel 400 (415 naming text/plain).
+  // A route that needs a body still answers its absence 400 (parseBody).
+  app.addHook('onRequest', async (req) => {
+    const h = req.raw.headers;
+    if (h['content-type'] !== undefined && h['transfer-encoding'] === undefined && (h['content-length'] === undefined || h['content-length'] === '0')) delete h['content-type'];
   });
   // JSON only: Fastify also parses text/plain by default, which would reach validation as a string.
   app.removeContentTypeParser('text/plain');
