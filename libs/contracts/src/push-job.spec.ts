@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { decodeWith, parseWith } from './parse.ts';
+import { expiryAfterDue } from './deliver-at.ts';
 import { DevicePush, derivePushId } from './device-push.ts';
-import { JOB_DIGEST_VERSION, PushJob, jobContentHash, newJobIssues } from './push-job.ts';
+import { JOB_DIGEST_VERSION, PushJob, expiresBeforeDue, isNowOrNever, jobContentHash, jobExpiry, newJobIssues } from './push-job.ts';
 
 const input = { id: 'order-1234-shipped', app: 'shop', category: 'orders', content: { title: 'Shipped', body: 'Your order is on its way' }, userId: 'u-42' };
 const parsed = (value: unknown): PushJob => {
@@ -75,5 +76,32 @@ describe("a new job's content (rules its doors hold it to, not the jobs and push
     }
     expect(refusal({ title: 'Hi', imageUrl: 'https://cdn.example/a.png' })).toBe('accepted');
     expect(refusal({ title: 'Hi', imageUrl: 'HTTP://cdn.example/a.png' })).toBe('accepted');
+  });
+});
+
+describe("a VoIP job's expiry", () => {
+  const accepted = new Date('2026-12-06T10:00:00Z');
+  const voip = (deliverAt?: object) => parsed({ ...input, content: { pushType: 'voip', data: { call: '7' } }, ...(deliverAt !== undefined && { deliverAt }) });
+  /** The expiry a push of the job due at `dueAt` carries (as the demuxer sets it), or undefined. */
+  const pushExpiry = (job: PushJob, dueAt: Date) => (job.deliverAt === undefined ? jobExpiry(job, accepted) : expiryAfterDue(job.deliverAt, dueAt, jobExpiry(job, accepted)));
+
+  it('is deliverAt.expiresAfter after each push is due when given: an expiry of its own, not now-or-never (refused for an hour ahead, expired for a local time)', () => {
+    const inAnHour = new Date(accepted.getTime() + 3_600_000);
+    const atInstant = voip({ at: inAnHour.toISOString(), expiresAfter: 'PT10M' });
+    expect(expiresBeforeDue(atInstant, accepted)).toBeUndefined();
+    expect(isNowOrNever(atInstant)).toBe(false);
+    expect(pushExpiry(atInstant, inAnHour)).toEqual(new Date('2026-12-06T11:10:00Z'));
+
+    const atLocalTime = voip({ localTime: '09:00', expiresAfter: 'PT10M' });
+    const dueInParis = new Date('2026-12-07T08:00:00Z');
+    expect(isNowOrNever(atLocalTime)).toBe(false);
+    expect(pushExpiry(atLocalTime, dueInParis)).toEqual(new Date('2026-12-07T08:10:00Z'));
+  });
+
+  it('without any expiry of its own is now-or-never: sent within 60 s of acceptance, not stored by the providers', () => {
+    for (const job of [voip(), voip({ at: accepted.toISOString() })]) {
+      expect(isNowOrNever(job)).toBe(true);
+      expect(pushExpiry(job, accepted)).toEqual(new Date('2026-12-06T10:01:00Z'));
+    }
   });
 });

@@ -123,19 +123,24 @@ export const targetUsers = (job: PushJob): string[] =>
 /** How long Herald itself still sends a now-or-never push after accepting it. */
 export const NOW_OR_NEVER_GRACE_S = 60;
 
+/** What decides a job's expiry (isNowOrNever, jobExpiry). */
+type JobExpiryFields = Pick<PushJob, 'ttl' | 'expiresAt' | 'content' | 'deliverAt'>;
+
 /**
  * A push the providers must not store for an offline device: `ttl: 0`, and a VoIP push (by
- * `pushType` or the `apns-push-type` override) that gives no expiry of its own (Herald's choice: a call that rings hours later is worse than none).
+ * `pushType` or the `apns-push-type` override) that gives no expiry of its own: no `ttl`, no
+ * `expiresAt` and no `deliverAt.expiresAfter` (Herald's choice: a call that rings hours later is worse than none).
  */
-export const isNowOrNever = (job: Pick<PushJob, 'ttl' | 'expiresAt' | 'content'>): boolean =>
-  job.ttl === 0 || (job.ttl === undefined && job.expiresAt === undefined && effectivePushType(job.content) === 'voip');
+export const isNowOrNever = (job: JobExpiryFields): boolean =>
+  job.ttl === 0 ||
+  (job.ttl === undefined && job.expiresAt === undefined && job.deliverAt?.expiresAfter === undefined && effectivePushType(job.content) === 'voip');
 
 /**
  * The instant after which a push from this job must not be sent, or undefined for never. A
  * now-or-never push is sent only within NOW_OR_NEVER_GRACE_S of acceptance (a backlog or an
  * outage must not deliver it late) and is not stored by the providers.
  */
-export function jobExpiry(job: Pick<PushJob, 'ttl' | 'expiresAt' | 'content'>, acceptedAt: Date): Date | undefined {
+export function jobExpiry(job: JobExpiryFields, acceptedAt: Date): Date | undefined {
   const candidates: number[] = [];
   if (job.expiresAt !== undefined) candidates.push(Date.parse(job.expiresAt));
   if (job.ttl !== undefined && job.ttl > 0) candidates.push(acceptedAt.getTime() + job.ttl * 1000);

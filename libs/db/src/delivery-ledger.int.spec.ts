@@ -195,6 +195,27 @@ describe('DeliveryLedger', () => {
     expect(await t.db.ledger.claimLive([], 'pusher-1', LEASE)).toEqual(new Map());
   });
 
+  it('claimLive of web pushes reads the subscription their device holds now: a browser subscribed again at the same endpoint has new keys', async () => {
+    await t.db.apps.upsert({ id: 'web-chat' });
+    const endpoint = 'https://push.example/send/resubscribed';
+    const subscribe = (keys: { p256dh: string; auth: string }, applicationServerKey: string, eventAt: string) =>
+      t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'web-chat', platform: 'web', token: endpoint, keys, applicationServerKey, userId: 'u', eventAt });
+    const before = { p256dh: 'B'.repeat(87), auth: 'a'.repeat(22) };
+    const now = { p256dh: 'C'.repeat(87), auth: 'b'.repeat(22) };
+    await subscribe(before, 'K'.repeat(87), '2025-01-01T00:00:00Z');
+    const { id } = await t.db.kysely.selectFrom('devices').select('id').where('token', '=', endpoint).executeTakeFirstOrThrow();
+    const queued = { pushId: randomUUID(), deviceId: String(id), token: endpoint, userId: 'u' };
+    await subscribe(now, 'L'.repeat(87), '2025-01-02T00:00:00Z');
+    const claims = await t.db.ledger.claimLive([queued], 'pusher-1', LEASE, { webSubscriptions: true });
+    expect(claims).toEqual(new Map([[queued.pushId, 'claimed']]));
+    expect(claims.subscriptions).toEqual(new Map([[queued.pushId, { webKeys: now, webVapidKey: 'L'.repeat(87) }]]));
+    // Asked without (APNs and FCM pushes): the claim alone, no subscription read.
+    await t.db.ledger.release([queued.pushId], 'pusher-1');
+    const plain = await t.db.ledger.claimLive([queued], 'pusher-1', LEASE);
+    expect(plain).toEqual(new Map([[queued.pushId, 'claimed']]));
+    expect(plain.subscriptions).toBeUndefined();
+  });
+
   it("claimLive asks again of a push given a recheck whether its job was cancelled, and its user's opt-outs and mutes now, in its app or every app", async () => {
     await t.db.apps.upsert({ id: 'prefs-chat' });
     await t.db.apps.upsert({ id: 'prefs-other' });
@@ -311,6 +332,8 @@ describe('DeliveryLedger', () => {
         claimLive: claimLiveStatement([{ pushId: a, deviceId: '1', token: 'aa'.repeat(32), userId: 'u', toDevice: true, recheck: { jobId: 'j', app: 'a', category: 'c', objectId: 'o' } }], 'pusher-1', LEASE),
         // Most batches: no push that waited, no recheck (another statement).
         claimLiveFresh: claimLiveStatement([{ pushId: a, deviceId: '1', token: 'aa'.repeat(32), userId: 'u' }], 'pusher-1', LEASE),
+        // A web pusher's: with the subscription each claimed push's device holds now.
+        claimLiveWeb: claimLiveStatement([{ pushId: a, deviceId: '1', token: 'https://push.example/s', userId: 'u' }], 'pusher-1', LEASE, true),
         complete: completeStatement(new Map([[a, 'delivered']])),
         completeWithStatus: completeStatement(new Map([[a, 'delivered']]), [{ pushId: a, jobId: 'j', outcome: 'delivered', platform: 'apns', deviceId: 'd' }]),
       };

@@ -5,7 +5,7 @@ import type { HeraldTables } from './tables.ts';
 import { queryPrepared } from './prepared.ts';
 import { upsertOutcomesStatement, type PushOutcomeEntry } from './push-outcomes.ts';
 import { pruneLedger, pruneLedgerExclusively } from './ledger-prune.ts';
-import { cancelledOrSkippedSql, type SkipReason } from './device-targets.ts';
+import { cancelledOrSkippedSql, webFieldsOf, type SkipReason, type TargetDevice } from './device-targets.ts';
 
 /**
  * 'claimed': the caller may send now. 'done': already sent, ack without sending.
@@ -50,6 +50,21 @@ export interface LedgerCompletion {
  */
 export type LiveClaimResult = ClaimResult | 'dead' | 'gone' | 'reassigned' | 'cancelled' | SkipReason;
 
+/** A web push's subscription as its device row holds it now: its keys (p256dh, auth), and the VAPID key it was made with. */
+export type CurrentSubscription = Pick<TargetDevice, 'webKeys' | 'webVapidKey'>;
+
+/**
+ * claimLive's answer: each push's state; and, asked with `webSubscriptions`, the subscription the
+ * device of each web push it claimed holds now (by lowercase push id; none for a device row
+ * without keys, or a deviceId that is no devices id). A browser that subscribes again at the same
+ * endpoint gets new keys on the same row (the registrar's upsert): a push queued before, encrypted
+ * to the keys it was queued with, is accepted by the push service (201) and dropped by the browser,
+ * which cannot decrypt it.
+ */
+export interface LiveClaims extends Map<string, LiveClaimResult> {
+  readonly subscriptions?: ReadonlyMap<string, CurrentSubscription>;
+}
+
 /**
  * The delivery ledger keyed by pushId: a redelivered push that was already sent is acked without
  * sending, and two copies of one push in flight at once are not both sent.
@@ -61,9 +76,10 @@ export interface DeliveryLedger {
    * claim() for device pushes, in the same statement leaving out those whose device is dead, gone or
    * another user's now, and those given a recheck whose job was cancelled or whose user opted out
    * or muted since (LiveClaimResult): a pusher's batch makes one round trip to the database before
-   * it sends, not two.
+   * it sends, not two. `webSubscriptions` (web pushes): it also reads the subscription each claimed
+   * push's device holds now (LiveClaims), by the same primary key.
    */
-  claimLive(pushes: readonly LedgerPush[], owner: string, leaseMs: number): Promise<Map<string, LiveClaimResult>>;
+  claimLive(pushes: readonly LedgerPush[], owner: string, leaseMs: number, options?: { webSubscriptions?: boolean }): Promise<LiveClaims>;
   /** Mark pushes done with their outcome (e.g. 'delivered', 'invalid-token'), and record the job-status outcomes given with them; one statement. */
   complete(entries: readonly LedgerCompletion[]): Promise<void>;
   /** Which of `pushIds` the ledger holds as done (sent, or settled for good), lowercase; ids that are not UUIDs are none of them. */
@@ -109,7 +125,7 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool, t
       const rows = await run(claimStatement(ids, owner, leaseMs));
       return withOthersRead(run, pushIds, new Map(rows.map((r) => [r.push_id, 'claimed' as const])));
     },
-    async claimLive(pushes, owner, leaseMs) {
+    async claimLive(pushes, owner, leaseMs, options) {
       // One entry an id; a copy that waited keeps its recheck (a fresh copy beside it must not skip its job's cancel).
       const byId = new Map<string, LedgerPush>();
       for (const p of pushes) {
@@ -119,8 +135,10 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool, t
       }
       const distinct = [...byId.values()];
       if (distinct.length === 0) return new Map();
-      const rows = await run(claimLiveStatement(distinct, owner, leaseMs));
-      return withOthersRead(run, pushes.map((p) => p.pushId), new Map(rows.map((r) => [r.push_id, r.state])));
+      const webSubscriptions = options?.webSubscriptions === true;
+      const rows = await run(claimLiveStatement(distinct, owner, leaseMs, webSubscriptions));
+      const states = await withOthersRead(run, pushes.map((p) => p.pushId), new Map(rows.map((r) => [r.push_id, r.state])));
+      return webSubscriptions ? Object.assign(states, { subscriptions: subscriptionsOf(rows) }) : states;
     },
     async complete(entries) {
       if (entries.length === 0) return;
@@ -212,11 +230,11 @@ const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(dev
  * sent soon after they were made: most) runs without that branch. The casts keep the result's types fixed, so a later
  * column type change cannot fail the prepared statement ("cached plan must not change result type").
  */
-export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string, leaseMs: number) => {
+export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string, leaseMs: number, webSubscriptions = false) => {
   const ids = pushes.map((p) => p.pushId);
   const devices = sql`${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[], ${pushes.map((p) => p.userId)}::text[], ${pushes.map((p) => p.toDevice === true)}::boolean[]`;
   const rechecked = pushes.filter((p) => p.recheck !== undefined);
-  return sql<{ push_id: string; state: 'claimed' | 'dead' | 'gone' | 'reassigned' | 'cancelled' | SkipReason }>`
+  return sql<{ push_id: string; state: 'claimed' | 'dead' | 'gone' | 'reassigned' | 'cancelled' | SkipReason } & Partial<SubscriptionRow>>`
   with dead as (
     select i.push_id, d.state
     from unnest(${ids}::uuid[], ${devices}) as i(push_id, device_id, token, user_id, to_device)
@@ -231,10 +249,35 @@ export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string,
     where i.device_id is not null
     ${rechecked.length === 0 ? sql`` : sql`union all ${recheckedStates(rechecked, leaseMs)}`}
   ), claimed as (${claimInsert(ids, owner, leaseMs, sql`exists (select 1 from dead where dead.push_id = i.push_id)`)})
-  select push_id::text as push_id, state::text as state from dead
+  select push_id::text as push_id, state::text as state${webSubscriptions ? sql`, null::text as web_p256dh, null::text as web_auth, null::text as web_vapid_key` : sql``} from dead
   union all
-  select push_id, 'claimed'::text from claimed`;
+  ${webSubscriptions ? claimedSubscriptions(pushes) : sql`select push_id, 'claimed'::text from claimed`}`;
 };
+
+type SubscriptionRow = { web_p256dh: string | null; web_auth: string | null; web_vapid_key: string | null };
+
+/** The subscriptions claimLiveStatement read with the web pushes it claimed, by push id: of devices with keys. */
+function subscriptionsOf(rows: ReadonlyArray<{ push_id: string; state: string } & Partial<SubscriptionRow>>): Map<string, CurrentSubscription> {
+  const subscriptions = new Map<string, CurrentSubscription>();
+  for (const r of rows) {
+    const current = webFieldsOf({ web_p256dh: r.web_p256dh ?? null, web_auth: r.web_auth ?? null, web_vapid_key: r.web_vapid_key ?? null });
+    if (r.state === 'claimed' && current.webKeys !== undefined) subscriptions.set(r.push_id, current);
+  }
+  return subscriptions;
+}
+
+/**
+ * claimLiveStatement's claimed web pushes, each with the subscription its device row holds now
+ * (LiveClaims), found by its primary key and token as the claim's own lookup is (a lateral join kept
+ * from being flattened, so no plan made on an empty table scans devices). APNs and FCM claims do
+ * without it.
+ */
+const claimedSubscriptions = (pushes: readonly LedgerPush[]) => sql`
+  select c.push_id, 'claimed'::text, s.web_p256dh::text, s.web_auth::text, s.web_vapid_key::text
+  from claimed c
+  join unnest(${pushes.map((p) => p.pushId)}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[]) as w(push_id, device_id, token)
+    on w.push_id = c.push_id::uuid
+  left join lateral (select d.web_p256dh, d.web_auth, d.web_vapid_key from devices d where d.id = w.device_id and d.token = w.token offset 0) s on true`;
 
 /**
  * The states of pushes given a recheck whose device is live and still theirs (a dead, gone or

@@ -9,7 +9,7 @@ import {
   type Invalidation,
   type Platform,
 } from '@herald/contracts';
-import { AppAdminError, isDatabaseUnavailable, SecretBoxError, type AppRow, type LedgerCompletion, type LedgerPush, type LiveClaimResult } from '@herald/db';
+import { AppAdminError, isDatabaseUnavailable, SecretBoxError, type AppRow, type CurrentSubscription, type LedgerCompletion, type LedgerPush, type LiveClaimResult, type LiveClaims } from '@herald/db';
 import { logSummary, type Logger } from '@herald/logging';
 import { LONGEST_DELAY_MS, type InboundMessage, type Outcome, type Publisher } from '@herald/messaging';
 import type { SendResult } from '@herald/providers';
@@ -32,8 +32,11 @@ export interface Ledger {
 
 /** A device pusher's ledger: its claim also finds the pushes whose device is dead now. */
 export interface DeviceLedger extends Omit<Ledger, 'claim'> {
-  /** One statement: claims the pushes, except those whose device is dead now ('dead', not claimed). */
-  claimLive(pushes: readonly LedgerPush[], owner: string, leaseMs: number): Promise<Map<string, LiveClaimResult>>;
+  /**
+   * One statement: claims the pushes, except those whose device is dead now ('dead', not claimed);
+   * `webSubscriptions`: with the subscription each claimed web push's device holds now.
+   */
+  claimLive(pushes: readonly LedgerPush[], owner: string, leaseMs: number, options?: { webSubscriptions?: boolean }): Promise<LiveClaims>;
 }
 
 export interface PusherDeps {
@@ -98,8 +101,15 @@ export interface PusherDeps {
    * where giving up at once sent each again after its lease. Absent: it tries as long as it lives.
    */
   recordingStop?: AbortSignal;
+  /**
+   * The clock expiry, holds and delivery latency are judged by: PostgreSQL's (DatabaseClock.now,
+   * runPusher), as the demuxer and the deschedulers judge due and expiry, so a host whose clock is
+   * off neither drops pushes released on time as expired nor sends expired ones. Unset: this process's.
+   */
   now?: () => Date;
 }
+
+const nowOf = (deps: PusherDeps): Date => deps.now?.() ?? new Date();
 
 /** `attempt`: the delivery's attempt (1 on the first), which a provider's exponential back-off grows with. */
 /** `sentBefore`: the push was sent before (sentBeforeOf), so its answer says less about its lane than a fresh one's. */
@@ -129,7 +139,7 @@ const unpaced = (deps: PusherDeps, app: string, service: string | undefined, boo
  * A push already done is acked unsent; one claimed elsewhere is retried later.
  */
 export function createPusherHandler(deps: PusherDeps) {
-  const now = deps.now ?? (() => new Date());
+  const now = (): Date => nowOf(deps);
   // One write stream to the ledger for every batch in flight (ledger-record.ts).
   const recorder = new DeliveredRecorder(deps.ledger, deps.logger, deps.recordingStop, unrecordedOf(deps.metrics, deps.platform));
   return async (messages: readonly InboundMessage[]): Promise<Outcome[]> => {
@@ -143,7 +153,7 @@ export function createPusherHandler(deps: PusherDeps) {
     if (ready.length === 0) return flushed(outcomes, deps);
     const claimedAt = Date.now();
     const askedBefore = now().getTime() - (deps.preferencesRecheckMs ?? DEFAULT_PREFERENCES_RECHECK_MS);
-    const claims = await deps.ledger.claimLive(ready.map((r) => toClaim(r.push, askedBefore)), deps.owner, deps.leaseMs);
+    const claims = await deps.ledger.claimLive(ready.map((r) => toClaim(r.push, askedBefore)), deps.owner, deps.leaseMs, { webSubscriptions: deps.platform === 'web' });
     const inBatch = new Set<string>();
     const toSend = ready.filter((r) => {
       // A second copy in the same batch (a job published twice): the first copy carries it.
@@ -158,7 +168,10 @@ export function createPusherHandler(deps: PusherDeps) {
         outcomes[r.index] = dropped;
         return false;
       }
-      if (state === 'claimed') return true;
+      if (state === 'claimed') {
+        r.push = subscribedNow(r.push, claims.subscriptions?.get(r.push.pushId));
+        return true;
+      }
       outcomes[r.index] = state === 'done' ? duplicate(r.push, deps) : inFlight(r.push, deps.leaseMs);
       return false;
     });
@@ -192,6 +205,19 @@ function toClaim(push: DevicePush, askedBefore: number): LedgerPush {
   const about = push.category === undefined ? {} : { category: push.category, ...(push.objectId !== undefined && { objectId: push.objectId }) };
   const recheck = { jobId: push.jobId, app: push.app, ...about };
   return { pushId: push.pushId, deviceId: push.deviceId, token: push.token, userId: push.userId, ...(push.toDevice === true && { toDevice: true }), recheck };
+}
+
+/**
+ * A web push sent to its subscription as its device holds it now (claimLive): a browser that
+ * subscribed again at the same endpoint since the push was queued (the registrar keeps the row and
+ * replaces its keys, and the VAPID key it was made with) takes only what is encrypted to its new
+ * keys. Encrypted to the old ones, the push service accepted it (201) and the browser dropped it.
+ */
+function subscribedNow(push: DevicePush, current: CurrentSubscription | undefined): DevicePush {
+  if (current === undefined) return push;
+  const resubscribed: DevicePush = { ...push, ...current };
+  if (current.webVapidKey === undefined) delete resubscribed.webVapidKey;
+  return resubscribed;
 }
 
 async function flushed(outcomes: Outcome[], deps: PusherDeps): Promise<Outcome[]> {
@@ -264,7 +290,7 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   // The wait for budget can be long: a job cancelled meanwhile is dropped as at intake, and so is
   // a push that expired meanwhile (sent, FCM's ttl 0s and Web Push's TTL 0 say "now, if online").
   if (deps.cancelled?.has(r.push.jobId) === true) return { kind: 'cancelled' };
-  if (r.push.expiresAt !== undefined && Date.parse(r.push.expiresAt) <= (deps.now?.() ?? new Date()).getTime()) return { kind: 'expired-waiting' };
+  if (r.push.expiresAt !== undefined && Date.parse(r.push.expiresAt) <= nowOf(deps).getTime()) return { kind: 'expired-waiting' };
   // An app disabled during a wait for budget (up to half a lease: an incident's first move) sends
   // no more of what its pushers had taken in; asked again only after a wait that took time. An app
   // that cannot be read (a database away, likely in the same incident) is not sent for: the push is
@@ -400,7 +426,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
   const dead: Array<{ index: number; completion: { pushId: string; outcome: string } }> = [];
   const release: string[] = [];
   const invalidations: Invalidation[] = [];
-  const observedAt = new Date();
+  const observedAt = nowOf(deps);
   // Once per app of the batch that delivered, before its dead tokens are judged.
   const delivering = new Set(sent.filter((_, i) => results[i]?.kind === 'delivered').map((r) => r.app));
   for (const app of delivering) deps.bans?.delivered(settingsKeyOf(app));

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '@herald/config';
 import { derivePushId, Exchanges, sendQueueFor, type DevicePush } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
@@ -148,5 +148,34 @@ describe("a pusher's stop", () => {
       const ready = (await broker.queueCounts([sendQueueFor('fcm')])).get(sendQueueFor('fcm'))?.ready;
       return ready === QUEUED - sendsAt.length;
     });
+  });
+});
+
+describe("a pusher's clock", () => {
+  it("is PostgreSQL's: on a host two minutes fast, a push with a minute to go is sent, not dropped as expired", async () => {
+    // Due in a minute by PostgreSQL's clock (this test shares its host, so the real clock is PostgreSQL's).
+    const expiring = { ...push('job-clock', 'c1'), expiresAt: new Date(Date.now() + 60_000).toISOString() };
+    const sent: string[] = [];
+    const provider: PushProvider = {
+      platform: 'fcm',
+      send: async (p) => (sent.push(p.pushId), { kind: 'delivered' }),
+      close: async () => undefined,
+    };
+    const config = loadConfig(pusherConfig, { AMQP_URL: vhost.amqpUrl, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema, RATE_LIMIT_ENABLED: 'false' });
+    // The host's clock (Date, new Date()) runs two minutes ahead from here on; timers are real.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 120_000, shouldAdvanceTime: true });
+    let service: Awaited<ReturnType<typeof startPusher>> | undefined;
+    try {
+      service = await startPusher('fcm', config, async () => provider, { logger, registry: new Registry(), stopping: new AbortController().signal, waiting: () => undefined });
+      await broker.publisher.publish({ exchange: Exchanges.direct, routingKey: sendQueueFor('fcm'), body: expiring, messageId: expiring.pushId });
+      const outcome = await waitFor("the push's outcome", async () =>
+        (await t.db.kysely.selectFrom('push_outcomes').select('outcome').where('push_id', '=', expiring.pushId).executeTakeFirst())?.outcome,
+      );
+      expect(outcome).toBe('delivered');
+      expect(sent).toContain(expiring.pushId);
+    } finally {
+      await service?.stop(STOP_BOUND_MS);
+      vi.useRealTimers();
+    }
   });
 });

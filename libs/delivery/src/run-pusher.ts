@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { sendQueueFor, type Platform } from '@herald/contracts';
-import { createAppCache, createCancelledJobsReader, createDatabase, databaseOptionsOf, deferWhileDatabaseUnavailable, refusedValueReason, type DatabaseSettings } from '@herald/db';
+import { createAppCache, createCancelledJobsReader, createDatabase, databaseOptionsOf, deferWhileDatabaseUnavailable, refusedValueReason, startDatabaseClock, type DatabaseSettings } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { connectBroker, JITTER } from '@herald/messaging';
 import type { PushProvider } from '@herald/providers';
@@ -119,6 +119,12 @@ export async function startPusher(
   });
   // Not ready until the schema holds what this release reads (prepare may not have run yet).
   await db.untilMigrated({ signal: startStopping, onWaiting: waiting });
+  // Expiry (and a held push's hold) is judged by PostgreSQL's clock, which the demuxer and the
+  // deschedulers go by, not this host's: one a minute fast dropped pushes released on time as
+  // expired. Read as this host's clock plus an offset measured every minute (no query a push);
+  // measured before the first push is taken (PostgreSQL has just answered: untilMigrated).
+  const clock = startDatabaseClock(db.kysely, { logger });
+  await clock.measured;
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
   const { limiter, close: closeLimiter } = await createPusherLimiter(platform, config, logger, registry);
   const stopping = new AbortController();
@@ -164,6 +170,7 @@ export async function startPusher(
     signal: stopping.signal,
     recordingStop: recordingStop.signal,
     ...(limiter !== undefined && { limiter }),
+    now: clock.now,
   });
   const sendWindow = windowFor(config);
   const consumer = await broker.consume({
@@ -211,6 +218,7 @@ export async function startPusher(
         stopBy(deadline, 'rate limiter', closeLimiter(), logger),
       ]);
       recordingStop.abort();
+      clock.stop();
       lanes.close();
       clearInterval(outcomeFlush);
       await perApp.outcomes?.flush();
