@@ -207,16 +207,22 @@ describe('fan-out chunk tasks', () => {
     expect((await real.chunk(job.id, 1))?.afterCursor).toBe(other.next);
   });
 
-  it('a device that moves from a member already read to a member read later is planned once', async () => {
-    const app = 'moving';
-    await t.db.apps.upsert({ id: app, apnsTopic: 'com.herald.moving' });
-    const [phone, other] = ['e'.repeat(64), 'd'.repeat(64)];
+  /** An app of its own whose two followers of "star" have a device each (fa the phone), and a fan-out to them started. */
+  async function followersFanout(app: string, phone: string, other: string) {
+    await t.db.apps.upsert({ id: app, apnsTopic: `com.herald.${app}` });
     await t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'apns', token: phone, userId: 'fa', eventAt: '2025-01-01T00:00:00Z' });
     await t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'apns', token: other, userId: 'fb', eventAt: '2025-01-01T00:00:00Z' });
     await applyFollowEvents(t.db.kysely, ['fa', 'fb'].map((follower) => ({ app, followee: 'star', follower, following: true, eventAt: '2025-01-01T00:00:00Z' })));
     const fanouts = createFanoutRepository(t.db.kysely);
     const job: PushJobInput = { id: randomUUID(), app, category: 'news', content: { title: 'Hi' }, audience: { followersOf: 'star' } };
     await fanouts.start({ jobId: job.id, app, audience: { followersOf: 'star' }, job, acceptedAt: new Date(), size: 2, exact: false });
+    return { fanouts, job };
+  }
+
+  it('a device that moves from a member already read to a member read later is planned once', async () => {
+    const app = 'moving';
+    const [phone, other] = ['e'.repeat(64), 'd'.repeat(64)];
+    const { fanouts, job } = await followersFanout(app, phone, other);
     const expand = handler(fanouts, 1);
     expect(await expand([task(job.id, 0, false)])).toEqual([{ kind: 'ack' }]); // fa and the phone
     // An app launch registers it again for the same user: that is no change of hands (nothing to look for).
@@ -229,5 +235,32 @@ describe('fan-out chunk tasks', () => {
     expect(await expand([task(job.id, 1, false)])).toEqual([{ kind: 'ack' }]);
     expect((await fanouts.chunk(job.id, 1))?.planned?.deviceIds).toHaveLength(1);
     expect(await status(job.id)).toMatchObject({ targeted: 2, inFlight: 2 });
+  });
+
+  it('a device that moves while two chunks are read side by side is counted once: the chunk recording second plans again without it', async () => {
+    const app = 'racing';
+    const phone = '9'.repeat(64);
+    const { fanouts: real, job } = await followersFanout(app, phone, '8'.repeat(64));
+    // Chunk 0 has read fa and the phone; before it records them, the phone logs in as fb, and chunk 1 reads fb (with the phone) and records.
+    const interleaved: FanoutRepository = {
+      ...real,
+      recordChunk: async (id, n, counts) => {
+        if (n === 0 && counts.planned.deviceIds.length > 0) {
+          await t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'apns', token: phone, userId: 'fb', eventAt: new Date().toISOString() });
+          expect(await handler(real, 1)([task(job.id, 1, false)])).toEqual([{ kind: 'ack' }]);
+        }
+        return real.recordChunk(id, n, counts);
+      },
+    };
+    expect(await handler(interleaved, 1)([task(job.id, 0, false)])).toEqual([{ kind: 'ack' }]);
+    expect((await real.chunk(job.id, 1))?.planned?.deviceIds).toHaveLength(2);
+    expect((await real.chunk(job.id, 0))?.planned?.deviceIds).toEqual([]);
+    // The walk ends with a chunk that finds no one after fb.
+    expect(await handler(real, 1)([task(job.id, 2, false)])).toEqual([{ kind: 'ack' }]);
+    const sent = (await peekMessages(vhost.name, Queues.apnsSend, 500)).map((m) => JSON.parse(m.payload) as { jobId: string; pushId: string }).filter((p) => p.jobId === job.id);
+    expect(new Set(sent.map((p) => p.pushId)).size).toBe(2);
+    expect(await status(job.id)).toMatchObject({ state: 'sending', targeted: 2, inFlight: 2 });
+    await t.db.jobs.recordOutcomes([...new Set(sent.map((p) => p.pushId))].map((pushId) => ({ pushId, jobId: job.id, outcome: 'delivered' as const })));
+    expect(await status(job.id)).toMatchObject({ state: 'done', targeted: 2, delivered: 2, inFlight: 0 });
   });
 });

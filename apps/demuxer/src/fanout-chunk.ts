@@ -1,5 +1,5 @@
 import { FanoutTask, PushJob, decodeWith, derivePushId, describeIssues, jobExpiry } from '@herald/contracts';
-import { plannedOf, type AppRow, type AudienceDevice, type FanoutChunk, type FanoutRepository, type PushOutcomeEntry } from '@herald/db';
+import { plannedOf, type AppRow, type AudienceDevice, type ChunkRecorded, type FanoutChunk, type FanoutRepository, type PushOutcomeEntry } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { InboundMessage, Outcome, Publisher } from '@herald/messaging';
 import { toAudienceSpec, type AudienceSource } from './audience-source.ts';
@@ -10,7 +10,7 @@ import { planJob, type JobPlan } from './job-plan.ts';
 import { scheduleLater, type SchedulingDeps } from './schedule-later.ts';
 
 export interface FanoutChunkDeps {
-  fanouts: Pick<FanoutRepository, 'get' | 'chunk' | 'state' | 'linkNext' | 'recordChunk' | 'recordOutcomes' | 'cancelPlanned' | 'plannedElsewhere' | 'finishChunk'>;
+  fanouts: Pick<FanoutRepository, 'get' | 'chunk' | 'state' | 'linkNext' | 'recordChunk' | 'recordOutcomes' | 'cancelPlanned' | 'finishChunk'>;
   /** The app of each chunk's job, as it is now (the demuxer's app cache): a disabled app's fan-out stops at its next chunk. */
   apps: { get(id: string): Promise<AppRow | undefined> };
   audiences: AudienceSource;
@@ -119,23 +119,8 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
     // Linked by a copy before this one, which may have died before publishing the next task.
     await republishNext(jobId, chunkNo, deps);
   }
-  // A device that moved from a member already read to one read here (a registration to another user meanwhile) is another chunk's.
-  const elsewhere = await deps.fanouts.plannedElsewhere(jobId, chunkNo, read.devices.map((d) => d.deviceId), new Date(fanout.startedAt.getTime() - MOVED_SLACK_MS));
-  const devices = elsewhere.size === 0 ? read.devices : read.devices.filter((d) => !elsewhere.has(d.deviceId));
-  const plan = planFor(devices);
-  const emitted = plan.split.now.length + plan.split.later.length;
-  // planJob counts users without a device from the job's user list; an audience job has none: the
-  // reader counts its users with no device at all, and those whose devices this push cannot reach are counted here.
-  const noDevice = read.usersWithoutDevice + unreachedUsers(devices, plan.reachable);
-  const counts = {
-    devices: devices.length,
-    targeted: plan.targeted + noDevice,
-    noDevice,
-    emitted,
-    outcomes: plan.outcomes,
-    planned: plannedOf(plan.reachable),
-  };
-  const recorded = await deps.fanouts.recordChunk(jobId, chunkNo, counts);
+  const movedSince = new Date(fanout.startedAt.getTime() - MOVED_SLACK_MS);
+  const { recorded, plan, emitted } = await planAndRecord(jobId, chunkNo, read, movedSince, planFor, deps);
   if (recorded === 'cancelled') return counted(deps, 'cancelled');
   if (recorded === 'planned-before') return raced(deps, jobId, chunkNo, 'planned');
   await send(job, plan, expired, now, deps);
@@ -145,6 +130,41 @@ async function expandChunk(message: InboundMessage, deps: FanoutChunkDeps): Prom
     deps.logger.info({ jobId, trace: true, chunk: chunkNo, devices: read.devices.length, emitted, last: read.next === null }, 'trace: demuxer expanded a chunk');
   }
   return counted(deps, read.next === null ? 'last' : 'expanded');
+}
+
+/**
+ * Plan the devices read and record the chunk. A device that moved from a member another chunk read
+ * to one read here, or the other way (a registration to another user meanwhile), is the chunk's
+ * that recorded it first: recordChunk looks under the job row's lock, so two chunks read side by
+ * side cannot both count it, and answers such devices; the chunk is planned again without them.
+ */
+async function planAndRecord(
+  jobId: string,
+  chunkNo: number,
+  read: { devices: readonly AudienceDevice[]; usersWithoutDevice: number },
+  movedSince: Date,
+  planFor: (devices: readonly AudienceDevice[]) => JobPlan,
+  deps: FanoutChunkDeps,
+): Promise<{ recorded: Exclude<ChunkRecorded, object>; plan: JobPlan; emitted: number }> {
+  let devices = read.devices;
+  for (;;) {
+    const plan = planFor(devices);
+    const emitted = plan.split.now.length + plan.split.later.length;
+    // planJob counts users without a device from the job's user list; an audience job has none: the
+    // reader counts its users with no device at all, and those whose devices this push cannot reach are counted here.
+    const noDevice = read.usersWithoutDevice + unreachedUsers(devices, plan.reachable);
+    const recorded = await deps.fanouts.recordChunk(jobId, chunkNo, {
+      devices: devices.length,
+      targeted: plan.targeted + noDevice,
+      noDevice,
+      emitted,
+      outcomes: plan.outcomes,
+      planned: plannedOf(plan.reachable),
+      moved: { deviceIds: devices.map((d) => d.deviceId), since: movedSince },
+    });
+    if (typeof recorded !== 'object') return { recorded, plan, emitted };
+    devices = devices.filter((d) => !recorded.elsewhere.has(d.deviceId));
+  }
 }
 
 /** Publish the plan's pushes due now, store the later ones. */
@@ -170,7 +190,8 @@ async function republishNext(jobId: string, chunkNo: number, deps: FanoutChunkDe
 /**
  * A cancelled fan-out's task. A chunk planned but not done had its pushes counted and perhaps not
  * published (its demuxer died, or cancel came between): those without an outcome are recorded
- * cancelled, or the job would show them in flight for ever.
+ * cancelled, or the job would show them in flight for ever. The cancel records them itself (a
+ * parked task never comes back); this covers a fan-out cancelled by a release before it did.
  */
 async function cancelled(jobId: string, chunk: FanoutChunk | undefined, deps: FanoutChunkDeps): Promise<Outcome> {
   if (chunk?.state === 'planned' && chunk.planned !== null) {

@@ -18,8 +18,10 @@ export interface JobCancellation {
 }
 
 /**
- * Cancel a job: mark it cancelled (its running fan-out stops before its next chunk, and the
- * pushers drop its pushes still queued, recorded as cancelled) and remove every stored scheduled
+ * Cancel a job: mark it cancelled (its running fan-out stops before its next chunk, the pushes of
+ * its chunks planned and not done are recorded cancelled where they have no outcome, as a parked
+ * chunk task would never come back to do it, and the pushers drop its pushes still queued,
+ * recorded as cancelled) and remove every stored scheduled
  * push of the job (a store of its pushes in progress holds the mark back until it commits, and a
  * store after it records them cancelled instead, so the removal misses none; a job still in
  * push.jobs has its pushes recorded cancelled by the demuxer). Pushes a provider already accepted

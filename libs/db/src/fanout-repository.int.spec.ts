@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { derivePushId } from '@herald/contracts';
+import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 import { createFanoutRepository, type FanoutRepository } from './fanout-repository.ts';
 import { createCancelledJobsReader } from './fanout-cancellations.ts';
 import { cancelJobFully } from './cancel-job.ts';
 import { toJobStatus } from './job-status-view.ts';
+import { derivedPushId } from './job-repository.ts';
 import { pruneJobs, settleSentFanouts } from './job-prune.ts';
 import { sql } from 'kysely';
 
@@ -20,6 +21,22 @@ afterAll(() => t.drop());
 
 /** No devices planned (these specs count by hand). */
 const NONE = { deviceIds: [], userIds: [], toDevice: [] };
+/** These devices planned, each a push to its own user. */
+const plannedFor = (deviceIds: string[]) => ({ deviceIds, userIds: deviceIds.map((d) => `u${d}`), toDevice: deviceIds.map(() => false) });
+const delivered = (jobId: string, deviceIds: string[]) => t.db.jobs.recordOutcomes(deviceIds.map((d) => ({ pushId: derivePushId(jobId, d), jobId, outcome: 'delivered' as const })));
+const storedPush = (jobId: string, deviceId: string): DevicePush => ({
+  version: 1,
+  pushId: derivePushId(jobId, deviceId),
+  jobId,
+  deviceId,
+  app: 'demo',
+  platform: 'apns',
+  token: `tok-${deviceId}`,
+  userId: `u${deviceId}`,
+  content: { title: 'hi' },
+  priority: 'high',
+  acceptedAt: new Date().toISOString(),
+});
 
 const begin = (jobId: string, size = 5) =>
   fanouts.start({ jobId, app: 'demo', audience: { topic: 'news' }, job: { id: jobId }, acceptedAt: new Date(), size, exact: true });
@@ -176,14 +193,110 @@ describe('fan-out checkpoints', () => {
     await fanouts.finishChunk(job, 0);
     await fanouts.recordPark(job, 1, 'delivery-limit', 'chunk 1: x');
     expect(await status(job)).toMatchObject({ state: 'sending', inFlight: 2, jobParked: { code: 'delivery-limit' } });
-    // Chunk 0's pushes delivered; chunk 1's, planned and then parked, have no outcome coming: done.
-    await t.db.jobs.recordOutcomes(['1', '2'].map((d) => ({ pushId: derivePushId(job, d), jobId: job, outcome: 'delivered' as const })));
+    // Chunk 0's pushes delivered, and chunk 1, parked before it was read, counted nothing: done.
+    await delivered(job, ['1', '2']);
+    expect(await status(job)).toMatchObject({ state: 'done', inFlight: 0 });
+    // A chunk planned and then parked: its pushes have no outcome coming until its task is replayed: done.
     const other = randomUUID();
     await begin(other, 5);
     await fanouts.linkNext(other, 0, null);
-    expect(await fanouts.recordChunk(other, 0, { devices: 3, targeted: 3, noDevice: 0, emitted: 3, outcomes: [], planned: NONE })).toBe('recorded');
+    expect(await fanouts.recordChunk(other, 0, { devices: 3, targeted: 3, noDevice: 0, emitted: 3, outcomes: [], planned: plannedFor(['1', '2', '3']) })).toBe('recorded');
     await fanouts.recordPark(other, 0, 'retries-exhausted', 'chunk 0: publish failed');
     expect(await status(other)).toMatchObject({ state: 'done', inFlight: 3, jobParked: { code: 'retries-exhausted' } });
+  });
+
+  // A chunk links the next and publishes its task before it sends: parked after that, the chain goes on (it read done).
+  it('a chunk parked after it linked the next: the job reads expanding until every other chunk is done, then sending while a push is on its way', async () => {
+    const job = randomUUID();
+    await begin(job, 5);
+    await fanouts.linkNext(job, 0, 'c1');
+    expect(await fanouts.recordChunk(job, 0, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [], planned: plannedFor(['11', '12']) })).toBe('recorded');
+    await fanouts.recordPark(job, 0, 'retries-exhausted', 'chunk 0: publish failed');
+    expect(await status(job)).toMatchObject({ state: 'expanding', targeted: 2, inFlight: 2, jobParked: { code: 'retries-exhausted' } });
+    await fanouts.linkNext(job, 1, null);
+    expect(await fanouts.recordChunk(job, 1, { devices: 1, targeted: 1, noDevice: 0, emitted: 1, outcomes: [], planned: plannedFor(['13']) })).toBe('recorded');
+    expect((await status(job)).state).toBe('expanding');
+    await fanouts.finishChunk(job, 1);
+    expect(await status(job)).toMatchObject({ state: 'sending', targeted: 3, inFlight: 3 });
+    await delivered(job, ['13']);
+    expect(await status(job)).toMatchObject({ state: 'done', targeted: 3, delivered: 1, inFlight: 2, jobParked: { code: 'retries-exhausted' } });
+  });
+
+  it("a parked chunk's pushes that have an outcome, or are stored for later, are not taken for ones that will never come", async () => {
+    const job = randomUUID();
+    await begin(job, 5);
+    await fanouts.linkNext(job, 0, 'c1');
+    expect(await fanouts.recordChunk(job, 0, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [], planned: plannedFor(['21', '22']) })).toBe('recorded');
+    await fanouts.finishChunk(job, 0);
+    await fanouts.linkNext(job, 1, null);
+    expect(await fanouts.recordChunk(job, 1, { devices: 3, targeted: 3, noDevice: 0, emitted: 3, outcomes: [], planned: plannedFor(['23', '24', '25']) })).toBe('recorded');
+    // Chunk 1 published two of its pushes before its task was parked; they were delivered.
+    await delivered(job, ['23', '24']);
+    await fanouts.recordPark(job, 1, 'retries-exhausted', 'chunk 1: publish failed');
+    // Chunk 0's two are still on their way.
+    expect(await status(job)).toMatchObject({ state: 'sending', targeted: 5, delivered: 2, inFlight: 3 });
+    await delivered(job, ['21', '22']);
+    expect(await status(job)).toMatchObject({ state: 'done', inFlight: 1 });
+    // Had chunk 1 stored its third push for later, it would still come.
+    expect(await t.db.scheduled.schedule([{ dueAt: new Date(Date.now() + 3_600_000), push: storedPush(job, '25') }])).toBe(1);
+    expect(await status(job)).toMatchObject({ state: 'sending', inFlight: 1, scheduled: 1 });
+  });
+
+  it('derives push ids in SQL as derivePushId does', async () => {
+    for (const [job, device] of [[randomUUID(), '42'], ['jöb ✓ 名', '9007199254740993']] as const) {
+      const { rows } = await sql<{ id: string }>`select ${derivedPushId(sql`${job}::text`, sql`${device}::text`)}::text as id`.execute(t.db.kysely);
+      expect(rows[0]?.id).toBe(derivePushId(job, device));
+    }
+  });
+
+  it('cancelling a fan-out whose planned chunk task is parked ends cancelled: its pushes without an outcome are recorded cancelled, a delivery stays delivered', async () => {
+    const job = randomUUID();
+    await begin(job, 5);
+    await fanouts.linkNext(job, 0, 'c1');
+    expect(await fanouts.recordChunk(job, 0, { devices: 3, targeted: 3, noDevice: 0, emitted: 3, outcomes: [], planned: plannedFor(['31', '32', '33']) })).toBe('recorded');
+    await delivered(job, ['31']);
+    await fanouts.recordPark(job, 0, 'delivery-limit', 'chunk 0: delivered 5 times without an answer');
+    // Chunk 1 planned too, its task not yet run (or its demuxer gone).
+    await fanouts.linkNext(job, 1, null);
+    expect(await fanouts.recordChunk(job, 1, { devices: 1, targeted: 1, noDevice: 0, emitted: 1, outcomes: [], planned: plannedFor(['34']) })).toBe('recorded');
+    expect(await cancelJobFully(t.db, job)).toEqual({ known: true, fanout: true, scheduled: 0, alreadyDone: false });
+    expect(await status(job)).toMatchObject({ state: 'cancelled', targeted: 4, delivered: 1, inFlight: 0, skipped: { cancelled: 3 } });
+    // A push of the chunk the pusher delivered before it heard of the cancel is delivered.
+    await delivered(job, ['32']);
+    expect(await status(job)).toMatchObject({ state: 'cancelled', delivered: 2, inFlight: 0, skipped: { cancelled: 2 } });
+  });
+
+  it('two chunks that read a device which changed hands meanwhile count it once: the one recording second is told, whichever it is', async () => {
+    const job = randomUUID();
+    const token = randomUUID().replaceAll('-', '').padEnd(64, '0');
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'demo', platform: 'apns', token, userId: 'ma', eventAt: '2025-01-01T00:00:00Z' });
+    await begin(job, 2);
+    // The phone logs in as mb while the fan-out runs: chunk 0 read it as ma's, chunk 1 as mb's.
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'demo', platform: 'apns', token, userId: 'mb', eventAt: new Date().toISOString() });
+    const { id } = await t.db.kysely.selectFrom('devices').select(sql<string>`id::text`.as('id')).where('token', '=', token).executeTakeFirstOrThrow();
+    const since = new Date(Date.now() - 60_000);
+    const chunkOf = (user: string, deviceIds: string[]) => ({
+      devices: deviceIds.length,
+      targeted: deviceIds.length,
+      noDevice: 0,
+      emitted: deviceIds.length,
+      outcomes: [],
+      planned: { deviceIds, userIds: deviceIds.map(() => user), toDevice: deviceIds.map(() => false) },
+      moved: { deviceIds, since },
+    });
+    await fanouts.linkNext(job, 0, 'c1');
+    await fanouts.linkNext(job, 1, null);
+    // Both checked before either recorded (the check outside the transaction passed both): chunk 1 records first.
+    expect(await fanouts.recordChunk(job, 1, chunkOf('mb', [id]))).toBe('recorded');
+    expect(await fanouts.recordChunk(job, 0, chunkOf('ma', [id]))).toEqual({ elsewhere: new Set([id]) });
+    expect(await status(job)).toMatchObject({ targeted: 1 });
+    // Planned again without it.
+    expect(await fanouts.recordChunk(job, 0, chunkOf('ma', []))).toBe('recorded');
+    await fanouts.finishChunk(job, 0);
+    await fanouts.finishChunk(job, 1);
+    expect(await status(job)).toMatchObject({ state: 'sending', targeted: 1, inFlight: 1 });
+    await delivered(job, [id]);
+    expect(await status(job)).toMatchObject({ state: 'done', targeted: 1, delivered: 1, inFlight: 0 });
   });
 
   it('cancel stops the chain: a chunk is refused after it, the pushers see the job, the status says cancelled', async () => {

@@ -1,9 +1,9 @@
 import { storableCopy } from '@herald/contracts';
 import { sql, type Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
-import { recordCancelledPushes, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
+import { CANCELLED_BEFORE_SENT, recordCancelledPushes, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
 import { PARKED_PREFIX } from './job-status-view.ts';
-import { OWN_JOB_ROW, OWN_JOB_ROW_SET, whyTaken, type JobIdTakenCode } from './job-repository.ts';
+import { OWN_JOB_ROW, OWN_JOB_ROW_SET, derivedPushId, whyTaken, type JobIdTakenCode } from './job-repository.ts';
 
 export type FanoutState = 'expanding' | 'sending' | 'done' | 'cancelled';
 
@@ -69,7 +69,19 @@ export interface ChunkCounts {
   outcomes: readonly PushOutcomeEntry[];
   /** The devices pushes were planned for (the chunk's reachable devices), redone exactly after a redelivery. */
   planned: PlannedDevices;
+  /**
+   * The devices the chunk read, and a time before the fan-out started: those that changed hands
+   * since then (devices.user_changed_at) and that another chunk planned are that chunk's, and the
+   * chunk is not recorded with them (recordChunk answers `elsewhere`).
+   */
+  moved?: { deviceIds: readonly string[]; since: Date };
 }
+
+/**
+ * What recordChunk did. `elsewhere` (nothing written): devices of ChunkCounts.moved another chunk
+ * planned first; plan the chunk again without them and record that.
+ */
+export type ChunkRecorded = 'recorded' | 'cancelled' | 'planned-before' | { elsewhere: ReadonlySet<string> };
 
 export interface FanoutProgress {
   state: FanoutState;
@@ -80,11 +92,14 @@ export interface FanoutProgress {
   expanded: number;
   chunks: number;
   chunksDone: number;
+  /** Chunks neither done nor parked (job status only): still to be read, or their pushes to be sent. */
+  chunksOpen?: number;
   /**
-   * Pushes of chunks whose task is parked and which are not done (job status only): planned, maybe
-   * never published, so with no outcome coming until the task is replayed.
+   * Pushes of chunks whose task is parked and which are not done (job status only) that have no
+   * outcome and are not stored for later: planned, maybe never published, so with no outcome coming
+   * until the task is replayed.
    */
-  parkedEmitted?: number;
+  parkedUnsent?: number;
 }
 
 export interface RunningFanout extends FanoutProgress {
@@ -119,17 +134,15 @@ export interface FanoutRepository {
    * In one transaction: the chunk's counts, planned devices and skip outcomes, and the job's
    * targeted / no_device as the sum over its chunks (so the job's status adds up at every moment).
    * 'cancelled' (nothing written) when the job was cancelled meanwhile; 'planned-before' (nothing
-   * written) when another copy planned the chunk first.
+   * written) when another copy planned the chunk first; `elsewhere` (nothing written) when a device
+   * of `counts.moved` that changed hands is another chunk's: a device whose registration moved it
+   * from one member to a member later in the walk while the fan-out ran is read twice. Looked for
+   * under the job row's lock, which every chunk's record takes first, so of two chunks that read
+   * such a device side by side, the one recording second finds the first's.
    */
-  recordChunk(jobId: string, chunkNo: number, counts: ChunkCounts): Promise<'recorded' | 'cancelled' | 'planned-before'>;
+  recordChunk(jobId: string, chunkNo: number, counts: ChunkCounts): Promise<ChunkRecorded>;
   /** A chunk redone from its planned devices: the outcomes it decided now (skips, expiry), unless the job was cancelled meanwhile. */
   recordOutcomes(jobId: string, outcomes: readonly PushOutcomeEntry[]): Promise<'recorded' | 'cancelled'>;
-  /**
-   * Of these devices, those another chunk of the job planned already: a device whose registration
-   * moved it from one member to a member later in the walk while the fan-out ran is read twice.
-   * Only devices that changed hands since `since` (user_changed_at) can be, so only they are looked for.
-   */
-  plannedElsewhere(jobId: string, chunkNo: number, deviceIds: readonly string[], since: Date): Promise<Set<string>>;
   /** A planned chunk of a cancelled job: its pushes without an outcome yet are recorded cancelled (they may never have been published). */
   cancelPlanned(jobId: string, pushes: ReadonlyArray<{ pushId: string; deviceId: string }>): Promise<void>;
   /**
@@ -144,7 +157,8 @@ export interface FanoutRepository {
    */
   recordPark(jobId: string, chunkNo: number, code: string, reason: string): Promise<void>;
   /**
-   * Mark the job cancelled and stop its fan-out if one is still expanding or sending (`fanout`).
+   * Mark the job cancelled and stop its fan-out if one is still expanding or sending (`fanout`);
+   * the pushes of its chunks planned and not done get outcome `cancelled` where they have none.
    * `known`: Herald has the job (accepted by the HTTP API, demuxed, or an audience job started);
    * a job still queued for the demuxer after a direct publish is not, and nothing is marked.
    */
@@ -192,17 +206,6 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
         return { created: rows.length > 0, next: recorded };
       }),
     recordChunk: (jobId, chunkNo, counts) => recordChunk(db, jobId, chunkNo, counts),
-    async plannedElsewhere(jobId, chunkNo, deviceIds, since) {
-      if (deviceIds.length === 0) return new Set();
-      const { rows: moved } = await sql<{ id: string }>`
-        select id::text from devices where id = any(${[...deviceIds]}::bigint[]) and user_changed_at > ${since.toISOString()}::timestamptz`.execute(db);
-      if (moved.length === 0) return new Set();
-      const ids = moved.map((r) => r.id);
-      const { rows } = await sql<{ id: string }>`
-        select distinct x.id::text from fanout_chunks f cross join lateral unnest(f.planned_devices) as x(id)
-        where f.job_id = ${jobId} and f.chunk_no <> ${chunkNo} and f.planned_devices && ${ids}::bigint[] and x.id = any(${ids}::bigint[])`.execute(db);
-      return new Set(rows.map((r) => r.id));
-    },
     recordOutcomes: (jobId, outcomes) =>
       db.transaction().execute(async (trx) => {
         if (await cancelledForUpdate(trx, jobId)) return 'cancelled' as const;
@@ -254,6 +257,7 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
         const { rows } = await sql`
           update fanouts set state = 'cancelled', cancelled_at = now(), updated_at = now()
           where job_id = ${jobId} and state in ('expanding', 'sending') returning job_id`.execute(trx);
+        await cancelPlannedChunks(trx, jobId);
         return { known: marked.rows.length > 0, fanout: rows.length > 0 };
       }),
     async progress(jobId) {
@@ -322,6 +326,42 @@ async function start(db: Kysely<HeraldTables>, f: FanoutStart): Promise<FanoutSt
   });
 }
 
+/**
+ * The pushes of a cancelled job's chunks planned and not done, counted in targeted and maybe never
+ * published (the chunk's task may be parked, or its demuxer gone): recorded cancelled where they
+ * have no outcome (a delivery stays delivered), or the job read cancelling for good. A stored one is
+ * left to the cancel's removal of the job's stored pushes (or a descheduler's claim). Under the job
+ * row's lock, so a chunk planned after it is refused (recordChunk), and one planned before is seen;
+ * a push of a chunk still sending is then dropped by its pusher, or delivered first (it overwrites).
+ */
+async function cancelPlannedChunks(trx: Kysely<HeraldTables>, jobId: string): Promise<void> {
+  await sql`
+    insert into push_outcomes (push_id, job_id, outcome, code, reason, device_id)
+    select k.push_id, c.job_id, 'cancelled', 'cancelled', ${CANCELLED_BEFORE_SENT}, d.id::text
+    from fanout_chunks c cross join lateral unnest(c.planned_devices) as d(id)
+      cross join lateral (select ${derivedPushId(sql`c.job_id`, sql`d.id::text`)} as push_id) k
+    where c.job_id = ${jobId} and c.state = 'planned'
+      and not exists (select 1 from scheduled_pushes s where s.job_id = c.job_id and s.push_id = k.push_id)
+    order by k.push_id
+    on conflict (job_id, push_id) do nothing`.execute(trx);
+}
+
+/**
+ * Of these devices, those another chunk of the job planned already. Only devices that changed hands
+ * since `since` (user_changed_at) can be, so only they are looked for.
+ */
+async function plannedElsewhere(trx: Kysely<HeraldTables>, jobId: string, chunkNo: number, deviceIds: readonly string[], since: Date): Promise<Set<string>> {
+  if (deviceIds.length === 0) return new Set();
+  const { rows: moved } = await sql<{ id: string }>`
+    select id::text from devices where id = any(${[...deviceIds]}::bigint[]) and user_changed_at > ${since.toISOString()}::timestamptz`.execute(trx);
+  if (moved.length === 0) return new Set();
+  const ids = moved.map((r) => r.id);
+  const { rows } = await sql<{ id: string }>`
+    select distinct x.id::text from fanout_chunks f cross join lateral unnest(f.planned_devices) as x(id)
+    where f.job_id = ${jobId} and f.chunk_no <> ${chunkNo} and f.planned_devices && ${ids}::bigint[] and x.id = any(${ids}::bigint[])`.execute(trx);
+  return new Set(rows.map((r) => r.id));
+}
+
 /** Lock the job's row (every writer of its counts and outcomes takes it first) and tell whether it was cancelled. */
 async function cancelledForUpdate(trx: Kysely<HeraldTables>, jobId: string): Promise<boolean> {
   const { rows } = await sql<{ cancelled: boolean }>`
@@ -348,11 +388,16 @@ function toChunk(chunkNo: number, r: ChunkRow): FanoutChunk {
   return { chunkNo, afterCursor: r.after_cursor, nextCursor: r.next_cursor, linked: r.next_cursor !== null || r.last_chunk, state: r.state, planned };
 }
 
-async function recordChunk(db: Kysely<HeraldTables>, jobId: string, chunkNo: number, c: ChunkCounts): Promise<'recorded' | 'cancelled' | 'planned-before'> {
-  return db.transaction().execute(async (trx) => {
+async function recordChunk(db: Kysely<HeraldTables>, jobId: string, chunkNo: number, c: ChunkCounts): Promise<ChunkRecorded> {
+  return db.transaction().execute(async (trx): Promise<ChunkRecorded> => {
     // Its own statement, so the sums below are read after every other chunk's transaction that held
     // this lock has committed (a subquery in the same statement would read the snapshot before the wait).
     if (await cancelledForUpdate(trx, jobId)) return 'cancelled';
+    // After the lock, for the same reason: another chunk's planned devices are read once it committed.
+    if (c.moved !== undefined) {
+      const elsewhere = await plannedElsewhere(trx, jobId, chunkNo, c.moved.deviceIds, c.moved.since);
+      if (elsewhere.size > 0) return { elsewhere };
+    }
     // Only a pending chunk is planned here (a chunk planned before migration 0027, without its
     // devices, is planned again as before: the most any read counted, the fewest without a device).
     const { rows: planned } = await sql`

@@ -1,5 +1,5 @@
 import { storableCopy } from '@herald/contracts';
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type pg from 'pg';
 import type { HeraldTables, JobsTable } from './tables.ts';
 import { insertOutcomesStatement, listJobPushes, recordCancelledPushes, upsertOutcomes, type CancelledPush, type PushOutcomeEntry, type PushRecord } from './push-outcomes.ts';
@@ -61,6 +61,15 @@ export const OWN_JOB_ROW = sql.raw(`((${SAME_JOB}) or (${PARK_ONLY}))`);
 export const OWN_JOB_ROW_SET = sql.raw(
   `app = case when ${SAME_JOB} then jobs.app else excluded.app end, content_hash = case when ${SAME_JOB} then coalesce(jobs.content_hash, excluded.content_hash) else excluded.content_hash end`,
 );
+
+/**
+ * derivePushId (@herald/contracts) in SQL, of two text expressions: the id of a job's push to a
+ * device, so a statement can find the outcome of a push it knows only by its device (a fan-out
+ * chunk's planned devices). One digest, in a scalar subquery.
+ */
+export const derivedPushId = (jobId: RawBuilder<unknown>, deviceId: RawBuilder<unknown>): RawBuilder<string> => sql<string>`
+  (select encode(set_byte(set_byte(substring(x.d from 1 for 16), 6, (get_byte(x.d, 6) & 15) | 128), 8, (get_byte(x.d, 8) & 63) | 128), 'hex')::uuid
+   from (select sha256(convert_to(${jobId}, 'UTF8') || decode('00', 'hex') || convert_to(${deviceId}, 'UTF8')) as d) x)`;
 
 export interface JobRecord {
   id: string;
@@ -457,6 +466,18 @@ function recordDeadPushes(trx: Kysely<HeraldTables>, dead: readonly PushOutcomeE
     ${insertOutcomesStatement(dead, sql<boolean>`(i.push_id in (select push_id from unstored) or not exists (select 1 from scheduled_pushes s where s.push_id = i.push_id))`)}`.execute(trx);
 }
 
+/**
+ * FanoutProgress.parkedUnsent, for the fan-out `f`: the planned pushes of its parked chunks not done
+ * that have no outcome and are not stored for later. Exact where a chunk recorded its planned
+ * devices (migration 0027); one planned before then counts none (its pushes read in flight).
+ */
+const parkedUnsent = sql`(
+  select count(*)::int from fanout_chunks p cross join lateral unnest(p.planned_devices) as d(id)
+    cross join lateral (select ${derivedPushId(sql`p.job_id`, sql`d.id::text`)} as push_id) k
+  where p.job_id = f.job_id and p.parked and p.state <> 'done'
+    and not exists (select 1 from push_outcomes o where o.job_id = p.job_id and o.push_id = k.push_id)
+    and not exists (select 1 from scheduled_pushes s where s.job_id = p.job_id and s.push_id = k.push_id))`;
+
 /** One statement, so the counts are one snapshot: the sum of a job's outcomes never runs ahead of what was read as targeted. */
 async function jobStatus(db: Kysely<HeraldTables>, id: string): Promise<JobStatusRecord | undefined> {
   const { rows } = await sql<
@@ -466,10 +487,10 @@ async function jobStatus(db: Kysely<HeraldTables>, id: string): Promise<JobStatu
       (select count(*) from scheduled_pushes s where s.job_id = j.id)::int as scheduled,
       (select json_build_object('state', f.state, 'audience', f.audience, 'size', f.audience_size, 'exact', f.size_exact,
           'expanded', coalesce(c.expanded, 0), 'chunks', coalesce(c.chunks, 0), 'chunksDone', coalesce(c.done, 0),
-          'parkedEmitted', coalesce(c.parked_emitted, 0))
+          'chunksOpen', coalesce(c.open, 0), 'parkedUnsent', ${parkedUnsent})
         from fanouts f left join lateral (
           select sum(devices) filter (where state <> 'pending') as expanded, count(*) as chunks, count(*) filter (where state = 'done') as done,
-            sum(emitted) filter (where parked and state <> 'done') as parked_emitted
+            count(*) filter (where state <> 'done' and not parked) as open
           from fanout_chunks where job_id = f.job_id) c on true
         where f.job_id = j.id) as fanout,
       coalesce((

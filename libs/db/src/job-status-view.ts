@@ -66,10 +66,15 @@ const inFlightOf = (s: JobStatusRecord, terminal: number): number | null => (s.j
  */
 function jobState(s: JobStatusRecord, inFlight: number | null): NonNullable<JobStatus['state']> {
   if (s.cancelledAt != null || s.fanout?.state === 'cancelled') return inFlight !== null && inFlight > 0 ? 'cancelling' : 'cancelled';
-  // Before a fan-out's own state: one whose chunk task was parked expands no further until replayed,
-  // and reads sending while pushes of its other chunks are on their way (not the parked chunk's:
-  // planned, maybe never published, they get no outcome until the task is replayed).
-  if (s.job.demuxOutcome?.startsWith(PARKED_PREFIX) === true) return (inFlight ?? 0) - (s.fanout?.parkedEmitted ?? 0) > 0 ? 'sending' : 'done';
+  // Before a fan-out's own state (expanding until every chunk is done): one whose chunk task was
+  // parked reads expanding while another chunk is neither done nor parked (a chunk parked after it
+  // linked the next does not stop the chain), then sending while any push is on its way, other than
+  // a parked chunk's with no outcome and not stored (maybe never published: none comes until the
+  // task is replayed), then done.
+  if (s.job.demuxOutcome?.startsWith(PARKED_PREFIX) === true) {
+    if ((s.fanout?.chunksOpen ?? 0) > 0) return 'expanding';
+    return (inFlight ?? 0) - (s.fanout?.parkedUnsent ?? 0) > 0 ? 'sending' : 'done';
+  }
   if (s.fanout != null && s.fanout.state === 'expanding') return 'expanding';
   if (inFlight === null) return 'expanding';
   return inFlight > 0 ? 'sending' : 'done';
