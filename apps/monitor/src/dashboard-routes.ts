@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ActionRefused, audited, isDatabaseUnavailable, ParkedQueueBusy, type AuditLog } from '@herald/db';
+import { ActionRefused, audited, isDatabaseUnavailable, ParkedQueueBusy, type AuditLog, type ReplayedOutcomes } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { describeRefusals, listParked, parkedNameOf, purgeParked, replayParked, ReplayError, type ParkedMessage } from '@herald/messaging';
 import type { HttpRoutes } from '@herald/runtime';
@@ -28,6 +28,11 @@ export interface DashboardDeps {
    * process's own order only.
    */
   parkedLease?: <T>(queue: string, work: () => Promise<T>) => Promise<T>;
+  /**
+   * Begins a replay's clearing of its device pushes' parked outcomes (startReplayedOutcomes), so
+   * their jobs count them in flight again. Unset (tests): job statuses are left as they are.
+   */
+  replayedOutcomes?: () => Promise<ReplayedOutcomes>;
   logger: Logger;
 }
 
@@ -104,17 +109,22 @@ const messageIdOf = (body: Record<string, unknown>, verb: string): string => {
   return body['id'];
 };
 
-/** Replay one parked message; a permanent rejection only with {"force": true} (409 saying why otherwise). */
+/**
+ * Replay one parked message; a permanent rejection only with {"force": true} (409 saying why
+ * otherwise). A replayed device push whose parked outcome PostgreSQL would not clear is replayed
+ * all the same, the answer's `warning` saying its job counts it parked until its new outcome.
+ */
 async function replay(deps: DashboardDeps, operator: Operator, body: Record<string, unknown>, queue: string): Promise<unknown> {
   const id = messageIdOf(body, 'replay');
   if (body['force'] !== undefined && typeof body['force'] !== 'boolean') throw new HttpError(400, 'force must be true or false');
   const force = body['force'] === true;
   const what = { action: 'parked.replay', target: queue, request: { id, force, via: 'dashboard' } };
   return audited(deps.audit, deps.logger, actorOf(operator), what, async () => {
-    const result = await replayParked({ url: deps.amqpUrl, logger: deps.logger, queue, filter: { kind: 'id', id }, force });
+    const outcomes = await deps.replayedOutcomes?.();
+    const result = await replayParked({ url: deps.amqpUrl, logger: deps.logger, queue, filter: { kind: 'id', id }, force, onReplayed: outcomes?.onReplayed });
     if (result.refused.length > 0) throw new ActionRefused(describeRefusals(result.refused), { ...result });
     if (result.replayed === 0) throw new HttpError(404, `no parked message ${id} in ${queue}`);
-    return result;
+    return outcomes?.failure === undefined ? result : { ...result, warning: outcomes.failure };
   });
 }
 

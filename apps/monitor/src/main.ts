@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { loadConfigOrExit } from '@herald/config';
 import { WorkQueues, pushesPerMessage } from '@herald/contracts';
-import { createAnnouncedAlarmStore, createDatabase, databaseOptionsOf, createFanoutRepository, holdLease, startDatabaseClock, withParkedLease } from '@herald/db';
+import { createAnnouncedAlarmStore, createDatabase, databaseOptionsOf, createFanoutRepository, holdLease, startDatabaseClock, startReplayedOutcomes, withParkedLease } from '@herald/db';
 import { connectBroker, parkedNameOf, type Broker } from '@herald/messaging';
 import { createManagementApi, vhostOf } from '@herald/monitoring';
 import { runService, within } from '@herald/runtime';
@@ -129,6 +129,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
       // Held by another (a CLI's replay may take minutes): answered 409 at once, not after a wait
       // that would hold this monitor's other parked requests behind it.
       parkedLease: (queue, work) => withParkedLease(db.kysely, parkedNameOf(queue), `the dashboard of the monitor on ${alarmsLease.holder}`, work, { waitMs: 0 }),
+      replayedOutcomes: () => startReplayedOutcomes(db.kysely),
       logger,
     }),
     stop: async (timeoutMs) => {

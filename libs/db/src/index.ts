@@ -28,6 +28,7 @@ export * from './app-credentials.ts';
 export * from './api-key-repository.ts';
 export * from './job-repository.ts';
 export type { CancelledPush, PushOutcomeEntry, PushOutcomeKind, PushRecord } from './push-outcomes.ts';
+export { startReplayedOutcomes, type ReplayedOutcomes, type ReplayedPushIds } from './replayed-outcomes.ts';
 export * from './subscription-repository.ts';
 export * from './audit-log.ts';
 export { listUserDevices, type UserDevice } from './user-devices.ts';

@@ -274,4 +274,28 @@ describe('parked messages: list, replay, purge', () => {
     expect(await depth('p.work.parked')).toBe(0);
     expect(await depth('p.work')).toBe(3);
   });
+
+  it("tells onReplayed of the device pushes it replayed, once their copies are on their queues; not of others, nor of those left parked", async () => {
+    const push = (pushId: string) => Buffer.from(JSON.stringify({ pushId, jobId: 'job-1', app: 'demo' }));
+    await park('p1', 'provider-down', 'p.work', push('p1'));
+    await park('job', 'provider-down', 'p.work', Buffer.from(JSON.stringify({ id: 'job-2', app: 'demo' })));
+    await park('p2', 'provider-down', 'p.deleted', push('p2'));
+    await park('p3', 'schema', 'p.work', push('p3'));
+    const told: { pushes: unknown[]; queued: number }[] = [];
+    const err = await replayParked({
+      ...opts(),
+      filter: { kind: 'all' },
+      onReplayed: async (pushes) => void told.push({ pushes: [...pushes], queued: await depth('p.work') }),
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ReplayError);
+    expect(told).toEqual([{ pushes: [{ pushId: 'p1', jobId: 'job-1' }], queued: 2 }]);
+  });
+
+  it('replays all the same when onReplayed fails', async () => {
+    await park('p1', 'retries-exhausted', 'p.work', Buffer.from(JSON.stringify({ pushId: 'p1', jobId: 'job-1' })));
+    const result = await replayParked({ ...opts(), filter: { kind: 'all' }, onReplayed: () => Promise.reject(new Error('PostgreSQL is away')) });
+    expect(result).toEqual({ seen: 1, replayed: 1, refused: [] });
+    expect(await depth('p.work.parked')).toBe(0);
+    expect(await depth('p.work')).toBe(1);
+  });
 });

@@ -102,6 +102,21 @@ export interface ReplayOptions extends ParkedOptions {
    * at once.
    */
   confirmTimeoutMs?: number;
+  /**
+   * Told of the device pushes each chunk replayed (bodies naming a `pushId` and a `jobId`), after
+   * their copies are confirmed on their queues and their originals acked: a job's status counts a
+   * push parked until its new outcome is written, and the caller clears that (ADR 0009). Awaited
+   * for at most ONREPLAYED_TIMEOUT_MS a chunk; a rejection or a timeout is logged and the replay
+   * goes on (its copies are on their way whatever the hook does), so the hook reports its own
+   * failures to its caller.
+   */
+  onReplayed?: (pushes: readonly ReplayedPush[]) => Promise<void>;
+}
+
+/** A device push a replay sent back to its queue, as its parked body names it (read leniently: the hook checks the ids). */
+export interface ReplayedPush {
+  pushId: string;
+  jobId: string;
 }
 
 /** Headers a replay removes: why it was parked and the broker's dead-letter history. */
@@ -121,6 +136,7 @@ const PARKING_HEADERS = [
 const CHUNK = 100;
 const ACK_SETTLE_MS = 250;
 const CONFIRM_TIMEOUT_MS = 30_000;
+const ONREPLAYED_TIMEOUT_MS = 10_000;
 
 /** Some messages could not be replayed; they stay parked. `replayed` went back to their queues. */
 export class ReplayError extends Error {
@@ -457,6 +473,7 @@ export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
           });
         const { ok, failed, stalled } = await republish(copies, chosen, opts.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS);
         for (const { msg } of ok) ch.ack(msg);
+        await tellReplayed(opts, ok);
         replayed += ok.length;
         failures.push(...failed);
         seenSoFar += chunk.length;
@@ -473,6 +490,30 @@ export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
     });
   } finally {
     await copies.end();
+  }
+}
+
+/** The device push a parked body names, read leniently; undefined for any other body (a job, a webhook delivery, a packed message). */
+function replayedPushOf(body: Buffer): ReplayedPush | undefined {
+  const { pushId, jobId } = jsonObjectOf(body) ?? {};
+  return typeof pushId === 'string' && typeof jobId === 'string' ? { pushId, jobId } : undefined;
+}
+
+/** ReplayOptions.onReplayed with the device pushes among `ok`, bounded; its failure is logged, not thrown. */
+async function tellReplayed(opts: ReplayOptions, ok: readonly Item[]): Promise<void> {
+  const pushes = ok.map((x) => replayedPushOf(x.msg.content)).filter((p) => p !== undefined);
+  if (opts.onReplayed === undefined || pushes.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`onReplayed did not finish within ${ONREPLAYED_TIMEOUT_MS} ms`)), ONREPLAYED_TIMEOUT_MS)));
+  try {
+    const told = opts.onReplayed(pushes);
+    // Past the bound it may still fail: logged above as a timeout, not as an unhandled rejection.
+    told.catch(() => undefined);
+    await Promise.race([told, timedOut]);
+  } catch (err) {
+    opts.logger.warn({ err, queue: opts.queue, pushes: pushes.length }, 'onReplayed failed; the pushes are replayed all the same');
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -1,6 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '@herald/logging';
-import { ActionRefused, isDatabaseUnavailable, ParkedLeaseInterrupted, ParkedQueueBusy, withParkedLease, type Database } from '@herald/db';
+import {
+  ActionRefused,
+  isDatabaseUnavailable,
+  ParkedLeaseInterrupted,
+  ParkedQueueBusy,
+  startReplayedOutcomes,
+  withParkedLease,
+  type Database,
+  type ReplayedOutcomes,
+} from '@herald/db';
 import {
   describeRefusals,
   findParked,
@@ -258,8 +267,13 @@ export function registerParkedCommands(program: Command): void {
       };
       const what = { action: 'parked.replay', target: parkedNameOf(queue), request: { filter, force, via: 'cli' } };
       let result: ReplayResult | undefined;
+      let outcomes: ReplayedOutcomes | undefined;
       await auditedCli(what, async (db) => {
-        result = await underLease(db, queue, () => replayParked({ ...opts, filter, force, onProgress: progress }));
+        result = await underLease(db, queue, async () => {
+          // Replayed device pushes count in flight again in their jobs' status (ADR 0009).
+          outcomes = await startReplayedOutcomes(db.kysely);
+          return replayParked({ ...opts, filter, force, onProgress: progress, onReplayed: outcomes.onReplayed });
+        });
         // Nothing replayed because everything matching was a permanent rejection: audited as refused.
         if (result.replayed === 0 && result.refused.length > 0) throw new ActionRefused(describeRefusals(result.refused), { ...result });
         const nothing = matchedNothing(filter, result.replayed, result.seen, queue);
@@ -270,7 +284,11 @@ export function registerParkedCommands(program: Command): void {
           // Permanent rejections are told below; any other refusal (no such message) is the command's error.
           if (!(err instanceof ActionRefused) || result === undefined || result.refused.length === 0) throw err;
         })
-        .finally(() => bar.finish());
+        .finally(() => {
+          bar.finish();
+          // The replay stands (its copies are on their way); what PostgreSQL refused is said, exit status unchanged.
+          if (outcomes?.failure !== undefined) process.stderr.write(`${outcomes.failure}\n`);
+        });
       if (result === undefined) return;
       process.stdout.write(`replayed ${result.replayed} of ${result.seen} parked message(s)\n`);
       if (result.refused.length > 0) {

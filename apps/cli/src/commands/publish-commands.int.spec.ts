@@ -2,7 +2,8 @@ import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { destinationOf, parkedQueueFor, Queues } from '@herald/contracts';
+import { derivePushId, destinationOf, parkedQueueFor, Queues, type DevicePush } from '@herald/contracts';
+import { toJobStatus } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { connectBroker, heraldTopology, HeraldHeaders, type Broker } from '@herald/messaging';
 import { createTestDatabase, createTestVhost, peekMessages, type TestDatabase, type TestVhost } from '@herald/testing';
@@ -263,5 +264,85 @@ describe('herald limits set', () => {
     }
     expect(await herald('limits', 'remove', '--platform', 'webhook', '--app', 'HOOKS.limited.example:443')).toEqual({ code: 0, stderr: '' });
     expect((await t.db.rateLimits.list()).filter((r) => r.app === 'hooks.limited.example:443')).toEqual([]);
+  });
+});
+
+const statusOf = async (job: string) => {
+  const record = await t.db.jobs.status(job);
+  if (record === undefined) throw new Error(`no job ${job}`);
+  const { state, inFlight, delivered, parked } = toJobStatus(record);
+  return { state, inFlight, delivered, parked };
+};
+
+/** A job of two device pushes: one delivered, one parked in push.apns.send.parked as the pusher parks it (provider-down). */
+async function deliveredAndParked(): Promise<{ job: string; parkedPush: string }> {
+  const job = randomUUID();
+  const [sent, held] = [derivePushId(job, '1'), derivePushId(job, '2')];
+  await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 2, outcome: 'fanned-out' }]);
+  await t.db.jobs.recordOutcomes([
+    { pushId: sent, jobId: job, outcome: 'delivered' },
+    { pushId: held, jobId: job, outcome: 'parked', code: 'provider-down', reason: 'APNs did not answer' },
+  ]);
+  const push: DevicePush = {
+    version: 1,
+    pushId: held,
+    jobId: job,
+    deviceId: '2',
+    app: 'demo',
+    platform: 'apns',
+    token: 'ab'.repeat(32),
+    userId: 'u1',
+    content: { title: 'hi' },
+    priority: 'high',
+    acceptedAt: new Date().toISOString(),
+  };
+  await broker.publisher.publish({
+    exchange: '',
+    routingKey: parkedQueueFor(Queues.apnsSend),
+    body: push,
+    messageId: held,
+    headers: {
+      [HeraldHeaders.parkedCode]: 'provider-down',
+      [HeraldHeaders.parkedReason]: 'APNs did not answer',
+      [HeraldHeaders.parkedAt]: new Date().toISOString(),
+      [HeraldHeaders.originalQueue]: Queues.apnsSend,
+      [HeraldHeaders.attempt]: 1,
+    },
+  });
+  return { job, parkedPush: held };
+}
+
+const queuedIds = async () => (await peekMessages(vhost.name, Queues.apnsSend)).map((m) => (JSON.parse(m.payload) as DevicePush).pushId);
+
+describe('herald parked replay of device pushes: their jobs count them in flight again', () => {
+  beforeAll(() => t.db.apps.upsert({ id: 'demo' }));
+  it('a done job with a parked push reads sending, the push in flight, once it is replayed; done again with its new outcome', async () => {
+    const { job, parkedPush } = await deliveredAndParked();
+    expect(await statusOf(job)).toEqual({ state: 'done', inFlight: 0, delivered: 1, parked: 1 });
+    const replay = await heraldPrinting('parked', 'replay', Queues.apnsSend, '--code', 'provider-down');
+    expect(replay).toEqual({ code: 0, stdout: expect.stringMatching(/^replayed 1 of \d+ parked message\(s\)\n$/) as unknown, stderr: '' });
+    expect(await queuedIds()).toContain(parkedPush);
+    expect(await statusOf(job)).toEqual({ state: 'sending', inFlight: 1, delivered: 1, parked: 0 });
+    // Its pusher's new outcome (here written as the pusher writes it).
+    await t.db.jobs.recordOutcomes([{ pushId: parkedPush, jobId: job, outcome: 'delivered' }]);
+    expect(await statusOf(job)).toEqual({ state: 'done', inFlight: 0, delivered: 2, parked: 0 });
+  });
+
+  it('replays all the same when PostgreSQL refuses the clearing, and says on stderr that the job still counts the push parked', async () => {
+    const { job, parkedPush } = await deliveredAndParked();
+    // PostgreSQL refuses the clearing's statement (its table is not there for a moment); the audit and the lease are written elsewhere.
+    await t.db.kysely.schema.alterTable('push_outcomes').renameTo('push_outcomes_away').execute();
+    let replay: Awaited<ReturnType<typeof heraldPrinting>>;
+    try {
+      replay = await heraldPrinting('parked', 'replay', Queues.apnsSend, '--id', parkedPush);
+    } finally {
+      await t.db.kysely.schema.alterTable('push_outcomes_away').renameTo('push_outcomes').execute();
+    }
+    expect(replay.code).toBe(0);
+    // Before it, the CLI's database log has its JSON line for the failed statement (with-database.ts logs every one).
+    expect(replay.stdout).toMatch(/(^|\n)replayed 1 of \d+ parked message\(s\)\n$/);
+    expect(replay.stderr).toMatch(/^the parked outcomes of 1 replayed push\(es\) could not be cleared \(PostgreSQL: .*push_outcomes.*\): their jobs count them parked, not in flight, until the pushers write their new outcomes\n$/);
+    expect(await queuedIds()).toContain(parkedPush);
+    expect(await statusOf(job)).toEqual({ state: 'done', inFlight: 0, delivered: 1, parked: 1 });
   });
 });
