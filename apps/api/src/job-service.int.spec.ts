@@ -33,7 +33,7 @@ beforeAll(async () => {
   // Neither app has VAPID keys of its own; "site" has a browser all the same (signed with the web-pusher's pair), "phones" has none.
   await t.db.apps.upsert({ id: 'site' });
   await t.db.apps.upsert({ id: 'phones' });
-  for (const id of ['paused', 'grown', 'held', 'parking']) await t.db.apps.upsert({ id });
+  for (const id of ['paused', 'grown', 'held', 'parking', 'quitting']) await t.db.apps.upsert({ id });
   await t.db.devices.applyRegistrations([browser('site', 'bea'), { version: 1, kind: 'register', app: 'phones', platform: 'apns', token: 'ab'.repeat(32), userId: 'ann', eventAt: '2025-01-01T00:00:00Z' }]);
   records = createJobRecords(t.db.jobs, logger);
   deps = {
@@ -54,7 +54,7 @@ afterAll(async () => {
   await t.drop();
 });
 
-const key: ApiKeyRow = { id: 'k', team: 'team', apps: ['site', 'phones', 'paused', 'grown', 'held', 'parking'], createdAt: new Date(), revokedAt: null, kind: 'team' };
+const key: ApiKeyRow = { id: 'k', team: 'team', apps: ['site', 'phones', 'paused', 'grown', 'held', 'parking', 'quitting'], createdAt: new Date(), revokedAt: null, kind: 'team' };
 /** About 4,000 bytes of JSON: within APNs' and FCM's 4,096, beyond Web Push's 3,993. */
 const big = { title: 'big', data: { blob: 'x'.repeat(3900) } };
 const job = (app: string, content: object = { title: 'hi' }) => ({ id: randomUUID(), app, userId: 'u', category: 'news', content });
@@ -269,6 +269,21 @@ describe('the HTTP API: a retry of a job accepted before, after what it was chec
     expect(await refusalCode(acceptJob(job('paused'), key, deps))).toEqual({ status: 422, code: 'app-disabled' });
     // The same id with other content is no retry.
     expect(await refusalCode(acceptJob({ ...first, content: { title: 'changed' } }, key, deps))).toEqual({ status: 422, code: 'app-disabled' });
+    expect(published).toEqual([]);
+  });
+
+  // Before, the fallback that answers a retry as its duplicate did not look at the cancel: 200 duplicate, the caller told the job was on its way.
+  it('of a job cancelled since is refused, not answered as a duplicate on its way', async () => {
+    const first = job('quitting');
+    await acceptedAndMarked([first]);
+    expect((await cancelJobFully(t.db, first.id)).known).toBe(true);
+    await t.db.apps.upsert({ id: 'quitting', enabled: false });
+    published = [];
+    expect(await refusalCode(acceptJob(first, key, deps))).toEqual({ status: 422, code: 'app-disabled' });
+    expect(await refusalCode(acceptJobs({ jobs: [first] }, key, deps))).toEqual({ status: 422, code: 'app-disabled' });
+    // With its app enabled again, the repost meets the cancel itself.
+    await t.db.apps.upsert({ id: 'quitting', enabled: true });
+    expect(await refusalCode(acceptJob(first, key, deps))).toEqual({ status: 409, code: 'job-cancelled' });
     expect(published).toEqual([]);
   });
 

@@ -38,9 +38,16 @@ export interface HeraldHttpClientOptions {
   url: string;
   /** A team API key (herald keys create). */
   apiKey: string;
-  /** Per request; default 10 s. */
+  /**
+   * Per request; default DEFAULT_HTTP_TIMEOUT_MS (15 s). Keep it above the API's
+   * API_PUBLISH_CONFIRM_TIMEOUT_MS (10 s by default): a client giving up first, while RabbitMQ
+   * stalls, got a TimeoutError where the API was about to answer 503 saying which jobs may still arrive.
+   */
   timeoutMs?: number;
 }
+
+/** The client's default wait for an answer: the API's default confirm timeout (10 s), its 503 and a margin. */
+export const DEFAULT_HTTP_TIMEOUT_MS = 15_000;
 
 /**
  * The HTTP API's opt-out, mute and device routes for teams that do not speak AMQP. Every input is
@@ -89,7 +96,7 @@ export function createHeraldHttpClient(options: HeraldHttpClientOptions): Herald
       method,
       headers: { authorization: `Bearer ${options.apiKey}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
       ...(body !== undefined && { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
+      signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS),
     });
     const text = await res.text();
     let json: unknown;
