@@ -176,6 +176,17 @@ describe("erasing a user of an app", () => {
     expect(await rowsNaming('ivy')).toBe('0');
   });
 
+  // A phone a day fast must not keep the user's new sign-up out for a day: the cover is capped at the clock plus the skew allowance (5 min).
+  it("covers a stamp no further ahead than the skew allowance: the user's sign-up after it applies", async () => {
+    const dayAhead = register('app-e', 'lou', hex(51), new Date(Date.now() + 86_400_000).toISOString());
+    expect(await t.db.devices.applyRegistrations([dayAhead])).toEqual(['applied']);
+    await eraseUser(t.db.kysely, 'app-e', 'lou');
+    const { rows } = await sql<{ ahead_ms: number }>`select extract(epoch from erased_at - now()) * 1000 as ahead_ms from user_erasures where user_key = ${erasureKey('app-e', 'lou')}`.execute(t.db.kysely);
+    expect(Number(rows[0]?.ahead_ms)).toBeGreaterThan(4 * 60_000);
+    expect(Number(rows[0]?.ahead_ms)).toBeLessThanOrEqual(5 * 60_000);
+    expect(await t.db.devices.applyRegistrations([register('app-e', 'lou', hex(52), new Date(Date.now() + 6 * 60_000).toISOString())])).toEqual(['applied']);
+  });
+
   // Before, the erasure moved the tombstones' last event to its own time: another user's login on the phone from before it was stale.
   it("another user's login on her phone from before the erasure, delivered after it, applies (whether she had logged out of it or not)", async () => {
     await t.db.devices.applyRegistrations([register('app-e', 'jo', hex(60), past(10)), register('app-e', 'jo', hex(61), past(10))]);

@@ -4,6 +4,7 @@ import type { Platform } from '@herald/contracts';
 import { applyToFollowerIndex, rebalanceFollowerIndex } from './follow-index.ts';
 import type { HeraldTables } from './tables.ts';
 import { deviceMemberId } from './topic-store.ts';
+import { CLOCK_SKEW_ALLOWANCE } from './later-event.ts';
 
 /** What an erasure removed, and what it left because it is not the app's (every-app preferences are an operator's). */
 export interface UserErasure {
@@ -56,20 +57,26 @@ type Edge = { app: string; followee: string; follower: string; following: boolea
  * unregistered: the claim drops them) and go when they fall due.
  */
 export async function eraseUser(db: Kysely<HeraldTables>, app: string, userId: string): Promise<UserErasure> {
+  // The guard keeps out the user's events stamped at or before erased_at, so erased_at also covers
+  // the user's own events already applied: one stamped ahead by a fast clock (a phone a minute
+  // fast), applied before the erasure and delivered again after it (a batch deferred after its
+  // registrations committed, a replay), passed the guard and brought the user back. Read before the
+  // app's erasure lock (a user following thousands is a read of each edge: under the lock, every
+  // register, subscribe and follow of the app would wait for it), and capped at the clock plus the
+  // skew allowed a reporter's clock (later-event.ts): a phone a day fast must not keep the user's
+  // new sign-up out for a day. The erasure's time returned is PostgreSQL's clock.
+  const { rows: seenRows } = await sql<{ seen: Date | null }>`
+    select greatest(
+      (select max(last_event_at) from devices where app = ${app} and user_id = ${userId}),
+      (select max(event_at) from topic_members where app = ${app} and member_kind = 'user' and member_id = ${userId}),
+      (select max(event_at) from follows where app = ${app} and follower = ${userId})) as seen`.execute(db);
+  const seen = seenRows[0]?.seen ?? null;
   const erasedAt = await db.transaction().execute(async (tx) => {
     await sql`select pg_advisory_xact_lock(herald_erasure_lock(${app}))`.execute(tx);
-    // The guard keeps out the user's events stamped at or before erased_at, so erased_at also covers
-    // every event of theirs already applied: one stamped ahead by a fast clock (a phone a minute
-    // fast), applied before the erasure and delivered again after it (a batch deferred after its
-    // registrations committed, a replay), passed the guard and brought the user back. The erasure's
-    // time returned is still PostgreSQL's clock.
     const { rows } = await sql<{ at: Date }>`
       insert into user_erasures (app, user_key, erased_at)
-      select ${app}, herald_user_key(${app}, ${userId}), greatest(clock_timestamp(),
-        (select max(last_event_at) from devices where app = ${app} and user_id = ${userId}),
-        (select max(event_at) from topic_members where app = ${app} and member_kind = 'user' and member_id = ${userId}),
-        (select max(event_at) from follows where app = ${app} and follower = ${userId}),
-        (select max(event_at) from follows where app = ${app} and followee = ${userId}))
+      values (${app}, herald_user_key(${app}, ${userId}),
+        greatest(clock_timestamp(), least(coalesce(${seen}::timestamptz, '-infinity'), clock_timestamp() + ${CLOCK_SKEW_ALLOWANCE})))
       on conflict (app, user_key) do update set erased_at = greatest(user_erasures.erased_at, excluded.erased_at)
       returning least(erased_at, clock_timestamp()) as at`.execute(tx);
     return rows[0]?.at as Date;
