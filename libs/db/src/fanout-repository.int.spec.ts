@@ -7,6 +7,7 @@ import { createCancelledJobsReader } from './fanout-cancellations.ts';
 import { cancelJobFully } from './cancel-job.ts';
 import { toJobStatus } from './job-status-view.ts';
 import { derivedPushId } from './job-repository.ts';
+import { startReplayedOutcomes } from './replayed-outcomes.ts';
 import { pruneJobs, settleSentFanouts } from './job-prune.ts';
 import { sql } from 'kysely';
 
@@ -240,6 +241,25 @@ describe('fan-out checkpoints', () => {
     // Had chunk 1 stored its third push for later, it would still come.
     expect(await t.db.scheduled.schedule([{ dueAt: new Date(Date.now() + 3_600_000), push: storedPush(job, '25') }])).toBe(1);
     expect(await status(job)).toMatchObject({ state: 'sending', inFlight: 1, scheduled: 1 });
+  });
+
+  // Before, the replay deleted the parked row, and a push of a parked chunk without one read as never coming: done while it went round again.
+  it("a parked chunk's push parked and then replayed reads in flight until its new outcome", async () => {
+    const job = randomUUID();
+    await begin(job, 2);
+    await fanouts.linkNext(job, 0, null);
+    expect(await fanouts.recordChunk(job, 0, { devices: 2, targeted: 2, noDevice: 0, emitted: 2, outcomes: [], planned: plannedFor(['31', '32']) })).toBe('recorded');
+    await delivered(job, ['31']);
+    await t.db.jobs.recordOutcomes([{ pushId: derivePushId(job, '32'), jobId: job, outcome: 'parked', code: 'provider-down' }]);
+    await fanouts.recordPark(job, 0, 'retries-exhausted', 'chunk 0: finish failed');
+    expect(await status(job)).toMatchObject({ state: 'done', inFlight: 0, parked: 1 });
+    const replay = await startReplayedOutcomes(t.db.kysely);
+    await new Promise((r) => setTimeout(r, 5));
+    await replay.onReplayed([{ pushId: derivePushId(job, '32'), jobId: job }]);
+    expect(replay.cleared).toBe(1);
+    expect(await status(job)).toMatchObject({ state: 'sending', inFlight: 1, parked: 0 });
+    await delivered(job, ['32']);
+    expect(await status(job)).toMatchObject({ state: 'done', inFlight: 0, delivered: 2 });
   });
 
   it('derives push ids in SQL as derivePushId does', async () => {

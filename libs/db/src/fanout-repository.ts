@@ -269,7 +269,7 @@ export function createFanoutRepository(db: Kysely<HeraldTables>): FanoutReposito
       const { rows } = await sql<ProgressRow & { job_id: string; app: string; created_at: Date; targeted: number | null; delivered: number; settled: number }>`
         select p.*, j.targeted,
           (select count(*) from push_outcomes o where o.job_id = p.job_id and o.outcome = 'delivered')::int as delivered,
-          (select count(*) from push_outcomes o where o.job_id = p.job_id)::int as settled
+          (select count(*) from push_outcomes o where o.job_id = p.job_id and o.outcome <> 'replayed')::int as settled
         from (${progressSelect} where f.state in ('expanding', 'sending') order by f.created_at desc limit ${limit}) p
         left join jobs j on j.id = p.job_id
         order by p.created_at desc`.execute(db);

@@ -110,7 +110,7 @@ export async function settleSentFanouts(db: Kysely<HeraldTables>, idleBefore?: D
       select f.job_id from fanouts f join jobs j on j.id = f.job_id
       where f.state = 'sending' and j.targeted is not null
         and (${idleBefore?.toISOString() ?? null}::timestamptz is null or f.updated_at >= ${idleBefore?.toISOString() ?? null}::timestamptz)
-        and (select count(*) from (select 1 from push_outcomes o where o.job_id = f.job_id
+        and (select count(*) from (select 1 from push_outcomes o where o.job_id = f.job_id and o.outcome <> 'replayed'
              limit greatest(j.targeted - coalesce(j.no_device, 0), 0)) c) >= j.targeted - coalesce(j.no_device, 0)
       for update of f skip locked
     )

@@ -15,9 +15,11 @@ import { queryPrepared } from './prepared.ts';
  * - cancelled: its job was cancelled (DELETE /v1/jobs/:id) before it was sent: removed while
  *   scheduled, refused by the store or the demuxer (recordCancelledPushes), or dropped by a pusher;
  * - opted-out / muted: its user's preferences: the demuxer skipped the device, a descheduler found
- *   them changed when the push fell due, or a pusher when the push had waited.
+ *   them changed when the push fell due, or a pusher when the push had waited;
+ * - replayed: not an end: a parked or failed push an operator replayed, in flight again until its
+ *   new outcome replaces the row (replayed-outcomes.ts).
  */
-export type PushOutcomeKind = 'delivered' | 'invalid' | 'failed' | 'parked' | 'expired' | 'cancelled' | 'opted-out' | 'muted';
+export type PushOutcomeKind = 'delivered' | 'invalid' | 'failed' | 'parked' | 'expired' | 'cancelled' | 'opted-out' | 'muted' | 'replayed';
 
 export interface PushOutcomeEntry {
   pushId: string;

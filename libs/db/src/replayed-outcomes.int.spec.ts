@@ -82,14 +82,14 @@ describe('a replay of parked device pushes: their jobs count them in flight agai
     const { job, p } = await fannedOut(['1']);
     await t.db.jobs.recordOutcomes([{ pushId: p('1'), jobId: job, outcome: 'parked', code: 'retries-exhausted' }]);
     const outcomes = await startReplayedOutcomes(t.db.kysely);
-    await sqlRefusingDeletes(true);
+    await sqlRefusingUpdates(true);
     try {
       await outcomes.onReplayed([{ pushId: p('1'), jobId: job }]);
     } finally {
-      await sqlRefusingDeletes(false);
+      await sqlRefusingUpdates(false);
     }
     expect(outcomes.cleared).toBe(0);
-    expect(outcomes.failure).toMatch(/^the parked outcomes of 1 replayed push\(es\) could not be cleared \(PostgreSQL: .*no deletes here.*\): their jobs count them parked/);
+    expect(outcomes.failure).toMatch(/^the parked outcomes of 1 replayed push\(es\) could not be cleared \(PostgreSQL: .*no updates here.*\): their jobs count them parked/);
     expect(await statusOf(job)).toMatchObject({ state: 'done', parked: 1 });
     // No database at all: the clock is not read, and the pushes are said not cleared.
     const away = createDatabase({ url: 'postgres://postgres@127.0.0.1:1/none', schema: t.schema });
@@ -103,11 +103,11 @@ describe('a replay of parked device pushes: their jobs count them in flight agai
   });
 });
 
-/** A trigger in this spec's schema that refuses every delete from push_outcomes (on), or none (off). */
-async function sqlRefusingDeletes(on: boolean): Promise<void> {
+/** A trigger in this spec's schema that refuses every update of push_outcomes (on), or none (off). */
+async function sqlRefusingUpdates(on: boolean): Promise<void> {
   if (on) {
-    await sql`create or replace function refuse_deletes() returns trigger language plpgsql as $$ begin raise exception 'no deletes here'; end $$`.execute(t.db.kysely);
-    await sql`create trigger refuse_deletes before delete on push_outcomes for each statement execute function refuse_deletes()`.execute(t.db.kysely);
+    await sql`create or replace function refuse_deletes() returns trigger language plpgsql as $$ begin raise exception 'no updates here'; end $$`.execute(t.db.kysely);
+    await sql`create trigger refuse_deletes before update on push_outcomes for each statement execute function refuse_deletes()`.execute(t.db.kysely);
   } else {
     await sql`drop trigger refuse_deletes on push_outcomes`.execute(t.db.kysely);
   }

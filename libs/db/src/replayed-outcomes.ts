@@ -9,9 +9,9 @@ export interface ReplayedPushIds {
 }
 
 /**
- * A replay's clearing of its device pushes' `parked` / `failed` outcomes, so their jobs count them
- * in flight again until the pushers write their new outcomes (ADR 0009): before, a job read `done`
- * while its replayed pushes were being sent. Cleared after the copies are confirmed, never before
+ * A replay's clearing of its device pushes' `parked` / `failed` outcomes (marked `replayed`), so
+ * their jobs count them in flight again until the pushers write their new outcomes (ADR 0009):
+ * before, a job read `done` while its replayed pushes were being sent. Cleared after the copies are confirmed, never before
  * (a publish that fails leaves the push parked, and its outcome with it), and only rows written
  * before the replay began (PostgreSQL's clock): a copy parked again at once (its app still
  * disabled) keeps its new outcome. A delivered row is never touched, nor a push the ledger holds
@@ -68,13 +68,17 @@ export async function startReplayedOutcomes(db: Kysely<HeraldTables>): Promise<R
 }
 
 /**
- * Deletes the `parked` / `failed` outcomes written before `since` of these pushes (those whose
- * ledger entry is not done), locking them in push_id order as the pushers' upserts do; how many.
+ * Marks the `parked` / `failed` outcomes written before `since` of these pushes (those whose ledger
+ * entry is not done) `replayed`: in flight again, their new outcomes to come (a delivery, or a park,
+ * overwrites it). Marked, not deleted: a push of a parked fan-out chunk with no outcome row reads as
+ * one that may never have been published (job-repository's parkedUnsent), so a deleted row made
+ * its job read done while the replayed copy went round again. Locked in push_id order as the
+ * pushers' upserts are; how many.
  */
 export async function clearReplayedOutcomes(db: Kysely<HeraldTables>, pushes: readonly ReplayedPushIds[], since: Date | string): Promise<number> {
   if (pushes.length === 0) return 0;
   const result = await sql`
-    delete from push_outcomes where (job_id, push_id) in (
+    with target as (
       select o.job_id, o.push_id
       from push_outcomes o
       join unnest(${pushes.map((p) => p.pushId)}::uuid[], ${pushes.map((p) => p.jobId)}::text[]) as i(push_id, job_id)
@@ -82,6 +86,11 @@ export async function clearReplayedOutcomes(db: Kysely<HeraldTables>, pushes: re
       where o.outcome in ('parked', 'failed') and o.updated_at < ${since}::timestamptz
         and not exists (select 1 from delivery_ledger l where l.push_id = o.push_id and l.state = 'done')
       order by o.push_id
-      for update of o)`.execute(db);
+      for update of o)
+    update push_outcomes o set outcome = 'replayed', code = null, reason = ${REPLAYED_REASON}, provider_message_id = null, updated_at = now()
+    from target t where o.job_id = t.job_id and o.push_id = t.push_id`.execute(db);
   return Number(result.numAffectedRows ?? 0n);
 }
+
+/** The reason a replayed push's outcome row gives until its new outcome replaces it. */
+export const REPLAYED_REASON = 'replayed from its parked queue by an operator: on its way again, its new outcome to come';
