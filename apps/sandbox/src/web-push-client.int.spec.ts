@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
+import { createRateLimiter, MemoryRateLimitStore } from '@herald/rate-limiter';
+import { Registry } from '@herald/runtime';
 import { createWebPushProvider, generateVapidKeys, loadSandboxWebTrust, type PushProvider, type WebPushSettings } from '@herald/providers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from './index.ts';
@@ -115,6 +117,36 @@ describe('Web Push provider against the sandbox push service', () => {
     expect(await received(sub.endpoint)).toEqual([]);
     const safari = await subscribe((await generateVapidKeys()).publicKey, 'apple');
     expect(await provider.send(webPush(safari), {})).toMatchObject({ kind: 'permanent', reason: expect.stringMatching(/^VapidKeyMismatch: .*VapidPkHashMismatch/) });
+  });
+
+  // A register without applicationServerKey records the app's current key when the registrar applies it: a
+  // guess, wrong for a browser that subscribed with the previous key (a registration backlog across a rotation)
+  // or with the web-pusher's (before the app got keys of its own). Every push to it was parked VapidKeyMismatch.
+  it("a subscription whose device records another key than it was made with is signed with the next pair Herald holds (previous, the web-pusher's), which goes first from then on", async () => {
+    const [current, previous, processPair] = [await generateVapidKeys(), await generateVapidKeys(), await generateVapidKeys()];
+    const held = { vapid: { subject: 'mailto:ops@example.com', current, previous }, processVapid: { subject: 'mailto:herald@example.org', current: processPair } };
+    const app = await createWebPushProvider({ ...settings, ...held }, logger);
+    const statuses = async (endpoint: string) => ((await control('GET', `/records?platform=web&token=${encodeURIComponent(endpoint)}`)) as Array<{ status: number }>).map((r) => r.status);
+    try {
+      const beforeRotation = await subscribe(previous.publicKey);
+      const beforeKeys = await subscribe(processPair.publicKey, 'apple');
+      for (const sub of [beforeRotation, beforeKeys]) expect(await app.send(webPush(sub, { webVapidKey: current.publicKey }), {})).toMatchObject({ kind: 'delivered' });
+      expect(await received(beforeRotation.endpoint)).toEqual([expect.objectContaining({ vapidKey: previous.publicKey })]);
+      expect(await received(beforeKeys.endpoint)).toEqual([expect.objectContaining({ vapidKey: processPair.publicKey, claims: expect.objectContaining({ sub: 'mailto:herald@example.org' }) })]);
+      expect(await statuses(beforeKeys.endpoint)).toEqual([400, 400, 201]);
+      // Remembered: the next push is one request, not a refusal first.
+      expect(await app.send(webPush(beforeKeys, { webVapidKey: current.publicKey }), {})).toMatchObject({ kind: 'delivered' });
+      expect(await statuses(beforeKeys.endpoint)).toEqual([400, 400, 201, 201]);
+      // Made with a key Herald holds no pair for: parked as before, naming the pairs tried.
+      const elsewhere = await subscribe((await generateVapidKeys()).publicKey);
+      expect(await app.send(webPush(elsewhere, { webVapidKey: current.publicKey }), {})).toMatchObject({
+        kind: 'permanent',
+        reason: expect.stringMatching(/^VapidKeyMismatch: .*HTTP 403.*; refused signed with key \S+, the web-pusher's WEB_PUSH_VAPID_PUBLIC_KEY \S+ too$/),
+      });
+      expect(await received(elsewhere.endpoint)).toEqual([]);
+    } finally {
+      await app.close();
+    }
   });
 
   it("a subject Apple's push service cannot reach (mailto:ops@localhost) is answered 403 {\"reason\":\"BadJwtToken\"} by Safari's: the app's credential failure; Chrome's and Firefox's take it", async () => {
@@ -236,10 +268,21 @@ describe('Web Push provider against the sandbox push service', () => {
 
   it("429 and Microsoft's throttle, 406, with Retry-After are transient with that delay; 500 is transient; 413 is permanent", async () => {
     const sub = await subscribe();
+    // Fed to the pushers' limiter as the pusher does (the app, the endpoint's host): RFC 8030 §8.4's 429 is
+    // about that push resource, so it pauses nobody (the push waits its Retry-After); WNS's 406 pauses the app there.
+    const limiter = await createRateLimiter({ platform: 'web', store: new MemoryRateLimitStore(), logger, registry: new Registry() });
+    const service = new URL(sub.endpoint).hostname;
     await fault({ token: sub.endpoint, error: 'TooManyRequests', retryAfterSeconds: 7, times: 1 });
-    expect(await provider.send(webPush(sub), {})).toMatchObject({ kind: 'transient', retryAfterMs: 7000, reason: expect.stringMatching(/^TooManyRequests/) });
+    const tooMany = await provider.send(webPush(sub), {});
+    expect(tooMany).toMatchObject({ kind: 'transient', retryAfterMs: 7000, reason: expect.stringMatching(/^TooManyRequests/) });
+    limiter.observe(tooMany, 'demo', service);
+    expect(limiter.pausedFor('demo', service)).toBe(0);
     await fault({ token: sub.endpoint, error: 'NotAcceptable', retryAfterSeconds: 900, times: 1 });
-    expect(await provider.send(webPush(sub), {})).toMatchObject({ kind: 'transient', retryAfterMs: 900_000, reason: expect.stringMatching(/^WnsThrottled: HTTP 406/) });
+    const throttled = await provider.send(webPush(sub), {});
+    expect(throttled).toMatchObject({ kind: 'transient', retryAfterMs: 900_000, reason: expect.stringMatching(/^WnsThrottled: HTTP 406/) });
+    limiter.observe(throttled, 'demo', service);
+    expect(limiter.pausedFor('demo', service)).toBeGreaterThan(500_000); // capped at 10 min (ADR 0006)
+    limiter.close();
     await fault({ token: sub.endpoint, error: 'InternalServerError', times: 1 });
     expect(await provider.send(webPush(sub), {})).toMatchObject({ kind: 'transient' });
     await fault({ token: sub.endpoint, error: 'PayloadTooLarge', times: 1 });

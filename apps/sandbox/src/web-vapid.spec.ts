@@ -51,6 +51,23 @@ describe('VAPID (RFC 8292) as the sandbox push service checks it', () => {
     ]);
   });
 
+  // RFC 8292 §2: exp "MUST NOT be more than 24 hours from the time of the request"; Apple: "more than one day
+  // into the future" is BadJwtToken; autopush: exp > now + one day. No allowance: 24 h + 1 s is refused.
+  it('takes exp up to 24 h from the request, not one second more', () => {
+    expect(checkVapid(header({ ...good, exp: NOW + 24 * 3600 }), ORIGIN, undefined, NOW)).toMatchObject({ ok: true });
+    expect(checkVapid(header({ ...good, exp: NOW + 24 * 3600 + 1 }), ORIGIN, undefined, NOW)).toMatchObject({ ok: false, status: 401, reason: expect.stringMatching(/more than 24 hours/) });
+    expect(asService(checkVapid(header({ ...good, exp: NOW + 24 * 3600 + 1 }), ORIGIN, undefined, NOW), 'apple')).toMatchObject({ ok: false, status: 403, answer: '{"reason":"BadJwtToken"}' });
+  });
+
+  // Mozilla's autopush documentation: the assertion "must contain a sub field containing the publishing contact
+  // information as a valid URI designator"; Apple's: a subject that "isn't a URL or mailto:" is BadJwtToken.
+  it('answers 401 to a JWT without sub, or whose sub is no mailto: address or https: URL', () => {
+    const withoutSub = { aud: good.aud, exp: good.exp };
+    const bad = [withoutSub, { ...good, sub: 'mailto:' }, { ...good, sub: 'mailto:?subject=push' }, { ...good, sub: 'https://' }, { ...good, sub: 'https:' }, { ...good, sub: '' }, { ...good, sub: 42 }, { ...good, sub: 'mailto: ops@example.com' }];
+    expect(bad.map((claims) => checkVapid(header(claims), ORIGIN, undefined, NOW))).toEqual(Array(bad.length).fill(expect.objectContaining({ ok: false, status: 401, reason: expect.stringMatching(/^sub /) })));
+    expect(checkVapid(header({ ...good, sub: 'mailto:ops@example.com,oncall@example.com' }), ORIGIN, undefined, NOW)).toMatchObject({ ok: true });
+  });
+
   it('takes a subject on any host as RFC 8292 asks (Google\'s and Mozilla\'s services do not judge it)', () => {
     for (const sub of ['https://localhost', 'mailto:ops@localhost', 'https://127.0.0.1/contact', 'https://intranet']) {
       expect([sub, asService(checkVapid(header({ ...good, sub }), ORIGIN, undefined, NOW), 'generic')]).toEqual([sub, expect.objectContaining({ ok: true })]);

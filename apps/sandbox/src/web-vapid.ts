@@ -1,14 +1,19 @@
 import { createPublicKey, verify } from 'node:crypto';
-import { vapidSubjectProblem } from '@herald/contracts';
+import { UNREACHABLE_SUBJECT, vapidSubjectProblem } from '@herald/contracts';
 
-/** RFC 8292 §2: a JWT "MUST NOT" expire more than 24 hours from the request. A minute of clock skew is tolerated. */
+/**
+ * RFC 8292 §2: `exp` "MUST NOT be more than 24 hours from the time of the request" (Apple: "more than
+ * one day into the future" is BadJwtToken; Mozilla's autopush: exp > now + one day is
+ * FutureExpirationToken): no allowance ahead. A JWT expired less than a minute ago still passes, as
+ * at autopush (its JWT library's default leeway of 60 s).
+ */
 const MAX_AHEAD_S = 24 * 3600;
-const SKEW_S = 60;
+const EXPIRED_LEEWAY_S = 60;
 
 export interface VapidClaims {
   aud: string;
   exp: number;
-  sub?: string;
+  sub: string;
 }
 
 /**
@@ -67,16 +72,27 @@ function claimsProblem(claims: Record<string, unknown>, origin: string, nowS: nu
   if (claims['aud'] !== origin) return `aud must be the push resource's origin ${origin}, got ${JSON.stringify(claims['aud'])} (RFC 8292 §2)`;
   const exp = claims['exp'];
   if (typeof exp !== 'number' || !Number.isInteger(exp)) return 'exp must be an integer (RFC 8292 §2)';
-  if (exp <= nowS - SKEW_S) return 'the JWT has expired (exp is in the past)';
-  if (exp > nowS + MAX_AHEAD_S + SKEW_S) return 'exp is more than 24 hours ahead (RFC 8292 §2)';
-  const sub = claims['sub'];
-  if (sub !== undefined && (typeof sub !== 'string' || !/^(mailto:|https:)/.test(sub))) return 'sub must be a mailto: or https: URL (RFC 8292 §2.1)';
-  return undefined;
+  if (exp <= nowS - EXPIRED_LEEWAY_S) return 'the JWT has expired (exp is in the past)';
+  if (exp > nowS + MAX_AHEAD_S) return `exp is ${exp - nowS} s ahead, more than 24 hours from the request (RFC 8292 §2)`;
+  return subjectProblem(claims['sub']);
+}
+
+/**
+ * The `sub` claim: required, a `mailto:` URL naming an address or an `https:` URL (Mozilla's autopush
+ * documentation: the assertion "must contain a sub field containing the publishing contact information
+ * as a valid URI designator"; Apple's: BadJwtToken when "the JWT subject claim isn't a URL or mailto:";
+ * RFC 8292 §2.1). Whether its host is reachable is judged by Apple's push service only (asService).
+ */
+function subjectProblem(sub: unknown): string | undefined {
+  if (sub === undefined) return 'sub is missing: a mailto: or https: contact is required (RFC 8292 §2.1, Mozilla, Apple)';
+  if (typeof sub !== 'string') return 'sub must be a mailto: or https: URL (RFC 8292 §2.1), got a non-string';
+  const problem = vapidSubjectProblem(sub);
+  return problem === undefined || problem.startsWith(UNREACHABLE_SUBJECT) ? undefined : `sub ${problem}`;
 }
 
 /**
  * Verify a request's VAPID Authorization (RFC 8292): ES256 signature with the key `k`, `aud` the
- * endpoint's origin, `exp` not past and at most 24 h ahead, `sub` mailto:/https: (else 401). A
+ * endpoint's origin, `exp` not past and at most 24 h ahead, `sub` a mailto: address or https: URL (else 401). A
  * subscription bound to an applicationServerKey answers 403 for any other key, as push services do.
  * `asService` then gives Apple's answers where the subscription is Safari's.
  */
@@ -121,7 +137,6 @@ const appleAnswer = (reason: string, appleReason: 'BadJwtToken' | 'VapidPkHashMi
 export function asService(check: VapidCheck, service: WebPushService): VapidCheck {
   if (service === 'generic') return check;
   if (!check.ok) return appleAnswer(check.reason, check.keyMismatch === true ? 'VapidPkHashMismatch' : 'BadJwtToken');
-  const sub = check.claims.sub;
-  const problem = sub === undefined ? "is missing: Apple's push service refuses a JWT whose subject isn't a URL or mailto:" : vapidSubjectProblem(sub);
+  const problem = vapidSubjectProblem(check.claims.sub);
   return problem === undefined ? check : appleAnswer(`sub ${problem} (Apple's push service, as observed)`, 'BadJwtToken');
 }

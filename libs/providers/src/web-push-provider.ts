@@ -8,7 +8,7 @@ import { classifyWebPushAnswer, type WebPushAnswer } from './web-classify.ts';
 import { buildWebRequest } from './web-payload.ts';
 import { webRequestProblem } from './web-rules.ts';
 import type { VapidKeyPair, WebPushSettings } from './web-settings.ts';
-import { asProcessRefusal, signingKeyFor } from './web-signing-key.ts';
+import { asProcessRefusal, keyName, otherSigningKeys, signingKeyFor, type SigningKey } from './web-signing-key.ts';
 
 type WebPushLib = typeof import('web-push');
 
@@ -60,16 +60,95 @@ function post(endpoint: string, headers: Record<string, string | number>, body: 
   });
 }
 
+/** A push service saying the request was signed with another key than the subscription's (web-classify.ts). */
+const isKeyMismatch = (result: SendResult): boolean => result.kind === 'permanent' && result.reason.startsWith('VapidKeyMismatch:');
+
+/** Subscriptions that took another pair than their device records, remembered per process (bounded). */
+const MAX_LEARNED_KEYS = 10_000;
+
+/** A web push with its subscription's keys. */
+type Addressed = DevicePush & { webKeys: NonNullable<DevicePush['webKeys']> };
+
 /**
  * Web Push (RFC 8030) with `web-push` doing the RFC 8291 aes128gcm encryption and the RFC 8292
  * VAPID signature (generateRequestDetails), sent over Herald's own keep-alive agent so
  * connections to a push service are reused. One provider per app (its own VAPID keys).
+ *
+ * A push refused as signed with another key than the subscription's (VapidKeyMismatch) is sent again
+ * signed with each other pair the provider holds (otherSigningKeys): the key a device records may
+ * be a guess made at registration. The first that is accepted delivers it, and is tried first for
+ * that subscription from then on in this process; a 404/410 or a transient answer to one is the
+ * push's answer; when every pair is refused, the first refusal is, naming the others tried.
  */
 export async function createWebPushProvider(settings: WebPushSettings, logger: Logger, now: () => number = Date.now): Promise<PushProvider> {
   const lib = (await import('web-push')).default;
   const agent = new WebPushAgent(settings);
   const sign = vapidSigner(lib, now);
   const log = logger.child({ provider: 'web' });
+  const learned = new Map<string, string>();
+
+  async function attempt(push: Addressed, request: ReturnType<typeof buildWebRequest>, key: SigningKey): Promise<SendResult> {
+    let details: ReturnType<WebPushLib['generateRequestDetails']>;
+    try {
+      const authorization = sign(new URL(push.token).origin, key.subject, key.pair);
+      details = lib.generateRequestDetails({ endpoint: push.token, keys: push.webKeys }, request.plaintext, {
+        TTL: request.ttl,
+        urgency: request.urgency,
+        ...(request.topic !== undefined && { topic: request.topic }),
+        contentEncoding: 'aes128gcm',
+        headers: { Authorization: authorization },
+      });
+    } catch (err) {
+      // A key web-push cannot use: the app's VAPID keys (its ban counts it) or the subscription's
+      // keys, which no send can ever use: the subscription is dead (stored before the doors checked
+      // the point; unlessAppFails: while the app's pushes are delivered, so a fault of Herald's own
+      // cannot condemn every subscription).
+      const message = (err as Error).message;
+      if (/vapid|subject|audience/i.test(message)) return { kind: 'permanent', reason: `credentials: VAPID ${message}` };
+      return { kind: 'dead-token', reason: `subscription keys unusable: ${message}`, unlessAppFails: true };
+    }
+    try {
+      const answer = await post(details.endpoint, details.headers as Record<string, string | number>, details.body ?? Buffer.alloc(0), agent, settings.requestTimeoutMs);
+      return asProcessRefusal(classifyWebPushAnswer(answer), key);
+    } catch (err) {
+      const e = err as Error;
+      if (e.name === 'TimeoutError' || e.name === 'AbortError') return { kind: 'transient', reason: `timeout: no answer from the push service within ${settings.requestTimeoutMs} ms`, outage: true };
+      // Once per app and error every few seconds, then how many more: an unreachable provider fails every push.
+      logSummary(log, 'warn', 'web push send failed').note(`${push.app}\u0000${(err as Error).message}`, { err, app: push.app, pushId: push.pushId });
+      return { kind: 'transient', reason: `transport: ${e.message}`, outage: true };
+    }
+  }
+
+  /** Remember (or forget) which pair a subscription took when it is not the one its device records. */
+  function took(push: Addressed, subscription: string, key: SigningKey, recorded: SigningKey): void {
+    if (key === recorded) {
+      learned.delete(subscription);
+      return;
+    }
+    if (learned.size >= MAX_LEARNED_KEYS) learned.clear();
+    learned.set(subscription, key.pair.publicKey);
+    logSummary(log, 'info', 'web push accepted signed with another key than its device records').note(push.app, { app: push.app, pushId: push.pushId, key: keyName(key) });
+  }
+
+  /** Signed with the device's key (or the pair this subscription took last time) first; after a key mismatch, with each other pair held. */
+  async function signedByItsKey(push: Addressed, request: ReturnType<typeof buildWebRequest>, recorded: SigningKey): Promise<SendResult> {
+    const subscription = `${push.token} ${push.webKeys.p256dh} ${recorded.pair.publicKey}`;
+    const keys = [recorded, ...otherSigningKeys(settings, recorded)];
+    const last = keys.findIndex((key) => key.pair.publicKey === learned.get(subscription));
+    if (last > 0) keys.unshift(...keys.splice(last, 1));
+    const [first, ...others] = keys as [SigningKey, ...SigningKey[]];
+    const answer = await attempt(push, request, first);
+    if (!isKeyMismatch(answer)) return answer;
+    for (const key of others) {
+      const result = await attempt(push, request, key);
+      // Refused too (another mismatch, a JWT it will not take from this pair): says nothing of the push.
+      if (result.kind === 'permanent') continue;
+      if (result.kind === 'delivered') took(push, subscription, key, recorded);
+      return result;
+    }
+    return others.length === 0 || answer.kind !== 'permanent' ? answer : { ...answer, reason: `${answer.reason}; refused signed with ${others.map(keyName).join(', ')} too` };
+  }
+
   return {
     platform: 'web',
     async send(push: DevicePush): Promise<SendResult> {
@@ -77,41 +156,14 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
       // The last line of defence: a message the push service would refuse for good is never sent.
       const problem = webRequestProblem(request);
       if (problem !== undefined) return { kind: 'permanent', reason: problem };
-      if (push.webKeys === undefined) return { kind: 'permanent', reason: 'a web push without its subscription keys (p256dh, auth)' };
+      const { webKeys } = push;
+      if (webKeys === undefined) return { kind: 'permanent', reason: 'a web push without its subscription keys (p256dh, auth)' };
       const key = signingKeyFor(push, settings);
       // Parked, not a dead token: this process may not hold the pair yet (an app row cached from
       // before a rotation a second ago, a replica with another WEB_PUSH_VAPID_* pair), and a
       // subscription condemned on that evidence would be lost; a parked push can be replayed.
       if ('problem' in key) return { kind: 'permanent', reason: key.problem };
-      let details: ReturnType<WebPushLib['generateRequestDetails']>;
-      try {
-        const authorization = sign(new URL(push.token).origin, key.subject, key.pair);
-        details = lib.generateRequestDetails({ endpoint: push.token, keys: push.webKeys }, request.plaintext, {
-          TTL: request.ttl,
-          urgency: request.urgency,
-          ...(request.topic !== undefined && { topic: request.topic }),
-          contentEncoding: 'aes128gcm',
-          headers: { Authorization: authorization },
-        });
-      } catch (err) {
-        // A key web-push cannot use: the app's VAPID keys (its ban counts it) or the subscription's
-        // keys, which no send can ever use: the subscription is dead (stored before the doors checked
-        // the point; unlessAppFails: while the app's pushes are delivered, so a fault of Herald's own
-        // cannot condemn every subscription).
-        const message = (err as Error).message;
-        if (/vapid|subject|audience/i.test(message)) return { kind: 'permanent', reason: `credentials: VAPID ${message}` };
-        return { kind: 'dead-token', reason: `subscription keys unusable: ${message}`, unlessAppFails: true };
-      }
-      try {
-        const answer = await post(details.endpoint, details.headers as Record<string, string | number>, details.body ?? Buffer.alloc(0), agent, settings.requestTimeoutMs);
-        return asProcessRefusal(classifyWebPushAnswer(answer), key);
-      } catch (err) {
-        const e = err as Error;
-        if (e.name === 'TimeoutError' || e.name === 'AbortError') return { kind: 'transient', reason: `timeout: no answer from the push service within ${settings.requestTimeoutMs} ms`, outage: true };
-        // Once per app and error every few seconds, then how many more: an unreachable provider fails every push.
-        logSummary(log, 'warn', 'web push send failed').note(`${push.app}\u0000${(err as Error).message}`, { err, app: push.app, pushId: push.pushId });
-        return { kind: 'transient', reason: `transport: ${e.message}`, outage: true };
-      }
+      return signedByItsKey({ ...push, webKeys }, request, key);
     },
     close: () => {
       agent.destroy();

@@ -55,6 +55,34 @@ export function signingKeyFor(push: DevicePush, settings: Pick<WebPushSettings, 
 }
 
 /**
+ * The other pairs this provider holds, in the order they are tried after a push service said the
+ * subscription was not made with `tried` (VapidKeyMismatch): the app's current, its previous, the
+ * web-pusher's. The device's key may be a guess (a register without applicationServerKey records
+ * the app's current key when the registrar applies it, which a backlog across a rotation, or across
+ * the app's first keys, makes the wrong one); a push service accepts a request only when signed with
+ * the subscription's own key, so trying the pairs Herald holds cannot reach anyone else's browser.
+ */
+export function otherSigningKeys(settings: Pick<WebPushSettings, 'vapid' | 'processVapid'>, tried: SigningKey): SigningKey[] {
+  const { vapid, processVapid } = settings;
+  const held: SigningKey[] = [];
+  if (vapid !== undefined) {
+    held.push({ subject: vapid.subject, pair: vapid.current, byProcess: false });
+    if (vapid.previous !== undefined) held.push({ subject: vapid.subject, pair: vapid.previous, byProcess: false });
+  }
+  if (processVapid !== undefined) held.push({ subject: processVapid.subject, pair: processVapid.current, byProcess: true });
+  const seen = new Set([unpaddedKey(tried.pair.publicKey)]);
+  return held.filter((key) => {
+    const publicKey = unpaddedKey(key.pair.publicKey);
+    if (seen.has(publicKey)) return false;
+    seen.add(publicKey);
+    return true;
+  });
+}
+
+/** A key as a parked reason names it: whose, and its first characters. */
+export const keyName = (key: SigningKey): string => `${key.byProcess ? "the web-pusher's WEB_PUSH_VAPID_PUBLIC_KEY" : 'key'} ${short(key.pair.publicKey)}`;
+
+/**
  * A push service's refusal of a JWT signed with the web-pusher's own pair is the deployment's
  * (WEB_PUSH_VAPID_SUBJECT or its keys), not the app's: it must not count towards banning the app,
  * whose own keys, if any, are not in question. Parked under its own code, naming what to fix.
