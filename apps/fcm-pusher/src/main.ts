@@ -16,5 +16,5 @@ await runPusher('fcm', config, async (logger, limits) => {
   const endpoint = settings.endpoint && `${settings.endpoint.host}:${settings.endpoint.port}`;
   const via = settings.proxy && `${settings.proxy.host}:${settings.proxy.port}`;
   logger.info({ projectId: settings.projectId, endpoint: endpoint ?? 'fcm.googleapis.com:443', ca: settings.endpoint?.ca !== undefined, proxy: via }, 'FCM endpoint');
-  return createFcmProvider(settings, logger);
+  return createFcmProvider(settings, logger, limits.now);
 });

@@ -97,6 +97,20 @@ describe('FCM provider against the sandbox', () => {
     });
   });
 
+  // A pusher gives its provider PostgreSQL's clock: the time to live counts from it, not from this host's (two hours off here).
+  it("counts android.ttl from the clock it is given, not the host's", async () => {
+    const dbNow = new Date(Date.now() - 7_200_000);
+    const clocked = await createFcmProvider(settings, logger, () => dbNow);
+    try {
+      const push = devicePush({ expiresAt: new Date(dbNow.getTime() + 3_600_000).toISOString() });
+      expect(await clocked.send(push, {})).toMatchObject({ kind: 'delivered' });
+      const [rec] = await recordsFor(push.token);
+      expect((rec?.body as { message: { android: { ttl: string } } }).message.android.ttl).toBe('3600s');
+    } finally {
+      await clocked.close();
+    }
+  });
+
   it('sends a background push as data-only with normal/5 priorities', async () => {
     const push = devicePush({ content: { contentAvailable: true, data: { sync: '1' } }, priority: 'normal' });
     expect(await provider.send(push, {})).toMatchObject({ kind: 'delivered' });

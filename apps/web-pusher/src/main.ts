@@ -1,5 +1,5 @@
 import { loadConfigOrExit } from '@herald/config';
-import { capRequestTimeout, runPusher, startInProcessDescheduler } from '@herald/delivery';
+import { capRequestTimeout, nowMs, runPusher, startInProcessDescheduler } from '@herald/delivery';
 import { createWebPushProvider } from '@herald/providers';
 import { subjectWarning, webPusherConfig } from './config.ts';
 import { webSettings } from './web-settings.ts';
@@ -23,7 +23,7 @@ await runPusher(
       },
       'Web Push settings',
     );
-    return createWebPushProvider(settings, logger);
+    return createWebPushProvider(settings, logger, nowMs(limits.now));
   },
   // Scheduled web pushes are released here, not by a web-descheduler (SKIP LOCKED keeps N pushers apart).
   (parts) => startInProcessDescheduler('web', config, parts),

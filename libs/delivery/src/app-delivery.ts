@@ -50,6 +50,7 @@ export function createAppDelivery(
   fallback: PushProvider,
   logger: Logger,
   registry: Registry,
+  now?: () => Date,
 ): AppDelivery {
   const box = config.HERALD_SECRET_KEY === undefined ? undefined : createSecretBox(config.HERALD_SECRET_KEY);
   const credentials = createAppCredentialStore(db.kysely, box);
@@ -65,6 +66,7 @@ export function createAppDelivery(
       defaults: connectionDefaults(platform, config),
       ...(config.WEB_PUSH_TRUST_SANDBOX !== undefined && { webTrustSandbox: config.WEB_PUSH_TRUST_SANDBOX }),
       ...(platform === 'web' && { processVapid: processVapid(config) }),
+      ...(now !== undefined && { now }),
       logger,
     }),
     idleMs: config.PROVIDER_IDLE_MS,

@@ -33,6 +33,8 @@ export interface AppProviderOptions {
   webTrustSandbox?: boolean;
   /** Web Push: the web-pusher's own pair (WEB_PUSH_VAPID_*), still signing the subscriptions an app had before it got keys of its own. */
   processVapid?: VapidCredentials | undefined;
+  /** The clock FCM's and Web Push's time to live count by (ProviderLimits.now); the host's when unset. */
+  now?: () => Date;
   logger: Logger;
 }
 
@@ -95,10 +97,13 @@ export function appProviderFactory(o: AppProviderOptions): (app: AppRow) => Prom
       if (vapid === undefined) throw new Error(`app "${app.id}" has no VAPID keys`);
       const connection = await webConnection({ ...o, proxyUrl: o.defaults?.proxyUrl });
       const before = o.processVapid === undefined ? {} : { processVapid: o.processVapid };
-      return createWebPushProvider({ ...connection, vapid, ...before, requestTimeoutMs: o.requestTimeoutMs }, logger(app.id));
+      return createWebPushProvider({ ...connection, vapid, ...before, requestTimeoutMs: o.requestTimeoutMs }, logger(app.id), nowMs(o.now));
     }
     const c = await o.credentials.readFcm(app.id);
     if (c === undefined) throw new Error(`app "${app.id}" has no FCM credentials`);
-    return createFcmProvider(await fcmSettingsFor(c, o), logger(app.id));
+    return createFcmProvider(await fcmSettingsFor(c, o), logger(app.id), o.now);
   };
 }
+
+/** A Date clock as the milliseconds one Web Push's provider takes. */
+export const nowMs = (now: (() => Date) | undefined): (() => number) => (now === undefined ? Date.now : () => now().getTime());

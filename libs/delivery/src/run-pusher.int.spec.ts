@@ -152,13 +152,16 @@ describe("a pusher's stop", () => {
 });
 
 describe("a pusher's clock", () => {
-  it("is PostgreSQL's: on a host two minutes fast, a push with a minute to go is sent, not dropped as expired", async () => {
+  it("is PostgreSQL's, and its provider's: on a host two minutes fast, a push with a minute to go is sent, not dropped as expired, with a minute to live", async () => {
     // Due in a minute by PostgreSQL's clock (this test shares its host, so the real clock is PostgreSQL's).
     const expiring = { ...push('job-clock', 'c1'), expiresAt: new Date(Date.now() + 60_000).toISOString() };
     const sent: string[] = [];
+    // What the provider would count the push's time to live from (FCM's android.ttl, Web Push's TTL).
+    const remainingMs = new Map<string, number>();
+    let providerNow: (() => Date) | undefined;
     const provider: PushProvider = {
       platform: 'fcm',
-      send: async (p) => (sent.push(p.pushId), { kind: 'delivered' }),
+      send: async (p) => (sent.push(p.pushId), remainingMs.set(p.pushId, Date.parse(p.expiresAt ?? '') - (providerNow?.() ?? new Date()).getTime()), { kind: 'delivered' }),
       close: async () => undefined,
     };
     const config = loadConfig(pusherConfig, { AMQP_URL: vhost.amqpUrl, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema, RATE_LIMIT_ENABLED: 'false' });
@@ -166,13 +169,16 @@ describe("a pusher's clock", () => {
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 120_000, shouldAdvanceTime: true });
     let service: Awaited<ReturnType<typeof startPusher>> | undefined;
     try {
-      service = await startPusher('fcm', config, async () => provider, { logger, registry: new Registry(), stopping: new AbortController().signal, waiting: () => undefined });
+      service = await startPusher('fcm', config, async (_logger, limits) => ((providerNow = limits.now), provider), { logger, registry: new Registry(), stopping: new AbortController().signal, waiting: () => undefined });
       await broker.publisher.publish({ exchange: Exchanges.direct, routingKey: sendQueueFor('fcm'), body: expiring, messageId: expiring.pushId });
       const outcome = await waitFor("the push's outcome", async () =>
         (await t.db.kysely.selectFrom('push_outcomes').select('outcome').where('push_id', '=', expiring.pushId).executeTakeFirst())?.outcome,
       );
       expect(outcome).toBe('delivered');
       expect(sent).toContain(expiring.pushId);
+      // The provider is given the same clock: about a minute left, not a minute past.
+      expect(remainingMs.get(expiring.pushId)).toBeGreaterThan(30_000);
+      expect(remainingMs.get(expiring.pushId)).toBeLessThanOrEqual(60_000);
     } finally {
       await service?.stop(STOP_BOUND_MS);
       vi.useRealTimers();

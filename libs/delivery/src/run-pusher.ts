@@ -44,6 +44,13 @@ export interface PusherSettings extends ServiceSettings, RateLimitSettings, AppD
 export interface ProviderLimits {
   /** The longest a provider request may take: a send must end well inside its ledger claim. */
   maxRequestTimeoutMs: number;
+  /**
+   * The clock a provider counts a push's remaining time to live by (FCM's android.ttl, Web Push's
+   * TTL): PostgreSQL's, as the pusher judges expiry (measured before the first push is taken; this
+   * host's until then). By the host's, a host two minutes fast sent a push with a minute left as
+   * ttl 0 (never stored for an offline phone), one two minutes slow kept it stored past its expiry.
+   */
+  now: () => Date;
 }
 
 /**
@@ -51,7 +58,7 @@ export interface ProviderLimits {
  * meanwhile. A batch waits for rate-limit budget for at most half a lease after its claim; the
  * request then gets at most 40% of the lease, leaving a tenth for recording the outcome.
  */
-export const providerLimits = (leaseMs: number): ProviderLimits => ({ maxRequestTimeoutMs: Math.max(200, Math.floor(leaseMs * 0.4)) });
+export const providerLimits = (leaseMs: number, now: () => Date = () => new Date()): ProviderLimits => ({ maxRequestTimeoutMs: Math.max(200, Math.floor(leaseMs * 0.4)), now });
 
 /**
  * The deadline of a pusher's ledger statements (DatabaseOptions.ledgerTimeoutMs): a sixth of a lease,
@@ -109,7 +116,9 @@ export async function startPusher(
   // A held copy of a push delivered before comes back up to the hold and one more held wait after it
   // was due, and one past its hold on a lane that answers may then go round the retry schedule.
   checkLedgerRetention(config.LEDGER_RETENTION_HOURS * 3_600_000, config.LEDGER_LEASE_MS, retryDelays, config.PROVIDER_DOWN_HOLD_MS === 0 ? 0 : config.PROVIDER_DOWN_HOLD_MS + HELD_AT_MOST_MS);
-  const limits = providerLimits(config.LEDGER_LEASE_MS);
+  // PostgreSQL's clock once measured (below), before any push is taken; the host's until then.
+  let clockNow = (): Date => new Date();
+  const limits = providerLimits(config.LEDGER_LEASE_MS, () => clockNow());
   const provider = await createProvider(logger, limits);
   const db = createDatabase({
     ...databaseOptionsOf(config),
@@ -125,6 +134,7 @@ export async function startPusher(
   // measured before the first push is taken (PostgreSQL has just answered: untilMigrated).
   const clock = startDatabaseClock(db.kysely, { logger });
   await clock.measured;
+  clockNow = clock.now;
   const broker = await connectBroker({ url: config.AMQP_URL, logger, connectionName: name, metrics: registry });
   const { limiter, close: closeLimiter } = await createPusherLimiter(platform, config, logger, registry);
   const stopping = new AbortController();
@@ -137,7 +147,7 @@ export async function startPusher(
   await cancelled.start();
   // Per-app providers (own credentials, else `provider`), temporary bans, job-status outcomes.
   const appTimeout = capRequestTimeout({ requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS }, limits, logger).requestTimeoutMs;
-  const perApp = createAppDelivery(platform, { ...config, APP_REQUEST_TIMEOUT_MS: appTimeout }, db, provider, logger, registry);
+  const perApp = createAppDelivery(platform, { ...config, APP_REQUEST_TIMEOUT_MS: appTimeout }, db, provider, logger, registry, limits.now);
   const metrics = createPusherMetrics(registry);
   const lanes = new ProviderLanes(
     {

@@ -39,7 +39,7 @@ async function credentialFor(settings: FcmSettings): Promise<{ credential: () =>
  * one costs a socket and TLS records per request, and the HTTP/2 one opens a session per call and
  * cannot be pointed at another endpoint or a proxy.
  */
-export async function createFcmProvider(settings: FcmSettings, logger: Logger): Promise<PushProvider> {
+export async function createFcmProvider(settings: FcmSettings, logger: Logger, now: () => Date = () => new Date()): Promise<PushProvider> {
   const sessions = new FcmSessions({
     maxSessions: settings.maxSessions ?? DEFAULT_MAX_SESSIONS,
     ...(settings.endpoint !== undefined ? { endpoint: settings.endpoint } : {}),
@@ -59,7 +59,8 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger): 
     platform: 'fcm',
     async send(push: DevicePush): Promise<SendResult> {
       try {
-        const message = buildFcmMessage(push);
+        // android.ttl counts from now by the pusher's clock (PostgreSQL's), as its expiry was judged.
+        const message = buildFcmMessage(push, now());
         // The last line of defence: a message Google would refuse for good is never sent.
         const problem = fcmMessageProblem(message);
         if (problem !== undefined) return { kind: 'permanent', reason: problem };
