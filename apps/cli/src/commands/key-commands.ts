@@ -28,6 +28,9 @@ async function createTeamKey(team: string, appList: string): Promise<void> {
   process.stdout.write(`key ${created.row.id} for team ${team} (apps: ${apps.join(', ')}):\n${created.key}\nStore it now: Herald keeps only its hash.\n`);
 }
 
+/** A key's id: 12 hex characters (ApiKeyRepository.create). */
+const KEY_ID = /^[0-9a-f]{12}$/;
+
 /** `herald keys create|list|revoke`: team API keys for the HTTP API and operator keys (stored as SHA-256 only). */
 export function registerKeyCommands(program: Command): void {
   const keys = program.command('keys').description('team API keys for the HTTP API, operator keys for the dashboard and admin routes');
@@ -62,8 +65,12 @@ export function registerKeyCommands(program: Command): void {
     .command('revoke <id>')
     .description('revoke a key (the API stops accepting it within API_KEY_CACHE_TTL_MS)')
     .action(async (given: string) => {
-      // The key itself pasted for its id: revoke by the id inside it, and keep the secret out of the audit log.
-      const id = /^hko?_([0-9a-f]{12})_/.exec(given)?.[1] ?? given;
+      // The key itself pasted for its id (whole, or in a line such as HERALD_OPERATOR_KEY=hko_…):
+      // revoke by the id inside it. Anything else that is no id is refused before it is written
+      // anywhere: the audit log and the CLI's log kept a mangled paste, the secret in it, and the
+      // leaked key stayed live.
+      const id = /hko?_([0-9a-f]{12})_/.exec(given)?.[1] ?? given.trim();
+      if (!KEY_ID.test(id)) throw new Error('give a key id (12 hex characters, as `herald keys list` shows) or the key itself: nothing revoked');
       await auditedCli({ action: 'key.revoke', target: id, request: { via: 'cli' } }, async (db) => {
         // A wrong id revoked nothing while the leaked key kept working: refused, on stderr, exit 1.
         if (!(await db.apiKeys.revoke(id))) throw new ActionRefused(`no live key ${id}: \`herald keys list\` shows the keys' ids and which are revoked`);

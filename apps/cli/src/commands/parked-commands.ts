@@ -244,7 +244,7 @@ export function registerParkedCommands(program: Command): void {
     .action(async (queue: string, messageId: string) => {
       const found = await readUnderLease(queue, () => findParked({ ...base(queue), messageId }));
       if (found === undefined) throw new Error(`no parked message ${messageId} in ${queue}`);
-      printObject({ ...row(found), headers: found.headers, body: bodyOf(found) }, true);
+      printObject({ ...row(found), headers: found.headers, body: bodyOf(found) });
     });
   parked
     .command('replay <queue>')

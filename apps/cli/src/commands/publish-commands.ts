@@ -79,7 +79,7 @@ export function registerPublishCommands(program: Command): void {
           eventAt: new Date().toISOString(),
         }),
       );
-      printObject({ published: 'registration', ...reg }, o['json'] === true);
+      printObject({ published: 'registration', ...reg });
     });
 
   program
@@ -106,7 +106,7 @@ export function registerPublishCommands(program: Command): void {
           eventAt: new Date().toISOString(),
         }),
       );
-      printObject({ published: 'registration', ...reg }, false);
+      printObject({ published: 'registration', ...reg });
     });
 
   program
@@ -189,7 +189,7 @@ export function registerPublishCommands(program: Command): void {
         const again = err instanceof JobPublishFailedError && err.job.acceptedAt !== undefined ? ` --accepted-at ${err.job.acceptedAt}` : '';
         throw new Error(`${err.message} (job ${id} may have been queued all the same: to try again, run the command again with --id ${id}${again}, which Herald takes once)`, { cause: err });
       });
-      printObject({ published: 'push job', ...job }, o['json'] === true);
+      printObject({ published: 'push job', ...job });
       if (o['trace'] === true) {
         await withDatabase((db) => followJob(db, job.id, { timeoutMs: traceTimeoutMs, write: (line) => console.log(line) }));
       }
@@ -224,6 +224,6 @@ export function registerPublishCommands(program: Command): void {
           ...(o['trace'] === true && { trace: true }),
         }),
       );
-      printObject({ published: 'change', ...change }, o['json'] === true);
+      printObject({ published: 'change', ...change });
     });
 }

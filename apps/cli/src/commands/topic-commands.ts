@@ -50,7 +50,7 @@ async function changeMembership(topic: string, o: Membership, subscribed: boolea
     const results = await store.applyTopicMemberships(members.map((member) => ({ app: o.app, topic, member, subscribed, eventAt: body.eventAt ?? '' })));
     return { applied: results.filter((r) => r === 'applied').length, stale: results.filter((r) => r === 'stale').length, subscribers: (await store.findTopic(o.app, topic))?.subscribers ?? 0 };
   });
-  printObject(result, o.json === true);
+  printObject(result);
 }
 
 /** `herald topics create|delete|list|show|subscribe|unsubscribe` (issue 20). */
@@ -101,7 +101,7 @@ export function registerTopicCommands(program: Command): void {
     .action(async (name: string, o: { app: string; json?: boolean }) => {
       const topic = await withDatabase(async (db) => createAudienceStore(db.kysely).findTopic(o.app, await topicOf(db, o.app, name)));
       if (topic === undefined) throw new Error(`unknown topic "${name}" of app "${o.app}"`);
-      printObject({ app: topic.app, name: topic.name, subscribers: topic.subscribers, createdAt: topic.createdAt.toISOString() }, o.json === true);
+      printObject({ app: topic.app, name: topic.name, subscribers: topic.subscribers, createdAt: topic.createdAt.toISOString() });
     });
   for (const [verb, subscribed] of [['subscribe', true], ['unsubscribe', false]] as const) {
     topics

@@ -46,7 +46,7 @@ export function registerWebPushCommands(apps: Command, store: Store): void {
       const keys = await generateVapidKeys();
       const row = await auditedCli(audit('app.generate-vapid', id, o), (db) => store(db).generateVapid(id, { subject, keys }), auditSummary);
       const notice = vapidGenerateNotice(id);
-      printObject({ ...webPushSummary(row), notices: [notice] }, o.json === true);
+      printObject({ ...webPushSummary(row), notices: [notice] });
       if (o.json !== true) process.stderr.write(`warning: ${notice}\n`);
     });
   vapid
@@ -59,20 +59,21 @@ export function registerWebPushCommands(apps: Command, store: Store): void {
       const subject = o.subject === undefined ? undefined : checked('--subject', VapidSubject, o.subject);
       const keys = await generateVapidKeys();
       const row = await auditedCli(audit('app.rotate-vapid', id, o), (db) => store(db).rotateVapid(id, { subject, keys, force: o.force === true }), auditSummary);
-      printObject(webPushSummary(row), o.json === true);
+      printObject(webPushSummary(row));
     });
   vapid
     .command('subject <id> <url>')
     .description('replace the contact subject (mailto: or https:) pushes are signed with')
     .action(async (id: string, url: string) => {
       const subject = checked('subject', VapidSubject, url);
-      printObject(webPushSummary(await auditedCli(audit('app.update-web-push', id, { subject }), (db) => store(db).updateWebPush(id, { subject }), auditSummary)), false);
+      printObject(webPushSummary(await auditedCli(audit('app.update-web-push', id, { subject }), (db) => store(db).updateWebPush(id, { subject }), auditSummary)));
     });
   vapid
     .command('show <id>')
     .description("the app's VAPID public key (never the private one), subject and push-service hosts")
+    // Printed as JSON always; --json kept so scripts that pass it go on working.
     .option('--json', 'print JSON')
-    .action(async (id: string, o: { json?: boolean }) => printObject(webPushSummary(await withDatabase((db) => requireApp(db, id))), o.json === true));
+    .action(async (id: string) => printObject(webPushSummary(await withDatabase((db) => requireApp(db, id)))));
   apps
     .command('web-hosts <id> [hosts...]')
     .description('the push-service hosts the app\'s browser subscriptions may use ("*.example.com": its subdomains); --default: the well-known browser push services')
@@ -81,6 +82,6 @@ export function registerWebPushCommands(apps: Command, store: Store): void {
       if ((o.default === true) === hosts.length > 0) throw new Error('give hosts, or --default');
       const list = o.default === true ? null : hosts.map((h) => checked(`host "${h}"`, WebPushHost, h));
       const row = await auditedCli(audit('app.update-web-push', id, { hosts: list }), (db) => store(db).updateWebPush(id, { hosts: list }), (a) => ({ id: a.id, hosts: a.webPushHosts ?? null }));
-      printObject(webPushSummary(row), false);
+      printObject(webPushSummary(row));
     });
 }

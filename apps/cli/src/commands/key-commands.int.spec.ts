@@ -1,0 +1,33 @@
+import { execFile } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '@herald/testing';
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await createTestDatabase('cli_keys');
+});
+afterAll(async () => t?.drop());
+
+/** `herald …` as a person runs it, against this file's schema. */
+function herald(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = { ...process.env, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema };
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], { env, encoding: 'utf8' }, (err, stdout, stderr) =>
+      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, stdout, stderr }),
+    );
+  });
+}
+
+describe('herald keys revoke, given what an operator pastes', () => {
+  // Before, a paste that did not begin with the key was taken whole for an id: the secret written to the audit log, nothing revoked.
+  it('finds the id in a line holding the key, and refuses anything else without writing it anywhere', async () => {
+    const { key, row: { id } } = await t.db.apiKeys.createOperator('dana');
+    expect(await herald('keys', 'revoke', `HERALD_OPERATOR_KEY=${key}`)).toMatchObject({ code: 0, stdout: `key ${id} revoked\n` });
+    expect((await t.db.apiKeys.list()).find((k) => k.id === id)?.revokedAt).toBeInstanceOf(Date);
+    const secretShaped = `HERALD_OPERATOR_KEY=hko-${key.slice(4)}`;
+    const refused = await herald('keys', 'revoke', secretShaped);
+    expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/give a key id \(12 hex characters/)]);
+    expect(`${refused.stdout}${refused.stderr}`).not.toContain(key.slice(4));
+    expect(JSON.stringify(await t.db.audit.list({ limit: 10 }))).not.toContain(key.slice(4));
+  });
+});
