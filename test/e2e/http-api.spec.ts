@@ -283,9 +283,10 @@ describe('HTTP API: two apps on both platforms, each through its own credentials
     await fetch(`${sys.sandbox.settings.control.url}/faults`, { method: 'DELETE' });
     const replay = await herald({ ...sys.env, LOG_LEVEL: 'warn' }, 'parked', 'replay', Queues.apnsSend, '--id', String(parked.properties.message_id));
     expect(replay.stdout).toMatch(/replayed 1 of/);
+    // The replay marks its parked outcome replayed (in flight: the job reads cancelling) until the pusher drops the copy as cancelled.
     const after = await waitFor('the replayed push dropped as cancelled', async () => {
       const r = await call(sys, 'GET', `/v1/jobs/${posted.id}`, { key });
-      return r.body['parked'] === 0 && r.body;
+      return r.body['parked'] === 0 && r.body['state'] === 'cancelled' && r.body;
     });
     expect(after).toMatchObject({ state: 'cancelled', delivered: 0, skipped: expect.objectContaining({ cancelled: 1 }) });
     expect((await sandboxRecords(sys.sandbox, { token })).map((r) => r.status)).toEqual([503, 503, 503]);

@@ -185,6 +185,9 @@ describe("erasing a user of an app", () => {
     expect(Number(rows[0]?.ahead_ms)).toBeGreaterThan(4 * 60_000);
     expect(Number(rows[0]?.ahead_ms)).toBeLessThanOrEqual(5 * 60_000);
     expect(await t.db.devices.applyRegistrations([register('app-e', 'lou', hex(52), new Date(Date.now() + 6 * 60_000).toISOString())])).toEqual(['applied']);
+    // The register a day ahead, delivered again, stays out all the same (its tombstone's mark), and lou's new phone is lou's.
+    expect(await t.db.devices.applyRegistrations([dayAhead])).toEqual(['stale']);
+    expect((await devicesOf('app-e')).filter((d) => [hex(51), hex(52)].includes(d.token)).map((d) => d.user_id)).toEqual([null, 'lou']);
   });
 
   // Before, the erasure moved the tombstones' last event to its own time: another user's login on the phone from before it was stale.

@@ -58,25 +58,29 @@ type Edge = { app: string; followee: string; follower: string; following: boolea
  */
 export async function eraseUser(db: Kysely<HeraldTables>, app: string, userId: string): Promise<UserErasure> {
   // The guard keeps out the user's events stamped at or before erased_at, so erased_at also covers
-  // the user's own events already applied: one stamped ahead by a fast clock (a phone a minute
+  // the events of the user already applied: one stamped ahead by a fast clock (a phone a minute
   // fast), applied before the erasure and delivered again after it (a batch deferred after its
-  // registrations committed, a replay), passed the guard and brought the user back. Read before the
-  // app's erasure lock (a user following thousands is a read of each edge: under the lock, every
-  // register, subscribe and follow of the app would wait for it), and capped at the clock plus the
-  // skew allowed a reporter's clock (later-event.ts): a phone a day fast must not keep the user's
-  // new sign-up out for a day. The erasure's time returned is PostgreSQL's clock.
-  const { rows: seenRows } = await sql<{ seen: Date | null }>`
+  // registrations committed, a replay), passed the guard and brought the user back. Capped at the
+  // clock plus the skew allowed a reporter's clock (later-event.ts): a phone a day fast must not keep
+  // the user's new sign-up out for a day (a device's own event further ahead is kept out by its
+  // tombstone's mark, eraseDevices). The follow edges, either way (a popular user's are millions),
+  // are read before the app's erasure lock, which every register, subscribe and follow of the app
+  // waits on; the user's devices and memberships, few and indexed, under it, so a register being
+  // written as the erasure begins is seen. The erasure's time returned is PostgreSQL's clock.
+  const { rows: followRows } = await sql<{ seen: Date | null }>`
     select greatest(
-      (select max(last_event_at) from devices where app = ${app} and user_id = ${userId}),
-      (select max(event_at) from topic_members where app = ${app} and member_kind = 'user' and member_id = ${userId}),
-      (select max(event_at) from follows where app = ${app} and follower = ${userId})) as seen`.execute(db);
-  const seen = seenRows[0]?.seen ?? null;
+      (select max(event_at) from follows where app = ${app} and follower = ${userId}),
+      (select max(event_at) from follows where app = ${app} and followee = ${userId})) as seen`.execute(db);
+  const follows = followRows[0]?.seen ?? null;
   const erasedAt = await db.transaction().execute(async (tx) => {
     await sql`select pg_advisory_xact_lock(herald_erasure_lock(${app}))`.execute(tx);
     const { rows } = await sql<{ at: Date }>`
       insert into user_erasures (app, user_key, erased_at)
-      values (${app}, herald_user_key(${app}, ${userId}),
-        greatest(clock_timestamp(), least(coalesce(${seen}::timestamptz, '-infinity'), clock_timestamp() + ${CLOCK_SKEW_ALLOWANCE})))
+      values (${app}, herald_user_key(${app}, ${userId}), greatest(clock_timestamp(), least(
+        coalesce(greatest(${follows}::timestamptz,
+          (select max(last_event_at) from devices where app = ${app} and user_id = ${userId}),
+          (select max(event_at) from topic_members where app = ${app} and member_kind = 'user' and member_id = ${userId})), '-infinity'),
+        clock_timestamp() + ${CLOCK_SKEW_ALLOWANCE})))
       on conflict (app, user_key) do update set erased_at = greatest(user_erasures.erased_at, excluded.erased_at)
       returning least(erased_at, clock_timestamp()) as at`.execute(tx);
     return rows[0]?.at as Date;
@@ -124,6 +128,11 @@ async function eraseDevices(tx: Kysely<HeraldTables>, app: string, userId: strin
     update devices d set user_id = null, timezone = null, locale = null, app_version = null, last_seen_at = null,
       web_p256dh = null, web_auth = null, web_vapid_key = null, registered_at = null,
       invalidated_at = coalesce(d.invalidated_at, least(d.last_event_at, now())), invalidation_reason = coalesce(d.invalidation_reason, 'unregistered'),
+      -- A last event stamped ahead of its application by more than the allowance (a fast clock) joins
+      -- the fast-clock mark (later-event.ts): the same register delivered again is stale, past the
+      -- erasure's capped cover, while a register from a right clock after it still wins.
+      event_ahead_mark = case when d.last_event_at > coalesce(d.event_applied_at, d.updated_at) + ${CLOCK_SKEW_ALLOWANCE}
+        then greatest(d.event_ahead_mark, d.last_event_at) else d.event_ahead_mark end,
       user_changed_at = now(), updated_at = now()
     from target where d.id = target.id
     returning d.platform, d.token`.execute(tx);
