@@ -273,17 +273,18 @@ describe('the HTTP API: a retry of a job accepted before, after what it was chec
   });
 
   // Before, the fallback that answers a retry as its duplicate did not look at the cancel: 200 duplicate, the caller told the job was on its way.
-  it('of a job cancelled since is refused, not answered as a duplicate on its way', async () => {
+  it('of a job cancelled since is refused 409 job-cancelled, not answered as a duplicate on its way, in a batch too', async () => {
     const first = job('quitting');
-    await acceptedAndMarked([first]);
+    const second = job('quitting');
+    await acceptedAndMarked([first, second]);
     expect((await cancelJobFully(t.db, first.id)).known).toBe(true);
     await t.db.apps.upsert({ id: 'quitting', enabled: false });
     published = [];
-    expect(await refusalCode(acceptJob(first, key, deps))).toEqual({ status: 422, code: 'app-disabled' });
-    expect(await refusalCode(acceptJobs({ jobs: [first] }, key, deps))).toEqual({ status: 422, code: 'app-disabled' });
-    // With its app enabled again, the repost meets the cancel itself.
-    await t.db.apps.upsert({ id: 'quitting', enabled: true });
     expect(await refusalCode(acceptJob(first, key, deps))).toEqual({ status: 409, code: 'job-cancelled' });
+    // A batch retried whole: the cancelled one is named, so the caller drops it and reposts the rest (answered as duplicates), not refused whole for the app.
+    const refusal = await acceptJobs({ jobs: [second, first] }, key, deps).catch((e: unknown) => e as ApiError);
+    expect(refusal).toMatchObject({ status: 409, code: 'job-cancelled', issues: [{ path: 'jobs.1.id' }] });
+    expect(await acceptJobs({ jobs: [second] }, key, deps)).toEqual([{ id: second.id, duplicate: true }]);
     expect(published).toEqual([]);
   });
 

@@ -234,8 +234,13 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
     // A retry of jobs accepted and published before (the answer was lost) is told so, whatever
     // changed since (the app disabled, a browser registered, the topic deleted): refused, its
     // publisher would take a job on its way for one never sent. A key without the app is refused above.
-    if (err instanceof ApiError && (await allPublishedBefore([...records.values()], deps, timings))) return answers(jobs, new Set(), acceptedAt);
-    throw err;
+    if (!(err instanceof ApiError) || !(await allPublishedBefore([...records.values()], deps, timings))) throw err;
+    // One cancelled since is refused as it would be had the check passed (409 job-cancelled naming
+    // each), not answered as a duplicate on its way; the others are named as published by that
+    // refusal's absence, as on the way in. Read without writing: every one of them is recorded.
+    const cancelled = conflicts(jobs, await deps.jobs.accept([...records.values()]), prefix);
+    if (cancelled !== undefined) throw cancelled;
+    return answers(jobs, new Set(), acceptedAt);
   }
   const recording = performance.now();
   const accepted = await deps.jobs.accept([...records.values()]);

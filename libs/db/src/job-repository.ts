@@ -210,9 +210,8 @@ export interface JobRepository {
   forget(ids: readonly string[]): Promise<void>;
   /**
    * The ids among these recorded as published for the same app with the same content (or a digest
-   * not known: accepted before 0034), and not cancelled since: reposts of jobs accepted before and
-   * still on their way, read without writing (a cancelled one was answered as a duplicate, the
-   * caller told it was on its way, when what it was checked against had changed since).
+   * not known: accepted before 0034): reposts of jobs accepted before, read without writing (a
+   * cancelled one among them too: the caller tells it apart).
    */
   publishedBefore(jobs: readonly JobIdRecord[]): Promise<ReadonlySet<string>>;
   /**
@@ -340,7 +339,6 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
         .select(['id', 'app', 'content_hash'])
         .where('id', 'in', [...given.keys()])
         .where('published_at', 'is not', null)
-        .where('cancelled_at', 'is', null)
         .where((eb) => eb.or([eb('demux_outcome', 'is', null), eb('demux_outcome', 'not like', `${PARKED_PREFIX}%`), eb('demux_outcome', '=', POISON_PARK)]))
         .execute();
       return new Set(
