@@ -144,6 +144,9 @@ describe('Web Push provider against the sandbox push service', () => {
         reason: expect.stringMatching(/^VapidKeyMismatch: .*HTTP 403.*; refused signed with key \S+, the web-pusher's WEB_PUSH_VAPID_PUBLIC_KEY \S+ too$/),
       });
       expect(await received(elsewhere.endpoint)).toEqual([]);
+      // Remembered too: its next push is one request (as the limiter counts it), not one for each pair held.
+      expect(await app.send(webPush(elsewhere, { webVapidKey: current.publicKey }), {})).toMatchObject({ kind: 'permanent' });
+      expect(await statuses(elsewhere.endpoint)).toEqual([403, 403, 403, 403]);
     } finally {
       await app.close();
     }

@@ -63,8 +63,10 @@ function post(endpoint: string, headers: Record<string, string | number>, body: 
 /** A push service saying the request was signed with another key than the subscription's (web-classify.ts). */
 const isKeyMismatch = (result: SendResult): boolean => result.kind === 'permanent' && result.reason.startsWith('VapidKeyMismatch:');
 
-/** Subscriptions that took another pair than their device records, remembered per process (bounded). */
+/** Subscriptions that took another pair than their device records, or none held, remembered per process (bounded). */
 const MAX_LEARNED_KEYS = 10_000;
+/** A subscription no pair held was accepted for: not tried with the others again in this process. */
+const NO_PAIR = '';
 
 /** A web push with its subscription's keys. */
 type Addressed = DevicePush & { webKeys: NonNullable<DevicePush['webKeys']> };
@@ -119,20 +121,30 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
     }
   }
 
+  const remember = (subscription: string, publicKey: string): void => {
+    if (learned.size >= MAX_LEARNED_KEYS) learned.clear();
+    learned.set(subscription, publicKey);
+  };
+
   /** Remember (or forget) which pair a subscription took when it is not the one its device records. */
   function took(push: Addressed, subscription: string, key: SigningKey, recorded: SigningKey): void {
     if (key === recorded) {
       learned.delete(subscription);
       return;
     }
-    if (learned.size >= MAX_LEARNED_KEYS) learned.clear();
-    learned.set(subscription, key.pair.publicKey);
+    remember(subscription, key.pair.publicKey);
     logSummary(log, 'info', 'web push accepted signed with another key than its device records').note(push.app, { app: push.app, pushId: push.pushId, key: keyName(key) });
   }
 
-  /** Signed with the device's key (or the pair this subscription took last time) first; after a key mismatch, with each other pair held. */
+  /**
+   * Signed with the device's key (or the pair this subscription took last time) first; after a key
+   * mismatch, with each other pair held, once: a subscription none of them was accepted for is
+   * remembered too (NO_PAIR), so its later pushes cost one request each, as the limiter counts them,
+   * not one for every pair held.
+   */
   async function signedByItsKey(push: Addressed, request: ReturnType<typeof buildWebRequest>, recorded: SigningKey): Promise<SendResult> {
     const subscription = `${push.token} ${push.webKeys.p256dh} ${recorded.pair.publicKey}`;
+    if (learned.get(subscription) === NO_PAIR) return attempt(push, request, recorded);
     const keys = [recorded, ...otherSigningKeys(settings, recorded)];
     const last = keys.findIndex((key) => key.pair.publicKey === learned.get(subscription));
     if (last > 0) keys.unshift(...keys.splice(last, 1));
@@ -146,7 +158,9 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
       if (result.kind === 'delivered') took(push, subscription, key, recorded);
       return result;
     }
-    return others.length === 0 || answer.kind !== 'permanent' ? answer : { ...answer, reason: `${answer.reason}; refused signed with ${others.map(keyName).join(', ')} too` };
+    if (others.length === 0 || answer.kind !== 'permanent') return answer;
+    remember(subscription, NO_PAIR);
+    return { ...answer, reason: `${answer.reason}; refused signed with ${others.map(keyName).join(', ')} too` };
   }
 
   return {
