@@ -27,7 +27,7 @@ export const JOB_PUSH_PATHS = {
   '/v1/jobs/{id}/pushes': {
     get: {
       summary:
-        "A job's device pushes and what became of each: outcome, park code or provider reason, the provider's message id, the device (token masked). Pushes still on their way to a provider are counted in the status's inFlight and listed once they have an outcome; scheduled ones are listed as scheduled. Paged in pushId order: pass the answer's next as after.",
+        "A job's device pushes and what became of each: outcome, park code or provider reason, the provider's message id, the device (token masked). Pushes still on their way to a provider are counted in the status's inFlight and listed once they have an outcome; scheduled ones are listed as scheduled, and one an operator replayed from its parked queue as replayed (in flight again) until its new outcome. Paged in pushId order: pass the answer's next as after.",
       security: [{ apiKey: [] }],
       parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }, ...query],
       responses: {

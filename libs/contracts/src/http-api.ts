@@ -163,7 +163,7 @@ export const JobStatus = z.object({
 });
 export type JobStatus = z.infer<typeof JobStatus>;
 
-/** What became of one device push (GET /v1/jobs/:id/pushes); pushes on their way to a provider are not listed yet. */
+/** What became of one device push (GET /v1/jobs/:id/pushes); pushes on their way to a provider are not listed yet, but for one replayed from its parked queue (outcome `replayed`). */
 /** `replayed`: sent back from its parked queue by an operator, in flight again until its new outcome (counted in `inFlight`). */
 export const JobPushOutcome = z.enum(['delivered', 'invalid', 'failed', 'parked', 'expired', 'cancelled', 'opted-out', 'muted', 'scheduled', 'replayed']);
 

@@ -1,5 +1,6 @@
 import type { JobPush, JobStatus } from '@herald/contracts';
 import { toJobPushList, toJobStatus, type Database } from '@herald/db';
+import { printable } from '../output.ts';
 
 export interface FollowOptions {
   /** Give up after this long (the job may still be in flight; `herald` prints what it saw). */
@@ -8,8 +9,9 @@ export interface FollowOptions {
   write(line: string): void;
 }
 
+/** One line a push, printable (a reason can carry what a provider answered: output.ts). */
 const describePush = (p: JobPush): string =>
-  [`push ${p.pushId}`, p.platform ?? '?', p.token ?? '', p.outcome, p.code ?? '', p.reason ?? '', p.providerMessageId ?? ''].filter((s) => s !== '').join('  ');
+  printable([`push ${p.pushId}`, p.platform ?? '?', p.token ?? '', p.outcome, p.code ?? '', p.reason ?? '', p.providerMessageId ?? ''].filter((s) => s !== '').join('  '));
 
 /**
  * Nothing left to watch: parked, or nothing in flight but scheduled pushes, once the job has made

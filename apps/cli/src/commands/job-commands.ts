@@ -3,6 +3,7 @@ import { cancelJobFully, toJobPushList, toJobStatus, type JobCancellation } from
 import type { Command } from 'commander';
 import { auditedCli } from './cli-audit.ts';
 import { withDatabase } from './with-database.ts';
+import { printable, printObject } from '../output.ts';
 
 /** `herald job <id>`: the job's state, audience progress and counts (the same as GET /v1/jobs/:id). */
 export function describeJobStatus(s: JobStatus): string {
@@ -17,7 +18,8 @@ export function describeJobStatus(s: JobStatus): string {
     `failed ${s.failed}, invalidated ${s.invalid}, parked ${s.parked}`,
     ...(s.jobParked === null ? [] : [`parked by the demuxer: ${s.jobParked.code}${s.jobParked.reason === null ? '' : ` (${s.jobParked.reason})`}`]),
   ];
-  return `${lines.join('\n')}\n`;
+  // A park reason can carry what a provider or a receiver answered: shown printable (output.ts).
+  return `${lines.map(printable).join('\n')}\n`;
 }
 
 /**
@@ -30,7 +32,7 @@ export function describeJobPushes(jobId: string, list: JobPushList, page: { limi
     const why = [p.code, p.reason].filter((w) => w !== null).join(': ');
     const id = p.providerMessageId === null ? '' : ` [provider id ${p.providerMessageId}]`;
     const when = p.dueAt === null ? p.updatedAt : `due ${p.dueAt}`;
-    return `${p.pushId}  ${device}  ${p.outcome}${why === '' ? '' : ` (${why})`}${id}  ${when}`;
+    return printable(`${p.pushId}  ${device}  ${p.outcome}${why === '' ? '' : ` (${why})`}${id}  ${when}`);
   });
   if (lines.length === 0) lines.push(page.after === undefined ? `job ${jobId}: no device push recorded (yet)` : `job ${jobId}: no more pushes after ${page.after}`);
   if (list.next !== null) lines.push(`more: herald job pushes ${jobId} --after ${list.next}${page.limit === DEFAULT_JOB_PUSHES_PAGE ? '' : ` --limit ${page.limit}`}`);
@@ -84,7 +86,8 @@ export function registerJobCommands(program: Command): void {
         return;
       }
       const status = toJobStatus(record);
-      process.stdout.write(o.json === true ? `${JSON.stringify(status, null, 2)}\n` : describeJobStatus(status));
+      if (o.json === true) printObject(status);
+      else process.stdout.write(describeJobStatus(status));
     });
 }
 
@@ -105,5 +108,6 @@ async function listJobPushes(jobId: string, o: { json?: boolean; limit: string; 
     return;
   }
   const list = toJobPushList(found, limit);
-  process.stdout.write(o.json === true ? `${JSON.stringify(list, null, 2)}\n` : describeJobPushes(jobId, list, { limit, ...(after !== undefined && { after }) }));
+  if (o.json === true) printObject(list);
+  else process.stdout.write(describeJobPushes(jobId, list, { limit, ...(after !== undefined && { after }) }));
 }
