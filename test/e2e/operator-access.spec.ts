@@ -8,7 +8,7 @@ import { connectBroker, type Broker } from '@herald/messaging';
 import { peekMessages, waitFor } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { herald as runHerald } from '../support/cli.ts';
-import { API_TEST_ENV, call } from '../support/http-api.ts';
+import { API_TEST_ENV, apiUrl, call } from '../support/http-api.ts';
 import { job } from '../support/fixtures.ts';
 import { monitorUrl } from '../support/monitor-client.ts';
 import { startSystem, type System } from '../support/system.ts';
@@ -63,6 +63,19 @@ function dashboard(
 }
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/** A GET with this key sent from another loopback address (`localAddress`), so a refusal it earns is its own. */
+function getFrom(localAddress: string, url: string, key: string): Promise<{ status: number; retryAfter: unknown; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { localAddress, headers: bearer(key) }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'], body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 const ids = async (queue: string, sys: System) =>
   (await peekMessages(sys.vhost.name, queue, 100)).map((m) => m.properties.message_id);
 
@@ -441,5 +454,45 @@ describe('operator access: the dashboard and its write actions need an operator 
     const refused = await herald('apps', 'add', 'cli-secrets', '--fcm-access-token-file', tokenFile, '--fcm-project', 'p-2', '--apns-address', '127.0.0.1');
     expect(refused.code).toBe(1);
     expect(await sys.database.db.apps.get('cli-secrets')).toMatchObject({ credentialsVersion: version, fcmProjectId: 'p-1' });
+  });
+
+  // A 401 at either door left no line, and HERALD_ADMIN_KEY could be guessed at any rate.
+  it('logs refused keys at both doors (who and where, never the key) and answers an address guessing at /admin/ 429', async () => {
+    // From 127.0.0.2: the refusal is that address's alone, the other tests' 127.0.0.1 keeps the admin routes.
+    const GUESSER = '127.0.0.2';
+    const guess = (i: number) => `${'0'.repeat(40)}-guess-${i}`;
+    const base = apiUrl(sys);
+    for (let i = 0; i < 10; i++) expect((await getFrom(GUESSER, `${base}/admin/apps`, guess(i))).status).toBe(401);
+    const blocked = await getFrom(GUESSER, `${base}/admin/apps`, API_TEST_ENV.HERALD_ADMIN_KEY);
+    expect([blocked.status, blocked.retryAfter, JSON.parse(blocked.body)]).toEqual([
+      429,
+      '60',
+      { error: { code: 'too-many-attempts', message: expect.stringMatching(/^too many failed admin authentications from this address/) as unknown } },
+    ]);
+    expect((await getFrom(GUESSER, `${base}/v1/jobs/no-such-job`, teamKey)).status).toBe(404);
+    expect((await getFrom(GUESSER, `${base}/v1/jobs/no-such-job`, guess(99))).status).toBe(401);
+    expect((await call(sys, 'GET', '/admin/apps', { key: API_TEST_ENV.HERALD_ADMIN_KEY })).status).toBe(200);
+
+    const wrongOperator = `hko_${'0'.repeat(12)}_${'x'.repeat(43)}`;
+    expect((await dashboard(sys, 'GET', '/api/status', { headers: { ...bearer(wrongOperator), 'x-forwarded-for': '203.0.113.7' } })).status).toBe(401);
+    const login = await dashboard(sys, 'POST', '/api/login', { body: { key: sys.operatorKey }, headers: { 'x-herald-csrf': '1' } });
+    const cookie = String(login.headers['set-cookie']).split(';')[0] ?? '';
+    const forged = await dashboard(sys, 'POST', `/api/parked/${PARKED}/purge`, { body: { id: 'x' }, headers: { cookie, origin: 'http://evil.example' } });
+    expect(forged.status).toBe(403);
+
+    // Each kind is said once every few seconds (then with how many more): waited for, as the last may be held back.
+    const api = sys.service('api').logs;
+    const monitor = sys.service('monitor').logs;
+    const logged = (logs: Array<Record<string, unknown>>, fields: Record<string, unknown>) =>
+      logs.some((l) => l['level'] === 40 && Object.entries(fields).every(([k, v]) => JSON.stringify(l[k]) === JSON.stringify(v)));
+    await waitFor('the refusals logged', () =>
+      logged(api, { msg: 'authentication refused', door: 'admin', remote: GUESSER, method: 'GET', route: '/admin/apps' }) &&
+      logged(api, { msg: 'authentication refused', door: 'team', remote: GUESSER, route: '/v1/jobs/:id' }) &&
+      logged(api, { msg: 'admin routes refused to an address (429) after repeated failed authentications', remote: GUESSER, failures: 10 }) &&
+      logged(monitor, { msg: 'dashboard request refused', status: 401, remote: '127.0.0.1', forwardedFor: '203.0.113.7', path: '/api/status', credential: 'bearer' }) &&
+      logged(monitor, { msg: 'dashboard request refused', status: 403, path: `/api/parked/${PARKED}/purge`, credential: 'cookie', operator: { id: operatorId, name: 'e2e' } }),
+    );
+    const said = JSON.stringify([...api, ...monitor]);
+    for (const key of [guess(0), guess(9), guess(99), wrongOperator, sys.operatorKey, API_TEST_ENV.HERALD_ADMIN_KEY]) expect(said).not.toContain(key);
   });
 });

@@ -28,5 +28,5 @@ export const apiConfig = {
     max: 100,
   }),
   HERALD_SECRET_KEY: optionalStr('32-byte key (64 hex characters or base64) that seals app credentials at rest (AES-256-GCM)', { secret: true }),
-  HERALD_ADMIN_KEY: optionalBearerKey('Bootstrap bearer key for the admin routes (/admin/...), beside operator keys (herald keys create --operator); unset: operator keys only', { secret: true }),
+  HERALD_ADMIN_KEY: optionalBearerKey('Bootstrap bearer key for the admin routes (/admin/...), beside operator keys (herald keys create --operator); unset: operator keys only', { secret: true, minLength: 32 }),
 } as const;

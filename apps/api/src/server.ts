@@ -14,6 +14,7 @@ import { closeConnectionsWhenDraining } from './graceful-close.ts';
 import { acceptJob, acceptJobs, cancelJob, jobPushes, jobStatus, type JobServiceDeps } from './job-service.ts';
 import { registerDevice, unregisterDevice, type DeviceServiceDeps } from './device-service.ts';
 import type { AdminDeps } from './admin-service.ts';
+import { limitAdminGuesses } from './admin-auth.ts';
 import { adminRoutes } from './admin-routes.ts';
 import { openApiDocument } from './openapi.ts';
 import { instrumentRequests, type PublishTimings, type RequestMetrics } from './request-metrics.ts';
@@ -54,6 +55,7 @@ function onError(deps: ApiServerDeps) {
   return (err: Error & { code?: string; statusCode?: number }, req: FastifyRequest, reply: FastifyReply): void => {
     const known = err instanceof ApiError ? err : (brokerRefusal(err) ?? unstorableValue(err) ?? fromFastifyError(err, deps.bodyLimitBytes));
     if (known !== undefined) {
+      if (known.status === 401) logRefusedKey(deps.logger, req, known);
       void reply.status(known.status).send(known.body());
       return;
     }
@@ -71,6 +73,25 @@ function onError(deps: ApiServerDeps) {
     const answer = unavailable ? new ApiError(503, 'unavailable', `a dependency is unavailable (${err.code ?? 'no answer in time'}), retry`) : new ApiError(500, 'internal', 'internal error');
     void reply.status(answer.status).send(answer.body());
   };
+}
+
+/**
+ * A refused authentication (401) at warn, with who asked (the connecting address, X-Forwarded-For
+ * when a proxy set it) and where, never the key: once per door and address every few seconds, then
+ * how many more (logSummary), so a guessing flood is a few lines.
+ */
+function logRefusedKey(logger: Logger, req: FastifyRequest, refusal: ApiError): void {
+  const route = req.routeOptions.url ?? 'unmatched';
+  const door = route.startsWith('/admin/') ? 'admin' : 'team';
+  const forwardedFor = req.headers['x-forwarded-for'];
+  logSummary(logger, 'warn', 'authentication refused').note(`${door}\u0000${req.ip}`, {
+    door,
+    remote: req.ip,
+    ...(forwardedFor !== undefined && { forwardedFor: String(forwardedFor).slice(0, 200) }),
+    method: req.method,
+    route,
+    reason: refusal.message,
+  });
 }
 
 /**
@@ -248,6 +269,7 @@ export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
   app.get('/openapi.json', async () => document);
   app.get('/healthz', async () => ({ ok: true }));
   teamRoutes(app, deps, metrics);
+  limitAdminGuesses(app, deps.logger);
   adminRoutes(app, deps);
   return app;
 }

@@ -10,6 +10,9 @@ import { dashboardRoutes, type DashboardDeps } from './dashboard-routes.ts';
 import { createOperatorGate } from './operator-gate.ts';
 import type { QueueMonitor } from './queue-monitor.ts';
 
+/** An operator key in the format Herald mints (OPERATOR_KEY_FORMAT), named for the test. */
+const opKey = (name: string): string => `hko_${'0'.repeat(12)}_${name.padEnd(43, '0')}`;
+
 const logger = createLogger({ service: 'dashboard-routes-spec', level: 'silent' });
 const WORK = 'dash.send';
 const PARKED = `${WORK}.parked`;
@@ -54,7 +57,7 @@ describe("the dashboard's parked list, from a real RabbitMQ", () => {
     } as unknown as QueueMonitor;
     const routes = dashboardRoutes({
       gate: createOperatorGate(
-        { findOperatorByKey: async (key) => (key === 'hko_good' ? { id: 'op1', name: 'ann' } : undefined) },
+        { findOperatorByKey: async (key) => (key === opKey('good') ? { id: 'op1', name: 'ann' } : undefined) },
         5_000,
         logger,
       ),
@@ -71,7 +74,7 @@ describe("the dashboard's parked list, from a real RabbitMQ", () => {
     });
     try {
       const res = await fetch(`http://127.0.0.1:${server.port}/api/parked/${PARKED}`, {
-        headers: { authorization: 'Bearer hko_good' },
+        headers: { authorization: `Bearer ${opKey('good')}` },
       });
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({
@@ -100,7 +103,7 @@ describe("the dashboard's parked list, from a real RabbitMQ", () => {
       state: () => ({ vhost: vhost.name, at: null, pollMs: 1000, error: null, queues: [{ name: PARKED }], alarms: [] }),
     } as unknown as QueueMonitor;
     const routes = dashboardRoutes({
-      gate: createOperatorGate({ findOperatorByKey: async (key) => (key === 'hko_good' ? { id: 'op1', name: 'ann' } : undefined) }, 5_000, logger),
+      gate: createOperatorGate({ findOperatorByKey: async (key) => (key === opKey('good') ? { id: 'op1', name: 'ann' } : undefined) }, 5_000, logger),
       monitor,
       amqpUrl: vhost.amqpUrl,
       logger,
@@ -108,12 +111,12 @@ describe("the dashboard's parked list, from a real RabbitMQ", () => {
     } as unknown as DashboardDeps);
     const server = await startOpsServer({ port: 0, registry: new Registry(), healthy: () => true, ready: () => ({ ready: true, problems: [] }), routes: () => routes });
     try {
-      const listed = await fetch(`http://127.0.0.1:${server.port}/api/parked/${PARKED}`, { headers: { authorization: 'Bearer hko_good' } });
+      const listed = await fetch(`http://127.0.0.1:${server.port}/api/parked/${PARKED}`, { headers: { authorization: `Bearer ${opKey('good')}` } });
       expect(listed.status).toBe(200);
       expect(((await listed.json()) as { messages: Array<{ id: string }> }).messages.map((m) => m.id)).toEqual(['p1']);
       const replay = await fetch(`http://127.0.0.1:${server.port}/api/parked/${PARKED}/replay`, {
         method: 'POST',
-        headers: { authorization: 'Bearer hko_good', 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${opKey('good')}`, 'content-type': 'application/json' },
         body: JSON.stringify({ id: 'p1' }),
       });
       expect(replay.status).toBe(503);
@@ -161,7 +164,7 @@ describe("the dashboard's replay of a parked device push, on a real RabbitMQ and
   async function replayThroughDashboard(id: string, replayedOutcomes: () => Promise<ReplayedOutcomes>): Promise<{ status: number; body: unknown }> {
     const monitor = { state: () => ({ vhost: vhost.name, at: null, pollMs: 1000, error: null, queues: [{ name: PARKED2 }], alarms: [] }) } as unknown as QueueMonitor;
     const routes = dashboardRoutes({
-      gate: createOperatorGate({ findOperatorByKey: async (key) => (key === 'hko_good' ? { id: 'op1', name: 'ann' } : undefined) }, 5_000, logger),
+      gate: createOperatorGate({ findOperatorByKey: async (key) => (key === opKey('good') ? { id: 'op1', name: 'ann' } : undefined) }, 5_000, logger),
       monitor,
       audit: t.db.audit,
       amqpUrl: vhost.amqpUrl,
@@ -172,7 +175,7 @@ describe("the dashboard's replay of a parked device push, on a real RabbitMQ and
     try {
       const res = await fetch(`http://127.0.0.1:${server.port}/api/parked/${PARKED2}/replay`, {
         method: 'POST',
-        headers: { authorization: 'Bearer hko_good', 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${opKey('good')}`, 'content-type': 'application/json' },
         body: JSON.stringify({ id }),
       });
       return { status: res.status, body: await res.json() };

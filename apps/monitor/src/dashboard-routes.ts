@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ActionRefused, audited, isDatabaseUnavailable, ParkedQueueBusy, type AuditLog, type ReplayedOutcomes } from '@herald/db';
-import type { Logger } from '@herald/logging';
+import { logSummary, type Logger } from '@herald/logging';
 import { describeRefusals, listParked, parkedNameOf, purgeParked, replayParked, ReplayError, type ParkedMessage } from '@herald/messaging';
 import type { HttpRoutes } from '@herald/runtime';
 import type { History } from './history.ts';
-import { OperatorKeysUnreachable, type Operator, type OperatorGate } from './operator-gate.ts';
+import { OperatorKeysBusy, OperatorKeysUnreachable, type Operator, type OperatorGate } from './operator-gate.ts';
 import type { QueueMonitor } from './queue-monitor.ts';
 import { crossSiteRefusal } from './request-guard.ts';
 import type { ScheduledCounts } from './scheduled-counts.ts';
@@ -191,6 +191,21 @@ async function route(deps: DashboardDeps, req: IncomingMessage, url: URL, operat
   throw new HttpError(404, 'not found');
 }
 
+/**
+ * Whether the browser logging in reached the monitor over HTTPS (through a proxy that ends TLS), so
+ * its cookie is marked Secure: any value of X-Forwarded-Proto's list is https (Node joins a header
+ * sent twice as "https, https"; proxies append theirs), or the login's Origin is an https: one (a
+ * proxy that sets no X-Forwarded-Proto; the Origin was checked to name this host).
+ */
+function reachedOverHttps(req: IncomingMessage): boolean {
+  const proto = req.headers['x-forwarded-proto'];
+  const origin = req.headers['origin'];
+  return (
+    (typeof proto === 'string' && proto.split(',').some((p) => p.trim().toLowerCase() === 'https')) ||
+    (typeof origin === 'string' && origin.toLowerCase().startsWith('https:'))
+  );
+}
+
 /** POST /api/login {"key": "<operator key>"}: opens a session (cookie); POST /api/logout ends it. */
 async function session(deps: DashboardDeps, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
   const refusal = crossSiteRefusal(req, 'none');
@@ -201,12 +216,8 @@ async function session(deps: DashboardDeps, req: IncomingMessage, res: ServerRes
   }
   const body = await readJson(req);
   if (typeof body['key'] !== 'string' || body['key'].length === 0) throw new HttpError(400, 'give the operator key as {"key": "..."}');
-  const secure = req.headers['x-forwarded-proto'] === 'https';
-  const opened = await deps.gate.login(body['key'], secure);
-  if (opened === undefined) {
-    deps.logger.warn({ remote: req.socket.remoteAddress }, 'dashboard login refused: unknown or revoked operator key');
-    throw new HttpError(401, 'unknown or revoked operator key');
-  }
+  const opened = await deps.gate.login(body['key'], reachedOverHttps(req));
+  if (opened === undefined) throw new HttpError(401, 'unknown or revoked operator key');
   deps.logger.info({ operator: opened.operator }, 'operator logged in to the dashboard');
   res
     .writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'set-cookie': opened.cookie })
@@ -224,16 +235,24 @@ const PAGE_HEADERS = {
 
 const UNAUTHORIZED = 'an operator key is required: log in on the dashboard, or send authorization: Bearer <operator key> (herald keys create --operator <name>)';
 
-async function handle(deps: DashboardDeps, req: IncomingMessage, res: ServerResponse, url: URL, parkedLock: ReturnType<typeof serially>): Promise<void> {
+/** Who a request turned out to be, for the log line of its refusal. */
+interface Asker {
+  operator?: Operator;
+}
+
+async function handle(deps: DashboardDeps, req: IncomingMessage, res: ServerResponse, url: URL, parkedLock: ReturnType<typeof serially>, asker: Asker): Promise<void> {
   if (req.method === 'POST' && (url.pathname === '/api/login' || url.pathname === '/api/logout')) {
     await session(deps, req, res, url.pathname);
     return;
   }
   const operator = await deps.gate.authenticate(req);
+  asker.operator = operator;
   const page = url.pathname === '/' || url.pathname === '/index.html';
   if (operator === undefined) {
-    if (page && req.method === 'GET') res.writeHead(401, PAGE_HEADERS).end(deps.loginPage);
-    else throw new HttpError(401, UNAUTHORIZED);
+    if (!page || req.method !== 'GET') throw new HttpError(401, UNAUTHORIZED);
+    // A browser opening the page before logging in is no refusal worth a line; a script's wrong key is.
+    if (req.headers['authorization'] !== undefined) logRefusal(deps.logger, req, url, 401, 'unknown or revoked operator key', asker);
+    res.writeHead(401, PAGE_HEADERS).end(deps.loginPage);
     return;
   }
   const refusal = crossSiteRefusal(req, operator.via);
@@ -244,6 +263,29 @@ async function handle(deps: DashboardDeps, req: IncomingMessage, res: ServerResp
     return;
   }
   sendJson(res, 200, await route(deps, req, url, operator, parkedLock));
+}
+
+/**
+ * A refusal at the dashboard's door (401, 403) at warn: who asked (the connecting address, and
+ * X-Forwarded-For when a proxy set it), how (bearer, session cookie, none), where, and the operator
+ * when one was identified (a cross-site write riding a named operator's session); never the key.
+ * Once per address, status and operator every few seconds, then how many more (logSummary).
+ */
+function logRefusal(logger: Logger, req: IncomingMessage, url: URL, status: number, reason: string, asker: Asker): void {
+  const remote = req.socket.remoteAddress ?? 'unknown';
+  const forwardedFor = req.headers['x-forwarded-for'];
+  const credential = req.headers['authorization'] !== undefined ? 'bearer' : req.headers['cookie'] !== undefined ? 'cookie' : 'none';
+  const operator = asker.operator === undefined ? undefined : { id: asker.operator.id, name: asker.operator.name };
+  logSummary(logger, 'warn', 'dashboard request refused').note(`${status}\u0000${remote}\u0000${operator?.id ?? ''}`, {
+    status,
+    remote,
+    ...(forwardedFor !== undefined && { forwardedFor: String(forwardedFor).slice(0, 200) }),
+    method: req.method,
+    path: url.pathname,
+    credential,
+    ...(operator !== undefined && { operator }),
+    reason,
+  });
 }
 
 /**
@@ -270,13 +312,16 @@ export function dashboardRoutes(deps: DashboardDeps): HttpRoutes {
       return true;
     }
     if (!(url.pathname === '/' || url.pathname === '/index.html' || url.pathname.startsWith('/api/'))) return false;
-    handle(deps, req, res, url, parkedLock).catch((err: Error) => {
+    const asker: Asker = {};
+    handle(deps, req, res, url, parkedLock, asker).catch((err: Error) => {
       const refused = err instanceof ActionRefused;
       // A replay RabbitMQ did not let finish (an alarm, no confirm), or a key the database cannot
-      // check now, says why: the operator retries later. The gate logs the database's outage once.
-      const unavailable = err instanceof ReplayError || err instanceof OperatorKeysUnreachable;
+      // check now (or too many being checked), says why: the operator retries later. The gate logs
+      // the database's outage once.
+      const unavailable = err instanceof ReplayError || err instanceof OperatorKeysUnreachable || err instanceof OperatorKeysBusy;
       const status = err instanceof HttpError ? err.status : refused ? 409 : unavailable ? 503 : 500;
       if (status === 500) deps.logger.error({ err, path: url.pathname }, 'dashboard request failed');
+      if (status === 401 || status === 403) logRefusal(deps.logger, req, url, status, err.message, asker);
       const extra = err instanceof HttpError ? err.extra : refused ? { code: 'permanent-rejection', ...err.details } : {};
       // An unexpected failure's message stays in the log: it may name an address, and the caller may not be signed in.
       const error = status === 500 ? "internal error (the monitor's log has it)" : err.message;

@@ -19,7 +19,7 @@ const logger = createLogger({ service: 'monitor-restart-spec', level: 'silent' }
 const SEND = 'push.apns.send';
 const QUIET = 'push.fcm.send';
 const WAITING = 5;
-const KEY = 'hko_restart_spec';
+const KEY = `hko_${'0'.repeat(12)}_${'r'.repeat(43)}`;
 /** The alarms lease as the monitor before the restart held it (only its holder writes announced_alarms). */
 const LEASE = { name: 'monitor-alarms', holder: 'the-monitor-before-the-restart' };
 const PAGE = readFileSync(new URL('./dashboard.html', import.meta.url), 'utf8');

@@ -33,6 +33,68 @@ export class OperatorKeysUnreachable extends Error {
   }
 }
 
+/**
+ * An operator key as `herald keys create --operator` mints it (api-key-repository.ts): `hko_`, the
+ * key's 12-hex id, `_`, 32 random bytes in base64url. Anything else is refused without a query.
+ */
+export const OPERATOR_KEY_FORMAT = /^hko_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/;
+
+/** Key lookups waiting for the one in flight beyond which a key not confirmed before is refused at once. */
+export const MAX_WAITING_LOOKUPS = 8;
+/** Longest a key lookup waits for its turn before it is refused with 503 (OperatorKeysBusy). */
+export const LOOKUP_WAIT_MS = 2_000;
+
+/** Too many keys are being checked at once (a flood of made-up keys, say): this one was not, try again. */
+export class OperatorKeysBusy extends Error {
+  constructor() {
+    super('too many operator keys are being checked at once: try again in a moment');
+    this.name = 'OperatorKeysBusy';
+  }
+}
+
+/**
+ * One key lookup at a time, so the monitor's small database pool always has a connection left for
+ * its alarms lease and its other reads, whatever anyone sends to the port. A key the database
+ * confirmed before (an operator's) goes ahead of unknown ones and is never refused for the queue's
+ * length; every waiter gives up after `waitMs`.
+ */
+function oneLookupAtATime(maxWaiting: number, waitMs: number) {
+  let running = false;
+  const known: Array<() => void> = [];
+  const unknown: Array<() => void> = [];
+  const release = (): void => {
+    const next = known.shift() ?? unknown.shift();
+    if (next === undefined) running = false;
+    else next();
+  };
+  const turn = (queue: Array<() => void>): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const go = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        const at = queue.indexOf(go);
+        if (at >= 0) queue.splice(at, 1);
+        reject(new OperatorKeysBusy());
+      }, waitMs);
+      timer.unref();
+      queue.push(go);
+    });
+  return async <T>(confirmedBefore: boolean, work: () => Promise<T>): Promise<T> => {
+    if (running) {
+      if (!confirmedBefore && unknown.length >= maxWaiting) throw new OperatorKeysBusy();
+      // Handed the slot by release(): `running` stays true.
+      await turn(confirmedBefore ? known : unknown);
+    } else running = true;
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  };
+}
+
 interface Session {
   /** The key the session was opened with, kept in this process only: its revocation ends the session. */
   key: string;
@@ -58,9 +120,18 @@ export const cookieOf = (req: IncomingMessage, name: string): string | undefined
  * token; sessions live in this process for 12 hours). Key lookups are cached for `ttlMs`, so a
  * revoked key stops working, sessions included, within it. While the database does not answer, a
  * key it confirmed within OPERATOR_STALE_GRACE_MS keeps working; the outage is logged when it
- * starts and when it ends, not per request.
+ * starts and when it ends, not per request. A key not in the minted format is refused without a
+ * query, and one lookup runs at a time (oneLookupAtATime): anyone who reaches the port cannot take
+ * the pool the alarms lease needs by sending made-up keys.
  */
-export function createOperatorGate(keys: OperatorKeys, ttlMs: number, logger: Logger, now: () => number = Date.now) {
+export function createOperatorGate(
+  keys: OperatorKeys,
+  ttlMs: number,
+  logger: Logger,
+  now: () => number = Date.now,
+  limits: { maxWaiting?: number; waitMs?: number } = {},
+) {
+  const oneAtATime = oneLookupAtATime(limits.maxWaiting ?? MAX_WAITING_LOOKUPS, limits.waitMs ?? LOOKUP_WAIT_MS);
   const lookups = new Map<string, { until: number; found: Promise<OperatorKey | undefined> }>();
   const sessions = new Map<string, Session>();
   /** When the database last confirmed each live key presented; never an unknown key, so no more entries than operator keys. */
@@ -92,10 +163,11 @@ export function createOperatorGate(keys: OperatorKeys, ttlMs: number, logger: Lo
     return found;
   };
   const lookup = (key: string): Promise<OperatorKey | undefined> => {
+    if (!OPERATOR_KEY_FORMAT.test(key)) return Promise.resolve(undefined);
     let hit = lookups.get(key);
     if (hit === undefined || hit.until <= now()) {
       if (lookups.size >= MAX_SESSIONS) lookups.clear();
-      hit = { until: now() + ttlMs, found: ask(key) };
+      hit = { until: now() + ttlMs, found: oneAtATime(confirmed.has(key), () => ask(key)) };
       lookups.set(key, hit);
       hit.found.catch(() => lookups.delete(key));
     }
@@ -108,7 +180,7 @@ export function createOperatorGate(keys: OperatorKeys, ttlMs: number, logger: Lo
     /**
      * The operator behind this request, or undefined (no credential, unknown or revoked key, expired
      * session). Throws OperatorKeysUnreachable when the database cannot say and the key has no
-     * confirmation within the grace.
+     * confirmation within the grace, OperatorKeysBusy when too many keys are being checked.
      */
     async authenticate(req: IncomingMessage): Promise<Operator | undefined> {
       const bearer = bearerOf(req);

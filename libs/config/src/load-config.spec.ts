@@ -44,4 +44,15 @@ describe('loadConfig', () => {
     expect(loadConfig(keys, { ADMIN_KEY: 'k3y-value' }).ADMIN_KEY).toBe('k3y-value');
     expect(loadConfig(keys, {}).ADMIN_KEY).toBeUndefined();
   });
+
+  // HERALD_ADMIN_KEY=admin was taken, on a port a cluster could reach.
+  it('refuses a bearer key shorter than its minLength at start, saying how to make one, without showing it', () => {
+    const keys = { ADMIN_KEY: optionalBearerKey('Admin key', { secret: true, minLength: 32 }) };
+    const problems = problemsOf(() => loadConfig(keys, { ADMIN_KEY: 'admin' }));
+    expect(problems).toEqual(['ADMIN_KEY must be at least 32 characters, got 5 (a short key can be guessed): make one with `openssl rand -hex 32`']);
+    const long = 'a'.repeat(32);
+    expect(loadConfig(keys, { ADMIN_KEY: long }).ADMIN_KEY).toBe(long);
+    expect(loadConfig(keys, {}).ADMIN_KEY).toBeUndefined();
+    expect(keys.ADMIN_KEY.description).toBe('Admin key; at least 32 characters (make one with `openssl rand -hex 32`)');
+  });
 });

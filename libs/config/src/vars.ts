@@ -38,14 +38,25 @@ export const optionalStr = (description: string, opts?: Omit<Opts, 'default'>): 
 /**
  * An optional bearer key (an API or operator key): empty or unset means undefined. A key is one word:
  * one with a space or a line break (a file read whole, its newline kept) could never match the
- * Authorization header's, and every request with it failed 401 without a word at start.
+ * Authorization header's, and every request with it failed 401 without a word at start. With
+ * `minLength` (a key a person chose, such as HERALD_ADMIN_KEY, rather than one Herald minted), a
+ * shorter one is refused at start: `admin` or a word from a list is guessed, and the port answering
+ * it may be reachable from a whole cluster.
  */
-export const optionalBearerKey = (description: string, opts?: Omit<Opts, 'default'>): VarSpec<string | undefined> =>
-  spec(description, (raw) => {
+export const optionalBearerKey = (
+  description: string,
+  opts: Omit<Opts, 'default'> & { minLength?: number } = {},
+): VarSpec<string | undefined> => {
+  const { minLength, ...rest } = opts;
+  const described = minLength === undefined ? description : `${description}; at least ${minLength} characters (make one with \`openssl rand -hex 32\`)`;
+  return spec(described, (raw) => {
     if (raw.length === 0) return undefined;
     if (/\s/.test(raw)) throw new Error('must not contain spaces or line breaks (a bearer key is one word: a trailing newline from a file?)');
+    if (minLength !== undefined && raw.length < minLength)
+      throw new Error(`must be at least ${minLength} characters, got ${raw.length} (a short key can be guessed): make one with \`openssl rand -hex 32\``);
     return raw;
-  }, { ...opts, default: '' });
+  }, { ...rest, default: '' });
+};
 
 export const int = (description: string, opts: Opts & { min?: number; max?: number } = {}): VarSpec<number> =>
   spec(description, (raw) => {
