@@ -51,6 +51,17 @@ describe('withParkedLease', () => {
     await running;
   });
 
+  // A herald parked list of an unknown queue threw before its work began: the renewals went on, and the CLI never exited.
+  it('lets the lease go, and renews it no more, when the work throws before it returns a promise', async () => {
+    const thrown = (): Promise<string> => {
+      throw new Error('no queue "bogus"');
+    };
+    await expect(withParkedLease(t.db.kysely, 'push.bogus.parked', 'herald ann@ops-1 (pid 1)', thrown, { ttlMs: 300 })).rejects.toThrow('no queue "bogus"');
+    await new Promise((r) => setTimeout(r, 400));
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from leases where name = 'parked:push.bogus.parked'`.execute(t.db.kysely);
+    expect(rows[0]?.n).toBe(0);
+  });
+
   // An operator's Ctrl-C: before, the row stayed for the lease's 90 s and the next command was refused by a run no longer there.
   it('an interrupted operation lets the lease go at once, without waiting for its work, and a waiting one stops waiting', async () => {
     const never = gate();

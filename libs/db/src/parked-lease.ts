@@ -95,19 +95,19 @@ export async function withParkedLease<T>(db: Kysely<HeraldTables>, queue: string
     }, ttlMs / 3);
   };
   renew();
-  const working = work();
   let onAbort: (() => void) | undefined;
-  const abandoned =
-    signal === undefined
-      ? undefined
-      : new Promise<never>((_resolve, reject) => {
-          onAbort = () => reject(interrupted());
-          signal.addEventListener('abort', onAbort, { once: true });
-        });
-  // Abandoned work may still fail: nobody waits for it any more.
-  if (abandoned !== undefined) working.catch(() => undefined);
   try {
-    return await (abandoned === undefined ? working : Promise.race([working, abandoned]));
+    // Inside the try: work that throws before it returns its promise (a bad argument) still lets
+    // the lease go, and stops its renewals (left running, they kept the CLI alive for good).
+    const working = work();
+    if (signal === undefined) return await working;
+    const abandoned = new Promise<never>((_resolve, reject) => {
+      onAbort = () => reject(interrupted());
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    // Abandoned work may still fail: nobody waits for it any more.
+    working.catch(() => undefined);
+    return await Promise.race([working, abandoned]);
   } finally {
     if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
     done = true;
