@@ -96,8 +96,9 @@ interface Ban {
 
 /**
  * Temporary bans kept in this pusher process (see docs/adr/0003-apps-as-data.md): each process
- * sees its own failures, so with N pushers a broken app costs at most N × threshold failed
- * requests per window, and the hot path never waits on a shared store.
+ * sees its own failures, counted once a batch has been sent (what it took in by then, up to its
+ * send window, is sent all the same), so with N pushers a broken app costs up to N × (threshold +
+ * send window) failed requests a window, and the hot path never waits on a shared store.
  */
 export function createAppBans(settings: AppBanSettings, logger: Logger, registry: Registry, now: () => number = Date.now): AppBans {
   const failures = new Map<string, number[]>();

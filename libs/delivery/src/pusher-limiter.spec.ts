@@ -9,6 +9,7 @@ import { createPusherHandler, SENT_BEFORE_HEADER, type PusherDeps } from './push
 import { createPusherMetrics } from './pusher-metrics.ts';
 import { singleProvider } from './provider-pool.ts';
 import { createRateLimiter, MemoryRateLimitStore } from '@herald/rate-limiter';
+import { AppAdminError } from '@herald/db';
 
 const logger = createLogger({ service: 'pusher-limiter-spec', level: 'silent', format: 'json' });
 
@@ -78,6 +79,22 @@ describe('pusher with a rate limiter', () => {
       [throttled, 'demo'],
     ]);
     expect(outcomes.map((o) => o.kind)).toEqual(['retry', 'retry']);
+  });
+
+  it("a push whose provider could not be made takes no budget: retried without asking for a token, and its app's pause still defers it first", async () => {
+    // It waited in the platform budget's line and took a token ahead of other apps' pushes, then was
+    // not sent, on every attempt: a replica with the wrong HERALD_SECRET_KEY (found by an audit).
+    let asked = 0;
+    const unreadable: PusherDeps['providers'] = { get: () => Promise.reject(new AppAdminError('no-secret-key', 'HERALD_SECRET_KEY is not set')), close: async () => undefined };
+    const p = pusher({ acquire: async () => (asked++, true) }, { kind: 'delivered' }, 30_000, undefined, { providers: unreadable });
+    const m = message();
+    const [outcome] = await p.handle([m.inbound]);
+    expect(outcome).toMatchObject({ kind: 'retry', code: 'transient', reason: 'credentials: HERALD_SECRET_KEY is not set' });
+    expect(p.released).toEqual([m.push.pushId]);
+    expect(asked).toBe(0);
+    const paused = pusher({ acquire: async () => (asked++, false), pausedFor: () => 4_000 }, { kind: 'delivered' }, 30_000, undefined, { providers: unreadable });
+    expect(await paused.handle([message().inbound])).toEqual([expect.objectContaining({ kind: 'defer', code: 'provider-backoff', delayMs: 4_000 })]);
+    expect(asked).toBe(0);
   });
 
   it('a push waiting for budget when the pusher stops gives up at once: deferred unsent as stopping, not as over budget', async () => {

@@ -271,8 +271,7 @@ function budgetWindowOf(deps: PusherDeps, claimedAt: number): WaitWindow {
 async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): Promise<Sent> {
   // The app's provider before budget: the first push for an app in a process waits here for the
   // provider's making (client module, credentials, connection), so the budget it then takes is
-  // spent at once, not saved up behind it and sent together with the next window's. What
-  // follows is decided in the same order as before (a pause, a shutdown or a cancellation first).
+  // spent at once, not saved up behind it and sent together with the next window's.
   const provider = await deps.providers.get(r.app).catch((err: unknown) => ({ failed: providerNotMade(err, deps, r.app.id) }));
   let bookedMs = 0;
   let slowed = false;
@@ -284,6 +283,11 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   const waitFrom = performance.now();
   // Its lane taken down since its admission (or it is past its hold, to be parked): no budget spent on it.
   if (deps.lanes?.down(r.lane) === true) return { kind: 'held' };
+  // One whose provider could not be made is not sent, so it takes no budget: it waited in the
+  // platform's line and took a token ahead of other apps' pushes, on every attempt (a replica with
+  // the wrong HERALD_SECRET_KEY retries, and bans nothing). Its app's pause and the pusher's stop
+  // still come first: deferred, no attempt spent.
+  if ('failed' in provider) return pausedOrStopping(deps, r.push.app, service, budgetWindow) ?? provider.failed;
   const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, booked, service));
   if (!paced) return unpaced(deps, r.push.app, service, bookedMs, slowed);
   if (budgetWindow.aborted) return unpaced(deps, r.push.app, service);
@@ -301,7 +305,6 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
     if (now === 'unread') return unpaced(deps, r.push.app, service);
     if (now?.enabled !== true) return { kind: 'app-disabled' };
   }
-  if ('failed' in provider) return provider.failed;
   const started = process.hrtime.bigint();
   const target = r.topic !== undefined ? { apnsTopic: r.topic } : {};
   // Only a push's first attempt is judged with its lane while it is up: an outage fails every push,
@@ -316,6 +319,12 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   deps.metrics.providerSeconds.observe({ platform: deps.platform }, Number(process.hrtime.bigint() - started) / 1e9);
   deps.limiter?.observe?.(result, r.push.app, service);
   return result;
+}
+
+/** A push not to be sent now whatever else holds it: its app is paused by a provider's Retry-After, or the pusher is stopping (or the batch's wait for budget is over). */
+function pausedOrStopping(deps: PusherDeps, app: string, service: string | undefined, budgetWindow: AbortSignal): Unpaced | undefined {
+  if ((deps.limiter?.pausedFor?.(app, service) ?? 0) > 0 || budgetWindow.aborted) return unpaced(deps, app, service);
+  return undefined;
 }
 
 /**

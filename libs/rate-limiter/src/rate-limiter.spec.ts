@@ -241,6 +241,44 @@ describe('createRateLimiter', () => {
     await Promise.all([...broadcast, ...back]);
   });
 
+  it("a change of an app's budget re-books its turns at once: raised (or removed), its next pushes are paced by the new rate; lowered, they go after those booked, at the new rate", async () => {
+    // Kept, the turns booked at 10/s (up to maxTurnMs, 10 minutes, ahead during a broadcast) stood
+    // after a raise to 200/s, and the app's next pushes were deferred behind them (found by an audit).
+    let clock = 1_700_000_000_000; // one clock for the limiter and the store, moved by hand: turns are exact
+    const now = (): number => clock;
+    const store = new MemoryRateLimitStore(now);
+    store.set({ platform: 'apns', app: 'big' }, 10);
+    const l = await limiter(store, { now, maxTurnMs: 600_000 });
+    /** `count` pushes of the app at once: the turns of those refused (the rest wait, giving up within 50 ms). */
+    const burst = async (count: number): Promise<number[]> => {
+      const turns: number[] = [];
+      await Promise.all(Array.from({ length: count }, () => l.acquire(1, AbortSignal.timeout(50), 'big', (turnInMs) => turns.push(turnInMs))));
+      return turns;
+    };
+    const change = async (rate: number | undefined): Promise<void> => {
+      if (rate === undefined) store.remove({ platform: 'apns', app: 'big' });
+      else store.set({ platform: 'apns', app: 'big' }, rate);
+      await new Promise((r) => setTimeout(r, 300)); // the limiter's next refresh (refreshMs 100)
+    };
+    // 10/s: 2 wait (250 ms of it), 198 are booked 100 ms apart after them, the last 20 s out.
+    expect((await burst(200)).at(-1)).toBe(20_000);
+    clock += 1_000;
+    await change(200);
+    // 200/s: 50 wait, the next is booked 5 ms after them (19 s out with the turns kept).
+    const raised = await burst(300);
+    expect(raised).toHaveLength(250);
+    expect(raised[0]).toBe(255);
+    expect(raised.at(-1)).toBe(1_500);
+    // Lowered 200 ms later (past the tokens in hand), with 1.3 s booked at 200/s (260 pushes' worth):
+    // those take 26 s at 10/s, and the next push is booked after them (1.4 s out with the turns kept).
+    clock += 200;
+    await change(10);
+    expect((await burst(10))[0]).toBe(26_100);
+    // Removed: nothing is booked, nothing refused.
+    await change(undefined);
+    expect(await burst(100)).toEqual([]);
+  });
+
   it("an app slowed down by FCM QUOTA_EXCEEDED holds back no more of its pushes than that rate serves in 250 ms: the rest are refused at once, each booked a turn, and other apps go on", async () => {
     // Held, a broadcasting app's pushes waited in acquire up to half a lease (15 s), took the
     // pusher's slots, and other apps' pushes queued behind them (found by a review of the back-off).

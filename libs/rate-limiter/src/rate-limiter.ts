@@ -174,11 +174,37 @@ class FleetRateLimiter implements RateLimiter {
     const turn = Math.max(now + (waiting * 1000) / rate, this.turns.get(turnsOf) ?? 0) + (n * 1000) / rate;
     (cause === 'slowed' ? this.metrics.appSlowed : this.metrics.overBudget).inc({ platform: this.options.platform, app });
     // No turn is booked past the slowdown's end either: the rate is back to full then.
-    const longest = this.options.maxTurnMs ?? 600_000;
+    const longest = this.longestTurnMs();
     const horizonMs = cause === 'slowed' ? Math.min(longest, Math.max(1, slowdown?.endsInMs ?? longest)) : longest;
     if (turn - now > horizonMs) return { turnInMs: horizonMs, cause };
     this.turns.set(turnsOf, turn);
     return { turnInMs: turn - now, cause };
+  }
+
+  /** The furthest ahead a turn is booked (maxTurnMs). */
+  private longestTurnMs(): number {
+    return this.options.maxTurnMs ?? 600_000;
+  }
+
+  /**
+   * The app's budget went from `from` to `to` pushes/s (0: none): its turns are booked again at the
+   * rate that binds now, so its next pushes are paced by it at once. Raised (or removed), they start
+   * from now again: kept, a push refused after a raise from 10/s to 200/s was told its turn came after
+   * every turn booked at 10/s, up to maxTurnMs (10 min) away, and the app trickled on at 10/s that
+   * long. Lowered, what is booked ahead is stretched to the new rate (never past maxTurnMs). Pushes
+   * already deferred come back at the turn they were told and ask again then.
+   */
+  private rebook(app: string, from: number, to: number): void {
+    const turn = this.turns.get(app);
+    if (turn === undefined) return;
+    const now = this.now();
+    // For APNs and FCM an app's turns are also those a throttle's slowdown books (its senderKey is the app).
+    const slowed = this.backOff.appSlowdown(app, now)?.ratePerSec ?? Number.POSITIVE_INFINITY;
+    const rateOf = (budget: number): number => Math.min(budget > 0 ? budget : Number.POSITIVE_INFINITY, slowed);
+    const [before, after] = [rateOf(from), rateOf(to)];
+    if (after === before) return;
+    if (!Number.isFinite(before) || after > before || turn <= now) this.turns.delete(app);
+    else this.turns.set(app, now + Math.min(this.longestTurnMs(), ((turn - now) * before) / after));
   }
 
   close(): void {
@@ -212,10 +238,10 @@ class FleetRateLimiter implements RateLimiter {
       return;
     }
     const seen = new Set(limits.map((l) => l.app));
-    for (const app of this.budgets.keys()) {
+    for (const [app, budget] of this.budgets) {
       if (seen.has(app)) continue;
       this.budgets.delete(app);
-      this.turns.delete(app);
+      this.rebook(app, budget.ratePerSec, 0);
       this.metrics.budget.remove({ platform: this.options.platform, app: app === '' ? '*' : app });
     }
     for (const limit of limits) this.ensureBudget(limit);
@@ -236,6 +262,7 @@ class FleetRateLimiter implements RateLimiter {
   private ensureBudget(limit: ConfiguredLimit): void {
     this.metrics.budget.set({ platform: limit.platform, app: limit.app === '' ? '*' : limit.app }, limit.ratePerSec);
     const existing = this.budgets.get(limit.app);
+    if (existing?.ratePerSec !== limit.ratePerSec) this.rebook(limit.app, existing?.ratePerSec ?? 0, limit.ratePerSec);
     if (existing !== undefined) {
       existing.ratePerSec = limit.ratePerSec;
       return existing.revive();
