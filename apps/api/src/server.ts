@@ -96,11 +96,12 @@ function logRefusedKey(logger: Logger, req: FastifyRequest, refusal: ApiError): 
 
 /**
  * A value PostgreSQL refused as data (a NUL byte, a character its encoding lacks, text a typed
- * column cannot read) that no check before it caught: the caller's to fix, so a 400 saying so, not
- * a 500 logged as Herald's failure.
+ * column cannot read, a date or time out of its range: 22008) that no check before it caught: the
+ * caller's to fix, so a 400 saying so (PostgreSQL's message names the value), not a 500 logged as
+ * Herald's failure.
  */
 function unstorableValue(err: Error & { code?: string }): ApiError | undefined {
-  if (err.code !== '22021' && err.code !== '22P05' && err.code !== '22P02') return undefined;
+  if (err.code !== '22021' && err.code !== '22P05' && err.code !== '22P02' && err.code !== '22008') return undefined;
   return new ApiError(400, 'invalid-request', `a value in the request cannot be stored: ${err.message}`);
 }
 

@@ -14,13 +14,20 @@ import { AppId, UserId } from './push-job.ts';
 /** Longest topic name (an API path parameter too: /v1/topics/:name). */
 export const MAX_TOPIC_NAME_LENGTH = 200;
 
-/** URL-safe, like FCM topic names: letters, digits, `-`, `_`, `.`, `~`; 1 to MAX_TOPIC_NAME_LENGTH characters. */
-export const TopicName = z
+/** The characters and length of a topic name (TopicName without its refusal of dots only). */
+const TopicNameCharacters = z
   .string()
   .regex(
     new RegExp(`^[A-Za-z0-9_.~-]{1,${MAX_TOPIC_NAME_LENGTH}}$`),
     `must be 1 to ${MAX_TOPIC_NAME_LENGTH} letters, digits, "-", "_", "." or "~"`,
   );
+
+/**
+ * URL-safe, like FCM topic names: letters, digits, `-`, `_`, `.`, `~`; 1 to MAX_TOPIC_NAME_LENGTH
+ * characters, not dots only: HTTP clients collapse the path segments "." and ".." (RFC 3986 §5.2.4),
+ * so /v1/topics/.. never reached such a topic, and a name of dots only says nothing anyway.
+ */
+export const TopicName = TopicNameCharacters.refine((s) => !/^\.+$/.test(s), 'must not be dots only ("." and ".." cannot be reached by URL)');
 
 const EventAt = Instant;
 
@@ -87,7 +94,8 @@ export type TopicSubscriptionsResult = z.infer<typeof TopicSubscriptionsResult>;
 /** The query of GET /v1/topics (and `?app=` of the other topic routes). */
 export const TopicQuery = z.strictObject({
   app: AppId.optional().describe('the app; may be left out when the API key has exactly one app'),
-  after: TopicName.optional().describe('list the topics after this name (the last one of the previous page)'),
+  // Any name the listing may end a page on, a dots-only one from before they were refused too.
+  after: TopicNameCharacters.optional().describe('list the topics after this name (the last one of the previous page)'),
 });
 export type TopicQuery = z.infer<typeof TopicQuery>;
 /** Most topics one GET /v1/topics answers with; `truncated` says there are more (page with `after`). */

@@ -17,8 +17,26 @@ export type FollowResult = 'applied' | 'stale';
 const keyOf = (e: { app: string; followee: string; follower: string }) => JSON.stringify([e.app, e.followee, e.follower]);
 
 /**
- * Applies follow events in one statement; last event wins per edge (an event older than the
- * edge's stored event_at is 'stale', later-event.ts; within a batch the newest per edge wins).
+ * Takes a lock per followee of the batch, in one order, before any edge is written: the count
+ * triggers lock the followees rows only after the upsert (those of changed edges before those of
+ * new ones, migration 0020), so two batches each holding a followee the other's trigger wanted
+ * next deadlocked (40P01). A followee's row may not exist yet (the trigger inserts it), so the
+ * lock is a transaction advisory lock on a hash of (schema, app, followee), taken in the order
+ * of the hashes; inserting the missing rows first would store a user an erasure keeps out.
+ */
+async function lockFollowees(tx: Kysely<HeraldTables>, events: readonly FollowEdgeEvent[]): Promise<void> {
+  await sql`
+    select pg_advisory_xact_lock(k) from (
+      select distinct hashtextextended('herald followee ' || current_schema() || ' ' || app || ' ' || followee, 0) as k
+      from unnest(${events.map((e) => e.app)}::text[], ${events.map((e) => e.followee)}::text[]) as x(app, followee)
+      order by k
+    ) l`.execute(tx);
+}
+
+/**
+ * Applies follow events in one statement, their followees locked first (lockFollowees); last
+ * event wins per edge (an event older than the edge's stored event_at is 'stale',
+ * later-event.ts; within a batch the newest per edge wins).
  * Follower counts follow by trigger; the recently-active index is updated in the same transaction,
  * then trimmed or refilled after it (follow-index.ts).
  */
@@ -38,10 +56,11 @@ export async function applyFollowEvents(
   const col = <K extends keyof FollowEdgeEvent>(k: K) => winners.map((w) => w[k]);
   // The edges and their index entries in one transaction (applyToFollowerIndex).
   const rows = await db.transaction().execute(async (tx) => {
+    await lockFollowees(tx, winners);
     const changed = await sql<{ app: string; followee: string; follower: string; following: boolean }>`
     insert into follows as f (app, followee, follower, following, event_at, event_applied_at)
     select *, now() from unnest(${col('app')}::text[], ${col('followee')}::text[], ${col('follower')}::text[], ${col('following')}::boolean[], ${col('eventAt')}::timestamptz[])
-    order by 1, 2, 3 -- one lock order for every batch: no deadlocks
+    order by 1, 2, 3 -- after the followees, one lock order for every batch: no deadlocks
     on conflict (app, followee, follower) do update set following = excluded.following, event_at = excluded.event_at,
       event_ahead_mark = ${aheadMarkSql(sql`excluded.event_at`, sql`f.event_at`, sql`f.event_applied_at`, sql`f.event_ahead_mark`)},
       event_applied_at = ${appliedAtSql(sql`excluded.event_at`, sql`f.event_at`, sql`f.event_applied_at`, sql`excluded.event_applied_at`)}

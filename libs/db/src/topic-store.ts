@@ -86,12 +86,21 @@ export async function applyTopicMemberships(db: Kysely<HeraldTables>, events: re
         ${winners.map((w) => w.e.app)}::text[], ${winners.map((w) => w.e.topic)}::text[], ${winners.map((w) => w.m.kind)}::text[],
         ${winners.map((w) => w.m.id)}::text[], ${winners.map((w) => w.e.subscribed)}::boolean[], ${winners.map((w) => w.e.eventAt)}::timestamptz[]
       ) as i(app, topic, member_kind, member_id, subscribed, event_at)
+    ), locked as (
+      -- The batch's topics, locked in one order before any member row is written: the count
+      -- triggers lock them only after the upsert, those of changed members before those of new
+      -- ones, and two batches locking each other's next topic deadlocked (40P01). A topic being
+      -- deleted is waited for and then left out (unknown-topic), not met by the foreign key (23503).
+      select t.app, t.name from topics t
+      where (t.app, t.name) in (select app, topic from i)
+      order by t.app, t.name
+      for no key update
     ), known as (
-      select i.* from i join topics t on t.app = i.app and t.name = i.topic
+      select i.* from i join locked t on t.app = i.app and t.name = i.topic
     ), up as (
       insert into topic_members as m (app, topic, member_kind, member_id, subscribed, event_at, changed_xid, event_applied_at)
       select app, topic, member_kind, member_id, subscribed, event_at, pg_current_xact_id(), now() from known
-      order by app, topic, member_kind, member_id -- one lock order for every batch: no deadlocks
+      order by app, topic, member_kind, member_id -- after the topics, one lock order for every batch: no deadlocks
       on conflict (app, topic, member_kind, member_id) do update set subscribed = excluded.subscribed, event_at = excluded.event_at,
         event_ahead_mark = ${aheadMarkSql(sql`excluded.event_at`, sql`m.event_at`, sql`m.event_applied_at`, sql`m.event_ahead_mark`)},
         event_applied_at = ${appliedAtSql(sql`excluded.event_at`, sql`m.event_at`, sql`m.event_applied_at`, sql`excluded.event_applied_at`)},
