@@ -201,4 +201,22 @@ describe('operator gate against a flood of made-up keys', () => {
     void gate.authenticate(bearer(opKey('stuck')));
     await expect(gate.authenticate(bearer(opKey('next')))).rejects.toThrow(OperatorKeysBusy);
   });
+
+  // An unreachable database host: one lookup waits out its connect timeout holding the only turn; before, a confirmed operator behind it got 503.
+  it('lets an operator confirmed within the grace in while the database does not answer and another lookup holds the turn', async () => {
+    let mode: 'up' | 'down' | 'hang' = 'up';
+    const keys = {
+      findOperatorByKey: (key: string) =>
+        mode === 'up' ? Promise.resolve(key === opKey('good') ? { id: 'op1', name: 'ann' } : undefined) : mode === 'down' ? Promise.reject(new Error('connect ETIMEDOUT')) : new Promise<undefined>(() => undefined),
+    };
+    const gate = createOperatorGate(keys, 0, silent, Date.now, { waitMs: 20 });
+    expect(await gate.authenticate(bearer(opKey('good')))).toMatchObject({ id: 'op1' });
+    mode = 'down';
+    await expect(gate.authenticate(bearer(opKey('someone')))).rejects.toThrow(OperatorKeysUnreachable);
+    mode = 'hang';
+    void gate.authenticate(bearer(opKey('made-up'))).catch(() => undefined);
+    expect(await gate.authenticate(bearer(opKey('good')))).toMatchObject({ id: 'op1' });
+    // A key it never confirmed is still refused.
+    await expect(gate.authenticate(bearer(opKey('other')))).rejects.toThrow(OperatorKeysBusy);
+  });
 });

@@ -162,12 +162,24 @@ export function createOperatorGate(
     else confirmed.set(key, { operator: found, at: now() });
     return found;
   };
+  /**
+   * A key the database confirmed within the grace is let in when its lookup cannot get a turn
+   * while the database does not answer: the one lookup running may wait out a connect timeout
+   * (15 s) on an unreachable host, and the operator behind it was answered 503 in the very
+   * incident the grace keeps the dashboard open for.
+   */
+  const withinGrace = (key: string, found: Promise<OperatorKey | undefined>): Promise<OperatorKey | undefined> =>
+    found.catch((err: unknown) => {
+      const last = confirmed.get(key);
+      if (err instanceof OperatorKeysBusy && unreachableSince !== undefined && last !== undefined && now() - last.at < OPERATOR_STALE_GRACE_MS) return last.operator;
+      throw err;
+    });
   const lookup = (key: string): Promise<OperatorKey | undefined> => {
     if (!OPERATOR_KEY_FORMAT.test(key)) return Promise.resolve(undefined);
     let hit = lookups.get(key);
     if (hit === undefined || hit.until <= now()) {
       if (lookups.size >= MAX_SESSIONS) lookups.clear();
-      hit = { until: now() + ttlMs, found: oneAtATime(confirmed.has(key), () => ask(key)) };
+      hit = { until: now() + ttlMs, found: withinGrace(key, oneAtATime(confirmed.has(key), () => ask(key))) };
       lookups.set(key, hit);
       hit.found.catch(() => lookups.delete(key));
     }
