@@ -21,17 +21,23 @@ const keyOf = (e: { app: string; followee: string; follower: string }) => JSON.s
  * triggers lock the followees rows only after the upsert (those of changed edges before those of
  * new ones, migration 0020), so two batches each holding a followee the other's trigger wanted
  * next deadlocked (40P01). A followee's row may not exist yet (the trigger inserts it), so the
- * lock is a transaction advisory lock on a hash of (schema, app, followee), taken in the order
- * of the hashes; inserting the missing rows first would store a user an erasure keeps out.
+ * lock is a transaction advisory lock, of the schema, on the bucket of (app, followee)'s hash,
+ * taken in bucket order; inserting the missing rows first would store a user an erasure keeps out.
  */
 async function lockFollowees(tx: Kysely<HeraldTables>, events: readonly FollowEdgeEvent[]): Promise<void> {
+  // One of FOLLOWEE_LOCK_BUCKETS locks a followee (its hash's bucket), so a batch of 1,000 followees
+  // takes at most that many advisory locks, not 1,000 (each a slot of PostgreSQL's shared lock
+  // table: a few imports at once could exhaust it); two followees sharing a bucket only wait.
   await sql`
-    select pg_advisory_xact_lock(k) from (
-      select distinct hashtextextended('herald followee ' || current_schema() || ' ' || app || ' ' || followee, 0) as k
+    select pg_advisory_xact_lock(hashtext('herald followees ' || current_schema()), b) from (
+      select distinct (hashtext(app || ' ' || followee) & ${FOLLOWEE_LOCK_BUCKETS - 1}) as b
       from unnest(${events.map((e) => e.app)}::text[], ${events.map((e) => e.followee)}::text[]) as x(app, followee)
-      order by k
+      order by b
     ) l`.execute(tx);
 }
+
+/** How many advisory locks the followees of the schema are spread over (a power of two). */
+const FOLLOWEE_LOCK_BUCKETS = 64;
 
 /**
  * Applies follow events in one statement, their followees locked first (lockFollowees); last

@@ -148,6 +148,12 @@ async function eraseDevices(tx: Kysely<HeraldTables>, app: string, userId: strin
 async function eraseMemberships(tx: Kysely<HeraldTables>, app: string, userId: string, devices: readonly { platform: Platform; token: string }[]): Promise<number> {
   const deviceIds = devices.map((d) => deviceMemberId(d.platform, d.token));
   const members = sql`app = ${app} and ((member_kind = 'user' and member_id = ${userId}) or (member_kind = 'device' and member_id = any(${deviceIds}::text[])))`;
+  // The topics first, in the order membership batches lock them (topic-store.ts), then the member
+  // rows: the count trigger locks the topics after the update, and a batch holding a topic while it
+  // waited on a member row the erasure held deadlocked with it (40P01).
+  await sql`
+    select 1 from topics where app = ${app} and name in (select topic from topic_members where ${members})
+    order by app, name for no key update`.execute(tx);
   const { rows } = await sql<{ member_kind: string; was: boolean }>`
     with target as (
       select topic, member_kind, member_id, subscribed as was from topic_members where ${members}
