@@ -53,6 +53,12 @@ describe('VAPID (RFC 8292) as the sandbox push service checks it', () => {
 
   // RFC 8292 §2: exp "MUST NOT be more than 24 hours from the time of the request"; Apple: "more than one day
   // into the future" is BadJwtToken; autopush: exp > now + one day. No allowance: 24 h + 1 s is refused.
+  // RFC 7519 §4.1.4: on or after exp the JWT "MUST NOT be accepted"; before, a minute's leeway took one just expired.
+  it('refuses a JWT whose exp has just passed', () => {
+    expect(checkVapid(header({ ...good, exp: NOW + 1 }), ORIGIN, undefined, NOW)).toMatchObject({ ok: true });
+    for (const exp of [NOW, NOW - 1, NOW - 59]) expect(checkVapid(header({ ...good, exp }), ORIGIN, undefined, NOW), String(exp - NOW)).toMatchObject({ ok: false, status: 401, reason: expect.stringMatching(/expired/) });
+  });
+
   it('takes exp up to 24 h from the request, not one second more', () => {
     expect(checkVapid(header({ ...good, exp: NOW + 24 * 3600 }), ORIGIN, undefined, NOW)).toMatchObject({ ok: true });
     expect(checkVapid(header({ ...good, exp: NOW + 24 * 3600 + 1 }), ORIGIN, undefined, NOW)).toMatchObject({ ok: false, status: 401, reason: expect.stringMatching(/more than 24 hours/) });

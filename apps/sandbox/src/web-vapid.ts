@@ -4,11 +4,11 @@ import { UNREACHABLE_SUBJECT, vapidSubjectProblem } from '@herald/contracts';
 /**
  * RFC 8292 §2: `exp` "MUST NOT be more than 24 hours from the time of the request" (Apple: "more than
  * one day into the future" is BadJwtToken; Mozilla's autopush: exp > now + one day is
- * FutureExpirationToken): no allowance ahead. A JWT expired less than a minute ago still passes, as
- * at autopush (its JWT library's default leeway of 60 s).
+ * FutureExpirationToken): no allowance ahead. Nor behind: a JWT whose exp has passed is expired
+ * (RFC 7519 §4.1.4: "MUST NOT be accepted for processing" on or after it; Apple lists an expired
+ * JWT as BadJwtToken). Autopush's JWT library happens to allow 60 s; no document promises it.
  */
 const MAX_AHEAD_S = 24 * 3600;
-const EXPIRED_LEEWAY_S = 60;
 
 export interface VapidClaims {
   aud: string;
@@ -72,7 +72,7 @@ function claimsProblem(claims: Record<string, unknown>, origin: string, nowS: nu
   if (claims['aud'] !== origin) return `aud must be the push resource's origin ${origin}, got ${JSON.stringify(claims['aud'])} (RFC 8292 §2)`;
   const exp = claims['exp'];
   if (typeof exp !== 'number' || !Number.isInteger(exp)) return 'exp must be an integer (RFC 8292 §2)';
-  if (exp <= nowS - EXPIRED_LEEWAY_S) return 'the JWT has expired (exp is in the past)';
+  if (exp <= nowS) return 'the JWT has expired (exp is in the past)';
   if (exp > nowS + MAX_AHEAD_S) return `exp is ${exp - nowS} s ahead, more than 24 hours from the request (RFC 8292 §2)`;
   return subjectProblem(claims['sub']);
 }
