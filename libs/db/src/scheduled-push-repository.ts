@@ -109,19 +109,11 @@ export function createScheduledPushRepository(
       // a blocked broker): the job is marked cancelled first, so the pushers drop those, and a
       // batch that fails puts them back where the next claim drops them (withDueBatch). A row
       // nextDueAt is reading (key share) is not skipped: the delete waits out that statement.
-      const { rows } = await sql<{ removed: string }>`
-        with gone as (
-          delete from scheduled_pushes
-          where push_id in (select push_id from scheduled_pushes where job_id = ${jobId} for no key update skip locked)
-          returning push_id, job_id, platform, payload->>'deviceId' as device_id
-        ), recorded as (
-          insert into push_outcomes (push_id, job_id, outcome, reason, platform, device_id)
-          select push_id, job_id, 'cancelled', 'cancelled while scheduled (DELETE /v1/jobs/:id)', platform, device_id from gone order by push_id
-          on conflict (job_id, push_id) do update set outcome = excluded.outcome, code = null, reason = excluded.reason, provider_message_id = null, updated_at = now()
-            where push_outcomes.outcome <> 'delivered'
-        )
-        select count(*) as removed from gone`.execute(db);
-      return Number(rows[0]?.removed ?? 0);
+      return removeStoredPushes(
+        db,
+        sql`push_id in (select push_id from scheduled_pushes where job_id = ${jobId} for no key update skip locked)`,
+        { outcome: 'cancelled', code: null, reason: 'cancelled while scheduled (DELETE /v1/jobs/:id)' },
+      );
     },
     countsByHour: (platform, hours, now = new Date()) => countsByHour(db, platform, hours, now),
     overdue: (before, cap = 100_000) => overdue(db, before, cap),
@@ -334,4 +326,28 @@ async function overdue(db: Kysely<HeraldTables>, before: Date, cap: number): Pro
     cross join lateral (select min(due_at) as earliest from scheduled_pushes s where s.platform = p.platform and s.due_at < ${before.toISOString()}::timestamptz) e
     where e.earliest is not null`.execute(db);
   return rows.map((r) => ({ platform: r.platform, earliestDueAt: r.earliest, count: Number(r.count) }));
+}
+
+/**
+ * Deletes the stored pushes `where` picks and records each one's outcome with its job, in one
+ * statement (a delivery recorded meanwhile stays delivered), so its job's counts still add up;
+ * how many it deleted. A job's cancel and a user's erasure take their stored pushes out so.
+ */
+export async function removeStoredPushes(
+  db: Kysely<HeraldTables>,
+  where: RawBuilder<unknown>,
+  o: { outcome: 'cancelled' | 'invalid'; code: string | null; reason: string },
+): Promise<number> {
+  const { rows } = await sql<{ removed: string }>`
+    with gone as (
+      delete from scheduled_pushes where ${where}
+      returning push_id, job_id, platform, payload->>'deviceId' as device_id
+    ), recorded as (
+      insert into push_outcomes (push_id, job_id, outcome, code, reason, platform, device_id)
+      select push_id, job_id, ${o.outcome}, ${o.code}::text, ${o.reason}, platform, device_id from gone order by push_id
+      on conflict (job_id, push_id) do update set outcome = excluded.outcome, code = excluded.code, reason = excluded.reason, provider_message_id = null, updated_at = now()
+        where push_outcomes.outcome <> 'delivered'
+    )
+    select count(*) as removed from gone`.execute(db);
+  return Number(rows[0]?.removed ?? 0);
 }

@@ -5,6 +5,7 @@ import { applyToFollowerIndex, rebalanceFollowerIndex } from './follow-index.ts'
 import type { HeraldTables } from './tables.ts';
 import { deviceMemberId } from './topic-store.ts';
 import { CLOCK_SKEW_ALLOWANCE } from './later-event.ts';
+import { removeStoredPushes } from './scheduled-push-repository.ts';
 
 /** What an erasure removed, and what it left because it is not the app's (every-app preferences are an operator's). */
 export interface UserErasure {
@@ -197,18 +198,11 @@ async function eraseFollows(tx: Kysely<HeraldTables>, app: string, userId: strin
  * none). Every stored push is read (no index names their user).
  */
 async function eraseStoredPushes(db: Kysely<HeraldTables>, app: string, userId: string): Promise<number> {
-  const { rows } = await sql<{ removed: string }>`
-    with gone as (
-      delete from scheduled_pushes where payload->>'app' = ${app} and payload->>'userId' = ${userId}
-      returning push_id, job_id, platform, payload->>'deviceId' as device_id
-    ), recorded as (
-      insert into push_outcomes (push_id, job_id, outcome, code, reason, platform, device_id)
-      select push_id, job_id, 'invalid', 'user-erased', 'its user was erased while it was stored for later', platform, device_id from gone order by push_id
-      on conflict (job_id, push_id) do update set outcome = excluded.outcome, code = excluded.code, reason = excluded.reason, provider_message_id = null, updated_at = now()
-        where push_outcomes.outcome <> 'delivered'
-    )
-    select count(*) as removed from gone`.execute(db);
-  return Number(rows[0]?.removed ?? 0);
+  return removeStoredPushes(db, sql`payload->>'app' = ${app} and payload->>'userId' = ${userId}`, {
+    outcome: 'invalid',
+    code: 'user-erased',
+    reason: 'its user was erased while it was stored for later',
+  });
 }
 
 /** The user's opt-outs and mutes of every app (app null: an operator's), deleted; for `herald erase-user --all-apps`. */
