@@ -138,6 +138,11 @@ export function createOperatorGate(
   const confirmed = new Map<string, { operator: OperatorKey; at: number }>();
   /** When the current spell of failed lookups began; undefined while the database answers. */
   let unreachableSince: number | undefined;
+  /** The operator the database last confirmed this key for, if within OPERATOR_STALE_GRACE_MS. */
+  const withinGraceOf = (key: string): OperatorKey | undefined => {
+    const last = confirmed.get(key);
+    return last !== undefined && now() - last.at < OPERATOR_STALE_GRACE_MS ? last.operator : undefined;
+  };
   const ask = async (key: string): Promise<OperatorKey | undefined> => {
     let found: OperatorKey | undefined;
     try {
@@ -150,8 +155,8 @@ export function createOperatorGate(
           'operator keys cannot be checked: the database does not answer; keys it confirmed within the grace keep the dashboard open, others get 503',
         );
       }
-      const last = confirmed.get(key);
-      if (last !== undefined && now() - last.at < OPERATOR_STALE_GRACE_MS) return last.operator;
+      const kept = withinGraceOf(key);
+      if (kept !== undefined) return kept;
       throw new OperatorKeysUnreachable(err);
     }
     if (unreachableSince !== undefined) {
@@ -170,8 +175,8 @@ export function createOperatorGate(
    */
   const withinGrace = (key: string, found: Promise<OperatorKey | undefined>): Promise<OperatorKey | undefined> =>
     found.catch((err: unknown) => {
-      const last = confirmed.get(key);
-      if (err instanceof OperatorKeysBusy && unreachableSince !== undefined && last !== undefined && now() - last.at < OPERATOR_STALE_GRACE_MS) return last.operator;
+      const kept = err instanceof OperatorKeysBusy && unreachableSince !== undefined ? withinGraceOf(key) : undefined;
+      if (kept !== undefined) return kept;
       throw err;
     });
   const lookup = (key: string): Promise<OperatorKey | undefined> => {
