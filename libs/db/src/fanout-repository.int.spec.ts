@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { derivePushId, type DevicePush } from '@herald/contracts';
-import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { createSpecDatabase, specDevicePush, type SpecDatabase } from './spec-database.ts';
 import { createFanoutRepository, type FanoutRepository } from './fanout-repository.ts';
 import { createCancelledJobsReader } from './fanout-cancellations.ts';
 import { cancelJobFully } from './cancel-job.ts';
@@ -25,19 +25,7 @@ const NONE = { deviceIds: [], userIds: [], toDevice: [] };
 /** These devices planned, each a push to its own user. */
 const plannedFor = (deviceIds: string[]) => ({ deviceIds, userIds: deviceIds.map((d) => `u${d}`), toDevice: deviceIds.map(() => false) });
 const delivered = (jobId: string, deviceIds: string[]) => t.db.jobs.recordOutcomes(deviceIds.map((d) => ({ pushId: derivePushId(jobId, d), jobId, outcome: 'delivered' as const })));
-const storedPush = (jobId: string, deviceId: string): DevicePush => ({
-  version: 1,
-  pushId: derivePushId(jobId, deviceId),
-  jobId,
-  deviceId,
-  app: 'demo',
-  platform: 'apns',
-  token: `tok-${deviceId}`,
-  userId: `u${deviceId}`,
-  content: { title: 'hi' },
-  priority: 'high',
-  acceptedAt: new Date().toISOString(),
-});
+const storedPush = (jobId: string, deviceId: string): DevicePush => specDevicePush(jobId, deviceId, { userId: `u${deviceId}` });
 
 const begin = (jobId: string, size = 5) =>
   fanouts.start({ jobId, app: 'demo', audience: { topic: 'news' }, job: { id: jobId }, acceptedAt: new Date(), size, exact: true });

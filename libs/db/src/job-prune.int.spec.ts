@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { derivePushId, type DevicePush } from '@herald/contracts';
-import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { createSpecDatabase, specDevicePush, type SpecDatabase } from './spec-database.ts';
 import { pruneJobs, pruneOrphanOutcomes } from './job-prune.ts';
 import { upsertOutcomes } from './push-outcomes.ts';
 
@@ -117,19 +117,8 @@ describe('pruning a job with more outcomes than one statement deletes', () => {
 });
 
 /** A device push of `jobId` to device `device`, as the demuxer stores it for later. */
-const devicePush = (jobId: string, device: string): DevicePush => ({
-  version: 1,
-  pushId: derivePushId(jobId, device),
-  jobId,
-  deviceId: device,
-  app: 'demo',
-  platform: 'apns',
-  token: `token-${device}`,
-  userId: `u${device}`,
-  content: { title: 'hi' },
-  priority: 'high',
-  acceptedAt: daysAgo(45).toISOString(),
-});
+const devicePush = (jobId: string, device: string): DevicePush =>
+  specDevicePush(jobId, device, { token: `token-${device}`, userId: `u${device}`, acceptedAt: daysAgo(45).toISOString() });
 
 describe('a job scheduled further ahead than the retention', () => {
   it('keeps its status for the retention after its pushes fall due, not after its acceptance', async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { derivePushId, type DevicePush } from '@herald/contracts';
-import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { createSpecDatabase, specDevicePush, type SpecDatabase } from './spec-database.ts';
 import { cancelJob, cancelJobFully } from './cancel-job.ts';
 import { toJobStatus } from './job-status-view.ts';
 
@@ -12,19 +12,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.drop());
 
-const devicePush = (jobId: string, deviceId: string, token = `tok-${deviceId}`): DevicePush => ({
-  version: 1,
-  pushId: derivePushId(jobId, deviceId),
-  jobId,
-  deviceId,
-  app: 'demo',
-  platform: 'apns',
-  token,
-  userId: 'u',
-  content: { title: 'hi' },
-  priority: 'high',
-  acceptedAt: new Date().toISOString(),
-});
+const devicePush = (jobId: string, deviceId: string, token = `tok-${deviceId}`): DevicePush => specDevicePush(jobId, deviceId, { token });
 
 describe('job status: every device push counted once', () => {
   it('writes the demuxer outcomes with the job, counts parks per code, and keeps a delivery delivered', async () => {

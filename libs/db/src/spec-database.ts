@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { derivePushId, type DevicePush } from '@herald/contracts';
 import { createDatabase, dropSchemaAndClose, type Database } from './database.ts';
 
 /**
@@ -26,3 +27,19 @@ export async function createSpecDatabase(prefix: string): Promise<SpecDatabase> 
   }
   return { url: SPEC_DATABASE_URL, schema, db, drop: () => dropSchemaAndClose(db) };
 }
+
+/** A device push of `jobId` to `deviceId` for the specs (app demo, APNs, an alert), `over` on top. */
+export const specDevicePush = (jobId: string, deviceId: string, over: Partial<DevicePush> = {}): DevicePush => ({
+  version: 1,
+  pushId: derivePushId(jobId, deviceId),
+  jobId,
+  deviceId,
+  app: 'demo',
+  platform: 'apns',
+  token: `tok-${deviceId}`,
+  userId: 'u',
+  content: { title: 'hi' },
+  priority: 'high',
+  acceptedAt: new Date().toISOString(),
+  ...over,
+});
