@@ -14,6 +14,7 @@ import { registerFollowCommands } from './commands/follow-commands.ts';
 import { registerJobCommands } from './commands/job-commands.ts';
 import { registerStackCommand } from './commands/stack-command.ts';
 import { heraldVersion } from './version.ts';
+import { CommandInterrupted } from './command-interrupted.ts';
 
 const program = new Command('herald')
   .description('Herald push delivery: send, register, inspect')
@@ -37,6 +38,11 @@ registerStackCommand(program);
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
+  if (err instanceof CommandInterrupted) {
+    // On a line of its own, past a progress bar drawn on the terminal's.
+    process.stderr.write(`${process.stderr.isTTY ? '\n' : ''}${err.message}\n`);
+    process.exit(err.exitCode);
+  }
   process.stderr.write(`herald: ${(err as Error).message}\n`);
   process.exitCode = 1;
 }

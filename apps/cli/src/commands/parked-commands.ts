@@ -25,6 +25,7 @@ import {
 import { parseIsoDuration } from '@herald/contracts';
 import type { Command } from 'commander';
 import { readCliConfig } from '../cli-config.ts';
+import { CommandInterrupted } from '../command-interrupted.ts';
 import { knownWorkQueue } from './queue-name.ts';
 import { printObject, printRows } from '../output.ts';
 import { progressBar } from '../progress-bar.ts';
@@ -41,14 +42,20 @@ const HOLDER = `herald ${cliActor().id} (pid ${process.pid}, run ${randomBytes(3
 /** The exit status of a command stopped by each signal, as a shell reports it (128 + its number). */
 const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
+/** How long an interrupted command may take to record its end before it exits regardless (PostgreSQL not answering, say). */
+const INTERRUPTED_EXIT_MS = 5_000;
+
 /**
  * `work` on `queue`'s parked messages under its lease (withParkedLease), shared with other CLIs and
  * the dashboard: one operation beside another would miss the messages the other holds. Another's
  * operation that does not end within 30 s is a refusal naming it. Ctrl-C (or a SIGTERM) releases
- * the lease and exits at once, the messages read going back as the connection closes: before, the
- * row outlived the run by the lease's 90 s, and the operator's next command waited 30 s and was
- * refused by the run just stopped. What a replay had republished before the signal stays
- * republished (its parked copies, not yet acked, go back too: replay those by id).
+ * the lease and ends the command at once with CommandInterrupted, the messages read going back as
+ * the connection closes: before, the row outlived the run by the lease's 90 s, and the operator's
+ * next command waited 30 s and was refused by the run just stopped. What a replay had republished
+ * before the signal stays republished (its parked copies, not yet acked, go back too: replay those
+ * by id). A replay or purge records its audit row as failed, interrupted, on its way out (it read
+ * `started` for good when the signal exited the CLI on the spot); the CLI exits within
+ * INTERRUPTED_EXIT_MS all the same.
  */
 async function underLease<T>(db: Database, queue: string, work: () => Promise<T>): Promise<T> {
   const interrupt = new AbortController();
@@ -57,6 +64,8 @@ async function underLease<T>(db: Database, queue: string, work: () => Promise<T>
     const onSignal = (): void => {
       stoppedBy = signal;
       interrupt.abort();
+      // Unreferenced: it keeps nothing alive, and ends the run if recording its end hangs.
+      setTimeout(() => process.exit(SIGNAL_EXIT[signal]), INTERRUPTED_EXIT_MS).unref();
     };
     process.once(signal, onSignal);
     return () => process.off(signal, onSignal);
@@ -64,11 +73,7 @@ async function underLease<T>(db: Database, queue: string, work: () => Promise<T>
   try {
     return await withParkedLease(db.kysely, parkedNameOf(queue), HOLDER, work, { signal: interrupt.signal });
   } catch (err) {
-    if (err instanceof ParkedLeaseInterrupted) {
-      // On a line of its own, past a progress bar drawn on the terminal's.
-      process.stderr.write(`${process.stderr.isTTY ? '\n' : ''}${err.message}\n`);
-      process.exit(SIGNAL_EXIT[stoppedBy]);
-    }
+    if (err instanceof ParkedLeaseInterrupted) throw new CommandInterrupted(`${err.message} (${stoppedBy})`, SIGNAL_EXIT[stoppedBy]);
     throw err instanceof ParkedQueueBusy ? new ActionRefused(err.message) : err;
   } finally {
     for (const off of handlers) off();

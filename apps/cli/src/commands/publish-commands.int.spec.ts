@@ -182,6 +182,23 @@ describe('herald parked, stopped by Ctrl-C', () => {
     expect(again.stderr).toMatch(/of 5000 parked message\(s\)/);
     expect(performance.now() - started).toBeLessThan(20_000);
   });
+
+  // Before, the signal exited the CLI on the spot and the replay's audit row read "started" for good.
+  it("ends a replay's audit row as failed, interrupted, and exits 130", async () => {
+    // The 5,000 of the test above are still parked: replayed as the same app, a chunk at a time.
+    const env = { ...process.env, AMQP_URL: vhost.amqpUrl, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema };
+    const child = spawn(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', 'parked', 'replay', Queues.webSend, '--all', '--app', 'acme'], { env });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const exited = once(child, 'exit') as Promise<[number | null, string | null]>;
+    await expect.poll(() => /^replay: \d+\/5000 /m.test(stderr), { timeout: 30_000, interval: 5 }).toBe(true);
+    child.kill('SIGINT');
+    const [code] = await exited;
+    expect(code).toBe(130);
+    expect(stderr).toContain("interrupted: push.web.send.parked's lease released (SIGINT)");
+    const rows = await t.db.kysely.selectFrom('audit_log').select(['outcome', 'result', 'finished_at']).where('action', '=', 'parked.replay').execute();
+    expect(rows).toEqual([{ outcome: 'failed', result: { error: "interrupted: push.web.send.parked's lease released (SIGINT)" }, finished_at: expect.any(Date) }]);
+  });
 });
 
 describe('herald parked list', () => {
