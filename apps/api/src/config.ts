@@ -27,6 +27,9 @@ export const apiConfig = {
     min: 1,
     max: 100,
   }),
-  HERALD_SECRET_KEY: optionalStr('32-byte key (64 hex characters or base64) that seals app credentials at rest (AES-256-GCM)', { secret: true }),
+  HERALD_SECRET_KEY: optionalStr(
+    '32-byte key (64 hex characters or base64) that seals app credentials at rest (AES-256-GCM); during a rotation several, comma-separated: the first seals, each opens (herald apps reseal)',
+    { secret: true },
+  ),
   HERALD_ADMIN_KEY: optionalBearerKey('Bootstrap bearer key for the admin routes (/admin/...), beside operator keys (herald keys create --operator); unset: operator keys only', { secret: true, minLength: 32 }),
 } as const;

@@ -24,6 +24,7 @@ export { createCancelledJobsReader, type CancelledJobsKey, type CancelledJobsRea
 export type { ScheduleListener } from './schedule-listener.ts';
 export * from './rate-limit-repository.ts';
 export * from './secret-box.ts';
+export * from './secret-reseal.ts';
 export * from './app-credentials.ts';
 export * from './api-key-repository.ts';
 export * from './job-repository.ts';

@@ -13,7 +13,10 @@ import { connectionDefaults, type ConnectionConfig } from './provider-connection
 
 /** Pusher settings for apps as data: per-app providers, temporary bans, job status. */
 export const appDeliveryConfig = {
-  HERALD_SECRET_KEY: optionalStr('32-byte key (64 hex characters or base64) that seals app credentials at rest (AES-256-GCM)', { secret: true }),
+  HERALD_SECRET_KEY: optionalStr(
+    '32-byte key (64 hex characters or base64) that seals app credentials at rest (AES-256-GCM); during a rotation several, comma-separated: the first seals, each opens (herald apps reseal)',
+    { secret: true },
+  ),
   PROVIDER_IDLE_MS: int("Close an app's own provider (connection, provider token) after this long without a send", { default: '300000', min: 1000 }),
   APP_REQUEST_TIMEOUT_MS: int('Per-request timeout for providers built from app credentials', { default: '5000', min: 100 }),
   APP_BAN_THRESHOLD: int('Credential or topic failures of one app within APP_BAN_WINDOW_MS that ban it', { default: '20', min: 1 }),

@@ -1,6 +1,6 @@
 import { loadConfig, optionalStr } from '@herald/config';
 import { ApnsCredentials } from '@herald/contracts';
-import { createAppCredentialStore, createSecretBox, type AppCredentialStore, type AppRow, type ConnectionSummary, type Database } from '@herald/db';
+import { createAppCredentialStore, createSecretBox, resealAppSecrets, type AppCredentialStore, type AppRow, type ConnectionSummary, type Database } from '@herald/db';
 import type { Command } from 'commander';
 import { suffixedTopicWarning } from '@herald/providers';
 import { printRows } from '../output.ts';
@@ -15,7 +15,10 @@ const audit = (action: string, id: string, flags: object = {}) => ({ action, tar
 const summary = (a: AppRow) => ({ id: a.id, enabled: a.enabled, credentialsVersion: a.credentialsVersion });
 
 const secretConfig = {
-  HERALD_SECRET_KEY: optionalStr('32-byte key (64 hex characters or base64) that seals app credentials at rest', { secret: true }),
+  HERALD_SECRET_KEY: optionalStr(
+    '32-byte key (64 hex characters or base64) that seals app credentials at rest; during a rotation several, comma-separated: the first seals, each opens',
+    { secret: true },
+  ),
 } as const;
 
 function credentialStore(db: Database): AppCredentialStore {
@@ -61,7 +64,7 @@ async function connectionsFromFlags(o: ConnectionFlags) {
   return { ...(apnsConnection && { apnsConnection }), ...(fcmConnection && { fcmConnection }) };
 }
 
-/** `herald apps add|update|enable|disable|rotate|list`: apps as data, credentials sealed with HERALD_SECRET_KEY. */
+/** `herald apps add|update|enable|disable|rotate|reseal|list`: apps as data, credentials sealed with HERALD_SECRET_KEY. */
 export function registerAppCommands(program: Command): void {
   const apps = program.command('apps').description('apps Herald sends for, with their own credentials');
   connectionOptions(
@@ -118,6 +121,22 @@ export function registerAppCommands(program: Command): void {
     },
   );
   registerWebPushCommands(apps, credentialStore);
+  apps
+    .command('reseal')
+    .description("seal every app's secrets again by the first key of HERALD_SECRET_KEY (new,old during a rotation), so the old key can be dropped")
+    .action(async () => {
+      const key = loadConfig(secretConfig, process.env).HERALD_SECRET_KEY;
+      if (key === undefined) throw new Error('HERALD_SECRET_KEY is not set: give the new key first and the old one after it, comma-separated');
+      const box = createSecretBox(key);
+      const result = await auditedCli({ action: 'apps.reseal', target: 'apps', request: { via: 'cli' } }, (db) => resealAppSecrets(db.kysely, box));
+      const meanwhile = result.changedMeanwhile === 0 ? '' : `; ${result.changedMeanwhile} changed meanwhile by another admin (left to that change)`;
+      process.stdout.write(`resealed ${result.resealed} secret(s) of ${result.apps} app(s) by the first key; ${result.current} sealed by it already${meanwhile}\n`);
+      if (result.unopened.length === 0) return;
+      // Not opened by any key given: still sealed by a key this command was not given; the old key must stay until they are resealed.
+      for (const u of result.unopened) process.stderr.write(`app "${u.app}" ${u.column}: ${u.reason}\n`);
+      process.stderr.write(`${result.unopened.length} secret(s) opened by none of the keys given were left as they are: keep the key that sealed them in HERALD_SECRET_KEY\n`);
+      process.exitCode = 1;
+    });
   apps
     .command('list')
     .option('--json', 'print JSON')
