@@ -3,6 +3,7 @@ import {
   MAX_TOPIC_LIST,
   TopicCreate,
   TopicName,
+  TopicNameCharacters,
   TopicQuery,
   TopicSubscriptions,
   type FollowEventsResult,
@@ -31,11 +32,19 @@ async function appOf(explicit: string | undefined, key: ApiKeyRow, deps: Audienc
   return app;
 }
 
-function topicName(raw: string): string {
-  const r = TopicName.safeParse(raw);
+/** The path's topic name by `schema`, or a 400 naming it. */
+function topicName(raw: string, schema: typeof TopicName | typeof TopicNameCharacters = TopicName): string {
+  const r = schema.safeParse(raw);
   if (!r.success) throw new ApiError(400, 'invalid-request', `name: ${r.error.issues[0]?.message ?? 'invalid'}`, [{ path: 'name', message: r.error.issues[0]?.message ?? 'invalid' }]);
   return r.data;
 }
+
+/**
+ * The name of a topic to show or delete: any an existing topic may have, "." or ".." too (created
+ * before such names were refused), for a client that sends it as it is (curl's /v1/topics/%2E%2E:
+ * most clients collapse those segments, browsers and fetch even encoded; `herald topics` reaches them).
+ */
+const existingTopicName = (raw: string): string => topicName(raw, TopicNameCharacters);
 
 const unknownTopic = (app: string, name: string) => new ApiError(404, 'unknown-topic', `unknown topic "${name}" of app "${app}"`, [{ path: 'name', message: 'no such topic' }]);
 
@@ -47,16 +56,20 @@ export async function createTopic(body: unknown, key: ApiKeyRow, deps: AudienceS
   return { created, topic: topicView(topic) };
 }
 
-/** DELETE /v1/topics/:name?app=: the topic and all its memberships. */
+/**
+ * DELETE /v1/topics/:name?app=: the topic, then all its memberships (a batch at a time, before it
+ * answers: libs/db topic-deletion.ts); 404 when there is no such topic, after removing members a
+ * deletion cut short left.
+ */
 export async function deleteTopic(rawName: string, query: unknown, key: ApiKeyRow, deps: AudienceServiceDeps): Promise<void> {
-  const name = topicName(rawName);
+  const name = existingTopicName(rawName);
   const app = await appOf(parseBody(TopicQuery, query ?? {}).app, key, deps);
   if (!(await deps.audiences.deleteTopic(app, name))) throw unknownTopic(app, name);
 }
 
 /** GET /v1/topics/:name?app= with its subscriber count. */
 export async function getTopic(rawName: string, query: unknown, key: ApiKeyRow, deps: AudienceServiceDeps): Promise<TopicView> {
-  const name = topicName(rawName);
+  const name = existingTopicName(rawName);
   const app = await appOf(parseBody(TopicQuery, query ?? {}).app, key, deps);
   const topic = await deps.audiences.findTopic(app, name);
   if (topic === undefined) throw unknownTopic(app, name);

@@ -14,8 +14,12 @@ import { AppId, UserId } from './push-job.ts';
 /** Longest topic name (an API path parameter too: /v1/topics/:name). */
 export const MAX_TOPIC_NAME_LENGTH = 200;
 
-/** The characters and length of a topic name (TopicName without its refusal of dots only). */
-const TopicNameCharacters = z
+/**
+ * The characters and length of a topic name (TopicName without its refusal of dots only): any
+ * name an existing topic may have, one of dots only created before those were refused too, so an
+ * operator can still show, list past and delete it.
+ */
+export const TopicNameCharacters = z
   .string()
   .regex(
     new RegExp(`^[A-Za-z0-9_.~-]{1,${MAX_TOPIC_NAME_LENGTH}}$`),

@@ -250,6 +250,16 @@ export interface TopicMembersTable {
   event_ahead_mark: Generated<Date | null>;
 }
 
+/**
+ * A deleted topic of an app (migration 0042): a membership event stamped at or before deleted_at
+ * is stale, in the topic created again under that name too (topic-deletion.ts).
+ */
+export interface TopicDeletionsTable {
+  app: string;
+  topic: string;
+  deleted_at: Date;
+}
+
 export interface FollowsTable {
   app: string;
   followee: string;
@@ -300,6 +310,7 @@ export interface HeraldTables {
   announced_alarms: AnnouncedAlarmsTable;
   topics: TopicsTable;
   topic_members: TopicMembersTable;
+  topic_deletions: TopicDeletionsTable;
   follows: FollowsTable;
   followees: FolloweesTable;
   follower_recent: FollowerRecentTable;

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
-import { applyTopicMemberships, createTopic, deleteTopic, findTopic, listTopics, type TopicMemberEvent, type TopicMemberResult, type TopicRow } from './topic-store.ts';
+import { applyTopicMemberships, createTopic, findTopic, listTopics, type TopicMemberEvent, type TopicMemberResult, type TopicRow } from './topic-store.ts';
+import { deleteTopic } from './topic-deletion.ts';
 import { applyFollowEvents, type FollowEdgeEvent, type FollowResult } from './follow-edges.ts';
 
 /** Topics, memberships and follow edges behind one object, for the HTTP API and the registrar. */

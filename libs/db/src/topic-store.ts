@@ -1,7 +1,8 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { normalizeDeviceToken, type Platform } from '@herald/contracts';
-import type { HeraldTables } from './tables.ts';
+import type { HeraldTables, TopicsTable } from './tables.ts';
 import { aheadMarkSql, appliedAtSql, laterEventSql } from './later-event.ts';
+import { hasDeletedMembers, removeDeletedMembers } from './topic-deletion.ts';
 
 /** A topic as listed: its member count is kept by triggers (migration 0020), so reading it is cheap. */
 export interface TopicRow {
@@ -35,19 +36,46 @@ const toTopic = (r: { app: string; name: string; subscriber_count: string; creat
   createdAt: r.created_at,
 });
 
-/** Creates the topic; `created` false when it existed (idempotent). */
+/** Times createTopic removes the members of the name's deleted topic before it gives up (a deletion of it racing each try). */
+const CREATE_ATTEMPTS = 3;
+
+/**
+ * Creates the topic; `created` false when it existed (idempotent). Member rows of a topic of that
+ * name deleted before and not yet removed (a deletion under way, or cut short) are removed first:
+ * the new topic must not take them.
+ */
 export async function createTopic(db: Kysely<HeraldTables>, app: string, name: string): Promise<{ created: boolean; topic: TopicRow }> {
-  const inserted = await db.insertInto('topics').values({ app, name }).onConflict((oc) => oc.doNothing()).returningAll().executeTakeFirst();
-  if (inserted !== undefined) return { created: true, topic: toTopic(inserted) };
-  const existing = await findTopic(db, app, name);
-  if (existing === undefined) throw new Error(`topic ${app}/${name} vanished while it was created`);
-  return { created: false, topic: existing };
+  for (let attempt = 1; attempt <= CREATE_ATTEMPTS; attempt++) {
+    await removeDeletedMembers(db, app, name);
+    const inserted = await insertTopic(db, app, name);
+    if (inserted === 'members-remain') continue;
+    if (inserted !== undefined) return { created: true, topic: toTopic(inserted) };
+    const existing = await findTopic(db, app, name);
+    if (existing === undefined) throw new Error(`topic ${app}/${name} vanished while it was created`);
+    return { created: false, topic: existing };
+  }
+  throw new Error(`topic ${app}/${name}: the members of the topic of that name deleted before are still being removed; try again`);
 }
 
-/** Deletes the topic and every membership of it; false when there was none. */
-export async function deleteTopic(db: Kysely<HeraldTables>, app: string, name: string): Promise<boolean> {
-  const r = await db.deleteFrom('topics').where('app', '=', app).where('name', '=', name).executeTakeFirst();
-  return r.numDeletedRows > 0n;
+/** Thrown inside insertTopic's transaction to undo its insert. */
+class DeletedMembersRemain extends Error {}
+
+/**
+ * The new topic's row; undefined when it existed; 'members-remain' (nothing inserted) when member
+ * rows of a deleted topic of that name remain. Checked once the row is inserted, before it commits:
+ * meanwhile nobody can subscribe to the topic, delete it or create it, so none can be added after.
+ */
+async function insertTopic(db: Kysely<HeraldTables>, app: string, name: string): Promise<Selectable<TopicsTable> | undefined | 'members-remain'> {
+  try {
+    return await db.transaction().execute(async (tx) => {
+      const row = await tx.insertInto('topics').values({ app, name }).onConflict((oc) => oc.doNothing()).returningAll().executeTakeFirst();
+      if (row !== undefined && (await hasDeletedMembers(tx, app, name))) throw new DeletedMembersRemain();
+      return row;
+    });
+  } catch (err) {
+    if (err instanceof DeletedMembersRemain) return 'members-remain';
+    throw err;
+  }
 }
 
 export async function findTopic(db: Kysely<HeraldTables>, app: string, name: string): Promise<TopicRow | undefined> {
@@ -65,7 +93,10 @@ export async function listTopics(db: Kysely<HeraldTables>, app: string, limit: n
 /**
  * Applies membership events in one statement. Last event wins: an event older than the member's
  * stored event_at changes nothing ('stale', later-event.ts); within a batch the newest per member wins. Events for
- * a topic the app does not have are 'unknown-topic' and change nothing. Counts follow by trigger.
+ * a topic the app does not have are 'unknown-topic' and change nothing; those stamped at or before
+ * the latest deletion of a topic of that name are 'stale' (topic-deletion.ts), in the topic created
+ * again too: a late subscribe from before the deletion does not bring its member back. A topic
+ * never deleted takes events of any time (an import keeping its original times). Counts follow by trigger.
  * A new member, or one whose `subscribed` flips, records this transaction in changed_xid: a fan-out
  * running meanwhile reads the topic as it was when it started (audience-stream.ts).
  */
@@ -90,16 +121,20 @@ export async function applyTopicMemberships(db: Kysely<HeraldTables>, events: re
       -- The batch's topics, locked in one order before any member row is written: the count
       -- triggers lock them only after the upsert, those of changed members before those of new
       -- ones, and two batches locking each other's next topic deadlocked (40P01). A topic being
-      -- deleted is waited for and then left out (unknown-topic), not met by the foreign key (23503).
+      -- deleted is waited for and then left out (unknown-topic): its row is gone when it commits.
       select t.app, t.name from topics t
       where (t.app, t.name) in (select app, topic from i)
       order by t.app, t.name
       for no key update
     ), known as (
       select i.* from i join locked t on t.app = i.app and t.name = i.topic
+    ), fresh as (
+      -- Not from before a deletion of the topic: a member of the deleted topic must not come back.
+      select k.* from known k
+      where not exists (select 1 from topic_deletions d where d.app = k.app and d.topic = k.topic and k.event_at <= d.deleted_at)
     ), up as (
       insert into topic_members as m (app, topic, member_kind, member_id, subscribed, event_at, changed_xid, event_applied_at)
-      select app, topic, member_kind, member_id, subscribed, event_at, pg_current_xact_id(), now() from known
+      select app, topic, member_kind, member_id, subscribed, event_at, pg_current_xact_id(), now() from fresh
       order by app, topic, member_kind, member_id -- after the topics, one lock order for every batch: no deadlocks
       on conflict (app, topic, member_kind, member_id) do update set subscribed = excluded.subscribed, event_at = excluded.event_at,
         event_ahead_mark = ${aheadMarkSql(sql`excluded.event_at`, sql`m.event_at`, sql`m.event_applied_at`, sql`m.event_ahead_mark`)},

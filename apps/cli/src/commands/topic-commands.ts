@@ -1,4 +1,4 @@
-import { MAX_TOPIC_BATCH, MAX_TOPIC_LIST, Platforms, TopicName, TopicSubscriptions, type Platform } from '@herald/contracts';
+import { MAX_TOPIC_BATCH, MAX_TOPIC_LIST, Platforms, TopicName, TopicNameCharacters, TopicSubscriptions, type Platform } from '@herald/contracts';
 import { createAudienceStore, type Database } from '@herald/db';
 import { maskToken } from '@herald/logging';
 import type { Command } from 'commander';
@@ -18,8 +18,20 @@ export function parseDeviceOption(text: string): { platform: Platform; token: st
   return { platform: platform as Platform, token: text.slice(at + 1) };
 }
 
+/** A topic name to create or subscribe to: not dots only (TopicName). */
 async function topicOf(db: Database, app: string, name: string): Promise<string> {
   check(TopicName, 'topic', name);
+  await requireApp(db, app);
+  return name;
+}
+
+/**
+ * A topic name to show or delete: any an existing topic may have, "." and ".." too (created before
+ * such names were refused). Most HTTP clients collapse the path segments "." and ".." (fetch and
+ * browsers even encoded), so the API is seldom asked for those: the CLI is how an operator reaches them.
+ */
+async function existingTopicOf(db: Database, app: string, name: string): Promise<string> {
+  check(TopicNameCharacters, 'topic', name);
   await requireApp(db, app);
   return name;
 }
@@ -67,11 +79,11 @@ export function registerTopicCommands(program: Command): void {
     });
   topics
     .command('delete <topic>')
-    .description('delete a topic and all its memberships')
+    .description('delete a topic and all its memberships, also one named "." or ".." (most HTTP clients cannot ask the API for those)')
     .requiredOption('--app <app>', 'the app')
     .action(async (name: string, o: { app: string }) => {
       const what = { action: 'topic.delete', target: topicTarget(o.app, name), request: { via: 'cli' } };
-      const deleted = await auditedCli(what, async (db) => createAudienceStore(db.kysely).deleteTopic(o.app, await topicOf(db, o.app, name)), (r) => ({ deleted: r }));
+      const deleted = await auditedCli(what, async (db) => createAudienceStore(db.kysely).deleteTopic(o.app, await existingTopicOf(db, o.app, name)), (r) => ({ deleted: r }));
       if (!deleted) throw new Error(`unknown topic "${name}" of app "${o.app}"`);
       process.stdout.write(`topic ${name} of ${o.app} deleted\n`);
     });
@@ -82,7 +94,7 @@ export function registerTopicCommands(program: Command): void {
     .option('--after <topic>', "the page after this topic (the last one's listed)")
     .option('--json', 'JSON output')
     .action(async (o: { app: string; after?: string; json?: boolean }) => {
-      const after = o.after === undefined ? undefined : check(TopicName, '--after', o.after);
+      const after = o.after === undefined ? undefined : check(TopicNameCharacters, '--after', o.after);
       // One more than a page, as GET /v1/topics reads it: a page that stopped at the limit said nothing of the rest.
       const rows = await withDatabase(async (db) => {
         await requireApp(db, o.app);
@@ -99,7 +111,7 @@ export function registerTopicCommands(program: Command): void {
     .requiredOption('--app <app>', 'the app')
     .option('--json', 'JSON output')
     .action(async (name: string, o: { app: string; json?: boolean }) => {
-      const topic = await withDatabase(async (db) => createAudienceStore(db.kysely).findTopic(o.app, await topicOf(db, o.app, name)));
+      const topic = await withDatabase(async (db) => createAudienceStore(db.kysely).findTopic(o.app, await existingTopicOf(db, o.app, name)));
       if (topic === undefined) throw new Error(`unknown topic "${name}" of app "${o.app}"`);
       printObject({ app: topic.app, name: topic.name, subscribers: topic.subscribers, createdAt: topic.createdAt.toISOString() });
     });

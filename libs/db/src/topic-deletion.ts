@@ -1,0 +1,96 @@
+import { sql, type Kysely } from 'kysely';
+import { deleteWhileFull } from './delete-in-batches.ts';
+import { CLOCK_SKEW_ALLOWANCE } from './later-event.ts';
+import type { HeraldTables } from './tables.ts';
+
+/** Member rows of a deleted topic per delete statement. */
+const DEFAULT_TOPIC_DELETE_BATCH = 10_000;
+
+/**
+ * How long a topic's deletion is kept (migration 0042): the 90 days a dead device's row is kept
+ * by default (DEVICE_RETENTION_DAYS). An event older than a deletion arriving later than that (a
+ * parked message replayed months on) is taken as a register older than a pruned dead device is.
+ */
+const DELETION_RETENTION = sql`interval '90 days'`;
+
+/** Deletions past the retention each delete prunes: more than the one it adds, so they cannot pile up. */
+const PRUNED_PER_DELETE = 100;
+
+export interface TopicDeleteOptions {
+  /** Member rows per statement (DEFAULT_TOPIC_DELETE_BATCH). */
+  batchSize?: number;
+}
+
+/**
+ * Deletes the topic; false when there was none. Its row goes first, with the deletion recorded
+ * (topic_deletions) in the same statement: from its commit a job to the topic is refused, a
+ * subscribe finds it unknown, and one stamped at or before the deletion stays out of the topic
+ * created again (applyTopicMemberships). It waits for the membership batches holding the topic,
+ * whose members are then removed with the others. The members go after it, in batches
+ * (removeDeletedMembers), so a topic of millions is no one transaction. A deletion cut short (the
+ * process stopped) leaves member rows no topic reads; deleting again (false) or creating the topic
+ * again (createTopic) removes them.
+ */
+export async function deleteTopic(db: Kysely<HeraldTables>, app: string, name: string, options: TopicDeleteOptions = {}): Promise<boolean> {
+  // PostgreSQL's clock once the topic's row is had (clock_timestamp, not the statement's start: a
+  // subscribe applied while the delete waited is older than it), as an erasure's (user-erasure.ts).
+  const { rows } = await sql<{ topic: string }>`
+    with gone as (delete from topics where app = ${app} and name = ${name} returning app, name)
+    insert into topic_deletions (app, topic, deleted_at)
+    select app, name, clock_timestamp() from gone
+    on conflict (app, topic) do update set deleted_at = greatest(topic_deletions.deleted_at, excluded.deleted_at)
+    returning topic`.execute(db);
+  await removeDeletedMembers(db, app, name, options.batchSize ?? DEFAULT_TOPIC_DELETE_BATCH);
+  if (rows.length === 0) return false;
+  await pruneDeletions(db);
+  return true;
+}
+
+/**
+ * Deletes the member rows of a topic the app no longer has, `batchSize` a statement (a transaction
+ * each) in the writers' lock order (app, topic, member kind, member id), until none is left or the
+ * topic exists again (createTopic removes the rest before it creates it, so a batch never meets a
+ * member of the new topic). Each moves the deletion on to the newest event time it removed, capped
+ * at the clock plus the skew allowance: a subscribe stamped ahead by a fast clock (a phone a minute
+ * fast), applied before the deletion and delivered again after the topic was created again, is
+ * stale there (as an erasure covers the user's applied events). Returns how many it deleted.
+ */
+export async function removeDeletedMembers(db: Kysely<HeraldTables>, app: string, name: string, batchSize = DEFAULT_TOPIC_DELETE_BATCH): Promise<number> {
+  return deleteWhileFull(undefined, async () => {
+    const { rows } = await sql<{ n: string }>`
+      with doomed as (
+        select m.app, m.topic, m.member_kind, m.member_id from topic_members m
+        where m.app = ${app} and m.topic = ${name} and not exists (select 1 from topics t where t.app = ${app} and t.name = ${name})
+        order by m.app, m.topic, m.member_kind, m.member_id
+        limit ${batchSize}
+        for update of m
+      ), gone as (
+        delete from topic_members m using doomed d
+        where m.app = d.app and m.topic = d.topic and m.member_kind = d.member_kind and m.member_id = d.member_id
+        returning m.event_at
+      ), covered as (
+        update topic_deletions set deleted_at = greatest(deleted_at, least((select max(event_at) from gone), clock_timestamp() + ${CLOCK_SKEW_ALLOWANCE}))
+        where app = ${app} and topic = ${name} and exists (select 1 from gone)
+      )
+      select count(*) as n from gone`.execute(db);
+    const deleted = Number(rows[0]?.n ?? 0);
+    // A batch whose rows another statement deleted meanwhile (an erasure, a second delete) deletes
+    // fewer than it locked: only one that found none says the topic's members are gone.
+    return { deleted, full: deleted > 0 };
+  });
+}
+
+/** Whether member rows of a deleted topic remain (the topic being created again must not take them). */
+export async function hasDeletedMembers(db: Kysely<HeraldTables>, app: string, name: string): Promise<boolean> {
+  const row = await db.selectFrom('topic_members').select('member_id').where('app', '=', app).where('topic', '=', name).limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Deletes up to PRUNED_PER_DELETE deletions past the retention, oldest first, skipping rows another holds. */
+async function pruneDeletions(db: Kysely<HeraldTables>): Promise<void> {
+  await sql`
+    delete from topic_deletions d using (
+      select app, topic from topic_deletions where deleted_at < now() - ${DELETION_RETENTION}
+      order by deleted_at limit ${PRUNED_PER_DELETE} for update skip locked
+    ) x where d.app = x.app and d.topic = x.topic`.execute(db);
+}
