@@ -1,9 +1,9 @@
 -- Deleting a topic (DELETE /v1/topics/:name, herald topics delete; libs/db/src/topic-deletion.ts).
 --
 -- One row per deleted topic of an app: when it was deleted, by PostgreSQL's clock once the topic's
--- row was had (a delete carries no event time of its own, as an erasure carries none: 0040), moved
--- on to the newest event time its members had, capped at that clock plus the 5 minutes allowed a
--- reporter's clock (later-event.ts). A membership event stamped at or before it is stale, in the
+-- row was had (a delete carries no event time of its own, as an erasure carries none: 0040); not
+-- moved on to its members' times, which held the topic created again closed to every subscribe for
+-- as long as one member's clock ran ahead. A membership event stamped at or before it is stale, in the
 -- topic created again under the same name too: a subscribe from before the deletion delivered late
 -- (a registrar backlog, a parked message replayed, an import with original times) no longer brings
 -- its member back into the new topic. Refusing events older than the topic's creation instead
@@ -24,9 +24,14 @@ CREATE INDEX IF NOT EXISTS topic_deletions_by_deleted_at ON topic_deletions (del
 -- members after it, in batches of their own transactions: through the foreign key to topics they
 -- were deleted by its cascade in the same statement, millions of rows in one transaction (its
 -- locks held throughout, a burst of WAL, the statement timeout). Member rows of a deleted topic
--- stay until those batches are done; creating the topic again finishes them first. They keep the
--- foreign key to their app instead (an app deleted or renamed by hand takes them with it), not
--- validated: every row there is names a topic of an app.
+-- stay until those batches are done, no membership to a reader deciding who gets a push (a
+-- fan-out's chunks, a stored push's release ask whether the topic exists); creating the topic
+-- again finishes them first. They keep the foreign key to their app instead (an app deleted or
+-- renamed by hand takes them with it), not validated: every row there is names a topic of an app.
+-- No statement here reads the table: dropping the key locks topic_members and topics exclusively,
+-- adding one NOT VALID locks topic_members and apps against writes (SHARE ROW EXCLUSIVE), held
+-- until the migration commits a moment later, not through a scan of millions of rows; each is
+-- waited for within the migrator's lock_timeout and tried again after it (migrations.ts).
 ALTER TABLE topic_members DROP CONSTRAINT IF EXISTS topic_members_app_topic_fkey;
 ALTER TABLE topic_members DROP CONSTRAINT IF EXISTS topic_members_app_fkey;
 ALTER TABLE topic_members ADD CONSTRAINT topic_members_app_fkey

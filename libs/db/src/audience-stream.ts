@@ -129,7 +129,8 @@ async function userPage(ctx: WalkContext, users: readonly string[], limit: numbe
  * members as they were then: a member whose row changed since (inserted, or `subscribed` flipped:
  * changed_xid) is left out, and so is a device member whose user's row changed, so a user who
  * unsubscribes between the phases is not read twice (the job's counts would never add up) and one
- * who subscribes between them is read in neither. Without it, the members of the moment.
+ * who subscribes between them is read in neither. Without it, the members of the moment. A topic
+ * deleted meanwhile has no members left (topicExists).
  */
 async function topic(ctx: WalkContext, name: string, range: Range, limit: number, asOf: string | undefined): Promise<Chunk> {
   // A bound in phase 2 ('td'): phase 1 unbounded, phase 2 up to it (a null bound: none of phase 2).
@@ -140,7 +141,7 @@ async function topic(ctx: WalkContext, name: string, range: Range, limit: number
   const { rows } = await sql<{ member_id: string }>`
     select member_id from topic_members
     where app = ${ctx.app} and topic = ${name} and member_kind = 'user' and subscribed and ${unchangedSince(asOf, 'topic_members')}
-      and ${after === null ? sql`true` : sql`member_id > ${after}`} and ${until}
+      and ${after === null ? sql`true` : sql`member_id > ${after}`} and ${until} and ${topicExists(ctx.app, name)}
     order by member_id limit ${limit}`.execute(ctx.db);
   const users = rows.map((r) => r.member_id);
   const page = await userPage(ctx, users, limit, (i) => ({ w: 'tu', after: users[i] as string }));
@@ -150,6 +151,15 @@ async function topic(ctx: WalkContext, name: string, range: Range, limit: number
   const rest = await topicDevices(ctx, name, null, room, devicesUntil, asOf);
   return { devices: [...page.devices, ...rest.devices], usersWithoutDevice: page.usersWithoutDevice, next: rest.next };
 }
+
+/**
+ * The topic exists now. A deleted topic's member rows are removed after its row, a batch at a time
+ * (topic-deletion.ts), and a deletion cut short leaves them until it is finished: a fan-out running
+ * when the topic was deleted reads none of them from its next chunk on, as when the row's cascade
+ * removed them with it. One look-up a statement (it names no column of the rows read: a one-time
+ * filter), not one a member.
+ */
+const topicExists = (app: string, name: string): RawBuilder<boolean> => sql<boolean>`exists (select 1 from topics tp where tp.app = ${app} and tp.name = ${name})`;
 
 /**
  * The member row `alias` was last flipped before the snapshot `asOf` was taken (true without one).
@@ -178,7 +188,7 @@ async function topicDevices(ctx: WalkContext, name: string, after: string | null
       and not exists (
         select 1 from topic_members u
         where u.app = m.app and u.topic = m.topic and u.member_kind = 'user' and u.member_id = d.user_id and ${userHides})
-      and ${segmentCondition(ctx)}
+      and ${segmentCondition(ctx)} and ${topicExists(ctx.app, name)}
     order by m.member_id limit ${limit}`.execute(ctx.db);
   const last = rows[rows.length - 1];
   return { devices: rows.map(toDeviceItself), usersWithoutDevice: 0, next: rows.length < limit || last === undefined ? null : { w: 'td', after: last.member_id } };

@@ -205,12 +205,16 @@ export function cancelledOrSkippedSql(
  * '<platform>:<token>', as a device member is kept) is a subscribed member now, or to the followers
  * of `followee`, whom the user no longer follows. The fan-out read the audience when the job was
  * accepted; a push stored for days is asked this again when it falls due, as its user's opt-outs
- * are. Each a column reference or a value; `topic` and `followee` null for a job of another kind.
+ * are. A member row of a topic that no longer exists is no membership: a deleted topic's rows are
+ * removed after its row, a batch at a time, and a deletion cut short leaves them until it is
+ * finished (topic-deletion.ts); the topic is looked up only for a member row found. Each a column
+ * reference or a value; `topic` and `followee` null for a job of another kind.
  */
 export function leftAudienceSql(on: { app: unknown; topic: unknown; followee: unknown; userId: unknown; deviceKey: unknown }): RawBuilder<'left-audience' | null> {
   return sql<'left-audience' | null>`case
         when ${on.topic}::text is not null and not exists (
           select 1 from topic_members tm
+          join topics tp on tp.app = tm.app and tp.name = tm.topic
           where tm.app = ${on.app} and tm.topic = ${on.topic} and tm.subscribed
             and ((tm.member_kind = 'user' and tm.member_id = ${on.userId}) or (tm.member_kind = 'device' and tm.member_id = ${on.deviceKey}))) then 'left-audience'
         when ${on.followee}::text is not null and not exists (

@@ -1,6 +1,5 @@
 import { sql, type Kysely } from 'kysely';
 import { deleteWhileFull } from './delete-in-batches.ts';
-import { CLOCK_SKEW_ALLOWANCE } from './later-event.ts';
 import type { HeraldTables } from './tables.ts';
 
 /** Member rows of a deleted topic per delete statement. */
@@ -27,8 +26,10 @@ export interface TopicDeleteOptions {
  * subscribe finds it unknown, and one stamped at or before the deletion stays out of the topic
  * created again (applyTopicMemberships). It waits for the membership batches holding the topic,
  * whose members are then removed with the others. The members go after it, in batches
- * (removeDeletedMembers), so a topic of millions is no one transaction. A deletion cut short (the
- * process stopped) leaves member rows no topic reads; deleting again (false) or creating the topic
+ * (removeDeletedMembers), so a topic of millions is no one transaction. Meanwhile, and after a
+ * deletion cut short (the process stopped), their rows are no membership to those who decide who
+ * gets a push: a fan-out's chunks (audience-stream.ts) and a stored push's release
+ * (leftAudienceSql) ask whether the topic exists. Deleting again (false) or creating the topic
  * again (createTopic) removes them.
  */
 export async function deleteTopic(db: Kysely<HeraldTables>, app: string, name: string, options: TopicDeleteOptions = {}): Promise<boolean> {
@@ -50,10 +51,12 @@ export async function deleteTopic(db: Kysely<HeraldTables>, app: string, name: s
  * Deletes the member rows of a topic the app no longer has, `batchSize` a statement (a transaction
  * each) in the writers' lock order (app, topic, member kind, member id), until none is left or the
  * topic exists again (createTopic removes the rest before it creates it, so a batch never meets a
- * member of the new topic). Each moves the deletion on to the newest event time it removed, capped
- * at the clock plus the skew allowance: a subscribe stamped ahead by a fast clock (a phone a minute
- * fast), applied before the deletion and delivered again after the topic was created again, is
- * stale there (as an erasure covers the user's applied events). Returns how many it deleted.
+ * member of the new topic). The deletion stays at the clock it was made by: moved on to its members'
+ * event times (a phone's clock a few minutes fast), it held every subscribe to the topic created
+ * again stale for those minutes, one member's clock closing the topic to all. So a subscribe stamped
+ * ahead by a fast clock, applied before the deletion and delivered again after the topic was created
+ * again, joins it (an erasure, which concerns one user, covers its user's times). Returns how many it
+ * deleted.
  */
 export async function removeDeletedMembers(db: Kysely<HeraldTables>, app: string, name: string, batchSize = DEFAULT_TOPIC_DELETE_BATCH): Promise<number> {
   return deleteWhileFull(undefined, async () => {
@@ -67,10 +70,7 @@ export async function removeDeletedMembers(db: Kysely<HeraldTables>, app: string
       ), gone as (
         delete from topic_members m using doomed d
         where m.app = d.app and m.topic = d.topic and m.member_kind = d.member_kind and m.member_id = d.member_id
-        returning m.event_at
-      ), covered as (
-        update topic_deletions set deleted_at = greatest(deleted_at, least((select max(event_at) from gone), clock_timestamp() + ${CLOCK_SKEW_ALLOWANCE}))
-        where app = ${app} and topic = ${name} and exists (select 1 from gone)
+        returning 1
       )
       select count(*) as n from gone`.execute(db);
     const deleted = Number(rows[0]?.n ?? 0);
