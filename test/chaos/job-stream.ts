@@ -53,6 +53,9 @@ function jobInput(job: ChaosJob, now: number): PushJobInput {
     category: 'chaos',
     content: { title: 'Chaos', body: `job ${job.id}`, data: { jobId: job.id } },
     ...(job.delayMs !== undefined && { deliverAt: { at: new Date(now + job.delayMs).toISOString() } }),
+    // Stamped when made, so a retry after a broker outage is the same job, judged as of then (one
+    // that expires a millisecond on would be refused at the door if stamped at each try).
+    acceptedAt: new Date(now).toISOString(),
     ...(job.expiresInMs !== undefined && { expiresAt: new Date(now + job.expiresInMs).toISOString() }),
   };
 }

@@ -158,7 +158,8 @@ describe(`job status adds up under random faults (seed ${SEED})`, () => {
         deliverAt: { localTime: new Date(now + 120_000).toISOString().slice(11, 16) },
         ttl: 30,
       },
-      expired: { expiresAt: new Date(now + 300).toISOString() },
+      // Accepted now (the stamp a client's retry keeps), expiring 300 ms on: taken at the door after the wait below, expired at demux.
+      expired: { acceptedAt: new Date(now).toISOString(), expiresAt: new Date(now + 300).toISOString() },
       plain: {},
       duplicated: {},
     }[variant];

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Exchanges, MAX_BATCH_JOBS, PushJob, Queues, jobContentHash, type Registration } from '@herald/contracts';
 import { appHasWebDevices, cancelJobFully, createDatabase, isDatabaseUnavailable, type ApiKeyRow } from '@herald/db';
 import { createLogger } from '@herald/logging';
-import { BrokerUnavailableError, connectBroker, heraldTopology, type Broker } from '@herald/messaging';
-import { createTestDatabase, createTestVhost, type TestDatabase, type TestVhost } from '@herald/testing';
+import { BrokerUnavailableError, coalescedPublish, connectBroker, heraldTopology, type Broker } from '@herald/messaging';
+import { createTestDatabase, createTestVhost, startTcpProxyFor, waitFor, type TestDatabase, type TestVhost } from '@herald/testing';
 import { ApiError } from './api-error.ts';
 import { createJobRecords } from './job-records.ts';
 import { acceptJob, acceptJobs, cancelJob, jobStatus, type JobServiceDeps } from './job-service.ts';
@@ -99,6 +99,70 @@ describe('a batch RabbitMQ confirms only in part', () => {
     // The retry publishes the one that failed and reports the others as duplicates.
     const retried = await acceptJobs(batch, key, deps);
     expect(retried.map((a) => a.duplicate)).toEqual([true, false, true]);
+  });
+});
+
+describe('the HTTP API: a job that had expired when it was accepted (an expiresAt in the past: a wrong year or offset)', () => {
+  it('is refused 400 naming expiresAt, scheduled in the past too, nothing published; a repost of one accepted before its expiry is its duplicate', async () => {
+    const t0 = Date.now();
+    const then = { ...deps, now: () => new Date(t0) };
+    const anHourAgo = new Date(t0 - 3_600_000).toISOString();
+    published = [];
+    expect(await refusal(acceptJob({ ...job('phones'), expiresAt: anHourAgo }, key, then))).toEqual({
+      status: 400,
+      issues: [{ path: 'expiresAt', message: expect.stringMatching(/^the job had expired when it was accepted .* check its date and UTC offset$/) as unknown }],
+    });
+    // Due two hours ago (so at once), expiring an hour ago: its due time comes before its expiry, and nothing goes.
+    const scheduled = { ...job('phones'), deliverAt: { at: new Date(t0 - 7_200_000).toISOString() }, expiresAt: anHourAgo };
+    expect(await refusal(acceptJobs({ jobs: [job('phones'), scheduled] }, key, then))).toEqual({ status: 400, issues: [{ path: 'jobs.1.expiresAt', message: expect.any(String) as unknown }] });
+    expect(published).toEqual([]);
+    // Accepted a minute before its expiry, its answer lost, reposted after it: the duplicate it is.
+    const first = { ...job('phones'), expiresAt: new Date(t0 + 60_000).toISOString() };
+    expect(await acceptJob(first, key, then)).toEqual({ id: first.id, duplicate: false });
+    await records.flush();
+    expect(await acceptJob(first, key, { ...deps, now: () => new Date(t0 + 120_000) })).toEqual({ id: first.id, duplicate: true });
+  });
+});
+
+describe('the HTTP API publishing while RabbitMQ stops answering (API_PUBLISH_CONFIRM_TIMEOUT_MS)', () => {
+  it('answers a job its timeout left waiting behind unconfirmed rounds "not sent" and frees its id, so a corrected repost is taken; a job whose round started may still arrive, its id kept', async () => {
+    const proxy = await startTcpProxyFor(vhost.amqpUrl);
+    // As main.ts publishes (both deadlines the setting), with one job a round: as under more jobs at once than a round takes.
+    const stalling = await connectBroker({ url: proxy.urlFor(vhost.amqpUrl), logger, connectionName: 'job-service-stall', confirmTimeoutMs: 300 });
+    const publishJob = coalescedPublish(stalling.publisher, { maxBatch: 1, callTimeoutMs: 300 });
+    const handed: string[] = [];
+    const through: JobServiceDeps = {
+      ...deps,
+      publish: (j) => {
+        handed.push(j.id);
+        return publishJob({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: j, messageId: j.id });
+      },
+    };
+    try {
+      await acceptJob(job('phones'), key, through);
+      proxy.freeze();
+      const [first, second, third] = [job('phones'), job('phones'), job('phones')];
+      const firstAnswer = acceptJob(first, key, through).catch((e: unknown) => e);
+      await waitFor('the first job handed to RabbitMQ', () => handed.includes(first.id));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // The second goes in the round after the first's (ended by its deadline), the third would go in the one after: past its own deadline.
+      expect(await acceptJobs({ jobs: [second, third] }, key, through).catch((e: unknown) => e)).toMatchObject({
+        status: 503,
+        issues: [
+          { path: 'jobs.0.id', message: `job "${second.id}" was not confirmed: it may still arrive; repost it as it was, or cancel it` },
+          { path: 'jobs.1.id', message: `job "${third.id}" was not sent: nothing of it will arrive, and its id is free; repost it, corrected if need be` },
+        ],
+      });
+      expect(await firstAnswer).toMatchObject({ status: 503, issues: [{ path: 'id', message: expect.stringMatching(/was not confirmed: it may still arrive/) as unknown }] });
+      proxy.thaw();
+      expect(await t.db.jobs.get(third.id)).toBeUndefined();
+      expect(await acceptJob({ ...third, content: { title: 'corrected' } }, key, deps)).toEqual({ id: third.id, duplicate: false });
+      expect(await refusalCode(acceptJob({ ...second, content: { title: 'corrected' } }, key, deps))).toEqual({ status: 409, code: 'job-id-reused' });
+    } finally {
+      proxy.thaw();
+      await stalling.close();
+      await proxy.close();
+    }
   });
 });
 

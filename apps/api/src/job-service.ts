@@ -1,5 +1,5 @@
 import { appConformanceIssues, entryConformanceIssues, jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
-import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobId, jobContentHash, expiresBeforeDue, newJobIssues, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
+import { JobBatch, JobPushesQuery, MAX_BATCH_JOBS, PushJob, acceptedAtOf, isJobId, jobContentHash, expiredWhenAccepted, expiresBeforeDue, newJobIssues, scheduleProblem, type JobAccepted, type JobPushList, type JobStatus } from '@herald/contracts';
 import type { AcceptResult, ApiKeyRow, AppRow, JobIdRecord, JobRecord, JobStatusRecord, PushRecord } from '@herald/db';
 import { ApiError, fieldError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
@@ -75,13 +75,14 @@ function validateJobs(raw: unknown, acceptedAt: string): PushJob[] {
 
 /**
  * Beyond the contract: a job that can deliver something (400 naming the field). Time decides it (an
- * expiry before the job is due), so it is checked with what may have changed since a repost's first
- * acceptance (checkTargets): a retry of a job accepted just in time, its answer lost, is the
- * duplicate it is, not "nothing would be delivered" while its pushes go out.
+ * expiry at or before acceptance, or before the job is due), so it is checked with what may have
+ * changed since a repost's first acceptance (checkTargets): a retry of a job accepted just in time,
+ * its answer lost, is the duplicate it is, not "nothing would be delivered" while its pushes go out.
  */
 function checkJob(job: PushJob, acceptedAt: Date, prefix: string): void {
   // As the demuxer will read it: the caller's acceptedAt stands when it gave one (never later than now).
-  const expires = expiresBeforeDue(job, acceptedAtOf(job, acceptedAt));
+  const accepted = acceptedAtOf(job, acceptedAt);
+  const expires = expiredWhenAccepted(job, accepted) ?? expiresBeforeDue(job, accepted);
   if (expires !== undefined) throw new ApiError(400, 'invalid-request', `${prefix}${expires.path}: ${expires.message}`, [{ path: `${prefix}${expires.path}`, message: expires.message }]);
   // Rules for a new job only (newJobIssues): a repost of one accepted before them is its duplicate.
   const issues = newJobIssues(job).map((i) => ({ path: `${prefix}${i.path}`, message: i.message }));
@@ -174,14 +175,18 @@ function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>
   );
 }
 
-/** A publish refused before anything was sent: not connected, RabbitMQ blocking publishers, no queue to route to. */
+/**
+ * A publish refused before anything was sent: not connected, RabbitMQ blocking publishers, left out
+ * of its round by the confirm timeout while it waited behind unconfirmed ones (PublishNotSentError,
+ * a BrokerUnavailableError), no queue to route to.
+ */
 const unsent = (s: PromiseSettledResult<unknown> | undefined): boolean =>
   s?.status === 'rejected' && (s.reason instanceof BrokerUnavailableError || s.reason instanceof UnroutableError);
 
 /**
  * Publish the jobs this request must publish and record the confirmed ones. One RabbitMQ did not
- * confirm keeps its record, unpublished: its message may still arrive (a confirm that timed out, a
- * connection lost after the send), so a DELETE /v1/jobs/:id after the 503 must find the job to
+ * confirm keeps its record, unpublished: its message may still arrive (a confirm that timed out
+ * after the send, a connection lost after it), so a DELETE /v1/jobs/:id after the 503 must find the job to
  * cancel, and a repost must repeat it as it was. A new one refused before it was sent is forgotten,
  * so the caller may correct it. A refusal names each job not confirmed (`issues`, by its path
  * among `all`, the request's jobs), so a caller whose retry is refused (its app disabled since,

@@ -1,6 +1,7 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { derivePushId, sendQueueFor, type PushJobInput, type Registration } from '@herald/contracts';
+import { recordParkedJobs } from './job-parks.ts';
 import { cancelJobFully, toJobStatus, type ScheduledPushInput, type TargetRequest } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { connectBroker, HeraldHeaders, heraldTopology, type Broker, type InboundMessage, type Publisher } from '@herald/messaging';
@@ -97,6 +98,20 @@ describe('demuxer batch parts (DEMUXER_BATCH_USERS)', () => {
     const [row] = await t.db.kysely.selectFrom('scheduled_pushes').select('due_at').where('job_id', '=', job.id).execute();
     expect(row?.due_at.getTime()).toBeGreaterThan(now.getTime());
     expect(row?.due_at.getTime()).toBeLessThanOrEqual(inFive.getTime()); // the device is in UTC (no timezone): today's, not tomorrow's
+  });
+
+  // Before, its row was stamped when the demuxer got to it: two hours late, and retained from then.
+  it("a job that waited in push.jobs records when its publisher's client accepted it, sent or parked", async () => {
+    const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000);
+    const waited = { ...jobFor([1]), acceptedAt: twoHoursAgo.toISOString() };
+    const broken = { ...jobFor([2]), app: 'no-such-app', acceptedAt: twoHoursAgo.toISOString() };
+    const handle = demuxer({});
+    expect(await handle([{ ...message(waited), body: Buffer.from(JSON.stringify(waited)) }])).toEqual([{ kind: 'ack' }]);
+    const parked = await handle([{ ...message(broken), body: Buffer.from(JSON.stringify(broken)) }]);
+    expect(parked).toEqual([expect.objectContaining({ kind: 'park', code: 'unknown-app' })]);
+    await recordParkedJobs(t.db.jobs)({ message: { ...message(broken), body: Buffer.from(JSON.stringify(broken)) }, code: 'unknown-app', reason: 'no app' } as Parameters<ReturnType<typeof recordParkedJobs>>[0]);
+    const rows = await t.db.kysely.selectFrom('jobs').select(['id', 'accepted_at']).where('id', 'in', [waited.id, broken.id]).execute();
+    expect(new Map(rows.map((r) => [r.id, r.accepted_at.toISOString()]))).toEqual(new Map([[waited.id, twoHoursAgo.toISOString()], [broken.id, twoHoursAgo.toISOString()]]));
   });
 });
 

@@ -186,6 +186,7 @@ function demuxEntry({ job, acceptedAt, contentHash }: Accepted, plan: JobPlan): 
     id: job.id,
     app: job.app,
     contentHash,
+    acceptedAt,
     targeted: plan.targeted,
     outcome: plan.label,
     notices: jobNotices(job, acceptedAt),

@@ -61,7 +61,7 @@ export function createParkWrites(logger: Logger, intervalMs = 5_000, max = MAX_K
  * The job a parked message carried, read leniently: a job that broke its contract but still names
  * its id and app is shown as parked in its status. Undefined when there is no job to show it on.
  */
-export function parkedJobOf(body: Buffer): Pick<JobPark, 'id' | 'app' | 'contentHash'> | undefined {
+export function parkedJobOf(body: Buffer): Pick<JobPark, 'id' | 'app' | 'contentHash' | 'acceptedAt'> | undefined {
   const value = jsonObjectOf(body);
   if (value === undefined) return undefined;
   const { id, app } = value;
@@ -70,8 +70,14 @@ export function parkedJobOf(body: Buffer): Pick<JobPark, 'id' | 'app' | 'content
   const storableApp = typeof app === 'string' && app.length > 0 && app.length <= 200 && !app.includes('\u0000');
   if (typeof id !== 'string' || !isJobId(id) || !storableApp) return undefined;
   // A valid job's digest: its park is then not written onto another job's row given the same id.
+  // Its own acceptance stamp, when it has one: the row shows when it was accepted, not parked.
   const job = decodeWith(PushJob, body);
-  return { id, app, ...(job.ok && { contentHash: jobContentHash(job.value) }) };
+  return {
+    id,
+    app,
+    ...(job.ok && { contentHash: jobContentHash(job.value) }),
+    ...(job.ok && job.value.acceptedAt !== undefined && { acceptedAt: new Date(job.value.acceptedAt) }),
+  };
 }
 
 /**

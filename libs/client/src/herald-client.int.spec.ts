@@ -53,6 +53,36 @@ describe('the client library', () => {
     }
   });
 
+  it('refuses a job that had expired when it was accepted (an expiresAt in the past), naming expiresAt, scheduled in the past too; a retry carrying the acceptedAt its first copy got before the expiry is published', async () => {
+    const client = await createHeraldClient({ url: vhost.amqpUrl, logger });
+    try {
+      const hoursAgo = (h: number) => new Date(Date.now() - h * 3_600_000).toISOString();
+      const input = { id: 'expired', app: 'demo', userId: 'u', category: 'news', content: { title: 'Hi' }, expiresAt: hoursAgo(1) };
+      const err = await client.publishPushJob(input).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).issues).toEqual([expect.stringMatching(/^expiresAt: the job had expired when it was accepted/)]);
+      const scheduled = await client.publishPushJob({ ...input, id: 'expired-scheduled', deliverAt: { at: hoursAgo(2) } }).then(() => undefined, (e: unknown) => e);
+      expect((scheduled as ValidationError).issues).toEqual([expect.stringMatching(/^expiresAt: /)]);
+      const firstStamp = hoursAgo(2);
+      expect(await client.publishPushJob({ ...input, id: 'retried', acceptedAt: firstStamp })).toMatchObject({ id: 'retried', acceptedAt: firstStamp });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('names a field in each issue of a refused registration, whole when its message holds "; " (an APNs one carrying Web Push keys)', async () => {
+    const client = await createHeraldClient({ url: vhost.amqpUrl, logger });
+    try {
+      const keys = { p256dh: 'BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM', auth: 'tBHItJI5svbpez7KI4CCXg' };
+      const registration = { kind: 'register' as const, app: 'demo', platform: 'apns' as const, token: 'ab'.repeat(32), userId: 'u', eventAt: new Date().toISOString(), keys };
+      const err = await client.publishRegistration(registration).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).issues).toEqual(['keys: keys belong to a Web Push subscription; an APNs registration has none']);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('refuses a change over maxChangeBytes (64 KiB by default, of its JSON or its diff), as the HTTP API answers it 413, and publishes one within it', async () => {
     const client = await createHeraldClient({ url: vhost.amqpUrl, logger });
     const small = await createHeraldClient({ url: vhost.amqpUrl, logger, maxChangeBytes: 2_048 });

@@ -11,8 +11,8 @@ import {
   PushJob,
   Queues,
   Registration,
-  describeIssues,
   acceptedAtOf,
+  expiredWhenAccepted,
   expiresBeforeDue,
   newJobIssues,
   scheduleProblem,
@@ -23,17 +23,9 @@ import {
 import { createLogger, type Logger } from '@herald/logging';
 import { PublishFailedError, coalescedPublish, connectBroker, type Broker } from '@herald/messaging';
 import type { z } from 'zod';
+import { ValidationError, validate } from './validation.ts';
 
-/** The job or registration failed its contract; nothing was published. `issues` name each field. */
-export class ValidationError extends Error {
-  constructor(
-    what: string,
-    readonly issues: readonly string[],
-  ) {
-    super(`invalid ${what}: ${issues.join('; ')}`);
-    this.name = 'ValidationError';
-  }
-}
+export { ValidationError } from './validation.ts';
 
 export interface HeraldClientOptions {
   /** RabbitMQ URL, including the vhost. */
@@ -50,8 +42,10 @@ export interface HeraldClientOptions {
   /**
    * Longest wait for RabbitMQ's confirm of a publish (default 30,000 ms); past it the call rejects
    * with JobPublishFailedError (a PublishFailedError), and the job may still arrive: publish its
-   * `job` again, the same id and acceptedAt (Herald sends its pushes once). A broker blocking publishers for a memory or disk alarm would
-   * otherwise hold the call for good.
+   * `job` again, the same id and acceptedAt (Herald sends its pushes once). A call that was still
+   * waiting behind earlier publishes RabbitMQ had not confirmed was never sent: it rejects with a
+   * BrokerUnavailableError saying so, and the job may be corrected. A broker blocking publishers for
+   * a memory or disk alarm would otherwise hold the call for good.
    */
   confirmTimeoutMs?: number;
   /**
@@ -104,12 +98,6 @@ export type TopicMemberInput = Omit<TopicMembershipInput, 'kind' | 'subscribed' 
 /** A follow edge without kind and following; eventAt optional (default now). */
 export type FollowEdgeInput = Omit<FollowEventInput, 'kind' | 'following' | 'version' | 'eventAt'> & { eventAt?: string };
 
-function validate<S extends z.ZodType>(schema: S, what: string, value: unknown): z.infer<S> {
-  const result = schema.safeParse(value);
-  if (!result.success) throw new ValidationError(what, describeIssues(result.error).split('; '));
-  return result.data;
-}
-
 /**
  * RabbitMQ did not confirm a job (a nack, a channel closed, no confirm within confirmTimeoutMs): it
  * may still arrive. `job` is the job as published, its `acceptedAt` stamped: publish it again as it
@@ -145,7 +133,8 @@ export async function createHeraldClient(options: HeraldClientOptions): Promise<
       const job = validate(PushJob, 'push job', { ...input, acceptedAt: input.acceptedAt ?? new Date().toISOString() });
       const badSchedule = scheduleProblem(job.deliverAt, new Date(), options.scheduleHorizonDays);
       if (badSchedule !== undefined) throw new ValidationError('push job', [`deliverAt: ${badSchedule}`]);
-      const expires = expiresBeforeDue(job, acceptedAtOf(job, new Date()));
+      const acceptedAt = acceptedAtOf(job, new Date());
+      const expires = expiredWhenAccepted(job, acceptedAt) ?? expiresBeforeDue(job, acceptedAt);
       if (expires !== undefined) throw new ValidationError('push job', [`${expires.path}: ${expires.message}`]);
       const fresh = newJobIssues(job);
       if (fresh.length > 0) throw new ValidationError('push job', fresh.map((i) => `${i.path}: ${i.message}`));

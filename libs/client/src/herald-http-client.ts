@@ -15,10 +15,9 @@ import {
   UserErasureView,
   UserOfApp,
   VapidPublicKeyView,
-  describeIssues,
 } from '@herald/contracts';
 import { z } from 'zod';
-import { ValidationError } from './herald-client.ts';
+import { validate } from './validation.ts';
 
 /** The HTTP API refused the request (4xx) or failed (5xx): its status, error code and the fields it named. */
 export class HeraldApiError extends Error {
@@ -82,12 +81,6 @@ export interface HeraldHttpClient {
 
 /** POST /v1/devices answers 202 { accepted: true }. */
 const Accepted = z.object({ accepted: z.literal(true) });
-
-function validate<S extends z.ZodType>(schema: S, what: string, value: unknown): z.infer<S> {
-  const result = schema.safeParse(value);
-  if (!result.success) throw new ValidationError(what, describeIssues(result.error).split('; '));
-  return result.data;
-}
 
 export function createHeraldHttpClient(options: HeraldHttpClientOptions): HeraldHttpClient {
   const base = options.url.replace(/\/+$/, '');

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeWith, parseWith } from './parse.ts';
 import { expiryAfterDue } from './deliver-at.ts';
 import { DevicePush, derivePushId } from './device-push.ts';
-import { JOB_DIGEST_VERSION, PushJob, expiresBeforeDue, isNowOrNever, jobContentHash, jobExpiry, newJobIssues } from './push-job.ts';
+import { JOB_DIGEST_VERSION, PushJob, expiredWhenAccepted, expiresBeforeDue, isNowOrNever, jobContentHash, jobExpiry, newJobIssues } from './push-job.ts';
 
 const input = { id: 'order-1234-shipped', app: 'shop', category: 'orders', content: { title: 'Shipped', body: 'Your order is on its way' }, userId: 'u-42' };
 const parsed = (value: unknown): PushJob => {
@@ -98,10 +98,44 @@ describe("a VoIP job's expiry", () => {
     expect(pushExpiry(atLocalTime, dueInParis)).toEqual(new Date('2026-12-07T08:10:00Z'));
   });
 
+  it('scheduled an hour ahead without any expiry of its own is refused naming deliverAt.expiresAfter, why and what to give: it has no ttl to lengthen', () => {
+    const inAnHour = voip({ at: new Date(accepted.getTime() + 3_600_000).toISOString() });
+    expect(expiresBeforeDue(inAnHour, accepted)).toEqual({
+      path: 'deliverAt.expiresAfter',
+      message:
+        'the job expires at 2026-12-06T10:01:00.000Z, before it is due (2026-12-06T11:00:00.000Z), so nothing would be delivered: a VoIP push without an expiry of its own is now-or-never (sent within 60 s of acceptance or not at all, as a call that rings hours later is worse than none), so give deliverAt.expiresAfter, how long after it is due it may still ring (e.g. "PT5M")',
+    });
+    // One given ttl: 0 asked for now-or-never itself, and is told of its ttl.
+    expect(expiresBeforeDue(parsed({ ...inAnHour, ttl: 0 }), accepted)).toMatchObject({ path: 'ttl' });
+  });
+
   it('without any expiry of its own is now-or-never: sent within 60 s of acceptance, not stored by the providers', () => {
     for (const job of [voip(), voip({ at: accepted.toISOString() })]) {
       expect(isNowOrNever(job)).toBe(true);
       expect(pushExpiry(job, accepted)).toEqual(new Date('2026-12-06T10:01:00Z'));
     }
+  });
+});
+
+describe('a job that had expired when it was accepted (an expiresAt in the past: a wrong year or UTC offset)', () => {
+  const accepted = new Date('2026-12-06T10:00:00Z');
+  const expiring = (expiresAt: string, over: object = {}) => parsed({ ...input, expiresAt, ...over });
+
+  it('is refused naming expiresAt, scheduled or not: every push would be dropped as expired', () => {
+    expect(expiredWhenAccepted(expiring('2025-12-06T09:00:00Z'), accepted)).toEqual({
+      path: 'expiresAt',
+      message: 'the job had expired when it was accepted (expires 2025-12-06T09:00:00.000Z, accepted 2026-12-06T10:00:00.000Z), so nothing would be delivered: check its date and UTC offset',
+    });
+    // An expiry at the instant of acceptance delivers nothing either.
+    expect(expiredWhenAccepted(expiring('2026-12-06T10:00:00Z'), accepted)).toMatchObject({ path: 'expiresAt' });
+    // Due an hour ago (due at once), expiring half an hour ago: its due time's start is before the expiry, yet nothing goes.
+    expect(expiredWhenAccepted(expiring('2026-12-06T09:30:00Z', { deliverAt: { at: '2026-12-06T09:00:00Z' } }), accepted)).toMatchObject({ path: 'expiresAt' });
+  });
+
+  it('is not a job expiring after its acceptance, nor one whose expiry counts from it (a ttl, now-or-never)', () => {
+    expect(expiredWhenAccepted(expiring('2026-12-06T10:00:00.001Z'), accepted)).toBeUndefined();
+    expect(expiredWhenAccepted(expiring('2026-12-06T10:30:00Z', { deliverAt: { at: '2026-12-06T09:00:00Z' } }), accepted)).toBeUndefined();
+    expect(expiredWhenAccepted(parsed({ ...input, ttl: 0 }), accepted)).toBeUndefined();
+    expect(expiredWhenAccepted(parsed(input), accepted)).toBeUndefined();
   });
 });

@@ -186,8 +186,26 @@ function expiredAfterDue(d: DeliverAt, acceptedAt: Date): string | undefined {
 }
 
 /**
+ * Why a job has expired already when it is accepted (its expiresAt at or before acceptedAt: a wrong
+ * year or UTC offset), or undefined: every push of it would be dropped as expired, nothing delivered,
+ * scheduled or not (a deliverAt in the past is due at once). Only an expiresAt can have passed: a ttl,
+ * and now-or-never's minute, count from acceptance. For the doors, which judge a job as of its
+ * acceptedAt, so a retry carrying it is judged as its first copy was. Not for the demuxer: a job
+ * published over AMQP without acceptedAt is as of each time the demuxer takes it, and one that
+ * expired while it waited in push.jobs is dropped as expired and counted, not parked.
+ */
+export function expiredWhenAccepted(job: Pick<PushJob, 'expiresAt'>, acceptedAt: Date): { path: 'expiresAt'; message: string } | undefined {
+  if (job.expiresAt === undefined || Date.parse(job.expiresAt) > acceptedAt.getTime()) return undefined;
+  return {
+    path: 'expiresAt',
+    message: `the job had expired when it was accepted (expires ${new Date(job.expiresAt).toISOString()}, accepted ${acceptedAt.toISOString()}), so nothing would be delivered: check its date and UTC offset`,
+  };
+}
+
+/**
  * Why a scheduled job would expire before any of its pushes falls due (so nothing at all would be
- * delivered), naming the field that sets the expiry, or undefined. Its ttl counts from acceptance,
+ * delivered), naming the field that sets the expiry (or, for a now-or-never VoIP job, the one that
+ * would: deliverAt.expiresAfter), or undefined. Its ttl counts from acceptance,
  * not from deliverAt: a job for tomorrow with `ttl: 3600` (or `ttl: 0`) would be accepted and then
  * deliver nothing. Decided for an instant, and for a local time on a given date (earliest in the
  * easternmost zone); a local time without a date depends on each device's zone and is not judged.
@@ -202,14 +220,25 @@ export function expiresBeforeDue(job: PushJob, acceptedAt: Date): { path: 'ttl' 
   const earliest = 'at' in d ? Date.parse(d.at) : d.date === undefined ? undefined : localTimeBounds({ localTime: d.localTime, date: d.date }).earliest;
   const expiry = jobExpiry(job, acceptedAt);
   if (earliest === undefined || expiry === undefined || expiry.getTime() > earliest) return undefined;
-  const byExpiresAt = job.expiresAt !== undefined && Date.parse(job.expiresAt) === expiry.getTime();
   const due = 'at' in d ? d.at : `${d.date} ${d.localTime} local time`;
-  return {
-    path: byExpiresAt ? 'expiresAt' : 'ttl',
-    message: `the job expires at ${expiry.toISOString()}, before it is due (${due}), so nothing would be delivered: ${
-      byExpiresAt ? 'give an expiresAt after deliverAt' : 'ttl counts from acceptance, so give one longer than the wait (or an expiresAt after deliverAt)'
-    }`,
-  };
+  const { path, fix } = earlyExpiryFix(job, expiry);
+  return { path, message: `the job expires at ${expiry.toISOString()}, before it is due (${due}), so nothing would be delivered: ${fix}` };
+}
+
+/**
+ * The field that sets a scheduled job's expiry before it is due, and what to give instead. A VoIP
+ * job with no expiry of its own has no ttl to lengthen: it is now-or-never (isNowOrNever), and what
+ * lets it wait for its due time is deliverAt.expiresAfter.
+ */
+function earlyExpiryFix(job: PushJob, expiry: Date): { path: 'ttl' | 'expiresAt' | 'deliverAt.expiresAfter'; fix: string } {
+  if (job.expiresAt !== undefined && Date.parse(job.expiresAt) === expiry.getTime()) return { path: 'expiresAt', fix: 'give an expiresAt after deliverAt' };
+  if (isNowOrNever(job) && job.ttl === undefined) {
+    return {
+      path: 'deliverAt.expiresAfter',
+      fix: `a VoIP push without an expiry of its own is now-or-never (sent within ${NOW_OR_NEVER_GRACE_S} s of acceptance or not at all, as a call that rings hours later is worse than none), so give deliverAt.expiresAfter, how long after it is due it may still ring (e.g. "PT5M")`,
+    };
+  }
+  return { path: 'ttl', fix: 'ttl counts from acceptance, so give one longer than the wait (or an expiresAt after deliverAt)' };
 }
 
 /** newContentIssues of a job, paths from the job ("content.data.collapse_key"): what its doors refuse of a new job. */

@@ -84,6 +84,17 @@ describe('fan-out checkpoints', () => {
     expect((await status(job)).notices).toEqual(notices);
   });
 
+  // Before, its row was stamped when the demuxer started the fan-out: late by the job's wait in push.jobs, and retained from then.
+  it("records when the job was accepted, never ahead of now", async () => {
+    const [waited, ahead] = [randomUUID(), randomUUID()];
+    const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000);
+    await fanouts.start({ jobId: waited, app: 'demo', audience: { topic: 'news' }, job: { id: waited }, acceptedAt: twoHoursAgo, size: 1, exact: true });
+    await fanouts.start({ jobId: ahead, app: 'demo', audience: { topic: 'news' }, job: { id: ahead }, acceptedAt: new Date(Date.now() + 3_600_000), size: 1, exact: true });
+    const acceptedAt = async (id: string) => (await t.db.kysely.selectFrom('jobs').select('accepted_at').where('id', '=', id).executeTakeFirstOrThrow()).accepted_at.getTime();
+    expect(await acceptedAt(waited)).toBe(twoHoursAgo.getTime());
+    expect(await acceptedAt(ahead)).toBeLessThanOrEqual(Date.now());
+  });
+
   it('a redelivered task cannot fork the chain: the first link wins, and only it creates the next chunk', async () => {
     const job = randomUUID();
     await begin(job);

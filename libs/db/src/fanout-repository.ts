@@ -14,6 +14,7 @@ export interface FanoutStart {
   audience: object;
   /** The validated PushJob: chunk tasks read it from here. */
   job: object;
+  /** When the job was accepted (acceptedAtOf): a new jobs row's accepted_at, never ahead of now, as recordDemux writes it. */
   acceptedAt: Date;
   size: number;
   exact: boolean;
@@ -296,8 +297,9 @@ async function start(db: Kysely<HeraldTables>, f: FanoutStart): Promise<FanoutSt
     // read here) or waits and then cancels the fan-out made here. A row another job holds (another
     // app's, or recorded with other content) is left as it is: this job is told so, nothing made.
     const { rows: job } = await sql<{ cancelled: boolean }>`
-      insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, no_device, notices, content_hash)
-      values (${f.jobId}, ${f.app}, now(), 0, 'fanned-out', now(), 0, ${[...(f.notices ?? [])]}::text[], ${f.contentHash ?? null})
+      insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, no_device, notices, content_hash, accepted_at)
+      values (${f.jobId}, ${f.app}, now(), 0, 'fanned-out', now(), 0, ${[...(f.notices ?? [])]}::text[], ${f.contentHash ?? null},
+        least(${f.acceptedAt.toISOString()}::timestamptz, now()))
       on conflict (id) do update set targeted = coalesce(jobs.targeted, 0), no_device = coalesce(jobs.no_device, 0),
         demux_outcome = 'fanned-out', demux_reason = null, demuxed_at = now(), published_at = coalesce(jobs.published_at, now()),
         notices = excluded.notices, ${OWN_JOB_ROW_SET}

@@ -106,6 +106,26 @@ describe('job records', () => {
     expect(await t.db.jobs.get(id)).toMatchObject({ demuxOutcome: 'parked: schema', demuxReason: 'schema violation: content.data: Unrecognized key: "k\ufffd"' });
   });
 
+  it("writes a new row's acceptedAt as the job's (one that waited in push.jobs, demuxed or parked), never ahead of now; a row the API's accept wrote keeps its own", async () => {
+    const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000);
+    const [waited, parked, ahead, unstamped, posted] = [randomUUID(), randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const demuxed = (id: string, acceptedAt?: Date) => ({ id, app: 'demo', targeted: 1, outcome: 'fanned-out', ...(acceptedAt !== undefined && { acceptedAt }) });
+    await t.db.jobs.accept([{ id: posted, app: 'demo', team: 't' }]);
+    const postedAt = (await t.db.jobs.get(posted))?.acceptedAt;
+    const before = Date.now();
+    await t.db.jobs.recordDemux([demuxed(waited, twoHoursAgo), demuxed(ahead, new Date(Date.now() + 3_600_000)), demuxed(unstamped), demuxed(posted, twoHoursAgo)]);
+    await t.db.jobs.recordJobParks([{ id: parked, app: 'demo', code: 'app-disabled', reason: 'app "demo" is disabled', acceptedAt: twoHoursAgo }]);
+    const acceptedAt = async (id: string) => (await t.db.jobs.get(id))?.acceptedAt.getTime() ?? Number.NaN;
+    expect(await acceptedAt(waited)).toBe(twoHoursAgo.getTime());
+    expect(await acceptedAt(parked)).toBe(twoHoursAgo.getTime());
+    // A producer's clock running ahead, and a job without acceptedAt: when the demuxer recorded it.
+    for (const id of [ahead, unstamped]) {
+      expect(await acceptedAt(id)).toBeGreaterThanOrEqual(before - 1_000);
+      expect(await acceptedAt(id)).toBeLessThanOrEqual(Date.now());
+    }
+    expect(await acceptedAt(posted)).toBe(postedAt?.getTime());
+  });
+
   it('accepts a single id once, through the same check as a batch', async () => {
     const id = randomUUID();
     expect(await t.db.jobs.accept([{ id, app: 'demo', team: 't' }])).toEqual(new Map([[id, { kind: 'new' }]]));

@@ -119,7 +119,20 @@ export interface DemuxEntry {
   dead?: readonly PushOutcomeEntry[];
   /** jobContentHash of the job as the demuxer read it: kept with the row, so another job given the same id is told apart. */
   contentHash?: Buffer;
+  /** When the job was accepted (acceptedAtOf): a new row's accepted_at (ACCEPTED_AT); without it, now. */
+  acceptedAt?: Date;
 }
+
+/**
+ * A new jobs row's accepted_at, of the given one (`i.accepted_at`): when the job was accepted, as
+ * acceptedAtOf (@herald/contracts) reads it, the client library's stamp for a job published over
+ * AMQP, not when the demuxer got to it: one that waited two hours in push.jobs shows when it was
+ * accepted, JOB_RETENTION_DAYS counts from then, and its notices' times line up with it. Never
+ * later than now (PostgreSQL's clock, the column's default: a producer's clock running ahead does
+ * not move it into the future); none given (least() passes over a null), now. A row the API's
+ * accept wrote keeps its own.
+ */
+const ACCEPTED_AT = sql.raw('least(i.accepted_at, now())');
 
 /**
  * What recordDemux found: the jobs cancelled while they waited in push.jobs, and the jobs whose id
@@ -188,6 +201,8 @@ export interface JobPark {
   reason: string;
   /** jobContentHash, when the parked body is a valid job: a park is not written onto another job's row. */
   contentHash?: Buffer;
+  /** When the job was accepted (acceptedAtOf), when the parked body is a valid job: a new row's accepted_at (ACCEPTED_AT); without it, now. */
+  acceptedAt?: Date;
 }
 
 /** A job id as the HTTP API records it: whose it is, and a digest of its content (jobContentHash). */
@@ -355,11 +370,11 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
       const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
       // Not onto another job's row (another app's, or other content, given an id it holds).
       await sql`
-        insert into jobs (id, app, published_at, targeted, demux_outcome, demux_reason, demuxed_at, content_hash)
-        select i.id, i.app, now(), 0, 'parked: ' || i.code, i.reason, now(), i.content_hash
+        insert into jobs (id, app, published_at, targeted, demux_outcome, demux_reason, demuxed_at, content_hash, accepted_at)
+        select i.id, i.app, now(), 0, 'parked: ' || i.code, i.reason, now(), i.content_hash, ${ACCEPTED_AT}
         from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.code)}::text[], ${rows.map((r) => storableCopy(r.reason))}::text[],
-          ${rows.map((r) => r.contentHash ?? null)}::bytea[])
-          as i(id, app, code, reason, content_hash)
+          ${rows.map((r) => r.contentHash ?? null)}::bytea[], ${rows.map((r) => r.acceptedAt ?? null)}::timestamptz[])
+          as i(id, app, code, reason, content_hash, accepted_at)
         order by i.id
         on conflict (id) do update set targeted = coalesce(jobs.targeted, 0), demux_outcome = excluded.demux_outcome, demux_reason = excluded.demux_reason,
           demuxed_at = now(), published_at = coalesce(jobs.published_at, now()), ${OWN_JOB_ROW_SET}
@@ -410,12 +425,12 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
   // not returned: the job given its id again is told so (recorded), nothing of it written.
   const upsertJobs = sql<{ id: string; cancelled: boolean }>`
       with upserted as (
-        insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device, content_hash)
-        select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}'), i.no_device, i.content_hash
+        insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device, content_hash, accepted_at)
+        select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}'), i.no_device, i.content_hash, ${ACCEPTED_AT}
         from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.targeted)}::int[], ${rows.map((r) => r.outcome)}::text[],
           ${rows.map((r) => (r.notices !== undefined && r.notices.length > 0 ? r.notices.join('\n') : null))}::text[], ${rows.map((r) => r.noDevice ?? 0)}::int[],
-          ${rows.map((r) => r.contentHash ?? null)}::bytea[])
-          as i(id, app, targeted, outcome, notices, no_device, content_hash)
+          ${rows.map((r) => r.contentHash ?? null)}::bytea[], ${rows.map((r) => r.acceptedAt ?? null)}::timestamptz[])
+          as i(id, app, targeted, outcome, notices, no_device, content_hash, accepted_at)
         order by i.id
         on conflict (id) do update set targeted = greatest(jobs.targeted, excluded.targeted),
           no_device = least(jobs.no_device, excluded.no_device),

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '@herald/testing';
-import { coalescedPublish } from './coalesced-publish.ts';
-import { UnroutableError } from './errors.ts';
+import { createTestVhost, startTcpProxyFor, waitFor, type TcpProxy, type TestVhost } from '@herald/testing';
+import { connectBroker } from './broker.ts';
+import { PublishNotSentError, coalescedPublish } from './coalesced-publish.ts';
+import { BrokerUnavailableError, PublishFailedError, UnroutableError } from './errors.ts';
 import { PACKED_CONTENT_TYPE } from './pack.ts';
-import { recordingHandler, startTestBroker, takeMessage, waitForMessage, type TestBroker } from './test-helpers.ts';
+import { recordingHandler, silentLogger, startTestBroker, takeAllWithin, takeMessage, waitForMessage, type TestBroker } from './test-helpers.ts';
 import { workQueueTopology } from './topology.ts';
-import type { InboundMessage, OutboundMessage } from './types.ts';
+import type { Broker, InboundMessage, OutboundMessage } from './types.ts';
 
 describe('coalescedPublish: concurrent calls share AMQP messages, each settled by its own', () => {
   let t: TestBroker;
@@ -81,5 +82,49 @@ describe('coalescedPublish: concurrent calls share AMQP messages, each settled b
     await consumer.stop(1000);
     expect(h.seen.map(idOf)).toEqual(['ok0', 'ok1']);
     expect(await takeMessage(t.vhost.amqpUrl, queue)).toBe(false);
+  });
+});
+
+describe('coalescedPublish in front of a broker that stops answering (callTimeoutMs)', () => {
+  let vhost: TestVhost;
+  let proxy: TcpProxy;
+  let broker: Broker;
+  const call = (id: string): OutboundMessage => ({ exchange: 'cps.exchange', routingKey: 'cps.work', body: { id }, messageId: id });
+  beforeAll(async () => {
+    vhost = await createTestVhost('msg-coalesced-stall');
+    proxy = await startTcpProxyFor(vhost.amqpUrl);
+    broker = await connectBroker({ url: proxy.urlFor(vhost.amqpUrl), logger: silentLogger, connectionName: `${vhost.name}-stall` });
+    await broker.applyTopology(workQueueTopology('cps.work', 'cps.exchange'));
+  });
+  afterAll(async () => {
+    proxy.thaw();
+    await broker.close();
+    await proxy.close();
+    await vhost.delete();
+  });
+
+  it('rejects a call its timeout left out of its round as not sent (a BrokerUnavailableError), one whose round started as unconfirmed: only that one arrives', async () => {
+    const publish = coalescedPublish(broker.publisher, { callTimeoutMs: 300 });
+    await publish(call('warm'));
+    proxy.freeze();
+    let settled: PromiseSettledResult<void>[];
+    try {
+      const sent = publish(call('sent'));
+      // Its round starts at the end of this turn and gets no confirm; a call made after it waits behind it.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      settled = await Promise.allSettled([sent, publish(call('waiting'))]);
+    } finally {
+      proxy.thaw();
+    }
+    const [sent, waiting] = settled.map((s) => (s.status === 'rejected' ? (s.reason as Error) : undefined));
+    expect(sent).toBeInstanceOf(PublishFailedError);
+    expect(sent?.message).toMatch(/not confirmed: no confirm within 300 ms .*the message may still arrive/);
+    expect(waiting).toBeInstanceOf(PublishNotSentError);
+    expect(waiting).toBeInstanceOf(BrokerUnavailableError);
+    expect(waiting?.message).toMatch(/not sent: .*it was left out, nothing of it will arrive/);
+    // A call after the thaw goes once the stalled round ended: the left-out call was not sent meanwhile.
+    await publish(call('after'));
+    const ids = (await takeAllWithin(vhost.amqpUrl, 'cps.work', 500)).map((body) => (JSON.parse(body) as { id: string }).id);
+    expect(ids).toEqual(['warm', 'sent', 'after']);
   });
 });

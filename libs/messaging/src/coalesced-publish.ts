@@ -1,5 +1,5 @@
 import { Batcher } from './batcher.ts';
-import { PublishFailedError } from './errors.ts';
+import { BrokerUnavailableError, PublishFailedError } from './errors.ts';
 import type { EachPublisher, OutboundMessage } from './types.ts';
 
 /** Jobs one RabbitMQ message carries when published at once (ADR 0018): coalescedPublish's default, and so the client's and the API's (JOB_PACK_SIZE). */
@@ -19,8 +19,8 @@ export interface CoalescedPublishOptions {
    * Longest a call may wait for its confirm, counted from the call, not from its round (default:
    * none). With rounds one at a time and a broker that does not confirm, calls queued behind a
    * round waited for it first: the Nth round's calls N times the publisher's deadline. A call
-   * past it is rejected with PublishFailedError (its message may still arrive) and, if its round
-   * has not started, left out of it.
+   * past it whose round had started is rejected with PublishFailedError (its message may still
+   * arrive); one whose round had not is left out of it and rejected with PublishNotSentError.
    */
   callTimeoutMs?: number;
 }
@@ -28,11 +28,23 @@ export interface CoalescedPublishOptions {
 /** With maxInFlight > 1: how long a call made while a round awaits its confirms may wait for more to join it. */
 const MORE_WAIT_MS = 5;
 
+/**
+ * A call callTimeoutMs rejected before its round started: it waited behind rounds RabbitMQ had not
+ * confirmed and was left out, so nothing of it was sent. A BrokerUnavailableError (the publish was
+ * not attempted), so its caller treats it as one refused while the broker blocks publishers: the
+ * HTTP API frees the job's id for a corrected repost, the client library says it was not sent.
+ */
+export class PublishNotSentError extends BrokerUnavailableError {
+  override name = 'PublishNotSentError';
+}
+
 interface Call {
   msg: OutboundMessage;
   resolve: () => void;
   reject: (err: unknown) => void;
-  /** Rejected by callTimeoutMs before its round settled it. */
+  /** Its round started: its message was handed to the publisher, and may arrive whatever happens next. */
+  started?: boolean;
+  /** Rejected by callTimeoutMs before its round started: left out of it. */
   expired?: boolean;
 }
 
@@ -67,8 +79,16 @@ export function coalescedPublish(publisher: EachPublisher, options: CoalescedPub
         },
       };
       const timer = setTimeout(() => {
+        if (call.started === true) {
+          reject(new PublishFailedError(`publish to "${msg.exchange}" not confirmed: no confirm within ${timeoutMs} ms (waiting for RabbitMQ); the message may still arrive, publish it again with the same id`));
+          return;
+        }
         call.expired = true;
-        reject(new PublishFailedError(`publish to "${msg.exchange}" not confirmed: no confirm within ${timeoutMs} ms (waiting behind earlier publishes or for RabbitMQ); the message may still arrive, publish it again with the same id`));
+        reject(
+          new PublishNotSentError(
+            `publish to "${msg.exchange}" not sent: no confirm within ${timeoutMs} ms, still waiting behind earlier publishes RabbitMQ had not confirmed; it was left out, nothing of it will arrive: publish it again, corrected if need be`,
+          ),
+        );
       }, timeoutMs);
       batcher.add(call);
     });
@@ -78,6 +98,7 @@ export function coalescedPublish(publisher: EachPublisher, options: CoalescedPub
 async function publishRound(publisher: EachPublisher, queued: readonly Call[], packMax: number): Promise<void> {
   const calls = queued.filter((c) => c.expired !== true);
   if (calls.length === 0) return;
+  for (const c of calls) c.started = true;
   let results: PromiseSettledResult<void>[];
   try {
     results = await publisher.publishEach(calls.map((c) => c.msg), { packMax });

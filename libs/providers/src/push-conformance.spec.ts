@@ -212,6 +212,12 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     expect(jobNotices({ expiresAt: '2025-06-02T21:00:01Z', content, deliverAt: dated }, accepted)).toEqual([]);
     expect(jobNotices({ content, deliverAt: dated }, accepted)).toEqual([]);
   });
+
+  it('says nothing of zones for a job expired when accepted (a duplicate answered after its expiry): no zone gets it', () => {
+    const content = { title: 't' };
+    expect(jobNotices({ expiresAt: '2025-12-31T23:00:00Z', content, deliverAt: { localTime: '09:00' } }, NOW)).toEqual([]);
+    expect(jobNotices({ expiresAt: '2026-01-01T00:00:00Z', content, deliverAt: { localTime: '09:00', date: '2026-01-01' } }, NOW)).toEqual([]);
+  });
 });
 
 describe("entryConformanceIssues: a new job's rules where it enters, beyond every push's", () => {

@@ -208,9 +208,11 @@ const DAY_MS = 86_400_000;
  * on a date, up to 26 hours after the easternmost zone's (the westernmost, UTC−12). An expiry
  * before the latest of them (a ttl counts from acceptance) drops the pushes of every device whose
  * local time comes after it, as expired, behind a 202. Said, not refused: some zones do get it
- * (expiresBeforeDue refuses a job none would). The advice is 25 hours: the day the clocks go back
- * is 25 hours long, and a ttl of one day then misses the zones where it does (not said for every
- * job of one day's ttl, which the rest of the year reaches every zone).
+ * (expiresBeforeDue refuses a job none would). Not said of a job expired when accepted (a repost
+ * answered as its duplicate after its expiry; one without acceptedAt the demuxer takes after it):
+ * no zone gets it. The advice is 25 hours: the day the clocks go back is 25 hours long, and a ttl
+ * of one day then misses the zones where it does (not said for every job of one day's ttl, which
+ * the rest of the year reaches every zone).
  */
 function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content' | 'deliverAt'>, acceptedAt: Date): string | undefined {
   const d = job.deliverAt;
@@ -218,7 +220,7 @@ function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content
   const expiry = jobExpiry(job, acceptedAt);
   const latest = d.date === undefined ? acceptedAt.getTime() + DAY_MS : localTimeBounds({ localTime: d.localTime, date: d.date }).latest;
   // A push due at its expiry is dropped (schedule-split.ts): on a date, the expiry must come after the last zone's time.
-  if (expiry === undefined || (d.date === undefined ? expiry.getTime() >= latest : expiry.getTime() > latest)) return undefined;
+  if (expiry === undefined || expiry <= acceptedAt || (d.date === undefined ? expiry.getTime() >= latest : expiry.getTime() > latest)) return undefined;
   const at = expiry.getTime();
   const by =
     job.expiresAt !== undefined && Date.parse(job.expiresAt) === at
