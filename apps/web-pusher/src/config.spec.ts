@@ -19,4 +19,12 @@ describe('web-pusher settings', () => {
     expect(problems({ WEB_PUSH_VAPID_SUBJECT: 'mailto:ops@example.com' })).toEqual([]);
     expect(loadConfig(webPusherConfig, { WEB_PUSH_VAPID_SUBJECT: ' https://example.com/contact ' }).WEB_PUSH_VAPID_SUBJECT).toBe('https://example.com/contact');
   });
+
+  // A push service of the operator's own on a private network; any other private address is refused at connect (SSRF).
+  it('takes WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES as addresses and CIDR ranges, and names an entry that is neither', () => {
+    expect(loadConfig(webPusherConfig, {}).WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES).toEqual([]);
+    expect(loadConfig(webPusherConfig, { WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES: ' 10.20.0.0/16, fd00::/8,192.168.7.7 ' }).WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES).toEqual(['10.20.0.0/16', 'fd00::/8', '192.168.7.7']);
+    expect(problems({ WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES: '10.0.0.0/8,push.internal' })).toEqual([expect.stringMatching(/^WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES .*"push\.internal" is not an IP address or CIDR range/)]);
+    expect(problems({ WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES: '10.0.0.0/40' })).toEqual([expect.stringMatching(/^WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES .*prefix length must be 0 to 32/)]);
+  });
 });

@@ -1,5 +1,5 @@
 import { bool, int, type VarSpec } from '@herald/config';
-import { UNREACHABLE_SUBJECT, vapidSubjectProblem } from '@herald/contracts';
+import { addressRange, UNREACHABLE_SUBJECT, vapidSubjectProblem } from '@herald/contracts';
 import { deschedulerConfig, proxyUrlVar, pusherConfig } from '@herald/delivery';
 
 /** An optional base64url key of `bytes` bytes (unset or empty: undefined). */
@@ -35,6 +35,22 @@ const subjectVar: VarSpec<string | undefined> = {
   },
 };
 
+/**
+ * Addresses and CIDR ranges that are not public which push services may resolve to: a push service
+ * of the operator's own on a private network. Every other endpoint that is, or resolves only to,
+ * such an address is refused (SSRF: an allowed host name pointed at 127.0.0.1 or a metadata service).
+ */
+const privateAddressesVar: VarSpec<readonly string[]> = {
+  description:
+    'Comma-separated addresses or CIDR ranges that are not public (10.20.0.0/16, fd00::/8) which push services may resolve to: a push service of your own on a private network. Empty: push services are reached at public addresses only (the sandbox\'s trusted origin aside); through WEB_PUSH_PROXY_URL the proxy resolves names and must refuse private ones itself',
+  default: '',
+  parse: (raw) => {
+    const entries = raw.split(',').map((e) => e.trim()).filter((e) => e.length > 0);
+    for (const entry of entries) addressRange(entry);
+    return entries;
+  },
+};
+
 /** Why WEB_PUSH_VAPID_SUBJECT will be refused by Apple's push service (logged at start), if it will. */
 export const subjectWarning = (subject: string | undefined): string | undefined =>
   subject === undefined ? undefined : vapidSubjectProblem(subject);
@@ -51,6 +67,7 @@ export const webPusherConfig = {
   WEB_PUSH_VAPID_PRIVATE_KEY: vapidKeyVar('VAPID private key for apps without their own (32 bytes, base64url)', 32, true),
   WEB_PUSH_VAPID_SUBJECT: subjectVar,
   WEB_PUSH_PROXY_URL: proxyUrlVar('HTTP CONNECT egress proxy for push services: http://[user:password@]host:port'),
+  WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES: privateAddressesVar,
   WEB_PUSH_TRUST_SANDBOX: bool("Trust the local sandbox's certificate for the sandbox's Web Push origin only (sandbox.json); false in production", { default: 'true' }),
   WEB_PUSH_REQUEST_TIMEOUT_MS: int('Per-request timeout for push services', { default: '5000', min: 100 }),
 } as const;

@@ -15,4 +15,9 @@ describe("the web-pusher's own provider", () => {
     expect(settings.vapid).toBeUndefined();
     expect((await webSettings(loadConfig(webPusherConfig, {}))).processVapid).toBeUndefined();
   });
+
+  it('connects to the private ranges WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES names, and no others', async () => {
+    expect((await webSettings(loadConfig(webPusherConfig, { WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES: '10.20.0.0/16' }))).privateAddresses).toEqual(['10.20.0.0/16']);
+    expect((await webSettings(loadConfig(webPusherConfig, {}))).privateAddresses).toEqual([]);
+  });
 });

@@ -11,6 +11,11 @@ type Config = ConfigOf<typeof webPusherConfig>;
  */
 export async function webSettings(config: Config): Promise<WebPushSettings> {
   const vapid = processVapid(config);
-  const connection = await webConnection({ sandboxStateDir: config.SANDBOX_STATE_DIR, webTrustSandbox: config.WEB_PUSH_TRUST_SANDBOX, proxyUrl: config.WEB_PUSH_PROXY_URL });
+  const connection = await webConnection({
+    sandboxStateDir: config.SANDBOX_STATE_DIR,
+    webTrustSandbox: config.WEB_PUSH_TRUST_SANDBOX,
+    webPrivateAddresses: config.WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES,
+    proxyUrl: config.WEB_PUSH_PROXY_URL,
+  });
   return { ...connection, ...(vapid !== undefined && { processVapid: vapid }), requestTimeoutMs: config.WEB_PUSH_REQUEST_TIMEOUT_MS };
 }

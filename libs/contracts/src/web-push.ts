@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 /**
@@ -99,6 +100,28 @@ export function hostAllowed(host: string, allowed: readonly string[]): boolean {
     const e = entry.toLowerCase();
     return e.startsWith('*.') ? h.endsWith(e.slice(1)) : h === e;
   });
+}
+
+/** An IP address range: `network`/`prefix`, as node:net's BlockList.addSubnet takes it. */
+export interface AddressRange {
+  network: string;
+  prefix: number;
+  family: 'ipv4' | 'ipv6';
+}
+
+/**
+ * An address ("10.20.0.7") or CIDR range ("10.20.0.0/16", "fd00::/8") as an operator lists the
+ * non-public addresses push services may resolve to (WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES); throws
+ * naming the entry when it is neither.
+ */
+export function addressRange(entry: string): AddressRange {
+  const [network = '', bits, ...rest] = entry.trim().split('/');
+  const version = isIP(network);
+  if (version === 0 || rest.length > 0) throw new Error(`"${entry}" is not an IP address or CIDR range (such as 10.20.0.0/16 or fd00::/8)`);
+  const max = version === 4 ? 32 : 128;
+  const prefix = bits === undefined ? max : /^\d{1,3}$/.test(bits) ? Number(bits) : Number.NaN;
+  if (!(prefix >= 0 && prefix <= max)) throw new Error(`"${entry}": the prefix length must be 0 to ${max}`);
+  return { network, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
 }
 
 /** RFC 8030 §5.4: a Topic is at most 32 characters of the URL-safe base64 alphabet. */

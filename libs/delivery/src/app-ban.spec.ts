@@ -19,6 +19,8 @@ describe('app bans', () => {
     expect(isCredentialFailure({ kind: 'permanent', reason: 'VapidUnauthorized: the push service refused the VAPID JWT (HTTP 401)' })).toBe(true);
     expect(isCredentialFailure({ kind: 'permanent', reason: 'no-vapid-keys: app "x" has no VAPID keys' })).toBe(true);
     expect(isCredentialFailure({ kind: 'permanent', reason: 'VapidKeyMismatch: the subscription belongs to another application server key (HTTP 403)' })).toBe(false);
+    // An endpoint pointing into the deployment's network is that subscription's, not the app's credentials.
+    expect(isCredentialFailure({ kind: 'permanent', reason: 'endpoint-address-refused: push.example.com resolves to 10.0.0.5, not a public address' })).toBe(false);
     // A 403 is the app's when it says the JWT is bad (Apple's push service, FCM's), one subscription's otherwise.
     expect(isCredentialFailure(classifyWebPushAnswer({ status: 403, body: '{"reason":"BadJwtToken"}' }))).toBe(true);
     expect(isCredentialFailure(classifyWebPushAnswer({ status: 403, body: 'invalid JWT provided' }))).toBe(true);
@@ -79,6 +81,43 @@ describe('app bans', () => {
     for (let i = 0; i < 3; i++) bans.observe('a', bad, rotated);
     expect(bans.banned('a', third)).toBeUndefined();
     expect(await registry.getSingleMetricAsString('herald_app_banned')).toMatch(/herald_app_banned\{app="a"\} 0/);
+  });
+
+  // Mozilla's push service refusing the app's JWT parked its pushes to Chrome's and Apple's too, which take it.
+  it("bans a Web Push service's refusals of the VAPID JWT at that push service only, with its own gauge series and alarm; other credential failures ban the app", async () => {
+    let t = 0;
+    const spy = createLogger({ service: 'spec', level: 'silent', format: 'json' });
+    const errors = vi.spyOn(spy, 'error');
+    const registry = new Registry();
+    const bans = createAppBans({ threshold: 2, windowMs: 60_000, cooldownMs: 300_000 }, spy, registry, () => t);
+    const settings = settingsKeyOf({ id: 'a', updatedAt: new Date(1000), credentialsVersion: 3 });
+    const refused = classifyWebPushAnswer({ status: 401, body: 'VAPID JWT invalid' });
+    const [mozilla, fcm] = ['updates.push.services.mozilla.com', 'fcm.googleapis.com'];
+    // One refusal at each: two push services' answers do not add up.
+    bans.observe('a', refused, settings, mozilla);
+    bans.observe('a', refused, settings, fcm);
+    expect(bans.banned('a', settings, mozilla)).toBeUndefined();
+    bans.observe('a', refused, settings, mozilla);
+    expect(bans.banned('a', settings, mozilla)).toEqual({ until: new Date(300_000), reason: refused.kind === 'permanent' ? refused.reason : '', service: mozilla });
+    expect(bans.banned('a', settings, fcm)).toBeUndefined();
+    expect(bans.banned('a', settings)).toBeUndefined();
+    expect(await registry.getSingleMetricAsString('herald_app_banned')).toMatch(new RegExp(`herald_app_banned\\{app="a",service="${mozilla.replace(/\./g, '\\.')}"\\} 1`));
+    expect(await registry.getSingleMetricAsString('herald_app_banned')).not.toMatch(/herald_app_banned\{app="a"\} 1/);
+    expect(errors.mock.calls).toEqual([[expect.objectContaining({ alarm: 'app-banned', app: 'a', service: mozilla }), expect.stringMatching(`^app banned at push service ${mozilla}: `)]]);
+    // A change of the app ends it, as an app's ban.
+    const changed = settingsKeyOf({ id: 'a', updatedAt: new Date(2000), credentialsVersion: 4 });
+    t = 1000;
+    expect(bans.banned('a', changed, mozilla)).toBeUndefined();
+    expect(await registry.getSingleMetricAsString('herald_app_banned')).toMatch(new RegExp(`herald_app_banned\\{app="a",service="${mozilla.replace(/\./g, '\\.')}"\\} 0`));
+    // No keys at all, or credentials that cannot be loaded, fail at every push service: the app's ban, whatever the push went to.
+    const b = settingsKeyOf({ id: 'b', updatedAt: new Date(1000) });
+    for (let i = 0; i < 2; i++) bans.observe('b', { kind: 'permanent', reason: 'no-vapid-keys: app "b" has no VAPID keys' }, b, mozilla);
+    expect(bans.banned('b', b, fcm)).toMatchObject({ reason: expect.stringMatching(/^no-vapid-keys/) as unknown });
+    expect(bans.banned('b', b)).not.toHaveProperty('service');
+    // APNs and FCM credential failures name no push service: the app's, as before.
+    const c = settingsKeyOf({ id: 'c', updatedAt: new Date(1000) });
+    for (let i = 0; i < 2; i++) bans.observe('c', bad, c);
+    expect(bans.banned('c', c, fcm)).toBeDefined();
   });
 
   it('ignores delivered pushes and non-credential failures', () => {

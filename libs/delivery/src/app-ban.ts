@@ -24,6 +24,15 @@ const CREDENTIAL_OR_TOPIC = new Set([
   'VapidUnauthorized', 'no-vapid-keys',
 ]);
 
+/**
+ * Credential failures that are one push service's, not the app's everywhere: a Web Push service
+ * refused the app's VAPID JWT. Another may take the same key and subject (Apple's refuses a subject
+ * that Chrome's and Mozilla's take), so they ban the app at that push service only, and its pushes
+ * to the others go on. Having no VAPID keys at all, or credentials that cannot be loaded, fail at
+ * every push service alike: the app's.
+ */
+const PER_PUSH_SERVICE = new Set(['VapidUnauthorized']);
+
 /** A reason's leading code: the text before its first ':' (all of it when it has none). */
 const leadingCode = (reason: string): string => {
   const colon = reason.indexOf(':');
@@ -43,15 +52,20 @@ export interface AppBanSettings {
 
 export interface AppBans {
   /**
-   * The ban in force for this app, if any. With the app's present `settings` (settingsKeyOf), a ban
-   * made under other settings ends here: the app was changed since (updated_at moves on any
-   * change: credentials, topic, endpoint, enabling it), which may be the fix the ban asks for, so
-   * pushes replayed after a rotation are sent rather than parked again. A change that fixed nothing
-   * costs one more threshold of failures.
+   * The ban in force for this app, if any: of the app, or of the app at `service`, the push service
+   * a Web Push goes to (pushServiceOf), when given. With the app's present `settings`
+   * (settingsKeyOf), a ban made under other settings ends here: the app was changed since
+   * (updated_at moves on any change: credentials, topic, endpoint, enabling it), which may be the
+   * fix the ban asks for, so pushes replayed after a rotation are sent rather than parked again. A
+   * change that fixed nothing costs one more threshold of failures.
    */
-  banned(app: string, settings?: string): { until: Date; reason: string } | undefined;
-  /** Count a send result under the app's `settings`; a credential or topic failure may start a ban (failures under earlier settings do not count). */
-  observe(app: string, result: SendResult, settings?: string): void;
+  banned(app: string, settings?: string, service?: string): { until: Date; reason: string; service?: string } | undefined;
+  /**
+   * Count a send result under the app's `settings`; a credential or topic failure may start a ban
+   * (failures under earlier settings do not count). `service`: the push service a Web Push went to,
+   * where a refused VAPID JWT is counted and banned (PER_PUSH_SERVICE); other failures are the app's.
+   */
+  observe(app: string, result: SendResult, settings?: string, service?: string): void;
   /** A push was delivered under these app settings (settingsKeyOf): its credentials, topic and endpoint work. */
   delivered(settings: string): void;
   /** Whether a push was delivered under these app settings within DELIVERED_LATELY_MS in this process. */
@@ -88,11 +102,20 @@ export function keptToken(result: Extract<SendResult, { kind: 'dead-token' }>): 
 }
 
 interface Ban {
+  app: string;
+  /** The push service it holds at (PER_PUSH_SERVICE); undefined: every push of the app. */
+  service?: string | undefined;
   until: number;
   reason: string;
   /** The app settings (settingsKeyOf) its failures were under, when known. */
   settings?: string | undefined;
 }
+
+/** Where a ban holds: the app, or the app at one push service. */
+const scopeOf = (app: string, service: string | undefined): string => (service === undefined ? app : `${app}\u0000${service}`);
+
+/** A ban's gauge labels and log fields: the app, and the push service when it holds at one. */
+const labelsOf = (ban: Pick<Ban, 'app' | 'service'>): { app: string; service?: string } => ({ app: ban.app, ...(ban.service !== undefined && { service: ban.service }) });
 
 /**
  * Temporary bans kept in this pusher process (see docs/adr/0003-apps-as-data.md): each process
@@ -102,8 +125,9 @@ interface Ban {
  */
 export function createAppBans(settings: AppBanSettings, logger: Logger, registry: Registry, now: () => number = Date.now): AppBans {
   const failures = new Map<string, number[]>();
+  /** By scopeOf: an app's bans, and its bans at one push service. */
   const bans = new Map<string, Ban>();
-  /** Per app, the settings a ban was lifted for because they changed: their late failures count no more. */
+  /** Per scope, the settings a ban was lifted for because they changed: their late failures count no more. */
   const liftedSettings = new Map<string, string>();
   const lastDelivered = new Map<string, number>();
   /** Count one more event of the app at `at` within the window: how many, once they reach the threshold (and start again), else undefined. */
@@ -128,32 +152,38 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
    * A ban whose cool-off is over ends when it is next looked at (a push of the app, or a scrape of
    * the gauge), and so does one made under other settings than the app's present ones.
    */
-  const liftIfOver = (app: string, ban: Ban, settings?: string): boolean => {
+  const liftIfOver = (scope: string, ban: Ban, settings?: string): boolean => {
     const changed = settings !== undefined && ban.settings !== undefined && settings !== ban.settings;
     if (ban.until > now() && !changed) return false;
-    bans.delete(app);
+    bans.delete(scope);
     // Sends still under way with the settings a change lifted the ban for ban nothing more.
-    if (changed) liftedSettings.set(app, ban.settings as string);
-    gauge.set({ app }, 0);
+    if (changed) liftedSettings.set(scope, ban.settings as string);
+    gauge.set(labelsOf(ban), 0);
     const why = changed ? "the app was changed since (its credentials, topic, endpoint or another setting)" : 'its cool-off is over';
-    logger.warn({ app, alarm: 'app-ban-lifted' }, `app ban lifted (${why}): sends are tried again`);
+    const where = ban.service === undefined ? '' : ` at push service ${ban.service}`;
+    logger.warn({ ...labelsOf(ban), alarm: 'app-ban-lifted' }, `app ban${where} lifted (${why}): sends are tried again`);
     return true;
   };
-  const gauge: Gauge<'app'> = new Gauge({
+  /** The ban in force in this scope, once one over (or made under other settings) is lifted. */
+  const inForce = (scope: string, settings?: string): Ban | undefined => {
+    const ban = bans.get(scope);
+    return ban === undefined || liftIfOver(scope, ban, settings) ? undefined : ban;
+  };
+  const gauge: Gauge<'app' | 'service'> = new Gauge({
     name: 'herald_app_banned',
-    help: 'Whether an app is banned (1) for credential or topic errors: its pushes are parked until the cool-off ends',
-    labelNames: ['app'],
+    help: "Whether an app is banned (1) for credential or topic errors: its pushes are parked until the cool-off ends; with `service`, its Web Push pushes to that push service only (it refused the app's VAPID JWT)",
+    labelNames: ['app', 'service'],
     registers: [registry],
     // A banned app that sends nothing more to this pusher would show banned for good otherwise.
     collect: () => {
-      for (const [app, ban] of [...bans]) liftIfOver(app, ban);
+      for (const [scope, ban] of [...bans]) liftIfOver(scope, ban);
     },
   });
   return {
-    banned(app, settings) {
-      const ban = bans.get(app);
-      if (ban === undefined || liftIfOver(app, ban, settings)) return undefined;
-      return { until: new Date(ban.until), reason: ban.reason };
+    banned(app, settings, service) {
+      const ban = inForce(app, settings) ?? (service === undefined ? undefined : inForce(scopeOf(app, service), settings));
+      if (ban === undefined) return undefined;
+      return { until: new Date(ban.until), reason: ban.reason, ...(ban.service !== undefined && { service: ban.service }) };
     },
     delivered(key) {
       lastDelivered.set(key, now());
@@ -171,18 +201,23 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
         "app's pushes refused as if its tokens were of another APNs environment, topic or Firebase project, and none delivered lately: tokens kept, pushes parked; check the app's endpoint, topic and credentials",
       );
     },
-    observe(app, result, appSettings) {
+    observe(app, result, appSettings, pushService) {
       if (!isCredentialFailure(result) || bans.has(app)) return;
-      if (appSettings !== undefined && liftedSettings.get(app) === appSettings) return;
+      const service = pushService !== undefined && PER_PUSH_SERVICE.has(leadingCode(result.reason)) ? pushService : undefined;
+      const scope = scopeOf(app, service);
+      if (bans.has(scope)) return;
+      if (appSettings !== undefined && liftedSettings.get(scope) === appSettings) return;
       const at = now();
-      const count = reachedThreshold(failures, appSettings ?? app, at);
+      const count = reachedThreshold(failures, scopeOf(appSettings ?? app, service), at);
       if (count === undefined) return;
-      bans.set(app, { until: at + settings.cooldownMs, reason: result.reason, settings: appSettings });
-      gauge.set({ app }, 1);
-      logger.error(
-        { app, alarm: 'app-banned', failures: count, windowMs: settings.windowMs, cooldownMs: settings.cooldownMs, reason: result.reason },
-        'app banned: its sends keep failing with credential or topic errors; its pushes are parked until the cool-off ends',
-      );
+      const ban: Ban = { app, service, until: at + settings.cooldownMs, reason: result.reason, settings: appSettings };
+      bans.set(scope, ban);
+      gauge.set(labelsOf(ban), 1);
+      const said =
+        service === undefined
+          ? 'app banned: its sends keep failing with credential or topic errors; its pushes are parked until the cool-off ends'
+          : `app banned at push service ${service}: it keeps refusing the app's VAPID JWT; the app's pushes to it are parked until the cool-off ends, those to other push services go on`;
+      logger.error({ ...labelsOf(ban), alarm: 'app-banned', failures: count, windowMs: settings.windowMs, cooldownMs: settings.cooldownMs, reason: result.reason }, said);
     },
   };
 }

@@ -37,6 +37,8 @@ export interface AppDeliverySettings extends ConnectionConfig, ProcessVapidSetti
   SANDBOX_STATE_DIR: string;
   /** Web Push: trust the sandbox's certificate for its origin (the web-pusher's WEB_PUSH_TRUST_SANDBOX). */
   WEB_PUSH_TRUST_SANDBOX?: boolean;
+  /** Web Push: non-public addresses push services may resolve to (the web-pusher's WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES). */
+  WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES?: readonly string[];
 }
 
 export interface AppDelivery {
@@ -68,6 +70,7 @@ export function createAppDelivery(
       requestTimeoutMs: config.APP_REQUEST_TIMEOUT_MS,
       defaults: connectionDefaults(platform, config),
       ...(config.WEB_PUSH_TRUST_SANDBOX !== undefined && { webTrustSandbox: config.WEB_PUSH_TRUST_SANDBOX }),
+      ...(config.WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES !== undefined && { webPrivateAddresses: config.WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES }),
       ...(platform === 'web' && { processVapid: processVapid(config) }),
       ...(now !== undefined && { now }),
       logger,

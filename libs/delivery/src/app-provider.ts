@@ -31,6 +31,8 @@ export interface AppProviderOptions {
   defaults?: ProviderConnection;
   /** Web Push: trust the local sandbox's certificate for the sandbox's own origin (default true). */
   webTrustSandbox?: boolean;
+  /** Web Push: the non-public addresses and ranges push services may resolve to (WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES). */
+  webPrivateAddresses?: readonly string[];
   /** Web Push: the web-pusher's own pair (WEB_PUSH_VAPID_*), still signing the subscriptions an app had before it got keys of its own. */
   processVapid?: VapidCredentials | undefined;
   /** The clock FCM's and Web Push's time to live count by (ProviderLimits.now); the host's when unset. */
@@ -69,12 +71,18 @@ async function fcmSettingsFor(c: StoredFcmCredentials, o: AppProviderOptions): P
 
 /**
  * How a web pusher reaches push services (for its own keys and for every app's): Node's roots,
- * plus the sandbox's CA for the sandbox's origin unless turned off, through the proxy if any.
+ * plus the sandbox's CA for the sandbox's origin unless turned off, through the proxy if any; at
+ * public addresses only, but for the sandbox's origin and the ranges the operator allowed.
  */
-export async function webConnection(o: { sandboxStateDir: string; webTrustSandbox?: boolean; proxyUrl?: string | undefined }): Promise<Pick<WebPushSettings, 'trusted' | 'proxy'>> {
+export async function webConnection(o: {
+  sandboxStateDir: string;
+  webTrustSandbox?: boolean;
+  webPrivateAddresses?: readonly string[];
+  proxyUrl?: string | undefined;
+}): Promise<Pick<WebPushSettings, 'trusted' | 'proxy' | 'privateAddresses'>> {
   const trusted = o.webTrustSandbox === false ? [] : await loadSandboxWebTrust(o.sandboxStateDir);
   const proxy = proxyOf(o.proxyUrl);
-  return { trusted, ...(proxy !== undefined && { proxy }) };
+  return { trusted, ...(proxy !== undefined && { proxy }), ...(o.webPrivateAddresses !== undefined && { privateAddresses: o.webPrivateAddresses }) };
 }
 
 /** Whether the app has its own credentials for this platform (for Web Push: its own VAPID keys). */

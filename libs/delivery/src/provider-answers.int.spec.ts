@@ -5,7 +5,7 @@
  * RabbitMQ (the invalidations it publishes), with a ban after a single credential or topic failure.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { invalidationQueueFor, sendQueueFor, type DevicePush, type Platform } from '@herald/contracts';
+import { invalidationQueueFor, pushServiceOf, sendQueueFor, type DevicePush, type Platform } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
 import { connectBroker, heraldTopology, type Broker, type InboundMessage } from '@herald/messaging';
 import { asProcessRefusal, classifyApnsFailure, classifyFcmError, classifyWebPushAnswer, type SendResult } from '@herald/providers';
@@ -73,7 +73,7 @@ interface Handled {
   reason?: string;
   /** The reasons of the invalidations published to RabbitMQ for the push's token. */
   invalidations: string[];
-  /** Whether the app is banned afterwards (one credential or topic failure bans it here). */
+  /** Whether the app is banned afterwards for a push like it (one credential or topic failure bans it here; a refused VAPID JWT at that push service). */
   banned: boolean;
   /** The push's ledger entry afterwards (none: its claim released). */
   ledger: string | undefined;
@@ -113,7 +113,7 @@ async function handled(platform: Platform, answer: SendResult, { lately }: { lat
     outcome: outcome.kind === 'park' ? `park ${outcome.code}` : outcome.kind,
     ...(outcome.kind === 'park' && { reason: outcome.reason }),
     invalidations: published.filter((i) => i.token === push.token).map((i) => i.reason),
-    banned: bans.banned(app.id, settingsKeyOf(app)) !== undefined,
+    banned: bans.banned(app.id, settingsKeyOf(app), platform === 'web' ? pushServiceOf(push.token, app.webPushHosts) : undefined) !== undefined,
     ledger: entry?.state,
   };
 }

@@ -1,15 +1,16 @@
 /**
- * A stored web push whose browser subscribed again at the same endpoint (new keys, and, after a
- * rotation, the app's new applicationServerKey) before it was released: the web-pusher (pusher.ts,
- * its claim in PostgreSQL, the real Web Push provider) encrypts it to the subscription as it is
- * now, so the browser can read it. A push service of the spec's own takes the request, and the
- * spec decrypts it as the browser would (RFC 8291), with the new subscription's private key.
+ * The web-pusher (pusher.ts, its claim in PostgreSQL, the real Web Push provider) against push
+ * services of the spec's own. A stored web push whose browser subscribed again at the same endpoint
+ * (new keys, and, after a rotation, the app's new applicationServerKey) before it was released is
+ * encrypted to the subscription as it is now, so the browser can read it: the push service takes
+ * the request, and the spec decrypts it as the browser would (RFC 8291), with the new subscription's
+ * private key. A push service that keeps refusing the app's VAPID JWT bans the app there only.
  */
 import { createECDH, createDecipheriv, hkdfSync, randomBytes, randomUUID, type ECDH } from 'node:crypto';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { sendQueueFor, type DevicePush } from '@herald/contracts';
-import { createAppCredentialStore } from '@herald/db';
+import { createAppCredentialStore, type AppRow } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import type { InboundMessage } from '@herald/messaging';
 import { createWebPushProvider, generateVapidKeys, type PushProvider } from '@herald/providers';
@@ -17,6 +18,7 @@ import { Registry } from '@herald/runtime';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAppBans, type AppBans } from './app-ban.ts';
 import { singleProvider } from './provider-pool.ts';
 import { createPusherHandler } from './pusher.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
@@ -49,33 +51,97 @@ function decryptAs(body: Buffer, secrets: { ecdh: ECDH; auth: Buffer }): string 
   return padded.subarray(0, padded.lastIndexOf(2)).toString('utf8');
 }
 
-let t: TestDatabase;
-let service: https.Server;
-let provider: PushProvider;
-let endpoint: string;
-const received: Array<{ body: Buffer; authorization: string }> = [];
+type Received = { body: Buffer; authorization: string };
 
-beforeAll(async () => {
-  t = await createTestDatabase('webresub');
-  const pems = await generate([{ name: 'commonName', value: 'localhost' }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256', extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }] }] });
-  service = https.createServer({ cert: pems.cert, key: pems.private }, (req, res) => {
+/** A push service on 127.0.0.1 that answers every request with `status` (and `body`), keeping what it received. */
+async function pushService(pems: { cert: string; private: string }, status: number, body = ''): Promise<{ server: https.Server; port: number; received: Received[] }> {
+  const got: Received[] = [];
+  const server = https.createServer({ cert: pems.cert, key: pems.private }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      received.push({ body: Buffer.concat(chunks), authorization: req.headers.authorization ?? '' });
-      res.writeHead(201, { location: `/m/${received.length}` }).end();
+      got.push({ body: Buffer.concat(chunks), authorization: req.headers.authorization ?? '' });
+      res.writeHead(status, status === 201 ? { location: `/m/${got.length}` } : {}).end(body);
     });
   });
-  await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
-  const { port } = service.address() as AddressInfo;
-  endpoint = `https://localhost:${port}/push/${randomUUID()}`;
-  provider = await createWebPushProvider({ vapid: { subject: SUBJECT, current, previous }, trusted: [{ host: 'localhost', port, ca: pems.cert }], requestTimeoutMs: 5_000 }, logger);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as AddressInfo).port, received: got };
+}
+
+let t: TestDatabase;
+let services: Array<Awaited<ReturnType<typeof pushService>>> = [];
+let provider: PushProvider;
+/** The push service that takes every push, at https://localhost:<port>. */
+let accepting: Awaited<ReturnType<typeof pushService>>;
+/** Another push service, at https://127.0.0.1:<port>, that refuses the app's VAPID JWT (as autopush answers 401 to one it will not take). */
+let refusing: Awaited<ReturnType<typeof pushService>>;
+let endpoint: string;
+let received: Received[];
+
+beforeAll(async () => {
+  t = await createTestDatabase('webresub');
+  const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
+  });
+  accepting = await pushService(pems, 201);
+  refusing = await pushService(pems, 401, '{"code":401,"errno":109,"error":"Unauthorized","message":"Request did not validate Invalid Authorization Header"}');
+  services = [accepting, refusing];
+  received = accepting.received;
+  endpoint = `https://localhost:${accepting.port}/push/${randomUUID()}`;
+  const trusted = [
+    { host: 'localhost', port: accepting.port, ca: pems.cert },
+    { host: '127.0.0.1', port: refusing.port, ca: pems.cert },
+  ];
+  provider = await createWebPushProvider({ vapid: { subject: SUBJECT, current, previous }, trusted, requestTimeoutMs: 5_000 }, logger);
 });
 afterAll(async () => {
   await provider?.close();
-  service?.close();
+  for (const s of services) s.server.close();
   await t?.drop();
 });
+
+/** The web-pusher's handler over the spec's database and push services (`bans`: the pusher's app bans). */
+const webPusher = (bans?: AppBans) =>
+  createPusherHandler({
+    platform: 'web',
+    providers: singleProvider(provider),
+    ledger: t.db.ledger,
+    apps: t.db.apps,
+    ...(bans !== undefined && { bans }),
+    // A delivered or parked push publishes nothing (an invalidation would).
+    publisher: { publish: () => Promise.reject(new Error('nothing to publish')), publishMany: () => Promise.reject(new Error('nothing to publish')) },
+    metrics: createPusherMetrics(new Registry()),
+    logger,
+    owner: 'pusher-web-subscription-spec',
+    leaseMs: 30_000,
+  });
+
+const delivery = (push: DevicePush): InboundMessage => ({ body: Buffer.from(JSON.stringify(push)), headers: {}, routingKey: sendQueueFor('web'), redelivered: false, attempt: 1, queue: sendQueueFor('web') });
+
+/** A browser subscribed at `endpoint` (a device of the app), and a push to it now. */
+async function subscribedPush(app: AppRow, endpointUrl: string, applicationServerKey = current.publicKey): Promise<DevicePush> {
+  const { keys } = browserKeys();
+  await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: app.id, platform: 'web', token: endpointUrl, keys, applicationServerKey, userId: 'u2', eventAt: new Date().toISOString() });
+  const { id } = await t.db.kysely.selectFrom('devices').select('id').where('app', '=', app.id).where('token', '=', endpointUrl).executeTakeFirstOrThrow();
+  return {
+    version: 1,
+    pushId: randomUUID(),
+    jobId: 'job-web',
+    deviceId: String(id),
+    app: app.id,
+    platform: 'web',
+    token: endpointUrl,
+    webKeys: keys,
+    webVapidKey: applicationServerKey,
+    userId: 'u2',
+    content: { title: 'Your order shipped' },
+    priority: 'high',
+    acceptedAt: new Date().toISOString(),
+  };
+}
 
 describe('a stored web push whose browser subscribed again at the same endpoint', () => {
   it("is encrypted to the browser's keys as they are now, and signed with the key it subscribed with now", async () => {
@@ -106,23 +172,10 @@ describe('a stored web push whose browser subscribed again at the same endpoint'
     // Meanwhile the browser subscribed again, at the same endpoint, with new keys (after the app's rotation).
     await subscribe(now.keys, current.publicKey, new Date());
 
-    const handle = createPusherHandler({
-      platform: 'web',
-      providers: singleProvider(provider),
-      ledger: t.db.ledger,
-      apps: t.db.apps,
-      // A delivered push publishes nothing (an invalidation would).
-      publisher: { publish: () => Promise.reject(new Error('nothing to publish')), publishMany: () => Promise.reject(new Error('nothing to publish')) },
-      metrics: createPusherMetrics(new Registry()),
-      logger,
-      owner: 'pusher-web-subscription-spec',
-      leaseMs: 30_000,
-    });
-    const message: InboundMessage = { body: Buffer.from(JSON.stringify(push)), headers: {}, routingKey: sendQueueFor('web'), redelivered: false, attempt: 1, queue: sendQueueFor('web') };
-    expect(await handle([message])).toEqual([{ kind: 'ack' }]);
+    expect(await webPusher()([delivery(push)])).toEqual([{ kind: 'ack' }]);
 
     expect(received).toHaveLength(1);
-    const [request] = received as [{ body: Buffer; authorization: string }];
+    const [request] = received as [Received];
     // The browser reads it with the keys it holds now.
     expect(JSON.parse(decryptAs(request.body, now))).toMatchObject({ title: 'Your order shipped', pushId: push.pushId });
     // Signed with the applicationServerKey the subscription was made with now: the push service refuses any other.
@@ -131,3 +184,29 @@ describe('a stored web push whose browser subscribed again at the same endpoint'
     expect(ledger).toEqual({ state: 'done', outcome: 'delivered' });
   });
 });
+
+describe("a push service that keeps refusing the app's VAPID JWT", () => {
+  // Before: the app was banned, and its pushes to every push service parked, Chrome's and Apple's that take its key too.
+  it('bans the app at that push service only: its pushes there are parked unsent, those to another push service are sent', async () => {
+    await t.db.apps.upsert({ id: 'web-ban' });
+    const app = await createAppCredentialStore(t.db.kysely, undefined).updateWebPush('web-ban', { hosts: ['localhost', '127.0.0.1'] });
+    const bans = createAppBans({ threshold: 3, windowMs: 60_000, cooldownMs: 300_000 }, logger, new Registry());
+    const handle = webPusher(bans);
+    const atRefusing = () => subscribedPush(app, `https://127.0.0.1:${refusing.port}/push/${randomUUID()}`);
+    for (let i = 0; i < 3; i++) {
+      expect(await handle([delivery(await atRefusing())])).toEqual([{ kind: 'park', code: 'provider-rejected', reason: expect.stringMatching(/^VapidUnauthorized: .*HTTP 401/) as unknown }]);
+    }
+    expect(refusing.received).toHaveLength(3);
+
+    // The same app's push to another push service is sent.
+    const before = accepting.received.length;
+    expect(await handle([delivery(await subscribedPush(app, `https://localhost:${accepting.port}/push/${randomUUID()}`))])).toEqual([{ kind: 'ack' }]);
+    expect(accepting.received).toHaveLength(before + 1);
+    // Banned at the refusing one: parked unsent, naming the push service.
+    expect(await handle([delivery(await atRefusing())])).toEqual([
+      { kind: 'park', code: 'app-banned', reason: expect.stringMatching(/^app "web-ban" is banned at push service 127\.0\.0\.1 until .*refused the app's VAPID JWT/) as unknown },
+    ]);
+    expect(refusing.received).toHaveLength(3);
+  });
+});
+

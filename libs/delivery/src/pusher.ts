@@ -239,8 +239,8 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   const app = await deps.apps.get(push.app);
   if (app === undefined) return park(deps, push, 'unknown-app', `unknown app "${push.app}"`);
   if (!app.enabled) return park(deps, push, 'app-disabled', `app "${push.app}" is disabled`);
-  const ban = deps.bans?.banned(app.id, settingsKeyOf(app));
-  if (ban !== undefined) return park(deps, push, 'app-banned', `app "${app.id}" is banned until ${ban.until.toISOString()} after repeated credential or topic errors (${ban.reason})`);
+  const ban = deps.bans?.banned(app.id, settingsKeyOf(app), banScopeOf(push, app));
+  if (ban !== undefined) return park(deps, push, 'app-banned', bannedReason(app.id, ban));
   if (deps.platform === 'apns' && app.apnsTopic === null) {
     return park(deps, push, 'no-apns-topic', `app "${push.app}" has no APNs topic configured`);
   }
@@ -253,6 +253,19 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   const lane = laneOf(push, app);
   if (deps.lanes?.down(lane) === true && !heldTooLong(push, deps.lanes, at)) return held(push, lane, deps, at, { sentNow: false });
   return { push, topic: app.apnsTopic ?? undefined, app, lane };
+}
+
+/**
+ * Where a push's credential failures are counted and banned besides its app (app-ban.ts): a Web
+ * Push's push service, as its pacing lane names it (a wildcard entry of the app's allow-list, else the
+ * endpoint's host), as a push service's refusal of the VAPID JWT says nothing of the others'.
+ */
+const banScopeOf = (push: DevicePush, app: AppRow): string | undefined => (push.platform === 'web' ? pushServiceOf(push.token, app.webPushHosts) : undefined);
+
+function bannedReason(app: string, ban: { until: Date; reason: string; service?: string }): string {
+  const until = ban.until.toISOString();
+  if (ban.service === undefined) return `app "${app}" is banned until ${until} after repeated credential or topic errors (${ban.reason})`;
+  return `app "${app}" is banned at push service ${ban.service} until ${until} after it repeatedly refused the app's VAPID JWT; its pushes to other push services go on (${ban.reason})`;
 }
 
 /** A budget wait longer than this asks whether the push's app was disabled meanwhile (apps.get, cached APP_CACHE_TTL_MS). */
@@ -505,7 +518,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
         outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...retryDelayOf(result, r.attempt, deps.serverErrorRetryMs ?? 0), ...(r.sentNow && { headers: SENT_BEFORE }) };
         break;
       case 'permanent':
-        deps.bans?.observe(push.app, result, settingsKeyOf(r.app));
+        deps.bans?.observe(push.app, result, settingsKeyOf(r.app), banScopeOf(push, r.app));
         release.push(push.pushId);
         outcomes[r.index] = park(deps, push, PROVIDER_REJECTED, result.reason);
         break;

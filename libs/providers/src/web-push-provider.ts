@@ -3,6 +3,7 @@ import type { DevicePush } from '@herald/contracts';
 import { logSummary, type Logger } from '@herald/logging';
 import { retryAfterMs } from './retry-after.ts';
 import type { PushProvider, SendResult } from './push-provider.ts';
+import { EndpointAddressRefused } from './web-address.ts';
 import { WebPushAgent } from './web-agent.ts';
 import { classifyWebPushAnswer, type WebPushAnswer } from './web-classify.ts';
 import { buildWebRequest } from './web-payload.ts';
@@ -114,6 +115,12 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
       return asProcessRefusal(classifyWebPushAnswer(answer), key);
     } catch (err) {
       const e = err as Error;
+      // Nothing was sent: the endpoint points into the deployment's own network. Parked naming the
+      // address, not retried (it resolves the same way the next time), not counted towards the
+      // app's ban (the app's credentials are not in question) and no dead subscription: a name's
+      // answer depends on when and where it is resolved (split DNS), so the subscription is kept
+      // for a replay once the operator has allowed the range or fixed the resolver.
+      if (e instanceof EndpointAddressRefused) return { kind: 'permanent', reason: e.message };
       if (e.name === 'TimeoutError' || e.name === 'AbortError') return { kind: 'transient', reason: `timeout: no answer from the push service within ${settings.requestTimeoutMs} ms`, outage: true };
       // Once per app and error every few seconds, then how many more: an unreachable provider fails every push.
       logSummary(log, 'warn', 'web push send failed').note(`${push.app}\u0000${(err as Error).message}`, { err, app: push.app, pushId: push.pushId });

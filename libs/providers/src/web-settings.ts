@@ -31,6 +31,12 @@ export interface WebPushSettings {
    * certificate); every other host is verified against Node's built-in roots.
    */
   trusted?: ReadonlyArray<{ host: string; port: number; ca: string }>;
+  /**
+   * Addresses and CIDR ranges that are not public but push services may resolve to (a push service
+   * of the operator's own on a private network: WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES). Every other
+   * connection goes to public addresses only, trusted origins aside (web-address.ts).
+   */
+  privateAddresses?: readonly string[];
   /** Reach push services through this HTTP CONNECT egress proxy. */
   proxy?: ProxySettings;
   requestTimeoutMs: number;
