@@ -125,7 +125,10 @@ describe('Web Push provider against the sandbox push service', () => {
   it("a subscription whose device records another key than it was made with is signed with the next pair Herald holds (previous, the web-pusher's), which goes first from then on", async () => {
     const [current, previous, processPair] = [await generateVapidKeys(), await generateVapidKeys(), await generateVapidKeys()];
     const held = { vapid: { subject: 'mailto:ops@example.com', current, previous }, processVapid: { subject: 'mailto:herald@example.org', current: processPair } };
-    const app = await createWebPushProvider({ ...settings, ...held }, logger);
+    // What the web-pusher records on the devices (WebPushSettings.recordKey): the key each subscription took, on that path only.
+    const recorded: Array<[string, string]> = [];
+    const recordKey = (push: DevicePush, publicKey: string) => Promise.resolve(recorded.push([push.token, publicKey]));
+    const app = await createWebPushProvider({ ...settings, ...held, recordKey }, logger);
     const statuses = async (endpoint: string) => ((await control('GET', `/records?platform=web&token=${encodeURIComponent(endpoint)}`)) as Array<{ status: number }>).map((r) => r.status);
     try {
       const beforeRotation = await subscribe(previous.publicKey);
@@ -137,6 +140,13 @@ describe('Web Push provider against the sandbox push service', () => {
       // Remembered: the next push is one request, not a refusal first.
       expect(await app.send(webPush(beforeKeys, { webVapidKey: current.publicKey }), {})).toMatchObject({ kind: 'delivered' });
       expect(await statuses(beforeKeys.endpoint)).toEqual([400, 400, 201, 201]);
+      expect(recorded).toEqual([
+        [beforeRotation.endpoint, previous.publicKey],
+        [beforeKeys.endpoint, processPair.publicKey],
+      ]);
+      // A push signed with the key its device records costs no write.
+      expect(await app.send(webPush(await subscribe(current.publicKey), { webVapidKey: current.publicKey }), {})).toMatchObject({ kind: 'delivered' });
+      expect(recorded).toHaveLength(2);
       // Made with a key Herald holds no pair for: parked as before, naming the pairs tried.
       const elsewhere = await subscribe((await generateVapidKeys()).publicKey);
       expect(await app.send(webPush(elsewhere, { webVapidKey: current.publicKey }), {})).toMatchObject({
@@ -147,6 +157,20 @@ describe('Web Push provider against the sandbox push service', () => {
       // Remembered too: its next push is one request (as the limiter counts it), not one for each pair held.
       expect(await app.send(webPush(elsewhere, { webVapidKey: current.publicKey }), {})).toMatchObject({ kind: 'permanent' });
       expect(await statuses(elsewhere.endpoint)).toEqual([403, 403, 403, 403]);
+      expect(recorded).toHaveLength(2);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a key the device could not be told of (its database away) leaves the push delivered, and remembered in this process', async () => {
+    const [current, previous] = [await generateVapidKeys(), await generateVapidKeys()];
+    const recordKey = () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432'));
+    const app = await createWebPushProvider({ ...settings, vapid: { subject: 'mailto:ops@example.com', current, previous }, recordKey }, logger);
+    try {
+      const sub = await subscribe(previous.publicKey);
+      for (let i = 0; i < 2; i++) expect(await app.send(webPush(sub, { webVapidKey: current.publicKey }), {})).toMatchObject({ kind: 'delivered' });
+      expect(((await control('GET', `/records?platform=web&token=${encodeURIComponent(sub.endpoint)}`)) as Array<{ status: number }>).map((r) => r.status)).toEqual([403, 201, 201]);
     } finally {
       await app.close();
     }

@@ -49,3 +49,4 @@ export { DEFAULT_PARKED_LEASE_MS, ParkedLeaseInterrupted, ParkedQueueBusy, withP
 export { createAnnouncedAlarmStore, type AnnouncedAlarm, type AnnouncedAlarmStore } from './announced-alarms.ts';
 export { startDatabaseClock, type DatabaseClock } from './database-clock.ts';
 export { eraseEveryAppPreferences, eraseUser, erasureKey, type UserErasure } from './user-erasure.ts';
+export { recordWebVapidKey, type SentSubscription } from './web-vapid-store.ts';

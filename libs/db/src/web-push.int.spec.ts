@@ -4,6 +4,7 @@ import type { DevicePush, Registration } from '@herald/contracts';
 import { AppAdminError, createAppCredentialStore } from './app-credentials.ts';
 import { createSecretBox } from './secret-box.ts';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { recordWebVapidKey } from './web-vapid-store.ts';
 
 /** A P-256 public key (uncompressed point, base64url), as browsers' p256dh and VAPID public keys are. */
 function p256(): string {
@@ -126,6 +127,55 @@ describe('web subscriptions as devices', () => {
       released = JSON.parse(rows[0]?.payload ?? 'null');
     });
     expect(released).toMatchObject({ platform: 'web', token: endpoint('s'), webKeys: keys, webVapidKey: push.webVapidKey });
+  });
+});
+
+describe('the VAPID key a subscription was found to take', () => {
+  const rowOf = async (token: string) =>
+    t.db.kysely.selectFrom('devices').select(['id', 'web_p256dh', 'web_auth', 'web_vapid_key', 'updated_at', 'last_event_at']).where('app', '=', 'site').where('token', '=', token).executeTakeFirstOrThrow();
+  const sentTo = (row: Awaited<ReturnType<typeof rowOf>>, token: string) => ({
+    deviceId: row.id,
+    endpoint: token,
+    keys: { p256dh: row.web_p256dh ?? '', auth: row.web_auth ?? '' },
+    vapidKey: row.web_vapid_key ?? undefined,
+  });
+
+  it('is recorded on the device while it holds the subscription the push went to, and moves no event time', async () => {
+    const [guessed, taken] = [p256(), p256()];
+    const token = endpoint('learned');
+    await t.db.devices.applyRegistrations([register(token, keysOf(), '2025-03-01T10:00:00Z', { applicationServerKey: guessed } as Partial<Registration>)]);
+    const before = await rowOf(token);
+    expect(await recordWebVapidKey(t.db.kysely, sentTo(before, token), taken)).toBe(true);
+    const after = await rowOf(token);
+    expect(after).toEqual({ ...before, web_vapid_key: taken });
+    // A device recording none (the web-pusher's pair) takes one too.
+    const unkeyed = endpoint('learned-null');
+    await t.db.devices.applyRegistrations([register(unkeyed, keysOf(), '2025-03-01T10:00:00Z')]);
+    const row = await rowOf(unkeyed);
+    expect(row.web_vapid_key).toBeNull();
+    expect(await recordWebVapidKey(t.db.kysely, sentTo(row, unkeyed), taken)).toBe(true);
+    expect((await rowOf(unkeyed)).web_vapid_key).toBe(taken);
+  });
+
+  it('is not recorded when the browser subscribed again meanwhile, the key recorded moved on, or the device is dead: the row wins', async () => {
+    const [guessed, taken] = [p256(), p256()];
+    const token = endpoint('resubscribed');
+    await t.db.devices.applyRegistrations([register(token, keysOf(), '2025-03-01T10:00:00Z', { applicationServerKey: guessed } as Partial<Registration>)]);
+    const sent = sentTo(await rowOf(token), token);
+    // Subscribed again at the same endpoint: new keys, made with the key the front end named.
+    await t.db.devices.applyRegistrations([register(token, keysOf(), '2025-03-02T10:00:00Z', { applicationServerKey: guessed } as Partial<Registration>)]);
+    const resubscribed = await rowOf(token);
+    expect(await recordWebVapidKey(t.db.kysely, sent, taken)).toBe(false);
+    expect(await rowOf(token)).toEqual(resubscribed);
+    // The same keys, but the key the row records is no longer the one the push was signed after.
+    const now = sentTo(resubscribed, token);
+    expect(await recordWebVapidKey(t.db.kysely, { ...now, vapidKey: p256() }, taken)).toBe(false);
+    expect(await recordWebVapidKey(t.db.kysely, { ...now, vapidKey: undefined }, taken)).toBe(false);
+    // Unregistered, or no devices id at all.
+    await t.db.devices.applyRegistrations([{ version: 1, kind: 'unregister', app: 'site', platform: 'web', token, eventAt: '2025-03-03T10:00:00Z' }]);
+    expect(await recordWebVapidKey(t.db.kysely, now, taken)).toBe(false);
+    expect(await recordWebVapidKey(t.db.kysely, { ...now, deviceId: 'spec-device' }, taken)).toBe(false);
+    expect((await rowOf(token)).web_vapid_key).toBe(guessed);
   });
 });
 

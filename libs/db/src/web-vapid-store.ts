@@ -122,3 +122,38 @@ export async function readWeb(db: Kysely<HeraldTables>, id: string, box: Pick<Se
     ...(previous !== undefined && { previous }),
   };
 }
+
+/** The subscription a web push was sent to, as its device row held it then (the DevicePush's deviceId, token, keys and key). */
+export interface SentSubscription {
+  deviceId: string;
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+  /** The VAPID public key the row recorded (none: NULL, the web-pusher's pair). */
+  vapidKey?: string | undefined;
+}
+
+/**
+ * Record on the device the VAPID public key its subscription was found to take: the pair whose
+ * push its push service accepted after refusing the one the row recorded (a guess made at
+ * registration). Pushes to it, from any web-pusher and after a restart, are then signed with that
+ * key first. Only while the row still holds the subscription the push went to (its endpoint, its
+ * keys and the key it recorded, live): a browser that subscribed again meanwhile (new keys, a key
+ * named) wins. Neither the event time nor updated_at moves: no registration happened. One
+ * statement, on the key-mismatch path only. True when written.
+ */
+export async function recordWebVapidKey(db: Kysely<HeraldTables>, sent: SentSubscription, publicKey: string): Promise<boolean> {
+  if (!/^[0-9]{1,18}$/.test(sent.deviceId)) return false;
+  const done = await db
+    .updateTable('devices')
+    .set({ web_vapid_key: publicKey })
+    .where('id', '=', sent.deviceId)
+    .where('platform', '=', 'web')
+    .where('token', '=', sent.endpoint)
+    .where('web_p256dh', '=', sent.keys.p256dh)
+    .where('web_auth', '=', sent.keys.auth)
+    .where(sql<boolean>`web_vapid_key is not distinct from ${sent.vapidKey ?? null}`)
+    .where('invalidated_at', 'is', null)
+    .executeTakeFirst();
+  return done.numUpdatedRows > 0n;
+}
+

@@ -1,6 +1,6 @@
 import { bool, int, optionalStr } from '@herald/config';
-import type { Platform } from '@herald/contracts';
-import { createAppCredentialStore, createSecretBox, type Database } from '@herald/db';
+import type { DevicePush, Platform } from '@herald/contracts';
+import { createAppCredentialStore, createSecretBox, recordWebVapidKey, type Database } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type { PushProvider } from '@herald/providers';
 import type { Registry } from '@herald/runtime';
@@ -47,6 +47,14 @@ export interface AppDelivery {
   outcomes?: JobOutcomeRecorder;
 }
 
+/** Record the key a web push's subscription took on its device, as the push addressed it (web-vapid-store.ts). */
+const recordWebKeyIn =
+  (db: Database) =>
+  (push: DevicePush, publicKey: string): Promise<boolean> =>
+    push.webKeys === undefined
+      ? Promise.resolve(false)
+      : recordWebVapidKey(db.kysely, { deviceId: push.deviceId, endpoint: push.token, keys: push.webKeys, vapidKey: push.webVapidKey }, publicKey);
+
 /** The pusher's per-app parts: a provider pool (falling back to `fallback`), bans and the job-outcome recorder. */
 export function createAppDelivery(
   platform: Platform,
@@ -71,7 +79,7 @@ export function createAppDelivery(
       defaults: connectionDefaults(platform, config),
       ...(config.WEB_PUSH_TRUST_SANDBOX !== undefined && { webTrustSandbox: config.WEB_PUSH_TRUST_SANDBOX }),
       ...(config.WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES !== undefined && { webPrivateAddresses: config.WEB_PUSH_ALLOWED_PRIVATE_ADDRESSES }),
-      ...(platform === 'web' && { processVapid: processVapid(config) }),
+      ...(platform === 'web' && { processVapid: processVapid(config), recordWebKey: recordWebKeyIn(db) }),
       ...(now !== undefined && { now }),
       logger,
     }),

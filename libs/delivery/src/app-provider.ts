@@ -35,6 +35,8 @@ export interface AppProviderOptions {
   webPrivateAddresses?: readonly string[];
   /** Web Push: the web-pusher's own pair (WEB_PUSH_VAPID_*), still signing the subscriptions an app had before it got keys of its own. */
   processVapid?: VapidCredentials | undefined;
+  /** Web Push: record on a device the VAPID key its subscription was found to take (WebPushSettings.recordKey). */
+  recordWebKey?: WebPushSettings['recordKey'];
   /** The clock FCM's and Web Push's time to live count by (ProviderLimits.now); the host's when unset. */
   now?: () => Date;
   logger: Logger;
@@ -105,7 +107,8 @@ export function appProviderFactory(o: AppProviderOptions): (app: AppRow) => Prom
       if (vapid === undefined) throw new Error(`app "${app.id}" has no VAPID keys`);
       const connection = await webConnection({ ...o, proxyUrl: o.defaults?.proxyUrl });
       const before = o.processVapid === undefined ? {} : { processVapid: o.processVapid };
-      return createWebPushProvider({ ...connection, vapid, ...before, requestTimeoutMs: o.requestTimeoutMs }, logger(app.id), nowMs(o.now));
+      const recordKey = o.recordWebKey === undefined ? {} : { recordKey: o.recordWebKey };
+      return createWebPushProvider({ ...connection, vapid, ...before, ...recordKey, requestTimeoutMs: o.requestTimeoutMs }, logger(app.id), nowMs(o.now));
     }
     const c = await o.credentials.readFcm(app.id);
     if (c === undefined) throw new Error(`app "${app.id}" has no FCM credentials`);

@@ -7,10 +7,13 @@
  * private key. A push service that keeps refusing the app's VAPID JWT bans the app there only.
  */
 import { createECDH, createDecipheriv, hkdfSync, randomBytes, randomUUID, type ECDH } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sendQueueFor, type DevicePush } from '@herald/contracts';
-import { createAppCredentialStore, type AppRow } from '@herald/db';
+import { createAppCredentialStore, createSecretBox, type AppRow } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import type { InboundMessage } from '@herald/messaging';
 import { createWebPushProvider, generateVapidKeys, type PushProvider } from '@herald/providers';
@@ -19,7 +22,8 @@ import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAppBans, type AppBans } from './app-ban.ts';
-import { singleProvider } from './provider-pool.ts';
+import { createAppDelivery } from './app-delivery.ts';
+import { singleProvider, type ProviderSource } from './provider-pool.ts';
 import { createPusherHandler } from './pusher.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
 
@@ -51,7 +55,20 @@ function decryptAs(body: Buffer, secrets: { ecdh: ECDH; auth: Buffer }): string 
   return padded.subarray(0, padded.lastIndexOf(2)).toString('utf8');
 }
 
-type Received = { body: Buffer; authorization: string };
+type Received = { body: Buffer; authorization: string; path: string; status: number };
+
+/**
+ * The application server key each subscription (by its endpoint's path) was made with, where the
+ * spec says so: signed with another, the accepting push service refuses the push, as Mozilla's does.
+ */
+const subscribedWith = new Map<string, string>();
+
+/** The answer of a push service that answers `status` (and `body`) but to a push signed with another key than its subscription's. */
+function answerTo(path: string, authorization: string, status: number, body: string): { status: number; body: string } {
+  const key = subscribedWith.get(path);
+  if (key !== undefined && !authorization.includes(`k=${key}`)) return { status: 401, body: '{"code":401,"errno":109,"error":"Unauthorized","message":"VAPID public key mismatch"}' };
+  return { status, body };
+}
 
 /** A push service on 127.0.0.1 that answers every request with `status` (and `body`), keeping what it received. */
 async function pushService(pems: { cert: string; private: string }, status: number, body = ''): Promise<{ server: https.Server; port: number; received: Received[] }> {
@@ -60,8 +77,10 @@ async function pushService(pems: { cert: string; private: string }, status: numb
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      got.push({ body: Buffer.concat(chunks), authorization: req.headers.authorization ?? '' });
-      res.writeHead(status, status === 201 ? { location: `/m/${got.length}` } : {}).end(body);
+      const [path, authorization] = [req.url ?? '', req.headers.authorization ?? ''];
+      const answer = answerTo(path, authorization, status, body);
+      got.push({ body: Buffer.concat(chunks), authorization, path, status: answer.status });
+      res.writeHead(answer.status, answer.status === 201 ? { location: `/m/${got.length}` } : {}).end(answer.body);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -77,6 +96,7 @@ let accepting: Awaited<ReturnType<typeof pushService>>;
 let refusing: Awaited<ReturnType<typeof pushService>>;
 let endpoint: string;
 let received: Received[];
+let pemsOfServices: { cert: string; private: string };
 
 beforeAll(async () => {
   t = await createTestDatabase('webresub');
@@ -86,6 +106,7 @@ beforeAll(async () => {
     algorithm: 'sha256',
     extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
   });
+  pemsOfServices = pems;
   accepting = await pushService(pems, 201);
   refusing = await pushService(pems, 401, '{"code":401,"errno":109,"error":"Unauthorized","message":"Request did not validate Invalid Authorization Header"}');
   services = [accepting, refusing];
@@ -104,10 +125,13 @@ afterAll(async () => {
 });
 
 /** The web-pusher's handler over the spec's database and push services (`bans`: the pusher's app bans). */
-const webPusher = (bans?: AppBans) =>
+const webPusher = (bans?: AppBans) => webPusherWith(singleProvider(provider), bans);
+
+/** The same with these providers (an app's own, app-delivery.ts). */
+const webPusherWith = (providers: ProviderSource, bans?: AppBans) =>
   createPusherHandler({
     platform: 'web',
-    providers: singleProvider(provider),
+    providers,
     ledger: t.db.ledger,
     apps: t.db.apps,
     ...(bans !== undefined && { bans }),
@@ -207,6 +231,61 @@ describe("a push service that keeps refusing the app's VAPID JWT", () => {
       { kind: 'park', code: 'app-banned', reason: expect.stringMatching(/^app "web-ban" is banned at push service 127\.0\.0\.1 until .*refused the app's VAPID JWT/) as unknown },
     ]);
     expect(refusing.received).toHaveLength(3);
+  });
+});
+
+describe('a subscription that takes another key pair than its device records', () => {
+  // Before: remembered in the web-pusher's memory only, so each restarted or other web-pusher paid a refused request first.
+  it('has the pair that worked recorded on its device: a new web-pusher signs with it first, one request', async () => {
+    const stateDir = await mkdtemp(join(tmpdir(), 'herald-web-learned-'));
+    try {
+      // The spec's push service as the sandbox would be trusted (sandbox.json), and the app's pairs sealed as stored.
+      const caFile = join(stateDir, 'ca.pem');
+      await writeFile(caFile, pemsOfServices.cert);
+      await writeFile(join(stateDir, 'sandbox.json'), JSON.stringify({ web: { host: 'localhost', port: accepting.port, caFile } }));
+      const secret = randomBytes(32).toString('hex');
+      const store = createAppCredentialStore(t.db.kysely, createSecretBox(secret));
+      await t.db.apps.upsert({ id: 'web-learn' });
+      await store.generateVapid('web-learn', { subject: SUBJECT, keys: previous });
+      await store.rotateVapid('web-learn', { keys: current });
+      const app = await store.updateWebPush('web-learn', { hosts: ['localhost'] });
+      // The browser subscribed with the app's previous key; registered without naming it after the rotation, its device records the current one.
+      const path = `/push/${randomUUID()}`;
+      subscribedWith.set(path, previous.publicKey);
+      const push = await subscribedPush(app, `https://localhost:${accepting.port}${path}`, current.publicKey);
+      const config = {
+        HERALD_SECRET_KEY: secret,
+        PROVIDER_IDLE_MS: 60_000,
+        APP_REQUEST_TIMEOUT_MS: 5_000,
+        APP_BAN_THRESHOLD: 20,
+        APP_BAN_WINDOW_MS: 60_000,
+        APP_BAN_COOLDOWN_MS: 300_000,
+        JOB_STATUS_ENABLED: false,
+        SANDBOX_STATE_DIR: stateDir,
+      };
+      /** A web-pusher as run-pusher.ts makes one: the apps' own providers (app-delivery.ts) over the database. */
+      const newWebPusher = () => {
+        const perApp = createAppDelivery('web', config, t.db, provider, logger, new Registry());
+        return { perApp, handle: webPusherWith(perApp.providers, perApp.bans) };
+      };
+      const statuses = () => accepting.received.filter((r) => r.path === path).map((r) => r.status);
+      const recorded = async () => (await t.db.kysely.selectFrom('devices').select('web_vapid_key').where('id', '=', push.deviceId).executeTakeFirstOrThrow()).web_vapid_key;
+
+      const first = newWebPusher();
+      expect(await first.handle([delivery(push)])).toEqual([{ kind: 'ack' }]);
+      expect(statuses()).toEqual([401, 201]);
+      expect(await recorded()).toBe(previous.publicKey);
+      await first.perApp.providers.close();
+
+      // Another web-pusher (or this one restarted) sends a push queued before, that still names the current key: one request.
+      const second = newWebPusher();
+      expect(await second.handle([delivery({ ...push, pushId: randomUUID() })])).toEqual([{ kind: 'ack' }]);
+      expect(statuses()).toEqual([401, 201, 201]);
+      expect(accepting.received.at(-1)?.authorization).toContain(`k=${previous.publicKey}`);
+      await second.perApp.providers.close();
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -80,8 +80,9 @@ type Addressed = DevicePush & { webKeys: NonNullable<DevicePush['webKeys']> };
  * A push refused as signed with another key than the subscription's (VapidKeyMismatch) is sent again
  * signed with each other pair the provider holds (otherSigningKeys): the key a device records may
  * be a guess made at registration. The first that is accepted delivers it, and is tried first for
- * that subscription from then on in this process; a 404/410 or a transient answer to one is the
- * push's answer; when every pair is refused, the first refusal is, naming the others tried.
+ * that subscription from then on: in this process, and, recorded on its device (`recordKey`), in
+ * every other; a 404/410 or a transient answer to one is the push's answer; when every pair is
+ * refused, the first refusal is, naming the others tried.
  */
 export async function createWebPushProvider(settings: WebPushSettings, logger: Logger, now: () => number = Date.now): Promise<PushProvider> {
   const lib = (await import('web-push')).default;
@@ -133,14 +134,21 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
     learned.set(subscription, publicKey);
   };
 
-  /** Remember (or forget) which pair a subscription took when it is not the one its device records. */
-  function took(push: Addressed, subscription: string, key: SigningKey, recorded: SigningKey): void {
+  /**
+   * Remember (or forget) which pair a subscription took when it is not the one its device records,
+   * and record it on the device (settings.recordKey) for the web-pushers that do not remember it.
+   */
+  async function took(push: Addressed, subscription: string, key: SigningKey, recorded: SigningKey): Promise<void> {
     if (key === recorded) {
       learned.delete(subscription);
       return;
     }
     remember(subscription, key.pair.publicKey);
     logSummary(log, 'info', 'web push accepted signed with another key than its device records').note(push.app, { app: push.app, pushId: push.pushId, key: keyName(key) });
+    await settings.recordKey?.(push, key.pair.publicKey).catch((err: unknown) => {
+      // Remembered here all the same: another web-pusher, or this one restarted, pays one refused request.
+      logSummary(log, 'warn', 'web push: could not record the key a subscription took on its device').note(push.app, { err, app: push.app, pushId: push.pushId });
+    });
   }
 
   /**
@@ -162,7 +170,7 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
       const result = await attempt(push, request, key);
       // Refused too (another mismatch, a JWT it will not take from this pair): says nothing of the push.
       if (result.kind === 'permanent') continue;
-      if (result.kind === 'delivered') took(push, subscription, key, recorded);
+      if (result.kind === 'delivered') await took(push, subscription, key, recorded);
       return result;
     }
     if (others.length === 0 || answer.kind !== 'permanent') return answer;

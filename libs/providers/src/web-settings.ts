@@ -1,3 +1,4 @@
+import type { DevicePush } from '@herald/contracts';
 import type { ProxySettings } from './settings.ts';
 
 /** One VAPID key pair (RFC 8292), base64url as `web-push`'s generateVAPIDKeys() gives them. */
@@ -40,6 +41,13 @@ export interface WebPushSettings {
   /** Reach push services through this HTTP CONNECT egress proxy. */
   proxy?: ProxySettings;
   requestTimeoutMs: number;
+  /**
+   * Record on the push's device the VAPID public key its subscription was found to take (a pair
+   * other than the one the device records, accepted after a VapidKeyMismatch), so every web-pusher
+   * signs its pushes with it first from then on, after a restart too. Called on that path only; a
+   * failure is logged, and the push is delivered all the same.
+   */
+  recordKey?: (push: DevicePush, publicKey: string) => Promise<unknown>;
   /** Most keep-alive connections kept open per push-service origin. */
   maxSockets?: number;
 }
