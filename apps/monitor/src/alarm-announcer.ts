@@ -28,23 +28,30 @@ export interface Evidence {
   readAt: number;
   /** A parked queue's growth window (parked-growing compares with its smallest depth within it). */
   parkedWindowMs(queue: string): number;
+  /** How long a queue's oldest-message alarm needs watched (thresholds.ts oldestAgeWindowMs). */
+  oldestAgeWindowMs(queue: string): number;
 }
 
 /**
  * Whether this instance has what it needs, read after `since`, to tell that an alarm's condition no
- * longer holds: the kinds read from PostgreSQL (scheduled pushes, APNs certificates) a good read that a poll then evaluated;
- * parked-growing a whole growth window of its own polls (a restarted monitor has no history); the
- * others a poll of the queues.
+ * longer holds: the kinds read from PostgreSQL (scheduled pushes, APNs certificates, provider
+ * lanes) a good read that a poll then evaluated; parked-growing a whole growth window of its own
+ * polls (a restarted monitor has no history), oldest-message its age bound and delay of them (a
+ * restarted monitor counts a queue's oldest message from its first poll); the others a poll of the
+ * queues.
  */
 export function seenSince(alarm: AlarmKey, since: number, e: Evidence, now: number): boolean {
   switch (alarm.alarm) {
     case 'scheduled-overdue':
     case 'apns-certificate-expiring':
     case 'apns-certificate-expired':
+    case 'provider-down':
     case 'database-unreachable':
       return e.readAt > since && e.readAt <= e.polledAt;
     case 'parked-growing':
       return e.polledAt > since && e.pollingSince > 0 && now - e.pollingSince >= e.parkedWindowMs(alarm.queue);
+    case 'oldest-message':
+      return e.polledAt > since && e.pollingSince > 0 && now - e.pollingSince >= e.oldestAgeWindowMs(alarm.queue);
     default:
       return e.polledAt > since;
   }

@@ -3,7 +3,7 @@ import { parseThresholds, type ThresholdConfig } from '@herald/monitoring';
 
 const thresholds: VarSpec<ThresholdConfig> = {
   description:
-    'Per-queue alarm thresholds as JSON, e.g. {"push.apns.send":{"backlog":10000,"backlogForMs":60000,"drainSeconds":300}}; "*" sets defaults (fields: backlog, backlogForMs, noConsumerForMs, drainSeconds, drainForMs, drainMinMessages, stalledForMs, parkedWindowMs)',
+    'Per-queue alarm thresholds as JSON, e.g. {"push.apns.send":{"backlog":10000,"backlogForMs":60000,"drainSeconds":300}}; "*" sets defaults (fields: backlog, backlogForMs, noConsumerForMs, drainSeconds, drainForMs, drainMinMessages, stalledForMs, parkedWindowMs, oldestAgeSeconds, oldestAgeForMs)',
   default: '{}',
   parse: parseThresholds,
 };
@@ -27,8 +27,9 @@ export const monitorConfig = {
   MONITOR_THRESHOLDS: thresholds,
   MONITOR_WEBHOOK_URL: webhookUrl,
   MONITOR_HISTORY_MINUTES: int('How much queue-depth history the dashboard keeps in memory', { default: '60', min: 1, max: 1440 }),
-  MONITOR_SCHEDULED_POLL_MS: int("How often scheduled-push counts by hour, the overdue ones and the apps' APNs certificate expiries are read from PostgreSQL", { default: '30000', min: 100 }),
+  MONITOR_SCHEDULED_POLL_MS: int("How often scheduled-push counts by hour, the overdue ones, the apps' APNs certificate expiries and the provider lanes the pushers take to be down are read from PostgreSQL", { default: '30000', min: 100 }),
   MONITOR_APNS_CERTIFICATE_WARN_DAYS: int("The apns-certificate-expiring alarm fires this many days before an enabled app's APNs client certificate expires (read every MONITOR_SCHEDULED_POLL_MS)", { default: '30', min: 1, max: 365 }),
+  MONITOR_PROVIDER_DOWN_GRACE_S: int('The provider-down alarm fires when a pusher has taken a provider lane to be down (its pushes held, unsent) for this long (read every MONITOR_SCHEDULED_POLL_MS)', { default: '60', min: 0 }),
   MONITOR_SCHEDULED_OVERDUE_S: int('The scheduled-overdue alarm fires when a stored scheduled push was due longer ago than this and no descheduler released it', { default: '300', min: 1 }),
 } as const;
 

@@ -5,7 +5,7 @@ import { loadConfigOrExit } from '@herald/config';
 import { WorkQueues, pushesPerMessage } from '@herald/contracts';
 import { createAnnouncedAlarmStore, createDatabase, databaseOptionsOf, createFanoutRepository, holdLease, startDatabaseClock, startReplayedOutcomes, withParkedLease } from '@herald/db';
 import { connectBroker, parkedNameOf, type Broker } from '@herald/messaging';
-import { createManagementApi, vhostOf } from '@herald/monitoring';
+import { createManagementApi, oldestAgeWindowMs, vhostOf } from '@herald/monitoring';
 import { runService, within } from '@herald/runtime';
 import { alarmAnnouncer, announcedAtStart, seenSince, type AlarmView, type Evidence } from './alarm-announcer.ts';
 import { monitorConfig } from './config.ts';
@@ -75,13 +75,14 @@ await runService('monitor', config, async ({ logger, registry }) => {
     pollMs: config.MONITOR_SCHEDULED_POLL_MS,
     overdueMs: config.MONITOR_SCHEDULED_OVERDUE_S * 1000,
     certificateWarnMs: config.MONITOR_APNS_CERTIFICATE_WARN_DAYS * 86_400_000,
+    providerDownForMs: config.MONITOR_PROVIDER_DOWN_GRACE_S * 1000,
     // As long as rabbitmq-unreachable waits: the "*" no-consumer delay.
     unreachableForMs: config.MONITOR_THRESHOLDS.for('*').noConsumerForMs,
     metrics,
     logger,
   });
   const monitor = startQueueMonitor({
-    api: createManagementApi(config.RABBITMQ_API_URL),
+    api: createManagementApi(config.RABBITMQ_API_URL, { log: logger }),
     live,
     vhost,
     pollMs: config.MONITOR_POLL_MS,
@@ -106,6 +107,7 @@ await runService('monitor', config, async ({ logger, registry }) => {
       pollingSince: monitor.pollingSince(),
       readAt: scheduled.readAt(),
       parkedWindowMs: (queue: string) => config.MONITOR_THRESHOLDS.for(queue).parkedWindowMs,
+      oldestAgeWindowMs: (queue: string) => oldestAgeWindowMs(config.MONITOR_THRESHOLDS.for(queue)),
     };
   }
   /** What this instance sees, for the lease holder's round (alarm-announcer.ts). */

@@ -116,8 +116,8 @@ describe('a monitor that restarts during an outage', () => {
       const firing = expect.objectContaining({ alarm: 'no-consumer', queue: SEND, value: WAITING, since, firedAt }) as unknown;
       expect(state.alarms).toEqual([firing]);
       expect(said).toEqual([expect.objectContaining({ state: 'firing', alarm: firing })]);
-      // Other conditions may have held before too: none firing is not all clear for the longest delay (parked-growing's window, 5 min).
-      expect(state).toMatchObject({ warmingUp: true, watchingSince: state.at, warmingUpUntil: new Date(Date.parse(state.at ?? '') + 300_000).toISOString() });
+      // Other conditions may have held before too: none firing is not all clear for the longest delay (oldest-message's age bound and delay, 6 min).
+      expect(state).toMatchObject({ warmingUp: true, watchingSince: state.at, warmingUpUntil: new Date(Date.parse(state.at ?? '') + 360_000).toISOString() });
       // Its messages were there before its first poll: their age is at least the time since.
       expect(state.queues.find((q) => q.name === SEND)).toMatchObject({ messages: WAITING, oldestAgeIsLowerBound: true });
 
@@ -158,7 +158,7 @@ describe('a monitor that restarts during an outage', () => {
 
   it('the dashboard does not say all clear until the monitor has watched for its longest alarm delay', async () => {
     const empty = await createTestVhost('monitorwarm');
-    const delays = { backlogForMs: 6_000, noConsumerForMs: 6_000, drainForMs: 6_000, stalledForMs: 6_000, parkedWindowMs: 6_000 };
+    const delays = { backlogForMs: 6_000, noConsumerForMs: 6_000, drainForMs: 6_000, stalledForMs: 6_000, parkedWindowMs: 6_000, oldestAgeSeconds: 3, oldestAgeForMs: 3_000 };
     const { monitor } = startMonitor({ on: empty, thresholds: thresholdConfig({ '*': delays }) });
     try {
       await firstPoll(monitor);

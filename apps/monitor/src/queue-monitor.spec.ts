@@ -1,6 +1,11 @@
-import { activeConditions, thresholdConfig, type QueueSnapshot } from '@herald/monitoring';
+import { createLogger } from '@herald/logging';
+import { activeConditions, thresholdConfig, type AlarmTransition, type QueueSnapshot } from '@herald/monitoring';
+import { Registry } from '@herald/runtime';
+import { waitFor } from '@herald/testing';
 import { describe, expect, it } from 'vitest';
-import { withLive } from './queue-monitor.ts';
+import { History } from './history.ts';
+import { createMonitorMetrics } from './monitor-metrics.ts';
+import { startQueueMonitor, withLive } from './queue-monitor.ts';
 
 const snapshot = (name: string, kind: QueueSnapshot['kind'], ready: number, unacked = 0): QueueSnapshot => ({
   name, kind, messages: ready + unacked, ready, unacked, consumers: 0, publishRate: 0, ackRate: 0, deliverRate: 0, headAgeSeconds: undefined,
@@ -27,5 +32,37 @@ describe('live counts laid over the management statistics', () => {
 
   it('a work queue reads its live depth, drained or not, and its live consumers', () => {
     expect(withLive(snapshot('push.apns.send', 'work', 900, 100), { ready: 0, consumers: 2 })).toMatchObject({ ready: 0, messages: 100, consumers: 2 });
+  });
+});
+
+// A quorum queue reports no head timestamp: the alarm goes by the monitor's own estimate.
+describe("the oldest-message alarm on the monitor's estimate", () => {
+  it('fires once a work queue seen filling has held a message for oldestAgeSeconds, a few acks notwithstanding, and clears when it empties', async () => {
+    let depth = 0;
+    const said: AlarmTransition[] = [];
+    const monitor = startQueueMonitor({
+      // A registrar acking a little, far slower than it would take to drain.
+      api: { queues: async () => [{ ...snapshot('push.registrations', 'work', 0, depth), consumers: 1, ackRate: depth === 0 ? 0 : 0.2 }] },
+      vhost: '/',
+      pollMs: 20,
+      thresholds: thresholdConfig({ '*': { oldestAgeSeconds: 1, oldestAgeForMs: 0 } }),
+      history: new History(60_000),
+      metrics: createMonitorMetrics(new Registry()),
+      logger: createLogger({ service: 'spec', level: 'silent' }),
+      announce: (t) => void said.push(t),
+    });
+    try {
+      await waitFor('a poll of the empty queue', () => monitor.state().at !== null);
+      depth = 5;
+      const filled = Date.now();
+      const fired = await waitFor('the alarm', () => said.find((t) => t.alarm.alarm === 'oldest-message' && t.state === 'firing'));
+      expect(fired.at - filled).toBeGreaterThanOrEqual(1_000);
+      expect(fired.alarm).toMatchObject({ queue: 'push.registrations', threshold: 1 });
+      expect(fired.alarm.summary).toMatch(/^push\.registrations's oldest message has waited \d+ s \(bound 1 s\): 5 messages, 1 consumers, 0\.2 acks\/s$/);
+      depth = 0;
+      await waitFor('resolved', () => said.find((t) => t.alarm.alarm === 'oldest-message' && t.state === 'resolved'));
+    } finally {
+      await monitor.stop();
+    }
   });
 });

@@ -2,6 +2,7 @@ import type { Logger } from '@herald/logging';
 import type { QueueCounts } from '@herald/messaging';
 import {
   activeConditions,
+  nodeConditions,
   resourceAlarmConditions,
   AlarmTracker,
   drainSecondsOf,
@@ -168,15 +169,19 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
       return { ...q, ...ages.estimate(q, now, now === firstAt), drainSeconds: Number.isFinite(drain) ? drain : null };
     });
     const parkedBaseline = (queue: string, windowMs: number) => deps.history.minSince(queue, now - windowMs);
+    const oldest = new Map(queues.map((q) => [q.name, { seconds: q.oldestAgeSeconds, lowerBound: q.oldestAgeIsLowerBound }]));
     lastConditions = [
       ...activeConditions({
         queues: snapshots,
         thresholds: deps.thresholds,
         parkedBaseline,
+        oldestAge: (queue) => oldest.get(queue),
         ...(deps.pushesPerMessage !== undefined && { pushesPerMessage: deps.pushesPerMessage }),
         ...(deps.expected !== undefined && { expected: deps.expected }),
       }),
       ...resourceAlarmConditions(nodes),
+      // A node down waits as long as rabbitmq-unreachable: the "*" no-consumer delay.
+      ...nodeConditions(nodes, deps.thresholds.for('*').noConsumerForMs),
     ];
     deps.history.add(now, snapshots);
     deps.metrics.recordQueues(queues, deps.pushesPerMessage);
@@ -236,10 +241,11 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
         fetching = undefined;
       }));
 
-  // The nodes' resource alarms, read beside the queues but never waited for (a management API slow
-  // in a memory alarm must not hold the queue reads up); a poll evaluates the last reading. A
-  // management user without the monitoring tag cannot read them, which costs only that alarm (said
-  // once in the log); while they cannot be read, the alarm keeps its state, as the others do while blind.
+  // The nodes (running, partitions, resource alarms), read beside the queues but never waited for (a
+  // management API slow in a memory alarm must not hold the queue reads up); a poll evaluates the
+  // last reading. A management user without the monitoring tag cannot read them, which costs only
+  // their alarms (said once in the log); while they cannot be read, those keep their state, as the
+  // others do while blind.
   let nodes: NodeResources[] = [];
   let nodesProblem: string | undefined;
   let readingNodes: Promise<void> | undefined;
@@ -253,7 +259,7 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
           nodesProblem = undefined;
         },
         (err: unknown) => {
-          if (nodesProblem === undefined) deps.logger.warn({ err }, "cannot read RabbitMQ's nodes, so its memory and disk alarms are not seen here (the management user needs the monitoring tag)");
+          if (nodesProblem === undefined) deps.logger.warn({ err }, "cannot read RabbitMQ's nodes, so nodes down, partitions and memory and disk alarms are not seen here (the management user needs the monitoring tag)");
           nodesProblem = (err as Error).message;
         },
       )

@@ -16,7 +16,7 @@ afterAll(() => t.drop());
 
 describe('the scheduled counts the monitor reads', () => {
   it('reads without a condition while PostgreSQL answers, and raises database-unreachable while its reads fail', async () => {
-    const options = { pollMs: 50, overdueMs: 300_000, certificateWarnMs: 30 * DAY_MS, unreachableForMs: 30_000, metrics: createMonitorMetrics(new Registry()), logger };
+    const options = { pollMs: 50, overdueMs: 300_000, certificateWarnMs: 30 * DAY_MS, providerDownForMs: 60_000, unreachableForMs: 30_000, metrics: createMonitorMetrics(new Registry()), logger };
     // A read gets a poll interval to answer (a first read on a busy machine took over 50 ms).
     const healthy = startScheduledCounts({ db: t.db, ...options, pollMs: 1000 });
     try {
@@ -33,7 +33,7 @@ describe('the scheduled counts the monitor reads', () => {
     try {
       const condition = await waitFor('the condition', () => failing.conditions().find((c) => c.alarm === 'database-unreachable'));
       expect(condition).toMatchObject({ queue: '*', forMs: 30_000 });
-      expect(condition.summary).toMatch(/^the monitor cannot read the scheduled pushes and the apps' APNs certificates from PostgreSQL \(scheduled-overdue and the certificate alarms are blind meanwhile\): .*scheduled_pushes/);
+      expect(condition.summary).toMatch(/^the monitor cannot read the scheduled pushes, the apps' APNs certificates and the provider lanes down from PostgreSQL \(scheduled-overdue, the certificate alarms and provider-down are blind meanwhile\): .*scheduled_pushes/);
     } finally {
       await failing.stop();
       await blind.close();
@@ -58,7 +58,7 @@ describe('the scheduled counts the monitor reads', () => {
       })
       .catch(() => undefined);
     await lockTaken;
-    const counts = startScheduledCounts({ db: t.db, pollMs: 300, overdueMs: 300_000, certificateWarnMs: 30 * DAY_MS, unreachableForMs: 30_000, metrics: createMonitorMetrics(new Registry()), logger });
+    const counts = startScheduledCounts({ db: t.db, pollMs: 300, overdueMs: 300_000, certificateWarnMs: 30 * DAY_MS, providerDownForMs: 60_000, unreachableForMs: 30_000, metrics: createMonitorMetrics(new Registry()), logger });
     try {
       const condition = await waitFor('the condition', () => counts.conditions().find((c) => c.alarm === 'database-unreachable'), { timeoutMs: 5_000 });
       expect(condition.summary).toMatch(/no answer from PostgreSQL within 300 ms$/);
@@ -87,7 +87,7 @@ describe('the scheduled counts the monitor reads', () => {
         .execute();
     }
     const registry = new Registry();
-    const counts = startScheduledCounts({ db: t.db, pollMs: 50, overdueMs: 300_000, certificateWarnMs: 30 * DAY_MS, unreachableForMs: 30_000, metrics: createMonitorMetrics(registry), logger });
+    const counts = startScheduledCounts({ db: t.db, pollMs: 50, overdueMs: 300_000, certificateWarnMs: 30 * DAY_MS, providerDownForMs: 60_000, unreachableForMs: 30_000, metrics: createMonitorMetrics(registry), logger });
     try {
       await waitFor('a first read', () => (counts.readAt() === 0 ? undefined : true));
       const found = counts.conditions().filter((c) => c.alarm.startsWith('apns-certificate-'));

@@ -1,9 +1,10 @@
-import type { Database, OverdueCount } from '@herald/db';
+import { readDownLanes, type Database, type OverdueCount } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { databaseUnreachableCondition, type AlarmCondition } from '@herald/monitoring';
 import { TIMED_OUT, within } from '@herald/runtime';
 import { certificateConditions } from './certificate-expiry.ts';
 import type { MonitorMetrics } from './monitor-metrics.ts';
+import { providerDownConditions } from './provider-down.ts';
 
 /** Scheduled pushes waiting per upcoming hour (UTC), per platform; overdue ones count in the first hour. */
 export interface ScheduledHour {
@@ -62,16 +63,19 @@ const OVERDUE_COUNT_CAP = 100_000;
 const releaserOf = (platform: string): string => (platform === 'web' ? 'web-pusher' : `${platform}-descheduler`);
 
 /**
- * Reads `countsByHour`, the overdue pushes and the apps' APNs certificates every `pollMs`; a failed
- * read keeps the last counts and conditions, is logged, and adds database-unreachable, which fires
- * once the reads have failed for `unreachableForMs` (the overdue and certificate alarms cannot fire
- * while they fail). `certificateWarnMs`: how long before a certificate expires its alarm fires.
+ * Reads `countsByHour`, the overdue pushes, the apps' APNs certificates and the provider lanes the
+ * pushers take to be down every `pollMs`; a failed read keeps the last counts and conditions, is
+ * logged, and adds database-unreachable, which fires once the reads have failed for
+ * `unreachableForMs` (the overdue, certificate and provider-down alarms cannot fire while they
+ * fail). `certificateWarnMs`: how long before a certificate expires its alarm fires;
+ * `providerDownForMs`: how long a lane must stay down for its alarm.
  */
 export function startScheduledCounts(deps: {
   db: Database;
   pollMs: number;
   overdueMs: number;
   certificateWarnMs: number;
+  providerDownForMs: number;
   unreachableForMs: number;
   metrics: MonitorMetrics;
   logger: Logger;
@@ -98,7 +102,13 @@ export function startScheduledCounts(deps: {
     deps.metrics.recordOverdue(overdue, now);
     const certificates = await deps.db.apps.apnsCertificates();
     deps.metrics.recordCertificates(certificates);
-    found = [...overdueConditions(overdue, now, deps.overdueMs), ...certificateConditions(certificates, now, deps.certificateWarnMs)];
+    const lanes = await readDownLanes(deps.db.kysely);
+    found = [
+      ...overdueConditions(overdue, now, deps.overdueMs),
+      ...certificateConditions(certificates, now, deps.certificateWarnMs),
+      // Since when by this host's clock, which the queue monitor's alarms go by.
+      ...providerDownConditions(lanes, deps.providerDownForMs, Date.now()),
+    ];
     conditions = found;
     readAt = Date.now();
   };
@@ -120,9 +130,9 @@ export function startScheduledCounts(deps: {
   loop();
   return {
     current: (): ScheduledCounts => current,
-    /** The scheduled-overdue and certificate conditions of the last good read, and database-unreachable while reads fail (the queue monitor evaluates them with its own). */
+    /** The scheduled-overdue, certificate and provider-down conditions of the last good read, and database-unreachable while reads fail (the queue monitor evaluates them with its own). */
     conditions: (): AlarmCondition[] => conditions,
-    /** When the last good read (counts and overdue pushes) ended, epoch ms; 0 before the first. */
+    /** When the last good read (counts, overdue pushes, certificates, lanes) ended, epoch ms; 0 before the first. */
     readAt: (): number => readAt,
     stop: async (): Promise<void> => {
       stopped = true;

@@ -34,6 +34,7 @@ export * from './subscription-repository.ts';
 export * from './audit-log.ts';
 export { listUserDevices, type UserDevice } from './user-devices.ts';
 export { appHasWebDevices } from './app-web-devices.ts';
+export { recordWebVapidKey, type SentSubscription } from './web-vapid-store.ts';
 export { toJobStatus, toJobPushList } from './job-status-view.ts';
 export { readAudienceChunk, audienceSize, AudienceCursorError, type AudienceSpec, type AudienceChunk, type AudienceChunkRequest } from './audience-stream.ts';
 export { segmentSql } from './segment-sql.ts';
@@ -49,4 +50,4 @@ export { DEFAULT_PARKED_LEASE_MS, ParkedLeaseInterrupted, ParkedQueueBusy, withP
 export { createAnnouncedAlarmStore, type AnnouncedAlarm, type AnnouncedAlarmStore } from './announced-alarms.ts';
 export { startDatabaseClock, type DatabaseClock } from './database-clock.ts';
 export { eraseEveryAppPreferences, eraseUser, erasureKey, type UserErasure } from './user-erasure.ts';
-export { recordWebVapidKey, type SentSubscription } from './web-vapid-store.ts';
+export { createProviderLaneStore, readDownLanes, LANE_REFRESH_MS, type DownLane, type DownLaneRow, type ProviderLaneStore } from './provider-lane-store.ts';

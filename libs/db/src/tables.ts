@@ -121,6 +121,16 @@ export interface ProviderPausesTable {
   updated_at: Generated<Date>;
 }
 
+/** A provider lane one pusher takes to be down (migration 0043; provider-lane-store.ts), on PostgreSQL's clock. */
+export interface ProviderLanesTable {
+  /** The pusher: `<service>@<host>:<pid>`. */
+  instance: string;
+  platform: Platform;
+  lane: string;
+  down_since: Date;
+  seen_at: Date;
+}
+
 export interface ScheduledPushesTable {
   platform: Platform;
   due_at: Date;
@@ -327,6 +337,7 @@ export interface HeraldTables {
   scheduled_pushes: ScheduledPushesTable;
   rate_limits: RateLimitsTable;
   provider_pauses: ProviderPausesTable;
+  provider_lanes: ProviderLanesTable;
 }
 
 export type DeviceRow = Selectable<DevicesTable>;

@@ -73,6 +73,7 @@ const isOutage = (r: SendResult): r is Extract<SendResult, { kind: 'transient' }
 export class ProviderLanes {
   private readonly lanes = new Map<string, Lane>();
   private closed = false;
+  private onChange: (() => void) | undefined;
 
   constructor(
     readonly settings: LaneSettings,
@@ -98,6 +99,17 @@ export class ProviderLanes {
   downForMs(lane: string): number | undefined {
     const since = this.downSince(lane);
     return since === undefined ? undefined : this.now() - since;
+  }
+
+  /** The lanes said to be down now (their gauge at 1: not quiet), and for how long. */
+  saidDown(): Array<{ lane: string; downForMs: number }> {
+    const now = this.now();
+    return [...this.lanes].flatMap(([lane, l]) => (l.downSince === undefined || l.quiet ? [] : [{ lane, downForMs: now - l.downSince }]));
+  }
+
+  /** `listener` is told each time a lane is said down or no longer (lane-state-recorder.ts: told, never awaited). */
+  watch(listener: () => void): void {
+    this.onChange = listener;
   }
 
   /**
@@ -127,7 +139,7 @@ export class ProviderLanes {
         if (l.quiet) {
           // Quiet for a while, and failing still: said down again.
           l.quiet = false;
-          this.gauge?.set({ platform: this.platform, lane }, 1);
+          this.say(lane, true);
           this.logger.warn({ lane, platform: this.platform, reason: result.reason, probeMs: this.settings.probeMs }, 'provider lane down: its first push after a quiet spell got no answer or a server error; its pushes are held (no attempt spent) and one tries it again every probeMs');
         }
         this.watchQuiet(lane, l);
@@ -143,6 +155,12 @@ export class ProviderLanes {
     this.closed = true;
     for (const l of this.lanes.values()) clearTimeout(l.quietTimer);
     this.lanes.clear();
+  }
+
+  /** The lane said down or no longer: its gauge, and the watcher. */
+  private say(name: string, down: boolean): void {
+    this.gauge?.set({ platform: this.platform, lane: name }, down ? 1 : 0);
+    this.onChange?.();
   }
 
   private laneOf(name: string): Lane {
@@ -192,7 +210,7 @@ export class ProviderLanes {
     const now = this.now();
     l.downSince = now;
     l.probeAt = now + this.settings.probeMs;
-    this.gauge?.set({ platform: this.platform, lane: name }, 1);
+    this.say(name, true);
     this.watchQuiet(name, l);
     this.logger.warn(
       { lane: name, platform: this.platform, reason: l.lastReason, failed, sends, probeMs: this.settings.probeMs, holdMs: this.settings.holdMs },
@@ -207,7 +225,7 @@ export class ProviderLanes {
     l.buckets = [];
     l.failedInRow = 0;
     clearTimeout(l.quietTimer);
-    this.gauge?.set({ platform: this.platform, lane: name }, 0);
+    this.say(name, false);
     this.logger.info({ lane: name, platform: this.platform, downMs }, 'provider lane answering again: its held pushes come back within as long as it was down, a fifth more at random (24 minutes at most)');
   }
 
@@ -226,7 +244,7 @@ export class ProviderLanes {
       if (l.trying) return this.watchQuiet(name, l);
       const downMs = this.now() - l.downSince;
       l.quiet = true;
-      this.gauge?.set({ platform: this.platform, lane: name }, 0);
+      this.say(name, false);
       this.logger.info(
         { lane: name, platform: this.platform, downMs, quietMs: this.settings.quietMs },
         'provider lane quiet: no push came to try it for quietMs after it was due its trial; no longer said down, the next push of it tries it',

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { sendQueueFor, type Platform } from '@herald/contracts';
-import { createAppCache, createCancelledJobsReader, createDatabase, databaseOptionsOf, deferWhileDatabaseUnavailable, refusedValueReason, startDatabaseClock, type DatabaseSettings } from '@herald/db';
+import { createAppCache, createCancelledJobsReader, createDatabase, createProviderLaneStore, databaseOptionsOf, deferWhileDatabaseUnavailable, refusedValueReason, startDatabaseClock, type DatabaseSettings } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { connectBroker, JITTER } from '@herald/messaging';
 import type { PushProvider } from '@herald/providers';
@@ -15,6 +15,7 @@ import { onPushParked, pushesAlreadyDone } from './park-outcomes.ts';
 import type { BesideWork, PusherParts } from './in-process-descheduler.ts';
 import { CancelledJobs } from './cancelled-jobs.ts';
 import { ProviderLanes } from './provider-lanes.ts';
+import { recordLaneState } from './lane-state-recorder.ts';
 
 /** How often a pusher re-reads the cancelled jobs (a cancel stops queued pushes within about this). */
 export const CANCELLED_JOBS_REFRESH_MS = 250;
@@ -112,6 +113,8 @@ export async function startPusher(
   alongside?: (parts: PusherParts) => Promise<BesideWork>,
 ): Promise<RunningService> {
   const name = `${platform}-pusher`;
+  // This process: what its ledger claims and its lanes' rows (provider-lane-store.ts) are named by.
+  const instance = `${name}@${hostname()}:${process.pid}`;
   const retryDelays = config.PUSHER_RETRY_DELAYS_MS.map((d) => Math.max(d, config.APNS_SERVER_ERROR_RETRY_MS ?? 0));
   // A held copy of a push delivered before comes back up to the hold and one more held wait after it
   // was due, and one past its hold on a lane that answers may then go round the retry schedule.
@@ -162,6 +165,8 @@ export async function startPusher(
     logger,
     metrics.laneDown,
   );
+  // Where the monitor sees a lane down: no queue shows it (its pushes are acked into the delay queues).
+  const laneState = recordLaneState(lanes, createProviderLaneStore(db.kysely, { instance, platform }), logger);
   const handle = createPusherHandler({
     platform,
     lastAttempt: config.PUSHER_RETRY_DELAYS_MS.length + 1,
@@ -172,7 +177,7 @@ export async function startPusher(
     publisher: broker.publisher,
     metrics,
     logger,
-    owner: `${name}@${hostname()}:${process.pid}`,
+    owner: instance,
     leaseMs: config.LEDGER_LEASE_MS,
     preferencesRecheckMs: config.PREFERENCES_RECHECK_AFTER_MS,
     ...(config.APNS_SERVER_ERROR_RETRY_MS !== undefined && { serverErrorRetryMs: config.APNS_SERVER_ERROR_RETRY_MS }),
@@ -229,6 +234,7 @@ export async function startPusher(
       ]);
       recordingStop.abort();
       clock.stop();
+      await stopBy(deadline, 'provider lanes record', laneState.stop(), logger);
       lanes.close();
       clearInterval(outcomeFlush);
       await perApp.outcomes?.flush();

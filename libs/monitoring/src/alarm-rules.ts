@@ -2,7 +2,7 @@ import type { NodeResources } from './management-api.ts';
 import { drainSecondsOf, type QueueSnapshot } from './queue-snapshot.ts';
 import type { QueueThresholds, ThresholdConfig } from './thresholds.ts';
 
-export const AlarmKinds = ['backlog', 'no-consumer', 'drain-time', 'stalled', 'parked-growing', 'queue-missing', 'rabbitmq-unreachable', 'scheduled-overdue', 'database-unreachable', 'apns-certificate-expiring', 'apns-certificate-expired', 'rabbitmq-resource-alarm'] as const;
+export const AlarmKinds = ['backlog', 'no-consumer', 'drain-time', 'stalled', 'parked-growing', 'queue-missing', 'rabbitmq-unreachable', 'scheduled-overdue', 'database-unreachable', 'apns-certificate-expiring', 'apns-certificate-expired', 'rabbitmq-resource-alarm', 'oldest-message', 'rabbitmq-node-down', 'rabbitmq-partition', 'provider-down'] as const;
 export type AlarmKind = (typeof AlarmKinds)[number];
 
 /** A condition that holds right now; it becomes an alarm once it has held for `forMs`. */
@@ -14,6 +14,11 @@ export interface AlarmCondition {
   threshold: number;
   /** One sentence for people (log, webhook, dashboard). */
   summary: string;
+  /**
+   * When the condition began, where its source says (epoch ms; a provider lane down since): its
+   * `forMs` counts from then, not from the first poll that saw it.
+   */
+  since?: number;
 }
 
 export interface RuleInput {
@@ -32,6 +37,17 @@ export interface RuleInput {
    * alarm (deleted by hand, lost with a node), not the quiet end of its other alarms.
    */
   expected?: readonly string[];
+  /**
+   * The age of the queue's oldest message: the monitor's estimate (its README, "Oldest-message
+   * age"), `lowerBound` while it has not seen the queue empty since it started. Absent, the
+   * broker's head timestamp, which only classic queues report.
+   */
+  oldestAge?: (queue: string) => OldestAge | undefined;
+}
+
+export interface OldestAge {
+  seconds: number;
+  lowerBound: boolean;
 }
 
 const n = (v: number): string => Math.round(v).toLocaleString('en-US');
@@ -81,6 +97,21 @@ function stalled(q: QueueSnapshot, t: QueueThresholds): AlarmCondition | undefin
   return { alarm: 'stalled', queue: q.name, forMs: t.stalledForMs, value: q.messages, threshold: 0, summary };
 }
 
+/**
+ * A work queue whose oldest message has waited longer than `oldestAgeSeconds`: the one alarm for a
+ * queue that grows slowly while its consumers ack a little (a registrar acking 0.5/s with 1/s
+ * arriving: below the backlog and drain-time minimums for half an hour, and stalled needs nothing
+ * acked), while what it holds waits. Messages a consumer holds unacked count: a registrar's
+ * prefetch (200) holds such a backlog whole. Only with consumers, as drain-time (none is the
+ * no-consumer alarm's case); not a delay, retry or parked queue, which hold messages by design.
+ */
+function oldestMessage(q: QueueSnapshot, t: QueueThresholds, age: OldestAge | undefined): AlarmCondition | undefined {
+  if (q.kind !== 'work' || q.consumers === 0 || q.messages === 0 || age === undefined || age.seconds <= t.oldestAgeSeconds) return undefined;
+  const rate = q.ackRate > 0 ? `${q.ackRate.toFixed(1)} acks/s` : 'nothing being acked';
+  const summary = `${q.name}'s oldest message has waited ${age.lowerBound ? 'at least ' : ''}${secs(age.seconds)} (bound ${secs(t.oldestAgeSeconds)}): ${n(q.messages)} messages, ${n(q.consumers)} consumers, ${rate}`;
+  return { alarm: 'oldest-message', queue: q.name, forMs: t.oldestAgeForMs, value: Math.round(age.seconds), threshold: t.oldestAgeSeconds, summary };
+}
+
 function parkedGrowing(q: QueueSnapshot, t: QueueThresholds, baseline: number | undefined): AlarmCondition | undefined {
   if (q.kind !== 'parked' || baseline === undefined || q.messages <= baseline) return undefined;
   const summary = `${q.name} grew from ${n(baseline)} to ${n(q.messages)} parked messages within ${secs(t.parkedWindowMs / 1000)}`;
@@ -106,7 +137,15 @@ function missing(input: RuleInput): AlarmCondition[] {
 export function activeConditions(input: RuleInput): AlarmCondition[] {
   return [...missing(input), ...input.queues.flatMap((q) => {
     const t = input.thresholds.for(q.name);
-    const found = [backlog(q, t, input.pushesPerMessage?.(q.name) ?? 1), noConsumer(q, t), drainTime(q, t), stalled(q, t), parkedGrowing(q, t, input.parkedBaseline(q.name, t.parkedWindowMs))];
+    const age = input.oldestAge !== undefined ? input.oldestAge(q.name) : q.headAgeSeconds === undefined ? undefined : { seconds: q.headAgeSeconds, lowerBound: false };
+    const found = [
+      backlog(q, t, input.pushesPerMessage?.(q.name) ?? 1),
+      noConsumer(q, t),
+      drainTime(q, t),
+      stalled(q, t),
+      oldestMessage(q, t, age),
+      parkedGrowing(q, t, input.parkedBaseline(q.name, t.parkedWindowMs)),
+    ];
     return found.filter((c): c is AlarmCondition => c !== undefined);
   })];
 }
@@ -121,14 +160,14 @@ export const unreachableCondition = (forMs: number, error: string): AlarmConditi
   summary: `the monitor cannot read the RabbitMQ management API: ${error}`,
 });
 
-/** The monitor cannot read PostgreSQL (the stored scheduled pushes, the apps' APNs certificates): raised after `forMs` of failed reads. */
+/** The monitor cannot read PostgreSQL (the stored scheduled pushes, the apps' APNs certificates, the provider lanes down): raised after `forMs` of failed reads. */
 export const databaseUnreachableCondition = (forMs: number, error: string): AlarmCondition => ({
   alarm: 'database-unreachable',
   queue: '*',
   forMs,
   value: 1,
   threshold: 0,
-  summary: `the monitor cannot read the scheduled pushes and the apps' APNs certificates from PostgreSQL (scheduled-overdue and the certificate alarms are blind meanwhile): ${error}`,
+  summary: `the monitor cannot read the scheduled pushes, the apps' APNs certificates and the provider lanes down from PostgreSQL (scheduled-overdue, the certificate alarms and provider-down are blind meanwhile): ${error}`,
 });
 
 const mb = (bytes: number | undefined): string => (bytes === undefined ? '?' : `${n(bytes / 1_048_576)} MB`);
@@ -153,4 +192,36 @@ export function resourceAlarmConditions(nodes: readonly NodeResources[]): AlarmC
       const [value, threshold] = node.memAlarm ? [Math.round(used * 100) / 100, 1] : [node.diskFree ?? 0, node.diskFreeLimit ?? 0];
       return { alarm: 'rabbitmq-resource-alarm' as const, queue: `node.${node.name}`, forMs: 0, value, threshold, summary: said.join(' / ') };
     });
+}
+
+/**
+ * The cluster's membership as the node that answered sees it (`node.<name>`, a condition a node):
+ * rabbitmq-node-down for a member that is not running (stopped, crashed, or cut off from the node
+ * asked), after `downForMs` (a quick restart passes): no queue alarm shows it while the quorum
+ * queues keep a majority, and the next node lost can take that. rabbitmq-partition at once for a
+ * node that reports a network partition: the sides no longer agree, and RabbitMQ mends it only by
+ * its partition handling mode (ignore, the default: by hand).
+ */
+export function nodeConditions(nodes: readonly NodeResources[], downForMs: number): AlarmCondition[] {
+  const down = nodes
+    .filter((node) => !node.running)
+    .map((node) => ({
+      alarm: 'rabbitmq-node-down' as const,
+      queue: `node.${node.name}`,
+      forMs: downForMs,
+      value: 1,
+      threshold: 0,
+      summary: `RabbitMQ node ${node.name} is a member of the cluster and not running: each quorum queue with a replica there has one fewer (it keeps working while most of its replicas run), and services connected to it reconnect to the other nodes of their AMQP_URL; start it (or, gone for good, rabbitmqctl forget_cluster_node ${node.name})`,
+    }));
+  const partitioned = nodes
+    .filter((node) => node.partitions.length > 0)
+    .map((node) => ({
+      alarm: 'rabbitmq-partition' as const,
+      queue: `node.${node.name}`,
+      forMs: 0,
+      value: node.partitions.length,
+      threshold: 0,
+      summary: `RabbitMQ node ${node.name} reports a network partition from ${node.partitions.join(', ')}: the sides no longer agree on the cluster (a quorum queue's minority side takes nothing); once the network is mended, pause_minority and autoheal recover by themselves, the default (ignore) needs the nodes of one side restarted`,
+    }));
+  return [...down, ...partitioned];
 }

@@ -83,6 +83,61 @@ describe('alarm rules', () => {
   });
 });
 
+// A registrar acking 0.5/s while 1/s arrived took 33 minutes to alarm (drain-time needs 1,000
+// messages, backlog 10,000, stalled nothing acked), new devices getting no pushes meanwhile.
+describe('the oldest-message alarm', () => {
+  const defaults = thresholdConfig();
+  const ageOf = (seconds: number, lowerBound = false) => () => ({ seconds, lowerBound });
+  const conditions = (q: QueueSnapshot, age: ReturnType<ReturnType<typeof ageOf>> | undefined) =>
+    activeConditions({ queues: [q], thresholds: defaults, parkedBaseline: () => undefined, oldestAge: () => age });
+  // Five minutes in: 150 messages, all held by the registrar's prefetch (200), acked at 0.5/s.
+  const registrations = queue({ name: 'push.registrations', messages: 150, ready: 0, unacked: 150, consumers: 1, ackRate: 0.5 });
+
+  it('fires on a work queue whose oldest message waited past oldestAgeSeconds (300 s), after oldestAgeForMs, however few its messages and acks', () => {
+    const [c, ...others] = conditions(registrations, ageOf(301)());
+    expect(others).toEqual([]);
+    expect(c).toEqual({
+      alarm: 'oldest-message',
+      queue: 'push.registrations',
+      forMs: 60_000,
+      value: 301,
+      threshold: 300,
+      summary: "push.registrations's oldest message has waited 301 s (bound 300 s): 150 messages, 1 consumers, 0.5 acks/s",
+    });
+    expect(conditions(registrations, ageOf(300)())).toEqual([]);
+    // A monitor that restarted counts from its first poll: at least that.
+    expect(conditions(registrations, ageOf(400, true)())[0]?.summary).toMatch(/has waited at least 400 s/);
+    // The alarm fires once its condition has held for its delay.
+    const tracker = new AlarmTracker();
+    expect(tracker.update(0, conditions(registrations, ageOf(301)()))).toEqual([]);
+    expect(tracker.update(60_000, conditions(registrations, ageOf(361)()))).toEqual([expect.objectContaining({ state: 'firing', alarm: expect.objectContaining({ alarm: 'oldest-message', value: 361 }) })]);
+  });
+
+  it('is configured per queue like the other thresholds', () => {
+    const own = parseThresholds('{"*":{"oldestAgeSeconds":600},"push.registrations":{"oldestAgeSeconds":60,"oldestAgeForMs":0}}');
+    const at = (name: string, seconds: number) =>
+      activeConditions({ queues: [queue({ ...registrations, name })], thresholds: own, parkedBaseline: () => undefined, oldestAge: ageOf(seconds) }).map((c) => `${c.alarm}:${c.forMs}`);
+    expect(at('push.registrations', 61)).toEqual(['oldest-message:0']);
+    expect(at('push.jobs', 301)).toEqual([]);
+    expect(at('push.jobs', 601)).toEqual(['oldest-message:60000']);
+  });
+
+  it('not on queues that hold messages by design (delay, retry, parked), nor on one without consumers (the no-consumer alarm)', () => {
+    const old = ageOf(3_600)();
+    for (const name of ['herald.delay.300000ms', 'herald.retry.5000ms', 'push.registrations.parked']) {
+      expect(conditions(queue({ name, messages: 40, consumers: name.startsWith('herald.delay.') ? 1 : 0, ackRate: 0.1 }), old).map((c) => c.alarm), name).not.toContain('oldest-message');
+    }
+    expect(conditions({ ...registrations, consumers: 0 }, old).map((c) => c.alarm)).toEqual(['no-consumer']);
+    expect(conditions({ ...registrations, messages: 0, unacked: 0 }, old)).toEqual([]);
+  });
+
+  it("without the monitor's estimate (herald status --local), the broker's head timestamp where a classic queue reports it", () => {
+    const local = (headAgeSeconds: number | undefined) => activeConditions({ queues: [{ ...registrations, headAgeSeconds }], thresholds: defaults, parkedBaseline: () => undefined }).map((c) => c.alarm);
+    expect(local(500)).toEqual(['oldest-message']);
+    expect(local(undefined)).toEqual([]);
+  });
+});
+
 describe('alarm tracker', () => {
   const cond: AlarmCondition = { alarm: 'no-consumer', queue: 'q', forMs: 2_000, value: 5, threshold: 0, summary: 's' };
 
@@ -105,6 +160,18 @@ describe('alarm tracker', () => {
     t.update(1_600, [cond]);
     expect(t.update(3_000, [cond])).toEqual([]);
     expect(t.update(3_600, [cond])).toHaveLength(1);
+  });
+
+  it("a condition whose source says since when it holds (a provider lane down since) counts its delay from then", () => {
+    const lane: AlarmCondition = { ...cond, alarm: 'provider-down', queue: 'lane.apns/apns (shared connection)', forMs: 60_000 };
+    const t = new AlarmTracker();
+    expect(t.update(100_000, [{ ...lane, since: 50_000 }])).toEqual([]);
+    expect(t.pending()).toEqual([expect.objectContaining({ since: 50_000, firesAt: 110_000 })]);
+    expect(t.update(110_000, [{ ...lane, since: 50_000 }])).toEqual([expect.objectContaining({ state: 'firing', alarm: expect.objectContaining({ since: 50_000, firedAt: 110_000 }) })]);
+    // A since ahead of this clock counts from now.
+    const ahead = new AlarmTracker();
+    ahead.update(0, [{ ...lane, since: 5_000 }]);
+    expect(ahead.pending()).toEqual([expect.objectContaining({ since: 0, firesAt: 60_000 })]);
   });
 
   it('lists a condition waiting out its delay as pending, with when it fires', () => {
@@ -151,9 +218,12 @@ describe('thresholds', () => {
     expect(t.for('push.apns.send.parked').backlog).toBe(7);
   });
   it('the longest delay of any alarm, over the defaults, "*" and each queue', () => {
-    // parked-growing's window (5 min) is the longest by default: a restarted monitor tells it only after that.
-    expect(longestDelayMs(thresholdConfig())).toBe(300_000);
-    expect(longestDelayMs(parseThresholds('{"*":{"stalledForMs":1000,"parkedWindowMs":60000},"push.jobs":{"backlogForMs":90000}}'))).toBe(90_000);
+    // oldest-message's age bound and delay (6 min) are the longest by default: a restarted monitor
+    // counts a quorum queue's oldest message from its first poll, and tells it only after that.
+    expect(longestDelayMs(thresholdConfig())).toBe(360_000);
+    const short = '"stalledForMs":1000,"parkedWindowMs":60000,"oldestAgeSeconds":30,"oldestAgeForMs":10000';
+    expect(longestDelayMs(parseThresholds(`{"*":{${short}},"push.jobs":{"backlogForMs":90000}}`))).toBe(90_000);
+    expect(longestDelayMs(parseThresholds(`{"*":{${short}},"push.jobs":{"oldestAgeSeconds":120}}`))).toBe(130_000);
   });
   it('names every bad field', () => {
     expect(() => parseThresholds('{"push.jobs":{"backlog":-1,"bogus":1}}')).toThrow(/push\.jobs\.backlog.*|bogus/);

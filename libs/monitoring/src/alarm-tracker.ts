@@ -86,7 +86,7 @@ export class AlarmTracker {
       const key = keyOf(condition);
       const stored = this.announced.get(key);
       this.announced.delete(key);
-      const t: Tracked = { since: stored?.since ?? now, firedAt: undefined, ...this.tracked.get(key), condition };
+      const t: Tracked = { since: stored?.since ?? Math.min(condition.since ?? now, now), firedAt: undefined, ...this.tracked.get(key), condition };
       this.tracked.set(key, t);
       if (t.firedAt === undefined && now - t.since >= condition.forMs) {
         t.firedAt = stored?.firedAt ?? now;

@@ -8,13 +8,17 @@ export class ManagementApiError extends Error {
 export interface ManagementApi {
   /** Every Herald queue of `vhost` (push.*, herald.*), sorted by name. */
   queues(vhost: string): Promise<QueueSnapshot[]>;
-  /** The cluster's nodes and their resource alarms (GET /api/nodes: needs the `monitoring` tag). */
+  /** The cluster's nodes, whether they run, and their resource alarms (GET /api/nodes: needs the `monitoring` tag). */
   nodes?(): Promise<NodeResources[]>;
 }
 
-/** A RabbitMQ node's memory and disk, as the management API reports them (bytes). */
+/** A RabbitMQ node as the management API reports it: running or not, its partitions, its memory and disk (bytes). */
 export interface NodeResources {
   name: string;
+  /** A member of the cluster that is not running (stopped, or cut off from the node that answered) reports nothing else. */
+  running: boolean;
+  /** The nodes it is partitioned from (none: no partition). */
+  partitions: string[];
   memAlarm: boolean;
   diskFreeAlarm: boolean;
   memUsed?: number;
@@ -23,8 +27,11 @@ export interface NodeResources {
   diskFreeLimit?: number;
 }
 
-interface ManagementNode {
+/** The management API's JSON for one node (the fields Herald reads). */
+export interface ManagementNode {
   name: string;
+  running?: boolean;
+  partitions?: string[];
   mem_alarm?: boolean;
   disk_free_alarm?: boolean;
   mem_used?: number;
@@ -35,8 +42,13 @@ interface ManagementNode {
 
 const isBytes = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
+/** GET /api/nodes's answer, by name. A node whose answer lacks `running` is taken to run: no alarm on what was not said. */
+export function toNodes(raw: readonly ManagementNode[]): NodeResources[] {
+  return raw.map(toNode).sort((a, b) => a.name.localeCompare(b.name));
+}
+
 function toNode(n: ManagementNode): NodeResources {
-  const node: NodeResources = { name: n.name, memAlarm: n.mem_alarm === true, diskFreeAlarm: n.disk_free_alarm === true };
+  const node: NodeResources = { name: n.name, running: n.running !== false, partitions: n.partitions ?? [], memAlarm: n.mem_alarm === true, diskFreeAlarm: n.disk_free_alarm === true };
   if (isBytes(n.mem_used)) node.memUsed = n.mem_used;
   if (isBytes(n.mem_limit)) node.memLimit = n.mem_limit;
   if (isBytes(n.disk_free)) node.diskFree = n.disk_free;
@@ -70,12 +82,19 @@ function endpointOf(apiUrl: string): Endpoint {
   return { base: url.replace(/\/$/, ''), auth: authorization ?? `Basic ${Buffer.from(':').toString('base64')}` };
 }
 
+/** Where a failover between the API's URLs is said (a pino Logger fits). */
+export interface ManagementApiLog {
+  warn(fields: object, message: string): void;
+}
+
 /**
  * `apiUrl` carries the credentials: http://user:pass@host:15672/api. In a cluster it may be a
  * comma-separated list of the nodes' APIs: a node that does not answer hands the call to the
- * next, and the one that answered is asked first next time.
+ * next, and the one that answered is asked first next time. That change is logged at warn, once
+ * (not at every poll while it lasts): the node that stopped answering may be the one down.
  */
-export function createManagementApi(apiUrl: string, timeoutMs = 5_000): Required<ManagementApi> {
+export function createManagementApi(apiUrl: string, options: { timeoutMs?: number; log?: ManagementApiLog } = {}): Required<ManagementApi> {
+  const timeoutMs = options.timeoutMs ?? 5_000;
   const endpoints = apiUrl.split(',').map((u) => u.trim()).filter((u) => u.length > 0).map(endpointOf);
   let preferred = 0;
   const getFrom = async ({ base, auth }: Endpoint, path: string): Promise<unknown> => {
@@ -94,6 +113,10 @@ export function createManagementApi(apiUrl: string, timeoutMs = 5_000): Required
       const at = (preferred + i) % endpoints.length;
       try {
         const body = await getFrom(endpoints[at] as Endpoint, path);
+        // Once: a call running beside this one that failed over too finds it preferred already.
+        if (at !== preferred) {
+          options.log?.warn({ failed: errors, answeredBy: endpoints[at]?.base }, `RabbitMQ management API failed over from ${endpoints[preferred]?.base} to ${endpoints[at]?.base}, asked first from now on`);
+        }
         preferred = at;
         return body;
       } catch (err) {
@@ -110,8 +133,7 @@ export function createManagementApi(apiUrl: string, timeoutMs = 5_000): Required
       return raw.filter((q) => isHeraldQueue(q.name)).map((q) => toSnapshot(q, now)).sort((a, b) => a.name.localeCompare(b.name));
     },
     async nodes() {
-      const raw = (await get('/nodes?columns=name,mem_alarm,disk_free_alarm,mem_used,mem_limit,disk_free,disk_free_limit')) as ManagementNode[];
-      return raw.map(toNode).sort((a, b) => a.name.localeCompare(b.name));
+      return toNodes((await get('/nodes?columns=name,running,partitions,mem_alarm,disk_free_alarm,mem_used,mem_limit,disk_free,disk_free_limit')) as ManagementNode[]);
     },
   };
 }

@@ -18,6 +18,10 @@ export interface QueueThresholds {
   parkedWindowMs: number;
   /** Stalled alarm: a work queue with messages and consumers that acks nothing for longer than this. */
   stalledForMs: number;
+  /** Oldest-message alarm: a work queue's oldest message (ready or held unacked) older than this … */
+  oldestAgeSeconds: number;
+  /** … for longer than this. */
+  oldestAgeForMs: number;
 }
 
 export const DEFAULT_THRESHOLDS: Readonly<QueueThresholds> = Object.freeze({
@@ -29,6 +33,8 @@ export const DEFAULT_THRESHOLDS: Readonly<QueueThresholds> = Object.freeze({
   drainMinMessages: 1_000,
   parkedWindowMs: 300_000,
   stalledForMs: 120_000,
+  oldestAgeSeconds: 300,
+  oldestAgeForMs: 60_000,
 });
 
 const partial = z.strictObject({
@@ -40,6 +46,8 @@ const partial = z.strictObject({
   drainMinMessages: z.number().int().min(0),
   parkedWindowMs: z.number().int().min(1),
   stalledForMs: z.number().int().min(0),
+  oldestAgeSeconds: z.number().min(0),
+  oldestAgeForMs: z.number().int().min(0),
 }).partial();
 
 /** `{"*": {...defaults}, "push.apns.send": {...}}`; a parked queue uses its own entry, else its work queue's. */
@@ -78,6 +86,13 @@ export function parseThresholds(json: string): ThresholdConfig {
 }
 
 /**
+ * How long a monitor must have watched before a queue's oldest-message alarm can fire: without the
+ * broker's head timestamp (quorum queues) a restarted monitor counts a queue's oldest message from
+ * its own first poll, so the alarm waits its age bound and then its delay.
+ */
+export const oldestAgeWindowMs = (t: Pick<QueueThresholds, 'oldestAgeSeconds' | 'oldestAgeForMs'>): number => t.oldestAgeSeconds * 1000 + t.oldestAgeForMs;
+
+/**
  * The longest any queue's alarm waits for its condition (defaults, "*" and every queue's entry):
  * until a monitor has watched that long, a condition that held before it started may still become
  * an alarm, so no alarm firing does not yet mean all clear.
@@ -87,7 +102,7 @@ export function longestDelayMs(config: ThresholdConfig): number {
     ...['*', ...Object.keys(config.raw)].map((queue) => {
       const t = config.for(queue);
       // parkedWindowMs: parked-growing compares the parked depth with its depth that long ago, which a restarted monitor has only seen after it.
-      return Math.max(t.backlogForMs, t.noConsumerForMs, t.drainForMs, t.stalledForMs, t.parkedWindowMs);
+      return Math.max(t.backlogForMs, t.noConsumerForMs, t.drainForMs, t.stalledForMs, t.parkedWindowMs, oldestAgeWindowMs(t));
     }),
   );
 }

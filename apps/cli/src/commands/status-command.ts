@@ -1,5 +1,5 @@
 import { pushesPerMessage, WorkQueues } from '@herald/contracts';
-import { activeConditions, createManagementApi, drainSecondsOf, resourceAlarmConditions, vhostOf } from '@herald/monitoring';
+import { activeConditions, createManagementApi, drainSecondsOf, nodeConditions, resourceAlarmConditions, vhostOf } from '@herald/monitoring';
 import type { Command } from 'commander';
 import { readCliConfig, type CliConfig } from '../cli-config.ts';
 import { printRows } from '../output.ts';
@@ -108,7 +108,7 @@ async function fromMonitor(config: CliConfig, vhost: string): Promise<StatusView
 /** Straight from the management API; alarms are the conditions holding right now (no durations, no history). `why`: why not from the monitor. */
 async function computedLocally(config: CliConfig, vhost: string, why: string): Promise<StatusView> {
   const api = createManagementApi(config.RABBITMQ_API_URL);
-  // The nodes' resource alarms too, when the management user may read them (the monitoring tag).
+  // The nodes' alarms too (down, partitioned, memory or disk), when the management user may read them (the monitoring tag).
   const [queues, nodes] = await Promise.all([api.queues(vhost), api.nodes().catch(() => [])]);
   const conditions = [...activeConditions({
     queues,
@@ -117,7 +117,7 @@ async function computedLocally(config: CliConfig, vhost: string, why: string): P
     pushesPerMessage: pushesPerMessage(config.PUSH_PACK_SIZE),
     // As the monitor: a work queue that is not there (deleted) is an alarm, not a row left out.
     expected: WorkQueues,
-  }), ...resourceAlarmConditions(nodes)];
+  }), ...resourceAlarmConditions(nodes), ...nodeConditions(nodes, config.MONITOR_THRESHOLDS.for('*').noConsumerForMs)];
   const drain = (q: (typeof queues)[number]) => {
     const d = drainSecondsOf(q);
     return Number.isFinite(d) ? d : null;
