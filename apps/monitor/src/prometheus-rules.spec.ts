@@ -1,13 +1,39 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { AlarmKinds } from '@herald/monitoring';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 
 const ROOT = join(import.meta.dirname, '../../..');
 const RULES = join(ROOT, 'infra/prometheus/alerts.yml');
 const RULE_TESTS = join(ROOT, 'infra/prometheus/alerts.test.yml');
 const DASHBOARD = join(ROOT, 'infra/grafana/herald-dashboard.json');
-const promtool = spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' }).stdout.trim();
+const ALERTMANAGER = join(ROOT, 'infra/prometheus/alertmanager.example.yml');
+const RUNBOOK = join(ROOT, 'docs/runbook.md');
+const installed = (tool: string): string => spawnSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).stdout.trim();
+const promtool = installed('promtool');
+const amtool = installed('amtool');
+
+interface Rule {
+  alert: string;
+  expr: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+const rules = (): Rule[] => (parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Rule[] }> }).groups.flatMap((g) => g.rules);
+
+/** The anchors a Markdown renderer (GitHub's) gives headings: lower case, punctuation but - and _ dropped, spaces to -. */
+const anchorsOf = (markdown: string): Set<string> =>
+  new Set([...markdown.matchAll(/^#{1,6} (.+)$/gm)].map((m) => (m[1] as string).trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-')));
+
+/** Whether a rule's expression selects herald_alarm_active series of this alarm kind (its alarm matchers, regexes anchored as PromQL's). */
+const selectsAlarm = (expr: string, kind: string): boolean =>
+  expr.includes('herald_alarm_active') &&
+  [...expr.matchAll(/\balarm\s*(=~|!~|!=|=)\s*"([^"]*)"/g)].every(([, op, value]) => {
+    const hit = op === '=' || op === '!=' ? kind === value : new RegExp(`^(?:${value})$`).test(kind);
+    return op === '=' || op === '=~' ? hit : !hit;
+  });
 
 /** Every herald_* metric name the code registers (string literals 'herald_…' in libs and apps). */
 function definedMetrics(): Set<string> {
@@ -41,6 +67,68 @@ describe('Prometheus rules and the Grafana dashboard', () => {
     const used = [...referenced(readFileSync(RULES, 'utf8')), ...referenced(readFileSync(DASHBOARD, 'utf8'))];
     expect(used.length).toBeGreaterThan(10);
     expect(used.filter((name) => !defined.has(name))).toEqual([]);
+  });
+
+  it('give every rule a runbook_url to its section of docs/runbook.md, which has one for every monitor alarm too', () => {
+    const runbook = readFileSync(RUNBOOK, 'utf8');
+    const sections = anchorsOf(runbook);
+    const missing: string[] = [];
+    for (const rule of rules()) {
+      if (!sections.has(rule.alert.toLowerCase())) missing.push(`${rule.alert}: no section`);
+      const url = rule.annotations?.runbook_url ?? '';
+      const anchor = /^docs\/runbook\.md#(.+)$/.exec(url)?.[1];
+      if (anchor === undefined) {
+        missing.push(`${rule.alert}: runbook_url "${url}"`);
+        continue;
+      }
+      // HeraldMonitorAlarm points to the section of the alarm it carries.
+      const anchors = anchor.includes('{{ $labels.alarm }}') ? AlarmKinds.filter((k) => selectsAlarm(rule.expr, k)).map((k) => anchor.replace('{{ $labels.alarm }}', k)) : [anchor];
+      for (const a of anchors) if (!sections.has(a)) missing.push(`${rule.alert}: #${a}`);
+    }
+    for (const kind of AlarmKinds) if (!sections.has(`monitor-alarm-${kind}`)) missing.push(`monitor alarm ${kind}: no section`);
+    // The runbook's own links between sections.
+    for (const [, a] of runbook.matchAll(/\]\(#([^)]+)\)/g)) if (!sections.has(a as string)) missing.push(`link #${a}`);
+    expect(missing).toEqual([]);
+  });
+
+  it("alert on each monitor alarm once, at the severity of what it costs users (RabbitMQ's resource alarm is HeraldRabbitResourceAlarm's)", () => {
+    const monitorAlarms = rules().filter((r) => r.alert === 'HeraldMonitorAlarm');
+    const severities = Object.fromEntries(AlarmKinds.map((kind) => [kind, monitorAlarms.filter((r) => selectsAlarm(r.expr, kind)).map((r) => r.labels?.severity)]));
+    expect(severities).toEqual({
+      backlog: ['warning'],
+      'no-consumer': ['critical'],
+      'drain-time': ['warning'],
+      stalled: ['critical'],
+      'parked-growing': ['warning'],
+      'queue-missing': ['critical'],
+      'rabbitmq-unreachable': ['critical'],
+      'scheduled-overdue': ['critical'],
+      'database-unreachable': ['warning'],
+      'apns-certificate-expiring': ['warning'],
+      'apns-certificate-expired': ['critical'],
+      'rabbitmq-resource-alarm': [],
+      'oldest-message': ['warning'],
+      'rabbitmq-node-down': ['warning'],
+      'rabbitmq-partition': ['critical'],
+      'provider-down': ['critical'],
+    });
+  });
+
+  it('inhibit, in the example Alertmanager configuration, only alerts and monitor alarms that exist (amtool checks it where installed)', () => {
+    const config = parse(readFileSync(ALERTMANAGER, 'utf8')) as { inhibit_rules: Array<{ source_matchers: string[]; target_matchers: string[]; equal: string[] }> };
+    const alerts = new Set(rules().map((r) => r.alert));
+    const unknown: string[] = [];
+    expect(config.inhibit_rules.length).toBeGreaterThan(5);
+    for (const rule of config.inhibit_rules) {
+      for (const matcher of [...rule.source_matchers, ...rule.target_matchers]) {
+        const [, name, value] = /^(\w+)="([^"]*)"$/.exec(matcher) ?? [];
+        if (name === 'alertname' && !alerts.has(value as string)) unknown.push(matcher);
+        else if (name === 'alarm' && !(AlarmKinds as readonly string[]).includes(value as string)) unknown.push(matcher);
+        else if (name !== 'alertname' && name !== 'alarm') unknown.push(matcher);
+      }
+    }
+    expect(unknown).toEqual([]);
+    if (amtool !== '') expect(execFileSync(amtool, ['check-config', ALERTMANAGER], { encoding: 'utf8' })).toMatch(/SUCCESS/);
   });
 
   it('the dashboard is valid JSON with a query on every panel', () => {

@@ -4,7 +4,7 @@ import { createAppCache, createCancelledJobsReader, createDatabase, createProvid
 import type { Logger } from '@herald/logging';
 import { connectBroker, JITTER } from '@herald/messaging';
 import type { PushProvider } from '@herald/providers';
-import { runService, stopBy, type RunningService, type ServiceContext, type ServiceSettings } from '@herald/runtime';
+import { runService, stopBy, type Registry, type RunningService, type ServiceContext, type ServiceSettings } from '@herald/runtime';
 import { createPusherHandler, MAX_HOLD_DELAY_MS } from './pusher.ts';
 import { windowFor } from './pusher-config.ts';
 import { createPusherMetrics } from './pusher-metrics.ts';
@@ -84,6 +84,9 @@ const HELD_AT_MOST_MS = Math.ceil(MAX_HOLD_DELAY_MS * (1 + JITTER));
 /** How often a pusher writes job outcomes kept from a failed write, when no batch did it first. */
 const OUTCOME_FLUSH_INTERVAL_MS = 5_000;
 
+/** Makes a pusher's provider; `registry` is the service's, for what the provider's credentials are worth watching (an APNs certificate's expiry). */
+export type ProviderFactory = (logger: Logger, limits: ProviderLimits, registry: Registry) => Promise<PushProvider>;
+
 /**
  * Wire a pusher: provider + ledger + broker, consuming `push.<platform>.send`. `alongside` starts
  * work that shares the pusher's database and broker (the web-pusher's in-process descheduler);
@@ -92,7 +95,7 @@ const OUTCOME_FLUSH_INTERVAL_MS = 5_000;
 export async function runPusher(
   platform: Platform,
   config: PusherSettings,
-  createProvider: (logger: Logger, limits: ProviderLimits) => Promise<PushProvider>,
+  createProvider: ProviderFactory,
   alongside?: (parts: PusherParts) => Promise<BesideWork>,
 ): Promise<void> {
   await runService(`${platform}-pusher`, config, (ctx) => startPusher(platform, config, createProvider, ctx, alongside));
@@ -108,7 +111,7 @@ export async function runPusher(
 export async function startPusher(
   platform: Platform,
   config: PusherSettings,
-  createProvider: (logger: Logger, limits: ProviderLimits) => Promise<PushProvider>,
+  createProvider: ProviderFactory,
   { logger, registry, stopping: startStopping, waiting }: ServiceContext,
   alongside?: (parts: PusherParts) => Promise<BesideWork>,
 ): Promise<RunningService> {
@@ -122,7 +125,7 @@ export async function startPusher(
   // PostgreSQL's clock once measured (below), before any push is taken; the host's until then.
   let clockNow = (): Date => new Date();
   const limits = providerLimits(config.LEDGER_LEASE_MS, () => clockNow());
-  const provider = await createProvider(logger, limits);
+  const provider = await createProvider(logger, limits, registry);
   const db = createDatabase({
     ...databaseOptionsOf(config),
     logger,
