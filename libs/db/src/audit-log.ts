@@ -96,6 +96,14 @@ export class ActionRefused extends Error {
 }
 
 /**
+ * Thrown by `audited` work stopped on purpose part way (an operator's Ctrl-C): recorded as `failed`
+ * with the reason (what it did before it stopped), and logged as a warning without a stack.
+ */
+export class ActionInterrupted extends Error {
+  override readonly name: string = 'ActionInterrupted';
+}
+
+/**
  * Run a write action under the audit log: recorded before it runs (if that fails, it does not
  * run), finished with its result, refusal or error, and logged with the same fields.
  */
@@ -122,6 +130,9 @@ export async function audited<T>(
     if (err instanceof ActionRefused) {
       await finish('refused', { reason: err.message, ...err.details });
       logger.warn({ ...fields, outcome: 'refused', reason: err.message, ...err.details }, `audit: ${what.action} refused`);
+    } else if (err instanceof ActionInterrupted) {
+      await finish('failed', { error: err.message });
+      logger.warn({ ...fields, outcome: 'failed', reason: err.message }, `audit: ${what.action} interrupted`);
     } else {
       await finish('failed', { error: (err as Error).message });
       logger.error({ ...fields, outcome: 'failed', err }, `audit: ${what.action} failed`);

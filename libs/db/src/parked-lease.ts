@@ -32,15 +32,22 @@ export interface ParkedLeaseOptions {
    */
   ttlMs?: number;
   /**
-   * Aborted, the wait ends, or the lease is released without waiting for `work` (which the caller
-   * then abandons, exiting: its unacknowledged messages go back when its connection closes), and
-   * the call rejects with ParkedLeaseInterrupted. Without it a CLI stopped by Ctrl-C left its row
-   * for the lease's 90 s, and the next command waited 30 s and was refused by a run no longer there.
+   * Aborted, the wait ends, or the lease is released once `work` has stopped (give it the same
+   * signal: parked operations stop at their next message or chunk), or after `stopGraceMs` if it
+   * has not (the caller then abandons it, exiting: its unacknowledged messages go back when its
+   * connection closes), and the call rejects with ParkedLeaseInterrupted. Without it a CLI stopped
+   * by Ctrl-C left its row for the lease's 90 s, and the next command waited 30 s and was refused
+   * by a run no longer there; released before the work stopped, a replay went on republishing
+   * with no lease held, and its last chunks' outcomes met a closed database pool.
    */
   signal?: AbortSignal;
+  /** How long an aborted `work` is waited for before the lease goes regardless (default 2 s). */
+  stopGraceMs?: number;
 }
 
 const POLL_MS = 250;
+/** ParkedLeaseOptions.stopGraceMs' default: a chunk's copies confirmed, normally a few milliseconds. */
+const STOP_GRACE_MS = 2_000;
 
 /**
  * A parked operation's lease, 90 s: longer than RabbitMQ takes to hand back the messages of a
@@ -101,13 +108,19 @@ export async function withParkedLease<T>(db: Kysely<HeraldTables>, queue: string
     // the lease go, and stops its renewals (left running, they kept the CLI alive for good).
     const working = work();
     if (signal === undefined) return await working;
-    const abandoned = new Promise<never>((_resolve, reject) => {
-      onAbort = () => reject(interrupted());
+    const aborted = new Promise<void>((resolve) => {
+      onAbort = resolve;
       signal.addEventListener('abort', onAbort, { once: true });
     });
-    // Abandoned work may still fail: nobody waits for it any more.
-    working.catch(() => undefined);
-    return await Promise.race([working, abandoned]);
+    // Work abandoned after the grace may still fail: nobody waits for it any more.
+    const settled = working.then(
+      () => undefined,
+      () => undefined,
+    );
+    const first = await Promise.race([working.then((value) => ({ value })), aborted.then(() => undefined)]);
+    if (first !== undefined) return first.value;
+    await Promise.race([settled, sleep(opts.stopGraceMs ?? STOP_GRACE_MS)]);
+    throw interrupted();
   } finally {
     if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
     done = true;

@@ -88,6 +88,12 @@ export interface ParkedOptions {
   logger: Logger;
   /** A work queue (`push.apns.send`) or its parked queue (`push.apns.send.parked`). */
   queue: string;
+  /**
+   * Aborted (an operator's Ctrl-C), the operation reads no further message and visits no further
+   * chunk: a chunk being replayed is finished (its copies confirmed, its originals acked), the
+   * messages read and not visited go back to the queue, and it resolves with what it did so far.
+   */
+  signal?: AbortSignal;
 }
 
 export interface ReplayOptions extends ParkedOptions {
@@ -230,18 +236,26 @@ async function withParkedChannel<T>(opts: ParkedOptions, work: (ch: ConfirmChann
  * Reads at most `total` messages (the queue's depth when we started), in chunks. Messages the
  * visitor does not ack stay unacknowledged on this channel, so they are never read twice (no
  * requeue loop), and go back to the queue when the operation ends (letAcksSettle). A visitor
- * that returns false ends the sweep.
+ * that returns false ends the sweep, and so does `signal` (ParkedOptions.signal).
  */
-async function sweep(ch: ConfirmChannel, parked: string, total: number, visit: (chunk: GetMessage[]) => Promise<void | boolean>): Promise<number> {
+async function sweep(
+  ch: ConfirmChannel,
+  parked: string,
+  total: number,
+  visit: (chunk: GetMessage[]) => Promise<void | boolean>,
+  signal?: AbortSignal,
+): Promise<number> {
+  const stopped = (): boolean => signal?.aborted === true;
   let seen = 0;
-  while (seen < total) {
+  while (seen < total && !stopped()) {
     const chunk: GetMessage[] = [];
-    while (chunk.length < CHUNK && seen + chunk.length < total) {
+    while (chunk.length < CHUNK && seen + chunk.length < total && !stopped()) {
       const msg = await ch.get(parked, { noAck: false });
       if (msg === false) break;
       chunk.push(msg);
     }
-    if (chunk.length === 0) break;
+    // Stopped while reading it: the chunk goes back unvisited.
+    if (chunk.length === 0 || stopped()) break;
     seen += chunk.length;
     if ((await visit(chunk)) === false) break;
   }
@@ -259,7 +273,7 @@ export async function findParked(opts: ParkedOptions & { messageId: string }): P
       const hit = chunk.find((m) => m.properties.messageId === opts.messageId);
       if (hit !== undefined) found = toParked(hit, parked);
       return found === undefined;
-    });
+    }, opts.signal);
     return found;
   });
 }
@@ -313,7 +327,7 @@ export async function listParked(
       }
       opts.onProgress?.({ seen, total, matched: messages.length });
       return true;
-    });
+    }, opts.signal);
     return { messages, seen, total };
   });
 }
@@ -480,7 +494,7 @@ export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
         opts.onProgress?.({ seen: seenSoFar, total, replayed });
         // Copies RabbitMQ does not confirm now would not be confirmed for the next chunk either.
         return !stalled && !found;
-      });
+      }, opts.signal);
       if (failures.length > 0) {
         const unread = total - seen;
         const counts = `${replayed} replayed, ${failures.length} not replayed (left parked)${unread > 0 ? `, ${unread} not looked at (still parked)` : ''}`;
@@ -533,7 +547,7 @@ export async function purgeParked(opts: ParkedOptions & { filter: ParkedFilter }
         ch.ack(msg);
         purged++;
       }
-    });
+    }, opts.signal);
     return { seen, purged };
   });
 }

@@ -57,7 +57,7 @@ const INTERRUPTED_EXIT_MS = 5_000;
  * `started` for good when the signal exited the CLI on the spot); the CLI exits within
  * INTERRUPTED_EXIT_MS all the same.
  */
-async function underLease<T>(db: Database, queue: string, work: () => Promise<T>): Promise<T> {
+async function underLease<T>(db: Database, queue: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const interrupt = new AbortController();
   let stoppedBy: keyof typeof SIGNAL_EXIT = 'SIGINT';
   const handlers = (Object.keys(SIGNAL_EXIT) as (keyof typeof SIGNAL_EXIT)[]).map((signal) => {
@@ -71,7 +71,7 @@ async function underLease<T>(db: Database, queue: string, work: () => Promise<T>
     return () => process.off(signal, onSignal);
   });
   try {
-    return await withParkedLease(db.kysely, parkedNameOf(queue), HOLDER, work, { signal: interrupt.signal });
+    return await withParkedLease(db.kysely, parkedNameOf(queue), HOLDER, () => work(interrupt.signal), { signal: interrupt.signal });
   } catch (err) {
     if (err instanceof ParkedLeaseInterrupted) throw new CommandInterrupted(`${err.message} (${stoppedBy})`, SIGNAL_EXIT[stoppedBy]);
     throw err instanceof ParkedQueueBusy ? new ActionRefused(err.message) : err;
@@ -86,7 +86,7 @@ async function underLease<T>(db: Database, queue: string, work: () => Promise<T>
  * (RabbitMQ alone was needed before the lease). A replay or purge is audited in PostgreSQL, and
  * needs it anyway.
  */
-async function readUnderLease<T>(queue: string, work: () => Promise<T>): Promise<T> {
+async function readUnderLease<T>(queue: string, work: (signal?: AbortSignal) => Promise<T>): Promise<T> {
   try {
     return await withDatabase((db) => underLease(db, queue, work));
   } catch (err) {
@@ -238,7 +238,7 @@ export function registerParkedCommands(program: Command): void {
       const progress = (p: { seen: number; total: number; matched: number }): void => {
         if (p.total > 1_000) bar.update(p.seen, p.total, `looked at, ${p.matched} matching`);
       };
-      const listed = await readUnderLease(queue, () => listParked({ ...base(queue), filter, limit, onProgress: progress })).finally(() => bar.finish());
+      const listed = await readUnderLease(queue, (signal) => listParked({ ...base(queue), filter, limit, onProgress: progress, signal })).finally(() => bar.finish());
       printRows(listed.messages.map(row), o.json === true);
       const note = listNote(filter, listed, limit, queue);
       if (note !== undefined) process.stderr.write(`${note}\n`);
@@ -247,7 +247,7 @@ export function registerParkedCommands(program: Command): void {
     .command('show <queue> <messageId>')
     .description('one parked message: headers and body')
     .action(async (queue: string, messageId: string) => {
-      const found = await readUnderLease(queue, () => findParked({ ...base(queue), messageId }));
+      const found = await readUnderLease(queue, (signal) => findParked({ ...base(queue), messageId, signal }));
       if (found === undefined) throw new Error(`no parked message ${messageId} in ${queue}`);
       printObject({ ...row(found), headers: found.headers, body: bodyOf(found) });
     });
@@ -267,17 +267,22 @@ export function registerParkedCommands(program: Command): void {
       const filter = filterOf(o);
       const force = o.force === true;
       const bar = progressBar('replay');
+      let sofar = { seen: 0, replayed: 0 };
       const progress = (p: { seen: number; total: number; replayed: number }): void => {
+        sofar = p;
         if (p.total > 100) bar.update(p.seen, p.total, `looked at, ${p.replayed} replayed`);
       };
       const what = { action: 'parked.replay', target: parkedNameOf(queue), request: { filter, force, via: 'cli' } };
       let result: ReplayResult | undefined;
       let outcomes: ReplayedOutcomes | undefined;
       await auditedCli(what, async (db) => {
-        result = await underLease(db, queue, async () => {
+        result = await underLease(db, queue, async (signal) => {
           // Replayed device pushes count in flight again in their jobs' status (ADR 0009).
           outcomes = await startReplayedOutcomes(db.kysely);
-          return replayParked({ ...opts, filter, force, onProgress: progress, onReplayed: outcomes.onReplayed });
+          return replayParked({ ...opts, filter, force, onProgress: progress, onReplayed: outcomes.onReplayed, signal });
+        }).catch((err: unknown) => {
+          // The audit row says how far it got: what it replayed stays replayed.
+          throw err instanceof CommandInterrupted ? err.adding(`${sofar.replayed} replayed of ${sofar.seen} looked at before it stopped; the rest stay parked`) : err;
         });
         // Nothing replayed because everything matching was a permanent rejection: audited as refused.
         if (result.replayed === 0 && result.refused.length > 0) throw new ActionRefused(describeRefusals(result.refused), { ...result });
@@ -317,7 +322,9 @@ export function registerParkedCommands(program: Command): void {
       const filter = filterOf(o);
       const what = { action: 'parked.purge', target: parkedNameOf(queue), request: { filter, via: 'cli' } };
       const result = await auditedCli(what, async (db) => {
-        const purged = await underLease(db, queue, () => purgeParked({ ...opts, filter }));
+        const purged = await underLease(db, queue, (signal) => purgeParked({ ...opts, filter, signal })).catch((err: unknown) => {
+          throw err instanceof CommandInterrupted ? err.adding('what it deleted before it stopped is gone; the rest stay parked') : err;
+        });
         // A mistyped id or code purged nothing and said so on stdout, exit 0 (the dashboard answers 404).
         const nothing = matchedNothing(filter, purged.purged, purged.seen, queue);
         if (nothing !== undefined) throw new ActionRefused(nothing);
