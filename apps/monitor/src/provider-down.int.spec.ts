@@ -1,6 +1,6 @@
-import { createProviderLaneStore } from '@herald/db';
+import { createDatabase, createProviderLaneStore } from '@herald/db';
 import { createLogger } from '@herald/logging';
-import { thresholdConfig, type AlarmTransition } from '@herald/monitoring';
+import { thresholdConfig, type AlarmCondition, type AlarmTransition } from '@herald/monitoring';
 import { Registry } from '@herald/runtime';
 import { createTestDatabase, waitFor, type TestDatabase } from '@herald/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -84,6 +84,72 @@ describe('the monitor and the provider lanes the pushers take to be down', () =>
     } finally {
       await m.stop();
       await web.record([]);
+    }
+  });
+
+  // PostgreSQL away longer than the rows' staleness (90 s): no pusher could write its lanes either,
+  // so the monitor's first reads after it find every row stale until each pusher writes again. It
+  // resolved provider-down there, and raised it again at the pusher's next write: a false
+  // "resolved" in the chat and a second page.
+  it('holds a lane down through a PostgreSQL outage that left its rows stale until its pusher writes again, and lets one whose pusher never does go after the hold', async () => {
+    const back = createProviderLaneStore(t.db.kysely, { instance: 'apns-pusher@back:4', platform: 'apns' });
+    const gone = createProviderLaneStore(t.db.kysely, { instance: 'fcm-pusher@gone:5', platform: 'fcm' });
+    const apnsLane = { lane: 'apns (shared connection)', downForMs: 3_600_000 };
+    await back.record([apnsLane]);
+    await gone.record([{ lane: 'fcm (shared connection)', downForMs: 3_600_000 }]);
+    const APNS = 'lane.apns/apns (shared connection)';
+    const FCM = 'lane.fcm/fcm (shared connection)';
+    const HOLD_MS = 2_000;
+    const metrics = createMonitorMetrics(new Registry());
+    const counts = startScheduledCounts({ db: t.db, pollMs: 300, overdueMs: 300_000, certificateWarnMs: 30 * 86_400_000, providerDownForMs: GRACE_MS, laneHoldMs: HOLD_MS, unreachableForMs: 30_000, metrics, logger });
+    // What the monitor holds each moment, sampled every 10 ms.
+    const samples: Array<{ at: number; lanes: string[]; unreachable: boolean }> = [];
+    const sample = (cs: readonly AlarmCondition[]) => ({ at: Date.now(), lanes: cs.filter((c) => c.alarm === 'provider-down').map((c) => c.queue).sort(), unreachable: cs.some((c) => c.alarm === 'database-unreachable') });
+    const sampler = setInterval(() => samples.push(sample(counts.conditions())), 10);
+    const locker = createDatabase({ url: t.url, schema: t.schema, poolSize: 1 });
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((r) => (locked = r));
+    try {
+      await waitFor('both lanes read down', () => sample(counts.conditions()).lanes.length === 2);
+      samples.length = 0;
+      // The outage, as the monitor and the pushers see it: the lanes cannot be read (their table
+      // locked), and when they can again, every row is as stale as a 100 s outage leaves it.
+      const locking = locker.kysely
+        .transaction()
+        .execute(async (trx) => {
+          // ALTER TABLE takes the table's ACCESS EXCLUSIVE lock, held to the commit; the column goes again.
+          await trx.schema.alterTable('provider_lanes').addColumn('lock_probe', 'integer').execute();
+          await trx.updateTable('provider_lanes').set({ seen_at: new Date(Date.now() - 100_000) }).execute();
+          locked();
+          await held;
+          await trx.schema.alterTable('provider_lanes').dropColumn('lock_probe').execute();
+        });
+      await lockTaken;
+      await waitFor('database-unreachable', () => sample(counts.conditions()).unreachable, { timeoutMs: 5_000 });
+      release();
+      await locking;
+      const returned = Date.now();
+      // The apns-pusher's retry writes within a few hundred ms of the database's return; the
+      // fcm-pusher died in the outage and never writes again.
+      await new Promise((r) => setTimeout(r, 300));
+      await back.record([apnsLane]);
+      await waitFor('the fcm lane let go after the hold', () => !sample(counts.conditions()).lanes.includes(FCM), { timeoutMs: 10_000 });
+      const letGo = Date.now();
+      await new Promise((r) => setTimeout(r, 500));
+      clearInterval(sampler);
+      // The apns lane never left; the fcm lane stayed through the hold (at least HOLD_MS from the first good read, after `returned`).
+      expect(samples.filter((s) => !s.lanes.includes(APNS))).toEqual([]);
+      expect(samples.filter((s) => s.at < returned + HOLD_MS - 100 && !s.lanes.includes(FCM))).toEqual([]);
+      expect(letGo - returned).toBeLessThan(HOLD_MS + 2_000);
+    } finally {
+      clearInterval(sampler);
+      release();
+      await counts.stop();
+      await locker.close();
+      await back.record([]);
+      await gone.record([]);
     }
   });
 });

@@ -38,3 +38,16 @@ export function providerDownConditions(rows: readonly DownLaneRow[], graceMs: nu
     };
   });
 }
+
+/**
+ * The provider-down conditions read after a spell of failed reads, while the lanes are held: no
+ * pusher could write its lanes while PostgreSQL was away either, so an outage longer than their
+ * staleness (90 s) leaves every row stale, and a read before each pusher writes again (within
+ * seconds of the database's return: lane-state-recorder.ts) sees none. A lane said down before
+ * (`before`) and not read now is kept, not resolved to be raised again at that write: a false
+ * "resolved" in the chat and a second page.
+ */
+export function holdingLanes(fresh: readonly AlarmCondition[], before: readonly AlarmCondition[]): AlarmCondition[] {
+  const read = new Set(fresh.map((c) => c.queue));
+  return [...fresh, ...before.filter((c) => !read.has(c.queue))];
+}

@@ -2,7 +2,7 @@ import { createLogger } from '@herald/logging';
 import { activeConditions, thresholdConfig, type AlarmTransition, type QueueSnapshot } from '@herald/monitoring';
 import { Registry } from '@herald/runtime';
 import { waitFor } from '@herald/testing';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { History } from './history.ts';
 import { createMonitorMetrics } from './monitor-metrics.ts';
 import { startQueueMonitor, withLive } from './queue-monitor.ts';
@@ -63,6 +63,66 @@ describe("the oldest-message alarm on the monitor's estimate", () => {
       await waitFor('resolved', () => said.find((t) => t.alarm.alarm === 'oldest-message' && t.state === 'resolved'));
     } finally {
       await monitor.stop();
+    }
+  });
+});
+
+// A pusher's prefetch held unacked all the time: the queue is never seen empty, so the time since it
+// was is hours. The polls run on fake timers, every 5 s, against the default bound (300 s, for 60 s).
+describe('the oldest-message estimate through a pause in a busy queue\'s acks', () => {
+  afterEach(() => void vi.useRealTimers());
+
+  /** push.apns.send holding 50 messages unacked, 2 consumers acking 10 a second (50 / 10: 5 s to drain) until told otherwise. */
+  function busyQueue() {
+    vi.useFakeTimers();
+    let ackRate = 10;
+    const said: AlarmTransition[] = [];
+    const monitor = startQueueMonitor({
+      api: { queues: async () => [{ ...snapshot('push.apns.send', 'work', 0, 50), consumers: 2, ackRate }] },
+      vhost: '/',
+      pollMs: 5_000,
+      thresholds: thresholdConfig(),
+      history: new History(60_000),
+      metrics: createMonitorMetrics(new Registry()),
+      logger: createLogger({ service: 'spec', level: 'silent' }),
+      announce: (t) => void said.push(t),
+    });
+    const oldest = () => said.filter((t) => t.alarm.alarm === 'oldest-message');
+    return { monitor, oldest, acks: (rate: number) => void (ackRate = rate) };
+  }
+
+  it('a queue busy for an hour whose acks pause for 90 s (a PostgreSQL failover) raises no oldest-message: its oldest message has waited the drain time then plus the pause, not the hour', async () => {
+    const q = busyQueue();
+    try {
+      await vi.advanceTimersByTimeAsync(3_600_000);
+      q.acks(0);
+      await vi.advanceTimersByTimeAsync(90_000);
+      expect(q.monitor.state().queues[0]).toMatchObject({ oldestAgeSeconds: 95, oldestAgeIsLowerBound: false });
+      q.acks(10);
+      await vi.advanceTimersByTimeAsync(120_000);
+      expect(q.monitor.state().queues[0]).toMatchObject({ oldestAgeSeconds: 5 });
+      expect(q.oldest()).toEqual([]);
+    } finally {
+      await q.monitor.stop();
+    }
+  });
+
+  it('fires once its consumers have acked nothing for longer than the bound, with the age since their last acks', async () => {
+    const q = busyQueue();
+    try {
+      await vi.advanceTimersByTimeAsync(3_600_000);
+      const stopped = Date.now();
+      q.acks(0);
+      await vi.advanceTimersByTimeAsync(420_000);
+      const [fired, ...more] = q.oldest();
+      expect(more).toEqual([]);
+      // Over 300 s at the poll 300 s in (5 + 300), then its minute.
+      expect(fired?.state).toBe('firing');
+      expect((fired?.at ?? 0) - stopped).toBe(360_000);
+      expect(fired?.alarm).toMatchObject({ queue: 'push.apns.send', value: 365, threshold: 300 });
+      expect(fired?.alarm.summary).toBe("push.apns.send's oldest message has waited 365 s (bound 300 s): 50 messages, 2 consumers, nothing being acked");
+    } finally {
+      await q.monitor.stop();
     }
   });
 });

@@ -107,11 +107,20 @@ export interface QueueMonitor {
  * Tracks since when each queue has been non-empty, for the oldest-message estimate. A queue already
  * non-empty at the monitor's first poll may have been so for hours (a restart during an outage):
  * until the monitor sees it empty, the time since that poll is only a lower bound.
+ *
+ * A queue busy all the time (a pusher's prefetch held unacked, push.fanout through a long fan-out)
+ * is never seen empty, so the time since it was is hours: while its consumers ack, the estimate is
+ * depth / ack rate. When they pause (a PostgreSQL failover, a RabbitMQ memory alarm, a slow chunk:
+ * an ack rate of 0 for a minute), the oldest message is the one that was oldest at the last poll that
+ * saw acks, and has waited since: that poll's estimate plus the time since it, never the hours since
+ * the queue was last empty (which made oldest-message fire, "waited 2h 40m", on a minute's pause).
  */
 class AgeEstimator {
   private readonly nonEmptySince = new Map<string, number>();
   /** Queues whose present non-empty spell began while the monitor watched. */
   private readonly watchedFromStart = new Set<string>();
+  /** Per queue, the last poll of its present non-empty spell that saw acks: when, and depth / ack rate then (seconds). */
+  private readonly lastDraining = new Map<string, { at: number; seconds: number }>();
 
   /** `firstPoll`: the first poll that read the queues. */
   estimate(q: QueueSnapshot, now: number, firstPoll: boolean): Pick<QueueStatus, 'oldestAgeSeconds' | 'oldestAgeIsLowerBound'> {
@@ -119,13 +128,17 @@ class AgeEstimator {
     if (q.messages === 0 || (!firstPoll && !this.nonEmptySince.has(q.name))) this.watchedFromStart.add(q.name);
     if (q.messages === 0) {
       this.nonEmptySince.delete(q.name);
+      this.lastDraining.delete(q.name);
       return { oldestAgeSeconds: 0, oldestAgeIsLowerBound: false };
     }
     const since = this.nonEmptySince.get(q.name) ?? now;
     this.nonEmptySince.set(q.name, since);
     if (q.headAgeSeconds !== undefined) return { oldestAgeSeconds: q.headAgeSeconds, oldestAgeIsLowerBound: false };
     const sinceNonEmpty = (now - since) / 1000;
-    if (q.ackRate > 0 && q.messages / q.ackRate < sinceNonEmpty) return { oldestAgeSeconds: q.messages / q.ackRate, oldestAgeIsLowerBound: false };
+    if (q.ackRate > 0) this.lastDraining.set(q.name, { at: now, seconds: q.messages / q.ackRate });
+    const draining = this.lastDraining.get(q.name);
+    const drainAge = draining === undefined ? undefined : draining.seconds + (now - draining.at) / 1000;
+    if (drainAge !== undefined && drainAge < sinceNonEmpty) return { oldestAgeSeconds: drainAge, oldestAgeIsLowerBound: false };
     return { oldestAgeSeconds: sinceNonEmpty, oldestAgeIsLowerBound: !this.watchedFromStart.has(q.name) };
   }
 }

@@ -2,7 +2,7 @@ import { createDatabase } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { Registry } from '@herald/runtime';
 import { createTestDatabase, TEST_DATABASE_URL, waitFor, type TestDatabase } from '@herald/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createMonitorMetrics } from './monitor-metrics.ts';
 import { startScheduledCounts } from './scheduled-counts.ts';
 
@@ -103,6 +103,52 @@ describe('the scheduled counts the monitor reads', () => {
       expect(metrics).not.toContain('herald_apns_certificate_expiry_timestamp_seconds{app="off"}');
     } finally {
       await counts.stop();
+    }
+  });
+
+  // A monitor let through before `prepare` (an upgrade applied all at once, or a start during a
+  // failover that untilMigrated lets pass unchecked): the missing table was read in the same try as
+  // the others, so scheduled-overdue and the certificate alarms stopped, and database-unreachable
+  // fired saying PostgreSQL could not be read.
+  it('reads on without provider_lanes (migration 0043 not applied): the certificate alarms stand, no database-unreachable, and the log says provider-down is blind', async () => {
+    const unprepared = await createTestDatabase('schedcountsnolanes');
+    await unprepared.db.kysely.schema.dropTable('provider_lanes').execute();
+    await unprepared.db.kysely
+      .insertInto('apps')
+      .values({ id: 'gone', apns_topic: null, fcm_project_id: null, enabled: true, apns_auth: 'certificate', apns_secret: 'sealed', apns_certificate_expires_at: new Date(Date.now() - 2 * DAY_MS) })
+      .execute();
+    const logger = createLogger({ service: 'scheduled-counts-spec', level: 'silent', format: 'json' });
+    const errors = vi.spyOn(logger, 'error');
+    const counts = startScheduledCounts({
+      db: unprepared.db,
+      pollMs: 250,
+      overdueMs: 300_000,
+      certificateWarnMs: 30 * DAY_MS,
+      providerDownForMs: 60_000,
+      unreachableForMs: 30_000,
+      metrics: createMonitorMetrics(new Registry()),
+      logger,
+    });
+    try {
+      const expired = await waitFor('the certificate alarm', () => counts.conditions().find((c) => c.alarm === 'apns-certificate-expired'), { timeoutMs: 5_000 });
+      expect(expired.queue).toBe('app.gone');
+      // Reads on, and says it once.
+      let last = counts.readAt();
+      let reads = 0;
+      await waitFor('two more reads', () => {
+        if (counts.readAt() > last) [last, reads] = [counts.readAt(), reads + 1];
+        return reads >= 2;
+      }, { intervalMs: 10 });
+      expect(counts.conditions().map((c) => c.alarm)).toEqual(['apns-certificate-expiring', 'apns-certificate-expired']);
+      expect(errors.mock.calls).toEqual([
+        [
+          { schema: unprepared.schema, table: 'provider_lanes' },
+          'the schema has no provider_lanes (migration 0043 not applied: has prepare run?): provider-down cannot be seen until it has; scheduled-overdue and the certificate alarms go on',
+        ],
+      ]);
+    } finally {
+      await counts.stop();
+      await unprepared.drop();
     }
   });
 });

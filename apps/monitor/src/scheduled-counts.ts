@@ -1,10 +1,10 @@
-import { readDownLanes, type Database, type OverdueCount } from '@herald/db';
+import { LANE_REFRESH_MS, readDownLanes, type Database, type OverdueCount } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { databaseUnreachableCondition, type AlarmCondition } from '@herald/monitoring';
 import { TIMED_OUT, within } from '@herald/runtime';
 import { certificateConditions } from './certificate-expiry.ts';
 import type { MonitorMetrics } from './monitor-metrics.ts';
-import { providerDownConditions } from './provider-down.ts';
+import { holdingLanes, providerDownConditions } from './provider-down.ts';
 
 /** Scheduled pushes waiting per upcoming hour (UTC), per platform; overdue ones count in the first hour. */
 export interface ScheduledHour {
@@ -69,6 +69,12 @@ const releaserOf = (platform: string): string => (platform === 'web' ? 'web-push
  * `unreachableForMs` (the overdue, certificate and provider-down alarms cannot fire while they
  * fail). `certificateWarnMs`: how long before a certificate expires its alarm fires;
  * `providerDownForMs`: how long a lane must stay down for its alarm.
+ *
+ * After failed reads, a lane down before them is held for `laneHoldMs` (a pusher's refresh, 30 s)
+ * from the first good read though no row says so (holdingLanes): the pushers could not write
+ * meanwhile either. A schema without provider_lanes (a monitor let through before `prepare`) blinds
+ * provider-down alone, said once in the log at error: the other reads go on, and it is no
+ * database-unreachable.
  */
 export function startScheduledCounts(deps: {
   db: Database;
@@ -76,6 +82,8 @@ export function startScheduledCounts(deps: {
   overdueMs: number;
   certificateWarnMs: number;
   providerDownForMs: number;
+  /** How long after failed reads a lane down before them is held (default LANE_REFRESH_MS). */
+  laneHoldMs?: number;
   unreachableForMs: number;
   metrics: MonitorMetrics;
   logger: Logger;
@@ -88,9 +96,38 @@ export function startScheduledCounts(deps: {
   let conditions: AlarmCondition[] = [];
   /** When the last read that set the conditions ended (epoch ms; 0: none yet). */
   let readAt = 0;
+  /** The provider-down conditions of the last read of the lanes. */
+  let lanes: AlarmCondition[] = [];
+  /** A read failed since the last good one: the next good one holds the lanes down before. */
+  let failed = false;
+  /** Until when (epoch ms) a lane down before failed reads is held though not read. */
+  let holdLanesUntil = 0;
+  /** The schema has no provider_lanes (said once a spell). */
+  let lanesMissing = false;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
+  /** The lanes read (undefined: the schema has no provider_lanes) as provider-down conditions, held after failed reads. */
+  const readLanes = (rows: Awaited<ReturnType<typeof readDownLanes>>): void => {
+    // Since when by this host's clock, which the queue monitor's alarms go by.
+    const at = Date.now();
+    if (failed) holdLanesUntil = at + (deps.laneHoldMs ?? LANE_REFRESH_MS);
+    failed = false;
+    if (rows === undefined) {
+      if (!lanesMissing) {
+        deps.logger.error(
+          { schema: deps.db.schema, table: 'provider_lanes' },
+          "the schema has no provider_lanes (migration 0043 not applied: has prepare run?): provider-down cannot be seen until it has; scheduled-overdue and the certificate alarms go on",
+        );
+      }
+      lanesMissing = true;
+      return;
+    }
+    if (lanesMissing) deps.logger.info({ schema: deps.db.schema }, 'provider_lanes is there now: provider-down is seen again');
+    lanesMissing = false;
+    const fresh = providerDownConditions(rows, deps.providerDownForMs, at);
+    lanes = at < holdLanesUntil ? holdingLanes(fresh, lanes) : fresh;
+  };
   const readOnce = async (): Promise<void> => {
     const rows = await deps.db.scheduled.countsByHour(undefined, HOURS_AHEAD);
     current = { at: new Date().toISOString(), hours: byHour(rows) };
@@ -102,13 +139,8 @@ export function startScheduledCounts(deps: {
     deps.metrics.recordOverdue(overdue, now);
     const certificates = await deps.db.apps.apnsCertificates();
     deps.metrics.recordCertificates(certificates);
-    const lanes = await readDownLanes(deps.db.kysely);
-    found = [
-      ...overdueConditions(overdue, now, deps.overdueMs),
-      ...certificateConditions(certificates, now, deps.certificateWarnMs),
-      // Since when by this host's clock, which the queue monitor's alarms go by.
-      ...providerDownConditions(lanes, deps.providerDownForMs, Date.now()),
-    ];
+    readLanes(await readDownLanes(deps.db.kysely));
+    found = [...overdueConditions(overdue, now, deps.overdueMs), ...certificateConditions(certificates, now, deps.certificateWarnMs), ...lanes];
     conditions = found;
     readAt = Date.now();
   };
@@ -119,6 +151,7 @@ export function startScheduledCounts(deps: {
       if ((await within(readOnce(), deps.pollMs)) === TIMED_OUT) throw new Error(`no answer from PostgreSQL within ${deps.pollMs} ms`);
     } catch (err) {
       deps.logger.warn({ error: (err as Error).message }, 'reading scheduled counts failed');
+      failed = true;
       conditions = [...found, databaseUnreachableCondition(deps.unreachableForMs, (err as Error).message)];
     }
   };

@@ -59,8 +59,17 @@ export function createProviderLaneStore(db: Kysely<HeraldTables>, pusher: { inst
   };
 }
 
-/** Every lane some pusher takes to be down, from rows written within LANE_STALE_MS (by platform, lane, instance). */
-export async function readDownLanes(db: Kysely<HeraldTables>): Promise<DownLaneRow[]> {
+/** PostgreSQL's undefined_table: `relation "provider_lanes" does not exist`. */
+const UNDEFINED_TABLE = '42P01';
+
+/**
+ * Every lane some pusher takes to be down, from rows written within LANE_STALE_MS (by platform,
+ * lane, instance). Undefined when the schema has no provider_lanes yet (migration 0043 not applied:
+ * a reader started before `prepare`, or let through unchecked by untilMigrated while PostgreSQL did
+ * not answer), so a reader can tell that apart from a database that does not answer, and go on
+ * with its other reads (the monitor's scheduled-overdue and certificate alarms).
+ */
+export async function readDownLanes(db: Kysely<HeraldTables>): Promise<DownLaneRow[] | undefined> {
   const downForMs = sql<number>`(extract(epoch from clock_timestamp() - down_since) * 1000)::float8`;
   const rows = await db
     .selectFrom('provider_lanes')
@@ -69,6 +78,10 @@ export async function readDownLanes(db: Kysely<HeraldTables>): Promise<DownLaneR
     .orderBy('platform')
     .orderBy('lane')
     .orderBy('instance')
-    .execute();
-  return rows.map((r) => ({ instance: r.instance, platform: r.platform, lane: r.lane, downForMs: Math.max(0, Number(r.down_for_ms)) }));
+    .execute()
+    .catch((err: unknown) => {
+      if ((err as { code?: unknown }).code === UNDEFINED_TABLE) return undefined;
+      throw err;
+    });
+  return rows?.map((r) => ({ instance: r.instance, platform: r.platform, lane: r.lane, downForMs: Math.max(0, Number(r.down_for_ms)) }));
 }

@@ -28,7 +28,11 @@ afterEach(async () => {
 });
 
 /** A pusher's lanes and their record, the writes counted. */
-function pusher(instance: string, refreshMs: number, { quietMs = 60_000, failing = () => false }: { quietMs?: number; failing?: () => boolean } = {}): { lanes: ProviderLanes; writes: () => number } {
+function pusher(
+  instance: string,
+  refreshMs: number,
+  { quietMs = 60_000, failing = () => false, retryMs = 100, retryMaxMs = 400 }: { quietMs?: number; failing?: () => boolean; retryMs?: number; retryMaxMs?: number } = {},
+): { lanes: ProviderLanes; writes: () => number } {
   const lanes = new ProviderLanes({ holdMs: 60_000, probeMs: PROBE_MS, minSends: 5, afterMs: 0, quietMs }, 'apns', logger);
   const store = createProviderLaneStore(t.db.kysely, { instance, platform: 'apns' });
   let writes = 0;
@@ -39,12 +43,12 @@ function pusher(instance: string, refreshMs: number, { quietMs = 60_000, failing
       await store.record(down);
     },
   };
-  started.push({ lanes, recorder: recordLaneState(lanes, counted, logger, refreshMs) });
+  started.push({ lanes, recorder: recordLaneState(lanes, counted, logger, { refreshMs, retryMs, retryMaxMs }) });
   return { lanes, writes: () => writes };
 }
 
 const send = (lanes: ProviderLanes, times: number, answer: SendResult) => Promise.all(Array.from({ length: times }, () => lanes.send(LANE, async () => answer, true)));
-const rowsOf = async (instance: string) => (await readDownLanes(t.db.kysely)).filter((r) => r.instance === instance);
+const rowsOf = async (instance: string) => ((await readDownLanes(t.db.kysely)) ?? []).filter((r) => r.instance === instance);
 
 describe("a pusher's record of its lanes down, where the monitor reads them", () => {
   it('writes a lane when it goes down and when it answers again, not for the pushes held meanwhile', async () => {
@@ -87,9 +91,12 @@ describe("a pusher's record of its lanes down, where the monitor reads them", ()
     expect(p.lanes.downSince(LANE)).toBeDefined();
   });
 
-  it('writes again at the next refresh what a failed write left, the lane up meanwhile', async () => {
+  // Not at the next refresh (30 s): an outage of PostgreSQL longer than LANE_STALE_MS leaves every
+  // row stale, and a monitor reading them before that refresh resolved provider-down, to raise it
+  // again at the refresh. Each refresh here is a minute away: only the retry can write.
+  it('writes again within its retry what a failed write left, the lane up meanwhile', async () => {
     let away = false;
-    const p = pusher('apns-pusher@failing:4', 100, { failing: () => away });
+    const p = pusher('apns-pusher@failing:4', 60_000, { failing: () => away });
     await send(p.lanes, 5, outage);
     await waitFor('the lane recorded down', async () => (await rowsOf('apns-pusher@failing:4')).length === 1);
     away = true;
@@ -98,6 +105,25 @@ describe("a pusher's record of its lanes down, where the monitor reads them", ()
     await send(p.lanes, 1, delivered);
     await waitFor('the write of the lane up tried, and failed', () => p.writes() > before);
     away = false;
-    await waitFor('the row gone at a refresh', async () => (await rowsOf('apns-pusher@failing:4')).length === 0);
+    await waitFor('the row gone', async () => (await rowsOf('apns-pusher@failing:4')).length === 0, { timeoutMs: 3_000 });
+  });
+
+  it('writes a lane taken down while PostgreSQL was away within a few hundred milliseconds of its return, trying meanwhile at a bounded interval, and stops once written', async () => {
+    let away = true;
+    const p = pusher('apns-pusher@retry:5', 60_000, { failing: () => away });
+    await send(p.lanes, 5, outage);
+    // Tried at once, then 100, 200, 400, 400 … ms after each failure.
+    await waitFor('tried four times', () => p.writes() >= 4, { timeoutMs: 3_000 });
+    const tried = p.writes();
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(p.writes() - tried).toBeGreaterThanOrEqual(1);
+    expect(p.writes() - tried).toBeLessThanOrEqual(3);
+    away = false;
+    const back = Date.now();
+    await waitFor('the lane recorded down', async () => (await rowsOf('apns-pusher@retry:5')).length === 1, { timeoutMs: 3_000 });
+    expect(Date.now() - back).toBeLessThan(1_500);
+    const written = p.writes();
+    await new Promise((r) => setTimeout(r, 600));
+    expect(p.writes()).toBe(written);
   });
 });
