@@ -271,6 +271,7 @@ describe('Web Push provider against the sandbox push service', () => {
     expect(await provider.send({ ...webPush(sub), webVapidKey: stranger }, {})).toEqual({
       kind: 'permanent',
       reason: `vapid-key-unknown: the subscription was made with application server key ${stranger.slice(0, 12)}…, not the key Herald signs app "demo"'s pushes with (${appKeys.publicKey.slice(0, 12)}…); the browser must subscribe with that key`,
+      notSent: true,
     });
     expect(await received(sub.endpoint)).toEqual([]);
   });

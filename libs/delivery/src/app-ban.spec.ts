@@ -101,14 +101,14 @@ describe('app bans', () => {
     expect(bans.banned('a', settings, mozilla)).toEqual({ until: new Date(300_000), reason: refused.kind === 'permanent' ? refused.reason : '', service: mozilla });
     expect(bans.banned('a', settings, fcm)).toBeUndefined();
     expect(bans.banned('a', settings)).toBeUndefined();
-    expect(await registry.getSingleMetricAsString('herald_app_banned')).toMatch(new RegExp(`herald_app_banned\\{app="a",service="${mozilla.replace(/\./g, '\\.')}"\\} 1`));
+    expect(await registry.getSingleMetricAsString('herald_app_banned')).toMatch(new RegExp(`herald_app_banned\\{app="a",push_service="${mozilla.replace(/\./g, '\\.')}"\\} 1`));
     expect(await registry.getSingleMetricAsString('herald_app_banned')).not.toMatch(/herald_app_banned\{app="a"\} 1/);
     expect(errors.mock.calls).toEqual([[expect.objectContaining({ alarm: 'app-banned', app: 'a', service: mozilla }), expect.stringMatching(`^app banned at push service ${mozilla}: `)]]);
     // A change of the app ends it, as an app's ban.
     const changed = settingsKeyOf({ id: 'a', updatedAt: new Date(2000), credentialsVersion: 4 });
     t = 1000;
     expect(bans.banned('a', changed, mozilla)).toBeUndefined();
-    expect(await registry.getSingleMetricAsString('herald_app_banned')).toMatch(new RegExp(`herald_app_banned\\{app="a",service="${mozilla.replace(/\./g, '\\.')}"\\} 0`));
+    expect(await registry.getSingleMetricAsString('herald_app_banned')).toMatch(new RegExp(`herald_app_banned\\{app="a",push_service="${mozilla.replace(/\./g, '\\.')}"\\} 0`));
     // No keys at all, or credentials that cannot be loaded, fail at every push service: the app's ban, whatever the push went to.
     const b = settingsKeyOf({ id: 'b', updatedAt: new Date(1000) });
     for (let i = 0; i < 2; i++) bans.observe('b', { kind: 'permanent', reason: 'no-vapid-keys: app "b" has no VAPID keys' }, b, mozilla);
@@ -118,6 +118,56 @@ describe('app bans', () => {
     const c = settingsKeyOf({ id: 'c', updatedAt: new Date(1000) });
     for (let i = 0; i < 2; i++) bans.observe('c', bad, c);
     expect(bans.banned('c', c, fcm)).toBeDefined();
+  });
+
+  // Every series of a Herald process carries `service`, its own name (createMetricsRegistry): named
+  // `service` too, a push service's ban overwrote it, and an app's ban read service="web-pusher",
+  // so the alert could not tell the two apart.
+  it("names the push service a ban holds at in `push_service`, beside the process's own `service`", async () => {
+    const registry = new Registry();
+    registry.setDefaultLabels({ service: 'web-pusher' });
+    const bans = createAppBans({ threshold: 1, windowMs: 60_000, cooldownMs: 60_000 }, logger, registry);
+    bans.observe('a', classifyWebPushAnswer({ status: 401, body: 'VAPID JWT invalid' }), undefined, 'web.push.apple.com');
+    bans.observe('b', { kind: 'permanent', reason: 'no-vapid-keys: app "b" has no VAPID keys' }, undefined, 'web.push.apple.com');
+    const text = await registry.getSingleMetricAsString('herald_app_banned');
+    expect(text).toContain('herald_app_banned{app="a",push_service="web.push.apple.com",service="web-pusher"} 1');
+    expect(text).toContain('herald_app_banned{app="b",service="web-pusher"} 1');
+  });
+
+  // Before: the ban held at the old name on the gauge and the alert (HeraldAppBanned) for its whole
+  // cool-off, as only a push to the same push service looked it up again, and none would.
+  it("a change of the app that renames the push service a ban holds at (its allow-list edited) ends that ban too, and failures sent before it ban nothing", async () => {
+    let t = 0;
+    const spy = createLogger({ service: 'spec', level: 'silent', format: 'json' });
+    const warnings = vi.spyOn(spy, 'warn');
+    const errors = vi.spyOn(spy, 'error');
+    const registry = new Registry();
+    const bans = createAppBans({ threshold: 2, windowMs: 60_000, cooldownMs: 300_000 }, spy, registry, () => t);
+    const series = async (service: string): Promise<string | undefined> =>
+      new RegExp(`herald_app_banned\\{app="a",push_service="${service.replace(/[.*]/g, '\\$&')}"\\} (\\d)`).exec(await registry.getSingleMetricAsString('herald_app_banned'))?.[1];
+    const refused = classifyWebPushAnswer({ status: 401, body: 'VAPID JWT invalid' });
+    const before = settingsKeyOf({ id: 'a', updatedAt: new Date(1000), credentialsVersion: 3 });
+    // The allow-list held "*.push.example.net": its hosts were one push service, banned.
+    expect(bans.banned('a', before, '*.push.example.net')).toBeUndefined();
+    for (let i = 0; i < 2; i++) bans.observe('a', refused, before, '*.push.example.net');
+    expect(await series('*.push.example.net')).toBe('1');
+    // The fix named the host instead (and the subject): the same endpoints' push service is "eu.push.example.net" now.
+    const fixed = settingsKeyOf({ id: 'a', updatedAt: new Date(2000), credentialsVersion: 4 });
+    t = 1000;
+    expect(bans.banned('a', fixed, 'eu.push.example.net')).toBeUndefined();
+    expect(await series('*.push.example.net')).toBe('0');
+    expect(warnings.mock.calls).toEqual([[expect.objectContaining({ alarm: 'app-ban-lifted', app: 'a', service: '*.push.example.net' }), expect.stringMatching(/lifted \(the app was changed since/)]]);
+    // Sends under the old settings answered after it ban nothing, at the old name or anywhere.
+    for (let i = 0; i < 2; i++) {
+      bans.observe('a', refused, before, '*.push.example.net');
+      bans.observe('a', refused, before, 'fcm.googleapis.com');
+    }
+    expect(await series('*.push.example.net')).toBe('0');
+    expect(await series('fcm.googleapis.com')).toBeUndefined();
+    expect(errors).toHaveBeenCalledTimes(1);
+    // Under the present settings, refusals still ban.
+    for (let i = 0; i < 2; i++) bans.observe('a', refused, fixed, 'eu.push.example.net');
+    expect(bans.banned('a', fixed, 'eu.push.example.net')).toMatchObject({ service: 'eu.push.example.net' });
   });
 
   it('ignores delivered pushes and non-credential failures', () => {

@@ -57,12 +57,15 @@ export interface AppBans {
    * (settingsKeyOf), a ban made under other settings ends here: the app was changed since
    * (updated_at moves on any change: credentials, topic, endpoint, enabling it), which may be the
    * fix the ban asks for, so pushes replayed after a rotation are sent rather than parked again. A
-   * change that fixed nothing costs one more threshold of failures.
+   * change that fixed nothing costs one more threshold of failures. Settings other than those the
+   * app was last looked up with end its bans at every push service, not only at `service`: the
+   * change may have renamed the one a ban holds at (its allow-list edited), which no push names again.
    */
   banned(app: string, settings?: string, service?: string): { until: Date; reason: string; service?: string } | undefined;
   /**
    * Count a send result under the app's `settings`; a credential or topic failure may start a ban
-   * (failures under earlier settings do not count). `service`: the push service a Web Push went to,
+   * (failures under earlier settings, or other than those `banned` was last asked with, do not
+   * count). `service`: the push service a Web Push went to,
    * where a refused VAPID JWT is counted and banned (PER_PUSH_SERVICE); other failures are the app's.
    */
   observe(app: string, result: SendResult, settings?: string, service?: string): void;
@@ -114,8 +117,15 @@ interface Ban {
 /** Where a ban holds: the app, or the app at one push service. */
 const scopeOf = (app: string, service: string | undefined): string => (service === undefined ? app : `${app}\u0000${service}`);
 
-/** A ban's gauge labels and log fields: the app, and the push service when it holds at one. */
+/** A ban's log fields: the app, and the push service (`service`, as the limiter's lines name it) when it holds at one. */
 const labelsOf = (ban: Pick<Ban, 'app' | 'service'>): { app: string; service?: string } => ({ app: ban.app, ...(ban.service !== undefined && { service: ban.service }) });
+
+/**
+ * A ban's gauge labels: the app, and `push_service` when it holds at one. Not `service`: every
+ * series of a Herald process carries `service`, its own name (createMetricsRegistry's default
+ * label), so an app's ban read `service="apns-pusher"` and could not be told from a push service's.
+ */
+const gaugeLabelsOf = (ban: Pick<Ban, 'app' | 'service'>): { app: string; push_service?: string } => ({ app: ban.app, ...(ban.service !== undefined && { push_service: ban.service }) });
 
 /**
  * Temporary bans kept in this pusher process (see docs/adr/0003-apps-as-data.md): each process
@@ -129,6 +139,8 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
   const bans = new Map<string, Ban>();
   /** Per scope, the settings a ban was lifted for because they changed: their late failures count no more. */
   const liftedSettings = new Map<string, string>();
+  /** Per app, the settings (settingsKeyOf) it was last looked up with. */
+  const seenSettings = new Map<string, string>();
   const lastDelivered = new Map<string, number>();
   /** Count one more event of the app at `at` within the window: how many, once they reach the threshold (and start again), else undefined. */
   const reachedThreshold = (times: Map<string, number[]>, app: string, at: number): number | undefined => {
@@ -158,21 +170,32 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
     bans.delete(scope);
     // Sends still under way with the settings a change lifted the ban for ban nothing more.
     if (changed) liftedSettings.set(scope, ban.settings as string);
-    gauge.set(labelsOf(ban), 0);
+    gauge.set(gaugeLabelsOf(ban), 0);
     const why = changed ? "the app was changed since (its credentials, topic, endpoint or another setting)" : 'its cool-off is over';
     const where = ban.service === undefined ? '' : ` at push service ${ban.service}`;
     logger.warn({ ...labelsOf(ban), alarm: 'app-ban-lifted' }, `app ban${where} lifted (${why}): sends are tried again`);
     return true;
+  };
+  /**
+   * The app's settings changed since it was last looked up: its bans at every push service made
+   * under others end, not only one a push now goes to. The change may have renamed the push service
+   * a ban holds at (an allow-list entry added, a wildcard narrowed), whose scope no push would look
+   * up again: that ban outlived its fix on the gauge and the alert until its cool-off ended.
+   */
+  const liftChangedScopes = (app: string, settings: string | undefined): void => {
+    if (settings === undefined || seenSettings.get(app) === settings) return;
+    seenSettings.set(app, settings);
+    for (const [scope, ban] of [...bans]) if (ban.app === app && ban.service !== undefined) liftIfOver(scope, ban, settings);
   };
   /** The ban in force in this scope, once one over (or made under other settings) is lifted. */
   const inForce = (scope: string, settings?: string): Ban | undefined => {
     const ban = bans.get(scope);
     return ban === undefined || liftIfOver(scope, ban, settings) ? undefined : ban;
   };
-  const gauge: Gauge<'app' | 'service'> = new Gauge({
+  const gauge: Gauge<'app' | 'push_service'> = new Gauge({
     name: 'herald_app_banned',
-    help: "Whether an app is banned (1) for credential or topic errors: its pushes are parked until the cool-off ends; with `service`, its Web Push pushes to that push service only (it refused the app's VAPID JWT)",
-    labelNames: ['app', 'service'],
+    help: "Whether an app is banned (1) for credential or topic errors: its pushes are parked until the cool-off ends; with `push_service`, its Web Push pushes to that push service only (it refused the app's VAPID JWT)",
+    labelNames: ['app', 'push_service'],
     registers: [registry],
     // A banned app that sends nothing more to this pusher would show banned for good otherwise.
     collect: () => {
@@ -181,6 +204,7 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
   });
   return {
     banned(app, settings, service) {
+      liftChangedScopes(app, settings);
       const ban = inForce(app, settings) ?? (service === undefined ? undefined : inForce(scopeOf(app, service), settings));
       if (ban === undefined) return undefined;
       return { until: new Date(ban.until), reason: ban.reason, ...(ban.service !== undefined && { service: ban.service }) };
@@ -203,6 +227,9 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
     },
     observe(app, result, appSettings, pushService) {
       if (!isCredentialFailure(result) || bans.has(app)) return;
+      // Sent under settings the app has been looked up with others since (a change, maybe the fix):
+      // they count no more, and ban no push service whose name the change may have retired.
+      if (appSettings !== undefined && (seenSettings.get(app) ?? appSettings) !== appSettings) return;
       const service = pushService !== undefined && PER_PUSH_SERVICE.has(leadingCode(result.reason)) ? pushService : undefined;
       const scope = scopeOf(app, service);
       if (bans.has(scope)) return;
@@ -212,7 +239,7 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
       if (count === undefined) return;
       const ban: Ban = { app, service, until: at + settings.cooldownMs, reason: result.reason, settings: appSettings };
       bans.set(scope, ban);
-      gauge.set(labelsOf(ban), 1);
+      gauge.set(gaugeLabelsOf(ban), 1);
       const said =
         service === undefined
           ? 'app banned: its sends keep failing with credential or topic errors; its pushes are parked until the cool-off ends'

@@ -98,6 +98,37 @@ describe('ProviderLanes: a lane whose sends all fail for want of an answer is ta
     expect(l.down('fcm')).toBe(false);
   });
 
+  // Before: an endpoint refused for its address (or a key not held) was read as the push service's
+  // answer, so a trial refused so lifted a lane still down, and refusals between its outage answers
+  // ended their row, so the outage never took the lane down.
+  it('a push refused before it was sent (notSent) is no answer: no trial of a down lane, no end of a row of failures', async () => {
+    const refused: SendResult = { kind: 'permanent', reason: 'endpoint-address-refused: push.example resolves to 10.0.0.5, not a public address', notSent: true };
+    const { lanes: l, gauge } = lanes();
+    await sendMany(l, 'push.example', 5, outage);
+    const since = l.downSince('push.example');
+    await sleep(250);
+    // Its trial refused unsent: returned as it was, and the lane still down and due its trial.
+    expect(await sendMany(l, 'push.example', 1, refused)).toEqual({ reached: 1, results: [refused] });
+    expect(l.downSince('push.example')).toBe(since);
+    expect(await gaugeOf(gauge, 'push.example')).toBe(1);
+    // The next push is the trial: the outage goes on, so the lane stays down (not sent into it unjudged).
+    expect(await sendMany(l, 'push.example', 1, outage)).toEqual({ reached: 1, results: [outage] });
+    expect(l.down('push.example')).toBe(true);
+    expect(l.downSince('push.example')).toBe(since);
+
+    // Refusals between an outage's answers do not end their row: the lane goes down all the same.
+    for (let i = 0; i < 5; i++) {
+      await sendMany(l, 'apns', 1, outage);
+      await sendMany(l, 'apns', 1, refused);
+    }
+    expect(l.down('apns')).toBe(true);
+    // Nor do those of pushes sent before.
+    for (let i = 0; i < 4; i++) await sendMany(l, 'fcm', 1, outage);
+    expect(await l.send('fcm', async () => refused, false)).toEqual(refused);
+    await sendMany(l, 'fcm', 1, outage);
+    expect(l.down('fcm')).toBe(true);
+  });
+
   it("a push sent before (a retry, one held after its send): its answer does not count while the lane is up, and it may be the trial of a lane due one", async () => {
     const { lanes: l } = lanes();
     const retry = async (answer: SendResult): Promise<SendResult | { kind: 'held' }> => l.send('apns', async () => answer, false);

@@ -51,6 +51,9 @@ interface Lane {
 
 const isOutage = (r: SendResult): r is Extract<SendResult, { kind: 'transient' }> => r.kind === 'transient' && r.outage === true;
 
+/** Refused by Herald before any request (SendResult `notSent`): no answer of the provider's, good or bad. */
+const notSent = (r: SendResult): boolean => (r.kind === 'permanent' || r.kind === 'dead-token') && r.notSent === true;
+
 /**
  * Each lane of this pusher judged apart, as a circuit breaker: the platform's own connection to
  * APNs or FCM, an app's own connection (its endpoint or proxy), a Web Push push service, as the
@@ -63,7 +66,11 @@ const isOutage = (r: SendResult): r is Extract<SendResult, { kind: 'transient' }
  * attempt (the pusher defers them), until `probeMs` later one push (any) tries it. That one answered
  * (anything but an outage answer), the lane is up again, its window emptied; failed, it stays down
  * another `probeMs`. A lane due its trial that no push comes to try for `quietMs` (longer than a
- * held push waits in a delay queue) is no longer said to be down, and stays due its trial.
+ * held push waits in a delay queue) is no longer said to be down, and stays due its trial. A push
+ * Herald refused before sending it (SendResult's `notSent`: an endpoint whose address is not public,
+ * a key this process does not hold) is no answer at all: it is not judged, ends no row of failures,
+ * and is no trial (the lane stays due one, made by the next push); counted as answered, a trial
+ * refused so lifted a lane still down, its held pushes sent into the outage.
  *
  * Hand-written rather than a library's breaker (opossum was tried): its rolling error share counts
  * calls refused while open as calls, keeps the window through a recovery (one failure after it took
@@ -121,6 +128,8 @@ export class ProviderLanes {
     const l = this.laneOf(lane);
     if (l.downSince === undefined) {
       const result = await send();
+      // Nothing reached the provider: nothing to judge it by.
+      if (notSent(result)) return result;
       if (fresh) this.judge(lane, l, result);
       // A push sent before, answered: the lane answers (it judges nothing else).
       else if (!isOutage(result)) l.failedInRow = 0;
@@ -133,6 +142,8 @@ export class ProviderLanes {
     if (l.quiet) l.downSince = this.now();
     try {
       const result = await send();
+      // Refused before it was sent: no trial. The lane stays down and due its trial, which the next push makes.
+      if (notSent(result)) return result;
       if (isOutage(result)) {
         l.lastReason = result.reason;
         l.probeAt = this.now() + this.settings.probeMs;

@@ -113,7 +113,8 @@ const nowOf = (deps: PusherDeps): Date => deps.now?.() ?? new Date();
 
 /** `attempt`: the delivery's attempt (1 on the first), which a provider's exponential back-off grows with. */
 /** `sentBefore`: the push was sent before (sentBeforeOf), so its answer says less about its lane than a fresh one's. */
-type Claimable = { index: number; attempt: number; sentBefore: boolean; push: DevicePush; topic: string | undefined; app: AppRow; lane: string; sentNow?: true };
+/** `service`: its pacing lane (pacingLaneOf), worked out once at its admission; `lane`: its breaker's (laneOf). */
+type Claimable = { index: number; attempt: number; sentBefore: boolean; push: DevicePush; topic: string | undefined; app: AppRow; service: string | undefined; lane: string; sentNow?: true };
 const ack: Outcome = { kind: 'ack' };
 /**
  * Not sent: no budget within the wait bound, or the pusher is stopping (`stopping`), or
@@ -239,7 +240,9 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   const app = await deps.apps.get(push.app);
   if (app === undefined) return park(deps, push, 'unknown-app', `unknown app "${push.app}"`);
   if (!app.enabled) return park(deps, push, 'app-disabled', `app "${push.app}" is disabled`);
-  const ban = deps.bans?.banned(app.id, settingsKeyOf(app), banScopeOf(push, app));
+  // Its push service (a Web Push's endpoint parsed, the allow-list scanned) once: its ban's scope, pacing lane and breaker's lane.
+  const service = pacingLaneOf(push, app);
+  const ban = deps.bans?.banned(app.id, settingsKeyOf(app), banScopeOf(push, service));
   if (ban !== undefined) return park(deps, push, 'app-banned', bannedReason(app.id, ban));
   if (deps.platform === 'apns' && app.apnsTopic === null) {
     return park(deps, push, 'no-apns-topic', `app "${push.app}" has no APNs topic configured`);
@@ -250,17 +253,17 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   if (host !== undefined) return park(deps, push, 'push-service-not-allowed', host);
   // Its provider is down: held as it comes, neither claimed nor sent (one held past its bound goes
   // on to its claim, which finds it done if it is, and its send is held, and it is parked, there).
-  const lane = laneOf(push, app);
+  const lane = laneOf(push, service);
   if (deps.lanes?.down(lane) === true && !heldTooLong(push, deps.lanes, at)) return held(push, lane, deps, at, { sentNow: false });
-  return { push, topic: app.apnsTopic ?? undefined, app, lane };
+  return { push, topic: app.apnsTopic ?? undefined, app, service, lane };
 }
 
 /**
  * Where a push's credential failures are counted and banned besides its app (app-ban.ts): a Web
- * Push's push service, as its pacing lane names it (a wildcard entry of the app's allow-list, else the
+ * Push's push service, its pacing lane (`service`: a wildcard entry of the app's allow-list, else the
  * endpoint's host), as a push service's refusal of the VAPID JWT says nothing of the others'.
  */
-const banScopeOf = (push: DevicePush, app: AppRow): string | undefined => (push.platform === 'web' ? pushServiceOf(push.token, app.webPushHosts) : undefined);
+const banScopeOf = (push: DevicePush, service: string | undefined): string | undefined => (push.platform === 'web' ? service : undefined);
 
 function bannedReason(app: string, ban: { until: Date; reason: string; service?: string }): string {
   const until = ban.until.toISOString();
@@ -292,7 +295,7 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
     bookedMs = turnInMs;
     slowed = cause === 'slowed';
   };
-  const service = pacingLaneOf(r.push, r.app);
+  const { service } = r;
   const waitFrom = performance.now();
   // Its lane taken down since its admission (or it is past its hold, to be parked): no budget spent on it.
   if (deps.lanes?.down(r.lane) === true) return { kind: 'held' };
@@ -353,8 +356,8 @@ function pacingLaneOf(push: DevicePush, app: AppRow): string | undefined {
   return own !== undefined && (own.host !== null || own.port !== null || own.proxy) ? `connection of ${app.id}` : undefined;
 }
 
-/** The breaker's lane of a push (provider-lanes.ts): its pacing lane, or the platform's own connection. */
-const laneOf = (push: DevicePush, app: AppRow): string => pacingLaneOf(push, app) ?? `${push.platform} (shared connection)`;
+/** The breaker's lane of a push (provider-lanes.ts): its pacing lane (pacingLaneOf), or the platform's own connection. */
+const laneOf = (push: DevicePush, service: string | undefined): string => service ?? `${push.platform} (shared connection)`;
 
 /**
  * The longest a held push waits before it is looked at again (the longest delay queue's): a lane
@@ -518,7 +521,7 @@ async function settle(sent: Claimable[], results: Sent[], outcomes: Outcome[], d
         outcomes[r.index] = { kind: 'retry', code: 'transient', reason: result.reason, ...retryDelayOf(result, r.attempt, deps.serverErrorRetryMs ?? 0), ...(r.sentNow && { headers: SENT_BEFORE }) };
         break;
       case 'permanent':
-        deps.bans?.observe(push.app, result, settingsKeyOf(r.app), banScopeOf(push, r.app));
+        deps.bans?.observe(push.app, result, settingsKeyOf(r.app), banScopeOf(push, r.service));
         release.push(push.pushId);
         outcomes[r.index] = park(deps, push, PROVIDER_REJECTED, result.reason);
         break;

@@ -9,9 +9,10 @@ export type SendResult =
    * `unlessAppFails`: the answer says the token does not go with the app's credentials, topic or
    * APNs environment (BadDeviceToken, DeviceTokenNotForTopic, SENDER_ID_MISMATCH). That is the
    * token's fault only while the app's other pushes go through; when none was delivered lately, the
-   * app's settings are the suspect and the pusher keeps the token (app-ban.ts).
+   * app's settings are the suspect and the pusher keeps the token (app-ban.ts). `notSent`: as
+   * the permanent one's.
    */
-  | { kind: 'dead-token'; reason: string; invalidSince?: Date; unlessAppFails?: true }
+  | { kind: 'dead-token'; reason: string; invalidSince?: Date; unlessAppFails?: true; notSent?: true }
   /** APNs 429/500/503, FCM UNAVAILABLE / INTERNAL / QUOTA_EXCEEDED, Web Push 429/5xx, timeouts, connection resets. */
   /**
    * `retryAfterMs`: the provider's Retry-After (it also pauses the app, ADR 0006). `retryNotBeforeMs`:
@@ -27,8 +28,13 @@ export type SendResult =
    * Retry-After. Many of them in a row mean the provider, or the way to it, is down (provider-lanes.ts).
    */
   | { kind: 'transient'; reason: string; retryAfterMs?: number; retryNotBeforeMs?: number; httpStatus?: number; serverError?: true; outage?: true }
-  /** Payload too large, bad topic, bad credentials, other 4xx. */
-  | { kind: 'permanent'; reason: string };
+  /**
+   * Payload too large, bad topic, bad credentials, other 4xx. `notSent`: refused by Herald before
+   * any request reached the provider (a message it would refuse, a key this process does not hold,
+   * an endpoint whose address is not public): it says nothing of the provider or the way to it, so
+   * a provider lane neither counts it as answered nor ends a trial on it (provider-lanes.ts).
+   */
+  | { kind: 'permanent'; reason: string; notSent?: true };
 
 export interface SendTarget {
   /** The APNs topic (bundle id) of the push's app; falls back to the provider's default topic. */

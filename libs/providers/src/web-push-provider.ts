@@ -106,10 +106,10 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
       // A key web-push cannot use: the app's VAPID keys (its ban counts it) or the subscription's
       // keys, which no send can ever use: the subscription is dead (stored before the doors checked
       // the point; unlessAppFails: while the app's pushes are delivered, so a fault of Herald's own
-      // cannot condemn every subscription).
+      // cannot condemn every subscription). Nothing was sent: no answer of the push service's.
       const message = (err as Error).message;
-      if (/vapid|subject|audience/i.test(message)) return { kind: 'permanent', reason: `credentials: VAPID ${message}` };
-      return { kind: 'dead-token', reason: `subscription keys unusable: ${message}`, unlessAppFails: true };
+      if (/vapid|subject|audience/i.test(message)) return { kind: 'permanent', reason: `credentials: VAPID ${message}`, notSent: true };
+      return { kind: 'dead-token', reason: `subscription keys unusable: ${message}`, unlessAppFails: true, notSent: true };
     }
     try {
       const answer = await post(details.endpoint, details.headers as Record<string, string | number>, details.body ?? Buffer.alloc(0), agent, settings.requestTimeoutMs);
@@ -120,8 +120,9 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
       // address, not retried (it resolves the same way the next time), not counted towards the
       // app's ban (the app's credentials are not in question) and no dead subscription: a name's
       // answer depends on when and where it is resolved (split DNS), so the subscription is kept
-      // for a replay once the operator has allowed the range or fixed the resolver.
-      if (e instanceof EndpointAddressRefused) return { kind: 'permanent', reason: e.message };
+      // for a replay once the operator has allowed the range or fixed the resolver. Nor is it the
+      // push service's answer (notSent): a trial of its lane while down goes on to the next push.
+      if (e instanceof EndpointAddressRefused) return { kind: 'permanent', reason: e.message, notSent: true };
       if (e.name === 'TimeoutError' || e.name === 'AbortError') return { kind: 'transient', reason: `timeout: no answer from the push service within ${settings.requestTimeoutMs} ms`, outage: true };
       // Once per app and error every few seconds, then how many more: an unreachable provider fails every push.
       logSummary(log, 'warn', 'web push send failed').note(`${push.app}\u0000${(err as Error).message}`, { err, app: push.app, pushId: push.pushId });
@@ -183,15 +184,16 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
     async send(push: DevicePush): Promise<SendResult> {
       const request = buildWebRequest(push, new Date(now()));
       // The last line of defence: a message the push service would refuse for good is never sent.
+      // Refused here, before any request (notSent), it says nothing of the push service.
       const problem = webRequestProblem(request);
-      if (problem !== undefined) return { kind: 'permanent', reason: problem };
+      if (problem !== undefined) return { kind: 'permanent', reason: problem, notSent: true };
       const { webKeys } = push;
-      if (webKeys === undefined) return { kind: 'permanent', reason: 'a web push without its subscription keys (p256dh, auth)' };
+      if (webKeys === undefined) return { kind: 'permanent', reason: 'a web push without its subscription keys (p256dh, auth)', notSent: true };
       const key = signingKeyFor(push, settings);
       // Parked, not a dead token: this process may not hold the pair yet (an app row cached from
       // before a rotation a second ago, a replica with another WEB_PUSH_VAPID_* pair), and a
       // subscription condemned on that evidence would be lost; a parked push can be replayed.
-      if ('problem' in key) return { kind: 'permanent', reason: key.problem };
+      if ('problem' in key) return { kind: 'permanent', reason: key.problem, notSent: true };
       return signedByItsKey({ ...push, webKeys }, request, key);
     },
     close: () => {
