@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Exchanges, MAX_BATCH_JOBS, PushJob, Queues, jobContentHash, type Registration } from '@herald/contracts';
 import { appHasWebDevices, cancelJobFully, createDatabase, isDatabaseUnavailable, type ApiKeyRow } from '@herald/db';
 import { createLogger } from '@herald/logging';
-import { BrokerUnavailableError, coalescedPublish, connectBroker, heraldTopology, type Broker } from '@herald/messaging';
+import { BrokerUnavailableError, PublishFailedError, PublishNotSentError, coalescedPublish, connectBroker, heraldTopology, type Broker } from '@herald/messaging';
 import { createTestDatabase, createTestVhost, startTcpProxyFor, waitFor, type TestDatabase, type TestVhost } from '@herald/testing';
 import { ApiError } from './api-error.ts';
 import { createJobRecords } from './job-records.ts';
@@ -116,16 +116,66 @@ describe('the HTTP API: a job that had expired when it was accepted (an expiresA
     const scheduled = { ...job('phones'), deliverAt: { at: new Date(t0 - 7_200_000).toISOString() }, expiresAt: anHourAgo };
     expect(await refusal(acceptJobs({ jobs: [job('phones'), scheduled] }, key, then))).toEqual({ status: 400, issues: [{ path: 'jobs.1.expiresAt', message: expect.any(String) as unknown }] });
     expect(published).toEqual([]);
-    // Accepted a minute before its expiry, its answer lost, reposted after it: the duplicate it is.
+    // Accepted a minute before its expiry, its answer lost, reposted ten minutes after it: the duplicate it is.
     const first = { ...job('phones'), expiresAt: new Date(t0 + 60_000).toISOString() };
     expect(await acceptJob(first, key, then)).toEqual({ id: first.id, duplicate: false });
     await records.flush();
-    expect(await acceptJob(first, key, { ...deps, now: () => new Date(t0 + 120_000) })).toEqual({ id: first.id, duplicate: true });
+    expect(await acceptJob(first, key, { ...deps, now: () => new Date(t0 + 660_000) })).toEqual({ id: first.id, duplicate: true });
+  });
+
+  // Before, an API host whose clock ran two minutes ahead of the demuxer's refused a deadline another host set a minute ahead, which the demuxer delivers.
+  it('takes an expiresAt less than CLOCK_SKEW_ALLOWANCE_MS (5 minutes) before the request: clocks apart, not a wrong date', async () => {
+    const t0 = Date.now();
+    const ahead = { ...deps, now: () => new Date(t0 + 120_000) };
+    const deadline = { ...job('phones'), expiresAt: new Date(t0 + 60_000).toISOString() };
+    expect(await acceptJob(deadline, key, ahead)).toEqual({ id: deadline.id, duplicate: false });
+    expect(await refusal(acceptJob({ ...job('phones'), expiresAt: new Date(t0 + 120_000 - 300_000).toISOString() }, key, ahead))).toMatchObject({ status: 400, issues: [{ path: 'expiresAt' }] });
+  });
+});
+
+describe('a batch retried, as its 503 asks, once a job it published has expired', () => {
+  // Before, the retry stamped at its own time refused the job published in time as expired, and the whole batch with it (400).
+  it('answers the published job as its duplicate whatever its expiry and publishes the one not confirmed; a new job expired at acceptance is still refused', async () => {
+    const t0 = Date.now();
+    const sent = { ...job('phones'), expiresAt: new Date(t0 + 5 * 60_000).toISOString() };
+    const unconfirmed = job('phones');
+    const partial: JobServiceDeps = { ...deps, now: () => new Date(t0), publish: (j) => (j.id === unconfirmed.id ? Promise.reject(new Error('not confirmed')) : deps.publish(j)) };
+    expect(await acceptJobs({ jobs: [sent, unconfirmed] }, key, partial).catch((e: unknown) => e)).toMatchObject({
+      status: 503,
+      message: expect.stringMatching(/retry: jobs already published are reported as duplicates/) as unknown,
+      issues: [{ path: 'jobs.1.id' }],
+    });
+    // A quarter of an hour later, ten minutes past the published job's expiry.
+    const later: JobServiceDeps = { ...deps, now: () => new Date(t0 + 15 * 60_000) };
+    published = [];
+    expect(await acceptJobs({ jobs: [sent, unconfirmed] }, key, later)).toEqual([
+      { id: sent.id, duplicate: true },
+      { id: unconfirmed.id, duplicate: false },
+    ]);
+    expect(published).toEqual([unconfirmed.id]);
+    // Its marks written (read from PostgreSQL, not this process's memory): the same again.
+    await records.flush();
+    expect(await acceptJobs({ jobs: [sent, unconfirmed] }, key, later)).toEqual([
+      { id: sent.id, duplicate: true },
+      { id: unconfirmed.id, duplicate: true },
+    ]);
+    // A new job as expired, beside the published one, is refused; so is a published one reposted with other content.
+    const expired = { ...job('phones'), expiresAt: sent.expiresAt };
+    expect(await refusal(acceptJobs({ jobs: [sent, expired] }, key, later))).toEqual({
+      status: 400,
+      issues: [{ path: 'jobs.1.expiresAt', message: expect.stringMatching(/^the job had expired when it was accepted/) as unknown }],
+    });
+    expect(await refusal(acceptJobs({ jobs: [{ ...sent, content: { title: 'other' } }, unconfirmed] }, key, later))).toEqual({
+      status: 400,
+      issues: [{ path: 'jobs.0.expiresAt', message: expect.any(String) as unknown }],
+    });
+    expect(published).toEqual([unconfirmed.id]);
   });
 });
 
 describe('the HTTP API publishing while RabbitMQ stops answering (API_PUBLISH_CONFIRM_TIMEOUT_MS)', () => {
-  it('answers a job its timeout left waiting behind unconfirmed rounds "not sent" and frees its id, so a corrected repost is taken; a job whose round started may still arrive, its id kept', async () => {
+  // Before, the job left waiting was answered "not sent" and its id freed: a repost of it handed to the publisher meanwhile could be on its way (below).
+  it('answers a job its timeout left waiting behind unconfirmed rounds as not confirmed, as one whose round started, and keeps both ids: a repost as it was is published, a corrected one refused', async () => {
     const proxy = await startTcpProxyFor(vhost.amqpUrl);
     // As main.ts publishes (both deadlines the setting), with one job a round: as under more jobs at once than a round takes.
     const stalling = await connectBroker({ url: proxy.urlFor(vhost.amqpUrl), logger, connectionName: 'job-service-stall', confirmTimeoutMs: 300 });
@@ -150,14 +200,68 @@ describe('the HTTP API publishing while RabbitMQ stops answering (API_PUBLISH_CO
         status: 503,
         issues: [
           { path: 'jobs.0.id', message: `job "${second.id}" was not confirmed: it may still arrive; repost it as it was, or cancel it` },
-          { path: 'jobs.1.id', message: `job "${third.id}" was not sent: nothing of it will arrive, and its id is free; repost it, corrected if need be` },
+          { path: 'jobs.1.id', message: `job "${third.id}" was not confirmed: it may still arrive; repost it as it was, or cancel it` },
         ],
+        message: expect.not.stringMatching(/not sent/) as unknown,
       });
       expect(await firstAnswer).toMatchObject({ status: 503, issues: [{ path: 'id', message: expect.stringMatching(/was not confirmed: it may still arrive/) as unknown }] });
       proxy.thaw();
-      expect(await t.db.jobs.get(third.id)).toBeUndefined();
-      expect(await acceptJob({ ...third, content: { title: 'corrected' } }, key, deps)).toEqual({ id: third.id, duplicate: false });
-      expect(await refusalCode(acceptJob({ ...second, content: { title: 'corrected' } }, key, deps))).toEqual({ status: 409, code: 'job-id-reused' });
+      expect((await t.db.jobs.get(third.id))?.publishedAt).toBeNull();
+      for (const kept of [second, third]) expect(await refusalCode(acceptJob({ ...kept, content: { title: 'corrected' } }, key, deps))).toEqual({ status: 409, code: 'job-id-reused' });
+      expect(await acceptJob(third, key, deps)).toEqual({ id: third.id, duplicate: false });
+    } finally {
+      proxy.thaw();
+      await stalling.close();
+      await proxy.close();
+    }
+  });
+
+  // Before, the first post's "not sent" forgot the id under the repost's copy on its way: a DELETE then answered 404, and a corrected repost was taken as a new job beside it.
+  it('keeps the id of a job left out of its round while a repost of it, made as the first post waited, is sent: its cancel finds it, a corrected repost is refused', async () => {
+    const proxy = await startTcpProxyFor(vhost.amqpUrl);
+    // Both deadlines a second, one job a round: each round the broker does not confirm lasts the second.
+    const stalling = await connectBroker({ url: proxy.urlFor(vhost.amqpUrl), logger, connectionName: 'job-service-repost', confirmTimeoutMs: 1_000 });
+    const publishJob = coalescedPublish(stalling.publisher, { maxBatch: 1, callTimeoutMs: 1_000 });
+    const reposted = job('phones');
+    const handed: string[] = [];
+    /** How each publish of the reposted job ended, in the order they were made: its error's class. */
+    const ended: Array<Promise<string>> = [];
+    const through: JobServiceDeps = {
+      ...deps,
+      publish: (j) => {
+        handed.push(j.id);
+        const publishing = publishJob({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: j, messageId: j.id });
+        if (j.id === reposted.id) ended.push(publishing.then(() => 'confirmed', (e: unknown) => (e as Error).name));
+        return publishing;
+      },
+    };
+    const sleepUntil = (at: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - performance.now())));
+    try {
+      await acceptJob(job('phones'), key, through);
+      proxy.freeze();
+      const [first, second] = [job('phones'), job('phones')];
+      // Round 1 (first) from 0 to 1 s, round 2 (second) from 1 to 2 s, round 3 from 2 s.
+      const firstAnswer = acceptJob(first, key, through).catch((e: unknown) => e);
+      await waitFor('the first job handed to RabbitMQ', () => handed.includes(first.id));
+      const start = performance.now();
+      const secondAnswer = acceptJob(second, key, through).catch((e: unknown) => e);
+      // Post A at 0.5 s: its deadline, 1.5 s, comes before round 3, and it is left out of it.
+      await sleepUntil(start + 500);
+      const postA = acceptJob(reposted, key, through).catch((e: unknown) => e);
+      // The caller's own timeout is shorter: post B at 1.25 s finds the job recorded, unpublished, and publishes it too; its deadline, 2.25 s, comes after round 3 starts.
+      await sleepUntil(start + 1_250);
+      const postB = acceptJob(reposted, key, through).catch((e: unknown) => e);
+      const answers = await Promise.all([postA, postB, firstAnswer, secondAnswer]);
+      // A's call was left out, never sent; B's went in round 3 and got no confirm.
+      expect(await Promise.all(ended)).toEqual([PublishNotSentError.name, PublishFailedError.name]);
+      proxy.thaw();
+      // B's copy is on its way: the id is still the job's, unpublished, for its cancel or a repost as it was.
+      expect((await t.db.jobs.get(reposted.id))?.publishedAt).toBeNull();
+      expect(await refusalCode(acceptJob({ ...reposted, content: { title: 'corrected' } }, key, deps))).toEqual({ status: 409, code: 'job-id-reused' });
+      expect((await cancelJobFully(t.db, reposted.id)).known).toBe(true);
+      // Both posts are told so.
+      const notConfirmed = { status: 503, issues: [{ path: 'id', message: `job "${reposted.id}" was not confirmed: it may still arrive; repost it as it was, or cancel it` }] };
+      expect(answers.slice(0, 2)).toMatchObject([notConfirmed, notConfirmed]);
     } finally {
       proxy.thaw();
       await stalling.close();

@@ -4,7 +4,7 @@ import type { AcceptResult, ApiKeyRow, AppRow, JobIdRecord, JobRecord, JobStatus
 import { ApiError, fieldError, parseBody } from './api-error.ts';
 import { requireApp } from './auth.ts';
 import { JOB_ID_TAKEN, toJobPushList, toJobStatus } from '@herald/db';
-import { BrokerUnavailableError, UnroutableError } from '@herald/messaging';
+import { BrokerUnavailableError, PublishNotSentError, UnroutableError } from '@herald/messaging';
 import type { PublishTimings } from './request-metrics.ts';
 
 export interface JobServiceDeps {
@@ -74,15 +74,24 @@ function validateJobs(raw: unknown, acceptedAt: string): PushJob[] {
 }
 
 /**
- * Beyond the contract: a job that can deliver something (400 naming the field). Time decides it (an
- * expiry at or before acceptance, or before the job is due), so it is checked with what may have
- * changed since a repost's first acceptance (checkTargets): a retry of a job accepted just in time,
- * its answer lost, is the duplicate it is, not "nothing would be delivered" while its pushes go out.
+ * Why a job could deliver nothing for its expiry, as of its acceptance: expired when accepted (beyond
+ * the allowance for clocks apart), or before it is due. As the demuxer will read it: the caller's
+ * acceptedAt stands when it gave one (never later than now).
  */
-function checkJob(job: PushJob, acceptedAt: Date, prefix: string): void {
-  // As the demuxer will read it: the caller's acceptedAt stands when it gave one (never later than now).
+function expiryProblem(job: PushJob, acceptedAt: Date): { path: string; message: string } | undefined {
   const accepted = acceptedAtOf(job, acceptedAt);
-  const expires = expiredWhenAccepted(job, accepted) ?? expiresBeforeDue(job, accepted);
+  return expiredWhenAccepted(job, accepted) ?? expiresBeforeDue(job, accepted);
+}
+
+/**
+ * Beyond the contract: a job that can deliver something (400 naming the field). Time decides it (an
+ * expiry before acceptance, or before the job is due), so it is checked with what may have changed
+ * since a repost's first acceptance (checkTargets), and only for a job not published before
+ * (`publishedBefore`): a retry of a job accepted just in time, its answer lost, or of a batch a 503
+ * confirmed in part, is the duplicate it is, not "nothing would be delivered" while its pushes go out.
+ */
+function checkJob(job: PushJob, acceptedAt: Date, prefix: string, publishedBefore: boolean): void {
+  const expires = publishedBefore ? undefined : expiryProblem(job, acceptedAt);
   if (expires !== undefined) throw new ApiError(400, 'invalid-request', `${prefix}${expires.path}: ${expires.message}`, [{ path: `${prefix}${expires.path}`, message: expires.message }]);
   // Rules for a new job only (newJobIssues): a repost of one accepted before them is its duplicate.
   const issues = newJobIssues(job).map((i) => ({ path: `${prefix}${i.path}`, message: i.message }));
@@ -176,12 +185,24 @@ function conflicts(jobs: readonly PushJob[], accepted: Map<string, AcceptResult>
 }
 
 /**
- * A publish refused before anything was sent: not connected, RabbitMQ blocking publishers, left out
- * of its round by the confirm timeout while it waited behind unconfirmed ones (PublishNotSentError,
- * a BrokerUnavailableError), no queue to route to.
+ * A publish refused before anything was sent: not connected, RabbitMQ blocking publishers, no queue
+ * to route to. Not a call the confirm timeout left out of its round while it waited behind
+ * unconfirmed ones (PublishNotSentError): nothing of that call went, but a repost of the same job
+ * (a caller whose own timeout is shorter than API_PUBLISH_CONFIRM_TIMEOUT_MS) may have been handed
+ * to the publisher behind it meanwhile, found recorded and unpublished, and be on its way; forget
+ * works per id, not per call, so the id would be freed under it, its cancel answered 404 and a
+ * corrected repost taken as a new job beside it. It is answered as not confirmed, its id kept.
  */
 const unsent = (s: PromiseSettledResult<unknown> | undefined): boolean =>
-  s?.status === 'rejected' && (s.reason instanceof BrokerUnavailableError || s.reason instanceof UnroutableError);
+  s?.status === 'rejected' &&
+  !(s.reason instanceof PublishNotSentError) &&
+  (s.reason instanceof BrokerUnavailableError || s.reason instanceof UnroutableError);
+
+/** Why publishes failed, as the 503 says it: a call left out of its round (its own message says "not sent") is answered as not confirmed. */
+const failure = (reason: Error | undefined): string =>
+  reason instanceof PublishNotSentError
+    ? 'not confirmed: RabbitMQ had not confirmed the publishes ahead of it within API_PUBLISH_CONFIRM_TIMEOUT_MS'
+    : (reason?.message ?? 'unknown');
 
 /**
  * Publish the jobs this request must publish and record the confirmed ones. One RabbitMQ did not
@@ -215,7 +236,7 @@ async function publishAll(jobs: readonly PushJob[], all: readonly PushJob[], pre
     throw new ApiError(
       503,
       'broker-unavailable',
-      `${failed.length} of the request's ${all.length} jobs were not published (${reason?.message ?? 'unknown'}); retry: jobs already published are reported as duplicates; ${which.join('; ')}`,
+      `${failed.length} of the request's ${all.length} jobs were not published (${failure(reason)}); retry: jobs already published are reported as duplicates; ${which.join('; ')}`,
       issues,
     );
   }
@@ -234,7 +255,7 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   for (const app of appIds) requireApp(key, app, appPathOf(jobs, app, prefix));
   const records = new Map(jobs.map((j): [string, JobIdRecord] => [j.id, { id: j.id, app: j.app, team: key.team, contentHash: jobContentHash(j) }]));
   try {
-    await checkTargets(jobs, appIds, key, new Date(acceptedAt), prefix, deps);
+    await checkTargets(jobs, appIds, key, new Date(acceptedAt), prefix, records, deps);
   } catch (err) {
     // A retry of jobs accepted and published before (the answer was lost) is told so, whatever
     // changed since (the app disabled, a browser registered, the topic deleted): refused, its
@@ -269,14 +290,46 @@ export async function acceptJobs(body: unknown, key: ApiKeyRow, deps: JobService
   return answers(jobs, new Set(unpublished.map((j) => j.id)), acceptedAt);
 }
 
-/** What may have changed since a job was first accepted: the clock (its expiry before its due time), the scheduling horizon, its app (gone, disabled), the rules it is held to now, its topic. */
-async function checkTargets(jobs: readonly PushJob[], appIds: ReadonlySet<string>, key: ApiKeyRow, acceptedAt: Date, prefix: string, deps: JobServiceDeps): Promise<void> {
-  jobs.forEach((job, i) => checkJob(job, acceptedAt, prefix === '' ? '' : `${prefix}${i}.`));
+/**
+ * What may have changed since a job was first accepted: the clock (its expiry passed, or before its
+ * due time), the scheduling horizon, its app (gone, disabled), the rules it is held to now, its topic.
+ * A job published before is its duplicate whatever its expiry (publishedDespiteExpiry); for the rest,
+ * a refusal is answered as a duplicate only when every job of the request was published before (acceptJobs).
+ */
+async function checkTargets(
+  jobs: readonly PushJob[],
+  appIds: ReadonlySet<string>,
+  key: ApiKeyRow,
+  acceptedAt: Date,
+  prefix: string,
+  records: ReadonlyMap<string, JobIdRecord>,
+  deps: JobServiceDeps,
+): Promise<void> {
+  const published = await publishedDespiteExpiry(jobs, acceptedAt, records, deps);
+  jobs.forEach((job, i) => checkJob(job, acceptedAt, prefix === '' ? '' : `${prefix}${i}.`, published.has(job.id)));
   checkHorizon(jobs, acceptedAt, prefix, deps);
   const apps = new Map<string, AppRow>();
   for (const app of appIds) apps.set(app, await checkApp(deps, key, app, false, appPathOf(jobs, app, prefix)));
   await checkConformance(jobs, apps, acceptedAt, prefix, deps);
   await checkAudiences(jobs, deps, prefix);
+}
+
+/**
+ * Of the jobs whose expiry would refuse them now (expiryProblem), those published before for their
+ * app with their content: answered as duplicates, whatever their expiry, so a batch a 503 confirmed
+ * in part is retried (as the 503 says) after a published job's expiry too, its new jobs published and
+ * the published one a duplicate, not the whole batch refused 400 for a job that went out in time.
+ * Read only when a job has such an expiry.
+ */
+async function publishedDespiteExpiry(
+  jobs: readonly PushJob[],
+  acceptedAt: Date,
+  records: ReadonlyMap<string, JobIdRecord>,
+  deps: JobServiceDeps,
+): Promise<ReadonlySet<string>> {
+  const expiring = jobs.filter((j) => expiryProblem(j, acceptedAt) !== undefined);
+  if (expiring.length === 0) return new Set();
+  return deps.jobs.publishedBefore(expiring.map((j) => records.get(j.id) as JobIdRecord));
 }
 
 /**

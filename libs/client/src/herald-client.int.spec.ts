@@ -1,9 +1,11 @@
 import { jobNotices } from '@herald/providers';
 import { connectBroker, heraldTopology } from '@herald/messaging';
 import { createLogger } from '@herald/logging';
-import { createTestVhost, type TestVhost } from '@herald/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestVhost, startTcpProxyFor, type TestVhost } from '@herald/testing';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { JobPublishFailedError, ValidationError, createHeraldClient } from './herald-client.ts';
+// What a user of @herald/client imports to tell a rejected publish's meaning.
+import { BrokerUnavailableError, PublishFailedError, PublishNotSentError } from './index.ts';
 
 const logger = createLogger({ service: 'client-spec', level: 'silent', format: 'json' });
 let vhost: TestVhost;
@@ -67,6 +69,50 @@ describe('the client library', () => {
       expect(await client.publishPushJob({ ...input, id: 'retried', acceptedAt: firstStamp })).toMatchObject({ id: 'retried', acceptedAt: firstStamp });
     } finally {
       await client.close();
+    }
+  });
+
+  // Before, a producer's clock two minutes fast refused it: its stamp came after the deadline, though the demuxer (acceptedAtOf) takes it as accepted at its own now.
+  it('publishes a job whose expiresAt, a deadline another host set a minute ahead, has passed on a producer clock running two minutes fast', async () => {
+    const client = await createHeraldClient({ url: vhost.amqpUrl, logger });
+    const deadline = new Date(Date.now() + 60_000).toISOString();
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 120_000, shouldAdvanceTime: true });
+    try {
+      const input = { id: 'fast-clock', app: 'demo', userId: 'u', category: 'news', content: { title: 'Hi' }, expiresAt: deadline };
+      expect(await client.publishPushJob(input)).toMatchObject({ id: 'fast-clock', expiresAt: deadline });
+      // A wrong year is refused all the same.
+      const lastYear = new Date(Date.parse(deadline) - 365 * 86_400_000).toISOString();
+      await expect(client.publishPushJob({ ...input, id: 'last-year', expiresAt: lastYear })).rejects.toBeInstanceOf(ValidationError);
+    } finally {
+      vi.useRealTimers();
+      await client.close();
+    }
+  });
+
+  it('rejects a call left waiting behind unconfirmed publishes past confirmTimeoutMs with PublishNotSentError, and the ones sent with JobPublishFailedError: both classes exported', async () => {
+    const proxy = await startTcpProxyFor(vhost.amqpUrl);
+    const client = await createHeraldClient({ url: proxy.urlFor(vhost.amqpUrl), logger, confirmTimeoutMs: 1_000 });
+    const job = (id: string) => ({ id, app: 'demo', userId: 'u', category: 'news', content: { title: 'Hi' } });
+    try {
+      await client.publishPushJob(job('stall-warm'));
+      proxy.freeze();
+      const first = client.publishPushJob(job('stall-first'));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // A round takes 500 calls: these go in the round after the first's (from 1 s), but the last would go in the one after that (from 2 s), past its own deadline.
+      const rest = Array.from({ length: 501 }, (_, i) => client.publishPushJob(job(`stall-${i}`)));
+      const settled = await Promise.allSettled([first, ...rest]);
+      const errors = settled.map((s) => (s.status === 'rejected' ? (s.reason as Error) : undefined));
+      const last = errors.pop();
+      for (const sent of errors) expect(sent).toBeInstanceOf(JobPublishFailedError);
+      expect(errors[0]).toBeInstanceOf(PublishFailedError);
+      expect(last).toBeInstanceOf(PublishNotSentError);
+      expect(last).toBeInstanceOf(BrokerUnavailableError);
+      expect(last).not.toBeInstanceOf(PublishFailedError);
+      expect(last?.message).toMatch(/not sent: .*nothing of it will arrive/);
+    } finally {
+      proxy.thaw();
+      await client.close();
+      await proxy.close();
     }
   });
 

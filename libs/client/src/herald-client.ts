@@ -26,6 +26,14 @@ import type { z } from 'zod';
 import { ValidationError, validate } from './validation.ts';
 
 export { ValidationError } from './validation.ts';
+/**
+ * What a rejected publish means, told apart by class: PublishFailedError (JobPublishFailedError for
+ * a job) may still arrive, so publish it again as it was; BrokerUnavailableError was refused before
+ * it was sent (not connected, RabbitMQ blocking publishers), and PublishNotSentError, one of them,
+ * waited past confirmTimeoutMs behind publishes RabbitMQ had not confirmed and was left out: nothing
+ * of either will arrive, and the job may be corrected.
+ */
+export { BrokerUnavailableError, PublishFailedError, PublishNotSentError } from '@herald/messaging';
 
 export interface HeraldClientOptions {
   /** RabbitMQ URL, including the vhost. */
@@ -43,9 +51,9 @@ export interface HeraldClientOptions {
    * Longest wait for RabbitMQ's confirm of a publish (default 30,000 ms); past it the call rejects
    * with JobPublishFailedError (a PublishFailedError), and the job may still arrive: publish its
    * `job` again, the same id and acceptedAt (Herald sends its pushes once). A call that was still
-   * waiting behind earlier publishes RabbitMQ had not confirmed was never sent: it rejects with a
-   * BrokerUnavailableError saying so, and the job may be corrected. A broker blocking publishers for
-   * a memory or disk alarm would otherwise hold the call for good.
+   * waiting behind earlier publishes RabbitMQ had not confirmed was never sent: it rejects with
+   * PublishNotSentError (a BrokerUnavailableError, both exported here), and the job may be
+   * corrected. A broker blocking publishers for a memory or disk alarm would otherwise hold the call for good.
    */
   confirmTimeoutMs?: number;
   /**
@@ -101,8 +109,9 @@ export type FollowEdgeInput = Omit<FollowEventInput, 'kind' | 'following' | 'ver
 /**
  * RabbitMQ did not confirm a job (a nack, a channel closed, no confirm within confirmTimeoutMs): it
  * may still arrive. `job` is the job as published, its `acceptedAt` stamped: publish it again as it
- * is. The same input published again would be stamped anew, and a job of a deliverAt whose
- * expiry has passed since would be refused while the first copy is delivered.
+ * is. The same input published again would be stamped anew, and refused while the first copy is
+ * delivered if its expiry has passed since: an expiresAt CLOCK_SKEW_ALLOWANCE_MS (5 minutes) or
+ * more before the new stamp, or a deliverAt's last due time plus its expiresAfter before it.
  */
 export class JobPublishFailedError extends PublishFailedError {
   override name = 'JobPublishFailedError';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeWith, parseWith } from './parse.ts';
 import { expiryAfterDue } from './deliver-at.ts';
 import { DevicePush, derivePushId } from './device-push.ts';
-import { JOB_DIGEST_VERSION, PushJob, expiredWhenAccepted, expiresBeforeDue, isNowOrNever, jobContentHash, jobExpiry, newJobIssues } from './push-job.ts';
+import { CLOCK_SKEW_ALLOWANCE_MS, JOB_DIGEST_VERSION, PushJob, acceptedAtOf, expiredWhenAccepted, expiresBeforeDue, isNowOrNever, jobContentHash, jobExpiry, newJobIssues } from './push-job.ts';
 
 const input = { id: 'order-1234-shipped', app: 'shop', category: 'orders', content: { title: 'Shipped', body: 'Your order is on its way' }, userId: 'u-42' };
 const parsed = (value: unknown): PushJob => {
@@ -124,10 +124,12 @@ describe('a job that had expired when it was accepted (an expiresAt in the past:
   it('is refused naming expiresAt, scheduled or not: every push would be dropped as expired', () => {
     expect(expiredWhenAccepted(expiring('2025-12-06T09:00:00Z'), accepted)).toEqual({
       path: 'expiresAt',
-      message: 'the job had expired when it was accepted (expires 2025-12-06T09:00:00.000Z, accepted 2026-12-06T10:00:00.000Z), so nothing would be delivered: check its date and UTC offset',
+      message:
+        'the job had expired when it was accepted (expires 2025-12-06T09:00:00.000Z, accepted 2026-12-06T10:00:00.000Z: 5 minutes or more before, further than clocks apart explain), so nothing would be delivered: check its date and UTC offset',
     });
-    // An expiry at the instant of acceptance delivers nothing either.
-    expect(expiredWhenAccepted(expiring('2026-12-06T10:00:00Z'), accepted)).toMatchObject({ path: 'expiresAt' });
+    // A wrong UTC offset (an hour), and an expiry CLOCK_SKEW_ALLOWANCE_MS before acceptance: no clock that far ahead is taken at its word.
+    expect(expiredWhenAccepted(expiring('2026-12-06T10:00:00+01:00'), accepted)).toMatchObject({ path: 'expiresAt' });
+    expect(expiredWhenAccepted(expiring(new Date(accepted.getTime() - CLOCK_SKEW_ALLOWANCE_MS).toISOString()), accepted)).toMatchObject({ path: 'expiresAt' });
     // Due an hour ago (due at once), expiring half an hour ago: its due time's start is before the expiry, yet nothing goes.
     expect(expiredWhenAccepted(expiring('2026-12-06T09:30:00Z', { deliverAt: { at: '2026-12-06T09:00:00Z' } }), accepted)).toMatchObject({ path: 'expiresAt' });
   });
@@ -137,5 +139,19 @@ describe('a job that had expired when it was accepted (an expiresAt in the past:
     expect(expiredWhenAccepted(expiring('2026-12-06T10:30:00Z', { deliverAt: { at: '2026-12-06T09:00:00Z' } }), accepted)).toBeUndefined();
     expect(expiredWhenAccepted(parsed({ ...input, ttl: 0 }), accepted)).toBeUndefined();
     expect(expiredWhenAccepted(parsed(input), accepted)).toBeUndefined();
+  });
+
+  // Before, a producer's clock two minutes fast refused an absolute deadline another host set a minute ahead, which the demuxer (acceptedAtOf: never later than its now) delivers.
+  it('is not a job whose expiresAt passed on a door clock running ahead of the demuxer\'s by less than CLOCK_SKEW_ALLOWANCE_MS (5 minutes)', () => {
+    expect(CLOCK_SKEW_ALLOWANCE_MS).toBe(300_000);
+    const trueNow = accepted.getTime();
+    const deadline = expiring(new Date(trueNow + 60_000).toISOString());
+    const fastClock = new Date(trueNow + 120_000);
+    expect(expiredWhenAccepted(deadline, acceptedAtOf({ acceptedAt: fastClock.toISOString() }, fastClock))).toBeUndefined();
+    // The demuxer, its clock right, takes it as accepted at its own now, before the expiry.
+    expect(jobExpiry(deadline, acceptedAtOf({ acceptedAt: fastClock.toISOString() }, accepted))?.getTime()).toBeGreaterThan(trueNow);
+    // An expiry at the very instant of acceptance, or a minute before it, is within the allowance too.
+    expect(expiredWhenAccepted(expiring('2026-12-06T10:00:00Z'), accepted)).toBeUndefined();
+    expect(expiredWhenAccepted(expiring(new Date(accepted.getTime() - CLOCK_SKEW_ALLOWANCE_MS + 1).toISOString()), accepted)).toBeUndefined();
   });
 });

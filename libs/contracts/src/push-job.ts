@@ -7,6 +7,10 @@ import { PushContent, effectivePushType, newContentIssues } from './push-content
 import { CollapseKey } from './provider-override.ts';
 import { JobAudience } from './job-audience.ts';
 import { storable, unstorablePart } from './storable-text.ts';
+import { CLOCK_SKEW_ALLOWANCE_MS } from './clock-skew.ts';
+
+// Exported through this file, which the package's index exports whole.
+export { CLOCK_SKEW_ALLOWANCE_MS } from './clock-skew.ts';
 
 /** Longest job id (an API path parameter too: GET /v1/jobs/:id). */
 export const MAX_JOB_ID_LENGTH = 200;
@@ -186,19 +190,24 @@ function expiredAfterDue(d: DeliverAt, acceptedAt: Date): string | undefined {
 }
 
 /**
- * Why a job has expired already when it is accepted (its expiresAt at or before acceptedAt: a wrong
- * year or UTC offset), or undefined: every push of it would be dropped as expired, nothing delivered,
- * scheduled or not (a deliverAt in the past is due at once). Only an expiresAt can have passed: a ttl,
- * and now-or-never's minute, count from acceptance. For the doors, which judge a job as of its
- * acceptedAt, so a retry carrying it is judged as its first copy was. Not for the demuxer: a job
- * published over AMQP without acceptedAt is as of each time the demuxer takes it, and one that
- * expired while it waited in push.jobs is dropped as expired and counted, not parked.
+ * Why a job has expired already when it is accepted (its expiresAt at or before acceptedAt by
+ * CLOCK_SKEW_ALLOWANCE_MS or more: a wrong year or UTC offset), or undefined: every push of it would
+ * be dropped as expired, nothing delivered, scheduled or not (a deliverAt in the past is due at
+ * once). Only an expiresAt can have passed: a ttl, and now-or-never's minute, count from acceptance.
+ * For the doors, which judge a job as of its acceptedAt, so a retry carrying it is judged as its
+ * first copy was. The allowance: acceptedAt is the door's clock (the producer's host, an API host),
+ * which may run ahead of the demuxer's, where acceptedAtOf caps it; an expiresAt another host set as
+ * an absolute deadline, a minute or two ahead, is delivered there, so it is not refused here. Within
+ * the allowance a job is taken, and its pushes recorded `expired` by the demuxer if it has passed
+ * there too. Not for the demuxer: a job published over AMQP without acceptedAt is as of each time
+ * the demuxer takes it, and one that expired while it waited in push.jobs is dropped as expired and
+ * counted, not parked.
  */
 export function expiredWhenAccepted(job: Pick<PushJob, 'expiresAt'>, acceptedAt: Date): { path: 'expiresAt'; message: string } | undefined {
-  if (job.expiresAt === undefined || Date.parse(job.expiresAt) > acceptedAt.getTime()) return undefined;
+  if (job.expiresAt === undefined || Date.parse(job.expiresAt) > acceptedAt.getTime() - CLOCK_SKEW_ALLOWANCE_MS) return undefined;
   return {
     path: 'expiresAt',
-    message: `the job had expired when it was accepted (expires ${new Date(job.expiresAt).toISOString()}, accepted ${acceptedAt.toISOString()}), so nothing would be delivered: check its date and UTC offset`,
+    message: `the job had expired when it was accepted (expires ${new Date(job.expiresAt).toISOString()}, accepted ${acceptedAt.toISOString()}: ${CLOCK_SKEW_ALLOWANCE_MS / 60_000} minutes or more before, further than clocks apart explain), so nothing would be delivered: check its date and UTC offset`,
   };
 }
 

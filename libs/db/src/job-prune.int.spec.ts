@@ -76,6 +76,28 @@ describe('pruning jobs past their retention', () => {
   });
 });
 
+describe('a job accepted long ago and demuxed now (a parked job an operator replays)', () => {
+  // Before, its new row, accepted_at its own month-old stamp, went with its outcomes at the next
+  // hourly prune while its pushes were still in retry: status 404, its id free, the ledger keeping its push ids.
+  it('keeps its row and outcomes for the retention from its demux, showing when it was accepted; one demuxed as long ago goes', async () => {
+    const [replayed, reparked] = [`job-${randomUUID()}`, `job-${randomUUID()}`];
+    const stamp = daysAgo(31);
+    await t.db.jobs.recordDemux([{ id: replayed, app: 'demo', targeted: 2, outcome: 'sent', acceptedAt: stamp }]);
+    await upsertOutcomes(t.db.kysely, [{ jobId: replayed, pushId: derivePushId(replayed, '1'), outcome: 'delivered' }]);
+    // Parked again at once (its app still disabled), the park recorded with its stamp: kept as long.
+    await t.db.jobs.recordJobParks([{ id: reparked, app: 'demo', code: 'app-disabled', reason: 'app "demo" is disabled', acceptedAt: stamp }]);
+    // Accepted 40 days ago, demuxed 35 days ago: past the retention either way.
+    const old = await job(40);
+    await sql`update jobs set demuxed_at = ${daysAgo(35).toISOString()}::timestamptz where id = ${old}`.execute(t.db.kysely);
+
+    expect(await pruneJobs(t.db.kysely, daysAgo(30))).toBe(1);
+    expect(await exists(old)).toBe(false);
+    for (const id of [replayed, reparked]) expect(await exists(id)).toBe(true);
+    expect((await t.db.jobs.status(replayed))?.outcomes).toEqual({ delivered: 1 });
+    expect((await t.db.jobs.get(replayed))?.acceptedAt.getTime()).toBe(stamp.getTime());
+  });
+});
+
 describe('pruning a job with more outcomes than one statement deletes', () => {
   it('deletes its outcomes a slice a statement, the job only with its last, and a stopped prune is finished by the next', async () => {
     const big = await job(50, 10);

@@ -16,9 +16,15 @@ export const DEFAULT_JOB_PRUNE_OUTCOME_SLICE = 10_000;
  * Delete jobs last active before `olderThan`, each with its push outcomes (job status) and its
  * fan-out checkpoint, `batchSize` jobs a statement, oldest first, until none is left or `signal`
  * aborts (outcomes written after their job went are pruneOrphanOutcomes'). A job's last activity
- * is the later of its acceptance and the latest due time of a push of it stored for later
+ * is the latest of its acceptance, its demux and the latest due time of a push of it stored for later
  * (last_due_at, migration 0032): a job scheduled 45 days ahead keeps its status 45 days plus the
- * retention, not until the first prune after its pushes were released. A job with pushes still stored for
+ * retention, not until the first prune after its pushes were released. Its demux (demuxed_at, when
+ * the demuxer first recorded it, or took it again after a park): a row's accepted_at is the job's own
+ * stamp, which may be a month old (a parked job an operator replays; one that waited in push.jobs),
+ * and its pushes are then still on their way and in retry; pruned by accepted_at alone within the
+ * hour, the job would answer 404 and its id be free while the ledger kept its pushes'. demuxed_at comes
+ * soon after accepted_at but for such a job, so the index on accepted_at still serves the scan: it
+ * passes over only the jobs accepted before `olderThan` and demuxed since. A job with pushes still stored for
  * later (scheduled_pushes) or a fan-out still expanding or sending is kept: its status is still
  * changing (not one whose chunk task was parked: it changes only if replayed; nor one whose state
  * last changed, when it began or finished expanding, more than STUCK_FANOUT_DAYS ago, or the
@@ -58,7 +64,7 @@ export async function pruneJobs(
     const { rows } = await sql<{ jobs: number; outcomes: number }>`
       with doomed as (
         select j.id from jobs j
-        where j.accepted_at < ${before} and (j.last_due_at is null or j.last_due_at < ${before})
+        where j.accepted_at < ${before} and coalesce(j.demuxed_at, j.accepted_at) < ${before} and (j.last_due_at is null or j.last_due_at < ${before})
           and not exists (select 1 from scheduled_pushes s where s.job_id = j.id)
           and not exists (select 1 from fanouts f where f.job_id = j.id and f.state in ('expanding', 'sending') and f.updated_at >= ${stuckBefore.toISOString()}::timestamptz
             and not coalesce(j.demux_outcome like 'parked: %', false))

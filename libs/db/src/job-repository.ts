@@ -127,10 +127,11 @@ export interface DemuxEntry {
  * A new jobs row's accepted_at, of the given one (`i.accepted_at`): when the job was accepted, as
  * acceptedAtOf (@herald/contracts) reads it, the client library's stamp for a job published over
  * AMQP, not when the demuxer got to it: one that waited two hours in push.jobs shows when it was
- * accepted, JOB_RETENTION_DAYS counts from then, and its notices' times line up with it. Never
- * later than now (PostgreSQL's clock, the column's default: a producer's clock running ahead does
- * not move it into the future); none given (least() passes over a null), now. A row the API's
- * accept wrote keeps its own.
+ * accepted, and its notices' times line up with it. Never later than now (PostgreSQL's clock, the
+ * column's default: a producer's clock running ahead does not move it into the future); none given
+ * (least() passes over a null), now. A row the API's accept wrote keeps its own. It may be far in
+ * the past (a job parked a month ago, replayed): JOB_RETENTION_DAYS counts from the later of it and
+ * demuxed_at, a new row's now (pruneJobs), so the row outlives its pushes' retries.
  */
 const ACCEPTED_AT = sql.raw('least(i.accepted_at, now())');
 

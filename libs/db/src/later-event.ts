@@ -1,7 +1,12 @@
+import { CLOCK_SKEW_ALLOWANCE_MS } from '@herald/contracts';
 import { sql, type RawBuilder } from 'kysely';
 
-/** How far ahead of the database's clock a reporter's time may run and still be taken at its word. */
-export const CLOCK_SKEW_ALLOWANCE = sql`interval '5 minutes'`;
+/**
+ * How far ahead of the database's clock a reporter's time may run and still be taken at its word:
+ * CLOCK_SKEW_ALLOWANCE_MS (@herald/contracts, 5 minutes), the allowance the doors give a producer's
+ * clock too (expiredWhenAccepted), as an SQL interval.
+ */
+export const CLOCK_SKEW_ALLOWANCE = sql.raw(`interval '${CLOCK_SKEW_ALLOWANCE_MS} milliseconds'`);
 
 /**
  * Whether an incoming event beats the stored one (last event wins) — devices, topic memberships

@@ -30,9 +30,11 @@ const MORE_WAIT_MS = 5;
 
 /**
  * A call callTimeoutMs rejected before its round started: it waited behind rounds RabbitMQ had not
- * confirmed and was left out, so nothing of it was sent. A BrokerUnavailableError (the publish was
- * not attempted), so its caller treats it as one refused while the broker blocks publishers: the
- * HTTP API frees the job's id for a corrected repost, the client library says it was not sent.
+ * confirmed and was left out, so nothing of this call was sent. A BrokerUnavailableError (the
+ * publish was not attempted): the client library rejects the caller's job with it as not sent.
+ * It speaks for this call only: the HTTP API, where a repost of the same job may have been handed
+ * to this publisher meanwhile (a caller whose own timeout is shorter), answers it as not confirmed
+ * and keeps the job's id, as for a PublishFailedError.
  */
 export class PublishNotSentError extends BrokerUnavailableError {
   override name = 'PublishNotSentError';

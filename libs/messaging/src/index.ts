@@ -32,7 +32,12 @@ export {
 } from './topology.ts';
 export { HeraldHeaders, handledBefore, webhookOwnerHeaders } from './headers.ts';
 export { PACKED_CONTENT_TYPE, PACK_IDS_HEADER, packMessages, type Packed } from './pack.ts';
-export { DEFAULT_JOB_PACK_SIZE, coalescedPublish, type CoalescedPublishOptions } from './coalesced-publish.ts';
+export {
+  DEFAULT_JOB_PACK_SIZE,
+  PublishNotSentError,
+  coalescedPublish,
+  type CoalescedPublishOptions,
+} from './coalesced-publish.ts';
 export { Headers } from '@herald/contracts';
 export { RETRIES_EXHAUSTED, DELIVERY_LIMIT, MESSAGE_ERROR } from './settle.ts';
 export { BrokerConnectError, BrokerUnavailableError, PublishFailedError, UnroutableError } from './errors.ts';
