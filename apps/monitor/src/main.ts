@@ -26,14 +26,13 @@ const OPERATOR_KEY_CACHE_TTL_MS = 5_000;
 /** A monitor that dies hands the alarm announcements to another within this. */
 const ALARMS_LEASE_MS = 15_000;
 
-await runService('monitor', config, async ({ logger, registry, stopping: startStopping, waiting }) => {
+await runService('monitor', config, async ({ logger, registry }) => {
   const vhost = vhostOf(config.AMQP_URL);
   const metrics = createMonitorMetrics(registry);
   const db = createDatabase({ ...databaseOptionsOf(config), logger, poolSize: 2 });
-  // Not ready until the schema holds what this release reads (provider_lanes), as every service: in
-  // a rollout before `prepare` the old monitors, not replaced until this one is ready, keep every
-  // alarm. A PostgreSQL that does not answer is not waited for: the monitor must run to say so.
-  await db.untilMigrated({ signal: startStopping, onWaiting: waiting });
+  // Not waiting for `prepare`, unlike the other services: the monitor must watch RabbitMQ whatever
+  // PostgreSQL answers (refused credentials, a restore under way, a schema behind), and a reader of
+  // a table not there yet (readDownLanes: provider_lanes) says so and leaves the others reading.
   const alarmsLease = { name: 'monitor-alarms', holder: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` };
   const webhookUrl = config.MONITOR_WEBHOOK_URL;
   const webhook = webhookUrl === undefined ? undefined : createWebhook(webhookUrl, logger, () => metrics.webhookFailures.inc());

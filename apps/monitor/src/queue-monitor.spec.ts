@@ -107,6 +107,23 @@ describe('the oldest-message estimate through a pause in a busy queue\'s acks', 
     }
   });
 
+  // RabbitMQ's rate for the poll that catches acks stopping is a part of an interval's: 0.1/s read as
+  // a 500 s drain held through the pause, and a minute's pause fired oldest-message.
+  it("a rate sampled as the acks stop does not make the drain time before the pause many times what it was", async () => {
+    const q = busyQueue();
+    try {
+      await vi.advanceTimersByTimeAsync(3_600_000);
+      q.acks(0.1);
+      await vi.advanceTimersByTimeAsync(5_000);
+      q.acks(0);
+      await vi.advanceTimersByTimeAsync(90_000);
+      expect(q.monitor.state().queues[0]?.oldestAgeSeconds).toBeLessThanOrEqual(100);
+      expect(q.oldest()).toEqual([]);
+    } finally {
+      await q.monitor.stop();
+    }
+  });
+
   it('fires once its consumers have acked nothing for longer than the bound, with the age since their last acks', async () => {
     const q = busyQueue();
     try {

@@ -135,7 +135,13 @@ class AgeEstimator {
     this.nonEmptySince.set(q.name, since);
     if (q.headAgeSeconds !== undefined) return { oldestAgeSeconds: q.headAgeSeconds, oldestAgeIsLowerBound: false };
     const sinceNonEmpty = (now - since) / 1000;
-    if (q.ackRate > 0) this.lastDraining.set(q.name, { at: now, seconds: q.messages / q.ackRate });
+    if (q.ackRate > 0) {
+      // The oldest message ages a second a second at most: a rate sampled as acks stopped (a part of
+      // an interval's) would read a drain time many times the real one, and last through the pause.
+      const before = this.lastDraining.get(q.name);
+      const drain = q.messages / q.ackRate;
+      this.lastDraining.set(q.name, { at: now, seconds: before === undefined ? drain : Math.min(drain, before.seconds + (now - before.at) / 1000) });
+    }
     const draining = this.lastDraining.get(q.name);
     const drainAge = draining === undefined ? undefined : draining.seconds + (now - draining.at) / 1000;
     if (drainAge !== undefined && drainAge < sinceNonEmpty) return { oldestAgeSeconds: drainAge, oldestAgeIsLowerBound: false };

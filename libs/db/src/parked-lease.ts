@@ -15,7 +15,7 @@ export class ParkedQueueBusy extends Error {
   }
 }
 
-/** The operation was interrupted (its `signal` aborted: an operator's Ctrl-C): the lease is released, its work left running. */
+/** The operation was interrupted (its `signal` aborted: an operator's Ctrl-C): its work stopped, or waited for up to stopGraceMs, and the lease released. */
 export class ParkedLeaseInterrupted extends Error {
   override readonly name = 'ParkedLeaseInterrupted';
   constructor(readonly queue: string) {

@@ -487,11 +487,12 @@ export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
           });
         const { ok, failed, stalled } = await republish(copies, chosen, opts.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS);
         for (const { msg } of ok) ch.ack(msg);
-        await tellReplayed(opts, ok);
         replayed += ok.length;
         failures.push(...failed);
         seenSoFar += chunk.length;
+        // Told before the hook, which may wait: a caller stopped meanwhile counts this chunk.
         opts.onProgress?.({ seen: seenSoFar, total, replayed });
+        await tellReplayed(opts, ok);
         // Copies RabbitMQ does not confirm now would not be confirmed for the next chunk either.
         return !stalled && !found;
       }, opts.signal);

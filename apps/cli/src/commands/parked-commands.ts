@@ -44,6 +44,8 @@ const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
 /** How long an interrupted command may take to record its end before it exits regardless (PostgreSQL not answering, say). */
 const INTERRUPTED_EXIT_MS = 5_000;
+/** Of that, how long its work is given to stop at its next chunk before the lease goes (a chunk's confirms and outcomes). */
+const INTERRUPTED_STOP_MS = INTERRUPTED_EXIT_MS - 1_500;
 
 /**
  * `work` on `queue`'s parked messages under its lease (withParkedLease), shared with other CLIs and
@@ -71,7 +73,7 @@ async function underLease<T>(db: Database, queue: string, work: (signal: AbortSi
     return () => process.off(signal, onSignal);
   });
   try {
-    return await withParkedLease(db.kysely, parkedNameOf(queue), HOLDER, () => work(interrupt.signal), { signal: interrupt.signal });
+    return await withParkedLease(db.kysely, parkedNameOf(queue), HOLDER, () => work(interrupt.signal), { signal: interrupt.signal, stopGraceMs: INTERRUPTED_STOP_MS });
   } catch (err) {
     if (err instanceof ParkedLeaseInterrupted) throw new CommandInterrupted(`${err.message} (${stoppedBy})`, SIGNAL_EXIT[stoppedBy]);
     throw err instanceof ParkedQueueBusy ? new ActionRefused(err.message) : err;
