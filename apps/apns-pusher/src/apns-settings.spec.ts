@@ -60,6 +60,6 @@ describe('apns-pusher connection settings', () => {
     const both = await apnsSettings(loadConfig(apnsPusherConfig, { APNS_APP_CREDENTIALS_ONLY: 'true', APNS_KEY_FILE: keyFile, APNS_KEY_ID: 'KEY1234567', APNS_TEAM_ID: 'TEAM123456' }));
     expect(both?.auth).toMatchObject({ kind: 'token', keyId: 'KEY1234567' });
     const provider = createUncredentialedProvider('apns', 'APNS_KEY_FILE …');
-    expect(await provider.send({ app: 'shop' } as never, {})).toEqual({ kind: 'permanent', reason: 'no-credentials: app "shop" has no APNs credentials of its own and this pusher has none (APNS_KEY_FILE …)' });
+    expect(await provider.send({ app: 'shop' } as never, {})).toEqual({ kind: 'permanent', reason: 'no-credentials: app "shop" has no APNs credentials of its own and this pusher has none (APNS_KEY_FILE …)', notSent: true });
   });
 });

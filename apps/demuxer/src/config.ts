@@ -26,7 +26,7 @@ export const demuxerConfig = {
   FANOUT_PREFETCH: int('Audience fan-outs: chunks this demuxer expands at once (push.fanout prefetch; the webhook-fanout reads WEBHOOK_FANOUT_PREFETCH)', { default: '2', min: 1, max: 16 }),
   SCHEDULE_WARN_WINDOW_S: int('Window (seconds) over which scheduled waves are counted for that warning', { default: '60', min: 1 }),
   JOB_RETENTION_DAYS: int(
-    "Jobs accepted, and with no push of theirs due (deliverAt), longer ago than this are deleted with their push outcomes (job status) and fan-out checkpoints, unless pushes of theirs are still stored for later or their fan-out still runs (up to 30 days since it began or ended expanding, or this if longer); after it a job's id may be used again, once LEDGER_RETENTION_HOURS have also passed since its last push was sent (a push replayed from a parked queue, or paced by its app's budget, is remembered that long from its send). Must be longer than LEDGER_RETENTION_HOURS",
+    "Jobs accepted and demuxed (or taken again after a park), and with no push of theirs due (deliverAt), longer ago than this are deleted with their push outcomes (job status) and fan-out checkpoints, unless pushes of theirs are still stored for later or their fan-out still runs (up to 30 days since it began or ended expanding, or this if longer); after it a job's id may be used again, once LEDGER_RETENTION_HOURS have also passed since its last push was sent (a push replayed from a parked queue, or paced by its app's budget, is remembered that long from its send). Must be longer than LEDGER_RETENTION_HOURS",
     { default: '30', min: 1 },
   ),
   ...ledgerRetentionConfig,

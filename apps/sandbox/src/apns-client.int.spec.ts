@@ -362,7 +362,7 @@ describe('APNs provider against the sandbox', () => {
       const certProvider = await createApnsProvider({ ...settings, auth }, logger);
       try {
         const push = devicePush();
-        expect(await certProvider.send(push, { apnsTopic: TOPIC })).toEqual({ kind: 'permanent', reason: expect.stringMatching(reason) as unknown });
+        expect(await certProvider.send(push, { apnsTopic: TOPIC })).toEqual({ kind: 'permanent', reason: expect.stringMatching(reason) as unknown, notSent: true });
         expect(await recordsFor(push.token)).toEqual([]);
       } finally {
         await certProvider.close();
@@ -377,7 +377,7 @@ describe('APNs provider against the sandbox', () => {
     const certProvider = await createApnsProvider({ ...settings, auth }, logger);
     try {
       const activity = devicePush({ content: { liveActivity: { event: 'update', contentState: { score: '2-1' } } } });
-      expect(await certProvider.send(activity, { apnsTopic: TOPIC })).toEqual({ kind: 'permanent', reason: expect.stringMatching(/^liveactivity-needs-token-auth: /) as unknown });
+      expect(await certProvider.send(activity, { apnsTopic: TOPIC })).toEqual({ kind: 'permanent', reason: expect.stringMatching(/^liveactivity-needs-token-auth: /) as unknown, notSent: true });
       expect(await recordsFor(activity.token)).toEqual([]);
       const overToken = devicePush({ content: activity.content });
       expect(await provider.send(overToken, { apnsTopic: TOPIC })).toMatchObject({ kind: 'delivered' });

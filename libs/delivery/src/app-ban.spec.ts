@@ -103,7 +103,7 @@ describe('app bans', () => {
     expect(bans.banned('a', settings)).toBeUndefined();
     expect(await registry.getSingleMetricAsString('herald_app_banned')).toMatch(new RegExp(`herald_app_banned\\{app="a",push_service="${mozilla.replace(/\./g, '\\.')}"\\} 1`));
     expect(await registry.getSingleMetricAsString('herald_app_banned')).not.toMatch(/herald_app_banned\{app="a"\} 1/);
-    expect(errors.mock.calls).toEqual([[expect.objectContaining({ alarm: 'app-banned', app: 'a', service: mozilla }), expect.stringMatching(`^app banned at push service ${mozilla}: `)]]);
+    expect(errors.mock.calls).toEqual([[expect.objectContaining({ alarm: 'app-banned', app: 'a', push_service: mozilla }), expect.stringMatching(`^app banned at push service ${mozilla}: `)]]);
     // A change of the app ends it, as an app's ban.
     const changed = settingsKeyOf({ id: 'a', updatedAt: new Date(2000), credentialsVersion: 4 });
     t = 1000;
@@ -156,7 +156,7 @@ describe('app bans', () => {
     t = 1000;
     expect(bans.banned('a', fixed, 'eu.push.example.net')).toBeUndefined();
     expect(await series('*.push.example.net')).toBe('0');
-    expect(warnings.mock.calls).toEqual([[expect.objectContaining({ alarm: 'app-ban-lifted', app: 'a', service: '*.push.example.net' }), expect.stringMatching(/lifted \(the app was changed since/)]]);
+    expect(warnings.mock.calls).toEqual([[expect.objectContaining({ alarm: 'app-ban-lifted', app: 'a', push_service: '*.push.example.net' }), expect.stringMatching(/lifted \(the app was changed since/)]]);
     // Sends under the old settings answered after it ban nothing, at the old name or anywhere.
     for (let i = 0; i < 2; i++) {
       bans.observe('a', refused, before, '*.push.example.net');

@@ -117,13 +117,11 @@ interface Ban {
 /** Where a ban holds: the app, or the app at one push service. */
 const scopeOf = (app: string, service: string | undefined): string => (service === undefined ? app : `${app}\u0000${service}`);
 
-/** A ban's log fields: the app, and the push service (`service`, as the limiter's lines name it) when it holds at one. */
-const labelsOf = (ban: Pick<Ban, 'app' | 'service'>): { app: string; service?: string } => ({ app: ban.app, ...(ban.service !== undefined && { service: ban.service }) });
-
 /**
- * A ban's gauge labels: the app, and `push_service` when it holds at one. Not `service`: every
- * series of a Herald process carries `service`, its own name (createMetricsRegistry's default
- * label), so an app's ban read `service="apns-pusher"` and could not be told from a push service's.
+ * A ban's gauge labels and log fields: the app, and `push_service` when it holds at one. Not
+ * `service`: every series and log line of a Herald process carries `service`, its own name
+ * (createMetricsRegistry's default label, the logger's base), so an app's ban read
+ * `service="apns-pusher"`, and a log line's second `service` key hid the process's.
  */
 const gaugeLabelsOf = (ban: Pick<Ban, 'app' | 'service'>): { app: string; push_service?: string } => ({ app: ban.app, ...(ban.service !== undefined && { push_service: ban.service }) });
 
@@ -173,7 +171,7 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
     gauge.set(gaugeLabelsOf(ban), 0);
     const why = changed ? "the app was changed since (its credentials, topic, endpoint or another setting)" : 'its cool-off is over';
     const where = ban.service === undefined ? '' : ` at push service ${ban.service}`;
-    logger.warn({ ...labelsOf(ban), alarm: 'app-ban-lifted' }, `app ban${where} lifted (${why}): sends are tried again`);
+    logger.warn({ ...gaugeLabelsOf(ban), alarm: 'app-ban-lifted' }, `app ban${where} lifted (${why}): sends are tried again`);
     return true;
   };
   /**
@@ -244,7 +242,7 @@ export function createAppBans(settings: AppBanSettings, logger: Logger, registry
         service === undefined
           ? 'app banned: its sends keep failing with credential or topic errors; its pushes are parked until the cool-off ends'
           : `app banned at push service ${service}: it keeps refusing the app's VAPID JWT; the app's pushes to it are parked until the cool-off ends, those to other push services go on`;
-      logger.error({ ...labelsOf(ban), alarm: 'app-banned', failures: count, windowMs: settings.windowMs, cooldownMs: settings.cooldownMs, reason: result.reason }, said);
+      logger.error({ ...gaugeLabelsOf(ban), alarm: 'app-banned', failures: count, windowMs: settings.windowMs, cooldownMs: settings.cooldownMs, reason: result.reason }, said);
     },
   };
 }

@@ -86,8 +86,8 @@ async function sendOne(apn: ApnModule, provider: Provider, push: DevicePush, top
   const parts = apnsRequestParts(push, topic);
   // The last line of defence: a request Apple would refuse for good is never sent.
   const problem = apnsRequestProblem(parts);
-  if (problem !== undefined) return { kind: 'permanent', reason: problem };
-  if (parts.pushType === 'liveactivity' && auth !== 'token') return { kind: 'permanent', reason: LIVE_ACTIVITY_OVER_CERTIFICATE };
+  if (problem !== undefined) return { kind: 'permanent', reason: problem, notSent: true };
+  if (parts.pushType === 'liveactivity' && auth !== 'token') return { kind: 'permanent', reason: LIVE_ACTIVITY_OVER_CERTIFICATE, notSent: true };
   const result = await provider.send(buildNote(apn, parts), push.token);
   const sent = result.sent[0] as { 'apns-unique-id'?: string; 'apns-id'?: string } | undefined;
   if (sent !== undefined) {
@@ -158,9 +158,9 @@ export async function createApnsProvider(settings: ApnsSettings, logger: Logger)
     platform: 'apns',
     async send(push: DevicePush, target: SendTarget): Promise<SendResult> {
       const topic = target.apnsTopic ?? settings.defaultTopic;
-      if (topic === undefined) return { kind: 'permanent', reason: 'no APNs topic for this app' };
+      if (topic === undefined) return { kind: 'permanent', reason: 'no APNs topic for this app', notSent: true };
       const certificate = outOfDate(Date.now());
-      if (certificate !== undefined) return { kind: 'permanent', reason: certificate };
+      if (certificate !== undefined) return { kind: 'permanent', reason: certificate, notSent: true };
       try {
         return await sendOne(apn, provider, push, topic, settings.auth.kind);
       } catch (err) {

@@ -63,7 +63,7 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger, n
         const message = buildFcmMessage(push, now());
         // The last line of defence: a message Google would refuse for good is never sent.
         const problem = fcmMessageProblem(message);
-        if (problem !== undefined) return { kind: 'permanent', reason: problem };
+        if (problem !== undefined) return { kind: 'permanent', reason: problem, notSent: true };
         const answer = await send(message, settings.requestTimeoutMs);
         return answer.ok ? { kind: 'delivered', providerMessageId: answer.name } : classifyFcmError(answer.failure);
       } catch (err) {

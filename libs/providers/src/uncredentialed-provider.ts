@@ -13,7 +13,7 @@ export function createUncredentialedProvider(platform: Extract<Platform, 'apns' 
   const label = platform === 'apns' ? 'APNs' : 'FCM';
   return {
     platform,
-    send: async (push) => ({ kind: 'permanent', reason: `no-credentials: app "${push.app}" has no ${label} credentials of its own and this pusher has none (${settings})` }),
+    send: async (push) => ({ kind: 'permanent', reason: `no-credentials: app "${push.app}" has no ${label} credentials of its own and this pusher has none (${settings})`, notSent: true }),
     close: async () => undefined,
   };
 }
