@@ -124,6 +124,24 @@ describe('the oldest-message estimate through a pause in a busy queue\'s acks', 
     }
   });
 
+  // Bounded by the last bounded reading, one burst of acks (1,000/s as consumers came back) held the
+  // estimate at a few seconds, growing a second a second, while the queue's drain time was 500 s.
+  it('a reading too low for one poll does not hold the estimate down after it', async () => {
+    const q = busyQueue();
+    try {
+      await vi.advanceTimersByTimeAsync(600_000);
+      q.acks(0.1); // 50 messages at 0.1/s: a 500 s drain
+      await vi.advanceTimersByTimeAsync(60_000);
+      q.acks(1_000);
+      await vi.advanceTimersByTimeAsync(5_000);
+      q.acks(0.1);
+      await vi.advanceTimersByTimeAsync(15_000);
+      expect(q.monitor.state().queues[0]?.oldestAgeSeconds).toBeGreaterThanOrEqual(400);
+    } finally {
+      await q.monitor.stop();
+    }
+  });
+
   it('fires once its consumers have acked nothing for longer than the bound, with the age since their last acks', async () => {
     const q = busyQueue();
     try {

@@ -119,8 +119,8 @@ class AgeEstimator {
   private readonly nonEmptySince = new Map<string, number>();
   /** Queues whose present non-empty spell began while the monitor watched. */
   private readonly watchedFromStart = new Set<string>();
-  /** Per queue, the last poll of its present non-empty spell that saw acks: when, and depth / ack rate then (seconds). */
-  private readonly lastDraining = new Map<string, { at: number; seconds: number }>();
+  /** Per queue, the last poll of its present non-empty spell that saw acks: when, its estimate then (seconds), and depth / ack rate as read. */
+  private readonly lastDraining = new Map<string, { at: number; seconds: number; raw: number }>();
 
   /** `firstPoll`: the first poll that read the queues. */
   estimate(q: QueueSnapshot, now: number, firstPoll: boolean): Pick<QueueStatus, 'oldestAgeSeconds' | 'oldestAgeIsLowerBound'> {
@@ -138,9 +138,11 @@ class AgeEstimator {
     if (q.ackRate > 0) {
       // The oldest message ages a second a second at most: a rate sampled as acks stopped (a part of
       // an interval's) would read a drain time many times the real one, and last through the pause.
+      // Bounded by the last reading as read, not as bounded: a reading too low (a burst of acks as
+      // consumers come back) then holds one poll, not until the age has grown back to the truth.
       const before = this.lastDraining.get(q.name);
-      const drain = q.messages / q.ackRate;
-      this.lastDraining.set(q.name, { at: now, seconds: before === undefined ? drain : Math.min(drain, before.seconds + (now - before.at) / 1000) });
+      const raw = q.messages / q.ackRate;
+      this.lastDraining.set(q.name, { at: now, seconds: before === undefined ? raw : Math.min(raw, before.raw + (now - before.at) / 1000), raw });
     }
     const draining = this.lastDraining.get(q.name);
     const drainAge = draining === undefined ? undefined : draining.seconds + (now - draining.at) / 1000;
