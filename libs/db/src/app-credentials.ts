@@ -41,7 +41,8 @@ export interface AppCredentialStore {
   readWeb(id: string): Promise<StoredWebCredentials | undefined>;
 }
 
-const context = (platform: Platform, app: string): string => `${platform}:${app}`;
+/** The associated data an app's credentials are sealed under ("apns:chat"): an envelope cannot be moved to another app or platform. */
+export const credentialContext = (platform: Platform, app: string): string => `${platform}:${app}`;
 
 /** When an APNs client certificate stops being valid (null: token auth, or a certificate that cannot be read). */
 const certificateExpiry = (certPem: string | undefined): Date | null => {
@@ -57,7 +58,7 @@ function apnsColumns(app: string, c: ApnsCredentialsRotation, box: SecretBox) {
     apns_key_id: c.auth === 'token' ? c.keyId : null,
     apns_team_id: c.auth === 'token' ? c.teamId : null,
     ...(c.endpoint !== undefined && { apns_endpoint: c.endpoint }),
-    apns_secret: box.seal(JSON.stringify(secret), context('apns', app)),
+    apns_secret: box.seal(JSON.stringify(secret), credentialContext('apns', app)),
     apns_certificate_expires_at: certificateExpiry(secret.certPem),
   };
 }
@@ -71,7 +72,7 @@ function fcmProjectOf(c: FcmCredentials): string {
 
 function fcmColumns(app: string, c: FcmCredentials, box: SecretBox) {
   const secret = c.auth === 'access-token' ? c.accessToken : c.serviceAccountJson;
-  return { fcm_auth: c.auth, fcm_endpoint: c.endpoint, fcm_project_id: fcmProjectOf(c), fcm_secret: box.seal(secret, context('fcm', app)) };
+  return { fcm_auth: c.auth, fcm_endpoint: c.endpoint, fcm_project_id: fcmProjectOf(c), fcm_secret: box.seal(secret, credentialContext('fcm', app)) };
 }
 
 function need(box: SecretBox | undefined): SecretBox {
@@ -163,10 +164,10 @@ export function createAppCredentialStore(db: Kysely<HeraldTables>, box: SecretBo
       throw err instanceof SecretBoxError ? new SecretBoxError(`${what}: ${err.message}`, err.code) : err;
     }
   };
-  const open = (envelope: string, platform: Platform, id: string): string => openAs(envelope, context(platform, id), `app "${id}" ${platform} credentials`);
+  const open = (envelope: string, platform: Platform, id: string): string => openAs(envelope, credentialContext(platform, id), `app "${id}" ${platform} credentials`);
   const openProxy = (platform: Platform, id: string) => (envelope: string) => openAs(envelope, proxyContext(platform, id), `app "${id}" ${platform} proxy URL`);
   /** VAPID private keys are sealed like the other credentials: AES-256-GCM, associated data "web:<app>". */
-  const vapidBox = (id: string) => ({ seal: (key: string) => need(box).seal(key, context('web', id)), open: (envelope: string) => open(envelope, 'web', id) });
+  const vapidBox = (id: string) => ({ seal: (key: string) => need(box).seal(key, credentialContext('web', id)), open: (envelope: string) => open(envelope, 'web', id) });
   const web = {
     async generateVapid(id: string, input: { subject: string; keys: VapidKeyPair }) {
       vapidOutcome(await generateVapid(db, id, input.subject, input.keys, vapidBox(id)), id);

@@ -1,17 +1,17 @@
 import { sql, type Kysely } from 'kysely';
-import type { Platform } from '@herald/contracts';
 import { proxyContext } from './app-connections.ts';
+import { credentialContext } from './app-credentials.ts';
 import { SecretBoxError, type SecretBox } from './secret-box.ts';
 import type { AppsTable, HeraldTables } from './tables.ts';
 
 /** The apps columns that hold SecretBox envelopes, each with the context it was sealed under. */
 const SEALED: ReadonlyArray<{ column: keyof AppsTable & `${string}secret`; context: (app: string) => string }> = [
-  { column: 'apns_secret', context: (app) => `apns:${app}` },
-  { column: 'fcm_secret', context: (app) => `fcm:${app}` },
-  { column: 'apns_proxy_secret', context: (app) => proxyContext('apns' satisfies Platform, app) },
-  { column: 'fcm_proxy_secret', context: (app) => proxyContext('fcm' satisfies Platform, app) },
-  { column: 'web_vapid_secret', context: (app) => `web:${app}` },
-  { column: 'web_vapid_previous_secret', context: (app) => `web:${app}` },
+  { column: 'apns_secret', context: (app) => credentialContext('apns', app) },
+  { column: 'fcm_secret', context: (app) => credentialContext('fcm', app) },
+  { column: 'apns_proxy_secret', context: (app) => proxyContext('apns', app) },
+  { column: 'fcm_proxy_secret', context: (app) => proxyContext('fcm', app) },
+  { column: 'web_vapid_secret', context: (app) => credentialContext('web', app) },
+  { column: 'web_vapid_previous_secret', context: (app) => credentialContext('web', app) },
 ];
 
 /** What `herald apps reseal` did. */
