@@ -76,4 +76,28 @@ describe('withParkedLease', () => {
     await expect(running).rejects.toThrow("interrupted: push.webhook.send.parked's lease released");
     expect(await withParkedLease(t.db.kysely, 'push.webhook.send.parked', 'herald bob@ops-2 (pid 3)', async () => 'listed', { waitMs: 0 })).toBe('listed');
   });
+
+  // Before, work that finished within the grace after a Ctrl-C was reported interrupted (exit 130, the audit row failed) though it had done all it was to.
+  it('an interrupted operation that finishes within the grace returns what it did; one that stops early is interrupted', async () => {
+    const interrupt = new AbortController();
+    const finishing = withParkedLease(t.db.kysely, 'push.fcm.send.parked', 'herald ann@ops-1 (pid 1)', () => new Promise<string>((resolve) => setTimeout(() => resolve('replayed 12 of 12'), 300)), {
+      signal: interrupt.signal,
+      stopGraceMs: 2_000,
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    interrupt.abort();
+    await expect(finishing).resolves.toBe('replayed 12 of 12');
+    const stopping = new AbortController();
+    const stopped = withParkedLease(
+      t.db.kysely,
+      'push.fcm.send.parked',
+      'herald ann@ops-1 (pid 1)',
+      () => new Promise<string>((_, reject) => stopping.signal.addEventListener('abort', () => setTimeout(() => reject(new Error('stopped after 5 of 12')), 50))),
+      { signal: stopping.signal, stopGraceMs: 2_000 },
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    stopping.abort();
+    await expect(stopped).rejects.toBeInstanceOf(ParkedLeaseInterrupted);
+  });
 });
+

@@ -33,9 +33,10 @@ export interface ParkedLeaseOptions {
   ttlMs?: number;
   /**
    * Aborted, the wait ends, or the lease is released once `work` has stopped (give it the same
-   * signal: parked operations stop at their next message or chunk), or after `stopGraceMs` if it
-   * has not (the caller then abandons it, exiting: its unacknowledged messages go back when its
-   * connection closes), and the call rejects with ParkedLeaseInterrupted. Without it a CLI stopped
+   * signal: parked operations stop at their next message or chunk, rejecting), or after
+   * `stopGraceMs` if it has not (the caller then abandons it, exiting: its unacknowledged messages
+   * go back when its connection closes), and the call rejects with ParkedLeaseInterrupted; work
+   * that resolves within the grace had finished, and the call returns its value. Without it a CLI stopped
    * by Ctrl-C left its row for the lease's 90 s, and the next command waited 30 s and was refused
    * by a run no longer there; released before the work stopped, a replay went on republishing
    * with no lease held, and its last chunks' outcomes met a closed database pool.
@@ -113,13 +114,16 @@ export async function withParkedLease<T>(db: Kysely<HeraldTables>, queue: string
       signal.addEventListener('abort', onAbort, { once: true });
     });
     // Work abandoned after the grace may still fail: nobody waits for it any more.
-    const settled = working.then(
-      () => undefined,
+    const finished = working.then(
+      (value) => ({ value }),
       () => undefined,
     );
     const first = await Promise.race([working.then((value) => ({ value })), aborted.then(() => undefined)]);
     if (first !== undefined) return first.value;
-    await Promise.race([settled, sleep(opts.stopGraceMs ?? STOP_GRACE_MS)]);
+    // Work that ends within the grace by finishing (it was past its last message) is done, not
+    // interrupted: an operation stopped early rejects (the parked sweeps' ParkedSweepStopped).
+    const late = await Promise.race([finished, sleep(opts.stopGraceMs ?? STOP_GRACE_MS).then(() => undefined)]);
+    if (late !== undefined) return late.value;
     throw interrupted();
   } finally {
     if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);

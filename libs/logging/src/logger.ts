@@ -30,11 +30,14 @@ export interface LoggerSettings {
   service: string;
   level?: string;
   format?: 'json' | 'pretty' | 'auto';
+  /** Where the lines go: stdout (a service's), or stderr (a command whose stdout is its output). */
+  destination?: 'stdout' | 'stderr';
 }
 
 /** A pino logger: JSON by default, pretty only for a person at a terminal; tokens and keys redacted. */
 export function createLogger(settings: LoggerSettings): Logger {
-  const pretty = settings.format === 'pretty' || (settings.format === 'auto' && process.stdout.isTTY === true);
+  const fd = settings.destination === 'stderr' ? 2 : 1;
+  const pretty = settings.format === 'pretty' || (settings.format === 'auto' && (fd === 2 ? process.stderr : process.stdout).isTTY === true);
   const options: LoggerOptions = {
     level: settings.level ?? 'info',
     base: { service: settings.service, pid: process.pid },
@@ -43,9 +46,9 @@ export function createLogger(settings: LoggerSettings): Logger {
   };
   if (pretty) {
     nameTransportWorkers();
-    return pino({ ...options, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } });
+    return pino({ ...options, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', destination: fd } } });
   }
-  return pino(options);
+  return fd === 2 ? pino(options, pino.destination({ dest: 2, sync: true })) : pino(options);
 }
 
 /**

@@ -232,11 +232,24 @@ async function withParkedChannel<T>(opts: ParkedOptions, work: (ch: ConfirmChann
   }
 }
 
+/** A sweep stopped by its signal (ParkedOptions.signal) before it had read what it was to read. */
+export class ParkedSweepStopped extends Error {
+  override readonly name = 'ParkedSweepStopped';
+  constructor(
+    readonly seen: number,
+    readonly total: number,
+  ) {
+    super(`stopped after ${seen} of ${total} parked message(s)`);
+  }
+}
+
 /**
  * Reads at most `total` messages (the queue's depth when we started), in chunks. Messages the
  * visitor does not ack stay unacknowledged on this channel, so they are never read twice (no
  * requeue loop), and go back to the queue when the operation ends (letAcksSettle). A visitor
- * that returns false ends the sweep, and so does `signal` (ParkedOptions.signal).
+ * that returns false ends the sweep. `signal` (ParkedOptions.signal) stops it at its next message
+ * or chunk with ParkedSweepStopped, unless it had already read all it was to: a sweep that ends
+ * returns only when it is done, so a caller stopped as the work finished can tell it finished.
  */
 async function sweep(
   ch: ConfirmChannel,
@@ -247,17 +260,23 @@ async function sweep(
 ): Promise<number> {
   const stopped = (): boolean => signal?.aborted === true;
   let seen = 0;
-  while (seen < total && !stopped()) {
+  while (seen < total) {
+    if (stopped()) throw new ParkedSweepStopped(seen, total);
     const chunk: GetMessage[] = [];
+    let empty = false;
     while (chunk.length < CHUNK && seen + chunk.length < total && !stopped()) {
       const msg = await ch.get(parked, { noAck: false });
-      if (msg === false) break;
+      if (msg === false) {
+        empty = true;
+        break;
+      }
       chunk.push(msg);
     }
     // Stopped while reading it: the chunk goes back unvisited.
-    if (chunk.length === 0 || stopped()) break;
+    if (stopped()) throw new ParkedSweepStopped(seen, total);
+    if (chunk.length === 0) break;
     seen += chunk.length;
-    if ((await visit(chunk)) === false) break;
+    if ((await visit(chunk)) === false || empty) break;
   }
   return seen;
 }

@@ -15,17 +15,18 @@ function lookUp(lookup: ReturnType<typeof publicAddressLookup>, all: boolean): P
 }
 
 describe('the addresses the Web Push agent connects to', () => {
-  it('refuses loopback, link-local, private, shared, unspecified, multicast, reserved and documentation addresses, IPv4-mapped and NAT64 ones too', () => {
+  it('refuses loopback, link-local, private, shared, unspecified, multicast, reserved and documentation addresses, IPv4-mapped, NAT64 and IPv4-translated ones too', () => {
     const refused = [
       '127.0.0.1', '127.8.9.10', '10.0.0.5', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0',
       '224.0.0.251', '239.1.2.3', '240.0.0.1', '255.255.255.255', '192.0.2.7', '198.18.0.1', '192.0.0.8',
       '::', '::1', '::ffff:127.0.0.1', '::ffff:10.0.0.5', 'fc00::1', 'fd12:3456::1', 'fe80::1', 'fe80::1%eth0', 'ff02::1', '2001:db8::1', '64:ff9b::a00:5', '64:ff9b::10.0.0.5', '64:ff9b:1::1',
+      '::ffff:0:7f00:1', '::ffff:0:127.0.0.1', '::ffff:0:a9fe:a9fe',
     ];
     expect(refused.filter((a) => addressAllowed(a))).toEqual([]);
   });
 
-  it("takes public addresses: the push services' own, IPv4 and IPv6, and a NAT64 address of a public one", () => {
-    const taken = ['142.250.74.106', '8.8.8.8', '17.188.128.1', '172.32.0.1', '100.128.0.1', '2a00:1450:4001:80e::200a', '2001:4860:4860::8888', '::ffff:8.8.8.8', '64:ff9b::808:808'];
+  it("takes public addresses: the push services' own, IPv4 and IPv6, and a NAT64 or IPv4-translated address of a public one", () => {
+    const taken = ['142.250.74.106', '8.8.8.8', '17.188.128.1', '172.32.0.1', '100.128.0.1', '2a00:1450:4001:80e::200a', '2001:4860:4860::8888', '::ffff:8.8.8.8', '64:ff9b::808:808', '::ffff:0:808:808'];
     expect(taken.filter((a) => !addressAllowed(a))).toEqual([]);
   });
 

@@ -41,13 +41,18 @@ const NOT_GLOBAL: ReadonlyArray<[string, number, 'ipv4' | 'ipv6']> = [
 const notGlobal = new BlockList();
 for (const [network, prefix, family] of NOT_GLOBAL) notGlobal.addSubnet(network, prefix, family);
 
-/** RFC 6052's well-known NAT64 prefix: its addresses are the IPv4 address in their last 32 bits, which a NAT64 gateway reaches. */
-const nat64 = new BlockList();
-nat64.addSubnet('64:ff9b::', 96, 'ipv6');
+/**
+ * Addresses that stand for the IPv4 address in their last 32 bits, which a translator on the path
+ * reaches: RFC 6052's well-known NAT64 prefix, and RFC 6145's IPv4-translated addresses
+ * (::ffff:0:0:0/96, a stateless translator's). BlockList maps only IPv4-mapped ones (::ffff:0:0/96).
+ */
+const translated = new BlockList();
+translated.addSubnet('64:ff9b::', 96, 'ipv6');
+translated.addSubnet('::ffff:0:0:0', 96, 'ipv6');
 
 const familyOf = (address: string): 'ipv4' | 'ipv6' => (isIP(address) === 6 ? 'ipv6' : 'ipv4');
 
-/** The IPv4 address an address of the NAT64 prefix stands for: its last 32 bits (64:ff9b::a00:5, 64:ff9b::10.0.0.5). */
+/** The IPv4 address a translated address stands for: its last 32 bits (64:ff9b::a00:5, 64:ff9b::10.0.0.5, ::ffff:0:a00:5). */
 function embeddedIpv4(address: string): string {
   const tail = address.slice(address.lastIndexOf(':') + 1);
   if (tail.includes('.')) return tail;
@@ -62,7 +67,7 @@ export function addressAllowed(given: string, allowed?: BlockList): boolean {
   const family = familyOf(address);
   if (allowed?.check(address, family) === true) return true;
   if (notGlobal.check(address, family)) return false;
-  if (family === 'ipv6' && nat64.check(address, 'ipv6')) return addressAllowed(embeddedIpv4(address), allowed);
+  if (family === 'ipv6' && translated.check(address, 'ipv6')) return addressAllowed(embeddedIpv4(address), allowed);
   return true;
 }
 

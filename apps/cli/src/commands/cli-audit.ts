@@ -1,7 +1,6 @@
 import { hostname, userInfo } from 'node:os';
 import { audited, type AuditActor, type AuditRequest, type Database } from '@herald/db';
-import { createLogger } from '@herald/logging';
-import { withDatabase } from './with-database.ts';
+import { cliLogger, withDatabase } from './with-database.ts';
 
 /**
  * The CLI acts with RabbitMQ's and PostgreSQL's own credentials, so it names the person by the
@@ -26,7 +25,7 @@ export async function auditedCli<T>(
   work: (db: Database) => Promise<T>,
   summary: (result: T) => unknown = (r) => r,
 ): Promise<T> {
-  const logger = createLogger({ service: 'herald-cli', level: 'warn', format: 'json' });
+  const logger = cliLogger();
   return withDatabase(async (db) => {
     let out: T | undefined;
     await audited(db.audit, logger, cliActor(), what, async () => {

@@ -31,3 +31,14 @@ describe('herald keys revoke, given what an operator pastes', () => {
     expect(JSON.stringify(await t.db.audit.list({ limit: 10 }))).not.toContain(key.slice(4));
   });
 });
+
+describe("the CLI's audit lines", () => {
+  // Before, the audit's warning (JSON) went to stdout, into the output a script reads.
+  it('go to stderr: a refused action writes nothing to stdout', async () => {
+    const refused = await herald('keys', 'revoke', '0123456789ab');
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    const line = refused.stderr.split('\n').find((l) => l.startsWith('{'));
+    expect(JSON.parse(line ?? '{}')).toMatchObject({ service: 'herald-cli', outcome: 'refused', msg: 'audit: key.revoke refused' });
+    expect(refused.stderr).toContain('no live key 0123456789ab');
+  });
+});

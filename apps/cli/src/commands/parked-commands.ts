@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { createLogger } from '@herald/logging';
 import {
   ActionRefused,
   isDatabaseUnavailable,
@@ -30,7 +29,7 @@ import { knownWorkQueue } from './queue-name.ts';
 import { printObject, printRows } from '../output.ts';
 import { progressBar } from '../progress-bar.ts';
 import { auditedCli, cliActor } from './cli-audit.ts';
-import { withDatabase } from './with-database.ts';
+import { cliLogger, withDatabase } from './with-database.ts';
 
 type ScopeOptions = { app?: string; subscription?: string };
 type FilterOptions = ScopeOptions & { id?: string; code?: string; all?: boolean; newerThan?: string; olderThan?: string };
@@ -101,7 +100,7 @@ async function readUnderLease<T>(queue: string, work: (signal?: AbortSignal) => 
 
 const base = (queue: string) => ({
   url: readCliConfig().AMQP_URL,
-  logger: createLogger({ service: 'herald-cli', level: 'warn', format: 'json' }),
+  logger: cliLogger(),
   queue: knownWorkQueue(queue),
 });
 
