@@ -24,4 +24,16 @@ describe('the monitor’s queue metrics', () => {
     metrics.recordQueues(queues);
     expect(await gauge(registry, 'herald_queue_backlog')).toEqual({ 'push.apns.send': 50, 'push.jobs': 30, 'push.apns.send.parked': 4 });
   });
+
+  it('herald_monitor_blind is 1 until a poll of the management API succeeds, 1 again after one fails, and the polls are counted by outcome', async () => {
+    const registry = new Registry();
+    const metrics = createMonitorMetrics(registry);
+    const value = async (name: string) => (await registry.getMetricsAsJSON()).find((m) => m.name === name)?.values.map((v) => [v.labels['outcome'] ?? '', v.value]);
+    expect(await value('herald_monitor_blind')).toEqual([['', 1]]);
+    metrics.recordPoll('ok');
+    expect(await value('herald_monitor_blind')).toEqual([['', 0]]);
+    metrics.recordPoll('failed');
+    expect(await value('herald_monitor_blind')).toEqual([['', 1]]);
+    expect(await value('herald_monitor_polls_total')).toEqual([['ok', 1], ['failed', 1]]);
+  });
 });

@@ -11,7 +11,12 @@ export interface MonitorMetrics {
   recordOverdue(overdue: ReadonlyArray<{ platform: string; earliestDueAt: Date }>, now: number): void;
   /** When each enabled app's APNs client certificate expires. */
   recordCertificates(certificates: ReadonlyArray<{ app: string; expiresAt: Date }>): void;
-  polls: Counter<'outcome'>;
+  /**
+   * A poll of the management API ended: counted by outcome, and the monitor is blind
+   * (herald_monitor_blind 1) from a failed one until one succeeds. Call it once the poll's queue and
+   * alarm gauges are set: a scrape must not take the last view for current before they are.
+   */
+  recordPoll(outcome: 'ok' | 'failed'): void;
   webhookFailures: Counter;
   /** 1 while this monitor holds the alarms lease (announces alarms to the log and webhook). */
   leaseHeld: Gauge;
@@ -25,6 +30,14 @@ export function createMonitorMetrics(registry: Registry): MonitorMetrics {
   // Both outcomes from the start, at 0: a monitor that never finishes a poll has an ok series that
   // never moves, which HeraldMonitorNotPolling sees (no series at all it would not).
   for (const outcome of ['ok', 'failed']) polls.inc({ outcome }, 0);
+  // 1 from the start: before its first good poll a monitor has no view (the rules then go by the
+  // other replicas', and by its own only while none of them sees either).
+  const blind = new Gauge({
+    name: 'herald_monitor_blind',
+    help: "1 while this monitor's latest poll of the management API failed (or none has succeeded yet): its herald_queue_* and herald_alarm_active series hold its last view, not the present; 0 once a poll succeeds",
+    registers,
+  });
+  blind.set(1);
   const queueGauge = (name: string, help: string) => new Gauge<QueueLabels>({ name, help, labelNames: ['queue', 'kind'], registers });
   type Read = (q: QueueSnapshot & { oldestAgeSeconds: number }, pushesPerMessage: number) => number;
   const gauges: Array<[Gauge<QueueLabels>, Read]> = [
@@ -79,7 +92,10 @@ export function createMonitorMetrics(registry: Registry): MonitorMetrics {
       certificateExpiry.reset();
       for (const c of certificates) certificateExpiry.set({ app: c.app }, c.expiresAt.getTime() / 1000);
     },
-    polls,
+    recordPoll(outcome) {
+      polls.inc({ outcome });
+      blind.set(outcome === 'ok' ? 0 : 1);
+    },
     webhookFailures: new Counter({ name: 'herald_alarm_webhook_failures_total', help: 'Alarm webhook posts that failed after every attempt', registers }),
     leaseHeld: new Gauge({ name: 'herald_monitor_alarms_lease_held', help: '1 while this monitor instance holds the alarms lease and announces alarms (log, webhook)', registers }),
   };

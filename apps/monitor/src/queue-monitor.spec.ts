@@ -161,3 +161,49 @@ describe('the oldest-message estimate through a pause in a busy queue\'s acks', 
     }
   });
 });
+
+// Every replica exports its queue gauges and alarms; the Prometheus rules go by a replica's only while
+// herald_monitor_blind says its view is current (infra/prometheus/alerts.yml).
+describe('herald_monitor_blind', () => {
+  afterEach(() => void vi.useRealTimers());
+
+  it('is 1 after a failed poll, 0 only once a good poll has set the queue gauges, and 1 again when the polls fail (the gauges then kept as they were)', async () => {
+    vi.useFakeTimers();
+    const registry = new Registry();
+    const read = async (name: string) => (await registry.getMetricsAsJSON()).find((m) => m.name === name)?.values.map((v) => v.value);
+    let answer: () => Promise<QueueSnapshot[]> = () => Promise.reject(new Error('connect ETIMEDOUT'));
+    let liveCounts: ((counts: Map<string, { ready: number; consumers: number }>) => void) | undefined;
+    const monitor = startQueueMonitor({
+      api: { queues: () => answer() },
+      live: () => new Promise((resolve) => (liveCounts = resolve)),
+      vhost: '/',
+      pollMs: 5_000,
+      thresholds: thresholdConfig(),
+      history: new History(60_000),
+      metrics: createMonitorMetrics(registry),
+      logger: createLogger({ service: 'spec', level: 'silent' }),
+      announce: () => undefined,
+    });
+    try {
+      await vi.advanceTimersByTimeAsync(0);
+      expect(monitor.state().error).toBe('connect ETIMEDOUT');
+      expect(await read('herald_monitor_blind')).toEqual([1]);
+      answer = async () => [snapshot('push.jobs', 'work', 7)];
+      await vi.advanceTimersByTimeAsync(5_000);
+      // Read, the live counts still awaited: the gauges do not hold this poll's view yet.
+      expect(await read('herald_queue_messages')).toEqual([]);
+      expect(await read('herald_monitor_blind')).toEqual([1]);
+      liveCounts?.(new Map([['push.jobs', { ready: 9, consumers: 1 }]]));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(await read('herald_queue_messages')).toEqual([9]);
+      expect(await read('herald_monitor_blind')).toEqual([0]);
+      answer = () => Promise.reject(new Error('connect ETIMEDOUT'));
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(await read('herald_monitor_blind')).toEqual([1]);
+      expect(await read('herald_queue_messages')).toEqual([9]);
+    } finally {
+      liveCounts?.(new Map()); // a read left waiting would hold stop() up
+      await monitor.stop();
+    }
+  });
+});

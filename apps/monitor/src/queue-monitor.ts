@@ -296,15 +296,17 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
     if (statistics === undefined) await fetched;
     else await Promise.race([fetched, new Promise((r) => setTimeout(r, deps.pollMs))]);
     if (statisticsError !== undefined || statistics === undefined) {
-      deps.metrics.polls.inc({ outcome: 'failed' });
+      deps.metrics.recordPoll('failed');
       onFailure(now, statisticsError ?? new Error('no queue statistics yet'));
       return;
     }
     at = now;
     firstAt ||= now;
     error = null;
-    deps.metrics.polls.inc({ outcome: 'ok' });
     onSnapshots(now, await withLiveCounts(statistics));
+    // Not blind only once the gauges hold this poll's view: a scrape between would take the last
+    // one's, kept while blind, for current.
+    deps.metrics.recordPoll('ok');
   };
 
   let timer: NodeJS.Timeout | undefined;
