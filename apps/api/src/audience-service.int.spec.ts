@@ -19,7 +19,7 @@ describe('a topic named with dots only (created before such names were refused)'
   it('is shown and deleted when a client sends its name as it is; creating one stays refused, naming the field', async () => {
     await t.db.kysely.insertInto('topics').values({ app: 'demo', name: '..' }).execute();
     expect(await getTopic('..', {}, key, deps)).toMatchObject({ app: 'demo', name: '..', subscribers: 0 });
-    await deleteTopic('..', {}, key, deps);
+    await deleteTopic('..', {}, key, { ...deps, memberRemovals: { add: () => undefined } });
     await expect(getTopic('..', {}, key, deps)).rejects.toMatchObject({ status: 404 });
     await expect(createTopic({ name: '..' }, key, deps)).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/^name: must not be dots only/) });
   });

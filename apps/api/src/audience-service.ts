@@ -11,7 +11,7 @@ import {
   type TopicSubscriptionsResult,
   type TopicView,
 } from '@herald/contracts';
-import type { ApiKeyRow, AudienceStore, TopicRow } from '@herald/db';
+import type { ApiKeyRow, AudienceStore, TopicMemberRemovals, TopicRow } from '@herald/db';
 import { ApiError, parseBody } from './api-error.ts';
 import { requireKnownApp, type PreferenceServiceDeps } from './preference-service.ts';
 
@@ -57,14 +57,23 @@ export async function createTopic(body: unknown, key: ApiKeyRow, deps: AudienceS
 }
 
 /**
- * DELETE /v1/topics/:name?app=: the topic, then all its memberships (a batch at a time, before it
- * answers: libs/db topic-deletion.ts); 404 when there is no such topic, after removing members a
- * deletion cut short left.
+ * DELETE /v1/topics/:name?app=: answered once the topic's row is gone and its deletion recorded
+ * (libs/db topic-deletion.ts), 404 when there was no such topic. Its memberships are then removed
+ * by `memberRemovals` in the background (a topic of millions takes minutes, past a client's
+ * timeout), and by the registrars' sweep of what a stop cut short; meanwhile they are no membership.
+ * Those a deletion cut short left are queued so too when there is no such topic.
  */
-export async function deleteTopic(rawName: string, query: unknown, key: ApiKeyRow, deps: AudienceServiceDeps): Promise<void> {
+export async function deleteTopic(
+  rawName: string,
+  query: unknown,
+  key: ApiKeyRow,
+  deps: AudienceServiceDeps & { memberRemovals: Pick<TopicMemberRemovals, 'add'> },
+): Promise<void> {
   const name = existingTopicName(rawName);
   const app = await appOf(parseBody(TopicQuery, query ?? {}).app, key, deps);
-  if (!(await deps.audiences.deleteTopic(app, name))) throw unknownTopic(app, name);
+  const deleted = await deps.audiences.deleteTopic(app, name);
+  deps.memberRemovals.add(app, name);
+  if (!deleted) throw unknownTopic(app, name);
 }
 
 /** GET /v1/topics/:name?app= with its subscriber count. */

@@ -31,7 +31,12 @@ export const AUDIENCE_PATHS = {
   },
   '/v1/topics/{name}': {
     get: { summary: 'A topic and its subscriber count (members: users and single devices)', security: team, parameters: [nameParam, ...appParam], responses: { '200': answer('the topic', 'TopicView'), ...errors(400, 401, 403, 404, 422, 503) } },
-    delete: { summary: 'Delete a topic and all its memberships', security: team, parameters: [nameParam, ...appParam], responses: { '204': { description: 'deleted' }, ...errors(400, 401, 403, 404, 422, 503) } },
+    delete: {
+      summary: 'Delete a topic; its memberships are removed after the answer, in the background (none of them is a membership from the deletion on)',
+      security: team,
+      parameters: [nameParam, ...appParam],
+      responses: { '204': { description: 'the topic is gone and its deletion recorded; its memberships are being removed' }, ...errors(400, 401, 403, 404, 422, 503) },
+    },
   },
   '/v1/topics/{name}/subscriptions': {
     post: {

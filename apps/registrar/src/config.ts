@@ -15,4 +15,8 @@ export const registrarConfig = {
     "How often each registrar prunes dead devices past DEVICE_RETENTION_DAYS, and expired mutes (registrars side by side skip each other's rows)",
     { default: '3600000', min: 1000 },
   ),
+  TOPIC_MEMBER_SWEEP_INTERVAL_MS: int(
+    "How often each registrar removes the memberships left of deleted topics (a deletion's background removal cut short by the API's stop or crash; registrars side by side skip each other's rows)",
+    { default: '300000', min: 1000 },
+  ),
 } as const;

@@ -1,6 +1,6 @@
 import { Queues } from '@herald/contracts';
 import { loadConfigOrExit } from '@herald/config';
-import { createAppCache, createAudienceStore, createDatabase, databaseOptionsOf, pruneDevices, pruneExpiredMutes } from '@herald/db';
+import { createAppCache, createAudienceStore, createDatabase, databaseOptionsOf, pruneDevices, pruneExpiredMutes, sweepDeletedTopicMembers } from '@herald/db';
 import { connectBroker } from '@herald/messaging';
 import { runService, startPruner, type Pruner } from '@herald/runtime';
 import { registrarConfig } from './config.ts';
@@ -47,10 +47,21 @@ await runService('registrar', config, async ({ logger, registry, stopping: start
     logger,
     registry,
   });
+  // A deleted topic's memberships are removed by the API after its answer; what a stop or crash left
+  // is removed here (topic-member-sweep.ts), a statement a batch, skipping rows another holds.
+  const topicSweeper = startPruner({
+    metricNames: { runs: 'herald_topic_member_sweep_runs_total', pruned: 'herald_topic_members_swept_total' },
+    what: 'memberships of deleted topics',
+    prune: (_now, batchSize, signal) => sweepDeletedTopicMembers(db.kysely, batchSize, signal),
+    intervalMs: config.TOPIC_MEMBER_SWEEP_INTERVAL_MS,
+    retentionMs: 0,
+    logger,
+    registry,
+  });
   return {
     ready: () => broker.health(),
     stop: async (timeoutMs) => {
-      await Promise.all([pruner?.stop(), mutePruner.stop()]);
+      await Promise.all([pruner?.stop(), mutePruner.stop(), topicSweeper.stop()]);
       await consumer.stop(timeoutMs);
       await broker.close();
       await db.close();

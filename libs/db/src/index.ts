@@ -16,6 +16,14 @@ export { LEDGER_PRUNE_LOCK_CLASS, DEFAULT_PRUNE_BATCH } from './ledger-prune.ts'
 export { DEFAULT_JOB_PRUNE_BATCH, ORPHAN_WALK_STATEMENTS_PER_RUN, pruneJobs, pruneOrphanOutcomes, type OrphanWalk } from './job-prune.ts';
 export { DEFAULT_DEVICE_PRUNE_BATCH, pruneDevices } from './device-prune.ts';
 export { DEFAULT_MUTE_PRUNE_BATCH, pruneExpiredMutes } from './mute-prune.ts';
+export { DEFAULT_TOPIC_DELETE_BATCH, removeDeletedMembers, type RemoveMembersOptions } from './topic-deletion.ts';
+export {
+  DEFAULT_TOPIC_MEMBER_SWEEP_BATCH,
+  startTopicMemberRemovals,
+  sweepDeletedTopicMembers,
+  type RemoveTopicMembers,
+  type TopicMemberRemovals,
+} from './topic-member-sweep.ts';
 export * from './scheduled-push-repository.ts';
 export { cancelJob, cancelJobFully, type JobCancellation } from './cancel-job.ts';
 export * from './fanout-repository.ts';

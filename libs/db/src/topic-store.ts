@@ -41,8 +41,9 @@ const CREATE_ATTEMPTS = 3;
 
 /**
  * Creates the topic; `created` false when it existed (idempotent). Member rows of a topic of that
- * name deleted before and not yet removed (a deletion under way, or cut short) are removed first:
- * the new topic must not take them.
+ * name deleted before and not yet removed (their removal under way in the background, or cut short
+ * and left to the registrars' sweep) are removed first, waiting for rows such a removal holds: the
+ * new topic must not take them. A removal still under way deletes nothing once the topic exists.
  */
 export async function createTopic(db: Kysely<HeraldTables>, app: string, name: string): Promise<{ created: boolean; topic: TopicRow }> {
   for (let attempt = 1; attempt <= CREATE_ATTEMPTS; attempt++) {

@@ -7,6 +7,7 @@ import type { HeraldTables } from './tables.ts';
 import { applyFollowEvents, followerCount } from './follow-edges.ts';
 import { applyTopicMemberships, createTopic, findTopic } from './topic-store.ts';
 import { eraseEveryAppPreferences, eraseUser, erasureKey } from './user-erasure.ts';
+import { deleteTopic } from './topic-deletion.ts';
 import { toJobStatus } from './job-status-view.ts';
 
 const OPTS = { cap: 3, min: 2, maxAgeMs: 3_600_000 };
@@ -239,6 +240,24 @@ describe("erasing a user of an app", () => {
     expect((await devicesOf('app-e')).find((d) => d.token === hex(40))?.invalidation_reason).toBe('unregistered');
     // A register from before the erasure stays out all the same.
     expect(await t.db.devices.applyRegistrations([register('app-e', 'hal', hex(40), past(56))])).toEqual(['stale']);
+  });
+
+  // Before, a deleted topic's rows not yet removed (topic-deletion.ts) were counted as memberships erased.
+  it("counts only memberships of topics there are; a deleted topic's rows left of the user and of her devices are deleted", async () => {
+    await t.db.devices.applyRegistrations([register('app-e', 'mia', hex(70), past(20))]);
+    for (const name of ['mia-kept', 'mia-gone']) {
+      await createTopic(t.db.kysely, 'app-e', name);
+      await applyTopicMemberships(t.db.kysely, [
+        { app: 'app-e', topic: name, member: { userId: 'mia' }, subscribed: true, eventAt: past(21) },
+        { app: 'app-e', topic: name, member: { platform: 'apns', token: hex(70) }, subscribed: true, eventAt: past(21) },
+      ]);
+    }
+    expect(await deleteTopic(t.db.kysely, 'app-e', 'mia-gone')).toBe(true);
+    expect(await eraseUser(t.db.kysely, 'app-e', 'mia')).toMatchObject({ devices: 1, topicMemberships: 2 });
+    const { rows } = await sql<{ topic: string; member_kind: string; subscribed: boolean }>`
+      select topic, member_kind, subscribed from topic_members where app = 'app-e' and topic like 'mia-%' order by topic, member_kind`.execute(t.db.kysely);
+    expect(rows).toEqual([{ topic: 'mia-kept', member_kind: 'device', subscribed: false }]);
+    expect((await findTopic(t.db.kysely, 'app-e', 'mia-kept'))?.subscribers).toBe(0);
   });
 
   it('erasing again finds nothing more; --all-apps removes the every-app preferences', async () => {

@@ -14,7 +14,7 @@ export interface UserErasure {
   erasedAt: Date;
   /** Devices of the user: unregistered (none gets a push again), their user, zone, language, app version, last-seen time and Web Push keys removed. */
   devices: number;
-  /** Topic memberships of the user (deleted) and of the user's devices in force (unsubscribed, kept under the token); subscriber counts follow. */
+  /** Topic memberships of the user (deleted) and of the user's devices in force (unsubscribed, kept under the token), of topics that exist (rows left of a deleted topic are deleted, not counted); subscriber counts follow. */
   topicMemberships: number;
   /** Follow edges from and to the user, removed (follower counts and recently-active indexes follow). */
   follows: number;
@@ -143,30 +143,40 @@ async function eraseDevices(tx: Kysely<HeraldTables>, app: string, userId: strin
 /**
  * The user's memberships are unsubscribed (the count triggers run on update) and deleted; those of the
  * user's devices (they name a token, not the user) are unsubscribed at the erasure and kept, so a
- * subscribe of the token from before it, arriving later, is stale. Returns how many of the user's
- * there were, and how many of the devices' were in force.
+ * subscribe of the token from before it, arriving later, is stale. Rows left of a deleted topic
+ * (their removal under way or cut short, topic-deletion.ts) are deleted, the user's and the devices',
+ * and not counted: they were no membership. Returns how many memberships of the user there were in
+ * topics that exist, and how many of the devices' in them were in force.
  */
 async function eraseMemberships(tx: Kysely<HeraldTables>, app: string, userId: string, devices: readonly { platform: Platform; token: string }[]): Promise<number> {
   const deviceIds = devices.map((d) => deviceMemberId(d.platform, d.token));
-  const members = sql`app = ${app} and ((member_kind = 'user' and member_id = ${userId}) or (member_kind = 'device' and member_id = any(${deviceIds}::text[])))`;
+  const members = sql`m.app = ${app} and ((m.member_kind = 'user' and m.member_id = ${userId}) or (m.member_kind = 'device' and m.member_id = any(${deviceIds}::text[])))`;
   // The topics first, in the order membership batches lock them (topic-store.ts), then the member
   // rows: the count trigger locks the topics after the update, and a batch holding a topic while it
-  // waited on a member row the erasure held deadlocked with it (40P01).
+  // waited on a member row the erasure held deadlocked with it (40P01). Held, they stay there.
   await sql`
-    select 1 from topics where app = ${app} and name in (select topic from topic_members where ${members})
+    select 1 from topics where app = ${app} and name in (select m.topic from topic_members m where ${members})
     order by app, name for no key update`.execute(tx);
-  const { rows } = await sql<{ member_kind: string; was: boolean }>`
+  // Every row in the writers' order (app, topic, member kind, member id), a deleted topic's too: its
+  // removal (topic-deletion.ts, in the same order) and this do not deadlock; createTopic waits for them.
+  const { rows } = await sql<{ member_kind: string; was: boolean; live: boolean }>`
     with target as (
-      select topic, member_kind, member_id, subscribed as was from topic_members where ${members}
-      order by app, topic, member_kind, member_id for update
+      select m.topic, m.member_kind, m.member_id, m.subscribed as was,
+        exists (select 1 from topics t where t.app = m.app and t.name = m.topic) as live
+      from topic_members m where ${members}
+      order by m.app, m.topic, m.member_kind, m.member_id for update of m
+    ), changed as (
+      update topic_members m set subscribed = false, event_at = greatest(m.event_at, now()),
+        changed_xid = case when m.subscribed then pg_current_xact_id() else m.changed_xid end
+      from target t where m.app = ${app} and m.topic = t.topic and m.member_kind = t.member_kind and m.member_id = t.member_id and t.live
+    ), gone as (
+      delete from topic_members m using target t
+      where m.app = ${app} and m.topic = t.topic and m.member_kind = t.member_kind and m.member_id = t.member_id and not t.live
     )
-    update topic_members m set subscribed = false, event_at = greatest(m.event_at, now()),
-      changed_xid = case when m.subscribed then pg_current_xact_id() else m.changed_xid end
-    from target t where m.app = ${app} and m.topic = t.topic and m.member_kind = t.member_kind and m.member_id = t.member_id
-    returning m.member_kind, t.was`.execute(tx);
+    select member_kind, was, live from target`.execute(tx);
   await sql`delete from topic_members where app = ${app} and member_kind = 'user' and member_id = ${userId}`.execute(tx);
-  // The user's rows (deleted), and the devices' memberships that were in force (now unsubscribed).
-  return rows.filter((r) => r.member_kind === 'user' || r.was).length;
+  // The user's rows of topics there are (deleted), and the devices' memberships of them that were in force (now unsubscribed).
+  return rows.filter((r) => r.live && (r.member_kind === 'user' || r.was)).length;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { MAX_TOPIC_BATCH, MAX_TOPIC_LIST, Platforms, TopicName, TopicNameCharacters, TopicSubscriptions, type Platform } from '@herald/contracts';
-import { createAudienceStore, type Database } from '@herald/db';
+import { createAudienceStore, removeDeletedMembers, type Database } from '@herald/db';
 import { maskToken } from '@herald/logging';
 import type { Command } from 'commander';
 import { printObject, printRows } from '../output.ts';
@@ -65,6 +65,30 @@ async function changeMembership(topic: string, o: Membership, subscribed: boolea
   printObject(result);
 }
 
+/** How often `topics delete` says how many memberships it has removed so far. */
+const REMOVAL_PROGRESS_MS = 5_000;
+
+/**
+ * The member rows of the deleted topic (or of one a deletion cut short left), removed here, a batch
+ * at a time, waiting for rows another removal holds: a topic of millions takes minutes, said on
+ * stderr as it goes. An interrupt stops it (each statement is whole, done or not); the registrars'
+ * sweep removes the rest.
+ */
+async function removeMembers(app: string, topic: string): Promise<number> {
+  let removed = 0;
+  let saidAt = performance.now();
+  return withDatabase((db) =>
+    removeDeletedMembers(db.kysely, app, topic, {
+      onBatch: (n) => {
+        removed += n;
+        if (performance.now() - saidAt < REMOVAL_PROGRESS_MS) return;
+        saidAt = performance.now();
+        process.stderr.write(`${removed} memberships removed so far (an interrupt leaves the rest to the registrars' sweep)\n`);
+      },
+    }),
+  );
+}
+
 /** `herald topics create|delete|list|show|subscribe|unsubscribe` (issue 20). */
 export function registerTopicCommands(program: Command): void {
   const topics = program.command('topics').description("an app's topics and their members (users or single devices)");
@@ -79,13 +103,19 @@ export function registerTopicCommands(program: Command): void {
     });
   topics
     .command('delete <topic>')
-    .description('delete a topic and all its memberships, also one named "." or ".." (most HTTP clients cannot ask the API for those)')
+    .description(
+      'delete a topic, also one named "." or ".." (most HTTP clients cannot ask the API for those); then remove its memberships ' +
+        "(an interrupt leaves them to the registrars' sweep)",
+    )
     .requiredOption('--app <app>', 'the app')
     .action(async (name: string, o: { app: string }) => {
       const what = { action: 'topic.delete', target: topicTarget(o.app, name), request: { via: 'cli' } };
       const deleted = await auditedCli(what, async (db) => createAudienceStore(db.kysely).deleteTopic(o.app, await existingTopicOf(db, o.app, name)), (r) => ({ deleted: r }));
+      // Said as soon as the topic is gone, as the API answers: its members get nothing from it from here on.
+      if (deleted) process.stdout.write(`topic ${name} of ${o.app} deleted\n`);
+      const removed = await removeMembers(o.app, name);
       if (!deleted) throw new Error(`unknown topic "${name}" of app "${o.app}"`);
-      process.stdout.write(`topic ${name} of ${o.app} deleted\n`);
+      if (removed > 0) process.stdout.write(`${removed} memberships removed\n`);
     });
   topics
     .command('list')
