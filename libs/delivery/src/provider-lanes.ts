@@ -1,5 +1,5 @@
 import type { Logger } from '@herald/logging';
-import type { SendResult } from '@herald/providers';
+import { isRefusal, type SendResult } from '@herald/providers';
 import type { Gauge } from '@herald/runtime';
 
 /** When a lane is taken to be down, and how long its pushes are held (PROVIDER_DOWN_* settings). */
@@ -52,7 +52,7 @@ interface Lane {
 const isOutage = (r: SendResult): r is Extract<SendResult, { kind: 'transient' }> => r.kind === 'transient' && r.outage === true;
 
 /** Refused by Herald before any request (SendResult `notSent`): no answer of the provider's, good or bad. */
-const notSent = (r: SendResult): boolean => (r.kind === 'permanent' || r.kind === 'dead-token') && r.notSent === true;
+const notSent = (r: SendResult): boolean => isRefusal(r);
 
 /**
  * Each lane of this pusher judged apart, as a circuit breaker: the platform's own connection to

@@ -68,6 +68,27 @@ describe('provider pool', () => {
     await pool.close();
   });
 
+  it("an app's provider keeps its checks (prepare), and its send is handed what they made, so a push it refuses takes no budget", async () => {
+    const handed: unknown[] = [];
+    const refusal = { kind: 'permanent', reason: 'no APNs topic for this app', notSent: true } as const;
+    const checking: PushProvider = {
+      platform: 'apns',
+      prepare: (push) => ((push as { refuse?: boolean }).refuse === true ? refusal : ({ made: 1 } as never)),
+      send: async (_push, _target, prepared, stale) => (handed.push([prepared, stale]), { kind: 'delivered' }),
+      close: async () => undefined,
+    };
+    const pool = createProviderPool({ platform: 'apns', idleMs: 60_000, logger, fallback: async () => fakes().provider('fb'), hasOwn: (a) => a.apnsAuth != null, build: async () => checking });
+    const provider = await pool.get(app('a', 1));
+    expect(provider.prepare?.({ refuse: true } as never, {})).toEqual(refusal);
+    const made = provider.prepare?.({} as never, {});
+    expect(made).toEqual({ made: 1 });
+    await provider.send({} as never, {}, made as never, true);
+    expect(handed).toEqual([[{ made: 1 }, true]]);
+    // A provider without checks of its own: none here either (its send makes them).
+    expect((await pool.get(app('plain', 0, false))).prepare).toBeUndefined();
+    await pool.close();
+  });
+
   it('rejects when credentials cannot be built (the pusher parks those pushes as credential failures)', async () => {
     const pool = createProviderPool({ platform: 'fcm', idleMs: 1000, logger, fallback: async () => fakes().provider('fb'), hasOwn: () => true, build: async () => { throw new Error('bad key'); } });
     await expect(pool.get(app('a', 1))).rejects.toThrow('bad key');

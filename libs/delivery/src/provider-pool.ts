@@ -34,8 +34,8 @@ interface Entry {
   app: string;
   version: number;
   provider: Promise<PushProvider>;
-  /** Counts in-flight sends and stamps lastUsed around each. */
-  tracked: PushProvider;
+  /** The provider once built, counting in-flight sends and stamping lastUsed around each. */
+  tracked?: PushProvider;
   lastUsed: number;
   inFlight: number;
 }
@@ -47,13 +47,16 @@ export interface ProviderPool extends ProviderSource {
   apps(): string[];
 }
 
-function track(e: Omit<Entry, 'tracked'>, platform: Platform, now: () => number): PushProvider {
+function track(e: Entry, provider: PushProvider, platform: Platform, now: () => number): PushProvider {
+  const prepare = provider.prepare?.bind(provider);
   return {
     platform,
-    async send(push, target) {
+    // Its checks (no request, nothing in flight): the provider's own, as it is.
+    ...(prepare !== undefined && { prepare }),
+    async send(push, target, prepared, stale) {
       e.inFlight += 1;
       try {
-        return await (await e.provider).send(push, target);
+        return await provider.send(push, target, prepared, stale);
       } finally {
         e.inFlight -= 1;
         e.lastUsed = now();
@@ -86,8 +89,7 @@ export function createProviderPool(options: ProviderPoolOptions): ProviderPool {
 
   const open = (app: AppRow, version: number): Entry => {
     const provider = options.build(app);
-    const base = { app: app.id, version, provider, lastUsed: now(), inFlight: 0 };
-    const entry: Entry = Object.assign(base, { tracked: track(base, options.platform, now) });
+    const entry: Entry = { app: app.id, version, provider, lastUsed: now(), inFlight: 0 };
     provider.then(
       () => log.info({ app: app.id, version }, 'app provider opened'),
       (err: unknown) => {
@@ -123,8 +125,8 @@ export function createProviderPool(options: ProviderPoolOptions): ProviderPool {
       }
       entry ??= open(app, version);
       entry.lastUsed = now();
-      await entry.provider;
-      return entry.tracked;
+      const provider = await entry.provider;
+      return (entry.tracked ??= track(entry, provider, options.platform, now));
     },
     async close() {
       clearInterval(timer);

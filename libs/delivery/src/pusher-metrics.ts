@@ -20,7 +20,7 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
   return {
     pushes: new Counter({
       name: 'herald_pushes_total',
-      help: 'Device pushes by outcome: delivered, invalid (dead token), expired, cancelled (its job was cancelled: acked unsent), opted-out or muted (its user opted out or muted since the push was made: acked unsent), duplicate (acked unsent), retried, held (its provider is down: deferred without spending an attempt, counted each time), failed (rejected by the provider for good, parked), parked (any other reason: a retry that ran out, the delivery limit, a bad message...); parks counted once confirmed',
+      help: 'Device pushes by outcome: delivered, invalid (dead token), expired, cancelled (its job was cancelled: acked unsent), opted-out or muted (its user opted out or muted since the push was made: acked unsent), duplicate (acked unsent), retried, held (its provider is down: deferred without spending an attempt, counted each time), failed (rejected by the provider for good, or refused by Herald without a request as the provider would refuse it: parked), parked (any other reason: a retry that ran out, the delivery limit, a bad message...); parks counted once confirmed',
       labelNames: ['platform', 'app', 'outcome'],
       registers: [registry],
     }),
@@ -33,7 +33,7 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
     }),
     providerSeconds: new Histogram({
       name: 'herald_provider_request_seconds',
-      help: 'Time the provider took to answer one push',
+      help: 'Time the provider took to answer one push: requests made only (a push Herald refused without a request, SendResult notSent, is not in it)',
       labelNames: ['platform'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
       registers: [registry],

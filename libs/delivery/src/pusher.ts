@@ -12,7 +12,7 @@ import {
 import { AppAdminError, isDatabaseUnavailable, SecretBoxError, type AppRow, type CurrentSubscription, type LedgerCompletion, type LedgerPush, type LiveClaimResult, type LiveClaims } from '@herald/db';
 import { logSummary, type Logger } from '@herald/logging';
 import { LONGEST_DELAY_MS, type InboundMessage, type Outcome, type Publisher } from '@herald/messaging';
-import type { SendResult } from '@herald/providers';
+import { isRefusal, type PushProvider, type SendResult, type SendTarget } from '@herald/providers';
 import { unrecordedOf, type PusherMetrics } from './pusher-metrics.ts';
 import { completeDurably, DeliveredRecorder, type RecordedBatch } from './ledger-record.ts';
 import { waitWindow, type WaitWindow } from './wait-window.ts';
@@ -78,7 +78,8 @@ export interface PusherDeps {
    */
   preferencesRecheckMs?: number;
   /**
-   * Fleet-wide pacing: one token per push right before it is sent; false means "not now" (deferred:
+   * Fleet-wide pacing: one token per push right before it is sent (none for a push its provider's
+   * prepare refuses: no request is made for it); false means "not now" (deferred:
    * until the app's pause ends when a provider's Retry-After paused it, see pausedFor; to its turn
    * when its app's own budget, or the rate a provider's throttle slowed it to, had more waiting than
    * it serves, told to `booked`). Every provider answer is observed with its push's app.
@@ -271,8 +272,24 @@ function bannedReason(app: string, ban: { until: Date; reason: string; service?:
   return `app "${app}" is banned at push service ${ban.service} until ${until} after it repeatedly refused the app's VAPID JWT; its pushes to other push services go on (${ban.reason})`;
 }
 
-/** A budget wait longer than this asks whether the push's app was disabled meanwhile (apps.get, cached APP_CACHE_TTL_MS). */
-const DISABLED_RECHECK_AFTER_MS = 100;
+/**
+ * What the provider's prepare made of the push; undefined when it has none, or when it threw (a bug
+ * in building the request): send then makes the checks itself, inside the catch that turns what a
+ * send throws into a SendResult, as it did before prepare. Thrown here, it failed the whole batch.
+ */
+function prepareOrLeave(provider: PushProvider, push: DevicePush, target: SendTarget): ReturnType<NonNullable<PushProvider['prepare']>> | undefined {
+  try {
+    return provider.prepare?.(push, target);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A budget wait longer than this asks whether the push's app was disabled meanwhile (apps.get,
+ * cached APP_CACHE_TTL_MS), and has what its request counts from now (a TTL, a sent-at) made again.
+ */
+const LONG_WAIT_MS = 100;
 
 /**
  * A batch waits for budget for at most half a lease after its claim (or until shutdown); the rest
@@ -296,7 +313,6 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
     slowed = cause === 'slowed';
   };
   const { service } = r;
-  const waitFrom = performance.now();
   // Its lane taken down since its admission (or it is past its hold, to be parked): no budget spent on it.
   if (deps.lanes?.down(r.lane) === true) return { kind: 'held' };
   // One whose provider could not be made is not sent, so it takes no budget: it waited in the
@@ -304,6 +320,13 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   // the wrong HERALD_SECRET_KEY retries, and bans nothing). Its app's pause and the pusher's stop
   // still come first: deferred, no attempt spent.
   if ('failed' in provider) return pausedOrStopping(deps, r.push.app, service, budgetWindow) ?? provider.failed;
+  const target = r.topic !== undefined ? { apnsTopic: r.topic } : {};
+  // Nor does one Herald refuses without making a request (the provider's documented rules, no APNs
+  // topic, credentials this process cannot use: SendResult's notSent): refused here, it takes no
+  // token and is no provider request. Its checks are made once: send takes what they made.
+  const prepared = prepareOrLeave(provider, r.push, target);
+  if (prepared !== undefined && isRefusal(prepared)) return prepared;
+  const waitFrom = performance.now();
   const paced = deps.limiter === undefined || (await deps.limiter.acquire(1, budgetWindow, r.push.app, booked, service));
   if (!paced) return unpaced(deps, r.push.app, service, bookedMs, slowed);
   if (budgetWindow.aborted) return unpaced(deps, r.push.app, service);
@@ -316,22 +339,25 @@ async function send(r: Claimable, deps: PusherDeps, budgetWindow: AbortSignal): 
   // that cannot be read (a database away, likely in the same incident) is not sent for: the push is
   // let go unsent and comes back through intake, which asks again (thrown, the batch's claims,
   // sends and counts would be lost with it).
-  if (performance.now() - waitFrom > DISABLED_RECHECK_AFTER_MS) {
+  const waitedLong = performance.now() - waitFrom > LONG_WAIT_MS;
+  if (waitedLong) {
     const now = await deps.apps.get(r.push.app).catch(() => 'unread' as const);
     if (now === 'unread') return unpaced(deps, r.push.app, service);
     if (now?.enabled !== true) return { kind: 'app-disabled' };
   }
   const started = process.hrtime.bigint();
-  const target = r.topic !== undefined ? { apnsTopic: r.topic } : {};
   // Only a push's first attempt is judged with its lane while it is up: an outage fails every push,
   // the fresh ones too, where a push failing alone (its payload, its token) fails again on each
   // retry, and its retries, alone in a quiet lane, would take it down.
   const sendIt = (): Promise<SendResult> => {
     r.sentNow = true;
-    return provider.send(r.push, target);
+    return provider.send(r.push, target, prepared, waitedLong);
   };
   const result = deps.lanes === undefined ? await sendIt() : await deps.lanes.send(r.lane, sendIt, !r.sentBefore);
   if (result.kind === 'held') return result;
+  // Refused on its way, still without a request (a Web Push endpoint whose address is not public,
+  // found at connect): no provider request, no answer for the limiter.
+  if (isRefusal(result)) return result;
   deps.metrics.providerSeconds.observe({ platform: deps.platform }, Number(process.hrtime.bigint() - started) / 1e9);
   deps.limiter?.observe?.(result, r.push.app, service);
   return result;

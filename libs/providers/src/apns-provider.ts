@@ -6,7 +6,7 @@ import { apnsRequestParts, type ApnsRequestParts } from './apns-notification.ts'
 import { apnsRequestProblem } from './apns-rules.ts';
 import { classifyApnsFailure } from './apns-classify.ts';
 import { retryAfterSecondsOf } from './retry-after.ts';
-import type { PushProvider, SendResult, SendTarget } from './push-provider.ts';
+import { isRefusal, type Prepared, type PushProvider, type Refusal, type SendResult, type SendTarget } from './push-provider.ts';
 import { apnsTunnelOptions } from './apns-tunnel.ts';
 import { useEndOfLifeAsyncBind } from './async-bind.ts';
 import { settledWithin } from './warm-up.ts';
@@ -82,12 +82,20 @@ function buildNote(apn: ApnModule, parts: ApnsRequestParts): InstanceType<ApnMod
 const LIVE_ACTIVITY_OVER_CERTIFICATE =
   "liveactivity-needs-token-auth: Apple takes Live Activity pushes over token-based authentication only, and these APNs credentials are a certificate; rotate the app's APNs credentials to a .p8 signing key (herald apps rotate, PUT /admin/apps/:id/credentials)";
 
-async function sendOne(apn: ApnModule, provider: Provider, push: DevicePush, topic: string, auth: ApnsSettings['auth']['kind']): Promise<SendResult> {
+/**
+ * The request's parts, or Herald's refusal of it: the last line of defence, a request Apple would
+ * refuse for good is never sent. Its expiration counts from `now` only without an expiresAt (28
+ * days from it), so parts made before a wait for budget go as they are.
+ */
+function partsOrRefusal(push: DevicePush, topic: string, auth: ApnsSettings['auth']['kind']): ApnsRequestParts | Refusal {
   const parts = apnsRequestParts(push, topic);
-  // The last line of defence: a request Apple would refuse for good is never sent.
   const problem = apnsRequestProblem(parts);
   if (problem !== undefined) return { kind: 'permanent', reason: problem, notSent: true };
   if (parts.pushType === 'liveactivity' && auth !== 'token') return { kind: 'permanent', reason: LIVE_ACTIVITY_OVER_CERTIFICATE, notSent: true };
+  return parts;
+}
+
+async function sendOne(apn: ApnModule, provider: Provider, push: DevicePush, parts: ApnsRequestParts): Promise<SendResult> {
   const result = await provider.send(buildNote(apn, parts), push.token);
   const sent = result.sent[0] as { 'apns-unique-id'?: string; 'apns-id'?: string } | undefined;
   if (sent !== undefined) {
@@ -154,15 +162,22 @@ export async function createApnsProvider(settings: ApnsSettings, logger: Logger)
   await connected(provider, settings.requestTimeoutMs);
   const log = logger.child({ provider: 'apns' });
   const outOfDate = certificateOutOfDate(settings.auth);
+  // Herald's own checks, none of them a request: the parts to send, or its refusal.
+  const prepare = (push: DevicePush, target: SendTarget): ApnsRequestParts | Refusal => {
+    const topic = target.apnsTopic ?? settings.defaultTopic;
+    if (topic === undefined) return { kind: 'permanent', reason: 'no APNs topic for this app', notSent: true };
+    const certificate = outOfDate(Date.now());
+    if (certificate !== undefined) return { kind: 'permanent', reason: certificate, notSent: true };
+    return partsOrRefusal(push, topic, settings.auth.kind);
+  };
   return {
     platform: 'apns',
-    async send(push: DevicePush, target: SendTarget): Promise<SendResult> {
-      const topic = target.apnsTopic ?? settings.defaultTopic;
-      if (topic === undefined) return { kind: 'permanent', reason: 'no APNs topic for this app', notSent: true };
-      const certificate = outOfDate(Date.now());
-      if (certificate !== undefined) return { kind: 'permanent', reason: certificate, notSent: true };
+    prepare: (push, target) => prepare(push, target) as unknown as Prepared | Refusal,
+    async send(push: DevicePush, target: SendTarget, prepared?: Prepared): Promise<SendResult> {
       try {
-        return await sendOne(apn, provider, push, topic, settings.auth.kind);
+        const checked = (prepared as unknown as ApnsRequestParts | undefined) ?? prepare(push, target);
+        if (isRefusal(checked)) return checked;
+        return await sendOne(apn, provider, push, checked);
       } catch (err) {
         // Once per app and error every few seconds, then how many more: an unreachable provider fails every push.
         logSummary(log, 'warn', 'apns send threw').note(`${push.app}\u0000${(err as Error).message}`, { err, app: push.app, pushId: push.pushId });

@@ -3,11 +3,11 @@ import { logSummary, type Logger } from '@herald/logging';
 import type { Credential } from 'firebase-admin/app';
 import { classifyFcmError } from './fcm-classify.ts';
 import { ProxyAgent } from './proxy-agent.ts';
-import { buildFcmMessage } from './fcm-message.ts';
+import { buildFcmMessage, type FcmMessage } from './fcm-message.ts';
 import { AccessTokens, FcmCredentialRefused, fcmSender } from './fcm-request.ts';
 import { FcmSessions, FcmTimeoutError } from './fcm-sessions.ts';
 import { fcmMessageProblem } from './fcm-rules.ts';
-import type { PushProvider, SendResult } from './push-provider.ts';
+import { isRefusal, type Prepared, type PushProvider, type Refusal, type SendResult } from './push-provider.ts';
 import type { FcmSettings } from './settings.ts';
 
 /** Google's front ends allow 100 streams a session: room for a pusher's full window (prefetch) with sessions to spare. */
@@ -55,15 +55,22 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger, n
   // a failure is the first send's to report.
   await Promise.all([sessions.warm(settings.requestTimeoutMs), Promise.resolve(tokens.get(Date.now(), settings.requestTimeoutMs)).catch(() => undefined)]);
   const log = logger.child({ provider: 'fcm' });
+  // android.ttl counts from now by the pusher's clock (PostgreSQL's), as its expiry was judged.
+  // The last line of defence: a message Google would refuse for good is never sent.
+  const prepare = (push: DevicePush): FcmMessage | Refusal => {
+    const message = buildFcmMessage(push, now());
+    const problem = fcmMessageProblem(message);
+    return problem === undefined ? message : { kind: 'permanent', reason: problem, notSent: true };
+  };
   return {
     platform: 'fcm',
-    async send(push: DevicePush): Promise<SendResult> {
+    prepare: (push) => prepare(push) as unknown as Prepared | Refusal,
+    async send(push: DevicePush, _target, prepared?: Prepared, stale?: boolean): Promise<SendResult> {
       try {
-        // android.ttl counts from now by the pusher's clock (PostgreSQL's), as its expiry was judged.
-        const message = buildFcmMessage(push, now());
-        // The last line of defence: a message Google would refuse for good is never sent.
-        const problem = fcmMessageProblem(message);
-        if (problem !== undefined) return { kind: 'permanent', reason: problem, notSent: true };
+        const checked = (prepared as unknown as FcmMessage | undefined) ?? prepare(push);
+        if (isRefusal(checked)) return checked;
+        // Made before a wait for budget: its ttl (left until expiresAt) counts from now; checked, it can only be shorter.
+        const message = stale === true && push.expiresAt !== undefined ? buildFcmMessage(push, now()) : checked;
         const answer = await send(message, settings.requestTimeoutMs);
         return answer.ok ? { kind: 'delivered', providerMessageId: answer.name } : classifyFcmError(answer.failure);
       } catch (err) {

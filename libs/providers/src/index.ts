@@ -1,5 +1,5 @@
 // Pure helpers: no client library is loaded by importing this index.
-export type { PushProvider, SendResult, SendTarget } from './push-provider.ts';
+export { isRefusal, type Prepared, type PushProvider, type Refusal, type SendResult, type SendTarget } from './push-provider.ts';
 export type { ApnsSettings, FcmSettings } from './settings.ts';
 export type { VapidCredentials, VapidKeyPair, WebPushSettings } from './web-settings.ts';
 export { buildWebPayload, buildWebRequest, type WebPushPayload } from './web-payload.ts';

@@ -41,9 +41,33 @@ export interface SendTarget {
   apnsTopic?: string;
 }
 
+/** A push Herald refuses before any request (SendResult's `notSent`): prepare's refusal, as send would return it. */
+export type Refusal = Extract<SendResult, { kind: 'permanent' | 'dead-token' }> & { notSent: true };
+
+declare const preparedBrand: unique symbol;
+
+/** The request a provider's prepare made of a push that passed its checks: opaque, handed back to that provider's send. */
+export type Prepared = { readonly [preparedBrand]: true };
+
+/** Whether what prepare made of a push, or what send returned for it, is Herald's refusal: no request was made. */
+export const isRefusal = <T extends object>(checked: T | Refusal): checked is Refusal => (checked as { notSent?: unknown }).notSent === true;
+
 /** One platform's sender. `send` never throws for a provider outcome; it returns a SendResult. */
 export interface PushProvider {
   readonly platform: Platform;
-  send(push: DevicePush, target: SendTarget): Promise<SendResult>;
+  /**
+   * Herald's own checks of a push, synchronous and without a request (the provider's documented
+   * rules, its APNs topic, credentials this process can use): a Refusal, or the request made of it
+   * for `send`. The pusher makes them before it asks the rate limiter, so a push that can never be
+   * sent takes no budget and is no provider request. Unset: `send` makes them.
+   */
+  prepare?(push: DevicePush, target: SendTarget): Prepared | Refusal;
+  /**
+   * `prepared`: what this provider's prepare made of the push, whose checks are then not made
+   * again. `stale`: it was made a while ago (the push waited for budget), so what counts from now
+   * (a TTL left until expiresAt, a sent-at stamp) is made again by the clock, unchecked: it can
+   * only have shrunk.
+   */
+  send(push: DevicePush, target: SendTarget, prepared?: Prepared, stale?: boolean): Promise<SendResult>;
   close(): Promise<void>;
 }

@@ -1,5 +1,5 @@
-import type { Platform } from '@herald/contracts';
-import type { PushProvider } from './push-provider.ts';
+import type { DevicePush, Platform } from '@herald/contracts';
+import type { PushProvider, Refusal } from './push-provider.ts';
 
 /**
  * The process-level provider of a pusher told to run without credentials of its own
@@ -11,9 +11,12 @@ import type { PushProvider } from './push-provider.ts';
  */
 export function createUncredentialedProvider(platform: Extract<Platform, 'apns' | 'fcm'>, settings: string): PushProvider {
   const label = platform === 'apns' ? 'APNs' : 'FCM';
+  const refuse = (push: DevicePush): Refusal => ({ kind: 'permanent', reason: `no-credentials: app "${push.app}" has no ${label} credentials of its own and this pusher has none (${settings})`, notSent: true });
   return {
     platform,
-    send: async (push) => ({ kind: 'permanent', reason: `no-credentials: app "${push.app}" has no ${label} credentials of its own and this pusher has none (${settings})`, notSent: true }),
+    // Refused before the rate limiter is asked (prepare): no budget, no provider request.
+    prepare: refuse,
+    send: async (push) => refuse(push),
     close: async () => undefined,
   };
 }

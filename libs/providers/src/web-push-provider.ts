@@ -2,7 +2,7 @@ import https from 'node:https';
 import type { DevicePush } from '@herald/contracts';
 import { logSummary, type Logger } from '@herald/logging';
 import { retryAfterMs } from './retry-after.ts';
-import type { PushProvider, SendResult } from './push-provider.ts';
+import { isRefusal, type Prepared, type PushProvider, type Refusal, type SendResult } from './push-provider.ts';
 import { EndpointAddressRefused } from './web-address.ts';
 import { WebPushAgent } from './web-agent.ts';
 import { classifyWebPushAnswer, type WebPushAnswer } from './web-classify.ts';
@@ -71,6 +71,9 @@ const NO_PAIR = '';
 
 /** A web push with its subscription's keys. */
 type Addressed = DevicePush & { webKeys: NonNullable<DevicePush['webKeys']> };
+
+/** What prepare made of a web push that passed its checks: its request, the pair it is signed with first, its subscription's keys. */
+type WebPrepared = { request: ReturnType<typeof buildWebRequest>; key: SigningKey; webKeys: Addressed['webKeys'] };
 
 /**
  * Web Push (RFC 8030) with `web-push` doing the RFC 8291 aes128gcm encryption and the RFC 8292
@@ -179,22 +182,33 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
     return { ...answer, reason: `${answer.reason}; refused signed with ${others.map(keyName).join(', ')} too` };
   }
 
+  /**
+   * The last line of defence: a message the push service would refuse for good is never sent.
+   * Refused here, before any request (notSent), it says nothing of the push service.
+   */
+  const prepare = (push: DevicePush): WebPrepared | Refusal => {
+    const request = buildWebRequest(push, new Date(now()));
+    const problem = webRequestProblem(request);
+    if (problem !== undefined) return { kind: 'permanent', reason: problem, notSent: true };
+    const { webKeys } = push;
+    if (webKeys === undefined) return { kind: 'permanent', reason: 'a web push without its subscription keys (p256dh, auth)', notSent: true };
+    const key = signingKeyFor(push, settings);
+    // Parked, not a dead token: this process may not hold the pair yet (an app row cached from
+    // before a rotation a second ago, a replica with another WEB_PUSH_VAPID_* pair), and a
+    // subscription condemned on that evidence would be lost; a parked push can be replayed.
+    if ('problem' in key) return { kind: 'permanent', reason: key.problem, notSent: true };
+    return { request, key, webKeys };
+  };
+
   return {
     platform: 'web',
-    async send(push: DevicePush): Promise<SendResult> {
-      const request = buildWebRequest(push, new Date(now()));
-      // The last line of defence: a message the push service would refuse for good is never sent.
-      // Refused here, before any request (notSent), it says nothing of the push service.
-      const problem = webRequestProblem(request);
-      if (problem !== undefined) return { kind: 'permanent', reason: problem, notSent: true };
-      const { webKeys } = push;
-      if (webKeys === undefined) return { kind: 'permanent', reason: 'a web push without its subscription keys (p256dh, auth)', notSent: true };
-      const key = signingKeyFor(push, settings);
-      // Parked, not a dead token: this process may not hold the pair yet (an app row cached from
-      // before a rotation a second ago, a replica with another WEB_PUSH_VAPID_* pair), and a
-      // subscription condemned on that evidence would be lost; a parked push can be replayed.
-      if ('problem' in key) return { kind: 'permanent', reason: key.problem, notSent: true };
-      return signedByItsKey({ ...push, webKeys }, request, key);
+    prepare: (push) => prepare(push) as unknown as Prepared | Refusal,
+    async send(push: DevicePush, _target, prepared?: Prepared, stale?: boolean): Promise<SendResult> {
+      const checked = (prepared as unknown as WebPrepared | undefined) ?? prepare(push);
+      if (isRefusal(checked)) return checked;
+      // Made before a wait for budget: its TTL (left until expiresAt) and sentAt count from now; checked, neither grew.
+      const request = stale === true ? buildWebRequest(push, new Date(now())) : checked.request;
+      return signedByItsKey({ ...push, webKeys: checked.webKeys }, request, checked.key);
     },
     close: () => {
       agent.destroy();

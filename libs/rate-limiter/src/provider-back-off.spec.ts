@@ -145,4 +145,16 @@ describe('ProviderBackOff', () => {
     expect(b.pausedFor('a', 1_000)).toBe(0);
     expect(drive(b, 'b', 1_000, 1_000)).toBeLessThan(600);
   });
+
+  it("names the push service an overload slows down in `push_service`, not in `service` (the log line's own: the Herald service's name)", () => {
+    const clock = { now: 1_000 };
+    const warnings: unknown[] = [];
+    const spy = createLogger({ service: 'web-pusher', level: 'silent', format: 'json' });
+    spy.warn = ((fields: unknown) => void warnings.push(fields)) as typeof spy.warn;
+    const metrics = createLimiterMetrics(new Registry());
+    const b = new ProviderBackOff({ platform: 'web', store: new MemoryRateLimitStore(() => clock.now), logger: spy, metrics, options: {}, now: () => clock.now });
+    b.observe({ kind: 'transient', reason: 'HTTP 503 ServiceUnavailable' }, 'a@updates.push.services.mozilla.com', 'updates.push.services.mozilla.com');
+    expect(warnings).toEqual([expect.objectContaining({ push_service: 'updates.push.services.mozilla.com' })]);
+    expect(warnings[0]).not.toHaveProperty('service');
+  });
 });

@@ -87,7 +87,8 @@ export class ProviderBackOff {
     if (scope === 'platform' && pacing.throttled(now)) {
       const factor = pacing.factor(now);
       this.deps.metrics.backoffFactor.set({ platform: this.deps.platform }, this.factor(now));
-      this.deps.logger.warn({ reason: answer.reason, factor, ...(service !== '' && { service }) }, 'provider overloaded: this pusher slows the platform down');
+      // push_service, not service: every log line of a Herald process carries `service`, its own name.
+      this.deps.logger.warn({ reason: answer.reason, factor, ...(service !== '' && { push_service: service }) }, 'provider overloaded: this pusher slows the platform down');
     }
     if (scope === 'app' && this.pacingOf(app, now).throttled(now)) {
       this.deps.logger.warn(
