@@ -98,6 +98,18 @@ describe('withParkedLease', () => {
     await new Promise((r) => setTimeout(r, 100));
     stopping.abort();
     await expect(stopped).rejects.toBeInstanceOf(ParkedLeaseInterrupted);
+    // Told which rejections are its stop, one that is not is the work's own failure, said as it is.
+    const failing = new AbortController();
+    const failed = withParkedLease(
+      t.db.kysely,
+      'push.fcm.send.parked',
+      'herald ann@ops-1 (pid 1)',
+      () => new Promise<string>((_, reject) => failing.signal.addEventListener('abort', () => setTimeout(() => reject(new Error('queue "p.deleted" does not exist')), 50))),
+      { signal: failing.signal, stopGraceMs: 2_000, isStop: (err) => err instanceof Error && err.message.startsWith('stopped after') },
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    failing.abort();
+    await expect(failed).rejects.toThrow('queue "p.deleted" does not exist');
   });
 });
 

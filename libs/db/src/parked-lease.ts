@@ -44,6 +44,12 @@ export interface ParkedLeaseOptions {
   signal?: AbortSignal;
   /** How long an aborted `work` is waited for before the lease goes regardless (default 2 s). */
   stopGraceMs?: number;
+  /**
+   * Which rejections of work aborted by `signal` are its stop (the parked sweeps' ParkedSweepStopped):
+   * any other within the grace is the work's own failure, thrown as it is (a replay's copies refused
+   * before it stopped, and why). Unset: every rejection after the abort is the interruption.
+   */
+  isStop?: (err: unknown) => boolean;
 }
 
 const POLL_MS = 250;
@@ -116,12 +122,18 @@ export async function withParkedLease<T>(db: Kysely<HeraldTables>, queue: string
     // Work abandoned after the grace may still fail: nobody waits for it any more.
     const finished = working.then(
       (value) => ({ value }),
-      () => undefined,
+      (err: unknown) => {
+        if (opts.isStop !== undefined && !opts.isStop(err)) throw err;
+        return undefined;
+      },
     );
+    // Raced only once aborted: a failure of work never aborted is the first race's to throw.
+    finished.catch(() => undefined);
     const first = await Promise.race([working.then((value) => ({ value })), aborted.then(() => undefined)]);
     if (first !== undefined) return first.value;
     // Work that ends within the grace by finishing (it was past its last message) is done, not
-    // interrupted: an operation stopped early rejects (the parked sweeps' ParkedSweepStopped).
+    // interrupted: an operation stopped early rejects (the parked sweeps' ParkedSweepStopped); one
+    // that fails otherwise (isStop) throws its own error.
     const late = await Promise.race([finished, sleep(opts.stopGraceMs ?? STOP_GRACE_MS).then(() => undefined)]);
     if (late !== undefined) return late.value;
     throw interrupted();

@@ -49,6 +49,7 @@ export {
   parkedNameOf,
   matches as matchesParked,
   ReplayError,
+  ParkedSweepStopped,
   type AgeFilter,
   type ParkedMessage,
   type RefusedReplay,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connect, type Channel } from 'amqplib';
 import { handledBefore, HeraldHeaders } from './headers.ts';
-import { findParked, listParked, purgeParked, replayParked, ReplayError } from './parked.ts';
+import { findParked, listParked, ParkedSweepStopped, purgeParked, replayParked, ReplayError } from './parked.ts';
 import { silentLogger, startTestBroker, takeMessage, type TestBroker } from './test-helpers.ts';
 import { workQueueTopology } from './topology.ts';
 
@@ -251,6 +251,25 @@ describe('parked messages: list, replay, purge', () => {
     expect(progress).toEqual([100]); // the second chunk was not looked at, nor copied
     expect(await depth('p.work.parked')).toBe(150);
     expect(await depth('p.work')).toBeLessThanOrEqual(100);
+  });
+
+  // Before, a replay stopped by its signal resolved with what it did so far, as one that had finished:
+  // a caller could not tell a Ctrl-C that came as the last chunk was replayed from one halfway.
+  it('stopped by its signal: rejects while messages were left unread, resolves once it had read them all, and keeps why copies failed', async () => {
+    const stoppedAt = async (at: number, originalOf: (i: number) => string = () => 'p.work') => {
+      for (const queue of ['p.work', 'p.work.parked']) await withChannel((ch) => ch.purgeQueue(queue));
+      await Promise.all(Array.from({ length: 150 }, (_, i) => park(`s${i}`, 'retries-exhausted', originalOf(i))));
+      const stop = new AbortController();
+      return replayParked({ ...opts(), filter: { kind: 'all' }, signal: stop.signal, onProgress: (p) => p.seen === at && stop.abort() }).catch((e: unknown) => e);
+    };
+    const halfway = await stoppedAt(100);
+    expect(halfway).toBeInstanceOf(ParkedSweepStopped);
+    expect((halfway as ParkedSweepStopped).message).toBe('stopped after 100 of 150 parked message(s)');
+    expect([await depth('p.work'), await depth('p.work.parked')]).toEqual([100, 50]);
+    expect(await stoppedAt(150)).toEqual({ seen: 150, replayed: 150, refused: [] });
+    const failed = await stoppedAt(100, (i) => (i === 7 ? 'p.deleted' : 'p.work'));
+    expect(failed).toBeInstanceOf(ReplayError);
+    expect((failed as ReplayError).message).toBe('replay stopped after 100 of 150 parked message(s) (interrupted): 99 replayed, 1 not replayed (left parked): queue "p.deleted" does not exist');
   });
 
   it('leaves permanent rejections parked unless forced, and says why', async () => {

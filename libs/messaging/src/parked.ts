@@ -91,7 +91,9 @@ export interface ParkedOptions {
   /**
    * Aborted (an operator's Ctrl-C), the operation reads no further message and visits no further
    * chunk: a chunk being replayed is finished (its copies confirmed, its originals acked), the
-   * messages read and not visited go back to the queue, and it resolves with what it did so far.
+   * messages read and not visited go back to the queue, and it rejects with ParkedSweepStopped
+   * (a replay whose copies were refused before it stopped: with its ReplayError). One aborted once
+   * it had read all it was to resolves with what it did: it was done.
    */
   signal?: AbortSignal;
 }
@@ -494,7 +496,7 @@ export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
       let seenSoFar = 0;
       const failures: string[] = [];
       const refused = new Map<string, RefusedReplay>();
-      const seen = await sweep(ch, parked, total, async (chunk) => {
+      const sweeping = sweep(ch, parked, total, async (chunk) => {
         const read = chunk.map((msg) => ({ msg, parked: toParked(msg, parked) }));
         const found = doneWith(opts.filter, read.map((x) => x.parked));
         const chosen = read
@@ -515,6 +517,11 @@ export async function replayParked(opts: ReplayOptions): Promise<ReplayResult> {
         // Copies RabbitMQ does not confirm now would not be confirmed for the next chunk either.
         return !stalled && !found;
       }, opts.signal);
+      // Stopped (its signal) after copies failed: their reason is what the operator needs, not the stop.
+      const seen = await sweeping.catch((err: unknown) => {
+        if (err instanceof ParkedSweepStopped && failures.length > 0) throw new ReplayError(`replay stopped after ${err.seen} of ${total} parked message(s) (interrupted): ${replayed} replayed, ${failures.length} not replayed (left parked): ${failures[0]}`, replayed);
+        throw err;
+      });
       if (failures.length > 0) {
         const unread = total - seen;
         const counts = `${replayed} replayed, ${failures.length} not replayed (left parked)${unread > 0 ? `, ${unread} not looked at (still parked)` : ''}`;

@@ -13,6 +13,7 @@ import {
   describeRefusals,
   findParked,
   listParked,
+  ParkedSweepStopped,
   parkedNameOf,
   purgeParked,
   replayParked,
@@ -50,7 +51,8 @@ const INTERRUPTED_STOP_MS = INTERRUPTED_EXIT_MS - 1_500;
  * `work` on `queue`'s parked messages under its lease (withParkedLease), shared with other CLIs and
  * the dashboard: one operation beside another would miss the messages the other holds. Another's
  * operation that does not end within 30 s is a refusal naming it. Ctrl-C (or a SIGTERM) releases
- * the lease and ends the command at once with CommandInterrupted, the messages read going back as
+ * the lease and ends the command at once with CommandInterrupted (unless the work had finished, or
+ * failed on its own, within the grace: its result or its error then), the messages read going back as
  * the connection closes: before, the row outlived the run by the lease's 90 s, and the operator's
  * next command waited 30 s and was refused by the run just stopped. What a replay had republished
  * before the signal stays republished (its parked copies, not yet acked, go back too: replay those
@@ -72,7 +74,11 @@ async function underLease<T>(db: Database, queue: string, work: (signal: AbortSi
     return () => process.off(signal, onSignal);
   });
   try {
-    return await withParkedLease(db.kysely, parkedNameOf(queue), HOLDER, () => work(interrupt.signal), { signal: interrupt.signal, stopGraceMs: INTERRUPTED_STOP_MS });
+    return await withParkedLease(db.kysely, parkedNameOf(queue), HOLDER, () => work(interrupt.signal), {
+      signal: interrupt.signal,
+      stopGraceMs: INTERRUPTED_STOP_MS,
+      isStop: (err) => err instanceof ParkedSweepStopped,
+    });
   } catch (err) {
     if (err instanceof ParkedLeaseInterrupted) throw new CommandInterrupted(`${err.message} (${stoppedBy})`, SIGNAL_EXIT[stoppedBy]);
     throw err instanceof ParkedQueueBusy ? new ActionRefused(err.message) : err;

@@ -93,6 +93,16 @@ describe('herald send, apps add and parked list: what an operator types wrong', 
     expect(jobs[0]).not.toHaveProperty('userId');
   });
 
+  // Before, the client's notice went out as a JSON log line on stdout, before the command's own output.
+  it("send says what Herald adapts of the job in words on stderr, and leaves stdout to the command's output", async () => {
+    const expiresAt = new Date(Date.now() + 40 * 86_400_000).toISOString();
+    const sent = await heraldPrinting('send', '--app', 'live', '--user', 'u1', '--title', 'Hi', '--expires-at', expiresAt, '--id', 'cli-notice-job');
+    expect(sent.code).toBe(0);
+    // stdout is the command's output alone, one JSON document (a log line before it made it two).
+    expect(JSON.parse(sent.stdout)).toMatchObject({ published: 'push job', id: 'cli-notice-job' });
+    expect(sent.stderr).toMatch(/^note \(job cli-notice-job\): .*28 days/m);
+  });
+
   it('apps add on an app disabled during an incident leaves it disabled; --disabled disables one', async () => {
     expect((await herald('apps', 'add', 'paused', '--apns-topic', 'com.example.paused')).code).toBe(0);
     expect(await t.db.apps.get('paused')).toMatchObject({ enabled: false, apnsTopic: 'com.example.paused' });

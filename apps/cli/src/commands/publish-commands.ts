@@ -5,7 +5,7 @@ import { readCliConfig } from '../cli-config.ts';
 import { printObject } from '../output.ts';
 import { requireApp, requireEnabledApp } from './app-check.ts';
 import { deliverAtFromFlags, targetFromFlags, wholeNumber, type ScheduleFlags, type TargetFlags } from './send-options.ts';
-import { withDatabase } from './with-database.ts';
+import { cliLogger, withDatabase } from './with-database.ts';
 import { followJob } from './follow-job.ts';
 import { deviceFieldsFromFlags, type DeviceFlags } from './device-flags.ts';
 import { endpointHostProblem, type Platform } from '@herald/contracts';
@@ -15,7 +15,17 @@ import { PublishFailedError } from '@herald/messaging';
 async function withClient<T>(fn: (client: HeraldClient) => Promise<T>): Promise<T> {
   const config = readCliConfig();
   // The demuxer's horizon: a job scheduled further ahead is refused here, not parked after.
-  const client = await createHeraldClient({ url: config.AMQP_URL, connectionName: 'herald-cli', scheduleHorizonDays: config.SCHEDULE_HORIZON_DAYS });
+  // What Herald adapts of a job (an FCM expiry past its 28 days, say) is said in words on stderr,
+  // and the client's own log lines go there too: stdout is the command's output (`--json`).
+  const client = await createHeraldClient({
+    url: config.AMQP_URL,
+    connectionName: 'herald-cli',
+    scheduleHorizonDays: config.SCHEDULE_HORIZON_DAYS,
+    logger: cliLogger(),
+    onNotices: (job, notices) => {
+      for (const notice of notices) process.stderr.write(`note (job ${job.id}): ${notice}\n`);
+    },
+  });
   try {
     return await fn(client);
   } finally {
