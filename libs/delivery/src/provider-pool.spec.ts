@@ -77,15 +77,20 @@ describe('provider pool', () => {
       send: async (_push, _target, prepared, stale) => (handed.push([prepared, stale]), { kind: 'delivered' }),
       close: async () => undefined,
     };
-    const pool = createProviderPool({ platform: 'apns', idleMs: 60_000, logger, fallback: async () => fakes().provider('fb'), hasOwn: (a) => a.apnsAuth != null, build: async () => checking });
+    // An app of its own credentials whose provider makes no checks before send.
+    const unchecking = fakes().provider('plain');
+    const pool = createProviderPool({ platform: 'apns', idleMs: 60_000, logger, fallback: async () => fakes().provider('fb'), hasOwn: (a) => a.apnsAuth != null, build: async (a) => (a.id === 'plain' ? unchecking : checking) });
     const provider = await pool.get(app('a', 1));
     expect(provider.prepare?.({ refuse: true } as never, {})).toEqual(refusal);
     const made = provider.prepare?.({} as never, {});
     expect(made).toEqual({ made: 1 });
     await provider.send({} as never, {}, made as never, true);
     expect(handed).toEqual([[{ made: 1 }, true]]);
-    // A provider without checks of its own: none here either (its send makes them).
-    expect((await pool.get(app('plain', 0, false))).prepare).toBeUndefined();
+    // A provider without checks of its own: its tracked wrapper has none either, so the pusher leaves them to its send.
+    const plain = await pool.get(app('plain', 1));
+    expect(plain).not.toBe(unchecking);
+    expect(plain).not.toHaveProperty('prepare');
+    expect(await plain.send({} as never, {})).toEqual({ kind: 'delivered', providerMessageId: 'plain' });
     await pool.close();
   });
 

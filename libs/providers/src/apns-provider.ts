@@ -151,9 +151,10 @@ async function connected(provider: Provider, timeoutMs: number): Promise<void> {
 
 /**
  * APNs through @parse/node-apn (token or certificate auth). All sends share one HTTP/2 session,
- * so concurrent `send` calls are multiplexed as concurrent streams.
+ * so concurrent `send` calls are multiplexed as concurrent streams. `now`: the clock a client
+ * certificate's dates are judged by.
  */
-export async function createApnsProvider(settings: ApnsSettings, logger: Logger): Promise<PushProvider> {
+export async function createApnsProvider(settings: ApnsSettings, logger: Logger, now: () => number = Date.now): Promise<PushProvider> {
   const imported = (await import('@parse/node-apn')) as ApnModule & { default?: ApnModule };
   const apn = imported.default ?? imported;
   // node-apn sends each notification with http2's request(): see async-bind.ts.
@@ -166,17 +167,21 @@ export async function createApnsProvider(settings: ApnsSettings, logger: Logger)
   const prepare = (push: DevicePush, target: SendTarget): ApnsRequestParts | Refusal => {
     const topic = target.apnsTopic ?? settings.defaultTopic;
     if (topic === undefined) return { kind: 'permanent', reason: 'no APNs topic for this app', notSent: true };
-    const certificate = outOfDate(Date.now());
+    const certificate = outOfDate(now());
     if (certificate !== undefined) return { kind: 'permanent', reason: certificate, notSent: true };
     return partsOrRefusal(push, topic, settings.auth.kind);
   };
   return {
     platform: 'apns',
     prepare: (push, target) => prepare(push, target) as unknown as Prepared | Refusal,
-    async send(push: DevicePush, target: SendTarget, prepared?: Prepared): Promise<SendResult> {
+    async send(push: DevicePush, target: SendTarget, prepared?: Prepared, stale?: boolean): Promise<SendResult> {
       try {
         const checked = (prepared as unknown as ApnsRequestParts | undefined) ?? prepare(push, target);
         if (isRefusal(checked)) return checked;
+        // Checked before a wait for budget (up to half a lease): a certificate that expired meanwhile
+        // is refused as prepare refuses it, with its "rotate it", not sent for Apple's TLS to refuse.
+        const certificate = stale === true ? outOfDate(now()) : undefined;
+        if (certificate !== undefined) return { kind: 'permanent', reason: certificate, notSent: true };
         return await sendOne(apn, provider, push, checked);
       } catch (err) {
         // Once per app and error every few seconds, then how many more: an unreachable provider fails every push.

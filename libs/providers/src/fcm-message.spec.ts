@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildFcmMessage } from './fcm-message.ts';
+import { buildFcmMessage, fcmTtlFromNow } from './fcm-message.ts';
 import { FCM_TOKEN, testPush } from './test-pushes.ts';
 
 const NOW = new Date('2026-01-01T00:00:00Z');
@@ -127,5 +127,25 @@ describe('buildFcmMessage (the v1 Message as Google documents it)', () => {
     const m = buildFcmMessage(push({ content: { body: 'b', fcm: { android: { direct_boot_ok: true, notification: { visibility: 'PUBLIC' } }, webpush: { headers: { Urgency: 'high' } } } } }), NOW);
     expect(m.android).toMatchObject({ direct_boot_ok: true, notification: { visibility: 'PUBLIC' }, priority: 'HIGH' });
     expect(m.webpush).toEqual({ headers: { Urgency: 'high' } });
+  });
+});
+
+describe('fcmTtlFromNow (a message made before a wait for budget, sent later)', () => {
+  it('makes it as buildFcmMessage would make it at the send, a ttl of content.fcm standing as it does there', () => {
+    const later = new Date(NOW.getTime() + 42_000);
+    const expiresAt = new Date(NOW.getTime() + 3_600_000).toISOString();
+    for (const p of [
+      push({ expiresAt }),
+      push({ expiresAt, content: { body: 'b', fcm: { android: { direct_boot_ok: true } } } }),
+      push({ expiresAt, content: { body: 'b', fcm: { android: { ttl: '60s' } } } }),
+      push({ expiresAt, content: { body: 'b', fcm: { android: { ttl: null } } } }),
+    ]) {
+      const m = buildFcmMessage(p, NOW);
+      fcmTtlFromNow(m, p, later);
+      expect(m).toEqual(buildFcmMessage(p, later));
+    }
+    const restamped = buildFcmMessage(push({ expiresAt }), NOW);
+    fcmTtlFromNow(restamped, push({ expiresAt }), later);
+    expect(restamped.android.ttl).toBe('3558s');
   });
 });

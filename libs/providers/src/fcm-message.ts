@@ -86,6 +86,17 @@ export function fcmTtlSeconds(push: DevicePush, now: Date): number {
   return Math.min(FCM_MAX_TTL_S, Math.max(0, Math.floor((Date.parse(push.expiresAt) - now.getTime()) / 1000)));
 }
 
+/**
+ * A message built a while ago (before a wait for budget) with its android.ttl counted from `now`
+ * again, in place: nothing else in it counts from now when the push has an expiresAt (its
+ * apns-expiration is that date). A ttl content.fcm sets or removes stands, as buildFcmMessage
+ * merges content.fcm last.
+ */
+export function fcmTtlFromNow(message: FcmMessage, push: DevicePush, now: Date): void {
+  if (push.content.fcm?.android?.['ttl'] !== undefined) return;
+  message.android.ttl = `${fcmTtlSeconds(push, now)}s`;
+}
+
 function androidOf(push: DevicePush, now: Date, type: PushType, text: AndroidText): FcmMessage['android'] {
   const android: FcmMessage['android'] = { priority: push.priority === 'high' ? 'HIGH' : 'NORMAL', ttl: `${fcmTtlSeconds(push, now)}s` };
   put(android, 'collapse_key', push.collapseKey);

@@ -3,7 +3,7 @@ import { logSummary, type Logger } from '@herald/logging';
 import type { Credential } from 'firebase-admin/app';
 import { classifyFcmError } from './fcm-classify.ts';
 import { ProxyAgent } from './proxy-agent.ts';
-import { buildFcmMessage, type FcmMessage } from './fcm-message.ts';
+import { buildFcmMessage, fcmTtlFromNow, type FcmMessage } from './fcm-message.ts';
 import { AccessTokens, FcmCredentialRefused, fcmSender } from './fcm-request.ts';
 import { FcmSessions, FcmTimeoutError } from './fcm-sessions.ts';
 import { fcmMessageProblem } from './fcm-rules.ts';
@@ -70,8 +70,8 @@ export async function createFcmProvider(settings: FcmSettings, logger: Logger, n
         const checked = (prepared as unknown as FcmMessage | undefined) ?? prepare(push);
         if (isRefusal(checked)) return checked;
         // Made before a wait for budget: its ttl (left until expiresAt) counts from now; checked, it can only be shorter.
-        const message = stale === true && push.expiresAt !== undefined ? buildFcmMessage(push, now()) : checked;
-        const answer = await send(message, settings.requestTimeoutMs);
+        if (stale === true && push.expiresAt !== undefined) fcmTtlFromNow(checked, push, now());
+        const answer = await send(checked, settings.requestTimeoutMs);
         return answer.ok ? { kind: 'delivered', providerMessageId: answer.name } : classifyFcmError(answer.failure);
       } catch (err) {
         if (err instanceof FcmTimeoutError) return { kind: 'transient', reason: `timeout: ${err.message}`, outage: true };

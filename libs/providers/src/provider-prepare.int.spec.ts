@@ -17,7 +17,8 @@ import { generateVapidKeys } from './web-vapid-keys.ts';
 /**
  * A provider's prepare: Herald's own checks, made before the pusher asks the rate limiter. What it
  * refuses is what send refuses, with no request; what it made is sent as made, and, made before a
- * wait for budget (stale), with its TTL counted from the send. A push service and an FCM endpoint
+ * wait for budget (stale), with its TTL counted from the send and an APNs client certificate's
+ * dates judged again. A push service and an FCM endpoint
  * of the spec's own (on 127.0.0.1, trusted by their CA) take the requests.
  */
 const logger = createLogger({ service: 'provider-prepare-spec', level: 'silent', format: 'json' });
@@ -113,6 +114,36 @@ describe("a provider's prepare", () => {
         expect(refused).toEqual({ kind: 'permanent', reason: expect.stringMatching(reason) as unknown, notSent: true });
         expect(await apns.send(push, target)).toEqual(refused);
       }
+    } finally {
+      await apns.close();
+    }
+  });
+
+  it("APNs: a push prepared before the app's certificate expired and sent after a wait for budget (stale) is refused as the app's credentials, without a request", async () => {
+    const made = await generate([{ name: 'commonName', value: 'Apple Push Services: com.example.app' }], {
+      keyType: 'ec',
+      curve: 'P-256',
+      algorithm: 'sha256',
+      notBeforeDate: new Date(T0 - 86_400_000),
+      notAfterDate: new Date(T0 + 60_000),
+    });
+    clock = T0;
+    // Nothing listens there: a request is a transport failure, not a refusal.
+    const apns = await createApnsProvider({ address: '127.0.0.1', port: 9, production: false, auth: { kind: 'certificate', cert: made.cert, key: made.private }, requestTimeoutMs: 400 }, logger, () => clock);
+    try {
+      const push = testPush('apns');
+      const target = { apnsTopic: 'com.example.app' };
+      const prepared = apns.prepare?.(push, target);
+      if (prepared === undefined || isRefusal(prepared)) throw new Error(`not prepared: ${JSON.stringify(prepared)}`);
+      // Still valid at the send: it goes.
+      clock = T0 + 30_000;
+      expect(await apns.send(push, target, prepared, true)).toMatchObject({ kind: 'transient', reason: expect.stringMatching(/^transport: /) as unknown });
+      clock = T0 + 61_000;
+      expect(await apns.send(push, target, prepared, true)).toEqual({
+        kind: 'permanent',
+        reason: expect.stringMatching(/^credentials: the app's APNs certificate expired on \d{4}-.*; rotate it/) as unknown,
+        notSent: true,
+      });
     } finally {
       await apns.close();
     }

@@ -65,11 +65,29 @@ export function buildWebPayload(push: DevicePush, now: Date): Json {
 
 /** Everything about one Web Push request except the subscription and the VAPID signature. */
 export function buildWebRequest(push: DevicePush, now: Date = new Date()): WebPushRequest {
+  return webRequestOf(push, buildWebPayload(push, now), now);
+}
+
+/** buildWebRequest's request of the payload built for it (buildWebPayload), kept by a caller that may stamp it again (webRequestFromNow). */
+export function webRequestOf(push: DevicePush, payload: Json, now: Date): WebPushRequest {
   const topic = webTopic(push);
   return {
-    plaintext: JSON.stringify(buildWebPayload(push, now)),
+    plaintext: JSON.stringify(payload),
     ttl: webTtlSeconds(push, now),
     urgency: webUrgency(push),
     ...(topic !== undefined && { topic }),
   };
+}
+
+/**
+ * A request made a while ago (before a wait for budget) with its TTL and sentAt counted from `now`
+ * again, in place. sentAt is inside the JSON the browser gets, so its payload (webRequestOf's) is
+ * serialised again, not built again. A sentAt content.web.payload sets or removes stands, as
+ * buildWebPayload merges it last.
+ */
+export function webRequestFromNow(request: WebPushRequest, payload: Json, push: DevicePush, now: Date): void {
+  request.ttl = webTtlSeconds(push, now);
+  if (push.content.web?.payload?.['sentAt'] !== undefined) return;
+  payload['sentAt'] = now.toISOString();
+  request.plaintext = JSON.stringify(payload);
 }

@@ -5,9 +5,10 @@ import { retryAfterMs } from './retry-after.ts';
 import { isRefusal, type Prepared, type PushProvider, type Refusal, type SendResult } from './push-provider.ts';
 import { EndpointAddressRefused } from './web-address.ts';
 import { WebPushAgent } from './web-agent.ts';
+import type { Json } from './merge-json.ts';
 import { classifyWebPushAnswer, type WebPushAnswer } from './web-classify.ts';
-import { buildWebRequest } from './web-payload.ts';
-import { webRequestProblem } from './web-rules.ts';
+import { buildWebPayload, webRequestFromNow, webRequestOf } from './web-payload.ts';
+import { webRequestProblem, type WebPushRequest } from './web-rules.ts';
 import type { VapidKeyPair, WebPushSettings } from './web-settings.ts';
 import { asProcessRefusal, keyName, otherSigningKeys, signingKeyFor, type SigningKey } from './web-signing-key.ts';
 
@@ -72,8 +73,11 @@ const NO_PAIR = '';
 /** A web push with its subscription's keys. */
 type Addressed = DevicePush & { webKeys: NonNullable<DevicePush['webKeys']> };
 
-/** What prepare made of a web push that passed its checks: its request, the pair it is signed with first, its subscription's keys. */
-type WebPrepared = { request: ReturnType<typeof buildWebRequest>; key: SigningKey; webKeys: Addressed['webKeys'] };
+/**
+ * What prepare made of a web push that passed its checks: its request and the payload serialised in
+ * it (stamped again after a wait for budget), the pair it is signed with first, its subscription's keys.
+ */
+type WebPrepared = { request: WebPushRequest; payload: Json; key: SigningKey; webKeys: Addressed['webKeys'] };
 
 /**
  * Web Push (RFC 8030) with `web-push` doing the RFC 8291 aes128gcm encryption and the RFC 8292
@@ -94,7 +98,7 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
   const log = logger.child({ provider: 'web' });
   const learned = new Map<string, string>();
 
-  async function attempt(push: Addressed, request: ReturnType<typeof buildWebRequest>, key: SigningKey): Promise<SendResult> {
+  async function attempt(push: Addressed, request: WebPushRequest, key: SigningKey): Promise<SendResult> {
     let details: ReturnType<WebPushLib['generateRequestDetails']>;
     try {
       const authorization = sign(new URL(push.token).origin, key.subject, key.pair);
@@ -161,7 +165,7 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
    * remembered too (NO_PAIR), so its later pushes cost one request each, as the limiter counts them,
    * not one for every pair held.
    */
-  async function signedByItsKey(push: Addressed, request: ReturnType<typeof buildWebRequest>, recorded: SigningKey): Promise<SendResult> {
+  async function signedByItsKey(push: Addressed, request: WebPushRequest, recorded: SigningKey): Promise<SendResult> {
     const subscription = `${push.token} ${push.webKeys.p256dh} ${recorded.pair.publicKey}`;
     if (learned.get(subscription) === NO_PAIR) return attempt(push, request, recorded);
     const keys = [recorded, ...otherSigningKeys(settings, recorded)];
@@ -187,7 +191,9 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
    * Refused here, before any request (notSent), it says nothing of the push service.
    */
   const prepare = (push: DevicePush): WebPrepared | Refusal => {
-    const request = buildWebRequest(push, new Date(now()));
+    const at = new Date(now());
+    const payload = buildWebPayload(push, at);
+    const request = webRequestOf(push, payload, at);
     const problem = webRequestProblem(request);
     if (problem !== undefined) return { kind: 'permanent', reason: problem, notSent: true };
     const { webKeys } = push;
@@ -197,7 +203,7 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
     // before a rotation a second ago, a replica with another WEB_PUSH_VAPID_* pair), and a
     // subscription condemned on that evidence would be lost; a parked push can be replayed.
     if ('problem' in key) return { kind: 'permanent', reason: key.problem, notSent: true };
-    return { request, key, webKeys };
+    return { request, payload, key, webKeys };
   };
 
   return {
@@ -207,8 +213,8 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
       const checked = (prepared as unknown as WebPrepared | undefined) ?? prepare(push);
       if (isRefusal(checked)) return checked;
       // Made before a wait for budget: its TTL (left until expiresAt) and sentAt count from now; checked, neither grew.
-      const request = stale === true ? buildWebRequest(push, new Date(now())) : checked.request;
-      return signedByItsKey({ ...push, webKeys: checked.webKeys }, request, checked.key);
+      if (stale === true) webRequestFromNow(checked.request, checked.payload, push, new Date(now()));
+      return signedByItsKey({ ...push, webKeys: checked.webKeys }, checked.request, checked.key);
     },
     close: () => {
       agent.destroy();

@@ -1,6 +1,6 @@
 import type { DevicePush } from '@herald/contracts';
 import { describe, expect, it } from 'vitest';
-import { buildWebPayload, buildWebRequest } from './web-payload.ts';
+import { buildWebPayload, buildWebRequest, webRequestFromNow, webRequestOf } from './web-payload.ts';
 import { WEB_PUSH_DEFAULT_TTL_S, webRequestProblem, webTopic, webTtlSeconds, webUrgency } from './web-rules.ts';
 
 const now = new Date('2030-01-01T12:00:00Z');
@@ -106,5 +106,24 @@ describe('the JSON the service worker receives', () => {
     const r = buildWebRequest(push({ collapseKey: 'kkkk', priority: 'normal' }), now);
     expect(JSON.parse(r.plaintext)).toMatchObject({ title: 'Hi', jobId: 'job-1' });
     expect(r).toMatchObject({ ttl: WEB_PUSH_DEFAULT_TTL_S, urgency: 'normal', topic: 'kkkk' });
+  });
+});
+
+describe('webRequestFromNow (a request made before a wait for budget, sent later)', () => {
+  it('makes it as buildWebRequest would make it at the send (TTL and sentAt from then), a sentAt of content.web.payload standing as it does there', () => {
+    const later = new Date(now.getTime() + 42_000);
+    const expiresAt = new Date(now.getTime() + 3_600_000).toISOString();
+    for (const p of [
+      push({ expiresAt }),
+      push({ collapseKey: 'chat-42', content: { title: 'T', data: { sentAt: 'mine' }, web: { payload: { actions: [] } } } }),
+      push({ expiresAt, content: { title: 'T', web: { payload: { sentAt: 'the sender\'s' } } } }),
+      push({ content: { title: 'T', web: { payload: { sentAt: null } } } }),
+    ]) {
+      const payload = buildWebPayload(p, now);
+      const request = webRequestOf(p, payload, now);
+      expect(request).toEqual(buildWebRequest(p, now));
+      webRequestFromNow(request, payload, p, later);
+      expect(request).toEqual(buildWebRequest(p, later));
+    }
   });
 });
