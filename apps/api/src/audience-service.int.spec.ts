@@ -21,6 +21,6 @@ describe('a topic named with dots only (created before such names were refused)'
     expect(await getTopic('..', {}, key, deps)).toMatchObject({ app: 'demo', name: '..', subscribers: 0 });
     await deleteTopic('..', {}, key, { ...deps, memberRemovals: { add: () => undefined } });
     await expect(getTopic('..', {}, key, deps)).rejects.toMatchObject({ status: 404 });
-    await expect(createTopic({ name: '..' }, key, deps)).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/^name: must not be dots only/) });
+    await expect(createTopic({ name: '..' }, key, { ...deps, memberRemovals: { add: () => undefined } })).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/^name: must not be dots only/) });
   });
 });

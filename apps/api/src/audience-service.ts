@@ -48,12 +48,38 @@ const existingTopicName = (raw: string): string => topicName(raw, TopicNameChara
 
 const unknownTopic = (app: string, name: string) => new ApiError(404, 'unknown-topic', `unknown topic "${name}" of app "${app}"`, [{ path: 'name', message: 'no such topic' }]);
 
-/** POST /v1/topics (idempotent: 200 with the existing topic). */
-export async function createTopic(body: unknown, key: ApiKeyRow, deps: AudienceServiceDeps): Promise<{ created: boolean; topic: TopicView }> {
+/** Seconds a client is asked to wait (Retry-After) before creating again a topic whose earlier memberships are still being removed. */
+export const TOPIC_BEING_DELETED_RETRY_S = 5;
+
+/** POST /v1/topics' answer: the topic, or a 409 to send with its Retry-After. */
+export type TopicCreateAnswer = { kind: 'created' | 'existed'; topic: TopicView } | { kind: 'being-deleted'; refusal: ApiError; retryAfterS: number };
+
+const topicBeingDeleted = (app: string, name: string): ApiError =>
+  new ApiError(
+    409,
+    'topic-being-deleted',
+    `topic "${name}" of app "${app}" was deleted and its earlier memberships are still being removed; try again in ${TOPIC_BEING_DELETED_RETRY_S} s`,
+    [{ path: 'name', message: 'a topic of this name was deleted; its memberships are still being removed' }],
+  );
+
+/**
+ * POST /v1/topics (idempotent: 'existed' with the existing topic). The memberships left of a topic of
+ * that name deleted before are removed first, for a couple of seconds at most (libs/db
+ * createTopicWithin; a topic of millions deleted moments ago takes minutes): while some remain the
+ * topic is not created, their removal is queued in the background (`memberRemovals`), and the
+ * client is answered 409 topic-being-deleted, to come back after TOPIC_BEING_DELETED_RETRY_S.
+ */
+export async function createTopic(
+  body: unknown,
+  key: ApiKeyRow,
+  deps: AudienceServiceDeps & { memberRemovals: Pick<TopicMemberRemovals, 'add'> },
+): Promise<TopicCreateAnswer> {
   const t = parseBody(TopicCreate, body);
   const app = await appOf(t.app, key, deps);
-  const { created, topic } = await deps.audiences.createTopic(app, t.name);
-  return { created, topic: topicView(topic) };
+  const made = await deps.audiences.createTopic(app, t.name);
+  if (made.kind !== 'members-remain') return { kind: made.kind, topic: topicView(made.topic) };
+  deps.memberRemovals.add(app, t.name);
+  return { kind: 'being-deleted', refusal: topicBeingDeleted(app, t.name), retryAfterS: TOPIC_BEING_DELETED_RETRY_S };
 }
 
 /**

@@ -26,7 +26,22 @@ const appParam = queryParams(TopicQuery, ['app']);
 
 export const AUDIENCE_PATHS = {
   '/v1/topics': {
-    post: { summary: 'Create a topic of an app (idempotent)', security: team, requestBody: body('TopicCreate'), responses: { '201': answer('created', 'TopicView'), '200': answer('it existed', 'TopicView'), ...errors(400, 401, 403, 413, 415, 422, 503) } },
+    post: {
+      summary:
+        'Create a topic of an app (idempotent). The memberships left of a topic of that name deleted before are removed first, for a couple of seconds at most: while some remain (a topic of millions deleted moments ago) it is not created, 409 topic-being-deleted with Retry-After, their removal going on in the background',
+      security: team,
+      requestBody: body('TopicCreate'),
+      responses: {
+        '201': answer('created', 'TopicView'),
+        '200': answer('it existed', 'TopicView'),
+        ...errors(400, 401, 403, 413, 415, 422, 503),
+        '409': {
+          description: 'topic-being-deleted: the memberships of a topic of that name deleted before are still being removed; try again after Retry-After',
+          headers: { 'Retry-After': { description: 'seconds to wait before trying again', schema: { type: 'integer' } } },
+          content: { 'application/json': { schema: ref('ApiError') } },
+        },
+      },
+    },
     get: { summary: "The app's topics by name with their subscriber counts", security: team, parameters: queryParams(TopicQuery), responses: { '200': answer('topics', 'TopicList'), ...errors(400, 401, 403, 422, 503) } },
   },
   '/v1/topics/{name}': {

@@ -33,6 +33,7 @@ await runService('registrar', config, async ({ logger, registry, stopping: start
           prune: (olderThan, batchSize, signal) => pruneDevices(db.kysely, olderThan, batchSize, signal),
           intervalMs: config.DEVICE_PRUNE_INTERVAL_MS,
           retentionMs,
+          sharing: 'skip-locked',
           logger,
           registry,
         })
@@ -44,17 +45,20 @@ await runService('registrar', config, async ({ logger, registry, stopping: start
     prune: (expiredBefore, batchSize, signal) => pruneExpiredMutes(db.kysely, expiredBefore, batchSize, signal),
     intervalMs: config.DEVICE_PRUNE_INTERVAL_MS,
     retentionMs: 0,
+    sharing: 'skip-locked',
     logger,
     registry,
   });
   // A deleted topic's memberships are removed by the API after its answer; what a stop or crash left
-  // is removed here (topic-member-sweep.ts), a statement a batch, skipping rows another holds.
+  // is removed here (topic-member-sweep.ts), whatever its age, a statement a batch, skipping rows
+  // another holds, each batch counted as it commits.
   const topicSweeper = startPruner({
     metricNames: { runs: 'herald_topic_member_sweep_runs_total', pruned: 'herald_topic_members_swept_total' },
     what: 'memberships of deleted topics',
-    prune: (_now, batchSize, signal) => sweepDeletedTopicMembers(db.kysely, batchSize, signal),
+    prune: (_start, batchSize, signal, counted) => sweepDeletedTopicMembers(db.kysely, batchSize, signal, counted),
     intervalMs: config.TOPIC_MEMBER_SWEEP_INTERVAL_MS,
-    retentionMs: 0,
+    retentionMs: 'none',
+    sharing: 'skip-locked',
     logger,
     registry,
   });

@@ -1,12 +1,26 @@
 import type { Kysely } from 'kysely';
 import type { HeraldTables } from './tables.ts';
-import { applyTopicMemberships, createTopic, findTopic, listTopics, type TopicMemberEvent, type TopicMemberResult, type TopicRow } from './topic-store.ts';
+import {
+  applyTopicMemberships,
+  createTopicWithin,
+  findTopic,
+  listTopics,
+  type TopicCreation,
+  type TopicMemberEvent,
+  type TopicMemberResult,
+  type TopicRow,
+} from './topic-store.ts';
 import { deleteTopic, removeDeletedMembers } from './topic-deletion.ts';
 import { applyFollowEvents, type FollowEdgeEvent, type FollowResult } from './follow-edges.ts';
 
 /** Topics, memberships and follow edges behind one object, for the HTTP API and the registrar. */
 export interface AudienceStore {
-  createTopic(app: string, name: string): Promise<{ created: boolean; topic: TopicRow }>;
+  /**
+   * Creates the topic, or finds it (idempotent), once the leftover member rows of a topic of that
+   * name deleted before are gone: removed here for DEFAULT_TOPIC_CREATE_REMOVAL_MS at most (skipping
+   * rows another holds), then 'members-remain', nothing created, when some are left (createTopicWithin).
+   */
+  createTopic(app: string, name: string): Promise<TopicCreation>;
   /** Deletes the topic's row, recording the deletion; false when there was none. Its member rows stay for removeDeletedMembers. */
   deleteTopic(app: string, name: string): Promise<boolean>;
   /**
@@ -22,7 +36,7 @@ export interface AudienceStore {
 
 export function createAudienceStore(db: Kysely<HeraldTables>): AudienceStore {
   return {
-    createTopic: (app, name) => createTopic(db, app, name),
+    createTopic: (app, name) => createTopicWithin(db, app, name),
     deleteTopic: (app, name) => deleteTopic(db, app, name),
     removeDeletedMembers: (app, name, signal) => removeDeletedMembers(db, app, name, { signal, skipLocked: true }),
     findTopic: (app, name) => findTopic(db, app, name),

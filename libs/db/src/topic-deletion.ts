@@ -25,7 +25,8 @@ const PRUNED_PER_DELETE = 100;
  * the registrars' sweep's (topic-member-sweep.ts) for a removal cut short or never begun. Until they
  * go they are no membership to those who decide who gets a push: a fan-out's chunks
  * (audience-stream.ts) and a stored push's release (leftAudienceSql) ask whether the topic exists;
- * creating the topic again (createTopic) removes them first.
+ * creating the topic again (createTopic, createTopicWithin) removes them first, or is refused while
+ * some remain.
  */
 export async function deleteTopic(db: Kysely<HeraldTables>, app: string, name: string): Promise<boolean> {
   // PostgreSQL's clock once the topic's row is had (clock_timestamp, not the statement's start: a
@@ -48,9 +49,9 @@ export interface RemoveMembersOptions {
   signal?: AbortSignal;
   /**
    * Skip rows another transaction holds instead of waiting for them (a removal in the background,
-   * the sweep): such a removal never waits on a lock, so a stop waits for one statement at most,
-   * and what it skipped is the other's or the next sweep's. Without it (createTopic, the CLI) every
-   * row is removed.
+   * the sweep, the API's create, createTopicWithin): such a removal never waits on a lock, so a stop
+   * waits for one statement at most, and what it skipped is the other's or the next sweep's. Without
+   * it (createTopic, the CLI) every row is removed.
    */
   skipLocked?: boolean;
   /** Told after each batch that deleted rows, with their number (the CLI's progress). */

@@ -18,13 +18,15 @@ const TOPICS_PER_LOOK = 100;
  * (removeDeletedMembers), `batchSize` a statement in the writers' lock order, skipping rows another
  * transaction holds (the API's removal, another registrar's sweep), until none is left or `signal`
  * aborts. Each batch is one statement, a transaction of its own, so it runs behind a
- * transaction-mode pooler, and registrars sweeping side by side skip each other's rows. Returns how
- * many were deleted.
+ * transaction-mode pooler, and registrars sweeping side by side skip each other's rows. `onBatch` is
+ * told each statement's count once it has committed (a sweep failing part-way has still deleted
+ * those). Returns how many were deleted.
  */
 export async function sweepDeletedTopicMembers(
   db: Kysely<HeraldTables>,
   batchSize = DEFAULT_TOPIC_MEMBER_SWEEP_BATCH,
   signal?: AbortSignal,
+  onBatch?: (deleted: number) => void,
 ): Promise<number> {
   const stopped = (): boolean => signal?.aborted === true;
   let total = 0;
@@ -33,7 +35,7 @@ export async function sweepDeletedTopicMembers(
     const topics = await deletedTopicsWithMembers(db, after);
     for (const { app, topic } of topics) {
       if (stopped()) break;
-      total += await removeDeletedMembers(db, app, topic, { batchSize, signal, skipLocked: true });
+      total += await removeDeletedMembers(db, app, topic, { batchSize, signal, skipLocked: true, onBatch });
     }
     after = topics[topics.length - 1];
     if (after === undefined || topics.length < TOPICS_PER_LOOK) break;

@@ -39,23 +39,68 @@ const toTopic = (r: { app: string; name: string; subscriber_count: string; creat
 /** Times createTopic removes the members of the name's deleted topic before it gives up (a deletion of it racing each try). */
 const CREATE_ATTEMPTS = 3;
 
+/** How long createTopicWithin removes a deleted topic's leftover member rows by default before it says some remain. */
+export const DEFAULT_TOPIC_CREATE_REMOVAL_MS = 2_000;
+
+/** Pause between createTopicWithin's tries while another removal holds the last leftover rows (its statement about to commit). */
+const RETRY_PAUSE_MS = 100;
+
+/** createTopicWithin's outcome: 'members-remain' when leftover rows of a deleted topic of that name outlasted its time (nothing created). */
+export type TopicCreation = { kind: 'created' | 'existed'; topic: TopicRow } | { kind: 'members-remain' };
+
+export interface TopicCreateOptions {
+  /** How long the leftover member rows are removed before it gives up (DEFAULT_TOPIC_CREATE_REMOVAL_MS), give or take one statement. */
+  withinMs?: number;
+  /** Member rows per delete statement (DEFAULT_TOPIC_DELETE_BATCH). */
+  batchSize?: number;
+}
+
 /**
  * Creates the topic; `created` false when it existed (idempotent). Member rows of a topic of that
  * name deleted before and not yet removed (their removal under way in the background, or cut short
- * and left to the registrars' sweep) are removed first, waiting for rows such a removal holds: the
- * new topic must not take them. A removal still under way deletes nothing once the topic exists.
+ * and left to the registrars' sweep) are removed first, however many, waiting for rows such a
+ * removal holds: the new topic must not take them. A removal still under way deletes nothing once
+ * the topic exists. Minutes for a topic of millions deleted moments ago: for a caller that can
+ * wait (the CLI, which removes them itself first and says how it goes); one answering a request
+ * calls createTopicWithin.
  */
 export async function createTopic(db: Kysely<HeraldTables>, app: string, name: string): Promise<{ created: boolean; topic: TopicRow }> {
   for (let attempt = 1; attempt <= CREATE_ATTEMPTS; attempt++) {
     await removeDeletedMembers(db, app, name);
-    const inserted = await insertTopic(db, app, name);
-    if (inserted === 'members-remain') continue;
-    if (inserted !== undefined) return { created: true, topic: toTopic(inserted) };
-    const existing = await findTopic(db, app, name);
-    if (existing === undefined) throw new Error(`topic ${app}/${name} vanished while it was created`);
-    return { created: false, topic: existing };
+    const made = await insertOrFind(db, app, name);
+    if (made.kind !== 'members-remain') return { created: made.kind === 'created', topic: made.topic };
   }
   throw new Error(`topic ${app}/${name}: the members of the topic of that name deleted before are still being removed; try again`);
+}
+
+/**
+ * createTopic bounded in time, for the API: the leftover member rows of a deleted topic of that name
+ * are removed for `withinMs` at most (and one statement), skipping rows another transaction holds
+ * (the API's background removal, the sweep) instead of waiting for them; then 'members-remain',
+ * nothing created, when some are left (the caller queues their removal and asks its client to come
+ * back). The new topic never takes one of them: it is inserted only where none is left.
+ */
+export async function createTopicWithin(db: Kysely<HeraldTables>, app: string, name: string, options: TopicCreateOptions = {}): Promise<TopicCreation> {
+  const withinMs = options.withinMs ?? DEFAULT_TOPIC_CREATE_REMOVAL_MS;
+  const deadline = performance.now() + withinMs;
+  const signal = AbortSignal.timeout(withinMs);
+  for (;;) {
+    await removeDeletedMembers(db, app, name, { batchSize: options.batchSize, signal, skipLocked: true });
+    const made = await insertOrFind(db, app, name);
+    // Rows another removal holds go with its statement: looked at again after a pause while time is left.
+    if (made.kind !== 'members-remain' || performance.now() + RETRY_PAUSE_MS >= deadline) return made;
+    await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
+  }
+}
+
+/** The new topic, or the existing one; 'members-remain' (nothing inserted) when member rows of a deleted topic of that name remain. */
+async function insertOrFind(db: Kysely<HeraldTables>, app: string, name: string): Promise<TopicCreation> {
+  const inserted = await insertTopic(db, app, name);
+  if (inserted === 'members-remain') return { kind: 'members-remain' };
+  if (inserted !== undefined) return { kind: 'created', topic: toTopic(inserted) };
+  const existing = await findTopic(db, app, name);
+  if (existing === undefined) throw new Error(`topic ${app}/${name} vanished while it was created`);
+  return { kind: 'existed', topic: existing };
 }
 
 /** Thrown inside insertTopic's transaction to undo its insert. */

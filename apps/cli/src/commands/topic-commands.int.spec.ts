@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAudienceStore } from '@herald/db';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
 
 let t: TestDatabase;
@@ -43,5 +44,54 @@ describe('herald topics and a topic named with dots only (created before such na
     const create = await herald('topics', 'create', '.', '--app', 'legacy');
     expect(create.code).not.toBe(0);
     expect(create.stderr).toMatch(/topic: .*must not be dots only/);
+  });
+});
+
+/** `n` user members u1..un of the app's topic, straight into the table. */
+const fill = (topic: string, n: number) =>
+  t.db.kysely
+    .insertInto('topic_members')
+    .values(Array.from({ length: n }, (_, i) => ({ app: 'legacy', topic, member_kind: 'user', member_id: `u${i + 1}`, subscribed: true, event_at: new Date(Date.now() - 86_400_000) })))
+    .execute();
+const memberRows = async (topic: string) =>
+  Number(
+    (await t.db.kysely.selectFrom('topic_members').select((eb) => eb.fn.countAll<string>().as('n')).where('app', '=', 'legacy').where('topic', '=', topic).executeTakeFirstOrThrow()).n,
+  );
+
+describe('herald topics delete|create of a topic with members', () => {
+  it('deletes it, then removes its memberships and says how many', async () => {
+    await t.db.kysely.insertInto('topics').values({ app: 'legacy', name: 'crowd' }).execute();
+    await fill('crowd', 1_500);
+    expect(await herald('topics', 'delete', 'crowd', '--app', 'legacy')).toEqual({ code: 0, stdout: 'topic crowd of legacy deleted\n1500 memberships removed\n', stderr: '' });
+    expect(await memberRows('crowd')).toBe(0);
+    expect(await topicNames()).not.toContain('crowd');
+  });
+
+  // Before, it removed them (minutes for millions) and then failed with "unknown topic", not saying it had.
+  it('deleted before, its memberships left (its removal cut short): removes them and says so, exit 0; with none left, unknown topic', async () => {
+    await t.db.kysely.insertInto('topics').values({ app: 'legacy', name: 'cut' }).execute();
+    await fill('cut', 700);
+    expect(await createAudienceStore(t.db.kysely).deleteTopic('legacy', 'cut')).toBe(true);
+    expect(await herald('topics', 'delete', 'cut', '--app', 'legacy')).toEqual({
+      code: 0,
+      stdout: 'no topic cut of app legacy; 700 leftover memberships of its deletion removed\n',
+      stderr: '',
+    });
+    expect(await memberRows('cut')).toBe(0);
+    expect(await herald('topics', 'delete', 'cut', '--app', 'legacy')).toEqual({ code: 1, stdout: '', stderr: 'herald: unknown topic "cut" of app "legacy"\n' });
+  });
+
+  it('created again while memberships of its deletion remain: removes them first, says how many, and the new topic has none', async () => {
+    await t.db.kysely.insertInto('topics').values({ app: 'legacy', name: 'reborn' }).execute();
+    await fill('reborn', 900);
+    expect(await createAudienceStore(t.db.kysely).deleteTopic('legacy', 'reborn')).toBe(true);
+    expect(await herald('topics', 'create', 'reborn', '--app', 'legacy')).toEqual({
+      code: 0,
+      stdout: '900 memberships left by an earlier deletion of topic reborn of legacy removed\ntopic reborn of legacy created\n',
+      stderr: '',
+    });
+    expect(await memberRows('reborn')).toBe(0);
+    const shown = await herald('topics', 'show', 'reborn', '--app', 'legacy', '--json');
+    expect(JSON.parse(shown.stdout)).toMatchObject({ name: 'reborn', subscribers: 0 });
   });
 });

@@ -1,5 +1,5 @@
 import { MAX_TOPIC_BATCH, MAX_TOPIC_LIST, Platforms, TopicName, TopicNameCharacters, TopicSubscriptions, type Platform } from '@herald/contracts';
-import { createAudienceStore, removeDeletedMembers, type Database } from '@herald/db';
+import { createAudienceStore, createTopic, removeDeletedMembers, type Database } from '@herald/db';
 import { maskToken } from '@herald/logging';
 import type { Command } from 'commander';
 import { printObject, printRows } from '../output.ts';
@@ -65,14 +65,14 @@ async function changeMembership(topic: string, o: Membership, subscribed: boolea
   printObject(result);
 }
 
-/** How often `topics delete` says how many memberships it has removed so far. */
+/** How often `topics delete` and `topics create` say how many memberships they have removed so far. */
 const REMOVAL_PROGRESS_MS = 5_000;
 
 /**
- * The member rows of the deleted topic (or of one a deletion cut short left), removed here, a batch
- * at a time, waiting for rows another removal holds: a topic of millions takes minutes, said on
- * stderr as it goes. An interrupt stops it (each statement is whole, done or not); the registrars'
- * sweep removes the rest.
+ * The member rows of the deleted topic (or those a deletion of a topic of that name left), removed
+ * here, a batch at a time, waiting for rows another removal holds: a topic of millions takes
+ * minutes, said on stderr as it goes. An interrupt stops it (each statement is whole, done or not);
+ * the registrars' sweep removes the rest.
  */
 async function removeMembers(app: string, topic: string): Promise<number> {
   let removed = 0;
@@ -94,18 +94,26 @@ export function registerTopicCommands(program: Command): void {
   const topics = program.command('topics').description("an app's topics and their members (users or single devices)");
   topics
     .command('create <topic>')
-    .description('create a topic (idempotent)')
+    .description(
+      'create a topic (idempotent); the memberships left of a topic of that name deleted before are removed first, however many ' +
+        '(the new topic must not take them), saying how many as it goes',
+    )
     .requiredOption('--app <app>', 'the app')
     .action(async (name: string, o: { app: string }) => {
+      check(TopicName, 'topic', name);
+      // Here, not in the create's bounded removal (the API's, which refuses while rows remain): an
+      // operator can wait, and is told how it goes, as by `topics delete`.
+      const removed = await removeMembers(o.app, name);
+      if (removed > 0) process.stdout.write(`${removed} memberships left by an earlier deletion of topic ${name} of ${o.app} removed\n`);
       const what = { action: 'topic.create', target: topicTarget(o.app, name), request: { via: 'cli' } };
-      const created = await auditedCli(what, async (db) => createAudienceStore(db.kysely).createTopic(o.app, await topicOf(db, o.app, name)), (r) => ({ created: r.created }));
+      const created = await auditedCli(what, async (db) => createTopic(db.kysely, o.app, await topicOf(db, o.app, name)), (r) => ({ created: r.created }));
       process.stdout.write(`topic ${name} of ${o.app} ${created.created ? 'created' : 'existed already'}\n`);
     });
   topics
     .command('delete <topic>')
     .description(
       'delete a topic, also one named "." or ".." (most HTTP clients cannot ask the API for those); then remove its memberships ' +
-        "(an interrupt leaves them to the registrars' sweep)",
+        "(an interrupt leaves them to the registrars' sweep), or those an earlier deletion of it left",
     )
     .requiredOption('--app <app>', 'the app')
     .action(async (name: string, o: { app: string }) => {
@@ -114,8 +122,14 @@ export function registerTopicCommands(program: Command): void {
       // Said as soon as the topic is gone, as the API answers: its members get nothing from it from here on.
       if (deleted) process.stdout.write(`topic ${name} of ${o.app} deleted\n`);
       const removed = await removeMembers(o.app, name);
-      if (!deleted) throw new Error(`unknown topic "${name}" of app "${o.app}"`);
-      if (removed > 0) process.stdout.write(`${removed} memberships removed\n`);
+      if (deleted) {
+        if (removed > 0) process.stdout.write(`${removed} memberships removed\n`);
+      } else if (removed > 0) {
+        // Deleted before (its removal cut short, or still under way): what this did is said, not refused.
+        process.stdout.write(`no topic ${name} of app ${o.app}; ${removed} leftover memberships of its deletion removed\n`);
+      } else {
+        throw new Error(`unknown topic "${name}" of app "${o.app}"`);
+      }
     });
   topics
     .command('list')
