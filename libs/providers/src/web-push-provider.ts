@@ -70,6 +70,24 @@ const MAX_LEARNED_KEYS = 10_000;
 /** A subscription no pair held was accepted for: not tried with the others again in this process. */
 const NO_PAIR = '';
 
+/**
+ * Why web-push could not make a push's request (generateRequestDetails threw), as a SendResult;
+ * nothing was sent, so no answer of the push service's (notSent). The app's VAPID keys or subject
+ * (its ban counts it); the subscription's keys, which no send can ever use: the subscription is
+ * dead (stored before the doors checked the point; unlessAppFails: while the app's pushes are
+ * delivered, so a fault of Herald's own cannot condemn every subscription). Anything else (a JWT
+ * expiry web-push refuses, as a clock far ahead makes it: "`expiration` value is greater than
+ * maximum of 24 hours") is parked, replayable: taken for the subscription's keys, it condemned
+ * every subscription the process sent to.
+ */
+export function requestNotMade(err: unknown): Extract<SendResult, { kind: 'permanent' | 'dead-token' }> {
+  const message = err instanceof Error ? err.message : String(err);
+  if (/vapid|subject|audience/i.test(message)) return { kind: 'permanent', reason: `credentials: VAPID ${message}`, notSent: true };
+  const keyProblem = (err as NodeJS.ErrnoException).code === 'ERR_CRYPTO_ECDH_INVALID_PUBLIC_KEY' || /subscription|p256dh|\bauth\b|user public key/i.test(message);
+  if (keyProblem) return { kind: 'dead-token', reason: `subscription keys unusable: ${message}`, unlessAppFails: true, notSent: true };
+  return { kind: 'permanent', reason: `web push request not made: ${message}`, notSent: true };
+}
+
 /** A web push with its subscription's keys. */
 type Addressed = DevicePush & { webKeys: NonNullable<DevicePush['webKeys']> };
 
@@ -110,13 +128,7 @@ export async function createWebPushProvider(settings: WebPushSettings, logger: L
         headers: { Authorization: authorization },
       });
     } catch (err) {
-      // A key web-push cannot use: the app's VAPID keys (its ban counts it) or the subscription's
-      // keys, which no send can ever use: the subscription is dead (stored before the doors checked
-      // the point; unlessAppFails: while the app's pushes are delivered, so a fault of Herald's own
-      // cannot condemn every subscription). Nothing was sent: no answer of the push service's.
-      const message = (err as Error).message;
-      if (/vapid|subject|audience/i.test(message)) return { kind: 'permanent', reason: `credentials: VAPID ${message}`, notSent: true };
-      return { kind: 'dead-token', reason: `subscription keys unusable: ${message}`, unlessAppFails: true, notSent: true };
+      return requestNotMade(err);
     }
     try {
       const answer = await post(details.endpoint, details.headers as Record<string, string | number>, details.body ?? Buffer.alloc(0), agent, settings.requestTimeoutMs);
