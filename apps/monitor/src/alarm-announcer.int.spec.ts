@@ -1,11 +1,11 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAnnouncedAlarmStore } from '@herald/db';
+import { createAnnouncedAlarmStore, holdLease, type Lease } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import type { Alarm } from '@herald/monitoring';
 import { Registry } from '@herald/runtime';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { alarmAnnouncer, type AlarmView } from './alarm-announcer.ts';
 import { createMonitorMetrics } from './monitor-metrics.ts';
 import { createWebhook } from './webhook.ts';
@@ -37,11 +37,11 @@ const alarmOf = (alarm: Alarm['alarm'], queue: string, firedAt = 1_000): Alarm =
 const storeOf = (name: string) => createAnnouncedAlarmStore(t.db.kysely, { name: LEASE, holder: name });
 
 /** One monitor instance's announcer, with the alarm lines it logged (firing: warn, resolved: info). */
-function instance(name: string, opts: { webhook?: ReturnType<typeof createWebhook>; store?: ReturnType<typeof storeOf> } = {}) {
+function instance(name: string, opts: { webhook?: ReturnType<typeof createWebhook>; store?: ReturnType<typeof storeOf>; lease?: () => Pick<Lease, 'held' | 'unknown'> } = {}) {
   const logger = createLogger({ service: 'spec', level: 'silent', format: 'json' });
   const warned = vi.spyOn(logger, 'warn');
   const informed = vi.spyOn(logger, 'info');
-  const announcer = alarmAnnouncer({ vhost: 'v', logger, metrics: createMonitorMetrics(new Registry()), webhook: opts.webhook, store: opts.store ?? storeOf(name), holds: () => holder === name, unknown: () => unknown });
+  const announcer = alarmAnnouncer({ vhost: 'v', logger, metrics: createMonitorMetrics(new Registry()), webhook: opts.webhook, store: opts.store ?? storeOf(name), holds: () => opts.lease?.().held() ?? holder === name, unknown: () => opts.lease?.().unknown() ?? unknown });
   const lines = (): string[] =>
     [...warned.mock.calls, ...informed.mock.calls].flatMap(([fields, msg]) => {
       const f = fields as { state?: string; alarm?: string; queue?: string };
@@ -228,5 +228,119 @@ describe('alarms said by the lease holder, kept in PostgreSQL across restarts an
       hanging.closeAllConnections();
       await new Promise<void>((resolve) => hanging.close(() => resolve()));
     }
+  });
+});
+
+const TTL = 1_500;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+async function until(what: string, ok: () => boolean, timeoutMs = 5 * TTL): Promise<void> {
+  const start = Date.now();
+  while (!ok()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+describe('a blind monitor replica (polls of the management API failing) leaves announcing to one that sees', () => {
+  /** Each test its own lease (the other tests' rows name 'monitor-alarms'). */
+  let leaseName = '';
+  let n = 0;
+  const replicas: Array<{ lease: Lease; announcer: ReturnType<typeof alarmAnnouncer> }> = [];
+  beforeEach(() => {
+    leaseName = `monitor-alarms-standby-${++n}`;
+  });
+  afterEach(async () => {
+    // As main.ts stops: the last round, the store's writes (no record landing in the next test's table), the lease.
+    for (const r of replicas.splice(0)) {
+      await r.announcer.stop();
+      await r.announcer.flush();
+      await r.lease.stop();
+    }
+  });
+
+  /** A monitor replica as main.ts wires it: its announcer over the real alarms lease, standing by while blind; `changes`: the lease taken (true) and lost. */
+  function replica(name: string, sight: { blind: boolean }) {
+    // The announcer asks the lease only at its rounds and transitions, which come after it is made.
+    const i = instance(name, { store: createAnnouncedAlarmStore(t.db.kysely, { name: leaseName, holder: name }), lease: () => lease });
+    const changes: boolean[] = [];
+    const lease = holdLease(t.db.kysely, {
+      name: leaseName,
+      holder: name,
+      ttlMs: TTL,
+      standBy: () => sight.blind,
+      onChange: (held) => {
+        changes.push(held);
+        i.announcer.leaseChanged(held ? Date.now() : undefined);
+      },
+    });
+    replicas.push({ lease, announcer: i.announcer });
+    return { ...i, lease, changes };
+  }
+  const unreachable = alarmOf('rabbitmq-unreachable', '*', 9_000);
+
+  it('a holder gone blind gives the lease up to the one that sees, which says resolved what it saw end and firing what it saw start, nothing said twice', async () => {
+    const sightA = { blind: false };
+    const a = replica('a', sightA);
+    await until('a holds', () => a.lease.held());
+    const b = replica('b', { blind: false });
+    const backlog = alarmOf('backlog', 'push.jobs');
+    const stalled = alarmOf('stalled', 'push.fcm.send');
+    await a.announcer.reconcile(view([backlog, stalled]));
+    await a.announcer.flush();
+
+    // A can no longer read the management API: its view stays as it was, and rabbitmq-unreachable
+    // fires on it. B sees the backlog gone, the stall still there and a queue without consumers.
+    sightA.blind = true;
+    await until('b takes the lease over', () => b.lease.held() && !a.lease.held());
+    a.announcer.announce({ state: 'firing', alarm: unreachable, at: 9_000 });
+    await a.announcer.reconcile(view([backlog, stalled, unreachable], { seen: false }));
+    const noConsumer = alarmOf('no-consumer', 'push.apns.send', 8_000);
+    await b.announcer.reconcile(view([stalled, noConsumer]));
+    await b.announcer.flush();
+    expect(a.lines()).toEqual(['firing backlog push.jobs', 'firing stalled push.fcm.send']);
+    expect(b.lines().sort()).toEqual(['firing no-consumer push.apns.send', 'resolved backlog push.jobs']);
+    expect(await kept()).toEqual(['stalled push.fcm.send', 'no-consumer push.apns.send']);
+  });
+
+  it('when every replica is blind, one takes the lease all the same and says rabbitmq-unreachable, once', async () => {
+    const a = replica('a', { blind: true });
+    const b = replica('b', { blind: true });
+    await until('one holds', () => a.lease.held() || b.lease.held());
+    await sleep(TTL); // a few tries each: still one holder
+    expect([a.lease.held(), b.lease.held()].filter(Boolean)).toEqual([true]);
+    for (const r of [a, b]) {
+      r.announcer.announce({ state: 'firing', alarm: unreachable, at: 9_000 });
+      await r.announcer.reconcile(view([unreachable], { seen: false }));
+    }
+    expect([...a.lines(), ...b.lines()]).toEqual(['firing rabbitmq-unreachable *']);
+  });
+
+  it('one monitor alone that goes blind keeps the lease and says rabbitmq-unreachable, as before', async () => {
+    const sight = { blind: false };
+    const a = replica('a', sight);
+    await until('a holds', () => a.lease.held());
+    sight.blind = true;
+    await sleep(TTL);
+    expect(a.changes).toEqual([true]);
+    a.announcer.announce({ state: 'firing', alarm: unreachable, at: 9_000 });
+    await a.announcer.reconcile(view([unreachable], { seen: false }));
+    expect(a.lines()).toEqual(['firing rabbitmq-unreachable *']);
+  });
+
+  it('a holder that goes blind just after the other keeps the lease (no handover between blind replicas) and says rabbitmq-unreachable', async () => {
+    const sightA = { blind: false };
+    const sightB = { blind: false };
+    const a = replica('a', sightA);
+    await until('a holds', () => a.lease.held());
+    const b = replica('b', sightB);
+    await sleep(TTL); // b says it wants the lease at each try
+    sightB.blind = true;
+    await sleep(TTL / 6); // b's last say (live for a ttl) is still fresh at a's first try blind
+    sightA.blind = true;
+    await sleep(2 * TTL);
+    expect([a.changes, b.changes]).toEqual([[true], []]);
+    a.announcer.announce({ state: 'firing', alarm: unreachable, at: 9_000 });
+    await a.announcer.reconcile(view([unreachable], { seen: false }));
+    expect(a.lines()).toEqual(['firing rabbitmq-unreachable *']);
   });
 });

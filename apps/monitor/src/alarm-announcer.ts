@@ -93,7 +93,8 @@ export interface AlarmAnnouncer {
 
 /**
  * Every alarm that fires or resolves goes to metrics (every monitor instance keeps its gauges). The
- * one instance holding the alarms lease says them — to the log and (when configured) the webhook —
+ * one instance holding the alarms lease (a blind one leaves it to one that sees: main.ts,
+ * LeaseOptions.standBy) says them — to the log and (when configured) the webhook —
  * by comparing what it sees with what was said (`announced_alarms`, kept in PostgreSQL): an alarm
  * firing that is not recorded is said firing, and recorded once delivered; one recorded whose
  * condition this instance has seen ended is said resolved, and then forgotten. So a monitor that

@@ -48,15 +48,6 @@ await runService('monitor', config, async ({ logger, registry }) => {
     unknown: () => lease.unknown(),
     readTimeoutMs: config.MONITOR_POLL_MS,
   });
-  const lease = holdLease(db.kysely, {
-    ...alarmsLease,
-    ttlMs: ALARMS_LEASE_MS,
-    logger,
-    onChange: (held) => {
-      metrics.leaseHeld.set(held ? 1 : 0);
-      announcer.leaseChanged(held ? Date.now() : undefined);
-    },
-  });
   const history = new History(config.MONITOR_HISTORY_MINUTES * 60_000);
   // The monitor must run while RabbitMQ is down (to say so): connect in the background, and until
   // then use the management API's statistics alone.
@@ -101,6 +92,19 @@ await runService('monitor', config, async ({ logger, registry }) => {
     seen: (alarm, now) => seenSince(alarm, 0, evidence(), now),
     announce: announcer.announce,
     afterPoll: () => void announcer.reconcile(alarmView()),
+  });
+  // After the monitor (its first poll answers later, so nothing asks the lease before this). A blind
+  // monitor stands by: it leaves the announcing to one that sees RabbitMQ, and keeps or takes it
+  // while none does (rabbitmq-unreachable must still be said).
+  const lease = holdLease(db.kysely, {
+    ...alarmsLease,
+    ttlMs: ALARMS_LEASE_MS,
+    logger,
+    standBy: () => monitor.blind(),
+    onChange: (held) => {
+      metrics.leaseHeld.set(held ? 1 : 0);
+      announcer.leaseChanged(held ? Date.now() : undefined);
+    },
   });
   /** When this instance last read each source (alarm-announcer.ts). */
   function evidence(): Evidence {

@@ -100,6 +100,8 @@ export interface QueueMonitor {
   holds(alarm: { alarm: string; queue: string }): boolean;
   /** When the first poll that read the queues ran (epoch ms), or 0. */
   pollingSince(): number;
+  /** True until a poll reads the queues, and from a failed one until one does (herald_monitor_blind): its alarms are its last view. */
+  blind(): boolean;
   stop(): Promise<void>;
 }
 
@@ -323,6 +325,7 @@ export function startQueueMonitor(deps: QueueMonitorDeps): QueueMonitor {
   return {
     holds: (alarm) => tracker.holds(alarm),
     pollingSince: () => firstAt,
+    blind: () => at === null || error !== null,
     state: () => ({
       vhost: deps.vhost,
       at: at === null ? null : new Date(at).toISOString(),

@@ -12,6 +12,16 @@ export interface LeaseOptions {
   logger?: Logger;
   /** Told when this process gains or loses the lease. */
   onChange?: (held: boolean) => void;
+  /**
+   * While true, this process stands by (the monitor: blind to RabbitMQ) and leaves the lease to one
+   * that does not. With this option, a process not standing by that finds the lease another's says
+   * it wants it (row `<name>:ready`, renewed at each try). One standing by takes a free lease only
+   * while no other has said so within ttlMs (one that has tries every third of it, so wins it
+   * first), and gives up the lease it holds once another says so again after its first try
+   * standing by (so not for a row left by one that went on standby at the same time). With no
+   * other wanting it, it takes and keeps the lease as if it did not stand by.
+   */
+  standBy?: () => boolean;
 }
 
 export interface Lease {
@@ -43,6 +53,19 @@ export async function takeLeaseRow(db: Kysely<HeraldTables>, name: string, holde
   return rows.length > 0;
 }
 
+/** Says `holder`, not standing by, wants lease `name` (LeaseOptions.standBy) for `ttlMs`. */
+async function sayReady(db: Kysely<HeraldTables>, name: string, holder: string, ttlMs: number): Promise<void> {
+  await sql`
+    insert into leases (name, holder, expires_at) values (${`${name}:ready`}, ${holder}, now() + ${`${ttlMs} milliseconds`}::interval)
+    on conflict (name) do update set holder = excluded.holder, expires_at = excluded.expires_at`.execute(db);
+}
+
+/** When another than `holder` last said it wants lease `name`: its row's expiry (epoch ms), or undefined when none has within its ttl. */
+async function readyOther(db: Kysely<HeraldTables>, name: string, holder: string): Promise<number | undefined> {
+  const { rows } = await sql<{ expires_at: Date }>`select expires_at from leases where name = ${`${name}:ready`} and holder <> ${holder} and expires_at > now()`.execute(db);
+  return rows[0]?.expires_at.getTime();
+}
+
 /**
  * One row per lease: taken when free or expired, renewed by its holder, given up on stop. A row,
  * not a session advisory lock, so it works through PgBouncer in transaction mode and survives a
@@ -57,6 +80,8 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
   let stopped = false;
   let failing = false;
   let running: Promise<void> = Promise.resolve();
+  /** Standing by: the ready row's expiry at the last try (undefined: none, or not standing by then). */
+  let readySeen: number | undefined;
   // A monotonic clock: a wall clock stepped back (an NTP correction) while renewals fail would hold the lease past the row's expiry.
   const held = (): boolean => !stopped && performance.now() < validUntil;
   const report = (): void => {
@@ -65,6 +90,25 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
     wasHeld = now;
     logger?.info({ lease: name, holder }, now ? 'lease taken: this instance does the once-only work' : 'lease lost: another instance does the once-only work');
     opts.onChange?.(now);
+  };
+  /** One try: whether the lease is this process's now. */
+  const attempt = async (): Promise<boolean> => {
+    if (opts.standBy?.() !== true) {
+      readySeen = undefined;
+      const taken = await takeLeaseRow(db, name, holder, ttlMs);
+      if (!taken && opts.standBy !== undefined) await sayReady(db, name, holder, ttlMs);
+      return taken;
+    }
+    const before = readySeen;
+    readySeen = await readyOther(db, name, holder);
+    if (readySeen === undefined || (held() && (before === undefined || readySeen === before))) return takeLeaseRow(db, name, holder, ttlMs);
+    if (!held()) return false;
+    // Another wants it and said so again since the last try: given up here first (the row gone,
+    // the other may take it at once), then in the row, so that one takes it at its next try.
+    validUntil = 0;
+    logger?.info({ lease: name, holder }, 'standing by: lease given up to an instance that wants it');
+    await sql`delete from leases where name = ${name} and holder = ${holder}`.execute(db);
+    return false;
   };
   // A renewal that gets no answer (a database that stops answering rather than refusing: a
   // partition, a failover caught half-way, a row lock) fails after a third of the ttl, so the lease
@@ -77,7 +121,7 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
       timer = setTimeout(() => reject(new Error(`no answer from PostgreSQL within ${deadlineMs} ms`)), deadlineMs);
     });
     try {
-      const taken = await Promise.race([takeLeaseRow(db, name, holder, ttlMs), late]);
+      const taken = await Promise.race([attempt(), late]);
       validUntil = taken ? askedAt + ttlMs * 0.9 : 0;
       failing = false;
     } catch (err) {
@@ -105,7 +149,8 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
       clearTimeout(timer);
       clearInterval(watch);
       await running;
-      await sql`delete from leases where name = ${name} and holder = ${holder}`.execute(db).catch(() => undefined);
+      // Its ready row too (LeaseOptions.standBy): it no longer wants the lease.
+      await sql`delete from leases where name in (${name}, ${`${name}:ready`}) and holder = ${holder}`.execute(db).catch(() => undefined);
       report();
     },
   };
