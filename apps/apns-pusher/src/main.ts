@@ -1,5 +1,5 @@
 import { loadConfigOrExit } from '@herald/config';
-import { capRequestTimeout, runPusher } from '@herald/delivery';
+import { capRequestTimeout, nowMs, runPusher } from '@herald/delivery';
 import { createApnsProvider, createUncredentialedProvider } from '@herald/providers';
 import { apnsSettings } from './apns-settings.ts';
 import { exportCertificateExpiry } from './certificate-expiry.ts';
@@ -18,5 +18,6 @@ await runPusher('apns', config, async (logger, limits, registry) => {
   const via = settings.proxy && `${settings.proxy.host}:${settings.proxy.port}`;
   logger.info({ address: settings.address, port: settings.port, auth: settings.auth.kind, ca: settings.ca !== undefined, proxy: via }, 'APNs endpoint');
   exportCertificateExpiry(settings.auth, registry, logger);
-  return createApnsProvider(settings, logger);
+  // The certificate's dates judged by the pusher's clock (PostgreSQL's), as expiries are.
+  return createApnsProvider(settings, logger, nowMs(limits.now));
 });

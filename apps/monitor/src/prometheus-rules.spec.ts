@@ -54,7 +54,7 @@ function definedMetrics(): Set<string> {
 }
 
 /** The filter the herald-queues rules put after each herald_queue_* and herald_alarm_active selector (but HeraldParkedGrowing's delta), and the dashboard after each: a blind replica's series left out while another of its namespace sees, both over a minute. */
-const BLIND_WHILE_ANOTHER_SEES = 'min_over_time(herald_monitor_blind[1m]) == 1 and on (namespace) count by (namespace) (min_over_time(herald_monitor_blind[1m]) == 0)';
+const BLIND_WHILE_ANOTHER_SEES = '(herald_monitor_blind == 1 and on (namespace) count by (namespace) (herald_monitor_blind == 0)) or (min_over_time(herald_monitor_blind[1m]) == 1 and on (namespace) count by (namespace) (min_over_time(herald_monitor_blind[1m]) == 0 and on (namespace, pod, instance) herald_monitor_blind))';
 const LEAVE_OUT_BLIND = `unless on (namespace, pod, instance) (${BLIND_WHILE_ANOTHER_SEES})`;
 
 interface Dashboard {
@@ -138,7 +138,7 @@ describe('Prometheus rules and the Grafana dashboard', () => {
     const readers = rules().filter((r) => /\bherald_(queue_[a-z_]+|alarm_active)\b/.test(r.expr));
     expect(readers.length).toBeGreaterThan(5);
     // HeraldParkedGrowing's delta spans five minutes: a replica blind in any of them is left out.
-    const overItsDelta = 'max_over_time(herald_monitor_blind[5m]) == 1 and on (namespace) count by (namespace) (max_over_time(herald_monitor_blind[5m]) == 0)';
+    const overItsDelta = 'max_over_time(herald_monitor_blind[5m]) == 1 and on (namespace) count by (namespace) (max_over_time(herald_monitor_blind[5m]) == 0 and on (namespace, pod, instance) herald_monitor_blind)';
     const filter = (r: { alert?: string }): string => (r.alert === 'HeraldParkedGrowing' ? `unless on (namespace, pod, instance) (${overItsDelta})` : LEAVE_OUT_BLIND);
     const unfiltered = readers.filter((r) => !flat(r.expr).includes(filter(r)));
     expect(unfiltered.map((r) => r.alert)).toEqual([]);

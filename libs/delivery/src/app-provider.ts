@@ -37,7 +37,7 @@ export interface AppProviderOptions {
   processVapid?: VapidCredentials | undefined;
   /** Web Push: record on a device the VAPID key its subscription was found to take (WebPushSettings.recordKey). */
   recordWebKey?: WebPushSettings['recordKey'];
-  /** The clock FCM's and Web Push's time to live count by (ProviderLimits.now); the host's when unset. */
+  /** The clock FCM's and Web Push's time to live count by, and APNs client certificates' dates are judged by (ProviderLimits.now); the host's when unset. */
   now?: () => Date;
   logger: Logger;
 }
@@ -100,7 +100,7 @@ export function appProviderFactory(o: AppProviderOptions): (app: AppRow) => Prom
     if (o.platform === 'apns') {
       const c = await o.credentials.readApns(app.id);
       if (c === undefined) throw new Error(`app "${app.id}" has no APNs credentials`);
-      return createApnsProvider(await apnsSettingsFor(c, o), logger(app.id));
+      return createApnsProvider(await apnsSettingsFor(c, o), logger(app.id), nowMs(o.now));
     }
     if (o.platform === 'web') {
       const vapid = await o.credentials.readWeb(app.id);

@@ -15,6 +15,7 @@ import {
   listParked,
   ParkedSweepStopped,
   parkedNameOf,
+  ReplayError,
   purgeParked,
   replayParked,
   type AgeFilter,
@@ -81,6 +82,8 @@ async function underLease<T>(db: Database, queue: string, work: (signal: AbortSi
     });
   } catch (err) {
     if (err instanceof ParkedLeaseInterrupted) throw new CommandInterrupted(`${err.message} (${stoppedBy})`, SIGNAL_EXIT[stoppedBy]);
+    // Stopped after copies were refused: interrupted all the same (exit 128 + the signal), saying why.
+    if (err instanceof ReplayError && interrupt.signal.aborted) throw new CommandInterrupted(`${err.message} (${stoppedBy})`, SIGNAL_EXIT[stoppedBy]);
     throw err instanceof ParkedQueueBusy ? new ActionRefused(err.message) : err;
   } finally {
     for (const off of handlers) off();
