@@ -105,7 +105,9 @@ export class ActionInterrupted extends Error {
 
 /**
  * Run a write action under the audit log: recorded before it runs (if that fails, it does not
- * run), finished with its result, refusal or error, and logged with the same fields.
+ * run), finished with its result, refusal or error, and logged with the same fields, unless
+ * `logOutcomes` is false (the CLI: it says the refusal or error to its person in words, and a JSON
+ * line of it beside that was noise). An outcome that could not be recorded is logged always.
  */
 export async function audited<T>(
   log: AuditLog,
@@ -113,6 +115,7 @@ export async function audited<T>(
   actor: AuditActor,
   what: AuditRequest,
   work: () => Promise<T>,
+  { logOutcomes = true }: { logOutcomes?: boolean } = {},
 ): Promise<T> {
   const id = await log.start(actor, what);
   const fields = { audit: id, actor, action: what.action, target: what.target, request: what.request ?? {} };
@@ -129,17 +132,17 @@ export async function audited<T>(
   } catch (err) {
     if (err instanceof ActionRefused) {
       await finish('refused', { reason: err.message, ...err.details });
-      logger.warn({ ...fields, outcome: 'refused', reason: err.message, ...err.details }, `audit: ${what.action} refused`);
+      if (logOutcomes) logger.warn({ ...fields, outcome: 'refused', reason: err.message, ...err.details }, `audit: ${what.action} refused`);
     } else if (err instanceof ActionInterrupted) {
       await finish('failed', { error: err.message });
-      logger.warn({ ...fields, outcome: 'failed', reason: err.message }, `audit: ${what.action} interrupted`);
+      if (logOutcomes) logger.warn({ ...fields, outcome: 'failed', reason: err.message }, `audit: ${what.action} interrupted`);
     } else {
       await finish('failed', { error: (err as Error).message });
-      logger.error({ ...fields, outcome: 'failed', err }, `audit: ${what.action} failed`);
+      if (logOutcomes) logger.error({ ...fields, outcome: 'failed', err }, `audit: ${what.action} failed`);
     }
     throw err;
   }
   await finish('ok', result);
-  logger.info({ ...fields, outcome: 'ok', result }, `audit: ${what.action}`);
+  if (logOutcomes) logger.info({ ...fields, outcome: 'ok', result }, `audit: ${what.action}`);
   return result;
 }

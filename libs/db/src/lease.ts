@@ -17,9 +17,10 @@ export interface LeaseOptions {
    * that does not. With this option, a process not standing by that finds the lease another's says
    * it wants it (row `<name>:ready`, renewed at each try). One standing by takes a free lease only
    * while no other has said so within ttlMs (one that has tries every third of it, so wins it
-   * first), and gives up the lease it holds once another says so again after its first try
-   * standing by (so not for a row left by one that went on standby at the same time). With no
-   * other wanting it, it takes and keeps the lease as if it did not stand by.
+   * first), and stops renewing the lease it holds once another says so again after its first try
+   * standing by (so not for a row left by one that went on standby at the same time): the row runs
+   * out within ttlMs and the other takes it. With no other wanting it, it takes and keeps the lease
+   * as if it did not stand by.
    */
   standBy?: () => boolean;
 }
@@ -103,11 +104,12 @@ export function holdLease(db: Kysely<HeraldTables>, opts: LeaseOptions): Lease {
     readySeen = await readyOther(db, name, holder);
     if (readySeen === undefined || (held() && (before === undefined || readySeen === before))) return takeLeaseRow(db, name, holder, ttlMs);
     if (!held()) return false;
-    // Another wants it and said so again since the last try: given up here first (the row gone,
-    // the other may take it at once), then in the row, so that one takes it at its next try.
-    validUntil = 0;
-    logger?.info({ lease: name, holder }, 'standing by: lease given up to an instance that wants it');
-    await sql`delete from leases where name = ${name} and holder = ${holder}`.execute(db);
+    // Another wants it and said so again since the last try: given up here, and no longer renewed,
+    // so the row runs out within ttlMs and that one takes it. Not deleted: a delete answered late
+    // (after the next try had renewed the row, this instance seeing again) freed a lease this
+    // instance still took for its own, and the announcements it was still finishing (their
+    // announced_alarms writes) would have met another's row.
+    logger?.info({ lease: name, holder }, 'standing by: lease left to run out for an instance that wants it');
     return false;
   };
   // A renewal that gets no answer (a database that stops answering rather than refusing: a

@@ -83,7 +83,7 @@ const NO_PAIR = '';
 export function requestNotMade(err: unknown): Extract<SendResult, { kind: 'permanent' | 'dead-token' }> {
   const message = err instanceof Error ? err.message : String(err);
   if (/vapid|subject|audience/i.test(message)) return { kind: 'permanent', reason: `credentials: VAPID ${message}`, notSent: true };
-  const keyProblem = (err as NodeJS.ErrnoException).code === 'ERR_CRYPTO_ECDH_INVALID_PUBLIC_KEY' || /subscription|p256dh|\bauth\b|user public key/i.test(message);
+  const keyProblem = (err as NodeJS.ErrnoException).code === 'ERR_CRYPTO_ECDH_INVALID_PUBLIC_KEY' || /p256dh|\bauth\b|user public key/i.test(message);
   if (keyProblem) return { kind: 'dead-token', reason: `subscription keys unusable: ${message}`, unlessAppFails: true, notSent: true };
   return { kind: 'permanent', reason: `web push request not made: ${message}`, notSent: true };
 }

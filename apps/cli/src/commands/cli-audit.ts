@@ -28,10 +28,19 @@ export async function auditedCli<T>(
   const logger = cliLogger();
   return withDatabase(async (db) => {
     let out: T | undefined;
-    await audited(db.audit, logger, cliActor(), what, async () => {
-      out = await work(db);
-      return summary(out);
-    });
+    // The refusal or error is said by main, in words, on stderr: only an outcome the audit log
+    // could not record is logged (JSON, on stderr).
+    await audited(
+      db.audit,
+      logger,
+      cliActor(),
+      what,
+      async () => {
+        out = await work(db);
+        return summary(out);
+      },
+      { logOutcomes: false },
+    );
     return out as T;
   });
 }
