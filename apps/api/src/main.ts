@@ -54,6 +54,7 @@ await runService('api', config, async ({ logger, registry, stopping: startStoppi
     vapidApps: db.apps,
     adminKey: config.HERALD_ADMIN_KEY,
     bodyLimitBytes: config.API_BODY_LIMIT_BYTES,
+    maxBodyBytesInFlight: config.API_MAX_BODY_BYTES_IN_FLIGHT,
     requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS,
     keyCacheTtlMs: config.API_KEY_CACHE_TTL_MS,
     logger,

@@ -45,6 +45,7 @@ beforeAll(async () => {
     vapidApps: t.db.apps,
     adminKey: undefined,
     bodyLimitBytes: 1_000_000,
+    maxBodyBytesInFlight: 32 * 1024 * 1024,
     requestTimeoutMs: 10_000,
     keyCacheTtlMs: 1_000,
     logger,

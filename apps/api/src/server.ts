@@ -10,6 +10,7 @@ import type { Registry } from '@herald/runtime';
 import { ApiError, fromFastifyError } from './api-error.ts';
 import { type KeyLookup, createKeyAuthenticator } from './auth.ts';
 import { authenticateFirst } from './authenticate-first.ts';
+import { boundBodyBytesInFlight } from './body-bytes-in-flight.ts';
 import { closeConnectionsWhenDraining } from './graceful-close.ts';
 import { acceptJob, acceptJobs, cancelJob, jobPushes, jobStatus, type JobServiceDeps } from './job-service.ts';
 import { registerDevice, unregisterDevice, type DeviceServiceDeps } from './device-service.ts';
@@ -41,6 +42,8 @@ export interface ApiServerDeps extends JobServiceDeps, DeviceServiceDeps, Subscr
   admin: AdminDeps;
   adminKey: string | undefined;
   bodyLimitBytes: number;
+  /** Most request-body bytes worked on at once (API_MAX_BODY_BYTES_IN_FLIGHT); past it a request is answered 503 overloaded, unread. */
+  maxBodyBytesInFlight: number;
   /** Longest time a client may take to send a whole request; a slower one is answered 408 and its connection closed. */
   requestTimeoutMs: number;
   keyCacheTtlMs: number;
@@ -272,5 +275,7 @@ export function buildApiServer(deps: ApiServerDeps): FastifyInstance {
   teamRoutes(app, deps, metrics);
   limitAdminGuesses(app, deps.logger);
   adminRoutes(app, deps);
+  // After every hook that refuses a request unread (a bad key, an unknown route): those hold nothing.
+  boundBodyBytesInFlight(app, { maxBytes: deps.maxBodyBytesInFlight, bodyLimitBytes: deps.bodyLimitBytes, registry: deps.registry });
   return app;
 }
