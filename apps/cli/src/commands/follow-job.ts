@@ -32,7 +32,9 @@ const summary = (s: JobStatus): string =>
  */
 export async function followJob(db: Database, jobId: string, o: FollowOptions): Promise<JobStatus | undefined> {
   const seen = new Map<string, string>();
-  const deadline = Date.now() + o.timeoutMs;
+  // Monotonic and not cut to whole milliseconds: a wall clock stepped meanwhile, or read at a
+  // millisecond boundary, ended the wait early (799.9 ms of an 800 ms wait).
+  const deadline = performance.now() + o.timeoutMs;
   let demux: string | null = null;
   let last: JobStatus | undefined;
   for (;;) {
@@ -48,7 +50,7 @@ export async function followJob(db: Database, jobId: string, o: FollowOptions): 
       }
       if (settled(last)) break;
     }
-    if (Date.now() >= deadline) {
+    if (performance.now() >= deadline) {
       o.write(`still in flight after ${o.timeoutMs} ms: GET /v1/jobs/${jobId} (and /pushes) shows the rest`);
       break;
     }
