@@ -14,23 +14,34 @@ export interface BodyBytesBound {
   registry: Registry;
 }
 
-/** What a request holds of the bound: its Content-Length, or the bytes read so far of a chunked body. */
+/** What a request holds of the bound: the bytes of its body read so far. */
 interface Hold {
   bytes: number;
-  chunked: boolean;
-  /** Until its answer is sent or its connection closes. */
+  /** Until its response closes or its connection does. */
   open: boolean;
+  /** Refused mid-body: the rest of its body is discarded as it arrives, its connection kept. */
+  draining: boolean;
 }
 
 /**
- * Bounds the request-body bytes the API works on at once (API_MAX_BODY_BYTES_IN_FLIGHT): a request
- * holds its Content-Length from its onRequest hook (after its key was checked, before its body is
- * read) until its answer is sent or its connection closes (the raw response's 'close', which comes
- * after an answer, an abort, a timeout and an error alike, so nothing leaks). One that would take
- * the total past the bound is answered at once, unread, 503 `overloaded` with Retry-After, and its
- * connection closed. A chunked body counts the bytes read as they arrive: it is admitted while the
- * bound is not full, and refused so mid-body if it fills it. A request alone is always served, so
- * a body larger than the whole bound (up to API_BODY_LIMIT_BYTES) is not refused for ever.
+ * Bounds the request-body bytes the API works on at once (API_MAX_BODY_BYTES_IN_FLIGHT). A body
+ * counts the bytes read, as they are read, never the Content-Length it announces: a client that
+ * announces a large body and sends it slowly holds only what it sent. A request with a body is
+ * admitted at its headers (its onRequest hook, after its key was checked) while the total is under
+ * the bound, and refused mid-body if reading a chunk would take the total past it while other
+ * requests hold bytes. A request alone is always served, so a body larger than the whole bound (up
+ * to API_BODY_LIMIT_BYTES) is not refused for ever. A refusal is 503 `overloaded` with Retry-After.
+ *
+ * The bytes are given back once, on the first of the response's 'close' and its connection's
+ * 'close': a pipelined request's response has no socket until the ones before it are written, so
+ * if the client drops the connection first that response never closes. (The request's own
+ * 'close' is not used: it can come when its body is read, long before its bytes are done with.)
+ *
+ * No refusal sets `Connection: close`: closing a connection whose body is still arriving makes
+ * the kernel reset it, and the client may then see ECONNRESET instead of the 503. At the headers,
+ * Node discards the unread body itself; mid-body, the rest is read and discarded here, counted
+ * nowhere and buffered nowhere, bounded by the request timeout and API_BODY_LIMIT_BYTES (Fastify
+ * marks any answer to a body that failed to parse `Connection: close`; that header is taken off).
  * Install it after the hooks that authenticate: a request refused before it holds nothing.
  */
 export function boundBodyBytesInFlight(app: FastifyInstance, bound: BodyBytesBound): void {
@@ -38,7 +49,7 @@ export function boundBodyBytesInFlight(app: FastifyInstance, bound: BodyBytesBou
   const holds = new WeakMap<FastifyRequest, Hold>();
   new Gauge({
     name: 'herald_api_body_bytes_in_flight',
-    help: 'Request-body bytes the API is working on (announced Content-Length, or bytes read of a chunked body), bounded by API_MAX_BODY_BYTES_IN_FLIGHT',
+    help: 'Request-body bytes the API is working on (the bytes read so far of each body, not its announced Content-Length), bounded by API_MAX_BODY_BYTES_IN_FLIGHT',
     registers: [bound.registry],
     collect() {
       this.set(inFlight);
@@ -46,18 +57,17 @@ export function boundBodyBytesInFlight(app: FastifyInstance, bound: BodyBytesBou
   });
   const refusals = new Counter({
     name: 'herald_api_overload_refusals_total',
-    help: 'Requests answered 503 overloaded because their body would take the bytes in flight past API_MAX_BODY_BYTES_IN_FLIGHT, by route pattern',
+    help: 'Requests answered 503 overloaded because reading their body would take the bytes in flight past API_MAX_BODY_BYTES_IN_FLIGHT, by route pattern',
     labelNames: ['route'],
     registers: [bound.registry],
   });
-  const refuse = (req: FastifyRequest, reply: FastifyReply, bytes: number): ApiError => {
+  const refuse = (req: FastifyRequest, reply: FastifyReply): ApiError => {
     refusals.inc({ route: req.routeOptions.url ?? 'unmatched' });
     void reply.header('retry-after', String(OVERLOAD_RETRY_AFTER_S));
-    if (!req.raw.complete) void reply.header('connection', 'close');
     return new ApiError(
       503,
       'overloaded',
-      `the API is working on ${inFlight} bytes of request bodies; this one's ${bytes} would take them past API_MAX_BODY_BYTES_IN_FLIGHT (${bound.maxBytes}): nothing of it was taken, retry after ${OVERLOAD_RETRY_AFTER_S} s`,
+      `the API is working on ${inFlight} bytes of request bodies; reading this one's would take them past API_MAX_BODY_BYTES_IN_FLIGHT (${bound.maxBytes}): nothing of it was taken, retry after ${OVERLOAD_RETRY_AFTER_S} s`,
     );
   };
 
@@ -66,21 +76,24 @@ export function boundBodyBytesInFlight(app: FastifyInstance, bound: BodyBytesBou
     const chunked = headers['transfer-encoding'] !== undefined;
     const length = chunked ? 0 : Number(headers['content-length'] ?? 0);
     if (!chunked && !(length > 0 && length <= bound.bodyLimitBytes)) return;
-    if (inFlight > 0 && (chunked ? inFlight >= bound.maxBytes : inFlight + length > bound.maxBytes)) throw refuse(req, reply, length);
-    const hold: Hold = { bytes: length, chunked, open: true };
-    inFlight += length;
+    if (inFlight > 0 && inFlight >= bound.maxBytes) throw refuse(req, reply);
+    const hold: Hold = { bytes: 0, open: true, draining: false };
     holds.set(req, hold);
-    reply.raw.once('close', () => {
+    const socket = req.raw.socket as typeof req.raw.socket | null;
+    const release = () => {
+      if (!hold.open) return;
+      hold.open = false;
       inFlight -= hold.bytes;
       hold.bytes = 0;
-      hold.open = false;
-    });
+      socket?.off('close', release);
+    };
+    reply.raw.once('close', release);
+    socket?.once('close', release);
   });
 
-  // A chunked body announces no length: its bytes are counted as they are read.
   app.addHook('preParsing', async (req, reply, payload) => {
     const hold = holds.get(req);
-    if (hold === undefined || !hold.chunked) return payload;
+    if (hold === undefined) return payload;
     return payload.pipe(
       new Transform({
         transform(chunk: Buffer, _encoding, done) {
@@ -90,7 +103,10 @@ export function boundBodyBytesInFlight(app: FastifyInstance, bound: BodyBytesBou
           }
           const others = inFlight - hold.bytes;
           if (others > 0 && inFlight + chunk.length > bound.maxBytes) {
-            done(refuse(req, reply, hold.bytes + chunk.length));
+            // The rest of the body is discarded as it arrives once the 503 is written (see above).
+            hold.draining = true;
+            reply.raw.once('finish', () => req.raw.resume());
+            done(refuse(req, reply));
             return;
           }
           hold.bytes += chunk.length;
@@ -99,5 +115,9 @@ export function boundBodyBytesInFlight(app: FastifyInstance, bound: BodyBytesBou
         },
       }),
     );
+  });
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (holds.get(req)?.draining === true) void reply.removeHeader('connection');
+    return payload;
   });
 }

@@ -8,7 +8,7 @@ export const apiConfig = {
   API_PORT: int('Port of the HTTP API for teams (0 picks a free port)', { default: '8080', min: 0, max: 65535 }),
   API_HOST: bindAddress('Address the HTTP API listens on (0.0.0.0: every IPv4 interface, :: every interface)'),
   API_BODY_LIMIT_BYTES: int('Largest request body the API reads; larger ones are answered 413', { default: '2097152', min: 1024 }),
-  API_MAX_BODY_BYTES_IN_FLIGHT: int('Most request-body bytes (Content-Length, or bytes read of a chunked body) the API works on at once, from when a body starts to be read until its answer is sent; a request that would pass it is answered at once, unread, 503 overloaded with Retry-After. A request alone is always served, so a body larger than this still passes when nothing else is in flight. Each byte costs about 5 in memory while a batch is parsed, validated and published', {
+  API_MAX_BODY_BYTES_IN_FLIGHT: int('Most request-body bytes the API works on at once, counted as they are read (not as a Content-Length announces them), until its answer is sent or its connection closes; a request arriving with the bound full is answered 503 overloaded with Retry-After, unread, and one whose body would pass it is answered so part-way. A request alone is always served, so a body larger than this still passes when nothing else is in flight. Each byte costs about 5 in memory while a batch is parsed, validated and published', {
     default: '33554432',
     min: 1024,
   }),
