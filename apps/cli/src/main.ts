@@ -43,6 +43,26 @@ try {
     process.stderr.write(`${process.stderr.isTTY ? '\n' : ''}${err.message}\n`);
     process.exit(err.exitCode);
   }
-  process.stderr.write(`herald: ${(err as Error).message}\n`);
+  process.stderr.write(`herald: ${whatFailed(err)}\n`);
   process.exitCode = 1;
+}
+
+/**
+ * The failure in one line of words; with HERALD_DEBUG=1 its stack and causes too, and always for a
+ * programming error (a TypeError, say), whose message alone says nothing of where it arose.
+ */
+function whatFailed(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const bug = err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError || err instanceof SyntaxError;
+  if (!bug && !/^(1|true|yes)$/i.test(process.env['HERALD_DEBUG'] ?? '')) return err.message;
+  const lines = [err.message, ...stackFrames(err)];
+  for (let cause = err.cause, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
+    lines.push(`caused by: ${cause.message}`, ...stackFrames(cause));
+  }
+  return lines.join('\n');
+}
+
+/** The "    at …" lines of an error's stack. */
+function stackFrames(err: Error): string[] {
+  return (err.stack ?? '').split('\n').filter((line) => /^\s+at /.test(line));
 }

@@ -10,7 +10,11 @@ afterAll(async () => t?.drop());
 
 /** `herald …` as a person runs it, against this file's schema. */
 function herald(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema };
+  return heraldWith({}, ...args);
+}
+
+function heraldWith(settings: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = { ...process.env, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema, ...settings };
   return new Promise((resolve) => {
     execFile(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], { env, encoding: 'utf8' }, (err, stdout, stderr) =>
       resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, stdout, stderr }),
@@ -39,5 +43,16 @@ describe("a refused CLI action's output", () => {
     expect(refused).toMatchObject({ code: 1, stdout: '' });
     expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^herald: no live key 0123456789ab: /)]);
     expect(await t.db.audit.list({ limit: 1 })).toEqual([expect.objectContaining({ action: 'key.revoke', target: '0123456789ab', outcome: 'refused' })]);
+  });
+
+  // The line of words alone said nothing of where an unexpected failure (PostgreSQL gone, a bug) arose.
+  it('is followed by where it arose with HERALD_DEBUG=1', async () => {
+    const refused = await heraldWith({ HERALD_DEBUG: '1' }, 'keys', 'revoke', '0123456789ab');
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    const [first, ...frames] = refused.stderr.trim().split('\n');
+    expect(first).toMatch(/^herald: no live key 0123456789ab: /);
+    expect(frames.length).toBeGreaterThan(0);
+    expect(frames.every((line) => /^\s+at /.test(line))).toBe(true);
+    expect(frames.join('\n')).toContain('key-commands.ts');
   });
 });
