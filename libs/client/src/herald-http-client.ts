@@ -17,18 +17,30 @@ import {
   VapidPublicKeyView,
 } from '@herald/contracts';
 import { z } from 'zod';
+import { overloadWaitMs, retryAfterMs } from './retry-after.ts';
 import { validate } from './validation.ts';
 
-/** The HTTP API refused the request (4xx) or failed (5xx): its status, error code and the fields it named. */
+/**
+ * The HTTP API refused the request (4xx) or failed (5xx): its status, error code and the fields it
+ * named; `retryAfterS` when it sent a Retry-After, and `attempts`, how many times the request was
+ * sent (more than 1 when the client sent it again after a 503 `overloaded`: see overloadRetries).
+ */
 export class HeraldApiError extends Error {
+  /** Seconds the API asked to wait before sending the request again (its Retry-After header); undefined when it sent none. */
+  readonly retryAfterS: number | undefined;
+  /** How many times the request was sent; this error is the answer to the last. */
+  readonly attempts: number;
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
     readonly issues: ReadonlyArray<{ path: string; message: string }> = [],
+    answer: { retryAfterS?: number | undefined; attempts?: number } = {},
   ) {
     super(`${status} ${code}: ${message}`);
     this.name = 'HeraldApiError';
+    this.retryAfterS = answer.retryAfterS;
+    this.attempts = answer.attempts ?? 1;
   }
 }
 
@@ -38,20 +50,38 @@ export interface HeraldHttpClientOptions {
   /** A team API key (herald keys create). */
   apiKey: string;
   /**
-   * Per request; default DEFAULT_HTTP_TIMEOUT_MS (15 s). Keep it above the API's
-   * API_PUBLISH_CONFIRM_TIMEOUT_MS (10 s by default): a client giving up first, while RabbitMQ
-   * stalls, got a TimeoutError where the API was about to answer 503 saying which jobs may still arrive.
+   * The whole of one call, every attempt and every wait between them included (one
+   * AbortSignal.timeout for the call, not one a request); default DEFAULT_HTTP_TIMEOUT_MS (15 s).
+   * Past it the call rejects with a TimeoutError. A wait to send again after a 503 `overloaded` that
+   * would leave less of it than the refused attempt took is not begun: that 503 is thrown at once. Keep
+   * it above the API's API_PUBLISH_CONFIRM_TIMEOUT_MS (10 s by default): a client giving up first,
+   * while RabbitMQ stalls, got a TimeoutError where the API was about to answer 503 saying which
+   * jobs may still arrive.
    */
   timeoutMs?: number;
+  /**
+   * How many times a request answered 503 `overloaded` (the API was working on
+   * API_MAX_BODY_BYTES_IN_FLIGHT of request bodies and refused this one unread, so nothing of it
+   * was done) is sent again, each after the answer's Retry-After plus a little jitter, within
+   * `timeoutMs`; default DEFAULT_OVERLOAD_RETRIES (3). 0: never; the HeraldApiError then carries
+   * `retryAfterS`. No other answer is sent again: a 503 `broker-unavailable` may still arrive.
+   * Anything but a whole number, 0 or more, throws RangeError here.
+   */
+  overloadRetries?: number;
 }
 
 /** The client's default wait for an answer: the API's default confirm timeout (10 s), its 503 and a margin. */
 export const DEFAULT_HTTP_TIMEOUT_MS = 15_000;
 
+/** How many times the client sends a request again after a 503 `overloaded`, by default: about 3 s of waiting at the API's Retry-After of 1 s. */
+export const DEFAULT_OVERLOAD_RETRIES = 3;
+
 /**
  * The HTTP API's opt-out, mute and device routes for teams that do not speak AMQP. Every input is
  * checked with the same contract the API validates with, so a bad one throws ValidationError
- * before anything is sent; a refusal by the API throws HeraldApiError.
+ * before anything is sent; a refusal by the API throws HeraldApiError. A request refused 503
+ * `overloaded` is sent again after its Retry-After (options.overloadRetries, within
+ * options.timeoutMs) before that is thrown.
  */
 export interface HeraldHttpClient {
   /**
@@ -82,28 +112,97 @@ export interface HeraldHttpClient {
 /** POST /v1/devices answers 202 { accepted: true }. */
 const Accepted = z.object({ accepted: z.literal(true) });
 
+/** What the API answered to one request: the value its contract reads, or its refusal. */
+type Answer<T> = { ok: true; value: T } | { ok: false; refusal: Refusal };
+
+interface Refusal {
+  status: number;
+  code: string;
+  message: string;
+  issues: ReadonlyArray<{ path: string; message: string }>;
+  retryAfter: string | null;
+}
+
+interface ApiRequest {
+  method: string;
+  path: string;
+  body?: unknown;
+}
+
+/** Sends the request once; a refusal is a value, a timeout or a broken connection throws. */
+async function sendOnce<S extends z.ZodType>(
+  base: string,
+  apiKey: string,
+  req: ApiRequest,
+  answer: S,
+  signal: AbortSignal,
+): Promise<Answer<z.infer<S>>> {
+  const { method, path, body } = req;
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${apiKey}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+    signal,
+  });
+  const text = await res.text();
+  const retryAfter = res.headers.get('retry-after');
+  const refused = (code: string, message: string, issues: Refusal['issues'] = []): Answer<never> => ({
+    ok: false,
+    refusal: { status: res.status, code, message, issues, retryAfter },
+  });
+  let json: unknown;
+  try {
+    json = text.length > 0 ? JSON.parse(text) : {};
+  } catch {
+    return refused('not-json', `the API answered ${method} ${path} with something other than JSON: ${text.slice(0, 200)}`);
+  }
+  if (!res.ok) {
+    const error = ApiErrorBody.safeParse(json);
+    if (!error.success) return refused('unknown', text.slice(0, 200));
+    return refused(error.data.error.code, error.data.error.message, error.data.error.issues);
+  }
+  return { ok: true, value: answer.parse(json) };
+}
+
+/** Nothing of a request refused so was done: the API refused it unread (apps/api body-bytes-in-flight.ts). */
+const isOverloaded = (r: Refusal): boolean => r.status === 503 && r.code === 'overloaded';
+
+function apiError(r: Refusal, attempts: number, why: string): HeraldApiError {
+  const retryAfter = retryAfterMs(r.retryAfter);
+  return new HeraldApiError(r.status, r.code, `${r.message}${why}`, r.issues, {
+    retryAfterS: retryAfter === undefined ? undefined : Math.ceil(retryAfter / 1000),
+    attempts,
+  });
+}
+
 export function createHeraldHttpClient(options: HeraldHttpClientOptions): HeraldHttpClient {
   const base = options.url.replace(/\/+$/, '');
+  const budgetMs = options.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS;
+  const retries = options.overloadRetries ?? DEFAULT_OVERLOAD_RETRIES;
+  if (!Number.isInteger(retries) || retries < 0)
+    throw new RangeError(`overloadRetries must be a whole number, 0 or more: ${retries}`);
+  /**
+   * One call: the request, sent again after each 503 overloaded's Retry-After while overloadRetries
+   * allows and the wait ends inside timeoutMs with at least as long left as the refused attempt
+   * took. One AbortSignal.timeout bounds the whole call.
+   */
   async function send<S extends z.ZodType>(method: string, path: string, answer: S, body?: unknown): Promise<z.infer<S>> {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${options.apiKey}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
-      ...(body !== undefined && { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS),
-    });
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = text.length > 0 ? JSON.parse(text) : {};
-    } catch {
-      throw new HeraldApiError(res.status, 'not-json', `the API answered ${method} ${path} with something other than JSON: ${text.slice(0, 200)}`);
+    const deadline = Date.now() + budgetMs;
+    const signal = AbortSignal.timeout(budgetMs);
+    for (let attempt = 1; ; attempt++) {
+      const sentAt = Date.now();
+      const result = await sendOnce(base, options.apiKey, { method, path, body }, answer, signal);
+      if (result.ok) return result.value;
+      const refusal = result.refusal;
+      if (!isOverloaded(refusal) || retries === 0) throw apiError(refusal, attempt, '');
+      const sent = `; sent ${attempt === 1 ? 'once' : `${attempt} times`}`;
+      if (attempt > retries) throw apiError(refusal, attempt, `${sent} (overloadRetries ${retries})`);
+      const waitMs = overloadWaitMs(refusal.retryAfter);
+      const now = Date.now();
+      if (now + waitMs + (now - sentAt) >= deadline)
+        throw apiError(refusal, attempt, `${sent}: waiting its Retry-After again would pass timeoutMs (${budgetMs} ms)`);
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
     }
-    if (!res.ok) {
-      const error = ApiErrorBody.safeParse(json);
-      if (!error.success) throw new HeraldApiError(res.status, 'unknown', text.slice(0, 200));
-      throw new HeraldApiError(res.status, error.data.error.code, error.data.error.message, error.data.error.issues);
-    }
-    return answer.parse(json);
   }
   const userQuery = (user: z.input<typeof UserOfApp>): string => {
     const q = validate(UserOfApp, 'user', user);
