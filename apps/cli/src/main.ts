@@ -48,18 +48,25 @@ try {
 }
 
 /**
- * The failure in one line of words; with HERALD_DEBUG=1 its stack and causes too, and always for a
- * programming error (a TypeError, say), whose message alone says nothing of where it arose.
+ * The failure in one line of words, its causes' after it (fetch's "fetch failed: connect
+ * ECONNREFUSED …"); with HERALD_DEBUG=1 the stacks too, as always for a programming error (a
+ * TypeError, say, with no cause: fetch's network failures are TypeErrors with one), whose message
+ * alone says nothing of where it arose.
  */
 function whatFailed(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
-  const bug = err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError || err instanceof SyntaxError;
-  if (!bug && !/^(1|true|yes)$/i.test(process.env['HERALD_DEBUG'] ?? '')) return err.message;
-  const lines = [err.message, ...stackFrames(err)];
-  for (let cause = err.cause, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
-    lines.push(`caused by: ${cause.message}`, ...stackFrames(cause));
-  }
-  return lines.join('\n');
+  const causes: Error[] = [];
+  for (let cause = err.cause; cause instanceof Error && causes.length < 5; cause = cause.cause) causes.push(cause);
+  const bug =
+    causes.length === 0 &&
+    (err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError || err instanceof SyntaxError);
+  if (!bug && !/^(1|true|yes)$/i.test(process.env['HERALD_DEBUG'] ?? ''))
+    return [err, ...causes].map((e) => e.message).join(': ');
+  return [
+    err.message,
+    ...stackFrames(err),
+    ...causes.flatMap((cause) => [`caused by: ${cause.message}`, ...stackFrames(cause)]),
+  ].join('\n');
 }
 
 /** The "    at …" lines of an error's stack. */

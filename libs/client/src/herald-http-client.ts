@@ -17,7 +17,7 @@ import {
   VapidPublicKeyView,
 } from '@herald/contracts';
 import { z } from 'zod';
-import { overloadWaitMs, retryAfterMs } from './retry-after.ts';
+import { DEFAULT_OVERLOAD_WAIT_MS, overloadWaitMs, retryAfterMs } from './retry-after.ts';
 import { validate } from './validation.ts';
 
 /**
@@ -50,22 +50,23 @@ export interface HeraldHttpClientOptions {
   /** A team API key (herald keys create). */
   apiKey: string;
   /**
-   * The whole of one call, every attempt and every wait between them included (one
-   * AbortSignal.timeout for the call, not one a request); default DEFAULT_HTTP_TIMEOUT_MS (15 s).
-   * Past it the call rejects with a TimeoutError. A wait to send again after a 503 `overloaded` that
-   * would leave less of it than the refused attempt took is not begun: that 503 is thrown at once. Keep
-   * it above the API's API_PUBLISH_CONFIRM_TIMEOUT_MS (10 s by default): a client giving up first,
-   * while RabbitMQ stalls, got a TimeoutError where the API was about to answer 503 saying which
-   * jobs may still arrive.
+   * Each request's wait for its answer; default DEFAULT_HTTP_TIMEOUT_MS (15 s). Past it the call
+   * rejects with a TimeoutError (the request may have been taken). A request sent again after a 503
+   * `overloaded` (overloadRetries) gets the whole of it again: an overloaded API answers in
+   * milliseconds, unread, so a call lasts its Retry-After waits (about a second each) and one
+   * answered request. Keep it above the API's API_PUBLISH_CONFIRM_TIMEOUT_MS (10 s by default): a
+   * client giving up first, while RabbitMQ stalls, got a TimeoutError where the API was about to
+   * answer 503 saying which jobs may still arrive.
    */
   timeoutMs?: number;
   /**
    * How many times a request answered 503 `overloaded` (the API was working on
    * API_MAX_BODY_BYTES_IN_FLIGHT of request bodies and refused this one unread, so nothing of it
-   * was done) is sent again, each after the answer's Retry-After plus a little jitter, within
-   * `timeoutMs`; default DEFAULT_OVERLOAD_RETRIES (3). 0: never; the HeraldApiError then carries
-   * `retryAfterS`. No other answer is sent again: a 503 `broker-unavailable` may still arrive.
-   * Anything but a whole number, 0 or more, throws RangeError here.
+   * was done) is sent again, each after the answer's Retry-After plus a little jitter; default
+   * DEFAULT_OVERLOAD_RETRIES (3). 0: never. A Retry-After longer than `timeoutMs` is not waited:
+   * that 503 is thrown, as the last one is once the retries are spent, a HeraldApiError carrying
+   * `retryAfterS` and `attempts`. No other answer is sent again: a 503 `broker-unavailable` may
+   * still arrive. Anything but a whole number, 0 or more, throws RangeError here.
    */
   overloadRetries?: number;
 }
@@ -80,8 +81,7 @@ export const DEFAULT_OVERLOAD_RETRIES = 3;
  * The HTTP API's opt-out, mute and device routes for teams that do not speak AMQP. Every input is
  * checked with the same contract the API validates with, so a bad one throws ValidationError
  * before anything is sent; a refusal by the API throws HeraldApiError. A request refused 503
- * `overloaded` is sent again after its Retry-After (options.overloadRetries, within
- * options.timeoutMs) before that is thrown.
+ * `overloaded` is sent again after its Retry-After (options.overloadRetries) before that is thrown.
  */
 export interface HeraldHttpClient {
   /**
@@ -177,31 +177,25 @@ function apiError(r: Refusal, attempts: number, why: string): HeraldApiError {
 
 export function createHeraldHttpClient(options: HeraldHttpClientOptions): HeraldHttpClient {
   const base = options.url.replace(/\/+$/, '');
-  const budgetMs = options.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS;
   const retries = options.overloadRetries ?? DEFAULT_OVERLOAD_RETRIES;
   if (!Number.isInteger(retries) || retries < 0)
     throw new RangeError(`overloadRetries must be a whole number, 0 or more: ${retries}`);
   /**
-   * One call: the request, sent again after each 503 overloaded's Retry-After while overloadRetries
-   * allows and the wait ends inside timeoutMs with at least as long left as the refused attempt
-   * took. One AbortSignal.timeout bounds the whole call.
+   * One call: the request, each attempt with its own timeoutMs, sent again after each 503
+   * overloaded's Retry-After while overloadRetries allows and the wait is no longer than timeoutMs.
    */
   async function send<S extends z.ZodType>(method: string, path: string, answer: S, body?: unknown): Promise<z.infer<S>> {
-    const deadline = Date.now() + budgetMs;
-    const signal = AbortSignal.timeout(budgetMs);
     for (let attempt = 1; ; attempt++) {
-      const sentAt = Date.now();
-      const result = await sendOnce(base, options.apiKey, { method, path, body }, answer, signal);
+      const result = await sendOnce(base, options.apiKey, { method, path, body }, answer, AbortSignal.timeout(timeoutMs));
       if (result.ok) return result.value;
       const refusal = result.refusal;
       if (!isOverloaded(refusal) || retries === 0) throw apiError(refusal, attempt, '');
       const sent = `; sent ${attempt === 1 ? 'once' : `${attempt} times`}`;
       if (attempt > retries) throw apiError(refusal, attempt, `${sent} (overloadRetries ${retries})`);
-      const waitMs = overloadWaitMs(refusal.retryAfter);
-      const now = Date.now();
-      if (now + waitMs + (now - sentAt) >= deadline)
-        throw apiError(refusal, attempt, `${sent}: waiting its Retry-After again would pass timeoutMs (${budgetMs} ms)`);
-      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      if ((retryAfterMs(refusal.retryAfter) ?? DEFAULT_OVERLOAD_WAIT_MS) > timeoutMs)
+        throw apiError(refusal, attempt, `${sent}: its Retry-After is longer than timeoutMs (${timeoutMs} ms)`);
+      await new Promise((resolve) => setTimeout(resolve, overloadWaitMs(refusal.retryAfter)));
     }
   }
   const userQuery = (user: z.input<typeof UserOfApp>): string => {
@@ -216,7 +210,11 @@ export function createHeraldHttpClient(options: HeraldHttpClientOptions): Herald
       await send('DELETE', '/v1/devices', Accepted, validate(DeviceUnregister, 'registration', device));
     },
     vapidPublicKey: async (app) =>
-      send('GET', `/v1/web-push/vapid-public-key${app === undefined ? '' : `?${new URLSearchParams({ app }).toString()}`}`, VapidPublicKeyView),
+      send(
+        'GET',
+        `/v1/web-push/vapid-public-key${app === undefined ? '' : `?${new URLSearchParams({ app }).toString()}`}`,
+        VapidPublicKeyView,
+      ),
     // async throughout: a refused input rejects the promise like every other failure.
     optOut: async (o) => send('POST', '/v1/opt-outs', OptOutView, validate(OptOutChange, 'opt-out', o)),
     optIn: async (o) => (await send('DELETE', '/v1/opt-outs', PreferenceRemoved, validate(OptOutChange, 'opt-out', o))).removed,

@@ -156,7 +156,8 @@ describe('the HTTP client and an overloaded API (503 overloaded, Retry-After)', 
     const [view] = await calls;
     expect(view).toMatchObject({ app: 'demo', userId: who, category: 'news' });
     expect(performance.now() - startedAt).toBeGreaterThanOrEqual(1_000);
-    expect(await refusals()).toBe(before + 2);
+    // At least once each (a third refusal, were the release slow on a loaded machine, is sent again too).
+    expect(await refusals()).toBeGreaterThanOrEqual(before + 2);
     expect((await client().listOptOuts({ app: 'demo', userId: who })).optOuts.map((o) => o.category)).toEqual(['news']);
     await waitFor(
       'the registration published',
@@ -177,36 +178,22 @@ describe('the HTTP client and an overloaded API (503 overloaded, Retry-After)', 
     }
   });
 
-  it('keeps to timeoutMs across attempts: throws the last 503 overloaded, not a TimeoutError, when the next wait would pass it', async () => {
+  it('does not wait a Retry-After longer than timeoutMs: throws that 503 at once, not a TimeoutError', async () => {
     const held = await holdBound();
     try {
-      // A budget shorter than Retry-After: no wait is begun.
-      let startedAt = performance.now();
-      const tiny = await failure(client({ timeoutMs: 300 }).optOut({ app: 'demo', userId: user(), category: 'news' }));
-      expect(tiny).toBeInstanceOf(HeraldApiError);
-      expect(tiny).toMatchObject({
-        status: 503,
-        code: 'overloaded',
-        attempts: 1,
-        message: expect.stringMatching(/sent once: waiting its Retry-After again would pass timeoutMs \(300 ms\)$/) as unknown,
-      });
-      expect(performance.now() - startedAt).toBeLessThan(300 + 200);
-      // Room for one wait of 1–1.2 s, not two: sent twice, then thrown within the budget.
       const before = await refusals();
-      startedAt = performance.now();
-      const second = await failure(client({ timeoutMs: 1_800 }).optOut({ app: 'demo', userId: user(), category: 'news' }));
-      const elapsed = performance.now() - startedAt;
-      expect(second).toBeInstanceOf(HeraldApiError);
-      expect(second).toMatchObject({
+      const startedAt = performance.now();
+      const err = await failure(client({ timeoutMs: 800 }).optOut({ app: 'demo', userId: user(), category: 'news' }));
+      expect(err).toBeInstanceOf(HeraldApiError);
+      expect(err).toMatchObject({
         status: 503,
         code: 'overloaded',
         retryAfterS: 1,
-        attempts: 2,
-        message: expect.stringMatching(/sent 2 times: waiting/) as unknown,
+        attempts: 1,
+        message: expect.stringMatching(/sent once: its Retry-After is longer than timeoutMs \(800 ms\)$/) as unknown,
       });
-      expect(await refusals()).toBe(before + 2);
-      expect(elapsed).toBeGreaterThanOrEqual(1_000);
-      expect(elapsed).toBeLessThan(1_800 + 300);
+      expect(performance.now() - startedAt).toBeLessThan(1_000);
+      expect(await refusals()).toBe(before + 1);
     } finally {
       await held.release();
     }
