@@ -46,7 +46,11 @@ export function nextWallClockInstant(hour: number, minute: number, zone: string,
   const on = (d: DateTime): WallClock => ({ year: d.year, month: d.month, day: d.day, hour, minute });
   const occurrences = wallClockOccurrences(on(today), zone);
   const candidates = occurrences.length > 0 ? occurrences : [wallClockToInstant(on(today), zone)];
-  return candidates.find((c) => c.getTime() >= from.getTime()) ?? wallClockToInstant(on(today.plus({ days: 1 })), zone);
+  // The next calendar day, counted in UTC where no day has a gap: today.plus({ days: 1 }) keeps the
+  // time of day, which in America/Nuuk on the eve of its spring change (23:00 → 00:00 on the Saturday)
+  // does not exist and became Sunday, a day skipped.
+  const tomorrow = DateTime.utc(today.year, today.month, today.day).plus({ days: 1 });
+  return candidates.find((c) => c.getTime() >= from.getTime()) ?? wallClockToInstant(on(tomorrow), zone);
 }
 
 /**

@@ -65,6 +65,14 @@ describe('resolveDeliverAt', () => {
     expect(ny('2026-03-08T07:40:00Z')).toBe('2026-03-09T06:30:00.000Z'); // 03:40 EDT: tomorrow's 02:30 EDT
   });
 
+  // America/Nuuk's clocks go from Saturday 28 March 2026 23:00 (−02) to Sunday 00:00 (−01). A job
+  // accepted on the Friday at 23:13 was due on the Sunday: "tomorrow" was read as Saturday 23:13,
+  // which does not exist and became Sunday 00:13, and with the 25 h ttl usage.md advises the push expired.
+  it('without a date, on the eve of a DST gap at midnight: tomorrow is the next calendar day (Nuuk)', () => {
+    expect(due({ localTime: '09:00' }, 'America/Nuuk', 'j', 'd', at('2026-03-28T01:13:00Z'))).toBe('2026-03-28T11:00:00.000Z'); // Sat 09:00 −02
+    expect(due({ localTime: '09:00' }, 'America/Scoresbysund', 'j', 'd', at('2026-03-28T01:13:00Z'))).toBe('2026-03-28T11:00:00.000Z'); // the same clocks since 2024
+  });
+
   it('with a date in the past, is due at once (the instant is in the past)', () => {
     const now = at('2026-05-20T12:00:00Z');
     expect(resolveDeliverAt({ localTime: '09:00', date: '2026-05-20' }, 'UTC', 'j', 'd', now).dueAt.getTime()).toBeLessThan(now.getTime());
