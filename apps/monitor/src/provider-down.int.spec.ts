@@ -21,12 +21,12 @@ afterAll(() => t.drop());
  * The monitor as main.ts wires it: PostgreSQL's conditions read by the scheduled counts, evaluated
  * with each poll of the queues (none here). A read slower than its poll counts as failed, and the
  * lanes down before it are then held (default 30 s, a pusher's refresh): on a loaded CI machine a
- * 100 ms read can be slow, so the hold here is shorter than any wait below.
+ * 100 ms read was slow, so the poll here is 500 ms, and the hold shorter than any wait below.
  */
 function startMonitor() {
   const said: AlarmTransition[] = [];
   const metrics = createMonitorMetrics(new Registry());
-  const scheduled = startScheduledCounts({ db: t.db, pollMs: 100, overdueMs: 300_000, certificateWarnMs: 30 * 86_400_000, providerDownForMs: GRACE_MS, laneHoldMs: 500, unreachableForMs: 30_000, metrics, logger });
+  const scheduled = startScheduledCounts({ db: t.db, pollMs: 500, overdueMs: 300_000, certificateWarnMs: 30 * 86_400_000, providerDownForMs: GRACE_MS, laneHoldMs: 500, unreachableForMs: 30_000, metrics, logger });
   const monitor = startQueueMonitor({
     api: { queues: async () => [] },
     vhost: '/',

@@ -185,7 +185,7 @@ describe('jobConformanceIssues: the providers\' rules at the door', () => {
     const content = { title: 't' };
     const local = { localTime: '09:00', jitter: 'PT30M' };
     expect(jobNotices({ ttl: 7200, content, deliverAt: local }, NOW)).toEqual([
-      'the job expires at 2026-01-01T02:00:00.000Z (ttl, which counts from acceptance), less than a day after it was accepted (a local time without a date falls within the next day): devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give a ttl of at least 25 hours or an expiresAt 25 hours ahead (the day the clocks go back lasts 25), and deliverAt.expiresAfter (e.g. "PT2H") to keep each device\'s push from going later than that after its own local time',
+      'the job expires at 2026-01-01T02:00:00.000Z (ttl, which counts from acceptance), less than a day after it was accepted (a local time without a date falls within the next day): devices whose local 09:00 comes after that get nothing (recorded as expired); for every device, give a ttl of at least 26 hours or an expiresAt 26 hours ahead (the day the clocks go back lasts 25, and 26 in Antarctica/Troll), and deliverAt.expiresAfter (e.g. "PT2H") to keep each device\'s push from going later than that after its own local time',
     ]);
     expect(jobNotices({ expiresAt: '2026-01-01T12:00:00Z', content, deliverAt: local }, NOW)).toEqual([expect.stringMatching(/^the job expires at 2026-01-01T12:00:00\.000Z \(expiresAt\), less than a day/) as unknown]);
     // A VoIP push without an expiry is now-or-never.

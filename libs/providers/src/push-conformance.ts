@@ -210,8 +210,8 @@ const DAY_MS = 86_400_000;
  * local time comes after it, as expired, behind a 202. Said, not refused: some zones do get it
  * (expiresBeforeDue refuses a job none would). Not said of a job expired when accepted (a repost
  * answered as its duplicate after its expiry; one without acceptedAt the demuxer takes after it):
- * no zone gets it. The advice is 25 hours: the day the clocks go back is 25 hours long, and a ttl
- * of one day then misses the zones where it does (not said for every job of one day's ttl, which
+ * no zone gets it. The advice is 26 hours: the day the clocks go back is 25 hours long (26 in
+ * Antarctica/Troll, whose clocks move 2 hours), and a ttl of one day then misses the zones where it does (not said for every job of one day's ttl, which
  * the rest of the year reaches every zone).
  */
 function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content' | 'deliverAt'>, acceptedAt: Date): string | undefined {
@@ -232,7 +232,7 @@ function localTimeExpiryNotice(job: Pick<PushJob, 'expiresAt' | 'ttl' | 'content
     d.date === undefined
       ? 'less than a day after it was accepted (a local time without a date falls within the next day)'
       : `before ${d.localTime} on ${d.date} in the westernmost zones (UTC−12, ${new Date(latest).toISOString()})`;
-  const fix = d.date === undefined ? 'a ttl of at least 25 hours or an expiresAt 25 hours ahead (the day the clocks go back lasts 25)' : `an expiresAt after ${new Date(latest).toISOString()}`;
+  const fix = d.date === undefined ? 'a ttl of at least 26 hours or an expiresAt 26 hours ahead (the day the clocks go back lasts 25, and 26 in Antarctica/Troll)' : `an expiresAt after ${new Date(latest).toISOString()}`;
   const bound = d.expiresAfter === undefined ? ', and deliverAt.expiresAfter (e.g. "PT2H") to keep each device\'s push from going later than that after its own local time' : '';
   return `the job expires at ${expiry.toISOString()} (${by}), ${advice}: devices whose local ${d.localTime} comes after that get nothing (recorded as expired); for every device, give ${fix}${bound}`;
 }

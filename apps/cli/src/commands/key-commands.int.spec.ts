@@ -14,7 +14,7 @@ function herald(...args: string[]): Promise<{ code: number; stdout: string; stde
 }
 
 function heraldWith(settings: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema, HERALD_DEBUG: '', ...settings };
+  const env = { ...process.env, DATABASE_URL: t.url, DATABASE_SCHEMA: t.schema, HERALD_DEBUG: 'false', ...settings };
   return new Promise((resolve) => {
     execFile(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], { env, encoding: 'utf8' }, (err, stdout, stderr) =>
       resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, stdout, stderr }),
