@@ -23,10 +23,15 @@ export const DEFAULT_DEVICE_PRUNE_BATCH = 1_000;
  *
  * Each batch is one statement, a transaction of its own, so it runs behind a transaction-mode
  * pooler, and two registrars pruning side by side skip each other's rows.
+ *
+ * The sign-outs kept of a device (device_signouts, migration 0044) go with it, and, after the
+ * devices, every sign-out older than `olderThan` (the device retention) goes too, in batches alike:
+ * a sign-in of that user stamped before it arriving even later applies as a sign-in. Returns the
+ * devices deleted.
  */
 export async function pruneDevices(db: Kysely<HeraldTables>, olderThan: Date, batchSize = DEFAULT_DEVICE_PRUNE_BATCH, signal?: AbortSignal): Promise<number> {
   const before = sql`${olderThan.toISOString()}::timestamptz`;
-  return deleteInBatches(batchSize, signal, async () => {
+  const devices = await deleteInBatches(batchSize, signal, async () => {
     const { rows } = await sql<{ id: string }>`
       with doomed as (
         select d.id from devices d
@@ -36,9 +41,26 @@ export async function pruneDevices(db: Kysely<HeraldTables>, olderThan: Date, ba
         order by d.updated_at
         limit ${batchSize}
         for update of d skip locked
+      ), gone as (
+        delete from devices d using doomed x where d.id = x.id
+        returning d.id, d.app, d.platform, d.token
+      ), signouts as (
+        delete from device_signouts s using gone g where s.app = g.app and s.platform = g.platform and s.token = g.token
       )
-      delete from devices d using doomed x where d.id = x.id
-      returning d.id::text as id`.execute(db);
+      select id::text as id from gone`.execute(db);
     return rows.length;
   });
+  await deleteInBatches(batchSize, signal, async () => {
+    const { numAffectedRows } = await sql`
+      with doomed as (
+        select app, platform, token, user_id from device_signouts where signed_out_at < ${before}
+        order by signed_out_at
+        limit ${batchSize}
+        for update skip locked
+      )
+      delete from device_signouts s using doomed x
+      where s.app = x.app and s.platform = x.platform and s.token = x.token and s.user_id = x.user_id`.execute(db);
+    return Number(numAffectedRows ?? 0);
+  });
+  return devices;
 }

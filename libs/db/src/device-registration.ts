@@ -3,7 +3,7 @@ import type { Registration } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { deviceKey, type DeviceKey } from './device-key.ts';
 import { followerActivitySql } from './follow-index.ts';
-import { aheadMarkSql, appliedAtSql, laterEventSql } from './later-event.ts';
+import { aheadMarkSql, appliedAtSql, CLOCK_SKEW_ALLOWANCE, laterEventSql } from './later-event.ts';
 
 export type RegistrationResult = 'applied' | 'stale';
 
@@ -16,6 +16,15 @@ export type RegistrationResult = 'applied' | 'stale';
  * newest event instead lost events that decide: a shared tablet's register(bob, 1),
  * register(alice, 3), unregister(alice, 4) in one batch left it alice's, live, after she signed out.
  *
+ * Across batches (registrar replicas, a retried batch, a replayed parked message) her sign-out may
+ * come first: the device is still bob's, so it is stale. It is kept (device_signouts, migration
+ * 0044: the newest per device and user), and a register of hers stamped at or before it that comes
+ * later and would apply applies as her sign-in followed by that sign-out: the device ends her
+ * tombstone, the row the two in order make, never her live device after she signed out. A register
+ * reads the sign-outs once it holds the device's row, with a snapshot taken then (signedOutAt); one
+ * that held it before her sign-out was kept cannot see it, so once kept the sign-out is applied
+ * again (applyRound) and, after such a register, finds the device hers.
+ *
  * Event times come from the reporting system's clock, often the phone's. Among a device's own
  * events they are compared as given (a phone whose clock runs ahead still orders its own register
  * and unregister), but a stored time from a clock running ahead loses to a later event from a
@@ -27,10 +36,48 @@ export type RegistrationResult = 'applied' | 'stale';
 export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonly Registration[]): Promise<RegistrationResult[]> {
   const results: RegistrationResult[] = regs.map(() => 'stale');
   for (const round of inEventOrder(regs)) {
-    const applied = new Set((await upsertStatement(db, round.map((i) => regs[i] as Registration))).map(deviceKey));
+    const rows = round.map((i) => regs[i] as Registration);
+    const applied = await applyRound(db, rows);
     for (const i of round) if (applied.has(deviceKey(regs[i] as Registration))) results[i] = 'applied';
   }
   return results;
+}
+
+/**
+ * One round: the upsert (one statement); then, if sign-outs naming their user did not apply, they
+ * are kept and applied once more. A register of that user that held the device's row before the
+ * keeping committed read no sign-out and may have made the device the user's, live; the sign-out
+ * applied again waits for that row, finds it the user's (the upsert judges the row as locked) and
+ * applies, as it would have coming after it. A register that takes the row later reads the kept
+ * sign-out (signedOutAt). Returns the keys of the devices changed.
+ */
+async function applyRound(db: Kysely<HeraldTables>, rows: readonly Registration[]): Promise<Set<string>> {
+  const changed = new Set((await upsertStatement(db, rows)).map(deviceKey));
+  const kept = rows.filter((r) => r.kind === 'unregister' && r.userId !== undefined && !changed.has(deviceKey(r)));
+  if (kept.length > 0) {
+    await keepSignouts(db, kept);
+    for (const key of (await upsertStatement(db, kept)).map(deviceKey)) changed.add(key);
+  }
+  return changed;
+}
+
+/**
+ * Keeps sign-outs naming a user that did not apply (the device another user's, a tombstone, or a
+ * later event there), the newest per device and user. One that applied need not be kept: the row is
+ * then the user's tombstone at its time, and a register of the user stamped before it is stale.
+ * Rows go with the device, or after the device retention (device-prune.ts), or with the user's erasure.
+ */
+async function keepSignouts(db: Kysely<HeraldTables>, signouts: readonly Registration[]): Promise<void> {
+  if (signouts.length === 0) return;
+  await sql`
+    insert into device_signouts as s (app, platform, token, user_id, signed_out_at)
+    select * from unnest(
+      ${signouts.map((r) => r.app)}::text[], ${signouts.map((r) => r.platform)}::text[], ${signouts.map((r) => r.token)}::text[],
+      ${signouts.map((r) => r.userId ?? null)}::text[], ${signouts.map((r) => r.eventAt)}::timestamptz[]
+    ) as u(app, platform, token, user_id, signed_out_at)
+    order by 1, 2, 3, 4 -- one lock order for every batch
+    on conflict (app, platform, token, user_id) do update set signed_out_at = excluded.signed_out_at, kept_at = now()
+    where excluded.signed_out_at > s.signed_out_at`.execute(db);
 }
 
 /**
@@ -61,6 +108,25 @@ function inEventOrder(regs: readonly Registration[]): number[][] {
  */
 const sameRegister = sql`(excluded.last_event_at = d.last_event_at and excluded.registered_at is not null
   and d.registered_at is not null and d.invalidation_reason is distinct from 'unregistered')`;
+
+/**
+ * In the upsert's conflict clause: the incoming row is an unregister of a token a provider declared
+ * dead (invalidated for another reason than 'unregistered'). The row keeps the provider's reason and
+ * time: made 'unregistered', the device prune (which keeps logouts' tombstones) never deleted it,
+ * and GET /v1/devices lost why the token died.
+ */
+const signOutOfDead = sql`(excluded.registered_at is null and d.invalidated_at is not null
+  and d.invalidation_reason is distinct from 'unregistered')`;
+
+/**
+ * In the upsert's conflict clause, once the register applies: its user's newest sign-out of the
+ * device kept at or after it (keepSignouts), or NULL. The register then applies as the sign-in
+ * followed by that sign-out. Read by a volatile function (migration 0044) on the row as locked, with
+ * a snapshot taken then: a sign-out kept while this statement waited for the row is seen. Only a
+ * device that had a row can have one (a sign-out of a missing row applies, as its tombstone).
+ */
+const signedOutAt = sql`(case when excluded.registered_at is not null
+  then herald_device_signed_out(d.app, d.platform, d.token, excluded.user_id, excluded.last_event_at, ${CLOCK_SKEW_ALLOWANCE}) end)`;
 
 /** Upserts at most one event per device; returns the devices whose row changed. */
 async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registration[]): Promise<DeviceKey[]> {
@@ -125,12 +191,16 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       -- redelivery, a 410 from between the two would read stale against a fast clock's registration.
       registered_at = case when ${sameRegister} then d.registered_at else coalesce(excluded.registered_at, d.registered_at) end,
       user_changed_at = case when excluded.registered_at is not null and d.user_id is distinct from excluded.user_id then now() else d.user_changed_at end,
-      last_event_at = excluded.last_event_at,
       event_ahead_mark = ${aheadMarkSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`d.event_ahead_mark`)},
       event_applied_at = ${appliedAtSql(sql`excluded.last_event_at`, sql`d.last_event_at`, sql`coalesce(d.event_applied_at, d.updated_at)`, sql`excluded.event_applied_at`)},
-      invalidated_at = case when excluded.last_event_at = d.last_event_at and excluded.invalidated_at is not null and d.invalidated_at is not null
-        then d.invalidated_at else excluded.invalidated_at end,
-      invalidation_reason = excluded.invalidation_reason,
+      -- A register its user has signed out of since (signedOutAt, read once: each call of the volatile
+      -- function reads what has committed by then): stored as that sign-out.
+      (last_event_at, invalidated_at, invalidation_reason) = (
+        select coalesce(x.signed_out_at, excluded.last_event_at),
+          case when ${signOutOfDead} or (excluded.last_event_at = d.last_event_at and excluded.invalidated_at is not null and d.invalidated_at is not null)
+            then d.invalidated_at when x.signed_out_at is not null then least(x.signed_out_at, now()) else excluded.invalidated_at end,
+          case when ${signOutOfDead} then d.invalidation_reason when x.signed_out_at is not null then 'unregistered' else excluded.invalidation_reason end
+        from (select ${signedOutAt} as signed_out_at) x),
       updated_at = now()
     -- Later than the device's last event (later-event.ts), and (clamped, above) not before its invalidation.
     -- Rows from before migration 0029 were applied no later than their updated_at.

@@ -72,6 +72,17 @@ export interface DevicesTable {
   web_vapid_key: Generated<string | null>;
 }
 
+/** A sign-out naming a user that did not apply, the newest per device and user (migration 0044; device-registration.ts). */
+export interface DeviceSignoutsTable {
+  app: string;
+  platform: Platform;
+  token: string;
+  user_id: string;
+  signed_out_at: Date;
+  /** When it was kept (the database's clock, 0044). */
+  kept_at: Generated<Date>;
+}
+
 export interface OptOutsTable {
   user_id: string;
   category: string;
@@ -331,6 +342,7 @@ export interface HeraldTables {
   jobs: JobsTable;
   push_outcomes: PushOutcomesTable;
   devices: DevicesTable;
+  device_signouts: DeviceSignoutsTable;
   opt_outs: OptOutsTable;
   mutes: MutesTable;
   delivery_ledger: DeliveryLedgerTable;

@@ -49,7 +49,8 @@ type Edge = { app: string; followee: string; follower: string; following: boolea
  * the user's devices become tombstones without the user or any of their fields (unregistered at the
  * erasure; the token stays, unattributed, as after a logout), topic memberships of the user go and
  * those of the user's devices become unsubscribed tombstones, follow edges from and to the user go
- * (others' counts and indexes kept right), and the app's opt-outs and mutes of the user go; it holds
+ * (others' counts and indexes kept right), the app's opt-outs and mutes of the user go, and so do
+ * the user's sign-outs kept on the app's devices (device_signouts); it holds
  * no lock a writer of the app waits for beyond the rows it changes. A failure there leaves the
  * erasure recorded and the data as it was: erasing again (idempotent) finishes it. Last, outside
  * both, the pushes stored for later to the user are deleted: a scan of every stored push (no index
@@ -93,6 +94,12 @@ export async function eraseUser(db: Kysely<HeraldTables>, app: string, userId: s
     const { edges, follows } = await eraseFollows(tx, app, userId);
     const optOuts = Number((await tx.deleteFrom('opt_outs').where('app', '=', app).where('user_id', '=', userId).executeTakeFirst()).numDeletedRows);
     const mutes = Number((await tx.deleteFrom('mutes').where('app', '=', app).where('user_id', '=', userId).executeTakeFirst()).numDeletedRows);
+    // The sign-outs of the user kept on devices of the app (device-registration.ts): part of the
+    // devices' records, not counted apart; a late one from before the erasure is kept out (0044).
+    // In key order, as the registrars keep them (keepSignouts): no deadlock with one keeping hers.
+    await sql`
+      delete from device_signouts where (app, platform, token, user_id) in (
+        select app, platform, token, user_id from device_signouts where app = ${app} and user_id = ${userId} order by 1, 2, 3, 4 for update)`.execute(tx);
     const kept = (await sql<{ opt_outs: string; mutes: string }>`
       select (select count(*) from opt_outs where app is null and user_id = ${userId}) as opt_outs,
              (select count(*) from mutes where app is null and user_id = ${userId}) as mutes`.execute(tx)).rows[0];
