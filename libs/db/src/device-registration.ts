@@ -124,8 +124,11 @@ const signOutOfDead = sql`(excluded.registered_at is null and d.invalidated_at i
  * followed by that sign-out. Read by a volatile function (migration 0044) on the row as locked, with
  * a snapshot taken then: a sign-out kept while this statement waited for the row is seen. Only a
  * device that had a row can have one (a sign-out of a missing row applies, as its tombstone).
+ * Not asked of a register of the user whose live device it is (a refresh, most registers): a
+ * sign-out of hers was kept only while the device was not hers, and the register that made it hers
+ * live since was later than it, so every register of hers that applies now is later still.
  */
-const signedOutAt = sql`(case when excluded.registered_at is not null
+const signedOutAt = sql`(case when excluded.registered_at is not null and (d.user_id is distinct from excluded.user_id or d.invalidated_at is not null)
   then herald_device_signed_out(d.app, d.platform, d.token, excluded.user_id, excluded.last_event_at, ${CLOCK_SKEW_ALLOWANCE}) end)`;
 
 /** Upserts at most one event per device; returns the devices whose row changed. */
