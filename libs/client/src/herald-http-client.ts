@@ -120,7 +120,8 @@ interface Refusal {
   code: string;
   message: string;
   issues: ReadonlyArray<{ path: string; message: string }>;
-  retryAfter: string | null;
+  /** The answer's Retry-After, read (retryAfterMs); undefined when absent or unreadable. */
+  retryAfterMs: number | undefined;
 }
 
 interface ApiRequest {
@@ -145,10 +146,10 @@ async function sendOnce<S extends z.ZodType>(
     signal,
   });
   const text = await res.text();
-  const retryAfter = res.headers.get('retry-after');
+  const retryAfter = retryAfterMs(res.headers.get('retry-after'));
   const refused = (code: string, message: string, issues: Refusal['issues'] = []): Answer<never> => ({
     ok: false,
-    refusal: { status: res.status, code, message, issues, retryAfter },
+    refusal: { status: res.status, code, message, issues, retryAfterMs: retryAfter },
   });
   let json: unknown;
   try {
@@ -168,9 +169,8 @@ async function sendOnce<S extends z.ZodType>(
 const isOverloaded = (r: Refusal): boolean => r.status === 503 && r.code === 'overloaded';
 
 function apiError(r: Refusal, attempts: number, why: string): HeraldApiError {
-  const retryAfter = retryAfterMs(r.retryAfter);
   return new HeraldApiError(r.status, r.code, `${r.message}${why}`, r.issues, {
-    retryAfterS: retryAfter === undefined ? undefined : Math.ceil(retryAfter / 1000),
+    retryAfterS: r.retryAfterMs === undefined ? undefined : Math.ceil(r.retryAfterMs / 1000),
     attempts,
   });
 }
@@ -193,9 +193,9 @@ export function createHeraldHttpClient(options: HeraldHttpClientOptions): Herald
       if (!isOverloaded(refusal) || retries === 0) throw apiError(refusal, attempt, '');
       const sent = `; sent ${attempt === 1 ? 'once' : `${attempt} times`}`;
       if (attempt > retries) throw apiError(refusal, attempt, `${sent} (overloadRetries ${retries})`);
-      if ((retryAfterMs(refusal.retryAfter) ?? DEFAULT_OVERLOAD_WAIT_MS) > timeoutMs)
+      if ((refusal.retryAfterMs ?? DEFAULT_OVERLOAD_WAIT_MS) > timeoutMs)
         throw apiError(refusal, attempt, `${sent}: its Retry-After is longer than timeoutMs (${timeoutMs} ms)`);
-      await new Promise((resolve) => setTimeout(resolve, overloadWaitMs(refusal.retryAfter)));
+      await new Promise((resolve) => setTimeout(resolve, overloadWaitMs(refusal.retryAfterMs)));
     }
   }
   const userQuery = (user: z.input<typeof UserOfApp>): string => {

@@ -23,11 +23,11 @@ describe('Retry-After', () => {
   });
 
   it('waits at least what the header asks, the default when it is unreadable, with up to a fifth (at least 100 ms) of jitter', () => {
-    expect(overloadWaitMs('1', now, () => 0)).toBe(1_000);
-    expect(overloadWaitMs('1', now, () => 1)).toBe(1_200);
-    expect(overloadWaitMs('0', now, () => 1)).toBe(100);
-    expect(overloadWaitMs('Mon, 07 Dec 2026 12:00:10 GMT', now, () => 0.5)).toBe(11_000);
-    expect(overloadWaitMs('garbage', now, () => 0)).toBe(DEFAULT_OVERLOAD_WAIT_MS);
-    expect(overloadWaitMs(null, now, () => 0)).toBe(DEFAULT_OVERLOAD_WAIT_MS);
+    expect(overloadWaitMs(retryAfterMs('1', now), () => 0)).toBe(1_000);
+    expect(overloadWaitMs(retryAfterMs('1', now), () => 1)).toBe(1_200);
+    expect(overloadWaitMs(retryAfterMs('0', now), () => 1)).toBe(100);
+    expect(overloadWaitMs(retryAfterMs('Mon, 07 Dec 2026 12:00:10 GMT', now), () => 0.5)).toBe(11_000);
+    expect(overloadWaitMs(retryAfterMs('garbage', now), () => 0)).toBe(DEFAULT_OVERLOAD_WAIT_MS);
+    expect(overloadWaitMs(retryAfterMs(null, now), () => 0)).toBe(DEFAULT_OVERLOAD_WAIT_MS);
   });
 });

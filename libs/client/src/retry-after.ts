@@ -22,15 +22,12 @@ export function retryAfterMs(header: string | null | undefined, now: number = Da
 export const DEFAULT_OVERLOAD_WAIT_MS = 1_000;
 
 /**
- * The wait before sending a request refused 503 overloaded again: its Retry-After (else
- * DEFAULT_OVERLOAD_WAIT_MS) plus up to a fifth more (at least up to 100 ms), so the clients one
- * overload refused do not all come back in the same instant. Never shorter than Retry-After.
+ * The wait before sending a request refused 503 overloaded again: what its Retry-After asked
+ * (retryAfterMs; undefined: DEFAULT_OVERLOAD_WAIT_MS) plus up to a fifth more (at least up to
+ * 100 ms), so the clients one overload refused do not all come back in the same instant. Never
+ * shorter than Retry-After.
  */
-export function overloadWaitMs(
-  header: string | null | undefined,
-  now: number = Date.now(),
-  random: () => number = Math.random,
-): number {
-  const asked = retryAfterMs(header, now) ?? DEFAULT_OVERLOAD_WAIT_MS;
+export function overloadWaitMs(askedMs: number | undefined, random: () => number = Math.random): number {
+  const asked = askedMs ?? DEFAULT_OVERLOAD_WAIT_MS;
   return asked + Math.round(random() * Math.max(100, asked / 5));
 }
