@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { createAppCredentialStore, createAudienceStore } from '@herald/db';
 import { Exchanges, Queues } from '@herald/contracts';
 import { createLogger } from '@herald/logging';
 import { connectBroker, heraldTopology, type Broker } from '@herald/messaging';
@@ -10,7 +9,8 @@ import { createTestDatabase, createTestVhost, waitFor, type TestDatabase, type T
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobRecords } from './job-records.ts';
-import { buildApiServer, type ApiServerDeps } from './server.ts';
+import { buildApiServer } from './server.ts';
+import { specServerDeps } from './spec-server-deps.ts';
 
 // The bound on request-body bytes worked on at once (API_MAX_BODY_BYTES_IN_FLIGHT), through the
 // real server on a port, with the real PostgreSQL and RabbitMQ behind it. A body counts the bytes
@@ -27,8 +27,6 @@ let key: string;
 /** While set, a job's publish waits for it: its request stays unanswered. */
 let publishGate: Promise<void> | undefined;
 
-const notHere = (): Promise<never> => Promise.reject(new Error('not used by this spec'));
-
 beforeAll(async () => {
   t = await createTestDatabase('api_body_bound');
   vhost = await createTestVhost('api_body_bound');
@@ -39,37 +37,15 @@ beforeAll(async () => {
   key = (await t.db.apiKeys.create('team-demo', ['demo'])).key;
   records = createJobRecords(t.db.jobs, logger);
   registry = new Registry();
-  const deps: ApiServerDeps = {
+  const deps = specServerDeps(t, logger, {
     jobs: records,
-    apps: t.db.apps,
-    webDevices: { get: () => Promise.resolve(false) },
     publish: async (job) => {
       await publishGate;
       return broker.publisher.publish({ exchange: Exchanges.jobs, routingKey: Queues.jobs, body: job, messageId: job.id });
     },
-    publishRegistration: notHere,
-    publishChange: notHere,
-    subscriptions: t.db.subscriptions,
-    resourceTypes: ['campaign'],
-    allowHttpLocalhost: false,
-    maxSubscriptionsPerTeam: 10,
-    maxChangeBytes: 10_000,
-    cancel: notHere,
-    preferences: t.db.preferences,
-    audiences: createAudienceStore(t.db.kysely),
-    userDevices: notHere,
-    eraseUser: notHere,
-    keys: t.db.apiKeys,
-    admin: { store: createAppCredentialStore(t.db.kysely, undefined), list: notHere, keys: t.db.apiKeys, audit: t.db.audit, generateVapidKeys: notHere },
-    vapidApps: t.db.apps,
-    adminKey: undefined,
-    bodyLimitBytes: 1_000_000,
     maxBodyBytesInFlight: BOUND,
-    requestTimeoutMs: 10_000,
-    keyCacheTtlMs: 1_000,
-    logger,
     registry,
-  };
+  });
   api = buildApiServer(deps);
   await api.listen({ port: 0, host: '127.0.0.1' });
   port = (api.server.address() as { port: number }).port;

@@ -1,11 +1,10 @@
-import { createAppCredentialStore, createAudienceStore } from '@herald/db';
+import { createAudienceStore } from '@herald/db';
 import { createLogger } from '@herald/logging';
-import { Registry } from '@herald/runtime';
 import { createTestDatabase, type TestDatabase } from '@herald/testing';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobRecords } from './job-records.ts';
-import { buildApiServer, type ApiServerDeps } from './server.ts';
+import { buildApiServer } from './server.ts';
+import { specServerDeps } from './spec-server-deps.ts';
 
 // What PostgreSQL refuses as data, when no check before it caught the value, is the caller's to
 // fix: a 400 naming it, not a 500. The store below hands PostgreSQL a time in the year 0000, as the
@@ -15,42 +14,18 @@ let t: TestDatabase;
 let api: FastifyInstance;
 let key: string;
 
-const notHere = (): Promise<never> => Promise.reject(new Error('not used by this spec'));
-
 beforeAll(async () => {
   t = await createTestDatabase('api_server');
   await t.db.apps.upsert({ id: 'demo' });
   key = (await t.db.apiKeys.create('team-demo', ['demo'])).key;
   const logger = createLogger({ service: 'api-test', level: 'silent' });
   const audiences = createAudienceStore(t.db.kysely);
-  const deps: ApiServerDeps = {
-    jobs: createJobRecords(t.db.jobs, logger),
-    apps: t.db.apps,
-    webDevices: { get: () => Promise.resolve(false) },
-    publish: notHere,
-    publishRegistration: notHere,
-    publishChange: notHere,
-    subscriptions: t.db.subscriptions,
-    resourceTypes: ['campaign'],
-    allowHttpLocalhost: false,
-    maxSubscriptionsPerTeam: 10,
-    maxChangeBytes: 10_000,
-    cancel: notHere,
-    preferences: t.db.preferences,
-    audiences: { ...audiences, applyFollowEvents: (events) => audiences.applyFollowEvents(events.map((e) => ({ ...e, eventAt: '0000-01-01T00:00:00Z' }))) },
-    userDevices: notHere,
-    eraseUser: notHere,
-    keys: t.db.apiKeys,
-    admin: { store: createAppCredentialStore(t.db.kysely, undefined), list: notHere, keys: t.db.apiKeys, audit: t.db.audit, generateVapidKeys: notHere },
-    vapidApps: t.db.apps,
-    adminKey: undefined,
-    bodyLimitBytes: 1_000_000,
-    maxBodyBytesInFlight: 32 * 1024 * 1024,
-    requestTimeoutMs: 10_000,
-    keyCacheTtlMs: 1_000,
-    logger,
-    registry: new Registry(),
-  };
+  const deps = specServerDeps(t, logger, {
+    audiences: {
+      ...audiences,
+      applyFollowEvents: (events) => audiences.applyFollowEvents(events.map((e) => ({ ...e, eventAt: '0000-01-01T00:00:00Z' }))),
+    },
+  });
   api = buildApiServer(deps);
   await api.ready();
 });
@@ -68,6 +43,11 @@ describe('database refusals the API answers 4xx', () => {
       payload: { events: [{ follower: 'u1', followee: 'u2', following: true, eventAt: '2026-01-01T00:00:00Z' }] },
     });
     expect(answer.statusCode, answer.body).toBe(400);
-    expect(answer.json()).toEqual({ error: { code: 'invalid-request', message: 'a value in the request cannot be stored: date/time field value out of range: "0000-01-01T00:00:00Z"' } });
+    expect(answer.json()).toEqual({
+      error: {
+        code: 'invalid-request',
+        message: 'a value in the request cannot be stored: date/time field value out of range: "0000-01-01T00:00:00Z"',
+      },
+    });
   });
 });
