@@ -130,6 +130,15 @@ describe('HTTP API bad input', () => {
     expect((await call(sys, 'POST', '/v1/devices', { key, body: { ...device, eventAt: '2026-11-29T12:00:00+14:00' } })).status).toBe(202);
   });
 
+  it('refuses a register whose previousToken is not a token of its platform, or is the token itself (400 naming previousToken)', async () => {
+    const device = { app: 'demo', platform: 'apns', token: 'ab'.repeat(32), userId: 'u' };
+    const bad = await refused([sys, 'POST', '/v1/devices', { key, body: { ...device, previousToken: 'not a token' } }], 400, 'invalid-request', /^previousToken: previousToken is not an APNs device token/, Queues.registrations);
+    expect(bad.issues?.map((i) => i.path)).toEqual(['previousToken']);
+    // APNs hex in either case is one token.
+    await refused([sys, 'POST', '/v1/devices', { key, body: { ...device, previousToken: 'AB'.repeat(32) } }], 400, 'invalid-request', /^previousToken: previousToken is the token itself/, Queues.registrations);
+    expect((await call(sys, 'POST', '/v1/devices', { key, body: { ...device, previousToken: 'cd'.repeat(32) } })).status).toBe(202);
+  });
+
   it('refuses a scheduled job that would expire before it is due (400 naming ttl or expiresAt): nothing would be delivered', async () => {
     const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
     await refused([sys, 'POST', '/v1/jobs', { key, body: job({ deliverAt: { at: tomorrow }, ttl: 3600 }) }], 400, 'invalid-request', /^ttl: the job expires at .* before it is due/);

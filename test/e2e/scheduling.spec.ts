@@ -82,6 +82,28 @@ describe('scheduled pushes', () => {
     expect(await delivered(sys.sandbox, { token: device.token })).toEqual([]);
   });
 
+  it("a stored push goes to the token that replaced its device's: a register naming the old token as its previousToken", async () => {
+    const device: Device = { userId: uniqueUser(), platform: 'apns', token: apnsToken() };
+    await registerDevices(sys, [device]);
+    const sent = await sys.client.publishPushJob(job({ userId: device.userId, deliverAt: { at: new Date(Date.now() + 3_000).toISOString() } }));
+    await waitFor('stored push', async () => (await storedRows(sent.id)).length === 1);
+    // Before it is due, iOS hands the app a new token (a restore onto the same phone, say), and the app registers it naming the old one.
+    const rotated = apnsToken();
+    await sys.client.publishRegistration({ kind: 'register', app: DEMO_APP.id, platform: 'apns', token: rotated, previousToken: device.token, userId: device.userId, eventAt: new Date().toISOString() });
+    const rowOf = (token: string) => sys.database.db.kysely.selectFrom('devices').select(['id', 'invalidation_reason']).where('token', '=', token).executeTakeFirst();
+    await waitFor('the old token replaced', async () => (await rowOf(device.token))?.invalidation_reason === 'replaced');
+    const [push] = await waitFor('its outcome', async () => {
+      const pushes = await sys.database.db.jobs.pushes(sent.id, { limit: 10 });
+      return pushes[0]?.outcome !== 'scheduled' && pushes.length > 0 && pushes;
+    });
+    expect(push).toMatchObject({ pushId: derivePushId(sent.id, String((await rowOf(device.token))?.id)), outcome: 'delivered', deviceId: String((await rowOf(rotated))?.id), token: rotated });
+    expect(await delivered(sys.sandbox, { token: rotated })).toHaveLength(1);
+    expect(await delivered(sys.sandbox, { token: device.token })).toEqual([]);
+    expect(await metric(sys.service('apns-pusher'), 'herald_pushes_moved_total', { platform: 'apns', app: DEMO_APP.id })).toBe(1);
+    // The job adds up: one push, delivered.
+    expect((await sys.database.db.jobs.status(sent.id))?.outcomes).toEqual({ delivered: 1 });
+  });
+
   it("resolves a local time in each device's timezone; an unknown zone falls back to UTC and is counted", async () => {
     const india: Device = { userId: uniqueUser(), platform: 'apns', token: apnsToken() };
     const mars: Device = { userId: uniqueUser(), platform: 'apns', token: apnsToken() };

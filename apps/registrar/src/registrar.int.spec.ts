@@ -195,6 +195,32 @@ describe('registrar handler', () => {
     expect(await device('t-berlin')).toMatchObject({ user_id: 'user-3', app_version: '5.3.0', last_event_at: new Date(at(5)) });
   });
 
+  it('links the previousToken it names (an APNs one in upper case too); applies a register whose only problem is its previousToken without it, logged, never parked', async () => {
+    const log = createLogger({ service: 'registrar-test', level: 'silent' });
+    const warned = vi.spyOn(log, 'warn');
+    const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger: log });
+    const at = (day: number) => `2025-03-0${day}T10:00:00Z`;
+    expect(await handle([message(register('t-rot-old', { eventAt: at(1) }))])).toEqual([{ kind: 'ack' }]);
+    expect(await handle([message(register('t-rot-new', { previousToken: apns('t-rot-old').toUpperCase(), eventAt: at(2) }))])).toEqual([{ kind: 'ack' }]);
+    expect(await device('t-rot-old')).toMatchObject({ invalidation_reason: 'replaced', replaced_by: (await device('t-rot-new'))?.id });
+    expect(warned).not.toHaveBeenCalled();
+    const outcomes = await handle([
+      message(register('t-rot-bad', { previousToken: 'not a token' })),
+      message(register('t-rot-self', { previousToken: apns('t-rot-self').toUpperCase() })),
+      message(register('t-rot-no-user', { previousToken: 'not a token', userId: undefined })),
+    ]);
+    expect(outcomes.slice(0, 2)).toEqual([{ kind: 'ack' }, { kind: 'ack' }]);
+    // Another problem besides it still parks.
+    expect(outcomes[2]).toMatchObject({ kind: 'park', code: 'schema', reason: expect.stringMatching(/^schema violation: userId: /) as unknown });
+    expect(await device('t-rot-bad')).toMatchObject({ user_id: 'user-1', invalidated_at: null });
+    expect(await device('t-rot-self')).toMatchObject({ user_id: 'user-1', invalidated_at: null, replaced_by: null });
+    const dropped = warned.mock.calls.filter(([, msg]) => typeof msg === 'string' && msg.startsWith('registration applied without a field'));
+    expect(dropped.map(([fields]) => (fields as { reason: string }).reason)).toEqual([
+      expect.stringMatching(/previousToken: previousToken is not an APNs device token/),
+      expect.stringMatching(/previousToken: previousToken is the token itself/),
+    ]);
+  });
+
   it("throws for a value PostgreSQL refuses, so the consumer isolates that one message, not the batch (a token too long for the index)", async () => {
     const handle = createRegistrarHandler({ devices: t.db.devices, apps: t.db.apps, logger });
     // FCM's token alphabet allows 4,096 characters; PostgreSQL's unique index holds at most 2,704 bytes of it.

@@ -42,12 +42,13 @@ type Decode = { ok: true; reg: Registration; dropped?: string } | { ok: false; p
  * Fields a registration can lose without losing the device: the token still gets its pushes, and
  * the device keeps the zone, language, app version and last-seen time it had (in UTC, default
  * language if none). An Android versionName such as "2.3.1 (45)" had parked every register of the
- * device, its token with it.
+ * device, its token with it. A bad previousToken only costs the link to the token it replaces (the
+ * old token is not invalidated, its pending pushes are not moved); parked, the new token was lost.
  */
-const DROPPABLE = ['timezone', 'locale', 'appVersion', 'lastSeenAt'] as const;
+const DROPPABLE = ['timezone', 'locale', 'appVersion', 'lastSeenAt', 'previousToken'] as const;
 
 /**
- * A registration whose only problems are its timezone, locale, app version or last-seen time is applied without them (and the
+ * A registration whose only problems are its timezone, locale, app version, last-seen time or previous token is applied without them (and the
  * drop is logged with the reason): parking it would lose the device token, and with it every push
  * to that device. Without them the device keeps the ones it had (applyRegistrations). The HTTP API
  * refuses such a registration with a 400 instead, so its caller can fix it.
@@ -68,11 +69,18 @@ function withoutBadFields(body: Buffer, reason: string): Decode | undefined {
   return again.success ? { ok: true, reg: again.data, dropped: reason } : undefined;
 }
 
+/** The token, and a register's previousToken, as stored (normalizeDeviceToken). */
+function normalized(reg: Registration): Registration {
+  const token = normalizeDeviceToken(reg.platform, reg.token);
+  if (reg.kind !== 'register' || reg.previousToken === undefined) return { ...reg, token };
+  return { ...reg, token, previousToken: normalizeDeviceToken(reg.platform, reg.previousToken) };
+}
+
 function decode(message: InboundMessage): Decode {
   const parsed = decodeWith(Registration, message.body);
   const result: Decode | undefined = parsed.ok ? { ok: true, reg: parsed.value } : withoutBadFields(message.body, parsed.reason);
   // One spelling per token: APNs hex is stored in lower case.
-  if (result?.ok === true) return { ...result, reg: { ...result.reg, token: normalizeDeviceToken(result.reg.platform, result.reg.token) } };
+  if (result?.ok === true) return { ...result, reg: normalized(result.reg) };
   const reason = parsed.ok ? 'unreachable' : parsed.reason;
   return { ok: false, park: { kind: 'park', code: reason.startsWith('malformed JSON') ? 'malformed-json' : 'schema', reason } };
 }
@@ -172,7 +180,7 @@ function tell(batch: { messages: readonly InboundMessage[]; memberships: Readonl
   });
   for (const { index, reg, dropped } of batch.decoded) {
     if (dropped === undefined || outcomes[index]?.kind !== 'ack') continue;
-    deps.logger.warn({ app: reg.app, platform: reg.platform, token: reg.token, reason: dropped }, 'registration applied without a field it had wrong (timezone, locale, app version or last-seen time)');
+    deps.logger.warn({ app: reg.app, platform: reg.platform, token: reg.token, reason: dropped }, 'registration applied without a field it had wrong (timezone, locale, app version, last-seen time or previous token)');
   }
   for (const { reg, result } of batch.applied) {
     counted?.inc({ kind: reg.kind, result });

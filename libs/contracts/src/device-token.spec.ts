@@ -39,6 +39,26 @@ describe('device tokens', () => {
     expect(r.ok ? '' : r.reason).toMatch(/^schema violation: token: not an/);
   });
 
+  it('a register may name its previousToken: a token of its platform, not the token itself (APNs hex in either case is one token); an unregister may not', () => {
+    const event = { kind: 'register', app: 'demo', platform: 'apns', token: 'ab'.repeat(32), userId: 'u', eventAt: '2026-01-01T00:00:00Z' } as const;
+    const reason = (value: object) => {
+      const r = parseWith(Registration, value);
+      return r.ok ? r.value : r.reason;
+    };
+    expect(reason({ ...event, previousToken: 'cd'.repeat(32) })).toMatchObject({ previousToken: 'cd'.repeat(32) });
+    expect(reason({ ...event, previousToken: 'not a token' })).toMatch(/^schema violation: previousToken: previousToken is not an APNs device token: /);
+    expect(reason({ ...event, previousToken: 'ab'.repeat(32) })).toMatch(/^schema violation: previousToken: previousToken is the token itself/);
+    expect(reason({ ...event, previousToken: 'AB'.repeat(32) })).toMatch(/^schema violation: previousToken: previousToken is the token itself/);
+    expect(reason({ ...event, previousToken: '' })).toMatch(/^schema violation: previousToken: /);
+    // FCM tokens are case-sensitive; one of an APNs token's shape (registered before that was refused) may be named.
+    const fcm = `cXyz-_:APA91b${'Q'.repeat(40)}`;
+    expect(reason({ ...event, platform: 'fcm', token: fcm, previousToken: fcm.toLowerCase() })).toMatchObject({ previousToken: fcm.toLowerCase() });
+    expect(reason({ ...event, platform: 'fcm', token: fcm, previousToken: 'ab'.repeat(32) })).toMatchObject({ previousToken: 'ab'.repeat(32) });
+    expect(reason({ ...event, platform: 'fcm', token: fcm, previousToken: fcm })).toMatch(/^schema violation: previousToken: previousToken is the token itself/);
+    expect(reason({ ...event, platform: 'fcm', token: fcm, previousToken: 'a/b' })).toMatch(/^schema violation: previousToken: previousToken is not an FCM registration token: /);
+    expect(reason({ kind: 'unregister', app: 'demo', platform: 'apns', token: 'ab'.repeat(32), previousToken: 'cd'.repeat(32), eventAt: '2026-01-01T00:00:00Z' })).toMatch(/previousToken/);
+  });
+
   it('stores APNs tokens in lower case, FCM tokens as given', () => {
     expect(normalizeDeviceToken('apns', 'AB'.repeat(32))).toBe('ab'.repeat(32));
     expect(normalizeDeviceToken('fcm', 'AbC')).toBe('AbC');

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Instant } from './instant.ts';
 import { AppId, UserId } from './push-job.ts';
 import { PlatformSchema as Platform } from './device-push.ts';
-import { apnsShapedFcmToken, deviceTokenProblem, TokenKinds } from './device-token.ts';
+import { apnsShapedFcmToken, deviceTokenProblem, normalizeDeviceToken, TokenKinds } from './device-token.ts';
 import { LocaleTag, TimeZone } from './device-locale.ts';
 import type { Platform as PlatformName } from './names.ts';
 import { WebPushKeys } from './web-push.ts';
@@ -26,11 +26,32 @@ export function deviceTokenProblems(value: { platform: PlatformName; token: stri
   return problems;
 }
 
-/** A register's token (an FCM one not of an APNs token's shape: apnsShapedFcmToken), and its subscription keys: required for web, refused for APNs and FCM. */
-export function registerProblems(value: { platform: PlatformName; token: string; tokenKind?: string | undefined; keys?: unknown; applicationServerKey?: unknown }): Problem[] {
+/**
+ * What is wrong with a register's previousToken: a token of the platform (web: an endpoint) other
+ * than `token` as stored (normalizeDeviceToken: APNs hex in either case is one token). It is only
+ * looked up, so an FCM one of an APNs token's shape (registered before that was refused) may be named.
+ */
+function previousTokenProblems(value: { platform: PlatformName; token: string; previousToken?: string | undefined }): Problem[] {
+  if (value.previousToken === undefined) return [];
+  const problem = deviceTokenProblem(value.platform, value.previousToken);
+  if (problem !== undefined) return [{ path: ['previousToken'], message: `previousToken is ${problem}` }];
+  if (normalizeDeviceToken(value.platform, value.previousToken) !== normalizeDeviceToken(value.platform, value.token)) return [];
+  return [{ path: ['previousToken'], message: 'previousToken is the token itself: name the token the device held before this one, or leave it out' }];
+}
+
+/** A register's token (an FCM one not of an APNs token's shape: apnsShapedFcmToken), its previousToken, and its subscription keys: required for web, refused for APNs and FCM. */
+export function registerProblems(value: {
+  platform: PlatformName;
+  token: string;
+  previousToken?: string | undefined;
+  tokenKind?: string | undefined;
+  keys?: unknown;
+  applicationServerKey?: unknown;
+}): Problem[] {
   const problems = deviceTokenProblems(value);
   const shaped = problems.length === 0 && value.platform === 'fcm' ? apnsShapedFcmToken(value.token) : undefined;
   if (shaped !== undefined) problems.push({ path: ['token'], message: shaped });
+  problems.push(...previousTokenProblems(value));
   if (value.platform === 'web') {
     if (value.keys === undefined) problems.push({ path: ['keys'], message: 'a web registration carries the subscription keys {p256dh, auth} (PushSubscription.toJSON().keys)' });
     return problems;
@@ -62,6 +83,14 @@ export const RegisterShape = {
   app: AppId,
   platform: Platform,
   token: Token,
+  /**
+   * The token this device held before `token` (APNs or FCM gave the app a new one; web: the old
+   * subscription's endpoint, from `pushsubscriptionchange`). While it is still the user's, it is
+   * invalidated ('replaced') as `token` becomes her device, and the pushes already made for it go to
+   * `token` (device-registration.ts). Refused when it is not a token of the platform or is `token`
+   * itself; the registrar applies such a register without it.
+   */
+  previousToken: Token.optional(),
   /** APNs: `voip` for a PushKit token, `liveactivity` for a Live Activity push token, `device`. Absent: the device keeps the one it has (a new one is `device`). */
   tokenKind: z.enum(TokenKinds).optional(),
   userId: UserId,

@@ -80,6 +80,18 @@ describe('web registrations at the doors', () => {
     expect(issues(DeviceRegister, { ...base, token: endpoint, keys, tokenKind: 'voip' })).toEqual([expect.stringMatching(/^tokenKind: .*a Web Push subscription is always "device"/)]);
   });
 
+  it("takes the old subscription's endpoint as previousToken (pushsubscriptionchange), refusing a bad one or the endpoint itself, naming previousToken", () => {
+    const subscription = browserSubscription();
+    const old = 'https://fcm.googleapis.com/fcm/send/b2xk:APA91b-old';
+    expect(DeviceRegister.parse({ ...base, subscription, previousToken: old })).toMatchObject({ token: endpoint, previousToken: old });
+    expect(issues(DeviceRegister, { ...base, token: endpoint, keys: subscription.keys, previousToken: old })).toEqual([]);
+    expect(issues(DeviceRegister, { ...base, subscription, previousToken: 'http://fcm.googleapis.com/x' })).toEqual(['previousToken: previousToken is not a Web Push endpoint: expected an https URL, got http']);
+    expect(issues(DeviceRegister, { ...base, subscription, previousToken: endpoint })).toEqual([expect.stringMatching(/^previousToken: previousToken is the token itself/)]);
+    expect(issues(DeviceRegister, { app: 'chat', platform: 'apns', userId: 'u1', token: 'ab'.repeat(32), previousToken: 'AB'.repeat(32) })).toEqual([expect.stringMatching(/^previousToken: previousToken is the token itself/)]);
+    // An unregister names one token: the one signed out of.
+    expect(issues(DeviceUnregister, { app: 'chat', platform: 'web', token: endpoint, previousToken: old })).toEqual([expect.stringMatching(/previousToken/)]);
+  });
+
   it('unregisters by endpoint', () => {
     expect(issues(DeviceUnregister, { app: 'chat', platform: 'web', token: endpoint })).toEqual([]);
     expect(issues(DeviceUnregister, { app: 'chat', platform: 'web', token: 'http://x/y' })).toEqual(['token: not a Web Push endpoint: expected an https URL, got http']);

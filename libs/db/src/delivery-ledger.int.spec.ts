@@ -216,6 +216,41 @@ describe('DeliveryLedger', () => {
     expect(plain.subscriptions).toBeUndefined();
   });
 
+  it('claimLive finds a push whose token was replaced moved to the live device its chain of replacements ends at, and claims nothing for it', async () => {
+    await t.db.apps.upsert({ id: 'moved-chat' });
+    const token = (c: string) => c.repeat(64);
+    for (const c of 'abcdefg') {
+      await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'moved-chat', platform: 'apns', token: token(c), userId: 'u', eventAt: '2025-01-01T00:00:00Z' });
+    }
+    const rows = await t.db.kysely.selectFrom('devices').select(['id', 'token']).where('app', '=', 'moved-chat').execute();
+    const idOf = (c: string) => String(rows.find((r) => r.token === token(c))?.id);
+    // a → b (live); c → d → e (live); f → g, g dead since.
+    const replace = (from: string, to: string) =>
+      sql`update devices set invalidated_at = now(), invalidation_reason = 'replaced', replaced_by = ${to}::bigint where id = ${idOf(from)}::bigint`.execute(t.db.kysely);
+    await replace('a', idOf('b'));
+    await replace('c', idOf('d'));
+    await replace('d', idOf('e'));
+    await replace('f', idOf('g'));
+    await t.db.devices.invalidate({ app: 'moved-chat', platform: 'apns', token: token('g'), reason: 'Unregistered', observedAt: new Date() });
+    const push = (c: string) => ({ pushId: randomUUID(), deviceId: idOf(c), token: token(c), userId: 'u' });
+    const [toB, toE, deadEnd] = [push('a'), push('c'), push('f')];
+    const claims = await t.db.ledger.claimLive([toB, toE, deadEnd], 'pusher-1', LEASE);
+    expect(claims).toEqual(new Map([[toB.pushId, 'moved'], [toE.pushId, 'moved'], [deadEnd.pushId, 'dead']]));
+    expect(claims.moves).toEqual(new Map([[toB.pushId, { deviceId: idOf('b'), token: token('b') }], [toE.pushId, { deviceId: idOf('e'), token: token('e') }]]));
+    const ledger = await t.db.kysely.selectFrom('delivery_ledger').select('push_id').where('push_id', 'in', [toB.pushId, toE.pushId, deadEnd.pushId]).execute();
+    expect(ledger).toEqual([]);
+    // Claimed again for the device it moved to: claimed, with that device's checks (its user's now).
+    const moved = { ...toB, ...claims.moves?.get(toB.pushId) };
+    const elsewhere = { ...toE, ...claims.moves?.get(toE.pushId), userId: 'someone-else' };
+    const again = await t.db.ledger.claimLive([moved, elsewhere], 'pusher-1', LEASE);
+    expect(again).toEqual(new Map([[moved.pushId, 'claimed'], [elsewhere.pushId, 'reassigned']]));
+    expect(again.moves).toBeUndefined();
+    // A replacement deleted since (pruned, its app deleted) ends the chain: dead.
+    await sql`delete from devices where id = ${idOf('b')}::bigint`.execute(t.db.kysely);
+    const late = push('a');
+    expect(await t.db.ledger.claimLive([late], 'pusher-1', LEASE)).toEqual(new Map([[late.pushId, 'dead']]));
+  });
+
   it("claimLive asks again of a push given a recheck whether its job was cancelled, and its user's opt-outs and mutes now, in its app or every app", async () => {
     await t.db.apps.upsert({ id: 'prefs-chat' });
     await t.db.apps.upsert({ id: 'prefs-other' });

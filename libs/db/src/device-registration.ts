@@ -32,6 +32,10 @@ export type RegistrationResult = 'applied' | 'stale';
  * provider's 410 timestamp, invalidated_at, last_seen_at against real time) are never later than
  * now: kept as given, a registration stamped an hour ahead made every 410 of that hour stale, so the
  * dead token went on getting pushes, and a lastSeenAt ahead pinned the device as recently active.
+ *
+ * A register naming the token it replaces (previousToken: a provider gave the app a new one) marks
+ * that token's device replaced by its own in the same statement (replacedLinkSql), so the pushes
+ * already made for the old token are sent to the new one instead of being dropped as dead.
  */
 export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonly Registration[]): Promise<RegistrationResult[]> {
   const results: RegistrationResult[] = regs.map(() => 'stale');
@@ -82,20 +86,23 @@ async function keepSignouts(db: Kysely<HeraldTables>, signouts: readonly Registr
 
 /**
  * The batch's indexes in rounds: round k holds each device's k-th event by event time (ties in the
- * batch's order), so no statement names a device twice and each device's events go in order.
+ * batch's order), so no statement names a device twice and each device's events go in order. A
+ * register naming its previousToken counts as an event of that token's device too: it comes after
+ * the device's earlier events and before its later ones, as one at a time would apply them (in one
+ * statement with them it would link nothing: replacedLinkSql). An app's register on start and its
+ * new token's, moments later, often share a batch.
  */
 function inEventOrder(regs: readonly Registration[]): number[][] {
-  const byDevice = new Map<string, number[]>();
-  regs.forEach((r, i) => {
-    const key = deviceKey(r);
-    const seen = byDevice.get(key);
-    if (seen === undefined) byDevice.set(key, [i]);
-    else seen.push(i);
-  });
+  const order = regs.map((r, i) => ({ i, at: Date.parse(r.eventAt) })).sort((a, b) => a.at - b.at || a.i - b.i);
+  const lastRound = new Map<string, number>();
   const rounds: number[][] = [];
-  for (const events of byDevice.values()) {
-    const ordered = events.length === 1 ? events : events.map((i) => ({ i, at: Date.parse((regs[i] as Registration).eventAt) })).sort((a, b) => a.at - b.at || a.i - b.i).map((e) => e.i);
-    ordered.forEach((i, k) => (rounds[k] ??= []).push(i));
+  for (const { i } of order) {
+    const reg = regs[i] as Registration;
+    const keys = [deviceKey(reg)];
+    if (reg.kind === 'register' && reg.previousToken !== undefined) keys.push(deviceKey({ ...reg, token: reg.previousToken }));
+    const k = Math.max(...keys.map((key) => lastRound.get(key) ?? -1)) + 1;
+    for (const key of keys) lastRound.set(key, k);
+    (rounds[k] ??= []).push(i);
   }
   return rounds;
 }
@@ -131,6 +138,48 @@ const signOutOfDead = sql`(excluded.registered_at is null and d.invalidated_at i
 const signedOutAt = sql`(case when excluded.registered_at is not null and (d.user_id is distinct from excluded.user_id or d.invalidated_at is not null)
   then herald_device_signed_out(d.app, d.platform, d.token, excluded.user_id, excluded.last_event_at, ${CLOCK_SKEW_ALLOWANCE}) end)`;
 
+/**
+ * In the upsert (a CTE beside `up`, only in a statement with a register naming a previousToken):
+ * the previous token's device `o` is marked replaced by the register's, when the register applied
+ * and made its token the user's live device (not a sign-in followed by a kept sign-out), and `o` is
+ * still hers (not another user's since, not a tombstone, not signed out of: those pushes stay
+ * dead), of the same token kind, and has no event later than the rotation. In the same statement,
+ * so that no snapshot (a fan-out's) sees both tokens live and hers: a job makes a push for one of
+ * them only, and the pusher sends one made for `o` to the end of its replaced_by chain
+ * (delivery-ledger.ts). A live `o` is invalidated 'replaced' at the rotation's time; one already
+ * dead (a provider's 410 came first) keeps its time and reason. Its last event stays: a register of
+ * `o` stamped after the rotation revives it (and clears replaced_by), one before it is stale against
+ * the invalidation. A rotation whose register is stale (older than the new device's last event)
+ * links nothing: it did not apply.
+ *
+ * replaced_by is set only when the new token was no live device before this statement, hers or
+ * another user's (read from the statement's snapshot, which does not see `up`'s writes): else jobs
+ * since it went live made pushes for it and for `o` alike (hers; a broadcast, whoever held it),
+ * and moving `o`'s to it could send a job twice there; `o`
+ * then keeps the link it had (null while it was live; the same register delivered again, or a later
+ * register still naming `o`, must not undo the link its first delivery made). `o` is never one of
+ * the statement's own devices (a row is modified once per statement): inEventOrder puts `o`'s events
+ * in other rounds; the check keeps a register naming its own token as previousToken a plain register.
+ */
+const replacedLinkSql = sql`
+      update devices o set
+        invalidated_at = coalesce(o.invalidated_at, least(i.event_at, now())),
+        invalidation_reason = case when o.invalidated_at is null then 'replaced' else o.invalidation_reason end,
+        replaced_by = case when f.fresh then up.id else o.replaced_by end,
+        updated_at = now()
+      from i join up on (up.app, up.platform, up.token) = (i.app, i.platform, i.token)
+      cross join lateral (select not exists (select 1 from devices p where p.app = i.app and p.platform = i.platform and p.token = i.token
+          and p.invalidated_at is null) as fresh) f
+      where i.previous_token is not null and (o.app, o.platform, o.token) = (i.app, i.platform, i.previous_token)
+        -- Nothing to change (the rotation sent again, an app naming its previous token on every start): the row
+        -- is left as it is, so its updated_at does not keep it from the dead-device prune for ever.
+        and (o.invalidated_at is null or (f.fresh and o.replaced_by is distinct from up.id))
+        and up.user_id = i.user_id and up.invalidated_at is null
+        and o.user_id = i.user_id and o.invalidation_reason is distinct from 'unregistered'
+        and o.token_kind = up.token_kind
+        and o.last_event_at <= i.event_at
+        and not exists (select 1 from i j where (j.app, j.platform, j.token) = (o.app, o.platform, o.token))`;
+
 /** Upserts at most one event per device; returns the devices whose row changed. */
 async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registration[]): Promise<DeviceKey[]> {
   const reg = (r: Registration) => (r.kind === 'register' ? r : undefined);
@@ -143,8 +192,10 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       ${rows.map((r) => r.kind === 'register')}::boolean[], ${rows.map((r) => reg(r)?.tokenKind ?? null)}::text[],
       ${rows.map((r) => reg(r)?.keys?.p256dh ?? null)}::text[], ${rows.map((r) => reg(r)?.keys?.auth ?? null)}::text[],
       ${rows.map((r) => reg(r)?.applicationServerKey ?? null)}::text[],
-      ${rows.map((r) => reg(r)?.appVersion ?? null)}::text[], ${rows.map((r) => reg(r)?.lastSeenAt ?? null)}::timestamptz[]
-      ) as u(app, platform, token, user_id, timezone, locale, event_at, is_register, token_kind, web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at)
+      ${rows.map((r) => reg(r)?.appVersion ?? null)}::text[], ${rows.map((r) => reg(r)?.lastSeenAt ?? null)}::timestamptz[],
+      ${rows.map((r) => reg(r)?.previousToken ?? null)}::text[]
+      ) as u(app, platform, token, user_id, timezone, locale, event_at, is_register, token_kind, web_p256dh, web_auth, web_vapid_key, app_version, last_seen_at,
+             previous_token)
     ), up as (
     insert into devices as d
       (app, platform, token, token_kind, user_id, timezone, locale, registered_at, last_event_at, invalidated_at, invalidation_reason,
@@ -190,6 +241,8 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       -- device's, as for the timezone: a segment on appVersion lost the device); last_seen_at never moves back.
       app_version = case when excluded.registered_at is null then d.app_version else coalesce(excluded.app_version, d.app_version) end,
       last_seen_at = case when excluded.registered_at is null then d.last_seen_at else greatest(d.last_seen_at, excluded.last_seen_at) end,
+      -- A register revives a replaced token (replacedLinkSql): its pushes are its own again. An unregister keeps the link.
+      replaced_by = case when excluded.registered_at is null then d.replaced_by else null end,
       -- The same register delivered again (sameRegister) keeps when it was first registered: moved to the
       -- redelivery, a 410 from between the two would read stale against a fast clock's registration.
       registered_at = case when ${sameRegister} then d.registered_at else coalesce(excluded.registered_at, d.registered_at) end,
@@ -212,11 +265,11 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       and not exists (select 1 from i where i.app = d.app and i.platform = d.platform and i.token = d.token
         and not i.is_register and i.user_id is not null and i.user_id is distinct from d.user_id)
       and coalesce(case when ${sameRegister} then d.registered_at end, excluded.registered_at, excluded.invalidated_at) >= coalesce(d.invalidated_at, '-infinity'::timestamptz)
-    returning d.app, d.platform, d.token, d.user_id, d.last_seen_at, d.registered_at, d.invalidated_at
+    returning d.id, d.app, d.platform, d.token, d.token_kind, d.user_id, d.last_seen_at, d.registered_at, d.invalidated_at
     ), touched as (
       -- A follower's device activity moves them forward in the recently-active follower indexes (0020).
       ${followerActivitySql(sql`(select app, user_id, last_seen_at as at from up where invalidated_at is null and registered_at is not null)`)}
-    )
+    )${rows.some((r) => reg(r)?.previousToken !== undefined) ? sql`, link as (${replacedLinkSql})` : sql``}
     select app, platform, token from up`.execute(db);
   return applied;
 }

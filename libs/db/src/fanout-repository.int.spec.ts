@@ -318,6 +318,48 @@ describe('fan-out checkpoints', () => {
     expect(await status(job)).toMatchObject({ state: 'done', targeted: 1, delivered: 1, inFlight: 0 });
   });
 
+  it("a token replaced while a broadcast runs is one device: the old row read by one chunk and its replacement by another count once, whichever records second", async () => {
+    const register = (token: string, eventAt: string, previousToken?: string) =>
+      t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'demo', platform: 'apns', token, userId: 'rot', eventAt, ...(previousToken !== undefined && { previousToken }) });
+    const idOf = async (token: string) => (await t.db.kysely.selectFrom('devices').select(sql<string>`id::text`.as('id')).where('token', '=', token).executeTakeFirstOrThrow()).id;
+    const since = new Date(Date.now() - 60_000);
+    const chunkOf = (deviceIds: string[]) => ({
+      devices: deviceIds.length,
+      targeted: deviceIds.length,
+      noDevice: 0,
+      emitted: deviceIds.length,
+      outcomes: [],
+      planned: { deviceIds, userIds: deviceIds.map(() => 'rot'), toDevice: deviceIds.map(() => true) },
+      moved: { deviceIds, since },
+    });
+    for (const order of ['old first', 'new first'] as const) {
+      const job = randomUUID();
+      const [old, rotated, third] = [1, 2, 3].map(() => randomUUID().replaceAll('-', '').padEnd(64, '0')) as [string, string, string];
+      await register(old, '2025-01-01T00:00:00Z');
+      await begin(job, 2);
+      // Chunk 0 read the old token live; then the app registered its new one, and chunk 1 read that (the new row's id comes later).
+      await register(rotated, new Date().toISOString(), old);
+      const [oldId, newId] = [await idOf(old), await idOf(rotated)];
+      await fanouts.linkNext(job, 0, 'c1');
+      await fanouts.linkNext(job, 1, null);
+      const [first, second] = order === 'old first' ? [[0, oldId], [1, newId]] as const : [[1, newId], [0, oldId]] as const;
+      expect(await fanouts.recordChunk(job, first[0], chunkOf([first[1]]))).toBe('recorded');
+      expect(await fanouts.recordChunk(job, second[0], chunkOf([second[1]]))).toEqual({ elsewhere: new Set([second[1]]) });
+      expect(await fanouts.recordChunk(job, second[0], chunkOf([]))).toBe('recorded');
+      expect(await status(job)).toMatchObject({ targeted: 1 });
+      // A device replaced before the fan-out began, or unrelated, is its chunk's as any.
+      if (order === 'new first') {
+        await register(third, new Date().toISOString(), rotated);
+        const job2 = randomUUID();
+        await begin(job2, 2);
+        await fanouts.linkNext(job2, 0, 'c1');
+        await fanouts.linkNext(job2, 1, null);
+        expect(await fanouts.recordChunk(job2, 0, chunkOf([await idOf(third)]))).toBe('recorded');
+        expect(await fanouts.recordChunk(job2, 1, chunkOf([]))).toBe('recorded');
+      }
+    }
+  });
+
   it('cancel stops the chain: a chunk is refused after it, the pushers see the job, the status says cancelled', async () => {
     const job = randomUUID();
     await begin(job);

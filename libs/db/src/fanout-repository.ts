@@ -4,6 +4,7 @@ import type { HeraldTables } from './tables.ts';
 import { CANCELLED_BEFORE_SENT, recordCancelledPushes, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
 import { PARKED_PREFIX } from './job-status-view.ts';
 import { OWN_JOB_ROW, OWN_JOB_ROW_SET, derivedPushId, whyTaken, type JobIdTakenCode } from './job-repository.ts';
+import { MOST_REPLACEMENTS } from './delivery-ledger.ts';
 
 export type FanoutState = 'expanding' | 'sending' | 'done' | 'cancelled';
 
@@ -349,19 +350,40 @@ async function cancelPlannedChunks(trx: Kysely<HeraldTables>, jobId: string): Pr
 }
 
 /**
- * Of these devices, those another chunk of the job planned already. Only devices that changed hands
- * since `since` (user_changed_at) can be, so only they are looked for.
+ * Of these devices, those another chunk of the job planned already, or whose token's replacement
+ * (migration 0045) it planned. Only devices that changed hands since `since` (user_changed_at) can
+ * be planned twice, so only they are looked for. A token replaced while the fan-out ran (a
+ * register naming it as previousToken) is one device read as two rows: the old by a chunk before
+ * the rotation, the new by one after it (a broadcast reads by id, and the new row's comes later).
+ * The push planned for the old one is sent to the new one (the pusher's claim), so the chunk that
+ * records second leaves out its row, whichever of the two it holds: a device whose chain of
+ * replacements, back or forward, reaches a device another chunk planned.
  */
 async function plannedElsewhere(trx: Kysely<HeraldTables>, jobId: string, chunkNo: number, deviceIds: readonly string[], since: Date): Promise<Set<string>> {
   if (deviceIds.length === 0) return new Set();
-  const { rows: moved } = await sql<{ id: string }>`
-    select id::text from devices where id = any(${[...deviceIds]}::bigint[]) and user_changed_at > ${since.toISOString()}::timestamptz`.execute(trx);
-  if (moved.length === 0) return new Set();
-  const ids = moved.map((r) => r.id);
+  const ids = sql`${[...deviceIds]}::bigint[]`;
+  const hops = sql.lit(MOST_REPLACEMENTS);
+  // Each device of the chunk that may be planned elsewhere, with a device (`planned_as`: itself, or one of its chain) to look for.
+  const { rows: candidates } = await sql<{ id: string; planned_as: string }>`
+    with recursive back (planned_as, id, hops) as (
+      select o.id, o.replaced_by, 1 from devices o where o.replaced_by = any(${ids})
+      union all
+      select o.id, b.id, b.hops + 1 from back b join devices o on o.replaced_by = b.planned_as where b.hops < ${hops}
+    ), forth (planned_as, id, hops) as (
+      select d.replaced_by, d.id, 1 from devices d where d.id = any(${ids}) and d.replaced_by is not null
+      union all
+      select n.replaced_by, f.id, f.hops + 1 from forth f join devices n on n.id = f.planned_as where n.replaced_by is not null and f.hops < ${hops}
+    )
+    select id::text as id, id::text as planned_as from devices where id = any(${ids}) and user_changed_at > ${since.toISOString()}::timestamptz
+    union all select id::text, planned_as::text from back
+    union all select id::text, planned_as::text from forth`.execute(trx);
+  if (candidates.length === 0) return new Set();
+  const lookFor = [...new Set(candidates.map((c) => c.planned_as))];
   const { rows } = await sql<{ id: string }>`
     select distinct x.id::text from fanout_chunks f cross join lateral unnest(f.planned_devices) as x(id)
-    where f.job_id = ${jobId} and f.chunk_no <> ${chunkNo} and f.planned_devices && ${ids}::bigint[] and x.id = any(${ids}::bigint[])`.execute(trx);
-  return new Set(rows.map((r) => r.id));
+    where f.job_id = ${jobId} and f.chunk_no <> ${chunkNo} and f.planned_devices && ${lookFor}::bigint[] and x.id = any(${lookFor}::bigint[])`.execute(trx);
+  const planned = new Set(rows.map((r) => r.id));
+  return new Set(candidates.filter((c) => planned.has(c.planned_as)).map((c) => c.id));
 }
 
 /** Lock the job's row (every writer of its counts and outcomes takes it first) and tell whether it was cancelled. */

@@ -8,6 +8,7 @@ export interface PusherMetrics {
   credentialsUnreadable: Counter<'platform' | 'app'>;
   unrecorded: Gauge<'platform'>;
   laneDown: Gauge<'platform' | 'lane'>;
+  moved: Counter<'platform' | 'app'>;
 }
 
 /** The gauge of pushes accepted and not yet recorded, for one platform's recorder. */
@@ -48,6 +49,12 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
       name: 'herald_pusher_unrecorded_pushes',
       help: 'Pushes a provider accepted (or found expired, cancelled or to a dead token) that this pusher is still trying to record in the ledger (PostgreSQL away, or a write unanswered for 5 s, and those queued behind it): their batch is held until it is back, not stuck',
       labelNames: ['platform'],
+      registers: [registry],
+    }),
+    moved: new Counter({
+      name: 'herald_pushes_moved_total',
+      help: 'Pushes made for a token that a register replaced since (previousToken), sent to the token that replaced it instead (its outcome is counted in herald_pushes_total as any other)',
+      labelNames: ['platform', 'app'],
       registers: [registry],
     }),
     laneDown: new Gauge({

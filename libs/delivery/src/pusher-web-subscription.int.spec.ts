@@ -209,6 +209,55 @@ describe('a stored web push whose browser subscribed again at the same endpoint'
   });
 });
 
+describe('a web push whose browser was given a new subscription (pushsubscriptionchange) before it was sent', () => {
+  /** A browser subscribed at `token` with `keys` for user u3 of `app`, naming `previousToken` as the subscription it replaces. */
+  const subscribe = (app: string, token: string, keys: { p256dh: string; auth: string }, previousToken?: string) =>
+    t.db.devices.applyRegistration({ version: 1, kind: 'register', app, platform: 'web', token, keys, applicationServerKey: current.publicKey, userId: 'u3', eventAt: new Date().toISOString(), ...(previousToken !== undefined && { previousToken }) });
+  /** A push made for the browser's subscription at `token` while it was live, as the demuxer made it. */
+  const pushFor = async (app: string, token: string, keys: { p256dh: string; auth: string }): Promise<DevicePush> => {
+    const { id } = await t.db.kysely.selectFrom('devices').select('id').where('app', '=', app).where('token', '=', token).executeTakeFirstOrThrow();
+    return { version: 1, pushId: randomUUID(), jobId: 'job-moved', deviceId: String(id), app, platform: 'web', token, webKeys: keys, webVapidKey: current.publicKey, userId: 'u3', content: { title: 'Back in stock' }, priority: 'high', acceptedAt: new Date().toISOString() };
+  };
+
+  it('goes to the new subscription, encrypted to its keys, when the browser registered it naming the old one', async () => {
+    await t.db.apps.upsert({ id: 'web-moved' });
+    const app = await createAppCredentialStore(t.db.kysely, undefined).updateWebPush('web-moved', { hosts: ['localhost'] });
+    const [old, renewed] = [browserKeys(), browserKeys()];
+    const [oldEndpoint, newEndpoint] = [`https://localhost:${accepting.port}/push/${randomUUID()}`, `https://localhost:${accepting.port}/push/${randomUUID()}`];
+    await subscribe(app.id, oldEndpoint, old.keys);
+    const push = await pushFor(app.id, oldEndpoint, old.keys);
+    await subscribe(app.id, newEndpoint, renewed.keys, oldEndpoint);
+    const before = received.length;
+
+    expect(await webPusher()([delivery(push)])).toEqual([{ kind: 'ack' }]);
+
+    const sent = received.slice(before);
+    expect(sent.map((r) => r.path)).toEqual([new URL(newEndpoint).pathname]);
+    expect(JSON.parse(decryptAs((sent[0] as Received).body, renewed))).toMatchObject({ title: 'Back in stock', pushId: push.pushId });
+    const ledger = await t.db.kysely.selectFrom('delivery_ledger').select(['state', 'outcome']).where('push_id', '=', push.pushId).executeTakeFirst();
+    expect(ledger).toEqual({ state: 'done', outcome: 'delivered' });
+  });
+
+  it("is parked, not sent, when the new subscription's push service is one the app no longer takes", async () => {
+    await t.db.apps.upsert({ id: 'web-moved-off-list' });
+    const store = createAppCredentialStore(t.db.kysely, undefined);
+    const app = await store.updateWebPush('web-moved-off-list', { hosts: ['localhost', '127.0.0.1'] });
+    const [old, renewed] = [browserKeys(), browserKeys()];
+    const oldEndpoint = `https://localhost:${accepting.port}/push/${randomUUID()}`;
+    await subscribe(app.id, oldEndpoint, old.keys);
+    const push = await pushFor(app.id, oldEndpoint, old.keys);
+    await subscribe(app.id, `https://127.0.0.1:${refusing.port}/push/${randomUUID()}`, renewed.keys, oldEndpoint);
+    // The operator takes the new subscription's push service off the app's list before the push is sent.
+    await store.updateWebPush(app.id, { hosts: ['localhost'] });
+    const [before, refused] = [received.length, refusing.received.length];
+
+    const [outcome] = await webPusher()([delivery(push)]);
+
+    expect(outcome).toMatchObject({ kind: 'park', code: 'push-service-not-allowed' });
+    expect([received.length - before, refusing.received.length - refused]).toEqual([0, 0]);
+  });
+});
+
 describe("a push service that keeps refusing the app's VAPID JWT", () => {
   // Before: the app was banned, and its pushes to every push service parked, Chrome's and Apple's that take its key too.
   it('bans the app at that push service only: its pushes there are parked unsent, those to another push service are sent', async () => {

@@ -9,7 +9,18 @@ import {
   type Invalidation,
   type Platform,
 } from '@herald/contracts';
-import { AppAdminError, isDatabaseUnavailable, SecretBoxError, type AppRow, type CurrentSubscription, type LedgerCompletion, type LedgerPush, type LiveClaimResult, type LiveClaims } from '@herald/db';
+import {
+  AppAdminError,
+  isDatabaseUnavailable,
+  SecretBoxError,
+  type AppRow,
+  type CurrentSubscription,
+  type LedgerCompletion,
+  type LedgerPush,
+  type LiveClaimResult,
+  type LiveClaims,
+  type MovedTo,
+} from '@herald/db';
 import { logSummary, type Logger } from '@herald/logging';
 import { LONGEST_DELAY_MS, type InboundMessage, type Outcome, type Publisher } from '@herald/messaging';
 import { isRefusal, type PushProvider, type SendResult, type SendTarget } from '@herald/providers';
@@ -33,7 +44,8 @@ export interface Ledger {
 /** A device pusher's ledger: its claim also finds the pushes whose device is dead now. */
 export interface DeviceLedger extends Omit<Ledger, 'claim'> {
   /**
-   * One statement: claims the pushes, except those whose device is dead now ('dead', not claimed);
+   * One statement: claims the pushes, except those whose device is dead now ('dead', not claimed)
+   * or whose token was replaced by a live one ('moved', LiveClaims.moves);
    * `webSubscriptions`: with the subscription each claimed web push's device holds now.
    */
   claimLive(pushes: readonly LedgerPush[], owner: string, leaseMs: number, options?: { webSubscriptions?: boolean }): Promise<LiveClaims>;
@@ -155,23 +167,24 @@ export function createPusherHandler(deps: PusherDeps) {
     if (ready.length === 0) return flushed(outcomes, deps);
     const claimedAt = Date.now();
     const askedBefore = now().getTime() - (deps.preferencesRecheckMs ?? DEFAULT_PREFERENCES_RECHECK_MS);
-    const claims = await deps.ledger.claimLive(ready.map((r) => toClaim(r.push, askedBefore)), deps.owner, deps.leaseMs, { webSubscriptions: deps.platform === 'web' });
+    const claims = await claimFollowingMoves(ready, askedBefore, deps, outcomes);
     const inBatch = new Set<string>();
     const toSend = ready.filter((r) => {
+      if (claims.parked.has(r)) return false;
       // A second copy in the same batch (a job published twice): the first copy carries it.
       if (inBatch.has(r.push.pushId)) {
         outcomes[r.index] = duplicate(r.push, deps);
         return false;
       }
       inBatch.add(r.push.pushId);
-      const state = claims.get(r.push.pushId);
+      const state = claims.states.get(r.push.pushId);
       const dropped = state === undefined ? undefined : droppedBy(r.push, state, deps);
       if (dropped !== undefined) {
         outcomes[r.index] = dropped;
         return false;
       }
       if (state === 'claimed') {
-        r.push = subscribedNow(r.push, claims.subscriptions?.get(r.push.pushId));
+        r.push = subscribedNow(r.push, claims.subscriptions.get(r.push.pushId));
         return true;
       }
       outcomes[r.index] = state === 'done' ? duplicate(r.push, deps) : inFlight(r.push, deps.leaseMs);
@@ -190,6 +203,62 @@ export function createPusherHandler(deps: PusherDeps) {
     }
     return flushed(outcomes, deps);
   };
+}
+
+/** Claims after the first that a batch makes for pushes found moved again (a token replaced while its push was being moved); one still moving after them is tried again later. */
+const MOST_MOVES = 2;
+
+/** The batch's claims: each push's state, the subscriptions of claimed web pushes, and the moved pushes parked (moveTo). */
+type BatchClaims = { states: Map<string, LiveClaimResult>; subscriptions: Map<string, CurrentSubscription>; parked: Set<Claimable> };
+
+/**
+ * claimLive for the batch, then again for the pushes it found moved (their token replaced by a live
+ * one since they were made: LiveClaims.moves), each made the push of the device it moved to
+ * (moveTo), so the claim asks of that device what it asks of any: whose it is now, whether it is
+ * live, and (a push that waited) its job's cancellation and its user's preferences. The pushes
+ * not moved cost no more than the one statement.
+ */
+async function claimFollowingMoves(ready: readonly Claimable[], askedBefore: number, deps: PusherDeps, outcomes: Outcome[]): Promise<BatchClaims> {
+  const claims: BatchClaims = { states: new Map(), subscriptions: new Map(), parked: new Set() };
+  let asking = ready;
+  for (let round = 0; asking.length > 0; round++) {
+    const found: LiveClaims = await deps.ledger.claimLive(asking.map((r) => toClaim(r.push, askedBefore)), deps.owner, deps.leaseMs, { webSubscriptions: deps.platform === 'web' });
+    for (const [id, state] of found) claims.states.set(id, state);
+    for (const [id, subscription] of found.subscriptions ?? []) claims.subscriptions.set(id, subscription);
+    if (round === MOST_MOVES) break;
+    const moving = asking.filter((r) => found.get(r.push.pushId) === 'moved');
+    asking = moving.filter((r) => {
+      const to = found.moves?.get(r.push.pushId);
+      const refused = to === undefined ? undefined : moveTo(r, to, deps);
+      if (refused !== undefined) {
+        outcomes[r.index] = refused;
+        claims.parked.add(r);
+      }
+      return to !== undefined && refused === undefined;
+    });
+  }
+  return claims;
+}
+
+/**
+ * Makes `r` the push of the device its token's replacement is (claimFollowingMoves): its token and
+ * device id; for a web push, the new endpoint's push service: the app's allow-list is asked again,
+ * and its lanes and ban are that service's. Returns the park when the app does not take it.
+ */
+function moveTo(r: Claimable, to: MovedTo, deps: PusherDeps): Outcome | undefined {
+  const { push } = r;
+  r.push = { ...push, deviceId: to.deviceId, token: to.token };
+  if (push.platform === 'web') {
+    const host = endpointHostProblem(to.token, r.app.webPushHosts);
+    if (host !== undefined) return park(deps, r.push, 'push-service-not-allowed', host);
+    r.service = pacingLaneOf(r.push, r.app);
+    r.lane = laneOf(r.push, r.service);
+    const ban = deps.bans?.banned(r.app.id, settingsKeyOf(r.app), banScopeOf(r.push, r.service));
+    if (ban !== undefined) return park(deps, r.push, 'app-banned', bannedReason(r.app.id, ban));
+  }
+  deps.metrics.moved.inc({ platform: push.platform, app: push.app });
+  deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token, movedTo: to.token }, 'push moved to the token that replaced its own');
+  return undefined;
 }
 
 /** PREFERENCES_RECHECK_AFTER_MS's default (pusher-config.ts takes it from here). */
@@ -667,9 +736,11 @@ function droppedBy(push: DevicePush, state: LiveClaimResult, deps: PusherDeps): 
       return droppedUnwanted(push, state, deps);
     case 'cancelled':
       return droppedCancelled(push, deps);
+    // 'moved': moved again while it was being moved (claimFollowingMoves), tried again later as one in flight.
     case 'claimed':
     case 'done':
     case 'in-flight':
+    case 'moved':
       return undefined;
   }
 }

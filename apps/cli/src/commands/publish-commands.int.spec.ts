@@ -63,6 +63,16 @@ describe('herald register / unregister for a disabled app', () => {
     ]);
   });
 
+  it('register --previous-token publishes the token it replaces; one naming the token itself is refused, publishing nothing', async () => {
+    const rotated = 'cd'.repeat(32);
+    const same = await herald('register', '--app', 'live', '--platform', 'apns', '--token', rotated, '--user', 'u1', '--previous-token', rotated.toUpperCase());
+    expect(same.code).not.toBe(0);
+    expect(same.stderr).toMatch(/previousToken/);
+    expect(await herald('register', '--app', 'live', '--platform', 'apns', '--token', rotated, '--user', 'u1', '--previous-token', TOKEN)).toEqual({ code: 0, stderr: '' });
+    const queued = (await peekMessages(vhost.name, Queues.registrations)).map((m) => JSON.parse(m.payload) as Record<string, unknown>).filter((m) => m['token'] === rotated);
+    expect(queued).toEqual([expect.objectContaining({ kind: 'register', app: 'live', token: rotated, previousToken: TOKEN, userId: 'u1' })]);
+  });
+
   it('refuses an unknown app, publishing nothing', async () => {
     const r = await herald('unregister', '--app', 'ghost', '--platform', 'apns', '--token', TOKEN);
     expect(r.code).not.toBe(0);

@@ -67,6 +67,7 @@ export function registerPublishCommands(program: Command): void {
     .option('--timezone <zone>', 'IANA time zone, e.g. Europe/Berlin (an unknown zone is refused)')
     .option('--locale <locale>', 'BCP 47 language tag, e.g. en-GB')
     .option('--token-kind <kind>', 'APNs: device (default), voip (a PushKit token) or liveactivity (a Live Activity push token)')
+    .option('--previous-token <token>', "the token this device held before (web: the old subscription's endpoint): its pushes go to the new one")
     .option('--json', 'print JSON')
     .action(async (o: Record<string, string | boolean | undefined>) => {
       const device = deviceFieldsFromFlags(o as DeviceFlags, 'register');
@@ -86,6 +87,7 @@ export function registerPublishCommands(program: Command): void {
           ...(typeof o['timezone'] === 'string' && { timezone: o['timezone'] }),
           ...(typeof o['locale'] === 'string' && { locale: o['locale'] }),
           ...(typeof o['tokenKind'] === 'string' && { tokenKind: o['tokenKind'] as 'device' | 'voip' | 'liveactivity' }),
+          ...(typeof o['previousToken'] === 'string' && { previousToken: o['previousToken'] }),
           eventAt: new Date().toISOString(),
         }),
       );
