@@ -148,8 +148,15 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool, t
       const webSubscriptions = options?.webSubscriptions === true;
       const rows = await run(claimLiveStatement(distinct, owner, leaseMs, webSubscriptions));
       const states = await withOthersRead(run, pushes.map((p) => p.pushId), new Map(rows.map((r) => [r.push_id, r.state])));
-      const moves = movesOf(rows);
-      return Object.assign(states, webSubscriptions && { subscriptions: subscriptionsOf(rows) }, moves.size > 0 && { moves });
+      // A dead device's token may have been replaced (rare: a batch's dead pushes are asked apart, so a batch without any reads nothing more).
+      // If that read fails, they are tried again later ('in-flight'), not dropped as dead.
+      const dead = distinct.filter((p) => states.get(p.pushId) === 'dead');
+      const moves = dead.length === 0 ? undefined : await replacementsOf(run, dead).catch(() => 'failed' as const);
+      for (const id of states.keys()) {
+        if (moves === 'failed' && states.get(id) === 'dead') states.set(id, 'in-flight');
+        else if (moves !== undefined && moves !== 'failed' && moves.has(id.toLowerCase())) states.set(id, 'moved');
+      }
+      return Object.assign(states, webSubscriptions && { subscriptions: subscriptionsOf(rows) }, typeof moves === 'object' && moves.size > 0 && { moves });
     },
     async complete(entries) {
       if (entries.length === 0) return;
@@ -229,12 +236,9 @@ const devicesId = (deviceId: string): string | null => (/^[0-9]{1,18}$/.test(dev
  * reach whoever holds the token then; not asked of a push addressed to the device itself,
  * toDevice), or (a push given `recheck`, not delivered already) whose job was cancelled
  * ('cancelled') or whose user has opted out of its category or muted its object since
- * ('opted-out', 'muted'); none of them is claimed. A dead device whose token was replaced
- * (devices.replaced_by, migration 0045) is 'moved' instead, with the device its chain of
- * replacements ends at, if that is live (each link was made as the next token became its user's
- * live device, so no snapshot saw two of them live: no job made a push for more than one); the
- * caller claims the push again for that device, which asks whose it is and the rest. Only a dead
- * device's row is followed, so a batch of live ones does not read a row more.
+ * ('opted-out', 'muted'); none of them is claimed. Of the dead, claimLive then asks which had their
+ * token replaced (replacementsOf, a statement of its own, so a batch without dead pushes, nearly
+ * every batch, runs this statement alone, as it was before token rotation).
  * All parts read one snapshot. The device is found by its primary key (the push's deviceId) and
  * must still hold the push's token (a row's token never changes: a new token is a new row): about
  * a quarter less of PostgreSQL's work for the claim than a lookup by (app, platform, token), which
@@ -250,55 +254,59 @@ export const claimLiveStatement = (pushes: readonly LedgerPush[], owner: string,
   const ids = pushes.map((p) => p.pushId);
   const devices = sql`${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[], ${pushes.map((p) => p.userId)}::text[], ${pushes.map((p) => p.toDevice === true)}::boolean[]`;
   const rechecked = pushes.filter((p) => p.recheck !== undefined);
-  return sql<{ push_id: string; state: LiveClaimResult } & Partial<SubscriptionRow> & MovedRow>`
+  return sql<{ push_id: string; state: LiveClaimResult } & Partial<SubscriptionRow>>`
   with dead as (
-    select i.push_id, d.state, d.moved_id, d.moved_token
+    select i.push_id, d.state
     from unnest(${ids}::uuid[], ${devices}) as i(push_id, device_id, token, user_id, to_device)
     cross join lateral (
       -- Gone (pruned once dead, or its app deleted): sent, it reached whoever holds the token now, a
       -- new row (a reinstall gives an APNs token back, to another user maybe).
-      select case when d.id is null then 'gone' when d.invalidated_at is null then 'reassigned' when m.id is null then 'dead' else 'moved' end as state,
-        m.id as moved_id, m.token as moved_token
+      select case when d.id is null then 'gone' when d.invalidated_at is not null then 'dead' else 'reassigned' end as state
       from (select 1) one left join devices d on d.id = i.device_id and d.token = i.token
-      left join lateral (${replacementOf(sql.ref('d.replaced_by'))}) m on d.invalidated_at is not null
       where d.id is null or d.invalidated_at is not null or (not i.to_device and d.user_id is distinct from i.user_id)
       offset 0
     ) d
     where i.device_id is not null
-    ${rechecked.length === 0 ? sql`` : sql`union all select push_id, state, null, null from (${recheckedStates(rechecked, leaseMs)}) r`}
+    ${rechecked.length === 0 ? sql`` : sql`union all ${recheckedStates(rechecked, leaseMs)}`}
   ), claimed as (${claimInsert(ids, owner, leaseMs, sql`exists (select 1 from dead where dead.push_id = i.push_id)`)})
-  select push_id::text as push_id, state::text as state${webSubscriptions ? sql`, null::text as web_p256dh, null::text as web_auth, null::text as web_vapid_key` : sql``},
-    moved_id::text as moved_id, moved_token::text as moved_token from dead
+  select push_id::text as push_id, state::text as state${webSubscriptions ? sql`, null::text as web_p256dh, null::text as web_auth, null::text as web_vapid_key` : sql``} from dead
   union all
-  ${webSubscriptions ? claimedSubscriptions(pushes) : sql`select push_id, 'claimed'::text, null::text, null::text from claimed`}`;
+  ${webSubscriptions ? claimedSubscriptions(pushes) : sql`select push_id, 'claimed'::text from claimed`}`;
 };
 
-type MovedRow = { moved_id?: string | null; moved_token?: string | null };
-
-/** The moves claimLiveStatement found, by push id. */
-function movesOf(rows: ReadonlyArray<{ push_id: string; state: string } & MovedRow>): Map<string, MovedTo> {
-  const moves = new Map<string, MovedTo>();
-  for (const r of rows) if (r.state === 'moved' && r.moved_id != null && r.moved_token != null) moves.set(r.push_id, { deviceId: r.moved_id, token: r.moved_token });
-  return moves;
+/**
+ * Of the pushes claimLiveStatement found dead, those whose device's token was replaced (a register
+ * naming it as previousToken, migration 0045), with the live device (id, token) the chain of
+ * replacements ends at, by lowercase push id; none for a chain that ends at a dead or deleted
+ * device. Each link was made as the next token became a live device, so no snapshot saw two of
+ * them live: no job made a push for more than one of them, and a fan-out's chunks count them once
+ * (fanout-repository.ts). Each row by its primary key (lateral probes kept from being flattened: a
+ * plan made on an empty devices scanned it).
+ */
+async function replacementsOf(run: Run, pushes: readonly LedgerPush[]): Promise<Map<string, MovedTo>> {
+  const rows = await run(replacementsStatement(pushes));
+  return new Map(rows.map((r) => [r.push_id, { deviceId: r.id, token: r.token }]));
 }
+
+/** replacementsOf's statement. */
+export const replacementsStatement = (pushes: readonly Pick<LedgerPush, 'pushId' | 'deviceId'>[]) => sql<{ push_id: string; id: string; token: string }>`
+    select p.push_id::text as push_id, m.id::text as id, m.token::text as token
+    from unnest(${pushes.map((p) => p.pushId)}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[]) as p(push_id, device_id)
+    cross join lateral (
+      with recursive chain (id, token, invalidated_at, replaced_by, hops) as (
+        select n.id, n.token, n.invalidated_at, n.replaced_by, 1
+        from devices o cross join lateral (select * from devices n where n.id = o.replaced_by offset 0) n
+        where o.id = p.device_id
+        union all
+        select n.id, n.token, n.invalidated_at, n.replaced_by, c.hops + 1
+        from chain c cross join lateral (select * from devices n where n.id = c.replaced_by offset 0) n
+        where c.invalidated_at is not null and c.hops < ${sql.lit(MOST_REPLACEMENTS)}
+      )
+      select id, token from chain where invalidated_at is null limit 1
+    ) m`;
 
 /** Links of a chain of replacements followed at most (here, and by a fan-out's chunks: fanout-repository.ts): a longer chain (a token replaced this often while one push waited) ends dead. */
 export const MOST_REPLACEMENTS = 16;
-
-/**
- * The live device (id, token) a dead device's chain of replacements ends at, given its
- * replaced_by; no row when the chain ends at a dead or deleted one. Each row by its primary key
- * (a lateral probe kept from being flattened: a plan made on an empty devices scanned it).
- */
-const replacementOf = (first: RawBuilder<unknown>) => sql`
-  with recursive chain (id, token, invalidated_at, replaced_by, hops) as (
-    select n.id, n.token, n.invalidated_at, n.replaced_by, 1 from devices n where n.id = ${first}
-    union all
-    select n.id, n.token, n.invalidated_at, n.replaced_by, c.hops + 1
-    from chain c cross join lateral (select * from devices n where n.id = c.replaced_by offset 0) n
-    where c.invalidated_at is not null and c.hops < ${sql.lit(MOST_REPLACEMENTS)}
-  )
-  select id, token from chain where invalidated_at is null limit 1`;
 
 type SubscriptionRow = { web_p256dh: string | null; web_auth: string | null; web_vapid_key: string | null };
 
@@ -319,7 +327,7 @@ function subscriptionsOf(rows: ReadonlyArray<{ push_id: string; state: string } 
  * without it.
  */
 const claimedSubscriptions = (pushes: readonly LedgerPush[]) => sql`
-  select c.push_id, 'claimed'::text, s.web_p256dh::text, s.web_auth::text, s.web_vapid_key::text, null::text, null::text
+  select c.push_id, 'claimed'::text, s.web_p256dh::text, s.web_auth::text, s.web_vapid_key::text
   from claimed c
   join unnest(${pushes.map((p) => p.pushId)}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[], ${pushes.map((p) => p.token)}::text[]) as w(push_id, device_id, token)
     on w.push_id = c.push_id::uuid
