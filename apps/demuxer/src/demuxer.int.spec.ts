@@ -376,6 +376,31 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
     expect(await statusOf(job.id)).toMatchObject({ targeted: 4, invalid: 1, inFlight: 2, skipped: { noDevice: 1 } });
   });
 
+  it("a retry after the user's token was replaced (previousToken) addresses the device as its first pass did: the same push, which the pusher moves, not a second one", async () => {
+    const rotate = (user: string, from: string, to: string) =>
+      t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: to, previousToken: from, userId: user, eventAt: new Date().toISOString() });
+    const idOf = async (tok: string) => String((await t.db.kysely.selectFrom('devices').select('id').where('token', '=', tok).executeTakeFirstOrThrow()).id);
+    const [after, before] = [`rotated-${randomUUID()}`, `rotated-${randomUUID()}`];
+    const [after1, after2, before1, before2] = [token(), token(), token(), token()];
+    await t.db.devices.applyRegistrations([after1, before1].map((tok, i) => ({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: tok, userId: [after, before][i] ?? '', eventAt: '2025-01-01T00:00:00Z' })));
+    // One user's phone got its new token just before the job's first pass, the other's after it.
+    await rotate(before, before1, before2);
+    const job: PushJobInput = { id: randomUUID(), app: 'parts', category: 'social', content: { title: 'Again' }, userIds: [after, before] };
+    expect(await demuxer({})([message(job)])).toEqual([{ kind: 'ack' }]);
+    await rotate(after, after1, after2);
+    // Its ack was lost: the job comes back.
+    expect(await demuxer({})([{ ...message(job), redelivered: true }])).toEqual([{ kind: 'ack' }]);
+    const [old, replaced] = [await idOf(after1), await idOf(before2)];
+    await waitFor('both passes queued', async () => ((await queuedDevices(job.id)).length >= 4 ? true : undefined), { timeoutMs: 5_000 });
+    // Each pass made the same two pushes: one id a phone, which the ledger sends once.
+    expect(await queuedDevices(job.id)).toEqual([old, old, replaced, replaced].sort());
+    // The old token replaced just before the first pass is counted as one that died in the minutes
+    // before it (one invalid push more, as any device dead since five minutes before the job was
+    // recorded: the sum still exact); the one replaced after it is the first pass's push.
+    expect(await t.db.jobs.get(job.id)).toMatchObject({ targeted: 3 });
+    expect((await t.db.jobs.pushes(job.id, { limit: 10 })).map((p) => [p.deviceId, p.outcome])).toEqual([[await idOf(before1), 'invalid']]);
+  });
+
   it('a first delivery, or a job no fan-out recorded, counts and makes pushes for the live devices only', async () => {
     const [first, unrecorded, parked] = [jobOfUsers(), jobOfUsers(), jobOfUsers()];
     const [d1, d2, db1] = [a1, a2, b1].map((tok) => deviceOf.get(tok) ?? '');

@@ -10,6 +10,11 @@
 -- revives a row clears it. No foreign key: ids are never reused, and a replacement pruned or
 -- deleted since ends the chain (the push is then dropped as dead, as before).
 ALTER TABLE devices ADD COLUMN IF NOT EXISTS replaced_by bigint NULL;
+-- When the link was made (this database's clock): a user job's fan-out handled again (its message
+-- redelivered) addresses the old device, not its replacement, if the link came after the job's
+-- first fan-out recorded it (device-targets.ts, queryGone): that fan-out's push for the old token
+-- is then the same push, one send.
+ALTER TABLE devices ADD COLUMN IF NOT EXISTS replaced_at timestamptz NULL;
 -- A fan-out chunk asks which of its devices replaced a device another chunk of the job planned
 -- (fanout-repository.ts, plannedElsewhere): only replaced rows are indexed.
 CREATE INDEX IF NOT EXISTS devices_replaced_by ON devices (replaced_by) WHERE replaced_by IS NOT NULL;

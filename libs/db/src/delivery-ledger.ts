@@ -5,6 +5,7 @@ import type { HeraldTables } from './tables.ts';
 import { queryPrepared } from './prepared.ts';
 import { upsertOutcomesStatement, type PushOutcomeEntry } from './push-outcomes.ts';
 import { pruneLedger, pruneLedgerExclusively } from './ledger-prune.ts';
+import { liveReplacementSql } from './device-replacement.ts';
 import { cancelledOrSkippedSql, webFieldsOf, type SkipReason, type TargetDevice } from './device-targets.ts';
 
 /**
@@ -292,21 +293,9 @@ async function replacementsOf(run: Run, pushes: readonly LedgerPush[]): Promise<
 export const replacementsStatement = (pushes: readonly Pick<LedgerPush, 'pushId' | 'deviceId'>[]) => sql<{ push_id: string; id: string; token: string }>`
     select p.push_id::text as push_id, m.id::text as id, m.token::text as token
     from unnest(${pushes.map((p) => p.pushId)}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[]) as p(push_id, device_id)
-    cross join lateral (
-      with recursive chain (id, token, invalidated_at, replaced_by, hops) as (
-        select n.id, n.token, n.invalidated_at, n.replaced_by, 1
-        from devices o cross join lateral (select * from devices n where n.id = o.replaced_by offset 0) n
-        where o.id = p.device_id
-        union all
-        select n.id, n.token, n.invalidated_at, n.replaced_by, c.hops + 1
-        from chain c cross join lateral (select * from devices n where n.id = c.replaced_by offset 0) n
-        where c.invalidated_at is not null and c.hops < ${sql.lit(MOST_REPLACEMENTS)}
-      )
-      select id, token from chain where invalidated_at is null limit 1
-    ) m`;
+    cross join lateral (${liveReplacementSql(sql.ref('p.device_id'))}) m`;
 
-/** Links of a chain of replacements followed at most (here, and by a fan-out's chunks: fanout-repository.ts): a longer chain (a token replaced this often while one push waited) ends dead. */
-export const MOST_REPLACEMENTS = 16;
+
 
 type SubscriptionRow = { web_p256dh: string | null; web_auth: string | null; web_vapid_key: string | null };
 

@@ -35,7 +35,8 @@ export type RegistrationResult = 'applied' | 'stale';
  *
  * A register naming the token it replaces (previousToken: a provider gave the app a new one) marks
  * that token's device replaced by its own in the same statement (replacedLinkSql), so the pushes
- * already made for the old token are sent to the new one instead of being dropped as dead.
+ * already made for the old token are sent to the new one instead of being dropped as dead, and
+ * gives the new token the old one's topic memberships (replacedMembershipsSql).
  */
 export async function applyRegistrations(db: Kysely<HeraldTables>, regs: readonly Registration[]): Promise<RegistrationResult[]> {
   const results: RegistrationResult[] = regs.map(() => 'stale');
@@ -160,12 +161,14 @@ const signedOutAt = sql`(case when excluded.registered_at is not null and (d.use
  * register still naming `o`, must not undo the link its first delivery made). `o` is never one of
  * the statement's own devices (a row is modified once per statement): inEventOrder puts `o`'s events
  * in other rounds; the check keeps a register naming its own token as previousToken a plain register.
+ * It returns each `o` it changed, with the new token and the rotation's time (replacedMembershipsSql).
  */
 const replacedLinkSql = sql`
       update devices o set
         invalidated_at = coalesce(o.invalidated_at, least(i.event_at, now())),
         invalidation_reason = case when o.invalidated_at is null then 'replaced' else o.invalidation_reason end,
         replaced_by = case when f.fresh then up.id else o.replaced_by end,
+        replaced_at = case when f.fresh then now() else o.replaced_at end,
         updated_at = now()
       from i join up on (up.app, up.platform, up.token) = (i.app, i.platform, i.token)
       cross join lateral (select not exists (select 1 from devices p where p.app = i.app and p.platform = i.platform and p.token = i.token
@@ -178,7 +181,50 @@ const replacedLinkSql = sql`
         and o.user_id = i.user_id and o.invalidation_reason is distinct from 'unregistered'
         and o.token_kind = up.token_kind
         and o.last_event_at <= i.event_at
-        and not exists (select 1 from i j where (j.app, j.platform, j.token) = (o.app, o.platform, o.token))`;
+        and not exists (select 1 from i j where (j.app, j.platform, j.token) = (o.app, o.platform, o.token))
+      returning o.app, o.platform, o.token as old_token, up.token as new_token, i.event_at`;
+
+/**
+ * After `link`, in the same statement: each old token `o` that `link` changed hands its topic
+ * memberships to the new token, so topic pushes reach the phone without the app subscribing again.
+ * Every subscribed device membership of `o` ('<platform>:<token>', deviceMemberId) becomes one of the new token,
+ * written as applyTopicMemberships writes a subscribe (topic-store.ts): stamped with the rotation's
+ * event time (not the old membership's: the copy is an event of the new token, so its own later
+ * events win, and its own earlier ones delivered late are stale after it), applied now, this
+ * transaction in changed_xid when it joins or flips (a topic fan-out already running leaves it out,
+ * as any member changed since it started: a push it made for `o` follows replaced_by, one that reads
+ * `o` after the rotation finds it dead and reaches neither token, as before this copy). The
+ * new token's own membership event later than the rotation (laterEventSql) is not overwritten. An
+ * unsubscribed membership of `o` is not copied, and `o`'s rows stay as they are: `o` is dead, so a
+ * fan-out skips them; an unsubscribe naming `o` delivered after the rotation changes `o`'s row only;
+ * a register reviving `o` finds them. Only topics that exist, and none deleted at or after the
+ * rotation's time (topic_deletions): a deleted topic's leftover rows are not brought back. The topics
+ * are locked first, in the order membership batches lock them (app, name), then the member rows in
+ * theirs (app, topic, member kind, member id), after the devices: no deadlock with a membership
+ * batch, or with an erasure (devices, topics, members in that order; an erased `o` has no user, so
+ * `link` leaves it alone).
+ */
+const replacedMembershipsSql = sql`
+    , link_topics as (
+      select t.app, t.name from topics t
+      where (t.app, t.name) in (select m.app, m.topic from link l join topic_members m on m.app = l.app and m.member_kind = 'device'
+          and m.member_id = l.platform || ':' || l.old_token and m.subscribed)
+      order by t.app, t.name
+      for no key update
+    ), link_members as (
+      insert into topic_members as m (app, topic, member_kind, member_id, subscribed, event_at, changed_xid, event_applied_at)
+      select l.app, om.topic, 'device'::text, l.platform || ':' || l.new_token, true, l.event_at, pg_current_xact_id(), now()
+      from link l
+      join topic_members om on om.app = l.app and om.member_kind = 'device' and om.member_id = l.platform || ':' || l.old_token and om.subscribed
+      join link_topics t on t.app = om.app and t.name = om.topic
+      where not exists (select 1 from topic_deletions d where d.app = om.app and d.topic = om.topic and l.event_at <= d.deleted_at)
+      order by 1, 2, 3, 4 -- after the topics, the membership writers' lock order
+      on conflict (app, topic, member_kind, member_id) do update set subscribed = true, event_at = excluded.event_at,
+        event_ahead_mark = ${aheadMarkSql(sql`excluded.event_at`, sql`m.event_at`, sql`m.event_applied_at`, sql`m.event_ahead_mark`)},
+        event_applied_at = ${appliedAtSql(sql`excluded.event_at`, sql`m.event_at`, sql`m.event_applied_at`, sql`excluded.event_applied_at`)},
+        changed_xid = case when m.subscribed then m.changed_xid else excluded.changed_xid end
+      where ${laterEventSql(sql`excluded.event_at`, sql`m.event_at`, sql`m.event_applied_at`, sql`m.event_ahead_mark`)}
+    )`;
 
 /** Upserts at most one event per device; returns the devices whose row changed. */
 async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registration[]): Promise<DeviceKey[]> {
@@ -243,6 +289,7 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
       last_seen_at = case when excluded.registered_at is null then d.last_seen_at else greatest(d.last_seen_at, excluded.last_seen_at) end,
       -- A register revives a replaced token (replacedLinkSql): its pushes are its own again. An unregister keeps the link.
       replaced_by = case when excluded.registered_at is null then d.replaced_by else null end,
+      replaced_at = case when excluded.registered_at is null then d.replaced_at else null end,
       -- The same register delivered again (sameRegister) keeps when it was first registered: moved to the
       -- redelivery, a 410 from between the two would read stale against a fast clock's registration.
       registered_at = case when ${sameRegister} then d.registered_at else coalesce(excluded.registered_at, d.registered_at) end,
@@ -269,7 +316,7 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
     ), touched as (
       -- A follower's device activity moves them forward in the recently-active follower indexes (0020).
       ${followerActivitySql(sql`(select app, user_id, last_seen_at as at from up where invalidated_at is null and registered_at is not null)`)}
-    )${rows.some((r) => reg(r)?.previousToken !== undefined) ? sql`, link as (${replacedLinkSql})` : sql``}
+    )${rows.some((r) => reg(r)?.previousToken !== undefined) ? sql`, link as (${replacedLinkSql})${replacedMembershipsSql}` : sql``}
     select app, platform, token from up`.execute(db);
   return applied;
 }

@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Registration } from '@herald/contracts';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { eraseUser } from './user-erasure.ts';
 
 let t: SpecDatabase;
 beforeAll(async () => {
@@ -306,5 +308,16 @@ describe('a register naming its previousToken (token rotation)', () => {
     for (const [k, o] of olds.entries())
       expect(await state(o)).toMatchObject({ invalidation_reason: 'replaced', replaced_by: await idOf(fresh[k] as string) });
     expect(await state(untouched)).toEqual(live('alice', 1));
+  });
+  it("an erasure of the user drops her old tokens' links: a push made before it is not moved to her phone when she signs in again", async () => {
+    const [old, fresh] = [nextToken(), nextToken()];
+    await oneByOne([register(old, 1, 'erin'), register(fresh, 2, 'erin', { previousToken: old })]);
+    expect((await state(old)).replaced_by).toBe(await idOf(fresh));
+    await eraseUser(t.db.kysely, 'app-a', 'erin');
+    expect((await state(old)).replaced_by).toBeNull();
+    // She signs up again on the same phone.
+    expect(await apply({ ...register(fresh, 0, 'erin'), eventAt: new Date(Date.now() + 1_000).toISOString() })).toBe('applied');
+    const queued = { pushId: randomUUID(), deviceId: await idOf(old), token: old, userId: 'erin' };
+    expect(await t.db.ledger.claimLive([queued], 'pusher-1', 60_000)).toEqual(new Map([[queued.pushId, 'dead']]));
   });
 });

@@ -2,6 +2,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Platform, TokenKind, WebPushKeys } from '@herald/contracts';
 import type pg from 'pg';
 import { queryPrepared } from './prepared.ts';
+import { liveReplacementSql } from './device-replacement.ts';
 import type { HeraldTables } from './tables.ts';
 
 export interface TargetRequest {
@@ -65,6 +66,8 @@ export interface AudienceDeviceRow {
 
 interface TargetRow extends AudienceDeviceRow {
   ord: number;
+  /** queryGone: the live device this dead one's token was replaced by, when the link came after its job's first fan-out recorded it. */
+  moved_to?: string | null;
 }
 
 /** A web device's keys as a TargetDevice carries them (nothing for APNs and FCM). */
@@ -156,8 +159,22 @@ export async function findAudience(
     .transaction()
     .setIsolationLevel('repeatable read')
     .execute(async (trx) => [await queryTargets(trx, again, now, undefined), await queryGone(trx, again, now)] as const);
-  add(again, live, false);
-  add(again, gone, true);
+  // A device whose token was replaced after the first fan-out recorded the job (queryGone's
+  // moved_to), with its replacement among the live ones, is one device: addressed as the old one,
+  // as that fan-out did, its push is the same push (one send, wherever that fan-out got to) and
+  // the pusher moves it; as the new one it would be a second push to the same phone.
+  // (Of two whose chains end at the same live device, the older row, the chain's head.)
+  const liveKeys = new Set(live.map((r) => `${r.ord}:${r.id}`));
+  const headOf = new Map<string, TargetRow>();
+  for (const g of gone) {
+    const key = `${g.ord}:${g.moved_to}`;
+    const head = headOf.get(key);
+    if (g.moved_to != null && liveKeys.has(key) && (head === undefined || BigInt(g.id) < BigInt(head.id))) headOf.set(key, g);
+  }
+  const heads = new Set(headOf.values());
+  add(again, live.filter((r) => !headOf.has(`${r.ord}:${r.id}`)), false);
+  add(again, [...heads], false);
+  add(again, gone.filter((g) => !heads.has(g)), true);
   return result;
 }
 
@@ -244,18 +261,21 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
  * minutes' margin), for the requests whose job a fan-out recorded (a demux outcome; a job parked
  * before any fan-out has 'parked: <code>' and targeted 0); found by devices_by_app_user.
  * updated_at, not invalidated_at: an invalidation may date the death back to the provider's timestamp.
+ * `moved_to`: for one whose token was replaced after that record (replaced_at, the database's clock
+ * as demuxed_at is: the fan-out had read it live), the live device its chain ends at.
  */
 async function queryGone(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date): Promise<TargetRow[]> {
   const { rows } = await sql<TargetRow>`
     with req as (
-      select r.*, j.demuxed_at - interval '5 minutes' as since
+      select r.*, j.demuxed_at - interval '5 minutes' as since, j.demuxed_at
       from unnest(
         ${requests.map((r) => r.app)}::text[], ${requests.map((r) => r.category)}::text[],
         ${requests.map((r) => r.objectId ?? null)}::text[], ${requests.map((r) => r.jobId ?? null)}::text[]
       ) with ordinality as r(app, category, object_id, job_id, ord)
       join jobs j on j.id = r.job_id and j.demux_outcome not like 'parked: %'
     ), wanted as materialized (${wantedUsers(requests)})
-    select ${targetColumns(now)}
+    select ${targetColumns(now)},
+      case when d.replaced_at > r.demuxed_at then (select m.id::text from (${liveReplacementSql(sql.ref('d.id'))}) m) end as moved_to
     from wanted w
     join req r on r.ord = w.ord
     join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is not null and d.updated_at >= r.since

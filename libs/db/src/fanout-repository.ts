@@ -4,7 +4,7 @@ import type { HeraldTables } from './tables.ts';
 import { CANCELLED_BEFORE_SENT, recordCancelledPushes, upsertOutcomes, type PushOutcomeEntry } from './push-outcomes.ts';
 import { PARKED_PREFIX } from './job-status-view.ts';
 import { OWN_JOB_ROW, OWN_JOB_ROW_SET, derivedPushId, whyTaken, type JobIdTakenCode } from './job-repository.ts';
-import { MOST_REPLACEMENTS } from './delivery-ledger.ts';
+import { MOST_REPLACEMENTS } from './device-replacement.ts';
 
 export type FanoutState = 'expanding' | 'sending' | 'done' | 'cancelled';
 

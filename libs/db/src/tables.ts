@@ -72,6 +72,8 @@ export interface DevicesTable {
   web_vapid_key: Generated<string | null>;
   /** The device that replaced this one (a register naming this token as its previousToken, migration 0045): a push for this token goes there. */
   replaced_by: Generated<string | null>;
+  /** When replaced_by was set (the database's clock, migration 0045). */
+  replaced_at: Generated<Date | null>;
 }
 
 /** A sign-out naming a user that did not apply, the newest per device and user (migration 0044; device-registration.ts). */

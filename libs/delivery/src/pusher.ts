@@ -220,6 +220,7 @@ type BatchClaims = { states: Map<string, LiveClaimResult>; subscriptions: Map<st
  */
 async function claimFollowingMoves(ready: readonly Claimable[], askedBefore: number, deps: PusherDeps, outcomes: Outcome[]): Promise<BatchClaims> {
   const claims: BatchClaims = { states: new Map(), subscriptions: new Map(), parked: new Set() };
+  const movedFrom = new Map<Claimable, string>();
   let asking = ready;
   for (let round = 0; asking.length > 0; round++) {
     const found: LiveClaims = await deps.ledger.claimLive(asking.map((r) => toClaim(r.push, askedBefore)), deps.owner, deps.leaseMs, { webSubscriptions: deps.platform === 'web' });
@@ -229,6 +230,7 @@ async function claimFollowingMoves(ready: readonly Claimable[], askedBefore: num
     const moving = asking.filter((r) => found.get(r.push.pushId) === 'moved');
     asking = moving.filter((r) => {
       const to = found.moves?.get(r.push.pushId);
+      if (to !== undefined && !movedFrom.has(r)) movedFrom.set(r, r.push.token);
       const refused = to === undefined ? undefined : moveTo(r, to, deps);
       if (refused !== undefined) {
         outcomes[r.index] = refused;
@@ -236,6 +238,13 @@ async function claimFollowingMoves(ready: readonly Claimable[], askedBefore: num
       }
       return to !== undefined && refused === undefined;
     });
+  }
+  // Counted once claimed for the device it moved to: one found done, another user's or unwanted there is not moved.
+  for (const [r, from] of movedFrom) {
+    if (claims.states.get(r.push.pushId) !== 'claimed') continue;
+    const { push } = r;
+    deps.metrics.moved.inc({ platform: push.platform, app: push.app });
+    deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: from, movedTo: push.token }, 'push moved to the token that replaced its own');
   }
   return claims;
 }
@@ -256,8 +265,6 @@ function moveTo(r: Claimable, to: MovedTo, deps: PusherDeps): Outcome | undefine
     const ban = deps.bans?.banned(r.app.id, settingsKeyOf(r.app), banScopeOf(r.push, r.service));
     if (ban !== undefined) return park(deps, r.push, 'app-banned', bannedReason(r.app.id, ban));
   }
-  deps.metrics.moved.inc({ platform: push.platform, app: push.app });
-  deps.logger.info({ pushId: push.pushId, jobId: push.jobId, app: push.app, token: push.token, movedTo: to.token }, 'push moved to the token that replaced its own');
   return undefined;
 }
 
