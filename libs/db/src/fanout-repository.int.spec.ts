@@ -360,6 +360,33 @@ describe('fan-out checkpoints', () => {
     }
   });
 
+  it("a replacement is not left out for a push planned for the old token's former user: that push will be dropped as reassigned, and the new holder's is the only one", async () => {
+    const job = randomUUID();
+    const [old, rotated] = [1, 2].map(() => randomUUID().replaceAll('-', '').padEnd(64, '0')) as [string, string];
+    const register = (token: string, userId: string, eventAt: string, previousToken?: string) =>
+      t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'demo', platform: 'apns', token, userId, eventAt, ...(previousToken !== undefined && { previousToken }) });
+    const idOf = async (token: string) => (await t.db.kysely.selectFrom('devices').select(sql<string>`id::text`.as('id')).where('token', '=', token).executeTakeFirstOrThrow()).id;
+    await register(old, 'bob', '2025-01-01T00:00:00Z');
+    await begin(job, 2);
+    const since = new Date(Date.now() - 60_000);
+    const chunkOf = (deviceIds: string[], user: string) => ({
+      devices: deviceIds.length,
+      targeted: deviceIds.length,
+      noDevice: 0,
+      emitted: deviceIds.length,
+      outcomes: [],
+      planned: { deviceIds, userIds: deviceIds.map(() => user), toDevice: deviceIds.map(() => false) },
+      moved: { deviceIds, since },
+    });
+    await fanouts.linkNext(job, 0, 'c1');
+    await fanouts.linkNext(job, 1, null);
+    // Chunk 0 planned the phone for bob (a member of the topic); then alice signed in on it, and its token was replaced.
+    expect(await fanouts.recordChunk(job, 0, chunkOf([await idOf(old)], 'bob'))).toBe('recorded');
+    await register(old, 'alice', new Date(Date.now() - 1_000).toISOString());
+    await register(rotated, 'alice', new Date().toISOString(), old);
+    expect(await fanouts.recordChunk(job, 1, chunkOf([await idOf(rotated)], 'alice'))).toBe('recorded');
+  });
+
   it('cancel stops the chain: a chunk is refused after it, the pushers see the job, the status says cancelled', async () => {
     const job = randomUUID();
     await begin(job);

@@ -363,8 +363,9 @@ async function plannedElsewhere(trx: Kysely<HeraldTables>, jobId: string, chunkN
   if (deviceIds.length === 0) return new Set();
   const ids = sql`${[...deviceIds]}::bigint[]`;
   const hops = sql.lit(MOST_REPLACEMENTS);
-  // Each device of the chunk that may be planned elsewhere, with a device (`planned_as`: itself, or one of its chain) to look for.
-  const { rows: candidates } = await sql<{ id: string; planned_as: string }>`
+  // Each device of the chunk that may be planned elsewhere, with a device (`planned_as`: itself, or
+  // one of its chain) to look for; `holder`, for a replacement (`back`), its user now.
+  const { rows: candidates } = await sql<{ id: string; planned_as: string; holder: string | null; back: boolean }>`
     with recursive back (planned_as, id, hops) as (
       select o.id, o.replaced_by, 1 from devices o where o.replaced_by = any(${ids})
       union all
@@ -374,16 +375,23 @@ async function plannedElsewhere(trx: Kysely<HeraldTables>, jobId: string, chunkN
       union all
       select n.replaced_by, f.id, f.hops + 1 from forth f join devices n on n.id = f.planned_as where n.replaced_by is not null and f.hops < ${hops}
     )
-    select id::text as id, id::text as planned_as from devices where id = any(${ids}) and user_changed_at > ${since.toISOString()}::timestamptz
-    union all select id::text, planned_as::text from back
-    union all select id::text, planned_as::text from forth`.execute(trx);
+    select id::text as id, id::text as planned_as, null::text as holder, false as back from devices where id = any(${ids}) and user_changed_at > ${since.toISOString()}::timestamptz
+    union all select b.id::text, b.planned_as::text, d.user_id, true from back b join devices d on d.id = b.id
+    union all select id::text, planned_as::text, null, false from forth`.execute(trx);
   if (candidates.length === 0) return new Set();
   const lookFor = [...new Set(candidates.map((c) => c.planned_as))];
-  const { rows } = await sql<{ id: string }>`
-    select distinct x.id::text from fanout_chunks f cross join lateral unnest(f.planned_devices) as x(id)
+  const { rows } = await sql<{ id: string; user_id: string; to_device: boolean }>`
+    select distinct x.id::text, x.user_id, x.to_device
+    from fanout_chunks f cross join lateral unnest(f.planned_devices, f.planned_users, f.planned_to_device) as x(id, user_id, to_device)
     where f.job_id = ${jobId} and f.chunk_no <> ${chunkNo} and f.planned_devices && ${lookFor}::bigint[] and x.id = any(${lookFor}::bigint[])`.execute(trx);
-  const planned = new Set(rows.map((r) => r.id));
-  return new Set(candidates.filter((c) => planned.has(c.planned_as)).map((c) => c.id));
+  const planned = new Map<string, Array<{ user_id: string; to_device: boolean }>>();
+  for (const r of rows) planned.set(r.id, [...(planned.get(r.id) ?? []), r]);
+  // A replacement is another chunk's only if that chunk's push for the old token moves to it: one
+  // addressed to the device, or to its user now. Planned for a user who no longer holds it (the
+  // phone changed hands before its new token), that push is dropped as reassigned, and this chunk's
+  // push is the only one its user gets.
+  const moves = (c: (typeof candidates)[number]) => !c.back || (planned.get(c.planned_as) ?? []).some((p) => p.to_device || p.user_id === c.holder);
+  return new Set(candidates.filter((c) => planned.has(c.planned_as) && moves(c)).map((c) => c.id));
 }
 
 /** Lock the job's row (every writer of its counts and outcomes takes it first) and tell whether it was cancelled. */
