@@ -401,6 +401,21 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
     expect((await t.db.jobs.pushes(job.id, { limit: 10 })).map((p) => [p.deviceId, p.outcome])).toEqual([[await idOf(before1), 'invalid']]);
   });
 
+  it("a retry after the rotated phone went to another user of the job makes that user's push, not the old one's (which would be dropped as reassigned)", async () => {
+    const [alice, bob] = [`handoff-${randomUUID()}`, `handoff-${randomUUID()}`];
+    const [t1, t2] = [token(), token()];
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: t1, userId: alice, eventAt: '2025-01-01T00:00:00Z' });
+    const job: PushJobInput = { id: randomUUID(), app: 'parts', category: 'social', content: { title: 'Again' }, userIds: [alice, bob] };
+    expect(await demuxer({})([message(job)])).toEqual([{ kind: 'ack' }]);
+    // Alice's phone gets a new token, then bob signs in on it.
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: t2, previousToken: t1, userId: alice, eventAt: new Date(Date.now() - 1_000).toISOString() });
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: t2, userId: bob, eventAt: new Date().toISOString() });
+    expect(await demuxer({})([{ ...message(job), redelivered: true }])).toEqual([{ kind: 'ack' }]);
+    const idOf = async (tok: string) => String((await t.db.kysely.selectFrom('devices').select('id').where('token', '=', tok).executeTakeFirstOrThrow()).id);
+    await waitFor('both passes queued', async () => ((await queuedDevices(job.id)).length >= 2 ? true : undefined), { timeoutMs: 5_000 });
+    expect(await queuedDevices(job.id)).toEqual([await idOf(t1), await idOf(t2)].sort());
+  });
+
   it('a first delivery, or a job no fan-out recorded, counts and makes pushes for the live devices only', async () => {
     const [first, unrecorded, parked] = [jobOfUsers(), jobOfUsers(), jobOfUsers()];
     const [d1, d2, db1] = [a1, a2, b1].map((tok) => deviceOf.get(tok) ?? '');

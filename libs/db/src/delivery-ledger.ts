@@ -151,7 +151,8 @@ export function createDeliveryLedger(db: Kysely<HeraldTables>, pool?: pg.Pool, t
       const states = await withOthersRead(run, pushes.map((p) => p.pushId), new Map(rows.map((r) => [r.push_id, r.state])));
       // A dead device's token may have been replaced (rare: a batch's dead pushes are asked apart, so a batch without any reads nothing more).
       // If that read fails, they are tried again later ('in-flight'), not dropped as dead.
-      const dead = distinct.filter((p) => states.get(p.pushId) === 'dead');
+      const deadIds = new Set([...states].flatMap(([id, state]) => (state === 'dead' ? [id.toLowerCase()] : [])));
+      const dead = distinct.filter((p) => deadIds.has(p.pushId));
       const moves = dead.length === 0 ? undefined : await replacementsOf(run, dead).catch(() => 'failed' as const);
       for (const id of states.keys()) {
         if (moves === 'failed' && states.get(id) === 'dead') states.set(id, 'in-flight');

@@ -163,13 +163,15 @@ export async function findAudience(
   // moved_to), with its replacement among the live ones, is one device: addressed as the old one,
   // as that fan-out did, its push is the same push (one send, wherever that fan-out got to) and
   // the pusher moves it; as the new one it would be a second push to the same phone.
-  // (Of two whose chains end at the same live device, the older row, the chain's head.)
-  const liveKeys = new Set(live.map((r) => `${r.ord}:${r.id}`));
+  // (Of two whose chains end at the same live device, the older row, the chain's head.) Only while
+  // the live device is the old one's user's: handed on since (another user of the job signed in on
+  // it), the old push would be dropped as reassigned there, and its holder's own push is the one.
+  const liveByKey = new Map(live.map((r) => [`${r.ord}:${r.id}`, r]));
   const headOf = new Map<string, TargetRow>();
   for (const g of gone) {
     const key = `${g.ord}:${g.moved_to}`;
     const head = headOf.get(key);
-    if (g.moved_to != null && liveKeys.has(key) && (head === undefined || BigInt(g.id) < BigInt(head.id))) headOf.set(key, g);
+    if (g.moved_to != null && liveByKey.get(key)?.user_id === g.user_id && (head === undefined || BigInt(g.id) < BigInt(head.id))) headOf.set(key, g);
   }
   const heads = new Set(headOf.values());
   add(again, live.filter((r) => !headOf.has(`${r.ord}:${r.id}`)), false);

@@ -53,7 +53,7 @@ export function createPusherMetrics(registry: Registry): PusherMetrics {
     }),
     moved: new Counter({
       name: 'herald_pushes_moved_total',
-      help: 'Pushes made for a token that a register replaced since (previousToken), claimed for the token that replaced it and sent there instead (its outcome is counted in herald_pushes_total as any other)',
+      help: 'Pushes made for a token that a register replaced since (previousToken), claimed for the token that replaced it, to be sent there instead, once a push (its outcome is counted in herald_pushes_total as any other)',
       labelNames: ['platform', 'app'],
       registers: [registry],
     }),

@@ -238,6 +238,37 @@ describe('a web push whose browser was given a new subscription (pushsubscriptio
     expect(ledger).toEqual({ state: 'done', outcome: 'delivered' });
   });
 
+  it("whose second claim fails is tried again later, while the batch's other pushes are sent, not held for a lease", async () => {
+    await t.db.apps.upsert({ id: 'web-moved-fail' });
+    const app = await createAppCredentialStore(t.db.kysely, undefined).updateWebPush('web-moved-fail', { hosts: ['localhost'] });
+    const [old, renewed, other] = [browserKeys(), browserKeys(), browserKeys()];
+    const endpointOf = () => `https://localhost:${accepting.port}/push/${randomUUID()}`;
+    const [oldEndpoint, otherEndpoint] = [endpointOf(), endpointOf()];
+    await subscribe(app.id, oldEndpoint, old.keys);
+    await subscribe(app.id, otherEndpoint, other.keys);
+    const [moving, live] = [await pushFor(app.id, oldEndpoint, old.keys), await pushFor(app.id, otherEndpoint, other.keys)];
+    await subscribe(app.id, endpointOf(), renewed.keys, oldEndpoint);
+    let claims = 0;
+    const ledger = { ...t.db.ledger, claimLive: (...args: Parameters<typeof t.db.ledger.claimLive>) => (++claims === 1 ? t.db.ledger.claimLive(...args) : Promise.reject(new Error('statement timeout'))) };
+    const handle = createPusherHandler({
+      platform: 'web',
+      providers: singleProvider(provider),
+      ledger,
+      apps: t.db.apps,
+      publisher: { publish: () => Promise.reject(new Error('nothing to publish')), publishMany: () => Promise.reject(new Error('nothing to publish')) },
+      metrics: createPusherMetrics(new Registry()),
+      logger,
+      owner: 'pusher-web-subscription-spec',
+      leaseMs: 30_000,
+    });
+
+    const outcomes = await handle([delivery(moving), delivery(live)]);
+
+    expect(outcomes).toEqual([{ kind: 'defer', code: 'in-flight', reason: expect.any(String) as unknown, delayMs: 5_000 }, { kind: 'ack' }]);
+    const ledgerRows = await t.db.kysely.selectFrom('delivery_ledger').select(['push_id', 'state']).where('push_id', 'in', [moving.pushId, live.pushId]).execute();
+    expect(ledgerRows).toEqual([{ push_id: live.pushId, state: 'done' }]);
+  });
+
   it("is parked, not sent, when the new subscription's push service is one the app no longer takes", async () => {
     await t.db.apps.upsert({ id: 'web-moved-off-list' });
     const store = createAppCredentialStore(t.db.kysely, undefined);

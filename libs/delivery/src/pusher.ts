@@ -220,17 +220,24 @@ type BatchClaims = { states: Map<string, LiveClaimResult>; subscriptions: Map<st
  */
 async function claimFollowingMoves(ready: readonly Claimable[], askedBefore: number, deps: PusherDeps, outcomes: Outcome[]): Promise<BatchClaims> {
   const claims: BatchClaims = { states: new Map(), subscriptions: new Map(), parked: new Set() };
-  const movedFrom = new Map<Claimable, string>();
+  const movedFrom = new Map<string, { r: Claimable; from: string }>();
   let asking = ready;
   for (let round = 0; asking.length > 0; round++) {
-    const found: LiveClaims = await deps.ledger.claimLive(asking.map((r) => toClaim(r.push, askedBefore)), deps.owner, deps.leaseMs, { webSubscriptions: deps.platform === 'web' });
+    const claiming = deps.ledger.claimLive(asking.map((r) => toClaim(r.push, askedBefore)), deps.owner, deps.leaseMs, { webSubscriptions: deps.platform === 'web' });
+    // A later round's failure (only moved pushes, which hold no claim) must not fail the batch: the
+    // first round's claims would be held unsent for a lease. Those pushes are tried again later.
+    const found: LiveClaims | undefined = round === 0 ? await claiming : await claiming.catch(() => undefined);
+    if (found === undefined) {
+      for (const r of asking) claims.states.set(r.push.pushId, 'in-flight');
+      break;
+    }
     for (const [id, state] of found) claims.states.set(id, state);
     for (const [id, subscription] of found.subscriptions ?? []) claims.subscriptions.set(id, subscription);
     if (round === MOST_MOVES) break;
     const moving = asking.filter((r) => found.get(r.push.pushId) === 'moved');
     asking = moving.filter((r) => {
       const to = found.moves?.get(r.push.pushId);
-      if (to !== undefined && !movedFrom.has(r)) movedFrom.set(r, r.push.token);
+      if (to !== undefined && !movedFrom.has(r.push.pushId)) movedFrom.set(r.push.pushId, { r, from: r.push.token });
       const refused = to === undefined ? undefined : moveTo(r, to, deps);
       if (refused !== undefined) {
         outcomes[r.index] = refused;
@@ -239,8 +246,9 @@ async function claimFollowingMoves(ready: readonly Claimable[], askedBefore: num
       return to !== undefined && refused === undefined;
     });
   }
-  // Counted once claimed for the device it moved to: one found done, another user's or unwanted there is not moved.
-  for (const [r, from] of movedFrom) {
+  // Counted once claimed for the device it moved to (once a push, whatever its copies in the batch):
+  // one found done, another user's or unwanted there is not moved.
+  for (const { r, from } of movedFrom.values()) {
     if (claims.states.get(r.push.pushId) !== 'claimed') continue;
     const { push } = r;
     deps.metrics.moved.inc({ platform: push.platform, app: push.app });
