@@ -226,8 +226,28 @@ const replacedMembershipsSql = sql`
       where ${laterEventSql(sql`excluded.event_at`, sql`m.event_at`, sql`m.event_applied_at`, sql`m.event_ahead_mark`)}
     )`;
 
-/** Upserts at most one event per device; returns the devices whose row changed. */
+/**
+ * Upserts at most one event per device; returns the devices whose row changed. A batch naming
+ * previous tokens also changes their rows (replacedLinkSql), after the upsert has locked its own:
+ * so that it takes every row in the one key order of all writers (a registrar batch naming both
+ * tokens, an erasure), it first locks all of them in that order, in the upsert's transaction.
+ */
 async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registration[]): Promise<DeviceKey[]> {
+  const previous = rows.flatMap((r) => (r.kind === 'register' && r.previousToken !== undefined ? [{ ...r, token: r.previousToken }] : []));
+  if (previous.length === 0) return upsertOnce(db, rows);
+  return db.transaction().execute(async (trx) => {
+    const keys = [...rows, ...previous];
+    await sql`
+      select 1 from devices d
+      join unnest(${keys.map((k) => k.app)}::text[], ${keys.map((k) => k.platform)}::text[], ${keys.map((k) => k.token)}::text[]) as k(app, platform, token)
+        on d.app = k.app and d.platform = k.platform and d.token = k.token
+      order by d.app, d.platform, d.token
+      for update of d`.execute(trx);
+    return upsertOnce(trx, rows);
+  });
+}
+
+async function upsertOnce(db: Kysely<HeraldTables>, rows: readonly Registration[]): Promise<DeviceKey[]> {
   const reg = (r: Registration) => (r.kind === 'register' ? r : undefined);
   const { rows: applied } = await sql<DeviceKey>`
     with i as (

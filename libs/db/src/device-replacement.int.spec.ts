@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Registration } from '@herald/contracts';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
@@ -319,5 +320,26 @@ describe('a register naming its previousToken (token rotation)', () => {
     expect(await apply({ ...register(fresh, 0, 'erin'), eventAt: new Date(Date.now() + 1_000).toISOString() })).toBe('applied');
     const queued = { pushId: randomUUID(), deviceId: await idOf(old), token: old, userId: 'erin' };
     expect(await t.db.ledger.claimLive([queued], 'pusher-1', 60_000)).toEqual(new Map([[queued.pushId, 'dead']]));
+  });
+  it('a rotation takes the two rows in the key order of every writer: one holding the old token and then asking the new one is not deadlocked', async () => {
+    const [low, high] = [`a-${nextToken()}`, `b-${nextToken()}`];
+    await oneByOne([register(low, 1, 'dora'), register(high, 2, 'dora')]);
+    await t.db.devices.invalidate({ app: 'app-a', platform: 'apns', token: high, reason: 'Unregistered', observedAt: new Date(at(3)) });
+    // Another writer (a registrar batch naming both, an erasure) takes the lower key first.
+    const other = new pg.Client({ connectionString: t.url, options: `-c search_path=${t.schema}` });
+    await other.connect();
+    try {
+      await other.query('begin');
+      await other.query('select id from devices where token = $1 for update', [low]);
+      const rotation = apply(register(high, 5, 'dora', { previousToken: low }));
+      await new Promise((r) => setTimeout(r, 300));
+      // Before, the rotation held the new token's row (its upsert) while it waited for the old one's: this waited for it, a deadlock.
+      await other.query('select id from devices where token = $1 for update', [high]);
+      await other.query('rollback');
+      expect(await rotation).toBe('applied');
+      expect(await state(low)).toMatchObject({ invalidation_reason: 'replaced', replaced_by: await idOf(high) });
+    } finally {
+      await other.end();
+    }
   });
 });
