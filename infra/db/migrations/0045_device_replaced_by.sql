@@ -13,8 +13,8 @@ ALTER TABLE devices ADD COLUMN IF NOT EXISTS replaced_by bigint NULL;
 -- When the link was made (this database's clock): a user job's fan-out handled again (its message
 -- redelivered) addresses the old device, not its replacement, if the link came after the job's
 -- first fan-out recorded it (device-targets.ts, queryGone): that fan-out's push for the old token
--- is then the same push, one send. (Its statement's start: a first pass that read while that
--- statement still ran, before it committed, is taken for one after it.)
+-- is then the same push, one send. (When the link was written, not committed: a first pass that read
+-- between the two is taken for one after it.)
 ALTER TABLE devices ADD COLUMN IF NOT EXISTS replaced_at timestamptz NULL;
 -- A fan-out chunk asks which of its devices replaced a device another chunk of the job planned
 -- (fanout-repository.ts, plannedElsewhere): only replaced rows are indexed.

@@ -168,7 +168,8 @@ const replacedLinkSql = sql`
         invalidated_at = coalesce(o.invalidated_at, least(i.event_at, now())),
         invalidation_reason = case when o.invalidated_at is null then 'replaced' else o.invalidation_reason end,
         replaced_by = case when f.fresh then up.id else o.replaced_by end,
-        replaced_at = case when f.fresh then now() else o.replaced_at end,
+        -- When written (clock_timestamp): the rows are locked by then (upsertStatement), only the topics of its memberships may still be waited for.
+        replaced_at = case when f.fresh then clock_timestamp() else o.replaced_at end,
         updated_at = now()
       from i join up on (up.app, up.platform, up.token) = (i.app, i.platform, i.token)
       cross join lateral (select not exists (select 1 from devices p where p.app = i.app and p.platform = i.platform and p.token = i.token
