@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Registration } from '@herald/contracts';
-import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { createSpecDatabase, specMinute, specRegister, specUnregister, type SpecDatabase } from './spec-database.ts';
 import { createDatabase } from './database.ts';
 
 let t: SpecDatabase;
@@ -12,28 +12,11 @@ afterAll(() => t.drop());
 
 let n = 0;
 const nextToken = () => `tok-${++n}-${Math.random().toString(36).slice(2)}`;
-const at = (minute: number) => new Date(Date.UTC(2025, 0, 1, 12, minute)).toISOString();
+const at = specMinute;
 
 type RegisterExtra = { userId?: string; timezone?: string; locale?: string; tokenKind?: 'device' | 'voip' | 'liveactivity' };
-const register = (token: string, minute: number, extra: RegisterExtra = {}): Registration => ({
-  version: 1,
-  kind: 'register',
-  app: 'app-a',
-  platform: 'apns',
-  token,
-  userId: 'u1',
-  eventAt: at(minute),
-  ...extra,
-});
-const unregister = (token: string, minute: number, userId?: string): Registration => ({
-  version: 1,
-  kind: 'unregister',
-  app: 'app-a',
-  platform: 'apns',
-  token,
-  ...(userId !== undefined && { userId }),
-  eventAt: at(minute),
-});
+const register = (token: string, minute: number, extra: RegisterExtra = {}): Registration => specRegister(token, minute, 'u1', extra);
+const unregister = (token: string, minute: number, userId?: string): Registration => specUnregister(token, minute, userId);
 
 const device = (token: string) => t.db.kysely.selectFrom('devices').selectAll().where('token', '=', token).executeTakeFirst();
 

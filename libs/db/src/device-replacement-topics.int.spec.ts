@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import type { Registration } from '@herald/contracts';
-import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { createSpecDatabase, specMinute, specRegister, type SpecDatabase } from './spec-database.ts';
 import { applyTopicMemberships, createTopic, deviceMemberId } from './topic-store.ts';
 import { deleteTopic } from './topic-deletion.ts';
 import { readAudienceChunk } from './audience-stream.ts';
@@ -21,18 +21,10 @@ afterAll(() => t?.drop());
 let n = 0;
 const nextToken = () => `tok-${++n}-${Math.random().toString(36).slice(2)}`;
 const nextTopic = () => `topic-${++n}`;
-const at = (minute: number) => new Date(Date.UTC(2025, 0, 1, 12, minute)).toISOString();
+const at = specMinute;
 
-const register = (token: string, minute: number, userId: string, previousToken?: string): Registration => ({
-  version: 1,
-  kind: 'register',
-  app: APP,
-  platform: 'apns',
-  token,
-  userId,
-  eventAt: at(minute),
-  ...(previousToken !== undefined && { previousToken }),
-});
+const register = (token: string, minute: number, userId: string, previousToken?: string): Registration =>
+  specRegister(token, minute, userId, { app: APP, ...(previousToken !== undefined && { previousToken }) });
 const apply = (reg: Registration) => t.db.devices.applyRegistration(reg);
 const subscribe = async (topic: string, token: string, subscribed: boolean, eventAt: string) =>
   (await applyTopicMemberships(t.db.kysely, [{ app: APP, topic, member: { platform: 'apns', token }, subscribed, eventAt }]))[0];

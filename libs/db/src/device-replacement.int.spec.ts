@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Registration } from '@herald/contracts';
-import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { createSpecDatabase, specMinute, specRegister, specUnregister, type SpecDatabase } from './spec-database.ts';
 import { eraseUser } from './user-erasure.ts';
 
 let t: SpecDatabase;
@@ -14,28 +14,9 @@ afterAll(() => t.drop());
 
 let n = 0;
 const nextToken = () => `tok-${++n}-${Math.random().toString(36).slice(2)}`;
-const at = (minute: number) => new Date(Date.UTC(2025, 0, 1, 12, minute)).toISOString();
-
-type Extra = { previousToken?: string; tokenKind?: 'device' | 'voip' | 'liveactivity' };
-const register = (token: string, minute: number, userId: string, extra: Extra = {}): Registration => ({
-  version: 1,
-  kind: 'register',
-  app: 'app-a',
-  platform: 'apns',
-  token,
-  userId,
-  eventAt: at(minute),
-  ...extra,
-});
-const unregister = (token: string, minute: number, userId?: string): Registration => ({
-  version: 1,
-  kind: 'unregister',
-  app: 'app-a',
-  platform: 'apns',
-  token,
-  ...(userId !== undefined && { userId }),
-  eventAt: at(minute),
-});
+const at = specMinute;
+const register = specRegister;
+const unregister = (token: string, minute: number, userId?: string): Registration => specUnregister(token, minute, userId);
 const apply = (reg: Registration) => t.db.devices.applyRegistration(reg);
 const oneByOne = async (events: readonly Registration[]) => {
   for (const e of events) await apply(e);

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Registration } from '@herald/contracts';
-import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
+import { createSpecDatabase, specMinute, specRegister, specUnregister, type SpecDatabase } from './spec-database.ts';
 import { pruneDevices } from './device-prune.ts';
 import { applyRegistrations } from './device-registration.ts';
 import { eraseUser } from './user-erasure.ts';
@@ -16,18 +16,10 @@ afterAll(() => t.drop());
 
 let n = 0;
 const nextToken = () => `tablet-${++n}-${Math.random().toString(36).slice(2)}`;
-const at = (minute: number) => new Date(Date.UTC(2025, 0, 1, 12, minute)).toISOString();
+const at = specMinute;
 
-const register = (token: string, minute: number, userId: string, app = 'app-a'): Registration => ({ version: 1, kind: 'register', app, platform: 'apns', token, userId, eventAt: at(minute) });
-const unregister = (token: string, minute: number, userId?: string, app = 'app-a'): Registration => ({
-  version: 1,
-  kind: 'unregister',
-  app,
-  platform: 'apns',
-  token,
-  ...(userId !== undefined && { userId }),
-  eventAt: at(minute),
-});
+const register = (token: string, minute: number, userId: string, app = 'app-a'): Registration => specRegister(token, minute, userId, { app });
+const unregister = specUnregister;
 
 const device = (token: string) => t.db.kysely.selectFrom('devices').selectAll().where('token', '=', token).executeTakeFirstOrThrow();
 /** Each event in a call of its own, as registrar replicas or separate batches apply them. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { derivePushId, type DevicePush } from '@herald/contracts';
+import { derivePushId, type DevicePush, type Registration } from '@herald/contracts';
 import { createDatabase, dropSchemaAndClose, type Database } from './database.ts';
 
 /**
@@ -27,6 +27,34 @@ export async function createSpecDatabase(prefix: string): Promise<SpecDatabase> 
   }
   return { url: SPEC_DATABASE_URL, schema, db, drop: () => dropSchemaAndClose(db) };
 }
+
+/** Minute `minute` past 12:00 UTC on 2025-01-01: the registration specs' event times. */
+export const specMinute = (minute: number): string => new Date(Date.UTC(2025, 0, 1, 12, minute)).toISOString();
+
+type RegisterEvent = Extract<Registration, { kind: 'register' }>;
+
+/** A register of `userId` for the APNs token `token` at specMinute(`minute`), of app app-a unless `extra` says otherwise. */
+export const specRegister = (token: string, minute: number, userId: string, extra: Partial<RegisterEvent> = {}): Registration => ({
+  version: 1,
+  kind: 'register',
+  app: 'app-a',
+  platform: 'apns',
+  token,
+  userId,
+  eventAt: specMinute(minute),
+  ...extra,
+});
+
+/** An unregister of the APNs token `token` at specMinute(`minute`), naming `userId` if given (a sign-out). */
+export const specUnregister = (token: string, minute: number, userId?: string, app = 'app-a'): Registration => ({
+  version: 1,
+  kind: 'unregister',
+  app,
+  platform: 'apns',
+  token,
+  ...(userId !== undefined && { userId }),
+  eventAt: specMinute(minute),
+});
 
 /** A device push of `jobId` to `deviceId` for the specs (app demo, APNs, an alert), `over` on top. */
 export const specDevicePush = (jobId: string, deviceId: string, over: Partial<DevicePush> = {}): DevicePush => ({
