@@ -259,20 +259,15 @@ async function claimFollowingMoves(ready: readonly Claimable[], askedBefore: num
 
 /**
  * Makes `r` the push of the device its token's replacement is (claimFollowingMoves): its token and
- * device id; for a web push, the new endpoint's push service: the app's allow-list is asked again,
- * and its lanes and ban are that service's. Returns the park when the app does not take it.
+ * device id, and its push service's route (routeOf: a Web Push's new endpoint may be another push
+ * service). Returns the park when the app does not take it there.
  */
 function moveTo(r: Claimable, to: MovedTo, deps: PusherDeps): Outcome | undefined {
-  const { push } = r;
-  r.push = { ...push, deviceId: to.deviceId, token: to.token };
-  if (push.platform === 'web') {
-    const host = endpointHostProblem(to.token, r.app.webPushHosts);
-    if (host !== undefined) return park(deps, r.push, 'push-service-not-allowed', host);
-    r.service = pacingLaneOf(r.push, r.app);
-    r.lane = laneOf(r.push, r.service);
-    const ban = deps.bans?.banned(r.app.id, settingsKeyOf(r.app), banScopeOf(r.push, r.service));
-    if (ban !== undefined) return park(deps, r.push, 'app-banned', bannedReason(r.app.id, ban));
-  }
+  r.push = { ...r.push, deviceId: to.deviceId, token: to.token };
+  const routed = routeOf(r.push, r.app, deps);
+  if ('kind' in routed) return routed;
+  r.service = routed.service;
+  r.lane = routed.lane;
   return undefined;
 }
 
@@ -325,22 +320,32 @@ async function admit(message: InboundMessage, deps: PusherDeps, at: Date): Promi
   const app = await deps.apps.get(push.app);
   if (app === undefined) return park(deps, push, 'unknown-app', `unknown app "${push.app}"`);
   if (!app.enabled) return park(deps, push, 'app-disabled', `app "${push.app}" is disabled`);
-  // Its push service (a Web Push's endpoint parsed, the allow-list scanned) once: its ban's scope, pacing lane and breaker's lane.
-  const service = pacingLaneOf(push, app);
-  const ban = deps.bans?.banned(app.id, settingsKeyOf(app), banScopeOf(push, service));
-  if (ban !== undefined) return park(deps, push, 'app-banned', bannedReason(app.id, ban));
+  const routed = routeOf(push, app, deps);
+  if ('kind' in routed) return routed;
+  const { service, lane } = routed;
   if (deps.platform === 'apns' && app.apnsTopic === null) {
     return park(deps, push, 'no-apns-topic', `app "${push.app}" has no APNs topic configured`);
   }
-  // The app's push-service allow-list as it is now, not only as it was when the browser subscribed:
-  // a host an operator took off the list (a test host, a wildcard narrowed) gets no more signed POSTs.
-  const host = deps.platform === 'web' ? endpointHostProblem(push.token, app.webPushHosts) : undefined;
-  if (host !== undefined) return park(deps, push, 'push-service-not-allowed', host);
   // Its provider is down: held as it comes, neither claimed nor sent (one held past its bound goes
   // on to its claim, which finds it done if it is, and its send is held, and it is parked, there).
-  const lane = laneOf(push, service);
   if (deps.lanes?.down(lane) === true && !heldTooLong(push, deps.lanes, at)) return held(push, lane, deps, at, { sentNow: false });
   return { push, topic: app.apnsTopic ?? undefined, app, service, lane };
+}
+
+/**
+ * A push's push service, worked out once (a Web Push's endpoint parsed, the allow-list scanned): its
+ * pacing lane (`service`) and breaker's lane; or the park of one its app takes no more, banned there
+ * (app-ban.ts) or (web) off the app's push-service allow-list as it is now, not only as it was when
+ * the browser subscribed: a host an operator took off the list (a test host, a wildcard narrowed)
+ * gets no more signed POSTs. Asked at admission, and again of a push moved to another token (moveTo).
+ */
+function routeOf(push: DevicePush, app: AppRow, deps: PusherDeps): Outcome | { service: string | undefined; lane: string } {
+  const service = pacingLaneOf(push, app);
+  const ban = deps.bans?.banned(app.id, settingsKeyOf(app), banScopeOf(push, service));
+  if (ban !== undefined) return park(deps, push, 'app-banned', bannedReason(app.id, ban));
+  const host = push.platform === 'web' ? endpointHostProblem(push.token, app.webPushHosts) : undefined;
+  if (host !== undefined) return park(deps, push, 'push-service-not-allowed', host);
+  return { service, lane: laneOf(push, service) };
 }
 
 /**
