@@ -296,8 +296,6 @@ export const replacementsStatement = (pushes: readonly Pick<LedgerPush, 'pushId'
     from unnest(${pushes.map((p) => p.pushId)}::uuid[], ${pushes.map((p) => devicesId(p.deviceId))}::bigint[]) as p(push_id, device_id)
     cross join lateral (${liveReplacementSql(sql.ref('p.device_id'))}) m`;
 
-
-
 type SubscriptionRow = { web_p256dh: string | null; web_auth: string | null; web_vapid_key: string | null };
 
 /** The subscriptions claimLiveStatement read with the web pushes it claimed, by push id: of devices with keys. */

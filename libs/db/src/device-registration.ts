@@ -161,7 +161,8 @@ const signedOutAt = sql`(case when excluded.registered_at is not null and (d.use
  * register still naming `o`, must not undo the link its first delivery made). `o` is never one of
  * the statement's own devices (a row is modified once per statement): inEventOrder puts `o`'s events
  * in other rounds; the check keeps a register naming its own token as previousToken a plain register.
- * It returns each `o` it changed, with the new token and the rotation's time (replacedMembershipsSql).
+ * It returns each `o` it changed, as a topic's device member is named (deviceMemberId), with the new
+ * token's member id and the rotation's time (replacedMembershipsSql).
  */
 const replacedLinkSql = sql`
       update devices o set
@@ -183,7 +184,7 @@ const replacedLinkSql = sql`
         and o.token_kind = up.token_kind
         and o.last_event_at <= i.event_at
         and not exists (select 1 from i j where (j.app, j.platform, j.token) = (o.app, o.platform, o.token))
-      returning o.app, o.platform, o.token as old_token, up.token as new_token, i.event_at`;
+      returning o.app, o.platform || ':' || o.token as old_member, o.platform || ':' || up.token as new_member, i.event_at`;
 
 /**
  * After `link`, in the same statement: each old token `o` that `link` changed hands its topic
@@ -209,14 +210,14 @@ const replacedMembershipsSql = sql`
     , link_topics as (
       select t.app, t.name from topics t
       where (t.app, t.name) in (select m.app, m.topic from link l join topic_members m on m.app = l.app and m.member_kind = 'device'
-          and m.member_id = l.platform || ':' || l.old_token and m.subscribed)
+          and m.member_id = l.old_member and m.subscribed)
       order by t.app, t.name
       for no key update
     ), link_members as (
       insert into topic_members as m (app, topic, member_kind, member_id, subscribed, event_at, changed_xid, event_applied_at)
-      select l.app, om.topic, 'device'::text, l.platform || ':' || l.new_token, true, l.event_at, pg_current_xact_id(), now()
+      select l.app, om.topic, 'device'::text, l.new_member, true, l.event_at, pg_current_xact_id(), now()
       from link l
-      join topic_members om on om.app = l.app and om.member_kind = 'device' and om.member_id = l.platform || ':' || l.old_token and om.subscribed
+      join topic_members om on om.app = l.app and om.member_kind = 'device' and om.member_id = l.old_member and om.subscribed
       join link_topics t on t.app = om.app and t.name = om.topic
       where not exists (select 1 from topic_deletions d where d.app = om.app and d.topic = om.topic and l.event_at <= d.deleted_at)
       order by 1, 2, 3, 4 -- after the topics, the membership writers' lock order
@@ -235,7 +236,7 @@ const replacedMembershipsSql = sql`
  */
 async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registration[]): Promise<DeviceKey[]> {
   const previous = rows.flatMap((r) => (r.kind === 'register' && r.previousToken !== undefined ? [{ ...r, token: r.previousToken }] : []));
-  if (previous.length === 0) return upsertOnce(db, rows);
+  if (previous.length === 0) return upsertOnce(db, rows, false);
   return db.transaction().execute(async (trx) => {
     const keys = [...rows, ...previous];
     await sql`
@@ -244,11 +245,12 @@ async function upsertStatement(db: Kysely<HeraldTables>, rows: readonly Registra
         on d.app = k.app and d.platform = k.platform and d.token = k.token
       order by d.app, d.platform, d.token
       for update of d`.execute(trx);
-    return upsertOnce(trx, rows);
+    return upsertOnce(trx, rows, true);
   });
 }
 
-async function upsertOnce(db: Kysely<HeraldTables>, rows: readonly Registration[]): Promise<DeviceKey[]> {
+/** The upsert; `rotation`: a row names a previousToken, so the statement links (replacedLinkSql) and copies memberships. */
+async function upsertOnce(db: Kysely<HeraldTables>, rows: readonly Registration[], rotation: boolean): Promise<DeviceKey[]> {
   const reg = (r: Registration) => (r.kind === 'register' ? r : undefined);
   const { rows: applied } = await sql<DeviceKey>`
     with i as (
@@ -337,7 +339,7 @@ async function upsertOnce(db: Kysely<HeraldTables>, rows: readonly Registration[
     ), touched as (
       -- A follower's device activity moves them forward in the recently-active follower indexes (0020).
       ${followerActivitySql(sql`(select app, user_id, last_seen_at as at from up where invalidated_at is null and registered_at is not null)`)}
-    )${rows.some((r) => reg(r)?.previousToken !== undefined) ? sql`, link as (${replacedLinkSql})${replacedMembershipsSql}` : sql``}
+    )${rotation ? sql`, link as (${replacedLinkSql})${replacedMembershipsSql}` : sql``}
     select app, platform, token from up`.execute(db);
   return applied;
 }
