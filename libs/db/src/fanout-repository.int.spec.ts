@@ -26,6 +26,20 @@ const NONE = { deviceIds: [], userIds: [], toDevice: [] };
 const plannedFor = (deviceIds: string[]) => ({ deviceIds, userIds: deviceIds.map((d) => `u${d}`), toDevice: deviceIds.map(() => false) });
 const delivered = (jobId: string, deviceIds: string[]) => t.db.jobs.recordOutcomes(deviceIds.map((d) => ({ pushId: derivePushId(jobId, d), jobId, outcome: 'delivered' as const })));
 const storedPush = (jobId: string, deviceId: string): DevicePush => specDevicePush(jobId, deviceId, { userId: `u${deviceId}` });
+/** A chunk that read `deviceIds` and planned a push to each for `user` (`toDevice`: to the device itself), told to look for devices moved since `since`. */
+const movedChunk = (deviceIds: string[], user: string, since: Date, toDevice = false) => ({
+  devices: deviceIds.length,
+  targeted: deviceIds.length,
+  noDevice: 0,
+  emitted: deviceIds.length,
+  outcomes: [],
+  planned: { deviceIds, userIds: deviceIds.map(() => user), toDevice: deviceIds.map(() => toDevice) },
+  moved: { deviceIds, since },
+});
+/** Registers the APNs token `token` of app demo for `userId`, naming `previousToken` if given. */
+const registerDemo = (token: string, userId: string, eventAt: string, previousToken?: string) =>
+  t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'demo', platform: 'apns', token, userId, eventAt, ...(previousToken !== undefined && { previousToken }) });
+const deviceIdOf = async (token: string) => (await t.db.kysely.selectFrom('devices').select(sql<string>`id::text`.as('id')).where('token', '=', token).executeTakeFirstOrThrow()).id;
 
 const begin = (jobId: string, size = 5) =>
   fanouts.start({ jobId, app: 'demo', audience: { topic: 'news' }, job: { id: jobId }, acceptedAt: new Date(), size, exact: true });
@@ -294,15 +308,7 @@ describe('fan-out checkpoints', () => {
     await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'demo', platform: 'apns', token, userId: 'mb', eventAt: new Date().toISOString() });
     const { id } = await t.db.kysely.selectFrom('devices').select(sql<string>`id::text`.as('id')).where('token', '=', token).executeTakeFirstOrThrow();
     const since = new Date(Date.now() - 60_000);
-    const chunkOf = (user: string, deviceIds: string[]) => ({
-      devices: deviceIds.length,
-      targeted: deviceIds.length,
-      noDevice: 0,
-      emitted: deviceIds.length,
-      outcomes: [],
-      planned: { deviceIds, userIds: deviceIds.map(() => user), toDevice: deviceIds.map(() => false) },
-      moved: { deviceIds, since },
-    });
+    const chunkOf = (user: string, deviceIds: string[]) => movedChunk(deviceIds, user, since);
     await fanouts.linkNext(job, 0, 'c1');
     await fanouts.linkNext(job, 1, null);
     // Both checked before either recorded (the check outside the transaction passed both): chunk 1 records first.
@@ -319,19 +325,10 @@ describe('fan-out checkpoints', () => {
   });
 
   it("a token replaced while a broadcast runs is one device: the old row read by one chunk and its replacement by another count once, whichever records second", async () => {
-    const register = (token: string, eventAt: string, previousToken?: string) =>
-      t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'demo', platform: 'apns', token, userId: 'rot', eventAt, ...(previousToken !== undefined && { previousToken }) });
-    const idOf = async (token: string) => (await t.db.kysely.selectFrom('devices').select(sql<string>`id::text`.as('id')).where('token', '=', token).executeTakeFirstOrThrow()).id;
+    const register = (token: string, eventAt: string, previousToken?: string) => registerDemo(token, 'rot', eventAt, previousToken);
+    const idOf = deviceIdOf;
     const since = new Date(Date.now() - 60_000);
-    const chunkOf = (deviceIds: string[]) => ({
-      devices: deviceIds.length,
-      targeted: deviceIds.length,
-      noDevice: 0,
-      emitted: deviceIds.length,
-      outcomes: [],
-      planned: { deviceIds, userIds: deviceIds.map(() => 'rot'), toDevice: deviceIds.map(() => true) },
-      moved: { deviceIds, since },
-    });
+    const chunkOf = (deviceIds: string[]) => movedChunk(deviceIds, 'rot', since, true);
     for (const order of ['old first', 'new first'] as const) {
       const job = randomUUID();
       const [old, rotated, third] = [1, 2, 3].map(() => randomUUID().replaceAll('-', '').padEnd(64, '0')) as [string, string, string];
@@ -363,21 +360,11 @@ describe('fan-out checkpoints', () => {
   it("a replacement is not left out for a push planned for the old token's former user: that push will be dropped as reassigned, and the new holder's is the only one", async () => {
     const job = randomUUID();
     const [old, rotated] = [1, 2].map(() => randomUUID().replaceAll('-', '').padEnd(64, '0')) as [string, string];
-    const register = (token: string, userId: string, eventAt: string, previousToken?: string) =>
-      t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'demo', platform: 'apns', token, userId, eventAt, ...(previousToken !== undefined && { previousToken }) });
-    const idOf = async (token: string) => (await t.db.kysely.selectFrom('devices').select(sql<string>`id::text`.as('id')).where('token', '=', token).executeTakeFirstOrThrow()).id;
+    const [register, idOf] = [registerDemo, deviceIdOf];
     await register(old, 'bob', '2025-01-01T00:00:00Z');
     await begin(job, 2);
     const since = new Date(Date.now() - 60_000);
-    const chunkOf = (deviceIds: string[], user: string) => ({
-      devices: deviceIds.length,
-      targeted: deviceIds.length,
-      noDevice: 0,
-      emitted: deviceIds.length,
-      outcomes: [],
-      planned: { deviceIds, userIds: deviceIds.map(() => user), toDevice: deviceIds.map(() => false) },
-      moved: { deviceIds, since },
-    });
+    const chunkOf = (deviceIds: string[], user: string) => movedChunk(deviceIds, user, since);
     await fanouts.linkNext(job, 0, 'c1');
     await fanouts.linkNext(job, 1, null);
     // Chunk 0 planned the phone for bob (a member of the topic); then alice signed in on it, and its token was replaced.
