@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
 import { z } from 'zod';
 import { Instant } from './instant.ts';
@@ -116,7 +116,7 @@ export function jobContentHash(job: PushJob, version: number = JOB_DIGEST_VERSIO
   const asked: Partial<PushJob> = { ...job };
   delete asked.acceptedAt;
   delete asked.trace;
-  const sha = createHash('sha256').update(stringify(asked) ?? '').digest();
+  const sha = hash('sha256', stringify(asked) ?? '', 'buffer');
   return version === 0 ? sha : Buffer.concat([Buffer.from([version]), sha]);
 }
 

@@ -38,23 +38,39 @@ export const unstorableText = (s: string): string | undefined => (!hasNoNul(s) ?
 export const storable = (schema: z.ZodString) => schema.refine(hasNoNul, NO_NUL).refine(isWellFormed, NO_LONE_SURROGATE);
 
 /** The first string or object key within `value` that cannot be stored: its path and why. */
-export function unstorablePart(value: unknown, path: Array<string | number> = []): { path: Array<string | number>; message: string } | undefined {
+export function unstorablePart(value: unknown): { path: Array<string | number>; message: string } | undefined {
+  const found = unstorableWithin(value);
+  return found === undefined ? undefined : { path: found.path.reverse(), message: found.message };
+}
+
+/**
+ * unstorablePart's walk, its path built backwards from the find (innermost first): a job's every
+ * string and key is read at the doors (a job of 1,000 user ids, say), and most are fine, so nothing
+ * is allocated for those.
+ */
+function unstorableWithin(value: unknown): { path: Array<string | number>; message: string } | undefined {
   if (typeof value === 'string') {
     const message = unstorableText(value);
-    return message === undefined ? undefined : { path, message };
+    return message === undefined ? undefined : { path: [], message };
   }
   if (Array.isArray(value)) {
-    for (const [i, item] of value.entries()) {
-      const at = unstorablePart(item, [...path, i]);
-      if (at !== undefined) return at;
+    for (let i = 0; i < value.length; i++) {
+      const at = unstorableWithin(value[i]);
+      if (at !== undefined) {
+        at.path.push(i);
+        return at;
+      }
     }
     return undefined;
   }
   if (typeof value !== 'object' || value === null) return undefined;
-  for (const [key, item] of Object.entries(value)) {
+  for (const key of Object.keys(value)) {
     const message = unstorableText(key);
-    const at = message === undefined ? unstorablePart(item, [...path, key]) : { path: [...path, key], message };
-    if (at !== undefined) return at;
+    const at = message === undefined ? unstorableWithin((value as Record<string, unknown>)[key]) : { path: [], message };
+    if (at !== undefined) {
+      at.path.push(key);
+      return at;
+    }
   }
   return undefined;
 }
