@@ -5,12 +5,15 @@
  * the largest pieces of Herald's own code in the services' CPU profiles (docs/benchmarks.md), and
  * a change to them moves `npm run bench` by less than its noise, so they are measured here.
  *
- * Each round is a fresh process (one tree's code, warmed up, then DOORS_BENCH_ITERATIONS of each
- * case, default 50,000, timed three times; the middle one counts). With
+ * Each round runs the demuxer's cases in a fresh process and the pushers' in another, as the
+ * services do (a case's figure moves with what ran before it in the process): one tree's code,
+ * warmed up, then DOORS_BENCH_ITERATIONS of each case (default 50,000), timed three times, the
+ * middle one counting. With
  * `DOORS_BENCH_BASE=<dir>`, a worktree of another commit (`bash tools/bench/worktree.sh <commit>
  * <dir>`), rounds alternate between its code and this checkout's, which goes first changing every
  * round, and the last lines give this checkout's median over the base's, case by case.
- * DOORS_BENCH_ROUNDS (default 5) rounds a tree.
+ * DOORS_BENCH_ROUNDS (default 5) rounds a tree; DOORS_BENCH_ONLY=<text> measures only the cases
+ * whose names hold it.
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +23,7 @@ import { alternating, median } from './stats.ts';
 const here = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
 /** The messages: a bench job of one user and of 50, and the pushes the demuxer makes of the first. */
-async function measure(tree: string, iterations: number): Promise<Record<string, number>> {
+async function measure(tree: string, service: string, iterations: number): Promise<Record<string, number>> {
   const c = await import(resolve(tree, 'libs/contracts/src/index.ts'));
   const p = await import(resolve(tree, 'libs/providers/src/index.ts'));
   const now = new Date();
@@ -67,7 +70,9 @@ async function measure(tree: string, iterations: number): Promise<Record<string,
     return (used.user + used.system) / n;
   };
   const result: Record<string, number> = {};
+  const only = process.env['DOORS_BENCH_ONLY'];
   for (const [name, f] of Object.entries(cases)) {
+    if (!name.startsWith(`${service}:`) || (only !== undefined && !name.includes(only))) continue;
     const first = f() as { ok?: boolean; reason?: string } | unknown[] | undefined;
     // A case that fails its check measures the refusal, not the door: say so rather than time it.
     if ((first as { ok?: boolean })?.ok === false || (Array.isArray(first) && first.length > 0) || typeof first === 'string') {
@@ -81,8 +86,8 @@ async function measure(tree: string, iterations: number): Promise<Record<string,
 
 const child = process.argv[2] === '--child';
 if (child) {
-  const tree = process.argv[3] ?? here;
-  process.stdout.write(JSON.stringify(await measure(tree, Number(process.env['DOORS_BENCH_ITERATIONS'] ?? 50_000))));
+  const [tree = here, service = 'demuxer'] = process.argv.slice(3);
+  process.stdout.write(JSON.stringify(await measure(tree, service, Number(process.env['DOORS_BENCH_ITERATIONS'] ?? 50_000))));
 } else {
   const base = process.env['DOORS_BENCH_BASE'];
   const rounds = Number(process.env['DOORS_BENCH_ROUNDS'] ?? 5);
@@ -90,11 +95,14 @@ if (child) {
   const runs = new Map<string, Array<Record<string, number>>>(trees.map((t) => [t, []]));
   for (let round = 0; round < rounds; round++) {
     for (const tree of alternating(trees, round)) {
-      const out = execFileSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--child', tree], {
-        encoding: 'utf8',
-        cwd: here,
-      });
-      runs.get(tree)?.push(JSON.parse(out) as Record<string, number>);
+      const child = (service: string) =>
+        JSON.parse(
+          execFileSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--child', tree, service], {
+            encoding: 'utf8',
+            cwd: here,
+          }),
+        ) as Record<string, number>;
+      runs.get(tree)?.push({ ...child('demuxer'), ...child('pusher') });
     }
   }
   const medians = (tree: string): Record<string, number> => {
