@@ -1,6 +1,6 @@
 import { APNS_IMAGE_URL_KEY, effectivePushType, pushAsOf, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
 import { apnsTopicFor, HERALD_MAX_STORAGE_S } from './apns-rules.ts';
-import { mergeJson, put, type Json } from './merge-json.ts';
+import { copyOf, mergeJson, put, type Json } from './merge-json.ts';
 
 /** The parts of an APNs request, before they become header strings. */
 export interface ApnsRequestParts {
@@ -54,11 +54,14 @@ function alertOf(c: PushContent): Json | undefined {
   return Object.keys(alert).length > 0 ? alert : undefined;
 }
 
-function liveActivityAps(c: PushContent, aps: Json, asOfS: number): void {
+/** The push's times a Live Activity's default timestamp is worked out from (pushAsOf), only when it needs one. */
+type PushTimes = Pick<DevicePush, 'acceptedAt' | 'dueAt'>;
+
+function liveActivityAps(c: PushContent, aps: Json, push: PushTimes): void {
   const la = c.liveActivity;
   if (la === undefined) return;
   aps['event'] = la.event;
-  aps['timestamp'] = la.timestamp ?? asOfS;
+  aps['timestamp'] = la.timestamp ?? Math.floor(pushAsOf(push).getTime() / 1000);
   put(aps, 'content-state', la.contentState);
   put(aps, 'dismissal-date', la.dismissalDate);
   put(aps, 'stale-date', la.staleDate);
@@ -80,12 +83,12 @@ function soundOf(c: PushContent): string | Json | undefined {
 
 /**
  * The `aps` dictionary. Background pushes carry no alert, badge or sound, as Apple asks. A Live
- * Activity's timestamp defaults to `asOf`, the push's pushAsOf: when its job was accepted, or when
+ * Activity's timestamp defaults to the push's pushAsOf: when its job was accepted, or when
  * a scheduled push fell due (Apple drops an update older than the one it shows, so a retried older
  * update must keep its older time, and a scheduled one must not carry its acceptance, hours before). `type`: the push type the request
  * goes as (FCM's iOS part takes the typed content's, not content.apns's header override).
  */
-export function apsOf(c: PushContent, asOf: Date, type: PushType = effectivePushType(c)): Json {
+export function apsOf(c: PushContent, push: PushTimes, type: PushType = effectivePushType(c)): Json {
   const background = type === 'background';
   const aps: Json = {};
   // A Live Activity's alert carries its sound (Apple's ActivityKit push payload: title, body, sound).
@@ -105,15 +108,15 @@ export function apsOf(c: PushContent, asOf: Date, type: PushType = effectivePush
   put(aps, 'interruption-level', c.interruptionLevel);
   put(aps, 'relevance-score', c.relevanceScore);
   put(aps, 'target-content-id', c.targetContentId);
-  if (type === 'liveactivity') liveActivityAps(c, aps, Math.floor(asOf.getTime() / 1000));
+  if (type === 'liveactivity') liveActivityAps(c, aps, push);
   return aps;
 }
 
 /** The JSON body: custom data at top level, `image-url` for a notification service extension, `aps`, then the raw override. */
-export function apnsPayloadOf(c: PushContent, asOf: Date): Json {
-  const payload: Json = { ...(c.data ?? {}) };
+export function apnsPayloadOf(c: PushContent, push: PushTimes, type: PushType): Json {
+  const payload = copyOf(c.data ?? {});
   if (c.imageUrl !== undefined) payload[APNS_IMAGE_URL_KEY] = c.imageUrl;
-  payload['aps'] = apsOf(c, asOf);
+  payload['aps'] = apsOf(c, push, type);
   return c.apns?.payload === undefined ? payload : mergeJson(payload, c.apns.payload);
 }
 
@@ -145,7 +148,7 @@ export function apnsRequestParts(push: DevicePush, bundleId: string, now: Date =
     expiration: headers['apns-expiration'] !== undefined ? Number(headers['apns-expiration']) : expirationOf(push, now),
     collapseId: headerValue(headers['apns-collapse-id']) ?? collapseIdOf(push, pushType),
     apnsId: push.pushId,
-    payload: apnsPayloadOf(push.content, pushAsOf(push)),
+    payload: apnsPayloadOf(push.content, push, pushType),
   };
 }
 

@@ -1,7 +1,7 @@
-import { pushAsOf, resolvePushType, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
+import { resolvePushType, type DevicePush, type PushContent, type PushType } from '@herald/contracts';
 import { apsOf, collapseIdOf, expirationOf, headerValue } from './apns-notification.ts';
 import { FCM_MAX_TTL_S, showsNothingOnIos } from './fcm-rules.ts';
-import { mergeJson, put, type Json } from './merge-json.ts';
+import { copyOf, mergeJson, put, type Json } from './merge-json.ts';
 
 
 /**
@@ -124,7 +124,7 @@ function apnsOf(push: DevicePush, now: Date, type: PushType): FcmMessage['apns']
     'apns-expiration': String(expirationOf(push, now)),
   };
   put(headers, 'apns-collapse-id', collapseIdOf(push, pushType));
-  return { headers, payload: { aps: apsOf(push.content, pushAsOf(push), type) } };
+  return { headers, payload: { aps: apsOf(push.content, push, type) } };
 }
 
 /**
@@ -142,13 +142,11 @@ export function buildFcmMessage(push: DevicePush, now: Date = new Date()): FcmMe
   const type = resolvePushType(push.content);
   const text = androidTextOf(push.content);
   const notification = notificationOf(push.content, text);
-  const message: Json = {
-    token: push.token,
-    ...(notification !== undefined ? { notification } : {}),
-    ...(push.content.data !== undefined ? { data: push.content.data } : {}),
-    android: androidOf(push, now, type, text),
-    apns: apnsOf(push, now, type),
-  };
+  const message: Json = { token: push.token };
+  put(message, 'notification', notification);
+  put(message, 'data', push.content.data);
+  message['android'] = androidOf(push, now, type, text);
+  message['apns'] = apnsOf(push, now, type);
   const override = push.content.fcm === undefined ? undefined : withLowerCaseApnsHeaders(push.content.fcm);
   const built = (override === undefined ? message : mergeJson(message, override)) as unknown as FcmMessage;
   dataMessagePriority(built, override);
@@ -161,14 +159,19 @@ export function buildFcmMessage(push: DevicePush, now: Date = new Date()): FcmMe
  * last (headerValue); one of spaces only is left out.
  */
 function withLowerCaseApnsHeaders(override: NonNullable<DevicePush['content']['fcm']>): Json {
-  const headers = override.apns?.headers;
-  if (headers === undefined) return override;
-  // A value of spaces only is no header: Herald's own (a collapse id of the push's id) stays.
-  const lower = Object.fromEntries(
-    Object.entries(headers).flatMap(([name, value]) => {
-      const sent = typeof value === 'string' ? headerValue(value) : value;
-      return sent === undefined ? [] : [[name.toLowerCase(), sent]];
-    }),
-  );
-  return { ...override, apns: { ...override.apns, headers: lower } };
+  const { apns } = override;
+  const headers = apns?.headers;
+  if (apns === undefined || headers === undefined) return override;
+  const lower: [string, unknown][] = [];
+  for (const name of Object.keys(headers)) {
+    const value: unknown = headers[name];
+    const sent = typeof value === 'string' ? headerValue(value) : value;
+    // A value of spaces only is no header: Herald's own (a collapse id of the push's id) stays.
+    if (sent !== undefined) lower.push([name.toLowerCase(), sent]);
+  }
+  const lowerApns = copyOf(apns);
+  lowerApns['headers'] = Object.fromEntries(lower);
+  const withLower = copyOf(override);
+  withLower['apns'] = lowerApns;
+  return withLower;
 }

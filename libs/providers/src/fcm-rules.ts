@@ -18,22 +18,44 @@ export const FCM_MAX_PAYLOAD_BYTES = 4096;
 const COLOR = /^#[0-9a-fA-F]{6}$/;
 
 const bytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v), 'utf8');
+/** Bytes of `{}`, the JSON text of an object without entries. */
+const EMPTY_OBJECT_BYTES = 2;
+/** Bytes of a value's JSON text, `{}`'s when it is absent. */
+const jsonBytes = (v: unknown): number => (v === undefined || v === null ? EMPTY_OBJECT_BYTES : bytes(v));
+/** `{"notification":,"data":,"android":}`: fcmPayloadBytes's JSON text but its three values. */
+const FCM_PAYLOAD_FRAME_BYTES = bytes({ notification: 0, data: 0, android: 0 }) - 3;
 
 /**
  * Bytes Herald counts against FCM's 4096: what reaches an Android device (notification, the data
  * and android.notification), the data being android.data when present (AndroidConfig.data: "If
  * present, it will override google.firebase.fcm.v1.Message.data"). Google words the payload as
- * those key-value pairs but does not say how it counts bytes; the JSON text errs on the strict side.
+ * those key-value pairs but does not say how it counts bytes; the JSON text errs on the strict side:
+ * that of `{ notification, data, android }`, its values counted one by one. `dataBytes`: the JSON
+ * text's bytes of the message's own data, when the caller has them.
  */
-export function fcmPayloadBytes(m: FcmMessage): number {
-  const data = m.android['data'] ?? m.data ?? {};
-  return bytes({ notification: m.notification ?? {}, data, android: m.android.notification ?? {} });
+export function fcmPayloadBytes(m: FcmMessage, dataBytes?: number): number {
+  const android = m.android['data'];
+  const data = android === undefined || android === null ? (dataBytes ?? jsonBytes(m.data)) : jsonBytes(android);
+  return FCM_PAYLOAD_FRAME_BYTES + jsonBytes(m.notification) + data + jsonBytes(m.android.notification);
+}
+
+/**
+ * apnsPayloadBytes({ ...data, ...payload }), `dataBytes` being data's. When no key is in both, that
+ * JSON text holds the entries of each one's own (in another order, which does not change the
+ * count) in one pair of braces, with a comma between: counted without making the merged object.
+ */
+function mergedPayloadBytes(data: Json, dataBytes: number, payload: Json): number {
+  if (!isObject(payload) || Object.keys(data).some((key) => Object.hasOwn(payload, key))) return apnsPayloadBytes({ ...data, ...payload });
+  const payloadBytes = apnsPayloadBytes(payload);
+  if (dataBytes === EMPTY_OBJECT_BYTES) return payloadBytes;
+  return payloadBytes === EMPTY_OBJECT_BYTES ? dataBytes : dataBytes + payloadBytes - 1;
 }
 
 function dataProblem(data: unknown, at: string): string | undefined {
   if (data === undefined) return undefined;
   if (!isObject(data)) return `${at} must be a map of strings`;
-  for (const [key, value] of Object.entries(data)) {
+  for (const key of Object.keys(data)) {
+    const value = data[key];
     if (FCM_RESERVED_DATA_KEY.test(key)) return `${at}.${key} is a key FCM reserves ("from", "message_type", "google…", "gcm…")`;
     if (typeof value !== 'string') return `${at}.${key} must be a string (FCM data values are strings)`;
   }
@@ -47,7 +69,7 @@ function androidProblem(android: Json): string | undefined {
   if (ttl === null) return 'android.ttl must be a Duration such as "3600s"';
   const ttlS = Number(`${ttl[1]}${ttl[2] ?? ''}`);
   if (ttlS > FCM_MAX_TTL_S) return `android.ttl is ${ttlS} s, beyond FCM's 4-week maximum (${FCM_MAX_TTL_S} s)`;
-  const collapse = fieldOf(android, 'collapse_key');
+  const collapse = fieldOf(android, 'collapse_key', 'collapseKey');
   if (typeof collapse === 'string' && collapseKeyProblem(collapse) !== undefined) return `android.collapse_key ${collapseKeyProblem(collapse)}`;
   const n = android['notification'];
   if (isObject(n) && n['color'] !== undefined && !COLOR.test(String(n['color']))) return 'android.notification.color must be #rrggbb';
@@ -55,8 +77,11 @@ function androidProblem(android: Json): string | undefined {
 }
 
 /** No notification and nothing in aps that shows: a data message, as far as iOS goes. */
-export const showsNothingOnIos = (m: FcmMessage): boolean =>
-  m.notification === undefined && ['alert', 'badge', 'sound'].every((k) => m.apns.payload.aps[k] === undefined);
+export function showsNothingOnIos(m: FcmMessage): boolean {
+  if (m.notification !== undefined) return false;
+  const aps = m.apns.payload.aps;
+  return aps['alert'] === undefined && aps['badge'] === undefined && aps['sound'] === undefined;
+}
 
 /**
  * What FCM adds to the APNs payload it forwards to iOS, beside the message's data and apns.payload:
@@ -81,8 +106,8 @@ export function fcmForwardedToIosProblem(m: FcmMessage): string | undefined {
   return size > APNS_MAX_PAYLOAD_BYTES ? `payload too large: the APNs payload FCM forwards to iOS, with FCM's own keys, is ${size} bytes, the limit is ${APNS_MAX_PAYLOAD_BYTES}` : undefined;
 }
 
-/** The apns block must follow Apple's rules too: FCM forwards it to APNs. */
-function apnsProblem(m: FcmMessage): string | undefined {
+/** The apns block must follow Apple's rules too: FCM forwards it to APNs. `dataBytes`: the JSON text's bytes of m.data. */
+function apnsProblem(m: FcmMessage, dataBytes: number): string | undefined {
   const headers = m.apns.headers;
   const aps = m.apns.payload.aps;
   // Google: "When sending data messages to Apple devices, the priority must be set to 5"; Apple, for background pushes: "Always use priority 5".
@@ -93,16 +118,19 @@ function apnsProblem(m: FcmMessage): string | undefined {
   // FCM shows message.notification on iOS as aps.alert.
   const background = headers['apns-push-type'] === 'background' ? backgroundApsProblem(m.notification === undefined ? aps : { ...aps, alert: m.notification }) : undefined;
   if (background !== undefined) return `apns: ${background}`;
-  const size = apnsPayloadBytes({ ...(m.data ?? {}), ...m.apns.payload });
+  const size = mergedPayloadBytes(m.data ?? {}, dataBytes, m.apns.payload);
   if (size > APNS_MAX_PAYLOAD_BYTES) return `payload too large: the APNs payload FCM forwards to iOS is ${size} bytes, the limit is ${APNS_MAX_PAYLOAD_BYTES}`;
   const collapse = headers['apns-collapse-id'];
-  if (collapse !== undefined && collapseKeyProblem(collapse) !== undefined) return `apns.headers.apns-collapse-id ${collapseKeyProblem(collapse)}`;
+  const collapseProblem = collapse === undefined ? undefined : collapseKeyProblem(collapse);
+  if (collapseProblem !== undefined) return `apns.headers.apns-collapse-id ${collapseProblem}`;
   return isObject(aps) ? undefined : 'apns.payload.aps must be a dictionary';
 }
 
 /** Google's rules for the message Herald is about to send (after any override); a reason, or undefined. */
 export function fcmMessageProblem(m: FcmMessage): string | undefined {
-  const size = fcmPayloadBytes(m);
+  // The data counts in what reaches Android (unless android.data replaces it) and in what FCM forwards to iOS: serialised once for both.
+  const dataBytes = jsonBytes(m.data);
+  const size = fcmPayloadBytes(m, dataBytes);
   if (size > FCM_MAX_PAYLOAD_BYTES) return `payload too large: FCM message (notification + data + android.notification) is ${size} bytes, the limit is ${FCM_MAX_PAYLOAD_BYTES}`;
-  return dataProblem(m.data, 'data') ?? androidProblem(m.android) ?? apnsProblem(m) ?? webpushProblem(m.webpush);
+  return dataProblem(m.data, 'data') ?? androidProblem(m.android) ?? apnsProblem(m, dataBytes) ?? webpushProblem(m.webpush);
 }

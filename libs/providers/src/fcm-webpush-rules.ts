@@ -9,64 +9,85 @@
 
 import { isObject, type Json } from './merge-json.ts';
 
-type Check = (value: unknown, at: string) => string | undefined;
+/**
+ * A field's check: its problem, which starts with the field's path, or undefined. The path is
+ * given as the parent's path and the field's key, joined (pathOf) only for a problem.
+ */
+type Check = (value: unknown, parent: string, key: string) => string | undefined;
+
+/** A field's path: `android.ttl` of `android` and `ttl`; a top-level field's parent is ''. */
+const pathOf = (parent: string, key: string): string => (parent === '' ? key : `${parent}.${key}`);
 
 /** proto3 JSON takes a field by its proto name or its lowerCamelCase JSON name. */
 const protoName = (name: string): string => (/[A-Z]/.test(name) ? name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) : name);
 
-const text: Check = (v, at) => (typeof v === 'string' ? undefined : `${at} must be a string`);
+const text: Check = (v, parent, key) => (typeof v === 'string' ? undefined : `${pathOf(parent, key)} must be a string`);
 
 /** A `map<string, string>`. */
-const stringMap: Check = (v, at) => {
-  if (!isObject(v)) return `${at} must be a map of strings`;
-  const bad = Object.entries(v).find(([, value]) => typeof value !== 'string');
-  return bad === undefined ? undefined : `${at}.${bad[0]} must be a string (FCM: map<string, string>)`;
-};
-
-/** A field's value under its proto name or its lowerCamelCase JSON name. */
-export const fieldOf = (o: Json, protoFieldName: string): unknown =>
-  o[protoFieldName] ?? (protoFieldName.includes('_') ? o[protoFieldName.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())] : undefined);
-
-/** A message type: an object of known fields only, each given once and passing its check (null: unset). */
-const fieldsOf = (type: string, table: Readonly<Record<string, Check>>): Check => (v, at) => {
-  if (!isObject(v)) return `${at} must be an object (${type})`;
-  for (const [name, value] of Object.entries(v)) {
-    const proto = protoName(name);
-    const check = Object.hasOwn(table, proto) ? table[proto] : undefined;
-    if (check === undefined) return `${at}.${name} is not a field of ${type} (FCM refuses the whole message)`;
-    if (proto !== name && proto in v) return `${at}.${name} sets ${at}.${proto} a second time (Herald sets some fields itself: use the proto name)`;
-    const problem = value === null ? undefined : check(value, `${at}.${name}`);
-    if (problem !== undefined) return problem;
+const stringMap: Check = (v, parent, key) => {
+  if (!isObject(v)) return `${pathOf(parent, key)} must be a map of strings`;
+  for (const name of Object.keys(v)) {
+    if (typeof v[name] !== 'string') return `${pathOf(parent, key)}.${name} must be a string (FCM: map<string, string>)`;
   }
   return undefined;
 };
 
+/** proto3 JSON's lowerCamelCase name of a field's proto name: `collapseKey` of `collapse_key`. */
+const jsonNameOf = (protoFieldName: string): string => protoFieldName.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+
+/** A field's value under its proto name or its lowerCamelCase JSON name (jsonNameOf's; given, it is not worked out again). */
+export const fieldOf = (o: Json, protoFieldName: string, jsonFieldName?: string): unknown =>
+  o[protoFieldName] ?? (protoFieldName.includes('_') ? o[jsonFieldName ?? jsonNameOf(protoFieldName)] : undefined);
+
+/** A message type: an object of known fields only, each given once and passing its check (null: unset). */
+const fieldsOf = (type: string, table: Readonly<Record<string, Check>>): Check => {
+  // Looked up in a Map, faster than in the table's object for every field of every message.
+  const checks = new Map(Object.entries(table));
+  return (v, parent, key) => {
+    const at = pathOf(parent, key);
+    if (!isObject(v)) return `${at} must be an object (${type})`;
+    for (const name of Object.keys(v)) {
+      // The table's names are proto names, which have no capital letters for protoName to change.
+      const proto = checks.has(name) ? name : protoName(name);
+      const check = checks.get(proto);
+      if (check === undefined) return `${at}.${name} is not a field of ${type} (FCM refuses the whole message)`;
+      if (proto !== name && proto in v) return `${at}.${name} sets ${at}.${proto} a second time (Herald sets some fields itself: use the proto name)`;
+      const value = v[name];
+      const problem = value === null ? undefined : check(value, at, name);
+      if (problem !== undefined) return problem;
+    }
+    return undefined;
+  };
+};
+
 /** WebpushFcmOptions.link: "For all URL values, HTTPS is required." */
-const httpsLink: Check = (v, at) => text(v, at) ?? (/^https:\/\//i.test(v as string) ? undefined : `${at} must be an HTTPS URL (FCM requires HTTPS)`);
+const httpsLink: Check = (v, parent, key) =>
+  text(v, parent, key) ?? (/^https:\/\//i.test(v as string) ? undefined : `${pathOf(parent, key)} must be an HTTPS URL (FCM requires HTTPS)`);
 
 const WEBPUSH: Check = fieldsOf('WebpushConfig', {
   headers: stringMap,
   data: stringMap,
-  notification: (v, at) => (isObject(v) ? undefined : `${at} must be an object (a Struct)`),
+  notification: (v, parent, key) => (isObject(v) ? undefined : `${pathOf(parent, key)} must be an object (a Struct)`),
   fcm_options: fieldsOf('WebpushFcmOptions', { link: httpsLink, analytics_label: text }),
 });
 
-const flag: Check = (v, at) => (typeof v === 'boolean' ? undefined : `${at} must be true or false`);
-const repeated = (each: Check): Check => (v, at) => (Array.isArray(v) ? v.reduce<string | undefined>((found, item, i) => found ?? each(item, `${at}[${i}]`), undefined) : `${at} must be a list`);
+const flag: Check = (v, parent, key) => (typeof v === 'boolean' ? undefined : `${pathOf(parent, key)} must be true or false`);
+const repeated = (each: Check): Check => (v, parent, key) =>
+  Array.isArray(v) ? v.reduce<string | undefined>((found, item, i) => found ?? each(item, parent, `${key}[${i}]`), undefined) : `${pathOf(parent, key)} must be a list`;
 /** A proto enum in JSON: one of its names, or its number. */
-const enumOf = (names: readonly string[]): Check => (v, at) =>
-  (typeof v === 'string' && names.includes(v)) || (Number.isInteger(v) && (v as number) >= 0 && (v as number) < names.length) ? undefined : `${at} must be one of ${names.join(', ')}`;
+const enumOf = (names: readonly string[]): Check => (v, parent, key) =>
+  (typeof v === 'string' && names.includes(v)) || (Number.isInteger(v) && (v as number) >= 0 && (v as number) < names.length) ? undefined : `${pathOf(parent, key)} must be one of ${names.join(', ')}`;
 /** google.protobuf.Duration in JSON: seconds with up to nine decimals and an "s", e.g. "3.5s". */
 export const DURATION = /^(\d+)(\.\d{1,9})?s$/;
-const duration: Check = (v, at) => (typeof v === 'string' && DURATION.test(v) ? undefined : `${at} must be a Duration such as "3600s"`);
+const duration: Check = (v, parent, key) => (typeof v === 'string' && DURATION.test(v) ? undefined : `${pathOf(parent, key)} must be a Duration such as "3600s"`);
 /** google.protobuf.Timestamp in JSON: RFC 3339, e.g. "2014-10-02T15:01:23.045123456Z". */
-const timestamp: Check = (v, at) =>
-  typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/.test(v) ? undefined : `${at} must be an RFC 3339 timestamp`;
-const int32: Check = (v, at) => {
+const timestamp: Check = (v, parent, key) =>
+  typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/.test(v) ? undefined : `${pathOf(parent, key)} must be an RFC 3339 timestamp`;
+const int32: Check = (v, parent, key) => {
   const n = typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
-  return Number.isInteger(n) && (n as number) >= -(2 ** 31) && (n as number) < 2 ** 31 ? undefined : `${at} must be a 32-bit integer`;
+  return Number.isInteger(n) && (n as number) >= -(2 ** 31) && (n as number) < 2 ** 31 ? undefined : `${pathOf(parent, key)} must be a 32-bit integer`;
 };
-const object = (type: string): Check => (v, at) => (isObject(v) ? undefined : `${at} must be an object (${type})`);
+const object = (type: string): Check => (v, parent, key) => (isObject(v) ? undefined : `${pathOf(parent, key)} must be an object (${type})`);
 
 const ANDROID_FCM_OPTIONS: Check = fieldsOf('AndroidFcmOptions', { analytics_label: text });
 
@@ -90,8 +111,8 @@ const ANDROID_NOTIFICATION: Check = fieldsOf('AndroidNotification', {
 });
 
 /** AndroidMessagePriority: NORMAL or HIGH (Google takes them in lower case too, as firebase-admin sends them), or 0 / 1. */
-const androidPriority: Check = (v, at) =>
-  (typeof v === 'string' && ['NORMAL', 'HIGH'].includes(v.toUpperCase())) || v === 0 || v === 1 ? undefined : `${at} must be NORMAL or HIGH`;
+const androidPriority: Check = (v, parent, key) =>
+  (typeof v === 'string' && ['NORMAL', 'HIGH'].includes(v.toUpperCase())) || v === 0 || v === 1 ? undefined : `${pathOf(parent, key)} must be NORMAL or HIGH`;
 
 /** AndroidConfig, its fields by proto name. */
 const ANDROID: Check = fieldsOf('AndroidConfig', {
@@ -108,7 +129,7 @@ const ANDROID: Check = fieldsOf('AndroidConfig', {
 });
 
 /** `webpush` of the message, as Google types it; undefined when absent or well formed. */
-export const webpushProblem = (webpush: unknown): string | undefined => (webpush === undefined ? undefined : WEBPUSH(webpush, 'webpush'));
+export const webpushProblem = (webpush: unknown): string | undefined => (webpush === undefined ? undefined : WEBPUSH(webpush, '', 'webpush'));
 
 /** `android` of the message (Herald's own, with what content.fcm.android set), as Google types it. */
-export const androidShapeProblem = (android: Json): string | undefined => ANDROID(android, 'android');
+export const androidShapeProblem = (android: Json): string | undefined => ANDROID(android, '', 'android');

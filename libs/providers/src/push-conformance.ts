@@ -35,9 +35,22 @@ export function platformsFor(content: PushJob['content']): Platform[] {
   return webShowsText(content) || content.web !== undefined ? ['apns', 'fcm', 'web'] : ['apns', 'fcm'];
 }
 
-function samplePush(job: JobPart, platform: Platform, now: Date): DevicePush {
+/** When a job's sample pushes were accepted and expire, whatever their platform: worked out once a job (a toISOString costs about 0.4 µs). */
+interface SampleTiming {
+  acceptedAt: string;
+  expiresAt: string | undefined;
+  nowOrNever: boolean;
+}
+
+/** Throws, as toISOString does, for a `now` (or an expiry from it) that is no date. */
+function sampleTiming(job: JobPart, now: Date): SampleTiming {
   const expiresAt = job.expiresAt ?? (job.ttl !== undefined && job.ttl > 0 ? new Date(now.getTime() + job.ttl * 1000).toISOString() : undefined);
-  return {
+  const nowOrNever = isNowOrNever(job);
+  return { acceptedAt: now.toISOString(), expiresAt, nowOrNever };
+}
+
+function samplePush(job: JobPart, platform: Platform, timing: SampleTiming): DevicePush {
+  const push: DevicePush = {
     version: 1,
     pushId: SAMPLE_PUSH_ID,
     jobId: job.id,
@@ -48,11 +61,12 @@ function samplePush(job: JobPart, platform: Platform, now: Date): DevicePush {
     userId: 'sample',
     content: job.content,
     priority: job.priority,
-    ...(job.collapseKey !== undefined && { collapseKey: job.collapseKey }),
-    ...(expiresAt !== undefined && { expiresAt }),
-    ...(isNowOrNever(job) && { nowOrNever: true as const }),
-    acceptedAt: now.toISOString(),
+    acceptedAt: timing.acceptedAt,
   };
+  if (job.collapseKey !== undefined) push.collapseKey = job.collapseKey;
+  if (timing.expiresAt !== undefined) push.expiresAt = timing.expiresAt;
+  if (timing.nowOrNever) push.nowOrNever = true;
+  return push;
 }
 
 /** The provider's problem with one push, or undefined: the pushers' last line of defence. */
@@ -96,12 +110,14 @@ function overriddenAndroidField(job: JobPart, message: string): string | undefin
   return spelt === undefined ? undefined : ['content.fcm.android', spelt, ...rest].join('.');
 }
 
+const cannotBeChecked = (err: unknown): string => `cannot be checked: ${(err as Error).message}`;
+
 /** A rule that throws (a bug, or input no serializer can take) is a refusal, never a crash of the door. */
-function safeProblem(job: JobPart, platform: Platform, now: Date): string | undefined {
+function safeProblem(job: JobPart, platform: Platform, timing: SampleTiming, now: Date): string | undefined {
   try {
-    return pushProblem(samplePush(job, platform, now), 'com.example.app', now);
+    return pushProblem(samplePush(job, platform, timing), 'com.example.app', now);
   } catch (err) {
-    return `cannot be checked: ${(err as Error).message}`;
+    return cannotBeChecked(err);
   }
 }
 
@@ -118,10 +134,21 @@ export interface ConformanceScope {
 }
 
 function issuesOn(job: JobPart, platforms: readonly Platform[], now: Date): ConformanceIssue[] {
-  return platforms.flatMap((platform) => {
-    const problem = safeProblem(job, platform, now);
-    return problem === undefined ? [] : [{ path: pathOf(job, problem, platform), message: `${PROVIDER_NAME[platform]}: ${problem}` }];
-  });
+  const issues: ConformanceIssue[] = [];
+  if (platforms.length === 0) return issues;
+  // Timing that cannot be given (a `now` that is no date) is every platform's problem.
+  let timing: SampleTiming | undefined;
+  let failure: string | undefined;
+  try {
+    timing = sampleTiming(job, now);
+  } catch (err) {
+    failure = cannotBeChecked(err);
+  }
+  for (const platform of platforms) {
+    const problem = timing === undefined ? failure : safeProblem(job, platform, timing, now);
+    if (problem !== undefined) issues.push({ path: pathOf(job, problem, platform), message: `${PROVIDER_NAME[platform]}: ${problem}` });
+  }
+  return issues;
 }
 
 /**
@@ -143,9 +170,9 @@ export function entryConformanceIssues(job: JobPart, now: Date = new Date()): Co
   if (!platformsFor(job.content).includes('fcm')) return [];
   let problem: string | undefined;
   try {
-    problem = fcmForwardedToIosProblem(buildFcmMessage(samplePush(job, 'fcm', now), now));
+    problem = fcmForwardedToIosProblem(buildFcmMessage(samplePush(job, 'fcm', sampleTiming(job, now)), now));
   } catch (err) {
-    problem = `cannot be checked: ${(err as Error).message}`;
+    problem = cannotBeChecked(err);
   }
   return problem === undefined ? [] : [{ path: 'content', message: `FCM: ${problem}` }];
 }
