@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildFcmMessage, type FcmMessage } from './fcm-message.ts';
-import { fcmForwardedToIosProblem, fcmMessageProblem } from './fcm-rules.ts';
+import { fcmForwardedToIosProblem, fcmMessageProblem, fcmPayloadBytes } from './fcm-rules.ts';
 import { testPush } from './test-pushes.ts';
 
 const message = (over: Record<string, unknown> = {}): FcmMessage => ({ ...buildFcmMessage(testPush('fcm')), ...over }) as FcmMessage;
@@ -70,6 +70,40 @@ describe('Google\'s Message rules (PROVIDER-RULES.md, FCM rows)', () => {
     expect(fcmForwardedToIosProblem(withData(room + 1))).toBeUndefined();
     // The pushers' last check leaves FCM's keys out: work accepted before the count is sent, not parked.
     expect(fcmMessageProblem(withData(room + 1, image))).toBeUndefined();
+  });
+
+  // The counts are added up from their parts; each must be the merged object's JSON text to the byte.
+  it('payload: counted to the byte as the JSON text of notification + data + android.notification', () => {
+    const m = message({ notification: { title: 'Tï' }, data: { k: 'v', 'é': '"' } });
+    const text = (n: unknown, d: unknown, a: unknown) => Buffer.byteLength(JSON.stringify({ notification: n ?? {}, data: d ?? {}, android: a ?? {} }));
+    expect(fcmPayloadBytes(m)).toBe(text(m.notification, m.data, m.android.notification));
+    const bare = { ...m, notification: undefined, data: undefined, android: { ...m.android, notification: undefined } } as unknown as FcmMessage;
+    expect(fcmPayloadBytes(bare)).toBe(text(undefined, undefined, undefined));
+    const replaced = { ...m, android: { ...m.android, data: { other: 'x'.repeat(10) } } };
+    expect(fcmPayloadBytes(replaced)).toBe(text(m.notification, replaced.android.data, m.android.notification));
+  });
+
+  it('payload to iOS: the data and apns.payload FCM merges are counted as the merged JSON text, with a key in both or none', () => {
+    const iosBytes = (m: FcmMessage) => Buffer.byteLength(JSON.stringify({ ...m.data, ...m.apns.payload }));
+    // The filler goes in apns.payload, which reaches iOS only: Android's count stays under its limit.
+    const withPayload = (data: Record<string, string> | undefined, payload: Record<string, unknown>) => {
+      const m = buildFcmMessage(testPush('fcm', { content: { title: 'T', ...(data !== undefined && { data }) } }));
+      return { ...m, apns: { ...m.apns, payload: { ...m.apns.payload, ...payload } } } as FcmMessage;
+    };
+    const cases: Array<[Record<string, string> | undefined, Record<string, unknown>]> = [
+      [{ k: 'v', 'é': '"' }, {}],
+      [{ k: 'v', 'é': '"' }, { k: "replaces the data's" }],
+      [{ k: 'v', 7: 'an index-like key' }, { 3: 'another' }],
+      [{}, {}],
+      [undefined, {}],
+    ];
+    for (const [data, payload] of cases) {
+      const room = 4096 - iosBytes(withPayload(data, { ...payload, fill: '' }));
+      const over = withPayload(data, { ...payload, fill: 'y'.repeat(room + 1) });
+      expect(iosBytes(over)).toBe(4097);
+      expect(fcmMessageProblem(over)).toBe('payload too large: the APNs payload FCM forwards to iOS is 4097 bytes, the limit is 4096');
+      expect(fcmMessageProblem(withPayload(data, { ...payload, fill: 'y'.repeat(room) }))).toBeUndefined();
+    }
   });
 
   it('payload: android.data counts in place of data, as it replaces data on Android', () => {

@@ -45,7 +45,7 @@ export function fcmPayloadBytes(m: FcmMessage, dataBytes?: number): number {
  * count) in one pair of braces, with a comma between: counted without making the merged object.
  */
 function mergedPayloadBytes(data: Json, dataBytes: number, payload: Json): number {
-  if (!isObject(payload) || Object.keys(data).some((key) => Object.hasOwn(payload, key))) return apnsPayloadBytes({ ...data, ...payload });
+  if (!isObject(data) || !isObject(payload) || Object.keys(data).some((key) => Object.hasOwn(payload, key))) return apnsPayloadBytes({ ...data, ...payload });
   const payloadBytes = apnsPayloadBytes(payload);
   if (dataBytes === EMPTY_OBJECT_BYTES) return payloadBytes;
   return payloadBytes === EMPTY_OBJECT_BYTES ? dataBytes : dataBytes + payloadBytes - 1;

@@ -35,7 +35,7 @@ export function platformsFor(content: PushJob['content']): Platform[] {
   return webShowsText(content) || content.web !== undefined ? ['apns', 'fcm', 'web'] : ['apns', 'fcm'];
 }
 
-/** When a job's sample pushes were accepted and expire, whatever their platform: worked out once a job (a toISOString costs about 0.4 µs). */
+/** When a job's sample pushes were accepted and expire, whatever their platform: worked out once a job, not once a platform. */
 interface SampleTiming {
   acceptedAt: string;
   expiresAt: string | undefined;
@@ -133,22 +133,21 @@ export interface ConformanceScope {
   web: boolean;
 }
 
+const issueOf = (job: JobPart, platform: Platform, problem: string): ConformanceIssue => ({ path: pathOf(job, problem, platform), message: `${PROVIDER_NAME[platform]}: ${problem}` });
+
 function issuesOn(job: JobPart, platforms: readonly Platform[], now: Date): ConformanceIssue[] {
-  const issues: ConformanceIssue[] = [];
-  if (platforms.length === 0) return issues;
-  // Timing that cannot be given (a `now` that is no date) is every platform's problem.
-  let timing: SampleTiming | undefined;
-  let failure: string | undefined;
+  if (platforms.length === 0) return [];
+  let timing: SampleTiming;
   try {
     timing = sampleTiming(job, now);
   } catch (err) {
-    failure = cannotBeChecked(err);
+    // A `now` that is no date: every platform's problem.
+    return platforms.map((platform) => issueOf(job, platform, cannotBeChecked(err)));
   }
-  for (const platform of platforms) {
-    const problem = timing === undefined ? failure : safeProblem(job, platform, timing, now);
-    if (problem !== undefined) issues.push({ path: pathOf(job, problem, platform), message: `${PROVIDER_NAME[platform]}: ${problem}` });
-  }
-  return issues;
+  return platforms.flatMap((platform) => {
+    const problem = safeProblem(job, platform, timing, now);
+    return problem === undefined ? [] : [issueOf(job, platform, problem)];
+  });
 }
 
 /**

@@ -41,11 +41,10 @@ function locOf(c: PushContent): Json | undefined {
   return Object.keys(loc).length > 0 ? loc : undefined;
 }
 
-/** The payload object for one push, `content.web.payload` merged last. */
-/** The push has text a browser's notification can show (title, subtitle, body, or a loc key or args: what locOf sends). */
-export const webShowsText = (c: PushContent): boolean =>
-  c.title !== undefined || c.body !== undefined || c.subtitle !== undefined || c.titleLocKey !== undefined || c.titleLocArgs !== undefined || c.locKey !== undefined || c.locArgs !== undefined;
+/** The push has text a browser's notification can show (title, subtitle, body or a loc key). */
+export const webShowsText = (c: PushContent): boolean => c.title !== undefined || c.body !== undefined || c.subtitle !== undefined || locOf(c) !== undefined;
 
+/** The payload object for one push, `content.web.payload` merged last. */
 export function buildWebPayload(push: DevicePush, now: Date): Json {
   const c = push.content;
   const p: Json = {};
