@@ -385,7 +385,11 @@ async function plannedElsewhere(trx: Kysely<HeraldTables>, jobId: string, chunkN
     from fanout_chunks f cross join lateral unnest(f.planned_devices, f.planned_users, f.planned_to_device) as x(id, user_id, to_device)
     where f.job_id = ${jobId} and f.chunk_no <> ${chunkNo} and f.planned_devices && ${lookFor}::bigint[] and x.id = any(${lookFor}::bigint[])`.execute(trx);
   const planned = new Map<string, Array<{ user_id: string; to_device: boolean }>>();
-  for (const r of rows) planned.set(r.id, [...(planned.get(r.id) ?? []), r]);
+  for (const r of rows) {
+    const plans = planned.get(r.id);
+    if (plans === undefined) planned.set(r.id, [r]);
+    else plans.push(r);
+  }
   // A replacement is another chunk's only if that chunk's push for the old token moves to it: one
   // addressed to the device, or to its user now. Planned for a user who no longer holds it (the
   // phone changed hands before its new token), that push is dropped as reassigned, and this chunk's

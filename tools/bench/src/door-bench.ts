@@ -95,14 +95,14 @@ if (child) {
   const runs = new Map<string, Array<Record<string, number>>>(trees.map((t) => [t, []]));
   for (let round = 0; round < rounds; round++) {
     for (const tree of alternating(trees, round)) {
-      const child = (service: string) =>
+      const measured = (service: string) =>
         JSON.parse(
           execFileSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--child', tree, service], {
             encoding: 'utf8',
             cwd: here,
           }),
         ) as Record<string, number>;
-      runs.get(tree)?.push({ ...child('demuxer'), ...child('pusher') });
+      runs.get(tree)?.push({ ...measured('demuxer'), ...measured('pusher') });
     }
   }
   const medians = (tree: string): Record<string, number> => {
