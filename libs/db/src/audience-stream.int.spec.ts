@@ -220,6 +220,34 @@ describe('topics', () => {
     expect((await readAudienceChunk(t.db, { ...req, after: null, until: first.next ?? '', limit: 2 })).devices.map((d) => d.token)).toEqual(['tok-10', 'tok-11']);
   });
 
+  it("a device member whose token is replaced while the fan-out runs is read as its new token, once: the new token's membership came after the start, and the old one's device is dead", async () => {
+    await createTopic(t.db.kysely, 'app-a', 'rotating');
+    await t.db.devices.applyRegistrations(['rot-1', 'rot-2', 'rot-3'].map((token) => reg(0, { platform: 'fcm', token, userId: `${token}-user` })));
+    await applyTopicMemberships(t.db.kysely, ['rot-1', 'rot-2', 'rot-3'].map((token) => ({ app: 'app-a', topic: 'rotating', member: { platform: 'fcm' as const, token }, subscribed: true, eventAt: '2025-03-01T00:00:00Z' })));
+    const asOf = (await sql<{ s: string }>`select pg_current_snapshot()::text as s`.execute(t.db.kysely)).rows[0]?.s ?? '';
+    const req = { app: 'app-a', audience: { kind: 'topic', topic: 'rotating' } as const, category: 'news', now: NOW, asOf };
+    const first = await readAudienceChunk(t.db, { ...req, after: null, limit: 1 });
+    expect(first.devices.map((d) => d.token)).toEqual(['rot-1']);
+    // Meanwhile rot-1 (read) and rot-3 (not yet read) get new tokens, which sort before the cursor.
+    for (const from of ['rot-1', 'rot-3']) {
+      await t.db.devices.applyRegistration(reg(0, { platform: 'fcm', token: `a-${from}`, previousToken: from, userId: `${from}-user`, eventAt: new Date().toISOString() }));
+    }
+    const rest = async (from: string | null, asOfThen: string) => {
+      const tokens: string[] = [];
+      for (let after = from, i = 0; i < 20; i += 1) {
+        const chunk = await readAudienceChunk(t.db, { ...req, asOf: asOfThen, after, limit: 1 });
+        tokens.push(...chunk.devices.map((d) => d.token));
+        if ((after = chunk.next) === null) break;
+      }
+      return tokens;
+    };
+    // rot-1's push, made for its old token, goes to the new one (the pushers' claim); rot-3's is made for its new token.
+    expect(await rest(first.next, asOf)).toEqual(['rot-2', 'a-rot-3']);
+    // A fan-out started after the rotations reads each new token by its own membership, once.
+    const later = (await sql<{ s: string }>`select pg_current_snapshot()::text as s`.execute(t.db.kysely)).rows[0]?.s ?? '';
+    expect(await rest(null, later)).toEqual(['a-rot-1', 'a-rot-3', 'rot-2']);
+  });
+
   it("reads members restored from another cluster (a pg_dump into a new one keeps their transaction ids, far ahead of the new cluster's) as members since before the fan-out", async () => {
     await createTopic(t.db.kysely, 'app-a', 'restored');
     await applyTopicMemberships(t.db.kysely, ['user-10', 'user-20'].map((u) => ({ app: 'app-a', topic: 'restored', member: { userId: u }, subscribed: true, eventAt: '2025-03-01T00:00:00Z' })));

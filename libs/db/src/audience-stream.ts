@@ -4,6 +4,7 @@ import type { Database } from './database.ts';
 import { toAudienceDevice, type AudienceDevice, type AudienceDeviceRow } from './device-targets.ts';
 import { decodeCursor, encodeCursor, type AudienceCursor, type RecentFloor } from './audience-stream-cursor.ts';
 import { deviceColumns, devicesOfUsers, segmentCondition, type WalkContext } from './audience-stream-devices.ts';
+import { liveReplacementSql } from './device-replacement.ts';
 import { DEFAULT_FOLLOWER_INDEX, refreshFollowerIndexIfStale, type FollowerIndexOptions } from './follow-index.ts';
 
 export { AudienceCursorError } from './audience-stream-cursor.ts';
@@ -175,23 +176,63 @@ const unchangedSince = (asOf: string | undefined, alias: string): RawBuilder<boo
   return sql<boolean>`(${xid} is null or pg_visible_in_snapshot(${xid}, ${asOf}::pg_snapshot) or ${xid} >= pg_snapshot_xmax(pg_current_snapshot()))`;
 };
 
+/**
+ * The single-device members: a member's device, or, when its token was replaced (migration 0045),
+ * the live device its chain of replacements ends at (replacedMembers). The member rows with a dead
+ * device count toward `limit` and the cursor as any other, so a chunk redone covers the same range.
+ */
 async function topicDevices(ctx: WalkContext, name: string, after: string | null, limit: number, until: string | undefined, asOf: string | undefined): Promise<Chunk> {
-  // A user member hides its devices if it is subscribed now, or changed since the start (then phase 1 may have read it).
-  const userHides = asOf === undefined ? sql`u.subscribed` : sql`(u.subscribed or not ${unchangedSince(asOf, 'u')})`;
-  const { rows } = await sql<AudienceDeviceRow & { member_id: string }>`
-    select m.member_id, ${deviceColumns(ctx)}
+  const { rows } = await sql<AudienceDeviceRow & { member_id: string; replaced: boolean }>`
+    select m.member_id, d.invalidated_at is not null as replaced, ${deviceColumns(ctx)}
     from topic_members m
     join devices d on d.app = m.app and d.platform = split_part(m.member_id, ':', 1)
-      and d.token = substr(m.member_id, strpos(m.member_id, ':') + 1) and d.invalidated_at is null
+      and d.token = substr(m.member_id, strpos(m.member_id, ':') + 1) and (d.invalidated_at is null or d.replaced_by is not null)
     where m.app = ${ctx.app} and m.topic = ${name} and m.member_kind = 'device' and m.subscribed and ${unchangedSince(asOf, 'm')}
       and ${after === null ? sql`true` : sql`m.member_id > ${after}`} and ${until === undefined ? sql`true` : sql`m.member_id <= ${until}`}
-      and not exists (
-        select 1 from topic_members u
-        where u.app = m.app and u.topic = m.topic and u.member_kind = 'user' and u.member_id = d.user_id and ${userHides})
-      and ${segmentCondition(ctx)} and ${topicExists(ctx.app, name)}
+      and (d.invalidated_at is not null or (not ${userMemberHides(ctx, name, asOf)} and ${segmentCondition(ctx)}))
+      and ${topicExists(ctx.app, name)}
     order by m.member_id limit ${limit}`.execute(ctx.db);
   const last = rows[rows.length - 1];
-  return { devices: rows.map(toDeviceItself), usersWithoutDevice: 0, next: rows.length < limit || last === undefined ? null : { w: 'td', after: last.member_id } };
+  const next: AudienceCursor | null = rows.length < limit || last === undefined ? null : { w: 'td', after: last.member_id };
+  if (!rows.some((r) => r.replaced)) return { devices: rows.map(toDeviceItself), usersWithoutDevice: 0, next };
+  const replacements = await replacedMembers(ctx, name, rows.filter((r) => r.replaced).map((r) => r.id), asOf);
+  const devices: AudienceDevice[] = [];
+  const taken = new Set<string>();
+  for (const r of rows) {
+    const device = r.replaced ? replacements.get(r.id) : r;
+    if (device === undefined || taken.has(device.id)) continue;
+    taken.add(device.id);
+    devices.push(toDeviceItself(device));
+  }
+  return { devices, usersWithoutDevice: 0, next };
+}
+
+/** A user member of the topic hides the devices of its user (`d`) if it is subscribed now, or changed since the start (then phase 1 may have read it). */
+function userMemberHides(ctx: WalkContext, name: string, asOf: string | undefined): RawBuilder<boolean> {
+  return sql<boolean>`exists (
+        select 1 from topic_members u
+        where u.app = ${ctx.app} and u.topic = ${name} and u.member_kind = 'user' and u.member_id = d.user_id
+          and ${asOf === undefined ? sql`u.subscribed` : sql`(u.subscribed or not ${unchangedSince(asOf, 'u')})`})`;
+}
+
+/**
+ * Of device members whose token was replaced (these dead devices, by id), the live device each
+ * chain of replacements ends at, when the walk reads no membership of its own: one its rotation
+ * copied after the fan-out started (as of `asOf`, left out as every change since is). Its push
+ * would otherwise reach neither token: the old one is dead, the new one's membership is too new.
+ * Under the same user-member and segment conditions as the members' own devices.
+ */
+async function replacedMembers(ctx: WalkContext, name: string, deadIds: readonly string[], asOf: string | undefined): Promise<Map<string, AudienceDeviceRow>> {
+  const { rows } = await sql<AudienceDeviceRow & { dead_id: string }>`
+    select dead.id::text as dead_id, ${deviceColumns(ctx)}
+    from unnest(${[...deadIds]}::bigint[]) as dead(id)
+    cross join lateral (${liveReplacementSql(sql.ref('dead.id'))}) r
+    join devices d on d.id = r.id
+    where not exists (
+        select 1 from topic_members n
+        where n.app = ${ctx.app} and n.topic = ${name} and n.member_kind = 'device' and n.member_id = d.platform || ':' || d.token and ${unchangedSince(asOf, 'n')})
+      and not ${userMemberHides(ctx, name, asOf)} and ${segmentCondition(ctx)}`.execute(ctx.db);
+  return new Map(rows.map((r) => [r.dead_id, r]));
 }
 
 async function followers(ctx: WalkContext, of: string, range: Range, limit: number): Promise<Chunk> {
