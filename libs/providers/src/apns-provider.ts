@@ -60,7 +60,13 @@ function toFailureResult(failure: NodeApnFailure, nowMs = Date.now()): SendResul
   });
 }
 
-function buildNote(apn: ApnModule, parts: ApnsRequestParts): InstanceType<ApnModule['Notification']> {
+/** A request Herald checked: its parts, and its payload's JSON text, counted against Apple's limit and sent as counted. */
+interface ApnsRequest {
+  parts: ApnsRequestParts;
+  body: string;
+}
+
+function buildNote(apn: ApnModule, { parts, body }: ApnsRequest): InstanceType<ApnModule['Notification']> {
   const note = new apn.Notification();
   note.rawPayload = parts.payload;
   note.topic = parts.topic;
@@ -70,7 +76,8 @@ function buildNote(apn: ApnModule, parts: ApnsRequestParts): InstanceType<ApnMod
   note.expiry = parts.expiration;
   note.id = parts.apnsId;
   if (parts.collapseId !== undefined) note.collapseId = parts.collapseId;
-  return note;
+  // node-apn sends what compile() answers (Provider.send): the text counted, not a second JSON.stringify of rawPayload.
+  return Object.assign(note, { compile: () => body });
 }
 
 /**
@@ -87,16 +94,17 @@ const LIVE_ACTIVITY_OVER_CERTIFICATE =
  * refuse for good is never sent. Its expiration counts from `now` only without an expiresAt (28
  * days from it), so parts made before a wait for budget go as they are.
  */
-function partsOrRefusal(push: DevicePush, topic: string, auth: ApnsSettings['auth']['kind']): ApnsRequestParts | Refusal {
+function partsOrRefusal(push: DevicePush, topic: string, auth: ApnsSettings['auth']['kind']): ApnsRequest | Refusal {
   const parts = apnsRequestParts(push, topic);
-  const problem = apnsRequestProblem(parts);
+  const body = JSON.stringify(parts.payload);
+  const problem = apnsRequestProblem(parts, Buffer.byteLength(body, 'utf8'));
   if (problem !== undefined) return { kind: 'permanent', reason: problem, notSent: true };
   if (parts.pushType === 'liveactivity' && auth !== 'token') return { kind: 'permanent', reason: LIVE_ACTIVITY_OVER_CERTIFICATE, notSent: true };
-  return parts;
+  return { parts, body };
 }
 
-async function sendOne(apn: ApnModule, provider: Provider, push: DevicePush, parts: ApnsRequestParts): Promise<SendResult> {
-  const result = await provider.send(buildNote(apn, parts), push.token);
+async function sendOne(apn: ApnModule, provider: Provider, push: DevicePush, request: ApnsRequest): Promise<SendResult> {
+  const result = await provider.send(buildNote(apn, request), push.token);
   const sent = result.sent[0] as { 'apns-unique-id'?: string; 'apns-id'?: string } | undefined;
   if (sent !== undefined) {
     const id = sent['apns-unique-id'] ?? sent['apns-id'];
@@ -164,7 +172,7 @@ export async function createApnsProvider(settings: ApnsSettings, logger: Logger,
   const log = logger.child({ provider: 'apns' });
   const outOfDate = certificateOutOfDate(settings.auth);
   // Herald's own checks, none of them a request: the parts to send, or its refusal.
-  const prepare = (push: DevicePush, target: SendTarget): ApnsRequestParts | Refusal => {
+  const prepare = (push: DevicePush, target: SendTarget): ApnsRequest | Refusal => {
     const topic = target.apnsTopic ?? settings.defaultTopic;
     if (topic === undefined) return { kind: 'permanent', reason: 'no APNs topic for this app', notSent: true };
     const certificate = outOfDate(now());
@@ -176,7 +184,7 @@ export async function createApnsProvider(settings: ApnsSettings, logger: Logger,
     prepare: (push, target) => prepare(push, target) as unknown as Prepared | Refusal,
     async send(push: DevicePush, target: SendTarget, prepared?: Prepared, stale?: boolean): Promise<SendResult> {
       try {
-        const checked = (prepared as unknown as ApnsRequestParts | undefined) ?? prepare(push, target);
+        const checked = (prepared as unknown as ApnsRequest | undefined) ?? prepare(push, target);
         if (isRefusal(checked)) return checked;
         // Checked before a wait for budget (up to half a lease): a certificate that expired meanwhile
         // is refused as prepare refuses it, with its "rotate it", not sent for Apple's TLS to refuse.

@@ -89,9 +89,11 @@ function liveActivityProblem(parts: ApnsRequestParts, aps: Json): string | undef
   return date === undefined ? undefined : `aps.${date} must be epoch seconds`;
 }
 
-/** Apple's rules for the request Herald is about to send (after any override); a reason, or undefined. */
-export function apnsRequestProblem(parts: ApnsRequestParts): string | undefined {
-  const size = apnsPayloadBytes(parts.payload);
+/**
+ * Apple's rules for the request Herald is about to send (after any override); a reason, or
+ * undefined. `size`: the payload's bytes, when its JSON text is at hand already.
+ */
+export function apnsRequestProblem(parts: ApnsRequestParts, size = apnsPayloadBytes(parts.payload)): string | undefined {
   const limit = apnsPayloadLimit(parts.pushType);
   if (size > limit) return `payload too large: APNs ${parts.pushType} payload is ${size} bytes, the limit is ${limit}`;
   if (parts.collapseId !== undefined) {

@@ -109,6 +109,8 @@ describe("a provider's prepare", () => {
       for (const [push, target, reason] of [
         [testPush('apns'), {}, /^no APNs topic for this app$/],
         [testPush('apns', { content: oversize }), { apnsTopic: 'com.example.app' }, /^payload too large: /],
+        // 1,400 characters, 4,200 bytes in UTF-8: the limit counts bytes.
+        [testPush('apns', { content: { title: 'Prices', body: '€'.repeat(1_400) } }), { apnsTopic: 'com.example.app' }, /^payload too large: APNs alert payload is 42\d\d bytes/],
       ] as const) {
         const refused = apns.prepare?.(push, target);
         expect(refused).toEqual({ kind: 'permanent', reason: expect.stringMatching(reason) as unknown, notSent: true });
