@@ -220,32 +220,79 @@ describe('topics', () => {
     expect((await readAudienceChunk(t.db, { ...req, after: null, until: first.next ?? '', limit: 2 })).devices.map((d) => d.token)).toEqual(['tok-10', 'tok-11']);
   });
 
-  it("a device member whose token is replaced while the fan-out runs is read as its new token, once: the new token's membership came after the start, and the old one's device is dead", async () => {
-    await createTopic(t.db.kysely, 'app-a', 'rotating');
-    await t.db.devices.applyRegistrations(['rot-1', 'rot-2', 'rot-3'].map((token) => reg(0, { platform: 'fcm', token, userId: `${token}-user` })));
-    await applyTopicMemberships(t.db.kysely, ['rot-1', 'rot-2', 'rot-3'].map((token) => ({ app: 'app-a', topic: 'rotating', member: { platform: 'fcm' as const, token }, subscribed: true, eventAt: '2025-03-01T00:00:00Z' })));
-    const asOf = (await sql<{ s: string }>`select pg_current_snapshot()::text as s`.execute(t.db.kysely)).rows[0]?.s ?? '';
-    const req = { app: 'app-a', audience: { kind: 'topic', topic: 'rotating' } as const, category: 'news', now: NOW, asOf };
-    const first = await readAudienceChunk(t.db, { ...req, after: null, limit: 1 });
-    expect(first.devices.map((d) => d.token)).toEqual(['rot-1']);
-    // Meanwhile rot-1 (read) and rot-3 (not yet read) get new tokens, which sort before the cursor.
-    for (const from of ['rot-1', 'rot-3']) {
-      await t.db.devices.applyRegistration(reg(0, { platform: 'fcm', token: `a-${from}`, previousToken: from, userId: `${from}-user`, eventAt: new Date().toISOString() }));
-    }
-    const rest = async (from: string | null, asOfThen: string) => {
-      const tokens: string[] = [];
-      for (let after = from, i = 0; i < 20; i += 1) {
-        const chunk = await readAudienceChunk(t.db, { ...req, asOf: asOfThen, after, limit: 1 });
-        tokens.push(...chunk.devices.map((d) => d.token));
+  describe('a device member whose token is replaced (previousToken)', () => {
+    const topicOf = (name: string) => ({ app: 'app-a', audience: { kind: 'topic', topic: name } as const, category: 'news', now: NOW });
+    const device = (token: string, user: string) => t.db.devices.applyRegistration(reg(0, { platform: 'fcm', token, userId: user }));
+    const rotate = (from: string, to: string, user: string) => t.db.devices.applyRegistration(reg(0, { platform: 'fcm', token: to, previousToken: from, userId: user, eventAt: new Date().toISOString() }));
+    const membership = (name: string, token: string, subscribed: boolean) =>
+      applyTopicMemberships(t.db.kysely, [{ app: 'app-a', topic: name, member: { platform: 'fcm', token }, subscribed, eventAt: new Date().toISOString() }]);
+    /** A fan-out's start as fanout-repository records it: its snapshot and the database's clock. */
+    const started = async () => {
+      const r = (await sql<{ s: string; at: Date }>`select pg_current_snapshot()::text as s, now() as at`.execute(t.db.kysely)).rows[0];
+      return { asOf: r?.s ?? '', startedAt: r?.at ?? new Date(0) };
+    };
+    /** Each chunk's tokens, one member a chunk, from `after`. */
+    const walkFrom = async (name: string, start: { asOf: string; startedAt: Date }, after: string | null = null) => {
+      const chunks: string[][] = [];
+      for (let i = 0; i < 20; i += 1) {
+        const chunk = await readAudienceChunk(t.db, { ...topicOf(name), ...start, after, limit: 1 });
+        chunks.push(chunk.devices.map((d) => d.token));
         if ((after = chunk.next) === null) break;
       }
-      return tokens;
+      return chunks.flat();
     };
-    // rot-1's push, made for its old token, goes to the new one (the pushers' claim); rot-3's is made for its new token.
-    expect(await rest(first.next, asOf)).toEqual(['rot-2', 'a-rot-3']);
-    // A fan-out started after the rotations reads each new token by its own membership, once.
-    const later = (await sql<{ s: string }>`select pg_current_snapshot()::text as s`.execute(t.db.kysely)).rows[0]?.s ?? '';
-    expect(await rest(null, later)).toEqual(['a-rot-1', 'a-rot-3', 'rot-2']);
+
+    it("while the fan-out runs is read as its new token, once: the new token's membership came after the start, and the old one's device is dead", async () => {
+      await createTopic(t.db.kysely, 'app-a', 'rotating');
+      for (const token of ['rot-1', 'rot-2', 'rot-3']) {
+        await device(token, `${token}-user`);
+        await membership('rotating', token, true);
+      }
+      const start = await started();
+      const first = await readAudienceChunk(t.db, { ...topicOf('rotating'), ...start, after: null, limit: 1 });
+      expect(first.devices.map((d) => d.token)).toEqual(['rot-1']);
+      // Meanwhile rot-1 (read) and rot-3 (not yet read) get new tokens, which sort before the cursor.
+      for (const from of ['rot-1', 'rot-3']) await rotate(from, `a-${from}`, `${from}-user`);
+      // rot-1's push, made for its old token, goes to the new one (the pushers' claim); rot-3's is made for its new token.
+      expect(await walkFrom('rotating', start, first.next)).toEqual(['rot-2', 'a-rot-3']);
+      // A fan-out started after the rotations reads each new token by its own membership, once.
+      expect(await walkFrom('rotating', await started())).toEqual(['a-rot-1', 'a-rot-3', 'rot-2']);
+    });
+
+    it('twice, before and while the fan-out runs, is read once: only the member whose link came after the start is read as the new token', async () => {
+      await createTopic(t.db.kysely, 'app-a', 'chained');
+      await device('ch-a', 'ch-user');
+      await membership('chained', 'ch-a', true);
+      await rotate('ch-a', 'ch-b', 'ch-user');
+      // The start's time is kept to the millisecond (as fanouts.created_at is read): not the rotation's.
+      await new Promise((resolve) => setTimeout(resolve, 3));
+      const start = await started();
+      await rotate('ch-b', 'ch-c', 'ch-user');
+      // ch-a's and ch-b's memberships both remain, each of a dead device whose chain ends at ch-c.
+      expect(await walkFrom('chained', start)).toEqual(['ch-c']);
+    });
+
+    it('before the fan-out is left to the new token\'s own membership as of the start: unsubscribed while the fan-out runs, it gets nothing, as a member that was not replaced', async () => {
+      await createTopic(t.db.kysely, 'app-a', 'leaving');
+      for (const [token, user] of [['lv-a', 'lv-user'], ['lv-plain', 'lv-plain-user']] as const) {
+        await device(token, user);
+        await membership('leaving', token, true);
+      }
+      await rotate('lv-a', 'lv-c', 'lv-user');
+      const start = await started();
+      for (const token of ['lv-c', 'lv-plain']) await membership('leaving', token, false);
+      expect(await walkFrom('leaving', start)).toEqual([]);
+    });
+
+    it('while the fan-out runs, and then unsubscribed, gets nothing', async () => {
+      await createTopic(t.db.kysely, 'app-a', 'rotate-leave');
+      await device('rl-a', 'rl-user');
+      await membership('rotate-leave', 'rl-a', true);
+      const start = await started();
+      await rotate('rl-a', 'rl-c', 'rl-user');
+      await membership('rotate-leave', 'rl-c', false);
+      expect(await walkFrom('rotate-leave', start)).toEqual([]);
+    });
   });
 
   it("reads members restored from another cluster (a pg_dump into a new one keeps their transaction ids, far ahead of the new cluster's) as members since before the fan-out", async () => {

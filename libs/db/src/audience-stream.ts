@@ -88,7 +88,7 @@ async function read(ctx: WalkContext, req: AudienceChunkRequest, until: string |
     case 'broadcast':
       return broadcast(ctx, cursors(['b']), req.limit);
     case 'topic':
-      return topic(ctx, a.topic, cursors(['tu', 'td']), req.limit, req.asOf);
+      return topic(ctx, a.topic, cursors(['tu', 'td']), req.limit, { asOf: req.asOf, startedAt: req.startedAt });
     case 'followers':
       if (a.mostRecent !== undefined || a.activeWithinDays !== undefined) {
         const index = req.followerIndex ?? DEFAULT_FOLLOWER_INDEX;
@@ -133,10 +133,11 @@ async function userPage(ctx: WalkContext, users: readonly string[], limit: numbe
  * who subscribes between them is read in neither. Without it, the members of the moment. A topic
  * deleted meanwhile has no members left (topicExists).
  */
-async function topic(ctx: WalkContext, name: string, range: Range, limit: number, asOf: string | undefined): Promise<Chunk> {
+async function topic(ctx: WalkContext, name: string, range: Range, limit: number, start: WalkStart): Promise<Chunk> {
+  const { asOf } = start;
   // A bound in phase 2 ('td'): phase 1 unbounded, phase 2 up to it (a null bound: none of phase 2).
   const devicesUntil = range.until?.w === 'td' ? (range.until.after ?? '') : undefined;
-  if (range.after?.w === 'td') return topicDevices(ctx, name, range.after.after, limit, devicesUntil, asOf);
+  if (range.after?.w === 'td') return topicDevices(ctx, name, range.after.after, limit, devicesUntil, start);
   const after = range.after?.w === 'tu' ? range.after.after : null;
   const until = range.until?.w === 'tu' ? sql`member_id <= ${range.until.after}` : sql`true`;
   const { rows } = await sql<{ member_id: string }>`
@@ -149,7 +150,7 @@ async function topic(ctx: WalkContext, name: string, range: Range, limit: number
   if (!page.exhausted || range.until?.w === 'tu') return page;
   const room = limit - page.devices.length;
   if (room < 1) return { ...page, next: { w: 'td', after: null } };
-  const rest = await topicDevices(ctx, name, null, room, devicesUntil, asOf);
+  const rest = await topicDevices(ctx, name, null, room, devicesUntil, start);
   return { devices: [...page.devices, ...rest.devices], usersWithoutDevice: page.usersWithoutDevice, next: rest.next };
 }
 
@@ -177,24 +178,30 @@ const unchangedSince = (asOf: string | undefined, alias: string): RawBuilder<boo
 };
 
 /**
- * The single-device members: a member's device, or, when its token was replaced (migration 0045),
- * the live device its chain of replacements ends at (replacedMembers). The member rows with a dead
- * device count toward `limit` and the cursor as any other, so a chunk redone covers the same range.
+ * The single-device members. Given the fan-out's start (snapshot and time), a member whose device's
+ * token was replaced after the fan-out started is read as the live device its chain of replacements
+ * ends at (replacedMembers): the membership the rotation copied to the new token changed since the
+ * start and is left out, as every such change is, and the old token is dead, so its push would
+ * reach neither. A member's device replaced before the start is left out as any dead one: the walk
+ * reads the new token's membership as of the start, as it stood. Such a row counts toward `limit`
+ * and the cursor as any other, so a chunk redone covers the same range.
  */
-async function topicDevices(ctx: WalkContext, name: string, after: string | null, limit: number, until: string | undefined, asOf: string | undefined): Promise<Chunk> {
+async function topicDevices(ctx: WalkContext, name: string, after: string | null, limit: number, until: string | undefined, start: WalkStart): Promise<Chunk> {
+  const { asOf } = start;
+  const replacedSince = asOf === undefined ? undefined : start.startedAt;
   const { rows } = await sql<AudienceDeviceRow & { member_id: string; replaced: boolean }>`
     select m.member_id, d.invalidated_at is not null as replaced, ${deviceColumns(ctx)}
     from topic_members m
     join devices d on d.app = m.app and d.platform = split_part(m.member_id, ':', 1)
-      and d.token = substr(m.member_id, strpos(m.member_id, ':') + 1) and (d.invalidated_at is null or d.replaced_by is not null)
+      and d.token = substr(m.member_id, strpos(m.member_id, ':') + 1)
+      and ${replacedSince === undefined ? sql`d.invalidated_at is null` : sql`(d.invalidated_at is null or (d.replaced_by is not null and d.replaced_at >= ${replacedSince.toISOString()}::timestamptz))`}
     where m.app = ${ctx.app} and m.topic = ${name} and m.member_kind = 'device' and m.subscribed and ${unchangedSince(asOf, 'm')}
       and ${after === null ? sql`true` : sql`m.member_id > ${after}`} and ${until === undefined ? sql`true` : sql`m.member_id <= ${until}`}
-      and (d.invalidated_at is not null or (not ${userMemberHides(ctx, name, asOf)} and ${segmentCondition(ctx)}))
-      and ${topicExists(ctx.app, name)}
+      and not ${userMemberHides(ctx, name, asOf)} and ${segmentCondition(ctx)} and ${topicExists(ctx.app, name)}
     order by m.member_id limit ${limit}`.execute(ctx.db);
   const last = rows[rows.length - 1];
   const next: AudienceCursor | null = rows.length < limit || last === undefined ? null : { w: 'td', after: last.member_id };
-  if (!rows.some((r) => r.replaced)) return { devices: rows.map(toDeviceItself), usersWithoutDevice: 0, next };
+  if (asOf === undefined || !rows.some((r) => r.replaced)) return { devices: rows.map(toDeviceItself), usersWithoutDevice: 0, next };
   const replacements = await replacedMembers(ctx, name, rows.filter((r) => r.replaced).map((r) => r.id), asOf);
   const devices: AudienceDevice[] = [];
   const taken = new Set<string>();
@@ -207,7 +214,17 @@ async function topicDevices(ctx: WalkContext, name: string, after: string | null
   return { devices, usersWithoutDevice: 0, next };
 }
 
-/** A user member of the topic hides the devices of its user (`d`) if it is subscribed now, or changed since the start (then phase 1 may have read it). */
+/** What a walk knows of its fan-out's start: its snapshot (`asOf`) and time (fanouts.created_at). */
+interface WalkStart {
+  asOf?: string | undefined;
+  startedAt?: Date | undefined;
+}
+
+/**
+ * A user member of the topic hides the devices of its user (`d`, and a replaced member's new
+ * device, whose user is the old one's) if it is subscribed now, or changed since the start (then
+ * phase 1 may have read it).
+ */
 function userMemberHides(ctx: WalkContext, name: string, asOf: string | undefined): RawBuilder<boolean> {
   return sql<boolean>`exists (
         select 1 from topic_members u
@@ -216,21 +233,23 @@ function userMemberHides(ctx: WalkContext, name: string, asOf: string | undefine
 }
 
 /**
- * Of device members whose token was replaced (these dead devices, by id), the live device each
- * chain of replacements ends at, when the walk reads no membership of its own: one its rotation
- * copied after the fan-out started (as of `asOf`, left out as every change since is). Its push
- * would otherwise reach neither token: the old one is dead, the new one's membership is too new.
- * Under the same user-member and segment conditions as the members' own devices.
+ * Of device members whose token was replaced since the fan-out started (these dead devices, by
+ * id), the live device each chain of replacements ends at, when its own membership of the topic
+ * is subscribed now and changed since the start (the rotation's copy, which the walk leaves out):
+ * one unsubscribed since is left out, as any member who unsubscribes while the fan-out runs, and
+ * one the walk reads as of the start is read at its own place. Under the same user-member and
+ * segment conditions as the members' own devices.
  */
-async function replacedMembers(ctx: WalkContext, name: string, deadIds: readonly string[], asOf: string | undefined): Promise<Map<string, AudienceDeviceRow>> {
+async function replacedMembers(ctx: WalkContext, name: string, deadIds: readonly string[], asOf: string): Promise<Map<string, AudienceDeviceRow>> {
   const { rows } = await sql<AudienceDeviceRow & { dead_id: string }>`
     select dead.id::text as dead_id, ${deviceColumns(ctx)}
     from unnest(${[...deadIds]}::bigint[]) as dead(id)
     cross join lateral (${liveReplacementSql(sql.ref('dead.id'))}) r
     join devices d on d.id = r.id
-    where not exists (
+    where exists (
         select 1 from topic_members n
-        where n.app = ${ctx.app} and n.topic = ${name} and n.member_kind = 'device' and n.member_id = d.platform || ':' || d.token and ${unchangedSince(asOf, 'n')})
+        where n.app = ${ctx.app} and n.topic = ${name} and n.member_kind = 'device' and n.member_id = d.platform || ':' || d.token
+          and n.subscribed and not ${unchangedSince(asOf, 'n')})
       and not ${userMemberHides(ctx, name, asOf)} and ${segmentCondition(ctx)}`.execute(ctx.db);
   return new Map(rows.map((r) => [r.dead_id, r]));
 }

@@ -194,11 +194,11 @@ const replacedLinkSql = sql`
  * event time (not the old membership's: the copy is an event of the new token, so its own later
  * events win, and its own earlier ones delivered late are stale after it), applied now, this
  * transaction in changed_xid when it joins or flips (a topic fan-out already running leaves it out,
- * as any member changed since it started: a push it made for `o` follows replaced_by, one that reads
- * `o` after the rotation finds it dead and reaches neither token, as before this copy). The
+ * as any member changed since it started: a push it made for `o` follows replaced_by, and one that
+ * reads `o` after the rotation reads it as the new token, audience-stream.ts topicDevices). The
  * new token's own membership event later than the rotation (laterEventSql) is not overwritten. An
  * unsubscribed membership of `o` is not copied, and `o`'s rows stay as they are: `o` is dead, so a
- * fan-out skips them; an unsubscribe naming `o` delivered after the rotation changes `o`'s row only;
+ * fan-out started after the rotation skips them; an unsubscribe naming `o` delivered after the rotation changes `o`'s row only;
  * a register reviving `o` finds them. Only topics that exist, and none deleted at or after the
  * rotation's time (topic_deletions): a deleted topic's leftover rows are not brought back. The topics
  * are locked first, in the order membership batches lock them (app, name), then the member rows in

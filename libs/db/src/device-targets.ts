@@ -137,8 +137,10 @@ function withoutSkipped(d: AudienceDevice): TargetDevice {
  * counted too (one invalid push more, the sum still exact). A device that went to another user in
  * between is not found (its push stays in flight: ADR 0009). A first delivery whose job no fan-out
  * recorded, the usual case, is read once (one prepared statement); a copy of a job published again
- * over AMQP after a fan-out of it is read as that fan-out's retry, and so addresses a device whose
- * token was replaced since by its old token, as the first copy did (one push, which the pusher moves).
+ * over AMQP after a fan-out of it, found so by its live devices' rows, is read as that fan-out's
+ * retry, and so addresses a device whose token was replaced since by its old token, as the first
+ * copy did (one push, which the pusher moves). One whose users have no live device left is read as
+ * a first delivery (nothing to send either way; the dead ones are not counted).
  */
 export async function findAudience(
   db: Kysely<HeraldTables>,
