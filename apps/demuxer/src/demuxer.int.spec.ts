@@ -401,22 +401,6 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
     expect((await t.db.jobs.pushes(job.id, { limit: 10 })).map((p) => [p.deviceId, p.outcome])).toEqual([[await idOf(before1), 'invalid']]);
   });
 
-  it("a copy of the job published again over AMQP after the user's token was replaced (previousToken) is the first copy's push, which the pusher moves, not a second one", async () => {
-    const user = `republished-${randomUUID()}`;
-    const [t1, t2] = [token(), token()];
-    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: t1, userId: user, eventAt: '2025-01-01T00:00:00Z' });
-    const job: PushJobInput = { id: randomUUID(), app: 'parts', category: 'social', content: { title: 'Twice' }, userIds: [user] };
-    expect(await demuxer({})([message(job)])).toEqual([{ kind: 'ack' }]);
-    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: t2, previousToken: t1, userId: user, eventAt: new Date().toISOString() });
-    // Its publisher missed the first copy's confirm and published the job again: a first delivery, not a redelivery.
-    expect(await demuxer({})([message(job)])).toEqual([{ kind: 'ack' }]);
-    const old = String((await t.db.kysely.selectFrom('devices').select('id').where('token', '=', t1).executeTakeFirstOrThrow()).id);
-    await waitFor('both copies queued', async () => ((await queuedDevices(job.id)).length >= 2 ? true : undefined), { timeoutMs: 5_000 });
-    expect(await queuedDevices(job.id)).toEqual([old, old]);
-    expect(await t.db.jobs.get(job.id)).toMatchObject({ targeted: 1 });
-    expect(await t.db.jobs.pushes(job.id, { limit: 10 })).toEqual([]);
-  });
-
   it("a retry after the rotated phone went to another user of the job makes that user's push, not the old one's (which would be dropped as reassigned)", async () => {
     const [alice, bob] = [`handoff-${randomUUID()}`, `handoff-${randomUUID()}`];
     const [t1, t2] = [token(), token()];
@@ -435,7 +419,7 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
   it('a first delivery, or a job no fan-out recorded, counts and makes pushes for the live devices only', async () => {
     const [first, unrecorded, parked] = [jobOfUsers(), jobOfUsers(), jobOfUsers()];
     const [d1, d2, db1] = [a1, a2, b1].map((tok) => deviceOf.get(tok) ?? '');
-    // A job published twice over AMQP: the first copy's fan-out published its pushes, a2's too; the second, read as its retry, makes none for the dead.
+    // A job published twice over AMQP: the first copy's fan-out published its pushes, a2's too, so the second's makes none for the dead.
     expect(await demuxer({})([message(first)])).toEqual([{ kind: 'ack' }]);
     await kill(a2);
     expect(await demuxer({})([message(first)])).toEqual([{ kind: 'ack' }]);

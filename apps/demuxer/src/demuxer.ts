@@ -114,10 +114,8 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
       userIds: targetUsers(job),
       category: job.category,
       ...(job.objectId !== undefined && { objectId: job.objectId }),
-      // A fan-out that recorded the job before (and may have failed before publishing) counted devices
-      // dead since, and addressed a device whose token was replaced since by its old token (findAudience).
-      jobId: job.id,
-      ...(again && { again: true as const }),
+      // A fan-out that recorded the job and failed before publishing counted devices dead since (findAudience).
+      ...(again && { jobId: job.id }),
     })),
     at,
   );

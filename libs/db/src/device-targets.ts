@@ -13,15 +13,10 @@ export interface TargetRequest {
   category: string;
   objectId?: string;
   /**
-   * The request's job. A job a fan-out recorded before (findAudience) is read as a retry's: a copy
-   * of it handled again, or published again over AMQP, addresses the devices as that fan-out did.
+   * The request's job, when it may have been fanned out before (its message may have been handled
+   * before: redelivered, retried, deferred, replayed; see findAudience).
    */
   jobId?: string;
-  /**
-   * The job's message was handled before (redelivered, retried, deferred, replayed): read as a
-   * retry's without a first read, so the devices dead since count even when its users have no live one.
-   */
-  again?: true;
 }
 
 export interface TargetDevice {
@@ -71,8 +66,6 @@ export interface AudienceDeviceRow {
 
 interface TargetRow extends AudienceDeviceRow {
   ord: number;
-  /** queryTargets: a fan-out recorded the request's job before (TargetRequest.jobId). */
-  recorded?: boolean;
   /** queryGone: the live device this dead one's token was replaced by, when the link came after its job's first fan-out recorded it. */
   moved_to?: string | null;
 }
@@ -126,21 +119,16 @@ function withoutSkipped(d: AudienceDevice): TargetDevice {
  * user opted out of the request's category, or muted its objectId) or null: what findTargets
  * returns, plus the devices it leaves out for preferences, so a job's status can count them.
  *
- * A request whose job a fan-out recorded before (its row has a demux outcome, not a park's), known
- * to be handled again (`again`) or found so by the first read, is read again as a retry's: its live
- * devices and, from a second query in the same snapshot, its users' devices that died since
+ * A request with a jobId whose job a fan-out recorded before (its row has a demux outcome, not a
+ * park's) also gets, from a second query in the same snapshot, its users' devices that died since
  * a fan-out first recorded it, `gone: true`: a fan-out that recorded the job's total and then failed
  * before its pushes were published counted them, and without them its retry would account for
  * fewer pushes than the total it recorded (the job would read in flight for good). The demuxer
  * records them invalid (planJob). Five minutes' margin before that record covers the time between
  * the fan-out's read and its record; a device that died in those minutes before the read is
  * counted too (one invalid push more, the sum still exact). A device that went to another user in
- * between is not found (its push stays in flight: ADR 0009). A first delivery whose job no fan-out
- * recorded, the usual case, is read once (one prepared statement); a copy of a job published again
- * over AMQP after a fan-out of it, found so by its live devices' rows, is read as that fan-out's
- * retry, and so addresses a device whose token was replaced since by its old token, as the first
- * copy did (one push, which the pusher moves). One whose users have no live device left is read as
- * a first delivery (nothing to send either way; the dead ones are not counted).
+ * between is not found (its push stays in flight: ADR 0009). Requests without a jobId, the usual
+ * case, are read as by a first pass (one prepared statement).
  */
 export async function findAudience(
   db: Kysely<HeraldTables>,
@@ -161,15 +149,9 @@ export async function findAudience(
       if (req !== undefined) result.get(req.key)?.push({ ...toAudienceDevice(row), ...(dead && { gone: true as const }) });
     }
   };
-  const again = requests.filter((r) => r.again === true && r.jobId !== undefined);
-  const first = again.length === 0 ? requests : requests.filter((r) => !again.includes(r));
-  if (first.length > 0) {
-    const rows = await queryTargets(db, first, now, pool);
-    const recorded = new Set<number>();
-    for (const row of rows) if (row.recorded === true) recorded.add(row.ord);
-    add(first, recorded.size === 0 ? rows : rows.filter((r) => !recorded.has(r.ord)), false);
-    again.push(...first.filter((_, ord) => recorded.has(ord)));
-  }
+  const again = requests.filter((r) => r.jobId !== undefined);
+  const first = again.length === 0 ? requests : requests.filter((r) => r.jobId === undefined);
+  if (first.length > 0) add(first, await queryTargets(db, first, now, pool), false);
   if (again.length === 0) return result;
   // A retry's live and dead devices in one snapshot: a device that died between two reads would be
   // found alive and dead (counted twice, one push made), or neither.
@@ -260,13 +242,8 @@ export function leftAudienceSql(on: { app: unknown; topic: unknown; followee: un
       end`;
 }
 
-/**
- * Requests and users travel as arrays (unnest), so the statement's size never depends on them.
- * `recorded`: a fan-out recorded the request's job before (as queryGone reads it), on each of its rows.
- */
+/** Requests and users travel as arrays (unnest), so the statement's size never depends on them. */
 async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date, pool: pg.Pool | undefined): Promise<TargetRow[]> {
-  const jobIds = requests.map((r) => r.jobId ?? null);
-  // The recorded jobs found by one index scan for them all, then looked up per row (a hashed subplan).
   const query = sql<TargetRow>`
     with req as (
       select * from unnest(
@@ -274,8 +251,7 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
         ${requests.map((r) => r.objectId ?? null)}::text[]
       ) with ordinality as r(app, category, object_id, ord)
     ), wanted as materialized (${wantedUsers(requests)})
-    select ${targetColumns(now)},
-      (${jobIds}::text[])[w.ord] in (select j.id from jobs j where j.id = any(${jobIds}::text[]) and j.demux_outcome not like 'parked: %') as recorded
+    select ${targetColumns(now)}
     from wanted w
     join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is null
     order by w.ord, d.id`;
