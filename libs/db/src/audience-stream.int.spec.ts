@@ -5,6 +5,7 @@ import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 import { audienceSize, readAudienceChunk, type AudienceSpec } from './audience-stream.ts';
 import { applyTopicMemberships, createTopic } from './topic-store.ts';
 import { applyFollowEvents } from './follow-edges.ts';
+import { waitFor } from '@herald/testing';
 import type { AudienceDevice } from './device-targets.ts';
 
 const NOW = new Date('2025-06-01T12:00:00Z');
@@ -264,12 +265,36 @@ describe('topics', () => {
       await device('ch-a', 'ch-user');
       await membership('chained', 'ch-a', true);
       await rotate('ch-a', 'ch-b', 'ch-user');
-      // The start's time is kept to the millisecond (as fanouts.created_at is read): not the rotation's.
-      await new Promise((resolve) => setTimeout(resolve, 3));
       const start = await started();
       await rotate('ch-b', 'ch-c', 'ch-user');
       // ch-a's and ch-b's memberships both remain, each of a dead device whose chain ends at ch-c.
       expect(await walkFrom('chained', start)).toEqual(['ch-c']);
+    });
+
+    it('by a rotation that wrote its link before the fan-out started and committed after its snapshot (waiting for a topic) is read as its new token', async () => {
+      await createTopic(t.db.kysely, 'app-a', 'held');
+      await device('hd-a', 'hd-user');
+      await membership('held', 'hd-a', true);
+      let release = (): void => undefined;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let locked = (): void => undefined;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      // A membership batch holding the topic, as applyTopicMemberships locks it: the rotation writes its link, then waits to copy the membership.
+      const holder = t.db.kysely.transaction().execute(async (trx) => {
+        await sql`select 1 from topics where app = 'app-a' and name = 'held' for no key update`.execute(trx);
+        locked();
+        await gate;
+      });
+      await isLocked;
+      const rotation = rotate('hd-a', 'hd-b', 'hd-user');
+      await waitFor('the rotation waiting for the topic', async () =>
+        (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%previous_token%'`.execute(t.db.kysely)).rows[0]?.n ? true : undefined,
+      );
+      const start = await started();
+      release();
+      await holder;
+      await rotation;
+      expect(await walkFrom('held', start)).toEqual(['hd-b']);
     });
 
     it('before the fan-out is left to the new token\'s own membership as of the start: unsubscribed while the fan-out runs, it gets nothing, as a member that was not replaced', async () => {

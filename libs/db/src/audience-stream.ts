@@ -88,7 +88,7 @@ async function read(ctx: WalkContext, req: AudienceChunkRequest, until: string |
     case 'broadcast':
       return broadcast(ctx, cursors(['b']), req.limit);
     case 'topic':
-      return topic(ctx, a.topic, cursors(['tu', 'td']), req.limit, { asOf: req.asOf, startedAt: req.startedAt });
+      return topic(ctx, a.topic, cursors(['tu', 'td']), req.limit, req.asOf);
     case 'followers':
       if (a.mostRecent !== undefined || a.activeWithinDays !== undefined) {
         const index = req.followerIndex ?? DEFAULT_FOLLOWER_INDEX;
@@ -133,11 +133,10 @@ async function userPage(ctx: WalkContext, users: readonly string[], limit: numbe
  * who subscribes between them is read in neither. Without it, the members of the moment. A topic
  * deleted meanwhile has no members left (topicExists).
  */
-async function topic(ctx: WalkContext, name: string, range: Range, limit: number, start: WalkStart): Promise<Chunk> {
-  const { asOf } = start;
+async function topic(ctx: WalkContext, name: string, range: Range, limit: number, asOf: string | undefined): Promise<Chunk> {
   // A bound in phase 2 ('td'): phase 1 unbounded, phase 2 up to it (a null bound: none of phase 2).
   const devicesUntil = range.until?.w === 'td' ? (range.until.after ?? '') : undefined;
-  if (range.after?.w === 'td') return topicDevices(ctx, name, range.after.after, limit, devicesUntil, start);
+  if (range.after?.w === 'td') return topicDevices(ctx, name, range.after.after, limit, devicesUntil, asOf);
   const after = range.after?.w === 'tu' ? range.after.after : null;
   const until = range.until?.w === 'tu' ? sql`member_id <= ${range.until.after}` : sql`true`;
   const { rows } = await sql<{ member_id: string }>`
@@ -150,7 +149,7 @@ async function topic(ctx: WalkContext, name: string, range: Range, limit: number
   if (!page.exhausted || range.until?.w === 'tu') return page;
   const room = limit - page.devices.length;
   if (room < 1) return { ...page, next: { w: 'td', after: null } };
-  const rest = await topicDevices(ctx, name, null, room, devicesUntil, start);
+  const rest = await topicDevices(ctx, name, null, room, devicesUntil, asOf);
   return { devices: [...page.devices, ...rest.devices], usersWithoutDevice: page.usersWithoutDevice, next: rest.next };
 }
 
@@ -178,23 +177,23 @@ const unchangedSince = (asOf: string | undefined, alias: string): RawBuilder<boo
 };
 
 /**
- * The single-device members. Given the fan-out's start (snapshot and time), a member whose device's
- * token was replaced after the fan-out started is read as the live device its chain of replacements
- * ends at (replacedMembers): the membership the rotation copied to the new token changed since the
- * start and is left out, as every such change is, and the old token is dead, so its push would
- * reach neither. A member's device replaced before the start is left out as any dead one: the walk
- * reads the new token's membership as of the start, as it stood. Such a row counts toward `limit`
- * and the cursor as any other, so a chunk redone covers the same range.
+ * The single-device members. Given the fan-out's start snapshot, a member whose device's token was
+ * replaced since the start is read as the live device its chain of replacements ends at
+ * (replacedMembers): the membership the rotation copied to the new token changed since the start
+ * and is left out, as every such change is, and the old token is dead, so its push would reach
+ * neither. Replaced since the start: the membership of the token that replaced it (the copy its
+ * rotation wrote, in the same transaction) changed since, so a rotation committed after the
+ * snapshot counts, whenever it wrote its link. A member replaced before is left out as any dead
+ * one: its new token's membership, as of the start, is read at its own place. Such a row counts
+ * toward `limit` and the cursor as any other, so a chunk redone covers the same range.
  */
-async function topicDevices(ctx: WalkContext, name: string, after: string | null, limit: number, until: string | undefined, start: WalkStart): Promise<Chunk> {
-  const { asOf } = start;
-  const replacedSince = asOf === undefined ? undefined : start.startedAt;
+async function topicDevices(ctx: WalkContext, name: string, after: string | null, limit: number, until: string | undefined, asOf: string | undefined): Promise<Chunk> {
   const { rows } = await sql<AudienceDeviceRow & { member_id: string; replaced: boolean }>`
     select m.member_id, d.invalidated_at is not null as replaced, ${deviceColumns(ctx)}
     from topic_members m
     join devices d on d.app = m.app and d.platform = split_part(m.member_id, ':', 1)
       and d.token = substr(m.member_id, strpos(m.member_id, ':') + 1)
-      and ${replacedSince === undefined ? sql`d.invalidated_at is null` : sql`(d.invalidated_at is null or (d.replaced_by is not null and d.replaced_at >= ${replacedSince.toISOString()}::timestamptz))`}
+      and ${asOf === undefined ? sql`d.invalidated_at is null` : sql`(d.invalidated_at is null or (d.replaced_by is not null and ${replacedSince(ctx, name, asOf)}))`}
     where m.app = ${ctx.app} and m.topic = ${name} and m.member_kind = 'device' and m.subscribed and ${unchangedSince(asOf, 'm')}
       and ${after === null ? sql`true` : sql`m.member_id > ${after}`} and ${until === undefined ? sql`true` : sql`m.member_id <= ${until}`}
       and not ${userMemberHides(ctx, name, asOf)} and ${segmentCondition(ctx)} and ${topicExists(ctx.app, name)}
@@ -214,10 +213,12 @@ async function topicDevices(ctx: WalkContext, name: string, after: string | null
   return { devices, usersWithoutDevice: 0, next };
 }
 
-/** What a walk knows of its fan-out's start: its snapshot (`asOf`) and time (fanouts.created_at). */
-interface WalkStart {
-  asOf?: string | undefined;
-  startedAt?: Date | undefined;
+/** The replaced device `d` was replaced since the snapshot `asOf`: the topic's membership of the token that replaced it changed since. */
+function replacedSince(ctx: WalkContext, name: string, asOf: string): RawBuilder<boolean> {
+  return sql<boolean>`exists (
+        select 1 from devices s
+        join topic_members sm on sm.app = ${ctx.app} and sm.topic = ${name} and sm.member_kind = 'device' and sm.member_id = s.platform || ':' || s.token
+        where s.id = d.replaced_by and not ${unchangedSince(asOf, 'sm')})`;
 }
 
 /**
@@ -235,7 +236,7 @@ function userMemberHides(ctx: WalkContext, name: string, asOf: string | undefine
 /**
  * Of device members whose token was replaced since the fan-out started (these dead devices, by
  * id), the live device each chain of replacements ends at, when its own membership of the topic
- * is subscribed now and changed since the start (the rotation's copy, which the walk leaves out):
+ * is subscribed now and changed since the start (a rotation's copy, which the walk leaves out):
  * one unsubscribed since is left out, as any member who unsubscribes while the fan-out runs, and
  * one the walk reads as of the start is read at its own place. Under the same user-member and
  * segment conditions as the members' own devices.
