@@ -309,6 +309,19 @@ describe('topics', () => {
       expect(await walkFrom('leaving', start)).toEqual([]);
     });
 
+    it("before the fan-out, whose new token is read at its own place and then unsubscribes and subscribes again, is read once: the old member's link is in the start snapshot", async () => {
+      await createTopic(t.db.kysely, 'app-a', 'flipping');
+      await device('fz-old', 'fz-user');
+      await membership('flipping', 'fz-old', true);
+      await rotate('fz-old', 'fb-new', 'fz-user');
+      const start = await started();
+      const first = await readAudienceChunk(t.db, { ...topicOf('flipping'), ...start, after: null, limit: 1 });
+      expect(first.devices.map((d) => d.token)).toEqual(['fb-new']);
+      await membership('flipping', 'fb-new', false);
+      await membership('flipping', 'fb-new', true);
+      expect(await walkFrom('flipping', start, first.next)).toEqual([]);
+    });
+
     it('while the fan-out runs, and then unsubscribed, gets nothing', async () => {
       await createTopic(t.db.kysely, 'app-a', 'rotate-leave');
       await device('rl-a', 'rl-user');

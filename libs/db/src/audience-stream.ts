@@ -163,29 +163,29 @@ async function topic(ctx: WalkContext, name: string, range: Range, limit: number
 const topicExists = (app: string, name: string): RawBuilder<boolean> => sql<boolean>`exists (select 1 from topics tp where tp.app = ${app} and tp.name = ${name})`;
 
 /**
- * The member row `alias` was last flipped before the snapshot `asOf` was taken (true without one).
- * A flip recorded under a transaction id this cluster has not reached (not below the xmax of the
+ * The member row `alias` was last flipped before the snapshot `asOf` was taken (true without one);
+ * with `replaced_xid`, the device row `alias` was linked to its replacement before it (or never). A
+ * flip recorded under a transaction id this cluster has not reached (not below the xmax of the
  * statement's own snapshot) is from another cluster: the rows of a pg_dump restored into a new one
  * keep the old cluster's ids, far ahead of the new one's, and read as changed during every fan-out,
  * every member restored was left out of every topic push (the job done, nothing sent). Such a flip
  * is from before any fan-out here.
  */
-const unchangedSince = (asOf: string | undefined, alias: string): RawBuilder<boolean> => {
+const unchangedSince = (asOf: string | undefined, alias: string, column: 'changed_xid' | 'replaced_xid' = 'changed_xid'): RawBuilder<boolean> => {
   if (asOf === undefined) return sql<boolean>`true`;
-  const xid = sql.ref(`${alias}.changed_xid`);
+  const xid = sql.ref(`${alias}.${column}`);
   return sql<boolean>`(${xid} is null or pg_visible_in_snapshot(${xid}, ${asOf}::pg_snapshot) or ${xid} >= pg_snapshot_xmax(pg_current_snapshot()))`;
 };
 
 /**
  * The single-device members. Given the fan-out's start snapshot, a member whose device's token was
- * replaced since the start is read as the live device its chain of replacements ends at
- * (replacedMembers): the membership the rotation copied to the new token changed since the start
- * and is left out, as every such change is, and the old token is dead, so its push would reach
- * neither. Replaced since the start: the membership of the token that replaced it (the copy its
- * rotation wrote, in the same transaction) changed since, so a rotation committed after the
- * snapshot counts, whenever it wrote its link. A member replaced before is left out as any dead
- * one: its new token's membership, as of the start, is read at its own place. Such a row counts
- * toward `limit` and the cursor as any other, so a chunk redone covers the same range.
+ * replaced since the start (its link's transaction, replaced_xid, not in the snapshot: a rotation
+ * committed after it, whenever it wrote the link) is read as the live device its chain of
+ * replacements ends at (replacedMembers): the membership the rotation copied to the new token, in
+ * the same transaction, changed since the start and is left out, as every such change is, and the
+ * old token is dead, so its push would reach neither. A member replaced before the start is left
+ * out as any dead one: its new token's membership, as of the start, is read at its own place. Such
+ * a row counts toward `limit` and the cursor as any other, so a chunk redone covers the same range.
  */
 async function topicDevices(ctx: WalkContext, name: string, after: string | null, limit: number, until: string | undefined, asOf: string | undefined): Promise<Chunk> {
   const { rows } = await sql<AudienceDeviceRow & { member_id: string; replaced: boolean }>`
@@ -193,7 +193,7 @@ async function topicDevices(ctx: WalkContext, name: string, after: string | null
     from topic_members m
     join devices d on d.app = m.app and d.platform = split_part(m.member_id, ':', 1)
       and d.token = substr(m.member_id, strpos(m.member_id, ':') + 1)
-      and ${asOf === undefined ? sql`d.invalidated_at is null` : sql`(d.invalidated_at is null or (d.replaced_by is not null and ${replacedSince(ctx, name, asOf)}))`}
+      and ${asOf === undefined ? sql`d.invalidated_at is null` : sql`(d.invalidated_at is null or (d.replaced_by is not null and not ${unchangedSince(asOf, 'd', 'replaced_xid')}))`}
     where m.app = ${ctx.app} and m.topic = ${name} and m.member_kind = 'device' and m.subscribed and ${unchangedSince(asOf, 'm')}
       and ${after === null ? sql`true` : sql`m.member_id > ${after}`} and ${until === undefined ? sql`true` : sql`m.member_id <= ${until}`}
       and not ${userMemberHides(ctx, name, asOf)} and ${segmentCondition(ctx)} and ${topicExists(ctx.app, name)}
@@ -211,14 +211,6 @@ async function topicDevices(ctx: WalkContext, name: string, after: string | null
     devices.push(toDeviceItself(device));
   }
   return { devices, usersWithoutDevice: 0, next };
-}
-
-/** The replaced device `d` was replaced since the snapshot `asOf`: the topic's membership of the token that replaced it changed since. */
-function replacedSince(ctx: WalkContext, name: string, asOf: string): RawBuilder<boolean> {
-  return sql<boolean>`exists (
-        select 1 from devices s
-        join topic_members sm on sm.app = ${ctx.app} and sm.topic = ${name} and sm.member_kind = 'device' and sm.member_id = s.platform || ':' || s.token
-        where s.id = d.replaced_by and not ${unchangedSince(asOf, 'sm')})`;
 }
 
 /**

@@ -171,6 +171,7 @@ const replacedLinkSql = sql`
         replaced_by = case when f.fresh then up.id else o.replaced_by end,
         -- When written (clock_timestamp): the rows are locked by then (upsertStatement), only the topics of its memberships may still be waited for.
         replaced_at = case when f.fresh then clock_timestamp() else o.replaced_at end,
+        replaced_xid = case when f.fresh then pg_current_xact_id() else o.replaced_xid end,
         updated_at = now()
       from i join up on (up.app, up.platform, up.token) = (i.app, i.platform, i.token)
       cross join lateral (select not exists (select 1 from devices p where p.app = i.app and p.platform = i.platform and p.token = i.token
@@ -313,6 +314,7 @@ async function upsertOnce(db: Kysely<HeraldTables>, rows: readonly Registration[
       -- A register revives a replaced token (replacedLinkSql): its pushes are its own again. An unregister keeps the link.
       replaced_by = case when excluded.registered_at is null then d.replaced_by else null end,
       replaced_at = case when excluded.registered_at is null then d.replaced_at else null end,
+      replaced_xid = case when excluded.registered_at is null then d.replaced_xid else null end,
       -- The same register delivered again (sameRegister) keeps when it was first registered: moved to the
       -- redelivery, a 410 from between the two would read stale against a fast clock's registration.
       registered_at = case when ${sameRegister} then d.registered_at else coalesce(excluded.registered_at, d.registered_at) end,

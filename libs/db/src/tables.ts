@@ -74,6 +74,8 @@ export interface DevicesTable {
   replaced_by: Generated<string | null>;
   /** When replaced_by was set (the database's clock, migration 0045). */
   replaced_at: Generated<Date | null>;
+  /** The transaction that set replaced_by (migration 0046), for a fan-out's start snapshot. */
+  replaced_xid: Generated<string | null>;
 }
 
 /** A sign-out naming a user that did not apply, the newest per device and user (migration 0044; device-registration.ts). */

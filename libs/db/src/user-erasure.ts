@@ -143,7 +143,7 @@ async function eraseDevices(tx: Kysely<HeraldTables>, app: string, userId: strin
         then greatest(d.event_ahead_mark, d.last_event_at) else d.event_ahead_mark end,
       -- Her tokens' links to the tokens that replaced them go (migration 0045): a push made before the
       -- erasure is not moved to a token of hers, or of whoever signs in on the phone after.
-      replaced_by = null, replaced_at = null,
+      replaced_by = null, replaced_at = null, replaced_xid = null,
       user_changed_at = now(), updated_at = now()
     from target where d.id = target.id
     returning d.platform, d.token`.execute(tx);
