@@ -227,13 +227,15 @@ describe('topics', () => {
     const rotate = (from: string, to: string, user: string) => t.db.devices.applyRegistration(reg(0, { platform: 'fcm', token: to, previousToken: from, userId: user, eventAt: new Date().toISOString() }));
     const membership = (name: string, token: string, subscribed: boolean) =>
       applyTopicMemberships(t.db.kysely, [{ app: 'app-a', topic: name, member: { platform: 'fcm', token }, subscribed, eventAt: new Date().toISOString() }]);
-    /** A fan-out's start as fanout-repository records it: its snapshot and the database's clock. */
-    const started = async () => {
-      const r = (await sql<{ s: string; at: Date }>`select pg_current_snapshot()::text as s, now() as at`.execute(t.db.kysely)).rows[0];
-      return { asOf: r?.s ?? '', startedAt: r?.at ?? new Date(0) };
+    /** A device of `user`, subscribed to the topic `name` as a device member. */
+    const member = async (name: string, token: string, user: string) => {
+      await device(token, user);
+      await membership(name, token, true);
     };
+    /** A fan-out's start as fanout-repository records it: its snapshot. */
+    const started = async () => ({ asOf: (await sql<{ s: string }>`select pg_current_snapshot()::text as s`.execute(t.db.kysely)).rows[0]?.s ?? '' });
     /** Each chunk's tokens, one member a chunk, from `after`. */
-    const walkFrom = async (name: string, start: { asOf: string; startedAt: Date }, after: string | null = null) => {
+    const walkFrom = async (name: string, start: { asOf: string }, after: string | null = null) => {
       const chunks: string[][] = [];
       for (let i = 0; i < 20; i += 1) {
         const chunk = await readAudienceChunk(t.db, { ...topicOf(name), ...start, after, limit: 1 });
@@ -245,10 +247,7 @@ describe('topics', () => {
 
     it("while the fan-out runs is read as its new token, once: the new token's membership came after the start, and the old one's device is dead", async () => {
       await createTopic(t.db.kysely, 'app-a', 'rotating');
-      for (const token of ['rot-1', 'rot-2', 'rot-3']) {
-        await device(token, `${token}-user`);
-        await membership('rotating', token, true);
-      }
+      for (const token of ['rot-1', 'rot-2', 'rot-3']) await member('rotating', token, `${token}-user`);
       const start = await started();
       const first = await readAudienceChunk(t.db, { ...topicOf('rotating'), ...start, after: null, limit: 1 });
       expect(first.devices.map((d) => d.token)).toEqual(['rot-1']);
@@ -262,8 +261,7 @@ describe('topics', () => {
 
     it('twice, before and while the fan-out runs, is read once: only the member whose link came after the start is read as the new token', async () => {
       await createTopic(t.db.kysely, 'app-a', 'chained');
-      await device('ch-a', 'ch-user');
-      await membership('chained', 'ch-a', true);
+      await member('chained', 'ch-a', 'ch-user');
       await rotate('ch-a', 'ch-b', 'ch-user');
       const start = await started();
       await rotate('ch-b', 'ch-c', 'ch-user');
@@ -273,8 +271,7 @@ describe('topics', () => {
 
     it('by a rotation that wrote its link before the fan-out started and committed after its snapshot (waiting for a topic) is read as its new token', async () => {
       await createTopic(t.db.kysely, 'app-a', 'held');
-      await device('hd-a', 'hd-user');
-      await membership('held', 'hd-a', true);
+      await member('held', 'hd-a', 'hd-user');
       let release = (): void => undefined;
       const gate = new Promise<void>((resolve) => (release = resolve));
       let locked = (): void => undefined;
@@ -299,10 +296,7 @@ describe('topics', () => {
 
     it('before the fan-out is left to the new token\'s own membership as of the start: unsubscribed while the fan-out runs, it gets nothing, as a member that was not replaced', async () => {
       await createTopic(t.db.kysely, 'app-a', 'leaving');
-      for (const [token, user] of [['lv-a', 'lv-user'], ['lv-plain', 'lv-plain-user']] as const) {
-        await device(token, user);
-        await membership('leaving', token, true);
-      }
+      for (const [token, user] of [['lv-a', 'lv-user'], ['lv-plain', 'lv-plain-user']] as const) await member('leaving', token, user);
       await rotate('lv-a', 'lv-c', 'lv-user');
       const start = await started();
       for (const token of ['lv-c', 'lv-plain']) await membership('leaving', token, false);
@@ -311,8 +305,7 @@ describe('topics', () => {
 
     it("before the fan-out, whose new token is read at its own place and then unsubscribes and subscribes again, is read once: the old member's link is in the start snapshot", async () => {
       await createTopic(t.db.kysely, 'app-a', 'flipping');
-      await device('fz-old', 'fz-user');
-      await membership('flipping', 'fz-old', true);
+      await member('flipping', 'fz-old', 'fz-user');
       await rotate('fz-old', 'fb-new', 'fz-user');
       const start = await started();
       const first = await readAudienceChunk(t.db, { ...topicOf('flipping'), ...start, after: null, limit: 1 });
@@ -324,8 +317,7 @@ describe('topics', () => {
 
     it('while the fan-out runs, and then unsubscribed, gets nothing', async () => {
       await createTopic(t.db.kysely, 'app-a', 'rotate-leave');
-      await device('rl-a', 'rl-user');
-      await membership('rotate-leave', 'rl-a', true);
+      await member('rotate-leave', 'rl-a', 'rl-user');
       const start = await started();
       await rotate('rl-a', 'rl-c', 'rl-user');
       await membership('rotate-leave', 'rl-c', false);

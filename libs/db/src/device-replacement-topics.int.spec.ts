@@ -60,9 +60,11 @@ const subscribers = async (topic: string) =>
         .executeTakeFirstOrThrow()
     ).subscriber_count,
   );
-/** The tokens a topic fan-out reads (every chunk), with whether each is reached as a device member by itself. */
-/** A topic's audience, read now or, given a fan-out's start (its snapshot and time), as that fan-out reads it. */
-const topicAudience = async (topic: string, start?: { asOf: string; startedAt: Date }) => {
+/**
+ * The tokens a topic fan-out reads (every chunk), with whether each is reached as a device member by
+ * itself: read now, or as a fan-out that started at the snapshot `asOf` reads them.
+ */
+const topicAudience = async (topic: string, asOf?: string) => {
   const reached: { token: string; toDevice: boolean }[] = [];
   let after: string | null = null;
   for (let i = 0; i < 100; i++) {
@@ -73,7 +75,7 @@ const topicAudience = async (topic: string, start?: { asOf: string; startedAt: D
       after,
       limit: 10,
       now: new Date(),
-      ...start,
+      ...(asOf !== undefined && { asOf }),
     });
     reached.push(...chunk.devices.map((d) => ({ token: d.token, toDevice: d.toDevice === true })));
     after = chunk.next;
@@ -191,13 +193,13 @@ describe("a rotation gives the new token the old token's topic memberships", () 
     await apply(register(old, 1, 'alice'));
     const topic = await topicWith([old, true, 2]);
     expect(await topicAudience(topic)).toEqual([{ token: old, toDevice: true }]);
-    const started = (await sql<{ asOf: string; startedAt: Date }>`select pg_current_snapshot()::text as "asOf", now() as "startedAt"`.execute(t.db.kysely)).rows[0];
+    const asOf = (await sql<{ s: string }>`select pg_current_snapshot()::text as s`.execute(t.db.kysely)).rows[0]?.s ?? '';
     expect(await apply(register(fresh, 5, 'alice', old))).toBe('applied');
     expect(await topicAudience(topic)).toEqual([{ token: fresh, toDevice: true }]);
     // The new membership changed since that fan-out started (changed_xid), and is left out as any
     // such; the old one, read after the rotation, is its new token's. Read before it, its push was
     // made for the old token and follows replaced_by (delivery-ledger.ts).
-    expect(await topicAudience(topic, started)).toEqual([{ token: fresh, toDevice: true }]);
+    expect(await topicAudience(topic, asOf)).toEqual([{ token: fresh, toDevice: true }]);
   });
 
   it('a register without previousToken, or a rotation that links nothing, writes no membership', async () => {
