@@ -47,11 +47,12 @@ export interface DemuxerDeps {
 
 /**
  * `webChecked`: held to Web Push's rules at admission already (the app has VAPID keys of its own).
- * `again`: its message may have been handled before (handledBefore), so the job may have been fanned out.
+ * `again`: its message may have been handled before (handledBefore), so the job may have been fanned
+ * out; or a fan-out recorded its job before (recordDemux's fannedOutBefore: a copy published again).
  */
 type Accepted = { index: number; job: PushJob; acceptedAt: Date; expired: boolean; webChecked: boolean; again: boolean; contentHash: Buffer };
 const ack: Outcome = { kind: 'ack' };
-const NOTHING_RECORDED: DemuxRecorded = { cancelled: new Set(), taken: new Map() };
+const NOTHING_RECORDED: DemuxRecorded = { cancelled: new Set(), taken: new Map(), fannedOutBefore: new Set() };
 
 /**
  * Job → one DevicePush per valid device of each target user. A batch of jobs costs one
@@ -126,11 +127,15 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
     if (outcome !== undefined) parked.set(a.index, outcome);
     return outcome === undefined ? [{ a, plan }] : [];
   });
-  const { cancelled, taken } = (await deps.jobs?.recordDemux(planned.map(({ a, plan }) => demuxEntry(a, plan)))) ?? NOTHING_RECORDED;
+  const { cancelled, taken, fannedOutBefore } = (await deps.jobs?.recordDemux(planned.map(({ a, plan }) => demuxEntry(a, plan)))) ?? NOTHING_RECORDED;
+  // A copy read as a first pass of a job an earlier fan-out recorded (published again over AMQP):
+  // read again as that fan-out's retry, so a device whose token was replaced in between is
+  // addressed as that fan-out did (the same push, sent once), not by its new token (a second one).
+  const readAgain = planned.filter(({ a }) => !a.again && fannedOutBefore.has(a.job.id)).map(({ a }) => ({ ...a, again: true }));
   const own = planned.filter(({ a }) => {
     const why = taken.get(a.job.id);
     if (why !== undefined) parked.set(a.index, park(deps, why.code, why.reason, a.job));
-    return why === undefined;
+    return why === undefined && (a.again || !fannedOutBefore.has(a.job.id));
   });
   const accepted = own.map(({ a }) => a);
   const plans = own.map(({ plan }) => plan);
@@ -139,6 +144,7 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
   // Every job's pushes of this part together, so pushes of many small jobs share RabbitMQ messages.
   await publishSliced(deps.publisher, emitted.flat(), deps.packMax ?? 1, deps.publishSlice);
   accepted.forEach((a, i) => emittedLog(a.job, emitted[i] ?? [], deps));
+  if (readAgain.length > 0) for (const [index, outcome] of await demuxPart(readAgain, deps, at)) parked.set(index, outcome);
   return parked;
 }
 
@@ -181,8 +187,9 @@ async function recordCancelled(accepted: readonly Accepted[], plans: readonly Jo
   await deps.jobs?.recordCancelled(pushes);
 }
 
-function demuxEntry({ job, acceptedAt, contentHash }: Accepted, plan: JobPlan): DemuxEntry {
+function demuxEntry({ job, acceptedAt, contentHash, again }: Accepted, plan: JobPlan): DemuxEntry {
   return {
+    again,
     id: job.id,
     app: job.app,
     contentHash,

@@ -148,6 +148,24 @@ describe('job records', () => {
     expect(status?.job.publishedAt).not.toBeNull();
   });
 
+  it("tells the demuxer which first reads an earlier fan-out recorded (a copy published again), and writes none of their pushes' outcomes; a retry's read it writes", async () => {
+    const [job, parkedFirst, accepted] = [randomUUID(), randomUUID(), randomUUID()];
+    const muted = (pushId: string, jobId: string) => ({ pushId, jobId, outcome: 'muted' as const, platform: 'apns', deviceId: '1' });
+    const [p1, p2, p3] = [randomUUID(), randomUUID(), randomUUID()];
+    // A first record, a record of a job parked before any fan-out, and one of a job the API accepted: none fanned out before.
+    await t.db.jobs.recordJobParks([{ id: parkedFirst, app: 'demo', code: 'app-disabled', reason: 'app "demo" is disabled' }]);
+    await t.db.jobs.accept([{ id: accepted, app: 'demo', team: 't' }]);
+    const first = await t.db.jobs.recordDemux([job, parkedFirst, accepted].map((id) => ({ id, app: 'demo', targeted: 2, outcome: 'fanned-out', pushes: [muted(id === job ? p1 : randomUUID(), id)] })));
+    expect([...first.fannedOutBefore]).toEqual([]);
+    // The copy published again, read as a first pass: its outcomes are not written.
+    const copy = await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 2, outcome: 'fanned-out', pushes: [muted(p2, job)] }]);
+    expect([...copy.fannedOutBefore]).toEqual([job]);
+    // Read again as a retry: written, and not told again.
+    const retry = await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 2, outcome: 'fanned-out', pushes: [muted(p3, job)], again: true }]);
+    expect([...retry.fannedOutBefore]).toEqual([]);
+    expect((await t.db.jobs.pushes(job, { limit: 10 })).map((p) => p.pushId).sort()).toEqual([p1, p3].sort());
+  });
+
   it('runs concurrent overlapping writes without deadlocks', async () => {
     const ids = Array.from({ length: 200 }, () => randomUUID());
     await t.db.jobs.accept(ids.map((id) => ({ id, app: 'demo', team: null })));

@@ -121,6 +121,8 @@ export interface DemuxEntry {
   contentHash?: Buffer;
   /** When the job was accepted (acceptedAtOf): a new row's accepted_at (ACCEPTED_AT); without it, now. */
   acceptedAt?: Date;
+  /** Its devices were read as a retry's (findAudience's jobId), not as a first pass's. */
+  again?: boolean;
 }
 
 /**
@@ -136,12 +138,17 @@ export interface DemuxEntry {
 const ACCEPTED_AT = sql.raw('least(i.accepted_at, now())');
 
 /**
- * What recordDemux found: the jobs cancelled while they waited in push.jobs, and the jobs whose id
- * another job holds (id → why: another app's, or other content), which it recorded nothing for.
+ * What recordDemux found: the jobs cancelled while they waited in push.jobs, the jobs whose id
+ * another job holds (id → why: another app's, or other content), which it recorded nothing for,
+ * and the jobs read as a first pass (an entry without `again`) that an earlier fan-out had
+ * recorded: a copy published again over AMQP, whose message is no redelivery. Their row is
+ * written as any copy's (the union: see recordDemux), none of their pushes' outcomes: the
+ * demuxer reads their devices again as a retry's and records that.
  */
 export interface DemuxRecorded {
   cancelled: ReadonlySet<string>;
   taken: ReadonlyMap<string, { code: JobIdTakenCode; reason: string }>;
+  fannedOutBefore: ReadonlySet<string>;
 }
 
 /** Why a job's id is another job's: the codes the HTTP API answers 409 with (and the demuxer parks with). */
@@ -414,17 +421,23 @@ function toJobRecord(r: JobRow): JobRecord {
  * findAudience's jobId, which reads from demuxed_at: the first fan-out's time, kept by later ones)
  * or registered (a user without one now has a push); either way the sum stays exact. Only two
  * such changes between the same two fan-outs could leave it off by one. demux_reason is cleared by
- * a fan-out (a parked job replayed after its cause was fixed). The statement also returns the jobs
+ * a fan-out (a parked job replayed after its cause was fixed). An entry read as a first pass whose
+ * job a fan-out recorded in an earlier transaction (a copy published again over AMQP) is answered
+ * in fannedOutBefore, its pushes' outcomes not written: the demuxer reads it again as a retry, so
+ * its pushes are that fan-out's. The statement also returns the jobs
  * found cancelled: the upsert updates the row's latest version (a cancel in progress is waited
  * for), so every cancel committed before it is seen; one committed after it is the cancel's and
  * the store's to handle (ScheduledPushRepository.schedule, cancelJob).
  */
 async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: readonly DemuxEntry[]): Promise<DemuxRecorded> {
-  if (entries.length === 0) return { cancelled: new Set(), taken: new Map() };
+  if (entries.length === 0) return { cancelled: new Set(), taken: new Map(), fannedOutBefore: new Set() };
   const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
   // A row another job holds (another app's, or recorded with other content) is left as it is, and
   // not returned: the job given its id again is told so (recorded), nothing of it written.
-  const upsertJobs = sql<{ id: string; cancelled: boolean }>`
+  // `before`: an earlier transaction's fan-out recorded the job (demuxed_at is kept; a first record
+  // sets it to now(), this transaction's start). The row is reached through its key (the upsert's
+  // conflict), whatever plan the prepared statement keeps.
+  const upsertJobs = sql<{ id: string; cancelled: boolean; before: boolean }>`
       with upserted as (
         insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device, content_hash, accepted_at)
         select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}'), i.no_device, i.content_hash, ${ACCEPTED_AT}
@@ -439,12 +452,14 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
           demuxed_at = case when jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %' then now() else jobs.demuxed_at end,
           published_at = coalesce(jobs.published_at, now()), ${OWN_JOB_ROW_SET}
           where ${OWN_JOB_ROW}
-        returning id, cancelled_at)
-      select id, cancelled_at is not null as cancelled from upserted`;
-  const recorded = async (upserted: ReadonlyArray<{ id: string; cancelled: boolean }>, on: Kysely<HeraldTables>): Promise<DemuxRecorded> => {
+        returning id, cancelled_at, demuxed_at)
+      select id, cancelled_at is not null as cancelled, demuxed_at < now() as before from upserted`;
+  const firstReads = new Set(entries.filter((e) => e.again !== true).map((e) => e.id));
+  const recorded = async (upserted: ReadonlyArray<{ id: string; cancelled: boolean; before: boolean }>, on: Kysely<HeraldTables>): Promise<DemuxRecorded> => {
     const written = new Set(upserted.map((r) => r.id));
     const taken = await whyTaken(on, rows.filter((r) => !written.has(r.id)));
-    return { cancelled: new Set(upserted.filter((r) => r.cancelled).map((r) => r.id)), taken };
+    const fannedOutBefore = new Set(upserted.filter((r) => r.before && firstReads.has(r.id)).map((r) => r.id));
+    return { cancelled: new Set(upserted.filter((r) => r.cancelled).map((r) => r.id)), taken, fannedOutBefore };
   };
   // From every entry: a retried copy of a job and a first delivery of it may share a part.
   const pushes = rows.flatMap((r) => r.pushes ?? []);
@@ -454,7 +469,7 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
   return db.transaction().execute(async (trx) => {
     const { rows: upserted } = await upsertJobs.execute(trx);
     const result = await recorded(upserted, trx);
-    const own = (p: PushOutcomeEntry): boolean => !result.taken.has(p.jobId);
+    const own = (p: PushOutcomeEntry): boolean => !result.taken.has(p.jobId) && !result.fannedOutBefore.has(p.jobId);
     await upsertOutcomes(trx, pushes.filter(own));
     await recordDeadPushes(trx, dead.filter(own));
     return result;
