@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@herald/testing';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 import { cancelJobFully } from './cancel-job.ts';
 
@@ -164,6 +166,32 @@ describe('job records', () => {
     const retry = await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 2, outcome: 'fanned-out', pushes: [muted(p3, job)], again: true }]);
     expect([...retry.fannedOutBefore]).toEqual([]);
     expect((await t.db.jobs.pushes(job, { limit: 10 })).map((p) => p.pushId).sort()).toEqual([p1, p3].sort());
+  });
+
+  it('tells a copy whose record waited for a lock while another demuxer recorded the job, after it began, that the job was fanned out before', async () => {
+    const suffix = randomUUID();
+    // The held row sorts before the job, so the copy's upsert waits for it before it reaches the job's row.
+    const [held, job] = [`a-${suffix}`, `b-${suffix}`];
+    await t.db.jobs.recordDemux([{ id: held, app: 'demo', targeted: 1, outcome: 'fanned-out' }]);
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let locked = (): void => undefined;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holder = t.db.kysely.transaction().execute(async (trx) => {
+      await sql`select 1 from jobs where id = ${held} for no key update`.execute(trx);
+      locked();
+      await gate;
+    });
+    await isLocked;
+    const copy = t.db.jobs.recordDemux([held, job].map((id) => ({ id, app: 'demo', targeted: 1, outcome: 'fanned-out' })));
+    await waitFor('the copy waiting for the held row', async () =>
+      (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%insert into jobs%'`.execute(t.db.kysely)).rows[0]?.n ? true : undefined,
+    );
+    // Another demuxer's copy, begun after it, records the job first.
+    expect([...(await t.db.jobs.recordDemux([{ id: job, app: 'demo', targeted: 1, outcome: 'fanned-out' }])).fannedOutBefore]).toEqual([]);
+    release();
+    await holder;
+    expect([...(await copy).fannedOutBefore].sort()).toEqual([held, job]);
   });
 
   it('runs concurrent overlapping writes without deadlocks', async () => {

@@ -422,7 +422,7 @@ function toJobRecord(r: JobRow): JobRecord {
  * or registered (a user without one now has a push); either way the sum stays exact. Only two
  * such changes between the same two fan-outs could leave it off by one. demux_reason is cleared by
  * a fan-out (a parked job replayed after its cause was fixed). An entry read as a first pass whose
- * job a fan-out recorded in an earlier transaction (a copy published again over AMQP) is answered
+ * job another transaction's fan-out recorded (a copy published again over AMQP) is answered
  * in fannedOutBefore, its pushes' outcomes not written: the demuxer reads it again as a retry, so
  * its pushes are that fan-out's. The statement also returns the jobs
  * found cancelled: the upsert updates the row's latest version (a cancel in progress is waited
@@ -434,9 +434,11 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
   const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
   // A row another job holds (another app's, or recorded with other content) is left as it is, and
   // not returned: the job given its id again is told so (recorded), nothing of it written.
-  // `before`: an earlier transaction's fan-out recorded the job (demuxed_at is kept; a first record
-  // sets it to now(), this transaction's start). The row is reached through its key (the upsert's
-  // conflict), whatever plan the prepared statement keeps.
+  // `before`: another transaction's fan-out recorded the job (demuxed_at is kept; a first record
+  // sets it to now(), this transaction's start). Not `<`: a copy recorded by another demuxer
+  // whose transaction began after this one and committed while this one waited for a row lock has
+  // the later time. The row is reached through its key (the upsert's conflict), whatever plan the
+  // prepared statement keeps.
   const upsertJobs = sql<{ id: string; cancelled: boolean; before: boolean }>`
       with upserted as (
         insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device, content_hash, accepted_at)
@@ -453,7 +455,7 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
           published_at = coalesce(jobs.published_at, now()), ${OWN_JOB_ROW_SET}
           where ${OWN_JOB_ROW}
         returning id, cancelled_at, demuxed_at)
-      select id, cancelled_at is not null as cancelled, demuxed_at < now() as before from upserted`;
+      select id, cancelled_at is not null as cancelled, demuxed_at <> now() as before from upserted`;
   const firstReads = new Set(entries.filter((e) => e.again !== true).map((e) => e.id));
   const recorded = async (upserted: ReadonlyArray<{ id: string; cancelled: boolean; before: boolean }>, on: Kysely<HeraldTables>): Promise<DemuxRecorded> => {
     const written = new Set(upserted.map((r) => r.id));
