@@ -420,6 +420,26 @@ describe('demuxer: a job handled again after a fan-out that recorded it and publ
     expect(await statusOf(job.id)).toMatchObject({ targeted: 3, invalid: 1, inFlight: 2 });
   });
 
+  it("a retry of a job whose first pass read the phone's old token, and recorded the job after its rotation committed, addresses it as that read did: the same push, not a second to the new token", async () => {
+    const user = `read-${randomUUID()}`;
+    const [old, rotated] = [token(), token()];
+    await t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: old, userId: user, eventAt: '2025-01-01T00:00:00Z' });
+    const job: PushJobInput = { id: randomUUID(), app: 'parts', category: 'social', content: { title: 'Read' }, userIds: [user] };
+    // The rotation commits between the first pass's read and its record (a rotation held until after
+    // the read, with its link written before it: device-audience.int.spec.ts).
+    const rotate = () => t.db.devices.applyRegistration({ version: 1, kind: 'register', app: 'parts', platform: 'apns', token: rotated, previousToken: old, userId: user, eventAt: new Date().toISOString() });
+    const readThenRotate = async (requests: readonly TargetRequest[], now: Date) => {
+      const found = await t.db.devices.findAudience(requests, now);
+      await rotate();
+      return found;
+    };
+    expect(await demuxer({ targets: { findAudience: readThenRotate } })([message(job)])).toEqual([{ kind: 'ack' }]);
+    expect(await demuxer({})([{ ...message(job), redelivered: true }])).toEqual([{ kind: 'ack' }]);
+    await waitFor('both passes queued', async () => ((await queuedDevices(job.id)).length >= 2 ? true : undefined), { timeoutMs: 5_000 });
+    const dOld = String((await t.db.kysely.selectFrom('devices').select('id').where('token', '=', old).executeTakeFirstOrThrow()).id);
+    expect(await queuedDevices(job.id)).toEqual([dOld, dOld]);
+  });
+
   it("a retry after the rotated phone went to another user of the job makes that user's push, not the old one's (which would be dropped as reassigned)", async () => {
     const [alice, bob] = [`handoff-${randomUUID()}`, `handoff-${randomUUID()}`];
     const [t1, t2] = [token(), token()];

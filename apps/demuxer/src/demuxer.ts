@@ -1,5 +1,5 @@
 import { PushJob, acceptedAtOf, decodeWith, expiresBeforeDue, jobContentHash, jobExpiry, scheduleProblem, targetUsers, type DevicePush } from '@herald/contracts';
-import { jobIdTaken, type AppRow, type AudienceDevice, type CancelledPush, type DemuxEntry, type DemuxRecorded, type TargetRequest } from '@herald/db';
+import { jobIdTaken, type AppRow, type Audience, type CancelledPush, type DemuxEntry, type DemuxRecorded, type TargetRequest } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { handledBefore, type InboundMessage, type Outcome, type Publisher } from '@herald/messaging';
 import { appConformanceIssues, jobConformanceIssues, jobNotices, webConformanceIssues, type ConformanceIssue } from '@herald/providers';
@@ -13,7 +13,7 @@ import { parkJob as park } from './job-park.ts';
 export interface DemuxerDeps {
   targets: {
     /** Every active device of the requests' users, each with why it is skipped (opt-out, mute) or null. */
-    findAudience(requests: readonly TargetRequest[], now: Date): Promise<Map<string, AudienceDevice[]>>;
+    findAudience(requests: readonly TargetRequest[], now: Date): Promise<Audience>;
   };
   apps: { get(id: string): Promise<AppRow | undefined> };
   publisher: Publisher;
@@ -127,7 +127,7 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
     if (outcome !== undefined) parked.set(a.index, outcome);
     return outcome === undefined ? [{ a, plan }] : [];
   });
-  const { cancelled, taken, fannedOutBefore } = (await deps.jobs?.recordDemux(planned.map(({ a, plan }) => demuxEntry(a, plan)))) ?? NOTHING_RECORDED;
+  const { cancelled, taken, fannedOutBefore } = (await deps.jobs?.recordDemux(planned.map(({ a, plan }) => demuxEntry(a, plan, audience.readAs?.get(String(a.index)))))) ?? NOTHING_RECORDED;
   // A copy read as a first pass of a job an earlier fan-out recorded (published again over AMQP):
   // read again as that fan-out's retry, so a device whose token was replaced in between is
   // addressed as that fan-out did (the same push, sent once), not by its new token (a second one).
@@ -187,9 +187,10 @@ async function recordCancelled(accepted: readonly Accepted[], plans: readonly Jo
   await deps.jobs?.recordCancelled(pushes);
 }
 
-function demuxEntry({ job, acceptedAt, contentHash, again }: Accepted, plan: JobPlan): DemuxEntry {
+function demuxEntry({ job, acceptedAt, contentHash, again }: Accepted, plan: JobPlan, readAs: string | undefined): DemuxEntry {
   return {
     again,
+    ...(readAs !== undefined && { readAs }),
     id: job.id,
     app: job.app,
     contentHash,

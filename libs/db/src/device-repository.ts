@@ -4,7 +4,7 @@ import type { Registration } from '@herald/contracts';
 import type { HeraldTables } from './tables.ts';
 import { applyRegistrations, type RegistrationResult } from './device-registration.ts';
 import { invalidateDevices, type InvalidationInput, type InvalidationResult } from './device-invalidation.ts';
-import { findAudience, findTargets, type AudienceDevice, type TargetDevice, type TargetRequest } from './device-targets.ts';
+import { findAudience, findTargets, type Audience, type TargetDevice, type TargetRequest } from './device-targets.ts';
 
 /** Devices: registrations (last event wins), invalidations, and push targeting. */
 export interface DeviceRepository {
@@ -17,7 +17,7 @@ export interface DeviceRepository {
   /** One query for every request and user; see device-targets.ts. */
   findTargets(requests: readonly TargetRequest[], now: Date): Promise<Map<string, TargetDevice[]>>;
   /** findTargets plus the devices it leaves out for opt-outs and mutes, each with its reason; one query. */
-  findAudience(requests: readonly TargetRequest[], now: Date): Promise<Map<string, AudienceDevice[]>>;
+  findAudience(requests: readonly TargetRequest[], now: Date): Promise<Audience>;
 }
 
 /** `pool`: the pool under `db`; with it, targeting (findAudience, findTargets) runs as a prepared statement. */

@@ -64,8 +64,20 @@ export interface AudienceDeviceRow {
   skipped: SkipReason | null;
 }
 
+/**
+ * findAudience's answer: each request's devices, by its key; and `readAs`, by the key of each
+ * request a device was found for, the snapshot (a pg_snapshot's text) of the read that found its
+ * devices. The demuxer records it with the job's first fan-out (DemuxEntry.readAs): a retry reads
+ * a replaced device as that read did (queryGone).
+ */
+export interface Audience extends Map<string, AudienceDevice[]> {
+  readonly readAs?: ReadonlyMap<string, string>;
+}
+
 interface TargetRow extends AudienceDeviceRow {
   ord: number;
+  /** The snapshot the statement read (queryTargets). */
+  read_as?: string;
   /** queryGone: the live device this dead one's token was replaced by, when the link came after its job's first fan-out recorded it. */
   moved_to?: string | null;
 }
@@ -136,8 +148,9 @@ export async function findAudience(
   now: Date,
   /** The pool under `db`: the query then runs as a prepared statement (see prepared.ts). */
   pool?: pg.Pool,
-): Promise<Map<string, AudienceDevice[]>> {
+): Promise<Audience> {
   const result = new Map<string, AudienceDevice[]>();
+  const readAs = new Map<string, string>();
   for (const r of requests) {
     if (result.has(r.key)) throw new Error(`findTargets: duplicate request key ${r.key}`);
     result.set(r.key, []);
@@ -146,21 +159,23 @@ export async function findAudience(
   const add = (reqs: readonly TargetRequest[], rows: readonly TargetRow[], dead: boolean) => {
     for (const row of rows) {
       const req = reqs[row.ord];
-      if (req !== undefined) result.get(req.key)?.push({ ...toAudienceDevice(row), ...(dead && { gone: true as const }) });
+      if (req === undefined) continue;
+      result.get(req.key)?.push({ ...toAudienceDevice(row), ...(dead && { gone: true as const }) });
+      if (row.read_as !== undefined) readAs.set(req.key, row.read_as);
     }
   };
+  const answer = (): Audience => Object.assign(result, { readAs });
   const again = requests.filter((r) => r.jobId !== undefined);
   const first = again.length === 0 ? requests : requests.filter((r) => r.jobId === undefined);
   if (first.length > 0) add(first, await queryTargets(db, first, now, pool), false);
-  if (again.length === 0) return result;
+  if (again.length === 0) return answer();
   // A retry's live and dead devices in one snapshot: a device that died between two reads would be
   // found alive and dead (counted twice, one push made), or neither.
   const [live, gone] = await db
     .transaction()
     .setIsolationLevel('repeatable read')
     .execute(async (trx) => [await queryTargets(trx, again, now, undefined), await queryGone(trx, again, now)] as const);
-  // A device whose token was replaced after the first fan-out recorded the job (queryGone's
-  // moved_to), with its replacement among the live ones, is one device: addressed as the old one,
+  // A device whose token was replaced after the first fan-out read it (queryGone's moved_to), with its replacement among the live ones, is one device: addressed as the old one,
   // as that fan-out did, its push is the same push (one send, wherever that fan-out got to) and
   // the pusher moves it; as the new one it would be a second push to the same phone.
   // (Of two whose chains end at the same live device, the older row, the chain's head.) Only while
@@ -177,7 +192,7 @@ export async function findAudience(
   add(again, live.filter((r) => !headOf.has(`${r.ord}:${r.id}`)), false);
   add(again, [...heads], false);
   add(again, gone.filter((g) => !heads.has(g)), true);
-  return result;
+  return answer();
 }
 
 /**
@@ -250,26 +265,40 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
         ${requests.map((r) => r.app)}::text[], ${requests.map((r) => r.category)}::text[],
         ${requests.map((r) => r.objectId ?? null)}::text[]
       ) with ordinality as r(app, category, object_id, ord)
-    ), wanted as materialized (${wantedUsers(requests)})
-    select ${targetColumns(now)}
+    ), wanted as materialized (${wantedUsers(requests)}),
+    -- The statement's snapshot, once (findAudience's readAs).
+    snap as materialized (select pg_current_snapshot()::text as read_as)
+    select ${targetColumns(now)}, s.read_as
     from wanted w
     join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is null
+    cross join snap s
     order by w.ord, d.id`;
   return queryPrepared(db, pool, query);
 }
+
+/**
+ * Whether the dead device `d`'s token was replaced after the first fan-out of the request `r`'s job
+ * read the devices: the link's transaction (replaced_xid) is not in that read's snapshot
+ * (demux_snapshot), so the read found the old token live and addressed it, however the link's time
+ * and the record's fall (a rotation committed between the read and the record, or one that wrote
+ * its link before the read and committed after it). A link or a record without them (made before
+ * migrations 0046 and 0047; a read that found no device): the link's time after the record's.
+ */
+const replacedSinceRead = sql<boolean>`(case when d.replaced_xid is not null and r.demux_snapshot is not null
+        then not pg_visible_in_snapshot(d.replaced_xid, r.demux_snapshot) else d.replaced_at > r.demuxed_at end)`;
 
 /**
  * findAudience's devices that died since a fan-out first recorded their request's job (five
  * minutes' margin), for the requests whose job a fan-out recorded (a demux outcome; a job parked
  * before any fan-out has 'parked: <code>' and targeted 0); found by devices_by_app_user.
  * updated_at, not invalidated_at: an invalidation may date the death back to the provider's timestamp.
- * `moved_to`: for one whose token was replaced after that record (replaced_at, the database's clock
- * as demuxed_at is: the fan-out had read it live), the live device its chain ends at.
+ * `moved_to`: for one whose token was replaced after that fan-out read it live (replacedSinceRead),
+ * the live device its chain ends at.
  */
 async function queryGone(db: Kysely<HeraldTables>, requests: readonly TargetRequest[], now: Date): Promise<TargetRow[]> {
   const { rows } = await sql<TargetRow>`
     with req as (
-      select r.*, j.demuxed_at - interval '5 minutes' as since, j.demuxed_at
+      select r.*, j.demuxed_at - interval '5 minutes' as since, j.demuxed_at, j.demux_snapshot
       from unnest(
         ${requests.map((r) => r.app)}::text[], ${requests.map((r) => r.category)}::text[],
         ${requests.map((r) => r.objectId ?? null)}::text[], ${requests.map((r) => r.jobId ?? null)}::text[]
@@ -277,7 +306,7 @@ async function queryGone(db: Kysely<HeraldTables>, requests: readonly TargetRequ
       join jobs j on j.id = r.job_id and j.demux_outcome not like 'parked: %'
     ), wanted as materialized (${wantedUsers(requests)})
     select ${targetColumns(now)},
-      case when d.replaced_at > r.demuxed_at then (select m.id::text from (${liveReplacementSql(sql.ref('d.id'))}) m) end as moved_to
+      case when ${replacedSinceRead} then (select m.id::text from (${liveReplacementSql(sql.ref('d.id'))}) m) end as moved_to
     from wanted w
     join req r on r.ord = w.ord
     join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is not null and d.updated_at >= r.since

@@ -6,7 +6,7 @@ export { MigrationError, DEFAULT_MIGRATIONS_DIR, type MigrationLockOptions } fro
 export * from './device-repository.ts';
 export type { RegistrationResult } from './device-registration.ts';
 export type { InvalidationInput, InvalidationResult } from './device-invalidation.ts';
-export type { AudienceDevice, SkipReason, TargetDevice, TargetRequest } from './device-targets.ts';
+export type { Audience, AudienceDevice, SkipReason, TargetDevice, TargetRequest } from './device-targets.ts';
 export { deviceKey, type DeviceKey } from './device-key.ts';
 export * from './preference-repository.ts';
 export * from './app-repository.ts';

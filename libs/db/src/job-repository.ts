@@ -123,6 +123,8 @@ export interface DemuxEntry {
   acceptedAt?: Date;
   /** Its devices were read as a retry's (findAudience's jobId), not as a first pass's. */
   again?: boolean;
+  /** The snapshot of the read that found its devices (findAudience's readAs): kept with the job's first fan-out (migration 0047). */
+  readAs?: string;
 }
 
 /**
@@ -429,6 +431,9 @@ function toJobRecord(r: JobRow): JobRecord {
  * for), so every cancel committed before it is seen; one committed after it is the cancel's and
  * the store's to handle (ScheduledPushRepository.schedule, cancelJob).
  */
+/** Of an upsert on jobs: the row records no fan-out yet (the API's accept, or a park), so this one is the first. */
+const FIRST_FAN_OUT = sql.raw(`(jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %')`);
+
 async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: readonly DemuxEntry[]): Promise<DemuxRecorded> {
   if (entries.length === 0) return { cancelled: new Set(), taken: new Map(), fannedOutBefore: new Set() };
   const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
@@ -441,17 +446,18 @@ async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: rea
   // prepared statement keeps.
   const upsertJobs = sql<{ id: string; cancelled: boolean; before: boolean }>`
       with upserted as (
-        insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device, content_hash, accepted_at)
-        select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}'), i.no_device, i.content_hash, ${ACCEPTED_AT}
+        insert into jobs (id, app, published_at, targeted, demux_outcome, demuxed_at, notices, no_device, content_hash, accepted_at, demux_snapshot)
+        select i.id, i.app, now(), i.targeted, i.outcome, now(), coalesce(string_to_array(i.notices, E'\n'), '{}'), i.no_device, i.content_hash, ${ACCEPTED_AT}, i.read_as::pg_snapshot
         from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.app)}::text[], ${rows.map((r) => r.targeted)}::int[], ${rows.map((r) => r.outcome)}::text[],
           ${rows.map((r) => (r.notices !== undefined && r.notices.length > 0 ? r.notices.join('\n') : null))}::text[], ${rows.map((r) => r.noDevice ?? 0)}::int[],
-          ${rows.map((r) => r.contentHash ?? null)}::bytea[], ${rows.map((r) => r.acceptedAt ?? null)}::timestamptz[])
-          as i(id, app, targeted, outcome, notices, no_device, content_hash, accepted_at)
+          ${rows.map((r) => r.contentHash ?? null)}::bytea[], ${rows.map((r) => r.acceptedAt ?? null)}::timestamptz[], ${rows.map((r) => r.readAs ?? null)}::text[])
+          as i(id, app, targeted, outcome, notices, no_device, content_hash, accepted_at, read_as)
         order by i.id
         on conflict (id) do update set targeted = greatest(jobs.targeted, excluded.targeted),
           no_device = least(jobs.no_device, excluded.no_device),
           demux_outcome = excluded.demux_outcome, demux_reason = null, notices = excluded.notices,
-          demuxed_at = case when jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %' then now() else jobs.demuxed_at end,
+          demuxed_at = case when ${FIRST_FAN_OUT} then now() else jobs.demuxed_at end,
+          demux_snapshot = case when ${FIRST_FAN_OUT} then excluded.demux_snapshot else jobs.demux_snapshot end,
           published_at = coalesce(jobs.published_at, now()), ${OWN_JOB_ROW_SET}
           where ${OWN_JOB_ROW}
         returning id, cancelled_at, demuxed_at)

@@ -26,7 +26,7 @@ const MIGRATION_FILE = /^\d{4}_[a-z0-9_]+\.sql$/;
  * holds it (Database.untilMigrated). Every migration added raises it (migrations.int.spec.ts holds it
  * to the newest file), since the code that comes with a migration reads what it adds.
  */
-export const REQUIRED_MIGRATION = '0046_device_replaced_xid';
+export const REQUIRED_MIGRATION = '0047_job_demux_snapshot';
 
 /**
  * Whether `schema` holds `migration`: false when it does not, or has no migrations table yet.

@@ -220,6 +220,8 @@ export interface JobsTable {
   last_due_at: Generated<Date | null>;
   /** jobContentHash of the job as the HTTP API accepted it or the demuxer read it (migration 0034); NULL for one recorded before, or parked as a body that is no job. */
   content_hash: Generated<Buffer | null>;
+  /** The snapshot the first fan-out's read of the devices saw (migration 0047), kept with demuxed_at; a pg_snapshot's text. */
+  demux_snapshot: Generated<string | null>;
 }
 
 export interface PushOutcomesTable {
