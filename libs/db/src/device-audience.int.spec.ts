@@ -104,6 +104,13 @@ describe("findAudience, a retry's read of a phone whose token was replaced as th
     expect(await retryTokens(user, job)).toEqual([`${user}-old`]);
   });
 
+  it("answers one snapshot for every request of the read, those without a device too", async () => {
+    const read = await t.db.devices.findAudience([{ ...request('plain'), key: 'a' }, { ...request(`nobody-${randomUUID()}`), key: 'b' }], new Date());
+    expect(read.get('b')).toEqual([]);
+    expect(read.readAs?.get('a')).toMatch(/^\d+:\d+:/);
+    expect(read.readAs?.get('b')).toBe(read.readAs?.get('a'));
+  });
+
   it('a rotation committed before the read: the new token, as the read found it; a job recorded without the read\'s snapshot (before migration 0047) compares the times', async () => {
     const [user, job, unstamped] = [`before-${randomUUID()}`, randomUUID(), randomUUID()];
     await t.db.devices.applyRegistration(register(user, `${user}-old`));

@@ -66,9 +66,9 @@ export interface AudienceDeviceRow {
 
 /**
  * findAudience's answer: each request's devices, by its key; and `readAs`, by the key of each
- * request a device was found for, the snapshot (a pg_snapshot's text) of the read that found its
- * devices. The demuxer records it with the job's first fan-out (DemuxEntry.readAs): a retry reads
- * a replaced device as that read did (queryGone).
+ * request read by a statement that found a device (of any request), the snapshot (a pg_snapshot's
+ * text) that statement read in. The demuxer records it with the job's first fan-out
+ * (DemuxEntry.readAs): a retry reads a replaced device as that read did (queryGone).
  */
 export interface Audience extends Map<string, AudienceDevice[]> {
   readonly readAs?: ReadonlyMap<string, string>;
@@ -76,9 +76,9 @@ export interface Audience extends Map<string, AudienceDevice[]> {
 
 interface TargetRow extends AudienceDeviceRow {
   ord: number;
-  /** The snapshot the statement read (queryTargets). */
-  read_as?: string;
-  /** queryGone: the live device this dead one's token was replaced by, when the link came after its job's first fan-out recorded it. */
+  /** queryTargets: the snapshot the statement read in, on one of its rows (null on the others). */
+  read_as?: string | null;
+  /** queryGone: the live device this dead one's token was replaced by, when its job's first fan-out read the old one live (replacedSinceRead). */
   moved_to?: string | null;
 }
 
@@ -161,22 +161,28 @@ export async function findAudience(
       const req = reqs[row.ord];
       if (req === undefined) continue;
       result.get(req.key)?.push({ ...toAudienceDevice(row), ...(dead && { gone: true as const }) });
-      if (row.read_as !== undefined) readAs.set(req.key, row.read_as);
     }
+  };
+  /** Every request of one queryTargets statement read in its snapshot, those without a device too. */
+  const readIn = (reqs: readonly TargetRequest[], rows: readonly TargetRow[]) => {
+    const snapshot = rows.find((r) => r.read_as != null)?.read_as;
+    if (snapshot != null) for (const r of reqs) readAs.set(r.key, snapshot);
+    return rows;
   };
   const answer = (): Audience => Object.assign(result, { readAs });
   const again = requests.filter((r) => r.jobId !== undefined);
   const first = again.length === 0 ? requests : requests.filter((r) => r.jobId === undefined);
-  if (first.length > 0) add(first, await queryTargets(db, first, now, pool), false);
+  if (first.length > 0) add(first, readIn(first, await queryTargets(db, first, now, pool)), false);
   if (again.length === 0) return answer();
   // A retry's live and dead devices in one snapshot: a device that died between two reads would be
   // found alive and dead (counted twice, one push made), or neither.
   const [live, gone] = await db
     .transaction()
     .setIsolationLevel('repeatable read')
-    .execute(async (trx) => [await queryTargets(trx, again, now, undefined), await queryGone(trx, again, now)] as const);
-  // A device whose token was replaced after the first fan-out read it (queryGone's moved_to), with its replacement among the live ones, is one device: addressed as the old one,
-  // as that fan-out did, its push is the same push (one send, wherever that fan-out got to) and
+    .execute(async (trx) => [readIn(again, await queryTargets(trx, again, now, undefined)), await queryGone(trx, again, now)] as const);
+  // A device whose token was replaced after the first fan-out read it (queryGone's moved_to), with
+  // its replacement among the live ones, is one device: addressed as the old one, as that fan-out
+  // did, its push is the same push (one send, wherever that fan-out got to) and
   // the pusher moves it; as the new one it would be a second push to the same phone.
   // (Of two whose chains end at the same live device, the older row, the chain's head.) Only while
   // the live device is the old one's user's: handed on since (another user of the job signed in on
@@ -265,13 +271,13 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
         ${requests.map((r) => r.app)}::text[], ${requests.map((r) => r.category)}::text[],
         ${requests.map((r) => r.objectId ?? null)}::text[]
       ) with ordinality as r(app, category, object_id, ord)
-    ), wanted as materialized (${wantedUsers(requests)}),
-    -- The statement's snapshot, once (findAudience's readAs).
-    snap as materialized (select pg_current_snapshot()::text as read_as)
-    select ${targetColumns(now)}, s.read_as
+    ), wanted as materialized (${wantedUsers(requests)})
+    select ${targetColumns(now)},
+      -- The statement's snapshot (findAudience's readAs), on one row: its text lists the
+      -- transactions in progress, and would be sent again with each device.
+      case when row_number() over () = 1 then pg_current_snapshot()::text end as read_as
     from wanted w
     join devices d on d.app = w.app and d.user_id = w.user_id and d.invalidated_at is null
-    cross join snap s
     order by w.ord, d.id`;
   return queryPrepared(db, pool, query);
 }
@@ -282,7 +288,10 @@ async function queryTargets(db: Kysely<HeraldTables>, requests: readonly TargetR
  * (demux_snapshot), so the read found the old token live and addressed it, however the link's time
  * and the record's fall (a rotation committed between the read and the record, or one that wrote
  * its link before the read and committed after it). A link or a record without them (made before
- * migrations 0046 and 0047; a read that found no device): the link's time after the record's.
+ * migrations 0046 and 0047; a read that found no device): the link's time after the record's. It
+ * asks whether the read saw the link, not whether the old device was live in it: one dead before
+ * the read (a provider's 410) and named as previousToken since is read as its replacement too, a
+ * push the first pass did not make (one, to a phone that had none of that pass).
  */
 const replacedSinceRead = sql<boolean>`(case when d.replaced_xid is not null and r.demux_snapshot is not null
         then not pg_visible_in_snapshot(d.replaced_xid, r.demux_snapshot) else d.replaced_at > r.demuxed_at end)`;
