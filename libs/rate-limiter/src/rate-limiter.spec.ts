@@ -1,6 +1,6 @@
 import { createLogger } from '@herald/logging';
 import { Registry } from '@herald/runtime';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MemoryRateLimitStore } from './memory-rate-limit-store.ts';
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from './rate-limiter.ts';
 
@@ -113,6 +113,29 @@ describe('createRateLimiter', () => {
     expect(times.length).toBeLessThanOrEqual(450 + 30);
     // Leases are per slice, not per push.
     expect(store.leases).toBeLessThan(times.length / 2);
+  });
+
+  it("keeps its time on a clock the host's wall clock stepping back does not move: a binding budget goes on being leased, and a Retry-After pause lasts what it said", async () => {
+    // The store's clock is the database's, which did not step.
+    const steady = () => performance.timeOrigin + performance.now();
+    const store = new MemoryRateLimitStore(steady);
+    store.set({ platform: 'apns' }, 100);
+    const wall = Date.now.bind(Date);
+    let offset = 0;
+    const stepped = vi.spyOn(Date, 'now').mockImplementation(() => wall() + offset);
+    try {
+      const l = await limiter(store, { maxWaitMs: 1_500 });
+      // A backlog binds the budget (10 a 100 ms window), then the host's clock steps back a minute (an NTP step, a VM resumed).
+      const backlog = Array.from({ length: 30 }, () => l.acquire(1, undefined, 'demo'));
+      await new Promise((r) => setTimeout(r, 20));
+      l.observe({ kind: 'transient', reason: 'QUOTA_EXCEEDED: Quota exceeded', retryAfterMs: 2_000 }, 'paused');
+      offset = -60_000;
+      const granted = (await Promise.all(backlog)).filter(Boolean).length;
+      expect(granted).toBe(30);
+      expect(l.pausedFor('paused')).toBeLessThanOrEqual(2_000);
+    } finally {
+      stepped.mockRestore();
+    }
   });
 
   it('a waiting acquire gives up at its wait bound, and at once when aborted or closed', async () => {

@@ -32,6 +32,12 @@ export interface RateLimiterOptions {
    */
   maxTurnMs?: number;
   backPressure?: BackPressureOptions;
+  /**
+   * The limiter's clock, in ms; by default a monotonic one (performance.now). Only its differences
+   * are read: the store answers in durations (a lease's time left in its window, a pause's ms
+   * left), so the host's wall clock stepping back (an NTP step, a VM resumed) neither stalls a
+   * binding budget's leases nor stretches a Retry-After pause by the step.
+   */
   now?: () => number;
 }
 
@@ -96,7 +102,7 @@ class FleetRateLimiter implements RateLimiter {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: RateLimiterOptions) {
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? (() => performance.now());
     this.metrics = createLimiterMetrics(options.registry);
     const { platform, store, logger } = options;
     this.backOff = new ProviderBackOff({ platform, store, logger, metrics: this.metrics, options: options.backPressure ?? {}, now: this.now });
