@@ -90,6 +90,23 @@ describe('RateLimitRepository', () => {
     expect(late?.granted).toBeLessThan(50);
   });
 
+  it("after the database's clock stepped back a minute, leases are granted at once; a lease a window behind (it waited for the row lock) gets nothing", async () => {
+    await t.db.rateLimits.set({ platform: 'apns', app: 'stepped' }, 1000);
+    const key = { platform: 'apns' as const, app: 'stepped' };
+    const lease = async () => (await t.db.rateLimits.lease(key, 50, WINDOW_MS))?.granted;
+    await startOfWindow();
+    expect(await lease()).toBeGreaterThan(0);
+    const ahead = (windows: number) => t.db.kysely.updateTable('rate_limits').set((eb) => ({ window_index: eb('window_index', '+', String(windows)) })).where('app', '=', 'stepped').execute();
+    // The row's window a few windows ahead of the clock: a caller that read its clock before waiting for the lock.
+    await ahead(3);
+    expect(await lease()).toBe(0);
+    // Its last lease was made a minute ahead of the clock as it reads now.
+    await ahead(600);
+    await startOfWindow();
+    expect(await lease()).toBeGreaterThan(0);
+    expect(await lease()).toBeGreaterThan(0);
+  });
+
   it('a changed rate applies to the very next lease', async () => {
     await t.db.rateLimits.set({ platform: 'apns', app: 'b' }, 100); // 10 per window
     await startOfWindow(96); // one lease gets all 10 only with over 90 ms to go

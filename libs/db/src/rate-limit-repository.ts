@@ -98,23 +98,35 @@ export function createRateLimitRepository(db: Kysely<HeraldTables>): RateLimitRe
 }
 
 /**
+ * How far behind a budget's window a lease's clock reading may be and still be a caller that
+ * waited for the row lock: further behind, the database's clock stepped back (leaseSlice).
+ */
+const CLOCK_STEP_BACK_MS = 1_000;
+
+/**
  * The window's share is floor((w+1)·rate·windowMs/1000) − floor(w·rate·windowMs/1000), so the
  * windows of any second add up to the rate exactly, even when rate/window is fractional. One
  * lease also gets at most ⌈share · msLeft / windowMs⌉: a pusher that starts (or wakes) late in
  * a window cannot take the window's whole share to spend in its last milliseconds, just before
  * the next window's. A caller whose clock reading is older than the row's window (it waited for
- * the row lock across a window boundary) gets nothing and simply asks again.
+ * the row lock across a window boundary) gets nothing and simply asks again. One older by more
+ * than CLOCK_STEP_BACK_MS is no such caller: the database's clock stepped back (an NTP step, a
+ * standby whose clock is behind promoted), and the row restarts at the caller's window; kept,
+ * every budget on the database granted nothing until the clock caught up, `herald limits set`
+ * included.
  */
 async function leaseSlice(db: Kysely<HeraldTables>, key: RateLimitKey, want: number, windowMs: number): Promise<RateLimitGrant | undefined> {
+  const stepped = sql`(c.idx < r.window_index - ${Math.max(2, Math.ceil(CLOCK_STEP_BACK_MS / windowMs))})`;
+  const behind = sql`(c.idx < r.window_index and not ${stepped})`;
   const used = sql`case when r.window_index = c.idx then r.granted else 0 end`;
   const share = sql`(floor((c.idx + 1)::numeric * r.rate_per_sec * ${windowMs} / 1000) - floor(c.idx::numeric * r.rate_per_sec * ${windowMs} / 1000))`;
   const timeLeft = sql`ceil(${share} * ((c.idx + 1) * ${windowMs} - c.ms) / ${windowMs})::integer`;
-  const grant = sql`case when c.idx < r.window_index then 0 else greatest(0, least(${want}::integer, ${share}::integer - ${used}, ${timeLeft})) end`;
+  const grant = sql`case when ${behind} then 0 else greatest(0, least(${want}::integer, ${share}::integer - ${used}, ${timeLeft})) end`;
   const { rows } = await sql<{ last_grant: number; rate_per_sec: number; ms_left: number; idx: string }>`
     update rate_limits r
-    set granted = case when c.idx < r.window_index then r.granted else ${used} + ${grant} end,
+    set granted = case when ${behind} then r.granted else ${used} + ${grant} end,
         last_grant = ${grant},
-        window_index = greatest(r.window_index, c.idx)
+        window_index = case when ${stepped} then c.idx else greatest(r.window_index, c.idx) end
     from (select floor(t.ms / ${windowMs})::bigint as idx, t.ms
           from (select extract(epoch from clock_timestamp()) * 1000 as ms) t) c
     where r.platform = ${key.platform} and r.app = ${key.app ?? ''}
