@@ -1,6 +1,9 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@herald/testing';
 import { createSpecDatabase, type SpecDatabase } from './spec-database.ts';
 import { createDatabase, type Database } from './database.ts';
+import { createRateLimitRepository } from './rate-limit-repository.ts';
 
 const WINDOW_MS = 100;
 let t: SpecDatabase;
@@ -105,6 +108,37 @@ describe('RateLimitRepository', () => {
     await startOfWindow();
     expect(await lease()).toBeGreaterThan(0);
     expect(await lease()).toBeGreaterThan(0);
+  });
+
+  it('a lease that waited for the row lock over a second, while a later lease went first, gets nothing: it does not restart the window, which keeps its share', async () => {
+    await t.db.rateLimits.set({ platform: 'fcm', app: 'waited' }, 1000);
+    const key = { platform: 'fcm' as const, app: 'waited' };
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let locked = (): void => undefined;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    let first: { granted: number; windowIndex: number } | undefined;
+    // A transaction holding the budget's row, whose own lease, made last, is applied first.
+    const holder = t.db.kysely.transaction().execute(async (trx) => {
+      await trx.selectFrom('rate_limits').select('app').where('platform', '=', 'fcm').where('app', '=', 'waited').forUpdate().execute();
+      locked();
+      await gate;
+      await startOfWindow();
+      first = await createRateLimitRepository(trx).lease(key, 50, WINDOW_MS);
+    });
+    await isLocked;
+    const waited = others[0]?.rateLimits.lease(key, 50, WINDOW_MS) ?? Promise.reject(new Error('no pool'));
+    await waitFor('the lease waiting for the row', async () =>
+      (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%update rate_limits%'`.execute(t.db.kysely)).rows[0]?.n ? true : undefined,
+    );
+    await new Promise((r) => setTimeout(r, 1_300));
+    release();
+    await holder;
+    expect((await waited)?.granted).toBe(0);
+    const next = await t.db.rateLimits.lease(key, 100, WINDOW_MS);
+    const shareOf = 100; // 1,000/s in 100 ms windows
+    const sameWindow = [first, next].filter((g) => g?.windowIndex === first?.windowIndex);
+    expect(sameWindow.reduce((n, g) => n + (g?.granted ?? 0), 0)).toBeLessThanOrEqual(shareOf);
   });
 
   it('a changed rate applies to the very next lease', async () => {

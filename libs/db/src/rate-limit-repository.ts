@@ -110,13 +110,17 @@ const CLOCK_STEP_BACK_MS = 1_000;
  * a window cannot take the window's whole share to spend in its last milliseconds, just before
  * the next window's. A caller whose clock reading is older than the row's window (it waited for
  * the row lock across a window boundary) gets nothing and simply asks again. One older by more
- * than CLOCK_STEP_BACK_MS is no such caller: the database's clock stepped back (an NTP step, a
- * standby whose clock is behind promoted), and the row restarts at the caller's window; kept,
- * every budget on the database granted nothing until the clock caught up, `herald limits set`
- * included.
+ * than CLOCK_STEP_BACK_MS, by its clock read before the lock and again after it, is no such caller:
+ * the database's clock stepped back (an NTP step, a standby whose clock is behind promoted), and the
+ * row restarts at the caller's window; kept, every budget on the database granted nothing until
+ * the clock caught up, `herald limits set` included. (A lease that waited longer than that for the
+ * lock, a client having given up on it, is behind by its first reading only: nothing, as before.)
  */
 async function leaseSlice(db: Kysely<HeraldTables>, key: RateLimitKey, want: number, windowMs: number): Promise<RateLimitGrant | undefined> {
-  const stepped = sql`(c.idx < r.window_index - ${Math.max(2, Math.ceil(CLOCK_STEP_BACK_MS / windowMs))})`;
+  // Behind by the clock read before any wait for the row lock (c), and by the clock read after it:
+  // a caller that only waited (while later leases went ahead of it) is behind by the first alone.
+  const lag = Math.max(2, Math.ceil(CLOCK_STEP_BACK_MS / windowMs));
+  const stepped = sql`(c.idx < r.window_index - ${lag} and floor(extract(epoch from clock_timestamp()) * 1000 / ${windowMs})::bigint < r.window_index - ${lag})`;
   const behind = sql`(c.idx < r.window_index and not ${stepped})`;
   const used = sql`case when r.window_index = c.idx then r.granted else 0 end`;
   const share = sql`(floor((c.idx + 1)::numeric * r.rate_per_sec * ${windowMs} / 1000) - floor(c.idx::numeric * r.rate_per_sec * ${windowMs} / 1000))`;
