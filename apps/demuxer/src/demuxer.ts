@@ -131,11 +131,12 @@ async function demuxPart(part: readonly Accepted[], deps: DemuxerDeps, at: Date)
   // A copy read as a first pass of a job an earlier fan-out recorded (published again over AMQP):
   // read again as that fan-out's retry, so a device whose token was replaced in between is
   // addressed as that fan-out did (the same push, sent once), not by its new token (a second one).
-  const readAgain = planned.filter(({ a }) => !a.again && fannedOutBefore.has(a.job.id)).map(({ a }) => ({ ...a, again: true }));
+  const rereads = (a: Accepted): boolean => !a.again && fannedOutBefore.has(a.job.id);
+  const readAgain = planned.filter(({ a }) => rereads(a)).map(({ a }) => ({ ...a, again: true }));
   const own = planned.filter(({ a }) => {
     const why = taken.get(a.job.id);
     if (why !== undefined) parked.set(a.index, park(deps, why.code, why.reason, a.job));
-    return why === undefined && (a.again || !fannedOutBefore.has(a.job.id));
+    return why === undefined && !rereads(a);
   });
   const accepted = own.map(({ a }) => a);
   const plans = own.map(({ plan }) => plan);

@@ -159,8 +159,7 @@ export async function findAudience(
   const add = (reqs: readonly TargetRequest[], rows: readonly TargetRow[], dead: boolean) => {
     for (const row of rows) {
       const req = reqs[row.ord];
-      if (req === undefined) continue;
-      result.get(req.key)?.push({ ...toAudienceDevice(row), ...(dead && { gone: true as const }) });
+      if (req !== undefined) result.get(req.key)?.push({ ...toAudienceDevice(row), ...(dead && { gone: true as const }) });
     }
   };
   /** Every request of one queryTargets statement read in its snapshot, those without a device too. */
@@ -182,8 +181,8 @@ export async function findAudience(
     .execute(async (trx) => [readIn(again, await queryTargets(trx, again, now, undefined)), await queryGone(trx, again, now)] as const);
   // A device whose token was replaced after the first fan-out read it (queryGone's moved_to), with
   // its replacement among the live ones, is one device: addressed as the old one, as that fan-out
-  // did, its push is the same push (one send, wherever that fan-out got to) and
-  // the pusher moves it; as the new one it would be a second push to the same phone.
+  // did, its push is the same push (one send, wherever that fan-out got to) and the pusher moves
+  // it; as the new one it would be a second push to the same phone.
   // (Of two whose chains end at the same live device, the older row, the chain's head.) Only while
   // the live device is the old one's user's: handed on since (another user of the job signed in on
   // it), the old push would be dropped as reassigned there, and its holder's own push is the one.

@@ -139,6 +139,9 @@ export interface DemuxEntry {
  */
 const ACCEPTED_AT = sql.raw('least(i.accepted_at, now())');
 
+/** Of an upsert on jobs: the row records no fan-out yet (the API's accept, or a park), so a fan-out's record of it is the first. */
+const FIRST_FAN_OUT = sql.raw(`(jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %')`);
+
 /**
  * What recordDemux found: the jobs cancelled while they waited in push.jobs, the jobs whose id
  * another job holds (id → why: another app's, or other content), which it recorded nothing for,
@@ -388,7 +391,7 @@ export function createJobRepository(db: Kysely<HeraldTables>, pool: pg.Pool): Jo
         order by i.id
         on conflict (id) do update set targeted = coalesce(jobs.targeted, 0), demux_outcome = excluded.demux_outcome, demux_reason = excluded.demux_reason,
           demuxed_at = now(), published_at = coalesce(jobs.published_at, now()), ${OWN_JOB_ROW_SET}
-          where (jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %') and ${OWN_JOB_ROW}`.execute(db);
+          where ${FIRST_FAN_OUT} and ${OWN_JOB_ROW}`.execute(db);
     },
     recordOutcomes: (entries) => upsertOutcomes(db, entries, pool),
     status: (id) => jobStatus(db, id),
@@ -424,16 +427,12 @@ function toJobRecord(r: JobRow): JobRecord {
  * or registered (a user without one now has a push); either way the sum stays exact. Only two
  * such changes between the same two fan-outs could leave it off by one. demux_reason is cleared by
  * a fan-out (a parked job replayed after its cause was fixed). An entry read as a first pass whose
- * job another transaction's fan-out recorded (a copy published again over AMQP) is answered
- * in fannedOutBefore, its pushes' outcomes not written: the demuxer reads it again as a retry, so
- * its pushes are that fan-out's. The statement also returns the jobs
- * found cancelled: the upsert updates the row's latest version (a cancel in progress is waited
+ * job another transaction's fan-out recorded (a copy published again over AMQP) is answered in
+ * fannedOutBefore, its pushes' outcomes not written: the demuxer reads it again as a retry, so its
+ * pushes are that fan-out's. The statement also returns the jobs found cancelled: the upsert updates the row's latest version (a cancel in progress is waited
  * for), so every cancel committed before it is seen; one committed after it is the cancel's and
  * the store's to handle (ScheduledPushRepository.schedule, cancelJob).
  */
-/** Of an upsert on jobs: the row records no fan-out yet (the API's accept, or a park), so this one is the first. */
-const FIRST_FAN_OUT = sql.raw(`(jobs.demux_outcome is null or jobs.demux_outcome like 'parked: %')`);
-
 async function recordDemux(db: Kysely<HeraldTables>, pool: pg.Pool, entries: readonly DemuxEntry[]): Promise<DemuxRecorded> {
   if (entries.length === 0) return { cancelled: new Set(), taken: new Map(), fannedOutBefore: new Set() };
   const rows = [...new Map(entries.map((e) => [e.id, e])).values()];
